@@ -1,0 +1,26 @@
+"""The streaming engine: decode events, predict then learn, send, checkpoint.
+
+Public names only; the modules behind them are private.
+"""
+
+from __future__ import annotations
+
+from ._config import configure
+from ._engine import DEFAULT_CONFIG, Engine, label_key
+from ._events import Event, EventDecoder, validate_label
+from ._io import Record, Sink, Source
+from ._metrics import PrequentialMetrics
+
+__all__ = [
+    "DEFAULT_CONFIG",
+    "Engine",
+    "Event",
+    "EventDecoder",
+    "PrequentialMetrics",
+    "Record",
+    "Sink",
+    "Source",
+    "configure",
+    "label_key",
+    "validate_label",
+]

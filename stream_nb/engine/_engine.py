@@ -1,0 +1,328 @@
+"""The run loop: poll, predict then learn one event at a time, send, checkpoint.
+
+Output record (one per valid event, serialised with orjson, sent with the
+input record's key)::
+
+    {"id": 7,                       # the event's id field, or null
+     "prediction": "yes",           # predict_one(x): a label, or null before any learning
+     "proba": {"yes": 0.8, "no": 0.2},  # predict_proba_one(x), {} before any learning
+     "model": "nb",                 # config "model_name"
+     "learned": true,               # the event was labeled and has been learned
+     "n_learned": 42,               # events learned so far, this one included
+     "source": {"file": "in.jsonl", "line": 7, "byte": 812}}  # Record.position
+
+Both ``prediction`` and ``proba`` describe the model *before* it learned the
+event (prequential). JSON object keys must be strings, so ``proba`` keys are
+:func:`label_key` of the label: a string label as is, an integer in decimal
+(``1`` -> ``"1"``), a boolean as ``"true"``/``"false"``, i.e. the label's JSON
+text unless it is already a string. ``prediction`` keeps the label's own JSON
+type. (Labels ``1`` and ``"1"`` therefore share a ``proba`` key; don't mix them.)
+
+Dead-letter record (one per rejected record, sent with the input key)::
+
+    {"reason": "nested_value",      # InvalidEventError.reason (see stream_nb.engine._events)
+     "error": "feature 'sky' must be ...",  # the human-readable message
+     "field": "sky",                # offending field, or null
+     "source": {...},               # Record.position
+     "size": 81,                    # length of the raw event in bytes
+     "value": "{\\"sky\\": {}}"}      # the raw event as text when it is valid UTF-8,
+                                    # or "value_b64": base64 of the bytes otherwise
+
+At most ``dead_letter_max_value_bytes`` of the raw event are copied; a longer
+one (e.g. an ``oversize`` event) is cut and the record gains
+``"truncated": true`` -- ``source`` still locates the full event.
+
+Checkpoints: after ``commit_every_records`` records, after
+``commit_interval_s`` seconds, whenever a poll comes back empty with work
+pending (so a slow input still sees its outputs promptly), and always when
+:meth:`Engine.run` returns or raises, :meth:`Engine.checkpoint` flushes both
+sinks and then commits the source positions after the last processed record.
+Delivery is therefore at-least-once: a crash between two checkpoints replays
+the uncommitted records.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import time
+import typing
+
+import orjson
+
+from ..exceptions import ConfigError, InvalidEventError
+from ._config import configure
+from ._events import DEFAULT_CONFIG as EVENT_DEFAULTS
+from ._events import EventDecoder
+from ._io import Record, Sink, Source
+from ._metrics import DEFAULT_LOG_LOSS_FLOOR, PrequentialMetrics
+
+__all__ = ["DEFAULT_CONFIG", "Engine", "label_key"]
+
+log = logging.getLogger("stream_nb.engine")
+
+DEFAULT_CONFIG: dict[str, typing.Any] = {
+    **EVENT_DEFAULTS,
+    # Name written in every output record's "model" field; None: the model's class name.
+    "model_name": None,
+    # Most records taken from the source per poll.
+    "poll_max_records": 500,
+    # Longest wait in seconds for a poll; also bounds how late stop() is noticed.
+    "poll_timeout": 0.2,
+    # Checkpoint (flush + commit) after this many records since the last one.
+    "commit_every_records": 10_000,
+    # Checkpoint at least this often, in seconds, while records flow.
+    "commit_interval_s": 5.0,
+    # Raw bytes of a rejected event copied into its dead-letter record.
+    "dead_letter_max_value_bytes": 64 * 1024,
+    # Probability floor of the prequential log loss (see stream_nb.engine._metrics).
+    "log_loss_floor": DEFAULT_LOG_LOSS_FLOOR,
+    # Log the metrics at INFO every this many seconds; 0 disables.
+    "log_metrics_interval_s": 60.0,
+}
+
+
+def label_key(label: typing.Any) -> str:
+    """The JSON object key for a class label in an output's ``proba``.
+
+    >>> label_key("yes"), label_key(3), label_key(True), label_key(False)
+    ('yes', '3', 'true', 'false')
+    """
+    if isinstance(label, str):
+        return label
+    if isinstance(label, bool):
+        return "true" if label else "false"
+    return str(label)
+
+
+def _positive(config: dict, name: str, kind: type, allow_zero: bool = False) -> None:
+    value = config[name]
+    ok = not isinstance(value, bool) and isinstance(value, (int, float) if kind is float else int)
+    if ok:
+        ok = value >= 0 if allow_zero else value > 0
+    if not ok:
+        expected = "a non-negative" if allow_zero else "a positive"
+        noun = "number" if kind is float else "integer"
+        raise ConfigError(f"{name} must be {expected} {noun}, got {value!r}")
+
+
+class Engine:
+    """Feed events from a source through a model into an output sink.
+
+    Parameters
+    ----------
+    model
+        A river classifier: ``predict_proba_one``, ``predict_one``, ``learn_one``.
+    source
+        A :class:`~stream_nb.engine.Source`.
+    sink
+        Receives one output record per valid event.
+    dead_letters
+        Receives one dead-letter record per rejected record.
+    config
+        Keys of :data:`DEFAULT_CONFIG`; unknown keys raise ``ConfigError``.
+
+    >>> from river.naive_bayes import MultinomialNB
+    >>> class ListSource:
+    ...     exhausted = False
+    ...     def __init__(self, values):
+    ...         self.records = [Record(v, None, "demo", {"line": i + 1}, i + 1) for i, v in enumerate(values)]
+    ...     def poll(self, max_records, timeout):
+    ...         batch, self.records = self.records[:max_records], self.records[max_records:]
+    ...         self.exhausted = not batch
+    ...         return batch
+    ...     def commit(self, positions): self.committed = positions
+    ...     def seek(self, positions): pass
+    ...     def close(self): pass
+    >>> class ListSink:
+    ...     def __init__(self): self.values = []
+    ...     def send(self, value, key=None): self.values.append(value)
+    ...     def flush(self): pass
+    ...     def close(self): pass
+    >>> source = ListSource([b'{"id": 1, "w": 2, "label": "a"}', b'[1]', b'{"id": 2, "w": 1}'])
+    >>> out, dlq = ListSink(), ListSink()
+    >>> engine = Engine(MultinomialNB(), source, out, dlq, config={"model_name": "mnb"})
+    >>> engine.run()
+    >>> for v in out.values: print(v.decode())
+    {"id":1,"prediction":null,"proba":{},"model":"mnb","learned":true,"n_learned":1,"source":{"line":1}}
+    {"id":2,"prediction":"a","proba":{"a":1.0},"model":"mnb","learned":false,"n_learned":1,"source":{"line":3}}
+    >>> print(dlq.values[0].decode())
+    {"reason":"not_an_object","error":"event must be a JSON object, got an array","field":null,"source":{"line":2},"size":3,"value":"[1]"}
+    >>> source.committed
+    {'demo': 3}
+    """
+
+    def __init__(
+        self,
+        model: typing.Any,
+        source: Source,
+        sink: Sink,
+        dead_letters: Sink,
+        *,
+        config: dict[str, typing.Any] | None = None,
+    ):
+        self.config = configure(DEFAULT_CONFIG, config or {}, "engine setting")
+        for method in ("predict_proba_one", "predict_one", "learn_one"):
+            if not callable(getattr(model, method, None)):
+                raise ConfigError(f"model {type(model).__name__} has no {method}() method")
+        _positive(self.config, "poll_max_records", int)
+        _positive(self.config, "poll_timeout", float, allow_zero=True)
+        _positive(self.config, "commit_every_records", int)
+        _positive(self.config, "commit_interval_s", float, allow_zero=True)
+        _positive(self.config, "dead_letter_max_value_bytes", int, allow_zero=True)
+        _positive(self.config, "log_metrics_interval_s", float, allow_zero=True)
+        name = self.config["model_name"]
+        if name is not None and not isinstance(name, str):
+            raise ConfigError(f"model_name must be a string or None, got {name!r}")
+        self.model_name = name if name is not None else type(model).__name__
+
+        self.model = model
+        self.source = source
+        self.sink = sink
+        self.dead_letters = dead_letters
+        self.decoder = EventDecoder({k: self.config[k] for k in EVENT_DEFAULTS})
+        self.metrics = PrequentialMetrics(self.config["log_loss_floor"])
+        #: Per partition, the ``next_position`` of the last processed record.
+        self.positions: dict[str, int] = {}
+        self._committed: dict[str, int] = {}
+        self._since_checkpoint = 0
+        self._last_checkpoint = time.monotonic()
+        self._last_metrics_log = self._last_checkpoint
+        self._stop_requested = False
+
+    # -- control ----------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Ask :meth:`run` to return after the current event. Safe in a signal handler.
+
+        It only sets a flag: the loop notices it between events (or within
+        ``poll_timeout`` while waiting), then flushes, commits and returns.
+        Records already polled but not yet processed are not committed; a
+        source that is consumed again replays them.
+        """
+        self._stop_requested = True
+
+    @property
+    def stopping(self) -> bool:
+        """True once :meth:`stop` has been called."""
+        return self._stop_requested
+
+    def run(self) -> None:
+        """Process records until :meth:`stop` is called or a finite source is exhausted.
+
+        Always ends with a :meth:`checkpoint`. If an error escapes (a failing
+        sink, a model bug), the checkpoint is still attempted -- committing
+        only what was processed and flushed -- and the error is re-raised.
+        """
+        cfg = self.config
+        max_records, timeout = cfg["poll_max_records"], cfg["poll_timeout"]
+        every, interval = cfg["commit_every_records"], cfg["commit_interval_s"]
+        try:
+            while not self._stop_requested:
+                records = self.source.poll(max_records, timeout)
+                if not records:
+                    if self.source.exhausted:
+                        break
+                    if self._pending():
+                        self.checkpoint()
+                    self._maybe_log_metrics()
+                    continue
+                for record in records:
+                    if self._stop_requested:
+                        break
+                    self.process(record)
+                if (
+                    self._since_checkpoint >= every
+                    or time.monotonic() - self._last_checkpoint >= interval
+                ):
+                    self.checkpoint()
+                self._maybe_log_metrics()
+        except BaseException:
+            try:
+                self.checkpoint()
+            except Exception as exc:  # keep the original error, report this one
+                log.error("final checkpoint failed, positions not committed: %s", exc)
+            raise
+        self.checkpoint()
+
+    def checkpoint(self) -> None:
+        """Flush both sinks, then commit the positions of every processed record.
+
+        This is the one commit point of the engine. A snapshot feature hooks in
+        here: write the model, :attr:`metrics` and :attr:`positions` after the
+        flush and before the commit, so a snapshot never claims outputs that
+        were not delivered and the source never skips events the snapshot has
+        not learned.
+        """
+        self.sink.flush()
+        self.dead_letters.flush()
+        if self.positions != self._committed:
+            positions = dict(self.positions)
+            self.source.commit(positions)
+            self._committed = positions
+        self._since_checkpoint = 0
+        self._last_checkpoint = time.monotonic()
+
+    # -- one record ---------------------------------------------------------------
+
+    def process(self, record: Record) -> None:
+        """Predict, learn (when labeled) and send one record, or dead-letter it."""
+        try:
+            event = self.decoder.decode(record.value)
+            x = event.features
+            proba = self.model.predict_proba_one(x)
+            prediction = self.model.predict_one(x)
+            learned = event.label is not None
+            if learned:
+                self.model.learn_one(x, event.label)
+        except InvalidEventError as exc:
+            self.metrics.update_dead_letter(exc.reason)
+            self.dead_letters.send(self._dead_letter(record, exc), record.key)
+        else:
+            self.metrics.update_prediction(event.label, prediction, proba, learned)
+            output = {
+                "id": event.id,
+                "prediction": prediction,
+                "proba": {label_key(c): float(p) for c, p in proba.items()},
+                "model": self.model_name,
+                "learned": learned,
+                "n_learned": self.metrics.learned,
+                "source": record.position,
+            }
+            self.sink.send(orjson.dumps(output), record.key)
+        self.positions[record.partition] = record.next_position
+        self._since_checkpoint += 1
+
+    def _dead_letter(self, record: Record, exc: InvalidEventError) -> bytes:
+        raw = bytes(record.value)
+        limit = self.config["dead_letter_max_value_bytes"]
+        kept = raw[:limit]
+        letter: dict[str, typing.Any] = {
+            "reason": exc.reason,
+            "error": str(exc),
+            "field": exc.field,
+            "source": record.position,
+            "size": len(raw),
+        }
+        try:
+            letter["value"] = kept.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            if len(kept) < len(raw) and exc.reason == "unexpected end of data":
+                # the cut fell inside a multi-byte character of valid text
+                letter["value"] = kept[: exc.start].decode("utf-8", errors="replace")
+            else:
+                letter["value_b64"] = base64.b64encode(kept).decode("ascii")
+        if len(kept) < len(raw):
+            letter["truncated"] = True
+        return orjson.dumps(letter)
+
+    # -- helpers ------------------------------------------------------------------
+
+    def _pending(self) -> bool:
+        return self._since_checkpoint > 0 or self.positions != self._committed
+
+    def _maybe_log_metrics(self) -> None:
+        interval = self.config["log_metrics_interval_s"]
+        if interval and time.monotonic() - self._last_metrics_log >= interval:
+            self._last_metrics_log = time.monotonic()
+            log.info("metrics %s", orjson.dumps(self.metrics.as_dict()).decode())

@@ -1,0 +1,232 @@
+"""Decode and validate one raw event into ``(id, features, label)``.
+
+The event contract
+------------------
+An event is one JSON object, UTF-8 encoded, at most ``max_event_bytes`` long.
+
+* ``label_field`` (default ``"label"``) holds the class. A string, an integer
+  or a boolean is used as is. A float is accepted only when it is integral and
+  exactly representable (``|x| <= 2**53``) and is then converted to ``int``, so
+  ``1.0`` and ``1`` are the same class; any other float, an object or an array
+  is rejected (``"bad_label"``). An absent label or ``null`` makes the event
+  *unlabeled*: it is predicted but not learned.
+* ``id_field`` (default ``"id"``; ``None`` disables it) is passed through to the
+  output untouched. Scalars of any JSON type are fine, ``null`` or absent gives
+  ``None``, an object or an array is rejected (``"bad_id"``).
+* Every other field is a feature, or only the fields listed in ``features``
+  when that is given (other fields are then ignored, whatever they hold).
+  Strings, booleans and integers are categorical values and floats numeric
+  ones as far as the model is concerned; ``null`` means *missing* and the key
+  is dropped. An object or an array as a feature value is rejected
+  (``"nested_value"``, naming the field).
+
+Rejections raise :class:`~stream_nb.exceptions.InvalidEventError` with one of
+these ``reason`` codes:
+
+================  ==========================================================
+``oversize``      the raw event is longer than ``max_event_bytes``
+``invalid_utf8``  the bytes are not valid UTF-8
+``invalid_json``  valid UTF-8 but not one JSON document (empty, truncated, ...)
+``not_an_object`` a JSON document that is not an object (array, string, ...)
+``bad_id``        the id field holds an object or an array
+``bad_label``     the label is a non-integral float, an object or an array
+``nested_value``  a feature holds an object or an array
+================  ==========================================================
+
+>>> decoder = EventDecoder()
+>>> decoder.decode(b'{"id": 7, "outlook": "sunny", "temp": 21.5, "wind": null, "label": "yes"}')
+Event(id=7, features={'outlook': 'sunny', 'temp': 21.5}, label='yes')
+>>> decoder.decode(b'{"outlook": "rain"}').labeled
+False
+>>> decoder.decode(b'{"outlook": {"sky": "grey"}}')
+Traceback (most recent call last):
+...
+stream_nb.exceptions.InvalidEventError: feature 'outlook' must be a string, number, boolean or null, got an object
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+
+import orjson
+
+from ..exceptions import ConfigError, InvalidEventError
+from ._config import configure
+
+__all__ = ["DEFAULT_CONFIG", "Event", "EventDecoder", "validate_label"]
+
+#: Largest integer a float represents exactly; integral float labels beyond it are rejected.
+_MAX_EXACT_FLOAT_INT = 2**53
+
+DEFAULT_CONFIG: dict[str, typing.Any] = {
+    # Field holding the class label. Absent or null: the event is only predicted.
+    "label_field": "label",
+    # Field passed through to the output as "id"; None disables it.
+    "id_field": "id",
+    # List of feature field names to use, or None to use every other field.
+    "features": None,
+    # Events longer than this many bytes are rejected as "oversize".
+    "max_event_bytes": 1024 * 1024,
+}
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Event:
+    """A decoded, validated event."""
+
+    id: typing.Any
+    features: dict[str, str | int | float | bool]
+    label: str | int | bool | None
+
+    @property
+    def labeled(self) -> bool:
+        """True when the event carries a label and is therefore learned."""
+        return self.label is not None
+
+
+def _json_type(value: typing.Any) -> str:
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a float"
+    if isinstance(value, str):
+        return "a string"
+    return type(value).__name__
+
+
+def validate_label(value: typing.Any, field: str = "label") -> str | int | bool | None:
+    """Return ``value`` as a usable class label, ``None`` for no label.
+
+    >>> validate_label("yes"), validate_label(3), validate_label(True), validate_label(2.0)
+    ('yes', 3, True, 2)
+    >>> validate_label(None) is None
+    True
+    >>> validate_label(0.5)
+    Traceback (most recent call last):
+    ...
+    stream_nb.exceptions.InvalidEventError: label 'label' must be a string, an integer or a boolean (or an integral float), got the float 0.5
+    """
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, float):
+        if value.is_integer() and abs(value) <= _MAX_EXACT_FLOAT_INT:
+            return int(value)
+        detail = f"the float {value!r}"
+    else:
+        detail = _json_type(value)
+    raise InvalidEventError(
+        f"label {field!r} must be a string, an integer or a boolean (or an integral float), got {detail}",
+        reason="bad_label",
+        field=field,
+    )
+
+
+class EventDecoder:
+    """Turn raw event bytes into an :class:`Event`, or raise ``InvalidEventError``.
+
+    Parameters
+    ----------
+    config
+        Keys of :data:`DEFAULT_CONFIG`; unknown keys raise ``ConfigError``.
+
+    >>> EventDecoder({"features": ["a"], "label_field": "y"}).decode(b'{"a": 1, "b": [1], "y": false}')
+    Event(id=None, features={'a': 1}, label=False)
+    >>> EventDecoder({"labelfield": "y"})
+    Traceback (most recent call last):
+    ...
+    stream_nb.exceptions.ConfigError: unknown event setting 'labelfield'; expected one of: features, id_field, label_field, max_event_bytes
+    """
+
+    def __init__(self, config: dict[str, typing.Any] | None = None):
+        self.config = configure(DEFAULT_CONFIG, config or {}, "event setting")
+        label_field = self.config["label_field"]
+        id_field = self.config["id_field"]
+        features = self.config["features"]
+        max_bytes = self.config["max_event_bytes"]
+        if not isinstance(label_field, str) or not label_field:
+            raise ConfigError(f"label_field must be a non-empty string, got {label_field!r}")
+        if id_field is not None and (not isinstance(id_field, str) or not id_field):
+            raise ConfigError(f"id_field must be a non-empty string or None, got {id_field!r}")
+        if id_field == label_field:
+            raise ConfigError(f"id_field and label_field must differ, both are {label_field!r}")
+        if features is not None:
+            if isinstance(features, str) or not all(isinstance(f, str) and f for f in features):
+                raise ConfigError(
+                    f"features must be a list of non-empty field names or None, got {features!r}"
+                )
+            features = tuple(dict.fromkeys(features))
+            for reserved, what in ((label_field, "label_field"), (id_field, "id_field")):
+                if reserved in features:
+                    raise ConfigError(
+                        f"features must not contain {reserved!r}: it is the {what}, not a feature"
+                    )
+        if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
+            raise ConfigError(f"max_event_bytes must be a positive integer, got {max_bytes!r}")
+        self._label_field = label_field
+        self._id_field = id_field
+        self._features = features
+        self._max_bytes = max_bytes
+
+    def decode(self, value: bytes) -> Event:
+        """Decode and validate one raw event."""
+        if len(value) > self._max_bytes:
+            raise InvalidEventError(
+                f"event is {len(value)} bytes, more than max_event_bytes={self._max_bytes}",
+                reason="oversize",
+            )
+        try:
+            obj = orjson.loads(value)
+        except orjson.JSONDecodeError as exc:
+            try:
+                bytes(value).decode("utf-8")
+            except UnicodeDecodeError as utf8_exc:
+                raise InvalidEventError(
+                    f"event is not valid UTF-8: {utf8_exc.reason} at byte {utf8_exc.start}",
+                    reason="invalid_utf8",
+                ) from None
+            raise InvalidEventError(f"event is not valid JSON: {exc}", reason="invalid_json") from None
+        if not isinstance(obj, dict):
+            raise InvalidEventError(
+                f"event must be a JSON object, got {_json_type(obj)}", reason="not_an_object"
+            )
+
+        event_id = None
+        if self._id_field is not None:
+            event_id = obj.get(self._id_field)
+            if isinstance(event_id, (dict, list)):
+                raise InvalidEventError(
+                    f"id {self._id_field!r} must be a string, number, boolean or null, "
+                    f"got {_json_type(event_id)}",
+                    reason="bad_id",
+                    field=self._id_field,
+                )
+
+        label = validate_label(obj.get(self._label_field), self._label_field)
+
+        if self._features is None:
+            items = obj.items()
+            skip = (self._label_field, self._id_field)
+        else:
+            items = ((name, obj.get(name)) for name in self._features)
+            skip = ()
+        features: dict[str, str | int | float | bool] = {}
+        for name, feature_value in items:
+            if feature_value is None or name in skip:
+                continue
+            if isinstance(feature_value, (dict, list)):
+                raise InvalidEventError(
+                    f"feature {name!r} must be a string, number, boolean or null, "
+                    f"got {_json_type(feature_value)}",
+                    reason="nested_value",
+                    field=name,
+                )
+            features[name] = feature_value
+        return Event(id=event_id, features=features, label=label)
+

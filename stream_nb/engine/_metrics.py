@@ -1,0 +1,151 @@
+"""Live prequential (predict-then-learn) metrics of a running engine.
+
+Every labeled event is first predicted by the model as it was *before* seeing
+the event, then learned; the prediction is scored against the true label. So
+the accuracy and the log loss are honest out-of-sample estimates that track the
+stream as it goes.
+
+Log loss
+--------
+The loss of one labeled event is ``-ln(max(p, log_loss_floor))`` where ``p`` is
+the probability the model gave to the true class, and ``p`` is 0 when the true
+class is missing from the predicted distribution: a class the model has never
+seen, or any class on the very first labeled event, when the model has learned
+nothing and predicts ``{}``. With the default floor ``1e-15`` such an event
+costs ``-ln(1e-15) = 34.54`` nats, which is large on purpose: a model that has
+never seen a class should be penalised for it. A smoothed model (``alpha > 0``)
+gives every class it has seen a probability far above the floor, so in
+practice the floor binds only for unseen classes;
+:attr:`PrequentialMetrics.log_loss_floored` counts how often it bound. The
+result is never NaN or infinite. (river's ``metrics.CrossEntropy``, by
+contrast, scores an unseen class as a loss of 0.)
+
+The accuracy counts a labeled event as correct when the predicted label equals
+the true one; no prediction (``None``) is wrong.
+
+>>> m = PrequentialMetrics()
+>>> m.update_prediction(label="yes", prediction=None, proba={}, learned=True)
+>>> m.update_prediction(label="yes", prediction="yes", proba={"yes": 0.75, "no": 0.25}, learned=True)
+>>> m.update_prediction(label=None, prediction="yes", proba={"yes": 0.8, "no": 0.2}, learned=False)
+>>> m.update_dead_letter("invalid_json")
+>>> d = m.as_dict()
+>>> d["events"], d["predicted"], d["learned"], d["dead_letters"], d["accuracy"]
+(4, 3, 2, 1, 0.5)
+>>> round(d["log_loss"], 4)  # (34.5388 + 0.2877) / 2
+17.4132
+"""
+
+from __future__ import annotations
+
+import math
+import typing
+
+from ..exceptions import ConfigError
+
+__all__ = ["PrequentialMetrics", "DEFAULT_LOG_LOSS_FLOOR"]
+
+#: Smallest probability used in the log loss: ``-ln(1e-15)`` is about 34.54 nats.
+DEFAULT_LOG_LOSS_FLOOR = 1e-15
+
+
+class PrequentialMetrics:
+    """Counters and running prequential scores; see the module docstring.
+
+    Attributes
+    ----------
+    events
+        Records taken from the source (valid ones plus dead letters).
+    predicted
+        Valid events, each predicted and given one output record.
+    labeled
+        Predicted events that carried a label (and were scored).
+    learned
+        Events the model learned (equals ``labeled``: a labeled event is
+        scored only once learning it succeeded).
+    correct
+        Labeled events whose prediction equalled the label.
+    dead_letters_by_reason
+        Dead-lettered records counted by ``reason`` code.
+    log_loss_floored
+        Labeled events whose true-class probability was below the floor.
+    """
+
+    def __init__(self, log_loss_floor: float = DEFAULT_LOG_LOSS_FLOOR):
+        if isinstance(log_loss_floor, bool) or not isinstance(log_loss_floor, (int, float)) or not (
+            0.0 < log_loss_floor < 1.0
+        ):
+            raise ConfigError(f"log_loss_floor must be a number in (0, 1), got {log_loss_floor!r}")
+        self.log_loss_floor = float(log_loss_floor)
+        self.events = 0
+        self.predicted = 0
+        self.labeled = 0
+        self.learned = 0
+        self.correct = 0
+        self.log_loss_sum = 0.0
+        self.log_loss_floored = 0
+        self.dead_letters_by_reason: dict[str, int] = {}
+
+    def update_prediction(
+        self,
+        label: typing.Any,
+        prediction: typing.Any,
+        proba: dict[typing.Any, float],
+        learned: bool,
+    ) -> None:
+        """Count one valid event; score it when it is labeled (``label is not None``)."""
+        self.events += 1
+        self.predicted += 1
+        if learned:
+            self.learned += 1
+        if label is None:
+            return
+        self.labeled += 1
+        if prediction is not None and prediction == label:
+            self.correct += 1
+        p = proba.get(label, 0.0)
+        if not p >= self.log_loss_floor:  # also catches NaN
+            p = self.log_loss_floor
+            self.log_loss_floored += 1
+        elif p > 1.0:  # rounding in the model's normalisation
+            p = 1.0
+        self.log_loss_sum -= math.log(p)
+
+    def update_dead_letter(self, reason: str) -> None:
+        """Count one dead-lettered record under its reason code."""
+        self.events += 1
+        self.dead_letters_by_reason[reason] = self.dead_letters_by_reason.get(reason, 0) + 1
+
+    @property
+    def dead_letters(self) -> int:
+        """Total dead-lettered records."""
+        return sum(self.dead_letters_by_reason.values())
+
+    @property
+    def accuracy(self) -> float | None:
+        """Prequential accuracy over labeled events; ``None`` before the first."""
+        return self.correct / self.labeled if self.labeled else None
+
+    @property
+    def log_loss(self) -> float | None:
+        """Mean prequential log loss (nats) over labeled events; ``None`` before the first."""
+        return self.log_loss_sum / self.labeled if self.labeled else None
+
+    def as_dict(self) -> dict[str, typing.Any]:
+        """A JSON-able snapshot of every counter and score.
+
+        >>> PrequentialMetrics().as_dict()
+        {'events': 0, 'predicted': 0, 'labeled': 0, 'learned': 0, 'correct': 0, 'accuracy': None, 'log_loss': None, 'log_loss_floor': 1e-15, 'log_loss_floored': 0, 'dead_letters': 0, 'dead_letters_by_reason': {}}
+        """
+        return {
+            "events": self.events,
+            "predicted": self.predicted,
+            "labeled": self.labeled,
+            "learned": self.learned,
+            "correct": self.correct,
+            "accuracy": self.accuracy,
+            "log_loss": self.log_loss,
+            "log_loss_floor": self.log_loss_floor,
+            "log_loss_floored": self.log_loss_floored,
+            "dead_letters": self.dead_letters,
+            "dead_letters_by_reason": dict(self.dead_letters_by_reason),
+        }
