@@ -1,0 +1,812 @@
+"""The one store of sufficient statistics that every model is a view of.
+
+Everything a model knows is in these additive counts (float64, so that the
+fractional counts of EM fit the same arrays):
+
+=================  ====================  ==========================================
+array              shape                 meaning
+=================  ====================  ==========================================
+``class_count``    (C,)                  |D_c|, events of class c
+``value_count``    (C, V)                |D_c,v|, events of class c whose feature
+                                         of column v took that value
+``feat_count``     (C, F)                events of class c in which feature f was
+                                         observed (|D_c| when nothing is missing)
+``pair_count``     (C, V, V)             |D_c,v,w|, both values seen together
+                                         (only when ``pairs=True``)
+``pair_feat``      (C, V, F)             sum of ``pair_count[c, v, w]`` over the
+                                         values w of feature f: the events of
+                                         class c with value v where f was observed
+``g_n``, ``g_mean``, (C, G)              Gaussian moments of each numeric feature
+``g_m2``                                 per class (weight, mean, sum of squared
+                                         deviations), only in ``numeric="gaussian"``
+=================  ====================  ==========================================
+
+Every categorical value (and every bin of a discretised numeric feature) is a
+*column* v of one global value axis; ``value_feature[v]`` is its feature.
+Column 0 is reserved: it never counts anything, and stands for a value that
+was never seen when a model is asked to predict.
+
+Counts are additive, so two stores merge exactly by aligning classes, features
+and values by name and adding; the Gaussian moments merge with the exact
+pairwise formula of Chan, Golub and LeVeque.
+
+Missing values (``None``, NaN, an absent key) are never counted: every estimate
+is made from the events in which the features it involves were observed,
+which is why the denominators are ``feat_count`` and ``pair_feat`` rather than
+``class_count``. With no missing values they are equal.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import typing
+
+import numpy as np
+import pandas as pd
+
+from ._discretise import Discretiser
+from .exceptions import ConfigError, FeatureTypeError, InvalidEventError, MergeError
+
+__all__ = ["Stats", "Encoded", "CAT", "GAUSS", "BINNED"]
+
+CAT, GAUSS, BINNED = 0, 1, 2
+_KIND_NAMES = {CAT: "categorical", GAUSS: "numeric", BINNED: "numeric"}
+_EMPTY_INT = np.empty(0, dtype=np.int64)
+_EMPTY_FLOAT = np.empty(0, dtype=float)
+
+
+class Encoded(typing.NamedTuple):
+    """One event as indices into the store."""
+
+    cols: np.ndarray  # value column of each observed discrete feature (0: a value never seen)
+    feats: np.ndarray  # the feature of each of those columns
+    gslots: np.ndarray  # Gaussian slot of each observed numeric feature
+    gx: np.ndarray  # its value
+
+
+def _is_nan(v) -> bool:
+    return isinstance(v, (float, np.floating)) and v != v
+
+
+def _check_categorical(name, v):
+    """A usable category, as a plain Python value, or None when missing."""
+    t = type(v)
+    if t is str or t is int or t is bool:
+        return v
+    if v is None:
+        return None
+    if t is float or isinstance(v, np.floating):
+        if v != v:
+            return None
+        if math.isinf(v):
+            raise FeatureTypeError(
+                f"feature {name!r}: expected a category (str, int, bool) or a finite number, got {v!r}",
+                field=name,
+            )
+        return float(v)
+    if isinstance(v, (np.integer, np.bool_, np.str_)):
+        return v.item()
+    if isinstance(v, (str, int)):  # subclasses (e.g. enums over str)
+        return v
+    raise FeatureTypeError(
+        f"feature {name!r}: expected a categorical value (str, int or bool), "
+        f"got {type(v).__name__} {_short(v)}",
+        field=name,
+    )
+
+
+def _check_numeric(name, v):
+    """A finite float, or None when missing."""
+    t = type(v)
+    if t is float:
+        if v != v:
+            return None
+        if v in (math.inf, -math.inf):
+            raise FeatureTypeError(f"feature {name!r}: expected a finite number, got {v!r}", field=name)
+        return v
+    if v is None:
+        return None
+    if t is int or (isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))):
+        f = float(v)
+        if f != f:
+            return None
+        if math.isinf(f):
+            raise FeatureTypeError(f"feature {name!r}: expected a finite number, got {v!r}", field=name)
+        return f
+    raise FeatureTypeError(
+        f"feature {name!r} is numeric: expected a number, got {type(v).__name__} {_short(v)}",
+        field=name,
+    )
+
+
+def _short(v) -> str:
+    r = repr(v)
+    return r if len(r) <= 60 else r[:57] + "..."
+
+
+def _check_types(types) -> dict:
+    if types is None:
+        return {}
+    if not isinstance(types, dict):
+        raise ConfigError(f"types: expected a dict of feature -> 'categorical' | 'numeric', got {type(types).__name__}")
+    for k, v in types.items():
+        if v not in ("categorical", "numeric"):
+            raise ConfigError(f"types[{k!r}]: expected 'categorical' or 'numeric', got {v!r}")
+    return dict(types)
+
+
+class Stats:
+    """Additive sufficient statistics over a stream of (x, y) events.
+
+    Parameters
+    ----------
+    pairs
+        Keep class-conditional pair counts (AODE, TAN).
+    numeric
+        ``"gaussian"``: numeric features keep per-class Gaussian moments (naive
+        Bayes). ``"bins"``: numeric features are discretised (see
+        :mod:`stream_nb._discretise`) and counted like categories.
+    types
+        Optional ``{feature: "categorical" | "numeric"}`` overriding the
+        inference from the first value (str, bool, int: categorical; float: numeric).
+    bins, warmup, bin_edges
+        Discretiser settings for ``numeric="bins"``.
+
+    Examples
+    --------
+    >>> s = Stats(pairs=False, numeric="gaussian")
+    >>> s.learn_one({"outlook": "sunny", "temp": 30.0}, "no")
+    >>> s.learn_one({"outlook": "rain", "temp": 20.0}, "yes")
+    >>> s.classes, s.features
+    (['no', 'yes'], ['outlook', 'temp'])
+    >>> s.counts()["value_count"]["outlook"]
+    {'sunny': {'no': 1.0, 'yes': 0.0}, 'rain': {'no': 0.0, 'yes': 1.0}}
+    """
+
+    def __init__(self, *, pairs: bool, numeric: str, types=None, bins: int = 5, warmup: int = 100, bin_edges=None):
+        if numeric not in ("gaussian", "bins"):
+            raise ConfigError(f"numeric: expected 'gaussian' or 'bins', got {numeric!r}")
+        self.pairs = bool(pairs)
+        self.numeric = numeric
+        self.types = _check_types(types)
+        self.bins = bins
+        self.warmup = warmup
+        self.bin_edges = dict(bin_edges or {})
+        # classes
+        self.classes: list = []
+        self.class_index: dict = {}
+        # features
+        self.features: list = []
+        self.feature_index: dict = {}
+        self.kinds: list[int] = []
+        self.values: list[dict | None] = []  # per feature: value -> column (CAT, BINNED)
+        self.gslot: list[int] = []  # per feature: Gaussian slot (GAUSS), else -1
+        self.disc: list[Discretiser | None] = []
+        self.value_keys: list = [None]  # column -> value; column 0 is the unseen-value sentinel
+        self.n_gauss = 0
+        self.gauss_feature: list[int] = []
+        # arrays, allocated with spare capacity
+        self._cap = (0, 0, 0, 0)
+        self._alloc(4, 16, 8, 4)
+
+    # ------------------------------------------------------------------ capacity
+
+    def _alloc(self, cc, cv, cf, cg):
+        old = getattr(self, "class_count", None)
+        C, V, F, G = (len(self.classes), len(self.value_keys), len(self.features), self.n_gauss)
+        new = {
+            "class_count": np.zeros(cc),
+            "value_feature": np.full(cv, -1, dtype=np.int64),
+            "n_values": np.zeros(cf, dtype=np.int64),
+            "value_count": np.zeros((cc, cv)),
+            "feat_count": np.zeros((cc, cf)),
+            "g_n": np.zeros((cc, cg)),
+            "g_mean": np.zeros((cc, cg)),
+            "g_m2": np.zeros((cc, cg)),
+        }
+        if self.pairs:
+            new["pair_count"] = np.zeros((cc, cv, cv))
+            new["pair_feat"] = np.zeros((cc, cv, cf))
+        if old is not None:
+            new["class_count"][:C] = self.class_count[:C]
+            new["value_feature"][:V] = self.value_feature[:V]
+            new["n_values"][:F] = self.n_values[:F]
+            new["value_count"][:C, :V] = self.value_count[:C, :V]
+            new["feat_count"][:C, :F] = self.feat_count[:C, :F]
+            for k in ("g_n", "g_mean", "g_m2"):
+                new[k][:C, :G] = getattr(self, k)[:C, :G]
+            if self.pairs:
+                new["pair_count"][:C, :V, :V] = self.pair_count[:C, :V, :V]
+                new["pair_feat"][:C, :V, :F] = self.pair_feat[:C, :V, :F]
+        for k, v in new.items():
+            setattr(self, k, v)
+        self._cap = (cc, cv, cf, cg)
+
+    def _reserve(self, c=0, v=0, f=0, g=0):
+        """Make room for ``c`` more classes, ``v`` columns, ``f`` features, ``g`` slots."""
+        cc, cv, cf, cg = self._cap
+        need = (len(self.classes) + c, len(self.value_keys) + v, len(self.features) + f, self.n_gauss + g)
+        if need[0] <= cc and need[1] <= cv and need[2] <= cf and need[3] <= cg:
+            return
+
+        def grow(cap, n):
+            while cap < n:
+                cap *= 2
+            return cap
+
+        self._alloc(grow(cc, need[0]), grow(cv, need[1]), grow(cf, need[2]), grow(cg, need[3]))
+
+    # ------------------------------------------------------------------ schema
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.classes)
+
+    @property
+    def n_seen(self) -> float:
+        """Total weight learned (the number of events, with EM's fractions)."""
+        return float(self.class_count[: self.n_classes].sum())
+
+    def _kind_for(self, name, v) -> int:
+        declared = self.types.get(name)
+        if declared == "categorical":
+            return CAT
+        if declared == "numeric" or (declared is None and isinstance(v, (float, np.floating))):
+            return GAUSS if self.numeric == "gaussian" else BINNED
+        return CAT
+
+    def _add_feature(self, name, kind) -> int:
+        self._reserve(f=1, g=1 if kind == GAUSS else 0)
+        f = len(self.features)
+        self.features.append(name)
+        self.feature_index[name] = f
+        self.kinds.append(kind)
+        self.values.append({} if kind != GAUSS else None)
+        if kind == GAUSS:
+            self.gslot.append(self.n_gauss)
+            self.gauss_feature.append(f)
+            self.n_gauss += 1
+        else:
+            self.gslot.append(-1)
+        if kind == BINNED:
+            self.disc.append(Discretiser(self.bins, self.warmup, self.bin_edges.get(name)))
+        else:
+            self.disc.append(None)
+        return f
+
+    def _add_value(self, f, v) -> int:
+        self._reserve(v=1)
+        col = len(self.value_keys)
+        self.value_keys.append(v)
+        self.values[f][v] = col
+        self.value_feature[col] = f
+        self.n_values[f] += 1
+        return col
+
+    def _add_class(self, y) -> int:
+        self._reserve(c=1)
+        c = len(self.classes)
+        self.classes.append(y)
+        self.class_index[y] = c
+        return c
+
+    # ------------------------------------------------------------------ encoding
+
+    def encode(self, x: dict) -> Encoded:
+        """Indices of ``x`` for prediction; never changes the store.
+
+        Features never learned are ignored; a value never seen maps to column 0.
+        """
+        fi = self.feature_index
+        kinds, values = self.kinds, self.values
+        cols, feats, gs, gx = [], [], [], []
+        for name, v in x.items():
+            f = fi.get(name)
+            if f is None:
+                continue
+            k = kinds[f]
+            if k == CAT:
+                try:
+                    col = values[f].get(v)
+                except TypeError:
+                    _check_categorical(name, v)
+                    raise
+                if col is None:
+                    if _check_categorical(name, v) is None:
+                        continue
+                    col = 0
+                cols.append(col)
+                feats.append(f)
+            else:
+                fv = _check_numeric(name, v)
+                if fv is None:
+                    continue
+                if k == GAUSS:
+                    gs.append(self.gslot[f])
+                    gx.append(fv)
+                else:
+                    d = self.disc[f]
+                    if d.edges is None:
+                        continue
+                    cols.append(values[f].get(d.bin(fv), 0))
+                    feats.append(f)
+        return Encoded(
+            np.array(cols, dtype=np.int64) if cols else _EMPTY_INT,
+            np.array(feats, dtype=np.int64) if feats else _EMPTY_INT,
+            np.array(gs, dtype=np.int64) if gs else _EMPTY_INT,
+            np.array(gx, dtype=float) if gx else _EMPTY_FLOAT,
+        )
+
+    def _plan(self, x: dict):
+        """Validate ``x`` completely, without changing anything.
+
+        Returns the known columns and the work still to do (new features, new
+        values, numeric values to bin) so that a bad value anywhere in ``x``
+        leaves the store untouched.
+        """
+        fi = self.feature_index
+        kinds, values = self.kinds, self.values
+        cols, feats, gs, gx = [], [], [], []
+        todo = []  # (name, f or None, kind, value) still needing allocation or binning
+        for name, v in x.items():
+            f = fi.get(name)
+            if f is not None:
+                k = kinds[f]
+                if k == CAT:
+                    try:
+                        col = values[f].get(v)
+                    except TypeError:
+                        _check_categorical(name, v)
+                        raise
+                    if col is not None:
+                        cols.append(col)
+                        feats.append(f)
+                        continue
+                    v = _check_categorical(name, v)
+                    if v is not None:
+                        todo.append((name, f, CAT, v))
+                    continue
+                fv = _check_numeric(name, v)
+                if fv is None:
+                    continue
+                if k == GAUSS:
+                    gs.append(self.gslot[f])
+                    gx.append(fv)
+                else:
+                    todo.append((name, f, BINNED, fv))
+                continue
+            if v is None or _is_nan(v):
+                continue
+            k = self._kind_for(name, v)
+            v = _check_categorical(name, v) if k == CAT else _check_numeric(name, v)
+            if v is not None:
+                todo.append((name, None, k, v))
+        return cols, feats, gs, gx, todo
+
+    def _check_label(self, y):
+        if y is None or _is_nan(y):
+            raise InvalidEventError("the label is missing (None or NaN)", reason="bad_label")
+        try:
+            hash(y)
+        except TypeError:
+            raise InvalidEventError(
+                f"the label must be a hashable class (str, int, bool), got {type(y).__name__}",
+                reason="bad_label",
+            ) from None
+
+    def encode_learn(self, x: dict) -> Encoded:
+        """Indices of ``x`` for learning: validates all of ``x`` first, then
+        registers new features and values and feeds the discretisers."""
+        cols, feats, gs, gx, todo = self._plan(x)
+        for name, f, k, v in todo:
+            if f is None:
+                f = self._add_feature(name, k)
+                if k == GAUSS:
+                    gs.append(self.gslot[f])
+                    gx.append(v)
+                    continue
+            if k == BINNED:
+                v = self.disc[f].bin_or_buffer(v)
+                if v is None:
+                    continue
+            col = self.values[f].get(v)
+            if col is None:
+                col = self._add_value(f, v)
+            cols.append(col)
+            feats.append(f)
+        return Encoded(
+            np.array(cols, dtype=np.int64) if cols else _EMPTY_INT,
+            np.array(feats, dtype=np.int64) if feats else _EMPTY_INT,
+            np.array(gs, dtype=np.int64) if gs else _EMPTY_INT,
+            np.array(gx, dtype=float) if gx else _EMPTY_FLOAT,
+        )
+
+    def class_of(self, y) -> int:
+        c = self.class_index.get(y)
+        if c is None:
+            self._check_label(y)
+            c = self._add_class(y)
+        return c
+
+    # ------------------------------------------------------------------ learning
+
+    def add(self, enc: Encoded, c: int, w: float = 1.0) -> None:
+        """Add one (encoded) event of class index ``c`` with weight ``w``."""
+        self.class_count[c] += w
+        cols, feats = enc.cols, enc.feats
+        if len(cols):
+            self.value_count[c, cols] += w
+            self.feat_count[c, feats] += w
+            if self.pairs:
+                self.pair_count[c][np.ix_(cols, cols)] += w
+                self.pair_feat[c][cols[:, None], feats[None, :]] += w
+        gs = enc.gslots
+        if len(gs):
+            n = self.g_n[c, gs] + w
+            mean = self.g_mean[c, gs]
+            d = enc.gx - mean
+            new_mean = mean + d * (w / n)
+            self.g_m2[c, gs] += w * d * (enc.gx - new_mean)
+            self.g_mean[c, gs] = new_mean
+            self.g_n[c, gs] = n
+
+    def learn_one(self, x: dict, y, w: float = 1.0) -> None:
+        self._check_label(y)
+        enc = self.encode_learn(x)
+        self.add(enc, self.class_of(y), w)
+
+    # ------------------------------------------------------------------ batches
+
+    def encode_frame(self, X: pd.DataFrame, learn: bool):
+        """Encode a DataFrame column by column.
+
+        Returns ``(D, dfeats, G, gslots)``: ``D`` (rows, k) value columns of the
+        discrete features ``dfeats`` (-1 missing, 0 unseen), ``G`` (rows, g) the
+        numeric values of Gaussian ``gslots`` (NaN missing).
+
+        When ``learn`` is true, new features and values are registered in the
+        order a row-by-row ``learn_one`` loop would register them, so both paths
+        build identical stores.
+        """
+        n = len(X)
+        prepared = []  # (position, name, f, kind, payload)
+        for pos, name in enumerate(X.columns):
+            s = X[name]
+            f = self.feature_index.get(name)
+            if f is not None:
+                kind = self.kinds[f]
+            else:
+                first = s.first_valid_index()
+                if first is None:
+                    continue
+                if not learn:
+                    continue
+                kind = self._kind_for(name, s.loc[first] if not isinstance(s.dtype, np.dtype) or s.dtype.kind != "f" else 0.0)
+            if kind == CAT:
+                codes, uniques = pd.factorize(s, use_na_sentinel=True)
+                uniques = [_check_categorical(name, u) for u in uniques.tolist()]
+                prepared.append((pos, name, f, kind, (codes, uniques)))
+            else:
+                prepared.append((pos, name, f, kind, self._numeric_column(name, s)))
+        if learn:
+            self._register_frame(prepared, n)
+        dcols, dfeats, gcols, gslots = [], [], [], []
+        for pos, name, f, kind, payload in prepared:
+            f = self.feature_index.get(name)
+            if f is None:
+                continue
+            if kind == CAT:
+                codes, uniques = payload
+                d = self.values[f]
+                lut = np.array([d.get(u, 0) if u is not None else -1 for u in uniques] + [-1], dtype=np.int64)
+                dcols.append(lut[codes])  # code -1 picks the trailing -1
+                dfeats.append(f)
+            elif kind == GAUSS:
+                gcols.append(payload)
+                gslots.append(self.gslot[f])
+            else:
+                dcols.append(self._bin_column(f, payload, learn))
+                dfeats.append(f)
+        D = np.stack(dcols, axis=1) if dcols else np.empty((n, 0), dtype=np.int64)
+        G = np.stack(gcols, axis=1) if gcols else np.empty((n, 0))
+        return D, np.array(dfeats, dtype=np.int64), G, np.array(gslots, dtype=np.int64)
+
+    @staticmethod
+    def _numeric_column(name, s: pd.Series) -> np.ndarray:
+        if s.dtype == bool or (s.dtype == object and s.map(lambda v: isinstance(v, (bool, np.bool_))).any()):
+            raise FeatureTypeError(f"feature {name!r} is numeric: expected numbers, got booleans", field=name)
+        try:
+            a = pd.to_numeric(s, errors="raise").to_numpy(dtype=float, na_value=np.nan)
+        except (ValueError, TypeError):
+            bad = next(v for v in s if v is not None and not _is_nan(v) and not isinstance(v, numbers.Real))
+            raise FeatureTypeError(
+                f"feature {name!r} is numeric: expected a number, got {type(bad).__name__} {_short(bad)}",
+                field=name,
+            ) from None
+        if np.isinf(a).any():
+            raise FeatureTypeError(f"feature {name!r}: expected finite numbers, got an infinity", field=name)
+        return a
+
+    def _register_frame(self, prepared, n):
+        """Register new features and categorical values in row-major order of first appearance."""
+        events = []  # (row, position, 0 feature / 1 value, name, kind, value)
+        for pos, name, f, kind, payload in prepared:
+            if kind == CAT:
+                codes, uniques = payload
+                valid = codes >= 0
+                if not valid.any():
+                    continue
+                if f is None:
+                    events.append((int(np.argmax(valid)), pos, 0, name, kind, None))
+                known = self.values[f] if f is not None else {}
+                new = [i for i, u in enumerate(uniques) if u is not None and u not in known]
+                if new:
+                    first = np.full(len(uniques), n, dtype=np.int64)
+                    rows = np.flatnonzero(valid)
+                    np.minimum.at(first, codes[rows], rows)
+                    for i in new:
+                        events.append((int(first[i]), pos, 1, name, kind, uniques[i]))
+            elif f is None:
+                valid = ~np.isnan(payload)
+                if valid.any():
+                    events.append((int(np.argmax(valid)), pos, 0, name, kind, None))
+        events.sort(key=lambda e: (e[0], e[1], e[2]))
+        for _, _, what, name, kind, v in events:
+            if what == 0:
+                self._add_feature(name, kind)
+            else:
+                self._add_value(self.feature_index[name], v)
+
+    def _bin_column(self, f, xs: np.ndarray, learn: bool) -> np.ndarray:
+        d = self.disc[f]
+        out = np.full(len(xs), -1, dtype=np.int64)
+        valid = np.flatnonzero(~np.isnan(xs))
+        if learn and d.edges is None:
+            taken = d.buffer_many(xs[valid])
+            valid = valid[taken:]
+        if d.edges is None or not len(valid):
+            return out
+        b = d.bin_many(xs[valid])
+        vals = self.values[f]
+        if learn:
+            for i in np.unique(b, return_index=True)[1][np.argsort(np.unique(b, return_index=True)[1])]:
+                key = int(b[i])
+                if key not in vals:
+                    self._add_value(f, key)
+        lut = np.zeros(len(d.edges) + 1, dtype=np.int64)
+        for key, col in vals.items():
+            lut[key] = col
+        out[valid] = lut[b]
+        return out
+
+    def classes_of(self, y) -> np.ndarray:
+        ys = list(y)
+        for v in ys:
+            self._check_label(v)
+        for v in dict.fromkeys(ys):
+            if v not in self.class_index:
+                self._add_class(v)
+        return np.array([self.class_index[v] for v in ys], dtype=np.int64)
+
+    def add_many(self, D, dfeats, G, gslots, yc, w=None) -> None:
+        """Add a batch of encoded events (see :meth:`encode_frame`)."""
+        n = len(yc)
+        w = np.ones(n) if w is None else np.asarray(w, dtype=float)
+        C = len(self.classes)
+        self.class_count[:C] += np.bincount(yc, weights=w, minlength=C)
+        if D.shape[1]:
+            mask = D >= 0
+            rr, jj = np.nonzero(mask)
+            cc = yc[rr]
+            np.add.at(self.value_count, (cc, D[rr, jj]), w[rr])
+            np.add.at(self.feat_count, (cc, dfeats[jj]), w[rr])
+            if self.pairs:
+                M = mask[:, :, None] & mask[:, None, :]
+                r3, a3, b3 = np.nonzero(M)
+                np.add.at(self.pair_count, (yc[r3], D[r3, a3], D[r3, b3]), w[r3])
+                np.add.at(self.pair_feat, (yc[r3], D[r3, a3], dfeats[b3]), w[r3])
+        for j, g in enumerate(gslots):
+            x = G[:, j]
+            ok = ~np.isnan(x)
+            if not ok.any():
+                continue
+            c, xv, wv = yc[ok], x[ok], w[ok]
+            nb = np.bincount(c, weights=wv, minlength=C)
+            present = nb > 0
+            mb = np.zeros(C)
+            mb[present] = np.bincount(c, weights=wv * xv, minlength=C)[present] / nb[present]
+            m2b = np.bincount(c, weights=wv * (xv - mb[c]) ** 2, minlength=C)
+            idx = np.flatnonzero(present)
+            self._merge_moments(idx, g, nb[idx], mb[idx], m2b[idx])
+
+    def _merge_moments(self, cls, g, nb, mb, m2b):
+        na, ma, m2a = self.g_n[cls, g], self.g_mean[cls, g], self.g_m2[cls, g]
+        n = na + nb
+        delta = mb - ma
+        self.g_mean[cls, g] = ma + delta * (nb / n)
+        self.g_m2[cls, g] = m2a + m2b + delta * delta * (na * nb / n)
+        self.g_n[cls, g] = n
+
+    # ------------------------------------------------------------------ merging
+
+    def merge(self, other: "Stats") -> None:
+        """Add ``other``'s counts into this store (exactly: as if its stream came next)."""
+        if (self.pairs, self.numeric) != (other.pairs, other.numeric):
+            raise MergeError(
+                f"cannot merge statistics kept differently: pairs={self.pairs}, numeric={self.numeric!r} "
+                f"here, pairs={other.pairs}, numeric={other.numeric!r} in the other model"
+            )
+        for name, f in other.feature_index.items():
+            mine = self.feature_index.get(name)
+            if mine is not None and _KIND_NAMES[self.kinds[mine]] != _KIND_NAMES[other.kinds[f]]:
+                raise MergeError(
+                    f"feature {name!r} is {_KIND_NAMES[self.kinds[mine]]} here but "
+                    f"{_KIND_NAMES[other.kinds[f]]} in the other model"
+                )
+            if other.kinds[f] == BINNED and mine is not None:
+                a, b = self.disc[mine], other.disc[f]
+                if not a.same_as(b) and (b.edges is not None or b.buffer):
+                    raise MergeError(
+                        f"feature {name!r}: the two models discretised it with different bin edges "
+                        f"({None if a.edges is None else a.edges.tolist()} vs "
+                        f"{None if b.edges is None else b.edges.tolist()}); declare the edges with "
+                        f"bin_edges={{{name!r}: [...]}} in both models to merge them exactly"
+                    )
+            if other.kinds[f] == BINNED and mine is None and other.disc[f].buffer:
+                raise MergeError(
+                    f"feature {name!r}: the other model is still choosing its bin edges "
+                    f"({len(other.disc[f].buffer)} warm-up values); merge after warm-up or declare bin_edges"
+                )
+        # align classes, features, values (in the other store's order, as a sequential run would)
+        cmap = np.array([self.class_of(y) for y in other.classes], dtype=np.int64)
+        fmap = np.empty(len(other.features), dtype=np.int64)
+        for name, f in other.feature_index.items():
+            mine = self.feature_index.get(name)
+            if mine is None:
+                mine = self._add_feature(name, other.kinds[f])
+                if other.kinds[f] == BINNED:
+                    self.disc[mine] = Discretiser.from_state(other.disc[f].state())
+            fmap[f] = mine
+        vmap = np.zeros(len(other.value_keys), dtype=np.int64)
+        for col in range(1, len(other.value_keys)):
+            f = fmap[other.value_feature[col]]
+            v = other.value_keys[col]
+            mine = self.values[f].get(v)
+            vmap[col] = mine if mine is not None else self._add_value(f, v)
+        C, V, F = len(other.classes), len(other.value_keys), len(other.features)
+        self.class_count[cmap] += other.class_count[:C]
+        self.value_count[np.ix_(cmap, vmap[1:])] += other.value_count[:C, 1:V]
+        self.feat_count[np.ix_(cmap, fmap)] += other.feat_count[:C, :F]
+        if self.pairs:
+            self.pair_count[np.ix_(cmap, vmap[1:], vmap[1:])] += other.pair_count[:C, 1:V, 1:V]
+            self.pair_feat[np.ix_(cmap, vmap[1:], fmap)] += other.pair_feat[:C, 1:V, :F]
+        for f_other, f in enumerate(fmap):
+            if other.kinds[f_other] != GAUSS:
+                continue
+            go, g = other.gslot[f_other], self.gslot[f]
+            nb = other.g_n[:C, go]
+            present = nb > 0
+            if present.any():
+                self._merge_moments(cmap[present], g, nb[present], other.g_mean[:C, go][present], other.g_m2[:C, go][present])
+
+    # ------------------------------------------------------------------ views
+
+    def gaussian_loglik(self, gslots: np.ndarray, gx: np.ndarray, var_smoothing: float) -> np.ndarray:
+        """Per-class Gaussian log-density of numeric values, shape (C, len(gslots)) summed to (C,).
+
+        The variance of feature i in class c is the maximum-likelihood
+        variance, floored at ``var_smoothing`` times the feature's variance over
+        all classes. A class that never saw the feature uses the all-class
+        Gaussian. A feature whose values have all been equal so far carries no
+        information and contributes nothing.
+        """
+        C = len(self.classes)
+        n = self.g_n[:C, gslots]
+        mean = self.g_mean[:C, gslots]
+        m2 = self.g_m2[:C, gslots]
+        tot = n.sum(0)
+        pooled_mean = (n * mean).sum(0) / np.where(tot > 0, tot, 1.0)
+        pooled_m2 = (m2 + n * (mean - pooled_mean) ** 2).sum(0)
+        pooled_var = pooled_m2 / np.where(tot > 0, tot, 1.0)
+        informative = pooled_var > 0
+        if not informative.all():
+            n, mean, m2 = n[:, informative], mean[:, informative], m2[:, informative]
+            pooled_mean, pooled_var = pooled_mean[informative], pooled_var[informative]
+            gx = gx[..., informative]
+        seen = n > 0
+        var = np.where(seen, m2 / np.where(seen, n, 1.0), pooled_var)
+        var = np.maximum(var, var_smoothing * pooled_var)
+        mean = np.where(seen, mean, pooled_mean)
+        if gx.ndim == 1:
+            return (-0.5 * (np.log(2 * np.pi * var) + (gx - mean) ** 2 / var)).sum(1)
+        # batch: gx (rows, g) with NaN for missing -> (rows, C)
+        d = gx[:, None, :] - mean[None]
+        ll = -0.5 * (np.log(2 * np.pi * var)[None] + d * d / var[None])
+        return np.where(np.isnan(ll), 0.0, ll).sum(2)
+
+    def counts(self) -> dict:
+        """The counts as nested dicts keyed by names (for people and tests)."""
+        C = len(self.classes)
+        out = {
+            "class_count": {y: float(self.class_count[c]) for c, y in enumerate(self.classes)},
+            "value_count": {},
+            "gaussian": {},
+        }
+        for f, name in enumerate(self.features):
+            if self.kinds[f] == GAUSS:
+                g = self.gslot[f]
+                out["gaussian"][name] = {
+                    y: (float(self.g_n[c, g]), float(self.g_mean[c, g]), float(self.g_m2[c, g]))
+                    for c, y in enumerate(self.classes)
+                }
+            else:
+                out["value_count"][name] = {
+                    v: {y: float(self.value_count[c, col]) for c, y in enumerate(self.classes)}
+                    for v, col in self.values[f].items()
+                }
+        del C
+        return out
+
+    # ------------------------------------------------------------------ plain-data state
+
+    def state(self) -> tuple[dict, dict]:
+        """``(arrays, meta)``: numpy arrays and JSON-able metadata, the whole store."""
+        C, V, F, G = len(self.classes), len(self.value_keys), len(self.features), self.n_gauss
+        arrays = {
+            "class_count": self.class_count[:C].copy(),
+            "value_count": self.value_count[:C, :V].copy(),
+            "feat_count": self.feat_count[:C, :F].copy(),
+            "g_n": self.g_n[:C, :G].copy(),
+            "g_mean": self.g_mean[:C, :G].copy(),
+            "g_m2": self.g_m2[:C, :G].copy(),
+        }
+        if self.pairs:
+            arrays["pair_count"] = self.pair_count[:C, :V, :V].copy()
+            arrays["pair_feat"] = self.pair_feat[:C, :V, :F].copy()
+        meta = {
+            "pairs": self.pairs,
+            "numeric": self.numeric,
+            "types": self.types,
+            "bins": self.bins,
+            "warmup": self.warmup,
+            "bin_edges": {k: list(map(float, v)) for k, v in self.bin_edges.items()},
+            "classes": list(self.classes),
+            "features": [
+                {
+                    "name": name,
+                    "kind": ["categorical", "gaussian", "binned"][self.kinds[f]],
+                    "values": list(self.values[f]) if self.values[f] is not None else None,
+                    "discretiser": self.disc[f].state() if self.disc[f] is not None else None,
+                }
+                for f, name in enumerate(self.features)
+            ],
+            "columns": [[int(self.value_feature[col]), self.value_keys[col]] for col in range(1, V)],
+        }
+        return arrays, meta
+
+    @classmethod
+    def from_state(cls, arrays: dict, meta: dict) -> "Stats":
+        s = cls(
+            pairs=meta["pairs"], numeric=meta["numeric"], types=meta["types"],
+            bins=meta["bins"], warmup=meta["warmup"], bin_edges=meta["bin_edges"],
+        )
+        kinds = {"categorical": CAT, "gaussian": GAUSS, "binned": BINNED}
+        for y in meta["classes"]:
+            s._add_class(y)
+        for feat in meta["features"]:
+            f = s._add_feature(feat["name"], kinds[feat["kind"]])
+            if feat["discretiser"] is not None:
+                s.disc[f] = Discretiser.from_state(feat["discretiser"])
+        for f, v in meta["columns"]:
+            s._add_value(f, v)
+        C, V, F, G = len(s.classes), len(s.value_keys), len(s.features), s.n_gauss
+        s.class_count[:C] = arrays["class_count"]
+        s.value_count[:C, :V] = arrays["value_count"]
+        s.feat_count[:C, :F] = arrays["feat_count"]
+        for k in ("g_n", "g_mean", "g_m2"):
+            getattr(s, k)[:C, :G] = arrays[k]
+        if s.pairs:
+            s.pair_count[:C, :V, :V] = arrays["pair_count"]
+            s.pair_feat[:C, :V, :F] = arrays["pair_feat"]
+        return s
