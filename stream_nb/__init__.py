@@ -1,7 +1,11 @@
 """stream_nb: streaming Bayesian classifiers that learn from every event.
 
 The learners are river classifiers over one shared store of additive
-sufficient statistics:
+sufficient statistics (:mod:`stream_nb._stats`):
+
+- :class:`NaiveBayes`: categorical counts with Lidstone smoothing, Gaussian numeric features;
+- :class:`AODE`: averaged one-dependence estimators;
+- :class:`TAN`: tree-augmented naive Bayes, its tree rebuilt from running counts.
 
 >>> from stream_nb import NaiveBayes, AODE, TAN
 """
@@ -11,6 +15,7 @@ from __future__ import annotations
 from . import exceptions
 from .aode import AODE
 from .naive_bayes import NaiveBayes
+from .tan import TAN
 
-__all__ = ["NaiveBayes", "AODE", "exceptions"]
+__all__ = ["NaiveBayes", "AODE", "TAN", "exceptions"]
 __version__ = "0.1.0"

@@ -161,7 +161,7 @@ class BayesClassifier(base.MiniBatchClassifier):
         if D.shape[1]:
             miss = D < 0
             Dc = np.where(miss, 0, D)
-            n_vals = s.n_values[dfeats][None, :] + (D == 0)
+            n_vals = np.maximum(s.n_values[dfeats][None, :] + (D == 0), 1)  # masked entries may have none
             num = np.log(s.value_count[:C][:, Dc] + a)  # (C, R, k)
             den = np.log(s.feat_count[:C, dfeats][:, None, :] + a * n_vals[None])
             term = np.where(miss[None], 0.0, num - den)

@@ -135,13 +135,13 @@ class AODE(BayesClassifier):
             return out
         s, a = self._stats, self._alpha
         C, k = s.n_classes, D.shape[1]
-        d_i = s.feat_count[:C, dfeats].sum(0)
+        d_i = s.feat_count[:C, dfeats].sum(0)  # 0 only for features with no values: masked
         diag = np.eye(k, dtype=bool)
         for lo in range(0, len(D), 128):  # rows in chunks: the pair gather is (C, rows, k, k)
             Dr = D[lo : lo + 128]
             obs = Dr >= 0
             Dc = np.where(obs, Dr, 0)
-            n_vals = s.n_values[dfeats][None, :] + (Dr == 0)
+            n_vals = np.maximum(s.n_values[dfeats][None, :] + (Dr == 0), 1)
             vc = s.value_count[:C][:, Dc]
             parents = obs & (vc.sum(0) >= self.m)
             joint = np.log(vc + a) - np.log(d_i[None, :] + a * n_vals)[None]

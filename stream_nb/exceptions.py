@@ -7,7 +7,8 @@ The tree::
     ├── InvalidEventError        an event that cannot be used (the daemon dead-letters it)
     │   └── FeatureTypeError     one feature value of a type the model cannot take
     ├── MergeError               two models whose statistics cannot be added exactly
-    └── SnapshotError            a snapshot that cannot be written or read
+    ├── SnapshotError            a snapshot that cannot be written or read
+    └── CommitError              a source could not commit its positions (nothing is lost)
 
 Each subclass also derives from the built-in it refines (``ValueError`` or
 ``TypeError``), so ``except ValueError`` keeps working for callers who do not
@@ -24,6 +25,7 @@ __all__ = [
     "FeatureTypeError",
     "MergeError",
     "SnapshotError",
+    "CommitError",
 ]
 
 
@@ -65,3 +67,12 @@ class MergeError(StreamNBError, ValueError):
 
 class SnapshotError(StreamNBError, ValueError):
     """A snapshot cannot be written, or a file is not a readable, valid snapshot."""
+
+
+class CommitError(StreamNBError, RuntimeError):
+    """A source could not commit positions, e.g. because its consumer group rebalanced.
+
+    Nothing is lost: the uncommitted records are delivered again after a
+    restart (at-least-once). The engine logs it, keeps the positions pending
+    and commits them at the next checkpoint.
+    """

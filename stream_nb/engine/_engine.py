@@ -50,7 +50,7 @@ import typing
 
 import orjson
 
-from ..exceptions import ConfigError, InvalidEventError
+from ..exceptions import CommitError, ConfigError, InvalidEventError
 from ._config import configure
 from ._events import DEFAULT_CONFIG as EVENT_DEFAULTS
 from ._events import EventDecoder
@@ -253,13 +253,21 @@ class Engine:
         flush and before the commit, so a snapshot never claims outputs that
         were not delivered and the source never skips events the snapshot has
         not learned.
+
+        A :class:`~stream_nb.exceptions.CommitError` from the source is logged
+        and the positions stay pending for the next checkpoint; any other error
+        propagates.
         """
         self.sink.flush()
         self.dead_letters.flush()
         if self.positions != self._committed:
             positions = dict(self.positions)
-            self.source.commit(positions)
-            self._committed = positions
+            try:
+                self.source.commit(positions)
+            except CommitError as exc:
+                log.warning("commit failed, will retry at the next checkpoint: %s", exc)
+            else:
+                self._committed = positions
         self._since_checkpoint = 0
         self._last_checkpoint = time.monotonic()
 

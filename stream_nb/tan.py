@@ -1,0 +1,373 @@
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ._base import BayesClassifier, logsumexp
+from ._stats import GAUSS
+from .aode import _check_binning
+from .exceptions import ConfigError
+
+__all__ = ["TAN", "conditional_mutual_information", "mutual_information_with_class", "maximum_spanning_tree"]
+
+
+def conditional_mutual_information(stats) -> np.ndarray:
+    """I(x_i; x_j | y) for every pair of discrete features, from the pair counts.
+
+    .. math::
+
+        I(x_i; x_j \\mid y) = \\sum_{x_i, x_j, c} P(x_i, x_j, c)
+        \\log \\frac{P(x_i, x_j \\mid c)}{P(x_i \\mid c) P(x_j \\mid c)}
+
+    with maximum-likelihood probabilities read off the events in which both
+    features were observed (all events when nothing is missing), and
+    0 log 0 = 0. Returns an (F, F) matrix over ``stats.features`` (zero on
+    the diagonal and for features without values yet).
+    """
+    C, V, F = stats.n_classes, len(stats.value_keys), len(stats.features)
+    out = np.zeros((F, F))
+    if V <= 1 or C == 0:
+        return out
+    fcol = stats.value_feature[1:V]
+    order = np.argsort(fcol, kind="stable")
+    cols = np.arange(1, V)[order]
+    fsorted = fcol[order]
+    starts = np.flatnonzero(np.r_[True, fsorted[1:] != fsorted[:-1]])
+    present = fsorted[starts]
+    block = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(cols)]))
+    mi = np.zeros((len(starts), len(starts)))
+    n_pair = np.zeros((len(starts), len(starts)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for c in range(C):
+            P = stats.pair_count[c][np.ix_(cols, cols)]
+            if not P.any():
+                continue
+            row = np.add.reduceat(P, starts, axis=1)  # n(c, v, feature j)
+            col = np.add.reduceat(P, starts, axis=0)  # n(c, feature i, w)
+            blk = np.add.reduceat(row, starts, axis=0)  # n(c, i, j)
+            ratio = P * blk[block[:, None], block[None, :]] / (row[:, block] * col[block, :])
+            term = np.where(P > 0, P * np.log(np.where(P > 0, ratio, 1.0)), 0.0)
+            mi += np.add.reduceat(np.add.reduceat(term, starts, axis=1), starts, axis=0)
+            n_pair += blk
+    mi = np.where(n_pair > 0, mi / np.where(n_pair > 0, n_pair, 1.0), 0.0)
+    np.fill_diagonal(mi, 0.0)
+    out[np.ix_(present, present)] = np.maximum(mi, 0.0)
+    return out
+
+
+def mutual_information_with_class(stats) -> np.ndarray:
+    """I(x_i; y) of every feature with the class, from the value counts (0 for Gaussian features)."""
+    C, V, F = stats.n_classes, len(stats.value_keys), len(stats.features)
+    out = np.zeros(F)
+    if V <= 1 or C == 0:
+        return out
+    n = stats.value_count[:C, 1:V]  # (C, V-1)
+    feat = stats.value_feature[1:V]
+    n_f = np.bincount(feat, weights=n.sum(0), minlength=F)  # events with feature f observed
+    n_cf = np.stack([np.bincount(feat, weights=n[c], minlength=F) for c in range(C)])  # (C, F)
+    n_v = n.sum(0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = n * n_f[feat][None, :] / (n_v[None, :] * n_cf[:, feat])
+        term = np.where(n > 0, n * np.log(np.where(n > 0, ratio, 1.0)), 0.0)
+    mi = np.bincount(feat, weights=term.sum(0), minlength=F)
+    return np.maximum(np.where(n_f > 0, mi / np.where(n_f > 0, n_f, 1.0), 0.0), 0.0)
+
+
+def maximum_spanning_tree(weights: np.ndarray, nodes, root, rank=None) -> dict:
+    """Prim's algorithm: ``{child: parent}`` of the maximum-weight spanning tree over ``nodes``, rooted at ``root``.
+
+    Ties go to the node of lower ``rank`` (default: lower index), so the tree is deterministic.
+    """
+    nodes = list(nodes)
+    if not nodes:
+        return {}
+    rank = rank if rank is not None else {n: n for n in nodes}
+    in_tree = {root}
+    rest = [n for n in nodes if n != root]
+    best = {n: (weights[root, n], root) for n in rest}
+    parent = {}
+    while rest:
+        nxt = max(rest, key=lambda n: (best[n][0], -rank[n]))
+        parent[nxt] = best[nxt][1]
+        in_tree.add(nxt)
+        rest.remove(nxt)
+        for n in rest:
+            if weights[nxt, n] > best[n][0]:
+                best[n] = (weights[nxt, n], nxt)
+    return parent
+
+
+class TAN(BayesClassifier):
+    """Tree-augmented naive Bayes whose tree is rebuilt from running counts.
+
+    Every attribute has the class and at most one other attribute as parents.
+    The tree is the maximum weighted spanning tree of the conditional mutual
+    information I(x_i; x_j | y), computed from the class-conditional pair
+    counts (Friedman, Geiger and Goldszmidt, 1997), rooted at the attribute
+    with the highest mutual information with the class, and directed away
+    from the root. Ties (in the root and in the tree) go by feature name, so
+    the structure never depends on the order in which features arrived. Then
+
+    .. math::
+
+        P(c \\mid x) \\propto \\hat P(c) \\prod_i \\hat P(x_i \\mid c, x_{pa(i)}), \\qquad
+        \\hat P(x_i \\mid c, x_{pa(i)}) = \\frac{|D_{c,x_{pa(i)},x_i}| + \\alpha}{|D_{c,x_{pa(i)}}| + \\alpha N_i}
+
+    and for the root (and attributes seen after the last build)
+    P(x_i | c) as in naive Bayes. Parameters are always read from the current
+    counts; only the tree's shape waits for a rebuild. All pair counts are
+    kept, so a rebuild loses nothing. The tree is rebuilt every
+    ``rebuild_every`` learned events and on :meth:`rebuild`; before the first
+    build the model predicts as naive Bayes over the same counts.
+
+    Missing attributes are summed out exactly along the tree (upward message
+    passing), not dropped: a missing parent is marginalised, its observed
+    children still count. Numeric features are discretised as in
+    :class:`~stream_nb.AODE`.
+
+    Parameters
+    ----------
+    alpha
+        Lidstone smoothing, > 0.
+    rebuild_every
+        Learned events between two rebuilds of the tree (0: only on :meth:`rebuild`).
+    bins, warmup, bin_edges
+        Discretisation of numeric features (see :class:`~stream_nb.AODE`).
+    types
+        ``{feature: "categorical" | "numeric"}`` overriding type inference.
+    loss
+        Optional loss matrix ``{truth: {prediction: cost}}`` for Bayes decision.
+
+    Examples
+    --------
+    >>> from stream_nb import TAN
+    >>> model = TAN(rebuild_every=4)
+    >>> stream = [
+    ...     ({"a": "x", "b": "x", "c": "p"}, True),
+    ...     ({"a": "y", "b": "y", "c": "q"}, True),
+    ...     ({"a": "x", "b": "y", "c": "p"}, False),
+    ...     ({"a": "y", "b": "x", "c": "q"}, False),
+    ... ]
+    >>> for x, y in stream:
+    ...     model.learn_one(x, y)
+    >>> model.root, [(p, c) for p, c, _ in model.tree]
+    ('a', [('a', 'b'), ('a', 'c')])
+    >>> model.predict_proba_one({"a": "x", "b": "x"})
+    {True: 0.6, False: 0.4}
+
+    """
+
+    _pairs = True
+    _numeric = "bins"
+
+    def __init__(
+        self,
+        alpha: float = 1.0,
+        rebuild_every: int = 1000,
+        bins: int = 5,
+        warmup: int = 100,
+        bin_edges: dict | None = None,
+        types: dict | None = None,
+        loss: dict | None = None,
+    ):
+        self.alpha = alpha
+        self.rebuild_every = rebuild_every
+        self.bins = bins
+        self.warmup = warmup
+        self.bin_edges = bin_edges
+        self.types = types
+        self.loss = loss
+        if isinstance(rebuild_every, bool) or not isinstance(rebuild_every, int) or rebuild_every < 0:
+            raise ConfigError(f"rebuild_every: expected an integer >= 0, got {rebuild_every!r}")
+        _check_binning(bins, warmup)
+        self._setup()
+        self._parent = np.full(0, -1, dtype=np.int64)
+        self._cmi = np.zeros((0, 0))
+        self._root = -1
+        self._since_rebuild = 0
+        self.n_rebuilds = 0
+
+    @classmethod
+    def _unit_test_params(cls):
+        yield {}
+        yield {"rebuild_every": 25, "bins": 3, "warmup": 20}
+
+    # ------------------------------------------------------------------ structure
+
+    def rebuild(self) -> None:
+        """Rebuild the tree now from the current pair counts."""
+        s = self._stats
+        F = len(s.features)
+        cmi = conditional_mutual_information(s)
+        nodes = [f for f in range(F) if s.kinds[f] != GAUSS and s.n_values[f] > 0]
+        parent = np.full(F, -1, dtype=np.int64)
+        # Nothing may depend on the order in which features arrived: the root is the
+        # attribute most informative about the class, and ties go by name.
+        rank = {f: r for r, f in enumerate(sorted(nodes, key=lambda f: str(s.features[f])))}
+        mi = mutual_information_with_class(s)
+        root = max(nodes, key=lambda f: (mi[f], -rank[f])) if nodes else -1
+        for child, par in maximum_spanning_tree(cmi, nodes, root, rank).items():
+            parent[child] = par
+        self._parent, self._cmi, self._root = parent, cmi, root
+        self._since_rebuild = 0
+        self.n_rebuilds += 1
+
+    @property
+    def root(self):
+        """Name of the tree's root attribute (None before the first build)."""
+        return self._stats.features[self._root] if self._root >= 0 else None
+
+    @property
+    def tree(self) -> list:
+        """The directed edges ``(parent, child, cmi)`` of the current tree."""
+        names = self._stats.features
+        return [
+            (names[p], names[c], float(self._cmi[p, c]))
+            for c, p in enumerate(self._parent.tolist())
+            if p >= 0
+        ]
+
+    def _learned(self, n: int) -> None:
+        self._since_rebuild += n
+        if self.rebuild_every and self._since_rebuild >= self.rebuild_every:
+            self.rebuild()
+
+    def _batch_limit(self) -> int:
+        if not self.rebuild_every:
+            return 1 << 62
+        return self.rebuild_every - self._since_rebuild
+
+    def _merged(self) -> None:
+        if self.n_rebuilds:
+            self.rebuild()
+
+    def _parents(self) -> np.ndarray:
+        F = len(self._stats.features)
+        if len(self._parent) < F:
+            self._parent = np.concatenate([self._parent, np.full(F - len(self._parent), -1, dtype=np.int64)])
+        return self._parent
+
+    # ------------------------------------------------------------------ inference
+
+    def _jll(self, enc):
+        cols, feats = enc.cols, enc.feats
+        s = self._stats
+        if self._root < 0 or len(cols) == 0 or not s.n_classes:
+            return self._naive_jll(enc)
+        parent = self._parents()
+        colmap = np.full(len(parent), -1, dtype=np.int64)
+        colmap[feats] = cols
+        pa = parent[feats]
+        pcols = np.where(pa >= 0, colmap[np.maximum(pa, 0)], -2)
+        if (pcols == -1).any():  # an observed attribute whose parent is missing
+            return self._exact_jll(colmap, parent)
+        return self._tree_jll(cols[None], feats, pa, pcols[None])[0]
+
+    def _tree_jll(self, D, feats, pa, P) -> np.ndarray:
+        """Batch log P(c) Π P(x_i | c, x_pa): D, P (rows, k) columns of each attribute and of its parent
+        (-2: no parent; missing attributes: -1 in D, none of their children observed). Returns (rows, C)."""
+        s, a = self._stats, self._alpha
+        C = s.n_classes
+        cc = s.class_count[:C]
+        prior = np.log(cc + a) - math.log(cc.sum() + a * C)
+        obs = D >= 0
+        Dc = np.where(obs, D, 0)
+        Pc = np.where(P >= 0, P, 0)
+        n_vals = np.maximum(s.n_values[feats][None, :] + (D == 0), 1)
+        has_pa = P >= 0
+        num = np.where(
+            has_pa[None],
+            s.pair_count[:C][:, Dc, Pc],
+            s.value_count[:C][:, Dc],
+        )
+        den = np.where(
+            has_pa[None],
+            s.pair_feat[:C][:, Pc, np.broadcast_to(feats, D.shape)],
+            s.feat_count[:C, feats][:, None, :],
+        )
+        term = np.log(num + a) - np.log(den + a * n_vals[None])
+        return prior[None, :] + np.where(obs[None], term, 0.0).sum(2).T
+
+    def _exact_jll(self, colmap: np.ndarray, parent: np.ndarray) -> np.ndarray:
+        """log P(c, x_observed), summing the missing attributes out along the forest."""
+        s, a = self._stats, self._alpha
+        C = s.n_classes
+        cc = s.class_count[:C]
+        jll = np.log(cc + a) - math.log(cc.sum() + a * C)
+        F = len(parent)
+        children = [[] for _ in range(F)]
+        for f in range(F):
+            if parent[f] >= 0:
+                children[parent[f]].append(f)
+        # post-order over the nodes whose subtree holds an observed attribute
+        needed = np.zeros(F, dtype=bool)
+        order = []
+        stack = [(f, False) for f in range(F) if parent[f] < 0 and s.kinds[f] != GAUSS]
+        while stack:
+            f, done = stack.pop()
+            if done:
+                needed[f] = colmap[f] >= 0 or any(needed[k] for k in children[f])
+                if needed[f]:
+                    order.append(f)
+                continue
+            stack.append((f, True))
+            stack.extend((k, False) for k in children[f])
+        msg = {}
+        for f in order:
+            if colmap[f] >= 0:
+                dom = colmap[f : f + 1]
+                n_vals = s.n_values[f] + (dom[0] == 0)
+            else:
+                dom = np.fromiter(s.values[f].values(), dtype=np.int64, count=len(s.values[f]))
+                n_vals = s.n_values[f]
+            inner = msg.pop(f, 0.0)  # (C, |dom|): Σ over children of their messages
+            p = parent[f]
+            if p < 0:
+                t = np.log(s.value_count[:C, dom] + a) - np.log(s.feat_count[:C, f] + a * n_vals)[:, None]
+                jll = jll + logsumexp(t + inner, axis=1)
+                continue
+            pdom = colmap[p : p + 1] if colmap[p] >= 0 else np.fromiter(s.values[p].values(), dtype=np.int64, count=len(s.values[p]))
+            # t[c, u, v] = log P(x_f = v | c, x_p = u)
+            t = np.log(s.pair_count[:C][:, pdom[:, None], dom[None, :]] + a) - np.log(
+                s.pair_feat[:C][:, pdom, f] + a * n_vals
+            )[:, :, None]
+            beta = logsumexp(t + (inner[:, None, :] if np.ndim(inner) else 0.0), axis=2)  # (C, |pdom|)
+            msg[p] = msg.get(p, 0.0) + beta
+        return jll
+
+    def _jll_many(self, D, dfeats, G, gslots):
+        s = self._stats
+        if self._root < 0 or not D.shape[1] or not s.n_classes:
+            return self._naive_jll_many(D, dfeats, G, gslots)
+        parent = self._parents()
+        pos = np.full(len(parent), -1, dtype=np.int64)
+        pos[dfeats] = np.arange(len(dfeats))
+        pa = parent[dfeats]
+        ppos = np.where(pa >= 0, pos[np.maximum(pa, 0)], -2)
+        P = np.where(ppos[None, :] >= 0, D[:, np.maximum(ppos, 0)], np.where(ppos[None, :] == -1, -1, -2))
+        slow = ((D >= 0) & (P == -1)).any(1)
+        out = np.empty((len(D), s.n_classes))
+        fast = ~slow
+        if fast.any():
+            out[fast] = self._tree_jll(D[fast], dfeats, pa, P[fast])
+        for r in np.flatnonzero(slow):
+            colmap = np.full(len(parent), -1, dtype=np.int64)
+            colmap[dfeats] = D[r]
+            out[r] = self._exact_jll(colmap, parent)
+        return out
+
+    # ------------------------------------------------------------------ state
+
+    def _extra_state(self):
+        return (
+            {"parent": self._parents().copy(), "cmi": self._cmi.copy()},
+            {"root": int(self._root), "since_rebuild": int(self._since_rebuild), "n_rebuilds": int(self.n_rebuilds)},
+        )
+
+    def _load_extra_state(self, arrays, meta):
+        self._parent = np.asarray(arrays["parent"], dtype=np.int64)
+        self._cmi = np.asarray(arrays["cmi"], dtype=float)
+        self._root = meta["root"]
+        self._since_rebuild = meta["since_rebuild"]
+        self.n_rebuilds = meta["n_rebuilds"]
