@@ -10,8 +10,8 @@ The tree::
     ├── SnapshotError            a snapshot that cannot be written or read
     └── CommitError              a source could not commit its positions (nothing is lost)
 
-Each subclass also derives from the built-in it refines (``ValueError`` or
-``TypeError``), so ``except ValueError`` keeps working for callers who do not
+Each subclass also derives from the built-in it refines (``ValueError``,
+``TypeError`` or ``RuntimeError``), so ``except ValueError`` keeps working for callers who do not
 know about stream_nb. Messages name the field and say what was expected and
 what was received.
 """

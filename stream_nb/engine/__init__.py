@@ -6,7 +6,7 @@ Public names only; the modules behind them are private.
 from __future__ import annotations
 
 from ._config import configure
-from ._engine import DEFAULT_CONFIG, Engine, label_key
+from ._engine import DEFAULT_CONFIG, Engine, check_config, label_key
 from ._events import Event, EventDecoder, validate_label
 from ._io import Record, Sink, Source
 from ._metrics import PrequentialMetrics
@@ -20,6 +20,7 @@ __all__ = [
     "Record",
     "Sink",
     "Source",
+    "check_config",
     "configure",
     "label_key",
     "validate_label",

@@ -57,7 +57,7 @@ from ._events import EventDecoder
 from ._io import Record, Sink, Source
 from ._metrics import DEFAULT_LOG_LOSS_FLOOR, PrequentialMetrics
 
-__all__ = ["DEFAULT_CONFIG", "Engine", "label_key"]
+__all__ = ["DEFAULT_CONFIG", "Engine", "check_config", "label_key"]
 
 log = logging.getLogger("stream_nb.engine")
 
@@ -95,7 +95,7 @@ def label_key(label: typing.Any) -> str:
     return str(label)
 
 
-def _positive(config: dict, name: str, kind: type, allow_zero: bool = False) -> None:
+def _number(config: dict, name: str, kind: type, allow_zero: bool = False) -> None:
     value = config[name]
     ok = not isinstance(value, bool) and isinstance(value, (int, float) if kind is float else int)
     if ok:
@@ -104,6 +104,31 @@ def _positive(config: dict, name: str, kind: type, allow_zero: bool = False) -> 
         expected = "a non-negative" if allow_zero else "a positive"
         noun = "number" if kind is float else "integer"
         raise ConfigError(f"{name} must be {expected} {noun}, got {value!r}")
+
+
+def check_config(config: dict[str, typing.Any]) -> dict[str, typing.Any]:
+    """Validate engine settings against :data:`DEFAULT_CONFIG`; return them merged over it.
+
+    >>> check_config({"poll_max_records": 100})["poll_max_records"]
+    100
+    >>> check_config({"poll_max_records": 0})
+    Traceback (most recent call last):
+    ...
+    stream_nb.exceptions.ConfigError: poll_max_records must be a positive integer, got 0
+    """
+    config = configure(DEFAULT_CONFIG, config, "engine setting")
+    _number(config, "poll_max_records", int)
+    _number(config, "poll_timeout", float, allow_zero=True)
+    _number(config, "commit_every_records", int)
+    _number(config, "commit_interval_s", float, allow_zero=True)
+    _number(config, "dead_letter_max_value_bytes", int, allow_zero=True)
+    _number(config, "log_metrics_interval_s", float, allow_zero=True)
+    name = config["model_name"]
+    if name is not None and not isinstance(name, str):
+        raise ConfigError(f"model_name must be a string or None, got {name!r}")
+    EventDecoder({k: config[k] for k in EVENT_DEFAULTS})
+    PrequentialMetrics(config["log_loss_floor"])
+    return config
 
 
 class Engine:
@@ -161,19 +186,11 @@ class Engine:
         *,
         config: dict[str, typing.Any] | None = None,
     ):
-        self.config = configure(DEFAULT_CONFIG, config or {}, "engine setting")
+        self.config = check_config(config or {})
         for method in ("predict_proba_one", "predict_one", "learn_one"):
             if not callable(getattr(model, method, None)):
                 raise ConfigError(f"model {type(model).__name__} has no {method}() method")
-        _positive(self.config, "poll_max_records", int)
-        _positive(self.config, "poll_timeout", float, allow_zero=True)
-        _positive(self.config, "commit_every_records", int)
-        _positive(self.config, "commit_interval_s", float, allow_zero=True)
-        _positive(self.config, "dead_letter_max_value_bytes", int, allow_zero=True)
-        _positive(self.config, "log_metrics_interval_s", float, allow_zero=True)
         name = self.config["model_name"]
-        if name is not None and not isinstance(name, str):
-            raise ConfigError(f"model_name must be a string or None, got {name!r}")
         self.model_name = name if name is not None else type(model).__name__
 
         self.model = model
@@ -327,7 +344,11 @@ class Engine:
     # -- helpers ------------------------------------------------------------------
 
     def _pending(self) -> bool:
-        return self._since_checkpoint > 0 or self.positions != self._committed
+        """Work to checkpoint while idle: new records, or a failed commit due for a retry."""
+        if self._since_checkpoint > 0:
+            return True
+        overdue = time.monotonic() - self._last_checkpoint >= self.config["commit_interval_s"]
+        return overdue and self.positions != self._committed
 
     def _maybe_log_metrics(self) -> None:
         interval = self.config["log_metrics_interval_s"]

@@ -13,11 +13,11 @@ class is missing from the predicted distribution: a class the model has never
 seen, or any class on the very first labeled event, when the model has learned
 nothing and predicts ``{}``. With the default floor ``1e-15`` such an event
 costs ``-ln(1e-15) = 34.54`` nats, which is large on purpose: a model that has
-never seen a class should be penalised for it. A smoothed model (``alpha > 0``)
-gives every class it has seen a probability far above the floor, so in
-practice the floor binds only for unseen classes;
-:attr:`PrequentialMetrics.log_loss_floored` counts how often it bound. The
-result is never NaN or infinite. (river's ``metrics.CrossEntropy``, by
+never seen a class should be penalised for it. The same floor applies when
+the model gave a seen class a probability that underflowed to 0 (an
+overconfident Gaussian early in a stream can do that), which would otherwise
+make the mean infinite for good. :attr:`PrequentialMetrics.log_loss_floored`
+counts how often the floor bound. The result is never NaN or infinite. (river's ``metrics.CrossEntropy``, by
 contrast, scores an unseen class as a loss of 0.)
 
 The accuracy counts a labeled event as correct when the predicted label equals
