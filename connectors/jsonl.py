@@ -1,0 +1,360 @@
+"""JSON lines in and out: a Source over stdin or a file, a Sink to stdout, stderr or a file.
+
+This is the embedded default of ``stream-nb run``: no broker needed.
+
+Source
+------
+One event per line. ``Record.partition`` is the path (or ``"stdin"``),
+``Record.position`` is ``{"file": <path or "stdin">, "line": <1-based line
+number>, "byte": <offset of the line's first byte>}`` and
+``Record.next_position`` the byte offset just after the line's newline. The
+newline (``\\n`` or ``\\r\\n``) is not part of ``Record.value``. A last line
+without a newline is still an event.
+
+Blank lines (only spaces, tabs, ``\\r``) are not events: they are skipped and
+counted in :attr:`JsonLinesSource.blank_lines`, which ``stream-nb`` reports in
+its final summary. A line longer than ``max_line_bytes`` is not held in memory:
+its first ``max_line_bytes + 1`` bytes become the record's value, the rest of the
+line is skipped, and the engine dead-letters it as ``oversize`` as long as
+``max_line_bytes`` is at least the engine's ``max_event_bytes`` (``stream-nb``
+sets them equal).
+
+:meth:`~JsonLinesSource.poll` waits at most ``timeout`` seconds (POSIX
+``select``), so a slow pipe never blocks the engine's stop check.
+:meth:`~JsonLinesSource.commit` keeps the positions in
+:attr:`~JsonLinesSource.committed`; a file has no offset store of its own,
+because resuming the input without the model that learned it would be wrong:
+resuming is the job of a snapshot, which calls :meth:`~JsonLinesSource.seek`.
+
+Sink
+----
+Writes each value followed by ``\\n``. The record key is not written.
+``flush()`` flushes and, for a regular file with ``fsync`` on, fsyncs it.
+
+>>> import os, tempfile
+>>> path = os.path.join(tempfile.mkdtemp(), "in.jsonl")
+>>> with open(path, "wb") as f:
+...     _ = f.write(b'{"a": 1}\\n\\n{"a": 2}')
+>>> source = make_source({"path": path})
+>>> [(r.value, r.position["line"], r.next_position) for r in source.poll(10, 0.1)]
+[(b'{"a": 1}', 1, 9), (b'{"a": 2}', 3, 18)]
+>>> source.poll(10, 0.1), source.exhausted, source.blank_lines
+([], True, 1)
+>>> source.close()
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import stat
+import sys
+import time
+import typing
+
+from stream_nb.engine import Record, configure
+from stream_nb.exceptions import ConfigError
+
+__all__ = [
+    "SOURCE_DEFAULT_CONFIG",
+    "SINK_DEFAULT_CONFIG",
+    "JsonLinesSource",
+    "JsonLinesSink",
+    "make_source",
+    "make_sink",
+    "make_dead_letter_sink",
+]
+
+SOURCE_DEFAULT_CONFIG: dict[str, typing.Any] = {
+    # File to read; None or "-" reads standard input (partition name "stdin").
+    "path": None,
+    # Bytes asked from the operating system per read.
+    "read_size": 64 * 1024,
+    # Longest line kept whole; keep it >= the engine's max_event_bytes (see above).
+    "max_line_bytes": 1024 * 1024,
+}
+
+SINK_DEFAULT_CONFIG: dict[str, typing.Any] = {
+    # File to write; None or "-" writes to `stream` instead.
+    "path": None,
+    # "stdout" or "stderr": where to write when no path is given.
+    "stream": "stdout",
+    # Append to an existing file (True) or truncate it (False).
+    "append": True,
+    # fsync a regular file on every flush(), so a commit never runs ahead of the disk.
+    "fsync": True,
+}
+
+_BLANK = b" \t\r"
+
+
+def _int_setting(config: dict, name: str, minimum: int) -> int:
+    value = config[name]
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def _path_setting(config: dict) -> str | None:
+    path = config["path"]
+    if path is not None and not isinstance(path, (str, os.PathLike)):
+        raise ConfigError(f"path must be a file path, '-' or None, got {path!r}")
+    path = os.fspath(path) if path is not None else None
+    return None if path in (None, "-") else path
+
+
+class JsonLinesSource:
+    """A :class:`~stream_nb.engine.Source` of JSON lines; see the module docstring.
+
+    Keyword arguments are the keys of :data:`SOURCE_DEFAULT_CONFIG`.
+    """
+
+    DEFAULT_CONFIG = SOURCE_DEFAULT_CONFIG
+
+    def __init__(self, **configs: typing.Any):
+        self.config = configure(self.DEFAULT_CONFIG, configs, "JSON-lines source setting")
+        self._read_size = _int_setting(self.config, "read_size", 1)
+        self._max_line = _int_setting(self.config, "max_line_bytes", 1)
+        path = _path_setting(self.config)
+        if path is None:
+            self.partition = "stdin"
+            self._fd = sys.stdin.fileno()
+            self._owns_fd = False
+        else:
+            self.partition = path
+            try:
+                self._fd = os.open(path, os.O_RDONLY)
+            except OSError as exc:
+                raise ConfigError(f"cannot open input {path!r}: {exc.strerror}") from None
+            self._owns_fd = True
+        self._seekable = self._owns_fd and _is_regular_file(self._fd)
+        #: Blank lines skipped so far.
+        self.blank_lines = 0
+        #: The positions last passed to :meth:`commit`.
+        self.committed: dict[str, int] = {}
+        self._reset(offset=0, line=0)
+
+    def _reset(self, offset: int, line: int) -> None:
+        self._buf = bytearray()
+        self._buf_offset = offset  # stream offset of self._buf[0]
+        self._scan_from = 0  # no newline in self._buf before this index
+        self._line = line  # number of the last line handed out or skipped
+        self._eof = False
+        self._exhausted = False
+        self._cut: tuple[bytes, int] | None = None  # (kept prefix, start offset) of an overlong line
+
+    # -- Source protocol --------------------------------------------------------
+
+    @property
+    def exhausted(self) -> bool:
+        """True once every line of the input has been returned."""
+        return self._exhausted
+
+    def poll(self, max_records: int, timeout: float) -> list[Record]:
+        """Return up to ``max_records`` lines, waiting at most ``timeout`` seconds for the first."""
+        records: list[Record] = []
+        deadline = time.monotonic() + timeout
+        while len(records) < max_records:
+            record = self._next_line()
+            if record is not None:
+                records.append(record)
+                continue
+            if self._eof:
+                record = self._last_line()
+                if record is not None:
+                    records.append(record)
+                self._exhausted = not self._buf and self._cut is None
+                break
+            # Data already in hand is returned without waiting for more.
+            wait = 0.0 if records else max(0.0, deadline - time.monotonic())
+            if not self._readable(wait):
+                break
+            chunk = os.read(self._fd, self._read_size)
+            if chunk:
+                self._buf += chunk
+            else:
+                self._eof = True
+        return records
+
+    def commit(self, positions: dict[str, int]) -> None:
+        """Remember ``positions`` in :attr:`committed` (no durable offset store; see above)."""
+        self.committed = dict(positions)
+
+    def seek(self, positions: dict[str, int]) -> None:
+        """Continue reading at a byte offset that starts a line (a ``next_position``).
+
+        Only a regular file can seek; for stdin only the current position is accepted.
+        """
+        unknown = set(positions) - {self.partition}
+        if unknown:
+            raise ConfigError(
+                f"cannot seek partition(s) {sorted(unknown)}: this source reads {self.partition!r}"
+            )
+        if self.partition not in positions:
+            return
+        offset = positions[self.partition]
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise ConfigError(f"seek position must be a byte offset >= 0, got {offset!r}")
+        if not self._seekable:
+            if offset == self._buf_offset and self._cut is None:
+                return
+            raise ConfigError(f"{self.partition} is not a regular file and cannot seek to byte {offset}")
+        size = os.fstat(self._fd).st_size
+        if offset > size:
+            raise ConfigError(f"cannot seek {self.partition!r} to byte {offset}: the file has {size} bytes")
+        line = 0
+        if offset:
+            os.lseek(self._fd, 0, os.SEEK_SET)
+            remaining = offset
+            last = b""
+            while remaining:
+                chunk = os.read(self._fd, min(self._read_size, remaining))
+                if not chunk:
+                    break
+                line += chunk.count(b"\n")
+                last = chunk[-1:]
+                remaining -= len(chunk)
+            if last != b"\n" and offset != size:
+                raise ConfigError(f"cannot seek {self.partition!r} to byte {offset}: it is not the start of a line")
+            if last != b"\n":
+                line += 1  # resuming after a final line without newline
+        os.lseek(self._fd, offset, os.SEEK_SET)
+        self._reset(offset=offset, line=line)
+
+    def close(self) -> None:
+        """Close the file (never stdin). Does not commit."""
+        if self._owns_fd and self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    # -- internals ----------------------------------------------------------------
+
+    def _readable(self, wait: float) -> bool:
+        if self._seekable:
+            return True
+        try:
+            ready, _, _ = select.select([self._fd], [], [], wait)
+        except (OSError, ValueError):  # a descriptor select cannot watch: read blocking
+            return True
+        return bool(ready)
+
+    def _next_line(self) -> Record | None:
+        newline = self._buf.find(b"\n", self._scan_from)
+        if newline < 0:
+            self._scan_from = len(self._buf)
+            if self._cut is None and len(self._buf) > self._max_line:
+                self._cut = (bytes(self._buf[: self._max_line + 1]), self._buf_offset)
+            if self._cut is not None:  # drop the rest of an overlong line as it arrives
+                self._buf_offset += len(self._buf)
+                del self._buf[:]
+                self._scan_from = 0
+            return None
+        end = self._buf_offset + newline + 1
+        line = bytes(self._buf[:newline])
+        start = self._buf_offset
+        del self._buf[: newline + 1]
+        self._buf_offset = end
+        self._scan_from = 0
+        return self._make(line, start, end)
+
+    def _last_line(self) -> Record | None:
+        line = bytes(self._buf)
+        start, end = self._buf_offset, self._buf_offset + len(self._buf)
+        del self._buf[:]
+        self._buf_offset = end
+        self._scan_from = 0
+        if not line and self._cut is None:
+            return None
+        return self._make(line, start, end)
+
+    def _make(self, line: bytes, start: int, end: int) -> Record | None:
+        self._line += 1
+        if self._cut is not None:
+            line, start = self._cut
+            self._cut = None
+        elif len(line) > self._max_line:
+            line = line[: self._max_line + 1]
+        elif line.endswith(b"\r"):
+            line = line[:-1]
+        if not line.strip(_BLANK):
+            self.blank_lines += 1
+            return None
+        position = {"file": self.partition, "line": self._line, "byte": start}
+        return Record(value=line, key=None, partition=self.partition, position=position, next_position=end)
+
+
+def _is_regular_file(fd: int) -> bool:
+    return stat.S_ISREG(os.fstat(fd).st_mode)
+
+
+class JsonLinesSink:
+    """A :class:`~stream_nb.engine.Sink` writing one JSON value per line; see the module docstring.
+
+    Keyword arguments are the keys of :data:`SINK_DEFAULT_CONFIG`.
+    """
+
+    DEFAULT_CONFIG = SINK_DEFAULT_CONFIG
+
+    def __init__(self, **configs: typing.Any):
+        self.config = configure(self.DEFAULT_CONFIG, configs, "JSON-lines sink setting")
+        path = _path_setting(self.config)
+        stream = self.config["stream"]
+        if stream not in ("stdout", "stderr"):
+            raise ConfigError(f"stream must be 'stdout' or 'stderr', got {stream!r}")
+        for name in ("append", "fsync"):
+            if not isinstance(self.config[name], bool):
+                raise ConfigError(f"{name} must be true or false, got {self.config[name]!r}")
+        if path is None:
+            self.name = stream
+            self._file = (sys.stdout if stream == "stdout" else sys.stderr).buffer
+            self._owns_file = False
+        else:
+            self.name = path
+            mode = "ab" if self.config["append"] else "wb"
+            try:
+                self._file = open(path, mode, buffering=1024 * 1024)  # noqa: SIM115 - closed in close()
+            except OSError as exc:
+                raise ConfigError(f"cannot open output {path!r}: {exc.strerror}") from None
+            self._owns_file = True
+        # fsync means something for a regular file only (not /dev/null, a FIFO, a tty)
+        self._fsync = self._owns_file and self.config["fsync"] and _is_regular_file(self._file.fileno())
+        self._closed = False
+
+    def send(self, value: bytes, key: bytes | None = None) -> None:
+        """Write ``value`` and a newline; ``key`` is not written."""
+        if b"\n" in value:
+            raise ValueError(f"a JSON-lines value cannot contain a newline: {value[:80]!r}")
+        self._file.write(value)
+        self._file.write(b"\n")
+
+    def flush(self) -> None:
+        """Flush to the operating system, and fsync a file when ``fsync`` is on."""
+        self._file.flush()
+        if self._fsync:
+            os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        """Flush, then close a file (stdout and stderr stay open)."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.flush()
+        finally:
+            if self._owns_file:
+                self._file.close()
+
+
+def make_source(config: dict[str, typing.Any]) -> JsonLinesSource:
+    """Build a :class:`JsonLinesSource` from a dict of :data:`SOURCE_DEFAULT_CONFIG` keys."""
+    return JsonLinesSource(**config)
+
+
+def make_sink(config: dict[str, typing.Any]) -> JsonLinesSink:
+    """Build the output :class:`JsonLinesSink` (stdout unless ``path`` is given)."""
+    return JsonLinesSink(**config)
+
+
+def make_dead_letter_sink(config: dict[str, typing.Any]) -> JsonLinesSink:
+    """Build the dead-letter :class:`JsonLinesSink`: stderr unless ``path`` or ``stream`` is given."""
+    return JsonLinesSink(**{"stream": "stderr", **config})
