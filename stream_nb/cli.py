@@ -1,0 +1,699 @@
+"""``stream-nb``: run a streaming Bayesian classifier over JSON lines or Kafka.
+
+``stream-nb run`` reads events, predicts each one, learns the labeled ones and
+writes one prediction per valid event; rejected events go to a dead-letter
+output. See ``stream-nb run --help`` for every setting.
+
+This module is the composition root: the only place in :mod:`stream_nb` that
+reaches for :mod:`connectors` (imported on demand, so JSON-lines mode never
+imports kafka-python).
+
+Settings are resolved in this order, the first that sets a value wins:
+
+1. command-line flags,
+2. ``STREAM_NB_<NAME>`` environment variables (e.g. ``STREAM_NB_MODEL``),
+3. the TOML file given by ``--config`` / ``STREAM_NB_CONFIG``,
+4. the defaults.
+
+The two mapping settings (``types`` and ``kafka_config``) are merged key by
+key across those layers instead.
+
+>>> settings = resolve_settings(build_parser().parse_args(["run", "--model", "aode"]), env={})
+>>> settings["model"], settings["label_field"], settings["poll_max_records"]
+('aode', 'label', 500)
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib
+import logging
+import os
+import signal
+import sys
+import threading
+import tomllib
+import typing
+
+import orjson
+
+from . import __version__
+from .engine import DEFAULT_CONFIG as ENGINE_DEFAULTS
+from .engine import Engine, check_config
+from .exceptions import ConfigError, StreamNBError
+
+__all__ = ["main", "build_parser", "resolve_settings", "SETTINGS", "MODELS"]
+
+log = logging.getLogger("stream_nb.cli")
+
+ENV_PREFIX = "STREAM_NB_"
+
+#: ``--model`` choice -> (class name in :mod:`stream_nb`, the parameters it takes).
+MODELS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "nb": ("NaiveBayes", ("alpha", "types", "loss", "var_smoothing")),
+    "aode": ("AODE", ("alpha", "m", "bins", "warmup", "types", "loss")),
+    "tan": ("TAN", ("alpha", "rebuild_every", "bins", "warmup", "types", "loss")),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Setting:
+    """One setting: a flag, an environment variable and a config-file key."""
+
+    name: str
+    kind: str  # str, int, float, choice, list, mapping
+    default: typing.Any
+    help: str
+    group: str
+    metavar: str | None = None
+    choices: tuple[str, ...] = ()
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    @property
+    def env(self) -> str:
+        return ENV_PREFIX + self.name.upper()
+
+
+_MODEL = "model"
+_EVENTS = "events"
+_JSONL = "JSON-lines mode (the default: no broker needed)"
+_KAFKA = "Kafka mode (on when any of these is set)"
+_ENGINE = "engine"
+_OPS = "operations"
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("model", "choice", "nb", "classifier: naive Bayes, AODE or TAN", _MODEL, choices=tuple(MODELS)),
+    Setting("alpha", "float", None, "Lidstone smoothing > 0 (all models; model default 1.0)", _MODEL, "A"),
+    Setting("m", "int", None, "AODE: a value is a parent only once seen in M events (model default 1)", _MODEL, "M"),
+    Setting("bins", "int", None, "AODE, TAN: equal-frequency bins per numeric feature (model default 5)", _MODEL, "N"),
+    Setting("warmup", "int", None, "AODE, TAN: values of a numeric feature used to place its bin edges "
+            "(model default 100)", _MODEL, "N"),
+    Setting("rebuild_every", "int", None, "TAN: rebuild the tree every N learned events (model default 1000)",
+            _MODEL, "N"),
+    Setting("var_smoothing", "float", None, "NB: added to every Gaussian variance (model default 1e-9)", _MODEL, "V"),
+    Setting("types", "mapping", {}, "declare feature types instead of inferring them from the first value "
+            "(str, bool, int: categorical; float: numeric); repeatable, or comma-separated",
+            _MODEL, "FEATURE=categorical|numeric"),
+    Setting("loss", "str", None, "JSON file {true_label: {predicted_label: cost}}: predict the class of least "
+            "expected cost; labels are written as in the output's proba keys (1, true, yes)", _MODEL, "FILE"),
+    Setting("model_name", "str", None, "name written in each output's \"model\" field (default: the --model value)",
+            _MODEL, "NAME"),
+    Setting("label_field", "str", ENGINE_DEFAULTS["label_field"], "field holding the class label", _EVENTS, "FIELD"),
+    Setting("id_field", "str", ENGINE_DEFAULTS["id_field"], "field passed through as the output's \"id\" "
+            "(empty string: none)", _EVENTS, "FIELD"),
+    Setting("features", "list", None, "use only these fields as features (default: every field but the label "
+            "and the id); comma-separated", _EVENTS, "A,B,C"),
+    Setting("max_event_bytes", "int", ENGINE_DEFAULTS["max_event_bytes"], "longer events are dead-lettered "
+            "as oversize", _EVENTS, "N"),
+    Setting("input", "str", None, "JSON-lines file to read (default: stdin)", _JSONL, "PATH"),
+    Setting("output", "str", None, "JSON-lines file the predictions are appended to (default: stdout)",
+            _JSONL, "PATH"),
+    Setting("dead_letter", "str", None, "JSON-lines file the dead letters are appended to (default: stderr, "
+            "one JSON object per line among the log lines)", _JSONL, "PATH"),
+    Setting("bootstrap_servers", "list", None, "Kafka brokers, comma-separated host:port", _KAFKA, "HOST:PORT"),
+    Setting("input_topic", "str", None, "topic the events are read from (required in Kafka mode)", _KAFKA, "TOPIC"),
+    Setting("output_topic", "str", None, "topic the predictions are written to (required in Kafka mode)",
+            _KAFKA, "TOPIC"),
+    Setting("group_id", "str", None, "consumer group the offsets are committed under "
+            "(connector default stream-nb)", _KAFKA, "GROUP"),
+    Setting("dead_letter_topic", "str", None, "topic the dead letters are written to (default: <input-topic>.dlq)",
+            _KAFKA, "TOPIC"),
+    Setting("kafka_config", "mapping", {}, "any other kafka-python consumer/producer setting, e.g. "
+            "security_protocol=SASL_SSL sasl_mechanism=PLAIN ssl_cafile=ca.pem; repeatable", _KAFKA, "KEY=VALUE"),
+    Setting("poll_max_records", "int", ENGINE_DEFAULTS["poll_max_records"], "most events taken per poll",
+            _ENGINE, "N"),
+    Setting("poll_timeout", "float", ENGINE_DEFAULTS["poll_timeout"], "longest wait of one poll, in seconds",
+            _ENGINE, "SECONDS"),
+    Setting("commit_every", "int", ENGINE_DEFAULTS["commit_every_records"], "checkpoint (flush outputs, then "
+            "commit input positions) after this many events", _ENGINE, "N"),
+    Setting("commit_interval", "float", ENGINE_DEFAULTS["commit_interval_s"], "checkpoint at least this often "
+            "while events flow, in seconds (also when the input goes idle, and always on exit)", _ENGINE, "SECONDS"),
+    Setting("dead_letter_max_value_bytes", "int", ENGINE_DEFAULTS["dead_letter_max_value_bytes"],
+            "raw bytes of a rejected event copied into its dead letter (longer ones are cut and marked "
+            "truncated)", _ENGINE, "N"),
+    Setting("log_loss_floor", "float", ENGINE_DEFAULTS["log_loss_floor"], "probability floor of the "
+            "prequential log loss (a class never seen costs -ln(floor))", _ENGINE, "P"),
+    Setting("metrics_interval", "float", ENGINE_DEFAULTS["log_metrics_interval_s"], "log the prequential "
+            "metrics every this many seconds (0: only at exit)", _OPS, "SECONDS"),
+    Setting("connect_attempts", "int", 0, "start-up attempts while the broker is unreachable (0: keep trying)",
+            _OPS, "N"),
+    Setting("connect_backoff_max", "float", 30.0, "cap of the doubling wait between start-up attempts, in "
+            "seconds", _OPS, "SECONDS"),
+    Setting("log_level", "choice", "INFO", "logging threshold (logs go to stderr)", _OPS,
+            choices=("DEBUG", "INFO", "WARNING", "ERROR")),
+)
+
+_BY_NAME = {s.name: s for s in SETTINGS}
+_KAFKA_SETTINGS = ("bootstrap_servers", "input_topic", "output_topic", "group_id", "dead_letter_topic", "kafka_config")
+_JSONL_SETTINGS = ("input", "output", "dead_letter")
+_MODEL_PARAMS = ("alpha", "m", "bins", "warmup", "rebuild_every", "var_smoothing", "types", "loss")
+
+_DESCRIPTION = """\
+Run a streaming Bayesian classifier. Each event (one JSON object) is predicted
+by the model as it stands; a labeled event is then learned (prequential).
+Every valid event gives one output record; a rejected event gives one
+dead-letter record instead. Positions are committed only after the outputs
+are flushed (at-least-once)."""
+
+_EPILOG = """\
+modes:
+  Without any Kafka setting, events are JSON lines read from --input (default
+  stdin), predictions go to --output (default stdout) and dead letters to
+  --dead-letter (default stderr). Setting any Kafka option switches to Kafka
+  mode, which needs --input-topic and --output-topic.
+
+settings, in order of precedence (the first that sets a value wins):
+  1. command-line flags
+  2. environment variables STREAM_NB_<NAME>, NAME being the flag's name in
+     upper case with "_" for "-" (STREAM_NB_MODEL, STREAM_NB_BOOTSTRAP_SERVERS,
+     STREAM_NB_KAFKA_CONFIG="security_protocol=SSL,ssl_cafile=ca.pem", ...)
+  3. the TOML file given by --config or STREAM_NB_CONFIG: keys named like the
+     flags with "_" for "-", at the top level or all inside a [run] table,
+     e.g.  [run]  model = "aode"  features = ["outlook", "wind"]
+           [run.kafka_config]  security_protocol = "SSL"
+  4. the defaults shown above
+  --types and --kafka-config are merged key by key across the layers. Unknown
+  keys in the file are rejected; other STREAM_NB_* variables are ignored.
+
+event contract:
+  one JSON object per event, UTF-8, at most --max-event-bytes. The label field
+  holds a string, integer or boolean (an integral float counts as the
+  integer); absent or null: the event is only predicted. null features are
+  missing. Rejected, with a reason code: oversize, invalid_utf8, invalid_json,
+  not_an_object, bad_id, bad_label, nested_value, bad_feature_type.
+
+output record (one JSON line / Kafka message per valid event, same key):
+  {"id", "prediction", "proba": {label: p}, "model", "learned", "n_learned",
+   "source": {where the event came from}}
+
+dead-letter record:
+  {"reason", "error", "field", "source", "size", "value" (raw event as text)
+   or "value_b64" (when not UTF-8), "truncated" (only when cut)}
+
+signals:
+  SIGTERM or SIGINT: finish the current event, flush, commit, exit 0.
+
+exit status:
+  0 done (input exhausted or stopped by a signal), 1 runtime failure,
+  2 invalid settings."""
+
+
+# -- parsing ------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``stream-nb`` argument parser (``run`` sub-command)."""
+    parser = argparse.ArgumentParser(
+        prog="stream-nb",
+        description="Streaming online learning of Bayesian classifiers over JSON lines or Kafka.",
+    )
+    parser.add_argument("--version", action="version", version=f"stream-nb {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    run = commands.add_parser(
+        "run",
+        help="consume events, predict, learn, write predictions",
+        description=_DESCRIPTION,
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    groups: dict[str, argparse._ArgumentGroup] = {}
+    for setting in SETTINGS:
+        group = groups.get(setting.group)
+        if group is None:
+            group = groups[setting.group] = run.add_argument_group(setting.group)
+        default = "" if setting.default in (None, {}) else f" (default: {setting.default})"
+        kwargs: dict[str, typing.Any] = {
+            "dest": setting.name,
+            "default": argparse.SUPPRESS,
+            "help": f"{setting.help}{default} [env {setting.env}]".replace("%", "%%"),
+        }
+        if setting.kind == "choice":
+            kwargs["choices"] = setting.choices
+        else:
+            kwargs["metavar"] = setting.metavar
+        if setting.kind == "mapping":
+            kwargs.update(action="extend", nargs="+")
+        elif setting.kind == "list":
+            kwargs["action"] = "append"
+        group.add_argument(setting.flag, **kwargs)
+    other = run.add_argument_group("configuration")
+    other.add_argument("--config", metavar="FILE", default=argparse.SUPPRESS,
+                       help="TOML file of settings (see below) [env STREAM_NB_CONFIG]")
+    other.add_argument("--print-config", action="store_true",
+                       help="print the resolved settings as JSON on stdout and exit")
+    return parser
+
+
+def _convert(setting: Setting, value: typing.Any, origin: str) -> typing.Any:
+    """Check and convert one value from a flag, a variable (strings) or the TOML file (typed)."""
+
+    def bad(expected: str) -> ConfigError:
+        return ConfigError(f"{origin}: expected {expected}, got {value!r}")
+
+    kind = setting.kind
+    if kind in ("str", "choice"):
+        if not isinstance(value, str):
+            raise bad("a string")
+        if kind == "choice":
+            if setting.name == "log_level":
+                value = value.upper()
+            if value not in setting.choices:
+                raise bad("one of " + ", ".join(setting.choices))
+        return value
+    if kind == "int":
+        if isinstance(value, str):
+            try:
+                return int(value.strip())
+            except ValueError:
+                raise bad("an integer") from None
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise bad("an integer")
+        return value
+    if kind == "float":
+        if isinstance(value, str):
+            try:
+                return float(value.strip())
+            except ValueError:
+                raise bad("a number") from None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise bad("a number")
+        return float(value)
+    if kind == "list":
+        items = value if isinstance(value, list) else [value]
+        out: list[str] = []
+        for item in items:
+            if not isinstance(item, str):
+                raise bad("a comma-separated string or a list of strings")
+            out.extend(part.strip() for part in item.split(",") if part.strip())
+        return out
+    if kind == "mapping":
+        if isinstance(value, dict):
+            return {str(k): v for k, v in value.items()}
+        if isinstance(value, str) and value.lstrip().startswith("{"):
+            try:
+                parsed = orjson.loads(value)
+            except orjson.JSONDecodeError:
+                raise bad("a JSON object or KEY=VALUE pairs") from None
+            if not isinstance(parsed, dict):
+                raise bad("a JSON object or KEY=VALUE pairs")
+            return parsed
+        items = value if isinstance(value, list) else [value]
+        mapping: dict[str, typing.Any] = {}
+        for item in items:
+            if not isinstance(item, str):
+                raise bad("KEY=VALUE strings")
+            parts = item.split(",") if setting.name == "types" or origin.startswith(ENV_PREFIX) else [item]
+            for part in parts:
+                if not part.strip():
+                    continue
+                key, sep, val = part.partition("=")
+                if not sep or not key.strip():
+                    raise ConfigError(f"{origin}: expected KEY=VALUE, got {part!r}")
+                mapping[key.strip()] = val.strip()
+        return mapping
+    raise AssertionError(kind)
+
+
+def _read_config_file(path: str) -> dict[str, typing.Any]:
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except OSError as exc:
+        raise ConfigError(f"config file {path}: cannot read it: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {path}: not valid TOML: {exc}") from None
+    where = f"config file {path}"
+    if "run" in data and isinstance(data["run"], dict):
+        extra = sorted(k for k in data if k != "run")
+        if extra:
+            raise ConfigError(
+                f"{where}: keys {', '.join(map(repr, extra))} are outside the [run] table; "
+                "put every setting under [run] or use no table at all"
+            )
+        data = data["run"]
+        where += " [run]"
+    settings: dict[str, typing.Any] = {}
+    for key, value in data.items():
+        name = key.replace("-", "_")
+        if name not in _BY_NAME:
+            raise ConfigError(
+                f"{where}: unknown setting {key!r}; expected one of: {', '.join(sorted(_BY_NAME))}"
+            )
+        settings[name] = _convert(_BY_NAME[name], value, f"{where}: {key}")
+    return settings
+
+
+def resolve_settings(args: argparse.Namespace, env: typing.Mapping[str, str] | None = None) -> dict[str, typing.Any]:
+    """Merge flags over ``STREAM_NB_*`` variables over the config file over the defaults.
+
+    >>> parser = build_parser()
+    >>> args = parser.parse_args(["run", "--alpha", "0.5", "--types", "a=numeric"])
+    >>> s = resolve_settings(args, env={"STREAM_NB_ALPHA": "2", "STREAM_NB_BINS": "7", "STREAM_NB_TYPES": "b=categorical"})
+    >>> s["alpha"], s["bins"], s["types"]
+    (0.5, 7, {'b': 'categorical', 'a': 'numeric'})
+    >>> resolve_settings(parser.parse_args(["run"]), env={"STREAM_NB_BINS": "seven"})
+    Traceback (most recent call last):
+    ...
+    stream_nb.exceptions.ConfigError: STREAM_NB_BINS: expected an integer, got 'seven'
+    """
+    env = os.environ if env is None else env
+    given = vars(args)
+    layers: list[dict[str, typing.Any]] = []
+    config_path = given.get("config", env.get(ENV_PREFIX + "CONFIG"))
+    if config_path:
+        layers.append(_read_config_file(config_path))
+    from_env: dict[str, typing.Any] = {}
+    for setting in SETTINGS:
+        if setting.env in env:
+            from_env[setting.name] = _convert(setting, env[setting.env], setting.env)
+    ignored = sorted(k for k in env if k.startswith(ENV_PREFIX) and k[len(ENV_PREFIX):].lower() not in _BY_NAME)
+    if ignored:
+        log.debug("ignoring environment variables %s (not stream-nb settings)", ", ".join(ignored))
+    layers.append(from_env)
+    layers.append({
+        s.name: _convert(s, given[s.name], s.flag) for s in SETTINGS if s.name in given
+    })
+    settings = {s.name: (dict(s.default) if s.kind == "mapping" else s.default) for s in SETTINGS}
+    for layer in layers:
+        for name, value in layer.items():
+            if _BY_NAME[name].kind == "mapping":
+                settings[name].update(value)
+            else:
+                settings[name] = value
+    return settings
+
+
+# -- building the pieces --------------------------------------------------------
+
+
+def _label_aliases(key: str) -> list[typing.Any]:
+    """A loss-file key and, when it reads as a JSON integer or boolean, that label too."""
+    try:
+        parsed = orjson.loads(key)
+    except orjson.JSONDecodeError:
+        return [key]
+    if isinstance(parsed, (bool, int)):
+        return [key, parsed]
+    return [key]
+
+
+def load_loss(path: str) -> dict[typing.Any, dict[typing.Any, float]]:
+    """Read a loss matrix ``{true_label: {predicted_label: cost}}`` from a JSON file.
+
+    JSON object keys are strings, so a key that reads as an integer or a
+    boolean (``"1"``, ``"true"``) also stands for that label.
+    """
+    try:
+        with open(path, "rb") as f:
+            data = orjson.loads(f.read())
+    except OSError as exc:
+        raise ConfigError(f"loss file {path}: cannot read it: {exc.strerror}") from None
+    except orjson.JSONDecodeError as exc:
+        raise ConfigError(f"loss file {path}: not valid JSON: {exc}") from None
+    if not isinstance(data, dict) or not all(isinstance(row, dict) for row in data.values()):
+        raise ConfigError(f"loss file {path}: expected an object {{true_label: {{predicted_label: cost}}}}")
+    loss: dict[typing.Any, dict[typing.Any, float]] = {}
+    for truth, row in data.items():
+        out_row: dict[typing.Any, float] = {}
+        for predicted, cost in row.items():
+            if isinstance(cost, bool) or not isinstance(cost, (int, float)):
+                raise ConfigError(f"loss file {path}: cost [{truth!r}][{predicted!r}] must be a number, got {cost!r}")
+            for alias in _label_aliases(predicted):
+                out_row[alias] = cost
+        for alias in _label_aliases(truth):
+            loss[alias] = out_row
+    return loss
+
+
+def build_model(settings: dict[str, typing.Any]) -> typing.Any:
+    """Instantiate the ``--model`` class with the model parameters that were set."""
+    import stream_nb
+
+    choice = settings["model"]
+    class_name, accepted = MODELS[choice]
+    params: dict[str, typing.Any] = {}
+    for name in _MODEL_PARAMS:
+        value = settings[name]
+        if value is None or value == {}:
+            continue
+        if name not in accepted:
+            flags = ", ".join(_BY_NAME[p].flag for p in accepted)
+            raise ConfigError(
+                f"{_BY_NAME[name].flag} ({name}) does not apply to --model {choice}, which takes {flags}"
+            )
+        params[name] = load_loss(value) if name == "loss" else value
+    cls = getattr(stream_nb, class_name, None)
+    if cls is None:
+        raise ConfigError(f"--model {choice}: stream_nb.{class_name} is not available in this installation")
+    try:
+        return cls(**params)
+    except ConfigError as exc:
+        raise ConfigError(f"--model {choice}: {exc}") from None
+
+
+def engine_config(settings: dict[str, typing.Any]) -> dict[str, typing.Any]:
+    """The :class:`~stream_nb.engine.Engine` config for these settings."""
+    return {
+        "label_field": settings["label_field"],
+        "id_field": settings["id_field"] or None,
+        "features": settings["features"] or None,
+        "max_event_bytes": settings["max_event_bytes"],
+        "model_name": settings["model_name"] or settings["model"],
+        "poll_max_records": settings["poll_max_records"],
+        "poll_timeout": settings["poll_timeout"],
+        "commit_every_records": settings["commit_every"],
+        "commit_interval_s": settings["commit_interval"],
+        "dead_letter_max_value_bytes": settings["dead_letter_max_value_bytes"],
+        "log_loss_floor": settings["log_loss_floor"],
+        "log_metrics_interval_s": settings["metrics_interval"],
+    }
+
+
+@dataclasses.dataclass
+class _Plan:
+    """Which connector module to use and the dict each factory gets."""
+
+    module: str
+    source: dict[str, typing.Any]
+    sink: dict[str, typing.Any]
+    dead_letters: dict[str, typing.Any]
+    describe: str
+
+
+def connector_plan(settings: dict[str, typing.Any]) -> _Plan:
+    """Pick JSON-lines or Kafka mode and build the connector configs."""
+    kafka_set = [n for n in _KAFKA_SETTINGS if settings[n]]
+    if not kafka_set:
+        paths = {n: settings[n] for n in _JSONL_SETTINGS if settings[n] not in (None, "-")}
+        outputs = [(n, os.path.realpath(p)) for n, p in paths.items()]
+        for i, (a, pa) in enumerate(outputs):
+            for b, pb in outputs[i + 1:]:
+                if pa == pb:
+                    raise ConfigError(f"{_BY_NAME[a].flag} and {_BY_NAME[b].flag} are the same file {paths[a]!r}")
+        return _Plan(
+            module="connectors.jsonl",
+            source={"path": settings["input"], "max_line_bytes": settings["max_event_bytes"]},
+            sink={"path": settings["output"]},
+            dead_letters={"path": settings["dead_letter"]},
+            describe=(
+                f"JSON lines from {settings['input'] or 'stdin'} to {settings['output'] or 'stdout'}, "
+                f"dead letters to {settings['dead_letter'] or 'stderr'}"
+            ),
+        )
+    jsonl_set = [n for n in _JSONL_SETTINGS if settings[n] is not None]
+    if jsonl_set:
+        raise ConfigError(
+            f"{', '.join(_BY_NAME[n].flag for n in jsonl_set)} (JSON-lines mode) cannot be combined with "
+            f"{', '.join(_BY_NAME[n].flag for n in kafka_set)} (Kafka mode)"
+        )
+    for name in ("input_topic", "output_topic"):
+        if not settings[name]:
+            raise ConfigError(f"Kafka mode needs {_BY_NAME[name].flag} (or {_BY_NAME[name].env})")
+    extra = dict(settings["kafka_config"])
+    clash = sorted(set(extra) & set(_KAFKA_SETTINGS))
+    if clash:
+        raise ConfigError(
+            f"--kafka-config {clash[0]}=... : use {_BY_NAME[clash[0]].flag} for this setting"
+        )
+    config = {
+        **extra,
+        "bootstrap_servers": settings["bootstrap_servers"],
+        "input_topic": settings["input_topic"],
+        "output_topic": settings["output_topic"],
+        "dead_letter_topic": settings["dead_letter_topic"] or f"{settings['input_topic']}.dlq",
+        "group_id": settings["group_id"],
+    }
+    config = {k: v for k, v in config.items() if v is not None}
+    return _Plan(
+        module="connectors.kafka",
+        source=config,
+        sink=config,
+        dead_letters=config,
+        describe=(
+            f"Kafka {','.join(settings['bootstrap_servers'] or ['(connector default)'])}: "
+            f"{config['input_topic']} -> {config['output_topic']}, dead letters to {config['dead_letter_topic']}"
+        ),
+    )
+
+
+class _Stopper:
+    """The signal handler: it only records the signal and calls ``Engine.stop()``."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.signum: int | None = None
+        self.engine: Engine | None = None
+
+    def __call__(self, signum: int, frame: typing.Any) -> None:
+        self.signum = signum
+        self.event.set()
+        if self.engine is not None:
+            self.engine.stop()
+
+
+def _close_all(things: typing.Iterable[typing.Any]) -> None:
+    for thing in things:
+        try:
+            thing.close()
+        except Exception as exc:  # noqa: BLE001 - closing must not hide the real outcome
+            log.warning("closing %s failed: %s", type(thing).__name__, exc)
+
+
+def start_connectors(plan: _Plan, settings: dict[str, typing.Any], stopper: _Stopper) -> tuple | None:
+    """Create source, sink and dead-letter sink, retrying while the other side is unreachable.
+
+    A :class:`ConnectionError` (e.g. the Kafka connector's ``ConnectorUnavailable``)
+    is retried with a doubling wait capped at ``connect_backoff_max``, logging one
+    line per attempt; any other error is raised at once. Returns ``None`` when a
+    signal arrives while waiting.
+    """
+    module = importlib.import_module(plan.module)
+    attempts = settings["connect_attempts"]
+    cap = settings["connect_backoff_max"]
+    if attempts < 0 or cap <= 0:
+        raise ConfigError("connect_attempts must be >= 0 and connect_backoff_max > 0")
+    delay = min(1.0, cap)
+    attempt = 0
+    while True:
+        attempt += 1
+        made: list[typing.Any] = []
+        try:
+            made.append(module.make_source(plan.source))
+            made.append(module.make_sink(plan.sink))
+            made.append(module.make_dead_letter_sink(plan.dead_letters))
+            return tuple(made)
+        except ConnectionError as exc:
+            _close_all(made)
+            if attempts and attempt >= attempts:
+                raise ConnectionError(f"gave up after {attempt} start-up attempts: {exc}") from None
+            log.warning("start-up attempt %d failed: %s; retrying in %.1f s", attempt, exc, delay)
+        except BaseException:
+            _close_all(made)
+            raise
+        if stopper.event.wait(delay):
+            return None
+        delay = min(delay * 2, cap)
+
+
+# -- main -------------------------------------------------------------------------
+
+
+def _error(message: str) -> None:
+    log.error("%s", message)
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        settings = resolve_settings(args)
+    except ConfigError as exc:
+        print(f"stream-nb: error: {exc}", file=sys.stderr)
+        return 2
+    logging.basicConfig(
+        level=settings["log_level"],
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        force=True,
+    )
+    if args.print_config:
+        sys.stdout.write(orjson.dumps(settings, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n")
+        return 0
+    try:
+        plan = connector_plan(settings)
+        config = check_config(engine_config(settings))
+        model = build_model(settings)
+    except (ConfigError, ValueError, TypeError) as exc:
+        _error(str(exc))
+        return 2
+
+    stopper = _Stopper()
+    previous = {sig: signal.signal(sig, stopper) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        try:
+            started = start_connectors(plan, settings, stopper)
+        except ConfigError as exc:
+            _error(str(exc))
+            return 2
+        except ConnectionError as exc:
+            _error(str(exc))
+            return 1
+        if started is None:
+            log.info("stopped by %s before start-up finished", signal.Signals(stopper.signum).name)
+            return 0
+        source, sink, dead_letters = started
+        try:
+            engine = Engine(model, source, sink, dead_letters, config=config)
+            stopper.engine = engine
+            if stopper.event.is_set():
+                engine.stop()
+            log.info("running model %s: %s", config["model_name"], plan.describe)
+            engine.run()
+        except BrokenPipeError:
+            _silence_stdout()
+            _error("the output pipe was closed; stopping")
+            return 1
+        except (StreamNBError, OSError) as exc:
+            _error(f"stopped on error: {exc}")
+            return 1
+        except Exception:
+            log.exception("stopped on an unexpected error")
+            return 1
+        finally:
+            _close_all((source, sink, dead_letters))
+        summary = engine.metrics.as_dict()
+        blank = getattr(source, "blank_lines", None)
+        if blank is not None:
+            summary["blank_lines"] = blank
+        how = f"stopped by {signal.Signals(stopper.signum).name}" if stopper.signum else "input exhausted"
+        log.info("%s; metrics %s", how, orjson.dumps(summary).decode())
+        return 0
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush does not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``stream-nb`` console script; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return 2
+    return _run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
