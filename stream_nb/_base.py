@@ -23,9 +23,24 @@ __all__ = ["BayesClassifier", "logsumexp"]
 
 
 def logsumexp(a: np.ndarray, axis: int = -1) -> np.ndarray:
-    """log(sum(exp(a))) along ``axis``, stable for any finite input."""
+    """log(sum(exp(a))) along ``axis``; stable, and -inf (not NaN) where every entry is -inf."""
     m = a.max(axis=axis, keepdims=True)
-    return (m + np.log(np.exp(a - m).sum(axis=axis, keepdims=True))).squeeze(axis)
+    m = np.where(np.isfinite(m), m, 0.0)
+    with np.errstate(divide="ignore"):
+        return (m + np.log(np.exp(a - m).sum(axis=axis, keepdims=True))).squeeze(axis)
+
+
+def _normalise(jll: np.ndarray, prior: np.ndarray) -> np.ndarray:
+    """log P(c | x) from joint log-likelihoods (rows, C).
+
+    A row where every class is impossible (-inf: a numeric value beyond what
+    any class's Gaussian can express in floating point) gets the prior.
+    """
+    dead = ~np.isfinite(jll).any(1)
+    if dead.any():
+        jll = jll.copy()
+        jll[dead] = prior
+    return jll - logsumexp(jll, axis=1)[:, None]
 
 
 def _check_alpha(alpha) -> float:
@@ -176,9 +191,14 @@ class BayesClassifier(base.MiniBatchClassifier):
     def _jll_many(self, D, dfeats, G, gslots) -> np.ndarray:
         return self._naive_jll_many(D, dfeats, G, gslots)
 
+    def _log_prior(self) -> np.ndarray:
+        s, a = self._stats, self._alpha
+        cc = s.class_count[: s.n_classes]
+        return np.log(cc + a) - math.log(cc.sum() + a * s.n_classes)
+
     def _log_posterior(self, x: dict) -> np.ndarray:
         jll = self._jll(self._stats.encode(x))
-        return jll - logsumexp(jll)
+        return _normalise(jll[None, :], self._log_prior())[0]
 
     def predict_proba_one(self, x: dict) -> dict:
         """The posterior P(c | x) over every class seen so far (empty before any learning)."""
@@ -217,8 +237,7 @@ class BayesClassifier(base.MiniBatchClassifier):
 
     def _log_posterior_many(self, X: pd.DataFrame) -> np.ndarray:
         D, dfeats, G, gslots = self._stats.encode_frame(X, learn=False)
-        jll = self._jll_many(D, dfeats, G, gslots)
-        return jll - logsumexp(jll, axis=1)[:, None]
+        return _normalise(self._jll_many(D, dfeats, G, gslots), self._log_prior())
 
     def predict_proba_many(self, X: pd.DataFrame) -> pd.DataFrame:
         if not self._stats.n_classes:

@@ -700,6 +700,9 @@ class Stats:
         all classes. A class that never saw the feature uses the all-class
         Gaussian. A feature whose values have all been equal so far carries no
         information and contributes nothing.
+
+        Returned values are log-densities up to a constant per event (the same
+        for every class), which is all a posterior needs.
         """
         C = len(self.classes)
         n = self.g_n[:C, gslots]
@@ -718,16 +721,23 @@ class Stats:
         var = np.where(seen, m2 / np.where(seen, n, 1.0), pooled_var)
         var = np.maximum(var, var_smoothing * pooled_var)
         mean = np.where(seen, mean, pooled_mean)
-        if gx.ndim == 1:
-            return (-0.5 * (np.log(2 * np.pi * var) + (gx - mean) ** 2 / var)).sum(1)
-        # batch: gx (rows, g) with NaN for missing -> (rows, C)
-        d = gx[:, None, :] - mean[None]
-        ll = -0.5 * (np.log(2 * np.pi * var)[None] + d * d / var[None])
-        return np.where(np.isnan(ll), 0.0, ll).sum(2)
+        # The quadratic term is shifted by its minimum over classes (a constant that
+        # cancels in the posterior), so that a value far out in the tails leaves the
+        # closest class finite instead of overflowing every class to -inf.
+        with np.errstate(over="ignore", invalid="ignore"):
+            if gx.ndim == 1:
+                q = (gx - mean) ** 2 / var
+                q = q - q.min(0)
+                return (-0.5 * (np.log(2 * np.pi * var) + q)).sum(1)
+            # batch: gx (rows, g) with NaN for missing -> (rows, C)
+            d = gx[:, None, :] - mean[None]
+            q = d * d / var[None]
+            q = q - q.min(1, keepdims=True)
+            ll = -0.5 * (np.log(2 * np.pi * var)[None] + q)
+            return np.where(np.isnan(ll), 0.0, ll).sum(2)
 
     def counts(self) -> dict:
         """The counts as nested dicts keyed by names (for people and tests)."""
-        C = len(self.classes)
         out = {
             "class_count": {y: float(self.class_count[c]) for c, y in enumerate(self.classes)},
             "value_count": {},
@@ -745,7 +755,6 @@ class Stats:
                     v: {y: float(self.value_count[c, col]) for c, y in enumerate(self.classes)}
                     for v, col in self.values[f].items()
                 }
-        del C
         return out
 
     # ------------------------------------------------------------------ plain-data state

@@ -220,13 +220,19 @@ class TAN(BayesClassifier):
 
     @property
     def tree(self) -> list:
-        """The directed edges ``(parent, child, cmi)`` of the current tree."""
+        """The directed edges ``(parent, child, cmi)`` of the current tree, breadth-first
+        from the root with siblings by name."""
         names = self._stats.features
-        return [
-            (names[p], names[c], float(self._cmi[p, c]))
-            for c, p in enumerate(self._parent.tolist())
-            if p >= 0
-        ]
+        parent = self._parent.tolist()
+        out, frontier = [], [self._root] if self._root >= 0 else []
+        while frontier:
+            nxt = []
+            for p in frontier:
+                kids = sorted((c for c, q in enumerate(parent) if q == p), key=lambda c: str(names[c]))
+                out.extend((names[p], names[c], float(self._cmi[p, c])) for c in kids)
+                nxt.extend(kids)
+            frontier = nxt
+        return out
 
     def _learned(self, n: int) -> None:
         self._since_rebuild += n

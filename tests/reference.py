@@ -1,0 +1,146 @@
+"""Brute-force references: the seeds' formulas computed with plain loops over the raw events.
+
+Nothing here touches stream_nb's counts; every probability is recounted from
+the list of (x, y) events, so agreement with the models is independent
+evidence.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import Counter
+
+
+def _observed(x, f):
+    v = x.get(f)
+    return v is not None and not (isinstance(v, float) and math.isnan(v))
+
+
+def values_of(events, f):
+    """Distinct values of feature f, in order of appearance."""
+    return list(dict.fromkeys(x[f] for x, _ in events if _observed(x, f)))
+
+
+def class_prior(events, alpha):
+    classes = list(dict.fromkeys(y for _, y in events))
+    n = Counter(y for _, y in events)
+    return {c: (n[c] + alpha) / (len(events) + alpha * len(classes)) for c in classes}
+
+
+def p_value_given_class(events, f, v, c, alpha):
+    """(|D_c,v| + α) / (|D_c| + α N_f), D_c over the class-c events where f was observed."""
+    n_f = len(values_of(events, f)) + (v not in values_of(events, f))
+    d_c = [x for x, y in events if y == c and _observed(x, f)]
+    return (sum(1 for x in d_c if x[f] == v) + alpha) / (len(d_c) + alpha * n_f)
+
+
+def naive_bayes_posterior(events, x, alpha):
+    prior = class_prior(events, alpha)
+    known = {f for z, _ in events for f in z if _observed(z, f)}
+    score = {}
+    for c, p in prior.items():
+        for f, v in x.items():
+            if f in known and _observed(x, f):
+                p *= p_value_given_class(events, f, v, c, alpha)
+        score[c] = p
+    z = sum(score.values())
+    return {c: s / z for c, s in score.items()}
+
+
+def aode_posterior(events, x, alpha, m):
+    """The seeds' AODE with |D| and |D_c,xi| over events where the attributes were observed."""
+    classes = list(dict.fromkeys(y for _, y in events))
+    feats = [f for f in x if _observed(x, f) and values_of(events, f)]
+    n_vals = {f: len(values_of(events, f)) + (x[f] not in values_of(events, f)) for f in feats}
+    score = {c: 0.0 for c in classes}
+    parents = [i for i in feats if sum(1 for z, _ in events if z.get(i) == x[i]) >= m]
+    if not parents:
+        return naive_bayes_posterior(events, x, alpha)
+    for c in classes:
+        for i in parents:
+            d_i = sum(1 for z, _ in events if _observed(z, i))
+            d_cxi = [z for z, y in events if y == c and z.get(i) == x[i]]
+            p = (len(d_cxi) + alpha) / (d_i + alpha * n_vals[i])
+            for j in feats:
+                if j == i:
+                    continue
+                d_cxi_j = [z for z in d_cxi if _observed(z, j)]
+                p *= (sum(1 for z in d_cxi_j if z[j] == x[j]) + alpha) / (len(d_cxi_j) + alpha * n_vals[j])
+            score[c] += p
+    z = sum(score.values())
+    return {c: s / z for c, s in score.items()}
+
+
+def cmi(events, i, j):
+    """I(x_i; x_j | y) by the definition, over events where both were observed."""
+    both = [(x[i], x[j], y) for x, y in events if _observed(x, i) and _observed(x, j)]
+    n = len(both)
+    if not n:
+        return 0.0
+    nij = Counter(both)
+    nic = Counter((a, c) for a, _, c in both)
+    njc = Counter((b, c) for _, b, c in both)
+    nc = Counter(c for _, _, c in both)
+    total = 0.0
+    for (a, b, c), k in nij.items():
+        total += k / n * math.log((k / nc[c]) / ((nic[a, c] / nc[c]) * (njc[b, c] / nc[c])))
+    return total
+
+
+def best_spanning_tree_weight(weights, nodes):
+    """The maximum total weight over every spanning tree, by enumeration (small graphs only)."""
+    nodes = list(nodes)
+    edges = list(itertools.combinations(nodes, 2))
+    best = -math.inf
+    for subset in itertools.combinations(edges, len(nodes) - 1):
+        parent = {n: n for n in nodes}
+
+        def find(a):
+            while parent[a] != a:
+                a = parent[a]
+            return a
+
+        ok = True
+        for a, b in subset:
+            ra, rb = find(a), find(b)
+            if ra == rb:
+                ok = False
+                break
+            parent[ra] = rb
+        if ok:
+            best = max(best, sum(weights[a][b] for a, b in subset))
+    return best
+
+
+def tan_joint(events, x, c, tree, alpha):
+    """P(c) Π P(x_i | c, x_pa(i)) for a complete assignment x, given tree {child: parent}."""
+    prior = class_prior(events, alpha)[c]
+    p = prior
+    for f, v in x.items():
+        vals = values_of(events, f)
+        n_f = len(vals) + (v not in vals)
+        pa = tree.get(f)
+        if pa is None:
+            p *= p_value_given_class(events, f, v, c, alpha)
+        else:
+            ctx = [z for z, y in events if y == c and z.get(pa) == x[pa] and _observed(z, f)]
+            p *= (sum(1 for z in ctx if z[f] == v) + alpha) / (len(ctx) + alpha * n_f)
+    return p
+
+
+def tan_posterior(events, x, tree, alpha, features):
+    """Posterior with missing features of ``features`` summed out by brute-force enumeration."""
+    classes = list(dict.fromkeys(y for _, y in events))
+    missing = [f for f in features if not _observed(x, f)]
+    observed = {f: v for f, v in x.items() if f in features and _observed(x, f)}
+    score = {}
+    for c in classes:
+        total = 0.0
+        for combo in itertools.product(*[values_of(events, f) for f in missing]):
+            full = dict(observed)
+            full.update(zip(missing, combo))
+            total += tan_joint(events, full, c, tree, alpha)
+        score[c] = total
+    z = sum(score.values())
+    return {c: s / z for c, s in score.items()}
