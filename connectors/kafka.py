@@ -41,9 +41,10 @@ Errors
   Retry with backoff.
 * :class:`DeliveryError`: an output record could not be written. The sink stays
   failed; the engine must not commit and should restart from the last commit.
-* :class:`CommitError`: the offset commit failed, typically because the group
-  rebalanced. Nothing is lost (the new owner re-processes from the last
-  commit); the engine may log it and continue.
+* :class:`~stream_nb.exceptions.CommitError`: the offset commit failed,
+  typically because the group is rebalancing. Nothing is lost (records after
+  the last commit are delivered again); the engine logs it and commits at its
+  next checkpoint, after a poll has completed the rebalance.
 * :class:`~stream_nb.exceptions.ConfigError`: an unknown key or a value that
   kafka-python rejects.
 """
@@ -60,7 +61,7 @@ from kafka.consumer.subscription_state import ConsumerRebalanceListener
 from kafka.structs import OffsetAndMetadata, TopicPartition
 
 from stream_nb.engine._io import Record
-from stream_nb.exceptions import ConfigError, StreamNBError
+from stream_nb.exceptions import CommitError, ConfigError, StreamNBError
 
 __all__ = [
     "KafkaSource",
@@ -120,10 +121,6 @@ class DeliveryError(ConnectorError, RuntimeError):
         super().__init__(message)
         self.topic = topic
         self.failed = failed
-
-
-class CommitError(ConnectorError, RuntimeError):
-    """An offset commit failed (usually a rebalance); at-least-once still holds."""
 
 
 # --------------------------------------------------------------------- config
@@ -226,6 +223,8 @@ def _connect(factory, config: dict, *, role: str):
                 log.debug("closing a half-built Kafka client failed", exc_info=True)
 
     bootstrap = config.get("bootstrap_servers")
+    if isinstance(bootstrap, (list, tuple)):
+        bootstrap = ",".join(bootstrap)
     try:
         return factory(kafka_client=kafka_client, **config)
     except _UNAVAILABLE as exc:

@@ -1,0 +1,405 @@
+"""connectors.kafka against a real broker: records, commits, seeks, delivery failures, topics.
+
+Kafka tests use the session broker of tests/conftest.py; nothing here mocks Kafka.
+The configuration tests at the top need no broker.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+import uuid
+
+import pytest
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
+
+from connectors import kafka as kc
+from stream_nb.exceptions import CommitError, ConfigError
+
+# ----------------------------------------------------------------- no broker needed
+
+
+def test_unknown_key_names_it_and_lists_accepted_keys():
+    with pytest.raises(ConfigError) as err:
+        kc.KafkaSource(topic="t", bootstrap_server="127.0.0.1:9092")
+    msg = str(err.value)
+    assert "'bootstrap_server'" in msg
+    assert "accepted keys:" in msg
+    for accepted in ("bootstrap_servers", "group_id", "security_protocol", "sasl_mechanism", "commit_timeout_ms"):
+        assert accepted in msg
+    # keys only a producer takes are unknown to a source
+    with pytest.raises(ConfigError, match="'linger_ms'"):
+        kc.KafkaSource(topic="t", linger_ms=5)
+    with pytest.raises(ConfigError, match="'group_id'"):
+        kc.KafkaSink(topic="t", group_id="g")
+
+
+def test_daemon_dict_rejects_unknown_keys_and_requires_topics():
+    with pytest.raises(ConfigError, match="'no_such_key'.*accepted keys:.*dead_letter_topic"):
+        kc.make_source({"input_topic": "in", "no_such_key": 1})
+    with pytest.raises(ConfigError, match="'input_topic' is required"):
+        kc.make_source({"output_topic": "out"})
+    with pytest.raises(ConfigError, match="'output_topic' is required"):
+        kc.make_sink({"input_topic": "in"})
+
+
+@pytest.mark.parametrize(
+    ("factory", "key", "value", "match"),
+    [
+        (kc.KafkaSource, "enable_auto_commit", True, "must stay False"),
+        (kc.KafkaSource, "enable_auto_commit", "true", "must stay False"),
+        (kc.KafkaSource, "value_deserializer", bytes, "raw bytes"),
+        (kc.KafkaSink, "acks", 1, "all in-sync replicas"),
+        (kc.KafkaSink, "acks", "0", "all in-sync replicas"),
+        (kc.KafkaSink, "enable_idempotence", "false", "duplicate or reorder"),
+        (kc.KafkaSink, "transactional_id", "x", "transactions"),
+        (kc.KafkaSink, "linger_ms", "soon", "not a valid int"),
+        (kc.KafkaSink, "partitioner", "murmur", "Python object"),
+    ],
+)
+def test_guarantee_breaking_or_malformed_values_are_config_errors(factory, key, value, match):
+    with pytest.raises(ConfigError, match=match):
+        factory(topic="t", **{key: value})
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_unreachable_broker_is_connector_unavailable_without_leaking_threads():
+    address = f"127.0.0.1:{_closed_port()}"
+    before = threading.active_count()
+    for factory in (kc.make_source, kc.make_sink, kc.make_dead_letter_sink):
+        with pytest.raises(kc.ConnectorUnavailable) as err:
+            factory({"bootstrap_servers": address, "input_topic": "in", "output_topic": "out",
+                     "bootstrap_timeout_ms": "300"})
+        assert address in str(err.value)
+        assert err.value.bootstrap_servers == address
+        assert isinstance(err.value, ConnectionError)
+    time.sleep(0.2)
+    assert threading.active_count() == before
+
+
+# -------------------------------------------------------------------- helpers
+
+def _topic(kafka_topic_factory, partitions: int) -> str:
+    return kafka_topic_factory(partitions=partitions)
+
+
+def _group() -> str:
+    return f"g-{uuid.uuid4().hex[:12]}"
+
+
+def _produce(bootstrap: str, topic: str, items) -> None:
+    """items: (partition, key, value) in send order."""
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=0)
+    try:
+        for partition, key, value in items:
+            producer.send(topic, value=value, key=key, partition=partition)
+        producer.flush()
+    finally:
+        producer.close()
+
+
+def _drain(source: kc.KafkaSource, n: int, timeout: float = 30.0, settle: float = 0.0) -> list:
+    """Poll until n records arrived (then keep polling ``settle`` seconds for extras)."""
+    got: list = []
+    deadline = time.monotonic() + timeout
+    while len(got) < n and time.monotonic() < deadline:
+        got += source.poll(100, 0.2)
+    end = time.monotonic() + settle
+    while time.monotonic() < end:
+        got += source.poll(100, 0.2)
+    return got
+
+
+def _group_offsets(bootstrap: str, group: str, topic: str) -> dict[int, int]:
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        offsets = admin.list_group_offsets(group)[group]
+    finally:
+        admin.close()
+    return {tp.partition: om.offset for tp, om in offsets.items() if tp.topic == topic and om.offset >= 0}
+
+
+def _items(partitions: int, per_partition: int):
+    return [
+        (p, f"k{p}-{i}".encode(), f"v{p}-{i}".encode())
+        for i in range(per_partition) for p in range(partitions)
+    ]
+
+
+# --------------------------------------------------------------------- source
+
+
+@pytest.mark.kafka
+def test_source_returns_raw_records_in_partition_order(kafka_bootstrap_servers, kafka_topic_factory):
+    topic = _topic(kafka_topic_factory, 3)
+    items = _items(3, 40)
+    items.append((1, None, b"\x00\xffnot json"))  # keyless, binary: passed through untouched
+    _produce(kafka_bootstrap_servers, topic, items)
+
+    with kc.KafkaSource(topic=topic, bootstrap_servers=kafka_bootstrap_servers, group_id=_group()) as source:
+        assert source.exhausted is False
+        records = _drain(source, len(items), settle=0.5)
+        assert source.assignment == {f"{topic}-0", f"{topic}-1", f"{topic}-2"}
+
+    assert len(records) == len(items)
+    by_partition: dict[int, list] = {}
+    for r in records:
+        p = r.position["partition"]
+        assert r.partition == f"{topic}-{p}"
+        assert r.position == {"topic": topic, "partition": p, "offset": r.position["offset"]}
+        assert r.next_position == r.position["offset"] + 1
+        assert isinstance(r.value, bytes)
+        by_partition.setdefault(p, []).append(r)
+    for p, recs in by_partition.items():
+        sent = [(k, v) for q, k, v in items if q == p]
+        assert [(r.key, r.value) for r in recs] == sent  # same order as produced
+        assert [r.position["offset"] for r in recs] == list(range(len(sent)))
+
+
+@pytest.mark.kafka
+def test_nothing_is_committed_until_commit_and_a_restart_resumes_there(
+    kafka_bootstrap_servers, kafka_topic_factory
+):
+    topic = _topic(kafka_topic_factory, 3)
+    _produce(kafka_bootstrap_servers, topic, _items(3, 10))
+    group = _group()
+
+    def source():
+        return kc.KafkaSource(topic=topic, bootstrap_servers=kafka_bootstrap_servers, group_id=group)
+
+    # read everything, never commit, close: the group has no offsets
+    with source() as s:
+        assert len(_drain(s, 30)) == 30
+        assert s.committed() == {f"{topic}-{p}": None for p in range(3)}
+    assert _group_offsets(kafka_bootstrap_servers, group, topic) == {}
+
+    # so the next member starts over, and commits part of what it read
+    with source() as s:
+        records = _drain(s, 30)
+        assert len(records) == 30
+        s.commit({f"{topic}-0": 4, f"{topic}-1": 7, f"{topic}-2": 10})
+        assert s.committed() == {f"{topic}-0": 4, f"{topic}-1": 7, f"{topic}-2": 10}
+    assert _group_offsets(kafka_bootstrap_servers, group, topic) == {0: 4, 1: 7, 2: 10}
+
+    # a restarted member resumes exactly at the committed positions
+    with source() as s:
+        resumed = _drain(s, 9, settle=1.0)
+    assert sorted((r.position["partition"], r.position["offset"]) for r in resumed) == (
+        [(0, o) for o in range(4, 10)] + [(1, o) for o in range(7, 10)]
+    )
+    assert [r.value for r in resumed if r.position["partition"] == 0] == [f"v0-{i}".encode() for i in range(4, 10)]
+
+
+@pytest.mark.kafka
+def test_seek_before_assignment_and_after(kafka_bootstrap_servers, kafka_topic_factory):
+    topic = _topic(kafka_topic_factory, 3)
+    _produce(kafka_bootstrap_servers, topic, _items(3, 10))
+
+    with kc.KafkaSource(topic=topic, bootstrap_servers=kafka_bootstrap_servers, group_id=_group()) as s:
+        # before the first poll nothing is assigned: the seek waits for the assignment
+        assert s.assignment == frozenset()
+        s.seek({f"{topic}-0": 6})
+        records = _drain(s, 24, settle=0.5)
+        offsets = sorted((r.position["partition"], r.position["offset"]) for r in records)
+        assert offsets == [(0, o) for o in range(6, 10)] + [(1, o) for o in range(10)] + [(2, o) for o in range(10)]
+
+        # once assigned, a seek applies to the next poll: replay partition 1 from offset 8
+        s.seek({f"{topic}-1": 8})
+        replay = _drain(s, 2, settle=0.5)
+        assert [(r.position["partition"], r.position["offset"], r.value) for r in replay] == [
+            (1, 8, b"v1-8"), (1, 9, b"v1-9"),
+        ]
+        with pytest.raises(ValueError, match="not a partition of topic"):
+            s.seek({"other-topic-0": 1})
+
+
+@pytest.mark.kafka
+def test_rebalance_hands_partitions_over_and_commit_skips_revoked_ones(
+    kafka_bootstrap_servers, kafka_topic_factory
+):
+    topic = _topic(kafka_topic_factory, 4)
+    _produce(kafka_bootstrap_servers, topic, _items(4, 5))
+    group = _group()
+    events: list[tuple[str, list[str]]] = []
+    everything = {f"{topic}-{p}" for p in range(4)}
+
+    a = kc.KafkaSource(topic=topic, bootstrap_servers=kafka_bootstrap_servers, group_id=group,
+                       session_timeout_ms=10_000, heartbeat_interval_ms=500)
+    b = None
+    try:
+        a.add_rebalance_callback(lambda event, partitions: events.append((event, partitions)))
+        assert len(_drain(a, 20)) == 20
+        assert a.assignment == everything
+        assert ("assigned", sorted(everything)) in events
+
+        b = kc.KafkaSource(topic=topic, bootstrap_servers=kafka_bootstrap_servers, group_id=group,
+                           session_timeout_ms=10_000, heartbeat_interval_ms=500)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            a.poll(100, 0.1)
+            b.poll(100, 0.1)
+            if a.assignment and b.assignment and not (a.assignment & b.assignment) \
+                    and a.assignment | b.assignment == everything:
+                break
+        assert a.assignment and b.assignment and a.assignment | b.assignment == everything
+        assert any(event == "revoked" for event, _ in events)
+
+        # a commits positions for all four partitions; only those it still owns go through.
+        # While the group is still settling the broker refuses commits: that is a
+        # CommitError, retried after the next poll, as the engine does.
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                a.commit({p: 5 for p in everything})
+                break
+            except CommitError:
+                assert time.monotonic() < deadline
+                a.poll(100, 0.2)
+                b.poll(100, 0.2)
+        committed = _group_offsets(kafka_bootstrap_servers, group, topic)
+        assert {f"{topic}-{p}" for p in committed} == a.assignment
+        assert set(committed.values()) == {5}
+    finally:
+        a.close()
+        if b is not None:
+            b.close()
+
+
+# ----------------------------------------------------------------------- sink
+
+
+def _read_all(bootstrap: str, topic: str, n: int, timeout: float = 30.0) -> list:
+    consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=None,
+                             auto_offset_reset="earliest", enable_auto_commit=False)
+    out: list = []
+    try:
+        deadline = time.monotonic() + timeout
+        while len(out) < n and time.monotonic() < deadline:
+            for batch in consumer.poll(timeout_ms=200).values():
+                out.extend(batch)
+        end = time.monotonic() + 0.5
+        while time.monotonic() < end:
+            for batch in consumer.poll(timeout_ms=100).values():
+                out.extend(batch)
+    finally:
+        consumer.close()
+    return out
+
+
+def _partitions(bootstrap: str, topic: str) -> int | None:
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        (described,) = admin.describe_topics([topic])
+    finally:
+        admin.close()
+    return len(described["partitions"]) if described["error_code"] == 0 else None
+
+
+@pytest.mark.kafka
+def test_sink_delivers_keyed_records_and_creates_topics_like_the_input(
+    kafka_bootstrap_servers, kafka_topic_factory
+):
+    input_topic = _topic(kafka_topic_factory, 3)
+    output_topic = f"{input_topic}.out"
+    config = {"bootstrap_servers": kafka_bootstrap_servers, "input_topic": input_topic,
+              "output_topic": output_topic, "group_id": None, "dead_letter_topic": None,
+              "linger_ms": "20"}  # strings as given by --kafka-config KEY=VALUE
+    sink = kc.make_sink(config)
+    dlq = kc.make_dead_letter_sink(config)
+    try:
+        assert sink.config["linger_ms"] == 20
+        assert sink.topic == output_topic and dlq.topic == f"{input_topic}.dlq"
+        assert _partitions(kafka_bootstrap_servers, output_topic) == 3
+        assert _partitions(kafka_bootstrap_servers, f"{input_topic}.dlq") == 3
+        sent = [(f"k{i % 7}".encode(), f"value-{i}".encode()) for i in range(300)]
+        for key, value in sent:
+            sink.send(value, key)
+        sink.send(b"no key")
+        dlq.send(b"letter", b"k1")
+        sink.flush()
+        dlq.flush()
+        assert sink.failed == 0
+    finally:
+        sink.close()
+        dlq.close()
+
+    records = _read_all(kafka_bootstrap_servers, output_topic, len(sent) + 1)
+    assert len(records) == len(sent) + 1
+    assert sorted((r.key, r.value) for r in records if r.key is not None) == sorted(sent)
+    assert [r.value for r in records if r.key is None] == [b"no key"]
+    # one key, one partition, send order kept
+    for key in {k for k, _ in sent}:
+        of_key = [r for r in records if r.key == key]
+        assert len({r.partition for r in of_key}) == 1
+        assert [r.value for r in of_key] == [v for k, v in sent if k == key]
+    letters = _read_all(kafka_bootstrap_servers, f"{input_topic}.dlq", 1)
+    assert [(r.key, r.value) for r in letters] == [(b"k1", b"letter")]
+
+
+@pytest.mark.kafka
+def test_create_topic_false_creates_nothing(kafka_bootstrap_servers, kafka_topic_factory):
+    input_topic = _topic(kafka_topic_factory, 2)
+    with kc.KafkaSink(topic=f"{input_topic}.never", bootstrap_servers=kafka_bootstrap_servers,
+                      create_topic="false", partitions_like=input_topic):
+        assert _partitions(kafka_bootstrap_servers, f"{input_topic}.never") is None
+
+
+@pytest.mark.kafka
+def test_a_rejected_record_makes_flush_raise_and_the_sink_stays_failed(
+    kafka_bootstrap_servers, kafka_topic_factory
+):
+    topic = kafka_topic_factory(partitions=1, configs={"max.message.bytes": 2048})
+    sink = kc.KafkaSink(topic=topic, bootstrap_servers=kafka_bootstrap_servers, delivery_timeout_ms=60_000)
+    try:
+        sink.send(b"fits", b"a")
+        sink.flush()
+        sink.send(b"x" * 50_000, b"b")  # the broker refuses it (max.message.bytes)
+        with pytest.raises(kc.DeliveryError) as err:
+            sink.flush()
+        assert err.value.topic == topic and err.value.failed >= 1
+        assert topic in str(err.value)
+        # failed for good: nothing after a lost record may be taken as delivered
+        with pytest.raises(kc.DeliveryError):
+            sink.send(b"later", b"c")
+        with pytest.raises(kc.DeliveryError):
+            sink.flush()
+    finally:
+        with pytest.raises(kc.DeliveryError):
+            sink.close()
+    assert [r.value for r in _read_all(kafka_bootstrap_servers, topic, 1)] == [b"fits"]
+
+
+@pytest.mark.kafka
+def test_records_sent_while_the_broker_is_down_are_delivered_once_after_restart(
+    kafka_bootstrap_servers, kafka_topic_factory, kafka_broker
+):
+    topic = _topic(kafka_topic_factory, 1)
+    group = _group()
+    sink = kc.KafkaSink(topic=topic, bootstrap_servers=kafka_bootstrap_servers)
+    source = kc.KafkaSource(topic=topic, bootstrap_servers=kafka_bootstrap_servers, group_id=group)
+    try:
+        sink.send(b"before", b"k")
+        sink.flush()
+        assert [r.value for r in _drain(source, 1)] == [b"before"]
+        source.commit({f"{topic}-0": 1})
+
+        kafka_broker.stop()
+        for i in range(50):
+            sink.send(f"during-{i}".encode(), b"k")
+        kafka_broker.start()
+        sink.flush()  # queued while down, delivered now, none lost
+
+        got = _drain(source, 50, timeout=60, settle=1.0)
+        assert [r.value for r in got] == [f"during-{i}".encode() for i in range(50)]  # once, in order
+        assert [r.position["offset"] for r in got] == list(range(1, 51))
+        source.commit({f"{topic}-0": 51})
+        assert source.committed() == {f"{topic}-0": 51}
+    finally:
+        sink.close()
+        source.close()
