@@ -239,23 +239,27 @@ class JsonLinesSource:
         return bool(ready)
 
     def _next_line(self) -> Record | None:
-        newline = self._buf.find(b"\n", self._scan_from)
-        if newline < 0:
-            self._scan_from = len(self._buf)
-            if self._cut is None and len(self._buf) > self._max_line:
-                self._cut = (bytes(self._buf[: self._max_line + 1]), self._buf_offset)
-            if self._cut is not None:  # drop the rest of an overlong line as it arrives
-                self._buf_offset += len(self._buf)
-                del self._buf[:]
-                self._scan_from = 0
-            return None
-        end = self._buf_offset + newline + 1
-        line = bytes(self._buf[:newline])
-        start = self._buf_offset
-        del self._buf[: newline + 1]
-        self._buf_offset = end
-        self._scan_from = 0
-        return self._make(line, start, end)
+        """The next complete non-blank line in the buffer, or None when more data is needed."""
+        while True:
+            newline = self._buf.find(b"\n", self._scan_from)
+            if newline < 0:
+                self._scan_from = len(self._buf)
+                if self._cut is None and len(self._buf) > self._max_line:
+                    self._cut = (bytes(self._buf[: self._max_line + 1]), self._buf_offset)
+                if self._cut is not None:  # drop the rest of an overlong line as it arrives
+                    self._buf_offset += len(self._buf)
+                    del self._buf[:]
+                    self._scan_from = 0
+                return None
+            end = self._buf_offset + newline + 1
+            line = bytes(self._buf[:newline])
+            start = self._buf_offset
+            del self._buf[: newline + 1]
+            self._buf_offset = end
+            self._scan_from = 0
+            record = self._make(line, start, end)
+            if record is not None:
+                return record
 
     def _last_line(self) -> Record | None:
         line = bytes(self._buf)
@@ -268,6 +272,7 @@ class JsonLinesSource:
         return self._make(line, start, end)
 
     def _make(self, line: bytes, start: int, end: int) -> Record | None:
+        """The record of one line, or None (counted) for a blank line."""
         self._line += 1
         if self._cut is not None:
             line, start = self._cut

@@ -1,0 +1,156 @@
+"""The event contract: what decodes into (id, features, label), and why the rest is rejected."""
+
+from __future__ import annotations
+
+import pytest
+
+from stream_nb.engine import Event, EventDecoder, validate_label
+from stream_nb.exceptions import ConfigError, InvalidEventError
+
+
+def decode(raw: bytes, **config) -> Event:
+    return EventDecoder(config).decode(raw)
+
+
+# ----------------------------------------------------------------------- valid events
+
+
+def test_features_are_every_field_but_label_and_id_and_nulls_are_dropped():
+    event = decode(b'{"id": "a1", "outlook": "sunny", "temp": 21.5, "n": 3, "wind": true, "rain": null, "label": "yes"}')
+    assert event == Event(id="a1", features={"outlook": "sunny", "temp": 21.5, "n": 3, "wind": True}, label="yes")
+    assert event.labeled
+
+
+@pytest.mark.parametrize("raw", [b'{"x": 1}', b'{"x": 1, "label": null}'])
+def test_absent_or_null_label_makes_an_unlabeled_event(raw):
+    event = decode(raw)
+    assert event.label is None
+    assert not event.labeled
+    assert event.features == {"x": 1}
+
+
+@pytest.mark.parametrize(
+    ("label_json", "expected"),
+    [(b'"yes"', "yes"), (b'""', ""), (b"3", 3), (b"-2", -2), (b"true", True), (b"false", False), (b"1.0", 1), (b"-4.0", -4)],
+)
+def test_usable_labels(label_json, expected):
+    label = decode(b'{"x": 1, "label": ' + label_json + b"}").label
+    assert label == expected
+    assert type(label) is type(expected)
+
+
+def test_false_and_zero_labels_are_labels_not_missing():
+    assert decode(b'{"x": 1, "label": false}').labeled
+    assert decode(b'{"x": 1, "label": 0}').labeled
+
+
+def test_id_is_passed_through_with_its_json_type_and_is_not_a_feature():
+    assert decode(b'{"id": 17, "x": 1}').id == 17
+    assert decode(b'{"id": 1.5, "x": 1}').id == 1.5
+    assert decode(b'{"id": null, "x": 1}').id is None
+    assert decode(b'{"x": 1}').id is None
+    assert decode(b'{"id": 17, "x": 1}').features == {"x": 1}
+
+
+def test_id_field_none_makes_id_an_ordinary_feature():
+    event = decode(b'{"id": 17, "x": 1}', id_field=None)
+    assert event.id is None
+    assert event.features == {"id": 17, "x": 1}
+
+
+def test_custom_label_and_id_fields():
+    event = decode(b'{"key": "k", "label": "a feature now", "play": "no"}', label_field="play", id_field="key")
+    assert event == Event(id="k", features={"label": "a feature now"}, label="no")
+
+
+def test_features_list_selects_fields_and_ignores_the_rest_even_nested():
+    event = decode(b'{"a": 1, "b": "x", "c": {"deep": [1]}, "d": null, "label": "y"}', features=["a", "d", "missing"])
+    assert event.features == {"a": 1}
+    assert event.label == "y"
+
+
+def test_empty_object_is_a_valid_event_without_features():
+    assert decode(b"{}") == Event(id=None, features={}, label=None)
+
+
+def test_event_of_exactly_max_event_bytes_is_accepted():
+    raw = b'{"x": "' + b"a" * 20 + b'"}'
+    assert decode(raw, max_event_bytes=len(raw)).features == {"x": "a" * 20}
+
+
+# ----------------------------------------------------------------------- rejections
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason", "field", "message"),
+    [
+        (b'{"x": "caf\xe9"}', "invalid_utf8", None, "not valid UTF-8"),
+        (b"\xff\xfe{}", "invalid_utf8", None, "not valid UTF-8"),
+        (b'{"x": 1', "invalid_json", None, "not valid JSON"),
+        (b"", "invalid_json", None, "not valid JSON"),
+        (b'{"x": NaN}', "invalid_json", None, "not valid JSON"),
+        (b'{"x": 1} {"x": 2}', "invalid_json", None, "not valid JSON"),
+        (b"[1, 2]", "not_an_object", None, "got an array"),
+        (b'"text"', "not_an_object", None, "got a string"),
+        (b"null", "not_an_object", None, "must be a JSON object"),
+        (b"42", "not_an_object", None, "got an integer"),
+        (b'{"sky": {"cover": 3}}', "nested_value", "sky", "feature 'sky'"),
+        (b'{"tags": ["a", "b"]}', "nested_value", "tags", "got an array"),
+        (b'{"x": 1, "label": 0.5}', "bad_label", "label", "the float 0.5"),
+        (b'{"x": 1, "label": 1e300}', "bad_label", "label", "got the float"),
+        (b'{"x": 1, "label": {"y": 1}}', "bad_label", "label", "got an object"),
+        (b'{"x": 1, "label": ["y"]}', "bad_label", "label", "got an array"),
+        (b'{"id": {"n": 1}, "x": 1}', "bad_id", "id", "id 'id'"),
+        (b'{"id": [1], "x": 1}', "bad_id", "id", "got an array"),
+    ],
+)
+def test_rejections_carry_reason_field_and_a_clear_message(raw, reason, field, message):
+    with pytest.raises(InvalidEventError) as err:
+        decode(raw)
+    assert err.value.reason == reason
+    assert err.value.field == field
+    assert message in str(err.value)
+
+
+def test_oversize_is_checked_before_decoding():
+    with pytest.raises(InvalidEventError) as err:
+        decode(b'{"x": "' + b"\xff" * 30 + b'"}', max_event_bytes=16)
+    assert err.value.reason == "oversize"
+    assert "max_event_bytes=16" in str(err.value)
+
+
+def test_float_label_beyond_exact_integers_is_rejected():
+    assert validate_label(float(2**53)) == 2**53
+    with pytest.raises(InvalidEventError) as err:
+        validate_label(float(2**54))
+    assert err.value.reason == "bad_label"
+
+
+def test_bad_label_message_names_the_configured_field():
+    with pytest.raises(InvalidEventError) as err:
+        decode(b'{"x": 1, "play": 0.25}', label_field="play")
+    assert err.value.field == "play"
+    assert "'play'" in str(err.value)
+
+
+# ----------------------------------------------------------------------- configuration
+
+
+@pytest.mark.parametrize(
+    ("config", "match"),
+    [
+        ({"label": "y"}, "unknown event setting 'label'; expected one of: features, id_field, label_field, max_event_bytes"),
+        ({"label_field": ""}, "label_field must be a non-empty string"),
+        ({"id_field": 3}, "id_field must be a non-empty string or None"),
+        ({"id_field": "k", "label_field": "k"}, "must differ"),
+        ({"features": "a,b"}, "features must be a list"),
+        ({"features": ["a", "label"]}, "must not contain 'label': it is the label_field"),
+        ({"features": ["id"]}, "must not contain 'id': it is the id_field"),
+        ({"max_event_bytes": 0}, "max_event_bytes must be a positive integer"),
+        ({"max_event_bytes": True}, "max_event_bytes must be a positive integer"),
+    ],
+)
+def test_bad_configuration_is_rejected_clearly(config, match):
+    with pytest.raises(ConfigError) as err:
+        EventDecoder(config)
+    assert match in str(err.value)
