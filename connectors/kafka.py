@@ -222,9 +222,7 @@ def _connect(factory, config: dict, *, role: str):
             except Exception:  # noqa: BLE001 - best effort cleanup of a half-built client
                 log.debug("closing a half-built Kafka client failed", exc_info=True)
 
-    bootstrap = config.get("bootstrap_servers")
-    if isinstance(bootstrap, (list, tuple)):
-        bootstrap = ",".join(bootstrap)
+    bootstrap = _servers(config.get("bootstrap_servers"))
     try:
         return factory(kafka_client=kafka_client, **config)
     except _UNAVAILABLE as exc:
@@ -241,6 +239,11 @@ def _connect(factory, config: dict, *, role: str):
     except BaseException:
         discard()
         raise
+
+
+def _servers(bootstrap) -> str:
+    """``bootstrap_servers`` (a string or a list) as one readable string."""
+    return ",".join(bootstrap) if isinstance(bootstrap, (list, tuple)) else str(bootstrap)
 
 
 def _partition_key(topic: str, partition: int) -> str:
@@ -356,7 +359,7 @@ class KafkaSource:
             raise
         log.info(
             "Kafka source: topic %r, group %r, bootstrap %s",
-            self.topic, cfg["group_id"], cfg["bootstrap_servers"],
+            self.topic, cfg["group_id"], _servers(cfg["bootstrap_servers"]),
         )
 
     # -- Source protocol --------------------------------------------------
@@ -609,7 +612,7 @@ class KafkaSink:
         client_cfg = {k: v for k, v in cfg.items() if k not in self._OWN_KEYS}
         self._producer = _connect(KafkaProducer, client_cfg, role=f"producer to topic {self.topic!r}")
         self._send = self._producer.send
-        log.info("Kafka sink: topic %r, bootstrap %s", self.topic, cfg["bootstrap_servers"])
+        log.info("Kafka sink: topic %r, bootstrap %s", self.topic, _servers(cfg["bootstrap_servers"]))
 
     # -- Sink protocol ------------------------------------------------------
 
