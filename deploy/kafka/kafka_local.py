@@ -295,7 +295,15 @@ def _pdeathsig_preexec():
 
 
 def _cluster_id() -> str:
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A Kafka Uuid string (URL-safe base64, no padding), as `StorageTool random-uuid`.
+
+    Like Kafka's Uuid.randomUuid(), never one starting with "-": StorageTool's argument
+    parser would take it for an option (format then fails, 1 start in 64).
+    """
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid
 
 
 def _server_properties(d: Path, state: dict) -> str:
