@@ -122,7 +122,9 @@ class BayesClassifier(base.MiniBatchClassifier):
         s = self._stats
         s._check_label(y)
         enc = s.encode_learn(x)
-        s.add(enc, s.class_of(y), w)
+        c = s.class_of(y)
+        s.add(enc, c, w)
+        self._added(c)
         self._learned(1)
 
     def learn_many(self, X: pd.DataFrame, y: pd.Series) -> None:
@@ -147,6 +149,9 @@ class BayesClassifier(base.MiniBatchClassifier):
     def _batch_limit(self) -> int:
         """How many events may be learned before the model must look at its counts again."""
         return 1 << 62
+
+    def _added(self, c: int) -> None:
+        """Hook run after one event of class index ``c`` was added (views refresh caches here)."""
 
     def _learned(self, n: int) -> None:
         """Hook run after ``n`` events were learned (TAN rebuilds its tree here)."""
@@ -212,6 +217,13 @@ class BayesClassifier(base.MiniBatchClassifier):
         s = self._stats
         if not s.n_classes:
             return None
+        if self._decision is None:
+            # the most probable class: an argmax, which needs no normalisation
+            jll = self._jll(s.encode(x))
+            i = int(jll.argmax())
+            if jll[i] == -math.inf:
+                i = int(self._log_prior().argmax())
+            return s.classes[i]
         lp = self._log_posterior(x)
         return s.classes[self._decide(lp[None, :])[0]]
 

@@ -63,6 +63,7 @@ class Encoded(typing.NamedTuple):
     feats: np.ndarray  # the feature of each of those columns
     gslots: np.ndarray  # Gaussian slot of each observed numeric feature
     gx: np.ndarray  # its value
+    unseen: bool = False  # some value was never seen (column 0)
 
 
 def _is_nan(v) -> bool:
@@ -186,6 +187,15 @@ class Stats:
         self.value_keys: list = [None]  # column -> value; column 0 is the unseen-value sentinel
         self.n_gauss = 0
         self.gauss_feature: list[int] = []
+        # name -> (kind, feature, value dict, Gaussian slot, discretiser): one lookup per value on the hot path
+        self._lookup: dict = {}
+        # name -> value dict, categorical features only: the fast path of encode()
+        self._cat_values: dict = {}
+        # bumped by every change other than Stats.add, so views can tell when cached tables are stale
+        self.epoch = 0
+        # (items of x, encoding) of the last event encoded for prediction, when learning it
+        # would need no new feature or value: the prequential loop then encodes each event once
+        self._last = None
         # arrays, allocated with spare capacity
         self._cap = (0, 0, 0, 0)
         self._alloc(4, 16, 8, 4)
@@ -222,6 +232,12 @@ class Stats:
         for k, v in new.items():
             setattr(self, k, v)
         self._cap = (cc, cv, cf, cg)
+        self.epoch += 1
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["_last"] = None
+        return state
 
     def _reserve(self, c=0, v=0, f=0, g=0):
         """Make room for ``c`` more classes, ``v`` columns, ``f`` features, ``g`` slots."""
@@ -273,7 +289,16 @@ class Stats:
             self.disc.append(Discretiser(self.bins, self.warmup, self.bin_edges.get(name)))
         else:
             self.disc.append(None)
+        self._lookup[name] = (kind, f, self.values[f], self.gslot[f], self.disc[f])
+        if kind == CAT:
+            self._cat_values[name] = self.values[f]
+        self.epoch += 1
         return f
+
+    def _set_discretiser(self, f: int, d: Discretiser) -> None:
+        self.disc[f] = d
+        kind, _, vals, g, _ = self._lookup[self.features[f]]
+        self._lookup[self.features[f]] = (kind, f, vals, g, d)
 
     def _add_value(self, f, v) -> int:
         self._reserve(v=1)
@@ -282,6 +307,7 @@ class Stats:
         self.values[f][v] = col
         self.value_feature[col] = f
         self.n_values[f] += 1
+        self.epoch += 1
         return col
 
     def _add_class(self, y) -> int:
@@ -289,54 +315,82 @@ class Stats:
         c = len(self.classes)
         self.classes.append(y)
         self.class_index[y] = c
+        self.epoch += 1
         return c
 
     # ------------------------------------------------------------------ encoding
 
     def encode(self, x: dict) -> Encoded:
-        """Indices of ``x`` for prediction; never changes the store.
+        """Indices of ``x`` for prediction; never changes the counts.
 
         Features never learned are ignored; a value never seen maps to column 0.
         """
-        fi = self.feature_index
-        kinds, values = self.kinds, self.values
+        # Fast path: every value categorical and already known; the features
+        # are then read off the columns. Anything else takes the full loop.
+        cat = self._cat_values
+        cols = []
+        try:
+            for name, v in x.items():
+                cols.append(cat[name][v])
+        except (KeyError, TypeError):
+            return self._encode(x)
+        if cols:
+            c = np.array(cols, dtype=np.int64)
+            enc = Encoded(c, self.value_feature[c], _EMPTY_INT, _EMPTY_FLOAT, False)
+        else:
+            enc = Encoded(_EMPTY_INT, _EMPTY_INT, _EMPTY_INT, _EMPTY_FLOAT, False)
+        self._last = (tuple(x.items()), enc)
+        return enc
+
+    def _encode(self, x: dict) -> Encoded:
+        lookup = self._lookup
         cols, feats, gs, gx = [], [], [], []
+        reusable = True  # learning x would need nothing new
+        unseen = False
         for name, v in x.items():
-            f = fi.get(name)
-            if f is None:
+            e = lookup.get(name)
+            if e is None:
+                if v is not None and not _is_nan(v):
+                    reusable = False
                 continue
-            k = kinds[f]
-            if k == CAT:
+            kind, f, vals, g, d = e
+            if kind == CAT:
                 try:
-                    col = values[f].get(v)
+                    col = vals.get(v)
                 except TypeError:
                     _check_categorical(name, v)
                     raise
                 if col is None:
                     if _check_categorical(name, v) is None:
                         continue
-                    col = 0
+                    col, unseen = 0, True
                 cols.append(col)
                 feats.append(f)
-            else:
-                fv = _check_numeric(name, v)
-                if fv is None:
-                    continue
-                if k == GAUSS:
-                    gs.append(self.gslot[f])
-                    gx.append(fv)
-                else:
-                    d = self.disc[f]
-                    if d.edges is None:
-                        continue
-                    cols.append(values[f].get(d.bin(fv), 0))
-                    feats.append(f)
-        return Encoded(
+                continue
+            fv = _check_numeric(name, v)
+            if fv is None:
+                continue
+            if kind == GAUSS:
+                gs.append(g)
+                gx.append(fv)
+                continue
+            if d.edges is None:
+                reusable = False
+                continue
+            col = vals.get(d.bin(fv))
+            if col is None:
+                col, unseen = 0, True
+            cols.append(col)
+            feats.append(f)
+        enc = Encoded(
             np.array(cols, dtype=np.int64) if cols else _EMPTY_INT,
             np.array(feats, dtype=np.int64) if feats else _EMPTY_INT,
             np.array(gs, dtype=np.int64) if gs else _EMPTY_INT,
             np.array(gx, dtype=float) if gx else _EMPTY_FLOAT,
+            unseen,
         )
+        self._last = (tuple(x.items()), enc) if reusable and not unseen else None
+        return enc
 
     def _plan(self, x: dict):
         """Validate ``x`` completely, without changing anything.
@@ -345,17 +399,16 @@ class Stats:
         values, numeric values to bin) so that a bad value anywhere in ``x``
         leaves the store untouched.
         """
-        fi = self.feature_index
-        kinds, values = self.kinds, self.values
+        lookup = self._lookup
         cols, feats, gs, gx = [], [], [], []
         todo = []  # (name, f or None, kind, value) still needing allocation or binning
         for name, v in x.items():
-            f = fi.get(name)
-            if f is not None:
-                k = kinds[f]
-                if k == CAT:
+            e = lookup.get(name)
+            if e is not None:
+                kind, f, vals, g, d = e
+                if kind == CAT:
                     try:
-                        col = values[f].get(v)
+                        col = vals.get(v)
                     except TypeError:
                         _check_categorical(name, v)
                         raise
@@ -370,8 +423,8 @@ class Stats:
                 fv = _check_numeric(name, v)
                 if fv is None:
                     continue
-                if k == GAUSS:
-                    gs.append(self.gslot[f])
+                if kind == GAUSS:
+                    gs.append(g)
                     gx.append(fv)
                 else:
                     todo.append((name, f, BINNED, fv))
@@ -398,6 +451,11 @@ class Stats:
     def encode_learn(self, x: dict) -> Encoded:
         """Indices of ``x`` for learning: validates all of ``x`` first, then
         registers new features and values and feeds the discretisers."""
+        last = self._last
+        if last is not None:
+            self._last = None
+            if last[0] == tuple(x.items()):
+                return last[1]
         cols, feats, gs, gx, todo = self._plan(x)
         for name, f, k, v in todo:
             if f is None:
@@ -439,8 +497,9 @@ class Stats:
             self.value_count[c, cols] += w
             self.feat_count[c, feats] += w
             if self.pairs:
-                self.pair_count[c][np.ix_(cols, cols)] += w
-                self.pair_feat[c][cols[:, None], feats[None, :]] += w
+                rows = cols[:, None]
+                self.pair_count[c][rows, cols] += w
+                self.pair_feat[c][rows, feats] += w
         gs = enc.gslots
         if len(gs):
             n = self.g_n[c, gs] + w
@@ -592,6 +651,7 @@ class Stats:
     def add_many(self, D, dfeats, G, gslots, yc, w=None) -> None:
         """Add a batch of encoded events (see :meth:`encode_frame`)."""
         n = len(yc)
+        self.epoch += 1
         w = np.ones(n) if w is None else np.asarray(w, dtype=float)
         C = len(self.classes)
         self.class_count[:C] += np.bincount(yc, weights=w, minlength=C)
@@ -659,6 +719,7 @@ class Stats:
                     f"({len(other.disc[f].buffer)} warm-up values); merge after warm-up or declare bin_edges"
                 )
         # align classes, features, values (in the other store's order, as a sequential run would)
+        self.epoch += 1
         cmap = np.array([self.class_of(y) for y in other.classes], dtype=np.int64)
         fmap = np.empty(len(other.features), dtype=np.int64)
         for name, f in other.feature_index.items():
@@ -666,7 +727,7 @@ class Stats:
             if mine is None:
                 mine = self._add_feature(name, other.kinds[f])
                 if other.kinds[f] == BINNED:
-                    self.disc[mine] = Discretiser.from_state(other.disc[f].state())
+                    self._set_discretiser(mine, Discretiser.from_state(other.disc[f].state()))
             fmap[f] = mine
         vmap = np.zeros(len(other.value_keys), dtype=np.int64)
         for col in range(1, len(other.value_keys)):
@@ -806,7 +867,7 @@ class Stats:
         for feat in meta["features"]:
             f = s._add_feature(feat["name"], kinds[feat["kind"]])
             if feat["discretiser"] is not None:
-                s.disc[f] = Discretiser.from_state(feat["discretiser"])
+                s._set_discretiser(f, Discretiser.from_state(feat["discretiser"]))
         for f, v in meta["columns"]:
             s._add_value(f, v)
         C, V, F, G = len(s.classes), len(s.value_keys), len(s.features), s.n_gauss

@@ -115,10 +115,11 @@ class AODE(BayesClassifier):
         joint = np.log(vc + a) - np.log(d_i + a * n_vals)
         pc = s.pair_count[:C][:, cols[:, None], cols[None, :]]  # (C, k, k)  |D_c,xi,xj|
         den = s.pair_feat[:C][:, cols[:, None], feats[None, :]]  # |D_c,xi| where x_j observed
-        cond = np.log(pc + a) - np.log(den + a * n_vals[None, None, :])
-        idx = np.arange(len(cols))
-        cond[:, idx, idx] = 0.0
-        return joint + cond.sum(2), parents
+        ratio = (pc + a) / (den + a * n_vals[None, None, :])
+        k = len(cols)
+        idx = np.arange(k)
+        ratio[:, idx, idx] = 1.0  # P(x_i | c, x_i) = 1
+        return joint + np.log(ratio).sum(2), parents
 
     def _jll(self, enc):
         cols = enc.cols
@@ -147,9 +148,9 @@ class AODE(BayesClassifier):
             joint = np.log(vc + a) - np.log(d_i[None, :] + a * n_vals)[None]
             pc = s.pair_count[:C][:, Dc[:, :, None], Dc[:, None, :]]
             den = s.pair_feat[:C][:, Dc[:, :, None], dfeats[None, None, :]]
-            cond = np.log(pc + a) - np.log(den + a * n_vals[:, None, :][None])
+            ratio = (pc + a) / (den + a * n_vals[:, None, :][None])
             skip = ~obs[:, None, :] | diag[None]
-            terms = joint + np.where(skip[None], 0.0, cond).sum(3)
+            terms = joint + np.log(np.where(skip[None], 1.0, ratio)).sum(3)
             rows = parents.any(1)
             if rows.any():
                 t = np.where(parents[None], terms, -np.inf)[:, rows]

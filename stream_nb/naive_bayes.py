@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import numpy as np
+
 from ._base import BayesClassifier
 from .exceptions import ConfigError
 
@@ -82,6 +84,40 @@ class NaiveBayes(BayesClassifier):
         if isinstance(var_smoothing, bool) or not isinstance(var_smoothing, (int, float)) or not 0 <= var_smoothing < float("inf"):
             raise ConfigError(f"var_smoothing: expected a finite number >= 0, got {var_smoothing!r}")
         self._setup()
+        self._table_epoch = -1
+
+    # log P(v | c) for every column v, a view of the counts kept up to date
+    # incrementally: a learned event refreshes its class's row, anything that
+    # changes the schema (a new class, feature or value; a batch; a merge)
+    # bumps the store's epoch and the table is rebuilt on next use.
+
+    def _tables(self):
+        s = self._stats
+        if self._table_epoch != s.epoch:
+            C, V, a = s.n_classes, len(s.value_keys), self._alpha
+            vf = np.maximum(s.value_feature[:V], 0)
+            self._vf, self._vn = vf, a * s.n_values[vf]
+            self._vn[0] = a  # column 0 (never-seen values) is read through the slow path, never here
+            self._lp = np.log(s.value_count[:C, :V] + a) - np.log(s.feat_count[:C][:, vf] + self._vn)
+            self._lprior = self._log_prior()
+            self._table_epoch = s.epoch
+        return self._lp, self._lprior
+
+    def _added(self, c: int) -> None:
+        s = self._stats
+        if self._table_epoch == s.epoch:  # the table was current and nothing new came with this event
+            V, a = len(self._vf), self._alpha
+            self._lp[c] = np.log(s.value_count[c, :V] + a) - np.log(s.feat_count[c, self._vf] + self._vn)
+            self._lprior = self._log_prior()
+
+    def _jll(self, enc):
+        if enc.unseen or not self._stats.n_classes:
+            return self._naive_jll(enc)
+        lp, prior = self._tables()
+        jll = prior + lp[:, enc.cols].sum(1) if len(enc.cols) else prior
+        if len(enc.gslots):
+            jll = jll + self._stats.gaussian_loglik(enc.gslots, enc.gx, self.var_smoothing)
+        return jll
 
     @classmethod
     def _unit_test_params(cls):

@@ -185,6 +185,7 @@ class TAN(BayesClassifier):
         self._parent = np.full(0, -1, dtype=np.int64)
         self._cmi = np.zeros((0, 0))
         self._root = -1
+        self._pidx = np.empty(0, dtype=np.int64)
         self._since_rebuild = 0
         self.n_rebuilds = 0
 
@@ -210,6 +211,7 @@ class TAN(BayesClassifier):
         for child, par in maximum_spanning_tree(cmi, nodes, root, rank).items():
             parent[child] = par
         self._parent, self._cmi, self._root = parent, cmi, root
+        self._pidx = np.empty(0, dtype=np.int64)
         self._since_rebuild = 0
         self.n_rebuilds += 1
 
@@ -261,14 +263,33 @@ class TAN(BayesClassifier):
         s = self._stats
         if self._root < 0 or len(cols) == 0 or not s.n_classes:
             return self._naive_jll(enc)
-        parent = self._parents()
-        colmap = np.full(len(parent), -1, dtype=np.int64)
+        pidx, colmap = self._event_arrays()
         colmap[feats] = cols
-        pa = parent[feats]
-        pcols = np.where(pa >= 0, colmap[np.maximum(pa, 0)], -2)
-        if (pcols == -1).any():  # an observed attribute whose parent is missing
-            return self._exact_jll(colmap, parent)
-        return self._tree_jll(cols[None], feats, pa, pcols[None])[0]
+        pc = colmap[pidx[feats]]  # parent's column; -2: a root; -1: the parent is missing
+        if (pc == -1).any():
+            jll = self._exact_jll(colmap[:-1].copy(), self._parents())
+            colmap[feats] = -1
+            return jll
+        colmap[feats] = -1
+        a, C = self._alpha, s.n_classes
+        n_vals = s.n_values[feats] + (cols == 0) if enc.unseen else s.n_values[feats]
+        child = pc >= 0
+        # a root reads the diagonal of the pair counts, which is its value count
+        pcc = np.where(child, pc, cols)
+        num = s.pair_count[:C, cols, pcc]
+        den = np.where(child, s.pair_feat[:C, pcc, feats], s.feat_count[:C, feats])
+        return self._log_prior() + np.log((num + a) / (den + a * n_vals)).sum(1)
+
+    def _event_arrays(self):
+        """Per-feature parent index (F means none) and a scratch column map with a -2 sentinel."""
+        F = len(self._stats.features)
+        if len(self._pidx) != F + 1:
+            parent = self._parents()
+            self._pidx = np.where(parent >= 0, parent, F)
+            self._pidx = np.append(self._pidx, F)
+            self._colmap = np.full(F + 1, -1, dtype=np.int64)
+            self._colmap[F] = -2
+        return self._pidx, self._colmap
 
     def _tree_jll(self, D, feats, pa, P) -> np.ndarray:
         """Batch log P(c) Π P(x_i | c, x_pa): D, P (rows, k) columns of each attribute and of its parent
@@ -375,5 +396,6 @@ class TAN(BayesClassifier):
         self._parent = np.asarray(arrays["parent"], dtype=np.int64)
         self._cmi = np.asarray(arrays["cmi"], dtype=float)
         self._root = meta["root"]
+        self._pidx = np.empty(0, dtype=np.int64)
         self._since_rebuild = meta["since_rebuild"]
         self.n_rebuilds = meta["n_rebuilds"]
