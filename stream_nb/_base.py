@@ -17,7 +17,7 @@ import pandas as pd
 from river import base
 
 from ._stats import Encoded, Stats
-from .exceptions import ConfigError, MergeError
+from .exceptions import ConfigError, InvalidEventError, MergeError
 
 __all__ = ["BayesClassifier", "logsumexp"]
 
@@ -130,21 +130,25 @@ class BayesClassifier(base.MiniBatchClassifier):
     def learn_many(self, X: pd.DataFrame, y: pd.Series) -> None:
         if len(X) != len(y):
             raise ValueError(f"learn_many: X has {len(X)} rows but y has {len(y)} labels")
-        ys = list(y)
-        for v in ys:
+        codes, uniques = pd.factorize(pd.Series(list(y)) if not isinstance(y, pd.Series) else y, use_na_sentinel=True)
+        if (codes < 0).any():
+            raise InvalidEventError(
+                f"the label is missing (None or NaN) at row {int(np.argmax(codes < 0))} of the batch", reason="bad_label"
+            )
+        labels = uniques.tolist()
+        for v in labels:
             self._stats._check_label(v)
         start = 0
-        while start < len(ys):
-            stop = min(len(ys), start + self._batch_limit())
-            self._learn_batch(X.iloc[start:stop], ys[start:stop])
+        while start < len(codes):
+            stop = min(len(codes), start + self._batch_limit())
+            self._learn_batch(X.iloc[start:stop], codes[start:stop], labels)
             self._learned(stop - start)
             start = stop
 
-    def _learn_batch(self, X, ys):
+    def _learn_batch(self, X, codes, labels):
         s = self._stats
         D, dfeats, G, gslots = s.encode_frame(X, learn=True)
-        yc = s.classes_of(ys)
-        s.add_many(D, dfeats, G, gslots, yc)
+        s.add_many(D, dfeats, G, gslots, s.classes_from_codes(codes, labels))
 
     def _batch_limit(self) -> int:
         """How many events may be learned before the model must look at its counts again."""

@@ -639,14 +639,14 @@ class Stats:
         out[valid] = lut[b]
         return out
 
-    def classes_of(self, y) -> np.ndarray:
-        ys = list(y)
-        for v in ys:
-            self._check_label(v)
-        for v in dict.fromkeys(ys):
-            if v not in self.class_index:
-                self._add_class(v)
-        return np.array([self.class_index[v] for v in ys], dtype=np.int64)
+    def classes_from_codes(self, codes: np.ndarray, labels: list) -> np.ndarray:
+        """Class indices of factorised labels, registering new classes in order of first appearance."""
+        present, first = np.unique(codes, return_index=True)
+        for code in present[np.argsort(first)]:
+            if labels[code] not in self.class_index:
+                self._add_class(labels[code])
+        lut = np.array([self.class_index.get(v, -1) for v in labels], dtype=np.int64)
+        return lut[codes]
 
     def add_many(self, D, dfeats, G, gslots, yc, w=None) -> None:
         """Add a batch of encoded events (see :meth:`encode_frame`)."""
