@@ -191,6 +191,9 @@ def fetch(cache_dir: Path | str | None = None, *, verbose: bool = False) -> Path
 
 # --------------------------------------------------------------------------- processes
 
+# Broker processes started by this Python process (pid -> Popen), so they get reaped.
+_children: dict[int, subprocess.Popen] = {}
+
 
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -222,12 +225,9 @@ def _cmdline(pid: int) -> str:
 
 
 def _alive(pid: int) -> bool:
-    try:  # reap it if it is our own exited child (else it lingers as a zombie)
-        done, _ = os.waitpid(pid, os.WNOHANG)
-        if done == pid:
-            return False
-    except ChildProcessError:
-        pass
+    proc = _children.get(pid)
+    if proc is not None:  # a broker this process started: poll() reaps it once exited
+        return proc.poll() is None
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -403,7 +403,6 @@ def _admin_ready(bootstrap: str) -> tuple[bool, str]:
 
 # Brokers this process started with stop_at_exit=True, stopped by the atexit hook.
 _started_dirs: set[Path] = set()
-_children: dict[int, subprocess.Popen] = {}
 
 
 def start(d: Path | str | None = None, *, timeout: float = DEFAULT_START_TIMEOUT,
