@@ -231,6 +231,21 @@ class BayesClassifier(base.MiniBatchClassifier):
         lp = self._log_posterior(x)
         return s.classes[self._decide(lp[None, :])[0]]
 
+    def predict_and_proba_one(self, x: dict) -> tuple:
+        """``(predict_one(x), predict_proba_one(x))`` from one pass over the counts.
+
+        >>> from stream_nb import NaiveBayes
+        >>> model = NaiveBayes()
+        >>> model.learn_one({"sky": "sunny"}, "play")
+        >>> model.predict_and_proba_one({"sky": "sunny"})
+        ('play', {'play': 1.0})
+        """
+        s = self._stats
+        if not s.n_classes:
+            return None, {}
+        lp = self._log_posterior(x)
+        return s.classes[self._decide(lp[None, :])[0]], dict(zip(s.classes, np.exp(lp).tolist()))
+
     def _decide(self, log_post: np.ndarray) -> np.ndarray:
         """Index of the decided class per row of ``log_post`` (rows, C).
 

@@ -231,6 +231,7 @@ def test_bayes_decision_minimises_conditional_risk():
             risk = {j: sum(loss.get(i, {}).get(j, 0.0 if i == j else 1.0) * p[i] for i in p) for j in p}
             assert model.predict_one(x) == min(risk, key=risk.get)
             assert model.risk_one(x) == pytest.approx(risk)
+            assert model.predict_and_proba_one(x) == (model.predict_one(x), p)
         X = pd.DataFrame([x for x, _ in random_events(40, seed=14)])
         assert list(model.predict_many(X)) == [model.predict_one(x) for x, _ in random_events(40, seed=14)]
 
