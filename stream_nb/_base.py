@@ -128,6 +128,14 @@ class BayesClassifier(base.MiniBatchClassifier):
         self._learned(1)
 
     def learn_many(self, X: pd.DataFrame, y: pd.Series) -> None:
+        """Learn a batch: the same model as ``learn_one`` over the rows in order.
+
+        A feature seen for the first time takes its type from the column's
+        dtype (a float column is numeric). pandas stores an integer column
+        that has missing values as float, so declare such features in
+        ``types`` (or build the frame with the nullable ``"Int64"`` dtype) to
+        keep them categorical as ``learn_one`` would.
+        """
         if len(X) != len(y):
             raise ValueError(f"learn_many: X has {len(X)} rows but y has {len(y)} labels")
         codes, uniques = pd.factorize(pd.Series(list(y)) if not isinstance(y, pd.Series) else y, use_na_sentinel=True)

@@ -541,7 +541,11 @@ class Stats:
                     continue
                 if not learn:
                     continue
-                kind = self._kind_for(name, s.loc[first] if not isinstance(s.dtype, np.dtype) or s.dtype.kind != "f" else 0.0)
+                # A new feature's type follows the column's dtype: a float column is numeric.
+                # (pandas stores an int column with missing values as float: declare ``types``
+                # or use the nullable "Int64" dtype to keep such a column categorical.)
+                is_float = isinstance(s.dtype, np.dtype) and s.dtype.kind == "f"
+                kind = self._kind_for(name, 0.0 if is_float else s.loc[first])
             if kind == CAT:
                 codes, uniques = pd.factorize(s, use_na_sentinel=True)
                 uniques = [_check_categorical(name, u) for u in uniques.tolist()]
