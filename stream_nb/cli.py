@@ -143,7 +143,8 @@ SETTINGS: tuple[Setting, ...] = (
             _OPS, "N"),
     Setting("connect_backoff_max", "float", 30.0, "cap of the doubling wait between start-up attempts, in "
             "seconds", _OPS, "SECONDS"),
-    Setting("log_level", "choice", "INFO", "logging threshold (logs go to stderr)", _OPS,
+    Setting("log_level", "choice", "INFO", "logging threshold (logs go to stderr; kafka-python's own logs "
+            "show from WARNING up, all of them at DEBUG)", _OPS,
             choices=("DEBUG", "INFO", "WARNING", "ERROR")),
 )
 
@@ -582,9 +583,10 @@ def start_connectors(plan: _Plan, settings: dict[str, typing.Any], stopper: _Sto
         attempt += 1
         made: list[typing.Any] = []
         try:
-            made.append(module.make_source(plan.source))
-            made.append(module.make_sink(plan.sink))
-            made.append(module.make_dead_letter_sink(plan.dead_letters))
+            with _QuietLibraries():
+                made.append(module.make_source(plan.source))
+                made.append(module.make_sink(plan.sink))
+                made.append(module.make_dead_letter_sink(plan.dead_letters))
             return tuple(made)
         except ConnectionError as exc:
             _close_all(made)
@@ -606,18 +608,43 @@ def _error(message: str) -> None:
     log.error("%s", message)
 
 
+#: Logger of kafka-python: chatty, so WARNING and up only unless --log-level DEBUG.
+_KAFKA_LOGGER = "kafka"
+
+
+def _configure_logging(level: str) -> None:
+    logging.basicConfig(
+        level=level,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        force=True,
+    )
+    logging.getLogger(_KAFKA_LOGGER).setLevel(logging.DEBUG if level == "DEBUG" else logging.WARNING)
+
+
+class _QuietLibraries:
+    """Mute kafka-python while start-up is retried: each attempt gets one line of ours instead.
+
+    Nothing is muted at ``--log-level DEBUG``.
+    """
+
+    def __enter__(self) -> None:
+        self.logger = logging.getLogger(_KAFKA_LOGGER)
+        self.level = self.logger.level
+        if not log.isEnabledFor(logging.DEBUG):
+            self.logger.setLevel(logging.CRITICAL + 1)
+
+    def __exit__(self, *exc_info: typing.Any) -> None:
+        self.logger.setLevel(self.level)
+
+
 def _run(args: argparse.Namespace) -> int:
     try:
         settings = resolve_settings(args)
     except ConfigError as exc:
         print(f"stream-nb: error: {exc}", file=sys.stderr)
         return 2
-    logging.basicConfig(
-        level=settings["log_level"],
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        force=True,
-    )
+    _configure_logging(settings["log_level"])
     if args.print_config:
         sys.stdout.write(orjson.dumps(settings, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n")
         return 0
