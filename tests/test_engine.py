@@ -393,21 +393,35 @@ def test_positions_are_per_partition():
 
 
 def test_stop_finishes_the_current_event_flushes_commits_and_returns():
-    values = [b'{"x": 1}'] * 10
+    values = [b'{"x": 1, "label": "a"}'] * 10
 
-    class StopAfterThree(NaiveBayes):
-        def predict_one(self, x):
+    class StopOnThirdLearn(NaiveBayes):
+        def learn_one(self, x, y, w=1.0):
             seen.append(1)
             if len(seen) == 3:
                 engine.stop()  # what a signal handler would do, mid-event
-            return super().predict_one(x)
+            super().learn_one(x, y, w)
 
     seen: list = []
-    engine, source, out, _, _ = make_engine(values, model=StopAfterThree(), config={"poll_max_records": 10})
+    engine, source, out, _, _ = make_engine(values, model=StopOnThirdLearn(), config={"poll_max_records": 10})
     engine.run()
     assert engine.stopping
-    assert len(out.sent) == 3 == out.flushed
+    assert len(out.sent) == 3 == out.flushed  # the third event was finished, not dropped
+    assert out.records[-1]["n_learned"] == 3
     assert source.commits == [{"p0": 3}]
+
+
+def test_a_river_model_without_predict_and_proba_one_works_too():
+    from river.naive_bayes import MultinomialNB
+
+    values = [b'{"w": 2, "label": "a"}', b'{"v": 3, "label": "b"}', b'{"w": 1}']
+    engine, _, out, _, _ = make_engine(values, model=MultinomialNB())
+    engine.run()
+    reference = MultinomialNB()
+    reference.learn_one({"w": 2}, "a")
+    reference.learn_one({"v": 3}, "b")
+    assert out.records[-1]["prediction"] == reference.predict_one({"w": 1})
+    assert out.records[-1]["proba"] == reference.predict_proba_one({"w": 1})
 
 
 def test_stop_while_waiting_for_records_returns_promptly():

@@ -138,6 +138,8 @@ class Engine:
     ----------
     model
         A river classifier: ``predict_proba_one``, ``predict_one``, ``learn_one``.
+        When it also has ``predict_and_proba_one(x) -> (prediction, proba)``
+        (stream_nb's learners do), that one call replaces the first two.
     source
         A :class:`~stream_nb.engine.Source`.
     sink
@@ -192,6 +194,8 @@ class Engine:
                 raise ConfigError(f"model {type(model).__name__} has no {method}() method")
         name = self.config["model_name"]
         self.model_name = name if name is not None else type(model).__name__
+        # stream_nb's learners score an event once for both; any river classifier works too
+        self._predict = getattr(model, "predict_and_proba_one", None) or self._predict_separately
 
         self.model = model
         self.source = source
@@ -295,8 +299,7 @@ class Engine:
         try:
             event = self.decoder.decode(record.value)
             x = event.features
-            proba = self.model.predict_proba_one(x)
-            prediction = self.model.predict_one(x)
+            prediction, proba = self._predict(x)
             learned = event.label is not None
             if learned:
                 self.model.learn_one(x, event.label)
@@ -317,6 +320,9 @@ class Engine:
             self.sink.send(orjson.dumps(output), record.key)
         self.positions[record.partition] = record.next_position
         self._since_checkpoint += 1
+
+    def _predict_separately(self, x: dict) -> tuple[typing.Any, dict]:
+        return self.model.predict_one(x), self.model.predict_proba_one(x)
 
     def _dead_letter(self, record: Record, exc: InvalidEventError) -> bytes:
         raw = bytes(record.value)
