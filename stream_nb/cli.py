@@ -575,8 +575,6 @@ def start_connectors(plan: _Plan, settings: dict[str, typing.Any], stopper: _Sto
     module = importlib.import_module(plan.module)
     attempts = settings["connect_attempts"]
     cap = settings["connect_backoff_max"]
-    if attempts < 0 or cap <= 0:
-        raise ConfigError("connect_attempts must be >= 0 and connect_backoff_max > 0")
     delay = min(1.0, cap)
     attempt = 0
     while True:
@@ -602,10 +600,6 @@ def start_connectors(plan: _Plan, settings: dict[str, typing.Any], stopper: _Sto
 
 
 # -- main -------------------------------------------------------------------------
-
-
-def _error(message: str) -> None:
-    log.error("%s", message)
 
 
 #: Logger of kafka-python: chatty, so WARNING and up only unless --log-level DEBUG.
@@ -649,11 +643,15 @@ def _run(args: argparse.Namespace) -> int:
         sys.stdout.write(orjson.dumps(settings, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n")
         return 0
     try:
+        if settings["connect_attempts"] < 0:
+            raise ConfigError(f"--connect-attempts must be >= 0, got {settings['connect_attempts']}")
+        if settings["connect_backoff_max"] <= 0:
+            raise ConfigError(f"--connect-backoff-max must be > 0, got {settings['connect_backoff_max']}")
         plan = connector_plan(settings)
         config = check_config(engine_config(settings))
         model = build_model(settings)
     except (ConfigError, ValueError, TypeError) as exc:
-        _error(str(exc))
+        log.error("%s", exc)
         return 2
 
     stopper = _Stopper()
@@ -662,41 +660,41 @@ def _run(args: argparse.Namespace) -> int:
         try:
             started = start_connectors(plan, settings, stopper)
         except ConfigError as exc:
-            _error(str(exc))
+            log.error("%s", exc)
             return 2
-        except ConnectionError as exc:
-            _error(str(exc))
+        except (StreamNBError, OSError) as exc:  # OSError includes ConnectionError
+            log.error("%s", exc)
             return 1
         if started is None:
             log.info("stopped by %s before start-up finished", signal.Signals(stopper.signum).name)
             return 0
         source, sink, dead_letters = started
+        engine = Engine(model, source, sink, dead_letters, config=config)
+        stopper.engine = engine
+        if stopper.event.is_set():
+            engine.stop()
+        status = 1
         try:
-            engine = Engine(model, source, sink, dead_letters, config=config)
-            stopper.engine = engine
-            if stopper.event.is_set():
-                engine.stop()
             log.info("running model %s: %s", config["model_name"], plan.describe)
             engine.run()
+            status = 0
+            how = f"stopped by {signal.Signals(stopper.signum).name}" if stopper.signum else "input exhausted"
         except BrokenPipeError:
             _silence_stdout()
-            _error("the output pipe was closed; stopping")
-            return 1
+            how = "stopped: the output pipe was closed"
         except (StreamNBError, OSError) as exc:
-            _error(f"stopped on error: {exc}")
-            return 1
-        except Exception:
-            log.exception("stopped on an unexpected error")
-            return 1
+            how = f"stopped on error: {exc}"
+        except Exception as exc:
+            log.exception("unexpected error")
+            how = f"stopped on an unexpected error: {exc!r}"
         finally:
             _close_all((source, sink, dead_letters))
         summary = engine.metrics.as_dict()
         blank = getattr(source, "blank_lines", None)
         if blank is not None:
             summary["blank_lines"] = blank
-        how = f"stopped by {signal.Signals(stopper.signum).name}" if stopper.signum else "input exhausted"
-        log.info("%s; metrics %s", how, orjson.dumps(summary).decode())
-        return 0
+        log.log(logging.INFO if status == 0 else logging.ERROR, "%s; metrics %s", how, orjson.dumps(summary).decode())
+        return status
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

@@ -319,6 +319,7 @@ def test_bad_env_value_names_the_variable_and_other_stream_nb_variables_are_igno
         (("--input-topic", "events", "--input", "x.jsonl"), "--input (JSON-lines mode) cannot be combined with --input-topic"),
         (("--input-topic", "events"), "Kafka mode needs --output-topic (or STREAM_NB_OUTPUT_TOPIC)"),
         (("--input-topic", "a", "--output-topic", "b", "--kafka-config", "group_id=g"), "use --group-id"),
+        (("--connect-attempts", "-1"), "--connect-attempts must be >= 0"),
     ],
 )
 def test_invalid_settings_exit_2_with_one_clear_line(args, message):
@@ -391,7 +392,7 @@ def test_closed_output_pipe_exits_1_without_traceback():
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert b"the output pipe was closed" in stderr
+    assert b"stopped: the output pipe was closed; metrics" in stderr
     assert b"Traceback" not in stderr
 
 
