@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import orjson
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from stream_nb.engine import Event, EventDecoder, validate_label
 from stream_nb.exceptions import ConfigError, InvalidEventError
@@ -154,3 +157,26 @@ def test_bad_configuration_is_rejected_clearly(config, match):
     with pytest.raises(ConfigError) as err:
         EventDecoder(config)
     assert match in str(err.value)
+
+
+# ----------------------------------------------------------------------- property
+
+scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(-(2**63), 2**63 - 1), st.text(max_size=8),
+    st.floats(allow_nan=False, allow_infinity=False),
+)
+
+
+@given(st.dictionaries(st.text(max_size=6), scalars, max_size=8))
+def test_any_object_of_scalars_decodes_to_its_non_null_fields(obj):
+    raw = orjson.dumps(obj)
+    label = obj.get("label")
+    if isinstance(label, float) and not (label.is_integer() and abs(label) <= 2**53):
+        with pytest.raises(InvalidEventError) as err:
+            decode(raw)
+        assert err.value.reason == "bad_label"
+        return
+    event = decode(raw)
+    assert event.id == obj.get("id")
+    assert event.label == label and (label is None or type(event.label) in (str, int, bool))
+    assert event.features == {k: v for k, v in obj.items() if k not in ("id", "label") and v is not None}

@@ -9,6 +9,8 @@ import time
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import connectors.jsonl
 from connectors.jsonl import JsonLinesSink, JsonLinesSource, make_dead_letter_sink, make_sink, make_source
@@ -74,6 +76,36 @@ def test_small_reads_give_the_same_records(tmp_path):
     tiny = drain(make_source({"path": path, "read_size": 7}), max_records=3)
     assert whole == tiny
     assert len(whole) == 200
+
+
+lines_strategy = st.lists(
+    st.one_of(st.binary(max_size=40).filter(lambda b: b"\n" not in b), st.sampled_from([b"", b" ", b"\r"])),
+    max_size=30,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(lines=lines_strategy, final_newline=st.booleans(), read_size=st.integers(1, 50), batch=st.integers(1, 7))
+def test_any_split_of_any_lines_gives_the_same_records(tmp_path_factory, lines, final_newline, read_size, batch):
+    data = b"\n".join(lines) + (b"\n" if final_newline and lines else b"")
+    path = write(tmp_path_factory.mktemp("prop"), data)
+    source = make_source({"path": path, "read_size": read_size})
+    records = drain(source, max_records=batch)
+    pieces = data.split(b"\n")
+    if pieces[-1] == b"":
+        pieces.pop()  # after a final newline there is no further line
+    expected, offset, blank = [], 0, 0
+    for number, line in enumerate(pieces, 1):
+        value = line[:-1] if line.endswith(b"\r") else line
+        end = min(offset + len(line) + 1, len(data))
+        if value.strip(b" \t\r"):
+            expected.append((value, number, offset, end))
+        else:
+            blank += 1
+        offset = end
+    assert [(r.value, r.position["line"], r.position["byte"], r.next_position) for r in records] == expected
+    assert source.blank_lines == blank
+    source.close()
 
 
 def test_seek_resumes_at_a_line_start_with_the_right_line_numbers(tmp_path):
