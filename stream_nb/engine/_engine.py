@@ -8,7 +8,7 @@ input record's key)::
      "proba": {"yes": 0.8, "no": 0.2},  # predict_proba_one(x), {} before any learning
      "model": "nb",                 # config "model_name"
      "learned": true,               # the event was labeled and has been learned
-     "n_learned": 42,               # events learned so far, this one included
+     "n_learned": 42,               # events this engine has learned, this one included
      "source": {"file": "in.jsonl", "line": 7, "byte": 812}}  # Record.position
 
 Both ``prediction`` and ``proba`` describe the model *before* it learned the
@@ -16,7 +16,8 @@ event (prequential). JSON object keys must be strings, so ``proba`` keys are
 :func:`label_key` of the label: a string label as is, an integer in decimal
 (``1`` -> ``"1"``), a boolean as ``"true"``/``"false"``, i.e. the label's JSON
 text unless it is already a string. ``prediction`` keeps the label's own JSON
-type. (Labels ``1`` and ``"1"`` therefore share a ``proba`` key; don't mix them.)
+type. (Labels ``1`` and ``"1"`` therefore share a ``proba`` key, and Python
+holds ``true == 1``: don't mix ``1``, ``"1"`` and ``true`` as labels of one stream.)
 
 Dead-letter record (one per rejected record, sent with the input key)::
 
