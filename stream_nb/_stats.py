@@ -710,18 +710,17 @@ class Stats:
                 )
             if other.kinds[f] == BINNED and mine is not None:
                 a, b = self.disc[mine], other.disc[f]
-                if not a.same_as(b) and (b.edges is not None or b.buffer):
+                # both still in warm-up with room for both buffers: concatenating them
+                # is exactly what a sequential run would have buffered
+                both_warm = a.edges is None and b.edges is None and len(a.buffer) + len(b.buffer) < a.warmup
+                if not a.same_as(b) and not both_warm and (b.edges is not None or b.buffer):
                     raise MergeError(
                         f"feature {name!r}: the two models discretised it with different bin edges "
                         f"({None if a.edges is None else a.edges.tolist()} vs "
                         f"{None if b.edges is None else b.edges.tolist()}); declare the edges with "
                         f"bin_edges={{{name!r}: [...]}} in both models to merge them exactly"
                     )
-            if other.kinds[f] == BINNED and mine is None and other.disc[f].buffer:
-                raise MergeError(
-                    f"feature {name!r}: the other model is still choosing its bin edges "
-                    f"({len(other.disc[f].buffer)} warm-up values); merge after warm-up or declare bin_edges"
-                )
+
         # align classes, features, values (in the other store's order, as a sequential run would)
         self.epoch += 1
         cmap = np.array([self.class_of(y) for y in other.classes], dtype=np.int64)
@@ -732,6 +731,8 @@ class Stats:
                 mine = self._add_feature(name, other.kinds[f])
                 if other.kinds[f] == BINNED:
                     self._set_discretiser(mine, Discretiser.from_state(other.disc[f].state()))
+            elif other.kinds[f] == BINNED and self.disc[mine].edges is None and other.disc[f].edges is None:
+                self.disc[mine].buffer.extend(other.disc[f].buffer)
             fmap[f] = mine
         vmap = np.zeros(len(other.value_keys), dtype=np.int64)
         for col in range(1, len(other.value_keys)):

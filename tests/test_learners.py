@@ -323,6 +323,12 @@ def test_merge_refuses_what_cannot_be_exact():
     b = learn(AODE(warmup=10), mixed_events(50, seed=23))
     with pytest.raises(MergeError, match="'num'.*bin edges"):
         a.merge(b)
+    # both still choosing their edges, with room for both buffers: exact
+    a = learn(AODE(warmup=100), mixed_events(30, seed=22))
+    b = learn(AODE(warmup=100), mixed_events(30, seed=23))
+    seq = learn(AODE(warmup=100), mixed_events(30, seed=22) + mixed_events(30, seed=23))
+    assert a.merge(b)._stats.state()[1] == seq._stats.state()[1]
+    assert a._stats.counts() == seq._stats.counts()
     edges = {"num": [0.0, 1.0, 2.0, 3.0]}
     a = learn(AODE(bin_edges=edges), mixed_events(50, seed=22))
     b = learn(AODE(bin_edges=edges), mixed_events(50, seed=23))
