@@ -94,7 +94,7 @@ SETTINGS: tuple[Setting, ...] = (
             "(model default 100)", _MODEL, "N"),
     Setting("rebuild_every", "int", None, "TAN: rebuild the tree every N learned events (model default 1000)",
             _MODEL, "N"),
-    Setting("var_smoothing", "float", None, "NB: added to every Gaussian variance (model default 1e-9)", _MODEL, "V"),
+    Setting("var_smoothing", "float", None, "NB: floor of each Gaussian variance, as a fraction of the feature's variance over all classes (model default 1e-9)", _MODEL, "V"),
     Setting("types", "mapping", {}, "declare feature types instead of inferring them from the first value "
             "(str, bool, int: categorical; float: numeric); repeatable, or comma-separated",
             _MODEL, "FEATURE=categorical|numeric"),
