@@ -16,10 +16,41 @@ import numpy as np
 import pandas as pd
 from river import base
 
-from ._stats import Encoded, Stats
+from ._stats import GAUSS, Encoded, Stats
 from .exceptions import ConfigError, InvalidEventError, MergeError
 
 __all__ = ["BayesClassifier", "logsumexp"]
+
+_NONE = np.empty(0, dtype=np.int64)
+
+
+def _assemble(enc, blocks, pairs, J_missing=None):
+    """Build ``(u, m, feats_u, J)`` from the observed columns and the missing blocks.
+
+    ``blocks`` lists ``(feature, columns, expected indicator)`` per missing
+    feature. ``pairs``: None (no J), ``"independent"`` (missing features
+    independent of each other given the class) or ``"given"`` (``J_missing``
+    holds E[e eᵀ] over the missing columns).
+    """
+    k = len(enc.cols)
+    if blocks:
+        u = np.concatenate([enc.cols] + [b[1] for b in blocks])
+        m = np.concatenate([np.ones(k)] + [b[2] for b in blocks])
+        feats_u = np.concatenate([enc.feats] + [np.full(len(b[1]), b[0], dtype=np.int64) for b in blocks])
+    else:
+        u, m, feats_u = enc.cols, np.ones(k), enc.feats
+    if pairs is None:
+        return u, m, feats_u, None
+    J = np.outer(m, m)
+    if pairs == "given":
+        J[k:, k:] = J_missing
+    else:
+        lo = k
+        for _, cols, q in blocks:
+            hi = lo + len(cols)
+            J[lo:hi, lo:hi] = np.diag(q)
+            lo = hi
+    return u, m, feats_u, J
 
 
 def logsumexp(a: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -93,6 +124,13 @@ class BayesClassifier(base.MiniBatchClassifier):
         """Validate parameters and create the empty store; called by subclass ``__init__``."""
         self._alpha = _check_alpha(self.alpha)
         self._decision = None if self.loss is None else _LossMatrix(self.loss)
+        if self.missing not in ("em", "ignore"):
+            raise ConfigError(f"missing: expected 'em' or 'ignore', got {self.missing!r}")
+        if not isinstance(self.learn_unlabeled, bool):
+            raise ConfigError(f"learn_unlabeled: expected True or False, got {self.learn_unlabeled!r}")
+        uw = self.unlabeled_weight
+        if isinstance(uw, bool) or not isinstance(uw, (int, float)) or not 0 <= uw < math.inf:
+            raise ConfigError(f"unlabeled_weight: expected a finite number >= 0, got {uw!r}")
         self._stats = Stats(
             pairs=self._pairs,
             numeric=self._numeric,
@@ -119,16 +157,161 @@ class BayesClassifier(base.MiniBatchClassifier):
     # ------------------------------------------------------------------ learning
 
     def learn_one(self, x: dict, y, w: float = 1.0) -> None:
+        """Learn one event (``y=None`` with ``learn_unlabeled=True``: semi-supervised EM)."""
         s = self._stats
+        if y is None or (isinstance(y, float) and y != y):
+            if self.learn_unlabeled:
+                self._learn_unlabeled(x, w * self.unlabeled_weight)
+                return
+            s._check_label(y)  # raises: a missing label
         s._check_label(y)
         enc = s.encode_learn(x)
         c = s.class_of(y)
-        s.add(enc, c, w)
+        miss = s.missing_of(enc) if self.missing == "em" else None
+        if miss is not None and len(miss):
+            self._add_expected(enc, c, w, miss)
+        else:
+            s.add(enc, c, w)
         self._added(c)
         self._learned(1)
 
+    # ------------------------------------------------------------------ EM
+
+    def _add_expected(self, enc, c: int, w: float, miss: np.ndarray) -> None:
+        """E-step under the current model, then M-step: add the expected counts."""
+        s = self._stats
+        u, m, feats_u, J = self._estep(enc, c, miss, pairs=s.pairs)
+        s.add_expected(c, w, u, m, feats_u, J)
+        s.add_gaussian(c, w, enc.gslots, enc.gx)
+
+    def _learn_unlabeled(self, x: dict, w: float) -> None:
+        """Semi-supervised EM (Nigam et al., 2000): spread the event over the classes by posterior."""
+        s = self._stats
+        if not s.n_classes:
+            return  # no class to spread the event over yet
+        enc = s.encode_learn(x)
+        post = np.exp(_normalise(self._jll(enc)[None, :], self._log_prior())[0])
+        miss = s.missing_of(enc) if self.missing == "em" else _NONE
+        expected = [self._estep(enc, c, miss, pairs=s.pairs) if len(miss) else None for c in range(len(post))]
+        for c, p in enumerate(post.tolist()):
+            if w * p == 0.0:
+                continue
+            if expected[c] is None:
+                s.add(enc, c, w * p)
+            else:
+                s.add_expected(c, w * p, *expected[c])
+                s.add_gaussian(c, w * p, enc.gslots, enc.gx)
+            self._added(c)
+        self._learned(1)
+
+    def _missing_blocks(self, miss, c, cond=None):
+        """Columns of each missing feature and P̂(v | c) (naive Bayes' E-step)."""
+        s, a = self._stats, self._alpha
+        out = []
+        for f in miss.tolist():
+            cols = s.columns_of(f)
+            q = (s.value_count[c, cols] + a) / (s.feat_count[c, f] + a * len(cols))
+            out.append((f, cols, q))
+        return out
+
+    def _estep(self, enc, c: int, miss: np.ndarray, pairs: bool):
+        """Posterior of the missing values given the observed ones and the class ``c``.
+
+        Returns ``(u, m, feats_u, J)`` for :meth:`Stats.add_expected`. Here, for
+        naive Bayes (and TAN before its first tree), the missing attributes
+        are independent given the class: P(x_m = v | x_o, c) = P̂(v | c).
+        """
+        blocks = self._missing_blocks(miss, c)
+        return _assemble(enc, blocks, None if not pairs else "independent")
+
+    def impute_proba_one(self, x: dict) -> dict:
+        """The posterior P(x_m | x_o) of every missing attribute, given the observed ones.
+
+        Missing: a known feature that is absent, ``None`` or NaN. The class is
+        summed out: Σ_c P(c | x_o) P(x_m | x_o, c). Categorical features give
+        ``{value: p}``; a discretised numeric feature ``{"[lo, hi)": p}`` over its
+        bins; a Gaussian feature ``{"mean": μ, "std": σ}`` of its mixture.
+        """
+        s = self._stats
+        if not s.n_classes:
+            return {}
+        enc = s.encode(x)
+        post = np.exp(self._log_posterior(x))
+        miss = s.missing_of(enc)
+        out = {}
+        if len(miss):
+            q = None
+            for c, p in enumerate(post.tolist()):
+                u, m, feats_u, _ = self._estep(enc, c, miss, pairs=False)
+                q = p * m if q is None else q + p * m
+            k = len(enc.cols)
+            for f in miss.tolist():
+                sel = feats_u[k:] == f
+                out[s.features[f]] = {
+                    self._value_name(f, s.value_keys[col]): float(v)
+                    for col, v in zip(u[k:][sel].tolist(), q[k:][sel].tolist())
+                }
+        observed_g = set(enc.gslots.tolist())
+        for f in s.gauss_feature:
+            g = s.gslot[f]
+            if g in observed_g:
+                continue
+            mean, std = s.gaussian_mixture(g, post)
+            out[s.features[f]] = {"mean": mean, "std": std}
+        return out
+
+    def impute_one(self, x: dict) -> dict:
+        """``x`` with every missing attribute filled in: its most probable value
+        (a discretised numeric feature: the middle of its most probable bin; a
+        Gaussian one: the posterior mean). Features never learned stay out.
+
+        >>> from stream_nb import NaiveBayes
+        >>> model = NaiveBayes()
+        >>> for x, y in [({"sky": "sunny", "wind": "weak"}, "play"), ({"sky": "rain", "wind": "strong"}, "stay")] * 3:
+        ...     model.learn_one(x, y)
+        >>> model.impute_one({"sky": "sunny"})
+        {'sky': 'sunny', 'wind': 'weak'}
+        """
+        s = self._stats
+        out = dict(x)
+        for name, dist in self.impute_proba_one(x).items():
+            f = s.feature_index[name]
+            if s.kinds[f] == GAUSS:
+                out[name] = dist["mean"]
+                continue
+            best = max(dist, key=dist.get)
+            out[name] = self._representative(f, best)
+        return out
+
+    def _value_name(self, f, value):
+        d = self._stats.disc[f]
+        if d is None:
+            return value
+        e = d.edges
+        lo = "-inf" if value == 0 else repr(float(e[value - 1]))
+        hi = "inf" if value == len(e) else repr(float(e[value]))
+        return f"[{lo}, {hi})"
+
+    def _representative(self, f, name):
+        d = self._stats.disc[f]
+        if d is None:
+            return name
+        e = d.edges
+        b = next(v for v in self._stats.values[f] if self._value_name(f, v) == name)
+        if len(e) == 0:
+            return float("nan")
+        if len(e) == 1:
+            return float(e[0])
+        lo = e[b - 1] if b > 0 else e[0] - (e[1] - e[0]) / 2
+        hi = e[b] if b < len(e) else e[-1] + (e[-1] - e[-2]) / 2
+        return float((lo + hi) / 2)
+
     def learn_many(self, X: pd.DataFrame, y: pd.Series) -> None:
         """Learn a batch: the same model as ``learn_one`` over the rows in order.
+
+        With ``missing="em"``, a batch holding any missing value is learned
+        row by row (each E-step depends on the counts the previous rows left);
+        complete batches are counted in one vectorised pass.
 
         A feature seen for the first time takes its type from the column's
         dtype (a float column is numeric). pandas stores an integer column
@@ -138,6 +321,13 @@ class BayesClassifier(base.MiniBatchClassifier):
         """
         if len(X) != len(y):
             raise ValueError(f"learn_many: X has {len(X)} rows but y has {len(y)} labels")
+        if self._needs_rows(X, y):
+            # EM's E-step for a row depends on the counts left by the rows before it;
+            # the whole batch is checked first so that a bad row leaves no trace
+            self._stats.validate_frame(X)
+            for row, label in zip(X.to_dict("records"), list(y)):
+                self.learn_one(row, None if label is None or (isinstance(label, float) and label != label) else label)
+            return
         codes, uniques = pd.factorize(pd.Series(list(y)) if not isinstance(y, pd.Series) else y, use_na_sentinel=True)
         if (codes < 0).any():
             raise InvalidEventError(
@@ -152,6 +342,18 @@ class BayesClassifier(base.MiniBatchClassifier):
             self._learn_batch(X.iloc[start:stop], codes[start:stop], labels)
             self._learned(stop - start)
             start = stop
+
+    def _needs_rows(self, X: pd.DataFrame, y) -> bool:
+        """True when a batch must be learned row by row to equal ``learn_one``:
+        with EM and a missing value anywhere, or unlabeled rows to learn from."""
+        if self.learn_unlabeled and pd.isna(pd.Series(list(y), dtype=object)).any():
+            return True
+        if self.missing != "em":
+            return False
+        s = self._stats
+        if any(s.features[f] not in X.columns for f in s.discrete_features().tolist()):
+            return True
+        return bool(X.isna().to_numpy().any())
 
     def _learn_batch(self, X, codes, labels):
         s = self._stats

@@ -196,6 +196,7 @@ class Stats:
         # (items of x, encoding) of the last event encoded for prediction, when learning it
         # would need no new feature or value: the prequential loop then encodes each event once
         self._last = None
+        self._cache: dict = {}  # derived lookups, each tagged with the epoch it was computed at
         # arrays, allocated with spare capacity
         self._cap = (0, 0, 0, 0)
         self._alloc(4, 16, 8, 4)
@@ -237,6 +238,7 @@ class Stats:
     def __getstate__(self):
         state = self.__dict__.copy()
         state["_last"] = None
+        state["_cache"] = {}
         return state
 
     def _reserve(self, c=0, v=0, f=0, g=0):
@@ -500,20 +502,83 @@ class Stats:
                 rows = cols[:, None]
                 self.pair_count[c][rows, cols] += w
                 self.pair_feat[c][rows, feats] += w
-        gs = enc.gslots
+        self.add_gaussian(c, w, enc.gslots, enc.gx)
+
+    def add_gaussian(self, c: int, w: float, gs: np.ndarray, gx: np.ndarray) -> None:
+        """Weighted Welford update of the Gaussian moments of class ``c``."""
         if len(gs):
             n = self.g_n[c, gs] + w
             mean = self.g_mean[c, gs]
-            d = enc.gx - mean
+            d = gx - mean
             new_mean = mean + d * (w / n)
-            self.g_m2[c, gs] += w * d * (enc.gx - new_mean)
+            self.g_m2[c, gs] += w * d * (gx - new_mean)
             self.g_mean[c, gs] = new_mean
             self.g_n[c, gs] = n
 
+    def gaussian_mixture(self, g: int, weights: np.ndarray) -> tuple[float, float]:
+        """Mean and standard deviation of Σ_c weights[c] N(μ_c, σ²_c) for Gaussian slot ``g``."""
+        C = self.n_classes
+        n, mean, m2 = self.g_n[:C, g], self.g_mean[:C, g], self.g_m2[:C, g]
+        tot = n.sum()
+        if tot == 0:
+            return float("nan"), float("nan")
+        pooled_mean = (n * mean).sum() / tot
+        pooled_var = (m2 + n * (mean - pooled_mean) ** 2).sum() / tot
+        seen = n > 0
+        mu = np.where(seen, mean, pooled_mean)
+        var = np.where(seen, m2 / np.where(seen, n, 1.0), pooled_var)
+        mix_mean = float((weights * mu).sum())
+        mix_var = float((weights * (var + (mu - mix_mean) ** 2)).sum())
+        return mix_mean, math.sqrt(max(mix_var, 0.0))
+
     def learn_one(self, x: dict, y, w: float = 1.0) -> None:
+        """Count one labeled event's observed values."""
         self._check_label(y)
         enc = self.encode_learn(x)
         self.add(enc, self.class_of(y), w)
+
+    def add_expected(self, c: int, w: float, u: np.ndarray, m: np.ndarray, feats_u: np.ndarray, J=None) -> None:
+        """Add one event of class ``c`` whose values are known only in expectation (EM's M-step).
+
+        ``u`` are the columns the event may take (an observed feature: its one
+        column; a missing one: all its values), grouped by feature in
+        contiguous blocks (``feats_u``); ``m`` is the expected indicator of
+        each column and ``J`` the expected outer product E[e eᵀ] over ``u``
+        (needed when pair counts are kept). Each feature's block of ``m``
+        sums to 1, so the event adds exactly weight ``w`` everywhere.
+        """
+        self.class_count[c] += w
+        self.value_count[c, u] += w * m
+        starts = np.flatnonzero(np.r_[True, feats_u[1:] != feats_u[:-1]])
+        fs = feats_u[starts]
+        self.feat_count[c, fs] += w
+        if self.pairs:
+            self.pair_count[c][u[:, None], u] += w * J
+            self.pair_feat[c][u[:, None], fs] += w * np.add.reduceat(J, starts, axis=1)
+
+    def discrete_features(self) -> np.ndarray:
+        """Features counted by value (categorical, or binned with edges) that have values, ascending."""
+        cache = self._cache.get("discrete")
+        if cache is None or cache[0] != self.epoch:
+            F = len(self.features)
+            fs = np.array([f for f in range(F) if self.kinds[f] != GAUSS and self.n_values[f] > 0], dtype=np.int64)
+            cache = self._cache["discrete"] = (self.epoch, fs)
+        return cache[1]
+
+    def columns_of(self, f: int) -> np.ndarray:
+        """The value columns of feature ``f``, in order of first appearance."""
+        cache = self._cache.get(("cols", f))
+        if cache is None or cache[0] != self.epoch:
+            cols = np.fromiter(self.values[f].values(), dtype=np.int64, count=len(self.values[f]))
+            cache = self._cache[("cols", f)] = (self.epoch, cols)
+        return cache[1]
+
+    def missing_of(self, enc: Encoded) -> np.ndarray:
+        """Discrete features with values that ``enc`` does not observe."""
+        known = self.discrete_features()
+        if len(enc.feats) == len(known):
+            return _EMPTY_INT
+        return np.setdiff1d(known, enc.feats, assume_unique=True)
 
     # ------------------------------------------------------------------ batches
 
@@ -529,6 +594,16 @@ class Stats:
         build identical stores.
         """
         n = len(X)
+        prepared = self._prepare_frame(X, learn)
+        if learn:
+            self._register_frame(prepared, n)
+        return self._encode_prepared(prepared, n, learn)
+
+    def validate_frame(self, X: pd.DataFrame) -> None:
+        """Raise ``FeatureTypeError`` for any value of ``X`` that learning would refuse; change nothing."""
+        self._prepare_frame(X, learn=True)
+
+    def _prepare_frame(self, X: pd.DataFrame, learn: bool) -> list:
         prepared = []  # (position, name, f, kind, payload)
         for pos, name in enumerate(X.columns):
             s = X[name]
@@ -552,8 +627,9 @@ class Stats:
                 prepared.append((pos, name, f, kind, (codes, uniques)))
             else:
                 prepared.append((pos, name, f, kind, self._numeric_column(name, s)))
-        if learn:
-            self._register_frame(prepared, n)
+        return prepared
+
+    def _encode_prepared(self, prepared, n, learn):
         dcols, dfeats, gcols, gslots = [], [], [], []
         for pos, name, f, kind, payload in prepared:
             f = self.feature_index.get(name)

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._base import BayesClassifier, logsumexp
+from ._base import BayesClassifier, _assemble, logsumexp
 from .exceptions import ConfigError
 
 __all__ = ["AODE"]
@@ -55,6 +55,16 @@ class AODE(BayesClassifier):
         ``{feature: "categorical" | "numeric"}`` overriding type inference.
     loss
         Optional loss matrix ``{truth: {prediction: cost}}`` for Bayes decision.
+    missing
+        ``"em"`` (default): learn from events with missing attributes by
+        online EM, adding the expected counts of the missing values under the
+        current model; ``"ignore"``: skip
+        missing values when learning.
+    learn_unlabeled
+        Learn from unlabeled events (``learn_one(x, None)``) by EM over the
+        class too (semi-supervised, Nigam et al. 2000).
+    unlabeled_weight
+        Weight of an unlabeled event relative to a labeled one.
 
     Examples
     --------
@@ -86,6 +96,9 @@ class AODE(BayesClassifier):
         bin_edges: dict | None = None,
         types: dict | None = None,
         loss: dict | None = None,
+        missing: str = "em",
+        learn_unlabeled: bool = False,
+        unlabeled_weight: float = 1.0,
     ):
         self.alpha = alpha
         self.m = m
@@ -94,6 +107,9 @@ class AODE(BayesClassifier):
         self.bin_edges = bin_edges
         self.types = types
         self.loss = loss
+        self.missing = missing
+        self.learn_unlabeled = learn_unlabeled
+        self.unlabeled_weight = unlabeled_weight
         if isinstance(m, bool) or not isinstance(m, int) or m < 0:
             raise ConfigError(f"m: expected an integer >= 0 (frequency limit), got {m!r}")
         _check_binning(bins, warmup)
@@ -130,6 +146,98 @@ class AODE(BayesClassifier):
             return self._naive_jll(enc)
         return logsumexp(terms[:, parents], axis=1)
 
+    def _estep(self, enc, c, miss, pairs):
+        """Posterior of the missing values given the observed ones and class ``c``, under AODE.
+
+        AODE's joint is a sum of one-dependence models (SPODEs); summed over
+        the completions of the missing values it is a mixture whose
+        components are: each qualifying observed parent i (given x_i the
+        missing attributes are independent, P̂(x_m | c, x_i)), and each
+        qualifying value t of each missing attribute i (then x_i = t and the
+        others follow P̂(x_m | c, t)). When no observed attribute qualifies,
+        completions with no qualifying value at all follow naive Bayes, a
+        last component. Component weights are their marginal likelihoods,
+        so the result is the exact posterior under the model.
+        """
+        if not len(miss):
+            return super()._estep(enc, c, miss, pairs)
+        s, a = self._stats, self._alpha
+        C = s.n_classes
+        ocols, ofeats = enc.cols, enc.feats
+        n_all = s.n_values
+        mcols = [s.columns_of(f) for f in miss.tolist()]
+        U = np.concatenate(mcols)
+        Ufeat = np.concatenate([np.full(len(cl), f, dtype=np.int64) for f, cl in zip(miss.tolist(), mcols)])
+        count = s.value_count[:C].sum(0)  # |D_v|, for the frequency limit m
+        d_all = s.feat_count[:C].sum(0)  # |D| over the events where each feature was observed
+        logw, rows = [], []
+
+        def cond(vcols):
+            """P̂(u | c, v) for parent columns vcols (rows) and every missing column u: (len(vcols), |U|)."""
+            return (s.pair_count[c][vcols[:, None], U] + a) / (s.pair_feat[c][vcols[:, None], Ufeat] + a * n_all[Ufeat])
+
+        if len(ocols):
+            qual = count[ocols] >= self.m
+            if qual.any():
+                pc = ocols[qual]
+                joint = np.log(s.value_count[c, pc] + a) - np.log(d_all[ofeats[qual]] + a * n_all[ofeats[qual]])
+                ratio = (s.pair_count[c][pc[:, None], ocols] + a) / (s.pair_feat[c][pc[:, None], ofeats] + a * n_all[ofeats])
+                ratio[np.arange(len(pc)), np.flatnonzero(qual)] = 1.0
+                logw.append(joint + np.log(ratio).sum(1))
+                rows.append(cond(pc))
+        lo = 0
+        for f, cl in zip(miss.tolist(), mcols):
+            hi = lo + len(cl)
+            qual = count[cl] >= self.m
+            if qual.any():
+                t = cl[qual]
+                joint = np.log(s.value_count[c, t] + a) - np.log(d_all[f] + a * n_all[f])
+                if len(ocols):
+                    ratio = (s.pair_count[c][t[:, None], ocols] + a) / (s.pair_feat[c][t[:, None], ofeats] + a * n_all[ofeats])
+                    joint = joint + np.log(ratio).sum(1)
+                r = cond(t)
+                r[:, lo:hi] = 0.0
+                r[np.arange(len(t)), lo + np.flatnonzero(qual)] = 1.0
+                logw.append(joint)
+                rows.append(r)
+            lo = hi
+        if not len(ocols) or not (count[ocols] >= self.m).any():
+            # completions in which nothing qualifies: naive Bayes over the unqualified values
+            nb = self._naive_jll(enc)[c]
+            r = (s.value_count[c, U] + a) / (s.feat_count[c, Ufeat] + a * n_all[Ufeat])
+            r = np.where(count[U] >= self.m, 0.0, r)
+            lo, ok = 0, True
+            for cl in mcols:
+                hi = lo + len(cl)
+                z = r[lo:hi].sum()
+                if z == 0.0:
+                    ok = False
+                    break
+                nb += np.log(z)
+                r[lo:hi] /= z
+                lo = hi
+            if ok:
+                logw.append(np.array([nb]))
+                rows.append(r[None, :])
+        if not logw:
+            return super()._estep(enc, c, miss, pairs)
+        pi = _softmax(np.concatenate(logw))
+        R = np.concatenate(rows)
+        mvec = pi @ R
+        blocks, lo = [], 0
+        for f, cl in zip(miss.tolist(), mcols):
+            blocks.append((f, cl, mvec[lo : lo + len(cl)]))
+            lo += len(cl)
+        if not pairs:
+            return _assemble(enc, blocks, None)
+        J = (R * pi[:, None]).T @ R  # missing attributes independent within each component
+        lo = 0
+        for cl in mcols:  # one attribute takes one value: its own block is diagonal
+            hi = lo + len(cl)
+            J[lo:hi, lo:hi] = np.diag(mvec[lo:hi])
+            lo = hi
+        return _assemble(enc, blocks, "given", J)
+
     def _jll_many(self, D, dfeats, G, gslots):
         out = self._naive_jll_many(D, dfeats, G, gslots)
         if not D.shape[1]:
@@ -156,6 +264,11 @@ class AODE(BayesClassifier):
                 t = np.where(parents[None], terms, -np.inf)[:, rows]
                 out[lo : lo + 128][rows] = logsumexp(t, axis=2).T
         return out
+
+
+def _softmax(logw: np.ndarray) -> np.ndarray:
+    w = np.exp(logw - logw.max())
+    return w / w.sum()
 
 
 def _check_binning(bins, warmup):

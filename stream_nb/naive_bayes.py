@@ -44,6 +44,16 @@ class NaiveBayes(BayesClassifier):
         0 on the diagonal and 1 elsewhere.
     var_smoothing
         Relative variance floor of the Gaussian features.
+    missing
+        ``"em"`` (default): learn from events with missing attributes by
+        online EM, adding the expected counts of the missing values under the
+        current model; ``"ignore"``: skip
+        missing values when learning.
+    learn_unlabeled
+        Learn from unlabeled events (``learn_one(x, None)``) by EM over the
+        class too (semi-supervised, Nigam et al. 2000).
+    unlabeled_weight
+        Weight of an unlabeled event relative to a labeled one.
 
     Examples
     --------
@@ -76,11 +86,23 @@ class NaiveBayes(BayesClassifier):
     _pairs = False
     _numeric = "gaussian"
 
-    def __init__(self, alpha: float = 1.0, types: dict | None = None, loss: dict | None = None, var_smoothing: float = 1e-9):
+    def __init__(
+        self,
+        alpha: float = 1.0,
+        types: dict | None = None,
+        loss: dict | None = None,
+        var_smoothing: float = 1e-9,
+        missing: str = "em",
+        learn_unlabeled: bool = False,
+        unlabeled_weight: float = 1.0,
+    ):
         self.alpha = alpha
         self.types = types
         self.loss = loss
         self.var_smoothing = var_smoothing
+        self.missing = missing
+        self.learn_unlabeled = learn_unlabeled
+        self.unlabeled_weight = unlabeled_weight
         if isinstance(var_smoothing, bool) or not isinstance(var_smoothing, (int, float)) or not 0 <= var_smoothing < float("inf"):
             raise ConfigError(f"var_smoothing: expected a finite number >= 0, got {var_smoothing!r}")
         self._setup()

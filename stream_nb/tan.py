@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 
-from ._base import BayesClassifier, logsumexp
+from ._base import BayesClassifier, _assemble, logsumexp
 from ._stats import GAUSS
 from .aode import _check_binning
 from .exceptions import ConfigError
@@ -138,6 +138,16 @@ class TAN(BayesClassifier):
         ``{feature: "categorical" | "numeric"}`` overriding type inference.
     loss
         Optional loss matrix ``{truth: {prediction: cost}}`` for Bayes decision.
+    missing
+        ``"em"`` (default): learn from events with missing attributes by
+        online EM, adding the expected counts of the missing values under the
+        current model; ``"ignore"``: skip
+        missing values when learning.
+    learn_unlabeled
+        Learn from unlabeled events (``learn_one(x, None)``) by EM over the
+        class too (semi-supervised, Nigam et al. 2000).
+    unlabeled_weight
+        Weight of an unlabeled event relative to a labeled one.
 
     Examples
     --------
@@ -170,6 +180,9 @@ class TAN(BayesClassifier):
         bin_edges: dict | None = None,
         types: dict | None = None,
         loss: dict | None = None,
+        missing: str = "em",
+        learn_unlabeled: bool = False,
+        unlabeled_weight: float = 1.0,
     ):
         self.alpha = alpha
         self.rebuild_every = rebuild_every
@@ -178,6 +191,9 @@ class TAN(BayesClassifier):
         self.bin_edges = bin_edges
         self.types = types
         self.loss = loss
+        self.missing = missing
+        self.learn_unlabeled = learn_unlabeled
+        self.unlabeled_weight = unlabeled_weight
         if isinstance(rebuild_every, bool) or not isinstance(rebuild_every, int) or rebuild_every < 0:
             raise ConfigError(f"rebuild_every: expected an integer >= 0, got {rebuild_every!r}")
         _check_binning(bins, warmup)
@@ -383,6 +399,111 @@ class TAN(BayesClassifier):
             colmap[dfeats] = D[r]
             out[r] = self._exact_jll(colmap, parent)
         return out
+
+    # ------------------------------------------------------------------ EM
+
+    def _estep(self, enc, c, miss, pairs):
+        """Posterior of the missing values given the observed ones and class ``c``, on the tree.
+
+        Exact: belief propagation on the forest (an upward and a downward
+        pass) gives each missing attribute's marginal; the joint of two
+        missing attributes comes from conditioning on each value of one of
+        them and propagating again, so attributes linked through the tree
+        keep their dependence.
+        """
+        if self._root < 0 or not len(miss):
+            return super()._estep(enc, c, miss, pairs)
+        s = self._stats
+        parent = self._parents()
+        dom = {f: np.array([col], dtype=np.int64) for f, col in zip(enc.feats.tolist(), enc.cols.tolist())}
+        miss_l = miss.tolist()
+        for f in miss_l:
+            dom[f] = s.columns_of(f)
+        children = {f: [] for f in dom}
+        for f in dom:
+            p = int(parent[f])
+            if p >= 0 and p in dom:
+                children[p].append(f)
+        roots = [f for f in dom if parent[f] < 0 or int(parent[f]) not in dom]
+        order = []  # post-order: children before parents
+        stack = [(r, False) for r in roots]
+        while stack:
+            f, done = stack.pop()
+            if done:
+                order.append(f)
+            else:
+                stack.append((f, True))
+                stack.extend((k, False) for k in children[f])
+        cpt = self._cpts(c, dom, parent, roots)
+        marg = self._propagate(dom, cpt, parent, children, order, roots)
+        blocks = [(f, dom[f], marg[f]) for f in miss_l]
+        if not pairs:
+            return _assemble(enc, blocks, None)
+        sizes = [len(dom[f]) for f in miss_l]
+        offs = np.concatenate([[0], np.cumsum(sizes)])
+        J = np.zeros((offs[-1], offs[-1]))
+        for ia, fa in enumerate(miss_l):
+            J[offs[ia] : offs[ia + 1], offs[ia] : offs[ia + 1]] = np.diag(marg[fa])
+            if ia == len(miss_l) - 1:
+                continue
+            full = dom[fa]
+            for t in range(len(full)):
+                if marg[fa][t] == 0.0:
+                    continue
+                dom[fa] = full[t : t + 1]
+                # only the CPTs that read x_fa change when it is clamped
+                clamped = self._cpts(c, dom, parent, roots, only={fa, *children[fa]})
+                cond = self._propagate(dom, clamped, parent, children, order, roots, base=cpt)
+                for ib in range(ia + 1, len(miss_l)):
+                    fb = miss_l[ib]
+                    J[offs[ia] + t, offs[ib] : offs[ib + 1]] = marg[fa][t] * cond[fb]
+            dom[fa] = full
+        J = np.triu(J) + np.triu(J, 1).T  # the lower blocks mirror the upper ones
+        return _assemble(enc, blocks, "given", J)
+
+    def _cpts(self, c, dom, parent, roots, only=None):
+        """P(x_f | c, x_pa(f)) over the domains: (|dom pa| x |dom f|), or P(x_f | c) for roots."""
+        s, a = self._stats, self._alpha
+        rootset = set(roots)
+        out = {}
+        for f in dom if only is None else only:
+            if f not in dom:
+                continue
+            n = s.n_values[f]
+            if f in rootset:
+                out[f] = (s.value_count[c, dom[f]] + a) / (s.feat_count[c, f] + a * n)
+            else:
+                pd_ = dom[int(parent[f])]
+                out[f] = (s.pair_count[c][pd_[:, None], dom[f]] + a) / (s.pair_feat[c][pd_, f] + a * n)[:, None]
+        return out
+
+    @staticmethod
+    def _propagate(dom, cpt, parent, children, order, roots, base=None):
+        """Sum-product on the forest; returns the normalised marginal of every node."""
+        if base is not None:
+            cpt = {**base, **cpt}
+        rootset = set(roots)
+        lam, up = {}, {}
+        for f in order:
+            lv = np.ones(len(dom[f]))
+            for k in children[f]:
+                lv = lv * up[k]
+            lv = lv / lv.max()
+            lam[f] = lv
+            if f not in rootset:
+                m = cpt[f] @ lv
+                up[f] = m / m.sum()
+        marg, pi = {}, {}
+        for f in reversed(order):
+            if f in rootset:
+                pi[f] = cpt[f]
+            else:
+                p = int(parent[f])
+                pi[f] = (pi[p] * lam[p] / up[f]) @ cpt[f]
+                pi[f] = pi[f] / pi[f].sum()
+            b = pi[f] * lam[f]
+            marg[f] = b / b.sum()
+        return marg
 
     # ------------------------------------------------------------------ state
 

@@ -1,0 +1,219 @@
+"""EM for missing values: E-steps against brute-force enumeration, and the M-step's bookkeeping."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from stream_nb import AODE, TAN, NaiveBayes
+from stream_nb.tan import conditional_mutual_information
+from test_learners import learn, random_events
+
+
+def brute_force_estep(model, x, y):
+    """E[e] and E[e eᵀ] over every completion of x's missing values, weighted by the model's own joint."""
+    s = model._stats
+    enc = s.encode(x)
+    miss = s.missing_of(enc)
+    c = s.class_index[y]
+    names = [s.features[f] for f in miss]
+    doms = [s.columns_of(f) for f in miss]
+    u = np.concatenate([enc.cols] + list(doms))
+    where = {col: i for i, col in enumerate(u.tolist())}
+    m, J, Z = np.zeros(len(u)), np.zeros((len(u), len(u))), 0.0
+    for combo in itertools.product(*doms):
+        full = dict(x)
+        full.update({n: s.value_keys[col] for n, col in zip(names, combo)})
+        p = float(np.exp(model._jll(s.encode(full))[c]))
+        e = np.zeros(len(u))
+        e[[where[v] for v in list(enc.cols) + list(combo)]] = 1.0
+        m, J, Z = m + p * e, J + p * np.outer(e, e), Z + p
+    return u, m / Z, J / Z
+
+
+ESTEP_MODELS = [
+    ("nb", lambda: NaiveBayes()),
+    ("aode", lambda: AODE()),
+    ("aode-m", lambda: AODE(m=60)),  # some values below the frequency limit: the naive Bayes component appears
+    ("tan", lambda: TAN(rebuild_every=100)),
+    ("tan-unbuilt", lambda: TAN(rebuild_every=0)),
+]
+
+
+@pytest.mark.parametrize("make", [m for _, m in ESTEP_MODELS], ids=[n for n, _ in ESTEP_MODELS])
+def test_estep_equals_brute_force_enumeration(make):
+    model = learn(make(), random_events(300, n_feats=5, n_vals=3, missing=0.0, seed=31))
+    s = model._stats
+    checked = 0
+    for x, y in random_events(60, n_feats=5, n_vals=3, missing=0.45, seed=32):
+        enc = s.encode(x)
+        miss = s.missing_of(enc)
+        if not len(miss):
+            continue
+        u, m, feats_u, J = model._estep(enc, s.class_index[y], miss, pairs=s.pairs)
+        ub, mb, Jb = brute_force_estep(model, x, y)
+        np.testing.assert_array_equal(u, ub)
+        np.testing.assert_allclose(m, mb, rtol=0, atol=1e-12)
+        if s.pairs:
+            np.testing.assert_allclose(J, Jb, rtol=0, atol=1e-12)
+        checked += 1
+    assert checked > 30
+
+
+def test_the_aode_naive_bayes_component_is_exercised():
+    model = learn(AODE(m=60), random_events(300, n_feats=5, n_vals=3, seed=31))
+    count = model._stats.value_count[: model._stats.n_classes].sum(0)
+    assert (count[1:len(model._stats.value_keys)] < 60).any() and (count[1:len(model._stats.value_keys)] >= 60).any()
+
+
+@pytest.mark.parametrize("cls", [NaiveBayes, AODE, TAN])
+def test_an_incomplete_event_adds_exactly_one_event(cls):
+    model = learn(cls(**({"rebuild_every": 50} if cls is TAN else {})), random_events(120, n_feats=5, seed=33))
+    s = model._stats
+    before = {k: v.copy() for k, v in s.state()[0].items()}
+    model.learn_one({"f0": "v1", "f3": "v2"}, "c1")  # f1, f2, f4 missing
+    after = s.state()[0]
+    assert after["class_count"].sum() - before["class_count"].sum() == pytest.approx(1.0)
+    added = after["value_count"] - before["value_count"]
+    for f in range(len(s.features)):
+        cols = s.columns_of(f)
+        assert added[:, cols].sum() == pytest.approx(1.0)  # each attribute: one value, in expectation
+        assert (added[:, cols] >= 0).all()
+    assert (after["feat_count"] - before["feat_count"]).sum() == pytest.approx(len(s.features))
+    if s.pairs:
+        pairs = after["pair_count"] - before["pair_count"]
+        for f, g in itertools.product(range(len(s.features)), repeat=2):
+            block = pairs[:, s.columns_of(f)][:, :, s.columns_of(g)]
+            assert block.sum() == pytest.approx(1.0)
+        # pair_feat stays the block sums of pair_count
+        pf = after["pair_feat"]
+        for g in range(len(s.features)):
+            np.testing.assert_allclose(pf[:, :, g], after["pair_count"][:, :, s.columns_of(g)].sum(2), atol=1e-9)
+
+
+@pytest.mark.parametrize("cls", [NaiveBayes, AODE, TAN])
+def test_without_missing_values_em_changes_nothing(cls):
+    events = random_events(300, n_feats=5, seed=34)
+    a, b = learn(cls(missing="em"), events), learn(cls(missing="ignore"), events)
+    for k, v in a._stats.state()[0].items():
+        np.testing.assert_array_equal(v, b._stats.state()[0][k], err_msg=k)
+
+
+def test_tan_rebuilds_from_the_fractional_pair_counts():
+    model = learn(TAN(rebuild_every=0), random_events(400, n_feats=4, missing=0.3, seed=35))
+    s = model._stats
+    assert not np.allclose(s.pair_count, np.round(s.pair_count))  # EM left fractions
+    # CMI by a plain loop over the (fractional) counts
+    C, F = s.n_classes, len(s.features)
+    cols = [s.columns_of(f) for f in range(F)]
+    want = np.zeros((F, F))
+    for i, j in itertools.permutations(range(F), 2):
+        n = sum(s.pair_count[c, v, w] for c in range(C) for v in cols[i] for w in cols[j])
+        for c in range(C):
+            nc = sum(s.pair_count[c, v, w] for v in cols[i] for w in cols[j])
+            for v in cols[i]:
+                for w in cols[j]:
+                    nvw = s.pair_count[c, v, w]
+                    if nvw > 0:
+                        nv = sum(s.pair_count[c, v, w2] for w2 in cols[j])
+                        nw = sum(s.pair_count[c, v2, w] for v2 in cols[i])
+                        want[i, j] += nvw / n * np.log(nvw * nc / (nv * nw))
+    np.testing.assert_allclose(conditional_mutual_information(s), want, atol=1e-12)
+    model.rebuild()
+    assert len(model.tree) == F - 1
+
+
+@pytest.mark.parametrize("cls", [NaiveBayes, AODE, TAN])
+def test_unlabeled_events_spread_over_the_classes_by_posterior(cls):
+    events = random_events(150, n_feats=4, seed=36)
+    model = learn(cls(learn_unlabeled=True, unlabeled_weight=0.5), events)
+    x = {"f0": "v0", "f1": "v2", "f2": "v1", "f3": "v0"}
+    post = model.predict_proba_one(x)
+    before = model._stats.class_count[: model._stats.n_classes].copy()
+    model.learn_one(x, None)
+    added = model._stats.class_count[: model._stats.n_classes] - before
+    np.testing.assert_allclose(added, 0.5 * np.array([post[c] for c in model.classes]), atol=1e-12)
+    frozen = learn(cls(), events)
+    with pytest.raises(Exception, match="label"):
+        frozen.learn_one(x, None)  # off by default: an unlabeled event is refused
+
+
+def naive_bayes_stream(n, seed, C=3, F=8, V=4):
+    """Events drawn from a naive Bayes network, so that the model's assumption holds."""
+    theta = np.random.default_rng(0).dirichlet(np.ones(V) * 0.5, size=(C, F))
+    r = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        y = int(r.integers(C))
+        out.append(({f"f{f}": f"v{r.choice(V, p=theta[y, f])}" for f in range(F)}, f"c{y}"))
+    return out
+
+
+def test_semi_supervised_em_helps_when_labels_are_not_too_rare():
+    """Nigam et al.'s setting: 1 event in 20 labeled, the rest learned through EM over the class."""
+    stream, test = naive_bayes_stream(5000, seed=1), naive_bayes_stream(2000, seed=2)
+    sup, semi = NaiveBayes(), NaiveBayes(learn_unlabeled=True, unlabeled_weight=0.5)
+    for i, (x, y) in enumerate(stream):
+        label = y if i % 20 == 0 else None
+        if label is not None:
+            sup.learn_one(x, label)
+        semi.learn_one(x, label)
+
+    def accuracy(m):
+        return np.mean([m.predict_one(x) == y for x, y in test])
+
+    assert accuracy(semi) > accuracy(sup)
+
+
+def test_impute_proba_is_the_class_mixture_of_the_estep():
+    events = random_events(200, n_feats=4, seed=39)
+    model = learn(NaiveBayes(), events)
+    x = {"f0": "v1", "f2": "v0"}
+    post = model.predict_proba_one(x)
+    got = model.impute_proba_one(x)
+    assert set(got) == {"f1", "f3"}
+    for f in ("f1", "f3"):
+        for v, p in got[f].items():
+            s = model._stats
+            fi = s.feature_index[f]
+            col = s.values[fi][v]
+            want = sum(
+                post[y] * (s.value_count[ci, col] + 1) / (s.feat_count[ci, fi] + s.n_values[fi])
+                for ci, y in enumerate(s.classes)
+            )
+            assert p == pytest.approx(want, abs=1e-12)
+        assert sum(got[f].values()) == pytest.approx(1.0)
+    filled = model.impute_one(x)
+    assert filled["f1"] == max(got["f1"], key=got["f1"].get) and filled["f0"] == "v1"
+
+
+def test_tan_imputation_equals_brute_force():
+    events = random_events(300, n_feats=4, n_vals=3, seed=40)
+    model = learn(TAN(rebuild_every=100), events)
+    s = model._stats
+    x = {"f0": "v2", "f3": "v1"}
+    got = model.impute_proba_one(x)
+    post = model.predict_proba_one(x)
+    for f in ("f1", "f2"):
+        fi = s.feature_index[f]
+        for v, p in got[f].items():
+            want = 0.0
+            for y, py in post.items():
+                u, m, _ = brute_force_estep(model, x, y)
+                want += py * m[list(u).index(s.values[fi][v])]
+            assert p == pytest.approx(want, abs=1e-12)
+
+
+def test_numeric_features_impute_their_posterior_mean_or_bin():
+    rng = np.random.default_rng(41)
+    events = [({"a": float(rng.normal(3 * y, 1)), "k": f"k{y}"}, y) for y in rng.integers(0, 2, 400).tolist()]
+    nb = learn(NaiveBayes(), events)
+    got = nb.impute_proba_one({"k": "k1"})["a"]
+    assert got["mean"] == pytest.approx(3.0, abs=0.3) and got["std"] > 0
+    assert nb.impute_one({"k": "k0"})["a"] == pytest.approx(0.0, abs=0.3)
+    tan = learn(TAN(rebuild_every=100, warmup=50), events)
+    bins = tan.impute_proba_one({"k": "k1"})["a"]
+    assert all(k.startswith("[") for k in bins) and sum(bins.values()) == pytest.approx(1.0)
+    assert tan.impute_one({"k": "k1"})["a"] > tan.impute_one({"k": "k0"})["a"]
