@@ -50,10 +50,11 @@ log = logging.getLogger("stream_nb.cli")
 ENV_PREFIX = "STREAM_NB_"
 
 #: ``--model`` choice -> (class name in :mod:`stream_nb`, the parameters it takes).
+_EM = ("missing", "learn_unlabeled", "unlabeled_weight")
 MODELS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "nb": ("NaiveBayes", ("alpha", "types", "loss", "var_smoothing")),
-    "aode": ("AODE", ("alpha", "m", "bins", "warmup", "types", "loss")),
-    "tan": ("TAN", ("alpha", "rebuild_every", "bins", "warmup", "types", "loss")),
+    "nb": ("NaiveBayes", ("alpha", "types", "loss", "var_smoothing", *_EM)),
+    "aode": ("AODE", ("alpha", "m", "bins", "warmup", "types", "loss", *_EM)),
+    "tan": ("TAN", ("alpha", "rebuild_every", "bins", "warmup", "types", "loss", *_EM)),
 }
 
 
@@ -62,7 +63,7 @@ class Setting:
     """One setting: a flag, an environment variable and a config-file key."""
 
     name: str
-    kind: str  # str, int, float, choice, list, mapping
+    kind: str  # str, int, float, bool, choice, list, mapping
     default: typing.Any
     help: str
     group: str
@@ -100,6 +101,13 @@ SETTINGS: tuple[Setting, ...] = (
             _MODEL, "FEATURE=categorical|numeric"),
     Setting("loss", "str", None, "JSON file {true_label: {predicted_label: cost}}: predict the class of least "
             "expected cost; labels are written as in the output's proba keys (1, true, yes)", _MODEL, "FILE"),
+    Setting("missing", "choice", None, "learning from events with missing attributes: em (add the expected counts "
+            "of the missing values under the current model) or ignore (skip them) (model default em)", _MODEL,
+            choices=("em", "ignore")),
+    Setting("learn_unlabeled", "bool", None, "learn from unlabeled events too, by EM over the class "
+            "(semi-supervised; model default off)", _MODEL),
+    Setting("unlabeled_weight", "float", None, "weight of an unlabeled event relative to a labeled one "
+            "(model default 1.0)", _MODEL, "W"),
     Setting("model_name", "str", None, "name written in each output's \"model\" field (default: the --model value)",
             _MODEL, "NAME"),
     Setting("label_field", "str", ENGINE_DEFAULTS["label_field"], "field holding the class label", _EVENTS, "FIELD"),
@@ -107,6 +115,8 @@ SETTINGS: tuple[Setting, ...] = (
             "(empty string: none)", _EVENTS, "FIELD"),
     Setting("features", "list", None, "use only these fields as features (default: every field but the label "
             "and the id); comma-separated", _EVENTS, "A,B,C"),
+    Setting("emit_imputed", "bool", False, "add \"imputed\": {feature: most probable value} of the missing "
+            "attributes to each output", _EVENTS),
     Setting("max_event_bytes", "int", ENGINE_DEFAULTS["max_event_bytes"], "longer events are dead-lettered "
             "as oversize", _EVENTS, "N"),
     Setting("input", "str", None, "JSON-lines file to read (default: stdin)", _JSONL, "PATH"),
@@ -151,7 +161,7 @@ SETTINGS: tuple[Setting, ...] = (
 _BY_NAME = {s.name: s for s in SETTINGS}
 _KAFKA_SETTINGS = ("bootstrap_servers", "input_topic", "output_topic", "group_id", "dead_letter_topic", "kafka_config")
 _JSONL_SETTINGS = ("input", "output", "dead_letter")
-_MODEL_PARAMS = ("alpha", "m", "bins", "warmup", "rebuild_every", "var_smoothing", "types", "loss")
+_MODEL_PARAMS = ("alpha", "m", "bins", "warmup", "rebuild_every", "var_smoothing", "types", "loss", *_EM)
 
 _DESCRIPTION = """\
 Run a streaming Bayesian classifier. Each event (one JSON object) is predicted
@@ -234,6 +244,8 @@ def build_parser() -> argparse.ArgumentParser:
         }
         if setting.kind == "choice":
             kwargs["choices"] = setting.choices
+        elif setting.kind == "bool":
+            kwargs.update(action="store_const", const=True)
         else:
             kwargs["metavar"] = setting.metavar
         if setting.kind == "mapping":
@@ -246,6 +258,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="TOML file of settings (see below) [env STREAM_NB_CONFIG]")
     other.add_argument("--print-config", action="store_true",
                        help="print the resolved settings as JSON on stdout and exit")
+    from .evaluate import add_subcommands  # stream-nb evaluate, stream-nb explain
+
+    add_subcommands(commands)
     return parser
 
 
@@ -256,6 +271,14 @@ def _convert(setting: Setting, value: typing.Any, origin: str) -> typing.Any:
         return ConfigError(f"{origin}: expected {expected}, got {value!r}")
 
     kind = setting.kind
+    if kind == "bool":
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.strip().lower() in ("1", "true", "yes", "on"):
+            return True
+        if isinstance(value, str) and value.strip().lower() in ("0", "false", "no", "off"):
+            return False
+        raise bad("true or false")
     if kind in ("str", "choice"):
         if not isinstance(value, str):
             raise bad("a string")
@@ -471,6 +494,7 @@ def engine_config(settings: dict[str, typing.Any]) -> dict[str, typing.Any]:
         "dead_letter_max_value_bytes": settings["dead_letter_max_value_bytes"],
         "log_loss_floor": settings["log_loss_floor"],
         "log_metrics_interval_s": settings["metrics_interval"],
+        "emit_imputed": settings["emit_imputed"],
     }
 
 
@@ -717,7 +741,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
-    return _run(args)
+    handler = getattr(args, "handler", None)  # evaluate, explain
+    return handler(args) if handler is not None else _run(args)
 
 
 if __name__ == "__main__":

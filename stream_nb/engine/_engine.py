@@ -80,6 +80,9 @@ DEFAULT_CONFIG: dict[str, typing.Any] = {
     "log_loss_floor": DEFAULT_LOG_LOSS_FLOOR,
     # Log the metrics at INFO every this many seconds; 0 disables.
     "log_metrics_interval_s": 60.0,
+    # Add "imputed": {feature: most probable value} of the event's missing attributes
+    # to each output (the model must have impute_one, as stream_nb's models do).
+    "emit_imputed": False,
 }
 
 
@@ -124,6 +127,8 @@ def check_config(config: dict[str, typing.Any]) -> dict[str, typing.Any]:
     _number(config, "commit_interval_s", float, allow_zero=True)
     _number(config, "dead_letter_max_value_bytes", int, allow_zero=True)
     _number(config, "log_metrics_interval_s", float, allow_zero=True)
+    if not isinstance(config["emit_imputed"], bool):
+        raise ConfigError(f"emit_imputed must be True or False, got {config['emit_imputed']!r}")
     name = config["model_name"]
     if name is not None and not isinstance(name, str):
         raise ConfigError(f"model_name must be a string or None, got {name!r}")
@@ -197,6 +202,11 @@ class Engine:
         self.model_name = name if name is not None else type(model).__name__
         # stream_nb's learners score an event once for both; any river classifier works too
         self._predict = getattr(model, "predict_and_proba_one", None) or self._predict_separately
+        # semi-supervised models (learn_unlabeled=True) learn unlabeled events too, once they know a class
+        self._learn_unlabeled = getattr(model, "learn_unlabeled", False) is True
+        self._emit_imputed = self.config["emit_imputed"]
+        if self._emit_imputed and not callable(getattr(model, "impute_one", None)):
+            raise ConfigError(f"emit_imputed needs a model with impute_one(); {type(model).__name__} has none")
 
         self.model = model
         self.source = source
@@ -301,7 +311,8 @@ class Engine:
             event = self.decoder.decode(record.value)
             x = event.features
             prediction, proba = self._predict(x)
-            learned = event.label is not None
+            imputed = self._impute(x) if self._emit_imputed else None
+            learned = event.label is not None or (self._learn_unlabeled and bool(self.model.classes))
             if learned:
                 self.model.learn_one(x, event.label)
         except InvalidEventError as exc:
@@ -318,9 +329,16 @@ class Engine:
                 "n_learned": self.metrics.learned,
                 "source": record.position,
             }
+            if imputed is not None:
+                output["imputed"] = imputed
             self.sink.send(orjson.dumps(output), record.key)
         self.positions[record.partition] = record.next_position
         self._since_checkpoint += 1
+
+    def _impute(self, x: dict) -> dict:
+        """The most probable value of each missing attribute, before the event is learned."""
+        filled = self.model.impute_one(x)
+        return {k: v for k, v in filled.items() if k not in x or x[k] is None}
 
     def _predict_separately(self, x: dict) -> tuple[typing.Any, dict]:
         return self.model.predict_one(x), self.model.predict_proba_one(x)
