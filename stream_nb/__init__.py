@@ -5,7 +5,8 @@ sufficient statistics (:mod:`stream_nb._stats`):
 
 - :class:`NaiveBayes`: categorical counts with Lidstone smoothing, Gaussian numeric features;
 - :class:`AODE`: averaged one-dependence estimators;
-- :class:`TAN`: tree-augmented naive Bayes, its tree rebuilt from running counts.
+- :class:`TAN`: tree-augmented naive Bayes, its tree rebuilt from running counts;
+- :class:`SPODE`: one super-parent for every attribute, chosen from the stream.
 
 >>> from stream_nb import NaiveBayes, AODE, TAN
 """
@@ -15,7 +16,8 @@ from __future__ import annotations
 from . import exceptions
 from .aode import AODE
 from .naive_bayes import NaiveBayes
+from .spode import SPODE
 from .tan import TAN
 
-__all__ = ["NaiveBayes", "AODE", "TAN", "exceptions"]
+__all__ = ["NaiveBayes", "AODE", "TAN", "SPODE", "exceptions"]
 __version__ = "0.1.0"

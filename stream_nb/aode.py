@@ -5,7 +5,7 @@ import numpy as np
 from ._base import BayesClassifier, _assemble, logsumexp
 from .exceptions import ConfigError
 
-__all__ = ["AODE"]
+__all__ = ["AODE", "spode_terms", "mixture_estep"]
 
 
 class AODE(BayesClassifier):
@@ -122,20 +122,7 @@ class AODE(BayesClassifier):
 
     def _spode_terms(self, cols, feats):
         """(C, k) log P̂(c, x_i) Π_j P̂(x_j | c, x_i) for every observed i, and the parent mask."""
-        s, a = self._stats, self._alpha
-        C = s.n_classes
-        vc = s.value_count[:C, cols]  # |D_c,xi|  (C, k)
-        n_vals = s.n_values[feats] + (cols == 0)  # N_i (a never-seen value counts as one more)
-        parents = vc.sum(0) >= self.m
-        d_i = s.feat_count[:C, feats].sum(0)  # |D| over the events where feature i was observed
-        joint = np.log(vc + a) - np.log(d_i + a * n_vals)
-        pc = s.pair_count[:C][:, cols[:, None], cols[None, :]]  # (C, k, k)  |D_c,xi,xj|
-        den = s.pair_feat[:C][:, cols[:, None], feats[None, :]]  # |D_c,xi| where x_j observed
-        ratio = (pc + a) / (den + a * n_vals[None, None, :])
-        k = len(cols)
-        idx = np.arange(k)
-        ratio[:, idx, idx] = 1.0  # P(x_i | c, x_i) = 1
-        return joint + np.log(ratio).sum(2), parents
+        return spode_terms(self._stats, self._alpha, cols, feats, self.m)
 
     def _jll(self, enc):
         cols = enc.cols
@@ -147,96 +134,7 @@ class AODE(BayesClassifier):
         return logsumexp(terms[:, parents], axis=1)
 
     def _estep(self, enc, c, miss, pairs):
-        """Posterior of the missing values given the observed ones and class ``c``, under AODE.
-
-        AODE's joint is a sum of one-dependence models (SPODEs); summed over
-        the completions of the missing values it is a mixture whose
-        components are: each qualifying observed parent i (given x_i the
-        missing attributes are independent, P̂(x_m | c, x_i)), and each
-        qualifying value t of each missing attribute i (then x_i = t and the
-        others follow P̂(x_m | c, t)). When no observed attribute qualifies,
-        completions with no qualifying value at all follow naive Bayes, a
-        last component. Component weights are their marginal likelihoods,
-        so the result is the exact posterior under the model.
-        """
-        if not len(miss):
-            return super()._estep(enc, c, miss, pairs)
-        s, a = self._stats, self._alpha
-        C = s.n_classes
-        ocols, ofeats = enc.cols, enc.feats
-        n_all = s.n_values
-        mcols = [s.columns_of(f) for f in miss.tolist()]
-        U = np.concatenate(mcols)
-        Ufeat = np.concatenate([np.full(len(cl), f, dtype=np.int64) for f, cl in zip(miss.tolist(), mcols)])
-        count = s.value_count[:C].sum(0)  # |D_v|, for the frequency limit m
-        d_all = s.feat_count[:C].sum(0)  # |D| over the events where each feature was observed
-        logw, rows = [], []
-
-        def cond(vcols):
-            """P̂(u | c, v) for parent columns vcols (rows) and every missing column u: (len(vcols), |U|)."""
-            return (s.pair_count[c][vcols[:, None], U] + a) / (s.pair_feat[c][vcols[:, None], Ufeat] + a * n_all[Ufeat])
-
-        if len(ocols):
-            qual = count[ocols] >= self.m
-            if qual.any():
-                pc = ocols[qual]
-                joint = np.log(s.value_count[c, pc] + a) - np.log(d_all[ofeats[qual]] + a * n_all[ofeats[qual]])
-                ratio = (s.pair_count[c][pc[:, None], ocols] + a) / (s.pair_feat[c][pc[:, None], ofeats] + a * n_all[ofeats])
-                ratio[np.arange(len(pc)), np.flatnonzero(qual)] = 1.0
-                logw.append(joint + np.log(ratio).sum(1))
-                rows.append(cond(pc))
-        lo = 0
-        for f, cl in zip(miss.tolist(), mcols):
-            hi = lo + len(cl)
-            qual = count[cl] >= self.m
-            if qual.any():
-                t = cl[qual]
-                joint = np.log(s.value_count[c, t] + a) - np.log(d_all[f] + a * n_all[f])
-                if len(ocols):
-                    ratio = (s.pair_count[c][t[:, None], ocols] + a) / (s.pair_feat[c][t[:, None], ofeats] + a * n_all[ofeats])
-                    joint = joint + np.log(ratio).sum(1)
-                r = cond(t)
-                r[:, lo:hi] = 0.0
-                r[np.arange(len(t)), lo + np.flatnonzero(qual)] = 1.0
-                logw.append(joint)
-                rows.append(r)
-            lo = hi
-        if not len(ocols) or not (count[ocols] >= self.m).any():
-            # completions in which nothing qualifies: naive Bayes over the unqualified values
-            nb = self._naive_jll(enc)[c]
-            r = (s.value_count[c, U] + a) / (s.feat_count[c, Ufeat] + a * n_all[Ufeat])
-            r = np.where(count[U] >= self.m, 0.0, r)
-            lo, ok = 0, True
-            for cl in mcols:
-                hi = lo + len(cl)
-                z = r[lo:hi].sum()
-                if z == 0.0:
-                    ok = False
-                    break
-                nb += np.log(z)
-                r[lo:hi] /= z
-                lo = hi
-            if ok:
-                logw.append(np.array([nb]))
-                rows.append(r[None, :])
-        if not logw:
-            return super()._estep(enc, c, miss, pairs)
-        pi = _softmax(np.concatenate(logw))
-        R = np.concatenate(rows)
-        mvec = pi @ R
-        blocks, lo = [], 0
-        for f, cl in zip(miss.tolist(), mcols):
-            blocks.append((f, cl, mvec[lo : lo + len(cl)]))
-            lo += len(cl)
-        if not pairs:
-            return _assemble(enc, blocks, None)
-        J = (R * pi[:, None]).T @ R  # missing attributes independent within each component
-        lo = 0
-        for cl in mcols:  # one attribute takes one value: its own block is diagonal
-            hi = lo + len(cl)
-            J[lo:hi, lo:hi] = np.diag(mvec[lo:hi])
-            lo = hi
-        return _assemble(enc, blocks, "given", J)
+        return mixture_estep(self, enc, c, miss, pairs, self.m, None)
 
     def _jll_many(self, D, dfeats, G, gslots):
         out = self._naive_jll_many(D, dfeats, G, gslots)
@@ -264,6 +162,122 @@ class AODE(BayesClassifier):
                 t = np.where(parents[None], terms, -np.inf)[:, rows]
                 out[lo : lo + 128][rows] = logsumexp(t, axis=2).T
         return out
+
+
+def spode_terms(s, a, cols, feats, m_limit=0):
+    """(C, k) log P̂(c, x_i) Π_{j≠i} P̂(x_j | c, x_i) of the SPODE rooted at each observed x_i,
+    and the mask of the parents seen at least ``m_limit`` times."""
+    C = s.n_classes
+    vc = s.value_count[:C, cols]  # |D_c,xi|  (C, k)
+    n_vals = s.n_values[feats] + (cols == 0)  # N_i (a never-seen value counts as one more)
+    parents = vc.sum(0) >= m_limit
+    d_i = s.feat_count[:C, feats].sum(0)  # |D| over the events where feature i was observed
+    joint = np.log(vc + a) - np.log(d_i + a * n_vals)
+    pc = s.pair_count[:C][:, cols[:, None], cols[None, :]]  # (C, k, k)  |D_c,xi,xj|
+    den = s.pair_feat[:C][:, cols[:, None], feats[None, :]]  # |D_c,xi| where x_j observed
+    ratio = (pc + a) / (den + a * n_vals[None, None, :])
+    k = len(cols)
+    idx = np.arange(k)
+    ratio[:, idx, idx] = 1.0  # P(x_i | c, x_i) = 1
+    return joint + np.log(ratio).sum(2), parents
+
+
+def mixture_estep(self, enc, c, miss, pairs, m_limit, allowed):
+    # ``self``: the AODE or SPODE whose counts and smoothing are used
+    """Posterior of the missing values given the observed ones and class ``c``, under AODE
+    (``allowed``: the features that may be super-parents, None for all; ``m_limit``: the
+    frequency limit).
+
+    AODE's joint is a sum of one-dependence models (SPODEs); summed over
+    the completions of the missing values it is a mixture whose
+    components are: each qualifying observed parent i (given x_i the
+    missing attributes are independent, P̂(x_m | c, x_i)), and each
+    qualifying value t of each missing attribute i (then x_i = t and the
+    others follow P̂(x_m | c, t)). When no observed attribute qualifies,
+    completions with no qualifying value at all follow naive Bayes, a
+    last component. Component weights are their marginal likelihoods,
+    so the result is the exact posterior under the model.
+    """
+    if not len(miss):
+        return BayesClassifier._estep(self, enc, c, miss, pairs)
+    s, a = self._stats, self._alpha
+    C = s.n_classes
+    ocols, ofeats = enc.cols, enc.feats
+    n_all = s.n_values
+    mcols = [s.columns_of(f) for f in miss.tolist()]
+    U = np.concatenate(mcols)
+    Ufeat = np.concatenate([np.full(len(cl), f, dtype=np.int64) for f, cl in zip(miss.tolist(), mcols)])
+    count = s.value_count[:C].sum(0)  # |D_v|, for the frequency limit m
+    d_all = s.feat_count[:C].sum(0)  # |D| over the events where each feature was observed
+    logw, rows = [], []
+
+    def cond(vcols):
+        """P̂(u | c, v) for parent columns vcols (rows) and every missing column u: (len(vcols), |U|)."""
+        return (s.pair_count[c][vcols[:, None], U] + a) / (s.pair_feat[c][vcols[:, None], Ufeat] + a * n_all[Ufeat])
+
+    ok_o = np.ones(len(ocols), dtype=bool) if allowed is None else np.isin(ofeats, allowed)
+    ok_m = [allowed is None or f in allowed for f in miss.tolist()]
+    if len(ocols):
+        qual = (count[ocols] >= m_limit) & ok_o
+        if qual.any():
+            pc = ocols[qual]
+            joint = np.log(s.value_count[c, pc] + a) - np.log(d_all[ofeats[qual]] + a * n_all[ofeats[qual]])
+            ratio = (s.pair_count[c][pc[:, None], ocols] + a) / (s.pair_feat[c][pc[:, None], ofeats] + a * n_all[ofeats])
+            ratio[np.arange(len(pc)), np.flatnonzero(qual)] = 1.0
+            logw.append(joint + np.log(ratio).sum(1))
+            rows.append(cond(pc))
+    lo = 0
+    for f, cl, ok in zip(miss.tolist(), mcols, ok_m):
+        hi = lo + len(cl)
+        qual = (count[cl] >= m_limit) & ok
+        if qual.any():
+            t = cl[qual]
+            joint = np.log(s.value_count[c, t] + a) - np.log(d_all[f] + a * n_all[f])
+            if len(ocols):
+                ratio = (s.pair_count[c][t[:, None], ocols] + a) / (s.pair_feat[c][t[:, None], ofeats] + a * n_all[ofeats])
+                joint = joint + np.log(ratio).sum(1)
+            r = cond(t)
+            r[:, lo:hi] = 0.0
+            r[np.arange(len(t)), lo + np.flatnonzero(qual)] = 1.0
+            logw.append(joint)
+            rows.append(r)
+        lo = hi
+    if allowed is None and (not len(ocols) or not (count[ocols] >= m_limit).any()):
+        # completions in which nothing qualifies: naive Bayes over the unqualified values
+        nb = self._naive_jll(enc)[c]
+        r = (s.value_count[c, U] + a) / (s.feat_count[c, Ufeat] + a * n_all[Ufeat])
+        r = np.where(count[U] >= m_limit, 0.0, r)
+        lo, ok = 0, True
+        for cl in mcols:
+            hi = lo + len(cl)
+            z = r[lo:hi].sum()
+            if z == 0.0:
+                ok = False
+                break
+            nb += np.log(z)
+            r[lo:hi] /= z
+            lo = hi
+        if ok:
+            logw.append(np.array([nb]))
+            rows.append(r[None, :])
+    if not logw:
+        return BayesClassifier._estep(self, enc, c, miss, pairs)
+    pi = _softmax(np.concatenate(logw))
+    R = np.concatenate(rows)
+    mvec = pi @ R
+    blocks, lo = [], 0
+    for f, cl in zip(miss.tolist(), mcols):
+        blocks.append((f, cl, mvec[lo : lo + len(cl)]))
+        lo += len(cl)
+    if not pairs:
+        return _assemble(enc, blocks, None)
+    J = (R * pi[:, None]).T @ R  # missing attributes independent within each component
+    lo = 0
+    for cl in mcols:  # one attribute takes one value: its own block is diagonal
+        hi = lo + len(cl)
+        J[lo:hi, lo:hi] = np.diag(mvec[lo:hi])
+        lo = hi
+    return _assemble(enc, blocks, "given", J)
 
 
 def _softmax(logw: np.ndarray) -> np.ndarray:

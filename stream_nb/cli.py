@@ -55,6 +55,7 @@ MODELS: dict[str, tuple[str, tuple[str, ...]]] = {
     "nb": ("NaiveBayes", ("alpha", "types", "loss", "var_smoothing", *_EM)),
     "aode": ("AODE", ("alpha", "m", "bins", "warmup", "types", "loss", *_EM)),
     "tan": ("TAN", ("alpha", "rebuild_every", "bins", "warmup", "types", "loss", *_EM)),
+    "spode": ("SPODE", ("parent", "alpha", "rebuild_every", "bins", "warmup", "types", "loss", *_EM)),
 }
 
 
@@ -87,13 +88,16 @@ _ENGINE = "engine"
 _OPS = "operations"
 
 SETTINGS: tuple[Setting, ...] = (
-    Setting("model", "choice", "nb", "classifier: naive Bayes, AODE or TAN", _MODEL, choices=tuple(MODELS)),
+    Setting("model", "choice", "nb", "classifier: naive Bayes, AODE, TAN or SPODE", _MODEL, choices=tuple(MODELS)),
     Setting("alpha", "float", None, "Lidstone smoothing > 0 (all models; model default 1.0)", _MODEL, "A"),
+    Setting("parent", "str", None, "SPODE: the super-parent attribute (model default: chosen from the stream, "
+            "the lowest running log loss at each rebuild)", _MODEL, "FEATURE"),
     Setting("m", "int", None, "AODE: a value is a parent only once seen in M events (model default 1)", _MODEL, "M"),
-    Setting("bins", "int", None, "AODE, TAN: equal-frequency bins per numeric feature (model default 5)", _MODEL, "N"),
-    Setting("warmup", "int", None, "AODE, TAN: values of a numeric feature used to place its bin edges "
+    Setting("bins", "int", None, "AODE, TAN, SPODE: equal-frequency bins per numeric feature (model default 5)", _MODEL, "N"),
+    Setting("warmup", "int", None, "AODE, TAN, SPODE: values of a numeric feature used to place its bin edges "
             "(model default 100)", _MODEL, "N"),
-    Setting("rebuild_every", "int", None, "TAN: rebuild the tree every N learned events (model default 1000)",
+    Setting("rebuild_every", "int", None, "TAN, SPODE: rebuild the tree / re-choose the super-parent every N "
+            "learned events (model default 1000)",
             _MODEL, "N"),
     Setting("var_smoothing", "float", None, "NB: floor of each Gaussian variance, as a fraction of the feature's variance over all classes (model default 1e-9)", _MODEL, "V"),
     Setting("types", "mapping", {}, "declare feature types instead of inferring them from the first value "
@@ -161,7 +165,7 @@ SETTINGS: tuple[Setting, ...] = (
 _BY_NAME = {s.name: s for s in SETTINGS}
 _KAFKA_SETTINGS = ("bootstrap_servers", "input_topic", "output_topic", "group_id", "dead_letter_topic", "kafka_config")
 _JSONL_SETTINGS = ("input", "output", "dead_letter")
-_MODEL_PARAMS = ("alpha", "m", "bins", "warmup", "rebuild_every", "var_smoothing", "types", "loss", *_EM)
+_MODEL_PARAMS = ("parent", "alpha", "m", "bins", "warmup", "rebuild_every", "var_smoothing", "types", "loss", *_EM)
 
 _DESCRIPTION = """\
 Run a streaming Bayesian classifier. Each event (one JSON object) is predicted

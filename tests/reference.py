@@ -144,3 +144,26 @@ def tan_posterior(events, x, tree, alpha, features):
         score[c] = total
     z = sum(score.values())
     return {c: s / z for c, s in score.items()}
+
+
+def spode_posterior(events, x, parent, alpha):
+    """The seeds' SPODE with super-parent ``parent``; a missing parent is summed out."""
+    classes = list(dict.fromkeys(y for _, y in events))
+    feats = [f for f in x if f != parent and _observed(x, f) and values_of(events, f)]
+    n_vals = {f: len(values_of(events, f)) + (x[f] not in values_of(events, f)) for f in feats}
+    pvals = [x[parent]] if _observed(x, parent) else values_of(events, parent)
+    n_p = len(values_of(events, parent)) + (_observed(x, parent) and x[parent] not in values_of(events, parent))
+    d_p = sum(1 for z, _ in events if _observed(z, parent))
+    score = {}
+    for c in classes:
+        total = 0.0
+        for t in pvals:
+            d_ct = [z for z, y in events if y == c and z.get(parent) == t]
+            p = (len(d_ct) + alpha) / (d_p + alpha * n_p)
+            for j in feats:
+                d_ctj = [z for z in d_ct if _observed(z, j)]
+                p *= (sum(1 for z in d_ctj if z[j] == x[j]) + alpha) / (len(d_ctj) + alpha * n_vals[j])
+            total += p
+        score[c] = total
+    z = sum(score.values())
+    return {c: s / z for c, s in score.items()}

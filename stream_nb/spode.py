@@ -1,0 +1,242 @@
+from __future__ import annotations
+
+import numpy as np
+
+from ._base import BayesClassifier, logsumexp
+from .aode import _check_binning, mixture_estep, spode_terms
+from .exceptions import ConfigError
+
+__all__ = ["SPODE"]
+
+
+class SPODE(BayesClassifier):
+    """Super-parent one-dependence estimator: every attribute depends on the class and one super-parent.
+
+    .. math::
+
+        P(c \\mid x) \\propto \\hat P(c, x_p) \\prod_{j \\ne p} \\hat P(x_j \\mid c, x_p)
+
+    with the estimates of :class:`~stream_nb.AODE` (the seeds' SPODE). A
+    missing super-parent is summed out exactly, Σ_t P̂(c, t) Π_j P̂(x_j | c, t).
+
+    With ``parent=None`` the model chooses the super-parent itself, as the
+    seeds' model selection: before learning each labeled event it scores, for
+    every attribute, the SPODE rooted at it (prequential log loss of the true
+    class), and at every rebuild (each ``rebuild_every`` learned events, and
+    :meth:`rebuild`) the attribute with the lowest running mean log loss
+    becomes the super-parent. Before the first rebuild it predicts as naive
+    Bayes over the same counts. All pair counts are kept, so switching parent
+    loses nothing. Numeric features are discretised as in AODE.
+
+    Parameters
+    ----------
+    parent
+        Name of the super-parent attribute, or None to choose it from the stream.
+    alpha
+        Lidstone smoothing, > 0.
+    rebuild_every
+        Learned events between two choices of the super-parent (0: only on :meth:`rebuild`).
+    bins, warmup, bin_edges
+        Discretisation of numeric features (see :class:`~stream_nb.AODE`).
+    types
+        ``{feature: "categorical" | "numeric"}`` overriding type inference.
+    loss
+        Optional loss matrix ``{truth: {prediction: cost}}`` for Bayes decision.
+    missing, learn_unlabeled, unlabeled_weight
+        EM for missing values and unlabeled events (see :class:`~stream_nb.NaiveBayes`).
+
+    Examples
+    --------
+    >>> from stream_nb import SPODE
+    >>> model = SPODE(rebuild_every=8)
+    >>> stream = [
+    ...     ({"weather": "sun", "season": "summer", "wind": "calm"}, "beach"),
+    ...     ({"weather": "rain", "season": "summer", "wind": "calm"}, "museum"),
+    ...     ({"weather": "sun", "season": "winter", "wind": "gale"}, "museum"),
+    ...     ({"weather": "sun", "season": "summer", "wind": "gale"}, "beach"),
+    ... ] * 2
+    >>> for x, y in stream:
+    ...     model.learn_one(x, y)
+    >>> model.super_parent
+    'season'
+    >>> model.predict_proba_one({"weather": "sun", "season": "summer"})
+    {'beach': 0.8475, 'museum': 0.1525}
+
+    By hand: P̂(beach, summer) = (4 + 1)/(8 + 2), P̂(sun | beach, summer) = (4 + 1)/(4 + 2),
+    P̂(museum, summer) = (2 + 1)/(8 + 2), P̂(sun | museum, summer) = (0 + 1)/(2 + 2).
+
+    """
+
+    _pairs = True
+    _numeric = "bins"
+
+    def __init__(
+        self,
+        parent: str | None = None,
+        alpha: float = 1.0,
+        rebuild_every: int = 1000,
+        bins: int = 5,
+        warmup: int = 100,
+        bin_edges: dict | None = None,
+        types: dict | None = None,
+        loss: dict | None = None,
+        missing: str = "em",
+        learn_unlabeled: bool = False,
+        unlabeled_weight: float = 1.0,
+    ):
+        self.parent = parent
+        self.alpha = alpha
+        self.rebuild_every = rebuild_every
+        self.bins = bins
+        self.warmup = warmup
+        self.bin_edges = bin_edges
+        self.types = types
+        self.loss = loss
+        self.missing = missing
+        self.learn_unlabeled = learn_unlabeled
+        self.unlabeled_weight = unlabeled_weight
+        if isinstance(rebuild_every, bool) or not isinstance(rebuild_every, int) or rebuild_every < 0:
+            raise ConfigError(f"rebuild_every: expected an integer >= 0, got {rebuild_every!r}")
+        _check_binning(bins, warmup)
+        self._setup()
+        self._chosen = parent  # the super-parent's name, or None (naive Bayes)
+        self._loss_sum = np.zeros(0)
+        self._loss_n = np.zeros(0)
+        self._since_rebuild = 0
+        self.n_rebuilds = 0
+
+    @classmethod
+    def _unit_test_params(cls):
+        yield {}
+        yield {"rebuild_every": 20, "bins": 3, "warmup": 20}
+
+    @property
+    def super_parent(self):
+        """The current super-parent's name (None: predicting as naive Bayes)."""
+        return self._chosen
+
+    @property
+    def scores(self) -> dict:
+        """Running mean prequential log loss of the SPODE rooted at each attribute (``parent=None``)."""
+        names = self._stats.features
+        return {names[f]: float(self._loss_sum[f] / self._loss_n[f]) for f in range(len(self._loss_n)) if self._loss_n[f]}
+
+    # ------------------------------------------------------------------ choosing the parent
+
+    def learn_one(self, x: dict, y, w: float = 1.0) -> None:
+        if self.parent is None and y is not None and not (isinstance(y, float) and y != y):
+            self._score(x, y)
+        super().learn_one(x, y, w)
+
+    def _score(self, x: dict, y) -> None:
+        """Add each candidate SPODE's log loss on (x, y), before learning it."""
+        s = self._stats
+        c = s.class_index.get(y)
+        F = len(s.features)
+        if len(self._loss_n) < F:
+            grow = F - len(self._loss_n)
+            self._loss_sum = np.concatenate([self._loss_sum, np.zeros(grow)])
+            self._loss_n = np.concatenate([self._loss_n, np.zeros(grow)])
+        if c is None or not s.n_classes:
+            return  # a class never seen: every SPODE gives it probability 0; nothing to rank by
+        enc = s.encode(x)
+        if not len(enc.cols):
+            return
+        terms, _ = spode_terms(s, self._alpha, enc.cols, enc.feats)
+        logp = terms - logsumexp(terms, axis=0)[None, :]
+        self._loss_sum[enc.feats] -= logp[c]
+        self._loss_n[enc.feats] += 1
+
+    def rebuild(self) -> None:
+        """Choose the super-parent now (``parent=None``): the lowest running mean log loss, ties by name."""
+        if self.parent is None and self._loss_n.any():
+            names = self._stats.features
+            seen = np.flatnonzero(self._loss_n)
+            mean = self._loss_sum[seen] / self._loss_n[seen]
+            best = min(zip(mean.tolist(), seen.tolist()), key=lambda t: (t[0], str(names[t[1]])))
+            self._chosen = names[best[1]]
+        self._since_rebuild = 0
+        self.n_rebuilds += 1
+
+    def _learned(self, n: int) -> None:
+        self._since_rebuild += n
+        if self.rebuild_every and self._since_rebuild >= self.rebuild_every:
+            self.rebuild()
+
+    def _batch_limit(self) -> int:
+        return self.rebuild_every - self._since_rebuild if self.rebuild_every else 1 << 62
+
+    def _needs_rows(self, X, y) -> bool:
+        # the running scores need each event scored by the model as it was just before it
+        return self.parent is None or super()._needs_rows(X, y)
+
+    # ------------------------------------------------------------------ inference
+
+    def _parent_index(self):
+        return self._stats.feature_index.get(self._chosen) if self._chosen is not None else None
+
+    def _jll(self, enc):
+        s = self._stats
+        p = self._parent_index()
+        if p is None or not s.n_classes or s.n_values[p] == 0:
+            return self._naive_jll(enc)
+        cols, feats = enc.cols, enc.feats
+        hit = feats == p
+        if hit.any():
+            return self._rooted(cols[hit], p, cols[~hit], feats[~hit])[:, 0]
+        # the super-parent is missing: sum it out
+        t = s.columns_of(p)
+        return logsumexp(self._rooted(t, p, cols, feats), axis=1)
+
+    def _rooted(self, tcols, p, cols, feats) -> np.ndarray:
+        """(C, |tcols|): log P̂(c, x_p = t) + Σ_j log P̂(x_j | c, t) for each parent value t."""
+        s, a = self._stats, self._alpha
+        C = s.n_classes
+        tcols = np.atleast_1d(tcols)
+        n_p = s.n_values[p] + (tcols == 0)
+        d_p = s.feat_count[:C, p].sum()
+        out = np.log(s.value_count[:C][:, tcols] + a) - np.log(d_p + a * n_p)[None, :]
+        if len(cols):
+            n_vals = s.n_values[feats] + (cols == 0)
+            ratio = (s.pair_count[:C][:, tcols[:, None], cols[None, :]] + a) / (
+                s.pair_feat[:C][:, tcols[:, None], feats[None, :]] + a * n_vals[None, None, :]
+            )
+            out = out + np.log(ratio).sum(2)
+        return out
+
+    def _jll_many(self, D, dfeats, G, gslots):
+        s = self._stats
+        if self._parent_index() is None or not s.n_classes:
+            return self._naive_jll_many(D, dfeats, G, gslots)
+        from ._stats import Encoded
+
+        out = np.empty((len(D), s.n_classes))
+        for r in range(len(D)):
+            obs = D[r] >= 0
+            cols = D[r, obs]
+            out[r] = self._jll(Encoded(cols, dfeats[obs], gslots[:0], G[r, :0], bool((cols == 0).any())))
+        return out
+
+    # ------------------------------------------------------------------ EM
+
+    def _estep(self, enc, c, miss, pairs):
+        p = self._parent_index()
+        if p is None or not self._stats.n_values[p]:
+            return super()._estep(enc, c, miss, pairs)
+        return mixture_estep(self, enc, c, miss, pairs, 0, [p])
+
+    # ------------------------------------------------------------------ state
+
+    def _extra_state(self):
+        return (
+            {"loss_sum": self._loss_sum.copy(), "loss_n": self._loss_n.copy()},
+            {"chosen": self._chosen, "since_rebuild": self._since_rebuild, "n_rebuilds": self.n_rebuilds},
+        )
+
+    def _load_extra_state(self, arrays, meta):
+        self._loss_sum = np.asarray(arrays["loss_sum"], dtype=float)
+        self._loss_n = np.asarray(arrays["loss_n"], dtype=float)
+        self._chosen = meta["chosen"]
+        self._since_rebuild = meta["since_rebuild"]
+        self.n_rebuilds = meta["n_rebuilds"]
+

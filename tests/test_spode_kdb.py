@@ -1,0 +1,91 @@
+"""SPODE (and KDB) against brute force, and the choice of the super-parent."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from river import checks
+
+import reference as ref
+from stream_nb import SPODE
+from test_learners import assert_proba_close, learn, random_events
+
+
+@pytest.mark.parametrize("parent", ["f0", "f2"])
+def test_spode_equals_the_seeds_formula_with_its_parent_observed_or_missing(parent):
+    events = random_events(200, n_feats=4, missing=0.15, seed=51)
+    model = learn(SPODE(parent=parent, missing="ignore"), events)
+    for x, _ in random_events(40, n_feats=4, missing=0.3, seed=52) + [({"f1": "new"}, None)]:
+        assert_proba_close(model.predict_proba_one(x), ref.spode_posterior(events, x, parent, 1.0))
+
+
+def test_spode_chooses_the_parent_with_the_lowest_prequential_log_loss():
+    events = random_events(300, n_feats=4, seed=53)
+    model = SPODE(rebuild_every=0)
+    # the running scores, recomputed independently: each event scored by each candidate before learning it
+    want = {f: [] for f in ("f0", "f1", "f2", "f3")}
+    for i, (x, y) in enumerate(events):
+        if i:
+            for f in want:
+                p = ref.spode_posterior(events[:i], x, f, 1.0)
+                if y in p:
+                    want[f].append(-math.log(p[y]))
+        model.learn_one(x, y)
+    scores = model.scores
+    for f, losses in want.items():
+        assert scores[f] == pytest.approx(np.mean(losses), rel=1e-9)
+    assert model.super_parent is None  # not chosen before a rebuild: naive Bayes
+    model.rebuild()
+    assert model.super_parent == min(scores, key=scores.get)
+    x = events[0][0]
+    assert_proba_close(model.predict_proba_one(x), ref.spode_posterior(events, x, model.super_parent, 1.0), 1e-10)
+
+
+def test_spode_learn_many_equals_learn_one():
+    events = random_events(240, n_feats=4, missing=0.1, seed=54)
+    one = learn(SPODE(rebuild_every=50), events)
+    many = SPODE(rebuild_every=50)
+    for lo in range(0, len(events), 70):
+        chunk = events[lo : lo + 70]
+        many.learn_many(pd.DataFrame([x for x, _ in chunk]), pd.Series([y for _, y in chunk]))
+    assert one.super_parent == many.super_parent and one.scores == pytest.approx(many.scores)
+    X = pd.DataFrame([x for x, _ in events[:30]])
+    got = many.predict_proba_many(X)
+    for i, (x, _) in enumerate(events[:30]):
+        assert_proba_close(got.iloc[i].to_dict(), one.predict_proba_one(x), 1e-9)
+
+
+def test_spode_estep_is_the_single_parent_mixture():
+    from test_em import brute_force_estep
+
+    model = learn(SPODE(parent="f1"), random_events(300, n_feats=5, n_vals=3, seed=55))
+    s = model._stats
+    for x, y in random_events(40, n_feats=5, n_vals=3, missing=0.45, seed=56):
+        enc = s.encode(x)
+        miss = s.missing_of(enc)
+        if not len(miss):
+            continue
+        u, m, _, J = model._estep(enc, s.class_index[y], miss, pairs=True)
+        ub, mb, Jb = brute_force_estep(model, x, y)
+        np.testing.assert_array_equal(u, ub)
+        np.testing.assert_allclose(m, mb, atol=1e-12)
+        np.testing.assert_allclose(J, Jb, atol=1e-12)
+
+
+def test_spode_state_round_trips():
+    import json
+
+    model = learn(SPODE(rebuild_every=40), random_events(120, seed=57))
+    arrays, meta = model.state()
+    back = SPODE.from_state(arrays, json.loads(json.dumps(meta)))
+    assert back.super_parent == model.super_parent and back.scores == model.scores
+    x = random_events(1, seed=58)[0][0]
+    assert back.predict_proba_one(x) == model.predict_proba_one(x)
+
+
+@pytest.mark.parametrize("model", [SPODE(**p) for p in SPODE._unit_test_params()], ids=repr)
+def test_river_check_estimator(model):
+    checks.check_estimator(model)
