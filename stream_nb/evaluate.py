@@ -41,8 +41,7 @@ predicted only, and counted as unlabeled; as in the daemon, a model built with
 Models (:func:`parse_model_specs`)
 ----------------------------------
 ``--models`` is a comma-separated list of ``NAME[:PARAM=VALUE[:PARAM=VALUE]...]``
-with NAME one of ``nb``, ``aode``, ``tan`` (the daemon's ``--model``
-choices), e.g. ``nb,aode:m=5,tan:rebuild_every=500:bins=10``. The same model
+with NAME one of the daemon's ``--model`` choices (``nb``, ``aode``, ``tan``, ...), e.g. ``nb,aode:m=5,tan:rebuild_every=500:bins=10``. The same model
 may appear twice with different parameters. A global flag (``--alpha``,
 ``--bins``, ...) applies to every listed model that takes it; a per-model
 parameter overrides it for that model.
@@ -320,7 +319,7 @@ def open_events(
     Parameters
     ----------
     source
-        A path, ``"-"`` for standard input, or ``"river:NAME"``.
+        A path, ``"-"`` for standard input (read whole before the first event), or ``"river:NAME"``.
     fmt
         ``"csv"`` or ``"jsonl"``; by default from the file name (``.csv``; ``.jsonl``, ``.json``,
         ``.ndjson``), for stdin from its first non-blank byte.
@@ -408,7 +407,7 @@ def parse_model_specs(text: str) -> list[ModelSpec]:
     >>> parse_model_specs("nb,svm")
     Traceback (most recent call last):
     ...
-    stream_nb.exceptions.ConfigError: --models: unknown model 'svm' in 'nb,svm'; expected one of nb, aode, tan
+    stream_nb.exceptions.ConfigError: --models: unknown model 'svm' in 'nb,svm'; expected one of nb, aode, tan...
     """
     specs: list[ModelSpec] = []
     for item in (part.strip() for part in text.split(",")):
@@ -880,7 +879,8 @@ def add_subcommands(commands: argparse._SubParsersAction) -> None:
     )
     _add_input_flags(p, "models")
     p.add_argument("--models", default="nb,aode,tan", metavar="SPECS",
-                   help="models to compare: NAME[:PARAM=VALUE...], comma-separated (default: nb,aode,tan)")
+                   help=f"models to compare: NAME[:PARAM=VALUE...] with NAME one of {', '.join(MODELS)}, "
+                        "comma-separated (default: nb,aode,tan)")
     p.add_argument("--report", metavar="DIR", default=None,
                    help="write learning_curves.png, one tree PNG per TAN and report.md into DIR")
     p.add_argument("--window", type=int, default=500, metavar="N",
@@ -944,6 +944,9 @@ def run_evaluate(args: argparse.Namespace) -> int:
     if not result.n_events:
         print(f"stream-nb evaluate: error: no valid event in {args.input}", file=sys.stderr)
         return 1
+    if not result.n_labeled:
+        print(f"stream-nb evaluate: warning: no event has a label in the field {args.label_field!r} "
+              "(--label-field): nothing was learned or scored", file=sys.stderr)
     print()
     print(format_table(result.table()))
     for r in result.models:

@@ -378,9 +378,11 @@ def add_subcommand(commands: argparse._SubParsersAction, add_input_flags: typing
                        "are not attributes)")
     event.add_argument("--event-file", metavar="PATH", help="file holding the event as one JSON object")
     add_input_flags(p, "model")
+    from .cli import MODELS
+
     p.add_argument("--model", default="nb", metavar="SPEC",
-                   help="model trained on --input: nb, aode or tan, with :PARAM=VALUE as in evaluate "
-                        "(default: nb)")
+                   help=f"model trained on --input: one of {', '.join(MODELS)}, with :PARAM=VALUE as in "
+                        "evaluate's --models (default: nb)")
     p.add_argument("--snapshot", metavar="PATH", default=None,
                    help="explain with the model saved at PATH (stream_nb.load) instead of training one")
     p.add_argument("--permutations", type=int, default=DEFAULT_PERMUTATIONS, metavar="K",

@@ -390,3 +390,17 @@ def test_cli_no_valid_event_exits_1(tmp_path):
     stderr = out.stderr.decode()
     assert "line 1: not_an_object" in stderr and "line 2: invalid_json" in stderr
     assert f"no valid event in {path}" in stderr
+
+
+def test_cli_warns_when_nothing_is_labeled_and_checks_feature_columns(tmp_path):
+    path = tmp_path / "nolabel.csv"
+    path.write_text("a,b,class\n1,x,p\n2,y,q\n")
+    out = cli("evaluate", "--input", str(path), "--models", "nb")
+    assert out.returncode == 0
+    assert "2 events (0 labeled, 2 unlabeled: predicted only)" in out.stdout.decode()
+    assert "no event has a label in the field 'label' (--label-field)" in out.stderr.decode()
+    out = cli("evaluate", "--input", str(path), "--models", "nb", "--label-field", "class")
+    assert table_rows(out.stdout.decode())["nb"]["accuracy"] == 0.0
+    out = cli("evaluate", "--input", str(path), "--features", "a,c")
+    assert out.returncode == 2
+    assert "--features names column(s) 'c', which the header ['a', 'b', 'class'] does not have" in out.stderr.decode()
