@@ -65,7 +65,7 @@ import typing
 import numpy as np
 import orjson
 
-from .exceptions import ConfigError, InvalidEventError
+from .exceptions import ConfigError, InvalidEventError, SnapshotError
 
 __all__ = ["EXACT_MAX_ATTRIBUTES", "DEFAULT_PERMUTATIONS", "Contribution", "Explanation", "explain_one", "log_odds"]
 
@@ -361,7 +361,7 @@ method:
   ln P(x_i|c1)/P(x_i|c2).
 
 exit status: 0 done, 1 the model cannot explain the event (fewer than two
-classes) or an unreadable input, 2 invalid settings."""
+classes), an unreadable input or a damaged snapshot, 2 invalid settings."""
 
 
 def add_subcommand(commands: argparse._SubParsersAction, add_input_flags: typing.Callable) -> None:
@@ -456,6 +456,9 @@ def run_explain(args: argparse.Namespace) -> int:
         return 2
     except (OSError, UnicodeDecodeError) as exc:
         print(f"stream-nb explain: error: cannot read the model's input: {exc}", file=sys.stderr)
+        return 1
+    except SnapshotError as exc:
+        print(f"stream-nb explain: error: {exc}", file=sys.stderr)
         return 1
     try:
         expl = explain_one(model, event.features, permutations=args.permutations, seed=args.permutation_seed)

@@ -364,3 +364,7 @@ def test_cli_snapshot(tmp_path):
         {c.attribute: round(c.shapley, 4) for c in e.contributions}, abs=1e-12)
     both = cli("--snapshot", str(snapshot), "--input", "river:LED", "--event", event)
     assert both.returncode == 2 and "either --snapshot or --input" in both.stderr.decode()
+    damaged = tmp_path / "damaged.snapshot"
+    damaged.write_bytes(snapshot.read_bytes()[:-10])
+    out = cli("--snapshot", str(damaged), "--event", event)
+    assert out.returncode == 1 and str(damaged) in out.stderr.decode()
