@@ -47,6 +47,16 @@ Errors
   next checkpoint, after a poll has completed the rebalance.
 * :class:`~stream_nb.exceptions.ConfigError`: an unknown key or a value that
   kafka-python rejects.
+
+Snapshots (``--snapshot-dir``, see :mod:`stream_nb.engine._checkpoint`) use
+three hooks of :class:`KafkaSource`: :meth:`~KafkaSource.set_resume_policy`
+decides where each partition resumes when it is assigned (the partition is
+paused until it is positioned, on the engine's thread);
+:meth:`~KafkaSource.set_revocation_handler` flushes, snapshots and hands back
+the offsets to commit before partitions are revoked (the commit is awaited on
+kafka-python's IO thread, so heartbeats go on); :meth:`~KafkaSource.reposition`
+positions every assigned partition again after the engine rewound.
+:mod:`connectors.kafka_txn` adds the exactly-once (transactional) outputs.
 """
 
 from __future__ import annotations
@@ -57,7 +67,7 @@ import typing
 
 import kafka.errors as Errors
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
-from kafka.consumer.subscription_state import ConsumerRebalanceListener
+from kafka.consumer.subscription_state import AsyncConsumerRebalanceListener
 from kafka.structs import OffsetAndMetadata, TopicPartition
 
 from stream_nb.engine._io import Record
@@ -229,8 +239,8 @@ def _connect(factory, config: dict, *, role: str):
         discard()
         raise ConnectorUnavailable(
             f"Kafka {role}: no broker reachable at {bootstrap} within "
-            f"{config.get('bootstrap_timeout_ms')} ms ({exc}); check that Kafka is running "
-            f"and that bootstrap_servers is right",
+            f"{config.get('bootstrap_timeout_ms')} ms ({type(exc).__name__}); check that Kafka "
+            f"is running and that bootstrap_servers is right",
             bootstrap_servers=bootstrap,
         ) from exc
     except (Errors.KafkaConfigurationError, ValueError, TypeError) as exc:
@@ -253,23 +263,33 @@ def _partition_key(topic: str, partition: int) -> str:
 # --------------------------------------------------------------------- source
 
 
-class _RebalanceListener(ConsumerRebalanceListener):
-    """Forwards kafka-python's rebalance callbacks (run on its IO thread) to the source."""
+class _RebalanceListener(AsyncConsumerRebalanceListener):
+    """Forwards kafka-python's rebalance callbacks to the source.
+
+    kafka-python awaits them on its IO thread while the engine's thread waits
+    inside ``poll()`` (or ``close()``); being coroutines, they can await a
+    commit without stopping the heartbeats.
+    """
 
     def __init__(self, source: KafkaSource):
         self._source = source
 
-    def on_partitions_revoked(self, revoked):
+    async def on_partitions_revoked(self, revoked):
         self._source._on_rebalance("revoked", revoked)
+        await self._source._on_revoke(revoked)
 
-    def on_partitions_assigned(self, assigned):
+    async def on_partitions_assigned(self, assigned):
         self._source._on_rebalance("assigned", assigned)
 
-    def on_partitions_lost(self, lost):
+    async def on_partitions_lost(self, lost):
         self._source._on_rebalance("lost", lost)
 
 
 RebalanceCallback = typing.Callable[[str, list], None]
+#: ``policy(partition, committed_offset or None, committed_metadata or None) -> offset or None``
+ResumePolicy = typing.Callable[[str, "int | None", "str | None"], "int | None"]
+#: ``handler(partitions) -> (positions to commit, commit metadata, done(ok)) or None``
+RevocationHandler = typing.Callable[[list], typing.Any]
 
 
 class KafkaSource:
@@ -343,11 +363,16 @@ class KafkaSource:
         self.config = cfg
         self.topic: str = cfg["topic"]
         self._commit_timeout_ms = cfg["commit_timeout_ms"]
+        self._settle_timeout_ms = min(5_000, self._commit_timeout_ms)
         self._close_timeout_ms = cfg["close_timeout_ms"]
         self._lock = threading.Lock()
         self._pending_seeks: dict[TopicPartition, int] = {}
+        self._resume_policy: ResumePolicy | None = None
+        self._revocation_handler: RevocationHandler | None = None
+        self._to_settle: set[TopicPartition] = set()  # assigned, paused until positioned by the policy
         self._callbacks: list[RebalanceCallback] = []
         self._keys: dict[TopicPartition, str] = {}
+        self._paused: set[TopicPartition] = set()  # paused by pause(), for back-pressure
         self._closed = False
         client_cfg = {k: v for k, v in cfg.items() if k not in self._OWN_KEYS}
         client_cfg["enable_auto_commit"] = False
@@ -376,6 +401,12 @@ class KafkaSource:
         in the order kafka-python returned them.
         """
         batches = self._consumer.poll(timeout_ms=max(0, int(timeout * 1000)), max_records=max_records)
+        if self._to_settle:
+            with self._lock:
+                unsettled = set(self._to_settle)
+            # settling seeks every such partition anyway, so records fetched before that are dropped
+            batches = {tp: messages for tp, messages in (batches or {}).items() if tp not in unsettled}
+            self._settle()
         if not batches:
             return []
         out: list[Record] = []
@@ -388,8 +419,8 @@ class KafkaSource:
             ])
         return out
 
-    def commit(self, positions: dict[str, int]) -> None:
-        """Commit ``{"<topic>-<partition>": next_offset}`` synchronously.
+    def commit(self, positions: dict[str, int], metadata: str = "") -> None:
+        """Commit ``{"<topic>-<partition>": next_offset}`` synchronously, each with ``metadata``.
 
         Partitions no longer assigned to this consumer (revoked by a rebalance)
         are skipped with a warning: their new owner resumes from the last
@@ -403,7 +434,7 @@ class KafkaSource:
         for key, next_offset in positions.items():
             tp = self._tp(key)
             if tp in assigned:
-                offsets[tp] = OffsetAndMetadata(int(next_offset), "", -1)
+                offsets[tp] = OffsetAndMetadata(int(next_offset), metadata, -1)
             else:
                 skipped.append(key)
         if skipped:
@@ -459,6 +490,106 @@ class KafkaSource:
         """Call ``callback(event, partitions)`` on every rebalance (see the class docstring)."""
         self._callbacks.append(callback)
 
+    def set_resume_policy(self, policy: ResumePolicy | None) -> None:
+        """Position every partition assigned from now on with ``policy(partition, committed, metadata)``.
+
+        A newly assigned partition is paused; at the next :meth:`poll`, on the
+        caller's thread, its committed offset and metadata are fetched and it
+        resumes at the offset the policy returns, or at the committed offset
+        when it returns ``None`` (``auto_offset_reset`` when nothing is
+        committed). An explicit :meth:`seek` still wins.
+        """
+        self._resume_policy = policy
+
+    def set_revocation_handler(self, handler: RevocationHandler | None) -> None:
+        """Call ``handler(partitions)`` before partitions are revoked (also on close).
+
+        It runs on kafka-python's IO thread while :meth:`poll` waits, must not
+        call this consumer, and returns ``None`` or ``(positions, metadata,
+        done)``: the offsets of the revoked partitions to commit now, which the
+        source commits without blocking the heartbeats, then calls ``done(ok)``.
+        """
+        self._revocation_handler = handler
+
+    def reposition(self) -> None:
+        """Position every assigned partition again with the resume policy before its next record.
+
+        For a rewind (an aborted transaction): safe on any thread, takes effect at the next :meth:`poll`.
+        """
+        with self._lock:
+            assigned = set(self._consumer.assignment() or ())
+            self._to_settle |= assigned
+        if assigned:
+            self._consumer.pause(*sorted(assigned))
+
+    def group_metadata(self):
+        """This consumer's group membership, for ``KafkaProducer.send_offsets_to_transaction``."""
+        return self._consumer.group_metadata()
+
+    def transaction_offsets(self, positions: dict[str, int], metadata: str = "") -> dict:
+        """``{TopicPartition: OffsetAndMetadata}`` of the assigned partitions among ``positions``."""
+        assigned = self._consumer.assignment() or set()
+        offsets = {}
+        for key, next_offset in positions.items():
+            tp = self._tp(key)
+            if tp in assigned:
+                offsets[tp] = OffsetAndMetadata(int(next_offset), metadata, -1)
+        return offsets
+
+    def pause(self) -> None:
+        """Stop fetching every assigned partition; :meth:`poll` keeps the group membership alive.
+
+        Back-pressure (see :mod:`stream_nb.engine._flow`): partitions assigned
+        later start unpaused, so the engine calls this again before each poll
+        while it holds the input.
+        """
+        assigned = self._consumer.assignment() or set()
+        todo = set(assigned) - self._paused
+        if todo:
+            self._consumer.pause(*sorted(todo))
+        self._paused = set(assigned)
+
+    def resume(self) -> None:
+        """Fetch again the partitions :meth:`pause` paused (and are still assigned)."""
+        assigned = self._consumer.assignment() or set()
+        todo = sorted(self._paused & set(assigned))
+        self._paused = set()
+        if todo:
+            self._consumer.resume(*todo)
+
+    #: Unit of :meth:`lag`.
+    lag_unit = "records"
+
+    def lag(self, timeout: float = 2.0) -> dict[str, int]:
+        """Records after this consumer's position in each assigned partition (end offset - position).
+
+        One ListOffsets request for all partitions, so call it periodically,
+        never per event. Raises :class:`ConnectorUnavailable` when the broker
+        does not answer within ``timeout`` seconds.
+        """
+        assigned = sorted(self._consumer.assignment() or ())
+        if not assigned:
+            return {}
+        timeout_ms = max(1, int(timeout * 1000))
+        try:
+            ends = self._consumer.end_offsets(assigned, timeout_ms=timeout_ms)
+        except _UNAVAILABLE as exc:
+            bootstrap = _servers(self.config["bootstrap_servers"])
+            raise ConnectorUnavailable(
+                f"Kafka source: no end offsets of {self.topic!r} from {bootstrap} within {timeout_ms} ms "
+                f"({type(exc).__name__})", bootstrap_servers=bootstrap,
+            ) from exc
+        out: dict[str, int] = {}
+        for tp in assigned:
+            try:
+                position = self._consumer.position(tp, timeout_ms=timeout_ms)
+            except Errors.IllegalStateError:  # revoked meanwhile
+                continue
+            end = ends.get(tp)
+            if position is not None and end is not None:
+                out[self._key(tp)] = max(0, end - position)
+        return out
+
     def committed(self, partitions: typing.Iterable[str] | None = None) -> dict[str, int | None]:
         """The group's committed offsets (``None`` where nothing is committed).
 
@@ -493,11 +624,17 @@ class KafkaSource:
         if not partitions and event != "assigned":
             return
         if event == "assigned":
+            settle = []
             with self._lock:
                 for tp in partitions:
                     offset = self._pending_seeks.pop(tp, None)
                     if offset is not None:
                         self._consumer.seek(tp, offset)
+                    elif self._resume_policy is not None:
+                        settle.append(tp)
+                self._to_settle |= set(settle)
+            if settle:  # no record of theirs until _settle() positioned them
+                self._consumer.pause(*settle)
         keys = [self._key(tp) for tp in partitions]
         log.info("Kafka source: partitions %s: %s", event, ", ".join(keys) or "none")
         for callback in list(self._callbacks):
@@ -505,6 +642,66 @@ class KafkaSource:
                 callback(event, keys)
             except Exception:  # noqa: BLE001 - a failing hook must not break the heartbeat loop
                 log.exception("Kafka source: rebalance callback %r failed", callback)
+
+    async def _on_revoke(self, partitions) -> None:
+        """Let the revocation handler snapshot, then commit what it returns (awaited on the IO thread)."""
+        handler = self._revocation_handler
+        if handler is None or not partitions:
+            return
+        keys = [self._key(tp) for tp in sorted(partitions)]
+        try:
+            result = handler(keys)
+        except Exception:  # noqa: BLE001 - the rebalance must go on
+            log.exception("Kafka source: the revocation handler failed; nothing committed")
+            return
+        if not result:
+            return
+        positions, metadata, done = result
+        offsets = {self._tp(k): OffsetAndMetadata(int(v), metadata, -1) for k, v in positions.items()}
+        try:
+            await self._consumer.commit_async(offsets)
+        except Exception as exc:  # noqa: BLE001 - the new owner resumes from the last commit
+            log.warning("Kafka source: committing %s before the partitions went failed: %r",
+                        ", ".join(sorted(positions)), exc)
+            done(False)
+            return
+        log.info("Kafka source: committed %s before the partitions went",
+                 ", ".join(f"{k}={v}" for k, v in sorted(positions.items())))
+        done(True)
+
+    def _settle(self) -> None:
+        """Seek newly assigned partitions where the resume policy says, then resume them."""
+        assigned = self._consumer.assignment() or set()
+        with self._lock:
+            self._to_settle &= set(assigned)
+            todo = sorted(self._to_settle)
+        for tp in todo:
+            key = self._key(tp)
+            try:
+                found = self._consumer.committed(tp, metadata=True, timeout_ms=self._settle_timeout_ms)
+            except Errors.KafkaError as exc:
+                log.warning("Kafka source: no committed offset of %s yet (%r); retrying at the next poll", key, exc)
+                continue
+            committed = found.offset if found is not None and found.offset >= 0 else None
+            metadata = found.metadata if found is not None else None
+            policy = self._resume_policy
+            target = policy(key, committed, metadata) if policy is not None else None
+            if target is None:
+                target = committed
+            if target is not None:
+                self._consumer.seek(tp, int(target))
+                where = f"offset {target}"
+            elif self.config["auto_offset_reset"] == "latest":
+                self._consumer.seek_to_end(tp)
+                where = "its end (nothing committed)"
+            else:
+                self._consumer.seek_to_beginning(tp)
+                where = "its beginning (nothing committed)"
+            with self._lock:
+                self._to_settle.discard(tp)
+            if tp not in getattr(self, "_paused", ()):  # not held by back-pressure
+                self._consumer.resume(tp)
+            log.info("Kafka source: %s resumes at %s", key, where)
 
 
 # ----------------------------------------------------------------------- sink
@@ -605,6 +802,8 @@ class KafkaSink:
         self.topic: str = cfg["topic"]
         self._close_timeout_ms = cfg["close_timeout_ms"]
         self._failed = 0
+        self._sent = 0  # records handed to the producer (engine thread)
+        self._acked = 0  # records acknowledged (sender thread)
         self._first_error: BaseException | None = None
         self._closed = False
         if cfg["create_topic"]:
@@ -625,6 +824,8 @@ class KafkaSink:
         except Errors.KafkaError as exc:
             self._on_error(exc)
             raise self._error() from exc
+        self._sent += 1
+        future.add_callback(self._on_ack)
         future.add_errback(self._on_error)
 
     def flush(self) -> None:
@@ -649,6 +850,15 @@ class KafkaSink:
         """How many records could not be delivered."""
         return self._failed
 
+    @property
+    def in_flight(self) -> int:
+        """Records sent and neither acknowledged nor failed yet (the engine's back-pressure gauge).
+
+        kafka-python's producer queues records without any bound; the engine
+        pauses its input while this is above ``max_in_flight``.
+        """
+        return max(0, self._sent - self._acked - self._failed)
+
     def __enter__(self) -> KafkaSink:
         return self
 
@@ -656,6 +866,10 @@ class KafkaSink:
         self.close()
 
     # -- internals ----------------------------------------------------------
+
+    def _on_ack(self, metadata) -> None:
+        # Called on the producer's sender thread, once per acknowledged record.
+        self._acked += 1
 
     def _on_error(self, exc: BaseException) -> None:
         # Called on the producer's sender thread.
