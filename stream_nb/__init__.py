@@ -6,7 +6,8 @@ sufficient statistics (:mod:`stream_nb._stats`):
 - :class:`NaiveBayes`: categorical counts with Lidstone smoothing, Gaussian numeric features;
 - :class:`AODE`: averaged one-dependence estimators;
 - :class:`TAN`: tree-augmented naive Bayes, its tree rebuilt from running counts;
-- :class:`SPODE`: one super-parent for every attribute, chosen from the stream.
+- :class:`SPODE`: one super-parent for every attribute, chosen from the stream;
+- :class:`KDB`: each attribute depends on up to k others (Sahami's k-dependence classifier).
 
 >>> from stream_nb import NaiveBayes, AODE, TAN
 """
@@ -15,9 +16,14 @@ from __future__ import annotations
 
 from . import exceptions
 from .aode import AODE
+from .kdb import KDB
 from .naive_bayes import NaiveBayes
 from .spode import SPODE
 from .tan import TAN
 
-__all__ = ["NaiveBayes", "AODE", "TAN", "SPODE", "exceptions"]
+__all__ = ["NaiveBayes", "AODE", "TAN", "SPODE", "KDB", "exceptions"]
 __version__ = "0.1.0"
+
+from ._snapshot import load, save  # noqa: E402 - the snapshot container (stream_nb._snapshot)
+
+__all__ += ["save", "load"]

@@ -133,12 +133,18 @@ class BayesClassifier(base.MiniBatchClassifier):
             raise ConfigError(f"unlabeled_weight: expected a finite number >= 0, got {uw!r}")
         self._stats = Stats(
             pairs=self._pairs,
+            tuples=self._tuples(),
+            max_table_cells=getattr(self, "max_table_cells", None),
             numeric=self._numeric,
             types=self.types,
             bins=getattr(self, "bins", 5),
             warmup=getattr(self, "warmup", 100),
             bin_edges=getattr(self, "bin_edges", None),
         )
+
+    def _tuples(self) -> int:
+        """Order of the joint counts beyond pairs that the model needs (0: none)."""
+        return 0
 
     @property
     def _multiclass(self):
@@ -165,7 +171,7 @@ class BayesClassifier(base.MiniBatchClassifier):
                 return
             s._check_label(y)  # raises: a missing label
         s._check_label(y)
-        enc = s.encode_learn(x)
+        enc = s.encode_learn(x, y)
         c = s.class_of(y)
         miss = s.missing_of(enc) if self.missing == "em" else None
         if miss is not None and len(miss):

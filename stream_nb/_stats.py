@@ -46,7 +46,7 @@ import numpy as np
 import pandas as pd
 
 from ._discretise import Discretiser
-from .exceptions import ConfigError, FeatureTypeError, InvalidEventError, MergeError
+from .exceptions import CapacityError, ConfigError, FeatureTypeError, InvalidEventError, MergeError
 
 __all__ = ["Stats", "Encoded", "CAT", "GAUSS", "BINNED"]
 
@@ -165,10 +165,24 @@ class Stats:
     {'sunny': {'no': 1.0, 'yes': 0.0}, 'rain': {'no': 0.0, 'yes': 1.0}}
     """
 
-    def __init__(self, *, pairs: bool, numeric: str, types=None, bins: int = 5, warmup: int = 100, bin_edges=None):
+    def __init__(
+        self,
+        *,
+        pairs: bool,
+        numeric: str,
+        types=None,
+        bins: int = 5,
+        warmup: int = 100,
+        bin_edges=None,
+        tuples: int = 0,
+        max_table_cells: int | None = None,
+    ):
         if numeric not in ("gaussian", "bins"):
             raise ConfigError(f"numeric: expected 'gaussian' or 'bins', got {numeric!r}")
         self.pairs = bool(pairs)
+        # tuples = t >= 3: also keep t-way class-conditional counts (KDB with k = t - 1 parents)
+        self.tuples = int(tuples)
+        self.max_table_cells = max_table_cells
         self.numeric = numeric
         self.types = _check_types(types)
         self.bins = bins
@@ -233,7 +247,44 @@ class Stats:
         for k, v in new.items():
             setattr(self, k, v)
         self._cap = (cc, cv, cf, cg)
+        if self.tuples:
+            self._alloc_tuples(cc, cv, cf)
         self.epoch += 1
+
+    def _alloc_tuples(self, cc, cv, cf):
+        """The t-way tensors grow as V^t, so they get no spare capacity beyond the base arrays'."""
+        t = self.tuples
+        old = getattr(self, "tuple_count", None)
+        if old is not None and old.shape[0] >= cc and old.shape[1] >= cv and self.tuple_feat.shape[-1] >= cf:
+            return
+        C, V, F = len(self.classes), len(self.value_keys), len(self.features)
+        cc, cv, cf = min(cc, C + 2), min(cv, V + 8), min(cf, F + 4)
+        tc = np.zeros((cc,) + (cv,) * t)
+        tf = np.zeros((cc,) + (cv,) * (t - 1) + (cf,))
+        if old is not None:
+            tc[(slice(0, C),) + (slice(0, V),) * t] = old[(slice(0, C),) + (slice(0, V),) * t]
+            tf[(slice(0, C),) + (slice(0, V),) * (t - 1) + (slice(0, F),)] = self.tuple_feat[
+                (slice(0, C),) + (slice(0, V),) * (t - 1) + (slice(0, F),)
+            ]
+        self.tuple_count, self.tuple_feat = tc, tf
+
+    def table_cells(self, extra_values: int = 0, extra_classes: int = 0) -> int:
+        """Cells of the t-way count table with that many more values and classes (0 without one)."""
+        if not self.tuples:
+            return 0
+        return (len(self.classes) + extra_classes) * (len(self.value_keys) + extra_values) ** self.tuples
+
+    def _check_room(self, extra_values: int, extra_classes: int) -> None:
+        if not self.tuples or self.max_table_cells is None:
+            return
+        cells = self.table_cells(extra_values, extra_classes)
+        if cells > self.max_table_cells:
+            raise CapacityError(
+                f"the {self.tuples}-way count table would need {cells:,} cells "
+                f"({len(self.classes) + extra_classes} classes x {len(self.value_keys) + extra_values} values^{self.tuples}), "
+                f"more than max_table_cells={self.max_table_cells:,}; lower k or the number of bins, "
+                f"or raise max_table_cells"
+            )
 
     def __getstate__(self):
         state = self.__dict__.copy()
@@ -246,6 +297,8 @@ class Stats:
         cc, cv, cf, cg = self._cap
         need = (len(self.classes) + c, len(self.value_keys) + v, len(self.features) + f, self.n_gauss + g)
         if need[0] <= cc and need[1] <= cv and need[2] <= cf and need[3] <= cg:
+            if self.tuples:
+                self._alloc_tuples(*need[:3])
             return
 
         def grow(cap, n):
@@ -450,15 +503,23 @@ class Stats:
                 reason="bad_label",
             ) from None
 
-    def encode_learn(self, x: dict) -> Encoded:
+    def encode_learn(self, x: dict, y=None) -> Encoded:
         """Indices of ``x`` for learning: validates all of ``x`` first, then
-        registers new features and values and feeds the discretisers."""
+        registers new features and values and feeds the discretisers.
+
+        ``y``, when given, is the event's label: a t-way table checks it has
+        room for a new class as well before anything changes.
+        """
         last = self._last
         if last is not None:
             self._last = None
             if last[0] == tuple(x.items()):
+                if y is not None and self.tuples:
+                    self._check_room(0, y not in self.class_index)
                 return last[1]
         cols, feats, gs, gx, todo = self._plan(x)
+        if self.tuples:
+            self._check_room(len(todo), y is not None and y not in self.class_index)
         for name, f, k, v in todo:
             if f is None:
                 f = self._add_feature(name, k)
@@ -502,6 +563,10 @@ class Stats:
                 rows = cols[:, None]
                 self.pair_count[c][rows, cols] += w
                 self.pair_feat[c][rows, feats] += w
+            if self.tuples:
+                t = self.tuples
+                self.tuple_count[c][np.ix_(*([cols] * t))] += w
+                self.tuple_feat[c][np.ix_(*([cols] * (t - 1)), feats)] += w
         self.add_gaussian(c, w, enc.gslots, enc.gx)
 
     def add_gaussian(self, c: int, w: float, gs: np.ndarray, gx: np.ndarray) -> None:
@@ -691,6 +756,8 @@ class Stats:
                 if valid.any():
                     events.append((int(np.argmax(valid)), pos, 0, name, kind, None))
         events.sort(key=lambda e: (e[0], e[1], e[2]))
+        if self.tuples:  # binned values may add a few more: they are checked as they come
+            self._check_room(sum(1 for e in events if e[2] == 1), 0)
         for _, _, what, name, kind, v in events:
             if what == 0:
                 self._add_feature(name, kind)
@@ -722,6 +789,8 @@ class Stats:
     def classes_from_codes(self, codes: np.ndarray, labels: list) -> np.ndarray:
         """Class indices of factorised labels, registering new classes in order of first appearance."""
         present, first = np.unique(codes, return_index=True)
+        if self.tuples:
+            self._check_room(0, sum(1 for code in present if labels[code] not in self.class_index))
         for code in present[np.argsort(first)]:
             if labels[code] not in self.class_index:
                 self._add_class(labels[code])
@@ -746,6 +815,8 @@ class Stats:
                 r3, a3, b3 = np.nonzero(M)
                 np.add.at(self.pair_count, (yc[r3], D[r3, a3], D[r3, b3]), w[r3])
                 np.add.at(self.pair_feat, (yc[r3], D[r3, a3], dfeats[b3]), w[r3])
+            if self.tuples:
+                self._add_tuples_many(D, dfeats, yc, w, mask)
         for j, g in enumerate(gslots):
             x = G[:, j]
             ok = ~np.isnan(x)
@@ -760,6 +831,19 @@ class Stats:
             idx = np.flatnonzero(present)
             self._merge_moments(idx, g, nb[idx], mb[idx], m2b[idx])
 
+    def _add_tuples_many(self, D, dfeats, yc, w, mask):
+        t = self.tuples
+        k = D.shape[1]
+        grid = np.indices((k,) * t).reshape(t, -1)  # every t-tuple of column positions
+        for lo in range(0, len(D), 64):
+            Dm, mk = D[lo : lo + 64], mask[lo : lo + 64]
+            ok = np.logical_and.reduce([mk[:, g] for g in grid])  # (rows, k^t)
+            r, j = np.nonzero(ok)
+            cols = tuple(Dm[r, grid[a][j]] for a in range(t))
+            ww = w[lo : lo + 64][r]
+            np.add.at(self.tuple_count, (yc[lo : lo + 64][r],) + cols, ww)
+            np.add.at(self.tuple_feat, (yc[lo : lo + 64][r],) + cols[:-1] + (dfeats[grid[-1][j]],), ww)
+
     def _merge_moments(self, cls, g, nb, mb, m2b):
         na, ma, m2a = self.g_n[cls, g], self.g_mean[cls, g], self.g_m2[cls, g]
         n = na + nb
@@ -772,7 +856,7 @@ class Stats:
 
     def merge(self, other: "Stats") -> None:
         """Add ``other``'s counts into this store (exactly: as if its stream came next)."""
-        if (self.pairs, self.numeric) != (other.pairs, other.numeric):
+        if (self.pairs, self.numeric, self.tuples) != (other.pairs, other.numeric, other.tuples):
             raise MergeError(
                 f"cannot merge statistics kept differently: pairs={self.pairs}, numeric={self.numeric!r} "
                 f"here, pairs={other.pairs}, numeric={other.numeric!r} in the other model"
@@ -799,6 +883,13 @@ class Stats:
 
         # align classes, features, values (in the other store's order, as a sequential run would)
         self.epoch += 1
+        if self.tuples:
+            new_v = sum(
+                1 for col in range(1, len(other.value_keys))
+                if other.features[other.value_feature[col]] not in self.feature_index
+                or other.value_keys[col] not in self.values[self.feature_index[other.features[other.value_feature[col]]]]
+            )
+            self._check_room(new_v, sum(1 for y in other.classes if y not in self.class_index))
         cmap = np.array([self.class_of(y) for y in other.classes], dtype=np.int64)
         fmap = np.empty(len(other.features), dtype=np.int64)
         for name, f in other.feature_index.items():
@@ -823,6 +914,12 @@ class Stats:
         if self.pairs:
             self.pair_count[np.ix_(cmap, vmap[1:], vmap[1:])] += other.pair_count[:C, 1:V, 1:V]
             self.pair_feat[np.ix_(cmap, vmap[1:], fmap)] += other.pair_feat[:C, 1:V, :F]
+        if self.tuples:
+            t, vv = self.tuples, vmap[1:]
+            self.tuple_count[np.ix_(cmap, *([vv] * t))] += other.tuple_count[(slice(0, C),) + (slice(1, V),) * t]
+            self.tuple_feat[np.ix_(cmap, *([vv] * (t - 1)), fmap)] += other.tuple_feat[
+                (slice(0, C),) + (slice(1, V),) * (t - 1) + (slice(0, F),)
+            ]
         for f_other, f in enumerate(fmap):
             if other.kinds[f_other] != GAUSS:
                 continue
@@ -915,8 +1012,14 @@ class Stats:
         if self.pairs:
             arrays["pair_count"] = self.pair_count[:C, :V, :V].copy()
             arrays["pair_feat"] = self.pair_feat[:C, :V, :F].copy()
+        if self.tuples:
+            t = self.tuples
+            arrays["tuple_count"] = self.tuple_count[(slice(0, C),) + (slice(0, V),) * t].copy()
+            arrays["tuple_feat"] = self.tuple_feat[(slice(0, C),) + (slice(0, V),) * (t - 1) + (slice(0, F),)].copy()
         meta = {
             "pairs": self.pairs,
+            "tuples": self.tuples,
+            "max_table_cells": self.max_table_cells,
             "numeric": self.numeric,
             "types": self.types,
             "bins": self.bins,
@@ -941,6 +1044,7 @@ class Stats:
         s = cls(
             pairs=meta["pairs"], numeric=meta["numeric"], types=meta["types"],
             bins=meta["bins"], warmup=meta["warmup"], bin_edges=meta["bin_edges"],
+            tuples=meta.get("tuples", 0), max_table_cells=meta.get("max_table_cells"),
         )
         kinds = {"categorical": CAT, "gaussian": GAUSS, "binned": BINNED}
         for y in meta["classes"]:
@@ -960,4 +1064,8 @@ class Stats:
         if s.pairs:
             s.pair_count[:C, :V, :V] = arrays["pair_count"]
             s.pair_feat[:C, :V, :F] = arrays["pair_feat"]
+        if s.tuples:
+            t = s.tuples
+            s.tuple_count[(slice(0, C),) + (slice(0, V),) * t] = arrays["tuple_count"]
+            s.tuple_feat[(slice(0, C),) + (slice(0, V),) * (t - 1) + (slice(0, F),)] = arrays["tuple_feat"]
         return s

@@ -56,6 +56,8 @@ MODELS: dict[str, tuple[str, tuple[str, ...]]] = {
     "aode": ("AODE", ("alpha", "m", "bins", "warmup", "types", "loss", *_EM)),
     "tan": ("TAN", ("alpha", "rebuild_every", "bins", "warmup", "types", "loss", *_EM)),
     "spode": ("SPODE", ("parent", "alpha", "rebuild_every", "bins", "warmup", "types", "loss", *_EM)),
+    "kdb": ("KDB", ("k", "alpha", "rebuild_every", "max_table_cells", "max_completions", "bins", "warmup", "types",
+                    "loss", *_EM)),
 }
 
 
@@ -86,17 +88,23 @@ _JSONL = "JSON-lines mode (the default: no broker needed)"
 _KAFKA = "Kafka mode (on when any of these is set)"
 _ENGINE = "engine"
 _OPS = "operations"
+_SNAPSHOTS = "snapshots and recovery (off unless --snapshot-dir is given)"
 
 SETTINGS: tuple[Setting, ...] = (
-    Setting("model", "choice", "nb", "classifier: naive Bayes, AODE, TAN or SPODE", _MODEL, choices=tuple(MODELS)),
+    Setting("model", "choice", "nb", "classifier: naive Bayes, AODE, TAN, SPODE or KDB", _MODEL, choices=tuple(MODELS)),
     Setting("alpha", "float", None, "Lidstone smoothing > 0 (all models; model default 1.0)", _MODEL, "A"),
+    Setting("k", "int", None, "KDB: most attribute parents per attribute (model default 2)", _MODEL, "K"),
+    Setting("max_table_cells", "int", None, "KDB: bound on the (k+1)-way count table; events that would pass it "
+            "are dead-lettered as table_full (model default 20000000)", _MODEL, "N"),
+    Setting("max_completions", "int", None, "KDB: most joint values of missing attributes enumerated per event "
+            "(model default 4096)", _MODEL, "N"),
     Setting("parent", "str", None, "SPODE: the super-parent attribute (model default: chosen from the stream, "
             "the lowest running log loss at each rebuild)", _MODEL, "FEATURE"),
     Setting("m", "int", None, "AODE: a value is a parent only once seen in M events (model default 1)", _MODEL, "M"),
-    Setting("bins", "int", None, "AODE, TAN, SPODE: equal-frequency bins per numeric feature (model default 5)", _MODEL, "N"),
-    Setting("warmup", "int", None, "AODE, TAN, SPODE: values of a numeric feature used to place its bin edges "
+    Setting("bins", "int", None, "AODE, TAN, SPODE, KDB: equal-frequency bins per numeric feature (model default 5)", _MODEL, "N"),
+    Setting("warmup", "int", None, "AODE, TAN, SPODE, KDB: values of a numeric feature used to place its bin edges "
             "(model default 100)", _MODEL, "N"),
-    Setting("rebuild_every", "int", None, "TAN, SPODE: rebuild the tree / re-choose the super-parent every N "
+    Setting("rebuild_every", "int", None, "TAN, SPODE, KDB: rebuild the structure / re-choose the super-parent every N "
             "learned events (model default 1000)",
             _MODEL, "N"),
     Setting("var_smoothing", "float", None, "NB: floor of each Gaussian variance, as a fraction of the feature's variance over all classes (model default 1e-9)", _MODEL, "V"),
@@ -151,6 +159,18 @@ SETTINGS: tuple[Setting, ...] = (
             "truncated)", _ENGINE, "N"),
     Setting("log_loss_floor", "float", ENGINE_DEFAULTS["log_loss_floor"], "probability floor of the "
             "prequential log loss (a class never seen costs -ln(floor))", _ENGINE, "P"),
+    Setting("snapshot_dir", "str", None, "keep snapshots of the model, its metrics and the input positions in "
+            "DIR, restore the newest valid one at start-up, and commit input positions only once a snapshot "
+            "covers them (default: no snapshots)", _SNAPSHOTS, "DIR"),
+    Setting("snapshot_every", "int", 100_000, "snapshot after this many events", _SNAPSHOTS, "N"),
+    Setting("snapshot_interval", "float", 60.0, "snapshot at least this often while events flow, in seconds "
+            "(and always on exit and before Kafka revokes partitions)", _SNAPSHOTS, "SECONDS"),
+    Setting("snapshot_keep", "int", 3, "how many valid snapshots to keep", _SNAPSHOTS, "K"),
+    Setting("exactly_once", "bool", False, "Kafka: commit outputs, dead letters and input offsets in one "
+            "transaction per checkpoint, each after a snapshot (needs --snapshot-dir); read the outputs with "
+            "isolation_level=read_committed", _SNAPSHOTS),
+    Setting("instance_id", "str", "0", "stable name of this daemon instance within its group, distinct per "
+            "instance; the transactional id is stream-nb-<group id>-<instance id>", _SNAPSHOTS, "ID"),
     Setting("metrics_interval", "float", ENGINE_DEFAULTS["log_metrics_interval_s"], "log the prequential "
             "metrics every this many seconds (0: only at exit)", _OPS, "SECONDS"),
     Setting("connect_attempts", "int", 0, "start-up attempts while the broker is unreachable (0: keep trying)",
@@ -160,12 +180,25 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("log_level", "choice", "INFO", "logging threshold (logs go to stderr; kafka-python's own logs "
             "show from WARNING up, all of them at DEBUG)", _OPS,
             choices=("DEBUG", "INFO", "WARNING", "ERROR")),
+    Setting("log_format", "choice", "text", "text lines, or json: one object per line with time, level, logger, "
+            "message and structured fields", _OPS, choices=("text", "json")),
+    Setting("metrics_port", "int", None, "serve /metrics (Prometheus), /healthz and /readyz on this port "
+            "(0: any free port, logged; unset: no HTTP endpoint)", _OPS, "PORT"),
+    Setting("metrics_host", "str", "127.0.0.1", "address the HTTP endpoint listens on (0.0.0.0: every "
+            "interface, as in a container)", _OPS, "HOST"),
+    Setting("liveness_timeout", "float", 120.0, "/healthz fails once the run loop has not come round for "
+            "this long, in seconds", _OPS, "SECONDS"),
+    Setting("lag_interval", "float", 10.0, "read the input's lag (Kafka: end offsets) every this many seconds",
+            _OPS, "SECONDS"),
+    Setting("max_in_flight", "int", ENGINE_DEFAULTS["max_in_flight"], "back-pressure: pause the input while "
+            "more than N outputs await the broker's acknowledgement, resume at N/2 (0: never pause; JSON "
+            "lines write synchronously and never need it)", _ENGINE, "N"),
 )
 
 _BY_NAME = {s.name: s for s in SETTINGS}
 _KAFKA_SETTINGS = ("bootstrap_servers", "input_topic", "output_topic", "group_id", "dead_letter_topic", "kafka_config")
 _JSONL_SETTINGS = ("input", "output", "dead_letter")
-_MODEL_PARAMS = ("parent", "alpha", "m", "bins", "warmup", "rebuild_every", "var_smoothing", "types", "loss", *_EM)
+_MODEL_PARAMS = ("k", "max_table_cells", "max_completions", "parent", "alpha", "m", "bins", "warmup", "rebuild_every", "var_smoothing", "types", "loss", *_EM)
 
 _DESCRIPTION = """\
 Run a streaming Bayesian classifier. Each event (one JSON object) is predicted
@@ -211,6 +244,17 @@ dead-letter record:
 
 signals:
   SIGTERM or SIGINT: finish the current event, flush, commit, exit 0.
+
+snapshots (--snapshot-dir DIR; off by default):
+  the model, its metrics and the input positions are written to DIR every
+  --snapshot-every events or --snapshot-interval seconds, on exit and before
+  Kafka revokes partitions; input positions are committed only once a
+  snapshot covers them. At start-up the newest valid snapshot is restored and
+  the input resumes right after it, so the model learns each labeled event
+  exactly once across crashes (outputs: at least once). --exactly-once
+  (Kafka) commits outputs, dead letters and offsets in one transaction per
+  checkpoint: a read_committed consumer sees each output once.
+  stream-nb snapshot inspect PATH describes a snapshot file.
 
 exit status:
   0 done (input exhausted or stopped by a signal), 1 runtime failure,
@@ -265,6 +309,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .evaluate import add_subcommands  # stream-nb evaluate, stream-nb explain
 
     add_subcommands(commands)
+    from .snapshot_cli import add_subcommand as add_snapshot_subcommand  # stream-nb snapshot inspect
+
+    add_snapshot_subcommand(commands)
     return parser
 
 
@@ -499,6 +546,7 @@ def engine_config(settings: dict[str, typing.Any]) -> dict[str, typing.Any]:
         "log_loss_floor": settings["log_loss_floor"],
         "log_metrics_interval_s": settings["metrics_interval"],
         "emit_imputed": settings["emit_imputed"],
+        "max_in_flight": settings["max_in_flight"],
     }
 
 
@@ -557,8 +605,14 @@ def connector_plan(settings: dict[str, typing.Any]) -> _Plan:
         "group_id": settings["group_id"],
     }
     config = {k: v for k, v in config.items() if v is not None}
+    module = "connectors.kafka"
+    if settings["exactly_once"]:  # one transactional producer for outputs, dead letters and offsets
+        from .snapshot_cli import transactional_id
+
+        config["transactional_id"] = transactional_id(settings)
+        module = "connectors.transactional_kafka"
     return _Plan(
-        module="connectors.kafka",
+        module=module,
         source=config,
         sink=config,
         dead_letters=config,
@@ -610,9 +664,12 @@ def start_connectors(plan: _Plan, settings: dict[str, typing.Any], stopper: _Sto
         made: list[typing.Any] = []
         try:
             with _QuietLibraries():
-                made.append(module.make_source(plan.source))
-                made.append(module.make_sink(plan.sink))
-                made.append(module.make_dead_letter_sink(plan.dead_letters))
+                if hasattr(module, "make_connectors"):  # all three at once (exactly-once: one producer)
+                    made.extend(module.make_connectors(plan.source))
+                else:
+                    made.append(module.make_source(plan.source))
+                    made.append(module.make_sink(plan.sink))
+                    made.append(module.make_dead_letter_sink(plan.dead_letters))
             return tuple(made)
         except ConnectionError as exc:
             _close_all(made)
@@ -634,13 +691,10 @@ def start_connectors(plan: _Plan, settings: dict[str, typing.Any], stopper: _Sto
 _KAFKA_LOGGER = "kafka"
 
 
-def _configure_logging(level: str) -> None:
-    logging.basicConfig(
-        level=level,
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        force=True,
-    )
+def _configure_logging(level: str, fmt: str = "text") -> None:
+    from .ops import configure_logging
+
+    configure_logging(level, fmt, sys.stderr)
     logging.getLogger(_KAFKA_LOGGER).setLevel(logging.DEBUG if level == "DEBUG" else logging.WARNING)
 
 
@@ -666,7 +720,7 @@ def _run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"stream-nb: error: {exc}", file=sys.stderr)
         return 2
-    _configure_logging(settings["log_level"])
+    _configure_logging(settings["log_level"], settings["log_format"])
     if args.print_config:
         sys.stdout.write(orjson.dumps(settings, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n")
         return 0
@@ -678,6 +732,12 @@ def _run(args: argparse.Namespace) -> int:
         plan = connector_plan(settings)
         config = check_config(engine_config(settings))
         model = build_model(settings)
+        from .snapshot_cli import check_settings as check_snapshot_settings
+
+        check_snapshot_settings(settings, kafka=plan.module != "connectors.jsonl")
+        from .ops import Operations  # metrics and health endpoints, log summaries
+
+        ops = Operations.from_settings(settings, model_name=config["model_name"], kafka=plan.module.endswith("kafka"))
     except (ConfigError, ValueError, TypeError) as exc:
         log.error("%s", exc)
         return 2
@@ -697,13 +757,28 @@ def _run(args: argparse.Namespace) -> int:
             log.info("stopped by %s before start-up finished", signal.Signals(stopper.signum).name)
             return 0
         source, sink, dead_letters = started
-        engine = Engine(model, source, sink, dead_letters, config=config)
+        from .snapshot_cli import make_checkpointer
+
+        checkpointer = None
+        try:  # snapshots: restore the newest valid one before the first event
+            checkpointer = make_checkpointer(settings, source, sink)
+            engine = Engine(model, source, sink, dead_letters, config=config, checkpointer=checkpointer)
+            if checkpointer is not None:
+                checkpointer.recover()
+        except (StreamNBError, OSError) as exc:
+            log.error("%s", exc)
+            _close_all((source, sink, dead_letters))
+            if checkpointer is not None:
+                checkpointer.store.close()
+            return 2 if isinstance(exc, ConfigError) else 1
+        ops.attach(engine)
         stopper.engine = engine
         if stopper.event.is_set():
             engine.stop()
         status = 1
         try:
-            log.info("running model %s: %s", config["model_name"], plan.describe)
+            log.info("running model %s: %s", config["model_name"], plan.describe,
+                     extra={"event": "start", "model": config["model_name"], "version": __version__})
             engine.run()
             status = 0
             how = f"stopped by {signal.Signals(stopper.signum).name}" if stopper.signum else "input exhausted"
@@ -716,14 +791,19 @@ def _run(args: argparse.Namespace) -> int:
             log.exception("unexpected error")
             how = f"stopped on an unexpected error: {exc!r}"
         finally:
+            ops.detach()
             _close_all((source, sink, dead_letters))
-        summary = engine.metrics.as_dict()
+            if checkpointer is not None:
+                checkpointer.store.close()
+        summary = engine.status()
         blank = getattr(source, "blank_lines", None)
         if blank is not None:
             summary["blank_lines"] = blank
-        log.log(logging.INFO if status == 0 else logging.ERROR, "%s; metrics %s", how, orjson.dumps(summary).decode())
+        log.log(logging.INFO if status == 0 else logging.ERROR, "%s; metrics %s", how, orjson.dumps(summary).decode(),
+                extra={"event": "shutdown", "how": how, "exit_status": status, "metrics": summary})
         return status
     finally:
+        ops.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
 

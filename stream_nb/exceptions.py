@@ -5,7 +5,8 @@ The tree::
     StreamNBError
     ├── ConfigError              a parameter or config key that is unknown or out of range
     ├── InvalidEventError        an event that cannot be used (the daemon dead-letters it)
-    │   └── FeatureTypeError     one feature value of a type the model cannot take
+    │   ├── FeatureTypeError     one feature value of a type the model cannot take
+    │   └── CapacityError        learning it would grow a bounded count table past its limit
     ├── MergeError               two models whose statistics cannot be added exactly
     ├── SnapshotError            a snapshot that cannot be written or read
     └── CommitError              a source could not commit its positions (nothing is lost)
@@ -23,6 +24,7 @@ __all__ = [
     "ConfigError",
     "InvalidEventError",
     "FeatureTypeError",
+    "CapacityError",
     "MergeError",
     "SnapshotError",
     "CommitError",
@@ -59,6 +61,16 @@ class FeatureTypeError(InvalidEventError, TypeError):
 
     def __init__(self, message: str, *, field: str | None = None):
         super().__init__(message, reason="bad_feature_type", field=field)
+
+
+class CapacityError(InvalidEventError):
+    """Learning the event would grow a count table past its bound (KDB's ``max_table_cells``).
+
+    The model is left unchanged; the daemon dead-letters the event with reason ``table_full``.
+    """
+
+    def __init__(self, message: str):
+        super().__init__(message, reason="table_full")
 
 
 class MergeError(StreamNBError, ValueError):

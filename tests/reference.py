@@ -167,3 +167,51 @@ def spode_posterior(events, x, parent, alpha):
         score[c] = total
     z = sum(score.values())
     return {c: s / z for c, s in score.items()}
+
+
+def mi_class(events, f):
+    """I(x_f; y) by the definition, over the events where f was observed."""
+    obs = [(x[f], y) for x, y in events if _observed(x, f)]
+    n = len(obs)
+    if not n:
+        return 0.0
+    nvy, nv, ny = Counter(obs), Counter(v for v, _ in obs), Counter(y for _, y in obs)
+    return sum(k / n * math.log(k * n / (nv[v] * ny[y])) for (v, y), k in nvy.items())
+
+
+def kdb_structure(events, features, k):
+    """Sahami's rule: order by I(x; y), parents = the k earlier attributes of highest I(x_i; x_j | y)."""
+    order = sorted(features, key=lambda f: (-mi_class(events, f), str(f)))
+    parents = {}
+    for pos, f in enumerate(order):
+        earlier = sorted(order[:pos], key=lambda g: (-cmi(events, f, g), str(g)))
+        parents[f] = earlier[:k]
+    return order, parents
+
+
+def kdb_posterior(events, x, parents, alpha, features):
+    """P(c | x_obs) for a KDB with the given parents, missing attributes summed out by enumeration."""
+    classes = list(dict.fromkeys(y for _, y in events))
+    prior = class_prior(events, alpha)
+    missing = [f for f in features if not _observed(x, f)]
+    observed = {f: v for f, v in x.items() if f in features and _observed(x, f)}
+
+    def cond(full, f, c):
+        vals = values_of(events, f)
+        n_f = len(vals) + (full[f] not in vals)
+        ctx = [z for z, y in events if y == c and all(z.get(p) == full[p] for p in parents[f]) and _observed(z, f)]
+        return (sum(1 for z in ctx if z[f] == full[f]) + alpha) / (len(ctx) + alpha * n_f)
+
+    score = {}
+    for c in classes:
+        total = 0.0
+        for combo in itertools.product(*[values_of(events, f) for f in missing]):
+            full = dict(observed)
+            full.update(zip(missing, combo))
+            p = prior[c]
+            for f in features:
+                p *= cond(full, f, c)
+            total += p
+        score[c] = total
+    z = sum(score.values())
+    return {c: s / z for c, s in score.items()}

@@ -281,7 +281,7 @@ def test_precedence_takes_effect_in_a_run(tmp_path):
         ('modle = "nb"\n', "unknown setting 'modle'; expected one of:"),
         ('[run]\nmodel = "nb"\n[kafka]\nx = 1\n', "keys 'kafka' are outside the [run] table"),
         ('alpha = "much"\n', "alpha: expected a number, got 'much'"),
-        ('model = "svm"\n', "model: expected one of nb, aode, tan, spode, got 'svm'"),
+        ('model = "svm"\n', "model: expected one of nb, aode, tan, spode, kdb, got 'svm'"),
         ("model = \n", "not valid TOML"),
     ],
 )

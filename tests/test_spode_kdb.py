@@ -89,3 +89,107 @@ def test_spode_state_round_trips():
 @pytest.mark.parametrize("model", [SPODE(**p) for p in SPODE._unit_test_params()], ids=repr)
 def test_river_check_estimator(model):
     checks.check_estimator(model)
+
+
+# ---------------------------------------------------------------- KDB
+
+from stream_nb import KDB, TAN  # noqa: E402
+from stream_nb.exceptions import CapacityError  # noqa: E402
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_kdb_structure_follows_sahamis_rule_by_brute_force(k):
+    events = random_events(300, n_feats=5, n_vals=3, seed=61)
+    model = learn(KDB(k=k, rebuild_every=0), events)
+    model.rebuild()
+    order, parents = ref.kdb_structure(events, [f"f{i}" for i in range(5)], k)
+    assert list(model.structure) == order
+    assert model.structure == parents
+
+
+@pytest.mark.parametrize("k", [0, 1, 2])
+def test_kdb_posterior_equals_brute_force_complete_and_with_missing_values(k):
+    events = random_events(250, n_feats=4, n_vals=3, seed=62)
+    model = learn(KDB(k=k, rebuild_every=0, missing="ignore"), events)
+    model.rebuild()
+    feats = [f"f{i}" for i in range(4)]
+    parents = model.structure
+    for x, _ in random_events(25, n_feats=4, n_vals=3, seed=63) + random_events(25, n_feats=4, missing=0.4, seed=64):
+        assert_proba_close(model.predict_proba_one(x), ref.kdb_posterior(events, x, parents, 1.0, feats), 1e-10)
+
+
+def test_kdb_with_k1_builds_tans_tree_when_the_orders_agree():
+    events = random_events(400, n_feats=6, n_vals=3, seed=65)
+    tan = learn(TAN(rebuild_every=0), events)
+    tan.rebuild()
+    kdb = learn(KDB(k=1, rebuild_every=0), events)
+    kdb.rebuild(order=[tan.root] + [child for _, child, _ in tan.tree])  # the tree's top-down order
+    assert {c: p for p, c, _ in tan.tree} == {c: ps[0] for c, ps in kdb.structure.items() if ps}
+    assert kdb.structure[tan.root] == []
+
+
+def test_kdb_refuses_a_table_past_max_table_cells_and_changes_nothing():
+    import pickle
+
+    model = KDB(k=2, max_table_cells=7000)  # 3 classes x 13 values^3 = 6,591 cells after learning
+    events = random_events(50, n_feats=4, n_vals=3, seed=66)
+    learn(model, events)
+    before = pickle.dumps(model)
+    with pytest.raises(CapacityError, match="max_table_cells=7,000") as e:
+        model.learn_one({f"f{i}": f"new{i}" for i in range(4)}, "c0")
+    assert e.value.reason == "table_full"
+    assert pickle.dumps(model) == before
+    cells = model._stats.table_cells()
+    assert cells == model._stats.n_classes * len(model._stats.value_keys) ** 3 <= 7000
+
+
+@pytest.mark.parametrize("k", [1, 2])
+def test_kdb_learn_many_equals_learn_one(k):
+    events = random_events(300, n_feats=4, n_vals=3, missing=0.1, seed=67)
+    one = learn(KDB(k=k, rebuild_every=60), events)
+    many = KDB(k=k, rebuild_every=60)
+    for lo in range(0, len(events), 80):
+        chunk = events[lo : lo + 80]
+        many.learn_many(pd.DataFrame([x for x, _ in chunk]), pd.Series([y for _, y in chunk]))
+    assert one.structure == many.structure
+    for key, arr in one._stats.state()[0].items():
+        np.testing.assert_allclose(many._stats.state()[0][key], arr, atol=1e-9, err_msg=key)
+    got = many.predict_proba_many(pd.DataFrame([x for x, _ in events[:20]]))
+    for i, (x, _) in enumerate(events[:20]):
+        assert_proba_close(got.iloc[i].to_dict(), one.predict_proba_one(x), 1e-9)
+
+
+def test_kdb_estep_and_merge():
+    from test_em import brute_force_estep
+
+    model = learn(KDB(k=2, rebuild_every=100), random_events(300, n_feats=5, n_vals=3, seed=68))
+    s = model._stats
+    for x, y in random_events(30, n_feats=5, n_vals=3, missing=0.4, seed=69):
+        enc = s.encode(x)
+        miss = s.missing_of(enc)
+        if len(miss):
+            u, m, _, J = model._estep(enc, s.class_index[y], miss, pairs=True)
+            ub, mb, Jb = brute_force_estep(model, x, y)
+            np.testing.assert_allclose(m, mb, atol=1e-12)
+            np.testing.assert_allclose(J, Jb, atol=1e-12)
+    a_ev, b_ev = random_events(150, seed=70), random_events(100, n_vals=4, seed=71)
+    a, b = learn(KDB(rebuild_every=0, missing="ignore"), a_ev), learn(KDB(rebuild_every=0, missing="ignore"), b_ev)
+    seq = learn(KDB(rebuild_every=0, missing="ignore"), a_ev + b_ev)
+    a.merge(b)
+    for key, arr in seq._stats.state()[0].items():
+        np.testing.assert_array_equal(a._stats.state()[0][key], arr, err_msg=key)
+
+
+def test_kdb_state_round_trips():
+    import json
+
+    model = learn(KDB(k=2, rebuild_every=40), random_events(120, seed=72))
+    back = KDB.from_state(*[model.state()[0], json.loads(json.dumps(model.state()[1]))])
+    assert back.structure == model.structure
+    x = random_events(1, seed=73)[0][0]
+    assert back.predict_proba_one(x) == model.predict_proba_one(x)
+
+
+@pytest.mark.parametrize("model", [KDB(**p) for p in KDB._unit_test_params()], ids=repr)
+def test_kdb_river_check_estimator(model):
+    checks.check_estimator(model)
