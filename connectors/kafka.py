@@ -56,7 +56,7 @@ paused until it is positioned, on the engine's thread);
 the offsets to commit before partitions are revoked (the commit is awaited on
 kafka-python's IO thread, so heartbeats go on); :meth:`~KafkaSource.reposition`
 positions every assigned partition again after the engine rewound.
-:mod:`connectors.kafka_txn` adds the exactly-once (transactional) outputs.
+:mod:`connectors.transactional_kafka` adds the exactly-once (transactional) outputs.
 """
 
 from __future__ import annotations

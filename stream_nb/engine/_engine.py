@@ -40,6 +40,12 @@ pending (so a slow input still sees its outputs promptly), and always when
 sinks and then commits the source positions after the last processed record.
 Delivery is therefore at-least-once: a crash between two checkpoints replays
 the uncommitted records.
+
+Snapshots: an engine given a ``checkpointer`` (the daemon's
+:class:`~stream_nb.engine._checkpoint.Checkpointer`, on with ``--snapshot-dir``)
+hands every checkpoint to it, which flushes, writes a snapshot of the model,
+:attr:`Engine.metrics` and :attr:`Engine.positions`, and only then commits the
+positions that snapshot covers; :meth:`Engine.restore` continues from one.
 """
 
 from __future__ import annotations
@@ -193,6 +199,7 @@ class Engine:
         dead_letters: Sink,
         *,
         config: dict[str, typing.Any] | None = None,
+        checkpointer: typing.Any = None,
     ):
         self.config = check_config(config or {})
         for method in ("predict_proba_one", "predict_one", "learn_one"):
@@ -221,6 +228,29 @@ class Engine:
         self._last_checkpoint = time.monotonic()
         self._last_metrics_log = self._last_checkpoint
         self._stop_requested = False
+        #: Takes over :meth:`checkpoint` when set: ``checkpoint(final)``, ``status()``, ``attach(engine)``.
+        self.checkpointer = checkpointer
+        if checkpointer is not None:
+            checkpointer.attach(self)
+
+    def restore(self, model: typing.Any, metrics: dict | None, positions: dict[str, int]) -> None:
+        """Continue from a snapshot: its model, its :meth:`PrequentialMetrics.state` and its positions.
+
+        The positions count as committed. ``metrics=None`` starts the counters afresh.
+        """
+        for method in ("predict_proba_one", "predict_one", "learn_one"):
+            if not callable(getattr(model, method, None)):
+                raise ConfigError(f"model {type(model).__name__} has no {method}() method")
+        if self._emit_imputed and not callable(getattr(model, "impute_one", None)):
+            raise ConfigError(f"emit_imputed needs a model with impute_one(); {type(model).__name__} has none")
+        self.model = model
+        self._predict = getattr(model, "predict_and_proba_one", None) or self._predict_separately
+        self._learn_unlabeled = getattr(model, "learn_unlabeled", False) is True
+        self.metrics = PrequentialMetrics(self.config["log_loss_floor"])
+        if metrics is not None:
+            self.metrics.load_state(metrics)
+        self.positions = dict(positions)
+        self._committed = dict(positions)
 
     # -- control ----------------------------------------------------------------
 
@@ -271,37 +301,48 @@ class Engine:
                 self._maybe_log_metrics()
         except BaseException:
             try:
-                self.checkpoint()
+                self.checkpoint(final=True)
             except Exception as exc:  # keep the original error, report this one
                 log.error("final checkpoint failed, positions not committed: %s", exc)
             raise
-        self.checkpoint()
+        self.checkpoint(final=True)
 
-    def checkpoint(self) -> None:
+    def checkpoint(self, final: bool = False) -> None:
         """Flush both sinks, then commit the positions of every processed record.
 
-        This is the one commit point of the engine. A snapshot feature hooks in
-        here: write the model, :attr:`metrics` and :attr:`positions` after the
-        flush and before the commit, so a snapshot never claims outputs that
-        were not delivered and the source never skips events the snapshot has
-        not learned.
+        This is the one commit point of the engine. With a :attr:`checkpointer`
+        it does the work instead (``final`` is True for the last checkpoint of
+        :meth:`run`): flush, write the model, :attr:`metrics` and
+        :attr:`positions` to a snapshot, then commit the positions of the last
+        good snapshot, so a snapshot never claims outputs that were not
+        delivered and the source never skips events the snapshot has not learned.
 
         A :class:`~stream_nb.exceptions.CommitError` from the source is logged
         and the positions stay pending for the next checkpoint; any other error
         propagates.
         """
-        self.sink.flush()
-        self.dead_letters.flush()
-        if self.positions != self._committed:
-            positions = dict(self.positions)
-            try:
-                self.source.commit(positions)
-            except CommitError as exc:
-                log.warning("commit failed, will retry at the next checkpoint: %s", exc)
-            else:
-                self._committed = positions
+        if self.checkpointer is not None:
+            self.checkpointer.checkpoint(final=final)
+        else:
+            self.sink.flush()
+            self.dead_letters.flush()
+            if self.positions != self._committed:
+                positions = dict(self.positions)
+                try:
+                    self.source.commit(positions)
+                except CommitError as exc:
+                    log.warning("commit failed, will retry at the next checkpoint: %s", exc)
+                else:
+                    self._committed = positions
         self._since_checkpoint = 0
         self._last_checkpoint = time.monotonic()
+
+    def status(self) -> dict[str, typing.Any]:
+        """:meth:`PrequentialMetrics.as_dict`, plus the checkpointer's health when there is one."""
+        summary = self.metrics.as_dict()
+        if self.checkpointer is not None:
+            summary.update(self.checkpointer.status())
+        return summary
 
     # -- one record ---------------------------------------------------------------
 
@@ -379,4 +420,4 @@ class Engine:
         interval = self.config["log_metrics_interval_s"]
         if interval and time.monotonic() - self._last_metrics_log >= interval:
             self._last_metrics_log = time.monotonic()
-            log.info("metrics %s", orjson.dumps(self.metrics.as_dict()).decode())
+            log.info("metrics %s", orjson.dumps(self.status()).decode())

@@ -130,6 +130,45 @@ class PrequentialMetrics:
         """Mean prequential log loss (nats) over labeled events; ``None`` before the first."""
         return self.log_loss_sum / self.labeled if self.labeled else None
 
+    def state(self) -> dict[str, typing.Any]:
+        """The exact counters (the log loss as its sum), JSON-able; :meth:`load_state` takes them back.
+
+        >>> m = PrequentialMetrics()
+        >>> m.update_prediction("yes", "yes", {"yes": 0.5}, True)
+        >>> other = PrequentialMetrics()
+        >>> other.load_state(m.state())
+        >>> other.as_dict() == m.as_dict()
+        True
+        """
+        return {
+            "events": self.events,
+            "predicted": self.predicted,
+            "labeled": self.labeled,
+            "learned": self.learned,
+            "correct": self.correct,
+            "log_loss_sum": self.log_loss_sum,
+            "log_loss_floored": self.log_loss_floored,
+            "dead_letters_by_reason": dict(self.dead_letters_by_reason),
+        }
+
+    def load_state(self, state: dict[str, typing.Any]) -> None:
+        """Continue from counters saved by :meth:`state` (the floor stays this object's own)."""
+        for name in ("events", "predicted", "labeled", "learned", "correct", "log_loss_floored"):
+            value = state[name]
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"metrics state: {name} must be an integer >= 0, got {value!r}")
+            setattr(self, name, value)
+        total = state["log_loss_sum"]
+        if isinstance(total, bool) or not isinstance(total, (int, float)) or not total >= 0:
+            raise ValueError(f"metrics state: log_loss_sum must be a number >= 0, got {total!r}")
+        self.log_loss_sum = float(total)
+        reasons = state["dead_letters_by_reason"]
+        if not isinstance(reasons, dict) or not all(
+            isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and v >= 0 for k, v in reasons.items()
+        ):
+            raise ValueError(f"metrics state: dead_letters_by_reason must map reasons to counts, got {reasons!r:.80}")
+        self.dead_letters_by_reason = dict(reasons)
+
     def as_dict(self) -> dict[str, typing.Any]:
         """A JSON-able snapshot of every counter and score.
 

@@ -1,0 +1,223 @@
+"""Exactly-once outputs: predictions, dead letters and input offsets in one Kafka transaction.
+
+``stream-nb run --exactly-once`` builds its connectors here
+(:func:`make_connectors`): the :class:`~connectors.kafka.KafkaSource` of
+:mod:`connectors.kafka`, reading with ``isolation_level="read_committed"``,
+and two :class:`TransactionalSink` views (outputs, dead letters) of one
+:class:`Transaction`, a transactional ``KafkaProducer``.
+
+A transaction begins with the first output after the previous commit. At each
+checkpoint the daemon's :class:`~stream_nb.engine._checkpoint.ExactlyOnceCheckpointer`
+flushes, writes a snapshot, and calls :meth:`Transaction.commit`, which adds
+the consumed offsets (``send_offsets_to_transaction`` with the consumer's
+``group_metadata()``, so the broker fences a stale member) and commits. A
+``read_committed`` consumer of the output topics sees each prediction once;
+the outputs of an aborted transaction are never visible.
+
+``transactional_id`` (required) must be stable across restarts of the same
+daemon instance and distinct between instances: ``init_transactions()`` at
+start-up then aborts whatever a crashed predecessor left open and fences it.
+The daemon uses ``stream-nb-<group id>-<instance id>`` (``--instance-id``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import types
+
+import kafka.errors as Errors
+from kafka import KafkaProducer
+
+from stream_nb.exceptions import ConfigError
+
+from .kafka import DeliveryError, KafkaSink, KafkaSource, _connect, _resolve, _servers, _split
+
+__all__ = ["Transaction", "TransactionalSink", "make_connectors"]
+
+log = logging.getLogger(__name__)
+
+
+class Transaction:
+    """One transactional producer shared by the daemon's sinks; see the module docstring.
+
+    Parameters
+    ----------
+    source
+        The :class:`~connectors.kafka.KafkaSource` whose offsets each transaction commits.
+    topics
+        The topics written (created when missing, as :class:`~connectors.kafka.KafkaSink` does).
+    config
+        :class:`~connectors.kafka.KafkaSink` keys and ``KafkaProducer`` keys;
+        ``transactional_id`` is required.
+    """
+
+    _FIXED = {k: v for k, v in KafkaSink._FIXED.items() if k != "transactional_id"}
+
+    def __init__(self, source: KafkaSource, topics: list[str], config: dict):
+        transactional_id = config.get("transactional_id")
+        if not isinstance(transactional_id, str) or not transactional_id:
+            raise ConfigError(f"exactly-once outputs need a transactional_id, got {transactional_id!r}")
+        cfg = _resolve("Kafka transactional producer", KafkaSink.DEFAULT_CONFIG, KafkaProducer.DEFAULT_CONFIG,
+                       self._FIXED, {**config, "topic": topics[0]})
+        self.source = source
+        self.transactional_id = transactional_id
+        self._close_timeout_ms = cfg["close_timeout_ms"]
+        if cfg["create_topic"]:
+            for topic in dict.fromkeys(topics):
+                KafkaSink._ensure_topic(types.SimpleNamespace(topic=topic), cfg)
+        client_cfg = {k: v for k, v in cfg.items() if k not in KafkaSink._OWN_KEYS}
+        self._producer = _connect(KafkaProducer, client_cfg, role=f"transactional producer {transactional_id!r}")
+        try:
+            self._producer.init_transactions()
+        except BaseException:
+            self._producer.close(timeout=self._close_timeout_ms / 1000)
+            raise
+        self._in_transaction = False
+        self._lock = threading.Lock()
+        self._sent = self._acked = self._failed = 0
+        self._first_error: BaseException | None = None
+        self._users = 0
+        self._closed = False
+        self.commits = 0
+        self.aborts = 0
+        log.info("Kafka exactly-once outputs: transactional id %r, bootstrap %s", transactional_id,
+                 _servers(cfg["bootstrap_servers"]))
+
+    def send(self, topic: str, value: bytes, key: bytes | None) -> None:
+        """Send one record inside the current transaction (beginning one if needed)."""
+        if self._failed:
+            raise self._error(topic)
+        if not self._in_transaction:
+            self._producer.begin_transaction()
+            self._in_transaction = True
+        try:
+            future = self._producer.send(topic, value=value, key=key)
+        except Errors.KafkaError as exc:
+            self._on_error(exc)
+            raise self._error(topic) from exc
+        self._sent += 1
+        future.add_callback(self._on_ack)
+        future.add_errback(self._on_error)
+
+    def flush(self, topic: str = "outputs") -> None:
+        """Wait for every record sent; :class:`~connectors.kafka.DeliveryError` if any failed."""
+        if not self._closed:
+            self._producer.flush()
+        if self._failed:
+            raise self._error(topic)
+
+    def commit(self, positions: dict[str, int], metadata: str = "") -> None:
+        """Add the offsets of ``positions`` (assigned partitions) to the transaction and commit it."""
+        if not self._in_transaction:
+            self._producer.begin_transaction()
+            self._in_transaction = True
+        offsets = self.source.transaction_offsets(positions, metadata)
+        if offsets:
+            self._producer.send_offsets_to_transaction(offsets, self.source.group_metadata())
+        self._producer.commit_transaction()
+        self._in_transaction = False
+        self.commits += 1
+
+    def abort(self) -> None:
+        """Abort the open transaction, if any, and forget its delivery failures.
+
+        Raises the producer's error when even that is impossible (e.g. fenced by
+        a newer instance with the same transactional id): the daemon must stop.
+        """
+        if self._in_transaction:
+            self._producer.abort_transaction()
+            self._in_transaction = False
+        self.aborts += 1
+        self._failed = 0
+        self._sent = self._acked = 0
+        self._first_error = None
+
+    @property
+    def in_flight(self) -> int:
+        """Records sent and neither acknowledged nor failed yet."""
+        return max(0, self._sent - self._acked - self._failed)
+
+    def acquire(self) -> None:
+        self._users += 1
+
+    def release(self) -> None:
+        """Close the producer when the last sink using it closes (an open transaction is aborted)."""
+        self._users -= 1
+        if self._users > 0 or self._closed:
+            return
+        self._closed = True
+        try:
+            if self._in_transaction:
+                self._producer.abort_transaction()
+                self._in_transaction = False
+        except Errors.KafkaError as exc:
+            log.warning("Kafka exactly-once outputs: aborting the open transaction at close failed: %r", exc)
+        finally:
+            self._producer.close(timeout=self._close_timeout_ms / 1000)
+
+    def _on_ack(self, metadata) -> None:
+        self._acked += 1
+
+    def _on_error(self, exc: BaseException) -> None:
+        with self._lock:
+            if self._first_error is None:
+                self._first_error = exc
+                log.error("Kafka exactly-once outputs: a record failed: %r", exc)
+            self._failed += 1
+
+    def _error(self, topic: str) -> DeliveryError:
+        return DeliveryError(
+            f"Kafka transactional producer {self.transactional_id!r}: {self._failed} record(s) were not "
+            f"delivered; first error: {self._first_error!r}; the transaction will be aborted",
+            topic=topic, failed=self._failed,
+        )
+
+
+class TransactionalSink:
+    """A :class:`~stream_nb.engine._io.Sink` writing one topic inside a shared :class:`Transaction`."""
+
+    def __init__(self, transaction: Transaction, topic: str):
+        self.transaction = transaction
+        self.topic = topic
+        self._closed = False
+        transaction.acquire()
+
+    def send(self, value: bytes, key: bytes | None = None) -> None:
+        self.transaction.send(self.topic, value, key)
+
+    def flush(self) -> None:
+        self.transaction.flush(self.topic)
+
+    @property
+    def in_flight(self) -> int:
+        return self.transaction.in_flight
+
+    def close(self) -> None:
+        """Release the shared producer (closed with the last sink). Never commits."""
+        if not self._closed:
+            self._closed = True
+            self.transaction.release()
+
+
+def make_connectors(config: dict) -> tuple[KafkaSource, TransactionalSink, TransactionalSink]:
+    """Source, output sink and dead-letter sink of ``stream-nb run --exactly-once``.
+
+    ``config`` is the daemon-level dict of :func:`connectors.kafka.make_source`
+    plus ``transactional_id``; the source reads ``read_committed``.
+    """
+    source_cfg, sink_cfg = _split(config)
+    output = config.get("output_topic")
+    if not output:
+        raise ConfigError("Kafka: 'output_topic' is required")
+    dead = config.get("dead_letter_topic") or f"{config['input_topic']}.dlq"
+    source_cfg["isolation_level"] = "read_committed"
+    source = KafkaSource(topic=config["input_topic"], **source_cfg)
+    try:
+        sink_cfg.setdefault("client_id", "stream-nb-exactly-once")
+        txn = Transaction(source, [output, dead], {**sink_cfg, "partitions_like": config["input_topic"]})
+    except BaseException:
+        source.close()
+        raise
+    return source, TransactionalSink(txn, output), TransactionalSink(txn, dead)
+

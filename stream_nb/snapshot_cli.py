@@ -1,0 +1,246 @@
+"""The daemon's snapshot settings, and ``stream-nb snapshot inspect``.
+
+``stream-nb run`` takes the snapshot flags (``--snapshot-dir`` and friends,
+defined in :mod:`stream_nb.cli`); :func:`check_settings` validates them and
+:func:`make_checkpointer` builds the engine's
+:class:`~stream_nb.engine._checkpoint.Checkpointer` from them.
+
+``stream-nb snapshot inspect PATH [--json]`` describes one snapshot file:
+model type and parameters, classes, events learned, features, the TAN tree
+with each edge's conditional mutual information, and for a daemon snapshot its
+positions, metrics and sequence number; always the size, the format version
+and when it was written. A file that fails a check prints
+``stream-nb: error: PATH: reason`` on stderr and exits 2.
+
+>>> import os, tempfile, stream_nb
+>>> model = stream_nb.TAN(rebuild_every=2)
+>>> for x, y in [({"a": "x", "b": "u"}, "yes"), ({"a": "y", "b": "v"}, "no")]:
+...     model.learn_one(x, y)
+>>> path = os.path.join(tempfile.mkdtemp(), "tan.snb")
+>>> _ = stream_nb.save(model, path)
+>>> info = describe(stream_nb._snapshot.read(path))
+>>> info["model"]["type"], info["model"]["classes"], info["model"]["events_learned"]
+('TAN', ['yes', 'no'], 2.0)
+>>> info["model"]["tree"]
+[{'parent': 'a', 'child': 'b', 'cmi': 0.0}]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import typing
+
+import orjson
+
+from . import _snapshot
+from .exceptions import ConfigError, SnapshotError
+
+__all__ = ["check_settings", "make_checkpointer", "describe", "add_subcommand"]
+
+
+# ----------------------------------------------------------------- the daemon
+
+
+def check_settings(settings: dict[str, typing.Any], kafka: bool) -> None:
+    """Validate the snapshot settings of ``stream-nb run``; ConfigError naming the flag."""
+    for name, flag, minimum in (("snapshot_every", "--snapshot-every", 1), ("snapshot_keep", "--snapshot-keep", 1)):
+        value = settings[name]
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise ConfigError(f"{flag} must be an integer >= {minimum}, got {value!r}")
+    interval = settings["snapshot_interval"]
+    if isinstance(interval, bool) or not isinstance(interval, (int, float)) or not interval >= 0:
+        raise ConfigError(f"--snapshot-interval must be a number of seconds >= 0, got {interval!r}")
+    instance = settings["instance_id"]
+    if not isinstance(instance, str) or not instance or any(c.isspace() for c in instance):
+        raise ConfigError(f"--instance-id must be a non-empty name without spaces, got {instance!r}")
+    if settings["exactly_once"]:
+        if not kafka:
+            raise ConfigError("--exactly-once needs Kafka mode (--bootstrap-servers, --input-topic, --output-topic)")
+        if not settings["snapshot_dir"]:
+            raise ConfigError("--exactly-once needs --snapshot-dir: each transaction commits with a snapshot of the "
+                              "model, so a rewind or a restart never counts an event twice")
+
+
+def transactional_id(settings: dict[str, typing.Any]) -> str:
+    """``stream-nb-<group id>-<instance id>``: stable per daemon instance, distinct between instances."""
+    return f"stream-nb-{settings['group_id'] or 'stream-nb'}-{settings['instance_id']}"
+
+
+def make_checkpointer(settings: dict[str, typing.Any], source: typing.Any, sink: typing.Any) -> typing.Any:
+    """The engine's checkpointer for these settings, or ``None`` when snapshots are off.
+
+    Opens (and locks) the snapshot directory: ConfigError when another daemon holds it.
+    """
+    from .engine._checkpoint import Checkpointer, ExactlyOnceCheckpointer, SnapshotStore
+
+    directory = settings["snapshot_dir"]
+    if not directory:
+        return None
+    store = SnapshotStore(directory, keep=settings["snapshot_keep"])
+    store.open()
+    kafka = hasattr(source, "set_resume_policy")
+    if kafka:
+        info = {"kind": "kafka", "topic": settings["input_topic"], "group_id": settings["group_id"] or "stream-nb"}
+    else:
+        info = {"kind": "jsonl", "path": getattr(source, "partition", None)}
+    if settings["exactly_once"]:
+        return ExactlyOnceCheckpointer(store, sink.transaction, source_info=info)
+    return Checkpointer(
+        store,
+        every_events=settings["snapshot_every"],
+        interval_s=float(settings["snapshot_interval"]),
+        source_info=info,
+        commit_metadata=kafka,
+    )
+
+
+# ----------------------------------------------------------------- inspect
+
+
+def describe(snap: _snapshot.SnapshotFile) -> dict[str, typing.Any]:
+    """What ``stream-nb snapshot inspect --json`` prints for a verified snapshot."""
+    model = snap.model()
+    meta = snap.meta
+    stats = meta.get("stats", {})
+    features = []
+    for feature in stats.get("features", []):
+        values = feature.get("values")
+        features.append({
+            "name": feature["name"],
+            "kind": feature["kind"],
+            "values": len(values) if values is not None else None,
+        })
+    counts = model._stats.counts()["class_count"] if hasattr(model, "_stats") else {}
+    info: dict[str, typing.Any] = {
+        "path": snap.path,
+        "size": snap.size,
+        "format_version": snap.version,
+        "created": snap.created,
+        "stream_nb_version": snap.header.get("stream_nb"),
+        "model": {
+            "type": meta.get("model"),
+            "params": _plain(meta.get("params")),
+            "classes": _plain(list(model.classes)),
+            "class_counts": [[_plain(c), n] for c, n in counts.items()],
+            "events_learned": float(getattr(model, "n_learned", 0.0)),
+            "features": features,
+        },
+        "daemon": None,
+    }
+    if hasattr(model, "tree") and hasattr(model, "root"):
+        info["model"]["root"] = _plain(model.root)
+        info["model"]["tree"] = [{"parent": _plain(p), "child": _plain(c), "cmi": cmi} for p, c, cmi in model.tree]
+    daemon = snap.daemon
+    if daemon is not None:
+        info["daemon"] = {
+            "sequence": daemon.get("sequence"),
+            "store_id": daemon.get("store_id"),
+            "source": daemon.get("source"),
+            "positions": daemon.get("positions"),
+            "metrics": daemon.get("metrics"),
+            "exactly_once": daemon.get("exactly_once"),
+            "model_name": daemon.get("model_name"),
+        }
+    return info
+
+
+def _plain(value: typing.Any) -> typing.Any:
+    """JSON-able: tuples as lists, non-string keys as their text."""
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k if isinstance(k, str) else orjson.dumps(_plain(k)).decode(): _plain(v) for k, v in value.items()}
+    return value
+
+
+def _text(info: dict[str, typing.Any]) -> str:
+    m = info["model"]
+    lines = [
+        f"snapshot   {info['path']}",
+        f"format     version {info['format_version']}, {info['size']:,} bytes, written {info['created']} "
+        f"by stream_nb {info['stream_nb_version']}, checksum ok",
+        f"model      {m['type']}(" + ", ".join(f"{k}={v!r}" for k, v in (m["params"] or {}).items()) + ")",
+        f"classes    {len(m['classes'])}: " + ", ".join(f"{c!r} ({n:g})" for c, n in m["class_counts"]),
+        f"learned    {m['events_learned']:,.6g} events",
+        f"features   {len(m['features'])}: " + ", ".join(
+            f"{f['name']} ({f['kind']}" + (f", {f['values']} values)" if f["values"] is not None else ")")
+            for f in m["features"]
+        ),
+    ]
+    if "tree" in m:
+        if m["root"] is None:
+            lines.append("tree       not built yet (naive Bayes until the first rebuild)")
+        else:
+            lines.append(f"tree       root {m['root']!r}, {len(m['tree'])} edges (parent -> child, CMI in nats):")
+            lines.extend(f"             {e['parent']!r} -> {e['child']!r}  {e['cmi']:.6f}" for e in m["tree"])
+    d = info["daemon"]
+    if d is None:
+        lines.append("daemon     none (saved with stream_nb.save)")
+    else:
+        lines.append(f"daemon     snapshot {d['sequence']} of store {d['store_id']}, "
+                     f"{'exactly-once' if d['exactly_once'] else 'at-least-once'} outputs, model name "
+                     f"{d['model_name']!r}, source {d['source']}")
+        positions = d["positions"] or {}
+        lines.append("positions  " + (", ".join(f"{k}: {v}" for k, v in sorted(positions.items())) or "none"))
+        metrics = d["metrics"] or {}
+        if metrics:
+            labeled = metrics.get("labeled") or 0
+            accuracy = f"{metrics['correct'] / labeled:.4f}" if labeled else "n/a"
+            lines.append(
+                f"metrics    events {metrics.get('events')}, predicted {metrics.get('predicted')}, learned "
+                f"{metrics.get('learned')}, labeled {labeled}, accuracy {accuracy}, dead letters "
+                f"{sum((metrics.get('dead_letters_by_reason') or {}).values())}"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def run_inspect(args: argparse.Namespace) -> int:
+    """``stream-nb snapshot inspect``: 0, or 2 with one error line naming the file and the reason."""
+    try:
+        info = describe(_snapshot.read(args.path))
+    except SnapshotError as exc:
+        print(f"stream-nb: error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        sys.stdout.write(orjson.dumps(info, option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        sys.stdout.write(_text(info))
+    return 0
+
+
+_INSPECT_DESCRIPTION = """\
+Describe a snapshot written by stream-nb run --snapshot-dir or stream_nb.save():
+the model (type, parameters, classes, events learned, features, TAN tree with
+the conditional mutual information of each edge), the daemon's positions and
+metrics, the file's size, format version and time written. The file is fully
+verified (checksum included) first."""
+
+
+def add_subcommand(commands: argparse._SubParsersAction) -> None:
+    """Register ``snapshot inspect`` on the ``stream-nb`` sub-command parser."""
+    snapshot = commands.add_parser("snapshot", help="work with snapshot files (inspect)",
+                                   description="Work with snapshot files.")
+    actions = snapshot.add_subparsers(dest="snapshot_command", metavar="ACTION", required=True)
+    inspect = actions.add_parser("inspect", help="describe one snapshot file", description=_INSPECT_DESCRIPTION,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    inspect.add_argument("path", metavar="PATH", help="the snapshot file")
+    inspect.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    inspect.set_defaults(handler=_pipe_safe(run_inspect))
+
+
+def _pipe_safe(handler: typing.Callable[[argparse.Namespace], int]) -> typing.Callable[[argparse.Namespace], int]:
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return handler(args)
+        except BrokenPipeError:
+            try:
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.stdout.fileno())
+                os.close(devnull)
+            except (OSError, ValueError):
+                pass
+            return 1
+
+    return run
