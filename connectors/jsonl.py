@@ -45,6 +45,7 @@ Writes each value followed by ``\\n``. The record key is not written.
 
 from __future__ import annotations
 
+import logging
 import os
 import select
 import stat
@@ -86,6 +87,8 @@ SINK_DEFAULT_CONFIG: dict[str, typing.Any] = {
 }
 
 _BLANK = b" \t\r"
+
+log = logging.getLogger(__name__)
 
 
 def _int_setting(config: dict, name: str, minimum: int) -> int:
@@ -323,7 +326,30 @@ class JsonLinesSink:
             self._owns_file = True
         # fsync means something for a regular file only (not /dev/null, a FIFO, a tty)
         self._fsync = self._owns_file and self.config["fsync"] and _is_regular_file(self._file.fileno())
+        if self._owns_file and self.config["append"]:
+            self._end_partial_line(path)
         self._closed = False
+
+    def _end_partial_line(self, path: str) -> None:
+        """End with a newline a last line that a crash cut short, so new records start on a line of their own.
+
+        The cut record stays as it is, never parsed as a record; the daemon
+        writes that event's output again, as no snapshot or commit covered it.
+        """
+        try:
+            with open(path, "rb") as f:
+                size = f.seek(0, os.SEEK_END)
+                if not size or not _is_regular_file(f.fileno()):
+                    return
+                f.seek(size - 1)
+                last = f.read(1)
+        except OSError:
+            return
+        if last != b"\n":
+            log.warning("output %s ended with an incomplete line (a crash during a write?); ending it with a "
+                        "newline before appending", path)
+            self._file.write(b"\n")
+            self._file.flush()
 
     def send(self, value: bytes, key: bytes | None = None) -> None:
         """Write ``value`` and a newline; ``key`` is not written."""

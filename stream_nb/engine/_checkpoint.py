@@ -322,11 +322,13 @@ class Checkpointer:
         """Called by the engine: the checkpointer acts on this engine.
 
         Snapshots are written at checkpoints, so the engine's checkpoint
-        cadence is tightened to the snapshot cadence when that is shorter.
+        cadence (and its poll batches) are tightened to the snapshot cadence
+        when that is shorter.
         """
         self.engine = engine
         cfg = engine.config
         cfg["commit_every_records"] = min(cfg["commit_every_records"], self.every)
+        cfg["poll_max_records"] = min(cfg["poll_max_records"], self.every)
         if 0 < self.interval < cfg["commit_interval_s"]:
             cfg["commit_interval_s"] = self.interval
 
@@ -598,6 +600,10 @@ class ExactlyOnceCheckpointer(Checkpointer):
         self.aborts = 0
         self.last_abort: str | None = None
         self._initial: tuple[type, tuple] | None = None
+
+    def attach(self, engine: typing.Any) -> None:
+        """Called by the engine; every checkpoint of the engine commits a transaction."""
+        self.engine = engine
 
     # -- start-up -----------------------------------------------------------
 
