@@ -224,6 +224,25 @@ class JsonLinesSource:
         os.lseek(self._fd, offset, os.SEEK_SET)
         self._reset(offset=offset, line=line)
 
+    #: Unit of :meth:`lag`.
+    lag_unit = "bytes"
+
+    def lag(self, timeout: float = 0.0) -> dict[str, int] | None:
+        """Bytes of a regular input file not yet returned by :meth:`poll`; ``None`` for a pipe or stdin.
+
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "in.jsonl")
+        >>> with open(path, "wb") as f:
+        ...     _ = f.write(b'{"a": 1}\\n{"a": 2}\\n')
+        >>> source = JsonLinesSource(path=path)
+        >>> source.lag()[path], len(source.poll(1, 0.1)), source.lag()[path]
+        (18, 1, 9)
+        >>> source.close()
+        """
+        if not self._seekable or self._fd < 0:
+            return None
+        return {self.partition: max(0, os.fstat(self._fd).st_size - self._buf_offset)}
+
     def close(self) -> None:
         """Close the file (never stdin). Does not commit."""
         if self._owns_fd and self._fd >= 0:

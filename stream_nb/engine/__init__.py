@@ -8,14 +8,18 @@ from __future__ import annotations
 from ._config import configure
 from ._engine import DEFAULT_CONFIG, Engine, check_config, label_key
 from ._events import Event, EventDecoder, validate_label
+from ._flow import FlowControl
 from ._io import Record, Sink, Source
 from ._metrics import PrequentialMetrics
+from ._observer import Observer
 
 __all__ = [
     "DEFAULT_CONFIG",
     "Engine",
     "Event",
     "EventDecoder",
+    "FlowControl",
+    "Observer",
     "PrequentialMetrics",
     "Record",
     "Sink",

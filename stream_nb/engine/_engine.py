@@ -46,6 +46,12 @@ Snapshots: an engine given a ``checkpointer`` (the daemon's
 hands every checkpoint to it, which flushes, writes a snapshot of the model,
 :attr:`Engine.metrics` and :attr:`Engine.positions`, and only then commits the
 positions that snapshot covers; :meth:`Engine.restore` continues from one.
+
+Back-pressure: before every poll, :attr:`Engine.flow` pauses a source that can
+pause while the sinks hold more than ``max_in_flight`` unacknowledged outputs,
+and resumes it at half that (see :mod:`stream_nb.engine._flow`). Reporting:
+the engine calls the hooks of :attr:`Engine.observer` (see
+:mod:`stream_nb.engine._observer`); set it before :meth:`Engine.run`.
 """
 
 from __future__ import annotations
@@ -61,8 +67,10 @@ from ..exceptions import CommitError, ConfigError, InvalidEventError
 from ._config import configure
 from ._events import DEFAULT_CONFIG as EVENT_DEFAULTS
 from ._events import EventDecoder
+from ._flow import FlowControl
 from ._io import Record, Sink, Source
 from ._metrics import DEFAULT_LOG_LOSS_FLOOR, PrequentialMetrics
+from ._observer import Observer
 
 __all__ = ["DEFAULT_CONFIG", "Engine", "check_config", "label_key"]
 
@@ -89,6 +97,9 @@ DEFAULT_CONFIG: dict[str, typing.Any] = {
     # Add "imputed": {feature: most probable value} of the event's missing attributes
     # to each output (the model must have impute_one, as stream_nb's models do).
     "emit_imputed": False,
+    # Back-pressure: pause the source while the sinks hold more than this many unacknowledged
+    # outputs, resume at half; 0: never (see stream_nb.engine._flow).
+    "max_in_flight": 5000,
 }
 
 
@@ -133,6 +144,7 @@ def check_config(config: dict[str, typing.Any]) -> dict[str, typing.Any]:
     _number(config, "commit_interval_s", float, allow_zero=True)
     _number(config, "dead_letter_max_value_bytes", int, allow_zero=True)
     _number(config, "log_metrics_interval_s", float, allow_zero=True)
+    _number(config, "max_in_flight", int, allow_zero=True)
     if not isinstance(config["emit_imputed"], bool):
         raise ConfigError(f"emit_imputed must be True or False, got {config['emit_imputed']!r}")
     name = config["model_name"]
@@ -228,6 +240,10 @@ class Engine:
         self._last_checkpoint = time.monotonic()
         self._last_metrics_log = self._last_checkpoint
         self._stop_requested = False
+        #: Reporting hooks (see stream_nb.engine._observer); the daemon replaces the default no-op one.
+        self.observer = Observer()
+        #: Back-pressure between the sinks' unacknowledged outputs and the source.
+        self.flow = FlowControl(source, (sink, dead_letters), self.config["max_in_flight"])
         #: Takes over :meth:`checkpoint` when set: ``checkpoint(final)``, ``status()``, ``attach(engine)``.
         self.checkpointer = checkpointer
         if checkpointer is not None:
@@ -279,20 +295,25 @@ class Engine:
         cfg = self.config
         max_records, timeout = cfg["poll_max_records"], cfg["poll_timeout"]
         every, interval = cfg["commit_every_records"], cfg["commit_interval_s"]
+        observer, flow_check, clock = self.observer, self.flow.check, time.perf_counter
         try:
             while not self._stop_requested:
+                observer.loop()
+                held = flow_check()  # back-pressure: paused input, and no checkpoint blocking in flush
                 records = self.source.poll(max_records, timeout)
                 if not records:
                     if self.source.exhausted:
                         break
-                    if self._pending():
+                    if self._pending() and not held:
                         self.checkpoint()
                     self._maybe_log_metrics()
                     continue
+                polled, event_done = clock(), observer.event_done
                 for record in records:
                     if self._stop_requested:
                         break
                     self.process(record)
+                    event_done(polled)
                 if (
                     self._since_checkpoint >= every
                     or time.monotonic() - self._last_checkpoint >= interval
@@ -324,8 +345,7 @@ class Engine:
         if self.checkpointer is not None:
             self.checkpointer.checkpoint(final=final)
         else:
-            self.sink.flush()
-            self.dead_letters.flush()
+            self._flush_sinks()
             if self.positions != self._committed:
                 positions = dict(self.positions)
                 try:
@@ -343,6 +363,17 @@ class Engine:
         if self.checkpointer is not None:
             summary.update(self.checkpointer.status())
         return summary
+
+    def _flush_sinks(self) -> None:
+        """Flush the outputs, then the dead letters; report the outcome to the observer."""
+        start = time.perf_counter()
+        try:
+            self.sink.flush()
+            self.dead_letters.flush()
+        except BaseException as exc:
+            self.observer.flush_done(time.perf_counter() - start, exc)
+            raise
+        self.observer.flush_done(time.perf_counter() - start, None)
 
     # -- one record ---------------------------------------------------------------
 
@@ -420,4 +451,5 @@ class Engine:
         interval = self.config["log_metrics_interval_s"]
         if interval and time.monotonic() - self._last_metrics_log >= interval:
             self._last_metrics_log = time.monotonic()
-            log.info("metrics %s", orjson.dumps(self.status()).decode())
+            summary = self.status()
+            log.info("metrics %s", orjson.dumps(summary).decode(), extra={"event": "metrics", "metrics": summary})

@@ -57,7 +57,14 @@ class Record:
 
 
 class Source(typing.Protocol):
-    """Where events come from."""
+    """Where events come from.
+
+    Optional, used when present: ``pause()`` / ``resume()`` stop and restart
+    fetching while the consumer stays alive (back-pressure, see
+    :mod:`stream_nb.engine._flow`); ``lag(timeout)`` returns
+    ``{partition: how far behind}`` in the unit named by the attribute
+    ``lag_unit`` (``"records"`` or ``"bytes"``), or ``None`` when unknown.
+    """
 
     def poll(self, max_records: int, timeout: float) -> list[Record]:
         """Return up to ``max_records`` records, waiting at most ``timeout`` seconds.
@@ -81,7 +88,11 @@ class Source(typing.Protocol):
 
 
 class Sink(typing.Protocol):
-    """Where output records (predictions or dead letters) go."""
+    """Where output records (predictions or dead letters) go.
+
+    Optional: an integer attribute ``in_flight``, the records handed to
+    :meth:`send` and not yet acknowledged (nor failed), for back-pressure.
+    """
 
     def send(self, value: bytes, key: bytes | None = None) -> None:
         """Queue one serialised record. May block for back-pressure; never drops."""

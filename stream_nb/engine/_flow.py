@@ -1,0 +1,116 @@
+"""Back-pressure: stop reading input while the outputs wait for their acknowledgements.
+
+A sink that sends asynchronously (the Kafka sink) accepts records faster than
+the broker may acknowledge them; kafka-python's producer queues them without
+any bound. So before every poll the engine asks :class:`FlowControl`, which
+adds up ``in_flight`` (records handed over but not yet acknowledged, or
+failed) over the sinks:
+
+* above ``limit``, it pauses the source (``source.pause()``: Kafka stops
+  fetching the assigned partitions, the consumer keeps polling, so it stays
+  in its group and keeps heartbeating) and the engine neither processes nor
+  checkpoints while paused (a checkpoint would block in flush);
+* at or below ``limit // 2`` it resumes the source.
+
+So at most ``limit`` plus one poll (``poll_max_records``) outputs are ever
+queued, whatever the backlog on the input. While paused the loop still comes
+round every ``poll_timeout``, so a stop request is noticed and the liveness
+clock keeps ticking. A record that fails also leaves ``in_flight``, so a
+broken output resumes the input and the next ``send`` raises the sink's error.
+
+Optional protocol: a sink with an integer ``in_flight`` attribute and a
+source with ``pause()`` and ``resume()``. Anything else (JSON lines, whose
+sink writes synchronously) is never paused.
+
+>>> class Sink:
+...     in_flight = 0
+>>> class Source:
+...     paused = False
+...     def pause(self): self.paused = True
+...     def resume(self): self.paused = False
+>>> source, sink = Source(), Sink()
+>>> flow = FlowControl(source, [sink], limit=100)
+>>> sink.in_flight = 101; flow.check(), source.paused
+(True, True)
+>>> sink.in_flight = 51; flow.check(), source.paused
+(True, True)
+>>> sink.in_flight = 50; flow.check(), source.paused, flow.pauses
+(False, False, 1)
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import typing
+
+__all__ = ["FlowControl"]
+
+log = logging.getLogger("stream_nb.engine")
+
+#: Seconds between two INFO lines about pausing; the others go to DEBUG.
+_LOG_EVERY_S = 60.0
+
+
+class FlowControl:
+    """Pause ``source`` while the ``sinks`` hold more than ``limit`` unacknowledged records.
+
+    ``limit`` 0 disables it. :attr:`active` says whether it can act at all
+    (some sink counts ``in_flight`` and the source can pause).
+    """
+
+    def __init__(self, source: typing.Any, sinks: typing.Iterable[typing.Any], limit: int):
+        self.source = source
+        self.sinks = [s for s in sinks if isinstance(getattr(s, "in_flight", None), int)]
+        self.limit = limit
+        self.resume_at = limit // 2
+        can_pause = callable(getattr(source, "pause", None)) and callable(getattr(source, "resume", None))
+        #: True when this controller can pause the source at all.
+        self.active = bool(limit > 0 and self.sinks and can_pause)
+        #: True while the source is paused.
+        self.paused = False
+        #: How many times the source was paused.
+        self.pauses = 0
+        self._paused_since = 0.0
+        self._paused_total = 0.0
+        self._last_info = -_LOG_EVERY_S
+
+    def in_flight(self) -> int:
+        """Records handed to the sinks and not yet acknowledged."""
+        return sum(s.in_flight for s in self.sinks)
+
+    @property
+    def paused_seconds(self) -> float:
+        """Total time spent paused, the current pause included."""
+        extra = time.monotonic() - self._paused_since if self.paused else 0.0
+        return self._paused_total + extra
+
+    def check(self) -> bool:
+        """Pause or resume the source as the backlog requires; True while paused."""
+        if not self.active:
+            return False
+        n = self.in_flight()
+        if self.paused:
+            if n <= self.resume_at:
+                self.source.resume()
+                self.paused = False
+                waited = time.monotonic() - self._paused_since
+                self._paused_total += waited
+                log.debug("back-pressure: resumed the input after %.3f s, %d outputs in flight", waited, n)
+            else:
+                self.source.pause()  # again: partitions assigned since the last call start unpaused
+        elif n > self.limit:
+            self.source.pause()
+            self.paused = True
+            self.pauses += 1
+            self._paused_since = now = time.monotonic()
+            quiet = now - self._last_info < _LOG_EVERY_S
+            if not quiet:
+                self._last_info = now
+            log.log(
+                logging.DEBUG if quiet else logging.INFO,
+                "back-pressure: %d outputs await acknowledgement (limit %d): input paused until at most %d "
+                "(pause %d)", n, self.limit, self.resume_at, self.pauses,
+                extra={"event": "backpressure", "in_flight": n, "limit": self.limit, "pauses": self.pauses},
+            )
+        return self.paused

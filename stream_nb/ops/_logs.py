@@ -1,0 +1,65 @@
+"""Log output of the daemon: text lines, or one JSON object per line (``--log-format json``).
+
+A JSON line holds ``time`` (ISO 8601, UTC, milliseconds), ``level``,
+``logger``, ``message`` and every structured field the call passed through
+``extra=`` (``event`` names the kind of line: ``start``, ``http``,
+``rebalance``, ``snapshot``, ``rebuilds``, ``dead_letters``, ``backpressure``,
+``metrics``, ``shutdown``), plus ``exception`` when there is a traceback.
+
+>>> import io, json
+>>> record = logging.LogRecord("stream_nb.cli", logging.INFO, __file__, 1, "running %s", ("nb",), None)
+>>> record.event, record.model = "start", "nb"
+>>> line = json.loads(JsonFormatter().format(record))
+>>> line["level"], line["logger"], line["message"], line["event"], line["model"]
+('INFO', 'stream_nb.cli', 'running nb', 'start', 'nb')
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import sys
+import typing
+
+import orjson
+
+__all__ = ["JsonFormatter", "TEXT_FORMAT", "configure_logging"]
+
+#: The ``--log-format text`` layout.
+TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+# Attributes every LogRecord has; anything else came from ``extra=``.
+_STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime", "taskName"}
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per record: time, level, logger, message, then the ``extra`` fields."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        out: dict[str, typing.Any] = {
+            "time": datetime.datetime.fromtimestamp(record.created, datetime.timezone.utc).isoformat(
+                timespec="milliseconds"
+            ),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        for key, value in record.__dict__.items():
+            if key not in _STANDARD and not key.startswith("_") and key not in out:
+                out[key] = value
+        if record.exc_info:
+            out["exception"] = self.formatException(record.exc_info)
+        elif record.exc_text:
+            out["exception"] = record.exc_text
+        if record.stack_info:
+            out["stack"] = self.formatStack(record.stack_info)
+        return orjson.dumps(out, default=repr, option=orjson.OPT_NON_STR_KEYS).decode()
+
+
+def configure_logging(level: str, fmt: str = "text", stream: typing.TextIO | None = None) -> None:
+    """Send every log record at ``level`` and above to ``stream`` (stderr) as ``fmt`` (text or json)."""
+    if fmt not in ("text", "json"):
+        raise ValueError(f"log format must be 'text' or 'json', got {fmt!r}")
+    handler = logging.StreamHandler(sys.stderr if stream is None else stream)
+    handler.setFormatter(JsonFormatter() if fmt == "json" else logging.Formatter(TEXT_FORMAT))
+    logging.basicConfig(level=level, handlers=[handler], force=True)
