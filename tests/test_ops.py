@@ -417,3 +417,40 @@ def test_the_daemon_serves_its_endpoints_while_it_reads_a_pipe():
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_snapshots_feed_the_metrics_and_the_readiness(tmp_path):
+    snapshots = tmp_path / "snapshots"
+    proc = subprocess.Popen([sys.executable, "-m", "stream_nb.cli", "run", "--metrics-port", "0",
+                             "--metrics-interval", "0", "--snapshot-dir", str(snapshots), "--snapshot-every", "10",
+                             "--log-format", "json", "--output", str(tmp_path / "out.jsonl"),
+                             "--dead-letter", str(tmp_path / "dead.jsonl")],
+                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        lines = []
+        while not any(line.get("event") == "http" for line in lines):
+            lines.append(json.loads(proc.stderr.readline()))
+        url = f"http://127.0.0.1:{lines[-1]['port']}"
+        proc.stdin.write(b"\n".join(events(30, 0, [])) + b"\n")
+        proc.stdin.flush()
+        deadline = time.monotonic() + 60
+        while scrape(url)[("stream_nb_snapshots_total", (("result", "ok"),))] < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        m = scrape(url)
+        assert m[("stream_nb_snapshots_total", (("result", "ok"),))] >= 3  # one per 10 events
+        assert m[("stream_nb_snapshots_total", (("result", "failed"),))] == 0
+        assert m[("stream_nb_snapshot_duration_seconds", ())] > 0
+        assert m[("stream_nb_snapshot_age_seconds", ())] >= 0
+        status, body = get(url + "/readyz")
+        assert status == 200
+        assert json.loads(body)["checks"]["snapshot"] == {"ok": True, "detail": "the last snapshot succeeded"}
+        proc.stdin.close()
+        assert proc.wait(timeout=60) == 0
+        rest = [json.loads(line) for line in proc.stderr.read().splitlines()]
+        written = [line for line in lines + rest if line.get("event") == "snapshot"]
+        assert len(written) >= 3 and all(line["ok"] for line in written)
+        assert len(list(snapshots.iterdir())) >= 1
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

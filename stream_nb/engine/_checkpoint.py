@@ -481,6 +481,7 @@ class Checkpointer:
             else:
                 log.warning("snapshot failed again: %s", exc)
             self.last_ok = False
+            engine.observer.snapshot_done(time.perf_counter() - start, False)  # /metrics, /readyz
             return False
         elapsed = time.perf_counter() - start
         if not self.last_ok:
@@ -492,6 +493,7 @@ class Checkpointer:
         self._events_at_snapshot = engine.metrics.events
         self._last_snapshot_t = time.monotonic()
         log.debug("snapshot %s: %d bytes in %.3f s", path, size, elapsed)
+        engine.observer.snapshot_done(elapsed, True)  # /metrics, /readyz
         if not self.exactly_once:
             self.store.prune(protect=seq)
         return True

@@ -172,7 +172,7 @@ class _Collector:
         if o._model is not None:
             rebuilds = CounterMetricFamily("stream_nb_model_rebuilds", _doc("stream_nb_model_rebuilds"),
                                            labels=["model"])
-            rebuilds.add_metric([model], o._model.n_rebuilds)
+            rebuilds.add_metric([model], getattr(engine.model, "n_rebuilds", o._model.n_rebuilds))
             yield rebuilds
             seconds = HistogramMetricFamily("stream_nb_model_rebuild_seconds",
                                             _doc("stream_nb_model_rebuild_seconds"), labels=["model"])
