@@ -354,6 +354,8 @@ class BayesClassifier(base.MiniBatchClassifier):
         with EM and a missing value anywhere, or unlabeled rows to learn from."""
         if self.learn_unlabeled and pd.isna(pd.Series(list(y), dtype=object)).any():
             return True
+        if self._stats.frame_promotes(X):
+            return True  # a feature turns numeric at one row: the rows before it count as categories
         if self.missing != "em":
             return False
         s = self._stats

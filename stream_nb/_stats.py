@@ -38,6 +38,7 @@ which is why the denominators are ``feat_count`` and ``pair_feat`` rather than
 
 from __future__ import annotations
 
+import copy
 import math
 import numbers
 import typing
@@ -51,6 +52,7 @@ from .exceptions import CapacityError, ConfigError, FeatureTypeError, InvalidEve
 __all__ = ["Stats", "Encoded", "CAT", "GAUSS", "BINNED"]
 
 CAT, GAUSS, BINNED = 0, 1, 2
+PROMOTE = 3  # a learning step: a categorical feature turns numeric
 _KIND_NAMES = {CAT: "categorical", GAUSS: "numeric", BINNED: "numeric"}
 _EMPTY_INT = np.empty(0, dtype=np.int64)
 _EMPTY_FLOAT = np.empty(0, dtype=float)
@@ -64,6 +66,10 @@ class Encoded(typing.NamedTuple):
     gslots: np.ndarray  # Gaussian slot of each observed numeric feature
     gx: np.ndarray  # its value
     unseen: bool = False  # some value was never seen (column 0)
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
 
 
 def _is_nan(v) -> bool:
@@ -205,6 +211,8 @@ class Stats:
         self._lookup: dict = {}
         # name -> value dict, categorical features only: the fast path of encode()
         self._cat_values: dict = {}
+        # categorical features inferred from an integer: a later fractional number turns them numeric
+        self.from_int: set = set()
         # bumped by every change other than Stats.add, so views can tell when cached tables are stale
         self.epoch = 0
         # (items of x, encoding) of the last event encoded for prediction, when learning it
@@ -327,7 +335,110 @@ class Stats:
             return GAUSS if self.numeric == "gaussian" else BINNED
         return CAT
 
-    def _add_feature(self, name, kind) -> int:
+    def _promotes(self, f: int, v) -> bool:
+        """True when value ``v`` turns categorical feature ``f`` numeric: ``f`` was inferred
+        (not declared) from an integer, every value so far is a number, and ``v`` is not a whole number."""
+        if f not in self.from_int or not isinstance(v, float) or v.is_integer():
+            return False
+        return all(isinstance(k, (int, float)) and not isinstance(k, bool) for k in self.values[f])
+
+    def promote(self, f: int) -> None:
+        """Turn categorical feature ``f`` numeric, converting its counts exactly.
+
+        JSON has one number type: a feature whose first value was ``0`` and
+        whose next ones are ``1234.5`` is numeric. Naive Bayes' Gaussian
+        moments per class are computed from the per-value counts; the
+        discretising models choose bin edges from the values seen so far
+        (weighted by their counts) and add every value's counts, pairs and
+        tuples into its bin. The old value columns stay, empty and detached.
+        """
+        name = self.features[f]
+        old = self.columns_of(f)
+        keys = np.array([float(self.value_keys[c]) for c in old.tolist()])
+        C = self.n_classes
+        counts = self.value_count[:C, old]
+        self.from_int.discard(f)
+        self._cat_values.pop(name, None)
+        if self.numeric == "gaussian":
+            self._reserve(g=1)
+            g = self.n_gauss
+            self.n_gauss += 1
+            self.gauss_feature.append(f)
+            self.kinds[f], self.values[f], self.gslot[f] = GAUSS, None, g
+            n = counts.sum(1)
+            mean = np.where(n > 0, counts @ keys / np.where(n > 0, n, 1.0), 0.0)
+            self.g_n[:C, g], self.g_mean[:C, g] = n, mean
+            self.g_m2[:C, g] = (counts * (keys[None, :] - mean[:, None]) ** 2).sum(1)
+            self.feat_count[:C, f] = 0.0
+            self.n_values[f] = 0
+        else:
+            d = Discretiser(self.bins, self.warmup, self.bin_edges.get(name))
+            seen = np.repeat(keys, np.maximum(np.rint(counts.sum(0)), 1).astype(int))
+            self.kinds[f], self.values[f], self.disc[f] = BINNED, {}, d
+            self.n_values[f] = 0
+            if d.edges is None and len(seen) < self.warmup:
+                # as if it had been numeric all along: its values so far are warm-up values,
+                # which teach the bin edges only and are not counted
+                d.buffer = seen.tolist()
+                self._drop_columns(f, old)
+            else:
+                if d.edges is None:  # enough values: the edges come from all of them
+                    d.buffer = seen.tolist()
+                    d._choose()
+                new = np.array([self.values[f].get(b) or self._add_value(f, b) for b in d.bin_many(keys).tolist()])
+                self._merge_columns(old, new)
+        self.value_count[:, old] = 0.0
+        self.value_feature[old] = -1
+        self._lookup[name] = (self.kinds[f], f, self.values[f], self.gslot[f], self.disc[f])
+        self.epoch += 1
+
+    def _drop_columns(self, f: int, old: np.ndarray) -> None:
+        """Forget every count of feature ``f``'s columns ``old``, as if its values had been missing."""
+        self.feat_count[:, f] = 0.0
+        if self.pairs:
+            self.pair_feat[:, :, f] -= self.pair_count[:, :, old].sum(2)
+            self.pair_count[:, old, :] = 0.0
+            self.pair_count[:, :, old] = 0.0
+            self.pair_feat[:, old, :] = 0.0
+        if self.tuples:
+            t = self.tuples
+            lead = (slice(None),) * t
+            self.tuple_feat[lead + (f,)] -= self.tuple_count[lead + (old,)].sum(-1)
+            for axis in range(1, t + 1):
+                idx = [slice(None)] * (t + 1)
+                idx[axis] = old
+                self.tuple_count[tuple(idx)] = 0.0
+            for axis in range(1, t):
+                idx = [slice(None)] * (t + 1)
+                idx[axis] = old
+                self.tuple_feat[tuple(idx)] = 0.0
+
+    def _merge_columns(self, old: np.ndarray, new: np.ndarray) -> None:
+        """Add the counts of columns ``old`` into ``new`` (pairwise) along every value axis."""
+        for o, n in zip(old.tolist(), new.tolist()):
+            self.value_count[:, n] += self.value_count[:, o]
+            if self.pairs:
+                self.pair_count[:, n, :] += self.pair_count[:, o, :]
+                self.pair_count[:, o, :] = 0.0
+                self.pair_count[:, :, n] += self.pair_count[:, :, o]
+                self.pair_count[:, :, o] = 0.0
+                self.pair_feat[:, n, :] += self.pair_feat[:, o, :]
+                self.pair_feat[:, o, :] = 0.0
+            if self.tuples:
+                for axis in range(1, self.tuples + 1):
+                    src = [slice(None)] * (self.tuples + 1)
+                    dst = list(src)
+                    src[axis], dst[axis] = o, n
+                    self.tuple_count[tuple(dst)] += self.tuple_count[tuple(src)]
+                    self.tuple_count[tuple(src)] = 0.0
+                for axis in range(1, self.tuples):
+                    src = [slice(None)] * (self.tuples + 1)
+                    dst = list(src)
+                    src[axis], dst[axis] = o, n
+                    self.tuple_feat[tuple(dst)] += self.tuple_feat[tuple(src)]
+                    self.tuple_feat[tuple(src)] = 0.0
+
+    def _add_feature(self, name, kind, from_int: bool = False) -> int:
         self._reserve(f=1, g=1 if kind == GAUSS else 0)
         f = len(self.features)
         self.features.append(name)
@@ -347,6 +458,8 @@ class Stats:
         self._lookup[name] = (kind, f, self.values[f], self.gslot[f], self.disc[f])
         if kind == CAT:
             self._cat_values[name] = self.values[f]
+            if from_int:
+                self.from_int.add(f)
         self.epoch += 1
         return f
 
@@ -473,7 +586,7 @@ class Stats:
                         continue
                     v = _check_categorical(name, v)
                     if v is not None:
-                        todo.append((name, f, CAT, v))
+                        todo.append((name, f, PROMOTE if self._promotes(f, v) else CAT, v))
                     continue
                 fv = _check_numeric(name, v)
                 if fv is None:
@@ -521,8 +634,15 @@ class Stats:
         if self.tuples:
             self._check_room(len(todo), y is not None and y not in self.class_index)
         for name, f, k, v in todo:
+            if k == PROMOTE:
+                self.promote(f)
+                k = self.kinds[f]
+                if k == GAUSS:
+                    gs.append(self.gslot[f])
+                    gx.append(v)
+                    continue
             if f is None:
-                f = self._add_feature(name, k)
+                f = self._add_feature(name, k, from_int=k == CAT and name not in self.types and _is_int(v))
                 if k == GAUSS:
                     gs.append(self.gslot[f])
                     gx.append(v)
@@ -670,6 +790,26 @@ class Stats:
             self._register_frame(prepared, n)
         return self._encode_prepared(prepared, n, learn)
 
+    def frame_promotes(self, X: pd.DataFrame) -> bool:
+        """True when learning ``X`` would turn a categorical feature numeric (see :meth:`promote`):
+        a feature inferred from integers (known, or new with an integer first) meets a fraction."""
+        for name in X.columns:
+            f = self.feature_index.get(name)
+            if f is not None and f not in self.from_int:
+                continue
+            s = X[name]
+            if f is None:
+                if name in self.types or s.dtype.kind == "f":
+                    continue
+                first = s.first_valid_index()
+                if first is None or not _is_int(s.loc[first]):
+                    continue
+            col = pd.to_numeric(s, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+            col = col[~np.isnan(col)]
+            if len(col) and not np.all(col == np.round(col)):
+                return True
+        return False
+
     def validate_frame(self, X: pd.DataFrame) -> None:
         """Raise ``FeatureTypeError`` for any value of ``X`` that learning would refuse; change nothing."""
         self._prepare_frame(X, learn=True)
@@ -748,7 +888,8 @@ class Stats:
                 if not valid.any():
                     continue
                 if f is None:
-                    events.append((int(np.argmax(valid)), pos, 0, name, kind, None))
+                    first_row = int(np.argmax(valid))
+                    events.append((first_row, pos, 0, name, kind, _is_int(uniques[codes[first_row]])))
                 known = self.values[f] if f is not None else {}
                 new = [i for i, u in enumerate(uniques) if u is not None and u not in known]
                 if new:
@@ -760,13 +901,13 @@ class Stats:
             elif f is None:
                 valid = ~np.isnan(payload)
                 if valid.any():
-                    events.append((int(np.argmax(valid)), pos, 0, name, kind, None))
+                    events.append((int(np.argmax(valid)), pos, 0, name, kind, False))
         events.sort(key=lambda e: (e[0], e[1], e[2]))
         if self.tuples:  # binned values may add a few more: they are checked as they come
             self._check_room(sum(1 for e in events if e[2] == 1), 0)
         for _, _, what, name, kind, v in events:
             if what == 0:
-                self._add_feature(name, kind)
+                self._add_feature(name, kind, from_int=kind == CAT and name not in self.types and v)
             else:
                 self._add_value(self.feature_index[name], v)
 
@@ -867,8 +1008,16 @@ class Stats:
                 f"cannot merge statistics kept differently: pairs={self.pairs}, numeric={self.numeric!r} "
                 f"here, pairs={other.pairs}, numeric={other.numeric!r} in the other model"
             )
+        stale = [f for name, f in other.feature_index.items() if f in other.from_int
+                 and name in self.feature_index and self.kinds[self.feature_index[name]] != CAT]
+        if stale:  # this model saw the feature turn numeric: so would a sequential run
+            other = copy.deepcopy(other)
+            for f in stale:
+                other.promote(f)
         for name, f in other.feature_index.items():
             mine = self.feature_index.get(name)
+            if mine is not None and mine in self.from_int and other.kinds[f] != CAT:
+                self.promote(mine)  # the other model saw it turn numeric: so would a sequential run
             if mine is not None and _KIND_NAMES[self.kinds[mine]] != _KIND_NAMES[other.kinds[f]]:
                 raise MergeError(
                     f"feature {name!r} is {_KIND_NAMES[self.kinds[mine]]} here but "
@@ -892,8 +1041,8 @@ class Stats:
         if self.tuples:
             new_v = sum(
                 1 for col in range(1, len(other.value_keys))
-                if other.features[other.value_feature[col]] not in self.feature_index
-                or other.value_keys[col] not in self.values[self.feature_index[other.features[other.value_feature[col]]]]
+                if other.value_feature[col] >= 0 and (other.features[other.value_feature[col]] not in self.feature_index
+                or other.value_keys[col] not in (self.values[self.feature_index[other.features[other.value_feature[col]]]] or {}))
             )
             self._check_room(new_v, sum(1 for y in other.classes if y not in self.class_index))
         cmap = np.array([self.class_of(y) for y in other.classes], dtype=np.int64)
@@ -909,6 +1058,8 @@ class Stats:
             fmap[f] = mine
         vmap = np.zeros(len(other.value_keys), dtype=np.int64)
         for col in range(1, len(other.value_keys)):
+            if other.value_feature[col] < 0:
+                continue  # detached by a promotion: empty
             f = fmap[other.value_feature[col]]
             v = other.value_keys[col]
             mine = self.values[f].get(v)
@@ -1041,7 +1192,12 @@ class Stats:
                 }
                 for f, name in enumerate(self.features)
             ],
-            "columns": [[int(self.value_feature[col]), self.value_keys[col]] for col in range(1, V)],
+            # [feature, value] per column; [-1, null] for the columns a promotion detached
+            "columns": [
+                [int(self.value_feature[col]), self.value_keys[col] if self.value_feature[col] >= 0 else None]
+                for col in range(1, V)
+            ],
+            "from_int": sorted(self.from_int),
         }
         return arrays, meta
 
@@ -1060,7 +1216,12 @@ class Stats:
             if feat["discretiser"] is not None:
                 s._set_discretiser(f, Discretiser.from_state(feat["discretiser"]))
         for f, v in meta["columns"]:
-            s._add_value(f, v)
+            if f >= 0:
+                s._add_value(f, v)
+            else:  # a detached column: kept so that the later ones keep their place
+                s._reserve(v=1)
+                s.value_keys.append(None)
+        s.from_int = set(meta.get("from_int", []))
         C, V, F, G = len(s.classes), len(s.value_keys), len(s.features), s.n_gauss
         s.class_count[:C] = arrays["class_count"]
         s.value_count[:C, :V] = arrays["value_count"]

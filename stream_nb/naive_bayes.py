@@ -119,7 +119,8 @@ class NaiveBayes(BayesClassifier):
             C, V, a = s.n_classes, len(s.value_keys), self._alpha
             vf = np.maximum(s.value_feature[:V], 0)
             self._vf, self._vn = vf, a * s.n_values[vf]
-            self._vn[0] = a  # column 0 (never-seen values) is read through the slow path, never here
+            # column 0 (never-seen values) and columns detached by a promotion are never read here
+            self._vn[s.value_feature[:V] < 0] = a
             self._lp = np.log(s.value_count[:C, :V] + a) - np.log(s.feat_count[:C][:, vf] + self._vn)
             self._lprior = self._log_prior()
             self._table_epoch = s.epoch

@@ -29,9 +29,12 @@ def conditional_mutual_information(stats) -> np.ndarray:
     out = np.zeros((F, F))
     if V <= 1 or C == 0:
         return out
-    fcol = stats.value_feature[1:V]
+    live = np.flatnonzero(stats.value_feature[1:V] >= 0) + 1  # columns a promotion detached hold nothing
+    if not len(live):
+        return out
+    fcol = stats.value_feature[live]
     order = np.argsort(fcol, kind="stable")
-    cols = np.arange(1, V)[order]
+    cols = live[order]
     fsorted = fcol[order]
     starts = np.flatnonzero(np.r_[True, fsorted[1:] != fsorted[:-1]])
     present = fsorted[starts]
@@ -62,8 +65,9 @@ def mutual_information_with_class(stats) -> np.ndarray:
     out = np.zeros(F)
     if V <= 1 or C == 0:
         return out
-    n = stats.value_count[:C, 1:V]  # (C, V-1)
-    feat = stats.value_feature[1:V]
+    live = np.flatnonzero(stats.value_feature[1:V] >= 0) + 1
+    n = stats.value_count[:C, live]  # (C, live columns)
+    feat = stats.value_feature[live]
     n_f = np.bincount(feat, weights=n.sum(0), minlength=F)  # events with feature f observed
     n_cf = np.stack([np.bincount(feat, weights=n[c], minlength=F) for c in range(C)])  # (C, F)
     n_v = n.sum(0)

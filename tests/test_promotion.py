@@ -1,0 +1,111 @@
+"""A feature first seen as an integer turns numeric at its first fractional value, counts converted exactly."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes
+from test_learners import assert_proba_close, learn
+
+
+def commission_stream(n=400, seed=3):
+    """Like river's Agrawal: commission is the integer 0 for high salaries, a float otherwise."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        y = int(rng.integers(2))
+        salary_high = rng.random() < (0.7 if y else 0.3)
+        commission = 0 if salary_high else float(np.round(rng.normal(20000 + 15000 * y, 5000), 2))
+        if i < 5:
+            commission = 0  # the first values are integers: the feature starts categorical
+        out.append(({"commission": commission, "k": f"k{int(rng.integers(3)) + y}"}, y))
+    return out
+
+
+def test_naive_bayes_converts_its_counts_to_the_same_gaussian_moments():
+    events = commission_stream()
+    model = learn(NaiveBayes(), events)
+    s = model._stats
+    assert set(s.counts()["gaussian"]) == {"commission"} and "commission" not in s.counts()["value_count"]
+    for y in (0, 1):
+        v = np.array([float(x["commission"]) for x, yy in events if yy == y])
+        n, mean, m2 = s.counts()["gaussian"]["commission"][y]
+        assert (n, mean, m2) == pytest.approx((len(v), v.mean(), ((v - v.mean()) ** 2).sum()), rel=1e-10)
+    declared = learn(NaiveBayes(types={"commission": "numeric"}), events)
+    for x, _ in events[:30]:
+        assert_proba_close(model.predict_proba_one(x), declared.predict_proba_one(x), 1e-9)
+
+
+@pytest.mark.parametrize("cls", [AODE, TAN, SPODE, KDB])
+def test_discretising_models_move_every_count_into_its_bin(cls):
+    events = commission_stream()
+    params = {"rebuild_every": 100} if cls in (TAN, SPODE, KDB) else {}
+    if cls is SPODE:
+        params["parent"] = "k"  # chosen from the stream, the scores would differ while commission was a category
+    model = learn(cls(**params, missing="ignore"), events)
+    s = model._stats
+    f = s.feature_index["commission"]
+    edges = s.disc[f].edges
+    assert s.kinds[f] == 2 and edges is not None and len(s.values[f]) >= 2
+    # the same events with the feature declared numeric from the start give the same counts: its
+    # first integers were warm-up values there too, and the same first values chose the same edges
+    ref = learn(cls(**params, missing="ignore", types={"commission": "numeric"}), events)
+    assert ref._stats.disc[ref._stats.feature_index["commission"]].edges.tolist() == edges.tolist()
+    got, want = s.counts(), ref._stats.counts()
+    assert got["class_count"] == want["class_count"]
+    assert got["value_count"]["commission"] == want["value_count"]["commission"]
+    assert got["value_count"]["k"] == want["value_count"]["k"]
+    # pair counts by feature values, and pair_feat still the block sums of pair_count
+    def pairs(m):
+        st = m._stats
+        return {(st.features[st.value_feature[a]], st.value_keys[a], st.features[st.value_feature[b]], st.value_keys[b]):
+                st.pair_count[:st.n_classes, a, b].tolist()
+                for a in range(1, len(st.value_keys)) for b in range(1, len(st.value_keys))
+                if st.value_feature[a] >= 0 and st.value_feature[b] >= 0}
+    assert pairs(model) == pairs(ref)
+    for g in range(len(s.features)):
+        np.testing.assert_allclose(s.pair_feat[:, :, g], s.pair_count[:, :, s.columns_of(g)].sum(2), atol=1e-9)
+    for x, _ in events[:30]:
+        assert_proba_close(model.predict_proba_one(x), ref.predict_proba_one(x), 1e-9)
+
+
+@pytest.mark.parametrize("cls", [NaiveBayes, TAN, KDB])
+def test_promoted_models_round_trip_merge_and_batch(cls):
+    events = commission_stream(300)
+    params = {"rebuild_every": 0} if cls in (TAN, KDB) else {}
+    model = learn(cls(**params), events)
+    back = cls.from_state(model.state()[0], json.loads(json.dumps(model.state()[1])))
+    for x, _ in events[:10]:
+        assert back.predict_proba_one(x) == model.predict_proba_one(x)
+    many = cls(**params)
+    for lo in range(0, len(events), 70):
+        chunk = events[lo : lo + 70]
+        many.learn_many(pd.DataFrame([x for x, _ in chunk]), pd.Series([y for _, y in chunk]))
+    for x, _ in events[:20]:
+        assert_proba_close(many.predict_proba_one(x), model.predict_proba_one(x), 1e-9)
+    # a model that never saw a fraction merges into one that did: it is promoted first
+    ints = [({"commission": 0, "k": x["k"]}, y) for x, y in events[:50]]
+    a = learn(cls(**params, missing="ignore"), ints)
+    b = learn(cls(**params, missing="ignore"), events[50:100])
+    if cls is NaiveBayes:
+        before = a._stats.counts()
+        b.merge(a)
+        assert "commission" in b._stats.counts()["gaussian"]
+        assert a._stats.counts() == before  # the merged-in model is left as it was
+        ref = learn(cls(**params, missing="ignore"), events[50:100] + ints)
+        for y in (0, 1):
+            assert b._stats.counts()["gaussian"]["commission"][y] == pytest.approx(
+                ref._stats.counts()["gaussian"]["commission"][y], rel=1e-10)
+
+
+def test_strings_or_declared_types_never_promote():
+    model = learn(NaiveBayes(), [({"z": 1}, "a"), ({"z": "x"}, "b"), ({"z": 2.5}, "a")])
+    assert set(model._stats.counts()["value_count"]["z"]) == {1, "x", 2.5}
+    declared = learn(NaiveBayes(types={"z": "categorical"}), [({"z": 1}, "a"), ({"z": 2.5}, "b")])
+    assert set(declared._stats.counts()["value_count"]["z"]) == {1, 2.5}
+    whole = learn(NaiveBayes(), [({"z": 1}, "a"), ({"z": 2.0}, "b")])  # 2.0 is a whole number: still a category
+    assert "z" in whole._stats.counts()["value_count"]
