@@ -419,9 +419,14 @@ class BayesClassifier(base.MiniBatchClassifier):
         return self._naive_jll_many(D, dfeats, G, gslots)
 
     def _log_prior(self) -> np.ndarray:
-        s, a = self._stats, self._alpha
-        cc = s.class_count[: s.n_classes]
-        return np.log(cc + a) - math.log(cc.sum() + a * s.n_classes)
+        s = self._stats
+        key = (s.epoch, s.version)
+        cached = getattr(self, "_prior_cache", None)
+        if cached is None or cached[0] != key:
+            a = self._alpha
+            cc = s.class_count[: s.n_classes]
+            cached = self._prior_cache = (key, np.log(cc + a) - math.log(cc.sum() + a * s.n_classes))
+        return cached[1]
 
     def _log_posterior(self, x: dict) -> np.ndarray:
         jll = self._jll(self._stats.encode(x))

@@ -215,6 +215,8 @@ class Stats:
         self.from_int: set = set()
         # bumped by every change other than Stats.add, so views can tell when cached tables are stale
         self.epoch = 0
+        # bumped by every change of a count: (epoch, version) keys anything derived from the counts
+        self.version = 0
         # (items of x, encoding) of the last event encoded for prediction, when learning it
         # would need no new feature or value: the prequential loop then encodes each event once
         self._last = None
@@ -674,6 +676,7 @@ class Stats:
 
     def add(self, enc: Encoded, c: int, w: float = 1.0) -> None:
         """Add one (encoded) event of class index ``c`` with weight ``w``."""
+        self.version += 1
         self.class_count[c] += w
         cols, feats = enc.cols, enc.feats
         if len(cols):
@@ -697,6 +700,7 @@ class Stats:
 
     def add_gaussian(self, c: int, w: float, gs: np.ndarray, gx: np.ndarray) -> None:
         """Weighted Welford update of the Gaussian moments of class ``c``."""
+        self.version += 1
         if len(gs):
             n = self.g_n[c, gs] + w
             mean = self.g_mean[c, gs]
@@ -738,6 +742,7 @@ class Stats:
         (needed when pair counts are kept). Each feature's block of ``m``
         sums to 1, so the event adds exactly weight ``w`` everywhere.
         """
+        self.version += 1
         self.class_count[c] += w
         self.value_count[c, u] += w * m
         starts = np.flatnonzero(np.r_[True, feats_u[1:] != feats_u[:-1]])
