@@ -550,9 +550,15 @@ class KafkaSource:
         self._paused = set(assigned)
 
     def resume(self) -> None:
-        """Fetch again the partitions :meth:`pause` paused (and are still assigned)."""
+        """Fetch again the partitions :meth:`pause` paused (and are still assigned).
+
+        A partition still waiting to be positioned (just assigned) stays paused:
+        positioning resumes it.
+        """
         assigned = self._consumer.assignment() or set()
-        todo = sorted(self._paused & set(assigned))
+        with self._lock:
+            unsettled = set(self._to_settle)
+        todo = sorted((self._paused & set(assigned)) - unsettled)
         self._paused = set()
         if todo:
             self._consumer.resume(*todo)
@@ -636,7 +642,8 @@ class KafkaSource:
             if settle:  # no record of theirs until _settle() positioned them
                 self._consumer.pause(*settle)
         keys = [self._key(tp) for tp in partitions]
-        log.info("Kafka source: partitions %s: %s", event, ", ".join(keys) or "none")
+        log.info("Kafka source: partitions %s: %s", event, ", ".join(keys) or "none",
+                 extra={"event": "rebalance", "change": event, "partitions": keys})
         for callback in list(self._callbacks):
             try:
                 callback(event, keys)
