@@ -88,6 +88,16 @@ COMMIT_METADATA_PREFIX = "stream-nb snapshot "
 
 
 _FOREIGN = object()
+#: Test-only: seconds to sleep between writing a snapshot and committing its transaction
+#: (exactly-once mode), so a fault test can kill the daemon in that window.
+TEST_PAUSE_BEFORE_COMMIT_ENV = "STREAM_NB_TEST_PAUSE_BEFORE_COMMIT"
+
+
+def _test_pause(name: str) -> float:
+    try:
+        return max(0.0, float(os.environ.get(name, "") or 0))
+    except ValueError:
+        return 0.0
 
 
 def _name(seq: int) -> str:
@@ -674,6 +684,11 @@ class ExactlyOnceCheckpointer(Checkpointer):
             self._abort_and_rewind(f"the snapshot could not be written: {self.last_error}")
             return False
         seq = self.snapshot_seq
+        pause = _test_pause(TEST_PAUSE_BEFORE_COMMIT_ENV)
+        if pause:
+            log.warning("test hook %s: pausing %.1f s between snapshot %s and its transaction's commit",
+                        TEST_PAUSE_BEFORE_COMMIT_ENV, pause, seq)
+            time.sleep(pause)
         try:
             self.transaction.commit(dict(self.snapshot_positions), _metadata(self.store_id, seq))
         except Exception as exc:  # noqa: BLE001 - any failure: abort (fatal ones re-raise from abort)
