@@ -571,9 +571,12 @@ class KafkaSource:
 
         One ListOffsets request for all partitions, so call it periodically,
         never per event. Raises :class:`ConnectorUnavailable` when the broker
-        does not answer within ``timeout`` seconds.
+        does not answer within ``timeout`` seconds. A partition not positioned
+        yet (just assigned) is left out.
         """
-        assigned = sorted(self._consumer.assignment() or ())
+        with self._lock:
+            unsettled = set(self._to_settle)
+        assigned = sorted(set(self._consumer.assignment() or ()) - unsettled)
         if not assigned:
             return {}
         timeout_ms = max(1, int(timeout * 1000))
