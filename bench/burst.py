@@ -240,8 +240,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {r['setup']} | {r['peak_rss_mb']:.0f} | {r['consumed']:,.0f} | {r['delivered']:,} | "
               f"{r['pauses']:,.0f} | {r['stopped_by']} | {r['seconds']:.0f} |")
     print(f"\n{args.events:,} events (~90 bytes) queued in a {PARTITIONS}-partition topic before the daemon "
-          f"started; peak RSS = ru_maxrss of the daemon process; {os.cpu_count()} CPUs, "
-          f"Python {sys.version.split()[0]}.")
+          f"started; peak RSS = ru_maxrss of the daemon process; events consumed as last scraped; a set-up "
+          f"stopped early is killed (SIGKILL), so outputs delivered counts what the broker had acknowledged; "
+          f"{os.cpu_count()} CPUs, Python {sys.version.split()[0]}.")
     return 0
 
 
