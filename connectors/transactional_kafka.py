@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import types
 
 import kafka.errors as Errors
@@ -66,13 +67,9 @@ class Transaction:
         if cfg["create_topic"]:
             for topic in dict.fromkeys(topics):
                 KafkaSink._ensure_topic(types.SimpleNamespace(topic=topic), cfg)
-        client_cfg = {k: v for k, v in cfg.items() if k not in KafkaSink._OWN_KEYS}
-        self._producer = _connect(KafkaProducer, client_cfg, role=f"transactional producer {transactional_id!r}")
-        try:
-            self._producer.init_transactions()
-        except BaseException:
-            self._producer.close(timeout=self._close_timeout_ms / 1000)
-            raise
+        self._client_cfg = {k: v for k, v in cfg.items() if k not in KafkaSink._OWN_KEYS}
+        self._block_s = cfg.get("max_block_ms", KafkaProducer.DEFAULT_CONFIG["max_block_ms"]) / 1000
+        self._producer = self._new_producer()
         self._in_transaction = False
         self._lock = threading.Lock()
         self._sent = self._acked = self._failed = 0
@@ -83,6 +80,44 @@ class Transaction:
         self.aborts = 0
         log.info("Kafka exactly-once outputs: transactional id %r, bootstrap %s", transactional_id,
                  _servers(cfg["bootstrap_servers"]))
+
+    def _new_producer(self) -> KafkaProducer:
+        """A transactional producer, registered: ``init_transactions`` aborts what a predecessor left open."""
+        producer = _connect(KafkaProducer, self._client_cfg, role=f"transactional producer {self.transactional_id!r}")
+        try:
+            producer.init_transactions()
+        except BaseException:
+            producer.close(timeout=self._close_timeout_ms / 1000)
+            raise
+        return producer
+
+    def _complete(self, what: str, start: str, *args) -> None:
+        """Run a transactional request and wait for it, at most ``max_block_ms``.
+
+        kafka-python's ``commit_transaction``, ``abort_transaction`` and
+        ``send_offsets_to_transaction`` wait without a bound (and a request can
+        stay stuck after a broker restart), so this starts the same request on
+        the producer's transaction manager, wakes its sender while waiting, and
+        raises ``KafkaTimeoutError`` past the bound.
+        """
+        producer = self._producer
+        manager = getattr(producer, "_transaction_manager", None)
+        sender = getattr(producer, "_sender", None)
+        if manager is None or sender is None or not hasattr(manager, start):  # another kafka-python: no bound
+            public = {"begin_commit": "commit_transaction", "begin_abort": "abort_transaction",
+                      "send_offsets_to_transaction": "send_offsets_to_transaction"}[start]
+            getattr(producer, public)(*args)
+            return
+        result = getattr(manager, start)(*args)
+        sender.wakeup()
+        deadline = time.monotonic() + self._block_s
+        while not result.wait(timeout_ms=200):  # raises the request's error when it failed
+            if time.monotonic() > deadline:
+                raise Errors.KafkaTimeoutError(
+                    f"Kafka transactional producer {self.transactional_id!r}: {what} did not complete within "
+                    f"max_block_ms ({self._block_s * 1000:.0f} ms)"
+                )
+            sender.wakeup()
 
     def send(self, topic: str, value: bytes, key: bytes | None) -> None:
         """Send one record inside the current transaction (beginning one if needed)."""
@@ -103,7 +138,7 @@ class Transaction:
     def flush(self, topic: str = "outputs") -> None:
         """Wait for every record sent; :class:`~connectors.kafka.DeliveryError` if any failed."""
         if not self._closed:
-            self._producer.flush()
+            self._producer.flush(timeout=self._block_s)
         if self._failed:
             raise self._error(topic)
 
@@ -114,19 +149,35 @@ class Transaction:
             self._in_transaction = True
         offsets = self.source.transaction_offsets(positions, metadata)
         if offsets:
-            self._producer.send_offsets_to_transaction(offsets, self.source.group_metadata())
-        self._producer.commit_transaction()
+            self._complete("adding the offsets to the transaction", "send_offsets_to_transaction", offsets,
+                           self.source.group_metadata())
+        self._complete("committing the transaction", "begin_commit")
         self._in_transaction = False
         self.commits += 1
 
     def abort(self) -> None:
         """Abort the open transaction, if any, and forget its delivery failures.
 
-        Raises the producer's error when even that is impossible (e.g. fenced by
-        a newer instance with the same transactional id): the daemon must stop.
+        When the producer cannot abort (a timeout, a request stuck after a
+        broker restart, an error state), it is replaced by a new one with the
+        same transactional id, whose registration aborts the transaction on the
+        broker. Raises when even that fails, or when another instance holds the
+        transactional id (fenced): the daemon must stop.
         """
         if self._in_transaction:
-            self._producer.abort_transaction()
+            try:
+                self._complete("aborting the transaction", "begin_abort")
+            except (Errors.ProducerFencedError, Errors.TransactionalIdAuthorizationFailedError):
+                raise
+            except Errors.KafkaError as exc:
+                log.warning("Kafka exactly-once outputs: aborting failed (%r); replacing the producer, which "
+                            "aborts the transaction on the broker", exc)
+                old, self._producer = self._producer, None
+                try:
+                    old.close(timeout=0)
+                except Exception:  # noqa: BLE001 - the old producer is broken anyway
+                    log.debug("closing the old transactional producer failed", exc_info=True)
+                self._producer = self._new_producer()
             self._in_transaction = False
         self.aborts += 1
         self._failed = 0
