@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -24,6 +23,7 @@ import stream_nb
 from recovery import (
     Daemon,
     clean_env,
+    cli,
     count_lines,
     make_events,
     named_counts,
@@ -277,13 +277,13 @@ def test_snapshot_inspect_describes_a_daemon_snapshot(tmp_path, stream):
     run = Run(tmp_path, stream[:300])
     run.finish()
     newest = snapshots(run.snaps)[-1]
-    text = subprocess.run([*_cli(), "snapshot", "inspect", str(newest)], capture_output=True, env=clean_env(),
+    text = subprocess.run([*cli(), "snapshot", "inspect", str(newest)], capture_output=True, env=clean_env(),
                           timeout=60)
     assert text.returncode == 0, text.stderr.decode()
     out = text.stdout.decode()
     assert f"snapshot   {newest}" in out and "model      TAN(alpha=1.0, rebuild_every=200" in out
     assert "tree       root " in out and "positions  " in out and "checksum ok" in out
-    as_json = subprocess.run([*_cli(), "snapshot", "inspect", "--json", str(newest)], capture_output=True,
+    as_json = subprocess.run([*cli(), "snapshot", "inspect", "--json", str(newest)], capture_output=True,
                              env=clean_env(), timeout=60)
     info = json.loads(as_json.stdout)
     model = stream_nb.load(newest)
@@ -293,16 +293,10 @@ def test_snapshot_inspect_describes_a_daemon_snapshot(tmp_path, stream):
     assert info["daemon"]["positions"] == {str(run.input): run.input.stat().st_size}
     assert info["size"] == newest.stat().st_size and info["format_version"] == 1
     newest.write_bytes(newest.read_bytes()[:100])
-    bad = subprocess.run([*_cli(), "snapshot", "inspect", str(newest)], capture_output=True, env=clean_env(),
+    bad = subprocess.run([*cli(), "snapshot", "inspect", str(newest)], capture_output=True, env=clean_env(),
                          timeout=60)
     assert bad.returncode == 2
     assert bad.stderr.decode().strip().startswith(f"stream-nb: error: {newest}: truncated: 100 bytes")
-
-
-def _cli() -> list[str]:
-    from recovery import cli
-
-    return cli()
 
 
 def test_two_daemons_cannot_share_a_snapshot_directory(tmp_path):
@@ -312,7 +306,7 @@ def test_two_daemons_cannot_share_a_snapshot_directory(tmp_path):
     os.close(pipe_r)
     try:
         wait_until(lambda: "running model" in first.log(), 60, "the first daemon", first)
-        second = subprocess.run([*_cli(), "run", "--snapshot-dir", str(snaps), "--input", os.devnull],
+        second = subprocess.run([*cli(), "run", "--snapshot-dir", str(snaps), "--input", os.devnull],
                                 capture_output=True, env=clean_env(), timeout=60)
         assert second.returncode == 2
         assert f"snapshot directory {snaps} is in use by another stream-nb process" in second.stderr.decode()
@@ -328,8 +322,7 @@ def test_exactly_once_needs_kafka_and_a_snapshot_directory(tmp_path):
          "--exactly-once needs --snapshot-dir"),
         (["--snapshot-dir", str(tmp_path), "--snapshot-keep", "0"], "--snapshot-keep must be an integer >= 1"),
     ]:
-        proc = subprocess.run([*_cli(), "run", *args], capture_output=True, env=clean_env(), timeout=60,
+        proc = subprocess.run([*cli(), "run", *args], capture_output=True, env=clean_env(), timeout=60,
                               stdin=subprocess.DEVNULL)
         assert proc.returncode == 2, proc.stderr.decode()
         assert message in proc.stderr.decode()
-    shutil.rmtree(tmp_path, ignore_errors=True)
