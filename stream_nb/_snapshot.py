@@ -54,7 +54,9 @@ and a model that rebuilds from its state.
 Writing is atomic: a temporary file in the same directory (``.NAME.tmp-*``),
 written, flushed and fsynced, renamed over NAME, and the directory fsynced. A
 crash leaves either the old file or the new one, and at most a temporary file
-that no reader takes for a snapshot.
+that no reader takes for a snapshot. For fault tests only, the environment
+variable ``STREAM_NB_TEST_PAUSE_SNAPSHOT_WRITE=SECONDS`` makes :func:`write`
+sleep between the fsync of the temporary file and the rename.
 
 >>> import os, tempfile
 >>> from stream_nb import NaiveBayes

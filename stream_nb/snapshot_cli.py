@@ -84,7 +84,9 @@ def make_checkpointer(settings: dict[str, typing.Any], source: typing.Any, sink:
     if kafka:
         info = {"kind": "kafka", "topic": settings["input_topic"], "group_id": settings["group_id"] or "stream-nb"}
     else:
-        info = {"kind": "jsonl", "path": getattr(source, "partition", None)}
+        path = getattr(source, "partition", None)
+        info = {"kind": "jsonl", "path": path,
+                "realpath": os.path.realpath(path) if path not in (None, "stdin") else None}
     if settings["exactly_once"]:
         return ExactlyOnceCheckpointer(store, sink.transaction, source_info=info)
     return Checkpointer(

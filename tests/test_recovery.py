@@ -234,6 +234,18 @@ def test_sigterm_writes_a_last_snapshot_and_the_restart_repeats_nothing(tmp_path
     assert len(outputs) == sum(e["obj"] is not None for e in stream)  # nothing repeated
 
 
+def test_a_file_resumes_under_another_spelling_of_its_path(tmp_path, stream):
+    run = Run(tmp_path, stream[:300])
+    run.finish()
+    lines = count_lines(run.output)
+    relative = [a if a != str(run.input) else "in.jsonl" for a in run.args]
+    again = subprocess.run([*cli(), "run", *relative], cwd=run.dir, capture_output=True, env=clean_env(), timeout=60)
+    assert again.returncode == 0, again.stderr.decode()
+    assert "in.jsonl is " in again.stderr.decode() and "(same file): resuming its position" in again.stderr.decode()
+    assert count_lines(run.output) == lines  # nothing processed twice
+    run.check()
+
+
 def test_an_unwritable_snapshot_directory_keeps_the_daemon_serving_and_unhealthy(tmp_path):
     """Over a pipe: the directory breaks and comes back while events flow."""
     events = make_events(300, seed=3)

@@ -260,6 +260,13 @@ def _committer(metadata: str | None) -> str | None:
     return parts[0] if parts else None
 
 
+def _same_source(before: dict, now: dict) -> bool:
+    """Whether two snapshot source descriptions name the same input (a file by its real path)."""
+    if before.get("kind") == now.get("kind") == "jsonl" and before.get("realpath"):
+        return before.get("realpath") == now.get("realpath")
+    return before == now
+
+
 def _same_model(built: typing.Any, meta: dict) -> str | None:
     """Why a snapshot's model does not match the one the settings build, or None."""
     name = meta.get("model")
@@ -390,7 +397,7 @@ class Checkpointer:
             )
         self._after_choice(chosen, seqs)
         daemon = chosen.daemon or {}
-        positions = self._usable_positions(dict(daemon.get("positions") or {}))
+        positions = self._usable_positions(dict(daemon.get("positions") or {}), daemon.get("source"))
         engine.restore(model, daemon.get("metrics"), positions)
         self.store_id = daemon.get("store_id") or self.store_id
         self.snapshot_positions = dict(positions)
@@ -399,7 +406,7 @@ class Checkpointer:
         self._last_snapshot_t = time.monotonic()
         self.restored_from = chosen.path
         before = daemon.get("source")
-        if before and self.source_info and before != self.source_info:
+        if before and self.source_info and not _same_source(before, self.source_info):
             log.warning("snapshot %s was taken reading %s, the daemon now reads %s", chosen.path, before,
                         self.source_info)
         log.info(
@@ -422,12 +429,24 @@ class Checkpointer:
     def _after_choice(self, chosen: _snapshot.SnapshotFile, seqs: list[int]) -> None:
         pass
 
-    def _usable_positions(self, positions: dict[str, int]) -> dict[str, int]:
+    def _usable_positions(self, positions: dict[str, int], before: dict | None = None) -> dict[str, int]:
+        """The saved positions as this source names its partitions.
+
+        A file read under another spelling of its path (relative, through a
+        link) keeps its position: the snapshot records the file's real path.
+        Standard input cannot resume; its position is dropped.
+        """
         source = self.engine.source
-        if getattr(source, "partition", None) == "stdin" and "stdin" in positions:
+        partition = getattr(source, "partition", None)
+        if partition == "stdin" and "stdin" in positions:
             log.warning("standard input cannot resume at a position: the model is restored, the input is read "
                         "from wherever the pipe starts")
             positions.pop("stdin")
+        elif partition is not None and partition not in positions and isinstance(before, dict):
+            old = before.get("path")
+            if old in positions and before.get("realpath") == os.path.realpath(partition):
+                log.info("%s is %s of the snapshot (same file): resuming its position", partition, old)
+                positions[partition] = positions.pop(old)
         return positions
 
     def _seek_file(self, positions: dict[str, int]) -> None:
@@ -710,7 +729,7 @@ class ExactlyOnceCheckpointer(Checkpointer):
         if self.snapshot_seq is not None:
             snap = self.store.read(self.snapshot_seq)
             daemon = snap.daemon or {}
-            positions = self._usable_positions(dict(daemon.get("positions") or {}))
+            positions = self._usable_positions(dict(daemon.get("positions") or {}), daemon.get("source"))
             engine.restore(snap.model(), daemon.get("metrics"), positions)
         else:
             cls, (arrays, meta) = self._initial
