@@ -582,7 +582,7 @@ class KafkaSource:
         timeout_ms = max(1, int(timeout * 1000))
         try:
             ends = self._consumer.end_offsets(assigned, timeout_ms=timeout_ms)
-        except _UNAVAILABLE as exc:
+        except Errors.KafkaError as exc:  # a timeout, a lost connection, no leader: the broker is not there
             bootstrap = _servers(self.config["bootstrap_servers"])
             raise ConnectorUnavailable(
                 f"Kafka source: no end offsets of {self.topic!r} from {bootstrap} within {timeout_ms} ms "

@@ -161,7 +161,13 @@ def test_metrics_health_and_readiness_of_a_kafka_daemon(kafka_broker, kafka_boot
         log_loss = m[("stream_nb_prequential_log_loss", (("model", "nb"),))]
         assert accuracy > 0.6  # the stream is learnable: the gauge is not vacuous
 
-        # -- the broker goes away: still alive, not ready; back: ready again
+        # -- the broker goes away: still alive, not ready; back: ready again. First wait for the
+        #    commit of everything processed, or the restarted group would replay (at-least-once)
+        def committed():
+            offsets = admin.list_group_offsets(f"ops-{tag}")[f"ops-{tag}"]
+            return sum(om.offset for tp, om in offsets.items() if tp.topic == input_topic) == total
+
+        wait_for("the offsets of every event committed", committed, 60, log)
         if kafka_broker.restartable:
             kafka_broker.stop()
             status, body = wait_for("unreadiness with the broker down",
