@@ -803,6 +803,8 @@ class Stats:
             if f is not None and f not in self.from_int:
                 continue
             s = X[name]
+            if s.dtype.kind in "iub":  # integer and boolean columns hold no fraction
+                continue
             if f is None:
                 if name in self.types or s.dtype.kind == "f":
                     continue
