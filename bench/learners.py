@@ -1,6 +1,6 @@
 """Prequential throughput and accuracy of stream_nb's learners beside river and scikit-learn.
 
-    python bench/learners.py [--events 20000] [--repeats 3]
+    python bench/learners.py [--events 20000] [--repeats 3] [--part all|prequential|learn_many]
 
 Every stream is materialised before timing. Each model runs the prequential
 loop (predict_one, then learn_one) over the same events; the best wall-clock
@@ -93,11 +93,45 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=20000, help="events per stream (default 20000)")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per model, best counts (default 3)")
+    parser.add_argument("--part", choices=("all", "prequential", "learn_many"), default="all",
+                        help="which measurements to run (default all)")
     args = parser.parse_args(argv)
 
     print(f"# stream_nb learners benchmark: {args.events} events per stream, best of {args.repeats}")
     print(f"python {platform.python_version()}, {platform.machine()}, command: python bench/learners.py "
-          f"--events {args.events} --repeats {args.repeats}\n")
+          f"--events {args.events} --repeats {args.repeats} --part {args.part}\n")
+    results = {}
+    targets = []
+    if args.part in ("all", "prequential"):
+        results = run_prequential(args)
+        led_res = results["LED"]
+        base = led_res["river GaussianNB"][0]
+        targets += [
+            ("NaiveBayes >= 10x river GaussianNB events/s on LED", led_res["stream_nb NaiveBayes"][0] / base >= 10),
+            ("TAN >= 5x river GaussianNB events/s on LED", led_res["stream_nb TAN"][0] / base >= 5),
+            ("AODE >= 2x river GaussianNB events/s on LED", led_res["stream_nb AODE"][0] / base >= 2),
+        ]
+    if args.part in ("all", "learn_many"):
+        print("\n| learn_many, batches of 1000 | events/s |")
+        print("|---|---:|")
+        led = list(STREAMS["LED"]().take(max(args.events, 50000)))
+        ours, sk, same = bench_learn_many(led, args.repeats)
+        print(f"| stream_nb NaiveBayes.learn_many (DataFrame in) | {ours:,.0f} |")
+        print(f"| scikit-learn CategoricalNB.partial_fit (int array in) | {sk:,.0f} |")
+        print(f"| ratio | {ours / sk:.2f} |")
+        print(f"\nsame posteriors as CategoricalNB (alpha=1): {same}\n")
+        targets.append(("NaiveBayes.learn_many at least as fast as CategoricalNB.partial_fit", ours >= sk))
+    for sname, res in results.items():
+        river_best = max(res["river GaussianNB"][1], res["river BernoulliNB"][1])
+        for m in ("stream_nb NaiveBayes", "stream_nb AODE", "stream_nb TAN", "stream_nb SPODE", "stream_nb KDB (k=2)"):
+            targets.append((f"{m} accuracy >= river's best naive Bayes on {sname}", res[m][1] >= river_best))
+    print("| target | result |")
+    print("|---|---|")
+    for text, ok in targets:
+        print(f"| {text} | {'PASS' if ok else 'FAIL'} |")
+
+
+def run_prequential(args):
     print("| stream | model | events/s | × river GaussianNB | accuracy |")
     print("|---|---|---:|---:|---:|")
     results = {}
@@ -109,32 +143,7 @@ def main(argv=None):
         for mname, (eps, acc) in res.items():
             print(f"| {sname} | {mname} | {eps:,.0f} | {eps / base:.1f} | {acc:.4f} |")
         sys.stdout.flush()
-
-    print("\n| learn_many, batches of 1000 | events/s |")
-    print("|---|---:|")
-    led = list(STREAMS["LED"]().take(max(args.events, 50000)))
-    ours, sk, same = bench_learn_many(led, args.repeats)
-    print(f"| stream_nb NaiveBayes.learn_many (DataFrame in) | {ours:,.0f} |")
-    print(f"| scikit-learn CategoricalNB.partial_fit (int array in) | {sk:,.0f} |")
-    print(f"| ratio | {ours / sk:.2f} |")
-    print(f"\nsame posteriors as CategoricalNB (alpha=1): {same}\n")
-
-    led_res = results["LED"]
-    base = led_res["river GaussianNB"][0]
-    targets = [
-        ("NaiveBayes >= 10x river GaussianNB events/s on LED", led_res["stream_nb NaiveBayes"][0] / base >= 10),
-        ("TAN >= 5x river GaussianNB events/s on LED", led_res["stream_nb TAN"][0] / base >= 5),
-        ("AODE >= 2x river GaussianNB events/s on LED", led_res["stream_nb AODE"][0] / base >= 2),
-        ("NaiveBayes.learn_many at least as fast as CategoricalNB.partial_fit", ours >= sk),
-    ]
-    for sname, res in results.items():
-        river_best = max(res["river GaussianNB"][1], res["river BernoulliNB"][1])
-        for m in ("stream_nb NaiveBayes", "stream_nb AODE", "stream_nb TAN", "stream_nb SPODE", "stream_nb KDB (k=2)"):
-            targets.append((f"{m} accuracy >= river's best naive Bayes on {sname}", res[m][1] >= river_best))
-    print("| target | result |")
-    print("|---|---|")
-    for text, ok in targets:
-        print(f"| {text} | {'PASS' if ok else 'FAIL'} |")
+    return results
 
 
 if __name__ == "__main__":
