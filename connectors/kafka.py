@@ -322,6 +322,16 @@ class KafkaSource:
         How long :meth:`commit` may block before :class:`CommitError`.
     close_timeout_ms (int, default ``10000``)
         How long :meth:`close` may take to leave the group.
+    session_timeout_ms (int, default ``6000``)
+        How long the group waits for a member that stopped heartbeating before
+        handing its partitions on: after a kill -9 the restarted daemon gets
+        them back within about this time (kafka-python's own default, 45000,
+        made recovery take 43 s in ``bench/snapshot.py``). Heartbeats come from
+        a background thread, so slow processing does not count against it
+        (``max_poll_interval_ms`` bounds that). Static membership
+        (``group_instance_id``) hands them back at once.
+    heartbeat_interval_ms (int, default ``2000``)
+        A third of the session timeout, as Kafka advises.
 
     Any other ``KafkaConsumer`` key passes through, except ``enable_auto_commit``
     (must stay ``False``), ``key_deserializer`` / ``value_deserializer`` (records
@@ -346,6 +356,8 @@ class KafkaSource:
         "metrics_enabled": False,
         "commit_timeout_ms": 30_000,
         "close_timeout_ms": 10_000,
+        "session_timeout_ms": 6_000,
+        "heartbeat_interval_ms": 2_000,
     }
     _OWN_KEYS = frozenset({"topic", "commit_timeout_ms", "close_timeout_ms"})
     _FIXED = {
