@@ -182,10 +182,10 @@ def _finish(setup: Setup, collector: Collector, exactly_once: bool) -> Daemon:
 @pytest.mark.kafka
 def test_kafka_kill_9_at_random_points_at_least_once(kafka_bootstrap_servers, kafka_topic_factory, tmp_path):
     setup = Setup(tmp_path, kafka_bootstrap_servers, kafka_topic_factory, "alo")
-    setup.add(make_events(2000, seed=11, poison_every=61))
+    setup.add(make_events(5000, seed=11, poison_every=61))
     collector = Collector(kafka_bootstrap_servers, [setup.output, setup.dlq], isolation="read_uncommitted")
     try:
-        assert _kill_at_random_points(setup, collector, kills=8, seed=1) >= 6
+        assert _kill_at_random_points(setup, collector, kills=20, seed=1) >= 18
         final = _finish(setup, collector, exactly_once=False)
     finally:
         collector.close()
@@ -199,10 +199,10 @@ def test_kafka_kill_9_at_random_points_at_least_once(kafka_bootstrap_servers, ka
 def test_kafka_exactly_once_survives_kill_9_at_random_points(kafka_bootstrap_servers, kafka_topic_factory, tmp_path):
     setup = Setup(tmp_path, kafka_bootstrap_servers, kafka_topic_factory, "eos",
                   extra=["--exactly-once", "--commit-every", "30", "--poll-max-records", "30"])
-    setup.add(make_events(2000, seed=12, poison_every=53))
+    setup.add(make_events(5000, seed=12, poison_every=53))
     collector = Collector(kafka_bootstrap_servers, [setup.output, setup.dlq])
     try:
-        assert _kill_at_random_points(setup, collector, kills=8, seed=2) >= 6
+        assert _kill_at_random_points(setup, collector, kills=20, seed=2) >= 18
         # one kill right between a snapshot and the commit of its transaction
         daemon = setup.start(env=clean_env(STREAM_NB_TEST_PAUSE_BEFORE_COMMIT="30"))
         wait_until(lambda: "pausing 30.0 s between snapshot" in daemon.log(), 90, "the pause before a commit", daemon)
