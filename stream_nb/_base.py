@@ -524,10 +524,11 @@ class BayesClassifier(base.MiniBatchClassifier):
         """Hook run after a merge."""
 
     def _extra_state(self) -> tuple[dict, dict]:
+        """Model-specific state beyond the counts (TAN's tree, SPODE's scores, KDB's structure)."""
         return {}, {}
 
     def _load_extra_state(self, arrays: dict, meta: dict) -> None:
-        pass
+        """Restore what :meth:`_extra_state` saved (models with a structure override both)."""
 
     def state(self) -> tuple[dict, dict]:
         """The model's full state as ``(arrays, meta)``: numpy arrays and JSON-able metadata.

@@ -78,6 +78,7 @@ stream_nb.exceptions.SnapshotError: .../model.snb: checksum mismatch: the conten
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
 import hashlib
@@ -292,10 +293,8 @@ def write(
         os.replace(tmp, path)
         _fsync_dir(directory)
     except OSError as exc:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         raise SnapshotError(f"{path}: cannot write the snapshot: {exc.strerror or exc}") from exc
     return written
 

@@ -42,6 +42,7 @@ from . import __version__
 from .engine import DEFAULT_CONFIG as ENGINE_DEFAULTS
 from .engine import Engine, check_config
 from .exceptions import ConfigError, StreamNBError
+from ._console import silence_stdout
 
 __all__ = ["main", "build_parser", "resolve_settings", "SETTINGS", "MODELS"]
 
@@ -783,7 +784,7 @@ def _run(args: argparse.Namespace) -> int:
             status = 0
             how = f"stopped by {signal.Signals(stopper.signum).name}" if stopper.signum else "input exhausted"
         except BrokenPipeError:
-            _silence_stdout()
+            silence_stdout()
             how = "stopped: the output pipe was closed"
         except (StreamNBError, OSError) as exc:
             how = f"stopped on error: {exc}"
@@ -806,16 +807,6 @@ def _run(args: argparse.Namespace) -> int:
         ops.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-
-
-def _silence_stdout() -> None:
-    """Point stdout at /dev/null so the interpreter's final flush does not fail again."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError):
-        pass
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -81,6 +81,7 @@ import orjson
 from .cli import MODELS, SETTINGS, _convert, build_model
 from .engine import EventDecoder, PrequentialMetrics, validate_label
 from .exceptions import ConfigError, InvalidEventError
+from ._console import pipe_safe
 
 __all__ = [
     "RIVER_STREAMS",
@@ -892,22 +893,6 @@ def add_subcommands(commands: argparse._SubParsersAction) -> None:
     add_subcommand(commands, _add_input_flags)
 
 
-def pipe_safe(handler: typing.Callable[[argparse.Namespace], int]) -> typing.Callable[[argparse.Namespace], int]:
-    """Wrap a command so a closed stdout (``| head``) ends it with status 1 and no traceback."""
-
-    def run(args: argparse.Namespace) -> int:
-        try:
-            return handler(args)
-        except BrokenPipeError:
-            try:  # point stdout at /dev/null so the interpreter's final flush does not fail again
-                devnull = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(devnull, sys.stdout.fileno())
-                os.close(devnull)
-            except (OSError, ValueError):
-                pass
-            return 1
-
-    return run
 
 
 def run_evaluate(args: argparse.Namespace) -> int:

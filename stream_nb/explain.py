@@ -391,7 +391,7 @@ def add_subcommand(commands: argparse._SubParsersAction, add_input_flags: typing
     p.add_argument("--permutation-seed", type=int, default=0, metavar="S",
                    help="seed of the permutations (default: 0)")
     p.add_argument("--plot", metavar="PATH", default=None, help="also draw the contributions as a bar chart PNG")
-    from .evaluate import pipe_safe
+    from ._console import pipe_safe
 
     p.set_defaults(handler=pipe_safe(run_explain))
 

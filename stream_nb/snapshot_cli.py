@@ -36,6 +36,7 @@ import orjson
 
 from . import _snapshot
 from .exceptions import ConfigError, SnapshotError
+from ._console import pipe_safe
 
 __all__ = ["check_settings", "make_checkpointer", "describe", "add_subcommand"]
 
@@ -229,20 +230,6 @@ def add_subcommand(commands: argparse._SubParsersAction) -> None:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     inspect.add_argument("path", metavar="PATH", help="the snapshot file")
     inspect.add_argument("--json", action="store_true", help="print one JSON object instead of text")
-    inspect.set_defaults(handler=_pipe_safe(run_inspect))
+    inspect.set_defaults(handler=pipe_safe(run_inspect))
 
 
-def _pipe_safe(handler: typing.Callable[[argparse.Namespace], int]) -> typing.Callable[[argparse.Namespace], int]:
-    def run(args: argparse.Namespace) -> int:
-        try:
-            return handler(args)
-        except BrokenPipeError:
-            try:
-                devnull = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(devnull, sys.stdout.fileno())
-                os.close(devnull)
-            except (OSError, ValueError):
-                pass
-            return 1
-
-    return run

@@ -427,7 +427,7 @@ class Checkpointer:
         return not seqs
 
     def _after_choice(self, chosen: _snapshot.SnapshotFile, seqs: list[int]) -> None:
-        pass
+        """Hook after the snapshot to restore is chosen (exactly-once mode deletes the newer ones)."""
 
     def _usable_positions(self, positions: dict[str, int], before: dict | None = None) -> dict[str, int]:
         """The saved positions as this source names its partitions.
