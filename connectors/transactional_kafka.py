@@ -244,6 +244,11 @@ class TransactionalSink:
     def in_flight(self) -> int:
         return self.transaction.in_flight
 
+    @property
+    def in_flight_owner(self):
+        """The shared transaction: back-pressure counts its queue once, not once per sink."""
+        return self.transaction
+
     def close(self) -> None:
         """Release the shared producer (closed with the last sink). Never commits."""
         if not self._closed:

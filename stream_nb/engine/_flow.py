@@ -20,7 +20,9 @@ broken output resumes the input and the next ``send`` raises the sink's error.
 
 Optional protocol: a sink with an integer ``in_flight`` attribute and a
 source with ``pause()`` and ``resume()``. Anything else (JSON lines, whose
-sink writes synchronously) is never paused.
+sink writes synchronously) is never paused. Sinks that share one queue (the
+exactly-once outputs and dead letters share one transaction) name it in
+``in_flight_owner``, and it is counted once.
 
 >>> class Sink:
 ...     in_flight = 0
@@ -36,6 +38,17 @@ sink writes synchronously) is never paused.
 (True, True)
 >>> sink.in_flight = 50; flow.check(), source.paused, flow.pauses
 (False, False, 1)
+
+Two sinks over one queue count it once:
+
+>>> class Shared:
+...     in_flight = 60
+>>> queue = Shared()
+>>> class Over:
+...     in_flight_owner = queue
+...     in_flight = property(lambda self: queue.in_flight)
+>>> FlowControl(source, [Over(), Over()], limit=100).in_flight()
+60
 """
 
 from __future__ import annotations
@@ -76,8 +89,14 @@ class FlowControl:
         self._last_info = -_LOG_EVERY_S
 
     def in_flight(self) -> int:
-        """Records handed to the sinks and not yet acknowledged."""
-        return sum(s.in_flight for s in self.sinks)
+        """Records handed to the sinks and not yet acknowledged (a shared queue counted once)."""
+        total, seen = 0, set()
+        for s in self.sinks:
+            owner = id(getattr(s, "in_flight_owner", s))
+            if owner not in seen:
+                seen.add(owner)
+                total += s.in_flight
+        return total
 
     @property
     def paused_seconds(self) -> float:
