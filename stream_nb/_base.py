@@ -19,7 +19,7 @@ from river import base
 from ._stats import GAUSS, Encoded, Stats
 from .exceptions import ConfigError, InvalidEventError, MergeError
 
-__all__ = ["BayesClassifier", "logsumexp"]
+__all__ = ["BayesClassifier", "StructuredClassifier", "logsumexp"]
 
 _NONE = np.empty(0, dtype=np.int64)
 
@@ -548,3 +548,34 @@ class BayesClassifier(base.MiniBatchClassifier):
         model._stats = Stats.from_state({k: v for k, v in arrays.items() if not k.startswith("model.")}, meta["stats"])
         model._load_extra_state({k[6:]: v for k, v in arrays.items() if k.startswith("model.")}, meta["extra"])
         return model
+
+
+class StructuredClassifier(BayesClassifier):
+    """A classifier whose structure (TAN's tree, SPODE's super-parent, KDB's parents) is
+    rebuilt from the running counts every ``rebuild_every`` learned events and on ``rebuild()``.
+
+    Subclasses define ``rebuild()`` and call :meth:`_setup_rebuilds` from ``__init__``.
+    """
+
+    #: Rebuild after a merge (when the model had been built), from the merged counts.
+    _rebuild_after_merge = True
+
+    def _setup_rebuilds(self) -> None:
+        r = self.rebuild_every
+        if isinstance(r, bool) or not isinstance(r, int) or r < 0:
+            raise ConfigError(f"rebuild_every: expected an integer >= 0, got {r!r}")
+        self._since_rebuild = 0
+        self.n_rebuilds = 0
+
+    def _learned(self, n: int) -> None:
+        self._since_rebuild += n
+        if self.rebuild_every and self._since_rebuild >= self.rebuild_every:
+            self.rebuild()
+
+    def _batch_limit(self) -> int:
+        # a batch stops at the next rebuild, so that learn_many rebuilds where learn_one would
+        return self.rebuild_every - self._since_rebuild if self.rebuild_every else 1 << 62
+
+    def _merged(self) -> None:
+        if self._rebuild_after_merge and self.n_rebuilds:
+            self.rebuild()

@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from ._base import BayesClassifier, _assemble, _normalise, logsumexp
+from ._base import StructuredClassifier, _assemble, _normalise, logsumexp
 from ._stats import Encoded
 from .aode import _check_binning
 from .exceptions import ConfigError
@@ -14,7 +14,7 @@ from .tan import conditional_mutual_information, mutual_information_with_class
 __all__ = ["KDB"]
 
 
-class KDB(BayesClassifier):
+class KDB(StructuredClassifier):
     """Sahami's k-dependence Bayesian classifier, its structure rebuilt from running counts.
 
     Attributes are ordered by their mutual information with the class; each
@@ -120,16 +120,14 @@ class KDB(BayesClassifier):
         self.missing = missing
         self.learn_unlabeled = learn_unlabeled
         self.unlabeled_weight = unlabeled_weight
-        for name, value, low in (("k", k, 0), ("rebuild_every", rebuild_every, 0), ("max_table_cells", max_table_cells, 1),
-                                 ("max_completions", max_completions, 1)):
+        for name, value, low in (("k", k, 0), ("max_table_cells", max_table_cells, 1), ("max_completions", max_completions, 1)):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ConfigError(f"{name}: expected an integer >= {low}, got {value!r}")
         _check_binning(bins, warmup)
+        self._setup_rebuilds()
         self._setup()
         self._parents: dict[int, tuple[int, ...]] = {}
         self._order: list[int] = []
-        self._since_rebuild = 0
-        self.n_rebuilds = 0
         self.n_em_skipped = 0
 
     def _tuples(self) -> int:
@@ -174,17 +172,8 @@ class KDB(BayesClassifier):
         names = self._stats.features
         return {names[f]: [names[p] for p in self._parents[f]] for f in self._order}
 
-    def _learned(self, n: int) -> None:
-        self._since_rebuild += n
-        if self.rebuild_every and self._since_rebuild >= self.rebuild_every:
-            self.rebuild()
 
-    def _batch_limit(self) -> int:
-        return self.rebuild_every - self._since_rebuild if self.rebuild_every else 1 << 62
 
-    def _merged(self) -> None:
-        if self.n_rebuilds:
-            self.rebuild()
 
     # ------------------------------------------------------------------ inference
 

@@ -2,14 +2,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._base import BayesClassifier, logsumexp
+from ._base import StructuredClassifier, logsumexp
 from .aode import _check_binning, mixture_estep, spode_terms
-from .exceptions import ConfigError
 
 __all__ = ["SPODE"]
 
 
-class SPODE(BayesClassifier):
+class SPODE(StructuredClassifier):
     """Super-parent one-dependence estimator: every attribute depends on the class and one super-parent.
 
     .. math::
@@ -69,6 +68,7 @@ class SPODE(BayesClassifier):
 
     _pairs = True
     _numeric = "bins"
+    _rebuild_after_merge = False  # the choice rests on this model's own running scores
 
     def __init__(
         self,
@@ -95,15 +95,12 @@ class SPODE(BayesClassifier):
         self.missing = missing
         self.learn_unlabeled = learn_unlabeled
         self.unlabeled_weight = unlabeled_weight
-        if isinstance(rebuild_every, bool) or not isinstance(rebuild_every, int) or rebuild_every < 0:
-            raise ConfigError(f"rebuild_every: expected an integer >= 0, got {rebuild_every!r}")
         _check_binning(bins, warmup)
+        self._setup_rebuilds()
         self._setup()
         self._chosen = parent  # the super-parent's name, or None (naive Bayes)
         self._loss_sum = np.zeros(0)
         self._loss_n = np.zeros(0)
-        self._since_rebuild = 0
-        self.n_rebuilds = 0
 
     @classmethod
     def _unit_test_params(cls):
@@ -158,13 +155,7 @@ class SPODE(BayesClassifier):
         self._since_rebuild = 0
         self.n_rebuilds += 1
 
-    def _learned(self, n: int) -> None:
-        self._since_rebuild += n
-        if self.rebuild_every and self._since_rebuild >= self.rebuild_every:
-            self.rebuild()
 
-    def _batch_limit(self) -> int:
-        return self.rebuild_every - self._since_rebuild if self.rebuild_every else 1 << 62
 
     def _needs_rows(self, X, y) -> bool:
         # the running scores need each event scored by the model as it was just before it

@@ -4,10 +4,9 @@ import math
 
 import numpy as np
 
-from ._base import BayesClassifier, _assemble, logsumexp
+from ._base import StructuredClassifier, _assemble, logsumexp
 from ._stats import GAUSS
 from .aode import _check_binning
-from .exceptions import ConfigError
 
 __all__ = ["TAN", "conditional_mutual_information", "mutual_information_with_class", "maximum_spanning_tree"]
 
@@ -102,7 +101,7 @@ def maximum_spanning_tree(weights: np.ndarray, nodes, root, rank=None) -> dict:
     return parent
 
 
-class TAN(BayesClassifier):
+class TAN(StructuredClassifier):
     """Tree-augmented naive Bayes whose tree is rebuilt from running counts.
 
     Every attribute has the class and at most one other attribute as parents.
@@ -198,16 +197,13 @@ class TAN(BayesClassifier):
         self.missing = missing
         self.learn_unlabeled = learn_unlabeled
         self.unlabeled_weight = unlabeled_weight
-        if isinstance(rebuild_every, bool) or not isinstance(rebuild_every, int) or rebuild_every < 0:
-            raise ConfigError(f"rebuild_every: expected an integer >= 0, got {rebuild_every!r}")
         _check_binning(bins, warmup)
+        self._setup_rebuilds()
         self._setup()
         self._parent = np.full(0, -1, dtype=np.int64)
         self._cmi = np.zeros((0, 0))
         self._root = -1
         self._pidx = np.empty(0, dtype=np.int64)
-        self._since_rebuild = 0
-        self.n_rebuilds = 0
 
     @classmethod
     def _unit_test_params(cls):
@@ -256,19 +252,8 @@ class TAN(BayesClassifier):
             frontier = nxt
         return out
 
-    def _learned(self, n: int) -> None:
-        self._since_rebuild += n
-        if self.rebuild_every and self._since_rebuild >= self.rebuild_every:
-            self.rebuild()
 
-    def _batch_limit(self) -> int:
-        if not self.rebuild_every:
-            return 1 << 62
-        return self.rebuild_every - self._since_rebuild
 
-    def _merged(self) -> None:
-        if self.n_rebuilds:
-            self.rebuild()
 
     def _parents(self) -> np.ndarray:
         F = len(self._stats.features)
