@@ -469,6 +469,69 @@ class BayesClassifier(base.MiniBatchClassifier):
         lp = self._log_posterior(x)
         return s.classes[self._decide(lp[None, :])[0]], dict(zip(s.classes, np.exp(lp).tolist()))
 
+    def prequential_many(self, xs: list, ys: list) -> list:
+        """Predict each event, then learn it, in order: the prequential loop over a batch.
+
+        The same model, predictions and probabilities as, for each event in
+        turn, ``predict_and_proba_one(x)`` then ``learn_one(x, y)`` when ``y``
+        is a label (or is None with ``learn_unlabeled=True``), up to
+        floating-point rounding. An event that either step rejects is neither
+        learned nor predicted: its entry is the
+        :class:`~stream_nb.exceptions.InvalidEventError`, and the loop goes on.
+
+        Models with a vectorised path (NaiveBayes) score and learn each run of
+        events that only changes counts in one pass, with the running counts
+        every event would have seen (see :mod:`stream_nb._running`).
+
+        Returns one ``(prediction, proba)`` or error per event.
+
+        >>> from stream_nb import NaiveBayes
+        >>> model = NaiveBayes()
+        >>> xs = [{"sky": "sun"}, {"sky": "rain"}, {"sky": ["?"]}, {"sky": "sun"}, {"sky": "sun"}]
+        >>> for result in model.prequential_many(xs, ["play", "stay", "play", "play", None]):
+        ...     print(result)
+        (None, {})
+        ('play', {'play': 1.0})
+        feature 'sky': expected a categorical value (str, int or bool), got list ['?']
+        ('play', {'play': 0.6667, 'stay': 0.3333})
+        ('play', {'play': 0.7714, 'stay': 0.2286})
+        """
+        return list(self.prequential_iter(xs, ys))
+
+    def prequential_iter(self, xs: list, ys: list):
+        """:meth:`prequential_many`, yielding each result as soon as its event is learned.
+
+        A consumer that acts on each result (the daemon sends it) has then
+        acted on exactly the events the model learned, even if an unexpected
+        error escapes part-way.
+        """
+        if len(xs) != len(ys):
+            raise ValueError(f"prequential_many: {len(xs)} events but {len(ys)} labels")
+        i, n = 0, len(xs)
+        while i < n:
+            run: list = []
+            i = self._prequential_run(xs, ys, i, run)
+            yield from run
+            if i < n:
+                yield self._prequential_one(xs[i], ys[i])
+                i += 1
+
+    def _prequential_one(self, x: dict, y):
+        try:
+            result = self.predict_and_proba_one(x)
+            if y is not None or self.learn_unlabeled:
+                self.learn_one(x, y)
+        except InvalidEventError as exc:
+            return exc
+        return result
+
+    def _prequential_run(self, xs: list, ys: list, start: int, out: list) -> int:
+        """Append the results of a vectorised run of events from ``start``; return where it stopped.
+
+        Here: no vectorised path, every event goes through :meth:`_prequential_one`.
+        """
+        return start
+
     def _decide(self, log_post: np.ndarray) -> np.ndarray:
         """Index of the decided class per row of ``log_post`` (rows, C).
 

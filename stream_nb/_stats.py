@@ -49,7 +49,7 @@ import pandas as pd
 from ._discretise import Discretiser
 from .exceptions import CapacityError, ConfigError, FeatureTypeError, InvalidEventError, MergeError
 
-__all__ = ["Stats", "Encoded", "CAT", "GAUSS", "BINNED"]
+__all__ = ["Stats", "Encoded", "CAT", "GAUSS", "BINNED", "gaussian_loglik"]
 
 CAT, GAUSS, BINNED = 0, 1, 2
 PROMOTE = 3  # a learning step: a categorical feature turns numeric
@@ -127,6 +127,14 @@ def _check_numeric(name, v):
     )
 
 
+def _hashable(v) -> bool:
+    try:
+        hash(v)
+    except TypeError:
+        return False
+    return True
+
+
 def _short(v) -> str:
     r = repr(v)
     return r if len(r) <= 60 else r[:57] + "..."
@@ -141,6 +149,40 @@ def _check_types(types) -> dict:
         if v not in ("categorical", "numeric"):
             raise ConfigError(f"types[{k!r}]: expected 'categorical' or 'numeric', got {v!r}")
     return dict(types)
+
+
+def gaussian_loglik(n, mean, m2, x, var_smoothing: float) -> np.ndarray:
+    """Per-class Gaussian log-density of numeric values from their moments.
+
+    ``n``, ``mean``, ``m2`` are the count, mean and sum of squared deviations
+    per class and feature, shape (..., C, slots); ``x`` the values, (..., slots),
+    NaN where missing; the result is (..., C) summed over the slots.
+
+    The variance of feature i in class c is the maximum-likelihood variance,
+    floored at ``var_smoothing`` times the feature's variance over all
+    classes. A class that never saw the feature uses the all-class Gaussian. A
+    feature whose values have all been equal so far carries no information and
+    contributes nothing, as does a missing value.
+
+    Returned values are log-densities up to a constant per event (the same for
+    every class), which is all a posterior needs: the quadratic term is shifted
+    by its minimum over classes, so that a value far out in the tails leaves
+    the closest class finite instead of overflowing every class to -inf.
+    """
+    tot = n.sum(-2)
+    safe_tot = np.where(tot > 0, tot, 1.0)
+    pooled_mean = (n * mean).sum(-2) / safe_tot
+    pooled_var = (m2 + n * (mean - pooled_mean[..., None, :]) ** 2).sum(-2) / safe_tot
+    seen = n > 0
+    var = np.where(seen, m2 / np.where(seen, n, 1.0), pooled_var[..., None, :])
+    var = np.maximum(var, var_smoothing * pooled_var[..., None, :])
+    mu = np.where(seen, mean, pooled_mean[..., None, :])
+    use = (pooled_var > 0) & ~np.isnan(x)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        q = (x[..., None, :] - mu) ** 2 / var
+        q = q - q.min(-2, keepdims=True)
+        ll = -0.5 * (np.log(2 * np.pi * var) + q)
+    return np.where(use[..., None, :], ll, 0.0).sum(-1)
 
 
 class Stats:
@@ -778,6 +820,103 @@ class Stats:
 
     # ------------------------------------------------------------------ batches
 
+    def encode_run(self, xs: list, ys: list, start: int, complete: bool, limit: int):
+        """Encode events ``xs[start:]`` while each is *plain*; stop at the first that is not.
+
+        Plain: the event has a known class or no label, and every value it
+        observes is already known (a known categorical value, or a finite
+        number for a Gaussian feature), so learning it changes no schema,
+        only counts; with ``complete`` every discrete feature is observed too.
+        A run of plain events can therefore be scored and learned with
+        running counts (see :mod:`stream_nb._running`). The first event that
+        is not plain (a new feature, value or class, a missing value under
+        EM, a bad value) ends the run; the caller handles it one at a time,
+        where the usual checks raise the usual errors.
+
+        Returns ``(stop, D, G, yc)``: the run is ``xs[start:stop]`` (at most
+        ``limit`` events), ``D`` its columns (rows, features) with -1 where
+        missing or Gaussian, ``G`` its Gaussian values (rows, slots) with NaN
+        where missing, ``yc`` its class indices (-1: unlabeled).
+        """
+        end = min(len(xs), start + limit)
+        F, lookup = len(self.features), self._lookup
+        if BINNED in self.kinds:
+            end = start  # a binned value may need its discretiser: no runs
+        sub = xs[start:end]
+        stop = len(sub)
+        # labels: a known class, or None (unlabeled)
+        classes, yc = self.class_index, []
+        for i, y in enumerate(ys[start:end]):
+            try:
+                c = -1 if y is None else classes.get(y)
+            except TypeError:
+                c = None
+            if c is None:
+                stop = i
+                break
+            yc.append(c)
+        # keys: known features, or null values
+        known = lookup.keys()
+        for i in range(stop):
+            x = sub[i]
+            if not x.keys() <= known and any(
+                not (v is None or (type(v) is float and v != v)) for k, v in x.items() if k not in lookup
+            ):
+                stop = i
+                break
+        sub = sub[:stop]
+        D = np.full((stop, F), -1, dtype=np.int64)
+        G = np.full((stop, self.n_gauss), np.nan)
+        for f, name in enumerate(self.features):
+            if not sub:
+                break
+            kind = self.kinds[f]
+            vals = [x.get(name) for x in sub]
+            if kind == CAT:
+                vmap = self.values[f]
+                try:
+                    cols = list(map(vmap.get, vals))
+                except TypeError:  # an unhashable value: find it
+                    cols = [vmap.get(v) if _hashable(v) else -2 for v in vals]
+                if None in cols or -2 in cols:
+                    for i, (col, v) in enumerate(zip(cols, vals)):
+                        if col is None and (v is None or (type(v) is float and v != v)):
+                            if complete:  # a missing value, learned by EM one at a time
+                                stop = min(stop, i)
+                                break
+                            cols[i] = -1
+                        elif col is None or col == -2:
+                            stop = min(stop, i)
+                            break
+                    cols = cols[:stop]
+                    del sub[stop:]
+                    D = D[:stop]
+                    G = G[:stop]
+                if stop:
+                    D[:, f] = cols[:stop]
+            elif kind == GAUSS:
+                if all(type(v) is float for v in vals):
+                    col = np.array(vals)
+                else:
+                    col = np.empty(len(vals))
+                    for i, v in enumerate(vals):
+                        t = type(v)
+                        if t is float:
+                            col[i] = v
+                        elif v is None:
+                            col[i] = np.nan
+                        elif t is int and -1e308 < v < 1e308:
+                            col[i] = v
+                        else:
+                            col[i] = np.inf  # not a plain number: ends the run below
+                bad = np.isinf(col)
+                if bad.any():
+                    stop = min(stop, int(bad.argmax()))
+                    del sub[stop:]
+                    D, G = D[:stop], G[:stop]
+                G[:, self.gslot[f]] = col[:stop]
+        return start + stop, D, G, np.array(yc[:stop], dtype=np.int64)
+
     def encode_frame(self, X: pd.DataFrame, learn: bool):
         """Encode a DataFrame column by column.
 
@@ -1003,7 +1142,8 @@ class Stats:
         n = na + nb
         delta = mb - ma
         self.g_mean[cls, g] = ma + delta * (nb / n)
-        self.g_m2[cls, g] = m2a + m2b + delta * delta * (na * nb / n)
+        # delta * (delta * w), not delta² * w: with an empty side (w = 0) a huge delta adds 0, not inf * 0
+        self.g_m2[cls, g] = m2a + m2b + delta * (delta * (na * nb / n))
         self.g_n[cls, g] = n
 
     # ------------------------------------------------------------------ merging
@@ -1096,48 +1236,12 @@ class Stats:
     # ------------------------------------------------------------------ views
 
     def gaussian_loglik(self, gslots: np.ndarray, gx: np.ndarray, var_smoothing: float) -> np.ndarray:
-        """Per-class Gaussian log-density of numeric values, shape (C, len(gslots)) summed to (C,).
-
-        The variance of feature i in class c is the maximum-likelihood
-        variance, floored at ``var_smoothing`` times the feature's variance over
-        all classes. A class that never saw the feature uses the all-class
-        Gaussian. A feature whose values have all been equal so far carries no
-        information and contributes nothing.
-
-        Returned values are log-densities up to a constant per event (the same
-        for every class), which is all a posterior needs.
-        """
+        """Per-class Gaussian log-density of numeric values: ``gx`` (slots,) gives (C,), a batch
+        ``gx`` (rows, slots) with NaN for missing gives (rows, C). See :func:`gaussian_loglik`."""
         C = len(self.classes)
-        n = self.g_n[:C, gslots]
-        mean = self.g_mean[:C, gslots]
-        m2 = self.g_m2[:C, gslots]
-        tot = n.sum(0)
-        pooled_mean = (n * mean).sum(0) / np.where(tot > 0, tot, 1.0)
-        pooled_m2 = (m2 + n * (mean - pooled_mean) ** 2).sum(0)
-        pooled_var = pooled_m2 / np.where(tot > 0, tot, 1.0)
-        informative = pooled_var > 0
-        if not informative.all():
-            n, mean, m2 = n[:, informative], mean[:, informative], m2[:, informative]
-            pooled_mean, pooled_var = pooled_mean[informative], pooled_var[informative]
-            gx = gx[..., informative]
-        seen = n > 0
-        var = np.where(seen, m2 / np.where(seen, n, 1.0), pooled_var)
-        var = np.maximum(var, var_smoothing * pooled_var)
-        mean = np.where(seen, mean, pooled_mean)
-        # The quadratic term is shifted by its minimum over classes (a constant that
-        # cancels in the posterior), so that a value far out in the tails leaves the
-        # closest class finite instead of overflowing every class to -inf.
-        with np.errstate(over="ignore", invalid="ignore"):
-            if gx.ndim == 1:
-                q = (gx - mean) ** 2 / var
-                q = q - q.min(0)
-                return (-0.5 * (np.log(2 * np.pi * var) + q)).sum(1)
-            # batch: gx (rows, g) with NaN for missing -> (rows, C)
-            d = gx[:, None, :] - mean[None]
-            q = d * d / var[None]
-            q = q - q.min(1, keepdims=True)
-            ll = -0.5 * (np.log(2 * np.pi * var)[None] + q)
-            return np.where(np.isnan(ll), 0.0, ll).sum(2)
+        return gaussian_loglik(
+            self.g_n[:C, gslots], self.g_mean[:C, gslots], self.g_m2[:C, gslots], gx, var_smoothing
+        )
 
     def counts(self) -> dict:
         """The counts as nested dicts keyed by names (for people and tests)."""

@@ -1,5 +1,11 @@
 """The run loop: poll, predict then learn one event at a time, send, checkpoint.
 
+A model with ``prequential_iter(xs, ys)`` (stream_nb's learners) is handed
+each poll's valid events in one call, which predicts then learns them one
+at a time in order, with the same results as the per-event calls (NaiveBayes
+vectorises it with running counts); any other river classifier is called
+per event.
+
 Output record (one per valid event, serialised with orjson, sent with the
 input record's key)::
 
@@ -163,7 +169,9 @@ class Engine:
     model
         A river classifier: ``predict_proba_one``, ``predict_one``, ``learn_one``.
         When it also has ``predict_and_proba_one(x) -> (prediction, proba)``
-        (stream_nb's learners do), that one call replaces the first two.
+        (stream_nb's learners do), that one call replaces the first two; when
+        it has ``prequential_iter(xs, ys)`` (they do), each poll goes to it
+        whole (see :meth:`process_many`).
     source
         A :class:`~stream_nb.engine.Source`.
     sink
@@ -226,6 +234,7 @@ class Engine:
         self._emit_imputed = self.config["emit_imputed"]
         if self._emit_imputed and not callable(getattr(model, "impute_one", None)):
             raise ConfigError(f"emit_imputed needs a model with impute_one(); {type(model).__name__} has none")
+        self._many = self._prequential_many(model)
 
         self.model = model
         self.source = source
@@ -262,6 +271,7 @@ class Engine:
         self.model = model
         self._predict = getattr(model, "predict_and_proba_one", None) or self._predict_separately
         self._learn_unlabeled = getattr(model, "learn_unlabeled", False) is True
+        self._many = self._prequential_many(model)
         self.metrics = PrequentialMetrics(self.config["log_loss_floor"])
         if metrics is not None:
             self.metrics.load_state(metrics)
@@ -275,8 +285,11 @@ class Engine:
 
         It only sets a flag: the loop notices it between events (or within
         ``poll_timeout`` while waiting), then flushes, commits and returns.
-        Records already polled but not yet processed are not committed; a
-        source that is consumed again replays them.
+        With a model that takes a poll at once (``prequential_iter``), "the
+        current event" is the current poll's last one: at most
+        ``poll_max_records`` events, a few milliseconds of work. Records
+        already polled but not yet processed are not committed; a source that
+        is consumed again replays them.
         """
         self._stop_requested = True
 
@@ -309,11 +322,14 @@ class Engine:
                     self._maybe_log_metrics()
                     continue
                 polled, event_done = clock(), observer.event_done
-                for record in records:
-                    if self._stop_requested:
-                        break
-                    self.process(record)
-                    event_done(polled)
+                if self._many is not None:
+                    self.process_many(records, polled)
+                else:
+                    for record in records:
+                        if self._stop_requested:
+                            break
+                        self.process(record)
+                        event_done(polled)
                 if (
                     self._since_checkpoint >= every
                     or time.monotonic() - self._last_checkpoint >= interval
@@ -388,24 +404,73 @@ class Engine:
             if learned:
                 self.model.learn_one(x, event.label)
         except InvalidEventError as exc:
-            self.metrics.update_dead_letter(exc.reason)
-            self.dead_letters.send(self._dead_letter(record, exc), record.key)
+            self._reject(record, exc)
         else:
-            self.metrics.update_prediction(event.label, prediction, proba, learned)
-            output = {
-                "id": event.id,
-                "prediction": prediction,
-                "proba": {label_key(c): float(p) for c, p in proba.items()},
-                "model": self.model_name,
-                "learned": learned,
-                "n_learned": self.metrics.learned,
-                "source": record.position,
-            }
-            if imputed is not None:
-                output["imputed"] = imputed
-            self.sink.send(orjson.dumps(output), record.key)
+            self._send(record, event, prediction, proba, learned, imputed)
+
+    def process_many(self, records: list[Record], polled: float) -> None:
+        """:meth:`process` for every record of a poll, with one call of the model's
+        ``prequential_iter`` (see ``prequential_many``) for all the valid events.
+
+        The model predicts then learns each event in order, exactly as
+        :meth:`process` would one at a time (stream_nb's NaiveBayes does it
+        with running counts over the poll); outputs and dead letters are then
+        sent in input order.
+        """
+        decode = self.decoder.decode
+        events: list = []
+        for record in records:
+            try:
+                events.append(decode(record.value))
+            except InvalidEventError as exc:
+                events.append(exc)
+        valid = [e for e in events if not isinstance(e, InvalidEventError)]
+        results = iter(self._many([e.features for e in valid], [e.label for e in valid]))
+        learn_unlabeled, event_done = self._learn_unlabeled, self.observer.event_done
+        for record, event in zip(records, events):
+            if not isinstance(event, InvalidEventError):
+                result = next(results)
+                if isinstance(result, InvalidEventError):
+                    event = result
+                else:
+                    prediction, proba = result
+                    # an unlabeled event is learned when the model knew a class, i.e. predicted one
+                    learned = event.label is not None or (learn_unlabeled and bool(proba))
+                    self._send(record, event, prediction, proba, learned, None)
+                    event_done(polled)
+                    continue
+            self._reject(record, event)
+            event_done(polled)
+
+    def _send(self, record: Record, event, prediction, proba: dict, learned: bool, imputed) -> None:
+        self.metrics.update_prediction(event.label, prediction, proba, learned)
+        output = {
+            "id": event.id,
+            "prediction": prediction,
+            "proba": {label_key(c): float(p) for c, p in proba.items()},
+            "model": self.model_name,
+            "learned": learned,
+            "n_learned": self.metrics.learned,
+            "source": record.position,
+        }
+        if imputed is not None:
+            output["imputed"] = imputed
+        self.sink.send(orjson.dumps(output), record.key)
         self.positions[record.partition] = record.next_position
         self._since_checkpoint += 1
+
+    def _reject(self, record: Record, exc: InvalidEventError) -> None:
+        self.metrics.update_dead_letter(exc.reason)
+        self.dead_letters.send(self._dead_letter(record, exc), record.key)
+        self.positions[record.partition] = record.next_position
+        self._since_checkpoint += 1
+
+    def _prequential_many(self, model):
+        """The model's ``prequential_iter`` when the engine can hand it whole polls, else None."""
+        many = getattr(model, "prequential_iter", None)
+        if not callable(many) or self._emit_imputed:  # imputations are taken between predicting and learning
+            return None
+        return many
 
     def _impute(self, x: dict) -> dict:
         """The most probable value of each missing attribute, before the event is learned."""
