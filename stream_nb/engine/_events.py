@@ -128,6 +128,9 @@ def validate_label(value: typing.Any, field: str = "label") -> str | int | bool 
     )
 
 
+_NESTED = (dict, list)  # orjson gives exactly these types for JSON objects and arrays
+
+
 class EventDecoder:
     """Turn raw event bytes into an :class:`Event`, or raise ``InvalidEventError``.
 
@@ -200,7 +203,7 @@ class EventDecoder:
         event_id = None
         if self._id_field is not None:
             event_id = obj.get(self._id_field)
-            if isinstance(event_id, (dict, list)):
+            if type(event_id) in _NESTED:
                 raise InvalidEventError(
                     f"id {self._id_field!r} must be a string, number, boolean or null, "
                     f"got {_json_type(event_id)}",
@@ -208,25 +211,24 @@ class EventDecoder:
                     field=self._id_field,
                 )
 
-        label = validate_label(obj.get(self._label_field), self._label_field)
+        label = obj.get(self._label_field)
+        if label is not None and type(label) is not str:
+            label = validate_label(label, self._label_field)
 
         if self._features is None:
-            items = obj.items()
-            skip = (self._label_field, self._id_field)
+            obj.pop(self._label_field, None)
+            if self._id_field is not None:
+                obj.pop(self._id_field, None)
+            features = {name: v for name, v in obj.items() if v is not None}
         else:
-            items = ((name, obj.get(name)) for name in self._features)
-            skip = ()
-        features: dict[str, str | int | float | bool] = {}
-        for name, feature_value in items:
-            if feature_value is None or name in skip:
-                continue
-            if isinstance(feature_value, (dict, list)):
+            features = {name: obj[name] for name in self._features if obj.get(name) is not None}
+        for name, feature_value in features.items():
+            if type(feature_value) in _NESTED:
                 raise InvalidEventError(
                     f"feature {name!r} must be a string, number, boolean or null, "
                     f"got {_json_type(feature_value)}",
                     reason="nested_value",
                     field=name,
                 )
-            features[name] = feature_value
         return Event(id=event_id, features=features, label=label)
 
