@@ -389,6 +389,11 @@ class KafkaSource:
         client_cfg = {k: v for k, v in cfg.items() if k not in self._OWN_KEYS}
         client_cfg["enable_auto_commit"] = False
         self._consumer = _connect(KafkaConsumer, client_cfg, role=f"consumer of topic {self.topic!r}")
+        # kafka-python 3.0 takes allow_auto_create_topics but builds its metadata client without
+        # it, so every metadata request would allow creation; hand the setting on ourselves
+        cluster = getattr(self._consumer, "_cluster", None)
+        if cluster is not None and "allow_auto_create_topics" in getattr(cluster, "config", {}):
+            cluster.config["allow_auto_create_topics"] = cfg["allow_auto_create_topics"]
         try:
             self._consumer.subscribe([self.topic], listener=_RebalanceListener(self))
         except BaseException:

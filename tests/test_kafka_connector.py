@@ -352,6 +352,29 @@ def test_create_topic_false_creates_nothing(kafka_bootstrap_servers, kafka_topic
 
 
 @pytest.mark.kafka
+def test_subscribing_never_creates_the_input_topic(kafka_bootstrap_servers):
+    # the test broker has auto.create.topics.enable=true, as brokers do by default
+    topic = f"typo-{uuid.uuid4().hex[:8]}"
+    source = kc.KafkaSource(topic=topic, bootstrap_servers=kafka_bootstrap_servers, group_id=_group())
+    try:
+        for _ in range(10):  # several metadata rounds
+            assert source.poll(100, 0.3) == []
+    finally:
+        source.close()
+    assert _partitions(kafka_bootstrap_servers, topic) is None
+    # and the setting still allows it when asked for
+    source = kc.KafkaSource(topic=topic, bootstrap_servers=kafka_bootstrap_servers, group_id=_group(),
+                            allow_auto_create_topics=True)
+    try:
+        deadline = time.monotonic() + 20
+        while _partitions(kafka_bootstrap_servers, topic) is None and time.monotonic() < deadline:
+            source.poll(100, 0.3)
+    finally:
+        source.close()
+    assert _partitions(kafka_bootstrap_servers, topic) is not None
+
+
+@pytest.mark.kafka
 def test_a_rejected_record_makes_flush_raise_and_the_sink_stays_failed(
     kafka_bootstrap_servers, kafka_topic_factory
 ):
