@@ -3,7 +3,8 @@
     python bench/learners.py [--events 20000] [--repeats 3] [--part all|prequential|learn_many]
 
 Every stream is materialised before timing. Each model runs the prequential
-loop (predict_one, then learn_one) over the same events; the best wall-clock
+loop (predict_one, then learn_one) over the same events, and NaiveBayes also
+``prequential_many`` on polls of 500 events, as the daemon runs it; the best wall-clock
 time of ``--repeats`` runs counts (runs of the different models are
 interleaved, so background load hits them alike). Ratios are against river's
 GaussianNB in the same run. Then ``NaiveBayes.learn_many`` is timed beside
@@ -41,6 +42,7 @@ MODELS = {
     "river GaussianNB": naive_bayes.GaussianNB,
     "river BernoulliNB": naive_bayes.BernoulliNB,
     "stream_nb NaiveBayes": NaiveBayes,
+    "stream_nb NaiveBayes, prequential_many": NaiveBayes,
     "stream_nb AODE": AODE,
     "stream_nb TAN": TAN,
     "stream_nb SPODE": SPODE,
@@ -57,11 +59,23 @@ def prequential(model, events):
     return time.perf_counter() - start, correct / len(events)
 
 
+def prequential_many(model, events, poll=500):
+    """The same loop, handed over a poll at a time as the daemon does (predictions included)."""
+    xs, ys = [x for x, _ in events], [y for _, y in events]
+    correct = 0
+    start = time.perf_counter()
+    for lo in range(0, len(xs), poll):
+        results = model.prequential_many(xs[lo : lo + poll], ys[lo : lo + poll])
+        correct += sum(r[0] == y for r, y in zip(results, ys[lo : lo + poll]))
+    return time.perf_counter() - start, correct / len(events)
+
+
 def bench_stream(events, repeats):
     best = {name: (float("inf"), 0.0) for name in MODELS}
     for _ in range(repeats):
         for name, make in MODELS.items():
-            seconds, acc = prequential(make(), events)
+            run = prequential_many if name.endswith("prequential_many") else prequential
+            seconds, acc = run(make(), events)
             best[name] = (min(best[name][0], seconds), acc)
     return {name: (len(events) / s, acc) for name, (s, acc) in best.items()}
 
