@@ -447,7 +447,7 @@ class Engine:
         output = {
             "id": event.id,
             "prediction": prediction,
-            "proba": {label_key(c): float(p) for c, p in proba.items()},
+            "proba": {c if type(c) is str else label_key(c): float(p) for c, p in proba.items()},
             "model": self.model_name,
             "learned": learned,
             "n_learned": self.metrics.learned,

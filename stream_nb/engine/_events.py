@@ -46,7 +46,6 @@ stream_nb.exceptions.InvalidEventError: feature 'outlook' must be a string, numb
 
 from __future__ import annotations
 
-import dataclasses
 import typing
 
 import orjson
@@ -71,9 +70,8 @@ DEFAULT_CONFIG: dict[str, typing.Any] = {
 }
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Event:
-    """A decoded, validated event."""
+class Event(typing.NamedTuple):
+    """A decoded, validated event (a named tuple: built once per event, it must be cheap)."""
 
     id: typing.Any
     features: dict[str, str | int | float | bool]
@@ -129,6 +127,7 @@ def validate_label(value: typing.Any, field: str = "label") -> str | int | bool 
 
 
 _NESTED = (dict, list)  # orjson gives exactly these types for JSON objects and arrays
+_NESTED_SET = frozenset(_NESTED)
 
 
 class EventDecoder:
@@ -222,13 +221,13 @@ class EventDecoder:
             features = {name: v for name, v in obj.items() if v is not None}
         else:
             features = {name: obj[name] for name in self._features if obj.get(name) is not None}
-        for name, feature_value in features.items():
-            if type(feature_value) in _NESTED:
-                raise InvalidEventError(
-                    f"feature {name!r} must be a string, number, boolean or null, "
-                    f"got {_json_type(feature_value)}",
-                    reason="nested_value",
-                    field=name,
-                )
+        if not _NESTED_SET.isdisjoint(map(type, features.values())):  # one C-level pass; then find it
+            name, feature_value = next((k, v) for k, v in features.items() if type(v) in _NESTED)
+            raise InvalidEventError(
+                f"feature {name!r} must be a string, number, boolean or null, "
+                f"got {_json_type(feature_value)}",
+                reason="nested_value",
+                field=name,
+            )
         return Event(id=event_id, features=features, label=label)
 
