@@ -51,6 +51,11 @@ class KDB(StructuredClassifier):
     observed attribute given its observed parents only, and learning counts
     the observed values only (``n_em_skipped`` says how often).
 
+    **The structure** is chosen from the observed-only counts (with
+    ``missing="ignore"``, the counts): the E-step imputes under the current
+    structure, so counts that hold its imputations would lean toward it at
+    the next rebuild.
+
     Parameters
     ----------
     k
@@ -152,7 +157,7 @@ class KDB(StructuredClassifier):
         ``order`` (feature names) replaces the mutual-information order, for
         comparisons with other structure learners.
         """
-        s = self._stats
+        s = self._stats.observed()  # not the imputed counts: they lean toward the current structure
         names = s.features
         nodes = s.discrete_features().tolist()
         if order is None:

@@ -83,9 +83,11 @@ from stream_nb import KDB, TAN  # noqa: E402
 from stream_nb.exceptions import CapacityError  # noqa: E402
 
 
-@pytest.mark.parametrize("k", [1, 2, 3])
-def test_kdb_structure_follows_sahamis_rule_by_brute_force(k):
-    events = random_events(300, n_feats=5, n_vals=3, seed=61)
+@pytest.mark.parametrize("k,missing", [(1, 0.0), (2, 0.0), (3, 0.0), (2, 0.3)])
+def test_kdb_structure_follows_sahamis_rule_by_brute_force(k, missing):
+    # with missing values, the reference counts the observed values: the structure
+    # comes from the observed counts, not from the ones EM imputed under the old structure
+    events = random_events(300, n_feats=5, n_vals=3, missing=missing, seed=61)
     model = learn(KDB(k=k, rebuild_every=0), events)
     model.rebuild()
     order, parents = ref.kdb_structure(events, [f"f{i}" for i in range(5)], k)
