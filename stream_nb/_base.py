@@ -24,13 +24,12 @@ __all__ = ["BayesClassifier", "StructuredClassifier", "logsumexp"]
 _NONE = np.empty(0, dtype=np.int64)
 
 
-def _assemble(enc, blocks, pairs, J_missing=None):
+def _assemble(enc, blocks, pairs: bool):
     """Build ``(u, m, feats_u, J)`` from the observed columns and the missing blocks.
 
     ``blocks`` lists ``(feature, columns, expected indicator)`` per missing
-    feature. ``pairs``: None (no J), ``"independent"`` (missing features
-    independent of each other given the class) or ``"given"`` (``J_missing``
-    holds E[e eᵀ] over the missing columns).
+    feature, the missing features independent of each other given the class;
+    ``J`` (None unless ``pairs``) is then E[e eᵀ].
     """
     k = len(enc.cols)
     if blocks:
@@ -39,18 +38,25 @@ def _assemble(enc, blocks, pairs, J_missing=None):
         feats_u = np.concatenate([enc.feats] + [np.full(len(b[1]), b[0], dtype=np.int64) for b in blocks])
     else:
         u, m, feats_u = enc.cols, np.ones(k), enc.feats
-    if pairs is None:
+    if not pairs:
         return u, m, feats_u, None
     J = np.outer(m, m)
-    if pairs == "given":
-        J[k:, k:] = J_missing
-    else:
-        lo = k
-        for _, cols, q in blocks:
-            hi = lo + len(cols)
-            J[lo:hi, lo:hi] = np.diag(q)
-            lo = hi
+    lo = k
+    for _, cols, q in blocks:  # one attribute takes one value: its own block is diagonal
+        hi = lo + len(cols)
+        J[lo:hi, lo:hi] = np.diag(q)
+        lo = hi
     return u, m, feats_u, J
+
+
+def naive_bayes_blocks(s, a: float, miss: np.ndarray, c: int) -> list:
+    """``(feature, columns, P̂(v | c))`` of each missing feature: the posterior under naive Bayes
+    (missing attributes independent of everything else given the class), read off store ``s``."""
+    out = []
+    for f in miss.tolist():
+        cols = s.columns_of(f)
+        out.append((f, cols, (s.value_count[c, cols] + a) / (s.feat_count[c, f] + a * len(cols))))
+    return out
 
 
 def logsumexp(a: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -133,6 +139,7 @@ class BayesClassifier(base.MiniBatchClassifier):
             raise ConfigError(f"unlabeled_weight: expected a finite number >= 0, got {uw!r}")
         self._stats = Stats(
             pairs=self._pairs,
+            observed=self.missing == "em",  # EM's E-step reads the observed-only counts
             tuples=self._tuples(),
             max_table_cells=getattr(self, "max_table_cells", None),
             numeric=self._numeric,
@@ -184,10 +191,11 @@ class BayesClassifier(base.MiniBatchClassifier):
     # ------------------------------------------------------------------ EM
 
     def _add_expected(self, enc, c: int, w: float, miss: np.ndarray) -> None:
-        """E-step under the current model, then M-step: add the expected counts."""
+        """E-step (under the observed-only counts), then M-step: add the expected counts."""
         s = self._stats
-        u, m, feats_u, J = self._estep(enc, c, miss, pairs=s.pairs)
+        u, m, feats_u, J = self._estep(enc, c, miss)
         s.add_expected(c, w, u, m, feats_u, J)
+        s.add_observed(enc, c, w)
         s.add_gaussian(c, w, enc.gslots, enc.gx)
 
     def _learn_unlabeled(self, x: dict, w: float) -> None:
@@ -198,7 +206,7 @@ class BayesClassifier(base.MiniBatchClassifier):
         enc = s.encode_learn(x)
         post = np.exp(_normalise(self._jll(enc)[None, :], self._log_prior())[0])
         miss = s.missing_of(enc) if self.missing == "em" else _NONE
-        expected = [self._estep(enc, c, miss, pairs=s.pairs) if len(miss) else None for c in range(len(post))]
+        expected = [self._estep(enc, c, miss) if len(miss) else None for c in range(len(post))]
         for c, p in enumerate(post.tolist()):
             if w * p == 0.0:
                 continue
@@ -206,29 +214,27 @@ class BayesClassifier(base.MiniBatchClassifier):
                 s.add(enc, c, w * p)
             else:
                 s.add_expected(c, w * p, *expected[c])
+                s.add_observed(enc, c, w * p)
                 s.add_gaussian(c, w * p, enc.gslots, enc.gx)
             self._added(c)
         self._learned(1)
 
-    def _missing_blocks(self, miss, c, cond=None):
-        """Columns of each missing feature and P̂(v | c) (naive Bayes' E-step)."""
-        s, a = self._stats, self._alpha
-        out = []
-        for f in miss.tolist():
-            cols = s.columns_of(f)
-            q = (s.value_count[c, cols] + a) / (s.feat_count[c, f] + a * len(cols))
-            out.append((f, cols, q))
-        return out
+    def _estep(self, enc, c: int, miss: np.ndarray):
+        """EM's E-step: the expected counts of an event of class ``c`` whose features ``miss`` are missing.
 
-    def _estep(self, enc, c: int, miss: np.ndarray, pairs: bool):
-        """Posterior of the missing values given the observed ones and the class ``c``.
-
-        Returns ``(u, m, feats_u, J)`` for :meth:`Stats.add_expected`. Here, for
-        naive Bayes (and TAN before its first tree), the missing attributes
+        Returns ``(u, m, feats_u, J)`` for :meth:`Stats.add_expected` (``J`` None
+        without pair counts). The parameters are read from the observed-only
+        counts (:meth:`Stats.observed`), never from counts that earlier
+        imputations went into. Here, for naive Bayes, the missing attributes
         are independent given the class: P(x_m = v | x_o, c) = P̂(v | c).
         """
-        blocks = self._missing_blocks(miss, c)
-        return _assemble(enc, blocks, None if not pairs else "independent")
+        s = self._stats.observed()
+        return _assemble(enc, naive_bayes_blocks(s, self._alpha, miss, c), s.pairs)
+
+    def _missing_posterior(self, enc, c: int, miss: np.ndarray) -> list:
+        """``(feature, columns, P(x_f = v | x_o, c))`` of each missing feature under the model as it
+        predicts (its counts): what :meth:`impute_proba_one` mixes over the classes. Naive Bayes here."""
+        return naive_bayes_blocks(self._stats, self._alpha, miss, c)
 
     def impute_proba_one(self, x: dict) -> dict:
         """The posterior P(x_m | x_o) of every missing attribute, given the observed ones.
@@ -246,17 +252,12 @@ class BayesClassifier(base.MiniBatchClassifier):
         miss = s.missing_of(enc)
         out = {}
         if len(miss):
-            q = None
+            mixed = None
             for c, p in enumerate(post.tolist()):
-                u, m, feats_u, _ = self._estep(enc, c, miss, pairs=False)
-                q = p * m if q is None else q + p * m
-            k = len(enc.cols)
-            for f in miss.tolist():
-                sel = feats_u[k:] == f
-                out[s.features[f]] = {
-                    self._value_name(f, s.value_keys[col]): float(v)
-                    for col, v in zip(u[k:][sel].tolist(), q[k:][sel].tolist())
-                }
+                blocks = self._missing_posterior(enc, c, miss)
+                mixed = [p * q for _, _, q in blocks] if mixed is None else [a + p * q for a, (_, _, q) in zip(mixed, blocks)]
+            for (f, cols, _), q in zip(blocks, mixed):
+                out[s.features[f]] = {self._value_name(f, s.value_keys[col]): float(v) for col, v in zip(cols.tolist(), q.tolist())}
         observed_g = set(enc.gslots.tolist())
         for f in s.gauss_feature:
             g = s.gslot[f]
@@ -609,6 +610,8 @@ class BayesClassifier(base.MiniBatchClassifier):
             raise ValueError(f"state is of a {meta.get('model')!r} model, not {cls.__name__!r}")
         model = cls(**meta["params"])
         model._stats = Stats.from_state({k: v for k, v in arrays.items() if not k.startswith("model.")}, meta["stats"])
+        # EM's E-step wants the observed-only counts (a state written before they existed does not say so)
+        model._stats.wants_observed = model.missing == "em"
         model._load_extra_state({k[6:]: v for k, v in arrays.items() if k.startswith("model.")}, meta["extra"])
         return model
 

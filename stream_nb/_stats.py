@@ -34,6 +34,20 @@ Missing values (``None``, NaN, an absent key) are never counted: every estimate
 is made from the events in which the features it involves were observed,
 which is why the denominators are ``feat_count`` and ``pair_feat`` rather than
 ``class_count``. With no missing values they are equal.
+
+EM (``missing="em"``) adds expected, fractional counts for the missing values
+to these arrays. A store made with ``observed=True`` then also keeps an
+*observed-only twin* of every count array that EM adds to (``obs_value_count``,
+``obs_feat_count``, ``obs_pair_count``, ``obs_pair_feat``, ``obs_tuple_count``,
+``obs_tuple_feat``): the counts ``missing="ignore"`` would have, which EM's
+E-step reads its parameters from (:meth:`Stats.observed`), so that imputed
+counts never feed the imputations that follow. The twin starts, as a copy of
+the counts, with the first expected counts (until then the two are equal):
+from there on it doubles the memory of those arrays and the work of counting
+an event, and a stream without missing values never pays for it. The class
+counts and the Gaussian moments have no twin: labels are observed (an
+unlabeled event is spread over the classes the same way in both), and EM
+never imputes a Gaussian feature.
 """
 
 from __future__ import annotations
@@ -50,6 +64,9 @@ from ._discretise import Discretiser
 from .exceptions import CapacityError, ConfigError, FeatureTypeError, InvalidEventError, MergeError
 
 __all__ = ["Stats", "Encoded", "CAT", "GAUSS", "BINNED", "gaussian_loglik"]
+
+#: the count arrays that EM adds expected counts to, and that ``observed=True`` keeps twice
+_TWINNED = ("value_count", "feat_count", "pair_count", "pair_feat", "tuple_count", "tuple_feat")
 
 CAT, GAUSS, BINNED = 0, 1, 2
 PROMOTE = 3  # a learning step: a categorical feature turns numeric
@@ -201,6 +218,13 @@ class Stats:
         inference from the first value (str, bool, int: categorical; float: numeric).
     bins, warmup, bin_edges
         Discretiser settings for ``numeric="bins"``.
+    tuples
+        t >= 3: also keep the t-way class-conditional counts (KDB with k = t - 1 parents); 0: none.
+    max_table_cells
+        Bound on the cells of the t-way table (each copy of it, with ``observed``).
+    observed
+        Keep the observed-only twin of the counts (see the module notes) from
+        the first expected counts on, for EM's E-step.
 
     Examples
     --------
@@ -224,6 +248,7 @@ class Stats:
         bin_edges=None,
         tuples: int = 0,
         max_table_cells: int | None = None,
+        observed: bool = False,
     ):
         if numeric not in ("gaussian", "bins"):
             raise ConfigError(f"numeric: expected 'gaussian' or 'bins', got {numeric!r}")
@@ -231,6 +256,10 @@ class Stats:
         # tuples = t >= 3: also keep t-way class-conditional counts (KDB with k = t - 1 parents)
         self.tuples = int(tuples)
         self.max_table_cells = max_table_cells
+        # observed=True: an observed-only twin of every count EM adds to (the E-step's parameters),
+        # allocated with the first expected counts (keeps_observed); until then the counts are observed only
+        self.wants_observed = bool(observed)
+        self.keeps_observed = False
         self.numeric = numeric
         self.types = _check_types(types)
         self.bins = bins
@@ -285,17 +314,22 @@ class Stats:
         if self.pairs:
             new["pair_count"] = np.zeros((cc, cv, cv))
             new["pair_feat"] = np.zeros((cc, cv, cf))
+        used = {"value_count": (C, V), "feat_count": (C, F), "pair_count": (C, V, V), "pair_feat": (C, V, F)}
+        for p in self._sets()[1:]:
+            for k in used:
+                if k in new:
+                    new[p + k] = np.zeros_like(new[k])
         if old is not None:
             new["class_count"][:C] = self.class_count[:C]
             new["value_feature"][:V] = self.value_feature[:V]
             new["n_values"][:F] = self.n_values[:F]
-            new["value_count"][:C, :V] = self.value_count[:C, :V]
-            new["feat_count"][:C, :F] = self.feat_count[:C, :F]
             for k in ("g_n", "g_mean", "g_m2"):
                 new[k][:C, :G] = getattr(self, k)[:C, :G]
-            if self.pairs:
-                new["pair_count"][:C, :V, :V] = self.pair_count[:C, :V, :V]
-                new["pair_feat"][:C, :V, :F] = self.pair_feat[:C, :V, :F]
+            for p in self._sets():
+                for k, dims in used.items():
+                    if p + k in new:
+                        part = tuple(slice(0, d) for d in dims)
+                        new[p + k][part] = getattr(self, p + k)[part]
         for k, v in new.items():
             setattr(self, k, v)
         self._cap = (cc, cv, cf, cg)
@@ -311,14 +345,48 @@ class Stats:
             return
         C, V, F = len(self.classes), len(self.value_keys), len(self.features)
         cc, cv, cf = min(cc, C + 2), min(cv, V + 8), min(cf, F + 4)
-        tc = np.zeros((cc,) + (cv,) * t)
-        tf = np.zeros((cc,) + (cv,) * (t - 1) + (cf,))
-        if old is not None:
-            tc[(slice(0, C),) + (slice(0, V),) * t] = old[(slice(0, C),) + (slice(0, V),) * t]
-            tf[(slice(0, C),) + (slice(0, V),) * (t - 1) + (slice(0, F),)] = self.tuple_feat[
-                (slice(0, C),) + (slice(0, V),) * (t - 1) + (slice(0, F),)
-            ]
-        self.tuple_count, self.tuple_feat = tc, tf
+        for p in self._sets():
+            tc = np.zeros((cc,) + (cv,) * t)
+            tf = np.zeros((cc,) + (cv,) * (t - 1) + (cf,))
+            if old is not None:
+                tc[(slice(0, C),) + (slice(0, V),) * t] = getattr(self, p + "tuple_count")[(slice(0, C),) + (slice(0, V),) * t]
+                tf[(slice(0, C),) + (slice(0, V),) * (t - 1) + (slice(0, F),)] = getattr(self, p + "tuple_feat")[
+                    (slice(0, C),) + (slice(0, V),) * (t - 1) + (slice(0, F),)
+                ]
+            setattr(self, p + "tuple_count", tc)
+            setattr(self, p + "tuple_feat", tf)
+
+    def _sets(self) -> tuple:
+        """Name prefixes of the count sets kept: the counts, and with ``observed`` their observed-only twin."""
+        return ("", "obs_") if self.keeps_observed else ("",)
+
+    def observed(self):
+        """The store as EM's E-step reads it: the observed-only counts under the usual names.
+
+        Returns a read-only view whose ``value_count``, ``feat_count``,
+        ``pair_count``, ``pair_feat``, ``tuple_count`` and ``tuple_feat`` are
+        the observed-only twins and whose every other attribute (classes,
+        values, class counts, ...) is this store's; without a twin, the
+        store itself.
+        """
+        return _ObservedView(self) if self.keeps_observed else self
+
+    def keep_observed(self) -> None:
+        """Start keeping the observed-only twin, as a copy of the current counts.
+
+        Called with the first expected counts (see :meth:`add_expected`): the
+        counts are then all observed, so the copy is exact. (A store written
+        by a stream_nb that kept no twin and already holds expected counts
+        starts it the same way: the best start there is.)
+        """
+        self.wants_observed = True
+        if self.keeps_observed:
+            return
+        self.keeps_observed = True
+        for k in _TWINNED:
+            if hasattr(self, k):
+                setattr(self, "obs_" + k, getattr(self, k).copy())
+        self.epoch += 1
 
     def table_cells(self, extra_values: int = 0, extra_classes: int = 0) -> int:
         """Cells of the t-way count table with that many more values and classes (0 without one)."""
@@ -413,7 +481,8 @@ class Stats:
             mean = np.where(n > 0, counts @ keys / np.where(n > 0, n, 1.0), 0.0)
             self.g_n[:C, g], self.g_mean[:C, g] = n, mean
             self.g_m2[:C, g] = (counts * (keys[None, :] - mean[:, None]) ** 2).sum(1)
-            self.feat_count[:C, f] = 0.0
+            for p in self._sets():
+                getattr(self, p + "feat_count")[:C, f] = 0.0
             self.n_values[f] = 0
         else:
             d = Discretiser(self.bins, self.warmup, self.bin_edges.get(name))
@@ -431,56 +500,67 @@ class Stats:
                     d._choose()
                 new = np.array([self.values[f].get(b) or self._add_value(f, b) for b in d.bin_many(keys).tolist()])
                 self._merge_columns(old, new)
-        self.value_count[:, old] = 0.0
+        for p in self._sets():
+            getattr(self, p + "value_count")[:, old] = 0.0
         self.value_feature[old] = -1
         self._lookup[name] = (self.kinds[f], f, self.values[f], self.gslot[f], self.disc[f])
         self.epoch += 1
 
     def _drop_columns(self, f: int, old: np.ndarray) -> None:
         """Forget every count of feature ``f``'s columns ``old``, as if its values had been missing."""
-        self.feat_count[:, f] = 0.0
-        if self.pairs:
-            self.pair_feat[:, :, f] -= self.pair_count[:, :, old].sum(2)
-            self.pair_count[:, old, :] = 0.0
-            self.pair_count[:, :, old] = 0.0
-            self.pair_feat[:, old, :] = 0.0
-        if self.tuples:
-            t = self.tuples
-            lead = (slice(None),) * t
-            self.tuple_feat[lead + (f,)] -= self.tuple_count[lead + (old,)].sum(-1)
-            for axis in range(1, t + 1):
-                idx = [slice(None)] * (t + 1)
-                idx[axis] = old
-                self.tuple_count[tuple(idx)] = 0.0
-            for axis in range(1, t):
-                idx = [slice(None)] * (t + 1)
-                idx[axis] = old
-                self.tuple_feat[tuple(idx)] = 0.0
+        for p in self._sets():
+            getattr(self, p + "feat_count")[:, f] = 0.0
+            if self.pairs:
+                pair_count, pair_feat = getattr(self, p + "pair_count"), getattr(self, p + "pair_feat")
+                pair_feat[:, :, f] -= pair_count[:, :, old].sum(2)
+                pair_count[:, old, :] = 0.0
+                pair_count[:, :, old] = 0.0
+                pair_feat[:, old, :] = 0.0
+            if self.tuples:
+                t = self.tuples
+                tuple_count, tuple_feat = getattr(self, p + "tuple_count"), getattr(self, p + "tuple_feat")
+                lead = (slice(None),) * t
+                tuple_feat[lead + (f,)] -= tuple_count[lead + (old,)].sum(-1)
+                for axis in range(1, t + 1):
+                    idx = [slice(None)] * (t + 1)
+                    idx[axis] = old
+                    tuple_count[tuple(idx)] = 0.0
+                for axis in range(1, t):
+                    idx = [slice(None)] * (t + 1)
+                    idx[axis] = old
+                    tuple_feat[tuple(idx)] = 0.0
 
     def _merge_columns(self, old: np.ndarray, new: np.ndarray) -> None:
         """Add the counts of columns ``old`` into ``new`` (pairwise) along every value axis."""
+        for p in self._sets():
+            self._merge_columns_of(p, old, new)
+
+    def _merge_columns_of(self, p: str, old: np.ndarray, new: np.ndarray) -> None:
+        value_count = getattr(self, p + "value_count")
+        pair_count, pair_feat = getattr(self, p + "pair_count", None), getattr(self, p + "pair_feat", None)
+        tuple_count, tuple_feat = getattr(self, p + "tuple_count", None), getattr(self, p + "tuple_feat", None)
         for o, n in zip(old.tolist(), new.tolist()):
-            self.value_count[:, n] += self.value_count[:, o]
+            value_count[:, n] += value_count[:, o]
             if self.pairs:
-                self.pair_count[:, n, :] += self.pair_count[:, o, :]
-                self.pair_count[:, o, :] = 0.0
-                self.pair_count[:, :, n] += self.pair_count[:, :, o]
-                self.pair_count[:, :, o] = 0.0
-                self.pair_feat[:, n, :] += self.pair_feat[:, o, :]
-                self.pair_feat[:, o, :] = 0.0
+                pair_count[:, n, :] += pair_count[:, o, :]
+                pair_count[:, o, :] = 0.0
+                pair_count[:, :, n] += pair_count[:, :, o]
+                pair_count[:, :, o] = 0.0
+                pair_feat[:, n, :] += pair_feat[:, o, :]
+                pair_feat[:, o, :] = 0.0
             if self.tuples:
                 for axis in range(1, self.tuples + 1):
                     src = [slice(None)] * (self.tuples + 1)
                     dst = list(src)
                     src[axis], dst[axis] = o, n
-                    self.tuple_count[tuple(dst)] += self.tuple_count[tuple(src)]
-                    self.tuple_count[tuple(src)] = 0.0
+                    tuple_count[tuple(dst)] += tuple_count[tuple(src)]
+                    tuple_count[tuple(src)] = 0.0
                 for axis in range(1, self.tuples):
                     src = [slice(None)] * (self.tuples + 1)
                     dst = list(src)
                     src[axis], dst[axis] = o, n
-                    self.tuple_feat[tuple(dst)] += self.tuple_feat[tuple(src)]
-                    self.tuple_feat[tuple(src)] = 0.0
+                    tuple_feat[tuple(dst)] += tuple_feat[tuple(src)]
+                    tuple_feat[tuple(src)] = 0.0
 
     def _add_feature(self, name, kind, from_int: bool = False) -> int:
         self._reserve(f=1, g=1 if kind == GAUSS else 0)
@@ -717,28 +797,43 @@ class Stats:
     # ------------------------------------------------------------------ learning
 
     def add(self, enc: Encoded, c: int, w: float = 1.0) -> None:
-        """Add one (encoded) event of class index ``c`` with weight ``w``."""
+        """Add one (encoded) event of class index ``c`` with weight ``w`` (its observed values, to every count set)."""
         self.version += 1
         self.class_count[c] += w
-        cols, feats = enc.cols, enc.feats
-        if len(cols):
-            self.value_count[c, cols] += w
-            self.feat_count[c, feats] += w
-            if self.pairs:
-                rows = cols[:, None]
-                self.pair_count[c][rows, cols] += w
-                self.pair_feat[c][rows, feats] += w
-            if self.tuples:
-                # flat indices into the class's contiguous block: 3x faster than np.ix_
-                tc, tf = self.tuple_count[c], self.tuple_feat[c]
-                idx = cols
-                for _ in range(self.tuples - 2):
-                    idx = (idx[:, None] * tc.shape[-1] + cols[None, :]).ravel()
-                head = idx
-                idx = (head[:, None] * tc.shape[-1] + cols[None, :]).ravel()
-                tc.reshape(-1)[idx] += w
-                tf.reshape(-1)[(head[:, None] * tf.shape[-1] + feats[None, :]).ravel()] += w
+        if len(enc.cols):
+            for p in self._sets():
+                self._count(p, enc.cols, enc.feats, c, w)
         self.add_gaussian(c, w, enc.gslots, enc.gx)
+
+    def add_observed(self, enc: Encoded, c: int, w: float = 1.0) -> None:
+        """Count the observed values of ``enc`` in the observed-only twin alone (nothing without one).
+
+        EM's M-step adds an incomplete event to the counts with
+        :meth:`add_expected` and to the twin with this: the twin then holds what
+        ``missing="ignore"`` would have counted.
+        """
+        if self.keeps_observed and len(enc.cols):
+            self.version += 1
+            self._count("obs_", enc.cols, enc.feats, c, w)
+
+    def _count(self, p: str, cols: np.ndarray, feats: np.ndarray, c: int, w: float) -> None:
+        """Add weight ``w`` to the values ``cols`` (of features ``feats``) of class ``c`` in count set ``p``."""
+        getattr(self, p + "value_count")[c, cols] += w
+        getattr(self, p + "feat_count")[c, feats] += w
+        if self.pairs:
+            rows = cols[:, None]
+            getattr(self, p + "pair_count")[c][rows, cols] += w
+            getattr(self, p + "pair_feat")[c][rows, feats] += w
+        if self.tuples:
+            # flat indices into the class's contiguous block: 3x faster than np.ix_
+            tc, tf = getattr(self, p + "tuple_count")[c], getattr(self, p + "tuple_feat")[c]
+            idx = cols
+            for _ in range(self.tuples - 2):
+                idx = (idx[:, None] * tc.shape[-1] + cols[None, :]).ravel()
+            head = idx
+            idx = (head[:, None] * tc.shape[-1] + cols[None, :]).ravel()
+            tc.reshape(-1)[idx] += w
+            tf.reshape(-1)[(head[:, None] * tf.shape[-1] + feats[None, :]).ravel()] += w
 
     def add_gaussian(self, c: int, w: float, gs: np.ndarray, gx: np.ndarray) -> None:
         """Weighted Welford update of the Gaussian moments of class ``c``."""
@@ -780,10 +875,19 @@ class Stats:
         ``u`` are the columns the event may take (an observed feature: its one
         column; a missing one: all its values), grouped by feature in
         contiguous blocks (``feats_u``); ``m`` is the expected indicator of
-        each column and ``J`` the expected outer product E[e eᵀ] over ``u``
-        (needed when pair counts are kept). Each feature's block of ``m``
-        sums to 1, so the event adds exactly weight ``w`` everywhere.
+        each column and ``J`` the expected pair indicators over ``u`` (needed
+        when pair counts are kept): ``J[r, s]`` is added to
+        ``pair_count[c, u[r], u[s]]``, the row being the value conditioned on.
+        ``J`` need not be symmetric (EM fills the rows of each feature under
+        its own one-dependence model), but each row block of a feature must
+        sum to ``m`` over every other feature's columns. Each feature's block
+        of ``m`` sums to 1, so the event adds exactly weight ``w`` everywhere.
+        Only the counts receive it; the observed-only twin (started here, if
+        wanted and not yet kept) takes the event's observed values through
+        :meth:`add_observed`.
         """
+        if self.wants_observed:
+            self.keep_observed()
         self.version += 1
         self.class_count[c] += w
         self.value_count[c, u] += w * m
@@ -1090,8 +1194,15 @@ class Stats:
         lut = np.array([self.class_index.get(v, -1) for v in labels], dtype=np.int64)
         return lut[codes]
 
-    def add_many(self, D, dfeats, G, gslots, yc, w=None) -> None:
-        """Add a batch of encoded events (see :meth:`encode_frame`)."""
+    def add_many(self, D, dfeats, G, gslots, yc, w=None, observed: bool = True) -> None:
+        """Add a batch of encoded events (see :meth:`encode_frame`).
+
+        ``observed=False``: the rows are completions of one incomplete event
+        (KDB's M-step), so they go to the counts and not to the observed-only
+        twin (started here, if wanted and not yet kept, as in :meth:`add_expected`).
+        """
+        if not observed and self.wants_observed:
+            self.keep_observed()
         n = len(yc)
         self.epoch += 1
         w = np.ones(n) if w is None else np.asarray(w, dtype=float)
@@ -1101,15 +1212,17 @@ class Stats:
             mask = D >= 0
             rr, jj = np.nonzero(mask)
             cc = yc[rr]
-            np.add.at(self.value_count, (cc, D[rr, jj]), w[rr])
-            np.add.at(self.feat_count, (cc, dfeats[jj]), w[rr])
             if self.pairs:
                 M = mask[:, :, None] & mask[:, None, :]
                 r3, a3, b3 = np.nonzero(M)
-                np.add.at(self.pair_count, (yc[r3], D[r3, a3], D[r3, b3]), w[r3])
-                np.add.at(self.pair_feat, (yc[r3], D[r3, a3], dfeats[b3]), w[r3])
-            if self.tuples:
-                self._add_tuples_many(D, dfeats, yc, w, mask)
+            for p in self._sets() if observed else ("",):
+                np.add.at(getattr(self, p + "value_count"), (cc, D[rr, jj]), w[rr])
+                np.add.at(getattr(self, p + "feat_count"), (cc, dfeats[jj]), w[rr])
+                if self.pairs:
+                    np.add.at(getattr(self, p + "pair_count"), (yc[r3], D[r3, a3], D[r3, b3]), w[r3])
+                    np.add.at(getattr(self, p + "pair_feat"), (yc[r3], D[r3, a3], dfeats[b3]), w[r3])
+                if self.tuples:
+                    self._add_tuples_many(p, D, dfeats, yc, w, mask)
         for j, g in enumerate(gslots):
             x = G[:, j]
             ok = ~np.isnan(x)
@@ -1124,8 +1237,9 @@ class Stats:
             idx = np.flatnonzero(present)
             self._merge_moments(idx, g, nb[idx], mb[idx], m2b[idx])
 
-    def _add_tuples_many(self, D, dfeats, yc, w, mask):
+    def _add_tuples_many(self, p, D, dfeats, yc, w, mask):
         t = self.tuples
+        tuple_count, tuple_feat = getattr(self, p + "tuple_count"), getattr(self, p + "tuple_feat")
         k = D.shape[1]
         grid = np.indices((k,) * t).reshape(t, -1)  # every t-tuple of column positions
         for lo in range(0, len(D), 64):
@@ -1134,8 +1248,8 @@ class Stats:
             r, j = np.nonzero(ok)
             cols = tuple(Dm[r, grid[a][j]] for a in range(t))
             ww = w[lo : lo + 64][r]
-            np.add.at(self.tuple_count, (yc[lo : lo + 64][r],) + cols, ww)
-            np.add.at(self.tuple_feat, (yc[lo : lo + 64][r],) + cols[:-1] + (dfeats[grid[-1][j]],), ww)
+            np.add.at(tuple_count, (yc[lo : lo + 64][r],) + cols, ww)
+            np.add.at(tuple_feat, (yc[lo : lo + 64][r],) + cols[:-1] + (dfeats[grid[-1][j]],), ww)
 
     def _merge_moments(self, cls, g, nb, mb, m2b):
         na, ma, m2a = self.g_n[cls, g], self.g_mean[cls, g], self.g_m2[cls, g]
@@ -1149,7 +1263,15 @@ class Stats:
     # ------------------------------------------------------------------ merging
 
     def merge(self, other: "Stats") -> None:
-        """Add ``other``'s counts into this store (exactly: as if its stream came next)."""
+        """Add ``other``'s counts into this store (exactly: as if its stream came next).
+
+        The observed-only twins add too. A store without one holds observed
+        values only: its counts are what it adds to this store's twin. When
+        this store keeps no twin and the other does, this store starts one if
+        it wants one (EM), and otherwise (``missing="ignore"``) takes the
+        other's observed-only counts, so that it stays what ``"ignore"`` would
+        have counted from both streams.
+        """
         if (self.pairs, self.numeric, self.tuples) != (other.pairs, other.numeric, other.tuples):
             raise MergeError(
                 f"cannot merge statistics kept differently: pairs={self.pairs}, numeric={self.numeric!r} "
@@ -1211,19 +1333,14 @@ class Stats:
             v = other.value_keys[col]
             mine = self.values[f].get(v)
             vmap[col] = mine if mine is not None else self._add_value(f, v)
-        C, V, F = len(other.classes), len(other.value_keys), len(other.features)
+        C = len(other.classes)
         self.class_count[cmap] += other.class_count[:C]
-        self.value_count[np.ix_(cmap, vmap[1:])] += other.value_count[:C, 1:V]
-        self.feat_count[np.ix_(cmap, fmap)] += other.feat_count[:C, :F]
-        if self.pairs:
-            self.pair_count[np.ix_(cmap, vmap[1:], vmap[1:])] += other.pair_count[:C, 1:V, 1:V]
-            self.pair_feat[np.ix_(cmap, vmap[1:], fmap)] += other.pair_feat[:C, 1:V, :F]
-        if self.tuples:
-            t, vv = self.tuples, vmap[1:]
-            self.tuple_count[np.ix_(cmap, *([vv] * t))] += other.tuple_count[(slice(0, C),) + (slice(1, V),) * t]
-            self.tuple_feat[np.ix_(cmap, *([vv] * (t - 1)), fmap)] += other.tuple_feat[
-                (slice(0, C),) + (slice(1, V),) * (t - 1) + (slice(0, F),)
-            ]
+        if other.keeps_observed and self.wants_observed:
+            self.keep_observed()
+        for p in self._sets():
+            # without a twin, a store's counts are all observed
+            q = "obs_" if other.keeps_observed and (p or not self.keeps_observed) else ""
+            self._add_aligned(p, other, q, cmap, vmap, fmap)
         for f_other, f in enumerate(fmap):
             if other.kinds[f_other] != GAUSS:
                 continue
@@ -1232,6 +1349,24 @@ class Stats:
             present = nb > 0
             if present.any():
                 self._merge_moments(cmap[present], g, nb[present], other.g_mean[:C, go][present], other.g_m2[:C, go][present])
+
+    def _add_aligned(self, p: str, other: "Stats", q: str, cmap, vmap, fmap) -> None:
+        """Add count set ``q`` of ``other`` into this store's count set ``p`` (classes, values and
+        features mapped by ``cmap``, ``vmap``, ``fmap``)."""
+        C, V, F = len(other.classes), len(other.value_keys), len(other.features)
+        getattr(self, p + "value_count")[np.ix_(cmap, vmap[1:])] += getattr(other, q + "value_count")[:C, 1:V]
+        getattr(self, p + "feat_count")[np.ix_(cmap, fmap)] += getattr(other, q + "feat_count")[:C, :F]
+        if self.pairs:
+            getattr(self, p + "pair_count")[np.ix_(cmap, vmap[1:], vmap[1:])] += getattr(other, q + "pair_count")[:C, 1:V, 1:V]
+            getattr(self, p + "pair_feat")[np.ix_(cmap, vmap[1:], fmap)] += getattr(other, q + "pair_feat")[:C, 1:V, :F]
+        if self.tuples:
+            t, vv = self.tuples, vmap[1:]
+            getattr(self, p + "tuple_count")[np.ix_(cmap, *([vv] * t))] += getattr(other, q + "tuple_count")[
+                (slice(0, C),) + (slice(1, V),) * t
+            ]
+            getattr(self, p + "tuple_feat")[np.ix_(cmap, *([vv] * (t - 1)), fmap)] += getattr(other, q + "tuple_feat")[
+                (slice(0, C),) + (slice(1, V),) * (t - 1) + (slice(0, F),)
+            ]
 
     # ------------------------------------------------------------------ views
 
@@ -1277,15 +1412,22 @@ class Stats:
             "g_mean": self.g_mean[:C, :G].copy(),
             "g_m2": self.g_m2[:C, :G].copy(),
         }
-        if self.pairs:
-            arrays["pair_count"] = self.pair_count[:C, :V, :V].copy()
-            arrays["pair_feat"] = self.pair_feat[:C, :V, :F].copy()
-        if self.tuples:
-            t = self.tuples
-            arrays["tuple_count"] = self.tuple_count[(slice(0, C),) + (slice(0, V),) * t].copy()
-            arrays["tuple_feat"] = self.tuple_feat[(slice(0, C),) + (slice(0, V),) * (t - 1) + (slice(0, F),)].copy()
+        for p in self._sets():
+            if p:
+                arrays[p + "value_count"] = getattr(self, p + "value_count")[:C, :V].copy()
+                arrays[p + "feat_count"] = getattr(self, p + "feat_count")[:C, :F].copy()
+            if self.pairs:
+                arrays[p + "pair_count"] = getattr(self, p + "pair_count")[:C, :V, :V].copy()
+                arrays[p + "pair_feat"] = getattr(self, p + "pair_feat")[:C, :V, :F].copy()
+            if self.tuples:
+                t = self.tuples
+                arrays[p + "tuple_count"] = getattr(self, p + "tuple_count")[(slice(0, C),) + (slice(0, V),) * t].copy()
+                arrays[p + "tuple_feat"] = getattr(self, p + "tuple_feat")[
+                    (slice(0, C),) + (slice(0, V),) * (t - 1) + (slice(0, F),)
+                ].copy()
         meta = {
             "pairs": self.pairs,
+            "observed": self.wants_observed,
             "tuples": self.tuples,
             "max_table_cells": self.max_table_cells,
             "numeric": self.numeric,
@@ -1318,6 +1460,7 @@ class Stats:
             pairs=meta["pairs"], numeric=meta["numeric"], types=meta["types"],
             bins=meta["bins"], warmup=meta["warmup"], bin_edges=meta["bin_edges"],
             tuples=meta.get("tuples", 0), max_table_cells=meta.get("max_table_cells"),
+            observed=meta.get("observed", False),
         )
         kinds = {"categorical": CAT, "gaussian": GAUSS, "binned": BINNED}
         for y in meta["classes"]:
@@ -1335,15 +1478,34 @@ class Stats:
         s.from_int = set(meta.get("from_int", []))
         C, V, F, G = len(s.classes), len(s.value_keys), len(s.features), s.n_gauss
         s.class_count[:C] = arrays["class_count"]
-        s.value_count[:C, :V] = arrays["value_count"]
-        s.feat_count[:C, :F] = arrays["feat_count"]
+        if "obs_value_count" in arrays:
+            s.keep_observed()
         for k in ("g_n", "g_mean", "g_m2"):
             getattr(s, k)[:C, :G] = arrays[k]
-        if s.pairs:
-            s.pair_count[:C, :V, :V] = arrays["pair_count"]
-            s.pair_feat[:C, :V, :F] = arrays["pair_feat"]
-        if s.tuples:
-            t = s.tuples
-            s.tuple_count[(slice(0, C),) + (slice(0, V),) * t] = arrays["tuple_count"]
-            s.tuple_feat[(slice(0, C),) + (slice(0, V),) * (t - 1) + (slice(0, F),)] = arrays["tuple_feat"]
+        for p in s._sets():
+            getattr(s, p + "value_count")[:C, :V] = arrays[p + "value_count"]
+            getattr(s, p + "feat_count")[:C, :F] = arrays[p + "feat_count"]
+            if s.pairs:
+                getattr(s, p + "pair_count")[:C, :V, :V] = arrays[p + "pair_count"]
+                getattr(s, p + "pair_feat")[:C, :V, :F] = arrays[p + "pair_feat"]
+            if s.tuples:
+                t = s.tuples
+                getattr(s, p + "tuple_count")[(slice(0, C),) + (slice(0, V),) * t] = arrays[p + "tuple_count"]
+                getattr(s, p + "tuple_feat")[(slice(0, C),) + (slice(0, V),) * (t - 1) + (slice(0, F),)] = arrays[
+                    p + "tuple_feat"
+                ]
         return s
+
+
+class _ObservedView:
+    """A store seen through its observed-only twin (see :meth:`Stats.observed`); read-only by convention."""
+
+    __slots__ = ("_stats",)
+
+    def __init__(self, stats: Stats):
+        self._stats = stats
+
+    def __getattr__(self, name):
+        if name in _TWINNED:
+            return getattr(self._stats, "obs_" + name)
+        return getattr(self._stats, name)

@@ -2,10 +2,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._base import BayesClassifier, _assemble, logsumexp
+from ._base import BayesClassifier, logsumexp, naive_bayes_blocks
 from .exceptions import ConfigError
 
-__all__ = ["AODE", "spode_terms", "mixture_estep"]
+__all__ = ["AODE", "spode_terms", "one_dependence_estep", "mixture_posterior"]
 
 
 class AODE(BayesClassifier):
@@ -57,8 +57,8 @@ class AODE(BayesClassifier):
         Optional loss matrix ``{truth: {prediction: cost}}`` for Bayes decision.
     missing
         ``"em"`` (default): learn from events with missing attributes by
-        online EM, adding the expected counts of the missing values under the
-        current model; ``"ignore"``: skip
+        online EM (see :func:`one_dependence_estep` for the E-step; it keeps
+        a second, observed-only copy of the counts); ``"ignore"``: skip
         missing values when learning.
     learn_unlabeled
         Learn from unlabeled events (``learn_one(x, None)``) by EM over the
@@ -133,8 +133,11 @@ class AODE(BayesClassifier):
             return self._naive_jll(enc)
         return logsumexp(terms[:, parents], axis=1)
 
-    def _estep(self, enc, c, miss, pairs):
-        return mixture_estep(self, enc, c, miss, pairs, self.m, None)
+    def _estep(self, enc, c, miss):
+        return one_dependence_estep(self._stats.observed(), self._alpha, enc, c, miss)
+
+    def _missing_posterior(self, enc, c, miss):
+        return mixture_posterior(self, enc, c, miss, self.m, None)
 
     def _jll_many(self, D, dfeats, G, gslots):
         out = self._naive_jll_many(D, dfeats, G, gslots)
@@ -182,11 +185,70 @@ def spode_terms(s, a, cols, feats, m_limit=0):
     return joint + np.log(ratio).sum(2), parents
 
 
-def mixture_estep(self, enc, c, miss, pairs, m_limit, allowed):
+def one_dependence_estep(s, a, enc, c, miss):
+    """EM's E-step of the one-dependence models (AODE, SPODE, TAN): each attribute's rows under its own SPODE.
+
+    The pair counts are a bank of one-dependence tables: the rows of
+    attribute p (``pair_count[c, x_p, :]``, with ``value_count[c, x_p]``) are
+    the parameters P̂(c, x_p) and P̂(x_j | c, x_p) of the SPODE whose
+    super-parent is p, which is how AODE, SPODE and TAN read them. So the
+    expected counts of those rows are the posterior of the event's missing
+    values given its observed ones and its class ``c`` *under that SPODE*:
+
+    * p observed: the missing x_j are independent given (c, x_p), so the row
+      x_p of block (p, j) gets P̂(x_j | c, x_p), exactly;
+    * p missing: x_p = t with posterior
+      q_p(t) ∝ P̂(c, t) Π_{o observed} P̂(x_o | c, t); the rows t of block
+      (p, o) get q_p(t) at x_o, those of block (p, j), j missing,
+      q_p(t) P̂(x_j | c, t), and ``value_count`` gets q_p.
+
+    The parameters P̂ are read from ``s``, which EM passes as the
+    observed-only counts (:meth:`Stats.observed`). Every row block sums to
+    one, so the event adds exactly one unit of weight to every table. The
+    expected pair indicators ``J`` are not symmetric: block (p, j) is
+    SPODE p's, block (j, p) SPODE j's.
+
+    Returns ``(u, m, feats_u, J)`` for :meth:`Stats.add_expected`.
+    """
+    ocols, ofeats = enc.cols, enc.feats
+    k = len(ocols)
+    n_all = s.n_values
+    miss_l = miss.tolist()
+    mcols = [s.columns_of(f) for f in miss_l]
+    U = np.concatenate(mcols)
+    Ufeat = np.concatenate([np.full(len(cl), f, dtype=np.int64) for f, cl in zip(miss_l, mcols)])
+    pc, pf = s.pair_count[c], s.pair_feat[c]
+
+    def cond(vcols):
+        """P̂(u | c, v) for parent columns ``vcols`` (rows) and every missing column u (columns)."""
+        return (pc[vcols[:, None], U] + a) / (pf[vcols[:, None], Ufeat] + a * n_all[Ufeat])
+
+    n = k + len(U)
+    J = np.empty((n, n))
+    m = np.ones(n)
+    J[:k, :k] = 1.0
+    J[:k, k:] = cond(ocols)
+    lo = k
+    for cl in mcols:
+        hi = lo + len(cl)
+        logq = np.log(s.value_count[c, cl] + a)  # P̂(c, t) up to a constant
+        if k:
+            logq = logq + np.log((pc[cl[:, None], ocols] + a) / (pf[cl[:, None], ofeats] + a * n_all[ofeats])).sum(1)
+        q = np.exp(logq - logq.max())
+        q /= q.sum()
+        m[lo:hi] = q
+        J[lo:hi, :k] = q[:, None]
+        J[lo:hi, k:] = q[:, None] * cond(cl)
+        J[lo:hi, lo:hi] = np.diag(q)  # one attribute takes one value
+        lo = hi
+    return np.concatenate([ocols, U]), m, np.concatenate([ofeats, Ufeat]), J
+
+
+def mixture_posterior(self, enc, c, miss, m_limit, allowed):
     # ``self``: the AODE or SPODE whose counts and smoothing are used
-    """Posterior of the missing values given the observed ones and class ``c``, under AODE
+    """``(feature, columns, P(x_f = v | x_o, c))`` of each missing feature under AODE as it predicts
     (``allowed``: the features that may be super-parents, None for all; ``m_limit``: the
-    frequency limit).
+    frequency limit): what imputation reports.
 
     AODE's joint is a sum of one-dependence models (SPODEs); summed over
     the completions of the missing values it is a mixture whose
@@ -198,8 +260,6 @@ def mixture_estep(self, enc, c, miss, pairs, m_limit, allowed):
     last component. Component weights are their marginal likelihoods,
     so the result is the exact posterior under the model.
     """
-    if not len(miss):
-        return BayesClassifier._estep(self, enc, c, miss, pairs)
     s, a = self._stats, self._alpha
     C = s.n_classes
     ocols, ofeats = enc.cols, enc.feats
@@ -261,23 +321,13 @@ def mixture_estep(self, enc, c, miss, pairs, m_limit, allowed):
             logw.append(np.array([nb]))
             rows.append(r[None, :])
     if not logw:
-        return BayesClassifier._estep(self, enc, c, miss, pairs)
-    pi = _softmax(np.concatenate(logw))
-    R = np.concatenate(rows)
-    mvec = pi @ R
+        return naive_bayes_blocks(s, a, miss, c)
+    mvec = _softmax(np.concatenate(logw)) @ np.concatenate(rows)
     blocks, lo = [], 0
     for f, cl in zip(miss.tolist(), mcols):
         blocks.append((f, cl, mvec[lo : lo + len(cl)]))
         lo += len(cl)
-    if not pairs:
-        return _assemble(enc, blocks, None)
-    J = (R * pi[:, None]).T @ R  # missing attributes independent within each component
-    lo = 0
-    for cl in mcols:  # one attribute takes one value: its own block is diagonal
-        hi = lo + len(cl)
-        J[lo:hi, lo:hi] = np.diag(mvec[lo:hi])
-        lo = hi
-    return _assemble(enc, blocks, "given", J)
+    return blocks
 
 
 def _softmax(logw: np.ndarray) -> np.ndarray:

@@ -115,7 +115,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("loss", "str", None, "JSON file {true_label: {predicted_label: cost}}: predict the class of least "
             "expected cost; labels are written as in the output's proba keys (1, true, yes)", _MODEL, "FILE"),
     Setting("missing", "choice", None, "learning from events with missing attributes: em (add the expected counts "
-            "of the missing values under the current model) or ignore (skip them) (model default em)", _MODEL,
+            "of the missing values, estimated from the observed values) or ignore (skip them) (model default em)", _MODEL,
             choices=("em", "ignore")),
     Setting("learn_unlabeled", "bool", None, "learn from unlabeled events too, by EM over the class "
             "(semi-supervised; model default off)", _MODEL),

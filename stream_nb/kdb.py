@@ -5,8 +5,7 @@ import math
 
 import numpy as np
 
-from ._base import StructuredClassifier, _assemble, _normalise, logsumexp
-from ._stats import Encoded
+from ._base import StructuredClassifier, _normalise, logsumexp
 from .aode import _check_binning
 from .exceptions import ConfigError
 from .tan import conditional_mutual_information, mutual_information_with_class
@@ -43,10 +42,19 @@ class KDB(StructuredClassifier):
     **Missing values** are summed out exactly by enumerating the joint values
     of the missing attributes that have observed descendants (the others sum
     to one); EM's E-step enumerates the completions of all missing
-    attributes. Both stop at ``max_completions`` joint values: beyond it a
-    prediction reads each observed attribute given its observed parents only,
-    and learning counts the observed values only (``n_em_skipped`` says how
-    often).
+    attributes, weighting each by its posterior under this KDB (current
+    structure; naive Bayes before the first build) with parameters from the
+    observed-only counts, which ``missing="em"`` keeps beside the counts from
+    the first incomplete event on (a second (k+1)-way table: twice the
+    memory, each copy within ``max_table_cells``). Both stop at
+    ``max_completions`` joint values: beyond it a prediction reads each
+    observed attribute given its observed parents only, and learning counts
+    the observed values only (``n_em_skipped`` says how often).
+
+    **The structure** is chosen from the observed-only counts (with
+    ``missing="ignore"``, the counts): the E-step imputes under the current
+    structure, so counts that hold its imputations would lean toward it at
+    the next rebuild.
 
     Parameters
     ----------
@@ -149,7 +157,7 @@ class KDB(StructuredClassifier):
         ``order`` (feature names) replaces the mutual-information order, for
         comparisons with other structure learners.
         """
-        s = self._stats
+        s = self._stats.observed()  # not the imputed counts: they lean toward the current structure
         names = s.features
         nodes = s.discrete_features().tolist()
         if order is None:
@@ -177,10 +185,11 @@ class KDB(StructuredClassifier):
 
     # ------------------------------------------------------------------ inference
 
-    def _terms(self, D: np.ndarray) -> np.ndarray:
+    def _terms(self, D: np.ndarray, s=None) -> np.ndarray:
         """(rows, C) log P(c) + Σ_f log P̂(x_f | c, x_pa(f)) for rows of columns by feature index
-        (``D[:, f]``; -1 where f is missing: its factor is left out, so its parents must be observed)."""
-        s, a = self._stats, self._alpha
+        (``D[:, f]``; -1 where f is missing: its factor is left out, so its parents must be observed),
+        read off store ``s`` (default: the model's counts)."""
+        s, a = s if s is not None else self._stats, self._alpha
         C = s.n_classes
         cc = s.class_count[:C]
         out = np.broadcast_to(np.log(cc + a) - math.log(cc.sum() + a * C), (len(D), C)).copy()
@@ -196,9 +205,9 @@ class KDB(StructuredClassifier):
             if not pa:
                 num = s.value_count[:C, v]
                 den = np.broadcast_to(s.feat_count[:C, f][:, None], num.shape)
-            elif t == 0:  # k = 1: the pair counts
+            elif t == 0:  # k = 1: the pair counts, the parent's row
                 u = D[rows, pa[0]]
-                num = s.pair_count[:C, v, u]
+                num = s.pair_count[:C, u, v]
                 den = s.pair_feat[:C, u, f]
             else:
                 us = [D[rows, p] for p in pa]
@@ -268,31 +277,37 @@ class KDB(StructuredClassifier):
 
     # ------------------------------------------------------------------ EM
 
-    def _completion_weights(self, enc, c, miss):
-        """The completions of the missing attributes and their posterior given x_o and c."""
-        s = self._stats
+    def _completion_weights(self, enc, c, miss, s):
+        """The completions of the missing attributes and their posterior given x_o and c, under this
+        KDB (naive Bayes before the first build) with the parameters of store ``s``."""
         doms = [s.columns_of(f) for f in miss.tolist()]
         if math.prod(len(d) for d in doms) > self.max_completions:
             return None, None
         base = self._dense(enc)
         rows = self._completions(base, miss.tolist(), doms)
         if self._parents:
-            jll = self._terms(rows)[:, c]
+            jll = self._terms(rows, s)[:, c]
         else:  # naive Bayes until the first build
-            jll = np.array([self._naive_jll(Encoded(r[r >= 0], np.flatnonzero(r >= 0), enc.gslots, enc.gx))[c] for r in rows])
+            a = self._alpha
+            feats = np.flatnonzero(rows[0] >= 0)  # every row observes the same features
+            v = rows[:, feats]
+            n_vals = s.n_values[feats] + (v == 0)
+            jll = (np.log(s.value_count[c, v] + a) - np.log(s.feat_count[c, feats] + a * n_vals)).sum(1)
         return rows, np.exp(jll - logsumexp(jll))
 
     def _add_expected(self, enc, c: int, w: float, miss: np.ndarray) -> None:
-        """E-step by enumeration (exact), M-step: every completion added with its posterior weight."""
+        """E-step by enumeration (exact, under the observed-only counts), M-step: every completion
+        added to the counts with its posterior weight, the observed values to the observed-only ones."""
         s = self._stats
-        rows, p = self._completion_weights(enc, c, miss)
+        rows, p = self._completion_weights(enc, c, miss, s.observed())
         if rows is None:
             self.n_em_skipped += 1
             s.add(enc, c, w)
             return
         feats = np.flatnonzero(rows[0] >= 0)
         s.add_many(rows[:, feats], feats, np.empty((len(rows), 0)), np.empty(0, dtype=np.int64),
-                   np.full(len(rows), c, dtype=np.int64), w * p)
+                   np.full(len(rows), c, dtype=np.int64), w * p, observed=False)
+        s.add_observed(enc, c, w)
         s.add_gaussian(c, w, enc.gslots, enc.gx)
 
     def _learn_unlabeled(self, x: dict, w: float) -> None:
@@ -311,21 +326,14 @@ class KDB(StructuredClassifier):
                 s.add(enc, c, w * p)
         self._learned(1)
 
-    def _estep(self, enc, c, miss, pairs):
-        """Expected indicators (and their outer product) of the completions, by enumeration."""
-        rows, p = self._completion_weights(enc, c, miss)
+    def _missing_posterior(self, enc, c, miss):
+        """Each missing attribute's marginal over the completions, by enumeration under the model."""
+        rows, p = self._completion_weights(enc, c, miss, self._stats)
         if rows is None:
-            return super()._estep(enc, c, miss, pairs)
+            return super()._missing_posterior(enc, c, miss)
         s = self._stats
-        blocks = []
-        for f in miss.tolist():
-            cols = s.columns_of(f)
-            blocks.append((f, cols, np.array([p[rows[:, f] == col].sum() for col in cols.tolist()])))
-        if not pairs:
-            return _assemble(enc, blocks, None)
-        E = np.stack([rows[:, f] == col for f, cols, _ in blocks for col in cols.tolist()], axis=1).astype(float)
-        J = (E * p[:, None]).T @ E
-        return _assemble(enc, blocks, "given", J)
+        return [(f, s.columns_of(f), np.array([p[rows[:, f] == col].sum() for col in s.columns_of(f).tolist()]))
+                for f in miss.tolist()]
 
     # ------------------------------------------------------------------ state
 

@@ -48,8 +48,9 @@ class NaiveBayes(BayesClassifier):
         Relative variance floor of the Gaussian features.
     missing
         ``"em"`` (default): learn from events with missing attributes by
-        online EM, adding the expected counts of the missing values under the
-        current model; ``"ignore"``: skip
+        online EM, adding the expected counts of the missing values, whose
+        posterior is read off the observed-only counts (kept beside the
+        counts from the first incomplete event on); ``"ignore"``: skip
         missing values when learning.
     learn_unlabeled
         Learn from unlabeled events (``learn_one(x, None)``) by EM over the

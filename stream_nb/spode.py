@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._base import StructuredClassifier, logsumexp
-from .aode import _check_binning, mixture_estep, spode_terms
+from .aode import _check_binning, mixture_posterior, one_dependence_estep, spode_terms
 
 __all__ = ["SPODE"]
 
@@ -210,11 +210,15 @@ class SPODE(StructuredClassifier):
 
     # ------------------------------------------------------------------ EM
 
-    def _estep(self, enc, c, miss, pairs):
+    def _estep(self, enc, c, miss):
+        # every candidate super-parent's tables, each under its own SPODE (the scores read them all)
+        return one_dependence_estep(self._stats.observed(), self._alpha, enc, c, miss)
+
+    def _missing_posterior(self, enc, c, miss):
         p = self._parent_index()
         if p is None or not self._stats.n_values[p]:
-            return super()._estep(enc, c, miss, pairs)
-        return mixture_estep(self, enc, c, miss, pairs, 0, [p])
+            return super()._missing_posterior(enc, c, miss)
+        return mixture_posterior(self, enc, c, miss, 0, [p])
 
     # ------------------------------------------------------------------ state
 

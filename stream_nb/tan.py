@@ -4,9 +4,9 @@ import math
 
 import numpy as np
 
-from ._base import StructuredClassifier, _assemble, logsumexp
+from ._base import StructuredClassifier, logsumexp
 from ._stats import GAUSS
-from .aode import _check_binning
+from .aode import _check_binning, one_dependence_estep
 
 __all__ = ["TAN", "conditional_mutual_information", "mutual_information_with_class", "maximum_spanning_tree"]
 
@@ -23,6 +23,11 @@ def conditional_mutual_information(stats) -> np.ndarray:
     features were observed (all events when nothing is missing), and
     0 log 0 = 0. Returns an (F, F) matrix over ``stats.features`` (zero on
     the diagonal and for features without values yet).
+
+    The pair counts hold each pair twice, as the rows of x_i (block (i, j))
+    and as the rows of x_j (block (j, i)); EM fills the two under different
+    one-dependence models, so they may differ, and the estimate pools both
+    (with symmetric counts, it is the usual one).
     """
     C, V, F = stats.n_classes, len(stats.value_keys), len(stats.features)
     out = np.zeros((F, F))
@@ -52,6 +57,7 @@ def conditional_mutual_information(stats) -> np.ndarray:
             term = np.where(P > 0, P * np.log(np.where(P > 0, ratio, 1.0)), 0.0)
             mi += np.add.reduceat(np.add.reduceat(term, starts, axis=1), starts, axis=0)
             n_pair += blk
+    mi, n_pair = mi + mi.T, n_pair + n_pair.T  # both blocks of each pair
     mi = np.where(n_pair > 0, mi / np.where(n_pair > 0, n_pair, 1.0), 0.0)
     np.fill_diagonal(mi, 0.0)
     out[np.ix_(present, present)] = np.maximum(mi, 0.0)
@@ -129,6 +135,15 @@ class TAN(StructuredClassifier):
     children still count. Numeric features are discretised as in
     :class:`~stream_nb.AODE`.
 
+    EM (``missing="em"``) fills the pair counts as AODE does
+    (:func:`~stream_nb.aode.one_dependence_estep`): every pair table is a
+    candidate conditional P̂(x_j | c, x_p) for the next tree, and each is
+    filled under the one-dependence model that owns it, with parameters from
+    the observed-only counts; so the imputed counts do not depend on the
+    current tree and cannot favour it at the next rebuild, which reads the
+    counts with EM's expected counts in them. The rows of x_p are read as
+    the conditionals given x_p.
+
     Parameters
     ----------
     alpha
@@ -143,9 +158,8 @@ class TAN(StructuredClassifier):
         Optional loss matrix ``{truth: {prediction: cost}}`` for Bayes decision.
     missing
         ``"em"`` (default): learn from events with missing attributes by
-        online EM, adding the expected counts of the missing values under the
-        current model; ``"ignore"``: skip
-        missing values when learning.
+        online EM (see above; it keeps a second, observed-only copy of the
+        counts); ``"ignore"``: skip missing values when learning.
     learn_unlabeled
         Learn from unlabeled events (``learn_one(x, None)``) by EM over the
         class too (semi-supervised, Nigam et al. 2000).
@@ -279,9 +293,9 @@ class TAN(StructuredClassifier):
         a, C = self._alpha, s.n_classes
         n_vals = s.n_values[feats] + (cols == 0) if enc.unseen else s.n_values[feats]
         child = pc >= 0
-        # a root reads the diagonal of the pair counts, which is its value count
+        # the parent's row; a root reads the diagonal of the pair counts, which is its value count
         pcc = np.where(child, pc, cols)
-        num = s.pair_count[:C, cols, pcc]
+        num = s.pair_count[:C, pcc, cols]
         den = np.where(child, s.pair_feat[:C, pcc, feats], s.feat_count[:C, feats])
         return self._log_prior() + np.log((num + a) / (den + a * n_vals)).sum(1)
 
@@ -310,7 +324,7 @@ class TAN(StructuredClassifier):
         has_pa = P >= 0
         num = np.where(
             has_pa[None],
-            s.pair_count[:C][:, Dc, Pc],
+            s.pair_count[:C][:, Pc, Dc],
             s.value_count[:C][:, Dc],
         )
         den = np.where(
@@ -391,17 +405,14 @@ class TAN(StructuredClassifier):
 
     # ------------------------------------------------------------------ EM
 
-    def _estep(self, enc, c, miss, pairs):
-        """Posterior of the missing values given the observed ones and class ``c``, on the tree.
+    def _estep(self, enc, c, miss):
+        return one_dependence_estep(self._stats.observed(), self._alpha, enc, c, miss)
 
-        Exact: belief propagation on the forest (an upward and a downward
-        pass) gives each missing attribute's marginal; the joint of two
-        missing attributes comes from conditioning on each value of one of
-        them and propagating again, so attributes linked through the tree
-        keep their dependence.
-        """
-        if self._root < 0 or not len(miss):
-            return super()._estep(enc, c, miss, pairs)
+    def _missing_posterior(self, enc, c, miss):
+        """P(x_m | x_o, c) of each missing attribute on the tree: belief propagation on the
+        forest (an upward and a downward pass), exact."""
+        if self._root < 0:
+            return super()._missing_posterior(enc, c, miss)
         s = self._stats
         parent = self._parents()
         dom = {f: np.array([col], dtype=np.int64) for f, col in zip(enc.feats.tolist(), enc.cols.tolist())}
@@ -423,41 +434,15 @@ class TAN(StructuredClassifier):
             else:
                 stack.append((f, True))
                 stack.extend((k, False) for k in children[f])
-        cpt = self._cpts(c, dom, parent, roots)
-        marg = self._propagate(dom, cpt, parent, children, order, roots)
-        blocks = [(f, dom[f], marg[f]) for f in miss_l]
-        if not pairs:
-            return _assemble(enc, blocks, None)
-        sizes = [len(dom[f]) for f in miss_l]
-        offs = np.concatenate([[0], np.cumsum(sizes)])
-        J = np.zeros((offs[-1], offs[-1]))
-        for ia, fa in enumerate(miss_l):
-            J[offs[ia] : offs[ia + 1], offs[ia] : offs[ia + 1]] = np.diag(marg[fa])
-            if ia == len(miss_l) - 1:
-                continue
-            full = dom[fa]
-            for t in range(len(full)):
-                if marg[fa][t] == 0.0:
-                    continue
-                dom[fa] = full[t : t + 1]
-                # only the CPTs that read x_fa change when it is clamped
-                clamped = self._cpts(c, dom, parent, roots, only={fa, *children[fa]})
-                cond = self._propagate(dom, clamped, parent, children, order, roots, base=cpt)
-                for ib in range(ia + 1, len(miss_l)):
-                    fb = miss_l[ib]
-                    J[offs[ia] + t, offs[ib] : offs[ib + 1]] = marg[fa][t] * cond[fb]
-            dom[fa] = full
-        J = np.triu(J) + np.triu(J, 1).T  # the lower blocks mirror the upper ones
-        return _assemble(enc, blocks, "given", J)
+        marg = self._propagate(dom, self._cpts(c, dom, parent, roots), parent, children, order, roots)
+        return [(f, dom[f], marg[f]) for f in miss_l]
 
-    def _cpts(self, c, dom, parent, roots, only=None):
+    def _cpts(self, c, dom, parent, roots):
         """P(x_f | c, x_pa(f)) over the domains: (|dom pa| x |dom f|), or P(x_f | c) for roots."""
         s, a = self._stats, self._alpha
         rootset = set(roots)
         out = {}
-        for f in dom if only is None else only:
-            if f not in dom:
-                continue
+        for f in dom:
             n = s.n_values[f]
             if f in rootset:
                 out[f] = (s.value_count[c, dom[f]] + a) / (s.feat_count[c, f] + a * n)
@@ -467,10 +452,8 @@ class TAN(StructuredClassifier):
         return out
 
     @staticmethod
-    def _propagate(dom, cpt, parent, children, order, roots, base=None):
+    def _propagate(dom, cpt, parent, children, order, roots):
         """Sum-product on the forest; returns the normalised marginal of every node."""
-        if base is not None:
-            cpt = {**base, **cpt}
         rootset = set(roots)
         lam, up = {}, {}
         for f in order:

@@ -215,3 +215,96 @@ def kdb_posterior(events, x, parents, alpha, features):
         score[c] = total
     z = sum(score.values())
     return {c: s / z for c, s in score.items()}
+
+
+# ---------------------------------------------------------------- EM's E-step by enumeration
+
+
+class RawCounts:
+    """Counts recomputed from the raw events, each over the events in which the features involved were observed."""
+
+    def __init__(self, events):
+        self.events = list(events)
+        self._memo = {}
+
+    def n(self, c, fixed, observed=()):
+        """Events of class ``c`` (None: any class) whose features ``fixed`` took those values
+        and whose features ``observed`` were observed."""
+        key = (c, tuple(sorted(fixed.items(), key=repr)), tuple(sorted(observed)))
+        if key not in self._memo:
+            self._memo[key] = sum(
+                1 for z, y in self.events
+                if (c is None or y == c)
+                and all(_observed(z, f) and z[f] == v for f, v in fixed.items())
+                and all(_observed(z, f) for f in observed)
+            )
+        return self._memo[key]
+
+    def n_values(self, f):
+        return len(values_of(self.events, f))
+
+    def cond(self, c, f, v, given, alpha):
+        """P̂(x_f = v | c, given) = (|D_c,given,v| + α) / (|D_c,given| over f observed + α N_f)."""
+        return (self.n(c, {**given, f: v}) + alpha) / (self.n(c, given, [f]) + alpha * self.n_values(f))
+
+    def prior(self, c, alpha):
+        classes = list(dict.fromkeys(y for _, y in self.events))
+        return (self.n(c, {}) + alpha) / (len(self.events) + alpha * len(classes))
+
+
+def naive_bayes_joint(rc, z, c, alpha):
+    """P̂(c) Π_f P̂(z_f | c) for a complete assignment z."""
+    p = rc.prior(c, alpha)
+    for f, v in z.items():
+        p *= rc.cond(c, f, v, {}, alpha)
+    return p
+
+
+def spode_joint(rc, z, c, parent, alpha):
+    """P̂(c, z_p) Π_{j≠p} P̂(z_j | c, z_p): the SPODE whose super-parent is ``parent``."""
+    t = z[parent]
+    p = (rc.n(c, {parent: t}) + alpha) / (rc.n(None, {}, [parent]) + alpha * rc.n_values(parent))
+    for j, v in z.items():
+        if j != parent:
+            p *= rc.cond(c, j, v, {parent: t}, alpha)
+    return p
+
+
+def kdb_joint(rc, z, c, parents, alpha):
+    """P̂(c) Π_f P̂(z_f | c, z_pa(f)) for a KDB with the given ``{feature: [parents]}``."""
+    p = rc.prior(c, alpha)
+    for f, v in z.items():
+        p *= rc.cond(c, f, v, {q: z[q] for q in parents.get(f, [])}, alpha)
+    return p
+
+
+def completions(events, x, features):
+    """Every completion of x's missing features (values as seen in the events)."""
+    missing = [f for f in features if not _observed(x, f)]
+    observed = {f: x[f] for f in features if _observed(x, f)}
+    for combo in itertools.product(*[values_of(events, f) for f in missing]):
+        z = dict(observed)
+        z.update(zip(missing, combo))
+        yield z
+
+
+def expected_counts(events, x, c, features, row_joint, order=2):
+    """The expected counts EM adds for the incomplete event (x, c), by enumeration of its completions.
+
+    ``row_joint(rc, z, c, f)``: the joint whose posterior weighs the completions
+    for the counts in which feature f comes first (its value counts, its rows
+    of the pair and tuple counts). Returns ``{(f, v, g, w, ...): weight}``
+    over every ordered ``order``-tuple of features (repeats included; order 1:
+    the value counts).
+    """
+    rc = RawCounts(events)
+    zs = list(completions(events, x, features))
+    out = Counter()
+    for f in features:
+        w = [row_joint(rc, z, c, f) for z in zs]
+        total = sum(w)
+        for z, wz in zip(zs, w):
+            for rest in itertools.product(features, repeat=order - 1):
+                key = (f, z[f]) + tuple(item for g in rest for item in (g, z[g]))
+                out[key] += wz / total
+    return out

@@ -7,13 +7,17 @@ import itertools
 import numpy as np
 import pytest
 
-from stream_nb import AODE, TAN, NaiveBayes
+import reference as ref
+from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes
 from stream_nb.tan import conditional_mutual_information
 from test_learners import learn, random_events
 
+FEATURES = [f"f{i}" for i in range(5)]
 
-def brute_force_estep(model, x, y):
-    """E[e] and E[e eᵀ] over every completion of x's missing values, weighted by the model's own joint."""
+
+def enumerate_posterior(model, x, y):
+    """E[e] and E[e eᵀ] over every completion of x's missing values, weighted by the model's own joint
+    (what prediction and imputation use)."""
     s = model._stats
     enc = s.encode(x)
     miss = s.missing_of(enc)
@@ -33,44 +37,116 @@ def brute_force_estep(model, x, y):
     return u, m / Z, J / Z
 
 
-ESTEP_MODELS = [
-    ("nb", lambda: NaiveBayes()),
-    ("aode", lambda: AODE()),
-    ("aode-m", lambda: AODE(m=60)),  # some values below the frequency limit: the naive Bayes component appears
-    ("tan", lambda: TAN(rebuild_every=100)),
-    ("tan-unbuilt", lambda: TAN(rebuild_every=0)),
+def named(model, arr):
+    """``{(f, v, g, w, ...): count}`` of a count array of one class (value axes only), zeros left out."""
+    s = model._stats
+    name = {col: (s.features[s.value_feature[col]], s.value_keys[col])
+            for col in range(1, len(s.value_keys)) if s.value_feature[col] >= 0}
+    out = {}
+    for idx in zip(*np.nonzero(np.abs(arr) > 1e-13)):
+        out[tuple(item for col in idx for item in name[int(col)])] = float(arr[idx])
+    return out
+
+
+def assert_counts_equal(got: dict, want: dict, what: str):
+    want = {k: v for k, v in want.items() if abs(v) > 1e-13}
+    assert set(got) == set(want), (what, sorted(set(got) ^ set(want), key=repr)[:5])
+    for k, v in want.items():
+        assert got[k] == pytest.approx(v, abs=1e-12), (what, k)
+
+
+def row_joint(kind, alpha=1.0, parents=None):
+    """The joint under which EM weighs the completions for the counts led by feature f, from raw counts."""
+    if kind == "nb":
+        return lambda rc, z, c, f: ref.naive_bayes_joint(rc, z, c, alpha)
+    if kind == "one":  # the rows of f: the SPODE whose super-parent is f
+        return lambda rc, z, c, f: ref.spode_joint(rc, z, c, f, alpha)
+    return lambda rc, z, c, f: ref.kdb_joint(rc, z, c, parents, alpha)
+
+
+EM_MODELS = [
+    ("nb", lambda: NaiveBayes(), "nb"),
+    ("aode", lambda: AODE(), "one"),
+    ("aode-m", lambda: AODE(m=60), "one"),  # the E-step does not depend on the frequency limit
+    ("spode", lambda: SPODE(parent="f1"), "one"),
+    ("spode-unchosen", lambda: SPODE(rebuild_every=0), "one"),
+    ("tan", lambda: TAN(rebuild_every=100), "one"),  # nor on the tree
+    ("tan-unbuilt", lambda: TAN(rebuild_every=0), "one"),
+    ("kdb-unbuilt", lambda: KDB(k=2, rebuild_every=0), "nb"),
+    ("kdb1", lambda: KDB(k=1, rebuild_every=0), "kdb"),
+    ("kdb2", lambda: KDB(k=2, rebuild_every=0), "kdb"),
 ]
 
 
-@pytest.mark.parametrize("make", [m for _, m in ESTEP_MODELS], ids=[n for n, _ in ESTEP_MODELS])
-def test_estep_equals_brute_force_enumeration(make):
-    model = learn(make(), random_events(300, n_feats=5, n_vals=3, missing=0.0, seed=31))
+@pytest.mark.parametrize("make,kind", [(m, k) for _, m, k in EM_MODELS], ids=[n for n, _, _ in EM_MODELS])
+def test_em_adds_the_expected_counts_of_brute_force_enumeration_under_the_observed_counts(make, kind):
+    """Every count an incomplete event adds, against the posterior computed by enumeration from the raw
+    events' observed values: the E-step reads the observed-only counts, never the imputed ones."""
+    events = random_events(300, n_feats=5, n_vals=3, missing=0.3, seed=31)
+    model = learn(make(), events)
+    if kind == "kdb":
+        model.rebuild()
+    s = model._stats
+    assert not np.allclose(s.value_count, s.obs_value_count)  # EM's counts and the observed ones differ
+    parents = model.structure if isinstance(model, KDB) else None
+    order = 1 + s.pairs + (s.tuples > 0)
+    checked = 0
+    for x, y in random_events(25, n_feats=5, n_vals=3, missing=0.45, seed=32):
+        c = s.class_index[y]
+        joint = row_joint(kind, parents=parents)
+        want = [ref.expected_counts(events, x, y, FEATURES, joint, order=k) for k in range(1, order + 1)]
+        before = {k: v.copy() for k, v in s.state()[0].items()}
+        model.learn_one(x, y)
+        after = s.state()[0]
+        keys = ["value_count", "pair_count", "tuple_count"][:order]
+        for k, key in enumerate(keys):
+            assert_counts_equal(named(model, (after[key] - before[key])[c]), want[k], key)
+            # the observed-only counts get the observed values, each once
+            observed = [f for f in FEATURES if x.get(f) is not None]
+            want_obs = {tuple(i for g in fs for i in (g, x[g])): 1.0 for fs in itertools.product(observed, repeat=k + 1)}
+            assert_counts_equal(named(model, (after["obs_" + key] - before["obs_" + key])[c]), want_obs, "obs_" + key)
+        events.append((x, y))
+        checked += len(x) < len(FEATURES)
+    assert checked > 15
+
+
+IMPUTE_MODELS = [
+    ("nb", lambda: NaiveBayes()),
+    ("aode", lambda: AODE()),
+    ("aode-m", lambda: AODE(m=60)),  # some values below the frequency limit: the naive Bayes component appears
+    ("spode", lambda: SPODE(parent="f1")),
+    ("tan", lambda: TAN(rebuild_every=100)),
+    ("tan-unbuilt", lambda: TAN(rebuild_every=0)),
+    ("kdb", lambda: KDB(k=2, rebuild_every=100)),
+]
+
+
+@pytest.mark.parametrize("make", [m for _, m in IMPUTE_MODELS], ids=[n for n, _ in IMPUTE_MODELS])
+def test_the_posterior_imputation_reports_equals_enumeration_under_the_model(make):
+    model = learn(make(), random_events(300, n_feats=5, n_vals=3, missing=0.1, seed=31))
     s = model._stats
     checked = 0
-    for x, y in random_events(60, n_feats=5, n_vals=3, missing=0.45, seed=32):
+    for x, y in random_events(40, n_feats=5, n_vals=3, missing=0.45, seed=32):
         enc = s.encode(x)
         miss = s.missing_of(enc)
         if not len(miss):
             continue
-        u, m, feats_u, J = model._estep(enc, s.class_index[y], miss, pairs=s.pairs)
-        ub, mb, Jb = brute_force_estep(model, x, y)
-        np.testing.assert_array_equal(u, ub)
-        np.testing.assert_allclose(m, mb, rtol=0, atol=1e-12)
-        if s.pairs:
-            np.testing.assert_allclose(J, Jb, rtol=0, atol=1e-12)
+        u, mb, _ = enumerate_posterior(model, x, y)
+        got = np.concatenate([q for _, _, q in model._missing_posterior(enc, s.class_index[y], miss)])
+        np.testing.assert_allclose(got, mb[len(enc.cols):], rtol=0, atol=1e-12)
         checked += 1
-    assert checked > 30
+    assert checked > 20
 
 
 def test_the_aode_naive_bayes_component_is_exercised():
-    model = learn(AODE(m=60), random_events(300, n_feats=5, n_vals=3, seed=31))
+    model = learn(AODE(m=60), random_events(300, n_feats=5, n_vals=3, missing=0.1, seed=31))
     count = model._stats.value_count[: model._stats.n_classes].sum(0)
     assert (count[1:len(model._stats.value_keys)] < 60).any() and (count[1:len(model._stats.value_keys)] >= 60).any()
 
 
-@pytest.mark.parametrize("cls", [NaiveBayes, AODE, TAN])
+@pytest.mark.parametrize("cls", [NaiveBayes, AODE, SPODE, TAN, KDB])
 def test_an_incomplete_event_adds_exactly_one_event(cls):
-    model = learn(cls(**({"rebuild_every": 50} if cls is TAN else {})), random_events(120, n_feats=5, seed=33))
+    model = learn(cls(**({"rebuild_every": 50} if cls in (SPODE, TAN, KDB) else {})), random_events(120, n_feats=5, seed=33))
     s = model._stats
     before = {k: v.copy() for k, v in s.state()[0].items()}
     model.learn_one({"f0": "v1", "f3": "v2"}, "c1")  # f1, f2, f4 missing
@@ -91,24 +167,36 @@ def test_an_incomplete_event_adds_exactly_one_event(cls):
         pf = after["pair_feat"]
         for g in range(len(s.features)):
             np.testing.assert_allclose(pf[:, :, g], after["pair_count"][:, :, s.columns_of(g)].sum(2), atol=1e-9)
+    # the observed-only counts (started, as a copy of the counts, by this first incomplete event):
+    # the two observed values, nothing for the missing ones
+    assert "obs_value_count" not in before
+    obs = after["obs_value_count"] - before["value_count"]
+    assert obs.sum() == pytest.approx(2.0) and set(np.flatnonzero(obs.sum(0))) == {
+        s.values[s.feature_index["f0"]]["v1"], s.values[s.feature_index["f3"]]["v2"]}
 
 
-@pytest.mark.parametrize("cls", [NaiveBayes, AODE, TAN])
+@pytest.mark.parametrize("cls", [NaiveBayes, AODE, SPODE, TAN, KDB])
 def test_without_missing_values_em_changes_nothing(cls):
     events = random_events(300, n_feats=5, seed=34)
     a, b = learn(cls(missing="em"), events), learn(cls(missing="ignore"), events)
-    for k, v in a._stats.state()[0].items():
-        np.testing.assert_array_equal(v, b._stats.state()[0][k], err_msg=k)
+    em, ignore = a._stats.state()[0], b._stats.state()[0]
+    assert em.keys() == ignore.keys()  # not even a second copy of the counts: it starts with the first expected counts
+    for k, v in ignore.items():
+        np.testing.assert_array_equal(em[k], v, err_msg=k)
+    for x, _ in random_events(20, n_feats=5, missing=0.4, seed=35):
+        assert a.predict_proba_one(x) == b.predict_proba_one(x)
 
 
 def test_tan_rebuilds_from_the_fractional_pair_counts():
     model = learn(TAN(rebuild_every=0), random_events(400, n_feats=4, missing=0.3, seed=35))
     s = model._stats
     assert not np.allclose(s.pair_count, np.round(s.pair_count))  # EM left fractions
-    # CMI by a plain loop over the (fractional) counts
+    # ... and each pair's two blocks differ: x_i's rows are filled under SPODE i, x_j's under SPODE j
+    assert not np.allclose(s.pair_count, s.pair_count.transpose(0, 2, 1))
+    # CMI by a plain loop over the (fractional) counts: each block's, then the two pooled by their weight
     C, F = s.n_classes, len(s.features)
     cols = [s.columns_of(f) for f in range(F)]
-    want = np.zeros((F, F))
+    block, mass = np.zeros((F, F)), np.zeros((F, F))
     for i, j in itertools.permutations(range(F), 2):
         n = sum(s.pair_count[c, v, w] for c in range(C) for v in cols[i] for w in cols[j])
         for c in range(C):
@@ -119,7 +207,9 @@ def test_tan_rebuilds_from_the_fractional_pair_counts():
                     if nvw > 0:
                         nv = sum(s.pair_count[c, v, w2] for w2 in cols[j])
                         nw = sum(s.pair_count[c, v2, w] for v2 in cols[i])
-                        want[i, j] += nvw / n * np.log(nvw * nc / (nv * nw))
+                        block[i, j] += nvw / n * np.log(nvw * nc / (nv * nw))
+        mass[i, j] = n
+    want = np.where(mass > 0, (block * mass + (block * mass).T) / np.where(mass > 0, mass + mass.T, 1.0), 0.0)
     np.testing.assert_allclose(conditional_mutual_information(s), want, atol=1e-12)
     model.rebuild()
     assert len(model.tree) == F - 1
@@ -201,7 +291,7 @@ def test_tan_imputation_equals_brute_force():
         for v, p in got[f].items():
             want = 0.0
             for y, py in post.items():
-                u, m, _ = brute_force_estep(model, x, y)
+                u, m, _ = enumerate_posterior(model, x, y)
                 want += py * m[list(u).index(s.values[fi][v])]
             assert p == pytest.approx(want, abs=1e-12)
 

@@ -13,7 +13,7 @@ import pytest
 from river import checks
 
 import reference as ref
-from stream_nb import AODE, TAN, NaiveBayes
+from stream_nb import AODE, KDB, TAN, NaiveBayes
 from stream_nb.exceptions import ConfigError, FeatureTypeError, InvalidEventError, MergeError
 from stream_nb.tan import conditional_mutual_information, maximum_spanning_tree
 
@@ -266,6 +266,16 @@ def mixed_events(n, seed):
     return out
 
 
+def by_name(model, key):
+    """A count array of the store as ``{(class, feature, value, ...): count}``, zeros left out."""
+    s = model._stats
+    arr = s.state()[0][key]
+    name = {col: (s.features[s.value_feature[col]], s.value_keys[col])
+            for col in range(1, len(s.value_keys)) if s.value_feature[col] >= 0}
+    return {(s.classes[idx[0]],) + tuple(i for col in idx[1:] for i in name[int(col)]): float(arr[idx])
+            for idx in zip(*np.nonzero(arr))}
+
+
 @pytest.mark.parametrize("cls", MODELS)
 def test_learn_many_equals_learn_one(cls):
     events = mixed_events(700, seed=15)
@@ -277,6 +287,9 @@ def test_learn_many_equals_learn_one(cls):
         many.learn_many(pd.DataFrame([x for x, _ in chunk]), pd.Series([y for _, y in chunk]))
     c1, c2 = one._stats.counts(), many._stats.counts()
     assert c1["class_count"] == c2["class_count"] and c1["value_count"] == c2["value_count"]
+    # EM's observed-only counts too, by feature and value (the two paths may number the columns differently)
+    for key in ("obs_value_count", "obs_pair_count") if one._stats.pairs else ("obs_value_count",):
+        assert by_name(many, key) == pytest.approx(by_name(one, key), abs=1e-9), key
     for f in c1["gaussian"]:
         for y in c1["gaussian"][f]:
             assert c2["gaussian"][f][y] == pytest.approx(c1["gaussian"][f][y], rel=1e-10)
@@ -304,6 +317,34 @@ def test_merge_equals_training_on_both_streams(cls):
         assert merged.tree == sequential.tree
     for x, _ in random_events(20, seed=19):
         assert_proba_close(merged.predict_proba_one(x), sequential.predict_proba_one(x))
+
+
+@pytest.mark.parametrize("cls", [NaiveBayes, AODE, TAN, KDB])
+def test_merged_em_models_keep_exactly_the_observed_counts_of_both_streams(cls):
+    """EM's counts depend on the model that learned each event; its observed-only counts do not,
+    so they merge exactly, whatever the other model's missing setting."""
+    a, b = random_events(300, missing=0.2, seed=17), random_events(200, n_classes=4, n_vals=4, missing=0.2, seed=18)
+    params = {"rebuild_every": 0} if cls in (TAN, KDB) else {}
+    observed_both = learn(cls(missing="ignore", **params), a + b)._stats.state()[0]
+    for b_missing in ("em", "ignore"):
+        em_a, other = learn(cls(**params), a), learn(cls(missing=b_missing, **params), b)
+        counts_a, counts_b = em_a._stats.counts(), other._stats.counts()
+        merged = em_a.merge(other)._stats.state()[0]
+        for k, v in observed_both.items():
+            if f"obs_{k}" in merged:
+                np.testing.assert_array_equal(merged[f"obs_{k}"], v, err_msg=f"{b_missing}: obs_{k}")
+        # the counts add as they are
+        for f, by_value in em_a._stats.counts()["value_count"].items():
+            for v, by_class in by_value.items():
+                for y, n in by_class.items():
+                    want = counts_a["value_count"].get(f, {}).get(v, {}).get(y, 0.0)
+                    want += counts_b["value_count"].get(f, {}).get(v, {}).get(y, 0.0)
+                    assert n == pytest.approx(want, abs=1e-9)
+    # an "ignore" model takes an EM model's observed counts: still what "ignore" counts from both
+    ignore = learn(cls(missing="ignore", **params), a).merge(learn(cls(**params), b))._stats.state()[0]
+    assert not any(k.startswith("obs_") for k in ignore)
+    for k, v in observed_both.items():
+        np.testing.assert_array_equal(ignore[k], v, err_msg=k)
 
 
 def test_merge_of_gaussian_moments_is_exact():
@@ -424,6 +465,41 @@ def test_state_is_plain_data_and_round_trips(cls):
     learn(clone, mixed_events(10, seed=29))
     assert pickle.loads(pickle.dumps(model)).predict_proba_one({"cat": "p"}) == model.predict_proba_one({"cat": "p"})
     assert model.clone().n_learned == 0
+
+
+@pytest.mark.parametrize("cls", [NaiveBayes, AODE, TAN, KDB])
+def test_em_state_carries_the_observed_counts_and_ignore_keeps_none(cls):
+    import json
+
+    params = {"rebuild_every": 50} if cls in (TAN, KDB) else {}
+    events = random_events(200, missing=0.3, seed=30)
+    em = learn(cls(**params), events)
+    arrays, meta = em.state()
+    observed = [k for k in arrays if k.startswith("obs_")]
+    assert "obs_value_count" in observed and meta["stats"]["observed"] is True
+    back = cls.from_state(arrays, json.loads(json.dumps(meta)))
+    assert back.state()[0].keys() == arrays.keys()
+    for k, v in back.state()[0].items():
+        np.testing.assert_array_equal(v, arrays[k], err_msg=k)
+    more = random_events(60, missing=0.3, seed=31)
+    learn(em, more), learn(back, more)  # the restored model keeps learning exactly like the original
+    for k, v in back.state()[0].items():
+        np.testing.assert_array_equal(v, em.state()[0][k], err_msg=k)
+    # missing="ignore" keeps no second copy, in memory or in its state
+    ignore = learn(cls(missing="ignore", **params), events)
+    assert not any(k.startswith("obs_") for k in ignore.state()[0]) and not hasattr(ignore._stats, "obs_value_count")
+    # a state written before the observed counts existed: they start from the counts at the next incomplete event
+    legacy_meta = json.loads(json.dumps(meta))
+    del legacy_meta["stats"]["observed"]
+    legacy = cls.from_state({k: v for k, v in arrays.items() if not k.startswith("obs_")}, legacy_meta)
+    assert "obs_value_count" not in legacy._stats.state()[0]
+    x = {"f0": "v1", "f2": "v0"}
+    learn(legacy, [(x, "c0")])
+    restored = legacy._stats.state()[0]
+    s = legacy._stats
+    step = np.zeros_like(arrays["value_count"])
+    step[s.class_index["c0"], [s.values[s.feature_index[f]][v] for f, v in x.items()]] = 1.0
+    np.testing.assert_array_equal(restored["obs_value_count"], arrays["value_count"] + step)
 
 
 # ---------------------------------------------------------------- river

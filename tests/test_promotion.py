@@ -109,3 +109,18 @@ def test_strings_or_declared_types_never_promote():
     assert set(declared._stats.counts()["value_count"]["z"]) == {1, 2.5}
     whole = learn(NaiveBayes(), [({"z": 1}, "a"), ({"z": 2.0}, "b")])  # 2.0 is a whole number: still a category
     assert "z" in whole._stats.counts()["value_count"]
+
+
+@pytest.mark.parametrize("cls", [NaiveBayes, AODE, TAN, KDB])
+def test_a_promotion_converts_ems_observed_counts_like_ignores_counts(cls):
+    """EM's observed-only counts go through a promotion as the counts do: they stay what "ignore" counts."""
+    rng = np.random.default_rng(4)
+    events = [({k: (None if rng.random() < 0.2 else v) for k, v in x.items()}, y) for x, y in commission_stream()]
+    params = {"rebuild_every": 100} if cls in (TAN, KDB) else {}
+    em, ignore = learn(cls(**params), events), learn(cls(**params, missing="ignore"), events)
+    assert em._stats.kinds[em._stats.feature_index["commission"]] != 0  # promoted
+    got, want = em._stats.state()[0], ignore._stats.state()[0]
+    twinned = [k for k in want if f"obs_{k}" in got]
+    assert "value_count" in twinned
+    for k in twinned:
+        np.testing.assert_allclose(got[f"obs_{k}"], want[k], rtol=0, atol=1e-9, err_msg=k)

@@ -87,3 +87,21 @@ def test_learn_many_in_any_batches_equals_learn_one(make, stream, cut):
         assert p1.keys() == p2.keys()
         for c in p1:
             assert p2[c] == pytest.approx(p1[c], rel=1e-9, abs=1e-12)
+
+
+@pytest.mark.parametrize("make", MODELS, ids=["nb", "nb-loss", "aode", "tan"])
+@SETTINGS
+@given(stream=events)
+def test_em_keeps_beside_its_counts_exactly_what_ignore_counts(make, stream):
+    """The observed-only counts EM's E-step reads are, whatever the stream, the counts of the same
+    model with missing="ignore"; with nothing missing, they are EM's counts too."""
+    em, ignore = make().clone({"missing": "em"}), make().clone({"missing": "ignore"})
+    for x, y in stream:
+        em.learn_one(x, y)
+        ignore.learn_one(x, y)
+    got, want = em._stats.state()[0], ignore._stats.state()[0]
+    np.testing.assert_array_equal(got["class_count"], want["class_count"])
+    if "obs_value_count" not in got:  # no expected counts yet: the counts are the observed ones
+        assert got.keys() == want.keys()
+    for k in [k for k in want if k not in ("class_count", "g_n", "g_mean", "g_m2")]:
+        np.testing.assert_array_equal(got.get(f"obs_{k}", got[k]), want[k], err_msg=k)

@@ -60,6 +60,10 @@ def test_save_then_load_gives_the_same_model(cls, tmp_path):
     assert type(again) is cls
     assert again._get_params() == model._get_params()  # the loss keeps its integer labels
     assert again._stats.counts() == model._stats.counts()
+    saved, loaded = model.state()[0], again.state()[0]  # EM's observed-only counts among them
+    assert loaded.keys() == saved.keys() and "obs_value_count" in saved
+    for k, v in saved.items():
+        np.testing.assert_array_equal(loaded[k], v, err_msg=k)
     assert again.classes == model.classes
     for x, _ in events(50, seed=9):
         assert again.predict_proba_one(x) == model.predict_proba_one(x)
