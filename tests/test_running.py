@@ -89,6 +89,11 @@ def assert_same_counts(a, b):
     np.testing.assert_allclose(sa.g_n[:C, :G], sb.g_n[:C, :G], rtol=1e-12)
     np.testing.assert_allclose(sa.g_mean[:C, :G], sb.g_mean[:C, :G], rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(sa.g_m2[:C, :G], sb.g_m2[:C, :G], rtol=1e-9, atol=1e-6)
+    # EM's observed-only twin (the E-step's counts) follows the runs too
+    assert sa.keeps_observed == sb.keeps_observed
+    if sa.keeps_observed:
+        np.testing.assert_allclose(sa.obs_value_count[:C, :V], sb.obs_value_count[:C, :V], rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(sa.obs_feat_count[:C, :F], sb.obs_feat_count[:C, :F], rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("name", list(MODELS))
