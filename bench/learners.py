@@ -3,8 +3,8 @@
     python bench/learners.py [--events 20000] [--repeats 3] [--part all|prequential|learn_many]
 
 Every stream is materialised before timing. Each model runs the prequential
-loop (predict_one, then learn_one) over the same events, and NaiveBayes also
-``prequential_many`` on polls of 500 events, as the daemon runs it; the best wall-clock
+loop (predict_one, then learn_one) over the same events, and NaiveBayes and TAN
+also ``prequential_many`` on polls of 500 events, as the daemon runs it; the best wall-clock
 time of ``--repeats`` runs counts (runs of the different models are
 interleaved, so background load hits them alike). Ratios are against river's
 GaussianNB in the same run. Then ``NaiveBayes.learn_many`` is timed beside
@@ -45,6 +45,7 @@ MODELS = {
     "stream_nb NaiveBayes, prequential_many": NaiveBayes,
     "stream_nb AODE": AODE,
     "stream_nb TAN": TAN,
+    "stream_nb TAN, prequential_many": TAN,
     "stream_nb SPODE": SPODE,
     "stream_nb KDB (k=2)": KDB,
 }

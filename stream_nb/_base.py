@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 from river import base
 
-from ._stats import GAUSS, Encoded, Stats
+from ._running import exclusive_counts, running_moments
+from ._stats import GAUSS, Encoded, Stats, gaussian_loglik
 from .exceptions import ConfigError, InvalidEventError, MergeError
 
 __all__ = ["BayesClassifier", "StructuredClassifier", "logsumexp"]
@@ -480,7 +481,7 @@ class BayesClassifier(base.MiniBatchClassifier):
         learned nor predicted: its entry is the
         :class:`~stream_nb.exceptions.InvalidEventError`, and the loop goes on.
 
-        Models with a vectorised path (NaiveBayes) score and learn each run of
+        Models with a vectorised path (NaiveBayes, TAN) score and learn each run of
         events that only changes counts in one pass, with the running counts
         every event would have seen (see :mod:`stream_nb._running`).
 
@@ -526,12 +527,59 @@ class BayesClassifier(base.MiniBatchClassifier):
             return exc
         return result
 
+    #: Most events scored and learned in one vectorised pass of prequential_many.
+    _RUN = 1024
+    #: Runs take complete events only (always; else only under EM, whose missing values need E-steps).
+    _run_complete = False
+
+    def _run_ready(self) -> bool:
+        """Whether runs may be vectorised now (the model defines :meth:`_run_terms` and is in a state for it)."""
+        return False
+
+    def _run_terms(self, D: np.ndarray, yc: np.ndarray, C: int) -> np.ndarray:
+        """(rows, C): the discrete attributes' log-likelihood terms of each row of a run, under the
+        counts each row would have seen (see :mod:`stream_nb._running`)."""
+        raise NotImplementedError
+
     def _prequential_run(self, xs: list, ys: list, start: int, out: list) -> int:
         """Append the results of a vectorised run of events from ``start``; return where it stopped.
 
-        Here: no vectorised path, every event goes through :meth:`_prequential_one`.
+        A run is what :meth:`Stats.encode_run` accepts: events that only change counts (complete
+        ones under EM). Each is scored with the stored counts plus those of the run's earlier
+        events: the class prior and the Gaussian moments here, the discrete terms by
+        :meth:`_run_terms`. Then the run is learned in one :meth:`Stats.add_many`.
         """
-        return start
+        s = self._stats
+        C = s.n_classes
+        if not C or not self._run_ready():
+            return start
+        limit = min(self._RUN, self._batch_limit())
+        complete = self._run_complete or self.missing == "em"
+        stop, D, G, yc = s.encode_run(xs, ys, start, complete=complete, limit=limit)
+        if stop - start < 2:
+            return start  # a single event: the one-event path is cheaper
+        a = self._alpha
+        cc = s.class_count[:C] + exclusive_counts(yc, C)
+        prior = np.log(cc + a) - np.log(cc.sum(1, keepdims=True) + a * C)
+        jll = prior + self._run_terms(D, yc, C)
+        if G.shape[1]:
+            Gs = G.shape[1]
+            n, mean, m2 = running_moments(G, yc, s.g_n[:C, :Gs], s.g_mean[:C, :Gs], s.g_m2[:C, :Gs])
+            jll += gaussian_loglik(n, mean, m2, G, getattr(self, "var_smoothing", 0.0))
+        dead = ~np.isfinite(jll).any(1)  # as in predict_proba_one: every class impossible -> the prior
+        jll[dead] = prior[dead]
+        log_post = jll - logsumexp(jll, axis=1)[:, None]
+        classes = s.classes
+        out.extend(
+            (classes[i], dict(zip(classes, p)))
+            for i, p in zip(self._decide(log_post).tolist(), np.exp(log_post).tolist())
+        )
+        s._last = None
+        labeled = yc >= 0
+        if labeled.any():
+            s.add_many(D[labeled], np.arange(D.shape[1]), G[labeled], np.arange(G.shape[1]), yc[labeled])
+            self._learned(int(labeled.sum()))
+        return stop
 
     def _decide(self, log_post: np.ndarray) -> np.ndarray:
         """Index of the decided class per row of ``log_post`` (rows, C).

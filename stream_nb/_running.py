@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["exclusive_counts", "grouped_exclusive_counts", "running_moments"]
+__all__ = ["exclusive_counts", "grouped_exclusive_counts", "running_moments", "naive_terms", "tree_terms"]
 
 
 def _one_hot(yc: np.ndarray, C: int) -> np.ndarray:
@@ -111,3 +111,46 @@ def running_moments(G: np.ndarray, yc: np.ndarray, n0: np.ndarray, mean0: np.nda
     # inf - inf: squares beyond the float range, where the one-at-a-time update gives inf too
     m2 = np.where(np.isnan(m2), np.inf, np.maximum(m2, 0.0))
     return n, mean, m2
+
+
+def naive_terms(s, D: np.ndarray, yc: np.ndarray, C: int, a: float) -> np.ndarray:
+    """(rows, C): Σ_i log P̂(x_i | c) per row of a run (naive Bayes), with Lidstone's ``a``.
+
+    ``s`` is the :class:`~stream_nb._stats.Stats`, ``D`` the run's columns
+    (rows, features; -1 where missing) and ``yc`` its classes (-1: unlabeled).
+    """
+    rows, feats = np.nonzero(D >= 0)
+    out = np.zeros((len(D), C))
+    if len(rows):
+        cols, labels = D[rows, feats], yc[rows]
+        vc = s.value_count[:C, cols].T + grouped_exclusive_counts(cols, labels, C)
+        fc = s.feat_count[:C, feats].T + grouped_exclusive_counts(feats, labels, C)
+        terms = np.zeros(D.shape + (C,))
+        terms[rows, feats] = np.log(vc + a) - np.log(fc + a * s.n_values[feats][:, None])
+        out += terms.sum(1)
+    return out
+
+
+def tree_terms(s, D: np.ndarray, yc: np.ndarray, C: int, a: float, parent: np.ndarray) -> np.ndarray:
+    """(rows, C): Σ_i log P̂(x_i | c, x_parent(i)) per row of a run of complete events (TAN's tree).
+
+    ``parent[f]`` is feature f's parent (-1: a root, which reads P̂(x_f | c)).
+    The numerator is the parent's row of the pair counts, N(c, x_pa, x_i), the
+    denominator N(c, x_pa) over events with feature i observed (``pair_feat``).
+    """
+    rows, feats = np.nonzero(D >= 0)
+    out = np.zeros((len(D), C))
+    if not len(rows):
+        return out
+    cols, labels = D[rows, feats], yc[rows]
+    pf = parent[feats]
+    child = pf >= 0
+    pcols = np.where(child, D[rows, np.maximum(pf, 0)], cols)  # a root: its own column (the diagonal)
+    F, V = D.shape[1], s.pair_count.shape[1]
+    num = s.pair_count[:C, pcols, cols].T + grouped_exclusive_counts(pcols * V + cols, labels, C)
+    den_child = s.pair_feat[:C, pcols, feats].T + grouped_exclusive_counts(pcols * F + feats, labels, C)
+    den_root = s.feat_count[:C, feats].T + grouped_exclusive_counts(feats, labels, C)
+    den = np.where(child[:, None], den_child, den_root)
+    terms = np.zeros(D.shape + (C,))
+    terms[rows, feats] = np.log(num + a) - np.log(den + a * s.n_values[feats][:, None])
+    return out + terms.sum(1)

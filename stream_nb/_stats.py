@@ -144,6 +144,24 @@ def _check_numeric(name, v):
     )
 
 
+def _number_column(vals: list) -> np.ndarray:
+    """Floats of a feature's values across events: NaN where missing, inf where not a plain finite number."""
+    if all(type(v) is float for v in vals):
+        return np.array(vals)
+    col = np.empty(len(vals))
+    for i, v in enumerate(vals):
+        t = type(v)
+        if t is float:
+            col[i] = v
+        elif v is None:
+            col[i] = np.nan
+        elif t is int and -1e308 < v < 1e308:
+            col[i] = v
+        else:
+            col[i] = np.inf
+    return col
+
+
 def _hashable(v) -> bool:
     try:
         hash(v)
@@ -928,9 +946,11 @@ class Stats:
         """Encode events ``xs[start:]`` while each is *plain*; stop at the first that is not.
 
         Plain: the event has a known class or no label, and every value it
-        observes is already known (a known categorical value, or a finite
-        number for a Gaussian feature), so learning it changes no schema,
-        only counts; with ``complete`` every discrete feature is observed too.
+        observes is already known (a known categorical value, a finite
+        number for a Gaussian feature, or one that falls in a bin already
+        seen for a discretised feature whose edges are fixed), so learning it
+        changes no schema, only counts; with ``complete`` every discrete
+        feature is observed too.
         A run of plain events can therefore be scored and learned with
         running counts (see :mod:`stream_nb._running`). The first event that
         is not plain (a new feature, value or class, a missing value under
@@ -944,8 +964,6 @@ class Stats:
         """
         end = min(len(xs), start + limit)
         F, lookup = len(self.features), self._lookup
-        if BINNED in self.kinds:
-            end = start  # a binned value may need its discretiser: no runs
         sub = xs[start:end]
         stop = len(sub)
         # labels: a known class, or None (unlabeled)
@@ -998,27 +1016,30 @@ class Stats:
                     G = G[:stop]
                 if stop:
                     D[:, f] = cols[:stop]
-            elif kind == GAUSS:
-                if all(type(v) is float for v in vals):
-                    col = np.array(vals)
-                else:
-                    col = np.empty(len(vals))
-                    for i, v in enumerate(vals):
-                        t = type(v)
-                        if t is float:
-                            col[i] = v
-                        elif v is None:
-                            col[i] = np.nan
-                        elif t is int and -1e308 < v < 1e308:
-                            col[i] = v
-                        else:
-                            col[i] = np.inf  # not a plain number: ends the run below
+            else:
+                col = _number_column(vals)  # NaN: missing; inf: not a plain number
                 bad = np.isinf(col)
+                if kind == BINNED:
+                    d, missing = self.disc[f], np.isnan(col)
+                    if d.edges is None:
+                        bad |= ~missing  # learning it would feed the discretiser's warm-up
+                    else:
+                        keys = d.bin_many(np.where(missing | bad, 0.0, col))
+                        lut = np.full(len(d.edges) + 1, -3, dtype=np.int64)  # -3: a bin not seen yet
+                        for key, c in self.values[f].items():
+                            lut[key] = c
+                        cols = np.where(missing, -1, lut[keys])
+                        bad |= cols == -3
+                    if complete:
+                        bad |= missing
                 if bad.any():
                     stop = min(stop, int(bad.argmax()))
                     del sub[stop:]
                     D, G = D[:stop], G[:stop]
-                G[:, self.gslot[f]] = col[:stop]
+                if kind == GAUSS:
+                    G[:, self.gslot[f]] = col[:stop]
+                elif stop and self.disc[f].edges is not None:
+                    D[:, f] = cols[:stop]
         return start + stop, D, G, np.array(yc[:stop], dtype=np.int64)
 
     def encode_frame(self, X: pd.DataFrame, learn: bool):

@@ -2,9 +2,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._base import BayesClassifier, logsumexp
-from ._running import exclusive_counts, grouped_exclusive_counts, running_moments
-from ._stats import gaussian_loglik
+from ._base import BayesClassifier
+from ._running import naive_terms
 from .exceptions import ConfigError
 
 __all__ = ["NaiveBayes"]
@@ -145,48 +144,11 @@ class NaiveBayes(BayesClassifier):
             jll = jll + self._stats.gaussian_loglik(enc.gslots, enc.gx, self.var_smoothing)
         return jll
 
-    #: Most events scored and learned in one vectorised pass of prequential_many.
-    _RUN = 1024
+    def _run_ready(self) -> bool:
+        return not self.learn_unlabeled
 
-    def _prequential_run(self, xs, ys, start, out):
-        s = self._stats
-        C = s.n_classes
-        if not C or self.learn_unlabeled:
-            return start
-        stop, D, G, yc = s.encode_run(xs, ys, start, complete=self.missing == "em", limit=self._RUN)
-        if stop - start < 2:
-            return start  # a single event: the one-event path is cheaper
-        a = self._alpha
-        # the counts each event sees: the stored ones plus the run's events before it
-        cc = s.class_count[:C] + exclusive_counts(yc, C)
-        prior = np.log(cc + a) - np.log(cc.sum(1, keepdims=True) + a * C)
-        jll = prior.copy()
-        rows, feats = np.nonzero(D >= 0)
-        if len(rows):
-            cols, labels = D[rows, feats], yc[rows]
-            vc = s.value_count[:C, cols].T + grouped_exclusive_counts(cols, labels, C)
-            fc = s.feat_count[:C, feats].T + grouped_exclusive_counts(feats, labels, C)
-            terms = np.zeros(D.shape + (C,))
-            terms[rows, feats] = np.log(vc + a) - np.log(fc + a * s.n_values[feats][:, None])
-            jll += terms.sum(1)
-        if G.shape[1]:
-            Gs = G.shape[1]
-            n, mean, m2 = running_moments(G, yc, s.g_n[:C, :Gs], s.g_mean[:C, :Gs], s.g_m2[:C, :Gs])
-            jll += gaussian_loglik(n, mean, m2, G, self.var_smoothing)
-        dead = ~np.isfinite(jll).any(1)  # as in predict_proba_one: every class impossible -> the prior
-        jll[dead] = prior[dead]
-        log_post = jll - logsumexp(jll, axis=1)[:, None]
-        classes = s.classes
-        out.extend(
-            (classes[i], dict(zip(classes, p)))
-            for i, p in zip(self._decide(log_post).tolist(), np.exp(log_post).tolist())
-        )
-        s._last = None
-        labeled = yc >= 0
-        if labeled.any():
-            s.add_many(D[labeled], np.arange(D.shape[1]), G[labeled], np.arange(G.shape[1]), yc[labeled])
-            self._learned(int(labeled.sum()))
-        return stop
+    def _run_terms(self, D, yc, C):
+        return naive_terms(self._stats, D, yc, C, self._alpha)
 
     @classmethod
     def _unit_test_params(cls):

@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 
+from ._running import tree_terms
 from ._base import StructuredClassifier, logsumexp
 from ._stats import GAUSS
 from .aode import _check_binning, one_dependence_estep
@@ -298,6 +299,15 @@ class TAN(StructuredClassifier):
         num = s.pair_count[:C, pcc, cols]
         den = np.where(child, s.pair_feat[:C, pcc, feats], s.feat_count[:C, feats])
         return self._log_prior() + np.log((num + a) / (den + a * n_vals)).sum(1)
+
+    # a run of events (prequential_many): complete events scored along the tree, whatever `missing` says
+    _run_complete = True
+
+    def _run_ready(self) -> bool:
+        return self._root >= 0 and not self.learn_unlabeled
+
+    def _run_terms(self, D, yc, C):
+        return tree_terms(self._stats, D, yc, C, self._alpha, self._parents())
 
     def _event_arrays(self):
         """Per-feature parent index (F means none) and a scratch column map with a -2 sentinel."""

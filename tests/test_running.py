@@ -38,8 +38,11 @@ values = {
     "weight": st.one_of(
         st.none(), st.just(float("nan")), st.floats(-1e3, 1e3, allow_nan=False), st.integers(-5, 5)
     ),
-    "height": st.one_of(st.floats(0.0, 2.0), st.sampled_from([1e300, -1e300, "tall", [1.0]])),
+    "height": st.one_of(st.floats(0.0, 2.0), st.sampled_from(["tall", [1.0]])),
 }
+# values whose squares overflow: the two paths round differently there (Welford one at a time, sums
+# over a run), so they are checked for sane output, not for equality
+extreme = dict(values, height=st.one_of(st.floats(0.0, 2.0), st.sampled_from([1e300, -1e300, 1e200])))
 events = st.lists(
     st.tuples(
         st.fixed_dictionaries({}, optional=values),
@@ -47,6 +50,9 @@ events = st.lists(
     ),
     min_size=1,
     max_size=80,
+)
+extreme_events = st.lists(
+    st.tuples(st.fixed_dictionaries({}, optional=extreme), st.sampled_from(["a", "b", None])), min_size=1, max_size=60
 )
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -106,6 +112,23 @@ def test_prequential_many_equals_the_event_by_event_loop(name, warm, stream):
     assert_same_counts(batched, looped)
 
 
+@pytest.mark.parametrize("name", ["nb", "nb-ignore", "tan"])
+@SETTINGS
+@given(stream=extreme_events)
+def test_values_beyond_the_float_range_squared_still_give_distributions(name, stream):
+    batched, looped = MODELS[name](), MODELS[name]()
+    got = batched.prequential_many([x for x, _ in stream], [y for _, y in stream])
+    want = loop(looped, stream)
+    for b, r in zip(got, want):
+        assert isinstance(b, Exception) == isinstance(r, Exception)
+        if not isinstance(b, Exception):
+            assert b[1].keys() == r[1].keys()
+            assert all(math.isfinite(p) and 0.0 <= p <= 1.0 for p in b[1].values())
+            assert not b[1] or sum(b[1].values()) == pytest.approx(1.0)
+            assert b[0] in b[1] or (b[0] is None and not b[1])
+    assert batched._stats.class_count.tolist() == looped._stats.class_count.tolist()
+
+
 def agrawal_like(n, seed):
     """Complete events of known values once warmed up: long runs for the vectorised path."""
     rng = np.random.default_rng(seed)
@@ -123,20 +146,42 @@ def agrawal_like(n, seed):
     return out
 
 
-@pytest.mark.parametrize("name", ["nb", "nb-loss", "nb-ignore"])
-def test_long_runs_match_the_loop_and_learn_many(name):
+class Spy:
+    """Counts the events a model scored in vectorised runs."""
+
+    def __init__(self, model):
+        self.model, self.rows = model, 0
+        terms = model._run_terms
+
+        def counting(D, yc, C):
+            self.rows += len(D)
+            return terms(D, yc, C)
+
+        model._run_terms = counting
+
+
+@pytest.mark.parametrize("name", ["nb", "nb-loss", "nb-ignore", "tan", "tan-ignore"])
+def test_long_runs_match_the_loop(name):
+    make = {"tan": lambda: TAN(rebuild_every=200), "tan-ignore": lambda: TAN(rebuild_every=300, missing="ignore")}
+    make = make.get(name, MODELS.get(name))
     stream = agrawal_like(3000, seed=7)
-    batched, looped = MODELS[name](), MODELS[name]()
+    if name == "tan-ignore":  # a few missing values: they end runs, the rest still runs
+        for i, (x, _) in enumerate(stream):
+            if i % 97 == 0:
+                x["car"] = None
+    batched, looped = make(), make()
+    spy = Spy(batched)
     xs, ys = [x for x, _ in stream], [y for _, y in stream]
     results = []
     for lo in range(0, len(xs), 500):  # as the engine feeds it: one poll at a time
         results += batched.prequential_many(xs[lo : lo + 500], ys[lo : lo + 500])
     assert_same(results, loop(looped, stream))
     assert_same_counts(batched, looped)
-    # and the runs really were vectorised: the Gaussian moments came from add_many (Chan), not
-    # Welford one at a time, so they differ from the loop's in the last bits somewhere
-    sb, sl = batched._stats, looped._stats
-    assert not np.array_equal(sb.g_m2[:3, : sb.n_gauss], sl.g_m2[:3, : sl.n_gauss])
+    if name.startswith("tan"):
+        np.testing.assert_array_equal(batched._stats.pair_count, looped._stats.pair_count)
+        assert batched.tree == looped.tree and batched.n_rebuilds == looped.n_rebuilds >= 9
+    # and most events went through vectorised runs
+    assert spy.rows > 0.8 * len(stream)
 
 
 def test_running_helpers_against_brute_force():

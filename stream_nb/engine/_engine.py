@@ -3,7 +3,7 @@
 A model with ``prequential_iter(xs, ys)`` (stream_nb's learners) is handed
 each poll's valid events in one call, which predicts then learns them one
 at a time in order, with the same results as the per-event calls (NaiveBayes
-vectorises it with running counts); any other river classifier is called
+and TAN vectorise it with running counts); any other river classifier is called
 per event.
 
 Output record (one per valid event, serialised with orjson, sent with the
@@ -413,7 +413,7 @@ class Engine:
         ``prequential_iter`` (see ``prequential_many``) for all the valid events.
 
         The model predicts then learns each event in order, exactly as
-        :meth:`process` would one at a time (stream_nb's NaiveBayes does it
+        :meth:`process` would one at a time (stream_nb's NaiveBayes and TAN do it
         with running counts over the poll); outputs and dead letters are then
         sent in input order.
         """
