@@ -195,7 +195,8 @@ def gaussian_loglik(n, mean, m2, x, var_smoothing: float) -> np.ndarray:
 
     The variance of feature i in class c is the maximum-likelihood variance,
     floored at ``var_smoothing`` times the feature's variance over all
-    classes. A class that never saw the feature uses the all-class Gaussian. A
+    classes (and at the smallest normal float, so that an underflowing variance
+    stays positive). A class that never saw the feature uses the all-class Gaussian. A
     feature whose values have all been equal so far carries no information and
     contributes nothing, as does a missing value.
 
@@ -210,7 +211,9 @@ def gaussian_loglik(n, mean, m2, x, var_smoothing: float) -> np.ndarray:
     pooled_var = (m2 + n * (mean - pooled_mean[..., None, :]) ** 2).sum(-2) / safe_tot
     seen = n > 0
     var = np.where(seen, m2 / np.where(seen, n, 1.0), pooled_var[..., None, :])
-    var = np.maximum(var, var_smoothing * pooled_var[..., None, :])
+    # floored at the smallest normal float too: variances of values around 1e-150 underflow to 0,
+    # and 0/0 in one class would turn the whole posterior into NaN
+    var = np.maximum(var, np.maximum(var_smoothing * pooled_var[..., None, :], np.finfo(float).tiny))
     mu = np.where(seen, mean, pooled_mean[..., None, :])
     use = (pooled_var > 0) & ~np.isnan(x)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):

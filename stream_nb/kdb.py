@@ -246,7 +246,10 @@ class KDB(StructuredClassifier):
         if not needed:
             return self._terms(D[None, :])[0]
         doms = [s.columns_of(f) for f in needed]
-        if math.prod(len(d) for d in doms) > self.max_completions:
+        size = math.prod(len(d) for d in doms)
+        # no completion at all: a needed parent that has no value yet (a numeric one still warming
+        # up its bins); beyond max_completions: too many. Either way, condition on what was observed
+        if size == 0 or size > self.max_completions:
             return self._available_case_jll(D)
         rows = self._completions(D, needed, doms)
         # the needed attributes' descendants that are missing too drop out (they sum to one)

@@ -512,3 +512,14 @@ def test_em_state_carries_the_observed_counts_and_ignore_keeps_none(cls):
 )
 def test_river_check_estimator(model):
     checks.check_estimator(model)
+
+
+def test_values_whose_variance_underflows_still_give_a_distribution():
+    # found by tests/test_running.py: heights around 1e-150 have a variance that underflows to 0;
+    # 0/0 in one class's Gaussian made every probability NaN
+    model = NaiveBayes()
+    for x, y in [({}, "b"), ({"height": 2.2370305185042227e-158}, "a"), ({"height": 0.0}, "c")]:
+        model.learn_one(x, y)
+    p = model.predict_proba_one({"height": 3.3179783819040973e-124})
+    assert set(p) == {"a", "b", "c"}
+    assert all(math.isfinite(v) for v in p.values()) and sum(p.values()) == pytest.approx(1.0)

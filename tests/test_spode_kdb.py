@@ -169,3 +169,18 @@ def test_kdb_state_round_trips():
 @pytest.mark.parametrize("model", [KDB(**p) for p in KDB._unit_test_params()], ids=repr)
 def test_kdb_river_check_estimator(model):
     checks.check_estimator(model)
+
+
+def test_kdb_predicts_when_a_missing_parent_has_no_value_yet():
+    # found by tests/test_running.py: "weight" (numeric, still warming up its bins) became a
+    # parent while it had no value, and summing it out over its (empty) values raised ValueError
+    model = KDB(k=2, rebuild_every=9, warmup=5, bins=3)
+    stream = [({}, "a")] * 6 + [
+        ({"weight": 1}, "a"), ({"colour": "red", "height": 0.0}, "a"), ({"weight": 0.0}, "b"),
+        ({"colour": None, "weight": 0.01}, "a"),
+    ]
+    for x, y in stream:
+        model.learn_one(x, y)
+    p = model.predict_proba_one({"colour": "red"})
+    assert set(p) == {"a", "b"} and sum(p.values()) == pytest.approx(1.0)
+    assert p["a"] > p["b"]
