@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from river import base
 
-from ._running import exclusive_counts, running_moments
+from ._running import exclusive_counts, naive_terms, running_moments
 from ._stats import GAUSS, Encoded, Stats, gaussian_loglik
 from .exceptions import ConfigError, InvalidEventError, MergeError
 
@@ -538,8 +538,8 @@ class BayesClassifier(base.MiniBatchClassifier):
 
     def _run_terms(self, D: np.ndarray, yc: np.ndarray, C: int) -> np.ndarray:
         """(rows, C): the discrete attributes' log-likelihood terms of each row of a run, under the
-        counts each row would have seen (see :mod:`stream_nb._running`)."""
-        raise NotImplementedError
+        counts each row would have seen (see :mod:`stream_nb._running`); here naive Bayes' terms."""
+        return naive_terms(self._stats, D, yc, C, self._alpha)
 
     def _prequential_run(self, xs: list, ys: list, start: int, out: list) -> int:
         """Append the results of a vectorised run of events from ``start``; return where it stopped.

@@ -3,7 +3,6 @@ from __future__ import annotations
 import numpy as np
 
 from ._base import BayesClassifier
-from ._running import naive_terms
 from .exceptions import ConfigError
 
 __all__ = ["NaiveBayes"]
@@ -146,9 +145,6 @@ class NaiveBayes(BayesClassifier):
 
     def _run_ready(self) -> bool:
         return not self.learn_unlabeled
-
-    def _run_terms(self, D, yc, C):
-        return naive_terms(self._stats, D, yc, C, self._alpha)
 
     @classmethod
     def _unit_test_params(cls):
