@@ -18,7 +18,8 @@ import time
 import orjson
 import pytest
 
-from stream_nb.cli import MODELS, SETTINGS, build_parser, main
+from stream_nb.cli import build_parser, main
+from stream_nb.settings import MODELS, SETTINGS
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "events.jsonl"

@@ -16,7 +16,7 @@ import orjson
 import pytest
 
 from stream_nb import AODE, TAN, NaiveBayes
-from stream_nb.evaluate import (
+from stream_nb.tools.evaluate import (
     BadRow,
     evaluate,
     format_table,
@@ -355,7 +355,7 @@ def test_cli_on_river_led_with_report(tmp_path):
 
 
 def test_report_with_two_tans_draws_two_trees(tmp_path):
-    from stream_nb._report import write_report
+    from stream_nb.tools.report import write_report
 
     events = [(x, y) for x, y, _ in open_events("river:Agrawal", events=600)]
     result = evaluate(events, {"tan:rebuild_every=100": TAN(rebuild_every=100), "tan": TAN()})

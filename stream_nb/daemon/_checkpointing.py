@@ -1,0 +1,72 @@
+"""Snapshots of the running daemon: checking the snapshot settings and choosing the engine's checkpointer.
+
+``stream-nb run`` takes the snapshot flags (``--snapshot-dir`` and friends,
+defined in :mod:`stream_nb.settings`); :func:`check_settings` validates them and
+:func:`make_checkpointer` builds the engine's checkpointer from them: none,
+:class:`~stream_nb.engine._checkpoint.Checkpointer` (at-least-once outputs) or
+:class:`~stream_nb.engine._checkpoint.ExactlyOnceCheckpointer` (``--exactly-once``).
+"""
+
+from __future__ import annotations
+
+import os
+import typing
+
+from .._checks import is_integer
+from ..engine._checkpoint import Checkpointer, ExactlyOnceCheckpointer, SnapshotStore
+from ..exceptions import ConfigError
+
+__all__ = ["check_settings", "make_checkpointer", "transactional_id"]
+
+
+def check_settings(settings: dict[str, typing.Any], kafka: bool) -> None:
+    """Validate the snapshot settings of ``stream-nb run``; ConfigError naming the flag."""
+    for name, flag, minimum in (("snapshot_every", "--snapshot-every", 1), ("snapshot_keep", "--snapshot-keep", 1)):
+        value = settings[name]
+        if not is_integer(value) or value < minimum:
+            raise ConfigError(f"{flag} must be an integer >= {minimum}, got {value!r}")
+    interval = settings["snapshot_interval"]
+    if isinstance(interval, bool) or not isinstance(interval, (int, float)) or not interval >= 0:
+        raise ConfigError(f"--snapshot-interval must be a number of seconds >= 0, got {interval!r}")
+    instance = settings["instance_id"]
+    if not isinstance(instance, str) or not instance or any(c.isspace() for c in instance):
+        raise ConfigError(f"--instance-id must be a non-empty name without spaces, got {instance!r}")
+    if settings["exactly_once"]:
+        if not kafka:
+            raise ConfigError("--exactly-once needs Kafka mode (--bootstrap-servers, --input-topic, --output-topic)")
+        if not settings["snapshot_dir"]:
+            raise ConfigError("--exactly-once needs --snapshot-dir: each transaction commits with a snapshot of the "
+                              "model, so a rewind or a restart never counts an event twice")
+
+
+def transactional_id(settings: dict[str, typing.Any]) -> str:
+    """``stream-nb-<group id>-<instance id>``: stable per daemon instance, distinct between instances."""
+    return f"stream-nb-{settings['group_id'] or 'stream-nb'}-{settings['instance_id']}"
+
+
+def make_checkpointer(settings: dict[str, typing.Any], source: typing.Any, sink: typing.Any) -> typing.Any:
+    """The engine's checkpointer for these settings, or ``None`` when snapshots are off.
+
+    Opens (and locks) the snapshot directory: ConfigError when another daemon holds it.
+    """
+    directory = settings["snapshot_dir"]
+    if not directory:
+        return None
+    store = SnapshotStore(directory, keep=settings["snapshot_keep"])
+    store.open()
+    kafka = hasattr(source, "set_resume_policy")
+    if kafka:
+        info = {"kind": "kafka", "topic": settings["input_topic"], "group_id": settings["group_id"] or "stream-nb"}
+    else:
+        path = getattr(source, "partition", None)
+        info = {"kind": "jsonl", "path": path,
+                "realpath": os.path.realpath(path) if path not in (None, "stdin") else None}
+    if settings["exactly_once"]:
+        return ExactlyOnceCheckpointer(store, sink.transaction, source_info=info)
+    return Checkpointer(
+        store,
+        every_events=settings["snapshot_every"],
+        interval_s=float(settings["snapshot_interval"]),
+        source_info=info,
+        commit_metadata=kafka,
+    )
