@@ -265,6 +265,37 @@ def test_evaluate_equals_an_independent_prequential_loop(tmp_path):
     assert "0 unlabeled" not in result.counts_line() and "1 unlabeled" in result.counts_line()
 
 
+def test_evaluate_runs_each_models_own_prequential_step(tmp_path):
+    """evaluate scores what the daemon's step (prequential_iter) gives, not a loop of its own."""
+    taken = []
+
+    class Watched(NaiveBayes):
+        def prequential_iter(self, xs, ys):
+            taken.extend(zip(xs, ys))
+            yield from super().prequential_iter(xs, ys)
+
+        def predict_and_proba_one(self, x):  # reached only through prequential_iter
+            assert taken and taken[-1][0] is x, "predicted outside the model's prequential step"
+            return super().predict_and_proba_one(x)
+
+    semi = lambda: NaiveBayes(learn_unlabeled=True, unlabeled_weight=0.5)  # noqa: E731
+    result = evaluate(open_events(str(write_csv(tmp_path))), {"watched": Watched(), "semi": semi()})
+    hot = ({"outlook": "overcast", "temperature": "hot", "windy": "no", "visits": 1}, "yes")
+    # every valid event once, in order; the one the model rejects ("hot") too, and it stays a bad row
+    assert taken == CSV_EVENTS[:7] + [hot] + CSV_EVENTS[7:]
+    assert result.bad_by_reason == {"wrong_cell_count": 1, "bad_label": 1, "bad_feature_type": 1}
+    watched, semi_result = result.models
+    ref = reference(CSV_EVENTS, NaiveBayes)
+    assert watched.correct.tolist() == ref["flags"] and watched.log_loss == pytest.approx(ref["log_loss"], rel=1e-12)
+    # the unlabeled event (line 9) is learned by the semi-supervised model only, and counted so
+    assert (watched.metrics.learned, semi_result.metrics.learned) == (11, 12)
+    looped = semi()
+    for x, y in CSV_EVENTS:
+        looped.predict_and_proba_one(x)
+        looped.learn_one(x, y)
+    assert semi_result.model.predict_proba_one({"outlook": "rain"}) == looped.predict_proba_one({"outlook": "rain"})
+
+
 def test_rolling_accuracy_matches_a_plain_window():
     rng = np.random.default_rng(3)
     flags = rng.random(200) < 0.7
@@ -404,3 +435,20 @@ def test_cli_warns_when_nothing_is_labeled_and_checks_feature_columns(tmp_path):
     out = cli("evaluate", "--input", str(path), "--features", "a,c")
     assert out.returncode == 2
     assert "--features names column(s) 'c', which the header ['a', 'b', 'class'] does not have" in out.stderr.decode()
+
+
+@pytest.mark.parametrize("make", [NaiveBayes, lambda: TAN(rebuild_every=4, warmup=5)])
+def test_a_one_event_prequential_step_encodes_no_run(make, monkeypatch):
+    """evaluate steps one event at a time: that must cost what predict + learn cost, no run encoded first."""
+    model = make()
+    for x, y in CSV_EVENTS:
+        if y is not None:
+            model.learn_one(x, y)
+    runs = []
+    encode_run = type(model._stats).encode_run
+    monkeypatch.setattr(type(model._stats), "encode_run", lambda s, *a, **k: runs.append(a) or encode_run(s, *a, **k))
+    x, y = CSV_EVENTS[0]
+    assert next(iter(model.prequential_iter([x], [y]))) is not None
+    assert runs == []
+    model.prequential_many([x, x], [y, y])  # two events are a run
+    assert len(runs) == 1
