@@ -31,7 +31,8 @@ Dead-letter record (one per rejected record, sent with the input key)::
      "error": "feature 'sky' must be ...",  # the human-readable message
      "field": "sky",                # offending field, or null
      "source": {...},               # Record.position
-     "size": 81,                    # length of the raw event in bytes
+     "size": 81,                    # length of the whole raw event in bytes (also when
+                                    # the source kept only a prefix: Record.size)
      "value": "{\\"sky\\": {}}"}      # the raw event as text when it is valid UTF-8,
                                     # or "value_b64": base64 of the bytes otherwise
 
@@ -72,7 +73,7 @@ import orjson
 from ..exceptions import CommitError, ConfigError, InvalidEventError
 from ._config import configure
 from ._events import DEFAULT_CONFIG as EVENT_DEFAULTS
-from ._events import EventDecoder
+from ._events import EventDecoder, oversize_error
 from ._flow import FlowControl
 from ._io import Record, Sink, Source
 from ._metrics import DEFAULT_LOG_LOSS_FLOOR, PrequentialMetrics
@@ -460,6 +461,8 @@ class Engine:
         self._since_checkpoint += 1
 
     def _reject(self, record: Record, exc: InvalidEventError) -> None:
+        if record.size is not None and exc.reason == "oversize":  # the source kept only a prefix: say the real size
+            exc = oversize_error(record.size, self.config["max_event_bytes"])
         self.metrics.update_dead_letter(exc.reason)
         self.dead_letters.send(self._dead_letter(record, exc), record.key)
         self.positions[record.partition] = record.next_position
@@ -484,12 +487,13 @@ class Engine:
         raw = bytes(record.value)
         limit = self.config["dead_letter_max_value_bytes"]
         kept = raw[:limit]
+        size = len(raw) if record.size is None else record.size
         letter: dict[str, typing.Any] = {
             "reason": exc.reason,
             "error": str(exc),
             "field": exc.field,
             "source": record.position,
-            "size": len(raw),
+            "size": size,
         }
         try:
             letter["value"] = kept.decode("utf-8")
@@ -499,7 +503,7 @@ class Engine:
                 letter["value"] = kept[: exc.start].decode("utf-8", errors="replace")
             else:
                 letter["value_b64"] = base64.b64encode(kept).decode("ascii")
-        if len(kept) < len(raw):
+        if len(kept) < size:
             letter["truncated"] = True
         return orjson.dumps(letter)
 
