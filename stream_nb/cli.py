@@ -397,9 +397,11 @@ def _convert(setting: Setting, value: typing.Any, origin: str) -> typing.Any:
 def _read_config_file(path: str) -> dict[str, typing.Any]:
     try:
         with open(path, "rb") as f:
-            data = tomllib.load(f)
+            data = tomllib.loads(f.read().decode("utf-8-sig"))  # -sig: a leading byte order mark is ignored
     except OSError as exc:
         raise ConfigError(f"config file {path}: cannot read it: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config file {path}: not UTF-8 text: {exc.reason} at byte {exc.start}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config file {path}: not valid TOML: {exc}") from None
     where = f"config file {path}"
@@ -485,7 +487,7 @@ def load_loss(path: str) -> dict[typing.Any, dict[typing.Any, float]]:
     """
     try:
         with open(path, "rb") as f:
-            data = orjson.loads(f.read())
+            data = orjson.loads(f.read().removeprefix(b"\xef\xbb\xbf"))  # a leading byte order mark is ignored
     except OSError as exc:
         raise ConfigError(f"loss file {path}: cannot read it: {exc.strerror}") from None
     except orjson.JSONDecodeError as exc:
