@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import math
 import os
 import pathlib
@@ -17,7 +18,9 @@ import sys
 import orjson
 import pytest
 
+from stream_nb import NaiveBayes
 from stream_nb.cli import main
+from stream_nb.engine import Engine, Record
 from stream_nb.evaluate import open_events
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -145,3 +148,115 @@ def test_a_ten_megabyte_line_is_dead_lettered_with_its_real_size():
     assert letter["error"] == f"event is {len(line)} bytes, more than max_event_bytes=1048576"
     assert letter["truncated"] is True
     assert [orjson.loads(x)["id"] for x in proc.stdout.splitlines()] == [1]
+
+
+# ----------------------------------------------------------------------- plainly wrong input
+
+
+def warnings_of(stderr: bytes) -> list[dict]:
+    """The input_check lines of a --log-format json run."""
+    lines = [orjson.loads(x) for x in stderr.splitlines() if x.startswith(b'{"time"')]
+    return [x for x in lines if x.get("event") == "input_check"]
+
+
+def test_run_says_once_that_a_csv_file_is_not_json_lines_and_that_nothing_was_valid(tmp_path):
+    path = tmp_path / "weather.csv"
+    path.write_bytes(b"outlook,temperature,label\n" + b"".join(b"sunny,%d,no\n" % i for i in range(60)))
+    proc = cli("run", "--input", str(path), "--dead-letter", os.devnull, "--log-format", "json")
+    assert proc.returncode == 0
+    found = warnings_of(proc.stderr)
+    assert [w["cause"] for w in found] == ["not_json_lines", "no_valid_event"]
+    assert all(w["level"] == "WARNING" for w in found)
+    assert "the first 20 records were all rejected (invalid_json 20): the input looks like CSV" in found[0]["message"]
+    assert f"'stream-nb evaluate --input {path}'" in found[0]["message"]
+    assert found[1]["message"].startswith("no valid event: all 61 records read were dead-lettered (invalid_json 61); "
+                                          f"{path} line 1: event is not valid JSON")
+
+
+@pytest.mark.parametrize(("data", "looks_like"), [
+    (json.dumps([{"a": 1}, {"a": 2}], indent=2).encode(), "looks like one JSON document rather than JSON lines"),
+    (b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03" + bytes(range(128, 256)), "looks like gzip-compressed data"),
+    ('{"a": 1}\n{"a": 2}\n'.encode("utf-16"), "looks like UTF-16 text"),
+    (b"hello\nworld\n", "is not JSON lines"),
+])
+def test_run_says_what_input_that_is_not_json_lines_looks_like(tmp_path, data, looks_like):
+    path = tmp_path / "input"
+    path.write_bytes(data)
+    proc = cli("run", "--input", str(path), "--dead-letter", os.devnull, "--log-format", "json")
+    found = warnings_of(proc.stderr)
+    assert [w["cause"] for w in found] == ["not_json_lines", "no_valid_event"]
+    assert looks_like in found[0]["message"]
+
+
+def test_run_warns_when_no_event_carries_the_label_field_and_a_listed_feature_never_appears(tmp_path):
+    proc = cli("run", "--input", str(EXAMPLE), "--output", os.devnull, "--dead-letter", str(tmp_path / "d"),
+               "--label-field", "Label", "--features", "outlook,tempreature,windy", "--log-format", "json")
+    assert proc.returncode == 0
+    found = warnings_of(proc.stderr)
+    assert [w["cause"] for w in found] == ["no_label", "feature_never_seen"]
+    assert found[0]["message"].startswith("none of the first 394 events has a value in the label field 'Label' "
+                                          "(--label-field): they are predicted but never learned")
+    assert "did you mean 'label' for 'Label'?" in found[0]["message"]
+    assert found[1]["message"].startswith("--features names 'tempreature', which none of the first 394 events")
+    assert "did you mean 'temperature' for 'tempreature'?" in found[1]["message"]
+
+
+def test_a_sound_run_says_nothing_about_its_input(tmp_path):
+    proc = cli("run", "--input", str(EXAMPLE), "--output", os.devnull, "--dead-letter", str(tmp_path / "d"),
+               "--log-format", "json")
+    assert proc.returncode == 0
+    assert warnings_of(proc.stderr) == []
+
+
+class ListSource:
+    exhausted = False
+
+    def __init__(self, values):
+        self.records = [Record(v, None, "demo", {"line": i + 1}, i + 1) for i, v in enumerate(values)]
+
+    def poll(self, max_records, timeout):
+        batch, self.records = self.records[:max_records], self.records[max_records:]
+        self.exhausted = not batch
+        return batch
+
+    def commit(self, positions):
+        pass
+
+    def seek(self, positions):
+        pass
+
+    def close(self):
+        pass
+
+
+class NullSink:
+    def send(self, value, key=None):
+        pass
+
+    def flush(self):
+        pass
+
+    def close(self):
+        pass
+
+
+def test_the_check_looks_at_the_first_thousand_records_only(caplog):
+    # the label comes at event 1001: too late, so the warning stands; and no record after the window is decoded again
+    values = [b'{"a": "x"}'] * 1000 + [b'{"a": "x", "label": "p"}'] * 500
+    engine = Engine(NaiveBayes(), ListSource(values), NullSink(), NullSink(), config={"poll_max_records": 300})
+    with caplog.at_level(logging.WARNING, logger="stream_nb.input"):
+        engine.run()
+    assert engine.input_check.warned == ["no_label"]
+    assert engine.input_check._seen == 1000 and not engine.input_check.active
+    assert engine.metrics.learned == 500
+    assert [r.getMessage()[:45] for r in caplog.records] == ["none of the first 1000 events has a value in "]
+
+
+def test_a_restored_model_serving_unlabeled_events_is_no_mistake(caplog):
+    model = NaiveBayes()
+    model.learn_one({"a": "x"}, "p")
+    engine = Engine(model, ListSource([b'{"a": "x"}'] * 50), NullSink(), NullSink())
+    engine.metrics.learned = 1  # as restored from a snapshot
+    with caplog.at_level(logging.WARNING, logger="stream_nb.input"):
+        engine.run()
+    assert engine.input_check.warned == [] and caplog.records == []
