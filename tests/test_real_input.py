@@ -260,3 +260,50 @@ def test_a_restored_model_serving_unlabeled_events_is_no_mistake(caplog):
     with caplog.at_level(logging.WARNING, logger="stream_nb.input"):
         engine.run()
     assert engine.input_check.warned == [] and caplog.records == []
+
+
+# ----------------------------------------------------------------------- running again
+
+
+def test_a_second_run_refuses_to_append_a_second_copy_unless_told(tmp_path):
+    out, dead = tmp_path / "out.jsonl", tmp_path / "dead.jsonl"
+    args = ["run", "--input", str(EXAMPLE), "--output", str(out), "--dead-letter", str(dead), "--log-level", "ERROR"]
+    assert main(args) == 0
+    first, first_dead = out.read_bytes(), dead.read_bytes()
+    assert len(first.splitlines()) == 392 and first_dead
+
+    proc = cli(*args)
+    assert proc.returncode == 2
+    message = proc.stderr.decode()
+    assert f"--output {out} already holds {len(first):,} bytes" in message and "--output-mode append" in message
+    assert "Traceback" not in message
+    assert out.read_bytes() == first and dead.read_bytes() == first_dead  # nothing written, nothing truncated
+
+    out.write_bytes(b"")  # the outputs were moved away; the dead letters were not
+    proc = cli(*args)
+    assert proc.returncode == 2 and f"--dead-letter {dead} already holds" in proc.stderr.decode()
+
+    assert main([*args, "--output-mode", "truncate"]) == 0
+    assert out.read_bytes() == first and dead.read_bytes() == first_dead
+    assert main([*args, "--output-mode", "append"]) == 0
+    assert out.read_bytes() == first + first and dead.read_bytes() == first_dead + first_dead
+
+
+def test_a_restart_with_a_snapshot_directory_resumes_and_appends_without_doubling(tmp_path):
+    out, snaps = tmp_path / "out.jsonl", tmp_path / "snaps"
+    args = ["run", "--input", str(EXAMPLE), "--output", str(out), "--dead-letter", str(tmp_path / "d.jsonl"),
+            "--snapshot-dir", str(snaps), "--log-level", "ERROR"]
+    assert main(args) == 0
+    first = out.read_bytes()
+    assert main(args) == 0  # resumes after the last event: nothing to add
+    assert out.read_bytes() == first
+    # a snapshot directory never used before does not vouch for an output file that already holds data
+    proc = cli(*[a if a != str(snaps) else str(tmp_path / "fresh") for a in args])
+    assert proc.returncode == 2 and f"--output {out} already holds" in proc.stderr.decode()
+
+
+def test_output_mode_is_json_lines_only():
+    proc = cli("run", "--output-mode", "append", "--bootstrap-servers", "localhost:1", "--input-topic", "a",
+               "--output-topic", "b")
+    assert proc.returncode == 2
+    assert "--output-mode (JSON-lines mode) cannot be combined with" in proc.stderr.decode()
