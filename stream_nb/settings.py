@@ -146,6 +146,10 @@ SETTINGS: tuple[Setting, ...] = (
             _JSONL, "PATH"),
     Setting("dead_letter", "str", None, "JSON-lines file the dead letters are appended to (default: stderr, "
             "one JSON object per line among the log lines)", _JSONL, "PATH"),
+    Setting("output_mode", "choice", None, "what to do when --output or --dead-letter names a file that already "
+            "holds data: append to it, or truncate it first (default: append when --snapshot-dir is a directory "
+            "a daemon already used, so a restart resumes; otherwise refuse to start, so running again never "
+            "silently writes a second copy of every output)", _JSONL, choices=("append", "truncate")),
     Setting("bootstrap_servers", "list", None, "Kafka brokers, comma-separated host:port", _KAFKA, "HOST:PORT"),
     Setting("input_topic", "str", None, "topic the events are read from (required in Kafka mode)", _KAFKA, "TOPIC"),
     Setting("output_topic", "str", None, "topic the predictions are written to (required in Kafka mode)",
@@ -325,9 +329,11 @@ def read_config_file(path: str) -> dict[str, typing.Any]:
     """The settings of a TOML file, converted; ConfigError naming the file and the key."""
     try:
         with open(path, "rb") as f:
-            data = tomllib.load(f)
+            data = tomllib.loads(f.read().decode("utf-8-sig"))  # -sig: a leading byte order mark is ignored
     except OSError as exc:
         raise ConfigError(f"config file {path}: cannot read it: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config file {path}: not UTF-8 text: {exc.reason} at byte {exc.start}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config file {path}: not valid TOML: {exc}") from None
     where = f"config file {path}"

@@ -33,7 +33,7 @@ def load_loss(path: str) -> dict[typing.Any, dict[typing.Any, float]]:
     """
     try:
         with open(path, "rb") as f:
-            data = orjson.loads(f.read())
+            data = orjson.loads(f.read().removeprefix(b"\xef\xbb\xbf"))  # a leading byte order mark is ignored
     except OSError as exc:
         raise ConfigError(f"loss file {path}: cannot read it: {exc.strerror}") from None
     except orjson.JSONDecodeError as exc:

@@ -28,7 +28,7 @@ from ..settings import add_arguments, resolve_settings
 from ._build import build_model, engine_config
 from ._checkpointing import check_settings as check_snapshot_settings
 from ._checkpointing import make_checkpointer
-from ._connectors import KAFKA_LOGGER, close_all, connector_plan, start_connectors
+from ._connectors import KAFKA_LOGGER, check_output_files, close_all, connector_plan, start_connectors
 
 __all__ = ["add_subcommand", "run"]
 
@@ -46,8 +46,12 @@ _EPILOG = """\
 modes:
   Without any Kafka setting, events are JSON lines read from --input (default
   stdin), predictions go to --output (default stdout) and dead letters to
-  --dead-letter (default stderr). Setting any Kafka option switches to Kafka
-  mode, which needs --input-topic and --output-topic.
+  --dead-letter (default stderr). An --output or --dead-letter file that
+  already holds data is appended to only when that is meant: with
+  --output-mode append, or when --snapshot-dir resumes an earlier run;
+  otherwise the daemon refuses to start (--output-mode truncate empties it).
+  Setting any Kafka option switches to Kafka mode, which needs --input-topic
+  and --output-topic.
 
 settings, in order of precedence (the first that sets a value wins):
   1. command-line flags
@@ -146,6 +150,8 @@ def run(args: argparse.Namespace) -> int:
         if settings["connect_backoff_max"] <= 0:
             raise ConfigError(f"--connect-backoff-max must be > 0, got {settings['connect_backoff_max']}")
         plan = connector_plan(settings)
+        if plan.module == "connectors.jsonl":
+            check_output_files(settings)
         config = check_config(engine_config(settings))
         model = build_model(settings)
         check_snapshot_settings(settings, kafka=plan.module != "connectors.jsonl")

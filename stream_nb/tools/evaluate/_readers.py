@@ -6,6 +6,7 @@ and :class:`BadRow` items, decoded as :mod:`stream_nb.tools.evaluate` describes.
 
 from __future__ import annotations
 
+import codecs
 import csv
 import dataclasses
 import inspect
@@ -116,7 +117,8 @@ def _jsonl_items(lines: typing.Iterable[bytes], name: str, decoder: EventDecoder
         for number, line in enumerate(lines, 1):
             if limit is not None and taken >= limit:
                 return
-            if not line.strip():
+            content = line.strip()
+            if not content or content == codecs.BOM_UTF8:  # a lone byte order mark is no event either
                 src.blank_lines += 1
                 continue
             where = f"{name} line {number}"
@@ -277,6 +279,8 @@ def open_events(
     if source == "-":
         raw = stdin if stdin is not None else sys.stdin.buffer
         data = raw.read()
+        if data.startswith(codecs.BOM_UTF8):  # a byte order mark is no part of the text (a CSV header, the first event)
+            data = data[len(codecs.BOM_UTF8):]
         if fmt is None:
             fmt = "jsonl" if data.lstrip()[:1] == b"{" else "csv"
         name, total = "stdin", data.count(b"\n") + (not data.endswith(b"\n") and bool(data))
@@ -305,7 +309,7 @@ def open_events(
                 with open(source, "rb") as f:
                     yield from _jsonl_items(f, name, decoder, events)(src)
             else:
-                with open(source, encoding="utf-8", newline="") as f:
+                with open(source, encoding="utf-8-sig", newline="") as f:  # -sig: without a byte order mark
                     yield from _csv_items(f, name, label_field, id_field, features, events)(src)
 
     if fmt == "csv" and total:
