@@ -675,7 +675,7 @@ def train(model, events: typing.Iterable, on_bad_row: typing.Callable[[BadRow], 
 
     >>> from stream_nb import NaiveBayes
     >>> model = NaiveBayes()
-    >>> train(model, [({"a": 1}, "x"), ({"a": 2}, None), ({"a": "s"}, "y")])
+    >>> train(model, [({"a": 1}, "x"), ({"a": 2}, None), ({"a": 3}, "y")])
     (2, [])
     """
     learned, bad_rows = 0, []
