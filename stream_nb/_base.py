@@ -17,7 +17,7 @@ import pandas as pd
 from river import base
 
 from ._running import exclusive_counts, naive_terms, running_moments
-from ._stats import GAUSS, Encoded, Stats, gaussian_loglik
+from ._stats import GAUSS, Encoded, Stats, gaussian_loglik, json_type
 from .exceptions import ConfigError, InvalidEventError, MergeError
 
 __all__ = ["BayesClassifier", "StructuredClassifier", "logsumexp"]
@@ -87,11 +87,33 @@ def _check_alpha(alpha) -> float:
     return float(alpha)
 
 
+def _json_text(label) -> str | None:
+    """A number's or a boolean's JSON text (``1`` -> ``"1"``, ``True`` -> ``"true"``); None for anything else."""
+    t = json_type(label)
+    if t == "boolean":
+        return "true" if label else "false"
+    if t == "number":
+        return str(label)
+    return None
+
+
+def _loss_entry(table: dict, label):
+    """``table``'s entry for class ``label``, or None: under the label's JSON text when the label is a
+    number or a boolean (a loss file's keys are strings: ``"1"``, ``"true"``), else under a key of the
+    label's own JSON type equal to it (``True`` is not the key ``1``, though Python holds ``True == 1``)."""
+    text = _json_text(label)
+    if text is not None and text in table:
+        return table[text]
+    t = json_type(label)
+    return next((v for k, v in table.items() if json_type(k) == t and k == label), None)
+
+
 class _LossMatrix:
     """``loss[truth][prediction]``: the cost λ of predicting ``prediction`` when the truth is ``truth``.
 
     Pairs the matrix leaves out cost 0 on the diagonal and 1 elsewhere (0-1 loss),
-    so classes that appear later in the stream are handled.
+    so classes that appear later in the stream are handled. A label's row and
+    column are found by :func:`_loss_entry`.
     """
 
     def __init__(self, loss: dict):
@@ -113,10 +135,11 @@ class _LossMatrix:
             n = len(classes)
             m = 1.0 - np.eye(n)
             for i, t in enumerate(classes):
-                row = self.loss.get(t, {})
+                row = _loss_entry(self.loss, t) or {}
                 for j, p in enumerate(classes):
-                    if p in row:
-                        m[i, j] = float(row[p])
+                    cost = _loss_entry(row, p)
+                    if cost is not None:
+                        m[i, j] = float(cost)
             self._classes, self._matrix = tuple(classes), m
         return self._matrix
 
