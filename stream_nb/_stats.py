@@ -1142,7 +1142,7 @@ class Stats:
                 ok = self._vt_ok[f]
                 if not set(map(type, vals)) <= ok | {_NONE_TYPE}:
                     # a value of another type (True finds the column of 1): the run stops there
-                    bad = next(i for i, v in enumerate(vals) if not (v is None or type(v) in ok or _is_nan(v)))
+                    bad = next((i for i, v in enumerate(vals) if not (v is None or type(v) in ok or _is_nan(v))), stop)
                     if bad < stop:
                         stop = bad
                         del sub[stop:], vals[stop:]
