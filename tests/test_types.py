@@ -422,3 +422,15 @@ def test_no_two_classes_share_a_key_and_every_class_has_its_probability(stream, 
         proba = next(outputs)["proba"]
         assert len(proba) == n_classes
     assert replay.classes == built.classes
+
+
+def test_explain_one_takes_no_class_of_another_type_for_one_of_the_models():
+    from stream_nb.explain import explain_one
+
+    model = NaiveBayes()
+    for i in range(20):
+        model.learn_one({"a": "x" if i % 2 else "y", "b": "u" if i % 3 else "v"}, i % 2)
+    assert explain_one(model, {"a": "x", "b": "u"}, classes=(0, 1)).classes == (0, 1)
+    for classes in ((True, 0), (1, False), ("1", 0)):
+        with pytest.raises(ValueError, match="expected two different classes"):
+            explain_one(model, {"a": "x", "b": "u"}, classes=classes)
