@@ -31,9 +31,10 @@ Inputs (:func:`open_events`)
   event written in JSON can name them; the label is river's ``y``.
 
 A row that cannot be used (a CSV row with the wrong number of cells, a line
-that is not a JSON object, a bad label, a value of a type the models reject)
-is a *bad row*: it is reported on stderr (the first ten individually, by
-``stream-nb evaluate``) and skipped, and counted by reason. Blank lines are skipped and
+that is not a JSON object, a bad label, a label of another type than the
+first one, a value of a type the models reject: see the daemon's event
+contract) is a *bad row*: it is reported on stderr (the first ten individually,
+by ``stream-nb evaluate``) and skipped, and counted by reason. Blank lines are skipped and
 counted apart. An event with no label (absent, ``null`` or an empty cell) is
 predicted only, and counted as unlabeled; as in the daemon, a model built with
 ``learn_unlabeled=True`` learns it too (semi-supervised EM) once it knows a class.

@@ -11,7 +11,7 @@ import typing
 import numpy as np
 
 from ...engine import PrequentialMetrics
-from ...exceptions import ConfigError, InvalidEventError
+from ...exceptions import ConfigError, InvalidEventError, LabelTypeError
 from ._readers import BadRow
 from ._specs import state_bytes
 
@@ -135,6 +135,7 @@ def evaluate(
     results = [ModelResult(name, model, PrequentialMetrics()) for name, model in models.items()]
     steps = [prequential_step(r.model) for r in results]
     out = Evaluation(source, results)
+    label_field = getattr(events, "label_field", None)
     correct = [[] for _ in results]
     losses = [[] for _ in results]
     floor = PrequentialMetrics().log_loss_floor
@@ -161,6 +162,8 @@ def evaluate(
                 result = step(x, y)
                 r.seconds += clock() - t
                 if isinstance(result, InvalidEventError):
+                    if isinstance(result, LabelTypeError) and label_field and result.field is None:
+                        result = result.for_field(label_field)
                     if k:
                         raise RuntimeError(
                             f"{where}: {r.name} rejected an event that {results[0].name} took: {result}"
@@ -244,7 +247,7 @@ def train(model, events: typing.Iterable, on_bad_row: typing.Callable[[BadRow], 
 
     >>> from stream_nb import NaiveBayes
     >>> model = NaiveBayes()
-    >>> train(model, [({"a": 1}, "x"), ({"a": 2}, None), ({"a": "s"}, "y")])
+    >>> train(model, [({"a": 1}, "x"), ({"a": 2}, None), ({"a": 3}, "y")])
     (2, [])
     """
     learned, bad_rows = 0, []
@@ -261,6 +264,8 @@ def train(model, events: typing.Iterable, on_bad_row: typing.Callable[[BadRow], 
                     learned += 1
                     continue
                 except InvalidEventError as exc:
+                    if isinstance(exc, LabelTypeError) and getattr(events, "label_field", None) and exc.field is None:
+                        exc = exc.for_field(events.label_field)
                     item = BadRow(item[2] if len(item) > 2 else f"event {i}", exc.reason, str(exc))
             bad_rows.append(item)
             if on_bad_row is not None:

@@ -93,8 +93,10 @@ class EventSource:
 
     Built by :func:`open_events`. ``total`` is the number of items expected
     (for a progress bar), or ``None`` when unknown; ``blank_lines`` counts
-    blank lines skipped so far.
+    blank lines skipped so far; ``label_field`` names the field the labels come from.
     """
+
+    label_field: str | None = None
 
     def __init__(self, describe: str, items: typing.Callable[["EventSource"], typing.Iterator], total: int | None):
         self.describe = describe
@@ -274,7 +276,9 @@ def open_events(
     if source.startswith("river:"):
         name, stream = _river_stream(source[len("river:"):], seed)
         n = events or DEFAULT_RIVER_EVENTS
-        return EventSource(f"river:{name} ({n:,} events, seed {seed})", _river_items(stream, f"river:{name}", n), n)
+        src = EventSource(f"river:{name} ({n:,} events, seed {seed})", _river_items(stream, f"river:{name}", n), n)
+        src.label_field = "y"
+        return src
     decoder = EventDecoder(event_config(label_field, id_field, features))
     if source == "-":
         raw = stdin if stdin is not None else sys.stdin.buffer
@@ -316,5 +320,7 @@ def open_events(
         total -= 1  # the header
     if events is not None and total is not None:
         total = min(total, events)
-    return EventSource(f"{name} ({fmt})", items, total)
+    src = EventSource(f"{name} ({fmt})", items, total)
+    src.label_field = label_field
+    return src
 
