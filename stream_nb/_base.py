@@ -608,8 +608,8 @@ class BayesClassifier(base.MiniBatchClassifier):
         """
         s = self._stats
         C = s.n_classes
-        if not C or len(xs) - start < 2 or not self._run_ready():
-            return start  # (one event left: the one-event path, without encoding a run first)
+        if not C or not self._run_ready():
+            return start
         limit = min(self._RUN, self._batch_limit())
         complete = self._run_complete or self.missing == "em"
         stop, D, G, yc = s.encode_run(xs, ys, start, complete=complete, limit=limit)

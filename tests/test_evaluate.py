@@ -436,19 +436,3 @@ def test_cli_warns_when_nothing_is_labeled_and_checks_feature_columns(tmp_path):
     assert out.returncode == 2
     assert "--features names column(s) 'c', which the header ['a', 'b', 'class'] does not have" in out.stderr.decode()
 
-
-@pytest.mark.parametrize("make", [NaiveBayes, lambda: TAN(rebuild_every=4, warmup=5)])
-def test_a_one_event_prequential_step_encodes_no_run(make, monkeypatch):
-    """evaluate steps one event at a time: that must cost what predict + learn cost, no run encoded first."""
-    model = make()
-    for x, y in CSV_EVENTS:
-        if y is not None:
-            model.learn_one(x, y)
-    runs = []
-    encode_run = type(model._stats).encode_run
-    monkeypatch.setattr(type(model._stats), "encode_run", lambda s, *a, **k: runs.append(a) or encode_run(s, *a, **k))
-    x, y = CSV_EVENTS[0]
-    assert next(iter(model.prequential_iter([x], [y]))) is not None
-    assert runs == []
-    model.prequential_many([x, x], [y, y])  # two events are a run
-    assert len(runs) == 1
