@@ -70,7 +70,7 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka.consumer.subscription_state import AsyncConsumerRebalanceListener
 from kafka.structs import OffsetAndMetadata, TopicPartition
 
-from stream_nb.engine._io import Record
+from stream_nb.engine import Record
 from stream_nb.exceptions import CommitError, ConfigError, StreamNBError
 
 __all__ = [

@@ -40,7 +40,7 @@ import orjson
 
 from . import __version__
 from .engine import DEFAULT_CONFIG as ENGINE_DEFAULTS
-from .engine import Engine, check_config
+from .engine import CountsBlankLines, Engine, JointConnectorModule, check_config
 from .exceptions import ConfigError, StreamNBError
 from ._console import silence_stdout
 
@@ -665,7 +665,7 @@ def start_connectors(plan: _Plan, settings: dict[str, typing.Any], stopper: _Sto
         made: list[typing.Any] = []
         try:
             with _QuietLibraries():
-                if hasattr(module, "make_connectors"):  # all three at once (exactly-once: one producer)
+                if isinstance(module, JointConnectorModule):  # all three at once (exactly-once: one producer)
                     made.extend(module.make_connectors(plan.source))
                 else:
                     made.append(module.make_source(plan.source))
@@ -735,7 +735,7 @@ def _run(args: argparse.Namespace) -> int:
         model = build_model(settings)
         from .snapshot_cli import check_settings as check_snapshot_settings
 
-        check_snapshot_settings(settings, kafka=plan.module != "connectors.jsonl")
+        check_snapshot_settings(settings, kafka=plan.module.endswith("kafka"))
         from .ops import Operations  # metrics and health endpoints, log summaries
 
         ops = Operations.from_settings(settings, model_name=config["model_name"], kafka=plan.module.endswith("kafka"))
@@ -797,9 +797,8 @@ def _run(args: argparse.Namespace) -> int:
             if checkpointer is not None:
                 checkpointer.store.close()
         summary = engine.status()
-        blank = getattr(source, "blank_lines", None)
-        if blank is not None:
-            summary["blank_lines"] = blank
+        if isinstance(source, CountsBlankLines):
+            summary["blank_lines"] = source.blank_lines
         log.log(logging.INFO if status == 0 else logging.ERROR, "%s; metrics %s", how, orjson.dumps(summary).decode(),
                 extra={"event": "shutdown", "how": how, "exit_status": status, "metrics": summary})
         return status
