@@ -611,7 +611,7 @@ def connector_plan(settings: dict[str, typing.Any]) -> _Plan:
         from .snapshot_cli import transactional_id
 
         config["transactional_id"] = transactional_id(settings)
-        module = "connectors.transactional_kafka"
+        module = "connectors.kafka.transactional"
     return _Plan(
         module=module,
         source=config,
@@ -735,10 +735,10 @@ def _run(args: argparse.Namespace) -> int:
         model = build_model(settings)
         from .snapshot_cli import check_settings as check_snapshot_settings
 
-        check_snapshot_settings(settings, kafka=plan.module.endswith("kafka"))
+        check_snapshot_settings(settings, kafka=plan.module != "connectors.jsonl")
         from .ops import Operations  # metrics and health endpoints, log summaries
 
-        ops = Operations.from_settings(settings, model_name=config["model_name"], kafka=plan.module.endswith("kafka"))
+        ops = Operations.from_settings(settings, model_name=config["model_name"], kafka=plan.module != "connectors.jsonl")
     except (ConfigError, ValueError, TypeError) as exc:
         log.error("%s", exc)
         return 2
