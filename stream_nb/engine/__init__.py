@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from ._checkpoint import COMMIT_METADATA_PREFIX, Checkpointer
 from ._engine import DEFAULT_CONFIG, Engine, check_config
-from ._events import Event, EventDecoder, validate_label
+from ._events import BOM, Event, EventDecoder, validate_label
 from ._exactly_once import ExactlyOnceCheckpointer
 from ._flow import FlowControl
 from ._metrics import PrequentialMetrics
@@ -53,6 +53,7 @@ from ._protocols import (
 from ._records import DeadLetterRecord, OutputRecord, Record, label_key
 
 __all__ = [
+    "BOM",
     "COMMIT_METADATA_PREFIX",
     "DEFAULT_CONFIG",
     "Checkpointer",

@@ -31,7 +31,12 @@ Back-pressure: before every poll, :attr:`Engine.flow` pauses a source that can
 pause while the sinks hold more than ``max_in_flight`` unacknowledged outputs,
 and resumes it at half that (see :mod:`stream_nb.engine._flow`). Reporting:
 the engine calls the hooks of :attr:`Engine.observer` (see
-:mod:`stream_nb.engine._observer`); set it before :meth:`Engine.run`.
+:mod:`stream_nb.engine._observer`); set it before :meth:`Engine.run`. Its
+:attr:`Engine.input_check` looks at the records of the first polls and logs a
+warning when the input or the settings are plainly wrong (CSV fed to ``run``,
+no event carrying the label field, a listed feature that never appears), and a
+line at the end of a run whose records were all dead-lettered (see
+:mod:`stream_nb.engine._input_check`).
 """
 
 from __future__ import annotations
@@ -43,10 +48,12 @@ import typing
 import orjson
 
 from .._checks import configure, is_integer
-from ..exceptions import CommitError, ConfigError, InvalidEventError
+from .._stats import json_type
+from ..exceptions import CommitError, ConfigError, InvalidEventError, LabelTypeError
 from ._events import DEFAULT_CONFIG as EVENT_DEFAULTS
-from ._events import EventDecoder
+from ._events import EventDecoder, oversize_error
 from ._flow import FlowControl
+from ._input_check import InputCheck
 from ._metrics import DEFAULT_LOG_LOSS_FLOOR, PrequentialMetrics
 from ._observer import Observer
 from ._protocols import Checkpointing, Sink, Source
@@ -195,6 +202,7 @@ class Engine:
         self._emit_imputed = self.config["emit_imputed"]
         if self._emit_imputed and not callable(getattr(model, "impute_one", None)):
             raise ConfigError(f"emit_imputed needs a model with impute_one(); {type(model).__name__} has none")
+        self._watch_labels(model)
         self._many = self._prequential_many(model)
 
         self.model = model
@@ -212,6 +220,9 @@ class Engine:
         self._stop_requested = False
         #: Reporting hooks (see stream_nb.engine._observer); the daemon replaces the default no-op one.
         self.observer = Observer()
+        #: Warns once when the first records show the input or the settings are plainly wrong
+        #: (see stream_nb.engine._input_check); None turns it off.
+        self.input_check: InputCheck | None = InputCheck(self.decoder)
         #: Back-pressure between the sinks' unacknowledged outputs and the source.
         self.flow = FlowControl(source, (sink, dead_letters), self.config["max_in_flight"])
         if checkpointer is not None and not isinstance(checkpointer, Checkpointing):
@@ -237,6 +248,7 @@ class Engine:
         self.model = model
         self._predict = getattr(model, "predict_and_proba_one", None) or self._predict_separately
         self._learn_unlabeled = getattr(model, "learn_unlabeled", False) is True
+        self._watch_labels(model)
         self._many = self._prequential_many(model)
         self.metrics = PrequentialMetrics(self.config["log_loss_floor"])
         if metrics is not None:
@@ -284,6 +296,23 @@ class Engine:
             raise
         self.observer.flush_done(time.perf_counter() - start, None)
 
+    # -- label types ----------------------------------------------------------------
+
+    def _watch_labels(self, model: typing.Any) -> None:
+        """Check label types here for a model that does not (stream_nb's keep ``label_type`` themselves)."""
+        self._label_type = self._first_label = None
+        self._check_labels = not hasattr(model, "label_type")
+        classes = getattr(model, "classes", None) if self._check_labels else None
+        if isinstance(classes, (list, tuple, set)) and classes:
+            self._first_label = next(iter(classes))
+            self._label_type = json_type(self._first_label)
+
+    def _check_label_type(self, label: typing.Any) -> None:
+        """Raise LabelTypeError for a label of another JSON type than the first one learned."""
+        t = json_type(label)
+        if self._label_type is not None and t != self._label_type:
+            raise LabelTypeError(label, t, self._label_type, self._first_label, field=self.config["label_field"])
+
     # -- control ----------------------------------------------------------------
 
     def stop(self) -> None:
@@ -315,6 +344,9 @@ class Engine:
         max_records, timeout = cfg["poll_max_records"], cfg["poll_timeout"]
         every, interval = cfg["commit_every_records"], cfg["commit_interval_s"]
         observer, flow_check, clock = self.observer, self.flow.check, time.perf_counter
+        input_check = self.input_check
+        if input_check is not None:
+            input_check.start(self)
         try:
             while not self._stop_requested:
                 observer.loop()
@@ -336,6 +368,8 @@ class Engine:
                             break
                         self.process(record)
                         event_done(polled)
+                if input_check is not None and input_check.active:  # the first polls only
+                    input_check.see(records)
                 if (
                     self._since_checkpoint >= every
                     or time.monotonic() - self._last_checkpoint >= interval
@@ -349,6 +383,8 @@ class Engine:
                 log.error("final checkpoint failed, positions not committed: %s", exc)
             raise
         self.checkpoint(final=True)
+        if input_check is not None:
+            input_check.finish()
 
     def checkpoint(self, final: bool = False) -> None:
         """Flush both sinks, then commit the positions of every processed record.
@@ -393,11 +429,15 @@ class Engine:
         try:
             event = self.decoder.decode(record.value)
             x = event.features
+            if self._check_labels and event.label is not None:
+                self._check_label_type(event.label)
             prediction, proba = self._predict(x)
             imputed = self._impute(x) if self._emit_imputed else None
             learned = event.label is not None or (self._learn_unlabeled and bool(self.model.classes))
             if learned:
                 self.model.learn_one(x, event.label)
+                if self._check_labels and self._label_type is None and event.label is not None:
+                    self._first_label, self._label_type = event.label, json_type(event.label)
         except InvalidEventError as exc:
             self._reject(record, exc)
         else:
@@ -446,6 +486,10 @@ class Engine:
         self._since_checkpoint += 1
 
     def _reject(self, record: Record, exc: InvalidEventError) -> None:
+        if record.size is not None and exc.reason == "oversize":  # the source kept only a prefix: say the real size
+            exc = oversize_error(record.size, self.config["max_event_bytes"])
+        if isinstance(exc, LabelTypeError) and exc.field is None:  # the model's error: name the event's field
+            exc = exc.for_field(self.config["label_field"])
         self.metrics.update_dead_letter(exc.reason)
         letter = dead_letter_record(record, exc, self.config["dead_letter_max_value_bytes"])
         self.dead_letters.send(orjson.dumps(letter), record.key)
@@ -456,6 +500,8 @@ class Engine:
         """The model's ``prequential_iter`` when the engine can hand it whole polls, else None."""
         many = getattr(model, "prequential_iter", None)
         if not callable(many) or self._emit_imputed:  # imputations are taken between predicting and learning
+            return None
+        if self._check_labels:  # the engine checks this model's label types, one event at a time
             return None
         return many
 

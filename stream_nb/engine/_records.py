@@ -22,9 +22,13 @@ the model *before* it learned the event (prequential). JSON object keys must be
 strings, so ``proba`` keys are :func:`label_key` of the label: a string label as
 is, an integer in decimal (``1`` -> ``"1"``), a boolean as ``"true"``/``"false"``,
 i.e. the label's JSON text unless it is already a string. ``prediction`` keeps
-the label's own JSON type. (Labels ``1`` and ``"1"`` therefore share a
-``proba`` key, and Python holds ``true == 1``: don't mix ``1``, ``"1"`` and
-``true`` as labels of one stream.)
+the label's own JSON type. Two labels of one JSON type never share a key, and
+one model's labels are all of one type: the first label learned fixes it, and
+a label of another type (``"1"`` after ``1``, ``true`` after ``1``: Python
+holds ``True == 1``) is dead-lettered as ``label_type_conflict`` naming both
+types. stream_nb's models enforce it
+(:class:`~stream_nb.exceptions.LabelTypeError`); for any other river
+classifier the engine does, from the first label it learns.
 
 Dead-letter record (one per rejected record)::
 
@@ -32,7 +36,8 @@ Dead-letter record (one per rejected record)::
      "error": "feature 'sky' must be ...",  # the human-readable message
      "field": "sky",                # offending field, or null
      "source": {...},               # Record.position
-     "size": 81,                    # length of the raw event in bytes
+     "size": 81,                    # length of the whole raw event in bytes (also when
+                                    # the source kept only a prefix: Record.size)
      "value": "{\\"sky\\": {}}"}      # the raw event as text when it is valid UTF-8,
                                     # or "value_b64": base64 of the bytes otherwise
 
@@ -79,6 +84,11 @@ class Record:
     next_position
         Where to resume *after* this record: the Kafka offset + 1, or the byte
         offset of the next line. Committed and snapshotted.
+    size
+        The length in bytes of the whole raw event when ``value`` holds only
+        its first bytes (a source that does not keep an overlong event in
+        memory); ``None``, the default, when ``value`` is the whole event. The
+        engine reports it in the event's ``oversize`` dead letter.
     """
 
     value: bytes
@@ -86,6 +96,7 @@ class Record:
     partition: str
     position: dict
     next_position: int
+    size: int | None = None
 
 
 class OutputRecord(typing.TypedDict, total=False):
@@ -156,15 +167,20 @@ def output_record(
 
 
 def dead_letter_record(record: Record, exc: InvalidEventError, max_value_bytes: int) -> DeadLetterRecord:
-    """The dead letter of ``record``, rejected with ``exc``; at most ``max_value_bytes`` of it copied."""
+    """The dead letter of ``record``, rejected with ``exc``; at most ``max_value_bytes`` of it copied.
+
+    ``size`` is the whole event's (:attr:`Record.size` when the source kept only
+    a prefix), and a value shorter than it is marked ``truncated``.
+    """
     raw = bytes(record.value)
     kept = raw[:max_value_bytes]
+    size = len(raw) if record.size is None else record.size
     letter: DeadLetterRecord = {
         "reason": exc.reason,
         "error": str(exc),
         "field": exc.field,
         "source": record.position,
-        "size": len(raw),
+        "size": size,
     }
     try:
         letter["value"] = kept.decode("utf-8")
@@ -174,6 +190,6 @@ def dead_letter_record(record: Record, exc: InvalidEventError, max_value_bytes: 
             letter["value"] = kept[: err.start].decode("utf-8", errors="replace")
         else:
             letter["value_b64"] = base64.b64encode(kept).decode("ascii")
-    if len(kept) < len(raw):
+    if len(kept) < size:
         letter["truncated"] = True
     return letter
