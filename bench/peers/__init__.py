@@ -164,10 +164,19 @@ def declare(events, nominal=None) -> tuple[list[Attribute], Attribute]:
     return attrs, Attribute("class", "nominal", tuple(classes))
 
 
+_ESCAPES = {"\\": "\\\\", "'": "\\'", '"': '\\"', "%": "\\%", "\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+
 def _arff_name(v) -> str:
-    """An ARFF name or nominal value, always single-quoted (so digits, spaces and commas are safe)."""
+    """An ARFF name or nominal value, quoted as Weka's ``Utils.quote`` does.
+
+    Single quotes around a string that is empty, ``?``, or holds a space, comma, brace or a
+    character that needs a backslash (``\\ ' " %``, tab, newline, carriage return).
+    """
     s = str(v)
-    return "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    if s == "" or s == "?" or any(ch in s for ch in " ,{}") or any(ch in s for ch in _ESCAPES):
+        return "'" + "".join(_ESCAPES.get(ch, ch) for ch in s) + "'"
+    return s
 
 
 def _arff_number(v) -> str:
