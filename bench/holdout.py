@@ -2,6 +2,8 @@
 
     python bench/holdout.py [--train 10000] [--test 10000] [--streams RandomTree,Agrawal,Bananas,Phishing]
 
+(``python bench/learners.py --part holdout`` prints the same table, and ``--part all`` includes it.)
+
 Each model learns the first ``--train`` events of a stream and predicts the next
 ``--test`` (river's Bananas and Phishing, which ship with river: the first half
 and the second half). The peers, from Maven Central jars (see ``bench/peers/``),
@@ -133,6 +135,26 @@ def run_stream(sname, train, test, skip_reason):
     return rows, acc
 
 
+def run(names, n_train=10000, n_test=10000):
+    """Print the holdout table for the streams ``names``; return issue 15's targets ``[(text, ok)]``."""
+    reason = peers.unavailable()
+    if reason:
+        print(f"{reason}\n")
+    print("| stream | train / test | learner | accuracy | configuration |")
+    print("|---|---|---|---:|---|")
+    targets = []
+    for sname in names:
+        train, test = split(sname, n_train, n_test)
+        rows, acc = run_stream(sname, train, test, reason)
+        for learner, a, note in rows:
+            print(f"| {sname} | {len(train):,} / {len(test):,} | {learner} | {a:.4f} | {note} |")
+        sys.stdout.flush()
+        if reason is None:
+            targets.append((f"TAN >= Weka BayesNet TAN in holdout on {sname}", acc["TAN"] >= acc["Weka TAN"]))
+            targets.append((f"AODE >= Weka AODE on MDL bins in holdout on {sname}", acc["AODE"] >= acc["Weka AODE"]))
+    return targets
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--train", type=int, default=10000, help="training events of a synthetic stream (default 10000)")
@@ -149,21 +171,7 @@ def main(argv=None):
     print("# Holdout accuracy beside Weka")
     print(f"python {platform.python_version()}, {platform.machine()}, command: python bench/holdout.py "
           f"--train {args.train} --test {args.test} --streams {','.join(names)}\n")
-    reason = peers.unavailable()
-    if reason:
-        print(f"{reason}\n")
-    print("| stream | train / test | learner | accuracy | configuration |")
-    print("|---|---|---|---:|---|")
-    targets = []
-    for sname in names:
-        train, test = split(sname, args.train, args.test)
-        rows, acc = run_stream(sname, train, test, reason)
-        for learner, a, note in rows:
-            print(f"| {sname} | {len(train):,} / {len(test):,} | {learner} | {a:.4f} | {note} |")
-        sys.stdout.flush()
-        if reason is None:
-            targets.append((f"TAN >= Weka BayesNet TAN on {sname}", acc["TAN"] >= acc["Weka TAN"]))
-            targets.append((f"AODE >= Weka AODE on MDL bins on {sname}", acc["AODE"] >= acc["Weka AODE"]))
+    targets = run(names, args.train, args.test)
     if targets:
         print("\n| target | result |")
         print("|---|---|")

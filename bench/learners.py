@@ -1,6 +1,6 @@
 """Prequential throughput and accuracy of stream_nb's learners beside river and scikit-learn.
 
-    python bench/learners.py [--events 20000] [--repeats 3] [--part all|prequential|learn_many|peers]
+    python bench/learners.py [--events 20000] [--repeats 3] [--part all|prequential|learn_many|peers|holdout]
                              [--jvm-repeats 15] [--jvm-warmup 5]
 
 Every stream is materialised before timing. Each model runs the prequential
@@ -39,6 +39,9 @@ unsmoothed and Weka smooths over every declared value and class; on numeric
 streams the Gaussians differ a little too: MOA's variance divides by n - 1,
 Weka rounds values to 0.01 when built on an empty header).
 
+Holdout (``--part holdout``, also in ``all``): ``bench/holdout.py``'s table,
+TAN and AODE beside Weka's BayesNet TAN and AODE on MDL bins (see there).
+
 The script prints markdown tables and, last, each target with PASS or FAIL.
 """
 
@@ -61,6 +64,7 @@ from sklearn.naive_bayes import CategoricalNB
 from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import holdout  # noqa: E402  (bench/holdout.py: TAN and AODE beside Weka's in holdout)
 import peers  # noqa: E402  (bench/peers/: the Java peers)
 
 STREAMS = {
@@ -142,7 +146,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=20000, help="events per stream (default 20000)")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per model, best counts (default 3)")
-    parser.add_argument("--part", choices=("all", "prequential", "learn_many", "peers"), default="all",
+    parser.add_argument("--part", choices=("all", "prequential", "learn_many", "peers", "holdout"), default="all",
                         help="which measurements to run (default all)")
     parser.add_argument("--jvm-repeats", type=int, default=15,
                         help="runs of each Java peer in its JVM (default 15)")
@@ -180,6 +184,11 @@ def main(argv=None):
         targets.append(("NaiveBayes.learn_many at least as fast as CategoricalNB.partial_fit", ours >= sk))
     if args.part in ("all", "peers"):
         targets += run_peers(args)
+    if args.part in ("all", "holdout"):
+        print("\nHoldout beside Weka (bench/holdout.py: the first 10,000 events train, the next 10,000 test; "
+              "river's Bananas and Phishing: first half, second half):\n")
+        targets += holdout.run(list(holdout.STREAMS))
+        print()
     for sname, res in results.items():
         river_best = max(res["river GaussianNB"][1], res["river BernoulliNB"][1])
         for m in ("stream_nb NaiveBayes", "stream_nb AODE", "stream_nb TAN", "stream_nb SPODE", "stream_nb KDB (k=2)"):
