@@ -137,7 +137,7 @@ def run_stream(sname, train, test, skip_reason):
 
 def run(names, n_train=10000, n_test=10000):
     """Print the holdout table for the streams ``names``; return issue 15's targets ``[(text, ok)]``."""
-    reason = peers.unavailable()
+    reason = peers.ready()
     if reason:
         print(f"{reason}\n")
     print("| stream | train / test | learner | accuracy | configuration |")

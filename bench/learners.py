@@ -308,7 +308,7 @@ def peer_stream(sname, events, args):
 
 def run_peers(args):
     """Issue 14's peers beside ours: events/s and accuracy tables; returns the targets to print."""
-    reason = peers.unavailable()
+    reason = peers.ready()
     if reason:
         print(f"\n{reason}\n")
         return []

@@ -31,8 +31,9 @@ cached under ``~/.cache/stream_nb/peers-<digest>/`` (``STREAM_NB_PEERS_CACHE``
 overrides), like the Kafka jars of ``deploy/kafka/kafka_local.py``. The three
 sets define the same ``weka.*`` classes, so each gets a JVM of its own and its
 own compiled copy of the harness (``javac`` at run time, cached by a digest of
-the sources). Without a JDK, or without Maven and no cached jars,
-:func:`unavailable` says why in one line and the callers skip the peers.
+the sources). Without a JDK, or without Maven and no cached jars, or when Maven
+cannot resolve the jars, :func:`ready` says why in one line and the callers
+skip the peers.
 
 ARFF declarations (:func:`declare`): a feature whose values are all ``int``,
 ``str`` or ``bool`` is nominal, one with a ``float`` numeric, unless the stream
@@ -88,6 +89,7 @@ __all__ = [
     "model_types",
     "prequential",
     "cut_points",
+    "ready",
     "unavailable",
     "write_arff",
 ]
@@ -295,6 +297,26 @@ def unavailable() -> str | None:
     if not all(_jars_ready(cache_dir() / name) for name in SETS) and not shutil.which("mvn"):
         return (f"Java peers skipped: the MOA and Weka jars are not cached in {cache_dir()} "
                 "and `mvn` is not on PATH to fetch them from Maven Central")
+    return None
+
+
+def ready() -> str | None:
+    """Fetch and compile every peer set now; ``None`` when they can run, else one line saying why not.
+
+    What went wrong in detail (Maven's or javac's output) goes to stderr.
+    """
+    reason = unavailable()
+    if reason:
+        return reason
+    try:
+        for name in SETS:
+            _compile(name, fetch(name))
+    except PeersUnavailable as exc:
+        first, _, rest = str(exc).partition("\n")
+        if rest:
+            _log(rest)
+            first = first.rstrip(":") + " (its output is on stderr)"
+        return f"Java peers skipped: {first}"
     return None
 
 
