@@ -14,7 +14,18 @@ import uuid
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 
+import connectors.jsonl
 from connectors import kafka as kc
+from connectors.kafka import transactional
+from stream_nb.engine import (
+    ConnectorModule,
+    HandlesRevocation,
+    JointConnectorModule,
+    Pausable,
+    Repositionable,
+    ReportsCommitted,
+    ResumesByPolicy,
+)
 from stream_nb.exceptions import CommitError, ConfigError
 
 # ----------------------------------------------------------------- no broker needed
@@ -81,6 +92,16 @@ def test_unreachable_broker_is_connector_unavailable_without_leaking_threads():
         assert isinstance(err.value, ConnectionError)
     time.sleep(0.2)
     assert threading.active_count() == before
+
+
+def test_connector_modules_and_the_kafka_source_declare_what_they_offer():
+    # the daemon tells the exactly-once module (one producer for all three) by its declared shape
+    assert isinstance(kc, ConnectorModule) and not isinstance(kc, JointConnectorModule)
+    assert isinstance(transactional, JointConnectorModule) and not isinstance(transactional, ConnectorModule)
+    assert isinstance(connectors.jsonl, ConnectorModule) and not isinstance(connectors.jsonl, JointConnectorModule)
+    for capability in (Pausable, ResumesByPolicy, HandlesRevocation, Repositionable, ReportsCommitted):
+        assert issubclass(kc.KafkaSource, capability), capability.__name__
+    assert not issubclass(connectors.jsonl.JsonLinesSource, ResumesByPolicy)
 
 
 # -------------------------------------------------------------------- helpers

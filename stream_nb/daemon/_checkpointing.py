@@ -3,8 +3,8 @@
 ``stream-nb run`` takes the snapshot flags (``--snapshot-dir`` and friends,
 defined in :mod:`stream_nb.settings`); :func:`check_settings` validates them and
 :func:`make_checkpointer` builds the engine's checkpointer from them: none,
-:class:`~stream_nb.engine._checkpoint.Checkpointer` (at-least-once outputs) or
-:class:`~stream_nb.engine._checkpoint.ExactlyOnceCheckpointer` (``--exactly-once``).
+:class:`~stream_nb.engine.Checkpointer` (at-least-once outputs) or
+:class:`~stream_nb.engine.ExactlyOnceCheckpointer` (``--exactly-once``).
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from __future__ import annotations
 import os
 import typing
 
+from .. import snapshots
 from .._checks import is_integer
-from ..engine._checkpoint import Checkpointer, ExactlyOnceCheckpointer, SnapshotStore
+from ..engine import Checkpointer, ExactlyOnceCheckpointer, NamedInput, ResumesByPolicy
 from ..exceptions import ConfigError
 
 __all__ = ["check_settings", "make_checkpointer", "transactional_id"]
@@ -52,13 +53,13 @@ def make_checkpointer(settings: dict[str, typing.Any], source: typing.Any, sink:
     directory = settings["snapshot_dir"]
     if not directory:
         return None
-    store = SnapshotStore(directory, keep=settings["snapshot_keep"])
+    store = snapshots.SnapshotStore(directory, keep=settings["snapshot_keep"])
     store.open()
-    kafka = hasattr(source, "set_resume_policy")
+    kafka = isinstance(source, ResumesByPolicy)
     if kafka:
         info = {"kind": "kafka", "topic": settings["input_topic"], "group_id": settings["group_id"] or "stream-nb"}
     else:
-        path = getattr(source, "partition", None)
+        path = source.partition if isinstance(source, NamedInput) else None
         info = {"kind": "jsonl", "path": path,
                 "realpath": os.path.realpath(path) if path not in (None, "stdin") else None}
     if settings["exactly_once"]:

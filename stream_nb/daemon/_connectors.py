@@ -16,9 +16,10 @@ import stat
 import threading
 import typing
 
-from ..engine._checkpoint import SnapshotStore
+from ..engine import JointConnectorModule
 from ..exceptions import ConfigError
 from ..settings import BY_NAME, JSONL_SETTINGS, KAFKA_SETTINGS
+from ..snapshots import SnapshotStore
 from ._checkpointing import transactional_id
 
 __all__ = ["KAFKA_LOGGER", "ConnectorPlan", "check_output_files", "close_all", "connector_plan", "start_connectors"]
@@ -132,7 +133,7 @@ def connector_plan(settings: dict[str, typing.Any]) -> ConnectorPlan:
     module = "connectors.kafka"
     if settings["exactly_once"]:  # one transactional producer for outputs, dead letters and offsets
         config["transactional_id"] = transactional_id(settings)
-        module = "connectors.transactional_kafka"
+        module = "connectors.kafka.transactional"
     return ConnectorPlan(
         module=module,
         source=config,
@@ -172,7 +173,7 @@ def start_connectors(plan: ConnectorPlan, settings: dict[str, typing.Any], stop:
         made: list[typing.Any] = []
         try:
             with _QuietLibraries():
-                if hasattr(module, "make_connectors"):  # all three at once (exactly-once: one producer)
+                if isinstance(module, JointConnectorModule):  # all three at once (exactly-once: one producer)
                     made.extend(module.make_connectors(plan.source))
                 else:
                     made.append(module.make_source(plan.source))

@@ -21,7 +21,7 @@ import orjson
 
 from .. import __version__
 from .._console import silence_stdout
-from ..engine import Engine, check_config
+from ..engine import CountsBlankLines, Engine, check_config
 from ..exceptions import ConfigError, StreamNBError
 from ..ops import Operations, configure_logging
 from ..settings import add_arguments, resolve_settings
@@ -156,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
         model = build_model(settings)
         check_snapshot_settings(settings, kafka=plan.module != "connectors.jsonl")
         # metrics and health endpoints, log summaries
-        ops = Operations.from_settings(settings, model_name=config["model_name"], kafka=plan.module.endswith("kafka"))
+        ops = Operations.from_settings(settings, model_name=config["model_name"], kafka=plan.module != "connectors.jsonl")
     except (ConfigError, ValueError, TypeError) as exc:
         log.error("%s", exc)
         return 2
@@ -213,9 +213,8 @@ def run(args: argparse.Namespace) -> int:
             if checkpointer is not None:
                 checkpointer.store.close()
         summary = engine.status()
-        blank = getattr(source, "blank_lines", None)
-        if blank is not None:
-            summary["blank_lines"] = blank
+        if isinstance(source, CountsBlankLines):
+            summary["blank_lines"] = source.blank_lines
         log.log(logging.INFO if status == 0 else logging.ERROR, "%s; metrics %s", how, orjson.dumps(summary).decode(),
                 extra={"event": "shutdown", "how": how, "exit_status": status, "metrics": summary})
         return status

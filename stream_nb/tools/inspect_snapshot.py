@@ -13,7 +13,7 @@ and when it was written. A file that fails a check prints
 ...     model.learn_one(x, y)
 >>> path = os.path.join(tempfile.mkdtemp(), "tan.snb")
 >>> _ = stream_nb.save(model, path)
->>> info = describe(stream_nb._snapshot.read(path))
+>>> info = describe(stream_nb.snapshots.read(path))
 >>> info["model"]["type"], info["model"]["classes"], info["model"]["events_learned"]
 ('TAN', ['yes', 'no'], 2.0)
 >>> info["model"]["tree"]
@@ -28,14 +28,14 @@ import typing
 
 import orjson
 
-from .. import _snapshot
+from .. import snapshots
 from ..exceptions import SnapshotError
 from .._console import pipe_safe
 
 __all__ = ["describe", "run_inspect", "add_subcommand"]
 
 
-def describe(snap: _snapshot.SnapshotFile) -> dict[str, typing.Any]:
+def describe(snap: snapshots.SnapshotFile) -> dict[str, typing.Any]:
     """What ``stream-nb snapshot inspect --json`` prints for a verified snapshot."""
     model = snap.model()
     meta = snap.meta
@@ -135,7 +135,7 @@ def _text(info: dict[str, typing.Any]) -> str:
 def run_inspect(args: argparse.Namespace) -> int:
     """``stream-nb snapshot inspect``: 0, or 2 with one error line naming the file and the reason."""
     try:
-        info = describe(_snapshot.read(args.path))
+        info = describe(snapshots.read(args.path))
     except SnapshotError as exc:
         print(f"stream-nb: error: {exc}", file=sys.stderr)
         return 2

@@ -6,7 +6,6 @@ and :class:`BadRow` items, decoded as :mod:`stream_nb.tools.evaluate` describes.
 
 from __future__ import annotations
 
-import codecs
 import csv
 import dataclasses
 import inspect
@@ -19,7 +18,7 @@ import typing
 import numpy as np
 
 from ..._checks import is_integer
-from ...engine import EventDecoder, validate_label
+from ...engine import BOM, EventDecoder, validate_label
 from ...exceptions import ConfigError, InvalidEventError
 
 __all__ = [
@@ -120,7 +119,7 @@ def _jsonl_items(lines: typing.Iterable[bytes], name: str, decoder: EventDecoder
             if limit is not None and taken >= limit:
                 return
             content = line.strip()
-            if not content or content == codecs.BOM_UTF8:  # a lone byte order mark is no event either
+            if not content or content == BOM:  # a lone byte order mark is no event either
                 src.blank_lines += 1
                 continue
             where = f"{name} line {number}"
@@ -283,8 +282,8 @@ def open_events(
     if source == "-":
         raw = stdin if stdin is not None else sys.stdin.buffer
         data = raw.read()
-        if data.startswith(codecs.BOM_UTF8):  # a byte order mark is no part of the text (a CSV header, the first event)
-            data = data[len(codecs.BOM_UTF8):]
+        if data.startswith(BOM):  # a byte order mark is no part of the text (a CSV header, the first event)
+            data = data[len(BOM):]
         if fmt is None:
             fmt = "jsonl" if data.lstrip()[:1] == b"{" else "csv"
         name, total = "stdin", data.count(b"\n") + (not data.endswith(b"\n") and bool(data))
