@@ -99,6 +99,18 @@ class Transaction:
             raise
         return producer
 
+    def _live(self) -> KafkaProducer:
+        """The producer; a new registered one when a failed abort could not replace the last one.
+
+        A broker that stays down past ``bootstrap_timeout_ms`` makes :meth:`abort`
+        raise with no producer left; the next send or commit registers again
+        (aborting on the broker what the lost producer left open) instead of
+        failing on the missing producer.
+        """
+        if self._producer is None:
+            self._producer = self._new_producer()
+        return self._producer
+
     def _complete(self, what: str, start: str, *args) -> None:
         """Run a transactional request and wait for it, at most ``max_block_ms``.
 
@@ -108,7 +120,7 @@ class Transaction:
         the producer's transaction manager, wakes its sender while waiting, and
         raises ``KafkaTimeoutError`` past the bound.
         """
-        producer = self._producer
+        producer = self._live()
         manager = getattr(producer, "_transaction_manager", None)
         sender = getattr(producer, "_sender", None)
         if manager is None or sender is None or not hasattr(manager, start):  # another kafka-python: no bound
@@ -132,7 +144,7 @@ class Transaction:
         if self._failed:
             raise self._error(topic)
         if not self._in_transaction:
-            self._producer.begin_transaction()
+            self._live().begin_transaction()
             self._in_transaction = True
         try:
             future = self._producer.send(topic, value=value, key=key)
@@ -145,7 +157,7 @@ class Transaction:
 
     def flush(self, topic: str = "outputs") -> None:
         """Wait for every record sent; :class:`~connectors.kafka.DeliveryError` if any failed."""
-        if not self._closed:
+        if not self._closed and self._producer is not None:
             self._producer.flush(timeout=self._block_s)
         if self._failed:
             raise self._error(topic)
@@ -153,7 +165,7 @@ class Transaction:
     def commit(self, positions: dict[str, int], metadata: str = "") -> None:
         """Add the offsets of ``positions`` (assigned partitions) to the transaction and commit it."""
         if not self._in_transaction:
-            self._producer.begin_transaction()
+            self._live().begin_transaction()
             self._in_transaction = True
         offsets = self.source.transaction_offsets(positions, metadata)
         if offsets:
@@ -185,6 +197,7 @@ class Transaction:
                     old.close(timeout=0)
                 except Exception:  # noqa: BLE001 - the old producer is broken anyway
                     log.debug("closing the old transactional producer failed", exc_info=True)
+                self._in_transaction = False  # whatever happens next, the old transaction is gone with its producer
                 self._producer = self._new_producer()
             self._in_transaction = False
         self.aborts += 1
@@ -206,6 +219,8 @@ class Transaction:
         if self._users > 0 or self._closed:
             return
         self._closed = True
+        if self._producer is None:  # a failed abort left none: nothing is open
+            return
         try:
             if self._in_transaction:
                 self._producer.abort_transaction()
