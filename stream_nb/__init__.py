@@ -1,7 +1,7 @@
 """stream_nb: streaming Bayesian classifiers that learn from every event.
 
 The learners are river classifiers over one shared store of additive
-sufficient statistics (:mod:`stream_nb._stats`):
+sufficient statistics (:mod:`stream_nb.stats`):
 
 - :class:`NaiveBayes`: categorical counts with Lidstone smoothing, Gaussian numeric features;
 - :class:`AODE`: averaged one-dependence estimators;
@@ -15,11 +15,7 @@ sufficient statistics (:mod:`stream_nb._stats`):
 from __future__ import annotations
 
 from . import exceptions
-from .aode import AODE
-from .kdb import KDB
-from .naive_bayes import NaiveBayes
-from .spode import SPODE
-from .tan import TAN
+from .learners import AODE, KDB, SPODE, TAN, NaiveBayes
 
 __all__ = ["NaiveBayes", "AODE", "TAN", "SPODE", "KDB", "exceptions"]
 __version__ = "0.1.0"

@@ -457,7 +457,7 @@ def _model_classes() -> dict[str, type]:
     """The model classes a snapshot may name: stream_nb's exported classifiers."""
     import stream_nb
 
-    from ._base import BayesClassifier
+    from .learners import BayesClassifier
 
     out = {}
     for name in stream_nb.__all__:

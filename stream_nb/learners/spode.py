@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..stats import Encoded
 from ._base import StructuredClassifier, logsumexp
 from .aode import _check_binning, mixture_posterior, one_dependence_estep, spode_terms
 
@@ -199,8 +200,6 @@ class SPODE(StructuredClassifier):
         s = self._stats
         if self._parent_index() is None or not s.n_classes:
             return self._naive_jll_many(D, dfeats, G, gslots)
-        from ._stats import Encoded
-
         out = np.empty((len(D), s.n_classes))
         for r in range(len(D)):
             obs = D[r] >= 0

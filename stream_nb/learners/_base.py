@@ -1,6 +1,6 @@
 """What every stream_nb classifier shares: the template around one store of counts.
 
-A model is a view of a :class:`~stream_nb._stats.Stats`. Subclasses say how
+A model is a view of a :class:`~stream_nb.stats.Stats`. Subclasses say how
 their statistics are kept (``_pairs``, ``_numeric``) and how a class's joint
 log-likelihood is read off them (``_jll`` for one event, ``_jll_many`` for a
 batch). Everything else lives here once: learning one event or a batch,
@@ -16,9 +16,8 @@ import numpy as np
 import pandas as pd
 from river import base
 
-from ._running import exclusive_counts, naive_terms, running_moments
-from ._stats import GAUSS, Encoded, Stats, gaussian_loglik
-from .exceptions import ConfigError, InvalidEventError, MergeError
+from ..exceptions import ConfigError, InvalidEventError, MergeError
+from ..stats import GAUSS, Encoded, Stats, exclusive_counts, gaussian_loglik, naive_terms, running_moments
 
 __all__ = ["BayesClassifier", "StructuredClassifier", "logsumexp"]
 
@@ -483,7 +482,7 @@ class BayesClassifier(base.MiniBatchClassifier):
 
         Models with a vectorised path (NaiveBayes, TAN) score and learn each run of
         events that only changes counts in one pass, with the running counts
-        every event would have seen (see :mod:`stream_nb._running`).
+        every event would have seen (see :mod:`stream_nb.stats._running`).
 
         Returns one ``(prediction, proba)`` or error per event.
 
@@ -538,7 +537,7 @@ class BayesClassifier(base.MiniBatchClassifier):
 
     def _run_terms(self, D: np.ndarray, yc: np.ndarray, C: int) -> np.ndarray:
         """(rows, C): the discrete attributes' log-likelihood terms of each row of a run, under the
-        counts each row would have seen (see :mod:`stream_nb._running`); here naive Bayes' terms."""
+        counts each row would have seen (see :mod:`stream_nb.stats._running`); here naive Bayes' terms."""
         return naive_terms(self._stats, D, yc, C, self._alpha)
 
     def _prequential_run(self, xs: list, ys: list, start: int, out: list) -> int:

@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._base import BayesClassifier
-from .exceptions import ConfigError
+from ..exceptions import ConfigError
 
 __all__ = ["NaiveBayes"]
 

@@ -60,8 +60,8 @@ import typing
 import numpy as np
 import pandas as pd
 
+from ..exceptions import CapacityError, ConfigError, FeatureTypeError, InvalidEventError, MergeError
 from ._discretise import Discretiser
-from .exceptions import CapacityError, ConfigError, FeatureTypeError, InvalidEventError, MergeError
 
 __all__ = ["Stats", "Encoded", "CAT", "GAUSS", "BINNED", "gaussian_loglik"]
 
@@ -233,7 +233,7 @@ class Stats:
     numeric
         ``"gaussian"``: numeric features keep per-class Gaussian moments (naive
         Bayes). ``"bins"``: numeric features are discretised (see
-        :mod:`stream_nb._discretise`) and counted like categories.
+        :mod:`stream_nb.stats._discretise`) and counted like categories.
     types
         Optional ``{feature: "categorical" | "numeric"}`` overriding the
         inference from the first value (str, bool, int: categorical; float: numeric).
@@ -955,7 +955,7 @@ class Stats:
         changes no schema, only counts; with ``complete`` every discrete
         feature is observed too.
         A run of plain events can therefore be scored and learned with
-        running counts (see :mod:`stream_nb._running`). The first event that
+        running counts (see :mod:`stream_nb.stats._running`). The first event that
         is not plain (a new feature, value or class, a missing value under
         EM, a bad value) ends the run; the caller handles it one at a time,
         where the usual checks raise the usual errors.

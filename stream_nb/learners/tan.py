@@ -4,9 +4,8 @@ import math
 
 import numpy as np
 
-from ._running import tree_terms
+from ..stats import GAUSS, tree_terms
 from ._base import StructuredClassifier, logsumexp
-from ._stats import GAUSS
 from .aode import _check_binning, one_dependence_estep
 
 __all__ = ["TAN", "conditional_mutual_information", "mutual_information_with_class", "maximum_spanning_tree"]
@@ -137,7 +136,7 @@ class TAN(StructuredClassifier):
     :class:`~stream_nb.AODE`.
 
     EM (``missing="em"``) fills the pair counts as AODE does
-    (:func:`~stream_nb.aode.one_dependence_estep`): every pair table is a
+    (:func:`~stream_nb.learners.aode.one_dependence_estep`): every pair table is a
     candidate conditional P̂(x_j | c, x_p) for the next tree, and each is
     filled under the one-dependence model that owns it, with parameters from
     the observed-only counts; so the imputed counts do not depend on the

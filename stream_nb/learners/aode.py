@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._base import BayesClassifier, logsumexp, naive_bayes_blocks
-from .exceptions import ConfigError
+from ..exceptions import ConfigError
 
 __all__ = ["AODE", "spode_terms", "one_dependence_estep", "mixture_posterior"]
 
@@ -34,7 +34,7 @@ class AODE(BayesClassifier):
 
     Numeric (``float``) features are discretised online into ``bins``
     equal-frequency bins whose edges are chosen from the first ``warmup``
-    values and then never move (see :mod:`stream_nb._discretise`); until then
+    values and then never move (see :mod:`stream_nb.stats._discretise`); until then
     the feature counts as missing.
 
     Parameters

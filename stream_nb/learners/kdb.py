@@ -7,7 +7,7 @@ import numpy as np
 
 from ._base import StructuredClassifier, _normalise, logsumexp
 from .aode import _check_binning
-from .exceptions import ConfigError
+from ..exceptions import ConfigError
 from .tan import conditional_mutual_information, mutual_information_with_class
 
 __all__ = ["KDB"]
