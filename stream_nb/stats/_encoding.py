@@ -1,0 +1,195 @@
+"""One event as indices into the store: for prediction (never changes anything) and for learning.
+
+Learning validates the whole event first, then registers its new features and
+values and feeds the discretisers, so a bad value anywhere leaves the store
+untouched.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._checks import is_integer
+from ..exceptions import InvalidEventError
+from ._values import BINNED, CAT, EMPTY_FLOAT, EMPTY_INT, GAUSS, PROMOTE, Encoded, categorical_value, is_nan, numeric_value
+
+__all__ = ["Encoding"]
+
+
+class Encoding:
+    """Event encoding of a :class:`~stream_nb.stats.Stats` (a part of it, not used alone)."""
+
+    def encode(self, x: dict) -> Encoded:
+        """Indices of ``x`` for prediction; never changes the counts.
+
+        Features never learned are ignored; a value never seen maps to column 0.
+        """
+        # Fast path: every value categorical and already known; the features
+        # are then read off the columns. Anything else takes the full loop.
+        cat = self._cat_values
+        cols = []
+        try:
+            for name, v in x.items():
+                cols.append(cat[name][v])
+        except (KeyError, TypeError):
+            return self._encode(x)
+        if cols:
+            c = np.array(cols, dtype=np.int64)
+            enc = Encoded(c, self.value_feature[c], EMPTY_INT, EMPTY_FLOAT, False)
+        else:
+            enc = Encoded(EMPTY_INT, EMPTY_INT, EMPTY_INT, EMPTY_FLOAT, False)
+        self._last = (tuple(x.items()), enc)
+        return enc
+
+    def _encode(self, x: dict) -> Encoded:
+        lookup = self._lookup
+        cols, feats, gs, gx = [], [], [], []
+        reusable = True  # learning x would need nothing new
+        unseen = False
+        for name, v in x.items():
+            e = lookup.get(name)
+            if e is None:
+                if v is not None and not is_nan(v):
+                    reusable = False
+                continue
+            kind, f, vals, g, d = e
+            if kind == CAT:
+                try:
+                    col = vals.get(v)
+                except TypeError:
+                    categorical_value(name, v)
+                    raise
+                if col is None:
+                    if categorical_value(name, v) is None:
+                        continue
+                    col, unseen = 0, True
+                cols.append(col)
+                feats.append(f)
+                continue
+            fv = numeric_value(name, v)
+            if fv is None:
+                continue
+            if kind == GAUSS:
+                gs.append(g)
+                gx.append(fv)
+                continue
+            if d.edges is None:
+                reusable = False
+                continue
+            col = vals.get(d.bin(fv))
+            if col is None:
+                col, unseen = 0, True
+            cols.append(col)
+            feats.append(f)
+        enc = Encoded(
+            np.array(cols, dtype=np.int64) if cols else EMPTY_INT,
+            np.array(feats, dtype=np.int64) if feats else EMPTY_INT,
+            np.array(gs, dtype=np.int64) if gs else EMPTY_INT,
+            np.array(gx, dtype=float) if gx else EMPTY_FLOAT,
+            unseen,
+        )
+        self._last = (tuple(x.items()), enc) if reusable and not unseen else None
+        return enc
+
+    def _plan(self, x: dict):
+        """Validate ``x`` completely, without changing anything.
+
+        Returns the known columns and the work still to do (new features, new
+        values, numeric values to bin) so that a bad value anywhere in ``x``
+        leaves the store untouched.
+        """
+        lookup = self._lookup
+        cols, feats, gs, gx = [], [], [], []
+        todo = []  # (name, f or None, kind, value) still needing allocation or binning
+        for name, v in x.items():
+            e = lookup.get(name)
+            if e is not None:
+                kind, f, vals, g, d = e
+                if kind == CAT:
+                    try:
+                        col = vals.get(v)
+                    except TypeError:
+                        categorical_value(name, v)
+                        raise
+                    if col is not None:
+                        cols.append(col)
+                        feats.append(f)
+                        continue
+                    v = categorical_value(name, v)
+                    if v is not None:
+                        todo.append((name, f, PROMOTE if self._promotes(f, v) else CAT, v))
+                    continue
+                fv = numeric_value(name, v)
+                if fv is None:
+                    continue
+                if kind == GAUSS:
+                    gs.append(g)
+                    gx.append(fv)
+                else:
+                    todo.append((name, f, BINNED, fv))
+                continue
+            if v is None or is_nan(v):
+                continue
+            k = self._kind_for(name, v)
+            v = categorical_value(name, v) if k == CAT else numeric_value(name, v)
+            if v is not None:
+                todo.append((name, None, k, v))
+        return cols, feats, gs, gx, todo
+
+    def _check_label(self, y):
+        if y is None or is_nan(y):
+            raise InvalidEventError("the label is missing (None or NaN)", reason="bad_label")
+        try:
+            hash(y)
+        except TypeError:
+            raise InvalidEventError(
+                f"the label must be a hashable class (str, int, bool), got {type(y).__name__}",
+                reason="bad_label",
+            ) from None
+
+    def encode_learn(self, x: dict, y=None) -> Encoded:
+        """Indices of ``x`` for learning: validates all of ``x`` first, then
+        registers new features and values and feeds the discretisers.
+
+        ``y``, when given, is the event's label: a t-way table checks it has
+        room for a new class as well before anything changes.
+        """
+        last = self._last
+        if last is not None:
+            self._last = None
+            if last[0] == tuple(x.items()):
+                if y is not None and self.tuples:
+                    self._check_room(0, y not in self.class_index)
+                return last[1]
+        cols, feats, gs, gx, todo = self._plan(x)
+        if self.tuples:
+            self._check_room(len(todo), y is not None and y not in self.class_index)
+        for name, f, k, v in todo:
+            if k == PROMOTE:
+                self.promote(f)
+                k = self.kinds[f]
+                if k == GAUSS:
+                    gs.append(self.gslot[f])
+                    gx.append(v)
+                    continue
+            if f is None:
+                f = self._add_feature(name, k, from_int=k == CAT and name not in self.types and is_integer(v))
+                if k == GAUSS:
+                    gs.append(self.gslot[f])
+                    gx.append(v)
+                    continue
+            if k == BINNED:
+                v = self.disc[f].bin_or_buffer(v)
+                if v is None:
+                    continue
+            col = self.values[f].get(v)
+            if col is None:
+                col = self._add_value(f, v)
+            cols.append(col)
+            feats.append(f)
+        return Encoded(
+            np.array(cols, dtype=np.int64) if cols else EMPTY_INT,
+            np.array(feats, dtype=np.int64) if feats else EMPTY_INT,
+            np.array(gs, dtype=np.int64) if gs else EMPTY_INT,
+            np.array(gx, dtype=float) if gx else EMPTY_FLOAT,
+        )
