@@ -5,9 +5,10 @@ Public names only; the modules behind them are private.
 
 from __future__ import annotations
 
+from ..stats import validate_label  # the label rule lives with the count store
 from ._config import configure
 from ._engine import DEFAULT_CONFIG, Engine, check_config, label_key
-from ._events import Event, EventDecoder, validate_label
+from ._events import Event, EventDecoder
 from ._flow import FlowControl
 from ._io import Record, Sink, Source
 from ._metrics import PrequentialMetrics

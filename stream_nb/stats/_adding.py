@@ -58,9 +58,8 @@ class Adding:
 
     def learn_one(self, x: dict, y, w: float = 1.0) -> None:
         """Count one labeled event's observed values."""
-        self._check_label(y)
-        enc = self.encode_learn(x)
-        self.add(enc, self.class_of(y), w)
+        enc, c = self.encode_labeled(x, y)
+        self.add(enc, c, w)
 
     def add_expected(self, c: int, w: float, u: np.ndarray, m: np.ndarray, feats_u: np.ndarray, J=None) -> None:
         """Add one event of class ``c`` whose values are known only in expectation (EM's M-step).

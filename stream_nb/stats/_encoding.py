@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._checks import is_integer
-from ..exceptions import InvalidEventError
+from ._labels import check_label
 from ._values import BINNED, CAT, EMPTY_FLOAT, EMPTY_INT, GAUSS, PROMOTE, Encoded, categorical_value, is_nan, numeric_value
 
 __all__ = ["Encoding"]
@@ -23,6 +23,8 @@ class Encoding:
         """Indices of ``x`` for prediction; never changes the counts.
 
         Features never learned are ignored; a value never seen maps to column 0.
+        When learning ``x`` would need nothing new, the encoding carries the
+        store's ``epoch``: :meth:`encode_learn` can then take it as is.
         """
         # Fast path: every value categorical and already known; the features
         # are then read off the columns. Anything else takes the full loop.
@@ -35,11 +37,8 @@ class Encoding:
             return self._encode(x)
         if cols:
             c = np.array(cols, dtype=np.int64)
-            enc = Encoded(c, self.value_feature[c], EMPTY_INT, EMPTY_FLOAT, False)
-        else:
-            enc = Encoded(EMPTY_INT, EMPTY_INT, EMPTY_INT, EMPTY_FLOAT, False)
-        self._last = (tuple(x.items()), enc)
-        return enc
+            return Encoded(c, self.value_feature[c], EMPTY_INT, EMPTY_FLOAT, False, self.epoch)
+        return Encoded(EMPTY_INT, EMPTY_INT, EMPTY_INT, EMPTY_FLOAT, False, self.epoch)
 
     def _encode(self, x: dict) -> Encoded:
         lookup = self._lookup
@@ -81,15 +80,14 @@ class Encoding:
                 col, unseen = 0, True
             cols.append(col)
             feats.append(f)
-        enc = Encoded(
+        return Encoded(
             np.array(cols, dtype=np.int64) if cols else EMPTY_INT,
             np.array(feats, dtype=np.int64) if feats else EMPTY_INT,
             np.array(gs, dtype=np.int64) if gs else EMPTY_INT,
             np.array(gx, dtype=float) if gx else EMPTY_FLOAT,
             unseen,
+            self.epoch if reusable and not unseen else -1,
         )
-        self._last = (tuple(x.items()), enc) if reusable and not unseen else None
-        return enc
 
     def _plan(self, x: dict):
         """Validate ``x`` completely, without changing anything.
@@ -136,31 +134,20 @@ class Encoding:
                 todo.append((name, None, k, v))
         return cols, feats, gs, gx, todo
 
-    def _check_label(self, y):
-        if y is None or is_nan(y):
-            raise InvalidEventError("the label is missing (None or NaN)", reason="bad_label")
-        try:
-            hash(y)
-        except TypeError:
-            raise InvalidEventError(
-                f"the label must be a hashable class (str, int, bool), got {type(y).__name__}",
-                reason="bad_label",
-            ) from None
-
-    def encode_learn(self, x: dict, y=None) -> Encoded:
+    def encode_learn(self, x: dict, y=None, known: Encoded | None = None) -> Encoded:
         """Indices of ``x`` for learning: validates all of ``x`` first, then
         registers new features and values and feeds the discretisers.
 
         ``y``, when given, is the event's label: a t-way table checks it has
-        room for a new class as well before anything changes.
+        room for a new class as well before anything changes. ``known`` is
+        ``x``'s encoding for prediction (:meth:`encode`) when the caller has
+        it: when learning ``x`` needs nothing new (``known.epoch`` is the
+        store's epoch), it is the learning encoding too and ``x`` is not read again.
         """
-        last = self._last
-        if last is not None:
-            self._last = None
-            if last[0] == tuple(x.items()):
-                if y is not None and self.tuples:
-                    self._check_room(0, y not in self.class_index)
-                return last[1]
+        if known is not None and known.epoch == self.epoch:
+            if y is not None and self.tuples:
+                self._check_room(0, y not in self.class_index)
+            return known
         cols, feats, gs, gx, todo = self._plan(x)
         if self.tuples:
             self._check_room(len(todo), y is not None and y not in self.class_index)
@@ -193,3 +180,13 @@ class Encoding:
             np.array(gs, dtype=np.int64) if gs else EMPTY_INT,
             np.array(gx, dtype=float) if gx else EMPTY_FLOAT,
         )
+
+    def encode_labeled(self, x: dict, y, known: Encoded | None = None) -> tuple[Encoded, int]:
+        """Check the label ``y`` (:func:`~stream_nb.stats.check_label`), encode ``x`` for learning
+        (:meth:`encode_learn`, with ``known`` as there), then register the class if it is new.
+
+        Returns ``(encoding, class index)``; a bad label or value raises before anything changes.
+        """
+        check_label(y)
+        enc = self.encode_learn(x, y, known)
+        return enc, self.class_of(y)

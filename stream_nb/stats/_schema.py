@@ -13,6 +13,7 @@ import numpy as np
 
 from ..exceptions import CapacityError
 from ._discretise import Discretiser
+from ._labels import check_label
 from ._values import BINNED, CAT, EMPTY_INT, GAUSS, TWINNED, Encoded
 
 __all__ = ["ObservedView", "Schema"]
@@ -211,9 +212,10 @@ class Schema:
         return c
 
     def class_of(self, y) -> int:
+        """The index of class ``y``, registering it if new (:func:`~stream_nb.stats.check_label` first)."""
         c = self.class_index.get(y)
         if c is None:
-            self._check_label(y)
+            check_label(y)
             c = self._add_class(y)
         return c
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..exceptions import ConfigError
+from .._checks import check_choice
 from ._adding import Adding
 from ._discretise import Discretiser
 from ._encoding import Encoding
@@ -65,8 +65,7 @@ class Stats(Schema, Promotion, Encoding, Frames, Adding, GaussianMoments, Mergin
         max_table_cells: int | None = None,
         observed: bool = False,
     ):
-        if numeric not in ("gaussian", "bins"):
-            raise ConfigError(f"numeric: expected 'gaussian' or 'bins', got {numeric!r}")
+        check_choice("numeric", numeric, ("gaussian", "bins"))
         self.pairs = bool(pairs)
         # tuples = t >= 3: also keep t-way class-conditional counts (KDB with k = t - 1 parents)
         self.tuples = int(tuples)
@@ -103,9 +102,6 @@ class Stats(Schema, Promotion, Encoding, Frames, Adding, GaussianMoments, Mergin
         self.epoch = 0
         # bumped by every change of a count: (epoch, version) keys anything derived from the counts
         self.version = 0
-        # (items of x, encoding) of the last event encoded for prediction, when learning it
-        # would need no new feature or value: the prequential loop then encodes each event once
-        self._last = None
         self._cache: dict = {}  # derived lookups, each tagged with the epoch it was computed at
         # arrays, allocated with spare capacity
         self._cap = (0, 0, 0, 0)
@@ -113,6 +109,5 @@ class Stats(Schema, Promotion, Encoding, Frames, Adding, GaussianMoments, Mergin
 
     def __getstate__(self):
         state = self.__dict__.copy()
-        state["_last"] = None
         state["_cache"] = {}
         return state

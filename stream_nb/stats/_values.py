@@ -19,7 +19,7 @@ from ..exceptions import ConfigError, FeatureTypeError
 
 __all__ = [
     "BINNED", "CAT", "EMPTY_FLOAT", "EMPTY_INT", "GAUSS", "KIND_NAMES", "PROMOTE", "TWINNED", "Encoded",
-    "categorical_value", "check_types", "hashable", "is_nan", "number_column", "numeric_value", "short_repr",
+    "categorical_value", "check_types", "describe_type", "hashable", "is_nan", "number_column", "numeric_value", "short_repr",
 ]
 
 #: the count arrays that EM adds expected counts to, and that ``observed=True`` keeps twice
@@ -40,6 +40,30 @@ class Encoded(typing.NamedTuple):
     gslots: np.ndarray  # Gaussian slot of each observed numeric feature
     gx: np.ndarray  # its value
     unseen: bool = False  # some value was never seen (column 0)
+    #: the store's epoch when this prediction encoding was made, if learning the event would need
+    #: nothing new (no new feature or value): it is then the learning encoding too (-1: it is not)
+    epoch: int = -1
+
+
+def describe_type(value) -> str:
+    """How a value is named in error messages: its JSON type ("an object", "a float", ...), else its Python type.
+
+    >>> describe_type({}), describe_type(True), describe_type(1.5), describe_type(b"x")
+    ('an object', 'a boolean', 'a float', 'bytes')
+    """
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a float"
+    if isinstance(value, str):
+        return "a string"
+    return type(value).__name__
 
 
 def is_nan(v) -> bool:
