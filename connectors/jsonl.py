@@ -11,13 +11,15 @@ number>, "byte": <offset of the line's first byte>}`` and
 newline (``\\n`` or ``\\r\\n``) is not part of ``Record.value``. A last line
 without a newline is still an event.
 
-Blank lines (only spaces, tabs, ``\\r``) are not events: they are skipped and
-counted in :attr:`JsonLinesSource.blank_lines`, which ``stream-nb`` reports in
-its final summary. A line longer than ``max_line_bytes`` is not held in memory:
-its first ``max_line_bytes + 1`` bytes become the record's value, the rest of the
-line is skipped, and the engine dead-letters it as ``oversize`` as long as
-``max_line_bytes`` is at least the engine's ``max_event_bytes`` (``stream-nb``
-sets them equal).
+Blank lines (only spaces, tabs, ``\\r``, or a lone UTF-8 byte order mark) are
+not events: they are skipped and counted in :attr:`JsonLinesSource.blank_lines`,
+which ``stream-nb`` reports in its final summary. (A byte order mark before an
+event is left in ``Record.value``: the engine's decoder ignores it.) A line
+longer than ``max_line_bytes`` is not held in memory: its first
+``max_line_bytes + 1`` bytes become the record's value, the rest of the line is
+skipped, ``Record.size`` is the length of the whole line, and the engine
+dead-letters it as ``oversize`` with that size as long as ``max_line_bytes`` is
+at least the engine's ``max_event_bytes`` (``stream-nb`` sets them equal).
 
 :meth:`~JsonLinesSource.poll` waits at most ``timeout`` seconds (POSIX
 ``select``), so a slow pipe never blocks the engine's stop check.
@@ -87,6 +89,7 @@ SINK_DEFAULT_CONFIG: dict[str, typing.Any] = {
 }
 
 _BLANK = b" \t\r"
+_BOM = b"\xef\xbb\xbf"  # UTF-8 byte order mark
 
 log = logging.getLogger(__name__)
 
@@ -145,6 +148,7 @@ class JsonLinesSource:
         self._eof = False
         self._exhausted = False
         self._cut: tuple[bytes, int] | None = None  # (kept prefix, start offset) of an overlong line
+        self._cut_tail = b""  # the last byte of an overlong line dropped so far
 
     # -- Source protocol --------------------------------------------------------
 
@@ -269,6 +273,8 @@ class JsonLinesSource:
                 if self._cut is None and len(self._buf) > self._max_line:
                     self._cut = (bytes(self._buf[: self._max_line + 1]), self._buf_offset)
                 if self._cut is not None:  # drop the rest of an overlong line as it arrives
+                    if self._buf:
+                        self._cut_tail = bytes(self._buf[-1:])
                     self._buf_offset += len(self._buf)
                     del self._buf[:]
                     self._scan_from = 0
@@ -291,23 +297,36 @@ class JsonLinesSource:
         self._scan_from = 0
         if not line and self._cut is None:
             return None
-        return self._make(line, start, end)
+        return self._make(line, start, end, terminated=False)
 
-    def _make(self, line: bytes, start: int, end: int) -> Record | None:
-        """The record of one line, or None (counted) for a blank line."""
+    def _make(self, line: bytes, start: int, end: int, terminated: bool = True) -> Record | None:
+        """The record of one line, or None (counted) for a blank line.
+
+        ``line`` is without its newline; ``end`` is the offset after it (after
+        the line's last byte when ``terminated`` is False: the input's last line).
+        """
         self._line += 1
+        size = None  # the whole line's length, when only a prefix of it is kept
         if self._cut is not None:
+            last = line[-1:] or self._cut_tail
             line, start = self._cut
-            self._cut = None
-        elif len(line) > self._max_line:
-            line = line[: self._max_line + 1]
-        elif line.endswith(b"\r"):
-            line = line[:-1]
-        if not line.strip(_BLANK):
+            self._cut, self._cut_tail = None, b""
+            size = end - start - terminated - (last == b"\r")
+            if size <= self._max_line:  # it was cut only because of its "\r"
+                line, size = line[:size], None
+        else:
+            if line.endswith(b"\r"):
+                line = line[:-1]
+            if len(line) > self._max_line:
+                size = len(line)
+                line = line[: self._max_line + 1]
+        content = line.strip(_BLANK)
+        if not content or content == _BOM:
             self.blank_lines += 1
             return None
         position = {"file": self.partition, "line": self._line, "byte": start}
-        return Record(value=line, key=None, partition=self.partition, position=position, next_position=end)
+        return Record(value=line, key=None, partition=self.partition, position=position, next_position=end,
+                      size=size)
 
 
 def _is_regular_file(fd: int) -> bool:

@@ -31,6 +31,7 @@ import importlib
 import logging
 import os
 import signal
+import stat
 import sys
 import threading
 import tomllib
@@ -137,6 +138,10 @@ SETTINGS: tuple[Setting, ...] = (
             _JSONL, "PATH"),
     Setting("dead_letter", "str", None, "JSON-lines file the dead letters are appended to (default: stderr, "
             "one JSON object per line among the log lines)", _JSONL, "PATH"),
+    Setting("output_mode", "choice", None, "what to do when --output or --dead-letter names a file that already "
+            "holds data: append to it, or truncate it first (default: append when --snapshot-dir is a directory "
+            "a daemon already used, so a restart resumes; otherwise refuse to start, so running again never "
+            "silently writes a second copy of every output)", _JSONL, choices=("append", "truncate")),
     Setting("bootstrap_servers", "list", None, "Kafka brokers, comma-separated host:port", _KAFKA, "HOST:PORT"),
     Setting("input_topic", "str", None, "topic the events are read from (required in Kafka mode)", _KAFKA, "TOPIC"),
     Setting("output_topic", "str", None, "topic the predictions are written to (required in Kafka mode)",
@@ -212,8 +217,12 @@ _EPILOG = """\
 modes:
   Without any Kafka setting, events are JSON lines read from --input (default
   stdin), predictions go to --output (default stdout) and dead letters to
-  --dead-letter (default stderr). Setting any Kafka option switches to Kafka
-  mode, which needs --input-topic and --output-topic.
+  --dead-letter (default stderr). An --output or --dead-letter file that
+  already holds data is appended to only when that is meant: with
+  --output-mode append, or when --snapshot-dir resumes an earlier run;
+  otherwise the daemon refuses to start (--output-mode truncate empties it).
+  Setting any Kafka option switches to Kafka mode, which needs --input-topic
+  and --output-topic.
 
 settings, in order of precedence (the first that sets a value wins):
   1. command-line flags
@@ -397,9 +406,11 @@ def _convert(setting: Setting, value: typing.Any, origin: str) -> typing.Any:
 def _read_config_file(path: str) -> dict[str, typing.Any]:
     try:
         with open(path, "rb") as f:
-            data = tomllib.load(f)
+            data = tomllib.loads(f.read().decode("utf-8-sig"))  # -sig: a leading byte order mark is ignored
     except OSError as exc:
         raise ConfigError(f"config file {path}: cannot read it: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config file {path}: not UTF-8 text: {exc.reason} at byte {exc.start}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config file {path}: not valid TOML: {exc}") from None
     where = f"config file {path}"
@@ -485,7 +496,7 @@ def load_loss(path: str) -> dict[typing.Any, dict[typing.Any, float]]:
     """
     try:
         with open(path, "rb") as f:
-            data = orjson.loads(f.read())
+            data = orjson.loads(f.read().removeprefix(b"\xef\xbb\xbf"))  # a leading byte order mark is ignored
     except OSError as exc:
         raise ConfigError(f"loss file {path}: cannot read it: {exc.strerror}") from None
     except orjson.JSONDecodeError as exc:
@@ -551,6 +562,52 @@ def engine_config(settings: dict[str, typing.Any]) -> dict[str, typing.Any]:
     }
 
 
+def check_output_files(settings: dict[str, typing.Any]) -> None:
+    """Refuse to append to an ``--output`` or ``--dead-letter`` file that holds data, unless that is meant.
+
+    Appending is meant with ``--output-mode append``, and when ``--snapshot-dir``
+    names a directory a daemon already used (its ``.lock`` or a snapshot is
+    there): the run then resumes where the last snapshot left off, and its
+    outputs continue the file (at-least-once). Otherwise a second run over
+    the same input would silently write a second copy of every output.
+    ``--output-mode truncate`` empties the files instead.
+
+    >>> import tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "out.jsonl")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write('{"id": 1}\\n')
+    >>> check_output_files({"output": path, "dead_letter": None, "output_mode": None, "snapshot_dir": None})
+    Traceback (most recent call last):
+    ...
+    stream_nb.exceptions.ConfigError: --output .../out.jsonl already holds 10 bytes, ...
+    >>> check_output_files({"output": path, "dead_letter": None, "output_mode": "append", "snapshot_dir": None})
+    """
+    if settings["output_mode"] is not None:
+        return
+    directory = settings["snapshot_dir"]
+    if directory and os.path.isdir(directory):
+        from .engine._checkpoint import SnapshotStore
+
+        if os.path.exists(os.path.join(directory, ".lock")) or SnapshotStore(directory).sequences():
+            return  # a restart: the run resumes from the snapshot and the outputs continue the file
+    for name in ("output", "dead_letter"):
+        path = settings[name]
+        if path in (None, "-"):
+            continue
+        try:
+            info = os.stat(path)
+        except OSError:  # missing (created empty), or the sink says why it cannot open it
+            continue
+        if stat.S_ISREG(info.st_mode) and info.st_size > 0:
+            flag = _BY_NAME[name].flag
+            raise ConfigError(
+                f"{flag} {path} already holds {info.st_size:,} bytes, by all appearances from an earlier run: "
+                f"if this run reads the same events again, appending writes a second copy of every "
+                f"{'prediction' if name == 'output' else 'dead letter'}. Give --output-mode append to add to it "
+                f"anyway, --output-mode truncate to empty it first, or another {flag} file"
+            )
+
+
 @dataclasses.dataclass
 class _Plan:
     """Which connector module to use and the dict each factory gets."""
@@ -575,14 +632,14 @@ def connector_plan(settings: dict[str, typing.Any]) -> _Plan:
         return _Plan(
             module="connectors.jsonl",
             source={"path": settings["input"], "max_line_bytes": settings["max_event_bytes"]},
-            sink={"path": settings["output"]},
-            dead_letters={"path": settings["dead_letter"]},
+            sink={"path": settings["output"], "append": settings["output_mode"] != "truncate"},
+            dead_letters={"path": settings["dead_letter"], "append": settings["output_mode"] != "truncate"},
             describe=(
                 f"JSON lines from {settings['input'] or 'stdin'} to {settings['output'] or 'stdout'}, "
                 f"dead letters to {settings['dead_letter'] or 'stderr'}"
             ),
         )
-    jsonl_set = [n for n in _JSONL_SETTINGS if settings[n] is not None]
+    jsonl_set = [n for n in (*_JSONL_SETTINGS, "output_mode") if settings[n] is not None]
     if jsonl_set:
         raise ConfigError(
             f"{', '.join(_BY_NAME[n].flag for n in jsonl_set)} (JSON-lines mode) cannot be combined with "
@@ -731,6 +788,8 @@ def _run(args: argparse.Namespace) -> int:
         if settings["connect_backoff_max"] <= 0:
             raise ConfigError(f"--connect-backoff-max must be > 0, got {settings['connect_backoff_max']}")
         plan = connector_plan(settings)
+        if plan.module == "connectors.jsonl":
+            check_output_files(settings)
         config = check_config(engine_config(settings))
         model = build_model(settings)
         from .snapshot_cli import check_settings as check_snapshot_settings

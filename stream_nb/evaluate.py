@@ -80,6 +80,7 @@ import orjson
 
 from .cli import MODELS, SETTINGS, _convert, build_model
 from .engine import EventDecoder, PrequentialMetrics, validate_label
+from .engine._events import BOM
 from .exceptions import ConfigError, InvalidEventError
 from .learners import prequential_step
 from ._console import pipe_safe
@@ -190,7 +191,8 @@ def _jsonl_items(lines: typing.Iterable[bytes], name: str, decoder: EventDecoder
         for number, line in enumerate(lines, 1):
             if limit is not None and taken >= limit:
                 return
-            if not line.strip():
+            content = line.strip()
+            if not content or content == BOM:  # a lone byte order mark is no event either
                 src.blank_lines += 1
                 continue
             where = f"{name} line {number}"
@@ -351,6 +353,8 @@ def open_events(
     if source == "-":
         raw = stdin if stdin is not None else sys.stdin.buffer
         data = raw.read()
+        if data.startswith(BOM):  # a byte order mark is no part of the text (a CSV header, the first event)
+            data = data[len(BOM):]
         if fmt is None:
             fmt = "jsonl" if data.lstrip()[:1] == b"{" else "csv"
         name, total = "stdin", data.count(b"\n") + (not data.endswith(b"\n") and bool(data))
@@ -379,7 +383,7 @@ def open_events(
                 with open(source, "rb") as f:
                     yield from _jsonl_items(f, name, decoder, events)(src)
             else:
-                with open(source, encoding="utf-8", newline="") as f:
+                with open(source, encoding="utf-8-sig", newline="") as f:  # -sig: without a byte order mark
                     yield from _csv_items(f, name, label_field, id_field, features, events)(src)
 
     if fmt == "csv" and total:

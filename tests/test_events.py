@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import math
+
 import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from stream_nb.engine import Event, EventDecoder, validate_label
-from stream_nb.exceptions import ConfigError, InvalidEventError
+from stream_nb.exceptions import ConfigError, FeatureTypeError, InvalidEventError
 
 
 def decode(raw: bytes, **config) -> Event:
@@ -81,6 +84,72 @@ def test_event_of_exactly_max_event_bytes_is_accepted():
     assert decode(raw, max_event_bytes=len(raw)).features == {"x": "a" * 20}
 
 
+# ----------------------------------------------------------------------- what real producers write
+
+BOM = b"\xef\xbb\xbf"
+
+
+@pytest.mark.parametrize("raw", [
+    b'{"id": 3, "a": "x", "t": 1.5, "label": "yes"}',
+    b'  {"id": 3, "a": "x", "t": 1.5, "label": "yes"}  ',
+    b'{"id": 3, "a": "x", "t": 1.5, "label": "yes", "n": NaN}',
+])
+def test_a_leading_byte_order_mark_is_ignored(raw):
+    assert decode(BOM + raw) == Event(id=3, features={"a": "x", "t": 1.5}, label="yes")
+
+
+def test_nan_means_missing_wherever_it_stands():
+    event = decode(b'{"id": NaN, "a": NaN, "b": 2.5, "label": NaN}')
+    assert event == Event(id=None, features={"b": 2.5}, label=None)
+    assert not event.labeled
+    assert decode(b'{"a": NaN, "b": "x", "label": "y"}', features=["a", "b"]).features == {"b": "x"}
+
+
+def test_an_infinite_feature_is_rejected_as_the_models_reject_it():
+    from stream_nb import NaiveBayes
+
+    with pytest.raises(FeatureTypeError) as decoded:
+        decode(b'{"a": "x", "t": Infinity}')
+    with pytest.raises(FeatureTypeError) as learned:
+        NaiveBayes().learn_one({"a": "x", "t": math.inf}, "yes")
+    assert decoded.value.reason == learned.value.reason == "bad_feature_type"
+    assert decoded.value.field == learned.value.field == "t"
+    assert str(decoded.value) == str(learned.value) == "feature 't': expected a finite number, got inf"
+
+
+def test_an_infinite_value_of_an_ignored_field_is_ignored():
+    assert decode(b'{"a": 1, "b": Infinity}', features=["a"]).features == {"a": 1}
+
+
+def test_integers_beyond_64_bits_read_the_same_with_or_without_the_fallback():
+    # orjson reads them as the nearest float; the fallback (taken for NaN here) must agree
+    fast = decode(b'{"a": 123456789012345678901234567, "b": 18446744073709551615, "c": -9223372036854775808}')
+    slow = decode(b'{"a": 123456789012345678901234567, "b": 18446744073709551615, "c": -9223372036854775808, "d": NaN}')
+    assert fast == slow
+    assert fast.features == {"a": 1.2345678901234568e26, "b": 2**64 - 1, "c": -(2**63)}
+    # an id is written back: one in range stays exact, a float literal stays a float
+    assert decode(b'{"id": 18446744073709551615}').id == 2**64 - 1
+    assert decode(b'{"id": 1e30}').id == 1e30
+
+
+def test_deep_nesting_in_the_fallback_is_a_rejection_not_a_crash():
+    raw = b'{"x": NaN, "y": ' + b"[" * 5000 + b"]" * 5000 + b"}"
+    with pytest.raises(InvalidEventError) as err:
+        decode(raw)
+    assert err.value.reason == "invalid_json"
+
+
+def test_duplicate_keys_keep_the_last_value_with_or_without_the_fallback():
+    assert decode(b'{"a": 1, "a": 2, "label": "p", "label": "q"}') == Event(None, {"a": 2}, "q")
+    assert decode(b'{"a": 1, "a": 2, "label": "p", "label": "q", "n": NaN}') == Event(None, {"a": 2}, "q")
+
+
+def test_negative_zero_is_a_number_and_a_label_zero():
+    event = decode(b'{"a": -0.0, "label": -0.0}')
+    assert event.features == {"a": 0.0} and math.copysign(1, event.features["a"]) == -1
+    assert event.label == 0 and type(event.label) is int
+
+
 # ----------------------------------------------------------------------- rejections
 
 
@@ -91,7 +160,20 @@ def test_event_of_exactly_max_event_bytes_is_accepted():
         (b"\xff\xfe{}", "invalid_utf8", None, "not valid UTF-8"),
         (b'{"x": 1', "invalid_json", None, "not valid JSON"),
         (b"", "invalid_json", None, "not valid JSON"),
-        (b'{"x": NaN}', "invalid_json", None, "not valid JSON"),
+        (b'{"x": nan}', "invalid_json", None, "not valid JSON"),
+        (b'{"x": 1, "\xef\xbb\xbf": 2', "invalid_json", None, "not valid JSON"),
+        (b'{"x": "\\ud800", "y": NaN}', "invalid_json", None, "not valid JSON"),
+        (b'\xef\xbb\xbf\xef\xbb\xbf{"x": 1}', "invalid_json", None, "not valid JSON"),
+        (b'\xef\xbb\xbf{"x": 1', "invalid_json", None, "unexpected end of data: line 1 column 8"),
+        (b'\xef\xbb\xbf{"x": "caf\xe9"}', "invalid_utf8", None, "not valid UTF-8"),
+        (b'{"x": Infinity}', "bad_feature_type", "x", "feature 'x': expected a finite number, got inf"),
+        (b'{"x": -Infinity, "label": "a"}', "bad_feature_type", "x", "got -inf"),
+        (b'{"x": 1e400}', "bad_feature_type", "x", "expected a finite number"),
+        (b'{"x": 1, "label": Infinity}', "bad_label", "label", "the float inf"),
+        (b'{"id": -Infinity, "x": 1}', "bad_id", "id", "got -inf"),
+        (b'{"id": 123456789012345678901234567890, "x": 1}', "bad_id", "id",
+         "the integer 123456789012345678901234567890, outside the 64-bit range"),
+        (b'{"id": -9223372036854775809, "x": NaN}', "bad_id", "id", "send it as a string"),
         (b'{"x": 1} {"x": 2}', "invalid_json", None, "not valid JSON"),
         (b"[1, 2]", "not_an_object", None, "got an array"),
         (b'"text"', "not_an_object", None, "got a string"),
@@ -180,3 +262,27 @@ def test_any_object_of_scalars_decodes_to_its_non_null_fields(obj):
     assert event.id == obj.get("id")
     assert event.label == label and (label is None or type(event.label) in (str, int, bool))
     assert event.features == {k: v for k, v in obj.items() if k not in ("id", "label") and v is not None}
+
+
+finite_or_not = st.one_of(scalars, st.sampled_from([math.nan, math.inf, -math.inf]))
+
+
+@given(st.dictionaries(st.sampled_from(["id", "label", "a", "b", "c"]), finite_or_not, max_size=5), st.booleans())
+def test_what_pythons_json_dumps_writes_decodes_with_nan_as_missing_and_infinity_rejected(obj, bom):
+    raw = (BOM if bom else b"") + json.dumps(obj).encode()
+    clean = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in obj.items()}
+    infinite = [k for k, v in clean.items() if isinstance(v, float) and math.isinf(v)]
+    try:
+        expected = decode(orjson.dumps({k: (0.0 if k in infinite else v) for k, v in clean.items()}))
+    except InvalidEventError as exc:  # e.g. a fractional label, whatever the other fields hold
+        expected = exc
+    try:
+        event = decode(raw)
+    except InvalidEventError as exc:
+        assert infinite or isinstance(expected, InvalidEventError), (raw, exc)
+        if not isinstance(expected, InvalidEventError) or expected.field in infinite:
+            assert exc.field in infinite
+            assert exc.reason == {"id": "bad_id", "label": "bad_label"}.get(exc.field, "bad_feature_type")
+        return
+    assert not infinite
+    assert event == expected

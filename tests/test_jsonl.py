@@ -98,7 +98,7 @@ def test_any_split_of_any_lines_gives_the_same_records(tmp_path_factory, lines, 
     for number, line in enumerate(pieces, 1):
         value = line[:-1] if line.endswith(b"\r") else line
         end = min(offset + len(line) + 1, len(data))
-        if value.strip(b" \t\r"):
+        if value.strip(b" \t\r") not in (b"", b"\xef\xbb\xbf"):  # a lone byte order mark is blank too
             expected.append((value, number, offset, end))
         else:
             blank += 1
@@ -187,6 +187,55 @@ def test_an_overlong_last_line_without_newline(tmp_path):
     path = write(tmp_path, b"{}\n" + b"y" * 300)
     records = drain(make_source({"path": path, "max_line_bytes": 10, "read_size": 16}))
     assert [(len(r.value), r.position["line"], r.next_position) for r in records] == [(2, 1, 3), (11, 2, 303)]
+
+
+def test_an_overlong_line_reports_its_whole_size_in_the_record_and_the_dead_letter(tmp_path):
+    long_line = b'{"a": "' + b"x" * 5000 + b'"}'
+    path = write(tmp_path, long_line + b"\r\n" + long_line + b"\n" + b"z" * 3000 + b"\r\n" + b"y" * 700)
+    records = drain(make_source({"path": path, "max_line_bytes": 100, "read_size": 64}))
+    sizes = [len(long_line), len(long_line), 3000, 700]
+    assert [r.size for r in records] == sizes
+    assert [len(r.value) for r in records] == [101] * 4
+    out, dlq = make_sink({"path": str(tmp_path / "out.jsonl")}), make_sink({"path": str(tmp_path / "dlq.jsonl")})
+    source = make_source({"path": path, "max_line_bytes": 100, "read_size": 64})
+    Engine(NaiveBayes(), source, out, dlq, config={"max_event_bytes": 100, "dead_letter_max_value_bytes": 500}).run()
+    out.close()
+    dlq.close()
+    letters = [orjson.loads(x) for x in (tmp_path / "dlq.jsonl").read_bytes().splitlines()]
+    assert [(d["reason"], d["size"], d["error"]) for d in letters] == [
+        ("oversize", n, f"event is {n} bytes, more than max_event_bytes=100") for n in sizes
+    ]
+    # 101 bytes were kept, fewer than the event: it is marked cut even though the copy limit is higher
+    assert all(d["truncated"] is True and len(d["value"]) == 101 for d in letters)
+
+
+def test_a_line_that_fits_once_its_carriage_return_is_dropped_is_whole(tmp_path):
+    line = b'{"a": "' + b"x" * 91 + b'"}'  # 100 bytes
+    path = write(tmp_path, line + b"\r\n" + line + b"\r")
+    for read_size in (7, 64, 101, 4096):
+        records = drain(make_source({"path": path, "max_line_bytes": 100, "read_size": read_size}))
+        assert [(r.value, r.size) for r in records] == [(line, None), (line, None)], read_size
+
+
+@settings(max_examples=100, deadline=None)
+@given(lengths=st.lists(st.integers(0, 60), min_size=1, max_size=8), crlf=st.booleans(),
+       read_size=st.integers(1, 40), max_line=st.integers(1, 30))
+def test_any_overlong_line_keeps_a_prefix_and_reports_its_whole_size(tmp_path_factory, lengths, crlf, read_size,
+                                                                     max_line):
+    lines = [bytes([97 + i % 26]) * n for i, n in enumerate(lengths)]
+    data = (b"\r\n" if crlf else b"\n").join(lines)
+    path = write(tmp_path_factory.mktemp("cut"), data)
+    records = drain(make_source({"path": path, "read_size": read_size, "max_line_bytes": max_line}), max_records=3)
+    expected = [(line[: max_line + 1], len(line) if len(line) > max_line else None) for line in lines if line]
+    assert [(r.value, r.size) for r in records] == expected
+
+
+def test_a_lone_byte_order_mark_is_a_blank_line_and_one_before_an_event_reaches_the_decoder(tmp_path):
+    path = write(tmp_path, b'\xef\xbb\xbf{"a": 1}\n\xef\xbb\xbf\r\n\xef\xbb\xbf{"a": 2}\n')
+    source = make_source({"path": path})
+    records = drain(source)
+    assert [r.value for r in records] == [b'\xef\xbb\xbf{"a": 1}', b'\xef\xbb\xbf{"a": 2}']
+    assert source.blank_lines == 1
 
 
 def test_source_settings_are_checked(tmp_path):

@@ -31,7 +31,8 @@ Dead-letter record (one per rejected record, sent with the input key)::
      "error": "feature 'sky' must be ...",  # the human-readable message
      "field": "sky",                # offending field, or null
      "source": {...},               # Record.position
-     "size": 81,                    # length of the raw event in bytes
+     "size": 81,                    # length of the whole raw event in bytes (also when
+                                    # the source kept only a prefix: Record.size)
      "value": "{\\"sky\\": {}}"}      # the raw event as text when it is valid UTF-8,
                                     # or "value_b64": base64 of the bytes otherwise
 
@@ -57,7 +58,12 @@ Back-pressure: before every poll, :attr:`Engine.flow` pauses a source that can
 pause while the sinks hold more than ``max_in_flight`` unacknowledged outputs,
 and resumes it at half that (see :mod:`stream_nb.engine._flow`). Reporting:
 the engine calls the hooks of :attr:`Engine.observer` (see
-:mod:`stream_nb.engine._observer`); set it before :meth:`Engine.run`.
+:mod:`stream_nb.engine._observer`); set it before :meth:`Engine.run`. Its
+:attr:`Engine.input_check` looks at the records of the first polls and logs a
+warning when the input or the settings are plainly wrong (CSV fed to ``run``,
+no event carrying the label field, a listed feature that never appears), and a
+line at the end of a run whose records were all dead-lettered (see
+:mod:`stream_nb.engine._input_check`).
 """
 
 from __future__ import annotations
@@ -73,8 +79,9 @@ from ..exceptions import CommitError, ConfigError, InvalidEventError
 from ..learners import prequential_step
 from ._config import configure
 from ._events import DEFAULT_CONFIG as EVENT_DEFAULTS
-from ._events import EventDecoder
+from ._events import EventDecoder, oversize_error
 from ._flow import FlowControl
+from ._input_check import InputCheck
 from ._io import Record, Sink, Source
 from ._metrics import DEFAULT_LOG_LOSS_FLOOR, PrequentialMetrics
 from ._observer import Observer
@@ -250,6 +257,9 @@ class Engine:
         self._stop_requested = False
         #: Reporting hooks (see stream_nb.engine._observer); the daemon replaces the default no-op one.
         self.observer = Observer()
+        #: Warns once when the first records show the input or the settings are plainly wrong
+        #: (see stream_nb.engine._input_check); None turns it off.
+        self.input_check: InputCheck | None = InputCheck(self.decoder)
         #: Back-pressure between the sinks' unacknowledged outputs and the source.
         self.flow = FlowControl(source, (sink, dead_letters), self.config["max_in_flight"])
         #: Takes over :meth:`checkpoint` when set: ``checkpoint(final)``, ``status()``, ``attach(engine)``.
@@ -307,6 +317,9 @@ class Engine:
         max_records, timeout = cfg["poll_max_records"], cfg["poll_timeout"]
         every, interval = cfg["commit_every_records"], cfg["commit_interval_s"]
         observer, flow_check, clock = self.observer, self.flow.check, time.perf_counter
+        input_check = self.input_check
+        if input_check is not None:
+            input_check.start(self)
         try:
             while not self._stop_requested:
                 observer.loop()
@@ -328,6 +341,8 @@ class Engine:
                             break
                         self.process(record)
                         event_done(polled)
+                if input_check is not None and input_check.active:  # the first polls only
+                    input_check.see(records)
                 if (
                     self._since_checkpoint >= every
                     or time.monotonic() - self._last_checkpoint >= interval
@@ -341,6 +356,8 @@ class Engine:
                 log.error("final checkpoint failed, positions not committed: %s", exc)
             raise
         self.checkpoint(final=True)
+        if input_check is not None:
+            input_check.finish()
 
     def checkpoint(self, final: bool = False) -> None:
         """Flush both sinks, then commit the positions of every processed record.
@@ -454,6 +471,8 @@ class Engine:
         self._since_checkpoint += 1
 
     def _reject(self, record: Record, exc: InvalidEventError) -> None:
+        if record.size is not None and exc.reason == "oversize":  # the source kept only a prefix: say the real size
+            exc = oversize_error(record.size, self.config["max_event_bytes"])
         self.metrics.update_dead_letter(exc.reason)
         self.dead_letters.send(self._dead_letter(record, exc), record.key)
         self.positions[record.partition] = record.next_position
@@ -470,12 +489,13 @@ class Engine:
         raw = bytes(record.value)
         limit = self.config["dead_letter_max_value_bytes"]
         kept = raw[:limit]
+        size = len(raw) if record.size is None else record.size
         letter: dict[str, typing.Any] = {
             "reason": exc.reason,
             "error": str(exc),
             "field": exc.field,
             "source": record.position,
-            "size": len(raw),
+            "size": size,
         }
         try:
             letter["value"] = kept.decode("utf-8")
@@ -485,7 +505,7 @@ class Engine:
                 letter["value"] = kept[: exc.start].decode("utf-8", errors="replace")
             else:
                 letter["value_b64"] = base64.b64encode(kept).decode("ascii")
-        if len(kept) < len(raw):
+        if len(kept) < size:
             letter["truncated"] = True
         return orjson.dumps(letter)
 

@@ -3,6 +3,14 @@
 The event contract
 ------------------
 An event is one JSON object, UTF-8 encoded, at most ``max_event_bytes`` long.
+A leading UTF-8 byte order mark is ignored (a producer on Windows, or files
+concatenated with ``cat``, put one at the start of a line). The literals
+``NaN``, ``Infinity`` and ``-Infinity``, which Python's :func:`json.dumps`
+writes for non-finite floats, are read too: ``NaN`` means *missing*, exactly
+like ``null`` (a ``NaN`` label makes the event unlabeled); an infinite value
+(``Infinity``, or a number too large for a float such as ``1e400``) is no
+usable feature value and is rejected (``"bad_feature_type"``, naming the
+field). When a key appears twice in one object, the last value wins.
 
 * ``label_field`` (default ``"label"``) holds the class. A string, an integer
   or a boolean is used as is. A float is accepted only when it is integral and
@@ -12,32 +20,45 @@ An event is one JSON object, UTF-8 encoded, at most ``max_event_bytes`` long.
   *unlabeled*: it is predicted but not learned.
 * ``id_field`` (default ``"id"``; ``None`` disables it) is passed through to the
   output untouched. Scalars of any JSON type are fine, ``null`` or absent gives
-  ``None``, an object or an array is rejected (``"bad_id"``).
+  ``None``; an object, an array, an infinite number, or an integer outside the
+  64-bit range (below ``-2**63`` or from ``2**64`` on), which the output could
+  not carry exactly, is rejected (``"bad_id"``): send such ids as strings.
 * Every other field is a feature, or only the fields listed in ``features``
   when that is given (other fields are then ignored, whatever they hold).
   Strings, booleans and integers are categorical values and floats numeric
   ones as far as the model is concerned; ``null`` means *missing* and the key
   is dropped. An object or an array as a feature value is rejected
-  (``"nested_value"``, naming the field).
+  (``"nested_value"``, naming the field). An integer outside the 64-bit range
+  is read as the nearest float, as orjson reads it: a numeric value.
 
 Rejections raise :class:`~stream_nb.exceptions.InvalidEventError` with one of
 these ``reason`` codes:
 
-================  ==========================================================
-``oversize``      the raw event is longer than ``max_event_bytes``
-``invalid_utf8``  the bytes are not valid UTF-8
-``invalid_json``  valid UTF-8 but not one JSON document (empty, truncated, ...)
-``not_an_object`` a JSON document that is not an object (array, string, ...)
-``bad_id``        the id field holds an object or an array
-``bad_label``     the label is a non-integral float, an object or an array
-``nested_value``  a feature holds an object or an array
-================  ==========================================================
+====================  ======================================================
+``oversize``          the raw event is longer than ``max_event_bytes``
+``invalid_utf8``      the bytes are not valid UTF-8
+``invalid_json``      valid UTF-8 but not one JSON document (empty, truncated, ...)
+``not_an_object``     a JSON document that is not an object (array, string, ...)
+``bad_id``            the id field holds an object, an array, an infinite number
+                      or an integer outside the 64-bit range
+``bad_label``         the label is a non-integral float, an object or an array
+``nested_value``      a feature holds an object or an array
+``bad_feature_type``  a feature holds an infinite number (a
+                      :class:`~stream_nb.exceptions.FeatureTypeError`, as the
+                      models raise for it)
+====================  ======================================================
 
 >>> decoder = EventDecoder()
 >>> decoder.decode(b'{"id": 7, "outlook": "sunny", "temp": 21.5, "wind": null, "label": "yes"}')
 Event(id=7, features={'outlook': 'sunny', 'temp': 21.5}, label='yes')
 >>> decoder.decode(b'{"outlook": "rain"}').labeled
 False
+>>> decoder.decode(b'\\xef\\xbb\\xbf{"outlook": "rain", "temp": NaN, "label": "no"}')
+Event(id=None, features={'outlook': 'rain'}, label='no')
+>>> decoder.decode(b'{"outlook": "rain", "temp": -Infinity}')
+Traceback (most recent call last):
+...
+stream_nb.exceptions.FeatureTypeError: feature 'temp': expected a finite number, got -inf
 >>> decoder.decode(b'{"outlook": {"sky": "grey"}}')
 Traceback (most recent call last):
 ...
@@ -46,15 +67,22 @@ stream_nb.exceptions.InvalidEventError: feature 'outlook' must be a string, numb
 
 from __future__ import annotations
 
+import json
+import math
 import typing
 
 import orjson
 
-from ..exceptions import ConfigError, InvalidEventError
+from ..exceptions import ConfigError, FeatureTypeError, InvalidEventError
 from ..stats import describe_type, validate_label
 from ._config import configure
 
-__all__ = ["DEFAULT_CONFIG", "Event", "EventDecoder"]
+__all__ = ["BOM", "DEFAULT_CONFIG", "Event", "EventDecoder", "oversize_error"]
+
+#: The UTF-8 byte order mark, ignored at the start of an event.
+BOM = b"\xef\xbb\xbf"
+#: orjson reads JSON integers in [-2**63, 2**64) as int, the others as the nearest float.
+_INT_MIN, _INT_END = -(2**63), 2**64
 
 DEFAULT_CONFIG: dict[str, typing.Any] = {
     # Field holding the class label. Absent or null: the event is only predicted.
@@ -83,6 +111,72 @@ class Event(typing.NamedTuple):
 
 _NESTED = (dict, list)  # orjson gives exactly these types for JSON objects and arrays
 _NESTED_SET = frozenset(_NESTED)
+
+
+def oversize_error(size: int, max_bytes: int) -> InvalidEventError:
+    """The ``oversize`` rejection of an event of ``size`` bytes."""
+    return InvalidEventError(f"event is {size} bytes, more than max_event_bytes={max_bytes}", reason="oversize")
+
+
+def _constant(name: str) -> float | None:
+    """``NaN`` is missing, like ``null``; ``Infinity`` and ``-Infinity`` are the floats."""
+    return None if name == "NaN" else float(name)
+
+
+def _integer(text: str) -> int | float:
+    """A JSON integer as orjson reads it: exact in [-2**63, 2**64), the nearest float outside."""
+    value = int(text)
+    return value if _INT_MIN <= value < _INT_END else float(text)
+
+
+def _loads_lenient(value: bytes, error: orjson.JSONDecodeError) -> typing.Any:
+    """Read what orjson refused when it is a byte order mark away, or holds ``NaN``/``Infinity``.
+
+    Only called once orjson has failed, so the common case never pays for it.
+    Raises ``invalid_utf8`` or ``invalid_json`` (with orjson's message) otherwise.
+    """
+    raw = bytes(value)
+    if raw.startswith(BOM):
+        raw = raw[len(BOM):]
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            error = exc  # its position is the one in the text after the mark
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as utf8_exc:
+        raise InvalidEventError(
+            f"event is not valid UTF-8: {utf8_exc.reason} at byte {utf8_exc.start}", reason="invalid_utf8"
+        ) from None
+    try:
+        obj = json.loads(text, parse_constant=_constant, parse_int=_integer)
+        # the standard library also takes what orjson rightly refuses (lone surrogates): keep orjson's verdict
+        orjson.dumps(obj)
+    except (ValueError, TypeError, RecursionError):  # json.JSONDecodeError is a ValueError
+        raise InvalidEventError(f"event is not valid JSON: {error}", reason="invalid_json") from None
+    return obj
+
+
+def _check_finite(obj: dict, id_field: str | None, label_field: str, features: tuple[str, ...] | None) -> None:
+    """Reject an infinite id or feature value (the label check rejects an infinite label)."""
+    for name, value in obj.items():
+        if type(value) is not float or math.isfinite(value) or name == label_field:
+            continue
+        if name == id_field:
+            raise InvalidEventError(f"id {name!r} must be a string, a finite number, a boolean or null, got {value}",
+                                    reason="bad_id", field=name)
+        if features is None or name in features:
+            raise FeatureTypeError(f"feature {name!r}: expected a finite number, got {value}", field=name)
+
+
+def _wide_integer(value: bytes, field: str) -> int | None:
+    """The exact integer the raw event holds in ``field`` when orjson turned it into a float, else None."""
+    try:
+        obj = json.loads(bytes(value).decode("utf-8").removeprefix("\ufeff"), parse_constant=_constant)
+    except (ValueError, RecursionError):  # read once already; only the standard library's limits can fail here
+        return None
+    exact = obj.get(field) if isinstance(obj, dict) else None
+    return exact if type(exact) is int else None
 
 
 class EventDecoder:
@@ -134,21 +228,13 @@ class EventDecoder:
     def decode(self, value: bytes) -> Event:
         """Decode and validate one raw event."""
         if len(value) > self._max_bytes:
-            raise InvalidEventError(
-                f"event is {len(value)} bytes, more than max_event_bytes={self._max_bytes}",
-                reason="oversize",
-            )
+            raise oversize_error(len(value), self._max_bytes)
         try:
             obj = orjson.loads(value)
         except orjson.JSONDecodeError as exc:
-            try:
-                bytes(value).decode("utf-8")
-            except UnicodeDecodeError as utf8_exc:
-                raise InvalidEventError(
-                    f"event is not valid UTF-8: {utf8_exc.reason} at byte {utf8_exc.start}",
-                    reason="invalid_utf8",
-                ) from None
-            raise InvalidEventError(f"event is not valid JSON: {exc}", reason="invalid_json") from None
+            obj = _loads_lenient(value, exc)  # a byte order mark, NaN, Infinity; or the rejection
+            if isinstance(obj, dict):
+                _check_finite(obj, self._id_field, self._label_field, self._features)
         if not isinstance(obj, dict):
             raise InvalidEventError(
                 f"event must be a JSON object, got {describe_type(obj)}", reason="not_an_object"
@@ -164,6 +250,15 @@ class EventDecoder:
                     reason="bad_id",
                     field=self._id_field,
                 )
+            if type(event_id) is float and not _INT_MIN < event_id < _INT_END:  # maybe a rounded integer
+                exact = _wide_integer(value, self._id_field)
+                if exact is not None:  # the output would carry a rounded id: refuse rather than alter it
+                    raise InvalidEventError(
+                        f"id {self._id_field!r} is the integer {exact}, outside the 64-bit range the outputs "
+                        f"can carry exactly; send it as a string",
+                        reason="bad_id",
+                        field=self._id_field,
+                    )
 
         label = obj.get(self._label_field)
         if label is not None and type(label) is not str:

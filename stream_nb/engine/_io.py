@@ -47,6 +47,11 @@ class Record:
     next_position
         Where to resume *after* this record: the Kafka offset + 1, or the byte
         offset of the next line. Committed and snapshotted.
+    size
+        The length in bytes of the whole raw event when ``value`` holds only
+        its first bytes (a source that does not keep an overlong event in
+        memory); ``None``, the default, when ``value`` is the whole event. The
+        engine reports it in the event's ``oversize`` dead letter.
     """
 
     value: bytes
@@ -54,6 +59,7 @@ class Record:
     partition: str
     position: dict
     next_position: int
+    size: int | None = None
 
 
 class Source(typing.Protocol):

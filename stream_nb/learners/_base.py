@@ -44,6 +44,7 @@ new feature or value; :meth:`Stats.missing_of`; :meth:`Stats.add` or
 from __future__ import annotations
 
 import abc
+import copy
 import math
 import typing
 
@@ -502,18 +503,32 @@ class BayesClassifier(Imputation, base.MiniBatchClassifier):
         arrays, meta = self._stats.state()
         extra_arrays, extra_meta = self._extra_state()
         arrays.update({f"model.{k}": v for k, v in extra_arrays.items()})
-        return arrays, {"model": type(self).__name__, "params": self._get_params(), "stats": meta, "extra": extra_meta}
+        # the parameters are the model's own objects (a loss matrix, bin edges): the state gets copies
+        params = copy.deepcopy(self._get_params())
+        return arrays, {"model": type(self).__name__, "params": params, "stats": meta, "extra": extra_meta}
 
     @classmethod
     def from_state(cls, arrays: dict, meta: dict) -> BayesClassifier:
+        """Rebuild the model :meth:`state` describes.
+
+        The model owns everything it keeps: no array is a view of ``arrays`` and
+        no dict or list is one of ``meta``'s. Those may be read-only
+        (:func:`stream_nb.load` gives views of the file's bytes) or be shared
+        (``from_state(arrays, meta)`` twice), and a model learns by writing into
+        its arrays in place.
+        """
         if meta.get("model") != cls.__name__:
             raise ValueError(f"state is of a {meta.get('model')!r} model, not {cls.__name__!r}")
+        meta = copy.deepcopy(meta)
         model = cls(**meta["params"])
+        # the store copies the counts into arrays of its own (with room to grow)
         model._stats = Stats.from_state({k: v for k, v in arrays.items() if not k.startswith("model.")}, meta["stats"])
         model._prior = None
         # EM's E-step wants the observed-only counts (a state written before they existed does not say so)
         model._stats.wants_observed = model.missing == "em"
-        model._load_extra_state({k[6:]: v for k, v in arrays.items() if k.startswith("model.")}, meta["extra"])
+        # a model's own arrays (SPODE's running scores, TAN's tree, ...) may be kept as they come: copy them
+        extra = {k[6:]: np.array(v, copy=True) for k, v in arrays.items() if k.startswith("model.")}
+        model._load_extra_state(extra, meta["extra"])
         return model
 
 

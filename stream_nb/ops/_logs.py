@@ -4,7 +4,7 @@ A JSON line holds ``time`` (ISO 8601, UTC, milliseconds), ``level``,
 ``logger``, ``message`` and every structured field the call passed through
 ``extra=`` (``event`` names the kind of line: ``start``, ``http``,
 ``rebalance``, ``snapshot``, ``rebuilds``, ``dead_letters``, ``backpressure``,
-``metrics``, ``shutdown``), plus ``exception`` when there is a traceback.
+``metrics``, ``input_check``, ``shutdown``), plus ``exception`` when there is a traceback.
 
 >>> import io, json
 >>> record = logging.LogRecord("stream_nb.cli", logging.INFO, __file__, 1, "running %s", ("nb",), None)

@@ -68,7 +68,7 @@ class State:
             "tuples": self.tuples,
             "max_table_cells": self.max_table_cells,
             "numeric": self.numeric,
-            "types": self.types,
+            "types": dict(self.types),
             "bins": self.bins,
             "warmup": self.warmup,
             "bin_edges": {k: list(map(float, v)) for k, v in self.bin_edges.items()},
