@@ -18,7 +18,7 @@ from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes
 from stream_nb.engine import EventDecoder, validate_label
 from stream_nb.exceptions import InvalidEventError
 from stream_nb.learners import BayesClassifier, prequential_step
-from stream_nb.stats import Stats, check_label
+from stream_nb.stats import Stats
 
 MODELS = [NaiveBayes, AODE, TAN, SPODE, lambda: KDB(k=1)]
 
@@ -84,9 +84,10 @@ def test_the_engine_and_the_learners_share_one_label_rule():
     assert EventDecoder().decode(b'{"a": "x", "label": 2.0}').label == 2
     # None and NaN both mean "no label", for an event and for a model
     assert validate_label(None) is None and validate_label(float("nan")) is None
+    store = Stats(pairs=False, numeric="gaussian")
     for missing in (None, float("nan"), np.float64("nan")):
         with pytest.raises(InvalidEventError, match="the label is missing") as info:
-            check_label(missing)
+            store.check_label(missing)
         assert info.value.reason == "bad_label"
     with pytest.raises(InvalidEventError, match="must be a string, an integer or a boolean") as info:
         validate_label([1])

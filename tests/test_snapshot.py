@@ -33,7 +33,7 @@ def events(n: int, seed: int = 0) -> list[tuple[dict, object]]:
              "flag": rng.random() < 0.3, "weight": round(rng.gauss(5, 2), 3)}
         if rng.random() < 0.1:
             x["color"] = None
-        y = rng.choice([0, 1, True]) if i % 7 == 0 else rng.choice(["yes", "no"])
+        y = rng.choice(["maybe", "unsure"]) if i % 7 == 0 else rng.choice(["yes", "no"])
         out.append((x, y))
     return out
 

@@ -22,8 +22,12 @@ event (prequential). JSON object keys must be strings, so ``proba`` keys are
 :func:`label_key` of the label: a string label as is, an integer in decimal
 (``1`` -> ``"1"``), a boolean as ``"true"``/``"false"``, i.e. the label's JSON
 text unless it is already a string. ``prediction`` keeps the label's own JSON
-type. (Labels ``1`` and ``"1"`` therefore share a ``proba`` key, and Python
-holds ``true == 1``: don't mix ``1``, ``"1"`` and ``true`` as labels of one stream.)
+type. Two labels of one JSON type never share a key, and one model's labels are
+all of one type: the first label learned fixes it, and a label of another type
+(``"1"`` after ``1``, ``true`` after ``1``: Python holds ``True == 1``) is
+dead-lettered as ``label_type_conflict`` naming both types. stream_nb's models
+enforce it (:class:`~stream_nb.exceptions.LabelTypeError`); for any other river
+classifier the engine does, from the first label it learns.
 
 Dead-letter record (one per rejected record, sent with the input key)::
 
@@ -75,8 +79,9 @@ import typing
 
 import orjson
 
-from ..exceptions import CommitError, ConfigError, InvalidEventError
+from ..exceptions import CommitError, ConfigError, InvalidEventError, LabelTypeError
 from ..learners import prequential_step
+from ..stats import json_type
 from ._config import configure
 from ._events import DEFAULT_CONFIG as EVENT_DEFAULTS
 from ._events import EventDecoder, oversize_error
@@ -240,6 +245,7 @@ class Engine:
         self._emit_imputed = self.config["emit_imputed"]
         if self._emit_imputed and not callable(getattr(model, "impute_one", None)):
             raise ConfigError(f"emit_imputed needs a model with impute_one(); {type(model).__name__} has none")
+        self._watch_labels(model)
         self._many = self._prequential_many(model)
 
         self.model = model
@@ -279,12 +285,28 @@ class Engine:
             raise ConfigError(f"emit_imputed needs a model with impute_one(); {type(model).__name__} has none")
         self.model = model
         self._learn_unlabeled = getattr(model, "learn_unlabeled", False) is True
+        self._watch_labels(model)
         self._many = self._prequential_many(model)
         self.metrics = PrequentialMetrics(self.config["log_loss_floor"])
         if metrics is not None:
             self.metrics.load_state(metrics)
         self.positions = dict(positions)
         self._committed = dict(positions)
+
+    def _watch_labels(self, model: typing.Any) -> None:
+        """Check label types here for a model that does not (stream_nb's keep ``label_type`` themselves)."""
+        self._label_type = self._first_label = None
+        self._check_labels = not hasattr(model, "label_type")
+        classes = getattr(model, "classes", None) if self._check_labels else None
+        if isinstance(classes, (list, tuple, set)) and classes:
+            self._first_label = next(iter(classes))
+            self._label_type = json_type(self._first_label)
+
+    def _check_label_type(self, label: typing.Any) -> None:
+        """Raise LabelTypeError for a label of another JSON type than the first one learned."""
+        t = json_type(label)
+        if self._label_type is not None and t != self._label_type:
+            raise LabelTypeError(label, t, self._label_type, self._first_label, field=self.config["label_field"])
 
     # -- control ----------------------------------------------------------------
 
@@ -412,8 +434,12 @@ class Engine:
         """Predict, learn (when labeled) and send one record, or dead-letter it."""
         try:
             event = self.decoder.decode(record.value)
+            if self._check_labels and event.label is not None:
+                self._check_label_type(event.label)
             # the one prequential step (stream_nb.learners.prequential_step): predict, impute, learn
             step = prequential_step(self.model, event.features, event.label, impute=self._emit_imputed)
+            if step.learned and self._check_labels and self._label_type is None and event.label is not None:
+                self._first_label, self._label_type = event.label, json_type(event.label)
         except InvalidEventError as exc:
             self._reject(record, exc)
         else:
@@ -473,6 +499,8 @@ class Engine:
     def _reject(self, record: Record, exc: InvalidEventError) -> None:
         if record.size is not None and exc.reason == "oversize":  # the source kept only a prefix: say the real size
             exc = oversize_error(record.size, self.config["max_event_bytes"])
+        if isinstance(exc, LabelTypeError) and exc.field is None:  # the model's error: name the event's field
+            exc = exc.for_field(self.config["label_field"])
         self.metrics.update_dead_letter(exc.reason)
         self.dead_letters.send(self._dead_letter(record, exc), record.key)
         self.positions[record.partition] = record.next_position
@@ -482,6 +510,8 @@ class Engine:
         """The model's ``prequential_iter`` when the engine can hand it whole polls, else None."""
         many = getattr(model, "prequential_iter", None)
         if not callable(many) or self._emit_imputed:  # imputations are taken between predicting and learning
+            return None
+        if self._check_labels:  # the engine checks this model's label types, one event at a time
             return None
         return many
 

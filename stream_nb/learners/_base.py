@@ -54,7 +54,7 @@ from river import base
 
 from .._checks import check_choice, check_number
 from ..exceptions import ConfigError, InvalidEventError, MergeError
-from ..stats import Encoded, Stats, check_label, is_missing_label
+from ..stats import Encoded, Stats, is_missing_label
 from ._decision import LossMatrix, decide, log_prior, normalise
 from ._impute import Imputation
 
@@ -123,6 +123,27 @@ class BayesClassifier(Imputation, base.MiniBatchClassifier):
         return list(self._stats.classes)
 
     @property
+    def label_type(self) -> str | None:
+        """The JSON type of every label of this model, ``"string"``, ``"number"`` or ``"boolean"``
+        (another Python type: its name), fixed by the first label; ``None`` before it.
+
+        A label of another type raises :class:`~stream_nb.exceptions.LabelTypeError`: ``True`` would
+        merge with the class ``1`` (Python holds ``True == 1``), and ``"1"`` would be a second class
+        written with the same JSON key as ``1``.
+
+        >>> from stream_nb import NaiveBayes
+        >>> model = NaiveBayes()
+        >>> model.learn_one({"sky": "sun"}, 1)
+        >>> model.label_type
+        'number'
+        >>> model.learn_one({"sky": "sun"}, True)
+        Traceback (most recent call last):
+        ...
+        stream_nb.exceptions.LabelTypeError: label: expected a number, the type of this model's labels (set by its first label, 1), got a boolean, true; one stream's labels must share one JSON type
+        """
+        return self._stats.label_type
+
+    @property
     def n_learned(self) -> float:
         """Number of events learned (fractional with EM's weights)."""
         return self._stats.n_seen
@@ -176,7 +197,12 @@ class BayesClassifier(Imputation, base.MiniBatchClassifier):
     # ------------------------------------------------------------------ learning
 
     def learn_one(self, x: dict, y, w: float = 1.0) -> None:
-        """Learn one event (``y=None`` with ``learn_unlabeled=True``: semi-supervised EM)."""
+        """Learn one event (``y=None`` with ``learn_unlabeled=True``: semi-supervised EM).
+
+        A label of another JSON type than the model's (see :attr:`label_type`) raises
+        :class:`~stream_nb.exceptions.LabelTypeError`, and a value of another type than its
+        feature's :class:`~stream_nb.exceptions.FeatureTypeError`; the model is then unchanged.
+        """
         self._learn(x, y, w, None)
 
     def _learn(self, x: dict, y, w: float, known: Encoded | None) -> None:
@@ -225,9 +251,16 @@ class BayesClassifier(Imputation, base.MiniBatchClassifier):
         that has missing values as float, so declare such features in
         ``types`` (or build the frame with the nullable ``"Int64"`` dtype) to
         keep them categorical as ``learn_one`` would.
+
+        A label or a value that ``learn_one`` would refuse at its row (given the rows before it)
+        raises the same error, and nothing of the batch is learned.
         """
         if len(X) != len(y):
             raise ValueError(f"learn_many: X has {len(X)} rows but y has {len(y)} labels")
+        # every label of the batch is of the model's label type (a fresh model: of the first one's), checked
+        # before anything changes; one per value unless pandas holds them in one dtype (it factorises True and 1 as one)
+        uniform = isinstance(y, pd.Series) and y.dtype != object and not isinstance(y.dtype, pd.CategoricalDtype)
+        self._stats.check_labels(pd.unique(y).tolist() if uniform else list(y))
         if self._needs_rows(X, y):
             # EM's E-step for a row depends on the counts left by the rows before it;
             # the whole batch is checked first so that a bad row leaves no trace
@@ -242,7 +275,7 @@ class BayesClassifier(Imputation, base.MiniBatchClassifier):
             )
         labels = uniques.tolist()
         for v in labels:
-            check_label(v)
+            self._stats.check_label(v)
         start = 0
         while start < len(codes):
             stop = min(len(codes), start + self._batch_limit())

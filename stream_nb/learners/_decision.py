@@ -15,8 +15,9 @@ import numpy as np
 
 from .._checks import check_number
 from ..exceptions import ConfigError
+from ..stats import json_type
 
-__all__ = ["LossMatrix", "decide", "log_prior", "logsumexp", "normalise"]
+__all__ = ["LossMatrix", "decide", "json_text", "log_prior", "logsumexp", "loss_entry", "normalise"]
 
 
 def log_prior(class_count: np.ndarray, alpha: float) -> np.ndarray:
@@ -54,11 +55,33 @@ def normalise(jll: np.ndarray, prior: np.ndarray) -> np.ndarray:
     return jll - logsumexp(jll, axis=1)[:, None]
 
 
+def json_text(label) -> str | None:
+    """A number's or a boolean's JSON text (``1`` -> ``"1"``, ``True`` -> ``"true"``); None for anything else."""
+    t = json_type(label)
+    if t == "boolean":
+        return "true" if label else "false"
+    if t == "number":
+        return str(label)
+    return None
+
+
+def loss_entry(table: dict, label):
+    """``table``'s entry for class ``label``, or None: under the label's JSON text when the label is a
+    number or a boolean (a loss file's keys are strings: ``"1"``, ``"true"``), else under a key of the
+    label's own JSON type equal to it (``True`` is not the key ``1``, though Python holds ``True == 1``)."""
+    text = json_text(label)
+    if text is not None and text in table:
+        return table[text]
+    t = json_type(label)
+    return next((v for k, v in table.items() if json_type(k) == t and k == label), None)
+
+
 class LossMatrix:
     """``loss[truth][prediction]``: the cost λ of predicting ``prediction`` when the truth is ``truth``.
 
     Pairs the matrix leaves out cost 0 on the diagonal and 1 elsewhere (0-1 loss),
-    so classes that appear later in the stream are handled.
+    so classes that appear later in the stream are handled. A label's row and
+    column are found by :func:`loss_entry`.
 
     >>> LossMatrix({"spam": {"ham": 5.0}}).matrix(["ham", "spam"]).tolist()
     [[0.0, 1.0], [5.0, 0.0]]
@@ -82,10 +105,11 @@ class LossMatrix:
             n = len(classes)
             m = 1.0 - np.eye(n)
             for i, t in enumerate(classes):
-                row = self.loss.get(t, {})
+                row = loss_entry(self.loss, t) or {}
                 for j, p in enumerate(classes):
-                    if p in row:
-                        m[i, j] = float(row[p])
+                    cost = loss_entry(row, p)
+                    if cost is not None:
+                        m[i, j] = float(cost)
             self._classes, self._matrix = tuple(classes), m
         return self._matrix
 

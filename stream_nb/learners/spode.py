@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..exceptions import InvalidEventError
 from ..stats import Encoded, is_missing_label
 from ._binning import check_binning
 from ._decision import logsumexp
@@ -126,7 +127,16 @@ class SPODE(StructuredClassifier):
 
     def _learn(self, x: dict, y, w: float, known) -> None:
         if self.parent is None and not is_missing_label(y):
-            self._score(x, y, known)
+            # the event is scored before it is learned; an event that learning rejects leaves no score
+            self._stats.check_label(y)
+            saved = (self._loss_sum.copy(), self._loss_n.copy())
+            try:
+                self._score(x, y, known)
+                super()._learn(x, y, w, known)
+            except InvalidEventError:
+                self._loss_sum, self._loss_n = saved
+                raise
+            return
         super()._learn(x, y, w, known)
 
     def _score(self, x: dict, y, known) -> None:

@@ -58,7 +58,7 @@ its own module whose methods work on the one store's arrays:
 module             what it holds
 =================  ==================================================================
 ``_values.py``     kinds of feature, :class:`Encoded`, the checks on one value
-``_labels.py``     the label rule (:func:`validate_label`, :func:`check_label`)
+``_labels.py``     the label rule (:func:`validate_label`, :meth:`Stats.check_label`)
 ``_schema.py``     classes, features, values, capacity; the observed-only view
 ``_promotion.py``  a categorical feature turning numeric, its counts converted
 ``_encoding.py``   one event as indices: for prediction, and for learning
@@ -74,13 +74,13 @@ module             what it holds
 
 from ._discretise import Discretiser
 from ._gaussian import gaussian_loglik
-from ._labels import check_label, is_missing_label, validate_label
+from ._labels import is_missing_label, validate_label
 from ._running import exclusive_counts, grouped_exclusive_counts, naive_terms, running_moments, tree_terms
 from ._store import Stats
-from ._values import BINNED, CAT, GAUSS, Encoded, describe_type
+from ._values import BINNED, CAT, GAUSS, VALUE_GROUPS, Encoded, describe_type, json_type
 
 __all__ = [
-    "BINNED", "CAT", "GAUSS", "Discretiser", "Encoded", "Stats", "exclusive_counts", "gaussian_loglik",
+    "BINNED", "CAT", "GAUSS", "VALUE_GROUPS", "Discretiser", "Encoded", "Stats", "exclusive_counts", "gaussian_loglik",
     "grouped_exclusive_counts", "naive_terms", "running_moments", "tree_terms",
-    "check_label", "describe_type", "is_missing_label", "validate_label",
+    "describe_type", "is_missing_label", "json_type", "validate_label",
 ]

@@ -10,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 
 from .._checks import is_integer
-from ._labels import check_label
 from ._values import BINNED, CAT, EMPTY_FLOAT, EMPTY_INT, GAUSS, PROMOTE, Encoded, categorical_value, is_nan, numeric_value
 
 __all__ = ["Encoding"]
@@ -32,7 +31,7 @@ class Encoding:
         cols = []
         try:
             for name, v in x.items():
-                cols.append(cat[name][v])
+                cols.append(cat[type(v)][name][v])  # a value of another type than the feature's misses
         except (KeyError, TypeError):
             return self._encode(x)
         if cols:
@@ -59,9 +58,12 @@ class Encoding:
                     categorical_value(name, v)
                     raise
                 if col is None:
-                    if categorical_value(name, v) is None:
+                    v = categorical_value(name, v)
+                    if v is None:
                         continue
                     col, unseen = 0, True
+                if type(v) not in self._vt_ok[f]:
+                    self._check_value(f, name, v)
                 cols.append(col)
                 feats.append(f)
                 continue
@@ -110,11 +112,15 @@ class Encoding:
                         categorical_value(name, v)
                         raise
                     if col is not None:
+                        if type(v) not in self._vt_ok[f]:
+                            self._check_value(f, name, v)
                         cols.append(col)
                         feats.append(f)
                         continue
                     v = categorical_value(name, v)
                     if v is not None:
+                        if type(v) not in self._vt_ok[f]:
+                            self._check_value(f, name, v)
                         todo.append((name, f, PROMOTE if self._promotes(f, v) else CAT, v))
                     continue
                 fv = numeric_value(name, v)
@@ -182,11 +188,11 @@ class Encoding:
         )
 
     def encode_labeled(self, x: dict, y, known: Encoded | None = None) -> tuple[Encoded, int]:
-        """Check the label ``y`` (:func:`~stream_nb.stats.check_label`), encode ``x`` for learning
+        """Check the label ``y`` (:meth:`check_label`), encode ``x`` for learning
         (:meth:`encode_learn`, with ``known`` as there), then register the class if it is new.
 
         Returns ``(encoding, class index)``; a bad label or value raises before anything changes.
         """
-        check_label(y)
+        self.check_label(y)
         enc = self.encode_learn(x, y, known)
         return enc, self.class_of(y)

@@ -13,7 +13,10 @@ import pandas as pd
 
 from .._checks import is_integer
 from ..exceptions import FeatureTypeError
-from ._values import BINNED, CAT, GAUSS, categorical_value, hashable, is_nan, number_column, short_repr
+from ._values import (
+    BINNED, CAT, GAUSS, NONE_TYPE, PLAIN_TYPES, VALUE_GROUPS, categorical_value, hashable, is_nan, json_type,
+    number_column, short_repr,
+)
 
 __all__ = ["Frames"]
 
@@ -45,13 +48,10 @@ class Frames:
         F, lookup = len(self.features), self._lookup
         sub = xs[start:end]
         stop = len(sub)
-        # labels: a known class, or None (unlabeled)
-        classes, yc = self.class_index, []
+        # labels: a known class (of a type checked to be the labels' type: True finds the class 1), or None
+        classes, label_ok, yc = self.class_index, self._label_ok, []
         for i, y in enumerate(ys[start:end]):
-            try:
-                c = -1 if y is None else classes.get(y)
-            except TypeError:
-                c = None
+            c = -1 if y is None else classes.get(y) if type(y) in label_ok else None
             if c is None:
                 stop = i
                 break
@@ -74,6 +74,16 @@ class Frames:
             kind = self.kinds[f]
             vals = [x.get(name) for x in sub]
             if kind == CAT:
+                ok = self._vt_ok[f]
+                if not set(map(type, vals)) <= ok | {NONE_TYPE}:
+                    # a value of another type (True finds the column of 1): the run stops there
+                    bad = next((i for i, v in enumerate(vals) if not (v is None or type(v) in ok or is_nan(v))), stop)
+                    if bad < stop:
+                        stop = bad
+                        del sub[stop:], vals[stop:]
+                        D, G = D[:stop], G[:stop]
+                        if not stop:
+                            break
                 vmap = self.values[f]
                 try:
                     cols = list(map(vmap.get, vals))
@@ -185,10 +195,34 @@ class Frames:
             if kind == CAT:
                 codes, uniques = pd.factorize(s, use_na_sentinel=True)
                 uniques = [categorical_value(name, u) for u in uniques.tolist()]
+                self._check_column(name, f, s, uniques)
                 prepared.append((pos, name, f, kind, (codes, uniques)))
             else:
                 prepared.append((pos, name, f, kind, self._numeric_column(name, s)))
         return prepared
+
+    def _check_column(self, name, f, s: pd.Series, uniques: list) -> None:
+        """Raise FeatureTypeError at the first value of categorical column ``s`` that is not of the
+        feature's value type (a new feature's: that of its first value), as ``learn_one`` row by row would.
+
+        pandas factorises ``True`` and ``1`` into one code, so a column of Python objects is checked
+        value by value; any other dtype holds values of one type, and its ``uniques`` tell.
+        """
+        vt = self.vtypes[f] if f is not None else None
+        if vt is None:
+            first = next((u for u in uniques if u is not None), None)
+            if first is None:
+                return
+            vt = self._vtype_of(name, first)
+        allowed = self._vt_ok[f] if f is not None and self.vtypes[f] is not None else set(PLAIN_TYPES[vt])
+        mixed = s.dtype == object
+        values = s.tolist() if mixed else uniques
+        extra = set(map(type, values)) - allowed - {NONE_TYPE}
+        if not extra or (extra == {float} and not any(json_type(u) in ("number", "boolean") for u in uniques)):
+            return  # floats neither among the uniques nor merged into one (1.0 == True) are NaN: missing
+        for i, v in enumerate(values):
+            if not (v is None or is_nan(v) or v is pd.NA or v is pd.NaT or json_type(v) in VALUE_GROUPS[vt]):
+                raise self._value_error(name, vt, v, f" (row {i} of the batch)" if mixed else "")
 
     def _encode_prepared(self, prepared, n, learn):
         dcols, dfeats, gcols, gslots = [], [], [], []

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..exceptions import MergeError
 from ._discretise import Discretiser
-from ._values import BINNED, CAT, GAUSS, KIND_NAMES
+from ._values import BINNED, CAT, GAUSS, KIND_NAMES, VALUE_GROUPS, a_noun, json_type
 
 __all__ = ["Merging"]
 
@@ -36,6 +36,14 @@ class Merging:
                 f"cannot merge statistics kept differently: pairs={self.pairs}, numeric={self.numeric!r} "
                 f"here, pairs={other.pairs}, numeric={other.numeric!r} in the other model"
             )
+        label_type = self.label_type or other.label_type
+        odd = next((y for y in other.classes if json_type(y) != label_type), None)
+        if odd is not None:
+            mine = f"this model's labels are {label_type}s" + (f" (its first: {self.classes[0]!r})" if self.classes else "")
+            raise MergeError(
+                f"cannot merge: {mine} but the other model has {a_noun(json_type(odd))} label, {odd!r}; "
+                f"labels of two types would merge classes (True == 1) or give two classes one key (1 and '1')"
+            )
         stale = [f for name, f in other.feature_index.items() if f in other.from_int
                  and name in self.feature_index and self.kinds[self.feature_index[name]] != CAT]
         if stale:  # this model saw the feature turn numeric: so would a sequential run
@@ -50,6 +58,13 @@ class Merging:
                 raise MergeError(
                     f"feature {name!r} is {KIND_NAMES[self.kinds[mine]]} here but "
                     f"{KIND_NAMES[other.kinds[f]]} in the other model"
+                )
+            if mine is not None and self.vtypes[mine] is not None and other.vtypes[f] is not None and not (
+                set(VALUE_GROUPS[other.vtypes[f]]) <= set(VALUE_GROUPS[self.vtypes[mine]])
+            ):
+                raise MergeError(
+                    f"feature {name!r} is categorical with {self.vtypes[mine]} values here but "
+                    f"{other.vtypes[f]} values in the other model"
                 )
             if other.kinds[f] == BINNED and mine is not None:
                 a, b = self.disc[mine], other.disc[f]

@@ -42,7 +42,7 @@ class Promotion:
         C = self.n_classes
         counts = self.value_count[:C, old]
         self.from_int.discard(f)
-        self._cat_values.pop(name, None)
+        self._set_vtype(f, None)
         if self.numeric == "gaussian":
             self._reserve(g=1)
             g = self.n_gauss

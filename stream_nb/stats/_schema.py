@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..exceptions import CapacityError
+from ..exceptions import CapacityError, FeatureTypeError
 from ._discretise import Discretiser
-from ._labels import check_label
-from ._values import BINNED, CAT, EMPTY_INT, GAUSS, TWINNED, Encoded
+from ._values import (
+    BINNED, CAT, EMPTY_INT, GAUSS, PLAIN_TYPES, TWINNED, VALUE_GROUPS, Encoded, a_noun, json_type, short_repr,
+)
 
 __all__ = ["ObservedView", "Schema"]
 
@@ -170,6 +171,8 @@ class Schema:
         self.feature_index[name] = f
         self.kinds.append(kind)
         self.values.append({} if kind != GAUSS else None)
+        self.vtypes.append(None)
+        self._vt_ok.append(set())
         if kind == GAUSS:
             self.gslot.append(self.n_gauss)
             self.gauss_feature.append(f)
@@ -181,10 +184,8 @@ class Schema:
         else:
             self.disc.append(None)
         self._lookup[name] = (kind, f, self.values[f], self.gslot[f], self.disc[f])
-        if kind == CAT:
-            self._cat_values[name] = self.values[f]
-            if from_int:
-                self.from_int.add(f)
+        if kind == CAT and from_int:
+            self.from_int.add(f)
         self.epoch += 1
         return f
 
@@ -194,6 +195,8 @@ class Schema:
         self._lookup[self.features[f]] = (kind, f, vals, g, d)
 
     def _add_value(self, f, v) -> int:
+        if self.vtypes[f] is None and self.kinds[f] == CAT:
+            self._set_vtype(f, self._vtype_of(self.features[f], v))
         self._reserve(v=1)
         col = len(self.value_keys)
         self.value_keys.append(v)
@@ -203,7 +206,52 @@ class Schema:
         self.epoch += 1
         return col
 
+    def _set_vtype(self, f: int, vt: str | None) -> None:
+        """Fix the type of categorical feature ``f``'s values (None: none, e.g. it turned numeric)."""
+        name = self.features[f]
+        for table in self._cat_values.values():
+            table.pop(name, None)
+        self.vtypes[f] = vt
+        self._vt_ok[f] = set(PLAIN_TYPES[vt]) if vt is not None else set()
+        if vt is not None:
+            for t in PLAIN_TYPES[vt]:
+                self._cat_values.setdefault(t, {})[name] = self.values[f]
+        self.epoch += 1
+
+    def _vtype_of(self, name, v) -> str:
+        """The value type a categorical feature takes from its first value ``v``."""
+        t = json_type(v)
+        if self.types.get(name) == "categorical" and t in ("string", "number"):
+            return "string or number"
+        return t
+
+    def _check_value(self, f: int, name, v) -> None:
+        """Raise FeatureTypeError unless ``v`` (a categorical value, not missing) is of feature ``f``'s value type."""
+        vt = self.vtypes[f]
+        if vt is None:
+            return
+        if json_type(v) in VALUE_GROUPS[vt]:
+            self._vt_ok[f].add(type(v))
+            return
+        raise self._value_error(name, vt, v)
+
+    def _value_error(self, name, vt: str, v, where: str = "") -> FeatureTypeError:
+        """The error for categorical value ``v`` of feature ``name``, whose values are of type ``vt``."""
+        t = json_type(v)
+        origin = "declared categorical in types" if self.types.get(name) == "categorical" else "the type of its first value"
+        hint = ""
+        if vt in ("string", "number") and t in ("string", "number"):
+            hint = f"; declare it categorical (types={{{name!r}: 'categorical'}}, --types {name}=categorical) to take both"
+        return FeatureTypeError(
+            f"feature {name!r} is categorical with {vt} values ({origin}): expected {a_noun(vt)}, "
+            f"got {a_noun(t)} {short_repr(v)}{where}{hint}",
+            field=name,
+        )
+
     def _add_class(self, y) -> int:
+        if self.label_type is None:
+            self.label_type = json_type(y)
+            self._label_ok = {type(y)}
         self._reserve(c=1)
         c = len(self.classes)
         self.classes.append(y)
@@ -212,10 +260,10 @@ class Schema:
         return c
 
     def class_of(self, y) -> int:
-        """The index of class ``y``, registering it if new (:func:`~stream_nb.stats.check_label` first)."""
+        """The index of class ``y``, registering it if new (:meth:`check_label` first)."""
         c = self.class_index.get(y)
         if c is None:
-            check_label(y)
+            self.check_label(y)
             c = self._add_class(y)
         return c
 

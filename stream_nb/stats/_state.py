@@ -9,7 +9,7 @@ from __future__ import annotations
 import typing
 
 from ._discretise import Discretiser
-from ._values import BINNED, CAT, GAUSS
+from ._values import BINNED, CAT, GAUSS, VALUE_GROUPS, json_type
 
 __all__ = ["State"]
 
@@ -73,10 +73,12 @@ class State:
             "warmup": self.warmup,
             "bin_edges": {k: list(map(float, v)) for k, v in self.bin_edges.items()},
             "classes": list(self.classes),
+            "label_type": self.label_type,
             "features": [
                 {
                     "name": name,
                     "kind": ["categorical", "gaussian", "binned"][self.kinds[f]],
+                    "value_type": self.vtypes[f],
                     "values": list(self.values[f]) if self.values[f] is not None else None,
                     "discretiser": self.disc[f].state() if self.disc[f] is not None else None,
                 }
@@ -113,6 +115,19 @@ class State:
                 s._reserve(v=1)
                 s.value_keys.append(None)
         s.from_int = set(meta.get("from_int", []))
+        # the types of the labels and of each categorical feature's values; a state written before
+        # they were kept has them from its first class and each feature's first value (_add_class, _add_value)
+        if meta.get("label_type") is not None:
+            if not isinstance(meta["label_type"], str):
+                raise ValueError(f"label_type: expected a JSON type name, got {meta['label_type']!r}")
+            s.label_type = meta["label_type"]
+            s._label_ok = {type(y) for y in s.classes if json_type(y) == s.label_type}
+        for f, feat in enumerate(meta["features"]):
+            vt = feat.get("value_type")
+            if vt is not None and s.kinds[f] == CAT:
+                if vt not in VALUE_GROUPS:
+                    raise ValueError(f"feature {feat['name']!r}: unknown value type {vt!r}")
+                s._set_vtype(f, vt)
         C, V, F, G = len(s.classes), len(s.value_keys), len(s.features), s.n_gauss
         s.class_count[:C] = arrays["class_count"]
         if "obs_value_count" in arrays:

@@ -8,6 +8,7 @@ from ._discretise import Discretiser
 from ._encoding import Encoding
 from ._frames import Frames
 from ._gaussian import GaussianMoments
+from ._labels import Labels
 from ._merging import Merging
 from ._promotion import Promotion
 from ._schema import Schema
@@ -17,7 +18,7 @@ from ._values import check_types
 __all__ = ["Stats"]
 
 
-class Stats(Schema, Promotion, Encoding, Frames, Adding, GaussianMoments, Merging, State):
+class Stats(Schema, Labels, Promotion, Encoding, Frames, Adding, GaussianMoments, Merging, State):
     """Additive sufficient statistics over a stream of (x, y) events.
 
     Parameters
@@ -40,6 +41,20 @@ class Stats(Schema, Promotion, Encoding, Frames, Adding, GaussianMoments, Mergin
     observed
         Keep the observed-only twin of the counts (see the module notes) from
         the first expected counts on, for EM's E-step.
+
+    Types: every label has a JSON type (:func:`~stream_nb.stats.json_type`: string, number or
+    boolean), and the first label fixes the type of all of them
+    (:attr:`label_type`); a label of another type raises
+    :class:`~stream_nb.exceptions.LabelTypeError`. Likewise a categorical
+    feature's first value fixes the type of its values (``vtypes``): strings,
+    numbers (an integer first; a fraction later turns it numeric, see
+    :meth:`promote`) or booleans; a feature declared categorical in ``types``
+    takes strings and numbers alike (codes such as ``"02134"`` and ``94110``)
+    unless its first value is a boolean. A value of another type raises
+    :class:`~stream_nb.exceptions.FeatureTypeError`, as a string does for a
+    numeric feature. Within one type, equal values are one class or one
+    category (``1`` and ``1.0``); across types Python would merge ``True`` and
+    ``1`` silently, and JSON would write ``1`` and ``"1"`` as the same key.
 
     Examples
     --------
@@ -82,19 +97,27 @@ class Stats(Schema, Promotion, Encoding, Frames, Adding, GaussianMoments, Mergin
         # classes
         self.classes: list = []
         self.class_index: dict = {}
+        #: JSON type of the labels (json_type), fixed by the first class; None before it
+        self.label_type: str | None = None
+        self._label_ok: set = set()  # Python types checked to be of label_type
         # features
         self.features: list = []
         self.feature_index: dict = {}
         self.kinds: list[int] = []
         self.values: list[dict | None] = []  # per feature: value -> column (CAT, BINNED)
         self.gslot: list[int] = []  # per feature: Gaussian slot (GAUSS), else -1
+        # per feature: the type of a categorical feature's values (a key of VALUE_GROUPS), fixed by
+        # its first value; None for a numeric feature or one without a value yet
+        self.vtypes: list[str | None] = []
+        self._vt_ok: list[set] = []  # per feature: Python types checked to be of its vtype
         self.disc: list[Discretiser | None] = []
         self.value_keys: list = [None]  # column -> value; column 0 is the unseen-value sentinel
         self.n_gauss = 0
         self.gauss_feature: list[int] = []
         # name -> (kind, feature, value dict, Gaussian slot, discretiser): one lookup per value on the hot path
         self._lookup: dict = {}
-        # name -> value dict, categorical features only: the fast path of encode()
+        # Python type -> name -> value dict, categorical features only, each under the plain Python
+        # types of its values (PLAIN_TYPES): the fast path of encode(), which a value of another type misses
         self._cat_values: dict = {}
         # categorical features inferred from an integer: a later fractional number turns them numeric
         self.from_int: set = set()

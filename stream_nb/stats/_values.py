@@ -18,8 +18,9 @@ import numpy as np
 from ..exceptions import ConfigError, FeatureTypeError
 
 __all__ = [
-    "BINNED", "CAT", "EMPTY_FLOAT", "EMPTY_INT", "GAUSS", "KIND_NAMES", "PROMOTE", "TWINNED", "Encoded",
-    "categorical_value", "check_types", "describe_type", "hashable", "is_nan", "number_column", "numeric_value", "short_repr",
+    "BINNED", "CAT", "EMPTY_FLOAT", "EMPTY_INT", "GAUSS", "KIND_NAMES", "NONE_TYPE", "PLAIN_TYPES", "PROMOTE",
+    "TWINNED", "VALUE_GROUPS", "Encoded", "a_noun", "categorical_value", "check_types", "describe_type", "hashable",
+    "is_nan", "json_type", "number_column", "numeric_value", "short_repr",
 ]
 
 #: the count arrays that EM adds expected counts to, and that ``observed=True`` keeps twice
@@ -30,6 +31,45 @@ PROMOTE = 3  # a learning step: a categorical feature turns numeric
 KIND_NAMES = {CAT: "categorical", GAUSS: "numeric", BINNED: "numeric"}
 EMPTY_INT = np.empty(0, dtype=np.int64)
 EMPTY_FLOAT = np.empty(0, dtype=float)
+
+_JSON_TYPES = {str: "string", bool: "boolean", int: "number", float: "number"}
+#: the JSON types a categorical feature of each value type takes ("string or number": declared categorical)
+VALUE_GROUPS = {
+    "string": ("string",),
+    "number": ("number",),
+    "boolean": ("boolean",),
+    "string or number": ("string", "number"),
+}
+#: the Python types whose values the fast lookups of each value type may take as they are
+PLAIN_TYPES = {"string": (str,), "number": (int, float), "boolean": (bool,), "string or number": (str, int, float)}
+NONE_TYPE = type(None)
+
+
+def json_type(v) -> str:
+    """The JSON type a label or a value stands for: ``"string"``, ``"number"`` or ``"boolean"``
+    (numpy scalars and subclasses included); the name of its Python type for anything else.
+
+    Python holds ``True == 1`` and ``1 == 1.0``: values of one JSON type never collide with
+    values of another only because the model never lets two types meet (see :class:`~stream_nb.stats.Stats`).
+
+    >>> json_type("1"), json_type(1), json_type(1.5), json_type(True), json_type(np.int64(3)), json_type((1,))
+    ('string', 'number', 'number', 'boolean', 'number', 'tuple')
+    """
+    t = _JSON_TYPES.get(type(v))
+    if t is not None:
+        return t
+    if isinstance(v, (bool, np.bool_)):
+        return "boolean"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, numbers.Number):
+        return "number"
+    return type(v).__name__
+
+
+def a_noun(noun: str) -> str:
+    """``noun`` with its indefinite article: ``a_noun("string") == "a string"``, ``a_noun("integer") == "an integer"``."""
+    return ("an " if noun[:1] in "aeiou" else "a ") + noun
 
 
 class Encoded(typing.NamedTuple):
