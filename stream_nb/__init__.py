@@ -16,8 +16,8 @@ errors every layer raises are in :mod:`stream_nb.exceptions`.
 """
 
 from . import exceptions
-from ._snapshot import load, save
+from ._version import __version__
 from .learners import AODE, KDB, SPODE, TAN, NaiveBayes
+from .snapshots import load, save
 
 __all__ = ["NaiveBayes", "AODE", "TAN", "SPODE", "KDB", "exceptions", "save", "load"]
-__version__ = "0.1.0"

@@ -80,8 +80,7 @@ import numpy as np
 import orjson
 
 from .cli import MODELS, SETTINGS, _convert, build_model
-from .engine import EventDecoder, PrequentialMetrics, validate_label
-from .engine._events import BOM
+from .engine import BOM, EventDecoder, PrequentialMetrics, validate_label
 from .exceptions import ConfigError, InvalidEventError, LabelTypeError
 from .learners import prequential_step
 from ._console import pipe_safe

@@ -46,7 +46,7 @@ CONFLICTS = [(1, "1"), ("1", 1), (1, True), (True, 1), (0, False), (False, 0), (
 def state_of(model) -> tuple:
     """Everything a model is, comparable with ==."""
     arrays, meta = model.state()
-    return {k: v.tolist() for k, v in arrays.items()}, orjson.dumps(stream_nb._snapshot.encode_meta(meta))
+    return {k: v.tolist() for k, v in arrays.items()}, orjson.dumps(stream_nb.snapshots.encode_meta(meta))
 
 
 def trained(make, first):

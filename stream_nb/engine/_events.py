@@ -75,9 +75,9 @@ import typing
 
 import orjson
 
+from .._checks import configure, is_integer
 from ..exceptions import ConfigError, FeatureTypeError, InvalidEventError
 from ..stats import describe_type, validate_label
-from ._config import configure
 
 __all__ = ["BOM", "DEFAULT_CONFIG", "Event", "EventDecoder", "oversize_error"]
 
@@ -220,7 +220,7 @@ class EventDecoder:
                     raise ConfigError(
                         f"features must not contain {reserved!r}: it is the {what}, not a feature"
                     )
-        if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
+        if not is_integer(max_bytes) or max_bytes < 1:
             raise ConfigError(f"max_event_bytes must be a positive integer, got {max_bytes!r}")
         self._label_field = label_field
         self._id_field = id_field

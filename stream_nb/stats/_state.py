@@ -1,7 +1,7 @@
 """The store as plain data: ``(arrays, meta)``, numpy arrays and JSON-able metadata; no pickle.
 
 :meth:`State.state` and :meth:`State.from_state` are exact inverses; the
-snapshot format (:mod:`stream_nb._snapshot`) writes and reads them.
+snapshot format (:mod:`stream_nb.snapshots`) writes and reads them.
 """
 
 from __future__ import annotations

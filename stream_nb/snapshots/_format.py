@@ -2,7 +2,8 @@
 
 :func:`save` and :func:`load` are the public API (``stream_nb.save``,
 ``stream_nb.load``); the daemon writes the same container with its source
-positions and metrics added to the header (see :mod:`stream_nb.engine._checkpoint`).
+positions and metrics added to the header (see :mod:`stream_nb.engine._checkpoint`), into
+the snapshot directory of :class:`~stream_nb.snapshots.SnapshotStore`.
 Loading never executes code: the file holds raw little-endian numeric arrays
 and one JSON document, nothing is unpickled or imported from it.
 
@@ -54,9 +55,10 @@ and a model that rebuilds from its state.
 Writing is atomic: a temporary file in the same directory (``.NAME.tmp-*``),
 written, flushed and fsynced, renamed over NAME, and the directory fsynced. A
 crash leaves either the old file or the new one, and at most a temporary file
-that no reader takes for a snapshot. For fault tests only, the environment
-variable ``STREAM_NB_TEST_PAUSE_SNAPSHOT_WRITE=SECONDS`` makes :func:`write`
-sleep between the fsync of the temporary file and the rename.
+that no reader takes for a snapshot. :func:`write` calls its ``before_rename``
+argument, when given, between the fsync of the temporary file and the rename
+(the fault tests' window for a kill -9 during a write; see
+:class:`~stream_nb.snapshots.FaultHooks`).
 
 >>> import os, tempfile
 >>> from stream_nb import NaiveBayes
@@ -92,7 +94,10 @@ import uuid
 
 import numpy as np
 
-from .exceptions import SnapshotError
+from .._checks import is_integer
+from .._version import __version__
+from ..exceptions import SnapshotError
+from ..learners import MODELS
 
 __all__ = [
     "FORMAT_VERSION",
@@ -105,6 +110,7 @@ __all__ = [
     "model_from_state",
     "encode_meta",
     "decode_meta",
+    "MODEL_CLASSES",
 ]
 
 MAGIC = b"\x89SNB\r\n\x1a\n"
@@ -116,9 +122,8 @@ _ALIGN = 64
 #: numpy kinds a snapshot may hold: boolean, signed and unsigned integers, floats.
 _KINDS = frozenset("biuf")
 _TAGS = ("$tuple", "$dict", "$float")
-#: Environment variable read by :func:`write`: seconds to sleep between writing the
-#: temporary file and renaming it. For fault tests only (kill -9 during a write).
-TEST_PAUSE_ENV = "STREAM_NB_TEST_PAUSE_SNAPSHOT_WRITE"
+#: The model classes a snapshot may name: stream_nb's exported classifiers, by class name.
+MODEL_CLASSES: dict[str, type] = dict(MODELS)
 
 
 # ----------------------------------------------------------------- metadata
@@ -214,27 +219,20 @@ def _fsync_dir(directory: str) -> None:
         os.close(fd)
 
 
-def _test_pause() -> float:
-    raw = os.environ.get(TEST_PAUSE_ENV, "").strip()
-    if not raw:
-        return 0.0
-    try:
-        return max(0.0, float(raw))
-    except ValueError:
-        return 0.0
-
-
 def write(
     path: str | os.PathLike,
     arrays: dict[str, np.ndarray],
     meta: dict,
     *,
     daemon: dict | None = None,
+    before_rename: typing.Callable[[str, str], None] | None = None,
 ) -> int:
     """Write a snapshot atomically (see the module docstring); return its size in bytes.
 
     ``arrays`` and ``meta`` are a model's ``state()``; ``daemon`` is the
-    daemon's JSON-able part of the header, or ``None``. Raises
+    daemon's JSON-able part of the header, or ``None``. ``before_rename``, when
+    given, is called with the temporary file and ``path`` once the temporary
+    file is written and fsynced, just before it is renamed over ``path``. Raises
     :class:`~stream_nb.exceptions.SnapshotError` naming the file when it cannot
     be written (the original ``OSError`` is its ``__cause__``); the file at
     ``path``, if any, is then left as it was.
@@ -252,7 +250,7 @@ def write(
         "version": FORMAT_VERSION,
         "created": _utc(now),
         "created_unix": now,
-        "stream_nb": _version(),
+        "stream_nb": __version__,
         "model": encode_meta(meta, "model state"),
         "arrays": entries,
         "daemon": encode_meta(daemon, "daemon state") if daemon is not None else None,
@@ -287,9 +285,8 @@ def write(
                     put(a.reshape(-1).view(np.uint8))
             put(digest.digest())
             os.fsync(f.fileno())
-        pause = _test_pause()
-        if pause:
-            time.sleep(pause)
+        if before_rename is not None:
+            before_rename(tmp, path)
         os.replace(tmp, path)
         _fsync_dir(directory)
     except OSError as exc:
@@ -297,12 +294,6 @@ def write(
             os.unlink(tmp)
         raise SnapshotError(f"{path}: cannot write the snapshot: {exc.strerror or exc}") from exc
     return written
-
-
-def _version() -> str:
-    from . import __version__
-
-    return __version__
 
 
 # ----------------------------------------------------------------- reading
@@ -375,7 +366,7 @@ def read(path: str | os.PathLike) -> SnapshotFile:
         raise _damaged(path, f"not a stream_nb snapshot (its first bytes are {data[:8]!r}, expected {MAGIC!r})")
     if version != FORMAT_VERSION:
         raise _damaged(
-            path, f"unknown snapshot format version {version}; this stream_nb ({_version()}) reads version "
+            path, f"unknown snapshot format version {version}; this stream_nb ({__version__}) reads version "
             f"{FORMAT_VERSION} only"
         )
     header_end = _PREFIX.size + hlen
@@ -438,11 +429,11 @@ def _expected_size(header: dict, header_end: int) -> int | None:
         if not isinstance(entry, dict):
             return None
         offset, nbytes, shape = entry.get("offset"), entry.get("nbytes"), entry.get("shape")
-        if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in (offset, nbytes)):
+        if not all(is_integer(v) and v >= 0 for v in (offset, nbytes)):
             return None
         if offset % _ALIGN or offset < end or not isinstance(entry.get("name"), str):
             return None
-        if not isinstance(shape, list) or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
+        if not isinstance(shape, list) or not all(is_integer(d) and d >= 0 for d in shape):
             return None
         if not isinstance(entry.get("dtype"), str):
             return None
@@ -453,27 +444,12 @@ def _expected_size(header: dict, header_end: int) -> int | None:
 # ----------------------------------------------------------------- models
 
 
-def _model_classes() -> dict[str, type]:
-    """The model classes a snapshot may name: stream_nb's exported classifiers."""
-    import stream_nb
-
-    from .learners import BayesClassifier
-
-    out = {}
-    for name in stream_nb.__all__:
-        cls = getattr(stream_nb, name, None)
-        if isinstance(cls, type) and issubclass(cls, BayesClassifier):
-            out[name] = cls
-    return out
-
-
 def model_from_state(arrays: dict, meta: dict, path: str = "snapshot") -> typing.Any:
     """Rebuild a stream_nb model from its state; SnapshotError naming ``path`` if it does not fit."""
-    classes = _model_classes()
     name = meta.get("model") if isinstance(meta, dict) else None
-    cls = classes.get(name)
+    cls = MODEL_CLASSES.get(name)
     if cls is None:
-        raise _damaged(path, f"holds a model of type {name!r}; expected one of {', '.join(classes)}")
+        raise _damaged(path, f"holds a model of type {name!r}; expected one of {', '.join(MODEL_CLASSES)}")
     try:
         return cls.from_state(arrays, meta)
     except Exception as exc:  # noqa: BLE001 - any inconsistency of a checksummed file is reported alike
@@ -485,8 +461,8 @@ def save(model: typing.Any, path: str | os.PathLike) -> int:
 
     The file is the snapshot container of this module; :func:`load` reads it back.
     """
-    if type(model).__name__ not in _model_classes() or not callable(getattr(model, "state", None)):
-        raise TypeError(f"save() takes a stream_nb classifier ({', '.join(_model_classes())}), got {type(model).__name__}")
+    if type(model).__name__ not in MODEL_CLASSES or not callable(getattr(model, "state", None)):
+        raise TypeError(f"save() takes a stream_nb classifier ({', '.join(MODEL_CLASSES)}), got {type(model).__name__}")
     arrays, meta = model.state()
     return write(path, arrays, meta)
 
