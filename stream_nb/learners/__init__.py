@@ -13,6 +13,7 @@ module                 what it holds
 ``_decision.py``       the log prior, logsumexp, the posterior, the loss-matrix decision
 ``_em.py``             EM's E-steps (naive Bayes, one-dependence) and AODE's imputation posterior
 ``_impute.py``         ``impute_proba_one`` and ``impute_one``
+``_batches.py``        ``learn_many``, ``predict_proba_many``, ``predict_many``
 ``_structure.py``      mutual information, conditional mutual information, maximum spanning tree
 ``_binning.py``        the discretisation parameters of the models that bin numeric features
 ``naive_bayes.py``     :class:`NaiveBayes`

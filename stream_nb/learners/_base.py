@@ -26,8 +26,9 @@ Abstract methods (each model defines them; naive Bayes is no silent default):
 
 Optional hooks, with the default each documents: ``_added(c)`` and
 ``_learned(n)`` after learning (refresh caches, rebuild a structure),
-``_merged()``, ``_batch_limit()``, ``_needs_rows(X, y)``, ``_extra_state()``
-and ``_load_extra_state()`` (state beyond the counts), ``_prequential_run``
+``_merged()``, ``_batch_limit()``, ``_needs_rows(X, y)`` (in
+:mod:`~stream_nb.learners._batches`), ``_extra_state()`` and
+``_load_extra_state()`` (state beyond the counts), ``_prequential_run``
 (vectorised runs: :class:`~stream_nb.learners._runs.VectorisedRuns`).
 :meth:`_naive_jll` and :meth:`_naive_jll_many` read the counts as naive Bayes
 does, the fallback of every model before its structure exists.
@@ -49,13 +50,13 @@ import math
 import typing
 
 import numpy as np
-import pandas as pd
 from river import base
 
 from .._checks import check_choice, check_number
 from ..exceptions import ConfigError, InvalidEventError, MergeError
 from ..stats import Encoded, Stats, is_missing_label
 from ._decision import LossMatrix, decide, log_prior, normalise
+from ._batches import MiniBatches
 from ._impute import Imputation
 
 __all__ = ["BayesClassifier", "Step", "prequential_step"]
@@ -72,7 +73,7 @@ class Step(typing.NamedTuple):
     imputed: dict | None = None  # with impute=True: the filled-in value of each missing attribute
 
 
-class BayesClassifier(Imputation, base.MiniBatchClassifier):
+class BayesClassifier(Imputation, MiniBatches, base.MiniBatchClassifier):
     """Base class of stream_nb's classifiers (not used directly); see the module notes for what a subclass provides."""
 
     def _setup(
@@ -239,69 +240,6 @@ class BayesClassifier(Imputation, base.MiniBatchClassifier):
             self._added(c)
         self._learned(1)
 
-    def learn_many(self, X: pd.DataFrame, y: pd.Series) -> None:
-        """Learn a batch: the same model as ``learn_one`` over the rows in order.
-
-        With ``missing="em"``, a batch holding any missing value is learned
-        row by row (each E-step depends on the counts the previous rows left);
-        complete batches are counted in one vectorised pass.
-
-        A feature seen for the first time takes its type from the column's
-        dtype (a float column is numeric). pandas stores an integer column
-        that has missing values as float, so declare such features in
-        ``types`` (or build the frame with the nullable ``"Int64"`` dtype) to
-        keep them categorical as ``learn_one`` would.
-
-        A label or a value that ``learn_one`` would refuse at its row (given the rows before it)
-        raises the same error, and nothing of the batch is learned.
-        """
-        if len(X) != len(y):
-            raise ValueError(f"learn_many: X has {len(X)} rows but y has {len(y)} labels")
-        # every label of the batch is of the model's label type (a fresh model: of the first one's), checked
-        # before anything changes; one per value unless pandas holds them in one dtype (it factorises True and 1 as one)
-        uniform = isinstance(y, pd.Series) and y.dtype != object and not isinstance(y.dtype, pd.CategoricalDtype)
-        self._stats.check_labels(pd.unique(y).tolist() if uniform else list(y))
-        if self._needs_rows(X, y):
-            # EM's E-step for a row depends on the counts left by the rows before it;
-            # the whole batch is checked first so that a bad row leaves no trace
-            self._stats.validate_frame(X)
-            for row, label in zip(X.to_dict("records"), list(y)):
-                self.learn_one(row, None if is_missing_label(label) else label)
-            return
-        codes, uniques = pd.factorize(pd.Series(list(y)) if not isinstance(y, pd.Series) else y, use_na_sentinel=True)
-        if (codes < 0).any():
-            raise InvalidEventError(
-                f"the label is missing (None or NaN) at row {int(np.argmax(codes < 0))} of the batch", reason="bad_label"
-            )
-        labels = uniques.tolist()
-        for v in labels:
-            self._stats.check_label(v)
-        start = 0
-        while start < len(codes):
-            stop = min(len(codes), start + self._batch_limit())
-            self._learn_batch(X.iloc[start:stop], codes[start:stop], labels)
-            self._learned(stop - start)
-            start = stop
-
-    def _needs_rows(self, X: pd.DataFrame, y) -> bool:
-        """Hook: True when a batch must be learned row by row to equal ``learn_one``. Default:
-        with EM and a missing value anywhere, unlabeled rows to learn from, or a feature turning numeric."""
-        if self.learn_unlabeled and pd.isna(pd.Series(list(y), dtype=object)).any():
-            return True
-        if self._stats.frame_promotes(X):
-            return True  # a feature turns numeric at one row: the rows before it count as categories
-        if self.missing != "em":
-            return False
-        s = self._stats
-        if any(s.features[f] not in X.columns for f in s.discrete_features().tolist()):
-            return True
-        return bool(X.isna().to_numpy().any())
-
-    def _learn_batch(self, X, codes, labels):
-        s = self._stats
-        D, dfeats, G, gslots = s.encode_frame(X, learn=True)
-        s.add_many(D, dfeats, G, gslots, s.classes_from_codes(codes, labels))
-
     # ------------------------------------------------------------------ inference
 
     def _naive_jll(self, enc: Encoded) -> np.ndarray:
@@ -403,23 +341,6 @@ class BayesClassifier(Imputation, base.MiniBatchClassifier):
         p = np.exp(self._log_posterior(x))
         lam = self._decision.matrix(s.classes) if self._decision is not None else 1.0 - np.eye(s.n_classes)
         return dict(zip(s.classes, (p @ lam).tolist()))
-
-    def _log_posterior_many(self, X: pd.DataFrame) -> np.ndarray:
-        D, dfeats, G, gslots = self._stats.encode_frame(X, learn=False)
-        return normalise(self._jll_many(D, dfeats, G, gslots), self._log_prior())
-
-    def predict_proba_many(self, X: pd.DataFrame) -> pd.DataFrame:
-        if not self._stats.n_classes:
-            return pd.DataFrame(index=X.index)
-        p = np.exp(self._log_posterior_many(X))
-        return pd.DataFrame(p, index=X.index, columns=list(self._stats.classes))
-
-    def predict_many(self, X: pd.DataFrame) -> pd.Series:
-        s = self._stats
-        if not s.n_classes:
-            return pd.Series([None] * len(X), index=X.index, dtype=object)
-        idx = self._decide(self._log_posterior_many(X))
-        return pd.Series([s.classes[i] for i in idx], index=X.index)
 
     # ------------------------------------------------------------------ the prequential step
 
