@@ -266,17 +266,13 @@ def test_evaluate_equals_an_independent_prequential_loop(tmp_path):
 
 
 def test_evaluate_runs_each_models_own_prequential_step(tmp_path):
-    """evaluate scores what the daemon's step (prequential_iter) gives, not a loop of its own."""
+    """evaluate scores what the daemon's step (the learners' prequential_one) gives, not a loop of its own."""
     taken = []
 
     class Watched(NaiveBayes):
-        def prequential_iter(self, xs, ys):
-            taken.extend(zip(xs, ys))
-            yield from super().prequential_iter(xs, ys)
-
-        def predict_and_proba_one(self, x):  # reached only through prequential_iter
-            assert taken and taken[-1][0] is x, "predicted outside the model's prequential step"
-            return super().predict_and_proba_one(x)
+        def prequential_one(self, x, y, **kwargs):
+            taken.append((x, y))
+            return super().prequential_one(x, y, **kwargs)
 
     semi = lambda: NaiveBayes(learn_unlabeled=True, unlabeled_weight=0.5)  # noqa: E731
     result = evaluate(open_events(str(write_csv(tmp_path))), {"watched": Watched(), "semi": semi()})

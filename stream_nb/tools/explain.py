@@ -64,8 +64,8 @@ import numpy as np
 import orjson
 
 from .._checks import is_integer
-from .._stats import json_type
 from ..exceptions import ConfigError
+from ..stats import json_type
 
 __all__ = ["EXACT_MAX_ATTRIBUTES", "DEFAULT_PERMUTATIONS", "Contribution", "Explanation", "explain_one", "log_odds"]
 

@@ -65,7 +65,7 @@ compact JSON encoding (orjson) of its metadata ``model.state()[1]``: what a snap
 from __future__ import annotations
 
 from ._format import format_table, format_tree
-from ._loop import Evaluation, ModelResult, evaluate, prequential_step, rolling_accuracy, train
+from ._loop import Evaluation, ModelResult, evaluate, rolling_accuracy, train
 from ._readers import (
     DEFAULT_RIVER_EVENTS,
     RIVER_STREAMS,
@@ -93,7 +93,6 @@ __all__ = [
     "open_events",
     "parse_cell",
     "parse_model_specs",
-    "prequential_step",
     "rolling_accuracy",
     "state_bytes",
     "train",

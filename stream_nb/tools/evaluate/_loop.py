@@ -12,10 +12,11 @@ import numpy as np
 
 from ...engine import PrequentialMetrics
 from ...exceptions import ConfigError, InvalidEventError, LabelTypeError
+from ...learners import prequential_step
 from ._readers import BadRow
 from ._specs import state_bytes
 
-__all__ = ["Evaluation", "ModelResult", "evaluate", "prequential_step", "rolling_accuracy", "train"]
+__all__ = ["Evaluation", "ModelResult", "evaluate", "rolling_accuracy", "train"]
 
 
 @dataclasses.dataclass(eq=False)
@@ -124,16 +125,15 @@ def evaluate(
     on_bad_row
         Called with each :class:`BadRow` (read errors, and events a model rejects).
 
-    Each valid event goes through every model's prequential step in turn (``prequential_iter``,
-    the one the daemon runs: predict, then learn when labeled, or unlabeled with
-    ``learn_unlabeled=True`` once a class is known); its time counts towards the model's
-    events/s. An event the first model rejects while predicting or learning (an
-    :class:`~stream_nb.exceptions.InvalidEventError`) is a bad row for all, and a rejected event
-    leaves a model untouched. The models share the rules that decide it, so a later model
-    rejecting an event an earlier one took is a bug, raised as :class:`RuntimeError`.
+    Each valid event goes through every model's prequential step
+    (:func:`~stream_nb.learners.prequential_step`: predicted, then learned when labeled, or
+    unlabeled with ``learn_unlabeled=True``), the daemon's own; its time counts towards the
+    model's events/s. An event the models reject (an
+    :class:`~stream_nb.exceptions.InvalidEventError`) is a bad row for all: the models share the
+    rules that decide it (a model rejecting an event another one took is a bug, raised as
+    ``RuntimeError``), and a rejected event leaves a model untouched.
     """
     results = [ModelResult(name, model, PrequentialMetrics()) for name, model in models.items()]
-    steps = [prequential_step(r.model) for r in results]
     out = Evaluation(source, results)
     label_field = getattr(events, "label_field", None)
     correct = [[] for _ in results]
@@ -156,31 +156,31 @@ def evaluate(
                 continue
             x, y = item[0], item[1]
             where = item[2] if len(item) > 2 else f"event {out.n_events + out.n_bad + 1}"
-            outputs = []
-            for k, (r, step) in enumerate(zip(results, steps)):
+            steps, rejected = [], None
+            for k, r in enumerate(results):
                 t = clock()
-                result = step(x, y)
-                r.seconds += clock() - t
-                if isinstance(result, InvalidEventError):
-                    if isinstance(result, LabelTypeError) and label_field and result.field is None:
-                        result = result.for_field(label_field)
+                try:
+                    steps.append(prequential_step(r.model, x, y))  # the one prequential step
+                except InvalidEventError as exc:
+                    if isinstance(exc, LabelTypeError) and label_field and exc.field is None:
+                        exc = exc.for_field(label_field)
                     if k:
                         raise RuntimeError(
-                            f"{where}: {r.name} rejected an event that {results[0].name} took: {result}"
-                        ) from result
+                            f"{where}: {r.name} rejected an event that {results[0].name} took: {exc}"
+                        ) from exc
+                    rejected = exc
                     break
-                outputs.append(result)
-            if not outputs:
-                bad(BadRow(where, result.reason, f"{results[0].name}: {result}"))
+                finally:
+                    r.seconds += clock() - t
+            if rejected is not None:  # the first model rejected it, which leaves every model untouched
+                bad(BadRow(where, rejected.reason, f"{results[0].name}: {rejected}"))
                 continue
             out.n_events += 1
             if y is None:
                 out.n_unlabeled += 1
             else:
                 out.n_labeled += 1
-            for k, (r, (prediction, proba)) in enumerate(zip(results, outputs)):
-                # an unlabeled event was learned when the model knew a class, i.e. predicted one (as the daemon)
-                learned = y is not None or (_learns_unlabeled(r.model) and bool(proba))
+            for k, (r, (prediction, proba, learned, _)) in enumerate(zip(results, steps)):
                 r.metrics.update_prediction(y, prediction, proba, learned=learned)
                 if y is not None:
                     correct[k].append(prediction is not None and prediction == y)
@@ -194,36 +194,6 @@ def evaluate(
         r.loss = np.array(ls, dtype=float)
     out.blank_lines = getattr(events, "blank_lines", 0)
     return out
-
-
-def prequential_step(model) -> typing.Callable[[dict, typing.Any], typing.Any]:
-    """``step(x, y)``: the model's prequential step on one event, its ``(prediction, proba)`` or the error.
-
-    stream_nb's models take it from their own ``prequential_iter`` (the step the daemon and
-    ``prequential_many`` run); a model without one predicts with ``predict_and_proba_one``, then
-    learns the event when it is labeled (or unlabeled, with ``learn_unlabeled=True`` once a class
-    is known). A rejected event (:class:`~stream_nb.exceptions.InvalidEventError`) is returned,
-    not raised.
-
-    >>> from stream_nb import NaiveBayes
-    >>> step = prequential_step(NaiveBayes())
-    >>> step({"sky": "sun"}, "play"), step({"sky": "sun"}, None), step({"sky": ["?"]}, "play")
-    ((None, {}), ('play', {'play': 1.0}), FeatureTypeError("feature 'sky': expected a categorical value (str, int or bool), got list ['?']"))
-    """
-    many = getattr(model, "prequential_iter", None)
-    if callable(many):
-        return lambda x, y: next(iter(many([x], [y])))
-
-    def step(x: dict, y: typing.Any) -> typing.Any:
-        try:
-            result = model.predict_and_proba_one(x)
-            if y is not None or _learns_unlabeled(model):
-                model.learn_one(x, y)
-        except InvalidEventError as exc:
-            return exc
-        return result
-
-    return step
 
 
 def _learns_unlabeled(model) -> bool:
