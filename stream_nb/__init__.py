@@ -12,8 +12,7 @@ sufficient statistics (:mod:`stream_nb._stats`):
 >>> from stream_nb import NaiveBayes, AODE, TAN
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations`` here: it would be a public name ``stream_nb.annotations``.
 from . import exceptions
 from .aode import AODE
 from .kdb import KDB
