@@ -666,9 +666,17 @@ class BayesClassifier(base.MiniBatchClassifier):
 
 class StructuredClassifier(BayesClassifier):
     """A classifier whose structure (TAN's tree, SPODE's super-parent, KDB's parents) is
-    rebuilt from the running counts every ``rebuild_every`` learned events and on ``rebuild()``.
+    rebuilt from the running counts on a schedule of learned events and on ``rebuild()``.
 
-    Subclasses define ``rebuild()`` and call :meth:`_setup_rebuilds` from ``__init__``.
+    The schedule starts early and settles at ``rebuild_every``: the first rebuild comes
+    after ``warmup`` learned events, and each next one after twice the previous interval,
+    up to ``rebuild_every`` (see :meth:`rebuild_interval`). With the defaults (warmup
+    100, rebuild_every 1000) the rebuilds come after 100, 300, 700, 1500, 2500, 3500, ...
+    events, so a short stream gets a structure too, and a long one pays for three or four
+    more rebuilds. ``rebuild_every=0`` rebuilds only on ``rebuild()``.
+
+    Subclasses define ``rebuild()`` (which counts ``n_rebuilds``) and call
+    :meth:`_setup_rebuilds` from ``__init__``.
     """
 
     #: Rebuild after a merge (when the model had been built), from the merged counts.
@@ -681,14 +689,32 @@ class StructuredClassifier(BayesClassifier):
         self._since_rebuild = 0
         self.n_rebuilds = 0
 
+    def rebuild_interval(self) -> int:
+        """Learned events from the last rebuild (or the start) to the next one; 0: no automatic rebuild.
+
+        ``min(warmup * 2 ** n_rebuilds, rebuild_every)``: it depends on the number of
+        rebuilds so far only, so a restored or merged model keeps its place in the schedule.
+
+        >>> from stream_nb import TAN
+        >>> model = TAN(warmup=100, rebuild_every=1000)
+        >>> intervals = []
+        >>> for model.n_rebuilds in range(6):
+        ...     intervals.append(model.rebuild_interval())
+        >>> intervals
+        [100, 200, 400, 800, 1000, 1000]
+        """
+        r = self.rebuild_every
+        n = self.n_rebuilds
+        return r if n >= 62 else min(r, self.warmup << n)
+
     def _learned(self, n: int) -> None:
         self._since_rebuild += n
-        if self.rebuild_every and self._since_rebuild >= self.rebuild_every:
+        if self.rebuild_every and self._since_rebuild >= self.rebuild_interval():
             self.rebuild()
 
     def _batch_limit(self) -> int:
         # a batch stops at the next rebuild, so that learn_many rebuilds where learn_one would
-        return self.rebuild_every - self._since_rebuild if self.rebuild_every else 1 << 62
+        return max(1, self.rebuild_interval() - self._since_rebuild) if self.rebuild_every else 1 << 62
 
     def _merged(self) -> None:
         if self._rebuild_after_merge and self.n_rebuilds:

@@ -103,10 +103,11 @@ SETTINGS: tuple[Setting, ...] = (
             "the lowest running log loss at each rebuild)", _MODEL, "FEATURE"),
     Setting("m", "int", None, "AODE: a value is a parent only once seen in M events (model default 1)", _MODEL, "M"),
     Setting("bins", "int", None, "AODE, TAN, SPODE, KDB: equal-frequency bins per numeric feature (model default 5)", _MODEL, "N"),
-    Setting("warmup", "int", None, "AODE, TAN, SPODE, KDB: values of a numeric feature used to place its bin edges "
-            "(model default 100)", _MODEL, "N"),
+    Setting("warmup", "int", None, "AODE, TAN, SPODE, KDB: values of a numeric feature used to place its bin edges; "
+            "TAN, SPODE, KDB: also the learned events before the first rebuild (model default 100)", _MODEL, "N"),
     Setting("rebuild_every", "int", None, "TAN, SPODE, KDB: rebuild the structure / re-choose the super-parent every N "
-            "learned events (model default 1000)",
+            "learned events (model default 1000); the first rebuilds come earlier: after --warmup events, then "
+            "at doubling intervals up to N",
             _MODEL, "N"),
     Setting("var_smoothing", "float", None, "NB: floor of each Gaussian variance, as a fraction of the feature's variance over all classes (model default 1e-9)", _MODEL, "V"),
     Setting("types", "mapping", {}, "declare feature types instead of inferring them from the first value "

@@ -127,9 +127,12 @@ class TAN(StructuredClassifier):
     and for the root (and attributes seen after the last build)
     P(x_i | c) as in naive Bayes. Parameters are always read from the current
     counts; only the tree's shape waits for a rebuild. All pair counts are
-    kept, so a rebuild loses nothing. The tree is rebuilt every
-    ``rebuild_every`` learned events and on :meth:`rebuild`; before the first
-    build the model predicts as naive Bayes over the same counts.
+    kept, so a rebuild loses nothing. The tree is rebuilt after ``warmup``
+    learned events, then after doubling intervals up to every ``rebuild_every``
+    events (100, 300, 700, 1500, 2500, ... with the defaults; see
+    :meth:`~stream_nb._base.StructuredClassifier.rebuild_interval`), and on
+    :meth:`rebuild`; before the first build the model predicts as naive Bayes
+    over the same counts.
 
     Missing attributes are summed out exactly along the tree (upward message
     passing), not dropped: a missing parent is marginalised, its observed
@@ -150,7 +153,10 @@ class TAN(StructuredClassifier):
     alpha
         Lidstone smoothing, > 0.
     rebuild_every
-        Learned events between two rebuilds of the tree (0: only on :meth:`rebuild`).
+        Learned events between two rebuilds of the tree once the schedule has
+        settled; the first comes after ``warmup`` events, each next one after
+        twice the previous interval until it reaches ``rebuild_every`` (0: only
+        on :meth:`rebuild`).
     bins, warmup, bin_edges
         Discretisation of numeric features (see :class:`~stream_nb.AODE`).
     types
