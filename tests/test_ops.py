@@ -367,7 +367,7 @@ def test_text_logs_keep_their_layout(tmp_path):
     (["--metrics-port", "70000"], "--metrics-port must be between 0 and 65535, got 70000"),
     (["--metrics-port", "0", "--liveness-timeout", "0"], "--liveness-timeout must be > 0, got 0.0"),
     (["--metrics-port", "0", "--lag-interval", "-1"], "--lag-interval must be > 0, got -1.0"),
-    (["--max-in-flight", "-1"], "max_in_flight must be a non-negative integer, got -1"),
+    (["--max-in-flight", "-1"], "--max-in-flight must be a non-negative integer, got -1"),
     (["--log-format", "xml"], "invalid choice: 'xml'"),
 ])
 def test_bad_operations_settings_exit_2(args, message):
