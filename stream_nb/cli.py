@@ -43,7 +43,7 @@ from . import __version__
 from .engine import DEFAULT_CONFIG as ENGINE_DEFAULTS
 from .engine import Engine, check_config
 from .exceptions import ConfigError, StreamNBError
-from ._console import silence_stdout
+from ._console import INTERRUPTED, silence_stdout, writable_file
 
 __all__ = ["main", "build_parser", "resolve_settings", "SETTINGS", "MODELS"]
 
@@ -247,6 +247,8 @@ dead-letter record:
 
 signals:
   SIGTERM or SIGINT: finish the current event, flush, commit, exit 0.
+  The last log line says where the daemon stopped: the file and its last
+  line processed, or the next offset of each Kafka partition.
 
 snapshots (--snapshot-dir DIR; off by default):
   the model, its metrics and the input positions are written to DIR every
@@ -261,7 +263,8 @@ snapshots (--snapshot-dir DIR; off by default):
 
 exit status:
   0 done (input exhausted or stopped by a signal), 1 runtime failure,
-  2 invalid settings."""
+  2 invalid settings (unusable output paths included: checked before the
+  first event), 130 interrupted (Ctrl-C) before start-up finished."""
 
 
 # -- parsing ------------------------------------------------------------------
@@ -648,7 +651,11 @@ def connector_plan(settings: dict[str, typing.Any]) -> _Plan:
         for i, (a, pa) in enumerate(outputs):
             for b, pb in outputs[i + 1:]:
                 if pa == pb:
-                    raise ConfigError(f"{_BY_NAME[a].flag} and {_BY_NAME[b].flag} are the same file {paths[a]!r}")
+                    raise ConfigError(f"{describe_setting(settings, a)} and {describe_setting(settings, b)} are the "
+                                      f"same file {paths[a]!r}")
+        for name in ("output", "dead_letter"):  # before any work: not an hour later, at the first write
+            if name in paths:
+                writable_file(paths[name], describe_setting(settings, name))
         return _Plan(
             module="connectors.jsonl",
             source={"path": settings["input"], "max_line_bytes": settings["max_event_bytes"]},
@@ -763,6 +770,39 @@ def start_connectors(plan: _Plan, settings: dict[str, typing.Any], stopper: _Sto
         delay = min(delay * 2, cap)
 
 
+def stop_position(engine: Engine, source: typing.Any) -> tuple[str, dict[str, typing.Any]]:
+    """Where the daemon stopped, in words and as a dict: the file and its last line processed, or the
+    next offset of every Kafka partition it processed (or restored).
+
+    >>> class Source:  # a JSON-lines source
+    ...     partition = "in.jsonl"
+    ...     def line_at(self, offset): return {0: 0, 120: 3}.get(offset)
+    >>> class Engine: positions = {"in.jsonl": 120}
+    >>> stop_position(Engine(), Source())
+    ('after in.jsonl line 3 (next byte 120)', {'file': 'in.jsonl', 'line': 3, 'byte': 120})
+    >>> Engine.positions = {"events-1": 7, "events-0": 12}
+    >>> stop_position(Engine(), object())
+    ('at the next offsets events-0: 12, events-1: 7', {'offsets': {'events-0': 12, 'events-1': 7}})
+    """
+    positions = dict(engine.positions)
+    line_at = getattr(source, "line_at", None)
+    if line_at is not None:  # JSON lines: one partition, the file (or stdin), positions in bytes
+        name = source.partition
+        offset = positions.get(name, 0)
+        if not offset:
+            return f"before {name} line 1", {"file": name, "line": 0, "byte": 0}
+        try:
+            line = line_at(offset)
+        except OSError:
+            line = None
+        text = f"after {name} line {line} (next byte {offset})" if line is not None else f"at {name} byte {offset}"
+        return text, {"file": name, "line": line, "byte": offset}
+    if not positions:
+        return "before the first record", {"offsets": {}}
+    ordered = dict(sorted(positions.items()))
+    return "at the next offsets " + ", ".join(f"{k}: {v}" for k, v in ordered.items()), {"offsets": ordered}
+
+
 # -- main -------------------------------------------------------------------------
 
 
@@ -863,16 +903,21 @@ def _run(args: argparse.Namespace) -> int:
             engine.run()
             status = 0
             how = f"stopped by {signal.Signals(stopper.signum).name}" if stopper.signum else "input exhausted"
+            say = lambda where: f"{how} {where}"  # noqa: E731 - where is known once the sources are done
         except BrokenPipeError:
             silence_stdout()
             how = "stopped: the output pipe was closed"
+            say = lambda where: f"stopped {where}: the output pipe was closed"  # noqa: E731
         except (StreamNBError, OSError) as exc:
             how = f"stopped on error: {exc}"
-        except Exception as exc:
+            say = lambda where, exc=exc: f"stopped {where} on error: {exc}"  # noqa: E731
+        except Exception as exc:  # a bug, not the user's doing: its traceback is what a report needs
             log.exception("unexpected error")
             how = f"stopped on an unexpected error: {exc!r}"
+            say = lambda where, exc=exc: f"stopped {where} on an unexpected error: {exc!r}"  # noqa: E731
         finally:
             ops.detach()
+            where, position = stop_position(engine, source)
             _close_all((source, sink, dead_letters))
             if checkpointer is not None:
                 checkpointer.store.close()
@@ -880,8 +925,10 @@ def _run(args: argparse.Namespace) -> int:
         blank = getattr(source, "blank_lines", None)
         if blank is not None:
             summary["blank_lines"] = blank
-        log.log(logging.INFO if status == 0 else logging.ERROR, "%s; metrics %s", how, orjson.dumps(summary).decode(),
-                extra={"event": "shutdown", "how": how, "exit_status": status, "metrics": summary})
+        log.log(logging.INFO if status == 0 else logging.ERROR, "%s; metrics %s", say(where),
+                orjson.dumps(summary).decode(),
+                extra={"event": "shutdown", "how": how, "position": position, "exit_status": status,
+                       "metrics": summary})
         return status
     finally:
         ops.close()
@@ -897,7 +944,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     handler = getattr(args, "handler", None)  # evaluate, explain
-    return handler(args) if handler is not None else _run(args)
+    try:
+        return handler(args) if handler is not None else _run(args)
+    except KeyboardInterrupt:  # run stops on SIGINT by itself once started; this is any other moment
+        print(f"stream-nb {args.command}: interrupted", file=sys.stderr)
+        return INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -84,7 +84,7 @@ import orjson
 from .cli import MODELS, SETTINGS, _convert, build_model
 from .engine import EventDecoder, PrequentialMetrics, validate_label
 from .exceptions import ConfigError, InvalidEventError
-from ._console import pipe_safe
+from ._console import INTERRUPTED, InterruptGuard, pipe_safe, writable_directory
 
 __all__ = [
     "RIVER_STREAMS",
@@ -413,8 +413,13 @@ def open_events(
                                features, events)
     else:
         if not os.path.isfile(source):
-            raise ConfigError(f"--input {source}: expected a CSV or JSON-lines file, '-' or river:NAME; "
-                              f"no such file")
+            why = ("it is a directory" if os.path.isdir(source) else
+                   "not a regular file" if os.path.exists(source) else "no such file")
+            raise ConfigError(f"--input {source}: expected a CSV or JSON-lines file, '-' or river:NAME; {why}")
+        try:
+            os.close(os.open(source, os.O_RDONLY))
+        except OSError as exc:
+            raise ConfigError(f"--input {source}: cannot read it: {exc.strerror}") from None
         if fmt is None:
             ext = os.path.splitext(source)[1].lower()
             if ext == ".csv":
@@ -567,6 +572,8 @@ class Evaluation:
     n_unlabeled: int = 0
     bad_rows: list[BadRow] = dataclasses.field(default_factory=list)
     blank_lines: int = 0
+    #: True when Ctrl-C (KeyboardInterrupt) ended the run early: the figures cover the events before it.
+    interrupted: bool = False
 
     @property
     def n_bad(self) -> int:
@@ -635,6 +642,12 @@ def evaluate(
     any model rejects while predicting or learning (an
     :class:`~stream_nb.exceptions.InvalidEventError`) is a bad row for all: the models share the
     rules that decide it, and a rejected event leaves a model untouched.
+
+    Ctrl-C (SIGINT, or a :class:`KeyboardInterrupt`) ends the loop early instead of escaping:
+    the result holds the figures of the events processed before it and has ``interrupted`` set.
+    In the main thread the first Ctrl-C takes effect between two events (every model has then
+    predicted and learned the same events); a second one interrupts the event at hand, which
+    is then not counted, though a model may have learned it.
     """
     results = [ModelResult(name, model, PrequentialMetrics()) for name, model in models.items()]
     out = Evaluation(source, results)
@@ -649,8 +662,12 @@ def evaluate(
         if on_bad_row is not None:
             on_bad_row(row)
 
+    interrupt = InterruptGuard()
+    interrupt.start()
     try:
         for item in events:
+            if interrupt.requested:
+                raise KeyboardInterrupt
             if bar is not None:
                 bar.update()
             if isinstance(item, BadRow):
@@ -697,7 +714,10 @@ def evaluate(
                     correct[k].append(prediction is not None and prediction == y)
                     p = proba.get(y, 0.0)
                     losses[k].append(-math.log(min(p, 1.0) if p >= floor else floor))
+    except KeyboardInterrupt:
+        out.interrupted = True
     finally:
+        interrupt.stop()
         if bar is not None:
             bar.close()
     for r, c, ls in zip(results, correct, losses):
@@ -805,11 +825,23 @@ def format_table(rows: list[dict], markdown: bool = False) -> str:
     )
 
 
+def why_no_tree(model) -> str:
+    """Why a TAN has no tree yet: how many events it learned, and when (or whether) the first rebuild comes.
+
+    >>> from stream_nb import TAN
+    >>> why_no_tree(TAN()), why_no_tree(TAN(rebuild_every=0))
+    ('0 events learned; the first rebuild comes after 100', '0 events learned; rebuild_every=0: only on rebuild()')
+    """
+    learned = f"{model.n_learned:,.0f} events learned"
+    if not model.rebuild_every:
+        return f"{learned}; rebuild_every=0: only on rebuild()"
+    return f"{learned}; the first rebuild comes after {model.rebuild_interval():,}"
+
+
 def format_tree(model) -> str:
     """A TAN model's tree as text lines ``parent -> child  cmi`` (nats), breadth-first from the root."""
     if not model.tree:
-        return (f"no tree yet ({model.n_learned:,.0f} events learned, rebuild_every={model.rebuild_every}): "
-                "the model predicts as naive Bayes")
+        return f"no tree yet ({why_no_tree(model)}): the model predicts as naive Bayes"
     width = max(len(f"{p} -> {c}") for p, c, _ in model.tree)
     lines = [f"root {model.root!s}; {len(model.tree)} edges, parent -> child: CMI I(parent; child | class) in nats"]
     lines += [f"  {f'{p} -> {c}'.ljust(width)}  {cmi:.4g}" for p, c, cmi in model.tree]
@@ -848,7 +880,9 @@ models:
 bad rows (wrong cell count, invalid JSON, bad label, rejected value types) are
 reported on stderr and skipped; events without a label are predicted only.
 state bytes: nbytes of the arrays of model.state() + JSON size of its meta.
-exit status: 0 done, 1 no valid event or an unreadable input, 2 invalid settings."""
+exit status: 0 done, 1 no valid event, an unreadable input or an unwritable report,
+2 invalid settings (an unwritable --report directory included, checked first),
+130 interrupted (Ctrl-C): the table covers the events measured until then."""
 
 
 def _add_input_flags(p: argparse.ArgumentParser, model_flag: str) -> None:
@@ -965,6 +999,8 @@ def run_evaluate(args: argparse.Namespace) -> int:
                 for n in unused))
         models = {s.label: make_model(s.model, s.params, defaults) for s in specs}
         source = _open(args)
+        if args.report:  # now, not after the whole computation
+            writable_directory(args.report, "--report")
     except ConfigError as exc:
         print(f"stream-nb evaluate: error: {exc}", file=sys.stderr)
         return 2
@@ -981,6 +1017,13 @@ def run_evaluate(args: argparse.Namespace) -> int:
     print(f"{result.source}: {result.counts_line()}")
     if result.bad_rows:
         print(f"stream-nb evaluate: {result.counts_line().split('; ', 1)[1]}", file=sys.stderr)
+    if result.interrupted:
+        print(f"stream-nb evaluate: interrupted: the figures below cover the first {result.n_events:,} events"
+              + ("; no report written" if args.report else ""), file=sys.stderr)
+        if result.n_events:
+            print()
+            print(format_table(result.table()))
+        return INTERRUPTED
     if not result.n_events:
         print(f"stream-nb evaluate: error: no valid event in {args.input}", file=sys.stderr)
         return 1
@@ -995,7 +1038,12 @@ def run_evaluate(args: argparse.Namespace) -> int:
     if args.report:
         from ._report import write_report
 
-        paths = write_report(result, args.report, window=args.window, command=_command_line(args))
+        try:
+            paths = write_report(result, args.report, window=args.window, command=_command_line(args))
+        except OSError as exc:
+            print(f"stream-nb evaluate: error: --report {args.report}: cannot write the report: "
+                  f"{exc.strerror or exc}", file=sys.stderr)
+            return 1
         print(f"\nreport: {paths['report']}")
     return 0
 
