@@ -668,12 +668,20 @@ class StructuredClassifier(BayesClassifier):
     """A classifier whose structure (TAN's tree, SPODE's super-parent, KDB's parents) is
     rebuilt from the running counts on a schedule of learned events and on ``rebuild()``.
 
-    The schedule starts early and settles at ``rebuild_every``: the first rebuild comes
-    after ``warmup`` learned events, and each next one after twice the previous interval,
-    up to ``rebuild_every`` (see :meth:`rebuild_interval`). With the defaults (warmup
-    100, rebuild_every 1000) the rebuilds come after 100, 300, 700, 1500, 2500, 3500, ...
-    events, so a short stream gets a structure too, and a long one pays for three or four
-    more rebuilds. ``rebuild_every=0`` rebuilds only on ``rebuild()``.
+    The schedule starts early and settles at ``rebuild_every`` (see :meth:`rebuild_interval`):
+    *early* rebuilds after ``warmup`` learned events and then each time the count doubles
+    while it stays below ``rebuild_every``, then *regular* ones every ``rebuild_every``
+    events. With the defaults (warmup 100, rebuild_every 1000): after 100, 200, 400, 800
+    events, then 1000, 2000, 3000, ... So a short stream gets a structure too.
+
+    An early rebuild takes place only when the counts show a dependence the structure can
+    use (:func:`~stream_nb.tan.dependence_shown`: some pair of attributes whose conditional
+    mutual information given the class is worth its parameters by the BIC); otherwise it
+    keeps the structure as it is (naive Bayes before the first one) and still counts in
+    ``n_rebuilds``, so the schedule goes on. On a stream whose attributes are independent
+    given the class (naive Bayes' own assumption, as in LED) no early rebuild takes place,
+    and from ``rebuild_every`` on everything is as if there had been no early one.
+    ``rebuild_every=0`` rebuilds only on ``rebuild()``.
 
     Subclasses define ``rebuild()`` (which counts ``n_rebuilds``) and call
     :meth:`_setup_rebuilds` from ``__init__``.
@@ -689,28 +697,53 @@ class StructuredClassifier(BayesClassifier):
         self._since_rebuild = 0
         self.n_rebuilds = 0
 
+    def _early_rebuilds(self) -> int:
+        """How many early rebuilds the schedule has: the doublings of ``warmup`` below ``rebuild_every``."""
+        w, r = self.warmup, self.rebuild_every
+        cached = getattr(self, "_early_cache", None)
+        if cached is None or cached[:2] != (w, r):
+            k = 0
+            while r and (w << k) < r:
+                k += 1
+            cached = self._early_cache = (w, r, k)
+        return cached[2]
+
     def rebuild_interval(self) -> int:
         """Learned events from the last rebuild (or the start) to the next one; 0: no automatic rebuild.
 
-        ``min(warmup * 2 ** n_rebuilds, rebuild_every)``: it depends on the number of
-        rebuilds so far only, so a restored or merged model keeps its place in the schedule.
+        It depends on the number of rebuilds so far only, so a restored or merged model keeps its
+        place in the schedule (see the class docstring).
 
         >>> from stream_nb import TAN
         >>> model = TAN(warmup=100, rebuild_every=1000)
         >>> intervals = []
-        >>> for model.n_rebuilds in range(6):
+        >>> for model.n_rebuilds in range(7):
         ...     intervals.append(model.rebuild_interval())
-        >>> intervals
-        [100, 200, 400, 800, 1000, 1000]
+        >>> intervals   # rebuilds after 100, 200, 400, 800 (early), 1000, 2000, 3000 learned events
+        [100, 100, 200, 400, 200, 1000, 1000]
         """
-        r = self.rebuild_every
-        n = self.n_rebuilds
-        return r if n >= 62 else min(r, self.warmup << n)
+        r, w, k = self.rebuild_every, self.warmup, self.n_rebuilds
+        early = self._early_rebuilds()
+        if k < early:
+            return w if k == 0 else w << (k - 1)
+        if k == early:
+            return r - (w << (early - 1)) if early else r
+        return r
 
     def _learned(self, n: int) -> None:
         self._since_rebuild += n
         if self.rebuild_every and self._since_rebuild >= self.rebuild_interval():
-            self.rebuild()
+            if self.n_rebuilds < self._early_rebuilds() and not self._dependence_shown():
+                self._since_rebuild = 0  # an early rebuild with nothing to build on: keep the structure
+                self.n_rebuilds += 1
+            else:
+                self.rebuild()
+
+    def _dependence_shown(self) -> bool:
+        """Whether the counts show a dependence between attributes given the class (see the class docstring)."""
+        from .tan import dependence_shown
+
+        return dependence_shown(self._stats)
 
     def _batch_limit(self) -> int:
         # a batch stops at the next rebuild, so that learn_many rebuilds where learn_one would

@@ -107,8 +107,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("warmup", "int", None, "AODE, TAN, SPODE, KDB: values of a numeric feature used to place its bin edges; "
             "TAN, SPODE, KDB: also the learned events before the first rebuild (model default 100)", _MODEL, "N"),
     Setting("rebuild_every", "int", None, "TAN, SPODE, KDB: rebuild the structure / re-choose the super-parent every N "
-            "learned events (model default 1000); the first rebuilds come earlier: after --warmup events, then "
-            "at doubling intervals up to N",
+            "learned events (model default 1000); early ones come after --warmup events and each time the count "
+            "doubles below N, when the counts show attributes dependent given the class",
             _MODEL, "N"),
     Setting("var_smoothing", "float", None, "NB: floor of each Gaussian variance, as a fraction of the feature's variance over all classes (model default 1e-9)", _MODEL, "V"),
     Setting("types", "mapping", {}, "declare feature types instead of inferring them from the first value "

@@ -835,6 +835,9 @@ def why_no_tree(model) -> str:
     learned = f"{model.n_learned:,.0f} events learned"
     if not model.rebuild_every:
         return f"{learned}; rebuild_every=0: only on rebuild()"
+    if model.n_rebuilds:  # early rebuilds that found no dependence between the attributes
+        return (f"{learned}; the counts show no dependence between the attributes yet, the tree comes after "
+                f"{model.rebuild_every:,} at the latest")
     return f"{learned}; the first rebuild comes after {model.rebuild_interval():,}"
 
 
