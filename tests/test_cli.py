@@ -392,7 +392,7 @@ def test_closed_output_pipe_exits_1_without_traceback():
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert b"stopped: the output pipe was closed; metrics" in stderr
+    assert re.search(rb"stopped after stdin line \d+ \(next byte \d+\): the output pipe was closed; metrics", stderr)
     assert b"Traceback" not in stderr
 
 
