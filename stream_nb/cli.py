@@ -20,6 +20,7 @@ import argparse
 import sys
 
 from . import __version__, daemon, tools
+from ._console import INTERRUPTED
 
 __all__ = ["build_parser", "main"]
 
@@ -44,7 +45,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
-    return args.handler(args)
+    try:
+        return args.handler(args)
+    except KeyboardInterrupt:  # run stops on SIGINT by itself once started; this is any other moment
+        print(f"stream-nb {args.command}: interrupted", file=sys.stderr)
+        return INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -4,7 +4,9 @@ Every setting is one :class:`Setting` of :data:`SETTINGS`: a command-line flag
 (``--rebuild-every``), an environment variable (``STREAM_NB_REBUILD_EVERY``) and
 a key of the TOML file (``rebuild_every``), checked and converted by one
 function, :func:`convert`. :data:`MODELS` says which ``--model`` choices exist
-and which model settings each one takes.
+and which model settings each one takes. :func:`resolve_settings` records where
+each value came from (:class:`Settings`), so an error names a setting as the
+user gave it (:func:`describe_setting`).
 
 Settings are resolved in this order, the first that sets a value wins:
 
@@ -47,8 +49,10 @@ __all__ = [
     "MODEL_PARAMS",
     "SETTINGS",
     "Setting",
+    "Settings",
     "add_arguments",
     "convert",
+    "describe_setting",
     "read_config_file",
     "resolve_settings",
 ]
@@ -112,10 +116,11 @@ SETTINGS: tuple[Setting, ...] = (
             "the lowest running log loss at each rebuild)", _MODEL, "FEATURE"),
     Setting("m", "int", None, "AODE: a value is a parent only once seen in M events (model default 1)", _MODEL, "M"),
     Setting("bins", "int", None, "AODE, TAN, SPODE, KDB: equal-frequency bins per numeric feature (model default 5)", _MODEL, "N"),
-    Setting("warmup", "int", None, "AODE, TAN, SPODE, KDB: values of a numeric feature used to place its bin edges "
-            "(model default 100)", _MODEL, "N"),
+    Setting("warmup", "int", None, "AODE, TAN, SPODE, KDB: values of a numeric feature used to place its bin edges; "
+            "TAN, SPODE, KDB: also the learned events before the first rebuild (model default 100)", _MODEL, "N"),
     Setting("rebuild_every", "int", None, "TAN, SPODE, KDB: rebuild the structure / re-choose the super-parent every N "
-            "learned events (model default 1000)",
+            "learned events (model default 1000); early ones come after --warmup events and each time the count "
+            "doubles below N, when the counts show attributes dependent given the class",
             _MODEL, "N"),
     Setting("var_smoothing", "float", None, "NB: floor of each Gaussian variance, as a fraction of the feature's variance over all classes (model default 1e-9)", _MODEL, "V"),
     Setting("types", "mapping", {}, "declare feature types instead of inferring them from the first value "
@@ -357,7 +362,7 @@ def read_config_file(path: str) -> dict[str, typing.Any]:
     return settings
 
 
-def resolve_settings(args: argparse.Namespace, env: typing.Mapping[str, str] | None = None) -> dict[str, typing.Any]:
+def resolve_settings(args: argparse.Namespace, env: typing.Mapping[str, str] | None = None) -> Settings:
     """Merge flags over ``STREAM_NB_*`` variables over the config file over the defaults.
 
     >>> parser = argparse.ArgumentParser()
@@ -373,10 +378,10 @@ def resolve_settings(args: argparse.Namespace, env: typing.Mapping[str, str] | N
     """
     env = os.environ if env is None else env
     given = vars(args)
-    layers: list[dict[str, typing.Any]] = []
+    layers: list[tuple[typing.Callable[[Setting], str], dict[str, typing.Any]]] = []
     config_path = given.get("config", env.get(ENV_PREFIX + "CONFIG"))
     if config_path:
-        layers.append(read_config_file(config_path))
+        layers.append((lambda s: f"config file {config_path}", read_config_file(config_path)))
     from_env: dict[str, typing.Any] = {}
     for setting in SETTINGS:
         if setting.env in env:
@@ -384,16 +389,44 @@ def resolve_settings(args: argparse.Namespace, env: typing.Mapping[str, str] | N
     ignored = sorted(k for k in env if k.startswith(ENV_PREFIX) and k[len(ENV_PREFIX):].lower() not in BY_NAME)
     if ignored:
         log.debug("ignoring environment variables %s (not stream-nb settings)", ", ".join(ignored))
-    layers.append(from_env)
-    layers.append({
+    layers.append((lambda s: s.env, from_env))
+    layers.append((lambda s: s.flag, {
         s.name: convert(s, given[s.name], s.flag) for s in SETTINGS if s.name in given
-    })
-    settings = {s.name: (dict(s.default) if s.kind == "mapping" else s.default) for s in SETTINGS}
-    for layer in layers:
+    }))
+    settings = Settings({s.name: (dict(s.default) if s.kind == "mapping" else s.default) for s in SETTINGS})
+    for origin, layer in layers:
         for name, value in layer.items():
             if BY_NAME[name].kind == "mapping":
                 settings[name].update(value)
             else:
                 settings[name] = value
+            settings.origins[name] = origin(BY_NAME[name])
     return settings
+
+
+class Settings(dict):
+    """The resolved settings, a plain dict of values; :attr:`origins` says where each one came from.
+
+    ``origins[name]`` is the flag (``--rebuild-every``), the variable
+    (``STREAM_NB_REBUILD_EVERY``) or ``config file PATH`` of the layer that set
+    it last; a default has no entry.
+    """
+
+    def __init__(self, *args: typing.Any, **kwargs: typing.Any):
+        super().__init__(*args, **kwargs)
+        self.origins: dict[str, str] = {}
+
+
+def describe_setting(settings: typing.Mapping[str, typing.Any], name: str) -> str:
+    """How an error names a setting: its flag, or its name and where it came from when that was not a flag.
+
+    >>> parser = argparse.ArgumentParser()
+    >>> add_arguments(parser)
+    >>> s = resolve_settings(parser.parse_args(["--bins", "3"]), env={"STREAM_NB_REBUILD_EVERY": "5"})
+    >>> describe_setting(s, "bins"), describe_setting(s, "rebuild_every"), describe_setting(s, "alpha")
+    ('--bins', 'rebuild_every (from STREAM_NB_REBUILD_EVERY)', '--alpha')
+    """
+    flag = BY_NAME[name].flag
+    origin = getattr(settings, "origins", {}).get(name, flag)
+    return flag if origin == flag else f"{name} (from {origin})"
 

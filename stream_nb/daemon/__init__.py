@@ -19,7 +19,7 @@ The settings themselves (schema, conversion, environment and TOML layers) are
 
 from __future__ import annotations
 
-from ._build import build_model, engine_config, load_loss
+from ._build import build_model, check_engine_config, engine_config, load_loss, make_operations
 from ._checkpointing import check_settings, make_checkpointer, transactional_id
 from ._connectors import ConnectorPlan, close_all, connector_plan, start_connectors
 from ._main import add_subcommand, run
@@ -28,12 +28,14 @@ __all__ = [
     "ConnectorPlan",
     "add_subcommand",
     "build_model",
+    "check_engine_config",
     "check_settings",
     "close_all",
     "connector_plan",
     "engine_config",
     "load_loss",
     "make_checkpointer",
+    "make_operations",
     "run",
     "start_connectors",
     "transactional_id",

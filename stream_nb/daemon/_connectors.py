@@ -16,9 +16,10 @@ import stat
 import threading
 import typing
 
+from .._console import writable_file
 from ..engine import JointConnectorModule
 from ..exceptions import ConfigError
-from ..settings import BY_NAME, JSONL_SETTINGS, KAFKA_SETTINGS
+from ..settings import BY_NAME, JSONL_SETTINGS, KAFKA_SETTINGS, describe_setting
 from ..snapshots import SnapshotStore
 from ._checkpointing import transactional_id
 
@@ -95,7 +96,11 @@ def connector_plan(settings: dict[str, typing.Any]) -> ConnectorPlan:
         for i, (a, pa) in enumerate(outputs):
             for b, pb in outputs[i + 1:]:
                 if pa == pb:
-                    raise ConfigError(f"{BY_NAME[a].flag} and {BY_NAME[b].flag} are the same file {paths[a]!r}")
+                    raise ConfigError(f"{describe_setting(settings, a)} and {describe_setting(settings, b)} are the "
+                                      f"same file {paths[a]!r}")
+        for name in ("output", "dead_letter"):  # before any work: not an hour later, at the first write
+            if name in paths:
+                writable_file(paths[name], describe_setting(settings, name))
         return ConnectorPlan(
             module="connectors.jsonl",
             source={"path": settings["input"], "max_line_bytes": settings["max_event_bytes"]},
@@ -109,8 +114,8 @@ def connector_plan(settings: dict[str, typing.Any]) -> ConnectorPlan:
     jsonl_set = [n for n in (*JSONL_SETTINGS, "output_mode") if settings[n] is not None]
     if jsonl_set:
         raise ConfigError(
-            f"{', '.join(BY_NAME[n].flag for n in jsonl_set)} (JSON-lines mode) cannot be combined with "
-            f"{', '.join(BY_NAME[n].flag for n in kafka_set)} (Kafka mode)"
+            f"{', '.join(describe_setting(settings, n) for n in jsonl_set)} (JSON-lines mode) cannot be combined "
+            f"with {', '.join(describe_setting(settings, n) for n in kafka_set)} (Kafka mode)"
         )
     for name in ("input_topic", "output_topic"):
         if not settings[name]:
@@ -119,7 +124,8 @@ def connector_plan(settings: dict[str, typing.Any]) -> ConnectorPlan:
     clash = sorted(set(extra) & set(KAFKA_SETTINGS))
     if clash:
         raise ConfigError(
-            f"--kafka-config {clash[0]}=... : use {BY_NAME[clash[0]].flag} for this setting"
+            f"{describe_setting(settings, 'kafka_config')} {clash[0]}=... : use {BY_NAME[clash[0]].flag} "
+            f"(or {BY_NAME[clash[0]].env}) for this setting"
         )
     config = {
         **extra,

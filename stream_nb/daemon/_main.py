@@ -21,16 +21,16 @@ import orjson
 
 from .. import __version__
 from .._console import silence_stdout
-from ..engine import CountsBlankLines, Engine, check_config
+from ..engine import CountsBlankLines, Engine
 from ..exceptions import ConfigError, StreamNBError
-from ..ops import Operations, configure_logging
-from ..settings import add_arguments, resolve_settings
-from ._build import build_model, engine_config
+from ..ops import configure_logging
+from ..settings import add_arguments, describe_setting, resolve_settings
+from ._build import build_model, check_engine_config, make_operations
 from ._checkpointing import check_settings as check_snapshot_settings
 from ._checkpointing import make_checkpointer
 from ._connectors import KAFKA_LOGGER, check_output_files, close_all, connector_plan, start_connectors
 
-__all__ = ["add_subcommand", "run"]
+__all__ = ["add_subcommand", "run", "stop_position"]
 
 #: The name the daemon's log lines have always carried (the command line's): kept for whoever filters on it.
 log = logging.getLogger("stream_nb.cli")
@@ -83,6 +83,8 @@ dead-letter record:
 
 signals:
   SIGTERM or SIGINT: finish the current event, flush, commit, exit 0.
+  The last log line says where the daemon stopped: the file and its last
+  line processed, or the next offset of each Kafka partition.
 
 snapshots (--snapshot-dir DIR; off by default):
   the model, its metrics and the input positions are written to DIR every
@@ -97,7 +99,8 @@ snapshots (--snapshot-dir DIR; off by default):
 
 exit status:
   0 done (input exhausted or stopped by a signal), 1 runtime failure,
-  2 invalid settings."""
+  2 invalid settings (unusable output paths included: checked before the
+  first event), 130 interrupted (Ctrl-C) before start-up finished."""
 
 
 def add_subcommand(commands: argparse._SubParsersAction) -> None:
@@ -128,6 +131,39 @@ class _Stopper:
             self.engine.stop()
 
 
+def stop_position(engine: Engine, source: typing.Any) -> tuple[str, dict[str, typing.Any]]:
+    """Where the daemon stopped, in words and as a dict: the file and its last line processed, or the
+    next offset of every Kafka partition it processed (or restored).
+
+    >>> class Source:  # a JSON-lines source
+    ...     partition = "in.jsonl"
+    ...     def line_at(self, offset): return {0: 0, 120: 3}.get(offset)
+    >>> class Engine: positions = {"in.jsonl": 120}
+    >>> stop_position(Engine(), Source())
+    ('after in.jsonl line 3 (next byte 120)', {'file': 'in.jsonl', 'line': 3, 'byte': 120})
+    >>> Engine.positions = {"events-1": 7, "events-0": 12}
+    >>> stop_position(Engine(), object())
+    ('at the next offsets events-0: 12, events-1: 7', {'offsets': {'events-0': 12, 'events-1': 7}})
+    """
+    positions = dict(engine.positions)
+    line_at = getattr(source, "line_at", None)
+    if line_at is not None:  # JSON lines: one partition, the file (or stdin), positions in bytes
+        name = source.partition
+        offset = positions.get(name, 0)
+        if not offset:
+            return f"before {name} line 1", {"file": name, "line": 0, "byte": 0}
+        try:
+            line = line_at(offset)
+        except OSError:
+            line = None
+        text = f"after {name} line {line} (next byte {offset})" if line is not None else f"at {name} byte {offset}"
+        return text, {"file": name, "line": line, "byte": offset}
+    if not positions:
+        return "before the first record", {"offsets": {}}
+    ordered = dict(sorted(positions.items()))
+    return "at the next offsets " + ", ".join(f"{k}: {v}" for k, v in ordered.items()), {"offsets": ordered}
+
+
 def _configure_logging(level: str, fmt: str = "text") -> None:
     configure_logging(level, fmt, sys.stderr)
     logging.getLogger(KAFKA_LOGGER).setLevel(logging.DEBUG if level == "DEBUG" else logging.WARNING)
@@ -146,17 +182,19 @@ def run(args: argparse.Namespace) -> int:
         return 0
     try:
         if settings["connect_attempts"] < 0:
-            raise ConfigError(f"--connect-attempts must be >= 0, got {settings['connect_attempts']}")
+            raise ConfigError(f"{describe_setting(settings, 'connect_attempts')} must be >= 0, "
+                              f"got {settings['connect_attempts']}")
         if settings["connect_backoff_max"] <= 0:
-            raise ConfigError(f"--connect-backoff-max must be > 0, got {settings['connect_backoff_max']}")
+            raise ConfigError(f"{describe_setting(settings, 'connect_backoff_max')} must be > 0, "
+                              f"got {settings['connect_backoff_max']}")
         plan = connector_plan(settings)
         if plan.module == "connectors.jsonl":
             check_output_files(settings)
-        config = check_config(engine_config(settings))
+        config = check_engine_config(settings)
         model = build_model(settings)
         check_snapshot_settings(settings, kafka=plan.module != "connectors.jsonl")
         # metrics and health endpoints, log summaries
-        ops = Operations.from_settings(settings, model_name=config["model_name"], kafka=plan.module != "connectors.jsonl")
+        ops = make_operations(settings, model_name=config["model_name"], kafka=plan.module != "connectors.jsonl")
     except (ConfigError, ValueError, TypeError) as exc:
         log.error("%s", exc)
         return 2
@@ -199,24 +237,31 @@ def run(args: argparse.Namespace) -> int:
             engine.run()
             status = 0
             how = f"stopped by {signal.Signals(stopper.signum).name}" if stopper.signum else "input exhausted"
+            say = lambda where: f"{how} {where}"  # noqa: E731 - where is known once the sources are done
         except BrokenPipeError:
             silence_stdout()
             how = "stopped: the output pipe was closed"
+            say = lambda where: f"stopped {where}: the output pipe was closed"  # noqa: E731
         except (StreamNBError, OSError) as exc:
             how = f"stopped on error: {exc}"
-        except Exception as exc:
+            say = lambda where, exc=exc: f"stopped {where} on error: {exc}"  # noqa: E731
+        except Exception as exc:  # a bug, not the user's doing: its traceback is what a report needs
             log.exception("unexpected error")
             how = f"stopped on an unexpected error: {exc!r}"
+            say = lambda where, exc=exc: f"stopped {where} on an unexpected error: {exc!r}"  # noqa: E731
         finally:
             ops.detach()
+            where, position = stop_position(engine, source)
             close_all((source, sink, dead_letters))
             if checkpointer is not None:
                 checkpointer.store.close()
         summary = engine.status()
         if isinstance(source, CountsBlankLines):
             summary["blank_lines"] = source.blank_lines
-        log.log(logging.INFO if status == 0 else logging.ERROR, "%s; metrics %s", how, orjson.dumps(summary).decode(),
-                extra={"event": "shutdown", "how": how, "exit_status": status, "metrics": summary})
+        log.log(logging.INFO if status == 0 else logging.ERROR, "%s; metrics %s", say(where),
+                orjson.dumps(summary).decode(),
+                extra={"event": "shutdown", "how": how, "position": position, "exit_status": status,
+                       "metrics": summary})
         return status
     finally:
         ops.close()

@@ -6,7 +6,7 @@ import argparse
 import shlex
 import sys
 
-from .._console import pipe_safe
+from .._console import INTERRUPTED, pipe_safe, writable_directory
 from ..exceptions import ConfigError
 from ..settings import BY_NAME, MODELS
 from ._inputs import MODEL_FLAG_NAMES, BadRowReporter, add_input_flags, global_params, open_input
@@ -28,9 +28,11 @@ inputs:
                  (numeric), anything else = string
   FILE.jsonl     one JSON object per line, as for stream-nb run
   -              stdin (JSON lines if it starts with '{', else CSV; or --format)
-  river:NAME     a river synthetic stream (LED, STAGGER, Agrawal, RandomTree,
-                 or any other river.datasets.synth classification stream);
-                 --events (default 10000) events, seeds set to --seed
+  river:NAME     a river classification stream: synthetic (LED, STAGGER,
+                 Agrawal, RandomTree, SEA, ...: --events (default 10000)
+                 events, seeds set to --seed) or a data set river ships
+                 (Phishing, Bananas, ImageSegments, Shuttle: all its events
+                 or the first --events); river:? lists them
 
 models:
   --models nb,aode:m=5,tan:rebuild_every=500:bins=10
@@ -40,7 +42,9 @@ models:
 bad rows (wrong cell count, invalid JSON, bad label, rejected value types) are
 reported on stderr and skipped; events without a label are predicted only.
 state bytes: nbytes of the arrays of model.state() + JSON size of its meta.
-exit status: 0 done, 1 no valid event or an unreadable input, 2 invalid settings."""
+exit status: 0 done, 1 no valid event, an unreadable input or an unwritable report,
+2 invalid settings (an unwritable --report directory included, checked first),
+130 interrupted (Ctrl-C): the table covers the events measured until then."""
 
 
 
@@ -81,6 +85,8 @@ def run_evaluate(args: argparse.Namespace) -> int:
                 for n in unused))
         models = {s.label: make_model(s.model, s.params, defaults) for s in specs}
         source = open_input(args)
+        if args.report:  # now, not after the whole computation
+            writable_directory(args.report, "--report")
     except ConfigError as exc:
         print(f"stream-nb evaluate: error: {exc}", file=sys.stderr)
         return 2
@@ -97,6 +103,13 @@ def run_evaluate(args: argparse.Namespace) -> int:
     print(f"{result.source}: {result.counts_line()}")
     if result.bad_rows:
         print(f"stream-nb evaluate: {result.counts_line().split('; ', 1)[1]}", file=sys.stderr)
+    if result.interrupted:
+        print(f"stream-nb evaluate: interrupted: the figures below cover the first {result.n_events:,} events"
+              + ("; no report written" if args.report else ""), file=sys.stderr)
+        if result.n_events:
+            print()
+            print(format_table(result.table()))
+        return INTERRUPTED
     if not result.n_events:
         print(f"stream-nb evaluate: error: no valid event in {args.input}", file=sys.stderr)
         return 1
@@ -109,7 +122,12 @@ def run_evaluate(args: argparse.Namespace) -> int:
         if hasattr(r.model, "tree"):
             print(f"\nTAN tree of {r.name}: {format_tree(r.model)}")
     if args.report:
-        paths = write_report(result, args.report, window=args.window, command=_command_line(args))
+        try:
+            paths = write_report(result, args.report, window=args.window, command=_command_line(args))
+        except OSError as exc:
+            print(f"stream-nb evaluate: error: --report {args.report}: cannot write the report: "
+                  f"{exc.strerror or exc}", file=sys.stderr)
+            return 1
         print(f"\nreport: {paths['report']}")
     return 0
 

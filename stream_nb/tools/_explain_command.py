@@ -14,7 +14,7 @@ from ..settings import MODELS
 from ._inputs import BadRowReporter, add_input_flags, features_of, global_params, open_input
 from .evaluate import event_config, make_model, parse_model_specs, train
 from .explain import DEFAULT_PERMUTATIONS, EXACT_MAX_ATTRIBUTES, explain_one
-from .report import plot_explanation
+from .report import check_plot_path, plot_explanation
 
 __all__ = ["add_subcommand", "run_explain"]
 
@@ -42,7 +42,9 @@ method:
   ln P(x_i|c1)/P(x_i|c2).
 
 exit status: 0 done, 1 the model cannot explain the event (fewer than two
-classes), an unreadable input or a damaged snapshot, 2 invalid settings."""
+classes), an unreadable input, a damaged snapshot or a plot that cannot be
+drawn, 2 invalid settings (an unwritable --plot path or an unknown picture
+format included, checked first), 130 interrupted (Ctrl-C)."""
 
 
 def add_subcommand(commands: argparse._SubParsersAction) -> None:
@@ -69,7 +71,8 @@ def add_subcommand(commands: argparse._SubParsersAction) -> None:
                         f"(default: {DEFAULT_PERMUTATIONS})")
     p.add_argument("--permutation-seed", type=int, default=0, metavar="S",
                    help="seed of the permutations (default: 0)")
-    p.add_argument("--plot", metavar="PATH", default=None, help="also draw the contributions as a bar chart PNG")
+    p.add_argument("--plot", metavar="PATH", default=None,
+                   help="also draw the contributions as a bar chart: PNG, or SVG, PDF, ... by the extension")
     p.set_defaults(handler=pipe_safe(run_explain))
 
 
@@ -120,6 +123,8 @@ def run_explain(args: argparse.Namespace) -> int:
     try:
         if args.permutations < 1:
             raise ConfigError(f"--permutations: expected a positive integer, got {args.permutations}")
+        if args.plot:  # now, not after training the model
+            check_plot_path(args.plot, "--plot")
         event = _read_event(args)
         model, origin = _load_model(args)
     except ConfigError as exc:
@@ -143,7 +148,11 @@ def run_explain(args: argparse.Namespace) -> int:
     print()
     print(expl.table())
     if args.plot:
-        plot_explanation(expl, args.plot, subtitle=origin)
+        try:
+            plot_explanation(expl, args.plot, subtitle=origin)
+        except (OSError, ValueError, RuntimeError) as exc:  # e.g. a format whose writer is not installed
+            print(f"stream-nb explain: error: --plot {args.plot}: cannot draw it: {exc}", file=sys.stderr)
+            return 1
         print(f"\nplot: {args.plot}")
     return 0
 

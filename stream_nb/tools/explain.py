@@ -336,4 +336,3 @@ def explain_one(
         seed=used_seed,
         coalitions=coalitions,
     )
-

@@ -160,6 +160,8 @@ def add_subcommand(commands: argparse._SubParsersAction) -> None:
                                    description="Work with snapshot files.")
     actions = snapshot.add_subparsers(dest="snapshot_command", metavar="ACTION", required=True)
     inspect = actions.add_parser("inspect", help="describe one snapshot file", description=_INSPECT_DESCRIPTION,
+                                 epilog="exit status: 0 done, 1 stdout closed or failing, 2 not a valid snapshot "
+                                        "(the reason on stderr), 130 interrupted (Ctrl-C).",
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     inspect.add_argument("path", metavar="PATH", help="the snapshot file")
     inspect.add_argument("--json", action="store_true", help="print one JSON object instead of text")

@@ -22,13 +22,16 @@ Inputs (:func:`open_events`)
   bad row);
 - ``-``: standard input, JSON lines when its first non-blank byte is ``{``,
   CSV otherwise (``--format`` says it outright);
-- ``river:NAME``: a river synthetic classification stream, the first
-  ``--events`` events (default 10,000), with every seed parameter set to
-  ``--seed`` (default 1). LED, STAGGER, Agrawal and RandomTree take the
-  settings of ``bench/learners.py`` (see :data:`RIVER_STREAMS`); any other
-  class of :mod:`river.datasets.synth` for classification is built with its
-  defaults. Feature names become strings (LED's ``0`` is ``"0"``), so an
-  event written in JSON can name them; the label is river's ``y``.
+- ``river:NAME``: a river classification stream (single-label: binary or
+  multi-class). A synthetic one gives its first ``--events`` events (default
+  10,000), with every seed parameter set to ``--seed`` (default 1). LED,
+  STAGGER, Agrawal and RandomTree take the settings of ``bench/learners.py``
+  (see :data:`RIVER_STREAMS`); any other class of :mod:`river.datasets.synth`
+  for classification is built with its defaults. A real data set that river
+  ships in its wheel, so no download (``Phishing``, ``Bananas``,
+  ``ImageSegments``, ``Shuttle`` in river 0.26), gives all its events or its
+  first ``--events``. Feature names become strings (LED's ``0`` is ``"0"``),
+  so an event written in JSON can name them; the label is river's ``y``.
 
 A row that cannot be used (a CSV row with the wrong number of cells, a line
 that is not a JSON object, a bad label, a label of another type than the
@@ -64,7 +67,7 @@ compact JSON encoding (orjson) of its metadata ``model.state()[1]``: what a snap
 
 from __future__ import annotations
 
-from ._format import format_table, format_tree
+from ._format import format_table, format_tree, why_no_tree
 from ._loop import Evaluation, ModelResult, evaluate, rolling_accuracy, train
 from ._readers import (
     DEFAULT_RIVER_EVENTS,
@@ -96,4 +99,5 @@ __all__ = [
     "rolling_accuracy",
     "state_bytes",
     "train",
+    "why_no_tree",
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typing
 
-__all__ = ["format_table", "format_tree"]
+__all__ = ["format_table", "format_tree", "why_no_tree"]
 
 
 def _fmt(value: typing.Any, kind: str) -> str:
@@ -40,11 +40,26 @@ def format_table(rows: list[dict], markdown: bool = False) -> str:
     )
 
 
+def why_no_tree(model) -> str:
+    """Why a TAN has no tree yet: how many events it learned, and when (or whether) the first rebuild comes.
+
+    >>> from stream_nb import TAN
+    >>> why_no_tree(TAN()), why_no_tree(TAN(rebuild_every=0))
+    ('0 events learned; the first rebuild comes after 100', '0 events learned; rebuild_every=0: only on rebuild()')
+    """
+    learned = f"{model.n_learned:,.0f} events learned"
+    if not model.rebuild_every:
+        return f"{learned}; rebuild_every=0: only on rebuild()"
+    if model.n_rebuilds:  # early rebuilds that found no dependence between the attributes
+        return (f"{learned}; the counts show no dependence between the attributes yet, the tree comes after "
+                f"{model.rebuild_every:,} at the latest")
+    return f"{learned}; the first rebuild comes after {model.rebuild_interval():,}"
+
+
 def format_tree(model) -> str:
     """A TAN model's tree as text lines ``parent -> child  cmi`` (nats), breadth-first from the root."""
     if not model.tree:
-        return (f"no tree yet ({model.n_learned:,.0f} events learned, rebuild_every={model.rebuild_every}): "
-                "the model predicts as naive Bayes")
+        return f"no tree yet ({why_no_tree(model)}): the model predicts as naive Bayes"
     width = max(len(f"{p} -> {c}") for p, c, _ in model.tree)
     lines = [f"root {model.root!s}; {len(model.tree)} edges, parent -> child: CMI I(parent; child | class) in nats"]
     lines += [f"  {f'{p} -> {c}'.ljust(width)}  {cmi:.4g}" for p, c, cmi in model.tree]

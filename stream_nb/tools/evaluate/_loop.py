@@ -10,6 +10,7 @@ import typing
 
 import numpy as np
 
+from ..._console import InterruptGuard
 from ...engine import PrequentialMetrics
 from ...exceptions import ConfigError, InvalidEventError, LabelTypeError
 from ...learners import prequential_step
@@ -62,6 +63,8 @@ class Evaluation:
     n_unlabeled: int = 0
     bad_rows: list[BadRow] = dataclasses.field(default_factory=list)
     blank_lines: int = 0
+    #: True when Ctrl-C (KeyboardInterrupt) ended the run early: the figures cover the events before it.
+    interrupted: bool = False
 
     @property
     def n_bad(self) -> int:
@@ -132,6 +135,12 @@ def evaluate(
     :class:`~stream_nb.exceptions.InvalidEventError`) is a bad row for all: the models share the
     rules that decide it (a model rejecting an event another one took is a bug, raised as
     ``RuntimeError``), and a rejected event leaves a model untouched.
+
+    Ctrl-C (SIGINT, or a :class:`KeyboardInterrupt`) ends the loop early instead of escaping:
+    the result holds the figures of the events processed before it and has ``interrupted`` set.
+    In the main thread the first Ctrl-C takes effect between two events (every model has then
+    predicted and learned the same events); a second one interrupts the event at hand, which
+    is then not counted, though a model may have learned it.
     """
     results = [ModelResult(name, model, PrequentialMetrics()) for name, model in models.items()]
     out = Evaluation(source, results)
@@ -147,8 +156,12 @@ def evaluate(
         if on_bad_row is not None:
             on_bad_row(row)
 
+    interrupt = InterruptGuard()
+    interrupt.start()
     try:
         for item in events:
+            if interrupt.requested:
+                raise KeyboardInterrupt
             if bar is not None:
                 bar.update()
             if isinstance(item, BadRow):
@@ -186,7 +199,10 @@ def evaluate(
                     correct[k].append(prediction is not None and prediction == y)
                     p = proba.get(y, 0.0)
                     losses[k].append(-math.log(min(p, 1.0) if p >= floor else floor))
+    except KeyboardInterrupt:
+        out.interrupted = True
     finally:
+        interrupt.stop()
         if bar is not None:
             bar.close()
     for r, c, ls in zip(results, correct, losses):

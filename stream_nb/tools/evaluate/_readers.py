@@ -187,28 +187,75 @@ def _csv_items(text: typing.Iterable[str], name: str, label_field: str, id_field
     return items
 
 
-def _river_stream(name: str, seed: int):
+def _river_classification_streams(seed: int) -> dict[str, typing.Callable[[], typing.Any]]:
+    """Every river classification stream ``river:NAME`` can name: ``{name: build}``.
+
+    The streams of :data:`RIVER_STREAMS` (with their settings), then every other class of
+    :mod:`river.datasets.synth` whose task is single-label classification (built with its
+    defaults and every seed parameter set to ``seed``), then every real data set river ships
+    in its wheel (a ``FileDataset`` that is not a ``RemoteDataset``, so no download) whose
+    task is single-label classification.
+    """
+    # river's data sets, like its synthetic streams, are imported on first use only
+    from river import datasets
+    from river.datasets import base
+
     synth = _synth()
-    for key, make in RIVER_STREAMS.items():
-        if key.lower() == name.lower():
-            return key, make(seed)
-    known = sorted(
-        n for n in dir(synth)
-        if isinstance(getattr(synth, n), type) and getattr(getattr(synth, n), "__module__", "").startswith("river")
-    )
-    match = next((n for n in known if n.lower() == name.lower()), None)
+    out: dict[str, typing.Callable[[], typing.Any]] = {k: (lambda make=make: make(seed)) for k, make in RIVER_STREAMS.items()}
+    for n in sorted(dir(synth)):
+        cls = getattr(synth, n)
+        if n in out or not isinstance(cls, type) or not getattr(cls, "__module__", "").startswith("river"):
+            continue
+        seeds = {p: seed for p in inspect.signature(cls).parameters if "seed" in p}
+        try:
+            task = cls(**seeds).task
+        except Exception:  # noqa: BLE001 - a generator that cannot be built from its defaults is not offered
+            continue
+        if task in _CLASSIFICATION_TASKS:
+            out[n] = lambda cls=cls, seeds=seeds: cls(**seeds)
+    for n in sorted(getattr(datasets, "__all__", ())):
+        cls = getattr(datasets, n, None)
+        if not isinstance(cls, type) or not issubclass(cls, base.FileDataset) or issubclass(cls, base.RemoteDataset):
+            continue
+        try:
+            dataset = cls()
+        except Exception:  # noqa: BLE001
+            continue
+        if dataset.task in _CLASSIFICATION_TASKS and os.path.exists(dataset.path):
+            out[n] = cls
+    return out
+
+
+def _not_offered(name: str) -> str:
+    """Why ``river:NAME`` is not among the choices: unknown, not classification, or a download."""
+    # river's data sets, imported on first use only (see above)
+    from river import datasets
+    from river.datasets import base
+
+    synth = _synth()
+    for module in (synth, datasets):
+        cls = next((getattr(module, n) for n in dir(module) if n.lower() == name.lower()
+                    and isinstance(getattr(module, n), type)), None)
+        if cls is None:
+            continue
+        if issubclass(cls, base.RemoteDataset):
+            return f"river's {cls.__name__} is downloaded on first use, so it is not offered"
+        try:
+            task = cls().task
+        except Exception:  # noqa: BLE001
+            return f"river's {cls.__name__} cannot be built from its defaults"
+        return f"river's {cls.__name__} is a {task.lower()} stream, not single-label classification"
+    return "no such river classification stream"
+
+
+def _river_stream(name: str, seed: int):
+    """``(name, stream, is_synthetic)`` of ``river:NAME`` (case-insensitive); ConfigError listing the choices."""
+    streams = _river_classification_streams(seed)
+    match = next((n for n in streams if n.lower() == name.lower()), None)
     if match is None:
-        raise ConfigError(f"--input river:{name}: no such river synthetic stream; expected one of {', '.join(known)}")
-    cls = getattr(synth, match)
-    seeds = {p: seed for p in inspect.signature(cls).parameters if "seed" in p}
-    try:
-        stream = cls(**seeds)
-    except TypeError as exc:
-        raise ConfigError(f"--input river:{match}: cannot be built from its defaults ({exc})") from None
-    if getattr(stream, "task", None) not in _CLASSIFICATION_TASKS:
-        raise ConfigError(f"--input river:{match}: expected a classification stream, got a "
-                          f"{getattr(stream, 'task', 'stream of unknown task')!s} one")
-    return match, stream
+        raise ConfigError(f"--input river:{name}: {_not_offered(name)}; expected one of {', '.join(streams)}")
+    stream = streams[match]()
+    return match, stream, getattr(stream, "n_samples", None) is None
 
 
 def _river_items(stream, name: str, limit: int):
@@ -273,9 +320,14 @@ def open_events(
     if fmt not in (None, "csv", "jsonl"):
         raise ConfigError(f"--format: expected csv or jsonl, got {fmt!r}")
     if source.startswith("river:"):
-        name, stream = _river_stream(source[len("river:"):], seed)
-        n = events or DEFAULT_RIVER_EVENTS
-        src = EventSource(f"river:{name} ({n:,} events, seed {seed})", _river_items(stream, f"river:{name}", n), n)
+        name, stream, synthetic = _river_stream(source[len("river:"):], seed)
+        if synthetic:
+            n = events or DEFAULT_RIVER_EVENTS
+            describe = f"river:{name} ({n:,} events, seed {seed})"
+        else:  # a data set shipped with river: all of it, or its first --events
+            n = min(events or stream.n_samples, stream.n_samples)
+            describe = f"river:{name} ({n:,} of its {stream.n_samples:,} events)"
+        src = EventSource(describe, _river_items(stream, f"river:{name}", n), n)
         src.label_field = "y"
         return src
     decoder = EventDecoder(event_config(label_field, id_field, features))
@@ -294,8 +346,13 @@ def open_events(
                                features, events)
     else:
         if not os.path.isfile(source):
-            raise ConfigError(f"--input {source}: expected a CSV or JSON-lines file, '-' or river:NAME; "
-                              f"no such file")
+            why = ("it is a directory" if os.path.isdir(source) else
+                   "not a regular file" if os.path.exists(source) else "no such file")
+            raise ConfigError(f"--input {source}: expected a CSV or JSON-lines file, '-' or river:NAME; {why}")
+        try:
+            os.close(os.open(source, os.O_RDONLY))
+        except OSError as exc:
+            raise ConfigError(f"--input {source}: cannot read it: {exc.strerror}") from None
         if fmt is None:
             ext = os.path.splitext(source)[1].lower()
             if ext == ".csv":
