@@ -106,15 +106,14 @@ def describe(snap: _snapshot.SnapshotFile) -> dict[str, typing.Any]:
     """What ``stream-nb snapshot inspect --json`` prints for a verified snapshot."""
     model = snap.model()
     meta = snap.meta
-    stats = meta.get("stats", {})
-    features = []
-    for feature in stats.get("features", []):
-        values = feature.get("values")
-        features.append({
-            "name": feature["name"],
-            "kind": feature["kind"],
-            "values": len(values) if values is not None else None,
-        })
+    # the features as the rebuilt model holds them (its from_state checked them), not as the file says
+    stats = model._stats
+    kinds = ("categorical", "gaussian", "binned")
+    features = [
+        {"name": _plain(name), "kind": kinds[stats.kinds[f]],
+         "values": len(stats.values[f]) if stats.values[f] is not None else None}
+        for f, name in enumerate(stats.features)
+    ]
     counts = model._stats.counts()["class_count"] if hasattr(model, "_stats") else {}
     info: dict[str, typing.Any] = {
         "path": snap.path,

@@ -1,0 +1,496 @@
+"""Fuzzing the snapshot loader (``stream_nb.load``) and ``stream-nb snapshot inspect`` with hypothesis.
+
+A snapshot file is input like any other: it may be damaged on disk, cut short
+by a full disk, or written by someone else. Its checksum catches accidents,
+not intent: anyone can recompute it. So the mutations below come in two kinds:
+raw damage (bit flips, truncation, appended bytes), which the checksum must
+catch, and hostile content behind a *valid* checksum (headers that announce
+huge or negative shapes, deep JSON, object and other wrong dtypes, arrays
+that disagree with the metadata, any node of the metadata replaced), which
+the parser and the model's ``from_state`` must refuse. Each case must end in
+one of two ways:
+
+* a :class:`~stream_nb.exceptions.SnapshotError` whose message starts with
+  the file's path and says why (and ``snapshot inspect`` exits 2 with that one
+  line), and nothing else: no other exception, no traceback;
+* or a model that works: it predicts, learns, saves and describes itself.
+
+Either way the peak memory traced while loading stays within a small multiple
+of the file's size, and nothing is unpickled.
+
+Run time: the example counts below keep the file to well under a minute in
+CI. ``STREAM_NB_FUZZ_EXAMPLES=N`` raises every test to ``N`` examples for a
+long local session.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import functools
+import hashlib
+import io
+import itertools
+import json
+import math
+import os
+import pathlib
+import pickle
+import random
+import re
+import shutil
+import struct
+import tempfile
+import tracemalloc
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import stream_nb
+from stream_nb import _snapshot, cli
+from stream_nb.engine._metrics import PrequentialMetrics
+from stream_nb.exceptions import InvalidEventError, SnapshotError
+from stream_nb.snapshot_cli import describe
+
+FUZZ_ENV = "STREAM_NB_FUZZ_EXAMPLES"
+
+#: Peak memory while loading may be this many times the file's size ...
+MEMORY_FACTOR = 64
+#: ... plus this (a model's empty arrays, the interpreter's own bookkeeping).
+MEMORY_SLACK = 8 << 20
+
+
+def fuzz_settings(default: int):
+    """``default`` examples (``$STREAM_NB_FUZZ_EXAMPLES`` when set), no deadline, no database."""
+    n = int(os.environ.get(FUZZ_ENV) or default)
+    return settings(max_examples=n, deadline=None, database=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                           HealthCheck.function_scoped_fixture])
+
+
+# ----------------------------------------------------------------------- valid snapshots to start from
+
+
+def stream(n: int, seed: int) -> list[tuple[dict, object]]:
+    """Events with categorical, integer, boolean and float features, missing values and mixed labels."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        x = {"color": rng.choice(["red", "green", "blue"]), "size": rng.choice([1, 2, 3]),
+             "flag": rng.random() < 0.3, "weight": round(rng.gauss(5, 2), 3), "shape": rng.choice("abcd")}
+        if rng.random() < 0.15:
+            x["color"] = None
+        if rng.random() < 0.1:
+            del x["shape"]
+        y = rng.choice([0, 1]) if i % 5 == 0 else rng.choice(["yes", "no", "maybe"])
+        out.append((x, y))
+    return out
+
+
+MODELS = {
+    "nb": lambda: stream_nb.NaiveBayes(loss={"yes": {"no": 3.0}, 1: {0: 2.0}}),
+    "nb-ignore": lambda: stream_nb.NaiveBayes(missing="ignore", types={"size": "numeric"}),
+    "aode": lambda: stream_nb.AODE(bins=3, warmup=20),
+    "tan": lambda: stream_nb.TAN(rebuild_every=30, bins=3, warmup=20),
+    "tan-edges": lambda: stream_nb.TAN(rebuild_every=0, bin_edges={"weight": [3.0, 6.0]}),
+    "spode": lambda: stream_nb.SPODE(rebuild_every=25, bins=3, warmup=20),
+    "spode-parent": lambda: stream_nb.SPODE(parent="color", bins=3, warmup=20),
+    "kdb1": lambda: stream_nb.KDB(k=1, rebuild_every=30, bins=3, warmup=20),
+    "kdb2": lambda: stream_nb.KDB(k=2, rebuild_every=30, bins=2, warmup=20),
+    "kdb3": lambda: stream_nb.KDB(k=3, rebuild_every=30, bins=2, warmup=20, missing="ignore"),
+}
+
+
+def daemon_part() -> dict:
+    metrics = PrequentialMetrics()
+    metrics.update_prediction("yes", "yes", {"yes": 0.75, "no": 0.25}, True)
+    metrics.update_dead_letter("invalid_json")
+    return {"store_id": "0123456789abcdef", "sequence": 7, "positions": {"/data/in.jsonl": 1234},
+            "metrics": metrics.state(), "source": {"kind": "jsonl", "path": "/data/in.jsonl", "realpath": None},
+            "exactly_once": False, "model_name": "tan"}
+
+
+def snapshot_bytes(model, daemon: dict | None, directory) -> bytes:
+    path = directory / "base.snb"
+    arrays, meta = model.state()
+    _snapshot.write(path, arrays, meta, daemon=daemon)
+    return path.read_bytes()
+
+
+@functools.cache
+def all_bases() -> dict[str, bytes]:
+    """One valid snapshot per model configuration (some trained, one untouched, one with a daemon part)."""
+    directory = pathlib.Path(tempfile.mkdtemp(prefix="stream-nb-fuzz-"))
+    out = {}
+    for name, make in MODELS.items():
+        model = make()
+        for x, y in stream(120, seed=len(name)):
+            model.learn_one(x, y)
+        if hasattr(model, "rebuild") and name != "spode-parent":
+            model.rebuild()
+        out[name] = snapshot_bytes(model, daemon_part() if name == "tan" else None, directory)
+    out["empty-kdb2"] = snapshot_bytes(MODELS["kdb2"](), None, directory)
+    shutil.rmtree(directory)
+    return out
+
+
+@pytest.fixture(scope="module")
+def bases():
+    """The valid snapshots: a fixture whose value hypothesis does not print with a failing case."""
+    return Bases()
+
+
+class Bases:
+    def __getitem__(self, name: str) -> bytes:
+        return all_bases()[name]
+
+    def __repr__(self) -> str:
+        return "bases"
+
+
+BASE_NAMES = sorted(MODELS) + ["empty-kdb2"]
+
+
+# ----------------------------------------------------------------------- taking a file apart and back
+
+
+def split(data: bytes) -> tuple[dict, dict[str, bytes]]:
+    """The header (JSON, still encoded) and each array's bytes of a valid snapshot."""
+    (hlen,) = struct.unpack_from("<Q", data, 16)
+    header = json.loads(data[24:24 + hlen])
+    start = _snapshot._align(24 + hlen)
+    blobs = {e["name"]: data[start + e["offset"]: start + e["offset"] + e["nbytes"]] for e in header["arrays"]}
+    return header, blobs
+
+
+def assemble(header_text: bytes, body: bytes, *, version: int = 1, flags: int = 0, hlen: int | None = None) -> bytes:
+    """A file with a correct checksum over any header text and body."""
+    start = _snapshot._PREFIX.pack(_snapshot.MAGIC, version, flags, len(header_text) if hlen is None else hlen)
+    start += header_text
+    content = start + bytes(_snapshot._align(len(start)) - len(start)) + body
+    return content + hashlib.sha256(content).digest()
+
+
+def body_of(blobs) -> bytes:
+    """Array bytes laid out as the writer does: each one at a multiple of 64, nothing after the last."""
+    body = b""
+    for blob in blobs:
+        body += bytes(_snapshot._align(len(body)) - len(body)) + blob
+    return body
+
+
+def lay_out(header: dict, blobs: dict[str, bytes], entries: list[dict] | None = None) -> bytes:
+    """A consistent, checksummed file: ``entries`` (default: the header's) with offsets and sizes recomputed."""
+    header = dict(header)
+    table, body = [], b""
+    for entry in entries if entries is not None else header["arrays"]:
+        name = entry.get("name")
+        blob = blobs.get(name, b"") if isinstance(name, str) else b""
+        body += bytes(_snapshot._align(len(body)) - len(body))
+        table.append(dict(entry, offset=len(body), nbytes=len(blob)))
+        body += blob
+    header["arrays"] = table
+    return assemble(json.dumps(header).encode(), body)
+
+
+# ----------------------------------------------------------------------- the properties
+
+
+class Unpickled(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def no_unpickling():
+    """Make every way into pickle fail loudly while loading."""
+    def refuse(*args, **kwargs):
+        raise Unpickled("a snapshot was unpickled")
+
+    saved = pickle.loads, pickle.load, pickle.Unpickler
+    pickle.loads = pickle.load = pickle.Unpickler = refuse
+    try:
+        yield
+    finally:
+        pickle.loads, pickle.load, pickle.Unpickler = saved
+
+
+PROBES = [
+    {"color": "red", "size": 2, "flag": True, "weight": 4.5, "shape": "a"},
+    {"color": "blue", "weight": 100.0},
+    {"color": "violet", "size": 9, "new": "thing"},
+    {},
+    {"size": None, "weight": float("nan")},
+]
+
+
+def exercise(model) -> None:
+    """A loaded model must predict, learn (one and many), save, load and describe itself."""
+    for x in PROBES:
+        proba = model.predict_proba_one(x)
+        assert all(isinstance(p, float) and math.isfinite(p) and 0.0 <= p <= 1.0 for p in proba.values()), proba
+        assert not proba or math.isclose(sum(proba.values()), 1.0, rel_tol=1e-6), proba
+        model.predict_one(x)
+    for x, y in stream(12, seed=99):
+        try:
+            model.learn_one(x, y)
+        except InvalidEventError:
+            pass  # e.g. a feature of another type in the loaded model: a rejected event, not a crash
+        proba = model.predict_proba_one(x)
+        assert all(math.isfinite(p) and 0.0 <= p <= 1.0 for p in proba.values()), proba
+    arrays, meta = model.state()
+    again = type(model).from_state(arrays, meta)
+    assert again.classes == model.classes
+
+
+def load_or_refuse(path, size: int) -> object | None:
+    """``stream_nb.load(path)`` under the properties: a model, or None after a SnapshotError naming the file."""
+    tracemalloc.start()
+    try:
+        with no_unpickling():
+            model = stream_nb.load(path)
+    except SnapshotError as exc:
+        message = str(exc)
+        assert message.startswith(f"{path}: ") and len(message) > len(f"{path}: "), message
+        model = None
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    assert peak <= MEMORY_FACTOR * size + MEMORY_SLACK, f"{peak:,} bytes traced loading a {size:,}-byte file"
+    return model
+
+
+def inspect(path, as_json: bool) -> tuple[int, str, str]:
+    """``stream-nb snapshot inspect [--json] PATH`` in-process: (exit status, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = cli.main(["snapshot", "inspect", str(path)] + (["--json"] if as_json else []))
+    return status, out.getvalue(), err.getvalue()
+
+
+def check(path, data: bytes) -> object | None:
+    """Write ``data`` to ``path``; load and inspect it; both must agree and keep the properties."""
+    path.write_bytes(data)
+    model = load_or_refuse(path, len(data))
+    status, out, err = inspect(path, as_json=data[-1] % 2 == 0)  # the checksum's last byte picks the format
+    assert "Traceback" not in out + err
+    if model is None:
+        assert status == 2 and out == "", (status, out, err)
+        assert err.startswith(f"stream-nb: error: {path}: ") and err.count("\n") == 1, err
+    else:
+        assert status == 0 and err == "", (status, err)
+        exercise(model)
+    return model
+
+
+# ----------------------------------------------------------------------- strategies: hostile values
+
+
+def deep(depth: int, kind: str):
+    """A JSON text nested ``depth`` levels deep, without building the object (no recursion here)."""
+    if kind == "list":
+        return "[" * depth + "]" * depth
+    return '{"a":' * depth + "1" + "}" * depth
+
+
+# ----------------------------------------------------------------------- pinned cases: what the fuzzers found
+
+
+def forged(tmp_path, name, header_text: bytes, body: bytes = b"") -> pathlib.Path:
+    path = tmp_path / name
+    path.write_bytes(assemble(header_text, body))
+    return path
+
+
+def refused(path, *patterns: str) -> str:
+    """``stream_nb.load`` and ``snapshot inspect`` both refuse ``path``, naming it and each pattern."""
+    with pytest.raises(SnapshotError) as info:
+        stream_nb.load(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}: "), message
+    for pattern in patterns:
+        assert re.search(pattern, message), (pattern, message)
+    status, out, err = inspect(path, as_json=False)
+    assert (status, out, err) == (2, "", f"stream-nb: error: {message}\n")
+    return message
+
+
+def state_file(tmp_path, model, arrays=None, meta=None, daemon=None, name="state.snb") -> pathlib.Path:
+    """A snapshot written by the real writer from a (possibly edited) state: checksum and layout right."""
+    a, m = model.state()
+    path = tmp_path / name
+    _snapshot.write(path, a if arrays is None else arrays(a), m if meta is None else meta(m), daemon=daemon)
+    return path
+
+
+def trained(name: str):
+    model = MODELS[name]()
+    for x, y in stream(120, seed=3):
+        model.learn_one(x, y)
+    return model
+
+
+@pytest.mark.parametrize("where", ["header", "model", "daemon"])
+def test_json_nested_past_pythons_recursion_limit_is_a_snapshot_error(bases, tmp_path, where):
+    # found: json.loads raised RecursionError, which escaped load() and inspect
+    header, blobs = split(bases["nb"])
+    text = deep(100_000, "list")
+    if where != "header":
+        header[where if where == "daemon" else "model"] = "MARK"
+        text = json.dumps(header).replace('"MARK"', text)
+    refused(forged(tmp_path, "deep.snb", text.encode(), body_of(blobs.values())), "nests deeper than 64 levels")
+
+
+def test_json_nested_within_pythons_limit_but_past_any_models_is_refused_before_decoding(bases, tmp_path):
+    # below json's own limit, 900 levels still made decode_meta, deepcopy and inspect recurse ~1000 deep
+    header, blobs = split(bases["nb"])
+    header["model"]["params"]["types"] = "MARK"
+    text = json.dumps(header).replace('"MARK"', deep(900, "dict"))
+    refused(forged(tmp_path, "deep.snb", text.encode(), body_of(blobs.values())), "nests deeper than 64 levels")
+
+
+@pytest.mark.parametrize("dtype", ["(1,2", "(-1,)f8", "(99999999999,99999999)f8", "M8[foo]", "<U4", "|O", ">f8"])
+def test_a_dtype_numpy_cannot_parse_or_we_do_not_take_is_a_snapshot_error(bases, tmp_path, dtype):
+    # found: numpy's dtype parser raised SyntaxError and ValueError (only TypeError was caught)
+    header, blobs = split(bases["nb"])
+    header["arrays"][0]["dtype"] = dtype
+    path = forged(tmp_path, "dtype.snb", json.dumps(header).encode(), body_of(blobs.values()))
+    refused(path, r"array 'class_count': dtype .* is not a little-endian bool, int or float \(expected one of")
+
+
+@pytest.mark.parametrize("shape,nbytes,reason", [
+    ([0, 2**70], 0, "dimension larger than the"),  # numpy: "Maximum allowed dimension exceeded"
+    ([1] * 70, 8, "70 dimensions, at most 32"),  # numpy: "maximum supported dimension ... is 64"
+    ([0, 2**40, 2**40], 0, "dimension larger than the"),  # an empty array announced as 10^24 rows
+])
+def test_a_shape_numpy_cannot_make_is_a_snapshot_error(bases, tmp_path, shape, nbytes, reason):
+    header, blobs = split(bases["nb"])
+    entry = header["arrays"][0]
+    entry.update(shape=shape, nbytes=nbytes)
+    blobs[entry["name"]] = bytes(nbytes)
+    refused(forged(tmp_path, "shape.snb", *split_again(header, blobs)), f"array 'class_count': .*{reason}")
+
+
+def split_again(header: dict, blobs: dict[str, bytes]) -> tuple[bytes, bytes]:
+    """Header text and body with the array table's offsets recomputed for ``blobs``."""
+    body, table = b"", []
+    for entry in header["arrays"]:
+        body += bytes(_snapshot._align(len(body)) - len(body))
+        table.append(dict(entry, offset=len(body)))
+        body += blobs[entry["name"]]
+    return json.dumps(dict(header, arrays=table)).encode(), body
+
+
+def test_an_array_named_twice_is_refused(bases, tmp_path):
+    # found: the second class_count silently replaced the first
+    header, blobs = split(bases["nb"])
+    header["arrays"].insert(1, dict(header["arrays"][0]))
+    blobs_list = [blobs[e["name"]] for e in header["arrays"]]
+    body, table = b"", []
+    for entry, blob in zip(header["arrays"], blobs_list):
+        body += bytes(_snapshot._align(len(body)) - len(body))
+        table.append(dict(entry, offset=len(body)))
+        body += blob
+    header["arrays"] = table
+    refused(forged(tmp_path, "twice.snb", json.dumps(header).encode(), body), "array 'class_count' appears twice")
+
+
+@pytest.mark.parametrize("daemon,reason", [
+    (["a", "list"], "the daemon part is \\['a', 'list'\\], expected an object or null"),
+    ({"positions": [["in.jsonl", 3]]}, "'positions' is .*expected an object of integers >= 0"),
+    ({"positions": {"in.jsonl": -3}}, "'positions' is .*expected an object of integers >= 0"),
+    ({"metrics": {"labeled": 3}}, "metrics lack 'events'"),
+    ({"metrics": {**PrequentialMetrics().state(), "correct": "many"}}, "correct must be an integer >= 0"),
+    ({"sequence": "7"}, "'sequence' is '7', expected an integer >= 0"),
+    ({"exactly_once": "no"}, "'exactly_once' is 'no', expected true or false"),
+])
+def test_a_daemon_part_of_the_wrong_shape_is_refused_not_a_traceback_in_inspect(tmp_path, daemon, reason):
+    # found: inspect raised AttributeError, KeyError or TypeError formatting these
+    refused(state_file(tmp_path, trained("nb"), daemon=daemon), reason)
+
+
+def test_a_header_without_its_time_is_refused(bases, tmp_path):
+    header, blobs = split(bases["nb"])
+    del header["created"]  # found: inspect raised KeyError
+    refused(forged(tmp_path, "untimed.snb", json.dumps(header).encode(), body_of(blobs.values())),
+            "'created' is None, expected a time as text")
+
+
+def test_a_restarting_daemon_meets_a_hostile_daemon_part_as_an_unusable_snapshot(tmp_path):
+    # the daemon reads the same header: it now names the file and refuses to start (before: AttributeError)
+    from stream_nb.engine import Engine
+    from stream_nb.engine._checkpoint import Checkpointer, SnapshotStore
+
+    directory = tmp_path / "snapshots"
+    directory.mkdir()
+    store = SnapshotStore(directory)
+    state_file(directory, trained("nb"), daemon={"positions": "everywhere", "store_id": "x"},
+               name=os.path.basename(store.path(1)))
+    store.open()
+    try:
+        assert store.sequences() == [1]
+        checkpointer = Checkpointer(store, every_events=10, interval_s=60.0, source_info=None)
+        Engine(stream_nb.NaiveBayes(), _EmptySource(), _NullSink(), _NullSink(), checkpointer=checkpointer)
+        with pytest.raises(SnapshotError, match=r"no usable snapshot .*'positions' is 'everywhere'"):
+            checkpointer.recover()
+    finally:
+        store.close()
+
+
+class _EmptySource:
+    exhausted = True
+
+    def poll(self, max_records, timeout):
+        return []
+
+    def commit(self, positions):
+        pass
+
+    def seek(self, positions):
+        pass
+
+    def close(self):
+        pass
+
+
+class _NullSink:
+    def send(self, value, key=None):
+        pass
+
+    def flush(self):
+        pass
+
+    def close(self):
+        pass
+
+
+def test_a_model_type_that_is_not_a_name_is_refused(tmp_path):
+    # found: ["TAN"] as the model's type raised TypeError (unhashable) in load
+    path = state_file(tmp_path, trained("tan"), meta=lambda m: {**m, "model": ["TAN"]})
+    refused(path, r"holds a model of type \['TAN'\]; expected one of NaiveBayes")
+
+
+def test_a_pickle_behind_a_valid_checksum_is_never_unpickled(bases, tmp_path):
+    """An object array holding a pickle that would create a file: refused for its dtype, never run."""
+    marker = tmp_path / "executed"
+    payload = pickle.dumps(np.array([Touch(str(marker))], dtype=object))
+
+    header, blobs = split(bases["nb"])
+    entries = [dict(e) for e in header["arrays"]]
+    entries[0].update(dtype="|O", shape=[1])
+    blobs[entries[0]["name"]] = payload
+    path = tmp_path / "pickle.snb"
+    assert check(path, lay_out(header, blobs, entries)) is None
+    refused(path, r"dtype '\|O' is not a little-endian bool, int or float")
+    assert not marker.exists()
+
+
+class Touch:
+    """Unpickling this creates a file: the proof that something was unpickled."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
