@@ -665,10 +665,15 @@ class BayesClassifier(base.MiniBatchClassifier):
         (``from_state(arrays, meta)`` twice), and a model learns by writing into
         its arrays in place.
         """
-        if meta.get("model") != cls.__name__:
-            raise ValueError(f"state is of a {meta.get('model')!r} model, not {cls.__name__!r}")
+        if not isinstance(meta, dict) or meta.get("model") != cls.__name__:
+            got = meta.get("model") if isinstance(meta, dict) else meta
+            raise ValueError(f"state is of a {got!r:.60} model, not {cls.__name__!r}")
+        for key in ("params", "stats", "extra"):
+            if not isinstance(meta.get(key), dict):
+                raise ValueError(f"state: {key!r} must be an object, got {meta.get(key)!r:.60}")
         meta = copy.deepcopy(meta)
         model = cls(**meta["params"])
+        model._check_fits(meta["stats"])
         # the store copies the counts into arrays of its own (with room to grow)
         model._stats = Stats.from_state({k: v for k, v in arrays.items() if not k.startswith("model.")}, meta["stats"])
         # EM's E-step wants the observed-only counts (a state written before they existed does not say so)
@@ -676,7 +681,22 @@ class BayesClassifier(base.MiniBatchClassifier):
         # a model's own arrays (SPODE's running scores, TAN's tree, ...) may be kept as they come: copy them
         extra = {k[6:]: np.array(v, copy=True) for k, v in arrays.items() if k.startswith("model.")}
         model._load_extra_state(extra, meta["extra"])
+        model._check_loaded()
         return model
+
+    def _check_fits(self, stats: dict) -> None:
+        """ValueError unless the state's store is the kind this model keeps (pair counts, numeric
+        handling, t-way table): a store of another kind lacks tables the model reads."""
+        s = self._stats
+        for name, want in (("pairs", s.pairs), ("numeric", s.numeric), ("tuples", s.tuples)):
+            got = stats.get(name, 0 if name == "tuples" else None)
+            if got != want or type(got) is not type(want):
+                raise ValueError(f"stats.{name} is {got!r:.60}; a {type(self).__name__} with these parameters "
+                                 f"keeps {want!r}")
+
+    def _check_loaded(self) -> None:
+        """ValueError unless the model :meth:`from_state` built is consistent (models with a
+        structure check it against their store here)."""
 
 
 class StructuredClassifier(BayesClassifier):
@@ -695,6 +715,16 @@ class StructuredClassifier(BayesClassifier):
             raise ConfigError(f"rebuild_every: expected an integer >= 0, got {r!r}")
         self._since_rebuild = 0
         self.n_rebuilds = 0
+
+    def _check_loaded(self) -> None:
+        super()._check_loaded()
+        since, n = self._since_rebuild, self.n_rebuilds
+        if isinstance(since, bool) or not isinstance(since, int) or since < 0 or (
+                self.rebuild_every and since > self.rebuild_every):
+            raise ValueError(f"since_rebuild: expected an integer from 0 to rebuild_every={self.rebuild_every}, "
+                             f"got {since!r:.60}")
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise ValueError(f"n_rebuilds: expected an integer >= 0, got {n!r:.60}")
 
     def _learned(self, n: int) -> None:
         self._since_rebuild += n

@@ -57,7 +57,11 @@ it: the header's JSON nests at most 64 levels; every dtype is one of a fixed
 table of little-endian bool, int and float types (never parsed by numpy, never
 an object: nothing is unpickled); an array has at most 32 dimensions, none
 larger than the file, and no name twice; the header's time and the daemon's
-part (positions, counters, names) have their types.
+part (positions, counters, names) have their types; and the model's
+``from_state`` refuses a state no model could have written (arrays of another
+shape than the metadata gives them, counts that are negative or not finite, a
+structure that is no tree). Loading takes at most a small multiple of the
+file's size in memory.
 
 Writing is atomic: a temporary file in the same directory (``.NAME.tmp-*``),
 written, flushed and fsynced, renamed over NAME, and the directory fsynced. A

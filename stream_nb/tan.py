@@ -502,3 +502,32 @@ class TAN(StructuredClassifier):
         self._pidx = np.empty(0, dtype=np.int64)
         self._since_rebuild = meta["since_rebuild"]
         self.n_rebuilds = meta["n_rebuilds"]
+
+    def _check_loaded(self):
+        """The tree of a state: parents that are features or -1, no cycle, the root a parentless
+        feature (or -1 and no edge), and an edge's CMI inside the matrix."""
+        super()._check_loaded()
+        F = len(self._stats.features)
+        parent, cmi, root = self._parent, self._cmi, self._root
+        if parent.ndim != 1 or len(parent) > F or ((parent < -1) | (parent >= len(parent))).any():
+            raise ValueError(f"tree: expected at most {F} parents, each a feature index or -1, got {parent!r:.80}")
+        if isinstance(root, bool) or not isinstance(root, int) or not -1 <= root < F:
+            raise ValueError(f"tree: the root must be a feature index or -1, got {root!r:.60}")
+        edges = np.flatnonzero(parent >= 0)
+        if root < 0 and len(edges):
+            raise ValueError("tree: edges without a root")
+        if 0 <= root < len(parent) and parent[root] != -1:
+            raise ValueError(f"tree: the root {root} has a parent")
+        ends = np.zeros(len(parent), dtype=bool)  # every chain of parents must end (no cycle): each node once
+        for child in edges.tolist():
+            path, node = [], child
+            while node >= 0 and not ends[node]:
+                if len(path) > len(parent):
+                    raise ValueError(f"tree: feature {child}'s chain of parents is a cycle")
+                path.append(node)
+                node = int(parent[node])
+            ends[path] = True
+        n = max([int(parent.max()) + 1, int(edges.max()) + 1] if len(edges) else [0])
+        if cmi.ndim != 2 or cmi.shape[0] != cmi.shape[1] or cmi.shape[0] < n or cmi.shape[0] > F:
+            raise ValueError(f"tree: the CMI matrix has shape {list(cmi.shape)}, expected a square of {n} to {F} "
+                             f"features")

@@ -471,6 +471,110 @@ def test_a_model_type_that_is_not_a_name_is_refused(tmp_path):
     refused(path, r"holds a model of type \['TAN'\]; expected one of NaiveBayes")
 
 
+def test_arrays_of_another_class_count_than_the_metadata_are_refused_not_broadcast(tmp_path):
+    # found: one class's counts were broadcast over the five classes the metadata names, and the
+    # model loaded, predicting from counts it never had
+    def one_class(arrays):
+        return {k: v[:1] if k != "class_count" else v[:1] for k, v in arrays.items()}
+
+    refused(state_file(tmp_path, trained("nb"), arrays=one_class),
+            r"array '\w+' has shape \[1(, \d+)*\]; the metadata \(5 classes, .*\) gives it \[5")
+
+
+@pytest.mark.parametrize("edit,reason", [
+    (lambda a: {**a, "class_count": np.full_like(a["class_count"], np.nan)}, "'class_count': counts must be finite"),
+    (lambda a: {**a, "value_count": -a["value_count"] - 1}, "'value_count': counts must be finite, >= 0"),
+    (lambda a: {**a, "feat_count": a["feat_count"] * 1e300}, "'feat_count': counts must be .* at most 1e\\+100"),
+    (lambda a: {**a, "pair_count": a["value_count"]}, "unexpected arrays pair_count"),
+    (lambda a: {k: v for k, v in a.items() if k != "obs_feat_count"}, "array 'obs_feat_count' is missing"),
+])
+def test_counts_no_stream_could_give_are_refused(tmp_path, edit, reason):
+    # found: NaN, negative and huge counts loaded, and the model's probabilities were NaN
+    refused(state_file(tmp_path, trained("nb"), arrays=edit), reason)
+
+
+@pytest.mark.parametrize("name,edit,reason", [
+    ("tan", lambda m: {**m, "stats": {**m["stats"], "pairs": False}}, "stats.pairs is False; a TAN .* keeps True"),
+    ("kdb2", lambda m: {**m, "stats": {**m["stats"], "tuples": 0}}, "stats.tuples is 0; a KDB .* keeps 3"),
+    ("nb", lambda m: {**m, "stats": {**m["stats"], "numeric": "bins"}}, "stats.numeric is 'bins'"),
+])
+def test_a_store_of_another_kind_than_the_model_is_refused(tmp_path, name, edit, reason):
+    # found: a TAN over a store without pair counts loaded, then raised AttributeError predicting
+    refused(state_file(tmp_path, trained(name), meta=edit), reason)
+
+
+def _feature(meta, name):
+    return next(f for f in meta["stats"]["features"] if f["name"] == name)
+
+
+def _edit_feature(name, **changes):
+    def edit(meta):
+        meta = copy.deepcopy(meta)
+        _feature(meta, name).update(changes)
+        return meta
+    return edit
+
+
+def _edit_discretiser(**changes):
+    def edit(meta):
+        meta = copy.deepcopy(meta)
+        _feature(meta, "weight")["discretiser"].update(changes)
+        return meta
+    return edit
+
+
+@pytest.mark.parametrize("edit,reason", [
+    (_edit_discretiser(edges=None, buffer=["a", "b"]), "discretiser.buffer: expected a list of fewer than"),
+    (_edit_discretiser(bins=-5), "discretiser.bins: expected an integer >= 1"),
+    (_edit_discretiser(edges=[5.0, 1.0]), "discretiser.edges: expected a list of numbers in increasing order"),
+    (_edit_feature("weight", discretiser=None), "discretiser: expected an object with bins"),
+    (_edit_feature("color", kind="gaussian"), "kind: expected one of binned, categorical"),
+    (lambda m: {**m, "stats": {**m["stats"], "classes": m["stats"]["classes"][:-1] + [m["stats"]["classes"][0]]}},
+     "a class appears twice"),
+    (lambda m: {**m, "stats": {**m["stats"], "columns": m["stats"]["columns"] + [[99, "x"]]}},
+     "feature index int 99 is not -1 or one of the 5 features"),
+    (lambda m: {**m, "stats": {**m["stats"], "bin_edges": {"weight": "abc"}}}, "bin_edges\\['weight'\\]"),
+])
+def test_store_metadata_that_would_crash_later_is_refused(tmp_path, edit, reason):
+    # found: a discretiser buffering text or with -5 bins loaded, then crashed learning its feature
+    refused(state_file(tmp_path, trained("aode"), meta=edit), reason)
+
+
+def _edit_extra(**changes):
+    return lambda m: {**m, "extra": {**m["extra"], **changes}}
+
+
+def _edit_array(name, make):
+    return lambda a: {**a, name: make(a[name])}
+
+
+def _cycle(parent):
+    parent = parent.copy()
+    root = int(np.flatnonzero(parent < 0)[0])
+    child = int(np.flatnonzero(parent == root)[0])
+    parent[root] = child  # the root's child becomes its parent: a cycle through the root
+    return parent
+
+
+@pytest.mark.parametrize("name,arrays,meta,reason", [
+    ("tan", _edit_array("model.parent", _cycle), None, "tree: the root \\d+ has a parent"),
+    ("tan", _edit_array("model.parent", lambda p: np.append(p, 40)), None, "tree: expected at most 5 parents"),
+    ("tan", None, _edit_extra(root=17), "tree: the root must be a feature index or -1"),
+    ("tan", _edit_array("model.cmi", lambda c: c[:1, :1].copy()), None, "the CMI matrix has shape \\[1, 1\\]"),
+    ("spode", _edit_array("model.loss_n", lambda v: np.append(v, [1.0, 1.0])), None, "loss_sum and loss_n"),
+    ("spode", None, _edit_extra(chosen="nowhere"), "chosen: expected the parent None or one of the features"),
+    ("spode-parent", None, _edit_extra(chosen="size"), "chosen: expected the parent 'color'"),
+    ("kdb2", _edit_array("model.order", lambda o: o[::-1].copy()), None, "parents .* are not at most k=2 distinct"),
+    ("kdb2", _edit_array("model.order", lambda o: np.append(o[:-1], 9)), None, "the order must list distinct"),
+    ("kdb2", None, _edit_extra(since_rebuild=10**6), "since_rebuild: expected an integer from 0 to rebuild_every"),
+    ("kdb2", None, _edit_extra(n_em_skipped=-1), "n_em_skipped: expected an integer >= 0"),
+])
+def test_a_structure_that_is_no_tree_or_points_nowhere_is_refused(tmp_path, name, arrays, meta, reason):
+    # found: such models loaded, then looped forever (TAN's tree through a cycle), raised IndexError
+    # (SPODE ranking scores of features it does not have) or learned batches of negative size
+    refused(state_file(tmp_path, trained(name), arrays=arrays, meta=meta), reason)
+
+
 def test_a_pickle_behind_a_valid_checksum_is_never_unpickled(bases, tmp_path):
     """An object array holding a pickle that would create a file: refused for its dtype, never run."""
     marker = tmp_path / "executed"
