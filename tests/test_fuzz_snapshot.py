@@ -575,6 +575,40 @@ def test_a_structure_that_is_no_tree_or_points_nowhere_is_refused(tmp_path, name
     refused(state_file(tmp_path, trained(name), arrays=arrays, meta=meta), reason)
 
 
+def test_a_tiny_snapshot_of_a_kdb_with_many_parents_takes_little_memory(tmp_path):
+    # found: KDB(k=8) allocated a 9 GB table with spare room before its first event, so a 2 kB
+    # snapshot saying k=8 took 9 GB to load
+    path = state_file(tmp_path, stream_nb.KDB(k=8))
+    size = path.stat().st_size
+    tracemalloc.start()
+    try:
+        model = stream_nb.load(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < MEMORY_FACTOR * size + MEMORY_SLACK, f"{peak:,} bytes for a {size:,}-byte file"
+    exercise(model)
+
+
+def test_a_many_dimensional_table_without_spare_room_still_counts_every_event():
+    # the table above gets no spare room; it must still grow right when classes and values keep coming
+    model = stream_nb.KDB(k=3, rebuild_every=0, max_table_cells=10**8)
+    rng = random.Random(8)
+    events = [({f: f"{f}{rng.randrange(2 + i // 15)}" for f in "abcd"}, f"c{rng.randrange(1 + i // 40)}")
+              for i in range(160)]
+    for x, y in events:
+        model.learn_one(x, y)
+    s = model._stats
+    C, V = s.n_classes, len(s.value_keys)
+    assert C == 4 and V > 16  # grown past the sizes that keep spare room
+    expected = np.zeros((C,) + (V,) * 4)
+    for x, y in events:
+        cols = [s.values[s.feature_index[f]][v] for f, v in x.items()]
+        for index in itertools.product(cols, repeat=4):
+            expected[(s.class_index[y],) + index] += 1
+    np.testing.assert_array_equal(s.tuple_count[(slice(0, C),) + (slice(0, V),) * 4], expected)
+
+
 def test_a_pickle_behind_a_valid_checksum_is_never_unpickled(bases, tmp_path):
     """An object array holding a pickle that would create a file: refused for its dtype, never run."""
     marker = tmp_path / "executed"
