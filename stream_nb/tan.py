@@ -352,6 +352,9 @@ class TAN(StructuredClassifier):
         cc = s.class_count[:C]
         jll = np.log(cc + a) - math.log(cc.sum() + a * C)
         F = len(parent)
+        # A parent without a single value (its columns detached when it turned numeric, its bins not
+        # chosen yet) cannot be summed out: until the next rebuild its children are read as roots.
+        parent = np.where(parent >= 0, np.where(s.n_values[np.maximum(parent, 0)] > 0, parent, -1), parent)
         children = [[] for _ in range(F)]
         for f in range(F):
             if parent[f] >= 0:
