@@ -273,7 +273,7 @@ def check(path, data: bytes) -> object | None:
     """Write ``data`` to ``path``; load and inspect it; both must agree and keep the properties."""
     path.write_bytes(data)
     model = load_or_refuse(path, len(data))
-    status, out, err = inspect(path, as_json=data[-1] % 2 == 0)  # the checksum's last byte picks the format
+    status, out, err = inspect(path, as_json=sum(data[-1:]) % 2 == 0)  # the last byte picks the format
     assert "Traceback" not in out + err
     if model is None:
         assert status == 2 and out == "", (status, out, err)
@@ -286,12 +286,248 @@ def check(path, data: bytes) -> object | None:
 
 # ----------------------------------------------------------------------- strategies: hostile values
 
+huge = st.sampled_from([2**31, 2**32 + 1, 2**62, 2**63, 2**64 + 7, 10**30, 10**400])
+hostile_ints = st.one_of(st.integers(-3, 3), st.integers(0, 20), huge, huge.map(lambda v: -v), st.integers())
+hostile_scalars = st.one_of(
+    st.none(), st.booleans(), hostile_ints,
+    st.floats(), st.sampled_from([1e308, -0.0, 0.5]),
+    st.text(max_size=6),
+    st.sampled_from(["", "<f8", "|O", "O", "nan", "inf", "$tuple", "$dict", "$float", "NaiveBayes", "TAN",
+                     "KDB", "categorical", "gaussian", "binned", "bins", "em", "ignore"]),
+)
+tags = st.sampled_from([{"$float": "nan"}, {"$float": "inf"}, {"$float": "-inf"}, {"$float": "bogus"},
+                        {"$tuple": []}, {"$tuple": [1, "a"]}, {"$dict": []}, {"$dict": [[1, 2]]},
+                        {"$dict": [[[1], 2]]}, {"$dict": [1, 2]}, {"$dict": [[{"$tuple": [1]}, 0]]}])
+hostile_json = st.recursive(
+    hostile_scalars | tags,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4),
+    max_leaves=12,
+)
+dtypes = st.sampled_from([
+    "|O", "O", "<O", "object", "<U4", "|S4", "|V8", "<c16", "<M8[s]", "<m8[D]", ">f8", ">i4", "<f8,<i4",
+    "(2,)<f8", "<f2", "<f4", "<f16", "|b1", "|i1", "|u1", "<i8", "<u8", "=f8", "f8", "", "<", "<f3", "float64",
+    "<f8\x00", "[('a', '<f8')]", "int", "bool", "(1,2", "(-1,)f8", "(99999999999,99999999)f8", "M8[foo]",
+])
+shapes = st.one_of(
+    st.lists(st.integers(0, 4), max_size=4),
+    st.lists(hostile_ints, min_size=1, max_size=4),
+    st.lists(st.integers(0, 2), min_size=30, max_size=80),  # more dimensions than numpy takes
+    st.sampled_from([[0, 2**70], [2**40, 0], [-1], [-1, -8], [1.5], [True], ["3"], None, 3, {}]),
+)
+
+
+def paths_of(value, prefix=()) -> list[tuple]:
+    """Every path (keys and indices) to a node of a JSON document, the root excluded."""
+    out = []
+    if isinstance(value, dict):
+        items = value.items()
+    elif isinstance(value, list):
+        items = enumerate(value)
+    else:
+        return out
+    for k, v in items:
+        out.append(prefix + (k,))
+        out.extend(paths_of(v, prefix + (k,)))
+    return out
+
+
+def replace_at(doc, path: tuple, new, delete: bool = False):
+    doc = copy.deepcopy(doc)
+    node = doc
+    for k in path[:-1]:
+        node = node[k]
+    if delete:
+        del node[path[-1]]
+    else:
+        node[path[-1]] = new
+    return doc
+
 
 def deep(depth: int, kind: str):
     """A JSON text nested ``depth`` levels deep, without building the object (no recursion here)."""
     if kind == "list":
         return "[" * depth + "]" * depth
     return '{"a":' * depth + "1" + "}" * depth
+
+
+# ----------------------------------------------------------------------- raw damage
+
+
+@fuzz_settings(80)
+@given(base=st.sampled_from(BASE_NAMES), data=st.data())
+def test_raw_damage_is_a_snapshot_error_naming_the_file(bases, tmp_path, base, data):
+    original = bases[base]
+    kind = data.draw(st.sampled_from(["flip", "truncate", "append", "splice"]))
+    damaged = bytearray(original)
+    if kind == "flip":
+        for position in data.draw(st.lists(st.integers(0, len(original) - 1), min_size=1, max_size=4)):
+            damaged[position] ^= 1 << data.draw(st.integers(0, 7))
+    elif kind == "truncate":
+        damaged = damaged[: data.draw(st.integers(0, len(original) - 1))]
+    elif kind == "append":
+        damaged += data.draw(st.binary(min_size=1, max_size=100))
+    else:
+        at = data.draw(st.integers(0, len(original)))
+        damaged[at:at] = data.draw(st.binary(min_size=1, max_size=16))
+    if bytes(damaged) == original:
+        return
+    model = check(tmp_path / "damaged.snb", bytes(damaged))
+    assert model is None, "a damaged file loaded"
+
+
+@fuzz_settings(80)
+@given(base=st.sampled_from(BASE_NAMES), data=st.data())
+def test_damage_behind_a_valid_checksum_is_refused_or_harmless(bases, tmp_path, base, data):
+    """The same damage with the checksum recomputed, so that it reaches the parser."""
+    content = bytearray(bases[base][:-32])
+    kind = data.draw(st.sampled_from(["flip", "flip", "truncate", "splice", "prefix"]))
+    if kind == "flip":
+        for position in data.draw(st.lists(st.integers(8, len(content) - 1), min_size=1, max_size=6)):
+            content[position] ^= 1 << data.draw(st.integers(0, 7))
+    elif kind == "truncate":
+        content = content[: data.draw(st.integers(0, len(content)))]
+    elif kind == "splice":
+        at = data.draw(st.integers(8, len(content)))
+        content[at:at] = data.draw(st.binary(min_size=1, max_size=16))
+    else:  # the 24-byte start: version, flags, header length
+        version = data.draw(st.sampled_from([1, 1, 0, 2, 2**32 - 1]))
+        flags = data.draw(st.sampled_from([0, 0, 1, 2**32 - 1]))
+        hlen = data.draw(st.one_of(st.integers(0, len(content) + 64), st.sampled_from([2**63, 2**64 - 1, 2**40])))
+        content[:24] = _snapshot._PREFIX.pack(_snapshot.MAGIC, version, flags, hlen)
+    content = bytes(content)
+    check(tmp_path / "forged.snb", content + hashlib.sha256(content).digest())
+
+
+# ----------------------------------------------------------------------- hostile headers with valid checksums
+
+
+@fuzz_settings(150)
+@given(base=st.sampled_from(BASE_NAMES), data=st.data())
+def test_any_node_of_the_header_replaced_is_refused_or_harmless(bases, tmp_path, base, data):
+    header, blobs = split(bases[base])
+    targets = [p for p in paths_of(header) if p[0] not in ("created", "created_unix", "stream_nb")]
+    for _ in range(data.draw(st.integers(1, 3))):
+        path = data.draw(st.sampled_from(targets))
+        action = data.draw(st.sampled_from(["replace", "replace", "delete", "int", "deep"]))
+        try:
+            node = header
+            for k in path:
+                node = node[k]
+        except (KeyError, IndexError, TypeError):
+            continue
+        if action == "delete":
+            header = replace_at(header, path, None, delete=True)
+        elif action == "int" and isinstance(node, (int, float)) and not isinstance(node, bool):
+            header = replace_at(header, path, data.draw(st.one_of(hostile_ints, st.just(node + 1),
+                                                                  st.just(-node - 1), st.just(node * 1000))))
+        elif action == "deep":
+            header = replace_at(header, path, json.loads(deep(data.draw(st.integers(50, 400)), "list")))
+        else:
+            header = replace_at(header, path, data.draw(hostile_json))
+    if "arrays" in header and isinstance(header["arrays"], list) and all(
+            isinstance(e, dict) for e in header["arrays"]) and data.draw(st.booleans()):
+        data_bytes = lay_out(header, blobs)  # offsets and sizes made consistent again: the model must check
+    else:
+        data_bytes = assemble(json.dumps(header).encode(), body_of(blobs.values()))
+    check(tmp_path / "forged.snb", data_bytes)
+
+
+@fuzz_settings(120)
+@given(base=st.sampled_from(BASE_NAMES), data=st.data())
+def test_array_tables_that_lie_are_refused(bases, tmp_path, base, data):
+    """Shapes, dtypes, sizes and offsets that disagree with each other or with the file."""
+    header, blobs = split(bases[base])
+    entries = header["arrays"]
+    entry = dict(data.draw(st.sampled_from(entries)))
+    i = entries.index(entry)
+    field = data.draw(st.sampled_from(["shape", "dtype", "nbytes", "offset", "name", "shape+nbytes", "drop",
+                                       "duplicate"]))
+    if field == "shape":
+        entry["shape"] = data.draw(shapes)
+    elif field == "dtype":
+        entry["dtype"] = data.draw(dtypes)
+    elif field == "nbytes":
+        entry["nbytes"] = data.draw(hostile_ints)
+    elif field == "offset":
+        entry["offset"] = data.draw(st.one_of(hostile_ints, st.just(entry["offset"] + 64)))
+    elif field == "name":
+        entry["name"] = data.draw(st.one_of(st.sampled_from([e["name"] for e in entries]), hostile_scalars))
+    elif field == "shape+nbytes":  # a consistent lie: a huge shape whose size is announced honestly
+        entry["shape"] = data.draw(shapes)
+        with contextlib.suppress(TypeError, ValueError, OverflowError):
+            entry["nbytes"] = math.prod(entry["shape"]) * np.dtype(entry["dtype"]).itemsize
+    table = list(entries)
+    if field == "drop":
+        del table[i]
+    elif field == "duplicate":
+        table.insert(i, dict(entry))
+    else:
+        table[i] = entry
+    header["arrays"] = table
+    body = body_of(blobs.values())
+    check(tmp_path / "forged.snb", assemble(json.dumps(header).encode(), body))
+
+
+@fuzz_settings(150)
+@given(base=st.sampled_from(BASE_NAMES), data=st.data())
+def test_arrays_that_disagree_with_the_metadata_are_refused_or_harmless(bases, tmp_path, base, data):
+    """Arrays of another shape or dtype, or holding hostile numbers, laid out consistently (the parser
+    accepts them): the model's ``from_state`` must refuse what it cannot use."""
+    header, blobs = split(bases[base])
+    entries = [dict(e) for e in header["arrays"]]
+    for _ in range(data.draw(st.integers(1, 3))):
+        entry = data.draw(st.sampled_from(entries))
+        a = np.frombuffer(blobs[entry["name"]], dtype=entry["dtype"]).reshape(entry["shape"])
+        change = data.draw(st.sampled_from(["reshape", "grow", "shrink", "dtype", "values", "scalar", "transpose"]))
+        if change == "reshape":
+            a = a.reshape(data.draw(st.sampled_from([(-1,), (1, -1), (-1, 1), (1, 1, -1)])))
+        elif change == "grow":
+            axis = data.draw(st.integers(0, max(a.ndim - 1, 0))) if a.ndim else 0
+            a = np.concatenate([a, a[:1] if a.ndim and len(a) else np.zeros((1,) + a.shape[1:], a.dtype)], axis=0) \
+                if axis == 0 and a.ndim else np.zeros((2,) * max(a.ndim, 1))
+        elif change == "shrink" and a.ndim and a.shape[0]:
+            a = a[:-1]
+        elif change == "dtype":
+            a = a.astype(data.draw(st.sampled_from(["<i8", "<f4", "|b1", "|u1", "<f2", "<i2"])))
+        elif change == "values" and a.size:
+            a = a.copy()
+            flat = a.reshape(-1)
+            for _ in range(data.draw(st.integers(1, 3))):
+                j = data.draw(st.integers(0, flat.size - 1))
+                value = data.draw(st.sampled_from([np.nan, np.inf, -np.inf, -1.0, -1e300, 1e300, 2**40, -7, 10**9]))
+                with contextlib.suppress(OverflowError, ValueError):
+                    flat[j] = value
+        elif change == "scalar":
+            a = np.asarray(a.reshape(-1)[:1].sum() if a.size else 0, dtype=a.dtype).reshape(())
+        elif change == "transpose" and a.ndim >= 2:
+            a = np.ascontiguousarray(np.swapaxes(a, 0, 1))
+        a = np.ascontiguousarray(a)
+        entry["dtype"], entry["shape"] = a.dtype.str, list(a.shape)
+        blobs[entry["name"]] = a.tobytes()
+    check(tmp_path / "forged.snb", lay_out(header, blobs, entries))
+
+
+@fuzz_settings(60)
+@given(base=st.sampled_from(BASE_NAMES), where=st.sampled_from(["header", "model", "daemon", "stats", "columns"]),
+       depth=st.integers(30, 200_000), kind=st.sampled_from(["list", "dict"]))
+def test_deep_json_is_refused_without_a_recursion_error(bases, tmp_path, base, where, depth, kind):
+    header, blobs = split(bases[base])
+    marker = "\x00DEEP\x00"
+    if where == "header":
+        text = deep(depth, kind)
+    else:
+        if where == "model":
+            header["model"]["params"] = marker
+        elif where == "daemon":
+            header["daemon"] = marker
+        elif where == "stats":
+            header["model"]["stats"]["types"] = marker
+        else:
+            header["model"]["stats"]["columns"].append(marker)
+        text = json.dumps(header).replace(json.dumps(marker), deep(depth, kind))
+    body = body_of(blobs.values())
+    header_only = assemble(text.encode(), body)
+    check(tmp_path / "deep.snb", header_only)
 
 
 # ----------------------------------------------------------------------- pinned cases: what the fuzzers found
