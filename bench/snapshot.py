@@ -56,7 +56,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 import stream_nb  # noqa: E402
-from stream_nb import AODE, TAN, NaiveBayes, _snapshot  # noqa: E402
+from stream_nb import AODE, TAN, NaiveBayes, snapshots  # noqa: E402
 
 SIZES = [(10, 5, 2), (20, 10, 5), (50, 20, 10)]
 
@@ -104,7 +104,7 @@ def part_size(args) -> None:
                 state_s = timed(model.state, args.repeat)
                 save_s = timed(lambda: stream_nb.save(model, path), args.repeat)
                 load_s = timed(lambda: stream_nb.load(path), args.repeat)
-                verify_s = timed(lambda: _snapshot.read(path), args.repeat)
+                verify_s = timed(lambda: snapshots.read(path), args.repeat)
                 again = stream_nb.load(path)
                 assert again._stats.counts() == model._stats.counts()
                 arrays, _ = model.state()

@@ -55,7 +55,8 @@ import sys
 import time
 import typing
 
-from stream_nb.engine import Record, configure
+from stream_nb._checks import configure, is_integer
+from stream_nb.engine import Record
 from stream_nb.exceptions import ConfigError
 
 __all__ = [
@@ -96,7 +97,7 @@ log = logging.getLogger(__name__)
 
 def _int_setting(config: dict, name: str, minimum: int) -> int:
     value = config[name]
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+    if not is_integer(value) or value < minimum:
         raise ConfigError(f"{name} must be an integer >= {minimum}, got {value!r}")
     return value
 
@@ -200,7 +201,7 @@ class JsonLinesSource:
         if self.partition not in positions:
             return
         offset = positions[self.partition]
-        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        if not is_integer(offset) or offset < 0:
             raise ConfigError(f"seek position must be a byte offset >= 0, got {offset!r}")
         if not self._seekable:
             if offset == self._buf_offset and self._cut is None:

@@ -19,11 +19,8 @@ from .aode import AODE
 from .kdb import KDB
 from .naive_bayes import NaiveBayes
 from .spode import SPODE
+from ._version import __version__
+from .snapshots import load, save
 from .tan import TAN
 
-__all__ = ["NaiveBayes", "AODE", "TAN", "SPODE", "KDB", "exceptions"]
-__version__ = "0.1.0"
-
-from ._snapshot import load, save  # noqa: E402 - the snapshot container (stream_nb._snapshot)
-
-__all__ += ["save", "load"]
+__all__ = ["NaiveBayes", "AODE", "TAN", "SPODE", "KDB", "exceptions", "save", "load"]

@@ -18,7 +18,7 @@ import pandas as pd
 from river import base
 
 from ._running import exclusive_counts, naive_terms, running_moments
-from ._stats import GAUSS, Encoded, Stats, gaussian_loglik
+from ._stats import GAUSS, Encoded, Stats, gaussian_loglik, json_type
 from .exceptions import ConfigError, InvalidEventError, MergeError
 
 __all__ = ["BayesClassifier", "StructuredClassifier", "logsumexp"]
@@ -88,11 +88,33 @@ def _check_alpha(alpha) -> float:
     return float(alpha)
 
 
+def _json_text(label) -> str | None:
+    """A number's or a boolean's JSON text (``1`` -> ``"1"``, ``True`` -> ``"true"``); None for anything else."""
+    t = json_type(label)
+    if t == "boolean":
+        return "true" if label else "false"
+    if t == "number":
+        return str(label)
+    return None
+
+
+def _loss_entry(table: dict, label):
+    """``table``'s entry for class ``label``, or None: under the label's JSON text when the label is a
+    number or a boolean (a loss file's keys are strings: ``"1"``, ``"true"``), else under a key of the
+    label's own JSON type equal to it (``True`` is not the key ``1``, though Python holds ``True == 1``)."""
+    text = _json_text(label)
+    if text is not None and text in table:
+        return table[text]
+    t = json_type(label)
+    return next((v for k, v in table.items() if json_type(k) == t and k == label), None)
+
+
 class _LossMatrix:
     """``loss[truth][prediction]``: the cost λ of predicting ``prediction`` when the truth is ``truth``.
 
     Pairs the matrix leaves out cost 0 on the diagonal and 1 elsewhere (0-1 loss),
-    so classes that appear later in the stream are handled.
+    so classes that appear later in the stream are handled. A label's row and
+    column are found by :func:`_loss_entry`.
     """
 
     def __init__(self, loss: dict):
@@ -114,10 +136,11 @@ class _LossMatrix:
             n = len(classes)
             m = 1.0 - np.eye(n)
             for i, t in enumerate(classes):
-                row = self.loss.get(t, {})
+                row = _loss_entry(self.loss, t) or {}
                 for j, p in enumerate(classes):
-                    if p in row:
-                        m[i, j] = float(row[p])
+                    cost = _loss_entry(row, p)
+                    if cost is not None:
+                        m[i, j] = float(cost)
             self._classes, self._matrix = tuple(classes), m
         return self._matrix
 
@@ -165,6 +188,27 @@ class BayesClassifier(base.MiniBatchClassifier):
         return list(self._stats.classes)
 
     @property
+    def label_type(self) -> str | None:
+        """The JSON type of every label of this model, ``"string"``, ``"number"`` or ``"boolean"``
+        (another Python type: its name), fixed by the first label; ``None`` before it.
+
+        A label of another type raises :class:`~stream_nb.exceptions.LabelTypeError`: ``True`` would
+        merge with the class ``1`` (Python holds ``True == 1``), and ``"1"`` would be a second class
+        written with the same JSON key as ``1``.
+
+        >>> from stream_nb import NaiveBayes
+        >>> model = NaiveBayes()
+        >>> model.learn_one({"sky": "sun"}, 1)
+        >>> model.label_type
+        'number'
+        >>> model.learn_one({"sky": "sun"}, True)
+        Traceback (most recent call last):
+        ...
+        stream_nb.exceptions.LabelTypeError: label: expected a number, the type of this model's labels (set by its first label, 1), got a boolean, true; one stream's labels must share one JSON type
+        """
+        return self._stats.label_type
+
+    @property
     def n_learned(self) -> float:
         """Number of events learned (fractional with EM's weights)."""
         return self._stats.n_seen
@@ -172,7 +216,12 @@ class BayesClassifier(base.MiniBatchClassifier):
     # ------------------------------------------------------------------ learning
 
     def learn_one(self, x: dict, y, w: float = 1.0) -> None:
-        """Learn one event (``y=None`` with ``learn_unlabeled=True``: semi-supervised EM)."""
+        """Learn one event (``y=None`` with ``learn_unlabeled=True``: semi-supervised EM).
+
+        A label of another JSON type than the model's (see :attr:`label_type`) raises
+        :class:`~stream_nb.exceptions.LabelTypeError`, and a value of another type than its
+        feature's :class:`~stream_nb.exceptions.FeatureTypeError`; the model is then unchanged.
+        """
         s = self._stats
         if y is None or (isinstance(y, float) and y != y):
             if self.learn_unlabeled:
@@ -327,9 +376,16 @@ class BayesClassifier(base.MiniBatchClassifier):
         that has missing values as float, so declare such features in
         ``types`` (or build the frame with the nullable ``"Int64"`` dtype) to
         keep them categorical as ``learn_one`` would.
+
+        A label or a value that ``learn_one`` would refuse at its row (given the rows before it)
+        raises the same error, and nothing of the batch is learned.
         """
         if len(X) != len(y):
             raise ValueError(f"learn_many: X has {len(X)} rows but y has {len(y)} labels")
+        # every label of the batch is of the model's label type (a fresh model: of the first one's), checked
+        # before anything changes; one per value unless pandas holds them in one dtype (it factorises True and 1 as one)
+        uniform = isinstance(y, pd.Series) and y.dtype != object and not isinstance(y.dtype, pd.CategoricalDtype)
+        self._stats.check_labels(pd.unique(y).tolist() if uniform else list(y))
         if self._needs_rows(X, y):
             # EM's E-step for a row depends on the counts left by the rows before it;
             # the whole batch is checked first so that a bad row leaves no trace

@@ -111,10 +111,20 @@ def check_choice(name: str, value: typing.Any, choices: typing.Iterable) -> typi
     return value
 
 
-def configure(defaults: dict[str, typing.Any], given: dict[str, typing.Any], what: str) -> dict[str, typing.Any]:
+def configure(
+    defaults: dict[str, typing.Any],
+    given: dict[str, typing.Any],
+    what: str,
+    *,
+    passthrough: typing.Collection[str] = (),
+    listing: str = "expected one of",
+) -> dict[str, typing.Any]:
     """Merge ``given`` over ``defaults``, rejecting unknown keys (kafka-python style).
 
-    ``what`` names the kind of setting in the error message.
+    ``what`` names the kind of setting in the error message. ``passthrough``
+    names keys accepted besides those of ``defaults`` and passed on as given
+    (a client library's own settings, e.g. kafka-python's); ``listing`` is the
+    phrase that introduces the accepted keys in the error message.
 
     >>> configure({"a": 1, "b": 2}, {"b": 3}, "demo setting")
     {'a': 1, 'b': 3}
@@ -122,14 +132,21 @@ def configure(defaults: dict[str, typing.Any], given: dict[str, typing.Any], wha
     Traceback (most recent call last):
     ...
     stream_nb.exceptions.ConfigError: unknown demo settings 'c', 'd'; expected one of: a, b
+    >>> configure({"a": 1}, {"linger_ms": 5}, "client key", passthrough={"linger_ms", "acks"})
+    {'a': 1, 'linger_ms': 5}
+    >>> configure({"a": 1}, {"lingr_ms": 5}, "client key", passthrough={"linger_ms"}, listing="accepted keys")
+    Traceback (most recent call last):
+    ...
+    stream_nb.exceptions.ConfigError: unknown client key 'lingr_ms'; accepted keys: a, linger_ms
     """
     if not isinstance(given, dict):
         raise ConfigError(f"{what}s must be given as a dict, got {type(given).__name__}")
-    unknown = sorted((k for k in given if k not in defaults), key=str)
+    unknown = sorted((k for k in given if k not in defaults and k not in passthrough), key=str)
     if unknown:
         names = ", ".join(repr(k) for k in unknown)
         plural = "s" if len(unknown) > 1 else ""
+        accepted = sorted(set(defaults) | set(passthrough))
         raise ConfigError(
-            f"unknown {what}{plural} {names}; expected one of: {', '.join(sorted(defaults))}"
+            f"unknown {what}{plural} {names}; {listing}: {', '.join(accepted)}"
         )
     return {**defaults, **given}

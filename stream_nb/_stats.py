@@ -61,9 +61,9 @@ import numpy as np
 import pandas as pd
 
 from ._discretise import Discretiser
-from .exceptions import CapacityError, ConfigError, FeatureTypeError, InvalidEventError, MergeError
+from .exceptions import CapacityError, ConfigError, FeatureTypeError, InvalidEventError, LabelTypeError, MergeError
 
-__all__ = ["Stats", "Encoded", "CAT", "GAUSS", "BINNED", "gaussian_loglik", "check_state"]
+__all__ = ["Stats", "Encoded", "CAT", "GAUSS", "BINNED", "gaussian_loglik", "json_type", "check_state"]
 
 #: the count arrays that EM adds expected counts to, and that ``observed=True`` keeps twice
 _TWINNED = ("value_count", "feat_count", "pair_count", "pair_feat", "tuple_count", "tuple_feat")
@@ -73,6 +73,44 @@ PROMOTE = 3  # a learning step: a categorical feature turns numeric
 _KIND_NAMES = {CAT: "categorical", GAUSS: "numeric", BINNED: "numeric"}
 _EMPTY_INT = np.empty(0, dtype=np.int64)
 _EMPTY_FLOAT = np.empty(0, dtype=float)
+
+_JSON_TYPES = {str: "string", bool: "boolean", int: "number", float: "number"}
+#: the JSON types a categorical feature of each value type takes ("string or number": declared categorical)
+_VALUE_GROUPS = {
+    "string": ("string",),
+    "number": ("number",),
+    "boolean": ("boolean",),
+    "string or number": ("string", "number"),
+}
+#: the Python types whose values the fast lookups of each value type may take as they are
+_PLAIN_TYPES = {"string": (str,), "number": (int, float), "boolean": (bool,), "string or number": (str, int, float)}
+_NONE_TYPE = type(None)
+
+
+def json_type(v) -> str:
+    """The JSON type a label or a value stands for: ``"string"``, ``"number"`` or ``"boolean"``
+    (numpy scalars and subclasses included); the name of its Python type for anything else.
+
+    Python holds ``True == 1`` and ``1 == 1.0``: values of one JSON type never collide with
+    values of another only because the model never lets two types meet (see :class:`Stats`).
+
+    >>> json_type("1"), json_type(1), json_type(1.5), json_type(True), json_type(np.int64(3)), json_type((1,))
+    ('string', 'number', 'number', 'boolean', 'number', 'tuple')
+    """
+    t = _JSON_TYPES.get(type(v))
+    if t is not None:
+        return t
+    if isinstance(v, (bool, np.bool_)):
+        return "boolean"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, numbers.Number):
+        return "number"
+    return type(v).__name__
+
+
+def _a(noun: str) -> str:
+    return ("an " if noun[:1] in "aeiou" else "a ") + noun
 
 
 class Encoded(typing.NamedTuple):
@@ -247,6 +285,20 @@ class Stats:
         Keep the observed-only twin of the counts (see the module notes) from
         the first expected counts on, for EM's E-step.
 
+    Types: every label has a JSON type (:func:`json_type`: string, number or
+    boolean), and the first label fixes the type of all of them
+    (:attr:`label_type`); a label of another type raises
+    :class:`~stream_nb.exceptions.LabelTypeError`. Likewise a categorical
+    feature's first value fixes the type of its values (``vtypes``): strings,
+    numbers (an integer first; a fraction later turns it numeric, see
+    :meth:`promote`) or booleans; a feature declared categorical in ``types``
+    takes strings and numbers alike (codes such as ``"02134"`` and ``94110``)
+    unless its first value is a boolean. A value of another type raises
+    :class:`~stream_nb.exceptions.FeatureTypeError`, as a string does for a
+    numeric feature. Within one type, equal values are one class or one
+    category (``1`` and ``1.0``); across types Python would merge ``True`` and
+    ``1`` silently, and JSON would write ``1`` and ``"1"`` as the same key.
+
     Examples
     --------
     >>> s = Stats(pairs=False, numeric="gaussian")
@@ -289,19 +341,27 @@ class Stats:
         # classes
         self.classes: list = []
         self.class_index: dict = {}
+        #: JSON type of the labels (json_type), fixed by the first class; None before it
+        self.label_type: str | None = None
+        self._label_ok: set = set()  # Python types checked to be of label_type
         # features
         self.features: list = []
         self.feature_index: dict = {}
         self.kinds: list[int] = []
         self.values: list[dict | None] = []  # per feature: value -> column (CAT, BINNED)
         self.gslot: list[int] = []  # per feature: Gaussian slot (GAUSS), else -1
+        # per feature: the type of a categorical feature's values (a key of _VALUE_GROUPS), fixed by
+        # its first value; None for a numeric feature or one without a value yet
+        self.vtypes: list[str | None] = []
+        self._vt_ok: list[set] = []  # per feature: Python types checked to be of its vtype
         self.disc: list[Discretiser | None] = []
         self.value_keys: list = [None]  # column -> value; column 0 is the unseen-value sentinel
         self.n_gauss = 0
         self.gauss_feature: list[int] = []
         # name -> (kind, feature, value dict, Gaussian slot, discretiser): one lookup per value on the hot path
         self._lookup: dict = {}
-        # name -> value dict, categorical features only: the fast path of encode()
+        # Python type -> name -> value dict, categorical features only, each under the plain Python
+        # types of its values (_PLAIN_TYPES): the fast path of encode(), which a value of another type misses
         self._cat_values: dict = {}
         # categorical features inferred from an integer: a later fractional number turns them numeric
         self.from_int: set = set()
@@ -496,7 +556,7 @@ class Stats:
         C = self.n_classes
         counts = self.value_count[:C, old]
         self.from_int.discard(f)
-        self._cat_values.pop(name, None)
+        self._set_vtype(f, None)
         if self.numeric == "gaussian":
             self._reserve(g=1)
             g = self.n_gauss
@@ -595,6 +655,8 @@ class Stats:
         self.feature_index[name] = f
         self.kinds.append(kind)
         self.values.append({} if kind != GAUSS else None)
+        self.vtypes.append(None)
+        self._vt_ok.append(set())
         if kind == GAUSS:
             self.gslot.append(self.n_gauss)
             self.gauss_feature.append(f)
@@ -606,10 +668,8 @@ class Stats:
         else:
             self.disc.append(None)
         self._lookup[name] = (kind, f, self.values[f], self.gslot[f], self.disc[f])
-        if kind == CAT:
-            self._cat_values[name] = self.values[f]
-            if from_int:
-                self.from_int.add(f)
+        if kind == CAT and from_int:
+            self.from_int.add(f)
         self.epoch += 1
         return f
 
@@ -619,6 +679,8 @@ class Stats:
         self._lookup[self.features[f]] = (kind, f, vals, g, d)
 
     def _add_value(self, f, v) -> int:
+        if self.vtypes[f] is None and self.kinds[f] == CAT:
+            self._set_vtype(f, self._vtype_of(self.features[f], v))
         self._reserve(v=1)
         col = len(self.value_keys)
         self.value_keys.append(v)
@@ -628,7 +690,52 @@ class Stats:
         self.epoch += 1
         return col
 
+    def _set_vtype(self, f: int, vt: str | None) -> None:
+        """Fix the type of categorical feature ``f``'s values (None: none, e.g. it turned numeric)."""
+        name = self.features[f]
+        for table in self._cat_values.values():
+            table.pop(name, None)
+        self.vtypes[f] = vt
+        self._vt_ok[f] = set(_PLAIN_TYPES[vt]) if vt is not None else set()
+        if vt is not None:
+            for t in _PLAIN_TYPES[vt]:
+                self._cat_values.setdefault(t, {})[name] = self.values[f]
+        self.epoch += 1
+
+    def _vtype_of(self, name, v) -> str:
+        """The value type a categorical feature takes from its first value ``v``."""
+        t = json_type(v)
+        if self.types.get(name) == "categorical" and t in ("string", "number"):
+            return "string or number"
+        return t
+
+    def _check_value(self, f: int, name, v) -> None:
+        """Raise FeatureTypeError unless ``v`` (a categorical value, not missing) is of feature ``f``'s value type."""
+        vt = self.vtypes[f]
+        if vt is None:
+            return
+        if json_type(v) in _VALUE_GROUPS[vt]:
+            self._vt_ok[f].add(type(v))
+            return
+        raise self._value_error(name, vt, v)
+
+    def _value_error(self, name, vt: str, v, where: str = "") -> FeatureTypeError:
+        """The error for categorical value ``v`` of feature ``name``, whose values are of type ``vt``."""
+        t = json_type(v)
+        origin = "declared categorical in types" if self.types.get(name) == "categorical" else "the type of its first value"
+        hint = ""
+        if vt in ("string", "number") and t in ("string", "number"):
+            hint = f"; declare it categorical (types={{{name!r}: 'categorical'}}, --types {name}=categorical) to take both"
+        return FeatureTypeError(
+            f"feature {name!r} is categorical with {vt} values ({origin}): expected {_a(vt)}, "
+            f"got {_a(t)} {_short(v)}{where}{hint}",
+            field=name,
+        )
+
     def _add_class(self, y) -> int:
+        if self.label_type is None:
+            self.label_type = json_type(y)
+            self._label_ok = {type(y)}
         self._reserve(c=1)
         c = len(self.classes)
         self.classes.append(y)
@@ -649,7 +756,7 @@ class Stats:
         cols = []
         try:
             for name, v in x.items():
-                cols.append(cat[name][v])
+                cols.append(cat[type(v)][name][v])  # a value of another type than the feature's misses
         except (KeyError, TypeError):
             return self._encode(x)
         if cols:
@@ -657,7 +764,7 @@ class Stats:
             enc = Encoded(c, self.value_feature[c], _EMPTY_INT, _EMPTY_FLOAT, False)
         else:
             enc = Encoded(_EMPTY_INT, _EMPTY_INT, _EMPTY_INT, _EMPTY_FLOAT, False)
-        self._last = (tuple(x.items()), enc)
+        self._last = (tuple(x.items()), tuple(map(type, x.values())), enc)
         return enc
 
     def _encode(self, x: dict) -> Encoded:
@@ -679,9 +786,12 @@ class Stats:
                     _check_categorical(name, v)
                     raise
                 if col is None:
-                    if _check_categorical(name, v) is None:
+                    v = _check_categorical(name, v)
+                    if v is None:
                         continue
                     col, unseen = 0, True
+                if type(v) not in self._vt_ok[f]:
+                    self._check_value(f, name, v)
                 cols.append(col)
                 feats.append(f)
                 continue
@@ -707,7 +817,7 @@ class Stats:
             np.array(gx, dtype=float) if gx else _EMPTY_FLOAT,
             unseen,
         )
-        self._last = (tuple(x.items()), enc) if reusable and not unseen else None
+        self._last = (tuple(x.items()), tuple(map(type, x.values())), enc) if reusable and not unseen else None
         return enc
 
     def _plan(self, x: dict):
@@ -731,11 +841,15 @@ class Stats:
                         _check_categorical(name, v)
                         raise
                     if col is not None:
+                        if type(v) not in self._vt_ok[f]:
+                            self._check_value(f, name, v)
                         cols.append(col)
                         feats.append(f)
                         continue
                     v = _check_categorical(name, v)
                     if v is not None:
+                        if type(v) not in self._vt_ok[f]:
+                            self._check_value(f, name, v)
                         todo.append((name, f, PROMOTE if self._promotes(f, v) else CAT, v))
                     continue
                 fv = _check_numeric(name, v)
@@ -755,7 +869,10 @@ class Stats:
                 todo.append((name, None, k, v))
         return cols, feats, gs, gx, todo
 
-    def _check_label(self, y):
+    def _check_label(self, y, where: str | None = None):
+        """Raise unless ``y`` can be learned as a label: present, hashable, and of :attr:`label_type`."""
+        if type(y) in self._label_ok and y == y:  # the usual case: a type already checked (y == y: not NaN)
+            return
         if y is None or _is_nan(y):
             raise InvalidEventError("the label is missing (None or NaN)", reason="bad_label")
         try:
@@ -765,6 +882,32 @@ class Stats:
                 f"the label must be a hashable class (str, int, bool), got {type(y).__name__}",
                 reason="bad_label",
             ) from None
+        if self.label_type is not None:
+            t = json_type(y)
+            if t != self.label_type:
+                raise LabelTypeError(y, t, self.label_type, self.classes[0], where=where)
+            self._label_ok.add(type(y))
+
+    def check_labels(self, labels: list) -> None:
+        """Raise for the first label of a batch that :meth:`_check_label` would refuse after the
+        ones before it were learned (the first label of a fresh store fixes the type); change nothing.
+
+        Missing labels (None, NaN) are skipped: the caller decides about them.
+        """
+        if set(map(type, labels)) <= self._label_ok | {_NONE_TYPE}:
+            return  # every label of a checked type (NaN included: the caller's business)
+        expected, first = self.label_type, self.classes[0] if self.classes else None
+        for i, y in enumerate(labels):
+            if y is None or _is_nan(y):
+                continue
+            if expected is None:
+                self._check_label(y)
+                expected, first = json_type(y), y
+                continue
+            t = json_type(y)
+            if t != expected:
+                raise LabelTypeError(y, t, expected, first, where=f"row {i} of the batch")
+            self._check_label(y, where=f"row {i} of the batch")
 
     def encode_learn(self, x: dict, y=None) -> Encoded:
         """Indices of ``x`` for learning: validates all of ``x`` first, then
@@ -776,10 +919,11 @@ class Stats:
         last = self._last
         if last is not None:
             self._last = None
-            if last[0] == tuple(x.items()):
+            # equal values of other types (True == 1) are not the same event: the types must match too
+            if last[0] == tuple(x.items()) and last[1] == tuple(map(type, x.values())):
                 if y is not None and self.tuples:
                     self._check_room(0, y not in self.class_index)
-                return last[1]
+                return last[2]
         cols, feats, gs, gx, todo = self._plan(x)
         if self.tuples:
             self._check_room(len(todo), y is not None and y not in self.class_index)
@@ -974,13 +1118,10 @@ class Stats:
         F, lookup = len(self.features), self._lookup
         sub = xs[start:end]
         stop = len(sub)
-        # labels: a known class, or None (unlabeled)
-        classes, yc = self.class_index, []
+        # labels: a known class (of a type checked to be the labels' type: True finds the class 1), or None
+        classes, label_ok, yc = self.class_index, self._label_ok, []
         for i, y in enumerate(ys[start:end]):
-            try:
-                c = -1 if y is None else classes.get(y)
-            except TypeError:
-                c = None
+            c = -1 if y is None else classes.get(y) if type(y) in label_ok else None
             if c is None:
                 stop = i
                 break
@@ -1003,6 +1144,16 @@ class Stats:
             kind = self.kinds[f]
             vals = [x.get(name) for x in sub]
             if kind == CAT:
+                ok = self._vt_ok[f]
+                if not set(map(type, vals)) <= ok | {_NONE_TYPE}:
+                    # a value of another type (True finds the column of 1): the run stops there
+                    bad = next((i for i, v in enumerate(vals) if not (v is None or type(v) in ok or _is_nan(v))), stop)
+                    if bad < stop:
+                        stop = bad
+                        del sub[stop:], vals[stop:]
+                        D, G = D[:stop], G[:stop]
+                        if not stop:
+                            break
                 vmap = self.values[f]
                 try:
                     cols = list(map(vmap.get, vals))
@@ -1114,10 +1265,34 @@ class Stats:
             if kind == CAT:
                 codes, uniques = pd.factorize(s, use_na_sentinel=True)
                 uniques = [_check_categorical(name, u) for u in uniques.tolist()]
+                self._check_column(name, f, s, uniques)
                 prepared.append((pos, name, f, kind, (codes, uniques)))
             else:
                 prepared.append((pos, name, f, kind, self._numeric_column(name, s)))
         return prepared
+
+    def _check_column(self, name, f, s: pd.Series, uniques: list) -> None:
+        """Raise FeatureTypeError at the first value of categorical column ``s`` that is not of the
+        feature's value type (a new feature's: that of its first value), as ``learn_one`` row by row would.
+
+        pandas factorises ``True`` and ``1`` into one code, so a column of Python objects is checked
+        value by value; any other dtype holds values of one type, and its ``uniques`` tell.
+        """
+        vt = self.vtypes[f] if f is not None else None
+        if vt is None:
+            first = next((u for u in uniques if u is not None), None)
+            if first is None:
+                return
+            vt = self._vtype_of(name, first)
+        allowed = self._vt_ok[f] if f is not None and self.vtypes[f] is not None else set(_PLAIN_TYPES[vt])
+        mixed = s.dtype == object
+        values = s.tolist() if mixed else uniques
+        extra = set(map(type, values)) - allowed - {_NONE_TYPE}
+        if not extra or (extra == {float} and not any(json_type(u) in ("number", "boolean") for u in uniques)):
+            return  # floats neither among the uniques nor merged into one (1.0 == True) are NaN: missing
+        for i, v in enumerate(values):
+            if not (v is None or _is_nan(v) or v is pd.NA or v is pd.NaT or json_type(v) in _VALUE_GROUPS[vt]):
+                raise self._value_error(name, vt, v, f" (row {i} of the batch)" if mixed else "")
 
     def _encode_prepared(self, prepared, n, learn):
         dcols, dfeats, gcols, gslots = [], [], [], []
@@ -1306,6 +1481,14 @@ class Stats:
                 f"cannot merge statistics kept differently: pairs={self.pairs}, numeric={self.numeric!r} "
                 f"here, pairs={other.pairs}, numeric={other.numeric!r} in the other model"
             )
+        label_type = self.label_type or other.label_type
+        odd = next((y for y in other.classes if json_type(y) != label_type), None)
+        if odd is not None:
+            mine = f"this model's labels are {label_type}s" + (f" (its first: {self.classes[0]!r})" if self.classes else "")
+            raise MergeError(
+                f"cannot merge: {mine} but the other model has {_a(json_type(odd))} label, {odd!r}; "
+                f"labels of two types would merge classes (True == 1) or give two classes one key (1 and '1')"
+            )
         stale = [f for name, f in other.feature_index.items() if f in other.from_int
                  and name in self.feature_index and self.kinds[self.feature_index[name]] != CAT]
         if stale:  # this model saw the feature turn numeric: so would a sequential run
@@ -1320,6 +1503,13 @@ class Stats:
                 raise MergeError(
                     f"feature {name!r} is {_KIND_NAMES[self.kinds[mine]]} here but "
                     f"{_KIND_NAMES[other.kinds[f]]} in the other model"
+                )
+            if mine is not None and self.vtypes[mine] is not None and other.vtypes[f] is not None and not (
+                set(_VALUE_GROUPS[other.vtypes[f]]) <= set(_VALUE_GROUPS[self.vtypes[mine]])
+            ):
+                raise MergeError(
+                    f"feature {name!r} is categorical with {self.vtypes[mine]} values here but "
+                    f"{other.vtypes[f]} values in the other model"
                 )
             if other.kinds[f] == BINNED and mine is not None:
                 a, b = self.disc[mine], other.disc[f]
@@ -1465,10 +1655,12 @@ class Stats:
             "warmup": self.warmup,
             "bin_edges": {k: list(map(float, v)) for k, v in self.bin_edges.items()},
             "classes": list(self.classes),
+            "label_type": self.label_type,
             "features": [
                 {
                     "name": name,
                     "kind": ["categorical", "gaussian", "binned"][self.kinds[f]],
+                    "value_type": self.vtypes[f],
                     "values": list(self.values[f]) if self.values[f] is not None else None,
                     "discretiser": self.disc[f].state() if self.disc[f] is not None else None,
                 }
@@ -1511,6 +1703,19 @@ class Stats:
                 s._reserve(v=1)
                 s.value_keys.append(None)
         s.from_int = set(meta.get("from_int", []))
+        # the types of the labels and of each categorical feature's values; a state written before
+        # they were kept has them from its first class and each feature's first value (_add_class, _add_value)
+        if meta.get("label_type") is not None:
+            if not isinstance(meta["label_type"], str):
+                raise ValueError(f"label_type: expected a JSON type name, got {meta['label_type']!r}")
+            s.label_type = meta["label_type"]
+            s._label_ok = {type(y) for y in s.classes if json_type(y) == s.label_type}
+        for f, feat in enumerate(meta["features"]):
+            vt = feat.get("value_type")
+            if vt is not None and s.kinds[f] == CAT:
+                if vt not in _VALUE_GROUPS:
+                    raise ValueError(f"feature {feat['name']!r}: unknown value type {vt!r}")
+                s._set_vtype(f, vt)
         C, V, F, G = len(s.classes), len(s.value_keys), len(s.features), s.n_gauss
         s.class_count[:C] = arrays["class_count"]
         if "obs_value_count" in arrays:

@@ -41,8 +41,9 @@ import orjson
 
 from . import __version__
 from .engine import DEFAULT_CONFIG as ENGINE_DEFAULTS
-from .engine import Engine, check_config
+from .engine import CountsBlankLines, Engine, JointConnectorModule, check_config
 from .exceptions import ConfigError, StreamNBError
+from .snapshots import SnapshotStore
 from ._console import silence_stdout
 
 __all__ = ["main", "build_parser", "resolve_settings", "SETTINGS", "MODELS"]
@@ -586,8 +587,6 @@ def check_output_files(settings: dict[str, typing.Any]) -> None:
         return
     directory = settings["snapshot_dir"]
     if directory and os.path.isdir(directory):
-        from .engine._checkpoint import SnapshotStore
-
         if os.path.exists(os.path.join(directory, ".lock")) or SnapshotStore(directory).sequences():
             return  # a restart: the run resumes from the snapshot and the outputs continue the file
     for name in ("output", "dead_letter"):
@@ -668,7 +667,7 @@ def connector_plan(settings: dict[str, typing.Any]) -> _Plan:
         from .snapshot_cli import transactional_id
 
         config["transactional_id"] = transactional_id(settings)
-        module = "connectors.transactional_kafka"
+        module = "connectors.kafka.transactional"
     return _Plan(
         module=module,
         source=config,
@@ -722,7 +721,7 @@ def start_connectors(plan: _Plan, settings: dict[str, typing.Any], stopper: _Sto
         made: list[typing.Any] = []
         try:
             with _QuietLibraries():
-                if hasattr(module, "make_connectors"):  # all three at once (exactly-once: one producer)
+                if isinstance(module, JointConnectorModule):  # all three at once (exactly-once: one producer)
                     made.extend(module.make_connectors(plan.source))
                 else:
                     made.append(module.make_source(plan.source))
@@ -797,7 +796,7 @@ def _run(args: argparse.Namespace) -> int:
         check_snapshot_settings(settings, kafka=plan.module != "connectors.jsonl")
         from .ops import Operations  # metrics and health endpoints, log summaries
 
-        ops = Operations.from_settings(settings, model_name=config["model_name"], kafka=plan.module.endswith("kafka"))
+        ops = Operations.from_settings(settings, model_name=config["model_name"], kafka=plan.module != "connectors.jsonl")
     except (ConfigError, ValueError, TypeError) as exc:
         log.error("%s", exc)
         return 2
@@ -856,9 +855,8 @@ def _run(args: argparse.Namespace) -> int:
             if checkpointer is not None:
                 checkpointer.store.close()
         summary = engine.status()
-        blank = getattr(source, "blank_lines", None)
-        if blank is not None:
-            summary["blank_lines"] = blank
+        if isinstance(source, CountsBlankLines):
+            summary["blank_lines"] = source.blank_lines
         log.log(logging.INFO if status == 0 else logging.ERROR, "%s; metrics %s", how, orjson.dumps(summary).decode(),
                 extra={"event": "shutdown", "how": how, "exit_status": status, "metrics": summary})
         return status

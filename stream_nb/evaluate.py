@@ -31,8 +31,9 @@ Inputs (:func:`open_events`)
   event written in JSON can name them; the label is river's ``y``.
 
 A row that cannot be used (a CSV row with the wrong number of cells, a line
-that is not a JSON object, a bad label, a value of a type the models reject)
-is a *bad row*: it is reported on stderr (the first :data:`MAX_REPORTED`
+that is not a JSON object, a bad label, a label of another type than the
+first one, a value of a type the models reject: see the daemon's event
+contract) is a *bad row*: it is reported on stderr (the first :data:`MAX_REPORTED`
 individually) and skipped, and counted by reason. Blank lines are skipped and
 counted apart. An event with no label (absent, ``null`` or an empty cell) is
 predicted only, and counted as unlabeled; as in the daemon, a model built with
@@ -79,9 +80,8 @@ import numpy as np
 import orjson
 
 from .cli import MODELS, SETTINGS, _convert, build_model
-from .engine import EventDecoder, PrequentialMetrics, validate_label
-from .engine._events import BOM
-from .exceptions import ConfigError, InvalidEventError
+from .engine import BOM, EventDecoder, PrequentialMetrics, validate_label
+from .exceptions import ConfigError, InvalidEventError, LabelTypeError
 from ._console import pipe_safe
 
 __all__ = [
@@ -167,8 +167,10 @@ class EventSource:
 
     Built by :func:`open_events`. ``total`` is the number of items expected
     (for a progress bar), or ``None`` when unknown; ``blank_lines`` counts
-    blank lines skipped so far.
+    blank lines skipped so far; ``label_field`` names the field the labels come from.
     """
+
+    label_field: str | None = None
 
     def __init__(self, describe: str, items: typing.Callable[["EventSource"], typing.Iterator], total: int | None):
         self.describe = describe
@@ -347,7 +349,9 @@ def open_events(
     if source.startswith("river:"):
         name, stream = _river_stream(source[len("river:"):], seed)
         n = events or DEFAULT_RIVER_EVENTS
-        return EventSource(f"river:{name} ({n:,} events, seed {seed})", _river_items(stream, f"river:{name}", n), n)
+        src = EventSource(f"river:{name} ({n:,} events, seed {seed})", _river_items(stream, f"river:{name}", n), n)
+        src.label_field = "y"
+        return src
     decoder = EventDecoder(_event_config(label_field, id_field, features))
     if source == "-":
         raw = stdin if stdin is not None else sys.stdin.buffer
@@ -389,7 +393,9 @@ def open_events(
         total -= 1  # the header
     if events is not None and total is not None:
         total = min(total, events)
-    return EventSource(f"{name} ({fmt})", items, total)
+    src = EventSource(f"{name} ({fmt})", items, total)
+    src.label_field = label_field
+    return src
 
 
 # ----------------------------------------------------------------------------- models
@@ -589,6 +595,7 @@ def evaluate(
     """
     results = [ModelResult(name, model, PrequentialMetrics()) for name, model in models.items()]
     out = Evaluation(source, results)
+    label_field = getattr(events, "label_field", None)
     correct = [[] for _ in results]
     losses = [[] for _ in results]
     floor = PrequentialMetrics().log_loss_floor
@@ -626,6 +633,8 @@ def evaluate(
                     try:
                         r.model.learn_one(x, y)
                     except InvalidEventError as exc:
+                        if isinstance(exc, LabelTypeError) and label_field and exc.field is None:
+                            exc = exc.for_field(label_field)
                         if k:
                             raise RuntimeError(
                                 f"{where}: {r.name} rejected an event that {learners[0].name} learned: {exc}"
@@ -679,7 +688,7 @@ def train(model, events: typing.Iterable, on_bad_row: typing.Callable[[BadRow], 
 
     >>> from stream_nb import NaiveBayes
     >>> model = NaiveBayes()
-    >>> train(model, [({"a": 1}, "x"), ({"a": 2}, None), ({"a": "s"}, "y")])
+    >>> train(model, [({"a": 1}, "x"), ({"a": 2}, None), ({"a": 3}, "y")])
     (2, [])
     """
     learned, bad_rows = 0, []
@@ -696,6 +705,8 @@ def train(model, events: typing.Iterable, on_bad_row: typing.Callable[[BadRow], 
                     learned += 1
                     continue
                 except InvalidEventError as exc:
+                    if isinstance(exc, LabelTypeError) and getattr(events, "label_field", None) and exc.field is None:
+                        exc = exc.for_field(events.label_field)
                     item = BadRow(item[2] if len(item) > 2 else f"event {i}", exc.reason, str(exc))
             bad_rows.append(item)
             if on_bad_row is not None:

@@ -6,6 +6,7 @@ The tree::
     ├── ConfigError              a parameter or config key that is unknown or out of range
     ├── InvalidEventError        an event that cannot be used (the daemon dead-letters it)
     │   ├── FeatureTypeError     one feature value of a type the model cannot take
+    │   ├── LabelTypeError       a label of another JSON type than the model's labels
     │   └── CapacityError        learning it would grow a bounded count table past its limit
     ├── MergeError               two models whose statistics cannot be added exactly
     ├── SnapshotError            a snapshot that cannot be written or read
@@ -24,6 +25,7 @@ __all__ = [
     "ConfigError",
     "InvalidEventError",
     "FeatureTypeError",
+    "LabelTypeError",
     "CapacityError",
     "MergeError",
     "SnapshotError",
@@ -61,6 +63,64 @@ class FeatureTypeError(InvalidEventError, TypeError):
 
     def __init__(self, message: str, *, field: str | None = None):
         super().__init__(message, reason="bad_feature_type", field=field)
+
+
+class LabelTypeError(InvalidEventError, TypeError):
+    """A label whose JSON type (string, number, boolean) is not the type of the model's labels.
+
+    The first label a model learns fixes the type of its labels. A label of
+    another type would either merge with a class it is not (Python holds
+    ``True == 1`` and ``False == 0``) or be a second class with the same JSON
+    text, i.e. the same key in the daemon's ``proba`` (``1`` and ``"1"``), so
+    it is rejected and the model is left unchanged; the daemon dead-letters the
+    event with reason ``label_type_conflict``.
+
+    Attributes
+    ----------
+    value
+        The rejected label.
+    received, expected
+        Its JSON type, and the type of the model's labels.
+    first
+        The model's first label, which fixed that type.
+    """
+
+    def __init__(self, value, received: str, expected: str, first, *, field: str | None = None,
+                 where: str | None = None):
+        self.value, self.received, self.expected, self.first, self.where = value, received, expected, first, where
+        what = "label" + (f" {field!r}" if field else "") + (f" at {where}" if where else "")
+        super().__init__(
+            f"{what}: expected {_a(expected)}, the type of this model's labels (set by its first label, "
+            f"{_show(first)}), got {_a(received)}, {_show(value)}; one stream's labels must share one JSON type",
+            reason="label_type_conflict",
+            field=field,
+        )
+
+    def for_field(self, field: str) -> "LabelTypeError":
+        """The same error, naming the event field the label came from."""
+        return LabelTypeError(self.value, self.received, self.expected, self.first, field=field, where=self.where)
+
+    def __reduce__(self):
+        return _label_type_error, (self.value, self.received, self.expected, self.first, self.field, self.where)
+
+
+def _label_type_error(value, received, expected, first, field, where):
+    return LabelTypeError(value, received, expected, first, field=field, where=where)
+
+
+def _a(noun: str) -> str:
+    return ("an " if noun[:1] in "aeiou" else "a ") + noun
+
+
+def _show(value) -> str:
+    """A label as its JSON text when it has one (``true``, ``"1"``, ``1``), else its repr, cut at 60 characters."""
+    if isinstance(value, bool):
+        text = "true" if value else "false"
+    elif isinstance(value, str):
+        text = '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    else:
+        text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 class CapacityError(InvalidEventError):

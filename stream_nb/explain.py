@@ -65,6 +65,7 @@ import typing
 import numpy as np
 import orjson
 
+from ._stats import json_type
 from .exceptions import ConfigError, InvalidEventError, SnapshotError
 
 __all__ = ["EXACT_MAX_ATTRIBUTES", "DEFAULT_PERMUTATIONS", "Contribution", "Explanation", "explain_one", "log_odds"]
@@ -276,9 +277,12 @@ def explain_one(
         order = sorted(range(len(known)), key=lambda i: -lp[i])  # stable: ties in order of first appearance
         c1, c2 = known[order[0]], known[order[1]]
     else:
-        if len(classes) != 2 or classes[0] == classes[1] or any(c not in known for c in classes):
+        # a class is one of the model's of the same JSON type: True is not the class 1, though True == 1
+        at = [next((i for i, k in enumerate(known) if json_type(k) == json_type(c) and k == c), None) for c in classes] \
+            if len(classes) == 2 else []
+        if len(at) != 2 or None in at or at[0] == at[1]:
             raise ValueError(f"classes: expected two different classes among {known!r}, got {classes!r}")
-        c1, c2 = classes
+        c1, c2 = known[at[0]], known[at[1]]
     i1, i2 = known.index(c1), known.index(c2)
     n = len(names)
 

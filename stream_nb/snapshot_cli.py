@@ -3,7 +3,7 @@
 ``stream-nb run`` takes the snapshot flags (``--snapshot-dir`` and friends,
 defined in :mod:`stream_nb.cli`); :func:`check_settings` validates them and
 :func:`make_checkpointer` builds the engine's
-:class:`~stream_nb.engine._checkpoint.Checkpointer` from them.
+:class:`~stream_nb.engine.Checkpointer` from them.
 
 ``stream-nb snapshot inspect PATH [--json]`` describes one snapshot file:
 model type and parameters, classes, events learned, features, the TAN tree
@@ -18,7 +18,7 @@ and when it was written. A file that fails a check prints
 ...     model.learn_one(x, y)
 >>> path = os.path.join(tempfile.mkdtemp(), "tan.snb")
 >>> _ = stream_nb.save(model, path)
->>> info = describe(stream_nb._snapshot.read(path))
+>>> info = describe(stream_nb.snapshots.read(path))
 >>> info["model"]["type"], info["model"]["classes"], info["model"]["events_learned"]
 ('TAN', ['yes', 'no'], 2.0)
 >>> info["model"]["tree"]
@@ -34,7 +34,8 @@ import typing
 
 import orjson
 
-from . import _snapshot
+from . import snapshots
+from .engine import Checkpointer, ExactlyOnceCheckpointer, NamedInput, ResumesByPolicy
 from .exceptions import ConfigError, SnapshotError
 from ._console import pipe_safe
 
@@ -74,18 +75,16 @@ def make_checkpointer(settings: dict[str, typing.Any], source: typing.Any, sink:
 
     Opens (and locks) the snapshot directory: ConfigError when another daemon holds it.
     """
-    from .engine._checkpoint import Checkpointer, ExactlyOnceCheckpointer, SnapshotStore
-
     directory = settings["snapshot_dir"]
     if not directory:
         return None
-    store = SnapshotStore(directory, keep=settings["snapshot_keep"])
+    store = snapshots.SnapshotStore(directory, keep=settings["snapshot_keep"])
     store.open()
-    kafka = hasattr(source, "set_resume_policy")
+    kafka = isinstance(source, ResumesByPolicy)
     if kafka:
         info = {"kind": "kafka", "topic": settings["input_topic"], "group_id": settings["group_id"] or "stream-nb"}
     else:
-        path = getattr(source, "partition", None)
+        path = source.partition if isinstance(source, NamedInput) else None
         info = {"kind": "jsonl", "path": path,
                 "realpath": os.path.realpath(path) if path not in (None, "stdin") else None}
     if settings["exactly_once"]:
@@ -102,7 +101,7 @@ def make_checkpointer(settings: dict[str, typing.Any], source: typing.Any, sink:
 # ----------------------------------------------------------------- inspect
 
 
-def describe(snap: _snapshot.SnapshotFile) -> dict[str, typing.Any]:
+def describe(snap: snapshots.SnapshotFile) -> dict[str, typing.Any]:
     """What ``stream-nb snapshot inspect --json`` prints for a verified snapshot."""
     model = snap.model()
     meta = snap.meta
@@ -201,7 +200,7 @@ def _text(info: dict[str, typing.Any]) -> str:
 def run_inspect(args: argparse.Namespace) -> int:
     """``stream-nb snapshot inspect``: 0, or 2 with one error line naming the file and the reason."""
     try:
-        info = describe(_snapshot.read(args.path))
+        info = describe(snapshots.read(args.path))
     except SnapshotError as exc:
         print(f"stream-nb: error: {exc}", file=sys.stderr)
         return 2

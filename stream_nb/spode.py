@@ -4,6 +4,7 @@ import numpy as np
 
 from ._base import StructuredClassifier, logsumexp
 from .aode import _check_binning, mixture_posterior, one_dependence_estep, spode_terms
+from .exceptions import InvalidEventError
 
 __all__ = ["SPODE"]
 
@@ -122,7 +123,16 @@ class SPODE(StructuredClassifier):
 
     def learn_one(self, x: dict, y, w: float = 1.0) -> None:
         if self.parent is None and y is not None and not (isinstance(y, float) and y != y):
-            self._score(x, y)
+            # the event is scored before it is learned; an event that learning rejects leaves no score
+            self._stats._check_label(y)
+            saved = (self._loss_sum.copy(), self._loss_n.copy())
+            try:
+                self._score(x, y)
+                super().learn_one(x, y, w)
+            except InvalidEventError:
+                self._loss_sum, self._loss_n = saved
+                raise
+            return
         super().learn_one(x, y, w)
 
     def _score(self, x: dict, y) -> None:

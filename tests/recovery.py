@@ -95,6 +95,16 @@ def cli() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "stream_nb.cli"]
 
 
+#: ``stream-nb`` with fault hooks installed (see tests/fault_launcher.py).
+FAULT_LAUNCHER = Path(__file__).with_name("fault_launcher.py")
+
+
+def cli_with_faults(faults: dict[str, float]) -> list[str]:
+    """The command of ``stream-nb`` pausing in the fault windows, e.g. ``{"pause_snapshot_write": 30}``."""
+    options = [f"--{name.replace('_', '-')}={seconds}" for name, seconds in faults.items()]
+    return [sys.executable, str(FAULT_LAUNCHER), *options, "--"]
+
+
 def clean_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("STREAM_NB_")}
     env["PYTHONUNBUFFERED"] = "1"
@@ -103,14 +113,18 @@ def clean_env(**extra: str) -> dict[str, str]:
 
 
 class Daemon:
-    """``stream-nb run`` as a subprocess; stderr to a file (appended across runs of one name)."""
+    """``stream-nb run`` as a subprocess; stderr to a file (appended across runs of one name).
 
-    def __init__(self, directory: Path, args: list[str], name: str, env: dict | None = None, stdin=None):
+    ``faults`` (e.g. ``{"pause_snapshot_write": 30}``) runs it through the fault launcher.
+    """
+
+    def __init__(self, directory: Path, args: list[str], name: str, env: dict | None = None, stdin=None,
+                 faults: dict[str, float] | None = None):
         self.log_path = Path(directory) / f"{name}.stderr"
         self._offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         with open(self.log_path, "ab") as err:
             self.proc = subprocess.Popen(
-                cli() + ["run", *args], stdout=subprocess.DEVNULL if stdin is None else subprocess.DEVNULL,
+                (cli_with_faults(faults) if faults else cli()) + ["run", *args], stdout=subprocess.DEVNULL if stdin is None else subprocess.DEVNULL,
                 stderr=err, stdin=stdin if stdin is not None else subprocess.DEVNULL, env=env or clean_env(),
             )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import base64
 import importlib.util
 import logging
@@ -393,6 +394,55 @@ def test_positions_are_per_partition():
     assert engine.positions == {"a": 2, "b": 11}
 
 
+class PublicCheckpointer:
+    """A checkpointer written against the engine's public methods only, as the snapshot one is."""
+
+    def __init__(self):
+        self.finals: list[bool] = []
+
+    def attach(self, engine):
+        self.engine = engine
+        engine.limit_checkpoint_cadence(3, 0.0)
+
+    def checkpoint(self, final=False):
+        engine = self.engine
+        engine.flush()
+        committed = engine.committed
+        target = {k: v for k, v in engine.positions.items() if committed.get(k) != v}
+        if target:
+            engine.source.commit(target)
+            engine.mark_committed(target)
+        self.finals.append(final)
+
+    def status(self):
+        return {"checkpoints": len(self.finals)}
+
+
+def test_a_checkpointer_drives_the_engine_through_its_public_methods():
+    values = [orjson.dumps({"id": i, "x": "ab"[i % 2], "label": "yn"[i % 3 == 0]}) for i in range(10)]
+    calls: list = []
+    source, out, dlq = ListSource(values, calls=calls), ListSink("out", calls), ListSink("dlq", calls)
+    cp = PublicCheckpointer()
+    engine = Engine(NaiveBayes(), source, out, dlq, config={"commit_every_records": 100, "poll_max_records": 50},
+                    checkpointer=cp)
+    # the checkpointer's own cadence, when shorter, bounds the engine's checkpoints and polls
+    assert engine.config["commit_every_records"] == 3 and engine.config["poll_max_records"] == 3
+    assert engine.config["commit_interval_s"] == DEFAULT_CONFIG["commit_interval_s"]  # 0: no limit asked
+    engine.adopt_position("other-0", 7)  # taken as processed and committed elsewhere: never committed here
+    engine.run()
+    assert source.commits == [{"p0": 3}, {"p0": 6}, {"p0": 9}, {"p0": 10}]
+    assert cp.finals == [False, False, False, True]
+    assert engine.committed == {"p0": 10, "other-0": 7} and engine.positions == engine.committed
+    assert [c for c in calls if c[0] != "poll"][:3] == [("flush", "out"), ("flush", "dlq"), ("commit", {"p0": 3})]
+    assert engine.status()["checkpoints"] == 4
+
+
+def test_a_checkpointer_without_the_checkpointing_methods_is_rejected():
+    with pytest.raises(ConfigError, match=r"checkpointer must have attach\(engine\), checkpoint\(final\) and "
+                                          r"status\(\); object has not"):
+        Engine(NaiveBayes(), ListSource([]), ListSink(), ListSink(), checkpointer=object())
+
+
 # ----------------------------------------------------------------------- stopping
 
 
@@ -567,3 +617,19 @@ def test_every_default_setting_is_documented_in_the_engine_module():
         assert f'    "{key}":' in source
         comment_line = source.split(f'    "{key}":')[0].rstrip().splitlines()[-1]
         assert comment_line.strip().startswith("#"), key
+
+
+def test_the_engine_package_does_no_file_or_network_io_of_its_own():
+    """Sources and sinks (connectors) and the snapshot store do the I/O; the engine drives them."""
+    io_modules = {"os", "fcntl", "io", "pathlib", "shutil", "socket", "select", "tempfile", "glob", "kafka"}
+    found = []
+    for path in sorted((ROOT / "stream_nb" / "engine").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module or ""]
+            else:
+                names = ["open()"] if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "open" else []
+            found += [f"{path.name}: {name}" for name in names if name.split(".")[0] in io_modules | {"open()"}]
+    assert found == []

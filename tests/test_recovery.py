@@ -59,9 +59,9 @@ class Run:
         ]
         self.runs = 0
 
-    def start(self, env: dict | None = None) -> Daemon:
+    def start(self, env: dict | None = None, faults: dict[str, float] | None = None) -> Daemon:
         self.runs += 1
-        return Daemon(self.dir, self.args, "daemon", env=env)
+        return Daemon(self.dir, self.args, "daemon", env=env, faults=faults)
 
     def finish(self) -> Daemon:
         daemon = self.start()
@@ -153,13 +153,13 @@ def test_kill_9_at_random_points_loses_nothing_and_counts_nothing_twice(tmp_path
 def test_kill_9_while_a_snapshot_is_written_keeps_the_previous_one(tmp_path, stream, clean):
     run = Run(tmp_path, stream)
     # the first daemon pauses 30 s between writing a snapshot's temporary file and renaming it
-    daemon = run.start(env=clean_env(STREAM_NB_TEST_PAUSE_SNAPSHOT_WRITE="30"))
+    daemon = run.start(faults={"pause_snapshot_write": 30})
     temporary = wait_until(lambda: list(run.snaps.glob(".snapshot-*.tmp-*")), 60, "a temporary snapshot", daemon)
     assert not snapshots(run.snaps)  # the first snapshot is still being written
     daemon.kill9()
     assert temporary[0].exists() and temporary[0].stat().st_size > 0
     # the second one is killed while writing a later snapshot: the earlier ones stay intact
-    daemon = run.start(env=clean_env(STREAM_NB_TEST_PAUSE_SNAPSHOT_WRITE="0.2"))
+    daemon = run.start(faults={"pause_snapshot_write": 0.2})
     assert "a snapshot a crash left half-written" in wait_until(
         lambda: "half-written" in daemon.log() and daemon.log(), 60, "the clean-up log line", daemon)
     assert not temporary[0].exists()
@@ -225,7 +225,7 @@ def test_sigterm_writes_a_last_snapshot_and_the_restart_repeats_nothing(tmp_path
     wait_until(lambda: count_lines(run.output) >= 700, 60, "700 outputs", daemon)
     assert daemon.terminate() == 0, daemon.log()[-4000:]
     summary = daemon.final_metrics()
-    newest = stream_nb._snapshot.read(snapshots(run.snaps)[-1])
+    newest = stream_nb.snapshots.read(snapshots(run.snaps)[-1])
     assert newest.daemon["metrics"]["events"] == summary["events"]
     assert newest.daemon["positions"][str(run.input)] == sum(
         len(e["raw"]) + 1 for e in stream[: summary["events"]])

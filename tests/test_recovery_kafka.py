@@ -23,7 +23,7 @@ import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 
 import stream_nb
-from recovery import Daemon, clean_env, make_events, named_counts, newest_model, reference, snapshots, wait_until
+from recovery import Daemon, make_events, named_counts, newest_model, reference, snapshots, wait_until
 from stream_nb import TAN
 
 PARTITIONS = 3
@@ -118,8 +118,9 @@ class Setup:
         produce(self.bootstrap, self.input, events, start=len(self.events))
         self.events.extend(events)
 
-    def start(self, name: str = "daemon", env: dict | None = None, args: list[str] | None = None) -> Daemon:
-        return Daemon(self.tmp, args or self.args, name, env=env)
+    def start(self, name: str = "daemon", env: dict | None = None, args: list[str] | None = None,
+              faults: dict[str, float] | None = None) -> Daemon:
+        return Daemon(self.tmp, args or self.args, name, env=env, faults=faults)
 
     @property
     def valid(self) -> list[dict]:
@@ -204,7 +205,7 @@ def test_kafka_exactly_once_survives_kill_9_at_random_points(kafka_bootstrap_ser
     try:
         assert _kill_at_random_points(setup, collector, kills=20, seed=2) >= 18
         # one kill right between a snapshot and the commit of its transaction
-        daemon = setup.start(env=clean_env(STREAM_NB_TEST_PAUSE_BEFORE_COMMIT="30"))
+        daemon = setup.start(faults={"pause_before_commit": 30})
         wait_until(lambda: "pausing 30.0 s between snapshot" in daemon.log(), 90, "the pause before a commit", daemon)
         ahead = snapshots(setup.snaps)[-1]
         daemon.kill9()
@@ -281,7 +282,7 @@ def test_kafka_offsets_wait_for_a_good_snapshot(kafka_bootstrap_servers, kafka_t
         os.rename(setup.snaps, away)
         setup.snaps.write_text("not a directory")
         committed_before = group_offsets(setup.bootstrap, setup.group, setup.input)
-        last_good = stream_nb._snapshot.read(snapshots(away)[-1]).daemon["positions"]
+        last_good = stream_nb.snapshots.read(snapshots(away)[-1]).daemon["positions"]
         assert {int(k.rsplit("-", 1)[1]): v for k, v in last_good.items()} == committed_before
         setup.add(make_events(300, seed=17))
         wait_until(lambda: collector.count(setup.output) >= len(setup.valid) and "snapshot failed" in daemon.log(),

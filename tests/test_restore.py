@@ -239,7 +239,7 @@ OPERATIONS = {
 def copy_by_file(model, tmp_path):
     path = tmp_path / "model.snb"
     stream_nb.save(model, path)
-    return stream_nb.load(path), stream_nb._snapshot.read(path)
+    return stream_nb.load(path), stream_nb.snapshots.read(path)
 
 
 def copy_by_state(model, tmp_path):
@@ -363,7 +363,7 @@ def run_daemon(directory, model: str, flags: list[str], tag: str) -> tuple[int, 
 
 
 def newest_snapshot(directory):
-    return stream_nb._snapshot.read(max((directory / "snaps").glob("snapshot-*.snb")))
+    return stream_nb.snapshots.read(max((directory / "snaps").glob("snapshot-*.snb")))
 
 
 def assert_close_state(got, expected, what: str) -> None:

@@ -10,17 +10,20 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import random
 import struct
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import stream_nb
-from stream_nb import AODE, TAN, NaiveBayes, _snapshot
-from stream_nb.engine import Engine, Record
-from stream_nb.engine._checkpoint import Checkpointer, SnapshotStore
+from stream_nb import AODE, TAN, NaiveBayes
+from stream_nb.engine import Checkpointer, Engine, Record
 from stream_nb.exceptions import ConfigError, SnapshotError
+from stream_nb.snapshots import FaultHooks, SnapshotStore, install_fault_hooks
+from stream_nb.snapshots import _format as _snapshot
 
 MODELS = [NaiveBayes, AODE, TAN]
 
@@ -33,7 +36,7 @@ def events(n: int, seed: int = 0) -> list[tuple[dict, object]]:
              "flag": rng.random() < 0.3, "weight": round(rng.gauss(5, 2), 3)}
         if rng.random() < 0.1:
             x["color"] = None
-        y = rng.choice([0, 1, True]) if i % 7 == 0 else rng.choice(["yes", "no"])
+        y = rng.choice(["maybe", "unsure"]) if i % 7 == 0 else rng.choice(["yes", "no"])
         out.append((x, y))
     return out
 
@@ -230,6 +233,38 @@ def test_store_is_locked_and_cleans_half_written_files(tmp_path):
         SnapshotStore(tmp_path).open()
     store.close()
     SnapshotStore(tmp_path).open()
+
+
+def test_fault_hooks_run_between_a_snapshots_write_and_its_rename(tmp_path):
+    seen = []
+
+    class Watching(FaultHooks):
+        def before_rename(self, temporary, path):
+            # the whole file is written and fsynced, and not yet a snapshot
+            seen.append((os.path.getsize(temporary), os.path.exists(path), SnapshotStore(tmp_path).sequences()))
+
+    previous = install_fault_hooks(Watching())
+    try:
+        store = SnapshotStore(tmp_path)  # takes the installed hooks
+    finally:
+        install_fault_hooks(previous)
+    store.open()
+    seq, path, size = store.write(*trained(NaiveBayes, 20).state(), {"positions": {}})
+    assert seen == [(size, False, [])]
+    # hooks given to a store win over the installed ones, and the default hooks do nothing
+    seen.clear()
+    SnapshotStore(tmp_path, faults=Watching()).write(*trained(NaiveBayes, 20).state(), {"positions": {}})
+    assert len(seen) == 1 and seen[0][2] == [seq]
+    _write(SnapshotStore(tmp_path), 1)  # built after the hooks were uninstalled: the no-op default
+    assert len(seen) == 1 and store.sequences() == [3, 2, 1]
+
+
+def test_production_code_has_no_test_switches():
+    """Fault injection goes through FaultHooks objects, never environment variables read by the daemon."""
+    root = Path(stream_nb.__file__).resolve().parent.parent
+    offending = [str(p.relative_to(root)) for folder in ("stream_nb", "connectors") for p in (root / folder).rglob("*.py")
+                 if "STREAM_NB_TEST" in p.read_text()]
+    assert offending == []
 
 
 def test_store_keep_must_be_positive(tmp_path):

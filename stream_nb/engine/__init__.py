@@ -1,31 +1,94 @@
 """The streaming engine: decode events, predict then learn, send, checkpoint.
 
-Public names only; the modules behind them are private.
+Where things are:
+
+* ``_engine`` -- :class:`Engine`, the run loop, and its settings (:data:`DEFAULT_CONFIG`);
+* ``_events`` -- the event contract: decoding and validating one raw event;
+* ``_records`` -- the input :class:`Record`, and the output and dead-letter records the engine sends;
+* ``_protocols`` -- :class:`Source`, :class:`Sink`, the optional capabilities a
+  connector may offer (checked with ``isinstance``), :class:`Checkpointing`, and
+  the shape of a connector module;
+* ``_checkpoint``, ``_exactly_once`` -- the daemon's snapshot checkpointers,
+  which drive the engine through its public methods and leave the files to
+  :mod:`stream_nb.snapshots`;
+* ``_flow`` -- back-pressure; ``_metrics`` -- prequential metrics; ``_observer`` -- reporting hooks.
+
+The engine does no I/O of its own: sources and sinks (``connectors``) read and
+write, :class:`~stream_nb.snapshots.SnapshotStore` does the snapshot files.
+Public names only below; the modules behind them are private.
 """
 
 from __future__ import annotations
 
-from ._config import configure
-from ._engine import DEFAULT_CONFIG, Engine, check_config, label_key
-from ._events import Event, EventDecoder, validate_label
+from ._checkpoint import COMMIT_METADATA_PREFIX, Checkpointer
+from ._engine import DEFAULT_CONFIG, Engine, check_config
+from ._events import BOM, Event, EventDecoder, validate_label
+from ._exactly_once import ExactlyOnceCheckpointer
 from ._flow import FlowControl
-from ._io import Record, Sink, Source
 from ._metrics import PrequentialMetrics
 from ._observer import Observer
+from ._protocols import (
+    Checkpointing,
+    ConnectorModule,
+    CountsBlankLines,
+    CountsInFlight,
+    HandlesRevocation,
+    JointConnectorModule,
+    NamedInput,
+    Pausable,
+    RebalanceCallback,
+    Rebalancing,
+    Repositionable,
+    ReportsCommitted,
+    ReportsLag,
+    ResumePolicy,
+    ResumesByPolicy,
+    RevocationHandler,
+    SendsInTransaction,
+    SharesQueue,
+    Sink,
+    Source,
+    Transactional,
+)
+from ._records import DeadLetterRecord, OutputRecord, Record, label_key
 
 __all__ = [
+    "BOM",
+    "COMMIT_METADATA_PREFIX",
     "DEFAULT_CONFIG",
+    "Checkpointer",
+    "Checkpointing",
+    "ConnectorModule",
+    "CountsBlankLines",
+    "CountsInFlight",
+    "DeadLetterRecord",
     "Engine",
     "Event",
     "EventDecoder",
+    "ExactlyOnceCheckpointer",
     "FlowControl",
+    "HandlesRevocation",
+    "JointConnectorModule",
+    "NamedInput",
     "Observer",
+    "OutputRecord",
+    "Pausable",
     "PrequentialMetrics",
+    "RebalanceCallback",
+    "Rebalancing",
     "Record",
+    "Repositionable",
+    "ReportsCommitted",
+    "ReportsLag",
+    "ResumePolicy",
+    "ResumesByPolicy",
+    "RevocationHandler",
+    "SendsInTransaction",
+    "SharesQueue",
     "Sink",
     "Source",
+    "Transactional",
     "check_config",
-    "configure",
     "label_key",
     "validate_label",
 ]

@@ -6,39 +6,9 @@ at a time in order, with the same results as the per-event calls (NaiveBayes
 and TAN vectorise it with running counts); any other river classifier is called
 per event.
 
-Output record (one per valid event, serialised with orjson, sent with the
-input record's key)::
-
-    {"id": 7,                       # the event's id field, or null
-     "prediction": "yes",           # predict_one(x): a label, or null before any learning
-     "proba": {"yes": 0.8, "no": 0.2},  # predict_proba_one(x), {} before any learning
-     "model": "nb",                 # config "model_name"
-     "learned": true,               # the event was labeled and has been learned
-     "n_learned": 42,               # events this engine has learned, this one included
-     "source": {"file": "in.jsonl", "line": 7, "byte": 812}}  # Record.position
-
-Both ``prediction`` and ``proba`` describe the model *before* it learned the
-event (prequential). JSON object keys must be strings, so ``proba`` keys are
-:func:`label_key` of the label: a string label as is, an integer in decimal
-(``1`` -> ``"1"``), a boolean as ``"true"``/``"false"``, i.e. the label's JSON
-text unless it is already a string. ``prediction`` keeps the label's own JSON
-type. (Labels ``1`` and ``"1"`` therefore share a ``proba`` key, and Python
-holds ``true == 1``: don't mix ``1``, ``"1"`` and ``true`` as labels of one stream.)
-
-Dead-letter record (one per rejected record, sent with the input key)::
-
-    {"reason": "nested_value",      # InvalidEventError.reason (see stream_nb.engine._events)
-     "error": "feature 'sky' must be ...",  # the human-readable message
-     "field": "sky",                # offending field, or null
-     "source": {...},               # Record.position
-     "size": 81,                    # length of the whole raw event in bytes (also when
-                                    # the source kept only a prefix: Record.size)
-     "value": "{\\"sky\\": {}}"}      # the raw event as text when it is valid UTF-8,
-                                    # or "value_b64": base64 of the bytes otherwise
-
-At most ``dead_letter_max_value_bytes`` of the raw event are copied; a longer
-one (e.g. an ``oversize`` event) is cut and the record gains
-``"truncated": true`` -- ``source`` still locates the full event.
+Each valid event gets one output record, each rejected one a dead-letter
+record, both sent with the input record's key; their fields are documented,
+and both are built, in :mod:`stream_nb.engine._records`.
 
 Checkpoints: after ``commit_every_records`` records, after
 ``commit_interval_s`` seconds, whenever a poll comes back empty with work
@@ -48,11 +18,14 @@ sinks and then commits the source positions after the last processed record.
 Delivery is therefore at-least-once: a crash between two checkpoints replays
 the uncommitted records.
 
-Snapshots: an engine given a ``checkpointer`` (the daemon's
+Snapshots: an engine given a ``checkpointer`` (a
+:class:`~stream_nb.engine.Checkpointing`: the daemon's
 :class:`~stream_nb.engine._checkpoint.Checkpointer`, on with ``--snapshot-dir``)
-hands every checkpoint to it, which flushes, writes a snapshot of the model,
-:attr:`Engine.metrics` and :attr:`Engine.positions`, and only then commits the
-positions that snapshot covers; :meth:`Engine.restore` continues from one.
+hands every checkpoint to it, which flushes (:meth:`Engine.flush`), writes a
+snapshot of the model, :attr:`Engine.metrics` and :attr:`Engine.positions`, and
+only then commits the positions that snapshot covers and tells the engine
+(:meth:`Engine.mark_committed`); :meth:`Engine.restore` continues from one. The
+checkpointer works through these public methods only.
 
 Back-pressure: before every poll, :attr:`Engine.flow` pauses a source that can
 pause while the sinks hold more than ``max_in_flight`` unacknowledged outputs,
@@ -68,24 +41,25 @@ line at the end of a run whose records were all dead-lettered (see
 
 from __future__ import annotations
 
-import base64
 import logging
 import time
 import typing
 
 import orjson
 
-from ..exceptions import CommitError, ConfigError, InvalidEventError
-from ._config import configure
+from .._checks import configure, is_integer
+from .._stats import json_type
+from ..exceptions import CommitError, ConfigError, InvalidEventError, LabelTypeError
 from ._events import DEFAULT_CONFIG as EVENT_DEFAULTS
 from ._events import EventDecoder, oversize_error
 from ._flow import FlowControl
 from ._input_check import InputCheck
-from ._io import Record, Sink, Source
 from ._metrics import DEFAULT_LOG_LOSS_FLOOR, PrequentialMetrics
 from ._observer import Observer
+from ._protocols import Checkpointing, Sink, Source
+from ._records import Record, dead_letter_record, output_record
 
-__all__ = ["DEFAULT_CONFIG", "Engine", "check_config", "label_key"]
+__all__ = ["DEFAULT_CONFIG", "Engine", "check_config"]
 
 log = logging.getLogger("stream_nb.engine")
 
@@ -116,22 +90,9 @@ DEFAULT_CONFIG: dict[str, typing.Any] = {
 }
 
 
-def label_key(label: typing.Any) -> str:
-    """The JSON object key for a class label in an output's ``proba``.
-
-    >>> label_key("yes"), label_key(3), label_key(True), label_key(False)
-    ('yes', '3', 'true', 'false')
-    """
-    if isinstance(label, str):
-        return label
-    if isinstance(label, bool):
-        return "true" if label else "false"
-    return str(label)
-
-
 def _number(config: dict, name: str, kind: type, allow_zero: bool = False) -> None:
     value = config[name]
-    ok = not isinstance(value, bool) and isinstance(value, (int, float) if kind is float else int)
+    ok = is_integer(value) or (kind is float and isinstance(value, float))
     if ok:
         ok = value >= 0 if allow_zero else value > 0
     if not ok:
@@ -226,7 +187,7 @@ class Engine:
         dead_letters: Sink,
         *,
         config: dict[str, typing.Any] | None = None,
-        checkpointer: typing.Any = None,
+        checkpointer: Checkpointing | None = None,
     ):
         self.config = check_config(config or {})
         for method in ("predict_proba_one", "predict_one", "learn_one"):
@@ -241,6 +202,7 @@ class Engine:
         self._emit_imputed = self.config["emit_imputed"]
         if self._emit_imputed and not callable(getattr(model, "impute_one", None)):
             raise ConfigError(f"emit_imputed needs a model with impute_one(); {type(model).__name__} has none")
+        self._watch_labels(model)
         self._many = self._prequential_many(model)
 
         self.model = model
@@ -251,7 +213,7 @@ class Engine:
         self.metrics = PrequentialMetrics(self.config["log_loss_floor"])
         #: Per partition, the ``next_position`` of the last processed record.
         self.positions: dict[str, int] = {}
-        self._committed: dict[str, int] = {}
+        self._committed: dict[str, int] = {}  # what the source durably holds (see mark_committed)
         self._since_checkpoint = 0
         self._last_checkpoint = time.monotonic()
         self._last_metrics_log = self._last_checkpoint
@@ -263,7 +225,12 @@ class Engine:
         self.input_check: InputCheck | None = InputCheck(self.decoder)
         #: Back-pressure between the sinks' unacknowledged outputs and the source.
         self.flow = FlowControl(source, (sink, dead_letters), self.config["max_in_flight"])
-        #: Takes over :meth:`checkpoint` when set: ``checkpoint(final)``, ``status()``, ``attach(engine)``.
+        if checkpointer is not None and not isinstance(checkpointer, Checkpointing):
+            raise ConfigError(
+                f"checkpointer must have attach(engine), checkpoint(final) and status(); "
+                f"{type(checkpointer).__name__} has not"
+            )
+        #: Takes over :meth:`checkpoint` when set (see :class:`~stream_nb.engine.Checkpointing`).
         self.checkpointer = checkpointer
         if checkpointer is not None:
             checkpointer.attach(self)
@@ -281,12 +248,70 @@ class Engine:
         self.model = model
         self._predict = getattr(model, "predict_and_proba_one", None) or self._predict_separately
         self._learn_unlabeled = getattr(model, "learn_unlabeled", False) is True
+        self._watch_labels(model)
         self._many = self._prequential_many(model)
         self.metrics = PrequentialMetrics(self.config["log_loss_floor"])
         if metrics is not None:
             self.metrics.load_state(metrics)
         self.positions = dict(positions)
         self._committed = dict(positions)
+
+    # -- what a checkpointer uses -----------------------------------------------------
+
+    @property
+    def committed(self) -> dict[str, int]:
+        """Per partition, the position the source last committed durably (a copy)."""
+        return dict(self._committed)
+
+    def mark_committed(self, positions: dict[str, int]) -> None:
+        """Record that the source durably committed ``positions`` (a checkpointer committed them)."""
+        self._committed.update(positions)
+
+    def adopt_position(self, partition: str, position: int) -> None:
+        """Take ``partition`` as processed and committed up to ``position`` (another consumer did it)."""
+        self.positions[partition] = position
+        self._committed[partition] = position
+
+    def limit_checkpoint_cadence(self, every_records: int, interval_s: float) -> None:
+        """Checkpoint at least every ``every_records`` records and ``interval_s`` seconds (0: no limit).
+
+        A checkpointer that snapshots at checkpoints asks for its own cadence
+        when it is shorter than the configured one; polls are capped at
+        ``every_records`` too, so a checkpoint is never more than one poll late.
+        """
+        cfg = self.config
+        cfg["commit_every_records"] = min(cfg["commit_every_records"], every_records)
+        cfg["poll_max_records"] = min(cfg["poll_max_records"], every_records)
+        if 0 < interval_s < cfg["commit_interval_s"]:
+            cfg["commit_interval_s"] = interval_s
+
+    def flush(self) -> None:
+        """Flush the outputs, then the dead letters; report the outcome to the observer."""
+        start = time.perf_counter()
+        try:
+            self.sink.flush()
+            self.dead_letters.flush()
+        except BaseException as exc:
+            self.observer.flush_done(time.perf_counter() - start, exc)
+            raise
+        self.observer.flush_done(time.perf_counter() - start, None)
+
+    # -- label types ----------------------------------------------------------------
+
+    def _watch_labels(self, model: typing.Any) -> None:
+        """Check label types here for a model that does not (stream_nb's keep ``label_type`` themselves)."""
+        self._label_type = self._first_label = None
+        self._check_labels = not hasattr(model, "label_type")
+        classes = getattr(model, "classes", None) if self._check_labels else None
+        if isinstance(classes, (list, tuple, set)) and classes:
+            self._first_label = next(iter(classes))
+            self._label_type = json_type(self._first_label)
+
+    def _check_label_type(self, label: typing.Any) -> None:
+        """Raise LabelTypeError for a label of another JSON type than the first one learned."""
+        t = json_type(label)
+        if self._label_type is not None and t != self._label_type:
+            raise LabelTypeError(label, t, self._label_type, self._first_label, field=self.config["label_field"])
 
     # -- control ----------------------------------------------------------------
 
@@ -378,7 +403,7 @@ class Engine:
         if self.checkpointer is not None:
             self.checkpointer.checkpoint(final=final)
         else:
-            self._flush_sinks()
+            self.flush()
             if self.positions != self._committed:
                 positions = dict(self.positions)
                 try:
@@ -397,17 +422,6 @@ class Engine:
             summary.update(self.checkpointer.status())
         return summary
 
-    def _flush_sinks(self) -> None:
-        """Flush the outputs, then the dead letters; report the outcome to the observer."""
-        start = time.perf_counter()
-        try:
-            self.sink.flush()
-            self.dead_letters.flush()
-        except BaseException as exc:
-            self.observer.flush_done(time.perf_counter() - start, exc)
-            raise
-        self.observer.flush_done(time.perf_counter() - start, None)
-
     # -- one record ---------------------------------------------------------------
 
     def process(self, record: Record) -> None:
@@ -415,11 +429,15 @@ class Engine:
         try:
             event = self.decoder.decode(record.value)
             x = event.features
+            if self._check_labels and event.label is not None:
+                self._check_label_type(event.label)
             prediction, proba = self._predict(x)
             imputed = self._impute(x) if self._emit_imputed else None
             learned = event.label is not None or (self._learn_unlabeled and bool(self.model.classes))
             if learned:
                 self.model.learn_one(x, event.label)
+                if self._check_labels and self._label_type is None and event.label is not None:
+                    self._first_label, self._label_type = event.label, json_type(event.label)
         except InvalidEventError as exc:
             self._reject(record, exc)
         else:
@@ -461,17 +479,8 @@ class Engine:
 
     def _send(self, record: Record, event, prediction, proba: dict, learned: bool, imputed) -> None:
         self.metrics.update_prediction(event.label, prediction, proba, learned)
-        output = {
-            "id": event.id,
-            "prediction": prediction,
-            "proba": {c if type(c) is str else label_key(c): float(p) for c, p in proba.items()},
-            "model": self.model_name,
-            "learned": learned,
-            "n_learned": self.metrics.learned,
-            "source": record.position,
-        }
-        if imputed is not None:
-            output["imputed"] = imputed
+        output = output_record(event.id, prediction, proba, self.model_name, learned, self.metrics.learned,
+                               record.position, imputed)
         self.sink.send(orjson.dumps(output), record.key)
         self.positions[record.partition] = record.next_position
         self._since_checkpoint += 1
@@ -479,8 +488,11 @@ class Engine:
     def _reject(self, record: Record, exc: InvalidEventError) -> None:
         if record.size is not None and exc.reason == "oversize":  # the source kept only a prefix: say the real size
             exc = oversize_error(record.size, self.config["max_event_bytes"])
+        if isinstance(exc, LabelTypeError) and exc.field is None:  # the model's error: name the event's field
+            exc = exc.for_field(self.config["label_field"])
         self.metrics.update_dead_letter(exc.reason)
-        self.dead_letters.send(self._dead_letter(record, exc), record.key)
+        letter = dead_letter_record(record, exc, self.config["dead_letter_max_value_bytes"])
+        self.dead_letters.send(orjson.dumps(letter), record.key)
         self.positions[record.partition] = record.next_position
         self._since_checkpoint += 1
 
@@ -488,6 +500,8 @@ class Engine:
         """The model's ``prequential_iter`` when the engine can hand it whole polls, else None."""
         many = getattr(model, "prequential_iter", None)
         if not callable(many) or self._emit_imputed:  # imputations are taken between predicting and learning
+            return None
+        if self._check_labels:  # the engine checks this model's label types, one event at a time
             return None
         return many
 
@@ -498,30 +512,6 @@ class Engine:
 
     def _predict_separately(self, x: dict) -> tuple[typing.Any, dict]:
         return self.model.predict_one(x), self.model.predict_proba_one(x)
-
-    def _dead_letter(self, record: Record, exc: InvalidEventError) -> bytes:
-        raw = bytes(record.value)
-        limit = self.config["dead_letter_max_value_bytes"]
-        kept = raw[:limit]
-        size = len(raw) if record.size is None else record.size
-        letter: dict[str, typing.Any] = {
-            "reason": exc.reason,
-            "error": str(exc),
-            "field": exc.field,
-            "source": record.position,
-            "size": size,
-        }
-        try:
-            letter["value"] = kept.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            if len(kept) < len(raw) and exc.reason == "unexpected end of data":
-                # the cut fell inside a multi-byte character of valid text
-                letter["value"] = kept[: exc.start].decode("utf-8", errors="replace")
-            else:
-                letter["value_b64"] = base64.b64encode(kept).decode("ascii")
-        if len(kept) < size:
-            letter["truncated"] = True
-        return orjson.dumps(letter)
 
     # -- helpers ------------------------------------------------------------------
 

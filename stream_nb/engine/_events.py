@@ -17,7 +17,8 @@ field). When a key appears twice in one object, the last value wins.
   exactly representable (``|x| <= 2**53``) and is then converted to ``int``, so
   ``1.0`` and ``1`` are the same class; any other float, an object or an array
   is rejected (``"bad_label"``). An absent label or ``null`` makes the event
-  *unlabeled*: it is predicted but not learned.
+  *unlabeled*: it is predicted but not learned. (The model then requires every
+  label to be of its first label's JSON type: ``"label_type_conflict"``.)
 * ``id_field`` (default ``"id"``; ``None`` disables it) is passed through to the
   output untouched. Scalars of any JSON type are fine, ``null`` or absent gives
   ``None``; an object, an array, an infinite number, or an integer outside the
@@ -26,7 +27,8 @@ field). When a key appears twice in one object, the last value wins.
 * Every other field is a feature, or only the fields listed in ``features``
   when that is given (other fields are then ignored, whatever they hold).
   Strings, booleans and integers are categorical values and floats numeric
-  ones as far as the model is concerned; ``null`` means *missing* and the key
+  ones as far as the model is concerned (which keeps each feature to the type
+  of its first value: ``"bad_feature_type"``); ``null`` means *missing* and the key
   is dropped. An object or an array as a feature value is rejected
   (``"nested_value"``, naming the field). An integer outside the 64-bit range
   is read as the nearest float, as orjson reads it: a numeric value.
@@ -73,8 +75,8 @@ import typing
 
 import orjson
 
+from .._checks import configure, is_integer
 from ..exceptions import ConfigError, FeatureTypeError, InvalidEventError
-from ._config import configure
 
 __all__ = ["BOM", "DEFAULT_CONFIG", "Event", "EventDecoder", "oversize_error", "validate_label"]
 
@@ -263,7 +265,7 @@ class EventDecoder:
                     raise ConfigError(
                         f"features must not contain {reserved!r}: it is the {what}, not a feature"
                     )
-        if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
+        if not is_integer(max_bytes) or max_bytes < 1:
             raise ConfigError(f"max_event_bytes must be a positive integer, got {max_bytes!r}")
         self._label_field = label_field
         self._id_field = id_field

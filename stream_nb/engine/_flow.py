@@ -18,11 +18,13 @@ round every ``poll_timeout``, so a stop request is noticed and the liveness
 clock keeps ticking. A record that fails also leaves ``in_flight``, so a
 broken output resumes the input and the next ``send`` raises the sink's error.
 
-Optional protocol: a sink with an integer ``in_flight`` attribute and a
-source with ``pause()`` and ``resume()``. Anything else (JSON lines, whose
-sink writes synchronously) is never paused. Sinks that share one queue (the
+Optional capabilities (:mod:`stream_nb.engine._protocols`): a sink that
+:class:`~stream_nb.engine.CountsInFlight` and a source that is
+:class:`~stream_nb.engine.Pausable`. Anything else (JSON lines, whose sink
+writes synchronously) is never paused. Sinks that share one queue (the
 exactly-once outputs and dead letters share one transaction) name it in
-``in_flight_owner``, and it is counted once.
+``in_flight_owner`` (:class:`~stream_nb.engine.SharesQueue`), and it is
+counted once.
 
 >>> class Sink:
 ...     in_flight = 0
@@ -57,6 +59,8 @@ import logging
 import time
 import typing
 
+from ._protocols import CountsInFlight, Pausable, SharesQueue
+
 __all__ = ["FlowControl"]
 
 log = logging.getLogger("stream_nb.engine")
@@ -74,10 +78,13 @@ class FlowControl:
 
     def __init__(self, source: typing.Any, sinks: typing.Iterable[typing.Any], limit: int):
         self.source = source
-        self.sinks = [s for s in sinks if isinstance(getattr(s, "in_flight", None), int)]
+        self.sinks = [s for s in sinks if isinstance(s, CountsInFlight)]
+        # a queue shared by several sinks is counted once: one sink per owner
+        owners = {id(s.in_flight_owner if isinstance(s, SharesQueue) else s): s for s in self.sinks}
+        self._counted = list(owners.values())
         self.limit = limit
         self.resume_at = limit // 2
-        can_pause = callable(getattr(source, "pause", None)) and callable(getattr(source, "resume", None))
+        can_pause = isinstance(source, Pausable)
         #: True when this controller can pause the source at all.
         self.active = bool(limit > 0 and self.sinks and can_pause)
         #: True while the source is paused.
@@ -90,13 +97,7 @@ class FlowControl:
 
     def in_flight(self) -> int:
         """Records handed to the sinks and not yet acknowledged (a shared queue counted once)."""
-        total, seen = 0, set()
-        for s in self.sinks:
-            owner = id(getattr(s, "in_flight_owner", s))
-            if owner not in seen:
-                seen.add(owner)
-                total += s.in_flight
-        return total
+        return sum(s.in_flight for s in self._counted)
 
     @property
     def paused_seconds(self) -> float:

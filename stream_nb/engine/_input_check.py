@@ -30,7 +30,7 @@ With ``--log-format json`` each line carries ``"event": "input_check"`` and
 
 >>> import logging
 >>> from ._events import EventDecoder
->>> from ._io import Record
+>>> from ._records import Record
 >>> check = InputCheck(EventDecoder())
 >>> rows = [b"outlook,temperature,label", b"sunny,28.0,no", b"rain,18.5,yes"]
 >>> check.see([Record(v, None, "in.csv", {"file": "in.csv", "line": i}, i) for i, v in enumerate(rows, 1)])

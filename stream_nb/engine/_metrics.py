@@ -40,6 +40,7 @@ from __future__ import annotations
 import math
 import typing
 
+from .._checks import is_integer
 from ..exceptions import ConfigError
 
 __all__ = ["PrequentialMetrics", "DEFAULT_LOG_LOSS_FLOOR"]
@@ -71,7 +72,7 @@ class PrequentialMetrics:
     """
 
     def __init__(self, log_loss_floor: float = DEFAULT_LOG_LOSS_FLOOR):
-        if isinstance(log_loss_floor, bool) or not isinstance(log_loss_floor, (int, float)) or not (
+        if not (is_integer(log_loss_floor) or isinstance(log_loss_floor, float)) or not (
             0.0 < log_loss_floor < 1.0
         ):
             raise ConfigError(f"log_loss_floor must be a number in (0, 1), got {log_loss_floor!r}")
@@ -155,16 +156,16 @@ class PrequentialMetrics:
         """Continue from counters saved by :meth:`state` (the floor stays this object's own)."""
         for name in ("events", "predicted", "labeled", "learned", "correct", "log_loss_floored"):
             value = state[name]
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            if not is_integer(value) or value < 0:
                 raise ValueError(f"metrics state: {name} must be an integer >= 0, got {value!r}")
             setattr(self, name, value)
         total = state["log_loss_sum"]
-        if isinstance(total, bool) or not isinstance(total, (int, float)) or not total >= 0:
+        if not (is_integer(total) or isinstance(total, float)) or not total >= 0:
             raise ValueError(f"metrics state: log_loss_sum must be a number >= 0, got {total!r}")
         self.log_loss_sum = float(total)
         reasons = state["dead_letters_by_reason"]
         if not isinstance(reasons, dict) or not all(
-            isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and v >= 0 for k, v in reasons.items()
+            isinstance(k, str) and is_integer(v) and v >= 0 for k, v in reasons.items()
         ):
             raise ValueError(f"metrics state: dead_letters_by_reason must map reasons to counts, got {reasons!r:.80}")
         self.dead_letters_by_reason = dict(reasons)

@@ -19,7 +19,7 @@ import logging
 import time
 import typing
 
-from ..engine import Observer
+from ..engine import NamedInput, Observer, Rebalancing, ReportsLag
 
 __all__ = ["DaemonObserver", "LATENCY_BUCKETS", "REBUILD_BUCKETS"]
 
@@ -149,7 +149,7 @@ class DaemonObserver(Observer):
         """Become ``engine``'s observer (before :meth:`~stream_nb.engine.Engine.run`)."""
         self.engine = engine
         source = engine.source
-        self.lag_unit = getattr(source, "lag_unit", None)
+        self.lag_unit = source.lag_unit if isinstance(source, ReportsLag) else None
         n = getattr(engine.model, "n_rebuilds", None)
         if isinstance(n, int) and not isinstance(n, bool):
             self._model = engine.model
@@ -157,10 +157,9 @@ class DaemonObserver(Observer):
             self.event_done = self._event_done_and_rebuilds  # type: ignore[method-assign]
         #: True when the engine writes snapshots (a checkpointer), or once one was reported.
         self.snapshots_on = getattr(engine, "checkpointer", None) is not None
-        add_callback = getattr(source, "add_rebalance_callback", None)
-        if callable(add_callback):
-            self.assigned = frozenset(getattr(source, "assignment", ()) or ())
-            add_callback(self._on_rebalance)
+        if isinstance(source, Rebalancing):
+            self.assigned = frozenset(source.assignment or ())
+            source.add_rebalance_callback(self._on_rebalance)
         self.last_loop = time.monotonic()
         self.state = "running"
         engine.observer = self
@@ -259,7 +258,8 @@ class DaemonObserver(Observer):
             check("partitions", bool(assigned), assigned or "no partition assigned")
             check("broker", self.lag_error is None, self.lag_error or "answering")
         else:
-            check("input", engine is not None, getattr(getattr(engine, "source", None), "partition", None))
+            source = getattr(engine, "source", None)
+            check("input", engine is not None, source.partition if isinstance(source, NamedInput) else None)
         check("output", self.flush_error is None, self.flush_error or "flushing")
         if self.snapshots_on:
             failed = self.snapshot_error or getattr(getattr(engine, "checkpointer", None), "last_ok", True) is False
@@ -284,11 +284,10 @@ class DaemonObserver(Observer):
     def _refresh_lag(self, now: float) -> None:
         self._next_lag = now + self.lag_interval
         source = getattr(self.engine, "source", None)
-        lag_of = getattr(source, "lag", None)
-        if not callable(lag_of):
+        if not isinstance(source, ReportsLag):
             return
         try:
-            lag = lag_of(min(LAG_TIMEOUT_S, self.lag_interval))
+            lag = source.lag(min(LAG_TIMEOUT_S, self.lag_interval))
         except Exception as exc:  # noqa: BLE001 - the broker is unreachable, or the source is closed
             error = f"{type(exc).__name__}: {exc}"
             if self.lag_error is None:

@@ -2,7 +2,8 @@
 
 :func:`save` and :func:`load` are the public API (``stream_nb.save``,
 ``stream_nb.load``); the daemon writes the same container with its source
-positions and metrics added to the header (see :mod:`stream_nb.engine._checkpoint`).
+positions and metrics added to the header (see :mod:`stream_nb.engine._checkpoint`), into
+the snapshot directory of :class:`~stream_nb.snapshots.SnapshotStore`.
 Loading never executes code: the file holds raw little-endian numeric arrays
 and one JSON document, nothing is unpickled or imported from it.
 
@@ -66,9 +67,10 @@ file's size in memory.
 Writing is atomic: a temporary file in the same directory (``.NAME.tmp-*``),
 written, flushed and fsynced, renamed over NAME, and the directory fsynced. A
 crash leaves either the old file or the new one, and at most a temporary file
-that no reader takes for a snapshot. For fault tests only, the environment
-variable ``STREAM_NB_TEST_PAUSE_SNAPSHOT_WRITE=SECONDS`` makes :func:`write`
-sleep between the fsync of the temporary file and the rename.
+that no reader takes for a snapshot. :func:`write` calls its ``before_rename``
+argument, when given, between the fsync of the temporary file and the rename
+(the fault tests' window for a kill -9 during a write; see
+:class:`~stream_nb.snapshots.FaultHooks`).
 
 >>> import os, tempfile
 >>> from stream_nb import NaiveBayes
@@ -104,7 +106,14 @@ import uuid
 
 import numpy as np
 
-from .exceptions import SnapshotError
+from .._checks import is_integer
+from .._version import __version__
+from ..aode import AODE
+from ..exceptions import SnapshotError
+from ..kdb import KDB
+from ..naive_bayes import NaiveBayes
+from ..spode import SPODE
+from ..tan import TAN
 
 __all__ = [
     "FORMAT_VERSION",
@@ -117,6 +126,7 @@ __all__ = [
     "model_from_state",
     "encode_meta",
     "decode_meta",
+    "MODEL_CLASSES",
 ]
 
 MAGIC = b"\x89SNB\r\n\x1a\n"
@@ -136,9 +146,8 @@ _MAX_NDIM = 32
 #: Deepest nesting of the header's JSON: a model's header needs about a dozen levels.
 _MAX_DEPTH = 64
 _TAGS = ("$tuple", "$dict", "$float")
-#: Environment variable read by :func:`write`: seconds to sleep between writing the
-#: temporary file and renaming it. For fault tests only (kill -9 during a write).
-TEST_PAUSE_ENV = "STREAM_NB_TEST_PAUSE_SNAPSHOT_WRITE"
+#: The model classes a snapshot may name: stream_nb's exported classifiers, by class name.
+MODEL_CLASSES: dict[str, type] = {cls.__name__: cls for cls in (NaiveBayes, AODE, TAN, SPODE, KDB)}
 
 
 # ----------------------------------------------------------------- metadata
@@ -234,27 +243,20 @@ def _fsync_dir(directory: str) -> None:
         os.close(fd)
 
 
-def _test_pause() -> float:
-    raw = os.environ.get(TEST_PAUSE_ENV, "").strip()
-    if not raw:
-        return 0.0
-    try:
-        return max(0.0, float(raw))
-    except ValueError:
-        return 0.0
-
-
 def write(
     path: str | os.PathLike,
     arrays: dict[str, np.ndarray],
     meta: dict,
     *,
     daemon: dict | None = None,
+    before_rename: typing.Callable[[str, str], None] | None = None,
 ) -> int:
     """Write a snapshot atomically (see the module docstring); return its size in bytes.
 
     ``arrays`` and ``meta`` are a model's ``state()``; ``daemon`` is the
-    daemon's JSON-able part of the header, or ``None``. Raises
+    daemon's JSON-able part of the header, or ``None``. ``before_rename``, when
+    given, is called with the temporary file and ``path`` once the temporary
+    file is written and fsynced, just before it is renamed over ``path``. Raises
     :class:`~stream_nb.exceptions.SnapshotError` naming the file when it cannot
     be written (the original ``OSError`` is its ``__cause__``); the file at
     ``path``, if any, is then left as it was.
@@ -272,7 +274,7 @@ def write(
         "version": FORMAT_VERSION,
         "created": _utc(now),
         "created_unix": now,
-        "stream_nb": _version(),
+        "stream_nb": __version__,
         "model": encode_meta(meta, "model state"),
         "arrays": entries,
         "daemon": encode_meta(daemon, "daemon state") if daemon is not None else None,
@@ -307,9 +309,8 @@ def write(
                     put(a.reshape(-1).view(np.uint8))
             put(digest.digest())
             os.fsync(f.fileno())
-        pause = _test_pause()
-        if pause:
-            time.sleep(pause)
+        if before_rename is not None:
+            before_rename(tmp, path)
         os.replace(tmp, path)
         _fsync_dir(directory)
     except OSError as exc:
@@ -317,12 +318,6 @@ def write(
             os.unlink(tmp)
         raise SnapshotError(f"{path}: cannot write the snapshot: {exc.strerror or exc}") from exc
     return written
-
-
-def _version() -> str:
-    from . import __version__
-
-    return __version__
 
 
 # ----------------------------------------------------------------- reading
@@ -395,7 +390,7 @@ def read(path: str | os.PathLike) -> SnapshotFile:
         raise _damaged(path, f"not a stream_nb snapshot (its first bytes are {data[:8]!r}, expected {MAGIC!r})")
     if version != FORMAT_VERSION:
         raise _damaged(
-            path, f"unknown snapshot format version {version}; this stream_nb ({_version()}) reads version "
+            path, f"unknown snapshot format version {version}; this stream_nb ({__version__}) reads version "
             f"{FORMAT_VERSION} only"
         )
     header_end = _PREFIX.size + hlen
@@ -486,7 +481,26 @@ def _deeper_than(value: typing.Any, limit: int) -> bool:
 
 
 def _is_count(value: typing.Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    return is_integer(value) and value >= 0
+
+
+#: The daemon part's metrics: the engine's exact counters (``PrequentialMetrics.state()``).
+_METRIC_COUNTS = ("events", "predicted", "labeled", "learned", "correct", "log_loss_floored")
+
+
+def _metrics_problem(metrics: dict) -> str | None:
+    for name in _METRIC_COUNTS:
+        if name not in metrics:
+            return f"lack {name!r}"
+        if not _is_count(metrics[name]):
+            return f"{name} is {_short(metrics[name])}, expected an integer >= 0"
+    total = metrics.get("log_loss_sum")
+    if not (is_integer(total) or isinstance(total, float)) or not total >= 0:
+        return f"log_loss_sum is {_short(total)}, expected a number >= 0"
+    reasons = metrics.get("dead_letters_by_reason")
+    if not isinstance(reasons, dict) or not all(isinstance(k, str) and _is_count(v) for k, v in reasons.items()):
+        return f"dead_letters_by_reason is {_short(reasons)}, expected an object of counts"
+    return None
 
 
 def _header_problem(header: dict) -> str | None:
@@ -520,14 +534,9 @@ def _header_problem(header: dict) -> str | None:
         if name in daemon and not ok(daemon[name]):
             return f"the daemon part's {name!r} is {_short(daemon[name])}, expected {what}"
     if daemon.get("metrics") is not None:
-        from .engine._metrics import PrequentialMetrics
-
-        try:
-            PrequentialMetrics().load_state(daemon["metrics"])
-        except KeyError as exc:
-            return f"the daemon part's metrics lack {exc}"
-        except (TypeError, ValueError) as exc:
-            return f"the daemon part's {exc}"
+        problem = _metrics_problem(daemon["metrics"])
+        if problem is not None:
+            return f"the daemon part's metrics: {problem}"
     return None
 
 
@@ -560,27 +569,12 @@ def _expected_size(header: dict, header_end: int) -> tuple[int | None, str | Non
 # ----------------------------------------------------------------- models
 
 
-def _model_classes() -> dict[str, type]:
-    """The model classes a snapshot may name: stream_nb's exported classifiers."""
-    import stream_nb
-
-    from ._base import BayesClassifier
-
-    out = {}
-    for name in stream_nb.__all__:
-        cls = getattr(stream_nb, name, None)
-        if isinstance(cls, type) and issubclass(cls, BayesClassifier):
-            out[name] = cls
-    return out
-
-
 def model_from_state(arrays: dict, meta: dict, path: str = "snapshot") -> typing.Any:
     """Rebuild a stream_nb model from its state; SnapshotError naming ``path`` if it does not fit."""
-    classes = _model_classes()
     name = meta.get("model") if isinstance(meta, dict) else None
-    cls = classes.get(name) if isinstance(name, str) else None
+    cls = MODEL_CLASSES.get(name) if isinstance(name, str) else None
     if cls is None:
-        raise _damaged(path, f"holds a model of type {_short(name)}; expected one of {', '.join(classes)}")
+        raise _damaged(path, f"holds a model of type {_short(name)}; expected one of {', '.join(MODEL_CLASSES)}")
     try:
         return cls.from_state(arrays, meta)
     except Exception as exc:  # noqa: BLE001 - any inconsistency of a checksummed file is reported alike
@@ -592,8 +586,8 @@ def save(model: typing.Any, path: str | os.PathLike) -> int:
 
     The file is the snapshot container of this module; :func:`load` reads it back.
     """
-    if type(model).__name__ not in _model_classes() or not callable(getattr(model, "state", None)):
-        raise TypeError(f"save() takes a stream_nb classifier ({', '.join(_model_classes())}), got {type(model).__name__}")
+    if type(model).__name__ not in MODEL_CLASSES or not callable(getattr(model, "state", None)):
+        raise TypeError(f"save() takes a stream_nb classifier ({', '.join(MODEL_CLASSES)}), got {type(model).__name__}")
     arrays, meta = model.state()
     return write(path, arrays, meta)
 

@@ -4,11 +4,15 @@
 (:func:`make_connectors`): the :class:`~connectors.kafka.KafkaSource` of
 :mod:`connectors.kafka`, reading with ``isolation_level="read_committed"``,
 and two :class:`TransactionalSink` views (outputs, dead letters) of one
-:class:`Transaction`, a transactional ``KafkaProducer``.
+:class:`Transaction`, a transactional ``KafkaProducer``. The three share the
+producer and the consumer group, so this module is a
+:class:`~stream_nb.engine.JointConnectorModule`: one ``make_connectors(config)``
+instead of three separate factories.
 
 A transaction begins with the first output after the previous commit. At each
-checkpoint the daemon's :class:`~stream_nb.engine._checkpoint.ExactlyOnceCheckpointer`
-flushes, writes a snapshot, and calls :meth:`Transaction.commit`, which adds
+checkpoint the daemon's :class:`~stream_nb.engine.ExactlyOnceCheckpointer`
+flushes, writes a snapshot, and calls :meth:`Transaction.commit` (a
+:class:`Transaction` is a :class:`~stream_nb.engine.Transactional`), which adds
 the consumed offsets (``send_offsets_to_transaction`` with the consumer's
 ``group_metadata()``, so the broker fences a stale member) and commits. A
 ``read_committed`` consumer of the output topics sees each prediction once;
@@ -25,14 +29,17 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import types
 
 import kafka.errors as Errors
 from kafka import KafkaProducer
 
 from stream_nb.exceptions import ConfigError
 
-from .kafka import DeliveryError, KafkaSink, KafkaSource, _connect, _resolve, _servers, _split
+from ._client import connect, ensure_topic, resolve, servers
+from ._errors import DeliveryError
+from ._factories import split
+from ._sink import KafkaSink
+from ._source import KafkaSource
 
 __all__ = ["Transaction", "TransactionalSink", "make_connectors"]
 
@@ -53,21 +60,22 @@ class Transaction:
         ``transactional_id`` is required.
     """
 
-    _FIXED = {k: v for k, v in KafkaSink._FIXED.items() if k != "transactional_id"}
+    #: The sink's fixed producer keys, except ``transactional_id``: required here.
+    FIXED = {k: v for k, v in KafkaSink.FIXED.items() if k != "transactional_id"}
 
     def __init__(self, source: KafkaSource, topics: list[str], config: dict):
         transactional_id = config.get("transactional_id")
         if not isinstance(transactional_id, str) or not transactional_id:
             raise ConfigError(f"exactly-once outputs need a transactional_id, got {transactional_id!r}")
-        cfg = _resolve("Kafka transactional producer", KafkaSink.DEFAULT_CONFIG, KafkaProducer.DEFAULT_CONFIG,
-                       self._FIXED, {**config, "topic": topics[0]})
+        cfg = resolve("Kafka transactional producer", KafkaSink.DEFAULT_CONFIG, KafkaProducer.DEFAULT_CONFIG,
+                      self.FIXED, {**config, "topic": topics[0]})
         self.source = source
         self.transactional_id = transactional_id
         self._close_timeout_ms = cfg["close_timeout_ms"]
         if cfg["create_topic"]:
             for topic in dict.fromkeys(topics):
-                KafkaSink._ensure_topic(types.SimpleNamespace(topic=topic), cfg)
-        self._client_cfg = {k: v for k, v in cfg.items() if k not in KafkaSink._OWN_KEYS}
+                ensure_topic(topic, cfg)
+        self._client_cfg = {k: v for k, v in cfg.items() if k not in KafkaSink.OWN_KEYS}
         self._block_s = cfg.get("max_block_ms", KafkaProducer.DEFAULT_CONFIG["max_block_ms"]) / 1000
         self._producer = self._new_producer()
         self._in_transaction = False
@@ -79,17 +87,29 @@ class Transaction:
         self.commits = 0
         self.aborts = 0
         log.info("Kafka exactly-once outputs: transactional id %r, bootstrap %s", transactional_id,
-                 _servers(cfg["bootstrap_servers"]))
+                 servers(cfg["bootstrap_servers"]))
 
     def _new_producer(self) -> KafkaProducer:
         """A transactional producer, registered: ``init_transactions`` aborts what a predecessor left open."""
-        producer = _connect(KafkaProducer, self._client_cfg, role=f"transactional producer {self.transactional_id!r}")
+        producer = connect(KafkaProducer, self._client_cfg, role=f"transactional producer {self.transactional_id!r}")
         try:
             producer.init_transactions()
         except BaseException:
             producer.close(timeout=self._close_timeout_ms / 1000)
             raise
         return producer
+
+    def _live(self) -> KafkaProducer:
+        """The producer; a new registered one when a failed abort could not replace the last one.
+
+        A broker that stays down past ``bootstrap_timeout_ms`` makes :meth:`abort`
+        raise with no producer left; the next send or commit registers again
+        (aborting on the broker what the lost producer left open) instead of
+        failing on the missing producer.
+        """
+        if self._producer is None:
+            self._producer = self._new_producer()
+        return self._producer
 
     def _complete(self, what: str, start: str, *args) -> None:
         """Run a transactional request and wait for it, at most ``max_block_ms``.
@@ -100,7 +120,7 @@ class Transaction:
         the producer's transaction manager, wakes its sender while waiting, and
         raises ``KafkaTimeoutError`` past the bound.
         """
-        producer = self._producer
+        producer = self._live()
         manager = getattr(producer, "_transaction_manager", None)
         sender = getattr(producer, "_sender", None)
         if manager is None or sender is None or not hasattr(manager, start):  # another kafka-python: no bound
@@ -124,7 +144,7 @@ class Transaction:
         if self._failed:
             raise self._error(topic)
         if not self._in_transaction:
-            self._producer.begin_transaction()
+            self._live().begin_transaction()
             self._in_transaction = True
         try:
             future = self._producer.send(topic, value=value, key=key)
@@ -137,7 +157,7 @@ class Transaction:
 
     def flush(self, topic: str = "outputs") -> None:
         """Wait for every record sent; :class:`~connectors.kafka.DeliveryError` if any failed."""
-        if not self._closed:
+        if not self._closed and self._producer is not None:
             self._producer.flush(timeout=self._block_s)
         if self._failed:
             raise self._error(topic)
@@ -145,7 +165,7 @@ class Transaction:
     def commit(self, positions: dict[str, int], metadata: str = "") -> None:
         """Add the offsets of ``positions`` (assigned partitions) to the transaction and commit it."""
         if not self._in_transaction:
-            self._producer.begin_transaction()
+            self._live().begin_transaction()
             self._in_transaction = True
         offsets = self.source.transaction_offsets(positions, metadata)
         if offsets:
@@ -177,6 +197,7 @@ class Transaction:
                     old.close(timeout=0)
                 except Exception:  # noqa: BLE001 - the old producer is broken anyway
                     log.debug("closing the old transactional producer failed", exc_info=True)
+                self._in_transaction = False  # whatever happens next, the old transaction is gone with its producer
                 self._producer = self._new_producer()
             self._in_transaction = False
         self.aborts += 1
@@ -198,6 +219,8 @@ class Transaction:
         if self._users > 0 or self._closed:
             return
         self._closed = True
+        if self._producer is None:  # a failed abort left none: nothing is open
+            return
         try:
             if self._in_transaction:
                 self._producer.abort_transaction()
@@ -226,7 +249,11 @@ class Transaction:
 
 
 class TransactionalSink:
-    """A :class:`~stream_nb.engine._io.Sink` writing one topic inside a shared :class:`Transaction`."""
+    """A :class:`~stream_nb.engine.Sink` writing one topic inside a shared :class:`Transaction`.
+
+    A :class:`~stream_nb.engine.SendsInTransaction` (its :attr:`transaction`),
+    :class:`~stream_nb.engine.CountsInFlight` and :class:`~stream_nb.engine.SharesQueue`.
+    """
 
     def __init__(self, transaction: Transaction, topic: str):
         self.transaction = transaction
@@ -262,7 +289,7 @@ def make_connectors(config: dict) -> tuple[KafkaSource, TransactionalSink, Trans
     ``config`` is the daemon-level dict of :func:`connectors.kafka.make_source`
     plus ``transactional_id``; the source reads ``read_committed``.
     """
-    source_cfg, sink_cfg = _split(config)
+    source_cfg, sink_cfg = split(config)
     output = config.get("output_topic")
     if not output:
         raise ConfigError("Kafka: 'output_topic' is required")

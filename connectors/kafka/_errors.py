@@ -1,0 +1,42 @@
+"""The errors of the Kafka connector (besides :class:`~stream_nb.exceptions.CommitError`)."""
+
+from __future__ import annotations
+
+from stream_nb.exceptions import StreamNBError
+
+__all__ = ["ConnectorError", "ConnectorUnavailable", "DeliveryError"]
+
+
+class ConnectorError(StreamNBError):
+    """A connector could not talk to its external system."""
+
+
+class ConnectorUnavailable(ConnectorError, ConnectionError):
+    """No Kafka broker answered at start-up. Retry later (with backoff).
+
+    Attributes
+    ----------
+    bootstrap_servers
+        The address that was tried.
+    """
+
+    def __init__(self, message: str, *, bootstrap_servers=None):
+        super().__init__(message)
+        self.bootstrap_servers = bootstrap_servers
+
+
+class DeliveryError(ConnectorError, RuntimeError):
+    """One or more records handed to a :class:`KafkaSink` were not written.
+
+    Attributes
+    ----------
+    topic
+        The sink's topic.
+    failed
+        How many records failed so far.
+    """
+
+    def __init__(self, message: str, *, topic: str, failed: int):
+        super().__init__(message)
+        self.topic = topic
+        self.failed = failed

@@ -1,0 +1,304 @@
+"""The contracts between the engine and the outside world: sources, sinks, checkpointers, connectors.
+
+The engine never imports an I/O library. A connector (top-level package
+``connectors``) implements :class:`Source` and :class:`Sink`; the engine drives
+them. The data path reads straight through::
+
+    Source.poll() -> [Record] -> decode/validate -> model -> Sink.send()
+                                        \\-> dead-letter Sink.send()
+
+Ordering: a Source returns records of one partition in their order, and the
+engine processes them one at a time in that order, so outputs keep the input
+order within a partition.
+
+Commit protocol: after the outputs of a batch have been handed to the sinks,
+the engine calls ``Sink.flush()`` on every sink, and only then
+``Source.commit(positions)`` with the positions *after* the last processed
+record of each partition. A Source must never commit anything else by itself
+(Kafka: ``enable_auto_commit=False``).
+
+Optional capabilities
+---------------------
+Beyond the required methods, a source or sink may offer capabilities, each
+declared below as a :func:`~typing.runtime_checkable` protocol. Whoever uses
+one checks for it with ``isinstance`` (never ``hasattr``), so this module lists
+every method the engine, its checkpointer, the daemon or the operations layer
+may call:
+
+===========================  ==========================================  ==========================
+capability                   members                                     used by
+===========================  ==========================================  ==========================
+:class:`Pausable`            ``pause()``, ``resume()``                   back-pressure (``_flow``)
+:class:`CountsInFlight`      ``in_flight`` (a sink)                      back-pressure
+:class:`SharesQueue`         ``in_flight_owner`` (a sink)                back-pressure (count once)
+:class:`ReportsLag`          ``lag(timeout)``, ``lag_unit``              ``/metrics``
+:class:`Rebalancing`         ``assignment``, ``add_rebalance_callback``  ``/metrics``, logs
+:class:`NamedInput`          ``partition`` (one named input: a file)     snapshots, ``/healthz``
+:class:`CountsBlankLines`    ``blank_lines``                             the daemon's final summary
+:class:`ResumesByPolicy`     ``set_resume_policy(policy)``               snapshots (Kafka)
+:class:`HandlesRevocation`   ``set_revocation_handler(handler)``         snapshots (Kafka)
+:class:`Repositionable`      ``reposition()``                            exactly-once rewinds
+:class:`ReportsCommitted`    ``committed(partitions)``                   exactly-once recovery
+:class:`SendsInTransaction`  ``transaction`` (a sink)                    exactly-once checkpoints
+===========================  ==========================================  ==========================
+
+A source whose partitions are assigned by a consumer group (Kafka) is a
+:class:`ResumesByPolicy`; its ``commit`` also takes ``metadata=`` (the
+checkpointer is told so with ``commit_metadata=True``).
+
+The engine hands its checkpoints to a :class:`Checkpointing` object when it
+has one (the daemon's snapshot checkpointer, :mod:`stream_nb.engine._checkpoint`).
+
+Connector modules (``connectors.jsonl``, ``connectors.kafka``) are
+:class:`ConnectorModule`: three factories, each taking one dict of settings. A
+module whose source and sinks must be built together (exactly-once Kafka: one
+transactional producer for both sinks, bound to the source's consumer group) is
+a :class:`JointConnectorModule` instead: one ``make_connectors(config)``.
+
+>>> class FileLines:
+...     partition = "in.jsonl"
+...     def pause(self): pass
+>>> isinstance(FileLines(), NamedInput), isinstance(FileLines(), Pausable)  # no resume(): not pausable
+(True, False)
+"""
+
+from __future__ import annotations
+
+import typing
+
+from ._records import Record
+
+__all__ = [
+    "Checkpointing",
+    "ConnectorModule",
+    "CountsBlankLines",
+    "CountsInFlight",
+    "HandlesRevocation",
+    "JointConnectorModule",
+    "NamedInput",
+    "Pausable",
+    "Rebalancing",
+    "RebalanceCallback",
+    "Repositionable",
+    "ReportsCommitted",
+    "ReportsLag",
+    "ResumePolicy",
+    "ResumesByPolicy",
+    "RevocationHandler",
+    "SendsInTransaction",
+    "SharesQueue",
+    "Sink",
+    "Source",
+    "Transactional",
+]
+
+#: ``callback(event, partitions)`` with ``event`` in ``"revoked"``, ``"assigned"``, ``"lost"``.
+RebalanceCallback = typing.Callable[[str, list], None]
+#: ``policy(partition, committed_offset or None, committed_metadata or None) -> offset or None``
+ResumePolicy = typing.Callable[[str, "int | None", "str | None"], "int | None"]
+#: ``handler(partitions) -> (positions to commit, commit metadata, done(ok)) or None``
+RevocationHandler = typing.Callable[[list], typing.Any]
+
+
+class Source(typing.Protocol):
+    """Where events come from; the optional capabilities are the protocols below."""
+
+    def poll(self, max_records: int, timeout: float) -> list[Record]:
+        """Return up to ``max_records`` records, waiting at most ``timeout`` seconds.
+
+        An empty list means nothing arrived in time. A finite source that is
+        exhausted sets :attr:`exhausted` and then returns ``[]``.
+        """
+
+    @property
+    def exhausted(self) -> bool:
+        """True once a finite source (a file) has no more records; False for Kafka."""
+
+    def commit(self, positions: dict[str, int]) -> None:
+        """Durably record that everything before ``positions[partition]`` is done."""
+
+    def seek(self, positions: dict[str, int]) -> None:
+        """Resume each partition at the given ``next_position`` (used by recovery)."""
+
+    def close(self) -> None:
+        """Release resources. Must not commit."""
+
+
+class Sink(typing.Protocol):
+    """Where output records (predictions or dead letters) go."""
+
+    def send(self, value: bytes, key: bytes | None = None) -> None:
+        """Queue one serialised record. May block for back-pressure; never drops."""
+
+    def flush(self) -> None:
+        """Block until every queued record is durably written; raise on failure."""
+
+    def close(self) -> None:
+        """Flush and release resources."""
+
+
+# -- optional capabilities of a source -------------------------------------------
+
+
+@typing.runtime_checkable
+class Pausable(typing.Protocol):
+    """A source that can stop fetching while staying alive (Kafka: still in its group)."""
+
+    def pause(self) -> None:
+        """Stop fetching; :meth:`Source.poll` keeps the connection (and group membership) alive."""
+
+    def resume(self) -> None:
+        """Fetch again what :meth:`pause` stopped."""
+
+
+@typing.runtime_checkable
+class ReportsLag(typing.Protocol):
+    """A source that knows how far behind its input it is."""
+
+    #: Unit of :meth:`lag`: ``"records"`` or ``"bytes"``.
+    lag_unit: str
+
+    def lag(self, timeout: float) -> dict[str, int] | None:
+        """``{partition: how far behind}``, or ``None`` when unknown (a pipe)."""
+
+
+@typing.runtime_checkable
+class Rebalancing(typing.Protocol):
+    """A source whose partitions a consumer group assigns and takes away."""
+
+    @property
+    def assignment(self) -> frozenset[str]:
+        """The partitions currently owned."""
+
+    def add_rebalance_callback(self, callback: RebalanceCallback) -> None:
+        """Call ``callback(event, partitions)`` on every rebalance (on the client's thread: keep it short)."""
+
+
+@typing.runtime_checkable
+class NamedInput(typing.Protocol):
+    """A source reading one named partition: a file path, or ``"stdin"``."""
+
+    #: The partition name of every record: the path, or ``"stdin"``.
+    partition: str
+
+
+@typing.runtime_checkable
+class CountsBlankLines(typing.Protocol):
+    """A line-oriented source that skips blank lines and counts them."""
+
+    #: Blank lines skipped so far.
+    blank_lines: int
+
+
+@typing.runtime_checkable
+class ResumesByPolicy(typing.Protocol):
+    """A source that asks where each partition resumes when it is assigned (Kafka)."""
+
+    def set_resume_policy(self, policy: ResumePolicy | None) -> None:
+        """Position every partition assigned from now on at ``policy(partition, committed, metadata)``."""
+
+
+@typing.runtime_checkable
+class HandlesRevocation(typing.Protocol):
+    """A source that lets its owner checkpoint before partitions are taken away (Kafka)."""
+
+    def set_revocation_handler(self, handler: RevocationHandler | None) -> None:
+        """Call ``handler(partitions)`` before they are revoked; commit what it returns."""
+
+
+@typing.runtime_checkable
+class Repositionable(typing.Protocol):
+    """A source that can position every assigned partition again with its resume policy (a rewind)."""
+
+    def reposition(self) -> None:
+        """Position every assigned partition again before its next record."""
+
+
+@typing.runtime_checkable
+class ReportsCommitted(typing.Protocol):
+    """A source that can read back the positions its group committed (Kafka)."""
+
+    def committed(self, partitions: typing.Iterable[str] | None = None) -> dict[str, int | None]:
+        """The committed position of each partition (``None``: nothing committed); ``ValueError`` for
+        a partition that is not one of this source's."""
+
+
+# -- optional capabilities of a sink ---------------------------------------------
+
+
+@typing.runtime_checkable
+class CountsInFlight(typing.Protocol):
+    """A sink that sends asynchronously and counts what awaits acknowledgement."""
+
+    #: Records handed to ``send`` and neither acknowledged nor failed yet.
+    in_flight: int
+
+
+@typing.runtime_checkable
+class SharesQueue(typing.Protocol):
+    """A sink whose ``in_flight`` is a queue shared with other sinks (counted once)."""
+
+    #: The object owning the shared queue.
+    in_flight_owner: typing.Any
+
+
+@typing.runtime_checkable
+class Transactional(typing.Protocol):
+    """One transaction of outputs and input positions at a time (exactly-once Kafka outputs).
+
+    The sinks send inside the open transaction; :meth:`commit` adds the input
+    positions to it and commits it, :meth:`abort` drops it (raising when the
+    outputs can no longer be produced at all, e.g. fenced by another instance).
+    """
+
+    def commit(self, positions: dict[str, int], metadata: str = "") -> None:
+        """Commit the open transaction with ``positions`` (input offsets) in it."""
+
+    def abort(self) -> None:
+        """Abort the open transaction; its outputs never become visible."""
+
+
+@typing.runtime_checkable
+class SendsInTransaction(typing.Protocol):
+    """A sink that sends inside a :class:`Transactional` (shared by the outputs and dead letters)."""
+
+    #: The transaction the records are sent in.
+    transaction: Transactional
+
+
+# -- the engine's checkpointer ------------------------------------------------------
+
+
+@typing.runtime_checkable
+class Checkpointing(typing.Protocol):
+    """What the engine calls on the checkpointer it is given (see ``Engine(checkpointer=)``)."""
+
+    def attach(self, engine: typing.Any) -> None:
+        """The engine was built with this checkpointer: act on ``engine`` from now on."""
+
+    def checkpoint(self, final: bool = False) -> None:
+        """Do the engine's checkpoint (``final``: the last one of ``Engine.run``)."""
+
+    def status(self) -> dict[str, typing.Any]:
+        """Health figures merged into ``Engine.status()``."""
+
+
+# -- connector modules --------------------------------------------------------------
+
+
+@typing.runtime_checkable
+class ConnectorModule(typing.Protocol):
+    """A connector module: a source, an output sink and a dead-letter sink, each from a dict."""
+
+    def make_source(self, config: dict[str, typing.Any]) -> Source: ...
+
+    def make_sink(self, config: dict[str, typing.Any]) -> Sink: ...
+
+    def make_dead_letter_sink(self, config: dict[str, typing.Any]) -> Sink: ...
+
+
+@typing.runtime_checkable
+class JointConnectorModule(typing.Protocol):
+    """A connector module whose source and two sinks are built together (they share a client)."""
+
+    def make_connectors(self, config: dict[str, typing.Any]) -> tuple[Source, Sink, Sink]: ...

@@ -1,0 +1,195 @@
+"""The records that cross the engine's boundary: one raw input record, one output, one dead letter.
+
+:class:`Record` is what a :class:`~stream_nb.engine.Source` hands the engine.
+For each one the engine sends exactly one record: an :class:`OutputRecord`
+when the event is valid, a :class:`DeadLetterRecord` when it is rejected. Both
+are built here and nowhere else, serialised with orjson, and sent with the
+input record's key.
+
+Output record::
+
+    {"id": 7,                       # the event's id field, or null
+     "prediction": "yes",           # predict_one(x): a label, or null before any learning
+     "proba": {"yes": 0.8, "no": 0.2},  # predict_proba_one(x), {} before any learning
+     "model": "nb",                 # config "model_name"
+     "learned": true,               # the event was labeled and has been learned
+     "n_learned": 42,               # events this engine has learned, this one included
+     "source": {"file": "in.jsonl", "line": 7, "byte": 812}}  # Record.position
+
+plus ``"imputed": {feature: most probable value}`` of the event's missing
+attributes with ``emit_imputed``. Both ``prediction`` and ``proba`` describe
+the model *before* it learned the event (prequential). JSON object keys must be
+strings, so ``proba`` keys are :func:`label_key` of the label: a string label as
+is, an integer in decimal (``1`` -> ``"1"``), a boolean as ``"true"``/``"false"``,
+i.e. the label's JSON text unless it is already a string. ``prediction`` keeps
+the label's own JSON type. Two labels of one JSON type never share a key, and
+one model's labels are all of one type: the first label learned fixes it, and
+a label of another type (``"1"`` after ``1``, ``true`` after ``1``: Python
+holds ``True == 1``) is dead-lettered as ``label_type_conflict`` naming both
+types. stream_nb's models enforce it
+(:class:`~stream_nb.exceptions.LabelTypeError`); for any other river
+classifier the engine does, from the first label it learns.
+
+Dead-letter record (one per rejected record)::
+
+    {"reason": "nested_value",      # InvalidEventError.reason (see stream_nb.engine._events)
+     "error": "feature 'sky' must be ...",  # the human-readable message
+     "field": "sky",                # offending field, or null
+     "source": {...},               # Record.position
+     "size": 81,                    # length of the whole raw event in bytes (also when
+                                    # the source kept only a prefix: Record.size)
+     "value": "{\\"sky\\": {}}"}      # the raw event as text when it is valid UTF-8,
+                                    # or "value_b64": base64 of the bytes otherwise
+
+At most ``dead_letter_max_value_bytes`` of the raw event are copied; a longer
+one (e.g. an ``oversize`` event) is cut and the record gains
+``"truncated": true`` -- ``source`` still locates the full event.
+
+>>> record = Record(b'{"sky": {}}', None, "in.jsonl", {"line": 3}, 40)
+>>> from stream_nb.exceptions import InvalidEventError
+>>> error = InvalidEventError("feature 'sky' must be a string", reason="nested_value", field="sky")
+>>> dead_letter_record(record, error, max_value_bytes=4)
+{'reason': 'nested_value', 'error': "feature 'sky' must be a string", 'field': 'sky', 'source': {'line': 3}, 'size': 11, 'value': '{"sk', 'truncated': True}
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import typing
+
+from ..exceptions import InvalidEventError
+
+__all__ = ["DeadLetterRecord", "OutputRecord", "Record", "dead_letter_record", "label_key", "output_record"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Record:
+    """One raw event as read from a source.
+
+    Parameters
+    ----------
+    value
+        The raw bytes of the event, undecoded.
+    key
+        The message key (Kafka) or ``None``. Outputs for this record are sent
+        with the same key.
+    partition
+        Identifies the ordered stream the record belongs to, for example
+        ``"events-2"`` for topic ``events`` partition 2, or a file path.
+    position
+        JSON-able description of where the record is, copied into the output
+        record's ``source`` field, e.g. ``{"topic": "events", "partition": 2,
+        "offset": 41}`` or ``{"file": "in.jsonl", "line": 7, "byte": 812}``.
+    next_position
+        Where to resume *after* this record: the Kafka offset + 1, or the byte
+        offset of the next line. Committed and snapshotted.
+    size
+        The length in bytes of the whole raw event when ``value`` holds only
+        its first bytes (a source that does not keep an overlong event in
+        memory); ``None``, the default, when ``value`` is the whole event. The
+        engine reports it in the event's ``oversize`` dead letter.
+    """
+
+    value: bytes
+    key: bytes | None
+    partition: str
+    position: dict
+    next_position: int
+    size: int | None = None
+
+
+class OutputRecord(typing.TypedDict, total=False):
+    """The output of one valid event; see the module docstring (``imputed`` only with ``emit_imputed``)."""
+
+    id: typing.Any
+    prediction: typing.Any
+    proba: dict[str, float]
+    model: str
+    learned: bool
+    n_learned: int
+    source: dict
+    imputed: dict
+
+
+class DeadLetterRecord(typing.TypedDict, total=False):
+    """The dead letter of one rejected record; see the module docstring.
+
+    Exactly one of ``value`` and ``value_b64`` is present; ``truncated`` only when the value was cut.
+    """
+
+    reason: str
+    error: str
+    field: str | None
+    source: dict
+    size: int
+    value: str
+    value_b64: str
+    truncated: bool
+
+
+def label_key(label: typing.Any) -> str:
+    """The JSON object key for a class label in an output's ``proba``.
+
+    >>> label_key("yes"), label_key(3), label_key(True), label_key(False)
+    ('yes', '3', 'true', 'false')
+    """
+    if isinstance(label, str):
+        return label
+    if isinstance(label, bool):
+        return "true" if label else "false"
+    return str(label)
+
+
+def output_record(
+    event_id: typing.Any,
+    prediction: typing.Any,
+    proba: dict,
+    model_name: str,
+    learned: bool,
+    n_learned: int,
+    position: dict,
+    imputed: dict | None = None,
+) -> OutputRecord:
+    """The output of one valid event (runs once per event: kept to one dict build)."""
+    output: OutputRecord = {
+        "id": event_id,
+        "prediction": prediction,
+        "proba": {c if type(c) is str else label_key(c): float(p) for c, p in proba.items()},
+        "model": model_name,
+        "learned": learned,
+        "n_learned": n_learned,
+        "source": position,
+    }
+    if imputed is not None:
+        output["imputed"] = imputed
+    return output
+
+
+def dead_letter_record(record: Record, exc: InvalidEventError, max_value_bytes: int) -> DeadLetterRecord:
+    """The dead letter of ``record``, rejected with ``exc``; at most ``max_value_bytes`` of it copied.
+
+    ``size`` is the whole event's (:attr:`Record.size` when the source kept only
+    a prefix), and a value shorter than it is marked ``truncated``.
+    """
+    raw = bytes(record.value)
+    kept = raw[:max_value_bytes]
+    size = len(raw) if record.size is None else record.size
+    letter: DeadLetterRecord = {
+        "reason": exc.reason,
+        "error": str(exc),
+        "field": exc.field,
+        "source": record.position,
+        "size": size,
+    }
+    try:
+        letter["value"] = kept.decode("utf-8")
+    except UnicodeDecodeError as err:
+        if len(kept) < len(raw) and err.reason == "unexpected end of data":
+            # the cut fell inside a multi-byte character of valid text
+            letter["value"] = kept[: err.start].decode("utf-8", errors="replace")
+        else:
+            letter["value_b64"] = base64.b64encode(kept).decode("ascii")
+    if len(kept) < size:
+        letter["truncated"] = True
+    return letter

@@ -1,0 +1,56 @@
+"""Run ``stream-nb`` with fault hooks installed: how the kill tests reach the daemon's narrow windows.
+
+The production code has no test switches: it calls the hooks of
+:class:`stream_nb.snapshots.FaultHooks` (no-ops by default) at the points where
+a crash matters most. This launcher installs hooks that pause there, long
+enough for a test to ``kill -9`` the daemon inside the window, then hands the
+rest of the command line to :func:`stream_nb.cli.main`::
+
+    python tests/fault_launcher.py --pause-snapshot-write 30 -- run --snapshot-dir ...
+    python tests/fault_launcher.py --pause-before-commit 30 -- run --exactly-once ...
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+
+from stream_nb import cli
+from stream_nb.snapshots import FaultHooks, install_fault_hooks
+
+log = logging.getLogger("stream_nb.snapshot")
+
+
+class Pauses(FaultHooks):
+    """Sleep inside the fault windows: between a snapshot's write and rename, before a transaction's commit."""
+
+    def __init__(self, snapshot_write: float = 0.0, before_commit: float = 0.0):
+        self.snapshot_write = snapshot_write
+        self.before_commit = before_commit
+
+    def before_rename(self, temporary: str, path: str) -> None:
+        if self.snapshot_write:
+            time.sleep(self.snapshot_write)
+
+    def before_transaction_commit(self, sequence: int) -> None:
+        if self.before_commit:
+            log.warning("test hook: pausing %.1f s between snapshot %s and its transaction's commit",
+                        self.before_commit, sequence)
+            time.sleep(self.before_commit)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    split = argv.index("--") if "--" in argv else len(argv)
+    parser = argparse.ArgumentParser(prog="fault_launcher", description=__doc__.splitlines()[0])
+    parser.add_argument("--pause-snapshot-write", type=float, default=0.0, metavar="SECONDS")
+    parser.add_argument("--pause-before-commit", type=float, default=0.0, metavar="SECONDS")
+    options = parser.parse_args(argv[:split])
+    install_fault_hooks(Pauses(options.pause_snapshot_write, options.pause_before_commit))
+    return cli.main(argv[split + 1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
