@@ -1829,6 +1829,10 @@ def check_state(arrays: dict, meta: dict) -> None:
         _check_hashable(f"stats.classes[{i}]", y)
     if len(set(classes)) != len(classes):
         raise ValueError("stats.classes: a class appears twice (or two classes are equal in Python, like 1 and True)")
+    label_type = meta.get("label_type")
+    if label_type is not None and (not isinstance(label_type, str) or any(json_type(y) != label_type for y in classes)):
+        raise ValueError(f"stats.label_type: expected the JSON type of every class, got {_kind(label_type)} for "
+                         f"classes {_kind(classes)}")
 
     features = meta["features"]
     if not isinstance(features, list):

@@ -777,6 +777,8 @@ def _edit_discretiser(**changes):
     (lambda m: {**m, "stats": {**m["stats"], "columns": m["stats"]["columns"] + [[99, "x"]]}},
      "feature index int 99 is not -1 or one of the 5 features"),
     (lambda m: {**m, "stats": {**m["stats"], "bin_edges": {"weight": "abc"}}}, "bin_edges\\['weight'\\]"),
+    (lambda m: {**m, "stats": {**m["stats"], "label_type": "number"}}, "label_type: expected the JSON type of every"),
+    (lambda m: {**m, "stats": {**m["stats"], "label_type": "banana"}}, "label_type: expected the JSON type of every"),
 ])
 def test_store_metadata_that_would_crash_later_is_refused(tmp_path, edit, reason):
     # found: a discretiser buffering text or with -5 bins loaded, then crashed learning its feature
