@@ -1914,7 +1914,7 @@ def check_state(arrays: dict, meta: dict) -> None:
             continue  # moments: extreme values learned may have overflowed them, and the model copes
         if scale is None:
             scale = 1e-6 * max(1.0, float(np.abs(arrays["class_count"]).sum()))
-        if a.size and not (np.isfinite(a).all() and a.min() >= -scale and a.max() <= MAX_COUNT):
+        if a.size and not (np.isfinite(a).all() and float(a.min()) >= -scale and float(a.max()) <= MAX_COUNT):
             raise ValueError(f"array {name!r}: counts must be finite, >= 0 and at most {MAX_COUNT:g}")
 
 
