@@ -230,7 +230,7 @@ PROBES = [
 
 
 def exercise(model) -> None:
-    """A loaded model must predict, learn (one and many), save, load and describe itself."""
+    """A loaded model must predict (finite probabilities summing to 1), learn, and rebuild from its own state."""
     for x in PROBES:
         proba = model.predict_proba_one(x)
         assert all(isinstance(p, float) and math.isfinite(p) and 0.0 <= p <= 1.0 for p in proba.values()), proba
