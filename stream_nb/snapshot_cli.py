@@ -28,6 +28,7 @@ and when it was written. A file that fails a check prints
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import typing
@@ -152,8 +153,18 @@ def _plain(value: typing.Any) -> typing.Any:
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     if isinstance(value, dict):
-        return {k if isinstance(k, str) else orjson.dumps(_plain(k)).decode(): _plain(v) for k, v in value.items()}
+        return {k if isinstance(k, str) else _json(_plain(k)): _plain(v) for k, v in value.items()}
     return value
+
+
+def _json(value: typing.Any, indent: bool = False) -> str:
+    """``value`` as JSON text: orjson's, or the standard library's for an integer beyond 64 bits
+    (a label or a parameter a model was given in Python), which orjson does not take."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_INDENT_2 if indent else 0).decode()
+    except TypeError:
+        return json.dumps(value, indent=2 if indent else None, separators=None if indent else (",", ":"),
+                          ensure_ascii=False)
 
 
 def _text(info: dict[str, typing.Any]) -> str:
@@ -205,7 +216,7 @@ def run_inspect(args: argparse.Namespace) -> int:
         print(f"stream-nb: error: {exc}", file=sys.stderr)
         return 2
     if args.json:
-        sys.stdout.write(orjson.dumps(info, option=orjson.OPT_INDENT_2).decode() + "\n")
+        sys.stdout.write(_json(info, indent=True) + "\n")
     else:
         sys.stdout.write(_text(info))
     return 0

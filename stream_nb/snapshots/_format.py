@@ -481,7 +481,9 @@ def _deeper_than(value: typing.Any, limit: int) -> bool:
 
 
 def _is_count(value: typing.Any) -> bool:
-    return is_integer(value) and value >= 0
+    """An integer a count, position or size can be: from 0 to 2**63 - 1 (what JSON writers, Kafka and
+    files take; the engine writes its outputs and metrics with orjson, which takes no larger integer)."""
+    return is_integer(value) and 0 <= value < 1 << 63
 
 
 #: The daemon part's metrics: the engine's exact counters (``PrequentialMetrics.state()``).
@@ -493,7 +495,7 @@ def _metrics_problem(metrics: dict) -> str | None:
         if name not in metrics:
             return f"lack {name!r}"
         if not _is_count(metrics[name]):
-            return f"{name} is {_short(metrics[name])}, expected an integer >= 0"
+            return f"{name} is {_short(metrics[name])}, expected an integer from 0 to 2**63 - 1"
     total = metrics.get("log_loss_sum")
     if not (is_integer(total) or isinstance(total, float)) or not total >= 0:
         return f"log_loss_sum is {_short(total)}, expected a number >= 0"
@@ -524,9 +526,9 @@ def _header_problem(header: dict) -> str | None:
         "store_id": ("a string", lambda v: isinstance(v, str)),
         "model_name": ("a string or null", lambda v: v is None or isinstance(v, str)),
         "exactly_once": ("true or false", lambda v: isinstance(v, bool)),
-        "sequence": ("an integer >= 0", _is_count),
+        "sequence": ("an integer from 0 to 2**63 - 1", _is_count),
         "source": ("an object or null", lambda v: v is None or isinstance(v, dict)),
-        "positions": ("an object of integers >= 0", lambda v: isinstance(v, dict) and all(
+        "positions": ("an object of integers from 0 to 2**63 - 1", lambda v: isinstance(v, dict) and all(
             isinstance(k, str) and _is_count(p) for k, p in v.items())),
         "metrics": ("an object or null", lambda v: v is None or isinstance(v, dict)),
     }
@@ -552,14 +554,14 @@ def _expected_size(header: dict, header_end: int) -> tuple[int | None, str | Non
         offset, nbytes, shape = entry.get("offset"), entry.get("nbytes"), entry.get("shape")
         for field, value in (("offset", offset), ("nbytes", nbytes)):
             if not _is_count(value):
-                return None, f"entry {i}: {field} is {_short(value)}, expected an integer >= 0"
+                return None, f"entry {i}: {field} is {_short(value)}, expected an integer from 0 to 2**63 - 1"
         if offset % _ALIGN or offset < end:
             return None, f"entry {i}: offset {offset} is not a multiple of {_ALIGN} at or after {end}, the end of " \
                          f"the previous array"
         if not isinstance(entry.get("name"), str):
             return None, f"entry {i}: name is {_short(entry.get('name'))}, expected a string"
         if not isinstance(shape, list) or not all(_is_count(d) for d in shape):
-            return None, f"entry {i}: shape is {_short(shape)}, expected a list of integers >= 0"
+            return None, f"entry {i}: shape is {_short(shape)}, expected a list of integers from 0 to 2**63 - 1"
         if not isinstance(entry.get("dtype"), str):
             return None, f"entry {i}: dtype is {_short(entry.get('dtype'))}, expected a string"
         end = offset + nbytes
