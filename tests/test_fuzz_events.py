@@ -365,3 +365,20 @@ def test_tan_predicts_an_event_whose_tree_parent_lost_its_values_when_it_turned_
         assert engine.model.root == "a" and engine.model._stats.n_values[0] == 0  # the case above
         # "a" has no value, so "b" is read on its own: P(b = x | class), as if "b" were a root
         assert outputs[3]["proba"] == pytest.approx({"y": 0.771428571, "n": 0.228571429})
+
+
+def test_a_model_taught_integers_beyond_64_bits_in_python_still_answers_every_event():
+    # found: orjson takes no integer beyond 64 bits; a label or an imputed value that large (learned
+    # through the Python API, or restored from a snapshot) made the engine's output raise TypeError
+    model = stream_nb.NaiveBayes()
+    model.learn_one({"a": "x", "b": 2**70}, 2**70)
+    model.learn_one({"a": "y", "b": 3}, 1)
+    for imputed in (False, True):
+        source, out, dlq = ListSource([b'{"a": "x"}', b'{"a": "y", "label": 1}'], 1), ListSink(), ListSink()
+        engine = Engine(model, source, out, dlq, config={"emit_imputed": imputed, "log_metrics_interval_s": 0})
+        engine.run()
+        outputs = [json.loads(v) for v in out.sent]
+        check_answers(outputs, [], 2, "offset")
+        assert outputs[0]["prediction"] == 2**70
+        if imputed:
+            assert outputs[0]["imputed"] == {"b": 2**70}
