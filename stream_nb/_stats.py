@@ -1743,7 +1743,7 @@ MAX_COUNT = 1e100
 
 
 def _kind(value) -> str:
-    r = repr(value)
+    r = " ".join(repr(value).split())  # one line, whatever the value (a numpy array's repr has several)
     return f"{type(value).__name__} {r if len(r) <= 40 else r[:37] + '...'}"
 
 

@@ -513,7 +513,7 @@ class TAN(StructuredClassifier):
         F = len(self._stats.features)
         parent, cmi, root = self._parent, self._cmi, self._root
         if parent.ndim != 1 or len(parent) > F or ((parent < -1) | (parent >= len(parent))).any():
-            raise ValueError(f"tree: expected at most {F} parents, each a feature index or -1, got {parent!r:.80}")
+            raise ValueError(f"tree: expected at most {F} parents, each a feature index or -1, got {parent.tolist()!r:.80}")
         if isinstance(root, bool) or not isinstance(root, int) or not -1 <= root < F:
             raise ValueError(f"tree: the root must be a feature index or -1, got {root!r:.60}")
         edges = np.flatnonzero(parent >= 0)

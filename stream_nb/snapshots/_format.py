@@ -580,7 +580,8 @@ def model_from_state(arrays: dict, meta: dict, path: str = "snapshot") -> typing
     try:
         return cls.from_state(arrays, meta)
     except Exception as exc:  # noqa: BLE001 - any inconsistency of a checksummed file is reported alike
-        raise _damaged(path, f"its {name} state does not rebuild a model: {type(exc).__name__}: {exc}") from exc
+        reason = " ".join(f"{type(exc).__name__}: {exc}".split())  # one line: a numpy error may span several
+        raise _damaged(path, f"its {name} state does not rebuild a model: {reason}") from exc
 
 
 def save(model: typing.Any, path: str | os.PathLike) -> int:
