@@ -1,7 +1,7 @@
 """stream_nb: streaming Bayesian classifiers that learn from every event.
 
-The learners are river classifiers over one shared store of additive
-sufficient statistics (:mod:`stream_nb._stats`):
+The learners (:mod:`stream_nb.learners`) are river classifiers over one shared
+store of additive sufficient statistics (:mod:`stream_nb.stats`):
 
 - :class:`NaiveBayes`: categorical counts with Lidstone smoothing, Gaussian numeric features;
 - :class:`AODE`: averaged one-dependence estimators;
@@ -9,18 +9,15 @@ sufficient statistics (:mod:`stream_nb._stats`):
 - :class:`SPODE`: one super-parent for every attribute, chosen from the stream;
 - :class:`KDB`: each attribute depends on up to k others (Sahami's k-dependence classifier).
 
+:func:`save` and :func:`load` write and read a model as a snapshot file; the
+errors every layer raises are in :mod:`stream_nb.exceptions`.
+
 >>> from stream_nb import NaiveBayes, AODE, TAN
 """
 
-from __future__ import annotations
-
 from . import exceptions
-from .aode import AODE
-from .kdb import KDB
-from .naive_bayes import NaiveBayes
-from .spode import SPODE
 from ._version import __version__
+from .learners import AODE, KDB, SPODE, TAN, NaiveBayes
 from .snapshots import load, save
-from .tan import TAN
 
 __all__ = ["NaiveBayes", "AODE", "TAN", "SPODE", "KDB", "exceptions", "save", "load"]

@@ -82,6 +82,7 @@ import orjson
 from .cli import MODELS, SETTINGS, _convert, build_model
 from .engine import BOM, EventDecoder, PrequentialMetrics, validate_label
 from .exceptions import ConfigError, InvalidEventError, LabelTypeError
+from .learners import prequential_step
 from ._console import pipe_safe
 
 __all__ = [
@@ -587,11 +588,13 @@ def evaluate(
     on_bad_row
         Called with each :class:`BadRow` (read errors, and events a model rejects).
 
-    Each valid event is predicted by every model (``predict_and_proba_one``), then, when labeled,
-    learned by every model; the time of both calls counts towards the model's events/s. An event
-    any model rejects while predicting or learning (an
+    Each valid event goes through every model's prequential step
+    (:func:`~stream_nb.learners.prequential_step`: predicted, then learned when labeled, or
+    unlabeled with ``learn_unlabeled=True``), the daemon's own; its time counts towards the
+    model's events/s. An event the models reject (an
     :class:`~stream_nb.exceptions.InvalidEventError`) is a bad row for all: the models share the
-    rules that decide it, and a rejected event leaves a model untouched.
+    rules that decide it (a model rejecting an event another one took is a bug, raised as
+    ``RuntimeError``), and a rejected event leaves a model untouched.
     """
     results = [ModelResult(name, model, PrequentialMetrics()) for name, model in models.items()]
     out = Evaluation(source, results)
@@ -616,43 +619,32 @@ def evaluate(
                 continue
             x, y = item[0], item[1]
             where = item[2] if len(item) > 2 else f"event {out.n_events + out.n_bad + 1}"
-            outputs = []
-            try:
-                for r in results:
-                    t = clock()
-                    outputs.append(r.model.predict_and_proba_one(x))
+            steps, rejected = [], None
+            for k, r in enumerate(results):
+                t = clock()
+                try:
+                    steps.append(prequential_step(r.model, x, y))  # the one prequential step
+                except InvalidEventError as exc:
+                    if isinstance(exc, LabelTypeError) and label_field and exc.field is None:
+                        exc = exc.for_field(label_field)
+                    if k:
+                        raise RuntimeError(
+                            f"{where}: {r.name} rejected an event that {results[0].name} took: {exc}"
+                        ) from exc
+                    rejected = exc
+                    break
+                finally:
                     r.seconds += clock() - t
-            except InvalidEventError as exc:
-                bad(BadRow(where, exc.reason, f"{r.name}: {exc}"))
+            if rejected is not None:  # the first model rejected it, which leaves every model untouched
+                bad(BadRow(where, rejected.reason, f"{results[0].name}: {rejected}"))
                 continue
-            learners = results if y is not None else [r for r in results if _learns_unlabeled(r.model)]
-            if learners:
-                rejected = None
-                for k, r in enumerate(learners):
-                    t = clock()
-                    try:
-                        r.model.learn_one(x, y)
-                    except InvalidEventError as exc:
-                        if isinstance(exc, LabelTypeError) and label_field and exc.field is None:
-                            exc = exc.for_field(label_field)
-                        if k:
-                            raise RuntimeError(
-                                f"{where}: {r.name} rejected an event that {learners[0].name} learned: {exc}"
-                            ) from exc
-                        rejected = exc
-                        break
-                    finally:
-                        r.seconds += clock() - t
-                if rejected is not None:
-                    bad(BadRow(where, rejected.reason, f"{learners[0].name}: {rejected}"))
-                    continue
             out.n_events += 1
             if y is None:
                 out.n_unlabeled += 1
             else:
                 out.n_labeled += 1
-            for k, (r, (prediction, proba)) in enumerate(zip(results, outputs)):
-                r.metrics.update_prediction(y, prediction, proba, learned=r in learners)
+            for k, (r, (prediction, proba, learned, _)) in enumerate(zip(results, steps)):
+                r.metrics.update_prediction(y, prediction, proba, learned=learned)
                 if y is not None:
                     correct[k].append(prediction is not None and prediction == y)
                     p = proba.get(y, 0.0)

@@ -65,7 +65,7 @@ import typing
 import numpy as np
 import orjson
 
-from ._stats import json_type
+from .stats import json_type
 from .exceptions import ConfigError, InvalidEventError, SnapshotError
 
 __all__ = ["EXACT_MAX_ATTRIBUTES", "DEFAULT_PERMUTATIONS", "Contribution", "Explanation", "explain_one", "log_odds"]

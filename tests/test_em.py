@@ -9,7 +9,7 @@ import pytest
 
 import reference as ref
 from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes
-from stream_nb.tan import conditional_mutual_information
+from stream_nb.learners import conditional_mutual_information
 from test_learners import learn, random_events
 
 FEATURES = [f"f{i}" for i in range(5)]

@@ -15,7 +15,7 @@ from river import checks
 import reference as ref
 from stream_nb import AODE, KDB, TAN, NaiveBayes
 from stream_nb.exceptions import ConfigError, FeatureTypeError, InvalidEventError, MergeError
-from stream_nb.tan import conditional_mutual_information, maximum_spanning_tree
+from stream_nb.learners import conditional_mutual_information, maximum_spanning_tree
 
 MODELS = [NaiveBayes, AODE, TAN]
 

@@ -1,7 +1,7 @@
 """prequential_many equals the event-by-event loop: predict_and_proba_one, then learn_one.
 
 NaiveBayes scores and learns runs of events with running counts
-(stream_nb/_running.py); every other model loops. Either way the predictions,
+(stream_nb/stats/_running.py); every other model loops. Either way the predictions,
 the probabilities, the errors and the counts left behind must be those of the
 plain loop. Hypothesis draws streams with new values and classes, missing
 values, unlabeled events, bad values and huge numbers, which all end a run.
@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes
-from stream_nb._running import exclusive_counts, grouped_exclusive_counts, running_moments
+from stream_nb.stats import exclusive_counts, grouped_exclusive_counts, running_moments
 from stream_nb.exceptions import InvalidEventError
 
 MODELS = {

@@ -68,7 +68,7 @@ def test_a_label_of_another_type_is_rejected_and_changes_nothing(name, first, se
         model.learn_one({"a": "x", "b": "u"}, second)
     exc = info.value
     assert exc.reason == "label_type_conflict"
-    assert (exc.expected, exc.received) == (stream_nb._stats.json_type(first), stream_nb._stats.json_type(second))
+    assert (exc.expected, exc.received) == (stream_nb.stats.json_type(first), stream_nb.stats.json_type(second))
     assert exc.expected in str(exc) and exc.received in str(exc)
     assert state_of(model) == before
     assert model.classes == [first] and type(model.classes[0]) is type(first)
@@ -173,7 +173,7 @@ def test_the_label_type_survives_a_snapshot(name, first, second, tmp_path):
     model = trained(MODELS[name], first)
     stream_nb.save(model, tmp_path / "m.snb")
     again = stream_nb.load(tmp_path / "m.snb")
-    assert again.label_type == model.label_type == stream_nb._stats.json_type(first)
+    assert again.label_type == model.label_type == stream_nb.stats.json_type(first)
     before = state_of(again)
     with pytest.raises(LabelTypeError):
         again.learn_one({"a": "x", "b": "u"}, second)
@@ -400,10 +400,10 @@ def test_no_two_classes_share_a_key_and_every_class_has_its_probability(stream, 
     assert len(out.sent) + len(dlq.sent) == len(raw)
     keys = [label_key(c) for c in built.classes]
     assert len(set(keys)) == len(keys) == len(built.classes)
-    assert len({stream_nb._stats.json_type(c) for c in built.classes}) <= 1
+    assert len({stream_nb.stats.json_type(c) for c in built.classes}) <= 1
     for f, vt in enumerate(built._stats.vtypes):
-        kinds = {stream_nb._stats.json_type(v) for v in built._stats.values[f] or ()}
-        assert vt is None and not kinds or kinds <= set(stream_nb._stats._VALUE_GROUPS.get(vt, ()))
+        kinds = {stream_nb.stats.json_type(v) for v in built._stats.values[f] or ()}
+        assert vt is None and not kinds or kinds <= set(stream_nb.stats.VALUE_GROUPS.get(vt, ()))
     # the model as it stood before each event: replay the accepted ones one at a time
     replay = {"nb": NaiveBayes, "aode": AODE, "tan": lambda: TAN(rebuild_every=3)}[model]()
     outputs = iter(orjson.loads(v) for v, _ in out.sent)

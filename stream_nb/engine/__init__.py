@@ -20,9 +20,10 @@ Public names only below; the modules behind them are private.
 
 from __future__ import annotations
 
+from ..stats import validate_label  # the label rule lives with the count store
 from ._checkpoint import COMMIT_METADATA_PREFIX, Checkpointer
 from ._engine import DEFAULT_CONFIG, Engine, check_config
-from ._events import BOM, Event, EventDecoder, validate_label
+from ._events import BOM, Event, EventDecoder
 from ._exactly_once import ExactlyOnceCheckpointer
 from ._flow import FlowControl
 from ._metrics import PrequentialMetrics

@@ -49,8 +49,9 @@ import typing
 import orjson
 
 from .._checks import configure, is_integer
-from .._stats import json_type
 from ..exceptions import CommitError, ConfigError, InvalidEventError, LabelTypeError
+from ..learners import prequential_step
+from ..stats import json_type
 from ._events import DEFAULT_CONFIG as EVENT_DEFAULTS
 from ._events import EventDecoder, oversize_error
 from ._flow import FlowControl
@@ -196,8 +197,6 @@ class Engine:
                 raise ConfigError(f"model {type(model).__name__} has no {method}() method")
         name = self.config["model_name"]
         self.model_name = name if name is not None else type(model).__name__
-        # stream_nb's learners score an event once for both; any river classifier works too
-        self._predict = getattr(model, "predict_and_proba_one", None) or self._predict_separately
         # semi-supervised models (learn_unlabeled=True) learn unlabeled events too, once they know a class
         self._learn_unlabeled = getattr(model, "learn_unlabeled", False) is True
         self._emit_imputed = self.config["emit_imputed"]
@@ -247,7 +246,6 @@ class Engine:
         if self._emit_imputed and not callable(getattr(model, "impute_one", None)):
             raise ConfigError(f"emit_imputed needs a model with impute_one(); {type(model).__name__} has none")
         self.model = model
-        self._predict = getattr(model, "predict_and_proba_one", None) or self._predict_separately
         self._learn_unlabeled = getattr(model, "learn_unlabeled", False) is True
         self._watch_labels(model)
         self._many = self._prequential_many(model)
@@ -429,20 +427,16 @@ class Engine:
         """Predict, learn (when labeled) and send one record, or dead-letter it."""
         try:
             event = self.decoder.decode(record.value)
-            x = event.features
             if self._check_labels and event.label is not None:
                 self._check_label_type(event.label)
-            prediction, proba = self._predict(x)
-            imputed = self._impute(x) if self._emit_imputed else None
-            learned = event.label is not None or (self._learn_unlabeled and bool(self.model.classes))
-            if learned:
-                self.model.learn_one(x, event.label)
-                if self._check_labels and self._label_type is None and event.label is not None:
-                    self._first_label, self._label_type = event.label, json_type(event.label)
+            # the one prequential step (stream_nb.learners.prequential_step): predict, impute, learn
+            step = prequential_step(self.model, event.features, event.label, impute=self._emit_imputed)
+            if step.learned and self._check_labels and self._label_type is None and event.label is not None:
+                self._first_label, self._label_type = event.label, json_type(event.label)
         except InvalidEventError as exc:
             self._reject(record, exc)
         else:
-            self._send(record, event, prediction, proba, learned, imputed)
+            self._send(record, event, step.prediction, step.proba, step.learned, step.imputed)
 
     def process_many(self, records: list[Record], polled: float) -> None:
         """:meth:`process` for every record of a poll, with one call of the model's
@@ -510,13 +504,6 @@ class Engine:
             return None
         return many
 
-    def _impute(self, x: dict) -> dict:
-        """The most probable value of each missing attribute, before the event is learned."""
-        filled = self.model.impute_one(x)
-        return {k: v for k, v in filled.items() if k not in x or x[k] is None}
-
-    def _predict_separately(self, x: dict) -> tuple[typing.Any, dict]:
-        return self.model.predict_one(x), self.model.predict_proba_one(x)
 
     # -- helpers ------------------------------------------------------------------
 

@@ -77,11 +77,9 @@ import orjson
 
 from .._checks import configure, is_integer
 from ..exceptions import ConfigError, FeatureTypeError, InvalidEventError
+from ..stats import describe_type, validate_label
 
-__all__ = ["BOM", "DEFAULT_CONFIG", "Event", "EventDecoder", "oversize_error", "validate_label"]
-
-#: Largest integer a float represents exactly; integral float labels beyond it are rejected.
-_MAX_EXACT_FLOAT_INT = 2**53
+__all__ = ["BOM", "DEFAULT_CONFIG", "Event", "EventDecoder", "oversize_error"]
 
 #: The UTF-8 byte order mark, ignored at the start of an event.
 BOM = b"\xef\xbb\xbf"
@@ -111,49 +109,6 @@ class Event(typing.NamedTuple):
     def labeled(self) -> bool:
         """True when the event carries a label and is therefore learned."""
         return self.label is not None
-
-
-def _json_type(value: typing.Any) -> str:
-    if isinstance(value, dict):
-        return "an object"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a float"
-    if isinstance(value, str):
-        return "a string"
-    return type(value).__name__
-
-
-def validate_label(value: typing.Any, field: str = "label") -> str | int | bool | None:
-    """Return ``value`` as a usable class label, ``None`` for no label.
-
-    >>> validate_label("yes"), validate_label(3), validate_label(True), validate_label(2.0)
-    ('yes', 3, True, 2)
-    >>> validate_label(None) is None
-    True
-    >>> validate_label(0.5)
-    Traceback (most recent call last):
-    ...
-    stream_nb.exceptions.InvalidEventError: label 'label' must be a string, an integer or a boolean (or an integral float), got the float 0.5
-    """
-    if value is None or isinstance(value, (str, bool, int)):
-        return value
-    if isinstance(value, float):
-        if value.is_integer() and abs(value) <= _MAX_EXACT_FLOAT_INT:
-            return int(value)
-        detail = f"the float {value!r}"
-    else:
-        detail = _json_type(value)
-    raise InvalidEventError(
-        f"label {field!r} must be a string, an integer or a boolean (or an integral float), got {detail}",
-        reason="bad_label",
-        field=field,
-    )
 
 
 _NESTED = (dict, list)  # orjson gives exactly these types for JSON objects and arrays
@@ -284,7 +239,7 @@ class EventDecoder:
                 _check_finite(obj, self._id_field, self._label_field, self._features)
         if not isinstance(obj, dict):
             raise InvalidEventError(
-                f"event must be a JSON object, got {_json_type(obj)}", reason="not_an_object"
+                f"event must be a JSON object, got {describe_type(obj)}", reason="not_an_object"
             )
 
         event_id = None
@@ -293,7 +248,7 @@ class EventDecoder:
             if type(event_id) in _NESTED:
                 raise InvalidEventError(
                     f"id {self._id_field!r} must be a string, number, boolean or null, "
-                    f"got {_json_type(event_id)}",
+                    f"got {describe_type(event_id)}",
                     reason="bad_id",
                     field=self._id_field,
                 )
@@ -322,7 +277,7 @@ class EventDecoder:
             name, feature_value = next((k, v) for k, v in features.items() if type(v) in _NESTED)
             raise InvalidEventError(
                 f"feature {name!r} must be a string, number, boolean or null, "
-                f"got {_json_type(feature_value)}",
+                f"got {describe_type(feature_value)}",
                 reason="nested_value",
                 field=name,
             )

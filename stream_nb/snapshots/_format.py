@@ -108,12 +108,8 @@ import numpy as np
 
 from .._checks import is_integer
 from .._version import __version__
-from ..aode import AODE
 from ..exceptions import SnapshotError
-from ..kdb import KDB
-from ..naive_bayes import NaiveBayes
-from ..spode import SPODE
-from ..tan import TAN
+from ..learners import MODELS
 
 __all__ = [
     "FORMAT_VERSION",
@@ -147,7 +143,7 @@ _MAX_NDIM = 32
 _MAX_DEPTH = 64
 _TAGS = ("$tuple", "$dict", "$float")
 #: The model classes a snapshot may name: stream_nb's exported classifiers, by class name.
-MODEL_CLASSES: dict[str, type] = {cls.__name__: cls for cls in (NaiveBayes, AODE, TAN, SPODE, KDB)}
+MODEL_CLASSES: dict[str, type] = dict(MODELS)
 
 
 # ----------------------------------------------------------------- metadata

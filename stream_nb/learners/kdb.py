@@ -1,3 +1,5 @@
+"""Sahami's k-dependence Bayesian classifier (KDB), its structure rebuilt from the running counts."""
+
 from __future__ import annotations
 
 import itertools
@@ -5,10 +7,12 @@ import math
 
 import numpy as np
 
-from ._base import StructuredClassifier, _normalise, logsumexp
-from .aode import _check_binning
-from .exceptions import ConfigError
-from .tan import conditional_mutual_information, mutual_information_with_class
+from .._checks import check_integer
+from ._binning import check_binning
+from ._decision import logsumexp
+from ._em import naive_bayes_blocks
+from ._structure import conditional_mutual_information, mutual_information_with_class
+from ._structured import StructuredClassifier
 
 __all__ = ["KDB"]
 
@@ -96,9 +100,6 @@ class KDB(StructuredClassifier):
 
     """
 
-    _pairs = True
-    _numeric = "bins"
-
     def __init__(
         self,
         k: int = 2,
@@ -128,18 +129,17 @@ class KDB(StructuredClassifier):
         self.missing = missing
         self.learn_unlabeled = learn_unlabeled
         self.unlabeled_weight = unlabeled_weight
-        for name, value, low in (("k", k, 0), ("max_table_cells", max_table_cells, 1), ("max_completions", max_completions, 1)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ConfigError(f"{name}: expected an integer >= {low}, got {value!r}")
-        _check_binning(bins, warmup)
+        check_integer("k", k, minimum=0)
+        check_integer("max_table_cells", max_table_cells, minimum=1)
+        check_integer("max_completions", max_completions, minimum=1)
+        check_binning(bins, warmup)
         self._setup_rebuilds()
-        self._setup()
+        # k >= 2 keeps the class-conditional counts of every (k+1)-tuple of values; k = 1 reads the pairs
+        self._setup(numeric="bins", pairs=True, tuples=k + 1 if k >= 2 else 0, bins=bins, warmup=warmup,
+                    bin_edges=bin_edges, max_table_cells=max_table_cells)
         self._parents: dict[int, tuple[int, ...]] = {}
         self._order: list[int] = []
         self.n_em_skipped = 0
-
-    def _tuples(self) -> int:
-        return self.k + 1 if self.k >= 2 else 0
 
     @classmethod
     def _unit_test_params(cls):
@@ -171,16 +171,13 @@ class KDB(StructuredClassifier):
             earlier = sorted(order_idx[:pos], key=lambda g: (-cmi[f, g], str(names[g]))) if self.k else []
             parents[f] = tuple(earlier[: self.k])
         self._parents, self._order = parents, order_idx
-        self._since_rebuild = 0
-        self.n_rebuilds += 1
+        self._rebuilt()
 
     @property
     def structure(self) -> dict:
         """``{attribute: [its attribute parents]}`` in the current order."""
         names = self._stats.features
         return {names[f]: [names[p] for p in self._parents[f]] for f in self._order}
-
-
 
 
     # ------------------------------------------------------------------ inference
@@ -191,9 +188,8 @@ class KDB(StructuredClassifier):
         read off store ``s`` (default: the model's counts)."""
         s, a = s if s is not None else self._stats, self._alpha
         C = s.n_classes
-        cc = s.class_count[:C]
-        out = np.broadcast_to(np.log(cc + a) - math.log(cc.sum() + a * C), (len(D), C)).copy()
-        t = self._tuples()
+        out = np.broadcast_to(self._log_prior(), (len(D), C)).copy()  # the class counts have no observed-only twin
+        t = s.tuples
         for f in range(D.shape[1]):
             v = D[:, f]
             rows = np.flatnonzero(v >= 0)
@@ -313,27 +309,11 @@ class KDB(StructuredClassifier):
         s.add_observed(enc, c, w)
         s.add_gaussian(c, w, enc.gslots, enc.gx)
 
-    def _learn_unlabeled(self, x: dict, w: float) -> None:
-        s = self._stats
-        if not s.n_classes:
-            return
-        enc = s.encode_learn(x)
-        post = np.exp(_normalise(self._jll(enc)[None, :], self._log_prior())[0])
-        miss = s.missing_of(enc) if self.missing == "em" else np.empty(0, dtype=np.int64)
-        for c, p in enumerate(post.tolist()):
-            if w * p == 0.0:
-                continue
-            if len(miss):
-                self._add_expected(enc, c, w * p, miss)
-            else:
-                s.add(enc, c, w * p)
-        self._learned(1)
-
     def _missing_posterior(self, enc, c, miss):
         """Each missing attribute's marginal over the completions, by enumeration under the model."""
         rows, p = self._completion_weights(enc, c, miss, self._stats)
-        if rows is None:
-            return super()._missing_posterior(enc, c, miss)
+        if rows is None:  # beyond max_completions: naive Bayes
+            return naive_bayes_blocks(self._stats, self._alpha, miss, c)
         s = self._stats
         return [(f, s.columns_of(f), np.array([p[rows[:, f] == col].sum() for col in s.columns_of(f).tolist()]))
                 for f in miss.tolist()]

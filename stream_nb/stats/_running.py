@@ -3,7 +3,7 @@
 Prequential learning predicts event i with the counts of every event before
 it, then learns it. Done event by event, that is a round of small numpy calls
 per event. Over a run of events that only change counts (no new class,
-feature or value; see :meth:`Stats.encode_run <stream_nb._stats.Stats.encode_run>`),
+feature or value; see :meth:`Stats.encode_run <stream_nb.stats.Stats.encode_run>`),
 the counts event i sees are the stored counts plus those of events
 ``0 .. i-1`` of the run, which exclusive prefix sums give for the whole run at
 once:
@@ -116,7 +116,7 @@ def running_moments(G: np.ndarray, yc: np.ndarray, n0: np.ndarray, mean0: np.nda
 def naive_terms(s, D: np.ndarray, yc: np.ndarray, C: int, a: float) -> np.ndarray:
     """(rows, C): Σ_i log P̂(x_i | c) per row of a run (naive Bayes), with Lidstone's ``a``.
 
-    ``s`` is the :class:`~stream_nb._stats.Stats`, ``D`` the run's columns
+    ``s`` is the :class:`~stream_nb.stats.Stats`, ``D`` the run's columns
     (rows, features; -1 where missing) and ``yc`` its classes (-1: unlabeled).
     """
     rows, feats = np.nonzero(D >= 0)

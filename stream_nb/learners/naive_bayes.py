@@ -1,14 +1,19 @@
+"""Incremental naive Bayes: categorical counts with Lidstone smoothing, Gaussian numeric features."""
+
 from __future__ import annotations
 
 import numpy as np
 
+from .._checks import check_number
+from ..stats import naive_terms
 from ._base import BayesClassifier
-from .exceptions import ConfigError
+from ._em import add_estep, assemble, naive_bayes_blocks
+from ._runs import VectorisedRuns
 
 __all__ = ["NaiveBayes"]
 
 
-class NaiveBayes(BayesClassifier):
+class NaiveBayes(VectorisedRuns, BayesClassifier):
     """Incremental naive Bayes over categorical and numeric features.
 
     Categorical features (``str``, ``bool``, ``int`` values) use Laplace's
@@ -84,9 +89,6 @@ class NaiveBayes(BayesClassifier):
 
     """
 
-    _pairs = False
-    _numeric = "gaussian"
-
     def __init__(
         self,
         alpha: float = 1.0,
@@ -104,9 +106,8 @@ class NaiveBayes(BayesClassifier):
         self.missing = missing
         self.learn_unlabeled = learn_unlabeled
         self.unlabeled_weight = unlabeled_weight
-        if isinstance(var_smoothing, bool) or not isinstance(var_smoothing, (int, float)) or not 0 <= var_smoothing < float("inf"):
-            raise ConfigError(f"var_smoothing: expected a finite number >= 0, got {var_smoothing!r}")
-        self._setup()
+        check_number("var_smoothing", var_smoothing, minimum=0)
+        self._setup(numeric="gaussian", pairs=False, var_smoothing=var_smoothing)
         self._table_epoch = -1
 
     # log P(v | c) for every column v, a view of the counts kept up to date
@@ -143,8 +144,27 @@ class NaiveBayes(BayesClassifier):
             jll = jll + self._stats.gaussian_loglik(enc.gslots, enc.gx, self.var_smoothing)
         return jll
 
+    def _jll_many(self, D, dfeats, G, gslots):
+        return self._naive_jll_many(D, dfeats, G, gslots)
+
+    # ------------------------------------------------------------------ EM
+
+    def _add_expected(self, enc, c, w, miss):
+        """E-step: the missing attributes are independent given the class, so
+        P(x_m = v | x_o, c) = P̂(v | c), read off the observed-only counts; then the M-step."""
+        s = self._stats
+        add_estep(s, enc, c, w, assemble(enc, naive_bayes_blocks(s.observed(), self._alpha, miss, c), s.pairs))
+
+    def _missing_posterior(self, enc, c, miss):
+        return naive_bayes_blocks(self._stats, self._alpha, miss, c)
+
+    # ------------------------------------------------------------------ vectorised runs
+
     def _run_ready(self) -> bool:
         return not self.learn_unlabeled
+
+    def _run_terms(self, D, yc, C):
+        return naive_terms(self._stats, D, yc, C, self._alpha)
 
     @classmethod
     def _unit_test_params(cls):

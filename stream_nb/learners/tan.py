@@ -1,114 +1,21 @@
-from __future__ import annotations
+"""Tree-augmented naive Bayes (TAN), its tree rebuilt from the running pair counts."""
 
-import math
+from __future__ import annotations
 
 import numpy as np
 
-from ._running import tree_terms
-from ._base import StructuredClassifier, logsumexp
-from ._stats import GAUSS
-from .aode import _check_binning, one_dependence_estep
+from ..stats import GAUSS, tree_terms
+from ._binning import check_binning
+from ._decision import logsumexp
+from ._em import add_estep, naive_bayes_blocks, one_dependence_estep
+from ._runs import VectorisedRuns
+from ._structure import conditional_mutual_information, maximum_spanning_tree, mutual_information_with_class
+from ._structured import StructuredClassifier
 
-__all__ = ["TAN", "conditional_mutual_information", "mutual_information_with_class", "maximum_spanning_tree"]
-
-
-def conditional_mutual_information(stats) -> np.ndarray:
-    """I(x_i; x_j | y) for every pair of discrete features, from the pair counts.
-
-    .. math::
-
-        I(x_i; x_j \\mid y) = \\sum_{x_i, x_j, c} P(x_i, x_j, c)
-        \\log \\frac{P(x_i, x_j \\mid c)}{P(x_i \\mid c) P(x_j \\mid c)}
-
-    with maximum-likelihood probabilities read off the events in which both
-    features were observed (all events when nothing is missing), and
-    0 log 0 = 0. Returns an (F, F) matrix over ``stats.features`` (zero on
-    the diagonal and for features without values yet).
-
-    The pair counts hold each pair twice, as the rows of x_i (block (i, j))
-    and as the rows of x_j (block (j, i)); EM fills the two under different
-    one-dependence models, so they may differ, and the estimate pools both
-    (with symmetric counts, it is the usual one).
-    """
-    C, V, F = stats.n_classes, len(stats.value_keys), len(stats.features)
-    out = np.zeros((F, F))
-    if V <= 1 or C == 0:
-        return out
-    live = np.flatnonzero(stats.value_feature[1:V] >= 0) + 1  # columns a promotion detached hold nothing
-    if not len(live):
-        return out
-    fcol = stats.value_feature[live]
-    order = np.argsort(fcol, kind="stable")
-    cols = live[order]
-    fsorted = fcol[order]
-    starts = np.flatnonzero(np.r_[True, fsorted[1:] != fsorted[:-1]])
-    present = fsorted[starts]
-    block = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(cols)]))
-    mi = np.zeros((len(starts), len(starts)))
-    n_pair = np.zeros((len(starts), len(starts)))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        for c in range(C):
-            P = stats.pair_count[c][np.ix_(cols, cols)]
-            if not P.any():
-                continue
-            row = np.add.reduceat(P, starts, axis=1)  # n(c, v, feature j)
-            col = np.add.reduceat(P, starts, axis=0)  # n(c, feature i, w)
-            blk = np.add.reduceat(row, starts, axis=0)  # n(c, i, j)
-            ratio = P * blk[block[:, None], block[None, :]] / (row[:, block] * col[block, :])
-            term = np.where(P > 0, P * np.log(np.where(P > 0, ratio, 1.0)), 0.0)
-            mi += np.add.reduceat(np.add.reduceat(term, starts, axis=1), starts, axis=0)
-            n_pair += blk
-    mi, n_pair = mi + mi.T, n_pair + n_pair.T  # both blocks of each pair
-    mi = np.where(n_pair > 0, mi / np.where(n_pair > 0, n_pair, 1.0), 0.0)
-    np.fill_diagonal(mi, 0.0)
-    out[np.ix_(present, present)] = np.maximum(mi, 0.0)
-    return out
+__all__ = ["TAN"]
 
 
-def mutual_information_with_class(stats) -> np.ndarray:
-    """I(x_i; y) of every feature with the class, from the value counts (0 for Gaussian features)."""
-    C, V, F = stats.n_classes, len(stats.value_keys), len(stats.features)
-    out = np.zeros(F)
-    if V <= 1 or C == 0:
-        return out
-    live = np.flatnonzero(stats.value_feature[1:V] >= 0) + 1
-    n = stats.value_count[:C, live]  # (C, live columns)
-    feat = stats.value_feature[live]
-    n_f = np.bincount(feat, weights=n.sum(0), minlength=F)  # events with feature f observed
-    n_cf = np.stack([np.bincount(feat, weights=n[c], minlength=F) for c in range(C)])  # (C, F)
-    n_v = n.sum(0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = n * n_f[feat][None, :] / (n_v[None, :] * n_cf[:, feat])
-        term = np.where(n > 0, n * np.log(np.where(n > 0, ratio, 1.0)), 0.0)
-    mi = np.bincount(feat, weights=term.sum(0), minlength=F)
-    return np.maximum(np.where(n_f > 0, mi / np.where(n_f > 0, n_f, 1.0), 0.0), 0.0)
-
-
-def maximum_spanning_tree(weights: np.ndarray, nodes, root, rank=None) -> dict:
-    """Prim's algorithm: ``{child: parent}`` of the maximum-weight spanning tree over ``nodes``, rooted at ``root``.
-
-    Ties go to the node of lower ``rank`` (default: lower index), so the tree is deterministic.
-    """
-    nodes = list(nodes)
-    if not nodes:
-        return {}
-    rank = rank if rank is not None else {n: n for n in nodes}
-    in_tree = {root}
-    rest = [n for n in nodes if n != root]
-    best = {n: (weights[root, n], root) for n in rest}
-    parent = {}
-    while rest:
-        nxt = max(rest, key=lambda n: (best[n][0], -rank[n]))
-        parent[nxt] = best[nxt][1]
-        in_tree.add(nxt)
-        rest.remove(nxt)
-        for n in rest:
-            if weights[nxt, n] > best[n][0]:
-                best[n] = (weights[nxt, n], nxt)
-    return parent
-
-
-class TAN(StructuredClassifier):
+class TAN(VectorisedRuns, StructuredClassifier):
     """Tree-augmented naive Bayes whose tree is rebuilt from running counts.
 
     Every attribute has the class and at most one other attribute as parents.
@@ -137,7 +44,7 @@ class TAN(StructuredClassifier):
     :class:`~stream_nb.AODE`.
 
     EM (``missing="em"``) fills the pair counts as AODE does
-    (:func:`~stream_nb.aode.one_dependence_estep`): every pair table is a
+    (:func:`~stream_nb.learners._em.one_dependence_estep`): every pair table is a
     candidate conditional P̂(x_j | c, x_p) for the next tree, and each is
     filled under the one-dependence model that owns it, with parameters from
     the observed-only counts; so the imputed counts do not depend on the
@@ -186,9 +93,6 @@ class TAN(StructuredClassifier):
 
     """
 
-    _pairs = True
-    _numeric = "bins"
-
     def __init__(
         self,
         alpha: float = 1.0,
@@ -212,9 +116,9 @@ class TAN(StructuredClassifier):
         self.missing = missing
         self.learn_unlabeled = learn_unlabeled
         self.unlabeled_weight = unlabeled_weight
-        _check_binning(bins, warmup)
+        check_binning(bins, warmup)
         self._setup_rebuilds()
-        self._setup()
+        self._setup(numeric="bins", pairs=True, bins=bins, warmup=warmup, bin_edges=bin_edges)
         self._parent = np.full(0, -1, dtype=np.int64)
         self._cmi = np.zeros((0, 0))
         self._root = -1
@@ -243,8 +147,7 @@ class TAN(StructuredClassifier):
             parent[child] = par
         self._parent, self._cmi, self._root = parent, cmi, root
         self._pidx = np.empty(0, dtype=np.int64)
-        self._since_rebuild = 0
-        self.n_rebuilds += 1
+        self._rebuilt()
 
     @property
     def root(self):
@@ -266,9 +169,6 @@ class TAN(StructuredClassifier):
                 nxt.extend(kids)
             frontier = nxt
         return out
-
-
-
 
     def _parents(self) -> np.ndarray:
         F = len(self._stats.features)
@@ -325,8 +225,7 @@ class TAN(StructuredClassifier):
         (-2: no parent; missing attributes: -1 in D, none of their children observed). Returns (rows, C)."""
         s, a = self._stats, self._alpha
         C = s.n_classes
-        cc = s.class_count[:C]
-        prior = np.log(cc + a) - math.log(cc.sum() + a * C)
+        prior = self._log_prior()
         obs = D >= 0
         Dc = np.where(obs, D, 0)
         Pc = np.where(P >= 0, P, 0)
@@ -349,8 +248,7 @@ class TAN(StructuredClassifier):
         """log P(c, x_observed), summing the missing attributes out along the forest."""
         s, a = self._stats, self._alpha
         C = s.n_classes
-        cc = s.class_count[:C]
-        jll = np.log(cc + a) - math.log(cc.sum() + a * C)
+        jll = self._log_prior()
         F = len(parent)
         # A parent without a single value (its columns detached when it turned numeric, its bins not
         # chosen yet) cannot be summed out: until the next rebuild its children are read as roots.
@@ -418,14 +316,15 @@ class TAN(StructuredClassifier):
 
     # ------------------------------------------------------------------ EM
 
-    def _estep(self, enc, c, miss):
-        return one_dependence_estep(self._stats.observed(), self._alpha, enc, c, miss)
+    def _add_expected(self, enc, c, w, miss):
+        s = self._stats
+        add_estep(s, enc, c, w, one_dependence_estep(s.observed(), self._alpha, enc, c, miss))
 
     def _missing_posterior(self, enc, c, miss):
         """P(x_m | x_o, c) of each missing attribute on the tree: belief propagation on the
         forest (an upward and a downward pass), exact."""
-        if self._root < 0:
-            return super()._missing_posterior(enc, c, miss)
+        if self._root < 0:  # before the first build: naive Bayes
+            return naive_bayes_blocks(self._stats, self._alpha, miss, c)
         s = self._stats
         parent = self._parents()
         dom = {f: np.array([col], dtype=np.int64) for f, col in zip(enc.feats.tolist(), enc.cols.tolist())}

@@ -1,10 +1,16 @@
+"""Super-parent one-dependence estimator (SPODE), its super-parent chosen from the stream."""
+
 from __future__ import annotations
 
 import numpy as np
 
-from ._base import StructuredClassifier, logsumexp
-from .aode import _check_binning, mixture_posterior, one_dependence_estep, spode_terms
-from .exceptions import InvalidEventError
+from ..exceptions import InvalidEventError
+from ..stats import Encoded, is_missing_label
+from ._binning import check_binning
+from ._decision import logsumexp
+from ._em import add_estep, mixture_posterior, naive_bayes_blocks, one_dependence_estep
+from ._structured import StructuredClassifier
+from .aode import spode_terms
 
 __all__ = ["SPODE"]
 
@@ -67,8 +73,6 @@ class SPODE(StructuredClassifier):
 
     """
 
-    _pairs = True
-    _numeric = "bins"
     _rebuild_after_merge = False  # the choice rests on this model's own running scores
 
     def __init__(
@@ -96,9 +100,9 @@ class SPODE(StructuredClassifier):
         self.missing = missing
         self.learn_unlabeled = learn_unlabeled
         self.unlabeled_weight = unlabeled_weight
-        _check_binning(bins, warmup)
+        check_binning(bins, warmup)
         self._setup_rebuilds()
-        self._setup()
+        self._setup(numeric="bins", pairs=True, bins=bins, warmup=warmup, bin_edges=bin_edges)
         self._chosen = parent  # the super-parent's name, or None (naive Bayes)
         self._loss_sum = np.zeros(0)
         self._loss_n = np.zeros(0)
@@ -121,22 +125,23 @@ class SPODE(StructuredClassifier):
 
     # ------------------------------------------------------------------ choosing the parent
 
-    def learn_one(self, x: dict, y, w: float = 1.0) -> None:
-        if self.parent is None and y is not None and not (isinstance(y, float) and y != y):
+    def _learn(self, x: dict, y, w: float, known) -> None:
+        if self.parent is None and not is_missing_label(y):
             # the event is scored before it is learned; an event that learning rejects leaves no score
-            self._stats._check_label(y)
+            self._stats.check_label(y)
             saved = (self._loss_sum.copy(), self._loss_n.copy())
             try:
-                self._score(x, y)
-                super().learn_one(x, y, w)
+                self._score(x, y, known)
+                super()._learn(x, y, w, known)
             except InvalidEventError:
                 self._loss_sum, self._loss_n = saved
                 raise
             return
-        super().learn_one(x, y, w)
+        super()._learn(x, y, w, known)
 
-    def _score(self, x: dict, y) -> None:
-        """Add each candidate SPODE's log loss on (x, y), before learning it."""
+    def _score(self, x: dict, y, known) -> None:
+        """Add each candidate SPODE's log loss on (x, y), before learning it (``known``: ``x``'s
+        encoding for prediction, when the caller has it)."""
         s = self._stats
         c = s.class_index.get(y)
         F = len(s.features)
@@ -146,7 +151,7 @@ class SPODE(StructuredClassifier):
             self._loss_n = np.concatenate([self._loss_n, np.zeros(grow)])
         if c is None or not s.n_classes:
             return  # a class never seen: every SPODE gives it probability 0; nothing to rank by
-        enc = s.encode(x)
+        enc = known if known is not None else s.encode(x)
         if not len(enc.cols):
             return
         terms, _ = spode_terms(s, self._alpha, enc.cols, enc.feats)
@@ -162,10 +167,7 @@ class SPODE(StructuredClassifier):
             mean = self._loss_sum[seen] / self._loss_n[seen]
             best = min(zip(mean.tolist(), seen.tolist()), key=lambda t: (t[0], str(names[t[1]])))
             self._chosen = names[best[1]]
-        self._since_rebuild = 0
-        self.n_rebuilds += 1
-
-
+        self._rebuilt()
 
     def _needs_rows(self, X, y) -> bool:
         # the running scores need each event scored by the model as it was just before it
@@ -209,8 +211,6 @@ class SPODE(StructuredClassifier):
         s = self._stats
         if self._parent_index() is None or not s.n_classes:
             return self._naive_jll_many(D, dfeats, G, gslots)
-        from ._stats import Encoded
-
         out = np.empty((len(D), s.n_classes))
         for r in range(len(D)):
             obs = D[r] >= 0
@@ -220,15 +220,16 @@ class SPODE(StructuredClassifier):
 
     # ------------------------------------------------------------------ EM
 
-    def _estep(self, enc, c, miss):
+    def _add_expected(self, enc, c, w, miss):
         # every candidate super-parent's tables, each under its own SPODE (the scores read them all)
-        return one_dependence_estep(self._stats.observed(), self._alpha, enc, c, miss)
+        s = self._stats
+        add_estep(s, enc, c, w, one_dependence_estep(s.observed(), self._alpha, enc, c, miss))
 
     def _missing_posterior(self, enc, c, miss):
         p = self._parent_index()
-        if p is None or not self._stats.n_values[p]:
-            return super()._missing_posterior(enc, c, miss)
-        return mixture_posterior(self, enc, c, miss, 0, [p])
+        if p is None or not self._stats.n_values[p]:  # no super-parent: naive Bayes
+            return naive_bayes_blocks(self._stats, self._alpha, miss, c)
+        return mixture_posterior(self._stats, self._alpha, enc, c, miss, 0, [p])
 
     # ------------------------------------------------------------------ state
 

@@ -1,0 +1,47 @@
+"""The classifiers: one estimator per module over one documented base.
+
+Every model is a river classifier and a view of one count store
+(:mod:`stream_nb.stats`); what a model adds is how it reads the counts.
+
+=====================  ===========================================================================
+module                 what it holds
+=====================  ===========================================================================
+``_base.py``           :class:`BayesClassifier`: the template (what a subclass provides is listed
+                       there), learning, EM's driver, the prequential step (:func:`prequential_step`)
+``_structured.py``     :class:`StructuredClassifier`: a structure rebuilt every ``rebuild_every`` events
+``_runs.py``           :class:`~stream_nb.learners._runs.VectorisedRuns`: runs of events scored at once
+``_decision.py``       the log prior, logsumexp, the posterior, the loss-matrix decision
+``_em.py``             EM's E-steps (naive Bayes, one-dependence) and AODE's imputation posterior
+``_impute.py``         ``impute_proba_one`` and ``impute_one``
+``_batches.py``        ``learn_many``, ``predict_proba_many``, ``predict_many``
+``_structure.py``      mutual information, conditional mutual information, maximum spanning tree
+``_binning.py``        the discretisation parameters of the models that bin numeric features
+``naive_bayes.py``     :class:`NaiveBayes`
+``aode.py``            :class:`AODE` (and the SPODE terms SPODE shares)
+``tan.py``             :class:`TAN`
+``spode.py``           :class:`SPODE`
+``kdb.py``             :class:`KDB`
+=====================  ===========================================================================
+
+To add a model: a module here with a subclass of :class:`BayesClassifier` (or of
+:class:`StructuredClassifier`) that defines the abstract methods, listed in
+``MODELS`` below and exported by :mod:`stream_nb`.
+"""
+
+from ._base import BayesClassifier, Step, prequential_step
+from ._structure import conditional_mutual_information, maximum_spanning_tree, mutual_information_with_class
+from ._structured import StructuredClassifier
+from .aode import AODE
+from .kdb import KDB
+from .naive_bayes import NaiveBayes
+from .spode import SPODE
+from .tan import TAN
+
+#: Every model class by name (the name a snapshot records).
+MODELS: dict[str, type[BayesClassifier]] = {cls.__name__: cls for cls in (NaiveBayes, AODE, TAN, SPODE, KDB)}
+
+__all__ = [
+    "AODE", "KDB", "MODELS", "SPODE", "TAN", "BayesClassifier", "NaiveBayes", "Step", "StructuredClassifier",
+    "conditional_mutual_information", "maximum_spanning_tree", "mutual_information_with_class",
+    "prequential_step",
+]

@@ -1,0 +1,531 @@
+"""What every stream_nb classifier shares: the template around one store of counts.
+
+A model is a view of a :class:`~stream_nb.stats.Stats`: everything it knows is
+in the store's additive counts, and a model says only how they are kept and
+read. :class:`BayesClassifier` holds everything else once: learning one event
+or a batch (with EM for missing values and unlabeled events), the posterior
+with one logsumexp, the Bayes decision with a loss matrix, the prequential
+step, merging, and the plain-data state.
+
+What a subclass provides
+------------------------
+In ``__init__``: its parameters as attributes (river reads them back), then a
+call of :meth:`BayesClassifier._setup` saying how the store keeps its counts
+(``numeric``, ``pairs``, ``tuples`` and the discretiser settings).
+
+Abstract methods (each model defines them; naive Bayes is no silent default):
+
+=============================================  ========================================================
+``_jll(enc)``                                  joint log-likelihood log P(c, x) (C,) of one encoded event
+``_jll_many(D, dfeats, G, gslots)``            the same for a batch (rows, C)
+``_add_expected(enc, c, w, miss)``             EM for one incomplete event of class ``c``: the E-step
+                                               (:mod:`stream_nb.learners._em`) and the M-step
+``_missing_posterior(enc, c, miss)``           P(x_m | x_o, c) of the missing attributes as the model
+                                               predicts (what imputation mixes over the classes)
+=============================================  ========================================================
+
+Optional hooks, with the default each documents: ``_added(c)`` and
+``_learned(n)`` after learning (refresh caches, rebuild a structure),
+``_merged()``, ``_batch_limit()``, ``_needs_rows(X, y)`` (in
+:mod:`~stream_nb.learners._batches`), ``_extra_state()`` and
+``_load_extra_state()`` (state beyond the counts), ``_prequential_run``
+(vectorised runs: :class:`~stream_nb.learners._runs.VectorisedRuns`).
+:meth:`_naive_jll` and :meth:`_naive_jll_many` read the counts as naive Bayes
+does, the fallback of every model before its structure exists.
+
+The path of one event
+---------------------
+``prequential_one(x, y)`` encodes ``x`` once (:meth:`Stats.encode`), scores it
+(``_jll``, :func:`~stream_nb.learners._decision.normalise`, ``_decide``), and
+learns it with that encoding (:meth:`Stats.encode_labeled`: the label and any
+new feature or value; :meth:`Stats.missing_of`; :meth:`Stats.add` or
+``_add_expected``).
+"""
+
+from __future__ import annotations
+
+import abc
+import copy
+import math
+import typing
+
+import numpy as np
+from river import base
+
+from .._checks import check_choice, check_number
+from ..exceptions import ConfigError, InvalidEventError, MergeError
+from ..stats import Encoded, Stats, is_missing_label
+from ._decision import LossMatrix, decide, log_prior, normalise
+from ._batches import MiniBatches
+from ._impute import Imputation
+
+__all__ = ["BayesClassifier", "Step", "prequential_step"]
+
+_NONE = np.empty(0, dtype=np.int64)
+
+
+class Step(typing.NamedTuple):
+    """The outcome of one prequential step: the prediction made before learning, and what was done."""
+
+    prediction: typing.Any  # the decided class, None before any class is known
+    proba: dict  # P(c | x) over the classes known before learning; {} before any
+    learned: bool  # the event was learned (labeled, or unlabeled with learn_unlabeled=True and a class known)
+    imputed: dict | None = None  # with impute=True: the filled-in value of each missing attribute
+
+
+class BayesClassifier(Imputation, MiniBatches, base.MiniBatchClassifier):
+    """Base class of stream_nb's classifiers (not used directly); see the module notes for what a subclass provides."""
+
+    def _setup(
+        self,
+        *,
+        numeric: str,
+        pairs: bool,
+        tuples: int = 0,
+        bins: int = 5,
+        warmup: int = 100,
+        bin_edges: dict | None = None,
+        max_table_cells: int | None = None,
+        var_smoothing: float = 0.0,
+    ) -> None:
+        """Check the parameters every model has and create the empty store; ``__init__`` calls it last.
+
+        ``numeric`` (``"gaussian"`` or ``"bins"``), ``pairs``, ``tuples``, the discretiser settings and
+        ``max_table_cells`` say how the store keeps its counts (see :class:`~stream_nb.stats.Stats`);
+        ``var_smoothing`` is the Gaussian features' relative variance floor.
+        """
+        self._alpha = check_number("alpha", self.alpha, minimum=0, strict_minimum=True)
+        self._decision = None if self.loss is None else LossMatrix(self.loss)
+        check_choice("missing", self.missing, ("em", "ignore"))
+        if not isinstance(self.learn_unlabeled, bool):
+            raise ConfigError(f"learn_unlabeled: expected True or False, got {self.learn_unlabeled!r}")
+        check_number("unlabeled_weight", self.unlabeled_weight, minimum=0)
+        self._var_smoothing = var_smoothing
+        self._prior: tuple | None = None  # ((epoch, version) of the store, log prior)
+        self._stats = Stats(
+            pairs=pairs,
+            observed=self.missing == "em",  # EM's E-step reads the observed-only counts
+            tuples=tuples,
+            max_table_cells=max_table_cells,
+            numeric=numeric,
+            types=self.types,
+            bins=bins,
+            warmup=warmup,
+            bin_edges=bin_edges,
+        )
+
+    @property
+    def _multiclass(self):
+        return True
+
+    @property
+    def classes(self) -> list:
+        """Every class seen so far, in order of first appearance."""
+        return list(self._stats.classes)
+
+    @property
+    def label_type(self) -> str | None:
+        """The JSON type of every label of this model, ``"string"``, ``"number"`` or ``"boolean"``
+        (another Python type: its name), fixed by the first label; ``None`` before it.
+
+        A label of another type raises :class:`~stream_nb.exceptions.LabelTypeError`: ``True`` would
+        merge with the class ``1`` (Python holds ``True == 1``), and ``"1"`` would be a second class
+        written with the same JSON key as ``1``.
+
+        >>> from stream_nb import NaiveBayes
+        >>> model = NaiveBayes()
+        >>> model.learn_one({"sky": "sun"}, 1)
+        >>> model.label_type
+        'number'
+        >>> model.learn_one({"sky": "sun"}, True)
+        Traceback (most recent call last):
+        ...
+        stream_nb.exceptions.LabelTypeError: label: expected a number, the type of this model's labels (set by its first label, 1), got a boolean, true; one stream's labels must share one JSON type
+        """
+        return self._stats.label_type
+
+    @property
+    def n_learned(self) -> float:
+        """Number of events learned (fractional with EM's weights)."""
+        return self._stats.n_seen
+
+    # ------------------------------------------------------------------ what a subclass defines
+
+    @abc.abstractmethod
+    def _jll(self, enc: Encoded) -> np.ndarray:
+        """Joint log-likelihood log P(c, x) of one encoded event, shape (C,), up to a constant."""
+
+    @abc.abstractmethod
+    def _jll_many(self, D: np.ndarray, dfeats: np.ndarray, G: np.ndarray, gslots: np.ndarray) -> np.ndarray:
+        """Batch :meth:`_jll` over encoded rows (see :meth:`Stats.encode_frame`): shape (rows, C)."""
+
+    @abc.abstractmethod
+    def _add_expected(self, enc: Encoded, c: int, w: float, miss: np.ndarray) -> None:
+        """EM for one event of class ``c`` whose discrete features ``miss`` are missing: the E-step
+        (under the observed-only counts, :meth:`Stats.observed`), then the M-step (add the expected
+        counts, e.g. with :func:`~stream_nb.learners._em.add_estep`)."""
+
+    @abc.abstractmethod
+    def _missing_posterior(self, enc: Encoded, c: int, miss: np.ndarray) -> list:
+        """``(feature, columns, P(x_f = v | x_o, c))`` of each missing feature ``miss`` under the
+        model as it predicts (its counts): what :meth:`impute_proba_one` mixes over the classes."""
+
+    def _added(self, c: int) -> None:
+        """Hook run after one event of class index ``c`` was added (views refresh caches here); default: nothing."""
+
+    def _learned(self, n: int) -> None:
+        """Hook run after ``n`` events were learned (structured models rebuild here); default: nothing."""
+
+    def _merged(self) -> None:
+        """Hook run after a merge; default: nothing."""
+
+    def _batch_limit(self) -> int:
+        """How many events may be learned before the model must look at its counts again; default: no limit."""
+        return 1 << 62
+
+    def _extra_state(self) -> tuple[dict, dict]:
+        """Model-specific state beyond the counts (TAN's tree, SPODE's scores, KDB's structure); default: none."""
+        return {}, {}
+
+    def _load_extra_state(self, arrays: dict, meta: dict) -> None:
+        """Restore what :meth:`_extra_state` saved; default: nothing."""
+
+    def _check_loaded(self) -> None:
+        """ValueError unless the model :meth:`from_state` built is consistent; default: nothing to check
+        (models with a structure check it against their store)."""
+
+    def _prequential_run(self, xs: list, ys: list, start: int, out: list) -> int:
+        """Score and learn a run of events from ``start`` at once; return where it stopped.
+        Default: no vectorised path (``start``: every event goes one at a time)."""
+        return start
+
+    # ------------------------------------------------------------------ learning
+
+    def learn_one(self, x: dict, y, w: float = 1.0) -> None:
+        """Learn one event (``y=None`` with ``learn_unlabeled=True``: semi-supervised EM).
+
+        A label of another JSON type than the model's (see :attr:`label_type`) raises
+        :class:`~stream_nb.exceptions.LabelTypeError`, and a value of another type than its
+        feature's :class:`~stream_nb.exceptions.FeatureTypeError`; the model is then unchanged.
+        """
+        self._learn(x, y, w, None)
+
+    def _learn(self, x: dict, y, w: float, known: Encoded | None) -> None:
+        """Learn one event; ``known`` is ``x``'s encoding for prediction when the caller has it
+        (the prequential step), which spares encoding ``x`` again."""
+        s = self._stats
+        if self.learn_unlabeled and is_missing_label(y):
+            self._learn_unlabeled(x, w * self.unlabeled_weight, known)
+            return
+        enc, c = s.encode_labeled(x, y, known)
+        miss = s.missing_of(enc) if self.missing == "em" else _NONE
+        if len(miss):
+            self._add_expected(enc, c, w, miss)
+        else:
+            s.add(enc, c, w)
+        self._added(c)
+        self._learned(1)
+
+    def _learn_unlabeled(self, x: dict, w: float, known: Encoded | None) -> None:
+        """Semi-supervised EM (Nigam et al., 2000): spread the event over the classes by posterior."""
+        s = self._stats
+        if not s.n_classes:
+            return  # no class to spread the event over yet
+        enc = s.encode_learn(x, known=known)
+        post = np.exp(normalise(self._jll(enc)[None, :], self._log_prior())[0])
+        miss = s.missing_of(enc) if self.missing == "em" else _NONE
+        for c, p in enumerate(post.tolist()):
+            if w * p == 0.0:
+                continue
+            if len(miss):
+                self._add_expected(enc, c, w * p, miss)
+            else:
+                s.add(enc, c, w * p)
+            self._added(c)
+        self._learned(1)
+
+    # ------------------------------------------------------------------ inference
+
+    def _naive_jll(self, enc: Encoded) -> np.ndarray:
+        """log P(c) + Σ_i log P(x_i | c) over the discrete and Gaussian features of ``enc`` (naive Bayes)."""
+        s, a = self._stats, self._alpha
+        C = s.n_classes
+        jll = self._log_prior()
+        cols, feats = enc.cols, enc.feats
+        if len(cols):
+            n_vals = s.n_values[feats] + (cols == 0)
+            jll = jll + (np.log(s.value_count[:C, cols] + a) - np.log(s.feat_count[:C, feats] + a * n_vals)).sum(1)
+        if len(enc.gslots):
+            jll = jll + s.gaussian_loglik(enc.gslots, enc.gx, self._var_smoothing)
+        return jll
+
+    def _naive_jll_many(self, D, dfeats, G, gslots) -> np.ndarray:
+        """Batch :meth:`_naive_jll`: shape (rows, C)."""
+        s, a = self._stats, self._alpha
+        C = s.n_classes
+        jll = np.broadcast_to(self._log_prior(), (len(D), C)).copy()
+        if D.shape[1]:
+            miss = D < 0
+            Dc = np.where(miss, 0, D)
+            n_vals = np.maximum(s.n_values[dfeats][None, :] + (D == 0), 1)  # masked entries may have none
+            num = np.log(s.value_count[:C][:, Dc] + a)  # (C, R, k)
+            den = np.log(s.feat_count[:C, dfeats][:, None, :] + a * n_vals[None])
+            term = np.where(miss[None], 0.0, num - den)
+            jll += term.sum(2).T
+        if G.shape[1]:
+            jll += s.gaussian_loglik(gslots, G, self._var_smoothing)
+        return jll
+
+    def _log_prior(self) -> np.ndarray:
+        """log P̂(c) of the current counts (:func:`~stream_nb.learners._decision.log_prior`), cached."""
+        s = self._stats
+        key = (s.epoch, s.version)
+        if self._prior is None or self._prior[0] != key:
+            prior = log_prior(s.class_count[: s.n_classes], self._alpha)
+            prior.flags.writeable = False  # shared by every caller until the counts change
+            self._prior = (key, prior)
+        return self._prior[1]
+
+    def _posterior(self, enc: Encoded) -> np.ndarray:
+        """log P(c | x) of one encoded event."""
+        return normalise(self._jll(enc)[None, :], self._log_prior())[0]
+
+    def _log_posterior(self, x: dict) -> np.ndarray:
+        return self._posterior(self._stats.encode(x))
+
+    def _decide(self, log_post: np.ndarray) -> np.ndarray:
+        """Index of the decided class per row of ``log_post`` (rows, C): see
+        :func:`~stream_nb.learners._decision.decide`."""
+        return decide(log_post, self._decision, self._stats.classes)
+
+    def _outcome(self, log_post: np.ndarray) -> tuple:
+        """``(prediction, proba)`` of one event's log posterior."""
+        classes = self._stats.classes
+        return classes[self._decide(log_post[None, :])[0]], dict(zip(classes, np.exp(log_post).tolist()))
+
+    def predict_proba_one(self, x: dict) -> dict:
+        """The posterior P(c | x) over every class seen so far (empty before any learning)."""
+        if not self._stats.n_classes:
+            return {}
+        p = np.exp(self._log_posterior(x))
+        return dict(zip(self._stats.classes, p.tolist()))
+
+    def predict_one(self, x: dict):
+        """The Bayes decision: the most probable class, or with ``loss`` the class of least risk."""
+        s = self._stats
+        if not s.n_classes:
+            return None
+        if self._decision is None:
+            # the most probable class: an argmax, which needs no normalisation
+            jll = self._jll(s.encode(x))
+            i = int(jll.argmax())
+            if jll[i] == -math.inf:
+                i = int(self._log_prior().argmax())
+            return s.classes[i]
+        return self._outcome(self._log_posterior(x))[0]
+
+    def predict_and_proba_one(self, x: dict) -> tuple:
+        """``(predict_one(x), predict_proba_one(x))`` from one pass over the counts.
+
+        >>> from stream_nb import NaiveBayes
+        >>> model = NaiveBayes()
+        >>> model.learn_one({"sky": "sunny"}, "play")
+        >>> model.predict_and_proba_one({"sky": "sunny"})
+        ('play', {'play': 1.0})
+        """
+        if not self._stats.n_classes:
+            return None, {}
+        return self._outcome(self._log_posterior(x))
+
+    def risk_one(self, x: dict) -> dict:
+        """The conditional risk R(c | x) of predicting each class (needs ``loss``; else the 0-1 risk)."""
+        s = self._stats
+        if not s.n_classes:
+            return {}
+        p = np.exp(self._log_posterior(x))
+        lam = self._decision.matrix(s.classes) if self._decision is not None else 1.0 - np.eye(s.n_classes)
+        return dict(zip(s.classes, (p @ lam).tolist()))
+
+    # ------------------------------------------------------------------ the prequential step
+
+    def prequential_one(self, x: dict, y, *, impute: bool = False) -> Step:
+        """Predict ``x``, then learn it: one prequential ("test then train") step.
+
+        The prediction is :meth:`predict_and_proba_one`'s; ``y`` is then learned as
+        :meth:`learn_one` would: a label; or no label (``None`` or NaN), learned only
+        with ``learn_unlabeled=True`` once a class is known. ``x`` is encoded once for both.
+        With ``impute``, the step also reports the most probable value of each
+        missing attribute, taken before learning (:meth:`impute_one`).
+
+        Raises :class:`~stream_nb.exceptions.InvalidEventError` when either step
+        rejects the event, which then leaves the model as it was.
+
+        >>> from stream_nb import NaiveBayes
+        >>> model = NaiveBayes()
+        >>> model.prequential_one({"sky": "sun"}, "play")
+        Step(prediction=None, proba={}, learned=True, imputed=None)
+        >>> model.prequential_one({"sky": "sun"}, None)
+        Step(prediction='play', proba={'play': 1.0}, learned=False, imputed=None)
+        """
+        s = self._stats
+        enc = None
+        if s.n_classes:
+            enc = s.encode(x)
+            prediction, proba = self._outcome(self._posterior(enc))
+        else:
+            prediction, proba = None, {}
+        imputed = None
+        if impute:
+            imputed = {k: v for k, v in self.impute_one(x).items() if k not in x or x[k] is None}
+        labeled = not is_missing_label(y)
+        if not (labeled or self.learn_unlabeled):
+            return Step(prediction, proba, False, imputed)
+        learned = labeled or bool(s.n_classes)  # an unlabeled event is spread over the classes known
+        if type(self).learn_one is BayesClassifier.learn_one:
+            self._learn(x, y, 1.0, enc)
+        else:  # a subclass that overrides learn_one is still called for every event it learns
+            self.learn_one(x, y)
+        return Step(prediction, proba, learned, imputed)
+
+    def prequential_many(self, xs: list, ys: list) -> list:
+        """Predict each event, then learn it, in order: the prequential loop over a batch.
+
+        The same model, predictions and probabilities as, for each event in
+        turn, :meth:`prequential_one` (``predict_and_proba_one(x)`` then
+        ``learn_one(x, y)`` when ``y`` is a label, or is None or NaN with
+        ``learn_unlabeled=True``), up to floating-point rounding. An event that
+        either step rejects is neither learned nor predicted: its entry is the
+        :class:`~stream_nb.exceptions.InvalidEventError`, and the loop goes on.
+
+        Models with a vectorised path (NaiveBayes, TAN) score and learn each run of
+        events that only changes counts in one pass, with the running counts
+        every event would have seen (see :mod:`stream_nb.stats._running`).
+
+        Returns one ``(prediction, proba)`` or error per event.
+
+        >>> from stream_nb import NaiveBayes
+        >>> model = NaiveBayes()
+        >>> xs = [{"sky": "sun"}, {"sky": "rain"}, {"sky": ["?"]}, {"sky": "sun"}, {"sky": "sun"}]
+        >>> for result in model.prequential_many(xs, ["play", "stay", "play", "play", None]):
+        ...     print(result)
+        (None, {})
+        ('play', {'play': 1.0})
+        feature 'sky': expected a categorical value (str, int or bool), got list ['?']
+        ('play', {'play': 0.6667, 'stay': 0.3333})
+        ('play', {'play': 0.7714, 'stay': 0.2286})
+        """
+        return list(self.prequential_iter(xs, ys))
+
+    def prequential_iter(self, xs: list, ys: list):
+        """:meth:`prequential_many`, yielding each result as soon as its event is learned.
+
+        A consumer that acts on each result (the daemon sends it) has then
+        acted on exactly the events the model learned, even if an unexpected
+        error escapes part-way.
+        """
+        if len(xs) != len(ys):
+            raise ValueError(f"prequential_many: {len(xs)} events but {len(ys)} labels")
+        i, n = 0, len(xs)
+        while i < n:
+            run: list = []
+            i = self._prequential_run(xs, ys, i, run)
+            yield from run
+            if i < n:
+                try:
+                    step = self.prequential_one(xs[i], ys[i])
+                except InvalidEventError as exc:
+                    yield exc
+                else:
+                    yield step.prediction, step.proba
+                i += 1
+
+    # ------------------------------------------------------------------ merging and state
+
+    def merge(self, other: BayesClassifier) -> BayesClassifier:
+        """Add the counts of ``other`` (same model type) into this model; return self.
+
+        Counts are additive, so merging a model trained on stream A with one
+        trained on stream B gives the model trained on A then B.
+        """
+        if type(other) is not type(self):
+            raise MergeError(f"cannot merge a {type(other).__name__} into a {type(self).__name__}")
+        self._stats.merge(other._stats)
+        self._merged()
+        return self
+
+    def state(self) -> tuple[dict, dict]:
+        """The model's full state as ``(arrays, meta)``: numpy arrays and JSON-able metadata.
+
+        ``type(model).from_state(*model.state())`` rebuilds an equal model; no pickle is involved.
+        """
+        arrays, meta = self._stats.state()
+        extra_arrays, extra_meta = self._extra_state()
+        arrays.update({f"model.{k}": v for k, v in extra_arrays.items()})
+        # the parameters are the model's own objects (a loss matrix, bin edges): the state gets copies
+        params = copy.deepcopy(self._get_params())
+        return arrays, {"model": type(self).__name__, "params": params, "stats": meta, "extra": extra_meta}
+
+    @classmethod
+    def from_state(cls, arrays: dict, meta: dict) -> BayesClassifier:
+        """Rebuild the model :meth:`state` describes.
+
+        The model owns everything it keeps: no array is a view of ``arrays`` and
+        no dict or list is one of ``meta``'s. Those may be read-only
+        (:func:`stream_nb.load` gives views of the file's bytes) or be shared
+        (``from_state(arrays, meta)`` twice), and a model learns by writing into
+        its arrays in place.
+        """
+        if not isinstance(meta, dict) or meta.get("model") != cls.__name__:
+            got = meta.get("model") if isinstance(meta, dict) else meta
+            raise ValueError(f"state is of a {got!r:.60} model, not {cls.__name__!r}")
+        for key in ("params", "stats", "extra"):
+            if not isinstance(meta.get(key), dict):
+                raise ValueError(f"state: {key!r} must be an object, got {meta.get(key)!r:.60}")
+        meta = copy.deepcopy(meta)
+        model = cls(**meta["params"])
+        model._check_fits(meta["stats"])
+        # the store copies the counts into arrays of its own (with room to grow)
+        model._stats = Stats.from_state({k: v for k, v in arrays.items() if not k.startswith("model.")}, meta["stats"])
+        model._prior = None
+        # EM's E-step wants the observed-only counts (a state written before they existed does not say so)
+        model._stats.wants_observed = model.missing == "em"
+        # a model's own arrays (SPODE's running scores, TAN's tree, ...) may be kept as they come: copy them
+        extra = {k[6:]: np.array(v, copy=True) for k, v in arrays.items() if k.startswith("model.")}
+        model._load_extra_state(extra, meta["extra"])
+        model._check_loaded()
+        return model
+
+    def _check_fits(self, stats: dict) -> None:
+        """ValueError unless the state's store is the kind this model keeps (pair counts, numeric
+        handling, t-way table): a store of another kind lacks tables the model reads."""
+        s = self._stats
+        for name, want in (("pairs", s.pairs), ("numeric", s.numeric), ("tuples", s.tuples)):
+            got = stats.get(name, 0 if name == "tuples" else None)
+            if got != want or type(got) is not type(want):
+                raise ValueError(f"stats.{name} is {got!r:.60}; a {type(self).__name__} with these parameters "
+                                 f"keeps {want!r}")
+
+
+def prequential_step(model, x: dict, y, *, impute: bool = False) -> Step:
+    """One prequential step of any river classifier: predict ``x``, then learn ``(x, y)``.
+
+    stream_nb's models take :meth:`BayesClassifier.prequential_one` (``x`` encoded once).
+    Any other river classifier predicts with ``predict_one`` and ``predict_proba_one`` and
+    learns labeled events only; ``impute`` needs a model with ``impute_one``. The engine,
+    ``prequential_many`` and ``stream-nb evaluate`` all go through this step.
+
+    >>> from river import naive_bayes
+    >>> model = naive_bayes.MultinomialNB()
+    >>> prequential_step(model, {"w": 2}, "a")
+    Step(prediction=None, proba={}, learned=True, imputed=None)
+    """
+    if isinstance(model, BayesClassifier):
+        return model.prequential_one(x, y, impute=impute)
+    prediction, proba = model.predict_one(x), model.predict_proba_one(x)
+    imputed = None
+    if impute:
+        imputed = {k: v for k, v in model.impute_one(x).items() if k not in x or x[k] is None}
+    learned = y is not None
+    if learned:
+        model.learn_one(x, y)
+    return Step(prediction, proba, learned, imputed)

@@ -1,0 +1,103 @@
+"""Mini-batches: ``learn_many``, ``predict_proba_many`` and ``predict_many`` over a DataFrame.
+
+A batch gives the same model and predictions as the rows one at a time
+(``learn_one``, ``predict_proba_one``), encoded column by column
+(:meth:`Stats.encode_frame <stream_nb.stats.Stats.encode_frame>`) and counted
+in one vectorised pass; a batch that needs the rows in order (EM with a missing
+value, unlabeled rows to learn, a feature turning numeric) is learned row by row.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..exceptions import InvalidEventError
+from ..stats import is_missing_label
+from ._decision import normalise
+
+__all__ = ["MiniBatches"]
+
+
+class MiniBatches:
+    """The mini-batch methods of a :class:`~stream_nb.learners.BayesClassifier` (a part of it, not used alone)."""
+
+    def learn_many(self, X: pd.DataFrame, y: pd.Series) -> None:
+        """Learn a batch: the same model as ``learn_one`` over the rows in order.
+
+        With ``missing="em"``, a batch holding any missing value is learned
+        row by row (each E-step depends on the counts the previous rows left);
+        complete batches are counted in one vectorised pass.
+
+        A feature seen for the first time takes its type from the column's
+        dtype (a float column is numeric). pandas stores an integer column
+        that has missing values as float, so declare such features in
+        ``types`` (or build the frame with the nullable ``"Int64"`` dtype) to
+        keep them categorical as ``learn_one`` would.
+
+        A label or a value that ``learn_one`` would refuse at its row (given the rows before it)
+        raises the same error, and nothing of the batch is learned.
+        """
+        if len(X) != len(y):
+            raise ValueError(f"learn_many: X has {len(X)} rows but y has {len(y)} labels")
+        # every label of the batch is of the model's label type (a fresh model: of the first one's), checked
+        # before anything changes; one per value unless pandas holds them in one dtype (it factorises True and 1 as one)
+        uniform = isinstance(y, pd.Series) and y.dtype != object and not isinstance(y.dtype, pd.CategoricalDtype)
+        self._stats.check_labels(pd.unique(y).tolist() if uniform else list(y))
+        if self._needs_rows(X, y):
+            # EM's E-step for a row depends on the counts left by the rows before it;
+            # the whole batch is checked first so that a bad row leaves no trace
+            self._stats.validate_frame(X)
+            for row, label in zip(X.to_dict("records"), list(y)):
+                self.learn_one(row, None if is_missing_label(label) else label)
+            return
+        codes, uniques = pd.factorize(pd.Series(list(y)) if not isinstance(y, pd.Series) else y, use_na_sentinel=True)
+        if (codes < 0).any():
+            raise InvalidEventError(
+                f"the label is missing (None or NaN) at row {int(np.argmax(codes < 0))} of the batch", reason="bad_label"
+            )
+        labels = uniques.tolist()
+        for v in labels:
+            self._stats.check_label(v)
+        start = 0
+        while start < len(codes):
+            stop = min(len(codes), start + self._batch_limit())
+            self._learn_batch(X.iloc[start:stop], codes[start:stop], labels)
+            self._learned(stop - start)
+            start = stop
+
+    def _needs_rows(self, X: pd.DataFrame, y) -> bool:
+        """Hook: True when a batch must be learned row by row to equal ``learn_one``. Default:
+        with EM and a missing value anywhere, unlabeled rows to learn from, or a feature turning numeric."""
+        if self.learn_unlabeled and pd.isna(pd.Series(list(y), dtype=object)).any():
+            return True
+        if self._stats.frame_promotes(X):
+            return True  # a feature turns numeric at one row: the rows before it count as categories
+        if self.missing != "em":
+            return False
+        s = self._stats
+        if any(s.features[f] not in X.columns for f in s.discrete_features().tolist()):
+            return True
+        return bool(X.isna().to_numpy().any())
+
+    def _learn_batch(self, X, codes, labels):
+        s = self._stats
+        D, dfeats, G, gslots = s.encode_frame(X, learn=True)
+        s.add_many(D, dfeats, G, gslots, s.classes_from_codes(codes, labels))
+
+    def _log_posterior_many(self, X: pd.DataFrame) -> np.ndarray:
+        D, dfeats, G, gslots = self._stats.encode_frame(X, learn=False)
+        return normalise(self._jll_many(D, dfeats, G, gslots), self._log_prior())
+
+    def predict_proba_many(self, X: pd.DataFrame) -> pd.DataFrame:
+        if not self._stats.n_classes:
+            return pd.DataFrame(index=X.index)
+        p = np.exp(self._log_posterior_many(X))
+        return pd.DataFrame(p, index=X.index, columns=list(self._stats.classes))
+
+    def predict_many(self, X: pd.DataFrame) -> pd.Series:
+        s = self._stats
+        if not s.n_classes:
+            return pd.Series([None] * len(X), index=X.index, dtype=object)
+        idx = self._decide(self._log_posterior_many(X))
+        return pd.Series([s.classes[i] for i in idx], index=X.index)

@@ -1,0 +1,84 @@
+"""Vectorised prequential runs: score and learn a run of plain events in one pass.
+
+:meth:`BayesClassifier.prequential_iter <stream_nb.learners.BayesClassifier.prequential_iter>`
+hands each run of events that only change counts (see
+:meth:`Stats.encode_run <stream_nb.stats.Stats.encode_run>`) to
+:meth:`VectorisedRuns._prequential_run`. Each event of the run is scored with
+the stored counts plus those of the run's earlier events (the running counts of
+:mod:`stream_nb.stats._running`), then the run is learned in one
+:meth:`Stats.add_many <stream_nb.stats.Stats.add_many>`: the same predictions
+and model as one event at a time, up to floating-point rounding.
+"""
+
+from __future__ import annotations
+
+import abc
+
+import numpy as np
+
+from ..stats import exclusive_counts, gaussian_loglik, running_moments
+from ._decision import log_prior, normalise
+
+__all__ = ["VectorisedRuns"]
+
+
+class VectorisedRuns(abc.ABC):
+    """A model that scores runs of plain events at once (NaiveBayes, TAN); list it before its base class.
+
+    A subclass provides:
+
+    - :meth:`_run_ready`: whether runs may be vectorised in the model's state now;
+    - :meth:`_run_terms`: the discrete attributes' log-likelihood terms of a run's rows
+      under the counts each row would have seen;
+    - ``_run_complete``: True when runs take complete events only (always), False when
+      only under EM (whose missing values need E-steps one event at a time).
+    """
+
+    #: Most events scored and learned in one vectorised pass of prequential_many.
+    _RUN = 1024
+    #: Runs take complete events only (always; else only under EM, whose missing values need E-steps).
+    _run_complete = False
+
+    @abc.abstractmethod
+    def _run_ready(self) -> bool:
+        """Whether runs may be vectorised now."""
+
+    @abc.abstractmethod
+    def _run_terms(self, D: np.ndarray, yc: np.ndarray, C: int) -> np.ndarray:
+        """(rows, C): the discrete attributes' log-likelihood terms of each row of a run, under the
+        counts each row would have seen (see :mod:`stream_nb.stats._running`)."""
+
+    def _prequential_run(self, xs: list, ys: list, start: int, out: list) -> int:
+        """Append the results of a vectorised run of events from ``start``; return where it stopped.
+
+        A run is what :meth:`Stats.encode_run` accepts: events that only change counts (complete
+        ones under EM). Each is scored with the stored counts plus those of the run's earlier
+        events: the class prior and the Gaussian moments here, the discrete terms by
+        :meth:`_run_terms`. Then the run is learned in one :meth:`Stats.add_many`.
+        """
+        s = self._stats
+        C = s.n_classes
+        if not C or not self._run_ready():
+            return start
+        limit = min(self._RUN, self._batch_limit())
+        complete = self._run_complete or self.missing == "em"
+        stop, D, G, yc = s.encode_run(xs, ys, start, complete=complete, limit=limit)
+        if stop - start < 2:
+            return start  # a single event: the one-event path is cheaper
+        prior = log_prior(s.class_count[:C] + exclusive_counts(yc, C), self._alpha)
+        jll = prior + self._run_terms(D, yc, C)
+        if G.shape[1]:
+            Gs = G.shape[1]
+            n, mean, m2 = running_moments(G, yc, s.g_n[:C, :Gs], s.g_mean[:C, :Gs], s.g_m2[:C, :Gs])
+            jll += gaussian_loglik(n, mean, m2, G, self._var_smoothing)
+        log_post = normalise(jll, prior)  # as in predict_proba_one: every class impossible -> the prior
+        classes = s.classes
+        out.extend(
+            (classes[i], dict(zip(classes, p)))
+            for i, p in zip(self._decide(log_post).tolist(), np.exp(log_post).tolist())
+        )
+        labeled = yc >= 0
+        if labeled.any():
+            s.add_many(D[labeled], np.arange(D.shape[1]), G[labeled], np.arange(G.shape[1]), yc[labeled])
+            self._learned(int(labeled.sum()))
+        return stop

@@ -1,0 +1,108 @@
+"""Structure learning from the counts: mutual information, conditional mutual information, spanning trees.
+
+TAN's tree and KDB's parents are chosen from the same class-conditional pair
+counts every discretising model keeps, so a rebuild needs no pass over past
+events.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["conditional_mutual_information", "maximum_spanning_tree", "mutual_information_with_class"]
+
+
+def conditional_mutual_information(stats) -> np.ndarray:
+    """I(x_i; x_j | y) for every pair of discrete features, from the pair counts.
+
+    .. math::
+
+        I(x_i; x_j \\mid y) = \\sum_{x_i, x_j, c} P(x_i, x_j, c)
+        \\log \\frac{P(x_i, x_j \\mid c)}{P(x_i \\mid c) P(x_j \\mid c)}
+
+    with maximum-likelihood probabilities read off the events in which both
+    features were observed (all events when nothing is missing), and
+    0 log 0 = 0. Returns an (F, F) matrix over ``stats.features`` (zero on
+    the diagonal and for features without values yet).
+
+    The pair counts hold each pair twice, as the rows of x_i (block (i, j))
+    and as the rows of x_j (block (j, i)); EM fills the two under different
+    one-dependence models, so they may differ, and the estimate pools both
+    (with symmetric counts, it is the usual one).
+    """
+    C, V, F = stats.n_classes, len(stats.value_keys), len(stats.features)
+    out = np.zeros((F, F))
+    if V <= 1 or C == 0:
+        return out
+    live = np.flatnonzero(stats.value_feature[1:V] >= 0) + 1  # columns a promotion detached hold nothing
+    if not len(live):
+        return out
+    fcol = stats.value_feature[live]
+    order = np.argsort(fcol, kind="stable")
+    cols = live[order]
+    fsorted = fcol[order]
+    starts = np.flatnonzero(np.r_[True, fsorted[1:] != fsorted[:-1]])
+    present = fsorted[starts]
+    block = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(cols)]))
+    mi = np.zeros((len(starts), len(starts)))
+    n_pair = np.zeros((len(starts), len(starts)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for c in range(C):
+            P = stats.pair_count[c][np.ix_(cols, cols)]
+            if not P.any():
+                continue
+            row = np.add.reduceat(P, starts, axis=1)  # n(c, v, feature j)
+            col = np.add.reduceat(P, starts, axis=0)  # n(c, feature i, w)
+            blk = np.add.reduceat(row, starts, axis=0)  # n(c, i, j)
+            ratio = P * blk[block[:, None], block[None, :]] / (row[:, block] * col[block, :])
+            term = np.where(P > 0, P * np.log(np.where(P > 0, ratio, 1.0)), 0.0)
+            mi += np.add.reduceat(np.add.reduceat(term, starts, axis=1), starts, axis=0)
+            n_pair += blk
+    mi, n_pair = mi + mi.T, n_pair + n_pair.T  # both blocks of each pair
+    mi = np.where(n_pair > 0, mi / np.where(n_pair > 0, n_pair, 1.0), 0.0)
+    np.fill_diagonal(mi, 0.0)
+    out[np.ix_(present, present)] = np.maximum(mi, 0.0)
+    return out
+
+
+def mutual_information_with_class(stats) -> np.ndarray:
+    """I(x_i; y) of every feature with the class, from the value counts (0 for Gaussian features)."""
+    C, V, F = stats.n_classes, len(stats.value_keys), len(stats.features)
+    out = np.zeros(F)
+    if V <= 1 or C == 0:
+        return out
+    live = np.flatnonzero(stats.value_feature[1:V] >= 0) + 1
+    n = stats.value_count[:C, live]  # (C, live columns)
+    feat = stats.value_feature[live]
+    n_f = np.bincount(feat, weights=n.sum(0), minlength=F)  # events with feature f observed
+    n_cf = np.stack([np.bincount(feat, weights=n[c], minlength=F) for c in range(C)])  # (C, F)
+    n_v = n.sum(0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = n * n_f[feat][None, :] / (n_v[None, :] * n_cf[:, feat])
+        term = np.where(n > 0, n * np.log(np.where(n > 0, ratio, 1.0)), 0.0)
+    mi = np.bincount(feat, weights=term.sum(0), minlength=F)
+    return np.maximum(np.where(n_f > 0, mi / np.where(n_f > 0, n_f, 1.0), 0.0), 0.0)
+
+
+def maximum_spanning_tree(weights: np.ndarray, nodes, root, rank=None) -> dict:
+    """Prim's algorithm: ``{child: parent}`` of the maximum-weight spanning tree over ``nodes``, rooted at ``root``.
+
+    Ties go to the node of lower ``rank`` (default: lower index), so the tree is deterministic.
+    """
+    nodes = list(nodes)
+    if not nodes:
+        return {}
+    rank = rank if rank is not None else {n: n for n in nodes}
+    in_tree = {root}
+    rest = [n for n in nodes if n != root]
+    best = {n: (weights[root, n], root) for n in rest}
+    parent = {}
+    while rest:
+        nxt = max(rest, key=lambda n: (best[n][0], -rank[n]))
+        parent[nxt] = best[nxt][1]
+        in_tree.add(nxt)
+        rest.remove(nxt)
+        for n in rest:
+            if weights[nxt, n] > best[n][0]:
+                best[n] = (weights[nxt, n], nxt)
+    return parent

@@ -1,0 +1,148 @@
+"""Adding events to the counts: one event, its expected counts under EM, and batches.
+
+Every count is additive. An event adds its weight to its class, to each
+observed value, feature, pair and t-tuple of values, in every count set kept
+(the counts and, from the first expected counts on, their observed-only twin).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._values import Encoded
+
+__all__ = ["Adding"]
+
+
+class Adding:
+    """Counting of a :class:`~stream_nb.stats.Stats` (a part of it, not used alone)."""
+
+    def add(self, enc: Encoded, c: int, w: float = 1.0) -> None:
+        """Add one (encoded) event of class index ``c`` with weight ``w`` (its observed values, to every count set)."""
+        self.version += 1
+        self.class_count[c] += w
+        if len(enc.cols):
+            for p in self._sets():
+                self._count(p, enc.cols, enc.feats, c, w)
+        self.add_gaussian(c, w, enc.gslots, enc.gx)
+
+    def add_observed(self, enc: Encoded, c: int, w: float = 1.0) -> None:
+        """Count the observed values of ``enc`` in the observed-only twin alone (nothing without one).
+
+        EM's M-step adds an incomplete event to the counts with
+        :meth:`add_expected` and to the twin with this: the twin then holds what
+        ``missing="ignore"`` would have counted.
+        """
+        if self.keeps_observed and len(enc.cols):
+            self.version += 1
+            self._count("obs_", enc.cols, enc.feats, c, w)
+
+    def _count(self, p: str, cols: np.ndarray, feats: np.ndarray, c: int, w: float) -> None:
+        """Add weight ``w`` to the values ``cols`` (of features ``feats``) of class ``c`` in count set ``p``."""
+        getattr(self, p + "value_count")[c, cols] += w
+        getattr(self, p + "feat_count")[c, feats] += w
+        if self.pairs:
+            rows = cols[:, None]
+            getattr(self, p + "pair_count")[c][rows, cols] += w
+            getattr(self, p + "pair_feat")[c][rows, feats] += w
+        if self.tuples:
+            # flat indices into the class's contiguous block: 3x faster than np.ix_
+            tc, tf = getattr(self, p + "tuple_count")[c], getattr(self, p + "tuple_feat")[c]
+            idx = cols
+            for _ in range(self.tuples - 2):
+                idx = (idx[:, None] * tc.shape[-1] + cols[None, :]).ravel()
+            head = idx
+            idx = (head[:, None] * tc.shape[-1] + cols[None, :]).ravel()
+            tc.reshape(-1)[idx] += w
+            tf.reshape(-1)[(head[:, None] * tf.shape[-1] + feats[None, :]).ravel()] += w
+
+    def learn_one(self, x: dict, y, w: float = 1.0) -> None:
+        """Count one labeled event's observed values."""
+        enc, c = self.encode_labeled(x, y)
+        self.add(enc, c, w)
+
+    def add_expected(self, c: int, w: float, u: np.ndarray, m: np.ndarray, feats_u: np.ndarray, J=None) -> None:
+        """Add one event of class ``c`` whose values are known only in expectation (EM's M-step).
+
+        ``u`` are the columns the event may take (an observed feature: its one
+        column; a missing one: all its values), grouped by feature in
+        contiguous blocks (``feats_u``); ``m`` is the expected indicator of
+        each column and ``J`` the expected pair indicators over ``u`` (needed
+        when pair counts are kept): ``J[r, s]`` is added to
+        ``pair_count[c, u[r], u[s]]``, the row being the value conditioned on.
+        ``J`` need not be symmetric (EM fills the rows of each feature under
+        its own one-dependence model), but each row block of a feature must
+        sum to ``m`` over every other feature's columns. Each feature's block
+        of ``m`` sums to 1, so the event adds exactly weight ``w`` everywhere.
+        Only the counts receive it; the observed-only twin (started here, if
+        wanted and not yet kept) takes the event's observed values through
+        :meth:`add_observed`.
+        """
+        if self.wants_observed:
+            self.keep_observed()
+        self.version += 1
+        self.class_count[c] += w
+        self.value_count[c, u] += w * m
+        starts = np.flatnonzero(np.r_[True, feats_u[1:] != feats_u[:-1]])
+        fs = feats_u[starts]
+        self.feat_count[c, fs] += w
+        if self.pairs:
+            self.pair_count[c][u[:, None], u] += w * J
+            self.pair_feat[c][u[:, None], fs] += w * np.add.reduceat(J, starts, axis=1)
+
+    def add_many(self, D, dfeats, G, gslots, yc, w=None, observed: bool = True) -> None:
+        """Add a batch of encoded events (see :meth:`encode_frame`).
+
+        ``observed=False``: the rows are completions of one incomplete event
+        (KDB's M-step), so they go to the counts and not to the observed-only
+        twin (started here, if wanted and not yet kept, as in :meth:`add_expected`).
+        """
+        if not observed and self.wants_observed:
+            self.keep_observed()
+        n = len(yc)
+        self.epoch += 1
+        w = np.ones(n) if w is None else np.asarray(w, dtype=float)
+        C = len(self.classes)
+        self.class_count[:C] += np.bincount(yc, weights=w, minlength=C)
+        if D.shape[1]:
+            mask = D >= 0
+            rr, jj = np.nonzero(mask)
+            cc = yc[rr]
+            if self.pairs:
+                M = mask[:, :, None] & mask[:, None, :]
+                r3, a3, b3 = np.nonzero(M)
+            for p in self._sets() if observed else ("",):
+                np.add.at(getattr(self, p + "value_count"), (cc, D[rr, jj]), w[rr])
+                np.add.at(getattr(self, p + "feat_count"), (cc, dfeats[jj]), w[rr])
+                if self.pairs:
+                    np.add.at(getattr(self, p + "pair_count"), (yc[r3], D[r3, a3], D[r3, b3]), w[r3])
+                    np.add.at(getattr(self, p + "pair_feat"), (yc[r3], D[r3, a3], dfeats[b3]), w[r3])
+                if self.tuples:
+                    self._add_tuples_many(p, D, dfeats, yc, w, mask)
+        for j, g in enumerate(gslots):
+            x = G[:, j]
+            ok = ~np.isnan(x)
+            if not ok.any():
+                continue
+            c, xv, wv = yc[ok], x[ok], w[ok]
+            nb = np.bincount(c, weights=wv, minlength=C)
+            present = nb > 0
+            mb = np.zeros(C)
+            mb[present] = np.bincount(c, weights=wv * xv, minlength=C)[present] / nb[present]
+            m2b = np.bincount(c, weights=wv * (xv - mb[c]) ** 2, minlength=C)
+            idx = np.flatnonzero(present)
+            self._merge_moments(idx, g, nb[idx], mb[idx], m2b[idx])
+
+    def _add_tuples_many(self, p, D, dfeats, yc, w, mask):
+        t = self.tuples
+        tuple_count, tuple_feat = getattr(self, p + "tuple_count"), getattr(self, p + "tuple_feat")
+        k = D.shape[1]
+        grid = np.indices((k,) * t).reshape(t, -1)  # every t-tuple of column positions
+        for lo in range(0, len(D), 64):
+            Dm, mk = D[lo : lo + 64], mask[lo : lo + 64]
+            ok = np.logical_and.reduce([mk[:, g] for g in grid])  # (rows, k^t)
+            r, j = np.nonzero(ok)
+            cols = tuple(Dm[r, grid[a][j]] for a in range(t))
+            ww = w[lo : lo + 64][r]
+            np.add.at(tuple_count, (yc[lo : lo + 64][r],) + cols, ww)
+            np.add.at(tuple_feat, (yc[lo : lo + 64][r],) + cols[:-1] + (dfeats[grid[-1][j]],), ww)

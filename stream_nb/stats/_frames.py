@@ -1,0 +1,329 @@
+"""Many events at once: runs of plain events (prequential_many) and DataFrames (learn_many).
+
+Both register new features and values in the order a row-by-row loop would,
+so the batch paths build the same store as ``learn_one`` over the rows.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import pandas as pd
+
+from .._checks import is_integer
+from ..exceptions import FeatureTypeError
+from ._values import (
+    BINNED, CAT, GAUSS, NONE_TYPE, PLAIN_TYPES, VALUE_GROUPS, categorical_value, hashable, is_nan, json_type,
+    number_column, short_repr,
+)
+
+__all__ = ["Frames"]
+
+
+class Frames:
+    """Batch encoding of a :class:`~stream_nb.stats.Stats` (a part of it, not used alone)."""
+
+    def encode_run(self, xs: list, ys: list, start: int, complete: bool, limit: int):
+        """Encode events ``xs[start:]`` while each is *plain*; stop at the first that is not.
+
+        Plain: the event has a known class or no label, and every value it
+        observes is already known (a known categorical value, a finite
+        number for a Gaussian feature, or one that falls in a bin already
+        seen for a discretised feature whose edges are fixed), so learning it
+        changes no schema, only counts; with ``complete`` every discrete
+        feature is observed too.
+        A run of plain events can therefore be scored and learned with
+        running counts (see :mod:`stream_nb.stats._running`). The first event that
+        is not plain (a new feature, value or class, a missing value under
+        EM, a bad value) ends the run; the caller handles it one at a time,
+        where the usual checks raise the usual errors.
+
+        Returns ``(stop, D, G, yc)``: the run is ``xs[start:stop]`` (at most
+        ``limit`` events), ``D`` its columns (rows, features) with -1 where
+        missing or Gaussian, ``G`` its Gaussian values (rows, slots) with NaN
+        where missing, ``yc`` its class indices (-1: unlabeled).
+        """
+        end = min(len(xs), start + limit)
+        F, lookup = len(self.features), self._lookup
+        sub = xs[start:end]
+        stop = len(sub)
+        # labels: a known class (of a type checked to be the labels' type: True finds the class 1), or None
+        classes, label_ok, yc = self.class_index, self._label_ok, []
+        for i, y in enumerate(ys[start:end]):
+            c = -1 if y is None else classes.get(y) if type(y) in label_ok else None
+            if c is None:
+                stop = i
+                break
+            yc.append(c)
+        # keys: known features, or null values
+        known = lookup.keys()
+        for i in range(stop):
+            x = sub[i]
+            if not x.keys() <= known and any(
+                not (v is None or (type(v) is float and v != v)) for k, v in x.items() if k not in lookup
+            ):
+                stop = i
+                break
+        sub = sub[:stop]
+        D = np.full((stop, F), -1, dtype=np.int64)
+        G = np.full((stop, self.n_gauss), np.nan)
+        for f, name in enumerate(self.features):
+            if not sub:
+                break
+            kind = self.kinds[f]
+            vals = [x.get(name) for x in sub]
+            if kind == CAT:
+                ok = self._vt_ok[f]
+                if not set(map(type, vals)) <= ok | {NONE_TYPE}:
+                    # a value of another type (True finds the column of 1): the run stops there
+                    bad = next((i for i, v in enumerate(vals) if not (v is None or type(v) in ok or is_nan(v))), stop)
+                    if bad < stop:
+                        stop = bad
+                        del sub[stop:], vals[stop:]
+                        D, G = D[:stop], G[:stop]
+                        if not stop:
+                            break
+                vmap = self.values[f]
+                try:
+                    cols = list(map(vmap.get, vals))
+                except TypeError:  # an unhashable value: find it
+                    cols = [vmap.get(v) if hashable(v) else -2 for v in vals]
+                if None in cols or -2 in cols:
+                    for i, (col, v) in enumerate(zip(cols, vals)):
+                        if col is None and (v is None or (type(v) is float and v != v)):
+                            if complete:  # a missing value, learned by EM one at a time
+                                stop = min(stop, i)
+                                break
+                            cols[i] = -1
+                        elif col is None or col == -2:
+                            stop = min(stop, i)
+                            break
+                    cols = cols[:stop]
+                    del sub[stop:]
+                    D = D[:stop]
+                    G = G[:stop]
+                if stop:
+                    D[:, f] = cols[:stop]
+            else:
+                col = number_column(vals)  # NaN: missing; inf: not a plain number
+                bad = np.isinf(col)
+                if kind == BINNED:
+                    d, missing = self.disc[f], np.isnan(col)
+                    if d.edges is None:
+                        bad |= ~missing  # learning it would feed the discretiser's warm-up
+                    else:
+                        keys = d.bin_many(np.where(missing | bad, 0.0, col))
+                        lut = np.full(len(d.edges) + 1, -3, dtype=np.int64)  # -3: a bin not seen yet
+                        for key, c in self.values[f].items():
+                            lut[key] = c
+                        cols = np.where(missing, -1, lut[keys])
+                        bad |= cols == -3
+                    if complete:
+                        bad |= missing
+                if bad.any():
+                    stop = min(stop, int(bad.argmax()))
+                    del sub[stop:]
+                    D, G = D[:stop], G[:stop]
+                if kind == GAUSS:
+                    G[:, self.gslot[f]] = col[:stop]
+                elif stop and self.disc[f].edges is not None:
+                    D[:, f] = cols[:stop]
+        return start + stop, D, G, np.array(yc[:stop], dtype=np.int64)
+
+    def encode_frame(self, X: pd.DataFrame, learn: bool):
+        """Encode a DataFrame column by column.
+
+        Returns ``(D, dfeats, G, gslots)``: ``D`` (rows, k) value columns of the
+        discrete features ``dfeats`` (-1 missing, 0 unseen), ``G`` (rows, g) the
+        numeric values of Gaussian ``gslots`` (NaN missing).
+
+        When ``learn`` is true, new features and values are registered in the
+        order a row-by-row ``learn_one`` loop would register them, so both paths
+        build identical stores.
+        """
+        n = len(X)
+        prepared = self._prepare_frame(X, learn)
+        if learn:
+            self._register_frame(prepared, n)
+        return self._encode_prepared(prepared, n, learn)
+
+    def frame_promotes(self, X: pd.DataFrame) -> bool:
+        """True when learning ``X`` would turn a categorical feature numeric (see :meth:`promote`):
+        a feature inferred from integers (known, or new with an integer first) meets a fraction."""
+        for name in X.columns:
+            f = self.feature_index.get(name)
+            if f is not None and f not in self.from_int:
+                continue
+            s = X[name]
+            if s.dtype.kind in "iub":  # integer and boolean columns hold no fraction
+                continue
+            if f is None:
+                if name in self.types or s.dtype.kind == "f":
+                    continue
+                first = s.first_valid_index()
+                if first is None or not is_integer(s.loc[first]):
+                    continue
+            col = pd.to_numeric(s, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+            col = col[~np.isnan(col)]
+            if len(col) and not np.all(col == np.round(col)):
+                return True
+        return False
+
+    def validate_frame(self, X: pd.DataFrame) -> None:
+        """Raise ``FeatureTypeError`` for any value of ``X`` that learning would refuse; change nothing."""
+        self._prepare_frame(X, learn=True)
+
+    def _prepare_frame(self, X: pd.DataFrame, learn: bool) -> list:
+        prepared = []  # (position, name, f, kind, payload)
+        for pos, name in enumerate(X.columns):
+            s = X[name]
+            f = self.feature_index.get(name)
+            if f is not None:
+                kind = self.kinds[f]
+            else:
+                first = s.first_valid_index()
+                if first is None:
+                    continue
+                if not learn:
+                    continue
+                # A new feature's type follows the column's dtype: a float column is numeric.
+                # (pandas stores an int column with missing values as float: declare ``types``
+                # or use the nullable "Int64" dtype to keep such a column categorical.)
+                is_float = isinstance(s.dtype, np.dtype) and s.dtype.kind == "f"
+                kind = self._kind_for(name, 0.0 if is_float else s.loc[first])
+            if kind == CAT:
+                codes, uniques = pd.factorize(s, use_na_sentinel=True)
+                uniques = [categorical_value(name, u) for u in uniques.tolist()]
+                self._check_column(name, f, s, uniques)
+                prepared.append((pos, name, f, kind, (codes, uniques)))
+            else:
+                prepared.append((pos, name, f, kind, self._numeric_column(name, s)))
+        return prepared
+
+    def _check_column(self, name, f, s: pd.Series, uniques: list) -> None:
+        """Raise FeatureTypeError at the first value of categorical column ``s`` that is not of the
+        feature's value type (a new feature's: that of its first value), as ``learn_one`` row by row would.
+
+        pandas factorises ``True`` and ``1`` into one code, so a column of Python objects is checked
+        value by value; any other dtype holds values of one type, and its ``uniques`` tell.
+        """
+        vt = self.vtypes[f] if f is not None else None
+        if vt is None:
+            first = next((u for u in uniques if u is not None), None)
+            if first is None:
+                return
+            vt = self._vtype_of(name, first)
+        allowed = self._vt_ok[f] if f is not None and self.vtypes[f] is not None else set(PLAIN_TYPES[vt])
+        mixed = s.dtype == object
+        values = s.tolist() if mixed else uniques
+        extra = set(map(type, values)) - allowed - {NONE_TYPE}
+        if not extra or (extra == {float} and not any(json_type(u) in ("number", "boolean") for u in uniques)):
+            return  # floats neither among the uniques nor merged into one (1.0 == True) are NaN: missing
+        for i, v in enumerate(values):
+            if not (v is None or is_nan(v) or v is pd.NA or v is pd.NaT or json_type(v) in VALUE_GROUPS[vt]):
+                raise self._value_error(name, vt, v, f" (row {i} of the batch)" if mixed else "")
+
+    def _encode_prepared(self, prepared, n, learn):
+        dcols, dfeats, gcols, gslots = [], [], [], []
+        for pos, name, f, kind, payload in prepared:
+            f = self.feature_index.get(name)
+            if f is None:
+                continue
+            if kind == CAT:
+                codes, uniques = payload
+                d = self.values[f]
+                lut = np.array([d.get(u, 0) if u is not None else -1 for u in uniques] + [-1], dtype=np.int64)
+                dcols.append(lut[codes])  # code -1 picks the trailing -1
+                dfeats.append(f)
+            elif kind == GAUSS:
+                gcols.append(payload)
+                gslots.append(self.gslot[f])
+            else:
+                dcols.append(self._bin_column(f, payload, learn))
+                dfeats.append(f)
+        D = np.stack(dcols, axis=1) if dcols else np.empty((n, 0), dtype=np.int64)
+        G = np.stack(gcols, axis=1) if gcols else np.empty((n, 0))
+        return D, np.array(dfeats, dtype=np.int64), G, np.array(gslots, dtype=np.int64)
+
+    @staticmethod
+    def _numeric_column(name, s: pd.Series) -> np.ndarray:
+        if s.dtype == bool or (s.dtype == object and s.map(lambda v: isinstance(v, (bool, np.bool_))).any()):
+            raise FeatureTypeError(f"feature {name!r} is numeric: expected numbers, got booleans", field=name)
+        try:
+            a = pd.to_numeric(s, errors="raise").to_numpy(dtype=float, na_value=np.nan)
+        except (ValueError, TypeError):
+            bad = next(v for v in s if v is not None and not is_nan(v) and not isinstance(v, numbers.Real))
+            raise FeatureTypeError(
+                f"feature {name!r} is numeric: expected a number, got {type(bad).__name__} {short_repr(bad)}",
+                field=name,
+            ) from None
+        if np.isinf(a).any():
+            raise FeatureTypeError(f"feature {name!r}: expected finite numbers, got an infinity", field=name)
+        return a
+
+    def _register_frame(self, prepared, n):
+        """Register new features and categorical values in row-major order of first appearance."""
+        events = []  # (row, position, 0 feature / 1 value, name, kind, value)
+        for pos, name, f, kind, payload in prepared:
+            if kind == CAT:
+                codes, uniques = payload
+                valid = codes >= 0
+                if not valid.any():
+                    continue
+                if f is None:
+                    first_row = int(np.argmax(valid))
+                    events.append((first_row, pos, 0, name, kind, is_integer(uniques[codes[first_row]])))
+                known = self.values[f] if f is not None else {}
+                new = [i for i, u in enumerate(uniques) if u is not None and u not in known]
+                if new:
+                    first = np.full(len(uniques), n, dtype=np.int64)
+                    rows = np.flatnonzero(valid)
+                    np.minimum.at(first, codes[rows], rows)
+                    for i in new:
+                        events.append((int(first[i]), pos, 1, name, kind, uniques[i]))
+            elif f is None:
+                valid = ~np.isnan(payload)
+                if valid.any():
+                    events.append((int(np.argmax(valid)), pos, 0, name, kind, False))
+        events.sort(key=lambda e: (e[0], e[1], e[2]))
+        if self.tuples:  # binned values may add a few more: they are checked as they come
+            self._check_room(sum(1 for e in events if e[2] == 1), 0)
+        for _, _, what, name, kind, v in events:
+            if what == 0:
+                self._add_feature(name, kind, from_int=kind == CAT and name not in self.types and v)
+            else:
+                self._add_value(self.feature_index[name], v)
+
+    def _bin_column(self, f, xs: np.ndarray, learn: bool) -> np.ndarray:
+        d = self.disc[f]
+        out = np.full(len(xs), -1, dtype=np.int64)
+        valid = np.flatnonzero(~np.isnan(xs))
+        if learn and d.edges is None:
+            taken = d.buffer_many(xs[valid])
+            valid = valid[taken:]
+        if d.edges is None or not len(valid):
+            return out
+        b = d.bin_many(xs[valid])
+        vals = self.values[f]
+        if learn:
+            for i in np.unique(b, return_index=True)[1][np.argsort(np.unique(b, return_index=True)[1])]:
+                key = int(b[i])
+                if key not in vals:
+                    self._add_value(f, key)
+        lut = np.zeros(len(d.edges) + 1, dtype=np.int64)
+        for key, col in vals.items():
+            lut[key] = col
+        out[valid] = lut[b]
+        return out
+
+    def classes_from_codes(self, codes: np.ndarray, labels: list) -> np.ndarray:
+        """Class indices of factorised labels, registering new classes in order of first appearance."""
+        present, first = np.unique(codes, return_index=True)
+        if self.tuples:
+            self._check_room(0, sum(1 for code in present if labels[code] not in self.class_index))
+        for code in present[np.argsort(first)]:
+            if labels[code] not in self.class_index:
+                self._add_class(labels[code])
+        lut = np.array([self.class_index.get(v, -1) for v in labels], dtype=np.int64)
+        return lut[codes]

@@ -1,0 +1,101 @@
+"""Gaussian numeric features: per-class running moments and their log-density.
+
+In ``numeric="gaussian"`` stores (naive Bayes) each numeric feature keeps, per
+class, its weight, mean and sum of squared deviations (``g_n``, ``g_mean``,
+``g_m2``): a weighted Welford update per event, the exact pairwise formula of
+Chan, Golub and LeVeque for batches and merges.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = ["GaussianMoments", "gaussian_loglik"]
+
+
+def gaussian_loglik(n, mean, m2, x, var_smoothing: float) -> np.ndarray:
+    """Per-class Gaussian log-density of numeric values from their moments.
+
+    ``n``, ``mean``, ``m2`` are the count, mean and sum of squared deviations
+    per class and feature, shape (..., C, slots); ``x`` the values, (..., slots),
+    NaN where missing; the result is (..., C) summed over the slots.
+
+    The variance of feature i in class c is the maximum-likelihood variance,
+    floored at ``var_smoothing`` times the feature's variance over all
+    classes (and at the smallest normal float, so that an underflowing variance
+    stays positive). A class that never saw the feature uses the all-class Gaussian. A
+    feature whose values have all been equal so far carries no information and
+    contributes nothing, as does a missing value.
+
+    Returned values are log-densities up to a constant per event (the same for
+    every class), which is all a posterior needs: the quadratic term is shifted
+    by its minimum over classes, so that a value far out in the tails leaves
+    the closest class finite instead of overflowing every class to -inf.
+    """
+    tot = n.sum(-2)
+    safe_tot = np.where(tot > 0, tot, 1.0)
+    pooled_mean = (n * mean).sum(-2) / safe_tot
+    pooled_var = (m2 + n * (mean - pooled_mean[..., None, :]) ** 2).sum(-2) / safe_tot
+    seen = n > 0
+    var = np.where(seen, m2 / np.where(seen, n, 1.0), pooled_var[..., None, :])
+    # floored at the smallest normal float too: variances of values around 1e-150 underflow to 0,
+    # and 0/0 in one class would turn the whole posterior into NaN
+    var = np.maximum(var, np.maximum(var_smoothing * pooled_var[..., None, :], np.finfo(float).tiny))
+    mu = np.where(seen, mean, pooled_mean[..., None, :])
+    use = (pooled_var > 0) & ~np.isnan(x)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        q = (x[..., None, :] - mu) ** 2 / var
+        q = q - q.min(-2, keepdims=True)
+        ll = -0.5 * (np.log(2 * np.pi * var) + q)
+    return np.where(use[..., None, :], ll, 0.0).sum(-1)
+
+
+class GaussianMoments:
+    """The Gaussian moments of a :class:`~stream_nb.stats.Stats` (a part of it, not used alone)."""
+
+    def add_gaussian(self, c: int, w: float, gs: np.ndarray, gx: np.ndarray) -> None:
+        """Weighted Welford update of the Gaussian moments of class ``c``."""
+        self.version += 1
+        if len(gs):
+            n = self.g_n[c, gs] + w
+            mean = self.g_mean[c, gs]
+            d = gx - mean
+            new_mean = mean + d * (w / n)
+            self.g_m2[c, gs] += w * d * (gx - new_mean)
+            self.g_mean[c, gs] = new_mean
+            self.g_n[c, gs] = n
+
+    def gaussian_mixture(self, g: int, weights: np.ndarray) -> tuple[float, float]:
+        """Mean and standard deviation of Σ_c weights[c] N(μ_c, σ²_c) for Gaussian slot ``g``."""
+        C = self.n_classes
+        n, mean, m2 = self.g_n[:C, g], self.g_mean[:C, g], self.g_m2[:C, g]
+        tot = n.sum()
+        if tot == 0:
+            return float("nan"), float("nan")
+        pooled_mean = (n * mean).sum() / tot
+        pooled_var = (m2 + n * (mean - pooled_mean) ** 2).sum() / tot
+        seen = n > 0
+        mu = np.where(seen, mean, pooled_mean)
+        var = np.where(seen, m2 / np.where(seen, n, 1.0), pooled_var)
+        mix_mean = float((weights * mu).sum())
+        mix_var = float((weights * (var + (mu - mix_mean) ** 2)).sum())
+        return mix_mean, math.sqrt(max(mix_var, 0.0))
+
+    def _merge_moments(self, cls, g, nb, mb, m2b):
+        na, ma, m2a = self.g_n[cls, g], self.g_mean[cls, g], self.g_m2[cls, g]
+        n = na + nb
+        delta = mb - ma
+        self.g_mean[cls, g] = ma + delta * (nb / n)
+        # delta * (delta * w), not delta² * w: with an empty side (w = 0) a huge delta adds 0, not inf * 0
+        self.g_m2[cls, g] = m2a + m2b + delta * (delta * (na * nb / n))
+        self.g_n[cls, g] = n
+
+    def gaussian_loglik(self, gslots: np.ndarray, gx: np.ndarray, var_smoothing: float) -> np.ndarray:
+        """Per-class Gaussian log-density of numeric values: ``gx`` (slots,) gives (C,), a batch
+        ``gx`` (rows, slots) with NaN for missing gives (rows, C). See :func:`gaussian_loglik`."""
+        C = len(self.classes)
+        return gaussian_loglik(
+            self.g_n[:C, gslots], self.g_mean[:C, gslots], self.g_m2[:C, gslots], gx, var_smoothing
+        )

@@ -1,0 +1,203 @@
+"""What a value may be: the store's kinds of feature, one event's encoding, and the checks on values.
+
+A categorical value is a ``str``, ``int`` or ``bool`` (numpy's scalars too, and a
+float, counted as a category when the feature was declared categorical); a numeric
+value is a finite real number. ``None``, NaN and an absent key are missing. A
+value of another type raises :class:`~stream_nb.exceptions.FeatureTypeError`
+naming the feature, what was expected and what was received.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import typing
+
+import numpy as np
+
+from ..exceptions import ConfigError, FeatureTypeError
+
+__all__ = [
+    "BINNED", "CAT", "EMPTY_FLOAT", "EMPTY_INT", "GAUSS", "KIND_NAMES", "NONE_TYPE", "PLAIN_TYPES", "PROMOTE",
+    "TWINNED", "VALUE_GROUPS", "Encoded", "a_noun", "categorical_value", "check_types", "describe_type", "hashable",
+    "is_nan", "json_type", "number_column", "numeric_value", "short_repr",
+]
+
+#: the count arrays that EM adds expected counts to, and that ``observed=True`` keeps twice
+TWINNED = ("value_count", "feat_count", "pair_count", "pair_feat", "tuple_count", "tuple_feat")
+
+CAT, GAUSS, BINNED = 0, 1, 2
+PROMOTE = 3  # a learning step: a categorical feature turns numeric
+KIND_NAMES = {CAT: "categorical", GAUSS: "numeric", BINNED: "numeric"}
+EMPTY_INT = np.empty(0, dtype=np.int64)
+EMPTY_FLOAT = np.empty(0, dtype=float)
+
+_JSON_TYPES = {str: "string", bool: "boolean", int: "number", float: "number"}
+#: the JSON types a categorical feature of each value type takes ("string or number": declared categorical)
+VALUE_GROUPS = {
+    "string": ("string",),
+    "number": ("number",),
+    "boolean": ("boolean",),
+    "string or number": ("string", "number"),
+}
+#: the Python types whose values the fast lookups of each value type may take as they are
+PLAIN_TYPES = {"string": (str,), "number": (int, float), "boolean": (bool,), "string or number": (str, int, float)}
+NONE_TYPE = type(None)
+
+
+def json_type(v) -> str:
+    """The JSON type a label or a value stands for: ``"string"``, ``"number"`` or ``"boolean"``
+    (numpy scalars and subclasses included); the name of its Python type for anything else.
+
+    Python holds ``True == 1`` and ``1 == 1.0``: values of one JSON type never collide with
+    values of another only because the model never lets two types meet (see :class:`~stream_nb.stats.Stats`).
+
+    >>> json_type("1"), json_type(1), json_type(1.5), json_type(True), json_type(np.int64(3)), json_type((1,))
+    ('string', 'number', 'number', 'boolean', 'number', 'tuple')
+    """
+    t = _JSON_TYPES.get(type(v))
+    if t is not None:
+        return t
+    if isinstance(v, (bool, np.bool_)):
+        return "boolean"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, numbers.Number):
+        return "number"
+    return type(v).__name__
+
+
+def a_noun(noun: str) -> str:
+    """``noun`` with its indefinite article: ``a_noun("string") == "a string"``, ``a_noun("integer") == "an integer"``."""
+    return ("an " if noun[:1] in "aeiou" else "a ") + noun
+
+
+class Encoded(typing.NamedTuple):
+    """One event as indices into the store."""
+
+    cols: np.ndarray  # value column of each observed discrete feature (0: a value never seen)
+    feats: np.ndarray  # the feature of each of those columns
+    gslots: np.ndarray  # Gaussian slot of each observed numeric feature
+    gx: np.ndarray  # its value
+    unseen: bool = False  # some value was never seen (column 0)
+    #: the store's epoch when this prediction encoding was made, if learning the event would need
+    #: nothing new (no new feature or value): it is then the learning encoding too (-1: it is not)
+    epoch: int = -1
+
+
+def describe_type(value) -> str:
+    """How a value is named in error messages: its JSON type ("an object", "a float", ...), else its Python type.
+
+    >>> describe_type({}), describe_type(True), describe_type(1.5), describe_type(b"x")
+    ('an object', 'a boolean', 'a float', 'bytes')
+    """
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a float"
+    if isinstance(value, str):
+        return "a string"
+    return type(value).__name__
+
+
+def is_nan(v) -> bool:
+    return isinstance(v, (float, np.floating)) and v != v
+
+
+def categorical_value(name, v):
+    """A usable category, as a plain Python value, or None when missing."""
+    t = type(v)
+    if t is str or t is int or t is bool:
+        return v
+    if v is None:
+        return None
+    if t is float or isinstance(v, np.floating):
+        if v != v:
+            return None
+        if math.isinf(v):
+            raise FeatureTypeError(
+                f"feature {name!r}: expected a category (str, int, bool) or a finite number, got {v!r}",
+                field=name,
+            )
+        return float(v)
+    if isinstance(v, (np.integer, np.bool_, np.str_)):
+        return v.item()
+    if isinstance(v, (str, int)):  # subclasses (e.g. enums over str)
+        return v
+    raise FeatureTypeError(
+        f"feature {name!r}: expected a categorical value (str, int or bool), "
+        f"got {type(v).__name__} {short_repr(v)}",
+        field=name,
+    )
+
+
+def numeric_value(name, v):
+    """A finite float, or None when missing."""
+    t = type(v)
+    if t is float:
+        if v != v:
+            return None
+        if v in (math.inf, -math.inf):
+            raise FeatureTypeError(f"feature {name!r}: expected a finite number, got {v!r}", field=name)
+        return v
+    if v is None:
+        return None
+    if t is int or (isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))):
+        f = float(v)
+        if f != f:
+            return None
+        if math.isinf(f):
+            raise FeatureTypeError(f"feature {name!r}: expected a finite number, got {v!r}", field=name)
+        return f
+    raise FeatureTypeError(
+        f"feature {name!r} is numeric: expected a number, got {type(v).__name__} {short_repr(v)}",
+        field=name,
+    )
+
+
+def number_column(vals: list) -> np.ndarray:
+    """Floats of a feature's values across events: NaN where missing, inf where not a plain finite number."""
+    if all(type(v) is float for v in vals):
+        return np.array(vals)
+    col = np.empty(len(vals))
+    for i, v in enumerate(vals):
+        t = type(v)
+        if t is float:
+            col[i] = v
+        elif v is None:
+            col[i] = np.nan
+        elif t is int and -1e308 < v < 1e308:
+            col[i] = v
+        else:
+            col[i] = np.inf
+    return col
+
+
+def hashable(v) -> bool:
+    try:
+        hash(v)
+    except TypeError:
+        return False
+    return True
+
+
+def short_repr(v) -> str:
+    r = repr(v)
+    return r if len(r) <= 60 else r[:57] + "..."
+
+
+def check_types(types) -> dict:
+    if types is None:
+        return {}
+    if not isinstance(types, dict):
+        raise ConfigError(f"types: expected a dict of feature -> 'categorical' | 'numeric', got {type(types).__name__}")
+    for k, v in types.items():
+        if v not in ("categorical", "numeric"):
+            raise ConfigError(f"types[{k!r}]: expected 'categorical' or 'numeric', got {v!r}")
+    return dict(types)
