@@ -133,12 +133,17 @@ class JsonLinesSource:
                 self._fd = os.open(path, os.O_RDONLY)
             except OSError as exc:
                 raise ConfigError(f"cannot open input {path!r}: {exc.strerror}") from None
+            if stat.S_ISDIR(os.fstat(self._fd).st_mode):  # opens fine, and fails only at the first read
+                os.close(self._fd)
+                raise ConfigError(f"cannot read input {path!r}: it is a directory; expected a JSON-lines file")
             self._owns_fd = True
         self._seekable = self._owns_fd and _is_regular_file(self._fd)
         #: Blank lines skipped so far.
         self.blank_lines = 0
         #: The positions last passed to :meth:`commit`.
         self.committed: dict[str, int] = {}
+        # the last record of the poll before the last, and the records of the last poll
+        self._handed: tuple[Record | None, list[Record]] = (None, [])
         self._reset(offset=0, line=0)
 
     def _reset(self, offset: int, line: int) -> None:
@@ -182,6 +187,9 @@ class JsonLinesSource:
                 self._buf += chunk
             else:
                 self._eof = True
+        if records:
+            before = self._handed[1]
+            self._handed = (before[-1] if before else self._handed[0], records)
         return records
 
     def commit(self, positions: dict[str, int]) -> None:
@@ -247,6 +255,41 @@ class JsonLinesSource:
         if not self._seekable or self._fd < 0:
             return None
         return {self.partition: max(0, os.fstat(self._fd).st_size - self._buf_offset)}
+
+    def line_at(self, offset: int) -> int | None:
+        """The number of the line that ends at byte ``offset`` (a ``next_position``), or ``None`` if unknown.
+
+        Known for the records of the last poll and the last one of the poll
+        before (where a consumer stops), and otherwise counted from the start
+        of a regular file (a snapshot's position, say).
+
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "in.jsonl")
+        >>> with open(path, "wb") as f:
+        ...     _ = f.write(b'{"a": 1}\\n\\n{"a": 2}\\n')
+        >>> source = JsonLinesSource(path=path)
+        >>> [r.next_position for r in source.poll(10, 0.1)], source.line_at(19), source.line_at(9), source.line_at(0)
+        ([9, 19], 3, 1, 0)
+        >>> source.close()
+        """
+        before, last = self._handed
+        for record in (*reversed(last), before):
+            if record is not None and record.next_position == offset:
+                return record.position["line"]
+        if not offset:
+            return 0
+        if not self._seekable:
+            return None
+        lines, last, done = 0, b"", 0
+        with open(self.partition, "rb") as f:
+            while done < offset:
+                chunk = f.read(min(1 << 20, offset - done))
+                if not chunk:
+                    return None
+                lines += chunk.count(b"\n")
+                last = chunk[-1:]
+                done += len(chunk)
+        return lines + (last != b"\n")
 
     def close(self) -> None:
         """Close the file (never stdin). Does not commit."""
@@ -394,14 +437,24 @@ class JsonLinesSink:
         """Write ``value`` and a newline; ``key`` is not written."""
         if b"\n" in value:
             raise ValueError(f"a JSON-lines value cannot contain a newline: {value[:80]!r}")
-        self._file.write(value)
-        self._file.write(b"\n")
+        try:
+            self._file.write(value)
+            self._file.write(b"\n")
+        except OSError as exc:
+            raise self._named(exc) from None
 
     def flush(self) -> None:
         """Flush to the operating system, and fsync a file when ``fsync`` is on."""
-        self._file.flush()
-        if self._fsync:
-            os.fsync(self._file.fileno())
+        try:
+            self._file.flush()
+            if self._fsync:
+                os.fsync(self._file.fileno())
+        except OSError as exc:
+            raise self._named(exc) from None
+
+    def _named(self, exc: OSError) -> OSError:
+        """The same error (a BrokenPipeError stays one) naming this sink's file, or stdout/stderr."""
+        return exc if exc.filename is not None else OSError(exc.errno, exc.strerror or str(exc), self.name)
 
     def close(self) -> None:
         """Flush, then close a file (stdout and stderr stay open)."""
@@ -412,7 +465,10 @@ class JsonLinesSink:
             self.flush()
         finally:
             if self._owns_file:
-                self._file.close()
+                try:
+                    self._file.close()
+                except OSError as exc:
+                    raise self._named(exc) from None
 
 
 def make_source(config: dict[str, typing.Any]) -> JsonLinesSource:

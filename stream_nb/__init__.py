@@ -15,6 +15,7 @@ errors every layer raises are in :mod:`stream_nb.exceptions`.
 >>> from stream_nb import NaiveBayes, AODE, TAN
 """
 
+# No ``from __future__ import annotations`` here: it would be a public name ``stream_nb.annotations``.
 from . import exceptions
 from ._version import __version__
 from .learners import AODE, KDB, SPODE, TAN, NaiveBayes

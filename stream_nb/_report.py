@@ -17,7 +17,37 @@ import typing
 import numpy as np
 import orjson
 
-__all__ = ["plot_learning_curves", "plot_tan_tree", "tree_layout", "plot_explanation", "write_report"]
+__all__ = ["plot_learning_curves", "plot_tan_tree", "tree_layout", "plot_explanation", "write_report",
+           "plot_formats", "check_plot_path"]
+
+
+def plot_formats() -> dict[str, str]:
+    """``{extension: description}`` of every file format the Agg canvas saves (png, svg, pdf, ...)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    return dict(sorted(FigureCanvasAgg(Figure()).get_supported_filetypes().items()))
+
+
+def check_plot_path(path: str, name: str) -> None:
+    """Check, before any work, that a picture can be saved at ``path``: ConfigError naming ``name`` otherwise.
+
+    The extension must be one the canvas saves (none at all: PNG), and the file must be writable.
+
+    >>> check_plot_path("out.txt", "--plot")
+    Traceback (most recent call last):
+    ...
+    stream_nb.exceptions.ConfigError: --plot out.txt: cannot draw a .txt file; expected one of .avif, .eps, ...
+    """
+    from ._console import writable_file
+    from .exceptions import ConfigError
+
+    ext = os.path.splitext(path)[1].lower().lstrip(".")
+    formats = plot_formats()
+    if ext and ext not in formats:
+        raise ConfigError(f"{name} {path}: cannot draw a .{ext} file; expected one of "
+                          f"{', '.join('.' + f for f in formats)} (or no extension: PNG)")
+    writable_file(path, name)
 
 
 def _figure(width: float, height: float):
@@ -154,7 +184,7 @@ def plot_explanation(expl, path: str, subtitle: str | None = None, max_bars: int
         lines += textwrap.wrap(subtitle, 100)
     ax.set_title("\n".join(lines), fontsize=9)
     ax.grid(True, axis="x", alpha=0.3)
-    fig.savefig(path)
+    fig.savefig(path, format=None if os.path.splitext(path)[1] else "png")  # no extension: PNG at that very path
     return path
 
 
@@ -173,7 +203,7 @@ def write_report(evaluation, directory: str, window: int = 500, command: str | N
 
     Returns ``{"report": path, "learning_curves": path, "tree:<model>": path, ...}``.
     """
-    from .evaluate import format_table
+    from .evaluate import format_table, why_no_tree
 
     os.makedirs(directory, exist_ok=True)
     paths = {"learning_curves": plot_learning_curves(evaluation, os.path.join(directory, "learning_curves.png"),
@@ -212,8 +242,7 @@ def write_report(evaluation, directory: str, window: int = 500, command: str | N
                       "| parent | child | CMI |", "|---|---|---:|"]
             lines += [f"| {p} | {c} | {cmi:.4g} |" for p, c, cmi in r.model.tree]
         else:
-            lines += [f"No tree yet ({r.model.n_learned:,.0f} events learned, rebuild_every="
-                      f"{r.model.rebuild_every}): the model predicts as naive Bayes.", "",
+            lines += [f"No tree yet ({why_no_tree(r.model)}): the model predicts as naive Bayes.", "",
                       f"![TAN tree of {r.name}]({name})"]
         lines.append("")
     if evaluation.bad_rows:

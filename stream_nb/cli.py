@@ -30,6 +30,7 @@ import dataclasses
 import importlib
 import logging
 import os
+import re
 import signal
 import stat
 import sys
@@ -44,7 +45,7 @@ from .engine import DEFAULT_CONFIG as ENGINE_DEFAULTS
 from .engine import CountsBlankLines, Engine, JointConnectorModule, check_config
 from .exceptions import ConfigError, StreamNBError
 from .snapshots import SnapshotStore
-from ._console import silence_stdout
+from ._console import INTERRUPTED, silence_stdout, writable_file
 
 __all__ = ["main", "build_parser", "resolve_settings", "SETTINGS", "MODELS"]
 
@@ -105,10 +106,11 @@ SETTINGS: tuple[Setting, ...] = (
             "the lowest running log loss at each rebuild)", _MODEL, "FEATURE"),
     Setting("m", "int", None, "AODE: a value is a parent only once seen in M events (model default 1)", _MODEL, "M"),
     Setting("bins", "int", None, "AODE, TAN, SPODE, KDB: equal-frequency bins per numeric feature (model default 5)", _MODEL, "N"),
-    Setting("warmup", "int", None, "AODE, TAN, SPODE, KDB: values of a numeric feature used to place its bin edges "
-            "(model default 100)", _MODEL, "N"),
+    Setting("warmup", "int", None, "AODE, TAN, SPODE, KDB: values of a numeric feature used to place its bin edges; "
+            "TAN, SPODE, KDB: also the learned events before the first rebuild (model default 100)", _MODEL, "N"),
     Setting("rebuild_every", "int", None, "TAN, SPODE, KDB: rebuild the structure / re-choose the super-parent every N "
-            "learned events (model default 1000)",
+            "learned events (model default 1000); early ones come after --warmup events and each time the count "
+            "doubles below N, when the counts show attributes dependent given the class",
             _MODEL, "N"),
     Setting("var_smoothing", "float", None, "NB: floor of each Gaussian variance, as a fraction of the feature's variance over all classes (model default 1e-9)", _MODEL, "V"),
     Setting("types", "mapping", {}, "declare feature types instead of inferring them from the first value "
@@ -255,6 +257,8 @@ dead-letter record:
 
 signals:
   SIGTERM or SIGINT: finish the current event, flush, commit, exit 0.
+  The last log line says where the daemon stopped: the file and its last
+  line processed, or the next offset of each Kafka partition.
 
 snapshots (--snapshot-dir DIR; off by default):
   the model, its metrics and the input positions are written to DIR every
@@ -269,7 +273,8 @@ snapshots (--snapshot-dir DIR; off by default):
 
 exit status:
   0 done (input exhausted or stopped by a signal), 1 runtime failure,
-  2 invalid settings."""
+  2 invalid settings (unusable output paths included: checked before the
+  first event), 130 interrupted (Ctrl-C) before start-up finished."""
 
 
 # -- parsing ------------------------------------------------------------------
@@ -450,10 +455,10 @@ def resolve_settings(args: argparse.Namespace, env: typing.Mapping[str, str] | N
     """
     env = os.environ if env is None else env
     given = vars(args)
-    layers: list[dict[str, typing.Any]] = []
+    layers: list[tuple[typing.Callable[[Setting], str], dict[str, typing.Any]]] = []
     config_path = given.get("config", env.get(ENV_PREFIX + "CONFIG"))
     if config_path:
-        layers.append(_read_config_file(config_path))
+        layers.append((lambda s: f"config file {config_path}", _read_config_file(config_path)))
     from_env: dict[str, typing.Any] = {}
     for setting in SETTINGS:
         if setting.env in env:
@@ -461,18 +466,66 @@ def resolve_settings(args: argparse.Namespace, env: typing.Mapping[str, str] | N
     ignored = sorted(k for k in env if k.startswith(ENV_PREFIX) and k[len(ENV_PREFIX):].lower() not in _BY_NAME)
     if ignored:
         log.debug("ignoring environment variables %s (not stream-nb settings)", ", ".join(ignored))
-    layers.append(from_env)
-    layers.append({
+    layers.append((lambda s: s.env, from_env))
+    layers.append((lambda s: s.flag, {
         s.name: _convert(s, given[s.name], s.flag) for s in SETTINGS if s.name in given
-    })
-    settings = {s.name: (dict(s.default) if s.kind == "mapping" else s.default) for s in SETTINGS}
-    for layer in layers:
+    }))
+    settings = Settings({s.name: (dict(s.default) if s.kind == "mapping" else s.default) for s in SETTINGS})
+    for origin, layer in layers:
         for name, value in layer.items():
             if _BY_NAME[name].kind == "mapping":
                 settings[name].update(value)
             else:
                 settings[name] = value
+            settings.origins[name] = origin(_BY_NAME[name])
     return settings
+
+
+class Settings(dict):
+    """The resolved settings, a plain dict of values; :attr:`origins` says where each one came from.
+
+    ``origins[name]`` is the flag (``--rebuild-every``), the variable
+    (``STREAM_NB_REBUILD_EVERY``) or ``config file PATH`` of the layer that set
+    it last; a default has no entry.
+    """
+
+    def __init__(self, *args: typing.Any, **kwargs: typing.Any):
+        super().__init__(*args, **kwargs)
+        self.origins: dict[str, str] = {}
+
+
+def describe_setting(settings: typing.Mapping[str, typing.Any], name: str) -> str:
+    """How an error names a setting: its flag, or its name and where it came from when that was not a flag.
+
+    >>> s = resolve_settings(build_parser().parse_args(["run", "--bins", "3"]), env={"STREAM_NB_REBUILD_EVERY": "5"})
+    >>> describe_setting(s, "bins"), describe_setting(s, "rebuild_every"), describe_setting(s, "alpha")
+    ('--bins', 'rebuild_every (from STREAM_NB_REBUILD_EVERY)', '--alpha')
+    """
+    flag = _BY_NAME[name].flag
+    origin = getattr(settings, "origins", {}).get(name, flag)
+    return flag if origin == flag else f"{name} (from {origin})"
+
+
+def _model_words(settings: typing.Mapping[str, typing.Any]) -> str:
+    """``--model tan``, or ``model tan (from STREAM_NB_MODEL)`` when the model was not chosen by the flag."""
+    words = describe_setting(settings, "model")
+    choice = settings["model"]
+    return f"--model {choice}" if words == "--model" else f"model {choice}{words[len('model'):]}"
+
+
+def _name_settings(settings: typing.Mapping[str, typing.Any], text: str, names: typing.Mapping[str, str]) -> str:
+    """``text`` (a component's error) with each key of ``names`` replaced by how the user gave that setting.
+
+    ``names`` maps a component's key (``commit_every_records``) to the setting's name (``commit_every``).
+
+    >>> s = resolve_settings(build_parser().parse_args(["run"]), env={"STREAM_NB_COMMIT_EVERY": "0"})
+    >>> _name_settings(s, "commit_every_records must be a positive integer, got 0", {"commit_every_records": "commit_every"})
+    'commit_every (from STREAM_NB_COMMIT_EVERY) must be a positive integer, got 0'
+    """
+    if not names:
+        return text
+    pattern = re.compile(r"(?<![\w'\"-])(" + "|".join(map(re.escape, sorted(names, key=len, reverse=True))) + r")(?![\w'\"-])")
+    return pattern.sub(lambda m: describe_setting(settings, names[m.group(1)]), text)
 
 
 # -- building the pieces --------------------------------------------------------
@@ -530,37 +583,64 @@ def build_model(settings: dict[str, typing.Any]) -> typing.Any:
             continue
         if name not in accepted:
             flags = ", ".join(_BY_NAME[p].flag for p in accepted)
-            raise ConfigError(
-                f"{_BY_NAME[name].flag} ({name}) does not apply to --model {choice}, which takes {flags}"
-            )
+            given = describe_setting(settings, name)
+            given = f"{given} ({name})" if given == _BY_NAME[name].flag else given
+            raise ConfigError(f"{given} does not apply to {_model_words(settings)}, which takes {flags}")
         params[name] = load_loss(value) if name == "loss" else value
     cls = getattr(stream_nb, class_name, None)
     if cls is None:
-        raise ConfigError(f"--model {choice}: stream_nb.{class_name} is not available in this installation")
+        raise ConfigError(f"{_model_words(settings)}: stream_nb.{class_name} is not available in this installation")
     try:
         return cls(**params)
     except ConfigError as exc:
-        raise ConfigError(f"--model {choice}: {exc}") from None
+        text = str(exc)
+        name = text.partition(":")[0]
+        if name in params and describe_setting(settings, name) != _BY_NAME[name].flag:
+            text = describe_setting(settings, name) + text[len(name):]
+        raise ConfigError(f"{_model_words(settings)}: {text}") from None
+
+
+#: Engine config key -> the setting it comes from (:func:`engine_config`).
+_ENGINE_KEYS = {
+    "label_field": "label_field",
+    "id_field": "id_field",
+    "features": "features",
+    "max_event_bytes": "max_event_bytes",
+    "model_name": "model_name",
+    "poll_max_records": "poll_max_records",
+    "poll_timeout": "poll_timeout",
+    "commit_every_records": "commit_every",
+    "commit_interval_s": "commit_interval",
+    "dead_letter_max_value_bytes": "dead_letter_max_value_bytes",
+    "log_loss_floor": "log_loss_floor",
+    "log_metrics_interval_s": "metrics_interval",
+    "emit_imputed": "emit_imputed",
+    "max_in_flight": "max_in_flight",
+}
 
 
 def engine_config(settings: dict[str, typing.Any]) -> dict[str, typing.Any]:
     """The :class:`~stream_nb.engine.Engine` config for these settings."""
-    return {
-        "label_field": settings["label_field"],
-        "id_field": settings["id_field"] or None,
-        "features": settings["features"] or None,
-        "max_event_bytes": settings["max_event_bytes"],
-        "model_name": settings["model_name"] or settings["model"],
-        "poll_max_records": settings["poll_max_records"],
-        "poll_timeout": settings["poll_timeout"],
-        "commit_every_records": settings["commit_every"],
-        "commit_interval_s": settings["commit_interval"],
-        "dead_letter_max_value_bytes": settings["dead_letter_max_value_bytes"],
-        "log_loss_floor": settings["log_loss_floor"],
-        "log_metrics_interval_s": settings["metrics_interval"],
-        "emit_imputed": settings["emit_imputed"],
-        "max_in_flight": settings["max_in_flight"],
-    }
+    config = {key: settings[name] for key, name in _ENGINE_KEYS.items()}
+    config["id_field"] = config["id_field"] or None
+    config["features"] = config["features"] or None
+    config["model_name"] = config["model_name"] or settings["model"]
+    return config
+
+
+def check_engine_config(settings: dict[str, typing.Any]) -> dict[str, typing.Any]:
+    """:func:`~stream_nb.engine.check_config` of :func:`engine_config`, its errors naming the settings as given.
+
+    >>> s = resolve_settings(build_parser().parse_args(["run", "--commit-every", "0"]), env={})
+    >>> check_engine_config(s)
+    Traceback (most recent call last):
+    ...
+    stream_nb.exceptions.ConfigError: --commit-every must be a positive integer, got 0
+    """
+    try:
+        return check_config(engine_config(settings))
+    except ConfigError as exc:
+        raise ConfigError(_name_settings(settings, str(exc), _ENGINE_KEYS)) from None
 
 
 def check_output_files(settings: dict[str, typing.Any]) -> None:
@@ -627,7 +707,11 @@ def connector_plan(settings: dict[str, typing.Any]) -> _Plan:
         for i, (a, pa) in enumerate(outputs):
             for b, pb in outputs[i + 1:]:
                 if pa == pb:
-                    raise ConfigError(f"{_BY_NAME[a].flag} and {_BY_NAME[b].flag} are the same file {paths[a]!r}")
+                    raise ConfigError(f"{describe_setting(settings, a)} and {describe_setting(settings, b)} are the "
+                                      f"same file {paths[a]!r}")
+        for name in ("output", "dead_letter"):  # before any work: not an hour later, at the first write
+            if name in paths:
+                writable_file(paths[name], describe_setting(settings, name))
         return _Plan(
             module="connectors.jsonl",
             source={"path": settings["input"], "max_line_bytes": settings["max_event_bytes"]},
@@ -641,8 +725,8 @@ def connector_plan(settings: dict[str, typing.Any]) -> _Plan:
     jsonl_set = [n for n in (*_JSONL_SETTINGS, "output_mode") if settings[n] is not None]
     if jsonl_set:
         raise ConfigError(
-            f"{', '.join(_BY_NAME[n].flag for n in jsonl_set)} (JSON-lines mode) cannot be combined with "
-            f"{', '.join(_BY_NAME[n].flag for n in kafka_set)} (Kafka mode)"
+            f"{', '.join(describe_setting(settings, n) for n in jsonl_set)} (JSON-lines mode) cannot be combined "
+            f"with {', '.join(describe_setting(settings, n) for n in kafka_set)} (Kafka mode)"
         )
     for name in ("input_topic", "output_topic"):
         if not settings[name]:
@@ -651,7 +735,8 @@ def connector_plan(settings: dict[str, typing.Any]) -> _Plan:
     clash = sorted(set(extra) & set(_KAFKA_SETTINGS))
     if clash:
         raise ConfigError(
-            f"--kafka-config {clash[0]}=... : use {_BY_NAME[clash[0]].flag} for this setting"
+            f"{describe_setting(settings, 'kafka_config')} {clash[0]}=... : use {_BY_NAME[clash[0]].flag} "
+            f"(or {_BY_NAME[clash[0]].env}) for this setting"
         )
     config = {
         **extra,
@@ -741,6 +826,39 @@ def start_connectors(plan: _Plan, settings: dict[str, typing.Any], stopper: _Sto
         delay = min(delay * 2, cap)
 
 
+def stop_position(engine: Engine, source: typing.Any) -> tuple[str, dict[str, typing.Any]]:
+    """Where the daemon stopped, in words and as a dict: the file and its last line processed, or the
+    next offset of every Kafka partition it processed (or restored).
+
+    >>> class Source:  # a JSON-lines source
+    ...     partition = "in.jsonl"
+    ...     def line_at(self, offset): return {0: 0, 120: 3}.get(offset)
+    >>> class Engine: positions = {"in.jsonl": 120}
+    >>> stop_position(Engine(), Source())
+    ('after in.jsonl line 3 (next byte 120)', {'file': 'in.jsonl', 'line': 3, 'byte': 120})
+    >>> Engine.positions = {"events-1": 7, "events-0": 12}
+    >>> stop_position(Engine(), object())
+    ('at the next offsets events-0: 12, events-1: 7', {'offsets': {'events-0': 12, 'events-1': 7}})
+    """
+    positions = dict(engine.positions)
+    line_at = getattr(source, "line_at", None)
+    if line_at is not None:  # JSON lines: one partition, the file (or stdin), positions in bytes
+        name = source.partition
+        offset = positions.get(name, 0)
+        if not offset:
+            return f"before {name} line 1", {"file": name, "line": 0, "byte": 0}
+        try:
+            line = line_at(offset)
+        except OSError:
+            line = None
+        text = f"after {name} line {line} (next byte {offset})" if line is not None else f"at {name} byte {offset}"
+        return text, {"file": name, "line": line, "byte": offset}
+    if not positions:
+        return "before the first record", {"offsets": {}}
+    ordered = dict(sorted(positions.items()))
+    return "at the next offsets " + ", ".join(f"{k}: {v}" for k, v in ordered.items()), {"offsets": ordered}
+
+
 # -- main -------------------------------------------------------------------------
 
 
@@ -783,13 +901,15 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     try:
         if settings["connect_attempts"] < 0:
-            raise ConfigError(f"--connect-attempts must be >= 0, got {settings['connect_attempts']}")
+            raise ConfigError(f"{describe_setting(settings, 'connect_attempts')} must be >= 0, "
+                              f"got {settings['connect_attempts']}")
         if settings["connect_backoff_max"] <= 0:
-            raise ConfigError(f"--connect-backoff-max must be > 0, got {settings['connect_backoff_max']}")
+            raise ConfigError(f"{describe_setting(settings, 'connect_backoff_max')} must be > 0, "
+                              f"got {settings['connect_backoff_max']}")
         plan = connector_plan(settings)
         if plan.module == "connectors.jsonl":
             check_output_files(settings)
-        config = check_config(engine_config(settings))
+        config = check_engine_config(settings)
         model = build_model(settings)
         from .snapshot_cli import check_settings as check_snapshot_settings
 
@@ -841,24 +961,31 @@ def _run(args: argparse.Namespace) -> int:
             engine.run()
             status = 0
             how = f"stopped by {signal.Signals(stopper.signum).name}" if stopper.signum else "input exhausted"
+            say = lambda where: f"{how} {where}"  # noqa: E731 - where is known once the sources are done
         except BrokenPipeError:
             silence_stdout()
             how = "stopped: the output pipe was closed"
+            say = lambda where: f"stopped {where}: the output pipe was closed"  # noqa: E731
         except (StreamNBError, OSError) as exc:
             how = f"stopped on error: {exc}"
-        except Exception as exc:
+            say = lambda where, exc=exc: f"stopped {where} on error: {exc}"  # noqa: E731
+        except Exception as exc:  # a bug, not the user's doing: its traceback is what a report needs
             log.exception("unexpected error")
             how = f"stopped on an unexpected error: {exc!r}"
+            say = lambda where, exc=exc: f"stopped {where} on an unexpected error: {exc!r}"  # noqa: E731
         finally:
             ops.detach()
+            where, position = stop_position(engine, source)
             _close_all((source, sink, dead_letters))
             if checkpointer is not None:
                 checkpointer.store.close()
         summary = engine.status()
         if isinstance(source, CountsBlankLines):
             summary["blank_lines"] = source.blank_lines
-        log.log(logging.INFO if status == 0 else logging.ERROR, "%s; metrics %s", how, orjson.dumps(summary).decode(),
-                extra={"event": "shutdown", "how": how, "exit_status": status, "metrics": summary})
+        log.log(logging.INFO if status == 0 else logging.ERROR, "%s; metrics %s", say(where),
+                orjson.dumps(summary).decode(),
+                extra={"event": "shutdown", "how": how, "position": position, "exit_status": status,
+                       "metrics": summary})
         return status
     finally:
         ops.close()
@@ -874,7 +1001,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     handler = getattr(args, "handler", None)  # evaluate, explain
-    return handler(args) if handler is not None else _run(args)
+    try:
+        return handler(args) if handler is not None else _run(args)
+    except KeyboardInterrupt:  # run stops on SIGINT by itself once started; this is any other moment
+        print(f"stream-nb {args.command}: interrupted", file=sys.stderr)
+        return INTERRUPTED
 
 
 if __name__ == "__main__":

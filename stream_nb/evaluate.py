@@ -22,13 +22,16 @@ Inputs (:func:`open_events`)
   bad row);
 - ``-``: standard input, JSON lines when its first non-blank byte is ``{``,
   CSV otherwise (``--format`` says it outright);
-- ``river:NAME``: a river synthetic classification stream, the first
-  ``--events`` events (default 10,000), with every seed parameter set to
-  ``--seed`` (default 1). LED, STAGGER, Agrawal and RandomTree take the
-  settings of ``bench/learners.py`` (see :data:`RIVER_STREAMS`); any other
-  class of :mod:`river.datasets.synth` for classification is built with its
-  defaults. Feature names become strings (LED's ``0`` is ``"0"``), so an
-  event written in JSON can name them; the label is river's ``y``.
+- ``river:NAME``: a river classification stream (single-label: binary or
+  multi-class). A synthetic one gives its first ``--events`` events (default
+  10,000), with every seed parameter set to ``--seed`` (default 1). LED,
+  STAGGER, Agrawal and RandomTree take the settings of ``bench/learners.py``
+  (see :data:`RIVER_STREAMS`); any other class of :mod:`river.datasets.synth`
+  for classification is built with its defaults. A real data set that river
+  ships in its wheel, so no download (``Phishing``, ``Bananas``,
+  ``ImageSegments``, ``Shuttle`` in river 0.26), gives all its events or its
+  first ``--events``. Feature names become strings (LED's ``0`` is ``"0"``),
+  so an event written in JSON can name them; the label is river's ``y``.
 
 A row that cannot be used (a CSV row with the wrong number of cells, a line
 that is not a JSON object, a bad label, a label of another type than the
@@ -83,7 +86,7 @@ from .cli import MODELS, SETTINGS, _convert, build_model
 from .engine import BOM, EventDecoder, PrequentialMetrics, validate_label
 from .exceptions import ConfigError, InvalidEventError, LabelTypeError
 from .learners import prequential_step
-from ._console import pipe_safe
+from ._console import INTERRUPTED, InterruptGuard, pipe_safe, writable_directory
 
 __all__ = [
     "RIVER_STREAMS",
@@ -262,28 +265,73 @@ def _csv_items(text: typing.Iterable[str], name: str, label_field: str, id_field
     return items
 
 
-def _river_stream(name: str, seed: int):
+def _river_classification_streams(seed: int) -> dict[str, typing.Callable[[], typing.Any]]:
+    """Every river classification stream ``river:NAME`` can name: ``{name: build}``.
+
+    The streams of :data:`RIVER_STREAMS` (with their settings), then every other class of
+    :mod:`river.datasets.synth` whose task is single-label classification (built with its
+    defaults and every seed parameter set to ``seed``), then every real data set river ships
+    in its wheel (a ``FileDataset`` that is not a ``RemoteDataset``, so no download) whose
+    task is single-label classification.
+    """
+    from river import datasets
+    from river.datasets import base
+
     synth = _synth()
-    for key, make in RIVER_STREAMS.items():
-        if key.lower() == name.lower():
-            return key, make(seed)
-    known = sorted(
-        n for n in dir(synth)
-        if isinstance(getattr(synth, n), type) and getattr(getattr(synth, n), "__module__", "").startswith("river")
-    )
-    match = next((n for n in known if n.lower() == name.lower()), None)
+    out: dict[str, typing.Callable[[], typing.Any]] = {k: (lambda make=make: make(seed)) for k, make in RIVER_STREAMS.items()}
+    for n in sorted(dir(synth)):
+        cls = getattr(synth, n)
+        if n in out or not isinstance(cls, type) or not getattr(cls, "__module__", "").startswith("river"):
+            continue
+        seeds = {p: seed for p in inspect.signature(cls).parameters if "seed" in p}
+        try:
+            task = cls(**seeds).task
+        except Exception:  # noqa: BLE001 - a generator that cannot be built from its defaults is not offered
+            continue
+        if task in _CLASSIFICATION_TASKS:
+            out[n] = lambda cls=cls, seeds=seeds: cls(**seeds)
+    for n in sorted(getattr(datasets, "__all__", ())):
+        cls = getattr(datasets, n, None)
+        if not isinstance(cls, type) or not issubclass(cls, base.FileDataset) or issubclass(cls, base.RemoteDataset):
+            continue
+        try:
+            dataset = cls()
+        except Exception:  # noqa: BLE001
+            continue
+        if dataset.task in _CLASSIFICATION_TASKS and os.path.exists(dataset.path):
+            out[n] = cls
+    return out
+
+
+def _not_offered(name: str) -> str:
+    """Why ``river:NAME`` is not among the choices: unknown, not classification, or a download."""
+    from river import datasets
+    from river.datasets import base
+
+    synth = _synth()
+    for module in (synth, datasets):
+        cls = next((getattr(module, n) for n in dir(module) if n.lower() == name.lower()
+                    and isinstance(getattr(module, n), type)), None)
+        if cls is None:
+            continue
+        if issubclass(cls, base.RemoteDataset):
+            return f"river's {cls.__name__} is downloaded on first use, so it is not offered"
+        try:
+            task = cls().task
+        except Exception:  # noqa: BLE001
+            return f"river's {cls.__name__} cannot be built from its defaults"
+        return f"river's {cls.__name__} is a {task.lower()} stream, not single-label classification"
+    return "no such river classification stream"
+
+
+def _river_stream(name: str, seed: int):
+    """``(name, stream, is_synthetic)`` of ``river:NAME`` (case-insensitive); ConfigError listing the choices."""
+    streams = _river_classification_streams(seed)
+    match = next((n for n in streams if n.lower() == name.lower()), None)
     if match is None:
-        raise ConfigError(f"--input river:{name}: no such river synthetic stream; expected one of {', '.join(known)}")
-    cls = getattr(synth, match)
-    seeds = {p: seed for p in inspect.signature(cls).parameters if "seed" in p}
-    try:
-        stream = cls(**seeds)
-    except TypeError as exc:
-        raise ConfigError(f"--input river:{match}: cannot be built from its defaults ({exc})") from None
-    if getattr(stream, "task", None) not in _CLASSIFICATION_TASKS:
-        raise ConfigError(f"--input river:{match}: expected a classification stream, got a "
-                          f"{getattr(stream, 'task', 'stream of unknown task')!s} one")
-    return match, stream
+        raise ConfigError(f"--input river:{name}: {_not_offered(name)}; expected one of {', '.join(streams)}")
+    stream = streams[match]()
+    return match, stream, getattr(stream, "n_samples", None) is None
 
 
 def _river_items(stream, name: str, limit: int):
@@ -348,9 +396,14 @@ def open_events(
     if fmt not in (None, "csv", "jsonl"):
         raise ConfigError(f"--format: expected csv or jsonl, got {fmt!r}")
     if source.startswith("river:"):
-        name, stream = _river_stream(source[len("river:"):], seed)
-        n = events or DEFAULT_RIVER_EVENTS
-        src = EventSource(f"river:{name} ({n:,} events, seed {seed})", _river_items(stream, f"river:{name}", n), n)
+        name, stream, synthetic = _river_stream(source[len("river:"):], seed)
+        if synthetic:
+            n = events or DEFAULT_RIVER_EVENTS
+            describe = f"river:{name} ({n:,} events, seed {seed})"
+        else:  # a data set shipped with river: all of it, or its first --events
+            n = min(events or stream.n_samples, stream.n_samples)
+            describe = f"river:{name} ({n:,} of its {stream.n_samples:,} events)"
+        src = EventSource(describe, _river_items(stream, f"river:{name}", n), n)
         src.label_field = "y"
         return src
     decoder = EventDecoder(_event_config(label_field, id_field, features))
@@ -369,8 +422,13 @@ def open_events(
                                features, events)
     else:
         if not os.path.isfile(source):
-            raise ConfigError(f"--input {source}: expected a CSV or JSON-lines file, '-' or river:NAME; "
-                              f"no such file")
+            why = ("it is a directory" if os.path.isdir(source) else
+                   "not a regular file" if os.path.exists(source) else "no such file")
+            raise ConfigError(f"--input {source}: expected a CSV or JSON-lines file, '-' or river:NAME; {why}")
+        try:
+            os.close(os.open(source, os.O_RDONLY))
+        except OSError as exc:
+            raise ConfigError(f"--input {source}: cannot read it: {exc.strerror}") from None
         if fmt is None:
             ext = os.path.splitext(source)[1].lower()
             if ext == ".csv":
@@ -525,6 +583,8 @@ class Evaluation:
     n_unlabeled: int = 0
     bad_rows: list[BadRow] = dataclasses.field(default_factory=list)
     blank_lines: int = 0
+    #: True when Ctrl-C (KeyboardInterrupt) ended the run early: the figures cover the events before it.
+    interrupted: bool = False
 
     @property
     def n_bad(self) -> int:
@@ -595,6 +655,12 @@ def evaluate(
     :class:`~stream_nb.exceptions.InvalidEventError`) is a bad row for all: the models share the
     rules that decide it (a model rejecting an event another one took is a bug, raised as
     ``RuntimeError``), and a rejected event leaves a model untouched.
+
+    Ctrl-C (SIGINT, or a :class:`KeyboardInterrupt`) ends the loop early instead of escaping:
+    the result holds the figures of the events processed before it and has ``interrupted`` set.
+    In the main thread the first Ctrl-C takes effect between two events (every model has then
+    predicted and learned the same events); a second one interrupts the event at hand, which
+    is then not counted, though a model may have learned it.
     """
     results = [ModelResult(name, model, PrequentialMetrics()) for name, model in models.items()]
     out = Evaluation(source, results)
@@ -610,8 +676,12 @@ def evaluate(
         if on_bad_row is not None:
             on_bad_row(row)
 
+    interrupt = InterruptGuard()
+    interrupt.start()
     try:
         for item in events:
+            if interrupt.requested:
+                raise KeyboardInterrupt
             if bar is not None:
                 bar.update()
             if isinstance(item, BadRow):
@@ -649,7 +719,10 @@ def evaluate(
                     correct[k].append(prediction is not None and prediction == y)
                     p = proba.get(y, 0.0)
                     losses[k].append(-math.log(min(p, 1.0) if p >= floor else floor))
+    except KeyboardInterrupt:
+        out.interrupted = True
     finally:
+        interrupt.stop()
         if bar is not None:
             bar.close()
     for r, c, ls in zip(results, correct, losses):
@@ -759,11 +832,26 @@ def format_table(rows: list[dict], markdown: bool = False) -> str:
     )
 
 
+def why_no_tree(model) -> str:
+    """Why a TAN has no tree yet: how many events it learned, and when (or whether) the first rebuild comes.
+
+    >>> from stream_nb import TAN
+    >>> why_no_tree(TAN()), why_no_tree(TAN(rebuild_every=0))
+    ('0 events learned; the first rebuild comes after 100', '0 events learned; rebuild_every=0: only on rebuild()')
+    """
+    learned = f"{model.n_learned:,.0f} events learned"
+    if not model.rebuild_every:
+        return f"{learned}; rebuild_every=0: only on rebuild()"
+    if model.n_rebuilds:  # early rebuilds that found no dependence between the attributes
+        return (f"{learned}; the counts show no dependence between the attributes yet, the tree comes after "
+                f"{model.rebuild_every:,} at the latest")
+    return f"{learned}; the first rebuild comes after {model.rebuild_interval():,}"
+
+
 def format_tree(model) -> str:
     """A TAN model's tree as text lines ``parent -> child  cmi`` (nats), breadth-first from the root."""
     if not model.tree:
-        return (f"no tree yet ({model.n_learned:,.0f} events learned, rebuild_every={model.rebuild_every}): "
-                "the model predicts as naive Bayes")
+        return f"no tree yet ({why_no_tree(model)}): the model predicts as naive Bayes"
     width = max(len(f"{p} -> {c}") for p, c, _ in model.tree)
     lines = [f"root {model.root!s}; {len(model.tree)} edges, parent -> child: CMI I(parent; child | class) in nats"]
     lines += [f"  {f'{p} -> {c}'.ljust(width)}  {cmi:.4g}" for p, c, cmi in model.tree]
@@ -788,9 +876,11 @@ inputs:
                  (numeric), anything else = string
   FILE.jsonl     one JSON object per line, as for stream-nb run
   -              stdin (JSON lines if it starts with '{', else CSV; or --format)
-  river:NAME     a river synthetic stream (LED, STAGGER, Agrawal, RandomTree,
-                 or any other river.datasets.synth classification stream);
-                 --events (default 10000) events, seeds set to --seed
+  river:NAME     a river classification stream: synthetic (LED, STAGGER,
+                 Agrawal, RandomTree, SEA, ...: --events (default 10000)
+                 events, seeds set to --seed) or a data set river ships
+                 (Phishing, Bananas, ImageSegments, Shuttle: all its events
+                 or the first --events); river:? lists them
 
 models:
   --models nb,aode:m=5,tan:rebuild_every=500:bins=10
@@ -800,7 +890,9 @@ models:
 bad rows (wrong cell count, invalid JSON, bad label, rejected value types) are
 reported on stderr and skipped; events without a label are predicted only.
 state bytes: nbytes of the arrays of model.state() + JSON size of its meta.
-exit status: 0 done, 1 no valid event or an unreadable input, 2 invalid settings."""
+exit status: 0 done, 1 no valid event, an unreadable input or an unwritable report,
+2 invalid settings (an unwritable --report directory included, checked first),
+130 interrupted (Ctrl-C): the table covers the events measured until then."""
 
 
 def _add_input_flags(p: argparse.ArgumentParser, model_flag: str) -> None:
@@ -917,6 +1009,8 @@ def run_evaluate(args: argparse.Namespace) -> int:
                 for n in unused))
         models = {s.label: make_model(s.model, s.params, defaults) for s in specs}
         source = _open(args)
+        if args.report:  # now, not after the whole computation
+            writable_directory(args.report, "--report")
     except ConfigError as exc:
         print(f"stream-nb evaluate: error: {exc}", file=sys.stderr)
         return 2
@@ -933,6 +1027,13 @@ def run_evaluate(args: argparse.Namespace) -> int:
     print(f"{result.source}: {result.counts_line()}")
     if result.bad_rows:
         print(f"stream-nb evaluate: {result.counts_line().split('; ', 1)[1]}", file=sys.stderr)
+    if result.interrupted:
+        print(f"stream-nb evaluate: interrupted: the figures below cover the first {result.n_events:,} events"
+              + ("; no report written" if args.report else ""), file=sys.stderr)
+        if result.n_events:
+            print()
+            print(format_table(result.table()))
+        return INTERRUPTED
     if not result.n_events:
         print(f"stream-nb evaluate: error: no valid event in {args.input}", file=sys.stderr)
         return 1
@@ -947,7 +1048,12 @@ def run_evaluate(args: argparse.Namespace) -> int:
     if args.report:
         from ._report import write_report
 
-        paths = write_report(result, args.report, window=args.window, command=_command_line(args))
+        try:
+            paths = write_report(result, args.report, window=args.window, command=_command_line(args))
+        except OSError as exc:
+            print(f"stream-nb evaluate: error: --report {args.report}: cannot write the report: "
+                  f"{exc.strerror or exc}", file=sys.stderr)
+            return 1
         print(f"\nreport: {paths['report']}")
     return 0
 

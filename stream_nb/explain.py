@@ -365,7 +365,9 @@ method:
   ln P(x_i|c1)/P(x_i|c2).
 
 exit status: 0 done, 1 the model cannot explain the event (fewer than two
-classes), an unreadable input or a damaged snapshot, 2 invalid settings."""
+classes), an unreadable input, a damaged snapshot or a plot that cannot be
+drawn, 2 invalid settings (an unwritable --plot path or an unknown picture
+format included, checked first), 130 interrupted (Ctrl-C)."""
 
 
 def add_subcommand(commands: argparse._SubParsersAction, add_input_flags: typing.Callable) -> None:
@@ -394,7 +396,8 @@ def add_subcommand(commands: argparse._SubParsersAction, add_input_flags: typing
                         f"(default: {DEFAULT_PERMUTATIONS})")
     p.add_argument("--permutation-seed", type=int, default=0, metavar="S",
                    help="seed of the permutations (default: 0)")
-    p.add_argument("--plot", metavar="PATH", default=None, help="also draw the contributions as a bar chart PNG")
+    p.add_argument("--plot", metavar="PATH", default=None,
+                   help="also draw the contributions as a bar chart: PNG, or SVG, PDF, ... by the extension")
     from ._console import pipe_safe
 
     p.set_defaults(handler=pipe_safe(run_explain))
@@ -453,6 +456,10 @@ def run_explain(args: argparse.Namespace) -> int:
     try:
         if args.permutations < 1:
             raise ConfigError(f"--permutations: expected a positive integer, got {args.permutations}")
+        if args.plot:  # now, not after training the model
+            from ._report import check_plot_path
+
+            check_plot_path(args.plot, "--plot")
         event = _read_event(args)
         model, origin = _load_model(args)
     except ConfigError as exc:
@@ -478,6 +485,10 @@ def run_explain(args: argparse.Namespace) -> int:
     if args.plot:
         from ._report import plot_explanation
 
-        plot_explanation(expl, args.plot, subtitle=origin)
+        try:
+            plot_explanation(expl, args.plot, subtitle=origin)
+        except (OSError, ValueError, RuntimeError) as exc:  # e.g. a format whose writer is not installed
+            print(f"stream-nb explain: error: --plot {args.plot}: cannot draw it: {exc}", file=sys.stderr)
+            return 1
         print(f"\nplot: {args.plot}")
     return 0

@@ -38,7 +38,7 @@ import orjson
 from . import snapshots
 from .engine import Checkpointer, ExactlyOnceCheckpointer, NamedInput, ResumesByPolicy
 from .exceptions import ConfigError, SnapshotError
-from ._console import pipe_safe
+from ._console import pipe_safe, writable_directory
 
 __all__ = ["check_settings", "make_checkpointer", "describe", "add_subcommand"]
 
@@ -47,23 +47,35 @@ __all__ = ["check_settings", "make_checkpointer", "describe", "add_subcommand"]
 
 
 def check_settings(settings: dict[str, typing.Any], kafka: bool) -> None:
-    """Validate the snapshot settings of ``stream-nb run``; ConfigError naming the flag."""
-    for name, flag, minimum in (("snapshot_every", "--snapshot-every", 1), ("snapshot_keep", "--snapshot-keep", 1)):
+    """Validate the snapshot settings of ``stream-nb run``; ConfigError naming the setting as it was given.
+
+    The snapshot directory is created if missing, and must take a file: one
+    that cannot is an error now, not at the first snapshot.
+    """
+    from .cli import describe_setting
+
+    for name, minimum in (("snapshot_every", 1), ("snapshot_keep", 1)):
         value = settings[name]
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise ConfigError(f"{flag} must be an integer >= {minimum}, got {value!r}")
+            raise ConfigError(f"{describe_setting(settings, name)} must be an integer >= {minimum}, got {value!r}")
     interval = settings["snapshot_interval"]
     if isinstance(interval, bool) or not isinstance(interval, (int, float)) or not interval >= 0:
-        raise ConfigError(f"--snapshot-interval must be a number of seconds >= 0, got {interval!r}")
+        raise ConfigError(f"{describe_setting(settings, 'snapshot_interval')} must be a number of seconds >= 0, "
+                          f"got {interval!r}")
     instance = settings["instance_id"]
     if not isinstance(instance, str) or not instance or any(c.isspace() for c in instance):
-        raise ConfigError(f"--instance-id must be a non-empty name without spaces, got {instance!r}")
+        raise ConfigError(f"{describe_setting(settings, 'instance_id')} must be a non-empty name without spaces, "
+                          f"got {instance!r}")
     if settings["exactly_once"]:
         if not kafka:
-            raise ConfigError("--exactly-once needs Kafka mode (--bootstrap-servers, --input-topic, --output-topic)")
+            raise ConfigError(f"{describe_setting(settings, 'exactly_once')} needs Kafka mode (--bootstrap-servers, "
+                              "--input-topic, --output-topic)")
         if not settings["snapshot_dir"]:
-            raise ConfigError("--exactly-once needs --snapshot-dir: each transaction commits with a snapshot of the "
-                              "model, so a rewind or a restart never counts an event twice")
+            raise ConfigError(f"{describe_setting(settings, 'exactly_once')} needs --snapshot-dir: each transaction "
+                              "commits with a snapshot of the model, so a rewind or a restart never counts an event "
+                              "twice")
+    if settings["snapshot_dir"]:
+        writable_directory(settings["snapshot_dir"], describe_setting(settings, "snapshot_dir"))
 
 
 def transactional_id(settings: dict[str, typing.Any]) -> str:
@@ -236,6 +248,8 @@ def add_subcommand(commands: argparse._SubParsersAction) -> None:
                                    description="Work with snapshot files.")
     actions = snapshot.add_subparsers(dest="snapshot_command", metavar="ACTION", required=True)
     inspect = actions.add_parser("inspect", help="describe one snapshot file", description=_INSPECT_DESCRIPTION,
+                                 epilog="exit status: 0 done, 1 stdout closed or failing, 2 not a valid snapshot "
+                                        "(the reason on stderr), 130 interrupted (Ctrl-C).",
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     inspect.add_argument("path", metavar="PATH", help="the snapshot file")
     inspect.add_argument("--json", action="store_true", help="print one JSON object instead of text")

@@ -312,8 +312,8 @@ def test_bad_env_value_names_the_variable_and_other_stream_nb_variables_are_igno
         (("--alpha", "0"), "alpha: expected a finite number > 0"),
         (("--types", "a=text"), "expected 'categorical' or 'numeric'"),
         (("--types", "a"), "--types: expected KEY=VALUE, got 'a'"),
-        (("--poll-max-records", "0"), "poll_max_records must be a positive integer"),
-        (("--label-field", "id"), "id_field and label_field must differ"),
+        (("--poll-max-records", "0"), "--poll-max-records must be a positive integer"),
+        (("--label-field", "id"), "--id-field and --label-field must differ"),
         (("--input", "no-such-file.jsonl"), "cannot open input 'no-such-file.jsonl'"),
         (("--loss", "no-such-loss.json"), "loss file no-such-loss.json: cannot read it"),
         (("--input-topic", "events", "--input", "x.jsonl"), "--input (JSON-lines mode) cannot be combined with --input-topic"),
@@ -392,7 +392,7 @@ def test_closed_output_pipe_exits_1_without_traceback():
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert b"stopped: the output pipe was closed; metrics" in stderr
+    assert re.search(rb"stopped after stdin line \d+ \(next byte \d+\): the output pipe was closed; metrics", stderr)
     assert b"Traceback" not in stderr
 
 

@@ -146,7 +146,7 @@ class Daemon:
             raise AssertionError(f"the daemon ignored SIGTERM for {timeout} s; log:\n{self.log()[-4000:]}")
 
     def final_metrics(self) -> dict:
-        lines = [line for line in self.log().splitlines() if "stopped by SIGTERM; metrics " in line]
+        lines = [line for line in self.log().splitlines() if "stopped by SIGTERM at " in line and "; metrics " in line]
         assert lines, f"no final metrics line in the daemon log:\n{self.log()[-4000:]}"
         return json.loads(re.search(r"metrics (\{.*\})\s*$", lines[-1]).group(1))
 

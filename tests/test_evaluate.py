@@ -199,8 +199,8 @@ def test_river_streams_are_deterministic_and_named_by_string_keys():
 
 
 @pytest.mark.parametrize("source, message", [
-    ("river:Nope", "no such river synthetic stream; expected one of"),
-    ("river:Friedman", "expected a classification stream, got a Regression one"),
+    ("river:Nope", "no such river classification stream; expected one of"),
+    ("river:Friedman", "river's Friedman is a regression stream, not single-label classification"),
     ("data.txt", "no such file"),
 ])
 def test_bad_inputs_say_what_was_expected(tmp_path, source, message):
@@ -358,15 +358,15 @@ def test_report_with_two_tans_draws_two_trees(tmp_path):
     from stream_nb._report import write_report
 
     events = [(x, y) for x, y, _ in open_events("river:Agrawal", events=600)]
-    result = evaluate(events, {"tan:rebuild_every=100": TAN(rebuild_every=100), "tan": TAN()})
+    result = evaluate(events, {"tan:rebuild_every=100": TAN(rebuild_every=100), "tan": TAN(rebuild_every=0)})
     paths = write_report(result, str(tmp_path), window=100)
     assert set(paths) == {"report", "learning_curves", "tree:tan:rebuild_every=100", "tree:tan"}
     check_png(pathlib.Path(paths["tree:tan:rebuild_every=100"]))
-    empty = pathlib.Path(paths["tree:tan"])  # 600 < 1000 events: no tree yet, said in the picture and the text
+    empty = pathlib.Path(paths["tree:tan"])  # rebuild_every=0: no tree yet, said in the picture and the text
     assert empty.read_bytes()[:8] == PNG_SIGNATURE
     md = pathlib.Path(paths["report"]).read_text()
     assert "(tan_tree-tan-rebuild-every-100.png)" in md and "(tan_tree-tan.png)" in md
-    assert "No tree yet (600 events learned, rebuild_every=1000)" in md
+    assert "No tree yet (600 events learned; rebuild_every=0: only on rebuild())" in md
 
 
 @pytest.mark.parametrize("args, message", [

@@ -360,14 +360,15 @@ def test_text_logs_keep_their_layout(tmp_path):
     r = cli("--input", str(EXAMPLE), "--output", str(tmp_path / "o"), "--dead-letter", str(tmp_path / "d"))
     assert r.returncode == 0
     last = r.stderr.decode().splitlines()[-1]
-    assert re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ INFO stream_nb\.cli: input exhausted; metrics \{", last)
+    assert re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ INFO stream_nb\.cli: input exhausted after "
+                    + re.escape(str(EXAMPLE)) + r" line 400 \(next byte 42005\); metrics \{", last)
 
 
 @pytest.mark.parametrize("args, message", [
     (["--metrics-port", "70000"], "--metrics-port must be between 0 and 65535, got 70000"),
     (["--metrics-port", "0", "--liveness-timeout", "0"], "--liveness-timeout must be > 0, got 0.0"),
     (["--metrics-port", "0", "--lag-interval", "-1"], "--lag-interval must be > 0, got -1.0"),
-    (["--max-in-flight", "-1"], "max_in_flight must be a non-negative integer, got -1"),
+    (["--max-in-flight", "-1"], "--max-in-flight must be a non-negative integer, got -1"),
     (["--log-format", "xml"], "invalid choice: 'xml'"),
 ])
 def test_bad_operations_settings_exit_2(args, message):

@@ -180,7 +180,8 @@ def test_metrics_health_and_readiness_of_a_kafka_daemon(kafka_broker, kafka_boot
 
         # -- SIGTERM: exit 0; the final metrics line says what the gauges said (nothing was replayed)
         assert daemon.stop() == 0, log()[-3000:]
-        final = json.loads(re.search(r"stopped by SIGTERM; metrics (\{.*\})\s*$", log(), re.M).group(1))
+        final = json.loads(re.search(r"stopped by SIGTERM at the next offsets [^;]*; metrics (\{.*\})\s*$", log(),
+                                     re.M).group(1))
         assert final["events"] == total
         assert final["accuracy"] == accuracy
         assert final["log_loss"] == pytest.approx(log_loss, rel=1e-12)

@@ -254,6 +254,7 @@ class Engine:
             self.metrics.load_state(metrics)
         self.positions = dict(positions)
         self._committed = dict(positions)
+        self.observer.restored()
 
     # -- what a checkpointer uses -----------------------------------------------------
 

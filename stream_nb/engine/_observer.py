@@ -44,6 +44,10 @@ class Observer:
     def flush_done(self, seconds: float, error: BaseException | None) -> None:
         """A checkpoint flushed both sinks (``error`` is ``None``) or a flush raised ``error``."""
 
+    def restored(self) -> None:
+        """The engine continued from a snapshot: its model and :attr:`~stream_nb.engine.Engine.metrics` were
+        replaced, the counters now hold the snapshot's figures (a rewind, or a start-up restore)."""
+
     def snapshot_done(self, seconds: float, ok: bool) -> None:
         """A snapshot of the model and positions was written (``ok``) or failed.
 

@@ -6,13 +6,29 @@ import abc
 
 from .._checks import check_integer
 from ._base import BayesClassifier
+from ._structure import dependence_shown
 
 __all__ = ["StructuredClassifier"]
 
 
 class StructuredClassifier(BayesClassifier):
-    """A classifier whose structure is rebuilt from the running counts every
-    ``rebuild_every`` learned events and on :meth:`rebuild`.
+    """A classifier whose structure is rebuilt from the running counts on a schedule of
+    learned events and on :meth:`rebuild`.
+
+    The schedule starts early and settles at ``rebuild_every`` (see :meth:`rebuild_interval`):
+    *early* rebuilds after ``warmup`` learned events and then each time the count doubles
+    while it stays below ``rebuild_every``, then *regular* ones every ``rebuild_every``
+    events. With the defaults (warmup 100, rebuild_every 1000): after 100, 200, 400, 800
+    events, then 1000, 2000, 3000, ... So a short stream gets a structure too.
+
+    An early rebuild takes place only when the counts show a dependence the structure can
+    use (:func:`~stream_nb.learners._structure.dependence_shown`: some pair of attributes
+    whose conditional mutual information given the class is worth its parameters by the
+    BIC); otherwise it keeps the structure as it is (naive Bayes before the first one) and
+    still counts in ``n_rebuilds``, so the schedule goes on. On a stream whose attributes
+    are independent given the class (naive Bayes' own assumption, as in LED) no early
+    rebuild takes place, and from ``rebuild_every`` on everything is as if there had been
+    no early one. ``rebuild_every=0`` rebuilds only on ``rebuild()``.
 
     A subclass provides, beyond :class:`~stream_nb.learners.BayesClassifier`'s hooks:
 
@@ -21,7 +37,7 @@ class StructuredClassifier(BayesClassifier):
     - a ``rebuild_every`` parameter, checked by calling :meth:`_setup_rebuilds`
       from ``__init__``.
 
-    Learning then rebuilds every ``rebuild_every`` events (a batch stops at the
+    Learning then rebuilds on that schedule (a batch stops at the
     next rebuild, so ``learn_many`` rebuilds where ``learn_one`` would), and a
     merge rebuilds from the merged counts when the model had been built (unless
     ``_rebuild_after_merge`` is False).
@@ -45,14 +61,51 @@ class StructuredClassifier(BayesClassifier):
         self._since_rebuild = 0
         self.n_rebuilds += 1
 
+    def _early_rebuilds(self) -> int:
+        """How many early rebuilds the schedule has: the doublings of ``warmup`` below ``rebuild_every``."""
+        w, r = self.warmup, self.rebuild_every
+        cached = getattr(self, "_early_cache", None)
+        if cached is None or cached[:2] != (w, r):
+            k = 0
+            while r and (w << k) < r:
+                k += 1
+            cached = self._early_cache = (w, r, k)
+        return cached[2]
+
+    def rebuild_interval(self) -> int:
+        """Learned events from the last rebuild (or the start) to the next one; 0: no automatic rebuild.
+
+        It depends on the number of rebuilds so far only, so a restored or merged model keeps its
+        place in the schedule (see the class docstring).
+
+        >>> from stream_nb import TAN
+        >>> model = TAN(warmup=100, rebuild_every=1000)
+        >>> intervals = []
+        >>> for model.n_rebuilds in range(7):
+        ...     intervals.append(model.rebuild_interval())
+        >>> intervals   # rebuilds after 100, 200, 400, 800 (early), 1000, 2000, 3000 learned events
+        [100, 100, 200, 400, 200, 1000, 1000]
+        """
+        r, w, k = self.rebuild_every, self.warmup, self.n_rebuilds
+        early = self._early_rebuilds()
+        if k < early:
+            return w if k == 0 else w << (k - 1)
+        if k == early:
+            return r - (w << (early - 1)) if early else r
+        return r
+
     def _learned(self, n: int) -> None:
         self._since_rebuild += n
-        if self.rebuild_every and self._since_rebuild >= self.rebuild_every:
-            self.rebuild()
+        if self.rebuild_every and self._since_rebuild >= self.rebuild_interval():
+            if self.n_rebuilds < self._early_rebuilds() and not dependence_shown(self._stats):
+                self._since_rebuild = 0  # an early rebuild with nothing to build on: keep the structure
+                self.n_rebuilds += 1
+            else:
+                self.rebuild()
 
     def _batch_limit(self) -> int:
         # a batch stops at the next rebuild, so that learn_many rebuilds where learn_one would
-        return self.rebuild_every - self._since_rebuild if self.rebuild_every else 1 << 62
+        return max(1, self.rebuild_interval() - self._since_rebuild) if self.rebuild_every else 1 << 62
 
     def _merged(self) -> None:
         if self._rebuild_after_merge and self.n_rebuilds:

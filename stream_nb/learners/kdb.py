@@ -67,7 +67,9 @@ class KDB(StructuredClassifier):
     alpha
         Lidstone smoothing, > 0.
     rebuild_every
-        Learned events between two rebuilds of the structure (0: only on :meth:`rebuild`).
+        Learned events between two rebuilds of the structure; early ones come
+        after ``warmup`` events and each time the count doubles below it, as
+        TAN's (0: only on :meth:`rebuild`).
     max_table_cells
         Bound on the (k+1)-way count table.
     max_completions

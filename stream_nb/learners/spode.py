@@ -28,8 +28,8 @@ class SPODE(StructuredClassifier):
     With ``parent=None`` the model chooses the super-parent itself, as the
     seeds' model selection: before learning each labeled event it scores, for
     every attribute, the SPODE rooted at it (prequential log loss of the true
-    class), and at every rebuild (each ``rebuild_every`` learned events, and
-    :meth:`rebuild`) the attribute with the lowest running mean log loss
+    class), and at every rebuild (every ``rebuild_every`` learned events, early
+    ones before that as TAN's, and on :meth:`rebuild`) the attribute with the lowest running mean log loss
     becomes the super-parent. Before the first rebuild it predicts as naive
     Bayes over the same counts. All pair counts are kept, so switching parent
     loses nothing. Numeric features are discretised as in AODE.
@@ -41,7 +41,9 @@ class SPODE(StructuredClassifier):
     alpha
         Lidstone smoothing, > 0.
     rebuild_every
-        Learned events between two choices of the super-parent (0: only on :meth:`rebuild`).
+        Learned events between two choices of the super-parent; early ones come
+        after ``warmup`` events and each time the count doubles below it, as
+        TAN's (0: only on :meth:`rebuild`).
     bins, warmup, bin_edges
         Discretisation of numeric features (see :class:`~stream_nb.AODE`).
     types

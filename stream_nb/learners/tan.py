@@ -35,8 +35,12 @@ class TAN(VectorisedRuns, StructuredClassifier):
     P(x_i | c) as in naive Bayes. Parameters are always read from the current
     counts; only the tree's shape waits for a rebuild. All pair counts are
     kept, so a rebuild loses nothing. The tree is rebuilt every
-    ``rebuild_every`` learned events and on :meth:`rebuild`; before the first
-    build the model predicts as naive Bayes over the same counts.
+    ``rebuild_every`` learned events and on :meth:`rebuild`, and early, after
+    ``warmup`` events and each time the count doubles below ``rebuild_every``
+    (100, 200, 400, 800 with the defaults), when the counts show a dependence
+    worth a tree (:func:`dependence_shown`; see
+    :class:`~stream_nb.learners.StructuredClassifier`). Before the first build
+    the model predicts as naive Bayes over the same counts.
 
     Missing attributes are summed out exactly along the tree (upward message
     passing), not dropped: a missing parent is marginalised, its observed
@@ -57,7 +61,9 @@ class TAN(VectorisedRuns, StructuredClassifier):
     alpha
         Lidstone smoothing, > 0.
     rebuild_every
-        Learned events between two rebuilds of the tree (0: only on :meth:`rebuild`).
+        Learned events between two rebuilds of the tree; early ones come after
+        ``warmup`` events and each time the count doubles below it (0: only
+        on :meth:`rebuild`).
     bins, warmup, bin_edges
         Discretisation of numeric features (see :class:`~stream_nb.AODE`).
     types

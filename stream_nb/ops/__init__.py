@@ -73,14 +73,17 @@ class Operations:
         ...
         stream_nb.exceptions.ConfigError: --metrics-port must be between 0 and 65535, got 70000
         """
+        from ..cli import describe_setting  # the flag, or where a setting from a variable or file came from
+
         port = settings["metrics_port"]
         if port is not None and not 0 <= port <= 65535:
-            raise ConfigError(f"--metrics-port must be between 0 and 65535, got {port}")
+            raise ConfigError(f"{describe_setting(settings, 'metrics_port')} must be between 0 and 65535, got {port}")
         if not settings["metrics_host"]:
-            raise ConfigError("--metrics-host must not be empty (0.0.0.0: every interface)")
+            raise ConfigError(f"{describe_setting(settings, 'metrics_host')} must not be empty "
+                              "(0.0.0.0: every interface)")
         for name in ("liveness_timeout", "lag_interval"):
             if not settings[name] > 0:
-                raise ConfigError(f"--{name.replace('_', '-')} must be > 0, got {settings[name]}")
+                raise ConfigError(f"{describe_setting(settings, name)} must be > 0, got {settings[name]}")
         return cls(model_name=model_name, mode="kafka" if kafka else "jsonl", host=settings["metrics_host"],
                    port=port, liveness_timeout=settings["liveness_timeout"],
                    lag_interval=settings["lag_interval"], summary_interval=settings["metrics_interval"])

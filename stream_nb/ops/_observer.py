@@ -138,7 +138,9 @@ class DaemonObserver(Observer):
         # summaries
         self._next_summary = time.monotonic() + summary_interval if summary_interval else float("inf")
         self._summary_at = time.monotonic()
-        self._dead_seen: dict[str, int] = {}
+        self._dead_seen: dict[str, int] = {}  # the counts of the last summary (or of the restored snapshot)
+        self._dead_metrics: typing.Any = None  # the counters _dead_seen refers to
+        self._dead_pending: dict[str, int] = {}  # counted by counters a rewind replaced, not yet reported
         self._window_rebuilds: list[float] = []
         self._pauses_seen = 0
         self._paused_seen = 0.0
@@ -163,6 +165,8 @@ class DaemonObserver(Observer):
         self.last_loop = time.monotonic()
         self.state = "running"
         engine.observer = self
+        self._dead_metrics = engine.metrics
+        self._dead_seen = dict(engine.metrics.dead_letters_by_reason)  # a restored snapshot's are not new
 
     def detach(self) -> None:
         """The engine has returned: log the last summaries, report "stopping"."""
@@ -201,6 +205,19 @@ class DaemonObserver(Observer):
             start = self._prev_end if self._prev_end > polled else polled
             self._rebuilt(n, now - start)
         self._prev_end = now
+
+    def restored(self) -> None:
+        """A rewind to a snapshot: what the old counters gained since the last summary is still to be
+        reported; from now on the new counters (the snapshot's figures) are the base."""
+        engine = self.engine
+        old = self._dead_metrics
+        if old is not None:
+            for reason, n in old.dead_letters_by_reason.items():
+                gained = n - self._dead_seen.get(reason, 0)
+                if gained:
+                    self._dead_pending[reason] = self._dead_pending.get(reason, 0) + gained
+        self._dead_metrics = engine.metrics
+        self._dead_seen = dict(engine.metrics.dead_letters_by_reason)
 
     def flush_done(self, seconds: float, error: BaseException | None) -> None:
         self.flush_seconds += seconds
@@ -321,8 +338,14 @@ class DaemonObserver(Observer):
         engine = self.engine
         if engine is None:
             return
+        self._dead_metrics = engine.metrics
         dead = dict(engine.metrics.dead_letters_by_reason)
-        new = {r: n - self._dead_seen.get(r, 0) for r, n in sorted(dead.items()) if n != self._dead_seen.get(r, 0)}
+        new = dict(self._dead_pending)
+        self._dead_pending = {}
+        for r, n in dead.items():
+            if n != self._dead_seen.get(r, 0):
+                new[r] = new.get(r, 0) + n - self._dead_seen.get(r, 0)
+        new = {r: n for r, n in sorted(new.items()) if n}
         self._dead_seen = dead
         if new:
             log.info("dead letters in the last %.0f s: %s", window,
