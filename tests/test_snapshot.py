@@ -179,7 +179,7 @@ def test_loading_never_builds_objects_from_the_file(saved, tmp_path):
         stream_nb.load(forged)
     header["model"]["model"] = "TAN"
     _forge(forged, header, b"")  # a TAN without its arrays
-    with pytest.raises(SnapshotError, match=r"forged\.snb: its TAN state does not rebuild a model: KeyError"):
+    with pytest.raises(SnapshotError, match=r"forged\.snb: its TAN state does not rebuild a model: .*array 'class_count' is missing"):
         stream_nb.load(forged)
 
 

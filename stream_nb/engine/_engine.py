@@ -41,6 +41,7 @@ line at the end of a run whose records were all dead-lettered (see
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 import typing
@@ -476,7 +477,11 @@ class Engine:
         self.metrics.update_prediction(event.label, prediction, proba, learned)
         output = output_record(event.id, prediction, proba, self.model_name, learned, self.metrics.learned,
                                record.position, imputed)
-        self.sink.send(orjson.dumps(output), record.key)
+        try:
+            value = orjson.dumps(output)
+        except TypeError:  # a label or an imputed value beyond 64 bits (a model taught in Python): not for orjson
+            value = json.dumps(output, separators=(",", ":"), ensure_ascii=False).encode()
+        self.sink.send(value, record.key)
         self.positions[record.partition] = record.next_position
         self._since_checkpoint += 1
 

@@ -190,6 +190,10 @@ class BayesClassifier(Imputation, MiniBatches, base.MiniBatchClassifier):
     def _load_extra_state(self, arrays: dict, meta: dict) -> None:
         """Restore what :meth:`_extra_state` saved; default: nothing."""
 
+    def _check_loaded(self) -> None:
+        """ValueError unless the model :meth:`from_state` built is consistent; default: nothing to check
+        (models with a structure check it against their store)."""
+
     def _prequential_run(self, xs: list, ys: list, start: int, out: list) -> int:
         """Score and learn a run of events from ``start`` at once; return where it stopped.
         Default: no vectorised path (``start``: every event goes one at a time)."""
@@ -471,10 +475,15 @@ class BayesClassifier(Imputation, MiniBatches, base.MiniBatchClassifier):
         (``from_state(arrays, meta)`` twice), and a model learns by writing into
         its arrays in place.
         """
-        if meta.get("model") != cls.__name__:
-            raise ValueError(f"state is of a {meta.get('model')!r} model, not {cls.__name__!r}")
+        if not isinstance(meta, dict) or meta.get("model") != cls.__name__:
+            got = meta.get("model") if isinstance(meta, dict) else meta
+            raise ValueError(f"state is of a {got!r:.60} model, not {cls.__name__!r}")
+        for key in ("params", "stats", "extra"):
+            if not isinstance(meta.get(key), dict):
+                raise ValueError(f"state: {key!r} must be an object, got {meta.get(key)!r:.60}")
         meta = copy.deepcopy(meta)
         model = cls(**meta["params"])
+        model._check_fits(meta["stats"])
         # the store copies the counts into arrays of its own (with room to grow)
         model._stats = Stats.from_state({k: v for k, v in arrays.items() if not k.startswith("model.")}, meta["stats"])
         model._prior = None
@@ -483,7 +492,18 @@ class BayesClassifier(Imputation, MiniBatches, base.MiniBatchClassifier):
         # a model's own arrays (SPODE's running scores, TAN's tree, ...) may be kept as they come: copy them
         extra = {k[6:]: np.array(v, copy=True) for k, v in arrays.items() if k.startswith("model.")}
         model._load_extra_state(extra, meta["extra"])
+        model._check_loaded()
         return model
+
+    def _check_fits(self, stats: dict) -> None:
+        """ValueError unless the state's store is the kind this model keeps (pair counts, numeric
+        handling, t-way table): a store of another kind lacks tables the model reads."""
+        s = self._stats
+        for name, want in (("pairs", s.pairs), ("numeric", s.numeric), ("tuples", s.tuples)):
+            got = stats.get(name, 0 if name == "tuples" else None)
+            if got != want or type(got) is not type(want):
+                raise ValueError(f"stats.{name} is {got!r:.60}; a {type(self).__name__} with these parameters "
+                                 f"keeps {want!r}")
 
 
 def prequential_step(model, x: dict, y, *, impute: bool = False) -> Step:

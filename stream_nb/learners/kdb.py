@@ -336,3 +336,22 @@ class KDB(StructuredClassifier):
         self._since_rebuild = meta["since_rebuild"]
         self.n_rebuilds = meta["n_rebuilds"]
         self.n_em_skipped = meta["n_em_skipped"]
+
+    def _check_loaded(self):
+        """The structure of a state: an order of distinct features, and for each at most ``k``
+        parents that come before it in the order (so that no chain of parents is a cycle)."""
+        super()._check_loaded()
+        F = len(self._stats.features)
+        order = self._order
+        if len(set(order)) != len(order) or not all(0 <= f < F for f in order):
+            raise ValueError(f"structure: the order must list distinct features of the {F}, got {order!r:.80}")
+        if set(self._parents) != set(order):
+            raise ValueError("structure: expected one row of parents per feature in the order")
+        position = {f: i for i, f in enumerate(order)}
+        for f, pa in self._parents.items():
+            if len(pa) > self.k or len(set(pa)) != len(pa) or not all(position.get(p, F) < position[f] for p in pa):
+                raise ValueError(f"structure: feature {f}'s parents {list(pa)} are not at most k={self.k} distinct "
+                                 f"features before it in the order")
+        skipped = self.n_em_skipped
+        if isinstance(skipped, bool) or not isinstance(skipped, int) or skipped < 0:
+            raise ValueError(f"n_em_skipped: expected an integer >= 0, got {skipped!r:.60}")

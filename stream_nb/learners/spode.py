@@ -248,3 +248,21 @@ class SPODE(StructuredClassifier):
         self._since_rebuild = meta["since_rebuild"]
         self.n_rebuilds = meta["n_rebuilds"]
 
+    def _check_loaded(self):
+        """The running scores of a state: one finite pair per feature at most, and a super-parent
+        that is the fixed ``parent``, or a feature, or None."""
+        super()._check_loaded()
+        s = self._stats
+        total, n = self._loss_sum, self._loss_n
+        if total.ndim != 1 or total.shape != n.shape or len(n) > len(s.features):
+            raise ValueError(f"loss_sum and loss_n: expected two lists of at most {len(s.features)} numbers, got "
+                             f"shapes {list(total.shape)} and {list(n.shape)}")
+        if not (np.isfinite(total).all() and np.isfinite(n).all() and (n >= 0).all()):
+            raise ValueError("loss_sum and loss_n: expected finite numbers, loss_n >= 0")
+        chosen = self._chosen
+        try:
+            known = chosen is None or chosen in s.feature_index
+        except TypeError:  # unhashable
+            known = False
+        if self.parent is not None and chosen != self.parent or self.parent is None and not known:
+            raise ValueError(f"chosen: expected the parent {self.parent!r} or one of the features, got {chosen!r:.60}")

@@ -256,6 +256,9 @@ class TAN(VectorisedRuns, StructuredClassifier):
         C = s.n_classes
         jll = self._log_prior()
         F = len(parent)
+        # A parent without a single value (its columns detached when it turned numeric, its bins not
+        # chosen yet) cannot be summed out: until the next rebuild its children are read as roots.
+        parent = np.where(parent >= 0, np.where(s.n_values[np.maximum(parent, 0)] > 0, parent, -1), parent)
         children = [[] for _ in range(F)]
         for f in range(F):
             if parent[f] >= 0:
@@ -407,3 +410,32 @@ class TAN(VectorisedRuns, StructuredClassifier):
         self._pidx = np.empty(0, dtype=np.int64)
         self._since_rebuild = meta["since_rebuild"]
         self.n_rebuilds = meta["n_rebuilds"]
+
+    def _check_loaded(self):
+        """The tree of a state: parents that are features or -1, no cycle, the root a parentless
+        feature (or -1 and no edge), and an edge's CMI inside the matrix."""
+        super()._check_loaded()
+        F = len(self._stats.features)
+        parent, cmi, root = self._parent, self._cmi, self._root
+        if parent.ndim != 1 or len(parent) > F or ((parent < -1) | (parent >= len(parent))).any():
+            raise ValueError(f"tree: expected at most {F} parents, each a feature index or -1, got {parent.tolist()!r:.80}")
+        if isinstance(root, bool) or not isinstance(root, int) or not -1 <= root < F:
+            raise ValueError(f"tree: the root must be a feature index or -1, got {root!r:.60}")
+        edges = np.flatnonzero(parent >= 0)
+        if root < 0 and len(edges):
+            raise ValueError("tree: edges without a root")
+        if 0 <= root < len(parent) and parent[root] != -1:
+            raise ValueError(f"tree: the root {root} has a parent")
+        ends = np.zeros(len(parent), dtype=bool)  # every chain of parents must end (no cycle): each node once
+        for child in edges.tolist():
+            path, node = [], child
+            while node >= 0 and not ends[node]:
+                if len(path) > len(parent):
+                    raise ValueError(f"tree: feature {child}'s chain of parents is a cycle")
+                path.append(node)
+                node = int(parent[node])
+            ends[path] = True
+        n = max([int(parent.max()) + 1, int(edges.max()) + 1] if len(edges) else [0])
+        if cmi.ndim != 2 or cmi.shape[0] != cmi.shape[1] or cmi.shape[0] < n or cmi.shape[0] > F:
+            raise ValueError(f"tree: the CMI matrix has shape {list(cmi.shape)}, expected a square of {n} to {F} "
+                             f"features")

@@ -52,6 +52,18 @@ version, the checksum (a truncated file is reported as truncated, with the
 length its header announces), a well-formed header, arrays inside the file,
 and a model that rebuilds from its state.
 
+The checksum catches accidents, not intent: anyone can recompute it. So the
+content behind it is checked as if hostile, before anything is allocated from
+it: the header's JSON nests at most 64 levels; every dtype is one of a fixed
+table of little-endian bool, int and float types (never parsed by numpy, never
+an object: nothing is unpickled); an array has at most 32 dimensions, none
+larger than the file, and no name twice; the header's time and the daemon's
+part (positions, counters, names) have their types; and the model's
+``from_state`` refuses a state no model could have written (arrays of another
+shape than the metadata gives them, counts that are negative or not finite, a
+structure that is no tree). Loading takes at most a small multiple of the
+file's size in memory.
+
 Writing is atomic: a temporary file in the same directory (``.NAME.tmp-*``),
 written, flushed and fsynced, renamed over NAME, and the directory fsynced. A
 crash leaves either the old file or the new one, and at most a temporary file
@@ -121,6 +133,14 @@ _DIGEST = 32
 _ALIGN = 64
 #: numpy kinds a snapshot may hold: boolean, signed and unsigned integers, floats.
 _KINDS = frozenset("biuf")
+#: The dtype strings a snapshot may name, little-endian (or single-byte) bool, int and float: a file's
+#: dtype is looked up here, never handed to numpy's parser (which evaluates tuple syntax and raises
+#: TypeError, ValueError or SyntaxError on what it cannot read).
+_DTYPES = {d.str: d for d in (np.dtype(c).newbyteorder("<") for c in "?bBhHiIlLqQefdg")}
+#: Most dimensions an array may have (numpy 1's limit; a KDB with k=3 needs 5).
+_MAX_NDIM = 32
+#: Deepest nesting of the header's JSON: a model's header needs about a dozen levels.
+_MAX_DEPTH = 64
 _TAGS = ("$tuple", "$dict", "$float")
 #: The model classes a snapshot may name: stream_nb's exported classifiers, by class name.
 MODEL_CLASSES: dict[str, type] = dict(MODELS)
@@ -370,13 +390,15 @@ def read(path: str | os.PathLike) -> SnapshotFile:
             f"{FORMAT_VERSION} only"
         )
     header_end = _PREFIX.size + hlen
-    header = None
+    header, unreadable = None, "the header is not a JSON object"
     if header_end <= n:
         try:
             header = json.loads(data[_PREFIX.size:header_end].decode("utf-8"))
         except (UnicodeDecodeError, ValueError):
             header = None
-    expected = _expected_size(header, header_end) if isinstance(header, dict) else None
+        except RecursionError:  # json's own limit, before ours
+            header, unreadable = None, f"the header nests deeper than {_MAX_DEPTH} levels"
+    expected, table_problem = _expected_size(header, header_end) if isinstance(header, dict) else (None, None)
     if n < header_end + _DIGEST:
         raise _damaged(path, f"truncated: {n} bytes, its header alone announces {header_end + _DIGEST}")
     actual = hashlib.sha256(memoryview(data)[: n - _DIGEST]).digest()
@@ -389,56 +411,157 @@ def read(path: str | os.PathLike) -> SnapshotFile:
             f"recorded {data[n - _DIGEST:].hex()[:16]}...)"
         )
     if not isinstance(header, dict):
-        raise _damaged(path, "the header is not a JSON object")
-    if expected is None or expected != n:
-        raise _damaged(path, f"inconsistent layout: {n} bytes, its header announces {expected}")
+        raise _damaged(path, unreadable)
+    if _deeper_than(header, _MAX_DEPTH):
+        raise _damaged(path, f"the header nests deeper than {_MAX_DEPTH} levels")
     if header.get("format") != FORMAT_NAME or header.get("version") != FORMAT_VERSION:
-        raise _damaged(path, f"the header names format {header.get('format')!r} version {header.get('version')!r}, "
-                             f"expected {FORMAT_NAME!r} version {FORMAT_VERSION}")
+        raise _damaged(path, f"the header names format {_short(header.get('format'))} version "
+                             f"{_short(header.get('version'))}, expected {FORMAT_NAME!r} version {FORMAT_VERSION}")
+    if table_problem is not None:
+        raise _damaged(path, f"malformed array table: {table_problem}")
+    if expected != n:
+        raise _damaged(path, f"inconsistent layout: {n} bytes, its header announces {expected}")
     data_start = _align(header_end)
     arrays: dict[str, np.ndarray] = {}
     for entry in header["arrays"]:
         name = entry["name"]
-        try:
-            dtype = np.dtype(entry["dtype"])
-        except TypeError:
-            raise _damaged(path, f"array {name!r}: unknown dtype {entry['dtype']!r}") from None
-        if dtype.kind not in _KINDS or dtype.byteorder == ">":
-            raise _damaged(path, f"array {name!r}: dtype {entry['dtype']!r} is not a little-endian bool, int or float")
+        if name in arrays:
+            raise _damaged(path, f"array {name!r} appears twice in the header")
+        dtype = _DTYPES.get(entry["dtype"])
+        if dtype is None:
+            raise _damaged(path, f"array {name!r}: dtype {_short(entry['dtype'])} is not a little-endian bool, int "
+                                 f"or float (expected one of {', '.join(sorted(_DTYPES))})")
         shape = tuple(entry["shape"])
+        if len(shape) > _MAX_NDIM:
+            raise _damaged(path, f"array {name!r}: {len(shape)} dimensions, at most {_MAX_NDIM} expected")
+        if any(d > n for d in shape):
+            # no count, no index and no loop of a model's comes near the file's size: this one would
+            raise _damaged(path, f"array {name!r}: shape {_short(list(shape))} has a dimension larger than the "
+                                 f"{n}-byte file")
         count = math.prod(shape)
         if count * dtype.itemsize != entry["nbytes"]:
-            raise _damaged(path, f"array {name!r}: shape {list(shape)} of {dtype.str} is not {entry['nbytes']} bytes")
+            raise _damaged(path, f"array {name!r}: shape {_short(list(shape))} of {dtype.str} is not "
+                                 f"{entry['nbytes']} bytes")
         a = np.frombuffer(data, dtype=dtype, count=count, offset=data_start + entry["offset"])
-        arrays[name] = a.reshape(shape)
+        try:
+            arrays[name] = a.reshape(shape)
+        except ValueError as exc:  # an empty array whose other dimensions multiply past numpy's limit
+            raise _damaged(path, f"array {name!r}: shape {_short(list(shape))}: {exc}") from None
     try:
         header["model"] = decode_meta(header.get("model"))
         header["daemon"] = decode_meta(header.get("daemon"))
     except (TypeError, ValueError) as exc:
         raise _damaged(path, f"malformed metadata: {exc}") from None
+    problem = _header_problem(header)
+    if problem is not None:
+        raise _damaged(path, problem)
     return SnapshotFile(path=path, version=version, header=header, arrays=arrays, size=n)
 
 
-def _expected_size(header: dict, header_end: int) -> int | None:
-    """The file length the header's array table announces, or None when the table is malformed."""
+def _short(value: typing.Any) -> str:
+    """``repr(value)``, cut at 60 characters: a hostile file's values go into messages too."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _deeper_than(value: typing.Any, limit: int) -> bool:
+    """True when JSON data ``value`` nests more than ``limit`` lists and objects deep (no recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, (dict, list)):
+            if depth > limit:
+                return True
+            stack.extend((child, depth + 1) for child in (node.values() if isinstance(node, dict) else node))
+    return False
+
+
+def _is_count(value: typing.Any) -> bool:
+    """An integer a count, position or size can be: from 0 to 2**63 - 1 (what JSON writers, Kafka and
+    files take; the engine writes its outputs and metrics with orjson, which takes no larger integer)."""
+    return is_integer(value) and 0 <= value < 1 << 63
+
+
+#: The daemon part's metrics: the engine's exact counters (``PrequentialMetrics.state()``).
+_METRIC_COUNTS = ("events", "predicted", "labeled", "learned", "correct", "log_loss_floored")
+
+
+def _metrics_problem(metrics: dict) -> str | None:
+    for name in _METRIC_COUNTS:
+        if name not in metrics:
+            return f"lack {name!r}"
+        if not _is_count(metrics[name]):
+            return f"{name} is {_short(metrics[name])}, expected an integer from 0 to 2**63 - 1"
+    total = metrics.get("log_loss_sum")
+    if not (is_integer(total) or isinstance(total, float)) or not total >= 0:
+        return f"log_loss_sum is {_short(total)}, expected a number >= 0"
+    reasons = metrics.get("dead_letters_by_reason")
+    if not isinstance(reasons, dict) or not all(isinstance(k, str) and _is_count(v) for k, v in reasons.items()):
+        return f"dead_letters_by_reason is {_short(reasons)}, expected an object of counts"
+    return None
+
+
+def _header_problem(header: dict) -> str | None:
+    """What is wrong with the decoded header beyond its array table, or None.
+
+    The model's metadata is checked by the model's ``from_state``; here the
+    fields every reader relies on: when it was written, and the daemon's part
+    (positions, counters, names), so that neither ``snapshot inspect`` nor a
+    restarting daemon meets a value of the wrong type.
+    """
+    if not isinstance(header.get("created"), str):
+        return f"the header's 'created' is {_short(header.get('created'))}, expected a time as text"
+    if not isinstance(header.get("model"), dict):
+        return f"the header's 'model' is {_short(header.get('model'))}, expected an object"
+    daemon = header.get("daemon")
+    if daemon is None:
+        return None
+    if not isinstance(daemon, dict):
+        return f"the daemon part is {_short(daemon)}, expected an object or null"
+    expected = {
+        "store_id": ("a string", lambda v: isinstance(v, str)),
+        "model_name": ("a string or null", lambda v: v is None or isinstance(v, str)),
+        "exactly_once": ("true or false", lambda v: isinstance(v, bool)),
+        "sequence": ("an integer from 0 to 2**63 - 1", _is_count),
+        "source": ("an object or null", lambda v: v is None or isinstance(v, dict)),
+        "positions": ("an object of integers from 0 to 2**63 - 1", lambda v: isinstance(v, dict) and all(
+            isinstance(k, str) and _is_count(p) for k, p in v.items())),
+        "metrics": ("an object or null", lambda v: v is None or isinstance(v, dict)),
+    }
+    for name, (what, ok) in expected.items():
+        if name in daemon and not ok(daemon[name]):
+            return f"the daemon part's {name!r} is {_short(daemon[name])}, expected {what}"
+    if daemon.get("metrics") is not None:
+        problem = _metrics_problem(daemon["metrics"])
+        if problem is not None:
+            return f"the daemon part's metrics: {problem}"
+    return None
+
+
+def _expected_size(header: dict, header_end: int) -> tuple[int | None, str | None]:
+    """The file length the header's array table announces, or ``(None, what is wrong with the table)``."""
     entries = header.get("arrays")
     if not isinstance(entries, list):
-        return None
+        return None, f"'arrays' is {_short(entries)}, expected a list"
     end = 0
-    for entry in entries:
+    for i, entry in enumerate(entries):
         if not isinstance(entry, dict):
-            return None
+            return None, f"entry {i} is {_short(entry)}, expected an object"
         offset, nbytes, shape = entry.get("offset"), entry.get("nbytes"), entry.get("shape")
-        if not all(is_integer(v) and v >= 0 for v in (offset, nbytes)):
-            return None
-        if offset % _ALIGN or offset < end or not isinstance(entry.get("name"), str):
-            return None
-        if not isinstance(shape, list) or not all(is_integer(d) and d >= 0 for d in shape):
-            return None
+        for field, value in (("offset", offset), ("nbytes", nbytes)):
+            if not _is_count(value):
+                return None, f"entry {i}: {field} is {_short(value)}, expected an integer from 0 to 2**63 - 1"
+        if offset % _ALIGN or offset < end:
+            return None, f"entry {i}: offset {offset} is not a multiple of {_ALIGN} at or after {end}, the end of " \
+                         f"the previous array"
+        if not isinstance(entry.get("name"), str):
+            return None, f"entry {i}: name is {_short(entry.get('name'))}, expected a string"
+        if not isinstance(shape, list) or not all(_is_count(d) for d in shape):
+            return None, f"entry {i}: shape is {_short(shape)}, expected a list of integers from 0 to 2**63 - 1"
         if not isinstance(entry.get("dtype"), str):
-            return None
+            return None, f"entry {i}: dtype is {_short(entry.get('dtype'))}, expected a string"
         end = offset + nbytes
-    return _align(header_end) + end + _DIGEST
+    return _align(header_end) + end + _DIGEST, None
 
 
 # ----------------------------------------------------------------- models
@@ -447,13 +570,14 @@ def _expected_size(header: dict, header_end: int) -> int | None:
 def model_from_state(arrays: dict, meta: dict, path: str = "snapshot") -> typing.Any:
     """Rebuild a stream_nb model from its state; SnapshotError naming ``path`` if it does not fit."""
     name = meta.get("model") if isinstance(meta, dict) else None
-    cls = MODEL_CLASSES.get(name)
+    cls = MODEL_CLASSES.get(name) if isinstance(name, str) else None
     if cls is None:
-        raise _damaged(path, f"holds a model of type {name!r}; expected one of {', '.join(MODEL_CLASSES)}")
+        raise _damaged(path, f"holds a model of type {_short(name)}; expected one of {', '.join(MODEL_CLASSES)}")
     try:
         return cls.from_state(arrays, meta)
     except Exception as exc:  # noqa: BLE001 - any inconsistency of a checksummed file is reported alike
-        raise _damaged(path, f"its {name} state does not rebuild a model: {type(exc).__name__}: {exc}") from exc
+        reason = " ".join(f"{type(exc).__name__}: {exc}".split())  # one line: a numpy error may span several
+        raise _damaged(path, f"its {name} state does not rebuild a model: {reason}") from exc
 
 
 def save(model: typing.Any, path: str | os.PathLike) -> int:

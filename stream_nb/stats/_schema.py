@@ -70,6 +70,11 @@ class Schema:
             return
         C, V, F = len(self.classes), len(self.value_keys), len(self.features)
         cc, cv, cf = min(cc, C + 2), min(cv, V + 8), min(cf, F + 4)
+        # Spare room only while it costs little: with many dimensions even 8 spare values multiply
+        # the table (KDB(k=8) would take 9 GB before its first event). Otherwise no more than asked
+        # for, which is at most one class, value and feature beyond those in use.
+        if cc * cv**t > max(8 * max(C, 1) * max(V, 1) ** t, 1 << 16):
+            cc, cv, cf = min(cc, C + 1), min(cv, V + 1), min(cf, F + 1)
         for p in self._sets():
             tc = np.zeros((cc,) + (cv,) * t)
             tf = np.zeros((cc,) + (cv,) * (t - 1) + (cf,))

@@ -6,12 +6,16 @@ snapshot format (:mod:`stream_nb.snapshots`) writes and reads them.
 
 from __future__ import annotations
 
+import math
 import typing
 
-from ._discretise import Discretiser
-from ._values import BINNED, CAT, GAUSS, VALUE_GROUPS, json_type
+import numpy as np
 
-__all__ = ["State"]
+from ..exceptions import ConfigError
+from ._discretise import Discretiser
+from ._values import BINNED, CAT, GAUSS, VALUE_GROUPS, check_types, hashable, is_nan, json_type
+
+__all__ = ["State", "check_state", "MAX_COUNT"]
 
 
 class State:
@@ -95,6 +99,12 @@ class State:
 
     @classmethod
     def from_state(cls, arrays: dict, meta: dict) -> typing.Self:
+        """The store :meth:`state` describes; ValueError naming what does not fit.
+
+        Everything is checked before anything is allocated (see :func:`check_state`),
+        so a state that announces more than its arrays hold costs nothing.
+        """
+        check_state(arrays, meta)
         s = cls(
             pairs=meta["pairs"], numeric=meta["numeric"], types=meta["types"],
             bins=meta["bins"], warmup=meta["warmup"], bin_edges=meta["bin_edges"],
@@ -147,3 +157,184 @@ class State:
                     p + "tuple_feat"
                 ]
         return s
+
+
+#: Largest count a state may hold: far beyond any stream's, and small enough that no sum, square or
+#: product of counts a model computes overflows a float.
+MAX_COUNT = 1e100
+
+
+def _kind(value) -> str:
+    r = " ".join(repr(value).split())  # one line, whatever the value (a numpy array's repr has several)
+    return f"{type(value).__name__} {r if len(r) <= 40 else r[:37] + '...'}"
+
+
+def _check_int(where: str, value, low: int = 0) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ValueError(f"{where}: expected an integer >= {low}, got {_kind(value)}")
+
+
+def _check_hashable(where: str, value) -> None:
+    if value is None or is_nan(value) or not hashable(value):
+        raise ValueError(f"{where}: expected a str, int, bool or float (not null or NaN), got {_kind(value)}")
+
+
+def _check_edges(where: str, edges) -> None:
+    try:
+        e = np.asarray(edges, dtype=float) if isinstance(edges, (list, tuple, np.ndarray)) else None
+    except (TypeError, ValueError):
+        e = None
+    if e is None or e.ndim != 1 or np.isnan(e).any() or (np.diff(e) < 0).any():
+        raise ValueError(f"{where}: expected a list of numbers in increasing order, got {_kind(edges)}")
+
+
+def _check_discretiser(where: str, d) -> None:
+    if not isinstance(d, dict) or set(d) != {"bins", "warmup", "edges", "buffer"}:
+        raise ValueError(f"{where}: expected an object with bins, warmup, edges and buffer, got {_kind(d)}")
+    _check_int(f"{where}.bins", d["bins"], 1)
+    _check_int(f"{where}.warmup", d["warmup"], 1)
+    if d["edges"] is not None:
+        _check_edges(f"{where}.edges", d["edges"])
+    buffer = d["buffer"]
+    if not isinstance(buffer, list) or not all(
+            type(v) in (int, float) and math.isfinite(v) for v in buffer) or (
+            d["edges"] is None and len(buffer) >= d["warmup"]):
+        raise ValueError(f"{where}.buffer: expected a list of fewer than warmup={d['warmup']} finite numbers, "
+                         f"got {_kind(buffer)}")
+
+
+def check_state(arrays: dict, meta: dict) -> None:
+    """Check that ``(arrays, meta)`` is a state :meth:`Stats.state` could have written; ValueError if not.
+
+    The metadata's every field must have its type and range, and every array
+    exactly the shape the metadata gives it (no broadcasting: a count array of
+    one class does not fill three), a numeric dtype, and counts that are finite,
+    >= 0 (up to rounding) and at most :data:`MAX_COUNT`. A state that passes
+    builds a store that learns and predicts like any other.
+    """
+    if not isinstance(meta, dict):
+        raise ValueError(f"stats: expected an object, got {_kind(meta)}")
+    if not isinstance(arrays, dict):
+        raise ValueError(f"arrays: expected a dict of arrays, got {_kind(arrays)}")
+    required = {"pairs", "numeric", "types", "bins", "warmup", "bin_edges", "classes", "features", "columns"}
+    missing = sorted(required - set(meta))
+    if missing:
+        raise ValueError(f"stats: missing {', '.join(missing)}")
+    for name in ("pairs", "observed"):
+        if not isinstance(meta.get(name, False), bool):
+            raise ValueError(f"stats.{name}: expected true or false, got {_kind(meta[name])}")
+    numeric = meta["numeric"]
+    if numeric not in ("gaussian", "bins"):
+        raise ValueError(f"stats.numeric: expected 'gaussian' or 'bins', got {_kind(numeric)}")
+    tuples = meta.get("tuples", 0)
+    _check_int("stats.tuples", tuples)
+    if tuples in (1, 2) or (tuples and not meta["pairs"]):
+        raise ValueError(f"stats.tuples: expected 0, or 3 or more with pairs, got {tuples}")
+    if meta.get("max_table_cells") is not None:
+        _check_int("stats.max_table_cells", meta["max_table_cells"], 1)
+    try:
+        check_types(meta["types"])
+    except ConfigError as exc:
+        raise ValueError(f"stats.{exc}") from None
+    _check_int("stats.bins", meta["bins"], 1)
+    _check_int("stats.warmup", meta["warmup"], 1)
+    edges = meta["bin_edges"]
+    if not isinstance(edges, dict):
+        raise ValueError(f"stats.bin_edges: expected an object, got {_kind(edges)}")
+    for name, e in edges.items():
+        _check_edges(f"stats.bin_edges[{name!r}]", e)
+
+    classes = meta["classes"]
+    if not isinstance(classes, list):
+        raise ValueError(f"stats.classes: expected a list, got {_kind(classes)}")
+    for i, y in enumerate(classes):
+        _check_hashable(f"stats.classes[{i}]", y)
+    if len(set(classes)) != len(classes):
+        raise ValueError("stats.classes: a class appears twice (or two classes are equal in Python, like 1 and True)")
+    label_type = meta.get("label_type")
+    if label_type is not None and (not isinstance(label_type, str) or any(json_type(y) != label_type for y in classes)):
+        raise ValueError(f"stats.label_type: expected the JSON type of every class, got {_kind(label_type)} for "
+                         f"classes {_kind(classes)}")
+
+    features = meta["features"]
+    if not isinstance(features, list):
+        raise ValueError(f"stats.features: expected a list, got {_kind(features)}")
+    kinds, names = [], []
+    allowed = {"categorical", "gaussian" if numeric == "gaussian" else "binned"}
+    for i, feat in enumerate(features):
+        where = f"stats.features[{i}]"
+        if not isinstance(feat, dict) or not {"name", "kind", "discretiser"} <= set(feat):
+            raise ValueError(f"{where}: expected an object with name, kind and discretiser, got {_kind(feat)}")
+        _check_hashable(f"{where}.name", feat["name"])
+        if feat["kind"] not in allowed:
+            raise ValueError(f"{where}.kind: expected one of {', '.join(sorted(allowed))} (numeric={numeric!r}), "
+                             f"got {_kind(feat['kind'])}")
+        if feat["kind"] == "binned":
+            _check_discretiser(f"{where}.discretiser", feat["discretiser"])
+        elif feat["discretiser"] is not None:
+            raise ValueError(f"{where}.discretiser: a {feat['kind']} feature has none, got {_kind(feat['discretiser'])}")
+        kinds.append(feat["kind"])
+        names.append(feat["name"])
+    if len(set(names)) != len(names):
+        raise ValueError("stats.features: a feature name appears twice")
+
+    columns = meta["columns"]
+    if not isinstance(columns, list):
+        raise ValueError(f"stats.columns: expected a list, got {_kind(columns)}")
+    seen: set = set()
+    for i, column in enumerate(columns):
+        where = f"stats.columns[{i}]"
+        if not isinstance(column, list) or len(column) != 2:
+            raise ValueError(f"{where}: expected a [feature, value] pair, got {_kind(column)}")
+        f, v = column
+        if isinstance(f, bool) or not isinstance(f, int) or not -1 <= f < len(features):
+            raise ValueError(f"{where}: feature index {_kind(f)} is not -1 or one of the {len(features)} features")
+        if f == -1:
+            if v is not None:
+                raise ValueError(f"{where}: a detached column has no value, got {_kind(v)}")
+            continue
+        if kinds[f] == "gaussian":
+            raise ValueError(f"{where}: feature {names[f]!r} is gaussian and has no value columns")
+        _check_hashable(f"{where}", v)
+        if kinds[f] == "binned" and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
+            raise ValueError(f"{where}: a bin of binned feature {names[f]!r} is an integer >= 0, got {_kind(v)}")
+        if (f, v) in seen:
+            raise ValueError(f"{where}: value {v!r} of feature {names[f]!r} appears twice")
+        seen.add((f, v))
+    from_int = meta.get("from_int", [])
+    if not isinstance(from_int, list) or not all(
+            isinstance(f, int) and not isinstance(f, bool) and 0 <= f < len(features) and kinds[f] == "categorical"
+            for f in from_int):
+        raise ValueError(f"stats.from_int: expected a list of categorical feature indices, got {_kind(from_int)}")
+
+    C, V, F = len(classes), len(columns) + 1, len(features)
+    G = kinds.count("gaussian")
+    shapes = {"class_count": (C,), "value_count": (C, V), "feat_count": (C, F),
+              "g_n": (C, G), "g_mean": (C, G), "g_m2": (C, G)}
+    twinned = {"value_count": (C, V), "feat_count": (C, F)}
+    if meta["pairs"]:
+        twinned.update(pair_count=(C, V, V), pair_feat=(C, V, F))
+    if tuples:
+        twinned.update(tuple_count=(C,) + (V,) * tuples, tuple_feat=(C,) + (V,) * (tuples - 1) + (F,))
+    shapes.update(twinned)
+    if "obs_value_count" in arrays:  # the observed-only twin: all of it or none
+        shapes.update({"obs_" + k: v for k, v in twinned.items()})
+    unexpected = sorted(map(str, set(arrays) - set(shapes)))
+    if unexpected:
+        raise ValueError(f"unexpected arrays {', '.join(unexpected)} (expected {', '.join(shapes)})")
+    scale = None
+    for name, shape in shapes.items():
+        if name not in arrays:
+            raise ValueError(f"array {name!r} is missing")
+        a = arrays[name]
+        if not isinstance(a, np.ndarray) or a.dtype.kind not in "biuf":
+            raise ValueError(f"array {name!r}: expected a numeric array, got {_kind(a)}")
+        if a.shape != shape:
+            raise ValueError(f"array {name!r} has shape {list(a.shape)}; the metadata ({C} classes, {V} value "
+                             f"columns, {F} features, {G} Gaussian) gives it {list(shape)}")
+        if name in ("g_mean", "g_m2"):
+            continue  # moments: extreme values learned may have overflowed them, and the model copes
+        if scale is None:
+            scale = 1e-6 * max(1.0, float(np.abs(arrays["class_count"]).sum()))
+        if a.size and not (np.isfinite(a).all() and float(a.min()) >= -scale and float(a.max()) <= MAX_COUNT):
+            raise ValueError(f"array {name!r}: counts must be finite, >= 0 and at most {MAX_COUNT:g}")

@@ -23,6 +23,7 @@ and when it was written. A file that fails a check prints
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import typing
 
@@ -39,15 +40,14 @@ def describe(snap: snapshots.SnapshotFile) -> dict[str, typing.Any]:
     """What ``stream-nb snapshot inspect --json`` prints for a verified snapshot."""
     model = snap.model()
     meta = snap.meta
-    stats = meta.get("stats", {})
-    features = []
-    for feature in stats.get("features", []):
-        values = feature.get("values")
-        features.append({
-            "name": feature["name"],
-            "kind": feature["kind"],
-            "values": len(values) if values is not None else None,
-        })
+    # the features as the rebuilt model holds them (its from_state checked them), not as the file says
+    stats = model._stats
+    kinds = ("categorical", "gaussian", "binned")
+    features = [
+        {"name": _plain(name), "kind": kinds[stats.kinds[f]],
+         "values": len(stats.values[f]) if stats.values[f] is not None else None}
+        for f, name in enumerate(stats.features)
+    ]
     counts = model._stats.counts()["class_count"] if hasattr(model, "_stats") else {}
     info: dict[str, typing.Any] = {
         "path": snap.path,
@@ -87,8 +87,18 @@ def _plain(value: typing.Any) -> typing.Any:
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     if isinstance(value, dict):
-        return {k if isinstance(k, str) else orjson.dumps(_plain(k)).decode(): _plain(v) for k, v in value.items()}
+        return {k if isinstance(k, str) else _json(_plain(k)): _plain(v) for k, v in value.items()}
     return value
+
+
+def _json(value: typing.Any, indent: bool = False) -> str:
+    """``value`` as JSON text: orjson's, or the standard library's for an integer beyond 64 bits
+    (a label or a parameter a model was given in Python), which orjson does not take."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_INDENT_2 if indent else 0).decode()
+    except TypeError:
+        return json.dumps(value, indent=2 if indent else None, separators=None if indent else (",", ":"),
+                          ensure_ascii=False)
 
 
 def _text(info: dict[str, typing.Any]) -> str:
@@ -140,7 +150,7 @@ def run_inspect(args: argparse.Namespace) -> int:
         print(f"stream-nb: error: {exc}", file=sys.stderr)
         return 2
     if args.json:
-        sys.stdout.write(orjson.dumps(info, option=orjson.OPT_INDENT_2).decode() + "\n")
+        sys.stdout.write(_json(info, indent=True) + "\n")
     else:
         sys.stdout.write(_text(info))
     return 0
