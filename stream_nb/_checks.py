@@ -8,7 +8,9 @@ the engine, connectors and the command line all use the same rules and the same 
   :class:`~stream_nb.exceptions.ConfigError` naming the setting, what was expected and
   what was received;
 - :func:`configure`: a component's ``DEFAULT_CONFIG`` with the given keys merged over it,
-  unknown keys rejected (kafka-python's rule).
+  unknown keys rejected (kafka-python's rule);
+- :func:`parse_bool`, :func:`parse_int`: a value written as text (a flag, an environment
+  variable, ``KEY=VALUE``) read as a boolean or an integer, by one rule everywhere.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import typing
 
 from .exceptions import ConfigError
 
-__all__ = ["check_choice", "check_integer", "check_number", "configure", "is_integer"]
+__all__ = ["check_choice", "check_integer", "check_number", "configure", "is_integer", "parse_bool", "parse_int"]
 
 
 def is_integer(value: typing.Any) -> bool:
@@ -150,3 +152,55 @@ def configure(
             f"unknown {what}{plural} {names}; {listing}: {', '.join(accepted)}"
         )
     return {**defaults, **given}
+
+
+#: Words read as ``True`` / ``False`` (any case, spaces around ignored) by :func:`parse_bool`.
+TRUE_WORDS = ("1", "true", "yes", "on")
+FALSE_WORDS = ("0", "false", "no", "off")
+
+
+def parse_bool(value: typing.Any) -> bool:
+    """A boolean, or text reading as one (:data:`TRUE_WORDS`, :data:`FALSE_WORDS`); ``ValueError`` otherwise.
+
+    >>> parse_bool(" Yes"), parse_bool("off"), parse_bool(True)
+    (True, False, True)
+    >>> parse_bool("maybe")
+    Traceback (most recent call last):
+    ...
+    ValueError: expected true or false (1, true, yes, on / 0, false, no, off), got 'maybe'
+    """
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        word = value.strip().lower()
+        if word in TRUE_WORDS:
+            return True
+        if word in FALSE_WORDS:
+            return False
+    raise ValueError(
+        f"expected true or false ({', '.join(TRUE_WORDS)} / {', '.join(FALSE_WORDS)}), got {value!r}"
+    )
+
+
+def parse_int(value: typing.Any) -> int:
+    """An integer (:func:`is_integer`), or text reading as one; ``ValueError`` otherwise.
+
+    >>> parse_int(" 12 "), parse_int(-3)
+    (12, -3)
+    >>> parse_int("1.5")
+    Traceback (most recent call last):
+    ...
+    ValueError: expected an integer, got '1.5'
+    >>> parse_int(True)
+    Traceback (most recent call last):
+    ...
+    ValueError: expected an integer, got True
+    """
+    if is_integer(value):
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            pass
+    raise ValueError(f"expected an integer, got {value!r}")

@@ -18,7 +18,10 @@ import time
 import orjson
 import pytest
 
-from stream_nb.cli import MODELS, SETTINGS, build_parser, main
+from connectors.kafka._client import coerce
+from stream_nb.cli import build_parser, main
+from stream_nb.exceptions import ConfigError
+from stream_nb.settings import BY_NAME, MODELS, SETTINGS, convert
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "events.jsonl"
@@ -302,6 +305,22 @@ def test_bad_env_value_names_the_variable_and_other_stream_nb_variables_are_igno
     assert "STREAM_NB_POLL_TIMEOUT: expected a number, got 'soon'" in proc.stderr.decode()
     # e.g. the test suite's own STREAM_NB_REQUIRE_KAFKA must not break the daemon
     assert cli("run", "--print-config", env=clean_env(STREAM_NB_REQUIRE_KAFKA="1")).returncode == 0
+
+
+@pytest.mark.parametrize("text", [" On", "YES", "true", "1", "off", "No", "FALSE", "0", "maybe", "", "2", "1.0"])
+def test_true_and_false_are_read_by_one_rule_for_settings_and_kafka_config(text):
+    """--emit-imputed=TEXT and --kafka-config enable_auto_commit=TEXT accept and refuse the same words."""
+
+    def outcome(read):
+        try:
+            return read()
+        except ConfigError:
+            return "refused"
+
+    setting = outcome(lambda: convert(BY_NAME["emit_imputed"], text, "STREAM_NB_EMIT_IMPUTED"))
+    kafka = outcome(lambda: coerce("KafkaSource", "enable_auto_commit", text, True))
+    assert setting == kafka
+    assert setting in ({True, False} if text.strip().lower() not in ("maybe", "", "2", "1.0") else {"refused"})
 
 
 @pytest.mark.parametrize(

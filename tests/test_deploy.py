@@ -26,8 +26,10 @@ from pathlib import Path, PurePosixPath
 import pytest
 import yaml
 
-from stream_nb.cli import SETTINGS, _read_config_file, build_model, build_parser, connector_plan, engine_config
-from stream_nb.cli import resolve_settings
+from stream_nb.cli import build_parser
+from stream_nb.daemon import build_model, connector_plan, engine_config
+from stream_nb.settings import SETTINGS, resolve_settings
+from stream_nb.settings import read_config_file as _read_config_file
 from stream_nb.engine import check_config
 
 ROOT = Path(__file__).resolve().parent.parent

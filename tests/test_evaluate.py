@@ -16,7 +16,7 @@ import orjson
 import pytest
 
 from stream_nb import AODE, TAN, NaiveBayes
-from stream_nb.evaluate import (
+from stream_nb.tools.evaluate import (
     BadRow,
     evaluate,
     format_table,
@@ -265,6 +265,33 @@ def test_evaluate_equals_an_independent_prequential_loop(tmp_path):
     assert "0 unlabeled" not in result.counts_line() and "1 unlabeled" in result.counts_line()
 
 
+def test_evaluate_runs_each_models_own_prequential_step(tmp_path):
+    """evaluate scores what the daemon's step (the learners' prequential_one) gives, not a loop of its own."""
+    taken = []
+
+    class Watched(NaiveBayes):
+        def prequential_one(self, x, y, **kwargs):
+            taken.append((x, y))
+            return super().prequential_one(x, y, **kwargs)
+
+    semi = lambda: NaiveBayes(learn_unlabeled=True, unlabeled_weight=0.5)  # noqa: E731
+    result = evaluate(open_events(str(write_csv(tmp_path))), {"watched": Watched(), "semi": semi()})
+    hot = ({"outlook": "overcast", "temperature": "hot", "windy": "no", "visits": 1}, "yes")
+    # every valid event once, in order; the one the model rejects ("hot") too, and it stays a bad row
+    assert taken == CSV_EVENTS[:7] + [hot] + CSV_EVENTS[7:]
+    assert result.bad_by_reason == {"wrong_cell_count": 1, "bad_label": 1, "bad_feature_type": 1}
+    watched, semi_result = result.models
+    ref = reference(CSV_EVENTS, NaiveBayes)
+    assert watched.correct.tolist() == ref["flags"] and watched.log_loss == pytest.approx(ref["log_loss"], rel=1e-12)
+    # the unlabeled event (line 9) is learned by the semi-supervised model only, and counted so
+    assert (watched.metrics.learned, semi_result.metrics.learned) == (11, 12)
+    looped = semi()
+    for x, y in CSV_EVENTS:
+        looped.predict_and_proba_one(x)
+        looped.learn_one(x, y)
+    assert semi_result.model.predict_proba_one({"outlook": "rain"}) == looped.predict_proba_one({"outlook": "rain"})
+
+
 def test_rolling_accuracy_matches_a_plain_window():
     rng = np.random.default_rng(3)
     flags = rng.random(200) < 0.7
@@ -355,7 +382,7 @@ def test_cli_on_river_led_with_report(tmp_path):
 
 
 def test_report_with_two_tans_draws_two_trees(tmp_path):
-    from stream_nb._report import write_report
+    from stream_nb.tools.report import write_report
 
     events = [(x, y) for x, y, _ in open_events("river:Agrawal", events=600)]
     result = evaluate(events, {"tan:rebuild_every=100": TAN(rebuild_every=100), "tan": TAN(rebuild_every=0)})
@@ -404,3 +431,4 @@ def test_cli_warns_when_nothing_is_labeled_and_checks_feature_columns(tmp_path):
     out = cli("evaluate", "--input", str(path), "--features", "a,c")
     assert out.returncode == 2
     assert "--features names column(s) 'c', which the header ['a', 'b', 'class'] does not have" in out.stderr.decode()
+

@@ -15,7 +15,7 @@ import pytest
 
 import stream_nb
 from stream_nb import AODE, TAN, NaiveBayes
-from stream_nb.explain import explain_one, log_odds
+from stream_nb.tools.explain import explain_one, log_odds
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -227,7 +227,7 @@ def test_table_and_dict():
 def test_plot_explanation(tmp_path):
     import matplotlib.image
 
-    from stream_nb._report import plot_explanation
+    from stream_nb.tools.report import plot_explanation
 
     model = trained(MAKERS["tan"])
     for i, e in enumerate([explain_one(model, EVENTS[0]), explain_one(model, EVENTS[0], exact_max=0, permutations=50)]):

@@ -21,7 +21,7 @@ import pytest
 from stream_nb import NaiveBayes
 from stream_nb.cli import main
 from stream_nb.engine import Engine, Record
-from stream_nb.evaluate import open_events
+from stream_nb.tools.evaluate import open_events
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "events.jsonl"

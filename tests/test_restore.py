@@ -25,7 +25,8 @@ import pytest
 
 import stream_nb
 from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes
-from stream_nb.cli import MODELS, main
+from stream_nb.cli import main
+from stream_nb.settings import MODELS
 
 # ----------------------------------------------------------------------------- data
 

@@ -25,10 +25,10 @@ from hypothesis import strategies as st
 
 import stream_nb
 from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes
-from stream_nb.cli import load_loss
+from stream_nb.daemon import load_loss
 from stream_nb.engine import Engine, label_key, validate_label
-from stream_nb.evaluate import evaluate, make_model, open_events
 from stream_nb.exceptions import FeatureTypeError, InvalidEventError, LabelTypeError, MergeError
+from stream_nb.tools.evaluate import evaluate, make_model, open_events
 from test_engine import ListSink, ListSource
 
 MODELS = {
@@ -425,7 +425,7 @@ def test_no_two_classes_share_a_key_and_every_class_has_its_probability(stream, 
 
 
 def test_explain_one_takes_no_class_of_another_type_for_one_of_the_models():
-    from stream_nb.explain import explain_one
+    from stream_nb.tools.explain import explain_one
 
     model = NaiveBayes()
     for i in range(20):

@@ -21,9 +21,9 @@ import pytest
 import stream_nb
 from stream_nb import KDB, SPODE, TAN, NaiveBayes
 from stream_nb.engine import Engine, PrequentialMetrics, Record
-from stream_nb.evaluate import BadRow, evaluate, make_model, open_events
 from stream_nb.exceptions import ConfigError
 from stream_nb.ops import Operations
+from stream_nb.tools.evaluate import BadRow, evaluate, make_model, open_events
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "events.jsonl"

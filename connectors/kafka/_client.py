@@ -21,7 +21,7 @@ import typing
 import kafka.errors as Errors
 from kafka import KafkaAdminClient, KafkaConsumer
 
-from stream_nb._checks import configure
+from stream_nb._checks import configure, parse_bool, parse_int
 from stream_nb.exceptions import ConfigError
 
 from ._errors import ConnectorUnavailable
@@ -46,8 +46,6 @@ _OBJECT_KEYS = frozenset({
 _INT_OR_NONE_KEYS = frozenset({
     "receive_buffer_bytes", "send_buffer_bytes", "topic_partitions", "topic_replication_factor",
 })
-_TRUE = frozenset({"true", "1", "yes", "on"})
-_FALSE = frozenset({"false", "0", "no", "off"})
 
 
 def coerce(component: str, key: str, value, default):
@@ -62,19 +60,15 @@ def coerce(component: str, key: str, value, default):
                 f"from the string {value!r}; pass it through the Python API"
             )
         if key == "acks":
-            return "all" if text.lower() == "all" else int(text)
+            return "all" if text.lower() == "all" else parse_int(text)
         if key == "api_version":
-            return tuple(int(part) for part in text.split("."))
+            return tuple(parse_int(part) for part in text.split("."))
         if default is None and text.lower() in ("none", "null"):
             return None
         if isinstance(default, bool):
-            if text.lower() in _TRUE:
-                return True
-            if text.lower() in _FALSE:
-                return False
-            raise ValueError("expected true or false")
+            return parse_bool(text)  # the words of stream-nb's own boolean settings
         if isinstance(default, int) or key in _INT_OR_NONE_KEYS:
-            return int(text)
+            return parse_int(text)
         if isinstance(default, float):
             return float(text)
     except ValueError as exc:

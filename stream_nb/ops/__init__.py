@@ -1,6 +1,7 @@
 """Operating the daemon: Prometheus metrics, health endpoints, structured logs.
 
-:class:`Operations` is what ``stream-nb run`` builds from its settings:
+:class:`Operations` is what ``stream-nb run`` builds from its settings
+(:func:`stream_nb.daemon.make_operations` checks them):
 
 * a :class:`DaemonObserver` that becomes the engine's observer (counters and
   health state, periodic summary log lines);
@@ -20,7 +21,6 @@ from __future__ import annotations
 
 import typing
 
-from ..exceptions import ConfigError
 from ._logs import JsonFormatter, configure_logging
 from ._observer import DaemonObserver
 from ._prometheus import METRICS, make_registry
@@ -62,31 +62,6 @@ class Operations:
         self.server = MetricsServer(self.observer, host, port) if port is not None else None
         if self.server is not None:
             self.server.start()
-
-    @classmethod
-    def from_settings(cls, settings: dict[str, typing.Any], *, model_name: str, kafka: bool) -> Operations:
-        """Check the operations settings of ``stream-nb run`` and build (and bind) from them.
-
-        >>> Operations.from_settings({"metrics_port": 70000, "metrics_host": "127.0.0.1", "liveness_timeout": 1.0,
-        ...                           "lag_interval": 1.0, "metrics_interval": 0.0}, model_name="nb", kafka=False)
-        Traceback (most recent call last):
-        ...
-        stream_nb.exceptions.ConfigError: --metrics-port must be between 0 and 65535, got 70000
-        """
-        from ..cli import describe_setting  # the flag, or where a setting from a variable or file came from
-
-        port = settings["metrics_port"]
-        if port is not None and not 0 <= port <= 65535:
-            raise ConfigError(f"{describe_setting(settings, 'metrics_port')} must be between 0 and 65535, got {port}")
-        if not settings["metrics_host"]:
-            raise ConfigError(f"{describe_setting(settings, 'metrics_host')} must not be empty "
-                              "(0.0.0.0: every interface)")
-        for name in ("liveness_timeout", "lag_interval"):
-            if not settings[name] > 0:
-                raise ConfigError(f"{describe_setting(settings, name)} must be > 0, got {settings[name]}")
-        return cls(model_name=model_name, mode="kafka" if kafka else "jsonl", host=settings["metrics_host"],
-                   port=port, liveness_timeout=settings["liveness_timeout"],
-                   lag_interval=settings["lag_interval"], summary_interval=settings["metrics_interval"])
 
     def attach(self, engine: typing.Any) -> None:
         """Observe ``engine`` (call before its ``run()``)."""

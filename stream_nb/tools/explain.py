@@ -56,17 +56,16 @@ underflows.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import math
-import sys
 import typing
 
 import numpy as np
 import orjson
 
-from .stats import json_type
-from .exceptions import ConfigError, InvalidEventError, SnapshotError
+from .._checks import is_integer
+from ..exceptions import ConfigError
+from ..stats import json_type
 
 __all__ = ["EXACT_MAX_ATTRIBUTES", "DEFAULT_PERMUTATIONS", "Contribution", "Explanation", "explain_one", "log_odds"]
 
@@ -265,9 +264,9 @@ def explain_one(
     known = _classes(model)
     if len(known) < 2:
         raise ValueError(f"explain_one needs a model that has seen at least two classes, got {len(known)}: {known!r}")
-    if isinstance(permutations, bool) or not isinstance(permutations, int) or permutations < 1:
+    if not is_integer(permutations) or permutations < 1:
         raise ConfigError(f"permutations: expected a positive integer, got {permutations!r}")
-    if isinstance(exact_max, bool) or not isinstance(exact_max, int) or exact_max < 0:
+    if not is_integer(exact_max) or exact_max < 0:
         raise ConfigError(f"exact_max: expected an integer >= 0, got {exact_max!r}")
     names = [k for k, v in x.items() if not _is_missing(v)]
     values = [x[k] for k in names]
@@ -337,158 +336,3 @@ def explain_one(
         seed=used_seed,
         coalitions=coalitions,
     )
-
-
-# ----------------------------------------------------------------------------- command line
-
-_DESCRIPTION = """\
-Explain one prediction: the contribution of each attribute of the event to
-the decision between the model's two most probable classes, as Shapley values
-of the log-odds ln P(c1|x)/P(c2|x), where a coalition of attributes is worth
-the log-odds with the other attributes absent (the models marginalise them
-exactly). prior (no attribute) + the contributions = the log-odds."""
-
-_EPILOG = f"""\
-the model:
-  --input SRC --model SPEC   trained on SRC (CSV, JSON lines, '-' or
-                             river:NAME, as for stream-nb evaluate), learning
-                             every labeled event; SPEC as one --models item
-                             of stream-nb evaluate, e.g. tan:rebuild_every=500
-  --snapshot PATH            a model saved with stream_nb.save (needs
-                             stream_nb.load in this installation)
-
-method:
-  up to {EXACT_MAX_ATTRIBUTES} attributes: exact (all 2^n coalitions); more: the mean
-  marginal contribution over --permutations random orders (default
-  {DEFAULT_PERMUTATIONS}, seed --permutation-seed), with standard errors.
-  For naive Bayes each contribution is the attribute's log-likelihood ratio
-  ln P(x_i|c1)/P(x_i|c2).
-
-exit status: 0 done, 1 the model cannot explain the event (fewer than two
-classes), an unreadable input, a damaged snapshot or a plot that cannot be
-drawn, 2 invalid settings (an unwritable --plot path or an unknown picture
-format included, checked first), 130 interrupted (Ctrl-C)."""
-
-
-def add_subcommand(commands: argparse._SubParsersAction, add_input_flags: typing.Callable) -> None:
-    """Register ``stream-nb explain`` (called by :func:`stream_nb.evaluate.add_subcommands`)."""
-    p = commands.add_parser(
-        "explain",
-        help="explain one prediction: each attribute's contribution (Shapley values of the log-odds)",
-        description=_DESCRIPTION,
-        epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    event = p.add_mutually_exclusive_group(required=True)
-    event.add_argument("--event", metavar="JSON", help="the event, one JSON object (its label and id fields "
-                       "are not attributes)")
-    event.add_argument("--event-file", metavar="PATH", help="file holding the event as one JSON object")
-    add_input_flags(p, "model")
-    from .cli import MODELS
-
-    p.add_argument("--model", default="nb", metavar="SPEC",
-                   help=f"model trained on --input: one of {', '.join(MODELS)}, with :PARAM=VALUE as in "
-                        "evaluate's --models (default: nb)")
-    p.add_argument("--snapshot", metavar="PATH", default=None,
-                   help="explain with the model saved at PATH (stream_nb.load) instead of training one")
-    p.add_argument("--permutations", type=int, default=DEFAULT_PERMUTATIONS, metavar="K",
-                   help=f"random permutations when the event has more than {EXACT_MAX_ATTRIBUTES} attributes "
-                        f"(default: {DEFAULT_PERMUTATIONS})")
-    p.add_argument("--permutation-seed", type=int, default=0, metavar="S",
-                   help="seed of the permutations (default: 0)")
-    p.add_argument("--plot", metavar="PATH", default=None,
-                   help="also draw the contributions as a bar chart: PNG, or SVG, PDF, ... by the extension")
-    from ._console import pipe_safe
-
-    p.set_defaults(handler=pipe_safe(run_explain))
-
-
-def _load_model(args: argparse.Namespace):
-    """The model to explain and a sentence saying where it comes from."""
-    import stream_nb
-
-    from .evaluate import BadRowReporter, _global_params, _open, make_model, parse_model_specs, train
-
-    if args.snapshot is not None:
-        if args.input is not None:
-            raise ConfigError("give either --snapshot or --input (to train a model), not both")
-        if not hasattr(stream_nb, "load"):
-            raise ConfigError("--snapshot needs stream_nb.load, which this installation of stream_nb does not "
-                              "have; train a model with --input SRC --model SPEC instead")
-        model = stream_nb.load(args.snapshot)
-        return model, f"{type(model).__name__} from snapshot {args.snapshot} ({model.n_learned:,.0f} events learned)"
-    if args.input is None:
-        raise ConfigError("expected --input SRC (with --model) or --snapshot PATH: a model to explain")
-    specs = parse_model_specs(args.model)
-    if len(specs) != 1:
-        raise ConfigError(f"--model: expected one model, got {len(specs)}: {args.model!r}")
-    model = make_model(specs[0].model, specs[0].params, _global_params(args))
-    source = _open(args)
-    learned, bad = train(model, source, on_bad_row=BadRowReporter("explain"), progress=True, total=source.total,
-                         source=source.describe)
-    text = f"{specs[0].label} trained on {source.describe}: {learned:,} events learned, {len(bad):,} bad rows skipped"
-    if hasattr(model, "tree"):
-        text += f"; TAN root {model.root!s}, {len(model.tree)} edges" if model.tree else "; TAN tree not built yet"
-    return model, text
-
-
-def _read_event(args: argparse.Namespace):
-    from .engine import EventDecoder
-    from .evaluate import _event_config, _features
-
-    if args.event is not None:
-        raw, where = args.event.encode(), "--event"
-    else:
-        try:
-            with open(args.event_file, "rb") as f:
-                raw = f.read()
-        except OSError as exc:
-            raise ConfigError(f"--event-file {args.event_file}: cannot read it: {exc.strerror}") from None
-        where = f"--event-file {args.event_file}"
-    try:
-        return EventDecoder(_event_config(args.label_field, args.id_field or None, _features(args))).decode(raw.strip())
-    except InvalidEventError as exc:
-        raise ConfigError(f"{where}: expected one JSON object of scalar fields: {exc}") from None
-
-
-def run_explain(args: argparse.Namespace) -> int:
-    """``stream-nb explain``: returns the exit status."""
-    try:
-        if args.permutations < 1:
-            raise ConfigError(f"--permutations: expected a positive integer, got {args.permutations}")
-        if args.plot:  # now, not after training the model
-            from ._report import check_plot_path
-
-            check_plot_path(args.plot, "--plot")
-        event = _read_event(args)
-        model, origin = _load_model(args)
-    except ConfigError as exc:
-        print(f"stream-nb explain: error: {exc}", file=sys.stderr)
-        return 2
-    except (OSError, UnicodeDecodeError) as exc:
-        print(f"stream-nb explain: error: cannot read the model's input: {exc}", file=sys.stderr)
-        return 1
-    except SnapshotError as exc:
-        print(f"stream-nb explain: error: {exc}", file=sys.stderr)
-        return 1
-    try:
-        expl = explain_one(model, event.features, permutations=args.permutations, seed=args.permutation_seed)
-    except (ValueError, InvalidEventError) as exc:
-        print(f"stream-nb explain: error: {exc}", file=sys.stderr)
-        return 1
-    print(f"model: {origin}")
-    if event.label is not None:
-        print(f"the event's label: {event.label!s}")
-    print(expl.describe())
-    print()
-    print(expl.table())
-    if args.plot:
-        from ._report import plot_explanation
-
-        try:
-            plot_explanation(expl, args.plot, subtitle=origin)
-        except (OSError, ValueError, RuntimeError) as exc:  # e.g. a format whose writer is not installed
-            print(f"stream-nb explain: error: --plot {args.plot}: cannot draw it: {exc}", file=sys.stderr)
-            return 1
-        print(f"\nplot: {args.plot}")
-    return 0

@@ -17,12 +17,17 @@ import typing
 import numpy as np
 import orjson
 
+from .._console import writable_file
+from ..exceptions import ConfigError
+from .evaluate import format_table, rolling_accuracy, why_no_tree
+
 __all__ = ["plot_learning_curves", "plot_tan_tree", "tree_layout", "plot_explanation", "write_report",
            "plot_formats", "check_plot_path"]
 
 
 def plot_formats() -> dict[str, str]:
     """``{extension: description}`` of every file format the Agg canvas saves (png, svg, pdf, ...)."""
+    # matplotlib, late on purpose (see _figure)
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -39,9 +44,6 @@ def check_plot_path(path: str, name: str) -> None:
     ...
     stream_nb.exceptions.ConfigError: --plot out.txt: cannot draw a .txt file; expected one of .avif, .eps, ...
     """
-    from ._console import writable_file
-    from .exceptions import ConfigError
-
     ext = os.path.splitext(path)[1].lower().lstrip(".")
     formats = plot_formats()
     if ext and ext not in formats:
@@ -51,6 +53,7 @@ def check_plot_path(path: str, name: str) -> None:
 
 
 def _figure(width: float, height: float):
+    # matplotlib is loaded here, late, on purpose: it is heavy, and only --report and --plot draw
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -61,8 +64,6 @@ def _figure(width: float, height: float):
 
 def plot_learning_curves(evaluation, path: str, window: int = 500) -> str:
     """Rolling prequential accuracy over ``window`` labeled events, one line per model; returns ``path``."""
-    from .evaluate import rolling_accuracy
-
     fig = _figure(8, 4.5)
     ax = fig.add_subplot()
     for r in evaluation.models:
@@ -149,7 +150,7 @@ def plot_tan_tree(edges: list, root, path: str, title: str = "TAN tree") -> str:
 
 
 def plot_explanation(expl, path: str, subtitle: str | None = None, max_bars: int = 30) -> str:
-    """Horizontal bars of an :class:`~stream_nb.explain.Explanation`'s contributions; returns ``path``.
+    """Horizontal bars of an :class:`~stream_nb.tools.explain.Explanation`'s contributions; returns ``path``.
 
     Bars pointing right (green) push towards the first class, left (red) towards the second; the
     largest contributions are on top, beyond ``max_bars`` the rest are summed into one bar. Sampled
@@ -203,8 +204,6 @@ def write_report(evaluation, directory: str, window: int = 500, command: str | N
 
     Returns ``{"report": path, "learning_curves": path, "tree:<model>": path, ...}``.
     """
-    from .evaluate import format_table, why_no_tree
-
     os.makedirs(directory, exist_ok=True)
     paths = {"learning_curves": plot_learning_curves(evaluation, os.path.join(directory, "learning_curves.png"),
                                                      window)}

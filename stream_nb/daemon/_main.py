@@ -1,0 +1,269 @@
+"""``stream-nb run``: the daemon's main, from the resolved settings to the exit status.
+
+:func:`run` resolves the settings (:mod:`stream_nb.settings`), builds the model
+and the engine's config (:mod:`._build`), plans and starts the connectors with
+retries (:mod:`._connectors`), chooses the checkpointer (:mod:`._checkpointing`),
+attaches the operations endpoints (:mod:`stream_nb.ops`), runs the
+:class:`~stream_nb.engine.Engine` until the input ends or a signal arrives,
+and logs one shutdown line with the metrics.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+import typing
+
+import orjson
+
+from .. import __version__
+from .._console import silence_stdout
+from ..engine import CountsBlankLines, Engine
+from ..exceptions import ConfigError, StreamNBError
+from ..ops import configure_logging
+from ..settings import add_arguments, describe_setting, resolve_settings
+from ._build import build_model, check_engine_config, make_operations
+from ._checkpointing import check_settings as check_snapshot_settings
+from ._checkpointing import make_checkpointer
+from ._connectors import KAFKA_LOGGER, check_output_files, close_all, connector_plan, start_connectors
+
+__all__ = ["add_subcommand", "run", "stop_position"]
+
+#: The name the daemon's log lines have always carried (the command line's): kept for whoever filters on it.
+log = logging.getLogger("stream_nb.cli")
+
+_DESCRIPTION = """\
+Run a streaming Bayesian classifier. Each event (one JSON object) is predicted
+by the model as it stands; a labeled event is then learned (prequential).
+Every valid event gives one output record; a rejected event gives one
+dead-letter record instead. Positions are committed only after the outputs
+are flushed (at-least-once)."""
+
+_EPILOG = """\
+modes:
+  Without any Kafka setting, events are JSON lines read from --input (default
+  stdin), predictions go to --output (default stdout) and dead letters to
+  --dead-letter (default stderr). An --output or --dead-letter file that
+  already holds data is appended to only when that is meant: with
+  --output-mode append, or when --snapshot-dir resumes an earlier run;
+  otherwise the daemon refuses to start (--output-mode truncate empties it).
+  Setting any Kafka option switches to Kafka mode, which needs --input-topic
+  and --output-topic.
+
+settings, in order of precedence (the first that sets a value wins):
+  1. command-line flags
+  2. environment variables STREAM_NB_<NAME>, NAME being the flag's name in
+     upper case with "_" for "-" (STREAM_NB_MODEL, STREAM_NB_BOOTSTRAP_SERVERS,
+     STREAM_NB_KAFKA_CONFIG="security_protocol=SSL,ssl_cafile=ca.pem", ...)
+  3. the TOML file given by --config or STREAM_NB_CONFIG: keys named like the
+     flags with "_" for "-", at the top level or all inside a [run] table,
+     e.g.  [run]  model = "aode"  features = ["outlook", "wind"]
+           [run.kafka_config]  security_protocol = "SSL"
+  4. the defaults shown above
+  --types and --kafka-config are merged key by key across the layers. Unknown
+  keys in the file are rejected; other STREAM_NB_* variables are ignored.
+
+event contract:
+  one JSON object per event, UTF-8, at most --max-event-bytes. The label field
+  holds a string, integer or boolean (an integral float counts as the
+  integer); absent or null: the event is only predicted. null features are
+  missing. Rejected, with a reason code: oversize, invalid_utf8, invalid_json,
+  not_an_object, bad_id, bad_label, nested_value, bad_feature_type.
+
+output record (one JSON line / Kafka message per valid event, same key):
+  {"id", "prediction", "proba": {label: p}, "model", "learned", "n_learned",
+   "source": {where the event came from}}
+
+dead-letter record:
+  {"reason", "error", "field", "source", "size", "value" (raw event as text)
+   or "value_b64" (when not UTF-8), "truncated" (only when cut)}
+
+signals:
+  SIGTERM or SIGINT: finish the current event, flush, commit, exit 0.
+  The last log line says where the daemon stopped: the file and its last
+  line processed, or the next offset of each Kafka partition.
+
+snapshots (--snapshot-dir DIR; off by default):
+  the model, its metrics and the input positions are written to DIR every
+  --snapshot-every events or --snapshot-interval seconds, on exit and before
+  Kafka revokes partitions; input positions are committed only once a
+  snapshot covers them. At start-up the newest valid snapshot is restored and
+  the input resumes right after it, so the model learns each labeled event
+  exactly once across crashes (outputs: at least once). --exactly-once
+  (Kafka) commits outputs, dead letters and offsets in one transaction per
+  checkpoint: a read_committed consumer sees each output once.
+  stream-nb snapshot inspect PATH describes a snapshot file.
+
+exit status:
+  0 done (input exhausted or stopped by a signal), 1 runtime failure,
+  2 invalid settings (unusable output paths included: checked before the
+  first event), 130 interrupted (Ctrl-C) before start-up finished."""
+
+
+def add_subcommand(commands: argparse._SubParsersAction) -> None:
+    """Register ``run`` (every setting of :data:`~stream_nb.settings.SETTINGS` a flag) on the sub-command parser."""
+    parser = commands.add_parser(
+        "run",
+        help="consume events, predict, learn, write predictions",
+        description=_DESCRIPTION,
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_arguments(parser)
+    parser.set_defaults(handler=run)
+
+
+class _Stopper:
+    """The signal handler: it only records the signal and calls ``Engine.stop()``."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.signum: int | None = None
+        self.engine: Engine | None = None
+
+    def __call__(self, signum: int, frame: typing.Any) -> None:
+        self.signum = signum
+        self.event.set()
+        if self.engine is not None:
+            self.engine.stop()
+
+
+def stop_position(engine: Engine, source: typing.Any) -> tuple[str, dict[str, typing.Any]]:
+    """Where the daemon stopped, in words and as a dict: the file and its last line processed, or the
+    next offset of every Kafka partition it processed (or restored).
+
+    >>> class Source:  # a JSON-lines source
+    ...     partition = "in.jsonl"
+    ...     def line_at(self, offset): return {0: 0, 120: 3}.get(offset)
+    >>> class Engine: positions = {"in.jsonl": 120}
+    >>> stop_position(Engine(), Source())
+    ('after in.jsonl line 3 (next byte 120)', {'file': 'in.jsonl', 'line': 3, 'byte': 120})
+    >>> Engine.positions = {"events-1": 7, "events-0": 12}
+    >>> stop_position(Engine(), object())
+    ('at the next offsets events-0: 12, events-1: 7', {'offsets': {'events-0': 12, 'events-1': 7}})
+    """
+    positions = dict(engine.positions)
+    line_at = getattr(source, "line_at", None)
+    if line_at is not None:  # JSON lines: one partition, the file (or stdin), positions in bytes
+        name = source.partition
+        offset = positions.get(name, 0)
+        if not offset:
+            return f"before {name} line 1", {"file": name, "line": 0, "byte": 0}
+        try:
+            line = line_at(offset)
+        except OSError:
+            line = None
+        text = f"after {name} line {line} (next byte {offset})" if line is not None else f"at {name} byte {offset}"
+        return text, {"file": name, "line": line, "byte": offset}
+    if not positions:
+        return "before the first record", {"offsets": {}}
+    ordered = dict(sorted(positions.items()))
+    return "at the next offsets " + ", ".join(f"{k}: {v}" for k, v in ordered.items()), {"offsets": ordered}
+
+
+def _configure_logging(level: str, fmt: str = "text") -> None:
+    configure_logging(level, fmt, sys.stderr)
+    logging.getLogger(KAFKA_LOGGER).setLevel(logging.DEBUG if level == "DEBUG" else logging.WARNING)
+
+
+def run(args: argparse.Namespace) -> int:
+    """``stream-nb run``: returns the exit status (0 done, 1 runtime failure, 2 invalid settings)."""
+    try:
+        settings = resolve_settings(args)
+    except ConfigError as exc:
+        print(f"stream-nb: error: {exc}", file=sys.stderr)
+        return 2
+    _configure_logging(settings["log_level"], settings["log_format"])
+    if args.print_config:
+        sys.stdout.write(orjson.dumps(settings, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n")
+        return 0
+    try:
+        if settings["connect_attempts"] < 0:
+            raise ConfigError(f"{describe_setting(settings, 'connect_attempts')} must be >= 0, "
+                              f"got {settings['connect_attempts']}")
+        if settings["connect_backoff_max"] <= 0:
+            raise ConfigError(f"{describe_setting(settings, 'connect_backoff_max')} must be > 0, "
+                              f"got {settings['connect_backoff_max']}")
+        plan = connector_plan(settings)
+        if plan.module == "connectors.jsonl":
+            check_output_files(settings)
+        config = check_engine_config(settings)
+        model = build_model(settings)
+        check_snapshot_settings(settings, kafka=plan.module != "connectors.jsonl")
+        # metrics and health endpoints, log summaries
+        ops = make_operations(settings, model_name=config["model_name"], kafka=plan.module != "connectors.jsonl")
+    except (ConfigError, ValueError, TypeError) as exc:
+        log.error("%s", exc)
+        return 2
+
+    stopper = _Stopper()
+    previous = {sig: signal.signal(sig, stopper) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        try:
+            started = start_connectors(plan, settings, stopper.event)
+        except ConfigError as exc:
+            log.error("%s", exc)
+            return 2
+        except (StreamNBError, OSError) as exc:  # OSError includes ConnectionError
+            log.error("%s", exc)
+            return 1
+        if started is None:
+            log.info("stopped by %s before start-up finished", signal.Signals(stopper.signum).name)
+            return 0
+        source, sink, dead_letters = started
+        checkpointer = None
+        try:  # snapshots: restore the newest valid one before the first event
+            checkpointer = make_checkpointer(settings, source, sink)
+            engine = Engine(model, source, sink, dead_letters, config=config, checkpointer=checkpointer)
+            if checkpointer is not None:
+                checkpointer.recover()
+        except (StreamNBError, OSError) as exc:
+            log.error("%s", exc)
+            close_all((source, sink, dead_letters))
+            if checkpointer is not None:
+                checkpointer.store.close()
+            return 2 if isinstance(exc, ConfigError) else 1
+        ops.attach(engine)
+        stopper.engine = engine
+        if stopper.event.is_set():
+            engine.stop()
+        status = 1
+        try:
+            log.info("running model %s: %s", config["model_name"], plan.describe,
+                     extra={"event": "start", "model": config["model_name"], "version": __version__})
+            engine.run()
+            status = 0
+            how = f"stopped by {signal.Signals(stopper.signum).name}" if stopper.signum else "input exhausted"
+            say = lambda where: f"{how} {where}"  # noqa: E731 - where is known once the sources are done
+        except BrokenPipeError:
+            silence_stdout()
+            how = "stopped: the output pipe was closed"
+            say = lambda where: f"stopped {where}: the output pipe was closed"  # noqa: E731
+        except (StreamNBError, OSError) as exc:
+            how = f"stopped on error: {exc}"
+            say = lambda where, exc=exc: f"stopped {where} on error: {exc}"  # noqa: E731
+        except Exception as exc:  # a bug, not the user's doing: its traceback is what a report needs
+            log.exception("unexpected error")
+            how = f"stopped on an unexpected error: {exc!r}"
+            say = lambda where, exc=exc: f"stopped {where} on an unexpected error: {exc!r}"  # noqa: E731
+        finally:
+            ops.detach()
+            where, position = stop_position(engine, source)
+            close_all((source, sink, dead_letters))
+            if checkpointer is not None:
+                checkpointer.store.close()
+        summary = engine.status()
+        if isinstance(source, CountsBlankLines):
+            summary["blank_lines"] = source.blank_lines
+        log.log(logging.INFO if status == 0 else logging.ERROR, "%s; metrics %s", say(where),
+                orjson.dumps(summary).decode(),
+                extra={"event": "shutdown", "how": how, "position": position, "exit_status": status,
+                       "metrics": summary})
+        return status
+    finally:
+        ops.close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -1,0 +1,432 @@
+"""The settings of ``stream-nb run``: one schema, its conversion, and the environment and TOML layers.
+
+Every setting is one :class:`Setting` of :data:`SETTINGS`: a command-line flag
+(``--rebuild-every``), an environment variable (``STREAM_NB_REBUILD_EVERY``) and
+a key of the TOML file (``rebuild_every``), checked and converted by one
+function, :func:`convert`. :data:`MODELS` says which ``--model`` choices exist
+and which model settings each one takes. :func:`resolve_settings` records where
+each value came from (:class:`Settings`), so an error names a setting as the
+user gave it (:func:`describe_setting`).
+
+Settings are resolved in this order, the first that sets a value wins:
+
+1. command-line flags,
+2. ``STREAM_NB_<NAME>`` environment variables (e.g. ``STREAM_NB_MODEL``),
+3. the TOML file given by ``--config`` / ``STREAM_NB_CONFIG``,
+4. the defaults.
+
+The two mapping settings (``types`` and ``kafka_config``) are merged key by
+key across those layers instead.
+
+>>> parser = argparse.ArgumentParser()
+>>> add_arguments(parser)
+>>> settings = resolve_settings(parser.parse_args(["--model", "aode"]), env={})
+>>> settings["model"], settings["label_field"], settings["poll_max_records"]
+('aode', 'label', 500)
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import logging
+import os
+import tomllib
+import typing
+
+import orjson
+
+from ._checks import parse_bool, parse_int
+from .engine import DEFAULT_CONFIG as ENGINE_DEFAULTS
+from .exceptions import ConfigError
+
+__all__ = [
+    "BY_NAME",
+    "ENV_PREFIX",
+    "JSONL_SETTINGS",
+    "KAFKA_SETTINGS",
+    "MODELS",
+    "MODEL_PARAMS",
+    "SETTINGS",
+    "Setting",
+    "Settings",
+    "add_arguments",
+    "convert",
+    "describe_setting",
+    "read_config_file",
+    "resolve_settings",
+]
+
+#: The name the daemon's log lines have always carried (the command line's): kept for whoever filters on it.
+log = logging.getLogger("stream_nb.cli")
+
+
+ENV_PREFIX = "STREAM_NB_"
+
+#: ``--model`` choice -> (class name in :mod:`stream_nb`, the parameters it takes).
+_EM = ("missing", "learn_unlabeled", "unlabeled_weight")
+MODELS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "nb": ("NaiveBayes", ("alpha", "types", "loss", "var_smoothing", *_EM)),
+    "aode": ("AODE", ("alpha", "m", "bins", "warmup", "types", "loss", *_EM)),
+    "tan": ("TAN", ("alpha", "rebuild_every", "bins", "warmup", "types", "loss", *_EM)),
+    "spode": ("SPODE", ("parent", "alpha", "rebuild_every", "bins", "warmup", "types", "loss", *_EM)),
+    "kdb": ("KDB", ("k", "alpha", "rebuild_every", "max_table_cells", "max_completions", "bins", "warmup", "types",
+                    "loss", *_EM)),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Setting:
+    """One setting: a flag, an environment variable and a config-file key."""
+
+    name: str
+    kind: str  # str, int, float, bool, choice, list, mapping
+    default: typing.Any
+    help: str
+    group: str
+    metavar: str | None = None
+    choices: tuple[str, ...] = ()
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    @property
+    def env(self) -> str:
+        return ENV_PREFIX + self.name.upper()
+
+
+_MODEL = "model"
+_EVENTS = "events"
+_JSONL = "JSON-lines mode (the default: no broker needed)"
+_KAFKA = "Kafka mode (on when any of these is set)"
+_ENGINE = "engine"
+_OPS = "operations"
+_SNAPSHOTS = "snapshots and recovery (off unless --snapshot-dir is given)"
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("model", "choice", "nb", "classifier: naive Bayes, AODE, TAN, SPODE or KDB", _MODEL, choices=tuple(MODELS)),
+    Setting("alpha", "float", None, "Lidstone smoothing > 0 (all models; model default 1.0)", _MODEL, "A"),
+    Setting("k", "int", None, "KDB: most attribute parents per attribute (model default 2)", _MODEL, "K"),
+    Setting("max_table_cells", "int", None, "KDB: bound on the (k+1)-way count table; events that would pass it "
+            "are dead-lettered as table_full (model default 20000000)", _MODEL, "N"),
+    Setting("max_completions", "int", None, "KDB: most joint values of missing attributes enumerated per event "
+            "(model default 4096)", _MODEL, "N"),
+    Setting("parent", "str", None, "SPODE: the super-parent attribute (model default: chosen from the stream, "
+            "the lowest running log loss at each rebuild)", _MODEL, "FEATURE"),
+    Setting("m", "int", None, "AODE: a value is a parent only once seen in M events (model default 1)", _MODEL, "M"),
+    Setting("bins", "int", None, "AODE, TAN, SPODE, KDB: equal-frequency bins per numeric feature (model default 5)", _MODEL, "N"),
+    Setting("warmup", "int", None, "AODE, TAN, SPODE, KDB: values of a numeric feature used to place its bin edges; "
+            "TAN, SPODE, KDB: also the learned events before the first rebuild (model default 100)", _MODEL, "N"),
+    Setting("rebuild_every", "int", None, "TAN, SPODE, KDB: rebuild the structure / re-choose the super-parent every N "
+            "learned events (model default 1000); early ones come after --warmup events and each time the count "
+            "doubles below N, when the counts show attributes dependent given the class",
+            _MODEL, "N"),
+    Setting("var_smoothing", "float", None, "NB: floor of each Gaussian variance, as a fraction of the feature's variance over all classes (model default 1e-9)", _MODEL, "V"),
+    Setting("types", "mapping", {}, "declare feature types instead of inferring them from the first value "
+            "(str, bool, int: categorical; float: numeric); repeatable, or comma-separated",
+            _MODEL, "FEATURE=categorical|numeric"),
+    Setting("loss", "str", None, "JSON file {true_label: {predicted_label: cost}}: predict the class of least "
+            "expected cost; labels are written as in the output's proba keys (1, true, yes)", _MODEL, "FILE"),
+    Setting("missing", "choice", None, "learning from events with missing attributes: em (add the expected counts "
+            "of the missing values, estimated from the observed values) or ignore (skip them) (model default em)", _MODEL,
+            choices=("em", "ignore")),
+    Setting("learn_unlabeled", "bool", None, "learn from unlabeled events too, by EM over the class "
+            "(semi-supervised; model default off)", _MODEL),
+    Setting("unlabeled_weight", "float", None, "weight of an unlabeled event relative to a labeled one "
+            "(model default 1.0)", _MODEL, "W"),
+    Setting("model_name", "str", None, "name written in each output's \"model\" field (default: the --model value)",
+            _MODEL, "NAME"),
+    Setting("label_field", "str", ENGINE_DEFAULTS["label_field"], "field holding the class label", _EVENTS, "FIELD"),
+    Setting("id_field", "str", ENGINE_DEFAULTS["id_field"], "field passed through as the output's \"id\" "
+            "(empty string: none)", _EVENTS, "FIELD"),
+    Setting("features", "list", None, "use only these fields as features (default: every field but the label "
+            "and the id); comma-separated", _EVENTS, "A,B,C"),
+    Setting("emit_imputed", "bool", False, "add \"imputed\": {feature: most probable value} of the missing "
+            "attributes to each output", _EVENTS),
+    Setting("max_event_bytes", "int", ENGINE_DEFAULTS["max_event_bytes"], "longer events are dead-lettered "
+            "as oversize", _EVENTS, "N"),
+    Setting("input", "str", None, "JSON-lines file to read (default: stdin)", _JSONL, "PATH"),
+    Setting("output", "str", None, "JSON-lines file the predictions are appended to (default: stdout)",
+            _JSONL, "PATH"),
+    Setting("dead_letter", "str", None, "JSON-lines file the dead letters are appended to (default: stderr, "
+            "one JSON object per line among the log lines)", _JSONL, "PATH"),
+    Setting("output_mode", "choice", None, "what to do when --output or --dead-letter names a file that already "
+            "holds data: append to it, or truncate it first (default: append when --snapshot-dir is a directory "
+            "a daemon already used, so a restart resumes; otherwise refuse to start, so running again never "
+            "silently writes a second copy of every output)", _JSONL, choices=("append", "truncate")),
+    Setting("bootstrap_servers", "list", None, "Kafka brokers, comma-separated host:port", _KAFKA, "HOST:PORT"),
+    Setting("input_topic", "str", None, "topic the events are read from (required in Kafka mode)", _KAFKA, "TOPIC"),
+    Setting("output_topic", "str", None, "topic the predictions are written to (required in Kafka mode)",
+            _KAFKA, "TOPIC"),
+    Setting("group_id", "str", None, "consumer group the offsets are committed under "
+            "(connector default stream-nb)", _KAFKA, "GROUP"),
+    Setting("dead_letter_topic", "str", None, "topic the dead letters are written to (default: <input-topic>.dlq)",
+            _KAFKA, "TOPIC"),
+    Setting("kafka_config", "mapping", {}, "any other kafka-python consumer/producer setting, e.g. "
+            "security_protocol=SASL_SSL sasl_mechanism=PLAIN ssl_cafile=ca.pem; repeatable", _KAFKA, "KEY=VALUE"),
+    Setting("poll_max_records", "int", ENGINE_DEFAULTS["poll_max_records"], "most events taken per poll",
+            _ENGINE, "N"),
+    Setting("poll_timeout", "float", ENGINE_DEFAULTS["poll_timeout"], "longest wait of one poll, in seconds",
+            _ENGINE, "SECONDS"),
+    Setting("commit_every", "int", ENGINE_DEFAULTS["commit_every_records"], "checkpoint (flush outputs, then "
+            "commit input positions) after this many events", _ENGINE, "N"),
+    Setting("commit_interval", "float", ENGINE_DEFAULTS["commit_interval_s"], "checkpoint at least this often "
+            "while events flow, in seconds (also when the input goes idle, and always on exit)", _ENGINE, "SECONDS"),
+    Setting("dead_letter_max_value_bytes", "int", ENGINE_DEFAULTS["dead_letter_max_value_bytes"],
+            "raw bytes of a rejected event copied into its dead letter (longer ones are cut and marked "
+            "truncated)", _ENGINE, "N"),
+    Setting("log_loss_floor", "float", ENGINE_DEFAULTS["log_loss_floor"], "probability floor of the "
+            "prequential log loss (a class never seen costs -ln(floor))", _ENGINE, "P"),
+    Setting("snapshot_dir", "str", None, "keep snapshots of the model, its metrics and the input positions in "
+            "DIR, restore the newest valid one at start-up, and commit input positions only once a snapshot "
+            "covers them (default: no snapshots)", _SNAPSHOTS, "DIR"),
+    Setting("snapshot_every", "int", 100_000, "snapshot after this many events", _SNAPSHOTS, "N"),
+    Setting("snapshot_interval", "float", 60.0, "snapshot at least this often while events flow, in seconds "
+            "(and always on exit and before Kafka revokes partitions)", _SNAPSHOTS, "SECONDS"),
+    Setting("snapshot_keep", "int", 3, "how many valid snapshots to keep", _SNAPSHOTS, "K"),
+    Setting("exactly_once", "bool", False, "Kafka: commit outputs, dead letters and input offsets in one "
+            "transaction per checkpoint, each after a snapshot (needs --snapshot-dir); read the outputs with "
+            "isolation_level=read_committed", _SNAPSHOTS),
+    Setting("instance_id", "str", "0", "stable name of this daemon instance within its group, distinct per "
+            "instance; the transactional id is stream-nb-<group id>-<instance id>", _SNAPSHOTS, "ID"),
+    Setting("metrics_interval", "float", ENGINE_DEFAULTS["log_metrics_interval_s"], "log the prequential "
+            "metrics every this many seconds (0: only at exit)", _OPS, "SECONDS"),
+    Setting("connect_attempts", "int", 0, "start-up attempts while the broker is unreachable (0: keep trying)",
+            _OPS, "N"),
+    Setting("connect_backoff_max", "float", 30.0, "cap of the doubling wait between start-up attempts, in "
+            "seconds", _OPS, "SECONDS"),
+    Setting("log_level", "choice", "INFO", "logging threshold (logs go to stderr; kafka-python's own logs "
+            "show from WARNING up, all of them at DEBUG)", _OPS,
+            choices=("DEBUG", "INFO", "WARNING", "ERROR")),
+    Setting("log_format", "choice", "text", "text lines, or json: one object per line with time, level, logger, "
+            "message and structured fields", _OPS, choices=("text", "json")),
+    Setting("metrics_port", "int", None, "serve /metrics (Prometheus), /healthz and /readyz on this port "
+            "(0: any free port, logged; unset: no HTTP endpoint)", _OPS, "PORT"),
+    Setting("metrics_host", "str", "127.0.0.1", "address the HTTP endpoint listens on (0.0.0.0: every "
+            "interface, as in a container)", _OPS, "HOST"),
+    Setting("liveness_timeout", "float", 120.0, "/healthz fails once the run loop has not come round for "
+            "this long, in seconds", _OPS, "SECONDS"),
+    Setting("lag_interval", "float", 10.0, "read the input's lag (Kafka: end offsets) every this many seconds",
+            _OPS, "SECONDS"),
+    Setting("max_in_flight", "int", ENGINE_DEFAULTS["max_in_flight"], "back-pressure: pause the input while "
+            "more than N outputs await the broker's acknowledgement, resume at N/2 (0: never pause; JSON "
+            "lines write synchronously and never need it)", _ENGINE, "N"),
+)
+
+
+BY_NAME = {s.name: s for s in SETTINGS}
+KAFKA_SETTINGS = ("bootstrap_servers", "input_topic", "output_topic", "group_id", "dead_letter_topic", "kafka_config")
+JSONL_SETTINGS = ("input", "output", "dead_letter")
+MODEL_PARAMS = ("k", "max_table_cells", "max_completions", "parent", "alpha", "m", "bins", "warmup", "rebuild_every", "var_smoothing", "types", "loss", *_EM)
+
+
+# -- parsing ------------------------------------------------------------------
+
+
+def add_arguments(run: argparse.ArgumentParser) -> None:
+    """Add a flag for every setting of :data:`SETTINGS` to ``run`` (``stream-nb run``), by group, and ``--config``.
+
+    A flag that is not given leaves no attribute (``argparse.SUPPRESS``), so
+    :func:`resolve_settings` can tell it from one given with the default value.
+    """
+    groups: dict[str, argparse._ArgumentGroup] = {}
+    for setting in SETTINGS:
+        group = groups.get(setting.group)
+        if group is None:
+            group = groups[setting.group] = run.add_argument_group(setting.group)
+        default = "" if setting.default in (None, {}) else f" (default: {setting.default})"
+        kwargs: dict[str, typing.Any] = {
+            "dest": setting.name,
+            "default": argparse.SUPPRESS,
+            "help": f"{setting.help}{default} [env {setting.env}]".replace("%", "%%"),
+        }
+        if setting.kind == "choice":
+            kwargs["choices"] = setting.choices
+        elif setting.kind == "bool":
+            kwargs.update(action="store_const", const=True)
+        else:
+            kwargs["metavar"] = setting.metavar
+        if setting.kind == "mapping":
+            kwargs.update(action="extend", nargs="+")
+        elif setting.kind == "list":
+            kwargs["action"] = "append"
+        group.add_argument(setting.flag, **kwargs)
+    other = run.add_argument_group("configuration")
+    other.add_argument("--config", metavar="FILE", default=argparse.SUPPRESS,
+                       help="TOML file of settings (see below) [env STREAM_NB_CONFIG]")
+    other.add_argument("--print-config", action="store_true",
+                       help="print the resolved settings as JSON on stdout and exit")
+
+
+def convert(setting: Setting, value: typing.Any, origin: str) -> typing.Any:
+    """Check and convert one value from a flag, a variable (strings) or the TOML file (typed)."""
+
+    def bad(expected: str) -> ConfigError:
+        return ConfigError(f"{origin}: expected {expected}, got {value!r}")
+
+    kind = setting.kind
+    if kind == "bool":
+        try:
+            return parse_bool(value)
+        except ValueError:
+            raise bad("true or false") from None
+    if kind in ("str", "choice"):
+        if not isinstance(value, str):
+            raise bad("a string")
+        if kind == "choice":
+            if setting.name == "log_level":
+                value = value.upper()
+            if value not in setting.choices:
+                raise bad("one of " + ", ".join(setting.choices))
+        return value
+    if kind == "int":
+        try:
+            return parse_int(value)
+        except ValueError:
+            raise bad("an integer") from None
+    if kind == "float":
+        if isinstance(value, str):
+            try:
+                return float(value.strip())
+            except ValueError:
+                raise bad("a number") from None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise bad("a number")
+        return float(value)
+    if kind == "list":
+        items = value if isinstance(value, list) else [value]
+        out: list[str] = []
+        for item in items:
+            if not isinstance(item, str):
+                raise bad("a comma-separated string or a list of strings")
+            out.extend(part.strip() for part in item.split(",") if part.strip())
+        return out
+    if kind == "mapping":
+        if isinstance(value, dict):
+            return {str(k): v for k, v in value.items()}
+        if isinstance(value, str) and value.lstrip().startswith("{"):
+            try:
+                parsed = orjson.loads(value)
+            except orjson.JSONDecodeError:
+                raise bad("a JSON object or KEY=VALUE pairs") from None
+            if not isinstance(parsed, dict):
+                raise bad("a JSON object or KEY=VALUE pairs")
+            return parsed
+        items = value if isinstance(value, list) else [value]
+        mapping: dict[str, typing.Any] = {}
+        for item in items:
+            if not isinstance(item, str):
+                raise bad("KEY=VALUE strings")
+            parts = item.split(",") if setting.name == "types" or origin.startswith(ENV_PREFIX) else [item]
+            for part in parts:
+                if not part.strip():
+                    continue
+                key, sep, val = part.partition("=")
+                if not sep or not key.strip():
+                    raise ConfigError(f"{origin}: expected KEY=VALUE, got {part!r}")
+                mapping[key.strip()] = val.strip()
+        return mapping
+    raise AssertionError(kind)
+
+
+def read_config_file(path: str) -> dict[str, typing.Any]:
+    """The settings of a TOML file, converted; ConfigError naming the file and the key."""
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.loads(f.read().decode("utf-8-sig"))  # -sig: a leading byte order mark is ignored
+    except OSError as exc:
+        raise ConfigError(f"config file {path}: cannot read it: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config file {path}: not UTF-8 text: {exc.reason} at byte {exc.start}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {path}: not valid TOML: {exc}") from None
+    where = f"config file {path}"
+    if "run" in data and isinstance(data["run"], dict):
+        extra = sorted(k for k in data if k != "run")
+        if extra:
+            raise ConfigError(
+                f"{where}: keys {', '.join(map(repr, extra))} are outside the [run] table; "
+                "put every setting under [run] or use no table at all"
+            )
+        data = data["run"]
+        where += " [run]"
+    settings: dict[str, typing.Any] = {}
+    for key, value in data.items():
+        name = key.replace("-", "_")
+        if name not in BY_NAME:
+            raise ConfigError(
+                f"{where}: unknown setting {key!r}; expected one of: {', '.join(sorted(BY_NAME))}"
+            )
+        settings[name] = convert(BY_NAME[name], value, f"{where}: {key}")
+    return settings
+
+
+def resolve_settings(args: argparse.Namespace, env: typing.Mapping[str, str] | None = None) -> Settings:
+    """Merge flags over ``STREAM_NB_*`` variables over the config file over the defaults.
+
+    >>> parser = argparse.ArgumentParser()
+    >>> add_arguments(parser)
+    >>> args = parser.parse_args(["--alpha", "0.5", "--types", "a=numeric"])
+    >>> s = resolve_settings(args, env={"STREAM_NB_ALPHA": "2", "STREAM_NB_BINS": "7", "STREAM_NB_TYPES": "b=categorical"})
+    >>> s["alpha"], s["bins"], s["types"]
+    (0.5, 7, {'b': 'categorical', 'a': 'numeric'})
+    >>> resolve_settings(parser.parse_args([]), env={"STREAM_NB_BINS": "seven"})
+    Traceback (most recent call last):
+    ...
+    stream_nb.exceptions.ConfigError: STREAM_NB_BINS: expected an integer, got 'seven'
+    """
+    env = os.environ if env is None else env
+    given = vars(args)
+    layers: list[tuple[typing.Callable[[Setting], str], dict[str, typing.Any]]] = []
+    config_path = given.get("config", env.get(ENV_PREFIX + "CONFIG"))
+    if config_path:
+        layers.append((lambda s: f"config file {config_path}", read_config_file(config_path)))
+    from_env: dict[str, typing.Any] = {}
+    for setting in SETTINGS:
+        if setting.env in env:
+            from_env[setting.name] = convert(setting, env[setting.env], setting.env)
+    ignored = sorted(k for k in env if k.startswith(ENV_PREFIX) and k[len(ENV_PREFIX):].lower() not in BY_NAME)
+    if ignored:
+        log.debug("ignoring environment variables %s (not stream-nb settings)", ", ".join(ignored))
+    layers.append((lambda s: s.env, from_env))
+    layers.append((lambda s: s.flag, {
+        s.name: convert(s, given[s.name], s.flag) for s in SETTINGS if s.name in given
+    }))
+    settings = Settings({s.name: (dict(s.default) if s.kind == "mapping" else s.default) for s in SETTINGS})
+    for origin, layer in layers:
+        for name, value in layer.items():
+            if BY_NAME[name].kind == "mapping":
+                settings[name].update(value)
+            else:
+                settings[name] = value
+            settings.origins[name] = origin(BY_NAME[name])
+    return settings
+
+
+class Settings(dict):
+    """The resolved settings, a plain dict of values; :attr:`origins` says where each one came from.
+
+    ``origins[name]`` is the flag (``--rebuild-every``), the variable
+    (``STREAM_NB_REBUILD_EVERY``) or ``config file PATH`` of the layer that set
+    it last; a default has no entry.
+    """
+
+    def __init__(self, *args: typing.Any, **kwargs: typing.Any):
+        super().__init__(*args, **kwargs)
+        self.origins: dict[str, str] = {}
+
+
+def describe_setting(settings: typing.Mapping[str, typing.Any], name: str) -> str:
+    """How an error names a setting: its flag, or its name and where it came from when that was not a flag.
+
+    >>> parser = argparse.ArgumentParser()
+    >>> add_arguments(parser)
+    >>> s = resolve_settings(parser.parse_args(["--bins", "3"]), env={"STREAM_NB_REBUILD_EVERY": "5"})
+    >>> describe_setting(s, "bins"), describe_setting(s, "rebuild_every"), describe_setting(s, "alpha")
+    ('--bins', 'rebuild_every (from STREAM_NB_REBUILD_EVERY)', '--alpha')
+    """
+    flag = BY_NAME[name].flag
+    origin = getattr(settings, "origins", {}).get(name, flag)
+    return flag if origin == flag else f"{name} (from {origin})"
+

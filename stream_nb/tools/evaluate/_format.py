@@ -1,0 +1,67 @@
+"""Formatting ``stream-nb evaluate``'s results: the table of models, a TAN tree as text."""
+
+from __future__ import annotations
+
+import typing
+
+__all__ = ["format_table", "format_tree", "why_no_tree"]
+
+
+def _fmt(value: typing.Any, kind: str) -> str:
+    if value is None:
+        return "-"
+    if kind == "accuracy" or kind == "log_loss":
+        return f"{value:.4f}"
+    return f"{value:,.0f}"
+
+
+_COLUMNS = (("model", "model"), ("accuracy", "accuracy"), ("log_loss", "log loss"),
+            ("events_per_s", "events/s"), ("state_bytes", "state bytes"))
+
+
+def format_table(rows: list[dict], markdown: bool = False) -> str:
+    """The :meth:`Evaluation.table` rows as aligned text, or as a Markdown table.
+
+    >>> print(format_table([{"model": "nb", "accuracy": 0.75, "log_loss": 0.5, "events_per_s": 1234.5, "state_bytes": 900}]))
+    model  accuracy  log loss  events/s  state bytes
+    nb       0.7500    0.5000     1,234          900
+    """
+    cells = [[h for _, h in _COLUMNS]]
+    for row in rows:
+        cells.append([str(row["model"])] + [_fmt(row[k], k) for k, _ in _COLUMNS[1:]])
+    if markdown:
+        lines = ["| " + " | ".join(cells[0]) + " |", "|---|" + "---:|" * (len(_COLUMNS) - 1)]
+        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in cells[1:]]
+        return "\n".join(lines)
+    widths = [max(len(r[i]) for r in cells) for i in range(len(_COLUMNS))]
+    return "\n".join(
+        "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
+        for r in cells
+    )
+
+
+def why_no_tree(model) -> str:
+    """Why a TAN has no tree yet: how many events it learned, and when (or whether) the first rebuild comes.
+
+    >>> from stream_nb import TAN
+    >>> why_no_tree(TAN()), why_no_tree(TAN(rebuild_every=0))
+    ('0 events learned; the first rebuild comes after 100', '0 events learned; rebuild_every=0: only on rebuild()')
+    """
+    learned = f"{model.n_learned:,.0f} events learned"
+    if not model.rebuild_every:
+        return f"{learned}; rebuild_every=0: only on rebuild()"
+    if model.n_rebuilds:  # early rebuilds that found no dependence between the attributes
+        return (f"{learned}; the counts show no dependence between the attributes yet, the tree comes after "
+                f"{model.rebuild_every:,} at the latest")
+    return f"{learned}; the first rebuild comes after {model.rebuild_interval():,}"
+
+
+def format_tree(model) -> str:
+    """A TAN model's tree as text lines ``parent -> child  cmi`` (nats), breadth-first from the root."""
+    if not model.tree:
+        return f"no tree yet ({why_no_tree(model)}): the model predicts as naive Bayes"
+    width = max(len(f"{p} -> {c}") for p, c, _ in model.tree)
+    lines = [f"root {model.root!s}; {len(model.tree)} edges, parent -> child: CMI I(parent; child | class) in nats"]
+    lines += [f"  {f'{p} -> {c}'.ljust(width)}  {cmi:.4g}" for p, c, cmi in model.tree]
+    return "\n".join(lines)
+

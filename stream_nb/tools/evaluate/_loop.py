@@ -1,0 +1,276 @@
+"""The evaluation loop: every model prequentially over the same events, and training without scores."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import sys
+import time
+import typing
+
+import numpy as np
+
+from ..._console import InterruptGuard
+from ...engine import PrequentialMetrics
+from ...exceptions import ConfigError, InvalidEventError, LabelTypeError
+from ...learners import prequential_step
+from ._readers import BadRow
+from ._specs import state_bytes
+
+__all__ = ["Evaluation", "ModelResult", "evaluate", "rolling_accuracy", "train"]
+
+
+@dataclasses.dataclass(eq=False)
+class ModelResult:
+    """One model's run: its prequential metrics, time spent in it, and the per-event record."""
+
+    name: str
+    model: typing.Any
+    metrics: PrequentialMetrics
+    seconds: float = 0.0
+    correct: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=bool))
+    loss: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
+
+    @property
+    def accuracy(self) -> float | None:
+        """Prequential accuracy over the labeled events."""
+        return self.metrics.accuracy
+
+    @property
+    def log_loss(self) -> float | None:
+        """Mean prequential log loss (nats) over the labeled events."""
+        return self.metrics.log_loss
+
+    @property
+    def events_per_second(self) -> float | None:
+        """Valid events (predicted, and learned when labeled) per second spent in this model's calls."""
+        return self.metrics.predicted / self.seconds if self.seconds > 0 else None
+
+    @property
+    def memory_bytes(self) -> int:
+        """:func:`state_bytes` of the model at the end."""
+        return state_bytes(self.model)
+
+
+@dataclasses.dataclass
+class Evaluation:
+    """The outcome of :func:`evaluate`."""
+
+    source: str
+    models: list[ModelResult]
+    n_events: int = 0
+    n_labeled: int = 0
+    n_unlabeled: int = 0
+    bad_rows: list[BadRow] = dataclasses.field(default_factory=list)
+    blank_lines: int = 0
+    #: True when Ctrl-C (KeyboardInterrupt) ended the run early: the figures cover the events before it.
+    interrupted: bool = False
+
+    @property
+    def n_bad(self) -> int:
+        """Rows skipped as bad."""
+        return len(self.bad_rows)
+
+    @property
+    def bad_by_reason(self) -> dict[str, int]:
+        """Bad rows counted by reason code."""
+        out: dict[str, int] = {}
+        for row in self.bad_rows:
+            out[row.reason] = out.get(row.reason, 0) + 1
+        return out
+
+    def table(self) -> list[dict[str, typing.Any]]:
+        """One row per model: model, accuracy, log_loss, events_per_s, state_bytes."""
+        return [
+            {
+                "model": r.name,
+                "accuracy": r.accuracy,
+                "log_loss": r.log_loss,
+                "events_per_s": r.events_per_second,
+                "state_bytes": r.memory_bytes,
+            }
+            for r in self.models
+        ]
+
+    def counts_line(self) -> str:
+        """One sentence: events, labeled, unlabeled, bad rows by reason, blank lines."""
+        text = (f"{self.n_events:,} events ({self.n_labeled:,} labeled, {self.n_unlabeled:,} unlabeled: "
+                f"predicted only); {self.n_bad:,} bad rows skipped")
+        if self.bad_rows:
+            text += " (" + ", ".join(f"{k}: {v:,}" for k, v in sorted(self.bad_by_reason.items())) + ")"
+        if self.blank_lines:
+            text += f"; {self.blank_lines:,} blank lines"
+        return text
+
+
+def evaluate(
+    events: typing.Iterable,
+    models: dict[str, typing.Any],
+    *,
+    source: str = "events",
+    progress: bool = False,
+    total: int | None = None,
+    on_bad_row: typing.Callable[[BadRow], None] | None = None,
+) -> Evaluation:
+    """Run every model prequentially over the same events.
+
+    Parameters
+    ----------
+    events
+        ``(x, y)`` or ``(x, y, where)`` tuples (``y`` ``None``: unlabeled) and
+        :class:`BadRow` items, e.g. an :func:`open_events` source.
+    models
+        ``{name: model}``, fresh or already trained.
+    progress
+        Show a tqdm bar on stderr (only when stderr is a terminal).
+    total
+        Expected number of items, for the bar.
+    on_bad_row
+        Called with each :class:`BadRow` (read errors, and events a model rejects).
+
+    Each valid event goes through every model's prequential step
+    (:func:`~stream_nb.learners.prequential_step`: predicted, then learned when labeled, or
+    unlabeled with ``learn_unlabeled=True``), the daemon's own; its time counts towards the
+    model's events/s. An event the models reject (an
+    :class:`~stream_nb.exceptions.InvalidEventError`) is a bad row for all: the models share the
+    rules that decide it (a model rejecting an event another one took is a bug, raised as
+    ``RuntimeError``), and a rejected event leaves a model untouched.
+
+    Ctrl-C (SIGINT, or a :class:`KeyboardInterrupt`) ends the loop early instead of escaping:
+    the result holds the figures of the events processed before it and has ``interrupted`` set.
+    In the main thread the first Ctrl-C takes effect between two events (every model has then
+    predicted and learned the same events); a second one interrupts the event at hand, which
+    is then not counted, though a model may have learned it.
+    """
+    results = [ModelResult(name, model, PrequentialMetrics()) for name, model in models.items()]
+    out = Evaluation(source, results)
+    label_field = getattr(events, "label_field", None)
+    correct = [[] for _ in results]
+    losses = [[] for _ in results]
+    floor = PrequentialMetrics().log_loss_floor
+    clock = time.perf_counter
+    bar = _progress_bar(progress, total, source)
+
+    def bad(row: BadRow) -> None:
+        out.bad_rows.append(row)
+        if on_bad_row is not None:
+            on_bad_row(row)
+
+    interrupt = InterruptGuard()
+    interrupt.start()
+    try:
+        for item in events:
+            if interrupt.requested:
+                raise KeyboardInterrupt
+            if bar is not None:
+                bar.update()
+            if isinstance(item, BadRow):
+                bad(item)
+                continue
+            x, y = item[0], item[1]
+            where = item[2] if len(item) > 2 else f"event {out.n_events + out.n_bad + 1}"
+            steps, rejected = [], None
+            for k, r in enumerate(results):
+                t = clock()
+                try:
+                    steps.append(prequential_step(r.model, x, y))  # the one prequential step
+                except InvalidEventError as exc:
+                    if isinstance(exc, LabelTypeError) and label_field and exc.field is None:
+                        exc = exc.for_field(label_field)
+                    if k:
+                        raise RuntimeError(
+                            f"{where}: {r.name} rejected an event that {results[0].name} took: {exc}"
+                        ) from exc
+                    rejected = exc
+                    break
+                finally:
+                    r.seconds += clock() - t
+            if rejected is not None:  # the first model rejected it, which leaves every model untouched
+                bad(BadRow(where, rejected.reason, f"{results[0].name}: {rejected}"))
+                continue
+            out.n_events += 1
+            if y is None:
+                out.n_unlabeled += 1
+            else:
+                out.n_labeled += 1
+            for k, (r, (prediction, proba, learned, _)) in enumerate(zip(results, steps)):
+                r.metrics.update_prediction(y, prediction, proba, learned=learned)
+                if y is not None:
+                    correct[k].append(prediction is not None and prediction == y)
+                    p = proba.get(y, 0.0)
+                    losses[k].append(-math.log(min(p, 1.0) if p >= floor else floor))
+    except KeyboardInterrupt:
+        out.interrupted = True
+    finally:
+        interrupt.stop()
+        if bar is not None:
+            bar.close()
+    for r, c, ls in zip(results, correct, losses):
+        r.correct = np.array(c, dtype=bool)
+        r.loss = np.array(ls, dtype=float)
+    out.blank_lines = getattr(events, "blank_lines", 0)
+    return out
+
+
+def _learns_unlabeled(model) -> bool:
+    """True when the model learns unlabeled events now (``learn_unlabeled=True`` and a class known), as the daemon."""
+    return getattr(model, "learn_unlabeled", False) is True and bool(model.classes)
+
+
+def _progress_bar(progress: bool, total: int | None, desc: str):
+    if not progress or not sys.stderr.isatty():
+        return None
+    from tqdm import tqdm  # only on a terminal: loaded when a bar is drawn
+
+    return tqdm(total=total, desc=desc, unit=" events", file=sys.stderr, mininterval=0.2, dynamic_ncols=True)
+
+
+def train(model, events: typing.Iterable, on_bad_row: typing.Callable[[BadRow], None] | None = None,
+          progress: bool = False, total: int | None = None, source: str = "events") -> tuple[int, list[BadRow]]:
+    """Learn every labeled event of ``events`` (as :func:`evaluate` reads them); return ``(learned, bad_rows)``.
+
+    Unlabeled events are skipped, unless the model learns them (``learn_unlabeled=True``).
+
+    >>> from stream_nb import NaiveBayes
+    >>> model = NaiveBayes()
+    >>> train(model, [({"a": 1}, "x"), ({"a": 2}, None), ({"a": 3}, "y")])
+    (2, [])
+    """
+    learned, bad_rows = 0, []
+    bar = _progress_bar(progress, total, source)
+    try:
+        for i, item in enumerate(events, 1):
+            if bar is not None:
+                bar.update()
+            if not isinstance(item, BadRow):
+                if item[1] is None and not _learns_unlabeled(model):
+                    continue
+                try:
+                    model.learn_one(item[0], item[1])
+                    learned += 1
+                    continue
+                except InvalidEventError as exc:
+                    if isinstance(exc, LabelTypeError) and getattr(events, "label_field", None) and exc.field is None:
+                        exc = exc.for_field(events.label_field)
+                    item = BadRow(item[2] if len(item) > 2 else f"event {i}", exc.reason, str(exc))
+            bad_rows.append(item)
+            if on_bad_row is not None:
+                on_bad_row(item)
+    finally:
+        if bar is not None:
+            bar.close()
+    return learned, bad_rows
+
+
+def rolling_accuracy(correct: np.ndarray, window: int) -> np.ndarray:
+    """Accuracy over the last ``min(window, i + 1)`` labeled events, at every labeled event ``i``.
+
+    >>> rolling_accuracy(np.array([1, 0, 1, 1], dtype=bool), 2).tolist()
+    [1.0, 0.5, 0.5, 1.0]
+    """
+    if window < 1:
+        raise ConfigError(f"--window: expected a positive integer, got {window!r}")
+    c = np.concatenate([[0], np.cumsum(correct, dtype=np.int64)])
+    i = np.arange(1, len(correct) + 1)
+    lo = np.maximum(i - window, 0)
+    return (c[i] - c[lo]) / (i - lo)

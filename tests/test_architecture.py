@@ -1,0 +1,398 @@
+"""The import rules of ARCHITECTURE.md, read from the code with ``ast``.
+
+Every module of ``stream_nb/`` and ``connectors/`` is parsed (nothing is
+imported) and each ``import`` / ``from ... import`` of our own modules becomes an
+edge of the import graph. The build fails on:
+
+- an import cycle;
+- a private name (``_name``) imported from another module, or a private module
+  (``pkg._mod``) imported from outside the package that holds it (the bottom
+  layer, :data:`SHARED_PRIVATE`, is the whole project's);
+- an import of our own modules inside a function or a class (heavy optional
+  libraries such as matplotlib may be loaded late: they are not ours);
+- a module of more than :data:`MAX_LINES` lines;
+- a module in no layer, or an import from a higher layer (:data:`LAYERS`);
+- :mod:`connectors` imported from :mod:`stream_nb` (the daemon loads a connector
+  by name, once the mode is known);
+- the learners importing the engine, or the engine importing a learner's class.
+
+``test_each_rule_catches_its_violation`` runs the same checks on a small tree
+written for the purpose, so a rule that stopped seeing anything would fail too.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import functools
+import pathlib
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+PACKAGES = ("stream_nb", "connectors")
+MAX_LINES = 600
+
+#: Layer of each part: a module may import its own layer and those below. The longest prefix
+#: wins; ``stream_nb`` itself (the package's ``__init__``, the public face) only by exact name.
+LAYERS: dict[str, int] = {
+    "stream_nb.exceptions": 1,
+    "stream_nb._checks": 1,
+    "stream_nb._version": 1,
+    "stream_nb.stats": 2,
+    "stream_nb.learners": 3,
+    "stream_nb.snapshots": 4,
+    "stream_nb": 4,
+    "stream_nb.engine": 5,
+    "stream_nb.ops": 6,
+    "connectors": 6,
+    "stream_nb.settings": 7,
+    "stream_nb._console": 7,
+    "stream_nb.daemon": 8,
+    "stream_nb.tools": 8,
+    "stream_nb.cli": 9,
+    "stream_nb.__main__": 9,
+}
+
+#: Private modules of the bottom layer that every part of the project may import.
+SHARED_PRIVATE = ("stream_nb._checks", "stream_nb._version")
+
+
+@dataclasses.dataclass(frozen=True)
+class Import:
+    """One import of one of our modules: who, what (the module), which names, where, how deep."""
+
+    importer: str
+    target: str
+    names: tuple[str, ...]  # the names taken from ``target`` (empty for ``import target``)
+    line: int
+    local: bool  # inside a function or a class
+
+    def __str__(self) -> str:
+        what = f"from {self.target} import {', '.join(self.names)}" if self.names else f"import {self.target}"
+        return f"{self.importer} line {self.line}: {what}"
+
+
+def module_files(root: pathlib.Path) -> dict[str, pathlib.Path]:
+    """``{module name: file}`` of every module of :data:`PACKAGES` under ``root``."""
+    out = {}
+    for package in PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            parts = path.relative_to(root).with_suffix("").parts
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            out[".".join(parts)] = path
+    return out
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _ours(name: str) -> bool:
+    return name.split(".")[0] in PACKAGES
+
+
+def _existing(name: str, modules: dict) -> str:
+    """The longest prefix of ``name`` that is one of our modules."""
+    parts = name.split(".")
+    while len(parts) > 1 and ".".join(parts) not in modules:
+        parts.pop()
+    return ".".join(parts)
+
+
+def _walk(node: ast.AST, local: bool = False):
+    """``(import node, local)`` for every import under ``node``; local: inside a def, lambda or class."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, (ast.Import, ast.ImportFrom)):
+            yield child, local
+        inner = local or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef))
+        yield from _walk(child, inner)
+
+
+def imports_of(name: str, path: pathlib.Path, modules: dict) -> list[Import]:
+    """The imports of our own modules in the module ``name``.
+
+    ``from P import n`` is an import of the module ``P.n`` when that is a module,
+    else of ``P`` taking the name ``n``; ``from .. import __version__`` (metadata
+    of a package that holds the importer, set up before it) is not an edge.
+    """
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out = []
+    for node, local in _walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            out += [Import(name, _existing(a.name, modules), (), node.lineno, local) for a in node.names
+                    if _ours(a.name)]
+            continue
+        if node.level:
+            base = package.split(".")
+            base = base[: len(base) - (node.level - 1)]
+            source = ".".join(base + ([node.module] if node.module else []))
+        else:
+            source = node.module or ""
+        if not _ours(source):
+            continue
+        taken = []
+        for alias in node.names:
+            if f"{source}.{alias.name}" in modules:
+                out.append(Import(name, f"{source}.{alias.name}", (), node.lineno, local))
+            elif not (alias.name.startswith("__") and alias.name.endswith("__") and _inside(name, source)):
+                taken.append(alias.name)
+        if taken:
+            out.append(Import(name, _existing(source, modules), tuple(taken), node.lineno, local))
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def read_tree(root: pathlib.Path) -> tuple[dict[str, pathlib.Path], tuple[Import, ...]]:
+    """The modules under ``root`` and every import of our own modules among them."""
+    modules = module_files(root)
+    return modules, tuple(i for name, path in modules.items() for i in imports_of(name, path, modules))
+
+
+def layer_of(module: str) -> int | None:
+    if module in LAYERS:
+        return LAYERS[module]
+    parts = module.split(".")
+    for n in range(len(parts) - 1, 1, -1):  # packages only: "stream_nb" alone is the public face
+        prefix = ".".join(parts[:n])
+        if prefix in LAYERS:
+            return LAYERS[prefix]
+    if parts[0] == "connectors":
+        return LAYERS["connectors"]
+    return None
+
+
+def _inside(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+# ----------------------------------------------------------------------------- the rules
+
+
+def cycles(imports) -> list[list[str]]:
+    """Each strongly connected component of the import graph with more than one module (or a self-import)."""
+    graph: dict[str, set[str]] = {}
+    for i in imports:
+        graph.setdefault(i.importer, set()).add(i.target)
+        graph.setdefault(i.target, set())
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found = []
+
+    def connect(v: str) -> None:  # Tarjan
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                connect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1 or v in graph[v]:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            connect(v)
+    return found
+
+
+def private_imports(imports) -> list[str]:
+    """Private names taken from another module; private modules imported from outside their package."""
+    out = []
+    for i in imports:
+        for n in i.names:
+            if _is_private(n):
+                out.append(f"{i}: the private name {n} of {i.target}")
+        parts = i.target.split(".")
+        first = next((k for k, part in enumerate(parts) if _is_private(part)), None)
+        if first is None:
+            continue
+        owner, private = ".".join(parts[:first]), ".".join(parts[: first + 1])
+        if not _inside(i.importer, owner) and private not in SHARED_PRIVATE:
+            out.append(f"{i}: the private module {private} from outside {owner}")
+    return out
+
+
+def local_imports(imports) -> list[str]:
+    return [f"{i}: inside a function or class" for i in imports if i.local]
+
+
+def long_modules(modules: dict[str, pathlib.Path]) -> list[str]:
+    out = []
+    for name, path in modules.items():
+        n = len(path.read_text(encoding="utf-8").splitlines())
+        if n > MAX_LINES:
+            out.append(f"{name}: {n} lines (at most {MAX_LINES})")
+    return out
+
+
+def layer_violations(modules: dict[str, pathlib.Path], imports) -> list[str]:
+    out = [f"{m}: in no layer of ARCHITECTURE.md" for m in modules if layer_of(m) is None]
+    for i in imports:
+        low, high = layer_of(i.importer), layer_of(i.target)
+        if low is not None and high is not None and high > low:
+            out.append(f"{i}: layer {low} imports layer {high}")
+    return out
+
+
+def learner_classes(modules: dict[str, pathlib.Path]) -> set[str]:
+    """The classifier classes of :mod:`stream_nb.learners`: ``BayesClassifier`` and every class derived from it."""
+    bases: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        if _inside(name, "stream_nb.learners"):
+            for node in ast.parse(path.read_text(encoding="utf-8")).body:
+                if isinstance(node, ast.ClassDef):
+                    bases[node.name] = {b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in node.bases}
+    found = {"BayesClassifier"}
+    while True:
+        more = {c for c, b in bases.items() if b & found} - found
+        if not more:
+            return found
+        found |= more
+
+
+def forbidden_imports(modules: dict[str, pathlib.Path], imports) -> list[str]:
+    """The named rules: stream_nb never imports connectors; the learners never import the engine; the
+    engine never imports a learner's class (it takes any model; a helper function of the learners is fine)."""
+    classes = learner_classes(modules)
+    out = []
+    for i in imports:
+        if _inside(i.importer, "stream_nb") and _inside(i.target, "connectors"):
+            out.append(f"{i}: stream_nb imports connectors (the daemon loads a connector by name)")
+        if _inside(i.importer, "stream_nb.learners") and _inside(i.target, "stream_nb.engine"):
+            out.append(f"{i}: a learner imports the engine")
+        if _inside(i.importer, "stream_nb.engine") and (_inside(i.target, "stream_nb.learners") or i.target == "stream_nb"):
+            for n in sorted(set(i.names) & classes):
+                out.append(f"{i}: the engine imports the learner class {n}")
+    return out
+
+
+# ----------------------------------------------------------------------------- the checks on our code
+
+
+def _report(found: list) -> str:
+    return "\n".join(map(str, found))
+
+
+def test_no_import_cycle():
+    found = cycles(read_tree(ROOT)[1])
+    assert not found, _report(" <-> ".join(c) for c in found)
+
+
+def test_no_private_name_imported_across_modules():
+    found = private_imports(read_tree(ROOT)[1])
+    assert not found, _report(found)
+
+
+def test_no_function_local_import_of_our_own_modules():
+    found = local_imports(read_tree(ROOT)[1])
+    assert not found, _report(found)
+
+
+def test_no_module_over_600_lines():
+    found = long_modules(read_tree(ROOT)[0])
+    assert not found, _report(found)
+
+
+def test_layers_import_downward_only():
+    found = layer_violations(*read_tree(ROOT))
+    assert not found, _report(found)
+
+
+def test_connectors_learners_and_engine_keep_apart():
+    found = forbidden_imports(*read_tree(ROOT))
+    assert not found, _report(found)
+
+
+# ----------------------------------------------------------------------------- the checks catch what they should
+
+
+FIXTURE = {
+    "stream_nb/__init__.py": "from .learners import NB\nfrom ._version import __version__\n",
+    "stream_nb/_version.py": "__version__ = '0'\n",
+    "stream_nb/_checks.py": "",
+    "stream_nb/exceptions.py": "",
+    "stream_nb/stats/__init__.py": "from ._store import Stats\n",
+    "stream_nb/stats/_store.py": "from .._checks import is_integer\nclass Stats: pass\n",
+    "stream_nb/learners/__init__.py": "from ._base import BayesClassifier, step\nfrom .nb import NB\n",
+    "stream_nb/learners/_base.py": "class BayesClassifier: pass\ndef step(): pass\n",
+    "stream_nb/learners/_binning.py": "def check(): pass\n",
+    "stream_nb/learners/nb.py": (
+        "from ..stats import Stats\nfrom ..engine import Engine\nfrom ._binning import check\n"
+        "from .kdb import _helper\nfrom ._base import BayesClassifier\nclass NB(BayesClassifier): pass\n"
+    ),
+    "stream_nb/learners/kdb.py": "def _helper(): pass\n",
+    "stream_nb/engine/__init__.py": "from ._engine import Engine\n",
+    "stream_nb/engine/_engine.py": (
+        "from .. import __version__\nfrom ..learners import NB, step\nfrom .. import NB as Model\nclass Engine:\n"
+        "    def run(self):\n        from ..stats import Stats\n        import numpy\n"
+    ),
+    "stream_nb/ops/__init__.py": "from ..engine import Engine\nfrom .. import settings\n",
+    "stream_nb/settings.py": "from .engine import Engine\nfrom .daemon import start\n",
+    "stream_nb/daemon/__init__.py": "from ..settings import x\nfrom ..engine._engine import Engine\nimport connectors.jsonl\n",
+    "stream_nb/tools/__init__.py": "import stream_nb\nfrom . import report\n",
+    "stream_nb/tools/report.py": "def plot():\n    import matplotlib\n",
+    "stream_nb/stray.py": "",
+    "stream_nb/cli.py": "from . import __version__, daemon, tools\n" + "\n" * 601,
+    "connectors/__init__.py": "",
+    "connectors/jsonl.py": "from stream_nb.engine import Engine\nfrom stream_nb._checks import is_integer\n",
+    "connectors/kafka.py": "from stream_nb.engine._engine import Engine\nfrom .jsonl import _split\n",
+}
+
+
+@pytest.fixture(scope="module")
+def fixture_tree(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tree")
+    for name, text in FIXTURE.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return read_tree(root)
+
+
+def test_each_rule_catches_its_violation(fixture_tree):
+    modules, imports = fixture_tree
+    # settings -> daemon -> settings; learners.nb -> engine -> learners and the public face (through the __init__s)
+    assert sorted(cycles(imports)) == [
+        ["stream_nb", "stream_nb.engine", "stream_nb.engine._engine", "stream_nb.learners", "stream_nb.learners.nb"],
+        ["stream_nb.daemon", "stream_nb.settings"],
+    ]
+    assert private_imports(imports) == [
+        "stream_nb.daemon line 2: from stream_nb.engine._engine import Engine: "
+        "the private module stream_nb.engine._engine from outside stream_nb.engine",
+        "stream_nb.learners.nb line 4: from stream_nb.learners.kdb import _helper: "
+        "the private name _helper of stream_nb.learners.kdb",
+        "connectors.kafka line 1: from stream_nb.engine._engine import Engine: "
+        "the private module stream_nb.engine._engine from outside stream_nb.engine",
+        "connectors.kafka line 2: from connectors.jsonl import _split: the private name _split of connectors.jsonl",
+    ]
+    # numpy and matplotlib inside functions are not ours: only the engine's late import of stats counts
+    assert local_imports(imports) == [
+        "stream_nb.engine._engine line 6: from stream_nb.stats import Stats: inside a function or class"
+    ]
+    assert long_modules(modules) == ["stream_nb.cli: 602 lines (at most 600)"]
+    assert layer_violations(modules, imports) == [
+        "stream_nb.stray: in no layer of ARCHITECTURE.md",
+        "stream_nb.learners.nb line 2: from stream_nb.engine import Engine: layer 3 imports layer 5",
+        "stream_nb.ops line 2: import stream_nb.settings: layer 6 imports layer 7",
+        "stream_nb.settings line 2: from stream_nb.daemon import start: layer 7 imports layer 8",
+    ]
+    assert forbidden_imports(modules, imports) == [
+        "stream_nb.daemon line 3: import connectors.jsonl: stream_nb imports connectors "
+        "(the daemon loads a connector by name)",
+        "stream_nb.engine._engine line 2: from stream_nb.learners import NB, step: the engine imports the learner class NB",
+        "stream_nb.engine._engine line 3: from stream_nb import NB: the engine imports the learner class NB",
+        "stream_nb.learners.nb line 2: from stream_nb.engine import Engine: a learner imports the engine",
+    ]
