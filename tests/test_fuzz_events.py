@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 import stream_nb
 from connectors.jsonl import make_dead_letter_sink, make_sink, make_source
 from stream_nb import cli
+from stream_nb.settings import MODELS as DAEMON_MODELS
 from stream_nb.engine import Engine, Record, label_key
 from stream_nb.engine._events import EventDecoder
 from stream_nb.exceptions import InvalidEventError
@@ -294,7 +295,7 @@ def numbered_events(data: bytes) -> tuple[list[int], int]:
 
 @fuzz_settings(40)
 @given(
-    model=st.sampled_from(sorted(cli.MODELS)),
+    model=st.sampled_from(sorted(DAEMON_MODELS)),
     values=streams(st.sampled_from([b"", b" ", b"\r", b"\t \r"]), most=30),
     final_newline=st.booleans(),
 )
