@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import abc
 
-from .._checks import check_integer
+from .._checks import check_integer, is_integer
+
 from ._base import BayesClassifier
 from ._structure import dependence_shown
 
@@ -114,9 +115,9 @@ class StructuredClassifier(BayesClassifier):
     def _check_loaded(self) -> None:
         super()._check_loaded()
         since, n = self._since_rebuild, self.n_rebuilds
-        if isinstance(since, bool) or not isinstance(since, int) or since < 0 or (
+        if not is_integer(since) or since < 0 or (
                 self.rebuild_every and since > self.rebuild_every):
             raise ValueError(f"since_rebuild: expected an integer from 0 to rebuild_every={self.rebuild_every}, "
                              f"got {since!r:.60}")
-        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        if not is_integer(n) or n < 0:
             raise ValueError(f"n_rebuilds: expected an integer >= 0, got {n!r:.60}")

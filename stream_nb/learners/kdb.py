@@ -7,7 +7,8 @@ import math
 
 import numpy as np
 
-from .._checks import check_integer
+from .._checks import check_integer, is_integer
+
 from ._binning import check_binning
 from ._decision import logsumexp
 from ._em import naive_bayes_blocks
@@ -353,5 +354,5 @@ class KDB(StructuredClassifier):
                 raise ValueError(f"structure: feature {f}'s parents {list(pa)} are not at most k={self.k} distinct "
                                  f"features before it in the order")
         skipped = self.n_em_skipped
-        if isinstance(skipped, bool) or not isinstance(skipped, int) or skipped < 0:
+        if not is_integer(skipped) or skipped < 0:
             raise ValueError(f"n_em_skipped: expected an integer >= 0, got {skipped!r:.60}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._checks import is_integer
 from ..stats import GAUSS, tree_terms
 from ._binning import check_binning
 from ._decision import logsumexp
@@ -419,7 +420,7 @@ class TAN(VectorisedRuns, StructuredClassifier):
         parent, cmi, root = self._parent, self._cmi, self._root
         if parent.ndim != 1 or len(parent) > F or ((parent < -1) | (parent >= len(parent))).any():
             raise ValueError(f"tree: expected at most {F} parents, each a feature index or -1, got {parent.tolist()!r:.80}")
-        if isinstance(root, bool) or not isinstance(root, int) or not -1 <= root < F:
+        if not is_integer(root) or not -1 <= root < F:
             raise ValueError(f"tree: the root must be a feature index or -1, got {root!r:.60}")
         edges = np.flatnonzero(parent >= 0)
         if root < 0 and len(edges):

@@ -11,6 +11,7 @@ import typing
 
 import numpy as np
 
+from .._checks import is_integer
 from ..exceptions import ConfigError
 from ._discretise import Discretiser
 from ._values import BINNED, CAT, GAUSS, VALUE_GROUPS, check_types, hashable, is_nan, json_type
@@ -170,7 +171,7 @@ def _kind(value) -> str:
 
 
 def _check_int(where: str, value, low: int = 0) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+    if not is_integer(value) or value < low:
         raise ValueError(f"{where}: expected an integer >= {low}, got {_kind(value)}")
 
 
@@ -287,7 +288,7 @@ def check_state(arrays: dict, meta: dict) -> None:
         if not isinstance(column, list) or len(column) != 2:
             raise ValueError(f"{where}: expected a [feature, value] pair, got {_kind(column)}")
         f, v = column
-        if isinstance(f, bool) or not isinstance(f, int) or not -1 <= f < len(features):
+        if not is_integer(f) or not -1 <= f < len(features):
             raise ValueError(f"{where}: feature index {_kind(f)} is not -1 or one of the {len(features)} features")
         if f == -1:
             if v is not None:
@@ -296,7 +297,7 @@ def check_state(arrays: dict, meta: dict) -> None:
         if kinds[f] == "gaussian":
             raise ValueError(f"{where}: feature {names[f]!r} is gaussian and has no value columns")
         _check_hashable(f"{where}", v)
-        if kinds[f] == "binned" and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
+        if kinds[f] == "binned" and (not is_integer(v) or v < 0):
             raise ValueError(f"{where}: a bin of binned feature {names[f]!r} is an integer >= 0, got {_kind(v)}")
         if (f, v) in seen:
             raise ValueError(f"{where}: value {v!r} of feature {names[f]!r} appears twice")
