@@ -271,6 +271,22 @@ class SPODE(VectorisedRuns, StructuredClassifier):
             return naive_bayes_blocks(self._stats, self._alpha, miss, c)
         return mixture_posterior(self._stats, self._alpha, enc, c, miss, 0, [p])
 
+    # ------------------------------------------------------------------ unlearning: the running scores
+
+    def _unlearn_mark(self):
+        return self._loss_sum.copy(), self._loss_n.copy()
+
+    def _unlearn_delta(self, mark):
+        k = len(mark[0])  # learning only appends features: the first k are the old ones
+        return self._loss_sum - np.r_[mark[0], np.zeros(len(self._loss_sum) - k)], \
+            self._loss_n - np.r_[mark[1], np.zeros(len(self._loss_n) - k)]
+
+    def _unlearn_extra(self, extra):
+        if extra is not None:
+            k = len(extra[0])
+            self._loss_sum[:k] -= extra[0]
+            self._loss_n[:k] -= extra[1]
+
     # ------------------------------------------------------------------ state
 
     def _extra_state(self):
