@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..exceptions import InvalidEventError
-from ..stats import Encoded, is_missing_label
+from ..stats import DEFAULT_MEMORY_BUDGET, Encoded, is_missing_label
 from ._binning import check_binning
 from ._decision import logsumexp
 from ._em import add_estep, mixture_posterior, naive_bayes_blocks, one_dependence_estep
@@ -52,6 +52,9 @@ class SPODE(StructuredClassifier):
         Optional loss matrix ``{truth: {prediction: cost}}`` for Bayes decision.
     missing, learn_unlabeled, unlabeled_weight
         EM for missing values and unlabeled events (see :class:`~stream_nb.NaiveBayes`).
+    memory_budget
+        Bytes the counts may take (default 256 MiB; None: no bound): tables that
+        would pass it are kept sparse (see :mod:`stream_nb.stats._budget`).
 
     Examples
     --------
@@ -90,6 +93,7 @@ class SPODE(StructuredClassifier):
         missing: str = "em",
         learn_unlabeled: bool = False,
         unlabeled_weight: float = 1.0,
+        memory_budget: int | None = DEFAULT_MEMORY_BUDGET,
     ):
         self.parent = parent
         self.alpha = alpha
@@ -102,6 +106,7 @@ class SPODE(StructuredClassifier):
         self.missing = missing
         self.learn_unlabeled = learn_unlabeled
         self.unlabeled_weight = unlabeled_weight
+        self.memory_budget = memory_budget
         check_binning(bins, warmup)
         self._setup_rebuilds()
         self._setup(numeric="bins", pairs=True, bins=bins, warmup=warmup, bin_edges=bin_edges)
