@@ -248,3 +248,17 @@ def test_snapshot_inspect_shows_cells_and_bytes(tmp_path):
     used = stream_nb.load(path).memory_used()
     assert f"counts     {used['cells']:,} cells, {used['bytes']:,} bytes; t-way tables sparse" in out
     assert "(memory budget 0 bytes)" in out
+
+
+def test_unlearning_from_sparse_tables_equals_unlearning_from_dense_ones():
+    stream = _stream(120, holes=False)
+    model = KDB(k=2, rebuild_every=0, missing="ignore", memory_budget=0)
+    reference = KDB(k=2, rebuild_every=0, missing="ignore", memory_budget=None)
+    for x, y in stream:
+        model.learn_one(x, y)
+        reference.learn_one(x, y)
+    for x, y in stream[::3]:
+        model.unlearn_one(x, y)
+        reference.unlearn_one(x, y)
+    _assert_same_counts(reference, model, exact=True)
+    assert _tables(model)["tuple_count"].sum() == 80 * 6**3  # the 80 events left, 6^3 value triples each
