@@ -62,6 +62,11 @@ METRICS: tuple[tuple[str, str, str, str], ...] = (
     ("stream_nb_model_rebuilds_total", "counter", "model",
      "structure rebuilds of the model (TAN tree), over the model's life (restored from a snapshot)"),
     ("stream_nb_model_rebuild_seconds", "histogram", "model", "duration of each rebuild seen by this process"),
+    ("stream_nb_model_count_cells", "gauge", "model",
+     "cells the model's counts hold (dense arrays whole; sparse tables, the cells that occur)"),
+    ("stream_nb_model_count_bytes", "gauge", "model", "bytes the model's counts take"),
+    ("stream_nb_model_memory_budget_bytes", "gauge", "model",
+     "the model's memory_budget: dense tables beyond it are kept sparse (absent: none)"),
     ("stream_nb_loop_age_seconds", "gauge", "", "seconds since the run loop last came round (liveness)"),
     ("stream_nb_ready", "gauge", "", "1 when /readyz answers 200"),
     ("stream_nb_start_time_seconds", "gauge", "", "process start (Unix time)"),
@@ -178,6 +183,17 @@ class _Collector:
                                             _doc("stream_nb_model_rebuild_seconds"), labels=["model"])
             seconds.add_metric([model], o.rebuild_seconds.cumulative(), o.rebuild_seconds.sum)
             yield seconds
+
+        memory_used = getattr(engine.model, "memory_used", None) if engine is not None else None
+        if memory_used is not None:
+            used = memory_used()
+            for name, value in (("stream_nb_model_count_cells", used["cells"]),
+                                ("stream_nb_model_count_bytes", used["bytes"]),
+                                ("stream_nb_model_memory_budget_bytes", used["budget"])):
+                if value is not None:
+                    family = GaugeMetricFamily(name, _doc(name), labels=["model"])
+                    family.add_metric([model], value)
+                    yield family
 
         age = o.loop_age()
         if age is not None:
