@@ -29,7 +29,7 @@ from ._events import BOM, Event, EventDecoder
 from ._exactly_once import ExactlyOnceCheckpointer
 from ._flow import FlowControl
 from ._group import GroupCheckpointer
-from ._group_records import StateLog, merge_states
+from ._group_records import StateLog, merge_states, state_records
 from ._metrics import PrequentialMetrics
 from ._observer import Observer
 from ._protocols import (
@@ -102,5 +102,6 @@ __all__ = [
     "check_config",
     "label_key",
     "merge_states",
+    "state_records",
     "validate_label",
 ]
