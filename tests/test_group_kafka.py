@@ -13,14 +13,17 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
 from kafka import KafkaProducer
+from prometheus_client.parser import text_string_to_metric_families
 
 import stream_nb
 from recovery import Daemon, clean_env, cli, make_events, named_counts, newest_model, reference, wait_until
@@ -74,9 +77,9 @@ def test_group_model_equals_one_process(tmp_path, kafka_bootstrap_servers, kafka
         *(["--exactly-once", "--kafka-config", "transaction_timeout_ms=10000"] if exactly_once else []),
     ]
 
-    def member(name: str, disk: bool = True) -> Daemon:
+    def member(name: str, disk: bool = True, *extra: str) -> Daemon:
         cache = ["--snapshot-dir", str(tmp_path / name), "--snapshot-interval", "0.5"] if disk else []
-        daemon = Daemon(tmp_path, [*base, "--instance-id", name, *cache], name)
+        daemon = Daemon(tmp_path, [*base, "--instance-id", name, *cache, *extra], name)
         wait_until(lambda: "running model" in daemon.log(), 60, f"member {name} to start", daemon, step=0.1)
         return daemon
 
@@ -89,7 +92,7 @@ def test_group_model_equals_one_process(tmp_path, kafka_bootstrap_servers, kafka
             time.sleep(rng.uniform(1.0, 3.0))
             members["b"].kill9()
             members["b"] = member("b")
-        members["d"] = member("d")  # added mid-stream, with an empty disk
+        members["d"] = member("d", True, "--metrics-port", "0")  # added mid-stream, with an empty disk
         time.sleep(rng.uniform(0.5, 2.0))
         assert members.pop("a").terminate() == 0  # removed mid-stream
         feeder.join()
@@ -104,10 +107,16 @@ def test_group_model_equals_one_process(tmp_path, kafka_bootstrap_servers, kafka
 
         exported = wait_until(quiet, 150, "the group's model to cover every event", step=1.0)
         time.sleep(1.5)  # a few sync intervals: every member applies the last states
+        url = re.search(r"serving /metrics, /healthz and /readyz on (\S+)", members["d"].log()).group(1)
+        scraped = {s.name: s.value for f in text_string_to_metric_families(
+            urllib.request.urlopen(url + "/metrics", timeout=10).read().decode()) for s in f.samples}
     finally:
         codes = {name: d.terminate() for name, d in members.items()}
     assert codes == {name: 0 for name in codes}, {n: d.log()[-3000:] for n, d in members.items()}
     assert exported.n_learned == ref.n_learned
+    assert scraped["stream_nb_group_events_learned"] == ref.n_learned
+    assert scraped["stream_nb_model_staleness_events"] == 0 and scraped["stream_nb_model_staleness_seconds"] == 0
+    assert scraped["stream_nb_model_records_applied_total"] > 0 and scraped["stream_nb_model_bytes_applied_total"] > 0
     tree = tree_after_rebuild(ref)
     assert tree_after_rebuild(exported) == tree
     for name in ("a", "b", "d"):  # every member's cache holds the whole group's model

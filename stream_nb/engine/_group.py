@@ -278,11 +278,12 @@ class GroupCheckpointer:
     def group_learned(self) -> int:
         """Events the group has learned, by the newest state of each partition known here."""
         total = 0
-        for partition in set(self.known) | set(self.live):
-            if partition in self.live:
-                total += int(self.live[partition].n_learned)
+        known, live = dict(self.known), dict(self.live)  # copies: /metrics reads this from its own thread
+        for partition in set(known) | set(live):
+            if partition in live:
+                total += int(live[partition].n_learned)
             else:
-                learned = self.known[partition].info.get("learned", 0)
+                learned = known[partition].info.get("learned", 0)
                 total += int(learned) if isinstance(learned, (int, float)) else 0
         return total
 
@@ -484,7 +485,7 @@ class GroupCheckpointer:
         return {
             "healthy": self.last_error is None,
             "model_topic": self.channel.topic,
-            "group_partitions_known": len(set(self.known) | set(self.live)),
+            "group_partitions_known": len(set(dict(self.known)) | set(dict(self.live))),
             "group_partitions_owned": len(self.live),
             "group_events_learned": self.group_learned(),
             "model_staleness_seconds": round(seconds, 3),
