@@ -27,7 +27,7 @@ __all__ = ["KAFKA_LOGGER", "ConnectorPlan", "check_output_files", "close_all", "
            "start_connectors"]
 
 #: The name the daemon's log lines have always carried (the command line's): kept for whoever filters on it.
-log = logging.getLogger("stream_nb.cli")
+log = logging.getLogger("stream_nb.daemon")
 
 #: Logger of kafka-python: chatty, so WARNING and up only unless --log-level DEBUG.
 KAFKA_LOGGER = "kafka"
