@@ -182,7 +182,7 @@ def apply_cost(model: str, n: int, rate: float) -> dict:
     events = make_events(n)
     parts = []
     for p in range(PARTITIONS):
-        m = cls(**({"rebuild_every": 0} if model in ("tan", "spode", "kdb") else {}))
+        m = cls()
         for e in events[p::PARTITIONS]:
             m.learn_one({k: v for k, v in e.items() if k not in ("id", "label")}, e["label"])
         parts.append((f"in-{p}", m, encode_state(*m.state(), info={"offset": len(events[p::PARTITIONS])})))

@@ -241,9 +241,9 @@ class GroupCheckpointer:
         return model
 
     def _empty_state(self) -> typing.Any:
-        """An empty partition state: the template's settings, without automatic structure rebuilds (the view rebuilds)."""
-        params = {"rebuild_every": 0} if "rebuild_every" in self.template._get_params() else {}
-        return self.template.clone(params)
+        """An empty partition state, with the template's settings: it keeps a structure of its own on the
+        model's schedule, which only its vectorised learning uses (the view's is rebuilt from the merged counts)."""
+        return self.template.clone()
 
     def _fresh_copy(self, partition: str) -> typing.Any:
         """A model of its own for partition ``partition``'s known state (the cached one is shared with the view)."""
