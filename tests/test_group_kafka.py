@@ -130,3 +130,13 @@ def test_group_model_equals_one_process(tmp_path, kafka_bootstrap_servers, kafka
         assert members[name].final_metrics()["group_events_learned"] == ref.n_learned, name
     logs = "".join(d.log() for d in members.values())
     assert "Traceback" not in logs
+
+
+@pytest.mark.kafka
+def test_export_of_a_missing_topic_says_why(tmp_path, kafka_bootstrap_servers):
+    done = subprocess.run(cli() + ["model", "export", "--bootstrap-servers", kafka_bootstrap_servers, "--model-topic",
+                                   f"no-such-model-{time.monotonic_ns()}", "--output", str(tmp_path / "m.snb"),
+                                   "--timeout", "5"], capture_output=True, text=True, env=clean_env(), timeout=120)
+    assert done.returncode == 2
+    assert "does not exist" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "m.snb").exists()
