@@ -8,6 +8,10 @@ rest of the command line to :func:`stream_nb.cli.main`::
 
     python tests/fault_launcher.py --pause-snapshot-write 30 -- run --snapshot-dir ...
     python tests/fault_launcher.py --pause-before-commit 30 -- run --exactly-once ...
+    python tests/fault_launcher.py --fail-before-commit 2,5 -- run --exactly-once --model-topic ...
+
+``--fail-before-commit`` raises in the 2nd and 5th calls of the commit hook: a
+group member (``--model-topic``) aborts those transactions and rewinds.
 """
 
 from __future__ import annotations
@@ -23,12 +27,21 @@ from stream_nb.snapshots import FaultHooks, install_fault_hooks
 log = logging.getLogger("stream_nb.snapshot")
 
 
-class Pauses(FaultHooks):
-    """Sleep inside the fault windows: between a snapshot's write and rename, before a transaction's commit."""
+class InjectedFault(RuntimeError):
+    """The failure the hooks raise where a test asked for one."""
 
-    def __init__(self, snapshot_write: float = 0.0, before_commit: float = 0.0):
+
+class Pauses(FaultHooks):
+    """Sleep inside the fault windows: between a snapshot's write and rename, before a transaction's commit.
+
+    ``fail_commits``: the calls of the commit hook (counted from 1) that raise :class:`InjectedFault`.
+    """
+
+    def __init__(self, snapshot_write: float = 0.0, before_commit: float = 0.0, fail_commits: frozenset = frozenset()):
         self.snapshot_write = snapshot_write
         self.before_commit = before_commit
+        self.fail_commits = fail_commits
+        self.commit_calls = 0
 
     def before_rename(self, temporary: str, path: str) -> None:
         if self.snapshot_write:
@@ -39,6 +52,10 @@ class Pauses(FaultHooks):
             log.warning("test hook: pausing %.1f s between snapshot %s and its transaction's commit",
                         self.before_commit, sequence)
             time.sleep(self.before_commit)
+        self.commit_calls += 1
+        if self.commit_calls in self.fail_commits:
+            log.warning("test hook: failing transaction commit %d", self.commit_calls)
+            raise InjectedFault(f"test hook: transaction commit {self.commit_calls} fails")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -47,8 +64,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="fault_launcher", description=__doc__.splitlines()[0])
     parser.add_argument("--pause-snapshot-write", type=float, default=0.0, metavar="SECONDS")
     parser.add_argument("--pause-before-commit", type=float, default=0.0, metavar="SECONDS")
+    parser.add_argument("--fail-before-commit", default="", metavar="N,M,...",
+                        help="raise in these calls of the commit hook (from 1)")
     options = parser.parse_args(argv[:split])
-    install_fault_hooks(Pauses(options.pause_snapshot_write, options.pause_before_commit))
+    fail = frozenset(int(n) for n in options.fail_before_commit.split(",") if n.strip())
+    install_fault_hooks(Pauses(options.pause_snapshot_write, options.pause_before_commit, fail))
     return cli.main(argv[split + 1:])
 
 

@@ -56,7 +56,7 @@ import typing
 import uuid
 
 from ..exceptions import CommitError, ConfigError, SnapshotError
-from ..snapshots import SnapshotStore, decode_state, encode_state
+from ..snapshots import SnapshotStore, decode_state, encode_state, installed_fault_hooks
 from ._engine import Engine
 from ._group_records import StateLog, merge_states, partition_order, state_records
 from ._protocols import HandlesRevocation, ModelChannel, Rebalancing, Repositionable, ResumesByPolicy, Transactional
@@ -155,6 +155,8 @@ class GroupCheckpointer:
         self.view_seconds = 0.0
         self.aborts = 0
         self.last_error: str | None = None
+        self.faults = installed_fault_hooks()  # the fault tests step in before a transaction's commit
+        self._transactions = 0
 
     # -- wiring -------------------------------------------------------------
 
@@ -374,6 +376,8 @@ class GroupCheckpointer:
             sent = self._publish(due)
             positions = {p: s.offset for p, s in sent.items()}
             positions.update({p: self.known[p].offset for p in owned if p not in positions and p in self.known})
+            self._transactions += 1
+            self.faults.before_transaction_commit(self._transactions)
             self.transaction.commit(positions, self._metadata())
         except Exception as exc:  # noqa: BLE001 - any failure aborts (a fenced producer re-raises from abort)
             self._abort_and_rewind(f"{type(exc).__name__}: {exc}")

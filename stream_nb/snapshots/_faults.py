@@ -36,7 +36,11 @@ class FaultHooks:
         """A snapshot's ``temporary`` file is written and fsynced; it is renamed over ``path`` next."""
 
     def before_transaction_commit(self, sequence: int) -> None:
-        """Exactly-once outputs: snapshot ``sequence`` is written; its transaction commits next."""
+        """Exactly-once outputs: snapshot ``sequence`` is written; its transaction commits next.
+
+        A group member (``--model-topic``) calls it with its transactions' count instead: the
+        transaction's outputs and partition states are sent; its offsets and commit come next.
+        """
 
 
 _installed: FaultHooks = FaultHooks()
