@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 
 from recovery import features, make_events, named_counts
-from stream_nb import KDB, TAN, NaiveBayes
+from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes
 from stream_nb.engine import GroupCheckpointer, StateLog, merge_states, state_records
 from stream_nb.exceptions import ConfigError, SnapshotError
 from stream_nb.snapshots import decode_state, encode_state
@@ -146,3 +147,40 @@ def test_a_model_without_merge_is_refused():
 
     with pytest.raises(ConfigError, match="needs one of stream_nb's models"):
         GroupCheckpointer(Channel(), Plain())
+
+
+def _stream(n: int, seed: int) -> tuple[list, list]:
+    """Events as the daemon hands them over: valid ones (a numeric feature too), unlabeled ones, bad ones."""
+    rng = random.Random(seed)
+    xs, ys = [], []
+    for e in make_events(n, seed=seed):
+        obj = e["obj"]
+        x = {**features(obj), "w": round(rng.gauss(0, 1), 3)}
+        if rng.random() < 0.03:
+            x["color"] = {"r": 1}  # refused: a nested value
+        xs.append(x)
+        ys.append(obj.get("label"))
+    return xs, ys
+
+
+@pytest.mark.parametrize("cls, params", [(NaiveBayes, {}), (NaiveBayes, {"learn_unlabeled": True}), (AODE, {}),
+                                         (TAN, {"rebuild_every": 40}), (SPODE, {}), (KDB, {"k": 2})])
+def test_partition_states_learn_as_the_prequential_loop_does(cls, params):
+    """A partition state learns without scoring (``learn_events``) and ends with the very arrays the
+    daemon's prequential loop leaves, in polls of any size."""
+    xs, ys = _stream(600, seed=7)
+    loop, shared = cls(**params), cls(**params)
+    rng = random.Random(3)
+    start = 0
+    while start < len(xs):
+        stop = start + rng.randint(1, 80)
+        for _ in loop.prequential_iter(xs[start:stop], ys[start:stop]):
+            pass
+        shared.learn_events(xs[start:stop], ys[start:stop])
+        start = stop
+    (a, meta_a), (b, meta_b) = loop.state(), shared.state()
+    assert meta_a == meta_b
+    assert sorted(a) == sorted(b)
+    for name in a:
+        assert np.array_equal(a[name], b[name]), name
+    assert shared.n_learned == loop.n_learned > 500

@@ -196,10 +196,7 @@ class GroupCheckpointer:
             model = self.live.get(partition)
             if model is None:  # assigned without the resume policy (no state was due): start it empty
                 model = self.live[partition] = self._empty_state()
-            xs = [e[1] for e in events[start:stop]]
-            ys = [e[2] for e in events[start:stop]]
-            for _ in model.prequential_iter(xs, ys):
-                pass
+            model.learn_events([e[1] for e in events[start:stop]], [e[2] for e in events[start:stop]])
             start = stop
 
     def sync(self) -> None:

@@ -213,8 +213,8 @@ class BayesClassifier(Imputation, MiniBatches, Unlearning, base.MiniBatchClassif
         """ValueError unless the model :meth:`from_state` built is consistent; default: nothing to check
         (models with a structure check it against their store)."""
 
-    def _prequential_run(self, xs: list, ys: list, start: int, out: list) -> int:
-        """Score and learn a run of events from ``start`` at once; return where it stopped.
+    def _prequential_run(self, xs: list, ys: list, start: int, out: list | None) -> int:
+        """Score (unless ``out`` is None) and learn a run of events from ``start`` at once; return where it stopped.
         Default: no vectorised path (``start``: every event goes one at a time)."""
         return start
 
@@ -456,6 +456,33 @@ class BayesClassifier(Imputation, MiniBatches, Unlearning, base.MiniBatchClassif
                     yield exc
                 else:
                     yield step.prediction, step.proba
+                i += 1
+
+    def learn_events(self, xs: list, ys: list) -> None:
+        """Learn events as :meth:`prequential_iter` does, without scoring its vectorised runs.
+
+        The model ends as :meth:`prequential_iter` leaves it (the same runs, each
+        added in one pass; an event it refuses is skipped); only the predictions
+        nobody reads are spared. A group member's partition states learn this way.
+
+        >>> from stream_nb import NaiveBayes
+        >>> xs, ys = [{"sky": "sun"}, {"sky": "rain"}, {"sky": ["?"]}, {"sky": "sun"}], ["play", "stay", "play", "play"]
+        >>> a, b = NaiveBayes(), NaiveBayes()
+        >>> _ = a.prequential_many(xs, ys)
+        >>> b.learn_events(xs, ys)
+        >>> a.predict_proba_one({"sky": "sun"}) == b.predict_proba_one({"sky": "sun"}), b.n_learned
+        (True, 3.0)
+        """
+        if len(xs) != len(ys):
+            raise ValueError(f"learn_events: {len(xs)} events but {len(ys)} labels")
+        i, n = 0, len(xs)
+        while i < n:
+            i = self._prequential_run(xs, ys, i, None)
+            if i < n:
+                try:
+                    self.prequential_one(xs[i], ys[i])
+                except InvalidEventError:
+                    pass  # prequential_iter reports it and leaves the model as it was
                 i += 1
 
     # ------------------------------------------------------------------ merging and state

@@ -41,6 +41,9 @@ class VectorisedRuns(abc.ABC):
     _RUN = 1024
     #: Runs take complete events only (always; else only under EM, whose missing values need E-steps).
     _run_complete = False
+    #: Scoring a run changes the model (SPODE's running loss of each candidate parent): learning
+    #: without predictions (learn_events) must still score the discrete terms.
+    _run_scoring_learns = False
 
     @abc.abstractmethod
     def _run_ready(self) -> bool:
@@ -61,13 +64,14 @@ class VectorisedRuns(abc.ABC):
         """Most events in one run; default ``_RUN``."""
         return self._RUN
 
-    def _prequential_run(self, xs: list, ys: list, start: int, out: list) -> int:
+    def _prequential_run(self, xs: list, ys: list, start: int, out: list | None) -> int:
         """Append the results of a vectorised run of events from ``start``; return where it stopped.
 
         A run is what :meth:`Stats.encode_run` accepts: events that only change counts (complete
         ones under EM). Each is scored with the stored counts plus those of the run's earlier
         events: the class prior and the Gaussian moments here, the discrete terms by
         :meth:`_run_terms`. Then the run is learned in one :meth:`Stats.add_many`.
+        With ``out=None`` the run is learned only, unscored (:meth:`learn_events`).
         """
         s = self._stats
         C = s.n_classes
@@ -78,8 +82,22 @@ class VectorisedRuns(abc.ABC):
         stop, D, G, yc = s.encode_run(xs, ys, start, complete=complete, limit=limit)
         if stop - start < 2:
             return start  # a single event: the one-event path is cheaper
+        if out is not None or self._run_scoring_learns:
+            self._score_run(D, G, yc, C, out)
+        labeled = yc >= 0
+        if labeled.any():
+            s.add_many(D[labeled], np.arange(D.shape[1]), G[labeled], np.arange(G.shape[1]), yc[labeled])
+            self._learned(int(labeled.sum()))
+        return stop
+
+    def _score_run(self, D: np.ndarray, G: np.ndarray, yc: np.ndarray, C: int, out: list | None) -> None:
+        """Append each event's ``(prediction, proba)`` under the counts it would have seen
+        (``out=None``: only what scoring changes in the model, see ``_run_scoring_learns``)."""
+        s = self._stats
         prior = log_prior(s.class_count[:C] + exclusive_counts(yc, C), self._alpha)
         jll = self._run_jll(D, yc, C, prior)
+        if out is None:
+            return
         if G.shape[1]:
             Gs = G.shape[1]
             n, mean, m2 = running_moments(G, yc, s.g_n[:C, :Gs], s.g_mean[:C, :Gs], s.g_m2[:C, :Gs])
@@ -90,8 +108,3 @@ class VectorisedRuns(abc.ABC):
             (classes[i], dict(zip(classes, p)))
             for i, p in zip(self._decide(log_post).tolist(), np.exp(log_post).tolist())
         )
-        labeled = yc >= 0
-        if labeled.any():
-            s.add_many(D[labeled], np.arange(D.shape[1]), G[labeled], np.arange(G.shape[1]), yc[labeled])
-            self._learned(int(labeled.sum()))
-        return stop

@@ -234,6 +234,7 @@ class SPODE(VectorisedRuns, StructuredClassifier):
     # ------------------------------------------------------------------ vectorised runs
 
     _run_complete = True  # complete events: the super-parent observed, every candidate scored alike
+    _run_scoring_learns = True  # a run's scores update each candidate's running loss
 
     def _run_ready(self) -> bool:
         return not self.learn_unlabeled
