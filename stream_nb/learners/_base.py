@@ -397,9 +397,10 @@ class BayesClassifier(Imputation, MiniBatches, base.MiniBatchClassifier):
         either step rejects is neither learned nor predicted: its entry is the
         :class:`~stream_nb.exceptions.InvalidEventError`, and the loop goes on.
 
-        Models with a vectorised path (NaiveBayes, TAN) score and learn each run of
-        events that only changes counts in one pass, with the running counts
-        every event would have seen (see :mod:`stream_nb.stats._running`).
+        Every model scores and learns each run of events that only changes counts
+        (for AODE, TAN, SPODE and KDB: complete events) in one pass, with the running
+        counts every event would have seen (see :mod:`stream_nb.stats._running` and
+        :mod:`stream_nb.learners._dependence_runs`).
 
         Returns one ``(prediction, proba)`` or error per event.
 
