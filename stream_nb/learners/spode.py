@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..exceptions import InvalidEventError
-from ..stats import Encoded, is_missing_label, naive_terms
+from ..stats import DEFAULT_MEMORY_BUDGET, Encoded, is_missing_label, naive_terms
 from ._binning import check_binning
 from ._decision import logsumexp
 from ._dependence_runs import rooted_run_terms, run_cells, spode_run_terms
@@ -54,6 +54,9 @@ class SPODE(VectorisedRuns, StructuredClassifier):
         Optional loss matrix ``{truth: {prediction: cost}}`` for Bayes decision.
     missing, learn_unlabeled, unlabeled_weight
         EM for missing values and unlabeled events (see :class:`~stream_nb.NaiveBayes`).
+    memory_budget
+        Bytes the counts may take (default 256 MiB; None: no bound): tables that
+        would pass it are kept sparse (see :mod:`stream_nb.stats._budget`).
 
     Examples
     --------
@@ -92,6 +95,7 @@ class SPODE(VectorisedRuns, StructuredClassifier):
         missing: str = "em",
         learn_unlabeled: bool = False,
         unlabeled_weight: float = 1.0,
+        memory_budget: int | None = DEFAULT_MEMORY_BUDGET,
     ):
         self.parent = parent
         self.alpha = alpha
@@ -104,6 +108,7 @@ class SPODE(VectorisedRuns, StructuredClassifier):
         self.missing = missing
         self.learn_unlabeled = learn_unlabeled
         self.unlabeled_weight = unlabeled_weight
+        self.memory_budget = memory_budget
         check_binning(bins, warmup)
         self._setup_rebuilds()
         self._setup(numeric="bins", pairs=True, bins=bins, warmup=warmup, bin_edges=bin_edges)
@@ -270,6 +275,22 @@ class SPODE(VectorisedRuns, StructuredClassifier):
         if p is None or not self._stats.n_values[p]:  # no super-parent: naive Bayes
             return naive_bayes_blocks(self._stats, self._alpha, miss, c)
         return mixture_posterior(self._stats, self._alpha, enc, c, miss, 0, [p])
+
+    # ------------------------------------------------------------------ unlearning: the running scores
+
+    def _unlearn_mark(self):
+        return self._loss_sum.copy(), self._loss_n.copy()
+
+    def _unlearn_delta(self, mark):
+        k = len(mark[0])  # learning only appends features: the first k are the old ones
+        return self._loss_sum - np.r_[mark[0], np.zeros(len(self._loss_sum) - k)], \
+            self._loss_n - np.r_[mark[1], np.zeros(len(self._loss_n) - k)]
+
+    def _unlearn_extra(self, extra):
+        if extra is not None:
+            k = len(extra[0])
+            self._loss_sum[:k] -= extra[0]
+            self._loss_n[:k] -= extra[1]
 
     # ------------------------------------------------------------------ state
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._budget import scatter_add
+from ._sparse import SparseTable
 from ._values import Encoded
 
 __all__ = ["Adding"]
@@ -57,8 +59,13 @@ def _pair_cells(D, dfeats, yc, w, mask, pair_shape, feat_shape):
 class Adding:
     """Counting of a :class:`~stream_nb.stats.Stats` (a part of it, not used alone)."""
 
+    #: a list while a learner records what one event adds (its receipt, see :mod:`stream_nb.stats._removing`)
+    journal: list | None = None
+
     def add(self, enc: Encoded, c: int, w: float = 1.0) -> None:
         """Add one (encoded) event of class index ``c`` with weight ``w`` (its observed values, to every count set)."""
+        if self.journal is not None:
+            self.journal.append(("count", enc, c, w))
         self.version += 1
         self.class_count[c] += w
         if len(enc.cols):
@@ -74,6 +81,8 @@ class Adding:
         ``missing="ignore"`` would have counted.
         """
         if self.keeps_observed and len(enc.cols):
+            if self.journal is not None:
+                self.journal.append(("observed", enc, c, w))
             self.version += 1
             self._count("obs_", enc.cols, enc.feats, c, w)
 
@@ -87,6 +96,9 @@ class Adding:
             getattr(self, p + "pair_feat")[c][rows, feats] += w
         if self.tuples:
             # flat indices into the class's contiguous block: 3x faster than np.ix_
+            if isinstance(getattr(self, p + "tuple_count"), SparseTable):
+                self._count_sparse_tuples(p, cols, feats, c, w)
+                return
             tc, tf = getattr(self, p + "tuple_count")[c], getattr(self, p + "tuple_feat")[c]
             idx = cols
             for _ in range(self.tuples - 2):
@@ -95,6 +107,13 @@ class Adding:
             idx = (head[:, None] * tc.shape[-1] + cols[None, :]).ravel()
             tc.reshape(-1)[idx] += w
             tf.reshape(-1)[(head[:, None] * tf.shape[-1] + feats[None, :]).ravel()] += w
+
+    def _count_sparse_tuples(self, p: str, cols: np.ndarray, feats: np.ndarray, c: int, w: float) -> None:
+        """The t-tuples of one event's values (and of its values with a feature last) into sparse tables."""
+        t = self.tuples
+        grid = np.ix_(*([cols] * t))
+        getattr(self, p + "tuple_count").add((c, *grid), w)
+        getattr(self, p + "tuple_feat").add((c, *grid[:-1], feats.reshape(grid[-1].shape)), w)
 
     def learn_one(self, x: dict, y, w: float = 1.0) -> None:
         """Count one labeled event's observed values."""
@@ -120,6 +139,8 @@ class Adding:
         """
         if self.wants_observed:
             self.keep_observed()
+        if self.journal is not None:
+            self.journal.append(("expected", c, w, u, m, feats_u, J))
         self.version += 1
         self.class_count[c] += w
         self.value_count[c, u] += w * m
@@ -139,6 +160,8 @@ class Adding:
         """
         if not observed and self.wants_observed:
             self.keep_observed()
+        if self.journal is not None:
+            self.journal.append(("many", D, dfeats, G, gslots, yc, w, observed))
         n = len(yc)
         self.epoch += 1
         w = np.ones(n) if w is None else np.asarray(w, dtype=float)
@@ -183,11 +206,14 @@ class Adding:
             _add_tuple_rows(_flat(tuple_count), _flat(tuple_feat), tuple_count.shape, tuple_feat.shape, D, dfeats, yc, w)
             return
         grid = np.indices((k,) * t).reshape(t, -1)  # every t-tuple of column positions
+        if isinstance(tuple_count, SparseTable):
+            self._add_tuples_sparse(p, D, dfeats, yc, w, mask)
+            return
         for lo in range(0, len(D), 64):
             Dm, mk = D[lo : lo + 64], mask[lo : lo + 64]
             ok = np.logical_and.reduce([mk[:, g] for g in grid])  # (rows, k^t)
             r, j = np.nonzero(ok)
             cols = tuple(Dm[r, grid[a][j]] for a in range(t))
             ww = w[lo : lo + 64][r]
-            np.add.at(tuple_count, (yc[lo : lo + 64][r],) + cols, ww)
-            np.add.at(tuple_feat, (yc[lo : lo + 64][r],) + cols[:-1] + (dfeats[grid[-1][j]],), ww)
+            scatter_add(tuple_count, (yc[lo : lo + 64][r],) + cols, ww)
+            scatter_add(tuple_feat, (yc[lo : lo + 64][r],) + cols[:-1] + (dfeats[grid[-1][j]],), ww)
