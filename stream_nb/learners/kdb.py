@@ -222,8 +222,8 @@ class KDB(VectorisedRuns, StructuredClassifier):
             else:
                 us = [D[:, q] for q in pas]
                 us += [us[-1]] * (t - 1 - len(us))  # fewer parents: a diagonal of the table
-                num = s.tuple_count[:C][(slice(None), v, *us)]
-                den = s.tuple_feat[:C][(slice(None), *us, np.broadcast_to(fs, v.shape))]
+                num = s.tuple_count[(slice(0, C), v, *us)]  # a dense array or a SparseTable
+                den = s.tuple_feat[(slice(0, C), *us, np.broadcast_to(fs, v.shape))]
             terms = np.log((num + a) / (den + a * n_vals))
             out += np.where(obs, terms, 0.0).sum(2).T
         return out
