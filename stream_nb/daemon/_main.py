@@ -29,6 +29,7 @@ from ._build import build_model, check_engine_config, make_operations
 from ._checkpointing import check_settings as check_snapshot_settings
 from ._checkpointing import make_checkpointer
 from ._connectors import KAFKA_LOGGER, check_output_files, close_all, connector_plan, start_connectors
+from ._feedback import make_joiner
 
 __all__ = ["add_subcommand", "run", "stop_position"]
 
@@ -220,6 +221,7 @@ def run(args: argparse.Namespace) -> int:
             engine = Engine(model, source, sink, dead_letters, config=config, checkpointer=checkpointer)
             if checkpointer is not None:
                 checkpointer.recover()
+            joiner = make_joiner(settings, engine)
         except (StreamNBError, OSError) as exc:
             log.error("%s", exc)
             close_all((source, sink, dead_letters))
@@ -252,7 +254,7 @@ def run(args: argparse.Namespace) -> int:
         finally:
             ops.detach()
             where, position = stop_position(engine, source)
-            close_all((source, sink, dead_letters))
+            close_all((source, sink, dead_letters) + ((joiner.feedback,) if joiner is not None else ()))
             if checkpointer is not None:
                 checkpointer.store.close()
         summary = engine.status()

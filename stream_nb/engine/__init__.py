@@ -26,6 +26,7 @@ from ._engine import DEFAULT_CONFIG, Engine, check_config
 from ._events import BOM, Event, EventDecoder
 from ._exactly_once import ExactlyOnceCheckpointer
 from ._flow import FlowControl
+from ._join import Joiner, parse_label_value, parse_on_expire
 from ._metrics import PrequentialMetrics
 from ._observer import Observer
 from ._protocols import (
@@ -58,6 +59,9 @@ __all__ = [
     "COMMIT_METADATA_PREFIX",
     "DEFAULT_CONFIG",
     "Checkpointer",
+    "Joiner",
+    "parse_label_value",
+    "parse_on_expire",
     "Checkpointing",
     "ConnectorModule",
     "CountsBlankLines",
