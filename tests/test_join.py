@@ -188,5 +188,5 @@ def test_the_daemon_joins_two_json_lines_files(tmp_path):
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     store = SnapshotStore(str(tmp_path / "snap"))
-    restored = load(store.path(store.sequences()[-1]))
+    restored = load(store.path(max(store.sequences())))
     assert_same_counts(restored, reference(NaiveBayes, joined_pairs(events, labels)))

@@ -3,18 +3,26 @@
 from __future__ import annotations
 
 import importlib
+import logging
 import typing
 
-from ..engine import Engine, Joiner, parse_label_value, parse_on_expire
+from ..engine import Engine, Joiner, load_join_state, parse_label_value, parse_on_expire
 from ..exceptions import ConfigError
 from ..settings import describe_setting
 
 __all__ = ["make_joiner"]
 
+log = logging.getLogger("stream_nb.cli")
 
-def make_joiner(settings: dict[str, typing.Any], engine: Engine) -> Joiner | None:
-    """The engine's :class:`~stream_nb.engine.Joiner` reading ``--feedback`` (None without it)."""
+
+def make_joiner(settings: dict[str, typing.Any], engine: Engine, snapshot=None) -> Joiner | None:
+    """The engine's :class:`~stream_nb.engine.Joiner` reading ``--feedback`` (None without it), holding
+    what the restored ``snapshot`` held (the events waiting for labels, the early labels, the feedback positions)."""
+    held = (snapshot.daemon or {}).get("join") if snapshot is not None else None
     if settings["feedback"] is None:
+        if held and (held["waiting"] or held["counts"]):
+            log.warning("snapshot %s holds the state of a join with labels that come later, and this run has no "
+                        "--feedback: the events waiting for their labels there are dropped", snapshot.path)
         for name in ("time_field", "provisional_label"):
             if settings[name] is not None:
                 raise ConfigError(f"{describe_setting(settings, name)} needs --feedback (the labels that come later)")
@@ -40,6 +48,8 @@ def make_joiner(settings: dict[str, typing.Any], engine: Engine) -> Joiner | Non
     source = jsonl.make_source({"path": settings["feedback"], "max_line_bytes": settings["max_event_bytes"]})
     try:
         joiner = Joiner(engine, source, config)
+        if held is not None:
+            load_join_state(joiner, snapshot.arrays, held)
     except BaseException:
         source.close()
         raise

@@ -219,9 +219,8 @@ def run(args: argparse.Namespace) -> int:
         try:  # snapshots: restore the newest valid one before the first event
             checkpointer = make_checkpointer(settings, source, sink)
             engine = Engine(model, source, sink, dead_letters, config=config, checkpointer=checkpointer)
-            if checkpointer is not None:
-                checkpointer.recover()
-            joiner = make_joiner(settings, engine)
+            snapshot = checkpointer.recover() if checkpointer is not None else None
+            joiner = make_joiner(settings, engine, snapshot)
         except (StreamNBError, OSError) as exc:
             log.error("%s", exc)
             close_all((source, sink, dead_letters))

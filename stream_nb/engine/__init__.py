@@ -27,6 +27,7 @@ from ._events import BOM, Event, EventDecoder
 from ._exactly_once import ExactlyOnceCheckpointer
 from ._flow import FlowControl
 from ._join import Joiner, parse_label_value, parse_on_expire
+from ._join_state import join_state, load_join_state
 from ._metrics import PrequentialMetrics
 from ._observer import Observer
 from ._protocols import (
@@ -60,6 +61,8 @@ __all__ = [
     "DEFAULT_CONFIG",
     "Checkpointer",
     "Joiner",
+    "join_state",
+    "load_join_state",
     "parse_label_value",
     "parse_on_expire",
     "Checkpointing",
