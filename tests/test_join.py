@@ -190,3 +190,29 @@ def test_the_daemon_joins_two_json_lines_files(tmp_path):
     store = SnapshotStore(str(tmp_path / "snap"))
     restored = load(store.path(max(store.sequences())))
     assert_same_counts(restored, reference(NaiveBayes, joined_pairs(events, labels)))
+
+
+def test_metrics_of_the_join():
+    from prometheus_client import CollectorRegistry, generate_latest
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from stream_nb.ops._join_metrics import join_families
+
+    events, labels = streams(n=400, seed=8)
+    engine, _, _ = run_engine(NaiveBayes(), events, labels, provisional_label=0)
+
+    class Collector:
+        def collect(self):
+            return join_families(engine.joiner, "nb")
+
+    registry = CollectorRegistry()
+    registry.register(Collector())
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+               for f in text_string_to_metric_families(generate_latest(registry).decode()) for s in f.samples}
+    c = engine.joiner.counts
+    assert samples[("stream_nb_labels_total", (("outcome", "joined"),))] == c["joined"] > 0
+    assert samples[("stream_nb_labels_total", (("outcome", "duplicate"),))] == c["duplicate"] > 0
+    assert samples[("stream_nb_provisional_retractions_total", ())] == c["retractions"] > 0
+    assert samples[("stream_nb_pending_events", ())] == engine.joiner.status()["pending_events"] > 0
+    assert samples[("stream_nb_label_delay_seconds_count", ())] == c["joined"]
+    assert samples[("stream_nb_delayed_accuracy", (("model", "nb"),))] == c["delayed_correct"] / c["delayed_labeled"]
