@@ -216,3 +216,18 @@ def test_metrics_of_the_join():
     assert samples[("stream_nb_pending_events", ())] == engine.joiner.status()["pending_events"] > 0
     assert samples[("stream_nb_label_delay_seconds_count", ())] == c["joined"]
     assert samples[("stream_nb_delayed_accuracy", (("model", "nb"),))] == c["delayed_correct"] / c["delayed_labeled"]
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--provisional-label", "0"], "--provisional-label needs --feedback"),
+    (["--feedback", "LABELS", "--on-expire", "later"], "--on-expire: expected drop or label:VALUE, got 'later'"),
+    (["--feedback", "LABELS", "--label-ttl", "0"], "--label-ttl: expected a positive number of seconds, got 0"),
+    (["--feedback", "LABELS", "--learn-unlabeled"], "learned again when its label comes"),
+])
+def test_join_settings_are_checked_before_any_work(tmp_path, flags, message):
+    (tmp_path / "e.jsonl").write_text('{"id": 1, "a": "x"}\n')
+    (tmp_path / "l.jsonl").write_text('{"id": 1, "label": 1}\n')
+    flags = [str(tmp_path / "l.jsonl") if f == "LABELS" else f for f in flags]
+    run = subprocess.run([sys.executable, "-m", "stream_nb", "run", "--input", str(tmp_path / "e.jsonl"),
+                          "--output", str(tmp_path / "o.jsonl"), *flags], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and message in run.stderr and "Traceback" not in run.stderr, run.stderr

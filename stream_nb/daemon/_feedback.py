@@ -12,7 +12,7 @@ from ..settings import describe_setting
 
 __all__ = ["make_joiner"]
 
-log = logging.getLogger("stream_nb.cli")
+log = logging.getLogger("stream_nb.daemon")
 
 
 def make_joiner(settings: dict[str, typing.Any], engine: Engine, snapshot=None) -> Joiner | None:
@@ -30,6 +30,9 @@ def make_joiner(settings: dict[str, typing.Any], engine: Engine, snapshot=None) 
     if settings["input_topic"]:
         raise ConfigError(f"{describe_setting(settings, 'feedback')} is a JSON-lines file: Kafka mode takes "
                           "its labels from a topic")
+    if settings["learn_unlabeled"]:
+        raise ConfigError(f"{describe_setting(settings, 'learn_unlabeled')} and --feedback: an event learned "
+                          "unlabeled would be learned again when its label comes; choose one")
     if settings["input"] is not None and settings["feedback"] == settings["input"]:
         raise ConfigError(f"{describe_setting(settings, 'feedback')} and --input are the same file")
     provisional = settings["provisional_label"]

@@ -210,26 +210,29 @@ class Joiner:
         model.unlearn_one(x, self.config["provisional_label"], receipt=self.receipts.pop(row, None))
         self.counts["retractions"] += 1
 
-    def _room_for(self, n: int) -> bool:
-        """Make room for ``n`` more held events or labels: expire the oldest when the bounds are reached."""
-        over = len(self.store) + len(self.waiting) + n - self.config["pending_max"]
+    def _room_for(self, n: int) -> None:
+        """Make room for ``n`` more held events or labels: when the bounds are reached, expire the oldest
+        (joined ids kept to spot duplicates first, then held events, then early labels), a batch at a time."""
+        cap = self.config["pending_max"]
+        over = len(self.store) + len(self.waiting) + n - cap
         if over <= 0 and not self.store.full:
-            return True
-        over = max(over, 1, self.config["pending_max"] // 100)
-        for key in list(self.waiting)[: min(over, len(self.waiting))] if len(self.store) < over else []:
-            self._unmatched(key, self.waiting.pop(key))
-            self.counts["evicted"] += 1
-        for row in self.store.oldest(over).tolist():
+            return
+        over = max(over, 1, cap // 100)  # in batches: finding the oldest scans the store
+        rows = self.store.oldest(over)
+        for row in rows.tolist():
             if self.store.state[row] == PENDING:
                 self.counts["evicted"] += 1
                 self._expire(row)
             self.store.remove(row)
-        return True
+        for key in list(self.waiting)[: max(0, over - len(rows))]:
+            self.counts["evicted"] += 1
+            self._unmatched(key, self.waiting.pop(key))
 
     # ------------------------------------------------------------------ labels
 
     def tick(self, polled: bool) -> None:
         """After each poll of the input: read the feedback that is there, then expire what is due."""
+        self._times.clear()  # the times of the last poll's events, held or rejected by now
         records = self.feedback.poll(self.config["feedback_max_records"], 0.0)
         for record in records:
             self._label(record)
@@ -292,10 +295,8 @@ class Joiner:
         self.counts["delayed_correct"] += prediction is not None and _same(prediction, y)
         self._joined_now(float(store.time[row]), t)
         self.receipts.pop(row, None)
-        key = store.id_of(row)
-        t_row = float(store.time[row])
-        store.remove(row)
-        store.add(key, {}, t=t_row, state=JOINED)  # kept until the TTL to count duplicates
+        store.forget_features(row)
+        store.state[row] = JOINED  # its id kept until the TTL, to count duplicates
 
     def _joined_now(self, t_event: float, t_label: float) -> None:
         self.counts["joined"] += 1

@@ -246,6 +246,12 @@ class PendingStore:
         p = int(self.prediction[row])
         return self.labels[p - 1] if p else None
 
+    def forget_features(self, row: int) -> None:
+        """Clear the cells of ``row`` (its id, time and state stay)."""
+        self.cat[row] = 0
+        self.num[row] = 0
+        self.odd.pop(row, None)
+
     def remove(self, row: int) -> None:
         """Forget ``row``: its id, its cells; the row is free again."""
         if self.state[row] == FREE:
@@ -253,9 +259,7 @@ class PendingStore:
         key = self._id(row)
         slot = self._slot(key, hash(key))
         self._delete_slot(slot)
-        self.cat[row] = 0
-        self.num[row] = 0
-        self.odd.pop(row, None)
+        self.forget_features(row)
         self.state[row] = FREE
         self.arena_live -= int(self.id_len[row])
         self.free[self.n_free] = row
