@@ -11,6 +11,8 @@ Where things are:
 * ``_checkpoint``, ``_exactly_once`` -- the daemon's snapshot checkpointers,
   which drive the engine through its public methods and leave the files to
   :mod:`stream_nb.snapshots`;
+* ``_group``, ``_group_records`` -- one model across a consumer group
+  (``--model-topic``): per-partition states published and applied;
 * ``_flow`` -- back-pressure; ``_metrics`` -- prequential metrics; ``_observer`` -- reporting hooks.
 
 The engine does no I/O of its own: sources and sinks (``connectors``) read and
@@ -28,6 +30,8 @@ from ._exactly_once import ExactlyOnceCheckpointer
 from ._flow import FlowControl
 from ._join import Joiner, parse_label_value, parse_on_expire
 from ._join_state import join_state, load_join_state
+from ._group import GroupCheckpointer
+from ._group_records import StateLog, merge_states, state_records
 from ._metrics import PrequentialMetrics
 from ._observer import Observer
 from ._protocols import (
@@ -37,6 +41,7 @@ from ._protocols import (
     CountsInFlight,
     HandlesRevocation,
     JointConnectorModule,
+    ModelChannel,
     NamedInput,
     Pausable,
     RebalanceCallback,
@@ -48,6 +53,7 @@ from ._protocols import (
     ResumesByPolicy,
     RevocationHandler,
     SendsInTransaction,
+    SharesLearning,
     SharesQueue,
     Sink,
     Source,
@@ -76,7 +82,9 @@ __all__ = [
     "ExactlyOnceCheckpointer",
     "FlowControl",
     "HandlesRevocation",
+    "GroupCheckpointer",
     "JointConnectorModule",
+    "ModelChannel",
     "NamedInput",
     "Observer",
     "OutputRecord",
@@ -92,11 +100,15 @@ __all__ = [
     "ResumesByPolicy",
     "RevocationHandler",
     "SendsInTransaction",
+    "SharesLearning",
     "SharesQueue",
     "Sink",
     "Source",
+    "StateLog",
     "Transactional",
     "check_config",
     "label_key",
+    "merge_states",
+    "state_records",
     "validate_label",
 ]
