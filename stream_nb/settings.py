@@ -106,6 +106,7 @@ _KAFKA = "Kafka mode (on when any of these is set)"
 _ENGINE = "engine"
 _OPS = "operations"
 _SNAPSHOTS = "snapshots and recovery (off unless --snapshot-dir is given)"
+_JOIN = "labels that arrive later (on with --feedback)"
 _GROUP = "one model across a consumer group (Kafka; off unless --model-topic is given)"
 
 SETTINGS: tuple[Setting, ...] = (
@@ -230,6 +231,18 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_in_flight", "int", ENGINE_DEFAULTS["max_in_flight"], "back-pressure: pause the input while "
             "more than N outputs await the broker's acknowledgement, resume at N/2 (0: never pause; JSON "
             "lines write synchronously and never need it)", _ENGINE, "N"),
+    Setting("feedback", "str", None, "JSON-lines file of labels that come later, {<id-field>: ..., <label-field>: "
+            "...}, read alongside --input: an unlabeled event with an id waits for its label", _JOIN, "PATH"),
+    Setting("pending_max", "int", 1_000_000, "most events (and early labels) waiting at once; the oldest expire "
+            "first when it is reached", _JOIN, "N"),
+    Setting("label_ttl", "float", 3600.0, "seconds an event waits for its label (and a label for its event)",
+            _JOIN, "S"),
+    Setting("time_field", "str", None, "event field holding its time in seconds (not a feature); default: the "
+            "arrival time", _JOIN, "FIELD"),
+    Setting("on_expire", "str", "drop", "an event whose label did not come within --label-ttl: drop (counted, "
+            "never learned) or label:VALUE (learned with VALUE)", _JOIN, "POLICY"),
+    Setting("provisional_label", "str", None, "learn each waiting event at once with VALUE, and when its label "
+            "comes take VALUE back exactly and learn the label", _JOIN, "VALUE"),
 )
 
 

@@ -25,6 +25,7 @@ from prometheus_client.core import (
 from prometheus_client.process_collector import ProcessCollector
 
 from .. import __version__
+from ._join_metrics import JOIN_METRICS, join_families
 from ._observer import DaemonObserver
 
 __all__ = ["METRICS", "make_registry"]
@@ -81,7 +82,7 @@ METRICS: tuple[tuple[str, str, str, str], ...] = (
     ("stream_nb_ready", "gauge", "", "1 when /readyz answers 200"),
     ("stream_nb_start_time_seconds", "gauge", "", "process start (Unix time)"),
     ("process_*", "various", "", "prometheus_client's process collector: CPU, resident memory, open fds"),
-)
+) + JOIN_METRICS
 
 _DOC = {name: doc for name, _, _, doc in METRICS}
 
@@ -194,6 +195,8 @@ class _Collector:
             seconds.add_metric([model], o.rebuild_seconds.cumulative(), o.rebuild_seconds.sum)
             yield seconds
 
+        if getattr(engine, "joiner", None) is not None:
+            yield from join_families(engine.joiner, model)
         memory_used = getattr(engine.model, "memory_used", None) if engine is not None else None
         if memory_used is not None:
             used = memory_used()
