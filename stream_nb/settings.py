@@ -39,6 +39,7 @@ import orjson
 from ._checks import parse_bool, parse_int
 from .engine import DEFAULT_CONFIG as ENGINE_DEFAULTS
 from .exceptions import ConfigError
+from .learners import DETECTORS
 
 __all__ = [
     "BY_NAME",
@@ -65,13 +66,14 @@ ENV_PREFIX = "STREAM_NB_"
 
 #: ``--model`` choice -> (class name in :mod:`stream_nb`, the parameters it takes).
 _EM = ("missing", "learn_unlabeled", "unlabeled_weight")
+_FORGET = ("window", "panes", "half_life", "drift_detector")
 MODELS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "nb": ("NaiveBayes", ("alpha", "types", "loss", "var_smoothing", *_EM)),
-    "aode": ("AODE", ("alpha", "m", "bins", "warmup", "types", "loss", *_EM)),
-    "tan": ("TAN", ("alpha", "rebuild_every", "bins", "warmup", "types", "loss", *_EM)),
-    "spode": ("SPODE", ("parent", "alpha", "rebuild_every", "bins", "warmup", "types", "loss", *_EM)),
+    "nb": ("NaiveBayes", ("alpha", "types", "loss", "var_smoothing", *_EM, *_FORGET)),
+    "aode": ("AODE", ("alpha", "m", "bins", "warmup", "types", "loss", *_EM, *_FORGET)),
+    "tan": ("TAN", ("alpha", "rebuild_every", "bins", "warmup", "types", "loss", *_EM, *_FORGET)),
+    "spode": ("SPODE", ("parent", "alpha", "rebuild_every", "bins", "warmup", "types", "loss", *_EM, *_FORGET)),
     "kdb": ("KDB", ("k", "alpha", "rebuild_every", "max_table_cells", "max_completions", "bins", "warmup", "types",
-                    "loss", *_EM)),
+                    "loss", *_EM, *_FORGET)),
 }
 
 
@@ -135,6 +137,15 @@ SETTINGS: tuple[Setting, ...] = (
             "(semi-supervised; model default off)", _MODEL),
     Setting("unlabeled_weight", "float", None, "weight of an unlabeled event relative to a labeled one "
             "(model default 1.0)", _MODEL, "W"),
+    Setting("window", "int", None, "forget by a window: the counts cover the last N learned events (between "
+            "N - N/panes and N), older panes subtracted exactly (model default: no window)", _MODEL, "N"),
+    Setting("panes", "int", None, "panes of the --window; memory is the counts times panes + 1 at most "
+            "(model default 4)", _MODEL, "P"),
+    Setting("half_life", "float", None, "forget by decay: every count halves every H learned events "
+            "(model default: no decay; exclusive with --window)", _MODEL, "H"),
+    Setting("drift_detector", "choice", None, "river drift detector watching the prequential error: on a warning "
+            "start fresh counts, on a drift switch to them (with --window: keep the pane in progress) "
+            "(model default: none)", _MODEL, choices=("none", *DETECTORS)),
     Setting("model_name", "str", None, "name written in each output's \"model\" field (default: the --model value)",
             _MODEL, "NAME"),
     Setting("label_field", "str", ENGINE_DEFAULTS["label_field"], "field holding the class label", _EVENTS, "FIELD"),
@@ -218,7 +229,7 @@ SETTINGS: tuple[Setting, ...] = (
 BY_NAME = {s.name: s for s in SETTINGS}
 KAFKA_SETTINGS = ("bootstrap_servers", "input_topic", "output_topic", "group_id", "dead_letter_topic", "kafka_config")
 JSONL_SETTINGS = ("input", "output", "dead_letter")
-MODEL_PARAMS = ("k", "max_table_cells", "max_completions", "parent", "alpha", "m", "bins", "warmup", "rebuild_every", "var_smoothing", "types", "loss", *_EM)
+MODEL_PARAMS = ("k", "max_table_cells", "max_completions", "parent", "alpha", "m", "bins", "warmup", "rebuild_every", "var_smoothing", "types", "loss", *_EM, *_FORGET)
 
 
 # -- parsing ------------------------------------------------------------------

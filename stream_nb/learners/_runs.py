@@ -72,10 +72,17 @@ class VectorisedRuns(abc.ABC):
             n, mean, m2 = running_moments(G, yc, s.g_n[:C, :Gs], s.g_mean[:C, :Gs], s.g_m2[:C, :Gs])
             jll += gaussian_loglik(n, mean, m2, G, self._var_smoothing)
         log_post = normalise(jll, prior)  # as in predict_proba_one: every class impossible -> the prior
+        decided = self._decide(log_post)
+        keep = self._forget_run(decided, yc)  # a drift detector may act at an event: the run ends before it
+        if keep < len(yc):
+            if keep == 0:
+                return start
+            D, G, yc, log_post, decided = D[:keep], G[:keep], yc[:keep], log_post[:keep], decided[:keep]
+            stop = start + keep
         classes = s.classes
         out.extend(
             (classes[i], dict(zip(classes, p)))
-            for i, p in zip(self._decide(log_post).tolist(), np.exp(log_post).tolist())
+            for i, p in zip(decided.tolist(), np.exp(log_post).tolist())
         )
         labeled = yc >= 0
         if labeled.any():

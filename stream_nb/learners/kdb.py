@@ -83,6 +83,8 @@ class KDB(StructuredClassifier):
         Optional loss matrix ``{truth: {prediction: cost}}`` for Bayes decision.
     missing, learn_unlabeled, unlabeled_weight
         EM for missing values and unlabeled events (see :class:`~stream_nb.NaiveBayes`).
+    window, panes, half_life, drift_detector
+        Forgetting (see :class:`~stream_nb.NaiveBayes`).
 
     Examples
     --------
@@ -118,6 +120,10 @@ class KDB(StructuredClassifier):
         missing: str = "em",
         learn_unlabeled: bool = False,
         unlabeled_weight: float = 1.0,
+        window: int | None = None,
+        panes: int = 4,
+        half_life: float | None = None,
+        drift_detector=None,
     ):
         self.k = k
         self.alpha = alpha
@@ -132,6 +138,7 @@ class KDB(StructuredClassifier):
         self.missing = missing
         self.learn_unlabeled = learn_unlabeled
         self.unlabeled_weight = unlabeled_weight
+        self.window, self.panes, self.half_life, self.drift_detector = window, panes, half_life, drift_detector
         check_integer("k", k, minimum=0)
         check_integer("max_table_cells", max_table_cells, minimum=1)
         check_integer("max_completions", max_completions, minimum=1)

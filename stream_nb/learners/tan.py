@@ -80,6 +80,11 @@ class TAN(VectorisedRuns, StructuredClassifier):
         class too (semi-supervised, Nigam et al. 2000).
     unlabeled_weight
         Weight of an unlabeled event relative to a labeled one.
+    window, panes, half_life, drift_detector
+        Forgetting (see :mod:`stream_nb.learners._forgetting`): the counts cover the last ``window``
+        learned events, in ``panes`` panes; or decay with a half-life of ``half_life`` events; and a
+        river drift detector (or its name, e.g. ``"ddm"``) watching the prequential error switches to
+        fresh counts on a drift. Default: no forgetting.
 
     Examples
     --------
@@ -112,6 +117,10 @@ class TAN(VectorisedRuns, StructuredClassifier):
         missing: str = "em",
         learn_unlabeled: bool = False,
         unlabeled_weight: float = 1.0,
+        window: int | None = None,
+        panes: int = 4,
+        half_life: float | None = None,
+        drift_detector=None,
     ):
         self.alpha = alpha
         self.rebuild_every = rebuild_every
@@ -123,6 +132,7 @@ class TAN(VectorisedRuns, StructuredClassifier):
         self.missing = missing
         self.learn_unlabeled = learn_unlabeled
         self.unlabeled_weight = unlabeled_weight
+        self.window, self.panes, self.half_life, self.drift_detector = window, panes, half_life, drift_detector
         check_binning(bins, warmup)
         self._setup_rebuilds()
         self._setup(numeric="bins", pairs=True, bins=bins, warmup=warmup, bin_edges=bin_edges)

@@ -62,6 +62,8 @@ METRICS: tuple[tuple[str, str, str, str], ...] = (
     ("stream_nb_model_rebuilds_total", "counter", "model",
      "structure rebuilds of the model (TAN tree), over the model's life (restored from a snapshot)"),
     ("stream_nb_model_rebuild_seconds", "histogram", "model", "duration of each rebuild seen by this process"),
+    ("stream_nb_model_drifts_total", "counter", "model",
+     "drifts the model's drift detector found (each a switch to fresh counts), over the model's life"),
     ("stream_nb_loop_age_seconds", "gauge", "", "seconds since the run loop last came round (liveness)"),
     ("stream_nb_ready", "gauge", "", "1 when /readyz answers 200"),
     ("stream_nb_start_time_seconds", "gauge", "", "process start (Unix time)"),
@@ -178,6 +180,11 @@ class _Collector:
                                             _doc("stream_nb_model_rebuild_seconds"), labels=["model"])
             seconds.add_metric([model], o.rebuild_seconds.cumulative(), o.rebuild_seconds.sum)
             yield seconds
+
+        if engine is not None and getattr(engine.model, "drifts", None) is not None:
+            drifts = CounterMetricFamily("stream_nb_model_drifts", _doc("stream_nb_model_drifts"), labels=["model"])
+            drifts.add_metric([model], len(engine.model.drifts))
+            yield drifts
 
         age = o.loop_age()
         if age is not None:

@@ -69,10 +69,12 @@ module             what it holds
 ``_state.py``      the store as plain data (``state``, ``from_state``)
 ``_running.py``    running counts over a run of events (vectorised prequential)
 ``_discretise.py`` online equal-frequency bins of numeric features
+``_forgetting.py`` captures of the counts, their differences, subtracting and scaling (forgetting)
 =================  ==================================================================
 """
 
 from ._discretise import Discretiser
+from ._forgetting import capture, capture_nbytes, count_difference, replace_counts, scale_counts, subtract_counts
 from ._gaussian import gaussian_loglik
 from ._labels import is_missing_label, validate_label
 from ._running import exclusive_counts, grouped_exclusive_counts, naive_terms, running_moments, tree_terms
@@ -83,4 +85,5 @@ __all__ = [
     "BINNED", "CAT", "GAUSS", "VALUE_GROUPS", "Discretiser", "Encoded", "Stats", "exclusive_counts", "gaussian_loglik",
     "grouped_exclusive_counts", "naive_terms", "running_moments", "tree_terms",
     "describe_type", "is_missing_label", "json_type", "validate_label",
+    "capture", "capture_nbytes", "count_difference", "replace_counts", "scale_counts", "subtract_counts",
 ]
