@@ -295,3 +295,21 @@ def test_forgetting_memory_is_bounded_by_panes_plus_one():
         model.learn_one(x, y)
     counts = sum(a.nbytes for k, a in model._stats.state()[0].items())
     assert model.forgetting_nbytes <= 4 * counts
+
+
+@pytest.mark.parametrize("kw", [dict(window=10), dict(half_life=5.0), dict(drift_detector="ddm")])
+def test_unlearn_one_is_refused_when_the_model_forgets(kw):
+    from stream_nb.exceptions import UnlearnError
+
+    model = NaiveBayes(**kw)
+    for x, y in stream(30, seed=11):
+        model.learn_one(x, y)
+    before = model.state()[0]
+    with pytest.raises(UnlearnError, match="this model forgets") as info:
+        model.unlearn_one(*stream(30, seed=11)[-1])
+    assert info.value.reason == "forgets"
+    after = model.state()[0]
+    assert all(np.array_equal(before[k], after[k]) for k in before)
+    plain = NaiveBayes()
+    plain.learn_one(*stream(1, seed=11)[0])
+    plain.unlearn_one(*stream(1, seed=11)[0])  # a model that does not forget takes it back

@@ -51,7 +51,7 @@ import random
 import numpy as np
 
 from .._checks import check_integer, check_number
-from ..exceptions import ConfigError, MergeError
+from ..exceptions import ConfigError, MergeError, UnlearnError
 from ..stats import capture, capture_nbytes, count_difference, replace_counts, scale_counts, subtract_counts
 
 __all__ = ["DETECTORS", "Forgetting", "make_detector", "detector_spec", "encode_object", "decode_object"]
@@ -399,6 +399,19 @@ class Forgetting:
         other._settle()
         if self._forget is not None and self._forget.warning:
             self._forget.warn_base = capture(self._stats)  # the merged counts count as before the warning
+
+    def unlearn_one(self, x: dict, y, w: float = 1.0, *, receipt=None) -> None:
+        """:meth:`~stream_nb.learners._unlearn.Unlearning.unlearn_one`, refused (``reason="forgets"``)
+        when the model forgets: the event may have left the window or been decayed or dropped by a switch
+        since it was learned, so subtracting its counts again would not be exact."""
+        f = self._forget
+        if f is not None:
+            how = (f"window={f.window}" if f.window else f"half_life={f.half_life}" if f.half_life
+                   else f"drift_detector={type(f.detector).__name__}")
+            raise UnlearnError(f"unlearn_one: this model forgets ({how}): the event's counts may have expired, "
+                               f"decayed or been dropped since it was learned, so they cannot be taken back exactly",
+                               reason="forgets")
+        super().unlearn_one(x, y, w, receipt=receipt)
 
     # -------------------------------------------------------------- state
 
