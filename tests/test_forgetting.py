@@ -313,3 +313,44 @@ def test_unlearn_one_is_refused_when_the_model_forgets(kw):
     plain = NaiveBayes()
     plain.learn_one(*stream(1, seed=11)[0])
     plain.unlearn_one(*stream(1, seed=11)[0])  # a model that does not forget takes it back
+
+
+def test_evaluate_runs_the_drifting_streams_and_marks_drifts(tmp_path):
+    from stream_nb.tools.evaluate import DRIFT_STREAMS, evaluate, make_model, open_events
+    from stream_nb.tools.report import write_report
+
+    stream = DRIFT_STREAMS["STAGGER-abrupt"](1)
+    assert stream.change_points(4000) == [1000, 2000, 3000]
+    models = {"nb": make_model("nb"), "nb:ddm": make_model("nb", {"drift_detector": "ddm"})}
+    result = evaluate(open_events("river:STAGGER-abrupt", events=4000), models)
+    drifts = result.models[1].model.drifts
+    # one drift found shortly after each change, and the reset pays off
+    assert len(drifts) == 3 and all(0 < d - p < 300 for d, p in zip(drifts, [1000, 2000, 3000]))
+    assert result.models[1].accuracy > result.models[0].accuracy + 0.1
+    pytest.importorskip("matplotlib")
+    paths = write_report(result, str(tmp_path), window=200)
+    assert (tmp_path / "learning_curves.png").stat().st_size > 0 and paths["report"]
+
+
+def test_em_respects_the_window():
+    """EM's expected counts leave with their pane: the observed-only counts (what its E-step reads) are
+    exactly those of the events in the window, and every expected count stays within them."""
+    rng = random.Random(12)
+    data = [({k: v for k, v in x.items() if rng.random() > 0.3}, y) for x, y in stream(200, seed=12, numeric=False)]
+    model, everything = NaiveBayes(window=40), NaiveBayes()
+    for x, y in data:
+        model.learn_one(x, y)
+        everything.learn_one(x, y)
+    k = window_size(len(data), 40, 4)
+    prefix = NaiveBayes()
+    for x, y in data[: len(data) - k]:
+        prefix.learn_one(x, y)
+    s, a, b = model._stats, everything._stats, prefix._stats
+    assert s.keeps_observed
+    C, V = len(a.classes), len(a.value_keys)
+    want = a.obs_value_count[:C, :V].copy()
+    want[: len(b.classes), : len(b.value_keys)] -= (b.obs_value_count if b.keeps_observed else b.value_count)[
+        : len(b.classes), : len(b.value_keys)]
+    assert np.array_equal(s.obs_value_count[:C, :V], want)
+    assert s.class_count[:C].sum() == k
+    assert (s.value_count[:C, :V] >= -1e-9).all() and (s.value_count[:C, :V] <= k + 1e-9).all()

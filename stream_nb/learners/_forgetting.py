@@ -457,7 +457,7 @@ class Forgetting:
                 self._rebuild_origin = int(meta["rebuild_origin"])
             if meta["detector"] is not None:
                 f.detector = decode_object(meta["detector"])
-        except (KeyError, TypeError, AttributeError, ImportError) as exc:
+        except Exception as exc:  # noqa: BLE001 - a snapshot is untrusted data: whatever breaks is one refusal
             raise ValueError(f"forget: cannot restore the forgetting state: {exc!r:.80}") from None
         if not (f.inflation >= 1.0 and math.isfinite(f.inflation)) or f.pane_n < 0 or (
                 f.window and (f.pane_n > f.pane_size or len(f.deltas) > f.panes - 1)):

@@ -245,6 +245,12 @@ class SPODE(VectorisedRuns, StructuredClassifier):
         F = len(s.features)
         return run_cells(F, s.n_classes * (F**2 if self.parent is None else F))
 
+    def _run_state(self):
+        return self._loss_sum.copy(), self._loss_n.copy()
+
+    def _set_run_state(self, state) -> None:
+        self._loss_sum, self._loss_n = state[0].copy(), state[1].copy()
+
     def _run_jll(self, D, yc, C, prior):
         """:meth:`_jll` of each row of a run; with ``parent=None`` each labeled row also adds every
         candidate's log loss to the running scores, in order, as :meth:`_score` does before learning it."""

@@ -32,7 +32,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["capture", "count_difference", "subtract_counts", "replace_counts", "scale_counts", "capture_nbytes", "count_names"]
+__all__ = ["capture", "count_difference", "subtract_counts", "replace_counts", "scale_counts", "capture_nbytes",
+           "count_names"]
 
 _MOMENTS = ("g_n", "g_mean", "g_m2")
 

@@ -104,8 +104,8 @@ def _agrawal_gradual(seed: int, n: int):
 #: ``river:NAME`` of each drifting stream -> a function of the seed building it.
 DRIFT_STREAMS: dict[str, typing.Callable[[int], DriftingStream]] = {
     "STAGGER-abrupt": lambda seed: DriftingStream(
-        [lambda s, f=f: _synth().STAGGER(classification_function=f, seed=s, balance_classes=False) for f in (0, 1, 2, 0)],
-        seed),
+        [lambda s, f=f: _synth().STAGGER(classification_function=f, seed=s, balance_classes=False)
+         for f in (0, 1, 2, 0)], seed),
     "SEA-abrupt": lambda seed: DriftingStream(
         [lambda s, v=v: _synth().SEA(variant=v, noise=0.1, seed=s) for v in (0, 1, 2, 3)], seed),
     "Agrawal-abrupt": lambda seed: DriftingStream(
