@@ -354,3 +354,30 @@ def test_em_respects_the_window():
     assert np.array_equal(s.obs_value_count[:C, :V], want)
     assert s.class_count[:C].sum() == k
     assert (s.value_count[:C, :V] >= -1e-9).all() and (s.value_count[:C, :V] <= k + 1e-9).all()
+
+
+def test_metrics_and_logs_show_the_drifts(caplog):
+    import json
+    import logging
+
+    from test_ops import ListSink, ListSource, scrape
+
+    from stream_nb.engine import Engine
+    from stream_nb.ops import Operations
+
+    values = [json.dumps({**x, "label": y}).encode() for x, y in stream(1200, seed=7, flip_at=600, numeric=False)]
+    engine = Engine(NaiveBayes(drift_detector="ddm"), ListSource(values), ListSink(), ListSink(),
+                    config={"model_name": "nb-ddm", "poll_max_records": 100})
+    ops = Operations(model_name="nb-ddm", mode="jsonl", host="127.0.0.1", port=0, summary_interval=0)
+    try:
+        ops.attach(engine)
+        with caplog.at_level(logging.INFO, logger="stream_nb.drift"):
+            engine.run()
+        m = scrape(ops.server.url)
+    finally:
+        ops.detach()
+        ops.close()
+    drifts = engine.model.drifts
+    assert drifts and m[("stream_nb_model_drifts_total", (("model", "nb-ddm"),))] == len(drifts)
+    logged = [r for r in caplog.records if getattr(r, "event", None) == "drift"]
+    assert [r.position for r in logged] == drifts
