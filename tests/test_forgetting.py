@@ -381,3 +381,18 @@ def test_metrics_and_logs_show_the_drifts(caplog):
     assert drifts and m[("stream_nb_model_drifts_total", (("model", "nb-ddm"),))] == len(drifts)
     logged = [r for r in caplog.records if getattr(r, "event", None) == "drift"]
     assert [r.position for r in logged] == drifts
+
+
+def test_windows_with_sparse_tables_equal_dense_ones(tmp_path):
+    """A KDB whose t-way tables are sparse (a tiny memory budget) forgets exactly as a dense one, and restores."""
+    data = stream(160, seed=13, flip_at=80, numeric=False)
+    dense = KDB(k=2, rebuild_every=40, warmup=20, window=40, drift_detector="ddm", memory_budget=None)
+    sparse = KDB(k=2, rebuild_every=40, warmup=20, window=40, drift_detector="ddm", memory_budget=1)
+    for x, y in data[:100]:
+        assert dense.prequential_one(x, y) == sparse.prequential_one(x, y)
+    assert sparse._stats.tuples_sparse and not dense._stats.tuples_sparse
+    stream_nb.save(sparse, tmp_path / "kdb.snb")
+    restored = stream_nb.load(tmp_path / "kdb.snb")
+    for x, y in data[100:]:
+        step = dense.prequential_one(x, y)
+        assert step == sparse.prequential_one(x, y) == restored.prequential_one(x, y)

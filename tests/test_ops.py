@@ -18,6 +18,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import numpy as np
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -140,6 +141,11 @@ def test_metrics_equal_what_the_engine_counted():
     assert m[("stream_nb_model_rebuild_seconds_count", (("model", "tan-demo"),))] == 6
     assert m[("stream_nb_output_flushes_total", (("result", "ok"),))] >= 1
     assert m[("stream_nb_output_flushes_total", (("result", "failed"),))] == 0
+    # the counts' memory: TAN's arrays are all dense, so cells and bytes are their sizes
+    arrays = [a for a in vars(engine.model._stats).values() if isinstance(a, np.ndarray)]
+    assert m[("stream_nb_model_count_cells", (("model", "tan-demo"),))] == sum(a.size for a in arrays)
+    assert m[("stream_nb_model_count_bytes", (("model", "tan-demo"),))] == sum(a.nbytes for a in arrays)
+    assert m[("stream_nb_model_memory_budget_bytes", (("model", "tan-demo"),))] == 256 * 1024 * 1024
     assert m[("stream_nb_info", (("mode", "jsonl"), ("model", "tan-demo"), ("version", "0.1.0")))] == 1
     assert ("process_resident_memory_bytes", ()) in m
 
@@ -360,7 +366,7 @@ def test_text_logs_keep_their_layout(tmp_path):
     r = cli("--input", str(EXAMPLE), "--output", str(tmp_path / "o"), "--dead-letter", str(tmp_path / "d"))
     assert r.returncode == 0
     last = r.stderr.decode().splitlines()[-1]
-    assert re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ INFO stream_nb\.cli: input exhausted after "
+    assert re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ INFO stream_nb\.daemon: input exhausted after "
                     + re.escape(str(EXAMPLE)) + r" line 400 \(next byte 42005\); metrics \{", last)
 
 

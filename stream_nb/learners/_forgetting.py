@@ -52,7 +52,7 @@ import numpy as np
 
 from .._checks import check_integer, check_number
 from ..exceptions import ConfigError, MergeError, UnlearnError
-from ..stats import capture, capture_nbytes, count_difference, replace_counts, scale_counts, subtract_counts
+from ..stats import SparseTable, capture, capture_nbytes, count_difference, replace_counts, scale_counts, subtract_counts
 
 __all__ = ["DETECTORS", "Forgetting", "make_detector", "detector_spec", "encode_object", "decode_object"]
 
@@ -422,13 +422,21 @@ class Forgetting:
             return {}, None
         arrays: dict = {}
         caps = {"base": f.base, "warn": f.warn_base, **{f"pane{i}": d for i, d in enumerate(f.deltas)}}
+        sparse = {}
         for tag, cap in caps.items():
             for name, a in (cap or {}).items():
-                arrays[f"forget.{tag}.{name}"] = a.copy()
+                if isinstance(a, SparseTable):  # a sparse t-way table: its cells and their counts
+                    idx, vals = a.cells()
+                    arrays[f"forget.{tag}.{name}.cells"] = np.stack(idx).astype(np.int64) if len(vals) else \
+                        np.zeros((len(a.shape), 0), dtype=np.int64)
+                    arrays[f"forget.{tag}.{name}.counts"] = vals.copy()
+                    sparse[f"{tag}.{name}"] = list(a.shape)
+                else:
+                    arrays[f"forget.{tag}.{name}"] = a.copy()
         meta = {
             "panes_kept": len(f.deltas), "base": f.base is not None, "warn": f.warn_base is not None,
             "pane_n": f.pane_n, "inflation": f.inflation.hex(), "warning": f.warning, "seen": f.seen,
-            "drifts": list(f.drifts), "rebuild_origin": int(getattr(self, "_rebuild_origin", 0)),
+            "sparse": sparse, "drifts": list(f.drifts), "rebuild_origin": int(getattr(self, "_rebuild_origin", 0)),
             "detector": None if f.detector is None else encode_object(f.detector),
         }
         return arrays, meta
@@ -442,9 +450,22 @@ class Forgetting:
                                  "and drift_detector")
             return
         try:
+            sparse = meta.get("sparse") or {}
+
             def cap(tag):
                 prefix = f"forget.{tag}."
-                return {k[len(prefix):]: np.array(v, dtype=float) for k, v in arrays.items() if k.startswith(prefix)}
+                out = {k[len(prefix):]: np.array(v, dtype=float) for k, v in arrays.items()
+                       if k.startswith(prefix) and f"{tag}.{k[len(prefix):]}" not in sparse
+                       and not k.endswith((".cells", ".counts"))}
+                for key, shape in sparse.items():
+                    if key.startswith(tag + "."):
+                        name = key[len(tag) + 1:]
+                        table = SparseTable(tuple(shape))
+                        cells, counts = arrays[f"forget.{key}.cells"], np.asarray(arrays[f"forget.{key}.counts"])
+                        if len(counts):
+                            table.add(tuple(np.asarray(cells, dtype=np.int64)), counts)
+                        out[name] = table
+                return out
 
             f.deltas = [cap(f"pane{i}") for i in range(int(meta["panes_kept"]))]
             f.base = cap("base") if meta["base"] else None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..stats import DEFAULT_MEMORY_BUDGET
 from .._checks import check_integer
 from ..stats import naive_terms
 from ._base import BayesClassifier
@@ -78,6 +79,9 @@ class AODE(VectorisedRuns, BayesClassifier):
         learned events, in ``panes`` panes; or decay with a half-life of ``half_life`` events; and a
         river drift detector (or its name, e.g. ``"ddm"``) watching the prequential error switches to
         fresh counts on a drift. Default: no forgetting.
+    memory_budget
+        Bytes the counts may take (default 256 MiB; None: no bound): tables that
+        would pass it are kept sparse (see :mod:`stream_nb.stats._budget`).
 
     Examples
     --------
@@ -113,6 +117,7 @@ class AODE(VectorisedRuns, BayesClassifier):
         panes: int = 4,
         half_life: float | None = None,
         drift_detector=None,
+        memory_budget: int | None = DEFAULT_MEMORY_BUDGET,
     ):
         self.alpha = alpha
         self.m = m
@@ -125,6 +130,7 @@ class AODE(VectorisedRuns, BayesClassifier):
         self.learn_unlabeled = learn_unlabeled
         self.unlabeled_weight = unlabeled_weight
         self.window, self.panes, self.half_life, self.drift_detector = window, panes, half_life, drift_detector
+        self.memory_budget = memory_budget
         check_integer("m", m, minimum=0)
         check_binning(bins, warmup)
         self._setup(numeric="bins", pairs=True, bins=bins, warmup=warmup, bin_edges=bin_edges)
@@ -163,7 +169,7 @@ class AODE(VectorisedRuns, BayesClassifier):
         s, a = self._stats, self._alpha
         if not D.shape[1]:
             return prior.copy()
-        terms, seen = spode_run_terms(s, a, D, yc, C)
+        terms, seen = spode_run_terms(s, a, D, yc, C, self.__dict__.setdefault("_run_scratch", {}))
         parents = seen >= self.m
         rows = parents.any(1)
         out = np.empty((len(D), C))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._checks import check_number
-from ..stats import naive_terms
+from ..stats import DEFAULT_MEMORY_BUDGET, naive_terms
 from ._base import BayesClassifier
 from ._em import add_estep, assemble, naive_bayes_blocks
 from ._runs import VectorisedRuns
@@ -65,6 +65,9 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
         learned events, in ``panes`` panes; or decay with a half-life of ``half_life`` events; and a
         river drift detector (or its name, e.g. ``"ddm"``) watching the prequential error switches to
         fresh counts on a drift. Default: no forgetting.
+    memory_budget
+        Bytes the counts may take (default 256 MiB; None: no bound): tables that
+        would pass it are kept sparse (see :mod:`stream_nb.stats._budget`).
 
     Examples
     --------
@@ -107,6 +110,7 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
         panes: int = 4,
         half_life: float | None = None,
         drift_detector=None,
+        memory_budget: int | None = DEFAULT_MEMORY_BUDGET,
     ):
         self.alpha = alpha
         self.types = types
@@ -116,6 +120,7 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
         self.learn_unlabeled = learn_unlabeled
         self.unlabeled_weight = unlabeled_weight
         self.window, self.panes, self.half_life, self.drift_detector = window, panes, half_life, drift_detector
+        self.memory_budget = memory_budget
         check_number("var_smoothing", var_smoothing, minimum=0)
         self._setup(numeric="gaussian", pairs=False, var_smoothing=var_smoothing)
         self._table_epoch = -1

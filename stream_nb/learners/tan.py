@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._checks import is_integer
-from ..stats import GAUSS, tree_terms
+from ..stats import DEFAULT_MEMORY_BUDGET, GAUSS, tree_terms
 from ._binning import check_binning
 from ._decision import logsumexp
 from ._em import add_estep, naive_bayes_blocks, one_dependence_estep
@@ -85,6 +85,9 @@ class TAN(VectorisedRuns, StructuredClassifier):
         learned events, in ``panes`` panes; or decay with a half-life of ``half_life`` events; and a
         river drift detector (or its name, e.g. ``"ddm"``) watching the prequential error switches to
         fresh counts on a drift. Default: no forgetting.
+    memory_budget
+        Bytes the counts may take (default 256 MiB; None: no bound): tables that
+        would pass it are kept sparse (see :mod:`stream_nb.stats._budget`).
 
     Examples
     --------
@@ -121,6 +124,7 @@ class TAN(VectorisedRuns, StructuredClassifier):
         panes: int = 4,
         half_life: float | None = None,
         drift_detector=None,
+        memory_budget: int | None = DEFAULT_MEMORY_BUDGET,
     ):
         self.alpha = alpha
         self.rebuild_every = rebuild_every
@@ -133,6 +137,7 @@ class TAN(VectorisedRuns, StructuredClassifier):
         self.learn_unlabeled = learn_unlabeled
         self.unlabeled_weight = unlabeled_weight
         self.window, self.panes, self.half_life, self.drift_detector = window, panes, half_life, drift_detector
+        self.memory_budget = memory_budget
         check_binning(bins, warmup)
         self._setup_rebuilds()
         self._setup(numeric="bins", pairs=True, bins=bins, warmup=warmup, bin_edges=bin_edges)

@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._sparse import SparseTable
+
 __all__ = ["capture", "count_difference", "subtract_counts", "replace_counts", "scale_counts", "capture_nbytes",
            "count_names"]
 
@@ -74,8 +76,27 @@ def _used(s, name: str) -> tuple:
 
 
 def capture(s) -> dict:
-    """A copy of every count array of ``s`` (and its Gaussian moments) over what is in use now."""
-    return {name: getattr(s, name)[_used(s, name)].copy() for name in count_names(s) + list(_MOMENTS)}
+    """A copy of every count array of ``s`` (and its Gaussian moments) over what is in use now (a sparse
+    t-way table: a copy of the table; see :mod:`stream_nb.stats._budget`)."""
+    out = {}
+    for name in count_names(s) + list(_MOMENTS):
+        a = getattr(s, name)
+        out[name] = a.copy() if isinstance(a, SparseTable) else a[_used(s, name)].copy()
+    return out
+
+
+def _sparse_add(table: SparseTable, other, sign: float) -> SparseTable:
+    """``table + sign * other`` (``other`` sparse or dense), in ``table`` (grown to hold ``other``'s shape)."""
+    if isinstance(other, SparseTable):
+        idx, vals = other.cells()
+    else:
+        idx = np.nonzero(other)
+        vals = other[idx]
+    if any(d > D for d, D in zip(getattr(other, "shape", ()), table.shape)):
+        table = table.reshaped(tuple(max(d, D) for d, D in zip(other.shape, table.shape)))
+    if len(vals):
+        table.add(idx, sign * np.asarray(vals))
+    return table
 
 
 def capture_nbytes(cap: dict | None) -> int:
@@ -118,7 +139,11 @@ def count_difference(s, base: dict | None) -> dict:
         if name in _MOMENTS:
             continue
         b = _part(base, name)
-        if b is not None:
+        if b is None:
+            continue
+        if isinstance(a, SparseTable) or isinstance(b, SparseTable):
+            now[name] = _sparse_add(a if isinstance(a, SparseTable) else _to_sparse(a), b, -1.0)
+        else:
             a[_region(b)] -= b
     if "g_n" in base:
         r = _region(base["g_n"])
@@ -127,14 +152,27 @@ def count_difference(s, base: dict | None) -> dict:
     return now
 
 
+def _to_sparse(a: np.ndarray) -> SparseTable:
+    out = SparseTable(a.shape, slots=2 * max(int(np.count_nonzero(a)), 1))
+    return _sparse_add(out, a, 1.0)
+
+
 def subtract_counts(s, delta: dict) -> None:
     """Take the counts of ``delta`` (a :func:`count_difference`) out of ``s``."""
     s.epoch += 1
     s.version += 1
     for name in count_names(s):
         d = _part(delta, name)
-        if d is not None:
-            getattr(s, name)[_region(d)] -= d
+        if d is None:
+            continue
+        a = getattr(s, name)
+        if isinstance(a, SparseTable):
+            setattr(s, name, _sparse_add(a, d, -1.0))
+        elif isinstance(d, SparseTable):
+            idx, vals = d.cells()
+            np.subtract.at(a, idx, vals)
+        else:
+            a[_region(d)] -= d
     if "g_n" in delta and delta["g_n"].size:
         r = _region(delta["g_n"])
         n, mean, m2 = s.g_n[r], s.g_mean[r], s.g_m2[r]
@@ -147,9 +185,15 @@ def replace_counts(s, delta: dict | None) -> None:
     s.version += 1
     for name in count_names(s) + list(_MOMENTS):
         a = getattr(s, name)
-        a[...] = 0.0
         d = None if delta is None else _part(delta, name)
-        if d is not None:
+        if isinstance(a, SparseTable):
+            setattr(s, name, _sparse_add(SparseTable(a.shape), d, 1.0) if d is not None else SparseTable(a.shape))
+            continue
+        a[...] = 0.0
+        if isinstance(d, SparseTable):
+            idx, vals = d.cells()
+            np.add.at(a, idx, vals)
+        elif d is not None:
             a[_region(d)] = d
 
 
@@ -159,10 +203,24 @@ def scale_counts(s, factor: float, captures=()) -> None:
     s.epoch += 1
     s.version += 1
     for name in count_names(s) + ["g_n", "g_m2"]:
-        getattr(s, name)[...] *= factor
+        a = getattr(s, name)
+        if isinstance(a, SparseTable):
+            setattr(s, name, _scaled(a, factor))
+        else:
+            a[...] *= factor
     for cap in captures:
         if cap is None:
             continue
         for name, a in cap.items():
-            if name != "g_mean":
+            if isinstance(a, SparseTable):
+                cap[name] = _scaled(a, factor)
+            elif name != "g_mean":
                 a *= factor
+
+
+def _scaled(table: SparseTable, factor: float) -> SparseTable:
+    idx, vals = table.cells()
+    out = SparseTable(table.shape, slots=2 * max(len(vals), 1))
+    if len(vals):
+        out.add(idx, vals * factor)
+    return out
