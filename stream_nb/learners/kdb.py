@@ -90,6 +90,8 @@ class KDB(VectorisedRuns, StructuredClassifier):
         Optional loss matrix ``{truth: {prediction: cost}}`` for Bayes decision.
     missing, learn_unlabeled, unlabeled_weight
         EM for missing values and unlabeled events (see :class:`~stream_nb.NaiveBayes`).
+    window, panes, half_life, drift_detector
+        Forgetting (see :class:`~stream_nb.NaiveBayes`).
     memory_budget
         Bytes the counts may take (default 256 MiB; None: no bound): tables that
         would pass it are kept sparse (see :mod:`stream_nb.stats._budget`).
@@ -128,6 +130,10 @@ class KDB(VectorisedRuns, StructuredClassifier):
         missing: str = "em",
         learn_unlabeled: bool = False,
         unlabeled_weight: float = 1.0,
+        window: int | None = None,
+        panes: int = 4,
+        half_life: float | None = None,
+        drift_detector=None,
         memory_budget: int | None = DEFAULT_MEMORY_BUDGET,
     ):
         self.k = k
@@ -143,6 +149,7 @@ class KDB(VectorisedRuns, StructuredClassifier):
         self.missing = missing
         self.learn_unlabeled = learn_unlabeled
         self.unlabeled_weight = unlabeled_weight
+        self.window, self.panes, self.half_life, self.drift_detector = window, panes, half_life, drift_detector
         self.memory_budget = memory_budget
         check_integer("k", k, minimum=0)
         if max_table_cells is not None:

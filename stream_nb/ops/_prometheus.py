@@ -63,6 +63,8 @@ METRICS: tuple[tuple[str, str, str, str], ...] = (
     ("stream_nb_model_rebuilds_total", "counter", "model",
      "structure rebuilds of the model (TAN tree), over the model's life (restored from a snapshot)"),
     ("stream_nb_model_rebuild_seconds", "histogram", "model", "duration of each rebuild seen by this process"),
+    ("stream_nb_model_drifts_total", "counter", "model",
+     "drifts the model's drift detector found (each a switch to fresh counts), over the model's life"),
     ("stream_nb_model_count_cells", "gauge", "model",
      "cells the model's counts hold (dense arrays whole; sparse tables, the cells that occur)"),
     ("stream_nb_model_count_bytes", "gauge", "model", "bytes the model's counts take"),
@@ -197,6 +199,10 @@ class _Collector:
 
         if getattr(engine, "joiner", None) is not None:
             yield from join_families(engine.joiner, model)
+        if engine is not None and getattr(engine.model, "drifts", None) is not None:
+            drifts = CounterMetricFamily("stream_nb_model_drifts", _doc("stream_nb_model_drifts"), labels=["model"])
+            drifts.add_metric([model], len(engine.model.drifts))
+            yield drifts
         memory_used = getattr(engine.model, "memory_used", None) if engine is not None else None
         if memory_used is not None:
             used = memory_used()
