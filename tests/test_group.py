@@ -164,7 +164,8 @@ def _stream(n: int, seed: int) -> tuple[list, list]:
 
 
 @pytest.mark.parametrize("cls, params", [(NaiveBayes, {}), (NaiveBayes, {"learn_unlabeled": True}), (AODE, {}),
-                                         (TAN, {"rebuild_every": 40}), (SPODE, {}), (KDB, {"k": 2})])
+                                         (TAN, {"rebuild_every": 40}), (SPODE, {}), (KDB, {"k": 2}),
+                                         (NaiveBayes, {"drift_detector": "ddm"}), (TAN, {"half_life": 150})])
 def test_partition_states_learn_as_the_prequential_loop_does(cls, params):
     """A partition state learns without scoring (``learn_events``) and ends with the very arrays the
     daemon's prequential loop leaves, in polls of any size."""
@@ -183,4 +184,4 @@ def test_partition_states_learn_as_the_prequential_loop_does(cls, params):
     assert sorted(a) == sorted(b)
     for name in a:
         assert np.array_equal(a[name], b[name]), name
-    assert shared.n_learned == loop.n_learned > 500
+    assert shared.n_learned == loop.n_learned > 150  # (decayed with half_life)

@@ -42,7 +42,7 @@ class VectorisedRuns(abc.ABC):
     #: Runs take complete events only (always; else only under EM, whose missing values need E-steps).
     _run_complete = False
     #: Scoring a run changes the model (SPODE's running loss of each candidate parent): learning
-    #: without predictions (learn_events) must still score the discrete terms.
+    #: without predictions (learn_events) must still score.
     _run_scoring_learns = False
 
     @abc.abstractmethod
@@ -64,6 +64,20 @@ class VectorisedRuns(abc.ABC):
         """Most events in one run; default ``_RUN``."""
         return self._RUN
 
+    def _run_state(self):
+        """What scoring a run changes beyond the counts (SPODE's running scores), for :meth:`_set_run_state`
+        when the run is cut short (a drift detector acting inside it); default: nothing."""
+        return None
+
+    def _set_run_state(self, state) -> None:
+        """Restore what :meth:`_run_state` returned; default: nothing."""
+
+    def _run_scores_learned(self) -> bool:
+        """Whether learning a run needs its scores: they change the model (``_run_scoring_learns``)
+        or a drift detector learns from the run's errors."""
+        forget = getattr(self, "_forget", None)
+        return self._run_scoring_learns or (forget is not None and forget.detector is not None)
+
     def _prequential_run(self, xs: list, ys: list, start: int, out: list | None) -> int:
         """Append the results of a vectorised run of events from ``start``; return where it stopped.
 
@@ -71,7 +85,8 @@ class VectorisedRuns(abc.ABC):
         ones under EM). Each is scored with the stored counts plus those of the run's earlier
         events: the class prior and the Gaussian moments here, the discrete terms by
         :meth:`_run_terms`. Then the run is learned in one :meth:`Stats.add_many`.
-        With ``out=None`` the run is learned only, unscored (:meth:`learn_events`).
+        With ``out=None`` the run is learned and scored only if the scores are learned
+        (:meth:`_run_scores_learned`); :meth:`learn_events`.
         """
         s = self._stats
         C = s.n_classes
@@ -82,29 +97,37 @@ class VectorisedRuns(abc.ABC):
         stop, D, G, yc = s.encode_run(xs, ys, start, complete=complete, limit=limit)
         if stop - start < 2:
             return start  # a single event: the one-event path is cheaper
-        if out is not None or self._run_scoring_learns:
-            self._score_run(D, G, yc, C, out)
-        labeled = yc >= 0
-        if labeled.any():
-            s.add_many(D[labeled], np.arange(D.shape[1]), G[labeled], np.arange(G.shape[1]), yc[labeled])
-            self._learned(int(labeled.sum()))
-        return stop
-
-    def _score_run(self, D: np.ndarray, G: np.ndarray, yc: np.ndarray, C: int, out: list | None) -> None:
-        """Append each event's ``(prediction, proba)`` under the counts it would have seen
-        (``out=None``: only what scoring changes in the model, see ``_run_scoring_learns``)."""
-        s = self._stats
+        if out is None and not self._run_scores_learned():
+            return self._add_run(D, G, yc, stop)  # nobody reads the scores, nothing learns from them
         prior = log_prior(s.class_count[:C] + exclusive_counts(yc, C), self._alpha)
+        mark = self._run_state()
         jll = self._run_jll(D, yc, C, prior)
-        if out is None:
-            return
         if G.shape[1]:
             Gs = G.shape[1]
             n, mean, m2 = running_moments(G, yc, s.g_n[:C, :Gs], s.g_mean[:C, :Gs], s.g_m2[:C, :Gs])
             jll += gaussian_loglik(n, mean, m2, G, self._var_smoothing)
         log_post = normalise(jll, prior)  # as in predict_proba_one: every class impossible -> the prior
-        classes = s.classes
-        out.extend(
-            (classes[i], dict(zip(classes, p)))
-            for i, p in zip(self._decide(log_post).tolist(), np.exp(log_post).tolist())
-        )
+        decided = self._decide(log_post)
+        keep = self._forget_run(decided, yc)  # a drift detector may act at an event: the run ends before it
+        if keep < len(yc):
+            self._set_run_state(mark)  # what scoring the run changed, scored again over the rows kept
+            if keep == 0:
+                return start
+            D, G, yc, log_post, decided = D[:keep], G[:keep], yc[:keep], log_post[:keep], decided[:keep]
+            stop = start + keep
+            self._run_jll(D, yc, C, prior[:keep])
+        if out is not None:
+            classes = s.classes
+            out.extend(
+                (classes[i], dict(zip(classes, p)))
+                for i, p in zip(decided.tolist(), np.exp(log_post).tolist())
+            )
+        return self._add_run(D, G, yc, stop)
+
+    def _add_run(self, D: np.ndarray, G: np.ndarray, yc: np.ndarray, stop: int) -> int:
+        """Learn a run's labeled rows in one :meth:`Stats.add_many`; return ``stop``."""
+        labeled = yc >= 0
+        if labeled.any():
+            self._stats.add_many(D[labeled], np.arange(D.shape[1]), G[labeled], np.arange(G.shape[1]), yc[labeled])
+            self._learned(int(labeled.sum()))
+        return stop
