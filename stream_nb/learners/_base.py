@@ -470,11 +470,8 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
                 i += 1
 
     def learn_events(self, xs: list, ys: list) -> None:
-        """Learn events as :meth:`prequential_iter` does, without scoring its vectorised runs.
-
-        The model ends as :meth:`prequential_iter` leaves it (the same runs, each
-        added in one pass; an event it refuses is skipped); only the predictions
-        nobody reads are spared. A group member's partition states learn this way.
+        """Learn events as :meth:`prequential_iter` does (the same runs; an event it refuses is skipped),
+        predicting only what a drift detector or the model learns from. Group members' partition states learn so.
 
         >>> from stream_nb import NaiveBayes
         >>> xs, ys = [{"sky": "sun"}, {"sky": "rain"}, {"sky": ["?"]}, {"sky": "sun"}], ["play", "stay", "play", "play"]
@@ -487,12 +484,16 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
         if len(xs) != len(ys):
             raise ValueError(f"learn_events: {len(xs)} events but {len(ys)} labels")
         i, n = 0, len(xs)
+        watched = getattr(self, "_forget", None) is not None and self._forget.detector is not None
         while i < n:
             if self._forget_runs():
                 i = self._prequential_run(xs, ys, i, None)
             if i < n:
-                try:
-                    self.prequential_one(xs[i], ys[i])
+                try:  # one event: predicted only when a drift detector watches the predictions
+                    if watched:
+                        self.prequential_one(xs[i], ys[i])
+                    elif self.learn_unlabeled or not is_missing_label(ys[i]):
+                        self.learn_one(xs[i], ys[i])
                 except InvalidEventError:
                     pass  # prequential_iter reports it and leaves the model as it was
                 i += 1
