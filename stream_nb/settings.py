@@ -106,6 +106,7 @@ _KAFKA = "Kafka mode (on when any of these is set)"
 _ENGINE = "engine"
 _OPS = "operations"
 _SNAPSHOTS = "snapshots and recovery (off unless --snapshot-dir is given)"
+_GROUP = "one model across a consumer group (Kafka; off unless --model-topic is given)"
 
 SETTINGS: tuple[Setting, ...] = (
     Setting("model", "choice", "nb", "classifier: naive Bayes, AODE, TAN, SPODE or KDB", _MODEL, choices=tuple(MODELS)),
@@ -197,6 +198,16 @@ SETTINGS: tuple[Setting, ...] = (
             "isolation_level=read_committed", _SNAPSHOTS),
     Setting("instance_id", "str", "0", "stable name of this daemon instance within its group, distinct per "
             "instance; the transactional id is stream-nb-<group id>-<instance id>", _SNAPSHOTS, "ID"),
+    Setting("model_topic", "str", None, "share one model across the members of --group-id through this compacted "
+            "topic: each publishes the counts of the partitions it owns with the offsets they cover, applies the "
+            "others', and predicts with the group's model; no disk needed (--snapshot-dir: a local cache)",
+            _GROUP, "TOPIC"),
+    Setting("sync_interval", "float", 1.0, "publish and apply the group's model at least this often, in seconds",
+            _GROUP, "SECONDS"),
+    Setting("sync_every", "int", 10_000, "publish after this many events, and apply others' states once they "
+            "hold this many new events", _GROUP, "N"),
+    Setting("model_record_bytes", "int", 900_000, "largest model-topic record; larger states are split "
+            "(keep under the broker's max.message.bytes)", _GROUP, "BYTES"),
     Setting("metrics_interval", "float", ENGINE_DEFAULTS["log_metrics_interval_s"], "log the prequential "
             "metrics every this many seconds (0: only at exit)", _OPS, "SECONDS"),
     Setting("connect_attempts", "int", 0, "start-up attempts while the broker is unreachable (0: keep trying)",

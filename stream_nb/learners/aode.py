@@ -159,7 +159,7 @@ class AODE(VectorisedRuns, BayesClassifier):
         s, a = self._stats, self._alpha
         if not D.shape[1]:
             return prior.copy()
-        terms, seen = spode_run_terms(s, a, D, yc, C)
+        terms, seen = spode_run_terms(s, a, D, yc, C, self.__dict__.setdefault("_run_scratch", {}))
         parents = seen >= self.m
         rows = parents.any(1)
         out = np.empty((len(D), C))

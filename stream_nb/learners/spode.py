@@ -250,7 +250,7 @@ class SPODE(VectorisedRuns, StructuredClassifier):
         p = self._parent_index()
         rooted = p is not None and s.n_values[p] > 0 and D.shape[1] > 0
         if self.parent is None and D.shape[1]:
-            terms, _ = spode_run_terms(s, a, D, yc, C)
+            terms, _ = spode_run_terms(s, a, D, yc, C, self.__dict__.setdefault("_run_scratch", {}))
             logp = terms - logsumexp(terms, axis=1)[:, None, :]
             self._grow_scores()
             F = D.shape[1]
