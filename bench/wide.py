@@ -19,8 +19,9 @@ Two streams with a planted dependence structure, generated here with numpy:
 Each model runs in its own child process (so that its peak resident memory,
 ``resource.getrusage(RUSAGE_SELF).ru_maxrss``, is its own), with its default
 parameters (so its default ``memory_budget``), over the stream in batches of
-1,000 events through ``prequential_many`` (predict each event, then learn it),
-stopping after ``--seconds`` of prequential time. The child's address space is
+200 events through ``prequential_many`` (predict each event, then learn it),
+stopping after ``--seconds`` of prequential time (a batch still running
+at 1.5 x ``--seconds`` + 30 s is interrupted). The child's address space is
 capped at ``--address-limit`` GB so that a model that would allocate more fails
 fast (MemoryError) rather than swapping a shared machine. The table gives
 events done, events/s, prequential accuracy over them, and peak RSS (MB).
@@ -31,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import signal
 import subprocess
 import sys
 import time
@@ -39,6 +41,7 @@ import numpy as np
 
 STREAMS = ("cat200", "bin1000")
 MODEL_NAMES = ("NaiveBayes", "AODE", "TAN", "SPODE", "KDB")
+BATCH = 200  # events per prequential_many call
 
 
 def _dirichlet(rng, shape, n, concentration):
@@ -90,10 +93,16 @@ def run_model(stream: str, model_name: str, n: int, seed: int, seconds: float) -
     done = correct = 0
     spent = 0.0
     error = None
+
+    def overrun(*_):
+        raise TimeoutError(f"one batch of {BATCH} events still running after {1.5 * seconds + 30:g} s")
+
+    signal.signal(signal.SIGALRM, overrun)
+    signal.setitimer(signal.ITIMER_REAL, 1.5 * seconds + 30)
     try:
-        for lo in range(0, n, 1000):
-            xs = [dict(zip(names, row)) for row in X[lo : lo + 1000].tolist()]
-            ys = y[lo : lo + 1000].tolist()
+        for lo in range(0, n, BATCH):
+            xs = [dict(zip(names, row)) for row in X[lo : lo + BATCH].tolist()]
+            ys = y[lo : lo + BATCH].tolist()
             t0 = time.perf_counter()
             out = model.prequential_many(xs, ys)
             spent += time.perf_counter() - t0
@@ -102,8 +111,9 @@ def run_model(stream: str, model_name: str, n: int, seed: int, seconds: float) -
             done += len(ys)
             if spent > seconds:
                 break
-    except MemoryError as exc:
-        error = f"MemoryError: {exc}"
+    except (MemoryError, TimeoutError) as exc:
+        error = f"{type(exc).__name__}: {exc}"
+    signal.setitimer(signal.ITIMER_REAL, 0)
     used = model.memory_used()
     return {"events": done, "seconds": spent, "accuracy": correct / done if done else None,
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "error": error,
