@@ -74,6 +74,11 @@ class AODE(VectorisedRuns, BayesClassifier):
         class too (semi-supervised, Nigam et al. 2000).
     unlabeled_weight
         Weight of an unlabeled event relative to a labeled one.
+    window, panes, half_life, drift_detector
+        Forgetting (see :mod:`stream_nb.learners._forgetting`): the counts cover the last ``window``
+        learned events, in ``panes`` panes; or decay with a half-life of ``half_life`` events; and a
+        river drift detector (or its name, e.g. ``"ddm"``) watching the prequential error switches to
+        fresh counts on a drift. Default: no forgetting.
     memory_budget
         Bytes the counts may take (default 256 MiB; None: no bound): tables that
         would pass it are kept sparse (see :mod:`stream_nb.stats._budget`).
@@ -108,6 +113,10 @@ class AODE(VectorisedRuns, BayesClassifier):
         missing: str = "em",
         learn_unlabeled: bool = False,
         unlabeled_weight: float = 1.0,
+        window: int | None = None,
+        panes: int = 4,
+        half_life: float | None = None,
+        drift_detector=None,
         memory_budget: int | None = DEFAULT_MEMORY_BUDGET,
     ):
         self.alpha = alpha
@@ -120,6 +129,7 @@ class AODE(VectorisedRuns, BayesClassifier):
         self.missing = missing
         self.learn_unlabeled = learn_unlabeled
         self.unlabeled_weight = unlabeled_weight
+        self.window, self.panes, self.half_life, self.drift_detector = window, panes, half_life, drift_detector
         self.memory_budget = memory_budget
         check_integer("m", m, minimum=0)
         check_binning(bins, warmup)
@@ -132,7 +142,7 @@ class AODE(VectorisedRuns, BayesClassifier):
 
     def _spode_terms(self, cols, feats):
         """(C, k) log P̂(c, x_i) Π_j P̂(x_j | c, x_i) for every observed i, and the parent mask."""
-        return spode_terms(self._stats, self._alpha, cols, feats, self.m)
+        return spode_terms(self._stats, self._alpha, cols, feats, self.m * self._inflation)
 
     def _jll(self, enc):
         cols = enc.cols
@@ -174,7 +184,8 @@ class AODE(VectorisedRuns, BayesClassifier):
         add_estep(s, enc, c, w, one_dependence_estep(s.observed(), self._alpha, enc, c, miss))
 
     def _missing_posterior(self, enc, c, miss):
-        return mixture_posterior(self._stats, self._alpha, enc, c, miss, self.m, None, self._naive_jll(enc))
+        return mixture_posterior(self._stats, self._alpha, enc, c, miss, self.m * self._inflation, None,
+                                 self._naive_jll(enc))
 
     def _jll_many(self, D, dfeats, G, gslots):
         out = self._naive_jll_many(D, dfeats, G, gslots)
@@ -190,7 +201,7 @@ class AODE(VectorisedRuns, BayesClassifier):
             Dc = np.where(obs, Dr, 0)
             n_vals = np.maximum(s.n_values[dfeats][None, :] + (Dr == 0), 1)
             vc = s.value_count[:C][:, Dc]
-            parents = obs & (vc.sum(0) >= self.m)
+            parents = obs & (vc.sum(0) >= self.m * self._inflation)
             joint = np.log(vc + a) - np.log(d_i[None, :] + a * n_vals)[None]
             pc = s.pair_count[:C][:, Dc[:, :, None], Dc[:, None, :]]
             den = s.pair_feat[:C][:, Dc[:, :, None], dfeats[None, None, :]]

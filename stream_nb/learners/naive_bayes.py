@@ -60,6 +60,11 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
         class too (semi-supervised, Nigam et al. 2000).
     unlabeled_weight
         Weight of an unlabeled event relative to a labeled one.
+    window, panes, half_life, drift_detector
+        Forgetting (see :mod:`stream_nb.learners._forgetting`): the counts cover the last ``window``
+        learned events, in ``panes`` panes; or decay with a half-life of ``half_life`` events; and a
+        river drift detector (or its name, e.g. ``"ddm"``) watching the prequential error switches to
+        fresh counts on a drift. Default: no forgetting.
     memory_budget
         Bytes the counts may take (default 256 MiB; None: no bound): tables that
         would pass it are kept sparse (see :mod:`stream_nb.stats._budget`).
@@ -101,6 +106,10 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
         missing: str = "em",
         learn_unlabeled: bool = False,
         unlabeled_weight: float = 1.0,
+        window: int | None = None,
+        panes: int = 4,
+        half_life: float | None = None,
+        drift_detector=None,
         memory_budget: int | None = DEFAULT_MEMORY_BUDGET,
     ):
         self.alpha = alpha
@@ -110,6 +119,7 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
         self.missing = missing
         self.learn_unlabeled = learn_unlabeled
         self.unlabeled_weight = unlabeled_weight
+        self.window, self.panes, self.half_life, self.drift_detector = window, panes, half_life, drift_detector
         self.memory_budget = memory_budget
         check_number("var_smoothing", var_smoothing, minimum=0)
         self._setup(numeric="gaussian", pairs=False, var_smoothing=var_smoothing)
@@ -141,8 +151,8 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
             self._lprior = self._log_prior()
 
     def _jll(self, enc):
-        if enc.unseen or not self._stats.n_classes:
-            return self._naive_jll(enc)
+        if enc.unseen or not self._stats.n_classes or self.half_life is not None:
+            return self._naive_jll(enc)  # (decay changes every cell's smoothing each event: no table)
         lp, prior = self._tables()
         jll = prior + lp[:, enc.cols].sum(1) if len(enc.cols) else prior
         if len(enc.gslots):

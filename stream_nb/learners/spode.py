@@ -54,6 +54,8 @@ class SPODE(VectorisedRuns, StructuredClassifier):
         Optional loss matrix ``{truth: {prediction: cost}}`` for Bayes decision.
     missing, learn_unlabeled, unlabeled_weight
         EM for missing values and unlabeled events (see :class:`~stream_nb.NaiveBayes`).
+    window, panes, half_life, drift_detector
+        Forgetting (see :class:`~stream_nb.NaiveBayes`).
     memory_budget
         Bytes the counts may take (default 256 MiB; None: no bound): tables that
         would pass it are kept sparse (see :mod:`stream_nb.stats._budget`).
@@ -95,6 +97,10 @@ class SPODE(VectorisedRuns, StructuredClassifier):
         missing: str = "em",
         learn_unlabeled: bool = False,
         unlabeled_weight: float = 1.0,
+        window: int | None = None,
+        panes: int = 4,
+        half_life: float | None = None,
+        drift_detector=None,
         memory_budget: int | None = DEFAULT_MEMORY_BUDGET,
     ):
         self.parent = parent
@@ -108,6 +114,7 @@ class SPODE(VectorisedRuns, StructuredClassifier):
         self.missing = missing
         self.learn_unlabeled = learn_unlabeled
         self.unlabeled_weight = unlabeled_weight
+        self.window, self.panes, self.half_life, self.drift_detector = window, panes, half_life, drift_detector
         self.memory_budget = memory_budget
         check_binning(bins, warmup)
         self._setup_rebuilds()
@@ -242,6 +249,12 @@ class SPODE(VectorisedRuns, StructuredClassifier):
         s = self._stats
         F = len(s.features)
         return run_cells(F, s.n_classes * (F**2 if self.parent is None else F))
+
+    def _run_state(self):
+        return self._loss_sum.copy(), self._loss_n.copy()
+
+    def _set_run_state(self, state) -> None:
+        self._loss_sum, self._loss_n = state[0].copy(), state[1].copy()
 
     def _run_jll(self, D, yc, C, prior):
         """:meth:`_jll` of each row of a run; with ``parent=None`` each labeled row also adds every

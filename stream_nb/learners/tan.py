@@ -80,6 +80,11 @@ class TAN(VectorisedRuns, StructuredClassifier):
         class too (semi-supervised, Nigam et al. 2000).
     unlabeled_weight
         Weight of an unlabeled event relative to a labeled one.
+    window, panes, half_life, drift_detector
+        Forgetting (see :mod:`stream_nb.learners._forgetting`): the counts cover the last ``window``
+        learned events, in ``panes`` panes; or decay with a half-life of ``half_life`` events; and a
+        river drift detector (or its name, e.g. ``"ddm"``) watching the prequential error switches to
+        fresh counts on a drift. Default: no forgetting.
     memory_budget
         Bytes the counts may take (default 256 MiB; None: no bound): tables that
         would pass it are kept sparse (see :mod:`stream_nb.stats._budget`).
@@ -115,6 +120,10 @@ class TAN(VectorisedRuns, StructuredClassifier):
         missing: str = "em",
         learn_unlabeled: bool = False,
         unlabeled_weight: float = 1.0,
+        window: int | None = None,
+        panes: int = 4,
+        half_life: float | None = None,
+        drift_detector=None,
         memory_budget: int | None = DEFAULT_MEMORY_BUDGET,
     ):
         self.alpha = alpha
@@ -127,6 +136,7 @@ class TAN(VectorisedRuns, StructuredClassifier):
         self.missing = missing
         self.learn_unlabeled = learn_unlabeled
         self.unlabeled_weight = unlabeled_weight
+        self.window, self.panes, self.half_life, self.drift_detector = window, panes, half_life, drift_detector
         self.memory_budget = memory_budget
         check_binning(bins, warmup)
         self._setup_rebuilds()

@@ -71,11 +71,13 @@ module             what it holds
 ``_budget.py``     the memory budget: dense tables while they fit, sparse beyond
 ``_sparse.py``     sparse count tables (the cells that occur, hashed in numpy arrays)
 ``_discretise.py`` online equal-frequency bins of numeric features
+``_forgetting.py`` captures of the counts, their differences, subtracting and scaling (forgetting)
 =================  ==================================================================
 """
 
 from ._budget import DEFAULT_MEMORY_BUDGET
 from ._discretise import Discretiser
+from ._forgetting import capture, capture_nbytes, count_difference, replace_counts, scale_counts, subtract_counts
 from ._gaussian import gaussian_loglik
 from ._labels import is_missing_label, validate_label
 from ._running import (
@@ -90,4 +92,5 @@ __all__ = [
     "exclusive_counts", "gaussian_loglik", "grouped_exclusive_counts", "naive_terms", "running_counts",
     "running_moments", "tree_terms",
     "describe_type", "is_missing_label", "json_type", "validate_label",
+    "capture", "capture_nbytes", "count_difference", "replace_counts", "scale_counts", "subtract_counts",
 ]

@@ -67,6 +67,7 @@ compact JSON encoding (orjson) of its metadata ``model.state()[1]``: what a snap
 
 from __future__ import annotations
 
+from ._drifting import DRIFT_STREAMS, DriftingStream
 from ._format import format_table, format_tree, why_no_tree
 from ._loop import Evaluation, ModelResult, evaluate, rolling_accuracy, train
 from ._readers import (
@@ -82,6 +83,8 @@ from ._specs import ModelSpec, make_model, parse_model_specs, state_bytes
 
 __all__ = [
     "DEFAULT_RIVER_EVENTS",
+    "DRIFT_STREAMS",
+    "DriftingStream",
     "RIVER_STREAMS",
     "BadRow",
     "EventSource",
