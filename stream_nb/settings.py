@@ -66,7 +66,7 @@ ENV_PREFIX = "STREAM_NB_"
 
 #: ``--model`` choice -> (class name in :mod:`stream_nb`, the parameters it takes).
 _EM = ("missing", "learn_unlabeled", "unlabeled_weight")
-_FORGET = ("window", "panes", "half_life", "drift_detector")
+_FORGET = ("window", "panes", "half_life", "drift_detector", "time_field")
 _ALL = (*_EM, "memory_budget", *_FORGET)  # the parameters every model takes
 MODELS: dict[str, tuple[str, tuple[str, ...]]] = {
     "nb": ("NaiveBayes", ("alpha", "types", "loss", "var_smoothing", *_ALL)),
@@ -248,8 +248,8 @@ SETTINGS: tuple[Setting, ...] = (
             "first when it is reached", _JOIN, "N"),
     Setting("label_ttl", "float", 3600.0, "seconds an event waits for its label (and a label for its event)",
             _JOIN, "S"),
-    Setting("time_field", "str", None, "event field holding its time in seconds (not a feature); default: the "
-            "arrival time", _JOIN, "FIELD"),
+    Setting("time_field", "str", None, "event field holding its time in seconds (not a feature): the join's "
+            "clock with --feedback (default: the arrival time); with --half-life, decay in event time (H seconds)", _JOIN, "FIELD"),
     Setting("on_expire", "str", "drop", "an event whose label did not come within --label-ttl: drop (counted, "
             "never learned) or label:VALUE (learned with VALUE)", _JOIN, "POLICY"),
     Setting("provisional_label", "str", None, "learn each waiting event at once with VALUE, and when its label "

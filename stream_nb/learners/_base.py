@@ -241,8 +241,9 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
         if self.learn_unlabeled and is_missing_label(y):
             self._learn_unlabeled(x, w * self.unlabeled_weight, known)
             return
+        x, t = self._forget_time(x)
         enc, c = s.encode_labeled(x, y, known)
-        w = self._forget_weight(w)
+        w = self._forget_weight(w, t)
         miss = s.missing_of(enc) if self.missing == "em" else _NONE
         if len(miss):
             self._add_expected(enc, c, w, miss)
@@ -256,9 +257,10 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
         s = self._stats
         if not s.n_classes:
             return  # no class to spread the event over yet
+        x, t = self._forget_time(x)
         enc = s.encode_learn(x, known=known)
         post = np.exp(normalise(self._jll(enc)[None, :], self._log_prior())[0])
-        w = self._forget_weight(w)
+        w = self._forget_weight(w, t)
         miss = s.missing_of(enc) if self.missing == "em" else _NONE
         for c, p in enumerate(post.tolist()):
             if w * p == 0.0:

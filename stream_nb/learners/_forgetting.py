@@ -23,6 +23,18 @@ that does it; its parameters are those of every model:
     smoothed estimates are ratios, so that is the same estimate), and the
     store is renormalised (every cell divided by ``g``, ``g`` back to 1) once
     ``g`` passes ``2**16``, before a structure rebuild, a merge and a snapshot.
+``half_life=H, time_field="t"``
+    Decay in event time: ``H`` is in the units of each event's number
+    ``x["t"]`` (seconds in the daemon, whose ``--time-field`` it is), which is
+    not a feature. Between two learned events every count is multiplied by
+    ``2**(-dt/H)``, ``dt`` the later time minus the model's clock (the latest
+    time learned). Time is taken as non-decreasing: an event older than the
+    clock is learned at the clock (full weight, ``dt = 0``, the clock stays),
+    so a late event never inflates older counts; an event without the field
+    is learned at the clock too. Predictions read the counts as of the last
+    learned event. A time that is not a finite number is refused
+    (:class:`~stream_nb.exceptions.InvalidEventError`, reason ``bad_time``,
+    naming the field). A merge decays the counts with the earlier clock to the later.
 ``drift_detector=D``
     A river drift detector (``river.drift.binary.DDM()``, ``river.drift.ADWIN()``,
     ...; or its name: ``"ddm"``, ``"adwin"``, ...) fed the 0/1 error of every
@@ -51,7 +63,7 @@ import random
 import numpy as np
 
 from .._checks import check_integer, check_number
-from ..exceptions import ConfigError, MergeError, UnlearnError
+from ..exceptions import ConfigError, InvalidEventError, MergeError, UnlearnError
 from ..stats import SparseTable, capture, capture_nbytes, count_difference, replace_counts, scale_counts, subtract_counts
 
 __all__ = ["DETECTORS", "Forgetting", "make_detector", "detector_spec", "encode_object", "decode_object"]
@@ -209,6 +221,7 @@ class _State:
         self.pane_n = 0  # events learned in the pane in progress
         self.step = 2.0 ** (1.0 / half_life) if half_life else 1.0
         self.inflation = 1.0  # stored counts = true counts * inflation
+        self.clock: float | None = None  # decay in event time: the latest event time learned
         self.detector = detector
         self.warn_base: dict | None = None  # capture at the warning (the fresh counts are what came since)
         self.warning = False
@@ -236,6 +249,9 @@ class Forgetting:
             if window is not None:
                 raise ConfigError("half_life: a model forgets by a window or by decay, not both; "
                                   f"got window={window} and half_life={half_life}")
+        time_field = getattr(self, "time_field", None)
+        if time_field is not None and (not isinstance(time_field, str) or not time_field):
+            raise ConfigError(f"time_field: expected the name of the events' time field, got {time_field!r:.60}")
         detector = make_detector(getattr(self, "drift_detector", None))
         if window is None and half_life is None and detector is None:
             self._forget = None
@@ -261,13 +277,41 @@ class Forgetting:
 
     # -------------------------------------------------------------- hooks of the learning paths
 
-    def _forget_weight(self, w: float) -> float:
-        """The stored weight of the event about to be added (decay: advances the clock one event)."""
+    def _forget_time(self, x: dict) -> tuple[dict, float | None]:
+        """``x`` without its ``time_field`` (not a feature) and that time (None: ``x`` has none); nothing
+        changes (InvalidEventError, reason ``bad_time``, unless the time is a finite number)."""
+        name = getattr(self, "time_field", None)
+        if name is None or name not in x:
+            return x, None
+        t = x[name]
+        if isinstance(t, bool) or not isinstance(t, (int, float, np.integer, np.floating)) or not math.isfinite(t):
+            raise InvalidEventError(f"field {name!r} (time_field): expected the event's time, a finite number, "
+                                    f"got {t!r:.60}", reason="bad_time", field=name)
+        return {k: v for k, v in x.items() if k != name}, float(t)
+
+    def _forget_weight(self, w: float, t: float | None = None) -> float:
+        """The stored weight of the event about to be added (decay: advances the clock one event, or in
+        event time to ``t`` when it is later than the latest time learned)."""
         f = self._forget
         if f is None or not f.half_life:
             return w
-        f.inflation *= f.step
+        if getattr(self, "time_field", None) is None:
+            f.inflation *= f.step
+        elif t is not None:
+            if f.clock is not None and t > f.clock:
+                self._decay_by((t - f.clock) / f.half_life)
+            f.clock = t if f.clock is None else max(f.clock, t)
         return w * f.inflation
+
+    def _decay_by(self, halvings: float) -> None:
+        """Decay every count by ``2**-halvings``: in the inflation, or (when that would pass the
+        renormalisation point) in the cells themselves."""
+        f = self._forget
+        if math.log2(f.inflation) + halvings < math.log2(_RENORMALISE_AT):
+            f.inflation *= 2.0**halvings
+            return
+        self._settle()
+        scale_counts(self._stats, 2.0 ** -halvings, (f.warn_base,))
 
     def _forget_learned(self, n: int) -> None:
         """After ``n`` learned events: close the pane when full (expiring the oldest), renormalise decayed counts."""
@@ -301,9 +345,10 @@ class Forgetting:
         return max(1, f.pane_size - f.pane_n)
 
     def _forget_runs(self) -> bool:
-        """Whether vectorised runs may be used (not with decay: each event changes the weights)."""
+        """Whether vectorised runs may be used (not with decay: each event changes the weights; not with a
+        ``time_field``: it is no feature)."""
         f = self._forget
-        return f is None or not f.half_life
+        return (f is None or not f.half_life) and getattr(self, "time_field", None) is None
 
     def _forget_run(self, decided: np.ndarray, yc: np.ndarray) -> int:
         """Feed the detector a scored run's errors (``decided`` and ``yc``: class indices, -1 unlabeled); return
@@ -331,7 +376,11 @@ class Forgetting:
         return len(yc)
 
     def _needs_rows(self, X, y) -> bool:
-        f = self._forget
+        f, name = self._forget, getattr(self, "time_field", None)
+        if name is not None and name in X.columns:
+            for t in X[name].tolist():  # every time checked before anything of the batch is learned
+                self._forget_time({name: t})
+            return True
         return bool(f is not None and f.half_life) or super()._needs_rows(X, y)
 
     def _forget_observe(self, prediction, y) -> None:
@@ -397,6 +446,13 @@ class Forgetting:
                                  f"without window (decayed counts merge exactly)")
         self._settle()
         other._settle()
+        clocks = [m._forget.clock for m in (self, other) if m._forget is not None and m._forget.clock is not None]
+        for model in (self, other):  # decay in event time: both sets of counts as of the later clock
+            f = model._forget
+            if f is not None and f.half_life and clocks:
+                if f.clock is not None and f.clock < max(clocks):
+                    scale_counts(model._stats, 2.0 ** (-(max(clocks) - f.clock) / f.half_life), (f.warn_base,))
+                f.clock = max(clocks)
         if self._forget is not None and self._forget.warning:
             self._forget.warn_base = capture(self._stats)  # the merged counts count as before the warning
 
@@ -436,7 +492,8 @@ class Forgetting:
         meta = {
             "panes_kept": len(f.deltas), "base": f.base is not None, "warn": f.warn_base is not None,
             "pane_n": f.pane_n, "inflation": f.inflation.hex(), "warning": f.warning, "seen": f.seen,
-            "sparse": sparse, "drifts": list(f.drifts), "rebuild_origin": int(getattr(self, "_rebuild_origin", 0)),
+            "sparse": sparse, "drifts": list(f.drifts),
+            "clock": None if f.clock is None else f.clock.hex(), "rebuild_origin": int(getattr(self, "_rebuild_origin", 0)),
             "detector": None if f.detector is None else encode_object(f.detector),
         }
         return arrays, meta
@@ -474,6 +531,7 @@ class Forgetting:
             f.inflation = float.fromhex(meta["inflation"])
             f.warning, f.seen = bool(meta["warning"]), int(meta["seen"])
             f.drifts = [int(d) for d in meta["drifts"]]
+            f.clock = None if meta.get("clock") is None else float.fromhex(meta["clock"])
             if meta.get("rebuild_origin"):
                 self._rebuild_origin = int(meta["rebuild_origin"])
             if meta["detector"] is not None:

@@ -54,7 +54,7 @@ class SPODE(VectorisedRuns, StructuredClassifier):
         Optional loss matrix ``{truth: {prediction: cost}}`` for Bayes decision.
     missing, learn_unlabeled, unlabeled_weight
         EM for missing values and unlabeled events (see :class:`~stream_nb.NaiveBayes`).
-    window, panes, half_life, drift_detector
+    window, panes, half_life, drift_detector, time_field
         Forgetting (see :class:`~stream_nb.NaiveBayes`).
     memory_budget
         Bytes the counts may take (default 256 MiB; None: no bound): tables that
@@ -101,6 +101,7 @@ class SPODE(VectorisedRuns, StructuredClassifier):
         panes: int = 4,
         half_life: float | None = None,
         drift_detector=None,
+        time_field: str | None = None,
         memory_budget: int | None = DEFAULT_MEMORY_BUDGET,
     ):
         self.parent = parent
@@ -115,6 +116,7 @@ class SPODE(VectorisedRuns, StructuredClassifier):
         self.learn_unlabeled = learn_unlabeled
         self.unlabeled_weight = unlabeled_weight
         self.window, self.panes, self.half_life, self.drift_detector = window, panes, half_life, drift_detector
+        self.time_field = time_field
         self.memory_budget = memory_budget
         check_binning(bins, warmup)
         self._setup_rebuilds()

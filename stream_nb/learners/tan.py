@@ -80,11 +80,12 @@ class TAN(VectorisedRuns, StructuredClassifier):
         class too (semi-supervised, Nigam et al. 2000).
     unlabeled_weight
         Weight of an unlabeled event relative to a labeled one.
-    window, panes, half_life, drift_detector
+    window, panes, half_life, drift_detector, time_field
         Forgetting (see :mod:`stream_nb.learners._forgetting`): the counts cover the last ``window``
         learned events, in ``panes`` panes; or decay with a half-life of ``half_life`` events; and a
         river drift detector (or its name, e.g. ``"ddm"``) watching the prequential error switches to
-        fresh counts on a drift. Default: no forgetting.
+        fresh counts on a drift. With ``time_field``, ``half_life`` is in the
+        units of the event's number ``x[time_field]`` (not a feature) instead of events. Default: no forgetting.
     memory_budget
         Bytes the counts may take (default 256 MiB; None: no bound): tables that
         would pass it are kept sparse (see :mod:`stream_nb.stats._budget`).
@@ -124,6 +125,7 @@ class TAN(VectorisedRuns, StructuredClassifier):
         panes: int = 4,
         half_life: float | None = None,
         drift_detector=None,
+        time_field: str | None = None,
         memory_budget: int | None = DEFAULT_MEMORY_BUDGET,
     ):
         self.alpha = alpha
@@ -137,6 +139,7 @@ class TAN(VectorisedRuns, StructuredClassifier):
         self.learn_unlabeled = learn_unlabeled
         self.unlabeled_weight = unlabeled_weight
         self.window, self.panes, self.half_life, self.drift_detector = window, panes, half_life, drift_detector
+        self.time_field = time_field
         self.memory_budget = memory_budget
         check_binning(bins, warmup)
         self._setup_rebuilds()
