@@ -297,8 +297,8 @@ def test_forgetting_memory_is_bounded_by_panes_plus_one():
     assert model.forgetting_nbytes <= 4 * counts
 
 
-@pytest.mark.parametrize("kw", [dict(window=10), dict(half_life=5.0), dict(drift_detector="ddm")])
-def test_unlearn_one_is_refused_when_the_model_forgets(kw):
+@pytest.mark.parametrize("kw", [dict(drift_detector="ddm"), dict(drift_detector="adwin")])
+def test_unlearn_one_is_refused_when_a_detector_forgets_without_a_window(kw):
     from stream_nb.exceptions import UnlearnError
 
     model = NaiveBayes(**kw)

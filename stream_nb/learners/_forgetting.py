@@ -64,7 +64,9 @@ import numpy as np
 
 from .._checks import check_integer, check_number
 from ..exceptions import ConfigError, InvalidEventError, MergeError, UnlearnError
-from ..stats import SparseTable, capture, capture_nbytes, count_difference, replace_counts, scale_counts, subtract_counts
+from ..stats import (SparseTable, capture, capture_difference, capture_nbytes, count_difference, replace_counts,
+                     scale_counts, subtract_counts)
+from ._unlearn import Receipt
 
 __all__ = ["DETECTORS", "Forgetting", "make_detector", "detector_spec", "encode_object", "decode_object"]
 
@@ -222,6 +224,9 @@ class _State:
         self.step = 2.0 ** (1.0 / half_life) if half_life else 1.0
         self.inflation = 1.0  # stored counts = true counts * inflation
         self.clock: float | None = None  # decay in event time: the latest event time learned
+        self.halvings = 0.0  # decay so far, in half-lives (an event's weight is 2**-(halvings now - then))
+        self.pane_no = 0  # window: the number of the pane in progress (the kept ones are the ones before it)
+        self.expired_unlearns = 0  # unlearn_one of events whose pane had expired: nothing to take back
         self.detector = detector
         self.warn_base: dict | None = None  # capture at the warning (the fresh counts are what came since)
         self.warning = False
@@ -297,6 +302,7 @@ class Forgetting:
             return w
         if getattr(self, "time_field", None) is None:
             f.inflation *= f.step
+            f.halvings += 1.0 / f.half_life
         elif t is not None:
             if f.clock is not None and t > f.clock:
                 self._decay_by((t - f.clock) / f.half_life)
@@ -307,6 +313,7 @@ class Forgetting:
         """Decay every count by ``2**-halvings``: in the inflation, or (when that would pass the
         renormalisation point) in the cells themselves."""
         f = self._forget
+        f.halvings += halvings
         if math.log2(f.inflation) + halvings < math.log2(_RENORMALISE_AT):
             f.inflation *= 2.0**halvings
             return
@@ -327,6 +334,7 @@ class Forgetting:
                     subtract_counts(s, f.deltas.pop(0))
                 f.base = capture(s)
                 f.pane_n = 0
+                f.pane_no += 1
         elif f.half_life and f.inflation >= _RENORMALISE_AT:
             self._settle()
 
@@ -456,18 +464,64 @@ class Forgetting:
         if self._forget is not None and self._forget.warning:
             self._forget.warn_base = capture(self._stats)  # the merged counts count as before the warning
 
-    def unlearn_one(self, x: dict, y, w: float = 1.0, *, receipt=None) -> None:
-        """:meth:`~stream_nb.learners._unlearn.Unlearning.unlearn_one`, refused (``reason="forgets"``)
-        when the model forgets: the event may have left the window or been decayed or dropped by a switch
-        since it was learned, so subtracting its counts again would not be exact."""
+    def learn_one_receipt(self, x: dict, y, w: float = 1.0) -> Receipt:
+        """``learn_one_receipt``; the receipt's ``stamp`` names the event's pane and the decay so far."""
         f = self._forget
-        if f is not None:
-            how = (f"window={f.window}" if f.window else f"half_life={f.half_life}" if f.half_life
-                   else f"drift_detector={type(f.detector).__name__}")
-            raise UnlearnError(f"unlearn_one: this model forgets ({how}): the event's counts may have expired, "
-                               f"decayed or been dropped since it was learned, so they cannot be taken back exactly",
-                               reason="forgets")
+        pane = None if f is None else f.pane_no
+        receipt = super().learn_one_receipt(x, y, w)
+        return receipt if f is None else receipt._replace(stamp=(pane, f.halvings))
+
+    def unlearn_one(self, x: dict, y, w: float = 1.0, *, receipt=None) -> None:
+        """:meth:`~stream_nb.learners._unlearn.Unlearning.unlearn_one` under forgetting.
+
+        Window: the event leaves the counts and its pane (the receipt's, else the pane in progress);
+        if that pane expired (or a drift dropped it), nothing changes and :attr:`expired_unlearns` counts it.
+        Decay: its weight decayed since the receipt's stamp is subtracted (receipt and plain counting needed).
+        A drift detector without a window is refused (``reason="forgets"``): a switch drops counts by time.
+        """
+        f = self._forget
+        if f is None:
+            super().unlearn_one(x, y, w, receipt=receipt)
+            return
+        x, _ = self._forget_time(x)
+        stamp = receipt.stamp if isinstance(receipt, Receipt) else None
+        if f.half_life:
+            if stamp is None:
+                raise UnlearnError(f"unlearn_one: with decay (half_life={f.half_life}) the event's weight depends on "
+                                   "when it was learned: unlearn it with the receipt learn_one_receipt returned",
+                                   reason="needs_receipt")
+            if receipt.extra is not None or any(e[0] not in ("count", "gauss") for e in receipt.entries):
+                raise UnlearnError("unlearn_one: with decay only an event learned by plain counting (every feature "
+                                   "observed, or missing='ignore') can be taken back", reason="forgets")
+            w = w * 2.0 ** -(f.halvings - stamp[1]) * f.inflation
+            receipt = None
+        if not f.window:
+            if f.detector is not None:
+                raise UnlearnError(f"unlearn_one: this model forgets (drift_detector={type(f.detector).__name__}): "
+                                   "the event's counts may have been dropped by a switch since it was learned, so "
+                                   "they cannot be taken back exactly", reason="forgets")
+            super().unlearn_one(x, y, w, receipt=receipt)
+            return
+        pane = f.pane_no if stamp is None else stamp[0]
+        first = f.pane_no - len(f.deltas)  # the oldest pane still in the counts
+        if pane > f.pane_no:
+            raise UnlearnError(f"receipt: it names pane {pane}, but the pane in progress is {f.pane_no}")
+        if pane < first:
+            f.expired_unlearns += 1  # its pane expired (or a drift dropped it): nothing of it is left
+            return
+        before = None if pane == f.pane_no else capture(self._stats)  # the pane in progress: counts since base
         super().unlearn_one(x, y, w, receipt=receipt)
+        if before is None:
+            return
+        part = capture_difference(before, capture(self._stats))  # what the event held in the counts
+        k = pane - first
+        f.deltas[k] = capture_difference(f.deltas[k], part)
+        f.base = capture_difference(f.base, part)  # the pane in progress starts from counts without it
+
+    @property
+    def expired_unlearns(self) -> int:
+        """Events ``unlearn_one`` found expired from the window (nothing taken back); 0 without forgetting."""
+        return 0 if self._forget is None else self._forget.expired_unlearns
 
     # -------------------------------------------------------------- state
 
@@ -493,7 +547,8 @@ class Forgetting:
             "panes_kept": len(f.deltas), "base": f.base is not None, "warn": f.warn_base is not None,
             "pane_n": f.pane_n, "inflation": f.inflation.hex(), "warning": f.warning, "seen": f.seen,
             "sparse": sparse, "drifts": list(f.drifts),
-            "clock": None if f.clock is None else f.clock.hex(), "rebuild_origin": int(getattr(self, "_rebuild_origin", 0)),
+            "clock": None if f.clock is None else f.clock.hex(), "halvings": f.halvings.hex(),
+            "pane_no": f.pane_no, "expired_unlearns": f.expired_unlearns, "rebuild_origin": int(getattr(self, "_rebuild_origin", 0)),
             "detector": None if f.detector is None else encode_object(f.detector),
         }
         return arrays, meta
@@ -532,6 +587,8 @@ class Forgetting:
             f.warning, f.seen = bool(meta["warning"]), int(meta["seen"])
             f.drifts = [int(d) for d in meta["drifts"]]
             f.clock = None if meta.get("clock") is None else float.fromhex(meta["clock"])
+            f.halvings = float.fromhex(meta.get("halvings", "0x0p+0"))
+            f.pane_no, f.expired_unlearns = int(meta.get("pane_no", 0)), int(meta.get("expired_unlearns", 0))
             if meta.get("rebuild_origin"):
                 self._rebuild_origin = int(meta["rebuild_origin"])
             if meta["detector"] is not None:

@@ -77,7 +77,7 @@ module             what it holds
 
 from ._budget import DEFAULT_MEMORY_BUDGET
 from ._discretise import Discretiser
-from ._forgetting import capture, capture_nbytes, count_difference, replace_counts, scale_counts, subtract_counts
+from ._forgetting import capture, capture_difference, capture_nbytes, count_difference, replace_counts, scale_counts, subtract_counts
 from ._gaussian import gaussian_loglik
 from ._labels import is_missing_label, validate_label
 from ._running import (
@@ -92,5 +92,6 @@ __all__ = [
     "exclusive_counts", "gaussian_loglik", "grouped_exclusive_counts", "naive_terms", "running_counts",
     "running_moments", "tree_terms",
     "describe_type", "is_missing_label", "json_type", "validate_label",
-    "capture", "capture_nbytes", "count_difference", "replace_counts", "scale_counts", "subtract_counts",
+    "capture", "capture_difference", "capture_nbytes", "count_difference", "replace_counts", "scale_counts",
+    "subtract_counts",
 ]

@@ -34,7 +34,7 @@ import numpy as np
 
 from ._sparse import SparseTable
 
-__all__ = ["capture", "count_difference", "subtract_counts", "replace_counts", "scale_counts", "capture_nbytes",
+__all__ = ["capture", "capture_difference", "count_difference", "subtract_counts", "replace_counts", "scale_counts", "capture_nbytes",
            "count_names"]
 
 _MOMENTS = ("g_n", "g_mean", "g_m2")
@@ -133,8 +133,11 @@ def _unchan(n, mean, m2, nb, mb, m2b):
 def count_difference(s, base: dict | None) -> dict:
     """The counts ``s`` gained since capture ``base`` (None: since it was empty), as a capture."""
     now = capture(s)
-    if base is None:
-        return now
+    return now if base is None else capture_difference(now, base)
+
+
+def capture_difference(now: dict, base: dict) -> dict:
+    """Capture ``now`` minus capture ``base`` (a part of it), in ``now``'s arrays: what ``now`` holds beyond ``base``."""
     for name, a in now.items():
         if name in _MOMENTS:
             continue
