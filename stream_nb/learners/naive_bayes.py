@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import check_number
+from .._checks import check_choice, check_number
 from ..stats import naive_terms
 from ._base import BayesClassifier
+from ._binning import check_binning
 from ._em import add_estep, assemble, naive_bayes_blocks
 from ._runs import VectorisedRuns
 
@@ -60,6 +61,13 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
         class too (semi-supervised, Nigam et al. 2000).
     unlabeled_weight
         Weight of an unlabeled event relative to a labeled one.
+    numeric
+        ``"gaussian"`` (default): a numeric feature is one Gaussian per
+        class; ``"bins"``: it is discretised and counted like a categorical
+        one (see :class:`~stream_nb.AODE` and the parameters below). The
+        README's *Numeric features* section measures when each wins.
+    bins, warmup, bin_edges, discretiser, fine_bins
+        Discretisation with ``numeric="bins"`` (see :class:`~stream_nb.AODE`).
 
     Examples
     --------
@@ -98,6 +106,12 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
         missing: str = "em",
         learn_unlabeled: bool = False,
         unlabeled_weight: float = 1.0,
+        numeric: str = "gaussian",
+        bins: int = 5,
+        warmup: int = 100,
+        bin_edges: dict | None = None,
+        discretiser: str = "mdl",
+        fine_bins: int = 64,
     ):
         self.alpha = alpha
         self.types = types
@@ -106,8 +120,17 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
         self.missing = missing
         self.learn_unlabeled = learn_unlabeled
         self.unlabeled_weight = unlabeled_weight
+        self.numeric = numeric
+        self.bins = bins
+        self.warmup = warmup
+        self.bin_edges = bin_edges
+        self.discretiser = discretiser
+        self.fine_bins = fine_bins
         check_number("var_smoothing", var_smoothing, minimum=0)
-        self._setup(numeric="gaussian", pairs=False, var_smoothing=var_smoothing)
+        check_choice("numeric", numeric, ("gaussian", "bins"))
+        check_binning(bins, warmup, discretiser, fine_bins)
+        self._setup(numeric=numeric, pairs=False, var_smoothing=var_smoothing, bins=bins, warmup=warmup,
+                    bin_edges=bin_edges, discretiser=discretiser, fine_bins=fine_bins)
         self._table_epoch = -1
 
     # log P(v | c) for every column v, a view of the counts kept up to date

@@ -69,10 +69,15 @@ module             what it holds
 ``_state.py``      the store as plain data (``state``, ``from_state``)
 ``_running.py``    running counts over a run of events (vectorised prequential)
 ``_discretise.py`` online equal-frequency bins of numeric features
+``_mdl.py``        Fayyad and Irani's MDL cut points from class counts
+``_fine.py``       the two-layer store: fine bins kept, MDL cut points read
+``_coarse.py``     the coarse layer as exact sums of the fine cells
 =================  ==================================================================
 """
 
 from ._discretise import Discretiser
+from ._fine import TwoLayerStats
+from ._mdl import mdl_cuts
 from ._gaussian import gaussian_loglik
 from ._labels import is_missing_label, validate_label
 from ._running import exclusive_counts, grouped_exclusive_counts, naive_terms, running_moments, tree_terms
@@ -80,7 +85,7 @@ from ._store import Stats
 from ._values import BINNED, CAT, GAUSS, VALUE_GROUPS, Encoded, describe_type, json_type
 
 __all__ = [
-    "BINNED", "CAT", "GAUSS", "VALUE_GROUPS", "Discretiser", "Encoded", "Stats", "exclusive_counts", "gaussian_loglik",
+    "BINNED", "CAT", "GAUSS", "VALUE_GROUPS", "Discretiser", "Encoded", "Stats", "TwoLayerStats", "exclusive_counts", "mdl_cuts", "gaussian_loglik",
     "grouped_exclusive_counts", "naive_terms", "running_moments", "tree_terms",
     "describe_type", "is_missing_label", "json_type", "validate_label",
 ]

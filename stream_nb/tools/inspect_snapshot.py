@@ -65,6 +65,8 @@ def describe(snap: snapshots.SnapshotFile) -> dict[str, typing.Any]:
         },
         "daemon": None,
     }
+    if hasattr(model, "cut_points"):
+        info["model"]["cut_points"] = _plain(model.cut_points())
     if hasattr(model, "tree") and hasattr(model, "root"):
         info["model"]["root"] = _plain(model.root)
         info["model"]["tree"] = [{"parent": _plain(p), "child": _plain(c), "cmi": cmi} for p, c, cmi in model.tree]
@@ -115,6 +117,8 @@ def _text(info: dict[str, typing.Any]) -> str:
             for f in m["features"]
         ),
     ]
+    for name, cuts in (m.get("cut_points") or {}).items():
+        lines.append(f"cuts       {name}: " + (", ".join(f"{c:.6g}" for c in cuts) or "none (one bin)"))
     if "tree" in m:
         if m["root"] is None:
             lines.append("tree       not built yet (naive Bayes until the first rebuild)")
