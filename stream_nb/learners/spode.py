@@ -50,7 +50,8 @@ class SPODE(StructuredClassifier):
         ``"mdl"`` (default): supervised cut points (Fayyad and Irani's MDL
         criterion) chosen again as the stream goes on over a fine layer of
         ``fine_bins`` bins per feature, whose edges come from the first
-        ``warmup`` values (see :mod:`stream_nb.stats._fine`);
+        ``warmup`` values, plus the fine edges nearest the ``bins``
+        equal-frequency quantiles (see :mod:`stream_nb.stats._fine`);
         ``"equal_frequency"``: ``bins`` equal-frequency bins from the first
         ``warmup`` values, never moved.
     fine_bins

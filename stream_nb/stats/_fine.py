@@ -10,7 +10,10 @@ the one the models read, encode with and learn into) that also keeps a second,
   counts for KDB), the observed-only twin under EM, all as the store keeps them;
 - **coarse layer**: the cut points Fayyad and Irani's MDL criterion
   (:func:`~stream_nb.stats._mdl.mdl_cuts`) keeps over the fine bins' observed
-  class counts. Every coarse edge is a fine edge, so every coarse count is the
+  class counts, and the fine boundaries nearest the ``bins`` equal-frequency
+  quantiles (MDL alone leaves a feature that informs only jointly with another,
+  as in river's Bananas, in one bin: prequential accuracy 0.73 there against
+  0.83 with the quantiles kept too; ``bench/discretise.py``). Every coarse edge is a fine edge, so every coarse count is the
   exact sum of fine cells; whenever the chosen cut points change, the coarse
   store is derived again from the fine one (:meth:`TwoLayerStats.rediscretise`).
 
@@ -77,12 +80,15 @@ class TwoLayerStats(Stats):
     """A count store whose numeric features are cut by MDL over a fine layer it also keeps.
 
     Parameters are :class:`~stream_nb.stats.Stats`'s (``numeric="bins"``),
-    plus ``fine_bins``, the fine layer's bins per numeric feature; ``bins`` is
-    not used (MDL chooses how many coarse bins there are).
+    plus ``fine_bins``, the fine layer's bins per numeric feature. ``bins``:
+    the coarse layer also keeps the fine boundaries nearest the ``bins``
+    equal-frequency quantiles (1: MDL's cuts alone), so that a feature whose
+    class information lies in its interactions (which a univariate criterion
+    cannot see) keeps some bins.
 
     Examples
     --------
-    >>> s = TwoLayerStats(pairs=False, numeric="bins", warmup=20, fine_bins=8)
+    >>> s = TwoLayerStats(pairs=False, numeric="bins", bins=1, warmup=20, fine_bins=8)
     >>> for i in range(40):
     ...     x = float(7 * i % 40)
     ...     s.learn_one({"x": x}, "low" if x < 20 else "high")
@@ -331,7 +337,14 @@ class TwoLayerStats(Stats):
         counts = np.zeros((len(fe) + 1, fine.n_classes))
         for key, col in fine.values[f].items():
             counts[key] = obs.value_count[: fine.n_classes, col]
-        cuts = mdl_cuts(counts)
+        cuts = set(mdl_cuts(counts))
+        if self.bins > 1:
+            cum = np.cumsum(counts.sum(1))
+            if cum[-1] > 0:
+                # the boundaries nearest the k/bins quantiles of the fine counts
+                at = np.searchsorted(cum, cum[-1] * np.arange(1, self.bins) / self.bins, side="left") + 1
+                cuts |= {int(b) for b in at if 0 < b <= len(fe)}
+        cuts = sorted(cuts)
         return fe[np.array(cuts, dtype=np.int64) - 1] if cuts else np.empty(0)
 
     def _replay(self) -> None:
