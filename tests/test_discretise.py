@@ -22,7 +22,7 @@ import pytest
 from river.datasets import synth
 
 from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes
-from stream_nb.exceptions import ConfigError
+from stream_nb.exceptions import ConfigError, UnlearnError
 from stream_nb.stats import Stats, TwoLayerStats, mdl_cuts
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -307,3 +307,53 @@ def test_discretiser_settings_are_checked_and_equal_frequency_stays():
     # bin_edges still fix the edges, in both layers
     model = learn(AODE(bin_edges={"a": [0.0, 1.0]}, warmup=20), numeric_events(200, seed=11))
     assert model._stats.cut_points()["a"] == [0.0, 1.0]
+
+
+def test_unlearn_with_receipts_equals_the_model_that_never_saw_the_events():
+    missing = "ignore"  # under EM the later events' expected counts depend on the dropped ones
+    events = numeric_events(400, seed=12, missing=0.1)
+    drop = set(range(150, 400, 7))  # after the warm-up, so both models place the same fine edges
+    a, b = TAN(warmup=40, fine_bins=16, missing=missing), TAN(warmup=40, fine_bins=16, missing=missing)
+    receipts = {}
+    for i, (x, y) in enumerate(events):
+        receipts[i] = a.learn_one_receipt(x, y)
+    for i, (x, y) in enumerate(events):
+        if i not in drop:
+            b.learn_one(x, y)
+    for i in sorted(drop, reverse=True):
+        a.unlearn_one(*events[i], receipt=receipts[i])
+    assert a.n_learned == pytest.approx(b.n_learned)
+    fa, fb = a._stats.fine.counts()["value_count"], b._stats.fine.counts()["value_count"]
+    for f in fb:
+        for v in fb[f]:
+            assert fa[f][v] == pytest.approx(fb[f][v], abs=1e-9)
+    for m in (a, b):
+        m._stats.rediscretise()
+    assert a.cut_points() == b.cut_points()
+
+
+def test_unlearn_without_a_receipt_takes_back_what_the_journal_names_or_refuses():
+    events = [({"c": c, "x": x}, y) for c, x, y in [("p", 0.5, "u"), ("q", 3.5, "v")] * 60]
+    model = learn(AODE(warmup=20, fine_bins=4, bins=1, missing="ignore"), events)
+    ref = learn(AODE(warmup=20, fine_bins=4, bins=1, missing="ignore"), events[:-1])
+    model.unlearn_one(*events[-1])  # two values, one fine bin in each coarse bin: exact
+    assert model._stats.fine.counts() == ref._stats.fine.counts()
+    wide = learn(AODE(warmup=20, fine_bins=8, bins=1, missing="ignore"),
+                 [({"x": float(i % 40)}, "u" if i % 40 < 20 else "v") for i in range(200)])
+    before = wide.state()
+    with pytest.raises(UnlearnError, match="'x'.*fine bins.*receipt"):
+        wide.unlearn_one({"x": 3.0}, "u")
+    assert wide.state()[1] == before[1]
+
+
+def test_unlearn_with_a_receipt_takes_back_em_expected_counts_exactly():
+    events = numeric_events(300, seed=13, missing=0.2)
+    model = learn(AODE(warmup=40, fine_bins=16), events[:250])
+    before = model._stats.fine.state()[0]
+    x, y = {"a": None, "b": 0.7, "c": None}, "k1"
+    receipt = model.learn_one_receipt(x, y)
+    assert any(e[0] == "fine" and e[1][0] == "expected" for e in receipt.entries)
+    model.unlearn_one(x, y, receipt=receipt)
+    after = model._stats.fine.state()[0]
+    for k, v in before.items():
+        np.testing.assert_allclose(after[k], v, atol=1e-9, err_msg=k)

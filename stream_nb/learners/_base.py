@@ -58,6 +58,7 @@ from ..stats import Encoded, Stats, TwoLayerStats, is_missing_label
 from ._decision import LossMatrix, decide, log_prior, normalise
 from ._batches import MiniBatches
 from ._impute import Imputation
+from ._unlearn import Unlearning
 
 __all__ = ["BayesClassifier", "Step", "prequential_step"]
 
@@ -73,7 +74,7 @@ class Step(typing.NamedTuple):
     imputed: dict | None = None  # with impute=True: the filled-in value of each missing attribute
 
 
-class BayesClassifier(Imputation, MiniBatches, base.MiniBatchClassifier):
+class BayesClassifier(Imputation, MiniBatches, Unlearning, base.MiniBatchClassifier):
     """Base class of stream_nb's classifiers (not used directly); see the module notes for what a subclass provides."""
 
     def _setup(

@@ -5,15 +5,18 @@ from __future__ import annotations
 import numpy as np
 
 from .._checks import check_integer
+from ..stats import naive_terms
 from ._base import BayesClassifier
 from ._binning import check_binning
 from ._decision import logsumexp
+from ._dependence_runs import run_cells, spode_run_terms
 from ._em import add_estep, mixture_posterior, one_dependence_estep
+from ._runs import VectorisedRuns
 
 __all__ = ["AODE", "spode_terms"]
 
 
-class AODE(BayesClassifier):
+class AODE(VectorisedRuns, BayesClassifier):
     """Averaged one-dependence estimators, learned incrementally.
 
     Every attribute observed often enough becomes in turn the super-parent of
@@ -150,6 +153,32 @@ class AODE(BayesClassifier):
         if not parents.any():
             return self._naive_jll(enc)
         return logsumexp(terms[:, parents], axis=1)
+
+    # ------------------------------------------------------------------ vectorised runs
+
+    _run_complete = True  # complete events: every attribute is a parent and a child of every other
+
+    def _run_ready(self) -> bool:
+        return not self.learn_unlabeled
+
+    def _run_rows(self) -> int:
+        s = self._stats
+        return run_cells(len(s.features), s.n_classes * len(s.features) ** 2)
+
+    def _run_jll(self, D, yc, C, prior):
+        """:meth:`_jll` of each row of a run, under the counts each row would have seen."""
+        s, a = self._stats, self._alpha
+        if not D.shape[1]:
+            return prior.copy()
+        terms, seen = spode_run_terms(s, a, D, yc, C)
+        parents = seen >= self.m
+        rows = parents.any(1)
+        out = np.empty((len(D), C))
+        if rows.any():
+            out[rows] = logsumexp(np.where(parents[rows][:, None, :], terms[rows], -np.inf), axis=2)
+        if not rows.all():  # no attribute qualifies as a parent: naive Bayes over the same counts
+            out[~rows] = (prior + naive_terms(s, D, yc, C, a))[~rows]
+        return out
 
     def _add_expected(self, enc, c, w, miss):
         s = self._stats

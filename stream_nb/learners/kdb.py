@@ -9,16 +9,19 @@ import numpy as np
 
 from .._checks import check_integer, is_integer
 
+from ..stats import naive_terms
 from ._binning import check_binning
 from ._decision import logsumexp
+from ._dependence_runs import kdb_run_terms
 from ._em import naive_bayes_blocks
+from ._runs import VectorisedRuns
 from ._structure import conditional_mutual_information, mutual_information_with_class
 from ._structured import StructuredClassifier
 
 __all__ = ["KDB"]
 
 
-class KDB(StructuredClassifier):
+class KDB(VectorisedRuns, StructuredClassifier):
     """Sahami's k-dependence Bayesian classifier, its structure rebuilt from running counts.
 
     Attributes are ordered by their mutual information with the class; each
@@ -291,6 +294,20 @@ class KDB(StructuredClassifier):
         full = np.full((len(D), len(s.features)), -1, dtype=np.int64)
         full[:, dfeats] = D
         return np.stack([self._marginal_jll(row) for row in full])
+
+    # ------------------------------------------------------------------ vectorised runs
+
+    _run_complete = True  # complete events: no attribute to sum out
+
+    def _run_ready(self) -> bool:
+        return not self.learn_unlabeled
+
+    def _run_jll(self, D, yc, C, prior):
+        """:meth:`_jll` of each row of a run, under the counts each row would have seen."""
+        s, a = self._stats, self._alpha
+        if not self._parents or not D.shape[1]:
+            return prior + naive_terms(s, D, yc, C, a)
+        return kdb_run_terms(s, a, D, yc, C, self._parents, prior)
 
     # ------------------------------------------------------------------ EM
 

@@ -80,12 +80,14 @@ from ._fine import TwoLayerStats
 from ._mdl import mdl_cuts
 from ._gaussian import gaussian_loglik
 from ._labels import is_missing_label, validate_label
-from ._running import exclusive_counts, grouped_exclusive_counts, naive_terms, running_moments, tree_terms
+from ._running import (
+    exclusive_counts, grouped_exclusive_counts, naive_terms, running_counts, running_moments, tree_terms,
+)
 from ._store import Stats
 from ._values import BINNED, CAT, GAUSS, VALUE_GROUPS, Encoded, describe_type, json_type
 
 __all__ = [
     "BINNED", "CAT", "GAUSS", "VALUE_GROUPS", "Discretiser", "Encoded", "Stats", "TwoLayerStats", "exclusive_counts", "mdl_cuts", "gaussian_loglik",
-    "grouped_exclusive_counts", "naive_terms", "running_moments", "tree_terms",
+    "grouped_exclusive_counts", "naive_terms", "running_counts", "running_moments", "tree_terms",
     "describe_type", "is_missing_label", "json_type", "validate_label",
 ]

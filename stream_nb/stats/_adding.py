@@ -17,8 +17,13 @@ __all__ = ["Adding"]
 class Adding:
     """Counting of a :class:`~stream_nb.stats.Stats` (a part of it, not used alone)."""
 
+    #: a list while a learner records what one event adds (its receipt, see :mod:`stream_nb.stats._removing`)
+    journal: list | None = None
+
     def add(self, enc: Encoded, c: int, w: float = 1.0) -> None:
         """Add one (encoded) event of class index ``c`` with weight ``w`` (its observed values, to every count set)."""
+        if self.journal is not None:
+            self.journal.append(("count", enc, c, w))
         self.version += 1
         self.class_count[c] += w
         if len(enc.cols):
@@ -34,6 +39,8 @@ class Adding:
         ``missing="ignore"`` would have counted.
         """
         if self.keeps_observed and len(enc.cols):
+            if self.journal is not None:
+                self.journal.append(("observed", enc, c, w))
             self.version += 1
             self._count("obs_", enc.cols, enc.feats, c, w)
 
@@ -80,6 +87,8 @@ class Adding:
         """
         if self.wants_observed:
             self.keep_observed()
+        if self.journal is not None:
+            self.journal.append(("expected", c, w, u, m, feats_u, J))
         self.version += 1
         self.class_count[c] += w
         self.value_count[c, u] += w * m
@@ -99,6 +108,8 @@ class Adding:
         """
         if not observed and self.wants_observed:
             self.keep_observed()
+        if self.journal is not None:
+            self.journal.append(("many", D, dfeats, G, gslots, yc, w, observed))
         n = len(yc)
         self.epoch += 1
         w = np.ones(n) if w is None else np.asarray(w, dtype=float)

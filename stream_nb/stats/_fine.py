@@ -42,7 +42,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._checks import is_integer
-from ..exceptions import ConfigError, MergeError
+from ..exceptions import ConfigError, MergeError, UnlearnError
 from ._coarse import check_backlog, coarse_state
 from ._discretise import Discretiser
 from ._mdl import mdl_cuts
@@ -52,7 +52,7 @@ from ._values import BINNED, EMPTY_FLOAT, EMPTY_INT, Encoded, numeric_value
 __all__ = ["CoarseDiscretiser", "TwoLayerStats"]
 
 #: what a store keeps of its own when the coarse layer is derived again
-_OWN = ("fine", "fine_bins", "backlog", "n_events", "next_choice", "stale", "_pending", "_pending_rows")
+_OWN = ("fine", "fine_bins", "backlog", "n_events", "next_choice", "stale", "_pending", "_pending_rows", "journal")
 
 #: at most this many warm-up events per ``warmup`` are kept to be counted once the edges exist
 BACKLOG_PER_WARMUP = 10
@@ -231,27 +231,27 @@ class TwoLayerStats(Stats):
     def add(self, enc: Encoded, c: int, w: float = 1.0) -> None:
         super().add(enc, c, w)
         fenc, unready = self._pending
-        self.fine.add(fenc, c, w)
+        self._journal_fine(self.fine.add, fenc, c, w)
         if unready and len(self.backlog) < BACKLOG_PER_WARMUP * self.warmup:
             self.backlog.append(_entry(fenc.cols, fenc.feats, unready, c, w))
 
     def add_observed(self, enc: Encoded, c: int, w: float = 1.0) -> None:
         super().add_observed(enc, c, w)
-        self.fine.add_observed(self._pending[0], c, w)
+        self._journal_fine(self.fine.add_observed, self._pending[0], c, w)
 
     def add_expected(self, c: int, w: float, u, m, feats_u, J=None) -> None:
         super().add_expected(c, w, u, m, feats_u, J)
-        self.fine.add_expected(c, w, self._fine_columns(u, feats_u), m, feats_u, J)
+        self._journal_fine(self.fine.add_expected, c, w, self._fine_columns(u, feats_u), m, feats_u, J)
 
     def add_many(self, D, dfeats, G, gslots, yc, w=None, observed: bool = True) -> None:
         super().add_many(D, dfeats, G, gslots, yc, w, observed)
         if not observed:  # completions of the event being learned (KDB's M-step)
             fD = np.stack([self._fine_columns(row, dfeats) for row in D]) if len(D) else D
-            self.fine.add_many(fD, dfeats, G, gslots, yc, w, observed=False)
+            self._journal_fine(self.fine.add_many, fD, dfeats, G, gslots, yc, w, observed=False)
             return
         fD, fdfeats, fG, fgslots = self._pending_rows
         self._pending_rows = None
-        self.fine.add_many(fD, fdfeats, fG, fgslots, yc, w)
+        self._journal_fine(self.fine.add_many, fD, fdfeats, fG, fgslots, yc, w)
         self.n_events += len(yc)
 
     def _fine_columns(self, u: np.ndarray, feats_u: np.ndarray) -> np.ndarray:
@@ -395,6 +395,68 @@ class TwoLayerStats(Stats):
         self._cache = {}
         self._fine_warm = any(d is not None and d.edges is None for d in self.fine.disc)
 
+    # ------------------------------------------------------------------ unlearning
+
+    def remove(self, entries) -> None:
+        """Take back a journal of counted events (``unlearn_one``): from the fine layer, then the
+        coarse layer is derived from it again (its columns may have moved since).
+
+        A receipt (``learn_one_receipt``) journals the fine layer's own entries too: those are taken
+        back, exactly, EM's expected counts included. A journal without them (``unlearn_one``
+        without a receipt) reaches the fine layer through the fine column behind each coarse
+        column: exact where there is one (every categorical value; a coarse bin of one fine bin);
+        otherwise :class:`~stream_nb.exceptions.UnlearnError` before anything changes.
+        """
+        fine_entries = [e[1] for e in entries if e[0] == "fine"]
+        if not fine_entries:
+            fine_entries = [self._fine_entry(e) for e in entries]
+        fine = self.fine
+        for e in fine_entries:
+            fine._check_entry(e)
+        fine.remove(fine_entries)
+        self._derive(self._current_edges())
+
+    def _journal_fine(self, call, *args, **kwargs) -> None:
+        """Run ``call`` on the fine layer, journaling its entries as ``("fine", entry)`` when a receipt is kept."""
+        if self.journal is None:
+            call(*args, **kwargs)
+            return
+        self.fine.journal = []
+        try:
+            call(*args, **kwargs)
+            self.journal.extend(("fine", e) for e in self.fine.journal)
+        finally:
+            self.fine.journal = None
+
+    def _fine_entry(self, e) -> tuple:
+        kind = e[0]
+        if kind in ("count", "observed"):
+            enc = e[1]
+            return (kind, enc._replace(cols=self._unique_fine(enc.cols, enc.feats)), *e[2:])
+        if kind == "gauss":
+            return e
+        raise UnlearnError(
+            "unlearn_one: with discretiser='mdl' an event learned with EM's expected counts is taken back "
+            "with the receipt learn_one_receipt returned; nothing was changed", reason="needs_receipt")
+
+    def _unique_fine(self, cols: np.ndarray, feats: np.ndarray) -> np.ndarray:
+        """The one fine column behind each coarse column; UnlearnError where a coarse bin holds several."""
+        out = self._representatives()[cols].copy()
+        for i, (col, f) in enumerate(zip(cols.tolist(), feats.tolist())):
+            if self.kinds[f] != BINNED:
+                continue
+            bounds = self._boundaries(f)
+            key = self.value_keys[col]
+            inside = [fc for k, fc in self.fine.values[f].items()
+                      if int(np.searchsorted(bounds, k, side="right")) == key]
+            if len(inside) != 1:
+                raise UnlearnError(
+                    f"unlearn_one: feature {self.features[f]!r}: its coarse bin holds {len(inside)} fine bins of "
+                    "the MDL discretiser and only the receipt learn_one_receipt returned names the one this event "
+                    "fell in; nothing was changed", reason="needs_receipt")
+            out[i] = inside[0]
+        return out
+
     # ------------------------------------------------------------------ merging and state
 
     def merge(self, other: "TwoLayerStats") -> None:
@@ -416,16 +478,20 @@ class TwoLayerStats(Stats):
         for cols, feats, vals, c, w in other.backlog:
             self.backlog.append(_entry(vmap[cols], fmap[feats], [(int(fmap[f]), x) for f, x in vals], cmap[c], w))
         self.n_events += other.n_events
-        edges = {}
+        self._derive(self._current_edges())
+
+    def _current_edges(self) -> dict:
+        """The coarse edges of every feature with fine edges: this store's, or MDL's for a feature without."""
+        fine, edges = self.fine, {}
         for f, d in enumerate(fine.disc):
             if d is None or d.edges is None:
                 continue
             mine = self.disc[f].edges if f < len(self.disc) and self.disc[f] is not None else None
-            if self.features[f] in self.bin_edges if f < len(self.features) else fine.features[f] in self.bin_edges:
+            if fine.features[f] in self.bin_edges:
                 edges[f] = d.edges
             else:
                 edges[f] = mine if mine is not None else self._mdl_edges(f)
-        self._derive(edges)
+        return edges
 
     def state(self) -> tuple[dict, dict]:
         arrays, meta = super().state()

@@ -11,6 +11,7 @@ from ._gaussian import GaussianMoments
 from ._labels import Labels
 from ._merging import Merging
 from ._promotion import Promotion
+from ._removing import Removing
 from ._schema import Schema
 from ._state import State
 from ._values import check_types
@@ -18,7 +19,7 @@ from ._values import check_types
 __all__ = ["Stats"]
 
 
-class Stats(Schema, Labels, Promotion, Encoding, Frames, Adding, GaussianMoments, Merging, State):
+class Stats(Schema, Labels, Promotion, Encoding, Frames, Adding, Removing, GaussianMoments, Merging, State):
     """Additive sufficient statistics over a stream of (x, y) events.
 
     Parameters
