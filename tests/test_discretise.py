@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import math
 import random
@@ -21,9 +22,12 @@ import pandas as pd
 import pytest
 from river.datasets import synth
 
+import stream_nb
 from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes
 from stream_nb.exceptions import ConfigError, UnlearnError
 from stream_nb.stats import Stats, TwoLayerStats, mdl_cuts
+from stream_nb.tools.evaluate import format_cut_points
+from stream_nb.tools.inspect_snapshot import describe, run_inspect
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -357,3 +361,19 @@ def test_unlearn_with_a_receipt_takes_back_em_expected_counts_exactly():
     after = model._stats.fine.state()[0]
     for k, v in before.items():
         np.testing.assert_allclose(after[k], v, atol=1e-9, err_msg=k)
+
+
+def test_snapshot_inspect_and_the_tools_show_the_cut_points(tmp_path, capsys):
+    model = learn(TAN(warmup=40, fine_bins=16), numeric_events(300, seed=14))
+    cuts = model.cut_points()
+    assert set(cuts) == {"a", "b"} and all(cuts.values())
+    path = tmp_path / "m.snb"
+    stream_nb.save(model, path)
+    assert stream_nb.load(path).cut_points() == cuts  # a snapshot keeps them
+    assert describe(stream_nb.snapshots.read(path))["model"]["cut_points"] == cuts
+    assert run_inspect(argparse.Namespace(path=str(path), json=False)) == 0
+    out = capsys.readouterr().out
+    for name, edges in cuts.items():
+        assert f"cuts       {name}: " + ", ".join(f"{c:.6g}" for c in edges) in out
+    text = format_cut_points(model)
+    assert text.count("\n") == 1 and f"({len(cuts['a']) + 1} bins)" in text
