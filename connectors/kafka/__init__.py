@@ -66,7 +66,9 @@ paused until it is positioned, on the engine's thread);
 the offsets to commit before partitions are revoked (the commit is awaited on
 kafka-python's IO thread, so heartbeats go on); :meth:`~KafkaSource.reposition`
 positions every assigned partition again after the engine rewound.
-:mod:`connectors.kafka.transactional` adds the exactly-once (transactional) outputs.
+:mod:`connectors.kafka.transactional` adds the exactly-once (transactional) outputs;
+``_model_topic`` -- :class:`ModelTopic`, the compacted topic through which the
+members of a group share one model (``--model-topic``, :func:`make_model_channel`).
 """
 
 from __future__ import annotations
@@ -75,6 +77,7 @@ from stream_nb.exceptions import CommitError
 
 from ._errors import ConnectorError, ConnectorUnavailable, DeliveryError
 from ._factories import DAEMON_KEYS, make_dead_letter_sink, make_sink, make_source
+from ._model_topic import ModelTopic, make_model_channel
 from ._sink import KafkaSink
 from ._source import KafkaSource
 
@@ -84,6 +87,8 @@ __all__ = [
     "make_source",
     "make_sink",
     "make_dead_letter_sink",
+    "make_model_channel",
+    "ModelTopic",
     "ConnectorError",
     "ConnectorUnavailable",
     "DeliveryError",

@@ -52,7 +52,7 @@ import typing
 import numpy as np
 from river import base
 
-from .._checks import check_choice, check_number
+from .._checks import check_choice, check_integer, check_number
 from ..exceptions import ConfigError, InvalidEventError, MergeError
 from ..stats import Encoded, Stats, TwoLayerStats, is_missing_label
 from ._decision import LossMatrix, decide, log_prior, normalise
@@ -96,7 +96,7 @@ class BayesClassifier(Imputation, MiniBatches, Unlearning, base.MiniBatchClassif
         ``numeric`` (``"gaussian"`` or ``"bins"``), ``pairs``, ``tuples``, the discretiser settings and
         ``max_table_cells`` say how the store keeps its counts (see :class:`~stream_nb.stats.Stats`;
         ``discretiser="mdl"`` with ``numeric="bins"``: a :class:`~stream_nb.stats.TwoLayerStats`
-        of ``fine_bins`` fine bins per numeric feature);
+        of ``fine_bins`` fine bins per numeric feature), within the model's ``memory_budget``;
         ``var_smoothing`` is the Gaussian features' relative variance floor.
         """
         self._alpha = check_number("alpha", self.alpha, minimum=0, strict_minimum=True)
@@ -107,9 +107,12 @@ class BayesClassifier(Imputation, MiniBatches, Unlearning, base.MiniBatchClassif
         check_number("unlabeled_weight", self.unlabeled_weight, minimum=0)
         self._var_smoothing = var_smoothing
         self._prior: tuple | None = None  # ((epoch, version) of the store, log prior)
+        if self.memory_budget is not None:
+            check_integer("memory_budget", self.memory_budget, minimum=0)
         two_layer = numeric == "bins" and discretiser == "mdl"
         self._stats = (TwoLayerStats if two_layer else Stats)(
             **({"fine_bins": fine_bins} if two_layer else {}),
+            memory_budget=self.memory_budget,
             pairs=pairs,
             observed=self.missing == "em",  # EM's E-step reads the observed-only counts
             tuples=tuples,
@@ -129,6 +132,20 @@ class BayesClassifier(Imputation, MiniBatches, Unlearning, base.MiniBatchClassif
     def classes(self) -> list:
         """Every class seen so far, in order of first appearance."""
         return list(self._stats.classes)
+
+    def memory_used(self) -> dict:
+        """What the counts take: ``cells`` and ``bytes`` of all of them, ``table_cells`` and
+        ``table_bytes`` of KDB's t-way tables, whether those are ``sparse``, and the ``budget``
+        (see :mod:`stream_nb.stats._budget`).
+
+        >>> from stream_nb import KDB
+        >>> model = KDB(memory_budget=0)  # no room for dense t-way tables: sparse from the start
+        >>> model.learn_one({"a": "x", "b": "y", "c": "z"}, True)
+        >>> used = model.memory_used()
+        >>> used["sparse"], used["table_cells"]   # 3^3 value triples, and 3^2 x 3 with a feature last
+        (True, 54)
+        """
+        return self._stats.memory_used()
 
     @property
     def label_type(self) -> str | None:

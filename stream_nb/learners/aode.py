@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..stats import DEFAULT_MEMORY_BUDGET
 from .._checks import check_integer
 from ..stats import naive_terms
 from ._base import BayesClassifier
@@ -86,6 +87,9 @@ class AODE(VectorisedRuns, BayesClassifier):
         class too (semi-supervised, Nigam et al. 2000).
     unlabeled_weight
         Weight of an unlabeled event relative to a labeled one.
+    memory_budget
+        Bytes the counts may take (default 256 MiB; None: no bound): tables that
+        would pass it are kept sparse (see :mod:`stream_nb.stats._budget`).
 
     Examples
     --------
@@ -119,6 +123,7 @@ class AODE(VectorisedRuns, BayesClassifier):
         missing: str = "em",
         learn_unlabeled: bool = False,
         unlabeled_weight: float = 1.0,
+        memory_budget: int | None = DEFAULT_MEMORY_BUDGET,
     ):
         self.alpha = alpha
         self.m = m
@@ -132,6 +137,7 @@ class AODE(VectorisedRuns, BayesClassifier):
         self.missing = missing
         self.learn_unlabeled = learn_unlabeled
         self.unlabeled_weight = unlabeled_weight
+        self.memory_budget = memory_budget
         check_integer("m", m, minimum=0)
         check_binning(bins, warmup, discretiser, fine_bins)
         self._setup(numeric="bins", pairs=True, bins=bins, warmup=warmup, bin_edges=bin_edges, discretiser=discretiser, fine_bins=fine_bins)
@@ -170,7 +176,7 @@ class AODE(VectorisedRuns, BayesClassifier):
         s, a = self._stats, self._alpha
         if not D.shape[1]:
             return prior.copy()
-        terms, seen = spode_run_terms(s, a, D, yc, C)
+        terms, seen = spode_run_terms(s, a, D, yc, C, self.__dict__.setdefault("_run_scratch", {}))
         parents = seen >= self.m
         rows = parents.any(1)
         out = np.empty((len(D), C))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._checks import check_choice, check_number
-from ..stats import naive_terms
+from ..stats import DEFAULT_MEMORY_BUDGET, naive_terms
 from ._base import BayesClassifier
 from ._binning import check_binning
 from ._em import add_estep, assemble, naive_bayes_blocks
@@ -68,6 +68,9 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
         README's *Numeric features* section measures when each wins.
     bins, warmup, bin_edges, discretiser, fine_bins
         Discretisation with ``numeric="bins"`` (see :class:`~stream_nb.AODE`).
+    memory_budget
+        Bytes the counts may take (default 256 MiB; None: no bound): tables that
+        would pass it are kept sparse (see :mod:`stream_nb.stats._budget`).
 
     Examples
     --------
@@ -112,6 +115,7 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
         bin_edges: dict | None = None,
         discretiser: str = "mdl",
         fine_bins: int = 64,
+        memory_budget: int | None = DEFAULT_MEMORY_BUDGET,
     ):
         self.alpha = alpha
         self.types = types
@@ -126,6 +130,7 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
         self.bin_edges = bin_edges
         self.discretiser = discretiser
         self.fine_bins = fine_bins
+        self.memory_budget = memory_budget
         check_number("var_smoothing", var_smoothing, minimum=0)
         check_choice("numeric", numeric, ("gaussian", "bins"))
         check_binning(bins, warmup, discretiser, fine_bins)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..exceptions import InvalidEventError
-from ..stats import Encoded, is_missing_label, naive_terms
+from ..stats import DEFAULT_MEMORY_BUDGET, Encoded, is_missing_label, naive_terms
 from ._binning import check_binning
 from ._decision import logsumexp
 from ._dependence_runs import rooted_run_terms, run_cells, spode_run_terms
@@ -65,6 +65,9 @@ class SPODE(VectorisedRuns, StructuredClassifier):
         Optional loss matrix ``{truth: {prediction: cost}}`` for Bayes decision.
     missing, learn_unlabeled, unlabeled_weight
         EM for missing values and unlabeled events (see :class:`~stream_nb.NaiveBayes`).
+    memory_budget
+        Bytes the counts may take (default 256 MiB; None: no bound): tables that
+        would pass it are kept sparse (see :mod:`stream_nb.stats._budget`).
 
     Examples
     --------
@@ -105,6 +108,7 @@ class SPODE(VectorisedRuns, StructuredClassifier):
         missing: str = "em",
         learn_unlabeled: bool = False,
         unlabeled_weight: float = 1.0,
+        memory_budget: int | None = DEFAULT_MEMORY_BUDGET,
     ):
         self.parent = parent
         self.alpha = alpha
@@ -119,6 +123,7 @@ class SPODE(VectorisedRuns, StructuredClassifier):
         self.missing = missing
         self.learn_unlabeled = learn_unlabeled
         self.unlabeled_weight = unlabeled_weight
+        self.memory_budget = memory_budget
         check_binning(bins, warmup, discretiser, fine_bins)
         self._setup_rebuilds()
         self._setup(numeric="bins", pairs=True, bins=bins, warmup=warmup, bin_edges=bin_edges, discretiser=discretiser, fine_bins=fine_bins)
@@ -260,7 +265,7 @@ class SPODE(VectorisedRuns, StructuredClassifier):
         p = self._parent_index()
         rooted = p is not None and s.n_values[p] > 0 and D.shape[1] > 0
         if self.parent is None and D.shape[1]:
-            terms, _ = spode_run_terms(s, a, D, yc, C)
+            terms, _ = spode_run_terms(s, a, D, yc, C, self.__dict__.setdefault("_run_scratch", {}))
             logp = terms - logsumexp(terms, axis=1)[:, None, :]
             self._grow_scores()
             F = D.shape[1]

@@ -64,6 +64,16 @@ def coarse_state(fine, edges: dict, bins: int, warmup: int, max_table_cells) -> 
             for axis in range(1, 1 + n_axes):
                 a = np.moveaxis(np.moveaxis(a, axis, -1) @ A, -1, axis)
             out[p + name] = np.ascontiguousarray(a)
+        for name in ("tuple_count", "tuple_feat"):  # a t-way table written sparse: its cells' value indices mapped
+            cells = arrays.get(p + name + "_cells")
+            if cells is None:
+                continue
+            n = cells.shape[1] - 1 - (name == "tuple_feat")
+            cells = cells.copy()
+            cells[:, 1 : 1 + n] = vmap[cells[:, 1 : 1 + n]]
+            keep = (cells[:, 1 : 1 + n] > 0).all(1)
+            out[p + name + "_cells"] = cells[keep]
+            out[p + name + "_counts"] = arrays[p + name + "_counts"][keep]  # equal cells add up when loaded
     meta = dict(meta)
     meta["bins"], meta["warmup"], meta["max_table_cells"] = bins, warmup, max_table_cells
     feats = []

@@ -89,11 +89,9 @@ class Removing:
             self._short(getattr(self, p + "pair_count")[c][cols[:, None], cols], w,
                         f"the value pairs of the event in {self._class_name(c)}")
         if self.tuples:
-            tc = getattr(self, p + "tuple_count")[c]
-            idx = cols
-            for _ in range(self.tuples - 1):
-                idx = (idx[:, None] * tc.shape[-1] + cols[None, :]).ravel()
-            self._short(tc.reshape(-1)[idx], w, f"the value tuples of the event in {self._class_name(c)}")
+            # every t-tuple of the event's values, gathered alike from a dense or a sparse table
+            tuples = getattr(self, p + "tuple_count")[(c, *np.ix_(*([cols] * self.tuples)))]
+            self._short(np.ravel(tuples), w, f"the value tuples of the event in {self._class_name(c)}")
 
     def _check_entry(self, e) -> None:
         kind = e[0]
