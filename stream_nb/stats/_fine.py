@@ -53,7 +53,7 @@ from ._values import BINNED, EMPTY_FLOAT, EMPTY_INT, Encoded, numeric_value
 __all__ = ["CoarseDiscretiser", "TwoLayerStats"]
 
 #: what a store keeps of its own when the coarse layer is derived again
-_OWN = ("fine", "fine_bins", "backlog", "n_events", "next_choice", "stale", "_pending", "_pending_rows", "journal")
+_OWN = ("fine", "fine_bins", "backlog", "n_events", "next_choice", "stale", "_pending", "_pending_rows", "_pending_labeled", "journal")
 
 #: at most this many warm-up events per ``warmup`` are kept to be counted once the edges exist
 BACKLOG_PER_WARMUP = 10
@@ -121,6 +121,7 @@ class TwoLayerStats(Stats):
         self.stale = False  # the coarse layer must be derived again (new fine edges, a merge)
         self._pending = None  # (fine encoding, values not binned yet) of the event being learned
         self._pending_rows = None  # (fine add_many arguments, rows) of the run or batch being learned
+        self._pending_labeled = None  # of a run: the labeled rows up to each of its rows (cut_run)
         self._fine_warm = True  # some fine feature may still be in warm-up
 
     # ------------------------------------------------------------------ schema mirrored
@@ -196,7 +197,21 @@ class TwoLayerStats(Stats):
                 stop, D, G, yc = fstop, D[: fstop - start], G[: fstop - start], yc[: fstop - start]
             keep = fyc >= 0
             self._pending_rows = (fD[keep], np.arange(fD.shape[1]), fG[keep], np.arange(fG.shape[1]))
+            self._pending_labeled = np.cumsum(keep)  # labeled rows up to each row of the run
         return stop, D, G, yc
+
+    def count_layer(self) -> Stats:
+        return self.fine  # the coarse counts are sums of its cells, derived again after a change
+
+    def counts_changed(self) -> None:
+        self._derive(self._current_edges())
+
+    def cut_run(self, n: int) -> None:
+        if self._pending_rows is None:
+            return
+        m = int(self._pending_labeled[n - 1]) if n > 0 else 0
+        fD, fdfeats, fG, fgslots = self._pending_rows
+        self._pending_rows = (fD[:m], fdfeats, fG[:m], fgslots)
 
     def encode_frame(self, X, learn: bool):
         out = super().encode_frame(X, learn)

@@ -149,6 +149,20 @@ class Stats(Schema, Budget, Labels, Promotion, Encoding, Frames, Adding, Removin
         counts again (a two-layer store chooses its cut points); here, no limit."""
         return 1 << 62
 
+    def count_layer(self) -> "Stats":
+        """The store whose counts are the truth that forgetting subtracts and scales
+        (:mod:`stream_nb.stats._forgetting`): this one; a two-layer store's fine layer."""
+        return self
+
+    def counts_changed(self) -> None:
+        """Called after forgetting changed the counts of :meth:`count_layer` from outside (a
+        two-layer store derives its coarse layer again); here, nothing."""
+
+    def cut_run(self, n: int) -> None:
+        """The run :meth:`encode_run` gave is cut to its first ``n`` rows before it is learned (a
+        forgetting model stops it where a drift detector acts); a two-layer store drops the fine
+        rows past it. Here, nothing."""
+
     def settle(self) -> None:
         """Called when a learning step is over (a two-layer store may choose its cut points); here, nothing."""
 
