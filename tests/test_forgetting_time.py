@@ -7,6 +7,7 @@ import math
 import random
 import subprocess
 import sys
+import types
 
 import numpy as np
 import pytest
@@ -28,6 +29,15 @@ def timed(n, seed=0, late=0.1, gaps=(0.0, 0.5, 3.0, 40.0)):
     return out
 
 
+def decay_cells(model, d):
+    """``brute_force_decay`` of the store and, under a two-layer discretiser, of its fine layer (the coarse
+    counts are sums of its cells), cell by cell."""
+    brute_force_decay(model, d)
+    fine = model._stats.count_layer()
+    if fine is not model._stats:
+        brute_force_decay(types.SimpleNamespace(_stats=fine), d)
+
+
 def brute_force(make, data, H):
     """A model without forgetting whose every count is multiplied by ``2**(-dt/H)`` before each event, ``dt`` the
     time since the latest time learned (none for a late event), learned without the time field."""
@@ -35,7 +45,7 @@ def brute_force(make, data, H):
     for x, y in data:
         t = x["ts"]
         if latest is not None and t > latest:
-            brute_force_decay(ref, 2.0 ** (-(t - latest) / H))
+            decay_cells(ref, 2.0 ** (-(t - latest) / H))
         latest = t if latest is None else max(latest, t)
         ref.learn_one({k: v for k, v in x.items() if k != "ts"}, y)
     return ref
@@ -49,7 +59,7 @@ def close(p, q):
 def test_decay_in_event_time_equals_multiplying_every_count_by_the_elapsed_half_lives(name):
     H = 6.0  # 40-second gaps pass the renormalisation point at once: both ways of decaying are exercised
     data = timed(220, seed=3)
-    # (equal-frequency bins: the MDL discretiser's fine layer is outside what forgetting scales)
+    # equal-frequency bins: MDL's criterion depends on the absolute counts, which decay keeps inflated (open question)
     make = MODELS[name] if name == "nb" else lambda **kw: MODELS[name](discretiser="equal_frequency", **kw)
     model = make(half_life=H, time_field="ts")
     for i, (x, y) in enumerate(data):
