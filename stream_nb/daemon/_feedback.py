@@ -24,8 +24,9 @@ def make_joiner(settings: dict[str, typing.Any], engine: Engine, snapshot=None) 
             log.warning("snapshot %s holds the state of a join with labels that come later, and this run has no "
                         "--feedback: the events waiting for their labels there are dropped", snapshot.path)
         for name in ("time_field", "provisional_label"):
-            if settings[name] is not None:
-                raise ConfigError(f"{describe_setting(settings, name)} needs --feedback (the labels that come later)")
+            if settings[name] is not None and not (name == "time_field" and settings["half_life"] is not None):
+                raise ConfigError(f"{describe_setting(settings, name)} needs --feedback (the labels that come later)"
+                                  + (" or --half-life (decay in event time)" if name == "time_field" else ""))
         return None
     if settings["input_topic"]:
         raise ConfigError(f"{describe_setting(settings, 'feedback')} is a JSON-lines file: Kafka mode takes "
@@ -35,6 +36,9 @@ def make_joiner(settings: dict[str, typing.Any], engine: Engine, snapshot=None) 
                           "unlabeled would be learned again when its label comes; choose one")
     if settings["input"] is not None and settings["feedback"] == settings["input"]:
         raise ConfigError(f"{describe_setting(settings, 'feedback')} and --input are the same file")
+    if settings["time_field"] is not None and settings["half_life"] is not None:
+        raise ConfigError(f"{describe_setting(settings, 'time_field')} with --half-life and --feedback: the join "
+                          "takes the time field, so decay in event time is not available with labels that come later")
     provisional = settings["provisional_label"]
     config = {
         "id_field": settings["id_field"],

@@ -54,7 +54,7 @@ from river import base
 
 from .._checks import check_choice, check_integer, check_number
 from ..exceptions import ConfigError, InvalidEventError, MergeError
-from ..stats import Encoded, Stats, is_missing_label
+from ..stats import Encoded, Stats, TwoLayerStats, is_missing_label
 from ._decision import LossMatrix, decide, log_prior, normalise
 from ._batches import MiniBatches
 from ._forgetting import Forgetting, detector_spec
@@ -89,12 +89,15 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
         bin_edges: dict | None = None,
         max_table_cells: int | None = None,
         var_smoothing: float = 0.0,
+        discretiser: str = "equal_frequency",
+        fine_bins: int = 64,
     ) -> None:
         """Check the parameters every model has and create the empty store; ``__init__`` calls it last.
 
         ``numeric`` (``"gaussian"`` or ``"bins"``), ``pairs``, ``tuples``, the discretiser settings and
-        ``max_table_cells`` say how the store keeps its counts (see :class:`~stream_nb.stats.Stats`),
-        within the model's ``memory_budget``;
+        ``max_table_cells`` say how the store keeps its counts (see :class:`~stream_nb.stats.Stats`;
+        ``discretiser="mdl"`` with ``numeric="bins"``: a :class:`~stream_nb.stats.TwoLayerStats`
+        of ``fine_bins`` fine bins per numeric feature), within the model's ``memory_budget``;
         ``var_smoothing`` is the Gaussian features' relative variance floor.
         """
         self._alpha = check_number("alpha", self.alpha, minimum=0, strict_minimum=True)
@@ -107,7 +110,9 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
         self._prior: tuple | None = None  # ((epoch, version) of the store, log prior)
         if self.memory_budget is not None:
             check_integer("memory_budget", self.memory_budget, minimum=0)
-        self._stats = Stats(
+        two_layer = numeric == "bins" and discretiser == "mdl"
+        self._stats = (TwoLayerStats if two_layer else Stats)(
+            **({"fine_bins": fine_bins} if two_layer else {}),
             memory_budget=self.memory_budget,
             pairs=pairs,
             observed=self.missing == "em",  # EM's E-step reads the observed-only counts
@@ -164,6 +169,18 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
         stream_nb.exceptions.LabelTypeError: label: expected a number, the type of this model's labels (set by its first label, 1), got a boolean, true; one stream's labels must share one JSON type
         """
         return self._stats.label_type
+
+    def cut_points(self) -> dict:
+        """``{feature: [cut points]}``: where each discretised numeric feature is cut now.
+
+        >>> from stream_nb import AODE
+        >>> model = AODE(bins=1, warmup=4, fine_bins=4)
+        >>> for v, y in [(1.0, "a"), (2.0, "a"), (3.0, "a"), (4.0, "b"), (5.0, "b"), (6.0, "b")] * 5:
+        ...     model.learn_one({"t": v}, y)
+        >>> model.cut_points()
+        {'t': [3.25]}
+        """
+        return self._stats.cut_points()
 
     @property
     def n_learned(self) -> float:
@@ -241,14 +258,16 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
         if self.learn_unlabeled and is_missing_label(y):
             self._learn_unlabeled(x, w * self.unlabeled_weight, known)
             return
+        x, t = self._forget_time(x)
         enc, c = s.encode_labeled(x, y, known)
-        w = self._forget_weight(w)
+        w = self._forget_weight(w, t)
         miss = s.missing_of(enc) if self.missing == "em" else _NONE
         if len(miss):
             self._add_expected(enc, c, w, miss)
         else:
             s.add(enc, c, w)
         self._added(c)
+        s.settle()
         self._learned(1)
 
     def _learn_unlabeled(self, x: dict, w: float, known: Encoded | None) -> None:
@@ -256,9 +275,10 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
         s = self._stats
         if not s.n_classes:
             return  # no class to spread the event over yet
+        x, t = self._forget_time(x)
         enc = s.encode_learn(x, known=known)
         post = np.exp(normalise(self._jll(enc)[None, :], self._log_prior())[0])
-        w = self._forget_weight(w)
+        w = self._forget_weight(w, t)
         miss = s.missing_of(enc) if self.missing == "em" else _NONE
         for c, p in enumerate(post.tolist()):
             if w * p == 0.0:
@@ -268,6 +288,7 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
             else:
                 s.add(enc, c, w * p)
             self._added(c)
+        s.settle()
         self._learned(1)
 
     # ------------------------------------------------------------------ inference
@@ -469,35 +490,6 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
                     yield step.prediction, step.proba
                 i += 1
 
-    def learn_events(self, xs: list, ys: list) -> None:
-        """Learn events as :meth:`prequential_iter` does (the same runs; an event it refuses is skipped),
-        predicting only what a drift detector or the model learns from. Group members' partition states learn so.
-
-        >>> from stream_nb import NaiveBayes
-        >>> xs, ys = [{"sky": "sun"}, {"sky": "rain"}, {"sky": ["?"]}, {"sky": "sun"}], ["play", "stay", "play", "play"]
-        >>> a, b = NaiveBayes(), NaiveBayes()
-        >>> _ = a.prequential_many(xs, ys)
-        >>> b.learn_events(xs, ys)
-        >>> a.predict_proba_one({"sky": "sun"}) == b.predict_proba_one({"sky": "sun"}), b.n_learned
-        (True, 3.0)
-        """
-        if len(xs) != len(ys):
-            raise ValueError(f"learn_events: {len(xs)} events but {len(ys)} labels")
-        i, n = 0, len(xs)
-        watched = getattr(self, "_forget", None) is not None and self._forget.detector is not None
-        while i < n:
-            if self._forget_runs():
-                i = self._prequential_run(xs, ys, i, None)
-            if i < n:
-                try:  # one event: predicted only when a drift detector watches the predictions
-                    if watched:
-                        self.prequential_one(xs[i], ys[i])
-                    elif self.learn_unlabeled or not is_missing_label(ys[i]):
-                        self.learn_one(xs[i], ys[i])
-                except InvalidEventError:
-                    pass  # prequential_iter reports it and leaves the model as it was
-                i += 1
-
     # ------------------------------------------------------------------ merging and state
 
     def merge(self, other: BayesClassifier) -> BayesClassifier:
@@ -552,7 +544,7 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
         model = cls(**meta["params"])
         model._check_fits(meta["stats"])
         # the store copies the counts into arrays of its own (with room to grow)
-        model._stats = Stats.from_state({k: v for k, v in arrays.items() if not k.startswith("model.")}, meta["stats"])
+        model._stats = type(model._stats).from_state({k: v for k, v in arrays.items() if not k.startswith("model.")}, meta["stats"])
         model._prior = None
         # EM's E-step wants the observed-only counts (a state written before they existed does not say so)
         model._stats.wants_observed = model.missing == "em"

@@ -23,6 +23,18 @@ that does it; its parameters are those of every model:
     smoothed estimates are ratios, so that is the same estimate), and the
     store is renormalised (every cell divided by ``g``, ``g`` back to 1) once
     ``g`` passes ``2**16``, before a structure rebuild, a merge and a snapshot.
+``half_life=H, time_field="t"``
+    Decay in event time: ``H`` is in the units of each event's number
+    ``x["t"]`` (seconds in the daemon, whose ``--time-field`` it is), which is
+    not a feature. Between two learned events every count is multiplied by
+    ``2**(-dt/H)``, ``dt`` the later time minus the model's clock (the latest
+    time learned). Time is taken as non-decreasing: an event older than the
+    clock is learned at the clock (full weight, ``dt = 0``, the clock stays),
+    so a late event never inflates older counts; an event without the field
+    is learned at the clock too. Predictions read the counts as of the last
+    learned event. A time that is not a finite number is refused
+    (:class:`~stream_nb.exceptions.InvalidEventError`, reason ``bad_time``,
+    naming the field). A merge decays the counts with the earlier clock to the later.
 ``drift_detector=D``
     A river drift detector (``river.drift.binary.DDM()``, ``river.drift.ADWIN()``,
     ...; or its name: ``"ddm"``, ``"adwin"``, ...) fed the 0/1 error of every
@@ -51,8 +63,10 @@ import random
 import numpy as np
 
 from .._checks import check_integer, check_number
-from ..exceptions import ConfigError, MergeError, UnlearnError
-from ..stats import SparseTable, capture, capture_nbytes, count_difference, replace_counts, scale_counts, subtract_counts
+from ..exceptions import ConfigError, InvalidEventError, MergeError, UnlearnError
+from ..stats import (SparseTable, capture, capture_difference, capture_nbytes, count_difference, replace_counts,
+                     scale_counts, subtract_counts)
+from ._unlearn import Receipt
 
 __all__ = ["DETECTORS", "Forgetting", "make_detector", "detector_spec", "encode_object", "decode_object"]
 
@@ -209,6 +223,10 @@ class _State:
         self.pane_n = 0  # events learned in the pane in progress
         self.step = 2.0 ** (1.0 / half_life) if half_life else 1.0
         self.inflation = 1.0  # stored counts = true counts * inflation
+        self.clock: float | None = None  # decay in event time: the latest event time learned
+        self.halvings = 0.0  # decay so far, in half-lives (an event's weight is 2**-(halvings now - then))
+        self.pane_no = 0  # window: the number of the pane in progress (the kept ones are the ones before it)
+        self.expired_unlearns = 0  # unlearn_one of events whose pane had expired: nothing to take back
         self.detector = detector
         self.warn_base: dict | None = None  # capture at the warning (the fresh counts are what came since)
         self.warning = False
@@ -236,6 +254,9 @@ class Forgetting:
             if window is not None:
                 raise ConfigError("half_life: a model forgets by a window or by decay, not both; "
                                   f"got window={window} and half_life={half_life}")
+        time_field = getattr(self, "time_field", None)
+        if time_field is not None and (not isinstance(time_field, str) or not time_field):
+            raise ConfigError(f"time_field: expected the name of the events' time field, got {time_field!r:.60}")
         detector = make_detector(getattr(self, "drift_detector", None))
         if window is None and half_life is None and detector is None:
             self._forget = None
@@ -261,13 +282,43 @@ class Forgetting:
 
     # -------------------------------------------------------------- hooks of the learning paths
 
-    def _forget_weight(self, w: float) -> float:
-        """The stored weight of the event about to be added (decay: advances the clock one event)."""
+    def _forget_time(self, x: dict) -> tuple[dict, float | None]:
+        """``x`` without its ``time_field`` (not a feature) and that time (None: ``x`` has none); nothing
+        changes (InvalidEventError, reason ``bad_time``, unless the time is a finite number)."""
+        name = getattr(self, "time_field", None)
+        if name is None or name not in x:
+            return x, None
+        t = x[name]
+        if isinstance(t, bool) or not isinstance(t, (int, float, np.integer, np.floating)) or not math.isfinite(t):
+            raise InvalidEventError(f"field {name!r} (time_field): expected the event's time, a finite number, "
+                                    f"got {t!r:.60}", reason="bad_time", field=name)
+        return {k: v for k, v in x.items() if k != name}, float(t)
+
+    def _forget_weight(self, w: float, t: float | None = None) -> float:
+        """The stored weight of the event about to be added (decay: advances the clock one event, or in
+        event time to ``t`` when it is later than the latest time learned)."""
         f = self._forget
         if f is None or not f.half_life:
             return w
-        f.inflation *= f.step
+        if getattr(self, "time_field", None) is None:
+            f.inflation *= f.step
+            f.halvings += 1.0 / f.half_life
+        elif t is not None:
+            if f.clock is not None and t > f.clock:
+                self._decay_by((t - f.clock) / f.half_life)
+            f.clock = t if f.clock is None else max(f.clock, t)
         return w * f.inflation
+
+    def _decay_by(self, halvings: float) -> None:
+        """Decay every count by ``2**-halvings``: in the inflation, or (when that would pass the
+        renormalisation point) in the cells themselves."""
+        f = self._forget
+        f.halvings += halvings
+        if math.log2(f.inflation) + halvings < math.log2(_RENORMALISE_AT):
+            f.inflation *= 2.0**halvings
+            return
+        self._settle()
+        scale_counts(self._stats, 2.0 ** -halvings, (f.warn_base,))
 
     def _forget_learned(self, n: int) -> None:
         """After ``n`` learned events: close the pane when full (expiring the oldest), renormalise decayed counts."""
@@ -283,6 +334,7 @@ class Forgetting:
                     subtract_counts(s, f.deltas.pop(0))
                 f.base = capture(s)
                 f.pane_n = 0
+                f.pane_no += 1
         elif f.half_life and f.inflation >= _RENORMALISE_AT:
             self._settle()
 
@@ -301,9 +353,10 @@ class Forgetting:
         return max(1, f.pane_size - f.pane_n)
 
     def _forget_runs(self) -> bool:
-        """Whether vectorised runs may be used (not with decay: each event changes the weights)."""
+        """Whether vectorised runs may be used (not with decay: each event changes the weights; not with a
+        ``time_field``: it is no feature)."""
         f = self._forget
-        return f is None or not f.half_life
+        return (f is None or not f.half_life) and getattr(self, "time_field", None) is None
 
     def _forget_run(self, decided: np.ndarray, yc: np.ndarray) -> int:
         """Feed the detector a scored run's errors (``decided`` and ``yc``: class indices, -1 unlabeled); return
@@ -331,7 +384,11 @@ class Forgetting:
         return len(yc)
 
     def _needs_rows(self, X, y) -> bool:
-        f = self._forget
+        f, name = self._forget, getattr(self, "time_field", None)
+        if name is not None and name in X.columns:
+            for t in X[name].tolist():  # every time checked before anything of the batch is learned
+                self._forget_time({name: t})
+            return True
         return bool(f is not None and f.half_life) or super()._needs_rows(X, y)
 
     def _forget_observe(self, prediction, y) -> None:
@@ -397,21 +454,74 @@ class Forgetting:
                                  f"without window (decayed counts merge exactly)")
         self._settle()
         other._settle()
+        clocks = [m._forget.clock for m in (self, other) if m._forget is not None and m._forget.clock is not None]
+        for model in (self, other):  # decay in event time: both sets of counts as of the later clock
+            f = model._forget
+            if f is not None and f.half_life and clocks:
+                if f.clock is not None and f.clock < max(clocks):
+                    scale_counts(model._stats, 2.0 ** (-(max(clocks) - f.clock) / f.half_life), (f.warn_base,))
+                f.clock = max(clocks)
         if self._forget is not None and self._forget.warning:
             self._forget.warn_base = capture(self._stats)  # the merged counts count as before the warning
 
-    def unlearn_one(self, x: dict, y, w: float = 1.0, *, receipt=None) -> None:
-        """:meth:`~stream_nb.learners._unlearn.Unlearning.unlearn_one`, refused (``reason="forgets"``)
-        when the model forgets: the event may have left the window or been decayed or dropped by a switch
-        since it was learned, so subtracting its counts again would not be exact."""
+    def learn_one_receipt(self, x: dict, y, w: float = 1.0) -> Receipt:
+        """``learn_one_receipt``; the receipt's ``stamp`` names the event's pane and the decay so far."""
         f = self._forget
-        if f is not None:
-            how = (f"window={f.window}" if f.window else f"half_life={f.half_life}" if f.half_life
-                   else f"drift_detector={type(f.detector).__name__}")
-            raise UnlearnError(f"unlearn_one: this model forgets ({how}): the event's counts may have expired, "
-                               f"decayed or been dropped since it was learned, so they cannot be taken back exactly",
-                               reason="forgets")
+        pane = None if f is None else f.pane_no
+        receipt = super().learn_one_receipt(x, y, w)
+        return receipt if f is None else receipt._replace(stamp=(pane, f.halvings))
+
+    def unlearn_one(self, x: dict, y, w: float = 1.0, *, receipt=None) -> None:
+        """:meth:`~stream_nb.learners._unlearn.Unlearning.unlearn_one` under forgetting.
+
+        Window: the event leaves the counts and its pane (the receipt's, else the pane in progress);
+        if that pane expired (or a drift dropped it), nothing changes and :attr:`expired_unlearns` counts it.
+        Decay: its weight decayed since the receipt's stamp is subtracted (receipt and plain counting needed).
+        A drift detector without a window is refused (``reason="forgets"``): a switch drops counts by time.
+        """
+        f = self._forget
+        if f is None:
+            super().unlearn_one(x, y, w, receipt=receipt)
+            return
+        x, _ = self._forget_time(x)
+        stamp = receipt.stamp if isinstance(receipt, Receipt) else None
+        if f.half_life:
+            if stamp is None:
+                raise UnlearnError(f"unlearn_one: with decay (half_life={f.half_life}) the event's weight depends on "
+                                   "when it was learned: unlearn it with the receipt learn_one_receipt returned",
+                                   reason="needs_receipt")
+            if receipt.extra is not None or any(e[0] not in ("count", "gauss") for e in receipt.entries):
+                raise UnlearnError("unlearn_one: with decay only an event learned by plain counting (every feature "
+                                   "observed, or missing='ignore') can be taken back", reason="forgets")
+            w = w * 2.0 ** -(f.halvings - stamp[1]) * f.inflation
+            receipt = None
+        if not f.window:
+            if f.detector is not None:
+                raise UnlearnError(f"unlearn_one: this model forgets (drift_detector={type(f.detector).__name__}): "
+                                   "the event's counts may have been dropped by a switch since it was learned, so "
+                                   "they cannot be taken back exactly", reason="forgets")
+            super().unlearn_one(x, y, w, receipt=receipt)
+            return
+        pane = f.pane_no if stamp is None else stamp[0]
+        first = f.pane_no - len(f.deltas)  # the oldest pane still in the counts
+        if pane > f.pane_no:
+            raise UnlearnError(f"receipt: it names pane {pane}, but the pane in progress is {f.pane_no}")
+        if pane < first:
+            f.expired_unlearns += 1  # its pane expired (or a drift dropped it): nothing of it is left
+            return
+        before = None if pane == f.pane_no else capture(self._stats)  # the pane in progress: counts since base
         super().unlearn_one(x, y, w, receipt=receipt)
+        if before is None:
+            return
+        part = capture_difference(before, capture(self._stats))  # what the event held in the counts
+        k = pane - first
+        f.deltas[k] = capture_difference(f.deltas[k], part)
+        f.base = capture_difference(f.base, part)  # the pane in progress starts from counts without it
+
+    @property
+    def expired_unlearns(self) -> int:
+        """Events ``unlearn_one`` found expired from the window (nothing taken back); 0 without forgetting."""
+        return 0 if self._forget is None else self._forget.expired_unlearns
 
     # -------------------------------------------------------------- state
 
@@ -436,7 +546,9 @@ class Forgetting:
         meta = {
             "panes_kept": len(f.deltas), "base": f.base is not None, "warn": f.warn_base is not None,
             "pane_n": f.pane_n, "inflation": f.inflation.hex(), "warning": f.warning, "seen": f.seen,
-            "sparse": sparse, "drifts": list(f.drifts), "rebuild_origin": int(getattr(self, "_rebuild_origin", 0)),
+            "sparse": sparse, "drifts": list(f.drifts),
+            "clock": None if f.clock is None else f.clock.hex(), "halvings": f.halvings.hex(),
+            "pane_no": f.pane_no, "expired_unlearns": f.expired_unlearns, "rebuild_origin": int(getattr(self, "_rebuild_origin", 0)),
             "detector": None if f.detector is None else encode_object(f.detector),
         }
         return arrays, meta
@@ -474,6 +586,9 @@ class Forgetting:
             f.inflation = float.fromhex(meta["inflation"])
             f.warning, f.seen = bool(meta["warning"]), int(meta["seen"])
             f.drifts = [int(d) for d in meta["drifts"]]
+            f.clock = None if meta.get("clock") is None else float.fromhex(meta["clock"])
+            f.halvings = float.fromhex(meta.get("halvings", "0x0p+0"))
+            f.pane_no, f.expired_unlearns = int(meta.get("pane_no", 0)), int(meta.get("expired_unlearns", 0))
             if meta.get("rebuild_origin"):
                 self._rebuild_origin = int(meta["rebuild_origin"])
             if meta["detector"] is not None:

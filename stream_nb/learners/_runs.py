@@ -16,7 +16,8 @@ import abc
 
 import numpy as np
 
-from ..stats import exclusive_counts, gaussian_loglik, running_moments
+from ..exceptions import InvalidEventError
+from ..stats import exclusive_counts, gaussian_loglik, is_missing_label, running_moments
 from ._decision import log_prior, normalise
 
 __all__ = ["VectorisedRuns"]
@@ -72,6 +73,35 @@ class VectorisedRuns(abc.ABC):
     def _set_run_state(self, state) -> None:
         """Restore what :meth:`_run_state` returned; default: nothing."""
 
+    def learn_events(self, xs: list, ys: list) -> None:
+        """Learn events as :meth:`prequential_iter` does (the same runs; an event it refuses is skipped),
+        predicting only what a drift detector or the model learns from. Group members' partition states learn so.
+
+        >>> from stream_nb import NaiveBayes
+        >>> xs, ys = [{"sky": "sun"}, {"sky": "rain"}, {"sky": ["?"]}, {"sky": "sun"}], ["play", "stay", "play", "play"]
+        >>> a, b = NaiveBayes(), NaiveBayes()
+        >>> _ = a.prequential_many(xs, ys)
+        >>> b.learn_events(xs, ys)
+        >>> a.predict_proba_one({"sky": "sun"}) == b.predict_proba_one({"sky": "sun"}), b.n_learned
+        (True, 3.0)
+        """
+        if len(xs) != len(ys):
+            raise ValueError(f"learn_events: {len(xs)} events but {len(ys)} labels")
+        i, n = 0, len(xs)
+        watched = getattr(self, "_forget", None) is not None and self._forget.detector is not None
+        while i < n:
+            if self._forget_runs():
+                i = self._prequential_run(xs, ys, i, None)
+            if i < n:
+                try:  # one event: predicted only when a drift detector watches the predictions
+                    if watched:
+                        self.prequential_one(xs[i], ys[i])
+                    elif self.learn_unlabeled or not is_missing_label(ys[i]):
+                        self.learn_one(xs[i], ys[i])
+                except InvalidEventError:
+                    pass  # prequential_iter reports it and leaves the model as it was
+                i += 1
+
     def _run_scores_learned(self) -> bool:
         """Whether learning a run needs its scores: they change the model (``_run_scoring_learns``)
         or a drift detector learns from the run's errors."""
@@ -111,6 +141,7 @@ class VectorisedRuns(abc.ABC):
         keep = self._forget_run(decided, yc)  # a drift detector may act at an event: the run ends before it
         if keep < len(yc):
             self._set_run_state(mark)  # what scoring the run changed, scored again over the rows kept
+            s.cut_run(keep)
             if keep == 0:
                 return start
             D, G, yc, log_post, decided = D[:keep], G[:keep], yc[:keep], log_post[:keep], decided[:keep]
@@ -129,5 +160,6 @@ class VectorisedRuns(abc.ABC):
         labeled = yc >= 0
         if labeled.any():
             self._stats.add_many(D[labeled], np.arange(D.shape[1]), G[labeled], np.arange(G.shape[1]), yc[labeled])
+            self._stats.settle()
             self._learned(int(labeled.sum()))
         return stop

@@ -46,6 +46,7 @@ class Receipt(typing.NamedTuple):
     label: typing.Any  # the label it was learned with (None: unlabeled, semi-supervised)
     entries: tuple  # the store's journal (see stream_nb.stats._removing)
     extra: typing.Any = None  # the model's own state the event changed (SPODE: its running scores' increments)
+    stamp: typing.Any = None  # forgetting: (pane it was added to, halvings of decay so far) when it was learned
 
 
 class Unlearning:
