@@ -67,13 +67,14 @@ ENV_PREFIX = "STREAM_NB_"
 #: ``--model`` choice -> (class name in :mod:`stream_nb`, the parameters it takes).
 _EM = ("missing", "learn_unlabeled", "unlabeled_weight")
 _FORGET = ("window", "panes", "half_life", "drift_detector")
+_BINNING = ("discretiser", "bins", "fine_bins", "warmup")
 _ALL = (*_EM, "memory_budget", *_FORGET)  # the parameters every model takes
 MODELS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "nb": ("NaiveBayes", ("alpha", "types", "loss", "var_smoothing", *_ALL)),
-    "aode": ("AODE", ("alpha", "m", "bins", "warmup", "types", "loss", *_ALL)),
-    "tan": ("TAN", ("alpha", "rebuild_every", "bins", "warmup", "types", "loss", *_ALL)),
-    "spode": ("SPODE", ("parent", "alpha", "rebuild_every", "bins", "warmup", "types", "loss", *_ALL)),
-    "kdb": ("KDB", ("k", "alpha", "rebuild_every", "max_table_cells", "max_completions", "bins", "warmup", "types",
+    "nb": ("NaiveBayes", ("alpha", "types", "loss", "var_smoothing", "numeric", *_BINNING, *_ALL)),
+    "aode": ("AODE", ("alpha", "m", *_BINNING, "types", "loss", *_ALL)),
+    "tan": ("TAN", ("alpha", "rebuild_every", *_BINNING, "types", "loss", *_ALL)),
+    "spode": ("SPODE", ("parent", "alpha", "rebuild_every", *_BINNING, "types", "loss", *_ALL)),
+    "kdb": ("KDB", ("k", "alpha", "rebuild_every", "max_table_cells", "max_completions", *_BINNING, "types",
                     "loss", *_ALL)),
 }
 
@@ -126,7 +127,16 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("parent", "str", None, "SPODE: the super-parent attribute (model default: chosen from the stream, "
             "the lowest running log loss at each rebuild)", _MODEL, "FEATURE"),
     Setting("m", "int", None, "AODE: a value is a parent only once seen in M events (model default 1)", _MODEL, "M"),
-    Setting("bins", "int", None, "AODE, TAN, SPODE, KDB: equal-frequency bins per numeric feature (model default 5)", _MODEL, "N"),
+    Setting("numeric", "choice", None, "NB: numeric features as one Gaussian per class, or discretised into bins "
+            "(model default gaussian)", _MODEL, choices=("gaussian", "bins")),
+    Setting("discretiser", "choice", None, "AODE, TAN, SPODE, KDB (and NB with --numeric bins): mdl (cut points "
+            "chosen by Fayyad and Irani's MDL criterion over fine bins, again as the stream goes on) or "
+            "equal_frequency (--bins bins from the first --warmup values, never moved) (model default mdl)",
+            _MODEL, choices=("mdl", "equal_frequency")),
+    Setting("bins", "int", None, "AODE, TAN, SPODE, KDB: equal-frequency bins per numeric feature with "
+            "--discretiser equal_frequency (model default 5)", _MODEL, "N"),
+    Setting("fine_bins", "int", None, "AODE, TAN, SPODE, KDB: with --discretiser mdl, the fine bins per numeric "
+            "feature where a cut point can fall (model default 64; KDB 16)", _MODEL, "N"),
     Setting("warmup", "int", None, "AODE, TAN, SPODE, KDB: values of a numeric feature used to place its bin edges; "
             "TAN, SPODE, KDB: also the learned events before the first rebuild (model default 100)", _MODEL, "N"),
     Setting("rebuild_every", "int", None, "TAN, SPODE, KDB: rebuild the structure / re-choose the super-parent every N "
@@ -260,7 +270,8 @@ SETTINGS: tuple[Setting, ...] = (
 BY_NAME = {s.name: s for s in SETTINGS}
 KAFKA_SETTINGS = ("bootstrap_servers", "input_topic", "output_topic", "group_id", "dead_letter_topic", "kafka_config")
 JSONL_SETTINGS = ("input", "output", "dead_letter")
-MODEL_PARAMS = ("k", "max_table_cells", "max_completions", "parent", "alpha", "m", "bins", "warmup", "rebuild_every", "var_smoothing", "types", "loss", *_ALL)
+MODEL_PARAMS = ("k", "max_table_cells", "max_completions", "parent", "alpha", "m", "numeric", "discretiser", "bins",
+                "fine_bins", "warmup", "rebuild_every", "var_smoothing", "types", "loss", *_ALL)
 
 
 # -- parsing ------------------------------------------------------------------

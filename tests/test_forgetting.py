@@ -396,3 +396,34 @@ def test_windows_with_sparse_tables_equal_dense_ones(tmp_path):
     for x, y in data[100:]:
         step = dense.prequential_one(x, y)
         assert step == sparse.prequential_one(x, y) == restored.prequential_one(x, y)
+
+
+@pytest.mark.parametrize("name", ["aode", "tan", "kdb"])
+@pytest.mark.parametrize("path", ["one", "many"])
+def test_window_over_supervised_bins_counts_the_window_by_brute_force(name, path):
+    """With the two-layer discretiser (the default), a window forgets in the fine layer and the
+    coarse counts are derived again: after many cut-point choices and pane expiries, the class counts
+    and each bin's counts equal a histogram of the events in the window under the cut points the
+    model shows (a changed cut point used to break the pane arithmetic: shapes no longer matched)."""
+    window, panes = 120, 4
+    data = stream(1500, seed=5, flip_at=700)
+    model = MODELS[name](window=window, panes=panes)
+    if path == "one":
+        for x, y in data:
+            model.learn_one(x, y)
+    else:
+        model.prequential_many([x for x, _ in data], [y for _, y in data])
+    s = model._stats
+    k = int(round(s.class_count[: len(s.classes)].sum()))
+    assert window - window // panes <= k <= window
+    recent = data[-k:]
+    assert {c: int(s.class_count[i]) for i, c in enumerate(s.classes)} == {
+        c: sum(y == c for _, y in recent) for c in s.classes}
+    cuts = model.cut_points()["t"]
+    f = s.feature_index["t"]
+    for ci, c in enumerate(s.classes):
+        hist = np.bincount(np.searchsorted(cuts, [x["t"] for x, y in recent if y == c], side="right"),
+                           minlength=len(cuts) + 1)
+        assert {b: int(s.value_count[ci, col]) for b, col in s.values[f].items()} == {
+            b: int(hist[b]) for b in s.values[f]}
+        assert hist.sum() == sum(y == c for _, y in recent)

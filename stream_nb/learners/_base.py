@@ -54,7 +54,7 @@ from river import base
 
 from .._checks import check_choice, check_integer, check_number
 from ..exceptions import ConfigError, InvalidEventError, MergeError
-from ..stats import Encoded, Stats, is_missing_label
+from ..stats import Encoded, Stats, TwoLayerStats, is_missing_label
 from ._decision import LossMatrix, decide, log_prior, normalise
 from ._batches import MiniBatches
 from ._forgetting import Forgetting, detector_spec
@@ -89,12 +89,15 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
         bin_edges: dict | None = None,
         max_table_cells: int | None = None,
         var_smoothing: float = 0.0,
+        discretiser: str = "equal_frequency",
+        fine_bins: int = 64,
     ) -> None:
         """Check the parameters every model has and create the empty store; ``__init__`` calls it last.
 
         ``numeric`` (``"gaussian"`` or ``"bins"``), ``pairs``, ``tuples``, the discretiser settings and
-        ``max_table_cells`` say how the store keeps its counts (see :class:`~stream_nb.stats.Stats`),
-        within the model's ``memory_budget``;
+        ``max_table_cells`` say how the store keeps its counts (see :class:`~stream_nb.stats.Stats`;
+        ``discretiser="mdl"`` with ``numeric="bins"``: a :class:`~stream_nb.stats.TwoLayerStats`
+        of ``fine_bins`` fine bins per numeric feature), within the model's ``memory_budget``;
         ``var_smoothing`` is the Gaussian features' relative variance floor.
         """
         self._alpha = check_number("alpha", self.alpha, minimum=0, strict_minimum=True)
@@ -107,7 +110,9 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
         self._prior: tuple | None = None  # ((epoch, version) of the store, log prior)
         if self.memory_budget is not None:
             check_integer("memory_budget", self.memory_budget, minimum=0)
-        self._stats = Stats(
+        two_layer = numeric == "bins" and discretiser == "mdl"
+        self._stats = (TwoLayerStats if two_layer else Stats)(
+            **({"fine_bins": fine_bins} if two_layer else {}),
             memory_budget=self.memory_budget,
             pairs=pairs,
             observed=self.missing == "em",  # EM's E-step reads the observed-only counts
@@ -164,6 +169,18 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
         stream_nb.exceptions.LabelTypeError: label: expected a number, the type of this model's labels (set by its first label, 1), got a boolean, true; one stream's labels must share one JSON type
         """
         return self._stats.label_type
+
+    def cut_points(self) -> dict:
+        """``{feature: [cut points]}``: where each discretised numeric feature is cut now.
+
+        >>> from stream_nb import AODE
+        >>> model = AODE(bins=1, warmup=4, fine_bins=4)
+        >>> for v, y in [(1.0, "a"), (2.0, "a"), (3.0, "a"), (4.0, "b"), (5.0, "b"), (6.0, "b")] * 5:
+        ...     model.learn_one({"t": v}, y)
+        >>> model.cut_points()
+        {'t': [3.25]}
+        """
+        return self._stats.cut_points()
 
     @property
     def n_learned(self) -> float:
@@ -249,6 +266,7 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
         else:
             s.add(enc, c, w)
         self._added(c)
+        s.settle()
         self._learned(1)
 
     def _learn_unlabeled(self, x: dict, w: float, known: Encoded | None) -> None:
@@ -268,6 +286,7 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
             else:
                 s.add(enc, c, w * p)
             self._added(c)
+        s.settle()
         self._learned(1)
 
     # ------------------------------------------------------------------ inference
@@ -523,7 +542,7 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
         model = cls(**meta["params"])
         model._check_fits(meta["stats"])
         # the store copies the counts into arrays of its own (with room to grow)
-        model._stats = Stats.from_state({k: v for k, v in arrays.items() if not k.startswith("model.")}, meta["stats"])
+        model._stats = type(model._stats).from_state({k: v for k, v in arrays.items() if not k.startswith("model.")}, meta["stats"])
         model._prior = None
         # EM's E-step wants the observed-only counts (a state written before they existed does not say so)
         model._stats.wants_observed = model.missing == "em"

@@ -98,6 +98,7 @@ class VectorisedRuns(abc.ABC):
         keep = self._forget_run(decided, yc)  # a drift detector may act at an event: the run ends before it
         if keep < len(yc):
             self._set_run_state(mark)  # what scoring the run changed, scored again over the rows kept
+            s.cut_run(keep)
             if keep == 0:
                 return start
             D, G, yc, log_post, decided = D[:keep], G[:keep], yc[:keep], log_post[:keep], decided[:keep]
@@ -111,5 +112,6 @@ class VectorisedRuns(abc.ABC):
         labeled = yc >= 0
         if labeled.any():
             s.add_many(D[labeled], np.arange(D.shape[1]), G[labeled], np.arange(G.shape[1]), yc[labeled])
+            s.settle()
             self._learned(int(labeled.sum()))
         return stop

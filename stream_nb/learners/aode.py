@@ -41,10 +41,12 @@ class AODE(VectorisedRuns, BayesClassifier):
     events where the attributes involved were observed, and a missing
     attribute is neither parent nor child.
 
-    Numeric (``float``) features are discretised online into ``bins``
-    equal-frequency bins whose edges are chosen from the first ``warmup``
-    values and then never move (see :mod:`stream_nb.stats._discretise`); until then
-    the feature counts as missing.
+    Numeric (``float``) features are discretised online: by default at the
+    cut points Fayyad and Irani's MDL criterion chooses, again and again as
+    the stream goes on, over a fine layer of bins whose counts the model keeps
+    (see :mod:`stream_nb.stats._fine`); until a feature's first ``warmup``
+    values have placed the fine bins it counts as missing, and those events
+    are counted with their value once the bins exist.
 
     Parameters
     ----------
@@ -60,6 +62,17 @@ class AODE(VectorisedRuns, BayesClassifier):
     bin_edges
         ``{feature: [edges]}`` to fix some features' edges up front (needed to
         merge models that discretise numeric features).
+    discretiser
+        ``"mdl"`` (default): supervised cut points (Fayyad and Irani's MDL
+        criterion) chosen again as the stream goes on over a fine layer of
+        ``fine_bins`` bins per feature, whose edges come from the first
+        ``warmup`` values, plus the fine edges nearest the ``bins``
+        equal-frequency quantiles (see :mod:`stream_nb.stats._fine`);
+        ``"equal_frequency"``: ``bins`` equal-frequency bins from the first
+        ``warmup`` values, never moved.
+    fine_bins
+        With ``discretiser="mdl"``: fine bins per numeric feature, the
+        places a cut point can fall.
     types
         ``{feature: "categorical" | "numeric"}`` overriding type inference.
     loss
@@ -108,6 +121,8 @@ class AODE(VectorisedRuns, BayesClassifier):
         bins: int = 5,
         warmup: int = 100,
         bin_edges: dict | None = None,
+        discretiser: str = "mdl",
+        fine_bins: int = 64,
         types: dict | None = None,
         loss: dict | None = None,
         missing: str = "em",
@@ -124,6 +139,8 @@ class AODE(VectorisedRuns, BayesClassifier):
         self.bins = bins
         self.warmup = warmup
         self.bin_edges = bin_edges
+        self.discretiser = discretiser
+        self.fine_bins = fine_bins
         self.types = types
         self.loss = loss
         self.missing = missing
@@ -132,8 +149,8 @@ class AODE(VectorisedRuns, BayesClassifier):
         self.window, self.panes, self.half_life, self.drift_detector = window, panes, half_life, drift_detector
         self.memory_budget = memory_budget
         check_integer("m", m, minimum=0)
-        check_binning(bins, warmup)
-        self._setup(numeric="bins", pairs=True, bins=bins, warmup=warmup, bin_edges=bin_edges)
+        check_binning(bins, warmup, discretiser, fine_bins)
+        self._setup(numeric="bins", pairs=True, bins=bins, warmup=warmup, bin_edges=bin_edges, discretiser=discretiser, fine_bins=fine_bins)
 
     @classmethod
     def _unit_test_params(cls):

@@ -84,6 +84,17 @@ class KDB(VectorisedRuns, StructuredClassifier):
         Most joint values of missing attributes enumerated per event.
     bins, warmup, bin_edges
         Discretisation of numeric features (see :class:`~stream_nb.AODE`).
+    discretiser
+        ``"mdl"`` (default): supervised cut points (Fayyad and Irani's MDL
+        criterion) chosen again as the stream goes on over a fine layer of
+        ``fine_bins`` bins per feature, whose edges come from the first
+        ``warmup`` values, plus the fine edges nearest the ``bins``
+        equal-frequency quantiles (see :mod:`stream_nb.stats._fine`);
+        ``"equal_frequency"``: ``bins`` equal-frequency bins from the first
+        ``warmup`` values, never moved.
+    fine_bins
+        With ``discretiser="mdl"``: fine bins per numeric feature, the
+        places a cut point can fall.
     types
         ``{feature: "categorical" | "numeric"}`` overriding type inference.
     loss
@@ -125,6 +136,8 @@ class KDB(VectorisedRuns, StructuredClassifier):
         bins: int = 5,
         warmup: int = 100,
         bin_edges: dict | None = None,
+        discretiser: str = "mdl",
+        fine_bins: int = 16,
         types: dict | None = None,
         loss: dict | None = None,
         missing: str = "em",
@@ -144,6 +157,8 @@ class KDB(VectorisedRuns, StructuredClassifier):
         self.bins = bins
         self.warmup = warmup
         self.bin_edges = bin_edges
+        self.discretiser = discretiser
+        self.fine_bins = fine_bins
         self.types = types
         self.loss = loss
         self.missing = missing
@@ -155,11 +170,11 @@ class KDB(VectorisedRuns, StructuredClassifier):
         if max_table_cells is not None:
             check_integer("max_table_cells", max_table_cells, minimum=1)
         check_integer("max_completions", max_completions, minimum=1)
-        check_binning(bins, warmup)
+        check_binning(bins, warmup, discretiser, fine_bins)
         self._setup_rebuilds()
         # k >= 2 keeps the class-conditional counts of every (k+1)-tuple of values; k = 1 reads the pairs
         self._setup(numeric="bins", pairs=True, tuples=k + 1 if k >= 2 else 0, bins=bins, warmup=warmup,
-                    bin_edges=bin_edges, max_table_cells=max_table_cells)
+                    bin_edges=bin_edges, discretiser=discretiser, fine_bins=fine_bins, max_table_cells=max_table_cells)
         self._parents: dict[int, tuple[int, ...]] = {}
         self._order: list[int] = []
         self.n_em_skipped = 0

@@ -14,6 +14,12 @@ Everything a window or a reset needs is made of three operations:
 * :func:`subtract_counts` -- take a delta out of the store (an expired pane);
 * :func:`replace_counts` -- make a delta the store's counts (a switch after a drift).
 
+A two-layer store (:mod:`stream_nb.stats._fine`) is forgotten in its fine layer
+(:meth:`~stream_nb.stats.Stats.count_layer`), whose columns only ever grow, and
+its coarse layer is then derived again from it
+(:meth:`~stream_nb.stats.Stats.counts_changed`): the coarse counts stay exact
+sums of fine cells, whatever cut points were chosen in between.
+
 Counts subtract as numbers, which is exact while they are integers (float64
 holds every integer up to 2**53 exactly). Gaussian moments subtract by Chan's
 pairwise formula run backwards: if the whole ``(n, mean, M2)`` is made of a
@@ -78,6 +84,7 @@ def _used(s, name: str) -> tuple:
 def capture(s) -> dict:
     """A copy of every count array of ``s`` (and its Gaussian moments) over what is in use now (a sparse
     t-way table: a copy of the table; see :mod:`stream_nb.stats._budget`)."""
+    s = s.count_layer()
     out = {}
     for name in count_names(s) + list(_MOMENTS):
         a = getattr(s, name)
@@ -159,6 +166,7 @@ def _to_sparse(a: np.ndarray) -> SparseTable:
 
 def subtract_counts(s, delta: dict) -> None:
     """Take the counts of ``delta`` (a :func:`count_difference`) out of ``s``."""
+    top, s = s, s.count_layer()
     s.epoch += 1
     s.version += 1
     for name in count_names(s):
@@ -177,10 +185,12 @@ def subtract_counts(s, delta: dict) -> None:
         r = _region(delta["g_n"])
         n, mean, m2 = s.g_n[r], s.g_mean[r], s.g_m2[r]
         n[...], mean[...], m2[...] = _unchan(n, mean, m2, delta["g_n"], delta["g_mean"], delta["g_m2"])
+    top.counts_changed()
 
 
 def replace_counts(s, delta: dict | None) -> None:
     """Make ``delta`` the counts of ``s`` (None: every count zero); classes, features and values stay."""
+    top, s = s, s.count_layer()
     s.epoch += 1
     s.version += 1
     for name in count_names(s) + list(_MOMENTS):
@@ -195,11 +205,13 @@ def replace_counts(s, delta: dict | None) -> None:
             np.add.at(a, idx, vals)
         elif d is not None:
             a[_region(d)] = d
+    top.counts_changed()
 
 
 def scale_counts(s, factor: float, captures=()) -> None:
     """Multiply every count of ``s`` and of each capture in ``captures`` by ``factor`` (Gaussian: the
     weights and M2, not the means)."""
+    top, s = s, s.count_layer()
     s.epoch += 1
     s.version += 1
     for name in count_names(s) + ["g_n", "g_m2"]:
@@ -216,6 +228,7 @@ def scale_counts(s, factor: float, captures=()) -> None:
                 cap[name] = _scaled(a, factor)
             elif name != "g_mean":
                 a *= factor
+    top.counts_changed()
 
 
 def _scaled(table: SparseTable, factor: float) -> SparseTable:

@@ -138,6 +138,38 @@ class Stats(Schema, Budget, Labels, Promotion, Encoding, Frames, Adding, Removin
         self._cap = (0, 0, 0, 0)
         self._alloc(4, 16, 8, 4)
 
+    def cut_points(self) -> dict:
+        """``{feature: [cut points]}`` of every discretised feature whose bin edges exist (bin 0 is
+        below the first, the last bin at or above the last)."""
+        return {name: self.disc[f].edges.tolist() for f, name in enumerate(self.features)
+                if self.disc[f] is not None and self.disc[f].edges is not None}
+
+    def learn_limit(self) -> int:
+        """How many events may be learned in one batch or run before the store must look at its
+        counts again (a two-layer store chooses its cut points); here, no limit."""
+        return 1 << 62
+
+    def count_layer(self) -> "Stats":
+        """The store whose counts are the truth that forgetting subtracts and scales
+        (:mod:`stream_nb.stats._forgetting`): this one; a two-layer store's fine layer."""
+        return self
+
+    def counts_changed(self) -> None:
+        """Called after forgetting changed the counts of :meth:`count_layer` from outside (a
+        two-layer store derives its coarse layer again); here, nothing."""
+
+    def cut_run(self, n: int) -> None:
+        """The run :meth:`encode_run` gave is cut to its first ``n`` rows before it is learned (a
+        forgetting model stops it where a drift detector acts); a two-layer store drops the fine
+        rows past it. Here, nothing."""
+
+    def settle(self) -> None:
+        """Called when a learning step is over (a two-layer store may choose its cut points); here, nothing."""
+
+    def frame_warms(self, X) -> bool:
+        """Whether a batch must be learned row by row for the discretiser's warm-up; here, never."""
+        return False
+
     def __getstate__(self):
         state = self.__dict__.copy()
         state["_cache"] = {}
