@@ -67,7 +67,7 @@ class Daemon:
 
     def __init__(self, tmp_path: Path, name: str, *args: str):
         self.log_path = tmp_path / f"{name}.stderr"
-        env = {k: v for k, v in os.environ.items() if not k.startswith("STREAM_NB_")}
+        env = {k: v for k, v in os.environ.items() if not k.startswith("STREAM_NB_") or k == "STREAM_NB_KAFKA_CLIENT"}
         with open(self.log_path, "wb") as err:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "stream_nb.cli", "run", "--metrics-port", "0", "--metrics-interval", "0",
@@ -105,7 +105,7 @@ def make_events() -> list[tuple[int, bytes | None, bytes, str | None]]:
 
 
 @pytest.mark.kafka
-def test_metrics_health_and_readiness_of_a_kafka_daemon(kafka_broker, kafka_bootstrap_servers, tmp_path):
+def test_metrics_health_and_readiness_of_a_kafka_daemon(kafka_client, kafka_broker, kafka_bootstrap_servers, tmp_path):
     bootstrap = kafka_bootstrap_servers
     tag = uuid.uuid4().hex[:8]
     input_topic, output_topic = f"ops-in-{tag}", f"ops-out-{tag}"
@@ -198,7 +198,7 @@ def test_metrics_health_and_readiness_of_a_kafka_daemon(kafka_broker, kafka_boot
 
 
 @pytest.mark.kafka
-def test_a_daemon_without_partitions_is_alive_but_not_ready(kafka_bootstrap_servers, kafka_topic_factory,
+def test_a_daemon_without_partitions_is_alive_but_not_ready(kafka_client, kafka_bootstrap_servers, kafka_topic_factory,
                                                              tmp_path):
     from kafka import KafkaConsumer
 
@@ -251,7 +251,7 @@ def test_a_daemon_without_partitions_is_alive_but_not_ready(kafka_bootstrap_serv
             daemon.proc.wait()
 
 
-def test_while_start_up_waits_for_the_broker_the_daemon_is_alive_but_not_ready(tmp_path):
+def test_while_start_up_waits_for_the_broker_the_daemon_is_alive_but_not_ready(kafka_client, tmp_path):
     import socket
 
     with socket.socket() as s:

@@ -181,7 +181,7 @@ def _finish(setup: Setup, collector: Collector, exactly_once: bool) -> Daemon:
 
 
 @pytest.mark.kafka
-def test_kafka_kill_9_at_random_points_at_least_once(kafka_bootstrap_servers, kafka_topic_factory, tmp_path):
+def test_kafka_kill_9_at_random_points_at_least_once(kafka_client, kafka_bootstrap_servers, kafka_topic_factory, tmp_path):
     setup = Setup(tmp_path, kafka_bootstrap_servers, kafka_topic_factory, "alo")
     setup.add(make_events(8000, seed=11, poison_every=61))
     collector = Collector(kafka_bootstrap_servers, [setup.output, setup.dlq], isolation="read_uncommitted")
@@ -197,7 +197,7 @@ def test_kafka_kill_9_at_random_points_at_least_once(kafka_bootstrap_servers, ka
 
 
 @pytest.mark.kafka
-def test_kafka_exactly_once_survives_kill_9_at_random_points(kafka_bootstrap_servers, kafka_topic_factory, tmp_path):
+def test_kafka_exactly_once_survives_kill_9_at_random_points(kafka_client, kafka_bootstrap_servers, kafka_topic_factory, tmp_path):
     setup = Setup(tmp_path, kafka_bootstrap_servers, kafka_topic_factory, "eos",
                   extra=["--exactly-once", "--commit-every", "30", "--poll-max-records", "30"])
     setup.add(make_events(8000, seed=12, poison_every=53))
@@ -220,7 +220,7 @@ def test_kafka_exactly_once_survives_kill_9_at_random_points(kafka_bootstrap_ser
 
 
 @pytest.mark.kafka
-def test_kafka_exactly_once_through_a_broker_restart(kafka_broker, kafka_bootstrap_servers, kafka_topic_factory,
+def test_kafka_exactly_once_through_a_broker_restart(kafka_client, kafka_broker, kafka_bootstrap_servers, kafka_topic_factory,
                                                      tmp_path):
     setup = Setup(tmp_path, kafka_bootstrap_servers, kafka_topic_factory, "restart",
                   extra=["--exactly-once", "--kafka-config", "max_block_ms=10000"])
@@ -243,7 +243,7 @@ def test_kafka_exactly_once_through_a_broker_restart(kafka_broker, kafka_bootstr
 
 
 @pytest.mark.kafka
-def test_kafka_damaged_newest_snapshot_resumes_from_the_previous_one(kafka_bootstrap_servers, kafka_topic_factory,
+def test_kafka_damaged_newest_snapshot_resumes_from_the_previous_one(kafka_client, kafka_bootstrap_servers, kafka_topic_factory,
                                                                       tmp_path):
     setup = Setup(tmp_path, kafka_bootstrap_servers, kafka_topic_factory, "damaged")
     setup.add(make_events(900, seed=15, poison_every=71))
@@ -270,7 +270,7 @@ def test_kafka_damaged_newest_snapshot_resumes_from_the_previous_one(kafka_boots
 
 
 @pytest.mark.kafka
-def test_kafka_offsets_wait_for_a_good_snapshot(kafka_bootstrap_servers, kafka_topic_factory, tmp_path):
+def test_kafka_offsets_wait_for_a_good_snapshot(kafka_client, kafka_bootstrap_servers, kafka_topic_factory, tmp_path):
     setup = Setup(tmp_path, kafka_bootstrap_servers, kafka_topic_factory, "unwritable")
     setup.add(make_events(300, seed=16))
     collector = Collector(kafka_bootstrap_servers, [setup.output, setup.dlq], isolation="read_uncommitted")
@@ -304,7 +304,7 @@ def test_kafka_offsets_wait_for_a_good_snapshot(kafka_bootstrap_servers, kafka_t
 
 
 @pytest.mark.kafka
-def test_kafka_rebalance_snapshots_and_commits_before_partitions_go(kafka_bootstrap_servers, kafka_topic_factory,
+def test_kafka_rebalance_snapshots_and_commits_before_partitions_go(kafka_client, kafka_bootstrap_servers, kafka_topic_factory,
                                                                     tmp_path):
     """A second daemon joins the group: the first hands over partitions with everything committed.
 

@@ -36,8 +36,9 @@ from kafka import KafkaProducer
 from stream_nb.exceptions import ConfigError
 
 from ._client import connect, ensure_topic, resolve, servers
+from ._confluent_transaction import ConfluentTransaction
 from ._errors import DeliveryError
-from ._factories import split
+from ._factories import client_of, split
 from ._sink import KafkaSink
 from ._source import KafkaSource
 
@@ -287,18 +288,22 @@ def make_connectors(config: dict) -> tuple[KafkaSource, TransactionalSink, Trans
     """Source, output sink and dead-letter sink of ``stream-nb run --exactly-once``.
 
     ``config`` is the daemon-level dict of :func:`connectors.kafka.make_source`
-    plus ``transactional_id``; the source reads ``read_committed``.
+    plus ``transactional_id``; the source reads ``read_committed``. With
+    ``kafka_client="confluent"`` the source is a ``ConfluentSource`` and the
+    transaction a :class:`~connectors.kafka._confluent_transaction.ConfluentTransaction`.
     """
+    client = client_of(config)
     source_cfg, sink_cfg = split(config)
     output = config.get("output_topic")
     if not output:
         raise ConfigError("Kafka: 'output_topic' is required")
     dead = config.get("dead_letter_topic") or f"{config['input_topic']}.dlq"
     source_cfg["isolation_level"] = "read_committed"
-    source = KafkaSource(topic=config["input_topic"], **source_cfg)
+    source = client.source(topic=config["input_topic"], **source_cfg)
     try:
         sink_cfg.setdefault("client_id", "stream-nb-exactly-once")
-        txn = Transaction(source, [output, dead], {**sink_cfg, "partitions_like": config["input_topic"]})
+        make = ConfluentTransaction if client.name == "confluent" else Transaction
+        txn = make(source, [output, dead], {**sink_cfg, "partitions_like": config["input_topic"]})
     except BaseException:
         source.close()
         raise
