@@ -58,7 +58,7 @@ __all__ = [
 ]
 
 #: The name the daemon's log lines have always carried (the command line's): kept for whoever filters on it.
-log = logging.getLogger("stream_nb.cli")
+log = logging.getLogger("stream_nb.settings")
 
 
 ENV_PREFIX = "STREAM_NB_"
@@ -86,6 +86,8 @@ class Setting:
     group: str
     metavar: str | None = None
     choices: tuple[str, ...] = ()
+    #: a choice given in any case (``debug`` and ``DEBUG``), folded to the upper case of ``choices``
+    fold_case: bool = False
 
     @property
     def flag(self) -> str:
@@ -202,7 +204,7 @@ SETTINGS: tuple[Setting, ...] = (
             "seconds", _OPS, "SECONDS"),
     Setting("log_level", "choice", "INFO", "logging threshold (logs go to stderr; kafka-python's own logs "
             "show from WARNING up, all of them at DEBUG)", _OPS,
-            choices=("DEBUG", "INFO", "WARNING", "ERROR")),
+            choices=("DEBUG", "INFO", "WARNING", "ERROR"), fold_case=True),
     Setting("log_format", "choice", "text", "text lines, or json: one object per line with time, level, logger, "
             "message and structured fields", _OPS, choices=("text", "json")),
     Setting("metrics_port", "int", None, "serve /metrics (Prometheus), /healthz and /readyz on this port "
@@ -247,6 +249,8 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
         }
         if setting.kind == "choice":
             kwargs["choices"] = setting.choices
+            if setting.fold_case:
+                kwargs["type"] = str.upper
         elif setting.kind == "bool":
             kwargs.update(action="store_const", const=True)
         else:
@@ -279,7 +283,7 @@ def convert(setting: Setting, value: typing.Any, origin: str) -> typing.Any:
         if not isinstance(value, str):
             raise bad("a string")
         if kind == "choice":
-            if setting.name == "log_level":
+            if setting.fold_case:
                 value = value.upper()
             if value not in setting.choices:
                 raise bad("one of " + ", ".join(setting.choices))

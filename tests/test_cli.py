@@ -542,3 +542,17 @@ def test_kafka_mode_end_to_end_with_sigterm_and_resume(kafka_bootstrap_servers, 
     assert len(outputs) == len(valid) + 1, stderr.decode()
     assert [orjson.loads(m.value)["id"] for m in outputs if m.key == b"new"] == ["new"]
     assert summary(stderr)["predicted"] == 1  # nothing before the committed offsets was replayed
+
+
+@pytest.mark.parametrize("how", ["flag", "env"])
+def test_log_level_in_any_case(how):
+    """``--log-level debug`` (and STREAM_NB_LOG_LEVEL=debug) mean DEBUG, as operators type them."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    args = [sys.executable, "-m", "stream_nb", "run", "--print-config"]
+    if how == "flag":
+        args += ["--log-level", "debug"]
+    else:
+        env["STREAM_NB_LOG_LEVEL"] = "debug"
+    proc = subprocess.run(args, capture_output=True, env=env, timeout=60)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert orjson.loads(proc.stdout)["log_level"] == "DEBUG"

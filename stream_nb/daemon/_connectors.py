@@ -26,7 +26,7 @@ from ._checkpointing import transactional_id
 __all__ = ["KAFKA_LOGGER", "ConnectorPlan", "check_output_files", "close_all", "connector_plan", "start_connectors"]
 
 #: The name the daemon's log lines have always carried (the command line's): kept for whoever filters on it.
-log = logging.getLogger("stream_nb.cli")
+log = logging.getLogger("stream_nb.daemon")
 
 #: Logger of kafka-python: chatty, so WARNING and up only unless --log-level DEBUG.
 KAFKA_LOGGER = "kafka"

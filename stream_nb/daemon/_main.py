@@ -33,7 +33,7 @@ from ._connectors import KAFKA_LOGGER, check_output_files, close_all, connector_
 __all__ = ["add_subcommand", "run", "stop_position"]
 
 #: The name the daemon's log lines have always carried (the command line's): kept for whoever filters on it.
-log = logging.getLogger("stream_nb.cli")
+log = logging.getLogger("stream_nb.daemon")
 
 _DESCRIPTION = """\
 Run a streaming Bayesian classifier. Each event (one JSON object) is predicted

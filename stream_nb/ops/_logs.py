@@ -7,11 +7,11 @@ A JSON line holds ``time`` (ISO 8601, UTC, milliseconds), ``level``,
 ``metrics``, ``input_check``, ``shutdown``), plus ``exception`` when there is a traceback.
 
 >>> import io, json
->>> record = logging.LogRecord("stream_nb.cli", logging.INFO, __file__, 1, "running %s", ("nb",), None)
+>>> record = logging.LogRecord("stream_nb.daemon", logging.INFO, __file__, 1, "running %s", ("nb",), None)
 >>> record.event, record.model = "start", "nb"
 >>> line = json.loads(JsonFormatter().format(record))
 >>> line["level"], line["logger"], line["message"], line["event"], line["model"]
-('INFO', 'stream_nb.cli', 'running nb', 'start', 'nb')
+('INFO', 'stream_nb.daemon', 'running nb', 'start', 'nb')
 """
 
 from __future__ import annotations
