@@ -169,7 +169,7 @@ SETTINGS: tuple[Setting, ...] = (
             "security_protocol=SASL_SSL sasl_mechanism=PLAIN ssl_cafile=ca.pem (confluent also takes librdkafka's "
             "dotted names, e.g. security.protocol=SASL_SSL); repeatable", _KAFKA, "KEY=VALUE"),
     Setting("kafka_client", "choice", "kafka-python", "Kafka client library: kafka-python (pure Python, the "
-            "default) or confluent (confluent-kafka on librdkafka, several times faster; "
+            "default) or confluent (confluent-kafka: librdkafka does the network work in C threads; "
             "pip install 'stream-nb[confluent]')", _KAFKA, choices=("kafka-python", "confluent")),
     Setting("poll_max_records", "int", ENGINE_DEFAULTS["poll_max_records"], "most events taken per poll",
             _ENGINE, "N"),
