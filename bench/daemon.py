@@ -159,7 +159,10 @@ def worker_raw_confluent(bootstrap: str, input_topic: str, output_topic: str, gr
     since_commit, last_commit = 0, time.monotonic()
     try:
         while True:
-            messages = consumer.consume(500, 0.2)
+            messages = consumer.consume(500, 0)  # what is there; else wait for one (like kafka-python's poll)
+            if not messages:
+                first = consumer.poll(0.2)
+                messages = [first, *consumer.consume(499, 0)] if first is not None else []
             for m in messages:
                 if m.error() is None:
                     try:
@@ -237,7 +240,7 @@ def worker_cpu(kind: str, bootstrap: str, input_topic: str, n: str) -> None:
                              "linger.ms": 5, "batch.size": 262_144, "delivery.report.only.error": True})
         consumer.subscribe([input_topic])
         while done < n:
-            messages = consumer.consume(500, 0.5)
+            messages = consumer.consume(500, 0) or consumer.consume(1, 0.5)
             if messages and not clock:
                 start()
             for m in messages:

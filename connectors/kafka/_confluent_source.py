@@ -106,12 +106,18 @@ class ConfluentSource:
         return False
 
     def poll(self, max_records: int, timeout: float) -> list[Record]:
-        """Return up to ``max_records`` records, waiting at most ``timeout`` seconds (partition order kept)."""
+        """Return up to ``max_records`` records, waiting at most ``timeout`` seconds for the first (partition order kept)."""
         if self._to_settle:
             self._settle()
-        messages = self._consumer.consume(max(1, max_records), max(0.0, timeout))
+        # Like kafka-python's poll: return as soon as any record is there, with what is there.
+        # (consume(n, timeout) alone would wait for n records or the whole timeout.)
+        consume, n = self._consumer.consume, max(1, max_records)
+        messages = consume(n, 0)
         if not messages:
-            return []
+            first = self._consumer.poll(max(0.0, timeout)) if timeout > 0 else None
+            if first is None:
+                return []
+            messages = [first, *consume(n - 1, 0)] if n > 1 else [first]
         self._brokers_down = False
         keys = self._keys
         out: list[Record] = []
