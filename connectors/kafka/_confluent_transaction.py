@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 
 from stream_nb.exceptions import ConfigError
 
@@ -22,7 +23,7 @@ from ._client import Fixed, servers
 from ._confluent_client import client_config, ensure_topic, kafka_error, library, resolve
 from ._confluent_sink import ConfluentProducer, ConfluentSink
 from ._confluent_source import ConfluentSource
-from ._errors import DeliveryError
+from ._errors import ConnectorUnavailable, DeliveryError
 
 __all__ = ["ConfluentTransaction", "TransactionFenced"]
 
@@ -82,12 +83,26 @@ class ConfluentTransaction:
         """A registered transactional producer: ``init_transactions`` aborts what a predecessor left open."""
         out = ConfluentProducer(self._conf, self._cfg, role=f"transactional producer {self.transactional_id!r}",
                                 what=f"Kafka transactional producer {self.transactional_id!r}")
-        try:
-            out.producer.init_transactions(self._block_s)
-        except self._ck.KafkaException as exc:
-            out.producer.flush(0)
-            self._raise(exc, "registering the transactional id")
-        return out
+        # A broker just (re)started answers "coordinator load in progress" for a while: retriable errors are
+        # retried for up to 30 s (or max_block_ms), then the broker counts as unreachable (the daemon retries).
+        deadline = time.monotonic() + max(30.0, self._block_s)
+        while True:
+            try:
+                out.producer.init_transactions(self._block_s)
+                return out
+            except self._ck.KafkaException as exc:
+                err = kafka_error(exc)
+                if err is not None and err.retriable() and time.monotonic() < deadline:
+                    log.info("Kafka exactly-once outputs: registering %r: %s; retrying", self.transactional_id,
+                             err.str())
+                    time.sleep(0.2)
+                    continue
+                out.producer.flush(0)
+                if err is not None and err.retriable():
+                    raise ConnectorUnavailable(
+                        f"Kafka transactional producer {self.transactional_id!r}: registering the transactional id "
+                        f"failed: {err.str()}", bootstrap_servers=servers(self._cfg["bootstrap_servers"])) from None
+                self._raise(exc, "registering the transactional id")
 
     def _live(self) -> ConfluentProducer:
         """The producer; a new registered one when a failed abort could not replace the last one."""
