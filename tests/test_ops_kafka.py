@@ -22,6 +22,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
+import warnings
 from pathlib import Path
 
 import pytest
@@ -193,6 +194,8 @@ def test_metrics_health_and_readiness_of_a_kafka_daemon(kafka_client, kafka_brok
         try:
             kafka_broker.ensure_running()
             admin.delete_topics(topics, timeout_ms=30000, raise_errors=False)
+        except Exception as exc:  # noqa: BLE001 - cleanup must not fail the test (the admin may still be
+            warnings.warn(f"could not delete test topics {topics}: {exc}", stacklevel=1)  # reconnecting)
         finally:
             admin.close()
 
