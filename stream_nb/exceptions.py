@@ -9,6 +9,7 @@ The tree::
     │   ├── LabelTypeError       a label of another JSON type than the model's labels
     │   └── CapacityError        learning it would grow a bounded count table past its limit
     ├── MergeError               two models whose statistics cannot be added exactly
+    ├── UnlearnError             unlearning an event the model never learned (or cannot take back exactly)
     ├── SnapshotError            a snapshot that cannot be written or read
     └── CommitError              a source could not commit its positions (nothing is lost)
 
@@ -28,6 +29,7 @@ __all__ = [
     "LabelTypeError",
     "CapacityError",
     "MergeError",
+    "UnlearnError",
     "SnapshotError",
     "CommitError",
 ]
@@ -135,6 +137,22 @@ class CapacityError(InvalidEventError):
 
 class MergeError(StreamNBError, ValueError):
     """Two models cannot be merged into exactly the model trained on both streams."""
+
+
+class UnlearnError(StreamNBError, ValueError):
+    """``unlearn_one`` was asked to take back an event the model cannot have learned (a class,
+    feature or value it never saw, or counts that would fall below zero), or one it cannot take
+    back exactly without the receipt its learning returned; the model is left unchanged.
+
+    Attributes
+    ----------
+    reason
+        ``"not_learned"``, or ``"needs_receipt"``.
+    """
+
+    def __init__(self, message: str, *, reason: str = "not_learned"):
+        super().__init__(message)
+        self.reason = reason
 
 
 class SnapshotError(StreamNBError, ValueError):

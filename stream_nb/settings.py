@@ -65,13 +65,14 @@ ENV_PREFIX = "STREAM_NB_"
 
 #: ``--model`` choice -> (class name in :mod:`stream_nb`, the parameters it takes).
 _EM = ("missing", "learn_unlabeled", "unlabeled_weight")
+_ALL = (*_EM, "memory_budget")  # the parameters every model takes
 MODELS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "nb": ("NaiveBayes", ("alpha", "types", "loss", "var_smoothing", *_EM)),
-    "aode": ("AODE", ("alpha", "m", "bins", "warmup", "types", "loss", *_EM)),
-    "tan": ("TAN", ("alpha", "rebuild_every", "bins", "warmup", "types", "loss", *_EM)),
-    "spode": ("SPODE", ("parent", "alpha", "rebuild_every", "bins", "warmup", "types", "loss", *_EM)),
+    "nb": ("NaiveBayes", ("alpha", "types", "loss", "var_smoothing", *_ALL)),
+    "aode": ("AODE", ("alpha", "m", "bins", "warmup", "types", "loss", *_ALL)),
+    "tan": ("TAN", ("alpha", "rebuild_every", "bins", "warmup", "types", "loss", *_ALL)),
+    "spode": ("SPODE", ("parent", "alpha", "rebuild_every", "bins", "warmup", "types", "loss", *_ALL)),
     "kdb": ("KDB", ("k", "alpha", "rebuild_every", "max_table_cells", "max_completions", "bins", "warmup", "types",
-                    "loss", *_EM)),
+                    "loss", *_ALL)),
 }
 
 
@@ -105,13 +106,18 @@ _KAFKA = "Kafka mode (on when any of these is set)"
 _ENGINE = "engine"
 _OPS = "operations"
 _SNAPSHOTS = "snapshots and recovery (off unless --snapshot-dir is given)"
+_GROUP = "one model across a consumer group (Kafka; off unless --model-topic is given)"
 
 SETTINGS: tuple[Setting, ...] = (
     Setting("model", "choice", "nb", "classifier: naive Bayes, AODE, TAN, SPODE or KDB", _MODEL, choices=tuple(MODELS)),
     Setting("alpha", "float", None, "Lidstone smoothing > 0 (all models; model default 1.0)", _MODEL, "A"),
     Setting("k", "int", None, "KDB: most attribute parents per attribute (model default 2)", _MODEL, "K"),
-    Setting("max_table_cells", "int", None, "KDB: bound on the (k+1)-way count table; events that would pass it "
-            "are dead-lettered as table_full (model default 20000000)", _MODEL, "N"),
+    Setting("memory_budget", "int", None, "bytes the model's counts may take while dense; tables that would pass "
+            "it are kept sparse, holding the same counts (all models; model default 268435456, 256 MiB)",
+            _MODEL, "BYTES"),
+    Setting("max_table_cells", "int", None, "KDB: optional hard bound on the (k+1)-way count table; events that "
+            "would pass it are dead-lettered as table_full (model default: none, --memory-budget decides)",
+            _MODEL, "N"),
     Setting("max_completions", "int", None, "KDB: most joint values of missing attributes enumerated per event "
             "(model default 4096)", _MODEL, "N"),
     Setting("parent", "str", None, "SPODE: the super-parent attribute (model default: chosen from the stream, "
@@ -196,6 +202,16 @@ SETTINGS: tuple[Setting, ...] = (
             "isolation_level=read_committed", _SNAPSHOTS),
     Setting("instance_id", "str", "0", "stable name of this daemon instance within its group, distinct per "
             "instance; the transactional id is stream-nb-<group id>-<instance id>", _SNAPSHOTS, "ID"),
+    Setting("model_topic", "str", None, "share one model across the members of --group-id through this compacted "
+            "topic: each publishes the counts of the partitions it owns with the offsets they cover, applies the "
+            "others', and predicts with the group's model; no disk needed (--snapshot-dir: a local cache)",
+            _GROUP, "TOPIC"),
+    Setting("sync_interval", "float", 1.0, "publish and apply the group's model at least this often, in seconds",
+            _GROUP, "SECONDS"),
+    Setting("sync_every", "int", 10_000, "publish after this many events, and apply others' states once they "
+            "hold this many new events", _GROUP, "N"),
+    Setting("model_record_bytes", "int", 900_000, "largest model-topic record; larger states are split "
+            "(keep under the broker's max.message.bytes)", _GROUP, "BYTES"),
     Setting("metrics_interval", "float", ENGINE_DEFAULTS["log_metrics_interval_s"], "log the prequential "
             "metrics every this many seconds (0: only at exit)", _OPS, "SECONDS"),
     Setting("connect_attempts", "int", 0, "start-up attempts while the broker is unreachable (0: keep trying)",
@@ -224,7 +240,7 @@ SETTINGS: tuple[Setting, ...] = (
 BY_NAME = {s.name: s for s in SETTINGS}
 KAFKA_SETTINGS = ("bootstrap_servers", "input_topic", "output_topic", "group_id", "dead_letter_topic", "kafka_config")
 JSONL_SETTINGS = ("input", "output", "dead_letter")
-MODEL_PARAMS = ("k", "max_table_cells", "max_completions", "parent", "alpha", "m", "bins", "warmup", "rebuild_every", "var_smoothing", "types", "loss", *_EM)
+MODEL_PARAMS = ("k", "max_table_cells", "max_completions", "parent", "alpha", "m", "bins", "warmup", "rebuild_every", "var_smoothing", "types", "loss", *_ALL)
 
 
 # -- parsing ------------------------------------------------------------------

@@ -18,6 +18,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import numpy as np
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -140,6 +141,11 @@ def test_metrics_equal_what_the_engine_counted():
     assert m[("stream_nb_model_rebuild_seconds_count", (("model", "tan-demo"),))] == 6
     assert m[("stream_nb_output_flushes_total", (("result", "ok"),))] >= 1
     assert m[("stream_nb_output_flushes_total", (("result", "failed"),))] == 0
+    # the counts' memory: TAN's arrays are all dense, so cells and bytes are their sizes
+    arrays = [a for a in vars(engine.model._stats).values() if isinstance(a, np.ndarray)]
+    assert m[("stream_nb_model_count_cells", (("model", "tan-demo"),))] == sum(a.size for a in arrays)
+    assert m[("stream_nb_model_count_bytes", (("model", "tan-demo"),))] == sum(a.nbytes for a in arrays)
+    assert m[("stream_nb_model_memory_budget_bytes", (("model", "tan-demo"),))] == 256 * 1024 * 1024
     assert m[("stream_nb_info", (("mode", "jsonl"), ("model", "tan-demo"), ("version", "0.1.0")))] == 1
     assert ("process_resident_memory_bytes", ()) in m
 

@@ -1,7 +1,9 @@
 """prequential_many equals the event-by-event loop: predict_and_proba_one, then learn_one.
 
-NaiveBayes scores and learns runs of events with running counts
-(stream_nb/stats/_running.py); every other model loops. Either way the predictions,
+Every model scores and learns runs of events with running counts
+(stream_nb/stats/_running.py; AODE, SPODE and KDB through
+stream_nb/learners/_dependence_runs.py), and takes the other events one at a
+time. Either way the predictions,
 the probabilities, the errors and the counts left behind must be those of the
 plain loop. Hypothesis draws streams with new values and classes, missing
 values, unlabeled events, bad values and huge numbers, which all end a run.
@@ -17,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes
-from stream_nb.stats import exclusive_counts, grouped_exclusive_counts, running_moments
+from stream_nb.stats import exclusive_counts, grouped_exclusive_counts, running_counts, running_moments
 from stream_nb.exceptions import InvalidEventError
 
 MODELS = {
@@ -26,9 +28,13 @@ MODELS = {
     "nb-loss": lambda: NaiveBayes(loss={"b": {"a": 4.0}, "a": {"c": 3.0}}),
     "nb-unlabeled": lambda: NaiveBayes(learn_unlabeled=True, unlabeled_weight=0.5),
     "aode": lambda: AODE(warmup=5, bins=3),
+    "aode-m": lambda: AODE(m=4, warmup=5, bins=3, missing="ignore"),
     "tan": lambda: TAN(rebuild_every=7, warmup=5, bins=3),
     "spode": lambda: SPODE(rebuild_every=9, warmup=5, bins=3),
+    "spode-parent": lambda: SPODE(parent="size", rebuild_every=9, warmup=5, bins=3),
     "kdb": lambda: KDB(k=2, rebuild_every=9, warmup=5, bins=3),
+    "kdb1": lambda: KDB(k=1, rebuild_every=9, warmup=5, bins=3),
+    "kdb3": lambda: KDB(k=3, rebuild_every=9, warmup=5, bins=3),
 }
 
 values = {
@@ -59,6 +65,24 @@ events = st.lists(
 )
 extreme_events = st.lists(
     st.tuples(st.fixed_dictionaries({}, optional=extreme), st.sampled_from(["a", "b", None])), min_size=1, max_size=60
+)
+# complete events over few values (the bins models run them): new values, new classes, unlabeled
+# events and a bad value now and then end a run
+complete = {
+    "colour": st.sampled_from(["red", "green", "blue", "red", "green", "red", "green"]),
+    "size": st.sampled_from([0, 1, 2, 1, 0, 1, 3]),
+    "flag": st.booleans(),
+    "height": st.sampled_from([0.2, 0.7, 1.2, 1.7, 0.2, 1.7, 0.9]),
+}
+complete_events = st.lists(
+    st.tuples(
+        st.integers(0, 24).flatmap(  # one event in 25 has a bad value
+            lambda i: st.fixed_dictionaries(dict(complete, colour=st.just([1])) if i == 0 else complete)
+        ),
+        st.sampled_from(["a", "b", "a", "b", "c", None]),
+    ),
+    min_size=5,
+    max_size=80,
 )
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -118,6 +142,26 @@ def test_prequential_many_equals_the_event_by_event_loop(name, warm, stream):
     assert_same_counts(batched, looped)
 
 
+BINNED_MODELS = ["aode", "aode-m", "tan", "spode", "spode-parent", "kdb", "kdb1", "kdb3"]
+
+
+@pytest.mark.parametrize("name", BINNED_MODELS)
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(warm=complete_events, stream=complete_events)
+def test_complete_streams_match_the_event_by_event_loop(name, warm, stream):
+    """Mostly complete events of known values: the discretised models' runs, beside the loop."""
+    batched, looped = MODELS[name](), MODELS[name]()
+    for part in (warm, stream):
+        assert_same(batched.prequential_many([x for x, _ in part], [y for _, y in part]), loop(looped, part))
+    assert_same_counts(batched, looped)
+    np.testing.assert_array_equal(batched._stats.pair_count, looped._stats.pair_count)
+    if batched._stats.tuples:
+        np.testing.assert_array_equal(batched._stats.tuple_count, looped._stats.tuple_count)
+    assert getattr(batched, "n_rebuilds", 0) == getattr(looped, "n_rebuilds", 0)
+    assert getattr(batched, "super_parent", None) == getattr(looped, "super_parent", None)
+    assert getattr(batched, "structure", None) == getattr(looped, "structure", None)
+
+
 @pytest.mark.parametrize("name", ["nb", "nb-ignore", "tan"])
 @SETTINGS
 @given(stream=extreme_events)
@@ -157,21 +201,33 @@ class Spy:
 
     def __init__(self, model):
         self.model, self.rows = model, 0
-        terms = model._run_terms
+        jll = model._run_jll
 
-        def counting(D, yc, C):
+        def counting(D, yc, C, prior):
             self.rows += len(D)
-            return terms(D, yc, C)
+            return jll(D, yc, C, prior)
 
-        model._run_terms = counting
+        model._run_jll = counting
 
 
-@pytest.mark.parametrize("name", ["nb", "nb-loss", "nb-ignore", "tan", "tan-ignore"])
+LONG = {
+    "tan": lambda: TAN(rebuild_every=200),
+    "tan-ignore": lambda: TAN(rebuild_every=300, missing="ignore"),
+    "aode": lambda: AODE(),
+    "aode-m": lambda: AODE(m=40, missing="ignore"),  # rare values are no parent: some rows fall back
+    "spode": lambda: SPODE(rebuild_every=250),
+    "spode-parent": lambda: SPODE(parent="car", rebuild_every=250),
+    "kdb1": lambda: KDB(k=1, rebuild_every=250),
+    "kdb2": lambda: KDB(k=2, rebuild_every=250),
+    "kdb3": lambda: KDB(k=3, rebuild_every=250),
+}
+
+
+@pytest.mark.parametrize("name", ["nb", "nb-loss", "nb-ignore", *LONG])
 def test_long_runs_match_the_loop(name):
-    make = {"tan": lambda: TAN(rebuild_every=200), "tan-ignore": lambda: TAN(rebuild_every=300, missing="ignore")}
-    make = make.get(name, MODELS.get(name))
+    make = LONG.get(name, MODELS.get(name))
     stream = agrawal_like(3000, seed=7)
-    if name == "tan-ignore":  # a few missing values: they end runs, the rest still runs
+    if name.endswith("-ignore"):  # a few missing values: they end runs, the rest still runs
         for i, (x, _) in enumerate(stream):
             if i % 97 == 0:
                 x["car"] = None
@@ -183,9 +239,20 @@ def test_long_runs_match_the_loop(name):
         results += batched.prequential_many(xs[lo : lo + 500], ys[lo : lo + 500])
     assert_same(results, loop(looped, stream))
     assert_same_counts(batched, looped)
-    if name.startswith("tan"):
+    if name in LONG:  # the pair and (k+1)-way counts, and the structure at every rebuild point
         np.testing.assert_array_equal(batched._stats.pair_count, looped._stats.pair_count)
+        if batched._stats.tuples:
+            np.testing.assert_array_equal(batched._stats.tuple_count, looped._stats.tuple_count)
+            np.testing.assert_array_equal(batched._stats.tuple_feat, looped._stats.tuple_feat)
+    if name.startswith("tan"):
         assert batched.tree == looped.tree and batched.n_rebuilds == looped.n_rebuilds >= 9
+    if name.startswith("spode"):
+        assert batched.super_parent == looped.super_parent and batched.n_rebuilds == looped.n_rebuilds >= 9
+        assert batched.scores.keys() == looped.scores.keys()
+        for f, score in looped.scores.items():
+            assert batched.scores[f] == pytest.approx(score, rel=1e-9)
+    if name.startswith("kdb"):
+        assert batched.structure == looped.structure and batched.n_rebuilds == looped.n_rebuilds >= 9
     # and most events went through vectorised runs
     assert spy.rows > 0.8 * len(stream)
 
@@ -199,6 +266,11 @@ def test_running_helpers_against_brute_force():
     np.testing.assert_array_equal(grouped_exclusive_counts(keys, yc, C), want)
     want = np.array([[np.sum(yc[:i] == c) for c in range(C)] for i in range(n)])
     np.testing.assert_array_equal(exclusive_counts(yc, C), want)
+    table = rng.integers(0, 5, (C + 1, 6, 4)).astype(float)  # a pair table with a spare class row
+    u, v = rng.integers(0, 6, n), rng.integers(0, 4, n)
+    want = np.array([[table[c, u[i], v[i]] + np.sum((u[:i] == u[i]) & (v[:i] == v[i]) & (yc[:i] == c))
+                      for c in range(C)] for i in range(n)])
+    np.testing.assert_array_equal(running_counts(table, (u, v), yc, C), want)
 
     G = rng.normal(1e6, 3.0, (n, 2))  # large values, small spread: cancellation would show
     G[rng.random((n, 2)) < 0.2] = np.nan

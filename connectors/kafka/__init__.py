@@ -78,7 +78,9 @@ paused until it is positioned, on the engine's thread);
 the offsets to commit before partitions are revoked (the commit is awaited on
 kafka-python's IO thread, so heartbeats go on); :meth:`~KafkaSource.reposition`
 positions every assigned partition again after the engine rewound.
-:mod:`connectors.kafka.transactional` adds the exactly-once (transactional) outputs.
+:mod:`connectors.kafka.transactional` adds the exactly-once (transactional) outputs;
+``_model_topic`` -- :class:`ModelTopic`, the compacted topic through which the
+members of a group share one model (``--model-topic``, :func:`make_model_channel`).
 """
 
 from __future__ import annotations
@@ -89,6 +91,7 @@ from ._confluent_sink import ConfluentSink
 from ._confluent_source import ConfluentSource
 from ._errors import ConnectorError, ConnectorUnavailable, DeliveryError
 from ._factories import CLIENTS, DAEMON_KEYS, Client, client_of, make_dead_letter_sink, make_sink, make_source
+from ._model_topic import ModelTopic, make_model_channel
 from ._sink import KafkaSink
 from ._source import KafkaSource
 
@@ -103,6 +106,8 @@ __all__ = [
     "make_source",
     "make_sink",
     "make_dead_letter_sink",
+    "make_model_channel",
+    "ModelTopic",
     "ConnectorError",
     "ConnectorUnavailable",
     "DeliveryError",

@@ -23,7 +23,8 @@ from ..settings import BY_NAME, JSONL_SETTINGS, KAFKA_SETTINGS, describe_setting
 from ..snapshots import SnapshotStore
 from ._checkpointing import transactional_id
 
-__all__ = ["KAFKA_LOGGER", "ConnectorPlan", "check_output_files", "close_all", "connector_plan", "start_connectors"]
+__all__ = ["KAFKA_LOGGER", "ConnectorPlan", "check_output_files", "close_all", "connector_plan", "open_model_channel",
+           "start_connectors"]
 
 #: The name the daemon's log lines have always carried (the command line's): kept for whoever filters on it.
 log = logging.getLogger("stream_nb.daemon")
@@ -203,6 +204,20 @@ def start_connectors(plan: ConnectorPlan, settings: dict[str, typing.Any], stop:
         if stop.wait(delay):
             return None
         delay = min(delay * 2, cap)
+
+
+def open_model_channel(plan: ConnectorPlan, settings: dict[str, typing.Any], sink: typing.Any) -> typing.Any:
+    """The model topic of ``--model-topic`` (``connectors.kafka``'s ``make_model_channel``), or None without it.
+
+    With ``--exactly-once`` the states are published in the sink's transaction.
+    """
+    if not settings["model_topic"]:
+        return None
+    module = importlib.import_module("connectors.kafka")
+    config = {**plan.source, "model_topic": settings["model_topic"],
+              "model_record_bytes": settings["model_record_bytes"]}
+    with _QuietLibraries():
+        return module.make_model_channel(config, getattr(sink, "transaction", None) if settings["exactly_once"] else None)
 
 
 class _QuietLibraries:

@@ -28,7 +28,7 @@ from ..settings import add_arguments, describe_setting, resolve_settings
 from ._build import build_model, check_engine_config, make_operations
 from ._checkpointing import check_settings as check_snapshot_settings
 from ._checkpointing import make_checkpointer
-from ._connectors import KAFKA_LOGGER, check_output_files, close_all, connector_plan, start_connectors
+from ._connectors import KAFKA_LOGGER, check_output_files, close_all, connector_plan, open_model_channel, start_connectors
 
 __all__ = ["add_subcommand", "run", "stop_position"]
 
@@ -214,16 +214,17 @@ def run(args: argparse.Namespace) -> int:
             log.info("stopped by %s before start-up finished", signal.Signals(stopper.signum).name)
             return 0
         source, sink, dead_letters = started
-        checkpointer = None
-        try:  # snapshots: restore the newest valid one before the first event
-            checkpointer = make_checkpointer(settings, source, sink)
+        checkpointer = channel = None
+        try:  # snapshots: restore the newest valid one before the first event (a model topic: read it)
+            channel = open_model_channel(plan, settings, sink)
+            checkpointer = make_checkpointer(settings, source, sink, channel, model)
             engine = Engine(model, source, sink, dead_letters, config=config, checkpointer=checkpointer)
             if checkpointer is not None:
                 checkpointer.recover()
         except (StreamNBError, OSError) as exc:
             log.error("%s", exc)
-            close_all((source, sink, dead_letters))
-            if checkpointer is not None:
+            close_all((source, sink, dead_letters) + ((channel,) if channel is not None else ()))
+            if checkpointer is not None and checkpointer.store is not None:
                 checkpointer.store.close()
             return 2 if isinstance(exc, ConfigError) else 1
         ops.attach(engine)
@@ -252,8 +253,8 @@ def run(args: argparse.Namespace) -> int:
         finally:
             ops.detach()
             where, position = stop_position(engine, source)
-            close_all((source, sink, dead_letters))
-            if checkpointer is not None:
+            close_all((source, sink, dead_letters) + ((channel,) if channel is not None else ()))
+            if checkpointer is not None and checkpointer.store is not None:
                 checkpointer.store.close()
         summary = engine.status()
         if isinstance(source, CountsBlankLines):

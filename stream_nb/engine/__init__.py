@@ -11,6 +11,8 @@ Where things are:
 * ``_checkpoint``, ``_exactly_once`` -- the daemon's snapshot checkpointers,
   which drive the engine through its public methods and leave the files to
   :mod:`stream_nb.snapshots`;
+* ``_group``, ``_group_records`` -- one model across a consumer group
+  (``--model-topic``): per-partition states published and applied;
 * ``_flow`` -- back-pressure; ``_metrics`` -- prequential metrics; ``_observer`` -- reporting hooks.
 
 The engine does no I/O of its own: sources and sinks (``connectors``) read and
@@ -26,6 +28,8 @@ from ._engine import DEFAULT_CONFIG, Engine, check_config
 from ._events import BOM, Event, EventDecoder
 from ._exactly_once import ExactlyOnceCheckpointer
 from ._flow import FlowControl
+from ._group import GroupCheckpointer
+from ._group_records import StateLog, merge_states, state_records
 from ._metrics import PrequentialMetrics
 from ._observer import Observer
 from ._protocols import (
@@ -35,6 +39,7 @@ from ._protocols import (
     CountsInFlight,
     HandlesRevocation,
     JointConnectorModule,
+    ModelChannel,
     NamedInput,
     Pausable,
     RebalanceCallback,
@@ -46,6 +51,7 @@ from ._protocols import (
     ResumesByPolicy,
     RevocationHandler,
     SendsInTransaction,
+    SharesLearning,
     SharesQueue,
     Sink,
     Source,
@@ -69,7 +75,9 @@ __all__ = [
     "ExactlyOnceCheckpointer",
     "FlowControl",
     "HandlesRevocation",
+    "GroupCheckpointer",
     "JointConnectorModule",
+    "ModelChannel",
     "NamedInput",
     "Observer",
     "OutputRecord",
@@ -85,11 +93,15 @@ __all__ = [
     "ResumesByPolicy",
     "RevocationHandler",
     "SendsInTransaction",
+    "SharesLearning",
     "SharesQueue",
     "Sink",
     "Source",
+    "StateLog",
     "Transactional",
     "check_config",
     "label_key",
+    "merge_states",
+    "state_records",
     "validate_label",
 ]

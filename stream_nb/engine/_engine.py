@@ -58,7 +58,7 @@ from ._flow import FlowControl
 from ._input_check import InputCheck
 from ._metrics import DEFAULT_LOG_LOSS_FLOOR, PrequentialMetrics
 from ._observer import Observer
-from ._protocols import Checkpointing, Sink, Source
+from ._protocols import Checkpointing, SharesLearning, Sink, Source
 from ._records import Record, dead_letter_record, output_record
 
 __all__ = ["DEFAULT_CONFIG", "Engine", "check_config"]
@@ -232,6 +232,9 @@ class Engine:
             )
         #: Takes over :meth:`checkpoint` when set (see :class:`~stream_nb.engine.Checkpointing`).
         self.checkpointer = checkpointer
+        # a checkpointer sharing the model with a group is told what was learned, per partition
+        self._sharing = checkpointer if isinstance(checkpointer, SharesLearning) else None
+        self._shared: list = []  # (partition, features, label) learned since the last hand-over
         if checkpointer is not None:
             checkpointer.attach(self)
 
@@ -255,6 +258,13 @@ class Engine:
         self.positions = dict(positions)
         self._committed = dict(positions)
         self.observer.restored()
+
+    def replace_model(self, model: typing.Any) -> None:
+        """Predict and learn with ``model`` from now on; metrics and positions go on (a group's new view)."""
+        self.model = model
+        self._learn_unlabeled = getattr(model, "learn_unlabeled", False) is True
+        self._watch_labels(model)
+        self._many = self._prequential_many(model)
 
     # -- what a checkpointer uses -----------------------------------------------------
 
@@ -348,8 +358,11 @@ class Engine:
         if input_check is not None:
             input_check.start(self)
         try:
+            sync = self._sharing.sync if self._sharing is not None else None
             while not self._stop_requested:
                 observer.loop()
+                if sync is not None:
+                    sync()
                 held = flow_check()  # back-pressure: paused input, and no checkpoint blocking in flush
                 records = self.source.poll(max_records, timeout)
                 if not records:
@@ -360,14 +373,19 @@ class Engine:
                     self._maybe_log_metrics()
                     continue
                 polled, event_done = clock(), observer.event_done
-                if self._many is not None:
-                    self.process_many(records, polled)
-                else:
-                    for record in records:
-                        if self._stop_requested:
-                            break
-                        self.process(record)
-                        event_done(polled)
+                try:
+                    if self._many is not None:
+                        self.process_many(records, polled)
+                    else:
+                        for record in records:
+                            if self._stop_requested:
+                                break
+                            self.process(record)
+                            event_done(polled)
+                finally:
+                    if self._shared:  # before any checkpoint: the positions sent cover what was learned
+                        shared, self._shared = self._shared, []
+                        self._sharing.learned(shared)
                 if input_check is not None and input_check.active:  # the first polls only
                     input_check.see(records)
                 if (
@@ -484,6 +502,8 @@ class Engine:
         self.sink.send(value, record.key)
         self.positions[record.partition] = record.next_position
         self._since_checkpoint += 1
+        if learned and self._sharing is not None:
+            self._shared.append((record.partition, event.features, event.label))
 
     def _reject(self, record: Record, exc: InvalidEventError) -> None:
         if record.size is not None and exc.reason == "oversize":  # the source kept only a prefix: say the real size

@@ -42,6 +42,11 @@ capability                   members                                     used by
 :class:`SendsInTransaction`  ``transaction`` (a sink)                    exactly-once checkpoints
 ===========================  ==========================================  ==========================
 
+A checkpointer that shares the model across a consumer group (``--model-topic``,
+:mod:`stream_nb.engine._group`) is a :class:`SharesLearning`: the engine hands
+it the events it learned and lets it apply other members' states between
+polls. It reaches the model topic through a :class:`ModelChannel`.
+
 A source whose partitions are assigned by a consumer group (Kafka) is a
 :class:`ResumesByPolicy`; its ``commit`` also takes ``metadata=`` (the
 checkpointer is told so with ``commit_metadata=True``).
@@ -75,6 +80,7 @@ __all__ = [
     "CountsInFlight",
     "HandlesRevocation",
     "JointConnectorModule",
+    "ModelChannel",
     "NamedInput",
     "Pausable",
     "Rebalancing",
@@ -86,6 +92,7 @@ __all__ = [
     "ResumesByPolicy",
     "RevocationHandler",
     "SendsInTransaction",
+    "SharesLearning",
     "SharesQueue",
     "Sink",
     "Source",
@@ -281,6 +288,42 @@ class Checkpointing(typing.Protocol):
 
     def status(self) -> dict[str, typing.Any]:
         """Health figures merged into ``Engine.status()``."""
+
+
+@typing.runtime_checkable
+class SharesLearning(typing.Protocol):
+    """A checkpointer that shares what the model learns with other processes (``--model-topic``)."""
+
+    def learned(self, events: list[tuple[str, typing.Any, typing.Any]]) -> None:
+        """The engine's model learned these ``(partition, features, label)`` events, in input order."""
+
+    def sync(self) -> None:
+        """Called on every turn of the run loop, before the poll: apply what others shared (cheap when nothing came)."""
+
+
+@typing.runtime_checkable
+class ModelChannel(typing.Protocol):
+    """A log of model states shared by a group (Kafka: a compacted topic read from its start)."""
+
+    #: The topic's name (for messages).
+    topic: str
+    #: Largest record the channel takes; larger states are split (see ``engine._group_records``).
+    max_record_bytes: int
+
+    def publish(self, key: str, value: bytes | None) -> None:
+        """Queue one record (``None``: delete the key); all records keep their order."""
+
+    def flush(self) -> None:
+        """Block until every queued record is durably written; raise on failure."""
+
+    def poll(self, timeout: float) -> list[tuple[str, bytes | None]]:
+        """Records that arrived since the last call, in order; wait at most ``timeout`` seconds."""
+
+    def catch_up(self, timeout: float) -> list[tuple[str, bytes | None]]:
+        """Every record up to the end of the log as it is now (waiting at most ``timeout`` s)."""
+
+    def close(self) -> None:
+        """Release the clients."""
 
 
 # -- connector modules --------------------------------------------------------------

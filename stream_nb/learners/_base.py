@@ -52,12 +52,13 @@ import typing
 import numpy as np
 from river import base
 
-from .._checks import check_choice, check_number
+from .._checks import check_choice, check_integer, check_number
 from ..exceptions import ConfigError, InvalidEventError, MergeError
 from ..stats import Encoded, Stats, is_missing_label
 from ._decision import LossMatrix, decide, log_prior, normalise
 from ._batches import MiniBatches
 from ._impute import Imputation
+from ._unlearn import Unlearning
 
 __all__ = ["BayesClassifier", "Step", "prequential_step"]
 
@@ -73,7 +74,7 @@ class Step(typing.NamedTuple):
     imputed: dict | None = None  # with impute=True: the filled-in value of each missing attribute
 
 
-class BayesClassifier(Imputation, MiniBatches, base.MiniBatchClassifier):
+class BayesClassifier(Imputation, MiniBatches, Unlearning, base.MiniBatchClassifier):
     """Base class of stream_nb's classifiers (not used directly); see the module notes for what a subclass provides."""
 
     def _setup(
@@ -91,7 +92,8 @@ class BayesClassifier(Imputation, MiniBatches, base.MiniBatchClassifier):
         """Check the parameters every model has and create the empty store; ``__init__`` calls it last.
 
         ``numeric`` (``"gaussian"`` or ``"bins"``), ``pairs``, ``tuples``, the discretiser settings and
-        ``max_table_cells`` say how the store keeps its counts (see :class:`~stream_nb.stats.Stats`);
+        ``max_table_cells`` say how the store keeps its counts (see :class:`~stream_nb.stats.Stats`),
+        within the model's ``memory_budget``;
         ``var_smoothing`` is the Gaussian features' relative variance floor.
         """
         self._alpha = check_number("alpha", self.alpha, minimum=0, strict_minimum=True)
@@ -102,7 +104,10 @@ class BayesClassifier(Imputation, MiniBatches, base.MiniBatchClassifier):
         check_number("unlabeled_weight", self.unlabeled_weight, minimum=0)
         self._var_smoothing = var_smoothing
         self._prior: tuple | None = None  # ((epoch, version) of the store, log prior)
+        if self.memory_budget is not None:
+            check_integer("memory_budget", self.memory_budget, minimum=0)
         self._stats = Stats(
+            memory_budget=self.memory_budget,
             pairs=pairs,
             observed=self.missing == "em",  # EM's E-step reads the observed-only counts
             tuples=tuples,
@@ -122,6 +127,20 @@ class BayesClassifier(Imputation, MiniBatches, base.MiniBatchClassifier):
     def classes(self) -> list:
         """Every class seen so far, in order of first appearance."""
         return list(self._stats.classes)
+
+    def memory_used(self) -> dict:
+        """What the counts take: ``cells`` and ``bytes`` of all of them, ``table_cells`` and
+        ``table_bytes`` of KDB's t-way tables, whether those are ``sparse``, and the ``budget``
+        (see :mod:`stream_nb.stats._budget`).
+
+        >>> from stream_nb import KDB
+        >>> model = KDB(memory_budget=0)  # no room for dense t-way tables: sparse from the start
+        >>> model.learn_one({"a": "x", "b": "y", "c": "z"}, True)
+        >>> used = model.memory_used()
+        >>> used["sparse"], used["table_cells"]   # 3^3 value triples, and 3^2 x 3 with a feature last
+        (True, 54)
+        """
+        return self._stats.memory_used()
 
     @property
     def label_type(self) -> str | None:

@@ -23,15 +23,18 @@ __all__ = ["VectorisedRuns"]
 
 
 class VectorisedRuns(abc.ABC):
-    """A model that scores runs of plain events at once (NaiveBayes, TAN); list it before its base class.
+    """A model that scores runs of plain events at once (NaiveBayes, TAN, AODE, SPODE, KDB); list it
+    before its base class.
 
     A subclass provides:
 
     - :meth:`_run_ready`: whether runs may be vectorised in the model's state now;
     - :meth:`_run_terms`: the discrete attributes' log-likelihood terms of a run's rows
-      under the counts each row would have seen;
+      under the counts each row would have seen, added to the running class prior; or,
+      for a model whose joint is not the prior times a product (AODE), :meth:`_run_jll`;
     - ``_run_complete``: True when runs take complete events only (always), False when
-      only under EM (whose missing values need E-steps one event at a time).
+      only under EM (whose missing values need E-steps one event at a time);
+    - optionally :meth:`_run_rows`: the most events of one run (what its arrays can hold).
     """
 
     #: Most events scored and learned in one vectorised pass of prequential_many.
@@ -43,10 +46,20 @@ class VectorisedRuns(abc.ABC):
     def _run_ready(self) -> bool:
         """Whether runs may be vectorised now."""
 
-    @abc.abstractmethod
     def _run_terms(self, D: np.ndarray, yc: np.ndarray, C: int) -> np.ndarray:
         """(rows, C): the discrete attributes' log-likelihood terms of each row of a run, under the
         counts each row would have seen (see :mod:`stream_nb.stats._running`)."""
+        raise NotImplementedError(f"{type(self).__name__} defines neither _run_terms nor _run_jll")
+
+    def _run_jll(self, D: np.ndarray, yc: np.ndarray, C: int, prior: np.ndarray) -> np.ndarray:
+        """(rows, C): log P(c, x) of each row's discrete attributes under the counts it would have
+        seen, ``prior`` (rows, C) being its running log class prior; default: ``prior`` plus
+        :meth:`_run_terms`."""
+        return prior + self._run_terms(D, yc, C)
+
+    def _run_rows(self) -> int:
+        """Most events in one run; default ``_RUN``."""
+        return self._RUN
 
     def _prequential_run(self, xs: list, ys: list, start: int, out: list) -> int:
         """Append the results of a vectorised run of events from ``start``; return where it stopped.
@@ -60,13 +73,13 @@ class VectorisedRuns(abc.ABC):
         C = s.n_classes
         if not C or not self._run_ready():
             return start
-        limit = min(self._RUN, self._batch_limit())
+        limit = min(self._run_rows(), self._batch_limit())
         complete = self._run_complete or self.missing == "em"
         stop, D, G, yc = s.encode_run(xs, ys, start, complete=complete, limit=limit)
         if stop - start < 2:
             return start  # a single event: the one-event path is cheaper
         prior = log_prior(s.class_count[:C] + exclusive_counts(yc, C), self._alpha)
-        jll = prior + self._run_terms(D, yc, C)
+        jll = self._run_jll(D, yc, C, prior)
         if G.shape[1]:
             Gs = G.shape[1]
             n, mean, m2 = running_moments(G, yc, s.g_n[:C, :Gs], s.g_mean[:C, :Gs], s.g_m2[:C, :Gs])

@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..stats import DEFAULT_MEMORY_BUDGET
 from .._checks import check_integer
+from ..stats import naive_terms
 from ._base import BayesClassifier
 from ._binning import check_binning
 from ._decision import logsumexp
+from ._dependence_runs import run_cells, spode_run_terms
 from ._em import add_estep, mixture_posterior, one_dependence_estep
+from ._runs import VectorisedRuns
 
 __all__ = ["AODE", "spode_terms"]
 
 
-class AODE(BayesClassifier):
+class AODE(VectorisedRuns, BayesClassifier):
     """Averaged one-dependence estimators, learned incrementally.
 
     Every attribute observed often enough becomes in turn the super-parent of
@@ -70,6 +74,9 @@ class AODE(BayesClassifier):
         class too (semi-supervised, Nigam et al. 2000).
     unlabeled_weight
         Weight of an unlabeled event relative to a labeled one.
+    memory_budget
+        Bytes the counts may take (default 256 MiB; None: no bound): tables that
+        would pass it are kept sparse (see :mod:`stream_nb.stats._budget`).
 
     Examples
     --------
@@ -101,6 +108,7 @@ class AODE(BayesClassifier):
         missing: str = "em",
         learn_unlabeled: bool = False,
         unlabeled_weight: float = 1.0,
+        memory_budget: int | None = DEFAULT_MEMORY_BUDGET,
     ):
         self.alpha = alpha
         self.m = m
@@ -112,6 +120,7 @@ class AODE(BayesClassifier):
         self.missing = missing
         self.learn_unlabeled = learn_unlabeled
         self.unlabeled_weight = unlabeled_weight
+        self.memory_budget = memory_budget
         check_integer("m", m, minimum=0)
         check_binning(bins, warmup)
         self._setup(numeric="bins", pairs=True, bins=bins, warmup=warmup, bin_edges=bin_edges)
@@ -133,6 +142,32 @@ class AODE(BayesClassifier):
         if not parents.any():
             return self._naive_jll(enc)
         return logsumexp(terms[:, parents], axis=1)
+
+    # ------------------------------------------------------------------ vectorised runs
+
+    _run_complete = True  # complete events: every attribute is a parent and a child of every other
+
+    def _run_ready(self) -> bool:
+        return not self.learn_unlabeled
+
+    def _run_rows(self) -> int:
+        s = self._stats
+        return run_cells(len(s.features), s.n_classes * len(s.features) ** 2)
+
+    def _run_jll(self, D, yc, C, prior):
+        """:meth:`_jll` of each row of a run, under the counts each row would have seen."""
+        s, a = self._stats, self._alpha
+        if not D.shape[1]:
+            return prior.copy()
+        terms, seen = spode_run_terms(s, a, D, yc, C, self.__dict__.setdefault("_run_scratch", {}))
+        parents = seen >= self.m
+        rows = parents.any(1)
+        out = np.empty((len(D), C))
+        if rows.any():
+            out[rows] = logsumexp(np.where(parents[rows][:, None, :], terms[rows], -np.inf), axis=2)
+        if not rows.all():  # no attribute qualifies as a parent: naive Bayes over the same counts
+            out[~rows] = (prior + naive_terms(s, D, yc, C, a))[~rows]
+        return out
 
     def _add_expected(self, enc, c, w, miss):
         s = self._stats

@@ -7,18 +7,22 @@ import math
 
 import numpy as np
 
+from ..stats import DEFAULT_MEMORY_BUDGET
 from .._checks import check_integer, is_integer
 
+from ..stats import naive_terms
 from ._binning import check_binning
 from ._decision import logsumexp
+from ._dependence_runs import kdb_run_terms
 from ._em import naive_bayes_blocks
+from ._runs import VectorisedRuns
 from ._structure import conditional_mutual_information, mutual_information_with_class
 from ._structured import StructuredClassifier
 
 __all__ = ["KDB"]
 
 
-class KDB(StructuredClassifier):
+class KDB(VectorisedRuns, StructuredClassifier):
     """Sahami's k-dependence Bayesian classifier, its structure rebuilt from running counts.
 
     Attributes are ordered by their mutual information with the class; each
@@ -35,14 +39,16 @@ class KDB(StructuredClassifier):
 
     **Counts kept.** The structure needs only the pair counts every model
     shares. The parameters need, for k ≥ 2, the class-conditional counts of
-    every (k+1)-tuple of values: a dense table of C·V^(k+1) cells for V values
-    in all (lower-order counts are its diagonals). It is kept whole, so a
-    rebuild can pick any parents and still has all the data, but it grows
-    exponentially with k, the seeds' warning in memory form: with 10 classes
-    and 50 values, k=2 needs 1.25 million cells, k=3 62.5 million. Learning an
-    event that would take the table past ``max_table_cells`` raises
-    :class:`~stream_nb.exceptions.CapacityError` and changes nothing (the
-    daemon dead-letters the event with reason ``table_full``).
+    every (k+1)-tuple of values (lower-order counts are its diagonals): it is
+    kept whole, so a rebuild can pick any parents and still has all the data.
+    Dense it takes C·V^(k+1) cells for V values in all (10 classes and 50
+    values: 1.25 million cells for k=2, 62.5 million for k=3); while that fits
+    ``memory_budget`` it is a dense array, beyond it a sparse table of the
+    tuples that occur (an event adds at most F^(k+1) of them), with the same
+    counts. No event is refused for room unless ``max_table_cells`` is given:
+    then learning an event that would take the table past that many cells
+    raises :class:`~stream_nb.exceptions.CapacityError` and changes nothing
+    (the daemon dead-letters the event with reason ``table_full``).
 
     **Missing values** are summed out exactly by enumerating the joint values
     of the missing attributes that have observed descendants (the others sum
@@ -51,7 +57,7 @@ class KDB(StructuredClassifier):
     structure; naive Bayes before the first build) with parameters from the
     observed-only counts, which ``missing="em"`` keeps beside the counts from
     the first incomplete event on (a second (k+1)-way table: twice the
-    memory, each copy within ``max_table_cells``). Both stop at
+    memory). Both stop at
     ``max_completions`` joint values: beyond it a prediction reads each
     observed attribute given its observed parents only, and learning counts
     the observed values only (``n_em_skipped`` says how often).
@@ -72,7 +78,8 @@ class KDB(StructuredClassifier):
         after ``warmup`` events and each time the count doubles below it, as
         TAN's (0: only on :meth:`rebuild`).
     max_table_cells
-        Bound on the (k+1)-way count table.
+        Optional hard bound on the cells of the (k+1)-way count table (None: none, the
+        budget decides how it is kept).
     max_completions
         Most joint values of missing attributes enumerated per event.
     bins, warmup, bin_edges
@@ -83,6 +90,9 @@ class KDB(StructuredClassifier):
         Optional loss matrix ``{truth: {prediction: cost}}`` for Bayes decision.
     missing, learn_unlabeled, unlabeled_weight
         EM for missing values and unlabeled events (see :class:`~stream_nb.NaiveBayes`).
+    memory_budget
+        Bytes the counts may take (default 256 MiB; None: no bound): tables that
+        would pass it are kept sparse (see :mod:`stream_nb.stats._budget`).
 
     Examples
     --------
@@ -108,7 +118,7 @@ class KDB(StructuredClassifier):
         k: int = 2,
         alpha: float = 1.0,
         rebuild_every: int = 1000,
-        max_table_cells: int = 20_000_000,
+        max_table_cells: int | None = None,
         max_completions: int = 4096,
         bins: int = 5,
         warmup: int = 100,
@@ -118,6 +128,7 @@ class KDB(StructuredClassifier):
         missing: str = "em",
         learn_unlabeled: bool = False,
         unlabeled_weight: float = 1.0,
+        memory_budget: int | None = DEFAULT_MEMORY_BUDGET,
     ):
         self.k = k
         self.alpha = alpha
@@ -132,8 +143,10 @@ class KDB(StructuredClassifier):
         self.missing = missing
         self.learn_unlabeled = learn_unlabeled
         self.unlabeled_weight = unlabeled_weight
+        self.memory_budget = memory_budget
         check_integer("k", k, minimum=0)
-        check_integer("max_table_cells", max_table_cells, minimum=1)
+        if max_table_cells is not None:
+            check_integer("max_table_cells", max_table_cells, minimum=1)
         check_integer("max_completions", max_completions, minimum=1)
         check_binning(bins, warmup)
         self._setup_rebuilds()
@@ -146,10 +159,7 @@ class KDB(StructuredClassifier):
 
     @classmethod
     def _unit_test_params(cls):
-        # river's checks stream ImageSegments, whose two pixel coordinates are integers with
-        # ~200 values each: categorical by default, they would take k=2's table past its
-        # bound (and be refused), so the checks declare them numeric, as a user would
-        yield {"bins": 3, "types": {"region-centroid-col": "numeric", "region-centroid-row": "numeric"}}
+        yield {}
         yield {"k": 1, "rebuild_every": 25, "bins": 3, "warmup": 20}
 
     # ------------------------------------------------------------------ structure
@@ -276,6 +286,20 @@ class KDB(StructuredClassifier):
         full = np.full((len(D), len(s.features)), -1, dtype=np.int64)
         full[:, dfeats] = D
         return np.stack([self._marginal_jll(row) for row in full])
+
+    # ------------------------------------------------------------------ vectorised runs
+
+    _run_complete = True  # complete events: no attribute to sum out
+
+    def _run_ready(self) -> bool:
+        return not self.learn_unlabeled
+
+    def _run_jll(self, D, yc, C, prior):
+        """:meth:`_jll` of each row of a run, under the counts each row would have seen."""
+        s, a = self._stats, self._alpha
+        if not self._parents or not D.shape[1]:
+            return prior + naive_terms(s, D, yc, C, a)
+        return kdb_run_terms(s, a, D, yc, C, self._parents, prior)
 
     # ------------------------------------------------------------------ EM
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._checks import check_number
-from ..stats import naive_terms
+from ..stats import DEFAULT_MEMORY_BUDGET, naive_terms
 from ._base import BayesClassifier
 from ._em import add_estep, assemble, naive_bayes_blocks
 from ._runs import VectorisedRuns
@@ -60,6 +60,9 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
         class too (semi-supervised, Nigam et al. 2000).
     unlabeled_weight
         Weight of an unlabeled event relative to a labeled one.
+    memory_budget
+        Bytes the counts may take (default 256 MiB; None: no bound): tables that
+        would pass it are kept sparse (see :mod:`stream_nb.stats._budget`).
 
     Examples
     --------
@@ -98,6 +101,7 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
         missing: str = "em",
         learn_unlabeled: bool = False,
         unlabeled_weight: float = 1.0,
+        memory_budget: int | None = DEFAULT_MEMORY_BUDGET,
     ):
         self.alpha = alpha
         self.types = types
@@ -106,6 +110,7 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
         self.missing = missing
         self.learn_unlabeled = learn_unlabeled
         self.unlabeled_weight = unlabeled_weight
+        self.memory_budget = memory_budget
         check_number("var_smoothing", var_smoothing, minimum=0)
         self._setup(numeric="gaussian", pairs=False, var_smoothing=var_smoothing)
         self._table_epoch = -1

@@ -5,17 +5,19 @@ from __future__ import annotations
 import numpy as np
 
 from ..exceptions import InvalidEventError
-from ..stats import Encoded, is_missing_label
+from ..stats import DEFAULT_MEMORY_BUDGET, Encoded, is_missing_label, naive_terms
 from ._binning import check_binning
 from ._decision import logsumexp
+from ._dependence_runs import rooted_run_terms, run_cells, spode_run_terms
 from ._em import add_estep, mixture_posterior, naive_bayes_blocks, one_dependence_estep
+from ._runs import VectorisedRuns
 from ._structured import StructuredClassifier
 from .aode import spode_terms
 
 __all__ = ["SPODE"]
 
 
-class SPODE(StructuredClassifier):
+class SPODE(VectorisedRuns, StructuredClassifier):
     """Super-parent one-dependence estimator: every attribute depends on the class and one super-parent.
 
     .. math::
@@ -52,6 +54,9 @@ class SPODE(StructuredClassifier):
         Optional loss matrix ``{truth: {prediction: cost}}`` for Bayes decision.
     missing, learn_unlabeled, unlabeled_weight
         EM for missing values and unlabeled events (see :class:`~stream_nb.NaiveBayes`).
+    memory_budget
+        Bytes the counts may take (default 256 MiB; None: no bound): tables that
+        would pass it are kept sparse (see :mod:`stream_nb.stats._budget`).
 
     Examples
     --------
@@ -90,6 +95,7 @@ class SPODE(StructuredClassifier):
         missing: str = "em",
         learn_unlabeled: bool = False,
         unlabeled_weight: float = 1.0,
+        memory_budget: int | None = DEFAULT_MEMORY_BUDGET,
     ):
         self.parent = parent
         self.alpha = alpha
@@ -102,6 +108,7 @@ class SPODE(StructuredClassifier):
         self.missing = missing
         self.learn_unlabeled = learn_unlabeled
         self.unlabeled_weight = unlabeled_weight
+        self.memory_budget = memory_budget
         check_binning(bins, warmup)
         self._setup_rebuilds()
         self._setup(numeric="bins", pairs=True, bins=bins, warmup=warmup, bin_edges=bin_edges)
@@ -146,11 +153,7 @@ class SPODE(StructuredClassifier):
         encoding for prediction, when the caller has it)."""
         s = self._stats
         c = s.class_index.get(y)
-        F = len(s.features)
-        if len(self._loss_n) < F:
-            grow = F - len(self._loss_n)
-            self._loss_sum = np.concatenate([self._loss_sum, np.zeros(grow)])
-            self._loss_n = np.concatenate([self._loss_n, np.zeros(grow)])
+        self._grow_scores()
         if c is None or not s.n_classes:
             return  # a class never seen: every SPODE gives it probability 0; nothing to rank by
         enc = known if known is not None else s.encode(x)
@@ -160,6 +163,14 @@ class SPODE(StructuredClassifier):
         logp = terms - logsumexp(terms, axis=0)[None, :]
         self._loss_sum[enc.feats] -= logp[c]
         self._loss_n[enc.feats] += 1
+
+    def _grow_scores(self) -> None:
+        """One running score per feature."""
+        F = len(self._stats.features)
+        if len(self._loss_n) < F:
+            grow = F - len(self._loss_n)
+            self._loss_sum = np.concatenate([self._loss_sum, np.zeros(grow)])
+            self._loss_n = np.concatenate([self._loss_n, np.zeros(grow)])
 
     def rebuild(self) -> None:
         """Choose the super-parent now (``parent=None``): the lowest running mean log loss, ties by name."""
@@ -220,6 +231,38 @@ class SPODE(StructuredClassifier):
             out[r] = self._jll(Encoded(cols, dfeats[obs], gslots[:0], G[r, :0], bool((cols == 0).any())))
         return out
 
+    # ------------------------------------------------------------------ vectorised runs
+
+    _run_complete = True  # complete events: the super-parent observed, every candidate scored alike
+
+    def _run_ready(self) -> bool:
+        return not self.learn_unlabeled
+
+    def _run_rows(self) -> int:
+        s = self._stats
+        F = len(s.features)
+        return run_cells(F, s.n_classes * (F**2 if self.parent is None else F))
+
+    def _run_jll(self, D, yc, C, prior):
+        """:meth:`_jll` of each row of a run; with ``parent=None`` each labeled row also adds every
+        candidate's log loss to the running scores, in order, as :meth:`_score` does before learning it."""
+        s, a = self._stats, self._alpha
+        p = self._parent_index()
+        rooted = p is not None and s.n_values[p] > 0 and D.shape[1] > 0
+        if self.parent is None and D.shape[1]:
+            terms, _ = spode_run_terms(s, a, D, yc, C, self.__dict__.setdefault("_run_scratch", {}))
+            logp = terms - logsumexp(terms, axis=1)[:, None, :]
+            self._grow_scores()
+            F = D.shape[1]
+            for r in np.flatnonzero(yc >= 0).tolist():
+                self._loss_sum[:F] -= logp[r, yc[r]]
+                self._loss_n[:F] += 1
+            if rooted:
+                return terms[:, :, p]
+        elif rooted:
+            return rooted_run_terms(s, a, D, yc, C, p)
+        return prior + naive_terms(s, D, yc, C, a)
+
     # ------------------------------------------------------------------ EM
 
     def _add_expected(self, enc, c, w, miss):
@@ -232,6 +275,22 @@ class SPODE(StructuredClassifier):
         if p is None or not self._stats.n_values[p]:  # no super-parent: naive Bayes
             return naive_bayes_blocks(self._stats, self._alpha, miss, c)
         return mixture_posterior(self._stats, self._alpha, enc, c, miss, 0, [p])
+
+    # ------------------------------------------------------------------ unlearning: the running scores
+
+    def _unlearn_mark(self):
+        return self._loss_sum.copy(), self._loss_n.copy()
+
+    def _unlearn_delta(self, mark):
+        k = len(mark[0])  # learning only appends features: the first k are the old ones
+        return self._loss_sum - np.r_[mark[0], np.zeros(len(self._loss_sum) - k)], \
+            self._loss_n - np.r_[mark[1], np.zeros(len(self._loss_n) - k)]
+
+    def _unlearn_extra(self, extra):
+        if extra is not None:
+            k = len(extra[0])
+            self._loss_sum[:k] -= extra[0]
+            self._loss_n[:k] -= extra[1]
 
     # ------------------------------------------------------------------ state
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._checks import is_integer
-from ..stats import GAUSS, tree_terms
+from ..stats import DEFAULT_MEMORY_BUDGET, GAUSS, tree_terms
 from ._binning import check_binning
 from ._decision import logsumexp
 from ._em import add_estep, naive_bayes_blocks, one_dependence_estep
@@ -80,6 +80,9 @@ class TAN(VectorisedRuns, StructuredClassifier):
         class too (semi-supervised, Nigam et al. 2000).
     unlabeled_weight
         Weight of an unlabeled event relative to a labeled one.
+    memory_budget
+        Bytes the counts may take (default 256 MiB; None: no bound): tables that
+        would pass it are kept sparse (see :mod:`stream_nb.stats._budget`).
 
     Examples
     --------
@@ -112,6 +115,7 @@ class TAN(VectorisedRuns, StructuredClassifier):
         missing: str = "em",
         learn_unlabeled: bool = False,
         unlabeled_weight: float = 1.0,
+        memory_budget: int | None = DEFAULT_MEMORY_BUDGET,
     ):
         self.alpha = alpha
         self.rebuild_every = rebuild_every
@@ -123,6 +127,7 @@ class TAN(VectorisedRuns, StructuredClassifier):
         self.missing = missing
         self.learn_unlabeled = learn_unlabeled
         self.unlabeled_weight = unlabeled_weight
+        self.memory_budget = memory_budget
         check_binning(bins, warmup)
         self._setup_rebuilds()
         self._setup(numeric="bins", pairs=True, bins=bins, warmup=warmup, bin_edges=bin_edges)

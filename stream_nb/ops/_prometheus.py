@@ -62,6 +62,21 @@ METRICS: tuple[tuple[str, str, str, str], ...] = (
     ("stream_nb_model_rebuilds_total", "counter", "model",
      "structure rebuilds of the model (TAN tree), over the model's life (restored from a snapshot)"),
     ("stream_nb_model_rebuild_seconds", "histogram", "model", "duration of each rebuild seen by this process"),
+    ("stream_nb_model_count_cells", "gauge", "model",
+     "cells the model's counts hold (dense arrays whole; sparse tables, the cells that occur)"),
+    ("stream_nb_model_count_bytes", "gauge", "model", "bytes the model's counts take"),
+    ("stream_nb_model_memory_budget_bytes", "gauge", "model",
+     "the model's memory_budget: dense tables beyond it are kept sparse (absent: none)"),
+    ("stream_nb_model_staleness_seconds", "gauge", "",
+     "--model-topic: how long this member's view has been behind a state it read (0: current)"),
+    ("stream_nb_model_staleness_events", "gauge", "",
+     "--model-topic: events learned by other members, read but not yet in this member's view"),
+    ("stream_nb_model_records_published_total", "counter", "", "--model-topic: records this member published"),
+    ("stream_nb_model_bytes_published_total", "counter", "", "--model-topic: bytes of those records"),
+    ("stream_nb_model_records_applied_total", "counter", "", "--model-topic: records this member read and applied"),
+    ("stream_nb_model_bytes_applied_total", "counter", "", "--model-topic: bytes of those records"),
+    ("stream_nb_group_events_learned", "gauge", "",
+     "--model-topic: events the whole group learned, by the newest state of each partition"),
     ("stream_nb_loop_age_seconds", "gauge", "", "seconds since the run loop last came round (liveness)"),
     ("stream_nb_ready", "gauge", "", "1 when /readyz answers 200"),
     ("stream_nb_start_time_seconds", "gauge", "", "process start (Unix time)"),
@@ -179,6 +194,18 @@ class _Collector:
             seconds.add_metric([model], o.rebuild_seconds.cumulative(), o.rebuild_seconds.sum)
             yield seconds
 
+        memory_used = getattr(engine.model, "memory_used", None) if engine is not None else None
+        if memory_used is not None:
+            used = memory_used()
+            for name, value in (("stream_nb_model_count_cells", used["cells"]),
+                                ("stream_nb_model_count_bytes", used["bytes"]),
+                                ("stream_nb_model_memory_budget_bytes", used["budget"])):
+                if value is not None:
+                    family = GaugeMetricFamily(name, _doc(name), labels=["model"])
+                    family.add_metric([model], value)
+                    yield family
+        yield from self._group(engine)
+
         age = o.loop_age()
         if age is not None:
             yield GaugeMetricFamily("stream_nb_loop_age_seconds", _doc("stream_nb_loop_age_seconds"), value=age)
@@ -186,6 +213,22 @@ class _Collector:
         yield GaugeMetricFamily("stream_nb_ready", _doc("stream_nb_ready"), value=1 if ready else 0)
         yield GaugeMetricFamily("stream_nb_start_time_seconds", _doc("stream_nb_start_time_seconds"),
                                 value=o.started_at)
+
+
+    @staticmethod
+    def _group(engine: typing.Any) -> typing.Iterator:
+        """The families of a member sharing one model (``--model-topic``), from its checkpointer's figures."""
+        checkpointer = getattr(engine, "checkpointer", None) if engine is not None else None
+        if checkpointer is None:
+            return
+        status = checkpointer.status()
+        if "model_topic" not in status:
+            return
+        for name in ("model_staleness_seconds", "model_staleness_events", "group_events_learned"):
+            yield GaugeMetricFamily(f"stream_nb_{name}", _doc(f"stream_nb_{name}"), value=status[name])
+        for name in ("model_records_published", "model_bytes_published", "model_records_applied",
+                     "model_bytes_applied"):
+            yield CounterMetricFamily(f"stream_nb_{name}", _doc(f"stream_nb_{name}"), value=status[name])
 
 
 def make_registry(observer: DaemonObserver) -> CollectorRegistry:

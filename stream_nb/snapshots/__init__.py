@@ -6,6 +6,8 @@
   ``stream_nb.load``; :func:`read` and :func:`write` work on the file itself.
 * :mod:`~stream_nb.snapshots._store` -- :class:`SnapshotStore`, the numbered
   snapshot files of one directory: locking, listing, writing, pruning.
+* :mod:`~stream_nb.snapshots._wire` -- a model's state as compressed bytes
+  (:func:`encode_state`, :func:`decode_state`): the payload of a model topic.
 * :mod:`~stream_nb.snapshots._faults` -- :class:`FaultHooks`, the points where
   the crash tests step in (no-ops in production).
 
@@ -31,6 +33,7 @@ from ._format import (
     write,
 )
 from ._store import SnapshotStore
+from ._wire import decode_state, encode_state
 
 __all__ = [
     "FORMAT_VERSION",
@@ -40,7 +43,9 @@ __all__ = [
     "SnapshotFile",
     "SnapshotStore",
     "decode_meta",
+    "decode_state",
     "encode_meta",
+    "encode_state",
     "install_fault_hooks",
     "installed_fault_hooks",
     "load",

@@ -136,7 +136,7 @@ _KINDS = frozenset("biuf")
 #: The dtype strings a snapshot may name, little-endian (or single-byte) bool, int and float: a file's
 #: dtype is looked up here, never handed to numpy's parser (which evaluates tuple syntax and raises
 #: TypeError, ValueError or SyntaxError on what it cannot read).
-_DTYPES = {d.str: d for d in (np.dtype(c).newbyteorder("<") for c in "?bBhHiIlLqQefdg")}
+DTYPES = {d.str: d for d in (np.dtype(c).newbyteorder("<") for c in "?bBhHiIlLqQefdg")}
 #: Most dimensions an array may have (numpy 1's limit; a KDB with k=3 needs 5).
 _MAX_NDIM = 32
 #: Deepest nesting of the header's JSON: a model's header needs about a dozen levels.
@@ -427,10 +427,10 @@ def read(path: str | os.PathLike) -> SnapshotFile:
         name = entry["name"]
         if name in arrays:
             raise _damaged(path, f"array {name!r} appears twice in the header")
-        dtype = _DTYPES.get(entry["dtype"])
+        dtype = DTYPES.get(entry["dtype"])
         if dtype is None:
             raise _damaged(path, f"array {name!r}: dtype {_short(entry['dtype'])} is not a little-endian bool, int "
-                                 f"or float (expected one of {', '.join(sorted(_DTYPES))})")
+                                 f"or float (expected one of {', '.join(sorted(DTYPES))})")
         shape = tuple(entry["shape"])
         if len(shape) > _MAX_NDIM:
             raise _damaged(path, f"array {name!r}: {len(shape)} dimensions, at most {_MAX_NDIM} expected")

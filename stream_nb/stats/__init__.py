@@ -68,19 +68,26 @@ module             what it holds
 ``_merging.py``    merging two stores
 ``_state.py``      the store as plain data (``state``, ``from_state``)
 ``_running.py``    running counts over a run of events (vectorised prequential)
+``_budget.py``     the memory budget: dense tables while they fit, sparse beyond
+``_sparse.py``     sparse count tables (the cells that occur, hashed in numpy arrays)
 ``_discretise.py`` online equal-frequency bins of numeric features
 =================  ==================================================================
 """
 
+from ._budget import DEFAULT_MEMORY_BUDGET
 from ._discretise import Discretiser
 from ._gaussian import gaussian_loglik
 from ._labels import is_missing_label, validate_label
-from ._running import exclusive_counts, grouped_exclusive_counts, naive_terms, running_moments, tree_terms
+from ._running import (
+    exclusive_counts, grouped_exclusive_counts, naive_terms, running_counts, running_moments, tree_terms,
+)
+from ._sparse import SparseTable
 from ._store import Stats
 from ._values import BINNED, CAT, GAUSS, VALUE_GROUPS, Encoded, describe_type, json_type
 
 __all__ = [
-    "BINNED", "CAT", "GAUSS", "VALUE_GROUPS", "Discretiser", "Encoded", "Stats", "exclusive_counts", "gaussian_loglik",
-    "grouped_exclusive_counts", "naive_terms", "running_moments", "tree_terms",
+    "BINNED", "CAT", "DEFAULT_MEMORY_BUDGET", "GAUSS", "VALUE_GROUPS", "Discretiser", "SparseTable", "Encoded", "Stats",
+    "exclusive_counts", "gaussian_loglik", "grouped_exclusive_counts", "naive_terms", "running_counts",
+    "running_moments", "tree_terms",
     "describe_type", "is_missing_label", "json_type", "validate_label",
 ]

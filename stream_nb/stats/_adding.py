@@ -9,16 +9,63 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._budget import scatter_add
+from ._sparse import SparseTable
 from ._values import Encoded
 
 __all__ = ["Adding"]
 
 
+def _flat(table: np.ndarray) -> np.ndarray:
+    """A flat view of a (C-contiguous) count table, for adding at flat indices."""
+    flat = table.reshape(-1)
+    if not np.shares_memory(flat, table):
+        raise ValueError("a count table must be C-contiguous")
+    return flat
+
+
+def _add_tuple_rows(tc, tf, tc_shape, tf_shape, D, dfeats, yc, w):
+    """Add complete rows to the flat t-way tables one row at a time (a row's k^t cells are distinct,
+    so a fancy-index add is exact; np.add.at over the batch is 4x slower)."""
+    t, cv, cf = len(tc_shape) - 1, tc_shape[-1], tf_shape[-1]
+    rows, k = D.shape
+    for lo in range(0, rows, 64):
+        Dm, ym = D[lo : lo + 64], yc[lo : lo + 64]
+        head = ym.reshape((-1,) + (1,) * (t - 1))  # (rows, 1, ..., 1)
+        for a in range(t - 1):  # the first t - 1 values, broadcast over their own axis
+            head = head * cv + Dm.reshape((-1,) + (1,) * a + (k,) + (1,) * (t - 2 - a))
+        cells = (head[..., None] * cv + Dm.reshape((-1,) + (1,) * (t - 1) + (k,))).reshape(len(Dm), -1)
+        fcells = (head[..., None] * cf + dfeats.reshape((1,) * t + (k,))).reshape(len(Dm), -1)
+        for r, wr in enumerate(w[lo : lo + 64].tolist()):
+            tc[cells[r]] += wr
+            tf[fcells[r]] += wr
+
+
+def _pair_cells(D, dfeats, yc, w, mask, pair_shape, feat_shape):
+    """Flat indices into ``pair_count`` and ``pair_feat`` of every observed pair of each row, and their
+    weights, in row-major order (row, first value, second value): as adding the rows one by one does.
+    Complete rows (the vectorised runs) are indexed by broadcasting, 10x cheaper than gathering."""
+    _, cv, cv2 = pair_shape
+    cf = feat_shape[2]
+    if mask.all():
+        k = D.shape[1]
+        head = yc[:, None, None] * cv + D[:, :, None]
+        return ((head * cv2 + D[:, None, :]).ravel(), (head * cf + dfeats[None, None, :]).ravel(), np.repeat(w, k * k))
+    r3, a3, b3 = np.nonzero(mask[:, :, None] & mask[:, None, :])
+    head = yc[r3] * cv + D[r3, a3]
+    return head * cv2 + D[r3, b3], head * cf + dfeats[b3], w[r3]
+
+
 class Adding:
     """Counting of a :class:`~stream_nb.stats.Stats` (a part of it, not used alone)."""
 
+    #: a list while a learner records what one event adds (its receipt, see :mod:`stream_nb.stats._removing`)
+    journal: list | None = None
+
     def add(self, enc: Encoded, c: int, w: float = 1.0) -> None:
         """Add one (encoded) event of class index ``c`` with weight ``w`` (its observed values, to every count set)."""
+        if self.journal is not None:
+            self.journal.append(("count", enc, c, w))
         self.version += 1
         self.class_count[c] += w
         if len(enc.cols):
@@ -34,6 +81,8 @@ class Adding:
         ``missing="ignore"`` would have counted.
         """
         if self.keeps_observed and len(enc.cols):
+            if self.journal is not None:
+                self.journal.append(("observed", enc, c, w))
             self.version += 1
             self._count("obs_", enc.cols, enc.feats, c, w)
 
@@ -47,6 +96,9 @@ class Adding:
             getattr(self, p + "pair_feat")[c][rows, feats] += w
         if self.tuples:
             # flat indices into the class's contiguous block: 3x faster than np.ix_
+            if isinstance(getattr(self, p + "tuple_count"), SparseTable):
+                self._count_sparse_tuples(p, cols, feats, c, w)
+                return
             tc, tf = getattr(self, p + "tuple_count")[c], getattr(self, p + "tuple_feat")[c]
             idx = cols
             for _ in range(self.tuples - 2):
@@ -55,6 +107,13 @@ class Adding:
             idx = (head[:, None] * tc.shape[-1] + cols[None, :]).ravel()
             tc.reshape(-1)[idx] += w
             tf.reshape(-1)[(head[:, None] * tf.shape[-1] + feats[None, :]).ravel()] += w
+
+    def _count_sparse_tuples(self, p: str, cols: np.ndarray, feats: np.ndarray, c: int, w: float) -> None:
+        """The t-tuples of one event's values (and of its values with a feature last) into sparse tables."""
+        t = self.tuples
+        grid = np.ix_(*([cols] * t))
+        getattr(self, p + "tuple_count").add((c, *grid), w)
+        getattr(self, p + "tuple_feat").add((c, *grid[:-1], feats.reshape(grid[-1].shape)), w)
 
     def learn_one(self, x: dict, y, w: float = 1.0) -> None:
         """Count one labeled event's observed values."""
@@ -80,6 +139,8 @@ class Adding:
         """
         if self.wants_observed:
             self.keep_observed()
+        if self.journal is not None:
+            self.journal.append(("expected", c, w, u, m, feats_u, J))
         self.version += 1
         self.class_count[c] += w
         self.value_count[c, u] += w * m
@@ -99,6 +160,8 @@ class Adding:
         """
         if not observed and self.wants_observed:
             self.keep_observed()
+        if self.journal is not None:
+            self.journal.append(("many", D, dfeats, G, gslots, yc, w, observed))
         n = len(yc)
         self.epoch += 1
         w = np.ones(n) if w is None else np.asarray(w, dtype=float)
@@ -108,15 +171,17 @@ class Adding:
             mask = D >= 0
             rr, jj = np.nonzero(mask)
             cc = yc[rr]
-            if self.pairs:
-                M = mask[:, :, None] & mask[:, None, :]
-                r3, a3, b3 = np.nonzero(M)
+            cells = {}  # per pair table shape (every count set has the same): the flat cells the rows add to
             for p in self._sets() if observed else ("",):
                 np.add.at(getattr(self, p + "value_count"), (cc, D[rr, jj]), w[rr])
                 np.add.at(getattr(self, p + "feat_count"), (cc, dfeats[jj]), w[rr])
                 if self.pairs:
-                    np.add.at(getattr(self, p + "pair_count"), (yc[r3], D[r3, a3], D[r3, b3]), w[r3])
-                    np.add.at(getattr(self, p + "pair_feat"), (yc[r3], D[r3, a3], dfeats[b3]), w[r3])
+                    pc, pf = getattr(self, p + "pair_count"), getattr(self, p + "pair_feat")
+                    if (pc.shape, pf.shape) not in cells:
+                        cells[pc.shape, pf.shape] = _pair_cells(D, dfeats, yc, w, mask, pc.shape, pf.shape)
+                    pidx, fidx, pw = cells[pc.shape, pf.shape]
+                    np.add.at(_flat(pc), pidx, pw)
+                    np.add.at(_flat(pf), fidx, pw)
                 if self.tuples:
                     self._add_tuples_many(p, D, dfeats, yc, w, mask)
         for j, g in enumerate(gslots):
@@ -137,12 +202,18 @@ class Adding:
         t = self.tuples
         tuple_count, tuple_feat = getattr(self, p + "tuple_count"), getattr(self, p + "tuple_feat")
         k = D.shape[1]
+        if mask.all() and k:  # complete rows (the vectorised runs): each row's cells are distinct, as in _count
+            _add_tuple_rows(_flat(tuple_count), _flat(tuple_feat), tuple_count.shape, tuple_feat.shape, D, dfeats, yc, w)
+            return
         grid = np.indices((k,) * t).reshape(t, -1)  # every t-tuple of column positions
+        if isinstance(tuple_count, SparseTable):
+            self._add_tuples_sparse(p, D, dfeats, yc, w, mask)
+            return
         for lo in range(0, len(D), 64):
             Dm, mk = D[lo : lo + 64], mask[lo : lo + 64]
             ok = np.logical_and.reduce([mk[:, g] for g in grid])  # (rows, k^t)
             r, j = np.nonzero(ok)
             cols = tuple(Dm[r, grid[a][j]] for a in range(t))
             ww = w[lo : lo + 64][r]
-            np.add.at(tuple_count, (yc[lo : lo + 64][r],) + cols, ww)
-            np.add.at(tuple_feat, (yc[lo : lo + 64][r],) + cols[:-1] + (dfeats[grid[-1][j]],), ww)
+            scatter_add(tuple_count, (yc[lo : lo + 64][r],) + cols, ww)
+            scatter_add(tuple_feat, (yc[lo : lo + 64][r],) + cols[:-1] + (dfeats[grid[-1][j]],), ww)

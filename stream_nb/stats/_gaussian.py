@@ -55,10 +55,14 @@ def gaussian_loglik(n, mean, m2, x, var_smoothing: float) -> np.ndarray:
 class GaussianMoments:
     """The Gaussian moments of a :class:`~stream_nb.stats.Stats` (a part of it, not used alone)."""
 
+    journal: list | None = None  # see Adding.journal
+
     def add_gaussian(self, c: int, w: float, gs: np.ndarray, gx: np.ndarray) -> None:
         """Weighted Welford update of the Gaussian moments of class ``c``."""
         self.version += 1
         if len(gs):
+            if self.journal is not None:
+                self.journal.append(("gauss", c, w, gs, gx))
             n = self.g_n[c, gs] + w
             mean = self.g_mean[c, gs]
             d = gx - mean

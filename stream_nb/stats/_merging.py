@@ -12,7 +12,9 @@ import typing
 import numpy as np
 
 from ..exceptions import MergeError
+from ._budget import scatter_add
 from ._discretise import Discretiser
+from ._sparse import cells_of
 from ._values import BINNED, CAT, GAUSS, KIND_NAMES, VALUE_GROUPS, a_noun, json_type
 
 __all__ = ["Merging"]
@@ -133,7 +135,13 @@ class Merging:
         if self.pairs:
             getattr(self, p + "pair_count")[np.ix_(cmap, vmap[1:], vmap[1:])] += getattr(other, q + "pair_count")[:C, 1:V, 1:V]
             getattr(self, p + "pair_feat")[np.ix_(cmap, vmap[1:], fmap)] += getattr(other, q + "pair_feat")[:C, 1:V, :F]
-        if self.tuples:
+        if self.tuples and (self.tuples_sparse or other.tuples_sparse):
+            t = self.tuples
+            for k, maps, dims in (("tuple_count", [cmap] + [vmap] * t, (C,) + (V,) * t),
+                                  ("tuple_feat", [cmap] + [vmap] * (t - 1) + [fmap], (C,) + (V,) * (t - 1) + (F,))):
+                idx, vals = cells_of(getattr(other, q + k), dims)
+                scatter_add(getattr(self, p + k), tuple(m[i] for m, i in zip(maps, idx)), vals)
+        elif self.tuples:
             t, vv = self.tuples, vmap[1:]
             getattr(self, p + "tuple_count")[np.ix_(cmap, *([vv] * t))] += getattr(other, q + "tuple_count")[
                 (slice(0, C),) + (slice(1, V),) * t

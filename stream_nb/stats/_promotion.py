@@ -88,7 +88,9 @@ class Promotion:
                 pair_count[:, old, :] = 0.0
                 pair_count[:, :, old] = 0.0
                 pair_feat[:, old, :] = 0.0
-            if self.tuples:
+            if self.tuples and self.tuples_sparse:
+                self._remap_sparse_tuples(p, old, np.full(len(old), -1), f)
+            elif self.tuples:
                 t = self.tuples
                 tuple_count, tuple_feat = getattr(self, p + "tuple_count"), getattr(self, p + "tuple_feat")
                 lead = (slice(None),) * t
@@ -107,7 +109,25 @@ class Promotion:
         for p in self._sets():
             self._merge_columns_of(p, old, new)
 
+    def _remap_sparse_tuples(self, p: str, old: np.ndarray, new: np.ndarray, drop_feature: int = -1) -> None:
+        """Sparse t-way tables of count set ``p``: the counts of columns ``old`` moved to ``new`` along
+        every value axis (-1: dropped), and with ``drop_feature`` >= 0 that feature's cells dropped."""
+        t = self.tuples
+        for k, n_value_axes in (("tuple_count", t), ("tuple_feat", t - 1)):
+            table = getattr(self, p + k)
+            cmap = np.arange(table.shape[1])
+            cmap[old] = new
+            maps = [None] + [cmap] * n_value_axes
+            if k == "tuple_feat":
+                fmap = np.arange(table.shape[-1])
+                if drop_feature >= 0:
+                    fmap[drop_feature] = -1
+                maps.append(fmap)
+            setattr(self, p + k, table.remap(maps))
+
     def _merge_columns_of(self, p: str, old: np.ndarray, new: np.ndarray) -> None:
+        if self.tuples and self.tuples_sparse:
+            self._remap_sparse_tuples(p, old, new)
         value_count = getattr(self, p + "value_count")
         pair_count, pair_feat = getattr(self, p + "pair_count", None), getattr(self, p + "pair_feat", None)
         tuple_count, tuple_feat = getattr(self, p + "tuple_count", None), getattr(self, p + "tuple_feat", None)
@@ -120,7 +140,7 @@ class Promotion:
                 pair_count[:, :, o] = 0.0
                 pair_feat[:, n, :] += pair_feat[:, o, :]
                 pair_feat[:, o, :] = 0.0
-            if self.tuples:
+            if self.tuples and not self.tuples_sparse:
                 for axis in range(1, self.tuples + 1):
                     src = [slice(None)] * (self.tuples + 1)
                     dst = list(src)

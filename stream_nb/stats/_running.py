@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["exclusive_counts", "grouped_exclusive_counts", "running_moments", "naive_terms", "tree_terms"]
+__all__ = [
+    "exclusive_counts", "grouped_exclusive_counts", "running_counts", "running_moments", "naive_terms", "tree_terms",
+]
 
 
 def _one_hot(yc: np.ndarray, C: int) -> np.ndarray:
@@ -72,6 +74,28 @@ def grouped_exclusive_counts(keys: np.ndarray, yc: np.ndarray, C: int) -> np.nda
     out = np.empty_like(before)
     out[order] = before
     return out
+
+
+def running_counts(table: np.ndarray, index: tuple, yc: np.ndarray, C: int) -> np.ndarray:
+    """(entries, C): ``table[c, *index]`` for every class c, plus the earlier entries with the same
+    index and class c (entries in event order, each event's indices distinct; ``yc`` per entry).
+
+    ``table`` is a class-first count array (``value_count``, ``pair_count``, ``tuple_count``, ...)
+    and ``index`` one integer array per axis after the class.
+
+    >>> table = np.zeros((2, 3))
+    >>> table[1, 2] = 5.0
+    >>> running_counts(table, (np.array([2, 0, 2]),), np.array([0, 1, 1]), 2)
+    array([[0., 5.],
+           [0., 0.],
+           [1., 5.]])
+    """
+    stored = table[(slice(0, C),) + tuple(index)].T
+    if len(index) == 1:
+        key = index[0]
+    else:
+        key = np.ravel_multi_index(tuple(index), table.shape[1:])
+    return stored + grouped_exclusive_counts(key, yc, C)
 
 
 def running_moments(G: np.ndarray, yc: np.ndarray, n0: np.ndarray, mean0: np.ndarray, m2_0: np.ndarray):

@@ -2,8 +2,9 @@
 
 Classes, features and values get indices in order of first appearance; the
 count arrays are allocated with spare capacity and grow by doubling (the
-t-way tables of KDB grow exactly, as they are V^t). A count table that would
-pass ``max_table_cells`` raises :class:`~stream_nb.exceptions.CapacityError`
+t-way tables of KDB grow exactly, as they are V^t, and turn sparse when dense
+ones would pass the memory budget, see ``_budget.py``). A count table that would
+pass an explicit ``max_table_cells`` raises :class:`~stream_nb.exceptions.CapacityError`
 before anything changes.
 """
 
@@ -75,6 +76,8 @@ class Schema:
         # for, which is at most one class, value and feature beyond those in use.
         if cc * cv**t > max(8 * max(C, 1) * max(V, 1) ** t, 1 << 16):
             cc, cv, cf = min(cc, C + 1), min(cv, V + 1), min(cf, F + 1)
+        if self._sparse_tuples(cc, cv, cf):  # past the memory budget: sparse (see _budget.py)
+            return
         for p in self._sets():
             tc = np.zeros((cc,) + (cv,) * t)
             tf = np.zeros((cc,) + (cv,) * (t - 1) + (cf,))

@@ -13,7 +13,9 @@ import numpy as np
 
 from .._checks import is_integer
 from ..exceptions import ConfigError
+from ._budget import DEFAULT_MEMORY_BUDGET, scatter_add
 from ._discretise import Discretiser
+from ._sparse import cells_of
 from ._values import BINNED, CAT, GAUSS, VALUE_GROUPS, check_types, hashable, is_nan, json_type
 
 __all__ = ["State", "check_state", "MAX_COUNT"]
@@ -61,7 +63,13 @@ class State:
             if self.pairs:
                 arrays[p + "pair_count"] = getattr(self, p + "pair_count")[:C, :V, :V].copy()
                 arrays[p + "pair_feat"] = getattr(self, p + "pair_feat")[:C, :V, :F].copy()
-            if self.tuples:
+            if self.tuples and self.tuples_sparse:  # the cells held: (cells, 1 + t) indices and their counts
+                t = self.tuples
+                for k, dims in (("tuple_count", (C,) + (V,) * t), ("tuple_feat", (C,) + (V,) * (t - 1) + (F,))):
+                    idx, vals = cells_of(getattr(self, p + k), dims)
+                    arrays[p + k + "_cells"] = np.stack(idx, axis=1).astype(np.int64).reshape(-1, t + 1)
+                    arrays[p + k + "_counts"] = vals.astype(float)
+            elif self.tuples:
                 t = self.tuples
                 arrays[p + "tuple_count"] = getattr(self, p + "tuple_count")[(slice(0, C),) + (slice(0, V),) * t].copy()
                 arrays[p + "tuple_feat"] = getattr(self, p + "tuple_feat")[
@@ -72,6 +80,7 @@ class State:
             "observed": self.wants_observed,
             "tuples": self.tuples,
             "max_table_cells": self.max_table_cells,
+            "memory_budget": self.memory_budget,
             "numeric": self.numeric,
             "types": dict(self.types),
             "bins": self.bins,
@@ -110,7 +119,7 @@ class State:
             pairs=meta["pairs"], numeric=meta["numeric"], types=meta["types"],
             bins=meta["bins"], warmup=meta["warmup"], bin_edges=meta["bin_edges"],
             tuples=meta.get("tuples", 0), max_table_cells=meta.get("max_table_cells"),
-            observed=meta.get("observed", False),
+            observed=meta.get("observed", False), memory_budget=meta.get("memory_budget", DEFAULT_MEMORY_BUDGET),
         )
         kinds = {"categorical": CAT, "gaussian": GAUSS, "binned": BINNED}
         for y in meta["classes"]:
@@ -151,7 +160,10 @@ class State:
             if s.pairs:
                 getattr(s, p + "pair_count")[:C, :V, :V] = arrays[p + "pair_count"]
                 getattr(s, p + "pair_feat")[:C, :V, :F] = arrays[p + "pair_feat"]
-            if s.tuples:
+            if s.tuples and p + "tuple_count_cells" in arrays:  # written sparse: dense or sparse here, by the budget
+                for k in ("tuple_count", "tuple_feat"):
+                    scatter_add(getattr(s, p + k), tuple(arrays[p + k + "_cells"].T), arrays[p + k + "_counts"])
+            elif s.tuples:
                 t = s.tuples
                 getattr(s, p + "tuple_count")[(slice(0, C),) + (slice(0, V),) * t] = arrays[p + "tuple_count"]
                 getattr(s, p + "tuple_feat")[(slice(0, C),) + (slice(0, V),) * (t - 1) + (slice(0, F),)] = arrays[
@@ -233,6 +245,8 @@ def check_state(arrays: dict, meta: dict) -> None:
         raise ValueError(f"stats.tuples: expected 0, or 3 or more with pairs, got {tuples}")
     if meta.get("max_table_cells") is not None:
         _check_int("stats.max_table_cells", meta["max_table_cells"], 1)
+    if meta.get("memory_budget") is not None:
+        _check_int("stats.memory_budget", meta["memory_budget"], 0)
     try:
         check_types(meta["types"])
     except ConfigError as exc:
@@ -315,7 +329,12 @@ def check_state(arrays: dict, meta: dict) -> None:
     twinned = {"value_count": (C, V), "feat_count": (C, F)}
     if meta["pairs"]:
         twinned.update(pair_count=(C, V, V), pair_feat=(C, V, F))
-    if tuples:
+    cells = {}  # a t-way table written sparse: (n, 1 + t) cell indices within these bounds, and n counts
+    if tuples and "tuple_count_cells" in arrays:
+        cells.update(tuple_count=(C,) + (V,) * tuples, tuple_feat=(C,) + (V,) * (tuples - 1) + (F,))
+        for k in cells:
+            twinned.update({k + "_cells": (None, tuples + 1), k + "_counts": (None,)})
+    elif tuples:
         twinned.update(tuple_count=(C,) + (V,) * tuples, tuple_feat=(C,) + (V,) * (tuples - 1) + (F,))
     shapes.update(twinned)
     if "obs_value_count" in arrays:  # the observed-only twin: all of it or none
@@ -330,6 +349,8 @@ def check_state(arrays: dict, meta: dict) -> None:
         a = arrays[name]
         if not isinstance(a, np.ndarray) or a.dtype.kind not in "biuf":
             raise ValueError(f"array {name!r}: expected a numeric array, got {_kind(a)}")
+        if name.endswith("_cells") or name.endswith("_counts"):
+            shape = _check_cells(name, a, arrays, cells[name.removeprefix("obs_").rsplit("_", 1)[0]])
         if a.shape != shape:
             raise ValueError(f"array {name!r} has shape {list(a.shape)}; the metadata ({C} classes, {V} value "
                              f"columns, {F} features, {G} Gaussian) gives it {list(shape)}")
@@ -339,3 +360,18 @@ def check_state(arrays: dict, meta: dict) -> None:
             scale = 1e-6 * max(1.0, float(np.abs(arrays["class_count"]).sum()))
         if a.size and not (np.isfinite(a).all() and float(a.min()) >= -scale and float(a.max()) <= MAX_COUNT):
             raise ValueError(f"array {name!r}: counts must be finite, >= 0 and at most {MAX_COUNT:g}")
+
+
+def _check_cells(name: str, a: np.ndarray, arrays: dict, bounds: tuple) -> tuple:
+    """The shape array ``name`` of a sparse t-way table must have (cells within ``bounds``, one
+    row per count of its ``_counts`` twin); ValueError when they are out of bounds."""
+    base = name.rsplit("_", 1)[0]
+    n = len(arrays[base + "_counts"]) if isinstance(arrays.get(base + "_counts"), np.ndarray) else -1
+    if name.endswith("_cells"):
+        if a.dtype.kind not in "iu":
+            raise ValueError(f"array {name!r}: expected integer cell indices, got {a.dtype}")
+        if a.ndim == 2 and a.shape == (n, len(bounds)) and a.dtype.kind in "iu" and n and (
+                (a < 0).any() or (a >= np.array(bounds)).any()):
+            raise ValueError(f"array {name!r}: cell indices must lie within {list(bounds)}")
+        return (n, len(bounds))
+    return (n,)

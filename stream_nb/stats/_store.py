@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .._checks import check_choice
 from ._adding import Adding
+from ._budget import DEFAULT_MEMORY_BUDGET, Budget
 from ._discretise import Discretiser
 from ._encoding import Encoding
 from ._frames import Frames
@@ -11,6 +12,7 @@ from ._gaussian import GaussianMoments
 from ._labels import Labels
 from ._merging import Merging
 from ._promotion import Promotion
+from ._removing import Removing
 from ._schema import Schema
 from ._state import State
 from ._values import check_types
@@ -18,7 +20,7 @@ from ._values import check_types
 __all__ = ["Stats"]
 
 
-class Stats(Schema, Labels, Promotion, Encoding, Frames, Adding, GaussianMoments, Merging, State):
+class Stats(Schema, Budget, Labels, Promotion, Encoding, Frames, Adding, Removing, GaussianMoments, Merging, State):
     """Additive sufficient statistics over a stream of (x, y) events.
 
     Parameters
@@ -37,7 +39,11 @@ class Stats(Schema, Labels, Promotion, Encoding, Frames, Adding, GaussianMoments
     tuples
         t >= 3: also keep the t-way class-conditional counts (KDB with k = t - 1 parents); 0: none.
     max_table_cells
-        Bound on the cells of the t-way table (each copy of it, with ``observed``).
+        Optional hard bound on the cells of the t-way table (each copy of it, with ``observed``):
+        learning past it raises :class:`~stream_nb.exceptions.CapacityError`. None: no bound.
+    memory_budget
+        Bytes the counts may take while dense (default 256 MiB): beyond it the t-way tables
+        turn sparse (see :mod:`stream_nb.stats._budget`). None: always dense.
     observed
         Keep the observed-only twin of the counts (see the module notes) from
         the first expected counts on, for EM's E-step.
@@ -79,12 +85,14 @@ class Stats(Schema, Labels, Promotion, Encoding, Frames, Adding, GaussianMoments
         tuples: int = 0,
         max_table_cells: int | None = None,
         observed: bool = False,
+        memory_budget: int | None = DEFAULT_MEMORY_BUDGET,
     ):
         check_choice("numeric", numeric, ("gaussian", "bins"))
         self.pairs = bool(pairs)
         # tuples = t >= 3: also keep t-way class-conditional counts (KDB with k = t - 1 parents)
         self.tuples = int(tuples)
         self.max_table_cells = max_table_cells
+        self.memory_budget = memory_budget
         # observed=True: an observed-only twin of every count EM adds to (the E-step's parameters),
         # allocated with the first expected counts (keeps_observed); until then the counts are observed only
         self.wants_observed = bool(observed)

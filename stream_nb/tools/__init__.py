@@ -7,6 +7,8 @@
 * :mod:`~stream_nb.tools.report` -- the pictures and the Markdown report
   (matplotlib, loaded only when something is drawn);
 * :mod:`~stream_nb.tools.inspect_snapshot` -- ``stream-nb snapshot inspect``;
+* :mod:`~stream_nb.tools.model_export` -- ``stream-nb model export``: a group's
+  shared model (``run --model-topic``) as a snapshot file;
 * ``_inputs``, ``_evaluate_command``, ``_explain_command`` -- the sub-commands'
   parsers and runs.
 
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import argparse
 
-from . import _evaluate_command, _explain_command, inspect_snapshot
+from . import _evaluate_command, _explain_command, inspect_snapshot, model_export
 
 __all__ = ["add_subcommands"]
 
@@ -27,3 +29,4 @@ def add_subcommands(commands: argparse._SubParsersAction) -> None:
     _evaluate_command.add_subcommand(commands)
     _explain_command.add_subcommand(commands)
     inspect_snapshot.add_subcommand(commands)
+    model_export.add_subcommand(commands)

@@ -65,6 +65,13 @@ def add_subcommand(commands: argparse._SubParsersAction) -> None:
                    help="write learning_curves.png, one tree PNG per TAN and report.md into DIR")
     p.add_argument("--window", type=int, default=500, metavar="N",
                    help="labeled events per point of the rolling accuracy in the report (default: 500)")
+    delays = p.add_mutually_exclusive_group()
+    delays.add_argument("--delay", type=int, default=None, metavar="N",
+                        help="reveal each label N events after its event (predicted on arrival, scored and "
+                             "learned when its label comes): river's progressive_val_score(delay=N)")
+    delays.add_argument("--delay-field", default=None, metavar="FIELD",
+                        help="as --delay, each event's own delay (events, >= 0) read from FIELD, which is "
+                             "not a feature")
     p.set_defaults(handler=pipe_safe(run_evaluate))
 
 
@@ -75,6 +82,8 @@ def run_evaluate(args: argparse.Namespace) -> int:
     try:
         if args.window < 1:
             raise ConfigError(f"--window: expected a positive integer, got {args.window}")
+        if args.delay is not None and args.delay < 0:
+            raise ConfigError(f"--delay: expected a number of events >= 0, got {args.delay}")
         specs = parse_model_specs(args.models)
         defaults = global_params(args)
         unused = [n for n in defaults if not any(n in MODELS[s.model][1] for s in specs)]
@@ -93,7 +102,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     reporter = BadRowReporter("evaluate")
     try:
         result = evaluate(source, models, source=source.describe, progress=True, total=source.total,
-                          on_bad_row=reporter)
+                          on_bad_row=reporter, delay=args.delay, delay_field=args.delay_field)
     except ConfigError as exc:
         print(f"stream-nb evaluate: error: {exc}", file=sys.stderr)
         return 2
@@ -149,6 +158,10 @@ def _command_line(args: argparse.Namespace) -> str:
         for f in args.features or []:
             parts += ["--features", f]
     parts += ["--models", args.models]
+    if args.delay is not None:
+        parts += ["--delay", str(args.delay)]
+    if args.delay_field is not None:
+        parts += ["--delay-field", args.delay_field]
     for name in MODEL_FLAG_NAMES:
         value = getattr(args, name)
         if value is not None:

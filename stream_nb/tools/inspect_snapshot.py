@@ -2,7 +2,8 @@
 
 ``stream-nb snapshot inspect PATH [--json]`` describes one snapshot file:
 model type and parameters, classes, events learned, features, the TAN tree
-with each edge's conditional mutual information, and for a daemon snapshot its
+with each edge's conditional mutual information, the cells and bytes its counts
+take (``memory``: see :meth:`~stream_nb.NaiveBayes.memory_used`), and for a daemon snapshot its
 positions, metrics and sequence number; always the size, the format version
 and when it was written. A file that fails a check prints
 ``stream-nb: error: PATH: reason`` on stderr and exits 2.
@@ -62,6 +63,7 @@ def describe(snap: snapshots.SnapshotFile) -> dict[str, typing.Any]:
             "class_counts": [[_plain(c), n] for c, n in counts.items()],
             "events_learned": float(getattr(model, "n_learned", 0.0)),
             "features": features,
+            "memory": model.memory_used() if hasattr(model, "memory_used") else None,
         },
         "daemon": None,
     }
@@ -115,6 +117,12 @@ def _text(info: dict[str, typing.Any]) -> str:
             for f in m["features"]
         ),
     ]
+    if m.get("memory"):
+        u = m["memory"]
+        budget = "none" if u["budget"] is None else f"{u['budget']:,} bytes"
+        table = (f"; t-way tables {'sparse' if u['sparse'] else 'dense'}, {u['table_cells']:,} cells, "
+                 f"{u['table_bytes']:,} bytes" if u["table_cells"] else "")
+        lines.append(f"counts     {u['cells']:,} cells, {u['bytes']:,} bytes{table} (memory budget {budget})")
     if "tree" in m:
         if m["root"] is None:
             lines.append("tree       not built yet (naive Bayes until the first rebuild)")

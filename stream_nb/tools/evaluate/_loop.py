@@ -14,6 +14,7 @@ from ..._console import InterruptGuard
 from ...engine import PrequentialMetrics
 from ...exceptions import ConfigError, InvalidEventError, LabelTypeError
 from ...learners import prequential_step
+from ._delayed import evaluate_delayed
 from ._readers import BadRow
 from ._specs import state_bytes
 
@@ -111,6 +112,8 @@ def evaluate(
     progress: bool = False,
     total: int | None = None,
     on_bad_row: typing.Callable[[BadRow], None] | None = None,
+    delay: int | None = None,
+    delay_field: str | None = None,
 ) -> Evaluation:
     """Run every model prequentially over the same events.
 
@@ -127,6 +130,9 @@ def evaluate(
         Expected number of items, for the bar.
     on_bad_row
         Called with each :class:`BadRow` (read errors, and events a model rejects).
+    delay, delay_field
+        Labels revealed ``delay`` events later, or as many as the event's field ``delay_field`` says
+        (see :mod:`stream_nb.tools.evaluate._delayed`): river's ``progressive_val_score(..., delay=)``.
 
     Each valid event goes through every model's prequential step
     (:func:`~stream_nb.learners.prequential_step`: predicted, then learned when labeled, or
@@ -159,7 +165,10 @@ def evaluate(
     interrupt = InterruptGuard()
     interrupt.start()
     try:
-        for item in events:
+        if delay is not None or delay_field is not None:
+            evaluate_delayed(events, results, out, delay=delay, delay_field=delay_field, bad=bad, clock=clock,
+                             interrupt=interrupt, bar=bar, label_field=label_field, correct=correct, losses=losses)
+        for item in () if delay is not None or delay_field is not None else events:
             if interrupt.requested:
                 raise KeyboardInterrupt
             if bar is not None:

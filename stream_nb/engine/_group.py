@@ -1,0 +1,501 @@
+"""One model across a consumer group: members share per-partition counts over a model topic.
+
+With ``--model-topic`` every member of a ``--group-id`` predicts with the
+*group's* model, the one that learned every event of every partition. Counts
+are sums, so the group's model is the merge of one state per input partition:
+
+* **Per input partition, one cumulative state.** The owner of partition ``p``
+  keeps ``live[p]``, the counts learned from ``p`` alone, and publishes it with
+  the input offset it covers (``info["offset"]``, the next offset to learn) on
+  the model topic, keyed by ``p`` (:mod:`stream_nb.engine._group_records`). On
+  a compacted topic the latest record of a key is that partition's state.
+* **Idempotent application.** A reader keeps, per partition, the state with
+  the highest offset it has seen (:attr:`GroupCheckpointer.known`): the state
+  at offset ``o`` is a function of the partition's records before ``o``, so a
+  duplicate, a replay, or a late record of a fenced owner never counts twice.
+  This is a state-based CRDT: the join is "highest offset".
+* **The view.** The model the engine predicts with is the merge, in a fixed
+  order of partitions, of the live states of the partitions this member owns
+  and the known states of all others, rebuilt when other members' states
+  arrive (at most every ``sync_interval`` seconds, sooner after
+  ``sync_every`` of their events); between rebuilds the view also learns this
+  member's own events, so it is never behind on them. After a merge the
+  structure (TAN, SPODE, KDB) is rebuilt from the merged counts, so every
+  member that has applied the same states holds the same structure.
+* **Checkpoints** (every ``sync_interval`` s / ``sync_every`` events at most):
+  flush the outputs, publish the state of every owned partition that moved,
+  then commit the input offsets those states cover. At-least-once mode waits
+  for the model topic's acknowledgement before committing; with
+  ``--exactly-once`` the states are records of the checkpoint's transaction,
+  committed with the outputs and offsets, or aborted with them (the member
+  then rewinds every owned partition to its last committed state).
+* **Ownership.** When the group assigns partition ``p``, the member reads the
+  model topic to its end, takes ``p``'s latest state as ``live[p]`` and resumes
+  ``p`` at the offset that state covers (a new partition: at the committed
+  offset, or the beginning). Before partitions are revoked it publishes their
+  states and commits. A member therefore needs no disk: a new or replaced one
+  catches up from the topic alone.
+
+The model topic is reached through a :class:`~stream_nb.engine.ModelChannel`
+(the Kafka connector's :mod:`connectors.kafka._model_topic`); the engine calls
+:meth:`GroupCheckpointer.learned` with the events it learned, grouped by
+partition, and :meth:`GroupCheckpointer.sync` on every turn of its loop
+(:class:`~stream_nb.engine.SharesLearning`).
+
+Models whose learning reads the model (EM's E-step for missing values,
+semi-supervised learning of unlabeled events) take each E-step with this
+member's partition state, so their expected counts are not those of one
+process; observed counts always are.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import typing
+import uuid
+
+from ..exceptions import CommitError, ConfigError, SnapshotError
+from ..snapshots import SnapshotStore, decode_state, encode_state
+from ._engine import Engine
+from ._group_records import StateLog, merge_states, partition_order, state_records
+from ._protocols import HandlesRevocation, ModelChannel, Rebalancing, Repositionable, ResumesByPolicy, Transactional
+
+__all__ = ["GROUP_METADATA_PREFIX", "GroupCheckpointer", "PartitionState"]
+
+log = logging.getLogger("stream_nb.group")
+
+#: Kafka commit metadata of the offsets a member committed with its published states.
+GROUP_METADATA_PREFIX = "stream-nb group "
+
+
+class PartitionState(typing.NamedTuple):
+    """One input partition's published state: the offset it covers, its encoded bytes, its info."""
+
+    offset: int
+    payload: bytes
+    info: dict
+
+
+class GroupCheckpointer:
+    """The engine's checkpointer with ``--model-topic``: see the module docstring.
+
+    Parameters
+    ----------
+    channel
+        The model topic (a :class:`~stream_nb.engine.ModelChannel`).
+    template
+        An empty model with the daemon's settings: the view is a ``clone()`` of it.
+    member
+        This member's name (``--instance-id``), written into its states.
+    sync_interval, sync_every
+        Publish and apply at least every this many seconds / events.
+    transaction
+        With ``--exactly-once``: the :class:`~stream_nb.engine.Transactional`
+        the states are published in, with the outputs and the input offsets.
+    store
+        An opened :class:`~stream_nb.snapshots.SnapshotStore` (``--snapshot-dir``):
+        a local cache of the group's model, written every ``snapshot_interval``
+        seconds. The model topic stays the source of truth.
+    """
+
+    def __init__(
+        self,
+        channel: ModelChannel,
+        template: typing.Any,
+        *,
+        member: str = "stream-nb",
+        sync_interval: float = 1.0,
+        sync_every: int = 10_000,
+        transaction: Transactional | None = None,
+        store: SnapshotStore | None = None,
+        snapshot_interval: float = 60.0,
+        source_info: dict | None = None,
+        catch_up_timeout: float = 60.0,
+    ):
+        if not isinstance(channel, ModelChannel):
+            raise ConfigError(f"a model topic needs a channel with publish, flush, poll and catch_up; got "
+                              f"{type(channel).__name__}")
+        for method in ("clone", "merge", "state"):
+            if not callable(getattr(template, method, None)):
+                raise ConfigError(f"--model-topic needs one of stream_nb's models (merge, state); "
+                                  f"{type(template).__name__} has no {method}()")
+        if transaction is not None and not isinstance(transaction, Transactional):
+            raise ConfigError(f"exactly-once publication needs a transaction, got {type(transaction).__name__}")
+        self.channel = channel
+        self.template = template
+        self.member = member
+        self.sync_interval = float(sync_interval)
+        self.sync_every = int(sync_every)
+        self.transaction = transaction
+        self.exactly_once = transaction is not None
+        self.store = store
+        self.snapshot_interval = float(snapshot_interval)
+        self.source_info = dict(source_info or {})
+        self.catch_up_timeout = catch_up_timeout
+        self.engine: Engine = None  # type: ignore[assignment]  # set by attach()
+        self.log = StateLog()
+        #: Per partition, the newest state seen on the topic or published (highest offset).
+        self.known: dict[str, PartitionState] = {}
+        #: The states learned live from the partitions this member owns.
+        self.live: dict[str, typing.Any] = {}
+        self._versions: dict[str, str] = {}  # partition -> version of the last state this member sent
+        self._decoded: dict[str, tuple[int, typing.Any]] = {}  # partition -> (offset, model) of known states
+        self._in_view: dict[str, int] = {}  # partition -> learned events of the state merged into the view
+        self._pending_since: float | None = None  # when the first state newer than the view arrived
+        self._pending_events = 0
+        self._last_view = time.monotonic()
+        self._last_cache = time.monotonic()
+        self._store_id = uuid.uuid4().hex
+        self._cache_seq = 0
+        # figures (status(), /metrics)
+        self.published_records = self.published_bytes = 0
+        self.applied_records = self.applied_bytes = 0
+        self.views_built = 0
+        self.view_seconds = 0.0
+        self.aborts = 0
+        self.last_error: str | None = None
+
+    # -- wiring -------------------------------------------------------------
+
+    def attach(self, engine: Engine) -> None:
+        """Called by the engine: checkpoint (publish) at least every ``sync_every`` events / ``sync_interval`` s."""
+        source = engine.source
+        if not (isinstance(source, ResumesByPolicy) and isinstance(source, HandlesRevocation)
+                and isinstance(source, Rebalancing)):
+            raise ConfigError(f"--model-topic needs a consumer-group source (Kafka), got {type(source).__name__}")
+        if self.exactly_once and not isinstance(source, Repositionable):
+            raise ConfigError(f"exactly-once publication needs a source that repositions its partitions, got "
+                              f"{type(source).__name__}")
+        self.engine = engine
+        engine.limit_checkpoint_cadence(self.sync_every, self.sync_interval)
+
+    def recover(self) -> None:
+        """Read the model topic to its end, predict with the group's model, and hook into the source."""
+        source = self.engine.source
+        self._read(self.channel.catch_up(self.catch_up_timeout))
+        source.set_resume_policy(self.resume_position)
+        source.set_revocation_handler(self.on_revoke)
+        source.add_rebalance_callback(self._on_rebalance)
+        self.build_view()
+        log.info("model topic %s: %d partition state(s), %s events learned by the group", self.channel.topic,
+                 len(self.known), self.group_learned())
+
+    # -- the engine's hooks -------------------------------------------------
+
+    def learned(self, events: list[tuple[str, typing.Any, typing.Any]]) -> None:
+        """The engine learned ``(partition, features, label)`` events (the view did): each partition's state learns them."""
+        start = 0
+        while start < len(events):
+            partition = events[start][0]
+            stop = start
+            while stop < len(events) and events[stop][0] == partition:
+                stop += 1
+            model = self.live.get(partition)
+            if model is None:  # assigned without the resume policy (no state was due): start it empty
+                model = self.live[partition] = self._empty_state()
+            xs = [e[1] for e in events[start:stop]]
+            ys = [e[2] for e in events[start:stop]]
+            for _ in model.prequential_iter(xs, ys):
+                pass
+            start = stop
+
+    def sync(self) -> None:
+        """Apply what other members published; rebuild the view when due (called every turn of the loop)."""
+        self._read(self.channel.poll(0.0))
+        if self._pending_since is None:
+            return
+        if (time.monotonic() - self._last_view >= self.sync_interval
+                or self._pending_events >= self.sync_every):
+            self.build_view()
+
+    # -- reading the model topic -------------------------------------------
+
+    def _read(self, records: list[tuple[str, bytes | None]]) -> None:
+        for key, value in records:
+            self.applied_records += 1
+            self.applied_bytes += len(value) if value is not None else 0
+            for partition, payload, info in self.log.feed(key, value):
+                offset = info.get("offset")
+                if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+                    log.error("model topic: the state of %s has no usable offset (%r), skipped", partition, offset)
+                    continue
+                current = self.known.get(partition)
+                if current is not None and offset <= current.offset:
+                    continue  # a duplicate, a replay, or older than what is known: changes nothing
+                self.known[partition] = PartitionState(offset, payload, info)
+                if partition not in self.live:
+                    if self._pending_since is None:
+                        self._pending_since = time.monotonic()
+                    learned = info.get("learned", 0)
+                    self._pending_events += max(0, int(learned) - self._in_view.get(partition, 0)) \
+                        if isinstance(learned, (int, float)) else 0
+
+    def _decode(self, partition: str) -> typing.Any:
+        state = self.known[partition]
+        cached = self._decoded.get(partition)
+        if cached is not None and cached[0] == state.offset:
+            return cached[1]
+        model, _ = decode_state(state.payload, f"model topic {self.channel.topic}, state of {partition}")
+        self._decoded[partition] = (state.offset, model)
+        return model
+
+    def _empty_state(self) -> typing.Any:
+        """An empty partition state, with the template's settings: it keeps a structure of its own on the
+        model's schedule, which only its vectorised learning uses (the view's is rebuilt from the merged counts)."""
+        return self.template.clone()
+
+    def _fresh_copy(self, partition: str) -> typing.Any:
+        """A model of its own for partition ``partition``'s known state (the cached one is shared with the view)."""
+        model, _ = decode_state(self.known[partition].payload, f"state of {partition}")
+        return model
+
+    # -- the view -----------------------------------------------------------
+
+    def build_view(self) -> typing.Any:
+        """Merge every partition's state, in partition order, into a new view; the engine predicts with it."""
+        start = time.perf_counter()
+        parts = []
+        for partition in set(self.known) | set(self.live):
+            try:
+                part = self.live.get(partition)
+                if part is None:
+                    part = self._decode(partition)
+            except SnapshotError as exc:
+                log.error("%s; the partition is left out of the view", exc)
+                continue
+            parts.append((partition, part))
+        view = merge_states(self.template, parts)
+        self._in_view = {p: int(m.n_learned) for p, m in parts}
+        self._pending_since, self._pending_events = None, 0
+        self._last_view = time.monotonic()
+        self.views_built += 1
+        self.view_seconds += time.perf_counter() - start
+        if self.engine is not None:
+            self.engine.replace_model(view)
+        return view
+
+    def group_learned(self) -> int:
+        """Events the group has learned, by the newest state of each partition known here."""
+        total = 0
+        known, live = dict(self.known), dict(self.live)  # copies: /metrics reads this from its own thread
+        for partition in set(known) | set(live):
+            if partition in live:
+                total += int(live[partition].n_learned)
+            else:
+                learned = known[partition].info.get("learned", 0)
+                total += int(learned) if isinstance(learned, (int, float)) else 0
+        return total
+
+    # -- publishing ----------------------------------------------------------
+
+    def _owned(self) -> list[str]:
+        assigned = self.engine.source.assignment
+        return sorted((p for p in self.live if p in assigned), key=partition_order)
+
+    def _due(self, partitions: typing.Iterable[str]) -> dict[str, int]:
+        """The owned partitions whose live state moved past their published state: ``{partition: offset}``."""
+        positions = self.engine.positions
+        out = {}
+        for p in partitions:
+            offset = positions.get(p)
+            known = self.known.get(p)
+            if offset is not None and p in self.live and (known is None or offset != known.offset):
+                out[p] = offset
+        return out
+
+    def _publish(self, due: dict[str, int]) -> dict[str, PartitionState]:
+        """Send the states of ``due``; return them (they count once the send is acknowledged or committed)."""
+        sent = {}
+        limit = self.channel.max_record_bytes
+        for p, offset in due.items():
+            model = self.live[p]
+            info = {"partition": p, "offset": int(offset), "learned": int(model.n_learned), "member": self.member,
+                    "time": time.time(), "rebuild_every": getattr(self.template, "rebuild_every", None)}
+            payload = encode_state(*model.state(), info=info)
+            version = self._versions[p] = f"{offset}.{uuid.uuid4().hex[:8]}"
+            for key, value in state_records(p, payload, info, limit=limit, version=version):
+                self.channel.publish(key, value)
+                self.published_records += 1
+                self.published_bytes += len(value)
+            sent[p] = PartitionState(int(offset), payload, info)
+        return sent
+
+    def _published(self, sent: dict[str, PartitionState]) -> None:
+        """``sent`` is durable: it is what the group knows of those partitions now; drop superseded pieces."""
+        for p, state in sent.items():
+            self.known[p] = state
+            old = self.log.pieces_of(p, keep=self._versions.get(p))
+            if old:
+                for key in old:
+                    self.channel.publish(key, None)
+                self.log.forget(old)
+
+    def _commit_target(self, partitions: typing.Iterable[str]) -> dict[str, int]:
+        committed = self.engine.committed
+        out = {}
+        for p in partitions:
+            state = self.known.get(p)
+            if state is not None and committed.get(p) != state.offset:
+                out[p] = state.offset
+        return out
+
+    def _metadata(self) -> str:
+        return f"{GROUP_METADATA_PREFIX}{self.member}"
+
+    def checkpoint(self, final: bool = False) -> None:
+        """Flush the outputs, publish the moved partition states, commit the offsets they cover."""
+        engine = self.engine
+        owned = self._owned()
+        due = self._due(owned)
+        if self.exactly_once:
+            if due:
+                self._commit_transaction(owned, due)
+        else:
+            engine.flush()
+            if due:
+                sent = self._publish(due)
+                self.channel.flush()  # raises when a state was not acknowledged: nothing is committed
+                self._published(sent)
+            target = self._commit_target(owned)
+            if target:
+                try:
+                    engine.source.commit(target, metadata=self._metadata())
+                except CommitError as exc:
+                    log.warning("commit failed, will retry at the next checkpoint: %s", exc)
+                else:
+                    engine.mark_committed(target)
+        self._write_cache(final)
+
+    def _commit_transaction(self, owned: list[str], due: dict[str, int]) -> bool:
+        engine = self.engine
+        try:
+            engine.flush()
+            sent = self._publish(due)
+            positions = {p: s.offset for p, s in sent.items()}
+            positions.update({p: self.known[p].offset for p in owned if p not in positions and p in self.known})
+            self.transaction.commit(positions, self._metadata())
+        except Exception as exc:  # noqa: BLE001 - any failure aborts (a fenced producer re-raises from abort)
+            self._abort_and_rewind(f"{type(exc).__name__}: {exc}")
+            return False
+        self._published(sent)
+        engine.mark_committed(positions)
+        self.last_error = None
+        return True
+
+    def _abort_and_rewind(self, why: str) -> None:
+        self.aborts += 1
+        self.last_error = why
+        log.error("transaction aborted (%s); every owned partition rewinds to its last committed state", why)
+        self.transaction.abort()
+        for p in list(self.live):
+            self.live[p] = self._fresh_copy(p) if p in self.known else self._empty_state()
+            if p in self.known:
+                self.engine.adopt_position(p, self.known[p].offset)
+            else:
+                self.engine.positions.pop(p, None)
+        self.build_view()
+        self.engine.source.reposition()
+
+    def _write_cache(self, final: bool) -> None:
+        """With ``--snapshot-dir``: the group's model as this member sees it, every ``snapshot_interval`` s."""
+        if self.store is None or not (final or time.monotonic() - self._last_cache >= self.snapshot_interval):
+            return
+        self._last_cache = time.monotonic()
+        engine = self.engine
+        positions = {p: s.offset for p, s in self.known.items()}
+        positions.update({p: o for p, o in engine.positions.items() if p in self.live})
+        daemon = {"store_id": self._store_id, "positions": positions, "metrics": engine.metrics.state(),
+                  "source": {**self.source_info, "model_topic": self.channel.topic}, "exactly_once": self.exactly_once,
+                  "model_name": engine.model_name}
+        try:
+            self._cache_seq, _, _ = self.store.write(*engine.model.state(), daemon)
+            self.store.prune(protect=self._cache_seq)
+        except SnapshotError as exc:
+            log.warning("the local cache of the group's model could not be written: %s", exc)
+
+    # -- Kafka hooks --------------------------------------------------------
+
+    def resume_position(self, partition: str, committed: int | None, metadata: str | None) -> int | None:
+        """Partition ``partition`` was assigned: take its latest published state, resume after it."""
+        self._read(self.channel.catch_up(self.catch_up_timeout))
+        state = self.known.get(partition)
+        if state is None:
+            self.live[partition] = self._empty_state()
+            if committed:
+                log.warning("partition %s: no state on model topic %s but offset %d committed: the events before it "
+                            "are not in the group's model", partition, self.channel.topic, committed)
+            self.engine.positions.pop(partition, None)
+            return None
+        self.live[partition] = self._fresh_copy(partition)
+        self.engine.adopt_position(partition, state.offset)
+        log.info("partition %s: resuming at offset %d from its state on %s (%s events learned)", partition,
+                 state.offset, self.channel.topic, state.info.get("learned"))
+        return state.offset
+
+    def on_revoke(self, keys: list[str]) -> typing.Any:
+        """Before Kafka takes ``keys`` away: publish their states and hand back the offsets to commit.
+
+        Runs on the Kafka client's thread while the engine waits inside ``poll()``.
+        """
+        engine = self.engine
+        mine = [k for k in keys if k in self.live]
+        if self.exactly_once:
+            owned = self._owned()
+            due = self._due(owned)
+            if due:
+                self._commit_transaction(owned, due)
+            for k in mine:
+                self.live.pop(k, None)
+            return None
+        try:
+            engine.flush()
+            due = self._due(mine)
+            if due:
+                sent = self._publish(due)
+                self.channel.flush()
+                self._published(sent)
+        except Exception as exc:  # noqa: BLE001 - nothing is committed; the new owner resumes at the last state
+            log.error("partitions revoked: publishing their states failed, nothing committed: %s", exc)
+            for k in mine:
+                self.live.pop(k, None)
+            return None
+        for k in mine:
+            self.live.pop(k, None)
+        target = self._commit_target(mine)
+        if not target:
+            return None
+        return target, self._metadata(), lambda ok: ok and engine.mark_committed(target)
+
+    def _on_rebalance(self, event: str, partitions: list[str]) -> None:
+        if event == "lost":  # taken away without a revocation: what was not published is the new owner's to redo
+            for p in partitions:
+                self.live.pop(p, None)
+
+    # -- figures ------------------------------------------------------------
+
+    def staleness(self) -> tuple[float, int]:
+        """``(seconds, events)`` this member's view is behind the states it has read."""
+        if self._pending_since is None:
+            return 0.0, 0
+        return time.monotonic() - self._pending_since, self._pending_events
+
+    def status(self) -> dict[str, typing.Any]:
+        seconds, events = self.staleness()
+        return {
+            "healthy": self.last_error is None,
+            "model_topic": self.channel.topic,
+            "group_partitions_known": len(set(dict(self.known)) | set(dict(self.live))),
+            "group_partitions_owned": len(self.live),
+            "group_events_learned": self.group_learned(),
+            "model_staleness_seconds": round(seconds, 3),
+            "model_staleness_events": events,
+            "model_records_published": self.published_records,
+            "model_bytes_published": self.published_bytes,
+            "model_records_applied": self.applied_records,
+            "model_bytes_applied": self.applied_bytes,
+            "model_views_built": self.views_built,
+            "model_view_seconds": round(self.view_seconds, 6),
+            "transactions_aborted": self.aborts,
+            "last_abort": self.last_error,
+        }

@@ -1,0 +1,166 @@
+"""Unlearning: the exact inverse of learning one event.
+
+Every model is a view of additive counts, so an event is taken back by
+subtracting what it added (:meth:`Stats.remove <stream_nb.stats.Stats.remove>`):
+integer counts come back exactly, the Gaussian moments through the reverse of
+the weighted Welford update (equal to the moments of a model that never saw
+the event, within floating-point rounding).
+
+What an event added is not always a function of the event alone. EM's E-step
+(``missing="em"``) and semi-supervised learning spread an event by posteriors
+read off the counts *as they were when it was learned*; recomputing them
+later, after other events moved the counts, would take back other fractions
+than were added. So those are recorded, not recomputed:
+:meth:`Unlearning.learn_one_receipt` learns an event like ``learn_one`` and
+returns a :class:`Receipt` of exactly what was added (the journal of the store,
+plus SPODE's running scores), and ``unlearn_one(x, y, receipt=receipt)`` takes
+exactly that back. An event learned by plain counting (every feature observed,
+or ``missing="ignore"``) needs no receipt.
+
+What is detected (:class:`~stream_nb.exceptions.UnlearnError`, nothing changed):
+a class, feature or categorical value the model never learned, and any count
+that would fall below zero (including the Gaussian weights). What cannot be
+detected: an event that was never learned but whose every count is covered by
+other events; its subtraction is then indistinguishable from a real one.
+
+What stays: the vocabulary (classes, features, values and the discretisers'
+edges) is never shrunk, so a value first seen in an unlearned event remains
+known with zero counts (it still widens the Lidstone denominator of its
+feature, as it would have if seen in prediction only). TAN, SPODE and KDB
+structures are functions of the counts and follow them at their next rebuild.
+"""
+
+from __future__ import annotations
+
+import typing
+
+from ..exceptions import UnlearnError
+from ..stats import CAT, is_missing_label
+
+__all__ = ["Receipt", "Unlearning"]
+
+
+class Receipt(typing.NamedTuple):
+    """What learning one event added: enough to take it back exactly (:meth:`Unlearning.unlearn_one`)."""
+
+    label: typing.Any  # the label it was learned with (None: unlabeled, semi-supervised)
+    entries: tuple  # the store's journal (see stream_nb.stats._removing)
+    extra: typing.Any = None  # the model's own state the event changed (SPODE: its running scores' increments)
+
+
+class Unlearning:
+    """``learn_one_receipt`` and ``unlearn_one`` of :class:`~stream_nb.learners.BayesClassifier` (a part of it)."""
+
+    def learn_one_receipt(self, x: dict, y, w: float = 1.0) -> Receipt:
+        """Learn one event as :meth:`learn_one` does, and return the :class:`Receipt` of what it added.
+
+        >>> from stream_nb import NaiveBayes
+        >>> model = NaiveBayes(missing="em")
+        >>> model.learn_one({"sky": "sun", "wind": "low"}, "play")
+        >>> model.learn_one({"sky": "rain", "wind": "high"}, "stay")
+        >>> before = model.predict_proba_one({"sky": "sun"})
+        >>> receipt = model.learn_one_receipt({"sky": "sun"}, "play")  # wind missing: EM adds fractions
+        >>> model.unlearn_one({"sky": "sun"}, "play", receipt=receipt)
+        >>> model.predict_proba_one({"sky": "sun"}) == before
+        True
+        """
+        s = self._stats
+        mark = self._unlearn_mark()
+        s.journal = []
+        try:
+            self._learn(x, y, w, None)
+            entries = tuple(s.journal)
+        finally:
+            s.journal = None
+        return Receipt(y, entries, self._unlearn_delta(mark))
+
+    def unlearn_one(self, x: dict, y, w: float = 1.0, *, receipt: Receipt | None = None) -> None:
+        """Take back one learned event: the exact inverse of ``learn_one(x, y, w)``.
+
+        Without ``receipt`` the event must have been learned by plain counting
+        (see the module notes): a model with ``missing="em"`` asked to unlearn
+        an event with a missing feature, or an unlabeled event, raises
+        :class:`~stream_nb.exceptions.UnlearnError` (reason ``needs_receipt``).
+        With the ``receipt`` :meth:`learn_one_receipt` returned, exactly what
+        that call added is taken back. An event the model cannot have learned
+        raises :class:`~stream_nb.exceptions.UnlearnError` (reason
+        ``not_learned``) and leaves the model unchanged.
+
+        >>> from stream_nb import NaiveBayes
+        >>> model = NaiveBayes()
+        >>> model.learn_one({"sky": "sun"}, "play")
+        >>> model.learn_one({"sky": "rain"}, "stay")
+        >>> model.unlearn_one({"sky": "rain"}, "stay")
+        >>> model.n_learned
+        1.0
+        >>> model.unlearn_one({"sky": "rain"}, "stay")
+        Traceback (most recent call last):
+        ...
+        stream_nb.exceptions.UnlearnError: class 'stay': the counts hold 0, less than the weight to unlearn; this event was never learned (or was unlearned already); nothing was changed
+        """
+        s = self._stats
+        if receipt is not None:
+            if not isinstance(receipt, Receipt):
+                raise UnlearnError(f"receipt: expected the Receipt learn_one_receipt returned, got {type(receipt).__name__}")
+            if not _same_label(receipt.label, y):
+                raise UnlearnError(f"receipt: it is the receipt of an event labeled {receipt.label!r}, not {y!r}")
+            entries, extra = receipt.entries, receipt.extra
+        else:
+            entries, extra = self._plain_entries(x, y, w), None
+        s.remove(entries)
+        self._unlearn_extra(extra)
+        for c in sorted({e[2] if e[0] == "count" else e[1] for e in entries if e[0] in ("count", "expected")}):
+            self._added(c)
+
+    def _plain_entries(self, x: dict, y, w: float) -> tuple:
+        """The journal ``learn_one(x, y, w)`` would write by plain counting; UnlearnError when it cannot be known."""
+        s = self._stats
+        if is_missing_label(y):
+            raise UnlearnError("label: an unlabeled event was spread over the classes by the posterior of its time; "
+                               "unlearn it with the receipt learn_one_receipt returned", reason="needs_receipt")
+        s.check_label(y)
+        c = s.class_index.get(y)
+        if c is None:
+            raise UnlearnError(f"label: class {y!r} was never learned; nothing was changed")
+        for name, v in x.items():
+            if is_missing_label(v):
+                continue
+            f = s.feature_index.get(name)
+            if f is None:
+                raise UnlearnError(f"feature {name!r} was never learned; nothing was changed")
+        enc = s.encode(x)
+        if enc.unseen:
+            for name, v in x.items():
+                f = s.feature_index[name] if not is_missing_label(v) else None
+                if f is not None and s.kinds[f] == CAT and s.values[f].get(v) is None:
+                    raise UnlearnError(f"feature {name!r}: value {v!r} was never learned; nothing was changed")
+            raise UnlearnError("a numeric value falls in a bin that never counted anything; nothing was changed")
+        if self.missing == "em" and len(s.missing_of(enc)):
+            names = [s.features[f] for f in s.missing_of(enc).tolist()]
+            raise UnlearnError(f"features {names} are missing: with missing='em' the event was learned with the "
+                               "expected counts of its time; unlearn it with the receipt learn_one_receipt "
+                               "returned", reason="needs_receipt")
+        entries = [("count", enc, c, w)]
+        if len(enc.gslots):
+            entries.append(("gauss", c, w, enc.gslots, enc.gx))
+        return tuple(entries)
+
+    # hooks: a model with state of its own that learning changes (SPODE's running scores)
+
+    def _unlearn_mark(self):
+        """What :meth:`_unlearn_delta` needs from before learning; default: nothing."""
+        return None
+
+    def _unlearn_delta(self, mark):
+        """The model's own increments since ``mark`` (the receipt's ``extra``); default: none."""
+        return None
+
+    def _unlearn_extra(self, extra) -> None:
+        """Take back the increments ``extra`` (None: nothing recorded); default: nothing."""
+
+
+def _same_label(a, b) -> bool:
+    """One label: equal, and both booleans or neither (``True == 1`` in Python, not in JSON)."""
+    if is_missing_label(a) or is_missing_label(b):
+        return is_missing_label(a) and is_missing_label(b)
+    return a == b and isinstance(a, bool) == isinstance(b, bool)

@@ -1,0 +1,116 @@
+"""``stream-nb model export``: the group's current model, read from its model topic, as a snapshot file.
+
+The members of a group that runs with ``--model-topic`` publish one state per
+input partition (see :mod:`stream_nb.engine._group`). This command reads the
+topic from its start (``read_committed``: states of aborted transactions are
+left out), keeps the newest state of each partition, merges them as every
+member does (:func:`stream_nb.engine.merge_states`) and writes the result with
+:func:`stream_nb.snapshots.write`: ``stream_nb.load``, ``snapshot inspect`` and
+``explain --snapshot`` read it. The file's daemon part holds the offset each
+partition's state covers; the command prints, per partition, how many records
+of the input are not in the model yet (the input's end offset minus that).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import time
+
+from .. import snapshots
+from .._console import pipe_safe
+from ..engine import StateLog, merge_states
+from ..exceptions import ConfigError, SnapshotError, StreamNBError
+
+__all__ = ["add_subcommand", "export_model", "run_export"]
+
+_DESCRIPTION = """\
+Write the model a consumer group shares through --model-topic (stream-nb run
+--model-topic) to a snapshot file: the newest state of every input partition
+on the topic, merged. It prints how far behind each partition the model is."""
+
+
+def export_model(channel, path: str, timeout: float = 60.0) -> dict:
+    """Read ``channel`` (a :class:`~stream_nb.engine.ModelChannel`) to its end and write the group's model to
+    ``path``; return ``{"partitions": {partition: {"offset", "learned", "behind"}}, "learned": n, "bytes": size}``."""
+    reader, known = StateLog(), {}
+    for key, value in channel.catch_up(timeout):
+        for partition, payload, info in reader.feed(key, value):
+            offset = info.get("offset")
+            if isinstance(offset, int) and (partition not in known or offset > known[partition][0]):
+                known[partition] = (offset, payload, info)
+    if not known:
+        raise ConfigError(f"model topic {channel.topic!r} holds no model state (has a group run with it yet?)")
+    parts, template = [], None
+    for partition, (offset, payload, info) in known.items():
+        model, _ = snapshots.decode_state(payload, f"model topic {channel.topic}, state of {partition}")
+        parts.append((partition, model))
+        if template is None:
+            every = info.get("rebuild_every")
+            template = model.clone({"rebuild_every": every} if every is not None and "rebuild_every" in
+                                   model._get_params() else {})
+    view = merge_states(template, parts)
+    ends = channel.end_offsets(list(known))
+    figures = {p: {"offset": o, "learned": info.get("learned"),
+                   "behind": max(0, ends[p] - o) if p in ends else None}
+               for p, (o, _, info) in sorted(known.items())}
+    daemon = {"store_id": f"export-{channel.topic}", "positions": {p: f["offset"] for p, f in figures.items()},
+              "source": {"kind": "kafka", "model_topic": channel.topic, "behind": {p: f["behind"] for p, f in
+                                                                                   figures.items()}},
+              "exactly_once": False, "model_name": type(view).__name__, "metrics": None,
+              "exported_unix": time.time()}
+    size = snapshots.write(path, *view.state(), daemon=daemon)
+    return {"partitions": figures, "learned": int(view.n_learned), "bytes": size}
+
+
+def run_export(args: argparse.Namespace) -> int:
+    config = {"bootstrap_servers": args.bootstrap_servers, **dict(args.kafka_config or [])}
+    channel = None
+    try:
+        module = importlib.import_module("connectors.kafka")  # loaded by name: stream_nb never imports connectors
+        channel = module.ModelTopic(args.model_topic, config, writer=False)
+        result = export_model(channel, args.output, timeout=args.timeout)
+    except (StreamNBError, OSError) as exc:
+        print(f"stream-nb: error: {exc}", file=sys.stderr)
+        return 2 if isinstance(exc, (ConfigError, SnapshotError)) else 1
+    finally:
+        if channel is not None:
+            channel.close()
+    print(f"{args.output}: {type_name(args.output)} model of {result['learned']} learned events, "
+          f"{result['bytes']:,} bytes")
+    for partition, f in result["partitions"].items():
+        behind = "unknown" if f["behind"] is None else f"{f['behind']} records behind"
+        print(f"  {partition}: offset {f['offset']}, {f['learned']} learned, {behind}")
+    return 0
+
+
+def type_name(path: str) -> str:
+    return snapshots.read(path).meta.get("model", "?")
+
+
+def _pair(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key.strip(), value.strip()
+
+
+def add_subcommand(commands: argparse._SubParsersAction) -> None:
+    """Register ``model export`` on the ``stream-nb`` sub-command parser."""
+    model = commands.add_parser("model", help="work with a group's shared model (export)",
+                                description="Work with the model a consumer group shares through a model topic.")
+    actions = model.add_subparsers(dest="model_command", metavar="ACTION", required=True)
+    export = actions.add_parser("export", help="write the group's current model to a snapshot file",
+                                description=_DESCRIPTION,
+                                epilog="exit status: 0 done, 1 broker or file failure, 2 invalid settings or no "
+                                       "state on the topic, 130 interrupted (Ctrl-C).")
+    export.add_argument("--bootstrap-servers", required=True, metavar="HOST:PORT",
+                        type=lambda s: [x.strip() for x in s.split(",") if x.strip()], help="Kafka brokers")
+    export.add_argument("--model-topic", required=True, metavar="TOPIC", help="the group's model topic")
+    export.add_argument("--output", required=True, metavar="FILE", help="the snapshot file to write")
+    export.add_argument("--kafka-config", action="append", type=_pair, metavar="KEY=VALUE",
+                        help="a kafka-python consumer setting (security_protocol=SSL, ...); repeatable")
+    export.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+                        help="longest wait to read the topic to its end")
+    export.set_defaults(handler=pipe_safe(run_export))
