@@ -37,7 +37,7 @@ from stream_nb.exceptions import ConfigError
 
 from ._client import connect, ensure_topic, resolve, servers
 from ._confluent_transaction import ConfluentTransaction
-from ._errors import DeliveryError
+from ._errors import ConnectorUnavailable, DeliveryError
 from ._factories import client_of, split
 from ._sink import KafkaSink
 from ._source import KafkaSource
@@ -95,6 +95,13 @@ class Transaction:
         producer = connect(KafkaProducer, self._client_cfg, role=f"transactional producer {self.transactional_id!r}")
         try:
             producer.init_transactions()
+        except (Errors.KafkaTimeoutError, Errors.KafkaConnectionError) as exc:
+            # No transaction coordinator answered within max_block_ms (a restarted broker still loading, or
+            # gone again): the broker counts as unreachable, so callers retry as they do at start-up.
+            producer.close(timeout=0)
+            raise ConnectorUnavailable(
+                f"Kafka transactional producer {self.transactional_id!r}: registering the transactional id "
+                f"failed: {exc!r}", bootstrap_servers=servers(self._client_cfg.get("bootstrap_servers"))) from exc
         except BaseException:
             producer.close(timeout=self._close_timeout_ms / 1000)
             raise
@@ -201,6 +208,8 @@ class Transaction:
                 self._in_transaction = False  # whatever happens next, the old transaction is gone with its producer
                 self._producer = self._new_producer()
             self._in_transaction = False
+        if not self._closed:  # a replacement that failed (broker away) is retried here, not at the next send
+            self._live()
         self.aborts += 1
         self._failed = 0
         self._sent = self._acked = 0
