@@ -4,8 +4,13 @@ The librdkafka counterpart of :class:`connectors.kafka.transactional.Transaction
 (same methods, same rules; see :mod:`connectors.kafka.transactional`): one
 transactional producer for predictions, dead letters and the input offsets
 (``send_offsets_to_transaction`` with the consumer's group metadata). Every
-transactional call of librdkafka takes a timeout (``max_block_ms``), so none
-can hang; an error librdkafka marks fatal (or an abort that fails) replaces
+transactional call of librdkafka takes a timeout (``max_block_ms``); one does
+not keep it: ``send_offsets_to_transaction`` can wait forever for a group
+coordinator it cached before a broker restart (librdkafka issues #5456 and
+#5511: the coordinator request's timeout is never checked; seen here as a daemon
+stuck after the local broker restarted). So that call runs on a helper thread
+and counts as failed past ``max_block_ms`` plus a grace period; the stuck
+producer is then replaced, not aborted. An error librdkafka marks fatal (or an abort that fails) replaces
 the producer with a new one of the same transactional id, whose
 ``init_transactions`` aborts on the broker what the old one left open; a
 fenced producer (another instance holds the id) raises: the daemon must stop.
@@ -50,6 +55,9 @@ class ConfluentTransaction:
     FIXED = {**{k: v for k, v in ConfluentSink.FIXED.items() if k != "transactional_id"},
              "transactional.id": Fixed(None, "give transactional_id")}
 
+    #: Seconds past ``max_block_ms`` before a ``send_offsets_to_transaction`` that has not returned counts as stuck.
+    GRACE_S = 5.0
+
     def __init__(self, source: ConfluentSource, topics: list[str], config: dict):
         self._ck = library()
         transactional_id = config.get("transactional_id")
@@ -69,6 +77,7 @@ class ConfluentTransaction:
         txn_timeout = int(self._conf.get("transaction.timeout.ms", 60_000))
         self._conf["delivery.timeout.ms"] = min(int(self._conf.get("delivery.timeout.ms", txn_timeout)), txn_timeout)
         self._out: ConfluentProducer | None = None
+        self._stuck = False
         self._out = self._new_producer()
         self._in_transaction = False
         self._lock = threading.Lock()
@@ -150,17 +159,42 @@ class ConfluentTransaction:
         offsets = self.source.transaction_offsets(positions, metadata)
         try:
             if offsets:
-                producer.send_offsets_to_transaction(offsets, self.source.group_metadata(), self._block_s)
+                self._send_offsets(producer, offsets, self.source.group_metadata())
             producer.commit_transaction(self._block_s)
         except self._ck.KafkaException as exc:
             self._raise(exc, "committing the transaction")
         self._in_transaction = False
         self.commits += 1
 
+    def _send_offsets(self, producer, offsets, group_metadata) -> None:
+        """``send_offsets_to_transaction``, given up on past ``max_block_ms`` + :attr:`GRACE_S` (module docstring)."""
+        done = threading.Event()
+        failure: list[BaseException] = []
+
+        def call():
+            try:
+                producer.send_offsets_to_transaction(offsets, group_metadata, self._block_s)
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+                failure.append(exc)
+            finally:
+                done.set()
+
+        threading.Thread(target=call, name="stream-nb-send-offsets", daemon=True).start()
+        if not done.wait(self._block_s + self.GRACE_S):
+            self._stuck = True
+            raise TimeoutError(f"Kafka transactional producer {self.transactional_id!r}: adding the offsets to the "
+                               f"transaction did not return within max_block_ms ({self._block_s * 1000:.0f} ms) + "
+                               f"{self.GRACE_S:.0f} s; the producer is replaced")
+        if failure:
+            raise failure[0]
+
     def abort(self) -> None:
         """Abort the open transaction, if any, and forget its delivery failures (see the module docstring)."""
         if self._in_transaction:
             try:
+                if self._stuck:  # a call still hangs inside librdkafka: any other transactional call would conflict
+                    raise self._ck.KafkaException(self._ck.KafkaError(
+                        self._ck.KafkaError._TIMED_OUT, "a transactional call never returned"))
                 self._out.producer.abort_transaction(self._block_s)
             except self._ck.KafkaException as exc:
                 err = kafka_error(exc)
@@ -172,6 +206,7 @@ class ConfluentTransaction:
                     pass
                 log.warning("Kafka exactly-once outputs: aborting failed (%s); replacing the producer, which "
                             "aborts the transaction on the broker", err.str() if err is not None else exc)
+                self._stuck = False  # the stuck call stays with the old producer, which the new one fences
                 old, self._out = self._out, None
                 self._in_transaction = False
                 try:
@@ -181,6 +216,8 @@ class ConfluentTransaction:
                     log.debug("letting the old transactional producer go failed", exc_info=True)
                 self._out = self._new_producer()
             self._in_transaction = False
+        if not self._closed:  # a replacement that failed (broker away) is retried here, not at the next send
+            self._live()
         self.aborts += 1
         if self._out is not None:
             self._out.failed = 0
