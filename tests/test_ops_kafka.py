@@ -211,8 +211,10 @@ def test_a_daemon_without_partitions_is_alive_but_not_ready(kafka_client, kafka_
     group = f"ops-one-{uuid.uuid4().hex[:8]}"
     # another member of the group, whose member id sorts first, holds the only partition
     # (range assignment gives it to the first member); it must keep polling to take part in rebalances
+    # metadata_max_age_ms: a holder that led the group before it saw the new topic's partitions assigned
+    # nothing ("No partition metadata for topic"), and only a metadata refresh makes it rejoin (default 5 min)
     holder = KafkaConsumer(input_topic, bootstrap_servers=bootstrap, group_id=group, client_id="a-holder",
-                           enable_auto_commit=False)
+                           enable_auto_commit=False, metadata_max_age_ms=1000)
     stop_holding = threading.Event()
 
     def hold():
