@@ -366,7 +366,7 @@ def test_text_logs_keep_their_layout(tmp_path):
     r = cli("--input", str(EXAMPLE), "--output", str(tmp_path / "o"), "--dead-letter", str(tmp_path / "d"))
     assert r.returncode == 0
     last = r.stderr.decode().splitlines()[-1]
-    assert re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ INFO stream_nb\.cli: input exhausted after "
+    assert re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ INFO stream_nb\.daemon: input exhausted after "
                     + re.escape(str(EXAMPLE)) + r" line 400 \(next byte 42005\); metrics \{", last)
 
 
