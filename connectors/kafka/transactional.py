@@ -154,14 +154,15 @@ class Transaction:
         if not self._in_transaction:
             self._live().begin_transaction()
             self._in_transaction = True
+        producer = self._producer
         try:
-            future = self._producer.send(topic, value=value, key=key)
+            future = producer.send(topic, value=value, key=key)
         except Errors.KafkaError as exc:
-            self._on_error(exc)
+            self._on_error(producer, exc)
             raise self._error(topic) from exc
         self._sent += 1
-        future.add_callback(self._on_ack)
-        future.add_errback(self._on_error)
+        future.add_callback(self._on_ack, producer)
+        future.add_errback(self._on_error, producer)
 
     def flush(self, topic: str = "outputs") -> None:
         """Wait for every record sent; :class:`~connectors.kafka.DeliveryError` if any failed."""
@@ -240,10 +241,18 @@ class Transaction:
         finally:
             self._producer.close(timeout=self._close_timeout_ms / 1000)
 
-    def _on_ack(self, metadata) -> None:
-        self._acked += 1
+    # The callbacks count only the records of the current producer: a replaced one (aborting failed) still
+    # fails its queued records later (TransactionAbortedError, fenced), and counting those would fail the
+    # transaction of its successor.
 
-    def _on_error(self, exc: BaseException) -> None:
+    def _on_ack(self, producer: KafkaProducer, metadata) -> None:
+        if producer is self._producer:
+            self._acked += 1
+
+    def _on_error(self, producer: KafkaProducer, exc: BaseException) -> None:
+        if producer is not self._producer:
+            log.debug("Kafka exactly-once outputs: a record of a replaced producer failed: %r", exc)
+            return
         with self._lock:
             if self._first_error is None:
                 self._first_error = exc
