@@ -211,10 +211,12 @@ def test_a_daemon_without_partitions_is_alive_but_not_ready(kafka_client, kafka_
     group = f"ops-one-{uuid.uuid4().hex[:8]}"
     # another member of the group, whose member id sorts first, holds the only partition
     # (range assignment gives it to the first member); it must keep polling to take part in rebalances
-    # metadata_max_age_ms: a holder that led the group before it saw the new topic's partitions assigned
-    # nothing ("No partition metadata for topic"), and only a metadata refresh makes it rejoin (default 5 min)
-    holder = KafkaConsumer(input_topic, bootstrap_servers=bootstrap, group_id=group, client_id="a-holder",
-                           enable_auto_commit=False, metadata_max_age_ms=1000)
+    # the holder subscribes once it knows the topic's partitions: leading the group before, it assigned
+    # nothing ("No partition metadata for topic") and did not rejoin within a minute (failed twice)
+    holder = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, client_id="a-holder",
+                           enable_auto_commit=False)
+    wait_for("the holder to see the topic's partition", lambda: holder.partitions_for_topic(input_topic), 60)
+    holder.subscribe([input_topic])
     stop_holding = threading.Event()
 
     def hold():
