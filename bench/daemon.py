@@ -454,12 +454,12 @@ def stop(proc: subprocess.Popen) -> None:
 
 
 def throughput(kind: str, kafka: Kafka, input_topic: str, n: int, log_dir: Path,
-               profile: Path | None = None) -> float:
+               profile: Path | None = None, timeout: float | None = None) -> float:
     """Drain rate in events/s over the pre-produced input topic."""
     output_topic = kafka.topic(f"out-{kind}", log_append_time=True)
     proc = start(kind, kafka, input_topic, output_topic, log_dir, profile)
     try:
-        kafka.wait_for(output_topic, n, proc, timeout=max(120.0, n / 200))
+        kafka.wait_for(output_topic, n, proc, timeout=timeout or max(120.0, n / 200))
     finally:
         stop(proc)
     stamps = [r.timestamp for r in kafka.read(output_topic, n)]
@@ -507,6 +507,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--contenders", default=",".join(ALL_CONTENDERS),
                         help=f"comma-separated subset of {','.join(ALL_CONTENDERS)}")
     parser.add_argument("--no-latency", action="store_true", help="measure throughput only")
+    parser.add_argument("--drain-timeout", type=float, default=None,
+                        help="seconds a contender may take to drain the topic (default: max(120, events/200))")
     parser.add_argument("--profile", metavar="CONTENDER", choices=STREAM_NB_MODELS,
                         help="also run the daemon with this model under cProfile and print the top functions")
     parser.add_argument("--cpu", action="store_true",
@@ -544,7 +546,7 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr)
             results: dict[str, dict] = {}
             for kind in contenders:
-                rate = throughput(kind, kafka, input_topic, len(events), log_dir)
+                rate = throughput(kind, kafka, input_topic, len(events), log_dir, timeout=args.drain_timeout)
                 results[kind] = {"throughput": rate}
                 print(f"{kind}: drain {rate:,.0f} events/s", file=sys.stderr)
             if not args.no_latency:

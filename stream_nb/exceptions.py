@@ -147,7 +147,8 @@ class UnlearnError(StreamNBError, ValueError):
     Attributes
     ----------
     reason
-        ``"not_learned"``, or ``"needs_receipt"``.
+        ``"not_learned"``, ``"needs_receipt"``, or ``"forgets"`` (a model with a window, decay or a
+        drift detector: the event's counts may be gone already).
     """
 
     def __init__(self, message: str, *, reason: str = "not_learned"):

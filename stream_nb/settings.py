@@ -39,6 +39,7 @@ import orjson
 from ._checks import parse_bool, parse_int
 from .engine import DEFAULT_CONFIG as ENGINE_DEFAULTS
 from .exceptions import ConfigError
+from .learners import DETECTORS
 
 __all__ = [
     "BY_NAME",
@@ -65,13 +66,15 @@ ENV_PREFIX = "STREAM_NB_"
 
 #: ``--model`` choice -> (class name in :mod:`stream_nb`, the parameters it takes).
 _EM = ("missing", "learn_unlabeled", "unlabeled_weight")
-_ALL = (*_EM, "memory_budget")  # the parameters every model takes
+_FORGET = ("window", "panes", "half_life", "drift_detector")
+_BINNING = ("discretiser", "bins", "fine_bins", "warmup")
+_ALL = (*_EM, "memory_budget", *_FORGET)  # the parameters every model takes
 MODELS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "nb": ("NaiveBayes", ("alpha", "types", "loss", "var_smoothing", *_ALL)),
-    "aode": ("AODE", ("alpha", "m", "bins", "warmup", "types", "loss", *_ALL)),
-    "tan": ("TAN", ("alpha", "rebuild_every", "bins", "warmup", "types", "loss", *_ALL)),
-    "spode": ("SPODE", ("parent", "alpha", "rebuild_every", "bins", "warmup", "types", "loss", *_ALL)),
-    "kdb": ("KDB", ("k", "alpha", "rebuild_every", "max_table_cells", "max_completions", "bins", "warmup", "types",
+    "nb": ("NaiveBayes", ("alpha", "types", "loss", "var_smoothing", "numeric", *_BINNING, *_ALL)),
+    "aode": ("AODE", ("alpha", "m", *_BINNING, "types", "loss", *_ALL)),
+    "tan": ("TAN", ("alpha", "rebuild_every", *_BINNING, "types", "loss", *_ALL)),
+    "spode": ("SPODE", ("parent", "alpha", "rebuild_every", *_BINNING, "types", "loss", *_ALL)),
+    "kdb": ("KDB", ("k", "alpha", "rebuild_every", "max_table_cells", "max_completions", *_BINNING, "types",
                     "loss", *_ALL)),
 }
 
@@ -106,6 +109,7 @@ _KAFKA = "Kafka mode (on when any of these is set)"
 _ENGINE = "engine"
 _OPS = "operations"
 _SNAPSHOTS = "snapshots and recovery (off unless --snapshot-dir is given)"
+_JOIN = "labels that arrive later (on with --feedback)"
 _GROUP = "one model across a consumer group (Kafka; off unless --model-topic is given)"
 
 SETTINGS: tuple[Setting, ...] = (
@@ -123,7 +127,16 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("parent", "str", None, "SPODE: the super-parent attribute (model default: chosen from the stream, "
             "the lowest running log loss at each rebuild)", _MODEL, "FEATURE"),
     Setting("m", "int", None, "AODE: a value is a parent only once seen in M events (model default 1)", _MODEL, "M"),
-    Setting("bins", "int", None, "AODE, TAN, SPODE, KDB: equal-frequency bins per numeric feature (model default 5)", _MODEL, "N"),
+    Setting("numeric", "choice", None, "NB: numeric features as one Gaussian per class, or discretised into bins "
+            "(model default gaussian)", _MODEL, choices=("gaussian", "bins")),
+    Setting("discretiser", "choice", None, "AODE, TAN, SPODE, KDB (and NB with --numeric bins): mdl (cut points "
+            "chosen by Fayyad and Irani's MDL criterion over fine bins, again as the stream goes on) or "
+            "equal_frequency (--bins bins from the first --warmup values, never moved) (model default mdl)",
+            _MODEL, choices=("mdl", "equal_frequency")),
+    Setting("bins", "int", None, "AODE, TAN, SPODE, KDB: equal-frequency bins per numeric feature with "
+            "--discretiser equal_frequency (model default 5)", _MODEL, "N"),
+    Setting("fine_bins", "int", None, "AODE, TAN, SPODE, KDB: with --discretiser mdl, the fine bins per numeric "
+            "feature where a cut point can fall (model default 64; KDB 16)", _MODEL, "N"),
     Setting("warmup", "int", None, "AODE, TAN, SPODE, KDB: values of a numeric feature used to place its bin edges; "
             "TAN, SPODE, KDB: also the learned events before the first rebuild (model default 100)", _MODEL, "N"),
     Setting("rebuild_every", "int", None, "TAN, SPODE, KDB: rebuild the structure / re-choose the super-parent every N "
@@ -143,6 +156,15 @@ SETTINGS: tuple[Setting, ...] = (
             "(semi-supervised; model default off)", _MODEL),
     Setting("unlabeled_weight", "float", None, "weight of an unlabeled event relative to a labeled one "
             "(model default 1.0)", _MODEL, "W"),
+    Setting("window", "int", None, "forget by a window: the counts cover the last N learned events (between "
+            "N - N/panes and N), older panes subtracted exactly (model default: no window)", _MODEL, "N"),
+    Setting("panes", "int", None, "panes of the --window; memory is the counts times panes + 1 at most "
+            "(model default 4)", _MODEL, "P"),
+    Setting("half_life", "float", None, "forget by decay: every count halves every H learned events "
+            "(model default: no decay; exclusive with --window)", _MODEL, "H"),
+    Setting("drift_detector", "choice", None, "river drift detector watching the prequential error: on a warning "
+            "start fresh counts, on a drift switch to them (with --window: keep the pane in progress) "
+            "(model default: none)", _MODEL, choices=("none", *DETECTORS)),
     Setting("model_name", "str", None, "name written in each output's \"model\" field (default: the --model value)",
             _MODEL, "NAME"),
     Setting("label_field", "str", ENGINE_DEFAULTS["label_field"], "field holding the class label", _EVENTS, "FIELD"),
@@ -234,13 +256,26 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_in_flight", "int", ENGINE_DEFAULTS["max_in_flight"], "back-pressure: pause the input while "
             "more than N outputs await the broker's acknowledgement, resume at N/2 (0: never pause; JSON "
             "lines write synchronously and never need it)", _ENGINE, "N"),
+    Setting("feedback", "str", None, "JSON-lines file of labels that come later, {<id-field>: ..., <label-field>: "
+            "...}, read alongside --input: an unlabeled event with an id waits for its label", _JOIN, "PATH"),
+    Setting("pending_max", "int", 1_000_000, "most events (and early labels) waiting at once; the oldest expire "
+            "first when it is reached", _JOIN, "N"),
+    Setting("label_ttl", "float", 3600.0, "seconds an event waits for its label (and a label for its event)",
+            _JOIN, "S"),
+    Setting("time_field", "str", None, "event field holding its time in seconds (not a feature); default: the "
+            "arrival time", _JOIN, "FIELD"),
+    Setting("on_expire", "str", "drop", "an event whose label did not come within --label-ttl: drop (counted, "
+            "never learned) or label:VALUE (learned with VALUE)", _JOIN, "POLICY"),
+    Setting("provisional_label", "str", None, "learn each waiting event at once with VALUE, and when its label "
+            "comes take VALUE back exactly and learn the label", _JOIN, "VALUE"),
 )
 
 
 BY_NAME = {s.name: s for s in SETTINGS}
 KAFKA_SETTINGS = ("bootstrap_servers", "input_topic", "output_topic", "group_id", "dead_letter_topic", "kafka_config")
 JSONL_SETTINGS = ("input", "output", "dead_letter")
-MODEL_PARAMS = ("k", "max_table_cells", "max_completions", "parent", "alpha", "m", "bins", "warmup", "rebuild_every", "var_smoothing", "types", "loss", *_ALL)
+MODEL_PARAMS = ("k", "max_table_cells", "max_completions", "parent", "alpha", "m", "numeric", "discretiser", "bins",
+                "fine_bins", "warmup", "rebuild_every", "var_smoothing", "types", "loss", *_ALL)
 
 
 # -- parsing ------------------------------------------------------------------

@@ -108,7 +108,7 @@ def _assert_same_counts(a, b, exact):
 @pytest.mark.parametrize("missing", ["ignore", "em"])
 @pytest.mark.parametrize("k", [2, 3])
 def test_sparse_kdb_predicts_and_counts_as_the_dense_one(k, missing):
-    stream = _stream(250)
+    stream = _stream(250 if k == 2 else 120)
     dense = KDB(k=k, rebuild_every=40, missing=missing, memory_budget=None)
     sparse = KDB(k=k, rebuild_every=40, missing=missing, memory_budget=0)  # sparse from the first event
     for x, y in stream:

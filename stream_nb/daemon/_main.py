@@ -29,6 +29,7 @@ from ._build import build_model, check_engine_config, make_operations
 from ._checkpointing import check_settings as check_snapshot_settings
 from ._checkpointing import make_checkpointer
 from ._connectors import KAFKA_LOGGER, check_output_files, close_all, connector_plan, open_model_channel, start_connectors
+from ._feedback import make_joiner
 
 __all__ = ["add_subcommand", "run", "stop_position"]
 
@@ -219,8 +220,8 @@ def run(args: argparse.Namespace) -> int:
             channel = open_model_channel(plan, settings, sink)
             checkpointer = make_checkpointer(settings, source, sink, channel, model)
             engine = Engine(model, source, sink, dead_letters, config=config, checkpointer=checkpointer)
-            if checkpointer is not None:
-                checkpointer.recover()
+            snapshot = checkpointer.recover() if checkpointer is not None else None
+            joiner = make_joiner(settings, engine, snapshot)
         except (StreamNBError, OSError) as exc:
             log.error("%s", exc)
             close_all((source, sink, dead_letters) + ((channel,) if channel is not None else ()))
@@ -253,7 +254,8 @@ def run(args: argparse.Namespace) -> int:
         finally:
             ops.detach()
             where, position = stop_position(engine, source)
-            close_all((source, sink, dead_letters) + ((channel,) if channel is not None else ()))
+            close_all((source, sink, dead_letters) + ((channel,) if channel is not None else ())
+                      + ((joiner.feedback,) if joiner is not None else ()))
             if checkpointer is not None and checkpointer.store is not None:
                 checkpointer.store.close()
         summary = engine.status()

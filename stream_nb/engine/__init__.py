@@ -28,6 +28,8 @@ from ._engine import DEFAULT_CONFIG, Engine, check_config
 from ._events import BOM, Event, EventDecoder
 from ._exactly_once import ExactlyOnceCheckpointer
 from ._flow import FlowControl
+from ._join import Joiner, parse_label_value, parse_on_expire
+from ._join_state import join_state, load_join_state
 from ._group import GroupCheckpointer
 from ._group_records import StateLog, merge_states, state_records
 from ._metrics import PrequentialMetrics
@@ -64,6 +66,11 @@ __all__ = [
     "COMMIT_METADATA_PREFIX",
     "DEFAULT_CONFIG",
     "Checkpointer",
+    "Joiner",
+    "join_state",
+    "load_join_state",
+    "parse_label_value",
+    "parse_on_expire",
     "Checkpointing",
     "ConnectorModule",
     "CountsBlankLines",

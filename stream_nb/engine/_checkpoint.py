@@ -61,6 +61,7 @@ import uuid
 from ..exceptions import CommitError, ConfigError, SnapshotError
 from ..snapshots import FaultHooks, SnapshotFile, SnapshotStore, encode_meta, installed_fault_hooks
 from ._engine import Engine
+from ._join_state import join_state
 from ._protocols import HandlesRevocation, NamedInput, ResumesByPolicy
 
 __all__ = ["COMMIT_METADATA_PREFIX", "Checkpointer", "snapshot_metadata"]
@@ -299,7 +300,8 @@ class Checkpointer:
 
     def _due(self, final: bool) -> bool:
         engine = self.engine
-        if engine.positions == (self.snapshot_positions or {}):
+        joined = engine.joiner.progress() if engine.joiner is not None else None
+        if engine.positions == (self.snapshot_positions or {}) and joined == getattr(self, "join_progress", None):
             return False
         if final or not self.last_ok:
             return True
@@ -330,6 +332,10 @@ class Checkpointer:
         start = time.perf_counter()
         try:
             arrays, meta = engine.model.state()
+            if engine.joiner is not None:  # held events, early labels, feedback positions: with the model
+                join_arrays, daemon["join"] = join_state(engine.joiner)
+                self.join_progress = engine.joiner.progress()
+                arrays = {**arrays, **join_arrays}
             seq, path, size = self.store.write(arrays, meta, daemon)
         except SnapshotError as exc:
             self.failures += 1

@@ -223,6 +223,8 @@ class Engine:
         #: Warns once when the first records show the input or the settings are plainly wrong
         #: (see stream_nb.engine._input_check); None turns it off.
         self.input_check: InputCheck | None = InputCheck(self.decoder)
+        #: Labels that come later (see stream_nb.engine._join): a Joiner the daemon sets with --feedback.
+        self.joiner = None
         #: Back-pressure between the sinks' unacknowledged outputs and the source.
         self.flow = FlowControl(source, (sink, dead_letters), self.config["max_in_flight"])
         if checkpointer is not None and not isinstance(checkpointer, Checkpointing):
@@ -365,8 +367,10 @@ class Engine:
                     sync()
                 held = flow_check()  # back-pressure: paused input, and no checkpoint blocking in flush
                 records = self.source.poll(max_records, timeout)
+                if self.joiner is not None:  # the feedback that is there, and expiry
+                    self.joiner.tick(bool(records))
                 if not records:
-                    if self.source.exhausted:
+                    if self.source.exhausted and (self.joiner is None or self.joiner.exhausted):
                         break
                     if self._pending() and not held:
                         self.checkpoint()
@@ -436,6 +440,8 @@ class Engine:
     def status(self) -> dict[str, typing.Any]:
         """:meth:`PrequentialMetrics.as_dict`, plus the checkpointer's health when there is one."""
         summary = self.metrics.as_dict()
+        if self.joiner is not None:
+            summary["join"] = self.joiner.status()
         if self.checkpointer is not None:
             summary.update(self.checkpointer.status())
         return summary
@@ -446,6 +452,8 @@ class Engine:
         """Predict, learn (when labeled) and send one record, or dead-letter it."""
         try:
             event = self.decoder.decode(record.value)
+            if self.joiner is not None:
+                event = self.joiner.prepare(event)
             if self._check_labels and event.label is not None:
                 self._check_label_type(event.label)
             # the one prequential step (stream_nb.learners.prequential_step): predict, impute, learn
@@ -467,10 +475,11 @@ class Engine:
         sent in input order.
         """
         decode = self.decoder.decode
+        prepare = self.joiner.prepare if self.joiner is not None else _as_is
         events: list = []
         for record in records:
             try:
-                events.append(decode(record.value))
+                events.append(prepare(decode(record.value)))
             except InvalidEventError as exc:
                 events.append(exc)
         valid = [e for e in events if not isinstance(e, InvalidEventError)]
@@ -502,6 +511,8 @@ class Engine:
         self.sink.send(value, record.key)
         self.positions[record.partition] = record.next_position
         self._since_checkpoint += 1
+        if self.joiner is not None and event.label is None and event.id is not None:
+            self.joiner.hold(event, prediction, record)
         if learned and self._sharing is not None:
             self._shared.append((record.partition, event.features, event.label))
 
@@ -541,3 +552,7 @@ class Engine:
             self._last_metrics_log = time.monotonic()
             summary = self.status()
             log.info("metrics %s", orjson.dumps(summary).decode(), extra={"event": "metrics", "metrics": summary})
+
+
+def _as_is(event):
+    return event

@@ -54,9 +54,10 @@ from river import base
 
 from .._checks import check_choice, check_integer, check_number
 from ..exceptions import ConfigError, InvalidEventError, MergeError
-from ..stats import Encoded, Stats, is_missing_label
+from ..stats import Encoded, Stats, TwoLayerStats, is_missing_label
 from ._decision import LossMatrix, decide, log_prior, normalise
 from ._batches import MiniBatches
+from ._forgetting import Forgetting, detector_spec
 from ._impute import Imputation
 from ._unlearn import Unlearning
 
@@ -74,7 +75,7 @@ class Step(typing.NamedTuple):
     imputed: dict | None = None  # with impute=True: the filled-in value of each missing attribute
 
 
-class BayesClassifier(Imputation, MiniBatches, Unlearning, base.MiniBatchClassifier):
+class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.MiniBatchClassifier):
     """Base class of stream_nb's classifiers (not used directly); see the module notes for what a subclass provides."""
 
     def _setup(
@@ -88,12 +89,15 @@ class BayesClassifier(Imputation, MiniBatches, Unlearning, base.MiniBatchClassif
         bin_edges: dict | None = None,
         max_table_cells: int | None = None,
         var_smoothing: float = 0.0,
+        discretiser: str = "equal_frequency",
+        fine_bins: int = 64,
     ) -> None:
         """Check the parameters every model has and create the empty store; ``__init__`` calls it last.
 
         ``numeric`` (``"gaussian"`` or ``"bins"``), ``pairs``, ``tuples``, the discretiser settings and
-        ``max_table_cells`` say how the store keeps its counts (see :class:`~stream_nb.stats.Stats`),
-        within the model's ``memory_budget``;
+        ``max_table_cells`` say how the store keeps its counts (see :class:`~stream_nb.stats.Stats`;
+        ``discretiser="mdl"`` with ``numeric="bins"``: a :class:`~stream_nb.stats.TwoLayerStats`
+        of ``fine_bins`` fine bins per numeric feature), within the model's ``memory_budget``;
         ``var_smoothing`` is the Gaussian features' relative variance floor.
         """
         self._alpha = check_number("alpha", self.alpha, minimum=0, strict_minimum=True)
@@ -106,7 +110,9 @@ class BayesClassifier(Imputation, MiniBatches, Unlearning, base.MiniBatchClassif
         self._prior: tuple | None = None  # ((epoch, version) of the store, log prior)
         if self.memory_budget is not None:
             check_integer("memory_budget", self.memory_budget, minimum=0)
-        self._stats = Stats(
+        two_layer = numeric == "bins" and discretiser == "mdl"
+        self._stats = (TwoLayerStats if two_layer else Stats)(
+            **({"fine_bins": fine_bins} if two_layer else {}),
             memory_budget=self.memory_budget,
             pairs=pairs,
             observed=self.missing == "em",  # EM's E-step reads the observed-only counts
@@ -118,6 +124,7 @@ class BayesClassifier(Imputation, MiniBatches, Unlearning, base.MiniBatchClassif
             warmup=warmup,
             bin_edges=bin_edges,
         )
+        self._setup_forgetting()  # window, panes, half_life, drift_detector (learners/_forgetting.py)
 
     @property
     def _multiclass(self):
@@ -163,10 +170,22 @@ class BayesClassifier(Imputation, MiniBatches, Unlearning, base.MiniBatchClassif
         """
         return self._stats.label_type
 
+    def cut_points(self) -> dict:
+        """``{feature: [cut points]}``: where each discretised numeric feature is cut now.
+
+        >>> from stream_nb import AODE
+        >>> model = AODE(bins=1, warmup=4, fine_bins=4)
+        >>> for v, y in [(1.0, "a"), (2.0, "a"), (3.0, "a"), (4.0, "b"), (5.0, "b"), (6.0, "b")] * 5:
+        ...     model.learn_one({"t": v}, y)
+        >>> model.cut_points()
+        {'t': [3.25]}
+        """
+        return self._stats.cut_points()
+
     @property
     def n_learned(self) -> float:
-        """Number of events learned (fractional with EM's weights)."""
-        return self._stats.n_seen
+        """Number of events learned (fractional with EM's weights; the decayed weight with ``half_life``)."""
+        return self._stats.n_seen / self._inflation
 
     # ------------------------------------------------------------------ what a subclass defines
 
@@ -193,14 +212,17 @@ class BayesClassifier(Imputation, MiniBatches, Unlearning, base.MiniBatchClassif
         """Hook run after one event of class index ``c`` was added (views refresh caches here); default: nothing."""
 
     def _learned(self, n: int) -> None:
-        """Hook run after ``n`` events were learned (structured models rebuild here); default: nothing."""
+        """Hook run after ``n`` events were learned (structured models rebuild here, after calling this);
+        default: forgetting's (the window's panes, the decay's renormalisation)."""
+        self._forget_learned(n)
 
     def _merged(self) -> None:
         """Hook run after a merge; default: nothing."""
 
     def _batch_limit(self) -> int:
-        """How many events may be learned before the model must look at its counts again; default: no limit."""
-        return 1 << 62
+        """How many events may be learned before the model must look at its counts again; default: the end
+        of the window's pane (no limit without a window)."""
+        return self._forget_limit()
 
     def _extra_state(self) -> tuple[dict, dict]:
         """Model-specific state beyond the counts (TAN's tree, SPODE's scores, KDB's structure); default: none."""
@@ -237,12 +259,14 @@ class BayesClassifier(Imputation, MiniBatches, Unlearning, base.MiniBatchClassif
             self._learn_unlabeled(x, w * self.unlabeled_weight, known)
             return
         enc, c = s.encode_labeled(x, y, known)
+        w = self._forget_weight(w)
         miss = s.missing_of(enc) if self.missing == "em" else _NONE
         if len(miss):
             self._add_expected(enc, c, w, miss)
         else:
             s.add(enc, c, w)
         self._added(c)
+        s.settle()
         self._learned(1)
 
     def _learn_unlabeled(self, x: dict, w: float, known: Encoded | None) -> None:
@@ -252,6 +276,7 @@ class BayesClassifier(Imputation, MiniBatches, Unlearning, base.MiniBatchClassif
             return  # no class to spread the event over yet
         enc = s.encode_learn(x, known=known)
         post = np.exp(normalise(self._jll(enc)[None, :], self._log_prior())[0])
+        w = self._forget_weight(w)
         miss = s.missing_of(enc) if self.missing == "em" else _NONE
         for c, p in enumerate(post.tolist()):
             if w * p == 0.0:
@@ -261,6 +286,7 @@ class BayesClassifier(Imputation, MiniBatches, Unlearning, base.MiniBatchClassif
             else:
                 s.add(enc, c, w * p)
             self._added(c)
+        s.settle()
         self._learned(1)
 
     # ------------------------------------------------------------------ inference
@@ -397,6 +423,8 @@ class BayesClassifier(Imputation, MiniBatches, Unlearning, base.MiniBatchClassif
         if impute:
             imputed = {k: v for k, v in self.impute_one(x).items() if k not in x or x[k] is None}
         labeled = not is_missing_label(y)
+        if labeled:
+            self._forget_observe(prediction, y)  # a drift detector watches the prequential error
         if not (labeled or self.learn_unlabeled):
             return Step(prediction, proba, False, imputed)
         learned = labeled or bool(s.n_classes)  # an unlabeled event is spread over the classes known
@@ -416,9 +444,10 @@ class BayesClassifier(Imputation, MiniBatches, Unlearning, base.MiniBatchClassif
         either step rejects is neither learned nor predicted: its entry is the
         :class:`~stream_nb.exceptions.InvalidEventError`, and the loop goes on.
 
-        Models with a vectorised path (NaiveBayes, TAN) score and learn each run of
-        events that only changes counts in one pass, with the running counts
-        every event would have seen (see :mod:`stream_nb.stats._running`).
+        Every model scores and learns each run of events that only changes counts
+        (for AODE, TAN, SPODE and KDB: complete events) in one pass, with the running
+        counts every event would have seen (see :mod:`stream_nb.stats._running` and
+        :mod:`stream_nb.learners._dependence_runs`).
 
         Returns one ``(prediction, proba)`` or error per event.
 
@@ -447,7 +476,8 @@ class BayesClassifier(Imputation, MiniBatches, Unlearning, base.MiniBatchClassif
         i, n = 0, len(xs)
         while i < n:
             run: list = []
-            i = self._prequential_run(xs, ys, i, run)
+            if self._forget_runs():
+                i = self._prequential_run(xs, ys, i, run)
             yield from run
             if i < n:
                 try:
@@ -468,6 +498,7 @@ class BayesClassifier(Imputation, MiniBatches, Unlearning, base.MiniBatchClassif
         """
         if type(other) is not type(self):
             raise MergeError(f"cannot merge a {type(other).__name__} into a {type(self).__name__}")
+        self._forget_merge(other)
         self._stats.merge(other._stats)
         self._merged()
         return self
@@ -482,7 +513,14 @@ class BayesClassifier(Imputation, MiniBatches, Unlearning, base.MiniBatchClassif
         arrays.update({f"model.{k}": v for k, v in extra_arrays.items()})
         # the parameters are the model's own objects (a loss matrix, bin edges): the state gets copies
         params = copy.deepcopy(self._get_params())
-        return arrays, {"model": type(self).__name__, "params": params, "stats": meta, "extra": extra_meta}
+        if "drift_detector" in params:
+            params["drift_detector"] = detector_spec(self.drift_detector)
+        forget_arrays, forget_meta = self._forget_state()
+        arrays.update({f"model.{k}": v for k, v in forget_arrays.items()})
+        meta = {"model": type(self).__name__, "params": params, "stats": meta, "extra": extra_meta}
+        if forget_meta is not None:
+            meta["forget"] = forget_meta
+        return arrays, meta
 
     @classmethod
     def from_state(cls, arrays: dict, meta: dict) -> BayesClassifier:
@@ -504,12 +542,13 @@ class BayesClassifier(Imputation, MiniBatches, Unlearning, base.MiniBatchClassif
         model = cls(**meta["params"])
         model._check_fits(meta["stats"])
         # the store copies the counts into arrays of its own (with room to grow)
-        model._stats = Stats.from_state({k: v for k, v in arrays.items() if not k.startswith("model.")}, meta["stats"])
+        model._stats = type(model._stats).from_state({k: v for k, v in arrays.items() if not k.startswith("model.")}, meta["stats"])
         model._prior = None
         # EM's E-step wants the observed-only counts (a state written before they existed does not say so)
         model._stats.wants_observed = model.missing == "em"
         # a model's own arrays (SPODE's running scores, TAN's tree, ...) may be kept as they come: copy them
         extra = {k[6:]: np.array(v, copy=True) for k, v in arrays.items() if k.startswith("model.")}
+        model._forget_load({k: extra.pop(k) for k in list(extra) if k.startswith("forget.")}, meta.get("forget"))
         model._load_extra_state(extra, meta["extra"])
         model._check_loaded()
         return model

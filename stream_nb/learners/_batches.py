@@ -61,8 +61,9 @@ class MiniBatches:
             self._stats.check_label(v)
         start = 0
         while start < len(codes):
-            stop = min(len(codes), start + self._batch_limit())
+            stop = min(len(codes), start + min(self._batch_limit(), self._stats.learn_limit()))
             self._learn_batch(X.iloc[start:stop], codes[start:stop], labels)
+            self._stats.settle()
             self._learned(stop - start)
             start = stop
 
@@ -71,6 +72,8 @@ class MiniBatches:
         with EM and a missing value anywhere, unlabeled rows to learn from, or a feature turning numeric."""
         if self.learn_unlabeled and pd.isna(pd.Series(list(y), dtype=object)).any():
             return True
+        if self._stats.frame_warms(X):
+            return True  # numeric values before their bin edges exist: kept to be counted later
         if self._stats.frame_promotes(X):
             return True  # a feature turns numeric at one row: the rows before it count as categories
         if self.missing != "em":

@@ -61,6 +61,14 @@ class VectorisedRuns(abc.ABC):
         """Most events in one run; default ``_RUN``."""
         return self._RUN
 
+    def _run_state(self):
+        """What scoring a run changes beyond the counts (SPODE's running scores), for :meth:`_set_run_state`
+        when the run is cut short (a drift detector acting inside it); default: nothing."""
+        return None
+
+    def _set_run_state(self, state) -> None:
+        """Restore what :meth:`_run_state` returned; default: nothing."""
+
     def _prequential_run(self, xs: list, ys: list, start: int, out: list) -> int:
         """Append the results of a vectorised run of events from ``start``; return where it stopped.
 
@@ -79,19 +87,30 @@ class VectorisedRuns(abc.ABC):
         if stop - start < 2:
             return start  # a single event: the one-event path is cheaper
         prior = log_prior(s.class_count[:C] + exclusive_counts(yc, C), self._alpha)
+        mark = self._run_state()
         jll = self._run_jll(D, yc, C, prior)
         if G.shape[1]:
             Gs = G.shape[1]
             n, mean, m2 = running_moments(G, yc, s.g_n[:C, :Gs], s.g_mean[:C, :Gs], s.g_m2[:C, :Gs])
             jll += gaussian_loglik(n, mean, m2, G, self._var_smoothing)
         log_post = normalise(jll, prior)  # as in predict_proba_one: every class impossible -> the prior
+        decided = self._decide(log_post)
+        keep = self._forget_run(decided, yc)  # a drift detector may act at an event: the run ends before it
+        if keep < len(yc):
+            self._set_run_state(mark)  # what scoring the run changed, scored again over the rows kept
+            if keep == 0:
+                return start
+            D, G, yc, log_post, decided = D[:keep], G[:keep], yc[:keep], log_post[:keep], decided[:keep]
+            stop = start + keep
+            self._run_jll(D, yc, C, prior[:keep])
         classes = s.classes
         out.extend(
             (classes[i], dict(zip(classes, p)))
-            for i, p in zip(self._decide(log_post).tolist(), np.exp(log_post).tolist())
+            for i, p in zip(decided.tolist(), np.exp(log_post).tolist())
         )
         labeled = yc >= 0
         if labeled.any():
             s.add_many(D[labeled], np.arange(D.shape[1]), G[labeled], np.arange(G.shape[1]), yc[labeled])
+            s.settle()
             self._learned(int(labeled.sum()))
         return stop

@@ -46,6 +46,8 @@ class StructuredClassifier(BayesClassifier):
 
     #: Rebuild after a merge (when the model had been built), from the merged counts.
     _rebuild_after_merge = True
+    #: ``n_rebuilds`` when the schedule last started (0; after a switch to fresh counts, see ``_switched``).
+    _rebuild_origin = 0
 
     def _setup_rebuilds(self) -> None:
         """Check ``rebuild_every`` and start counting learned events toward the next rebuild."""
@@ -87,7 +89,7 @@ class StructuredClassifier(BayesClassifier):
         >>> intervals   # rebuilds after 100, 200, 400, 800 (early), 1000, 2000, 3000 learned events
         [100, 100, 200, 400, 200, 1000, 1000]
         """
-        r, w, k = self.rebuild_every, self.warmup, self.n_rebuilds
+        r, w, k = self.rebuild_every, self.warmup, self.n_rebuilds - self._rebuild_origin
         early = self._early_rebuilds()
         if k < early:
             return w if k == 0 else w << (k - 1)
@@ -96,9 +98,11 @@ class StructuredClassifier(BayesClassifier):
         return r
 
     def _learned(self, n: int) -> None:
+        super()._learned(n)  # forgetting first: the structure is built from the counts that remain
         self._since_rebuild += n
         if self.rebuild_every and self._since_rebuild >= self.rebuild_interval():
-            if self.n_rebuilds < self._early_rebuilds() and not dependence_shown(self._stats):
+            self._settle()  # decayed counts renormalised: a structure reads counts, not only ratios
+            if self.n_rebuilds - self._rebuild_origin < self._early_rebuilds() and not dependence_shown(self._stats):
                 self._since_rebuild = 0  # an early rebuild with nothing to build on: keep the structure
                 self.n_rebuilds += 1
             else:
@@ -106,10 +110,19 @@ class StructuredClassifier(BayesClassifier):
 
     def _batch_limit(self) -> int:
         # a batch stops at the next rebuild, so that learn_many rebuilds where learn_one would
-        return max(1, self.rebuild_interval() - self._since_rebuild) if self.rebuild_every else 1 << 62
+        own = max(1, self.rebuild_interval() - self._since_rebuild) if self.rebuild_every else 1 << 62
+        return min(own, super()._batch_limit())
+
+    def _switched(self) -> None:
+        # new counts after a detected drift: rebuild from them, and restart the early rebuilds
+        if self.n_rebuilds:
+            self._settle()
+            self.rebuild()
+        self._rebuild_origin, self._since_rebuild = self.n_rebuilds, 0
 
     def _merged(self) -> None:
         if self._rebuild_after_merge and self.n_rebuilds:
+            self._settle()
             self.rebuild()
 
     def _check_loaded(self) -> None:

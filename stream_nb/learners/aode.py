@@ -41,10 +41,12 @@ class AODE(VectorisedRuns, BayesClassifier):
     events where the attributes involved were observed, and a missing
     attribute is neither parent nor child.
 
-    Numeric (``float``) features are discretised online into ``bins``
-    equal-frequency bins whose edges are chosen from the first ``warmup``
-    values and then never move (see :mod:`stream_nb.stats._discretise`); until then
-    the feature counts as missing.
+    Numeric (``float``) features are discretised online: by default at the
+    cut points Fayyad and Irani's MDL criterion chooses, again and again as
+    the stream goes on, over a fine layer of bins whose counts the model keeps
+    (see :mod:`stream_nb.stats._fine`); until a feature's first ``warmup``
+    values have placed the fine bins it counts as missing, and those events
+    are counted with their value once the bins exist.
 
     Parameters
     ----------
@@ -60,6 +62,17 @@ class AODE(VectorisedRuns, BayesClassifier):
     bin_edges
         ``{feature: [edges]}`` to fix some features' edges up front (needed to
         merge models that discretise numeric features).
+    discretiser
+        ``"mdl"`` (default): supervised cut points (Fayyad and Irani's MDL
+        criterion) chosen again as the stream goes on over a fine layer of
+        ``fine_bins`` bins per feature, whose edges come from the first
+        ``warmup`` values, plus the fine edges nearest the ``bins``
+        equal-frequency quantiles (see :mod:`stream_nb.stats._fine`);
+        ``"equal_frequency"``: ``bins`` equal-frequency bins from the first
+        ``warmup`` values, never moved.
+    fine_bins
+        With ``discretiser="mdl"``: fine bins per numeric feature, the
+        places a cut point can fall.
     types
         ``{feature: "categorical" | "numeric"}`` overriding type inference.
     loss
@@ -74,6 +87,11 @@ class AODE(VectorisedRuns, BayesClassifier):
         class too (semi-supervised, Nigam et al. 2000).
     unlabeled_weight
         Weight of an unlabeled event relative to a labeled one.
+    window, panes, half_life, drift_detector
+        Forgetting (see :mod:`stream_nb.learners._forgetting`): the counts cover the last ``window``
+        learned events, in ``panes`` panes; or decay with a half-life of ``half_life`` events; and a
+        river drift detector (or its name, e.g. ``"ddm"``) watching the prequential error switches to
+        fresh counts on a drift. Default: no forgetting.
     memory_budget
         Bytes the counts may take (default 256 MiB; None: no bound): tables that
         would pass it are kept sparse (see :mod:`stream_nb.stats._budget`).
@@ -103,11 +121,17 @@ class AODE(VectorisedRuns, BayesClassifier):
         bins: int = 5,
         warmup: int = 100,
         bin_edges: dict | None = None,
+        discretiser: str = "mdl",
+        fine_bins: int = 64,
         types: dict | None = None,
         loss: dict | None = None,
         missing: str = "em",
         learn_unlabeled: bool = False,
         unlabeled_weight: float = 1.0,
+        window: int | None = None,
+        panes: int = 4,
+        half_life: float | None = None,
+        drift_detector=None,
         memory_budget: int | None = DEFAULT_MEMORY_BUDGET,
     ):
         self.alpha = alpha
@@ -115,15 +139,18 @@ class AODE(VectorisedRuns, BayesClassifier):
         self.bins = bins
         self.warmup = warmup
         self.bin_edges = bin_edges
+        self.discretiser = discretiser
+        self.fine_bins = fine_bins
         self.types = types
         self.loss = loss
         self.missing = missing
         self.learn_unlabeled = learn_unlabeled
         self.unlabeled_weight = unlabeled_weight
+        self.window, self.panes, self.half_life, self.drift_detector = window, panes, half_life, drift_detector
         self.memory_budget = memory_budget
         check_integer("m", m, minimum=0)
-        check_binning(bins, warmup)
-        self._setup(numeric="bins", pairs=True, bins=bins, warmup=warmup, bin_edges=bin_edges)
+        check_binning(bins, warmup, discretiser, fine_bins)
+        self._setup(numeric="bins", pairs=True, bins=bins, warmup=warmup, bin_edges=bin_edges, discretiser=discretiser, fine_bins=fine_bins)
 
     @classmethod
     def _unit_test_params(cls):
@@ -132,7 +159,7 @@ class AODE(VectorisedRuns, BayesClassifier):
 
     def _spode_terms(self, cols, feats):
         """(C, k) log P̂(c, x_i) Π_j P̂(x_j | c, x_i) for every observed i, and the parent mask."""
-        return spode_terms(self._stats, self._alpha, cols, feats, self.m)
+        return spode_terms(self._stats, self._alpha, cols, feats, self.m * self._inflation)
 
     def _jll(self, enc):
         cols = enc.cols
@@ -174,7 +201,8 @@ class AODE(VectorisedRuns, BayesClassifier):
         add_estep(s, enc, c, w, one_dependence_estep(s.observed(), self._alpha, enc, c, miss))
 
     def _missing_posterior(self, enc, c, miss):
-        return mixture_posterior(self._stats, self._alpha, enc, c, miss, self.m, None, self._naive_jll(enc))
+        return mixture_posterior(self._stats, self._alpha, enc, c, miss, self.m * self._inflation, None,
+                                 self._naive_jll(enc))
 
     def _jll_many(self, D, dfeats, G, gslots):
         out = self._naive_jll_many(D, dfeats, G, gslots)
@@ -190,7 +218,7 @@ class AODE(VectorisedRuns, BayesClassifier):
             Dc = np.where(obs, Dr, 0)
             n_vals = np.maximum(s.n_values[dfeats][None, :] + (Dr == 0), 1)
             vc = s.value_count[:C][:, Dc]
-            parents = obs & (vc.sum(0) >= self.m)
+            parents = obs & (vc.sum(0) >= self.m * self._inflation)
             joint = np.log(vc + a) - np.log(d_i[None, :] + a * n_vals)[None]
             pc = s.pair_count[:C][:, Dc[:, :, None], Dc[:, None, :]]
             den = s.pair_feat[:C][:, Dc[:, :, None], dfeats[None, None, :]]

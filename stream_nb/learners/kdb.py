@@ -84,12 +84,25 @@ class KDB(VectorisedRuns, StructuredClassifier):
         Most joint values of missing attributes enumerated per event.
     bins, warmup, bin_edges
         Discretisation of numeric features (see :class:`~stream_nb.AODE`).
+    discretiser
+        ``"mdl"`` (default): supervised cut points (Fayyad and Irani's MDL
+        criterion) chosen again as the stream goes on over a fine layer of
+        ``fine_bins`` bins per feature, whose edges come from the first
+        ``warmup`` values, plus the fine edges nearest the ``bins``
+        equal-frequency quantiles (see :mod:`stream_nb.stats._fine`);
+        ``"equal_frequency"``: ``bins`` equal-frequency bins from the first
+        ``warmup`` values, never moved.
+    fine_bins
+        With ``discretiser="mdl"``: fine bins per numeric feature, the
+        places a cut point can fall.
     types
         ``{feature: "categorical" | "numeric"}`` overriding type inference.
     loss
         Optional loss matrix ``{truth: {prediction: cost}}`` for Bayes decision.
     missing, learn_unlabeled, unlabeled_weight
         EM for missing values and unlabeled events (see :class:`~stream_nb.NaiveBayes`).
+    window, panes, half_life, drift_detector
+        Forgetting (see :class:`~stream_nb.NaiveBayes`).
     memory_budget
         Bytes the counts may take (default 256 MiB; None: no bound): tables that
         would pass it are kept sparse (see :mod:`stream_nb.stats._budget`).
@@ -123,11 +136,17 @@ class KDB(VectorisedRuns, StructuredClassifier):
         bins: int = 5,
         warmup: int = 100,
         bin_edges: dict | None = None,
+        discretiser: str = "mdl",
+        fine_bins: int = 16,
         types: dict | None = None,
         loss: dict | None = None,
         missing: str = "em",
         learn_unlabeled: bool = False,
         unlabeled_weight: float = 1.0,
+        window: int | None = None,
+        panes: int = 4,
+        half_life: float | None = None,
+        drift_detector=None,
         memory_budget: int | None = DEFAULT_MEMORY_BUDGET,
     ):
         self.k = k
@@ -138,21 +157,24 @@ class KDB(VectorisedRuns, StructuredClassifier):
         self.bins = bins
         self.warmup = warmup
         self.bin_edges = bin_edges
+        self.discretiser = discretiser
+        self.fine_bins = fine_bins
         self.types = types
         self.loss = loss
         self.missing = missing
         self.learn_unlabeled = learn_unlabeled
         self.unlabeled_weight = unlabeled_weight
+        self.window, self.panes, self.half_life, self.drift_detector = window, panes, half_life, drift_detector
         self.memory_budget = memory_budget
         check_integer("k", k, minimum=0)
         if max_table_cells is not None:
             check_integer("max_table_cells", max_table_cells, minimum=1)
         check_integer("max_completions", max_completions, minimum=1)
-        check_binning(bins, warmup)
+        check_binning(bins, warmup, discretiser, fine_bins)
         self._setup_rebuilds()
         # k >= 2 keeps the class-conditional counts of every (k+1)-tuple of values; k = 1 reads the pairs
         self._setup(numeric="bins", pairs=True, tuples=k + 1 if k >= 2 else 0, bins=bins, warmup=warmup,
-                    bin_edges=bin_edges, max_table_cells=max_table_cells)
+                    bin_edges=bin_edges, discretiser=discretiser, fine_bins=fine_bins, max_table_cells=max_table_cells)
         self._parents: dict[int, tuple[int, ...]] = {}
         self._order: list[int] = []
         self.n_em_skipped = 0
@@ -203,28 +225,47 @@ class KDB(VectorisedRuns, StructuredClassifier):
         C = s.n_classes
         out = np.broadcast_to(self._log_prior(), (len(D), C)).copy()  # the class counts have no observed-only twin
         t = s.tuples
-        for f in range(D.shape[1]):
-            v = D[:, f]
-            rows = np.flatnonzero(v >= 0)
-            if not len(rows):
+        # the features by how many parents they have, each group read with one gather per table
+        # (a loop over the features made a round of numpy calls per feature and event)
+        for fs, pas in self._parent_groups(D.shape[1]):
+            V = D[:, fs]  # (rows, g)
+            obs = V >= 0
+            if not obs.any():
                 continue
-            v = v[rows]
-            n_vals = s.n_values[f] + (v == 0)
-            pa = self._parents.get(f, ())
-            if not pa:
-                num = s.value_count[:C, v]
-                den = np.broadcast_to(s.feat_count[:C, f][:, None], num.shape)
+            v = np.where(obs, V, 0)
+            n_vals = s.n_values[fs] + (v == 0)
+            if pas is None:
+                num = s.value_count[:C][:, v]  # (C, rows, g)
+                den = np.broadcast_to(s.feat_count[:C, fs][:, None, :], num.shape)
             elif t == 0:  # k = 1: the pair counts, the parent's row
-                u = D[rows, pa[0]]
-                num = s.pair_count[:C, u, v]
-                den = s.pair_feat[:C, u, f]
+                u = D[:, pas[0]]
+                num = s.pair_count[:C][:, u, v]
+                den = s.pair_feat[:C][:, u, np.broadcast_to(fs, v.shape)]
             else:
-                us = [D[rows, p] for p in pa]
+                us = [D[:, q] for q in pas]
                 us += [us[-1]] * (t - 1 - len(us))  # fewer parents: a diagonal of the table
-                num = s.tuple_count[(slice(0, C), v, *us)]
-                den = s.tuple_feat[(slice(0, C), *us, np.full(len(rows), f))]
-            out[rows] += np.log((num + a) / (den + a * n_vals)).T
+                num = s.tuple_count[(slice(0, C), v, *us)]  # a dense array or a SparseTable
+                den = s.tuple_feat[(slice(0, C), *us, np.broadcast_to(fs, v.shape))]
+            terms = np.log((num + a) / (den + a * n_vals))
+            out += np.where(obs, terms, 0.0).sum(2).T
         return out
+
+    def _parent_groups(self, F: int) -> list:
+        """``[(features, parents)]``: the features below ``F`` grouped by their number of parents,
+        ``parents`` a list of arrays (the j-th parent of each feature; None for the roots);
+        cached for the current ``_parents`` dict."""
+        cached = getattr(self, "_groups", None)
+        if cached is not None and cached[0] is self._parents and cached[1] == F:
+            return cached[2]
+        by_count: dict[int, list[int]] = {}
+        for f in range(F):
+            by_count.setdefault(len(self._parents.get(f, ())), []).append(f)
+        groups = []
+        for n, fs in sorted(by_count.items()):
+            pas = [np.array([self._parents[f][j] for f in fs], dtype=np.int64) for j in range(n)] if n else None
+            groups.append((np.array(fs, dtype=np.int64), pas))
+        self._groups = (self._parents, F, groups)
+        return groups
 
     def _dense(self, enc) -> np.ndarray:
         D = np.full(len(self._stats.features), -1, dtype=np.int64)
@@ -239,6 +280,8 @@ class KDB(VectorisedRuns, StructuredClassifier):
 
     def _needed_missing(self, D: np.ndarray) -> list[int]:
         """Missing attributes with an observed descendant: they must be summed out."""
+        if not len(D) or D.min() >= 0:  # a complete event: nothing missing
+            return []
         children: dict[int, list[int]] = {}
         for f, pa in self._parents.items():
             for p in pa:

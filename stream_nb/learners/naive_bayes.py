@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import check_number
+from .._checks import check_choice, check_number
 from ..stats import DEFAULT_MEMORY_BUDGET, naive_terms
 from ._base import BayesClassifier
+from ._binning import check_binning
 from ._em import add_estep, assemble, naive_bayes_blocks
 from ._runs import VectorisedRuns
 
@@ -60,6 +61,18 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
         class too (semi-supervised, Nigam et al. 2000).
     unlabeled_weight
         Weight of an unlabeled event relative to a labeled one.
+    window, panes, half_life, drift_detector
+        Forgetting (see :mod:`stream_nb.learners._forgetting`): the counts cover the last ``window``
+        learned events, in ``panes`` panes; or decay with a half-life of ``half_life`` events; and a
+        river drift detector (or its name, e.g. ``"ddm"``) watching the prequential error switches to
+        fresh counts on a drift. Default: no forgetting.
+    numeric
+        ``"gaussian"`` (default): a numeric feature is one Gaussian per
+        class; ``"bins"``: it is discretised and counted like a categorical
+        one (see :class:`~stream_nb.AODE` and the parameters below). The
+        README's *Numeric features* section measures when each wins.
+    bins, warmup, bin_edges, discretiser, fine_bins
+        Discretisation with ``numeric="bins"`` (see :class:`~stream_nb.AODE`).
     memory_budget
         Bytes the counts may take (default 256 MiB; None: no bound): tables that
         would pass it are kept sparse (see :mod:`stream_nb.stats._budget`).
@@ -101,6 +114,16 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
         missing: str = "em",
         learn_unlabeled: bool = False,
         unlabeled_weight: float = 1.0,
+        window: int | None = None,
+        panes: int = 4,
+        half_life: float | None = None,
+        drift_detector=None,
+        numeric: str = "gaussian",
+        bins: int = 5,
+        warmup: int = 100,
+        bin_edges: dict | None = None,
+        discretiser: str = "mdl",
+        fine_bins: int = 64,
         memory_budget: int | None = DEFAULT_MEMORY_BUDGET,
     ):
         self.alpha = alpha
@@ -110,9 +133,19 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
         self.missing = missing
         self.learn_unlabeled = learn_unlabeled
         self.unlabeled_weight = unlabeled_weight
+        self.window, self.panes, self.half_life, self.drift_detector = window, panes, half_life, drift_detector
+        self.numeric = numeric
+        self.bins = bins
+        self.warmup = warmup
+        self.bin_edges = bin_edges
+        self.discretiser = discretiser
+        self.fine_bins = fine_bins
         self.memory_budget = memory_budget
         check_number("var_smoothing", var_smoothing, minimum=0)
-        self._setup(numeric="gaussian", pairs=False, var_smoothing=var_smoothing)
+        check_choice("numeric", numeric, ("gaussian", "bins"))
+        check_binning(bins, warmup, discretiser, fine_bins)
+        self._setup(numeric=numeric, pairs=False, var_smoothing=var_smoothing, bins=bins, warmup=warmup,
+                    bin_edges=bin_edges, discretiser=discretiser, fine_bins=fine_bins)
         self._table_epoch = -1
 
     # log P(v | c) for every column v, a view of the counts kept up to date
@@ -141,8 +174,8 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
             self._lprior = self._log_prior()
 
     def _jll(self, enc):
-        if enc.unseen or not self._stats.n_classes:
-            return self._naive_jll(enc)
+        if enc.unseen or not self._stats.n_classes or self.half_life is not None:
+            return self._naive_jll(enc)  # (decay changes every cell's smoothing each event: no table)
         lp, prior = self._tables()
         jll = prior + lp[:, enc.cols].sum(1) if len(enc.cols) else prior
         if len(enc.gslots):

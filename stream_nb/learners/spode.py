@@ -48,12 +48,25 @@ class SPODE(VectorisedRuns, StructuredClassifier):
         TAN's (0: only on :meth:`rebuild`).
     bins, warmup, bin_edges
         Discretisation of numeric features (see :class:`~stream_nb.AODE`).
+    discretiser
+        ``"mdl"`` (default): supervised cut points (Fayyad and Irani's MDL
+        criterion) chosen again as the stream goes on over a fine layer of
+        ``fine_bins`` bins per feature, whose edges come from the first
+        ``warmup`` values, plus the fine edges nearest the ``bins``
+        equal-frequency quantiles (see :mod:`stream_nb.stats._fine`);
+        ``"equal_frequency"``: ``bins`` equal-frequency bins from the first
+        ``warmup`` values, never moved.
+    fine_bins
+        With ``discretiser="mdl"``: fine bins per numeric feature, the
+        places a cut point can fall.
     types
         ``{feature: "categorical" | "numeric"}`` overriding type inference.
     loss
         Optional loss matrix ``{truth: {prediction: cost}}`` for Bayes decision.
     missing, learn_unlabeled, unlabeled_weight
         EM for missing values and unlabeled events (see :class:`~stream_nb.NaiveBayes`).
+    window, panes, half_life, drift_detector
+        Forgetting (see :class:`~stream_nb.NaiveBayes`).
     memory_budget
         Bytes the counts may take (default 256 MiB; None: no bound): tables that
         would pass it are kept sparse (see :mod:`stream_nb.stats._budget`).
@@ -90,11 +103,17 @@ class SPODE(VectorisedRuns, StructuredClassifier):
         bins: int = 5,
         warmup: int = 100,
         bin_edges: dict | None = None,
+        discretiser: str = "mdl",
+        fine_bins: int = 64,
         types: dict | None = None,
         loss: dict | None = None,
         missing: str = "em",
         learn_unlabeled: bool = False,
         unlabeled_weight: float = 1.0,
+        window: int | None = None,
+        panes: int = 4,
+        half_life: float | None = None,
+        drift_detector=None,
         memory_budget: int | None = DEFAULT_MEMORY_BUDGET,
     ):
         self.parent = parent
@@ -103,15 +122,18 @@ class SPODE(VectorisedRuns, StructuredClassifier):
         self.bins = bins
         self.warmup = warmup
         self.bin_edges = bin_edges
+        self.discretiser = discretiser
+        self.fine_bins = fine_bins
         self.types = types
         self.loss = loss
         self.missing = missing
         self.learn_unlabeled = learn_unlabeled
         self.unlabeled_weight = unlabeled_weight
+        self.window, self.panes, self.half_life, self.drift_detector = window, panes, half_life, drift_detector
         self.memory_budget = memory_budget
-        check_binning(bins, warmup)
+        check_binning(bins, warmup, discretiser, fine_bins)
         self._setup_rebuilds()
-        self._setup(numeric="bins", pairs=True, bins=bins, warmup=warmup, bin_edges=bin_edges)
+        self._setup(numeric="bins", pairs=True, bins=bins, warmup=warmup, bin_edges=bin_edges, discretiser=discretiser, fine_bins=fine_bins)
         self._chosen = parent  # the super-parent's name, or None (naive Bayes)
         self._loss_sum = np.zeros(0)
         self._loss_n = np.zeros(0)
@@ -242,6 +264,12 @@ class SPODE(VectorisedRuns, StructuredClassifier):
         s = self._stats
         F = len(s.features)
         return run_cells(F, s.n_classes * (F**2 if self.parent is None else F))
+
+    def _run_state(self):
+        return self._loss_sum.copy(), self._loss_n.copy()
+
+    def _set_run_state(self, state) -> None:
+        self._loss_sum, self._loss_n = state[0].copy(), state[1].copy()
 
     def _run_jll(self, D, yc, C, prior):
         """:meth:`_jll` of each row of a run; with ``parent=None`` each labeled row also adds every

@@ -67,6 +67,17 @@ class TAN(VectorisedRuns, StructuredClassifier):
         on :meth:`rebuild`).
     bins, warmup, bin_edges
         Discretisation of numeric features (see :class:`~stream_nb.AODE`).
+    discretiser
+        ``"mdl"`` (default): supervised cut points (Fayyad and Irani's MDL
+        criterion) chosen again as the stream goes on over a fine layer of
+        ``fine_bins`` bins per feature, whose edges come from the first
+        ``warmup`` values, plus the fine edges nearest the ``bins``
+        equal-frequency quantiles (see :mod:`stream_nb.stats._fine`);
+        ``"equal_frequency"``: ``bins`` equal-frequency bins from the first
+        ``warmup`` values, never moved.
+    fine_bins
+        With ``discretiser="mdl"``: fine bins per numeric feature, the
+        places a cut point can fall.
     types
         ``{feature: "categorical" | "numeric"}`` overriding type inference.
     loss
@@ -80,6 +91,11 @@ class TAN(VectorisedRuns, StructuredClassifier):
         class too (semi-supervised, Nigam et al. 2000).
     unlabeled_weight
         Weight of an unlabeled event relative to a labeled one.
+    window, panes, half_life, drift_detector
+        Forgetting (see :mod:`stream_nb.learners._forgetting`): the counts cover the last ``window``
+        learned events, in ``panes`` panes; or decay with a half-life of ``half_life`` events; and a
+        river drift detector (or its name, e.g. ``"ddm"``) watching the prequential error switches to
+        fresh counts on a drift. Default: no forgetting.
     memory_budget
         Bytes the counts may take (default 256 MiB; None: no bound): tables that
         would pass it are kept sparse (see :mod:`stream_nb.stats._budget`).
@@ -110,11 +126,17 @@ class TAN(VectorisedRuns, StructuredClassifier):
         bins: int = 5,
         warmup: int = 100,
         bin_edges: dict | None = None,
+        discretiser: str = "mdl",
+        fine_bins: int = 64,
         types: dict | None = None,
         loss: dict | None = None,
         missing: str = "em",
         learn_unlabeled: bool = False,
         unlabeled_weight: float = 1.0,
+        window: int | None = None,
+        panes: int = 4,
+        half_life: float | None = None,
+        drift_detector=None,
         memory_budget: int | None = DEFAULT_MEMORY_BUDGET,
     ):
         self.alpha = alpha
@@ -122,15 +144,18 @@ class TAN(VectorisedRuns, StructuredClassifier):
         self.bins = bins
         self.warmup = warmup
         self.bin_edges = bin_edges
+        self.discretiser = discretiser
+        self.fine_bins = fine_bins
         self.types = types
         self.loss = loss
         self.missing = missing
         self.learn_unlabeled = learn_unlabeled
         self.unlabeled_weight = unlabeled_weight
+        self.window, self.panes, self.half_life, self.drift_detector = window, panes, half_life, drift_detector
         self.memory_budget = memory_budget
-        check_binning(bins, warmup)
+        check_binning(bins, warmup, discretiser, fine_bins)
         self._setup_rebuilds()
-        self._setup(numeric="bins", pairs=True, bins=bins, warmup=warmup, bin_edges=bin_edges)
+        self._setup(numeric="bins", pairs=True, bins=bins, warmup=warmup, bin_edges=bin_edges, discretiser=discretiser, fine_bins=fine_bins)
         self._parent = np.full(0, -1, dtype=np.int64)
         self._cmi = np.zeros((0, 0))
         self._root = -1

@@ -25,6 +25,7 @@ from prometheus_client.core import (
 from prometheus_client.process_collector import ProcessCollector
 
 from .. import __version__
+from ._join_metrics import JOIN_METRICS, join_families
 from ._observer import DaemonObserver
 
 __all__ = ["METRICS", "make_registry"]
@@ -62,6 +63,8 @@ METRICS: tuple[tuple[str, str, str, str], ...] = (
     ("stream_nb_model_rebuilds_total", "counter", "model",
      "structure rebuilds of the model (TAN tree), over the model's life (restored from a snapshot)"),
     ("stream_nb_model_rebuild_seconds", "histogram", "model", "duration of each rebuild seen by this process"),
+    ("stream_nb_model_drifts_total", "counter", "model",
+     "drifts the model's drift detector found (each a switch to fresh counts), over the model's life"),
     ("stream_nb_model_count_cells", "gauge", "model",
      "cells the model's counts hold (dense arrays whole; sparse tables, the cells that occur)"),
     ("stream_nb_model_count_bytes", "gauge", "model", "bytes the model's counts take"),
@@ -81,7 +84,7 @@ METRICS: tuple[tuple[str, str, str, str], ...] = (
     ("stream_nb_ready", "gauge", "", "1 when /readyz answers 200"),
     ("stream_nb_start_time_seconds", "gauge", "", "process start (Unix time)"),
     ("process_*", "various", "", "prometheus_client's process collector: CPU, resident memory, open fds"),
-)
+) + JOIN_METRICS
 
 _DOC = {name: doc for name, _, _, doc in METRICS}
 
@@ -194,6 +197,12 @@ class _Collector:
             seconds.add_metric([model], o.rebuild_seconds.cumulative(), o.rebuild_seconds.sum)
             yield seconds
 
+        if getattr(engine, "joiner", None) is not None:
+            yield from join_families(engine.joiner, model)
+        if engine is not None and getattr(engine.model, "drifts", None) is not None:
+            drifts = CounterMetricFamily("stream_nb_model_drifts", _doc("stream_nb_model_drifts"), labels=["model"])
+            drifts.add_metric([model], len(engine.model.drifts))
+            yield drifts
         memory_used = getattr(engine.model, "memory_used", None) if engine is not None else None
         if memory_used is not None:
             used = memory_used()

@@ -360,7 +360,7 @@ class SnapshotFile:
 
     def model(self) -> typing.Any:
         """Rebuild the model; :class:`~stream_nb.exceptions.SnapshotError` if its state does not fit."""
-        return model_from_state(self.arrays, self.meta, self.path)
+        return model_from_state({k: a for k, a in self.arrays.items() if k[:5] != "join."}, self.meta, self.path)
 
 
 def _damaged(path: str, reason: str) -> SnapshotError:

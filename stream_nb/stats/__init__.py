@@ -71,11 +71,18 @@ module             what it holds
 ``_budget.py``     the memory budget: dense tables while they fit, sparse beyond
 ``_sparse.py``     sparse count tables (the cells that occur, hashed in numpy arrays)
 ``_discretise.py`` online equal-frequency bins of numeric features
+``_forgetting.py`` captures of the counts, their differences, subtracting and scaling (forgetting)
+``_mdl.py``        Fayyad and Irani's MDL cut points from class counts
+``_fine.py``       the two-layer store: fine bins kept, MDL cut points read
+``_coarse.py``     the coarse layer as exact sums of the fine cells
 =================  ==================================================================
 """
 
 from ._budget import DEFAULT_MEMORY_BUDGET
 from ._discretise import Discretiser
+from ._forgetting import capture, capture_nbytes, count_difference, replace_counts, scale_counts, subtract_counts
+from ._fine import TwoLayerStats
+from ._mdl import mdl_cuts
 from ._gaussian import gaussian_loglik
 from ._labels import is_missing_label, validate_label
 from ._running import (
@@ -87,7 +94,8 @@ from ._values import BINNED, CAT, GAUSS, VALUE_GROUPS, Encoded, describe_type, j
 
 __all__ = [
     "BINNED", "CAT", "DEFAULT_MEMORY_BUDGET", "GAUSS", "VALUE_GROUPS", "Discretiser", "SparseTable", "Encoded", "Stats",
-    "exclusive_counts", "gaussian_loglik", "grouped_exclusive_counts", "naive_terms", "running_counts",
-    "running_moments", "tree_terms",
+    "TwoLayerStats", "exclusive_counts", "gaussian_loglik", "grouped_exclusive_counts", "mdl_cuts", "naive_terms",
+    "running_counts", "running_moments", "tree_terms",
     "describe_type", "is_missing_label", "json_type", "validate_label",
+    "capture", "capture_nbytes", "count_difference", "replace_counts", "scale_counts", "subtract_counts",
 ]

@@ -202,13 +202,13 @@ class Adding:
         t = self.tuples
         tuple_count, tuple_feat = getattr(self, p + "tuple_count"), getattr(self, p + "tuple_feat")
         k = D.shape[1]
+        if isinstance(tuple_count, SparseTable):
+            self._add_tuples_sparse(p, D, dfeats, yc, w, mask)
+            return
         if mask.all() and k:  # complete rows (the vectorised runs): each row's cells are distinct, as in _count
             _add_tuple_rows(_flat(tuple_count), _flat(tuple_feat), tuple_count.shape, tuple_feat.shape, D, dfeats, yc, w)
             return
         grid = np.indices((k,) * t).reshape(t, -1)  # every t-tuple of column positions
-        if isinstance(tuple_count, SparseTable):
-            self._add_tuples_sparse(p, D, dfeats, yc, w, mask)
-            return
         for lo in range(0, len(D), 64):
             Dm, mk = D[lo : lo + 64], mask[lo : lo + 64]
             ok = np.logical_and.reduce([mk[:, g] for g in grid])  # (rows, k^t)

@@ -25,15 +25,19 @@ class Encoding:
         When learning ``x`` would need nothing new, the encoding carries the
         store's ``epoch``: :meth:`encode_learn` can then take it as is.
         """
-        # Fast path: every value categorical and already known; the features
-        # are then read off the columns. Anything else takes the full loop.
+        enc = self._encode_known(x)
+        return self._encode(x) if enc is None else enc
+
+    def _encode_known(self, x: dict) -> Encoded | None:
+        """The fast path of :meth:`encode`: every value categorical and already known, the features
+        then read off the columns (an encoding learning can take as is); None for anything else."""
         cat = self._cat_values
         cols = []
         try:
             for name, v in x.items():
                 cols.append(cat[type(v)][name][v])  # a value of another type than the feature's misses
         except (KeyError, TypeError):
-            return self._encode(x)
+            return None
         if cols:
             c = np.array(cols, dtype=np.int64)
             return Encoded(c, self.value_feature[c], EMPTY_INT, EMPTY_FLOAT, False, self.epoch)
@@ -150,6 +154,8 @@ class Encoding:
         it: when learning ``x`` needs nothing new (``known.epoch`` is the
         store's epoch), it is the learning encoding too and ``x`` is not read again.
         """
+        if known is None:  # every value a known category: nothing to register, as encode() tells
+            known = self._encode_known(x)
         if known is not None and known.epoch == self.epoch:
             if y is not None and self.tuples:
                 self._check_room(0, y not in self.class_index)

@@ -135,7 +135,7 @@ class Schema:
             raise CapacityError(
                 f"the {self.tuples}-way count table would need {cells:,} cells "
                 f"({len(self.classes) + extra_classes} classes x {len(self.value_keys) + extra_values} values^{self.tuples}), "
-                f"more than max_table_cells={self.max_table_cells:,}; lower k or the number of bins, "
+                f"more than max_table_cells={self.max_table_cells:,}; lower k or the number of bins (fine_bins with discretiser=mdl), "
                 f"or raise max_table_cells"
             )
 

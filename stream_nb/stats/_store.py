@@ -138,6 +138,24 @@ class Stats(Schema, Budget, Labels, Promotion, Encoding, Frames, Adding, Removin
         self._cap = (0, 0, 0, 0)
         self._alloc(4, 16, 8, 4)
 
+    def cut_points(self) -> dict:
+        """``{feature: [cut points]}`` of every discretised feature whose bin edges exist (bin 0 is
+        below the first, the last bin at or above the last)."""
+        return {name: self.disc[f].edges.tolist() for f, name in enumerate(self.features)
+                if self.disc[f] is not None and self.disc[f].edges is not None}
+
+    def learn_limit(self) -> int:
+        """How many events may be learned in one batch or run before the store must look at its
+        counts again (a two-layer store chooses its cut points); here, no limit."""
+        return 1 << 62
+
+    def settle(self) -> None:
+        """Called when a learning step is over (a two-layer store may choose its cut points); here, nothing."""
+
+    def frame_warms(self, X) -> bool:
+        """Whether a batch must be learned row by row for the discretiser's warm-up; here, never."""
+        return False
+
     def __getstate__(self):
         state = self.__dict__.copy()
         state["_cache"] = {}

@@ -10,7 +10,7 @@ from .._console import INTERRUPTED, pipe_safe, writable_directory
 from ..exceptions import ConfigError
 from ..settings import BY_NAME, MODELS
 from ._inputs import MODEL_FLAG_NAMES, BadRowReporter, add_input_flags, global_params, open_input
-from .evaluate import evaluate, format_table, format_tree, make_model, parse_model_specs
+from .evaluate import evaluate, format_cut_points, format_table, format_tree, make_model, parse_model_specs
 from .report import write_report
 
 __all__ = ["add_subcommand", "run_evaluate"]
@@ -130,6 +130,9 @@ def run_evaluate(args: argparse.Namespace) -> int:
     for r in result.models:
         if hasattr(r.model, "tree"):
             print(f"\nTAN tree of {r.name}: {format_tree(r.model)}")
+        cuts = format_cut_points(r.model)
+        if cuts:
+            print(f"\ncut points of {r.name}'s numeric features:\n{cuts}")
     if args.report:
         try:
             paths = write_report(result, args.report, window=args.window, command=_command_line(args))

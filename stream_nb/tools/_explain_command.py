@@ -12,7 +12,7 @@ from ..engine import EventDecoder
 from ..exceptions import ConfigError, InvalidEventError, SnapshotError
 from ..settings import MODELS
 from ._inputs import BadRowReporter, add_input_flags, features_of, global_params, open_input
-from .evaluate import event_config, make_model, parse_model_specs, train
+from .evaluate import event_config, format_cut_points, make_model, parse_model_specs, train
 from .explain import DEFAULT_PERMUTATIONS, EXACT_MAX_ATTRIBUTES, explain_one
 from .report import check_plot_path, plot_explanation
 
@@ -147,6 +147,9 @@ def run_explain(args: argparse.Namespace) -> int:
     print(expl.describe())
     print()
     print(expl.table())
+    cuts = format_cut_points(model)
+    if cuts:
+        print(f"\ncut points of the numeric features:\n{cuts}")
     if args.plot:
         try:
             plot_explanation(expl, args.plot, subtitle=origin)

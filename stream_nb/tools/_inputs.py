@@ -27,8 +27,9 @@ __all__ = [
 #: Bad rows reported one by one on stderr; the rest are only counted.
 MAX_REPORTED = 10
 
-#: Model parameters with a ``stream-nb run`` flag: evaluate and explain take the same flags.
-MODEL_FLAG_NAMES = tuple(s.name for s in SETTINGS if s.name in MODEL_PARAMS)
+#: Model parameters with a ``stream-nb run`` flag: evaluate and explain take the same flags, but for
+#: ``--window`` (evaluate's own: the rolling accuracy's); give a model's window in its spec (``nb:window=2000``).
+MODEL_FLAG_NAMES = tuple(s.name for s in SETTINGS if s.name in MODEL_PARAMS and s.name != "window")
 
 
 def add_input_flags(p: argparse.ArgumentParser, model_flag: str) -> None:

@@ -67,6 +67,8 @@ def describe(snap: snapshots.SnapshotFile) -> dict[str, typing.Any]:
         },
         "daemon": None,
     }
+    if hasattr(model, "cut_points"):
+        info["model"]["cut_points"] = _plain(model.cut_points())
     if hasattr(model, "tree") and hasattr(model, "root"):
         info["model"]["root"] = _plain(model.root)
         info["model"]["tree"] = [{"parent": _plain(p), "child": _plain(c), "cmi": cmi} for p, c, cmi in model.tree]
@@ -117,6 +119,8 @@ def _text(info: dict[str, typing.Any]) -> str:
             for f in m["features"]
         ),
     ]
+    for name, cuts in (m.get("cut_points") or {}).items():
+        lines.append(f"cuts       {name}: " + (", ".join(f"{c:.6g}" for c in cuts) or "none (one bin)"))
     if m.get("memory"):
         u = m["memory"]
         budget = "none" if u["budget"] is None else f"{u['budget']:,} bytes"

@@ -63,7 +63,8 @@ def _figure(width: float, height: float):
 
 
 def plot_learning_curves(evaluation, path: str, window: int = 500) -> str:
-    """Rolling prequential accuracy over ``window`` labeled events, one line per model; returns ``path``."""
+    """Rolling prequential accuracy over ``window`` labeled events, one line per model, and a dotted
+    vertical line in the model's colour at each drift its detector found (``model.drifts``); returns ``path``."""
     fig = _figure(8, 4.5)
     ax = fig.add_subplot()
     for r in evaluation.models:
@@ -71,7 +72,9 @@ def plot_learning_curves(evaluation, path: str, window: int = 500) -> str:
             continue
         y = rolling_accuracy(r.correct, window)
         x = np.arange(1, len(y) + 1)
-        ax.plot(x, y, linewidth=1.4, label=f"{r.name} (overall {r.accuracy:.4f})")
+        (line,) = ax.plot(x, y, linewidth=1.4, label=f"{r.name} (overall {r.accuracy:.4f})")
+        for d in getattr(r.model, "drifts", None) or ():  # the drifts the model's detector found
+            ax.axvline(d, color=line.get_color(), linestyle=":", linewidth=1.0, alpha=0.8)
     ax.set_xlabel("labeled events")
     ax.set_ylabel(f"accuracy over the last {window:,} labeled events")
     ax.set_title(f"Prequential accuracy: {evaluation.source}", fontsize=11)

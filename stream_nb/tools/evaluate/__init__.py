@@ -67,7 +67,8 @@ compact JSON encoding (orjson) of its metadata ``model.state()[1]``: what a snap
 
 from __future__ import annotations
 
-from ._format import format_table, format_tree, why_no_tree
+from ._drifting import DRIFT_STREAMS, DriftingStream
+from ._format import format_cut_points, format_table, format_tree, why_no_tree
 from ._loop import Evaluation, ModelResult, evaluate, rolling_accuracy, train
 from ._readers import (
     DEFAULT_RIVER_EVENTS,
@@ -82,6 +83,8 @@ from ._specs import ModelSpec, make_model, parse_model_specs, state_bytes
 
 __all__ = [
     "DEFAULT_RIVER_EVENTS",
+    "DRIFT_STREAMS",
+    "DriftingStream",
     "RIVER_STREAMS",
     "BadRow",
     "EventSource",
@@ -91,6 +94,7 @@ __all__ = [
     "evaluate",
     "event_config",
     "format_table",
+    "format_cut_points",
     "format_tree",
     "make_model",
     "open_events",

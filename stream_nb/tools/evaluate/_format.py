@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typing
 
-__all__ = ["format_table", "format_tree", "why_no_tree"]
+__all__ = ["format_cut_points", "format_table", "format_tree", "why_no_tree"]
 
 
 def _fmt(value: typing.Any, kind: str) -> str:
@@ -65,3 +65,22 @@ def format_tree(model) -> str:
     lines += [f"  {f'{p} -> {c}'.ljust(width)}  {cmi:.4g}" for p, c, cmi in model.tree]
     return "\n".join(lines)
 
+
+
+def format_cut_points(model) -> str:
+    """Where a model cuts each discretised numeric feature now, one line per feature ("" without any).
+
+    >>> from stream_nb import TAN
+    >>> print(format_cut_points(TAN(bin_edges={"temp": [10.0, 25.0]})))
+    <BLANKLINE>
+    >>> model = TAN(bin_edges={"temp": [10.0, 25.0]})
+    >>> model.learn_one({"temp": 12.5}, "mild")
+    >>> print(format_cut_points(model))
+      temp: 10, 25  (3 bins)
+    """
+    cuts = model.cut_points() if hasattr(model, "cut_points") else {}
+    if not cuts:
+        return ""
+    width = max(len(str(name)) for name in cuts)
+    return "\n".join(f"  {(str(name) + ':').ljust(width + 1)} {', '.join(f'{c:.6g}' for c in edges) or 'none'}"
+                     f"  ({len(edges) + 1} bin{'s' if edges else ''})" for name, edges in cuts.items())

@@ -20,6 +20,7 @@ import numpy as np
 from ..._checks import is_integer
 from ...engine import BOM, EventDecoder, validate_label
 from ...exceptions import ConfigError, InvalidEventError
+from ._drifting import DRIFT_STREAMS
 
 __all__ = [
     "DEFAULT_RIVER_EVENTS",
@@ -42,6 +43,7 @@ RIVER_STREAMS: dict[str, typing.Callable[[int], typing.Any]] = {
     "RandomTree": lambda seed: _synth().RandomTree(
         seed_tree=seed, seed_sample=seed, n_classes=3, n_num_features=4, n_cat_features=4, n_categories_per_feature=3
     ),
+    **DRIFT_STREAMS,  # concept drift, abrupt (concatenated streams) and gradual: see _drifting.py
 }
 
 _CLASSIFICATION_TASKS = ("Binary classification", "Multi-class classification")

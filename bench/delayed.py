@@ -1,0 +1,255 @@
+"""Labels that arrive later: what each policy costs in accuracy, what the join costs in throughput and memory.
+
+Accuracy: binary streams with abrupt drift (the concept flips twice) where
+each positive's label arrives after a random delay (exponential, mean D events)
+and a negative's never comes: no label within the TTL (3 D) means negative.
+Every policy runs the daemon's own join (``stream_nb.engine.Joiner`` in an
+``Engine``, the event index as ``--time-field``), and is scored on the
+prediction made when the event arrived against its true label:
+
+- oracle: every label in the event itself (learned at once);
+- wait: learn an event when its label comes (``--on-expire drop``: negatives never);
+- default at expiry: ``--on-expire label:0``;
+- provisional: ``--provisional-label 0``, retracted exactly when the label comes.
+
+Anchor: river's ``evaluate.progressive_val_score`` on the same stream and model
+with the same delays (a positive's label at its delay, a negative's at the TTL),
+which is what "default at expiry" computes.
+
+Throughput (``--throughput``): ``stream-nb run`` on the same events, with the
+labels in the events versus in a ``--feedback`` file (CPU seconds of the child).
+Memory (``--memory``): bytes the pending store allocates for 1,000,000 events of
+20 features (tracemalloc).
+
+    PYTHONPATH=. python bench/delayed.py [--events 20000] [--throughput] [--memory]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+
+import numpy as np
+import orjson
+from river import evaluate, metrics
+
+from stream_nb import NaiveBayes
+from stream_nb.engine import Engine, Joiner, Record
+from stream_nb.engine._pending import PendingStore
+
+
+def drifting_stream(n: int, seed: int):
+    """(x, y, delay of y): 4 categorical and 2 numeric features; the concept flips at n/3 and 2n/3."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        flip = (i * 3 // n) % 2 == 1
+        y = int(rng.random() < 0.35)
+        z = y ^ flip
+        x = {f"c{j}": ("ab"[z] if rng.random() < 0.55 + 0.05 * j else rng.choice("abc")) for j in range(4)}
+        x["n0"], x["n1"] = rng.gauss(1.2 * z, 1.0), rng.gauss(-0.8 * z, 1.0)
+        out.append((x, y))
+    return out
+
+
+class Timed:
+    """A feedback source that hands out the labels whose arrival time the stream has reached."""
+
+    def __init__(self, labels: list, joiner_ref: list):
+        self.labels = sorted(labels, key=lambda r: r[0])
+        self.i = 0
+        self.joiner_ref = joiner_ref
+        self.exhausted = False
+
+    def poll(self, max_records, timeout):
+        now = self.joiner_ref[0].stream_time
+        out = []
+        while self.i < len(self.labels) and self.labels[self.i][0] <= now and len(out) < max_records:
+            t, ident, y = self.labels[self.i]
+            out.append(Record(orjson.dumps({"id": ident, "label": y, "ts": t}), None, "labels", {}, self.i + 1))
+            self.i += 1
+        self.exhausted = self.i >= len(self.labels)
+        return out
+
+    def commit(self, positions):
+        pass
+
+    def seek(self, positions):
+        pass
+
+    def close(self):
+        pass
+
+
+class Events:
+    def __init__(self, values):
+        self.records = [Record(orjson.dumps(v), None, "in", {}, i + 1) for i, v in enumerate(values)]
+        self.exhausted = False
+
+    def poll(self, max_records, timeout):
+        batch, self.records = self.records[:max_records], self.records[max_records:]
+        self.exhausted = not batch
+        return batch
+
+    def commit(self, positions):
+        pass
+
+    def seek(self, positions):
+        pass
+
+    def close(self):
+        pass
+
+
+class Collect:
+    def __init__(self):
+        self.values = []
+
+    def send(self, value, key=None):
+        self.values.append(value)
+
+    def flush(self):
+        pass
+
+    def close(self):
+        pass
+
+
+def run_policy(stream, delays, ttl, policy):
+    """Accuracy of the predictions made on arrival, under ``policy`` (see the module notes)."""
+    events, labels = [], []
+    for i, ((x, y), d) in enumerate(zip(stream, delays)):
+        if policy == "oracle":
+            events.append({"id": i, "ts": i, **x, "label": y})
+        else:
+            events.append({"id": i, "ts": i, **x})
+            if y == 1 and d <= ttl and i + d < len(stream):  # a label after the last event teaches nothing scored
+                labels.append((i + d, i, 1))
+    out = Collect()
+    engine = Engine(NaiveBayes(), Events(events), out, Collect(), config={"poll_max_records": 25})
+    engine.input_check = None  # the events carry no label on purpose
+    config = {"time_field": "ts", "label_ttl": float(ttl), "pending_max": len(stream) + 1}
+    if policy == "default":
+        config["on_expire"] = "label:0"
+    elif policy == "provisional":
+        config["provisional_label"] = 0
+    ref = [None]
+    feedback = Timed(labels, ref)
+    engine.joiner = ref[0] = Joiner(engine, feedback, config)
+    if policy == "oracle":
+        engine.joiner = None
+    engine.run()
+    predictions = [orjson.loads(v)["prediction"] for v in out.values]
+    return float(np.mean([p == y for p, (_, y) in zip(predictions, stream)]))
+
+
+def river_anchor(stream, delays, ttl):
+    """river's progressive_val_score with the labels' delays (a negative's: the TTL), on the same model."""
+    metric = metrics.Accuracy()
+    data = [({**x, "_i": i}, y) for i, (x, y) in enumerate(stream)]
+    due = {i: (d if y == 1 and d <= ttl else ttl) for i, ((_, y), d) in enumerate(zip(stream, delays))}
+
+    class Drop(NaiveBayes):  # the event index is river's key to the delay, not a feature
+        def learn_one(self, x, y, w=1.0):
+            super().learn_one({k: v for k, v in x.items() if k != "_i"}, y, w)
+
+        def predict_one(self, x):
+            return super().predict_one({k: v for k, v in x.items() if k != "_i"})
+
+    evaluate.progressive_val_score(data, Drop(), metric, delay=lambda x, y: due[x["_i"]])
+    return metric.get()
+
+
+def accuracy_table(n: int, seed: int) -> list:
+    rows = []
+    for mean in (20, 200, 2000):
+        rng = np.random.default_rng(seed)
+        stream = drifting_stream(n, seed)
+        delays = np.ceil(rng.exponential(mean, size=n)).astype(int).tolist()
+        ttl = 3 * mean
+        row = {"mean delay": mean, "ttl": ttl}
+        for policy in ("oracle", "wait", "default", "provisional"):
+            row[policy] = run_policy(stream, delays, ttl, policy)
+        row["river"] = river_anchor(stream, delays, ttl)
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    return rows
+
+
+def throughput(n: int, seed: int) -> dict:
+    stream = drifting_stream(n, seed)
+    tmp = tempfile.mkdtemp(prefix="delayed-bench-")
+    inline = os.path.join(tmp, "inline.jsonl")
+    bare = os.path.join(tmp, "events.jsonl")
+    fb = os.path.join(tmp, "labels.jsonl")
+    rng = random.Random(seed)
+    with open(inline, "w") as a, open(bare, "w") as b:
+        for i, (x, y) in enumerate(stream):
+            a.write(json.dumps({"id": i, **x, "label": y}) + "\n")
+            b.write(json.dumps({"id": i, **x}) + "\n")
+    order = list(range(n))
+    rng.shuffle(order)  # labels in shuffled order: most wait, some come first
+    with open(fb, "w") as f:
+        for i in order:
+            f.write(json.dumps({"id": i, "label": stream[i][1]}) + "\n")
+    out = {}
+    for name, extra in (("labels in the events", ["--input", inline]),
+                        ("labels from --feedback", ["--input", bare, "--feedback", fb])):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        subprocess.run([sys.executable, "-m", "stream_nb", "run", *extra, "--output", os.devnull,
+                        "--log-level", "WARNING"], check=True)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        out[name] = n / cpu
+        print(f"{name}: {n / cpu:,.0f} events per CPU second", flush=True)
+    ratio = out["labels from --feedback"] / out["labels in the events"]
+    print(f"ratio: {ratio:.2f}")
+    return out
+
+
+def memory(n: int = 1_000_000) -> float:
+    rng = np.random.default_rng(0)
+    names = [f"c{j}" for j in range(10)] + [f"n{j}" for j in range(10)]
+    vals = [f"v{k}" for k in range(50)]
+    tracemalloc.start()
+    store = PendingStore(n)
+    start = time.perf_counter()
+    for lo in range(0, n, 10_000):
+        cats = rng.integers(0, 50, size=(10_000, 10)).tolist()
+        nums = rng.normal(size=(10_000, 10)).tolist()
+        for k in range(10_000):
+            x = dict(zip(names, [vals[c] for c in cats[k]] + nums[k]))
+            store.add(orjson.dumps(f"ev-{lo + k:09d}"), x, t=float(lo + k), prediction=1, partition="in", offset=lo + k)
+        del cats, nums, x
+    used = tracemalloc.get_traced_memory()[0]
+    print(f"{n:,} pending events of 20 features (10 categorical, 10 numeric): {used / 1e6:.1f} MB allocated "
+          f"({used / n:.0f} bytes per event; {time.perf_counter() - start:.0f} s to fill)")
+    return used
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--events", type=int, default=20_000)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--throughput", action="store_true")
+    p.add_argument("--memory", action="store_true")
+    args = p.parse_args()
+    if args.memory:
+        memory()
+        return
+    if args.throughput:
+        throughput(args.events, args.seed)
+        return
+    accuracy_table(args.events, args.seed)
+
+
+if __name__ == "__main__":
+    main()

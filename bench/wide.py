@@ -1,0 +1,162 @@
+"""Wide streams: every model, default-constructed, prequential, with its process's peak memory.
+
+    python bench/wide.py [--events 100000] [--seconds 120] [--models NaiveBayes,AODE,...] [--seed 0]
+
+Two streams with a planted dependence structure, generated here with numpy:
+
+``cat200``
+    200 categorical attributes x 30 values, 10 classes. The class drives four
+    *informative* attributes in a k=2 structure (a0 | y; a1 | y, a0;
+    a2 | y, a1; a3 | y, a1, a2); each of the other 196 depends on one earlier
+    attribute only (not on the class), so it is dependent on the others but
+    carries no information about the class beyond them. Hence P(y | x) =
+    P(y | a0..a3), and the Bayes-optimal accuracy sum over (a0..a3) of
+    max_y P(y, a0..a3) is computed exactly (10 x 30^4 joint probabilities).
+``bin1000``
+    1,000 binary attributes, 2 classes, built the same way with eight
+    informative attributes in a chain (exact optimum over 2 x 2^8).
+
+Each model runs in its own child process (so that its peak resident memory,
+``resource.getrusage(RUSAGE_SELF).ru_maxrss``, is its own), with its default
+parameters (so its default ``memory_budget``), over the stream in batches of
+200 events through ``prequential_many`` (predict each event, then learn it),
+stopping after ``--seconds`` of prequential time (a batch still running
+at 1.5 x ``--seconds`` + 30 s is interrupted). The child's address space is
+capped at ``--address-limit`` GB so that a model that would allocate more fails
+fast (MemoryError) rather than swapping a shared machine. The table gives
+events done, events/s, prequential accuracy over them, and peak RSS (MB).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+STREAMS = ("cat200", "bin1000")
+MODEL_NAMES = ("NaiveBayes", "AODE", "TAN", "SPODE", "KDB")
+BATCH = 200  # events per prequential_many call
+
+
+def _dirichlet(rng, shape, n, concentration):
+    return rng.dirichlet(np.full(n, concentration), size=shape)
+
+
+def _draw(rng, probs):
+    """One categorical draw per row of ``probs`` (rows, n)."""
+    u = rng.random(len(probs))
+    return np.minimum((np.cumsum(probs, axis=1) < u[:, None]).sum(1), probs.shape[1] - 1)
+
+
+def planted(name: str, n: int, seed: int):
+    """``(X, y, bayes_optimal_accuracy)`` of stream ``name``: X (n, F) integer codes, y (n,)."""
+    rng = np.random.default_rng(seed)
+    if name == "cat200":
+        F, V, C, conc = 200, 30, 10, 0.5
+        parents = [(), (0,), (1,), (1, 2)]  # the informative attributes' attribute parents (k = 2)
+    else:
+        F, V, C, conc = 1000, 2, 2, 2.0
+        parents = [()] + [(i - 1,) for i in range(1, 8)]  # a chain of eight
+    k = len(parents)
+    tables = [_dirichlet(rng, (C,) + (V,) * len(pa), V, conc) for pa in parents]  # P(a_i | y, a_pa(i))
+    noise_parent = [int(rng.integers(0, j)) for j in range(k, F)]  # each noise attribute's one parent
+    noise_tables = [_dirichlet(rng, (V,), V, conc) for _ in range(k, F)]  # P(x_j | x_parent)
+    y = rng.integers(0, C, size=n)
+    X = np.empty((n, F), dtype=np.int16)
+    for i, pa in enumerate(parents):
+        X[:, i] = _draw(rng, tables[i][(y, *(X[:, p] for p in pa))])
+    for j, (p, t) in zip(range(k, F), zip(noise_parent, noise_tables)):
+        X[:, j] = _draw(rng, t[X[:, p]])
+    # exact Bayes optimum: P(y, a_0..a_k-1) on the full grid, then sum over the grid of max over y
+    joint = np.full((C,) + (V,) * k, 1.0 / C)
+    for i, pa in enumerate(parents):
+        shape = [C] + [1] * k
+        for axis in (*pa, i):
+            shape[1 + axis] = V
+        # tables[i] is indexed (y, a_pa..., a_i) with the parents in increasing order, as the axes
+        joint = joint * tables[i].reshape(shape)
+    return X, y, float(joint.max(axis=0).sum())
+
+
+def run_model(stream: str, model_name: str, n: int, seed: int, seconds: float) -> dict:
+    import stream_nb  # the child's own import: the parent never holds a model
+
+    X, y, _ = planted(stream, n, seed)
+    names = [f"x{j:04d}" for j in range(X.shape[1])]
+    model = getattr(stream_nb, model_name)()
+    done = correct = 0
+    spent = 0.0
+    error = None
+
+    def overrun(*_):
+        raise TimeoutError(f"one batch of {BATCH} events still running after {1.5 * seconds + 30:g} s")
+
+    signal.signal(signal.SIGALRM, overrun)
+    signal.setitimer(signal.ITIMER_REAL, 1.5 * seconds + 30)
+    try:
+        for lo in range(0, n, BATCH):
+            xs = [dict(zip(names, row)) for row in X[lo : lo + BATCH].tolist()]
+            ys = y[lo : lo + BATCH].tolist()
+            t0 = time.perf_counter()
+            out = model.prequential_many(xs, ys)
+            spent += time.perf_counter() - t0
+            # an event refused (an InvalidEventError in its place) counts as wrong
+            correct += sum(1 for o, truth in zip(out, ys) if isinstance(o, tuple) and o[0] == truth)
+            done += len(ys)
+            if spent > seconds:
+                break
+    except (MemoryError, TimeoutError) as exc:
+        error = f"{type(exc).__name__}: {exc}"
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    used = model.memory_used()
+    return {"events": done, "seconds": spent, "accuracy": correct / done if done else None,
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "error": error,
+            "count_bytes": used["bytes"], "sparse": used["sparse"]}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=100_000)
+    parser.add_argument("--seconds", type=float, default=120.0, help="prequential time per model before it stops")
+    parser.add_argument("--models", default=",".join(MODEL_NAMES))
+    parser.add_argument("--streams", default=",".join(STREAMS))
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--address-limit", type=float, default=3.0, help="GB of address space per model process")
+    parser.add_argument("--child", nargs=2, metavar=("STREAM", "MODEL"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        limit = int(args.address_limit * 2**30)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        print(json.dumps(run_model(*args.child, args.events, args.seed, args.seconds)))
+        return 0
+    print(f"{args.events:,} events per stream, at most {args.seconds:g} s of prequential time per model, "
+          f"default parameters (memory_budget 256 MiB)")
+    for stream in args.streams.split(","):
+        _, _, optimum = planted(stream, 10, args.seed)
+        print(f"\n{stream}: Bayes-optimal accuracy {optimum:.4f} (exact, from the generating distribution)")
+        print(f"{'model':<11} {'events':>8} {'events/s':>9} {'accuracy':>9} {'peak RSS MB':>12} {'counts MB':>10}  note")
+        for name in args.models.split(","):
+            cmd = [sys.executable, __file__, "--child", stream, name, "--events", str(args.events),
+                   "--seconds", str(args.seconds), "--seed", str(args.seed), "--address-limit", str(args.address_limit)]
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            if proc.returncode != 0 or not proc.stdout.strip():
+                last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+                print(f"{name:<11} {'-':>8} {'-':>9} {'-':>9} {'-':>12} {'-':>10}  failed: {last[:100]}")
+                continue
+            r = json.loads(proc.stdout.strip().splitlines()[-1])
+            rate = r["events"] / r["seconds"] if r["seconds"] else float("nan")
+            acc = f"{r['accuracy']:.4f}" if r["accuracy"] is not None else "-"
+            note = r["error"] or ("stopped at the time limit" if r["events"] < args.events else "")
+            print(f"{name:<11} {r['events']:>8,} {rate:>9,.0f} {acc:>9} {r['peak_rss_mb']:>12,.0f} "
+                  f"{r['count_bytes'] / 2**20:>10,.1f}  {note}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

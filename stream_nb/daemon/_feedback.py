@@ -1,0 +1,60 @@
+"""``--feedback``: the labels that come later, joined to the events they label (see :mod:`stream_nb.engine`'s Joiner)."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import typing
+
+from ..engine import Engine, Joiner, load_join_state, parse_label_value, parse_on_expire
+from ..exceptions import ConfigError
+from ..settings import describe_setting
+
+__all__ = ["make_joiner"]
+
+log = logging.getLogger("stream_nb.daemon")
+
+
+def make_joiner(settings: dict[str, typing.Any], engine: Engine, snapshot=None) -> Joiner | None:
+    """The engine's :class:`~stream_nb.engine.Joiner` reading ``--feedback`` (None without it), holding
+    what the restored ``snapshot`` held (the events waiting for labels, the early labels, the feedback positions)."""
+    held = (snapshot.daemon or {}).get("join") if snapshot is not None else None
+    if settings["feedback"] is None:
+        if held and (held["waiting"] or held["counts"]):
+            log.warning("snapshot %s holds the state of a join with labels that come later, and this run has no "
+                        "--feedback: the events waiting for their labels there are dropped", snapshot.path)
+        for name in ("time_field", "provisional_label"):
+            if settings[name] is not None:
+                raise ConfigError(f"{describe_setting(settings, name)} needs --feedback (the labels that come later)")
+        return None
+    if settings["input_topic"]:
+        raise ConfigError(f"{describe_setting(settings, 'feedback')} is a JSON-lines file: Kafka mode takes "
+                          "its labels from a topic")
+    if settings["learn_unlabeled"]:
+        raise ConfigError(f"{describe_setting(settings, 'learn_unlabeled')} and --feedback: an event learned "
+                          "unlabeled would be learned again when its label comes; choose one")
+    if settings["input"] is not None and settings["feedback"] == settings["input"]:
+        raise ConfigError(f"{describe_setting(settings, 'feedback')} and --input are the same file")
+    provisional = settings["provisional_label"]
+    config = {
+        "id_field": settings["id_field"],
+        "label_field": settings["label_field"],
+        "time_field": settings["time_field"],
+        "pending_max": settings["pending_max"],
+        "label_ttl": settings["label_ttl"],
+        "on_expire": parse_on_expire(settings["on_expire"]),
+        "provisional_label": None if provisional is None else parse_label_value(provisional),
+    }
+    if config["provisional_label"] is not None and not hasattr(engine.model, "unlearn_one"):
+        raise ConfigError("--provisional-label needs a model that can unlearn (stream_nb's models)")
+    jsonl = importlib.import_module("connectors.jsonl")  # by name: stream_nb never imports connectors statically
+    source = jsonl.make_source({"path": settings["feedback"], "max_line_bytes": settings["max_event_bytes"]})
+    try:
+        joiner = Joiner(engine, source, config)
+        if held is not None:
+            load_join_state(joiner, snapshot.arrays, held)
+    except BaseException:
+        source.close()
+        raise
+    engine.joiner = joiner
+    return joiner

@@ -1,0 +1,386 @@
+"""Labels that arrive later: join feedback records to the events they label.
+
+An event without a label but with an id is predicted at once, as always, and
+then held in the :class:`~stream_nb.engine._pending.PendingStore` until a
+feedback record ``{"<id-field>": ..., "<label-field>": ...}`` brings its label;
+the model then learns the pair (the prediction made on arrival is scored
+against the label: the delayed prequential metrics). A label that comes
+before its event waits, and the event is learned with it as it arrives.
+
+Bounds: ``pending_max`` events and labels held at once (when full, the oldest
+are expired first) and ``label_ttl`` seconds. Time is the event's
+``time_field`` (a number of seconds) when given, else its arrival time (the
+wall clock); with event time, the clock is the latest event time seen, and it
+moves on with the wall clock while the inputs are idle, so a quiet stream
+still expires.
+
+At expiry an event is, by ``on_expire``: ``"drop"`` counted and never learned;
+``("label", VALUE)`` learned with VALUE. With ``provisional_label`` every held
+event is learned at once with that label; when its true label arrives the
+provisional one is taken back exactly (``unlearn_one``) and the true one
+learned (nothing changes when they agree); at expiry the provisional label stands
+(or, with ``on_expire=("label", VALUE)`` and another VALUE, is replaced by it).
+
+Duplicates: the first label of an id wins; later ones are counted
+(``duplicate``). A label whose event never arrives within the TTL (unknown,
+or arriving after its event expired) goes to the dead-letter sink with reason
+``unmatched_label``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+import typing
+
+import orjson
+
+from .._checks import configure
+from ..exceptions import ConfigError, InvalidEventError, UnlearnError
+from ..stats import validate_label
+from ._pending import JOINED, PENDING, PendingStore
+from ._records import Record, dead_letter_record
+
+__all__ = ["DELAY_BUCKETS", "Joiner", "parse_label_value", "parse_on_expire"]
+
+log = logging.getLogger("stream_nb.engine")
+
+#: Upper bounds (seconds) of the buckets of the label-delay histogram.
+DELAY_BUCKETS = (1.0, 10.0, 60.0, 600.0, 3600.0, 86400.0, math.inf)
+
+DEFAULT_CONFIG: dict[str, typing.Any] = {
+    "id_field": "id",
+    "label_field": "label",
+    "time_field": None,
+    "pending_max": 1_000_000,
+    "label_ttl": 3600.0,
+    "on_expire": "drop",
+    "provisional_label": None,
+    "feedback_max_records": 500,
+}
+
+
+def parse_on_expire(text: str):
+    """``"drop"`` or ``("label", VALUE)`` from ``--on-expire``'s text (VALUE a JSON number, boolean or
+    string; anything else is the string itself).
+
+    >>> parse_on_expire("drop"), parse_on_expire("label:0"), parse_on_expire("label:no")
+    ('drop', ('label', 0), ('label', 'no'))
+    """
+    if text == "drop":
+        return "drop"
+    if isinstance(text, str) and text.startswith("label:") and len(text) > 6:
+        return ("label", parse_label_value(text[6:]))
+    raise ConfigError(f"--on-expire: expected drop or label:VALUE, got {text!r}")
+
+
+def parse_label_value(text: str):
+    """A label given on the command line: a JSON number, boolean or string, else the text itself."""
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return text
+    return value if isinstance(value, (str, int, float, bool)) else text
+
+
+class Joiner:
+    """The join of an :class:`~stream_nb.engine.Engine` with a feedback source (see the module notes).
+
+    The engine calls :meth:`prepare` on each decoded event, :meth:`hold` after
+    sending an unlabeled one, and :meth:`tick` after each poll; :meth:`status`
+    gives the counters.
+    """
+
+    def __init__(self, engine, feedback, config: dict | None = None, clock=time.time):
+        self.config = cfg = configure(DEFAULT_CONFIG, config or {}, "join setting")
+        if not isinstance(cfg["pending_max"], int) or cfg["pending_max"] < 1:
+            raise ConfigError(f"--pending-max: expected a positive integer, got {cfg['pending_max']!r}")
+        if not isinstance(cfg["label_ttl"], (int, float)) or not cfg["label_ttl"] > 0:
+            raise ConfigError(f"--label-ttl: expected a positive number of seconds, got {cfg['label_ttl']!r}")
+        if isinstance(cfg["on_expire"], str):
+            cfg["on_expire"] = parse_on_expire(cfg["on_expire"])
+        self.engine = engine
+        self.feedback = feedback
+        self.clock = clock
+        self.store = PendingStore(cfg["pending_max"])
+        self.waiting: dict[bytes, tuple] = {}  # id -> (label, time, record): labels before their event
+        self.receipts: dict[int, typing.Any] = {}  # row -> receipt of a provisional label not plainly counted
+        self.positions: dict[str, int] = {}  # feedback partition -> next position
+        self.stream_time = -math.inf  # the latest event time seen (time_field mode)
+        self._wall_at_stream_time = clock()
+        self.counts = {"joined": 0, "expired": 0, "unmatched": 0, "duplicate": 0, "retractions": 0,
+                       "evicted": 0, "delayed_labeled": 0, "delayed_correct": 0}
+        self.delay_histogram = [0] * len(DELAY_BUCKETS)
+        self.delay_sum = 0.0
+        self._times: dict[int, float] = {}  # id(event) -> its time, between prepare and hold
+
+    # ------------------------------------------------------------------ time
+
+    @property
+    def exhausted(self) -> bool:
+        """True once a finite feedback source has been read to its end."""
+        return bool(getattr(self.feedback, "exhausted", False))
+
+    def now(self, idle: bool = False) -> float:
+        """The join's clock: the wall clock, or with ``time_field`` the latest event time (moved on by the
+        wall clock while idle)."""
+        if self.config["time_field"] is None:
+            return self.clock()
+        if idle and self.stream_time > -math.inf:
+            return self.stream_time + max(0.0, self.clock() - self._wall_at_stream_time)
+        return self.stream_time
+
+    def _time_of(self, fields: dict, where: str) -> tuple[dict, float]:
+        name = self.config["time_field"]
+        if name is None:
+            return fields, self.clock()
+        if name not in fields:  # no time of its own: the stream's
+            return fields, self.stream_time if self.stream_time > -math.inf else 0.0
+        fields = dict(fields)
+        t = fields.pop(name)
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t):
+            raise InvalidEventError(f"{where} field {name!r} (--time-field): expected a number of seconds, got "
+                                    f"{t!r:.60}", reason="bad_time", field=name)
+        if t > self.stream_time:
+            self.stream_time, self._wall_at_stream_time = float(t), self.clock()
+        return fields, float(t)
+
+    # ------------------------------------------------------------------ events
+
+    def prepare(self, event):
+        """An event as the model should see it: without its time field; labeled when its label came first."""
+        features, t = self._time_of(event.features, "event")
+        if features is not event.features:
+            event = event._replace(features=features)
+        if event.label is None and event.id is not None:
+            key = _key(event.id)
+            early = self.waiting.pop(key, None)
+            if early is not None:
+                self._joined_now(t, early[1])
+                self._room_for(1)
+                self.store.add(key, {}, t=t, state=JOINED)  # kept until the TTL to count duplicates
+                return event._replace(label=early[0])
+        self._times[id(event)] = t
+        return event
+
+    def hold(self, event, prediction, record: Record) -> None:
+        """Hold an unlabeled event with an id until its label comes (after its prediction was sent)."""
+        t = self._times.pop(id(event), None)
+        if t is None:
+            t = self.now()
+        key = _key(event.id)
+        if self.store.find(key) >= 0:
+            self.counts["duplicate"] += 1  # an id seen before: the first event keeps it
+            return
+        self._room_for(1)
+        provisional = self.config["provisional_label"]
+        try:
+            row = self.store.add(key, event.features, t=t, prediction=prediction, partition=record.partition,
+                                 offset=record.next_position if isinstance(record.next_position, int) else 0,
+                                 provisional=provisional is not None)
+        except ValueError as exc:  # an id too long to hold
+            log.warning("event %s not held for its label: %s", record.position, exc)
+            return
+        if provisional is not None:
+            try:
+                receipt = self._learn(event.features, provisional, record=True)
+            except InvalidEventError as exc:
+                log.warning("provisional label %r not learned: %s", provisional, exc)
+                self.store.provisional[row] = 0
+                return
+            if receipt is not None:
+                self.receipts[row] = receipt
+
+    def _learn(self, x: dict, y, record: bool = False):
+        """Learn ``(x, y)``; with ``record``, the receipt when taking it back needs one (else None)."""
+        model = self.engine.model
+        if record and hasattr(model, "learn_one_receipt"):
+            receipt = model.learn_one_receipt(x, y)
+            plain = receipt.extra is None and all(e[0] in ("count", "gauss") for e in receipt.entries)
+            return None if plain else receipt
+        model.learn_one(x, y)
+        return None
+
+    def _retract(self, row: int, x: dict) -> None:
+        """Take back the provisional label of ``row``."""
+        model = self.engine.model
+        if not hasattr(model, "unlearn_one"):
+            raise UnlearnError(f"{type(model).__name__} cannot unlearn: --provisional-label needs a stream_nb model")
+        model.unlearn_one(x, self.config["provisional_label"], receipt=self.receipts.pop(row, None))
+        self.counts["retractions"] += 1
+
+    def _room_for(self, n: int) -> None:
+        """Make room for ``n`` more held events or labels: when the bounds are reached, expire the oldest
+        (joined ids kept to spot duplicates first, then held events, then early labels), a batch at a time."""
+        cap = self.config["pending_max"]
+        over = len(self.store) + len(self.waiting) + n - cap
+        if over <= 0 and not self.store.full:
+            return
+        over = max(over, 1, cap // 100)  # in batches: finding the oldest scans the store
+        rows = self.store.oldest(over)
+        for row in rows.tolist():
+            if self.store.state[row] == PENDING:
+                self.counts["evicted"] += 1
+                self._expire(row)
+            self.store.remove(row)
+        for key in list(self.waiting)[: max(0, over - len(rows))]:
+            self.counts["evicted"] += 1
+            self._unmatched(key, self.waiting.pop(key))
+
+    # ------------------------------------------------------------------ labels
+
+    def tick(self, polled: bool) -> None:
+        """After each poll of the input: read the feedback that is there, then expire what is due."""
+        self._times.clear()  # the times of the last poll's events, held or rejected by now
+        records = self.feedback.poll(self.config["feedback_max_records"], 0.0)
+        for record in records:
+            self._label(record)
+        self.expire(idle=not polled and not records)
+
+    def _label(self, record: Record) -> None:
+        cfg = self.config
+        self.positions[record.partition] = record.next_position
+        try:
+            obj = orjson.loads(record.value)
+            if not isinstance(obj, dict):
+                raise InvalidEventError("feedback record must be a JSON object", reason="not_an_object")
+            if obj.get(cfg["id_field"]) is None:
+                raise InvalidEventError(f"feedback record has no {cfg['id_field']!r} (--id-field)",
+                                        reason="missing_id", field=cfg["id_field"])
+            y = obj.get(cfg["label_field"])
+            if y is None:
+                raise InvalidEventError(f"feedback record has no {cfg['label_field']!r} (--label-field)",
+                                        reason="missing_label", field=cfg["label_field"])
+            y = validate_label(y, cfg["label_field"])
+            _, t = self._time_of({k: v for k, v in obj.items() if k == cfg["time_field"]}, "feedback")
+        except orjson.JSONDecodeError as exc:
+            self._dead(record, InvalidEventError(f"feedback record is not JSON: {exc}", reason="invalid_json"))
+            return
+        except InvalidEventError as exc:
+            self._dead(record, exc)
+            return
+        key = _key(obj[cfg["id_field"]])
+        row = self.store.find(key)
+        if row < 0:
+            if key in self.waiting:
+                self.counts["duplicate"] += 1
+            else:
+                self._room_for(1)
+                self.waiting[key] = (y, t, record)
+            return
+        if self.store.state[row] == JOINED:
+            self.counts["duplicate"] += 1
+            return
+        try:
+            self._join(row, y, t)
+        except InvalidEventError as exc:  # a label the model rejects (another JSON type): the label's fault
+            self._dead(record, exc)
+
+    def _join(self, row: int, y, t: float) -> None:
+        store = self.store
+        x = store.features(row)
+        if store.provisional[row]:
+            if not _same(y, self.config["provisional_label"]):
+                self._learn(x, y)  # first: a label the model rejects leaves the provisional one in place
+                try:
+                    self._retract(row, x)
+                except UnlearnError as exc:  # an EM receipt lost in a restart (see _join_state)
+                    self.engine.model.unlearn_one(x, y)
+                    log.warning("label %r of a held event not learned: its provisional label stays: %s", y, exc)
+        else:
+            self._learn(x, y)
+        prediction = store.predicted(row)
+        self.counts["delayed_labeled"] += 1
+        self.counts["delayed_correct"] += prediction is not None and _same(prediction, y)
+        self._joined_now(float(store.time[row]), t)
+        self.receipts.pop(row, None)
+        store.forget_features(row)
+        store.state[row] = JOINED  # its id kept until the TTL, to count duplicates
+
+    def _joined_now(self, t_event: float, t_label: float) -> None:
+        self.counts["joined"] += 1
+        d = max(0.0, t_label - t_event)
+        self.delay_sum += d
+        for i, bound in enumerate(DELAY_BUCKETS):
+            if d <= bound:
+                self.delay_histogram[i] += 1
+                break
+
+    # ------------------------------------------------------------------ expiry
+
+    def expire(self, idle: bool = False) -> None:
+        """Expire every event and label older than the TTL."""
+        cutoff = self.now(idle) - self.config["label_ttl"]
+        if cutoff == -math.inf:
+            return
+        for row in self.store.due(cutoff).tolist():
+            if self.store.state[row] == PENDING:
+                self._expire(row)
+            self.store.remove(row)
+        for key in [k for k, v in self.waiting.items() if v[1] <= cutoff]:
+            self._unmatched(key, self.waiting.pop(key))
+
+    def _expire(self, row: int) -> None:
+        """Apply ``on_expire`` to the pending event of ``row``."""
+        self.counts["expired"] += 1
+        policy = self.config["on_expire"]
+        if policy == "drop":
+            self.receipts.pop(row, None)
+            return
+        value = policy[1]
+        x = self.store.features(row)
+        try:
+            if self.store.provisional[row]:
+                if _same(value, self.config["provisional_label"]):
+                    return
+                self._retract(row, x)
+            self._learn(x, value)
+        except UnlearnError as exc:  # an EM receipt lost in a restart (see _join_state)
+            log.warning("--on-expire label %r not learned: the provisional label stays: %s", value, exc)
+        except InvalidEventError as exc:
+            log.warning("--on-expire label %r not learned: %s", value, exc)
+        self.receipts.pop(row, None)
+
+    def _unmatched(self, key: bytes, waiting: tuple) -> None:
+        self.counts["unmatched"] += 1
+        self._dead(waiting[2], InvalidEventError(
+            f"label for id {key.decode(errors='replace')}: no event with this id within --label-ttl "
+            f"({self.config['label_ttl']:g} s)", reason="unmatched_label", field=self.config["id_field"]))
+
+    def _dead(self, record: Record, exc: InvalidEventError) -> None:
+        engine = self.engine
+        engine.metrics.update_dead_letter(exc.reason)
+        letter = dead_letter_record(record, exc, engine.config["dead_letter_max_value_bytes"])
+        engine.dead_letters.send(orjson.dumps(letter), record.key)
+
+    # ------------------------------------------------------------------ reporting
+
+    def progress(self) -> tuple:
+        """What changes whenever the join changes the model or its own state (a snapshot is due then)."""
+        return tuple(sorted(self.positions.items())), tuple(self.counts.values()), len(self.store), len(self.waiting)
+
+    def status(self) -> dict:
+        """The join's counters: pending events and labels, joined, expired, unmatched, duplicate,
+        retractions, the delay histogram and the delayed prequential accuracy."""
+        c = self.counts
+        pending = int((self.store.state == PENDING).sum())
+        return {
+            "pending_events": pending,
+            "pending_labels": len(self.waiting),
+            **{f"labels_{k}": v for k, v in c.items() if not k.startswith("delayed")},
+            "delayed_labeled": c["delayed_labeled"],
+            "delayed_accuracy": c["delayed_correct"] / c["delayed_labeled"] if c["delayed_labeled"] else None,
+            "label_delay_buckets": dict(zip([str(b) for b in DELAY_BUCKETS], self.delay_histogram)),
+            "label_delay_sum": self.delay_sum,
+        }
+
+
+def _key(event_id) -> bytes:
+    """An id as the store keys it: its JSON text (``1`` and ``"1"`` are two ids)."""
+    return orjson.dumps(event_id)
+
+
+def _same(a, b) -> bool:
+    """One label (``True`` is not ``1``)."""
+    return a == b and isinstance(a, bool) == isinstance(b, bool)

@@ -1,0 +1,485 @@
+"""Forgetting: windows of panes, exponential decay, and a reset of the counts on a detected drift.
+
+Every model is a view of one count store, so forgetting is done to the store
+(with :mod:`stream_nb.stats._forgetting`) and every model gets it at once.
+:class:`Forgetting` is the part of :class:`~stream_nb.learners.BayesClassifier`
+that does it; its parameters are those of every model:
+
+``window=N`` (with ``panes=P``, default 4)
+    The counts cover the most recent events, between ``N - N/P`` and ``N`` of
+    them: learned events are grouped in panes of ``ceil(N/P)``; when a pane is
+    complete its count delta (the counts it added: :func:`~stream_nb.stats.count_difference` against
+    a capture taken when it started) is kept, and when more than ``P - 1``
+    complete panes are kept the oldest is subtracted from the store. Memory:
+    the store, the capture and ``P - 1`` deltas, each the size of the counts,
+    so ``P + 1`` times the counts at most.
+``half_life=H``
+    Every count (and every Gaussian weight and M2) is multiplied by
+    ``2**(-1/H)`` before each learned event is added, so an event's weight
+    halves every ``H`` events; ``alpha`` is added to the decayed counts, as if
+    they were fresh ones. No cell is touched per event: the store keeps the
+    counts inflated by a global factor ``g`` (a new event adds ``w g``, and
+    ``g`` grows by ``2**(1/H)`` per event), every reader uses ``alpha g`` (the
+    smoothed estimates are ratios, so that is the same estimate), and the
+    store is renormalised (every cell divided by ``g``, ``g`` back to 1) once
+    ``g`` passes ``2**16``, before a structure rebuild, a merge and a snapshot.
+``drift_detector=D``
+    A river drift detector (``river.drift.binary.DDM()``, ``river.drift.ADWIN()``,
+    ...; or its name: ``"ddm"``, ``"adwin"``, ...) fed the 0/1 error of every
+    prequential prediction of a labeled event. On a warning a capture of the
+    counts is taken (the counts learned from there on are the fresh set); if
+    the warning clears it is dropped; on a drift the store switches to the
+    fresh counts (with no warning before it: to empty counts; with a window: to
+    the pane in progress, dropping the others), and a structured model rebuilds
+    its structure and restarts its early rebuilds. The position of each drift
+    (in labeled prequential events) is in ``model.drifts``; it is logged.
+
+Decay and windows are exclusive. Runs of ``prequential_many`` stop at pane
+boundaries and at the events a detector acts on; with decay every event takes
+the one-event path.
+"""
+
+from __future__ import annotations
+
+import collections
+import copy
+import importlib
+import logging
+import math
+import random
+
+import numpy as np
+
+from .._checks import check_integer, check_number
+from ..exceptions import ConfigError, MergeError, UnlearnError
+from ..stats import SparseTable, capture, capture_nbytes, count_difference, replace_counts, scale_counts, subtract_counts
+
+__all__ = ["DETECTORS", "Forgetting", "make_detector", "detector_spec", "encode_object", "decode_object"]
+
+log = logging.getLogger("stream_nb.drift")
+
+#: Drift detectors by name (``drift_detector="ddm"``, ``--drift-detector ddm``): module and class in river.
+DETECTORS = {
+    "adwin": ("river.drift", "ADWIN"),
+    "ddm": ("river.drift.binary", "DDM"),
+    "eddm": ("river.drift.binary", "EDDM"),
+    "hddm_a": ("river.drift.binary", "HDDMA"),
+    "hddm_w": ("river.drift.binary", "HDDMW"),
+    "fhddm": ("river.drift.binary", "FHDDM"),
+    "page_hinkley": ("river.drift", "PageHinkley"),
+    "kswin": ("river.drift", "KSWIN"),
+}
+
+#: The inflation of decayed counts at which the store is renormalised.
+_RENORMALISE_AT = 2.0**16
+
+
+def _river_class(path: str):
+    """The class ``module:qualname`` (or ``module.Class``) of river (ValueError for anything else)."""
+    module, _, name = path.rpartition(":") if ":" in path else path.rpartition(".")
+    if not (module == "river" or module.startswith("river.")) or not name.isidentifier():
+        raise ValueError(f"not a river class: {path!r:.80}")
+    return getattr(importlib.import_module(module), name)
+
+
+def make_detector(spec):
+    """A fresh drift detector from ``spec``: None, a name of :data:`DETECTORS`, a river detector
+    (cloned), or ``{"class": "river.drift.binary.DDM", "params": {...}}`` (what :func:`detector_spec` gives)."""
+    if spec is None:
+        return None
+    if isinstance(spec, str):
+        key = spec.strip().lower().replace("-", "_")
+        if key in ("", "none"):
+            return None
+        if key not in DETECTORS:
+            raise ConfigError(f"drift_detector: expected one of {', '.join(sorted(DETECTORS))} or a river drift "
+                              f"detector, got {spec!r}")
+        module, name = DETECTORS[key]
+        return getattr(importlib.import_module(module), name)()
+    if isinstance(spec, dict):
+        try:
+            cls = _river_class(str(spec["class"]))
+            return cls(**dict(spec.get("params") or {}))
+        except (KeyError, ValueError, TypeError, AttributeError, ImportError) as exc:
+            raise ConfigError(f"drift_detector: cannot build {spec!r:.80}: {exc}") from None
+    if callable(getattr(spec, "update", None)) and hasattr(spec, "drift_detected") and hasattr(spec, "clone"):
+        return spec.clone()
+    raise ConfigError(f"drift_detector: expected a river drift detector (e.g. river.drift.ADWIN()) or one of "
+                      f"{', '.join(sorted(DETECTORS))}, got {spec!r:.80}")
+
+
+def detector_spec(spec):
+    """``spec`` as JSON-able data that :func:`make_detector` takes back (names and dicts as they are)."""
+    if spec is None or isinstance(spec, (str, dict)):
+        return spec
+    cls = type(spec)
+    # plain parameters only: a parameter holding data (KSWIN's initial window) starts empty again
+    params = {k: v for k, v in spec._get_params().items() if v is None or isinstance(v, (bool, int, float, str))}
+    return {"class": f"{cls.__module__}:{cls.__qualname__}", "params": params}
+
+
+# ---------------------------------------------------------------------- a detector's state as JSON
+
+
+def encode_object(obj, owner=None):
+    """A river object's state as JSON-able data, floats as exact hex strings (:func:`decode_object` inverts it).
+
+    Handles what river's drift detectors hold: numbers, strings, lists, tuples, deques, dicts,
+    ``random.Random``, river objects (their ``__dict__``), river's native helpers (their pickled
+    state bytes) and bound methods of the object being encoded.
+    """
+    if obj is None or isinstance(obj, (bool, str)):
+        return obj
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        return {"f": float(obj).hex()}
+    if isinstance(obj, collections.deque):
+        return {"dq": [encode_object(v) for v in obj], "maxlen": obj.maxlen}
+    if isinstance(obj, list):
+        return {"l": [encode_object(v) for v in obj]}
+    if isinstance(obj, tuple):
+        return {"t": [encode_object(v) for v in obj]}
+    if isinstance(obj, dict):
+        return {"d": [[encode_object(k), encode_object(v)] for k, v in obj.items()]}
+    if isinstance(obj, bytes):
+        return {"b": obj.hex()}
+    if isinstance(obj, random.Random):
+        return {"rng": encode_object(obj.getstate())}
+    if owner is not None and getattr(obj, "__self__", None) is owner and hasattr(obj, "__func__"):
+        return {"m": obj.__func__.__name__}
+    cls = type(obj)
+    path = f"{cls.__module__}:{cls.__qualname__}"
+    if cls.__module__.split(".")[0] == "river":
+        if hasattr(obj, "__dict__"):
+            return {"o": path, "a": {k: encode_object(v, obj) for k, v in vars(obj).items()}}
+        reduced = obj.__reduce_ex__(4)
+        if len(reduced) >= 3 and isinstance(reduced[2], bytes) and reduced[1] and reduced[1][0] is cls:
+            return {"n": path, "args": encode_object(tuple(reduced[1][1:])), "s": reduced[2].hex()}
+    raise ValueError(f"cannot save a drift detector holding a {path}")
+
+
+def decode_object(data):
+    """The object :func:`encode_object` described (river classes only; ValueError otherwise)."""
+    if data is None or isinstance(data, (bool, str, int)):
+        return data
+    if not isinstance(data, dict) or len(data) == 0:
+        raise ValueError(f"drift detector state: unexpected {data!r:.60}")
+    if "f" in data:
+        return float.fromhex(data["f"])
+    if "dq" in data:
+        return collections.deque([decode_object(v) for v in data["dq"]], data.get("maxlen"))
+    if "l" in data:
+        return [decode_object(v) for v in data["l"]]
+    if "t" in data:
+        return tuple(decode_object(v) for v in data["t"])
+    if "d" in data:
+        return {decode_object(k): decode_object(v) for k, v in data["d"]}
+    if "b" in data:
+        return bytes.fromhex(data["b"])
+    if "rng" in data:
+        rng = random.Random()
+        rng.setstate(decode_object(data["rng"]))
+        return rng
+    if "o" in data:
+        cls = _river_class(data["o"])
+        obj = cls.__new__(cls)
+        for k, v in data["a"].items():
+            obj.__dict__[k] = getattr(obj, v["m"]) if isinstance(v, dict) and "m" in v else decode_object(v)
+        return obj
+    if "n" in data:
+        cls = _river_class(data["n"])
+        obj = cls.__new__(cls, *decode_object(data["args"]))
+        obj.__setstate__(bytes.fromhex(data["s"]))
+        return obj
+    raise ValueError(f"drift detector state: unexpected {data!r:.60}")
+
+
+# ---------------------------------------------------------------------- the model's part
+
+
+class _State:
+    """What forgetting keeps beside the store (see the module notes)."""
+
+    def __init__(self, window, panes, half_life, detector):
+        self.window, self.panes, self.half_life = window, panes, half_life
+        self.pane_size = math.ceil(window / panes) if window else 0
+        self.deltas: list[dict] = []  # the complete panes in the window, oldest first
+        self.base: dict | None = None  # capture at the start of the pane in progress (None: empty counts)
+        self.pane_n = 0  # events learned in the pane in progress
+        self.step = 2.0 ** (1.0 / half_life) if half_life else 1.0
+        self.inflation = 1.0  # stored counts = true counts * inflation
+        self.detector = detector
+        self.warn_base: dict | None = None  # capture at the warning (the fresh counts are what came since)
+        self.warning = False
+        self.seen = 0  # labeled events the detector watched
+        self.drifts: list[int] = []
+
+
+class Forgetting:
+    """Windows, decay and drift resets of a :class:`~stream_nb.learners.BayesClassifier` (a part of it);
+    see the module notes."""
+
+    _forget: _State | None = None
+
+    def _setup_forgetting(self) -> None:
+        """Check ``window``, ``panes``, ``half_life`` and ``drift_detector`` and start forgetting; ``_setup`` calls it."""
+        window, half_life = getattr(self, "window", None), getattr(self, "half_life", None)
+        panes = getattr(self, "panes", 4)
+        if window is not None:
+            check_integer("window", window, minimum=1)
+        check_integer("panes", panes, minimum=1)
+        if window is not None and panes > window:
+            raise ConfigError(f"panes: expected at most window={window} panes, got {panes}")
+        if half_life is not None:
+            check_number("half_life", half_life, minimum=0, strict_minimum=True)
+            if window is not None:
+                raise ConfigError("half_life: a model forgets by a window or by decay, not both; "
+                                  f"got window={window} and half_life={half_life}")
+        detector = make_detector(getattr(self, "drift_detector", None))
+        if window is None and half_life is None and detector is None:
+            self._forget = None
+            return
+        self._forget = _State(window, panes, half_life, detector)
+
+    # -------------------------------------------------------------- smoothing of inflated counts
+
+    @property
+    def _alpha(self) -> float:
+        """The smoothing as the stored counts need it: ``alpha`` times the decay's inflation."""
+        f = self._forget
+        return self._alpha_given if f is None or f.inflation == 1.0 else self._alpha_given * f.inflation
+
+    @_alpha.setter
+    def _alpha(self, value: float) -> None:
+        self._alpha_given = value
+
+    @property
+    def _inflation(self) -> float:
+        """The decay's inflation of the stored counts (1.0 without decay)."""
+        return 1.0 if self._forget is None else self._forget.inflation
+
+    # -------------------------------------------------------------- hooks of the learning paths
+
+    def _forget_weight(self, w: float) -> float:
+        """The stored weight of the event about to be added (decay: advances the clock one event)."""
+        f = self._forget
+        if f is None or not f.half_life:
+            return w
+        f.inflation *= f.step
+        return w * f.inflation
+
+    def _forget_learned(self, n: int) -> None:
+        """After ``n`` learned events: close the pane when full (expiring the oldest), renormalise decayed counts."""
+        f = self._forget
+        if f is None:
+            return
+        if f.window:
+            f.pane_n += n
+            if f.pane_n >= f.pane_size:
+                s = self._stats
+                f.deltas.append(count_difference(s, f.base))
+                if len(f.deltas) > f.panes - 1:
+                    subtract_counts(s, f.deltas.pop(0))
+                f.base = capture(s)
+                f.pane_n = 0
+        elif f.half_life and f.inflation >= _RENORMALISE_AT:
+            self._settle()
+
+    def _settle(self) -> None:
+        """Renormalise decayed counts (inflation back to 1): the stored counts are then the true ones."""
+        f = self._forget
+        if f is not None and f.inflation != 1.0:
+            scale_counts(self._stats, 1.0 / f.inflation, (f.warn_base,))
+            f.inflation = 1.0
+
+    def _forget_limit(self) -> int:
+        """Events that may be learned in one batch before forgetting must act (the end of the pane)."""
+        f = self._forget
+        if f is None or not f.window:
+            return 1 << 62
+        return max(1, f.pane_size - f.pane_n)
+
+    def _forget_runs(self) -> bool:
+        """Whether vectorised runs may be used (not with decay: each event changes the weights)."""
+        f = self._forget
+        return f is None or not f.half_life
+
+    def _forget_run(self, decided: np.ndarray, yc: np.ndarray) -> int:
+        """Feed the detector a scored run's errors (``decided`` and ``yc``: class indices, -1 unlabeled); return
+        how many of its events come before the first the detector acts on (a warning, its end, a drift).
+
+        The run is then learned up to there, and that event takes the one-event path, which feeds it to
+        the detector again: so the detector is replayed from a copy up to the event before it.
+        """
+        f = self._forget
+        if f is None or f.detector is None:
+            return len(yc)
+        saved, seen = copy.deepcopy(f.detector), f.seen
+        for j, (d, c) in enumerate(zip(decided.tolist(), yc.tolist())):
+            if c < 0:
+                continue
+            f.seen += 1
+            f.detector.update(0 if d == c else 1)
+            if f.detector.drift_detected or bool(getattr(f.detector, "warning_detected", False)) != f.warning:
+                f.detector, f.seen = saved, seen
+                for d, c in zip(decided[:j].tolist(), yc[:j].tolist()):
+                    if c >= 0:
+                        f.seen += 1
+                        f.detector.update(0 if d == c else 1)
+                return j
+        return len(yc)
+
+    def _needs_rows(self, X, y) -> bool:
+        f = self._forget
+        return bool(f is not None and f.half_life) or super()._needs_rows(X, y)
+
+    def _forget_observe(self, prediction, y) -> None:
+        """Feed the detector the 0/1 error of the prediction of labeled event ``y``; act on a warning or drift."""
+        f = self._forget
+        if f is None or f.detector is None:
+            return
+        det = f.detector
+        f.seen += 1
+        if prediction is None and not self._stats.n_classes:
+            return  # no class known yet: no prediction to judge
+        det.update(0 if prediction is not None and prediction == y else 1)
+        if det.drift_detected:
+            self._switch()
+        elif getattr(det, "warning_detected", False):
+            if not f.warning:
+                f.warning = True
+                f.warn_base = None if f.window else capture(self._stats)
+        elif f.warning:
+            f.warning, f.warn_base = False, None
+
+    def _switch(self) -> None:
+        """A drift: switch to the fresh counts (see the module notes) and let the structure follow."""
+        f, s = self._forget, self._stats
+        if f.window:
+            keep = count_difference(s, f.base)
+            f.deltas, f.base = [], None
+        elif f.warning and f.warn_base is not None:
+            keep = count_difference(s, f.warn_base)
+        else:
+            keep = None
+        replace_counts(s, keep)
+        f.warning, f.warn_base = False, None
+        f.drifts.append(f.seen)
+        log.info("drift detected after %d labeled events: switched to %s", f.seen,
+                 "the pane in progress" if f.window else "the counts since the warning" if keep is not None
+                 else "empty counts", extra={"event": "drift", "position": f.seen, "n_drifts": len(f.drifts)})
+        self._switched()
+
+    def _switched(self) -> None:
+        """Hook run after a switch to fresh counts (structured models rebuild); default: nothing."""
+
+    @property
+    def drifts(self) -> list:
+        """Positions of the drifts the detector found: the number of labeled events predicted up to and
+        including the one whose error raised it (the switch comes before that event is learned); [] without one."""
+        return [] if self._forget is None else list(self._forget.drifts)
+
+    @property
+    def forgetting_nbytes(self) -> int:
+        """Bytes of counts forgetting keeps beside the store (panes, captures)."""
+        f = self._forget
+        if f is None:
+            return 0
+        return sum(capture_nbytes(d) for d in f.deltas) + capture_nbytes(f.base) + capture_nbytes(f.warn_base)
+
+    def _forget_merge(self, other) -> None:
+        """Check and prepare a merge: windows cannot merge; decayed counts are renormalised first."""
+        for model, which in ((self, "this model"), (other, "the other model")):
+            if getattr(model, "window", None) is not None:
+                raise MergeError(f"cannot merge: {which} forgets by a window (window={model.window}); the panes of "
+                                 f"two models hold different events, so no merged window is exact. Merge models "
+                                 f"without window (decayed counts merge exactly)")
+        self._settle()
+        other._settle()
+        if self._forget is not None and self._forget.warning:
+            self._forget.warn_base = capture(self._stats)  # the merged counts count as before the warning
+
+    def unlearn_one(self, x: dict, y, w: float = 1.0, *, receipt=None) -> None:
+        """:meth:`~stream_nb.learners._unlearn.Unlearning.unlearn_one`, refused (``reason="forgets"``)
+        when the model forgets: the event may have left the window or been decayed or dropped by a switch
+        since it was learned, so subtracting its counts again would not be exact."""
+        f = self._forget
+        if f is not None:
+            how = (f"window={f.window}" if f.window else f"half_life={f.half_life}" if f.half_life
+                   else f"drift_detector={type(f.detector).__name__}")
+            raise UnlearnError(f"unlearn_one: this model forgets ({how}): the event's counts may have expired, "
+                               f"decayed or been dropped since it was learned, so they cannot be taken back exactly",
+                               reason="forgets")
+        super().unlearn_one(x, y, w, receipt=receipt)
+
+    # -------------------------------------------------------------- state
+
+    def _forget_state(self) -> tuple[dict, dict | None]:
+        """``(arrays, meta)`` of forgetting (keys of ``arrays`` start with ``forget.``)."""
+        f = self._forget
+        if f is None:
+            return {}, None
+        arrays: dict = {}
+        caps = {"base": f.base, "warn": f.warn_base, **{f"pane{i}": d for i, d in enumerate(f.deltas)}}
+        sparse = {}
+        for tag, cap in caps.items():
+            for name, a in (cap or {}).items():
+                if isinstance(a, SparseTable):  # a sparse t-way table: its cells and their counts
+                    idx, vals = a.cells()
+                    arrays[f"forget.{tag}.{name}.cells"] = np.stack(idx).astype(np.int64) if len(vals) else \
+                        np.zeros((len(a.shape), 0), dtype=np.int64)
+                    arrays[f"forget.{tag}.{name}.counts"] = vals.copy()
+                    sparse[f"{tag}.{name}"] = list(a.shape)
+                else:
+                    arrays[f"forget.{tag}.{name}"] = a.copy()
+        meta = {
+            "panes_kept": len(f.deltas), "base": f.base is not None, "warn": f.warn_base is not None,
+            "pane_n": f.pane_n, "inflation": f.inflation.hex(), "warning": f.warning, "seen": f.seen,
+            "sparse": sparse, "drifts": list(f.drifts), "rebuild_origin": int(getattr(self, "_rebuild_origin", 0)),
+            "detector": None if f.detector is None else encode_object(f.detector),
+        }
+        return arrays, meta
+
+    def _forget_load(self, arrays: dict, meta: dict | None) -> None:
+        """Restore what :meth:`_forget_state` saved (ValueError naming what does not fit)."""
+        f = self._forget
+        if f is None or meta is None:
+            if (f is None) != (meta is None):
+                raise ValueError("forget: the state's forgetting does not match the model's window, half_life "
+                                 "and drift_detector")
+            return
+        try:
+            sparse = meta.get("sparse") or {}
+
+            def cap(tag):
+                prefix = f"forget.{tag}."
+                out = {k[len(prefix):]: np.array(v, dtype=float) for k, v in arrays.items()
+                       if k.startswith(prefix) and f"{tag}.{k[len(prefix):]}" not in sparse
+                       and not k.endswith((".cells", ".counts"))}
+                for key, shape in sparse.items():
+                    if key.startswith(tag + "."):
+                        name = key[len(tag) + 1:]
+                        table = SparseTable(tuple(shape))
+                        cells, counts = arrays[f"forget.{key}.cells"], np.asarray(arrays[f"forget.{key}.counts"])
+                        if len(counts):
+                            table.add(tuple(np.asarray(cells, dtype=np.int64)), counts)
+                        out[name] = table
+                return out
+
+            f.deltas = [cap(f"pane{i}") for i in range(int(meta["panes_kept"]))]
+            f.base = cap("base") if meta["base"] else None
+            f.warn_base = cap("warn") if meta["warn"] else None
+            f.pane_n = int(meta["pane_n"])
+            f.inflation = float.fromhex(meta["inflation"])
+            f.warning, f.seen = bool(meta["warning"]), int(meta["seen"])
+            f.drifts = [int(d) for d in meta["drifts"]]
+            if meta.get("rebuild_origin"):
+                self._rebuild_origin = int(meta["rebuild_origin"])
+            if meta["detector"] is not None:
+                f.detector = decode_object(meta["detector"])
+        except Exception as exc:  # noqa: BLE001 - a snapshot is untrusted data: whatever breaks is one refusal
+            raise ValueError(f"forget: cannot restore the forgetting state: {exc!r:.80}") from None
+        if not (f.inflation >= 1.0 and math.isfinite(f.inflation)) or f.pane_n < 0 or (
+                f.window and (f.pane_n > f.pane_size or len(f.deltas) > f.panes - 1)):
+            raise ValueError("forget: the forgetting state does not fit the model's window and panes")

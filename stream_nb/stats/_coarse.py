@@ -1,0 +1,115 @@
+"""The coarse layer of a two-layer store as exact sums of its fine layer's cells (see :mod:`stream_nb.stats._fine`).
+
+:func:`coarse_state` turns the state of the fine store into the state of the
+coarse one: every fine column of a binned feature goes to the coarse bin
+holding it (its edges are a subset of the fine edges), every categorical
+column to itself, and each count array is summed along each of its value axes
+with the 0/1 matrix of that map. Counts of whole events stay whole numbers,
+so the sums are exact.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._checks import is_integer
+from ._values import BINNED, TWINNED
+
+__all__ = ["check_backlog", "coarse_state"]
+
+
+def _bin_map(fine_edges: np.ndarray, coarse_edges: np.ndarray) -> np.ndarray:
+    """Fine-bin boundaries of the coarse bins (fine bin k is in coarse bin searchsorted(b, k, 'right'))."""
+    at = np.searchsorted(fine_edges, coarse_edges, side="left")
+    if len(coarse_edges) and not np.array_equal(fine_edges[np.minimum(at, len(fine_edges) - 1)], coarse_edges):
+        raise ValueError("coarse edges must be fine edges")
+    return at + 1
+
+
+def coarse_state(fine, edges: dict, bins: int, warmup: int, max_table_cells) -> tuple[dict, dict]:
+    """``(arrays, meta)`` of the coarse store: ``fine`` (a Stats) with each binned feature ``f`` of
+    ``edges`` cut at ``edges[f]`` (a subset of its fine edges); features without edges yet stay
+    without values."""
+    arrays, meta = fine.state()
+    bounds = {f: _bin_map(fine.disc[f].edges, np.asarray(e, dtype=float)) for f, e in edges.items()}
+    columns, index = [], {}
+    Vf = len(meta["columns"]) + 1
+    vmap = np.zeros(Vf, dtype=np.int64)
+    for i, (f, v) in enumerate(meta["columns"], start=1):
+        if f < 0:
+            continue  # detached by a promotion: empty, and not needed in a derived layer
+        if fine.kinds[f] == BINNED:
+            if f not in bounds:
+                continue
+            v = int(np.searchsorted(bounds[f], v, side="right"))
+        j = index.get((f, v))
+        if j is None:
+            columns.append([f, v])
+            j = index[(f, v)] = len(columns)
+        vmap[i] = j
+    Vc = len(columns) + 1
+    A = np.zeros((Vf, Vc))
+    A[np.arange(1, Vf), vmap[1:]] = 1.0
+    A[:, 0] = 0.0  # column 0 never counts
+    out = dict(arrays)
+    for p in ("", "obs_"):
+        for name in TWINNED:
+            a = arrays.get(p + name)
+            if a is None:
+                continue
+            # value axes: all but the class axis and, for the *_feat arrays, the last
+            n_axes = a.ndim - 1 - (name in ("feat_count", "pair_feat", "tuple_feat"))
+            for axis in range(1, 1 + n_axes):
+                a = np.moveaxis(np.moveaxis(a, axis, -1) @ A, -1, axis)
+            out[p + name] = np.ascontiguousarray(a)
+        for name in ("tuple_count", "tuple_feat"):  # a t-way table written sparse: its cells' value indices mapped
+            cells = arrays.get(p + name + "_cells")
+            if cells is None:
+                continue
+            n = cells.shape[1] - 1 - (name == "tuple_feat")
+            cells = cells.copy()
+            cells[:, 1 : 1 + n] = vmap[cells[:, 1 : 1 + n]]
+            keep = (cells[:, 1 : 1 + n] > 0).all(1)
+            out[p + name + "_cells"] = cells[keep]
+            out[p + name + "_counts"] = arrays[p + name + "_counts"][keep]  # equal cells add up when loaded
+    meta = dict(meta)
+    meta["bins"], meta["warmup"], meta["max_table_cells"] = bins, warmup, max_table_cells
+    feats = []
+    for f, feat in enumerate(meta["features"]):
+        feat = dict(feat)
+        if fine.kinds[f] == BINNED:
+            e = edges.get(f)
+            feat["discretiser"] = {"bins": bins, "warmup": warmup, "edges": None if e is None else list(map(float, e)),
+                                   "buffer": []}
+            feat["values"] = [v for g, v in columns if g == f]
+        feats.append(feat)
+    meta["features"] = feats
+    meta["columns"] = columns
+    return out, meta
+
+
+def check_backlog(backlog, fine) -> list:
+    """The backlog of a two-layer state as the store keeps it; ValueError naming what does not fit."""
+    if not isinstance(backlog, list):
+        raise ValueError(f"stats.two_layer.backlog: expected a list, got {type(backlog).__name__}")
+    V, F, C = len(fine.value_keys), len(fine.features), fine.n_classes
+    out = []
+    for i, entry in enumerate(backlog):
+        where = f"stats.two_layer.backlog[{i}]"
+        if not isinstance(entry, list) or len(entry) != 5:
+            raise ValueError(f"{where}: expected [columns, features, values, class, weight]")
+        cols, feats, vals, c, w = entry
+        if not (isinstance(cols, list) and isinstance(feats, list) and len(cols) == len(feats)
+                and all(is_integer(v) and 0 < v < V for v in cols) and all(is_integer(f) and 0 <= f < F for f in feats)):
+            raise ValueError(f"{where}: expected columns and features of the fine layer, one each")
+        if not isinstance(vals, list) or not all(
+                isinstance(e, list) and len(e) == 2 and is_integer(e[0]) and 0 <= e[0] < F and fine.kinds[e[0]] == BINNED
+                and isinstance(e[1], (int, float)) and not isinstance(e[1], bool) and math.isfinite(e[1]) for e in vals):
+            raise ValueError(f"{where}: expected [binned feature, finite number] pairs")
+        if not (is_integer(c) and 0 <= c < C) or not (isinstance(w, (int, float)) and math.isfinite(w) and w >= 0):
+            raise ValueError(f"{where}: expected a class index and a weight >= 0")
+        out.append((np.array(cols, dtype=np.int64), np.array(feats, dtype=np.int64),
+                    [(int(f), float(x)) for f, x in vals], int(c), float(w)))
+    return out

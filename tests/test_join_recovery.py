@@ -1,0 +1,57 @@
+"""kill -9 with labels flowing: the restored daemon ends with the model of a single pass over the joined pairs."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+from join_helpers import assert_same_counts
+from stream_nb import NaiveBayes, load
+from stream_nb.snapshots import SnapshotStore
+from test_join import joined_pairs, reference, streams
+
+
+def daemon(tmp_path, *extra):
+    return [sys.executable, "-m", "stream_nb", "run", "--input", str(tmp_path / "events.jsonl"),
+            "--feedback", str(tmp_path / "labels.jsonl"), "--output", str(tmp_path / "out.jsonl"),
+            "--dead-letter", str(tmp_path / "dlq.jsonl"), "--snapshot-dir", str(tmp_path / "snap"),
+            "--snapshot-every", "150", "--commit-every", "150", "--poll-max-records", "50", *extra]
+
+
+def test_kill_9_at_random_points_loses_no_waiting_event_and_learns_no_pair_twice(tmp_path):
+    events, labels = streams(n=6000, seed=11)
+    (tmp_path / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    (tmp_path / "labels.jsonl").write_text("".join(json.dumps(r) + "\n" for r in labels))
+    rng = random.Random(5)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")])}
+    kills = 0
+    for attempt in range(12):
+        proc = subprocess.Popen(daemon(tmp_path, "--provisional-label", "0"), env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        if attempt < 3:  # three kills, each once a new snapshot exists and a random moment later
+            store = SnapshotStore(str(tmp_path / "snap"))
+            before = max(store.sequences(), default=None)
+            deadline = time.monotonic() + 120
+            while proc.poll() is None and time.monotonic() < deadline:
+                seqs = store.sequences() if os.path.isdir(tmp_path / "snap") else []
+                if seqs and max(seqs) != before:
+                    break
+                time.sleep(0.05)
+            time.sleep(rng.uniform(0.0, 0.5))
+            if proc.poll() is None:
+                os.kill(proc.pid, signal.SIGKILL)
+                proc.wait()
+                kills += 1
+                continue
+        _, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, err.decode()[-2000:]
+        break
+    assert kills >= 1  # the run was cut at least once
+    store = SnapshotStore(str(tmp_path / "snap"))
+    restored = load(store.path(max(store.sequences())))
+    assert_same_counts(restored, reference(NaiveBayes, joined_pairs(events, labels, provisional=0)))
