@@ -98,7 +98,7 @@ def make_events() -> list[tuple[int, bytes | None, bytes, str | None]]:
         color = ("red", "green", "blue")[i % 3]
         obj = {"id": i, "color": color, "shape": ("flat", "round")[(i // 3) % 2], "size": float(i % 5)}
         if i < N_LABELED:
-            obj["label"] = "yes" if (color == "red") ^ (obj["shape"] == "flat") else "no"
+            obj["label"] = "yes" if color == "red" else "no"  # one feature decides: learnable in any interleaving
         out.append((i % PARTITIONS, f"k{i}".encode(), json.dumps(obj).encode(), None))
     for j, (raw, reason) in enumerate(MALFORMED):
         out.insert(30 + 37 * j, (j % PARTITIONS, f"bad{j}".encode(), raw, reason))
