@@ -6,6 +6,7 @@ Run it by hand (it is not a test)::
     python bench/daemon.py                      # ~100k events, every contender
     python bench/daemon.py --events 20000 --contenders nb,handwritten,raw
     python bench/daemon.py --profile nb         # also cProfile the daemon's drain
+    python bench/daemon.py --contenders nb,nb-confluent,raw,raw-confluent --profile nb-confluent
 
 Broker: ``KAFKA_BOOTSTRAP_SERVERS`` if set, else a local single-node broker
 started with ``deploy/kafka/kafka_local.py`` in a temporary directory (stopped
@@ -18,14 +19,19 @@ zipcode (ints: categorical for stream_nb), "label"}``, keyed by the id, over a
 
 Contenders, each a separate process reading the same events:
 
-* ``nb``, ``aode``, ``tan``: ``stream-nb run --model ...`` with default settings.
+* ``nb``, ``aode``, ``tan``: ``stream-nb run --model ...`` with default settings
+  (kafka-python); ``nb-confluent``, ``aode-confluent``, ``tan-confluent``: the
+  same with ``--kafka-client confluent`` (confluent-kafka, librdkafka).
 * ``handwritten``: what a user would write: a ``KafkaConsumer`` iterator,
   ``orjson``, river's ``GaussianNB`` (predict_proba_one, then learn_one), a
   default ``KafkaProducer``; auto-commit.
 * ``raw``: the ceiling: ``poll()`` batches re-sent unchanged by a producer tuned
   like stream_nb's sink, flush then commit every 10,000 records; no decoding, no model.
-* ``noop`` (diagnostic): stream_nb's engine and Kafka connectors in-process
-  around a constant model, i.e. everything of the daemon but the learner.
+* ``raw-confluent``: the same ceiling with confluent-kafka (``consume()``
+  batches re-sent by a producer configured like stream_nb's confluent sink).
+* ``noop``, ``noop-confluent`` (diagnostic): stream_nb's engine and Kafka
+  connectors in-process around a constant model, i.e. everything of the daemon
+  but the learner.
 
 kafka-python validates and computes CRC32C of every record batch, in pure Python
 unless the ``crc32c`` package is importable; the table says which one ran.
@@ -59,9 +65,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 PARTITIONS = 3
-STREAM_NB_MODELS = ("nb", "aode", "tan")
-ALL_CONTENDERS = (*STREAM_NB_MODELS, "handwritten", "raw", "noop")
-WORKERS = ("handwritten", "raw", "noop")
+MODELS = ("nb", "aode", "tan")
+STREAM_NB_MODELS = (*MODELS, *(f"{m}-confluent" for m in MODELS))
+ALL_CONTENDERS = (*STREAM_NB_MODELS, "handwritten", "raw", "raw-confluent", "noop", "noop-confluent")
+WORKERS = ("handwritten", "raw", "raw-confluent", "noop", "noop-confluent")
 FLOAT_FEATURES = ("salary", "commission", "age", "hvalue", "hyears", "loan")
 
 
@@ -139,7 +146,44 @@ def worker_raw(bootstrap: str, input_topic: str, output_topic: str, group: str) 
         producer.close()
 
 
-def worker_engine_noop(bootstrap: str, input_topic: str, output_topic: str, group: str) -> None:
+def worker_raw_confluent(bootstrap: str, input_topic: str, output_topic: str, group: str) -> None:
+    """The ceiling with confluent-kafka: consume() batches re-sent, flush then commit every 10,000 records."""
+    from confluent_kafka import Consumer, Producer
+
+    _stop_on_sigterm()
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False})
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
+                         "linger.ms": 5, "batch.size": 262_144, "delivery.report.only.error": True})
+    consumer.subscribe([input_topic])
+    since_commit, last_commit = 0, time.monotonic()
+    try:
+        while True:
+            messages = consumer.consume(500, 0)  # what is there; else wait for one (like kafka-python's poll)
+            if not messages:
+                first = consumer.poll(0.2)
+                messages = [first, *consumer.consume(499, 0)] if first is not None else []
+            for m in messages:
+                if m.error() is None:
+                    try:
+                        producer.produce(output_topic, m.value(), m.key())
+                    except BufferError:
+                        producer.poll(0.05)
+                        producer.produce(output_topic, m.value(), m.key())
+            since_commit += len(messages)
+            if since_commit >= 10_000 or (since_commit and time.monotonic() - last_commit >= 5.0):
+                producer.flush()
+                consumer.commit(asynchronous=False)
+                since_commit, last_commit = 0, time.monotonic()
+    except SystemExit:
+        pass
+    finally:
+        producer.flush()
+        consumer.close()
+
+
+def worker_engine_noop(bootstrap: str, input_topic: str, output_topic: str, group: str,
+                       client: str = "kafka-python") -> None:
     """stream_nb's engine and Kafka connectors around a constant model: their overhead alone."""
     from connectors import kafka as connector
     from stream_nb.engine import Engine
@@ -155,7 +199,7 @@ def worker_engine_noop(bootstrap: str, input_topic: str, output_topic: str, grou
             pass
 
     config = {"bootstrap_servers": bootstrap, "input_topic": input_topic, "output_topic": output_topic,
-              "dead_letter_topic": f"{input_topic}.dlq", "group_id": group}
+              "dead_letter_topic": f"{input_topic}.dlq", "group_id": group, "kafka_client": client}
     engine = Engine(Constant(), connector.make_source(config), connector.make_sink(config),
                     connector.make_dead_letter_sink(config), config={"model_name": "constant"})
     signal.signal(signal.SIGTERM, lambda signum, frame: engine.stop())
@@ -164,6 +208,96 @@ def worker_engine_noop(bootstrap: str, input_topic: str, output_topic: str, grou
     finally:
         for part in (engine.source, engine.sink, engine.dead_letters):
             part.close()
+
+
+def worker_cpu(kind: str, bootstrap: str, input_topic: str, n: str) -> None:
+    """CPU time per event of draining ``n`` events in this process: its main thread, and all its threads.
+
+    ``raw``/``raw-confluent``: consume -> produce; ``nb``/``nb-confluent`` (any
+    model contender): stream_nb's engine and connectors around the model. Wall
+    time on a loaded machine measures the other jobs as much as the contender;
+    CPU time per event measures the contender's own work. Prints one JSON line.
+    """
+    import json
+    import threading
+
+    n = int(n)
+    group = f"bench-cpu-{uuid.uuid4().hex[:8]}"
+    output_topic = f"bench-cpu-out-{uuid.uuid4().hex[:8]}"
+    model, _, client = kind.partition("-")
+    client = client or "kafka-python"
+    done, clock = 0, {}
+
+    def start():
+        clock.update(wall=time.perf_counter(), cpu=time.process_time(), main=time.thread_time())
+
+    if model == "raw" and client == "confluent":
+        from confluent_kafka import Consumer, Producer
+
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                             "enable.auto.commit": False})
+        producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
+                             "linger.ms": 5, "batch.size": 262_144, "delivery.report.only.error": True})
+        consumer.subscribe([input_topic])
+        while done < n:
+            messages = consumer.consume(500, 0) or consumer.consume(1, 0.5)
+            if messages and not clock:
+                start()
+            for m in messages:
+                producer.produce(output_topic, m.value(), m.key())
+            done += len(messages)
+        producer.flush()
+    elif model == "raw":
+        from kafka import KafkaConsumer, KafkaProducer
+
+        consumer = KafkaConsumer(input_topic, bootstrap_servers=bootstrap, group_id=group,
+                                 auto_offset_reset="earliest", enable_auto_commit=False, metrics_enabled=False)
+        producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", enable_idempotence=True,
+                                 linger_ms=5, batch_size=262_144, metrics_enabled=False)
+        while done < n:
+            batches = consumer.poll(timeout_ms=500, max_records=500)
+            if batches and not clock:
+                start()
+            for messages in batches.values():
+                for m in messages:
+                    producer.send(output_topic, m.value, key=m.key)
+                done += len(messages)
+        producer.flush()
+    else:
+        import stream_nb
+        from connectors import kafka as connector
+        from stream_nb.engine import Engine
+
+        learner = {"nb": stream_nb.NaiveBayes, "tan": stream_nb.TAN, "aode": stream_nb.AODE}[model]()
+        config = {"bootstrap_servers": bootstrap, "input_topic": input_topic, "output_topic": output_topic,
+                  "dead_letter_topic": f"{output_topic}.dlq", "group_id": group, "kafka_client": client}
+        engine = Engine(learner, connector.make_source(config), connector.make_sink(config),
+                        connector.make_dead_letter_sink(config), config={"model_name": model})
+        while done < n:
+            records = engine.source.poll(500, 0.5)
+            if records and not clock:
+                start()
+            if records:
+                engine.process_many(records, time.monotonic())
+            done += len(records)
+        engine.flush()
+    wall = time.perf_counter() - clock["wall"]
+    print(json.dumps({"events": done, "wall_s": wall, "main_us": (time.thread_time() - clock["main"]) / done * 1e6,
+                      "process_us": (time.process_time() - clock["cpu"]) / done * 1e6,
+                      "threads": threading.active_count()}))
+    os._exit(0)  # the clients' background threads are not worth a clean shutdown here
+
+
+def cpu_cost(kind: str, kafka: Kafka, input_topic: str, n: int) -> dict:
+    """Run :func:`worker_cpu` in a process of its own; its JSON result."""
+    import json
+
+    done = subprocess.run([sys.executable, __file__, "--cpu-worker", kind, kafka.bootstrap, input_topic, str(n)],
+                          capture_output=True, text=True, cwd=REPO, timeout=1800, stdin=subprocess.DEVNULL)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode != 0 or not lines:
+        raise RuntimeError(f"cpu worker {kind} failed: {done.stderr[-2000:]}")
+    return json.loads(lines[-1])
 
 
 # ----------------------------------------------------------------- broker & data
@@ -290,11 +424,12 @@ class Kafka:
 def contender_cmd(kind: str, bootstrap: str, input_topic: str, output_topic: str, group: str,
                   profile: Path | None = None) -> list[str]:
     if kind in STREAM_NB_MODELS:
+        model, _, client = kind.partition("-")
         head = [sys.executable, "-m", "cProfile", "-o", str(profile), "-m", "stream_nb.cli"] if profile else \
             [sys.executable, "-m", "stream_nb.cli"]
-        return head + ["run", "--model", kind, "--bootstrap-servers", bootstrap, "--input-topic", input_topic,
+        return head + ["run", "--model", model, "--bootstrap-servers", bootstrap, "--input-topic", input_topic,
                        "--output-topic", output_topic, "--group-id", group, "--metrics-interval", "0",
-                       "--log-level", "WARNING"]
+                       "--log-level", "WARNING", "--kafka-client", client or "kafka-python"]
     return [sys.executable, __file__, "--worker", kind, bootstrap, input_topic, output_topic, group]
 
 
@@ -374,14 +509,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-latency", action="store_true", help="measure throughput only")
     parser.add_argument("--drain-timeout", type=float, default=None,
                         help="seconds a contender may take to drain the topic (default: max(120, events/200))")
-    parser.add_argument("--profile", metavar="MODEL", choices=STREAM_NB_MODELS,
+    parser.add_argument("--profile", metavar="CONTENDER", choices=STREAM_NB_MODELS,
                         help="also run the daemon with this model under cProfile and print the top functions")
+    parser.add_argument("--cpu", action="store_true",
+                        help="also measure the CPU time per event of each contender (and raw, raw-confluent) "
+                             "draining the same events in-process: robust on a loaded machine")
     parser.add_argument("--worker", nargs=5, metavar=("KIND", "BOOTSTRAP", "IN", "OUT", "GROUP"),
                         help=argparse.SUPPRESS)
+    parser.add_argument("--cpu-worker", nargs=4, metavar=("KIND", "BOOTSTRAP", "IN", "N"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.cpu_worker:
+        worker_cpu(*args.cpu_worker)
+        return 0
     if args.worker:
         kind, *rest = args.worker
-        {"handwritten": worker_handwritten, "raw": worker_raw, "noop": worker_engine_noop}[kind](*rest)
+        {"handwritten": worker_handwritten, "raw": worker_raw, "raw-confluent": worker_raw_confluent,
+         "noop": worker_engine_noop,
+         "noop-confluent": lambda *a: worker_engine_noop(*a, client="confluent")}[kind](*rest)
         return 0
 
     contenders = [c.strip() for c in args.contenders.split(",") if c.strip()]
@@ -411,6 +555,13 @@ def main(argv: list[str] | None = None) -> int:
                     results[kind].update(p50=p50, p99=p99, paced=n)
                     print(f"{kind}: latency p50 {p50:.1f} ms, p99 {p99:.1f} ms over {n} events",
                           file=sys.stderr)
+            if args.cpu:
+                for kind in dict.fromkeys([k for k in contenders if k in STREAM_NB_MODELS or k.startswith("raw")]
+                                          + ["raw", "raw-confluent"]):
+                    cost = cpu_cost(kind, kafka, input_topic, len(events))
+                    results.setdefault(kind, {}).update(cpu=cost)
+                    print(f"{kind}: cpu {cost['main_us']:.1f} us/event on its main thread, "
+                          f"{cost['process_us']:.1f} us/event in all its threads", file=sys.stderr)
             if args.profile:
                 prof = log_dir / f"{args.profile}.prof"
                 throughput(args.profile, kafka, input_topic, len(events), log_dir, profile=prof)
@@ -418,6 +569,18 @@ def main(argv: list[str] | None = None) -> int:
             kafka.close()
 
     print(table(results, args, len(events)))
+    for model in MODELS:  # the confluent client's gain, in this run
+        kp, cf = results.get(model, {}), results.get(f"{model}-confluent", {})
+        if "cpu" in kp and "cpu" in cf:
+            print(f"{model}-confluent / {model}: {kp['cpu']['main_us'] / cf['cpu']['main_us']:.2f}x less CPU per "
+                  f"event on the main thread ({cf['cpu']['main_us']:.1f} vs {kp['cpu']['main_us']:.1f} us)")
+        if "throughput" in kp and "throughput" in cf:
+            line = f"{model}-confluent / {model}: {cf['throughput'] / kp['throughput']:.2f}x drain"
+            if "raw-confluent" in results:
+                line += f", {cf['throughput'] / results['raw-confluent']['throughput']:.0%} of raw-confluent"
+            if "p99" in cf and "p99" in kp:
+                line += f"; p99 {cf['p99']:.0f} ms vs {kp['p99']:.0f} ms"
+            print(line)
     if args.profile:
         print(f"\n### cProfile of `stream-nb run --model {args.profile}` draining {len(events)} events\n")
         print("```")
@@ -435,21 +598,36 @@ def crc_impl() -> str:
 
 def table(results: dict[str, dict], args, n: int) -> str:
     labels = {"nb": "stream_nb NaiveBayes", "aode": "stream_nb AODE", "tan": "stream_nb TAN",
+              "nb-confluent": "stream_nb NaiveBayes, confluent-kafka", "aode-confluent": "stream_nb AODE, confluent-kafka",
+              "tan-confluent": "stream_nb TAN, confluent-kafka",
               "handwritten": "(a) hand-written kafka-python + orjson + river GaussianNB",
               "raw": "(b) raw consume -> produce, no model (ceiling)",
-              "noop": "diagnostic: stream_nb engine + connectors, constant model"}
+              "raw-confluent": "(c) raw consume -> produce with confluent-kafka (its ceiling)",
+              "noop": "diagnostic: stream_nb engine + connectors, constant model",
+              "noop-confluent": "diagnostic: stream_nb engine + confluent connectors, constant model"}
     hand = results.get("handwritten", {}).get("throughput")
-    raw = results.get("raw", {}).get("throughput")
     lat = not args.no_latency
-    head = "| contender | drain events/s | vs (a) | vs (b) |" + (" p50 ms | p99 ms |" if lat else "")
+    head = "| contender | drain events/s | vs (a) | vs its client's raw ceiling |" + (
+        " p50 ms | p99 ms |" if lat else "")
     rule = "|---|---:|---:|---:|" + ("---:|---:|" if lat else "")
+    cpu = any("cpu" in r for r in results.values())
+    if cpu:
+        head += " CPU us/event, main thread | CPU us/event, all threads |"
+        rule += "---:|---:|"
     rows = [head, rule]
     for kind, r in results.items():
+        if "throughput" not in r:  # measured with --cpu only
+            rows.append(f"| {labels[kind]} | - | - | - |" + (" - | - |" if lat else "")
+                        + f" {r['cpu']['main_us']:.1f} | {r['cpu']['process_us']:.1f} |")
+            continue
         t = r["throughput"]
+        raw = results.get("raw-confluent" if kind.endswith("-confluent") else "raw", {}).get("throughput")
         row = f"| {labels[kind]} | {t:,.0f} | {t / hand:.2f}x |" if hand else f"| {labels[kind]} | {t:,.0f} | - |"
         row += f" {t / raw:.0%} |" if raw else " - |"
         if lat:
-            row += f" {r['p50']:.0f} | {r['p99']:.0f} |"
+            row += f" {r.get('p50', float('nan')):.0f} | {r.get('p99', float('nan')):.0f} |"
+        if cpu:
+            row += (f" {r['cpu']['main_us']:.1f} | {r['cpu']['process_us']:.1f} |" if "cpu" in r else " - | - |")
         rows.append(row)
     notes = [
         "",
@@ -461,6 +639,9 @@ def table(results: dict[str, dict], args, n: int) -> str:
             f"Latency: producer paced at {args.rate:,.0f} events/s for {args.seconds:.0f} s after a warm-up; "
             f"input create time -> output broker append time (LogAppendTime), ms resolution."
         )
+    if cpu:
+        notes.append("CPU us/event: the same events drained in-process by the contender's engine and client "
+                     "(bench/daemon.py --cpu), thread_time of its main thread and process_time of all its threads.")
     notes.append(f"Machine: {os.cpu_count()} CPUs, Python {sys.version.split()[0]}; broker on the same machine; "
                  f"kafka-python CRC32C: {crc_impl()}.")
     return "\n".join(rows + notes)

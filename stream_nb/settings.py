@@ -193,8 +193,12 @@ SETTINGS: tuple[Setting, ...] = (
             "(connector default stream-nb)", _KAFKA, "GROUP"),
     Setting("dead_letter_topic", "str", None, "topic the dead letters are written to (default: <input-topic>.dlq)",
             _KAFKA, "TOPIC"),
-    Setting("kafka_config", "mapping", {}, "any other kafka-python consumer/producer setting, e.g. "
-            "security_protocol=SASL_SSL sasl_mechanism=PLAIN ssl_cafile=ca.pem; repeatable", _KAFKA, "KEY=VALUE"),
+    Setting("kafka_config", "mapping", {}, "any other consumer/producer setting of the Kafka client, e.g. "
+            "security_protocol=SASL_SSL sasl_mechanism=PLAIN ssl_cafile=ca.pem (confluent also takes librdkafka's "
+            "dotted names, e.g. security.protocol=SASL_SSL); repeatable", _KAFKA, "KEY=VALUE"),
+    Setting("kafka_client", "choice", "kafka-python", "Kafka client library: kafka-python (pure Python, the "
+            "default) or confluent (confluent-kafka: librdkafka does the network work in C threads; "
+            "pip install 'stream-nb[confluent]')", _KAFKA, choices=("kafka-python", "confluent")),
     Setting("poll_max_records", "int", ENGINE_DEFAULTS["poll_max_records"], "most events taken per poll",
             _ENGINE, "N"),
     Setting("poll_timeout", "float", ENGINE_DEFAULTS["poll_timeout"], "longest wait of one poll, in seconds",

@@ -237,6 +237,26 @@ def kafka_broker(request, tmp_path_factory) -> KafkaBroker:
     return broker
 
 
+#: The Kafka client libraries of ``stream-nb run --kafka-client``: a test taking the
+#: ``kafka_client`` fixture runs once with each, against the same broker.
+KAFKA_CLIENTS = ("kafka-python", "confluent")
+
+
+def pytest_generate_tests(metafunc):
+    if "kafka_client" in metafunc.fixturenames:
+        metafunc.parametrize("kafka_client", KAFKA_CLIENTS, indirect=True)
+
+
+@pytest.fixture
+def kafka_client(request, monkeypatch) -> str:
+    """``"kafka-python"`` or ``"confluent"``; daemons started by the test inherit it (``STREAM_NB_KAFKA_CLIENT``)."""
+    name = request.param
+    if name == "confluent" and importlib.util.find_spec("confluent_kafka") is None and not _kafka_required():
+        pytest.skip("confluent-kafka is not installed (pip install 'stream-nb[confluent]')")
+    monkeypatch.setenv("STREAM_NB_KAFKA_CLIENT", name)
+    return name
+
+
 @pytest.fixture(scope="session")
 def kafka_bootstrap_servers(kafka_broker) -> str:
     return kafka_broker.bootstrap_servers

@@ -106,7 +106,7 @@ def cli_with_faults(faults: dict[str, float]) -> list[str]:
 
 
 def clean_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("STREAM_NB_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STREAM_NB_") or k == "STREAM_NB_KAFKA_CLIENT"}
     env["PYTHONUNBUFFERED"] = "1"
     env.update(extra)
     return env

@@ -63,12 +63,12 @@ def end_offsets(bootstrap: str, topic: str) -> int:
 
 @pytest.mark.kafka
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the daemon's memory from /proc")
-def test_a_burst_with_a_slow_output_keeps_memory_bounded(kafka_bootstrap_servers, kafka_topic_factory, tmp_path):
+def test_a_burst_with_a_slow_output_keeps_memory_bounded(kafka_client, kafka_bootstrap_servers, kafka_topic_factory, tmp_path):
     bootstrap = kafka_bootstrap_servers
     input_topic = kafka_topic_factory(partitions=PARTITIONS, prefix="bp-in")
     output_topic = kafka_topic_factory(partitions=PARTITIONS, prefix="bp-out")
     log_path = tmp_path / "daemon.stderr"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("STREAM_NB_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STREAM_NB_") or k == "STREAM_NB_KAFKA_CLIENT"}
     with open(log_path, "wb") as err:
         proc = subprocess.Popen(
             [sys.executable, "-m", "stream_nb.cli", "run", "--bootstrap-servers", bootstrap,

@@ -259,7 +259,7 @@ def _pos(o: dict) -> tuple[int, int]:
 @pytest.mark.kafka
 @pytest.mark.parametrize("model", ["nb", "aode", "tan"])
 def test_daemon_predicts_every_valid_event_once_and_matches_an_in_process_replay(
-    model, kafka_bootstrap_servers, kafka_topic_factory, tmp_path, dead_letter_cleanup
+    kafka_client, model, kafka_bootstrap_servers, kafka_topic_factory, tmp_path, dead_letter_cleanup
 ):
     bootstrap = kafka_bootstrap_servers
     input_topic = kafka_topic_factory(partitions=PARTITIONS, prefix="in")
@@ -346,7 +346,7 @@ def test_daemon_predicts_every_valid_event_once_and_matches_an_in_process_replay
 
 @pytest.mark.kafka
 def test_a_restarted_daemon_resumes_after_what_it_committed(
-    kafka_bootstrap_servers, kafka_topic_factory, tmp_path, dead_letter_cleanup
+    kafka_client, kafka_bootstrap_servers, kafka_topic_factory, tmp_path, dead_letter_cleanup
 ):
     bootstrap = kafka_bootstrap_servers
     input_topic = kafka_topic_factory(partitions=PARTITIONS, prefix="in")
@@ -382,7 +382,7 @@ def test_a_restarted_daemon_resumes_after_what_it_committed(
     assert group_offsets(bootstrap, group, input_topic) == end_offsets(first + second)
 
 
-def test_daemon_waits_for_an_unreachable_broker_and_stops_cleanly_on_sigterm(tmp_path):
+def test_daemon_waits_for_an_unreachable_broker_and_stops_cleanly_on_sigterm(kafka_client, tmp_path):
     import socket
 
     with socket.socket() as s:

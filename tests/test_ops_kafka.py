@@ -22,6 +22,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
+import warnings
 from pathlib import Path
 
 import pytest
@@ -67,7 +68,7 @@ class Daemon:
 
     def __init__(self, tmp_path: Path, name: str, *args: str):
         self.log_path = tmp_path / f"{name}.stderr"
-        env = {k: v for k, v in os.environ.items() if not k.startswith("STREAM_NB_")}
+        env = {k: v for k, v in os.environ.items() if not k.startswith("STREAM_NB_") or k == "STREAM_NB_KAFKA_CLIENT"}
         with open(self.log_path, "wb") as err:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "stream_nb.cli", "run", "--metrics-port", "0", "--metrics-interval", "0",
@@ -97,7 +98,7 @@ def make_events() -> list[tuple[int, bytes | None, bytes, str | None]]:
         color = ("red", "green", "blue")[i % 3]
         obj = {"id": i, "color": color, "shape": ("flat", "round")[(i // 3) % 2], "size": float(i % 5)}
         if i < N_LABELED:
-            obj["label"] = "yes" if (color == "red") ^ (obj["shape"] == "flat") else "no"
+            obj["label"] = "yes" if color == "red" else "no"  # one feature decides: learnable in any interleaving
         out.append((i % PARTITIONS, f"k{i}".encode(), json.dumps(obj).encode(), None))
     for j, (raw, reason) in enumerate(MALFORMED):
         out.insert(30 + 37 * j, (j % PARTITIONS, f"bad{j}".encode(), raw, reason))
@@ -105,7 +106,7 @@ def make_events() -> list[tuple[int, bytes | None, bytes, str | None]]:
 
 
 @pytest.mark.kafka
-def test_metrics_health_and_readiness_of_a_kafka_daemon(kafka_broker, kafka_bootstrap_servers, tmp_path):
+def test_metrics_health_and_readiness_of_a_kafka_daemon(kafka_client, kafka_broker, kafka_bootstrap_servers, tmp_path):
     bootstrap = kafka_bootstrap_servers
     tag = uuid.uuid4().hex[:8]
     input_topic, output_topic = f"ops-in-{tag}", f"ops-out-{tag}"
@@ -193,12 +194,14 @@ def test_metrics_health_and_readiness_of_a_kafka_daemon(kafka_broker, kafka_boot
         try:
             kafka_broker.ensure_running()
             admin.delete_topics(topics, timeout_ms=30000, raise_errors=False)
+        except Exception as exc:  # noqa: BLE001 - cleanup must not fail the test (the admin may still be
+            warnings.warn(f"could not delete test topics {topics}: {exc}", stacklevel=1)  # reconnecting)
         finally:
             admin.close()
 
 
 @pytest.mark.kafka
-def test_a_daemon_without_partitions_is_alive_but_not_ready(kafka_bootstrap_servers, kafka_topic_factory,
+def test_a_daemon_without_partitions_is_alive_but_not_ready(kafka_client, kafka_bootstrap_servers, kafka_topic_factory,
                                                              tmp_path):
     from kafka import KafkaConsumer
 
@@ -208,8 +211,12 @@ def test_a_daemon_without_partitions_is_alive_but_not_ready(kafka_bootstrap_serv
     group = f"ops-one-{uuid.uuid4().hex[:8]}"
     # another member of the group, whose member id sorts first, holds the only partition
     # (range assignment gives it to the first member); it must keep polling to take part in rebalances
-    holder = KafkaConsumer(input_topic, bootstrap_servers=bootstrap, group_id=group, client_id="a-holder",
+    # the holder subscribes once it knows the topic's partitions: leading the group before, it assigned
+    # nothing ("No partition metadata for topic") and did not rejoin within a minute (failed twice)
+    holder = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, client_id="a-holder",
                            enable_auto_commit=False)
+    wait_for("the holder to see the topic's partition", lambda: holder.partitions_for_topic(input_topic), 60)
+    holder.subscribe([input_topic])
     stop_holding = threading.Event()
 
     def hold():
@@ -251,7 +258,7 @@ def test_a_daemon_without_partitions_is_alive_but_not_ready(kafka_bootstrap_serv
             daemon.proc.wait()
 
 
-def test_while_start_up_waits_for_the_broker_the_daemon_is_alive_but_not_ready(tmp_path):
+def test_while_start_up_waits_for_the_broker_the_daemon_is_alive_but_not_ready(kafka_client, tmp_path):
     import socket
 
     with socket.socket() as s:

@@ -12,6 +12,7 @@ values, unlabeled events, bad values and huge numbers, which all end a run.
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -21,6 +22,7 @@ from hypothesis import strategies as st
 from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes
 from stream_nb.stats import exclusive_counts, grouped_exclusive_counts, running_counts, running_moments
 from stream_nb.exceptions import InvalidEventError
+from stream_nb.stats import SparseTable, _adding, _working
 
 MODELS = {
     "nb": lambda: NaiveBayes(),
@@ -261,6 +263,53 @@ def test_long_runs_match_the_loop(name):
         assert batched.structure == looped.structure and batched.n_rebuilds == looped.n_rebuilds >= 9
     # and most events went through vectorised runs
     assert spy.rows > 0.8 * len(stream)
+
+
+@pytest.mark.parametrize("name", ["tan", "aode", "kdb2", "kdb2-sparse"])
+def test_runs_beyond_the_working_set_limit_are_added_in_pieces(name, monkeypatch):
+    """A run whose pair index arrays (rows x F^2) would exceed the working-set limit is added in pieces
+    of rows within it (and the sparse 3-way tables' keys, F^3 a row, in pieces of tuples), and the
+    counts and predictions stay those of the one-event loop."""
+    limit = 4 * 5**2  # 4 rows of the 5 (binned) features
+    monkeypatch.setattr(_working, "WORKING_CELLS", limit)
+    pieces, keys = [], []
+    pair_cells, add = _adding._pair_cells, SparseTable.add
+
+    def recording(D, *args):
+        pieces.append(D.shape)
+        return pair_cells(D, *args)
+
+    def recording_keys(table, idx, w):  # the adds of events (not the copies of a table that grows)
+        if sys._getframe(1).f_code.co_name in ("_count_sparse_tuples", "_add_tuples_sparse"):
+            keys.append(np.broadcast_shapes(*(np.shape(i) for i in idx)))
+        return add(table, idx, w)
+
+    monkeypatch.setattr(_adding, "_pair_cells", recording)
+    monkeypatch.setattr(SparseTable, "add", recording_keys)
+    stream = agrawal_like(400, seed=3)
+    batched, looped = LONG[name](), LONG[name]()
+    xs, ys = [x for x, _ in stream], [y for _, y in stream]
+    results = []
+    for lo in range(0, len(xs), 200):
+        results += batched.prequential_many(xs[lo : lo + 200], ys[lo : lo + 200])
+    assert_same(results, loop(looped, stream))
+    assert_same_counts(batched, looped)
+    np.testing.assert_array_equal(batched._stats.pair_count, looped._stats.pair_count)
+    np.testing.assert_array_equal(batched._stats.pair_feat, looped._stats.pair_feat)
+    batches = [(r, k) for r, k in pieces if r > 1]  # the loop adds one event at a time (its own path)
+    assert batches, "no vectorised run was added"
+    assert all(r * k * k <= limit for r, k in batches), batches
+    # most events after the warm-up batch went through vectorised runs longer than one piece: they were split
+    assert sum(r for r, _ in batches) >= len(xs) // 2 and len(batches) > 3 * len(xs) // 200
+    if name == "kdb2-sparse":  # every key batch within the limit, and the same cells and counts as the loop
+        assert keys and max(math.prod(k) for k in keys) <= limit
+        for table in ("tuple_count", "tuple_feat"):
+            (got_idx, got), (want_idx, want) = getattr(batched._stats, table).cells(), getattr(looped._stats, table).cells()
+            got_order, want_order = np.lexsort(got_idx[::-1]), np.lexsort(want_idx[::-1])
+            np.testing.assert_array_equal(np.stack(got_idx)[:, got_order], np.stack(want_idx)[:, want_order])
+            np.testing.assert_array_equal(got[got_order], want[want_order])
+    elif name == "kdb2":
+        np.testing.assert_array_equal(batched._stats.tuple_count, looped._stats.tuple_count)
 
 
 def test_running_helpers_against_brute_force():

@@ -1,7 +1,11 @@
 """Kafka connector: a consumer-group :class:`KafkaSource` and idempotent-producer :class:`KafkaSink`.
 
 Implements the engine's :class:`~stream_nb.engine.Source` and
-:class:`~stream_nb.engine.Sink` with kafka-python only. Where things are:
+:class:`~stream_nb.engine.Sink` with two client libraries, chosen by the
+daemon dict's ``kafka_client`` (``stream-nb run --kafka-client``):
+kafka-python (the default: pure Python) and confluent-kafka (librdkafka,
+``pip install 'stream-nb[confluent]'``), with the same settings, guarantees
+and capabilities. Where things are:
 
 * ``_client`` -- client configuration: settings checked and converted,
   clients created, output topics created;
@@ -9,6 +13,14 @@ Implements the engine's :class:`~stream_nb.engine.Source` and
 * ``_factories`` -- ``make_source``, ``make_sink``, ``make_dead_letter_sink``
   (this package is a :class:`~stream_nb.engine.ConnectorModule`);
 * ``_errors`` -- :class:`ConnectorError` and its subclasses;
+* ``_confluent_client``, ``_confluent_source``, ``_confluent_sink``,
+  ``_confluent_transaction`` -- the same roles with confluent-kafka:
+  :class:`ConfluentSource`, :class:`ConfluentSink` and the transactional
+  producer; librdkafka's dotted property names are accepted besides the
+  kafka-python names of the common settings, which are translated;
+* ``_factories.CLIENTS`` -- one :class:`Client` per library (its source and
+  sink classes and the keys they take): a Kafka feature written against a
+  ``Client`` (``client_of(config).source(...)``) works with both;
 * :mod:`connectors.kafka.transactional` -- exactly-once outputs: one
   transactional producer for outputs, dead letters and input offsets.
 
@@ -75,8 +87,10 @@ from __future__ import annotations
 
 from stream_nb.exceptions import CommitError
 
+from ._confluent_sink import ConfluentSink
+from ._confluent_source import ConfluentSource
 from ._errors import ConnectorError, ConnectorUnavailable, DeliveryError
-from ._factories import DAEMON_KEYS, make_dead_letter_sink, make_sink, make_source
+from ._factories import CLIENTS, DAEMON_KEYS, Client, client_of, make_dead_letter_sink, make_sink, make_source
 from ._model_topic import ModelTopic, make_model_channel
 from ._sink import KafkaSink
 from ._source import KafkaSource
@@ -84,6 +98,11 @@ from ._source import KafkaSource
 __all__ = [
     "KafkaSource",
     "KafkaSink",
+    "ConfluentSource",
+    "ConfluentSink",
+    "CLIENTS",
+    "Client",
+    "client_of",
     "make_source",
     "make_sink",
     "make_dead_letter_sink",

@@ -36,8 +36,9 @@ from kafka import KafkaProducer
 from stream_nb.exceptions import ConfigError
 
 from ._client import connect, ensure_topic, resolve, servers
-from ._errors import DeliveryError
-from ._factories import split
+from ._confluent_transaction import ConfluentTransaction
+from ._errors import ConnectorUnavailable, DeliveryError
+from ._factories import client_of, split
 from ._sink import KafkaSink
 from ._source import KafkaSource
 
@@ -94,6 +95,13 @@ class Transaction:
         producer = connect(KafkaProducer, self._client_cfg, role=f"transactional producer {self.transactional_id!r}")
         try:
             producer.init_transactions()
+        except (Errors.KafkaTimeoutError, Errors.KafkaConnectionError) as exc:
+            # No transaction coordinator answered within max_block_ms (a restarted broker still loading, or
+            # gone again): the broker counts as unreachable, so callers retry as they do at start-up.
+            producer.close(timeout=0)
+            raise ConnectorUnavailable(
+                f"Kafka transactional producer {self.transactional_id!r}: registering the transactional id "
+                f"failed: {exc!r}", bootstrap_servers=servers(self._client_cfg.get("bootstrap_servers"))) from exc
         except BaseException:
             producer.close(timeout=self._close_timeout_ms / 1000)
             raise
@@ -146,14 +154,15 @@ class Transaction:
         if not self._in_transaction:
             self._live().begin_transaction()
             self._in_transaction = True
+        producer = self._producer
         try:
-            future = self._producer.send(topic, value=value, key=key)
+            future = producer.send(topic, value=value, key=key)
         except Errors.KafkaError as exc:
-            self._on_error(exc)
+            self._on_error(producer, exc)
             raise self._error(topic) from exc
         self._sent += 1
-        future.add_callback(self._on_ack)
-        future.add_errback(self._on_error)
+        future.add_callback(self._on_ack, producer)
+        future.add_errback(self._on_error, producer)
 
     def flush(self, topic: str = "outputs") -> None:
         """Wait for every record sent; :class:`~connectors.kafka.DeliveryError` if any failed."""
@@ -200,6 +209,8 @@ class Transaction:
                 self._in_transaction = False  # whatever happens next, the old transaction is gone with its producer
                 self._producer = self._new_producer()
             self._in_transaction = False
+        if not self._closed:  # a replacement that failed (broker away) is retried here, not at the next send
+            self._live()
         self.aborts += 1
         self._failed = 0
         self._sent = self._acked = 0
@@ -230,10 +241,18 @@ class Transaction:
         finally:
             self._producer.close(timeout=self._close_timeout_ms / 1000)
 
-    def _on_ack(self, metadata) -> None:
-        self._acked += 1
+    # The callbacks count only the records of the current producer: a replaced one (aborting failed) still
+    # fails its queued records later (TransactionAbortedError, fenced), and counting those would fail the
+    # transaction of its successor.
 
-    def _on_error(self, exc: BaseException) -> None:
+    def _on_ack(self, producer: KafkaProducer, metadata) -> None:
+        if producer is self._producer:
+            self._acked += 1
+
+    def _on_error(self, producer: KafkaProducer, exc: BaseException) -> None:
+        if producer is not self._producer:
+            log.debug("Kafka exactly-once outputs: a record of a replaced producer failed: %r", exc)
+            return
         with self._lock:
             if self._first_error is None:
                 self._first_error = exc
@@ -287,18 +306,22 @@ def make_connectors(config: dict) -> tuple[KafkaSource, TransactionalSink, Trans
     """Source, output sink and dead-letter sink of ``stream-nb run --exactly-once``.
 
     ``config`` is the daemon-level dict of :func:`connectors.kafka.make_source`
-    plus ``transactional_id``; the source reads ``read_committed``.
+    plus ``transactional_id``; the source reads ``read_committed``. With
+    ``kafka_client="confluent"`` the source is a ``ConfluentSource`` and the
+    transaction a :class:`~connectors.kafka._confluent_transaction.ConfluentTransaction`.
     """
+    client = client_of(config)
     source_cfg, sink_cfg = split(config)
     output = config.get("output_topic")
     if not output:
         raise ConfigError("Kafka: 'output_topic' is required")
     dead = config.get("dead_letter_topic") or f"{config['input_topic']}.dlq"
     source_cfg["isolation_level"] = "read_committed"
-    source = KafkaSource(topic=config["input_topic"], **source_cfg)
+    source = client.source(topic=config["input_topic"], **source_cfg)
     try:
         sink_cfg.setdefault("client_id", "stream-nb-exactly-once")
-        txn = Transaction(source, [output, dead], {**sink_cfg, "partitions_like": config["input_topic"]})
+        make = ConfluentTransaction if client.name == "confluent" else Transaction
+        txn = make(source, [output, dead], {**sink_cfg, "partitions_like": config["input_topic"]})
     except BaseException:
         source.close()
         raise

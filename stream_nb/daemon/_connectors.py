@@ -33,6 +33,11 @@ log = logging.getLogger("stream_nb.daemon")
 KAFKA_LOGGER = "kafka"
 
 
+#: librdkafka's names of the settings that have flags of their own (refused in --kafka-config like their
+#: kafka-python names).
+_DOTTED = {"bootstrap.servers": "bootstrap_servers", "group.id": "group_id"}
+
+
 def check_output_files(settings: dict[str, typing.Any]) -> None:
     """Refuse to append to an ``--output`` or ``--dead-letter`` file that holds data, unless that is meant.
 
@@ -122,7 +127,7 @@ def connector_plan(settings: dict[str, typing.Any]) -> ConnectorPlan:
         if not settings[name]:
             raise ConfigError(f"Kafka mode needs {BY_NAME[name].flag} (or {BY_NAME[name].env})")
     extra = dict(settings["kafka_config"])
-    clash = sorted(set(extra) & set(KAFKA_SETTINGS))
+    clash = sorted({_DOTTED.get(k, k) for k in extra} & {*KAFKA_SETTINGS, "kafka_client"})
     if clash:
         raise ConfigError(
             f"{describe_setting(settings, 'kafka_config')} {clash[0]}=... : use {BY_NAME[clash[0]].flag} "
@@ -135,8 +140,13 @@ def connector_plan(settings: dict[str, typing.Any]) -> ConnectorPlan:
         "output_topic": settings["output_topic"],
         "dead_letter_topic": settings["dead_letter_topic"] or f"{settings['input_topic']}.dlq",
         "group_id": settings["group_id"],
+        "kafka_client": settings["kafka_client"],
     }
     config = {k: v for k, v in config.items() if v is not None}
+    if settings.get("model_topic") and settings["kafka_client"] != "kafka-python":
+        raise ConfigError(f"{describe_setting(settings, 'model_topic')} works with --kafka-client kafka-python only "
+                          f"so far (the model topic's reader is a kafka-python consumer); drop "
+                          f"{describe_setting(settings, 'kafka_client')}")
     module = "connectors.kafka"
     if settings["exactly_once"]:  # one transactional producer for outputs, dead letters and offsets
         config["transactional_id"] = transactional_id(settings)
@@ -147,7 +157,7 @@ def connector_plan(settings: dict[str, typing.Any]) -> ConnectorPlan:
         sink=config,
         dead_letters=config,
         describe=(
-            f"Kafka {','.join(settings['bootstrap_servers'] or ['(connector default)'])}: "
+            f"Kafka ({settings['kafka_client']}) {','.join(settings['bootstrap_servers'] or ['(connector default)'])}: "
             f"{config['input_topic']} -> {config['output_topic']}, dead letters to {config['dead_letter_topic']}"
         ),
     )

@@ -30,6 +30,7 @@ import typing
 
 from ..exceptions import ConfigError
 from ..snapshots import FaultHooks, SnapshotFile, SnapshotStore
+from ._abort import abort_while_unreachable
 from ._checkpoint import Checkpointer, snapshot_metadata
 from ._engine import Engine
 from ._protocols import Repositionable, ReportsCommitted, Transactional
@@ -166,7 +167,7 @@ class ExactlyOnceCheckpointer(Checkpointer):
         self.aborts += 1
         self.last_abort = why
         log.error("transaction aborted (%s); rewinding to snapshot %s", why, self.snapshot_seq)
-        self.transaction.abort()
+        abort_while_unreachable(self.transaction, lambda: engine.stopping)
         if self.snapshot_seq is not None:
             snap = self.store.read(self.snapshot_seq)
             daemon = snap.daemon or {}

@@ -57,6 +57,7 @@ import uuid
 
 from ..exceptions import CommitError, ConfigError, SnapshotError
 from ..snapshots import SnapshotStore, decode_state, encode_state, installed_fault_hooks
+from ._abort import abort_while_unreachable
 from ._engine import Engine
 from ._group_records import StateLog, merge_states, partition_order, state_records
 from ._protocols import HandlesRevocation, ModelChannel, Rebalancing, Repositionable, ResumesByPolicy, Transactional
@@ -388,7 +389,7 @@ class GroupCheckpointer:
         self.aborts += 1
         self.last_error = why
         log.error("transaction aborted (%s); every owned partition rewinds to its last committed state", why)
-        self.transaction.abort()
+        abort_while_unreachable(self.transaction, lambda: self.engine.stopping)
         for p in list(self.live):
             self.live[p] = self._fresh_copy(p) if p in self.known else self._empty_state()
             if p in self.known:

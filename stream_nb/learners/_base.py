@@ -267,7 +267,7 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
         else:
             s.add(enc, c, w)
         self._added(c)
-        s.settle()
+        self._settle_store()
         self._learned(1)
 
     def _learn_unlabeled(self, x: dict, w: float, known: Encoded | None) -> None:
@@ -288,8 +288,16 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
             else:
                 s.add(enc, c, w * p)
             self._added(c)
-        s.settle()
+        self._settle_store()
         self._learned(1)
+
+    def _settle_store(self) -> None:
+        """End a learning step in the store (:meth:`Stats.settle`). A two-layer store may choose its
+        cut points now, from the counts' absolute sizes (MDL): decayed counts are renormalised first,
+        so the cuts do not depend on when the decay's scale was last reset."""
+        if self._stats.recut_due():
+            self._settle()
+        self._stats.settle()
 
     # ------------------------------------------------------------------ inference
 

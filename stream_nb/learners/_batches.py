@@ -63,7 +63,7 @@ class MiniBatches:
         while start < len(codes):
             stop = min(len(codes), start + min(self._batch_limit(), self._stats.learn_limit()))
             self._learn_batch(X.iloc[start:stop], codes[start:stop], labels)
-            self._stats.settle()
+            self._settle_store()
             self._learned(stop - start)
             start = stop
 

@@ -160,6 +160,6 @@ class VectorisedRuns(abc.ABC):
         labeled = yc >= 0
         if labeled.any():
             self._stats.add_many(D[labeled], np.arange(D.shape[1]), G[labeled], np.arange(G.shape[1]), yc[labeled])
-            self._stats.settle()
+            self._settle_store()
             self._learned(int(labeled.sum()))
         return stop

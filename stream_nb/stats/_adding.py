@@ -12,6 +12,7 @@ import numpy as np
 from ._budget import scatter_add
 from ._sparse import SparseTable
 from ._values import Encoded
+from ._working import row_chunks
 
 __all__ = ["Adding"]
 
@@ -29,14 +30,14 @@ def _add_tuple_rows(tc, tf, tc_shape, tf_shape, D, dfeats, yc, w):
     so a fancy-index add is exact; np.add.at over the batch is 4x slower)."""
     t, cv, cf = len(tc_shape) - 1, tc_shape[-1], tf_shape[-1]
     rows, k = D.shape
-    for lo in range(0, rows, 64):
-        Dm, ym = D[lo : lo + 64], yc[lo : lo + 64]
+    for part in row_chunks(rows, k**t, most=64):
+        Dm, ym = D[part], yc[part]
         head = ym.reshape((-1,) + (1,) * (t - 1))  # (rows, 1, ..., 1)
         for a in range(t - 1):  # the first t - 1 values, broadcast over their own axis
             head = head * cv + Dm.reshape((-1,) + (1,) * a + (k,) + (1,) * (t - 2 - a))
         cells = (head[..., None] * cv + Dm.reshape((-1,) + (1,) * (t - 1) + (k,))).reshape(len(Dm), -1)
         fcells = (head[..., None] * cf + dfeats.reshape((1,) * t + (k,))).reshape(len(Dm), -1)
-        for r, wr in enumerate(w[lo : lo + 64].tolist()):
+        for r, wr in enumerate(w[part].tolist()):
             tc[cells[r]] += wr
             tf[fcells[r]] += wr
 
@@ -54,6 +55,22 @@ def _pair_cells(D, dfeats, yc, w, mask, pair_shape, feat_shape):
     r3, a3, b3 = np.nonzero(mask[:, :, None] & mask[:, None, :])
     head = yc[r3] * cv + D[r3, a3]
     return head * cv2 + D[r3, b3], head * cf + dfeats[b3], w[r3]
+
+
+def _add_pairs_many(pc, pf, D, dfeats, yc, w, mask, cells: dict) -> None:
+    """Add the observed pairs of the rows of ``D`` to ``pair_count`` and ``pair_feat``, in pieces of rows
+    whose index arrays stay within the working-set limit (:func:`row_chunks`); ``cells`` keeps the index
+    arrays of a batch that fits in one piece, for the next count set (same shapes)."""
+    parts = row_chunks(len(D), D.shape[1] ** 2)
+    for part in parts:
+        got = cells.get((pc.shape, pf.shape)) if len(parts) == 1 else None
+        if got is None:
+            got = _pair_cells(D[part], dfeats, yc[part], w[part], mask[part], pc.shape, pf.shape)
+            if len(parts) == 1:
+                cells[pc.shape, pf.shape] = got
+        pidx, fidx, pw = got
+        np.add.at(_flat(pc), pidx, pw)
+        np.add.at(_flat(pf), fidx, pw)
 
 
 class Adding:
@@ -111,9 +128,10 @@ class Adding:
     def _count_sparse_tuples(self, p: str, cols: np.ndarray, feats: np.ndarray, c: int, w: float) -> None:
         """The t-tuples of one event's values (and of its values with a feature last) into sparse tables."""
         t = self.tuples
-        grid = np.ix_(*([cols] * t))
-        getattr(self, p + "tuple_count").add((c, *grid), w)
-        getattr(self, p + "tuple_feat").add((c, *grid[:-1], feats.reshape(grid[-1].shape)), w)
+        for part in row_chunks(len(cols), len(cols) ** (t - 1)):  # by first value, within the working set
+            grid = np.ix_(cols[part], *([cols] * (t - 1)))
+            getattr(self, p + "tuple_count").add((c, *grid), w)
+            getattr(self, p + "tuple_feat").add((c, *grid[:-1], feats.reshape(grid[-1].shape)), w)
 
     def learn_one(self, x: dict, y, w: float = 1.0) -> None:
         """Count one labeled event's observed values."""
@@ -176,12 +194,8 @@ class Adding:
                 np.add.at(getattr(self, p + "value_count"), (cc, D[rr, jj]), w[rr])
                 np.add.at(getattr(self, p + "feat_count"), (cc, dfeats[jj]), w[rr])
                 if self.pairs:
-                    pc, pf = getattr(self, p + "pair_count"), getattr(self, p + "pair_feat")
-                    if (pc.shape, pf.shape) not in cells:
-                        cells[pc.shape, pf.shape] = _pair_cells(D, dfeats, yc, w, mask, pc.shape, pf.shape)
-                    pidx, fidx, pw = cells[pc.shape, pf.shape]
-                    np.add.at(_flat(pc), pidx, pw)
-                    np.add.at(_flat(pf), fidx, pw)
+                    _add_pairs_many(getattr(self, p + "pair_count"), getattr(self, p + "pair_feat"),
+                                    D, dfeats, yc, w, mask, cells)
                 if self.tuples:
                     self._add_tuples_many(p, D, dfeats, yc, w, mask)
         for j, g in enumerate(gslots):

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._sparse import SparseTable, cells_of
+from ._working import row_chunks
 
 __all__ = ["Budget", "DEFAULT_MEMORY_BUDGET", "scatter_add"]
 
@@ -97,24 +98,27 @@ class Budget:
         if not len(D):
             return
         tables = (getattr(self, p + "tuple_count"), getattr(self, p + "tuple_feat"))
-        grid = np.indices((D.shape[1],) * t).reshape(t, -1)  # every t-tuple of column positions
         one_class = bool((yc == yc[0]).all())
         const = one_class & (D == D[0]).all(0) & (D[0] >= 0)  # observed, and the same in every row
         everywhere = one_class & mask.all(0)  # observed in every row (the feature axis needs no more)
-        done = []
-        for table, fixed in zip(tables, (const[grid].all(0), const[grid[:-1]].all(0) & everywhere[grid[-1]])):
-            g = grid[:, fixed]
-            if len(g[0]):
-                last = D[0, g[-1]] if table is tables[0] else dfeats[g[-1]]
-                table.add((yc[0], *(D[0, g[a]] for a in range(t - 1)), last), float(w.sum()))
-            done.append(fixed)
-        for table, fixed in zip(tables, done):
-            g = grid[:, ~fixed]
-            for lo in range(0, len(D), 64):
-                Dm, ok = D[lo : lo + 64], np.logical_and.reduce([mask[lo : lo + 64][:, a] for a in g])
-                r, j = np.nonzero(ok)
-                last = Dm[r, g[-1][j]] if table is tables[0] else dfeats[g[-1][j]]
-                table.add((yc[lo : lo + 64][r], *(Dm[r, g[a][j]] for a in range(t - 1)), last), w[lo : lo + 64][r])
+        k = D.shape[1]
+        for part in row_chunks(k, k ** (t - 1)):  # the tuples by their first position, within the working set
+            grid = np.indices((part.stop - part.start,) + (k,) * (t - 1)).reshape(t, -1)  # t-tuples of positions
+            grid[0] += part.start
+            done = []
+            for table, fixed in zip(tables, (const[grid].all(0), const[grid[:-1]].all(0) & everywhere[grid[-1]])):
+                g = grid[:, fixed]
+                if len(g[0]):
+                    last = D[0, g[-1]] if table is tables[0] else dfeats[g[-1]]
+                    table.add((yc[0], *(D[0, g[a]] for a in range(t - 1)), last), float(w.sum()))
+                done.append(fixed)
+            for table, fixed in zip(tables, done):
+                g = grid[:, ~fixed]
+                for rows in row_chunks(len(D), len(g[0]), most=64):
+                    Dm, ok = D[rows], np.logical_and.reduce([mask[rows][:, a] for a in g])
+                    r, j = np.nonzero(ok)
+                    last = Dm[r, g[-1][j]] if table is tables[0] else dfeats[g[-1][j]]
+                    table.add((yc[rows][r], *(Dm[r, g[a][j]] for a in range(t - 1)), last), w[rows][r])
 
     def memory_used(self) -> dict:
         """What the counts take: ``cells`` and ``bytes`` of every array held (dense cells count

@@ -206,6 +206,9 @@ class TwoLayerStats(Stats):
     def counts_changed(self) -> None:
         self._derive(self._current_edges())
 
+    def scale_waiting(self, factor: float) -> None:
+        self.backlog = [(cols, feats, vals, c, w * factor) for cols, feats, vals, c, w in self.backlog]
+
     def cut_run(self, n: int) -> None:
         if self._pending_rows is None:
             return
@@ -319,10 +322,13 @@ class TwoLayerStats(Stats):
 
     # ------------------------------------------------------------------ choosing the cut points
 
+    def recut_due(self) -> bool:
+        return self.n_events >= self.next_choice or self.stale
+
     def settle(self) -> None:
         """Called when a learning step is over: choose the cut points again when they are due
         (every ``max(warmup, n / 8)`` events) or when new fine edges exist."""
-        if self.n_events < self.next_choice and not self.stale:
+        if not self.recut_due():
             return
         self.rediscretise(force=self.stale)
 

@@ -231,6 +231,7 @@ def scale_counts(s, factor: float, captures=()) -> None:
                 cap[name] = _scaled(a, factor)
             elif name != "g_mean":
                 a *= factor
+    top.scale_waiting(factor)
     top.counts_changed()
 
 

@@ -158,10 +158,18 @@ class Stats(Schema, Budget, Labels, Promotion, Encoding, Frames, Adding, Removin
         """Called after forgetting changed the counts of :meth:`count_layer` from outside (a
         two-layer store derives its coarse layer again); here, nothing."""
 
+    def scale_waiting(self, factor: float) -> None:
+        """Decay renormalised the counts by ``factor``: scale the weights of events learned but not
+        counted yet (a two-layer store's warm-up backlog) the same way; here, none wait."""
+
     def cut_run(self, n: int) -> None:
         """The run :meth:`encode_run` gave is cut to its first ``n`` rows before it is learned (a
         forgetting model stops it where a drift detector acts); a two-layer store drops the fine
         rows past it. Here, nothing."""
+
+    def recut_due(self) -> bool:
+        """Whether :meth:`settle` will choose cut points from the counts now; here, never."""
+        return False
 
     def settle(self) -> None:
         """Called when a learning step is over (a two-layer store may choose its cut points); here, nothing."""
