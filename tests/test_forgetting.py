@@ -407,7 +407,7 @@ def test_window_over_supervised_bins_counts_the_window_by_brute_force(name, path
     model shows (a changed cut point used to break the pane arithmetic: shapes no longer matched)."""
     window, panes = 120, 4
     data = stream(1500, seed=5, flip_at=700)
-    model = MODELS[name](window=window, panes=panes)
+    model = MODELS[name](window=window, panes=panes, discretiser="mdl")
     if path == "one":
         for x, y in data:
             model.learn_one(x, y)
@@ -435,7 +435,7 @@ def test_decay_over_supervised_bins_does_not_depend_on_when_counts_are_renormali
     renormalises: the cut points are chosen from renormalised counts, so a model renormalised after
     every event predicts like one left to renormalise on its own (120 of 220 predictions differed)."""
     data = stream(600, seed=7, flip_at=300)
-    lazy, eager = MODELS[name](half_life=40.0), MODELS[name](half_life=40.0)
+    lazy, eager = (MODELS[name](half_life=40.0, discretiser="mdl") for _ in range(2))
     for x, y in data:
         p, q = lazy.predict_proba_one(x), eager.predict_proba_one(x)
         assert p.keys() == q.keys()

@@ -41,9 +41,11 @@ class AODE(VectorisedRuns, BayesClassifier):
     events where the attributes involved were observed, and a missing
     attribute is neither parent nor child.
 
-    Numeric (``float``) features are discretised online: by default at the
-    cut points Fayyad and Irani's MDL criterion chooses, again and again as
-    the stream goes on, over a fine layer of bins whose counts the model keeps
+    Numeric (``float``) features are discretised online: by default into
+    ``bins`` equal-frequency bins from their first ``warmup`` values; with
+    ``discretiser="mdl"`` at the cut points Fayyad and Irani's MDL criterion
+    chooses, again and again as the stream goes on, over a fine layer of bins
+    whose counts the model keeps
     (see :mod:`stream_nb.stats._fine`); until a feature's first ``warmup``
     values have placed the fine bins it counts as missing, and those events
     are counted with their value once the bins exist.
@@ -63,12 +65,12 @@ class AODE(VectorisedRuns, BayesClassifier):
         ``{feature: [edges]}`` to fix some features' edges up front (needed to
         merge models that discretise numeric features).
     discretiser
-        ``"mdl"`` (default): supervised cut points (Fayyad and Irani's MDL
+        ``"mdl"``: supervised cut points (Fayyad and Irani's MDL
         criterion) chosen again as the stream goes on over a fine layer of
         ``fine_bins`` bins per feature, whose edges come from the first
         ``warmup`` values, plus the fine edges nearest the ``bins``
         equal-frequency quantiles (see :mod:`stream_nb.stats._fine`);
-        ``"equal_frequency"``: ``bins`` equal-frequency bins from the first
+        ``"equal_frequency"`` (default): ``bins`` equal-frequency bins from the first
         ``warmup`` values, never moved.
     fine_bins
         With ``discretiser="mdl"``: fine bins per numeric feature, the
@@ -122,7 +124,7 @@ class AODE(VectorisedRuns, BayesClassifier):
         bins: int = 5,
         warmup: int = 100,
         bin_edges: dict | None = None,
-        discretiser: str = "mdl",
+        discretiser: str = "equal_frequency",
         fine_bins: int = 64,
         types: dict | None = None,
         loss: dict | None = None,

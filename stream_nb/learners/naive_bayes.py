@@ -124,7 +124,7 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
         bins: int = 5,
         warmup: int = 100,
         bin_edges: dict | None = None,
-        discretiser: str = "mdl",
+        discretiser: str = "equal_frequency",
         fine_bins: int = 64,
         memory_budget: int | None = DEFAULT_MEMORY_BUDGET,
     ):
