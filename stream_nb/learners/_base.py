@@ -174,7 +174,7 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
         """``{feature: [cut points]}``: where each discretised numeric feature is cut now.
 
         >>> from stream_nb import AODE
-        >>> model = AODE(bins=1, warmup=4, fine_bins=4)
+        >>> model = AODE(discretiser="mdl", bins=1, warmup=4, fine_bins=4)
         >>> for v, y in [(1.0, "a"), (2.0, "a"), (3.0, "a"), (4.0, "b"), (5.0, "b"), (6.0, "b")] * 5:
         ...     model.learn_one({"t": v}, y)
         >>> model.cut_points()
