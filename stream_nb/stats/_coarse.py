@@ -16,6 +16,7 @@ import numpy as np
 
 from .._checks import is_integer
 from ._values import BINNED, TWINNED
+from ._waiting import check_exp
 
 __all__ = ["check_backlog", "coarse_state"]
 
@@ -90,17 +91,18 @@ def coarse_state(fine, edges: dict, bins: int, warmup: int, max_table_cells) -> 
     return out, meta
 
 
-def check_backlog(backlog, fine) -> list:
-    """The backlog of a two-layer state as the store keeps it; ValueError naming what does not fit."""
+def check_backlog(backlog, fine, name: str = "backlog") -> list:
+    """The backlog (or the candidates) of a two-layer state as the store keeps it (entries of
+    :mod:`stream_nb.stats._waiting`); ValueError naming what does not fit."""
     if not isinstance(backlog, list):
-        raise ValueError(f"stats.two_layer.backlog: expected a list, got {type(backlog).__name__}")
+        raise ValueError(f"stats.two_layer.{name}: expected a list, got {type(backlog).__name__}")
     V, F, C = len(fine.value_keys), len(fine.features), fine.n_classes
     out = []
     for i, entry in enumerate(backlog):
-        where = f"stats.two_layer.backlog[{i}]"
-        if not isinstance(entry, list) or len(entry) != 5:
-            raise ValueError(f"{where}: expected [columns, features, values, class, weight]")
-        cols, feats, vals, c, w = entry
+        where = f"stats.two_layer.{name}[{i}]"
+        if not isinstance(entry, list) or len(entry) not in (5, 6):
+            raise ValueError(f"{where}: expected [columns, features, values, class, weight, EM part]")
+        cols, feats, vals, c, w = entry[:5]
         if not (isinstance(cols, list) and isinstance(feats, list) and len(cols) == len(feats)
                 and all(is_integer(v) and 0 < v < V for v in cols) and all(is_integer(f) and 0 <= f < F for f in feats)):
             raise ValueError(f"{where}: expected columns and features of the fine layer, one each")
@@ -111,5 +113,6 @@ def check_backlog(backlog, fine) -> list:
         if not (is_integer(c) and 0 <= c < C) or not (isinstance(w, (int, float)) and math.isfinite(w) and w >= 0):
             raise ValueError(f"{where}: expected a class index and a weight >= 0")
         out.append((np.array(cols, dtype=np.int64), np.array(feats, dtype=np.int64),
-                    [(int(f), float(x)) for f, x in vals], int(c), float(w)))
+                    [(int(f), float(x)) for f, x in vals], int(c), float(w),
+                    check_exp(entry[5] if len(entry) == 6 else None, fine, where + "[5]")))
     return out

@@ -28,8 +28,18 @@ value could not be binned yet (its feature's fine edges did not exist) is kept
 in a backlog, and once the edges exist its value is counted after all: its
 counts without the value are taken back and its counts with it added, so the
 store holds what it would hold had the edges existed from the start. (The
-backlog keeps at most ``10 * warmup`` events; events learned by EM with
-expected counts are not replayed.)
+backlog keeps at most ``10 * warmup`` events.) An event EM learned with
+expected counts waits too: once counted, its value joins each completion with
+the completion's weight, and the observed-only twin takes it exactly as
+``missing="ignore"`` does (:mod:`stream_nb.stats._waiting`).
+
+A feature of integers that a fraction turns numeric (a promotion) enters the
+fine layer as it would have had it been numeric from the start: while it has
+fewer than ``warmup`` values the store logs the events holding one (the
+``candidates``, learned one at a time), and a promotion makes them backlog
+entries whose values wait for the fine edges, its values so far being the
+edges' first warm-up values; with ``warmup`` values or more, a promotion cuts
+the fine bins from all of them and moves every count into its bin, exactly.
 
 Under EM the expected counts of a missing coarse value go, in the fine layer,
 to one fine bin of that coarse bin (the most frequent): the coarse sums stay
@@ -48,21 +58,15 @@ from ._coarse import check_backlog, coarse_state
 from ._discretise import Discretiser
 from ._mdl import mdl_cuts
 from ._store import Stats
-from ._values import BINNED, EMPTY_FLOAT, EMPTY_INT, Encoded, numeric_value
+from ._values import BINNED, Encoded, numeric_value
+from ._waiting import WaitingEvents, count_later, entry, entry_json, map_entry
 
 __all__ = ["CoarseDiscretiser", "TwoLayerStats"]
 
 #: what a store keeps of its own when the coarse layer is derived again
-_OWN = ("fine", "fine_bins", "backlog", "n_events", "next_choice", "stale", "_pending", "_pending_rows", "_pending_labeled", "journal")
+_OWN = ("fine", "fine_bins", "backlog", "candidates", "grown", "n_events", "next_choice", "stale", "_pending",
+        "_pending_exp", "_pending_rows", "_pending_labeled", "journal")
 
-#: at most this many warm-up events per ``warmup`` are kept to be counted once the edges exist
-BACKLOG_PER_WARMUP = 10
-
-
-def _entry(cols: np.ndarray, feats: np.ndarray, vals, c: int, w: float) -> tuple:
-    """A backlog entry, its columns in feature order (however the event listed them)."""
-    order = np.argsort(feats, kind="stable")
-    return cols[order], feats[order], sorted(vals), int(c), float(w)
 
 
 class CoarseDiscretiser(Discretiser):
@@ -77,7 +81,7 @@ class CoarseDiscretiser(Discretiser):
         return 0
 
 
-class TwoLayerStats(Stats):
+class TwoLayerStats(WaitingEvents, Stats):
     """A count store whose numeric features are cut by MDL over a fine layer it also keeps.
 
     Parameters are :class:`~stream_nb.stats.Stats`'s (``numeric="bins"``),
@@ -115,7 +119,12 @@ class TwoLayerStats(Stats):
         # the fine layer's t-way table is the larger one: its bound is the one that binds (it learns
         # each event first, so an event it refuses changes neither layer)
         self.fine = Stats(**{**kwargs, "bins": self.fine_bins})
-        self.backlog: list = []  # (fine cols, fine feats, [(feature, value)], class, weight)
+        self.backlog: list = []  # events with values to count once the fine edges exist (see _waiting)
+        # events holding a value of a fine feature of integers that a fraction could still promote with
+        # fewer than ``warmup`` values (then its values so far wait as warm-up values do): as backlog entries
+        self.candidates: list = []
+        self.grown: set = set()  # fine features of integers past that point (a promotion keeps their counts)
+        self._pending_exp = None  # what EM added to the fine layer for the event being learned
         self.n_events = 0  # events learned (the schedule of the cut points)
         self.next_choice = 0  # choose the cut points again before the event that reaches this count
         self.stale = False  # the coarse layer must be derived again (new fine edges, a merge)
@@ -145,14 +154,18 @@ class TwoLayerStats(Stats):
         epoch = fine.epoch
         # the fine layer first: it checks x as the coarse one does, and a t-way table too large
         # there is refused before either layer changes (the coarse one has fewer values)
+        ints = set(fine.from_int)
         fenc = fine.encode_learn(x, y)
         enc = super().encode_learn(x, y, known)
         unready = ()
         if self._fine_warm or fine.epoch != epoch:
             unready = self._unbinned(x, fenc)
         if fine.epoch != epoch:
+            if ints - fine.from_int:
+                self._follow_promotion()
             self._fine_changed()
-        self._pending = (fenc, unready)
+        self._pending = (fenc, unready, bool(fine.from_int) and self._young(fenc))
+        self._pending_exp = None
         self.n_events += 1
         return enc
 
@@ -183,12 +196,14 @@ class TwoLayerStats(Stats):
                 self.stale = True
         for f, d in enumerate(self.disc):
             if d is not None and type(d) is Discretiser and self.features[f] not in self.bin_edges:
+                # a promotion: still in warm-up (no edges), the coarse layer already dropped what the
+                # fine one dropped; with edges, the cut points are chosen from the fine counts
                 self._set_discretiser(f, CoarseDiscretiser(self.bins, self.warmup, d.edges))
-                self.stale = True
+                self.stale = self.stale or d.edges is not None
         self._fine_warm = warm or self.stale
 
     def encode_run(self, xs: list, ys: list, start: int, complete: bool, limit: int):
-        limit = min(limit, max(1, self.next_choice - self.n_events))
+        limit = min(limit, self.learn_limit())
         stop, D, G, yc = super().encode_run(xs, ys, start, complete, limit)
         self._pending_rows = None
         if stop - start >= 2:
@@ -207,7 +222,8 @@ class TwoLayerStats(Stats):
         self._derive(self._current_edges())
 
     def scale_waiting(self, factor: float) -> None:
-        self.backlog = [(cols, feats, vals, c, w * factor) for cols, feats, vals, c, w in self.backlog]
+        self.backlog = [(*e[:4], e[4] * factor, e[5]) for e in self.backlog]
+        self.candidates = [(*e[:4], e[4] * factor, e[5]) for e in self.candidates]
 
     def cut_run(self, n: int) -> None:
         if self._pending_rows is None:
@@ -224,15 +240,19 @@ class TwoLayerStats(Stats):
         return out
 
     def learn_limit(self) -> int:
+        if self.fine.from_int - self.grown:
+            return 1  # events holding a young feature of integers are logged one by one (candidates)
         return max(1, self.next_choice - self.n_events)
 
     def frame_warms(self, X) -> bool:
         """True when a batch holds numeric values the fine layer cannot bin yet: learned row by row,
         they go to the backlog and count once the edges exist."""
         fine = self.fine
+        if fine.from_int - self.grown:
+            return True
         for name in X.columns:
             e = fine._lookup.get(name)
-            if (e is None and X[name].dtype.kind == "f") or (e is not None and e[0] == BINNED and e[4].edges is None):
+            if (e is None and X[name].dtype.kind in "fiu") or (e is not None and e[0] == BINNED and e[4].edges is None):
                 return True
         return False
 
@@ -249,24 +269,31 @@ class TwoLayerStats(Stats):
 
     def add(self, enc: Encoded, c: int, w: float = 1.0) -> None:
         super().add(enc, c, w)
-        fenc, unready = self._pending
-        self._journal_fine(self.fine.add, fenc, c, w)
-        if unready and len(self.backlog) < BACKLOG_PER_WARMUP * self.warmup:
-            self.backlog.append(_entry(fenc.cols, fenc.feats, unready, c, w))
+        self._journal_fine(self.fine.add, self._pending[0], c, w)
+        self._wait(c, w, None)
 
     def add_observed(self, enc: Encoded, c: int, w: float = 1.0) -> None:
         super().add_observed(enc, c, w)
         self._journal_fine(self.fine.add_observed, self._pending[0], c, w)
+        exp, self._pending_exp = self._pending_exp, None
+        if exp is not None:  # the M-step's last call: the event's expected counts are known
+            if exp[0] == "many":
+                exp = ("many", exp[1], exp[2], exp[3] / w if w else exp[3])
+            self._wait(c, w, exp)
 
     def add_expected(self, c: int, w: float, u, m, feats_u, J=None) -> None:
         super().add_expected(c, w, u, m, feats_u, J)
-        self._journal_fine(self.fine.add_expected, c, w, self._fine_columns(u, feats_u), m, feats_u, J)
+        fu = self._fine_columns(u, feats_u)
+        self._journal_fine(self.fine.add_expected, c, w, fu, m, feats_u, J)
+        self._pending_exp = ("expected", fu, np.asarray(m, dtype=float), np.asarray(feats_u, dtype=np.int64))
 
     def add_many(self, D, dfeats, G, gslots, yc, w=None, observed: bool = True) -> None:
         super().add_many(D, dfeats, G, gslots, yc, w, observed)
         if not observed:  # completions of the event being learned (KDB's M-step)
             fD = np.stack([self._fine_columns(row, dfeats) for row in D]) if len(D) else D
             self._journal_fine(self.fine.add_many, fD, dfeats, G, gslots, yc, w, observed=False)
+            self._pending_exp = ("many", fD, np.asarray(dfeats, dtype=np.int64),
+                                 np.ones(len(yc)) if w is None else np.asarray(w, dtype=float))
             return
         fD, fdfeats, fG, fgslots = self._pending_rows
         self._pending_rows = None
@@ -374,7 +401,8 @@ class TwoLayerStats(Stats):
         if not self.backlog:
             return
         fine, keep = self.fine, []
-        for cols, feats, vals, c, w in self.backlog:
+        for e in self.backlog:
+            vals = e[2]
             add_c, add_f, rest = [], [], []
             for f, x in vals:
                 d = fine.disc[f] if fine.kinds[f] == BINNED else None
@@ -388,14 +416,10 @@ class TwoLayerStats(Stats):
                 add_c.append(col if col is not None else fine._add_value(f, key))
                 add_f.append(f)
             if add_c:
-                old = Encoded(cols, feats, EMPTY_INT, EMPTY_FLOAT)
-                cols = np.concatenate([cols, np.array(add_c, dtype=np.int64)])
-                feats = np.concatenate([feats, np.array(add_f, dtype=np.int64)])
-                fine.add(Encoded(cols, feats, EMPTY_INT, EMPTY_FLOAT), c, w)
-                fine.add(old, c, -w)
+                e = count_later(fine, e, add_c, add_f)
                 self.stale = True
             if rest:
-                keep.append((cols, feats, rest, c, w))
+                keep.append(entry(e[0], e[1], rest, e[3], e[4], e[5]))
         self.backlog = keep
 
     def _derive(self, edges: dict) -> None:
@@ -497,8 +521,11 @@ class TwoLayerStats(Stats):
         vmap = [0] + [fine.values[fmap[f]].get(v, 0) if f >= 0 else 0
                       for f, v in zip(theirs.value_feature[1:len(theirs.value_keys)].tolist(), theirs.value_keys[1:])]
         vmap, fmap = np.array(vmap, dtype=np.int64), np.array(fmap, dtype=np.int64)
-        for cols, feats, vals, c, w in other.backlog:
-            self.backlog.append(_entry(vmap[cols], fmap[feats], [(int(fmap[f]), x) for f, x in vals], cmap[c], w))
+        self.backlog += [map_entry(e, vmap, fmap, cmap) for e in other.backlog]
+        self.candidates += [map_entry(e, vmap, fmap, cmap) for e in other.candidates]
+        self.grown |= {int(fmap[f]) for f in other.grown}
+        if self.candidates or self.backlog:
+            self._follow_promotion()  # the merge may have promoted a feature of integers
         self.n_events += other.n_events
         self._derive(self._current_edges())
 
@@ -525,8 +552,9 @@ class TwoLayerStats(Stats):
             "n_events": self.n_events,
             "next_choice": self.next_choice,
             "stale": self.stale,
-            "backlog": [[cols.tolist(), feats.tolist(), [[f, x] for f, x in vals], c, w]
-                        for cols, feats, vals, c, w in self.backlog],
+            "backlog": [entry_json(e) for e in self.backlog],
+            "candidates": [entry_json(e) for e in self.candidates],
+            "grown": sorted(self.grown),
         }
         return arrays, meta
 
@@ -548,8 +576,14 @@ class TwoLayerStats(Stats):
             raise ValueError(f"stats.two_layer.stale: expected true or false, got {tl.get('stale')!r:.60}")
         s.fine_bins, s.n_events, s.next_choice, s.stale = tl["fine_bins"], tl["n_events"], tl["next_choice"], tl["stale"]
         s.backlog = check_backlog(tl.get("backlog"), s.fine)
+        s.candidates = check_backlog(tl.get("candidates", []), s.fine, "candidates")
+        grown = tl.get("grown", [])
+        if not isinstance(grown, list) or not all(is_integer(f) and 0 <= f < len(s.features) for f in grown):
+            raise ValueError(f"stats.two_layer.grown: expected a list of feature indices, got {grown!r:.60}")
+        s.grown, s._pending_exp = set(grown), None
         for f, d in enumerate(s.disc):
             if d is not None and s.features[f] not in s.bin_edges:
                 s._set_discretiser(f, CoarseDiscretiser(s.bins, s.warmup, d.edges))
         s._fine_warm = True
         return s
+

@@ -1,0 +1,251 @@
+"""Events a two-layer store keeps until a value of theirs can be counted (see :mod:`stream_nb.stats._fine`).
+
+An entry is ``(cols, feats, vals, c, w, exp)``: the fine columns the event
+was counted with (``feats``, their features, in feature order), the numeric
+values ``vals`` (``[(feature, x)]``) it could not count yet, its class and
+weight, and ``exp``, what EM added for it beside its observed values:
+
+- ``None``: an event counted as observed (:meth:`Stats.add`);
+- ``("expected", u, m, feats_u)``: EM's expected counts (:meth:`Stats.add_expected`),
+  ``u`` the fine columns, ``m`` their expected indicators;
+- ``("many", D, dfeats, p)``: EM's completions (KDB, :meth:`Stats.add_many`),
+  the rows ``D`` over features ``dfeats``, row ``r`` of weight ``w * p[r]``.
+
+Counting a value ``b`` of feature ``f`` later (:func:`count_later`) adds to
+the counts exactly what the event would have added with ``b`` observed, its
+other values as they were counted: for an observed event, the event with
+``b`` minus the event without it; under EM, ``b`` joins each completion with
+the completion's weight (its pairs with a missing feature's values are
+``w * m``, fractional as EM's counts are), and the observed-only twin takes
+the observed event with ``b``, exactly as ``missing="ignore"`` counts it.
+
+A promotion (a feature of integers that turns numeric) detaches the feature's
+value columns; :func:`follow_promotion` rewrites the entries that hold one:
+the value waits (``vals``) if the feature's fine edges do not exist yet, or
+its bin's column replaces the old one. An event logged while such a feature
+was young (see ``TwoLayerStats.candidates``) thereby becomes exactly the
+backlog entry it would be had the feature been numeric from the start.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._checks import is_integer
+from ._values import BINNED, EMPTY_FLOAT, EMPTY_INT, Encoded
+
+__all__ = ["WaitingEvents", "check_exp", "count_later", "entry", "entry_json", "exp_json", "follow_promotion", "map_entry"]
+
+#: at most this many events per ``warmup`` wait in the backlog, and as many among the candidates
+BACKLOG_PER_WARMUP = 10
+
+
+def entry(cols: np.ndarray, feats: np.ndarray, vals, c: int, w: float, exp=None) -> tuple:
+    """An entry, its columns in feature order (however the event listed them)."""
+    order = np.argsort(feats, kind="stable")
+    return cols[order], feats[order], sorted(vals), int(c), float(w), exp
+
+
+def _enc(cols: np.ndarray, feats: np.ndarray) -> Encoded:
+    return Encoded(cols, feats, EMPTY_INT, EMPTY_FLOAT)
+
+
+def _certain_into_expected(fine, c: int, w: float, u, m, feats_u, b: int, f: int) -> None:
+    """Add to ``fine``'s counts what value ``b`` (of feature ``f``) observed adds to an event whose
+    other values are expected (``u``, ``m``): the difference between EM's expected counts with
+    ``b`` and without it (see :meth:`Stats.add_expected`, ``b`` a block of its own, indicator 1)."""
+    np.add.at(fine.value_count[c], b, w)
+    fine.feat_count[c, f] += w
+    if not fine.pairs:
+        return
+    pc, pf = fine.pair_count[c], fine.pair_feat[c]
+    np.add.at(pc[b], u, w * m)
+    np.add.at(pc[:, b], u, w * m)
+    pc[b, b] += w
+    pf[b, np.unique(feats_u)] += w
+    pf[b, f] += w
+    np.add.at(pf[:, f], u, w * m)
+
+
+def count_later(fine, e: tuple, add_cols: list, add_feats: list) -> tuple:
+    """Count the event of entry ``e`` with its values at fine columns ``add_cols`` (features
+    ``add_feats``) as well; returns the entry as it now stands (those columns counted)."""
+    cols, feats, vals, c, w, exp = e
+    new_cols = np.concatenate([cols, np.array(add_cols, dtype=np.int64)])
+    new_feats = np.concatenate([feats, np.array(add_feats, dtype=np.int64)])
+    if exp is None:
+        fine.add(_enc(new_cols, new_feats), c, w)
+        fine.add(_enc(cols, feats), c, -w)
+        return new_cols, new_feats, vals, c, w, None
+    fine.add_observed(_enc(new_cols, new_feats), c, w)
+    fine.add_observed(_enc(cols, feats), c, -w)
+    fine.version += 1
+    if exp[0] == "expected":
+        _, u, m, feats_u = exp
+        for b, f in zip(add_cols, add_feats):
+            _certain_into_expected(fine, c, w, u, m, feats_u, b, f)
+            u, m, feats_u = np.r_[u, b], np.r_[m, 1.0], np.r_[feats_u, f]
+        exp = ("expected", u.astype(np.int64), m, feats_u.astype(np.int64))
+    else:
+        _, D, dfeats, p = exp
+        none = np.empty((len(D), 0))
+        yc = np.full(len(D), c, dtype=np.int64)
+        wide = np.hstack([D, np.tile(np.array(add_cols, dtype=np.int64), (len(D), 1))])
+        wfeats = np.r_[dfeats, np.array(add_feats, dtype=np.int64)]
+        fine.add_many(wide, wfeats, none, EMPTY_INT, yc, w * p, observed=False)
+        fine.add_many(D, dfeats, none, EMPTY_INT, yc, -w * p, observed=False)
+        exp = ("many", wide, wfeats, p)
+    return new_cols, new_feats, vals, c, w, exp
+
+
+def follow_promotion(entries: list, fine) -> tuple[list, list]:
+    """Rewrite ``entries`` after a promotion of the fine layer (see the module notes). Returns
+    ``(entries whose values all count, entries with values waiting)``, each as it now stands."""
+    counted, waiting = [], []
+    for e in entries:
+        cols, feats, vals, c, w, exp = e
+        moved = fine.value_feature[cols] != feats
+        if exp is not None:
+            e = (cols, feats, vals, c, w, _follow_exp(exp, fine))
+        if moved.any():
+            keep = ~moved
+            vals = list(vals)
+            new_cols = cols.copy()
+            for i in np.flatnonzero(moved).tolist():
+                f, key = int(feats[i]), float(fine.value_keys[cols[i]])
+                d = fine.disc[f] if fine.kinds[f] == BINNED else None
+                if d is not None and d.edges is not None:
+                    new_cols[i] = fine.values[f].get(d.bin(key)) or fine._add_value(f, d.bin(key))
+                    keep[i] = True
+                elif d is not None:
+                    vals.append((f, key))
+            e = entry(new_cols[keep], feats[keep], vals, c, w, e[5])
+        (waiting if e[2] else counted).append(e)
+    return counted, waiting
+
+
+def _follow_exp(exp, fine):
+    """The EM part of an entry after a promotion: a detached feature's columns to its bins, or
+    dropped (its counts were dropped with the columns, as a feature in warm-up has none)."""
+    if exp is None:
+        return None
+
+    if exp[0] == "expected":
+        _, u, m, feats_u = exp
+        vf = fine.value_feature[u]
+        moved = vf != feats_u
+        if not moved.any():
+            return exp
+        keep = ~moved
+        u = u.copy()
+        for i in np.flatnonzero(moved).tolist():
+            f, key = int(feats_u[i]), float(fine.value_keys[u[i]])
+            d = fine.disc[f] if fine.kinds[f] == BINNED else None
+            if d is not None and d.edges is not None:
+                u[i] = fine.values[f].get(d.bin(key)) or fine._add_value(f, d.bin(key))
+                keep[i] = True
+        return ("expected", u[keep], m[keep], feats_u[keep])
+    _, D, dfeats, p = exp
+    moved = (fine.value_feature[D] != dfeats[None, :]).any(0)
+    if not moved.any():
+        return exp
+    keep = ~moved
+    D = D.copy()
+    for j in np.flatnonzero(moved).tolist():
+        f = int(dfeats[j])
+        d = fine.disc[f] if fine.kinds[f] == BINNED else None
+        if d is not None and d.edges is not None:
+            D[:, j] = [fine.values[f].get(d.bin(float(fine.value_keys[col])))
+                       or fine._add_value(f, d.bin(float(fine.value_keys[col]))) for col in D[:, j].tolist()]
+            keep[j] = True
+    return ("many", D[:, keep], dfeats[keep], p)
+
+
+def map_entry(e: tuple, vmap: np.ndarray, fmap: np.ndarray, cmap: list) -> tuple:
+    """Entry ``e`` of another store, in this store's columns, features and classes (a merge)."""
+    cols, feats, vals, c, w, exp = e
+    if exp is not None and exp[0] == "expected":
+        exp = ("expected", vmap[exp[1]], exp[2], fmap[exp[3]])
+    elif exp is not None:
+        exp = ("many", vmap[exp[1]], fmap[exp[2]], exp[3])
+    return entry(vmap[cols], fmap[feats], [(int(fmap[f]), x) for f, x in vals], cmap[c], w, exp)
+
+
+def entry_json(e: tuple) -> list:
+    """Entry ``e`` as JSON (see :func:`check_exp` for its EM part)."""
+    cols, feats, vals, c, w, exp = e
+    return [cols.tolist(), feats.tolist(), [[f, x] for f, x in vals], c, w, exp_json(exp)]
+
+
+def exp_json(exp):
+    """The EM part of an entry as JSON (see :func:`check_exp`)."""
+    if exp is None:
+        return None
+    if exp[0] == "expected":
+        return ["expected", exp[1].tolist(), exp[2].tolist(), exp[3].tolist()]
+    return ["many", exp[1].tolist(), exp[2].tolist(), exp[3].tolist()]
+
+
+def check_exp(exp, fine, where: str):
+    """The EM part of an entry read from a state; ValueError naming ``where`` when it does not fit."""
+    if exp is None:
+        return None
+    V, F = len(fine.value_keys), len(fine.features)
+
+    def ints(a, hi):
+        return isinstance(a, list) and all(is_integer(v) and 0 <= v < hi for v in a)
+
+    def weights(a):
+        return isinstance(a, list) and all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                           and math.isfinite(v) and v >= 0 for v in a)
+
+    if isinstance(exp, list) and len(exp) == 4 and exp[0] == "expected":
+        _, u, m, fu = exp
+        if ints(u, V) and ints(fu, F) and weights(m) and len(u) == len(m) == len(fu):
+            return ("expected", np.array(u, dtype=np.int64), np.array(m, dtype=float), np.array(fu, dtype=np.int64))
+    if isinstance(exp, list) and len(exp) == 4 and exp[0] == "many":
+        _, D, dfeats, p = exp
+        if (isinstance(D, list) and ints(dfeats, F) and weights(p) and len(D) == len(p)
+                and all(ints(row, V) and len(row) == len(dfeats) for row in D)):
+            return ("many", np.array(D, dtype=np.int64).reshape(len(D), len(dfeats)),
+                    np.array(dfeats, dtype=np.int64), np.array(p, dtype=float))
+    raise ValueError(f"{where}: expected null, [\"expected\", columns, indicators, features] or "
+                     "[\"many\", rows, features, weights] of the fine layer")
+
+
+class WaitingEvents:
+    """The waiting events of a :class:`~stream_nb.stats.TwoLayerStats` (a part of it, not used alone)."""
+
+    def _young(self, fenc: Encoded) -> bool:
+        """Whether the event holds a value of a fine feature of integers that a promotion would now
+        turn into warm-up values (fewer than ``warmup`` values, as :meth:`Stats.promote` counts them)."""
+        fine, young = self.fine, False
+        for f in fenc.feats.tolist():
+            if f not in fine.from_int or f in self.grown:
+                continue
+            cols = np.fromiter(fine.values[f].values(), dtype=np.int64)
+            seen = np.maximum(np.rint(fine.value_count[: fine.n_classes, cols].sum(0)), 1).sum()
+            if seen < self.warmup:
+                young = True
+            else:
+                self.grown.add(f)
+        return young
+
+    def _follow_promotion(self) -> None:
+        """A fine feature of integers turned numeric: the waiting events follow (see :mod:`._waiting`)."""
+        counted, waiting = follow_promotion(self.backlog + self.candidates, self.fine)
+        self.backlog = waiting
+        self.candidates = counted if self.fine.from_int - self.grown else []
+
+    def _wait(self, c: int, w: float, exp) -> None:
+        """Keep the event being learned (of class ``c``, weight ``w``, EM part ``exp``) if a value of it
+        waits for its fine edges (backlog) or a promotion could make one wait (candidates)."""
+        fenc, unready, young = self._pending
+        cap = BACKLOG_PER_WARMUP * self.warmup
+        if unready and len(self.backlog) < cap:
+            self.backlog.append(entry(fenc.cols, fenc.feats, unready, c, w, exp))
+        elif young and not unready and len(self.candidates) < cap:
+            self.candidates.append(entry(fenc.cols, fenc.feats, [], c, w, exp))
+
