@@ -283,3 +283,39 @@ def test_decay_scales_the_waiting_em_events_as_it_scales_the_counts():
     s = model._stats
     np.testing.assert_allclose(s.value_count[: s.n_classes, : len(s.value_keys)], vc, atol=1e-9)
     assert np.all(s.fine.value_count >= -1e-9)
+
+
+# ---------------------------------------------------------------- unlearning
+
+
+@pytest.mark.parametrize("missing", ["ignore", "em"])
+def test_unlearning_an_event_that_waited_for_the_fine_edges(missing):
+    """An event learned during the warm-up waits in the backlog; unlearned with its receipt while it
+    waits (10) or after its values were counted (20, 90), it leaves no count behind: the fine layer
+    equals a store given the same fine edges up front that never learned those events."""
+    from stream_nb.stats import Stats
+
+    events = int_then_float_events(200, ints=0, missing=0.2)
+    model = MAKERS["tan"](warmup=40, fine_bins=16, missing=missing)
+    drop, receipts = {10, 20, 90}, {}
+    for i, (x, y) in enumerate(events):
+        receipt = model.learn_one_receipt(x, y)
+        if i in drop:
+            receipts[i] = receipt
+        if i == 30:
+            key = next(e[1][6] for e in receipts[10].entries if e[0] == "waiting")  # the receipt knows it waits
+            assert any(e[6] == key for e in model._stats.backlog)
+            model.unlearn_one(*events[10], receipt=receipts[10])
+            assert not any(e[6] == key for e in model._stats.backlog)
+    for i in (20, 90):
+        model.unlearn_one(*events[i], receipt=receipts[i])
+    fine = model._stats.fine
+    edges = {name: fine.disc[f].edges.tolist() for f, name in enumerate(fine.features) if fine.disc[f] is not None}
+    ref = Stats(pairs=True, numeric="bins", bin_edges=edges)
+    for i, (x, y) in enumerate(events):
+        if i not in drop:
+            ref.learn_one(x, y)
+    assert_counts_close(observed_counts(fine), observed_counts(ref))
+    if missing == "ignore":
+        assert_counts_close(fine.counts(), ref.counts())
+    assert_identities(fine)

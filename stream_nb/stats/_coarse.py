@@ -114,5 +114,5 @@ def check_backlog(backlog, fine, name: str = "backlog") -> list:
             raise ValueError(f"{where}: expected a class index and a weight >= 0")
         out.append((np.array(cols, dtype=np.int64), np.array(feats, dtype=np.int64),
                     [(int(f), float(x)) for f, x in vals], int(c), float(w),
-                    check_exp(entry[5] if len(entry) == 6 else None, fine, where + "[5]")))
+                    check_exp(entry[5] if len(entry) == 6 else None, fine, where + "[5]"), None))
     return out

@@ -64,7 +64,7 @@ from ._waiting import WaitingEvents, count_later, entry, entry_json, map_entry
 __all__ = ["CoarseDiscretiser", "TwoLayerStats"]
 
 #: what a store keeps of its own when the coarse layer is derived again
-_OWN = ("fine", "fine_bins", "backlog", "candidates", "grown", "n_events", "next_choice", "stale", "_pending",
+_OWN = ("fine", "fine_bins", "backlog", "candidates", "grown", "receipts", "counted", "n_events", "next_choice", "stale", "_pending",
         "_pending_exp", "_pending_rows", "_pending_labeled", "journal")
 
 
@@ -124,6 +124,8 @@ class TwoLayerStats(WaitingEvents, Stats):
         # fewer than ``warmup`` values (then its values so far wait as warm-up values do): as backlog entries
         self.candidates: list = []
         self.grown: set = set()  # fine features of integers past that point (a promotion keeps their counts)
+        self.receipts = 0  # waiting entries a receipt knows (their keys)
+        self.counted: dict = {}  # key -> entry: a receipted entry whose values all count now
         self._pending_exp = None  # what EM added to the fine layer for the event being learned
         self.n_events = 0  # events learned (the schedule of the cut points)
         self.next_choice = 0  # choose the cut points again before the event that reaches this count
@@ -222,8 +224,8 @@ class TwoLayerStats(WaitingEvents, Stats):
         self._derive(self._current_edges())
 
     def scale_waiting(self, factor: float) -> None:
-        self.backlog = [(*e[:4], e[4] * factor, e[5]) for e in self.backlog]
-        self.candidates = [(*e[:4], e[4] * factor, e[5]) for e in self.candidates]
+        self.backlog = [(*e[:4], e[4] * factor, *e[5:]) for e in self.backlog]
+        self.candidates = [(*e[:4], e[4] * factor, *e[5:]) for e in self.candidates]
 
     def cut_run(self, n: int) -> None:
         if self._pending_rows is None:
@@ -419,7 +421,9 @@ class TwoLayerStats(WaitingEvents, Stats):
                 e = count_later(fine, e, add_c, add_f)
                 self.stale = True
             if rest:
-                keep.append(entry(e[0], e[1], rest, e[3], e[4], e[5]))
+                keep.append(entry(e[0], e[1], rest, *e[3:]))
+            elif e[6] is not None:
+                self.counted[e[6]] = e  # a receipt may yet take it back
         self.backlog = keep
 
     def _derive(self, edges: dict) -> None:
@@ -448,7 +452,8 @@ class TwoLayerStats(WaitingEvents, Stats):
         coarse layer is derived from it again (its columns may have moved since).
 
         A receipt (``learn_one_receipt``) journals the fine layer's own entries too: those are taken
-        back, exactly, EM's expected counts included. A journal without them (``unlearn_one``
+        back, exactly, EM's expected counts included, and so is what counting the event's warm-up
+        values added later (or the event leaves the backlog, still waiting). A journal without them (``unlearn_one``
         without a receipt) reaches the fine layer through the fine column behind each coarse
         column: exact where there is one (every categorical value; a coarse bin of one fine bin);
         otherwise :class:`~stream_nb.exceptions.UnlearnError` before anything changes.
@@ -459,6 +464,9 @@ class TwoLayerStats(WaitingEvents, Stats):
         fine = self.fine
         for e in fine_entries:
             fine._check_entry(e)
+        for e in entries:
+            if e[0] == "waiting":  # the event waited for its fine edges (see _waiting)
+                self._unwait(e[1])
         fine.remove(fine_entries)
         self._derive(self._current_edges())
 
@@ -580,7 +588,7 @@ class TwoLayerStats(WaitingEvents, Stats):
         grown = tl.get("grown", [])
         if not isinstance(grown, list) or not all(is_integer(f) and 0 <= f < len(s.features) for f in grown):
             raise ValueError(f"stats.two_layer.grown: expected a list of feature indices, got {grown!r:.60}")
-        s.grown, s._pending_exp = set(grown), None
+        s.grown, s._pending_exp, s.receipts, s.counted = set(grown), None, 0, {}
         for f, d in enumerate(s.disc):
             if d is not None and s.features[f] not in s.bin_edges:
                 s._set_discretiser(f, CoarseDiscretiser(s.bins, s.warmup, d.edges))

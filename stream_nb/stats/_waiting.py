@@ -1,6 +1,6 @@
 """Events a two-layer store keeps until a value of theirs can be counted (see :mod:`stream_nb.stats._fine`).
 
-An entry is ``(cols, feats, vals, c, w, exp)``: the fine columns the event
+An entry is ``(cols, feats, vals, c, w, exp, key)``: the fine columns the event
 was counted with (``feats``, their features, in feature order), the numeric
 values ``vals`` (``[(feature, x)]``) it could not count yet, its class and
 weight, and ``exp``, what EM added for it beside its observed values:
@@ -9,7 +9,11 @@ weight, and ``exp``, what EM added for it beside its observed values:
 - ``("expected", u, m, feats_u)``: EM's expected counts (:meth:`Stats.add_expected`),
   ``u`` the fine columns, ``m`` their expected indicators;
 - ``("many", D, dfeats, p)``: EM's completions (KDB, :meth:`Stats.add_many`),
-  the rows ``D`` over features ``dfeats``, row ``r`` of weight ``w * p[r]``.
+  the rows ``D`` over features ``dfeats``, row ``r`` of weight ``w * p[r]``;
+
+and ``key``, None or the number a receipt (``learn_one_receipt``) knows the
+entry by, so that ``unlearn_one`` can take back what counting its values
+added since (:func:`uncount`), or drop it while it waits.
 
 Counting a value ``b`` of feature ``f`` later (:func:`count_later`) adds to
 the counts exactly what the event would have added with ``b`` observed, its
@@ -42,10 +46,10 @@ __all__ = ["WaitingEvents", "check_exp", "count_later", "entry", "entry_json", "
 BACKLOG_PER_WARMUP = 10
 
 
-def entry(cols: np.ndarray, feats: np.ndarray, vals, c: int, w: float, exp=None) -> tuple:
+def entry(cols: np.ndarray, feats: np.ndarray, vals, c: int, w: float, exp=None, key=None) -> tuple:
     """An entry, its columns in feature order (however the event listed them)."""
     order = np.argsort(feats, kind="stable")
-    return cols[order], feats[order], sorted(vals), int(c), float(w), exp
+    return cols[order], feats[order], sorted(vals), int(c), float(w), exp, key
 
 
 def _enc(cols: np.ndarray, feats: np.ndarray) -> Encoded:
@@ -72,13 +76,13 @@ def _certain_into_expected(fine, c: int, w: float, u, m, feats_u, b: int, f: int
 def count_later(fine, e: tuple, add_cols: list, add_feats: list) -> tuple:
     """Count the event of entry ``e`` with its values at fine columns ``add_cols`` (features
     ``add_feats``) as well; returns the entry as it now stands (those columns counted)."""
-    cols, feats, vals, c, w, exp = e
+    cols, feats, vals, c, w, exp, key = e
     new_cols = np.concatenate([cols, np.array(add_cols, dtype=np.int64)])
     new_feats = np.concatenate([feats, np.array(add_feats, dtype=np.int64)])
     if exp is None:
         fine.add(_enc(new_cols, new_feats), c, w)
         fine.add(_enc(cols, feats), c, -w)
-        return new_cols, new_feats, vals, c, w, None
+        return new_cols, new_feats, vals, c, w, None, key
     fine.add_observed(_enc(new_cols, new_feats), c, w)
     fine.add_observed(_enc(cols, feats), c, -w)
     fine.version += 1
@@ -97,7 +101,15 @@ def count_later(fine, e: tuple, add_cols: list, add_feats: list) -> tuple:
         fine.add_many(wide, wfeats, none, EMPTY_INT, yc, w * p, observed=False)
         fine.add_many(D, dfeats, none, EMPTY_INT, yc, -w * p, observed=False)
         exp = ("many", wide, wfeats, p)
-    return new_cols, new_feats, vals, c, w, exp
+    return new_cols, new_feats, vals, c, w, exp, key
+
+
+def uncount(fine, then: tuple, now: tuple) -> None:
+    """Take back what counting values of an entry added since it was ``then`` (it is ``now``): a
+    receipt's journal holds the event as it was first counted, ``then``."""
+    added = np.isin(now[1], then[1], invert=True)
+    if added.any():
+        count_later(fine, (*then[:4], -then[4], *then[5:]), now[0][added].tolist(), now[1][added].tolist())
 
 
 def follow_promotion(entries: list, fine) -> tuple[list, list]:
@@ -105,10 +117,10 @@ def follow_promotion(entries: list, fine) -> tuple[list, list]:
     ``(entries whose values all count, entries with values waiting)``, each as it now stands."""
     counted, waiting = [], []
     for e in entries:
-        cols, feats, vals, c, w, exp = e
+        cols, feats, vals, c, w, exp, key = e
         moved = fine.value_feature[cols] != feats
         if exp is not None:
-            e = (cols, feats, vals, c, w, _follow_exp(exp, fine))
+            e = (cols, feats, vals, c, w, _follow_exp(exp, fine), key)
         if moved.any():
             keep = ~moved
             vals = list(vals)
@@ -121,7 +133,7 @@ def follow_promotion(entries: list, fine) -> tuple[list, list]:
                     keep[i] = True
                 elif d is not None:
                     vals.append((f, key))
-            e = entry(new_cols[keep], feats[keep], vals, c, w, e[5])
+            e = entry(new_cols[keep], feats[keep], vals, c, w, e[5], key)
         (waiting if e[2] else counted).append(e)
     return counted, waiting
 
@@ -165,7 +177,7 @@ def _follow_exp(exp, fine):
 
 def map_entry(e: tuple, vmap: np.ndarray, fmap: np.ndarray, cmap: list) -> tuple:
     """Entry ``e`` of another store, in this store's columns, features and classes (a merge)."""
-    cols, feats, vals, c, w, exp = e
+    cols, feats, vals, c, w, exp, _ = e  # a receipt of the other store is no receipt here
     if exp is not None and exp[0] == "expected":
         exp = ("expected", vmap[exp[1]], exp[2], fmap[exp[3]])
     elif exp is not None:
@@ -175,7 +187,7 @@ def map_entry(e: tuple, vmap: np.ndarray, fmap: np.ndarray, cmap: list) -> tuple
 
 def entry_json(e: tuple) -> list:
     """Entry ``e`` as JSON (see :func:`check_exp` for its EM part)."""
-    cols, feats, vals, c, w, exp = e
+    cols, feats, vals, c, w, exp, _ = e  # receipts do not outlive the process: nor do their keys
     return [cols.tolist(), feats.tolist(), [[f, x] for f, x in vals], c, w, exp_json(exp)]
 
 
@@ -244,8 +256,30 @@ class WaitingEvents:
         waits for its fine edges (backlog) or a promotion could make one wait (candidates)."""
         fenc, unready, young = self._pending
         cap = BACKLOG_PER_WARMUP * self.warmup
-        if unready and len(self.backlog) < cap:
-            self.backlog.append(entry(fenc.cols, fenc.feats, unready, c, w, exp))
-        elif young and not unready and len(self.candidates) < cap:
-            self.candidates.append(entry(fenc.cols, fenc.feats, [], c, w, exp))
+        into = (self.backlog if unready and len(self.backlog) < cap
+                else self.candidates if young and not unready and len(self.candidates) < cap else None)
+        if into is None:
+            return
+        key = None
+        if self.journal is not None:  # a receipt: it will know the entry by its key
+            self.receipts += 1
+            key = self.receipts
+        e = entry(fenc.cols, fenc.feats, unready, c, w, exp, key)
+        into.append(e)
+        if key is not None:
+            self.journal.append(("waiting", e))
+
+    def _unwait(self, then: tuple) -> None:
+        """Unlearning the event a receipt logged as ``then``: it stops waiting, and what counting its
+        values added since is taken back (its first counts are in the receipt's journal)."""
+        key = then[6]
+        for lst in (self.backlog, self.candidates):
+            for i, e in enumerate(lst):
+                if e[6] == key:
+                    del lst[i]
+                    uncount(self.fine, then, e)
+                    return
+        now = self.counted.pop(key, None)
+        if now is not None:
+            uncount(self.fine, then, now)
 
