@@ -61,7 +61,8 @@ def tree_after_rebuild(model) -> list:
 
 @pytest.mark.kafka
 @pytest.mark.parametrize("exactly_once", [False, True], ids=["at-least-once", "exactly-once"])
-def test_group_model_equals_one_process(tmp_path, kafka_bootstrap_servers, kafka_topic_factory, exactly_once):
+def test_group_model_equals_one_process(tmp_path, kafka_bootstrap_servers, kafka_topic_factory, exactly_once,
+                                       kafka_client):
     bootstrap = kafka_bootstrap_servers
     rng = random.Random(18 + exactly_once)
     source = kafka_topic_factory(partitions=PARTITIONS, prefix="gin")
@@ -133,7 +134,7 @@ def test_group_model_equals_one_process(tmp_path, kafka_bootstrap_servers, kafka
 
 
 @pytest.mark.kafka
-def test_export_of_a_missing_topic_says_why(tmp_path, kafka_bootstrap_servers):
+def test_export_of_a_missing_topic_says_why(tmp_path, kafka_bootstrap_servers, kafka_client):
     done = subprocess.run(cli() + ["model", "export", "--bootstrap-servers", kafka_bootstrap_servers, "--model-topic",
                                    f"no-such-model-{time.monotonic_ns()}", "--output", str(tmp_path / "m.snb"),
                                    "--timeout", "5"], capture_output=True, text=True, env=clean_env(), timeout=120)

@@ -143,10 +143,6 @@ def connector_plan(settings: dict[str, typing.Any]) -> ConnectorPlan:
         "kafka_client": settings["kafka_client"],
     }
     config = {k: v for k, v in config.items() if v is not None}
-    if settings.get("model_topic") and settings["kafka_client"] != "kafka-python":
-        raise ConfigError(f"{describe_setting(settings, 'model_topic')} works with --kafka-client kafka-python only "
-                          f"so far (the model topic's reader is a kafka-python consumer); drop "
-                          f"{describe_setting(settings, 'kafka_client')}")
     module = "connectors.kafka"
     if settings["exactly_once"]:  # one transactional producer for outputs, dead letters and offsets
         config["transactional_id"] = transactional_id(settings)
