@@ -59,7 +59,7 @@ from ._protocols import (
     Source,
     Transactional,
 )
-from ._records import DeadLetterRecord, OutputRecord, Record, label_key
+from ._records import DeadLetterRecord, OutputRecord, Record, label_key, output_bytes, output_record
 
 __all__ = [
     "BOM",
@@ -108,6 +108,8 @@ __all__ = [
     "Transactional",
     "check_config",
     "label_key",
+    "output_bytes",
+    "output_record",
     "merge_states",
     "state_records",
     "validate_label",
