@@ -55,7 +55,6 @@ one (e.g. an ``oversize`` event) is cut and the record gains
 from __future__ import annotations
 
 import base64
-import dataclasses
 import json
 import typing
 
@@ -74,9 +73,8 @@ _NUMBER_KEYS = frozenset({int, bool}).issuperset
 _NON_STR_KEYS = orjson.OPT_NON_STR_KEYS
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Record:
-    """One raw event as read from a source.
+class Record(typing.NamedTuple):
+    """One raw event as read from a source (a named tuple: a source builds one per event, it must be cheap).
 
     Parameters
     ----------
