@@ -150,7 +150,11 @@ class ConfluentModelTopic:
             self._sink.flush()
 
     def poll(self, timeout: float) -> list[tuple[str, bytes | None]]:
-        messages = self._consumer.consume(10_000, max(0.0, timeout))
+        # what is there now; else wait for the first record (consume(n, timeout) would wait for n or the timeout)
+        messages = self._consumer.consume(10_000, 0)
+        if not messages and timeout > 0:
+            first = self._consumer.poll(timeout)
+            messages = [first, *self._consumer.consume(9_999, 0)] if first is not None else []
         out = []
         for m in messages:
             err = m.error()
