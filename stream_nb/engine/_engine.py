@@ -485,10 +485,7 @@ class Engine:
         valid = [e for e in events if not isinstance(e, InvalidEventError)]
         results = iter(self._many([e.features for e in valid], [e.label for e in valid]))
         learn_unlabeled, event_done = self._learn_unlabeled, self.observer.event_done
-        if self.joiner is not None:  # the joiner holds unlabeled events: the one-event send
-            send = self._send
-        else:
-            send = self._send_plain
+        send = self._send
         for record, event in zip(records, events):
             if not isinstance(event, InvalidEventError):
                 result = next(results)
@@ -512,17 +509,6 @@ class Engine:
         self._since_checkpoint += 1
         if self.joiner is not None and event.label is None and event.id is not None:
             self.joiner.hold(event, prediction, record)
-        if learned and self._sharing is not None:
-            self._shared.append((record.partition, event.features, event.label))
-
-    def _send_plain(self, record: Record, event, prediction, proba: dict, learned: bool, imputed) -> None:
-        """:meth:`_send` without a joiner (``process_many``'s common case)."""
-        metrics = self.metrics
-        metrics.update_prediction(event.label, prediction, proba, learned)
-        self.sink.send(output_bytes(event.id, prediction, proba, self.model_name, learned, metrics.learned,
-                                    record.position), record.key)
-        self.positions[record.partition] = record.next_position
-        self._since_checkpoint += 1
         if learned and self._sharing is not None:
             self._shared.append((record.partition, event.features, event.label))
 
@@ -562,7 +548,3 @@ class Engine:
             self._last_metrics_log = time.monotonic()
             summary = self.status()
             log.info("metrics %s", orjson.dumps(summary).decode(), extra={"event": "metrics", "metrics": summary})
-
-
-def _as_is(event):
-    return event
