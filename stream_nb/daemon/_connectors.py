@@ -141,12 +141,17 @@ def connector_plan(settings: dict[str, typing.Any]) -> ConnectorPlan:
         "dead_letter_topic": settings["dead_letter_topic"] or f"{settings['input_topic']}.dlq",
         "group_id": settings["group_id"],
         "kafka_client": settings["kafka_client"],
+        "feedback_topic": settings["feedback_topic"],
     }
     config = {k: v for k, v in config.items() if v is not None}
     if settings.get("model_topic") and settings["kafka_client"] != "kafka-python":
         raise ConfigError(f"{describe_setting(settings, 'model_topic')} works with --kafka-client kafka-python only "
                           f"so far (the model topic's reader is a kafka-python consumer); drop "
                           f"{describe_setting(settings, 'kafka_client')}")
+    if settings["feedback_topic"] is not None and settings["model_topic"]:
+        raise ConfigError(f"{describe_setting(settings, 'feedback_topic')} with --model-topic is not supported yet: "
+                          "a group's shared model learns its joined pairs through the partitions' states; run "
+                          "without --model-topic")
     module = "connectors.kafka"
     if settings["exactly_once"]:  # one transactional producer for outputs, dead letters and offsets
         config["transactional_id"] = transactional_id(settings)

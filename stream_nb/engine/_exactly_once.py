@@ -33,6 +33,7 @@ from ..snapshots import FaultHooks, SnapshotFile, SnapshotStore
 from ._abort import abort_while_unreachable
 from ._checkpoint import Checkpointer, snapshot_metadata
 from ._engine import Engine
+from ._join_state import rewind_join
 from ._protocols import Repositionable, ReportsCommitted, Transactional
 
 __all__ = ["ExactlyOnceCheckpointer"]
@@ -173,10 +174,14 @@ class ExactlyOnceCheckpointer(Checkpointer):
             daemon = snap.daemon or {}
             positions = self._usable_positions(dict(daemon.get("positions") or {}), daemon.get("source"))
             engine.restore(snap.model(), daemon.get("metrics"), positions)
+            if engine.joiner is not None:  # the held events and early labels of that snapshot
+                rewind_join(engine.joiner, snap.arrays, daemon.get("join"))
         else:
             cls, (arrays, meta) = self._initial
             engine.restore(cls.from_state(arrays, meta), None, {})
             positions = {}
+            if engine.joiner is not None:
+                rewind_join(engine.joiner, None, None)
         self.snapshot_positions = dict(positions)
         engine.source.reposition()
 

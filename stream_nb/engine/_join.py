@@ -103,12 +103,20 @@ class Joiner:
         self.engine = engine
         self.feedback = feedback
         self.clock = clock
-        self.store = PendingStore(cfg["pending_max"])
+        self.reset()
+        # a feedback source read by the input's own consumer (Kafka's --feedback-topic): its positions go with
+        # the input's in the engine's, so snapshots, commits and transactions cover them like the input's
+        self._shared_positions = bool(getattr(feedback, "shares_positions", False))
+
+    def reset(self) -> None:
+        """Hold nothing and count nothing: the join of a fresh start (an exactly-once rewind reloads a
+        snapshot's join into it, see :func:`~stream_nb.engine._join_state.rewind_join`)."""
+        self.store = PendingStore(self.config["pending_max"])
         self.waiting: dict[bytes, tuple] = {}  # id -> (label, time, record): labels before their event
         self.receipts: dict[int, typing.Any] = {}  # row -> receipt of a provisional label not plainly counted
         self.positions: dict[str, int] = {}  # feedback partition -> next position
         self.stream_time = -math.inf  # the latest event time seen (time_field mode)
-        self._wall_at_stream_time = clock()
+        self._wall_at_stream_time = self.clock()
         self.counts = {"joined": 0, "expired": 0, "unmatched": 0, "duplicate": 0, "retractions": 0,
                        "evicted": 0, "delayed_labeled": 0, "delayed_correct": 0}
         self.delay_histogram = [0] * len(DELAY_BUCKETS)
@@ -242,6 +250,8 @@ class Joiner:
     def _label(self, record: Record) -> None:
         cfg = self.config
         self.positions[record.partition] = record.next_position
+        if self._shared_positions:
+            self.engine.positions[record.partition] = record.next_position
         try:
             obj = orjson.loads(record.value)
             if not isinstance(obj, dict):
