@@ -231,3 +231,55 @@ def test_join_settings_are_checked_before_any_work(tmp_path, flags, message):
     run = subprocess.run([sys.executable, "-m", "stream_nb", "run", "--input", str(tmp_path / "e.jsonl"),
                           "--output", str(tmp_path / "o.jsonl"), *flags], capture_output=True, text=True, timeout=120)
     assert run.returncode == 2 and message in run.stderr and "Traceback" not in run.stderr, run.stderr
+
+
+class _TransactedSource(ListSource):
+    """A source an exactly-once checkpointer takes: committed offsets read back, repositioned on a rewind."""
+
+    def committed(self, partitions=None):
+        return {k: None for k in partitions or ()}
+
+    def reposition(self):
+        self.repositioned = True
+
+
+class _FailingOnce:
+    """A transaction whose second commit fails (the broker refused it)."""
+
+    def __init__(self):
+        self.commits = 0
+
+    def commit(self, positions, metadata=""):
+        self.commits += 1
+        if self.commits == 2:
+            raise RuntimeError("transaction refused")
+
+    def abort(self):
+        pass
+
+
+def test_an_aborted_transaction_returns_the_join_to_its_snapshot(tmp_path):
+    """The rewind after an aborted transaction restores the held events and early labels of the snapshot the
+    model returns to: labels joined in the aborted transaction wait again (else they would be lost)."""
+    from stream_nb.engine import ExactlyOnceCheckpointer
+
+    events, labels = streams(n=300, seed=4)
+    store = SnapshotStore(str(tmp_path / "snap"))
+    store.open()
+    try:
+        checkpointer = ExactlyOnceCheckpointer(store, _FailingOnce())
+        engine = Engine(NaiveBayes(), _TransactedSource(events[:150]), ListSink(), ListSink(),
+                        config={"poll_max_records": 150}, checkpointer=checkpointer)
+        checkpointer.recover()
+        engine.joiner = Joiner(engine, ListSource([], "labels"))
+        engine.run()  # the first transaction: 150 events, most of them held
+        held = engine.joiner.status()
+        assert held["pending_events"] > 100 and held["labels_joined"] == 0
+        engine.joiner.feedback = ListSource(labels, "labels")
+        engine.source = _TransactedSource(events[150:], "in2")
+        engine.run()  # the second transaction aborts: model and join go back to the first
+        assert checkpointer.aborts == 1 and engine.source.repositioned
+        assert engine.joiner.status() == held
+        assert engine.model.n_learned == store.read(store.sequences()[-1]).model().n_learned
+    finally:
+        store.close()
