@@ -261,6 +261,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("feedback_topic", "str", None, "Kafka topic of labels that come later, {<id-field>: ..., "
             "<label-field>: ...} keyed like the events they label, with as many partitions as --input-topic "
             "(checked at start); read by the input's consumer, its offsets committed with the input's", _JOIN, "TOPIC"),
+    Setting("pending_topic", "str", None, "with --feedback-topic: the compacted topic through which the events "
+            "held for a partition go with it to its new owner on a rebalance (default: <input-topic>.pending, "
+            "created when missing)", _JOIN, "TOPIC"),
     Setting("pending_max", "int", 1_000_000, "most events (and early labels) waiting at once; the oldest expire "
             "first when it is reached", _JOIN, "N"),
     Setting("label_ttl", "float", 3600.0, "seconds an event waits for its label (and a label for its event)",

@@ -15,6 +15,7 @@ import time
 
 import pytest
 from kafka import KafkaProducer
+from kafka.errors import KafkaError
 
 from recovery import Daemon, newest_model, snapshots, wait_until
 from join_helpers import assert_same_counts
@@ -69,8 +70,11 @@ class Setup:
         return Daemon(self.tmp, self.args, name)
 
     def committed_all(self) -> bool:
-        return (group_offsets(self.bootstrap, self.group, self.input) == self.input_ends
-                and group_offsets(self.bootstrap, self.group, self.labels) == self.label_ends)
+        try:
+            return (group_offsets(self.bootstrap, self.group, self.input) == self.input_ends
+                    and group_offsets(self.bootstrap, self.group, self.labels) == self.label_ends)
+        except KafkaError:  # the group's coordinator is not there yet
+            return False
 
 
 def finish(setup: Setup, collector: Collector, n_events: int) -> Daemon:
@@ -152,12 +156,12 @@ def test_kafka_kill_9_with_labels_flowing_learns_every_joined_pair_once(mode, ka
     exactly_once = mode == "exactly-once"
     setup = Setup(tmp_path, kafka_bootstrap_servers, kafka_topic_factory, f"kill-{mode}",
                   extra=["--exactly-once", "--commit-every", "40"] if exactly_once else [])
-    events, labels = streams(n=3000, seed=22 + exactly_once)
+    events, labels = streams(n=2000, seed=22 + exactly_once)
     # labels and events interleaved in time: a third of the labels first, then events and labels in turns
     produce(setup.bootstrap, setup.labels, labels[: len(labels) // 3], setup.label_ends)
     rest = labels[len(labels) // 3:]
     for k in range(4):
-        produce(setup.bootstrap, setup.input, events[k * 750:(k + 1) * 750], setup.input_ends)
+        produce(setup.bootstrap, setup.input, events[k * 500:(k + 1) * 500], setup.input_ends)
         produce(setup.bootstrap, setup.labels, rest[k * len(rest) // 4:(k + 1) * len(rest) // 4], setup.label_ends)
     collector = Collector(kafka_bootstrap_servers, [setup.output, setup.dlq],
                           isolation="read_committed" if exactly_once else "read_uncommitted")
@@ -172,3 +176,45 @@ def test_kafka_kill_9_with_labels_flowing_learns_every_joined_pair_once(mode, ka
     assert collector.distinct(setup.output) == len(events)
     if exactly_once:
         assert len(outputs) == len(events)
+
+
+@pytest.mark.kafka
+def test_kafka_rebalance_moves_held_events_and_early_labels_with_their_partition(
+        kafka_client, kafka_bootstrap_servers, kafka_topic_factory, tmp_path):
+    """A second daemon joins while events wait for their labels: the partitions it gets bring their held
+    events and early labels along (the pending topic), so the two models together learn each joined pair
+    once, and the provisional labels of the events that moved are taken back where they were learned."""
+    setup = Setup(tmp_path, kafka_bootstrap_servers, kafka_topic_factory, "rebalance",
+                  extra=["--provisional-label", "0"])
+    events, labels = streams(n=1500, seed=24)
+    before, after = events[:1000], events[1000:]
+    ids_before = {e["id"] for e in before}
+    now = [r for r in labels if r["id"] in ids_before][:300]  # some labels of the first events
+    early = [r for r in labels if r["id"] not in ids_before and not r["id"].startswith("ghost")][:100]
+    rest = [r for r in labels if r not in now and r not in early]
+    labels = now + early + rest  # the order they are produced in, per partition: the first label wins
+    produce(setup.bootstrap, setup.input, before, setup.input_ends)
+    produce(setup.bootstrap, setup.labels, now + early, setup.label_ends)
+    args_b = list(setup.args)
+    args_b[args_b.index(str(setup.snaps))] = str(tmp_path / "snaps-b")
+    args_b[args_b.index("group_instance_id=rebalance-0")] = "group_instance_id=rebalance-1"
+    first, second = setup.start("first"), None
+    try:
+        wait_until(setup.committed_all, 90, "the first events and labels", first, step=0.1)
+        second = Daemon(setup.tmp, args_b, "second")
+        wait_until(lambda: "took over" in second.log(), 90, "the hand-over", second, step=0.1)
+        assert "handing over" in first.log()
+        produce(setup.bootstrap, setup.input, after, setup.input_ends)
+        produce(setup.bootstrap, setup.labels, rest, setup.label_ends)
+        wait_until(setup.committed_all, 120, "every event and label", second, step=0.2)
+        assert second.terminate() == 0, second.log()[-4000:]
+        assert first.terminate() == 0, first.log()[-4000:]
+    finally:
+        for d in (first, second):
+            if d is not None and d.proc.poll() is None:
+                d.kill9()
+    moved = [line for line in second.log().splitlines() if "took over" in line]
+    assert any(" 0 held events" not in line for line in moved), moved
+    a, b = newest_model(setup.snaps), newest_model(tmp_path / "snaps-b")
+    assert a.n_learned > 0 and b.n_learned > 0
+    assert_same_counts(a.merge(b), reference(NaiveBayes, joined_pairs(events, labels, provisional=0)))

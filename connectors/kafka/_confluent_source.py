@@ -72,7 +72,7 @@ class ConfluentSource:
         self.config = cfg
         self.topic: str = cfg["topic"]
         #: The labels of ``feedback_topic`` (None without it): the join's source.
-        self.feedback = FeedbackTap(cfg["feedback_topic"]) if cfg["feedback_topic"] else None
+        self.feedback = FeedbackTap(cfg["feedback_topic"], self.topic) if cfg["feedback_topic"] else None
         self._topics = (self.topic,) + ((cfg["feedback_topic"],) if self.feedback is not None else ())
         self._commit_timeout_s = cfg["commit_timeout_ms"] / 1000
         self._lock = threading.Lock()

@@ -62,9 +62,19 @@ class FeedbackTap:
     shares_positions = True
     exhausted = False
 
-    def __init__(self, topic: str):
+    def __init__(self, topic: str, input_topic: str):
         self.topic = topic
+        self.input_topic = input_topic
         self._records: list[Record] = []
+
+    def partner(self, partition: str) -> str | None:
+        """The feedback partition of input ``partition`` (same number); None for another topic's.
+
+        >>> FeedbackTap("labels", "events").partner("events-2"), FeedbackTap("labels", "events").partner("labels-2")
+        ('labels-2', None)
+        """
+        topic, _, number = partition.rpartition("-")
+        return f"{self.topic}-{number}" if topic == self.input_topic and number.isdigit() else None
 
     def put(self, records: list[Record]) -> None:
         """Called by the source's poll: feedback records, in the order they came."""

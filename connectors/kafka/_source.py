@@ -147,7 +147,7 @@ class KafkaSource:
         self.config = cfg
         self.topic: str = cfg["topic"]
         #: The labels of ``feedback_topic`` (None without it): the join's source.
-        self.feedback = FeedbackTap(cfg["feedback_topic"]) if cfg["feedback_topic"] else None
+        self.feedback = FeedbackTap(cfg["feedback_topic"], self.topic) if cfg["feedback_topic"] else None
         self._topics = (self.topic,) + ((cfg["feedback_topic"],) if self.feedback is not None else ())
         self._commit_timeout_ms = cfg["commit_timeout_ms"]
         self._settle_timeout_ms = min(5_000, self._commit_timeout_ms)

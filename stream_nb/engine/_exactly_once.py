@@ -186,8 +186,12 @@ class ExactlyOnceCheckpointer(Checkpointer):
         engine.source.reposition()
 
     def on_revoke(self, keys: list[str]) -> None:
-        """Before Kafka takes partitions away: commit the transaction (offsets included) now."""
-        if self.engine.positions != (self.snapshot_positions or {}):
+        """Before Kafka takes partitions away: commit the transaction (offsets included, and the hand-over of
+        the events held for them) now."""
+        engine = self.engine
+        released = self.handoff is not None and not engine.stopping and self.handoff.release(
+            keys, engine.positions, self.store_id)
+        if released or engine.positions != (self.snapshot_positions or {}):
             self.commit()
         return None
 

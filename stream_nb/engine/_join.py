@@ -34,12 +34,13 @@ import math
 import time
 import typing
 
+import numpy as np
 import orjson
 
 from .._checks import configure
 from ..exceptions import ConfigError, InvalidEventError, UnlearnError
 from ..stats import validate_label
-from ._pending import JOINED, PENDING, PendingStore
+from ._pending import FREE, JOINED, PENDING, PendingStore
 from ._records import Record, dead_letter_record
 
 __all__ = ["DELAY_BUCKETS", "Joiner", "parse_label_value", "parse_on_expire"]
@@ -364,6 +365,60 @@ class Joiner:
         engine.metrics.update_dead_letter(exc.reason)
         letter = dead_letter_record(record, exc, engine.config["dead_letter_max_value_bytes"])
         engine.dead_letters.send(orjson.dumps(letter), record.key)
+
+    # ------------------------------------------------------------------ hand-over
+
+    def release(self, partition: str, feedback_partition: str | None) -> dict:
+        """Take out what is held for input ``partition`` (its held events, and the ids joined, kept to count
+        duplicates) and the early labels read from ``feedback_partition``, JSON-able, for the member that
+        gets the partition (see :mod:`stream_nb.engine._handoff`). A held event's provisional label is
+        taken back: the new owner learns it again."""
+        store, model = self.store, self.engine.model
+        events = []
+        code = store.partition_codes.get(partition)
+        if code is not None:
+            for row in np.flatnonzero((store.state != FREE) & (store.partition == code)).tolist():
+                state = int(store.state[row])
+                x = store.features(row) if state == PENDING else {}
+                if state == PENDING and store.provisional[row]:
+                    try:
+                        model.unlearn_one(x, self.config["provisional_label"], receipt=self.receipts.get(row))
+                    except UnlearnError as exc:  # an EM receipt lost in a restart: the provisional label stays here
+                        log.warning("handing over a held event: its provisional label stays: %s", exc)
+                events.append([store.id_of(row).decode(), state, x, float(store.time[row]), store.predicted(row),
+                               int(store.offset[row])])
+                self.receipts.pop(row, None)
+                store.remove(row)
+        labels = []
+        for key in [k for k, v in self.waiting.items() if v[2].partition == feedback_partition]:
+            y, t, rec = self.waiting.pop(key)
+            labels.append([key.decode(), y, t, rec.value.decode("utf-8", "replace"), rec.partition, rec.position,
+                           rec.next_position])
+        return {"events": events, "labels": labels}
+
+    def adopt(self, partition: str, held: dict) -> None:
+        """Hold what another member released (:meth:`release`) for input ``partition``."""
+        store, provisional = self.store, self.config["provisional_label"]
+        for event_id, state, x, t, prediction, offset in held["events"]:
+            key = event_id.encode()
+            if store.find(key) >= 0:  # held here already (restored from this member's own snapshot)
+                continue
+            self._room_for(1)
+            row = store.add(key, x, t=t, prediction=prediction, partition=partition, offset=offset, state=state,
+                            provisional=state == PENDING and provisional is not None)
+            if store.provisional[row]:
+                try:
+                    receipt = self._learn(x, provisional, record=True)
+                except InvalidEventError as exc:
+                    log.warning("provisional label %r not learned: %s", provisional, exc)
+                    store.provisional[row] = 0
+                    continue
+                if receipt is not None:
+                    self.receipts[row] = receipt
+        for key, y, t, value, part, position, next_position in held["labels"]:
+            if key.encode() not in self.waiting:
+                self._room_for(1)
+                self.waiting[key.encode()] = (y, t, Record(value.encode(), None, part, position, next_position))
 
     # ------------------------------------------------------------------ reporting
 
