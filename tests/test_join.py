@@ -283,3 +283,18 @@ def test_an_aborted_transaction_returns_the_join_to_its_snapshot(tmp_path):
         assert engine.model.n_learned == store.read(store.sequences()[-1]).model().n_learned
     finally:
         store.close()
+
+
+def test_a_label_of_another_type_is_dead_lettered_and_the_event_waits_on():
+    """Joined pairs are learned together at the end of each read: a label the model would refuse (another
+    JSON type than its labels', or than the first one of the read on a model that has none yet) is
+    dead-lettered when it is read, and its event waits for a good one."""
+    events = [{"id": i, "a": "pq"[i % 2]} for i in range(6)]
+    labels = [{"id": 0, "label": 1}, {"id": 1, "label": "yes"}, {"id": 2, "label": 0}, {"id": 1, "label": 0}]
+    engine, out, dlq = run_engine(NaiveBayes(), events, [])
+    engine.joiner.feedback = ListSource(labels, "labels")
+    engine.joiner.tick(False)
+    assert [d["reason"] for d in dlq.values] == ["label_type_conflict"]
+    assert "expected a number" in dlq.values[0]["error"] and dlq.values[0]["field"] == "label"
+    assert engine.model.n_learned == 3 and engine.joiner.status()["labels_joined"] == 3
+    assert_same_counts(engine.model, reference(NaiveBayes, [({"a": "p"}, 1), ({"a": "p"}, 0), ({"a": "q"}, 0)]))

@@ -38,8 +38,8 @@ import numpy as np
 import orjson
 
 from .._checks import configure
-from ..exceptions import ConfigError, InvalidEventError, UnlearnError
-from ..stats import validate_label
+from ..exceptions import ConfigError, InvalidEventError, LabelTypeError, UnlearnError
+from ..stats import json_type, validate_label
 from ._pending import FREE, JOINED, PENDING, PendingStore
 from ._records import Record, dead_letter_record
 
@@ -123,6 +123,8 @@ class Joiner:
         self.delay_histogram = [0] * len(DELAY_BUCKETS)
         self.delay_sum = 0.0
         self._times: dict[int, float] = {}  # id(event) -> its time, between prepare and hold
+        self._joined_x: list = []  # pairs joined by the labels of one read, learned at its end
+        self._joined_y: list = []
 
     # ------------------------------------------------------------------ time
 
@@ -244,9 +246,36 @@ class Joiner:
         """After each poll of the input: read the feedback that is there, then expire what is due."""
         self._times.clear()  # the times of the last poll's events, held or rejected by now
         records = self.feedback.poll(self.config["feedback_max_records"], 0.0)
-        for record in records:
-            self._label(record)
+        try:
+            for record in records:
+                self._label(record)
+        finally:
+            self._learn_joined()
         self.expire(idle=not polled and not records)
+
+    def _learn_joined(self) -> None:
+        """Learn the pairs joined by the last labels read, in one call of the model's ``learn_events`` (the
+        vectorised runs of a poll; counts add up in any order) when it has one."""
+        xs, ys, self._joined_x, self._joined_y = self._joined_x, self._joined_y, [], []
+        if not xs:
+            return
+        learn_events = getattr(self.engine.model, "learn_events", None)
+        if learn_events is not None:
+            learn_events(xs, ys)
+        else:
+            for x, y in zip(xs, ys):
+                self._learn(x, y)
+
+    def _check_joined_label(self, y) -> None:
+        """Raise :class:`LabelTypeError` for a label the model would refuse (another JSON type than its
+        labels', or than the first label waiting to be learned with it), before the pair is set aside."""
+        model = self.engine.model
+        expected, first = getattr(model, "label_type", None), (list(getattr(model, "classes", None) or []) or [None])[0]
+        if expected is None and self._joined_y:
+            expected, first = json_type(self._joined_y[0]), self._joined_y[0]
+        t = json_type(y)
+        if expected is not None and t != expected:
+            raise LabelTypeError(y, t, expected, first, field=self.config["label_field"])
 
     def _label(self, record: Record) -> None:
         cfg = self.config
@@ -300,6 +329,10 @@ class Joiner:
                 except UnlearnError as exc:  # an EM receipt lost in a restart (see _join_state)
                     self.engine.model.unlearn_one(x, y)
                     log.warning("label %r of a held event not learned: its provisional label stays: %s", y, exc)
+        elif hasattr(self.engine.model, "learn_events"):
+            self._check_joined_label(y)
+            self._joined_x.append(x)  # learned with the others of this read (_learn_joined)
+            self._joined_y.append(y)
         else:
             self._learn(x, y)
         prediction = store.predicted(row)
