@@ -179,13 +179,14 @@ def test_kafka_kill_9_with_labels_flowing_learns_every_joined_pair_once(mode, ka
 
 
 @pytest.mark.kafka
+@pytest.mark.parametrize("mode", ["at-least-once", "exactly-once"])
 def test_kafka_rebalance_moves_held_events_and_early_labels_with_their_partition(
-        kafka_client, kafka_bootstrap_servers, kafka_topic_factory, tmp_path):
+        mode, kafka_client, kafka_bootstrap_servers, kafka_topic_factory, tmp_path):
     """A second daemon joins while events wait for their labels: the partitions it gets bring their held
     events and early labels along (the pending topic), so the two models together learn each joined pair
     once, and the provisional labels of the events that moved are taken back where they were learned."""
     setup = Setup(tmp_path, kafka_bootstrap_servers, kafka_topic_factory, "rebalance",
-                  extra=["--provisional-label", "0"])
+                  extra=["--provisional-label", "0"] + (["--exactly-once"] if mode == "exactly-once" else []))
     events, labels = streams(n=1500, seed=24)
     before, after = events[:1000], events[1000:]
     ids_before = {e["id"] for e in before}
@@ -198,6 +199,7 @@ def test_kafka_rebalance_moves_held_events_and_early_labels_with_their_partition
     args_b = list(setup.args)
     args_b[args_b.index(str(setup.snaps))] = str(tmp_path / "snaps-b")
     args_b[args_b.index("group_instance_id=rebalance-0")] = "group_instance_id=rebalance-1"
+    args_b += ["--instance-id", "1"]  # its own transactional id
     first, second = setup.start("first"), None
     try:
         wait_until(setup.committed_all, 90, "the first events and labels", first, step=0.1)
