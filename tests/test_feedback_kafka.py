@@ -156,13 +156,13 @@ def test_kafka_kill_9_with_labels_flowing_learns_every_joined_pair_once(mode, ka
     exactly_once = mode == "exactly-once"
     setup = Setup(tmp_path, kafka_bootstrap_servers, kafka_topic_factory, f"kill-{mode}",
                   extra=["--exactly-once", "--commit-every", "40"] if exactly_once else [])
-    events, labels = streams(n=2000, seed=22 + exactly_once)
+    events, labels = streams(n=1500, seed=22 + exactly_once)
     # labels and events interleaved in time: a third of the labels first, then events and labels in turns
     produce(setup.bootstrap, setup.labels, labels[: len(labels) // 3], setup.label_ends)
     rest = labels[len(labels) // 3:]
-    for k in range(4):
+    for k in range(3):
         produce(setup.bootstrap, setup.input, events[k * 500:(k + 1) * 500], setup.input_ends)
-        produce(setup.bootstrap, setup.labels, rest[k * len(rest) // 4:(k + 1) * len(rest) // 4], setup.label_ends)
+        produce(setup.bootstrap, setup.labels, rest[k * len(rest) // 3:(k + 1) * len(rest) // 3], setup.label_ends)
     collector = Collector(kafka_bootstrap_servers, [setup.output, setup.dlq],
                           isolation="read_committed" if exactly_once else "read_uncommitted")
     try:
