@@ -111,6 +111,7 @@ class ModelTopic:
                                                KafkaProducer.DEFAULT_CONFIG["max_request_size"])
             self._sink = KafkaSink(topic=topic, create_topic=False, **producer)
         client.pop("group_id", None)
+        client.pop("group_instance_id", None)  # a reader outside any group: the member's name is the input's
         client.update(group_id=None, enable_auto_commit=False, auto_offset_reset="earliest",
                       isolation_level="read_uncommitted" if writer and transaction is None else "read_committed",
                       client_id="stream-nb-model-reader",

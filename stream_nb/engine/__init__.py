@@ -28,6 +28,7 @@ from ._engine import DEFAULT_CONFIG, Engine, check_config
 from ._events import BOM, Event, EventDecoder
 from ._exactly_once import ExactlyOnceCheckpointer
 from ._flow import FlowControl
+from ._handoff import PartitionHandoff
 from ._join import Joiner, parse_label_value, parse_on_expire
 from ._join_state import join_state, load_join_state
 from ._group import GroupCheckpointer
@@ -67,6 +68,7 @@ __all__ = [
     "DEFAULT_CONFIG",
     "Checkpointer",
     "Joiner",
+    "PartitionHandoff",
     "join_state",
     "load_join_state",
     "parse_label_value",
