@@ -168,7 +168,7 @@ def part_naive_bayes(n):
             continue  # no numeric feature
         events = events_of(sname, n)
         g = prequential(NaiveBayes(types=types_of(sname)), events)
-        b = prequential(NaiveBayes(numeric="bins", types=types_of(sname)), events)
+        b = prequential(NaiveBayes(numeric="bins", discretiser="mdl", types=types_of(sname)), events)
         print(f"| {sname} | {len(events):,} | {g:.4f} | {b:.4f} |")
         sys.stdout.flush()
 

@@ -36,8 +36,8 @@ from stream_nb.tools.inspect_snapshot import describe, run_inspect
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# the two-layer discretiser is opt-in (discretiser="mdl"): every model here asks for it unless a
-# test names another
+# the two-layer discretiser (discretiser="mdl", the default of every discretising model): every
+# model here asks for it by name unless a test names another
 AODE, KDB, SPODE, TAN, NaiveBayes = (functools.partial(cls, discretiser="mdl")
                                      for cls in (_AODE, _KDB, _SPODE, _TAN, _NaiveBayes))
 
@@ -318,6 +318,8 @@ def test_discretiser_settings_are_checked_and_equal_frequency_stays():
     assert type(TAN(discretiser="equal_frequency")._stats) is Stats
     assert type(NaiveBayes()._stats) is Stats
     assert type(NaiveBayes(numeric="bins")._stats) is TwoLayerStats
+    for cls in (_AODE, _TAN, _SPODE, _KDB, functools.partial(_NaiveBayes, numeric="bins")):  # the default
+        assert type(cls()._stats) is TwoLayerStats and cls().discretiser == "mdl"
     # bin_edges still fix the edges, in both layers
     model = learn(AODE(bin_edges={"a": [0.0, 1.0]}, warmup=20), numeric_events(200, seed=11))
     assert model._stats.cut_points()["a"] == [0.0, 1.0]

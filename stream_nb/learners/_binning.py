@@ -1,11 +1,11 @@
 """The discretisation parameters shared by the models that count numeric features in bins.
 
 AODE, TAN, SPODE, KDB (and NaiveBayes with ``numeric="bins"``) discretise
-numeric features online. ``discretiser="mdl"``: Fayyad and
+numeric features online. ``discretiser="mdl"`` (the default): Fayyad and
 Irani's MDL cut points, chosen again as the stream goes on, over a fine layer
 of ``fine_bins`` equal-frequency bins per feature placed from its first
 ``warmup`` values (see :mod:`stream_nb.stats._fine`).
-``discretiser="equal_frequency"`` (the default): ``bins`` equal-frequency bins whose edges
+``discretiser="equal_frequency"``: ``bins`` equal-frequency bins whose edges
 are chosen from the first ``warmup`` values and never move (see
 :mod:`stream_nb.stats._discretise`). Either way, ``bin_edges`` fixes some
 features' edges up front.

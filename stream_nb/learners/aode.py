@@ -41,11 +41,9 @@ class AODE(VectorisedRuns, BayesClassifier):
     events where the attributes involved were observed, and a missing
     attribute is neither parent nor child.
 
-    Numeric (``float``) features are discretised online: by default into
-    ``bins`` equal-frequency bins from their first ``warmup`` values; with
-    ``discretiser="mdl"`` at the cut points Fayyad and Irani's MDL criterion
-    chooses, again and again as the stream goes on, over a fine layer of bins
-    whose counts the model keeps
+    Numeric (``float``) features are discretised online: by default at the
+    cut points Fayyad and Irani's MDL criterion chooses, again and again as
+    the stream goes on, over a fine layer of bins whose counts the model keeps
     (see :mod:`stream_nb.stats._fine`); until a feature's first ``warmup``
     values have placed the fine bins it counts as missing, and those events
     are counted with their value once the bins exist.
@@ -65,12 +63,12 @@ class AODE(VectorisedRuns, BayesClassifier):
         ``{feature: [edges]}`` to fix some features' edges up front (needed to
         merge models that discretise numeric features).
     discretiser
-        ``"mdl"``: supervised cut points (Fayyad and Irani's MDL
+        ``"mdl"`` (default): supervised cut points (Fayyad and Irani's MDL
         criterion) chosen again as the stream goes on over a fine layer of
         ``fine_bins`` bins per feature, whose edges come from the first
         ``warmup`` values, plus the fine edges nearest the ``bins``
         equal-frequency quantiles (see :mod:`stream_nb.stats._fine`);
-        ``"equal_frequency"`` (default): ``bins`` equal-frequency bins from the first
+        ``"equal_frequency"``: ``bins`` equal-frequency bins from the first
         ``warmup`` values, never moved.
     fine_bins
         With ``discretiser="mdl"``: fine bins per numeric feature, the
@@ -124,7 +122,7 @@ class AODE(VectorisedRuns, BayesClassifier):
         bins: int = 5,
         warmup: int = 100,
         bin_edges: dict | None = None,
-        discretiser: str = "equal_frequency",
+        discretiser: str = "mdl",
         fine_bins: int = 64,
         types: dict | None = None,
         loss: dict | None = None,
@@ -160,7 +158,7 @@ class AODE(VectorisedRuns, BayesClassifier):
     @classmethod
     def _unit_test_params(cls):
         yield {}
-        yield {"m": 5, "bins": 3, "warmup": 20}
+        yield {"m": 5, "bins": 3, "warmup": 20, "discretiser": "equal_frequency"}  # both discretisers checked
 
     def _spode_terms(self, cols, feats):
         """(C, k) log P̂(c, x_i) Π_j P̂(x_j | c, x_i) for every observed i, and the parent mask."""

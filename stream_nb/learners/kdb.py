@@ -85,12 +85,12 @@ class KDB(VectorisedRuns, StructuredClassifier):
     bins, warmup, bin_edges
         Discretisation of numeric features (see :class:`~stream_nb.AODE`).
     discretiser
-        ``"mdl"``: supervised cut points (Fayyad and Irani's MDL
+        ``"mdl"`` (default): supervised cut points (Fayyad and Irani's MDL
         criterion) chosen again as the stream goes on over a fine layer of
         ``fine_bins`` bins per feature, whose edges come from the first
         ``warmup`` values, plus the fine edges nearest the ``bins``
         equal-frequency quantiles (see :mod:`stream_nb.stats._fine`);
-        ``"equal_frequency"`` (default): ``bins`` equal-frequency bins from the first
+        ``"equal_frequency"``: ``bins`` equal-frequency bins from the first
         ``warmup`` values, never moved.
     fine_bins
         With ``discretiser="mdl"``: fine bins per numeric feature, the
@@ -136,7 +136,7 @@ class KDB(VectorisedRuns, StructuredClassifier):
         bins: int = 5,
         warmup: int = 100,
         bin_edges: dict | None = None,
-        discretiser: str = "equal_frequency",
+        discretiser: str = "mdl",
         fine_bins: int = 16,
         types: dict | None = None,
         loss: dict | None = None,
@@ -184,7 +184,7 @@ class KDB(VectorisedRuns, StructuredClassifier):
     @classmethod
     def _unit_test_params(cls):
         yield {}
-        yield {"k": 1, "rebuild_every": 25, "bins": 3, "warmup": 20}
+        yield {"k": 1, "rebuild_every": 25, "bins": 3, "warmup": 20, "discretiser": "equal_frequency"}  # both discretisers checked
 
     # ------------------------------------------------------------------ structure
 

@@ -124,7 +124,7 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
         bins: int = 5,
         warmup: int = 100,
         bin_edges: dict | None = None,
-        discretiser: str = "equal_frequency",
+        discretiser: str = "mdl",
         fine_bins: int = 64,
         memory_budget: int | None = DEFAULT_MEMORY_BUDGET,
     ):
