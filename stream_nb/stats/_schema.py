@@ -37,10 +37,7 @@ class Schema:
             "g_mean": np.zeros((cc, cg)),
             "g_m2": np.zeros((cc, cg)),
         }
-        if self.pairs:
-            new["pair_count"] = np.zeros((cc, cv, cv))
-            new["pair_feat"] = np.zeros((cc, cv, cf))
-        used = {"value_count": (C, V), "feat_count": (C, F), "pair_count": (C, V, V), "pair_feat": (C, V, F)}
+        used = {"value_count": (C, V), "feat_count": (C, F)}
         for p in self._sets()[1:]:
             for k in used:
                 if k in new:
@@ -59,9 +56,26 @@ class Schema:
         for k, v in new.items():
             setattr(self, k, v)
         self._cap = (cc, cv, cf, cg)
+        if self.pairs:
+            self._alloc_pairs(cc, cv, cf)
         if self.tuples:
             self._alloc_tuples(cc, cv, cf)
         self.epoch += 1
+
+    def _alloc_pairs(self, cc, cv, cf):
+        """The pair tables, with the base arrays' spare room: dense while they fit the memory budget,
+        sparse beyond (see ``_budget.py``)."""
+        if self._sparse_pairs(cc, cv, cf):
+            return
+        C, V, F = len(self.classes), len(self.value_keys), len(self.features)
+        for p in self._sets():
+            pc, pf = np.zeros((cc, cv, cv)), np.zeros((cc, cv, cf))
+            old = getattr(self, p + "pair_count", None)
+            if old is not None:
+                pc[:C, :V, :V] = old[:C, :V, :V]
+                pf[:C, :V, :F] = getattr(self, p + "pair_feat")[:C, :V, :F]
+            setattr(self, p + "pair_count", pc)
+            setattr(self, p + "pair_feat", pf)
 
     def _alloc_tuples(self, cc, cv, cf):
         """The t-way tensors grow as V^t, so they get no spare capacity beyond the base arrays'."""
