@@ -157,7 +157,8 @@ def run_model(stream: str, model_name: str, n: int, seed: int, seconds: float, b
     used = model.memory_used() if not peer else {"bytes": None, "pairs_sparse": None, "budget": None}
     return {"events": done, "seconds": spent, "accuracy": correct / done if done else None,
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "error": error,
-            "count_bytes": used["bytes"], "pairs_sparse": used.get("pairs_sparse"), "refused": refused,
+            "count_bytes": used["bytes"], "pairs_sparse": used.get("pairs_sparse") if used.get("pair_cells") else None,
+            "refused": refused,
             "first_refused": first_refused, "refusal": refusal, "budget": used["budget"]}
 
 

@@ -216,12 +216,14 @@ def test_a_budget_not_met_even_sparsely_is_refused_with_what_to_set(monkeypatch)
             model.learn_one({f"f{j}": int(v) for j, v in enumerate(row)}, int(row[0] % 2))
     s = model._stats
     before = (model.n_learned, s.class_count.sum(), len(s.pair_count), len(s.value_keys), s.n_values.tolist())
+    # the state is as before the refused event: an event as wide is refused again, and nothing of it
+    # is registered (not even its new values); a narrower one may still fit
     with pytest.raises(CapacityError):
-        model.learn_one({"f0": 1, "f1": 2}, 1)
-    with pytest.raises(CapacityError):  # new values too: no value is registered
-        model.learn_one({"f0": 1000, "f1": 2000, "new": 1}, 1)
+        model.learn_one({f"f{j}": j for j in range(12)}, 1)
     with pytest.raises(CapacityError):
-        model.learn_many(*_frame([{"f0": 1001, "f1": 2}] * 3, [1, 0, 1]))
+        model.learn_one({f"f{j}": 1000 + j for j in range(12)}, 1)
+    with pytest.raises(CapacityError):
+        model.learn_many(*_frame([{f"f{j}": 2000 + j for j in range(12)}] * 3, [1, 0, 1]))
     assert (model.n_learned, s.class_count.sum(), len(s.pair_count), len(s.value_keys), s.n_values.tolist()) == before
     assert model.predict_proba_one({"f0": 1})  # it still predicts
 
@@ -251,3 +253,15 @@ def test_an_event_whose_own_cells_exceed_the_budget_is_refused_before_anything_c
         model.learn_one(wide, True)
     assert model._stats.class_count.sum() == 0 and len(model._stats.tuple_count) == 0
     assert len(model._stats.features) == 0  # nor any feature or value registered
+
+
+def test_a_window_across_the_switch_to_sparse_pairs_forgets_as_the_dense_one():
+    stream = _stream(240, values=12)
+    xs, ys = [x for x, _ in stream], [y for _, y in stream]
+    dense, budget = AODE(memory_budget=None, window=60), AODE(memory_budget=120_000, window=60)
+    cuts = [0, 3] + list(range(30, 241, 30))
+    for lo, hi in zip(cuts, cuts[1:]):
+        assert budget.prequential_many(xs[lo:hi], ys[lo:hi]) == dense.prequential_many(xs[lo:hi], ys[lo:hi])
+        if lo == 0:
+            assert not budget._stats.pairs_sparse  # dense panes first, sparse ones after the switch
+    _assert_same(dense, budget)

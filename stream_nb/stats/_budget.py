@@ -123,10 +123,10 @@ class Budget:
         return True
 
     def _check_sparse_room(self, k: int) -> None:
-        """Refuse to learn more (CapacityError, before anything changes) once the sparse tables hold
-        more than ``memory_budget`` (or :data:`SPARSE_FLOOR`, if larger), or when one event of ``k``
-        observed values would add more distinct cells than that many bytes hold: the cells that
-        occur do not fit either."""
+        """Refuse to learn more (CapacityError, before anything changes) when one event of ``k``
+        observed values could take the sparse tables past ``memory_budget`` (or
+        :data:`SPARSE_FLOOR`, if larger): if all its cells were new, or the tables had to grow
+        (double) to hold them. A vectorised run is checked as one event before it is added."""
         if self.memory_budget is None:
             return
         sparse = {name: a for name, a in self._arrays().items() if isinstance(a, SparseTable)}
@@ -145,15 +145,23 @@ class Budget:
                 f"set memory_budget to at least {32 * one * len(sparse):,} (or None), or learn fewer features"
                 + (f", or lower k (the tables are {t}-way)" if self.tuples_sparse else "")
             )
-        if held <= limit:
+        # what the tables could take once the event is in: a hash table doubles when half full
+        after = 0
+        for name, table in sparse.items():
+            size, need = table.nbytes // 16, len(table) + k ** (self.tuples if name.removeprefix("obs_") in _TUPLES else 2)
+            while 2 * need > size:
+                size *= 2
+            after += 16 * size
+        if after <= limit:
             return
         cells = sum(len(v) for v in sparse.values())
         whole = held + self._base_bytes(())
         raise CapacityError(
             f"memory_budget: the counts need more than memory_budget={self.memory_budget:,} bytes: even "
-            f"sparse, {names} hold {cells:,} cells in {held:,} bytes (the whole store {whole:,}), and "
-            f"learning adds more; set memory_budget higher (at least {2 * whole:,} to go on a while, "
-            f"or None for no bound), or learn fewer features or values (NaiveBayes keeps no pairs)"
+            f"sparse, {names} hold {cells:,} cells in {held:,} bytes (the whole store {whole:,}), and the "
+            f"next event could grow them to {after:,}; set memory_budget higher (at least "
+            f"{2 * (after + whole - held):,} to go on a while, or None for no bound), or learn fewer "
+            f"features or values (NaiveBayes keeps no pairs)"
         )
 
     def _add_tuples_sparse(self, p: str, D: np.ndarray, dfeats: np.ndarray, yc: np.ndarray, w: np.ndarray,
