@@ -32,9 +32,10 @@ capped at ``--address-limit`` GB so that a model that would allocate more fails
 fast (MemoryError) rather than swapping a shared machine. The table gives
 events done, events/s, prequential accuracy over them, peak RSS (MB), the
 bytes of the counts (``memory_used()["bytes"]``) and whether the pair tables
-are sparse; an event the model refuses to learn (a ``CapacityError``: its counts
-would not fit the budget even sparsely) counts as wrong, and the note gives
-how many were refused, from which event, and the error.
+are sparse. An event the model refuses to learn (a ``CapacityError``: its counts
+would not fit the budget even sparsely) comes back as that error, with no
+prediction: the accuracy is over the events answered, and the note gives how
+many were refused, from which event, and the error.
 """
 
 from __future__ import annotations
@@ -141,7 +142,7 @@ def run_model(stream: str, model_name: str, n: int, seed: int, seconds: float, b
                 t0 = time.perf_counter()
                 out = model.prequential_many(xs, ys)
             spent += time.perf_counter() - t0
-            # an event refused (an InvalidEventError in its place) counts as wrong
+            # an event refused (an InvalidEventError in its place) has no prediction: accuracy is over the others
             correct += sum(1 for o, truth in zip(out, ys) if isinstance(o, tuple) and o[0] == truth)
             for i, o in enumerate(out):
                 if isinstance(o, Exception):
@@ -155,7 +156,8 @@ def run_model(stream: str, model_name: str, n: int, seed: int, seconds: float, b
         error = f"{type(exc).__name__}: {exc}"
     signal.setitimer(signal.ITIMER_REAL, 0)
     used = model.memory_used() if not peer else {"bytes": None, "pairs_sparse": None, "budget": None}
-    return {"events": done, "seconds": spent, "accuracy": correct / done if done else None,
+    answered = done - refused
+    return {"events": done, "seconds": spent, "accuracy": correct / answered if answered else None,
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "error": error,
             "count_bytes": used["bytes"], "pairs_sparse": used.get("pairs_sparse") if used.get("pair_cells") else None,
             "refused": refused,
