@@ -84,15 +84,19 @@ class Budget:
         """The same for KDB's t-way tables (C·V^t cells, and C·V^(t-1)·F with a feature last)."""
         return self._go_sparse(_TUPLES, self.tuples, cc, cv, cf)
 
+    def _dense_fits(self, family: tuple, t: int, cc: int, cv: int, cf: int) -> bool:
+        """Whether dense tables of ``family`` with room for ``cc`` classes, ``cv`` values and ``cf``
+        features (and their twin, if EM will want one) keep the store within its budget."""
+        copies = 2 if self.wants_observed else 1
+        dense = 8 * copies * (cc * cv**t + cc * cv ** (t - 1) * cf)
+        return self.memory_budget is None or dense <= self.memory_budget - self._base_bytes(family)
+
     def _go_sparse(self, family: tuple, t: int, cc: int, cv: int, cf: int) -> bool:
         """One rule for both families of tables: the t-way table ``family[0]`` (C·V^t cells) and its
         twin with a feature last ``family[1]`` (C·V^(t-1)·F) go sparse, both, when dense ones would
         take the store past ``memory_budget``; from then on for good, with the same counts."""
-        if not isinstance(getattr(self, family[0], None), SparseTable):
-            copies = 2 if self.wants_observed else 1
-            dense = 8 * copies * (cc * cv**t + cc * cv ** (t - 1) * cf)
-            if self.memory_budget is None or dense <= self.memory_budget - self._base_bytes(family):
-                return False
+        if not isinstance(getattr(self, family[0], None), SparseTable) and self._dense_fits(family, t, cc, cv, cf):
+            return False
         # capacity grows by doubling with the other arrays' and a sparse table's keys are renumbered
         # (every cell rehashed) when it grows: it is given room for 16 times as many values and
         # features, or 4, while its keys (62 bits) allow

@@ -62,12 +62,16 @@ class Schema:
             self._alloc_tuples(cc, cv, cf)
         self.epoch += 1
 
-    def _alloc_pairs(self, cc, cv, cf):
+    def _alloc_pairs(self, cc, cv, cf, need=None):
         """The pair tables, with the base arrays' spare room: dense while they fit the memory budget,
-        sparse beyond (see ``_budget.py``)."""
+        sparse beyond (see ``_budget.py``). Dense tables that fit only without the spare room get
+        an eighth more than ``need`` (classes, values, features) and grow again in ``_reserve``."""
+        C, V, F = len(self.classes), len(self.value_keys), len(self.features)
+        if not self.pairs_sparse and not self._dense_fits(("pair_count", "pair_feat"), 2, cc, cv, cf):
+            nc, nv, nf = need or (C, V, F)
+            cc, cv, cf = min(cc, nc + 1 + nc // 8), min(cv, nv + 8 + nv // 8), min(cf, nf + 4 + nf // 8)
         if self._sparse_pairs(cc, cv, cf):
             return
-        C, V, F = len(self.classes), len(self.value_keys), len(self.features)
         for p in self._sets():
             pc, pf = np.zeros((cc, cv, cv)), np.zeros((cc, cv, cf))
             old = getattr(self, p + "pair_count", None)
@@ -158,6 +162,10 @@ class Schema:
         cc, cv, cf, cg = self._cap
         need = (len(self.classes) + c, len(self.value_keys) + v, len(self.features) + f, self.n_gauss + g)
         if need[0] <= cc and need[1] <= cv and need[2] <= cf and need[3] <= cg:
+            if self.pairs and not self.pairs_sparse and (  # dense pair tables without spare room: grown here
+                    need[0] > self.pair_count.shape[0] or need[1] > self.pair_count.shape[1]
+                    or need[2] > self.pair_feat.shape[2]):
+                self._alloc_pairs(cc, cv, cf, need[:3])
             if self.tuples:
                 self._alloc_tuples(*need[:3])
             return
