@@ -265,3 +265,18 @@ def test_a_window_across_the_switch_to_sparse_pairs_forgets_as_the_dense_one():
         if lo == 0:
             assert not budget._stats.pairs_sparse  # dense panes first, sparse ones after the switch
     _assert_same(dense, budget)
+
+
+def test_dense_pairs_without_spare_room_while_only_that_fits_grow_with_new_values_and_classes():
+    stream = _stream(200, values=26, holes=False)
+    stream += [({**x, "f4": 100 + i}, 3) for i, (x, _) in enumerate(stream[:10])]  # a new class, new values
+    dense, tight = AODE(missing="ignore", memory_budget=None), AODE(missing="ignore", memory_budget=1_000_000)
+    for x, y in stream:
+        assert tight.predict_proba_one(x) == dense.predict_proba_one(x)
+        dense.learn_one(x, y)
+        tight.learn_one(x, y)
+    s = tight._stats
+    assert not s.pairs_sparse and s.pair_count.shape[1] < dense._stats.pair_count.shape[1]  # no doubling room
+    assert s.pair_count.shape[0] >= s.n_classes == 4 and tight.memory_used()["bytes"] <= 1_000_000
+    for k, v in _pairs(dense).items():
+        np.testing.assert_array_equal(_pairs(tight)[k], v)

@@ -24,7 +24,7 @@ __all__ = ["ObservedView", "Schema"]
 class Schema:
     """Schema and capacity of a :class:`~stream_nb.stats.Stats` (a part of it, not used alone)."""
 
-    def _alloc(self, cc, cv, cf, cg):
+    def _alloc(self, cc, cv, cf, cg, need=None):
         old = getattr(self, "class_count", None)
         C, V, F, G = (len(self.classes), len(self.value_keys), len(self.features), self.n_gauss)
         new = {
@@ -57,7 +57,7 @@ class Schema:
             setattr(self, k, v)
         self._cap = (cc, cv, cf, cg)
         if self.pairs:
-            self._alloc_pairs(cc, cv, cf)
+            self._alloc_pairs(cc, cv, cf, need)
         if self.tuples:
             self._alloc_tuples(cc, cv, cf)
         self.epoch += 1
@@ -65,11 +65,11 @@ class Schema:
     def _alloc_pairs(self, cc, cv, cf, need=None):
         """The pair tables, with the base arrays' spare room: dense while they fit the memory budget,
         sparse beyond (see ``_budget.py``). Dense tables that fit only without the spare room get
-        an eighth more than ``need`` (classes, values, features) and grow again in ``_reserve``."""
+        the classes of ``need`` and a sixteenth more values and features, and grow in ``_reserve``."""
         C, V, F = len(self.classes), len(self.value_keys), len(self.features)
         if not self.pairs_sparse and not self._dense_fits(("pair_count", "pair_feat"), 2, cc, cv, cf):
             nc, nv, nf = need or (C, V, F)
-            cc, cv, cf = min(cc, nc + 1 + nc // 8), min(cv, nv + 8 + nv // 8), min(cf, nf + 4 + nf // 8)
+            cc, cv, cf = min(cc, max(nc, 1)), min(cv, nv + 8 + nv // 16), min(cf, nf + 4 + nf // 16)
         if self._sparse_pairs(cc, cv, cf):
             return
         for p in self._sets():
@@ -175,7 +175,7 @@ class Schema:
                 cap *= 2
             return cap
 
-        self._alloc(grow(cc, need[0]), grow(cv, need[1]), grow(cf, need[2]), grow(cg, need[3]))
+        self._alloc(grow(cc, need[0]), grow(cv, need[1]), grow(cf, need[2]), grow(cg, need[3]), need[:3])
 
     @property
     def n_classes(self) -> int:
