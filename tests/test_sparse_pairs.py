@@ -246,15 +246,6 @@ def test_snapshot_inspect_shows_the_sparse_pair_tables(tmp_path):
             f"{used['pair_cells']:,} cells, {used['pair_bytes']:,} bytes (memory budget 0 bytes)") in out
 
 
-def test_an_event_whose_own_cells_exceed_the_budget_is_refused_before_anything_changes():
-    model = KDB(k=2, rebuild_every=0, memory_budget=0)  # sparse 3-way tables, the floor's 64 MiB
-    wide = {f"f{j}": j % 2 for j in range(200)}  # 200^3 = 8,000,000 value triples: 128 MB of cells
-    with pytest.raises(CapacityError, match=r"one event of 200 values adds 8,000,000 distinct cells.*lower k"):
-        model.learn_one(wide, True)
-    assert model._stats.class_count.sum() == 0 and len(model._stats.tuple_count) == 0
-    assert len(model._stats.features) == 0  # nor any feature or value registered
-
-
 def test_a_window_across_the_switch_to_sparse_pairs_forgets_as_the_dense_one():
     stream = _stream(240, values=12)
     xs, ys = [x for x, _ in stream], [y for _, y in stream]

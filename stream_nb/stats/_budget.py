@@ -8,7 +8,7 @@ they turn sparse (:class:`~stream_nb.stats.SparseTable`: only the cells that
 occur, in a hash table held in numpy arrays), from then on for good, holding
 exactly the same counts (one rule for both families, :meth:`Budget._go_sparse`;
 the pairs are decided first). A budget of ``None`` keeps every table dense.
-Once the sparse tables alone hold more than the budget (or
+When the next event could take the sparse pair tables past the budget (or
 :data:`SPARSE_FLOOR`), learning is refused with a
 :class:`~stream_nb.exceptions.CapacityError` that says what to set, before
 anything changes: the cells that occur do not fit either. The observed-only twin (EM) is counted in when it is wanted,
@@ -128,31 +128,34 @@ class Budget:
 
     def _check_sparse_room(self, k: int) -> None:
         """Refuse to learn more (CapacityError, before anything changes) when one event of ``k``
-        observed values could take the sparse tables past ``memory_budget`` (or
+        observed values could take the sparse pair tables past ``memory_budget`` (or
         :data:`SPARSE_FLOOR`, if larger): if all its cells were new, or the tables had to grow
         (double) to hold them. A vectorised run is checked as one event before it is added."""
         if self.memory_budget is None:
             return
-        sparse = {name: a for name, a in self._arrays().items() if isinstance(a, SparseTable)}
+        # the pair tables only: KDB's sparse t-way tables are not bounded here (river's checks learn
+        # ImageSegments with KDB's defaults, whose 3-way cells alone pass 256 MiB)
+        sparse = {name: a for name, a in self._arrays().items()
+                  if isinstance(a, SparseTable) and name.removeprefix("obs_") in _PAIRS}
         if not sparse:
             return
         limit = max(self.memory_budget, SPARSE_FLOOR)
         held = sum(v.nbytes for v in sparse.values())
         names = ", ".join(sorted({name.removeprefix("obs_") for name in sparse}))
-        t = self.tuples if self.tuples_sparse else 2
-        one = k**t  # the distinct cells of one event in the largest sparse table
+        t = 2
+        one = k**t  # the distinct cells of one event in each pair table
         if 16 * one > limit:
             raise CapacityError(
                 f"memory_budget: one event of {k:,} values adds {one:,} distinct cells to each of {names}, "
                 f"more than {limit:,} bytes hold at 16 bytes a cell (memory_budget={self.memory_budget:,}, "
                 f"with sparse tables always allowed {SPARSE_FLOOR:,}); "
                 f"set memory_budget to at least {32 * one * len(sparse):,} (or None), or learn fewer features"
-                + (f", or lower k (the tables are {t}-way)" if self.tuples_sparse else "")
+
             )
         # what the tables could take once the event is in: a hash table doubles when half full
         after = 0
         for name, table in sparse.items():
-            size, need = table.nbytes // 16, len(table) + k ** (self.tuples if name.removeprefix("obs_") in _TUPLES else 2)
+            size, need = table.nbytes // 16, len(table) + one
             while 2 * need > size:
                 size *= 2
             after += 16 * size
