@@ -109,7 +109,7 @@ _KAFKA = "Kafka mode (on when any of these is set)"
 _ENGINE = "engine"
 _OPS = "operations"
 _SNAPSHOTS = "snapshots and recovery (off unless --snapshot-dir is given)"
-_JOIN = "labels that arrive later (on with --feedback)"
+_JOIN = "labels that arrive later (on with --feedback or --feedback-topic)"
 _GROUP = "one model across a consumer group (Kafka; off unless --model-topic is given)"
 
 SETTINGS: tuple[Setting, ...] = (
@@ -258,6 +258,12 @@ SETTINGS: tuple[Setting, ...] = (
             "lines write synchronously and never need it)", _ENGINE, "N"),
     Setting("feedback", "str", None, "JSON-lines file of labels that come later, {<id-field>: ..., <label-field>: "
             "...}, read alongside --input: an unlabeled event with an id waits for its label", _JOIN, "PATH"),
+    Setting("feedback_topic", "str", None, "Kafka topic of labels that come later, {<id-field>: ..., "
+            "<label-field>: ...} keyed like the events they label, with as many partitions as --input-topic "
+            "(checked at start); read by the input's consumer, its offsets committed with the input's", _JOIN, "TOPIC"),
+    Setting("pending_topic", "str", None, "with --feedback-topic: the compacted topic through which the events "
+            "held for a partition go with it to its new owner on a rebalance (default: <input-topic>.pending, "
+            "created when missing)", _JOIN, "TOPIC"),
     Setting("pending_max", "int", 1_000_000, "most events (and early labels) waiting at once; the oldest expire "
             "first when it is reached", _JOIN, "N"),
     Setting("label_ttl", "float", 3600.0, "seconds an event waits for its label (and a label for its event)",

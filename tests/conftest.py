@@ -243,7 +243,9 @@ KAFKA_CLIENTS = ("kafka-python", "confluent")
 
 
 def pytest_generate_tests(metafunc):
-    if "kafka_client" in metafunc.fixturenames:
+    """Every client for a test taking ``kafka_client``, unless its own ``parametrize`` pairs it with other values."""
+    if "kafka_client" in metafunc.fixturenames and not any(
+            "kafka_client" in str(marker.args[0]) for marker in metafunc.definition.iter_markers("parametrize")):
         metafunc.parametrize("kafka_client", KAFKA_CLIENTS, indirect=True)
 
 

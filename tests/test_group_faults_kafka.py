@@ -99,7 +99,8 @@ class Group:
 
 
 @pytest.mark.kafka
-def test_aborted_transactions_rewind_the_partition_states(tmp_path, kafka_bootstrap_servers, kafka_topic_factory):
+def test_aborted_transactions_rewind_the_partition_states(tmp_path, kafka_bootstrap_servers, kafka_topic_factory,
+                                                         kafka_client):
     group = Group(tmp_path, kafka_bootstrap_servers, kafka_topic_factory, seed=181)
     member = group.member("a", faults={"fail_before_commit": "2,4"})
     produce(kafka_bootstrap_servers, group.source, group.events, 0, 0.3, 6)
@@ -116,7 +117,7 @@ def assigned(daemon: Daemon) -> set[str]:
 
 
 @pytest.mark.kafka
-def test_a_zombie_member_is_fenced(tmp_path, kafka_bootstrap_servers, kafka_topic_factory):
+def test_a_zombie_member_is_fenced(tmp_path, kafka_bootstrap_servers, kafka_topic_factory, kafka_client):
     group = Group(tmp_path, kafka_bootstrap_servers, kafka_topic_factory, seed=182)
     members = {"a": group.member("a"), "b": group.member("b")}
     zombie, other = members["a"], members["b"]

@@ -231,3 +231,70 @@ def test_join_settings_are_checked_before_any_work(tmp_path, flags, message):
     run = subprocess.run([sys.executable, "-m", "stream_nb", "run", "--input", str(tmp_path / "e.jsonl"),
                           "--output", str(tmp_path / "o.jsonl"), *flags], capture_output=True, text=True, timeout=120)
     assert run.returncode == 2 and message in run.stderr and "Traceback" not in run.stderr, run.stderr
+
+
+class _TransactedSource(ListSource):
+    """A source an exactly-once checkpointer takes: committed offsets read back, repositioned on a rewind."""
+
+    def committed(self, partitions=None):
+        return {k: None for k in partitions or ()}
+
+    def reposition(self):
+        self.repositioned = True
+
+
+class _FailingOnce:
+    """A transaction whose second commit fails (the broker refused it)."""
+
+    def __init__(self):
+        self.commits = 0
+
+    def commit(self, positions, metadata=""):
+        self.commits += 1
+        if self.commits == 2:
+            raise RuntimeError("transaction refused")
+
+    def abort(self):
+        pass
+
+
+def test_an_aborted_transaction_returns_the_join_to_its_snapshot(tmp_path):
+    """The rewind after an aborted transaction restores the held events and early labels of the snapshot the
+    model returns to: labels joined in the aborted transaction wait again (else they would be lost)."""
+    from stream_nb.engine import ExactlyOnceCheckpointer
+
+    events, labels = streams(n=300, seed=4)
+    store = SnapshotStore(str(tmp_path / "snap"))
+    store.open()
+    try:
+        checkpointer = ExactlyOnceCheckpointer(store, _FailingOnce())
+        engine = Engine(NaiveBayes(), _TransactedSource(events[:150]), ListSink(), ListSink(),
+                        config={"poll_max_records": 150}, checkpointer=checkpointer)
+        checkpointer.recover()
+        engine.joiner = Joiner(engine, ListSource([], "labels"))
+        engine.run()  # the first transaction: 150 events, most of them held
+        held = engine.joiner.status()
+        assert held["pending_events"] > 100 and held["labels_joined"] == 0
+        engine.joiner.feedback = ListSource(labels, "labels")
+        engine.source = _TransactedSource(events[150:], "in2")
+        engine.run()  # the second transaction aborts: model and join go back to the first
+        assert checkpointer.aborts == 1 and engine.source.repositioned
+        assert engine.joiner.status() == held
+        assert engine.model.n_learned == store.read(store.sequences()[-1]).model().n_learned
+    finally:
+        store.close()
+
+
+def test_a_label_of_another_type_is_dead_lettered_and_the_event_waits_on():
+    """Joined pairs are learned together at the end of each read: a label the model would refuse (another
+    JSON type than its labels', or than the first one of the read on a model that has none yet) is
+    dead-lettered when it is read, and its event waits for a good one."""
+    events = [{"id": i, "a": "pq"[i % 2]} for i in range(6)]
+    labels = [{"id": 0, "label": 1}, {"id": 1, "label": "yes"}, {"id": 2, "label": 0}, {"id": 1, "label": 0}]
+    engine, out, dlq = run_engine(NaiveBayes(), events, [])
+    engine.joiner.feedback = ListSource(labels, "labels")
+    engine.joiner.tick(False)
+    assert [d["reason"] for d in dlq.values] == ["label_type_conflict"]
+    assert "expected a number" in dlq.values[0]["error"] and dlq.values[0]["field"] == "label"
+    assert engine.model.n_learned == 3 and engine.joiner.status()["labels_joined"] == 3
+    assert_same_counts(engine.model, reference(NaiveBayes, [({"a": "p"}, 1), ({"a": "p"}, 0), ({"a": "q"}, 0)]))

@@ -571,11 +571,3 @@ def test_a_transaction_whose_abort_outlives_the_broker_registers_again_instead_o
         dead.close()
         source.close()
 
-
-def test_the_model_topic_with_the_confluent_client_is_refused_before_any_work(capsys):
-    from stream_nb.cli import main
-
-    status = main(["run", "--kafka-client", "confluent", "--model-topic", "m.model", "--bootstrap-servers",
-                   "127.0.0.1:1", "--input-topic", "in", "--output-topic", "out"])
-    assert status == 2
-    assert "--model-topic works with --kafka-client kafka-python only" in capsys.readouterr().err

@@ -80,7 +80,9 @@ kafka-python's IO thread, so heartbeats go on); :meth:`~KafkaSource.reposition`
 positions every assigned partition again after the engine rewound.
 :mod:`connectors.kafka.transactional` adds the exactly-once (transactional) outputs;
 ``_model_topic`` -- :class:`ModelTopic`, the compacted topic through which the
-members of a group share one model (``--model-topic``, :func:`make_model_channel`).
+members of a group share one model (``--model-topic``); ``_confluent_model_topic``
+-- :class:`ConfluentModelTopic`, the same with confluent-kafka; ``_model_channel``
+-- :func:`open_model_topic` and :func:`make_model_channel`, the one of the chosen client.
 """
 
 from __future__ import annotations
@@ -91,7 +93,9 @@ from ._confluent_sink import ConfluentSink
 from ._confluent_source import ConfluentSource
 from ._errors import ConnectorError, ConnectorUnavailable, DeliveryError
 from ._factories import CLIENTS, DAEMON_KEYS, Client, client_of, make_dead_letter_sink, make_sink, make_source
-from ._model_topic import ModelTopic, make_model_channel
+from ._confluent_model_topic import ConfluentModelTopic
+from ._model_channel import make_model_channel, open_model_topic
+from ._model_topic import ModelTopic
 from ._sink import KafkaSink
 from ._source import KafkaSource
 
@@ -107,7 +111,9 @@ __all__ = [
     "make_sink",
     "make_dead_letter_sink",
     "make_model_channel",
+    "open_model_topic",
     "ModelTopic",
+    "ConfluentModelTopic",
     "ConnectorError",
     "ConnectorUnavailable",
     "DeliveryError",

@@ -111,6 +111,7 @@ KAFKA_PYTHON_NAMES: dict[str, str] = {v: k for k, v in TO_LIBRDKAFKA.items() if 
 _NOT_LIBRDKAFKA = frozenset({
     "topic", "commit_timeout_ms", "close_timeout_ms", "bootstrap_timeout_ms", "metrics_enabled", "create_topic",
     "topic_partitions", "topic_replication_factor", "partitions_like", "topic_timeout_ms", "max_block_ms",
+    "feedback_topic",
 })
 
 

@@ -17,11 +17,12 @@ import threading
 import typing
 
 from stream_nb.engine import RebalanceCallback, Record, ResumePolicy, RevocationHandler
-from stream_nb.exceptions import CommitError
+from stream_nb.exceptions import CommitError, ConfigError
 
 from ._client import Fixed, partition_key, servers
 from ._confluent_client import client_config, create, kafka_error, library, resolve, wait_for_broker
 from ._errors import ConnectorUnavailable
+from ._feedback_topic import FeedbackTap, check_copartitioned
 from ._source import KafkaSource
 
 __all__ = ["ConfluentSource"]
@@ -29,6 +30,9 @@ __all__ = ["ConfluentSource"]
 log = logging.getLogger("connectors.kafka")
 
 _INVALID = -1001  # librdkafka's OFFSET_INVALID: nothing committed / no position yet
+
+#: A partition inside the source: (topic, number) -- the input's, or with ``feedback_topic`` the labels'.
+_TP = tuple[str, int]
 
 
 class ConfluentSource:
@@ -46,7 +50,9 @@ class ConfluentSource:
     :class:`~stream_nb.engine.Rebalancing`, :class:`~stream_nb.engine.ResumesByPolicy`,
     :class:`~stream_nb.engine.HandlesRevocation`, :class:`~stream_nb.engine.Repositionable`,
     :class:`~stream_nb.engine.ReportsCommitted`); rebalance callbacks and the
-    revocation handler run on the caller's thread, inside :meth:`poll`.
+    revocation handler run on the caller's thread, inside :meth:`poll`. With
+    ``feedback_topic`` it reads that topic too, co-partitioned (checked at
+    start, range assignor), and sets its records aside in :attr:`feedback`.
     """
 
     DEFAULT_CONFIG: dict = dict(KafkaSource.DEFAULT_CONFIG)
@@ -65,21 +71,28 @@ class ConfluentSource:
         cfg = resolve("KafkaSource (confluent)", self.DEFAULT_CONFIG, self.FIXED, configs, role="consumer")
         self.config = cfg
         self.topic: str = cfg["topic"]
+        #: The labels of ``feedback_topic`` (None without it): the join's source.
+        self.feedback = FeedbackTap(cfg["feedback_topic"], self.topic) if cfg["feedback_topic"] else None
+        self._topics = (self.topic,) + ((cfg["feedback_topic"],) if self.feedback is not None else ())
         self._commit_timeout_s = cfg["commit_timeout_ms"] / 1000
         self._lock = threading.Lock()
-        self._pending_seeks: dict[int, int] = {}
+        self._pending_seeks: dict[_TP, int] = {}
         self._resume_policy: ResumePolicy | None = None
         self._revocation_handler: RevocationHandler | None = None
         self._callbacks: list[RebalanceCallback] = []
-        self._assigned: set[int] = set()  # partitions of self.topic (the only topic subscribed)
-        self._to_settle: set[int] = set()  # assigned, to be positioned by the policy at the next poll
-        self._paused: set[int] = set()  # paused by pause(), for back-pressure
-        self._keys: dict[int, str] = {}
+        self._assigned: set[_TP] = set()  # partitions of the topics subscribed
+        self._to_settle: set[_TP] = set()  # assigned, to be positioned by the policy at the next poll
+        self._paused: set[_TP] = set()  # paused by pause(), for back-pressure
+        self._keys: dict[_TP, str] = {}
         self._closed = False
         conf = client_config(cfg)
         conf["enable.auto.commit"] = False
         conf["enable.auto.offset.store"] = False
         conf["error_cb"] = self._on_client_error
+        if self.feedback is not None:  # partition p of both topics to one member
+            if str(conf.setdefault("partition.assignment.strategy", "range")).strip() != "range":
+                raise ConfigError("KafkaSource (confluent): partition.assignment.strategy must stay range with "
+                                  "feedback_topic: it keeps each label's partition with its event's")
         self._brokers_down = False  # librdkafka said so; cleared once a broker answers again
         strategy = str(conf.get("partition.assignment.strategy", ""))
         self._incremental = "cooperative" in strategy or str(conf.get("group.protocol", "")).lower() == "consumer"
@@ -90,7 +103,12 @@ class ConfluentSource:
             found = metadata.topics.get(self.topic)
             if found is None or found.error is not None:
                 log.warning("Kafka source: topic %r does not exist (yet); waiting for it", self.topic)
-            self._consumer.subscribe([self.topic], on_assign=self._on_assign, on_revoke=self._on_revoke,
+            if self.feedback is not None:
+                found = {t: wait_for_broker(self._consumer, cfg, role=role, topic=t).topics.get(t)
+                         for t in self._topics}
+                check_copartitioned(*(x for t in self._topics for x in (
+                    t, len(found[t].partitions) if found[t] is not None and found[t].error is None else None)))
+            self._consumer.subscribe(list(self._topics), on_assign=self._on_assign, on_revoke=self._on_revoke,
                                      on_lost=self._on_lost)
         except BaseException:
             self._consumer.close()
@@ -121,23 +139,27 @@ class ConfluentSource:
         self._brokers_down = False
         keys = self._keys
         out: list[Record] = []
+        aside: list[Record] = []  # the feedback topic's
         append = out.append
-        topic = self.topic
+        ours = self.topic
         for m in messages:
             if m.error() is not None:
                 self._on_message_error(m.error())
                 continue
-            partition = m.partition()
-            key = keys.get(partition)
+            topic, partition = m.topic(), m.partition()
+            key = keys.get((topic, partition))
             if key is None:
-                key = keys[partition] = partition_key(topic, partition)
+                key = keys[(topic, partition)] = partition_key(topic, partition)
             offset = m.offset()
-            append(Record(m.value(), m.key(), key, {"topic": topic, "partition": partition, "offset": offset},
-                          offset + 1))
+            (append if topic == ours else aside.append)(Record(
+                m.value(), m.key(), key, {"topic": topic, "partition": partition, "offset": offset}, offset + 1))
         if self._to_settle:  # reposition() ran meanwhile (another thread): drop what it rewinds
             with self._lock:
                 unsettled = {self._key(p) for p in self._to_settle}
             out = [r for r in out if r.partition not in unsettled]
+            aside = [r for r in aside if r.partition not in unsettled]
+        if aside:
+            self.feedback.put(aside)
         return out
 
     def commit(self, positions: dict[str, int], metadata: str = "") -> None:
@@ -152,7 +174,7 @@ class ConfluentSource:
         for key, next_offset in positions.items():
             partition = self._partition(key)
             if partition in self._assigned:
-                offsets.append(self._ck.TopicPartition(self.topic, partition, int(next_offset), metadata))
+                offsets.append(self._ck.TopicPartition(*partition, int(next_offset), metadata))
             else:
                 skipped.append(key)
         if skipped:
@@ -210,6 +232,8 @@ class ConfluentSource:
         """Position every assigned partition again with the resume policy before its next record."""
         with self._lock:
             self._to_settle |= self._assigned
+        if self.feedback is not None:
+            self.feedback.drop()  # read again from where the partitions are positioned
 
     def group_metadata(self):
         """This consumer's group membership, for ``Producer.send_offsets_to_transaction``."""
@@ -217,7 +241,7 @@ class ConfluentSource:
 
     def transaction_offsets(self, positions: dict[str, int], metadata: str = "") -> list:
         """``TopicPartition``s with the offsets of the assigned partitions among ``positions``."""
-        return [self._ck.TopicPartition(self.topic, p, int(v), metadata)
+        return [self._ck.TopicPartition(*p, int(v), metadata)
                 for p, v in ((self._partition(k), v) for k, v in positions.items()) if p in self._assigned]
 
     def pause(self) -> None:
@@ -251,10 +275,10 @@ class ConfluentSource:
             todo = sorted(self._assigned - self._to_settle)
         if not todo:
             return {}
-        positions = {tp.partition: tp.offset for tp in self._consumer.position(self._tps(todo))}
+        positions = {(tp.topic, tp.partition): tp.offset for tp in self._consumer.position(self._tps(todo))}
         out: dict[str, int] = {}
         for partition in todo:
-            tp = self._ck.TopicPartition(self.topic, partition)
+            tp = self._ck.TopicPartition(*partition)
             high = _INVALID
             if not (self._brokers_down or partition in self._paused):
                 _, high = self._consumer.get_watermark_offsets(tp, cached=True)
@@ -291,20 +315,20 @@ class ConfluentSource:
 
     # -- internals ----------------------------------------------------------
 
-    def _key(self, partition: int) -> str:
+    def _key(self, partition: _TP) -> str:
         key = self._keys.get(partition)
         if key is None:
-            key = self._keys[partition] = partition_key(self.topic, partition)
+            key = self._keys[partition] = partition_key(*partition)
         return key
 
-    def _partition(self, key: str) -> int:
+    def _partition(self, key: str) -> _TP:
         topic, sep, partition = key.rpartition("-")
-        if not sep or not partition.isdigit() or topic != self.topic:
+        if not sep or not partition.isdigit() or topic not in self._topics:
             raise ValueError(f"{key!r} is not a partition of topic {self.topic!r} (expected '{self.topic}-<n>')")
-        return int(partition)
+        return topic, int(partition)
 
-    def _tps(self, partitions: typing.Iterable[int]) -> list:
-        return [self._ck.TopicPartition(self.topic, p) for p in sorted(partitions)]
+    def _tps(self, partitions: typing.Iterable[_TP]) -> list:
+        return [self._ck.TopicPartition(*p) for p in sorted(partitions)]
 
     def _commit_failed(self, error) -> str:
         text = error.str() if hasattr(error, "str") else repr(error)
@@ -331,7 +355,7 @@ class ConfluentSource:
             raise ConnectorUnavailable(f"Kafka source: fatal consumer error: {error.str()}")
         log.warning("Kafka source: %s", error.str())
 
-    def _fetch_committed(self, partitions: list[int]) -> dict[int, tuple[int | None, str | None]]:
+    def _fetch_committed(self, partitions: list[_TP]) -> dict[_TP, tuple[int | None, str | None]]:
         """``{partition: (committed offset or None, metadata or None)}``, one request."""
         found = self._consumer.committed(self._tps(partitions), timeout=self._commit_timeout_s)
         out = {}
@@ -339,14 +363,14 @@ class ConfluentSource:
             if tp.error is not None:
                 raise self._ck.KafkaException(tp.error)
             offset = tp.offset if tp.offset >= 0 else None
-            out[tp.partition] = (offset, (tp.metadata if offset is not None else None))
+            out[(tp.topic, tp.partition)] = (offset, (tp.metadata if offset is not None else None))
         return out
 
-    def _targets(self, partitions: list[int]) -> dict[int, int | None]:
+    def _targets(self, partitions: list[_TP]) -> dict[_TP, int | None]:
         """Where each partition resumes: a pending seek, else the resume policy (else the committed offset)."""
         with self._lock:
             seeks = {p: self._pending_seeks.pop(p) for p in partitions if p in self._pending_seeks}
-        targets: dict[int, int | None] = dict(seeks)
+        targets: dict[_TP, int | None] = dict(seeks)
         rest = [p for p in partitions if p not in seeks]
         if rest and self._resume_policy is not None:
             committed = self._fetch_committed(rest)
@@ -356,12 +380,12 @@ class ConfluentSource:
                 targets[p] = target if target is not None else offset
         return targets
 
-    def _where(self, partition: int, target: int | None) -> str:
+    def _where(self, partition: _TP, target: int | None) -> str:
         if target is not None:
             return f"offset {target}"
         return "the committed offset (or auto_offset_reset)"
 
-    def _notify(self, event: str, partitions: list[int]) -> None:
+    def _notify(self, event: str, partitions: list[_TP]) -> None:
         keys = [self._key(p) for p in partitions]
         log.info("Kafka source: partitions %s: %s", event, ", ".join(keys) or "none",
                  extra={"event": "rebalance", "change": event, "partitions": keys})
@@ -373,7 +397,7 @@ class ConfluentSource:
 
     def _on_assign(self, consumer, tps) -> None:
         # librdkafka calls this inside consume(), on the engine's thread.
-        partitions = sorted(tp.partition for tp in tps if tp.topic == self.topic)
+        partitions = sorted((tp.topic, tp.partition) for tp in tps if tp.topic in self._topics)
         try:
             targets = self._targets(partitions)
         except self._ck.KafkaException as exc:  # no committed offsets yet: position at the next poll
@@ -384,8 +408,8 @@ class ConfluentSource:
         assign = []
         for p in partitions:
             target = targets.get(p)
-            assign.append(self._ck.TopicPartition(self.topic, p, int(target)) if target is not None
-                          else self._ck.TopicPartition(self.topic, p))
+            assign.append(self._ck.TopicPartition(*p, int(target)) if target is not None
+                          else self._ck.TopicPartition(*p))
             if p in targets:
                 log.info("Kafka source: %s resumes at %s", self._key(p), self._where(p, target))
         if self._incremental:
@@ -397,8 +421,8 @@ class ConfluentSource:
             self._paused &= self._assigned
         self._notify("assigned", partitions)
 
-    def _gone(self, tps) -> list[int]:
-        partitions = sorted(tp.partition for tp in tps if tp.topic == self.topic)
+    def _gone(self, tps) -> list[_TP]:
+        partitions = sorted((tp.topic, tp.partition) for tp in tps if tp.topic in self._topics)
         with self._lock:
             self._assigned -= set(partitions)
             self._to_settle -= set(partitions)
@@ -406,7 +430,7 @@ class ConfluentSource:
         return partitions
 
     def _on_revoke(self, consumer, tps) -> None:
-        partitions = sorted(tp.partition for tp in tps if tp.topic == self.topic)
+        partitions = sorted((tp.topic, tp.partition) for tp in tps if tp.topic in self._topics)
         if partitions:
             self._notify("revoked", partitions)
             self._commit_before_revoke(partitions)
@@ -425,7 +449,7 @@ class ConfluentSource:
         else:
             consumer.unassign()
 
-    def _commit_before_revoke(self, partitions: list[int]) -> None:
+    def _commit_before_revoke(self, partitions: list[_TP]) -> None:
         """Let the revocation handler snapshot, then commit what it returns (still owning the partitions)."""
         handler = self._revocation_handler
         if handler is None:
@@ -469,7 +493,7 @@ class ConfluentSource:
             if target is None:
                 target = self._start_offset(p)
             try:
-                self._consumer.seek(self._ck.TopicPartition(self.topic, p, int(target)))
+                self._consumer.seek(self._ck.TopicPartition(*p, int(target)))
             except self._ck.KafkaException as exc:  # not fetching yet: try again at the next poll
                 log.debug("Kafka source: seeking %s failed (%s); retrying", self._key(p), exc)
                 with self._lock:
@@ -480,7 +504,7 @@ class ConfluentSource:
                 continue
             log.info("Kafka source: %s resumes at %s", self._key(p), self._where(p, target))
 
-    def _start_offset(self, partition: int) -> int:
+    def _start_offset(self, partition: _TP) -> int:
         """Where ``auto_offset_reset`` puts a partition with nothing committed."""
         ck = self._ck
         return ck.OFFSET_END if self.config["auto_offset_reset"] == "latest" else ck.OFFSET_BEGINNING

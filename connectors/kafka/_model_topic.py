@@ -31,7 +31,7 @@ from ._client import connect, servers
 from ._factories import split
 from ._sink import KafkaSink
 
-__all__ = ["DEFAULT_RECORD_BYTES", "ModelTopic", "make_model_channel"]
+__all__ = ["DEFAULT_RECORD_BYTES", "ModelTopic", "check_model_topic"]
 
 log = logging.getLogger("connectors.kafka")
 
@@ -64,6 +64,14 @@ def _ensure_compacted(topic: str, client: dict, timeout_ms: int = 30_000) -> int
         admin.close()
 
 
+def check_model_topic(topic, max_record_bytes) -> None:
+    """A :class:`ConfigError` unless ``topic`` is a topic name and ``max_record_bytes`` an integer >= 1024."""
+    if not isinstance(topic, str) or not topic:
+        raise ConfigError(f"Kafka: the model topic must be a topic name, got {topic!r}")
+    if not isinstance(max_record_bytes, int) or max_record_bytes < 1024:
+        raise ConfigError(f"model_record_bytes must be an integer >= 1024, got {max_record_bytes!r}")
+
+
 class ModelTopic:
     """A :class:`~stream_nb.engine.ModelChannel` on one compacted Kafka topic (see the module docstring).
 
@@ -84,10 +92,7 @@ class ModelTopic:
 
     def __init__(self, topic: str, config: dict, *, transaction=None, max_record_bytes: int = DEFAULT_RECORD_BYTES,
                  writer: bool = True):
-        if not isinstance(topic, str) or not topic:
-            raise ConfigError(f"Kafka: the model topic must be a topic name, got {topic!r}")
-        if not isinstance(max_record_bytes, int) or max_record_bytes < 1024:
-            raise ConfigError(f"model_record_bytes must be an integer >= 1024, got {max_record_bytes!r}")
+        check_model_topic(topic, max_record_bytes)
         self.topic = topic
         self.max_record_bytes = max_record_bytes
         self.transaction = transaction
@@ -106,6 +111,7 @@ class ModelTopic:
                                                KafkaProducer.DEFAULT_CONFIG["max_request_size"])
             self._sink = KafkaSink(topic=topic, create_topic=False, **producer)
         client.pop("group_id", None)
+        client.pop("group_instance_id", None)  # a reader outside any group: the member's name is the input's
         client.update(group_id=None, enable_auto_commit=False, auto_offset_reset="earliest",
                       isolation_level="read_uncommitted" if writer and transaction is None else "read_committed",
                       client_id="stream-nb-model-reader",
@@ -178,11 +184,3 @@ class ModelTopic:
             if getattr(self, "_consumer", None) is not None:
                 self._consumer.close(autocommit=False)
 
-
-def make_model_channel(config: dict, transaction=None) -> ModelTopic:
-    """The daemon's model topic: ``config["model_topic"]`` with the daemon-level Kafka dict ``config``."""
-    config = dict(config)
-    topic = config.pop("model_topic", None)
-    record_bytes = config.pop("model_record_bytes", None) or DEFAULT_RECORD_BYTES
-    config.pop("transactional_id", None)
-    return ModelTopic(topic, config, transaction=transaction, max_record_bytes=record_bytes)

@@ -12,14 +12,16 @@ import typing
 
 import kafka.errors as Errors
 from kafka import KafkaConsumer
+from kafka.coordinator.assignors.range import RangePartitionAssignor
 from kafka.consumer.subscription_state import AsyncConsumerRebalanceListener
 from kafka.structs import OffsetAndMetadata, TopicPartition
 
 from stream_nb.engine import RebalanceCallback, Record, ResumePolicy, RevocationHandler
-from stream_nb.exceptions import CommitError
+from stream_nb.exceptions import CommitError, ConfigError
 
 from ._client import Fixed, connect, partition_key, resolve, servers
 from ._errors import ConnectorUnavailable
+from ._feedback_topic import FeedbackTap, check_copartitioned
 
 __all__ = ["KafkaSource"]
 
@@ -88,6 +90,11 @@ class KafkaSource:
         (``group_instance_id``) hands them back at once.
     heartbeat_interval_ms (int, default ``2000``)
         A third of the session timeout, as Kafka advises.
+    feedback_topic (str, default ``None``)
+        Also read this topic of labels that come later, co-partitioned with
+        ``topic`` (same partition count, checked at start), with the range
+        assignor; its records go to :attr:`feedback`, not to :meth:`poll` (see
+        :mod:`connectors.kafka._feedback_topic`).
 
     Any other ``KafkaConsumer`` key passes through, except ``enable_auto_commit``
     (must stay ``False``), ``key_deserializer`` / ``value_deserializer`` (records
@@ -120,9 +127,10 @@ class KafkaSource:
         "close_timeout_ms": 10_000,
         "session_timeout_ms": 6_000,
         "heartbeat_interval_ms": 2_000,
+        "feedback_topic": None,
     }
     #: Keys of ``DEFAULT_CONFIG`` that are the source's own, not the consumer's.
-    OWN_KEYS = frozenset({"topic", "commit_timeout_ms", "close_timeout_ms"})
+    OWN_KEYS = frozenset({"topic", "commit_timeout_ms", "close_timeout_ms", "feedback_topic"})
     #: Consumer keys the source sets itself or only takes with one value.
     FIXED = {
         "enable_auto_commit": Fixed(
@@ -138,6 +146,9 @@ class KafkaSource:
         cfg = resolve("KafkaSource", self.DEFAULT_CONFIG, KafkaConsumer.DEFAULT_CONFIG, self.FIXED, configs)
         self.config = cfg
         self.topic: str = cfg["topic"]
+        #: The labels of ``feedback_topic`` (None without it): the join's source.
+        self.feedback = FeedbackTap(cfg["feedback_topic"], self.topic) if cfg["feedback_topic"] else None
+        self._topics = (self.topic,) + ((cfg["feedback_topic"],) if self.feedback is not None else ())
         self._commit_timeout_ms = cfg["commit_timeout_ms"]
         self._settle_timeout_ms = min(5_000, self._commit_timeout_ms)
         self._close_timeout_ms = cfg["close_timeout_ms"]
@@ -152,6 +163,11 @@ class KafkaSource:
         self._closed = False
         client_cfg = {k: v for k, v in cfg.items() if k not in self.OWN_KEYS}
         client_cfg["enable_auto_commit"] = False
+        if self.feedback is not None:  # partition p of both topics to one member
+            if "partition_assignment_strategy" in configs:
+                raise ConfigError("KafkaSource: partition_assignment_strategy cannot be set with feedback_topic: the "
+                                  "range assignor keeps each label's partition with its event's")
+            client_cfg["partition_assignment_strategy"] = (RangePartitionAssignor,)
         self._consumer = connect(KafkaConsumer, client_cfg, role=f"consumer of topic {self.topic!r}")
         # kafka-python 3.0 takes allow_auto_create_topics but builds its metadata client without
         # it, so every metadata request would allow creation; hand the setting on ourselves
@@ -159,7 +175,9 @@ class KafkaSource:
         if cluster is not None and "allow_auto_create_topics" in getattr(cluster, "config", {}):
             cluster.config["allow_auto_create_topics"] = cfg["allow_auto_create_topics"]
         try:
-            self._consumer.subscribe([self.topic], listener=_RebalanceListener(self))
+            if self.feedback is not None:
+                check_copartitioned(*(x for t in self._topics for x in (t, self._partition_count(t))))
+            self._consumer.subscribe(list(self._topics), listener=_RebalanceListener(self))
         except BaseException:
             self._consumer.close(autocommit=False, timeout_ms=self._close_timeout_ms)
             raise
@@ -191,13 +209,16 @@ class KafkaSource:
         if not batches:
             return []
         out: list[Record] = []
+        aside: list[Record] = []  # the feedback topic's
         for tp, messages in batches.items():
             key = self._key(tp)
             topic, partition = tp
-            out.extend([
+            (out if topic == self.topic else aside).extend([
                 Record(m.value, m.key, key, {"topic": topic, "partition": partition, "offset": m.offset}, m.offset + 1)
                 for m in messages
             ])
+        if aside:
+            self.feedback.put(aside)
         return out
 
     def commit(self, positions: dict[str, int], metadata: str = "") -> None:
@@ -300,6 +321,8 @@ class KafkaSource:
         with self._lock:
             assigned = set(self._consumer.assignment() or ())
             self._to_settle |= assigned
+        if self.feedback is not None:
+            self.feedback.drop()  # read again from where the partitions are positioned
         if assigned:
             self._consumer.pause(*sorted(assigned))
 
@@ -404,9 +427,13 @@ class KafkaSource:
 
     def _tp(self, key: str) -> TopicPartition:
         topic, sep, partition = key.rpartition("-")
-        if not sep or not partition.isdigit() or topic != self.topic:
+        if not sep or not partition.isdigit() or topic not in self._topics:
             raise ValueError(f"{key!r} is not a partition of topic {self.topic!r} (expected '{self.topic}-<n>')")
         return TopicPartition(topic, int(partition))
+
+    def _partition_count(self, topic: str) -> int | None:
+        found = self._consumer.partitions_for_topic(topic)
+        return len(found) if found else None
 
     def _on_rebalance(self, event: str, partitions) -> None:
         # Runs on kafka-python's IO thread: no blocking calls here.

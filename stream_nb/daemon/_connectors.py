@@ -24,7 +24,7 @@ from ..snapshots import SnapshotStore
 from ._checkpointing import transactional_id
 
 __all__ = ["KAFKA_LOGGER", "ConnectorPlan", "check_output_files", "close_all", "connector_plan", "open_model_channel",
-           "start_connectors"]
+           "open_pending_channel", "start_connectors"]
 
 #: The name the daemon's log lines have always carried (the command line's): kept for whoever filters on it.
 log = logging.getLogger("stream_nb.daemon")
@@ -141,12 +141,13 @@ def connector_plan(settings: dict[str, typing.Any]) -> ConnectorPlan:
         "dead_letter_topic": settings["dead_letter_topic"] or f"{settings['input_topic']}.dlq",
         "group_id": settings["group_id"],
         "kafka_client": settings["kafka_client"],
+        "feedback_topic": settings["feedback_topic"],
     }
     config = {k: v for k, v in config.items() if v is not None}
-    if settings.get("model_topic") and settings["kafka_client"] != "kafka-python":
-        raise ConfigError(f"{describe_setting(settings, 'model_topic')} works with --kafka-client kafka-python only "
-                          f"so far (the model topic's reader is a kafka-python consumer); drop "
-                          f"{describe_setting(settings, 'kafka_client')}")
+    if settings["feedback_topic"] is not None and settings["model_topic"]:
+        raise ConfigError(f"{describe_setting(settings, 'feedback_topic')} with --model-topic is not supported yet: "
+                          "a group's shared model learns its joined pairs through the partitions' states; run "
+                          "without --model-topic")
     module = "connectors.kafka"
     if settings["exactly_once"]:  # one transactional producer for outputs, dead letters and offsets
         config["transactional_id"] = transactional_id(settings)
@@ -220,6 +221,21 @@ def open_model_channel(plan: ConnectorPlan, settings: dict[str, typing.Any], sin
     module = importlib.import_module("connectors.kafka")
     config = {**plan.source, "model_topic": settings["model_topic"],
               "model_record_bytes": settings["model_record_bytes"]}
+    with _QuietLibraries():
+        return module.make_model_channel(config, getattr(sink, "transaction", None) if settings["exactly_once"] else None)
+
+
+def open_pending_channel(plan: ConnectorPlan, settings: dict[str, typing.Any], sink: typing.Any) -> typing.Any:
+    """The pending topic of ``--feedback-topic`` (a compacted topic like the model topic's, default
+    ``<input-topic>.pending``) through which held events follow their partition; None without a feedback topic.
+
+    With ``--exactly-once`` the hand-overs are written in the sink's transaction.
+    """
+    if not settings["feedback_topic"]:
+        return None
+    module = importlib.import_module("connectors.kafka")
+    config = {**plan.source, "model_topic": settings["pending_topic"] or f"{settings['input_topic']}.pending"}
+    config.pop("feedback_topic", None)
     with _QuietLibraries():
         return module.make_model_channel(config, getattr(sink, "transaction", None) if settings["exactly_once"] else None)
 

@@ -1,4 +1,13 @@
-"""``--feedback``: the labels that come later, joined to the events they label (see :mod:`stream_nb.engine`'s Joiner)."""
+"""``--feedback`` / ``--feedback-topic``: the labels that come later, joined to the events they label (see
+:mod:`stream_nb.engine`'s Joiner).
+
+A JSON-lines ``--feedback`` file is a source of its own, read alongside the
+input, its position kept in the join's part of each snapshot. A Kafka
+``--feedback-topic`` is read by the input's consumer (``connectors.kafka``'s
+source sets its records aside in ``source.feedback``): its offsets are the
+input's, snapshotted, committed (and with ``--exactly-once`` transacted) with
+them.
+"""
 
 from __future__ import annotations
 
@@ -16,10 +25,15 @@ log = logging.getLogger("stream_nb.daemon")
 
 
 def make_joiner(settings: dict[str, typing.Any], engine: Engine, snapshot=None) -> Joiner | None:
-    """The engine's :class:`~stream_nb.engine.Joiner` reading ``--feedback`` (None without it), holding
-    what the restored ``snapshot`` held (the events waiting for labels, the early labels, the feedback positions)."""
+    """The engine's :class:`~stream_nb.engine.Joiner` reading ``--feedback`` or ``--feedback-topic`` (None
+    without either), holding what the restored ``snapshot`` held (the events waiting for labels, the early
+    labels, the feedback positions)."""
     held = (snapshot.daemon or {}).get("join") if snapshot is not None else None
-    if settings["feedback"] is None:
+    topic = settings["feedback_topic"]
+    if topic is not None and not settings["input_topic"]:
+        raise ConfigError(f"{describe_setting(settings, 'feedback_topic')} needs Kafka mode (--bootstrap-servers, "
+                          "--input-topic, --output-topic); JSON lines take --feedback PATH")
+    if settings["feedback"] is None and topic is None:
         if held and (held["waiting"] or held["counts"]):
             log.warning("snapshot %s holds the state of a join with labels that come later, and this run has no "
                         "--feedback: the events waiting for their labels there are dropped", snapshot.path)
@@ -28,7 +42,7 @@ def make_joiner(settings: dict[str, typing.Any], engine: Engine, snapshot=None) 
                 raise ConfigError(f"{describe_setting(settings, name)} needs --feedback (the labels that come later)"
                                   + (" or --half-life (decay in event time)" if name == "time_field" else ""))
         return None
-    if settings["input_topic"]:
+    if settings["input_topic"] and settings["feedback"] is not None:
         raise ConfigError(f"{describe_setting(settings, 'feedback')} is a JSON-lines file: Kafka mode takes "
                           "its labels from a topic")
     if settings["learn_unlabeled"]:
@@ -51,8 +65,13 @@ def make_joiner(settings: dict[str, typing.Any], engine: Engine, snapshot=None) 
     }
     if config["provisional_label"] is not None and not hasattr(engine.model, "unlearn_one"):
         raise ConfigError("--provisional-label needs a model that can unlearn (stream_nb's models)")
-    jsonl = importlib.import_module("connectors.jsonl")  # by name: stream_nb never imports connectors statically
-    source = jsonl.make_source({"path": settings["feedback"], "max_line_bytes": settings["max_event_bytes"]})
+    if topic is not None:
+        source = getattr(engine.source, "feedback", None)
+        if source is None:
+            raise ConfigError(f"{describe_setting(settings, 'feedback_topic')}: the input source reads no feedback topic")
+    else:
+        jsonl = importlib.import_module("connectors.jsonl")  # by name: stream_nb never imports connectors statically
+        source = jsonl.make_source({"path": settings["feedback"], "max_line_bytes": settings["max_event_bytes"]})
     try:
         joiner = Joiner(engine, source, config)
         if held is not None:

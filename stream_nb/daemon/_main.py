@@ -21,14 +21,15 @@ import orjson
 
 from .. import __version__
 from .._console import silence_stdout
-from ..engine import CountsBlankLines, Engine
+from ..engine import CountsBlankLines, Engine, PartitionHandoff
 from ..exceptions import ConfigError, StreamNBError
 from ..ops import configure_logging
 from ..settings import add_arguments, describe_setting, resolve_settings
 from ._build import build_model, check_engine_config, make_operations
 from ._checkpointing import check_settings as check_snapshot_settings
 from ._checkpointing import make_checkpointer
-from ._connectors import KAFKA_LOGGER, check_output_files, close_all, connector_plan, open_model_channel, start_connectors
+from ._connectors import (KAFKA_LOGGER, check_output_files, close_all, connector_plan, open_model_channel,
+                          open_pending_channel, start_connectors)
 from ._feedback import make_joiner
 
 __all__ = ["add_subcommand", "run", "stop_position"]
@@ -215,16 +216,19 @@ def run(args: argparse.Namespace) -> int:
             log.info("stopped by %s before start-up finished", signal.Signals(stopper.signum).name)
             return 0
         source, sink, dead_letters = started
-        checkpointer = channel = None
+        checkpointer = channel = pending = None
         try:  # snapshots: restore the newest valid one before the first event (a model topic: read it)
             channel = open_model_channel(plan, settings, sink)
             checkpointer = make_checkpointer(settings, source, sink, channel, model)
             engine = Engine(model, source, sink, dead_letters, config=config, checkpointer=checkpointer)
             snapshot = checkpointer.recover() if checkpointer is not None else None
             joiner = make_joiner(settings, engine, snapshot)
+            pending = open_pending_channel(plan, settings, sink) if joiner and checkpointer else None
+            if pending is not None and checkpointer is not None:  # held events follow their partition
+                checkpointer.handoff = PartitionHandoff(joiner, pending, joiner.feedback.partner)
         except (StreamNBError, OSError) as exc:
             log.error("%s", exc)
-            close_all((source, sink, dead_letters) + ((channel,) if channel is not None else ()))
+            close_all((source, sink, dead_letters) + tuple(c for c in (channel, pending) if c is not None))
             if checkpointer is not None and checkpointer.store is not None:
                 checkpointer.store.close()
             return 2 if isinstance(exc, ConfigError) else 1
@@ -254,7 +258,7 @@ def run(args: argparse.Namespace) -> int:
         finally:
             ops.detach()
             where, position = stop_position(engine, source)
-            close_all((source, sink, dead_letters) + ((channel,) if channel is not None else ())
+            close_all((source, sink, dead_letters) + tuple(c for c in (channel, pending) if c is not None)
                       + ((joiner.feedback,) if joiner is not None else ()))
             if checkpointer is not None and checkpointer.store is not None:
                 checkpointer.store.close()

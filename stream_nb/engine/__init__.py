@@ -28,6 +28,7 @@ from ._engine import DEFAULT_CONFIG, Engine, check_config
 from ._events import BOM, Event, EventDecoder
 from ._exactly_once import ExactlyOnceCheckpointer
 from ._flow import FlowControl
+from ._handoff import PartitionHandoff
 from ._join import Joiner, parse_label_value, parse_on_expire
 from ._join_state import join_state, load_join_state
 from ._group import GroupCheckpointer
@@ -59,7 +60,7 @@ from ._protocols import (
     Source,
     Transactional,
 )
-from ._records import DeadLetterRecord, OutputRecord, Record, label_key
+from ._records import DeadLetterRecord, OutputRecord, Record, label_key, output_bytes, output_record
 
 __all__ = [
     "BOM",
@@ -67,6 +68,7 @@ __all__ = [
     "DEFAULT_CONFIG",
     "Checkpointer",
     "Joiner",
+    "PartitionHandoff",
     "join_state",
     "load_join_state",
     "parse_label_value",
@@ -108,6 +110,8 @@ __all__ = [
     "Transactional",
     "check_config",
     "label_key",
+    "output_bytes",
+    "output_record",
     "merge_states",
     "state_records",
     "validate_label",

@@ -133,6 +133,9 @@ class Checkpointer:
     """
 
     exactly_once = False
+    #: With ``--feedback-topic``: the :class:`~stream_nb.engine._handoff.PartitionHandoff` that moves held
+    #: events with their partition on a rebalance (set by the daemon), else None.
+    handoff = None
 
     def __init__(
         self,
@@ -404,11 +407,18 @@ class Checkpointer:
         """
         engine = self.engine
         mine = engine.positions.get(key)
+        committer = _committer(metadata)
+        # the events a member (another, or this one: a rebalance revokes every partition first) held for it
+        handoff = self.handoff if committer is not None else None
         if mine is None:
+            if handoff is not None:
+                handoff.adopt(key, committed, committer, self.store_id, engine.positions)
             return None
         if committed is None or committed <= mine:
+            if committed == mine and handoff is not None:
+                handoff.adopt(key, committed, committer, self.store_id, engine.positions)
             return mine
-        if _committer(metadata) == self.store_id:
+        if committer == self.store_id:
             log.warning(
                 "partition %s: resuming at offset %d, this model's position, behind the offset %d this daemon "
                 "committed (an older snapshot was restored): those events are processed again and their "
@@ -422,6 +432,8 @@ class Checkpointer:
         engine.adopt_position(key, committed)
         if self.snapshot_positions is not None:
             self.snapshot_positions[key] = committed
+        if self.handoff is not None:
+            self.handoff.adopt(key, committed, committer, self.store_id, engine.positions)
         return committed
 
     def on_revoke(self, keys: list[str]) -> tuple[dict[str, int], str, typing.Callable[[bool], None]] | None:
@@ -436,8 +448,12 @@ class Checkpointer:
         except Exception as exc:  # noqa: BLE001 - nothing may be committed; the new owner replays
             log.error("partitions revoked: flushing the outputs failed, nothing committed: %s", exc)
             return None
-        if engine.positions != (self.snapshot_positions or {}):
-            self.snapshot()
+        # on a rebalance, not at shutdown: a stopping daemon keeps them in its snapshot, to restart with
+        released = self.handoff is not None and not engine.stopping and self.handoff.release(
+            keys, engine.positions, self.store_id)
+        if (released or engine.positions != (self.snapshot_positions or {})) and not self.snapshot() and released:
+            log.error("partitions revoked: the snapshot failed, so the offsets committed are older than the "
+                      "hand-over of the events held for %s: the new owner does not take them in", ", ".join(keys))
         wanted, committed = set(keys), engine.committed
         target = {k: v for k, v in (self.snapshot_positions or {}).items()
                   if k in wanted and committed.get(k) != v}

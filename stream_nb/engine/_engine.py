@@ -41,7 +41,6 @@ line at the end of a run whose records were all dead-lettered (see
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 import typing
@@ -59,7 +58,7 @@ from ._input_check import InputCheck
 from ._metrics import DEFAULT_LOG_LOSS_FLOOR, PrequentialMetrics
 from ._observer import Observer
 from ._protocols import Checkpointing, SharesLearning, Sink, Source
-from ._records import Record, dead_letter_record, output_record
+from ._records import Record, dead_letter_record, output_bytes
 
 __all__ = ["DEFAULT_CONFIG", "Engine", "check_config"]
 
@@ -474,17 +473,19 @@ class Engine:
         with running counts over the poll); outputs and dead letters are then
         sent in input order.
         """
-        decode = self.decoder.decode
-        prepare = self.joiner.prepare if self.joiner is not None else _as_is
-        events: list = []
-        for record in records:
-            try:
-                events.append(prepare(decode(record.value)))
-            except InvalidEventError as exc:
-                events.append(exc)
+        events = self.decoder.decode_many([record.value for record in records])
+        if self.joiner is not None:
+            prepare = self.joiner.prepare
+            for i, event in enumerate(events):
+                if not isinstance(event, InvalidEventError):
+                    try:
+                        events[i] = prepare(event)
+                    except InvalidEventError as exc:
+                        events[i] = exc
         valid = [e for e in events if not isinstance(e, InvalidEventError)]
         results = iter(self._many([e.features for e in valid], [e.label for e in valid]))
         learn_unlabeled, event_done = self._learn_unlabeled, self.observer.event_done
+        send = self._send
         for record, event in zip(records, events):
             if not isinstance(event, InvalidEventError):
                 result = next(results)
@@ -494,7 +495,7 @@ class Engine:
                     prediction, proba = result
                     # an unlabeled event is learned when the model knew a class, i.e. predicted one
                     learned = event.label is not None or (learn_unlabeled and bool(proba))
-                    self._send(record, event, prediction, proba, learned, None)
+                    send(record, event, prediction, proba, learned, None)
                     event_done(polled)
                     continue
             self._reject(record, event)
@@ -502,13 +503,8 @@ class Engine:
 
     def _send(self, record: Record, event, prediction, proba: dict, learned: bool, imputed) -> None:
         self.metrics.update_prediction(event.label, prediction, proba, learned)
-        output = output_record(event.id, prediction, proba, self.model_name, learned, self.metrics.learned,
-                               record.position, imputed)
-        try:
-            value = orjson.dumps(output)
-        except TypeError:  # a label or an imputed value beyond 64 bits (a model taught in Python): not for orjson
-            value = json.dumps(output, separators=(",", ":"), ensure_ascii=False).encode()
-        self.sink.send(value, record.key)
+        self.sink.send(output_bytes(event.id, prediction, proba, self.model_name, learned, self.metrics.learned,
+                                    record.position, imputed), record.key)
         self.positions[record.partition] = record.next_position
         self._since_checkpoint += 1
         if self.joiner is not None and event.label is None and event.id is not None:
@@ -552,7 +548,3 @@ class Engine:
             self._last_metrics_log = time.monotonic()
             summary = self.status()
             log.info("metrics %s", orjson.dumps(summary).decode(), extra={"event": "metrics", "metrics": summary})
-
-
-def _as_is(event):
-    return event

@@ -283,3 +283,46 @@ class EventDecoder:
             )
         return Event(id=event_id, features=features, label=label)
 
+    def decode_many(self, values: list) -> list:
+        """:meth:`decode` of each raw event of a poll: its :class:`Event`, or the ``InvalidEventError`` it raised.
+
+        The same results as :meth:`decode` one at a time, in one loop: the
+        common event (a JSON object within ``max_event_bytes``, a string or
+        integer id and label, flat non-null features, no ``features`` list) is
+        taken here, with its parsed object (less the id and label) as its
+        features; any other goes through :meth:`decode`.
+
+        >>> EventDecoder().decode_many([b'{"id": 1, "a": "x", "label": 2}', b'[1]'])
+        [Event(id=1, features={'a': 'x'}, label=2), InvalidEventError('event must be a JSON object, got an array')]
+        """
+        loads, decode_error, decode = orjson.loads, orjson.JSONDecodeError, self.decode
+        max_bytes, label_field, id_field = self._max_bytes, self._label_field, self._id_field
+        fast = self._features is None
+        isdisjoint = _NESTED_SET.isdisjoint
+        out: list = []
+        append = out.append
+        for value in values:
+            if fast and len(value) <= max_bytes:
+                try:
+                    obj = loads(value)
+                except decode_error:
+                    obj = None
+                if type(obj) is dict:
+                    label = obj.get(label_field)
+                    event_id = obj.get(id_field) if id_field is not None else None
+                    kind, id_kind = type(label), type(event_id)
+                    if ((kind is str or kind is int or label is None)
+                            and (id_kind is str or id_kind is int or event_id is None)):
+                        obj.pop(label_field, None)
+                        if id_field is not None:
+                            obj.pop(id_field, None)
+                        values_ = obj.values()
+                        if None not in values_ and isdisjoint(map(type, values_)):
+                            append(Event(event_id, obj, label))
+                            continue
+            try:
+                append(decode(value))
+            except InvalidEventError as exc:
+                append(exc)
+        return out
+

@@ -33,6 +33,7 @@ from ..snapshots import FaultHooks, SnapshotFile, SnapshotStore
 from ._abort import abort_while_unreachable
 from ._checkpoint import Checkpointer, snapshot_metadata
 from ._engine import Engine
+from ._join_state import rewind_join
 from ._protocols import Repositionable, ReportsCommitted, Transactional
 
 __all__ = ["ExactlyOnceCheckpointer"]
@@ -173,16 +174,24 @@ class ExactlyOnceCheckpointer(Checkpointer):
             daemon = snap.daemon or {}
             positions = self._usable_positions(dict(daemon.get("positions") or {}), daemon.get("source"))
             engine.restore(snap.model(), daemon.get("metrics"), positions)
+            if engine.joiner is not None:  # the held events and early labels of that snapshot
+                rewind_join(engine.joiner, snap.arrays, daemon.get("join"))
         else:
             cls, (arrays, meta) = self._initial
             engine.restore(cls.from_state(arrays, meta), None, {})
             positions = {}
+            if engine.joiner is not None:
+                rewind_join(engine.joiner, None, None)
         self.snapshot_positions = dict(positions)
         engine.source.reposition()
 
     def on_revoke(self, keys: list[str]) -> None:
-        """Before Kafka takes partitions away: commit the transaction (offsets included) now."""
-        if self.engine.positions != (self.snapshot_positions or {}):
+        """Before Kafka takes partitions away: commit the transaction (offsets included, and the hand-over of
+        the events held for them) now."""
+        engine = self.engine
+        released = self.handoff is not None and not engine.stopping and self.handoff.release(
+            keys, engine.positions, self.store_id)
+        if released or engine.positions != (self.snapshot_positions or {}):
             self.commit()
         return None
 

@@ -34,12 +34,13 @@ import math
 import time
 import typing
 
+import numpy as np
 import orjson
 
 from .._checks import configure
-from ..exceptions import ConfigError, InvalidEventError, UnlearnError
-from ..stats import validate_label
-from ._pending import JOINED, PENDING, PendingStore
+from ..exceptions import ConfigError, InvalidEventError, LabelTypeError, UnlearnError
+from ..stats import json_type, validate_label
+from ._pending import FREE, JOINED, PENDING, PendingStore
 from ._records import Record, dead_letter_record
 
 __all__ = ["DELAY_BUCKETS", "Joiner", "parse_label_value", "parse_on_expire"]
@@ -103,17 +104,27 @@ class Joiner:
         self.engine = engine
         self.feedback = feedback
         self.clock = clock
-        self.store = PendingStore(cfg["pending_max"])
+        self.reset()
+        # a feedback source read by the input's own consumer (Kafka's --feedback-topic): its positions go with
+        # the input's in the engine's, so snapshots, commits and transactions cover them like the input's
+        self._shared_positions = bool(getattr(feedback, "shares_positions", False))
+
+    def reset(self) -> None:
+        """Hold nothing and count nothing: the join of a fresh start (an exactly-once rewind reloads a
+        snapshot's join into it, see :func:`~stream_nb.engine._join_state.rewind_join`)."""
+        self.store = PendingStore(self.config["pending_max"])
         self.waiting: dict[bytes, tuple] = {}  # id -> (label, time, record): labels before their event
         self.receipts: dict[int, typing.Any] = {}  # row -> receipt of a provisional label not plainly counted
         self.positions: dict[str, int] = {}  # feedback partition -> next position
         self.stream_time = -math.inf  # the latest event time seen (time_field mode)
-        self._wall_at_stream_time = clock()
+        self._wall_at_stream_time = self.clock()
         self.counts = {"joined": 0, "expired": 0, "unmatched": 0, "duplicate": 0, "retractions": 0,
                        "evicted": 0, "delayed_labeled": 0, "delayed_correct": 0}
         self.delay_histogram = [0] * len(DELAY_BUCKETS)
         self.delay_sum = 0.0
         self._times: dict[int, float] = {}  # id(event) -> its time, between prepare and hold
+        self._joined_x: list = []  # pairs joined by the labels of one read, learned at its end
+        self._joined_y: list = []
 
     # ------------------------------------------------------------------ time
 
@@ -235,13 +246,42 @@ class Joiner:
         """After each poll of the input: read the feedback that is there, then expire what is due."""
         self._times.clear()  # the times of the last poll's events, held or rejected by now
         records = self.feedback.poll(self.config["feedback_max_records"], 0.0)
-        for record in records:
-            self._label(record)
+        try:
+            for record in records:
+                self._label(record)
+        finally:
+            self._learn_joined()
         self.expire(idle=not polled and not records)
+
+    def _learn_joined(self) -> None:
+        """Learn the pairs joined by the last labels read, in one call of the model's ``learn_events`` (the
+        vectorised runs of a poll; counts add up in any order) when it has one."""
+        xs, ys, self._joined_x, self._joined_y = self._joined_x, self._joined_y, [], []
+        if not xs:
+            return
+        learn_events = getattr(self.engine.model, "learn_events", None)
+        if learn_events is not None:
+            learn_events(xs, ys)
+        else:
+            for x, y in zip(xs, ys):
+                self._learn(x, y)
+
+    def _check_joined_label(self, y) -> None:
+        """Raise :class:`LabelTypeError` for a label the model would refuse (another JSON type than its
+        labels', or than the first label waiting to be learned with it), before the pair is set aside."""
+        model = self.engine.model
+        expected, first = getattr(model, "label_type", None), (list(getattr(model, "classes", None) or []) or [None])[0]
+        if expected is None and self._joined_y:
+            expected, first = json_type(self._joined_y[0]), self._joined_y[0]
+        t = json_type(y)
+        if expected is not None and t != expected:
+            raise LabelTypeError(y, t, expected, first, field=self.config["label_field"])
 
     def _label(self, record: Record) -> None:
         cfg = self.config
         self.positions[record.partition] = record.next_position
+        if self._shared_positions:
+            self.engine.positions[record.partition] = record.next_position
         try:
             obj = orjson.loads(record.value)
             if not isinstance(obj, dict):
@@ -289,6 +329,10 @@ class Joiner:
                 except UnlearnError as exc:  # an EM receipt lost in a restart (see _join_state)
                     self.engine.model.unlearn_one(x, y)
                     log.warning("label %r of a held event not learned: its provisional label stays: %s", y, exc)
+        elif hasattr(self.engine.model, "learn_events"):
+            self._check_joined_label(y)
+            self._joined_x.append(x)  # learned with the others of this read (_learn_joined)
+            self._joined_y.append(y)
         else:
             self._learn(x, y)
         prediction = store.predicted(row)
@@ -354,6 +398,60 @@ class Joiner:
         engine.metrics.update_dead_letter(exc.reason)
         letter = dead_letter_record(record, exc, engine.config["dead_letter_max_value_bytes"])
         engine.dead_letters.send(orjson.dumps(letter), record.key)
+
+    # ------------------------------------------------------------------ hand-over
+
+    def release(self, partition: str, feedback_partition: str | None) -> dict:
+        """Take out what is held for input ``partition`` (its held events, and the ids joined, kept to count
+        duplicates) and the early labels read from ``feedback_partition``, JSON-able, for the member that
+        gets the partition (see :mod:`stream_nb.engine._handoff`). A held event's provisional label is
+        taken back: the new owner learns it again."""
+        store, model = self.store, self.engine.model
+        events = []
+        code = store.partition_codes.get(partition)
+        if code is not None:
+            for row in np.flatnonzero((store.state != FREE) & (store.partition == code)).tolist():
+                state = int(store.state[row])
+                x = store.features(row) if state == PENDING else {}
+                if state == PENDING and store.provisional[row]:
+                    try:
+                        model.unlearn_one(x, self.config["provisional_label"], receipt=self.receipts.get(row))
+                    except UnlearnError as exc:  # an EM receipt lost in a restart: the provisional label stays here
+                        log.warning("handing over a held event: its provisional label stays: %s", exc)
+                events.append([store.id_of(row).decode(), state, x, float(store.time[row]), store.predicted(row),
+                               int(store.offset[row])])
+                self.receipts.pop(row, None)
+                store.remove(row)
+        labels = []
+        for key in [k for k, v in self.waiting.items() if v[2].partition == feedback_partition]:
+            y, t, rec = self.waiting.pop(key)
+            labels.append([key.decode(), y, t, rec.value.decode("utf-8", "replace"), rec.partition, rec.position,
+                           rec.next_position])
+        return {"events": events, "labels": labels}
+
+    def adopt(self, partition: str, held: dict) -> None:
+        """Hold what another member released (:meth:`release`) for input ``partition``."""
+        store, provisional = self.store, self.config["provisional_label"]
+        for event_id, state, x, t, prediction, offset in held["events"]:
+            key = event_id.encode()
+            if store.find(key) >= 0:  # held here already (restored from this member's own snapshot)
+                continue
+            self._room_for(1)
+            row = store.add(key, x, t=t, prediction=prediction, partition=partition, offset=offset, state=state,
+                            provisional=state == PENDING and provisional is not None)
+            if store.provisional[row]:
+                try:
+                    receipt = self._learn(x, provisional, record=True)
+                except InvalidEventError as exc:
+                    log.warning("provisional label %r not learned: %s", provisional, exc)
+                    store.provisional[row] = 0
+                    continue
+                if receipt is not None:
+                    self.receipts[row] = receipt
+        for key, y, t, value, part, position, next_position in held["labels"]:
+            if key.encode() not in self.waiting:
+                self._room_for(1)
+                self.waiting[key.encode()] = (y, t, Record(value.encode(), None, part, position, next_position))
 
     # ------------------------------------------------------------------ reporting
 

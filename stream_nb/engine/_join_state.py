@@ -22,7 +22,7 @@ import numpy as np
 from ._pending import FREE
 from ._records import Record
 
-__all__ = ["join_state", "load_join_state"]
+__all__ = ["join_state", "load_join_state", "rewind_join"]
 
 _ROW_ARRAYS = ("state", "time", "prediction", "partition", "offset", "provisional")
 
@@ -95,3 +95,11 @@ def load_join_state(joiner, arrays: dict, meta: dict) -> None:
     joiner.stream_time = -math.inf if meta["stream_time"] is None else meta["stream_time"]
     joiner.positions = dict(meta["positions"])
     joiner.feedback.seek(joiner.positions)
+
+
+def rewind_join(joiner, arrays: dict | None, meta: dict | None) -> None:
+    """Return ``joiner`` to a snapshot's join (``meta`` None: to a fresh start), as an exactly-once rewind
+    returns the model: what the join did after that snapshot is undone with the transaction that aborted."""
+    joiner.reset()
+    if meta is not None:
+        load_join_state(joiner, arrays, meta)

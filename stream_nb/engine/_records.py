@@ -55,17 +55,26 @@ one (e.g. an ``oversize`` event) is cut and the record gains
 from __future__ import annotations
 
 import base64
-import dataclasses
+import json
 import typing
+
+import orjson
 
 from ..exceptions import InvalidEventError
 
-__all__ = ["DeadLetterRecord", "OutputRecord", "Record", "dead_letter_record", "label_key", "output_record"]
+__all__ = ["DeadLetterRecord", "OutputRecord", "Record", "dead_letter_record", "label_key", "output_bytes",
+           "output_record"]
+
+# output_bytes' direct path: a proba of floats keyed all by strings or all by integers and booleans,
+# whose keys orjson writes as label_key does (1 -> "1", True -> "true")
+_FLOATS = frozenset({float}).issuperset
+_STR_KEYS = frozenset({str}).issuperset
+_NUMBER_KEYS = frozenset({int, bool}).issuperset
+_NON_STR_KEYS = orjson.OPT_NON_STR_KEYS
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Record:
-    """One raw event as read from a source.
+class Record(typing.NamedTuple):
+    """One raw event as read from a source (a named tuple: a source builds one per event, it must be cheap).
 
     Parameters
     ----------
@@ -164,6 +173,41 @@ def output_record(
     if imputed is not None:
         output["imputed"] = imputed
     return output
+
+
+def output_bytes(
+    event_id: typing.Any,
+    prediction: typing.Any,
+    proba: dict,
+    model_name: str,
+    learned: bool,
+    n_learned: int,
+    position: dict,
+    imputed: dict | None = None,
+) -> bytes:
+    """The JSON bytes of :func:`output_record` (runs once per event).
+
+    A ``proba`` of plain floats keyed all by strings or all by integers and
+    booleans (every stream_nb model's) is written as it is, orjson turning the
+    keys into :func:`label_key`'s text, with no second dict built; any other
+    goes through :func:`output_record`. Both give the same bytes.
+
+    >>> output_bytes(7, 1, {0: 0.25, 1: 0.75}, "nb", True, 3, {"line": 1})
+    b'{"id":7,"prediction":1,"proba":{"0":0.25,"1":0.75},"model":"nb","learned":true,"n_learned":3,"source":{"line":1}}'
+    """
+    if imputed is None and _FLOATS(map(type, proba.values())) and (_STR_KEYS(map(type, proba))
+                                                                  or _NUMBER_KEYS(map(type, proba))):
+        try:
+            return orjson.dumps({"id": event_id, "prediction": prediction, "proba": proba, "model": model_name,
+                                 "learned": learned, "n_learned": n_learned, "source": position},
+                                option=_NON_STR_KEYS)
+        except TypeError:  # an id or a prediction orjson does not take: the path below says how
+            pass
+    output = output_record(event_id, prediction, proba, model_name, learned, n_learned, position, imputed)
+    try:
+        return orjson.dumps(output)
+    except TypeError:  # a label or an imputed value beyond 64 bits (a model taught in Python): not for orjson
+        return json.dumps(output, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def dead_letter_record(record: Record, exc: InvalidEventError, max_value_bytes: int) -> DeadLetterRecord:

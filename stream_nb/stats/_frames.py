@@ -9,9 +9,9 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
-import pandas as pd
 
 from .._checks import is_integer
+from .._pandas import pd
 from ..exceptions import FeatureTypeError
 from ._values import (
     BINNED, CAT, GAUSS, NONE_TYPE, PLAIN_TYPES, VALUE_GROUPS, categorical_value, hashable, is_nan, json_type,

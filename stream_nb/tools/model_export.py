@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 import time
 
@@ -22,6 +23,7 @@ from .. import snapshots
 from .._console import pipe_safe
 from ..engine import StateLog, merge_states
 from ..exceptions import ConfigError, SnapshotError, StreamNBError
+from ..settings import BY_NAME
 
 __all__ = ["add_subcommand", "export_model", "run_export"]
 
@@ -65,11 +67,12 @@ def export_model(channel, path: str, timeout: float = 60.0) -> dict:
 
 
 def run_export(args: argparse.Namespace) -> int:
-    config = {"bootstrap_servers": args.bootstrap_servers, **dict(args.kafka_config or [])}
+    config = {"bootstrap_servers": args.bootstrap_servers, **dict(args.kafka_config or []),
+              "kafka_client": args.kafka_client}
     channel = None
     try:
         module = importlib.import_module("connectors.kafka")  # loaded by name: stream_nb never imports connectors
-        channel = module.ModelTopic(args.model_topic, config, writer=False)
+        channel = module.open_model_topic(args.model_topic, config, writer=False)
         result = export_model(channel, args.output, timeout=args.timeout)
     except (StreamNBError, OSError) as exc:
         print(f"stream-nb: error: {exc}", file=sys.stderr)
@@ -110,7 +113,11 @@ def add_subcommand(commands: argparse._SubParsersAction) -> None:
     export.add_argument("--model-topic", required=True, metavar="TOPIC", help="the group's model topic")
     export.add_argument("--output", required=True, metavar="FILE", help="the snapshot file to write")
     export.add_argument("--kafka-config", action="append", type=_pair, metavar="KEY=VALUE",
-                        help="a kafka-python consumer setting (security_protocol=SSL, ...); repeatable")
+                        help="a consumer setting of the Kafka client (security_protocol=SSL, ...; confluent also "
+                             "takes librdkafka's dotted names); repeatable")
+    client = BY_NAME["kafka_client"]
+    export.add_argument("--kafka-client", choices=client.choices, default=os.environ.get(client.env) or client.default,
+                        help=f"Kafka client library, as for stream-nb run (env {client.env}; default {client.default})")
     export.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
                         help="longest wait to read the topic to its end")
     export.set_defaults(handler=pipe_safe(run_export))
