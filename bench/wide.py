@@ -1,6 +1,7 @@
-"""Wide streams: every model, default-constructed, prequential, with its process's peak memory.
+"""Wide streams: every model, prequential, beside river's naive Bayes, with the bytes its counts take.
 
     python bench/wide.py [--events 100000] [--seconds 120] [--models NaiveBayes,AODE,...] [--seed 0]
+                         [--memory-budget BYTES] [--peers river-GaussianNB,river-MultinomialNB]
 
 Two streams with a planted dependence structure, generated here with numpy:
 
@@ -18,13 +19,23 @@ Two streams with a planted dependence structure, generated here with numpy:
 
 Each model runs in its own child process (so that its peak resident memory,
 ``resource.getrusage(RUSAGE_SELF).ru_maxrss``, is its own), with its default
-parameters (so its default ``memory_budget``), over the stream in batches of
-200 events through ``prequential_many`` (predict each event, then learn it),
-stopping after ``--seconds`` of prequential time (a batch still running
-at 1.5 x ``--seconds`` + 30 s is interrupted). The child's address space is
+parameters but ``memory_budget`` (``--memory-budget``; default: the models'
+default, 256 MiB), over the stream in batches of 200 events through
+``prequential_many`` (predict each event, then learn it), stopping after
+``--seconds`` of prequential time (a batch still running at 1.5 x
+``--seconds`` + 30 s is interrupted). river's peers run the same events in the
+same run, one at a time (``predict_one``, then ``learn_one``): ``GaussianNB``
+on the integer codes as numbers, and ``MultinomialNB`` on the one-hot
+``name=value`` tokens (a categorical naive Bayes, as scikit-learn's
+CategoricalNB, but smoothed over all tokens). The child's address space is
 capped at ``--address-limit`` GB so that a model that would allocate more fails
 fast (MemoryError) rather than swapping a shared machine. The table gives
-events done, events/s, prequential accuracy over them, and peak RSS (MB).
+events done, events/s, prequential accuracy over them, peak RSS (MB), the
+bytes of the counts (``memory_used()["bytes"]``) and whether the pair tables
+are sparse. An event the model refuses to learn (a ``CapacityError``: its counts
+would not fit the budget even sparsely) comes back as that error, with no
+prediction: the accuracy is over the events answered, and the note gives how
+many were refused, from which event, and the error.
 """
 
 from __future__ import annotations
@@ -41,6 +52,7 @@ import numpy as np
 
 STREAMS = ("cat200", "bin1000")
 MODEL_NAMES = ("NaiveBayes", "AODE", "TAN", "SPODE", "KDB")
+PEERS = ("river-GaussianNB", "river-MultinomialNB")
 BATCH = 200  # events per prequential_many call
 
 
@@ -84,13 +96,29 @@ def planted(name: str, n: int, seed: int):
     return X, y, float(joint.max(axis=0).sum())
 
 
-def run_model(stream: str, model_name: str, n: int, seed: int, seconds: float) -> dict:
+def _peer(name: str):
+    """A river classifier and the encoding of an event for it."""
+    from river import naive_bayes  # the child's own import: river is a peer, loaded where it runs
+
+    if name == "river-GaussianNB":
+        return naive_bayes.GaussianNB(), lambda names, row: dict(zip(names, row))
+    if name == "river-MultinomialNB":
+        return naive_bayes.MultinomialNB(), lambda names, row: {f"{n}={v}": 1 for n, v in zip(names, row)}
+    raise SystemExit(f"unknown peer {name!r}")
+
+
+def run_model(stream: str, model_name: str, n: int, seed: int, seconds: float, budget) -> dict:
     import stream_nb  # the child's own import: the parent never holds a model
 
     X, y, _ = planted(stream, n, seed)
     names = [f"x{j:04d}" for j in range(X.shape[1])]
-    model = getattr(stream_nb, model_name)()
-    done = correct = 0
+    peer = model_name.startswith("river-")
+    if peer:
+        model, encode = _peer(model_name)
+    else:
+        model = getattr(stream_nb, model_name)(**({} if budget == "default" else {"memory_budget": budget}))
+    done = correct = refused = 0
+    first_refused, refusal = None, None
     spent = 0.0
     error = None
 
@@ -101,23 +129,39 @@ def run_model(stream: str, model_name: str, n: int, seed: int, seconds: float) -
     signal.setitimer(signal.ITIMER_REAL, 1.5 * seconds + 30)
     try:
         for lo in range(0, n, BATCH):
-            xs = [dict(zip(names, row)) for row in X[lo : lo + BATCH].tolist()]
-            ys = y[lo : lo + BATCH].tolist()
-            t0 = time.perf_counter()
-            out = model.prequential_many(xs, ys)
+            rows, ys = X[lo : lo + BATCH].tolist(), y[lo : lo + BATCH].tolist()
+            if peer:
+                xs = [encode(names, row) for row in rows]
+                t0 = time.perf_counter()
+                out = []
+                for x, truth in zip(xs, ys):
+                    out.append((model.predict_one(x), None))
+                    model.learn_one(x, truth)
+            else:
+                xs = [dict(zip(names, row)) for row in rows]
+                t0 = time.perf_counter()
+                out = model.prequential_many(xs, ys)
             spent += time.perf_counter() - t0
-            # an event refused (an InvalidEventError in its place) counts as wrong
+            # an event refused (an InvalidEventError in its place) has no prediction: accuracy is over the others
             correct += sum(1 for o, truth in zip(out, ys) if isinstance(o, tuple) and o[0] == truth)
+            for i, o in enumerate(out):
+                if isinstance(o, Exception):
+                    refused += 1
+                    if first_refused is None:
+                        first_refused, refusal = lo + i, str(o)
             done += len(ys)
             if spent > seconds:
                 break
     except (MemoryError, TimeoutError) as exc:
         error = f"{type(exc).__name__}: {exc}"
     signal.setitimer(signal.ITIMER_REAL, 0)
-    used = model.memory_used()
-    return {"events": done, "seconds": spent, "accuracy": correct / done if done else None,
+    used = model.memory_used() if not peer else {"bytes": None, "pairs_sparse": None, "budget": None}
+    answered = done - refused
+    return {"events": done, "seconds": spent, "accuracy": correct / answered if answered else None,
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "error": error,
-            "count_bytes": used["bytes"], "sparse": used["sparse"]}
+            "count_bytes": used["bytes"], "pairs_sparse": used.get("pairs_sparse") if used.get("pair_cells") else None,
+            "refused": refused,
+            "first_refused": first_refused, "refusal": refusal, "budget": used["budget"]}
 
 
 def main(argv=None) -> int:
@@ -125,36 +169,51 @@ def main(argv=None) -> int:
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--seconds", type=float, default=120.0, help="prequential time per model before it stops")
     parser.add_argument("--models", default=",".join(MODEL_NAMES))
+    parser.add_argument("--peers", default=",".join(PEERS), help="river peers in the same run ('' for none)")
     parser.add_argument("--streams", default=",".join(STREAMS))
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--memory-budget", default="default",
+                        help="bytes every model's counts may take ('default': the models' default; 'none')")
     parser.add_argument("--address-limit", type=float, default=3.0, help="GB of address space per model process")
     parser.add_argument("--child", nargs=2, metavar=("STREAM", "MODEL"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    budget = {"default": "default", "none": None}.get(args.memory_budget.lower(), None)
+    if args.memory_budget.lower() not in ("default", "none"):
+        budget = int(float(args.memory_budget))
     if args.child:
         limit = int(args.address_limit * 2**30)
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-        print(json.dumps(run_model(*args.child, args.events, args.seed, args.seconds)))
+        print(json.dumps(run_model(*args.child, args.events, args.seed, args.seconds, budget)))
         return 0
+    stated = "the models' default (256 MiB)" if budget == "default" else (
+        "none" if budget is None else f"{budget:,} bytes ({budget / 2**20:,.0f} MiB)")
     print(f"{args.events:,} events per stream, at most {args.seconds:g} s of prequential time per model, "
-          f"default parameters (memory_budget 256 MiB)")
+          f"default parameters, memory_budget: {stated}")
+    names = [m for m in args.models.split(",") if m] + [p for p in args.peers.split(",") if p]
     for stream in args.streams.split(","):
         _, _, optimum = planted(stream, 10, args.seed)
         print(f"\n{stream}: Bayes-optimal accuracy {optimum:.4f} (exact, from the generating distribution)")
-        print(f"{'model':<11} {'events':>8} {'events/s':>9} {'accuracy':>9} {'peak RSS MB':>12} {'counts MB':>10}  note")
-        for name in args.models.split(","):
+        print(f"{'model':<20} {'events':>8} {'events/s':>9} {'accuracy':>9} {'peak RSS MB':>12} {'counts MB':>10} "
+              f"{'pairs':>6}  note")
+        for name in names:
             cmd = [sys.executable, __file__, "--child", stream, name, "--events", str(args.events),
-                   "--seconds", str(args.seconds), "--seed", str(args.seed), "--address-limit", str(args.address_limit)]
+                   "--seconds", str(args.seconds), "--seed", str(args.seed), "--address-limit", str(args.address_limit),
+                   "--memory-budget", args.memory_budget]
             proc = subprocess.run(cmd, capture_output=True, text=True)
             if proc.returncode != 0 or not proc.stdout.strip():
                 last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-                print(f"{name:<11} {'-':>8} {'-':>9} {'-':>9} {'-':>12} {'-':>10}  failed: {last[:100]}")
+                print(f"{name:<20} {'-':>8} {'-':>9} {'-':>9} {'-':>12} {'-':>10} {'-':>6}  failed: {last[:100]}")
                 continue
             r = json.loads(proc.stdout.strip().splitlines()[-1])
             rate = r["events"] / r["seconds"] if r["seconds"] else float("nan")
             acc = f"{r['accuracy']:.4f}" if r["accuracy"] is not None else "-"
-            note = r["error"] or ("stopped at the time limit" if r["events"] < args.events else "")
-            print(f"{name:<11} {r['events']:>8,} {rate:>9,.0f} {acc:>9} {r['peak_rss_mb']:>12,.0f} "
-                  f"{r['count_bytes'] / 2**20:>10,.1f}  {note}")
+            notes = [r["error"] or ("stopped at the time limit" if r["events"] < args.events else "")]
+            if r["refused"]:
+                notes.append(f"{r['refused']:,} refused from event {r['first_refused']:,}: {r['refusal'][:160]}")
+            mb = f"{r['count_bytes'] / 2**20:,.1f}" if r["count_bytes"] is not None else "-"
+            sparse = {True: "sparse", False: "dense", None: "-"}[r["pairs_sparse"]]
+            print(f"{name:<20} {r['events']:>8,} {rate:>9,.0f} {acc:>9} {r['peak_rss_mb']:>12,.0f} {mb:>10} "
+                  f"{sparse:>6}  {'; '.join(n for n in notes if n)}")
     return 0
 
 

@@ -39,6 +39,7 @@ LAYERS: dict[str, int] = {
     "stream_nb.exceptions": 1,
     "stream_nb._checks": 1,
     "stream_nb._version": 1,
+    "stream_nb._pandas": 1,
     "stream_nb.stats": 2,
     "stream_nb.learners": 3,
     "stream_nb.snapshots": 4,
@@ -55,7 +56,7 @@ LAYERS: dict[str, int] = {
 }
 
 #: Private modules of the bottom layer that every part of the project may import.
-SHARED_PRIVATE = ("stream_nb._checks", "stream_nb._version")
+SHARED_PRIVATE = ("stream_nb._checks", "stream_nb._version", "stream_nb._pandas")
 
 
 @dataclasses.dataclass(frozen=True)

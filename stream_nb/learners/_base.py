@@ -137,7 +137,8 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
 
     def memory_used(self) -> dict:
         """What the counts take: ``cells`` and ``bytes`` of all of them, ``table_cells`` and
-        ``table_bytes`` of KDB's t-way tables, whether those are ``sparse``, and the ``budget``
+        ``table_bytes`` of KDB's t-way tables, whether those are ``sparse``, the same of the pair
+        tables (``pair_cells``, ``pair_bytes``, ``pairs_sparse``), and the ``budget``
         (see :mod:`stream_nb.stats._budget`).
 
         >>> from stream_nb import KDB

@@ -10,8 +10,8 @@ value, unlabeled rows to learn, a feature turning numeric) is learned row by row
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
+from .._pandas import pd
 from ..exceptions import InvalidEventError
 from ..stats import is_missing_label
 from ._decision import normalise

@@ -73,26 +73,44 @@ def spode_run_terms(s, a: float, D: np.ndarray, yc: np.ndarray, C: int, scratch:
     joint = np.log(vc + a) - np.log(d + a * n_vals)[:, :, None]
     # numerator |D_c,xi,xj| + alpha and denominator |D_c,xi| over the events observing x_j, + alpha N_j,
     # laid out (row, child j, parent i, class): the product over j multiplies contiguous slabs
-    num_table = np.ascontiguousarray(s.pair_count[:C, :V, :V].reshape(C, V * V).T) + a  # (V·V, C)
-    den_table = np.ascontiguousarray((s.pair_feat[:C, :V, :F] + a * n_vals).reshape(C, V * F).T)  # (V·F, C)
-    keys = (D[:, None, :] * V + D[:, :, None]).reshape(R, F * F)  # [r, j, i]: x_i's row, x_j's column
-    fkeys = (D[:, None, :] * F + feats[None, :, None]).reshape(R, F * F)
-    num = _scratch(scratch, "num", (R, F * F, C))
-    den = _scratch(scratch, "den", (R, F * F, C))
-    num_flat, den_flat = num_table.reshape(-1), den_table.reshape(-1)  # views: a row's adds, flat
-    for r, c in enumerate(yc.tolist()):
-        # mode="clip" (the keys are in range) spares take a bounds-checked copy: 4x faster
-        np.take(num_table, keys[r], axis=0, out=num[r], mode="clip")
-        np.take(den_table, fkeys[r], axis=0, out=den[r], mode="clip")
-        if c >= 0:
-            num_flat[keys[r] * C + c] += 1.0
-            den_flat[fkeys[r] * C + c] += 1.0
+    if s.pairs_sparse:
+        num, den = _sparse_pair_terms(s, a, D, yc, C, n_vals)
+    else:
+        num_table = np.ascontiguousarray(s.pair_count[:C, :V, :V].reshape(C, V * V).T) + a  # (V·V, C)
+        den_table = np.ascontiguousarray((s.pair_feat[:C, :V, :F] + a * n_vals).reshape(C, V * F).T)  # (V·F, C)
+        keys = (D[:, None, :] * V + D[:, :, None]).reshape(R, F * F)  # [r, j, i]: x_i's row, x_j's column
+        fkeys = (D[:, None, :] * F + feats[None, :, None]).reshape(R, F * F)
+        num = _scratch(scratch, "num", (R, F * F, C))
+        den = _scratch(scratch, "den", (R, F * F, C))
+        num_flat, den_flat = num_table.reshape(-1), den_table.reshape(-1)  # views: a row's adds, flat
+        for r, c in enumerate(yc.tolist()):
+            # mode="clip" (the keys are in range) spares take a bounds-checked copy: 4x faster
+            np.take(num_table, keys[r], axis=0, out=num[r], mode="clip")
+            np.take(den_table, fkeys[r], axis=0, out=den[r], mode="clip")
+            if c >= 0:
+                num_flat[keys[r] * C + c] += 1.0
+                den_flat[fkeys[r] * C + c] += 1.0
     ratio = np.divide(num, den, out=num).reshape(R, F, F, C)
     ratio[:, feats, feats, :] = 1.0  # P(x_i | c, x_i) = 1
     logs = joint
     for lo in range(0, F, _BLOCK):
         logs = logs + np.log(ratio[:, lo : lo + _BLOCK].prod(1))
     return logs.transpose(0, 2, 1), vc.sum(2)
+
+
+def _sparse_pair_terms(s, a: float, D: np.ndarray, yc: np.ndarray, C: int, n_vals: np.ndarray):
+    """``(num, den)`` of :func:`spode_run_terms` when the pair tables are sparse: (rows, F·F, C) laid
+    out [r, child j, parent i], gathered from the tables with the run's earlier rows added
+    (:func:`running_counts`: the counts the one-event path reads, term for term)."""
+    R, F = D.shape
+    parent = np.broadcast_to(D[:, None, :], (R, F, F)).ravel()  # x_i, the row of the pair tables
+    child = np.broadcast_to(D[:, :, None], (R, F, F)).ravel()  # x_j
+    fchild = np.broadcast_to(np.arange(F)[None, :, None], (R, F, F)).ravel()
+    labels = np.repeat(yc, F * F)
+    num = running_counts(s.pair_count, (parent, child), labels, C).reshape(R, F * F, C) + a
+    den = running_counts(s.pair_feat, (parent, fchild), labels, C).reshape(R, F * F, C)
+    den += a * np.repeat(n_vals, F)[None, :, None]  # n_vals of the child j (rows of [j, i])
+    return num, den
 
 
 def rooted_run_terms(s, a: float, D: np.ndarray, yc: np.ndarray, C: int, p: int) -> np.ndarray:
@@ -108,7 +126,7 @@ def rooted_run_terms(s, a: float, D: np.ndarray, yc: np.ndarray, C: int, p: int)
         J = D[:, others]
         tt = np.repeat(t, len(others))
         pc = running_counts(s.pair_count, (tt, J.ravel()), np.repeat(yc, len(others)), C).reshape(R, len(others), C)
-        den = s.pair_feat[:C][:, t[:, None], others[None, :]].transpose(1, 2, 0) + before[:, None, :]
+        den = s.pair_feat[:C, t[:, None], others[None, :]].transpose(1, 2, 0) + before[:, None, :]
         ratio = (pc + a) / (den + a * s.n_values[others].astype(float)[None, :, None])
         out = out + np.log(ratio).sum(1)
     return out

@@ -90,11 +90,11 @@ def one_dependence_estep(s, a, enc, c, miss):
     mcols = [s.columns_of(f) for f in miss_l]
     U = np.concatenate(mcols)
     Ufeat = np.concatenate([np.full(len(cl), f, dtype=np.int64) for f, cl in zip(miss_l, mcols)])
-    pc, pf = s.pair_count[c], s.pair_feat[c]
+    pc, pf = s.pair_count, s.pair_feat  # read as [c, rows, columns]: dense arrays or sparse tables alike
 
     def cond(vcols):
         """P̂(u | c, v) for parent columns ``vcols`` (rows) and every missing column u (columns)."""
-        return (pc[vcols[:, None], U] + a) / (pf[vcols[:, None], Ufeat] + a * n_all[Ufeat])
+        return (pc[c, vcols[:, None], U] + a) / (pf[c, vcols[:, None], Ufeat] + a * n_all[Ufeat])
 
     n = k + len(U)
     J = np.empty((n, n))
@@ -106,7 +106,7 @@ def one_dependence_estep(s, a, enc, c, miss):
         hi = lo + len(cl)
         logq = np.log(s.value_count[c, cl] + a)  # P̂(c, t) up to a constant
         if k:
-            logq = logq + np.log((pc[cl[:, None], ocols] + a) / (pf[cl[:, None], ofeats] + a * n_all[ofeats])).sum(1)
+            logq = logq + np.log((pc[c, cl[:, None], ocols] + a) / (pf[c, cl[:, None], ofeats] + a * n_all[ofeats])).sum(1)
         q = np.exp(logq - logq.max())
         q /= q.sum()
         m[lo:hi] = q
@@ -145,7 +145,7 @@ def mixture_posterior(s, a, enc, c, miss, m_limit, allowed, naive_jll=None):
 
     def cond(vcols):
         """P̂(u | c, v) for parent columns vcols (rows) and every missing column u: (len(vcols), |U|)."""
-        return (s.pair_count[c][vcols[:, None], U] + a) / (s.pair_feat[c][vcols[:, None], Ufeat] + a * n_all[Ufeat])
+        return (s.pair_count[c, vcols[:, None], U] + a) / (s.pair_feat[c, vcols[:, None], Ufeat] + a * n_all[Ufeat])
 
     ok_o = np.ones(len(ocols), dtype=bool) if allowed is None else np.isin(ofeats, allowed)
     ok_m = [allowed is None or f in allowed for f in miss.tolist()]
@@ -154,7 +154,7 @@ def mixture_posterior(s, a, enc, c, miss, m_limit, allowed, naive_jll=None):
         if qual.any():
             pc = ocols[qual]
             joint = np.log(s.value_count[c, pc] + a) - np.log(d_all[ofeats[qual]] + a * n_all[ofeats[qual]])
-            ratio = (s.pair_count[c][pc[:, None], ocols] + a) / (s.pair_feat[c][pc[:, None], ofeats] + a * n_all[ofeats])
+            ratio = (s.pair_count[c, pc[:, None], ocols] + a) / (s.pair_feat[c, pc[:, None], ofeats] + a * n_all[ofeats])
             ratio[np.arange(len(pc)), np.flatnonzero(qual)] = 1.0
             logw.append(joint + np.log(ratio).sum(1))
             rows.append(cond(pc))
@@ -166,7 +166,7 @@ def mixture_posterior(s, a, enc, c, miss, m_limit, allowed, naive_jll=None):
             t = cl[qual]
             joint = np.log(s.value_count[c, t] + a) - np.log(d_all[f] + a * n_all[f])
             if len(ocols):
-                ratio = (s.pair_count[c][t[:, None], ocols] + a) / (s.pair_feat[c][t[:, None], ofeats] + a * n_all[ofeats])
+                ratio = (s.pair_count[c, t[:, None], ocols] + a) / (s.pair_feat[c, t[:, None], ofeats] + a * n_all[ofeats])
                 joint = joint + np.log(ratio).sum(1)
             r = cond(t)
             r[:, lo:hi] = 0.0

@@ -223,8 +223,8 @@ class AODE(VectorisedRuns, BayesClassifier):
             vc = s.value_count[:C][:, Dc]
             parents = obs & (vc.sum(0) >= self.m * self._inflation)
             joint = np.log(vc + a) - np.log(d_i[None, :] + a * n_vals)[None]
-            pc = s.pair_count[:C][:, Dc[:, :, None], Dc[:, None, :]]
-            den = s.pair_feat[:C][:, Dc[:, :, None], dfeats[None, None, :]]
+            pc = s.pair_count[:C, Dc[:, :, None], Dc[:, None, :]]
+            den = s.pair_feat[:C, Dc[:, :, None], dfeats[None, None, :]]
             ratio = (pc + a) / (den + a * n_vals[:, None, :][None])
             skip = ~obs[:, None, :] | diag[None]
             terms = joint + np.log(np.where(skip[None], 1.0, ratio)).sum(3)
@@ -244,8 +244,8 @@ def spode_terms(s, a, cols, feats, m_limit=0):
     parents = vc.sum(0) >= m_limit
     d_i = s.feat_count[:C, feats].sum(0)  # |D| over the events where feature i was observed
     joint = np.log(vc + a) - np.log(d_i + a * n_vals)
-    pc = s.pair_count[:C][:, cols[:, None], cols[None, :]]  # (C, k, k)  |D_c,xi,xj|
-    den = s.pair_feat[:C][:, cols[:, None], feats[None, :]]  # |D_c,xi| where x_j observed
+    pc = s.pair_count[:C, cols[:, None], cols[None, :]]  # (C, k, k)  |D_c,xi,xj|
+    den = s.pair_feat[:C, cols[:, None], feats[None, :]]  # |D_c,xi| where x_j observed
     ratio = (pc + a) / (den + a * n_vals[None, None, :])
     k = len(cols)
     idx = np.arange(k)

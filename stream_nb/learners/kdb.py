@@ -241,8 +241,8 @@ class KDB(VectorisedRuns, StructuredClassifier):
                 den = np.broadcast_to(s.feat_count[:C, fs][:, None, :], num.shape)
             elif t == 0:  # k = 1: the pair counts, the parent's row
                 u = D[:, pas[0]]
-                num = s.pair_count[:C][:, u, v]
-                den = s.pair_feat[:C][:, u, np.broadcast_to(fs, v.shape)]
+                num = s.pair_count[:C, u, v]
+                den = s.pair_feat[:C, u, np.broadcast_to(fs, v.shape)]
             else:
                 us = [D[:, q] for q in pas]
                 us += [us[-1]] * (t - 1 - len(us))  # fewer parents: a diagonal of the table

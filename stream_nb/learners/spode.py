@@ -238,8 +238,8 @@ class SPODE(VectorisedRuns, StructuredClassifier):
         out = np.log(s.value_count[:C][:, tcols] + a) - np.log(d_p + a * n_p)[None, :]
         if len(cols):
             n_vals = s.n_values[feats] + (cols == 0)
-            ratio = (s.pair_count[:C][:, tcols[:, None], cols[None, :]] + a) / (
-                s.pair_feat[:C][:, tcols[:, None], feats[None, :]] + a * n_vals[None, None, :]
+            ratio = (s.pair_count[:C, tcols[:, None], cols[None, :]] + a) / (
+                s.pair_feat[:C, tcols[:, None], feats[None, :]] + a * n_vals[None, None, :]
             )
             out = out + np.log(ratio).sum(2)
         return out

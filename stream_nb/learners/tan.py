@@ -273,12 +273,12 @@ class TAN(VectorisedRuns, StructuredClassifier):
         has_pa = P >= 0
         num = np.where(
             has_pa[None],
-            s.pair_count[:C][:, Pc, Dc],
+            s.pair_count[:C, Pc, Dc],
             s.value_count[:C][:, Dc],
         )
         den = np.where(
             has_pa[None],
-            s.pair_feat[:C][:, Pc, np.broadcast_to(feats, D.shape)],
+            s.pair_feat[:C, Pc, np.broadcast_to(feats, D.shape)],
             s.feat_count[:C, feats][:, None, :],
         )
         term = np.log(num + a) - np.log(den + a * n_vals[None])
@@ -326,8 +326,8 @@ class TAN(VectorisedRuns, StructuredClassifier):
                 continue
             pdom = colmap[p : p + 1] if colmap[p] >= 0 else np.fromiter(s.values[p].values(), dtype=np.int64, count=len(s.values[p]))
             # t[c, u, v] = log P(x_f = v | c, x_p = u)
-            t = np.log(s.pair_count[:C][:, pdom[:, None], dom[None, :]] + a) - np.log(
-                s.pair_feat[:C][:, pdom, f] + a * n_vals
+            t = np.log(s.pair_count[:C, pdom[:, None], dom[None, :]] + a) - np.log(
+                s.pair_feat[:C, pdom, f] + a * n_vals
             )[:, :, None]
             beta = logsumexp(t + (inner[:, None, :] if np.ndim(inner) else 0.0), axis=2)  # (C, |pdom|)
             msg[p] = msg.get(p, 0.0) + beta
@@ -400,7 +400,7 @@ class TAN(VectorisedRuns, StructuredClassifier):
                 out[f] = (s.value_count[c, dom[f]] + a) / (s.feat_count[c, f] + a * n)
             else:
                 pd_ = dom[int(parent[f])]
-                out[f] = (s.pair_count[c][pd_[:, None], dom[f]] + a) / (s.pair_feat[c][pd_, f] + a * n)[:, None]
+                out[f] = (s.pair_count[c, pd_[:, None], dom[f][None, :]] + a) / (s.pair_feat[c, pd_, f] + a * n)[:, None]
         return out
 
     @staticmethod

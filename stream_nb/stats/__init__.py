@@ -21,6 +21,10 @@ array              shape                 meaning
                                          deviations), only in ``numeric="gaussian"``
 =================  ====================  ==========================================
 
+The pair tables (and KDB's t-way ``tuple_count``, ``tuple_feat``) are dense
+arrays while they fit the store's ``memory_budget`` and a :class:`SparseTable`
+of the cells that occur beyond it, with the same counts (see ``_budget.py``).
+
 Every categorical value (and every bin of a discretised numeric feature) is a
 *column* v of one global value axis; ``value_feature[v]`` is its feature.
 Column 0 is reserved: it never counts anything, and stands for a value that

@@ -14,7 +14,7 @@ from ._sparse import SparseTable
 from ._values import Encoded
 from ._working import row_chunks
 
-__all__ = ["Adding"]
+__all__ = ["Adding", "add_pairs_expected"]
 
 
 def _flat(table: np.ndarray) -> np.ndarray:
@@ -69,8 +69,26 @@ def _add_pairs_many(pc, pf, D, dfeats, yc, w, mask, cells: dict) -> None:
             if len(parts) == 1:
                 cells[pc.shape, pf.shape] = got
         pidx, fidx, pw = got
-        np.add.at(_flat(pc), pidx, pw)
-        np.add.at(_flat(pf), fidx, pw)
+        if isinstance(pc, SparseTable):  # the same flat keys: both number the cells C-ordered over the shape
+            pc.add_flat(pidx, pw)
+            pf.add_flat(fidx, pw)
+        else:
+            np.add.at(_flat(pc), pidx, pw)
+            np.add.at(_flat(pf), fidx, pw)
+
+
+def add_pairs_expected(pair_count, pair_feat, c: int, u: np.ndarray, fs: np.ndarray, J: np.ndarray, Jf: np.ndarray) -> None:
+    """Add ``J`` to ``pair_count[c, u[r], u[s]]`` and ``Jf`` to ``pair_feat[c, u[r], fs[g]]`` (dense or
+    sparse tables; ``u`` and ``fs`` are distinct, so each cell once): EM's expected pairs, or with
+    negated weights their removal."""
+    if isinstance(pair_count, SparseTable):  # the cells that change (not the pairs of one feature's values)
+        r, q = np.nonzero(J)
+        pair_count.add((c, u[r], u[q]), J[r, q])
+        r, q = np.nonzero(Jf)
+        pair_feat.add((c, u[r], fs[q]), Jf[r, q])
+    else:
+        pair_count[c][u[:, None], u] += J
+        pair_feat[c][u[:, None], fs] += Jf
 
 
 class Adding:
@@ -81,6 +99,7 @@ class Adding:
 
     def add(self, enc: Encoded, c: int, w: float = 1.0) -> None:
         """Add one (encoded) event of class index ``c`` with weight ``w`` (its observed values, to every count set)."""
+        self._check_sparse_room(len(enc.cols))
         if self.journal is not None:
             self.journal.append(("count", enc, c, w))
         self.version += 1
@@ -98,6 +117,7 @@ class Adding:
         ``missing="ignore"`` would have counted.
         """
         if self.keeps_observed and len(enc.cols):
+            self._check_sparse_room(len(enc.cols))
             if self.journal is not None:
                 self.journal.append(("observed", enc, c, w))
             self.version += 1
@@ -107,7 +127,10 @@ class Adding:
         """Add weight ``w`` to the values ``cols`` (of features ``feats``) of class ``c`` in count set ``p``."""
         getattr(self, p + "value_count")[c, cols] += w
         getattr(self, p + "feat_count")[c, feats] += w
-        if self.pairs:
+        if self.pairs and self.pairs_sparse:  # the event's pairs are distinct cells: as the dense += below
+            getattr(self, p + "pair_count").add((c, cols[:, None], cols[None, :]), w)
+            getattr(self, p + "pair_feat").add((c, cols[:, None], feats[None, :]), w)
+        elif self.pairs:
             rows = cols[:, None]
             getattr(self, p + "pair_count")[c][rows, cols] += w
             getattr(self, p + "pair_feat")[c][rows, feats] += w
@@ -155,6 +178,7 @@ class Adding:
         wanted and not yet kept) takes the event's observed values through
         :meth:`add_observed`.
         """
+        self._check_sparse_room(len(u))
         if self.wants_observed:
             self.keep_observed()
         if self.journal is not None:
@@ -166,8 +190,7 @@ class Adding:
         fs = feats_u[starts]
         self.feat_count[c, fs] += w
         if self.pairs:
-            self.pair_count[c][u[:, None], u] += w * J
-            self.pair_feat[c][u[:, None], fs] += w * np.add.reduceat(J, starts, axis=1)
+            add_pairs_expected(self.pair_count, self.pair_feat, c, u, fs, w * J, w * np.add.reduceat(J, starts, axis=1))
 
     def add_many(self, D, dfeats, G, gslots, yc, w=None, observed: bool = True) -> None:
         """Add a batch of encoded events (see :meth:`encode_frame`).
@@ -176,6 +199,8 @@ class Adding:
         (KDB's M-step), so they go to the counts and not to the observed-only
         twin (started here, if wanted and not yet kept, as in :meth:`add_expected`).
         """
+        if w is None or np.all(np.asarray(w) >= 0):  # removing (negative weights) needs no room
+            self._check_sparse_room(D.shape[1])
         if not observed and self.wants_observed:
             self.keep_observed()
         if self.journal is not None:

@@ -65,11 +65,11 @@ def coarse_state(fine, edges: dict, bins: int, warmup: int, max_table_cells) -> 
             for axis in range(1, 1 + n_axes):
                 a = np.moveaxis(np.moveaxis(a, axis, -1) @ A, -1, axis)
             out[p + name] = np.ascontiguousarray(a)
-        for name in ("tuple_count", "tuple_feat"):  # a t-way table written sparse: its cells' value indices mapped
+        for name in ("pair_count", "pair_feat", "tuple_count", "tuple_feat"):  # a table written sparse: its cells' value indices mapped
             cells = arrays.get(p + name + "_cells")
             if cells is None:
                 continue
-            n = cells.shape[1] - 1 - (name == "tuple_feat")
+            n = cells.shape[1] - 1 - name.endswith("_feat")
             cells = cells.copy()
             cells[:, 1 : 1 + n] = vmap[cells[:, 1 : 1 + n]]
             keep = (cells[:, 1 : 1 + n] > 0).all(1)

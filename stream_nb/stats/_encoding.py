@@ -161,6 +161,7 @@ class Encoding:
                 self._check_room(0, y not in self.class_index)
             return known
         cols, feats, gs, gx, todo = self._plan(x)
+        self._check_sparse_room(len(cols) + len(todo))  # a store past its memory budget takes nothing new
         if self.tuples:
             self._check_room(len(todo), y is not None and y not in self.class_index)
         for name, f, k, v in todo:

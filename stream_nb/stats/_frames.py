@@ -9,9 +9,9 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
-import pandas as pd
 
 from .._checks import is_integer
+from .._pandas import pd
 from ..exceptions import FeatureTypeError
 from ._values import (
     BINNED, CAT, GAUSS, NONE_TYPE, PLAIN_TYPES, VALUE_GROUPS, categorical_value, hashable, is_nan, json_type,
@@ -264,6 +264,7 @@ class Frames:
 
     def _register_frame(self, prepared, n):
         """Register new features and categorical values in row-major order of first appearance."""
+        self._check_sparse_room(len(prepared))  # a store past its memory budget takes nothing new
         events = []  # (row, position, 0 feature / 1 value, name, kind, value)
         for pos, name, f, kind, payload in prepared:
             if kind == CAT:

@@ -132,7 +132,11 @@ class Merging:
         C, V, F = len(other.classes), len(other.value_keys), len(other.features)
         getattr(self, p + "value_count")[np.ix_(cmap, vmap[1:])] += getattr(other, q + "value_count")[:C, 1:V]
         getattr(self, p + "feat_count")[np.ix_(cmap, fmap)] += getattr(other, q + "feat_count")[:C, :F]
-        if self.pairs:
+        if self.pairs and (self.pairs_sparse or other.pairs_sparse):  # the cells held, mapped (as the t-way ones)
+            for k, maps, dims in (("pair_count", (cmap, vmap, vmap), (C, V, V)), ("pair_feat", (cmap, vmap, fmap), (C, V, F))):
+                idx, vals = cells_of(getattr(other, q + k), dims)
+                scatter_add(getattr(self, p + k), tuple(m[i] for m, i in zip(maps, idx)), vals)
+        elif self.pairs:
             getattr(self, p + "pair_count")[np.ix_(cmap, vmap[1:], vmap[1:])] += getattr(other, q + "pair_count")[:C, 1:V, 1:V]
             getattr(self, p + "pair_feat")[np.ix_(cmap, vmap[1:], fmap)] += getattr(other, q + "pair_feat")[:C, 1:V, :F]
         if self.tuples and (self.tuples_sparse or other.tuples_sparse):

@@ -82,7 +82,9 @@ class Promotion:
         """Forget every count of feature ``f``'s columns ``old``, as if its values had been missing."""
         for p in self._sets():
             getattr(self, p + "feat_count")[:, f] = 0.0
-            if self.pairs:
+            if self.pairs and self.pairs_sparse:
+                self._remap_sparse(p, ("pair_count", "pair_feat"), 2, old, np.full(len(old), -1), f)
+            elif self.pairs:
                 pair_count, pair_feat = getattr(self, p + "pair_count"), getattr(self, p + "pair_feat")
                 pair_feat[:, :, f] -= pair_count[:, :, old].sum(2)
                 pair_count[:, old, :] = 0.0
@@ -110,15 +112,18 @@ class Promotion:
             self._merge_columns_of(p, old, new)
 
     def _remap_sparse_tuples(self, p: str, old: np.ndarray, new: np.ndarray, drop_feature: int = -1) -> None:
-        """Sparse t-way tables of count set ``p``: the counts of columns ``old`` moved to ``new`` along
-        every value axis (-1: dropped), and with ``drop_feature`` >= 0 that feature's cells dropped."""
-        t = self.tuples
-        for k, n_value_axes in (("tuple_count", t), ("tuple_feat", t - 1)):
+        self._remap_sparse(p, ("tuple_count", "tuple_feat"), self.tuples, old, new, drop_feature)
+
+    def _remap_sparse(self, p: str, family: tuple, t: int, old: np.ndarray, new: np.ndarray, drop_feature: int = -1) -> None:
+        """Sparse t-way tables ``family`` (the pairs': t = 2) of count set ``p``: the counts of columns
+        ``old`` moved to ``new`` along every value axis (-1: dropped), and with ``drop_feature`` >= 0
+        that feature's cells dropped."""
+        for k, n_value_axes in zip(family, (t, t - 1)):
             table = getattr(self, p + k)
             cmap = np.arange(table.shape[1])
             cmap[old] = new
             maps = [None] + [cmap] * n_value_axes
-            if k == "tuple_feat":
+            if k == family[1]:
                 fmap = np.arange(table.shape[-1])
                 if drop_feature >= 0:
                     fmap[drop_feature] = -1
@@ -128,12 +133,14 @@ class Promotion:
     def _merge_columns_of(self, p: str, old: np.ndarray, new: np.ndarray) -> None:
         if self.tuples and self.tuples_sparse:
             self._remap_sparse_tuples(p, old, new)
+        if self.pairs and self.pairs_sparse:
+            self._remap_sparse(p, ("pair_count", "pair_feat"), 2, old, new)
         value_count = getattr(self, p + "value_count")
         pair_count, pair_feat = getattr(self, p + "pair_count", None), getattr(self, p + "pair_feat", None)
         tuple_count, tuple_feat = getattr(self, p + "tuple_count", None), getattr(self, p + "tuple_feat", None)
         for o, n in zip(old.tolist(), new.tolist()):
             value_count[:, n] += value_count[:, o]
-            if self.pairs:
+            if self.pairs and not self.pairs_sparse:
                 pair_count[:, n, :] += pair_count[:, o, :]
                 pair_count[:, o, :] = 0.0
                 pair_count[:, :, n] += pair_count[:, :, o]

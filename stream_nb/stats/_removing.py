@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..exceptions import UnlearnError
+from ._adding import add_pairs_expected
 
 __all__ = ["Removing"]
 
@@ -86,7 +87,7 @@ class Removing:
             self._short(vc[j], w, f"{self._value_name(col)} in {self._class_name(c)}")
         self._short(getattr(self, p + "feat_count")[c, feats], w, f"the features of the event in {self._class_name(c)}")
         if self.pairs:
-            self._short(getattr(self, p + "pair_count")[c][cols[:, None], cols], w,
+            self._short(getattr(self, p + "pair_count")[c, cols[:, None], cols[None, :]], w,
                         f"the value pairs of the event in {self._class_name(c)}")
         if self.tuples:
             # every t-tuple of the event's values, gathered alike from a dense or a sparse table
@@ -144,8 +145,7 @@ class Removing:
         fs = feats_u[starts]
         self.feat_count[c, fs] -= w
         if self.pairs:
-            self.pair_count[c][u[:, None], u] -= w * J
-            self.pair_feat[c][u[:, None], fs] -= w * np.add.reduceat(J, starts, axis=1)
+            add_pairs_expected(self.pair_count, self.pair_feat, c, u, fs, -(w * J), -(w * np.add.reduceat(J, starts, axis=1)))
 
     def _remove_many(self, D, dfeats, G, gslots, yc, w, observed) -> None:
         """The reverse of :meth:`add_many`: the discrete counts with negated weights, the Gaussian

@@ -24,7 +24,7 @@ __all__ = ["ObservedView", "Schema"]
 class Schema:
     """Schema and capacity of a :class:`~stream_nb.stats.Stats` (a part of it, not used alone)."""
 
-    def _alloc(self, cc, cv, cf, cg):
+    def _alloc(self, cc, cv, cf, cg, need=None):
         old = getattr(self, "class_count", None)
         C, V, F, G = (len(self.classes), len(self.value_keys), len(self.features), self.n_gauss)
         new = {
@@ -37,10 +37,7 @@ class Schema:
             "g_mean": np.zeros((cc, cg)),
             "g_m2": np.zeros((cc, cg)),
         }
-        if self.pairs:
-            new["pair_count"] = np.zeros((cc, cv, cv))
-            new["pair_feat"] = np.zeros((cc, cv, cf))
-        used = {"value_count": (C, V), "feat_count": (C, F), "pair_count": (C, V, V), "pair_feat": (C, V, F)}
+        used = {"value_count": (C, V), "feat_count": (C, F)}
         for p in self._sets()[1:]:
             for k in used:
                 if k in new:
@@ -59,9 +56,30 @@ class Schema:
         for k, v in new.items():
             setattr(self, k, v)
         self._cap = (cc, cv, cf, cg)
+        if self.pairs:
+            self._alloc_pairs(cc, cv, cf, need)
         if self.tuples:
             self._alloc_tuples(cc, cv, cf)
         self.epoch += 1
+
+    def _alloc_pairs(self, cc, cv, cf, need=None):
+        """The pair tables, with the base arrays' spare room: dense while they fit the memory budget,
+        sparse beyond (see ``_budget.py``). Dense tables that fit only without the spare room get
+        the classes of ``need`` and a sixteenth more values and features, and grow in ``_reserve``."""
+        C, V, F = len(self.classes), len(self.value_keys), len(self.features)
+        if not self.pairs_sparse and not self._dense_fits(("pair_count", "pair_feat"), 2, cc, cv, cf):
+            nc, nv, nf = need or (C, V, F)
+            cc, cv, cf = min(cc, max(nc, 1)), min(cv, nv + 8 + nv // 16), min(cf, nf + 4 + nf // 16)
+        if self._sparse_pairs(cc, cv, cf):
+            return
+        for p in self._sets():
+            pc, pf = np.zeros((cc, cv, cv)), np.zeros((cc, cv, cf))
+            old = getattr(self, p + "pair_count", None)
+            if old is not None:
+                pc[:C, :V, :V] = old[:C, :V, :V]
+                pf[:C, :V, :F] = getattr(self, p + "pair_feat")[:C, :V, :F]
+            setattr(self, p + "pair_count", pc)
+            setattr(self, p + "pair_feat", pf)
 
     def _alloc_tuples(self, cc, cv, cf):
         """The t-way tensors grow as V^t, so they get no spare capacity beyond the base arrays'."""
@@ -144,6 +162,10 @@ class Schema:
         cc, cv, cf, cg = self._cap
         need = (len(self.classes) + c, len(self.value_keys) + v, len(self.features) + f, self.n_gauss + g)
         if need[0] <= cc and need[1] <= cv and need[2] <= cf and need[3] <= cg:
+            if self.pairs and not self.pairs_sparse and (  # dense pair tables without spare room: grown here
+                    need[0] > self.pair_count.shape[0] or need[1] > self.pair_count.shape[1]
+                    or need[2] > self.pair_feat.shape[2]):
+                self._alloc_pairs(cc, cv, cf, need[:3])
             if self.tuples:
                 self._alloc_tuples(*need[:3])
             return
@@ -153,7 +175,7 @@ class Schema:
                 cap *= 2
             return cap
 
-        self._alloc(grow(cc, need[0]), grow(cv, need[1]), grow(cf, need[2]), grow(cg, need[3]))
+        self._alloc(grow(cc, need[0]), grow(cv, need[1]), grow(cf, need[2]), grow(cg, need[3]), need[:3])
 
     @property
     def n_classes(self) -> int:

@@ -60,16 +60,20 @@ class State:
             if p:
                 arrays[p + "value_count"] = getattr(self, p + "value_count")[:C, :V].copy()
                 arrays[p + "feat_count"] = getattr(self, p + "feat_count")[:C, :F].copy()
-            if self.pairs:
+            sparse = []  # the sparse tables: the cells held, (cells, axes) indices and their counts
+            if self.pairs and self.pairs_sparse:
+                sparse += [("pair_count", (C, V, V)), ("pair_feat", (C, V, F))]
+            elif self.pairs:
                 arrays[p + "pair_count"] = getattr(self, p + "pair_count")[:C, :V, :V].copy()
                 arrays[p + "pair_feat"] = getattr(self, p + "pair_feat")[:C, :V, :F].copy()
-            if self.tuples and self.tuples_sparse:  # the cells held: (cells, 1 + t) indices and their counts
+            if self.tuples and self.tuples_sparse:
                 t = self.tuples
-                for k, dims in (("tuple_count", (C,) + (V,) * t), ("tuple_feat", (C,) + (V,) * (t - 1) + (F,))):
-                    idx, vals = cells_of(getattr(self, p + k), dims)
-                    arrays[p + k + "_cells"] = np.stack(idx, axis=1).astype(np.int64).reshape(-1, t + 1)
-                    arrays[p + k + "_counts"] = vals.astype(float)
-            elif self.tuples:
+                sparse += [("tuple_count", (C,) + (V,) * t), ("tuple_feat", (C,) + (V,) * (t - 1) + (F,))]
+            for k, dims in sparse:
+                idx, vals = cells_of(getattr(self, p + k), dims)
+                arrays[p + k + "_cells"] = np.stack(idx, axis=1).astype(np.int64).reshape(-1, len(dims))
+                arrays[p + k + "_counts"] = vals.astype(float)
+            if self.tuples and not self.tuples_sparse:
                 t = self.tuples
                 arrays[p + "tuple_count"] = getattr(self, p + "tuple_count")[(slice(0, C),) + (slice(0, V),) * t].copy()
                 arrays[p + "tuple_feat"] = getattr(self, p + "tuple_feat")[
@@ -157,7 +161,10 @@ class State:
         for p in s._sets():
             getattr(s, p + "value_count")[:C, :V] = arrays[p + "value_count"]
             getattr(s, p + "feat_count")[:C, :F] = arrays[p + "feat_count"]
-            if s.pairs:
+            if s.pairs and p + "pair_count_cells" in arrays:  # written sparse: dense or sparse here, by the budget
+                for k in ("pair_count", "pair_feat"):
+                    scatter_add(getattr(s, p + k), tuple(arrays[p + k + "_cells"].T), arrays[p + k + "_counts"])
+            elif s.pairs:
                 getattr(s, p + "pair_count")[:C, :V, :V] = arrays[p + "pair_count"]
                 getattr(s, p + "pair_feat")[:C, :V, :F] = arrays[p + "pair_feat"]
             if s.tuples and p + "tuple_count_cells" in arrays:  # written sparse: dense or sparse here, by the budget
@@ -327,9 +334,13 @@ def check_state(arrays: dict, meta: dict) -> None:
     shapes = {"class_count": (C,), "value_count": (C, V), "feat_count": (C, F),
               "g_n": (C, G), "g_mean": (C, G), "g_m2": (C, G)}
     twinned = {"value_count": (C, V), "feat_count": (C, F)}
-    if meta["pairs"]:
+    cells = {}  # a table written sparse: (n, axes) cell indices within these bounds, and n counts
+    if meta["pairs"] and "pair_count_cells" in arrays:
+        cells.update(pair_count=(C, V, V), pair_feat=(C, V, F))
+        for k in ("pair_count", "pair_feat"):
+            twinned.update({k + "_cells": (None, 3), k + "_counts": (None,)})
+    elif meta["pairs"]:
         twinned.update(pair_count=(C, V, V), pair_feat=(C, V, F))
-    cells = {}  # a t-way table written sparse: (n, 1 + t) cell indices within these bounds, and n counts
     if tuples and "tuple_count_cells" in arrays:
         cells.update(tuple_count=(C,) + (V,) * tuples, tuple_feat=(C,) + (V,) * (tuples - 1) + (F,))
         for k in cells:
@@ -363,7 +374,7 @@ def check_state(arrays: dict, meta: dict) -> None:
 
 
 def _check_cells(name: str, a: np.ndarray, arrays: dict, bounds: tuple) -> tuple:
-    """The shape array ``name`` of a sparse t-way table must have (cells within ``bounds``, one
+    """The shape array ``name`` of a sparse table must have (cells within ``bounds``, one
     row per count of its ``_counts`` twin); ValueError when they are out of bounds."""
     base = name.rsplit("_", 1)[0]
     n = len(arrays[base + "_counts"]) if isinstance(arrays.get(base + "_counts"), np.ndarray) else -1
