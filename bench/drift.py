@@ -68,7 +68,8 @@ def ours() -> dict:
 
 
 def ours_aode() -> dict:
-    """AODE (numeric features in 5 equal-frequency bins) without forgetting, with a window, with DDM."""
+    """AODE (numeric features by the default supervised two-layer discretiser) without forgetting, with a
+    window, with DDM."""
     from stream_nb import AODE
 
     out = {"aode": dict(), "aode:window=2000": dict(window=2000), "aode:ddm": dict(drift_detector="ddm")}
@@ -76,10 +77,12 @@ def ours_aode() -> dict:
 
 
 def ours_tan() -> dict:
-    """TAN (numeric features in 5 equal-frequency bins) without forgetting, with a window, with DDM."""
+    """TAN without forgetting, with a window, with DDM (numeric features by the default supervised
+    two-layer discretiser), and with DDM over 5 equal-frequency bins (``discretiser="equal_frequency"``)."""
     from stream_nb import TAN
 
-    out = {"tan": dict(), "tan:window=2000": dict(window=2000), "tan:ddm": dict(drift_detector="ddm")}
+    out = {"tan": dict(), "tan:window=2000": dict(window=2000), "tan:ddm": dict(drift_detector="ddm"),
+           "tan:equal_frequency+ddm": dict(discretiser="equal_frequency", drift_detector="ddm")}
     return {name: (lambda kw=kw: TAN(**kw)) for name, kw in out.items()}
 
 

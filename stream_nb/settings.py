@@ -131,7 +131,8 @@ SETTINGS: tuple[Setting, ...] = (
             "(model default gaussian)", _MODEL, choices=("gaussian", "bins")),
     Setting("discretiser", "choice", None, "AODE, TAN, SPODE, KDB (and NB with --numeric bins): mdl (cut points "
             "chosen by Fayyad and Irani's MDL criterion over fine bins, again as the stream goes on) or "
-            "equal_frequency (--bins bins from the first --warmup values, never moved) (model default mdl)",
+            "equal_frequency (--bins bins from the first --warmup values, never moved) (model default mdl; KDB "
+            "equal_frequency)",
             _MODEL, choices=("mdl", "equal_frequency")),
     Setting("bins", "int", None, "AODE, TAN, SPODE, KDB: equal-frequency bins per numeric feature with "
             "--discretiser equal_frequency (model default 5)", _MODEL, "N"),
