@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import signal
 import time
 
 import pytest
@@ -209,8 +210,12 @@ def test_kafka_rebalance_moves_held_events_and_early_labels_with_their_partition
         produce(setup.bootstrap, setup.input, after, setup.input_ends)
         produce(setup.bootstrap, setup.labels, rest, setup.label_ends)
         wait_until(setup.committed_all, 120, "every event and label", second, step=0.2)
-        assert second.terminate() == 0, second.log()[-4000:]
-        assert first.terminate() == 0, first.log()[-4000:]
+        # the whole group stops at once: each member keeps what it holds in its own snapshot (a member stopped
+        # alone while the other runs on is not handed over: see the README's limits of --feedback-topic)
+        for d in (first, second):
+            d.proc.send_signal(signal.SIGTERM)  # once: a second SIGTERM stops a daemon at once, unsaved
+        assert second.wait(60) == 0, second.log()[-4000:]
+        assert first.wait(60) == 0, first.log()[-4000:]
     finally:
         for d in (first, second):
             if d is not None and d.proc.poll() is None:

@@ -79,7 +79,12 @@ class Group:
         counts = named_counts(ref)
 
         def quiet():
-            model = export(self.bootstrap, self.model_topic, self.tmp / "export.snb")
+            try:
+                model = export(self.bootstrap, self.model_topic, self.tmp / "export.snb")
+            except AssertionError as exc:  # nothing published yet (the members may still be starting): wait on
+                if "holds no model state" not in str(exc):
+                    raise
+                return None
             return model if named_counts(model) == counts else None
 
         try:

@@ -213,8 +213,10 @@ def test_a_daemon_without_partitions_is_alive_but_not_ready(kafka_client, kafka_
     # (range assignment gives it to the first member); it must keep polling to take part in rebalances
     # the holder subscribes once it knows the topic's partitions: leading the group before, it assigned
     # nothing ("No partition metadata for topic") and did not rejoin within a minute (failed twice)
+    # a long session: on a loaded machine the default one expired once, the holder was dropped from the group
+    # and the daemon got the partition
     holder = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, client_id="a-holder",
-                           enable_auto_commit=False)
+                           enable_auto_commit=False, session_timeout_ms=60000, heartbeat_interval_ms=3000)
     wait_for("the holder to see the topic's partition", lambda: holder.partitions_for_topic(input_topic), 60)
     holder.subscribe([input_topic])
     stop_holding = threading.Event()
