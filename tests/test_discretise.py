@@ -318,8 +318,11 @@ def test_discretiser_settings_are_checked_and_equal_frequency_stays():
     assert type(TAN(discretiser="equal_frequency")._stats) is Stats
     assert type(NaiveBayes()._stats) is Stats
     assert type(NaiveBayes(numeric="bins")._stats) is TwoLayerStats
-    for cls in (_AODE, _TAN, _SPODE, _KDB, functools.partial(_NaiveBayes, numeric="bins")):  # the default
+    for cls in (_AODE, _TAN, _SPODE, functools.partial(_NaiveBayes, numeric="bins")):  # the default
         assert type(cls()._stats) is TwoLayerStats and cls().discretiser == "mdl"
+    # KDB's default stays equal-frequency (its fine layer's (k+1)-way table is slow), mdl by name
+    assert type(_KDB()._stats) is Stats and _KDB().discretiser == "equal_frequency"
+    assert type(_KDB(discretiser="mdl")._stats) is TwoLayerStats
     # bin_edges still fix the edges, in both layers
     model = learn(AODE(bin_edges={"a": [0.0, 1.0]}, warmup=20), numeric_events(200, seed=11))
     assert model._stats.cut_points()["a"] == [0.0, 1.0]

@@ -283,6 +283,7 @@ def check_state(arrays: dict, meta: dict) -> None:
         raise ValueError(f"stats.features: expected a list, got {_kind(features)}")
     kinds, names = [], []
     allowed = {"categorical", "gaussian" if numeric == "gaussian" else "binned"}
+    edges_of: list = []  # a binned feature's edges (None while warming up)
     for i, feat in enumerate(features):
         where = f"stats.features[{i}]"
         if not isinstance(feat, dict) or not {"name", "kind", "discretiser"} <= set(feat):
@@ -297,6 +298,7 @@ def check_state(arrays: dict, meta: dict) -> None:
             raise ValueError(f"{where}.discretiser: a {feat['kind']} feature has none, got {_kind(feat['discretiser'])}")
         kinds.append(feat["kind"])
         names.append(feat["name"])
+        edges_of.append(feat["discretiser"]["edges"] if feat["kind"] == "binned" else None)
     if len(set(names)) != len(names):
         raise ValueError("stats.features: a feature name appears twice")
 
@@ -320,6 +322,9 @@ def check_state(arrays: dict, meta: dict) -> None:
         _check_hashable(f"{where}", v)
         if kinds[f] == "binned" and (not is_integer(v) or v < 0):
             raise ValueError(f"{where}: a bin of binned feature {names[f]!r} is an integer >= 0, got {_kind(v)}")
+        if kinds[f] == "binned" and edges_of[f] is not None and v > len(edges_of[f]):
+            raise ValueError(f"{where}: binned feature {names[f]!r} has {len(edges_of[f]) + 1} bins "
+                             f"({len(edges_of[f])} edges), got bin {v}")
         if (f, v) in seen:
             raise ValueError(f"{where}: value {v!r} of feature {names[f]!r} appears twice")
         seen.add((f, v))
