@@ -261,7 +261,9 @@ class Joiner:
             return
         learn_events = getattr(self.engine.model, "learn_events", None)
         if learn_events is not None:
-            learn_events(xs, ys)
+            for i, exc in learn_events(xs, ys):  # checked when set aside (_check_joined_label): never expected
+                log.warning("a joined pair was not learned (label %r): %s", ys[i], exc,
+                            extra={"event": "join_refused", "reason": getattr(exc, "reason", None)})
         else:
             for x, y in zip(xs, ys):
                 self._learn(x, y)

@@ -73,21 +73,25 @@ class VectorisedRuns(abc.ABC):
     def _set_run_state(self, state) -> None:
         """Restore what :meth:`_run_state` returned; default: nothing."""
 
-    def learn_events(self, xs: list, ys: list) -> None:
+    def learn_events(self, xs: list, ys: list) -> list:
         """Learn events as :meth:`prequential_iter` does (the same runs; an event it refuses is skipped),
         predicting only what a drift detector or the model learns from. Group members' partition states learn so.
+
+        Returns ``[(index, error), ...]``: the events refused (each an
+        :class:`~stream_nb.exceptions.InvalidEventError`), for the caller to report.
 
         >>> from stream_nb import NaiveBayes
         >>> xs, ys = [{"sky": "sun"}, {"sky": "rain"}, {"sky": ["?"]}, {"sky": "sun"}], ["play", "stay", "play", "play"]
         >>> a, b = NaiveBayes(), NaiveBayes()
         >>> _ = a.prequential_many(xs, ys)
-        >>> b.learn_events(xs, ys)
+        >>> [(i, e.reason) for i, e in b.learn_events(xs, ys)]
+        [(2, 'bad_feature_type')]
         >>> a.predict_proba_one({"sky": "sun"}) == b.predict_proba_one({"sky": "sun"}), b.n_learned
         (True, 3.0)
         """
         if len(xs) != len(ys):
             raise ValueError(f"learn_events: {len(xs)} events but {len(ys)} labels")
-        i, n = 0, len(xs)
+        i, n, refused = 0, len(xs), []
         watched = getattr(self, "_forget", None) is not None and self._forget.detector is not None
         while i < n:
             if self._forget_runs():
@@ -98,9 +102,10 @@ class VectorisedRuns(abc.ABC):
                         self.prequential_one(xs[i], ys[i])
                     elif self.learn_unlabeled or not is_missing_label(ys[i]):
                         self.learn_one(xs[i], ys[i])
-                except InvalidEventError:
-                    pass  # prequential_iter reports it and leaves the model as it was
+                except InvalidEventError as exc:  # the model is left as it was, as prequential_iter does
+                    refused.append((i, exc))
                 i += 1
+        return refused
 
     def _run_scores_learned(self) -> bool:
         """Whether learning a run needs its scores: they change the model (``_run_scoring_learns``)
