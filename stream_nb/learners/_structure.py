@@ -11,6 +11,8 @@ import math
 
 import numpy as np
 
+from ..stats import cmi_from_cells, mutual_information_with_class
+
 __all__ = ["conditional_mutual_information", "dependence_shown", "maximum_spanning_tree", "mutual_information_with_class"]
 
 
@@ -40,7 +42,7 @@ def conditional_mutual_information(stats) -> np.ndarray:
     if not len(live):
         return out
     if stats.pairs_sparse:
-        return _cmi_from_cells(stats, C, V, F)
+        return cmi_from_cells(stats)
     fcol = stats.value_feature[live]
     order = np.argsort(fcol, kind="stable")
     cols = live[order]
@@ -67,54 +69,6 @@ def conditional_mutual_information(stats) -> np.ndarray:
     np.fill_diagonal(mi, 0.0)
     out[np.ix_(present, present)] = np.maximum(mi, 0.0)
     return out
-
-
-def _sums(keys: np.ndarray, n: np.ndarray) -> np.ndarray:
-    """Per entry, the sum of ``n`` over the entries with the same key."""
-    uniq, inv = np.unique(keys, return_inverse=True)
-    return np.bincount(inv.ravel(), weights=n, minlength=len(uniq))[inv.ravel()]
-
-
-def _cmi_from_cells(stats, C: int, V: int, F: int) -> np.ndarray:
-    """:func:`conditional_mutual_information` read off sparse pair tables: the same sums over the
-    cells held (a dense V x V block per class would be as large as the table it replaces)."""
-    (c, v, w), n = stats.pair_count.cells()
-    fv = stats.value_feature
-    ok = (c < C) & (v < V) & (w < V) & (n > 0)
-    c, v, w, n = c[ok], v[ok], w[ok], n[ok]
-    live = (fv[v] >= 0) & (fv[w] >= 0) & (v > 0) & (w > 0)
-    c, v, w, n = c[live], v[live], w[live], n[live]
-    fi, fj = fv[v], fv[w]
-    row = _sums((c * V + v) * F + fj, n)  # n(c, v, feature j)
-    col = _sums((c * F + fi) * V + w, n)  # n(c, feature i, w)
-    blk = _sums((c * F + fi) * F + fj, n)  # n(c, i, j)
-    term = n * np.log(n * blk / (row * col))
-    mi = np.bincount(fi * F + fj, weights=term, minlength=F * F).reshape(F, F)
-    n_pair = np.bincount(fi * F + fj, weights=n, minlength=F * F).reshape(F, F)
-    mi, n_pair = mi + mi.T, n_pair + n_pair.T  # both blocks of each pair
-    with np.errstate(divide="ignore", invalid="ignore"):
-        mi = np.where(n_pair > 0, mi / np.where(n_pair > 0, n_pair, 1.0), 0.0)
-    np.fill_diagonal(mi, 0.0)
-    return np.maximum(mi, 0.0)
-
-
-def mutual_information_with_class(stats) -> np.ndarray:
-    """I(x_i; y) of every feature with the class, from the value counts (0 for Gaussian features)."""
-    C, V, F = stats.n_classes, len(stats.value_keys), len(stats.features)
-    out = np.zeros(F)
-    if V <= 1 or C == 0:
-        return out
-    live = np.flatnonzero(stats.value_feature[1:V] >= 0) + 1
-    n = stats.value_count[:C, live]  # (C, live columns)
-    feat = stats.value_feature[live]
-    n_f = np.bincount(feat, weights=n.sum(0), minlength=F)  # events with feature f observed
-    n_cf = np.stack([np.bincount(feat, weights=n[c], minlength=F) for c in range(C)])  # (C, F)
-    n_v = n.sum(0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = n * n_f[feat][None, :] / (n_v[None, :] * n_cf[:, feat])
-        term = np.where(n > 0, n * np.log(np.where(n > 0, ratio, 1.0)), 0.0)
-    mi = np.bincount(feat, weights=term.sum(0), minlength=F)
-    return np.maximum(np.where(n_f > 0, mi / np.where(n_f > 0, n_f, 1.0), 0.0), 0.0)
 
 
 def maximum_spanning_tree(weights: np.ndarray, nodes, root, rank=None) -> dict:

@@ -6,7 +6,7 @@ import numpy as np
 
 from ..stats import DEFAULT_MEMORY_BUDGET
 from .._checks import check_integer
-from ..stats import naive_terms
+from ..stats import naive_terms, set_pair_rule
 from ._base import BayesClassifier
 from ._binning import check_binning
 from ._decision import logsumexp
@@ -154,6 +154,8 @@ class AODE(VectorisedRuns, BayesClassifier):
         check_integer("m", m, minimum=0)
         check_binning(bins, warmup, discretiser, fine_bins)
         self._setup(numeric="bins", pairs=True, bins=bins, warmup=warmup, bin_edges=bin_edges, discretiser=discretiser, fine_bins=fine_bins)
+        if window is None and half_life is None and drift_detector is None:
+            set_pair_rule(self._stats, "parents")  # past the budget: keep the best super-parents' pairs
 
     @classmethod
     def _unit_test_params(cls):
@@ -178,7 +180,8 @@ class AODE(VectorisedRuns, BayesClassifier):
     _run_complete = True  # complete events: every attribute is a parent and a child of every other
 
     def _run_ready(self) -> bool:
-        return not self.learn_unlabeled
+        # under a pair selection the one-event path reads the candidate parents' pairs alone
+        return not self.learn_unlabeled and not self._stats.pairs_selected
 
     def _run_rows(self) -> int:
         s = self._stats
@@ -190,7 +193,7 @@ class AODE(VectorisedRuns, BayesClassifier):
         if not D.shape[1]:
             return prior.copy()
         terms, seen = spode_run_terms(s, a, D, yc, C, self.__dict__.setdefault("_run_scratch", {}))
-        parents = seen >= self.m
+        parents = (seen >= self.m) & s.parent_ok(np.arange(D.shape[1]))[None, :]
         rows = parents.any(1)
         out = np.empty((len(D), C))
         if rows.any():
@@ -201,11 +204,15 @@ class AODE(VectorisedRuns, BayesClassifier):
 
     def _add_expected(self, enc, c, w, miss):
         s = self._stats
+        if s.pairs_selected:  # the E-step would read pairs no longer counted: counted as missing="ignore"
+            s.add(enc, c, w)
+            return
         add_estep(s, enc, c, w, one_dependence_estep(s.observed(), self._alpha, enc, c, miss))
 
     def _missing_posterior(self, enc, c, miss):
-        return mixture_posterior(self._stats, self._alpha, enc, c, miss, self.m * self._inflation, None,
-                                 self._naive_jll(enc))
+        s = self._stats
+        allowed = np.flatnonzero(s.pair_allowed).tolist() if s.pairs_selected else None
+        return mixture_posterior(s, self._alpha, enc, c, miss, self.m * self._inflation, allowed, self._naive_jll(enc))
 
     def _jll_many(self, D, dfeats, G, gslots):
         out = self._naive_jll_many(D, dfeats, G, gslots)
@@ -221,7 +228,7 @@ class AODE(VectorisedRuns, BayesClassifier):
             Dc = np.where(obs, Dr, 0)
             n_vals = np.maximum(s.n_values[dfeats][None, :] + (Dr == 0), 1)
             vc = s.value_count[:C][:, Dc]
-            parents = obs & (vc.sum(0) >= self.m * self._inflation)
+            parents = obs & (vc.sum(0) >= self.m * self._inflation) & s.parent_ok(dfeats)[None, :]
             joint = np.log(vc + a) - np.log(d_i[None, :] + a * n_vals)[None]
             pc = s.pair_count[:C, Dc[:, :, None], Dc[:, None, :]]
             den = s.pair_feat[:C, Dc[:, :, None], dfeats[None, None, :]]
@@ -241,13 +248,23 @@ def spode_terms(s, a, cols, feats, m_limit=0):
     C = s.n_classes
     vc = s.value_count[:C, cols]  # |D_c,xi|  (C, k)
     n_vals = s.n_values[feats] + (cols == 0)  # N_i (a never-seen value counts as one more)
-    parents = vc.sum(0) >= m_limit
+    parents = (vc.sum(0) >= m_limit) & s.parent_ok(feats)  # and counted as parents (stats/_candidates.py)
     d_i = s.feat_count[:C, feats].sum(0)  # |D| over the events where feature i was observed
     joint = np.log(vc + a) - np.log(d_i + a * n_vals)
+    k = len(cols)
+    if s.pairs_selected:  # only the candidate parents' pairs are counted: the rows of those alone
+        rows = np.flatnonzero(s.parent_ok(feats))
+        terms = np.zeros((C, k))
+        if len(rows):
+            pc = s.pair_count[:C, cols[rows, None], cols[None, :]]
+            den = s.pair_feat[:C, cols[rows, None], feats[None, :]]
+            ratio = (pc + a) / (den + a * n_vals[None, None, :])
+            ratio[:, np.arange(len(rows)), rows] = 1.0
+            terms[:, rows] = joint[:, rows] + np.log(ratio).sum(2)
+        return terms, parents
     pc = s.pair_count[:C, cols[:, None], cols[None, :]]  # (C, k, k)  |D_c,xi,xj|
     den = s.pair_feat[:C, cols[:, None], feats[None, :]]  # |D_c,xi| where x_j observed
     ratio = (pc + a) / (den + a * n_vals[None, None, :])
-    k = len(cols)
     idx = np.arange(k)
     ratio[:, idx, idx] = 1.0  # P(x_i | c, x_i) = 1
     return joint + np.log(ratio).sum(2), parents

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..exceptions import InvalidEventError
-from ..stats import DEFAULT_MEMORY_BUDGET, Encoded, is_missing_label, naive_terms
+from ..stats import DEFAULT_MEMORY_BUDGET, Encoded, is_missing_label, naive_terms, set_pair_rule
 from ._binning import check_binning
 from ._decision import logsumexp
 from ._dependence_runs import rooted_run_terms, run_cells, spode_run_terms
@@ -136,6 +136,8 @@ class SPODE(VectorisedRuns, StructuredClassifier):
         check_binning(bins, warmup, discretiser, fine_bins)
         self._setup_rebuilds()
         self._setup(numeric="bins", pairs=True, bins=bins, warmup=warmup, bin_edges=bin_edges, discretiser=discretiser, fine_bins=fine_bins)
+        if parent is None and window is None and half_life is None and drift_detector is None:
+            set_pair_rule(self._stats, "parents")  # past the budget: keep the candidate super-parents' pairs
         self._chosen = parent  # the super-parent's name, or None (naive Bayes)
         self._loss_sum = np.zeros(0)
         self._loss_n = np.zeros(0)
@@ -185,8 +187,12 @@ class SPODE(VectorisedRuns, StructuredClassifier):
             return
         terms, _ = spode_terms(s, self._alpha, enc.cols, enc.feats)
         logp = terms - logsumexp(terms, axis=0)[None, :]
-        self._loss_sum[enc.feats] -= logp[c]
-        self._loss_n[enc.feats] += 1
+        feats, lp = enc.feats, logp[c]
+        if s.pairs_selected:  # only the candidates whose pairs are counted are scored
+            ok = s.parent_ok(feats)
+            feats, lp = feats[ok], lp[ok]
+        self._loss_sum[feats] -= lp
+        self._loss_n[feats] += 1
 
     def _grow_scores(self) -> None:
         """One running score per feature."""
@@ -200,7 +206,7 @@ class SPODE(VectorisedRuns, StructuredClassifier):
         """Choose the super-parent now (``parent=None``): the lowest running mean log loss, ties by name."""
         if self.parent is None and self._loss_n.any():
             names = self._stats.features
-            seen = np.flatnonzero(self._loss_n)
+            seen = np.flatnonzero((self._loss_n > 0) & self._stats.parent_ok(np.arange(len(self._loss_n))))
             mean = self._loss_sum[seen] / self._loss_n[seen]
             best = min(zip(mean.tolist(), seen.tolist()), key=lambda t: (t[0], str(names[t[1]])))
             self._chosen = names[best[1]]
@@ -213,7 +219,8 @@ class SPODE(VectorisedRuns, StructuredClassifier):
     # ------------------------------------------------------------------ inference
 
     def _parent_index(self):
-        return self._stats.feature_index.get(self._chosen) if self._chosen is not None else None
+        p = self._stats.feature_index.get(self._chosen) if self._chosen is not None else None
+        return p if p is None or self._stats.parent_ok(np.array([p]))[0] else None  # its pairs may be dropped
 
     def _jll(self, enc):
         s = self._stats
@@ -261,7 +268,8 @@ class SPODE(VectorisedRuns, StructuredClassifier):
     _run_scoring_learns = True  # a run's scores update each candidate's running loss
 
     def _run_ready(self) -> bool:
-        return not self.learn_unlabeled
+        # under a pair selection the one-event path scores the candidate parents alone
+        return not self.learn_unlabeled and not (self.parent is None and self._stats.pairs_selected)
 
     def _run_rows(self) -> int:
         s = self._stats
@@ -285,9 +293,10 @@ class SPODE(VectorisedRuns, StructuredClassifier):
             logp = terms - logsumexp(terms, axis=1)[:, None, :]
             self._grow_scores()
             F = D.shape[1]
+            ok = s.parent_ok(np.arange(F)) if s.pairs_selected else slice(0, F)  # the candidates scored
             for r in np.flatnonzero(yc >= 0).tolist():
-                self._loss_sum[:F] -= logp[r, yc[r]]
-                self._loss_n[:F] += 1
+                self._loss_sum[ok] -= logp[r, yc[r]][ok]
+                self._loss_n[ok] += 1
             if rooted:
                 return terms[:, :, p]
         elif rooted:
@@ -299,6 +308,9 @@ class SPODE(VectorisedRuns, StructuredClassifier):
     def _add_expected(self, enc, c, w, miss):
         # every candidate super-parent's tables, each under its own SPODE (the scores read them all)
         s = self._stats
+        if s.pairs_selected:  # the E-step would read pairs no longer counted: counted as missing="ignore"
+            s.add(enc, c, w)
+            return
         add_estep(s, enc, c, w, one_dependence_estep(s.observed(), self._alpha, enc, c, miss))
 
     def _missing_posterior(self, enc, c, miss):

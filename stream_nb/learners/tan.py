@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._checks import is_integer
-from ..stats import DEFAULT_MEMORY_BUDGET, GAUSS, tree_terms
+from ..stats import DEFAULT_MEMORY_BUDGET, GAUSS, set_pair_rule, tree_terms
 from ._binning import check_binning
 from ._decision import logsumexp
 from ._em import add_estep, naive_bayes_blocks, one_dependence_estep
@@ -159,6 +159,8 @@ class TAN(VectorisedRuns, StructuredClassifier):
         check_binning(bins, warmup, discretiser, fine_bins)
         self._setup_rebuilds()
         self._setup(numeric="bins", pairs=True, bins=bins, warmup=warmup, bin_edges=bin_edges, discretiser=discretiser, fine_bins=fine_bins)
+        if window is None and half_life is None and drift_detector is None:
+            set_pair_rule(self._stats, "edges")  # past the budget: keep the candidate edges' pairs
         self._parent = np.full(0, -1, dtype=np.int64)
         self._cmi = np.zeros((0, 0))
         self._root = -1
@@ -183,8 +185,11 @@ class TAN(VectorisedRuns, StructuredClassifier):
         rank = {f: r for r, f in enumerate(sorted(nodes, key=lambda f: str(s.features[f])))}
         mi = mutual_information_with_class(s)
         root = max(nodes, key=lambda f: (mi[f], -rank[f])) if nodes else -1
-        for child, par in maximum_spanning_tree(cmi, nodes, root, rank).items():
-            parent[child] = par
+        kept = s.edge_ok()  # None, or the pairs still counted: a maximum spanning forest over them
+        weights = cmi if kept is None else np.where(kept, cmi, -1.0)
+        for child, par in maximum_spanning_tree(weights, nodes, root, rank).items():
+            if kept is None or kept[par, child]:
+                parent[child] = par
         self._parent, self._cmi, self._root = parent, cmi, root
         self._pidx = np.empty(0, dtype=np.int64)
         self._rebuilt()
@@ -358,6 +363,9 @@ class TAN(VectorisedRuns, StructuredClassifier):
 
     def _add_expected(self, enc, c, w, miss):
         s = self._stats
+        if s.pairs_selected:  # the E-step would read pairs no longer counted: counted as missing="ignore"
+            s.add(enc, c, w)
+            return
         add_estep(s, enc, c, w, one_dependence_estep(s.observed(), self._alpha, enc, c, miss))
 
     def _missing_posterior(self, enc, c, miss):

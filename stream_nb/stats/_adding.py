@@ -127,7 +127,11 @@ class Adding:
         """Add weight ``w`` to the values ``cols`` (of features ``feats``) of class ``c`` in count set ``p``."""
         getattr(self, p + "value_count")[c, cols] += w
         getattr(self, p + "feat_count")[c, feats] += w
-        if self.pairs and self.pairs_sparse:  # the event's pairs are distinct cells: as the dense += below
+        if self.pairs and self.pairs_selected:  # the candidate pairs alone (stats/_candidates.py)
+            r, q = np.nonzero(self.pair_mask(feats))
+            getattr(self, p + "pair_count").add((c, cols[r], cols[q]), w)
+            getattr(self, p + "pair_feat").add((c, cols[r], feats[q]), w)
+        elif self.pairs and self.pairs_sparse:  # the event's pairs are distinct cells: as the dense += below
             getattr(self, p + "pair_count").add((c, cols[:, None], cols[None, :]), w)
             getattr(self, p + "pair_feat").add((c, cols[:, None], feats[None, :]), w)
         elif self.pairs:

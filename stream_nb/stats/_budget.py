@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..exceptions import CapacityError
+from ._candidates import prune_pairs
 from ._sparse import SparseTable, cells_of
 from ._working import row_chunks
 
@@ -131,14 +132,21 @@ class Budget:
         observed values could take the sparse pair tables past ``memory_budget`` (or
         :data:`SPARSE_FLOOR`, if larger): if all its cells were new, or the tables had to grow
         (double) to hold them. A vectorised run is checked as one event before it is added."""
+        self.refresh_selection()
         if self.memory_budget is None:
             return
+        while not self._sparse_room(k):  # a model with a pair rule drops pairs rather than refuse
+            pass
+
+    def _sparse_room(self, k: int) -> bool:
+        """:meth:`_check_sparse_room` once: True when the next event fits, False when pairs were just
+        dropped to make room (see :mod:`stream_nb.stats._candidates`); CapacityError when neither."""
         # the pair tables only: KDB's sparse t-way tables are not bounded here (river's checks learn
         # ImageSegments with KDB's defaults, whose 3-way cells alone pass 256 MiB)
         sparse = {name: a for name, a in self._arrays().items()
                   if isinstance(a, SparseTable) and name.removeprefix("obs_") in _PAIRS}
         if not sparse:
-            return
+            return True
         limit = max(self.memory_budget, SPARSE_FLOOR)
         held = sum(v.nbytes for v in sparse.values())
         names = ", ".join(sorted({name.removeprefix("obs_") for name in sparse}))
@@ -160,7 +168,9 @@ class Budget:
                 size *= 2
             after += 16 * size
         if after <= limit:
-            return
+            return True
+        if prune_pairs(self, limit):
+            return False
         cells = sum(len(v) for v in sparse.values())
         whole = held + self._base_bytes(())
         raise CapacityError(
@@ -222,4 +232,5 @@ class Budget:
         (t_cells, t_bytes), (p_cells, p_bytes) = part[_TUPLES], part[_PAIRS]
         return {"cells": int(cells), "bytes": int(nbytes), "table_cells": int(t_cells), "table_bytes": int(t_bytes),
                 "sparse": self.tuples_sparse, "pair_cells": int(p_cells), "pair_bytes": int(p_bytes),
-                "pairs_sparse": self.pairs_sparse, "budget": self.memory_budget}
+                "pairs_sparse": self.pairs_sparse, "budget": self.memory_budget,
+                "pairs_selected": self.selection_summary()}

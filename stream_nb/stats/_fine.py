@@ -65,7 +65,8 @@ __all__ = ["CoarseDiscretiser", "TwoLayerStats"]
 
 #: what a store keeps of its own when the coarse layer is derived again
 _OWN = ("fine", "fine_bins", "backlog", "candidates", "grown", "receipts", "counted", "n_events", "next_choice", "stale", "_pending",
-        "_pending_exp", "_pending_rows", "_pending_labeled", "journal")
+        "_pending_exp", "_pending_rows", "_pending_labeled", "journal", "pair_rule", "pair_allowed", "pair_edges",
+        "selection_peer")
 
 
 

@@ -38,6 +38,12 @@ class Merging:
                 f"cannot merge statistics kept differently: pairs={self.pairs}, numeric={self.numeric!r} "
                 f"here, pairs={other.pairs}, numeric={other.numeric!r} in the other model"
             )
+        if self.pairs_selected or other.pairs_selected:
+            raise MergeError(
+                f"cannot merge: pairs were dropped for the memory budget (candidate pairs {self.selection_summary()} "
+                f"here, {other.selection_summary()} in the other model), so neither holds the other's dropped pairs; "
+                f"merge models whose memory_budget holds all their pairs"
+            )
         label_type = self.label_type or other.label_type
         odd = next((y for y in other.classes if json_type(y) != label_type), None)
         if odd is not None:

@@ -14,6 +14,7 @@ import numpy as np
 from .._checks import is_integer
 from ..exceptions import ConfigError
 from ._budget import DEFAULT_MEMORY_BUDGET, scatter_add
+from ._candidates import restore_selection
 from ._discretise import Discretiser
 from ._sparse import cells_of
 from ._values import BINNED, CAT, GAUSS, VALUE_GROUPS, check_types, hashable, is_nan, json_type
@@ -109,6 +110,10 @@ class State:
             ],
             "from_int": sorted(self.from_int),
         }
+        if self.pair_rule is not None:  # the candidate pairs (stats/_candidates.py)
+            meta["pair_rule"] = self.pair_rule
+        if self.pair_allowed is not None:
+            arrays["pair_allowed"], arrays["pair_edges"] = self.pair_allowed[:F].copy(), self.pair_edges[:F, :F].copy()
         return arrays, meta
 
     @classmethod
@@ -176,6 +181,7 @@ class State:
                 getattr(s, p + "tuple_feat")[(slice(0, C),) + (slice(0, V),) * (t - 1) + (slice(0, F),)] = arrays[
                     p + "tuple_feat"
                 ]
+        restore_selection(s, arrays, meta)
         return s
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from .._checks import check_choice
 from ._adding import Adding
 from ._budget import DEFAULT_MEMORY_BUDGET, Budget
+from ._candidates import Candidates
 from ._discretise import Discretiser
 from ._encoding import Encoding
 from ._frames import Frames
@@ -20,7 +21,7 @@ from ._values import check_types
 __all__ = ["Stats"]
 
 
-class Stats(Schema, Budget, Labels, Promotion, Encoding, Frames, Adding, Removing, GaussianMoments, Merging, State):
+class Stats(Schema, Budget, Candidates, Labels, Promotion, Encoding, Frames, Adding, Removing, GaussianMoments, Merging, State):
     """Additive sufficient statistics over a stream of (x, y) events.
 
     Parameters
