@@ -181,7 +181,7 @@ class AODE(VectorisedRuns, BayesClassifier):
 
     def _run_ready(self) -> bool:
         # under a pair selection the one-event path reads the candidate parents' pairs alone
-        return not self.learn_unlabeled and not self._stats.pairs_selected
+        return not self.learn_unlabeled and not self._stats.pairs_selected and self._stats.run_fits()
 
     def _run_rows(self) -> int:
         s = self._stats

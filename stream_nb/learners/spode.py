@@ -269,7 +269,7 @@ class SPODE(VectorisedRuns, StructuredClassifier):
 
     def _run_ready(self) -> bool:
         # under a pair selection the one-event path scores the candidate parents alone
-        return not self.learn_unlabeled and not (self.parent is None and self._stats.pairs_selected)
+        return not self.learn_unlabeled and not (self.parent is None and self._stats.pairs_selected) and self._stats.run_fits()
 
     def _run_rows(self) -> int:
         s = self._stats

@@ -249,7 +249,7 @@ class TAN(VectorisedRuns, StructuredClassifier):
     _run_complete = True
 
     def _run_ready(self) -> bool:
-        return self._root >= 0 and not self.learn_unlabeled
+        return self._root >= 0 and not self.learn_unlabeled and self._stats.run_fits()
 
     def _run_terms(self, D, yc, C):
         return tree_terms(self._stats, D, yc, C, self._alpha, self._parents())

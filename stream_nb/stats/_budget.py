@@ -127,6 +127,10 @@ class Budget:
                 setattr(self, p + k, new)
         return True
 
+    def sparse_limit(self) -> int:
+        """Bytes the sparse pair tables may take: ``memory_budget``, or :data:`SPARSE_FLOOR` if larger."""
+        return max(self.memory_budget, SPARSE_FLOOR)
+
     def _check_sparse_room(self, k: int) -> None:
         """Refuse to learn more (CapacityError, before anything changes) when one event of ``k``
         observed values could take the sparse pair tables past ``memory_budget`` (or
@@ -148,6 +152,8 @@ class Budget:
         if not sparse:
             return True
         limit = max(self.memory_budget, SPARSE_FLOOR)
+        if self.pair_rule is not None and self.selection_peer is not None:
+            limit //= 2  # the two layers of a two-layer store that drops pairs share the budget
         held = sum(v.nbytes for v in sparse.values())
         names = ", ".join(sorted({name.removeprefix("obs_") for name in sparse}))
         t = 2

@@ -87,8 +87,10 @@ class Removing:
             self._short(vc[j], w, f"{self._value_name(col)} in {self._class_name(c)}")
         self._short(getattr(self, p + "feat_count")[c, feats], w, f"the features of the event in {self._class_name(c)}")
         if self.pairs:
-            self._short(getattr(self, p + "pair_count")[c, cols[:, None], cols[None, :]], w,
-                        f"the value pairs of the event in {self._class_name(c)}")
+            held = getattr(self, p + "pair_count")[c, cols[:, None], cols[None, :]]
+            if self.pairs_selected:  # the pairs still counted (stats/_candidates.py)
+                held = held[self.pair_mask(feats)]
+            self._short(held, w, f"the value pairs of the event in {self._class_name(c)}")
         if self.tuples:
             # every t-tuple of the event's values, gathered alike from a dense or a sparse table
             tuples = getattr(self, p + "tuple_count")[(c, *np.ix_(*([cols] * self.tuples)))]

@@ -361,6 +361,8 @@ def check_state(arrays: dict, meta: dict) -> None:
     shapes.update(twinned)
     if "obs_value_count" in arrays:  # the observed-only twin: all of it or none
         shapes.update({"obs_" + k: v for k, v in twinned.items()})
+    if meta["pairs"] and ("pair_allowed" in arrays or "pair_edges" in arrays):  # candidate pairs (_candidates.py)
+        shapes.update(pair_allowed=(F,), pair_edges=(F, F))
     unexpected = sorted(map(str, set(arrays) - set(shapes)))
     if unexpected:
         raise ValueError(f"unexpected arrays {', '.join(unexpected)} (expected {', '.join(shapes)})")

@@ -1,0 +1,192 @@
+"""Candidate pairs: AODE, SPODE and TAN past their memory budget keep counts for the pairs they chose.
+
+Checked against brute force: every kept pair's counts equal the counts of every event learned
+(those before each pruning included), recounted from the events themselves; the dropped pairs
+hold no cells. ``SPARSE_FLOOR`` is lowered so that a small stream passes a small budget.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import stream_nb
+from stream_nb import AODE, SPODE, TAN
+from stream_nb.exceptions import MergeError
+from stream_nb.stats import _budget
+
+BUDGET = 300_000
+MODELS = {
+    "aode": lambda **kw: AODE(**kw),
+    "spode": lambda **kw: SPODE(rebuild_every=50, **kw),
+    "tan": lambda **kw: TAN(rebuild_every=50, **kw),
+}
+
+
+@pytest.fixture
+def small_floor(monkeypatch):
+    monkeypatch.setattr(_budget, "SPARSE_FLOOR", 0)  # the floor that spares small examples, off
+
+
+def _chain(n, seed=0, features=16, values=8, holes=False):
+    """The class drives f0 and f1; every later attribute copies its predecessor 80% of the time."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        y = int(rng.integers(3))
+        x = {"f0": int((2 * y + rng.integers(2)) % values), "f1": int(y if rng.random() < 0.7 else rng.integers(values))}
+        for f in range(2, features):
+            prev = x[f"f{f - 1}"]
+            x[f"f{f}"] = int(prev if rng.random() < 0.8 else rng.integers(values))
+        if holes and i % 9 == 4:
+            del x[f"f{3 + i % (features - 3)}"]
+        out.append((x, y))
+    return out
+
+
+def _learn(model, stream):
+    """Half one event at a time, half through prequential_many (the vectorised runs where they apply)."""
+    half = len(stream) // 2
+    for x, y in stream[:half]:
+        model.learn_one(x, y)
+    xs, ys = zip(*stream[half:])
+    for lo in range(0, len(xs), 50):
+        model.prequential_many(list(xs[lo : lo + 50]), list(ys[lo : lo + 50]))
+
+
+def _brute(stream, s):
+    """{(class, feature a, value a, feature b, value b): count} and {(class, feature a, value a, feature b): count}
+    over the events, both observed, by names."""
+    pc, pf = {}, {}
+    for x, y in stream:
+        for a, va in x.items():
+            for b, vb in x.items():
+                pc[y, a, va, b, vb] = pc.get((y, a, va, b, vb), 0) + 1
+                pf[y, a, va, b] = pf.get((y, a, va, b), 0) + 1
+    return pc, pf
+
+
+def _check_kept_counts(model, stream):
+    s = model._stats
+    assert s.pairs_selected
+    pc, pf = _brute(stream, s)
+    kept = s.edge_ok()
+    C, V = s.n_classes, len(s.value_keys)
+    held = 0
+    for fa, a in enumerate(s.features):
+        for fb, b in enumerate(s.features):
+            ca, cb = s.columns_of(fa), s.columns_of(fb)
+            got = s.pair_count[:C, ca[:, None], cb[None, :]]
+            gotf = s.pair_feat[:C, ca, np.full(len(ca), fb)]
+            if not kept[fa, fb]:
+                assert not got.any() and not gotf.any(), (a, b)
+                continue
+            held += 1
+            want = np.array([[[pc.get((y, a, s.value_keys[u], b, s.value_keys[v]), 0) for v in cb] for u in ca]
+                             for y in s.classes])
+            wantf = np.array([[pf.get((y, a, s.value_keys[u], b), 0) for u in ca] for y in s.classes])
+            assert np.array_equal(got, want), (a, b)
+            assert np.array_equal(gotf, wantf), (a, b)
+    assert 0 < held < len(s.features) ** 2
+    # nothing else is held: the sparse tables' cells are exactly the kept pairs' nonzero cells
+    idx, vals = s.pair_count.cells()
+    assert kept[s.value_feature[idx[1]], s.value_feature[idx[2]]].all() and (vals > 0).all()
+    return held
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_kept_pairs_hold_the_brute_force_counts_of_every_event_learned(name, small_floor):
+    stream = _chain(500, holes=True)
+    model = MODELS[name](memory_budget=BUDGET, missing="ignore")
+    _learn(model, stream)  # no CapacityError: pairs are dropped instead
+    assert model.n_learned == len(stream)
+    _check_kept_counts(model, stream)
+    used = model.memory_used()
+    assert used["pairs_selected"]["rule"] == ("edges" if name == "tan" else "parents")
+    assert used["pair_bytes"] <= BUDGET
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_under_selection_an_event_with_missing_values_is_counted_as_ignore_counts_it(name, small_floor):
+    stream = _chain(400)
+    em = MODELS[name](memory_budget=BUDGET)  # missing="em", the default
+    _learn(em, stream)
+    holes = [({k: v for k, v in x.items() if k != "f5"}, y) for x, y in _chain(40, seed=3)]
+    for x, y in holes:
+        em.learn_one(x, y)
+    _check_kept_counts(em, stream + holes)
+
+
+def test_without_passing_the_budget_nothing_is_selected_and_the_counts_are_the_unbounded_ones():
+    stream = _chain(300, holes=True)
+    for make in MODELS.values():
+        bounded, free = make(), make(memory_budget=None)
+        _learn(bounded, stream)
+        _learn(free, stream)
+        assert not bounded._stats.pairs_selected and bounded.memory_used()["pairs_selected"] is None
+        for x, _ in stream[:40]:
+            assert bounded.predict_proba_one(x) == free.predict_proba_one(x)
+
+
+def test_the_choice_is_deterministic_and_finds_the_planted_structure(small_floor):
+    stream = _chain(500)
+    runs = [{n: MODELS[n](memory_budget=BUDGET) for n in ("aode", "tan")} for _ in range(2)]
+    for models in runs:
+        for m in models.values():
+            _learn(m, stream)
+    for n in runs[0]:
+        assert runs[0][n].memory_used()["pairs_selected"] == runs[1][n].memory_used()["pairs_selected"]
+    # AODE's super-parents: the attributes that carry the class (f0, f1) come first
+    parents = runs[0]["aode"].memory_used()["pairs_selected"]["parents"]
+    assert {"f0", "f1"} <= set(parents) and len(parents) < 16
+    # TAN's candidate edges include the planted chain, and its tree is built from them
+    tan = runs[0]["tan"]
+    edges = {frozenset(e) for e in tan.memory_used()["pairs_selected"]["edges"]}
+    chain = {frozenset((f"f{i}", f"f{i + 1}")) for i in range(1, 15)}
+    # the strongest dependences: every kept edge joins attributes at most two apart in the chain (a copy of
+    # a copy), most of them neighbours; 8 of the 120 pairs kept at random would not be
+    assert len(edges) >= 8 and all(abs(int(a[1:]) - int(b[1:])) <= 2 for a, b in map(sorted, edges))
+    assert len(chain & edges) > len(edges) / 2
+    tan.rebuild()
+    kept = tan._stats.edge_ok()
+    assert all(kept[tan._stats.feature_index[p], tan._stats.feature_index[c]] for p, c, _ in tan.tree)
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_a_snapshot_keeps_the_candidate_pairs_and_learns_on_as_the_original(name, small_floor, tmp_path):
+    stream = _chain(500)
+    model = MODELS[name](memory_budget=BUDGET)
+    _learn(model, stream[:400])
+    path = tmp_path / "m.snb"
+    stream_nb.save(model, path)
+    back = stream_nb.load(path)
+    assert back.memory_used()["pairs_selected"] == model.memory_used()["pairs_selected"]
+    for m in (model, back):
+        for x, y in stream[400:]:
+            m.learn_one(x, y)
+    for key in ("pair_cells", "pairs_selected"):  # (dense arrays may be allocated with other spare room)
+        assert back.memory_used()[key] == model.memory_used()[key]
+    for x, _ in stream[:30]:
+        assert back.predict_proba_one(x) == model.predict_proba_one(x)
+    _check_kept_counts(back, stream)
+
+
+def test_merging_models_with_candidate_pairs_is_refused_naming_both(small_floor):
+    a, b = AODE(memory_budget=BUDGET), AODE(memory_budget=BUDGET)
+    _learn(a, _chain(400))
+    _learn(b, _chain(400, seed=1))
+    with pytest.raises(MergeError, match=r"cannot merge: pairs were dropped.*parents.*here.*in the other model"):
+        a.merge(b)
+
+
+def test_unlearning_under_selection_takes_the_event_back_from_the_kept_pairs(small_floor):
+    stream = _chain(400)
+    model = AODE(memory_budget=BUDGET)
+    _learn(model, stream)
+    before = model.memory_used(), model._stats.pair_count.cells()
+    x, y = _chain(1, seed=9)[0]
+    model.learn_one(x, y)
+    model.unlearn_one(x, y)
+    (idx, vals), (idx0, vals0) = model._stats.pair_count.cells(), before[1]
+    keep = vals != 0
+    assert all(np.array_equal(i[keep], j) for i, j in zip(idx, idx0)) and np.array_equal(vals[keep], vals0)
