@@ -42,6 +42,7 @@ line at the end of a run whose records were all dead-lettered (see
 from __future__ import annotations
 
 import logging
+import operator
 import time
 import typing
 
@@ -58,11 +59,14 @@ from ._input_check import InputCheck
 from ._metrics import DEFAULT_LOG_LOSS_FLOOR, PrequentialMetrics
 from ._observer import Observer
 from ._protocols import Checkpointing, SharesLearning, Sink, Source
-from ._records import Record, dead_letter_record, output_bytes
+from ._poll import poll_outputs
+from ._records import Record, dead_letter_record, output_bytes, outputs_bytes
 
 __all__ = ["DEFAULT_CONFIG", "Engine", "check_config"]
 
 log = logging.getLogger("stream_nb.engine")
+
+_PARTITION, _NEXT_POSITION = operator.itemgetter(2), operator.itemgetter(4)  # of a Record
 
 DEFAULT_CONFIG: dict[str, typing.Any] = {
     **EVENT_DEFAULTS,
@@ -202,7 +206,7 @@ class Engine:
         if self._emit_imputed and not callable(getattr(model, "impute_one", None)):
             raise ConfigError(f"emit_imputed needs a model with impute_one(); {type(model).__name__} has none")
         self._watch_labels(model)
-        self._many = self._prequential_many(model)
+        self._many, self._blocks = self._prequential_many(model)
 
         self.model = model
         self.source = source
@@ -252,7 +256,7 @@ class Engine:
         self.model = model
         self._learn_unlabeled = getattr(model, "learn_unlabeled", False) is True
         self._watch_labels(model)
-        self._many = self._prequential_many(model)
+        self._many, self._blocks = self._prequential_many(model)
         self.metrics = PrequentialMetrics(self.config["log_loss_floor"])
         if metrics is not None:
             self.metrics.load_state(metrics)
@@ -265,7 +269,7 @@ class Engine:
         self.model = model
         self._learn_unlabeled = getattr(model, "learn_unlabeled", False) is True
         self._watch_labels(model)
-        self._many = self._prequential_many(model)
+        self._many, self._blocks = self._prequential_many(model)
 
     # -- what a checkpointer uses -----------------------------------------------------
 
@@ -469,10 +473,53 @@ class Engine:
         ``prequential_iter`` (see ``prequential_many``) for all the valid events.
 
         The model predicts then learns each event in order, exactly as
-        :meth:`process` would one at a time (stream_nb's NaiveBayes and TAN do it
-        with running counts over the poll); outputs and dead letters are then
-        sent in input order.
+        :meth:`process` would one at a time (stream_nb's models do it with
+        running counts over the poll); outputs and dead letters are then sent in
+        input order. A stream_nb model's poll goes through whole-poll steps
+        (:meth:`EventDecoder.decode_columns`, the model's ``prequential_blocks``,
+        :func:`~stream_nb.engine._poll.poll_outputs`,
+        :func:`~stream_nb.engine._records.outputs_bytes`, the sink's ``send_many``
+        when it has one), the same outputs, dead letters, metrics and positions;
+        the observer hears of the poll's events at once, when they are all sent.
+        If the model fails part-way, what it learned is sent and covered by the
+        positions before the error propagates.
         """
+        if self._blocks is None or self.joiner is not None or self._sharing is not None:
+            self._process_each(records, polled)
+            return
+        ids, xs, ys, bad = self.decoder.decode_columns([record.value for record in records])
+        at = [i for i in range(len(records)) if i not in bad] if bad else None  # each valid event's record
+        valid = records if at is None else [records[i] for i in at]
+        items: list = []
+        try:
+            items.extend(self._blocks(xs, ys))  # keeps the results yielded before an error
+        finally:
+            outputs, sent, refused = poll_outputs(items, ids, ys, valid, self.metrics, self.model_name,
+                                                  self._learn_unlabeled)
+            done = len(sent) + len(refused)  # valid events the model went through
+            end = len(records) if done == len(valid) else done if at is None else at[done]
+            rejected = {i: exc for i, exc in bad.items() if i < end}
+            rejected.update((j if at is None else at[j], exc) for j, exc in refused.items())
+            self._send_many(outputs_bytes(outputs), [record.key for record in sent])
+            self._since_checkpoint += len(sent)
+            for i in sorted(rejected):
+                self._reject(records[i], rejected[i])
+            processed = records[:end]
+            self.positions.update(zip(map(_PARTITION, processed), map(_NEXT_POSITION, processed)))
+            self.observer.events_done(polled, end)
+
+    def _send_many(self, values: list[bytes], keys: list) -> None:
+        send_many = getattr(self.sink, "send_many", None)
+        if send_many is not None:
+            send_many(values, keys)
+        else:
+            send = self.sink.send
+            for value, key in zip(values, keys):
+                send(value, key)
+
+    def _process_each(self, records: list[Record], polled: float) -> None:
+        """:meth:`process_many` event by event around ``prequential_iter``: with a joiner, a group, or a
+        model without ``prequential_blocks``."""
         events = self.decoder.decode_many([record.value for record in records])
         if self.joiner is not None:
             prepare = self.joiner.prepare
@@ -524,13 +571,15 @@ class Engine:
         self._since_checkpoint += 1
 
     def _prequential_many(self, model):
-        """The model's ``prequential_iter`` when the engine can hand it whole polls, else None."""
+        """The model's ``prequential_iter`` and ``prequential_blocks`` when the engine can hand it whole
+        polls (each None otherwise)."""
         many = getattr(model, "prequential_iter", None)
         if not callable(many) or self._emit_imputed:  # imputations are taken between predicting and learning
-            return None
+            return None, None
         if self._check_labels:  # the engine checks this model's label types, one event at a time
-            return None
-        return many
+            return None, None
+        blocks = getattr(model, "prequential_blocks", None)
+        return many, blocks if callable(blocks) else None
 
 
     # -- helpers ------------------------------------------------------------------

@@ -7,6 +7,7 @@ so the batch paths build the same store as ``learn_one`` over the rows.
 from __future__ import annotations
 
 import numbers
+from operator import methodcaller
 
 import numpy as np
 
@@ -49,22 +50,26 @@ class Frames:
         sub = xs[start:end]
         stop = len(sub)
         # labels: a known class (of a type checked to be the labels' type: True finds the class 1), or None
-        classes, label_ok, yc = self.class_index, self._label_ok, []
-        for i, y in enumerate(ys[start:end]):
-            c = -1 if y is None else classes.get(y) if type(y) in label_ok else None
-            if c is None:
-                stop = i
-                break
-            yc.append(c)
+        classes, label_ok, labels = self.class_index, self._label_ok, ys[start:end]
+        yc = list(map(classes.get, labels)) if label_ok.issuperset(map(type, labels)) else None
+        if yc is None or None in yc:  # an unlabeled event, or a label not known yet: event by event
+            yc = []
+            for i, y in enumerate(labels):
+                c = -1 if y is None else classes.get(y) if type(y) in label_ok else None
+                if c is None:
+                    stop = i
+                    break
+                yc.append(c)
         # keys: known features, or null values
         known = lookup.keys()
-        for i in range(stop):
-            x = sub[i]
-            if not x.keys() <= known and any(
-                not (v is None or (type(v) is float and v != v)) for k, v in x.items() if k not in lookup
-            ):
-                stop = i
-                break
+        if not known >= set().union(*sub[:stop]):
+            for i in range(stop):
+                x = sub[i]
+                if not x.keys() <= known and any(
+                    not (v is None or (type(v) is float and v != v)) for k, v in x.items() if k not in lookup
+                ):
+                    stop = i
+                    break
         sub = sub[:stop]
         D = np.full((stop, F), -1, dtype=np.int64)
         G = np.full((stop, self.n_gauss), np.nan)
@@ -72,7 +77,7 @@ class Frames:
             if not sub:
                 break
             kind = self.kinds[f]
-            vals = [x.get(name) for x in sub]
+            vals = list(map(methodcaller("get", name), sub))
             if kind == CAT:
                 ok = self._vt_ok[f]
                 if not set(map(type, vals)) <= ok | {NONE_TYPE}:
