@@ -472,17 +472,14 @@ class Engine:
         """:meth:`process` for every record of a poll, with one call of the model's
         ``prequential_iter`` (see ``prequential_many``) for all the valid events.
 
-        The model predicts then learns each event in order, exactly as
-        :meth:`process` would one at a time (stream_nb's models do it with
-        running counts over the poll); outputs and dead letters are then sent in
-        input order. A stream_nb model's poll goes through whole-poll steps
-        (:meth:`EventDecoder.decode_columns`, the model's ``prequential_blocks``,
-        :func:`~stream_nb.engine._poll.poll_outputs`,
-        :func:`~stream_nb.engine._records.outputs_bytes`, the sink's ``send_many``
-        when it has one), the same outputs, dead letters, metrics and positions;
-        the observer hears of the poll's events at once, when they are all sent.
-        If the model fails part-way, what it learned is sent and covered by the
-        positions before the error propagates.
+        The model predicts then learns each event in order, as :meth:`process`
+        would one at a time (with running counts over the poll); outputs and dead
+        letters are sent in input order. A stream_nb model's poll goes through
+        whole-poll steps (``decode_columns``, the model's ``prequential_blocks``,
+        ``poll_outputs``, ``outputs_bytes``, the sink's ``send_many``): the same
+        outputs, dead letters, metrics and positions; the observer hears of the
+        poll at once. If the model fails part-way, what it learned is sent and
+        covered by the positions before the error propagates.
         """
         if self._blocks is None or self.joiner is not None or self._sharing is not None:
             self._process_each(records, polled)

@@ -7,7 +7,7 @@ so the batch paths build the same store as ``learn_one`` over the rows.
 from __future__ import annotations
 
 import numbers
-from operator import methodcaller
+from operator import itemgetter, methodcaller
 
 import numpy as np
 
@@ -62,7 +62,8 @@ class Frames:
                 yc.append(c)
         # keys: known features, or null values
         known = lookup.keys()
-        if not known >= set().union(*sub[:stop]):
+        every_known = known >= set().union(*sub[:stop])
+        if not every_known:
             for i in range(stop):
                 x = sub[i]
                 if not x.keys() <= known and any(
@@ -73,11 +74,14 @@ class Frames:
         sub = sub[:stop]
         D = np.full((stop, F), -1, dtype=np.int64)
         G = np.full((stop, self.n_gauss), np.nan)
+        # every event holding every feature (the usual stream): all the columns in one transposition
+        whole = F > 1 and every_known and stop and set(map(len, sub)) == {F}
+        columns = list(zip(*map(itemgetter(*self.features), sub))) if whole else None
         for f, name in enumerate(self.features):
             if not sub:
                 break
             kind = self.kinds[f]
-            vals = list(map(methodcaller("get", name), sub))
+            vals = list(columns[f][:len(sub)]) if whole else list(map(methodcaller("get", name), sub))
             if kind == CAT:
                 ok = self._vt_ok[f]
                 if not set(map(type, vals)) <= ok | {NONE_TYPE}:
