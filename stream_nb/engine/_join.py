@@ -105,6 +105,9 @@ class Joiner:
         self.feedback = feedback
         self.clock = clock
         self.reset()
+        # held events and early labels given to (out) and taken from (in) other members or this one's next run;
+        # counted in this run only (not in snapshots, not rewound)
+        self.handed = {"events_out": 0, "labels_out": 0, "events_in": 0, "labels_in": 0}
         # a feedback source read by the input's own consumer (Kafka's --feedback-topic): its positions go with
         # the input's in the engine's, so snapshots, commits and transactions cover them like the input's
         self._shared_positions = bool(getattr(feedback, "shares_positions", False))
@@ -429,6 +432,8 @@ class Joiner:
             y, t, rec = self.waiting.pop(key)
             labels.append([key.decode(), y, t, rec.value.decode("utf-8", "replace"), rec.partition, rec.position,
                            rec.next_position])
+        self.handed["events_out"] += sum(1 for e in events if e[1] == PENDING)
+        self.handed["labels_out"] += len(labels)
         return {"events": events, "labels": labels}
 
     def adopt(self, partition: str, held: dict) -> None:
@@ -438,6 +443,7 @@ class Joiner:
             key = event_id.encode()
             if store.find(key) >= 0:  # held here already (restored from this member's own snapshot)
                 continue
+            self.handed["events_in"] += state == PENDING
             self._room_for(1)
             row = store.add(key, x, t=t, prediction=prediction, partition=partition, offset=offset, state=state,
                             provisional=state == PENDING and provisional is not None)
@@ -452,6 +458,7 @@ class Joiner:
                     self.receipts[row] = receipt
         for key, y, t, value, part, position, next_position in held["labels"]:
             if key.encode() not in self.waiting:
+                self.handed["labels_in"] += 1
                 self._room_for(1)
                 self.waiting[key.encode()] = (y, t, Record(value.encode(), None, part, position, next_position))
 
@@ -463,7 +470,8 @@ class Joiner:
 
     def status(self) -> dict:
         """The join's counters: pending events and labels, joined, expired, unmatched, duplicate,
-        retractions, the delay histogram and the delayed prequential accuracy."""
+        retractions, the delay histogram, the delayed prequential accuracy, and the held events and early
+        labels handed over to another member (``out``; also at a stop, see :mod:`._handoff`) or taken over."""
         c = self.counts
         pending = int((self.store.state == PENDING).sum())
         return {
@@ -474,6 +482,7 @@ class Joiner:
             "delayed_accuracy": c["delayed_correct"] / c["delayed_labeled"] if c["delayed_labeled"] else None,
             "label_delay_buckets": dict(zip([str(b) for b in DELAY_BUCKETS], self.delay_histogram)),
             "label_delay_sum": self.delay_sum,
+            **{f"handed_over_{k}": v for k, v in self.handed.items()},
         }
 
 
