@@ -33,7 +33,7 @@ from test_fuzz_events import ListSink, fuzz_settings, json_scalars
 
 flat_values = st.one_of(st.sampled_from(["x", "y", "z"]), st.integers(0, 3), st.floats(-5, 5), st.booleans())
 common_events = st.fixed_dictionaries(
-    {"id": st.one_of(st.integers(), st.text(max_size=3)), "label": st.sampled_from(["yes", "no", 1, None])},
+    {"id": st.one_of(st.integers(-(2**63), 2**64 - 1), st.text(max_size=3)), "label": st.sampled_from(["yes", "no", 1, None])},
     optional={"a": flat_values, "b": flat_values, "c": st.sampled_from(["x", "y"])},
 )
 odd_events = st.one_of(
@@ -258,3 +258,24 @@ def test_confluent_source_records_column_wise_equal_the_loop():
     by_loop, aside = source._sort(messages)
     assert by_columns == by_loop and not aside
     assert by_columns[4] == Record(b'{"a": 4}', None, "in-1", {"topic": "in", "partition": 1, "offset": 14}, 15)
+
+
+def test_outputs_and_dead_letters_to_one_sink_keep_input_order():
+    """A sink taking both the outputs and the dead letters sees them interleaved as one event at a time sends."""
+    xs, ys = stream(120, seed=9)
+    raw = [orjson.dumps({"id": i, **x, "label": y}) for i, (x, y) in enumerate(zip(xs, ys))]
+    raw[10:10] = [b"[1]"]
+    raw[30:30] = [b"{", b'{"color": {}}']
+    records = [Record(v, None, "in-0", {"offset": i}, i + 1) for i, v in enumerate(raw)]
+    sent = []
+    for whole in (True, False):
+        both = ListSink()
+        engine = Engine(stream_nb.NaiveBayes(), Polls(records, 50), both, both, config={"model_name": "m"})
+        if not whole:
+            engine._blocks = None
+        engine.run()
+        sent.append(both.sent)
+    assert sent[0] == sent[1] and len(sent[0]) == len(records)
+    reasons = {i: orjson.loads(v).get("reason") for i, v in enumerate(sent[0])}
+    assert {i: r for i, r in reasons.items() if r} == {10: "not_an_object", 30: "invalid_json", 31: "nested_value",
+                                                       80: "bad_feature_type"}  # 80: the model's refusal

@@ -41,6 +41,7 @@ line at the end of a run whose records were all dead-lettered (see
 
 from __future__ import annotations
 
+import bisect
 import logging
 import operator
 import time
@@ -59,7 +60,7 @@ from ._input_check import InputCheck
 from ._metrics import DEFAULT_LOG_LOSS_FLOOR, PrequentialMetrics
 from ._observer import Observer
 from ._protocols import Checkpointing, SharesLearning, Sink, Source
-from ._poll import poll_outputs
+from ._poll import poll_outputs, send_all
 from ._records import Record, dead_letter_record, output_bytes, outputs_bytes
 
 __all__ = ["DEFAULT_CONFIG", "Engine", "check_config"]
@@ -497,22 +498,19 @@ class Engine:
             end = len(records) if done == len(valid) else done if at is None else at[done]
             rejected = {i: exc for i, exc in bad.items() if i < end}
             rejected.update((j if at is None else at[j], exc) for j, exc in refused.items())
-            self._send_many(outputs_bytes(outputs), [record.key for record in sent])
+            values, keys, k = outputs_bytes(outputs), [record.key for record in sent], 0
             self._since_checkpoint += len(sent)
-            for i in sorted(rejected):
-                self._reject(records[i], rejected[i])
+            if rejected:  # outputs and dead letters interleaved in input order, as one at a time
+                where = [i for i in (at or range(end))[:done] if i not in rejected]  # each output's record
+                for i in sorted(rejected):
+                    n = bisect.bisect_left(where, i)
+                    send_all(self.sink, values[k:n], keys[k:n])
+                    self._reject(records[i], rejected[i])
+                    k = n
+            send_all(self.sink, values[k:], keys[k:])
             processed = records[:end]
             self.positions.update(zip(map(_PARTITION, processed), map(_NEXT_POSITION, processed)))
             self.observer.events_done(polled, end)
-
-    def _send_many(self, values: list[bytes], keys: list) -> None:
-        send_many = getattr(self.sink, "send_many", None)
-        if send_many is not None:
-            send_many(values, keys)
-        else:
-            send = self.sink.send
-            for value, key in zip(values, keys):
-                send(value, key)
 
     def _process_each(self, records: list[Record], polled: float) -> None:
         """:meth:`process_many` event by event around ``prequential_iter``: with a joiner, a group, or a

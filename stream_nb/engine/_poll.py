@@ -24,9 +24,10 @@ import numpy as np
 from ..exceptions import InvalidEventError
 from ..learners import RunBlock
 from ._metrics import PrequentialMetrics
+from ._protocols import Sink
 from ._records import OutputRecord, Record, label_key, output_record
 
-__all__ = ["poll_outputs"]
+__all__ = ["poll_outputs", "send_all"]
 
 
 def poll_outputs(
@@ -96,3 +97,15 @@ def _run_outputs(block: RunBlock, ids: list, valid: list[Record], metrics: Prequ
     ])
     return b
 
+
+def send_all(sink: Sink, values: list[bytes], keys: list) -> None:
+    """Send each value with its key, in order: with one call to a :class:`~stream_nb.engine.SendsMany` sink."""
+    if not values:
+        return
+    send_many = getattr(sink, "send_many", None)  # (a runtime protocol check costs more than the poll's sends)
+    if send_many is not None:
+        send_many(values, keys)
+    else:
+        send = sink.send
+        for value, key in zip(values, keys):
+            send(value, key)
