@@ -468,6 +468,8 @@ class Engine:
             self._reject(record, exc)
         else:
             self._send(record, event, step.prediction, step.proba, step.learned, step.imputed)
+            if self.joiner is not None:
+                self.joiner.flush_holds()
 
     def process_many(self, records: list[Record], polled: float) -> None:
         """:meth:`process` for every record of a poll, with one call of the model's
@@ -528,20 +530,24 @@ class Engine:
         results = iter(self._many([e.features for e in valid], [e.label for e in valid]))
         learn_unlabeled, event_done = self._learn_unlabeled, self.observer.event_done
         send = self._send
-        for record, event in zip(records, events):
-            if not isinstance(event, InvalidEventError):
-                result = next(results)
-                if isinstance(result, InvalidEventError):
-                    event = result
-                else:
-                    prediction, proba = result
-                    # an unlabeled event is learned when the model knew a class, i.e. predicted one
-                    learned = event.label is not None or (learn_unlabeled and bool(proba))
-                    send(record, event, prediction, proba, learned, None)
-                    event_done(polled)
-                    continue
-            self._reject(record, event)
-            event_done(polled)
+        try:
+            for record, event in zip(records, events):
+                if not isinstance(event, InvalidEventError):
+                    result = next(results)
+                    if isinstance(result, InvalidEventError):
+                        event = result
+                    else:
+                        prediction, proba = result
+                        # an unlabeled event is learned when the model knew a class, i.e. predicted one
+                        learned = event.label is not None or (learn_unlabeled and bool(proba))
+                        send(record, event, prediction, proba, learned, None)
+                        event_done(polled)
+                        continue
+                self._reject(record, event)
+                event_done(polled)
+        finally:
+            if self.joiner is not None:  # the poll's unlabeled events, held at once (before any checkpoint)
+                self.joiner.flush_holds()
 
     def _send(self, record: Record, event, prediction, proba: dict, learned: bool, imputed) -> None:
         self.metrics.update_prediction(event.label, prediction, proba, learned)

@@ -25,8 +25,17 @@ __all__ = ["Frames"]
 class Frames:
     """Batch encoding of a :class:`~stream_nb.stats.Stats` (a part of it, not used alone)."""
 
+    #: Events encoded by the first window of a run; each next window is twice as long.
+    _RUN_WINDOW = 32
+
     def encode_run(self, xs: list, ys: list, start: int, complete: bool, limit: int):
         """Encode events ``xs[start:]`` while each is *plain*; stop at the first that is not.
+
+        Whether an event is plain depends on the store alone, which encoding
+        does not change, so a run is encoded in windows of growing length,
+        joined end to end: one that stops early (an unlabeled event with a value
+        no label has taught yet is common when labels come later) costs about
+        its own length, not the rest of the batch.
 
         Plain: the event has a known class or no label, and every value it
         observes is already known (a known categorical value, a finite
@@ -45,6 +54,22 @@ class Frames:
         missing or Gaussian, ``G`` its Gaussian values (rows, slots) with NaN
         where missing, ``yc`` its class indices (-1: unlabeled).
         """
+        end = min(len(xs), start + limit)
+        at, size, parts = start, self._RUN_WINDOW, []
+        while True:
+            width = min(size, end - at)
+            stop, D, G, yc = self._encode_window(xs, ys, at, complete, width)
+            parts.append((D, G, yc))
+            done, at, size = stop < at + width, stop, size * 2
+            if done or at >= end:
+                break
+        if len(parts) == 1:
+            return (at, *parts[0])
+        D, G, yc = (np.concatenate(part) for part in zip(*parts))
+        return at, D, G, yc
+
+    def _encode_window(self, xs: list, ys: list, start: int, complete: bool, limit: int):
+        """:meth:`encode_run` of at most ``limit`` events, in one piece."""
         end = min(len(xs), start + limit)
         F, lookup = len(self.features), self._lookup
         sub = xs[start:end]
