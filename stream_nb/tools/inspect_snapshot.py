@@ -129,6 +129,11 @@ def _text(info: dict[str, typing.Any]) -> str:
         pairs = (f"; pair tables {'sparse' if u['pairs_sparse'] else 'dense'}, {u['pair_cells']:,} cells, "
                  f"{u['pair_bytes']:,} bytes" if u.get("pair_cells") else "")
         lines.append(f"counts     {u['cells']:,} cells, {u['bytes']:,} bytes{table}{pairs} (memory budget {budget})")
+        chosen = u.get("pairs_selected")
+        if chosen:  # pairs dropped for the budget (stats/_candidates.py)
+            kept = (f"super-parents {', '.join(map(repr, chosen['parents']))}" if chosen["rule"] == "parents"
+                    else f"{len(chosen['edges'])} attribute pairs")
+            lines.append(f"candidates only the pairs of {kept} are counted (the rest dropped for the memory budget)")
     if "tree" in m:
         if m["root"] is None:
             lines.append("tree       not built yet (naive Bayes until the first rebuild)")
