@@ -186,3 +186,15 @@ def test_tree_score_is_checked_and_survives_a_snapshot(tmp_path):
         model.learn_one(x, y), back.learn_one(x, y)
     assert back.tree == model.tree
     assert back.predict_proba_one(events[0][0]) == model.predict_proba_one(events[0][0])
+
+
+def test_the_command_line_setting_reaches_the_model():
+    from stream_nb.daemon._build import build_model  # noqa: PLC0415 (the daemon's wiring, tested here only)
+    from stream_nb.settings import SETTINGS
+
+    settings = {s.name: s.default for s in SETTINGS}
+    settings.update(model="tan", tree_score="bayes")
+    assert build_model(settings).tree_score == "bayes"
+    settings.update(model="aode")
+    with pytest.raises(ConfigError, match="--tree-score .*does not apply to --model aode"):
+        build_model(settings)
