@@ -86,3 +86,25 @@ def test_a_large_hand_over_goes_in_chunks_and_an_own_one_waits_for_its_feedback_
     own.adopt("in-0", 1000, "a", "a", {"labels-0": 7})
     assert a.joiner.status()["pending_events"] == 1000
     assert a.joiner.store.features(a.joiner.store.find(b'"e5"')) == {"text": events[5]["text"]}
+
+
+def test_a_partition_revoked_again_before_it_comes_back_keeps_its_hand_over():
+    """A stopping consumer revokes its last assignment again on close: the hand-over already published for a
+    partition that was not assigned here since must not be overwritten by an empty one (its events would be
+    lost to the next owner); once the partition is assigned here again, it is this member's to hand over."""
+    events, labels = streams(n=300, seed=5)
+    a = member(events, labels[:50])
+    a.run()
+    held = a.joiner.status()["pending_events"]
+    assert held > 0
+    topic = Topic()
+    out = PartitionHandoff(a.joiner, topic, partner)
+    assert out.release(["in-0"], {"in-0": 300}, "store-a")
+    assert not out.release(["in-0"], {"in-0": 300}, "store-a")  # revoked again on close: nothing published
+    assert len(topic.records) == 1
+    b = member([], [])
+    PartitionHandoff(b.joiner, topic, partner).adopt("in-0", 300, "store-a", "store-b", {})
+    assert b.joiner.status()["pending_events"] == held
+    assert b.joiner.status()["handed_over_events_in"] == held and a.joiner.status()["handed_over_events_out"] == held
+    out.assigned("in-0")  # the partition is back here: its (now empty) part is handed over again
+    assert out.release(["in-0"], {"in-0": 300}, "store-a") and len(topic.records) == 2

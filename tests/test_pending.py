@@ -89,3 +89,62 @@ print(used / n)
     assert run.returncode == 0, run.stderr
     per_event = float(run.stdout.split()[-1])
     assert per_event <= 200, per_event
+
+
+def test_a_batch_is_the_same_as_one_event_at_a_time():
+    """add_many (column by column, vectorised table inserts) against add one by one on a twin store: the
+    same rows, ids, cells, times and predictions, in a small table (collisions within the batch and with
+    the table), with uniform batches (the column path) and mixed ones (value by value); features_many,
+    forget_features_many and absent against their one-row forms."""
+    rng = random.Random(11)
+    one, many = PendingStore(96), PendingStore(96)
+    held: list[bytes] = []
+    for step in range(300):
+        if held and (rng.random() < 0.4 or many.n_free < 12):
+            for key in rng.sample(held, min(len(held), rng.randrange(1, 8))):
+                held.remove(key)
+                for store in (one, many):
+                    store.remove(store.find(key))
+            continue
+        n = rng.randrange(1, 12)
+        keys = list({orjson.dumps(rng.choice([rng.randrange(10**5), f"k{rng.randrange(10**5)}"])) for _ in range(n)})
+        probe = keys + held[:3]
+        assert many.absent(probe) == [one.find(k) < 0 for k in probe]
+        keys = [k for k in keys if k not in held]
+        if rng.random() < 0.5:  # the same features in every event: the column path
+            xs = [{"c": rng.choice(["a", "b", 4, False]), "n": rng.gauss(0, 1), "m": rng.choice(["x", "y"])}
+                  for _ in keys]
+        else:
+            xs = [random_event(rng) for _ in keys]
+        preds = [rng.choice([None, "yes", 1]) for _ in keys]
+        offsets = [rng.randrange(1000) for _ in keys]
+        rows = many.add_many(keys, xs, t=float(step), predictions=preds, partition="p", offsets=offsets)
+        for key, x, p, o, row in zip(keys, xs, preds, offsets, rows.tolist()):
+            assert one.add(key, x, t=float(step), prediction=p, partition="p", offset=o) == row
+        held += keys
+        live = [many.find(k) for k in held]
+        assert live == [one.find(k) for k in held] and min(live, default=0) >= 0
+        assert many.features_many(live) == [one.features(r) for r in live]
+        for name in ("time", "prediction", "offset", "state", "hashes"):
+            assert getattr(many, name)[live].tolist() == getattr(one, name)[live].tolist(), name
+        assert [many.id_of(r) for r in live] == held and [many.predicted(r) for r in live] == [one.predicted(r) for r in live]
+    gone = [many.find(k) for k in held[:5]]
+    many.forget_features_many(gone)
+    for r in gone:
+        one.forget_features(r)
+    assert many.features_many(gone) == [one.features(r) for r in gone] == [{}] * len(gone)
+
+
+def test_find_many_is_find_of_each():
+    """In a crowded small table (probe chains, wrap-around, removals): held ids, removed ones and unknown ones."""
+    rng = random.Random(3)
+    store = PendingStore(40)
+    keys = [orjson.dumps(f"id{i}") for i in range(40)]
+    for k in keys:
+        store.add(k, {"a": "x"}, t=0.0)
+    for k in rng.sample(keys, 15):
+        store.remove(store.find(k))
+    probe = keys + [orjson.dumps(i) for i in range(30)]
+    rng.shuffle(probe)
+    assert store.find_many(probe) == [store.find(k) for k in probe]
+    assert sum(r >= 0 for r in store.find_many(probe)) == 25

@@ -142,6 +142,18 @@ class ConfluentSink:
         except BufferError:  # librdkafka's queue is full: ConfluentProducer.send waits for room
             self._out.send(self.topic, value, key)
 
+    def send_many(self, values: list[bytes], keys: list[bytes | None]) -> None:
+        """:meth:`send` of each value with its key, in order, in one call (a
+        :class:`~stream_nb.engine.SendsMany`: the engine hands it a poll's outputs)."""
+        out, produce, topic = self._out, self._produce, self.topic
+        for value, key in zip(values, keys):
+            if out.failed:
+                raise self._error()
+            try:
+                produce(topic, value, key)
+            except BufferError:  # librdkafka's queue is full: ConfluentProducer.send waits for room
+                out.send(topic, value, key)
+
     def flush(self) -> None:
         """Block until every queued record is acknowledged; raise :class:`DeliveryError` if any failed."""
         if not self._closed:

@@ -16,7 +16,7 @@ import logging
 import threading
 import typing
 
-from stream_nb.engine import RebalanceCallback, Record, ResumePolicy, RevocationHandler
+from stream_nb.engine import RebalanceCallback, Record, ResumePolicy, RevocationHandler, make_records
 from stream_nb.exceptions import CommitError, ConfigError
 
 from ._client import Fixed, partition_key, servers
@@ -137,6 +137,37 @@ class ConfluentSource:
                 return []
             messages = [first, *consume(n - 1, 0)] if n > 1 else [first]
         self._brokers_down = False
+        if self.feedback is None and not any(map(self._ck.Message.error, messages)):
+            out, aside = self._records(messages), []  # the usual poll: one topic, no error
+        else:
+            out, aside = self._sort(messages)
+        if self._to_settle:  # reposition() ran meanwhile (another thread): drop what it rewinds
+            with self._lock:
+                unsettled = {self._key(p) for p in self._to_settle}
+            out = [r for r in out if r.partition not in unsettled]
+            aside = [r for r in aside if r.partition not in unsettled]
+        if aside:
+            self.feedback.put(aside)
+        return out
+
+    def _records(self, messages: list) -> list[Record]:
+        """The records of a poll of the input topic's messages, none an error: built column by column."""
+        message, topic, keys = self._ck.Message, self.topic, self._keys
+        partitions = list(map(message.partition, messages))
+        offsets = list(map(message.offset, messages))
+        named = {}  # partition number -> "<topic>-<partition>"
+        for partition in set(partitions):
+            name = keys.get((topic, partition))
+            named[partition] = name if name is not None else keys.setdefault((topic, partition),
+                                                                             partition_key(topic, partition))
+        return make_records(
+            list(map(message.value, messages)), list(map(message.key, messages)),
+            list(map(named.__getitem__, partitions)),
+            [{"topic": topic, "partition": p, "offset": o} for p, o in zip(partitions, offsets)],
+            [o + 1 for o in offsets])
+
+    def _sort(self, messages: list) -> tuple[list[Record], list[Record]]:
+        """The records of the input topic's messages and of the feedback topic's; errors reported."""
         keys = self._keys
         out: list[Record] = []
         aside: list[Record] = []  # the feedback topic's
@@ -153,14 +184,7 @@ class ConfluentSource:
             offset = m.offset()
             (append if topic == ours else aside.append)(Record(
                 m.value(), m.key(), key, {"topic": topic, "partition": partition, "offset": offset}, offset + 1))
-        if self._to_settle:  # reposition() ran meanwhile (another thread): drop what it rewinds
-            with self._lock:
-                unsettled = {self._key(p) for p in self._to_settle}
-            out = [r for r in out if r.partition not in unsettled]
-            aside = [r for r in aside if r.partition not in unsettled]
-        if aside:
-            self.feedback.put(aside)
-        return out
+        return out, aside
 
     def commit(self, positions: dict[str, int], metadata: str = "") -> None:
         """Commit ``{"<topic>-<partition>": next_offset}`` synchronously, each with ``metadata``.

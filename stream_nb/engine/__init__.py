@@ -54,13 +54,15 @@ from ._protocols import (
     ResumesByPolicy,
     RevocationHandler,
     SendsInTransaction,
+    SendsMany,
     SharesLearning,
     SharesQueue,
     Sink,
     Source,
     Transactional,
 )
-from ._records import DeadLetterRecord, OutputRecord, Record, label_key, output_bytes, output_record
+from ._records import (DeadLetterRecord, OutputRecord, Record, label_key, make_records, output_bytes, output_record,
+                       outputs_bytes)
 
 __all__ = [
     "BOM",
@@ -102,6 +104,7 @@ __all__ = [
     "ResumesByPolicy",
     "RevocationHandler",
     "SendsInTransaction",
+    "SendsMany",
     "SharesLearning",
     "SharesQueue",
     "Sink",
@@ -110,8 +113,10 @@ __all__ = [
     "Transactional",
     "check_config",
     "label_key",
+    "make_records",
     "output_bytes",
     "output_record",
+    "outputs_bytes",
     "merge_states",
     "state_records",
     "validate_label",

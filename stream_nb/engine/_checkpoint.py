@@ -409,10 +409,17 @@ class Checkpointer:
         mine = engine.positions.get(key)
         committer = _committer(metadata)
         # the events a member (another, or this one: a rebalance revokes every partition first) held for it
+        if self.handoff is not None:
+            self.handoff.assigned(key)
         handoff = self.handoff if committer is not None else None
         if mine is None:
             if handoff is not None:
                 handoff.adopt(key, committed, committer, self.store_id, engine.positions)
+                if committed is not None and handoff.partner(key) is not None:
+                    # held events were taken in at this offset: from now on it is this member's position, so
+                    # the next hand-over of the partition names it, committed by this member, even if no
+                    # event of it comes before the partition goes again
+                    engine.positions[key] = committed
             return None
         if committed is None or committed <= mine:
             if committed == mine and handoff is not None:
@@ -448,8 +455,9 @@ class Checkpointer:
         except Exception as exc:  # noqa: BLE001 - nothing may be committed; the new owner replays
             log.error("partitions revoked: flushing the outputs failed, nothing committed: %s", exc)
             return None
-        # on a rebalance, not at shutdown: a stopping daemon keeps them in its snapshot, to restart with
-        released = self.handoff is not None and not engine.stopping and self.handoff.release(
+        # on a rebalance and at shutdown alike (the source's close revokes every partition): a member stopped
+        # alone hands its held events to the members that run on, and gets them back itself when it restarts
+        released = self.handoff is not None and self.handoff.release(
             keys, engine.positions, self.store_id)
         if (released or engine.positions != (self.snapshot_positions or {})) and not self.snapshot() and released:
             log.error("partitions revoked: the snapshot failed, so the offsets committed are older than the "

@@ -41,7 +41,9 @@ line at the end of a run whose records were all dead-lettered (see
 
 from __future__ import annotations
 
+import bisect
 import logging
+import operator
 import time
 import typing
 
@@ -58,11 +60,14 @@ from ._input_check import InputCheck
 from ._metrics import DEFAULT_LOG_LOSS_FLOOR, PrequentialMetrics
 from ._observer import Observer
 from ._protocols import Checkpointing, SharesLearning, Sink, Source
-from ._records import Record, dead_letter_record, output_bytes
+from ._poll import poll_outputs, send_all
+from ._records import Record, dead_letter_record, output_bytes, outputs_bytes
 
 __all__ = ["DEFAULT_CONFIG", "Engine", "check_config"]
 
 log = logging.getLogger("stream_nb.engine")
+
+_PARTITION, _NEXT_POSITION = operator.itemgetter(2), operator.itemgetter(4)  # of a Record
 
 DEFAULT_CONFIG: dict[str, typing.Any] = {
     **EVENT_DEFAULTS,
@@ -202,7 +207,7 @@ class Engine:
         if self._emit_imputed and not callable(getattr(model, "impute_one", None)):
             raise ConfigError(f"emit_imputed needs a model with impute_one(); {type(model).__name__} has none")
         self._watch_labels(model)
-        self._many = self._prequential_many(model)
+        self._many, self._blocks = self._prequential_many(model)
 
         self.model = model
         self.source = source
@@ -252,7 +257,7 @@ class Engine:
         self.model = model
         self._learn_unlabeled = getattr(model, "learn_unlabeled", False) is True
         self._watch_labels(model)
-        self._many = self._prequential_many(model)
+        self._many, self._blocks = self._prequential_many(model)
         self.metrics = PrequentialMetrics(self.config["log_loss_floor"])
         if metrics is not None:
             self.metrics.load_state(metrics)
@@ -265,7 +270,7 @@ class Engine:
         self.model = model
         self._learn_unlabeled = getattr(model, "learn_unlabeled", False) is True
         self._watch_labels(model)
-        self._many = self._prequential_many(model)
+        self._many, self._blocks = self._prequential_many(model)
 
     # -- what a checkpointer uses -----------------------------------------------------
 
@@ -463,16 +468,55 @@ class Engine:
             self._reject(record, exc)
         else:
             self._send(record, event, step.prediction, step.proba, step.learned, step.imputed)
+            if self.joiner is not None:
+                self.joiner.flush_holds()
 
     def process_many(self, records: list[Record], polled: float) -> None:
         """:meth:`process` for every record of a poll, with one call of the model's
         ``prequential_iter`` (see ``prequential_many``) for all the valid events.
 
-        The model predicts then learns each event in order, exactly as
-        :meth:`process` would one at a time (stream_nb's NaiveBayes and TAN do it
-        with running counts over the poll); outputs and dead letters are then
-        sent in input order.
+        The model predicts then learns each event in order, as :meth:`process`
+        would one at a time (with running counts over the poll); outputs and dead
+        letters are sent in input order. A stream_nb model's poll goes through
+        whole-poll steps (``decode_columns``, the model's ``prequential_blocks``,
+        ``poll_outputs``, ``outputs_bytes``, the sink's ``send_many``): the same
+        outputs, dead letters, metrics and positions; the observer hears of the
+        poll at once. If the model fails part-way, what it learned is sent and
+        covered by the positions before the error propagates.
         """
+        if self._blocks is None or self.joiner is not None or self._sharing is not None:
+            self._process_each(records, polled)
+            return
+        ids, xs, ys, bad = self.decoder.decode_columns([record.value for record in records])
+        at = [i for i in range(len(records)) if i not in bad] if bad else None  # each valid event's record
+        valid = records if at is None else [records[i] for i in at]
+        items: list = []
+        try:
+            items.extend(self._blocks(xs, ys))  # keeps the results yielded before an error
+        finally:
+            outputs, sent, refused = poll_outputs(items, ids, ys, valid, self.metrics, self.model_name,
+                                                  self._learn_unlabeled)
+            done = len(sent) + len(refused)  # valid events the model went through
+            end = len(records) if done == len(valid) else done if at is None else at[done]
+            rejected = {i: exc for i, exc in bad.items() if i < end}
+            rejected.update((j if at is None else at[j], exc) for j, exc in refused.items())
+            values, keys, k = outputs_bytes(outputs), [record.key for record in sent], 0
+            self._since_checkpoint += len(sent)
+            if rejected:  # outputs and dead letters interleaved in input order, as one at a time
+                where = [i for i in (at or range(end))[:done] if i not in rejected]  # each output's record
+                for i in sorted(rejected):
+                    n = bisect.bisect_left(where, i)
+                    send_all(self.sink, values[k:n], keys[k:n])
+                    self._reject(records[i], rejected[i])
+                    k = n
+            send_all(self.sink, values[k:], keys[k:])
+            processed = records[:end]
+            self.positions.update(zip(map(_PARTITION, processed), map(_NEXT_POSITION, processed)))
+            self.observer.events_done(polled, end)
+
+    def _process_each(self, records: list[Record], polled: float) -> None:
+        """:meth:`process_many` event by event around ``prequential_iter``: with a joiner, a group, or a
+        model without ``prequential_blocks``."""
         events = self.decoder.decode_many([record.value for record in records])
         if self.joiner is not None:
             prepare = self.joiner.prepare
@@ -486,20 +530,24 @@ class Engine:
         results = iter(self._many([e.features for e in valid], [e.label for e in valid]))
         learn_unlabeled, event_done = self._learn_unlabeled, self.observer.event_done
         send = self._send
-        for record, event in zip(records, events):
-            if not isinstance(event, InvalidEventError):
-                result = next(results)
-                if isinstance(result, InvalidEventError):
-                    event = result
-                else:
-                    prediction, proba = result
-                    # an unlabeled event is learned when the model knew a class, i.e. predicted one
-                    learned = event.label is not None or (learn_unlabeled and bool(proba))
-                    send(record, event, prediction, proba, learned, None)
-                    event_done(polled)
-                    continue
-            self._reject(record, event)
-            event_done(polled)
+        try:
+            for record, event in zip(records, events):
+                if not isinstance(event, InvalidEventError):
+                    result = next(results)
+                    if isinstance(result, InvalidEventError):
+                        event = result
+                    else:
+                        prediction, proba = result
+                        # an unlabeled event is learned when the model knew a class, i.e. predicted one
+                        learned = event.label is not None or (learn_unlabeled and bool(proba))
+                        send(record, event, prediction, proba, learned, None)
+                        event_done(polled)
+                        continue
+                self._reject(record, event)
+                event_done(polled)
+        finally:
+            if self.joiner is not None:  # the poll's unlabeled events, held at once (before any checkpoint)
+                self.joiner.flush_holds()
 
     def _send(self, record: Record, event, prediction, proba: dict, learned: bool, imputed) -> None:
         self.metrics.update_prediction(event.label, prediction, proba, learned)
@@ -524,13 +572,15 @@ class Engine:
         self._since_checkpoint += 1
 
     def _prequential_many(self, model):
-        """The model's ``prequential_iter`` when the engine can hand it whole polls, else None."""
+        """The model's ``prequential_iter`` and ``prequential_blocks`` when the engine can hand it whole
+        polls (each None otherwise)."""
         many = getattr(model, "prequential_iter", None)
         if not callable(many) or self._emit_imputed:  # imputations are taken between predicting and learning
-            return None
+            return None, None
         if self._check_labels:  # the engine checks this model's label types, one event at a time
-            return None
-        return many
+            return None, None
+        blocks = getattr(model, "prequential_blocks", None)
+        return many, blocks if callable(blocks) else None
 
 
     # -- helpers ------------------------------------------------------------------

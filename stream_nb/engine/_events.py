@@ -72,6 +72,7 @@ from __future__ import annotations
 import json
 import math
 import typing
+from itertools import chain, repeat
 
 import orjson
 
@@ -113,6 +114,11 @@ class Event(typing.NamedTuple):
 
 _NESTED = (dict, list)  # orjson gives exactly these types for JSON objects and arrays
 _NESTED_SET = frozenset(_NESTED)
+# decode_columns' whole-poll path: every parsed event an object; ids and labels strings, integers or null;
+# feature values neither nested nor null
+_DICT_ONLY = frozenset({dict}).issuperset
+_PLAIN_FIELD = frozenset({str, int, type(None)}).issuperset
+_FLAT = frozenset({dict, list, type(None)})
 
 
 def oversize_error(size: int, max_bytes: int) -> InvalidEventError:
@@ -286,22 +292,67 @@ class EventDecoder:
     def decode_many(self, values: list) -> list:
         """:meth:`decode` of each raw event of a poll: its :class:`Event`, or the ``InvalidEventError`` it raised.
 
-        The same results as :meth:`decode` one at a time, in one loop: the
-        common event (a JSON object within ``max_event_bytes``, a string or
-        integer id and label, flat non-null features, no ``features`` list) is
-        taken here, with its parsed object (less the id and label) as its
-        features; any other goes through :meth:`decode`.
+        The same results as :meth:`decode` one at a time (see :meth:`decode_columns`).
 
         >>> EventDecoder().decode_many([b'{"id": 1, "a": "x", "label": 2}', b'[1]'])
         [Event(id=1, features={'a': 'x'}, label=2), InvalidEventError('event must be a JSON object, got an array')]
         """
+        ids, xs, ys, bad = self.decode_columns(values)
+        valid = iter(zip(ids, xs, ys))
+        return [bad[i] if i in bad else Event(*next(valid)) for i in range(len(values))]
+
+    def decode_columns(self, values: list) -> tuple[list, list, list, dict]:
+        """:meth:`decode` of a poll, as columns: ``(ids, features, labels, bad)``.
+
+        ``ids``, ``features`` and ``labels`` hold the valid events' fields in
+        input order; ``bad`` maps the index of each rejected event to its
+        ``InvalidEventError``. The results are :meth:`decode`'s. A poll of
+        common events (JSON objects within ``max_event_bytes``, a string or
+        integer id and label, flat non-null features, no ``features`` list) is
+        taken whole, each step one call over the poll (each event's parsed
+        object, less the id and label, is its features); any other poll event by
+        event, the common ones here and the rest through :meth:`decode`.
+
+        >>> EventDecoder().decode_columns([b'{"id": 1, "a": "x", "label": 2}', b'[1]'])
+        ([1], [{'a': 'x'}], [2], {1: InvalidEventError('event must be a JSON object, got an array')})
+        """
+        if self._features is None and values:
+            taken = self._decode_whole(values)
+            if taken is not None:
+                return taken
+        return self._decode_each(values)
+
+    def _decode_whole(self, values: list) -> tuple[list, list, list, dict] | None:
+        """:meth:`decode_columns` of a poll of common events only, with no loop in Python; None otherwise."""
+        if max(map(len, values)) > self._max_bytes:
+            return None
+        try:
+            objs = list(map(orjson.loads, values))
+        except orjson.JSONDecodeError:
+            return None
+        if not _DICT_ONLY(map(type, objs)):
+            return None
+        n = len(objs)
+        labels = list(map(dict.pop, objs, repeat(self._label_field, n), repeat(None, n)))
+        if self._id_field is None:
+            ids = [None] * n
+        else:
+            ids = list(map(dict.pop, objs, repeat(self._id_field, n), repeat(None, n)))
+        if (_PLAIN_FIELD(map(type, labels)) and _PLAIN_FIELD(map(type, ids))
+                and _FLAT.isdisjoint(map(type, chain.from_iterable(map(dict.values, objs))))):
+            return ids, objs, labels, {}
+        return None  # the parsed objects lost their id and label: the loop parses again
+
+    def _decode_each(self, values: list) -> tuple[list, list, list, dict]:
         loads, decode_error, decode = orjson.loads, orjson.JSONDecodeError, self.decode
         max_bytes, label_field, id_field = self._max_bytes, self._label_field, self._id_field
         fast = self._features is None
         isdisjoint = _NESTED_SET.isdisjoint
-        out: list = []
-        append = out.append
-        for value in values:
+        ids: list = []
+        xs: list = []
+        ys: list = []
+        bad: dict = {}
+        for i, value in enumerate(values):
             if fast and len(value) <= max_bytes:
                 try:
                     obj = loads(value)
@@ -318,11 +369,16 @@ class EventDecoder:
                             obj.pop(id_field, None)
                         values_ = obj.values()
                         if None not in values_ and isdisjoint(map(type, values_)):
-                            append(Event(event_id, obj, label))
+                            ids.append(event_id)
+                            xs.append(obj)
+                            ys.append(label)
                             continue
             try:
-                append(decode(value))
+                event = decode(value)
             except InvalidEventError as exc:
-                append(exc)
-        return out
-
+                bad[i] = exc
+            else:
+                ids.append(event.id)
+                xs.append(event.features)
+                ys.append(event.label)
+        return ids, xs, ys, bad

@@ -189,7 +189,7 @@ class ExactlyOnceCheckpointer(Checkpointer):
         """Before Kafka takes partitions away: commit the transaction (offsets included, and the hand-over of
         the events held for them) now."""
         engine = self.engine
-        released = self.handoff is not None and not engine.stopping and self.handoff.release(
+        released = self.handoff is not None and self.handoff.release(
             keys, engine.positions, self.store_id)
         if released or engine.positions != (self.snapshot_positions or {}):
             self.commit()

@@ -35,6 +35,18 @@ than once per change (a changelog of every held, joined and expired event
 would double the records produced for every event), and the input offset
 committed stays the processed one.
 
+A stop is a revocation too: the source's close revokes every partition, so
+a member stopped alone (scaling the group down) hands its held events to the
+members that run on, and a member that restarts takes its own hand-over back
+(its snapshot, written after the release, no longer holds them; the
+provisional labels of the events handed over are out of its model until the
+next owner learns them again). A partition revoked a second time before it
+comes back (a consumer stopping during a rebalance revokes its last
+assignment again on close) is not handed over again: that would overwrite
+the hand-over with an empty one. A member that takes a partition over and
+gives it up before any of its events comes names the offset it took it at,
+which it commits as its own.
+
 Not covered: a member that dies (kill -9) holding *p*: its held events of *p*
 are in its own snapshots, and return with it when it restarts and gets *p*
 back (static membership, ``group_instance_id``); if another member gets *p*
@@ -71,6 +83,13 @@ class PartitionHandoff:
         self.channel = channel
         self.partner = partner
         self._latest: dict[str, bytes | None] = {}  # what the pending topic holds, key -> newest value
+        # partitions handed over and not assigned here since: a second revocation of one (a stopping consumer
+        # revokes its last assignment again on close) must not overwrite the hand-over with an empty one
+        self._released: set[str] = set()
+
+    def assigned(self, partition: str) -> None:
+        """``partition`` is assigned to this member (again): what it holds for it is its own to hand over."""
+        self._released.discard(partition)
 
     def release(self, partitions: list[str], positions: dict[str, int], store_id: str) -> bool:
         """Publish the join's part of each input partition among ``partitions`` (revoked) and drop it here.
@@ -80,7 +99,7 @@ class PartitionHandoff:
         done = False
         for key in partitions:
             feedback = self.partner(key)
-            if feedback is None:
+            if feedback is None or key in self._released:
                 continue
             held = self.joiner.release(key, feedback)
             header = {"partition": key, "store_id": store_id,
@@ -92,6 +111,7 @@ class PartitionHandoff:
             self.channel.publish(key, orjson.dumps({"chunks": len(chunks)}) + b"\n" + chunks[0])
             log.info("handing over %s: %d held events and ids, %d early labels", key, len(held["events"]),
                      len(held["labels"]), extra={"event": "handoff", "partition": key})
+            self._released.add(key)
             done = True
         if done:
             self.channel.flush()

@@ -160,23 +160,24 @@ class InputCheck:
 
     def see(self, records: list) -> None:
         """Look at one poll's records (called while :attr:`active`)."""
-        decode, label_field = self.decoder.decode, self.decoder.config["label_field"]
-        for record in records:
-            if self._seen >= self.window:
-                break
+        label_field = self.decoder.config["label_field"]
+        records = records[:max(0, self.window - self._seen)]
+        _, xs, ys, bad = self.decoder.decode_columns([record.value for record in records])  # decode's results
+        valid = iter(zip(xs, ys))
+        for i, record in enumerate(records):
             self._seen += 1
-            try:
-                event = decode(record.value)
-            except InvalidEventError as exc:
+            exc = bad.get(i)
+            if exc is not None:
                 if self._seen <= self.sample:
                     self._rejections.append((record.position, exc))
                     self._raw.append(bytes(record.value[:4096]))
                 continue
+            features, label = next(valid)
             self._valid += 1
             if self._seen <= self.sample:
                 self._rejections.append((record.position, None))
-            self._labeled += event.label is not None
-            self._present.update(event.features)
+            self._labeled += label is not None
+            self._present.update(features)
             if len(self._names) < _MAX_NAMES:
                 self._remember_names(record.value, label_field)
         if self._seen >= self.sample and "not_json_lines" not in self.warned:

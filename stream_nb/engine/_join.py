@@ -40,7 +40,7 @@ import orjson
 from .._checks import configure
 from ..exceptions import ConfigError, InvalidEventError, LabelTypeError, UnlearnError
 from ..stats import json_type, validate_label
-from ._pending import FREE, JOINED, PENDING, PendingStore
+from ._pending import FREE, JOINED, MAX_ID_BYTES, PENDING, PendingStore
 from ._records import Record, dead_letter_record
 
 __all__ = ["DELAY_BUCKETS", "Joiner", "parse_label_value", "parse_on_expire"]
@@ -105,6 +105,9 @@ class Joiner:
         self.feedback = feedback
         self.clock = clock
         self.reset()
+        # held events and early labels given to (out) and taken from (in) other members or this one's next run;
+        # counted in this run only (not in snapshots, not rewound)
+        self.handed = {"events_out": 0, "labels_out": 0, "events_in": 0, "labels_in": 0}
         # a feedback source read by the input's own consumer (Kafka's --feedback-topic): its positions go with
         # the input's in the engine's, so snapshots, commits and transactions cover them like the input's
         self._shared_positions = bool(getattr(feedback, "shares_positions", False))
@@ -114,6 +117,7 @@ class Joiner:
         snapshot's join into it, see :func:`~stream_nb.engine._join_state.rewind_join`)."""
         self.store = PendingStore(self.config["pending_max"])
         self.waiting: dict[bytes, tuple] = {}  # id -> (label, time, record): labels before their event
+        self._waiting_floor = -math.inf  # no early label is older: expire() scans them only past it
         self.receipts: dict[int, typing.Any] = {}  # row -> receipt of a provisional label not plainly counted
         self.positions: dict[str, int] = {}  # feedback partition -> next position
         self.stream_time = -math.inf  # the latest event time seen (time_field mode)
@@ -123,7 +127,9 @@ class Joiner:
         self.delay_histogram = [0] * len(DELAY_BUCKETS)
         self.delay_sum = 0.0
         self._times: dict[int, float] = {}  # id(event) -> its time, between prepare and hold
-        self._joined_x: list = []  # pairs joined by the labels of one read, learned at its end
+        # (id, features, prediction, partition, offset, time, state) to hold, set aside since the last flush_holds()
+        self._to_hold: list = []
+        self._joined_rows: list = []  # held rows joined by the labels of one read, learned at its end
         self._joined_y: list = []
 
     # ------------------------------------------------------------------ time
@@ -169,39 +175,71 @@ class Joiner:
             early = self.waiting.pop(key, None)
             if early is not None:
                 self._joined_now(t, early[1])
-                self._room_for(1)
-                self.store.add(key, {}, t=t, state=JOINED)  # kept until the TTL to count duplicates
+                self._to_hold.append((key, {}, None, None, 0, t, JOINED))  # its id kept until the TTL: duplicates
                 return event._replace(label=early[0])
         self._times[id(event)] = t
         return event
 
     def hold(self, event, prediction, record: Record) -> None:
-        """Hold an unlabeled event with an id until its label comes (after its prediction was sent)."""
+        """Hold an unlabeled event with an id until its label comes (after its prediction was sent).
+
+        Held with the others of its poll by :meth:`flush_holds`, which the engine calls once the poll is sent.
+        """
         t = self._times.pop(id(event), None)
-        if t is None:
-            t = self.now()
-        key = _key(event.id)
-        if self.store.find(key) >= 0:
-            self.counts["duplicate"] += 1  # an id seen before: the first event keeps it
+        offset = record.next_position if isinstance(record.next_position, int) else 0
+        self._to_hold.append((_key(event.id), event.features, prediction, record.partition, offset,
+                              self.now() if t is None else t, PENDING))
+
+    def flush_holds(self) -> None:
+        """Put in the store what :meth:`prepare` and :meth:`hold` set aside, in their order, a poll at a time:
+        the ids checked at once, the rows written column by column (:meth:`PendingStore.add_many`); with
+        ``provisional_label`` each held event is learned with it, in order. The first event of an id keeps
+        it; a later one is counted as a duplicate."""
+        items, self._to_hold = self._to_hold, []
+        if not items:
             return
-        self._room_for(1)
+        store = self.store
+        fresh, seen = [], set()
+        for item, absent in zip(items, store.absent([item[0] for item in items])):
+            key = item[0]
+            if not absent or key in seen:
+                self.counts["duplicate"] += 1  # an id seen before: the first event keeps it
+            elif len(key) > MAX_ID_BYTES:
+                log.warning("an event was not held for its label: its id has %s bytes, at most %s are held",
+                            f"{len(key):,}", f"{MAX_ID_BYTES:,}")
+            else:
+                seen.add(key)
+                fresh.append(item)
         provisional = self.config["provisional_label"]
+        for lo in range(0, len(fresh), store.capacity):
+            part = fresh[lo : lo + store.capacity]
+            self._room_for(len(part))
+            groups: dict = {}  # one add_many per input partition and state
+            for i, item in enumerate(part):
+                groups.setdefault((item[3], item[6]), []).append(i)
+            row_of = [0] * len(part)
+            for (partition, state), idx in groups.items():
+                group = [part[i] for i in idx]
+                rows = store.add_many([g[0] for g in group], [g[1] for g in group], t=[g[5] for g in group],
+                                      predictions=[g[2] for g in group], partition=partition,
+                                      offsets=[g[4] for g in group], state=state,
+                                      provisional=state == PENDING and provisional is not None)
+                for i, row in zip(idx, rows.tolist()):
+                    row_of[i] = row
+            if provisional is not None:  # learned in the order the events came, as one at a time would
+                for item, row in zip(part, row_of):
+                    if item[6] == PENDING:
+                        self._learn_provisional(row, item[1], provisional)
+
+    def _learn_provisional(self, row: int, x: dict, provisional) -> None:
         try:
-            row = self.store.add(key, event.features, t=t, prediction=prediction, partition=record.partition,
-                                 offset=record.next_position if isinstance(record.next_position, int) else 0,
-                                 provisional=provisional is not None)
-        except ValueError as exc:  # an id too long to hold
-            log.warning("event %s not held for its label: %s", record.position, exc)
+            receipt = self._learn(x, provisional, record=True)
+        except InvalidEventError as exc:
+            log.warning("provisional label %r not learned: %s", provisional, exc)
+            self.store.provisional[row] = 0
             return
-        if provisional is not None:
-            try:
-                receipt = self._learn(event.features, provisional, record=True)
-            except InvalidEventError as exc:
-                log.warning("provisional label %r not learned: %s", provisional, exc)
-                self.store.provisional[row] = 0
-                return
-            if receipt is not None:
-                self.receipts[row] = receipt
+        if receipt is not None:
+            self.receipts[row] = receipt
 
     def _learn(self, x: dict, y, record: bool = False):
         """Learn ``(x, y)``; with ``record``, the receipt when taking it back needs one (else None)."""
@@ -229,6 +267,7 @@ class Joiner:
         over = len(self.store) + len(self.waiting) + n - cap
         if over <= 0 and not self.store.full:
             return
+        self._learn_joined()  # rows joined in this read are read before any row is freed
         over = max(over, 1, cap // 100)  # in batches: finding the oldest scans the store
         rows = self.store.oldest(over)
         for row in rows.tolist():
@@ -244,29 +283,26 @@ class Joiner:
 
     def tick(self, polled: bool) -> None:
         """After each poll of the input: read the feedback that is there, then expire what is due."""
+        self.flush_holds()
         self._times.clear()  # the times of the last poll's events, held or rejected by now
         records = self.feedback.poll(self.config["feedback_max_records"], 0.0)
         try:
-            for record in records:
-                self._label(record)
+            self._labels(records)
         finally:
             self._learn_joined()
         self.expire(idle=not polled and not records)
 
     def _learn_joined(self) -> None:
         """Learn the pairs joined by the last labels read, in one call of the model's ``learn_events`` (the
-        vectorised runs of a poll; counts add up in any order) when it has one."""
-        xs, ys, self._joined_x, self._joined_y = self._joined_x, self._joined_y, [], []
-        if not xs:
+        vectorised runs of a poll; counts add up in any order): their features read out of the store at once."""
+        rows, ys, self._joined_rows, self._joined_y = self._joined_rows, self._joined_y, [], []
+        if not rows:
             return
-        learn_events = getattr(self.engine.model, "learn_events", None)
-        if learn_events is not None:
-            for i, exc in learn_events(xs, ys):  # checked when set aside (_check_joined_label): never expected
-                log.warning("a joined pair was not learned (label %r): %s", ys[i], exc,
-                            extra={"event": "join_refused", "reason": getattr(exc, "reason", None)})
-        else:
-            for x, y in zip(xs, ys):
-                self._learn(x, y)
+        xs = self.store.features_many(rows)
+        self.store.forget_features_many(rows)
+        for i, exc in self.engine.model.learn_events(xs, ys):  # checked when set aside (_check_joined_label)
+            log.warning("a joined pair was not learned (label %r): %s", ys[i], exc,
+                        extra={"event": "join_refused", "reason": getattr(exc, "reason", None)})
 
     def _check_joined_label(self, y) -> None:
         """Raise :class:`LabelTypeError` for a label the model would refuse (another JSON type than its
@@ -279,51 +315,69 @@ class Joiner:
         if expected is not None and t != expected:
             raise LabelTypeError(y, t, expected, first, field=self.config["label_field"])
 
-    def _label(self, record: Record) -> None:
+    def _labels(self, records: list[Record]) -> None:
+        """Join one read of feedback records, in order: each parsed and checked, their ids looked up at once."""
         cfg = self.config
-        self.positions[record.partition] = record.next_position
-        if self._shared_positions:
-            self.engine.positions[record.partition] = record.next_position
-        try:
-            obj = orjson.loads(record.value)
-            if not isinstance(obj, dict):
-                raise InvalidEventError("feedback record must be a JSON object", reason="not_an_object")
-            if obj.get(cfg["id_field"]) is None:
-                raise InvalidEventError(f"feedback record has no {cfg['id_field']!r} (--id-field)",
-                                        reason="missing_id", field=cfg["id_field"])
-            y = obj.get(cfg["label_field"])
-            if y is None:
-                raise InvalidEventError(f"feedback record has no {cfg['label_field']!r} (--label-field)",
-                                        reason="missing_label", field=cfg["label_field"])
-            y = validate_label(y, cfg["label_field"])
-            _, t = self._time_of({k: v for k, v in obj.items() if k == cfg["time_field"]}, "feedback")
-        except orjson.JSONDecodeError as exc:
-            self._dead(record, InvalidEventError(f"feedback record is not JSON: {exc}", reason="invalid_json"))
-            return
-        except InvalidEventError as exc:
-            self._dead(record, exc)
-            return
-        key = _key(obj[cfg["id_field"]])
-        row = self.store.find(key)
-        if row < 0:
-            if key in self.waiting:
-                self.counts["duplicate"] += 1
+        id_field, label_field, timed = cfg["id_field"], cfg["label_field"], cfg["time_field"] is not None
+        positions, shared = self.positions, self.engine.positions if self._shared_positions else None
+        parsed = []  # (record, key, label, time), or (record, error)
+        for record in records:
+            positions[record.partition] = record.next_position
+            if shared is not None:
+                shared[record.partition] = record.next_position
+            try:
+                obj = orjson.loads(record.value)
+                if not isinstance(obj, dict):
+                    raise InvalidEventError("feedback record must be a JSON object", reason="not_an_object")
+                event_id = obj.get(id_field)
+                if event_id is None:
+                    raise InvalidEventError(f"feedback record has no {id_field!r} (--id-field)",
+                                            reason="missing_id", field=id_field)
+                y = obj.get(label_field)
+                if y is None:
+                    raise InvalidEventError(f"feedback record has no {label_field!r} (--label-field)",
+                                            reason="missing_label", field=label_field)
+                y = validate_label(y, label_field)
+                t = self._time_of({k: v for k, v in obj.items() if k == cfg["time_field"]}, "feedback")[1] \
+                    if timed else self.clock()
+            except orjson.JSONDecodeError as exc:
+                parsed.append((record, InvalidEventError(f"feedback record is not JSON: {exc}",
+                                                         reason="invalid_json")))
+            except InvalidEventError as exc:
+                parsed.append((record, exc))
             else:
-                self._room_for(1)
-                self.waiting[key] = (y, t, record)
-            return
-        if self.store.state[row] == JOINED:
-            self.counts["duplicate"] += 1
-            return
-        try:
-            self._join(row, y, t)
-        except InvalidEventError as exc:  # a label the model rejects (another JSON type): the label's fault
-            self._dead(record, exc)
+                parsed.append((record, _key(event_id), y, t))
+        store = self.store
+        rows = store.find_many([p[1] for p in parsed if len(p) == 4])
+        i = 0
+        for p in parsed:
+            if len(p) == 2:
+                self._dead(*p)
+                continue
+            record, key, y, t = p
+            row, i = rows[i], i + 1
+            if row >= 0 and store.state[row] == FREE:  # evicted since the look-up (_room_for)
+                row = -1
+            if row < 0:
+                if key in self.waiting:
+                    self.counts["duplicate"] += 1
+                else:
+                    self._room_for(1)
+                    self.waiting[key] = (y, t, record)
+                    self._waiting_floor = min(self._waiting_floor, t)
+                continue
+            if store.state[row] == JOINED:
+                self.counts["duplicate"] += 1
+                continue
+            try:
+                self._join(row, y, t)
+            except InvalidEventError as exc:  # a label the model rejects (another JSON type): the label's fault
+                self._dead(record, exc)
 
     def _join(self, row: int, y, t: float) -> None:
         store = self.store
-        x = store.features(row)
         if store.provisional[row]:
+            x = store.features(row)
             if not _same(y, self.config["provisional_label"]):
                 self._learn(x, y)  # first: a label the model rejects leaves the provisional one in place
                 try:
@@ -331,18 +385,19 @@ class Joiner:
                 except UnlearnError as exc:  # an EM receipt lost in a restart (see _join_state)
                     self.engine.model.unlearn_one(x, y)
                     log.warning("label %r of a held event not learned: its provisional label stays: %s", y, exc)
+            store.forget_features(row)
         elif hasattr(self.engine.model, "learn_events"):
             self._check_joined_label(y)
-            self._joined_x.append(x)  # learned with the others of this read (_learn_joined)
+            self._joined_rows.append(row)  # learned with the others of this read (_learn_joined)
             self._joined_y.append(y)
         else:
-            self._learn(x, y)
+            self._learn(store.features(row), y)
+            store.forget_features(row)
         prediction = store.predicted(row)
         self.counts["delayed_labeled"] += 1
         self.counts["delayed_correct"] += prediction is not None and _same(prediction, y)
         self._joined_now(float(store.time[row]), t)
         self.receipts.pop(row, None)
-        store.forget_features(row)
         store.state[row] = JOINED  # its id kept until the TTL, to count duplicates
 
     def _joined_now(self, t_event: float, t_label: float) -> None:
@@ -358,6 +413,7 @@ class Joiner:
 
     def expire(self, idle: bool = False) -> None:
         """Expire every event and label older than the TTL."""
+        self.flush_holds()
         cutoff = self.now(idle) - self.config["label_ttl"]
         if cutoff == -math.inf:
             return
@@ -365,8 +421,16 @@ class Joiner:
             if self.store.state[row] == PENDING:
                 self._expire(row)
             self.store.remove(row)
-        for key in [k for k, v in self.waiting.items() if v[1] <= cutoff]:
-            self._unmatched(key, self.waiting.pop(key))
+        if self.waiting and cutoff >= self._waiting_floor:
+            due, floor = [], math.inf
+            for k, v in self.waiting.items():
+                if v[1] <= cutoff:
+                    due.append(k)
+                elif v[1] < floor:
+                    floor = v[1]
+            self._waiting_floor = floor
+            for key in due:
+                self._unmatched(key, self.waiting.pop(key))
 
     def _expire(self, row: int) -> None:
         """Apply ``on_expire`` to the pending event of ``row``."""
@@ -408,6 +472,7 @@ class Joiner:
         duplicates) and the early labels read from ``feedback_partition``, JSON-able, for the member that
         gets the partition (see :mod:`stream_nb.engine._handoff`). A held event's provisional label is
         taken back: the new owner learns it again."""
+        self.flush_holds()
         store, model = self.store, self.engine.model
         events = []
         code = store.partition_codes.get(partition)
@@ -429,6 +494,8 @@ class Joiner:
             y, t, rec = self.waiting.pop(key)
             labels.append([key.decode(), y, t, rec.value.decode("utf-8", "replace"), rec.partition, rec.position,
                            rec.next_position])
+        self.handed["events_out"] += sum(1 for e in events if e[1] == PENDING)
+        self.handed["labels_out"] += len(labels)
         return {"events": events, "labels": labels}
 
     def adopt(self, partition: str, held: dict) -> None:
@@ -438,6 +505,7 @@ class Joiner:
             key = event_id.encode()
             if store.find(key) >= 0:  # held here already (restored from this member's own snapshot)
                 continue
+            self.handed["events_in"] += state == PENDING
             self._room_for(1)
             row = store.add(key, x, t=t, prediction=prediction, partition=partition, offset=offset, state=state,
                             provisional=state == PENDING and provisional is not None)
@@ -452,18 +520,22 @@ class Joiner:
                     self.receipts[row] = receipt
         for key, y, t, value, part, position, next_position in held["labels"]:
             if key.encode() not in self.waiting:
+                self.handed["labels_in"] += 1
                 self._room_for(1)
                 self.waiting[key.encode()] = (y, t, Record(value.encode(), None, part, position, next_position))
+                self._waiting_floor = min(self._waiting_floor, t)
 
     # ------------------------------------------------------------------ reporting
 
     def progress(self) -> tuple:
         """What changes whenever the join changes the model or its own state (a snapshot is due then)."""
+        self.flush_holds()
         return tuple(sorted(self.positions.items())), tuple(self.counts.values()), len(self.store), len(self.waiting)
 
     def status(self) -> dict:
         """The join's counters: pending events and labels, joined, expired, unmatched, duplicate,
-        retractions, the delay histogram and the delayed prequential accuracy."""
+        retractions, the delay histogram, the delayed prequential accuracy, and the held events and early
+        labels handed over to another member (``out``; also at a stop, see :mod:`._handoff`) or taken over."""
         c = self.counts
         pending = int((self.store.state == PENDING).sum())
         return {
@@ -474,6 +546,7 @@ class Joiner:
             "delayed_accuracy": c["delayed_correct"] / c["delayed_labeled"] if c["delayed_labeled"] else None,
             "label_delay_buckets": dict(zip([str(b) for b in DELAY_BUCKETS], self.delay_histogram)),
             "label_delay_sum": self.delay_sum,
+            **{f"handed_over_{k}": v for k, v in self.handed.items()},
         }
 
 

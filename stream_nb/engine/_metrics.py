@@ -37,13 +37,19 @@ the true one; no prediction (``None``) is wrong.
 
 from __future__ import annotations
 
+import functools
 import math
+import operator
 import typing
+
+import numpy as np
 
 from .._checks import is_integer
 from ..exceptions import ConfigError
 
 __all__ = ["PrequentialMetrics", "DEFAULT_LOG_LOSS_FLOOR"]
+
+_NOTHING = np.empty(0)
 
 #: Smallest probability used in the log loss: ``-ln(1e-15)`` is about 34.54 nats.
 DEFAULT_LOG_LOSS_FLOOR = 1e-15
@@ -94,22 +100,39 @@ class PrequentialMetrics:
         learned: bool,
     ) -> None:
         """Count one valid event; score it when it is labeled (``label is not None``)."""
-        self.events += 1
-        self.predicted += 1
-        if learned:
-            self.learned += 1
         if label is None:
+            self.update_many(1, int(learned), 0, _NOTHING)
+        else:
+            correct = prediction is not None and prediction == label
+            self.update_many(1, int(learned), int(correct), np.array([proba.get(label, 0.0)], dtype=float))
+
+    def update_many(self, events: int, learned: int, correct: int, probabilities: np.ndarray) -> None:
+        """Count ``events`` valid events at once, as :meth:`update_prediction` of each in turn would.
+
+        ``learned`` of them were learned; ``probabilities`` holds, in event
+        order, the probability each *labeled* one gave its label (0 for a class
+        missing from its prediction), ``correct`` of which predicted it. The
+        counters and the log-loss sum (added in event order) come out the same.
+
+        >>> m = PrequentialMetrics()
+        >>> m.update_many(3, 2, 1, np.array([0.75, 0.0]))
+        >>> m.predicted, m.labeled, m.learned, m.correct, m.log_loss_floored, round(m.log_loss_sum, 4)
+        (3, 2, 2, 1, 1, 34.8265)
+        """
+        self.events += events
+        self.predicted += events
+        self.learned += learned
+        n = len(probabilities)
+        if not n:
             return
-        self.labeled += 1
-        if prediction is not None and prediction == label:
-            self.correct += 1
-        p = proba.get(label, 0.0)
-        if not p >= self.log_loss_floor:  # also catches NaN
-            p = self.log_loss_floor
-            self.log_loss_floored += 1
-        elif p > 1.0:  # rounding in the model's normalisation
-            p = 1.0
-        self.log_loss_sum -= math.log(p)
+        self.labeled += n
+        self.correct += correct
+        floor = self.log_loss_floor
+        low = ~(probabilities >= floor)  # also catches NaN
+        self.log_loss_floored += int(np.count_nonzero(low))
+        # rounding in the model's normalisation may pass 1
+        p = np.where(low, floor, np.minimum(probabilities, 1.0, where=~low, out=np.ones(n)))
+        self.log_loss_sum = functools.reduce(operator.sub, map(math.log, p.tolist()), self.log_loss_sum)
 
     def update_dead_letter(self, reason: str) -> None:
         """Count one dead-lettered record under its reason code."""

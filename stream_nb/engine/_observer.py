@@ -41,6 +41,12 @@ class Observer:
         the record's time from poll to output sent.
         """
 
+    def events_done(self, polled: float, n: int) -> None:
+        """``n`` records of one poll were processed, their outputs handed to the sinks: :meth:`event_done`
+        of each, unless an implementation counts them at once."""
+        for _ in range(n):
+            self.event_done(polled)
+
     def flush_done(self, seconds: float, error: BaseException | None) -> None:
         """A checkpoint flushed both sinks (``error`` is ``None``) or a flush raised ``error``."""
 

@@ -55,6 +55,7 @@ class PendingStore:
         self.partition = np.zeros(n, dtype=np.int16)  # index into self.partitions
         self.offset = np.zeros(n, dtype=np.int64)  # the input position after the event
         self.provisional = np.zeros(n, dtype=np.uint8)  # 1: learned with the provisional label
+        self.hashes = np.zeros(n, dtype=np.int64)  # hash() of each row's id: a probe compares it before the bytes
         self.id_start = np.zeros(n, dtype=np.int64)
         self.id_len = np.zeros(n, dtype=np.uint16)
         self.arena = np.zeros(max(64, n * _ID_BYTES), dtype=np.uint8)
@@ -76,8 +77,9 @@ class PendingStore:
         self.label_codes: dict = {}
         self.partitions: list = []
         self.partition_codes: dict = {}
-        self.free = np.arange(n - 1, -1, -1, dtype=np.int32)  # a stack of free rows
+        self.free = np.arange(n - 1, -1, -1, dtype=np.int32)  # a stack of free rows (the lowest on top)
         self.n_free = n
+        self.high = 0  # every row ever used is below it: scans look at rows[:high], not the whole capacity
 
     def __len__(self) -> int:
         return self.capacity - self.n_free
@@ -91,12 +93,12 @@ class PendingStore:
     def _slot(self, key: bytes, h: int) -> int:
         """The table slot of ``key`` (its row is ``table[slot] - 1``), or the empty slot where it would go."""
         i = h & self.mask
-        table = self.table
+        table, hashes = self.table, self.hashes
         while True:
             r = int(table[i]) - 1
             if r < 0:
                 return i
-            if self._id(r) == key:
+            if hashes[r] == h and self._id(r) == key:
                 return i
             i = (i + 1) & self.mask
 
@@ -107,6 +109,25 @@ class PendingStore:
     def find(self, key: bytes) -> int:
         """The row of id ``key``, or -1."""
         return int(self.table[self._slot(key, hash(key))]) - 1
+
+    def find_many(self, keys: list[bytes]) -> list[int]:
+        """:meth:`find` of each id of ``keys``: the home slots looked at once, a probe only past a taken one
+        that holds another id."""
+        if not keys:
+            return []
+        h = np.fromiter(map(hash, keys), dtype=np.int64, count=len(keys))
+        first = self.table[h & self.mask].astype(np.int64) - 1
+        hit = first >= 0
+        hit[hit] = self.hashes[first[hit]] == h[hit]
+        out = []
+        for key, hk, r, same in zip(keys, h.tolist(), first.tolist(), hit.tolist()):
+            if same and self._id(r) == key:
+                out.append(r)
+            elif r < 0:
+                out.append(-1)
+            else:
+                out.append(int(self.table[self._slot(key, hk)]) - 1)
+        return out
 
     def id_of(self, row: int) -> bytes:
         """The JSON bytes of the id of ``row``."""
@@ -127,7 +148,9 @@ class PendingStore:
             raise KeyError(f"id {key!r} is held already")
         self.n_free -= 1
         row = int(self.free[self.n_free])
+        self.high = max(self.high, row + 1)
         self.table[slot] = row + 1
+        self.hashes[row] = h
         self._put_id(row, key)
         self.state[row] = state
         self.time[row] = t
@@ -138,6 +161,61 @@ class PendingStore:
         self.provisional[row] = provisional
         self._put(row, x)
         return row
+
+    def absent(self, keys: list[bytes]) -> list[bool]:
+        """For each id of ``keys``, True when it is not held (one vectorised look at the home slots; a probe
+        only where the home slot is taken)."""
+        if not keys:
+            return []
+        h = np.fromiter(map(hash, keys), dtype=np.int64, count=len(keys))
+        taken = (self.table[h & self.mask] != 0).tolist()
+        return [not busy or self.table[self._slot(key, int(hk))] == 0
+                for key, hk, busy in zip(keys, h.tolist(), taken)]
+
+    def add_many(self, keys: list[bytes], xs: list[dict], *, t, predictions: list, partition=None, offsets=None,
+                 provisional: bool = False, state: int = PENDING) -> np.ndarray:
+        """:meth:`add` for many events at once (ids distinct, none held, none over :data:`MAX_ID_BYTES`; room
+        for all): the same rows, cells and table as adding them one by one, written column by column."""
+        n = len(keys)
+        if n > self.n_free:
+            raise OverflowError("the pending store is full")
+        if not n:
+            return np.zeros(0, dtype=np.int64)
+        rows = self.free[self.n_free - n : self.n_free][::-1].astype(np.int64)  # the rows add() would pop
+        self.n_free -= n
+        self.high = max(self.high, int(rows.max()) + 1)
+        h = np.fromiter(map(hash, keys), dtype=np.int64, count=n)
+        self.hashes[rows] = h
+        table, mask = self.table, self.mask
+        home = h & mask
+        first = np.unique(home, return_index=True)[1]
+        direct = np.zeros(n, dtype=bool)
+        direct[first] = table[home[first]] == 0
+        table[home[direct]] = rows[direct] + 1
+        for i in np.flatnonzero(~direct).tolist():  # a taken home slot: probe on, as add() does
+            j = int(home[i])
+            while table[j]:
+                j = (j + 1) & mask
+            table[j] = rows[i] + 1
+        lens = np.fromiter(map(len, keys), dtype=np.int64, count=n)
+        total = int(lens.sum())
+        if self.arena_used + total > len(self.arena):
+            self._compact(total)
+        s = self.arena_used
+        self.arena[s : s + total] = np.frombuffer(b"".join(keys), dtype=np.uint8)
+        self.id_start[rows] = s + np.cumsum(lens) - lens
+        self.id_len[rows] = lens
+        self.arena_used += total
+        self.arena_live += total
+        self.state[rows] = state
+        self.time[rows] = t
+        codes = [0 if p is None else self._label_code(p) + 1 for p in predictions]
+        self.prediction[rows] = [c if c < 32768 else 0 for c in codes]
+        self.partition[rows] = self._partition_code(partition)
+        self.offset[rows] = 0 if offsets is None else offsets
+        self.provisional[rows] = provisional
+        self._put_many(rows, xs)
+        return rows
 
     def _put_id(self, row: int, key: bytes) -> None:
         n = len(key)
@@ -151,7 +229,7 @@ class PendingStore:
 
     def _compact(self, need: int) -> None:
         """Rewrite the arena with the live ids only (grown when that is not room enough)."""
-        live = np.flatnonzero(self.state != FREE)
+        live = np.flatnonzero(self.state[: self.high] != FREE)
         size = len(self.arena)
         while self.arena_live + need > size // 2:
             size *= 2
@@ -166,43 +244,91 @@ class PendingStore:
 
     def _put(self, row: int, x: dict) -> None:
         cj, cv, nj, nv = [], [], [], []
-        cat_names, num_names, codes = self.cat_names, self.num_names, self.codes
         for name, v in x.items():
-            if v is None:
+            cell = self._cell(row, name, v)
+            if cell is None:
                 continue
-            if type(v) is float:
-                j = num_names.get(name)
-                if j is None:
-                    if name in cat_names:
-                        self.odd.setdefault(row, {})[name] = v
-                        continue
-                    j = num_names[name] = self._widen("num")
-                nj.append(j)
+            if cell[0]:
+                nj.append(cell[1])
                 nv.append(v)
-                continue
-            j = cat_names.get(name)
-            if j is None:
-                if name in num_names:
-                    self.odd.setdefault(row, {})[name] = v
-                    continue
-                j = cat_names[name] = self._widen("cat")
-            key = (type(v), v)
-            code = codes.get(key)
-            if code is None:
-                code = codes[key] = len(self.values)
-                self.values.append(v)
-            cj.append(j)
-            cv.append(code + 1)
+            else:
+                cj.append(cell[1])
+                cv.append(cell[2])
         if cj:
             self.cat[row, cj] = cv
         if nj:
             self.num[row, nj] = np.array(nv, dtype=np.float64).view(np.uint64) + np.uint64(1)
 
+    def _cell(self, row: int, name: str, v):
+        """Where value ``v`` of feature ``name`` of ``row`` goes: ``(True, column)`` a numeric cell,
+        ``(False, column, code + 1)`` a categorical one, None absent or kept in the side table (done here)."""
+        if v is None:
+            return None
+        if type(v) is float:
+            j = self.num_names.get(name)
+            if j is None:
+                if name in self.cat_names:
+                    self.odd.setdefault(row, {})[name] = v
+                    return None
+                j = self.num_names[name] = self._widen("num")
+            return (True, j)
+        j = self.cat_names.get(name)
+        if j is None:
+            if name in self.num_names:
+                self.odd.setdefault(row, {})[name] = v
+                return None
+            j = self.cat_names[name] = self._widen("cat")
+        key = (type(v), v)
+        code = self.codes.get(key)
+        if code is None:
+            code = self.codes[key] = len(self.values)
+            self.values.append(v)
+        return (False, j, code + 1)
+
+    def _put_many(self, rows: np.ndarray, xs: list[dict]) -> None:
+        """:meth:`_put` for many rows: a column at a time where every event has the same features and a
+        feature's values all fit its column; value by value, in order, otherwise (the same cells either way)."""
+        first = xs[0].keys()
+        if any(x.keys() != first for x in xs):
+            for row, x in zip(rows.tolist(), xs):
+                self._put(row, x)
+            return
+        codes, values = self.codes, self.values
+        for name in first:
+            vals = [x[name] for x in xs]
+            j = self.num_names.get(name)
+            if j is not None and all(type(v) is float for v in vals):
+                self.num[rows, j] = np.array(vals, dtype=np.float64).view(np.uint64) + np.uint64(1)
+                continue
+            j = self.cat_names.get(name)
+            if j is not None and not any(v is None or type(v) is float for v in vals):
+                col = [codes.get((type(v), v)) for v in vals]
+                for i, code in enumerate(col):
+                    if code is None:
+                        v = vals[i]
+                        code = codes.get((type(v), v))  # an earlier one of this poll interned it
+                        if code is None:
+                            code = codes[(type(v), v)] = len(values)
+                            values.append(v)
+                        col[i] = code
+                self.cat[rows, j] = np.array(col, dtype=np.int32) + 1
+                continue
+            for row, v in zip(rows.tolist(), vals):  # a new feature, or values of mixed kinds: one by one
+                cell = self._cell(row, name, v)
+                if cell is None:
+                    continue
+                if cell[0]:
+                    self.num[row, cell[1]] = np.array(v, dtype=np.float64).view(np.uint64) + np.uint64(1)
+                else:
+                    self.cat[row, cell[1]] = cell[2]
+
     def _widen(self, which: str) -> int:
-        """One more column in matrix ``which`` ("cat" or "num"); its index."""
+        """One more column in matrix ``which`` ("cat" or "num"); its index. Only the rows in use are copied
+        (a free row's cells are all zero), so the new matrix's untouched pages stay unallocated."""
         old = getattr(self, which)
         new = np.zeros((old.shape[0], old.shape[1] + 1), dtype=old.dtype)
-        new[:, : old.shape[1]] = old
+        live = np.flatnonzero(self.state[: self.high] != FREE)
+        new[live, : old.shape[1]] = old[live]
         setattr(self, which, new)
         return old.shape[1]
 
@@ -241,6 +367,37 @@ class PendingStore:
             x.update(self.odd[row])
         return x
 
+    def features_many(self, rows) -> list[dict]:
+        """:meth:`features` of each row of ``rows``."""
+        rows = np.asarray(rows, dtype=np.int64)
+        values, odd = self.values, self.odd
+        cat_items, num_items = list(self.cat_names.items()), list(self.num_names.items())
+        cats = self.cat[rows].tolist()
+        num = self.num[rows]
+        present = (num != 0).tolist()
+        floats = (num - np.uint64(1)).view(np.float64).tolist()  # an absent cell wraps: never read
+        out = []
+        for i, row in enumerate(rows.tolist()):
+            crow = cats[i]
+            x = {name: values[crow[j] - 1] for name, j in cat_items if crow[j]}
+            if num_items:
+                prow, frow = present[i], floats[i]
+                for name, j in num_items:
+                    if prow[j]:
+                        x[name] = frow[j]
+            if row in odd:
+                x.update(odd[row])
+            out.append(x)
+        return out
+
+    def forget_features_many(self, rows) -> None:
+        """:meth:`forget_features` of each row of ``rows``."""
+        rows = np.asarray(rows, dtype=np.int64)
+        self.cat[rows] = 0
+        self.num[rows] = 0
+        for row in rows.tolist():
+            self.odd.pop(row, None)
+
     def predicted(self, row: int):
         """The prediction made for ``row`` when it arrived (None: none)."""
         p = int(self.prediction[row])
@@ -276,7 +433,7 @@ class PendingStore:
                 r = int(table[j]) - 1
                 if r < 0:
                     return
-                home = hash(self._id(r)) & mask
+                home = int(self.hashes[r]) & mask
                 # the entry at j may move to i unless its home lies cyclically in (i, j]
                 if (j > i and (home <= i or home > j)) or (j < i and (home <= i and home > j)):
                     break
@@ -287,12 +444,13 @@ class PendingStore:
 
     def due(self, cutoff: float, state: int | None = None) -> np.ndarray:
         """Rows (oldest first) whose time is at most ``cutoff``; only those in ``state`` when given."""
-        live = self.state != FREE if state is None else self.state == state
-        rows = np.flatnonzero(live & (self.time <= cutoff))
+        states = self.state[: self.high]
+        live = states != FREE if state is None else states == state
+        rows = np.flatnonzero(live & (self.time[: self.high] <= cutoff))
         return rows[np.argsort(self.time[rows], kind="stable")]
 
     def oldest(self, n: int) -> np.ndarray:
         """The ``n`` oldest live rows (joined ones first: they only spot duplicates), oldest first."""
-        live = np.flatnonzero(self.state != FREE)
+        live = np.flatnonzero(self.state[: self.high] != FREE)
         order = np.lexsort((self.time[live], self.state[live] != JOINED))
         return live[order[:n]]

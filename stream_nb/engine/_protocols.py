@@ -40,6 +40,7 @@ capability                   members                                     used by
 :class:`Repositionable`      ``reposition()``                            exactly-once rewinds
 :class:`ReportsCommitted`    ``committed(partitions)``                   exactly-once recovery
 :class:`SendsInTransaction`  ``transaction`` (a sink)                    exactly-once checkpoints
+:class:`SendsMany`           ``send_many(values, keys)`` (a sink)        a poll's outputs at once
 ===========================  ==========================================  ==========================
 
 A checkpointer that shares the model across a consumer group (``--model-topic``,
@@ -239,6 +240,13 @@ class CountsInFlight(typing.Protocol):
 
     #: Records handed to ``send`` and neither acknowledged nor failed yet.
     in_flight: int
+
+
+@typing.runtime_checkable
+class SendsMany(typing.Protocol):
+    """A sink that takes a poll's records in one call: ``send(value, key)`` of each pair, in order."""
+
+    def send_many(self, values: list[bytes], keys: list[bytes | None]) -> None: ...
 
 
 @typing.runtime_checkable

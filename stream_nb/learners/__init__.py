@@ -30,6 +30,7 @@ To add a model: a module here with a subclass of :class:`BayesClassifier` (or of
 
 from ._base import BayesClassifier, Step, prequential_step
 from ._forgetting import DETECTORS
+from ._runs import RunBlock
 from ._structure import conditional_mutual_information, maximum_spanning_tree, mutual_information_with_class
 from ._structured import StructuredClassifier
 from .aode import AODE
@@ -42,7 +43,8 @@ from .tan import TAN
 MODELS: dict[str, type[BayesClassifier]] = {cls.__name__: cls for cls in (NaiveBayes, AODE, TAN, SPODE, KDB)}
 
 __all__ = [
-    "AODE", "DETECTORS", "KDB", "MODELS", "SPODE", "TAN", "BayesClassifier", "NaiveBayes", "Step", "StructuredClassifier",
+    "AODE", "DETECTORS", "KDB", "MODELS", "SPODE", "TAN", "BayesClassifier", "NaiveBayes", "RunBlock", "Step",
+    "StructuredClassifier",
     "conditional_mutual_information", "maximum_spanning_tree", "mutual_information_with_class",
     "prequential_step",
 ]

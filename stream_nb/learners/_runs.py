@@ -13,6 +13,7 @@ and model as one event at a time, up to floating-point rounding.
 from __future__ import annotations
 
 import abc
+import typing
 
 import numpy as np
 
@@ -20,7 +21,28 @@ from ..exceptions import InvalidEventError
 from ..stats import exclusive_counts, gaussian_loglik, is_missing_label, running_moments
 from ._decision import log_prior, normalise
 
-__all__ = ["VectorisedRuns"]
+__all__ = ["RunBlock", "VectorisedRuns"]
+
+
+class RunBlock(typing.NamedTuple):
+    """The results of one vectorised run, as arrays: what :meth:`VectorisedRuns.prequential_blocks` yields.
+
+    Event ``start + i`` of the run was predicted ``classes[decided[i]]`` with
+    ``dict(zip(classes, proba[i]))``, which is what
+    :meth:`~stream_nb.learners.BayesClassifier.prequential_iter` yields for it;
+    ``yc[i]`` is its label's index in ``classes`` (-1: unlabeled).
+    """
+
+    start: int
+    stop: int
+    classes: list
+    decided: np.ndarray
+    proba: np.ndarray
+    yc: np.ndarray
+
+
+class _Blocks(list):
+    """The ``out`` of :meth:`VectorisedRuns._prequential_run` that takes a run whole, as a :class:`RunBlock`."""
 
 
 class VectorisedRuns(abc.ABC):
@@ -107,6 +129,38 @@ class VectorisedRuns(abc.ABC):
                 i += 1
         return refused
 
+    def prequential_blocks(self, xs: list, ys: list):
+        """:meth:`~stream_nb.learners.BayesClassifier.prequential_iter`, yielding each vectorised run
+        as one :class:`RunBlock` (arrays, no dict per event) and every other event's result as it does.
+
+        Expanding each block into ``(classes[d], dict(zip(classes, p)))`` per row gives exactly
+        ``prequential_iter``'s results, and the model ends the same.
+
+        >>> from stream_nb import NaiveBayes
+        >>> model = NaiveBayes()
+        >>> for item in model.prequential_blocks([{"a": "x"}] * 5, [1, 2, 1, 1, 2]):
+        ...     print(item if not isinstance(item, RunBlock) else (item.start, item.stop, item.classes))
+        (None, {})
+        (1, {1: 1.0})
+        (2, 5, [1, 2])
+        """
+        if len(xs) != len(ys):
+            raise ValueError(f"prequential_blocks: {len(xs)} events but {len(ys)} labels")
+        i, n = 0, len(xs)
+        while i < n:
+            blocks = _Blocks()
+            if self._forget_runs():
+                i = self._prequential_run(xs, ys, i, blocks)
+            yield from blocks
+            if i < n:
+                try:
+                    step = self.prequential_one(xs[i], ys[i])
+                except InvalidEventError as exc:
+                    yield exc
+                else:
+                    yield step.prediction, step.proba
+                i += 1
+
     def _run_scores_learned(self) -> bool:
         """Whether learning a run needs its scores: they change the model (``_run_scoring_learns``)
         or a drift detector learns from the run's errors."""
@@ -152,7 +206,9 @@ class VectorisedRuns(abc.ABC):
             D, G, yc, log_post, decided = D[:keep], G[:keep], yc[:keep], log_post[:keep], decided[:keep]
             stop = start + keep
             self._run_jll(D, yc, C, prior[:keep])
-        if out is not None:
+        if isinstance(out, _Blocks):
+            out.append(RunBlock(start, stop, s.classes[:C], decided, np.exp(log_post), yc))
+        elif out is not None:
             classes = s.classes
             out.extend(
                 (classes[i], dict(zip(classes, p)))

@@ -1,7 +1,9 @@
 """The daemon's :class:`~stream_nb.engine.Observer`: plain counters the HTTP thread reads.
 
 Per event it only adds the event's latency to a fixed-bucket histogram (and,
-for a model that rebuilds its structure, compares one integer). Per loop
+for a model that rebuilds its structure, compares one integer); a poll the
+engine takes whole is counted at once, each of its events with the poll's
+latency. Per loop
 iteration it compares two clocks. Every ``lag_interval`` seconds it asks the
 source for its lag (Kafka: one ListOffsets request, on the engine's thread
 because a kafka-python consumer must not be shared between threads), and
@@ -190,20 +192,37 @@ class DaemonObserver(Observer):
         histogram.counts[_bisect(histogram.bounds, latency)] += 1
         histogram.sum += latency
 
+    def events_done(self, polled: float, n: int) -> None:
+        """A poll's ``n`` records, all sent: each counted with the poll's latency (poll returned -> its
+        last output sent), ``n`` additions in one."""
+        now = _clock()
+        latency = now - polled
+        histogram = self.latency
+        histogram.counts[_bisect(histogram.bounds, latency)] += n
+        histogram.sum += latency * n
+        if self._model is not None:
+            self._watch_rebuilds(polled, now)
+
     def _event_done_and_rebuilds(self, polled: float) -> None:
         now = _clock()
         latency = now - polled
         histogram = self.latency
         histogram.counts[_bisect(histogram.bounds, latency)] += 1
         histogram.sum += latency
+        self._watch_rebuilds(polled, now)
+
+    def _watch_rebuilds(self, polled: float, now: float) -> None:
         model = self.engine.model
         if model is not self._model:  # a snapshot was restored into the engine: count from its model
             self._model, self._rebuilds_seen = model, model.n_rebuilds
         n = model.n_rebuilds
         if n != self._rebuilds_seen:
-            # the rebuild ran while this event was learned: time the event (the rebuild dominates it)
+            # the rebuild ran while this event (or poll) was learned: time it (the rebuild dominates it);
+            # a poll that rebuilt k times counts k rebuilds, each a k-th of its time
             start = self._prev_end if self._prev_end > polled else polled
-            self._rebuilt(n, now - start)
+            k = max(1, n - self._rebuilds_seen)
+            for i in range(n - k + 1, n + 1):
+                self._rebuilt(i, (now - start) / k)
         self._prev_end = now
 
     def restored(self) -> None:

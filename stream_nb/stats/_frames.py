@@ -7,6 +7,7 @@ so the batch paths build the same store as ``learn_one`` over the rows.
 from __future__ import annotations
 
 import numbers
+from operator import itemgetter, methodcaller
 
 import numpy as np
 
@@ -24,8 +25,17 @@ __all__ = ["Frames"]
 class Frames:
     """Batch encoding of a :class:`~stream_nb.stats.Stats` (a part of it, not used alone)."""
 
+    #: Events encoded by the first window of a run; each next window is twice as long.
+    _RUN_WINDOW = 32
+
     def encode_run(self, xs: list, ys: list, start: int, complete: bool, limit: int):
         """Encode events ``xs[start:]`` while each is *plain*; stop at the first that is not.
+
+        Whether an event is plain depends on the store alone, which encoding
+        does not change, so a run is encoded in windows of growing length,
+        joined end to end: one that stops early (an unlabeled event with a value
+        no label has taught yet is common when labels come later) costs about
+        its own length, not the rest of the batch.
 
         Plain: the event has a known class or no label, and every value it
         observes is already known (a known categorical value, a finite
@@ -45,34 +55,58 @@ class Frames:
         where missing, ``yc`` its class indices (-1: unlabeled).
         """
         end = min(len(xs), start + limit)
+        at, size, parts = start, self._RUN_WINDOW, []
+        while True:
+            width = min(size, end - at)
+            stop, D, G, yc = self._encode_window(xs, ys, at, complete, width)
+            parts.append((D, G, yc))
+            done, at, size = stop < at + width, stop, size * 2
+            if done or at >= end:
+                break
+        if len(parts) == 1:
+            return (at, *parts[0])
+        D, G, yc = (np.concatenate(part) for part in zip(*parts))
+        return at, D, G, yc
+
+    def _encode_window(self, xs: list, ys: list, start: int, complete: bool, limit: int):
+        """:meth:`encode_run` of at most ``limit`` events, in one piece."""
+        end = min(len(xs), start + limit)
         F, lookup = len(self.features), self._lookup
         sub = xs[start:end]
         stop = len(sub)
         # labels: a known class (of a type checked to be the labels' type: True finds the class 1), or None
-        classes, label_ok, yc = self.class_index, self._label_ok, []
-        for i, y in enumerate(ys[start:end]):
-            c = -1 if y is None else classes.get(y) if type(y) in label_ok else None
-            if c is None:
-                stop = i
-                break
-            yc.append(c)
+        classes, label_ok, labels = self.class_index, self._label_ok, ys[start:end]
+        yc = list(map(classes.get, labels)) if label_ok.issuperset(map(type, labels)) else None
+        if yc is None or None in yc:  # an unlabeled event, or a label not known yet: event by event
+            yc = []
+            for i, y in enumerate(labels):
+                c = -1 if y is None else classes.get(y) if type(y) in label_ok else None
+                if c is None:
+                    stop = i
+                    break
+                yc.append(c)
         # keys: known features, or null values
         known = lookup.keys()
-        for i in range(stop):
-            x = sub[i]
-            if not x.keys() <= known and any(
-                not (v is None or (type(v) is float and v != v)) for k, v in x.items() if k not in lookup
-            ):
-                stop = i
-                break
+        every_known = known >= set().union(*sub[:stop])
+        if not every_known:
+            for i in range(stop):
+                x = sub[i]
+                if not x.keys() <= known and any(
+                    not (v is None or (type(v) is float and v != v)) for k, v in x.items() if k not in lookup
+                ):
+                    stop = i
+                    break
         sub = sub[:stop]
         D = np.full((stop, F), -1, dtype=np.int64)
         G = np.full((stop, self.n_gauss), np.nan)
+        # every event holding every feature (the usual stream): all the columns in one transposition
+        whole = F > 1 and every_known and stop and set(map(len, sub)) == {F}
+        columns = list(zip(*map(itemgetter(*self.features), sub))) if whole else None
         for f, name in enumerate(self.features):
             if not sub:
                 break
             kind = self.kinds[f]
-            vals = [x.get(name) for x in sub]
+            vals = list(columns[f][:len(sub)]) if whole else list(map(methodcaller("get", name), sub))
             if kind == CAT:
                 ok = self._vt_ok[f]
                 if not set(map(type, vals)) <= ok | {NONE_TYPE}:

@@ -161,10 +161,13 @@ def numeric_value(name, v):
     )
 
 
+_FLOATS_ONLY = frozenset({float}).issuperset
+
+
 def number_column(vals: list) -> np.ndarray:
     """Floats of a feature's values across events: NaN where missing, inf where not a plain finite number."""
-    if all(type(v) is float for v in vals):
-        return np.array(vals)
+    if _FLOATS_ONLY(map(type, vals)):
+        return np.array(vals, dtype=float)
     col = np.empty(len(vals))
     for i, v in enumerate(vals):
         t = type(v)

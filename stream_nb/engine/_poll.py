@@ -1,0 +1,111 @@
+"""A poll's outputs from the model's results, built a run at a time rather than an event at a time.
+
+:meth:`Engine.process_many <stream_nb.engine.Engine.process_many>` hands a
+poll's valid events to the model's ``prequential_blocks`` (stream_nb's
+learners: :meth:`VectorisedRuns.prequential_blocks
+<stream_nb.learners._runs.VectorisedRuns.prequential_blocks>`), which gives
+each vectorised run as one :class:`~stream_nb.learners.RunBlock` of arrays and
+any other event's result alone. :func:`poll_outputs` turns them into the
+output records of :func:`~stream_nb.engine._records.output_record` and the
+prequential metrics: per run, the predictions, probabilities and counters come
+from the run's arrays in a few calls over the run (the labels' probabilities,
+right predictions and learned events counted with numpy, the log loss added in
+event order), and each output is one dict literal. The records, the metrics and,
+through :func:`~stream_nb.engine._records.outputs_bytes`, the bytes are those
+of the one-event path (``tests/test_poll_paths.py`` compares them).
+"""
+
+from __future__ import annotations
+
+from itertools import repeat
+
+import numpy as np
+
+from ..exceptions import InvalidEventError
+from ..learners import RunBlock
+from ._metrics import PrequentialMetrics
+from ._protocols import Sink
+from ._records import OutputRecord, Record, label_key, output_record
+
+__all__ = ["poll_outputs", "send_all"]
+
+
+def poll_outputs(
+    items: list,
+    ids: list,
+    labels: list,
+    valid: list[Record],
+    metrics: PrequentialMetrics,
+    model_name: str,
+    learn_unlabeled: bool,
+) -> tuple[list[OutputRecord], list[Record], dict[int, InvalidEventError]]:
+    """The outputs of ``items``, the model's results for the first valid events of a poll, in order.
+
+    ``items`` holds :class:`~stream_nb.learners.RunBlock`\\ s, ``(prediction,
+    proba)`` pairs and ``InvalidEventError``\\ s (``prequential_blocks``'
+    results); ``ids``, ``labels`` and ``valid`` are the valid events' ids,
+    labels and records. Updates ``metrics`` as
+    :meth:`~stream_nb.engine._metrics.PrequentialMetrics.update_prediction` of
+    each event in turn would. Returns ``(outputs, their records, refused)``,
+    ``refused`` mapping the index in ``valid`` of each event the model refused
+    to its error.
+    """
+    outputs: list[OutputRecord] = []
+    records: list[Record] = []
+    refused: dict[int, InvalidEventError] = {}
+    j = 0  # the next valid event
+    for item in items:
+        if type(item) is RunBlock:
+            j = _run_outputs(item, ids, valid, metrics, model_name, learn_unlabeled, outputs)
+            records.extend(valid[item.start:item.stop])
+        elif isinstance(item, InvalidEventError):
+            refused[j] = item
+            j += 1
+        else:
+            prediction, proba = item
+            label = labels[j]
+            # an unlabeled event is learned when the model knew a class, i.e. predicted one
+            learned = label is not None or (learn_unlabeled and bool(proba))
+            metrics.update_prediction(label, prediction, proba, learned)
+            record = valid[j]
+            outputs.append(output_record(ids[j], prediction, proba, model_name, learned, metrics.learned,
+                                         record.position))
+            records.append(record)
+            j += 1
+    return outputs, records, refused
+
+
+def _run_outputs(block: RunBlock, ids: list, valid: list[Record], metrics: PrequentialMetrics, model_name: str,
+                 learn_unlabeled: bool, outputs: list) -> int:
+    """Append the outputs of a run's events; count them in ``metrics``; return where the run stopped."""
+    a, b = block.start, block.stop
+    classes, yc, proba = block.classes, block.yc, block.proba
+    labeled = yc >= 0
+    rows = np.flatnonzero(labeled)
+    # a run's events know a class (they were predicted one): an unlabeled one is learned with learn_unlabeled
+    learned = np.ones(b - a, dtype=bool) if learn_unlabeled else labeled
+    n_learned = (metrics.learned + np.cumsum(learned)).tolist()
+    metrics.update_many(b - a, int(np.count_nonzero(learned)),
+                        int(np.count_nonzero(block.decided[rows] == yc[rows])), proba[rows, yc[rows]])
+    keys = [label_key(c) for c in classes]
+    predictions = list(map(classes.__getitem__, block.decided.tolist()))
+    outputs.extend([
+        {"id": event_id, "prediction": prediction, "proba": dict(zip(keys, p)), "model": name, "learned": l,
+         "n_learned": n, "source": record.position}
+        for event_id, prediction, p, name, l, n, record in zip(
+            ids[a:b], predictions, proba.tolist(), repeat(model_name), learned.tolist(), n_learned, valid[a:b])
+    ])
+    return b
+
+
+def send_all(sink: Sink, values: list[bytes], keys: list) -> None:
+    """Send each value with its key, in order: with one call to a :class:`~stream_nb.engine.SendsMany` sink."""
+    if not values:
+        return
+    send_many = getattr(sink, "send_many", None)  # (a runtime protocol check costs more than the poll's sends)
+    if send_many is not None:
+        send_many(values, keys)
+    else:
+        send = sink.send
+        for value, key in zip(values, keys):
+            send(value, key)

@@ -1,0 +1,281 @@
+"""The engine's whole-poll steps against their event-by-event counterparts.
+
+* ``EventDecoder.decode_columns`` on polls of common events (the path that
+  takes a poll with no loop in Python) against ``decode`` one record at a time;
+* a model's ``prequential_blocks``, each run expanded, against its
+  ``prequential_iter`` (the same results; the model ends the same);
+* ``PrequentialMetrics.update_many`` against ``update_prediction`` of each event;
+* ``outputs_bytes`` against ``output_bytes`` of each output, the cut's fallback included;
+* ``Engine.process_many`` on the whole-poll path against the same engine event by
+  event around ``prequential_iter``: the same output bytes, dead letters in the
+  same order, metrics, positions, latency count and model;
+* ``make_records`` and the confluent source's column-wise records against ``Record``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import orjson
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import stream_nb
+from stream_nb.engine import (Engine, EventDecoder, Observer, PrequentialMetrics, Record, make_records,
+                              output_bytes, output_record, outputs_bytes)
+from stream_nb.exceptions import InvalidEventError
+from stream_nb.learners import RunBlock
+from stream_nb.ops import DaemonObserver
+from test_batch_paths import Polls, described, one_at_a_time
+from test_fuzz_events import ListSink, fuzz_settings, json_scalars
+
+flat_values = st.one_of(st.sampled_from(["x", "y", "z"]), st.integers(0, 3), st.floats(-5, 5), st.booleans())
+common_events = st.fixed_dictionaries(
+    {"id": st.one_of(st.integers(-(2**63), 2**64 - 1), st.text(max_size=3)), "label": st.sampled_from(["yes", "no", 1, None])},
+    optional={"a": flat_values, "b": flat_values, "c": st.sampled_from(["x", "y"])},
+)
+odd_events = st.one_of(
+    st.just(b'{"a": null, "label": "yes"}'), st.just(b'{"a": [1]}'), st.just(b'{"id": 1.5, "a": "x"}'),
+    st.just(b'{"label": true}'), st.just(b'[1]'), st.just(b'{"a": NaN}'), st.just(b'\xef\xbb\xbf{"a": 1}'),
+    st.just(b'{"a": '), st.just(b'{"id": [2]}'), st.just(b'{"label": 1.0}'), st.just(b'{"a": "' + b"x" * 40 + b'"}'),
+)
+
+
+@fuzz_settings(60)
+@given(polls=st.lists(st.lists(common_events.map(orjson.dumps), max_size=12)
+                      | st.lists(common_events.map(orjson.dumps) | odd_events, max_size=12), max_size=3),
+       config=st.sampled_from([{}, {"id_field": None}, {"max_event_bytes": 32}, {"features": ["a", "c"]}]))
+def test_decode_columns_equals_decode_one_at_a_time(polls, config):
+    decoder = EventDecoder(config)
+    for values in polls:
+        ids, xs, ys, bad = decoder.decode_columns(values)
+        assert sorted(bad) == [i for i, v in enumerate(values)
+                               if isinstance(one_at_a_time(decoder, v), InvalidEventError)]
+        valid = iter(zip(ids, xs, ys))
+        got = [bad[i] if i in bad else stream_nb.engine.Event(*next(valid)) for i in range(len(values))]
+        assert next(valid, None) is None
+        assert [described(r) for r in got] == [described(one_at_a_time(decoder, v)) for v in values]
+
+
+def test_decode_columns_takes_a_poll_of_common_events_whole():
+    """The whole-poll path is the one taken for the usual poll (it leaves the parsed objects as the features)."""
+    values = [b'{"id": 1, "a": "x", "b": 2.5, "label": "yes"}', b'{"id": "2", "a": "y", "b": 0.5}']
+    assert EventDecoder()._decode_whole(values) == ([1, "2"], [{"a": "x", "b": 2.5}, {"a": "y", "b": 0.5}],
+                                                    ["yes", None], {})
+    for odd in (b'{"a": null}', b'{"label": true}', b'[1]', b'{"a": NaN}'):
+        assert EventDecoder()._decode_whole(values + [odd]) is None
+
+
+MODELS = {
+    "nb": stream_nb.NaiveBayes, "nb-bins": lambda: stream_nb.NaiveBayes(numeric="bins", warmup=20),
+    "tan": lambda: stream_nb.TAN(rebuild_every=40), "aode": stream_nb.AODE, "spode": stream_nb.SPODE,
+    "kdb": lambda: stream_nb.KDB(k=1), "nb-window": lambda: stream_nb.NaiveBayes(window=60),
+    "nb-loss": lambda: stream_nb.NaiveBayes(loss={"yes": {"no": 5.0}}),
+}
+
+
+def stream(n: int, seed: int) -> tuple[list, list]:
+    """Events with new values and classes now and then, missing values, unlabeled ones and a bad value."""
+    rng = np.random.default_rng(seed)
+    xs, ys = [], []
+    for i in range(n):
+        x = {"color": ["red", "blue", "green"][rng.integers(3 if i > 30 else 2)], "size": int(rng.integers(3)),
+             "w": float(rng.normal(2.0 if i % 2 else 0.0))}
+        if i % 17 == 5:
+            del x["size"]
+        if i == 77:
+            x["w"] = "heavy"  # refused by the model: a string for a numeric feature
+        y = ["yes", "no", "maybe"][int(rng.integers(3 if i > 50 else 2))] if i % 9 else None
+        xs.append(x)
+        ys.append(y)
+    return xs, ys
+
+
+def expanded(items: list) -> list:
+    out = []
+    for item in items:
+        if isinstance(item, RunBlock):
+            assert len(item.decided) == len(item.yc) == item.proba.shape[0] == item.stop - item.start
+            out.extend((item.classes[d], dict(zip(item.classes, p)))
+                       for d, p in zip(item.decided.tolist(), item.proba.tolist()))
+        else:
+            out.append(item)
+    return out
+
+
+def same_results(a: list, b: list) -> None:
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        if isinstance(x, InvalidEventError):
+            assert (type(x), x.reason, str(x)) == (type(y), y.reason, str(y))
+        else:
+            assert x == y
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_prequential_blocks_expand_to_prequential_iter(name):
+    xs, ys = stream(240, seed=len(name))
+    by_blocks, by_iter = MODELS[name](), MODELS[name]()
+    blocks, results = [], []
+    for start in range(0, len(xs), 80):
+        blocks += list(by_blocks.prequential_blocks(xs[start:start + 80], ys[start:start + 80]))
+        results += list(by_iter.prequential_iter(xs[start:start + 80], ys[start:start + 80]))
+    assert any(isinstance(b, RunBlock) for b in blocks)  # the runs were taken whole
+    same_results(expanded(blocks), results)
+    probe = {"color": "green", "size": 1, "w": 1.0}
+    assert by_blocks.predict_proba_one(probe) == by_iter.predict_proba_one(probe)
+    assert by_blocks.n_learned == by_iter.n_learned
+
+
+probabilities = st.one_of(st.floats(0, 1), st.sampled_from([0.0, 1e-300, 1e-15, 1.0, 1.0000000000000002, math.nan]))
+
+
+@fuzz_settings(100)
+@given(events=st.lists(st.tuples(st.sampled_from(["a", "b", None]), st.sampled_from(["a", "b", None]),
+                                 probabilities, st.booleans()), max_size=30),
+       floor=st.sampled_from([1e-15, 0.25]))
+def test_update_many_equals_update_prediction_of_each(events, floor):
+    one, many = PrequentialMetrics(floor), PrequentialMetrics(floor)
+    for label, prediction, p, learned in events:
+        proba = {} if p is None else {"a": p}
+        learned = learned or label is not None
+        one.update_prediction(label, prediction, proba, learned)
+    labeled = [(label, prediction, {"a": p}.get(label, 0.0)) for label, prediction, p, _ in events
+               if label is not None]
+    many.update_many(len(events), sum(1 for label, _, _, learned in events if learned or label is not None),
+                     sum(1 for label, prediction, _ in labeled if prediction is not None and prediction == label),
+                     np.array([p for _, _, p in labeled], dtype=float))
+    assert many.state() == one.state()
+
+
+positions = st.one_of(st.fixed_dictionaries({"topic": st.text(max_size=3), "partition": st.integers(0, 3),
+                                             "offset": st.integers(0, 2**40)}),
+                      st.just({"x": [1, {"id": 2}]}), st.just({"t": '},{"id":'}),
+                      st.dictionaries(st.text(max_size=3), json_scalars, max_size=2))
+
+
+@fuzz_settings(100)
+@given(rows=st.lists(st.tuples(json_scalars, st.none() | st.sampled_from(["a", "b"]) | st.integers(),
+                               st.dictionaries(st.sampled_from(["a", "b", "},{\"id\":"]), st.floats(0, 1), max_size=3)
+                               | st.dictionaries(st.integers(0, 3) | st.integers(), st.floats(0, 1), max_size=2),
+                               st.booleans(), st.integers(0, 2**40), positions), max_size=8))
+def test_outputs_bytes_equal_output_bytes_of_each(rows):
+    outputs = [output_record(i, p, proba, "nb", learned, n, pos) for i, p, proba, learned, n, pos in rows]
+    assert outputs_bytes(outputs) == [output_bytes(i, p, proba, "nb", learned, n, pos)
+                                      for i, p, proba, learned, n, pos in rows]
+
+
+class CountingObserver(Observer):
+    def __init__(self):
+        self.events = 0
+
+    def event_done(self, polled):
+        self.events += 1
+
+
+def engine_pair(make, records, batch):
+    engines = []
+    for whole in (True, False):
+        out, dead = ListSink(), ListSink()
+        engine = Engine(make(), Polls(records, batch), out, dead,
+                        config={"model_name": "m", "log_metrics_interval_s": 0})
+        engine.observer = CountingObserver()
+        if not whole:
+            engine._blocks = None  # the event-by-event path around prequential_iter
+        engine.run()
+        engines.append((engine, out, dead))
+    return engines
+
+
+@pytest.mark.parametrize("name", ["nb", "tan", "aode", "nb-window"])
+def test_process_many_whole_poll_equals_event_by_event(name):
+    xs, ys = stream(300, seed=3)
+    raw = [orjson.dumps({"id": i, **x, "label": y}) for i, (x, y) in enumerate(zip(xs, ys))]
+    raw[40:40] = [b'{"id": 1, "color": [1]}', b"not json", b'{"color": "red", "label": true}', b"\xff"]
+    records = [Record(v, f"k{i}".encode(), f"in-{i % 2}", {"topic": "in", "partition": i % 2, "offset": i // 2},
+                      i // 2 + 1) for i, v in enumerate(raw)]
+    (whole, out, dead), (each, out_each, dead_each) = engine_pair(MODELS[name], records, 64)
+    assert out.sent == out_each.sent and len(out.sent) > 250
+    assert dead.sent == dead_each.sent and len(dead.sent) == 5  # the four bad records and the model's refusal
+    assert whole.metrics.state() == each.metrics.state()
+    assert whole.positions == each.positions == {"in-0": 152, "in-1": 152}
+    assert whole.observer.events == each.observer.events == len(records)
+    probe = {"color": "green", "size": 1, "w": 1.0}
+    assert whole.model.predict_proba_one(probe) == each.model.predict_proba_one(probe)
+
+
+def test_a_model_failing_part_way_sends_what_it_learned():
+    """An unexpected error inside the model: the events it went through are sent and their positions
+    kept, as the event-by-event path does; the error propagates."""
+    xs, ys = stream(200, seed=5)
+    raw = [orjson.dumps({"id": i, **x, "label": y}) for i, (x, y) in enumerate(zip(xs, ys)) if i != 77]
+    records = [Record(v, None, "in-0", {"offset": i}, i + 1) for i, v in enumerate(raw)]
+
+    class Failing(stream_nb.NaiveBayes):
+        def prequential_one(self, x, y, impute=False):
+            if x.get("color") == "green":
+                raise RuntimeError("model bug")
+            return super().prequential_one(x, y, impute=impute)
+
+    sent = []
+    for whole in (True, False):
+        out, dead = ListSink(), ListSink()
+        engine = Engine(Failing(), Polls(records, 200), out, dead, config={"model_name": "m"})
+        if not whole:
+            engine._blocks = None
+        with pytest.raises(RuntimeError, match="model bug"):
+            engine.run()
+        assert engine.positions == {"in-0": len(out.sent) + len(dead.sent)} and out.sent
+        sent.append((out.sent, engine.metrics.state(), engine.positions))
+    assert sent[0] == sent[1]
+
+
+def test_daemon_observer_counts_a_poll_at_once():
+    observer = DaemonObserver(model_name="m", mode="jsonl")
+    observer.events_done(0.0, 500)
+    observer.event_done(0.0)
+    assert observer.latency.count == 501 and observer.latency.counts[-1] == 501
+
+
+def test_make_records_equal_records():
+    columns = ([b"a", b"b"], [None, b"k"], ["t-0", "t-1"], [{"offset": 1}, {"offset": 2}], [2, 3])
+    made = make_records(*columns)
+    assert made == [Record(*row) for row in zip(*columns)] and all(type(r) is Record for r in made)
+    assert made[1].size is None and made[1].next_position == 3
+
+
+def test_confluent_source_records_column_wise_equal_the_loop():
+    ck = pytest.importorskip("confluent_kafka")
+    from connectors.kafka import ConfluentSource
+
+    source = object.__new__(ConfluentSource)  # the two record builders only: no consumer
+    source._ck, source.topic, source._keys, source.feedback = ck, "in", {}, None
+    messages = [ck.Message(topic="in", partition=i % 3, offset=10 + i, key=b"k%d" % i if i % 2 else None,
+                           value=b'{"a": %d}' % i) for i in range(7)]
+    by_columns = source._records(messages)
+    by_loop, aside = source._sort(messages)
+    assert by_columns == by_loop and not aside
+    assert by_columns[4] == Record(b'{"a": 4}', None, "in-1", {"topic": "in", "partition": 1, "offset": 14}, 15)
+
+
+def test_outputs_and_dead_letters_to_one_sink_keep_input_order():
+    """A sink taking both the outputs and the dead letters sees them interleaved as one event at a time sends."""
+    xs, ys = stream(120, seed=9)
+    raw = [orjson.dumps({"id": i, **x, "label": y}) for i, (x, y) in enumerate(zip(xs, ys))]
+    raw[10:10] = [b"[1]"]
+    raw[30:30] = [b"{", b'{"color": {}}']
+    records = [Record(v, None, "in-0", {"offset": i}, i + 1) for i, v in enumerate(raw)]
+    sent = []
+    for whole in (True, False):
+        both = ListSink()
+        engine = Engine(stream_nb.NaiveBayes(), Polls(records, 50), both, both, config={"model_name": "m"})
+        if not whole:
+            engine._blocks = None
+        engine.run()
+        sent.append(both.sent)
+    assert sent[0] == sent[1] and len(sent[0]) == len(records)
+    reasons = {i: orjson.loads(v).get("reason") for i, v in enumerate(sent[0])}
+    assert {i: r for i, r in reasons.items() if r} == {10: "not_an_object", 30: "invalid_json", 31: "nested_value",
+                                                       80: "bad_feature_type"}  # 80: the model's refusal
