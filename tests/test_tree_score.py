@@ -198,3 +198,24 @@ def test_the_command_line_setting_reaches_the_model():
     settings.update(model="aode")
     with pytest.raises(ConfigError, match="--tree-score .*does not apply to --model aode"):
         build_model(settings)
+
+
+def test_the_vectorised_path_and_a_merge_give_the_one_event_tree():
+    events = events_of(400, seed=9)
+    one = TAN(rebuild_every=50, tree_score="bayes", missing="ignore")
+    outcomes = [one.prequential_one(x, y) for x, y in events]
+    many = TAN(rebuild_every=50, tree_score="bayes", missing="ignore")
+    runs = many.prequential_many([x for x, _ in events], [y for _, y in events])
+    assert [r[0] for r in runs] == [o[0] for o in outcomes]
+    assert many.tree == one.tree and many.n_rebuilds == one.n_rebuilds
+    left, right = (TAN(rebuild_every=50, tree_score="bayes", missing="ignore") for _ in range(2))
+    for x, y in events[:200]:
+        left.learn_one(x, y)
+    for x, y in events[200:]:
+        right.learn_one(x, y)
+    whole = TAN(rebuild_every=0, tree_score="bayes", missing="ignore")
+    for x, y in events:
+        whole.learn_one(x, y)
+    whole.rebuild()
+    merged = left.merge(right)
+    assert [e[:2] for e in merged.tree] == [e[:2] for e in whole.tree]
