@@ -265,6 +265,15 @@ def kafka_bootstrap_servers(kafka_broker) -> str:
 
 
 @pytest.fixture(autouse=True)
+def _no_daemon_left_running():
+    """A test that fails before stopping its daemons must not leave them running for the rest of the suite."""
+    yield
+    recovery = sys.modules.get("recovery")  # imported by the tests that start daemons
+    if recovery is not None:
+        recovery.kill_leftovers()
+
+
+@pytest.fixture(autouse=True)
 def _kafka_broker_restored(request):
     """After a test that stopped the session broker, start it again for the next tests."""
     yield

@@ -112,6 +112,20 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
+#: Every Daemon started, so that one a failed test left running is killed after it (conftest).
+STARTED: list = []
+
+
+def kill_leftovers() -> int:
+    """Kill -9 every daemon still running (a test that failed before stopping it); how many there were."""
+    left = [d for d in STARTED if d.proc.poll() is None]
+    for d in left:
+        d.proc.kill()
+        d.proc.wait(timeout=30)
+    STARTED.clear()
+    return len(left)
+
+
 class Daemon:
     """``stream-nb run`` as a subprocess; stderr to a file (appended across runs of one name).
 
@@ -127,6 +141,7 @@ class Daemon:
                 (cli_with_faults(faults) if faults else cli()) + ["run", *args], stdout=subprocess.DEVNULL if stdin is None else subprocess.DEVNULL,
                 stderr=err, stdin=stdin if stdin is not None else subprocess.DEVNULL, env=env or clean_env(),
             )
+        STARTED.append(self)
 
     def log(self) -> str:
         """This run's log."""

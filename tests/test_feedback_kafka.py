@@ -108,6 +108,7 @@ def test_kafka_labels_early_late_shuffled_duplicate_and_missing(kafka_client, ka
     events, labels = streams(n=1200, seed=21)
     early, late = labels[: len(labels) // 3], labels[len(labels) // 3:]
     collector = Collector(kafka_bootstrap_servers, [setup.output, setup.dlq], isolation="read_uncommitted")
+    daemon = None
     try:
         produce(setup.bootstrap, setup.labels, early, setup.label_ends)
         daemon = setup.start()
@@ -120,6 +121,8 @@ def test_kafka_labels_early_late_shuffled_duplicate_and_missing(kafka_client, ka
         assert daemon.terminate() == 0, daemon.log()[-4000:]
     finally:
         collector.close()
+        if daemon is not None and daemon.proc.poll() is None:  # a failure above: never leave it running
+            daemon.kill9()
     assert_same_counts(newest_model(setup.snaps), reference(NaiveBayes, joined_pairs(events, labels)))
     join = daemon.final_metrics()["join"]
     ids = [r["id"] for r in labels]

@@ -25,17 +25,21 @@ __all__ = ["Frames"]
 class Frames:
     """Batch encoding of a :class:`~stream_nb.stats.Stats` (a part of it, not used alone)."""
 
-    #: Events encoded by the first window of a run; each next window is twice as long.
+    #: Fewest events encoded by the first window of a run; each next window is twice as long.
     _RUN_WINDOW = 32
+    #: The first window of the next run: twice the last run's length (at least ``_RUN_WINDOW``), so runs
+    #: that end early stay cheap and full runs go in one window.
+    _window = _RUN_WINDOW
 
     def encode_run(self, xs: list, ys: list, start: int, complete: bool, limit: int):
         """Encode events ``xs[start:]`` while each is *plain*; stop at the first that is not.
 
         Whether an event is plain depends on the store alone, which encoding
         does not change, so a run is encoded in windows of growing length,
-        joined end to end: one that stops early (an unlabeled event with a value
-        no label has taught yet is common when labels come later) costs about
-        its own length, not the rest of the batch.
+        joined end to end, the first twice as long as the last run: a run that
+        stops early (an unlabeled event with a value no label has taught yet is
+        common when labels come later) costs about its own length, not the rest
+        of the batch, and a stream of full runs encodes each in one window.
 
         Plain: the event has a known class or no label, and every value it
         observes is already known (a known categorical value, a finite
@@ -55,7 +59,7 @@ class Frames:
         where missing, ``yc`` its class indices (-1: unlabeled).
         """
         end = min(len(xs), start + limit)
-        at, size, parts = start, self._RUN_WINDOW, []
+        at, size, parts = start, self._window, []
         while True:
             width = min(size, end - at)
             stop, D, G, yc = self._encode_window(xs, ys, at, complete, width)
@@ -63,6 +67,7 @@ class Frames:
             done, at, size = stop < at + width, stop, size * 2
             if done or at >= end:
                 break
+        self._window = max(self._RUN_WINDOW, 2 * (at - start))
         if len(parts) == 1:
             return (at, *parts[0])
         D, G, yc = (np.concatenate(part) for part in zip(*parts))
