@@ -1,6 +1,6 @@
 """The two-layer MDL discretiser beside today's equal-frequency bins: accuracy, alternatives, cost.
 
-    python bench/discretise.py [--events 20000] [--part all|prequential|alternatives|cost|naive_bayes]
+    python bench/discretise.py [--events 20000] [--part all|prequential|alternatives|cost|naive_bayes|tree_score]
                                [--streams Agrawal,RandomTree,...]
 
 - ``prequential``: prequential accuracy (``prequential_many`` on polls of 500, as the daemon runs
@@ -15,6 +15,9 @@
 - ``cost``: learn_one and predict_one time per event and the count cells kept, two layers beside one
   (best of ``--repeats`` interleaved runs, ``time.thread_time``).
 - ``naive_bayes``: NaiveBayes with ``numeric="gaussian"`` beside ``numeric="bins"``, prequential.
+- ``tree_score``: TAN's tree weighed by the conditional mutual information (``tree_score="cmi"``)
+  beside the Bayesian score gain Weka's BayesNet TAN search uses (``"bayes"``), prequential, with
+  either discretiser.
 
 The script prints markdown tables and, last, the prequential target (every stream, every model:
 ``mdl`` at least ``equal_frequency``) with PASS or FAIL.
@@ -173,11 +176,24 @@ def part_naive_bayes(n):
         sys.stdout.flush()
 
 
+def part_tree_score(n, streams):
+    print("\n## TAN: tree by conditional mutual information or by Bayesian score gain, prequential accuracy\n")
+    print(f"python bench/discretise.py --events {n} --part tree_score --streams {','.join(streams)}\n")
+    print("| stream | events | discretiser | tree_score=\"cmi\" | tree_score=\"bayes\" | difference |")
+    print("|---|---:|---|---:|---:|---:|")
+    for sname in streams:
+        events = events_of(sname, n)
+        for d in ("mdl", "equal_frequency"):
+            acc = {t: prequential(TAN(tree_score=t, discretiser=d, types=types_of(sname)), events) for t in ("cmi", "bayes")}
+            print(f"| {sname} | {len(events):,} | {d} | {acc['cmi']:.4f} | {acc['bayes']:.4f} | {acc['bayes'] - acc['cmi']:+.4f} |")
+            sys.stdout.flush()
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=20000, help="events of a synthetic stream (default 20000)")
     parser.add_argument("--repeats", type=int, default=2, help="timed runs of --part cost (default 2)")
-    parser.add_argument("--part", choices=("all", "prequential", "alternatives", "cost", "naive_bayes"), default="all")
+    parser.add_argument("--part", choices=("all", "prequential", "alternatives", "cost", "naive_bayes", "tree_score"), default="all")
     parser.add_argument("--streams", default=None,
                         help=f"of {', '.join(STREAMS)} (default all; --part alternatives: RandomTree, Agrawal, "
                              "Bananas, Phishing)")
@@ -190,6 +206,8 @@ def main(argv=None):
     targets = []
     if args.part in ("all", "prequential"):
         targets += part_prequential(args.events, streams)
+    if args.part in ("all", "tree_score"):
+        part_tree_score(args.events, streams)
     if args.part in ("all", "naive_bayes"):
         part_naive_bayes(args.events)
     if args.part in ("all", "alternatives"):

@@ -32,8 +32,14 @@ bins: Weka's TAN search weighs each candidate edge by the gain in its Bayesian
 network score (``calcScoreWithExtraParent``, which charges an edge for its cells),
 ours by the conditional mutual information alone, so on Agrawal ours links the
 weakly dependent many-valued ``car`` and ``zipcode`` where Weka's tree does not;
-Weka's BayesNet smooths with alpha 0.5, ours with 1. Without a JDK the Weka
+Weka's BayesNet smooths with alpha 0.5, ours with 1. ``TAN(tree_score="bayes")`` weighs the
+edges as Weka's search does (the row ``tree_score="bayes"``). Without a JDK the Weka
 rows are skipped with a line saying why, and stream_nb's are still printed.
+
+``--diagnose`` adds what tells the bins from the rest of the model: TAN on Weka's cut points with
+``tree_score="bayes"`` and rebuilt once more after the last training event (Weka builds on all of
+them; the schedule's last rebuild may be earlier), and AODE with ``bins=1`` (MDL's cut points alone)
+and ``bins=3``, each with the count of its predictions that differ from Weka's.
 
 The script prints a markdown table and, last, issue 15's holdout targets (our
 TAN and AODE with their defaults at least Weka's accuracy) with PASS or FAIL.
@@ -106,7 +112,7 @@ def inferred_types(events):
     return types
 
 
-def run_stream(sname, train, test, skip_reason):
+def run_stream(sname, train, test, skip_reason, diagnose=False):
     """``[(learner, accuracy, note)]`` for one stream, and ``{learner: accuracy}`` for the targets."""
     events = train + test
     attrs, target = peers.declare(events, peers.NOMINAL.get(sname))
@@ -131,6 +137,10 @@ def run_stream(sname, train, test, skip_reason):
         if declared:  # the targets compare like with like: the ARFF's declaration (Agrawal's age numeric)
             acc[name] = accuracy(ours(make(types=types), train, test), test)
             rows.append((f"stream_nb {name}, types as declared", acc[name], "types= the ARFF declaration"))
+        if make is TAN:  # the tree weighed by the Bayesian score gain, Weka's TAN search's weight
+            bayes = accuracy(ours(make(tree_score="bayes", **({"types": types} if declared else {})), train, test), test)
+            rows.append(("stream_nb TAN, tree_score=\"bayes\"", bayes, "tree_score=\"bayes\""
+                         + (", types= the ARFF declaration" if declared else "")))
         before = make(discretiser="equal_frequency", **({"types": types} if declared else {}))
         rows.append((f"stream_nb {name}, equal-frequency bins", accuracy(ours(before, train, test), test),
                      "discretiser=\"equal_frequency\" (the default before issue 15)"
@@ -141,10 +151,33 @@ def run_stream(sname, train, test, skip_reason):
             differ = sum(a != b for a, b in zip(predictions, weka[name].predictions))
             note = f"bin_edges= Weka's MDL cut points; predictions that differ from Weka's {name}: {differ}"
             rows.append((f"stream_nb {name}, Weka's cut points", accuracy(predictions, test), note))
+            if diagnose:
+                rows.extend(diagnosis(name, make, types, edges, train, test, weka[name].predictions))
     return rows, acc
 
 
-def run(names, n_train=10000, n_test=10000):
+def diagnosis(name, make, types, edges, train, test, weka_predictions):
+    """``--diagnose``: the rows that tell the bins from the rest of the model (see the README, issue 15)."""
+    out = []
+    variants = {"TAN": [({"tree_score": "bayes"}, False), ({}, True), ({"tree_score": "bayes"}, True)],
+                "AODE": [({"bins": 1}, False), ({"bins": 3}, False)]}[name]
+    cuts = name == "TAN"  # TAN on Weka's cut points (the rest of the model); AODE on its own bins (the bins)
+    for params, last in variants:
+        model = make(types=types, **({"bin_edges": edges} if cuts else {}), **params)
+        for x, y in train:
+            model.learn_one(x, y)
+        if last:
+            model.rebuild()  # once more after the last training event, as Weka builds on all of them
+        predictions = [model.predict_one(x) for x, _ in test]
+        differ = sum(a != b for a, b in zip(predictions, weka_predictions))
+        text = ", ".join(f"{k}={v!r}" for k, v in params.items()) or "defaults"
+        where = "Weka's cut points, " if cuts else ""
+        out.append((f"stream_nb {name}, {where}{text}{', rebuilt after training' if last else ''}",
+                    accuracy(predictions, test), f"predictions that differ from Weka's {name}: {differ}"))
+    return out
+
+
+def run(names, n_train=10000, n_test=10000, diagnose=False):
     """Print the holdout table for the streams ``names``; return issue 15's targets ``[(text, ok)]``."""
     reason = peers.ready()
     if reason:
@@ -154,7 +187,7 @@ def run(names, n_train=10000, n_test=10000):
     targets = []
     for sname in names:
         train, test = split(sname, n_train, n_test)
-        rows, acc = run_stream(sname, train, test, reason)
+        rows, acc = run_stream(sname, train, test, reason, diagnose)
         for learner, a, note in rows:
             print(f"| {sname} | {len(train):,} / {len(test):,} | {learner} | {a:.4f} | {note} |")
         sys.stdout.flush()
@@ -172,6 +205,9 @@ def main(argv=None):
     parser.add_argument("--test", type=int, default=10000, help="test events of a synthetic stream (default 10000)")
     parser.add_argument("--streams", default=",".join(STREAMS),
                         help=f"comma-separated, of {', '.join(STREAMS)} (default all)")
+    parser.add_argument("--diagnose", action="store_true",
+                        help="also TAN on Weka's cut points with tree_score=\"bayes\" and rebuilt after the last "
+                             "training event, and AODE with bins=1 and bins=3 (what explains the gaps)")
     args = parser.parse_args(argv)
     names = [s for s in args.streams.split(",") if s]
     unknown = [s for s in names if s not in STREAMS]
@@ -181,8 +217,8 @@ def main(argv=None):
         parser.error(f"--train and --test: expected positive counts, got {args.train} and {args.test}")
     print("# Holdout accuracy beside Weka")
     print(f"python {platform.python_version()}, {platform.machine()}, command: python bench/holdout.py "
-          f"--train {args.train} --test {args.test} --streams {','.join(names)}\n")
-    targets = run(names, args.train, args.test)
+          f"--train {args.train} --test {args.test} --streams {','.join(names)}{' --diagnose' if args.diagnose else ''}\n")
+    targets = run(names, args.train, args.test, args.diagnose)
     if targets:
         print("\n| target | result |")
         print("|---|---|")

@@ -72,7 +72,7 @@ _ALL = (*_EM, "memory_budget", *_FORGET)  # the parameters every model takes
 MODELS: dict[str, tuple[str, tuple[str, ...]]] = {
     "nb": ("NaiveBayes", ("alpha", "types", "loss", "var_smoothing", "numeric", *_BINNING, *_ALL)),
     "aode": ("AODE", ("alpha", "m", *_BINNING, "types", "loss", *_ALL)),
-    "tan": ("TAN", ("alpha", "rebuild_every", *_BINNING, "types", "loss", *_ALL)),
+    "tan": ("TAN", ("alpha", "rebuild_every", "tree_score", *_BINNING, "types", "loss", *_ALL)),
     "spode": ("SPODE", ("parent", "alpha", "rebuild_every", *_BINNING, "types", "loss", *_ALL)),
     "kdb": ("KDB", ("k", "alpha", "rebuild_every", "max_table_cells", "max_completions", *_BINNING, "types",
                     "loss", *_ALL)),
@@ -144,6 +144,9 @@ SETTINGS: tuple[Setting, ...] = (
             "learned events (model default 1000); early ones come after --warmup events and each time the count "
             "doubles below N, when the counts show attributes dependent given the class",
             _MODEL, "N"),
+    Setting("tree_score", "choice", None, "TAN: weigh the tree's edges by the conditional mutual information "
+            "(cmi) or by the gain in the Bayesian network score, as Weka's BayesNet TAN search (bayes) "
+            "(model default cmi)", _MODEL, choices=("cmi", "bayes")),
     Setting("var_smoothing", "float", None, "NB: floor of each Gaussian variance, as a fraction of the feature's variance over all classes (model default 1e-9)", _MODEL, "V"),
     Setting("types", "mapping", {}, "declare feature types instead of inferring them from the first value "
             "(str, bool, int: categorical; float: numeric); repeatable, or comma-separated",
@@ -281,8 +284,8 @@ SETTINGS: tuple[Setting, ...] = (
 BY_NAME = {s.name: s for s in SETTINGS}
 KAFKA_SETTINGS = ("bootstrap_servers", "input_topic", "output_topic", "group_id", "dead_letter_topic", "kafka_config")
 JSONL_SETTINGS = ("input", "output", "dead_letter")
-MODEL_PARAMS = ("k", "max_table_cells", "max_completions", "parent", "alpha", "m", "numeric", "discretiser", "bins",
-                "fine_bins", "warmup", "rebuild_every", "var_smoothing", "types", "loss", *_ALL)
+MODEL_PARAMS = ("k", "max_table_cells", "max_completions", "parent", "alpha", "m", "tree_score", "numeric", "discretiser",
+                "bins", "fine_bins", "warmup", "rebuild_every", "var_smoothing", "types", "loss", *_ALL)
 
 
 # -- parsing ------------------------------------------------------------------

@@ -298,3 +298,28 @@ def test_a_label_of_another_type_is_dead_lettered_and_the_event_waits_on():
     assert "expected a number" in dlq.values[0]["error"] and dlq.values[0]["field"] == "label"
     assert engine.model.n_learned == 3 and engine.joiner.status()["labels_joined"] == 3
     assert_same_counts(engine.model, reference(NaiveBayes, [({"a": "p"}, 1), ({"a": "p"}, 0), ({"a": "q"}, 0)]))
+
+
+@pytest.mark.parametrize("make", [NaiveBayes, lambda: TAN(rebuild_every=100, bin_edges=EDGES)])
+@pytest.mark.parametrize("provisional", [None, 0])
+def test_a_poll_taken_as_columns_joins_as_events_one_by_one(make, provisional, monkeypatch):
+    """The whole-poll path (prepare_columns, hold_sent) against the event-by-event one (prepare, hold):
+    the same outputs, dead letters, held events, counters and model, with early labels, duplicates,
+    provisional labels and a few events the decoder rejects."""
+    events, labels = streams(n=900, seed=13)
+    events = events[:300] + [{"id": "bad", "a": ["not", "a", "value"]}] + events[300:]
+    config = {} if provisional is None else {"provisional_label": provisional}
+    runs = []
+    for columns in (True, False):
+        monkeypatch.setattr(Joiner, "takes_columns", property(lambda self, c=columns: c))
+        engine, out, dlq = run_engine(make(), events, labels, **config)
+        runs.append((engine, out.values, dlq.values))
+    (a, out_a, dlq_a), (b, out_b, dlq_b) = runs
+    assert out_a == out_b and dlq_a == dlq_b and len(dlq_a) >= 1
+    status = lambda e: {k: v for k, v in e.joiner.status().items() if k != "label_delay_sum"}  # wall-clock times
+    assert status(a) == status(b) and a.joiner.status()["labels_joined"] > 300
+    assert a.joiner.status()["pending_events"] > 0
+    held = lambda e: sorted((e.joiner.store.id_of(r), e.joiner.store.predicted(r), tuple(sorted(
+        e.joiner.store.features(r).items()))) for r in e.joiner.store.due(float("inf")).tolist())
+    assert held(a) == held(b)
+    assert_same_counts(a.model, b.model)

@@ -472,22 +472,20 @@ class Engine:
                 self.joiner.flush_holds()
 
     def process_many(self, records: list[Record], polled: float) -> None:
-        """:meth:`process` for every record of a poll, with one call of the model's
-        ``prequential_iter`` (see ``prequential_many``) for all the valid events.
+        """:meth:`process` for every record of a poll: the model predicts then learns each event in order,
+        as one at a time would (running counts over the poll); outputs and dead letters go in input order.
 
-        The model predicts then learns each event in order, as :meth:`process`
-        would one at a time (with running counts over the poll); outputs and dead
-        letters are sent in input order. A stream_nb model's poll goes through
-        whole-poll steps (``decode_columns``, the model's ``prequential_blocks``,
-        ``poll_outputs``, ``outputs_bytes``, the sink's ``send_many``): the same
-        outputs, dead letters, metrics and positions; the observer hears of the
-        poll at once. If the model fails part-way, what it learned is sent and
-        covered by the positions before the error propagates.
-        """
-        if self._blocks is None or self.joiner is not None or self._sharing is not None:
+        A stream_nb model's poll goes through whole-poll steps (``decode_columns``, the model's
+        ``prequential_blocks``, ``poll_outputs``, ``outputs_bytes``, the sink's ``send_many``; a joiner's
+        ``prepare_columns`` and ``hold_sent``): the same outputs, dead letters, metrics, positions and held
+        events; the observer hears of the poll at once. If the model fails part-way, what it learned is
+        sent and covered by the positions before the error propagates."""
+        joiner = self.joiner
+        if self._blocks is None or self._sharing is not None or (joiner is not None and not joiner.takes_columns):
             self._process_each(records, polled)
             return
         ids, xs, ys, bad = self.decoder.decode_columns([record.value for record in records])
+        ys = ys if joiner is None else joiner.prepare_columns(ids, ys)  # labels that came before their event
         at = [i for i in range(len(records)) if i not in bad] if bad else None  # each valid event's record
         valid = records if at is None else [records[i] for i in at]
         items: list = []
@@ -513,10 +511,13 @@ class Engine:
             processed = records[:end]
             self.positions.update(zip(map(_PARTITION, processed), map(_NEXT_POSITION, processed)))
             self.observer.events_done(polled, end)
+            if joiner is not None:  # the unlabeled events sent, held at once (before any checkpoint)
+                joiner.hold_sent(outputs, sent, xs, ys, refused)
+                joiner.flush_holds()
 
     def _process_each(self, records: list[Record], polled: float) -> None:
-        """:meth:`process_many` event by event around ``prequential_iter``: with a joiner, a group, or a
-        model without ``prequential_blocks``."""
+        """:meth:`process_many` event by event around ``prequential_iter``: with a group, a joiner of event
+        times, or a model without ``prequential_blocks``."""
         events = self.decoder.decode_many([record.value for record in records])
         if self.joiner is not None:
             prepare = self.joiner.prepare
@@ -581,7 +582,6 @@ class Engine:
             return None, None
         blocks = getattr(model, "prequential_blocks", None)
         return many, blocks if callable(blocks) else None
-
 
     # -- helpers ------------------------------------------------------------------
 

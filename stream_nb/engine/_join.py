@@ -180,6 +180,40 @@ class Joiner:
         self._times[id(event)] = t
         return event
 
+    @property
+    def takes_columns(self) -> bool:
+        """Whether a poll may come as columns (:meth:`prepare_columns`, :meth:`hold_sent`): without
+        ``time_field``, whose values are taken out of each event one at a time."""
+        return self.config["time_field"] is None
+
+    def prepare_columns(self, ids: list, ys: list) -> list:
+        """:meth:`prepare` of a poll's valid events given as columns: their labels, with each early one in place."""
+        t, waiting, keys = self.clock(), self.waiting, [None] * len(ids)
+        ys = list(ys)
+        for j, (event_id, y) in enumerate(zip(ids, ys)):
+            if y is None and event_id is not None:
+                keys[j] = key = _key(event_id)
+                early = waiting.pop(key, None) if waiting else None
+                if early is not None:
+                    self._joined_now(t, early[1])
+                    self._to_hold.append((key, {}, None, None, 0, t, JOINED))  # its id kept to count duplicates
+                    ys[j] = early[0]
+        self._column_keys, self._column_time = keys, t
+        return ys
+
+    def hold_sent(self, outputs: list, sent: list, xs: list, ys: list, refused: dict) -> None:
+        """:meth:`hold` of each unlabeled event with an id among a poll's ``outputs`` (sent for ``sent``, the
+        records of the valid events the model did not refuse, in order) after :meth:`prepare_columns`."""
+        keys, t, k = self._column_keys, self._column_time, 0
+        for j in range(len(outputs) + len(refused)):
+            if j in refused:
+                continue
+            if ys[j] is None and keys[j] is not None:
+                record = sent[k]
+                offset = record.next_position if isinstance(record.next_position, int) else 0
+                self._to_hold.append((keys[j], xs[j], outputs[k]["prediction"], record.partition, offset, t, PENDING))
+            k += 1
+
     def hold(self, event, prediction, record: Record) -> None:
         """Hold an unlabeled event with an id until its label comes (after its prediction was sent).
 

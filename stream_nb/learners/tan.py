@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import is_integer
+from .._checks import check_choice, is_integer
 from ..stats import DEFAULT_MEMORY_BUDGET, GAUSS, set_pair_rule, tree_terms
 from ._binning import check_binning
 from ._decision import logsumexp
@@ -12,8 +12,12 @@ from ._em import add_estep, naive_bayes_blocks, one_dependence_estep
 from ._runs import VectorisedRuns
 from ._structure import conditional_mutual_information, maximum_spanning_tree, mutual_information_with_class
 from ._structured import StructuredClassifier
+from ._tree_score import bayesian_edge_weights
 
-__all__ = ["TAN"]
+__all__ = ["TAN", "TREE_SCORES"]
+
+#: How a rebuild weighs the candidate edges of the tree (``tree_score``).
+TREE_SCORES = ("cmi", "bayes")
 
 
 class TAN(VectorisedRuns, StructuredClassifier):
@@ -24,7 +28,9 @@ class TAN(VectorisedRuns, StructuredClassifier):
     information I(x_i; x_j | y), computed from the class-conditional pair
     counts (Friedman, Geiger and Goldszmidt, 1997), rooted at the attribute
     with the highest mutual information with the class, and directed away
-    from the root. Ties (in the root and in the tree) go by feature name, so
+    from the root. With ``tree_score="bayes"`` the edges are weighed instead
+    by the gain in the Bayesian network score, as Weka's ``BayesNet`` TAN
+    search weighs them (see :mod:`stream_nb.learners._tree_score`). Ties (in the root and in the tree) go by feature name, so
     the structure never depends on the order in which features arrived. Then
 
     .. math::
@@ -65,6 +71,16 @@ class TAN(VectorisedRuns, StructuredClassifier):
         Learned events between two rebuilds of the tree; early ones come after
         ``warmup`` events and each time the count doubles below it (0: only
         on :meth:`rebuild`).
+    tree_score
+        How a rebuild weighs a candidate edge between x_i and x_j:
+        ``"cmi"`` (default), the conditional mutual information
+        I(x_i; x_j | y) (Friedman et al.); ``"bayes"``, the larger gain in
+        the local Bayesian-Dirichlet score (prior ``alpha`` per cell) from
+        either attribute as the other's second parent, Weka's ``BayesNet``
+        TAN weight, which charges an edge for the cells it adds (see
+        :mod:`stream_nb.learners._tree_score`). The tree is the maximum
+        spanning tree of the weights either way; ``tree`` still shows
+        each edge's CMI.
     bins, warmup, bin_edges
         Discretisation of numeric features (see :class:`~stream_nb.AODE`).
     discretiser
@@ -124,6 +140,7 @@ class TAN(VectorisedRuns, StructuredClassifier):
         self,
         alpha: float = 1.0,
         rebuild_every: int = 1000,
+        tree_score: str = "cmi",
         bins: int = 5,
         warmup: int = 100,
         bin_edges: dict | None = None,
@@ -143,6 +160,7 @@ class TAN(VectorisedRuns, StructuredClassifier):
     ):
         self.alpha = alpha
         self.rebuild_every = rebuild_every
+        self.tree_score = tree_score
         self.bins = bins
         self.warmup = warmup
         self.bin_edges = bin_edges
@@ -156,6 +174,7 @@ class TAN(VectorisedRuns, StructuredClassifier):
         self.window, self.panes, self.half_life, self.drift_detector = window, panes, half_life, drift_detector
         self.time_field = time_field
         self.memory_budget = memory_budget
+        check_choice("tree_score", tree_score, TREE_SCORES)
         check_binning(bins, warmup, discretiser, fine_bins)
         self._setup_rebuilds()
         self._setup(numeric="bins", pairs=True, bins=bins, warmup=warmup, bin_edges=bin_edges, discretiser=discretiser, fine_bins=fine_bins)
@@ -170,6 +189,7 @@ class TAN(VectorisedRuns, StructuredClassifier):
     def _unit_test_params(cls):
         yield {}
         yield {"rebuild_every": 25, "bins": 3, "warmup": 20, "discretiser": "equal_frequency"}  # both discretisers checked
+        yield {"rebuild_every": 25, "tree_score": "bayes"}
 
     # ------------------------------------------------------------------ structure
 
@@ -178,6 +198,7 @@ class TAN(VectorisedRuns, StructuredClassifier):
         s = self._stats
         F = len(s.features)
         cmi = conditional_mutual_information(s)
+        weights = cmi if self.tree_score == "cmi" else bayesian_edge_weights(s, self._alpha)
         nodes = [f for f in range(F) if s.kinds[f] != GAUSS and s.n_values[f] > 0]
         parent = np.full(F, -1, dtype=np.int64)
         # Nothing may depend on the order in which features arrived: the root is the
@@ -186,7 +207,8 @@ class TAN(VectorisedRuns, StructuredClassifier):
         mi = mutual_information_with_class(s)
         root = max(nodes, key=lambda f: (mi[f], -rank[f])) if nodes else -1
         kept = s.edge_ok()  # None, or the pairs still counted: a maximum spanning forest over them
-        weights = cmi if kept is None else np.where(kept, cmi, -1.0)
+        if kept is not None:
+            weights = np.where(kept, weights, weights.min(initial=0.0) - 1.0)
         for child, par in maximum_spanning_tree(weights, nodes, root, rank).items():
             if kept is None or kept[par, child]:
                 parent[child] = par
