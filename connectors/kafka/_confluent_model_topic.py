@@ -172,20 +172,26 @@ class ConfluentModelTopic:
             self._eof = -1
         return out
 
-    def _end(self) -> int:
-        """The partition's end offset now (the last stable offset when ``read_committed``)."""
-        try:
-            return self._consumer.get_watermark_offsets(self._tp, timeout=self._timeout_s, cached=False)[1]
-        except self._ck.KafkaException as exc:
-            err = kafka_error(exc)
-            raise ConnectorUnavailable(f"Kafka model topic {self.topic!r}: its end offset is unknown "
-                                       f"({err.str() if err is not None else exc})") from None
+    def _end(self, deadline: float) -> int:
+        """The partition's end offset now (the last stable offset when ``read_committed``), asked again until
+        ``deadline`` (a client resumed after a pause, or a broker moving its partitions, times out a while)."""
+        while True:
+            try:
+                return self._consumer.get_watermark_offsets(self._tp, timeout=self._timeout_s, cached=False)[1]
+            except self._ck.KafkaException as exc:
+                err = kafka_error(exc)
+                if time.monotonic() + 0.2 >= deadline or (err is not None and err.fatal()):
+                    raise ConnectorUnavailable(f"Kafka model topic {self.topic!r}: its end offset is unknown "
+                                               f"({err.str() if err is not None else exc})") from None
+                log.info("Kafka model topic %r: end offset not known yet (%s); asking again", self.topic,
+                         err.str() if err is not None else exc)
+                time.sleep(0.2)
 
     def catch_up(self, timeout: float) -> list[tuple[str, bytes | None]]:
         """Every record up to the end offset the broker gives now (``read_committed``: the last stable offset)."""
-        end = self._end()
-        out: list = []
         deadline = time.monotonic() + timeout
+        end = self._end(deadline)
+        out: list = []
         while self._next < end and self._eof < end:
             if time.monotonic() > deadline:
                 log.warning("Kafka model topic %r: not read to its end (%d) within %.0f s; going on from offset %d",
