@@ -476,17 +476,17 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
         return list(self.prequential_iter(xs, ys))
 
     def prequential_iter(self, xs: list, ys: list):
-        """:meth:`prequential_many`, yielding each result as soon as its event is learned.
+        """:meth:`prequential_many`, yielding each result as soon as its event is learned: a consumer that acts
+        on each (the daemon sends it) has acted on exactly the events learned, even if an error escapes."""
+        return self._prequential_items(xs, ys, list, "prequential_many")
 
-        A consumer that acts on each result (the daemon sends it) has then
-        acted on exactly the events the model learned, even if an unexpected
-        error escapes part-way.
-        """
+    def _prequential_items(self, xs: list, ys: list, make_run: type, name: str):
+        """:meth:`prequential_iter`'s results, each run in a ``make_run()`` (``prequential_blocks``: whole)."""
         if len(xs) != len(ys):
-            raise ValueError(f"prequential_many: {len(xs)} events but {len(ys)} labels")
+            raise ValueError(f"{name}: {len(xs)} events but {len(ys)} labels")
         i, n = 0, len(xs)
         while i < n:
-            run: list = []
+            run = make_run()
             if self._forget_runs():
                 i = self._prequential_run(xs, ys, i, run)
             yield from run

@@ -144,22 +144,7 @@ class VectorisedRuns(abc.ABC):
         (1, {1: 1.0})
         (2, 5, [1, 2])
         """
-        if len(xs) != len(ys):
-            raise ValueError(f"prequential_blocks: {len(xs)} events but {len(ys)} labels")
-        i, n = 0, len(xs)
-        while i < n:
-            blocks = _Blocks()
-            if self._forget_runs():
-                i = self._prequential_run(xs, ys, i, blocks)
-            yield from blocks
-            if i < n:
-                try:
-                    step = self.prequential_one(xs[i], ys[i])
-                except InvalidEventError as exc:
-                    yield exc
-                else:
-                    yield step.prediction, step.proba
-                i += 1
+        return self._prequential_items(xs, ys, _Blocks, "prequential_blocks")
 
     def _run_scores_learned(self) -> bool:
         """Whether learning a run needs its scores: they change the model (``_run_scoring_learns``)
