@@ -125,3 +125,21 @@ def test_a_promotion_converts_ems_observed_counts_like_ignores_counts(cls):
     assert "value_count" in twinned
     for k in twinned:
         np.testing.assert_allclose(got[f"obs_{k}"], want[k], rtol=0, atol=1e-9, err_msg=k)
+
+
+def test_a_promotion_keeps_the_receipt_keys_of_the_waiting_events():
+    """An event kept by the two-layer store is known by its receipt's key, or by none: a promotion rewrote the
+    key with the moved value (0.0, 33046.0, ...), so events learned without a receipt were kept for ever as if
+    one could take them back, and two with the same value took one key."""
+    events = commission_stream()
+    plain, receipted = TAN(rebuild_every=100), TAN(rebuild_every=100)
+    receipted.learn_one_receipt(*events[0])
+    for x, y in events[1:]:
+        plain.learn_one(x, y)
+    for x, y in events[1:]:
+        receipted.learn_one(x, y)
+    assert plain._stats.kinds[plain._stats.feature_index["commission"]] != 0  # promoted
+    assert plain._stats.counted == {}
+    assert {e[6] for e in plain._stats.backlog + plain._stats.candidates} <= {None}
+    assert set(receipted._stats.counted) | {e[6] for e in receipted._stats.backlog + receipted._stats.candidates} \
+        <= {1, None}

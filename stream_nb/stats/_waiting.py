@@ -126,16 +126,27 @@ def follow_promotion(entries: list, fine) -> tuple[list, list]:
             vals = list(vals)
             new_cols = cols.copy()
             for i in np.flatnonzero(moved).tolist():
-                f, key = int(feats[i]), float(fine.value_keys[cols[i]])
-                d = fine.disc[f] if fine.kinds[f] == BINNED else None
-                if d is not None and d.edges is not None:
-                    new_cols[i] = fine.values[f].get(d.bin(key)) or fine._add_value(f, d.bin(key))
+                f = int(feats[i])
+                col, x, binned = _rebin(fine, f, cols[i])
+                if col is not None:
+                    new_cols[i] = col
                     keep[i] = True
-                elif d is not None:
-                    vals.append((f, key))
+                elif binned:
+                    vals.append((f, x))
             e = entry(new_cols[keep], feats[keep], vals, c, w, e[5], key)
         (waiting if e[2] else counted).append(e)
     return counted, waiting
+
+
+def _rebin(fine, f: int, col) -> tuple:
+    """Value column ``col`` of feature ``f``, which a promotion made numeric: ``(the fine column of its bin
+    or None while the feature has no edges yet, the value as a number, whether the feature is binned)``."""
+    x = float(fine.value_keys[col])
+    d = fine.disc[f] if fine.kinds[f] == BINNED else None
+    if d is not None and d.edges is not None:
+        b = d.bin(x)
+        return fine.values[f].get(b) or fine._add_value(f, b), x, True
+    return None, x, d is not None
 
 
 def _follow_exp(exp, fine):
@@ -153,10 +164,9 @@ def _follow_exp(exp, fine):
         keep = ~moved
         u = u.copy()
         for i in np.flatnonzero(moved).tolist():
-            f, key = int(feats_u[i]), float(fine.value_keys[u[i]])
-            d = fine.disc[f] if fine.kinds[f] == BINNED else None
-            if d is not None and d.edges is not None:
-                u[i] = fine.values[f].get(d.bin(key)) or fine._add_value(f, d.bin(key))
+            col = _rebin(fine, int(feats_u[i]), u[i])[0]
+            if col is not None:
+                u[i] = col
                 keep[i] = True
         return ("expected", u[keep], m[keep], feats_u[keep])
     _, D, dfeats, p = exp
