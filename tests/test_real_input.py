@@ -307,3 +307,15 @@ def test_output_mode_is_json_lines_only():
                "--output-topic", "b")
     assert proc.returncode == 2
     assert "--output-mode (JSON-lines mode) cannot be combined with" in proc.stderr.decode()
+
+
+def test_events_whose_labels_come_on_the_feedback_input_are_no_mistake(tmp_path):
+    # with --feedback the events carry no label on purpose: no "no_label" warning
+    events, labels = tmp_path / "events.jsonl", tmp_path / "labels.jsonl"
+    events.write_text("".join(json.dumps({"id": i, "a": "xy"[i % 2]}) + "\n" for i in range(40)))
+    labels.write_text("".join(json.dumps({"id": i, "label": "pq"[i % 2]}) + "\n" for i in range(40)))
+    proc = cli("run", "--input", str(events), "--feedback", str(labels), "--output", os.devnull,
+               "--dead-letter", str(tmp_path / "d"), "--log-format", "json")
+    assert proc.returncode == 0
+    assert warnings_of(proc.stderr) == []
+    assert json.loads(proc.stderr.splitlines()[-1])["metrics"]["join"]["labels_joined"] == 40

@@ -15,8 +15,9 @@ on the ``stream_nb.input`` logger, per cause it finds:
 ``no_label``
     None of the valid events among the first ``window`` records carries the
     label field, and the model has learned nothing (a model restored from a
-    snapshot that serves unlabeled events is fine): nothing will ever be
-    learned. The line lists the fields the events do have.
+    snapshot that serves unlabeled events is fine, and so are events whose
+    labels come later on a feedback input): nothing will ever be learned.
+    The line lists the fields the events do have.
 ``feature_never_seen``
     A name given in ``features`` has no value in any of those events.
 
@@ -223,7 +224,8 @@ class InputCheck:
         if not self._valid:
             return
         label_field = self.decoder.config["label_field"]
-        if not self._labeled and not self._learned_before and "no_label" not in self.warned:
+        labels_elsewhere = getattr(self._engine, "joiner", None) is not None  # --feedback brings them
+        if not self._labeled and not self._learned_before and not labels_elsewhere and "no_label" not in self.warned:
             self._warn("no_label", "none of the first %d events has a value in the label field %r (--label-field): "
                        "they are predicted but never learned, so the model predicts nothing; %s",
                        self._valid, label_field, self._hint([label_field]))
