@@ -323,3 +323,43 @@ def test_a_poll_taken_as_columns_joins_as_events_one_by_one(make, provisional, m
         e.joiner.store.features(r).items()))) for r in e.joiner.store.due(float("inf")).tolist())
     assert held(a) == held(b)
     assert_same_counts(a.model, b.model)
+
+
+def test_a_read_of_feedback_taken_whole_equals_one_taken_record_by_record():
+    from stream_nb.engine import Record
+    from stream_nb.engine._label_reads import read_labels
+    objs = [{"id": 3, "label": "p"}, {"id": "3", "label": 1}, {"id": -7, "label": True, "extra": [1]},
+            {"label": "q", "id": "é"}, {"id": 3, "label": "p"}]
+    records = [Record(json.dumps(o).encode(), None, "fb", i, i + 1) for i, o in enumerate(objs)]
+    whole = read_labels(records, "id", "label", None)
+    bad = Record(b'{"id": 9}', None, "fb", 5, 6)  # no label: the read goes record by record
+    each = read_labels(records + [bad], "id", "label", None)
+    assert whole == each[:-1] and [p[1:3] for p in whole] == [
+        (b"3", "p"), (b'"3"', 1), (b"-7", True), ('"é"'.encode(), "q"), (b"3", "p")]
+    assert each[-1][1].reason == "missing_label"
+
+
+@pytest.mark.parametrize("provisional", [None, 0])
+def test_labels_counted_together_count_as_labels_joined_one_at_a_time(provisional, monkeypatch):
+    """A read's plain joins are counted at once (delays, histogram, delayed accuracy); the same stream
+    joined label by label (:meth:`Joiner._join`) gives the same counters to the last bit and the same model."""
+    events, labels = streams(n=900, seed=21)
+    runs = []
+    for together in (True, False):
+        if not together:
+            monkeypatch.setattr(Joiner, "_labels_fit", lambda self, ys: False)
+        ticks = iter(range(10**6))
+        out, dlq = ListSink(), ListSink()
+        engine = Engine(NaiveBayes(), ListSource(events), out, dlq, config={"poll_max_records": 97})
+        config = {"feedback_max_records": 61, "label_ttl": 10**7}
+        if provisional is not None:
+            config["provisional_label"] = provisional
+        engine.joiner = Joiner(engine, ListSource(labels, "labels"), config,
+                               clock=lambda: 1000.0 + 3.7 * next(ticks))  # delays from 0 to hours
+        engine.run()
+        runs.append((engine, out.values, dlq.values))
+    (a, out_a, dlq_a), (b, out_b, dlq_b) = runs
+    assert a.joiner.status() == b.joiner.status() and out_a == out_b and dlq_a == dlq_b
+    buckets = a.joiner.status()["label_delay_buckets"]
+    assert sum(v > 0 for v in buckets.values()) >= 3 and a.joiner.status()["labels_joined"] > 300
+    assert_same_counts(a.model, b.model)

@@ -29,7 +29,8 @@ from ._events import BOM, Event, EventDecoder
 from ._exactly_once import ExactlyOnceCheckpointer
 from ._flow import FlowControl
 from ._handoff import PartitionHandoff
-from ._join import Joiner, parse_label_value, parse_on_expire
+from ._join import Joiner
+from ._label_reads import parse_label_value, parse_on_expire
 from ._join_state import join_state, load_join_state
 from ._group import GroupCheckpointer
 from ._group_records import StateLog, merge_states, state_records

@@ -39,11 +39,12 @@ import orjson
 
 from .._checks import configure
 from ..exceptions import ConfigError, InvalidEventError, LabelTypeError, UnlearnError
-from ..stats import json_type, validate_label
+from ..stats import json_type
+from ._label_reads import delay_counts, event_keys, parse_on_expire, read_labels
 from ._pending import FREE, JOINED, MAX_ID_BYTES, PENDING, PendingStore
 from ._records import Record, dead_letter_record
 
-__all__ = ["DELAY_BUCKETS", "Joiner", "parse_label_value", "parse_on_expire"]
+__all__ = ["DELAY_BUCKETS", "Joiner"]
 
 log = logging.getLogger("stream_nb.engine")
 
@@ -60,29 +61,6 @@ DEFAULT_CONFIG: dict[str, typing.Any] = {
     "provisional_label": None,
     "feedback_max_records": 500,
 }
-
-
-def parse_on_expire(text: str):
-    """``"drop"`` or ``("label", VALUE)`` from ``--on-expire``'s text (VALUE a JSON number, boolean or
-    string; anything else is the string itself).
-
-    >>> parse_on_expire("drop"), parse_on_expire("label:0"), parse_on_expire("label:no")
-    ('drop', ('label', 0), ('label', 'no'))
-    """
-    if text == "drop":
-        return "drop"
-    if isinstance(text, str) and text.startswith("label:") and len(text) > 6:
-        return ("label", parse_label_value(text[6:]))
-    raise ConfigError(f"--on-expire: expected drop or label:VALUE, got {text!r}")
-
-
-def parse_label_value(text: str):
-    """A label given on the command line: a JSON number, boolean or string, else the text itself."""
-    try:
-        value = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return text
-    return value if isinstance(value, (str, int, float, bool)) else text
 
 
 class Joiner:
@@ -188,12 +166,11 @@ class Joiner:
 
     def prepare_columns(self, ids: list, ys: list) -> list:
         """:meth:`prepare` of a poll's valid events given as columns: their labels, with each early one in place."""
-        t, waiting, keys = self.clock(), self.waiting, [None] * len(ids)
+        t, waiting, keys = self.clock(), self.waiting, event_keys(ids, ys)
         ys = list(ys)
-        for j, (event_id, y) in enumerate(zip(ids, ys)):
-            if y is None and event_id is not None:
-                keys[j] = key = _key(event_id)
-                early = waiting.pop(key, None) if waiting else None
+        if waiting and not waiting.keys().isdisjoint(keys):
+            for j, key in enumerate(keys):
+                early = waiting.pop(key, None) if key is not None else None
                 if early is not None:
                     self._joined_now(t, early[1])
                     self._to_hold.append((key, {}, None, None, 0, t, JOINED))  # its id kept to count duplicates
@@ -350,63 +327,83 @@ class Joiner:
             raise LabelTypeError(y, t, expected, first, field=self.config["label_field"])
 
     def _labels(self, records: list[Record]) -> None:
-        """Join one read of feedback records, in order: each parsed and checked, their ids looked up at once."""
+        """Join one read of feedback records, in order: parsed (:func:`read_labels`), their ids looked up at once.
+
+        A label for a held event without a provisional label, of the type the model's labels have, is set
+        aside for :meth:`_learn_joined` with no check of its own, and counted with the others of its read."""
+        if not records:
+            return
         cfg = self.config
-        id_field, label_field, timed = cfg["id_field"], cfg["label_field"], cfg["time_field"] is not None
-        positions, shared = self.positions, self.engine.positions if self._shared_positions else None
-        parsed = []  # (record, key, label, time), or (record, error)
-        for record in records:
-            positions[record.partition] = record.next_position
-            if shared is not None:
-                shared[record.partition] = record.next_position
-            try:
-                obj = orjson.loads(record.value)
-                if not isinstance(obj, dict):
-                    raise InvalidEventError("feedback record must be a JSON object", reason="not_an_object")
-                event_id = obj.get(id_field)
-                if event_id is None:
-                    raise InvalidEventError(f"feedback record has no {id_field!r} (--id-field)",
-                                            reason="missing_id", field=id_field)
-                y = obj.get(label_field)
-                if y is None:
-                    raise InvalidEventError(f"feedback record has no {label_field!r} (--label-field)",
-                                            reason="missing_label", field=label_field)
-                y = validate_label(y, label_field)
-                t = self._time_of({k: v for k, v in obj.items() if k == cfg["time_field"]}, "feedback")[1] \
-                    if timed else self.clock()
-            except orjson.JSONDecodeError as exc:
-                parsed.append((record, InvalidEventError(f"feedback record is not JSON: {exc}",
-                                                         reason="invalid_json")))
-            except InvalidEventError as exc:
-                parsed.append((record, exc))
-            else:
-                parsed.append((record, _key(event_id), y, t))
+        last = {record.partition: record.next_position for record in records}
+        self.positions.update(last)
+        if self._shared_positions:
+            self.engine.positions.update(last)
+        timed = cfg["time_field"] is not None
+        parsed = read_labels(records, cfg["id_field"], cfg["label_field"], self._feedback_time if timed else None)
+        now = None if timed else self.clock()
         store = self.store
         rows = store.find_many([p[1] for p in parsed if len(p) == 4])
+        state, provisional = store.state, store.provisional
+        plain = self._labels_fit([p[2] for p in parsed if len(p) == 4])
+        joined: list = []  # (label, time, event time, prediction code) of the plain joins, counted together
         i = 0
         for p in parsed:
             if len(p) == 2:
                 self._dead(*p)
                 continue
             record, key, y, t = p
+            t = now if t is None else t
             row, i = rows[i], i + 1
-            if row >= 0 and store.state[row] == FREE:  # evicted since the look-up (_room_for)
-                row = -1
-            if row < 0:
+            st = state[row] if row >= 0 else FREE  # FREE: evicted since the look-up (_room_for)
+            if st == FREE:
                 if key in self.waiting:
                     self.counts["duplicate"] += 1
                 else:
                     self._room_for(1)
                     self.waiting[key] = (y, t, record)
                     self._waiting_floor = min(self._waiting_floor, t)
-                continue
-            if store.state[row] == JOINED:
+            elif st == JOINED:
                 self.counts["duplicate"] += 1
-                continue
-            try:
-                self._join(row, y, t)
-            except InvalidEventError as exc:  # a label the model rejects (another JSON type): the label's fault
-                self._dead(record, exc)
+            elif plain and not provisional[row]:
+                state[row] = JOINED  # its id kept until the TTL, to count duplicates
+                self._joined_rows.append(row)  # learned with the others of this read (_learn_joined)
+                self._joined_y.append(y)
+                joined.append((y, t, store.time[row], store.prediction[row]))
+            else:
+                try:
+                    self._join(row, y, t)
+                except InvalidEventError as exc:  # a label the model rejects (another JSON type): the label's fault
+                    self._dead(record, exc)
+        self._count_joined(joined)
+
+    def _feedback_time(self, obj: dict) -> float:
+        return self._time_of({k: v for k, v in obj.items() if k == self.config["time_field"]}, "feedback")[1]
+
+    def _labels_fit(self, ys: list) -> bool:
+        """Whether the model learns its joined pairs together (``learn_events``) and every label of ``ys`` has
+        the JSON type of its labels (of the first waiting to be learned, before it has any)."""
+        model = self.engine.model
+        if not ys or not hasattr(model, "learn_events"):
+            return False
+        expected = getattr(model, "label_type", None)
+        if expected is None and self._joined_y:
+            expected = json_type(self._joined_y[0])
+        return expected is not None and {json_type(y) for y in {type(y): y for y in ys}.values()} == {expected}
+
+    def _count_joined(self, joined: list) -> None:
+        """Count the joins of ``joined`` as :meth:`_join` counts one: delays and delayed accuracy."""
+        if not joined:
+            return
+        ys, ts, t_events, codes = zip(*joined)
+        delays = np.maximum(0.0, np.array(ts, dtype=np.float64) - np.array(t_events, dtype=np.float64)).tolist()
+        labels = self.store.labels
+        predicted = [labels[p - 1] if p else None for p in np.array(codes, dtype=np.int64).tolist()]
+        self.counts["joined"] += len(ys)
+        self.counts["delayed_labeled"] += len(ys)
+        self.counts["delayed_correct"] += sum(p is not None and _same(p, y) for p, y in zip(predicted, ys))
+        for d in delays:  # in order, as one at a time adds them
+            self.delay_sum += d
+        self.delay_histogram = (np.array(self.delay_histogram) + delay_counts(delays, DELAY_BUCKETS)).tolist()
 
     def _join(self, row: int, y, t: float) -> None:
         store = self.store

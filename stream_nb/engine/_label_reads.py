@@ -1,0 +1,122 @@
+"""Labels as the join (:mod:`._join`) reads them: a poll's ids, a read's feedback records, a label given as text.
+
+The join keys an id by its JSON text (``1`` and ``"1"`` are two ids). A poll
+of unlabeled events with ids is keyed in one pass; a read of feedback records
+that are all plain JSON objects with a string or integer id and a string,
+integer or boolean label is parsed in one pass over the read, any other read
+record by record, where each bad one gets its own error. Both give the same
+results.
+
+>>> [k for k in event_keys([1, "1", None, 2], [None, None, None, "p"])]
+[b'1', b'"1"', None, None]
+>>> read = [Record(b'{"id": 7, "label": "p"}', None, "fb", 0, 1), Record(b'{"id": "7", "label": 1}', None, "fb", 1, 2)]
+>>> [p[1:] for p in read_labels(read, "id", "label", None)]
+[(b'7', 'p', None), (b'"7"', 1, None)]
+>>> [p[1:] for p in read_labels(read + [Record(b'{"label": "q"}', None, "fb", 2, 3)], "id", "label", None)]
+[(b'7', 'p', None), (b'"7"', 1, None), (InvalidEventError("feedback record has no 'id' (--id-field)"),)]
+"""
+
+from __future__ import annotations
+
+import typing
+from itertools import repeat
+
+import numpy as np
+import orjson
+
+from ..exceptions import ConfigError, InvalidEventError
+from ..stats import validate_label
+from ._records import Record
+
+__all__ = ["delay_counts", "event_keys", "parse_label_value", "parse_on_expire", "read_labels"]
+
+_PLAIN_ID = frozenset({str, int}).issuperset
+_PLAIN_LABEL = frozenset({str, int, bool}).issuperset  # what validate_label returns unchanged
+_DICT_ONLY = frozenset({dict}).issuperset
+
+
+def event_keys(ids: list, ys: list) -> list:
+    """The key of each event of a poll that waits for its label (an id, no label), None for the others."""
+    if ys.count(None) == len(ys) and None not in ids:  # the usual poll when labels come later
+        return list(map(orjson.dumps, ids))
+    return [orjson.dumps(i) if y is None and i is not None else None for i, y in zip(ids, ys)]
+
+
+def read_labels(records: list[Record], id_field: str, label_field: str,
+                time_of: typing.Callable[[dict], float] | None) -> list[tuple]:
+    """Each feedback record of a read as ``(record, key, label, time)``, or ``(record, error)`` when it is
+    no label record. ``time_of(obj)`` gives a record's time (it may raise ``InvalidEventError``); None:
+    the records are timed by the caller's clock, given as the time of the whole read (``time_of`` is then
+    not called, and the time is None here)."""
+    if time_of is None:
+        whole = _read_whole([r.value for r in records], id_field, label_field)
+        if whole is not None:
+            keys, ys = whole
+            return list(zip(records, keys, ys, repeat(None)))
+    return [_read_one(record, id_field, label_field, time_of) for record in records]
+
+
+def _read_whole(values: list, id_field: str, label_field: str) -> tuple[list, list] | None:
+    """``(keys, labels)`` of a read of common records only; None when one is not (read one by one)."""
+    try:
+        objs = list(map(orjson.loads, values))
+    except orjson.JSONDecodeError:
+        return None
+    if not _DICT_ONLY(map(type, objs)):
+        return None
+    ids = list(map(dict.get, objs, repeat(id_field)))
+    ys = list(map(dict.get, objs, repeat(label_field)))
+    if not (_PLAIN_ID(map(type, ids)) and _PLAIN_LABEL(map(type, ys))):
+        return None
+    return list(map(orjson.dumps, ids)), ys
+
+
+def _read_one(record: Record, id_field: str, label_field: str, time_of) -> tuple:
+    try:
+        obj = orjson.loads(record.value)
+        if not isinstance(obj, dict):
+            raise InvalidEventError("feedback record must be a JSON object", reason="not_an_object")
+        event_id = obj.get(id_field)
+        if event_id is None:
+            raise InvalidEventError(f"feedback record has no {id_field!r} (--id-field)",
+                                    reason="missing_id", field=id_field)
+        y = obj.get(label_field)
+        if y is None:
+            raise InvalidEventError(f"feedback record has no {label_field!r} (--label-field)",
+                                    reason="missing_label", field=label_field)
+        y = validate_label(y, label_field)
+        t = time_of(obj) if time_of is not None else None
+    except orjson.JSONDecodeError as exc:
+        return record, InvalidEventError(f"feedback record is not JSON: {exc}", reason="invalid_json")
+    except InvalidEventError as exc:
+        return record, exc
+    return record, orjson.dumps(event_id), y, t
+
+
+def delay_counts(delays: np.ndarray, bounds: tuple) -> np.ndarray:
+    """How many of ``delays`` fall in each bucket: the first of ``bounds`` (ascending, the last inf) that is
+    at least the delay."""
+    return np.bincount(np.searchsorted(np.asarray(bounds), delays, side="left"), minlength=len(bounds))
+
+
+def parse_on_expire(text: str):
+    """``"drop"`` or ``("label", VALUE)`` from ``--on-expire``'s text (VALUE a JSON number, boolean or
+    string; anything else is the string itself).
+
+    >>> parse_on_expire("drop"), parse_on_expire("label:0"), parse_on_expire("label:no")
+    ('drop', ('label', 0), ('label', 'no'))
+    """
+    if text == "drop":
+        return "drop"
+    if isinstance(text, str) and text.startswith("label:") and len(text) > 6:
+        return ("label", parse_label_value(text[6:]))
+    raise ConfigError(f"--on-expire: expected drop or label:VALUE, got {text!r}")
+
+
+def parse_label_value(text: str):
+    """A label given on the command line: a JSON number, boolean or string, else the text itself."""
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return text
+    return value if isinstance(value, (str, int, float, bool)) else text
