@@ -210,31 +210,35 @@ class Joiner:
         if not items:
             return
         store = self.store
+        keys = [item[0] for item in items]
+        absent = store.absent(keys)
         fresh, seen = [], set()
-        for item, absent in zip(items, store.absent([item[0] for item in items])):
-            key = item[0]
-            if not absent or key in seen:
-                self.counts["duplicate"] += 1  # an id seen before: the first event keeps it
-            elif len(key) > MAX_ID_BYTES:
-                log.warning("an event was not held for its label: its id has %s bytes, at most %s are held",
-                            f"{len(key):,}", f"{MAX_ID_BYTES:,}")
-            else:
-                seen.add(key)
-                fresh.append(item)
+        if all(absent) and len(set(keys)) == len(keys) and max(map(len, keys)) <= MAX_ID_BYTES:
+            fresh = items  # the usual poll: every id new, once
+        else:
+            for item, new in zip(items, absent):
+                key = item[0]
+                if not new or key in seen:
+                    self.counts["duplicate"] += 1  # an id seen before: the first event keeps it
+                elif len(key) > MAX_ID_BYTES:
+                    log.warning("an event was not held for its label: its id has %s bytes, at most %s are held",
+                                f"{len(key):,}", f"{MAX_ID_BYTES:,}")
+                else:
+                    seen.add(key)
+                    fresh.append(item)
         provisional = self.config["provisional_label"]
         for lo in range(0, len(fresh), store.capacity):
             part = fresh[lo : lo + store.capacity]
             self._room_for(len(part))
             groups: dict = {}  # one add_many per input partition and state
-            for i, item in enumerate(part):
-                groups.setdefault((item[3], item[6]), []).append(i)
+            for i, kind in enumerate(zip([item[3] for item in part], [item[6] for item in part])):
+                groups.setdefault(kind, []).append(i)
             row_of = [0] * len(part)
             for (partition, state), idx in groups.items():
-                group = [part[i] for i in idx]
-                rows = store.add_many([g[0] for g in group], [g[1] for g in group], t=[g[5] for g in group],
-                                      predictions=[g[2] for g in group], partition=partition,
-                                      offsets=[g[4] for g in group], state=state,
-                                      provisional=state == PENDING and provisional is not None)
+                group = part if len(idx) == len(part) else [part[i] for i in idx]
+                keys, xs, predictions, _, offsets, ts, _ = map(list, zip(*group))
+                rows = store.add_many(keys, xs, t=ts, predictions=predictions, partition=partition, offsets=offsets,
+                                      state=state, provisional=state == PENDING and provisional is not None)
                 for i, row in zip(idx, rows.tolist()):
                     row_of[i] = row
             if provisional is not None:  # learned in the order the events came, as one at a time would
