@@ -148,3 +148,19 @@ def test_find_many_is_find_of_each():
     rng.shuffle(probe)
     assert store.find_many(probe) == [store.find(k) for k in probe]
     assert sum(r >= 0 for r in store.find_many(probe)) == 25
+
+
+def test_rows_holding_every_feature_come_back_whole_and_in_order():
+    """features_many's path for rows that hold every feature (the usual stream) against features(), key
+    order included (the order a model meets a new feature in), beside rows with a cell absent or odd."""
+    rng = random.Random(5)
+    store = PendingStore(64)
+    xs = [{"c": rng.choice(["a", "b", 4, True]), "n": rng.gauss(0, 1), "m": rng.choice(["x", "y"]),
+           "z": rng.gauss(0, 1)} for _ in range(20)]
+    rows = store.add_many([orjson.dumps(i) for i in range(20)], xs, t=0.0, predictions=[None] * 20).tolist()
+    got = store.features_many(rows)
+    assert got == xs and [list(x) for x in got] == [list(store.features(r)) for r in rows] == [["c", "m", "n", "z"]] * 20
+    odd = store.add(b'"odd"', {"c": 2.5, "n": 1.0, "m": "x", "z": 0.5}, t=0.0)  # a float in a categorical column
+    part = store.add(b'"part"', {"c": "a", "n": 1.0}, t=0.0)
+    for some in (rows[:3] + [odd], [part] + rows[:3]):
+        assert [list(x.items()) for x in store.features_many(some)] == [list(store.features(r).items()) for r in some]

@@ -372,8 +372,14 @@ class PendingStore:
         rows = np.asarray(rows, dtype=np.int64)
         values, odd = self.values, self.odd
         cat_items, num_items = list(self.cat_names.items()), list(self.num_names.items())
-        cats = self.cat[rows].tolist()
-        num = self.num[rows]
+        cat, num = self.cat[rows], self.num[rows]
+        if cat.all() and num.all() and (not odd or odd.keys().isdisjoint(rows.tolist())):
+            # every row holds every feature (the usual stream): no cell to skip, one dict per row from its values
+            k, names = len(cat_items), [name for name, _ in cat_items + num_items]
+            flat = [values[c] for c in (cat - 1).ravel().tolist()]
+            floats = (num - np.uint64(1)).view(np.float64).tolist()
+            return [dict(zip(names, flat[i * k : i * k + k] + f)) for i, f in enumerate(floats)]
+        cats = cat.tolist()
         present = (num != 0).tolist()
         floats = (num - np.uint64(1)).view(np.float64).tolist()  # an absent cell wraps: never read
         out = []
