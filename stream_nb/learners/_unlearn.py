@@ -36,6 +36,7 @@ import typing
 
 from ..exceptions import UnlearnError
 from ..stats import CAT, is_missing_label
+from ._receipt_state import receipt_parts, receipts_state
 
 __all__ = ["Receipt", "Unlearning"]
 
@@ -146,7 +147,33 @@ class Unlearning:
             entries.append(("gauss", c, w, enc.gslots, enc.gx))
         return tuple(entries)
 
+    def receipts_state(self, receipts: list) -> tuple[dict, list]:
+        """``(arrays, meta)`` of ``receipts`` (of this model): numeric arrays, and JSON-able data referring
+        to them, for a snapshot (see :mod:`stream_nb.learners._receipt_state`).
+
+        >>> from stream_nb import NaiveBayes
+        >>> model = NaiveBayes(missing="em")
+        >>> model.learn_one({"sky": "sun", "wind": "low"}, "play")
+        >>> receipt = model.learn_one_receipt({"sky": "sun"}, "play")
+        >>> arrays, meta = model.receipts_state([receipt])
+        >>> model.unlearn_one({"sky": "sun"}, "play", receipt=model.receipts_from_state(arrays, meta)[0])
+        >>> model.n_learned
+        1.0
+        """
+        return receipts_state(receipts)
+
+    def receipts_from_state(self, arrays: dict, meta, where: str = "receipts") -> list:
+        """The receipts :meth:`receipts_state` gave, read back for this model (the one that issued them, or
+        its restored copy); ValueError naming ``where`` and what was expected when one does not fit it."""
+        return [Receipt(*parts) for parts in receipt_parts(self._stats, arrays, meta, where, self._check_receipt_extra)]
+
     # hooks: a model with state of its own that learning changes (SPODE's running scores)
+
+    def _check_receipt_extra(self, extra, where: str) -> None:
+        """ValueError naming ``where`` unless ``extra`` (read from a state) fits :meth:`_unlearn_extra`;
+        default: none is recorded."""
+        if extra is not None:
+            raise ValueError(f"{where}: expected null ({type(self).__name__} records nothing of its own)")
 
     def _unlearn_mark(self):
         """What :meth:`_unlearn_delta` needs from before learning; default: nothing."""
