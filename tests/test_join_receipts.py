@@ -175,3 +175,31 @@ def test_a_snapshot_of_an_older_version_without_receipts_keeps_those_provisional
     assert "its provisional label stays" in caplog.text
     assert fresh.joiner.counts["retractions"] == 0
     assert_same_counts(fresh.model, engine.model)  # as before (class 1 is known now, with no count)
+
+
+def test_the_daemon_refuses_a_snapshot_with_a_malformed_receipt_with_a_clear_error(tmp_path):
+    import subprocess
+    import sys
+
+    events, _ = em_streams(n=150, seed=3)
+    (tmp_path / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    (tmp_path / "labels.jsonl").write_text("")  # no label comes: every held event keeps its provisional one
+    cmd = [sys.executable, "-m", "stream_nb", "run", "--model", "nb", "--missing", "em", "--provisional-label", "0",
+           "--input", str(tmp_path / "events.jsonl"), "--feedback", str(tmp_path / "labels.jsonl"),
+           "--output", str(tmp_path / "out.jsonl"), "--snapshot-dir", str(tmp_path / "snap")]
+    first = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stderr
+    store = SnapshotStore(str(tmp_path / "snap"))
+    store.open()
+    try:
+        snap = store.read(max(store.sequences()))
+        join = snap.daemon["join"]
+        assert join["receipts"]
+        join["receipts"][0]["entries"][0][1] = 7  # a class the model does not have
+        store.write(snap.arrays, snap.meta, snap.daemon)
+    finally:
+        store.close()
+    again = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 1
+    assert "join.receipts[0].entries[0]: expected a class index in [0, 1), got 7" in again.stderr
+    assert "Traceback" not in again.stderr
