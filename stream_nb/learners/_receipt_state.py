@@ -21,10 +21,10 @@ from ..stats import JournalReader, JournalWriter
 __all__ = ["receipt_parts", "receipts_state"]
 
 
-def receipts_state(receipts: list) -> tuple[dict, list]:
-    """``(arrays, meta)`` of ``receipts``: the arrays ``"int"`` and ``"float"`` (the pools), one JSON-able
-    object per receipt."""
-    writer = JournalWriter()
+def receipts_state(store, receipts: list) -> tuple[dict, list]:
+    """``(arrays, meta)`` of ``receipts`` (of ``store``): the arrays ``"int"`` and ``"float"`` (the pools),
+    one JSON-able object per receipt."""
+    writer = JournalWriter(store)
     meta = []
     for r in receipts:
         extra = None if r.extra is None else [writer.array(np.asarray(a, dtype=float)) for a in r.extra]

@@ -160,7 +160,7 @@ class Unlearning:
         >>> model.n_learned
         1.0
         """
-        return receipts_state(receipts)
+        return receipts_state(self._stats, receipts)
 
     def receipts_from_state(self, arrays: dict, meta, where: str = "receipts") -> list:
         """The receipts :meth:`receipts_state` gave, read back for this model (the one that issued them, or

@@ -79,6 +79,7 @@ module             what it holds
 ``_mdl.py``        Fayyad and Irani's MDL cut points from class counts
 ``_fine.py``       the two-layer store: fine bins kept, MDL cut points read
 ``_coarse.py``     the coarse layer as exact sums of the fine cells
+``_promoted.py``   a receipt's journal after a promotion, in the columns of now
 ``_journal.py``    journals (what events added, kept by receipts) as plain data, checked on reading
 =================  ==================================================================
 """

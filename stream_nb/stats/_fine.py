@@ -57,6 +57,7 @@ from ..exceptions import ConfigError, MergeError, UnlearnError
 from ._coarse import coarse_state, load_waiting, waiting_state
 from ._discretise import Discretiser
 from ._mdl import mdl_cuts
+from ._promoted import follow_promotions, follow_waiting
 from ._store import Stats
 from ._values import BINNED, Encoded, numeric_value
 from ._waiting import WaitingEvents, count_later, entry, map_entry
@@ -463,11 +464,12 @@ class TwoLayerStats(WaitingEvents, Stats):
         if not fine_entries:
             fine_entries = [self._fine_entry(e) for e in entries]
         fine = self.fine
+        fine_entries = follow_promotions(fine, fine_entries)  # a receipt of before a promotion: see _promoted
         for e in fine_entries:
             fine._check_entry(e)
         for e in entries:
             if e[0] == "waiting":  # the event waited for its fine edges (see _waiting)
-                self._unwait(e[1])
+                self._unwait(follow_waiting(fine, e[1]))
         fine.remove(fine_entries)
         self._derive(self._current_edges())
 

@@ -5,7 +5,9 @@ that keeps receipts (a provisional label, see :mod:`stream_nb.engine._join`)
 writes them into its snapshots, so that a restarted daemon takes back exactly
 what the event added. :class:`JournalWriter` turns journals into JSON-able
 lists whose numeric arrays go into two pools (one of integers, one of floats),
-referred to as ``["i" or "f", start, *shape]``; :class:`JournalReader` reads
+referred to as ``["i" or "f", start, *shape]`` (Gaussian slots as their
+features: a restored store numbers its slots in feature order, which need not be
+the order they were made in); :class:`JournalReader` reads
 them back, checking each entry against the store it will be taken from
 (indices in range, shapes that fit, finite weights): a malformed entry is a
 :class:`ValueError` naming where it is and what was expected.
@@ -40,7 +42,8 @@ __all__ = ["JournalReader", "JournalWriter"]
 class JournalWriter:
     """Journals to JSON-able lists, their arrays gathered in two pools (:meth:`pools`)."""
 
-    def __init__(self):
+    def __init__(self, store):
+        self.store = store
         self._parts: dict[str, list] = {"i": [], "f": []}
         self._size = {"i": 0, "f": 0}
 
@@ -62,15 +65,19 @@ class JournalWriter:
     def entries(self, entries) -> list:
         return [self.entry(e) for e in entries]
 
+    def _slots(self, gs) -> list:
+        """Gaussian slots ``gs``, written as their features."""
+        return self.array(np.asarray(self.store.gauss_feature, dtype=np.int64)[np.asarray(gs, dtype=np.int64)])
+
     def entry(self, e) -> list:
         kind, a = e[0], self.array
         if kind in ("count", "observed"):
             _, enc, c, w = e
-            return [kind, [a(enc.cols), a(enc.feats), a(enc.gslots), a(np.asarray(enc.gx, dtype=float)),
+            return [kind, [a(enc.cols), a(enc.feats), self._slots(enc.gslots), a(np.asarray(enc.gx, dtype=float)),
                            bool(enc.unseen)], int(c), float(w)]
         if kind == "gauss":
             _, c, w, gs, gx = e
-            return [kind, int(c), float(w), a(gs), a(np.asarray(gx, dtype=float))]
+            return [kind, int(c), float(w), self._slots(gs), a(np.asarray(gx, dtype=float))]
         if kind == "expected":
             _, c, w, u, m, feats_u, J = e
             return [kind, int(c), float(w), a(u), a(np.asarray(m, dtype=float)), a(feats_u),
@@ -78,9 +85,11 @@ class JournalWriter:
         if kind == "many":
             _, D, dfeats, G, gslots, yc, w, observed = e
             w = None if w is None else float(w) if np.ndim(w) == 0 else a(np.asarray(w, dtype=float))
-            return [kind, a(D), a(dfeats), a(np.asarray(G, dtype=float)), a(gslots), a(yc), w, bool(observed)]
+            return [kind, a(D), a(dfeats), a(np.asarray(G, dtype=float)), self._slots(gslots), a(yc), w, bool(observed)]
         if kind == "fine":
-            return [kind, self.entry(e[1])]
+            fine = JournalWriter(self.store.fine)
+            fine._parts, fine._size = self._parts, self._size  # one pool for both layers
+            return [kind, fine.entry(e[1])]
         if kind == "waiting":
             return [kind, entry_json(e[1])]
         raise ValueError(f"unknown journal entry {kind!r}")
@@ -116,6 +125,14 @@ class JournalReader:
             raise ValueError(f"{where}: expected finite numbers")
         return out
 
+    def slots(self, ref, store, where: str) -> np.ndarray:
+        """Gaussian slots written as their features (:class:`JournalWriter`), in ``store``'s numbering."""
+        feats = self.array(ref, where, "i", 1, len(store.features))
+        slots = np.asarray(store.gslot, dtype=np.int64)[feats] if len(feats) else feats
+        if np.any(slots < 0):
+            raise ValueError(f"{where}: expected Gaussian features, got {[store.features[f] for f in feats[slots < 0]]}")
+        return slots
+
     def entries(self, js, store, where: str) -> tuple:
         if not isinstance(js, list):
             raise ValueError(f"{where}: expected a list of journal entries, got {type(js).__name__}")
@@ -126,7 +143,7 @@ class JournalReader:
         if not isinstance(e, list) or not e or e[0] not in kinds:
             raise ValueError(f"{where}: expected a journal entry [kind, ...], kind one of {', '.join(kinds)}")
         kind = e[0]
-        C, V, F, G = store.n_classes, len(store.value_keys), len(store.features), store.n_gauss
+        C, V, F = store.n_classes, len(store.value_keys), len(store.features)
         sizes = {"count": 4, "observed": 4, "gauss": 5, "expected": 7, "many": 8, "fine": 2, "waiting": 2}
         if len(e) != sizes[kind]:
             raise ValueError(f"{where}: expected a {kind!r} entry of {sizes[kind]} items, got {len(e)}")
@@ -149,14 +166,14 @@ class JournalReader:
             if not isinstance(enc, list) or len(enc) != 5 or not isinstance(enc[4], bool):
                 raise ValueError(f"{where}[1]: expected an encoding [columns, features, slots, values, unseen]")
             cols, feats = a(enc[0], f"{where}[1][0]", "i", 1, V), a(enc[1], f"{where}[1][1]", "i", 1, F)
-            gs, gx = a(enc[2], f"{where}[1][2]", "i", 1, G), a(enc[3], f"{where}[1][3]", "f", 1)
+            gs, gx = self.slots(enc[2], store, f"{where}[1][2]"), a(enc[3], f"{where}[1][3]", "f", 1)
             if len(cols) != len(feats) or len(gs) != len(gx):
                 raise ValueError(f"{where}[1]: expected one feature per column and one value per slot")
             if kind == "observed" and len(cols) and not store.keeps_observed:
                 raise ValueError(f"{where}: an observed-only entry, but the model's store keeps no observed-only counts")
             return (kind, Encoded(cols, feats, gs, gx, enc[4]), _class(e[2], C, where), _weight(e[3], where))
         if kind == "gauss":
-            gs, gx = a(e[3], f"{where}[3]", "i", 1, G), a(e[4], f"{where}[4]", "f", 1)
+            gs, gx = self.slots(e[3], store, f"{where}[3]"), a(e[4], f"{where}[4]", "f", 1)
             if len(gs) != len(gx):
                 raise ValueError(f"{where}: expected one value per slot")
             return (kind, _class(e[1], C, where), _weight(e[2], where), gs, gx)
@@ -170,7 +187,7 @@ class JournalReader:
                                  f"{len(u)} x {len(u)}")
             return (kind, _class(e[1], C, where), _weight(e[2], where), u, m, fu, J)
         D, dfeats = a(e[1], f"{where}[1]", "i", 2, V), a(e[2], f"{where}[2]", "i", 1, F)
-        Gm, gslots, yc = a(e[3], f"{where}[3]", "f", 2), a(e[4], f"{where}[4]", "i", 1, G), a(e[5], f"{where}[5]", "i", 1, C)
+        Gm, gslots, yc = a(e[3], f"{where}[3]", "f", 2), self.slots(e[4], store, f"{where}[4]"), a(e[5], f"{where}[5]", "i", 1, C)
         n = len(yc)
         if D.shape != (n, len(dfeats)) or Gm.shape != (n, len(gslots)):
             raise ValueError(f"{where}: expected one row of columns and of values per class, of its features and slots")

@@ -56,6 +56,7 @@ class Promotion:
             for p in self._sets():
                 getattr(self, p + "feat_count")[:C, f] = 0.0
             self.n_values[f] = 0
+            self.promoted[f] = "gauss"
         else:
             d = Discretiser(self.bins, self.warmup, self.bin_edges.get(name))
             seen = np.repeat(keys, np.maximum(np.rint(counts.sum(0)), 1).astype(int))
@@ -66,12 +67,14 @@ class Promotion:
                 # which teach the bin edges only and are not counted
                 d.buffer = seen.tolist()
                 self._drop_columns(f, old)
+                self.promoted[f] = "drop"
             else:
                 if d.edges is None:  # enough values: the edges come from all of them
                     d.buffer = seen.tolist()
                     d._choose()
                 new = np.array([self.values[f].get(b) or self._add_value(f, b) for b in d.bin_many(keys).tolist()])
                 self._merge_columns(old, new)
+                self.promoted[f] = "bins"
         for p in self._sets():
             getattr(self, p + "value_count")[:, old] = 0.0
         self.value_feature[old] = -1
