@@ -33,9 +33,10 @@ MAKERS = {
 }
 
 
-def em_streams(n=600, seed=0):
+def em_streams(n=600, seed=0, promote=0):
     """Events (a labeled prefix of class 0 that shows every value; then unlabeled ones, the class-1 ones with
-    missing values) and their labels in the events' order (every class-1 event's; most class-0 ones')."""
+    missing values) and their labels in the events' order (every class-1 event's; most class-0 ones'). With
+    ``promote``, a feature ``n`` whose first ``promote`` values are integers, then fractions (a promotion)."""
     rng = random.Random(seed)
     events, labels = [], []
     for i in range(12):
@@ -44,6 +45,8 @@ def em_streams(n=600, seed=0):
         y = int(rng.random() < 0.45)
         x = {"a": ("p" if y else "q") if rng.random() < 0.7 else rng.choice("pqr"),
              "b": ("u" if y else "w") if rng.random() < 0.6 else rng.choice("uvw"), "c": rng.choice("xyz")}
+        if promote:
+            x["n"] = rng.randrange(3) if i < promote else round(rng.gauss(2.0 * y, 1.0), 3)
         if y == 1 and rng.random() < 0.5:
             x.pop(rng.choice("bc"))  # EM adds expected counts for it
         events.append({"id": f"e{i}", **x})
@@ -106,6 +109,27 @@ def test_a_provisional_label_is_retracted_exactly_after_a_restart(name, tmp_path
     once = engine_with(make(), events, labels)
     once.run()
     assert_same_counts(restored.model, once.model)
+
+
+def test_a_provisional_label_learned_before_a_promotion_is_retracted_exactly_after_it(tmp_path):
+    """Held events learned provisionally while ``n`` was a feature of integers, a promotion (its first fraction)
+    and a restart before their labels come: each receipt follows the promotion (its columns' counts are
+    Gaussian moments now), and the model ends as the single pass over the joined pairs."""
+    events, labels = em_streams(promote=150)
+    cut = sum(int(r["id"][1:]) < 80 for r in labels)  # the labels of events 80 on come after the restart
+    engine = engine_with(NaiveBayes(missing="em"), events[:170], labels[:cut])
+    engine.run()
+    assert engine.model._stats.promoted and len(engine.joiner.receipts) > 10  # EM ones: issued before it
+    store = SnapshotStore(str(tmp_path / "snap"))
+    store.open()
+    try:
+        restored = snapshot_and_restore(engine, store, labels[cut:])
+    finally:
+        store.close()
+    restored.source = ListSource(events[170:])
+    restored.run()
+    assert restored.joiner.counts["retractions"] > 50
+    assert_same_counts(restored.model, reference(lambda: NaiveBayes(missing="em"), joined_pairs(events, labels)))
 
 
 def test_an_exactly_once_rewind_restores_the_receipts(tmp_path):
