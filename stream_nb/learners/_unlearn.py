@@ -15,7 +15,9 @@ than were added. So those are recorded, not recomputed:
 returns a :class:`Receipt` of exactly what was added (the journal of the store,
 plus SPODE's running scores), and ``unlearn_one(x, y, receipt=receipt)`` takes
 exactly that back. An event learned by plain counting (every feature observed,
-or ``missing="ignore"``) needs no receipt.
+or ``missing="ignore"``) needs no receipt. A receipt follows the store's
+promotions (:mod:`stream_nb.stats._promoted`) and survives a snapshot
+(:meth:`Unlearning.receipts_state`, :meth:`Unlearning.receipts_from_state`).
 
 What is detected (:class:`~stream_nb.exceptions.UnlearnError`, nothing changed):
 a class, feature or categorical value the model never learned, and any count
