@@ -126,3 +126,20 @@ def named(model, table: str) -> dict:
         else:
             raise AssertionError((table, idx, t[idx]))  # a detached column holds nothing
     return out
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda m: m.__setitem__("promoted", [[0, "moved"]]), r"stats.promoted: expected a list of \[numeric feature index"),
+    (lambda m: m.__setitem__("promoted", [[1, "gauss"]]), r"stats.promoted: expected a list of \[numeric feature index"),
+    (lambda m: m.__setitem__("gauss_features", [2, 2]), r"stats.gauss_features: expected the Gaussian features' indices"),
+    (lambda m: m["columns"].__setitem__(0, [-1, "three"]), r"stats.columns\[0\]: a detached column has null or the number"),
+])
+def test_a_state_whose_promotions_do_not_fit_is_refused_naming_what_was_expected(damage, message):
+    model = NaiveBayes()
+    for x, y in stream(ints=30):
+        model.learn_one(x, y)
+    arrays, meta = model.state()
+    assert meta["stats"]["promoted"] == [[0, "gauss"]] and meta["stats"]["gauss_features"] == [2, 0]  # b's slot first
+    damage(meta["stats"])
+    with pytest.raises(ValueError, match=message):
+        NaiveBayes.from_state(arrays, meta)
