@@ -110,8 +110,8 @@ class JournalReader:
         """The array ``ref`` names: of ``pool`` ("i" or "f"), ``ndim`` dimensions, integers in [0, ``hi``),
         floats finite."""
         kind = "integers" if pool == "i" else "floats"
-        if not (isinstance(ref, list) and len(ref) == 2 + ndim and ref[0] == pool
-                and all(is_integer(v) and v >= 0 for v in ref[1:])):
+        if not (type(ref) is list and len(ref) == 2 + ndim and ref[0] == pool  # JSON's: ints, not bools
+                and all(type(v) is int and v >= 0 for v in ref[1:])):
             raise ValueError(f"{where}: expected a reference [\"{pool}\", start, {ndim} dimension(s)] to the {kind}, "
                              f"got {ref!r:.60}")
         data, start, shape = self._pools[pool], ref[1], tuple(ref[2:])
@@ -119,9 +119,9 @@ class JournalReader:
         if start + n > len(data):
             raise ValueError(f"{where}: it refers past the end of the {kind} ({start + n:,} > {len(data):,})")
         out = data[start : start + n].reshape(shape).copy()
-        if pool == "i" and hi is not None and n and (out.min() < 0 or out.max() >= hi):
+        if pool == "i" and hi is not None and n and not (0 <= out.min() and out.max() < hi):
             raise ValueError(f"{where}: expected indices in [0, {hi}), got {int(out.min())}..{int(out.max())}")
-        if pool == "f" and not np.all(np.isfinite(out)):
+        if pool == "f" and n and not np.isfinite(out).all():
             raise ValueError(f"{where}: expected finite numbers")
         return out
 
