@@ -143,3 +143,34 @@ def test_a_state_whose_promotions_do_not_fit_is_refused_naming_what_was_expected
     damage(meta["stats"])
     with pytest.raises(ValueError, match=message):
         NaiveBayes.from_state(arrays, meta)
+
+
+@pytest.mark.parametrize("restore", [False, True])
+@pytest.mark.parametrize("missing", ["em", "ignore"])
+def test_a_receipt_follows_a_promotion_that_drops_the_values_into_the_warmup(missing, restore):
+    """One store, learned edges: fewer than ``warmup`` integers when the first fraction comes, so they become
+    warm-up values (never counted), with the first fractions until ``warmup`` values are seen. The store ends
+    equal to one given the model's edges up front that never learned the events taken back, every warm-up
+    value counted as missing."""
+    ints, warmup = 12, 30
+    events = stream(ints=ints)
+    model = learn_and_take_back(TAN(rebuild_every=50, discretiser="equal_frequency", warmup=warmup, missing=missing),
+                                events, restore)
+    s = model._stats
+    f = s.feature_index["commission"]
+    assert s.promoted == {f: "drop"}
+    edges = {name: s.disc[g].edges.tolist() for g, name in enumerate(s.features) if s.disc[g] is not None}
+    ref = Stats(pairs=True, numeric="bins", bin_edges=edges)
+    b_seen = 0
+    for i, (x, y) in enumerate(events):
+        x = dict(x)
+        if i < warmup:  # the warm-up values of commission (its integers, then fractions) were never counted
+            x["commission"] = None
+        if x["b"] is not None:  # nor b's first warmup values
+            b_seen += 1
+            if b_seen <= warmup:
+                x["b"] = None
+        if i not in DROP:
+            ref.learn_one(x, y)
+    got, want = s.counts(), ref.counts()
+    assert_counts_close({k: got[k] for k in want}, want)
