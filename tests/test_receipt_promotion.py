@@ -174,3 +174,43 @@ def test_a_receipt_follows_a_promotion_that_drops_the_values_into_the_warmup(mis
             ref.learn_one(x, y)
     got, want = s.counts(), ref.counts()
     assert_counts_close({k: got[k] for k in want}, want)
+
+
+def test_the_join_keeps_the_receipt_of_a_plain_event_whose_integers_a_promotion_may_drop():
+    """A provisional label of a complete event needs no receipt, unless a value of it is an integer of a
+    feature whose promotion would drop it into the warm-up: the join keeps that receipt, and the label's
+    retraction after the promotion takes back what the event added (without it the event's value now falls in
+    a bin it was never counted in). Reference: a store given the learned edges, counting what each learning
+    counted (the warm-up values missing; the true labels, learned after the warm-up, with every value)."""
+    from join_helpers import ListSink, ListSource
+    from stream_nb.engine import Engine, Joiner
+
+    warmup = 30
+    events = stream(ints=12)
+    model = TAN(rebuild_every=50, discretiser="equal_frequency", warmup=warmup, missing="ignore")
+    engine = Engine(model, ListSource([{"id": i, **x} for i, (x, _) in enumerate(events)]), ListSink(), ListSink())
+    engine.joiner = Joiner(engine, ListSource([], "labels"), {"provisional_label": 0})
+    engine.run()
+    kept = {int(engine.joiner.store.id_of(row)) for row in engine.joiner.receipts}
+    assert set(range(12)) <= kept and not kept & set(range(40, len(events)))  # integers before the promotion
+    engine.joiner.feedback = ListSource([{"id": i, "label": 1} for i in DROP], "labels")
+    engine.run()
+    assert engine.joiner.counts["retractions"] == len(DROP)
+    s = model._stats
+    edges = {name: s.disc[g].edges.tolist() for g, name in enumerate(s.features) if s.disc[g] is not None}
+    ref = Stats(pairs=True, numeric="bins", bin_edges=edges)
+    b_seen = 0
+    for i, (x, _) in enumerate(events):
+        x = dict(x)
+        if i < warmup:
+            x["commission"] = None
+        if x["b"] is not None:
+            b_seen += 1
+            if b_seen <= warmup:
+                x["b"] = None
+        if i not in DROP:
+            ref.learn_one(x, 0)
+    for i in DROP:
+        ref.learn_one(events[i][0], 1)
+    got, want = s.counts(), ref.counts()
+    assert_counts_close({k: got[k] for k in want}, want)

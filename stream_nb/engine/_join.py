@@ -261,9 +261,7 @@ class Joiner:
         model = self.engine.model
         if record and hasattr(model, "learn_one_receipt"):
             receipt = model.learn_one_receipt(x, y)
-            plain = receipt.extra is None and all(e[0] in ("count", "gauss") for e in receipt.entries) and \
-                getattr(receipt, "stamp", None) is None  # a forgetting model's receipt names the event's pane
-            return None if plain else receipt
+            return receipt if model.receipt_needed(receipt) else None  # else the event alone says what to take back
         model.learn_one(x, y)
         return None
 

@@ -149,6 +149,31 @@ class Unlearning:
             entries.append(("gauss", c, w, enc.gslots, enc.gx))
         return tuple(entries)
 
+    def receipt_needed(self, receipt: Receipt) -> bool:
+        """Whether taking the event of ``receipt`` back exactly needs it: not when the event was learned by
+        plain counting (the journal ``unlearn_one`` makes without a receipt is the same) and holds no value of
+        a feature of integers whose promotion would now drop its counts (the event would then no longer say
+        what it added, see :mod:`stream_nb.stats._promoted`).
+
+        >>> from stream_nb import AODE, NaiveBayes
+        >>> model = NaiveBayes(missing="em")
+        >>> model.learn_one({"sky": "sun", "wind": "low"}, "play")
+        >>> model.receipt_needed(model.learn_one_receipt({"sky": "sun", "wind": "low"}, "play"))
+        False
+        >>> model.receipt_needed(model.learn_one_receipt({"sky": "sun"}, "play"))  # EM's fractions
+        True
+        >>> binned = AODE(discretiser="equal_frequency", warmup=20)
+        >>> binned.receipt_needed(binned.learn_one_receipt({"sky": "sun", "n": 2}, "play"))  # n: integers so far
+        True
+        """
+        if receipt.extra is not None or getattr(receipt, "stamp", None) is not None:
+            return True
+        if any(e[0] not in ("count", "gauss") for e in receipt.entries):
+            return True
+        s = self._stats
+        return any(s.promotion_drops(f) for f in {f for e in receipt.entries if e[0] == "count"
+                                                  for f in e[1].feats.tolist()} & s.from_int)
+
     def receipts_state(self, receipts: list) -> tuple[dict, list]:
         """``(arrays, meta)`` of ``receipts`` (of this model): numeric arrays, and JSON-able data referring
         to them, for a snapshot (see :mod:`stream_nb.learners._receipt_state`).

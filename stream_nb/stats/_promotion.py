@@ -26,6 +26,14 @@ class Promotion:
             return False
         return all(isinstance(k, (int, float)) and not isinstance(k, bool) for k in self.values[f])
 
+    def promotion_drops(self, f: int) -> bool:
+        """Whether promoting feature ``f`` now would drop its counts (its values becoming warm-up values, see
+        :meth:`promote`): a discretising store, no edges of its own, fewer than ``warmup`` values seen."""
+        if self.numeric == "gaussian" or f not in self.from_int or self.features[f] in self.bin_edges:
+            return False
+        cols = np.fromiter(self.values[f].values(), dtype=np.int64)
+        return int(np.maximum(np.rint(self.value_count[: self.n_classes, cols].sum(0)), 1).sum()) < self.warmup
+
     def promote(self, f: int) -> None:
         """Turn categorical feature ``f`` numeric, converting its counts exactly.
 
