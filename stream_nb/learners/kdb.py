@@ -10,7 +10,7 @@ import numpy as np
 from ..stats import DEFAULT_MEMORY_BUDGET
 from .._checks import check_integer, is_integer
 
-from ..stats import naive_terms
+from ..stats import TwoLayerStats, choose_tuples, naive_terms, set_pair_rule
 from ._binning import check_binning
 from ._decision import logsumexp
 from ._dependence_runs import kdb_run_terms
@@ -181,6 +181,10 @@ class KDB(VectorisedRuns, StructuredClassifier):
         # k >= 2 keeps the class-conditional counts of every (k+1)-tuple of values; k = 1 reads the pairs
         self._setup(numeric="bins", pairs=True, tuples=k + 1 if k >= 2 else 0, bins=bins, warmup=warmup,
                     bin_edges=bin_edges, discretiser=discretiser, fine_bins=fine_bins, max_table_cells=max_table_cells)
+        if window is None and half_life is None and drift_detector is None:
+            set_pair_rule(self._stats, "edges")  # past the budget: keep the pairs of the highest CMI
+            # past the budget: keep the (k+1)-tuples of each attribute's candidate parents (selective KDB)
+            self._stats.tuple_rule = k >= 2 and not isinstance(self._stats, TwoLayerStats)
         self._parents: dict[int, tuple[int, ...]] = {}
         self._order: list[int] = []
         self.n_em_skipped = 0
@@ -200,6 +204,9 @@ class KDB(VectorisedRuns, StructuredClassifier):
         ``order`` (feature names) replaces the mutual-information order, for
         comparisons with other structure learners.
         """
+        if self._stats.tuple_pending:  # the t-way tables wait for their candidate parents: chosen now
+            choose_tuples(self._stats, self.k)
+        allowed = self._allowed_parents()
         s = self._stats.observed()  # not the imputed counts: they lean toward the current structure
         names = s.features
         nodes = s.discrete_features().tolist()
@@ -211,10 +218,42 @@ class KDB(VectorisedRuns, StructuredClassifier):
         cmi = conditional_mutual_information(s) if self.k else None
         parents = {}
         for pos, f in enumerate(order_idx):
-            earlier = sorted(order_idx[:pos], key=lambda g: (-cmi[f, g], str(names[g]))) if self.k else []
+            earlier = [g for g in order_idx[:pos] if allowed is None or allowed[f, g]]
+            earlier = sorted(earlier, key=lambda g: (-cmi[f, g], str(names[g]))) if self.k else []
             parents[f] = tuple(earlier[: self.k])
         self._parents, self._order = parents, order_idx
+        self._stats.tuple_ready = True  # candidate parents, when the budget needs them, can be ranked now
         self._rebuilt()
+
+    def _allowed_parents(self) -> np.ndarray | None:
+        """(F, F) ``[f, g]``: whether g may be a parent of f, the counts it needs being kept (None: any):
+        under candidate parents (k >= 2) or candidate pairs (k = 1) the memory budget chose."""
+        s = self._stats
+        F = len(s.features)
+        if s.tuples and s.tuples_selected:
+            have = s.tuple_cand
+        elif not s.tuples and s.pairs_selected:
+            have = s.edge_ok()
+        else:
+            return None
+        out = np.zeros((F, F), dtype=bool)
+        n = min(len(have), F)
+        out[:n, :n] = have[:n, :n]
+        return out
+
+    def _sync_parents(self) -> None:
+        """Drop from the structure any parent whose counts the budget stopped keeping since it was built
+        (a narrowed selection between rebuilds): its cells would read as zeros."""
+        s = self._stats
+        key = (s.epoch, id(s.tuple_cand), id(s.pair_edges))
+        if getattr(self, "_synced", None) == key:
+            return
+        self._synced = key
+        allowed = self._allowed_parents() if self._parents else None
+        if allowed is not None:
+            parents = {f: tuple(p for p in pa if allowed[f, p]) for f, pa in self._parents.items()}
+            if parents != self._parents:
+                self._parents = parents
 
     @property
     def structure(self) -> dict:
@@ -281,6 +320,7 @@ class KDB(VectorisedRuns, StructuredClassifier):
         return D
 
     def _jll(self, enc):
+        self._sync_parents()
         s = self._stats
         if not self._parents or not len(enc.cols) or not s.n_classes:
             return self._naive_jll(enc)
@@ -331,6 +371,7 @@ class KDB(VectorisedRuns, StructuredClassifier):
             self._parents = saved
 
     def _jll_many(self, D, dfeats, G, gslots):
+        self._sync_parents()
         s = self._stats
         if not self._parents or not D.shape[1] or not s.n_classes:
             return self._naive_jll_many(D, dfeats, G, gslots)
@@ -343,10 +384,14 @@ class KDB(VectorisedRuns, StructuredClassifier):
     _run_complete = True  # complete events: no attribute to sum out
 
     def _run_ready(self) -> bool:
-        return not self.learn_unlabeled
+        # on wide data under the budget, one event at a time: a run is added at once, and candidates chosen
+        # or dropped on its way would make it differ from the events one by one
+        s = self._stats
+        return not self.learn_unlabeled and s.run_fits() and s.tuple_run_fits(200, len(s.features))
 
     def _run_jll(self, D, yc, C, prior):
         """:meth:`_jll` of each row of a run, under the counts each row would have seen."""
+        self._sync_parents()
         s, a = self._stats, self._alpha
         if not self._parents or not D.shape[1]:
             return prior + naive_terms(s, D, yc, C, a)
@@ -357,6 +402,7 @@ class KDB(VectorisedRuns, StructuredClassifier):
     def _completion_weights(self, enc, c, miss, s):
         """The completions of the missing attributes and their posterior given x_o and c, under this
         KDB (naive Bayes before the first build) with the parameters of store ``s``."""
+        self._sync_parents()
         doms = [s.columns_of(f) for f in miss.tolist()]
         if math.prod(len(d) for d in doms) > self.max_completions:
             return None, None
@@ -376,6 +422,9 @@ class KDB(VectorisedRuns, StructuredClassifier):
         """E-step by enumeration (exact, under the observed-only counts), M-step: every completion
         added to the counts with its posterior weight, the observed values to the observed-only ones."""
         s = self._stats
+        if s.tuples_selected or s.pairs_selected:  # the E-step would need tuples no longer counted: as "ignore"
+            s.add(enc, c, w)
+            return
         rows, p = self._completion_weights(enc, c, miss, s.observed())
         if rows is None:
             self.n_em_skipped += 1
@@ -409,6 +458,7 @@ class KDB(VectorisedRuns, StructuredClassifier):
     def _load_extra_state(self, arrays, meta):
         self._order = [int(f) for f in arrays["order"]]
         self._parents = {f: tuple(int(p) for p in row if p >= 0) for f, row in zip(self._order, arrays["parents"])}
+        self._stats.tuple_ready = bool(self._order)
         self._since_rebuild = meta["since_rebuild"]
         self.n_rebuilds = meta["n_rebuilds"]
         self.n_em_skipped = meta["n_em_skipped"]
