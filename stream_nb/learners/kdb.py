@@ -45,7 +45,32 @@ class KDB(VectorisedRuns, StructuredClassifier):
     values: 1.25 million cells for k=2, 62.5 million for k=3); while that fits
     ``memory_budget`` it is a dense array, beyond it a sparse table of the
     tuples that occur (an event adds at most F^(k+1) of them), with the same
-    counts. No event is refused for room unless ``max_table_cells`` is given:
+    counts.
+
+    **Past the budget: candidate parents** (selective KDB, see
+    :mod:`stream_nb.stats._tuple_candidates`). When the sparse table would
+    pass half the budget (the pair tables take the other half, keeping the
+    attribute pairs of highest CMI as TAN's do), it keeps only the tuples
+    whose parents are *candidates* of their attribute: each attribute's
+    2·k others of highest I(x_i; x_j | y), read off the pair counts, and the
+    structure then chooses each attribute's parents among its candidates. As
+    the table fills, the lowest-ranked candidates are dropped (a selection
+    only narrows; none is added later), so every tuple kept holds exactly
+    the counts of every event learned since the table started. With a
+    structure already built the candidates keep all their counts; on wide
+    data one event's tuples do not fit before there is any structure, and
+    the choice waits for the first rebuild: until then the table keeps
+    nothing (the model is naive Bayes before its first rebuild anyway), and
+    from then on the parameters P(x_i | c, x_pa(i)) come from the events
+    since (``memory_used()["tuples_selected"]["counted_from_event"]``).
+    Under candidates, events with missing values are counted as
+    ``missing="ignore"`` counts them, a batch of ``learn_many`` goes on row
+    by row and two models do not merge (a MergeError naming both
+    selections); with forgetting or ``discretiser="mdl"`` no candidates are
+    chosen (the sparse table is unbounded, as before). A model whose budget
+    holds its tables never selects, and counts and predicts as before.
+
+    No event is refused for room unless ``max_table_cells`` is given:
     then learning an event that would take the table past that many cells
     raises :class:`~stream_nb.exceptions.CapacityError` and changes nothing
     (the daemon dead-letters the event with reason ``table_full``).
