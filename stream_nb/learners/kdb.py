@@ -229,10 +229,13 @@ class KDB(VectorisedRuns, StructuredClassifier):
         ``order`` (feature names) replaces the mutual-information order, for
         comparisons with other structure learners.
         """
-        if self._stats.tuple_pending:  # the t-way tables wait for their candidate parents: chosen now
-            choose_tuples(self._stats, self.k)
-        allowed = self._allowed_parents()
         s = self._stats.observed()  # not the imputed counts: they lean toward the current structure
+        cmi = conditional_mutual_information(s) if self.k else None
+        if self._stats.tuple_rule and not self._stats.tuples_selected:
+            self._stats.tuple_score = cmi  # what candidate parents would be ranked by, if the budget needs them
+        if self._stats.tuple_pending:  # the t-way tables wait for their candidate parents: chosen now
+            choose_tuples(self._stats, self.k, cmi)
+        allowed = self._allowed_parents()
         names = s.features
         nodes = s.discrete_features().tolist()
         if order is None:
@@ -240,7 +243,6 @@ class KDB(VectorisedRuns, StructuredClassifier):
             order_idx = sorted(nodes, key=lambda f: (-mi[f], str(names[f])))
         else:
             order_idx = [s.feature_index[n] for n in order]
-        cmi = conditional_mutual_information(s) if self.k else None
         parents = {}
         for pos, f in enumerate(order_idx):
             earlier = [g for g in order_idx[:pos] if allowed is None or allowed[f, g]]

@@ -119,6 +119,7 @@ class State:
             meta["tuple_rule"] = True
         if self.tuple_cand is not None:
             arrays["tuple_cand"] = self.tuple_cand[:F, :F].copy()
+            arrays["tuple_score"] = np.zeros((F, F)) if self.tuple_score is None else _square(self.tuple_score, F)
             meta["tuple_pending"], meta["tuple_from"] = bool(self.tuple_pending), float(self.tuple_from)
         return arrays, meta
 
@@ -190,6 +191,14 @@ class State:
         restore_selection(s, arrays, meta)
         restore_tuple_selection(s, arrays, meta)
         return s
+
+
+def _square(a: np.ndarray, F: int) -> np.ndarray:
+    """``a`` cut or padded with zeros to (F, F)."""
+    out = np.zeros((F, F))
+    n = min(len(a), F)
+    out[:n, :n] = a[:n, :n]
+    return out
 
 
 #: Largest count a state may hold: far beyond any stream's, and small enough that no sum, square or
@@ -371,7 +380,7 @@ def check_state(arrays: dict, meta: dict) -> None:
     if meta["pairs"] and ("pair_allowed" in arrays or "pair_edges" in arrays):  # candidate pairs (_candidates.py)
         shapes.update(pair_allowed=(F,), pair_edges=(F, F))
     if tuples and "tuple_cand" in arrays:  # candidate parents (_tuple_candidates.py)
-        shapes.update(tuple_cand=(F, F))
+        shapes.update(tuple_cand=(F, F), tuple_score=(F, F))
     unexpected = sorted(map(str, set(arrays) - set(shapes)))
     if unexpected:
         raise ValueError(f"unexpected arrays {', '.join(unexpected)} (expected {', '.join(shapes)})")

@@ -146,6 +146,8 @@ class TupleCandidates:
     tuple_from: float = 0.0
     #: set by the model once it has a structure: the first selection may rank candidates now (else pending)
     tuple_ready: bool = False
+    #: (F, F) the CMI candidates are ranked by (see _ranking); None: read off the pair counts
+    tuple_score: np.ndarray | None = None
 
     @property
     def tuples_selected(self) -> bool:
@@ -293,15 +295,28 @@ def apply_tuple_selection(s, cand: np.ndarray, *, start: bool = False) -> None:
 
 
 def _ranking(s) -> np.ndarray:
-    """(F, F) I(X_f; X_g | C) from the pair counts (observed-only ones when kept), 0 where none."""
-    return cmi_from_cells(s.observed())
-
-
-def choose_tuples(s, k: int) -> None:
-    """Resolve a pending selection (or make the first one): each attribute's candidates are the up to
-    ``CANDIDATES_PER_K * k`` others with the highest positive CMI with it (ties by name)."""
+    """(F, F) I(X_f; X_g | C) the candidates are ranked by: the CMI they were chosen by (kept with the
+    selection, so that a restored store narrows as the original), else the model's at its last rebuild,
+    else read off the pair counts (observed-only ones when kept); 0 where none."""
     F = len(s.features)
+    score = s.tuple_score
+    if score is None:
+        return cmi_from_cells(s.observed())
+    out = np.zeros((F, F))
+    n = min(len(score), F)
+    out[:n, :n] = score[:n, :n]
+    return out
+
+
+def choose_tuples(s, k: int, cmi: np.ndarray | None = None) -> None:
+    """Resolve a pending selection (or make the first one): each attribute's candidates are the up to
+    ``CANDIDATES_PER_K * k`` others with the highest positive CMI with it (``cmi``, the model's, or
+    :func:`_ranking`; ties by name)."""
+    F = len(s.features)
+    if cmi is not None:
+        s.tuple_score = np.asarray(cmi, dtype=float)
     cmi = _ranking(s)
+    s.tuple_score = cmi
     names = [str(n) for n in s.features]
     m = CANDIDATES_PER_K * max(k, 1)
     cand = np.zeros((F, F), dtype=bool)
@@ -417,5 +432,9 @@ def restore_tuple_selection(s, arrays: dict, meta: dict) -> None:
                          f"{pending!r:.30} and {since!r:.30}")
     if pending and cand.any():
         raise ValueError("stats.tuple_pending: a pending selection has no candidate parents yet")
-    s.tuple_pending, s.tuple_from = pending, float(since)
+    score = np.asarray(arrays.get("tuple_score", np.zeros((F, F))))
+    if score.shape != (F, F) or score.dtype.kind != "f" or not np.isfinite(score).all():
+        raise ValueError(f"stats.tuple_score: expected finite numbers of shape [{F}, {F}], got {score.dtype} "
+                         f"{list(score.shape)}")
+    s.tuple_pending, s.tuple_from, s.tuple_score = pending, float(since), score
     apply_tuple_selection(s, cand, start=True)
