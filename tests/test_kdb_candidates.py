@@ -192,3 +192,20 @@ def test_within_the_budget_nothing_is_selected_and_kdb_is_unchanged():
     assert bounded.structure == free.structure
     for x, _ in stream[:40]:
         assert bounded.predict_proba_one(x) == free.predict_proba_one(x)
+
+
+def test_kdb_with_one_parent_keeps_the_pairs_of_its_candidate_edges_and_both_paths_agree():
+    stream = _chain(500)
+    one, many = (KDB(k=1, rebuild_every=50, memory_budget=300_000) for _ in range(2))
+    outs_one = [(o.prediction, o.proba) for o in (one.prequential_one(x, y) for x, y in stream)]
+    outs_many = []
+    for lo in range(0, len(stream), 50):
+        xs, ys = zip(*stream[lo : lo + 50])
+        outs_many += many.prequential_many(list(xs), list(ys))
+    s = one._stats
+    assert s.pairs_selected and s.pair_rule == "edges"  # pairs dropped, not refused
+    assert outs_many == outs_one and many.structure == one.structure
+    # every parent's pair with its child is still counted
+    kept = s.edge_ok()
+    assert any(one._parents.values())
+    assert all(kept[f, p] for f, pa in one._parents.items() for p in pa)

@@ -424,7 +424,8 @@ class KDB(VectorisedRuns, StructuredClassifier):
         # on wide data under the budget, one event at a time: a run is added at once, and candidates chosen
         # or dropped on its way would make it differ from the events one by one
         s = self._stats
-        return not self.learn_unlabeled and s.run_fits() and s.tuple_run_fits(200, len(s.features))
+        return (not self.learn_unlabeled and not s.pairs_selected and s.run_fits()
+                and s.tuple_run_fits(200, len(s.features)))
 
     def _run_jll(self, D, yc, C, prior):
         """:meth:`_jll` of each row of a run, under the counts each row would have seen."""
