@@ -486,7 +486,7 @@ def read_topic(bootstrap: str, topic: str, expected: int, timeout: float = 60) -
 
 
 @pytest.mark.kafka
-def test_kafka_mode_end_to_end_with_sigterm_and_resume(kafka_bootstrap_servers, kafka_topic_factory):
+def test_kafka_mode_end_to_end_with_sigterm_and_resume(kafka_bootstrap_servers, kafka_topic_factory, kafka_client):
     from kafka import KafkaAdminClient, KafkaProducer
 
     events_topic = kafka_topic_factory(3, prefix="events")
@@ -499,7 +499,8 @@ def test_kafka_mode_end_to_end_with_sigterm_and_resume(kafka_bootstrap_servers, 
     producer.flush()
 
     args = [sys.executable, "-m", "stream_nb.cli", "run", "--bootstrap-servers", kafka_bootstrap_servers,
-            "--input-topic", events_topic, "--output-topic", preds_topic, "--group-id", group]
+            "--input-topic", events_topic, "--output-topic", preds_topic, "--group-id", group,
+            "--kafka-client", kafka_client]
 
     def run_until(n_outputs: int) -> tuple[list, list, bytes]:
         proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=clean_env())

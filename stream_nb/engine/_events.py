@@ -80,7 +80,7 @@ from .._checks import configure, is_integer
 from ..exceptions import ConfigError, FeatureTypeError, InvalidEventError
 from ..stats import describe_type, validate_label
 
-__all__ = ["BOM", "DEFAULT_CONFIG", "Event", "EventDecoder", "oversize_error"]
+__all__ = ["BOM", "DEFAULT_CONFIG", "Event", "EventDecoder", "json_objects", "oversize_error"]
 
 #: The UTF-8 byte order mark, ignored at the start of an event.
 BOM = b"\xef\xbb\xbf"
@@ -119,6 +119,20 @@ _NESTED_SET = frozenset(_NESTED)
 _DICT_ONLY = frozenset({dict}).issuperset
 _PLAIN_FIELD = frozenset({str, int, type(None)}).issuperset
 _FLAT = frozenset({dict, list, type(None)})
+
+
+def json_objects(values: list) -> list[dict] | None:
+    """Each of ``values`` (raw JSON) parsed, when every one is a JSON object; None when one is not (or is
+    not JSON): the caller then goes value by value, where each gets its own error.
+
+    >>> json_objects([b'{"a": 1}', b'{}']), json_objects([b'{"a": 1}', b'[1]']), json_objects([b'{'])
+    ([{'a': 1}, {}], None, None)
+    """
+    try:
+        objs = list(map(orjson.loads, values))
+    except orjson.JSONDecodeError:
+        return None
+    return objs if _DICT_ONLY(map(type, objs)) else None
 
 
 def oversize_error(size: int, max_bytes: int) -> InvalidEventError:
@@ -326,11 +340,8 @@ class EventDecoder:
         """:meth:`decode_columns` of a poll of common events only, with no loop in Python; None otherwise."""
         if max(map(len, values)) > self._max_bytes:
             return None
-        try:
-            objs = list(map(orjson.loads, values))
-        except orjson.JSONDecodeError:
-            return None
-        if not _DICT_ONLY(map(type, objs)):
+        objs = json_objects(values)
+        if objs is None:
             return None
         n = len(objs)
         labels = list(map(dict.pop, objs, repeat(self._label_field, n), repeat(None, n)))

@@ -26,13 +26,13 @@ import orjson
 
 from ..exceptions import ConfigError, InvalidEventError
 from ..stats import validate_label
+from ._events import json_objects
 from ._records import Record
 
 __all__ = ["delay_counts", "event_keys", "parse_label_value", "parse_on_expire", "read_labels"]
 
 _PLAIN_ID = frozenset({str, int}).issuperset
 _PLAIN_LABEL = frozenset({str, int, bool}).issuperset  # what validate_label returns unchanged
-_DICT_ONLY = frozenset({dict}).issuperset
 
 
 def event_keys(ids: list, ys: list) -> list:
@@ -58,11 +58,8 @@ def read_labels(records: list[Record], id_field: str, label_field: str,
 
 def _read_whole(values: list, id_field: str, label_field: str) -> tuple[list, list] | None:
     """``(keys, labels)`` of a read of common records only; None when one is not (read one by one)."""
-    try:
-        objs = list(map(orjson.loads, values))
-    except orjson.JSONDecodeError:
-        return None
-    if not _DICT_ONLY(map(type, objs)):
+    objs = json_objects(values)
+    if objs is None:
         return None
     ids = list(map(dict.get, objs, repeat(id_field)))
     ys = list(map(dict.get, objs, repeat(label_field)))
