@@ -17,10 +17,12 @@ f, and the structure chooses each attribute's parents among its candidates.
 
 **How the candidates are chosen.** Each attribute's candidates are the
 attributes with the highest conditional mutual information I(X_f; X_g | C)
-with it (:func:`~stream_nb.stats.cmi_from_cells`, read off the pair counts,
-which hold exact counts of every event learned for the pairs kept; ties by
-name), at most :data:`CANDIDATES_PER_K` x k of them, and only those with a
-positive CMI. A unit is one candidate (f, g): when the tables would pass
+with it (the CMI the model computed from the pair counts at its last
+rebuild, ``tuple_score``, kept with the selection in snapshots; without one,
+:func:`~stream_nb.stats.cmi_from_cells`; the pair counts hold exact counts of
+every event learned for the pairs kept; ties by name), at most
+:data:`CANDIDATES_PER_K` x k of them, and only those with a positive CMI.
+A unit is one candidate (f, g): when the tables would pass
 their share of the budget again, the units are ranked by that CMI and the
 best are kept whose cells fit in a quarter of the share (each cell is
 charged to the lowest-ranked of its units, so dropping a suffix of the
