@@ -209,8 +209,9 @@ def test_pairs_turn_sparse_when_the_budget_is_passed_and_keep_their_counts():
 def test_a_budget_not_met_even_sparsely_is_refused_with_what_to_set(monkeypatch):
     monkeypatch.setattr(_budget, "SPARSE_FLOOR", 0)  # the floor that spares small examples, off
     rng = np.random.default_rng(4)
-    # a model without a pair rule (AODE, SPODE and TAN drop pairs instead: tests/test_candidates.py)
-    model = KDB(k=1, memory_budget=200_000)
+    # a model without a pair rule: with forgetting (AODE, SPODE, TAN and KDB without it drop pairs
+    # instead: tests/test_candidates.py, tests/test_kdb_candidates.py)
+    model = KDB(k=1, memory_budget=200_000, window=100_000)
     with pytest.raises(CapacityError, match=r"memory_budget=200,000 bytes.*pair_count.*set memory_budget higher"):
         for _ in range(200):
             row = rng.integers(0, 40, size=12)

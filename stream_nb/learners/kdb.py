@@ -10,7 +10,7 @@ import numpy as np
 from ..stats import DEFAULT_MEMORY_BUDGET
 from .._checks import check_integer, is_integer
 
-from ..stats import naive_terms
+from ..stats import TwoLayerStats, choose_tuples, naive_terms, set_pair_rule
 from ._binning import check_binning
 from ._decision import logsumexp
 from ._dependence_runs import kdb_run_terms
@@ -45,7 +45,32 @@ class KDB(VectorisedRuns, StructuredClassifier):
     values: 1.25 million cells for k=2, 62.5 million for k=3); while that fits
     ``memory_budget`` it is a dense array, beyond it a sparse table of the
     tuples that occur (an event adds at most F^(k+1) of them), with the same
-    counts. No event is refused for room unless ``max_table_cells`` is given:
+    counts.
+
+    **Past the budget: candidate parents** (selective KDB, see
+    :mod:`stream_nb.stats._tuple_candidates`). When the sparse table would
+    pass half the budget (the pair tables take the other half, keeping the
+    attribute pairs of highest CMI as TAN's do), it keeps only the tuples
+    whose parents are *candidates* of their attribute: each attribute's
+    2·k others of highest I(x_i; x_j | y), read off the pair counts, and the
+    structure then chooses each attribute's parents among its candidates. As
+    the table fills, the lowest-ranked candidates are dropped (a selection
+    only narrows; none is added later), so every tuple kept holds exactly
+    the counts of every event learned since the table started. With a
+    structure already built the candidates keep all their counts; on wide
+    data one event's tuples do not fit before there is any structure, and
+    the choice waits for the first rebuild: until then the table keeps
+    nothing (the model is naive Bayes before its first rebuild anyway), and
+    from then on the parameters P(x_i | c, x_pa(i)) come from the events
+    since (``memory_used()["tuples_selected"]["counted_from_event"]``).
+    Under candidates, events with missing values are counted as
+    ``missing="ignore"`` counts them, a batch of ``learn_many`` goes on row
+    by row and two models do not merge (a MergeError naming both
+    selections); with forgetting or ``discretiser="mdl"`` no candidates are
+    chosen (the sparse table is unbounded, as before). A model whose budget
+    holds its tables never selects, and counts and predicts as before.
+
+    No event is refused for room unless ``max_table_cells`` is given:
     then learning an event that would take the table past that many cells
     raises :class:`~stream_nb.exceptions.CapacityError` and changes nothing
     (the daemon dead-letters the event with reason ``table_full``).
@@ -181,6 +206,10 @@ class KDB(VectorisedRuns, StructuredClassifier):
         # k >= 2 keeps the class-conditional counts of every (k+1)-tuple of values; k = 1 reads the pairs
         self._setup(numeric="bins", pairs=True, tuples=k + 1 if k >= 2 else 0, bins=bins, warmup=warmup,
                     bin_edges=bin_edges, discretiser=discretiser, fine_bins=fine_bins, max_table_cells=max_table_cells)
+        if window is None and half_life is None and drift_detector is None:
+            set_pair_rule(self._stats, "edges")  # past the budget: keep the pairs of the highest CMI
+            # past the budget: keep the (k+1)-tuples of each attribute's candidate parents (selective KDB)
+            self._stats.tuple_rule = k >= 2 and not isinstance(self._stats, TwoLayerStats)
         self._parents: dict[int, tuple[int, ...]] = {}
         self._order: list[int] = []
         self.n_em_skipped = 0
@@ -201,6 +230,12 @@ class KDB(VectorisedRuns, StructuredClassifier):
         comparisons with other structure learners.
         """
         s = self._stats.observed()  # not the imputed counts: they lean toward the current structure
+        cmi = conditional_mutual_information(s) if self.k else None
+        if self._stats.tuple_rule and not self._stats.tuples_selected:
+            self._stats.tuple_score = cmi  # what candidate parents would be ranked by, if the budget needs them
+        if self._stats.tuple_pending:  # the t-way tables wait for their candidate parents: chosen now
+            choose_tuples(self._stats, self.k, cmi)
+        allowed = self._allowed_parents()
         names = s.features
         nodes = s.discrete_features().tolist()
         if order is None:
@@ -208,13 +243,44 @@ class KDB(VectorisedRuns, StructuredClassifier):
             order_idx = sorted(nodes, key=lambda f: (-mi[f], str(names[f])))
         else:
             order_idx = [s.feature_index[n] for n in order]
-        cmi = conditional_mutual_information(s) if self.k else None
         parents = {}
         for pos, f in enumerate(order_idx):
-            earlier = sorted(order_idx[:pos], key=lambda g: (-cmi[f, g], str(names[g]))) if self.k else []
+            earlier = [g for g in order_idx[:pos] if allowed is None or allowed[f, g]]
+            earlier = sorted(earlier, key=lambda g: (-cmi[f, g], str(names[g]))) if self.k else []
             parents[f] = tuple(earlier[: self.k])
         self._parents, self._order = parents, order_idx
+        self._stats.tuple_ready = True  # candidate parents, when the budget needs them, can be ranked now
         self._rebuilt()
+
+    def _allowed_parents(self) -> np.ndarray | None:
+        """(F, F) ``[f, g]``: whether g may be a parent of f, the counts it needs being kept (None: any):
+        under candidate parents (k >= 2) or candidate pairs (k = 1) the memory budget chose."""
+        s = self._stats
+        F = len(s.features)
+        if s.tuples and s.tuples_selected:
+            have = s.tuple_cand
+        elif not s.tuples and s.pairs_selected:
+            have = s.edge_ok()
+        else:
+            return None
+        out = np.zeros((F, F), dtype=bool)
+        n = min(len(have), F)
+        out[:n, :n] = have[:n, :n]
+        return out
+
+    def _sync_parents(self) -> None:
+        """Drop from the structure any parent whose counts the budget stopped keeping since it was built
+        (a narrowed selection between rebuilds): its cells would read as zeros."""
+        s = self._stats
+        key = (s.epoch, id(s.tuple_cand), id(s.pair_edges))
+        if getattr(self, "_synced", None) == key:
+            return
+        self._synced = key
+        allowed = self._allowed_parents() if self._parents else None
+        if allowed is not None:
+            parents = {f: tuple(p for p in pa if allowed[f, p]) for f, pa in self._parents.items()}
+            if parents != self._parents:
+                self._parents = parents
 
     @property
     def structure(self) -> dict:
@@ -281,6 +347,7 @@ class KDB(VectorisedRuns, StructuredClassifier):
         return D
 
     def _jll(self, enc):
+        self._sync_parents()
         s = self._stats
         if not self._parents or not len(enc.cols) or not s.n_classes:
             return self._naive_jll(enc)
@@ -331,6 +398,7 @@ class KDB(VectorisedRuns, StructuredClassifier):
             self._parents = saved
 
     def _jll_many(self, D, dfeats, G, gslots):
+        self._sync_parents()
         s = self._stats
         if not self._parents or not D.shape[1] or not s.n_classes:
             return self._naive_jll_many(D, dfeats, G, gslots)
@@ -338,15 +406,30 @@ class KDB(VectorisedRuns, StructuredClassifier):
         full[:, dfeats] = D
         return np.stack([self._marginal_jll(row) for row in full])
 
+    def _needs_rows(self, X, y) -> bool:
+        # under the budget's candidate parents (or near them) a batch is learned row by row, so that the
+        # candidates are chosen and narrowed at the events learn_one chooses them at
+        s = self._stats
+        return not s.tuple_run_fits(len(X), X.shape[1]) or super()._needs_rows(X, y)
+
+    def _batch_limit(self) -> int:
+        # a batch that reaches a selection (made at a rebuild, where a batch stops) goes on one row at a time
+        return 1 if self._stats.tuples_selected else super()._batch_limit()
+
     # ------------------------------------------------------------------ vectorised runs
 
     _run_complete = True  # complete events: no attribute to sum out
 
     def _run_ready(self) -> bool:
-        return not self.learn_unlabeled
+        # on wide data under the budget, one event at a time: a run is added at once, and candidates chosen
+        # or dropped on its way would make it differ from the events one by one
+        s = self._stats
+        return (not self.learn_unlabeled and not s.pairs_selected and s.run_fits()
+                and s.tuple_run_fits(200, len(s.features)))
 
     def _run_jll(self, D, yc, C, prior):
         """:meth:`_jll` of each row of a run, under the counts each row would have seen."""
+        self._sync_parents()
         s, a = self._stats, self._alpha
         if not self._parents or not D.shape[1]:
             return prior + naive_terms(s, D, yc, C, a)
@@ -357,6 +440,7 @@ class KDB(VectorisedRuns, StructuredClassifier):
     def _completion_weights(self, enc, c, miss, s):
         """The completions of the missing attributes and their posterior given x_o and c, under this
         KDB (naive Bayes before the first build) with the parameters of store ``s``."""
+        self._sync_parents()
         doms = [s.columns_of(f) for f in miss.tolist()]
         if math.prod(len(d) for d in doms) > self.max_completions:
             return None, None
@@ -376,6 +460,9 @@ class KDB(VectorisedRuns, StructuredClassifier):
         """E-step by enumeration (exact, under the observed-only counts), M-step: every completion
         added to the counts with its posterior weight, the observed values to the observed-only ones."""
         s = self._stats
+        if s.tuples_selected or s.pairs_selected:  # the E-step would need tuples no longer counted: as "ignore"
+            s.add(enc, c, w)
+            return
         rows, p = self._completion_weights(enc, c, miss, s.observed())
         if rows is None:
             self.n_em_skipped += 1
@@ -409,6 +496,7 @@ class KDB(VectorisedRuns, StructuredClassifier):
     def _load_extra_state(self, arrays, meta):
         self._order = [int(f) for f in arrays["order"]]
         self._parents = {f: tuple(int(p) for p in row if p >= 0) for f, row in zip(self._order, arrays["parents"])}
+        self._stats.tuple_ready = bool(self._order)
         self._since_rebuild = meta["since_rebuild"]
         self.n_rebuilds = meta["n_rebuilds"]
         self.n_em_skipped = meta["n_em_skipped"]

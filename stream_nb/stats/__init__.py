@@ -86,6 +86,7 @@ module             what it holds
 
 from ._budget import DEFAULT_MEMORY_BUDGET
 from ._candidates import cmi_from_cells, mutual_information_with_class, set_pair_rule
+from ._tuple_candidates import choose_tuples
 from ._discretise import Discretiser
 from ._forgetting import (capture, capture_difference, capture_nbytes, count_difference, replace_counts, scale_counts,
                           subtract_counts)
@@ -107,5 +108,5 @@ __all__ = [
     "running_counts", "running_moments", "tree_terms",
     "describe_type", "is_missing_label", "json_type", "validate_label",
     "capture", "capture_difference", "capture_nbytes", "count_difference", "replace_counts", "scale_counts",
-    "subtract_counts", "cmi_from_cells", "mutual_information_with_class", "set_pair_rule",
+    "subtract_counts", "cmi_from_cells", "mutual_information_with_class", "set_pair_rule", "choose_tuples",
 ]

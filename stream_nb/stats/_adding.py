@@ -11,6 +11,7 @@ import numpy as np
 
 from ._budget import scatter_add
 from ._sparse import SparseTable
+from ._tuple_candidates import selected_tuple_cells
 from ._values import Encoded
 from ._working import row_chunks
 
@@ -138,6 +139,9 @@ class Adding:
             rows = cols[:, None]
             getattr(self, p + "pair_count")[c][rows, cols] += w
             getattr(self, p + "pair_feat")[c][rows, feats] += w
+        if self.tuples and self.tuples_selected:  # the candidate parents' tuples alone (_tuple_candidates.py)
+            self._count_selected_tuples(p, cols[None, :], feats, np.array([c]), np.array([float(w)]))
+            return
         if self.tuples:
             # flat indices into the class's contiguous block: 3x faster than np.ix_
             if isinstance(getattr(self, p + "tuple_count"), SparseTable):
@@ -159,6 +163,16 @@ class Adding:
             grid = np.ix_(cols[part], *([cols] * (t - 1)))
             getattr(self, p + "tuple_count").add((c, *grid), w)
             getattr(self, p + "tuple_feat").add((c, *grid[:-1], feats.reshape(grid[-1].shape)), w)
+
+    def _count_selected_tuples(self, p: str, D, dfeats, yc, w, mask=None) -> None:
+        """The kept t-tuples of rows ``D`` (of features ``dfeats``) into the selected tables, in row order."""
+        for part in row_chunks(len(D), len(dfeats) * max(self.tuple_lists().shape[1], 1) ** (self.tuples - 1), most=64):
+            Dm = D[part]
+            r, cells, fcells = selected_tuple_cells(self, Dm, dfeats, Dm >= 0 if mask is None else mask[part])
+            if len(r):
+                ym, wm = yc[part][r], w[part][r]
+                getattr(self, p + "tuple_count").add_kept((ym, *cells), wm)
+                getattr(self, p + "tuple_feat").add_kept((ym, *fcells), wm)
 
     def learn_one(self, x: dict, y, w: float = 1.0) -> None:
         """Count one labeled event's observed values."""
@@ -245,6 +259,9 @@ class Adding:
         t = self.tuples
         tuple_count, tuple_feat = getattr(self, p + "tuple_count"), getattr(self, p + "tuple_feat")
         k = D.shape[1]
+        if self.tuples_selected:
+            self._count_selected_tuples(p, D, dfeats, yc, w, mask)
+            return
         if isinstance(tuple_count, SparseTable):
             self._add_tuples_sparse(p, D, dfeats, yc, w, mask)
             return

@@ -122,9 +122,11 @@ class Budget:
                 new = SparseTable(shape)
                 if old is not None:  # dense until now: its cells move over
                     idx, vals = cells_of(old, used[k])
-                    if len(vals):
+                    if len(vals) and not (family == _TUPLES and self.tuples_wait(len(vals))):
                         new.add(idx, vals)
                 setattr(self, p + k, new)
+        if family == _TUPLES:
+            self.settle_tuples()
         return True
 
     def sparse_limit(self) -> int:
@@ -141,6 +143,9 @@ class Budget:
             return
         while not self._sparse_room(k):  # a model with a pair rule drops pairs rather than refuse
             pass
+        self.refresh_tuple_selection()
+        while not self._tuple_room(k):  # KDB drops candidate parents rather than outgrow the budget
+            pass
 
     def _sparse_room(self, k: int) -> bool:
         """:meth:`_check_sparse_room` once: True when the next event fits, False when pairs were just
@@ -154,6 +159,8 @@ class Budget:
         limit = max(self.memory_budget, SPARSE_FLOOR)
         if self.pair_rule is not None and self.selection_peer is not None:
             limit //= 2  # the two layers of a two-layer store that drops pairs share the budget
+        if self.tuple_rule:
+            limit //= 2  # the t-way tables of candidate parents take the other half (_tuple_candidates.py)
         held = sum(v.nbytes for v in sparse.values())
         names = ", ".join(sorted({name.removeprefix("obs_") for name in sparse}))
         t = 2
@@ -239,4 +246,4 @@ class Budget:
         return {"cells": int(cells), "bytes": int(nbytes), "table_cells": int(t_cells), "table_bytes": int(t_bytes),
                 "sparse": self.tuples_sparse, "pair_cells": int(p_cells), "pair_bytes": int(p_bytes),
                 "pairs_sparse": self.pairs_sparse, "budget": self.memory_budget,
-                "pairs_selected": self.selection_summary()}
+                "pairs_selected": self.selection_summary(), "tuples_selected": self.tuple_summary()}

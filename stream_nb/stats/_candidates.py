@@ -304,7 +304,7 @@ def cmi_from_cells(stats) -> np.ndarray:
     :func:`~stream_nb.learners.conditional_mutual_information` over the cells held (a dense V x V
     block per class would be as large as the table it replaces). Zero for pairs not kept."""
     C, V, F = stats.n_classes, len(stats.value_keys), len(stats.features)
-    (c, v, w), n = stats.pair_count.cells()
+    (c, v, w), n = cells_of(stats.pair_count, stats.pair_count.shape)  # dense pairs too (KDB's candidate parents)
     fv = stats.value_feature
     ok = (c < C) & (v < V) & (w < V) & (n > 0)
     c, v, w, n = c[ok], v[ok], w[ok], n[ok]

@@ -44,6 +44,12 @@ class Merging:
                 f"here, {other.selection_summary()} in the other model), so neither holds the other's dropped pairs; "
                 f"merge models whose memory_budget holds all their pairs"
             )
+        if self.tuples_selected or other.tuples_selected:
+            raise MergeError(
+                f"cannot merge: the {self.tuples}-way tables keep only candidate parents for the memory budget "
+                f"({self.tuple_summary()} here, {other.tuple_summary()} in the other model), so neither holds the "
+                f"other's dropped tuples; merge models whose memory_budget holds all their tuples"
+            )
         label_type = self.label_type or other.label_type
         odd = next((y for y in other.classes if json_type(y) != label_type), None)
         if odd is not None:

@@ -28,6 +28,7 @@ import numpy as np
 from ..exceptions import UnlearnError
 from ._adding import add_pairs_expected
 from ._promoted import follow_promotions
+from ._tuple_candidates import selected_tuple_cells
 
 __all__ = ["Removing"]
 
@@ -93,7 +94,11 @@ class Removing:
             if self.pairs_selected:  # the pairs still counted (stats/_candidates.py)
                 held = held[self.pair_mask(feats)]
             self._short(held, w, f"the value pairs of the event in {self._class_name(c)}")
-        if self.tuples:
+        if self.tuples and self.tuples_selected:  # the candidate parents' tuples still counted
+            r, cells, _ = selected_tuple_cells(self, cols[None, :], feats, np.ones((1, len(cols)), dtype=bool))
+            held = getattr(self, p + "tuple_count")[(c, *cells)] if len(r) else np.empty(0)
+            self._short(np.ravel(held), w, f"the value tuples of the event in {self._class_name(c)}")
+        elif self.tuples:
             # every t-tuple of the event's values, gathered alike from a dense or a sparse table
             tuples = getattr(self, p + "tuple_count")[(c, *np.ix_(*([cols] * self.tuples)))]
             self._short(np.ravel(tuples), w, f"the value tuples of the event in {self._class_name(c)}")

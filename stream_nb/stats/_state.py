@@ -15,6 +15,7 @@ from .._checks import is_integer
 from ..exceptions import ConfigError
 from ._budget import DEFAULT_MEMORY_BUDGET, scatter_add
 from ._candidates import restore_selection
+from ._tuple_candidates import restore_tuple_selection
 from ._discretise import Discretiser
 from ._sparse import cells_of
 from ._values import BINNED, CAT, GAUSS, VALUE_GROUPS, check_types, hashable, is_nan, json_type
@@ -118,6 +119,12 @@ class State:
             meta["pair_rule"] = self.pair_rule
         if self.pair_allowed is not None:
             arrays["pair_allowed"], arrays["pair_edges"] = self.pair_allowed[:F].copy(), self.pair_edges[:F, :F].copy()
+        if self.tuple_rule:  # the candidate parents of the t-way tables (stats/_tuple_candidates.py)
+            meta["tuple_rule"] = True
+        if self.tuple_cand is not None:
+            arrays["tuple_cand"] = self.tuple_cand[:F, :F].copy()
+            arrays["tuple_score"] = np.zeros((F, F)) if self.tuple_score is None else _square(self.tuple_score, F)
+            meta["tuple_pending"], meta["tuple_from"] = bool(self.tuple_pending), float(self.tuple_from)
         return arrays, meta
 
     @classmethod
@@ -189,7 +196,16 @@ class State:
                     p + "tuple_feat"
                 ]
         restore_selection(s, arrays, meta)
+        restore_tuple_selection(s, arrays, meta)
         return s
+
+
+def _square(a: np.ndarray, F: int) -> np.ndarray:
+    """``a`` cut or padded with zeros to (F, F)."""
+    out = np.zeros((F, F))
+    n = min(len(a), F)
+    out[:n, :n] = a[:n, :n]
+    return out
 
 
 #: Largest count a state may hold: far beyond any stream's, and small enough that no sum, square or
@@ -381,6 +397,8 @@ def check_state(arrays: dict, meta: dict) -> None:
         shapes.update({"obs_" + k: v for k, v in twinned.items()})
     if meta["pairs"] and ("pair_allowed" in arrays or "pair_edges" in arrays):  # candidate pairs (_candidates.py)
         shapes.update(pair_allowed=(F,), pair_edges=(F, F))
+    if tuples and "tuple_cand" in arrays:  # candidate parents (_tuple_candidates.py)
+        shapes.update(tuple_cand=(F, F), tuple_score=(F, F))
     unexpected = sorted(map(str, set(arrays) - set(shapes)))
     if unexpected:
         raise ValueError(f"unexpected arrays {', '.join(unexpected)} (expected {', '.join(shapes)})")

@@ -6,6 +6,7 @@ from .._checks import check_choice
 from ._adding import Adding
 from ._budget import DEFAULT_MEMORY_BUDGET, Budget
 from ._candidates import Candidates
+from ._tuple_candidates import TupleCandidates
 from ._discretise import Discretiser
 from ._encoding import Encoding
 from ._frames import Frames
@@ -21,7 +22,7 @@ from ._values import check_types
 __all__ = ["Stats"]
 
 
-class Stats(Schema, Budget, Candidates, Labels, Promotion, Encoding, Frames, Adding, Removing, GaussianMoments, Merging, State):
+class Stats(Schema, Budget, Candidates, TupleCandidates, Labels, Promotion, Encoding, Frames, Adding, Removing, GaussianMoments, Merging, State):
     """Additive sufficient statistics over a stream of (x, y) events.
 
     Parameters

@@ -134,6 +134,13 @@ def _text(info: dict[str, typing.Any]) -> str:
             kept = (f"super-parents {', '.join(map(repr, chosen['parents']))}" if chosen["rule"] == "parents"
                     else f"{len(chosen['edges'])} attribute pairs")
             lines.append(f"candidates only the pairs of {kept} are counted (the rest dropped for the memory budget)")
+        chosen = u.get("tuples_selected")
+        if chosen:  # t-way tables of candidate parents only (stats/_tuple_candidates.py)
+            lines.append("candidates " + ("t-way tables wait for the first rebuild to choose candidate parents" if chosen["pending"]
+                         else f"t-way tables count {chosen['candidates']:,} candidate parents (at most "
+                              f"{chosen['most_per_feature']} per attribute, {chosen['features_with_candidates']} attributes "
+                              f"with any) from event {chosen['counted_from_event']:,.0f} on; the rest dropped for the "
+                              f"memory budget"))
     if "tree" in m:
         if m["root"] is None:
             lines.append("tree       not built yet (naive Bayes until the first rebuild)")
