@@ -16,7 +16,7 @@ import logging
 import typing
 
 from ..engine import Engine, Joiner, load_join_state, parse_label_value, parse_on_expire
-from ..exceptions import ConfigError
+from ..exceptions import ConfigError, SnapshotError
 from ..settings import describe_setting
 
 __all__ = ["make_joiner"]
@@ -75,7 +75,10 @@ def make_joiner(settings: dict[str, typing.Any], engine: Engine, snapshot=None) 
     try:
         joiner = Joiner(engine, source, config)
         if held is not None:
-            load_join_state(joiner, snapshot.arrays, held)
+            try:
+                load_join_state(joiner, snapshot.arrays, held)
+            except ValueError as exc:  # a join (its receipts, its held events) that does not fit: refused
+                raise SnapshotError(f"{snapshot.path}: {exc}") from None
     except BaseException:
         source.close()
         raise

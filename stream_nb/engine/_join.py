@@ -261,9 +261,7 @@ class Joiner:
         model = self.engine.model
         if record and hasattr(model, "learn_one_receipt"):
             receipt = model.learn_one_receipt(x, y)
-            plain = receipt.extra is None and all(e[0] in ("count", "gauss") for e in receipt.entries) and \
-                getattr(receipt, "stamp", None) is None  # a forgetting model's receipt names the event's pane
-            return None if plain else receipt
+            return receipt if model.receipt_needed(receipt) else None  # else the event alone says what to take back
         model.learn_one(x, y)
         return None
 
@@ -414,11 +412,11 @@ class Joiner:
         if store.provisional[row]:
             x = store.features(row)
             if not _same(y, self.config["provisional_label"]):
-                self._learn(x, y)  # first: a label the model rejects leaves the provisional one in place
+                receipt = self._learn(x, y, record=True)  # first: a label the model rejects leaves the provisional one
                 try:
                     self._retract(row, x)
-                except UnlearnError as exc:  # an EM receipt lost in a restart (see _join_state)
-                    self.engine.model.unlearn_one(x, y)
+                except UnlearnError as exc:  # no receipt: a snapshot of an older version (see _join_state)
+                    self.engine.model.unlearn_one(x, y, receipt=receipt)
                     log.warning("label %r of a held event not learned: its provisional label stays: %s", y, exc)
             store.forget_features(row)
         elif hasattr(self.engine.model, "learn_events"):
@@ -482,7 +480,7 @@ class Joiner:
                     return
                 self._retract(row, x)
             self._learn(x, value)
-        except UnlearnError as exc:  # an EM receipt lost in a restart (see _join_state)
+        except UnlearnError as exc:  # no receipt: a snapshot of an older version (see _join_state)
             log.warning("--on-expire label %r not learned: the provisional label stays: %s", value, exc)
         except InvalidEventError as exc:
             log.warning("--on-expire label %r not learned: %s", value, exc)
@@ -518,7 +516,7 @@ class Joiner:
                 if state == PENDING and store.provisional[row]:
                     try:
                         model.unlearn_one(x, self.config["provisional_label"], receipt=self.receipts.get(row))
-                    except UnlearnError as exc:  # an EM receipt lost in a restart: the provisional label stays here
+                    except UnlearnError as exc:  # no receipt (a snapshot of an older version): the label stays here
                         log.warning("handing over a held event: its provisional label stays: %s", exc)
                 events.append([store.id_of(row).decode(), state, x, float(store.time[row]), store.predicted(row),
                                int(store.offset[row])])

@@ -7,10 +7,16 @@ learned before it (the feedback is read again from the positions it holds).
 Arrays go in the snapshot's arrays under ``join.``; the rest in its daemon header
 under ``"join"``.
 
-What does not survive a restart: the receipts of provisional labels learned
-under EM with missing values (an event whose provisional label was learned
-with expected counts cannot be retracted after a restart; the daemon logs it
-and keeps the provisional label).
+The receipts of the provisional labels that were not learned by plain counting
+(EM's expected counts, a forgetting model's stamp, SPODE's running scores) are
+part of it too (the model's ``receipts_state``: their numeric arrays under
+``join.receipt_int`` and ``join.receipt_float``, the rest under ``"receipts"``,
+and the held event of each under ``"receipt_events"``), so a restarted daemon takes such a provisional
+label back exactly, as the daemon that learned it would have. A snapshot of an
+older version has no ``"receipts"``: its provisional labels learned with
+expected counts cannot be taken back (the join logs it and keeps them). A
+receipt that does not fit the model (indices out of its range, shapes that do
+not match, a held event that is not there) is refused at load, naming it.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ import math
 
 import numpy as np
 
-from ._pending import FREE
+from ._pending import FREE, PENDING
 from ._records import Record
 
 __all__ = ["join_state", "load_join_state", "rewind_join"]
@@ -38,6 +44,11 @@ def join_state(joiner) -> tuple[dict, dict]:
     arrays["join.cat"] = store.cat[live]
     arrays["join.num"] = store.num[live]
     where = {r: i for i, r in enumerate(live.tolist())}
+    receipts = sorted(joiner.receipts.items())
+    receipt_meta = []
+    if receipts:
+        receipt_arrays, receipt_meta = joiner.engine.model.receipts_state([r for _, r in receipts])
+        arrays.update({f"join.receipt_{k}": v for k, v in receipt_arrays.items()})
     meta = {
         "cat_names": list(store.cat_names),
         "num_names": list(store.num_names),
@@ -52,6 +63,8 @@ def join_state(joiner) -> tuple[dict, dict]:
         "delay_sum": joiner.delay_sum,
         "stream_time": joiner.stream_time if joiner.stream_time > -math.inf else None,
         "positions": dict(joiner.positions),
+        "receipts": receipt_meta,
+        "receipt_events": [where[row] for row, _ in receipts],
     }
     return arrays, meta
 
@@ -89,12 +102,36 @@ def load_join_state(joiner, arrays: dict, meta: dict) -> None:
         key.encode(): (y, t, Record(value.encode(), None, partition, position, next_position))
         for key, y, t, value, partition, position, next_position in meta["waiting"]
     }
+    joiner.receipts = _receipts(joiner, arrays, meta.get("receipts", []), meta.get("receipt_events", []), rows)
     joiner.counts.update(meta["counts"])
     joiner.delay_histogram = list(meta["delay_histogram"])
     joiner.delay_sum = meta["delay_sum"]
     joiner.stream_time = -math.inf if meta["stream_time"] is None else meta["stream_time"]
     joiner.positions = dict(meta["positions"])
     joiner.feedback.seek(joiner.positions)
+
+
+def _receipts(joiner, arrays: dict, meta, at, rows: np.ndarray) -> dict:
+    """The receipts of the held events ``rows`` read back (:func:`join_state`); ValueError naming
+    ``join.receipts`` (or ``join.receipt_events``) and what was expected when one does not fit."""
+    if not isinstance(meta, list) or not isinstance(at, list) or len(at) != len(meta):
+        raise ValueError("join.receipts, join.receipt_events: expected two lists, the receipts and their held events")
+    if not meta:
+        return {}
+    store = joiner.store
+    for i, k in enumerate(at):
+        if not (isinstance(k, int) and not isinstance(k, bool) and 0 <= k < len(rows)):
+            raise ValueError(f"join.receipt_events[{i}]: expected the index of a held event, in [0, {len(rows)})")
+        if store.state[rows[k]] != PENDING or not store.provisional[rows[k]]:
+            raise ValueError(f"join.receipt_events[{i}]: held event {k} has no provisional label to take back")
+    if len(set(at)) != len(at):
+        raise ValueError("join.receipts: expected one receipt per held event at most")
+    model = joiner.engine.model
+    if not hasattr(model, "receipts_from_state"):
+        raise ValueError(f"join.receipts: the model ({type(model).__name__}) keeps no receipts")
+    pools = {k: arrays[f"join.receipt_{k}"] for k in ("int", "float") if f"join.receipt_{k}" in arrays}
+    receipts = model.receipts_from_state(pools, meta, "join.receipts")
+    return {int(rows[k]): r for k, r in zip(at, receipts)}
 
 
 def rewind_join(joiner, arrays: dict | None, meta: dict | None) -> None:

@@ -15,7 +15,9 @@ than were added. So those are recorded, not recomputed:
 returns a :class:`Receipt` of exactly what was added (the journal of the store,
 plus SPODE's running scores), and ``unlearn_one(x, y, receipt=receipt)`` takes
 exactly that back. An event learned by plain counting (every feature observed,
-or ``missing="ignore"``) needs no receipt.
+or ``missing="ignore"``) needs no receipt. A receipt follows the store's
+promotions (:mod:`stream_nb.stats._promoted`) and survives a snapshot
+(:meth:`Unlearning.receipts_state`, :meth:`Unlearning.receipts_from_state`).
 
 What is detected (:class:`~stream_nb.exceptions.UnlearnError`, nothing changed):
 a class, feature or categorical value the model never learned, and any count
@@ -36,6 +38,7 @@ import typing
 
 from ..exceptions import UnlearnError
 from ..stats import CAT, is_missing_label
+from ._receipt_state import receipt_parts, receipts_state
 
 __all__ = ["Receipt", "Unlearning"]
 
@@ -146,7 +149,58 @@ class Unlearning:
             entries.append(("gauss", c, w, enc.gslots, enc.gx))
         return tuple(entries)
 
+    def receipt_needed(self, receipt: Receipt) -> bool:
+        """Whether taking the event of ``receipt`` back exactly needs it: not when the event was learned by
+        plain counting (the journal ``unlearn_one`` makes without a receipt is the same) and holds no value of
+        a feature of integers whose promotion would now drop its counts (the event would then no longer say
+        what it added, see :mod:`stream_nb.stats._promoted`).
+
+        >>> from stream_nb import AODE, NaiveBayes
+        >>> model = NaiveBayes(missing="em")
+        >>> model.learn_one({"sky": "sun", "wind": "low"}, "play")
+        >>> model.receipt_needed(model.learn_one_receipt({"sky": "sun", "wind": "low"}, "play"))
+        False
+        >>> model.receipt_needed(model.learn_one_receipt({"sky": "sun"}, "play"))  # EM's fractions
+        True
+        >>> binned = AODE(discretiser="equal_frequency", warmup=20)
+        >>> binned.receipt_needed(binned.learn_one_receipt({"sky": "sun", "n": 2}, "play"))  # n: integers so far
+        True
+        """
+        if receipt.extra is not None or getattr(receipt, "stamp", None) is not None:
+            return True
+        if any(e[0] not in ("count", "gauss") for e in receipt.entries):
+            return True
+        s = self._stats
+        return any(s.promotion_drops(f) for f in {f for e in receipt.entries if e[0] == "count"
+                                                  for f in e[1].feats.tolist()} & s.from_int)
+
+    def receipts_state(self, receipts: list) -> tuple[dict, list]:
+        """``(arrays, meta)`` of ``receipts`` (of this model): numeric arrays, and JSON-able data referring
+        to them, for a snapshot (see :mod:`stream_nb.learners._receipt_state`).
+
+        >>> from stream_nb import NaiveBayes
+        >>> model = NaiveBayes(missing="em")
+        >>> model.learn_one({"sky": "sun", "wind": "low"}, "play")
+        >>> receipt = model.learn_one_receipt({"sky": "sun"}, "play")
+        >>> arrays, meta = model.receipts_state([receipt])
+        >>> model.unlearn_one({"sky": "sun"}, "play", receipt=model.receipts_from_state(arrays, meta)[0])
+        >>> model.n_learned
+        1.0
+        """
+        return receipts_state(self._stats, receipts)
+
+    def receipts_from_state(self, arrays: dict, meta, where: str = "receipts") -> list:
+        """The receipts :meth:`receipts_state` gave, read back for this model (the one that issued them, or
+        its restored copy); ValueError naming ``where`` and what was expected when one does not fit it."""
+        return [Receipt(*parts) for parts in receipt_parts(self._stats, arrays, meta, where, self._check_receipt_extra)]
+
     # hooks: a model with state of its own that learning changes (SPODE's running scores)
+
+    def _check_receipt_extra(self, extra, where: str) -> None:
+        """ValueError naming ``where`` unless ``extra`` (read from a state) fits :meth:`_unlearn_extra`;
+        default: none is recorded."""
+        if extra is not None:
+            raise ValueError(f"{where}: expected null ({type(self).__name__} records nothing of its own)")
 
     def _unlearn_mark(self):
         """What :meth:`_unlearn_delta` needs from before learning; default: nothing."""

@@ -329,6 +329,13 @@ class SPODE(VectorisedRuns, StructuredClassifier):
         return self._loss_sum - np.r_[mark[0], np.zeros(len(self._loss_sum) - k)], \
             self._loss_n - np.r_[mark[1], np.zeros(len(self._loss_n) - k)]
 
+    def _check_receipt_extra(self, extra, where: str) -> None:
+        if extra is None:
+            return
+        if len(extra) != 2 or len(extra[0]) != len(extra[1]) or len(extra[0]) > len(self._loss_sum):
+            raise ValueError(f"{where}: expected null or the increments of the running scores, two arrays of at "
+                             f"most {len(self._loss_sum)} numbers each")
+
     def _unlearn_extra(self, extra):
         if extra is not None:
             k = len(extra[0])

@@ -79,6 +79,8 @@ module             what it holds
 ``_mdl.py``        Fayyad and Irani's MDL cut points from class counts
 ``_fine.py``       the two-layer store: fine bins kept, MDL cut points read
 ``_coarse.py``     the coarse layer as exact sums of the fine cells
+``_promoted.py``   a receipt's journal after a promotion, in the columns of now
+``_journal.py``    journals (what events added, kept by receipts) as plain data, checked on reading
 =================  ==================================================================
 """
 
@@ -89,6 +91,7 @@ from ._discretise import Discretiser
 from ._forgetting import (capture, capture_difference, capture_nbytes, count_difference, replace_counts, scale_counts,
                           subtract_counts)
 from ._fine import TwoLayerStats
+from ._journal import JournalReader, JournalWriter
 from ._mdl import mdl_cuts
 from ._gaussian import gaussian_loglik
 from ._labels import is_missing_label, validate_label
@@ -101,7 +104,7 @@ from ._values import BINNED, CAT, GAUSS, VALUE_GROUPS, Encoded, describe_type, j
 
 __all__ = [
     "BINNED", "CAT", "DEFAULT_MEMORY_BUDGET", "GAUSS", "VALUE_GROUPS", "Discretiser", "SparseTable", "Encoded", "Stats",
-    "TwoLayerStats", "exclusive_counts", "gaussian_loglik", "grouped_exclusive_counts", "mdl_cuts", "naive_terms",
+    "TwoLayerStats", "JournalReader", "JournalWriter", "exclusive_counts", "gaussian_loglik", "grouped_exclusive_counts", "mdl_cuts", "naive_terms",
     "running_counts", "running_moments", "tree_terms",
     "describe_type", "is_missing_label", "json_type", "validate_label",
     "capture", "capture_difference", "capture_nbytes", "count_difference", "replace_counts", "scale_counts",

@@ -54,12 +54,13 @@ import numpy as np
 
 from .._checks import is_integer
 from ..exceptions import ConfigError, MergeError, UnlearnError
-from ._coarse import check_backlog, coarse_state
+from ._coarse import coarse_state, load_waiting, waiting_state
 from ._discretise import Discretiser
 from ._mdl import mdl_cuts
+from ._promoted import follow_promotions, follow_waiting
 from ._store import Stats
 from ._values import BINNED, Encoded, numeric_value
-from ._waiting import WaitingEvents, count_later, entry, entry_json, map_entry
+from ._waiting import WaitingEvents, count_later, entry, map_entry
 
 __all__ = ["CoarseDiscretiser", "TwoLayerStats"]
 
@@ -463,11 +464,12 @@ class TwoLayerStats(WaitingEvents, Stats):
         if not fine_entries:
             fine_entries = [self._fine_entry(e) for e in entries]
         fine = self.fine
+        fine_entries = follow_promotions(fine, fine_entries)  # a receipt of before a promotion: see _promoted
         for e in fine_entries:
             fine._check_entry(e)
         for e in entries:
             if e[0] == "waiting":  # the event waited for its fine edges (see _waiting)
-                self._unwait(e[1])
+                self._unwait(follow_waiting(fine, e[1]))
         fine.remove(fine_entries)
         self._derive(self._current_edges())
 
@@ -561,9 +563,7 @@ class TwoLayerStats(WaitingEvents, Stats):
             "n_events": self.n_events,
             "next_choice": self.next_choice,
             "stale": self.stale,
-            "backlog": [entry_json(e) for e in self.backlog],
-            "candidates": [entry_json(e) for e in self.candidates],
-            "grown": sorted(self.grown),
+            **waiting_state(self),
         }
         return arrays, meta
 
@@ -584,12 +584,8 @@ class TwoLayerStats(WaitingEvents, Stats):
         if not isinstance(tl.get("stale"), bool):
             raise ValueError(f"stats.two_layer.stale: expected true or false, got {tl.get('stale')!r:.60}")
         s.fine_bins, s.n_events, s.next_choice, s.stale = tl["fine_bins"], tl["n_events"], tl["next_choice"], tl["stale"]
-        s.backlog = check_backlog(tl.get("backlog"), s.fine)
-        s.candidates = check_backlog(tl.get("candidates", []), s.fine, "candidates")
-        grown = tl.get("grown", [])
-        if not isinstance(grown, list) or not all(is_integer(f) and 0 <= f < len(s.features) for f in grown):
-            raise ValueError(f"stats.two_layer.grown: expected a list of feature indices, got {grown!r:.60}")
-        s.grown, s._pending_exp, s.receipts, s.counted = set(grown), None, 0, {}
+        load_waiting(s, tl)
+        s._pending_exp = None
         for f, d in enumerate(s.disc):
             if d is not None and s.features[f] not in s.bin_edges:
                 s._set_discretiser(f, CoarseDiscretiser(s.bins, s.warmup, d.edges))

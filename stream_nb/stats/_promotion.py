@@ -26,6 +26,14 @@ class Promotion:
             return False
         return all(isinstance(k, (int, float)) and not isinstance(k, bool) for k in self.values[f])
 
+    def promotion_drops(self, f: int) -> bool:
+        """Whether promoting feature ``f`` now would drop its counts (its values becoming warm-up values, see
+        :meth:`promote`): a discretising store, no edges of its own, fewer than ``warmup`` values seen."""
+        if self.numeric == "gaussian" or f not in self.from_int or self.features[f] in self.bin_edges:
+            return False
+        cols = np.fromiter(self.values[f].values(), dtype=np.int64)
+        return int(np.maximum(np.rint(self.value_count[: self.n_classes, cols].sum(0)), 1).sum()) < self.warmup
+
     def promote(self, f: int) -> None:
         """Turn categorical feature ``f`` numeric, converting its counts exactly.
 
@@ -56,6 +64,7 @@ class Promotion:
             for p in self._sets():
                 getattr(self, p + "feat_count")[:C, f] = 0.0
             self.n_values[f] = 0
+            self.promoted[f] = "gauss"
         else:
             d = Discretiser(self.bins, self.warmup, self.bin_edges.get(name))
             seen = np.repeat(keys, np.maximum(np.rint(counts.sum(0)), 1).astype(int))
@@ -66,12 +75,14 @@ class Promotion:
                 # which teach the bin edges only and are not counted
                 d.buffer = seen.tolist()
                 self._drop_columns(f, old)
+                self.promoted[f] = "drop"
             else:
                 if d.edges is None:  # enough values: the edges come from all of them
                     d.buffer = seen.tolist()
                     d._choose()
                 new = np.array([self.values[f].get(b) or self._add_value(f, b) for b in d.bin_many(keys).tolist()])
                 self._merge_columns(old, new)
+                self.promoted[f] = "bins"
         for p in self._sets():
             getattr(self, p + "value_count")[:, old] = 0.0
         self.value_feature[old] = -1

@@ -27,6 +27,7 @@ import numpy as np
 
 from ..exceptions import UnlearnError
 from ._adding import add_pairs_expected
+from ._promoted import follow_promotions
 from ._tuple_candidates import selected_tuple_cells
 
 __all__ = ["Removing"]
@@ -42,9 +43,10 @@ class Removing:
     def remove(self, entries) -> None:
         """Take back ``entries`` (a journal, see the module notes), last first; :class:`UnlearnError` and no
         change at all when some count would fall below zero."""
+        entries = follow_promotions(self, entries)  # a receipt of before a promotion names old columns
         for e in entries:
             self._check_entry(e)
-        for e in reversed(list(entries)):
+        for e in reversed(entries):
             kind = e[0]
             if kind == "count":
                 _, enc, c, w = e

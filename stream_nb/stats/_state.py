@@ -104,13 +104,17 @@ class State:
                 }
                 for f, name in enumerate(self.features)
             ],
-            # [feature, value] per column; [-1, null] for the columns a promotion detached
+            # [feature, value] per column; [-1, its old value] for the columns a promotion detached (a receipt
+            # of before the promotion names them, see _promoted.py; [-1, null] in states of older versions)
             "columns": [
-                [int(self.value_feature[col]), self.value_keys[col] if self.value_feature[col] >= 0 else None]
-                for col in range(1, V)
+                [int(self.value_feature[col]), self.value_keys[col]] for col in range(1, V)
             ],
             "from_int": sorted(self.from_int),
         }
+        if self.gauss_feature != sorted(self.gauss_feature):  # a promotion made a Gaussian slot after others:
+            meta["gauss_features"] = list(self.gauss_feature)  # the feature of each, as g_* are written
+        if self.promoted:  # how each promotion moved its counts (_promoted.py)
+            meta["promoted"] = [[f, rule] for f, rule in sorted(self.promoted.items())]
         if self.pair_rule is not None:  # the candidate pairs (stats/_candidates.py)
             meta["pair_rule"] = self.pair_rule
         if self.pair_allowed is not None:
@@ -149,8 +153,9 @@ class State:
                 s._add_value(f, v)
             else:  # a detached column: kept so that the later ones keep their place
                 s._reserve(v=1)
-                s.value_keys.append(None)
+                s.value_keys.append(v)
         s.from_int = set(meta.get("from_int", []))
+        s.promoted = {f: rule for f, rule in meta.get("promoted", [])}
         # the types of the labels and of each categorical feature's values; a state written before
         # they were kept has them from its first class and each feature's first value (_add_class, _add_value)
         if meta.get("label_type") is not None:
@@ -168,8 +173,10 @@ class State:
         s.class_count[:C] = arrays["class_count"]
         if "obs_value_count" in arrays:
             s.keep_observed()
+        # the slots are made again in feature order; the arrays are in the order they were made in
+        slots = np.array([s.gslot[f] for f in meta["gauss_features"]]) if "gauss_features" in meta else slice(0, G)
         for k in ("g_n", "g_mean", "g_m2"):
-            getattr(s, k)[:C, :G] = arrays[k]
+            getattr(s, k)[:C, slots] = arrays[k]
         for p in s._sets():
             getattr(s, p + "value_count")[:C, :V] = arrays[p + "value_count"]
             getattr(s, p + "feat_count")[:C, :F] = arrays[p + "feat_count"]
@@ -336,8 +343,8 @@ def check_state(arrays: dict, meta: dict) -> None:
         if not is_integer(f) or not -1 <= f < len(features):
             raise ValueError(f"{where}: feature index {_kind(f)} is not -1 or one of the {len(features)} features")
         if f == -1:
-            if v is not None:
-                raise ValueError(f"{where}: a detached column has no value, got {_kind(v)}")
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
+                raise ValueError(f"{where}: a detached column has null or the number it held, got {_kind(v)}")
             continue
         if kinds[f] == "gaussian":
             raise ValueError(f"{where}: feature {names[f]!r} is gaussian and has no value columns")
@@ -355,6 +362,17 @@ def check_state(arrays: dict, meta: dict) -> None:
             isinstance(f, int) and not isinstance(f, bool) and 0 <= f < len(features) and kinds[f] == "categorical"
             for f in from_int):
         raise ValueError(f"stats.from_int: expected a list of categorical feature indices, got {_kind(from_int)}")
+    order = meta.get("gauss_features")
+    if order is not None and (not isinstance(order, list) or not all(is_integer(f) for f in order)
+                              or sorted(order) != [f for f, k in enumerate(kinds) if k == "gaussian"]):
+        raise ValueError("stats.gauss_features: expected the Gaussian features' indices, each once, got "
+                         f"{_kind(order)}")
+    promoted = meta.get("promoted", [])
+    if not isinstance(promoted, list) or not all(
+            isinstance(p, list) and len(p) == 2 and is_integer(p[0]) and 0 <= p[0] < len(features)
+            and kinds[p[0]] != "categorical" and p[1] in ("bins", "drop", "gauss") for p in promoted):
+        raise ValueError("stats.promoted: expected a list of [numeric feature index, \"bins\", \"drop\" or \"gauss\"], "
+                         f"got {_kind(promoted)}")
 
     C, V, F = len(classes), len(columns) + 1, len(features)
     G = kinds.count("gaussian")

@@ -131,6 +131,7 @@ class Stats(Schema, Budget, Candidates, TupleCandidates, Labels, Promotion, Enco
         self._cat_values: dict = {}
         # categorical features inferred from an integer: a later fractional number turns them numeric
         self.from_int: set = set()
+        self.promoted: dict = {}  # feature -> how its promotion moved its counts (see _promoted.py)
         # bumped by every change other than Stats.add, so views can tell when cached tables are stale
         self.epoch = 0
         # bumped by every change of a count: (epoch, version) keys anything derived from the counts

@@ -196,9 +196,11 @@ def map_entry(e: tuple, vmap: np.ndarray, fmap: np.ndarray, cmap: list) -> tuple
 
 
 def entry_json(e: tuple) -> list:
-    """Entry ``e`` as JSON (see :func:`check_exp` for its EM part)."""
-    cols, feats, vals, c, w, exp, _ = e  # receipts do not outlive the process: nor do their keys
-    return [cols.tolist(), feats.tolist(), [[f, x] for f, x in vals], c, w, exp_json(exp)]
+    """Entry ``e`` as JSON (see :func:`check_exp` for its EM part), with the key a receipt knows it by, if any
+    (receipts are kept in snapshots too, see :mod:`stream_nb.stats._journal`)."""
+    cols, feats, vals, c, w, exp, key = e
+    out = [cols.tolist(), feats.tolist(), [[f, x] for f, x in vals], c, w, exp_json(exp)]
+    return out if key is None else [*out, key]
 
 
 def exp_json(exp):
