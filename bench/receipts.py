@@ -22,44 +22,13 @@ import time
 import orjson
 
 from stream_nb import TAN, NaiveBayes
+from delayed import Collect, Events  # the in-memory source and sink of bench/delayed.py (this folder)
 from stream_nb.engine import Engine, Joiner, join_state, load_join_state
 
 
-class _Source:
-    def __init__(self, values=()):
-        from stream_nb.engine import Record
-        self.records = [Record(orjson.dumps(v), None, "in", i + 1, i + 1) for i, v in enumerate(values)]
-        self.exhausted = False
-
-    def poll(self, max_records, timeout):
-        batch, self.records = self.records[:max_records], self.records[max_records:]
-        self.exhausted = not batch
-        return batch
-
-    def commit(self, positions):
-        pass
-
-    def seek(self, positions):
-        pass
-
-    def close(self):
-        pass
-
-
-class _Sink:
-    def send(self, value, key=None):
-        pass
-
-    def flush(self):
-        pass
-
-    def close(self):
-        pass
-
-
 def engine_of(model, events):
-    engine = Engine(model, _Source(events), _Sink(), _Sink(), config={"poll_max_records": 500})
-    engine.joiner = Joiner(engine, _Source(), {"provisional_label": 0})
+    engine = Engine(model, Events(events), Collect(), Collect(), config={"poll_max_records": 500})
+    engine.joiner = Joiner(engine, Events([]), {"provisional_label": 0})
     return engine
 
 

@@ -23,17 +23,14 @@ def daemon(tmp_path, *extra):
             "--snapshot-every", "150", "--commit-every", "150", "--poll-max-records", "50", *extra]
 
 
-def test_kill_9_at_random_points_loses_no_waiting_event_and_learns_no_pair_twice(tmp_path):
-    events, labels = streams(n=6000, seed=11)
-    (tmp_path / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
-    (tmp_path / "labels.jsonl").write_text("".join(json.dumps(r) + "\n" for r in labels))
-    rng = random.Random(5)
+def run_with_kills(tmp_path, extra: tuple, kills_wanted: int, rng: random.Random, pause: float) -> tuple[int, bytes]:
+    """Run the daemon over ``tmp_path``'s files, killing it with -9 ``kills_wanted`` times (each once a new
+    snapshot exists and a random moment up to ``pause`` s later), then to its end: ``(kills, its stderr)``."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")])}
     kills = 0
     for attempt in range(12):
-        proc = subprocess.Popen(daemon(tmp_path, "--provisional-label", "0"), env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        if attempt < 3:  # three kills, each once a new snapshot exists and a random moment later
+        proc = subprocess.Popen(daemon(tmp_path, *extra), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        if attempt < kills_wanted:
             store = SnapshotStore(str(tmp_path / "snap"))
             before = max(store.sequences(), default=None)
             deadline = time.monotonic() + 120
@@ -42,7 +39,7 @@ def test_kill_9_at_random_points_loses_no_waiting_event_and_learns_no_pair_twice
                 if seqs and max(seqs) != before:
                     break
                 time.sleep(0.05)
-            time.sleep(rng.uniform(0.0, 0.5))
+            time.sleep(rng.uniform(0.0, pause))
             if proc.poll() is None:
                 os.kill(proc.pid, signal.SIGKILL)
                 proc.wait()
@@ -50,7 +47,15 @@ def test_kill_9_at_random_points_loses_no_waiting_event_and_learns_no_pair_twice
                 continue
         _, err = proc.communicate(timeout=600)
         assert proc.returncode == 0, err.decode()[-2000:]
-        break
+        return kills, err
+    raise AssertionError("the daemon never ran to its end")
+
+
+def test_kill_9_at_random_points_loses_no_waiting_event_and_learns_no_pair_twice(tmp_path):
+    events, labels = streams(n=6000, seed=11)
+    (tmp_path / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    (tmp_path / "labels.jsonl").write_text("".join(json.dumps(r) + "\n" for r in labels))
+    kills, _ = run_with_kills(tmp_path, ("--provisional-label", "0"), 3, random.Random(5), 0.5)
     assert kills >= 1  # the run was cut at least once
     store = SnapshotStore(str(tmp_path / "snap"))
     restored = load(store.path(max(store.sequences())))
@@ -69,31 +74,8 @@ def test_kill_9_with_em_provisional_labels_retracts_each_exactly_after_the_resta
     ghosts = [{"id": f"ghost{k}", "label": 1} for k in range(15_000)]
     (tmp_path / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
     (tmp_path / "labels.jsonl").write_text("".join(json.dumps(r) + "\n" for r in ghosts + labels))
-    rng = random.Random(6)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")])}
-    kills = 0
-    for attempt in range(12):
-        proc = subprocess.Popen(daemon(tmp_path, "--provisional-label", "0", "--missing", "em"), env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        if attempt < 2:
-            store = SnapshotStore(str(tmp_path / "snap"))
-            before = max(store.sequences(), default=None)
-            deadline = time.monotonic() + 120
-            while proc.poll() is None and time.monotonic() < deadline:
-                seqs = store.sequences() if os.path.isdir(tmp_path / "snap") else []
-                if seqs and max(seqs) != before:
-                    break
-                time.sleep(0.05)
-            time.sleep(rng.uniform(0.0, 0.3))
-            if proc.poll() is None:
-                os.kill(proc.pid, signal.SIGKILL)
-                proc.wait()
-                kills += 1
-                continue
-        _, err = proc.communicate(timeout=600)
-        assert proc.returncode == 0, err.decode()[-2000:]
-        assert b"provisional label stays" not in err
-        break
+    kills, err = run_with_kills(tmp_path, ("--provisional-label", "0", "--missing", "em"), 2, random.Random(6), 0.3)
+    assert b"provisional label stays" not in err
     assert kills >= 1
     store = SnapshotStore(str(tmp_path / "snap"))
     restored = load(store.path(max(store.sequences())))
