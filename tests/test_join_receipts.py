@@ -74,13 +74,18 @@ def engine_with(model, events, labels):
     return engine
 
 
-def snapshot_and_restore(engine, store, labels):
-    """Write the engine's model and join to ``store`` (as a checkpoint does), read them back into a new engine
-    reading ``labels``, as a restarted daemon does."""
+def snapshot_and_restore(engine, directory, labels):
+    """Write the engine's model and join to a snapshot store in ``directory`` (as a checkpoint does), read
+    them back into a new engine reading ``labels``, as a restarted daemon does."""
     arrays, meta = engine.model.state()
     join_arrays, join_meta = join_state(engine.joiner)
-    seq, _, _ = store.write({**arrays, **join_arrays}, meta, {"join": join_meta})
-    snap = store.read(seq)
+    store = SnapshotStore(str(directory))
+    store.open()
+    try:
+        seq, _, _ = store.write({**arrays, **join_arrays}, meta, {"join": join_meta})
+        snap = store.read(seq)
+    finally:
+        store.close()
     restored = engine_with(snap.model(), [], labels)
     load_join_state(restored.joiner, snap.arrays, snap.daemon["join"])
     return restored
@@ -94,12 +99,7 @@ def test_a_provisional_label_is_retracted_exactly_after_a_restart(name, tmp_path
     engine = engine_with(make(), events, labels[:cut])
     engine.run()
     assert len(engine.joiner.receipts) > 50  # held provisional labels that only a receipt takes back
-    store = SnapshotStore(str(tmp_path / "snap"))
-    store.open()
-    try:
-        restored = snapshot_and_restore(engine, store, labels[cut:])
-    finally:
-        store.close()
+    restored = snapshot_and_restore(engine, tmp_path / "snap", labels[cut:])
     assert len(restored.joiner.receipts) == len(engine.joiner.receipts)
     restored.run()
     assert restored.joiner.counts["retractions"] > 50
@@ -120,24 +120,15 @@ def test_a_provisional_label_learned_before_a_promotion_is_retracted_exactly_aft
     engine = engine_with(NaiveBayes(missing="em"), events[:170], labels[:cut])
     engine.run()
     assert engine.model._stats.promoted and len(engine.joiner.receipts) > 10  # EM ones: issued before it
-    store = SnapshotStore(str(tmp_path / "snap"))
-    store.open()
-    try:
-        restored = snapshot_and_restore(engine, store, labels[cut:])
-    finally:
-        store.close()
+    restored = snapshot_and_restore(engine, tmp_path / "snap", labels[cut:])
     restored.source = ListSource(events[170:])
     restored.run()
     assert restored.joiner.counts["retractions"] > 50
     assert_same_counts(restored.model, reference(lambda: NaiveBayes(missing="em"), joined_pairs(events, labels)))
 
 
-def test_an_exactly_once_rewind_restores_the_receipts(tmp_path):
-    events, labels = em_streams(n=200, seed=1)
-    engine = engine_with(NaiveBayes(missing="em"), events, [])
-    engine.run()
-    arrays, meta = join_state(engine.joiner)
-    arrays, meta = {k: v.copy() for k, v in arrays.items()}, json.loads(json.dumps(meta))
+def test_an_exactly_once_rewind_restores_the_receipts():
+    engine, arrays, meta, events, labels = held_with_receipts(n=200, seed=1)
     model_arrays, model_meta = engine.model.state()
     kept = {engine.joiner.store.id_of(row): r for row, r in engine.joiner.receipts.items()}
     engine.joiner.feedback = ListSource(labels, "labels")
@@ -155,13 +146,15 @@ def test_an_exactly_once_rewind_restores_the_receipts(tmp_path):
     assert_same_counts(engine.model, reference(lambda: NaiveBayes(missing="em"), joined_pairs(events, labels)))
 
 
-def _saved(tmp_path):
-    events, labels = em_streams(n=120, seed=2)
+def held_with_receipts(n: int = 120, seed: int = 2):
+    """An engine that holds EM events with provisional labels (no label read yet), its join's state as a
+    snapshot has it (arrays copied, meta through JSON), and the stream."""
+    events, labels = em_streams(n=n, seed=seed)
     engine = engine_with(NaiveBayes(missing="em"), events, [])
     engine.run()
     arrays, meta = join_state(engine.joiner)
     assert meta["receipts"]
-    return engine, arrays, json.loads(json.dumps(meta))
+    return engine, {k: v.copy() for k, v in arrays.items()}, json.loads(json.dumps(meta)), events, labels
 
 
 @pytest.mark.parametrize("damage, message", [
@@ -175,8 +168,8 @@ def _saved(tmp_path):
     (lambda a, m: m["receipt_events"].__setitem__(0, 10_000), r"join\.receipt_events\[0\]: expected the index of a held event"),
     (lambda a, m: m["receipt_events"].pop(), r"join\.receipts, join\.receipt_events: expected two lists"),
 ])
-def test_a_malformed_receipt_is_refused_at_load_naming_what_was_expected(tmp_path, damage, message):
-    engine, arrays, meta = _saved(tmp_path)
+def test_a_malformed_receipt_is_refused_at_load_naming_what_was_expected(damage, message):
+    engine, arrays, meta, _, _ = held_with_receipts()
     arrays = dict(arrays)
     damage(arrays, meta)
     fresh = engine_with(type(engine.model).from_state(*engine.model.state()), [], [])
@@ -197,7 +190,7 @@ def test_a_snapshot_of_an_older_version_without_receipts_keeps_those_provisional
     """A join written before receipts were kept has none: a provisional label learned with expected counts
     stays (logged), its true label is not learned, and the daemon goes on (it raised here once: the true label,
     learned with expected counts too, was taken back without its receipt)."""
-    engine, arrays, meta = _saved(tmp_path)
+    engine, arrays, meta, _, _ = held_with_receipts()
     for k in ("receipts", "receipt_events"):
         meta.pop(k)
     arrays = {k: v for k, v in arrays.items() if not k.startswith("join.receipt_")}

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._sparse import SparseTable, cells_of
+from ._sparse import FilteredTable, SparseTable, cells_of
 
 __all__ = ["Candidates", "SelectedTable", "apply_selection", "cmi_from_cells", "mutual_information_with_class",
            "prune_pairs", "restore_selection", "set_pair_rule"]
@@ -68,7 +68,7 @@ def pair_kept(allowed: np.ndarray, edges: np.ndarray, fa: np.ndarray, fb: np.nda
     return (fa == fb) & ina | ina & allowed[sa] | ina & inb & edges[sa, sb]
 
 
-class SelectedTable(SparseTable):
+class SelectedTable(FilteredTable):
     """A :class:`SparseTable` of pair counts that adds only the cells of kept attribute pairs.
 
     ``allowed`` (parents whose rows are kept) and ``edges`` (pairs kept both ways) are over the
@@ -90,30 +90,6 @@ class SelectedTable(SparseTable):
         fa = np.where(a < len(vf), vf[np.minimum(a, len(vf) - 1)], -1)
         fb = last if self.by_feature else np.where(last < len(vf), vf[np.minimum(last, len(vf) - 1)], -1)
         return pair_kept(self.allowed, self.edges, fa, fb)
-
-    def add_flat(self, keys, w) -> None:
-        keys = np.asarray(keys, dtype=np.int64).ravel()
-        w = np.broadcast_to(np.asarray(w, dtype=float), keys.shape)
-        ok = self.kept(keys)
-        super().add_flat(keys[ok], w[ok])
-
-    def copy(self) -> SelectedTable:
-        out = self._like(self.shape, 16)
-        out._keys, out._vals, out._n = self._keys.copy(), self._vals.copy(), self._n
-        return out
-
-    def reshaped(self, shape) -> SelectedTable:
-        idx, vals = self.cells()
-        out = self._like(shape, 2 * max(len(vals), 1))
-        if len(vals):
-            out.add(idx, vals)
-        return out
-
-    def remap(self, maps, keep=None) -> SelectedTable:
-        plain = SparseTable.remap(self, maps, keep)
-        out = self._like(self.shape, 16)
-        out._keys, out._vals, out._n = plain._keys, plain._vals, plain._n
-        return out
 
 
 class Candidates:

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..exceptions import CapacityError
 
-__all__ = ["SparseTable", "cells_of"]
+__all__ = ["FilteredTable", "SparseTable", "cells_of"]
 
 _EMPTY = -1
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: spreads consecutive keys over the slots
@@ -216,3 +216,37 @@ def cells_of(table, dims) -> tuple[tuple, np.ndarray]:
     part = table[tuple(slice(0, d) for d in dims)]
     idx = np.nonzero(part)
     return idx, part[idx]
+
+
+class FilteredTable(SparseTable):
+    """A :class:`SparseTable` that adds only the cells :meth:`kept` accepts (a selection under a memory budget).
+
+    A subclass provides :meth:`kept` (per flat key, whether its cell is counted) and ``_like(shape, slots)``
+    (an empty table of the same selection); copies, reshapes and remaps keep the selection.
+    """
+
+    __slots__ = ()
+
+    def add_flat(self, keys, w) -> None:
+        keys = np.asarray(keys, dtype=np.int64).ravel()
+        w = np.broadcast_to(np.asarray(w, dtype=float), keys.shape)
+        ok = self.kept(keys)
+        super().add_flat(keys[ok], w[ok])
+
+    def copy(self):
+        out = self._like(self.shape, 16)
+        out._keys, out._vals, out._n = self._keys.copy(), self._vals.copy(), self._n
+        return out
+
+    def reshaped(self, shape):
+        idx, vals = self.cells()
+        out = self._like(shape, 2 * max(len(vals), 1))
+        if len(vals):
+            out.add(idx, vals)
+        return out
+
+    def remap(self, maps, keep=None):
+        plain = SparseTable.remap(self, maps, keep)
+        out = self._like(self.shape, 16)
+        out._keys, out._vals, out._n = plain._keys, plain._vals, plain._n
+        return out

@@ -56,7 +56,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._candidates import cmi_from_cells
-from ._sparse import SparseTable, cells_of
+from ._sparse import FilteredTable, SparseTable, cells_of
 
 __all__ = ["CANDIDATES_PER_K", "TupleCandidates", "TupleSelectedTable", "choose_tuples", "prune_tuples",
            "restore_tuple_selection", "selected_tuple_cells"]
@@ -85,7 +85,7 @@ def tuple_kept(cand: np.ndarray, child: np.ndarray, parents: list) -> np.ndarray
     return ok
 
 
-class TupleSelectedTable(SparseTable):
+class TupleSelectedTable(FilteredTable):
     """A :class:`SparseTable` of t-way counts that adds only the cells whose parents are candidates of their
     child: ``tuple_count[c, x_child, x_parents...]`` or, with ``by_feature``, ``tuple_feat[c, x_parents...,
     child]``; ``cand`` is (F, F) over the features, ``vf`` maps a column to its feature."""
@@ -105,34 +105,10 @@ class TupleSelectedTable(SparseTable):
             child, parents = _feature_of(self.vf, idx[1]), [_feature_of(self.vf, a) for a in idx[2:]]
         return tuple_kept(self.cand, child, parents)
 
-    def add_flat(self, keys, w) -> None:
-        keys = np.asarray(keys, dtype=np.int64).ravel()
-        w = np.broadcast_to(np.asarray(w, dtype=float), keys.shape)
-        ok = self.kept(keys)
-        super().add_flat(keys[ok], w[ok])
-
     def add_kept(self, idx, w) -> None:
         """Add cells known to be kept (made by :func:`selected_tuple_cells`), without filtering them."""
         b = np.broadcast_arrays(*(np.asarray(i, dtype=np.int64) for i in idx), np.asarray(w, dtype=float))
         SparseTable.add_flat(self, self.flat(b[:-1]), b[-1].ravel())
-
-    def copy(self) -> TupleSelectedTable:
-        out = self._like(self.shape, 16)
-        out._keys, out._vals, out._n = self._keys.copy(), self._vals.copy(), self._n
-        return out
-
-    def reshaped(self, shape) -> TupleSelectedTable:
-        idx, vals = self.cells()
-        out = self._like(shape, 2 * max(len(vals), 1))
-        if len(vals):
-            out.add(idx, vals)
-        return out
-
-    def remap(self, maps, keep=None) -> TupleSelectedTable:
-        plain = SparseTable.remap(self, maps, keep)
-        out = self._like(self.shape, 16)
-        out._keys, out._vals, out._n = plain._keys, plain._vals, plain._n
-        return out
 
 
 class TupleCandidates:
