@@ -50,6 +50,22 @@ def test_python_dash_m_stream_nb_runs_the_command():
     assert proc.stdout.decode().startswith("river:STAGGER (50 events, seed 1): 50 events")
 
 
+
+def test_the_command_starts_without_the_libraries_only_some_options_need():
+    """Each ``stream-nb`` call pays for its imports: scipy.special (TAN's ``tree_score="bayes"``),
+    matplotlib (``--report``, ``--plot``), pandas and scikit-learn load only when an option uses them."""
+    code = ("import sys, stream_nb.cli, stream_nb.daemon._main, connectors.jsonl, connectors.kafka\n"
+            "print(' '.join(m for m in ('scipy.special', 'matplotlib', 'pandas', 'sklearn') if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, cwd=ROOT, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert proc.stdout.decode().split() == []
+    model = TAN(tree_score="bayes")  # and the option that needs scipy still has it
+    for i in range(60):
+        model.learn_one({"a": i % 3, "b": (i // 3) % 2}, i % 2)
+    model.rebuild()
+    assert model.predict_one({"a": 1, "b": 0}) in (0, 1)
+
 # ------------------------------------------------------------------------- evaluate: river's data sets
 
 
