@@ -54,9 +54,10 @@ import stat
 import sys
 import time
 import typing
+from itertools import accumulate, repeat
 
 from stream_nb._checks import configure, is_integer
-from stream_nb.engine import Record
+from stream_nb.engine import Record, make_records
 from stream_nb.exceptions import ConfigError
 
 __all__ = [
@@ -168,6 +169,11 @@ class JsonLinesSource:
         records: list[Record] = []
         deadline = time.monotonic() + timeout
         while len(records) < max_records:
+            if self._cut is None:
+                lines = self._complete_lines(max_records - len(records))
+                if lines is not None:
+                    records.extend(lines)
+                    continue
             record = self._next_line()
             if record is not None:
                 records.append(record)
@@ -332,6 +338,34 @@ class JsonLinesSource:
             record = self._make(line, start, end)
             if record is not None:
                 return record
+
+    def _complete_lines(self, most: int) -> list[Record] | None:
+        """The records of up to ``most`` complete lines in the buffer at once (blank ones skipped and
+        counted), or None when it holds no complete line: :meth:`_next_line`'s work for a whole read,
+        with one split and no Python call per line unless a line needs :meth:`_make`'s care (a
+        ``\\r``, a blank line, one over ``max_line_bytes``)."""
+        buf = self._buf
+        last = buf.rfind(b"\n")
+        if last < 0:
+            return None
+        lines = bytes(buf[:last]).split(b"\n", most)[:most]
+        lengths = list(map(len, lines))
+        base = self._buf_offset
+        ends = [base + at + i for i, at in enumerate(accumulate(lengths), 1)]  # each line's newline counted
+        consumed = ends[-1] - base
+        starts = [end - n - 1 for end, n in zip(ends, lengths)]
+        chunk_has_cr = buf.find(b"\r", 0, consumed) >= 0
+        del buf[:consumed]
+        self._buf_offset, self._scan_from = base + consumed, 0
+        stripped = list(map(bytes.strip, lines, repeat(_BLANK)))
+        if chunk_has_cr or max(lengths) > self._max_line or not all(stripped) or _BOM in stripped:
+            made = map(self._make, lines, starts, ends)
+            return [record for record in made if record is not None]
+        first, partition = self._line + 1, self.partition
+        self._line += len(lines)
+        positions = [{"file": partition, "line": n, "byte": start}
+                     for n, start in zip(range(first, first + len(lines)), starts)]
+        return make_records(lines, repeat(None), repeat(partition), positions, ends)
 
     def _last_line(self) -> Record | None:
         line = bytes(self._buf)
