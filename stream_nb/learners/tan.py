@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._checks import check_choice, is_integer
-from ..stats import DEFAULT_MEMORY_BUDGET, GAUSS, set_pair_rule, tree_terms
+from ..stats import DEFAULT_MEMORY_BUDGET, GAUSS, naive_terms, set_pair_rule, tree_terms
 from ._binning import check_binning
 from ._decision import logsumexp
 from ._em import add_estep, naive_bayes_blocks, one_dependence_estep
@@ -271,9 +271,11 @@ class TAN(VectorisedRuns, StructuredClassifier):
     _run_complete = True
 
     def _run_ready(self) -> bool:
-        return self._root >= 0 and not self.learn_unlabeled and self._stats.run_fits()
+        return not self.learn_unlabeled and self._stats.run_fits()
 
     def _run_terms(self, D, yc, C):
+        if self._root < 0:  # before the first build: naive Bayes, as one event at a time (_jll)
+            return naive_terms(self._stats, D, yc, C, self._alpha)
         return tree_terms(self._stats, D, yc, C, self._alpha, self._parents())
 
     def _event_arrays(self):

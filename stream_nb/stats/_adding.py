@@ -26,17 +26,33 @@ def _flat(table: np.ndarray) -> np.ndarray:
     return flat
 
 
+def _leading(feats: np.ndarray, width: int) -> int:
+    """``len(feats)`` when ``feats`` are the features 0, 1, ..., in order (a complete event, a run's
+    columns) and fit in ``width``, else 0: then an event adds to ``tuple_feat`` the first cells of
+    each row of it that its values pick (a slice per row: 2.5x faster than an index per cell)."""
+    k = len(feats)
+    return k if k <= width and k and feats[0] == 0 and feats[-1] == k - 1 and np.array_equal(feats, np.arange(k)) else 0
+
+
 def _add_tuple_rows(tc, tf, tc_shape, tf_shape, D, dfeats, yc, w):
     """Add complete rows to the flat t-way tables one row at a time (a row's k^t cells are distinct,
     so a fancy-index add is exact; np.add.at over the batch is 4x slower)."""
     t, cv, cf = len(tc_shape) - 1, tc_shape[-1], tf_shape[-1]
     rows, k = D.shape
+    lead = _leading(dfeats, cf)
+    tf_rows = tf.reshape(-1, cf)  # tuple_feat's rows: (class, t - 1 values) -> features
     for part in row_chunks(rows, k**t, most=64):
         Dm, ym = D[part], yc[part]
         head = ym.reshape((-1,) + (1,) * (t - 1))  # (rows, 1, ..., 1)
         for a in range(t - 1):  # the first t - 1 values, broadcast over their own axis
             head = head * cv + Dm.reshape((-1,) + (1,) * a + (k,) + (1,) * (t - 2 - a))
         cells = (head[..., None] * cv + Dm.reshape((-1,) + (1,) * (t - 1) + (k,))).reshape(len(Dm), -1)
+        if lead:
+            heads = head.reshape(len(Dm), -1)
+            for r, wr in enumerate(w[part].tolist()):
+                tc[cells[r]] += wr
+                tf_rows[heads[r], :lead] += wr
+            continue
         fcells = (head[..., None] * cf + dfeats.reshape((1,) * t + (k,))).reshape(len(Dm), -1)
         for r, wr in enumerate(w[part].tolist()):
             tc[cells[r]] += wr
@@ -154,7 +170,11 @@ class Adding:
             head = idx
             idx = (head[:, None] * tc.shape[-1] + cols[None, :]).ravel()
             tc.reshape(-1)[idx] += w
-            tf.reshape(-1)[(head[:, None] * tf.shape[-1] + feats[None, :]).ravel()] += w
+            lead = _leading(feats, tf.shape[-1])
+            if lead:
+                tf.reshape(-1, tf.shape[-1])[head, :lead] += w
+            else:
+                tf.reshape(-1)[(head[:, None] * tf.shape[-1] + feats[None, :]).ravel()] += w
 
     def _count_sparse_tuples(self, p: str, cols: np.ndarray, feats: np.ndarray, c: int, w: float) -> None:
         """The t-tuples of one event's values (and of its values with a feature last) into sparse tables."""
