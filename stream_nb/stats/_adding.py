@@ -230,12 +230,14 @@ class Adding:
         if self.pairs:
             add_pairs_expected(self.pair_count, self.pair_feat, c, u, fs, w * J, w * np.add.reduceat(J, starts, axis=1))
 
-    def add_many(self, D, dfeats, G, gslots, yc, w=None, observed: bool = True) -> None:
+    def add_many(self, D, dfeats, G, gslots, yc, w=None, observed: bool = True, pair_cells: dict | None = None) -> None:
         """Add a batch of encoded events (see :meth:`encode_frame`).
 
         ``observed=False``: the rows are completions of one incomplete event
         (KDB's M-step), so they go to the counts and not to the observed-only
         twin (started here, if wanted and not yet kept, as in :meth:`add_expected`).
+        ``pair_cells``: a dict that keeps the flat pair cells of the batch (per table shape) for another
+        store adding the same rows (a two-layer store's fine layer, when its columns are these).
         """
         if w is None or np.all(np.asarray(w) >= 0):  # removing (negative weights) needs no room
             self._check_sparse_room(D.shape[1])
@@ -252,7 +254,8 @@ class Adding:
             mask = D >= 0
             rr, jj = np.nonzero(mask)
             cc = yc[rr]
-            cells = {}  # per pair table shape (every count set has the same): the flat cells the rows add to
+            # per pair table shape (every count set has the same): the flat cells the rows add to
+            cells = {} if pair_cells is None else pair_cells
             for p in self._sets() if observed else ("",):
                 np.add.at(getattr(self, p + "value_count"), (cc, D[rr, jj]), w[rr])
                 np.add.at(getattr(self, p + "feat_count"), (cc, dfeats[jj]), w[rr])

@@ -292,7 +292,8 @@ class TwoLayerStats(WaitingEvents, Stats):
         self._pending_exp = ("expected", fu, np.asarray(m, dtype=float), np.asarray(feats_u, dtype=np.int64))
 
     def add_many(self, D, dfeats, G, gslots, yc, w=None, observed: bool = True) -> None:
-        super().add_many(D, dfeats, G, gslots, yc, w, observed)
+        cells: dict = {}
+        super().add_many(D, dfeats, G, gslots, yc, w, observed, pair_cells=cells)
         if not observed:  # completions of the event being learned (KDB's M-step)
             fD = np.stack([self._fine_columns(row, dfeats) for row in D]) if len(D) else D
             self._journal_fine(self.fine.add_many, fD, dfeats, G, gslots, yc, w, observed=False)
@@ -301,7 +302,10 @@ class TwoLayerStats(WaitingEvents, Stats):
             return
         fD, fdfeats, fG, fgslots = self._pending_rows
         self._pending_rows = None
-        self._journal_fine(self.fine.add_many, fD, fdfeats, fG, fgslots, yc, w)
+        # no binned value among the rows (a categorical stream): the fine rows are the coarse ones, and so
+        # are their pair cells wherever the tables have the same shape
+        same = fD.shape == D.shape and np.array_equal(fD, D) and np.array_equal(fdfeats, dfeats)
+        self._journal_fine(self.fine.add_many, fD, fdfeats, fG, fgslots, yc, w, pair_cells=cells if same else None)
         self.n_events += len(yc)
 
     def _fine_columns(self, u: np.ndarray, feats_u: np.ndarray) -> np.ndarray:
