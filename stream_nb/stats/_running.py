@@ -148,7 +148,10 @@ def naive_terms(s, D: np.ndarray, yc: np.ndarray, C: int, a: float) -> np.ndarra
     if len(rows):
         cols, labels = D[rows, feats], yc[rows]
         vc = s.value_count[:C, cols].T + grouped_exclusive_counts(cols, labels, C)
-        fc = s.feat_count[:C, feats].T + grouped_exclusive_counts(feats, labels, C)
+        if len(rows) == D.size:  # complete rows: every earlier labeled row observed each feature
+            fc = s.feat_count[:C, feats].T + np.repeat(exclusive_counts(yc, C), D.shape[1], axis=0)
+        else:
+            fc = s.feat_count[:C, feats].T + grouped_exclusive_counts(feats, labels, C)
         terms = np.zeros(D.shape + (C,))
         terms[rows, feats] = np.log(vc + a) - np.log(fc + a * s.n_values[feats][:, None])
         out += terms.sum(1)
@@ -173,7 +176,10 @@ def tree_terms(s, D: np.ndarray, yc: np.ndarray, C: int, a: float, parent: np.nd
     F, V = D.shape[1], s.pair_count.shape[1]
     num = s.pair_count[:C, pcols, cols].T + grouped_exclusive_counts(pcols * V + cols, labels, C)
     den_child = s.pair_feat[:C, pcols, feats].T + grouped_exclusive_counts(pcols * F + feats, labels, C)
-    den_root = s.feat_count[:C, feats].T + grouped_exclusive_counts(feats, labels, C)
+    if len(rows) == D.size:  # complete rows (a run's): every earlier labeled row observed each feature
+        den_root = s.feat_count[:C, feats].T + np.repeat(exclusive_counts(yc, C), F, axis=0)
+    else:
+        den_root = s.feat_count[:C, feats].T + grouped_exclusive_counts(feats, labels, C)
     den = np.where(child[:, None], den_child, den_root)
     terms = np.zeros(D.shape + (C,))
     terms[rows, feats] = np.log(num + a) - np.log(den + a * s.n_values[feats][:, None])
