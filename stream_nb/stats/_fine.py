@@ -211,13 +211,23 @@ class TwoLayerStats(WaitingEvents, Stats):
         stop, D, G, yc = super().encode_run(xs, ys, start, complete, limit)
         self._pending_rows = None
         if stop - start >= 2:
-            fstop, fD, fG, fyc = self.fine.encode_run(xs, ys, start, complete, stop - start)
-            if fstop < stop:  # a fine bin never seen yet: the run stops there
-                stop, D, G, yc = fstop, D[: fstop - start], G[: fstop - start], yc[: fstop - start]
+            if self._mirrored():  # the fine layer would encode the run as this one did
+                fD, fG, fyc = D, G, yc
+            else:
+                fstop, fD, fG, fyc = self.fine.encode_run(xs, ys, start, complete, stop - start)
+                if fstop < stop:  # a fine bin never seen yet: the run stops there
+                    stop, D, G, yc = fstop, D[: fstop - start], G[: fstop - start], yc[: fstop - start]
             keep = fyc >= 0
             self._pending_rows = (fD[keep], np.arange(fD.shape[1]), fG[keep], np.arange(fG.shape[1]))
             self._pending_labeled = np.cumsum(keep)  # labeled rows up to each row of the run
         return stop, D, G, yc
+
+    def _mirrored(self) -> bool:
+        """Whether the two layers are one: no feature is binned (a categorical stream) and both number the
+        same features, values and classes alike, so an event's columns are the same in both."""
+        fine = self.fine
+        return (BINNED not in self.kinds and fine.features == self.features and fine.kinds == self.kinds
+                and fine.value_keys == self.value_keys and fine.classes == self.classes)
 
     def count_layer(self) -> Stats:
         return self.fine  # the coarse counts are sums of its cells, derived again after a change
