@@ -152,8 +152,11 @@ def naive_terms(s, D: np.ndarray, yc: np.ndarray, C: int, a: float) -> np.ndarra
             fc = s.feat_count[:C, feats].T + np.repeat(exclusive_counts(yc, C), D.shape[1], axis=0)
         else:
             fc = s.feat_count[:C, feats].T + grouped_exclusive_counts(feats, labels, C)
+        logs = np.log(vc + a) - np.log(fc + a * s.n_values[feats][:, None])
+        if len(rows) == D.size:  # complete rows: the entries are the rows' features in order
+            return logs.reshape(D.shape + (C,)).sum(1)
         terms = np.zeros(D.shape + (C,))
-        terms[rows, feats] = np.log(vc + a) - np.log(fc + a * s.n_values[feats][:, None])
+        terms[rows, feats] = logs
         out += terms.sum(1)
     return out
 
@@ -181,6 +184,9 @@ def tree_terms(s, D: np.ndarray, yc: np.ndarray, C: int, a: float, parent: np.nd
     else:
         den_root = s.feat_count[:C, feats].T + grouped_exclusive_counts(feats, labels, C)
     den = np.where(child[:, None], den_child, den_root)
+    logs = np.log((num + a) / (den + a * s.n_values[feats][:, None]))  # one log a term, as the one-event path
+    if len(rows) == D.size:  # complete rows: the entries are the rows' features in order
+        return logs.reshape(D.shape + (C,)).sum(1)
     terms = np.zeros(D.shape + (C,))
-    terms[rows, feats] = np.log(num + a) - np.log(den + a * s.n_values[feats][:, None])
+    terms[rows, feats] = logs
     return out + terms.sum(1)
