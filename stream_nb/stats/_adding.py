@@ -34,17 +34,35 @@ def _leading(feats: np.ndarray, width: int) -> int:
     return k if k <= width and k and feats[0] == 0 and feats[-1] == k - 1 and np.array_equal(feats, np.arange(k)) else 0
 
 
+def _whole(a: np.ndarray) -> bool:
+    """Whether every number of ``a`` is a whole number (below 2^52: sums of such are exact in any order)."""
+    return bool(np.all(np.abs(a) < 2.0**52)) and bool(np.all(np.floor(a) == a))
+
+
 def _add_tuple_rows(tc, tf, tc_shape, tf_shape, D, dfeats, yc, w):
     """Add complete rows to the flat t-way tables in row order, as one event at a time adds them.
 
     ``tuple_count``: rows of equal weight (the usual run) by one ``np.add.at`` over a piece of rows
     (it adds in index order, so exactly as row by row; a third cheaper than a fancy-index add per
     row), else row by row (a row's k^t cells are distinct, so a fancy-index add is exact).
-    ``tuple_feat``: a slice per row of the table where the columns are the features in order."""
+    ``tuple_feat``: where the columns are the features in order, a row adds its weight to the first
+    k cells of each of its k^(t-1) rows of the table; with whole weights and whole counts (sums of
+    whole numbers are exact in any order) the batch's additions to each row of the table are summed
+    first and added once, else a slice per event."""
     t, cv, cf = len(tc_shape) - 1, tc_shape[-1], tf_shape[-1]
     rows, k = D.shape
     lead = _leading(dfeats, cf)
     tf_rows = tf.reshape(-1, cf)  # tuple_feat's rows: (class, t - 1 values) -> features
+    if lead and _whole(w):
+        heads = yc.reshape((-1,) + (1,) * (t - 1))
+        for a in range(t - 1):
+            heads = heads * cv + D.reshape((-1,) + (1,) * a + (k,) + (1,) * (t - 2 - a))
+        per_row = np.bincount(heads.reshape(-1), weights=np.repeat(w, k ** (t - 1)), minlength=len(tf_rows))
+        used = np.flatnonzero(per_row)
+        touched = tf_rows[used, :lead]
+        if _whole(touched):
+            tf_rows[used, :lead] = touched + per_row[used, None]
+            lead = -1  # done
     for part in row_chunks(rows, k**t, most=64):
         Dm, ym = D[part], yc[part]
         head = ym.reshape((-1,) + (1,) * (t - 1))  # (rows, 1, ..., 1)
@@ -55,6 +73,11 @@ def _add_tuple_rows(tc, tf, tc_shape, tf_shape, D, dfeats, yc, w):
         same = len(set(weights)) == 1
         if same:
             np.add.at(tc, cells.reshape(-1), weights[0])
+        if lead < 0:
+            if not same:
+                for r, wr in enumerate(weights):
+                    tc[cells[r]] += wr
+            continue
         if lead:
             heads = head.reshape(len(Dm), -1)
             for r, wr in enumerate(weights):
