@@ -63,7 +63,7 @@ def _add_tuple_rows(tc, tf, tc_shape, tf_shape, D, dfeats, yc, w):
         if _whole(touched):
             tf_rows[used, :lead] = touched + per_row[used, None]
             lead = -1  # done
-    for part in row_chunks(rows, k**t, most=64):
+    for part in row_chunks(rows, k**t, most=16):
         Dm, ym = D[part], yc[part]
         head = ym.reshape((-1,) + (1,) * (t - 1))  # (rows, 1, ..., 1)
         for a in range(t - 1):  # the first t - 1 values, broadcast over their own axis
