@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 from .._checks import is_integer
+from ._mdl import mdl_cuts
 from ._values import BINNED, TWINNED
 from ._waiting import check_exp, entry_json
 
@@ -27,6 +28,25 @@ def _bin_map(fine_edges: np.ndarray, coarse_edges: np.ndarray) -> np.ndarray:
     if len(coarse_edges) and not np.array_equal(fine_edges[np.minimum(at, len(fine_edges) - 1)], coarse_edges):
         raise ValueError("coarse edges must be fine edges")
     return at + 1
+
+
+def coarse_edges(fine, f: int, bins: int) -> np.ndarray:
+    """The coarse edges of binned feature ``f`` chosen from ``fine`` (a Stats, the fine layer): MDL's cut
+    points over its fine bins' observed class counts, and with ``bins`` > 1 the fine boundaries nearest
+    the k/bins quantiles of those counts."""
+    fe = fine.disc[f].edges
+    obs = fine.observed()
+    counts = np.zeros((len(fe) + 1, fine.n_classes))
+    for key, col in fine.values[f].items():
+        counts[key] = obs.value_count[: fine.n_classes, col]
+    cuts = set(mdl_cuts(counts))
+    if bins > 1:
+        cum = np.cumsum(counts.sum(1))
+        if cum[-1] > 0:
+            at = np.searchsorted(cum, cum[-1] * np.arange(1, bins) / bins, side="left") + 1
+            cuts |= {int(b) for b in at if 0 < b <= len(fe)}
+    cuts = sorted(cuts)
+    return fe[np.array(cuts, dtype=np.int64) - 1] if cuts else np.empty(0)
 
 
 def coarse_state(fine, edges: dict, bins: int, warmup: int, max_table_cells) -> tuple[dict, dict]:

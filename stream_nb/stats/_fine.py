@@ -54,9 +54,8 @@ import numpy as np
 
 from .._checks import is_integer
 from ..exceptions import ConfigError, MergeError, UnlearnError
-from ._coarse import coarse_state, load_waiting, waiting_state
+from ._coarse import coarse_edges, coarse_state, load_waiting, waiting_state
 from ._discretise import Discretiser
-from ._mdl import mdl_cuts
 from ._promoted import follow_promotions, follow_waiting
 from ._store import Stats
 from ._values import BINNED, Encoded, numeric_value
@@ -398,21 +397,7 @@ class TwoLayerStats(WaitingEvents, Stats):
         return False
 
     def _mdl_edges(self, f: int) -> np.ndarray:
-        fine = self.fine
-        fe = fine.disc[f].edges
-        obs = fine.observed()
-        counts = np.zeros((len(fe) + 1, fine.n_classes))
-        for key, col in fine.values[f].items():
-            counts[key] = obs.value_count[: fine.n_classes, col]
-        cuts = set(mdl_cuts(counts))
-        if self.bins > 1:
-            cum = np.cumsum(counts.sum(1))
-            if cum[-1] > 0:
-                # the boundaries nearest the k/bins quantiles of the fine counts
-                at = np.searchsorted(cum, cum[-1] * np.arange(1, self.bins) / self.bins, side="left") + 1
-                cuts |= {int(b) for b in at if 0 < b <= len(fe)}
-        cuts = sorted(cuts)
-        return fe[np.array(cuts, dtype=np.int64) - 1] if cuts else np.empty(0)
+        return coarse_edges(self.fine, f, self.bins)
 
     def _replay(self) -> None:
         """Count the backlog's values whose fine edges now exist (see the module notes)."""
