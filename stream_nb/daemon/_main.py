@@ -243,8 +243,9 @@ def run(args: argparse.Namespace) -> int:
         status = 1
         # Each poll allocates thousands of short-lived objects (records, dicts, outputs) and frees them
         # by reference counting; at Python's default first threshold (700) the cycle collector runs every
-        # few dozen events to find no cycle. 10,000 cuts the run's CPU time by 6-8% (bench/delayed.py
-        # --throughput); only cyclic garbage waits longer, everything else is freed as before.
+        # few dozen events to find no cycle. 10,000 cuts the run's CPU time by 7% with labels in the events
+        # and 12% with --feedback (bench/delayed.py --throughput, commits b501632 -> f5d28de); only cyclic
+        # garbage waits longer, everything else is freed as before.
         gc.set_threshold(GC_FIRST_THRESHOLD, *gc.get_threshold()[1:])
         try:
             log.info("running model %s: %s", config["model_name"], plan.describe,
