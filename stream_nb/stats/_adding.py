@@ -35,11 +35,11 @@ def _leading(feats: np.ndarray, width: int) -> int:
 
 
 def _whole(a: np.ndarray) -> bool:
-    """Whether every number of ``a`` is a whole number (below 2^52: sums of such are exact in any order)."""
-    return bool(np.all(np.abs(a) < 2.0**52)) and bool(np.all(np.floor(a) == a))
+    """Whether every number of ``a`` is a whole number or infinite (NaN is not; the caller bounds the sums)."""
+    return bool(np.array_equal(a, np.trunc(a)))
 
 
-def _add_tuple_rows(tc, tf, tc_shape, tf_shape, D, dfeats, yc, w):
+def _add_tuple_rows(tc, tf, tc_shape, tf_shape, D, dfeats, yc, w, total: float = np.inf):
     """Add complete rows to the flat t-way tables in row order, as one event at a time adds them.
 
     ``tuple_count``: rows of equal weight (the usual run) by one ``np.add.at`` over a piece of rows
@@ -53,7 +53,9 @@ def _add_tuple_rows(tc, tf, tc_shape, tf_shape, D, dfeats, yc, w):
     rows, k = D.shape
     lead = _leading(dfeats, cf)
     tf_rows = tf.reshape(-1, cf)  # tuple_feat's rows: (class, t - 1 values) -> features
-    if lead and _whole(w):
+    # sums of whole numbers are exact in any order while they stay below 2^52: each cell of tuple_feat
+    # holds at most the ``total`` weight of the events learned, and the batch adds at most its own
+    if lead and _whole(w) and total + float(np.abs(w).sum()) < 2.0**52:
         heads = yc.reshape((-1,) + (1,) * (t - 1))
         for a in range(t - 1):
             heads = heads * cv + D.reshape((-1,) + (1,) * a + (k,) + (1,) * (t - 2 - a))
@@ -322,7 +324,8 @@ class Adding:
             self._add_tuples_sparse(p, D, dfeats, yc, w, mask)
             return
         if mask.all() and k:  # complete rows (the vectorised runs): each row's cells are distinct, as in _count
-            _add_tuple_rows(_flat(tuple_count), _flat(tuple_feat), tuple_count.shape, tuple_feat.shape, D, dfeats, yc, w)
+            _add_tuple_rows(_flat(tuple_count), _flat(tuple_feat), tuple_count.shape, tuple_feat.shape, D, dfeats, yc, w,
+                            total=float(np.abs(self.class_count).sum()))
             return
         grid = np.indices((k,) * t).reshape(t, -1)  # every t-tuple of column positions
         for lo in range(0, len(D), 64):
