@@ -50,7 +50,6 @@ def test_python_dash_m_stream_nb_runs_the_command():
     assert proc.stdout.decode().startswith("river:STAGGER (50 events, seed 1): 50 events")
 
 
-
 def test_the_command_starts_without_the_libraries_only_some_options_need():
     """Each ``stream-nb`` call pays for its imports: scipy.special (TAN's ``tree_score="bayes"``),
     matplotlib (``--report``, ``--plot``), pandas and scikit-learn load only when an option uses them."""
@@ -65,6 +64,7 @@ def test_the_command_starts_without_the_libraries_only_some_options_need():
         model.learn_one({"a": i % 3, "b": (i // 3) % 2}, i % 2)
     model.rebuild()
     assert model.predict_one({"a": 1, "b": 0}) in (0, 1)
+
 
 # ------------------------------------------------------------------------- evaluate: river's data sets
 

@@ -35,10 +35,10 @@ from ._feedback import make_joiner
 
 __all__ = ["add_subcommand", "run", "stop_position"]
 
-#: The name the daemon's log lines have always carried (the command line's): kept for whoever filters on it.
-#: the cycle collector's first-generation threshold while the daemon runs (see :func:`run`)
+#: The cycle collector's first-generation threshold while the daemon runs (see :func:`run`).
 GC_FIRST_THRESHOLD = 10_000
 
+#: The name the daemon's log lines have always carried (the command line's): kept for whoever filters on it.
 log = logging.getLogger("stream_nb.daemon")
 
 _DESCRIPTION = """\
