@@ -51,47 +51,43 @@ def _add_tuple_rows(tc, tf, tc_shape, tf_shape, D, dfeats, yc, w, total: float =
     first and added once, else a slice per event."""
     t, cv, cf = len(tc_shape) - 1, tc_shape[-1], tf_shape[-1]
     rows, k = D.shape
+
+    def heads_of(Dm, ym):  # (rows, k, ..., k): each row's flat (class, t - 1 values) prefixes
+        head = ym.reshape((-1,) + (1,) * (t - 1))
+        for a in range(t - 1):  # the first t - 1 values, broadcast over their own axis
+            head = head * cv + Dm.reshape((-1,) + (1,) * a + (k,) + (1,) * (t - 2 - a))
+        return head
+
     lead = _leading(dfeats, cf)
     tf_rows = tf.reshape(-1, cf)  # tuple_feat's rows: (class, t - 1 values) -> features
     # sums of whole numbers are exact in any order while they stay below 2^52: each cell of tuple_feat
     # holds at most the ``total`` weight of the events learned, and the batch adds at most its own
     if lead and _whole(w) and total + float(np.abs(w).sum()) < 2.0**52:
-        heads = yc.reshape((-1,) + (1,) * (t - 1))
-        for a in range(t - 1):
-            heads = heads * cv + D.reshape((-1,) + (1,) * a + (k,) + (1,) * (t - 2 - a))
-        per_row = np.bincount(heads.reshape(-1), weights=np.repeat(w, k ** (t - 1)), minlength=len(tf_rows))
+        per_row = np.bincount(heads_of(D, yc).reshape(-1), weights=np.repeat(w, k ** (t - 1)), minlength=len(tf_rows))
         used = np.flatnonzero(per_row)
         touched = tf_rows[used, :lead]
         if _whole(touched):
             tf_rows[used, :lead] = touched + per_row[used, None]
-            lead = -1  # done
+            tf = None  # added
     for part in row_chunks(rows, k**t, most=16):
-        Dm, ym = D[part], yc[part]
-        head = ym.reshape((-1,) + (1,) * (t - 1))  # (rows, 1, ..., 1)
-        for a in range(t - 1):  # the first t - 1 values, broadcast over their own axis
-            head = head * cv + Dm.reshape((-1,) + (1,) * a + (k,) + (1,) * (t - 2 - a))
+        Dm, weights = D[part], w[part].tolist()
+        head = heads_of(Dm, yc[part])
         cells = (head[..., None] * cv + Dm.reshape((-1,) + (1,) * (t - 1) + (k,))).reshape(len(Dm), -1)
-        weights = w[part].tolist()
-        same = len(set(weights)) == 1
-        if same:
+        if len(set(weights)) == 1:
             np.add.at(tc, cells.reshape(-1), weights[0])
-        if lead < 0:
-            if not same:
-                for r, wr in enumerate(weights):
-                    tc[cells[r]] += wr
+        else:
+            for r, wr in enumerate(weights):
+                tc[cells[r]] += wr
+        if tf is None:
             continue
         if lead:
             heads = head.reshape(len(Dm), -1)
             for r, wr in enumerate(weights):
-                if not same:
-                    tc[cells[r]] += wr
                 tf_rows[heads[r], :lead] += wr
-            continue
-        fcells = (head[..., None] * cf + dfeats.reshape((1,) * t + (k,))).reshape(len(Dm), -1)
-        for r, wr in enumerate(weights):
-            if not same:
-                tc[cells[r]] += wr
-            tf[fcells[r]] += wr
+        else:
+            fcells = (head[..., None] * cf + dfeats.reshape((1,) * t + (k,))).reshape(len(Dm), -1)
+            for r, wr in enumerate(weights):
+                tf[fcells[r]] += wr
 
 
 def _pair_cells(D, dfeats, yc, w, mask, pair_shape, feat_shape):

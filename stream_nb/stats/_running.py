@@ -148,17 +148,26 @@ def naive_terms(s, D: np.ndarray, yc: np.ndarray, C: int, a: float) -> np.ndarra
     if len(rows):
         cols, labels = D[rows, feats], yc[rows]
         vc = s.value_count[:C, cols].T + grouped_exclusive_counts(cols, labels, C)
-        if len(rows) == D.size:  # complete rows: every earlier labeled row observed each feature
-            fc = s.feat_count[:C, feats].T + np.repeat(exclusive_counts(yc, C), D.shape[1], axis=0)
-        else:
-            fc = s.feat_count[:C, feats].T + grouped_exclusive_counts(feats, labels, C)
-        logs = np.log(vc + a) - np.log(fc + a * s.n_values[feats][:, None])
-        if len(rows) == D.size:  # complete rows: the entries are the rows' features in order
-            return logs.reshape(D.shape + (C,)).sum(1)
-        terms = np.zeros(D.shape + (C,))
-        terms[rows, feats] = logs
-        out += terms.sum(1)
+        fc = s.feat_count[:C, feats].T + _observed_before(D, rows, feats, labels, yc, C)
+        out += _row_sums(np.log(vc + a) - np.log(fc + a * s.n_values[feats][:, None]), D, rows, feats)
     return out
+
+
+def _observed_before(D, rows, feats, labels, yc, C) -> np.ndarray:
+    """(entries, C): per entry (row, feature) of ``D``, the earlier labeled rows of each class that observed
+    the feature. Complete rows (``rows`` covers all of ``D``): every earlier row, one count of classes."""
+    if len(rows) == D.size:
+        return np.repeat(exclusive_counts(yc, C), D.shape[1], axis=0)
+    return grouped_exclusive_counts(feats, labels, C)
+
+
+def _row_sums(terms, D, rows, feats) -> np.ndarray:
+    """(rows of D, C): the sum of each row's entries' ``terms`` (entries (row, feature) in row-major order)."""
+    if len(rows) == D.size:  # complete rows: the entries are the rows' features in order
+        return terms.reshape(D.shape + terms.shape[1:]).sum(1)
+    out = np.zeros(D.shape + terms.shape[1:])
+    out[rows, feats] = terms
+    return out.sum(1)
 
 
 def tree_terms(s, D: np.ndarray, yc: np.ndarray, C: int, a: float, parent: np.ndarray) -> np.ndarray:
@@ -179,14 +188,7 @@ def tree_terms(s, D: np.ndarray, yc: np.ndarray, C: int, a: float, parent: np.nd
     F, V = D.shape[1], s.pair_count.shape[1]
     num = s.pair_count[:C, pcols, cols].T + grouped_exclusive_counts(pcols * V + cols, labels, C)
     den_child = s.pair_feat[:C, pcols, feats].T + grouped_exclusive_counts(pcols * F + feats, labels, C)
-    if len(rows) == D.size:  # complete rows (a run's): every earlier labeled row observed each feature
-        den_root = s.feat_count[:C, feats].T + np.repeat(exclusive_counts(yc, C), F, axis=0)
-    else:
-        den_root = s.feat_count[:C, feats].T + grouped_exclusive_counts(feats, labels, C)
+    den_root = s.feat_count[:C, feats].T + _observed_before(D, rows, feats, labels, yc, C)
     den = np.where(child[:, None], den_child, den_root)
-    logs = np.log((num + a) / (den + a * s.n_values[feats][:, None]))  # one log a term, as the one-event path
-    if len(rows) == D.size:  # complete rows: the entries are the rows' features in order
-        return logs.reshape(D.shape + (C,)).sum(1)
-    terms = np.zeros(D.shape + (C,))
-    terms[rows, feats] = logs
-    return out + terms.sum(1)
+    # one log a term, as the one-event path
+    return out + _row_sums(np.log((num + a) / (den + a * s.n_values[feats][:, None])), D, rows, feats)
