@@ -370,6 +370,34 @@ def test_text_logs_keep_their_layout(tmp_path):
                     + re.escape(str(EXAMPLE)) + r" line 400 \(next byte 42005\); metrics \{", last)
 
 
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_a_client_library_error_is_one_line_and_the_daemons_own_keeps_its_traceback(fmt):
+    """kafka-python logs some races of its network thread (a socket closed under a read) with a traceback and
+    recovers: the daemon prints the error's type and message on one line; its own unexpected errors keep the
+    traceback a bug report needs, and ``--log-level DEBUG`` keeps every traceback."""
+    code = f"""
+import logging, sys
+from stream_nb.daemon._main import _configure_logging
+_configure_logging(sys.argv[1], {fmt!r})
+for name in ("kafka.net.transport", "stream_nb.daemon"):
+    try:
+        None.recv(4096)
+    except AttributeError:
+        logging.getLogger(name).exception("receiving failed")
+"""
+    lines = {}
+    for level in ("INFO", "DEBUG"):
+        r = subprocess.run([sys.executable, "-c", code, level], capture_output=True, timeout=60)
+        assert r.returncode == 0, r.stderr.decode()
+        lines[level] = r.stderr.decode()
+    library, own = lines["INFO"].split("receiving failed")[1:]
+    assert "Traceback" not in library and "AttributeError: 'NoneType' object has no attribute 'recv'" in library
+    assert library.count("\n") == 1 if fmt == "text" else "exception" not in json.loads(
+        lines["INFO"].splitlines()[0])
+    assert "Traceback" in own
+    assert lines["DEBUG"].count("Traceback") == 2
+
+
 @pytest.mark.parametrize("args, message", [
     (["--metrics-port", "70000"], "--metrics-port must be between 0 and 65535, got 70000"),
     (["--metrics-port", "0", "--liveness-timeout", "0"], "--liveness-timeout must be > 0, got 0.0"),

@@ -171,7 +171,7 @@ def stop_position(engine: Engine, source: typing.Any) -> tuple[str, dict[str, ty
 
 
 def _configure_logging(level: str, fmt: str = "text") -> None:
-    configure_logging(level, fmt, sys.stderr)
+    configure_logging(level, fmt, sys.stderr, brief=() if level == "DEBUG" else (KAFKA_LOGGER,))
     logging.getLogger(KAFKA_LOGGER).setLevel(logging.DEBUG if level == "DEBUG" else logging.WARNING)
 
 

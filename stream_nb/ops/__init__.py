@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import typing
 
-from ._logs import JsonFormatter, configure_logging
+from ._logs import JsonFormatter, OneLineExceptions, configure_logging
 from ._observer import DaemonObserver
 from ._prometheus import METRICS, make_registry
 from ._server import MetricsServer
@@ -31,6 +31,7 @@ __all__ = [
     "JsonFormatter",
     "METRICS",
     "MetricsServer",
+    "OneLineExceptions",
     "Operations",
     "configure_logging",
     "make_registry",

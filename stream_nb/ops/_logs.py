@@ -6,6 +6,12 @@ A JSON line holds ``time`` (ISO 8601, UTC, milliseconds), ``level``,
 ``rebalance``, ``snapshot``, ``rebuilds``, ``dead_letters``, ``backpressure``,
 ``metrics``, ``input_check``, ``shutdown``), plus ``exception`` when there is a traceback.
 
+A client library's own error records (kafka-python logs some races of its
+network thread with their traceback, and recovers) come out as one line: the
+exception's type and message follow the message, the traceback is dropped
+(:class:`OneLineExceptions`). Set ``--log-level DEBUG`` to keep it. The
+daemon's own unexpected errors keep theirs: that is what a bug report needs.
+
 >>> import io, json
 >>> record = logging.LogRecord("stream_nb.daemon", logging.INFO, __file__, 1, "running %s", ("nb",), None)
 >>> record.event, record.model = "start", "nb"
@@ -23,7 +29,7 @@ import typing
 
 import orjson
 
-__all__ = ["JsonFormatter", "TEXT_FORMAT", "configure_logging"]
+__all__ = ["JsonFormatter", "OneLineExceptions", "TEXT_FORMAT", "configure_logging"]
 
 #: The ``--log-format text`` layout.
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -56,10 +62,50 @@ class JsonFormatter(logging.Formatter):
         return orjson.dumps(out, default=repr, option=orjson.OPT_NON_STR_KEYS).decode()
 
 
-def configure_logging(level: str, fmt: str = "text", stream: typing.TextIO | None = None) -> None:
-    """Send every log record at ``level`` and above to ``stream`` (stderr) as ``fmt`` (text or json)."""
+class OneLineExceptions(logging.Filter):
+    """Handler filter: records of the loggers ``names`` (and their children) carry no traceback.
+
+    The exception's type and message are appended to the message instead, so the
+    line still says what went wrong.
+
+    >>> import io
+    >>> out = io.StringIO()
+    >>> handler = logging.StreamHandler(out)
+    >>> handler.addFilter(OneLineExceptions(("kafka",)))
+    >>> try:
+    ...     None.recv(4096)
+    ... except AttributeError:
+    ...     record = logging.LogRecord("kafka.net", logging.ERROR, __file__, 1, "receiving failed", (), sys.exc_info())
+    >>> handler.handle(record)
+    True
+    >>> out.getvalue()
+    "receiving failed (AttributeError: 'NoneType' object has no attribute 'recv')\\n"
+    """
+
+    def __init__(self, names: typing.Iterable[str]) -> None:
+        super().__init__()
+        self.names = tuple(names)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and any(record.name == n or record.name.startswith(n + ".") for n in self.names):
+            exc = record.exc_info[1]
+            if exc is not None:
+                record.msg = f"{record.getMessage()} ({type(exc).__name__}: {exc})"
+                record.args = ()
+            record.exc_info = record.exc_text = None
+        return True
+
+
+def configure_logging(level: str, fmt: str = "text", stream: typing.TextIO | None = None,
+                      brief: typing.Iterable[str] = ()) -> None:
+    """Send every log record at ``level`` and above to ``stream`` (stderr) as ``fmt`` (text or json).
+
+    Records of the loggers named in ``brief`` come without their traceback (:class:`OneLineExceptions`).
+    """
     if fmt not in ("text", "json"):
         raise ValueError(f"log format must be 'text' or 'json', got {fmt!r}")
     handler = logging.StreamHandler(sys.stderr if stream is None else stream)
     handler.setFormatter(JsonFormatter() if fmt == "json" else logging.Formatter(TEXT_FORMAT))
+    if brief:
+        handler.addFilter(OneLineExceptions(brief))
     logging.basicConfig(level=level, handlers=[handler], force=True)
