@@ -339,10 +339,11 @@ def test_a_read_of_feedback_taken_whole_equals_one_taken_record_by_record():
     assert each[-1][1].reason == "missing_label"
 
 
-@pytest.mark.parametrize("provisional", [None, 0])
-def test_labels_counted_together_count_as_labels_joined_one_at_a_time(provisional, monkeypatch):
+@pytest.mark.parametrize("provisional, pending_max", [(None, 10**6), (0, 10**6), (None, 400), (0, 400)])
+def test_labels_counted_together_count_as_labels_joined_one_at_a_time(provisional, pending_max, monkeypatch):
     """A read's plain joins are counted at once (delays, histogram, delayed accuracy); the same stream
-    joined label by label (:meth:`Joiner._join`) gives the same counters to the last bit and the same model."""
+    joined label by label (:meth:`Joiner._join`) gives the same counters to the last bit and the same model,
+    also with a ``pending_max`` small enough that reads evict while they join."""
     events, labels = streams(n=900, seed=21)
     runs = []
     for together in (True, False):
@@ -351,7 +352,7 @@ def test_labels_counted_together_count_as_labels_joined_one_at_a_time(provisiona
         ticks = iter(range(10**6))
         out, dlq = ListSink(), ListSink()
         engine = Engine(NaiveBayes(), ListSource(events), out, dlq, config={"poll_max_records": 97})
-        config = {"feedback_max_records": 61, "label_ttl": 10**7}
+        config = {"feedback_max_records": 61, "label_ttl": 10**7, "pending_max": pending_max}
         if provisional is not None:
             config["provisional_label"] = provisional
         engine.joiner = Joiner(engine, ListSource(labels, "labels"), config,
@@ -363,3 +364,4 @@ def test_labels_counted_together_count_as_labels_joined_one_at_a_time(provisiona
     buckets = a.joiner.status()["label_delay_buckets"]
     assert sum(v > 0 for v in buckets.values()) >= 3 and a.joiner.status()["labels_joined"] > 300
     assert_same_counts(a.model, b.model)
+    assert (a.joiner.status()["labels_evicted"] > 0) == (pending_max < len(events))

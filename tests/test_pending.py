@@ -150,6 +150,21 @@ def test_find_many_is_find_of_each():
     assert sum(r >= 0 for r in store.find_many(probe)) == 25
 
 
+def test_find_many_compares_the_bytes_when_the_hashes_agree():
+    """A row at another id's home slot with that id's hash (a collision) is not that id: its bytes differ."""
+    store = PendingStore(8)
+    row = store.add(b'"a"', {"s": "x"}, t=0.0)
+    other = b'"b"'  # the same length as the held id: compared byte by byte
+    store.table[:] = 0
+    store.table[hash(other) & store.mask] = row + 1
+    store.hashes[row] = hash(other)
+    assert store.find_many([other, b'"a"', b'"bb"']) == [store.find(k) for k in (other, b'"a"', b'"bb"')] == [-1] * 3
+    store.hashes[row] = hash(b'"a"')
+    store.table[:] = 0
+    store.table[hash(b'"a"') & store.mask] = row + 1
+    assert store.find_many([other, b'"a"']) == [-1, row]
+
+
 def test_rows_holding_every_feature_come_back_whole_and_in_order():
     """features_many's path for rows that hold every feature (the usual stream) against features(), key
     order included (the order a model meets a new feature in), beside rows with a cell absent or odd."""
