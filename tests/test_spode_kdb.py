@@ -184,3 +184,36 @@ def test_kdb_predicts_when_a_missing_parent_has_no_value_yet():
     p = model.predict_proba_one({"colour": "red"})
     assert set(p) == {"a", "b"} and sum(p.values()) == pytest.approx(1.0)
     assert p["a"] > p["b"]
+
+
+@pytest.mark.parametrize("t", [2, 3, 4])
+@pytest.mark.parametrize("weights, counts", [("whole", "whole"), ("whole", "fractional"), ("fractional", "whole")])
+def test_t_way_counts_added_as_matrix_products_equal_adding_each_cell_of_each_row(t, weights, counts):
+    """A run's t-way counts by one matrix product per class (whole weights, whole counts) against the brute
+    force: every ordered t-tuple of each row's values, added one row at a time. A fractional count in the table
+    or a fractional weight takes the scattered path, which gives the same."""
+    from stream_nb.stats import _adding
+
+    rng = np.random.default_rng(t)
+    C, k, per = 3, 5, 2  # five features of two values each: values 0..9, feature f's are 2f and 2f + 1
+    V = k * per
+    rows = 60
+    D = np.arange(k) * per + rng.integers(0, per, size=(rows, k))
+    yc = rng.integers(0, C, size=rows)
+    w = np.ones(rows) * 2.0 if weights == "whole" else rng.uniform(0.5, 1.5, rows)
+    start = rng.integers(0, 4, size=(C,) + (V,) * t).astype(float)
+    if counts == "fractional":
+        start[0, 1] += 0.25  # a cell the rows of class 0 with value 1 touch
+        D[yc == 0, 0] = 1
+    want = start.copy()
+    for r in range(rows):
+        for cell in np.ndindex(*(k,) * t):
+            want[(yc[r],) + tuple(D[r, list(cell)])] += w[r]
+    tc, tf = start.copy(), np.zeros((C,) + (V,) * (t - 1) + (k,))
+    dense = _adding._dense_tuple_add(start.copy().reshape(-1), start.shape, D, yc, w)
+    _adding._add_tuple_rows(tc.reshape(-1), tf.reshape(-1), tc.shape, tf.shape, D, np.arange(k), yc, w,
+                            total=float(start.sum()))
+    np.testing.assert_array_equal(tc, want)
+    if weights == "whole":  # the product path's own refusal: a touched count that is not whole
+        assert dense == (counts == "whole")
+    assert (V / k) ** t <= _adding.DENSE_TUPLE_RATIO  # the product path is the one chosen for these tables

@@ -13,7 +13,7 @@ from ._budget import scatter_add
 from ._sparse import SparseTable
 from ._tuple_candidates import selected_tuple_cells
 from ._values import Encoded
-from ._working import row_chunks
+from ._working import WORKING_CELLS, row_chunks
 
 __all__ = ["Adding", "add_pairs_expected"]
 
@@ -39,16 +39,62 @@ def _whole(a: np.ndarray) -> bool:
     return bool(np.array_equal(a, np.trunc(a)))
 
 
+#: The outer-product path of the t-way counts (:func:`_dense_tuple_add`) is taken while the values a run
+#: holds are at most this many times the cells an event adds (``(values / features) ** t``): a cell of a
+#: matrix product costs about a 25th of a scattered add.
+DENSE_TUPLE_RATIO = 16
+
+
+def _dense_tuple_add(tc, tc_shape, D, yc, w) -> bool:
+    """Add complete rows of whole weights to the flat t-way table ``tc`` class by class as one matrix
+    product each: over the values ``0 .. m - 1`` (``m`` past the highest a class's rows hold), the sum of
+    ``w x (x) ... (x) x`` (``x`` a row's values as 0/1) is that class's additions to its leading
+    ``m x ... x m`` cells, added to them as one slice.
+
+    Exact, and equal to adding row by row, when the weights and the counts of that slice are whole numbers
+    whose sums stay below 2^52 (the caller bounds them): such sums are exact in any order. Returns False,
+    having added nothing, when a count of a slice is not a whole number, a row holds a value twice, or a
+    class's block would not fit the working-set limit."""
+    t, cv = len(tc_shape) - 1, tc_shape[-1]
+    table = tc.reshape((tc_shape[0],) + (cv,) * t)
+    adds = []
+    for y in np.unique(yc).tolist():
+        rows = np.flatnonzero(yc == y)
+        m = int(D[rows].max()) + 1
+        if m**t > WORKING_CELLS:
+            return False
+        block = np.zeros((m, m ** (t - 1)))
+        for part in row_chunks(len(rows), m ** (t - 1)):
+            r = rows[part]
+            X = np.zeros((len(r), m))
+            X[np.arange(len(r))[:, None], D[r]] = 1.0
+            if np.count_nonzero(X) != X.shape[0] * D.shape[1]:
+                return False  # a value twice in a row: its cells are not a product
+            P = X
+            for _ in range(t - 2):
+                P = (P[:, :, None] * X[:, None, :]).reshape(len(r), -1)
+            block += (X * w[r, None]).T @ P
+        held = table[(y,) + (slice(0, m),) * t]  # a view
+        if not _whole(held):
+            return False
+        adds.append((held, block.reshape((m,) * t)))
+    for held, block in adds:
+        held += block
+    return True
+
+
 def _add_tuple_rows(tc, tf, tc_shape, tf_shape, D, dfeats, yc, w, total: float = np.inf):
     """Add complete rows to the flat t-way tables in row order, as one event at a time adds them.
 
-    ``tuple_count``: rows of equal weight (the usual run) by one ``np.add.at`` over a piece of rows
-    (it adds in index order, so exactly as row by row; a third cheaper than a fancy-index add per
-    row), else row by row (a row's k^t cells are distinct, so a fancy-index add is exact).
+    ``tuple_count``: with whole weights and whole counts (sums of whole numbers are exact in any order)
+    and a value space small beside the cells a row adds (:data:`DENSE_TUPLE_RATIO`), each class's rows by
+    one matrix product (:func:`_dense_tuple_add`); else rows of equal weight (the usual run) by one
+    ``np.add.at`` over a piece of rows (it adds in index order, so exactly as row by row; a third cheaper
+    than a fancy-index add per row), else row by row (a row's k^t cells are distinct, so a fancy-index add
+    is exact).
     ``tuple_feat``: where the columns are the features in order, a row adds its weight to the first
-    k cells of each of its k^(t-1) rows of the table; with whole weights and whole counts (sums of
-    whole numbers are exact in any order) the batch's additions to each row of the table are summed
-    first and added once, else a slice per event."""
+    k cells of each of its k^(t-1) rows of the table; with whole weights and whole counts the batch's
+    additions to each row of the table are summed first and added once, else a slice per event."""
     t, cv, cf = len(tc_shape) - 1, tc_shape[-1], tf_shape[-1]
     rows, k = D.shape
 
@@ -60,24 +106,30 @@ def _add_tuple_rows(tc, tf, tc_shape, tf_shape, D, dfeats, yc, w, total: float =
 
     lead = _leading(dfeats, cf)
     tf_rows = tf.reshape(-1, cf)  # tuple_feat's rows: (class, t - 1 values) -> features
-    # sums of whole numbers are exact in any order while they stay below 2^52: each cell of tuple_feat
-    # holds at most the ``total`` weight of the events learned, and the batch adds at most its own
-    if lead and _whole(w) and total + float(np.abs(w).sum()) < 2.0**52:
+    # sums of whole numbers are exact in any order while they stay below 2^52: each cell holds at most the
+    # ``total`` weight of the events learned, and the batch adds at most its own
+    exact = _whole(w) and total + float(np.abs(w).sum()) < 2.0**52
+    if exact and t >= 2 and ((int(D.max()) + 1) / k) ** t <= DENSE_TUPLE_RATIO and _dense_tuple_add(tc, tc_shape, D, yc, w):
+        tc = None  # added
+    if lead and exact:
         per_row = np.bincount(heads_of(D, yc).reshape(-1), weights=np.repeat(w, k ** (t - 1)), minlength=len(tf_rows))
         used = np.flatnonzero(per_row)
         touched = tf_rows[used, :lead]
         if _whole(touched):
             tf_rows[used, :lead] = touched + per_row[used, None]
             tf = None  # added
+    if tc is None and tf is None:
+        return
     for part in row_chunks(rows, k**t, most=16):
         Dm, weights = D[part], w[part].tolist()
         head = heads_of(Dm, yc[part])
-        cells = (head[..., None] * cv + Dm.reshape((-1,) + (1,) * (t - 1) + (k,))).reshape(len(Dm), -1)
-        if len(set(weights)) == 1:
-            np.add.at(tc, cells.reshape(-1), weights[0])
-        else:
-            for r, wr in enumerate(weights):
-                tc[cells[r]] += wr
+        if tc is not None:
+            cells = (head[..., None] * cv + Dm.reshape((-1,) + (1,) * (t - 1) + (k,))).reshape(len(Dm), -1)
+            if len(set(weights)) == 1:
+                np.add.at(tc, cells.reshape(-1), weights[0])
+            else:
+                for r, wr in enumerate(weights):
+                    tc[cells[r]] += wr
         if tf is None:
             continue
         if lead:
