@@ -217,3 +217,33 @@ def test_t_way_counts_added_as_matrix_products_equal_adding_each_cell_of_each_ro
     if weights == "whole":  # the product path's own refusal: a touched count that is not whole
         assert dense == (counts == "whole")
     assert (V / k) ** t <= _adding.DENSE_TUPLE_RATIO  # the product path is the one chosen for these tables
+
+
+@pytest.mark.parametrize("weights, counts", [("whole", "whole"), ("whole", "fractional"), ("fractional", "whole")])
+def test_pair_counts_added_at_once_equal_adding_each_pair_of_each_row(weights, counts):
+    """A run's pair counts (``pair_count`` by one matrix product per class, ``pair_feat`` by summed rows)
+    against the brute force: every ordered pair of each row's values, and each value with every feature, one
+    row at a time. A fractional count or weight takes the scattered path, which gives the same."""
+    from stream_nb.stats import _adding
+
+    rng = np.random.default_rng(7)
+    C, k, per, rows = 3, 6, 2, 80
+    V = k * per
+    D = np.arange(k) * per + rng.integers(0, per, size=(rows, k))
+    yc = rng.integers(0, C, size=rows)
+    w = np.full(rows, 3.0) if weights == "whole" else rng.uniform(0.5, 1.5, rows)
+    pc0, pf0 = rng.integers(0, 5, size=(C, V, V)).astype(float), rng.integers(0, 5, size=(C, V, k)).astype(float)
+    if counts == "fractional":
+        pf0[yc[0], D[0, 0], 2] += 0.5  # a cell the first row adds to
+    want_pc, want_pf = pc0.copy(), pf0.copy()
+    for r in range(rows):
+        for a in range(k):
+            want_pf[yc[r], D[r, a], :] += w[r]
+            for b in range(k):
+                want_pc[yc[r], D[r, a], D[r, b]] += w[r]
+    pc, pf = pc0.copy(), pf0.copy()
+    at_once = _adding._dense_pairs(pc0.copy(), pf0.copy(), D, np.arange(k), yc, w, total=100.0)
+    _adding._add_pairs_many(pc, pf, D, np.arange(k), yc, w, D >= 0, {}, total=100.0)
+    np.testing.assert_array_equal(pc, want_pc)
+    np.testing.assert_array_equal(pf, want_pf)
+    assert at_once == (weights == "whole" and counts == "whole")

@@ -157,10 +157,34 @@ def _pair_cells(D, dfeats, yc, w, mask, pair_shape, feat_shape):
     return head * cv2 + D[r3, b3], head * cf + dfeats[b3], w[r3]
 
 
-def _add_pairs_many(pc, pf, D, dfeats, yc, w, mask, cells: dict) -> None:
-    """Add the observed pairs of the rows of ``D`` to ``pair_count`` and ``pair_feat``, in pieces of rows
-    whose index arrays stay within the working-set limit (:func:`row_chunks`); ``cells`` keeps the index
-    arrays of a batch that fits in one piece, for the next count set (same shapes)."""
+def _dense_pairs(pc, pf, D, dfeats, yc, w, total: float) -> bool:
+    """Add complete rows of whole weights to dense pair tables at once, when sums are exact in any order
+    (whole weights and counts below 2^52): ``pair_count`` by :func:`_dense_tuple_add` (t = 2), and, where the
+    columns are the features in order, ``pair_feat`` by each (class, value) row's summed weight added to its
+    first cells. Returns False, having added nothing, where that does not hold or would not pay."""
+    k = D.shape[1]
+    lead = _leading(dfeats, pf.shape[2])
+    if (isinstance(pc, SparseTable) or not lead or pc.shape[1] != pc.shape[2] or not _whole(w)
+            or total + float(np.abs(w).sum()) >= 2.0**52 or ((int(D.max()) + 1) / k) ** 2 > DENSE_TUPLE_RATIO):
+        return False
+    pf_rows = _flat(pf).reshape(-1, pf.shape[2])  # (class, value) -> features
+    per_row = np.bincount((yc[:, None] * pf.shape[1] + D).ravel(), weights=np.repeat(w, k), minlength=len(pf_rows))
+    used = np.flatnonzero(per_row)
+    touched = pf_rows[used, :lead]
+    if not _whole(touched) or not _dense_tuple_add(_flat(pc), pc.shape, D, yc, w):
+        return False
+    pf_rows[used, :lead] = touched + per_row[used, None]
+    return True
+
+
+def _add_pairs_many(pc, pf, D, dfeats, yc, w, mask, cells: dict, total: float = np.inf) -> None:
+    """Add the observed pairs of the rows of ``D`` to ``pair_count`` and ``pair_feat``: complete rows of
+    whole weights at once (:func:`_dense_pairs`, ``total`` the weight learned so far, which bounds every
+    count), else in pieces of rows whose index arrays stay within the working-set limit
+    (:func:`row_chunks`); ``cells`` keeps the index arrays of a batch that fits in one piece, for the next
+    count set (same shapes)."""
+    if D.shape[1] and mask.all() and _dense_pairs(pc, pf, D, dfeats, yc, w, total):
+        return
     parts = row_chunks(len(D), D.shape[1] ** 2)
     for part in parts:
         got = cells.get((pc.shape, pf.shape)) if len(parts) == 1 else None
@@ -344,7 +368,7 @@ class Adding:
                 np.add.at(getattr(self, p + "feat_count"), (cc, dfeats[jj]), w[rr])
                 if self.pairs:
                     _add_pairs_many(getattr(self, p + "pair_count"), getattr(self, p + "pair_feat"),
-                                    D, dfeats, yc, w, mask, cells)
+                                    D, dfeats, yc, w, mask, cells, total=float(np.abs(self.class_count).sum()))
                 if self.tuples:
                     self._add_tuples_many(p, D, dfeats, yc, w, mask)
         for j, g in enumerate(gslots):
