@@ -210,13 +210,26 @@ def test_t_way_counts_added_as_matrix_products_equal_adding_each_cell_of_each_ro
         for cell in np.ndindex(*(k,) * t):
             want[(yc[r],) + tuple(D[r, list(cell)])] += w[r]
     tc, tf = start.copy(), np.zeros((C,) + (V,) * (t - 1) + (k,))
-    dense = _adding._dense_tuple_add(start.copy().reshape(-1), start.shape, D, yc, w)
     _adding._add_tuple_rows(tc.reshape(-1), tf.reshape(-1), tc.shape, tf.shape, D, np.arange(k), yc, w,
                             total=float(start.sum()))
     np.testing.assert_array_equal(tc, want)
-    if weights == "whole":  # the product path's own refusal: a touched count that is not whole
+    if weights == "whole":  # the product path itself: exact, or refused (a count not whole) with nothing added
+        by_product = start.copy()
+        dense = _adding._dense_tuple_add(by_product.reshape(-1), start.shape, D, yc, w)
         assert dense == (counts == "whole")
-    assert (V / k) ** t <= _adding.DENSE_TUPLE_RATIO  # the product path is the one chosen for these tables
+        np.testing.assert_array_equal(by_product, want if dense else start)
+
+
+def test_the_product_path_is_taken_where_it_pays():
+    """KDB's run on LED (10 classes, 24 binary features, a few hundred rows) adds its 3-way counts as
+    products; two rows over 1,000 binary features (AODE's short runs on wide data) scatter their pairs."""
+    from stream_nb.stats._adding import _product_pays
+
+    rng = np.random.default_rng(0)
+    led = np.arange(24) * 2 + rng.integers(0, 2, size=(425, 24))
+    assert _product_pays(led, rng.integers(0, 10, 425), 3)
+    wide = np.arange(1000) * 2 + rng.integers(0, 2, size=(2, 1000))
+    assert not _product_pays(wide, np.array([0, 1]), 2)
 
 
 @pytest.mark.parametrize("weights, counts", [("whole", "whole"), ("whole", "fractional"), ("fractional", "whole")])

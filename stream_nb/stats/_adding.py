@@ -39,10 +39,15 @@ def _whole(a: np.ndarray) -> bool:
     return bool(np.array_equal(a, np.trunc(a)))
 
 
-#: The outer-product path of the t-way counts (:func:`_dense_tuple_add`) is taken while the values a run
-#: holds are at most this many times the cells an event adds (``(values / features) ** t``): a cell of a
-#: matrix product costs about a 25th of a scattered add.
-DENSE_TUPLE_RATIO = 16
+def _product_pays(D: np.ndarray, yc: np.ndarray, t: int) -> bool:
+    """Whether adding the t-way counts of the complete rows ``D`` as matrix products
+    (:func:`_dense_tuple_add`) costs less than scattering their ``rows * k^t`` cells, in units of one
+    scattered add: each class present pays about half a unit a cell of its ``m^t`` block (zeroed, checked,
+    added), and a row a 25th of a unit a cell of it (the product's multiply-adds)."""
+    rows, k = D.shape
+    m = int(D.max()) + 1
+    classes = len(np.unique(yc))
+    return (classes / 2 + rows / 25) * float(m) ** t < rows * float(k) ** t
 
 
 def _dense_tuple_add(tc, tc_shape, D, yc, w) -> bool:
@@ -87,7 +92,7 @@ def _add_tuple_rows(tc, tf, tc_shape, tf_shape, D, dfeats, yc, w, total: float =
     """Add complete rows to the flat t-way tables in row order, as one event at a time adds them.
 
     ``tuple_count``: with whole weights and whole counts (sums of whole numbers are exact in any order)
-    and a value space small beside the cells a row adds (:data:`DENSE_TUPLE_RATIO`), each class's rows by
+    and a value space small beside the cells the rows add (:func:`_product_pays`), each class's rows by
     one matrix product (:func:`_dense_tuple_add`); else rows of equal weight (the usual run) by one
     ``np.add.at`` over a piece of rows (it adds in index order, so exactly as row by row; a third cheaper
     than a fancy-index add per row), else row by row (a row's k^t cells are distinct, so a fancy-index add
@@ -109,7 +114,7 @@ def _add_tuple_rows(tc, tf, tc_shape, tf_shape, D, dfeats, yc, w, total: float =
     # sums of whole numbers are exact in any order while they stay below 2^52: each cell holds at most the
     # ``total`` weight of the events learned, and the batch adds at most its own
     exact = _whole(w) and total + float(np.abs(w).sum()) < 2.0**52
-    if exact and t >= 2 and ((int(D.max()) + 1) / k) ** t <= DENSE_TUPLE_RATIO and _dense_tuple_add(tc, tc_shape, D, yc, w):
+    if exact and t >= 2 and _product_pays(D, yc, t) and _dense_tuple_add(tc, tc_shape, D, yc, w):
         tc = None  # added
     if lead and exact:
         per_row = np.bincount(heads_of(D, yc).reshape(-1), weights=np.repeat(w, k ** (t - 1)), minlength=len(tf_rows))
@@ -165,7 +170,7 @@ def _dense_pairs(pc, pf, D, dfeats, yc, w, total: float) -> bool:
     k = D.shape[1]
     lead = _leading(dfeats, pf.shape[2])
     if (isinstance(pc, SparseTable) or not lead or pc.shape[1] != pc.shape[2] or not _whole(w)
-            or total + float(np.abs(w).sum()) >= 2.0**52 or ((int(D.max()) + 1) / k) ** 2 > DENSE_TUPLE_RATIO):
+            or total + float(np.abs(w).sum()) >= 2.0**52 or not _product_pays(D, yc, 2)):
         return False
     pf_rows = _flat(pf).reshape(-1, pf.shape[2])  # (class, value) -> features
     per_row = np.bincount((yc[:, None] * pf.shape[1] + D).ravel(), weights=np.repeat(w, k), minlength=len(pf_rows))
