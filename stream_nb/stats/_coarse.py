@@ -4,8 +4,8 @@
 coarse one: every fine column of a binned feature goes to the coarse bin
 holding it (its edges are a subset of the fine edges), every categorical
 column to itself, and each count array is summed along each of its value axes
-with the 0/1 matrix of that map. Counts of whole events stay whole numbers,
-so the sums are exact.
+over the fine columns of each coarse one (grouped, then one sum per group).
+Counts of whole events stay whole numbers, so the sums are exact.
 """
 
 from __future__ import annotations
@@ -71,9 +71,21 @@ def coarse_state(fine, edges: dict, bins: int, warmup: int, max_table_cells) -> 
             j = index[(f, v)] = len(columns)
         vmap[i] = j
     Vc = len(columns) + 1
-    A = np.zeros((Vf, Vc))
-    A[np.arange(1, Vf), vmap[1:]] = 1.0
-    A[:, 0] = 0.0  # column 0 never counts
+    # the fine columns grouped by their coarse column: one gather and one sum of each group along an axis
+    order = np.argsort(vmap, kind="stable")
+    ordered = vmap[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    targets = ordered[starts]
+
+    def summed(a: np.ndarray, axis: int) -> np.ndarray:
+        shape = list(a.shape)
+        shape[axis] = Vc
+        out = np.zeros(shape)
+        sums = np.add.reduceat(np.take(a, order, axis=axis), starts, axis=axis)
+        np.moveaxis(out, axis, 0)[targets] = np.moveaxis(sums, axis, 0)
+        np.moveaxis(out, axis, 0)[0] = 0.0  # column 0 never counts
+        return out
+
     out = dict(arrays)
     for p in ("", "obs_"):
         for name in TWINNED:
@@ -83,7 +95,7 @@ def coarse_state(fine, edges: dict, bins: int, warmup: int, max_table_cells) -> 
             # value axes: all but the class axis and, for the *_feat arrays, the last
             n_axes = a.ndim - 1 - (name in ("feat_count", "pair_feat", "tuple_feat"))
             for axis in range(1, 1 + n_axes):
-                a = np.moveaxis(np.moveaxis(a, axis, -1) @ A, -1, axis)
+                a = summed(a, axis)
             out[p + name] = np.ascontiguousarray(a)
         for name in ("pair_count", "pair_feat", "tuple_count", "tuple_feat"):  # a table written sparse: its cells' value indices mapped
             cells = arrays.get(p + name + "_cells")

@@ -142,6 +142,9 @@ class State:
             observed=meta.get("observed", False), memory_budget=meta.get("memory_budget", DEFAULT_MEMORY_BUDGET),
         )
         kinds = {"categorical": CAT, "gaussian": GAUSS, "binned": BINNED}
+        # room for everything at once (the capacities adding one at a time reaches), not a growth per doubling
+        s._reserve(c=len(meta["classes"]), v=len(meta["columns"]), f=len(meta["features"]),
+                   g=sum(feat["kind"] == "gaussian" for feat in meta["features"]))
         for y in meta["classes"]:
             s._add_class(y)
         for feat in meta["features"]:
