@@ -66,6 +66,23 @@ def test_the_command_starts_without_the_libraries_only_some_options_need():
     assert model.predict_one({"a": 1, "b": 0}) in (0, 1)
 
 
+def test_the_daemon_keeps_blas_on_one_thread(tmp_path):
+    """``stream-nb run`` runs numpy's BLAS on one thread (its worker threads spin between the models' small
+    products); a process that asks for two, as an operator's environment may, gets one once the run starts."""
+    code = ("import sys, threadpoolctl, stream_nb.cli\n"
+            "before = {i['num_threads'] for i in threadpoolctl.threadpool_info() if i['user_api'] == 'blas'}\n"
+            "status = stream_nb.cli.main(['run', '--input', sys.argv[1], '--output', sys.argv[2], '--dead-letter', sys.argv[3],"
+            " '--model', 'kdb', '--log-level', 'WARNING'])\n"
+            "after = {i['num_threads'] for i in threadpoolctl.threadpool_info() if i['user_api'] == 'blas'}\n"
+            "print(status, sorted(before), sorted(after))")
+    proc = subprocess.run([sys.executable, "-c", code, str(ROOT / "examples" / "events.jsonl"), str(tmp_path / "out"),
+                           str(tmp_path / "dead")],
+                          capture_output=True, cwd=ROOT, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "OPENBLAS_NUM_THREADS": "2", "OMP_NUM_THREADS": "2"})
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert proc.stdout.decode().split() == ["0", "[2]", "[1]"], proc.stdout.decode()
+
+
 # ------------------------------------------------------------------------- evaluate: river's data sets
 
 

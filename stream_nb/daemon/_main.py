@@ -33,10 +33,22 @@ from ._connectors import (KAFKA_LOGGER, check_output_files, close_all, connector
                           open_pending_channel, start_connectors)
 from ._feedback import make_joiner
 
-__all__ = ["add_subcommand", "run", "stop_position"]
+__all__ = ["add_subcommand", "one_blas_thread", "run", "stop_position"]
 
 #: The cycle collector's first-generation threshold while the daemon runs (see :func:`run`).
 GC_FIRST_THRESHOLD = 10_000
+
+def one_blas_thread() -> None:
+    """Keep numpy's BLAS on one thread for the rest of the process.
+
+    The engine runs one poll at a time on one thread; the models' matrix products (KDB's and TAN's runs
+    of counts, see ``stats/_adding.py``) are small, and OpenBLAS's worker threads spin between them, so
+    a second thread took a second core's CPU for no shorter wall time.
+    """
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=1, user_api="blas")
+
 
 #: The name the daemon's log lines have always carried (the command line's): kept for whoever filters on it.
 log = logging.getLogger("stream_nb.daemon")
@@ -247,6 +259,7 @@ def run(args: argparse.Namespace) -> int:
         # and 12% with --feedback (bench/delayed.py --throughput, commits b501632 -> f5d28de); only cyclic
         # garbage waits longer, everything else is freed as before.
         gc.set_threshold(GC_FIRST_THRESHOLD, *gc.get_threshold()[1:])
+        one_blas_thread()
         try:
             log.info("running model %s: %s", config["model_name"], plan.describe,
                      extra={"event": "start", "model": config["model_name"], "version": __version__})
