@@ -240,7 +240,7 @@ def test_pair_counts_added_at_once_equal_adding_each_pair_of_each_row(weights, c
     from stream_nb.stats import _adding
 
     rng = np.random.default_rng(7)
-    C, k, per, rows = 3, 6, 2, 80
+    C, k, per, rows = 3, 12, 2, 400  # enough rows that the products pay (_product_pays)
     V = k * per
     D = np.arange(k) * per + rng.integers(0, per, size=(rows, k))
     yc = rng.integers(0, C, size=rows)

@@ -39,52 +39,55 @@ def _whole(a: np.ndarray) -> bool:
     return bool(np.array_equal(a, np.trunc(a)))
 
 
+#: What one matrix product of a class's rows costs beyond its arithmetic (the numpy calls around it), and
+#: what the product path costs once a run, in scattered adds (:func:`_product_pays`).
+_PER_CLASS, _PER_RUN = 3_000, 6_000
+
+
 def _product_pays(D: np.ndarray, yc: np.ndarray, t: int) -> bool:
     """Whether adding the t-way counts of the complete rows ``D`` as matrix products
     (:func:`_dense_tuple_add`) costs less than scattering their ``rows * k^t`` cells, in units of one
-    scattered add: each class present pays about half a unit a cell of its ``m^t`` block (zeroed, checked,
-    added), and a row a 25th of a unit a cell of it (the product's multiply-adds)."""
+    scattered add: the path pays :data:`_PER_RUN`, each class present :data:`_PER_CLASS` and about half
+    a unit a cell of its ``m^t`` block (checked and added), and each row a 25th of a unit a cell of it (the
+    product's multiply-adds)."""
     rows, k = D.shape
     m = int(D.max()) + 1
     classes = len(np.unique(yc))
-    return (classes / 2 + rows / 25) * float(m) ** t < rows * float(k) ** t
+    return _PER_RUN + classes * _PER_CLASS + (classes / 2 + rows / 25) * float(m) ** t < rows * float(k) ** t
 
 
 def _dense_tuple_add(tc, tc_shape, D, yc, w) -> bool:
     """Add complete rows of whole weights to the flat t-way table ``tc`` class by class as one matrix
-    product each: over the values ``0 .. m - 1`` (``m`` past the highest a class's rows hold), the sum of
-    ``w x (x) ... (x) x`` (``x`` a row's values as 0/1) is that class's additions to its leading
-    ``m x ... x m`` cells, added to them as one slice.
+    product each: over the values ``0 .. m - 1`` (``m`` past the highest value the rows hold), the sum of
+    ``w x (x) ... (x) x`` over a class's rows (``x`` a row's values as 0/1) is that class's additions to its
+    leading ``m x ... x m`` cells, added to them as one slice.
 
-    Exact, and equal to adding row by row, when the weights and the counts of that slice are whole numbers
-    whose sums stay below 2^52 (the caller bounds them): such sums are exact in any order. Returns False,
-    having added nothing, when a count of a slice is not a whole number, a row holds a value twice, or a
-    class's block would not fit the working-set limit."""
+    Exact, and equal to adding row by row, when the weights and the counts of those slices are whole
+    numbers whose sums stay below 2^52 (the caller bounds them): such sums are exact in any order. Returns
+    False, having added nothing, when a count of the slices is not a whole number, a row holds a value
+    twice, or the rows' products would not fit the working-set limit."""
     t, cv = len(tc_shape) - 1, tc_shape[-1]
-    table = tc.reshape((tc_shape[0],) + (cv,) * t)
-    adds = []
-    for y in np.unique(yc).tolist():
-        rows = np.flatnonzero(yc == y)
-        m = int(D[rows].max()) + 1
-        if m**t > WORKING_CELLS:
-            return False
-        block = np.zeros((m, m ** (t - 1)))
-        for part in row_chunks(len(rows), m ** (t - 1)):
-            r = rows[part]
-            X = np.zeros((len(r), m))
-            X[np.arange(len(r))[:, None], D[r]] = 1.0
-            if np.count_nonzero(X) != X.shape[0] * D.shape[1]:
-                return False  # a value twice in a row: its cells are not a product
-            P = X
-            for _ in range(t - 2):
-                P = (P[:, :, None] * X[:, None, :]).reshape(len(r), -1)
-            block += (X * w[r, None]).T @ P
-        held = table[(y,) + (slice(0, m),) * t]  # a view
-        if not _whole(held):
-            return False
-        adds.append((held, block.reshape((m,) * t)))
-    for held, block in adds:
-        held += block
+    rows, k = D.shape
+    m = int(D.max()) + 1
+    if rows * m ** (t - 1) > WORKING_CELLS or m**t > WORKING_CELLS:
+        return False
+    order = np.argsort(yc, kind="stable")  # the rows class by class, each class's in their order
+    ys = yc[order]
+    classes, starts = np.unique(ys, return_index=True)
+    X = np.zeros((rows, m))
+    X[np.arange(rows)[:, None], D[order]] = 1.0
+    if np.count_nonzero(X) != rows * k:
+        return False  # a value twice in a row: its cells are not a product
+    held = tc.reshape((tc_shape[0],) + (cv,) * t)[(slice(0, int(classes[-1]) + 1),) + (slice(0, m),) * t]  # a view
+    if not _whole(held):
+        return False
+    XW = X * w[order, None]
+    for c, lo, hi in zip(classes.tolist(), starts.tolist(), starts[1:].tolist() + [rows]):
+        Xc = X[lo:hi]
+        P = Xc
+        for _ in range(t - 2):
+            P = (P[:, :, None] * Xc[:, None, :]).reshape(hi - lo, -1)
+        held[c] += (XW[lo:hi].T @ P).reshape((m,) * t)
     return True
 
 
