@@ -23,7 +23,8 @@ parameters but ``memory_budget`` (``--memory-budget``; default: the models'
 default, 256 MiB), over the stream in batches of 200 events through
 ``prequential_many`` (predict each event, then learn it), stopping after
 ``--seconds`` of prequential time (a batch still running at 1.5 x
-``--seconds`` + 30 s is interrupted). river's peers run the same events in the
+``--seconds`` + 30 s is interrupted), with numpy's BLAS on one thread (as
+``stream-nb run``; the peers run on one). river's peers run the same events in the
 same run, one at a time (``predict_one``, then ``learn_one``): ``GaussianNB``
 on the integer codes as numbers, and ``MultinomialNB`` on the one-hot
 ``name=value`` tokens (a categorical naive Bayes, as scikit-learn's
@@ -49,6 +50,8 @@ import sys
 import time
 
 import numpy as np
+
+from stream_nb.daemon import one_blas_thread
 
 STREAMS = ("cat200", "bin1000")
 MODEL_NAMES = ("NaiveBayes", "AODE", "TAN", "SPODE", "KDB")
@@ -183,6 +186,7 @@ def main(argv=None) -> int:
     if args.child:
         limit = int(args.address_limit * 2**30)
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        one_blas_thread()  # as stream-nb run does, and as river's peers run: one core's work in the wall time
         print(json.dumps(run_model(*args.child, args.events, args.seed, args.seconds, budget)))
         return 0
     stated = "the models' default (256 MiB)" if budget == "default" else (
