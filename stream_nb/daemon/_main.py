@@ -38,6 +38,7 @@ __all__ = ["add_subcommand", "one_blas_thread", "run", "stop_position"]
 #: The cycle collector's first-generation threshold while the daemon runs (see :func:`run`).
 GC_FIRST_THRESHOLD = 10_000
 
+
 def one_blas_thread() -> None:
     """Keep numpy's BLAS on one thread for the rest of the process.
 

@@ -39,6 +39,13 @@ def _whole(a: np.ndarray) -> bool:
     return bool(np.array_equal(a, np.trunc(a)))
 
 
+def _exact_sums(w: np.ndarray, total: float) -> bool:
+    """Whether a batch of weights ``w`` may be summed per cell in any order and added once: whole weights,
+    and sums below 2^52 (each cell holds at most ``total``, the weight learned so far, and the batch adds at
+    most its own), where sums of whole numbers are exact. The touched cells must be whole too (:func:`_whole`)."""
+    return _whole(w) and total + float(np.abs(w).sum()) < 2.0**52
+
+
 #: What one matrix product of a class's rows costs beyond its arithmetic (the numpy calls around it), and
 #: what the product path costs once a run, in scattered adds (:func:`_product_pays`).
 _PER_CLASS, _PER_RUN = 3_000, 6_000
@@ -114,9 +121,7 @@ def _add_tuple_rows(tc, tf, tc_shape, tf_shape, D, dfeats, yc, w, total: float =
 
     lead = _leading(dfeats, cf)
     tf_rows = tf.reshape(-1, cf)  # tuple_feat's rows: (class, t - 1 values) -> features
-    # sums of whole numbers are exact in any order while they stay below 2^52: each cell holds at most the
-    # ``total`` weight of the events learned, and the batch adds at most its own
-    exact = _whole(w) and total + float(np.abs(w).sum()) < 2.0**52
+    exact = _exact_sums(w, total)
     if exact and t >= 2 and _product_pays(D, yc, t) and _dense_tuple_add(tc, tc_shape, D, yc, w):
         tc = None  # added
     if lead and exact:
@@ -172,8 +177,8 @@ def _dense_pairs(pc, pf, D, dfeats, yc, w, total: float) -> bool:
     first cells. Returns False, having added nothing, where that does not hold or would not pay."""
     k = D.shape[1]
     lead = _leading(dfeats, pf.shape[2])
-    if (isinstance(pc, SparseTable) or not lead or pc.shape[1] != pc.shape[2] or not _whole(w)
-            or total + float(np.abs(w).sum()) >= 2.0**52 or not _product_pays(D, yc, 2)):
+    if (isinstance(pc, SparseTable) or not lead or pc.shape[1] != pc.shape[2] or not _exact_sums(w, total)
+            or not _product_pays(D, yc, 2)):
         return False
     pf_rows = _flat(pf).reshape(-1, pf.shape[2])  # (class, value) -> features
     per_row = np.bincount((yc[:, None] * pf.shape[1] + D).ravel(), weights=np.repeat(w, k), minlength=len(pf_rows))
