@@ -358,16 +358,18 @@ def test_rebalance_hands_partitions_over_and_commit_skips_revoked_ones(
         # a commits positions for all four partitions; only those it still owns go through.
         # While the group is still settling the broker refuses commits: that is a
         # CommitError, retried after the next poll, as the engine does. (A wait bound, not a
-        # timing check: on a loaded 2-core machine the group was seen to settle only after 30-100 s.)
-        deadline = time.monotonic() + 120
+        # timing check: on a loaded 2-core machine the group was seen to settle only after 30-100 s,
+        # and with polls of 0.2 s kafka-python's group, its leader short of the topic's metadata,
+        # was seen not to settle in 120 s; polls of a second give each join round time to finish.)
+        deadline = time.monotonic() + 240
         while True:
             try:
                 a.commit({p: 5 for p in everything})
                 break
             except CommitError:
                 assert time.monotonic() < deadline
-                a.poll(100, 0.2)
-                b.poll(100, 0.2)
+                a.poll(100, 1.0)
+                b.poll(100, 1.0)
         committed = _group_offsets(kafka_bootstrap_servers, group, topic)
         assert {f"{topic}-{p}" for p in committed} == a.assignment
         assert set(committed.values()) == {5}
