@@ -108,3 +108,29 @@ def test_a_partition_revoked_again_before_it_comes_back_keeps_its_hand_over():
     assert b.joiner.status()["handed_over_events_in"] == held and a.joiner.status()["handed_over_events_out"] == held
     out.assigned("in-0")  # the partition is back here: its (now empty) part is handed over again
     assert out.release(["in-0"], {"in-0": 300}, "store-a") and len(topic.records) == 2
+
+
+def test_a_label_taken_over_joins_the_event_held_here_and_an_event_taken_over_its_label_held_here():
+    """What another member hands over meets what this one holds: a label for an event held here, and an event
+    whose label came here first, are joined at once (each learned once), a second label counted a duplicate."""
+    events = [{"id": f"e{i}", "a": "pq"[i % 2]} for i in range(4)]
+    a = member(events[:2], [])
+    a.run()  # e0, e1 held at a
+    b = member(events[2:], [{"id": "e0", "label": 1}, {"id": "e3", "label": 0}])
+    b.run()  # e2, e3 held at b; e3 joined there; e0's label waits at b (its event is held at a)
+    assert b.joiner.status()["pending_labels"] == 1 and b.joiner.status()["labels_joined"] == 1
+    released = a.joiner.release("in-0", None)
+    b.joiner.adopt("in-0", released)
+    status = b.joiner.status()
+    assert (status["labels_joined"], status["pending_labels"], status["pending_events"]) == (2, 0, 2)
+    c = member([], [{"id": "e2", "label": 1}])
+    c.run()  # e2's label waits at c
+    d = member([], [])
+    d.joiner.adopt("in-0", c.joiner.release("in-0", "labels-0"))  # the label first, then its event
+    d.joiner.adopt("in-0", b.joiner.release("in-0", None))
+    status = d.joiner.status()
+    assert (status["labels_joined"], status["pending_labels"], status["pending_events"]) == (1, 0, 1)
+    d.joiner.adopt("in-0", {"events": [], "labels": [["\"e2\"", 0, 0.0, "{}", "labels-0", {}, 1]]})
+    assert d.joiner.status()["labels_duplicate"] == 1
+    ref = reference(NaiveBayes, [({"a": "p"}, 1), ({"a": "q"}, 0), ({"a": "p"}, 1)])
+    assert_same_counts(b.model.merge(d.model), ref)

@@ -41,7 +41,7 @@ from .._checks import configure
 from ..exceptions import ConfigError, InvalidEventError, LabelTypeError, UnlearnError
 from ..stats import json_type
 from ._label_reads import delay_counts, event_keys, parse_on_expire, read_labels
-from ._pending import FREE, JOINED, MAX_ID_BYTES, PENDING, PendingStore
+from ._pending import FREE, JOINED, LABEL, MAX_ID_BYTES, PENDING, PendingStore
 from ._records import Record, dead_letter_record
 
 __all__ = ["DELAY_BUCKETS", "Joiner"]
@@ -94,8 +94,9 @@ class Joiner:
         """Hold nothing and count nothing: the join of a fresh start (an exactly-once rewind reloads a
         snapshot's join into it, see :func:`~stream_nb.engine._join_state.rewind_join`)."""
         self.store = PendingStore(self.config["pending_max"])
-        self.waiting: dict[bytes, tuple] = {}  # id -> (label, time, record): labels before their event
-        self._waiting_floor = -math.inf  # no early label is older: expire() scans them only past it
+        # row -> (label, record) of each label held before its event: a row of the store in state LABEL, its
+        # id and time there, so that events and early labels share one bound, one look-up and one expiry
+        self.early: dict[int, tuple] = {}
         self.receipts: dict[int, typing.Any] = {}  # row -> receipt of a provisional label not plainly counted
         self.positions: dict[str, int] = {}  # feedback partition -> next position
         self.stream_time = -math.inf  # the latest event time seen (time_field mode)
@@ -148,13 +149,10 @@ class Joiner:
         features, t = self._time_of(event.features, "event")
         if features is not event.features:
             event = event._replace(features=features)
-        if event.label is None and event.id is not None:
-            key = _key(event.id)
-            early = self.waiting.pop(key, None)
-            if early is not None:
-                self._joined_now(t, early[1])
-                self._to_hold.append((key, {}, None, None, 0, t, JOINED))  # its id kept until the TTL: duplicates
-                return event._replace(label=early[0])
+        if event.label is None and event.id is not None and self.early:
+            row = self.store.find(_key(event.id))
+            if row >= 0 and self.store.state[row] == LABEL:
+                return event._replace(label=self._take_early([row], t)[0])
         self._times[id(event)] = t
         return event
 
@@ -166,16 +164,33 @@ class Joiner:
 
     def prepare_columns(self, ids: list, ys: list) -> list:
         """:meth:`prepare` of a poll's valid events given as columns: their labels, with each early one in place."""
-        t, waiting, keys = self.clock(), self.waiting, event_keys(ids, ys)
-        ys = list(ys)
-        if waiting and not waiting.keys().isdisjoint(keys):
-            for j, key in enumerate(keys):
-                early = waiting.pop(key, None) if key is not None else None
-                if early is not None:
-                    self._joined_now(t, early[1])
-                    self._to_hold.append((key, {}, None, None, 0, t, JOINED))  # its id kept to count duplicates
-                    ys[j] = early[0]
+        t, keys = self.clock(), event_keys(ids, ys)
         self._column_keys, self._column_time = keys, t
+        if not self.early:
+            return ys
+        at = [j for j, key in enumerate(keys) if key is not None] if None in keys else None
+        rows = self.store.find_many(keys if at is None else [keys[j] for j in at])
+        hit = rows >= 0
+        hit[hit] = self.store.state[rows[hit]] == LABEL
+        if not hit.any():
+            return ys
+        ys, taken = list(ys), {}
+        for j, row in zip(np.flatnonzero(hit).tolist(), rows[hit].tolist()):
+            if row not in taken:  # an id twice in one poll: its first event takes the label (the next: duplicate)
+                taken[row] = j if at is None else at[j]
+        for j, y in zip(taken.values(), self._take_early(list(taken), t)):
+            ys[j] = y
+        return ys
+
+    def _take_early(self, rows: list, t: float) -> list:
+        """The labels held for ``rows`` (early labels, state LABEL), given to their events, come at time ``t``:
+        counted as joined (a delay of 0 unless the label's own time is later), each row kept as a joined id
+        (to spot duplicates) until the TTL."""
+        early, time_of = self.early, self.store.time
+        ys = [early.pop(row)[0] for row in rows]
+        delays = np.maximum(0.0, time_of[rows] - t).tolist()
+        self.store.joined_in_place(rows, t)
+        self._count_delays(delays)
         return ys
 
     def hold_sent(self, outputs: list, sent: list, xs: list, ys: list, refused: dict) -> None:
@@ -277,20 +292,20 @@ class Joiner:
         """Make room for ``n`` more held events or labels: when the bounds are reached, expire the oldest
         (joined ids kept to spot duplicates first, then held events, then early labels), a batch at a time."""
         cap = self.config["pending_max"]
-        over = len(self.store) + len(self.waiting) + n - cap
+        over = len(self.store) + n - cap
         if over <= 0 and not self.store.full:
             return
         self._learn_joined()  # rows joined in this read are read before any row is freed
         over = max(over, 1, cap // 100)  # in batches: finding the oldest scans the store
-        rows = self.store.oldest(over)
-        for row in rows.tolist():
-            if self.store.state[row] == PENDING:
+        for row in self.store.oldest(over).tolist():
+            state = self.store.state[row]
+            if state == PENDING:
                 self.counts["evicted"] += 1
                 self._expire(row)
+            elif state == LABEL:
+                self.counts["evicted"] += 1
+                self._unmatched(row)
             self.store.remove(row)
-        for key in list(self.waiting)[: max(0, over - len(rows))]:
-            self.counts["evicted"] += 1
-            self._unmatched(key, self.waiting.pop(key))
 
     # ------------------------------------------------------------------ labels
 
@@ -344,10 +359,11 @@ class Joiner:
         parsed = read_labels(records, cfg["id_field"], cfg["label_field"], self._feedback_time if timed else None)
         now = None if timed else self.clock()
         store = self.store
-        rows = store.find_many([p[1] for p in parsed if len(p) == 4])
+        rows = store.find_many([p[1] for p in parsed if len(p) == 4]).tolist()
         state, provisional = store.state, store.provisional
         plain = self._labels_fit([p[2] for p in parsed if len(p) == 4])
         joined: list = []  # (label, time, event time, prediction code) of the plain joins, counted together
+        early: dict = {}  # id -> (record, label, time) of the labels of this read held for their event
         i = 0
         for p in parsed:
             if len(p) == 2:
@@ -355,16 +371,14 @@ class Joiner:
                 continue
             record, key, y, t = p
             t = now if t is None else t
-            row, i = rows[i], i + 1
-            st = state[row] if row >= 0 else FREE  # FREE: evicted since the look-up (_room_for)
+            row, i = rows[i], i + 1  # (no row is freed before the read's early labels are held)
+            st = state[row] if row >= 0 else FREE
             if st == FREE:
-                if key in self.waiting:
+                if key in early:
                     self.counts["duplicate"] += 1
                 else:
-                    self._room_for(1)
-                    self.waiting[key] = (y, t, record)
-                    self._waiting_floor = min(self._waiting_floor, t)
-            elif st == JOINED:
+                    early[key] = (record, y, t)  # held at the end of the read (_hold_early)
+            elif st == JOINED or st == LABEL:
                 self.counts["duplicate"] += 1
             elif plain and not provisional[row]:
                 state[row] = JOINED  # its id kept until the TTL, to count duplicates
@@ -377,6 +391,27 @@ class Joiner:
                 except InvalidEventError as exc:  # a label the model rejects (another JSON type): the label's fault
                     self._dead(record, exc)
         self._count_joined(joined)
+        self._hold_early(early)
+
+    def _hold_early(self, early: dict) -> None:
+        """Hold the labels of ``early`` (id -> (record, label, time), ids not held) until their event comes:
+        rows of the store in state LABEL, added together, room made first (the oldest expire)."""
+        store, items = self.store, list(early.items())
+        long = [item for item in items if len(item[0]) > MAX_ID_BYTES]
+        if long:  # no event with such an id is held (flush_holds): its label can never be joined
+            items = [item for item in items if len(item[0]) <= MAX_ID_BYTES]
+            for key, (record, _, _) in long:
+                self.counts["unmatched"] += 1
+                self._dead(record, InvalidEventError(
+                    f"label for an id of {len(key):,} bytes: no event with an id longer than {MAX_ID_BYTES:,} "
+                    f"bytes is held for its label", reason="unmatched_label", field=self.config["id_field"]))
+        for lo in range(0, len(items), store.capacity):
+            part = items[lo : lo + store.capacity]
+            self._room_for(len(part))
+            keys = [key for key, _ in part]
+            rows = store.add_many(keys, [{}] * len(part), t=[item[2] for _, item in part],
+                                  predictions=[None] * len(part), state=LABEL)
+            self.early.update(zip(rows.tolist(), [(y, record) for _, (record, y, _) in part]))
 
     def _feedback_time(self, obj: dict) -> float:
         return self._time_of({k: v for k, v in obj.items() if k == self.config["time_field"]}, "feedback")[1]
@@ -400,9 +435,15 @@ class Joiner:
         delays = np.maximum(0.0, np.array(ts, dtype=np.float64) - np.array(t_events, dtype=np.float64)).tolist()
         labels = self.store.labels
         predicted = [labels[p - 1] if p else None for p in np.array(codes, dtype=np.int64).tolist()]
-        self.counts["joined"] += len(ys)
         self.counts["delayed_labeled"] += len(ys)
         self.counts["delayed_correct"] += sum(p is not None and _same(p, y) for p, y in zip(predicted, ys))
+        self._count_delays(delays)
+
+    def _count_delays(self, delays: list) -> None:
+        """Count joins of these label delays (seconds), in order, as :meth:`_joined_now` counts one."""
+        if not delays:
+            return
+        self.counts["joined"] += len(delays)
         for d in delays:  # in order, as one at a time adds them
             self.delay_sum += d
         self.delay_histogram = (np.array(self.delay_histogram) + delay_counts(delays, DELAY_BUCKETS)).tolist()
@@ -445,25 +486,18 @@ class Joiner:
     # ------------------------------------------------------------------ expiry
 
     def expire(self, idle: bool = False) -> None:
-        """Expire every event and label older than the TTL."""
+        """Expire every event and label older than the TTL, oldest first."""
         self.flush_holds()
         cutoff = self.now(idle) - self.config["label_ttl"]
         if cutoff == -math.inf:
             return
+        state = self.store.state
         for row in self.store.due(cutoff).tolist():
-            if self.store.state[row] == PENDING:
+            if state[row] == PENDING:
                 self._expire(row)
+            elif state[row] == LABEL:
+                self._unmatched(row)
             self.store.remove(row)
-        if self.waiting and cutoff >= self._waiting_floor:
-            due, floor = [], math.inf
-            for k, v in self.waiting.items():
-                if v[1] <= cutoff:
-                    due.append(k)
-                elif v[1] < floor:
-                    floor = v[1]
-            self._waiting_floor = floor
-            for key in due:
-                self._unmatched(key, self.waiting.pop(key))
 
     def _expire(self, row: int) -> None:
         """Apply ``on_expire`` to the pending event of ``row``."""
@@ -486,9 +520,12 @@ class Joiner:
             log.warning("--on-expire label %r not learned: %s", value, exc)
         self.receipts.pop(row, None)
 
-    def _unmatched(self, key: bytes, waiting: tuple) -> None:
+    def _unmatched(self, row: int) -> None:
+        """Dead-letter the early label of ``row``: its event did not come within the TTL (the row is the
+        caller's to remove)."""
+        key, (_, record) = self.store.id_of(row), self.early.pop(row)
         self.counts["unmatched"] += 1
-        self._dead(waiting[2], InvalidEventError(
+        self._dead(record, InvalidEventError(
             f"label for id {key.decode(errors='replace')}: no event with this id within --label-ttl "
             f"({self.config['label_ttl']:g} s)", reason="unmatched_label", field=self.config["id_field"]))
 
@@ -510,7 +547,8 @@ class Joiner:
         events = []
         code = store.partition_codes.get(partition)
         if code is not None:
-            for row in np.flatnonzero((store.state != FREE) & (store.partition == code)).tolist():
+            held = (store.state == PENDING) | (store.state == JOINED)
+            for row in np.flatnonzero(held & (store.partition == code)).tolist():
                 state = int(store.state[row])
                 x = store.features(row) if state == PENDING else {}
                 if state == PENDING and store.provisional[row]:
@@ -523,21 +561,28 @@ class Joiner:
                 self.receipts.pop(row, None)
                 store.remove(row)
         labels = []
-        for key in [k for k, v in self.waiting.items() if v[2].partition == feedback_partition]:
-            y, t, rec = self.waiting.pop(key)
-            labels.append([key.decode(), y, t, rec.value.decode("utf-8", "replace"), rec.partition, rec.position,
-                           rec.next_position])
+        for row in [r for r, (_, rec) in self.early.items() if rec.partition == feedback_partition]:
+            y, rec = self.early.pop(row)
+            labels.append([store.id_of(row).decode(), y, float(store.time[row]), rec.value.decode("utf-8", "replace"),
+                           rec.partition, rec.position, rec.next_position])
+            store.remove(row)
         self.handed["events_out"] += sum(1 for e in events if e[1] == PENDING)
         self.handed["labels_out"] += len(labels)
         return {"events": events, "labels": labels}
 
     def adopt(self, partition: str, held: dict) -> None:
-        """Hold what another member released (:meth:`release`) for input ``partition``."""
+        """Hold what another member released (:meth:`release`) for input ``partition``. An event whose label
+        is held here already, or a label whose event is, is joined at once."""
         store, provisional = self.store, self.config["provisional_label"]
         for event_id, state, x, t, prediction, offset in held["events"]:
             key = event_id.encode()
-            if store.find(key) >= 0:  # held here already (restored from this member's own snapshot)
-                continue
+            row = store.find(key)
+            early = None
+            if row >= 0:
+                if store.state[row] != LABEL:  # held here already (restored from this member's own snapshot)
+                    continue
+                early = (*self.early.pop(row), float(store.time[row]))  # its label came here first
+                store.remove(row)
             self.handed["events_in"] += state == PENDING
             self._room_for(1)
             row = store.add(key, x, t=t, prediction=prediction, partition=partition, offset=offset, state=state,
@@ -548,22 +593,42 @@ class Joiner:
                 except InvalidEventError as exc:
                     log.warning("provisional label %r not learned: %s", provisional, exc)
                     store.provisional[row] = 0
-                    continue
-                if receipt is not None:
-                    self.receipts[row] = receipt
+                else:
+                    if receipt is not None:
+                        self.receipts[row] = receipt
+            if early is not None:
+                self.join_label(row, *early)
         for key, y, t, value, part, position, next_position in held["labels"]:
-            if key.encode() not in self.waiting:
-                self.handed["labels_in"] += 1
-                self._room_for(1)
-                self.waiting[key.encode()] = (y, t, Record(value.encode(), None, part, position, next_position))
-                self._waiting_floor = min(self._waiting_floor, t)
+            record = Record(value.encode(), None, part, position, next_position)
+            row = store.find(key.encode())
+            if row >= 0 and store.state[row] == LABEL:  # held here already
+                continue
+            self.handed["labels_in"] += 1
+            if row >= 0:  # its event is held here
+                self.join_label(row, y, record, t)
+                continue
+            self._room_for(1)
+            row = store.add(key.encode(), {}, t=t, state=LABEL)
+            self.early[row] = (y, record)
+        self._learn_joined()
+
+    def join_label(self, row: int, y, record: Record, t: float) -> None:
+        """Join label ``y`` (of ``record``, time ``t``) taken over from another member to the event of ``row``,
+        held here: as if read now."""
+        if self.store.state[row] != PENDING:
+            self.counts["duplicate"] += 1
+            return
+        try:
+            self._join(row, y, t)
+        except InvalidEventError as exc:
+            self._dead(record, exc)
 
     # ------------------------------------------------------------------ reporting
 
     def progress(self) -> tuple:
         """What changes whenever the join changes the model or its own state (a snapshot is due then)."""
         self.flush_holds()
-        return tuple(sorted(self.positions.items())), tuple(self.counts.values()), len(self.store), len(self.waiting)
+        return tuple(sorted(self.positions.items())), tuple(self.counts.values()), len(self.store), len(self.early)
 
     def status(self) -> dict:
         """The join's counters: pending events and labels, joined, expired, unmatched, duplicate,
@@ -573,7 +638,7 @@ class Joiner:
         pending = int((self.store.state == PENDING).sum())
         return {
             "pending_events": pending,
-            "pending_labels": len(self.waiting),
+            "pending_labels": len(self.early),
             **{f"labels_{k}": v for k, v in c.items() if not k.startswith("delayed")},
             "delayed_labeled": c["delayed_labeled"],
             "delayed_accuracy": c["delayed_correct"] / c["delayed_labeled"] if c["delayed_labeled"] else None,

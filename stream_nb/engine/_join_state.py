@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from ._pending import FREE, PENDING
+from ._pending import FREE, LABEL, PENDING
 from ._records import Record
 
 __all__ = ["join_state", "load_join_state", "rewind_join"]
@@ -36,7 +36,7 @@ _ROW_ARRAYS = ("state", "time", "prediction", "partition", "offset", "provisiona
 def join_state(joiner) -> tuple[dict, dict]:
     """``(arrays, meta)`` of the join: arrays named ``join.*``, meta JSON-able."""
     store = joiner.store
-    live = np.flatnonzero(store.state != FREE)
+    live = np.flatnonzero((store.state != FREE) & (store.state != LABEL))  # early labels: under "waiting"
     ids = [store.id_of(r) for r in live.tolist()]
     arrays = {f"join.{k}": getattr(store, k)[live] for k in _ROW_ARRAYS}
     arrays["join.id_len"] = np.array([len(k) for k in ids], dtype=np.int64)
@@ -56,8 +56,8 @@ def join_state(joiner) -> tuple[dict, dict]:
         "labels": list(store.labels),
         "partitions": list(store.partitions),
         "odd": [[where[r], name, v] for r, d in store.odd.items() for name, v in d.items()],
-        "waiting": [[key.decode(), y, t, rec.value.decode("utf-8", "replace"), rec.partition, rec.position,
-                     rec.next_position] for key, (y, t, rec) in joiner.waiting.items()],
+        "waiting": [[store.id_of(row).decode(), y, float(store.time[row]), rec.value.decode("utf-8", "replace"),
+                     rec.partition, rec.position, rec.next_position] for row, (y, rec) in joiner.early.items()],
         "counts": dict(joiner.counts),
         "delay_histogram": list(joiner.delay_histogram),
         "delay_sum": joiner.delay_sum,
@@ -72,15 +72,18 @@ def join_state(joiner) -> tuple[dict, dict]:
 def load_join_state(joiner, arrays: dict, meta: dict) -> None:
     """Put the join of a snapshot (:func:`join_state`) into a fresh ``joiner``."""
     store = joiner.store
-    n = len(arrays["join.state"])
-    if n > store.capacity:
-        raise ValueError(f"the snapshot holds {n:,} waiting events, more than --pending-max {store.capacity:,}")
+    n, n_labels = len(arrays["join.state"]), len(meta["waiting"])
+    if n + n_labels > store.capacity:
+        raise ValueError(f"the snapshot holds {n:,} waiting events and {n_labels:,} early labels, more than "
+                         f"--pending-max {store.capacity:,}")
     store.cat = np.zeros((store.capacity, len(meta["cat_names"])), dtype=np.int32)
     store.num = np.zeros((store.capacity, len(meta["num_names"])), dtype=np.uint64)
     store.cat_names = {name: j for j, name in enumerate(meta["cat_names"])}
     store.num_names = {name: j for j, name in enumerate(meta["num_names"])}
     store.values = list(meta["values"])
-    store.codes = {(type(v), v): i for i, v in enumerate(store.values)}
+    store.codes = {}
+    for i, v in enumerate(store.values):
+        store.codes.setdefault(type(v), {})[v] = i
     store.labels = list(meta["labels"])
     store.label_codes = {(type(v), v): i for i, v in enumerate(store.labels)}
     store.partitions = list(meta["partitions"])
@@ -98,10 +101,15 @@ def load_join_state(joiner, arrays: dict, meta: dict) -> None:
     store.num[rows] = arrays["join.num"]
     for i, name, v in meta["odd"]:
         store.odd.setdefault(int(rows[i]), {})[name] = v
-    joiner.waiting = {
-        key.encode(): (y, t, Record(value.encode(), None, partition, position, next_position))
-        for key, y, t, value, partition, position, next_position in meta["waiting"]
-    }
+    both = []  # early labels of events held too (an older version could keep both): joined once loaded
+    for key, y, t, value, partition, position, next_position in meta["waiting"]:
+        record = Record(value.encode(), None, partition, position, next_position)
+        row = store.find(key.encode())
+        if row >= 0:
+            both.append((row, y, record, t))
+            continue
+        row = store.add(key.encode(), {}, t=t, state=LABEL)
+        joiner.early[row] = (y, record)
     joiner.receipts = _receipts(joiner, arrays, meta.get("receipts", []), meta.get("receipt_events", []), rows)
     joiner.counts.update(meta["counts"])
     joiner.delay_histogram = list(meta["delay_histogram"])
@@ -109,6 +117,9 @@ def load_join_state(joiner, arrays: dict, meta: dict) -> None:
     joiner.stream_time = -math.inf if meta["stream_time"] is None else meta["stream_time"]
     joiner.positions = dict(meta["positions"])
     joiner.feedback.seek(joiner.positions)
+    for item in both:
+        joiner.join_label(*item)
+    joiner._learn_joined()
 
 
 def _receipts(joiner, arrays: dict, meta, at, rows: np.ndarray) -> dict:

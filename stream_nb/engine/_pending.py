@@ -24,12 +24,16 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["FREE", "JOINED", "MAX_ID_BYTES", "PENDING", "PendingStore"]
+__all__ = ["FREE", "JOINED", "LABEL", "MAX_ID_BYTES", "PENDING", "PendingStore"]
 
-FREE, PENDING, JOINED = 0, 1, 2  # a row's state: unused; waiting for its label; joined (kept to spot duplicates)
+# a row's state: unused; an event waiting for its label; joined (its id kept to spot duplicates); a label that
+# came before its event, waiting for it (no features: the label itself is the joiner's to keep)
+FREE, PENDING, JOINED, LABEL = 0, 1, 2, 3
+NONE_TYPE = type(None)
 
 _ID_BYTES = 16  # arena bytes reserved per row up front (grows when ids are longer)
 MAX_ID_BYTES = 65535  # the longest id held (its JSON text)
+_EVICTION_RANK = np.array([3, 1, 0, 2], dtype=np.int8)  # by state: who makes room first (see oldest)
 
 
 class PendingStore:
@@ -71,7 +75,7 @@ class PendingStore:
         self.cat = np.zeros((n, 0), dtype=np.int32)
         self.num = np.zeros((n, 0), dtype=np.uint64)
         self.values: list = []  # interned categorical values
-        self.codes: dict = {}  # (type, value) -> code
+        self.codes: dict[type, dict] = {}  # type -> value -> code (True and 1 are two values)
         self.odd: dict = {}  # row -> {name: value} of the values of the other kind than their column's
         self.labels: list = []  # interned predictions
         self.label_codes: dict = {}
@@ -110,23 +114,37 @@ class PendingStore:
         """The row of id ``key``, or -1."""
         return int(self.table[self._slot(key, hash(key))]) - 1
 
-    def find_many(self, keys: list[bytes]) -> list[int]:
-        """:meth:`find` of each id of ``keys``: the home slots looked at once, a probe only past a taken one
-        that holds another id."""
-        if not keys:
-            return []
-        h = np.fromiter(map(hash, keys), dtype=np.int64, count=len(keys))
+    def find_many(self, keys: list[bytes]) -> np.ndarray:
+        """:meth:`find` of each id of ``keys``, as an array: the home slots looked at and the ids compared
+        at once (hashes, then lengths and bytes); a probe, one id at a time, only past a home slot that
+        holds another id."""
+        n = len(keys)
+        out = np.full(n, -1, dtype=np.int64)
+        if not n:
+            return out
+        h = np.fromiter(map(hash, keys), dtype=np.int64, count=n)
         first = self.table[h & self.mask].astype(np.int64) - 1
-        hit = first >= 0
-        hit[hit] = self.hashes[first[hit]] == h[hit]
-        out = []
-        for key, hk, r, same in zip(keys, h.tolist(), first.tolist(), hit.tolist()):
-            if same and self._id(r) == key:
-                out.append(r)
-            elif r < 0:
-                out.append(-1)
-            else:
-                out.append(int(self.table[self._slot(key, hk)]) - 1)
+        taken = np.flatnonzero(first >= 0)
+        if not len(taken):
+            return out
+        rows = first[taken]
+        same = self.hashes[rows] == h[taken]
+        at, rows = taken[same], rows[same]
+        if len(at):
+            picked = [keys[i] for i in at.tolist()]
+            lens = np.fromiter(map(len, picked), dtype=np.int64, count=len(picked))
+            equal = self.id_len[rows].astype(np.int64) == lens
+            starts = np.cumsum(lens) - lens
+            pos = np.arange(int(lens.sum()), dtype=np.int64) + np.repeat(self.id_start[rows] - starts, lens)
+            differ = self.arena[np.minimum(pos, len(self.arena) - 1)] != np.frombuffer(b"".join(picked), np.uint8)
+            nonempty = lens > 0
+            equal[nonempty] &= np.add.reduceat(differ, starts[nonempty]) == 0 if differ.size else True
+            out[at[equal]] = rows[equal]
+            probe = np.concatenate([taken[~same], at[~equal]])
+        else:
+            probe = taken
+        for i in probe.tolist():  # the home slot holds another id: probe on, as find() does
+            out[i] = int(self.table[self._slot(keys[i], int(h[i]))]) - 1
         return out
 
     def id_of(self, row: int) -> bytes:
@@ -163,14 +181,8 @@ class PendingStore:
         return row
 
     def absent(self, keys: list[bytes]) -> list[bool]:
-        """For each id of ``keys``, True when it is not held (one vectorised look at the home slots; a probe
-        only where the home slot is taken)."""
-        if not keys:
-            return []
-        h = np.fromiter(map(hash, keys), dtype=np.int64, count=len(keys))
-        taken = (self.table[h & self.mask] != 0).tolist()
-        return [not busy or self.table[self._slot(key, int(hk))] == 0
-                for key, hk, busy in zip(keys, h.tolist(), taken)]
+        """For each id of ``keys``, True when it is not held (:meth:`find_many`)."""
+        return (self.find_many(keys) < 0).tolist()
 
     def add_many(self, keys: list[bytes], xs: list[dict], *, t, predictions: list, partition=None, offsets=None,
                  provisional: bool = False, state: int = PENDING) -> np.ndarray:
@@ -278,12 +290,16 @@ class PendingStore:
                 self.odd.setdefault(row, {})[name] = v
                 return None
             j = self.cat_names[name] = self._widen("cat")
-        key = (type(v), v)
-        code = self.codes.get(key)
+        return (False, j, self._intern(v) + 1)
+
+    def _intern(self, v) -> int:
+        """The code of categorical value ``v`` (interned now if new)."""
+        table = self.codes.setdefault(type(v), {})
+        code = table.get(v)
         if code is None:
-            code = self.codes[key] = len(self.values)
+            code = table[v] = len(self.values)
             self.values.append(v)
-        return (False, j, code + 1)
+        return code
 
     def _put_many(self, rows: np.ndarray, xs: list[dict]) -> None:
         """:meth:`_put` for many rows: a column at a time where every event has the same features and a
@@ -293,7 +309,6 @@ class PendingStore:
             for row, x in zip(rows.tolist(), xs):
                 self._put(row, x)
             return
-        codes, values = self.codes, self.values
         for name in first:
             vals = [x[name] for x in xs]
             j = self.num_names.get(name)
@@ -301,16 +316,12 @@ class PendingStore:
                 self.num[rows, j] = np.array(vals, dtype=np.float64).view(np.uint64) + np.uint64(1)
                 continue
             j = self.cat_names.get(name)
-            if j is not None and not any(v is None or type(v) is float for v in vals):
-                col = [codes.get((type(v), v)) for v in vals]
-                for i, code in enumerate(col):
-                    if code is None:
-                        v = vals[i]
-                        code = codes.get((type(v), v))  # an earlier one of this poll interned it
-                        if code is None:
-                            code = codes[(type(v), v)] = len(values)
-                            values.append(v)
-                        col[i] = code
+            types = set(map(type, vals))
+            if j is not None and not (NONE_TYPE in types or float in types):
+                one = self.codes.get(next(iter(types))) if len(types) == 1 else None  # the usual column: one type
+                col = list(map(one.get, vals)) if one is not None else [None] * len(vals)
+                if None in col:
+                    col = [self._intern(v) if c is None else c for c, v in zip(col, vals)]  # in order: new ones
                 self.cat[rows, j] = np.array(col, dtype=np.int32) + 1
                 continue
             for row, v in zip(rows.tolist(), vals):  # a new feature, or values of mixed kinds: one by one
@@ -404,6 +415,17 @@ class PendingStore:
         for row in rows.tolist():
             self.odd.pop(row, None)
 
+    def joined_in_place(self, rows, t: float) -> None:
+        """Turn the early labels of ``rows`` (state :data:`LABEL`) into joined ids, their event having come at
+        time ``t``: kept, without features, prediction or partition, to spot duplicates until the TTL."""
+        rows = np.asarray(rows, dtype=np.int64)
+        self.state[rows] = JOINED
+        self.time[rows] = t
+        self.prediction[rows] = 0
+        self.partition[rows] = self._partition_code(None)
+        self.offset[rows] = 0
+        self.provisional[rows] = 0
+
     def predicted(self, row: int):
         """The prediction made for ``row`` when it arrived (None: none)."""
         p = int(self.prediction[row])
@@ -456,7 +478,8 @@ class PendingStore:
         return rows[np.argsort(self.time[rows], kind="stable")]
 
     def oldest(self, n: int) -> np.ndarray:
-        """The ``n`` oldest live rows (joined ones first: they only spot duplicates), oldest first."""
+        """The ``n`` oldest live rows, joined ones first (they only spot duplicates), then held events, then
+        early labels; oldest first within each."""
         live = np.flatnonzero(self.state[: self.high] != FREE)
-        order = np.lexsort((self.time[live], self.state[live] != JOINED))
+        order = np.lexsort((self.time[live], _EVICTION_RANK[self.state[live]]))
         return live[order[:n]]
