@@ -19,10 +19,13 @@ which is what "default at expiry" computes.
 Throughput (``--throughput``): ``stream-nb run`` on the same events, with the
 labels in the events versus in a ``--feedback`` file (CPU seconds of the child,
 the least of ``--repeats`` interleaved runs of each).
+With ``--breakdown`` it then runs the feedback command once more in a child that
+times the join's own steps (``Joiner`` methods, CPU time of the thread, each
+step's time excluding the steps it calls) and prints each per event of the stream.
 Memory (``--memory``): bytes the pending store allocates for 1,000,000 events of
 20 features (tracemalloc).
 
-    PYTHONPATH=. python bench/delayed.py [--events 20000] [--throughput [--repeats 3]] [--memory]
+    PYTHONPATH=. python bench/delayed.py [--events 20000] [--throughput [--repeats 3] [--breakdown]] [--memory]
 """
 
 from __future__ import annotations
@@ -185,7 +188,46 @@ def accuracy_table(n: int, seed: int) -> list:
     return rows
 
 
-def throughput(n: int, seed: int, repeats: int = 3) -> dict:
+#: The join's steps --breakdown times: each a Joiner method, named as the README names it.
+STEPS = {
+    "prepare_columns": "giving early labels to their events (a poll's look-up)",
+    "hold_sent": "setting aside the unlabeled events sent",
+    "flush_holds": "holding the unlabeled events in the store",
+    "_labels": "reading, parsing and looking up the labels, holding the early ones",
+    "_learn_joined": "learning the joined pairs",
+    "expire": "expiring",
+}
+
+
+def breakdown_child(n: int, argv: list) -> None:
+    """Run ``stream-nb run argv`` here with each of :data:`STEPS` timed (thread CPU, callees excluded)."""
+    spent, stack = dict.fromkeys(STEPS, 0), []
+
+    def timed(name, method):
+        def step(*args, **kwargs):
+            stack.append(0)
+            start = time.thread_time_ns()
+            try:
+                return method(*args, **kwargs)
+            finally:
+                total = time.thread_time_ns() - start
+                inner = stack.pop()
+                spent[name] += total - inner
+                if stack:
+                    stack[-1] += total
+        return step
+
+    for name in STEPS:
+        setattr(Joiner, name, timed(name, getattr(Joiner, name)))
+    from stream_nb.cli import main as cli
+    status = cli(["run", *argv])
+    if status:
+        raise SystemExit(status)
+    for name, what in STEPS.items():
+        print(f"  {what} (Joiner.{name}): {spent[name] / 1e3 / n:.2f} µs per event")
+
+
+def throughput(n: int, seed: int, repeats: int = 3, breakdown: bool = False) -> dict:
     stream = drifting_stream(n, seed)
     tmp = tempfile.mkdtemp(prefix="delayed-bench-")
     inline = os.path.join(tmp, "inline.jsonl")
@@ -230,6 +272,10 @@ def throughput(n: int, seed: int, repeats: int = 3) -> dict:
     ratio = out["labels from --feedback"] / out["labels in the events"]
     ratio_beyond = beyond["labels from --feedback"] / beyond["labels in the events"]
     print(f"ratio: {ratio:.2f} (beyond start-up: {ratio_beyond:.2f})")
+    if breakdown:
+        print("the join's steps, one more run with labels from --feedback:", flush=True)
+        subprocess.run([sys.executable, __file__, "--breakdown-child", str(n), "--", *runs[1][1], "--output",
+                        os.devnull, "--log-level", "WARNING"], check=True)
     return out
 
 
@@ -259,13 +305,19 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--throughput", action="store_true")
     p.add_argument("--repeats", type=int, default=3, help="--throughput: runs of each, the least CPU kept")
+    p.add_argument("--breakdown", action="store_true", help="--throughput: time the join's steps too")
+    p.add_argument("--breakdown-child", type=int, help=argparse.SUPPRESS)
+    p.add_argument("run_args", nargs="*", help=argparse.SUPPRESS)
     p.add_argument("--memory", action="store_true")
     args = p.parse_args()
+    if args.breakdown_child:
+        breakdown_child(args.breakdown_child, args.run_args)
+        return
     if args.memory:
         memory()
         return
     if args.throughput:
-        throughput(args.events, args.seed, args.repeats)
+        throughput(args.events, args.seed, args.repeats, args.breakdown)
         return
     accuracy_table(args.events, args.seed)
 
