@@ -19,13 +19,21 @@ which is what "default at expiry" computes.
 Throughput (``--throughput``): ``stream-nb run`` on the same events, with the
 labels in the events versus in a ``--feedback`` file (CPU seconds of the child,
 the least of ``--repeats`` interleaved runs of each).
+With ``--kafka`` the same comparison runs in Kafka mode, as the daemon runs in a
+pipeline: the events on a 3-partition topic (keyed by id), the labels on a
+co-partitioned ``--feedback-topic`` in shuffled order, against a local broker
+(``KAFKA_BOOTSTRAP_SERVERS``, else one started from the jars as
+``bench/daemon.py`` starts it); CPU seconds of the daemon from its start until it
+has sent every output and joined every label (read off ``/metrics``), with
+``--kafka-client`` (kafka-python by default, or confluent).
 With ``--breakdown`` it then runs the feedback command once more in a child that
 times the join's own steps (``Joiner`` methods, CPU time of the thread, each
 step's time excluding the steps it calls) and prints each per event of the stream.
 Memory (``--memory``): bytes the pending store allocates for 1,000,000 events of
 20 features (tracemalloc).
 
-    PYTHONPATH=. python bench/delayed.py [--events 20000] [--throughput [--repeats 3] [--breakdown]] [--memory]
+    PYTHONPATH=. python bench/delayed.py [--events 20000] [--throughput [--repeats 3] [--breakdown]
+                                         [--kafka [--kafka-client confluent]]] [--memory]
 """
 
 from __future__ import annotations
@@ -35,11 +43,15 @@ import json
 import os
 import random
 import resource
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 import tracemalloc
+import urllib.request
+import uuid
+from pathlib import Path
 
 import numpy as np
 import orjson
@@ -279,6 +291,83 @@ def throughput(n: int, seed: int, repeats: int = 3, breakdown: bool = False) -> 
     return out
 
 
+def kafka_throughput(n: int, seed: int, repeats: int, client: str) -> dict:
+    """:func:`throughput` in Kafka mode: CPU seconds of ``stream-nb run`` until every output is sent and
+    every label joined, labels in the events versus on a co-partitioned ``--feedback-topic``."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import daemon as kafka_bench  # bench/daemon.py: the broker and the topics
+
+    stream = drifting_stream(n, seed)
+    order = list(range(n))
+    random.Random(seed).shuffle(order)
+    inline = [(str(i).encode(), orjson.dumps({"id": i, **x, "label": y})) for i, (x, y) in enumerate(stream)]
+    bare = [(str(i).encode(), orjson.dumps({"id": i, **x})) for i, (x, _) in enumerate(stream)]
+    labels = [(str(i).encode(), orjson.dumps({"id": i, "label": stream[i][1]})) for i in order]
+    with kafka_bench.broker() as bootstrap:
+        kafka = kafka_bench.Kafka(bootstrap)
+        try:
+            topics = {name: kafka.topic(f"delayed-{name}") for name in ("inline", "bare", "labels")}
+            for name, records in (("inline", inline), ("bare", bare), ("labels", labels)):
+                kafka.produce(topics[name], records)
+            runs = (("labels in the events", ["--input-topic", topics["inline"]], False),
+                    ("labels from --feedback-topic", ["--input-topic", topics["bare"],
+                                                      "--feedback-topic", topics["labels"]], True))
+            cpus: dict = {name: [] for name, _, _ in runs}
+            for _ in range(repeats):
+                for name, extra, joins in runs:
+                    cpus[name].append(_kafka_run(kafka, bootstrap, extra, n, joins, client))
+        finally:
+            kafka.close()
+    out = {}
+    for name, _, _ in runs:
+        out[name] = n / min(cpus[name])
+        print(f"Kafka ({client}), {name}: {out[name]:,.0f} events per CPU second (least CPU of {repeats}: "
+              f"{', '.join(f'{c:.2f}' for c in cpus[name])} s)", flush=True)
+    print(f"ratio: {out['labels from --feedback-topic'] / out['labels in the events']:.2f}")
+    return out
+
+
+def _kafka_run(kafka, bootstrap: str, extra: list, n: int, joins: bool, client: str) -> float:
+    """CPU seconds of one ``stream-nb run`` over ``extra``'s topics, stopped once it has sent ``n`` outputs
+    (and, when ``joins``, joined ``n`` labels)."""
+    output = kafka.topic("delayed-out")
+    log = tempfile.NamedTemporaryFile(prefix="delayed-kafka-", suffix=".log", delete=False)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    proc = subprocess.Popen([sys.executable, "-m", "stream_nb", "run", "--bootstrap-servers", bootstrap, *extra,
+                             "--output-topic", output, "--group-id", f"delayed-{uuid.uuid4().hex[:8]}",
+                             "--kafka-client", client, "--metrics-port", "0", "--metrics-interval", "0",
+                             "--log-level", "INFO"], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + max(300.0, n / 100)
+        url = None
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"stream-nb run exited with status {proc.returncode}: see {log.name}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"stream-nb run did not finish in time: see {log.name}")
+            if url is None:
+                found = [line.split(" on ")[-1].split()[0] for line in Path(log.name).read_text().splitlines()
+                         if "serving /metrics" in line]
+                url = found[0] if found else None
+            elif _joined_all(url, n, joins) and kafka.count(output) >= n:
+                break
+            time.sleep(0.2)
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=120)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def _joined_all(url: str, n: int, joins: bool) -> bool:
+    if not joins:
+        return True
+    text = urllib.request.urlopen(url + "/metrics", timeout=5).read().decode()
+    line = next((ln for ln in text.splitlines() if ln.startswith('stream_nb_labels_total{outcome="joined"}')), None)
+    return line is not None and float(line.split()[-1]) >= n
+
+
 def memory(n: int = 1_000_000) -> float:
     rng = np.random.default_rng(0)
     names = [f"c{j}" for j in range(10)] + [f"n{j}" for j in range(10)]
@@ -306,6 +395,8 @@ def main() -> None:
     p.add_argument("--throughput", action="store_true")
     p.add_argument("--repeats", type=int, default=3, help="--throughput: runs of each, the least CPU kept")
     p.add_argument("--breakdown", action="store_true", help="--throughput: time the join's steps too")
+    p.add_argument("--kafka", action="store_true", help="--throughput: in Kafka mode, against a broker")
+    p.add_argument("--kafka-client", default="kafka-python", choices=("kafka-python", "confluent"))
     p.add_argument("--breakdown-child", type=int, help=argparse.SUPPRESS)
     p.add_argument("run_args", nargs="*", help=argparse.SUPPRESS)
     p.add_argument("--memory", action="store_true")
@@ -317,7 +408,10 @@ def main() -> None:
         memory()
         return
     if args.throughput:
-        throughput(args.events, args.seed, args.repeats, args.breakdown)
+        if args.kafka:
+            kafka_throughput(args.events, args.seed, args.repeats, args.kafka_client)
+        else:
+            throughput(args.events, args.seed, args.repeats, args.breakdown)
         return
     accuracy_table(args.events, args.seed)
 

@@ -8,7 +8,7 @@ import sys
 
 import orjson
 
-from stream_nb.engine._pending import JOINED, PENDING, PendingStore
+from stream_nb.engine._pending import JOINED, LABEL, PENDING, PendingStore
 
 
 def random_event(rng):
@@ -179,3 +179,44 @@ def test_rows_holding_every_feature_come_back_whole_and_in_order():
     part = store.add(b'"part"', {"c": "a", "n": 1.0}, t=0.0)
     for some in (rows[:3] + [odd], [part] + rows[:3]):
         assert [list(x.items()) for x in store.features_many(some)] == [list(store.features(r).items()) for r in some]
+
+
+def test_due_skips_its_scan_only_while_no_live_row_can_be_due():
+    """``due`` against a brute-force scan of every live row, through adds (one and many, older times too),
+    removals, joins in place (a later time) and times written directly (a snapshot loaded)."""
+    rng = random.Random(11)
+    store = PendingStore(64)
+    held, n = {}, 0
+
+    def brute(cutoff):
+        rows = [r for r in held.values() if store.time[r] <= cutoff]
+        return sorted(rows, key=lambda r: (store.time[r], r))
+
+    for step in range(400):
+        op = rng.random()
+        if op < 0.3 and len(held) < 60:
+            key = orjson.dumps(n)
+            n += 1
+            held[key] = store.add(key, {"a": "x"}, t=rng.uniform(0, 100))
+        elif op < 0.45 and len(held) < 50:
+            keys = [orjson.dumps(n + i) for i in range(5)]
+            n += 5
+            rows = store.add_many(keys, [{}] * 5, t=[rng.uniform(0, 100) for _ in keys], predictions=[None] * 5)
+            held.update(zip(keys, rows.tolist()))
+        elif op < 0.6 and held:
+            key = rng.choice(list(held))
+            store.remove(held.pop(key))
+        elif op < 0.7 and held:
+            row = held[rng.choice(list(held))]
+            store.state[row] = LABEL
+            store.joined_in_place([row], store.time[row] + rng.uniform(0, 50))
+        elif op < 0.75 and held:
+            row = held[rng.choice(list(held))]
+            store.time[row] = rng.uniform(-20, 0)  # older than any held so far
+            store.times_changed()
+        cutoff = rng.uniform(-30, 120)
+        due = store.due(cutoff).tolist()
+        assert sorted(due, key=lambda r: (store.time[r], r)) == brute(cutoff), step
+        for row in due[: rng.randrange(len(due) + 1)]:  # some callers remove what is due, some not yet
+            key = next(k for k, r in held.items() if r == row)
+            store.remove(held.pop(key))

@@ -97,6 +97,7 @@ def load_join_state(joiner, arrays: dict, meta: dict) -> None:
     rows = np.array(rows, dtype=np.int64)
     for k in _ROW_ARRAYS:
         getattr(store, k)[rows] = arrays[f"join.{k}"]
+    store.times_changed()
     store.cat[rows] = arrays["join.cat"]
     store.num[rows] = arrays["join.num"]
     for i, name, v in meta["odd"]:

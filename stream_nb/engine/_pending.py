@@ -84,6 +84,7 @@ class PendingStore:
         self.free = np.arange(n - 1, -1, -1, dtype=np.int32)  # a stack of free rows (the lowest on top)
         self.n_free = n
         self.high = 0  # every row ever used is below it: scans look at rows[:high], not the whole capacity
+        self.time_floor = np.inf  # no live row is older: due() scans only once a cutoff reaches it
 
     def __len__(self) -> int:
         return self.capacity - self.n_free
@@ -172,6 +173,7 @@ class PendingStore:
         self._put_id(row, key)
         self.state[row] = state
         self.time[row] = t
+        self.time_floor = min(self.time_floor, t)
         code = 0 if prediction is None else self._label_code(prediction) + 1
         self.prediction[row] = code if code < 32768 else 0  # beyond 32,767 distinct predictions: not scored
         self.partition[row] = self._partition_code(partition)
@@ -221,6 +223,7 @@ class PendingStore:
         self.arena_live += total
         self.state[rows] = state
         self.time[rows] = t
+        self.time_floor = min(self.time_floor, float(np.min(self.time[rows])))
         codes = [0 if p is None else self._label_code(p) + 1 for p in predictions]
         self.prediction[rows] = [c if c < 32768 else 0 for c in codes]
         self.partition[rows] = self._partition_code(partition)
@@ -471,11 +474,21 @@ class PendingStore:
     # ------------------------------------------------------------------ time
 
     def due(self, cutoff: float, state: int | None = None) -> np.ndarray:
-        """Rows (oldest first) whose time is at most ``cutoff``; only those in ``state`` when given."""
-        states = self.state[: self.high]
-        live = states != FREE if state is None else states == state
-        rows = np.flatnonzero(live & (self.time[: self.high] <= cutoff))
+        """Rows (oldest first) whose time is at most ``cutoff``; only those in ``state`` when given. No scan
+        while ``cutoff`` is below :attr:`time_floor`, which a scan raises to the oldest live row's time."""
+        if cutoff < self.time_floor:
+            return np.zeros(0, dtype=np.int64)
+        states, times = self.state[: self.high], self.time[: self.high]
+        live = states != FREE
+        self.time_floor = float(times[live].min()) if live.any() else np.inf
+        if state is not None:
+            live = states == state
+        rows = np.flatnonzero(live & (times <= cutoff))
         return rows[np.argsort(self.time[rows], kind="stable")]
+
+    def times_changed(self) -> None:
+        """Say that :attr:`time` was written directly (a snapshot loaded): the next :meth:`due` scans."""
+        self.time_floor = -np.inf
 
     def oldest(self, n: int) -> np.ndarray:
         """The ``n`` oldest live rows, joined ones first (they only spot duplicates), then held events, then
