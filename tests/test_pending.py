@@ -201,15 +201,16 @@ def test_due_skips_its_scan_only_while_no_live_row_can_be_due():
         elif op < 0.45 and len(held) < 50:
             keys = [orjson.dumps(n + i) for i in range(5)]
             n += 5
-            rows = store.add_many(keys, [{}] * 5, t=[rng.uniform(0, 100) for _ in keys], predictions=[None] * 5)
+            rows = store.add_many(keys, [{}] * 5, t=[rng.uniform(0, 100) for _ in keys], predictions=[None] * 5,
+                                  state=LABEL, labels=[1] * 5, notes=[b"note"] * 5)  # early labels
             held.update(zip(keys, rows.tolist()))
         elif op < 0.6 and held:
             key = rng.choice(list(held))
             store.remove(held.pop(key))
         elif op < 0.7 and held:
             row = held[rng.choice(list(held))]
-            store.state[row] = LABEL
-            store.joined_in_place([row], store.time[row] + rng.uniform(0, 50))
+            if store.state[row] == LABEL:
+                store.joined_in_place([row], store.time[row] + rng.uniform(0, 50))
         elif op < 0.75 and held:
             row = held[rng.choice(list(held))]
             store.time[row] = rng.uniform(-20, 0)  # older than any held so far
@@ -220,3 +221,37 @@ def test_due_skips_its_scan_only_while_no_live_row_can_be_due():
         for row in due[: rng.randrange(len(due) + 1)]:  # some callers remove what is due, some not yet
             key = next(k for k, r in held.items() if r == row)
             store.remove(held.pop(key))
+
+
+def test_ids_and_notes_survive_the_arena_compacting_under_churn():
+    """Early labels keep a note after their id in the arena; ids and notes read back as written while rows
+    come and go and the arena is rewritten (compacted, grown) many times."""
+    rng = random.Random(13)
+    store = PendingStore(50)
+    held, n, compactions, size = {}, 0, 0, len(store.arena)
+    for step in range(600):
+        if held and (len(held) >= 45 or rng.random() < 0.45):
+            key = rng.choice(list(held))
+            row = held.pop(key)[0]
+            if rng.random() < 0.3 and store.state[row] == LABEL:  # joined in place: the note goes, the id stays
+                store.joined_in_place([row], 1.0)
+                held[key] = (row, b"")
+            else:
+                store.remove(row)
+            continue
+        keys = [orjson.dumps(f"id-{n + i}" * rng.randrange(1, 4)) for i in range(rng.randrange(1, 4))]
+        n += len(keys)
+        notes = [bytes(rng.randrange(256) for _ in range(rng.randrange(0, 40))) for _ in keys]
+        before, added = store.arena_used, sum(map(len, keys + notes))
+        if rng.random() < 0.5:
+            rows = store.add_many(keys, [{}] * len(keys), t=0.0, predictions=[None] * len(keys), state=LABEL,
+                                  labels=["y"] * len(keys), notes=notes).tolist()
+        else:
+            rows = [store.add(k, {}, t=0.0, state=LABEL, label="y", note=note) for k, note in zip(keys, notes)]
+        held.update((k, (r, note)) for k, r, note in zip(keys, rows, notes))
+        compactions += store.arena_used < before + added or len(store.arena) != size
+        size = len(store.arena)
+        for key, (row, note) in held.items():
+            assert store.id_of(row) == key and store.find(key) == row
+            assert store.note_of(row) == note
+    assert compactions >= 5 and store.n_labels == sum(store.state[r] == LABEL for r, _ in held.values())

@@ -40,7 +40,7 @@ import orjson
 from .._checks import configure
 from ..exceptions import ConfigError, InvalidEventError, LabelTypeError, UnlearnError
 from ..stats import json_type
-from ._label_reads import delay_counts, event_keys, parse_on_expire, read_labels
+from ._label_reads import delay_counts, early_note, event_keys, parse_on_expire, read_labels, read_note
 from ._pending import FREE, JOINED, LABEL, MAX_ID_BYTES, PENDING, PendingStore
 from ._records import Record, dead_letter_record
 
@@ -93,10 +93,9 @@ class Joiner:
     def reset(self) -> None:
         """Hold nothing and count nothing: the join of a fresh start (an exactly-once rewind reloads a
         snapshot's join into it, see :func:`~stream_nb.engine._join_state.rewind_join`)."""
+        # a label that comes before its event is a row of the store too (state LABEL: its id, time, label and
+        # record), so that events and early labels share one bound, one look-up and one expiry
         self.store = PendingStore(self.config["pending_max"])
-        # row -> (label, record) of each label held before its event: a row of the store in state LABEL, its
-        # id and time there, so that events and early labels share one bound, one look-up and one expiry
-        self.early: dict[int, tuple] = {}
         self.receipts: dict[int, typing.Any] = {}  # row -> receipt of a provisional label not plainly counted
         self.positions: dict[str, int] = {}  # feedback partition -> next position
         self.stream_time = -math.inf  # the latest event time seen (time_field mode)
@@ -149,7 +148,7 @@ class Joiner:
         features, t = self._time_of(event.features, "event")
         if features is not event.features:
             event = event._replace(features=features)
-        if event.label is None and event.id is not None and self.early:
+        if event.label is None and event.id is not None and self.store.n_labels:
             row = self.store.find(_key(event.id))
             if row >= 0 and self.store.state[row] == LABEL:
                 return event._replace(label=self._take_early([row], t)[0])
@@ -166,7 +165,7 @@ class Joiner:
         """:meth:`prepare` of a poll's valid events given as columns: their labels, with each early one in place."""
         t, keys = self.clock(), event_keys(ids, ys)
         self._column_keys, self._column_time = keys, t
-        if not self.early:
+        if not self.store.n_labels:
             return ys
         at = [j for j, key in enumerate(keys) if key is not None] if None in keys else None
         rows = self.store.find_many(keys if at is None else [keys[j] for j in at])
@@ -186,9 +185,11 @@ class Joiner:
         """The labels held for ``rows`` (early labels, state LABEL), given to their events, come at time ``t``:
         counted as joined (a delay of 0 unless the label's own time is later), each row kept as a joined id
         (to spot duplicates) until the TTL."""
-        early, time_of = self.early, self.store.time
-        ys = [early.pop(row)[0] for row in rows]
-        delays = np.maximum(0.0, time_of[rows] - t).tolist()
+        store = self.store
+        ys = store.labels_of(rows)
+        if None in ys:  # a label beyond the store's codes: its note has it
+            ys = [read_note(store.note_of(row))[0] if y is None else y for row, y in zip(rows, ys)]
+        delays = np.maximum(0.0, store.time[rows] - t).tolist()
         self.store.joined_in_place(rows, t)
         self._count_delays(delays)
         return ys
@@ -409,9 +410,9 @@ class Joiner:
             part = items[lo : lo + store.capacity]
             self._room_for(len(part))
             keys = [key for key, _ in part]
-            rows = store.add_many(keys, [{}] * len(part), t=[item[2] for _, item in part],
-                                  predictions=[None] * len(part), state=LABEL)
-            self.early.update(zip(rows.tolist(), [(y, record) for _, (record, y, _) in part]))
+            store.add_many(keys, [{}] * len(part), t=[item[2] for _, item in part], predictions=[None] * len(part),
+                           state=LABEL, labels=[y for _, (_, y, _) in part],
+                           notes=[early_note(record, y) for _, (record, y, _) in part])
 
     def _feedback_time(self, obj: dict) -> float:
         return self._time_of({k: v for k, v in obj.items() if k == self.config["time_field"]}, "feedback")[1]
@@ -523,7 +524,7 @@ class Joiner:
     def _unmatched(self, row: int) -> None:
         """Dead-letter the early label of ``row``: its event did not come within the TTL (the row is the
         caller's to remove)."""
-        key, (_, record) = self.store.id_of(row), self.early.pop(row)
+        key, (_, record) = self.store.id_of(row), read_note(self.store.note_of(row))
         self.counts["unmatched"] += 1
         self._dead(record, InvalidEventError(
             f"label for id {key.decode(errors='replace')}: no event with this id within --label-ttl "
@@ -561,8 +562,10 @@ class Joiner:
                 self.receipts.pop(row, None)
                 store.remove(row)
         labels = []
-        for row in [r for r, (_, rec) in self.early.items() if rec.partition == feedback_partition]:
-            y, rec = self.early.pop(row)
+        for row in np.flatnonzero(store.state[: store.high] == LABEL).tolist():
+            y, rec = read_note(store.note_of(row))
+            if rec.partition != feedback_partition:
+                continue
             labels.append([store.id_of(row).decode(), y, float(store.time[row]), rec.value.decode("utf-8", "replace"),
                            rec.partition, rec.position, rec.next_position])
             store.remove(row)
@@ -581,7 +584,7 @@ class Joiner:
             if row >= 0:
                 if store.state[row] != LABEL:  # held here already (restored from this member's own snapshot)
                     continue
-                early = (*self.early.pop(row), float(store.time[row]))  # its label came here first
+                early = (*read_note(store.note_of(row)), float(store.time[row]))  # its label came here first
                 store.remove(row)
             self.handed["events_in"] += state == PENDING
             self._room_for(1)
@@ -608,8 +611,7 @@ class Joiner:
                 self.join_label(row, y, record, t)
                 continue
             self._room_for(1)
-            row = store.add(key.encode(), {}, t=t, state=LABEL)
-            self.early[row] = (y, record)
+            store.add(key.encode(), {}, t=t, state=LABEL, label=y, note=early_note(record, y))
         self._learn_joined()
 
     def join_label(self, row: int, y, record: Record, t: float) -> None:
@@ -628,7 +630,7 @@ class Joiner:
     def progress(self) -> tuple:
         """What changes whenever the join changes the model or its own state (a snapshot is due then)."""
         self.flush_holds()
-        return tuple(sorted(self.positions.items())), tuple(self.counts.values()), len(self.store), len(self.early)
+        return tuple(sorted(self.positions.items())), tuple(self.counts.values()), len(self.store), self.store.n_labels
 
     def status(self) -> dict:
         """The join's counters: pending events and labels, joined, expired, unmatched, duplicate,
@@ -638,7 +640,7 @@ class Joiner:
         pending = int((self.store.state == PENDING).sum())
         return {
             "pending_events": pending,
-            "pending_labels": len(self.early),
+            "pending_labels": self.store.n_labels,
             **{f"labels_{k}": v for k, v in c.items() if not k.startswith("delayed")},
             "delayed_labeled": c["delayed_labeled"],
             "delayed_accuracy": c["delayed_correct"] / c["delayed_labeled"] if c["delayed_labeled"] else None,

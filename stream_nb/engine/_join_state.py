@@ -25,6 +25,7 @@ import math
 
 import numpy as np
 
+from ._label_reads import early_note, read_note
 from ._pending import FREE, LABEL, PENDING
 from ._records import Record
 
@@ -57,7 +58,9 @@ def join_state(joiner) -> tuple[dict, dict]:
         "partitions": list(store.partitions),
         "odd": [[where[r], name, v] for r, d in store.odd.items() for name, v in d.items()],
         "waiting": [[store.id_of(row).decode(), y, float(store.time[row]), rec.value.decode("utf-8", "replace"),
-                     rec.partition, rec.position, rec.next_position] for row, (y, rec) in joiner.early.items()],
+                     rec.partition, rec.position, rec.next_position]
+                    for row in np.flatnonzero(store.state[: store.high] == LABEL).tolist()
+                    for y, rec in [read_note(store.note_of(row))]],
         "counts": dict(joiner.counts),
         "delay_histogram": list(joiner.delay_histogram),
         "delay_sum": joiner.delay_sum,
@@ -109,8 +112,7 @@ def load_join_state(joiner, arrays: dict, meta: dict) -> None:
         if row >= 0:
             both.append((row, y, record, t))
             continue
-        row = store.add(key.encode(), {}, t=t, state=LABEL)
-        joiner.early[row] = (y, record)
+        store.add(key.encode(), {}, t=t, state=LABEL, label=y, note=early_note(record, y))
     joiner.receipts = _receipts(joiner, arrays, meta.get("receipts", []), meta.get("receipt_events", []), rows)
     joiner.counts.update(meta["counts"])
     joiner.delay_histogram = list(meta["delay_histogram"])

@@ -29,7 +29,8 @@ from ..stats import validate_label
 from ._events import json_objects
 from ._records import Record
 
-__all__ = ["delay_counts", "event_keys", "parse_label_value", "parse_on_expire", "read_labels"]
+__all__ = ["delay_counts", "early_note", "event_keys", "parse_label_value", "parse_on_expire", "read_labels",
+           "read_note"]
 
 _PLAIN_ID = frozenset({str, int}).issuperset
 _PLAIN_LABEL = frozenset({str, int, bool}).issuperset  # what validate_label returns unchanged
@@ -88,6 +89,26 @@ def _read_one(record: Record, id_field: str, label_field: str, time_of) -> tuple
     except InvalidEventError as exc:
         return record, exc
     return record, orjson.dumps(event_id), y, t
+
+
+def early_note(record: Record, y) -> bytes:
+    """What the store keeps with a label that came before its event (:func:`read_note` reads it back): the
+    label and its record (for the dead-letter sink, or to hand it over), as bytes, no Python object kept.
+
+    >>> record = Record(b'{"id": 7, "label": "p"}', bytes([107, 255]), "fb-0", {"offset": 3}, 4)
+    >>> read_note(early_note(record, "p")) == ("p", record)
+    True
+    """
+    key = None if record.key is None else bytes(record.key).decode("latin-1")
+    head = orjson.dumps([y, record.position, record.partition, record.next_position, record.size, key])
+    return head + b"\n" + bytes(record.value)  # orjson writes no raw newline
+
+
+def read_note(note: bytes) -> tuple:
+    """``(label, record)`` of an :func:`early_note`."""
+    head, _, value = note.partition(b"\n")
+    y, position, partition, next_position, size, key = orjson.loads(head)
+    return y, Record(value, None if key is None else key.encode("latin-1"), partition, position, next_position, size)
 
 
 def delay_counts(delays: np.ndarray, bounds: tuple) -> np.ndarray:

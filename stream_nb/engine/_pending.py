@@ -62,6 +62,11 @@ class PendingStore:
         self.hashes = np.zeros(n, dtype=np.int64)  # hash() of each row's id: a probe compares it before the bytes
         self.id_start = np.zeros(n, dtype=np.int64)
         self.id_len = np.zeros(n, dtype=np.uint16)
+        # an early label's (state LABEL) code + 1 in self.labels (0: none, or beyond 32,767 distinct labels), and
+        # its note: bytes its holder keeps with it (the record, for the dead-letter sink), in the arena after its id
+        self.label = np.zeros(n, dtype=np.int16)
+        self.note_len = np.zeros(n, dtype=np.uint32)
+        self.n_labels = 0  # rows in state LABEL
         self.arena = np.zeros(max(64, n * _ID_BYTES), dtype=np.uint8)
         self.arena_used = 0
         self.arena_live = 0
@@ -77,7 +82,7 @@ class PendingStore:
         self.values: list = []  # interned categorical values
         self.codes: dict[type, dict] = {}  # type -> value -> code (True and 1 are two values)
         self.odd: dict = {}  # row -> {name: value} of the values of the other kind than their column's
-        self.labels: list = []  # interned predictions
+        self.labels: list = []  # interned predictions and early labels
         self.label_codes: dict = {}
         self.partitions: list = []
         self.partition_codes: dict = {}
@@ -155,8 +160,9 @@ class PendingStore:
     # ------------------------------------------------------------------ rows
 
     def add(self, key: bytes, x: dict, *, t: float, prediction=None, partition=None, offset: int = 0,
-            provisional: bool = False, state: int = PENDING) -> int:
-        """Hold the event ``x`` of id ``key`` (not held yet; the store not full); return its row."""
+            provisional: bool = False, state: int = PENDING, label=None, note: bytes = b"") -> int:
+        """Hold the event ``x`` of id ``key`` (not held yet; the store not full); return its row. An early label
+        (``state=LABEL``) gives its ``label`` and ``note`` instead of features."""
         if self.n_free == 0:
             raise OverflowError("the pending store is full")
         if len(key) > MAX_ID_BYTES:
@@ -170,8 +176,9 @@ class PendingStore:
         self.high = max(self.high, row + 1)
         self.table[slot] = row + 1
         self.hashes[row] = h
-        self._put_id(row, key)
+        self._put_id(row, key, note)
         self.state[row] = state
+        self._set_labels([row], [label] if state == LABEL else None)
         self.time[row] = t
         self.time_floor = min(self.time_floor, t)
         code = 0 if prediction is None else self._label_code(prediction) + 1
@@ -187,9 +194,11 @@ class PendingStore:
         return (self.find_many(keys) < 0).tolist()
 
     def add_many(self, keys: list[bytes], xs: list[dict], *, t, predictions: list, partition=None, offsets=None,
-                 provisional: bool = False, state: int = PENDING) -> np.ndarray:
+                 provisional: bool = False, state: int = PENDING, labels: list | None = None,
+                 notes: list[bytes] | None = None) -> np.ndarray:
         """:meth:`add` for many events at once (ids distinct, none held, none over :data:`MAX_ID_BYTES`; room
-        for all): the same rows, cells and table as adding them one by one, written column by column."""
+        for all): the same rows, cells and table as adding them one by one, written column by column. Early
+        labels (``state=LABEL``) give ``labels`` and ``notes`` (one each) instead of features."""
         n = len(keys)
         if n > self.n_free:
             raise OverflowError("the pending store is full")
@@ -212,16 +221,21 @@ class PendingStore:
                 j = (j + 1) & mask
             table[j] = rows[i] + 1
         lens = np.fromiter(map(len, keys), dtype=np.int64, count=n)
-        total = int(lens.sum())
+        note_lens = np.zeros(n, dtype=np.int64) if notes is None else np.fromiter(map(len, notes), np.int64, n)
+        spans = lens + note_lens
+        total = int(spans.sum())
         if self.arena_used + total > len(self.arena):
             self._compact(total)
         s = self.arena_used
-        self.arena[s : s + total] = np.frombuffer(b"".join(keys), dtype=np.uint8)
-        self.id_start[rows] = s + np.cumsum(lens) - lens
+        data = b"".join(keys) if notes is None else b"".join([b for pair in zip(keys, notes) for b in pair])
+        self.arena[s : s + total] = np.frombuffer(data, dtype=np.uint8)
+        self.id_start[rows] = s + np.cumsum(spans) - spans
         self.id_len[rows] = lens
+        self.note_len[rows] = note_lens
         self.arena_used += total
         self.arena_live += total
         self.state[rows] = state
+        self._set_labels(rows, labels if state == LABEL else None)
         self.time[rows] = t
         self.time_floor = min(self.time_floor, float(np.min(self.time[rows])))
         codes = [0 if p is None else self._label_code(p) + 1 for p in predictions]
@@ -232,30 +246,48 @@ class PendingStore:
         self._put_many(rows, xs)
         return rows
 
-    def _put_id(self, row: int, key: bytes) -> None:
-        n = len(key)
+    def _set_labels(self, rows, labels: list | None) -> None:
+        """The label column of ``rows``: each early label's code (None: not early labels)."""
+        if labels is None:
+            self.label[rows] = 0
+            return
+        codes = [self._label_code(y) + 1 for y in labels]
+        self.label[rows] = [c if c < 32768 else 0 for c in codes]  # beyond: read from the note (its holder's)
+        self.n_labels += len(codes)
+
+    def _put_id(self, row: int, key: bytes, note: bytes = b"") -> None:
+        n = len(key) + len(note)
         if self.arena_used + n > len(self.arena):
             self._compact(n)
         s = self.arena_used
-        self.arena[s : s + n] = np.frombuffer(key, dtype=np.uint8)
-        self.id_start[row], self.id_len[row] = s, n
+        self.arena[s : s + n] = np.frombuffer(key + note, dtype=np.uint8)
+        self.id_start[row], self.id_len[row], self.note_len[row] = s, len(key), len(note)
         self.arena_used += n
         self.arena_live += n
 
     def _compact(self, need: int) -> None:
-        """Rewrite the arena with the live ids only (grown when that is not room enough)."""
+        """Rewrite the arena with the live ids and notes only (grown when that is not room enough)."""
         live = np.flatnonzero(self.state[: self.high] != FREE)
         size = len(self.arena)
         while self.arena_live + need > size // 2:
             size *= 2
         arena = np.zeros(size, dtype=np.uint8)
-        pos = 0
-        for r in live.tolist():
-            s, n = int(self.id_start[r]), int(self.id_len[r])
-            arena[pos : pos + n] = self.arena[s : s + n]
-            self.id_start[r] = pos
-            pos += n
+        spans = self.id_len[live].astype(np.int64) + self.note_len[live]
+        starts = np.cumsum(spans) - spans
+        pos = int(spans.sum())
+        arena[:pos] = self.arena[np.arange(pos, dtype=np.int64) + np.repeat(self.id_start[live] - starts, spans)]
+        self.id_start[live] = starts
         self.arena, self.arena_used, self.arena_live = arena, pos, pos
+
+    def note_of(self, row: int) -> bytes:
+        """The note kept with early label ``row`` (:meth:`add`)."""
+        s = int(self.id_start[row]) + int(self.id_len[row])
+        return self.arena[s : s + int(self.note_len[row])].tobytes()
+
+    def labels_of(self, rows) -> list:
+        """The label of each early label of ``rows`` held by code; None where it is not (its note has it)."""
+        labels = self.labels
+        return [labels[c - 1] if c else None for c in self.label[np.asarray(rows, dtype=np.int64)].tolist()]
 
     def _put(self, row: int, x: dict) -> None:
         cj, cv, nj, nv = [], [], [], []
@@ -422,7 +454,11 @@ class PendingStore:
         """Turn the early labels of ``rows`` (state :data:`LABEL`) into joined ids, their event having come at
         time ``t``: kept, without features, prediction or partition, to spot duplicates until the TTL."""
         rows = np.asarray(rows, dtype=np.int64)
+        self.n_labels -= int(np.count_nonzero(self.state[rows] == LABEL))
         self.state[rows] = JOINED
+        self.arena_live -= int(self.note_len[rows].sum())  # the notes' bytes go at the next compaction
+        self.note_len[rows] = 0
+        self.label[rows] = 0
         self.time[rows] = t
         self.prediction[rows] = 0
         self.partition[rows] = self._partition_code(None)
@@ -448,8 +484,11 @@ class PendingStore:
         slot = self._slot(key, hash(key))
         self._delete_slot(slot)
         self.forget_features(row)
+        self.n_labels -= int(self.state[row] == LABEL)
         self.state[row] = FREE
-        self.arena_live -= int(self.id_len[row])
+        self.arena_live -= int(self.id_len[row]) + int(self.note_len[row])
+        self.note_len[row] = 0
+        self.label[row] = 0
         self.free[self.n_free] = row
         self.n_free += 1
 
