@@ -88,7 +88,9 @@ def load_join_state(joiner, arrays: dict, meta: dict) -> None:
     for i, v in enumerate(store.values):
         store.codes.setdefault(type(v), {})[v] = i
     store.labels = list(meta["labels"])
-    store.label_codes = {(type(v), v): i for i, v in enumerate(store.labels)}
+    store.label_codes = {}
+    for i, v in enumerate(store.labels):
+        store.label_codes.setdefault(type(v), {})[v] = i
     store.partitions = list(meta["partitions"])
     store.partition_codes = {p: i for i, p in enumerate(store.partitions)}
     ids = arrays["join.ids"].tobytes()

@@ -22,6 +22,8 @@ value comes back exactly as it came, type included.
 
 from __future__ import annotations
 
+from operator import itemgetter
+
 import numpy as np
 
 __all__ = ["FREE", "JOINED", "LABEL", "MAX_ID_BYTES", "PENDING", "PendingStore"]
@@ -30,6 +32,7 @@ __all__ = ["FREE", "JOINED", "LABEL", "MAX_ID_BYTES", "PENDING", "PendingStore"]
 # came before its event, waiting for it (no features: the label itself is the joiner's to keep)
 FREE, PENDING, JOINED, LABEL = 0, 1, 2, 3
 NONE_TYPE = type(None)
+_FLOAT = {float}
 
 _ID_BYTES = 16  # arena bytes reserved per row up front (grows when ids are longer)
 MAX_ID_BYTES = 65535  # the longest id held (its JSON text)
@@ -83,7 +86,7 @@ class PendingStore:
         self.codes: dict[type, dict] = {}  # type -> value -> code (True and 1 are two values)
         self.odd: dict = {}  # row -> {name: value} of the values of the other kind than their column's
         self.labels: list = []  # interned predictions and early labels
-        self.label_codes: dict = {}
+        self.label_codes: dict[type, dict] = {}  # type -> value -> code, as self.codes
         self.partitions: list = []
         self.partition_codes: dict = {}
         self.free = np.arange(n - 1, -1, -1, dtype=np.int32)  # a stack of free rows (the lowest on top)
@@ -238,8 +241,7 @@ class PendingStore:
         self._set_labels(rows, labels if state == LABEL else None)
         self.time[rows] = t
         self.time_floor = min(self.time_floor, float(np.min(self.time[rows])))
-        codes = [0 if p is None else self._label_code(p) + 1 for p in predictions]
-        self.prediction[rows] = [c if c < 32768 else 0 for c in codes]
+        self.prediction[rows] = self._label_codes(predictions)
         self.partition[rows] = self._partition_code(partition)
         self.offset[rows] = 0 if offsets is None else offsets
         self.provisional[rows] = provisional
@@ -251,9 +253,8 @@ class PendingStore:
         if labels is None:
             self.label[rows] = 0
             return
-        codes = [self._label_code(y) + 1 for y in labels]
-        self.label[rows] = [c if c < 32768 else 0 for c in codes]  # beyond: read from the note (its holder's)
-        self.n_labels += len(codes)
+        self.label[rows] = self._label_codes(labels)  # 0 beyond 32,767 distinct labels: the note has it
+        self.n_labels += len(labels)
 
     def _put_id(self, row: int, key: bytes, note: bytes = b"") -> None:
         n = len(key) + len(note)
@@ -339,15 +340,20 @@ class PendingStore:
     def _put_many(self, rows: np.ndarray, xs: list[dict]) -> None:
         """:meth:`_put` for many rows: a column at a time where every event has the same features and a
         feature's values all fit its column; value by value, in order, otherwise (the same cells either way)."""
-        first = xs[0].keys()
-        if any(x.keys() != first for x in xs):
+        names, columns = tuple(xs[0]), None
+        if len(set(map(len, xs))) == 1:  # as many features each: the same ones when each has the first's
+            try:
+                columns = list(zip(*map(itemgetter(*names), xs))) if len(names) > 1 else \
+                    [list(map(itemgetter(*names), xs))] if names else []
+            except KeyError:
+                pass
+        if columns is None:  # not the same features: event by event
             for row, x in zip(rows.tolist(), xs):
                 self._put(row, x)
             return
-        for name in first:
-            vals = [x[name] for x in xs]
+        for name, vals in zip(names, columns):
             j = self.num_names.get(name)
-            if j is not None and all(type(v) is float for v in vals):
+            if j is not None and set(map(type, vals)) == _FLOAT:
                 self.num[rows, j] = np.array(vals, dtype=np.float64).view(np.uint64) + np.uint64(1)
                 continue
             j = self.cat_names.get(name)
@@ -379,12 +385,25 @@ class PendingStore:
         return old.shape[1]
 
     def _label_code(self, y) -> int:
-        key = (type(y), y)
-        code = self.label_codes.get(key)
+        """The code of label (or prediction) ``y`` in :attr:`labels` (interned now if new)."""
+        table = self.label_codes.setdefault(type(y), {})
+        code = table.get(y)
         if code is None:
-            code = self.label_codes[key] = len(self.labels)
+            code = table[y] = len(self.labels)
             self.labels.append(y)
         return code
+
+    def _label_codes(self, ys: list) -> list:
+        """``code + 1`` of each of ``ys`` (0: None, or a code beyond 32,767: not kept in an int16 column)."""
+        types = set(map(type, ys))
+        if len(types) == 1 and NONE_TYPE not in types:  # the usual poll: labels of one type, all known
+            codes = list(map(self.label_codes.get(next(iter(types)), {}).get, ys))
+            if None not in codes and max(codes) < 32767:
+                return [c + 1 for c in codes]
+        if types == {NONE_TYPE}:
+            return [0] * len(ys)
+        codes = [0 if y is None else self._label_code(y) + 1 for y in ys]
+        return [c if c < 32768 else 0 for c in codes]
 
     def _partition_code(self, p) -> int:
         code = self.partition_codes.get(p)
