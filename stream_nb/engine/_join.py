@@ -360,11 +360,17 @@ class Joiner:
         parsed = read_labels(records, cfg["id_field"], cfg["label_field"], self._feedback_time if timed else None)
         now = None if timed else self.clock()
         store = self.store
-        rows = store.find_many([p[1] for p in parsed if len(p) == 4]).tolist()
-        state, provisional = store.state, store.provisional
+        found = store.find_many([p[1] for p in parsed if len(p) == 4])
+        # each row's state and provisional flag as the read began (no row is freed before its early labels are
+        # held); a row joined during the read is in `done`
+        states, provisional = np.zeros((2, len(found)), dtype=np.int64)
+        states[found >= 0] = store.state[found[found >= 0]]
+        provisional[found >= 0] = store.provisional[found[found >= 0]]
+        rows, states, provisional = found.tolist(), states.tolist(), provisional.tolist()
         plain = self._labels_fit([p[2] for p in parsed if len(p) == 4])
-        joined: list = []  # (label, time, event time, prediction code) of the plain joins, counted together
+        joined: list = []  # (label, time, row) of the plain joins, counted together
         early: dict = {}  # id -> (record, label, time) of the labels of this read held for their event
+        done: set = set()
         i = 0
         for p in parsed:
             if len(p) == 2:
@@ -372,25 +378,24 @@ class Joiner:
                 continue
             record, key, y, t = p
             t = now if t is None else t
-            row, i = rows[i], i + 1  # (no row is freed before the read's early labels are held)
-            st = state[row] if row >= 0 else FREE
+            row, st, i = rows[i], states[i], i + 1
             if st == FREE:
                 if key in early:
                     self.counts["duplicate"] += 1
                 else:
                     early[key] = (record, y, t)  # held at the end of the read (_hold_early)
-            elif st == JOINED or st == LABEL:
+            elif st == JOINED or st == LABEL or row in done:
                 self.counts["duplicate"] += 1
-            elif plain and not provisional[row]:
-                state[row] = JOINED  # its id kept until the TTL, to count duplicates
-                self._joined_rows.append(row)  # learned with the others of this read (_learn_joined)
-                self._joined_y.append(y)
-                joined.append((y, t, store.time[row], store.prediction[row]))
+            elif plain and not provisional[i - 1]:
+                done.add(row)
+                joined.append((y, t, row))  # learned with the others of this read (_learn_joined)
             else:
                 try:
                     self._join(row, y, t)
                 except InvalidEventError as exc:  # a label the model rejects (another JSON type): the label's fault
                     self._dead(record, exc)
+                else:
+                    done.add(row)
         self._count_joined(joined)
         self._hold_early(early)
 
@@ -429,13 +434,19 @@ class Joiner:
         return expected is not None and {json_type(y) for y in {type(y): y for y in ys}.values()} == {expected}
 
     def _count_joined(self, joined: list) -> None:
-        """Count the joins of ``joined`` as :meth:`_join` counts one: delays and delayed accuracy."""
+        """Set aside the plain joins of ``joined`` (label, time, row) for :meth:`_learn_joined`, their rows
+        kept as joined ids (to count duplicates until the TTL), and count them as :meth:`_join` counts one:
+        delays and delayed accuracy."""
         if not joined:
             return
-        ys, ts, t_events, codes = zip(*joined)
-        delays = np.maximum(0.0, np.array(ts, dtype=np.float64) - np.array(t_events, dtype=np.float64)).tolist()
-        labels = self.store.labels
-        predicted = [labels[p - 1] if p else None for p in np.array(codes, dtype=np.int64).tolist()]
+        ys, ts, rows = zip(*joined)
+        store = self.store
+        store.state[list(rows)] = JOINED
+        self._joined_rows.extend(rows)
+        self._joined_y.extend(ys)
+        delays = np.maximum(0.0, np.array(ts, dtype=np.float64) - store.time[list(rows)]).tolist()
+        labels = store.labels
+        predicted = [labels[p - 1] if p else None for p in store.prediction[list(rows)].tolist()]
         self.counts["delayed_labeled"] += len(ys)
         self.counts["delayed_correct"] += sum(p is not None and _same(p, y) for p, y in zip(predicted, ys))
         self._count_delays(delays)

@@ -83,6 +83,7 @@ class PendingStore:
         self.cat = np.zeros((n, 0), dtype=np.int32)
         self.num = np.zeros((n, 0), dtype=np.uint64)
         self.values: list = []  # interned categorical values
+        self._value_array = np.zeros(0, dtype=object)  # the same, as an array (features_many), rebuilt when they grow
         self.codes: dict[type, dict] = {}  # type -> value -> code (True and 1 are two values)
         self.odd: dict = {}  # row -> {name: value} of the values of the other kind than their column's
         self.labels: list = []  # interned predictions and early labels
@@ -440,10 +441,14 @@ class PendingStore:
         cat, num = self.cat[rows], self.num[rows]
         if cat.all() and num.all() and (not odd or odd.keys().isdisjoint(rows.tolist())):
             # every row holds every feature (the usual stream): no cell to skip, one dict per row from its values
-            k, names = len(cat_items), [name for name, _ in cat_items + num_items]
-            flat = [values[c] for c in (cat - 1).ravel().tolist()]
-            floats = (num - np.uint64(1)).view(np.float64).tolist()
-            return [dict(zip(names, flat[i * k : i * k + k] + f)) for i, f in enumerate(floats)]
+            names = [name for name, _ in cat_items + num_items]
+            if len(self._value_array) != len(values):  # values only grow (appended as interned)
+                self._value_array = np.empty(len(values), dtype=object)
+                self._value_array[:] = values
+            cells = np.empty((len(rows), len(names)), dtype=object)
+            cells[:, : cat.shape[1]] = self._value_array[cat - 1]
+            cells[:, cat.shape[1] :] = (num - np.uint64(1)).view(np.float64)
+            return [dict(zip(names, row)) for row in cells.tolist()]
         cats = cat.tolist()
         present = (num != 0).tolist()
         floats = (num - np.uint64(1)).view(np.float64).tolist()  # an absent cell wraps: never read
