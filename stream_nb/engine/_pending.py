@@ -5,8 +5,15 @@ for a categorical value, the float's bits for a number), its time, its
 prediction, its input position and its state. Its id is kept as its JSON bytes
 in one byte arena and found through an open-addressing hash table (linear
 probing, deletion by backward shift): no Python object per event, so a
-million pending events of 20 features fit in well under 200 MB
+million pending events of 20 features fit in under 200 MB
 (``bench/delayed.py --memory`` measures it).
+
+A label that comes before its event is a row too (state :data:`LABEL`): its id,
+its time, the label's code, and a *note* its holder keeps with it (the label's
+record, as bytes, after the id in the arena). So events and early labels
+share one bound, one look-up finds either, and one scan expires both. A
+joined event's row stays (state :data:`JOINED`, no features) until the TTL,
+to spot duplicate labels.
 
 Every array is allocated zeroed for the whole capacity at once
 (``np.zeros``: pages the operating system hands out only when a row is
