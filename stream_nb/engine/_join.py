@@ -40,6 +40,7 @@ import orjson
 from .._checks import configure
 from ..exceptions import ConfigError, InvalidEventError, LabelTypeError, UnlearnError
 from ..stats import json_type
+from ._join_handover import HandOver
 from ._label_reads import delay_counts, early_note, event_keys, parse_on_expire, read_labels, read_note
 from ._pending import FREE, JOINED, LABEL, MAX_ID_BYTES, PENDING, PendingStore
 from ._records import Record, dead_letter_record
@@ -63,7 +64,7 @@ DEFAULT_CONFIG: dict[str, typing.Any] = {
 }
 
 
-class Joiner:
+class Joiner(HandOver):
     """The join of an :class:`~stream_nb.engine.Engine` with a feedback source (see the module notes).
 
     The engine calls :meth:`prepare` on each decoded event, :meth:`hold` after
@@ -546,95 +547,6 @@ class Joiner:
         engine.metrics.update_dead_letter(exc.reason)
         letter = dead_letter_record(record, exc, engine.config["dead_letter_max_value_bytes"])
         engine.dead_letters.send(orjson.dumps(letter), record.key)
-
-    # ------------------------------------------------------------------ hand-over
-
-    def release(self, partition: str, feedback_partition: str | None) -> dict:
-        """Take out what is held for input ``partition`` (its held events, and the ids joined, kept to count
-        duplicates) and the early labels read from ``feedback_partition``, JSON-able, for the member that
-        gets the partition (see :mod:`stream_nb.engine._handoff`). A held event's provisional label is
-        taken back: the new owner learns it again."""
-        self.flush_holds()
-        store, model = self.store, self.engine.model
-        events = []
-        code = store.partition_codes.get(partition)
-        if code is not None:
-            held = (store.state == PENDING) | (store.state == JOINED)
-            for row in np.flatnonzero(held & (store.partition == code)).tolist():
-                state = int(store.state[row])
-                x = store.features(row) if state == PENDING else {}
-                if state == PENDING and store.provisional[row]:
-                    try:
-                        model.unlearn_one(x, self.config["provisional_label"], receipt=self.receipts.get(row))
-                    except UnlearnError as exc:  # no receipt (a snapshot of an older version): the label stays here
-                        log.warning("handing over a held event: its provisional label stays: %s", exc)
-                events.append([store.id_of(row).decode(), state, x, float(store.time[row]), store.predicted(row),
-                               int(store.offset[row])])
-                self.receipts.pop(row, None)
-                store.remove(row)
-        labels = []
-        for row in np.flatnonzero(store.state[: store.high] == LABEL).tolist():
-            y, rec = read_note(store.note_of(row))
-            if rec.partition != feedback_partition:
-                continue
-            labels.append([store.id_of(row).decode(), y, float(store.time[row]), rec.value.decode("utf-8", "replace"),
-                           rec.partition, rec.position, rec.next_position])
-            store.remove(row)
-        self.handed["events_out"] += sum(1 for e in events if e[1] == PENDING)
-        self.handed["labels_out"] += len(labels)
-        return {"events": events, "labels": labels}
-
-    def adopt(self, partition: str, held: dict) -> None:
-        """Hold what another member released (:meth:`release`) for input ``partition``. An event whose label
-        is held here already, or a label whose event is, is joined at once."""
-        store, provisional = self.store, self.config["provisional_label"]
-        for event_id, state, x, t, prediction, offset in held["events"]:
-            key = event_id.encode()
-            row = store.find(key)
-            early = None
-            if row >= 0:
-                if store.state[row] != LABEL:  # held here already (restored from this member's own snapshot)
-                    continue
-                early = (*read_note(store.note_of(row)), float(store.time[row]))  # its label came here first
-                store.remove(row)
-            self.handed["events_in"] += state == PENDING
-            self._room_for(1)
-            row = store.add(key, x, t=t, prediction=prediction, partition=partition, offset=offset, state=state,
-                            provisional=state == PENDING and provisional is not None)
-            if store.provisional[row]:
-                try:
-                    receipt = self._learn(x, provisional, record=True)
-                except InvalidEventError as exc:
-                    log.warning("provisional label %r not learned: %s", provisional, exc)
-                    store.provisional[row] = 0
-                else:
-                    if receipt is not None:
-                        self.receipts[row] = receipt
-            if early is not None:
-                self.join_label(row, *early)
-        for key, y, t, value, part, position, next_position in held["labels"]:
-            record = Record(value.encode(), None, part, position, next_position)
-            row = store.find(key.encode())
-            if row >= 0 and store.state[row] == LABEL:  # held here already
-                continue
-            self.handed["labels_in"] += 1
-            if row >= 0:  # its event is held here
-                self.join_label(row, y, record, t)
-                continue
-            self._room_for(1)
-            store.add(key.encode(), {}, t=t, state=LABEL, label=y, note=early_note(record, y))
-        self._learn_joined()
-
-    def join_label(self, row: int, y, record: Record, t: float) -> None:
-        """Join label ``y`` (of ``record``, time ``t``) taken over from another member to the event of ``row``,
-        held here: as if read now."""
-        if self.store.state[row] != PENDING:
-            self.counts["duplicate"] += 1
-            return
-        try:
-            self._join(row, y, t)
-        except InvalidEventError as exc:
-            self._dead(record, exc)
 
     # ------------------------------------------------------------------ reporting
 

@@ -25,9 +25,8 @@ import math
 
 import numpy as np
 
-from ._label_reads import early_note, read_note
+from ._join_handover import early_label_entries
 from ._pending import FREE, LABEL, PENDING
-from ._records import Record
 
 __all__ = ["join_state", "load_join_state", "rewind_join"]
 
@@ -57,10 +56,7 @@ def join_state(joiner) -> tuple[dict, dict]:
         "labels": list(store.labels),
         "partitions": list(store.partitions),
         "odd": [[where[r], name, v] for r, d in store.odd.items() for name, v in d.items()],
-        "waiting": [[store.id_of(row).decode(), y, float(store.time[row]), rec.value.decode("utf-8", "replace"),
-                     rec.partition, rec.position, rec.next_position]
-                    for row in np.flatnonzero(store.state[: store.high] == LABEL).tolist()
-                    for y, rec in [read_note(store.note_of(row))]],
+        "waiting": early_label_entries(store),
         "counts": dict(joiner.counts),
         "delay_histogram": list(joiner.delay_histogram),
         "delay_sum": joiner.delay_sum,
@@ -107,14 +103,7 @@ def load_join_state(joiner, arrays: dict, meta: dict) -> None:
     store.num[rows] = arrays["join.num"]
     for i, name, v in meta["odd"]:
         store.odd.setdefault(int(rows[i]), {})[name] = v
-    both = []  # early labels of events held too (an older version could keep both): joined once loaded
-    for key, y, t, value, partition, position, next_position in meta["waiting"]:
-        record = Record(value.encode(), None, partition, position, next_position)
-        row = store.find(key.encode())
-        if row >= 0:
-            both.append((row, y, record, t))
-            continue
-        store.add(key.encode(), {}, t=t, state=LABEL, label=y, note=early_note(record, y))
+    _, both = joiner.hold_early_entries(meta["waiting"])  # with its event held too (an older version): joined below
     joiner.receipts = _receipts(joiner, arrays, meta.get("receipts", []), meta.get("receipt_events", []), rows)
     joiner.counts.update(meta["counts"])
     joiner.delay_histogram = list(meta["delay_histogram"])

@@ -1,0 +1,143 @@
+"""Held events and early labels handed from one member to another: the hand-over half of the join.
+
+When a rebalance moves input partition *p* (see :mod:`stream_nb.engine._handoff`),
+the member losing it takes *p*'s part of its join out, JSON-able
+(:meth:`HandOver.release`): each held event (features, prediction, time,
+offset; a provisional label taken back from its model) and each id joined
+(kept to count duplicates), and the early labels read from feedback partition
+*p*. The member that gets *p* holds them (:meth:`HandOver.adopt`); an event
+whose label came to it first, or a label whose event it holds, is joined at once.
+
+An early label's entry is the same in a hand-over and in a snapshot
+(:mod:`stream_nb.engine._join_state`): ``[id, label, time, record value,
+record partition, record position, record next position]``.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from ..exceptions import InvalidEventError, UnlearnError
+from ._label_reads import early_note, read_note
+from ._pending import JOINED, LABEL, PENDING
+from ._records import Record
+
+__all__ = ["HandOver", "early_label_entries"]
+
+log = logging.getLogger("stream_nb.engine")
+
+
+def early_label_entries(store, feedback_partition=..., remove: bool = False) -> list:
+    """The entry of each early label of ``store`` (of ``feedback_partition`` only, when given); with ``remove``
+    they leave the store."""
+    entries = []
+    for row in np.flatnonzero(store.state[: store.high] == LABEL).tolist():
+        y, rec = read_note(store.note_of(row))
+        if feedback_partition is not ... and rec.partition != feedback_partition:
+            continue
+        entries.append([store.id_of(row).decode(), y, float(store.time[row]), rec.value.decode("utf-8", "replace"),
+                        rec.partition, rec.position, rec.next_position])
+        if remove:
+            store.remove(row)
+    return entries
+
+
+class HandOver:
+    """What :class:`~stream_nb.engine.Joiner` hands over and takes over (see the module notes).
+
+    The joiner provides: ``store``, ``engine``, ``config``, ``receipts``, ``handed`` and ``counts``;
+    ``flush_holds()``, ``_room_for(n)``, ``_learn(x, y, record)``, ``_join(row, y, t)``,
+    ``_learn_joined()`` and ``_dead(record, exc)``.
+    """
+
+    def release(self, partition: str, feedback_partition: str | None) -> dict:
+        """Take out what is held for input ``partition`` (its held events, and the ids joined, kept to count
+        duplicates) and the early labels read from ``feedback_partition``, JSON-able, for the member that
+        gets the partition. A held event's provisional label is taken back: the new owner learns it again."""
+        self.flush_holds()
+        store, model = self.store, self.engine.model
+        events = []
+        code = store.partition_codes.get(partition)
+        if code is not None:
+            held = (store.state == PENDING) | (store.state == JOINED)
+            for row in np.flatnonzero(held & (store.partition == code)).tolist():
+                state = int(store.state[row])
+                x = store.features(row) if state == PENDING else {}
+                if state == PENDING and store.provisional[row]:
+                    try:
+                        model.unlearn_one(x, self.config["provisional_label"], receipt=self.receipts.get(row))
+                    except UnlearnError as exc:  # no receipt (a snapshot of an older version): the label stays here
+                        log.warning("handing over a held event: its provisional label stays: %s", exc)
+                events.append([store.id_of(row).decode(), state, x, float(store.time[row]), store.predicted(row),
+                               int(store.offset[row])])
+                self.receipts.pop(row, None)
+                store.remove(row)
+        labels = early_label_entries(store, feedback_partition, remove=True)
+        self.handed["events_out"] += sum(1 for e in events if e[1] == PENDING)
+        self.handed["labels_out"] += len(labels)
+        return {"events": events, "labels": labels}
+
+    def adopt(self, partition: str, held: dict) -> None:
+        """Hold what another member released (:meth:`release`) for input ``partition``. An event whose label
+        is held here already, or a label whose event is, is joined at once."""
+        store, provisional = self.store, self.config["provisional_label"]
+        for event_id, state, x, t, prediction, offset in held["events"]:
+            key = event_id.encode()
+            row = store.find(key)
+            early = None
+            if row >= 0:
+                if store.state[row] != LABEL:  # held here already (restored from this member's own snapshot)
+                    continue
+                early = (*read_note(store.note_of(row)), float(store.time[row]))  # its label came here first
+                store.remove(row)
+            self.handed["events_in"] += state == PENDING
+            self._room_for(1)
+            row = store.add(key, x, t=t, prediction=prediction, partition=partition, offset=offset, state=state,
+                            provisional=state == PENDING and provisional is not None)
+            if store.provisional[row]:
+                try:
+                    receipt = self._learn(x, provisional, record=True)
+                except InvalidEventError as exc:
+                    log.warning("provisional label %r not learned: %s", provisional, exc)
+                    store.provisional[row] = 0
+                else:
+                    if receipt is not None:
+                        self.receipts[row] = receipt
+            if early is not None:
+                self.join_label(row, *early)
+        taken, to_join = self.hold_early_entries(held["labels"])
+        self.handed["labels_in"] += taken
+        for item in to_join:
+            self.join_label(*item)
+        self._learn_joined()
+
+    def hold_early_entries(self, entries: list) -> tuple[int, list]:
+        """Hold the early labels of ``entries`` (room made as needed), except those held already. Returns how
+        many it took, and ``(row, label, record, time)`` of each whose event is held here: for the caller to
+        join (:meth:`join_label`) once the join's counters are in place."""
+        store, taken, to_join = self.store, 0, []
+        for key, y, t, value, part, position, next_position in entries:
+            record = Record(value.encode(), None, part, position, next_position)
+            row = store.find(key.encode())
+            if row >= 0 and store.state[row] == LABEL:  # held here already
+                continue
+            taken += 1
+            if row >= 0:  # its event is held here
+                to_join.append((row, y, record, t))
+                continue
+            self._room_for(1)
+            store.add(key.encode(), {}, t=t, state=LABEL, label=y, note=early_note(record, y))
+        return taken, to_join
+
+    def join_label(self, row: int, y, record: Record, t: float) -> None:
+        """Join label ``y`` (of ``record``, time ``t``) to the event of ``row`` held here, as if read now (a
+        duplicate when that event was joined already)."""
+        if self.store.state[row] != PENDING:
+            self.counts["duplicate"] += 1
+            return
+        try:
+            self._join(row, y, t)
+        except InvalidEventError as exc:
+            self._dead(record, exc)
