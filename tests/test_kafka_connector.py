@@ -451,6 +451,39 @@ def test_sink_delivers_keyed_records_and_creates_topics_like_the_input(
 
 
 @pytest.mark.kafka
+def test_a_polls_outputs_sent_together_land_where_kafka_pythons_partitioner_puts_them(
+    kafka_bootstrap_servers, kafka_topic_factory
+):
+    """send_many finds a poll's partitions itself (murmur2 in numpy); each key lands in the partition the
+    same record sent alone gets from kafka-python's own partitioner, in send order; a record without a
+    key is still placed by the producer."""
+    input_topic = _topic(kafka_topic_factory, 3)
+    alone, together = f"{input_topic}.alone", f"{input_topic}.together"
+    sent = [(f"event-{i}".encode() if i % 10 else None, f"value-{i}".encode()) for i in range(300)]
+    for topic, many in ((alone, False), (together, True)):
+        sink = kc.KafkaSink(topic=topic, bootstrap_servers=kafka_bootstrap_servers, partitions_like=input_topic)
+        try:
+            if many:
+                sink.send_many([v for _, v in sent], [k for k, _ in sent])
+            else:
+                for key, value in sent:
+                    sink.send(value, key)
+            sink.flush()
+            assert sink.failed == 0 and sink.in_flight == 0
+        finally:
+            sink.close()
+    placed = {}
+    for topic in (alone, together):
+        records = _read_all(kafka_bootstrap_servers, topic, len(sent))
+        assert sorted(r.value for r in records) == sorted(v for _, v in sent)
+        placed[topic] = {r.key: r.partition for r in records if r.key is not None}
+        for p in range(3):
+            assert [r.value for r in records if r.partition == p and r.key is not None] == \
+                [v for k, v in sent if k is not None and placed[topic][k] == p]
+    assert placed[together] == placed[alone] and len(set(placed[alone].values())) == 3
+
+
+@pytest.mark.kafka
 def test_create_topic_false_creates_nothing(kafka_client, kafka_bootstrap_servers, kafka_topic_factory):
     input_topic = _topic(kafka_topic_factory, 2)
     with kc.CLIENTS[kafka_client].sink(topic=f"{input_topic}.never", bootstrap_servers=kafka_bootstrap_servers,
