@@ -137,14 +137,7 @@ class KafkaSink:
         """Queue one record; raises :class:`DeliveryError` if an earlier record failed."""
         if self._failed:
             raise self._error()
-        try:
-            future = self._send(self.topic, value=value, key=key)
-        except Errors.KafkaError as exc:
-            self._on_error(exc)
-            raise self._error() from exc
-        self._sent += 1
-        future.add_callback(self._on_ack)
-        future.add_errback(self._on_error)
+        self._queue(value, key, None)
 
     def send_many(self, values: list[bytes], keys: list[bytes | None]) -> None:
         """:meth:`send` of each value with its key, in order, in one call (a
@@ -160,18 +153,10 @@ class KafkaSink:
                 raise self._error() from exc
             if known:
                 parts = partitions_of(keys, known)
-        send, topic = self._send, self.topic
         for value, key, partition in zip(values, keys, parts):
             if self._failed:
                 raise self._error()
-            try:
-                future = send(topic, value=value, key=key, partition=partition)
-            except Errors.KafkaError as exc:
-                self._on_error(exc)
-                raise self._error() from exc
-            self._sent += 1
-            future.add_callback(self._on_ack)
-            future.add_errback(self._on_error)
+            self._queue(value, key, partition)
 
     def flush(self) -> None:
         """Block until every queued record is acknowledged; raise :class:`DeliveryError` if any failed."""
@@ -211,6 +196,17 @@ class KafkaSink:
         self.close()
 
     # -- internals ----------------------------------------------------------
+
+    def _queue(self, value: bytes, key: bytes | None, partition: int | None) -> None:
+        """Hand one record to the producer (``partition`` None: its partitioner picks) and count it."""
+        try:
+            future = self._send(self.topic, value=value, key=key, partition=partition)
+        except Errors.KafkaError as exc:
+            self._on_error(exc)
+            raise self._error() from exc
+        self._sent += 1
+        future.add_callback(self._on_ack)
+        future.add_errback(self._on_error)
 
     def _on_ack(self, metadata) -> None:
         # Called on the producer's sender thread, once per acknowledged record.
