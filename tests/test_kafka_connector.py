@@ -452,16 +452,18 @@ def test_sink_delivers_keyed_records_and_creates_topics_like_the_input(
 
 @pytest.mark.kafka
 def test_a_polls_outputs_sent_together_land_where_kafka_pythons_partitioner_puts_them(
-    kafka_bootstrap_servers, kafka_topic_factory
+    kafka_client, kafka_bootstrap_servers, kafka_topic_factory
 ):
-    """send_many finds a poll's partitions itself (murmur2 in numpy); each key lands in the partition the
-    same record sent alone gets from kafka-python's own partitioner, in send order; a record without a
-    key is still placed by the producer."""
+    """send_many finds a poll's partitions itself (kafka-python: murmur2 in numpy; confluent: librdkafka's
+    murmur2 partitioner, the Java client's); each key lands in the partition the same record sent alone by
+    kafka-python's own partitioner gets, in send order; a record without a key is still placed."""
     input_topic = _topic(kafka_topic_factory, 3)
     alone, together = f"{input_topic}.alone", f"{input_topic}.together"
     sent = [(f"event-{i}".encode() if i % 10 else None, f"value-{i}".encode()) for i in range(300)]
     for topic, many in ((alone, False), (together, True)):
-        sink = kc.KafkaSink(topic=topic, bootstrap_servers=kafka_bootstrap_servers, partitions_like=input_topic)
+        sink = kc.KafkaSink(topic=topic, bootstrap_servers=kafka_bootstrap_servers, partitions_like=input_topic) \
+            if not many else kc.make_sink({"bootstrap_servers": kafka_bootstrap_servers, "input_topic": input_topic,
+                                           "output_topic": topic, "group_id": None, "kafka_client": kafka_client})
         try:
             if many:
                 sink.send_many([v for _, v in sent], [k for k, _ in sent])

@@ -40,6 +40,9 @@ class ConfluentProducer:
         self.failed = 0
         self.first_error = None
         conf = dict(conf)
+        # a keyed record goes where the Java client and kafka-python put it (murmur2), not where librdkafka's
+        # own default (CRC32) would: outputs keyed like their events land in the same partitions on either client
+        conf.setdefault("partitioner", "murmur2_random")
         conf["on_delivery"] = self._on_delivery
         conf["delivery.report.only.error"] = True
         self.producer = create(ck.Producer, conf, role=role)
