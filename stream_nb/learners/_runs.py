@@ -52,9 +52,9 @@ class VectorisedRuns(abc.ABC):
     A subclass provides:
 
     - :meth:`_run_ready`: whether runs may be vectorised in the model's state now;
-    - :meth:`_run_terms`: the discrete attributes' log-likelihood terms of a run's rows
-      under the counts each row would have seen, added to the running class prior; or,
-      for a model whose joint is not the prior times a product (AODE), :meth:`_run_jll`;
+    - :meth:`_run_jll`: log P(c, x) of a run's rows under the counts each row would have
+      seen (naive Bayes and TAN: the running class prior plus the discrete attributes'
+      log-likelihood terms; AODE, SPODE and KDB: their own joint);
     - ``_run_complete``: True when runs take complete events only (always), False when
       only under EM (whose missing values need E-steps one event at a time);
     - optionally :meth:`_run_rows`: the most events of one run (what its arrays can hold).
@@ -72,16 +72,10 @@ class VectorisedRuns(abc.ABC):
     def _run_ready(self) -> bool:
         """Whether runs may be vectorised now."""
 
-    def _run_terms(self, D: np.ndarray, yc: np.ndarray, C: int) -> np.ndarray:
-        """(rows, C): the discrete attributes' log-likelihood terms of each row of a run, under the
-        counts each row would have seen (see :mod:`stream_nb.stats._running`)."""
-        raise NotImplementedError(f"{type(self).__name__} defines neither _run_terms nor _run_jll")
-
+    @abc.abstractmethod
     def _run_jll(self, D: np.ndarray, yc: np.ndarray, C: int, prior: np.ndarray) -> np.ndarray:
         """(rows, C): log P(c, x) of each row's discrete attributes under the counts it would have
-        seen, ``prior`` (rows, C) being its running log class prior; default: ``prior`` plus
-        :meth:`_run_terms`."""
-        return prior + self._run_terms(D, yc, C)
+        seen (see :mod:`stream_nb.stats._running`), ``prior`` (rows, C) being its running log class prior."""
 
     def _run_rows(self) -> int:
         """Most events in one run; default ``_RUN``."""
@@ -157,8 +151,8 @@ class VectorisedRuns(abc.ABC):
 
         A run is what :meth:`Stats.encode_run` accepts: events that only change counts (complete
         ones under EM). Each is scored with the stored counts plus those of the run's earlier
-        events: the class prior and the Gaussian moments here, the discrete terms by
-        :meth:`_run_terms`. Then the run is learned in one :meth:`Stats.add_many`.
+        events: the class prior and the Gaussian moments here, the discrete attributes by
+        :meth:`_run_jll`. Then the run is learned in one :meth:`Stats.add_many`.
         With ``out=None`` the run is learned and scored only if the scores are learned
         (:meth:`_run_scores_learned`); :meth:`learn_events`.
         """

@@ -204,8 +204,8 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
     def _run_ready(self) -> bool:
         return not self.learn_unlabeled
 
-    def _run_terms(self, D, yc, C):
-        return naive_terms(self._stats, D, yc, C, self._alpha)
+    def _run_jll(self, D, yc, C, prior):
+        return prior + naive_terms(self._stats, D, yc, C, self._alpha)
 
     @classmethod
     def _unit_test_params(cls):

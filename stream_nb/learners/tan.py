@@ -273,10 +273,10 @@ class TAN(VectorisedRuns, StructuredClassifier):
     def _run_ready(self) -> bool:
         return not self.learn_unlabeled and self._stats.run_fits()
 
-    def _run_terms(self, D, yc, C):
+    def _run_jll(self, D, yc, C, prior):
         if self._root < 0:  # before the first build: naive Bayes, as one event at a time (_jll)
-            return naive_terms(self._stats, D, yc, C, self._alpha)
-        return tree_terms(self._stats, D, yc, C, self._alpha, self._parents())
+            return prior + naive_terms(self._stats, D, yc, C, self._alpha)
+        return prior + tree_terms(self._stats, D, yc, C, self._alpha, self._parents())
 
     def _event_arrays(self):
         """Per-feature parent index (F means none) and a scratch column map with a -2 sentinel."""
