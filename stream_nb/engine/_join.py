@@ -106,7 +106,7 @@ class Joiner(HandOver):
         self.delay_histogram = [0] * len(DELAY_BUCKETS)
         self.delay_sum = 0.0
         self._times: dict[int, float] = {}  # id(event) -> its time, between prepare and hold
-        # (id, features, prediction, partition, offset, time, state) to hold, set aside since the last flush_holds()
+        # (id, features, prediction, partition, offset, time) to hold, set aside since the last flush_holds()
         self._to_hold: list = []
         self._joined_rows: list = []  # held rows joined by the labels of one read, learned at its end
         self._joined_y: list = []
@@ -205,7 +205,7 @@ class Joiner(HandOver):
             if ys[j] is None and keys[j] is not None:
                 record = sent[k]
                 offset = record.next_position if isinstance(record.next_position, int) else 0
-                self._to_hold.append((keys[j], xs[j], outputs[k]["prediction"], record.partition, offset, t, PENDING))
+                self._to_hold.append((keys[j], xs[j], outputs[k]["prediction"], record.partition, offset, t))
             k += 1
 
     def hold(self, event, prediction, record: Record) -> None:
@@ -216,10 +216,10 @@ class Joiner(HandOver):
         t = self._times.pop(id(event), None)
         offset = record.next_position if isinstance(record.next_position, int) else 0
         self._to_hold.append((_key(event.id), event.features, prediction, record.partition, offset,
-                              self.now() if t is None else t, PENDING))
+                              self.now() if t is None else t))
 
     def flush_holds(self) -> None:
-        """Put in the store what :meth:`prepare` and :meth:`hold` set aside, in their order, a poll at a time:
+        """Put in the store what :meth:`hold` and :meth:`hold_sent` set aside, in their order, a poll at a time:
         the ids checked at once, the rows written column by column (:meth:`PendingStore.add_many`); with
         ``provisional_label`` each held event is learned with it, in order. The first event of an id keeps
         it; a later one is counted as a duplicate."""
@@ -247,21 +247,20 @@ class Joiner(HandOver):
         for lo in range(0, len(fresh), store.capacity):
             part = fresh[lo : lo + store.capacity]
             self._room_for(len(part))
-            groups: dict = {}  # one add_many per input partition and state
-            for i, kind in enumerate(zip([item[3] for item in part], [item[6] for item in part])):
-                groups.setdefault(kind, []).append(i)
+            groups: dict = {}  # one add_many per input partition
+            for i, partition in enumerate([item[3] for item in part]):
+                groups.setdefault(partition, []).append(i)
             row_of = [0] * len(part)
-            for (partition, state), idx in groups.items():
+            for partition, idx in groups.items():
                 group = part if len(idx) == len(part) else [part[i] for i in idx]
-                keys, xs, predictions, _, offsets, ts, _ = map(list, zip(*group))
+                keys, xs, predictions, _, offsets, ts = map(list, zip(*group))
                 rows = store.add_many(keys, xs, t=ts, predictions=predictions, partition=partition, offsets=offsets,
-                                      state=state, provisional=state == PENDING and provisional is not None)
+                                      provisional=provisional is not None)
                 for i, row in zip(idx, rows.tolist()):
                     row_of[i] = row
             if provisional is not None:  # learned in the order the events came, as one at a time would
                 for item, row in zip(part, row_of):
-                    if item[6] == PENDING:
-                        self._learn_provisional(row, item[1], provisional)
+                    self._learn_provisional(row, item[1], provisional)
 
     def _learn_provisional(self, row: int, x: dict, provisional) -> None:
         try:
@@ -453,7 +452,8 @@ class Joiner(HandOver):
         self._count_delays(delays)
 
     def _count_delays(self, delays: list) -> None:
-        """Count joins of these label delays (seconds), in order, as :meth:`_joined_now` counts one."""
+        """Count joins of these label delays (seconds): the joined count, the delays' sum (added in order)
+        and their histogram."""
         if not delays:
             return
         self.counts["joined"] += len(delays)
@@ -488,13 +488,8 @@ class Joiner(HandOver):
         store.state[row] = JOINED  # its id kept until the TTL, to count duplicates
 
     def _joined_now(self, t_event: float, t_label: float) -> None:
-        self.counts["joined"] += 1
-        d = max(0.0, t_label - t_event)
-        self.delay_sum += d
-        for i, bound in enumerate(DELAY_BUCKETS):
-            if d <= bound:
-                self.delay_histogram[i] += 1
-                break
+        """Count one join: its label came at ``t_label``, its event at ``t_event``."""
+        self._count_delays([max(0.0, t_label - t_event)])
 
     # ------------------------------------------------------------------ expiry
 

@@ -75,20 +75,7 @@ def load_join_state(joiner, arrays: dict, meta: dict) -> None:
     if n + n_labels > store.capacity:
         raise ValueError(f"the snapshot holds {n:,} waiting events and {n_labels:,} early labels, more than "
                          f"--pending-max {store.capacity:,}")
-    store.cat = np.zeros((store.capacity, len(meta["cat_names"])), dtype=np.int32)
-    store.num = np.zeros((store.capacity, len(meta["num_names"])), dtype=np.uint64)
-    store.cat_names = {name: j for j, name in enumerate(meta["cat_names"])}
-    store.num_names = {name: j for j, name in enumerate(meta["num_names"])}
-    store.values = list(meta["values"])
-    store.codes = {}
-    for i, v in enumerate(store.values):
-        store.codes.setdefault(type(v), {})[v] = i
-    store.labels = list(meta["labels"])
-    store.label_codes = {}
-    for i, v in enumerate(store.labels):
-        store.label_codes.setdefault(type(v), {})[v] = i
-    store.partitions = list(meta["partitions"])
-    store.partition_codes = {p: i for i, p in enumerate(store.partitions)}
+    store.load_vocabulary(meta["cat_names"], meta["num_names"], meta["values"], meta["labels"], meta["partitions"])
     ids = arrays["join.ids"].tobytes()
     ends = np.cumsum(arrays["join.id_len"]).tolist()
     rows = []

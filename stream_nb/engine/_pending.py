@@ -192,8 +192,7 @@ class PendingStore:
         self._set_labels([row], [label] if state == LABEL else None)
         self.time[row] = t
         self.time_floor = min(self.time_floor, t)
-        code = 0 if prediction is None else self._label_code(prediction) + 1
-        self.prediction[row] = code if code < 32768 else 0  # beyond 32,767 distinct predictions: not scored
+        self.prediction[row] = self._label_codes([prediction])[0]  # 0 beyond 32,767 distinct ones: not scored
         self.partition[row] = self._partition_code(partition)
         self.offset[row] = offset
         self.provisional[row] = provisional
@@ -381,6 +380,22 @@ class PendingStore:
                     self.num[row, cell[1]] = np.array(v, dtype=np.float64).view(np.uint64) + np.uint64(1)
                 else:
                     self.cat[row, cell[1]] = cell[2]
+
+    def load_vocabulary(self, cat_names: list, num_names: list, values: list, labels: list, partitions: list) -> None:
+        """Start an empty store with these columns and interned values (a snapshot's), coded as when they came."""
+        self.cat = np.zeros((self.capacity, len(cat_names)), dtype=np.int32)
+        self.num = np.zeros((self.capacity, len(num_names)), dtype=np.uint64)
+        self.cat_names = {name: j for j, name in enumerate(cat_names)}
+        self.num_names = {name: j for j, name in enumerate(num_names)}
+        self.values, self.codes = [], {}
+        for v in values:
+            self._intern(v)
+        self.labels, self.label_codes = [], {}
+        for y in labels:
+            self._label_code(y)
+        self.partitions, self.partition_codes = [], {}
+        for p in partitions:
+            self._partition_code(p)
 
     def _widen(self, which: str) -> int:
         """One more column in matrix ``which`` ("cat" or "num"); its index. Only the rows in use are copied
