@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes
 from stream_nb.stats import exclusive_counts, grouped_exclusive_counts, running_counts, running_moments
 from stream_nb.exceptions import InvalidEventError
-from stream_nb.stats import SparseTable, _adding, _working
+from stream_nb.stats import Columns, SparseTable, _adding, _working
 
 MODELS = {
     "nb": lambda: NaiveBayes(),
@@ -142,6 +142,28 @@ def test_prequential_many_equals_the_event_by_event_loop(name, warm, stream):
     assert_same(batched.prequential_many([x for x, _ in warm], [y for _, y in warm]), loop(looped, warm))
     assert_same(batched.prequential_many([x for x, _ in stream], [y for _, y in stream]), loop(looped, stream))
     assert_same_counts(batched, looped)
+
+
+def as_columns(xs: list) -> Columns:
+    names = list(dict.fromkeys(name for x in xs for name in x))
+    return Columns({name: [x.get(name) for x in xs] for name in names}, len(xs))
+
+
+@pytest.mark.parametrize("name", ["nb", "nb-ignore", "nb-unlabeled", "aode", "tan", "kdb"])
+@SETTINGS
+@given(warm=events, stream=events)
+def test_events_given_as_columns_are_the_events_given_as_dicts(name, warm, stream):
+    """Columns (the pending store's joined events) go through the runs' column reader: the same results and
+    counts as the same events as dicts, including runs cut by new features, values and bad values."""
+    by_columns, by_dicts = MODELS[name](), MODELS[name]()
+    for part in (warm, stream):
+        xs, ys = as_columns([x for x, _ in part]), [y for _, y in part]
+        assert_same(by_columns.prequential_many(xs, ys), by_dicts.prequential_many(list(xs), ys))
+    assert_same_counts(by_columns, by_dicts)
+    xs, ys = as_columns([x for x, _ in warm]), [y for _, y in warm]
+    assert [(i, str(e)) for i, e in by_columns.learn_events(xs, ys)] == \
+        [(i, str(e)) for i, e in by_dicts.learn_events(list(xs), ys)]
+    assert_same_counts(by_columns, by_dicts)
 
 
 BINNED_MODELS = ["aode", "aode-m", "tan", "spode", "spode-parent", "kdb", "kdb1", "kdb3"]

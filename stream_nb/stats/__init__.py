@@ -85,6 +85,7 @@ module             what it holds
 """
 
 from ._budget import DEFAULT_MEMORY_BUDGET
+from ._columns import Columns
 from ._candidates import cmi_from_cells, mutual_information_with_class, set_pair_rule
 from ._tuple_candidates import choose_tuples
 from ._discretise import Discretiser
@@ -103,7 +104,7 @@ from ._store import Stats
 from ._values import BINNED, CAT, GAUSS, VALUE_GROUPS, Encoded, describe_type, json_type
 
 __all__ = [
-    "BINNED", "CAT", "DEFAULT_MEMORY_BUDGET", "GAUSS", "VALUE_GROUPS", "Discretiser", "SparseTable", "Encoded", "Stats",
+    "BINNED", "CAT", "DEFAULT_MEMORY_BUDGET", "GAUSS", "VALUE_GROUPS", "Columns", "Discretiser", "SparseTable", "Encoded", "Stats",
     "TwoLayerStats", "JournalReader", "JournalWriter", "exclusive_counts", "gaussian_loglik", "grouped_exclusive_counts", "mdl_cuts", "naive_terms",
     "running_counts", "running_moments", "tree_terms",
     "describe_type", "is_missing_label", "json_type", "validate_label",

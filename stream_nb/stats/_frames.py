@@ -14,6 +14,7 @@ import numpy as np
 from .._checks import is_integer
 from .._pandas import pd
 from ..exceptions import FeatureTypeError
+from ._columns import Columns
 from ._values import (
     BINNED, CAT, GAUSS, NONE_TYPE, PLAIN_TYPES, VALUE_GROUPS, categorical_value, hashable, is_nan, json_type,
     number_column, short_repr,
@@ -76,13 +77,16 @@ class Frames:
     def _encode_window(self, xs: list, ys: list, start: int, complete: bool, limit: int):
         """:meth:`encode_run` of at most ``limit`` events, in one piece."""
         end = min(len(xs), start + limit)
-        F, lookup = len(self.features), self._lookup
-        sub = xs[start:end]
-        stop = len(sub)
+        F = len(self.features)
+        stop = end - start
         # labels: a known class (of a type checked to be the labels' type: True finds the class 1), or None
         classes, label_ok, labels = self.class_index, self._label_ok, ys[start:end]
-        yc = list(map(classes.get, labels)) if label_ok.issuperset(map(type, labels)) else None
-        if yc is None or None in yc:  # an unlabeled event, or a label not known yet: event by event
+        types = set(map(type, labels))
+        unlabeled = labels.count(None) if NONE_TYPE in types else 0
+        yc = list(map(classes.get, labels)) if label_ok.issuperset(types - {NONE_TYPE}) else None
+        if yc is not None and unlabeled and yc.count(None) == unlabeled:  # known classes, and unlabeled events
+            yc = [-1 if c is None else c for c in yc]
+        if yc is None or None in yc:  # a label not known yet, or of another type: event by event
             yc = []
             for i, y in enumerate(labels):
                 c = -1 if y is None else classes.get(y) if type(y) in label_ok else None
@@ -90,28 +94,14 @@ class Frames:
                     stop = i
                     break
                 yc.append(c)
-        # keys: known features, or null values
-        known = lookup.keys()
-        every_known = known >= set().union(*sub[:stop])
-        if not every_known:
-            for i in range(stop):
-                x = sub[i]
-                if not x.keys() <= known and any(
-                    not (v is None or (type(v) is float and v != v)) for k, v in x.items() if k not in lookup
-                ):
-                    stop = i
-                    break
-        sub = sub[:stop]
+        column_of, stop = self._window_columns(xs, start, stop)
         D = np.full((stop, F), -1, dtype=np.int64)
         G = np.full((stop, self.n_gauss), np.nan)
-        # every event holding every feature (the usual stream): all the columns in one transposition
-        whole = F > 1 and every_known and stop and set(map(len, sub)) == {F}
-        columns = list(zip(*map(itemgetter(*self.features), sub))) if whole else None
         for f, name in enumerate(self.features):
-            if not sub:
+            if not stop:
                 break
             kind = self.kinds[f]
-            vals = list(columns[f][:len(sub)]) if whole else list(map(methodcaller("get", name), sub))
+            vals = list(column_of(f, name)[:stop])
             if kind == CAT:
                 ok = self._vt_ok[f]
                 if not set(map(type, vals)) <= ok | {NONE_TYPE}:
@@ -119,7 +109,7 @@ class Frames:
                     bad = next((i for i, v in enumerate(vals) if not (v is None or type(v) in ok or is_nan(v))), stop)
                     if bad < stop:
                         stop = bad
-                        del sub[stop:], vals[stop:]
+                        del vals[stop:]
                         D, G = D[:stop], G[:stop]
                         if not stop:
                             break
@@ -139,7 +129,6 @@ class Frames:
                             stop = min(stop, i)
                             break
                     cols = cols[:stop]
-                    del sub[stop:]
                     D = D[:stop]
                     G = G[:stop]
                 if stop:
@@ -162,13 +151,40 @@ class Frames:
                         bad |= missing
                 if bad.any():
                     stop = min(stop, int(bad.argmax()))
-                    del sub[stop:]
                     D, G = D[:stop], G[:stop]
                 if kind == GAUSS:
                     G[:, self.gslot[f]] = col[:stop]
                 elif stop and self.disc[f].edges is not None:
                     D[:, f] = cols[:stop]
         return start + stop, D, G, np.array(yc[:stop], dtype=np.int64)
+
+    def _window_columns(self, xs, start: int, stop: int):
+        """``(column_of, stop)`` of events ``xs[start:start + stop]``: ``column_of(f, name)`` gives feature
+        ``f``'s values (None where an event lacks it), and ``stop`` is cut at the first event with a value
+        of a feature the store does not know (learning it would change the schema)."""
+        lookup = self._lookup
+        if isinstance(xs, Columns):  # the values are in columns already
+            window = xs.window(start, start + stop)
+            for name, values in window.items():
+                if name not in lookup:
+                    stop = next((i for i, v in enumerate(values[:stop]) if not _is_null(v)), stop)
+            absent = [None] * stop
+            return (lambda f, name: window.get(name, absent)), stop
+        sub = xs[start : start + stop]
+        known = lookup.keys()
+        every_known = known >= set().union(*sub)
+        if not every_known:
+            for i, x in enumerate(sub):
+                if not x.keys() <= known and any(not _is_null(v) for k, v in x.items() if k not in lookup):
+                    stop = i
+                    break
+        sub = sub[:stop]
+        # every event holding every feature (the usual stream): all the columns in one transposition
+        F = len(self.features)
+        if F > 1 and every_known and stop and set(map(len, sub)) == {F}:
+            columns = list(zip(*map(itemgetter(*self.features), sub)))
+            return (lambda f, name: columns[f]), stop
+        return (lambda f, name: list(map(methodcaller("get", name), sub))), stop
 
     def encode_frame(self, X: pd.DataFrame, learn: bool):
         """Encode a DataFrame column by column.
@@ -367,3 +383,8 @@ class Frames:
                 self._add_class(labels[code])
         lut = np.array([self.class_index.get(v, -1) for v in labels], dtype=np.int64)
         return lut[codes]
+
+
+def _is_null(v) -> bool:
+    """A value that says the feature is missing: None or NaN."""
+    return v is None or (type(v) is float and v != v)
