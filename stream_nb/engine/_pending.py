@@ -19,19 +19,14 @@ Every array is allocated zeroed for the whole capacity at once
 (``np.zeros``: pages the operating system hands out only when a row is
 first written), so the resident memory follows the events actually held.
 
-Cells: a categorical column holds ``code + 1`` of the value in the intern
-table (0: absent); a numeric column holds the float's 64 bits plus one (0:
-absent). A column takes its kind from its first value (a float: numeric;
-anything else: categorical); a value of the other kind (an int in a numeric
-column, a float in a categorical one) goes to a small side table, so every
-value comes back exactly as it came, type included.
+The features of a row are its *cells* (:mod:`._pending_cells`).
 """
 
 from __future__ import annotations
 
-from operator import itemgetter
-
 import numpy as np
+
+from ._pending_cells import FeatureCells
 
 __all__ = ["FREE", "JOINED", "LABEL", "MAX_ID_BYTES", "PENDING", "PendingStore"]
 
@@ -39,14 +34,13 @@ __all__ = ["FREE", "JOINED", "LABEL", "MAX_ID_BYTES", "PENDING", "PendingStore"]
 # came before its event, waiting for it (no features: the label itself is the joiner's to keep)
 FREE, PENDING, JOINED, LABEL = 0, 1, 2, 3
 NONE_TYPE = type(None)
-_FLOAT = {float}
 
 _ID_BYTES = 16  # arena bytes reserved per row up front (grows when ids are longer)
 MAX_ID_BYTES = 65535  # the longest id held (its JSON text)
 _EVICTION_RANK = np.array([3, 1, 0, 2], dtype=np.int8)  # by state: who makes room first (see oldest)
 
 
-class PendingStore:
+class PendingStore(FeatureCells):
     """Up to ``capacity`` rows of pending events, found by id (the JSON bytes of the event's id).
 
     >>> store = PendingStore(4)
@@ -85,14 +79,7 @@ class PendingStore:
             size *= 2
         self.table = np.zeros(size, dtype=np.int32)  # row + 1; 0: empty
         self.mask = size - 1
-        self.cat_names: dict[str, int] = {}  # categorical column of each feature name
-        self.num_names: dict[str, int] = {}  # numeric column of each feature name
-        self.cat = np.zeros((n, 0), dtype=np.int32)
-        self.num = np.zeros((n, 0), dtype=np.uint64)
-        self.values: list = []  # interned categorical values
-        self._value_array = np.zeros(0, dtype=object)  # the same, as an array (features_many), rebuilt when they grow
-        self.codes: dict[type, dict] = {}  # type -> value -> code (True and 1 are two values)
-        self.odd: dict = {}  # row -> {name: value} of the values of the other kind than their column's
+        self._start_cells([], [], [])
         self.labels: list = []  # interned predictions and early labels
         self.label_codes: dict[type, dict] = {}  # type -> value -> code, as self.codes
         self.partitions: list = []
@@ -273,9 +260,13 @@ class PendingStore:
         self.arena_used += n
         self.arena_live += n
 
+    def _live_rows(self) -> np.ndarray:
+        """The rows in use."""
+        return np.flatnonzero(self.state[: self.high] != FREE)
+
     def _compact(self, need: int) -> None:
         """Rewrite the arena with the live ids and notes only (grown when that is not room enough)."""
-        live = np.flatnonzero(self.state[: self.high] != FREE)
+        live = self._live_rows()
         size = len(self.arena)
         while self.arena_live + need > size // 2:
             size *= 2
@@ -297,115 +288,15 @@ class PendingStore:
         labels = self.labels
         return [labels[c - 1] if c else None for c in self.label[np.asarray(rows, dtype=np.int64)].tolist()]
 
-    def _put(self, row: int, x: dict) -> None:
-        cj, cv, nj, nv = [], [], [], []
-        for name, v in x.items():
-            cell = self._cell(row, name, v)
-            if cell is None:
-                continue
-            if cell[0]:
-                nj.append(cell[1])
-                nv.append(v)
-            else:
-                cj.append(cell[1])
-                cv.append(cell[2])
-        if cj:
-            self.cat[row, cj] = cv
-        if nj:
-            self.num[row, nj] = np.array(nv, dtype=np.float64).view(np.uint64) + np.uint64(1)
-
-    def _cell(self, row: int, name: str, v):
-        """Where value ``v`` of feature ``name`` of ``row`` goes: ``(True, column)`` a numeric cell,
-        ``(False, column, code + 1)`` a categorical one, None absent or kept in the side table (done here)."""
-        if v is None:
-            return None
-        if type(v) is float:
-            j = self.num_names.get(name)
-            if j is None:
-                if name in self.cat_names:
-                    self.odd.setdefault(row, {})[name] = v
-                    return None
-                j = self.num_names[name] = self._widen("num")
-            return (True, j)
-        j = self.cat_names.get(name)
-        if j is None:
-            if name in self.num_names:
-                self.odd.setdefault(row, {})[name] = v
-                return None
-            j = self.cat_names[name] = self._widen("cat")
-        return (False, j, self._intern(v) + 1)
-
-    def _intern(self, v) -> int:
-        """The code of categorical value ``v`` (interned now if new)."""
-        table = self.codes.setdefault(type(v), {})
-        code = table.get(v)
-        if code is None:
-            code = table[v] = len(self.values)
-            self.values.append(v)
-        return code
-
-    def _put_many(self, rows: np.ndarray, xs: list[dict]) -> None:
-        """:meth:`_put` for many rows: a column at a time where every event has the same features and a
-        feature's values all fit its column; value by value, in order, otherwise (the same cells either way)."""
-        names, columns = tuple(xs[0]), None
-        if len(set(map(len, xs))) == 1:  # as many features each: the same ones when each has the first's
-            try:
-                columns = list(zip(*map(itemgetter(*names), xs))) if len(names) > 1 else \
-                    [list(map(itemgetter(*names), xs))] if names else []
-            except KeyError:
-                pass
-        if columns is None:  # not the same features: event by event
-            for row, x in zip(rows.tolist(), xs):
-                self._put(row, x)
-            return
-        for name, vals in zip(names, columns):
-            j = self.num_names.get(name)
-            if j is not None and set(map(type, vals)) == _FLOAT:
-                self.num[rows, j] = np.array(vals, dtype=np.float64).view(np.uint64) + np.uint64(1)
-                continue
-            j = self.cat_names.get(name)
-            types = set(map(type, vals))
-            if j is not None and not (NONE_TYPE in types or float in types):
-                one = self.codes.get(next(iter(types))) if len(types) == 1 else None  # the usual column: one type
-                col = list(map(one.get, vals)) if one is not None else [None] * len(vals)
-                if None in col:
-                    col = [self._intern(v) if c is None else c for c, v in zip(col, vals)]  # in order: new ones
-                self.cat[rows, j] = np.array(col, dtype=np.int32) + 1
-                continue
-            for row, v in zip(rows.tolist(), vals):  # a new feature, or values of mixed kinds: one by one
-                cell = self._cell(row, name, v)
-                if cell is None:
-                    continue
-                if cell[0]:
-                    self.num[row, cell[1]] = np.array(v, dtype=np.float64).view(np.uint64) + np.uint64(1)
-                else:
-                    self.cat[row, cell[1]] = cell[2]
-
     def load_vocabulary(self, cat_names: list, num_names: list, values: list, labels: list, partitions: list) -> None:
         """Start an empty store with these columns and interned values (a snapshot's), coded as when they came."""
-        self.cat = np.zeros((self.capacity, len(cat_names)), dtype=np.int32)
-        self.num = np.zeros((self.capacity, len(num_names)), dtype=np.uint64)
-        self.cat_names = {name: j for j, name in enumerate(cat_names)}
-        self.num_names = {name: j for j, name in enumerate(num_names)}
-        self.values, self.codes = [], {}
-        for v in values:
-            self._intern(v)
+        self._start_cells(cat_names, num_names, values)
         self.labels, self.label_codes = [], {}
         for y in labels:
             self._label_code(y)
         self.partitions, self.partition_codes = [], {}
         for p in partitions:
             self._partition_code(p)
-
-    def _widen(self, which: str) -> int:
-        """One more column in matrix ``which`` ("cat" or "num"); its index. Only the rows in use are copied
-        (a free row's cells are all zero), so the new matrix's untouched pages stay unallocated."""
-        old = getattr(self, which)
-        new = np.zeros((old.shape[0], old.shape[1] + 1), dtype=old.dtype)
-        live = np.flatnonzero(self.state[: self.high] != FREE)
-        new[live, : old.shape[1]] = old[live]
-        setattr(self, which, new)
-        return old.shape[1]
 
     def _label_code(self, y) -> int:
         """The code of label (or prediction) ``y`` in :attr:`labels` (interned now if new)."""
@@ -428,73 +319,34 @@ class PendingStore:
         codes = [0 if y is None else self._label_code(y) + 1 for y in ys]
         return [c if c < 32768 else 0 for c in codes]
 
+    def label_codes_of(self, ys: list) -> np.ndarray:
+        """``code + 1`` of each of ``ys`` in :attr:`labels` as :attr:`prediction` holds them (0: not there),
+        interning none.
+
+        >>> store = PendingStore(2)
+        >>> store.label_codes_of([True, 1]).tolist(), store._label_codes([1, True])
+        ([0, 0], [1, 2])
+        >>> store.label_codes_of([True, 1, 2]).tolist()
+        [2, 1, 0]
+        """
+        types = set(map(type, ys))
+        tables = self.label_codes
+        if len(types) == 1:
+            codes = list(map(tables.get(next(iter(types)), {}).get, ys))
+        else:
+            codes = [tables.get(type(y), {}).get(y) for y in ys]
+        if None in codes:
+            codes = [-1 if c is None else c for c in codes]
+        out = np.array(codes, dtype=np.int64) + 1
+        out[out > 32767] = 0  # beyond the int16 column: not held as a code
+        return out
+
     def _partition_code(self, p) -> int:
         code = self.partition_codes.get(p)
         if code is None:
             code = self.partition_codes[p] = len(self.partitions)
             self.partitions.append(p)
         return code
-
-    def features(self, row: int) -> dict:
-        """The features of ``row``, as they came (categorical ones first, then numeric ones, then others)."""
-        x = {}
-        values = self.values
-        crow = self.cat[row]
-        for name, j in self.cat_names.items():
-            c = int(crow[j])
-            if c:
-                x[name] = values[c - 1]
-        nrow = self.num[row]
-        present = nrow != 0
-        if present.any():
-            floats = (nrow - np.uint64(1)).view(np.float64).tolist()
-            for name, j in self.num_names.items():
-                if present[j]:
-                    x[name] = floats[j]
-        if row in self.odd:
-            x.update(self.odd[row])
-        return x
-
-    def features_many(self, rows) -> list[dict]:
-        """:meth:`features` of each row of ``rows``."""
-        rows = np.asarray(rows, dtype=np.int64)
-        values, odd = self.values, self.odd
-        cat_items, num_items = list(self.cat_names.items()), list(self.num_names.items())
-        cat, num = self.cat[rows], self.num[rows]
-        if cat.all() and num.all() and (not odd or odd.keys().isdisjoint(rows.tolist())):
-            # every row holds every feature (the usual stream): no cell to skip, one dict per row from its values
-            names = [name for name, _ in cat_items + num_items]
-            if len(self._value_array) != len(values):  # values only grow (appended as interned)
-                self._value_array = np.empty(len(values), dtype=object)
-                self._value_array[:] = values
-            cells = np.empty((len(rows), len(names)), dtype=object)
-            cells[:, : cat.shape[1]] = self._value_array[cat - 1]
-            cells[:, cat.shape[1] :] = (num - np.uint64(1)).view(np.float64)
-            return [dict(zip(names, row)) for row in cells.tolist()]
-        cats = cat.tolist()
-        present = (num != 0).tolist()
-        floats = (num - np.uint64(1)).view(np.float64).tolist()  # an absent cell wraps: never read
-        out = []
-        for i, row in enumerate(rows.tolist()):
-            crow = cats[i]
-            x = {name: values[crow[j] - 1] for name, j in cat_items if crow[j]}
-            if num_items:
-                prow, frow = present[i], floats[i]
-                for name, j in num_items:
-                    if prow[j]:
-                        x[name] = frow[j]
-            if row in odd:
-                x.update(odd[row])
-            out.append(x)
-        return out
-
-    def forget_features_many(self, rows) -> None:
-        """:meth:`forget_features` of each row of ``rows``."""
-        rows = np.asarray(rows, dtype=np.int64)
-        self.cat[rows] = 0
-        self.num[rows] = 0
-        for row in rows.tolist():
-            self.odd.pop(row, None)
 
     def joined_in_place(self, rows, t: float) -> None:
         """Turn the early labels of ``rows`` (state :data:`LABEL`) into joined ids, their event having come at
@@ -515,12 +367,6 @@ class PendingStore:
         """The prediction made for ``row`` when it arrived (None: none)."""
         p = int(self.prediction[row])
         return self.labels[p - 1] if p else None
-
-    def forget_features(self, row: int) -> None:
-        """Clear the cells of ``row`` (its id, time and state stay)."""
-        self.cat[row] = 0
-        self.num[row] = 0
-        self.odd.pop(row, None)
 
     def remove(self, row: int) -> None:
         """Forget ``row``: its id, its cells; the row is free again."""
