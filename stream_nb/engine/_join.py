@@ -41,16 +41,14 @@ from .._checks import configure
 from ..exceptions import ConfigError, InvalidEventError, LabelTypeError, UnlearnError
 from ..stats import json_type
 from ._join_handover import HandOver
-from ._label_reads import delay_counts, early_note, event_keys, parse_on_expire, read_labels, read_note
-from ._pending import FREE, JOINED, LABEL, MAX_ID_BYTES, PENDING, PendingStore
+from ._join_reads import DELAY_BUCKETS, FeedbackReads
+from ._label_reads import event_keys, parse_on_expire, read_note, same_label
+from ._pending import JOINED, LABEL, MAX_ID_BYTES, PENDING, PendingStore
 from ._records import Record, dead_letter_record
 
 __all__ = ["DELAY_BUCKETS", "Joiner"]
 
 log = logging.getLogger("stream_nb.engine")
-
-#: Upper bounds (seconds) of the buckets of the label-delay histogram.
-DELAY_BUCKETS = (1.0, 10.0, 60.0, 600.0, 3600.0, 86400.0, math.inf)
 
 DEFAULT_CONFIG: dict[str, typing.Any] = {
     "id_field": "id",
@@ -64,7 +62,7 @@ DEFAULT_CONFIG: dict[str, typing.Any] = {
 }
 
 
-class Joiner(HandOver):
+class Joiner(FeedbackReads, HandOver):
     """The join of an :class:`~stream_nb.engine.Engine` with a feedback source (see the module notes).
 
     The engine calls :meth:`prepare` on each decoded event, :meth:`hold` after
@@ -108,6 +106,8 @@ class Joiner(HandOver):
         self._times: dict[int, float] = {}  # id(event) -> its time, between prepare and hold
         # (id, features, prediction, partition, offset, time) to hold, set aside since the last flush_holds()
         self._to_hold: list = []
+        # whether each id of _to_hold was not held as its poll began (None: not known, flush_holds looks)
+        self._held_absent: list | None = []
         self._joined_rows: list = []  # held rows joined by the labels of one read, learned at its end
         self._joined_y: list = []
 
@@ -165,11 +165,15 @@ class Joiner(HandOver):
     def prepare_columns(self, ids: list, ys: list) -> list:
         """:meth:`prepare` of a poll's valid events given as columns: their labels, with each early one in place."""
         t, keys = self.clock(), event_keys(ids, ys)
-        self._column_keys, self._column_time = keys, t
-        if not self.store.n_labels:
-            return ys
         at = [j for j, key in enumerate(keys) if key is not None] if None in keys else None
         rows = self.store.find_many(keys if at is None else [keys[j] for j in at])
+        # whether each id is held yet, as flush_holds() asks: nothing changes the store before it does
+        found = rows if at is None else np.full(len(keys), -1, dtype=np.int64)
+        if at is not None:
+            found[at] = rows
+        self._column_keys, self._column_time, self._column_absent = keys, t, (found < 0).tolist()
+        if not self.store.n_labels:
+            return ys
         hit = rows >= 0
         hit[hit] = self.store.state[rows[hit]] == LABEL
         if not hit.any():
@@ -198,7 +202,9 @@ class Joiner(HandOver):
     def hold_sent(self, outputs: list, sent: list, xs: list, ys: list, refused: dict) -> None:
         """:meth:`hold` of each unlabeled event with an id among a poll's ``outputs`` (sent for ``sent``, the
         records of the valid events the model did not refuse, in order) after :meth:`prepare_columns`."""
-        keys, t, k = self._column_keys, self._column_time, 0
+        keys, t, absent, k = self._column_keys, self._column_time, self._column_absent, 0
+        if self._to_hold:  # held one at a time before: flush_holds() looks every id up
+            self._held_absent = None
         for j in range(len(outputs) + len(refused)):
             if j in refused:
                 continue
@@ -206,6 +212,8 @@ class Joiner(HandOver):
                 record = sent[k]
                 offset = record.next_position if isinstance(record.next_position, int) else 0
                 self._to_hold.append((keys[j], xs[j], outputs[k]["prediction"], record.partition, offset, t))
+                if self._held_absent is not None:
+                    self._held_absent.append(absent[j])
             k += 1
 
     def hold(self, event, prediction, record: Record) -> None:
@@ -214,6 +222,7 @@ class Joiner(HandOver):
         Held with the others of its poll by :meth:`flush_holds`, which the engine calls once the poll is sent.
         """
         t = self._times.pop(id(event), None)
+        self._held_absent = None  # looked up by flush_holds()
         offset = record.next_position if isinstance(record.next_position, int) else 0
         self._to_hold.append((_key(event.id), event.features, prediction, record.partition, offset,
                               self.now() if t is None else t))
@@ -224,11 +233,12 @@ class Joiner(HandOver):
         ``provisional_label`` each held event is learned with it, in order. The first event of an id keeps
         it; a later one is counted as a duplicate."""
         items, self._to_hold = self._to_hold, []
+        known, self._held_absent = self._held_absent, []
         if not items:
             return
         store = self.store
         keys = [item[0] for item in items]
-        absent = store.absent(keys)
+        absent = known if known is not None and len(known) == len(items) else store.absent(keys)
         fresh, seen = [], set()
         if all(absent) and len(set(keys)) == len(keys) and max(map(len, keys)) <= MAX_ID_BYTES:
             fresh = items  # the usual poll: every id new, once
@@ -327,7 +337,9 @@ class Joiner(HandOver):
         rows, ys, self._joined_rows, self._joined_y = self._joined_rows, self._joined_y, [], []
         if not rows:
             return
-        xs = self.store.features_many(rows)
+        xs = self.store.columns_many(rows)  # read a column at a time, no dict per event
+        if xs is None:
+            xs = self.store.features_many(rows)
         self.store.forget_features_many(rows)
         for i, exc in self.engine.model.learn_events(xs, ys):  # checked when set aside (_check_joined_label)
             log.warning("a joined pair was not learned (label %r): %s", ys[i], exc,
@@ -344,128 +356,11 @@ class Joiner(HandOver):
         if expected is not None and t != expected:
             raise LabelTypeError(y, t, expected, first, field=self.config["label_field"])
 
-    def _labels(self, records: list[Record]) -> None:
-        """Join one read of feedback records, in order: parsed (:func:`read_labels`), their ids looked up at once.
-
-        A label for a held event without a provisional label, of the type the model's labels have, is set
-        aside for :meth:`_learn_joined` with no check of its own, and counted with the others of its read."""
-        if not records:
-            return
-        cfg = self.config
-        last = {record.partition: record.next_position for record in records}
-        self.positions.update(last)
-        if self._shared_positions:
-            self.engine.positions.update(last)
-        timed = cfg["time_field"] is not None
-        parsed = read_labels(records, cfg["id_field"], cfg["label_field"], self._feedback_time if timed else None)
-        now = None if timed else self.clock()
-        store = self.store
-        found = store.find_many([p[1] for p in parsed if len(p) == 4])
-        # each row's state and provisional flag as the read began (no row is freed before its early labels are
-        # held); a row joined during the read is in `done`
-        states, provisional = np.zeros((2, len(found)), dtype=np.int64)
-        states[found >= 0] = store.state[found[found >= 0]]
-        provisional[found >= 0] = store.provisional[found[found >= 0]]
-        rows, states, provisional = found.tolist(), states.tolist(), provisional.tolist()
-        plain = self._labels_fit([p[2] for p in parsed if len(p) == 4])
-        joined: list = []  # (label, time, row) of the plain joins, counted together
-        early: dict = {}  # id -> (record, label, time) of the labels of this read held for their event
-        done: set = set()
-        i = 0
-        for p in parsed:
-            if len(p) == 2:
-                self._dead(*p)
-                continue
-            record, key, y, t = p
-            t = now if t is None else t
-            row, st, i = rows[i], states[i], i + 1
-            if st == FREE:
-                if key in early:
-                    self.counts["duplicate"] += 1
-                else:
-                    early[key] = (record, y, t)  # held at the end of the read (_hold_early)
-            elif st == JOINED or st == LABEL or row in done:
-                self.counts["duplicate"] += 1
-            elif plain and not provisional[i - 1]:
-                done.add(row)
-                joined.append((y, t, row))  # learned with the others of this read (_learn_joined)
-            else:
-                try:
-                    self._join(row, y, t)
-                except InvalidEventError as exc:  # a label the model rejects (another JSON type): the label's fault
-                    self._dead(record, exc)
-                else:
-                    done.add(row)
-        self._count_joined(joined)
-        self._hold_early(early)
-
-    def _hold_early(self, early: dict) -> None:
-        """Hold the labels of ``early`` (id -> (record, label, time), ids not held) until their event comes:
-        rows of the store in state LABEL, added together, room made first (the oldest expire)."""
-        store, items = self.store, list(early.items())
-        long = [item for item in items if len(item[0]) > MAX_ID_BYTES]
-        if long:  # no event with such an id is held (flush_holds): its label can never be joined
-            items = [item for item in items if len(item[0]) <= MAX_ID_BYTES]
-            for key, (record, _, _) in long:
-                self.counts["unmatched"] += 1
-                self._dead(record, InvalidEventError(
-                    f"label for an id of {len(key):,} bytes: no event with an id longer than {MAX_ID_BYTES:,} "
-                    f"bytes is held for its label", reason="unmatched_label", field=self.config["id_field"]))
-        for lo in range(0, len(items), store.capacity):
-            part = items[lo : lo + store.capacity]
-            self._room_for(len(part))
-            keys = [key for key, _ in part]
-            store.add_many(keys, [{}] * len(part), t=[item[2] for _, item in part], predictions=[None] * len(part),
-                           state=LABEL, labels=[y for _, (_, y, _) in part],
-                           notes=[early_note(record, y) for _, (record, y, _) in part])
-
-    def _feedback_time(self, obj: dict) -> float:
-        return self._time_of({k: v for k, v in obj.items() if k == self.config["time_field"]}, "feedback")[1]
-
-    def _labels_fit(self, ys: list) -> bool:
-        """Whether the model learns its joined pairs together (``learn_events``) and every label of ``ys`` has
-        the JSON type of its labels (of the first waiting to be learned, before it has any)."""
-        model = self.engine.model
-        if not ys or not hasattr(model, "learn_events"):
-            return False
-        expected = getattr(model, "label_type", None)
-        if expected is None and self._joined_y:
-            expected = json_type(self._joined_y[0])
-        return expected is not None and {json_type(y) for y in {type(y): y for y in ys}.values()} == {expected}
-
-    def _count_joined(self, joined: list) -> None:
-        """Set aside the plain joins of ``joined`` (label, time, row) for :meth:`_learn_joined`, their rows
-        kept as joined ids (to count duplicates until the TTL), and count them as :meth:`_join` counts one:
-        delays and delayed accuracy."""
-        if not joined:
-            return
-        ys, ts, rows = zip(*joined)
-        store = self.store
-        store.state[list(rows)] = JOINED
-        self._joined_rows.extend(rows)
-        self._joined_y.extend(ys)
-        delays = np.maximum(0.0, np.array(ts, dtype=np.float64) - store.time[list(rows)]).tolist()
-        labels = store.labels
-        predicted = [labels[p - 1] if p else None for p in store.prediction[list(rows)].tolist()]
-        self.counts["delayed_labeled"] += len(ys)
-        self.counts["delayed_correct"] += sum(p is not None and _same(p, y) for p, y in zip(predicted, ys))
-        self._count_delays(delays)
-
-    def _count_delays(self, delays: list) -> None:
-        """Count joins of these label delays (seconds): the joined count, the delays' sum (added in order)
-        and their histogram."""
-        if not delays:
-            return
-        self.counts["joined"] += len(delays)
-        for d in delays:  # in order, as one at a time adds them
-            self.delay_sum += d
-        self.delay_histogram = (np.array(self.delay_histogram) + delay_counts(delays, DELAY_BUCKETS)).tolist()
-
     def _join(self, row: int, y, t: float) -> None:
         store = self.store
         if store.provisional[row]:
             x = store.features(row)
-            if not _same(y, self.config["provisional_label"]):
+            if not same_label(y, self.config["provisional_label"]):
                 receipt = self._learn(x, y, record=True)  # first: a label the model rejects leaves the provisional one
                 try:
                     self._retract(row, x)
@@ -482,7 +377,7 @@ class Joiner(HandOver):
             store.forget_features(row)
         prediction = store.predicted(row)
         self.counts["delayed_labeled"] += 1
-        self.counts["delayed_correct"] += prediction is not None and _same(prediction, y)
+        self.counts["delayed_correct"] += prediction is not None and same_label(prediction, y)
         self._joined_now(float(store.time[row]), t)
         self.receipts.pop(row, None)
         store.state[row] = JOINED  # its id kept until the TTL, to count duplicates
@@ -518,7 +413,7 @@ class Joiner(HandOver):
         x = self.store.features(row)
         try:
             if self.store.provisional[row]:
-                if _same(value, self.config["provisional_label"]):
+                if same_label(value, self.config["provisional_label"]):
                     return
                 self._retract(row, x)
             self._learn(x, value)
@@ -571,8 +466,3 @@ class Joiner(HandOver):
 def _key(event_id) -> bytes:
     """An id as the store keys it: its JSON text (``1`` and ``"1"`` are two ids)."""
     return orjson.dumps(event_id)
-
-
-def _same(a, b) -> bool:
-    """One label (``True`` is not ``1``)."""
-    return a == b and isinstance(a, bool) == isinstance(b, bool)

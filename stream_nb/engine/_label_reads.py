@@ -30,7 +30,7 @@ from ._events import json_objects
 from ._records import Record
 
 __all__ = ["delay_counts", "early_note", "event_keys", "parse_label_value", "parse_on_expire", "read_labels",
-           "read_note"]
+           "read_note", "same_label"]
 
 _PLAIN_ID = frozenset({str, int}).issuperset
 _PLAIN_LABEL = frozenset({str, int, bool}).issuperset  # what validate_label returns unchanged
@@ -138,3 +138,12 @@ def parse_label_value(text: str):
     except orjson.JSONDecodeError:
         return text
     return value if isinstance(value, (str, int, float, bool)) else text
+
+
+def same_label(a, b) -> bool:
+    """Whether ``a`` and ``b`` are one label (``True`` is not ``1``, ``1`` is ``1.0``).
+
+    >>> same_label(1, 1.0), same_label(True, 1), same_label("p", "p")
+    (True, False, True)
+    """
+    return a == b and isinstance(a, bool) == isinstance(b, bool)

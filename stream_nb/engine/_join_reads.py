@@ -1,0 +1,182 @@
+"""One read of feedback records joined: the labels half of the join.
+
+A read is parsed at once (:func:`~stream_nb.engine._label_reads.read_labels`) and
+its ids looked up at once; each label then is, by the state of its id's row in
+the pending store: joined to its held event (set aside, learned with the
+others of the read), a duplicate (its id joined already, or an early label
+waiting for it), or an early label (no row: held until its event comes).
+The usual read, label records of distinct ids of the model's label type, is
+sorted with numpy; any other goes label by label, with the same results.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..exceptions import InvalidEventError
+from ..stats import json_type
+from ._label_reads import delay_counts, early_note, read_labels, same_label
+from ._pending import FREE, JOINED, LABEL, MAX_ID_BYTES, PENDING
+from ._records import Record
+
+__all__ = ["DELAY_BUCKETS", "FeedbackReads"]
+
+#: Upper bounds (seconds) of the buckets of the label-delay histogram.
+DELAY_BUCKETS = (1.0, 10.0, 60.0, 600.0, 3600.0, 86400.0, math.inf)
+
+
+class FeedbackReads:
+    """How :class:`~stream_nb.engine.Joiner` takes in a read of feedback records (see the module notes).
+
+    The joiner provides: ``store``, ``engine``, ``config``, ``positions``, ``counts``, ``delay_histogram``,
+    ``delay_sum``, ``_joined_rows``, ``_joined_y`` and ``_shared_positions``; ``_room_for(n)``,
+    ``_join(row, y, t)``, ``_time_of(fields, where)``, ``_dead(record, exc)`` and ``clock()``.
+    """
+
+    def _labels(self, records: list[Record]) -> None:
+        """Join one read of feedback records, in order: parsed (:func:`read_labels`), their ids looked up at once.
+
+        A label for a held event without a provisional label, of the type the model's labels have, is set
+        aside for :meth:`_learn_joined` with no check of its own, and counted with the others of its read."""
+        if not records:
+            return
+        cfg = self.config
+        last = {record.partition: record.next_position for record in records}
+        self.positions.update(last)
+        if self._shared_positions:
+            self.engine.positions.update(last)
+        timed = cfg["time_field"] is not None
+        parsed = read_labels(records, cfg["id_field"], cfg["label_field"], self._feedback_time if timed else None)
+        now = None if timed else self.clock()
+        store = self.store
+        keys = [p[1] for p in parsed if len(p) == 4]
+        found = store.find_many(keys)
+        plain = self._labels_fit([p[2] for p in parsed if len(p) == 4])
+        if plain and len(keys) == len(parsed) and len(set(keys)) == len(keys) \
+                and not store.provisional[found[found >= 0]].any():
+            self._labels_at_once(parsed, found, now)
+            return
+        # each row's state and provisional flag as the read began (no row is freed before its early labels are
+        # held); a row joined during the read is in `done`
+        states, provisional = np.zeros((2, len(found)), dtype=np.int64)
+        states[found >= 0] = store.state[found[found >= 0]]
+        provisional[found >= 0] = store.provisional[found[found >= 0]]
+        rows, states, provisional = found.tolist(), states.tolist(), provisional.tolist()
+        joined: tuple = ([], [], [])  # label, time and row of the plain joins, counted together
+        early: dict = {}  # id -> (record, label, time) of the labels of this read held for their event
+        done: set = set()
+        i = 0
+        for p in parsed:
+            if len(p) == 2:
+                self._dead(*p)
+                continue
+            record, key, y, t = p
+            t = now if t is None else t
+            row, st, i = rows[i], states[i], i + 1
+            if st == FREE:
+                if key in early:
+                    self.counts["duplicate"] += 1
+                else:
+                    early[key] = (record, y, t)  # held at the end of the read (_hold_early)
+            elif st == JOINED or st == LABEL or row in done:
+                self.counts["duplicate"] += 1
+            elif plain and not provisional[i - 1]:
+                done.add(row)
+                for column, value in zip(joined, (y, t, row)):  # learned with the others of this read
+                    column.append(value)
+            else:
+                try:
+                    self._join(row, y, t)
+                except InvalidEventError as exc:  # a label the model rejects (another JSON type): the label's fault
+                    self._dead(record, exc)
+                else:
+                    done.add(row)
+        self._count_joined(*joined)
+        self._hold_early(early)
+
+    def _labels_at_once(self, parsed: list, found: np.ndarray, now) -> None:
+        """:meth:`_labels` of the usual read: label records only, of distinct ids, each label of the type the
+        model's labels have, none for an event learned with a provisional label. Each record's fate follows
+        from its row's state alone (no record of the read changes another's), so the read is sorted at once:
+        a held event's label is joined, a joined id's or an early label's is a duplicate, and an unknown id's
+        waits for its event; in the order the records came, as :meth:`_labels` takes them one by one."""
+        state = np.zeros(len(found), dtype=np.uint8)
+        hit = found >= 0
+        state[hit] = self.store.state[found[hit]]
+        records, keys, ys, ts = zip(*parsed)
+        join = np.flatnonzero(state == PENDING).tolist()
+        self.counts["duplicate"] += int(np.count_nonzero((state == JOINED) | (state == LABEL)))
+        rows = found.tolist()
+        self._count_joined([ys[i] for i in join], now if now is not None else [ts[i] for i in join],
+                           [rows[i] for i in join])
+        early = np.flatnonzero(state == FREE).tolist()
+        self._hold_early({keys[i]: (records[i], ys[i], now if now is not None else ts[i]) for i in early})
+
+    def _hold_early(self, early: dict) -> None:
+        """Hold the labels of ``early`` (id -> (record, label, time), ids not held) until their event comes:
+        rows of the store in state LABEL, added together, room made first (the oldest expire)."""
+        store, items = self.store, list(early.items())
+        long = [item for item in items if len(item[0]) > MAX_ID_BYTES]
+        if long:  # no event with such an id is held (flush_holds): its label can never be joined
+            items = [item for item in items if len(item[0]) <= MAX_ID_BYTES]
+            for key, (record, _, _) in long:
+                self.counts["unmatched"] += 1
+                self._dead(record, InvalidEventError(
+                    f"label for an id of {len(key):,} bytes: no event with an id longer than {MAX_ID_BYTES:,} "
+                    f"bytes is held for its label", reason="unmatched_label", field=self.config["id_field"]))
+        for lo in range(0, len(items), store.capacity):
+            part = items[lo : lo + store.capacity]
+            self._room_for(len(part))
+            keys = [key for key, _ in part]
+            store.add_many(keys, [{}] * len(part), t=[item[2] for _, item in part], predictions=[None] * len(part),
+                           state=LABEL, labels=[y for _, (_, y, _) in part],
+                           notes=[early_note(record, y) for _, (record, y, _) in part])
+
+    def _feedback_time(self, obj: dict) -> float:
+        return self._time_of({k: v for k, v in obj.items() if k == self.config["time_field"]}, "feedback")[1]
+
+    def _labels_fit(self, ys: list) -> bool:
+        """Whether the model learns its joined pairs together (``learn_events``) and every label of ``ys`` has
+        the JSON type of its labels (of the first waiting to be learned, before it has any)."""
+        model = self.engine.model
+        if not ys or not hasattr(model, "learn_events"):
+            return False
+        expected = getattr(model, "label_type", None)
+        if expected is None and self._joined_y:
+            expected = json_type(self._joined_y[0])
+        return expected is not None and {json_type(y) for y in {type(y): y for y in ys}.values()} == {expected}
+
+    def _count_joined(self, ys: list, ts, rows: list) -> None:
+        """Set aside the plain joins of labels ``ys`` that came at times ``ts`` (one for all, or one each) for
+        held rows ``rows``, for :meth:`_learn_joined`, their rows kept as joined ids (to count duplicates until
+        the TTL), and count them as :meth:`_join` counts one: delays and delayed accuracy."""
+        if not ys:
+            return
+        store = self.store
+        at = np.array(rows, dtype=np.int64)
+        store.state[at] = JOINED
+        self._joined_rows.extend(rows)
+        self._joined_y.extend(ys)
+        delays = np.maximum(0.0, np.asarray(ts, dtype=np.float64) - store.time[at]).tolist()
+        # a prediction is right when it is the label: the same code (value and type), or, for two codes,
+        # the same label all the same (1 and 1.0)
+        predicted = store.prediction[at]
+        right = (predicted == store.label_codes_of(ys)) & (predicted > 0)
+        labels = store.labels
+        for i in np.flatnonzero(~right & (predicted > 0)).tolist():
+            right[i] = same_label(labels[predicted[i] - 1], ys[i])
+        self.counts["delayed_labeled"] += len(ys)
+        self.counts["delayed_correct"] += int(np.count_nonzero(right))
+        self._count_delays(delays)
+
+    def _count_delays(self, delays: list) -> None:
+        """Count joins of these label delays (seconds): the joined count, the delays' sum (added in order)
+        and their histogram."""
+        if not delays:
+            return
+        self.counts["joined"] += len(delays)
+        for d in delays:  # in order, as one at a time adds them
+            self.delay_sum += d
+        self.delay_histogram = (np.array(self.delay_histogram) + delay_counts(delays, DELAY_BUCKETS)).tolist()
