@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._pending_cells import FeatureCells
+from ._pending_cells import FeatureCells, intern
 
 __all__ = ["FREE", "JOINED", "LABEL", "MAX_ID_BYTES", "PENDING", "PendingStore"]
 
@@ -300,12 +300,7 @@ class PendingStore(FeatureCells):
 
     def _label_code(self, y) -> int:
         """The code of label (or prediction) ``y`` in :attr:`labels` (interned now if new)."""
-        table = self.label_codes.setdefault(type(y), {})
-        code = table.get(y)
-        if code is None:
-            code = table[y] = len(self.labels)
-            self.labels.append(y)
-        return code
+        return intern(self.label_codes, self.labels, y)
 
     def _label_codes(self, ys: list) -> list:
         """``code + 1`` of each of ``ys`` (0: None, or a code beyond 32,767: not kept in an int16 column)."""

@@ -16,10 +16,26 @@ import numpy as np
 
 from ..stats import Columns
 
-__all__ = ["FeatureCells"]
+__all__ = ["FeatureCells", "intern"]
 
 NONE_TYPE = type(None)
 _FLOAT = {float}
+
+
+def intern(codes: dict, values: list, v) -> int:
+    """The code of ``v``: its index in ``values``, appended now if new; ``codes`` maps type -> value -> code,
+    so that ``True`` and ``1`` are two values.
+
+    >>> codes, values = {}, []
+    >>> [intern(codes, values, v) for v in ("a", 1, True, "a")], values
+    ([0, 1, 2, 0], ['a', 1, True])
+    """
+    table = codes.setdefault(type(v), {})
+    code = table.get(v)
+    if code is None:
+        code = table[v] = len(values)
+        values.append(v)
+    return code
 
 
 class FeatureCells:
@@ -82,12 +98,7 @@ class FeatureCells:
 
     def _intern(self, v) -> int:
         """The code of categorical value ``v`` (interned now if new)."""
-        table = self.codes.setdefault(type(v), {})
-        code = table.get(v)
-        if code is None:
-            code = table[v] = len(self.values)
-            self.values.append(v)
-        return code
+        return intern(self.codes, self.values, v)
 
     def _put_many(self, rows: np.ndarray, xs: list[dict]) -> None:
         """:meth:`_put` for many rows: a column at a time where every event has the same features and a
