@@ -125,6 +125,11 @@ def test_a_batch_is_the_same_as_one_event_at_a_time():
         live = [many.find(k) for k in held]
         assert live == [one.find(k) for k in held] and min(live, default=0) >= 0
         assert many.features_many(live) == [one.features(r) for r in live]
+        if many.columns_many(live) is not None:  # None only for rows with a value of the other kind
+            assert [list(x.items()) for x in many.columns_many(live)] == \
+                [list(x.items()) for x in many.features_many(live)]
+        else:
+            assert not many.odd.keys().isdisjoint(live)
         for name in ("time", "prediction", "offset", "state", "hashes"):
             assert getattr(many, name)[live].tolist() == getattr(one, name)[live].tolist(), name
         assert [many.id_of(r) for r in live] == held and [many.predicted(r) for r in live] == [one.predicted(r) for r in live]
@@ -179,6 +184,10 @@ def test_rows_holding_every_feature_come_back_whole_and_in_order():
     part = store.add(b'"part"', {"c": "a", "n": 1.0}, t=0.0)
     for some in (rows[:3] + [odd], [part] + rows[:3]):
         assert [list(x.items()) for x in store.features_many(some)] == [list(store.features(r).items()) for r in some]
+    assert store.columns_many(rows[:3] + [odd]) is None  # a value of the other kind: features_many gives it
+    columns = store.columns_many([part] + rows[:3])
+    assert columns.columns["z"][0] is None and columns.columns["c"][0] == "a"  # absent cells are None
+    assert [list(x.items()) for x in columns] == [list(store.features(r).items()) for r in [part] + rows[:3]]
 
 
 def test_due_skips_its_scan_only_while_no_live_row_can_be_due():
