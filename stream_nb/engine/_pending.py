@@ -267,6 +267,7 @@ class PendingStore(FeatureCells):
     def _compact(self, need: int) -> None:
         """Rewrite the arena with the live ids and notes only (grown when that is not room enough)."""
         live = self._live_rows()
+        live = live[np.argsort(self.id_start[live])]  # in arena order: the bytes are read front to back
         size = len(self.arena)
         while self.arena_live + need > size // 2:
             size *= 2
