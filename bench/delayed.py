@@ -208,6 +208,7 @@ STEPS = {
     "_labels": "reading, parsing and looking up the labels, holding the early ones",
     "_learn_joined": "learning the joined pairs",
     "expire": "expiring",
+    "tick": "reading the feedback input (what tick does beside the steps above)",
 }
 
 
