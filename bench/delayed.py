@@ -31,9 +31,17 @@ times the join's own steps (``Joiner`` methods, CPU time of the thread, each
 step's time excluding the steps it calls) and prints each per event of the stream.
 Memory (``--memory``): bytes the pending store allocates for 1,000,000 events of
 20 features (tracemalloc).
+Predictions on arrival (``--predict``): with labels coming later, the daemon
+predicts each event without its label and learns it when the label comes.
+Per model, ``prequential_many`` on polls of 500 events of the second half of
+the stream (the model trained on the first half), the events unlabeled (as
+they arrive with feedback) beside the same events labeled (predicted and
+learned, as without feedback): thread CPU per event, the least of
+``--repeats`` runs, each on a fresh copy of the trained model.
 
     PYTHONPATH=. python bench/delayed.py [--events 20000] [--throughput [--repeats 3] [--breakdown]
                                          [--kafka [--kafka-client confluent]]] [--memory]
+                                         [--predict [--repeats 3]]
 """
 
 from __future__ import annotations
@@ -57,7 +65,7 @@ import numpy as np
 import orjson
 from river import evaluate, metrics
 
-from stream_nb import NaiveBayes
+from stream_nb import AODE, TAN, NaiveBayes
 from stream_nb.engine import Engine, Joiner, Record
 from stream_nb.engine._pending import PendingStore
 
@@ -389,6 +397,33 @@ def memory(n: int = 1_000_000) -> float:
     return used
 
 
+def predict_on_arrival(n: int, seed: int, repeats: int) -> dict:
+    """``--predict``: µs of thread CPU per event, unlabeled and labeled, per model."""
+    stream = drifting_stream(n, seed)
+    half = n // 2
+    xs, ys = [x for x, _ in stream], [y for _, y in stream]
+    out = {}
+    print("| model | unlabeled (with feedback) µs/event | labeled (without) µs/event | ratio |")
+    print("|---|---:|---:|---:|")
+    for make in (NaiveBayes, TAN, AODE):
+        trained = make()
+        trained.prequential_many(xs[:half], ys[:half])
+        cost = {}
+        for name, labels in (("unlabeled", [None] * (n - half)), ("labeled", ys[half:])):
+            best = float("inf")
+            for _ in range(repeats):
+                model = type(trained).from_state(*trained.state())
+                start = time.thread_time()
+                for lo in range(half, n, 500):
+                    model.prequential_many(xs[lo : lo + 500], labels[lo - half : lo - half + 500])
+                best = min(best, time.thread_time() - start)
+            cost[name] = best / (n - half) * 1e6
+        out[make.__name__] = cost
+        print(f"| {make.__name__} | {cost['unlabeled']:.2f} | {cost['labeled']:.2f} | "
+              f"{cost['unlabeled'] / cost['labeled']:.2f} |", flush=True)
+    return out
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--events", type=int, default=20_000)
@@ -401,12 +436,16 @@ def main() -> None:
     p.add_argument("--breakdown-child", type=int, help=argparse.SUPPRESS)
     p.add_argument("run_args", nargs="*", help=argparse.SUPPRESS)
     p.add_argument("--memory", action="store_true")
+    p.add_argument("--predict", action="store_true", help="predictions on arrival: unlabeled against labeled")
     args = p.parse_args()
     if args.breakdown_child:
         breakdown_child(args.breakdown_child, args.run_args)
         return
     if args.memory:
         memory()
+        return
+    if args.predict:
+        predict_on_arrival(args.events, args.seed, args.repeats)
         return
     if args.throughput:
         if args.kafka:
