@@ -371,3 +371,28 @@ def test_running_helpers_against_brute_force():
                 if seen:
                     assert cmean[i, c, g] == pytest.approx(np.mean(seen), rel=1e-12)
                     assert cm2[i, c, g] == pytest.approx(np.var(seen) * len(seen), rel=1e-6, abs=1e-6)
+
+
+def test_a_run_with_no_labeled_row_sees_the_stored_counts_exactly():
+    """The running helpers' shortcut for a run that is only predicted (every row unlabeled, the rule while
+    labels come later): the very figures their sums give, checked by ending the same run with one labeled
+    row, which no earlier row counts, so that the sums run in full."""
+    rng = np.random.default_rng(7)
+    C, n = 3, 150
+    keys = rng.integers(0, 6, n)
+    unlabeled = np.full(n, -1)
+    ended = np.r_[unlabeled, 1]  # the same rows, then a labeled one: the full path
+    np.testing.assert_array_equal(grouped_exclusive_counts(keys, unlabeled, C),
+                                  grouped_exclusive_counts(np.r_[keys, 0], ended, C)[:n])
+    np.testing.assert_array_equal(exclusive_counts(unlabeled, C), exclusive_counts(ended, C)[:n])
+    G = rng.normal(5.0, 2.0, (n, 2))
+    G[rng.random((n, 2)) < 0.2] = np.nan
+    n0 = np.array([[0.0, 4.0], [2.0, 0.0], [3.0, 1.0]])
+    mean0 = np.where(n0 > 0, rng.normal(5.0, 1.0, (C, 2)), 0.0)
+    m2_0 = np.where(n0 > 1, rng.random((C, 2)) * 4, 0.0)
+    m2_0[2, 1] = np.nan  # as the full path: NaN -> inf
+    short = running_moments(G, unlabeled, n0, mean0, m2_0)
+    full = running_moments(np.r_[G, [[1.0, 2.0]]], ended, n0, mean0, m2_0)
+    for s, f in zip(short, full):
+        assert s.shape == (1, C, 2)
+        np.testing.assert_array_equal(np.broadcast_to(s, (n, C, 2)), f[:n])

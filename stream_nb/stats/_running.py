@@ -49,6 +49,8 @@ def exclusive_counts(yc: np.ndarray, C: int) -> np.ndarray:
            [1., 1.],
            [1., 1.]])
     """
+    if not len(yc) or yc.max() < 0:  # no labeled row (a run predicted, not learned): no count before any
+        return np.zeros((len(yc), C))
     return _exclusive_cumsum(_one_hot(yc, C))
 
 
@@ -63,8 +65,8 @@ def grouped_exclusive_counts(keys: np.ndarray, yc: np.ndarray, C: int) -> np.nda
            [1., 0.],
            [1., 1.]])
     """
-    if len(keys) == 0:
-        return np.zeros((0, C))
+    if len(keys) == 0 or yc.max() < 0:  # no labeled entry: none before any
+        return np.zeros((len(keys), C))
     order = np.argsort(keys, kind="stable")
     k = keys[order]
     before = _exclusive_cumsum(_one_hot(yc[order], C))  # over all entries before, in sorted order
@@ -103,7 +105,8 @@ def running_moments(G: np.ndarray, yc: np.ndarray, n0: np.ndarray, mean0: np.nda
     moments ``(n0, mean0, m2_0)`` (each (C, slots)) and every earlier labeled row of ``G``.
 
     ``G`` is (rows, slots) with NaN where a value is missing; returns three
-    (rows, C, slots) arrays. Sums are taken around a shift K (the stored mean,
+    (rows, C, slots) arrays, or (1, C, slots) ones, to broadcast, when no row is
+    labeled (every row then sees the stored moments). Sums are taken around a shift K (the stored mean,
     or the class's first value in the run where nothing is stored), so that
 
         n = n0 + nb,  mean = K + (n0 (mean0 - K) + S1) / n,  M2 = m2_0 + S2 - S1² / n
@@ -117,6 +120,11 @@ def running_moments(G: np.ndarray, yc: np.ndarray, n0: np.ndarray, mean0: np.nda
     (array([0., 1., 2., 2.]), array([1., 1., 2., 2.]), array([0., 0., 2., 2.]))
     """
     C = n0.shape[0]
+    if not len(yc) or yc.max() < 0:
+        # no labeled row (a run predicted, not learned): every row sees the stored moments, given once as
+        # (1, C, slots) to broadcast; the same figures the sums below give with nothing to add
+        m2 = np.where(np.isnan(m2_0), np.inf, np.maximum(m2_0, 0.0))
+        return n0[None], np.where(n0 > 0, mean0, 0.0)[None], m2[None]
     obs = ~np.isnan(G)
     W = _one_hot(yc, C)[:, :, None] * obs[:, None, :]  # (rows, C, slots): row j counts in (c, g)
     first = np.where(W.any(0), G[W.argmax(0), np.arange(G.shape[1])[None, :]], 0.0)  # (C, slots)
