@@ -175,8 +175,12 @@ class KafkaSource:
         if cluster is not None and "allow_auto_create_topics" in getattr(cluster, "config", {}):
             cluster.config["allow_auto_create_topics"] = cfg["allow_auto_create_topics"]
         try:
+            # each topic's metadata before joining the group: a member that leads the group knowing no
+            # partition of a topic assigns none of it ("No partition metadata for topic"), and kafka-python
+            # was seen not to rejoin for minutes after it learned them (a topic created just before)
+            counts = [self._partition_count(topic) for topic in self._topics]
             if self.feedback is not None:
-                check_copartitioned(*(x for t in self._topics for x in (t, self._partition_count(t))))
+                check_copartitioned(*(x for pair in zip(self._topics, counts) for x in pair))
             self._consumer.subscribe(list(self._topics), listener=_RebalanceListener(self))
         except BaseException:
             self._consumer.close(autocommit=False, timeout_ms=self._close_timeout_ms)
