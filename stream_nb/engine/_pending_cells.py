@@ -80,21 +80,15 @@ class FeatureCells:
         ``(False, column, code + 1)`` a categorical one, None absent or kept in the side table (done here)."""
         if v is None:
             return None
-        if type(v) is float:
-            j = self.num_names.get(name)
-            if j is None:
-                if name in self.cat_names:
-                    self.odd.setdefault(row, {})[name] = v
-                    return None
-                j = self.num_names[name] = self._widen("num")
-            return (True, j)
-        j = self.cat_names.get(name)
+        numeric = type(v) is float
+        names, others = (self.num_names, self.cat_names) if numeric else (self.cat_names, self.num_names)
+        j = names.get(name)
         if j is None:
-            if name in self.num_names:
+            if name in others:  # a column of the other kind: the side table keeps it
                 self.odd.setdefault(row, {})[name] = v
                 return None
-            j = self.cat_names[name] = self._widen("cat")
-        return (False, j, self._intern(v) + 1)
+            j = names[name] = self._widen("num" if numeric else "cat")
+        return (True, j) if numeric else (False, j, self._intern(v) + 1)
 
     def _intern(self, v) -> int:
         """The code of categorical value ``v`` (interned now if new)."""
