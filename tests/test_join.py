@@ -191,6 +191,39 @@ def test_the_daemon_joins_two_json_lines_files(tmp_path):
     restored = load(store.path(max(store.sequences())))
     assert_same_counts(restored, reference(NaiveBayes, joined_pairs(events, labels)))
 
+    # `snapshot inspect DIR`: the directory's newest valid snapshot, and what its join held
+    status, out, err = inspect_snapshot(tmp_path / "snap")
+    assert status == 0 and err == "", err
+    info = json.loads(out)
+    assert info["path"] == store.path(max(store.sequences()))
+    got = {e["id"] for e in events if "label" not in e} & {r["id"] for r in labels}
+    waiting = sum(1 for e in events if "label" not in e and e["id"] not in got)
+    ghosts = {r["id"] for r in labels if r["id"].startswith("ghost")}
+    assert info["daemon"]["join"]["pending_events"] == waiting  # none expired: the TTL is an hour
+    assert info["daemon"]["join"]["counts"]["joined"] == len(got)
+    assert info["daemon"]["join"]["early_labels"] == len(ghosts)  # labels whose event never came, still waiting
+    assert info["daemon"]["join"]["feedback_positions"]
+    newer = store.path(max(store.sequences()) + 1)
+    with open(newer, "wb") as f:  # a damaged newer file: named on stderr, the older one described
+        f.write(b"not a snapshot")
+    status, out, err = inspect_snapshot(tmp_path / "snap")
+    assert status == 0 and json.loads(out)["path"] == info["path"] and newer in err
+    (tmp_path / "empty").mkdir()
+    status, out, err = inspect_snapshot(tmp_path / "empty")
+    assert status == 2 and out == "" and "no snapshot in this directory" in err
+
+
+def inspect_snapshot(path) -> tuple[int, str, str]:
+    """``stream-nb snapshot inspect --json PATH`` in-process: (exit status, stdout, stderr)."""
+    import contextlib
+    import io
+
+    from stream_nb import cli
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = cli.main(["snapshot", "inspect", "--json", str(path)])
+    return status, out.getvalue(), err.getvalue()
+
 
 def test_metrics_of_the_join():
     from prometheus_client import CollectorRegistry, generate_latest

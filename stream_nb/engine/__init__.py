@@ -31,7 +31,7 @@ from ._flow import FlowControl
 from ._handoff import PartitionHandoff
 from ._join import Joiner
 from ._label_reads import parse_label_value, parse_on_expire
-from ._join_state import join_state, load_join_state
+from ._join_state import join_state, join_summary, load_join_state
 from ._group import GroupCheckpointer
 from ._group_records import StateLog, merge_states, state_records
 from ._metrics import PrequentialMetrics
@@ -73,6 +73,7 @@ __all__ = [
     "Joiner",
     "PartitionHandoff",
     "join_state",
+    "join_summary",
     "load_join_state",
     "parse_label_value",
     "parse_on_expire",

@@ -26,9 +26,9 @@ import math
 import numpy as np
 
 from ._join_handover import early_label_entries
-from ._pending import FREE, LABEL, PENDING
+from ._pending import FREE, JOINED, LABEL, PENDING
 
-__all__ = ["join_state", "load_join_state", "rewind_join"]
+__all__ = ["join_state", "join_summary", "load_join_state", "rewind_join"]
 
 _ROW_ARRAYS = ("state", "time", "prediction", "partition", "offset", "provisional")
 
@@ -66,6 +66,24 @@ def join_state(joiner) -> tuple[dict, dict]:
         "receipt_events": [where[row] for row, _ in receipts],
     }
     return arrays, meta
+
+
+def join_summary(meta: dict | None, arrays: dict) -> dict | None:
+    """What the join of a snapshot (:func:`join_state`) held, for ``snapshot inspect``: the events waiting for
+    their label (and how many learned a provisional label), the ids joined (kept to spot duplicates), the
+    early labels, the feedback positions and the counters; None for a snapshot without a join."""
+    if not isinstance(meta, dict) or "join.state" not in arrays:
+        return None
+    state, provisional = arrays["join.state"], arrays.get("join.provisional")
+    held = state == PENDING
+    return {
+        "pending_events": int(held.sum()),
+        "provisional": int((provisional[held] != 0).sum()) if provisional is not None else 0,
+        "joined_ids": int((state == JOINED).sum()),
+        "early_labels": len(meta.get("waiting") or []),
+        "feedback_positions": dict(meta.get("positions") or {}),
+        "counts": dict(meta.get("counts") or {}),
+    }
 
 
 def load_join_state(joiner, arrays: dict, meta: dict) -> None:

@@ -1,6 +1,8 @@
 """``stream-nb snapshot inspect``: describe one snapshot file.
 
-``stream-nb snapshot inspect PATH [--json]`` describes one snapshot file:
+``stream-nb snapshot inspect PATH [--json]`` describes one snapshot file (PATH
+a daemon's ``--snapshot-dir``: its newest valid snapshot, the one a restart
+would try first; each newer damaged file is named on stderr):
 model type and parameters, classes, events learned, features, the TAN tree
 with each edge's conditional mutual information, the cells and bytes its counts
 take (``memory``: see :meth:`~stream_nb.NaiveBayes.memory_used`), and for a daemon snapshot its
@@ -25,12 +27,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import typing
 
 import orjson
 
 from .. import snapshots
+from ..engine import join_summary
 from ..exceptions import SnapshotError
 from .._console import pipe_safe
 
@@ -82,6 +86,7 @@ def describe(snap: snapshots.SnapshotFile) -> dict[str, typing.Any]:
             "metrics": daemon.get("metrics"),
             "exactly_once": daemon.get("exactly_once"),
             "model_name": daemon.get("model_name"),
+            "join": _plain(join_summary(daemon.get("join"), snap.arrays)),
         }
     return info
 
@@ -165,13 +170,23 @@ def _text(info: dict[str, typing.Any]) -> str:
                 f"{metrics.get('learned')}, labeled {labeled}, accuracy {accuracy}, dead letters "
                 f"{sum((metrics.get('dead_letters_by_reason') or {}).values())}"
             )
+        j = d.get("join")
+        if j is not None:
+            counts = j["counts"] or {}
+            lines.append(
+                f"join       waiting events {j['pending_events']} (provisional {j['provisional']}), early labels "
+                f"{j['early_labels']}, joined ids kept {j['joined_ids']}; "
+                + ", ".join(f"{k} {v}" for k, v in counts.items() if not k.startswith("delayed"))
+            )
+            feedback = j["feedback_positions"] or {}
+            lines.append("feedback   " + (", ".join(f"{k}: {v}" for k, v in sorted(feedback.items())) or "none read"))
     return "\n".join(lines) + "\n"
 
 
 def run_inspect(args: argparse.Namespace) -> int:
     """``stream-nb snapshot inspect``: 0, or 2 with one error line naming the file and the reason."""
     try:
-        info = describe(snapshots.read(args.path))
+        info = describe(_read(args.path))
     except SnapshotError as exc:
         print(f"stream-nb: error: {exc}", file=sys.stderr)
         return 2
@@ -182,8 +197,25 @@ def run_inspect(args: argparse.Namespace) -> int:
     return 0
 
 
+def _read(path: str) -> snapshots.SnapshotFile:
+    """The snapshot of ``path``: a file, or a snapshot directory's newest valid one."""
+    if not os.path.isdir(path):
+        return snapshots.read(path)
+    store = snapshots.SnapshotStore(path)  # read only: not opened, so a running daemon's lock stays its own
+    seqs = store.sequences()
+    if not seqs:
+        raise SnapshotError(f"{path}: no snapshot in this directory (expected snapshot-<12 digits>.snb files)")
+    for seq in seqs:
+        try:
+            return store.read(seq)
+        except SnapshotError as exc:  # a restart would skip it too
+            print(f"stream-nb: warning: {exc}; an older snapshot is described", file=sys.stderr)
+    raise SnapshotError(f"{path}: none of its {len(seqs)} snapshot(s) is valid (each named above)")
+
+
 _INSPECT_DESCRIPTION = """\
-Describe a snapshot written by stream-nb run --snapshot-dir or stream_nb.save():
+Describe a snapshot written by stream-nb run --snapshot-dir (give the directory
+for its newest valid snapshot) or stream_nb.save():
 the model (type, parameters, classes, events learned, features, TAN tree with
 the conditional mutual information of each edge), the daemon's positions and
 metrics, the file's size, format version and time written. The file is fully
@@ -199,6 +231,6 @@ def add_subcommand(commands: argparse._SubParsersAction) -> None:
                                  epilog="exit status: 0 done, 1 stdout closed or failing, 2 not a valid snapshot "
                                         "(the reason on stderr), 130 interrupted (Ctrl-C).",
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    inspect.add_argument("path", metavar="PATH", help="the snapshot file")
+    inspect.add_argument("path", metavar="PATH", help="the snapshot file, or a --snapshot-dir (its newest valid one)")
     inspect.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     inspect.set_defaults(handler=pipe_safe(run_inspect))
