@@ -109,7 +109,7 @@ def test_python_dash_m_stream_nb_is_the_stream_nb_command():
         (["explain", "--snapshot", str(ROOT / "examples"), "--event", "{}"], 1, ["examples: cannot read it"]),
         (["explain", "--snapshot", str(EXAMPLE), "--event", "{}"], 1, ["not a stream_nb snapshot"]),
         (["explain", "--input", str(EXAMPLE), "--event-file", str(ROOT / "examples")], 2, ["--event-file"]),
-        (["snapshot", "inspect", str(ROOT / "examples")], 2, ["examples: cannot read it: Is a directory"]),
+        (["snapshot", "inspect", str(ROOT / "examples")], 2, ["examples: no snapshot in this directory"]),
         (["snapshot", "inspect", "no-such.snb"], 2, ["no-such.snb: cannot read it: No such file or directory"]),
         (["snapshot", "inspect", str(EXAMPLE)], 2, ["not a stream_nb snapshot"]),
         (["run", "--config", str(ROOT / "examples")], 2, ["config file", "Is a directory"]),
