@@ -348,10 +348,7 @@ class Joiner(FeedbackReads, HandOver):
     def _check_joined_label(self, y) -> None:
         """Raise :class:`LabelTypeError` for a label the model would refuse (another JSON type than its
         labels', or than the first label waiting to be learned with it), before the pair is set aside."""
-        model = self.engine.model
-        expected, first = getattr(model, "label_type", None), (list(getattr(model, "classes", None) or []) or [None])[0]
-        if expected is None and self._joined_y:
-            expected, first = json_type(self._joined_y[0]), self._joined_y[0]
+        expected, first = self._expected_label()
         t = json_type(y)
         if expected is not None and t != expected:
             raise LabelTypeError(y, t, expected, first, field=self.config["label_field"])
@@ -378,13 +375,9 @@ class Joiner(FeedbackReads, HandOver):
         prediction = store.predicted(row)
         self.counts["delayed_labeled"] += 1
         self.counts["delayed_correct"] += prediction is not None and same_label(prediction, y)
-        self._joined_now(float(store.time[row]), t)
+        self._count_delays([max(0.0, t - float(store.time[row]))])
         self.receipts.pop(row, None)
         store.state[row] = JOINED  # its id kept until the TTL, to count duplicates
-
-    def _joined_now(self, t_event: float, t_label: float) -> None:
-        """Count one join: its label came at ``t_label``, its event at ``t_event``."""
-        self._count_delays([max(0.0, t_label - t_event)])
 
     # ------------------------------------------------------------------ expiry
 
@@ -450,7 +443,7 @@ class Joiner(FeedbackReads, HandOver):
         retractions, the delay histogram, the delayed prequential accuracy, and the held events and early
         labels handed over to another member (``out``; also at a stop, see :mod:`._handoff`) or taken over."""
         c = self.counts
-        pending = int((self.store.state == PENDING).sum())
+        pending = int((self.store.state[: self.store.high] == PENDING).sum())
         return {
             "pending_events": pending,
             "pending_labels": self.store.n_labels,

@@ -140,13 +140,21 @@ class FeedbackReads:
     def _labels_fit(self, ys: list) -> bool:
         """Whether the model learns its joined pairs together (``learn_events``) and every label of ``ys`` has
         the JSON type of its labels (of the first waiting to be learned, before it has any)."""
-        model = self.engine.model
-        if not ys or not hasattr(model, "learn_events"):
+        if not ys or not hasattr(self.engine.model, "learn_events"):
             return False
-        expected = getattr(model, "label_type", None)
-        if expected is None and self._joined_y:
-            expected = json_type(self._joined_y[0])
+        expected, _ = self._expected_label()
         return expected is not None and {json_type(y) for y in {type(y): y for y in ys}.values()} == {expected}
+
+    def _expected_label(self) -> tuple:
+        """``(JSON type, an example)`` of the labels a joined pair may have: the model's labels', or before it
+        has any, those of the first pair waiting to be learned; ``(None, None)`` when neither says."""
+        model = self.engine.model
+        expected = getattr(model, "label_type", None)
+        if expected is not None:
+            return expected, (list(getattr(model, "classes", None) or []) or [None])[0]
+        if self._joined_y:
+            return json_type(self._joined_y[0]), self._joined_y[0]
+        return None, None
 
     def _count_joined(self, ys: list, ts, rows: list) -> None:
         """Set aside the plain joins of labels ``ys`` that came at times ``ts`` (one for all, or one each) for

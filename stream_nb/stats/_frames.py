@@ -167,7 +167,7 @@ class Frames:
             window = xs.window(start, start + stop)
             for name, values in window.items():
                 if name not in lookup:
-                    stop = next((i for i, v in enumerate(values[:stop]) if not _is_null(v)), stop)
+                    stop = next((i for i, v in enumerate(values[:stop]) if not (v is None or is_nan(v))), stop)
             absent = [None] * stop
             return (lambda f, name: window.get(name, absent)), stop
         sub = xs[start : start + stop]
@@ -175,7 +175,7 @@ class Frames:
         every_known = known >= set().union(*sub)
         if not every_known:
             for i, x in enumerate(sub):
-                if not x.keys() <= known and any(not _is_null(v) for k, v in x.items() if k not in lookup):
+                if not x.keys() <= known and any(not (v is None or is_nan(v)) for k, v in x.items() if k not in lookup):
                     stop = i
                     break
         sub = sub[:stop]
@@ -383,8 +383,3 @@ class Frames:
                 self._add_class(labels[code])
         lut = np.array([self.class_index.get(v, -1) for v in labels], dtype=np.int64)
         return lut[codes]
-
-
-def _is_null(v) -> bool:
-    """A value that says the feature is missing: None or NaN."""
-    return v is None or (type(v) is float and v != v)
