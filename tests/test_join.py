@@ -400,6 +400,24 @@ def test_labels_counted_together_count_as_labels_joined_one_at_a_time(provisiona
     assert (a.joiner.status()["labels_evicted"] > 0) == (pending_max < len(events))
 
 
+def test_a_label_given_as_another_number_type_scores_its_prediction_as_the_same_label(monkeypatch):
+    """Labels sent as integral floats (``1.0``) for a model that learned ints: ``1.0`` is the label ``1``, so
+    the delayed accuracy (a read counted at once by label codes, or label by label) is that of the same labels
+    sent as ints."""
+    events, labels = streams(n=900, seed=4)
+    as_floats = [{**r, "label": float(r["label"])} for r in labels]
+    runs = {}
+    for name, feedback, together in (("ints", labels, True), ("floats", as_floats, True),
+                                     ("floats one by one", as_floats, False)):
+        if not together:
+            monkeypatch.setattr(Joiner, "_labels_fit", lambda self, ys: False)
+        engine, _, dlq = run_engine(NaiveBayes(), events, feedback, label_ttl=10**7)
+        assert not dlq.values
+        runs[name] = engine.joiner.status()
+    counted = [(s["labels_joined"], s["delayed_accuracy"]) for s in runs.values()]
+    assert counted[0] == counted[1] == counted[2] and counted[0][0] > 500 and 0.5 < counted[0][1] < 1.0
+
+
 def test_early_labels_share_the_bound_and_make_room_after_held_events():
     """Labels that come before their event are rows of the same store as held events, under the one
     ``pending_max``: making room frees joined ids first, then the oldest held events, then the oldest early

@@ -11,13 +11,16 @@ sorted with numpy; any other goes label by label, with the same results.
 
 from __future__ import annotations
 
+import functools
 import math
+import operator
+from itertools import repeat
 
 import numpy as np
 
 from ..exceptions import InvalidEventError
 from ..stats import json_type
-from ._label_reads import delay_counts, early_note, read_labels, same_label
+from ._label_reads import delay_counts, early_notes, read_labels, read_whole
 from ._pending import FREE, JOINED, LABEL, MAX_ID_BYTES, PENDING
 from ._records import Record
 
@@ -48,16 +51,22 @@ class FeedbackReads:
         if self._shared_positions:
             self.engine.positions.update(last)
         timed = cfg["time_field"] is not None
-        parsed = read_labels(records, cfg["id_field"], cfg["label_field"], self._feedback_time if timed else None)
         now = None if timed else self.clock()
         store = self.store
-        keys = [p[1] for p in parsed if len(p) == 4]
-        found = store.find_many(keys)
+        whole = None if timed else read_whole(records, cfg["id_field"], cfg["label_field"])
+        if whole is not None:  # label records only, timed by the clock
+            keys, ys = whole
+            found = store.find_many(keys)
+            if self._read_at_once(records, keys, ys, None, found, now):
+                return
+            parsed = list(zip(records, keys, ys, repeat(None)))
+        else:
+            parsed = read_labels(records, cfg["id_field"], cfg["label_field"], self._feedback_time if timed else None)
+            keys = [p[1] for p in parsed if len(p) == 4]
+            found = store.find_many(keys)
+            if len(keys) == len(parsed) and self._read_at_once(*zip(*parsed), found, now):
+                return
         plain = self._labels_fit([p[2] for p in parsed if len(p) == 4])
-        if plain and len(keys) == len(parsed) and len(set(keys)) == len(keys) \
-                and not store.provisional[found[found >= 0]].any():
-            self._labels_at_once(parsed, found, now)
-            return
         # each row's state and provisional flag as the read began (no row is freed before its early labels are
         # held); a row joined during the read is in `done`
         states, provisional = np.zeros((2, len(found)), dtype=np.int64)
@@ -94,45 +103,61 @@ class FeedbackReads:
                 else:
                     done.add(row)
         self._count_joined(*joined)
-        self._hold_early(early)
+        if early:
+            self._hold_early(list(early), *map(list, zip(*early.values())))
 
-    def _labels_at_once(self, parsed: list, found: np.ndarray, now) -> None:
-        """:meth:`_labels` of the usual read: label records only, of distinct ids, each label of the type the
-        model's labels have, none for an event learned with a provisional label. Each record's fate follows
-        from its row's state alone (no record of the read changes another's), so the read is sorted at once:
-        a held event's label is joined, a joined id's or an early label's is a duplicate, and an unknown id's
-        waits for its event; in the order the records came, as :meth:`_labels` takes them one by one."""
+    def _read_at_once(self, records: tuple, keys: list, ys: list, ts, found: np.ndarray, now) -> bool:
+        """Join the read of label records ``records`` (ids ``keys``, found at rows ``found``, labels ``ys``,
+        times ``ts``, or None: all at ``now``) as :meth:`_labels` would, at once, when it is the usual read:
+        of distinct ids, each label of the type the model's labels have, none for an event learned with a
+        provisional label; False (nothing done) when it is not."""
+        if not (self._labels_fit(ys) and len(set(keys)) == len(keys)
+                and not self.store.provisional[found[found >= 0]].any()):
+            return False
+        self._labels_at_once(records, keys, ys, ts, found, now)
+        return True
+
+    def _labels_at_once(self, records: tuple, keys: list, ys: list, ts, found: np.ndarray, now) -> None:
+        """:meth:`_labels` of the usual read (:meth:`_read_at_once`). Each record's fate follows from its row's
+        state alone (no record of the read changes another's), so the read is sorted at once: a held event's
+        label is joined, a joined id's or an early label's is a duplicate, and an unknown id's waits for its
+        event; in the order the records came, as :meth:`_labels` takes them one by one."""
         state = np.zeros(len(found), dtype=np.uint8)
         hit = found >= 0
         state[hit] = self.store.state[found[hit]]
-        records, keys, ys, ts = zip(*parsed)
         join = np.flatnonzero(state == PENDING).tolist()
         self.counts["duplicate"] += int(np.count_nonzero((state == JOINED) | (state == LABEL)))
         rows = found.tolist()
         self._count_joined([ys[i] for i in join], now if now is not None else [ts[i] for i in join],
                            [rows[i] for i in join])
         early = np.flatnonzero(state == FREE).tolist()
-        self._hold_early({keys[i]: (records[i], ys[i], now if now is not None else ts[i]) for i in early})
+        if early:
+            self._hold_early([keys[i] for i in early], [records[i] for i in early], [ys[i] for i in early],
+                             now if now is not None else [ts[i] for i in early])
 
-    def _hold_early(self, early: dict) -> None:
-        """Hold the labels of ``early`` (id -> (record, label, time), ids not held) until their event comes:
-        rows of the store in state LABEL, added together, room made first (the oldest expire)."""
-        store, items = self.store, list(early.items())
-        long = [item for item in items if len(item[0]) > MAX_ID_BYTES]
-        if long:  # no event with such an id is held (flush_holds): its label can never be joined
-            items = [item for item in items if len(item[0]) <= MAX_ID_BYTES]
-            for key, (record, _, _) in long:
-                self.counts["unmatched"] += 1
-                self._dead(record, InvalidEventError(
-                    f"label for an id of {len(key):,} bytes: no event with an id longer than {MAX_ID_BYTES:,} "
-                    f"bytes is held for its label", reason="unmatched_label", field=self.config["id_field"]))
-        for lo in range(0, len(items), store.capacity):
-            part = items[lo : lo + store.capacity]
-            self._room_for(len(part))
-            keys = [key for key, _ in part]
-            store.add_many(keys, [{}] * len(part), t=[item[2] for _, item in part], predictions=[None] * len(part),
-                           state=LABEL, labels=[y for _, (_, y, _) in part],
-                           notes=[early_note(record, y) for _, (record, y, _) in part])
+    def _hold_early(self, keys: list, records: list, ys: list, t) -> None:
+        """Hold the labels ``ys`` of ids ``keys`` (distinct, not held), from ``records``, come at times ``t``
+        (one for all, or one each), until their event comes: rows of the store in state LABEL, added
+        together, room made first (the oldest expire)."""
+        store = self.store
+        ts = [t] * len(keys) if not isinstance(t, list) else t
+        if max(map(len, keys), default=0) > MAX_ID_BYTES:
+            # no event with such an id is held (flush_holds): its label can never be joined
+            short = [i for i, key in enumerate(keys) if len(key) <= MAX_ID_BYTES]
+            for key, record in zip(keys, records):
+                if len(key) > MAX_ID_BYTES:
+                    self.counts["unmatched"] += 1
+                    self._dead(record, InvalidEventError(
+                        f"label for an id of {len(key):,} bytes: no event with an id longer than "
+                        f"{MAX_ID_BYTES:,} bytes is held for its label", reason="unmatched_label",
+                        field=self.config["id_field"]))
+            keys, records, ys, ts = ([column[i] for i in short] for column in (keys, records, ys, ts))
+        for lo in range(0, len(keys), store.capacity):
+            part = slice(lo, lo + store.capacity)
+            n = len(keys[part])
+            self._room_for(n)
+            store.add_many(keys[part], [{}] * n, t=ts[part], predictions=[None] * n, state=LABEL, labels=ys[part],
+                           notes=early_notes(records[part], ys[part]))
 
     def _feedback_time(self, obj: dict) -> float:
         return self._time_of({k: v for k, v in obj.items() if k == self.config["time_field"]}, "feedback")[1]
@@ -143,7 +168,11 @@ class FeedbackReads:
         if not ys or not hasattr(self.engine.model, "learn_events"):
             return False
         expected, _ = self._expected_label()
-        return expected is not None and {json_type(y) for y in {type(y): y for y in ys}.values()} == {expected}
+        if expected is None:
+            return False
+        types = set(map(type, ys))
+        examples = [ys[0]] if len(types) == 1 else {type(y): y for y in ys}.values()  # one label of each type
+        return {json_type(y) for y in examples} == {expected}
 
     def _expected_label(self) -> tuple:
         """``(JSON type, an example)`` of the labels a joined pair may have: the model's labels', or before it
@@ -168,13 +197,11 @@ class FeedbackReads:
         self._joined_rows.extend(rows)
         self._joined_y.extend(ys)
         delays = np.maximum(0.0, np.asarray(ts, dtype=np.float64) - store.time[at]).tolist()
-        # a prediction is right when it is the label: the same code (value and type), or, for two codes,
-        # the same label all the same (1 and 1.0)
+        # a prediction is right when it is the label: the same code. Labels are strings, integers or booleans
+        # (validate_label: an integral float is its integer), interned by type, so one label has one code, and
+        # a label never interned (code 0) is no prediction
         predicted = store.prediction[at]
         right = (predicted == store.label_codes_of(ys)) & (predicted > 0)
-        labels = store.labels
-        for i in np.flatnonzero(~right & (predicted > 0)).tolist():
-            right[i] = same_label(labels[predicted[i] - 1], ys[i])
         self.counts["delayed_labeled"] += len(ys)
         self.counts["delayed_correct"] += int(np.count_nonzero(right))
         self._count_delays(delays)
@@ -185,6 +212,5 @@ class FeedbackReads:
         if not delays:
             return
         self.counts["joined"] += len(delays)
-        for d in delays:  # in order, as one at a time adds them
-            self.delay_sum += d
+        self.delay_sum = functools.reduce(operator.add, delays, self.delay_sum)  # in order, as one at a time
         self.delay_histogram = (np.array(self.delay_histogram) + delay_counts(delays, DELAY_BUCKETS)).tolist()

@@ -29,10 +29,11 @@ from ..stats import validate_label
 from ._events import json_objects
 from ._records import Record
 
-__all__ = ["delay_counts", "early_note", "event_keys", "parse_label_value", "parse_on_expire", "read_labels",
-           "read_note", "same_label"]
+__all__ = ["delay_counts", "early_note", "early_notes", "event_keys", "parse_label_value", "parse_on_expire", "read_labels",
+           "read_note", "read_whole", "same_label"]
 
 _PLAIN_ID = frozenset({str, int}).issuperset
+_NEWLINE = b"\n"
 _PLAIN_LABEL = frozenset({str, int, bool}).issuperset  # what validate_label returns unchanged
 
 
@@ -50,16 +51,17 @@ def read_labels(records: list[Record], id_field: str, label_field: str,
     the records are timed by the caller's clock, given as the time of the whole read (``time_of`` is then
     not called, and the time is None here)."""
     if time_of is None:
-        whole = _read_whole([r.value for r in records], id_field, label_field)
+        whole = read_whole(records, id_field, label_field)
         if whole is not None:
             keys, ys = whole
             return list(zip(records, keys, ys, repeat(None)))
     return [_read_one(record, id_field, label_field, time_of) for record in records]
 
 
-def _read_whole(values: list, id_field: str, label_field: str) -> tuple[list, list] | None:
-    """``(keys, labels)`` of a read of common records only; None when one is not (read one by one)."""
-    objs = json_objects(values)
+def read_whole(records: list[Record], id_field: str, label_field: str) -> tuple[list, list] | None:
+    """``(keys, labels)`` of a read of common records only (:func:`read_labels` in one pass); None when one
+    is not (read one by one)."""
+    objs = json_objects([r.value for r in records])
     if objs is None:
         return None
     ids = list(map(dict.get, objs, repeat(id_field)))
@@ -99,9 +101,21 @@ def early_note(record: Record, y) -> bytes:
     >>> read_note(early_note(record, "p")) == ("p", record)
     True
     """
-    key = None if record.key is None else bytes(record.key).decode("latin-1")
-    head = orjson.dumps([y, record.position, record.partition, record.next_position, record.size, key])
-    return head + b"\n" + bytes(record.value)  # orjson writes no raw newline
+    return early_notes([record], [y])[0]
+
+
+def early_notes(records: list[Record], ys: list) -> list[bytes]:
+    """:func:`early_note` of each record of ``records`` with its label of ``ys``, a field at a time.
+
+    >>> records = [Record(b'{"id": 7}', None, "fb", {"line": 1}, 9), Record(b'{"id": 8}', b"k", "fb", {"line": 2}, 18)]
+    >>> [read_note(note) for note in early_notes(records, ["p", 1])] == [("p", records[0]), (1, records[1])]
+    True
+    """
+    values, keys, partitions, positions, nexts, sizes = zip(*records)
+    if keys.count(None) != len(keys):
+        keys = [None if key is None else bytes(key).decode("latin-1") for key in keys]
+    heads = map(orjson.dumps, zip(ys, positions, partitions, nexts, sizes, keys))
+    return list(map(_NEWLINE.join, zip(heads, values)))  # orjson writes no raw newline
 
 
 def read_note(note: bytes) -> tuple:

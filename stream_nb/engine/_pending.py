@@ -24,6 +24,8 @@ The features of a row are its *cells* (:mod:`._pending_cells`).
 
 from __future__ import annotations
 
+from itertools import chain
+
 import numpy as np
 
 from ._pending_cells import FeatureCells, intern
@@ -224,7 +226,7 @@ class PendingStore(FeatureCells):
         if self.arena_used + total > len(self.arena):
             self._compact(total)
         s = self.arena_used
-        data = b"".join(keys) if notes is None else b"".join([b for pair in zip(keys, notes) for b in pair])
+        data = b"".join(keys if notes is None else chain.from_iterable(zip(keys, notes)))
         self.arena[s : s + total] = np.frombuffer(data, dtype=np.uint8)
         self.id_start[rows] = s + np.cumsum(spans) - spans
         self.id_len[rows] = lens
