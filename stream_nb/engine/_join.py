@@ -33,6 +33,8 @@ import logging
 import math
 import time
 import typing
+from itertools import repeat
+from operator import attrgetter
 
 import numpy as np
 import orjson
@@ -178,11 +180,14 @@ class Joiner(FeedbackReads, HandOver):
         hit[hit] = self.store.state[rows[hit]] == LABEL
         if not hit.any():
             return ys
-        ys, taken = list(ys), {}
-        for j, row in zip(np.flatnonzero(hit).tolist(), rows[hit].tolist()):
-            if row not in taken:  # an id twice in one poll: its first event takes the label (the next: duplicate)
-                taken[row] = j if at is None else at[j]
-        for j, y in zip(taken.values(), self._take_early(list(taken), t)):
+        where, taken = np.flatnonzero(hit), rows[hit]
+        first = np.unique(taken, return_index=True)[1]
+        if len(first) < len(taken):  # an id twice in one poll: its first event takes the label (the next: duplicate)
+            first.sort()
+            where, taken = where[first], taken[first]
+        where = where.tolist() if at is None else [at[j] for j in where.tolist()]
+        ys = list(ys)
+        for j, y in zip(where, self._take_early(taken.tolist(), t)):
             ys[j] = y
         return ys
 
@@ -202,19 +207,21 @@ class Joiner(FeedbackReads, HandOver):
     def hold_sent(self, outputs: list, sent: list, xs: list, ys: list, refused: dict) -> None:
         """:meth:`hold` of each unlabeled event with an id among a poll's ``outputs`` (sent for ``sent``, the
         records of the valid events the model did not refuse, in order) after :meth:`prepare_columns`."""
-        keys, t, absent, k = self._column_keys, self._column_time, self._column_absent, 0
+        keys, t, absent = self._column_keys, self._column_time, self._column_absent
         if self._to_hold:  # held one at a time before: flush_holds() looks every id up
             self._held_absent = None
-        for j in range(len(outputs) + len(refused)):
-            if j in refused:
-                continue
-            if ys[j] is None and keys[j] is not None:
-                record = sent[k]
-                offset = record.next_position if isinstance(record.next_position, int) else 0
-                self._to_hold.append((keys[j], xs[j], outputs[k]["prediction"], record.partition, offset, t))
-                if self._held_absent is not None:
-                    self._held_absent.append(absent[j])
-            k += 1
+        n = len(outputs) + len(refused)
+        valid = [j for j in range(n) if j not in refused] if refused else range(n)  # outputs[k] is valid[k]'s
+        wait = [(k, j) for k, j in enumerate(valid) if ys[j] is None and keys[j] is not None]
+        if not wait:
+            return
+        ks, js = (list(c) for c in zip(*wait))
+        records = [sent[k] for k in ks]
+        offsets = [p if isinstance(p, int) else 0 for p in map(attrgetter("next_position"), records)]
+        self._to_hold.extend(zip([keys[j] for j in js], [xs[j] for j in js], [outputs[k]["prediction"] for k in ks],
+                                 map(attrgetter("partition"), records), offsets, repeat(t)))
+        if self._held_absent is not None:
+            self._held_absent.extend([absent[j] for j in js])
 
     def hold(self, event, prediction, record: Record) -> None:
         """Hold an unlabeled event with an id until its label comes (after its prediction was sent).
@@ -257,15 +264,22 @@ class Joiner(FeedbackReads, HandOver):
         for lo in range(0, len(fresh), store.capacity):
             part = fresh[lo : lo + store.capacity]
             self._room_for(len(part))
+            partitions = [item[3] for item in part]
             groups: dict = {}  # one add_many per input partition
-            for i, partition in enumerate([item[3] for item in part]):
-                groups.setdefault(partition, []).append(i)
+            if partitions.count(partitions[0]) == len(partitions):
+                groups[partitions[0]] = range(len(part))
+            else:
+                for i, partition in enumerate(partitions):
+                    groups.setdefault(partition, []).append(i)
             row_of = [0] * len(part)
             for partition, idx in groups.items():
                 group = part if len(idx) == len(part) else [part[i] for i in idx]
                 keys, xs, predictions, _, offsets, ts = map(list, zip(*group))
                 rows = store.add_many(keys, xs, t=ts, predictions=predictions, partition=partition, offsets=offsets,
                                       provisional=provisional is not None)
+                if len(idx) == len(part):
+                    row_of = rows.tolist()
+                    continue
                 for i, row in zip(idx, rows.tolist()):
                     row_of[i] = row
             if provisional is not None:  # learned in the order the events came, as one at a time would
