@@ -418,6 +418,25 @@ def test_a_label_given_as_another_number_type_scores_its_prediction_as_the_same_
     assert counted[0] == counted[1] == counted[2] and counted[0][0] > 500 and 0.5 < counted[0][1] < 1.0
 
 
+def test_a_label_for_an_id_too_long_to_hold_is_unmatched_at_once_and_its_read_goes_on():
+    """An id longer than the store holds (its JSON text over 65,535 bytes) can never be joined: its event is
+    not held, so its label is dead-lettered as ``unmatched_label`` as it comes; the other labels of its read
+    (joins, early labels, in a read taken whole and in one taken label by label) go on as usual."""
+    from stream_nb.engine._pending import MAX_ID_BYTES
+    long_id = "x" * MAX_ID_BYTES
+    for labels in ([{"id": "e1", "label": 1}, {"id": long_id, "label": 0}, {"id": "later", "label": 0}],
+                   [{"id": "e1", "label": 1}, {"id": long_id, "label": 0}, {"id": "later", "label": 0}, b"[1]"]):
+        engine, out, dlq = run_engine(NaiveBayes(), [{"id": "e0", "a": "p", "label": 0}, {"id": "e1", "a": "q"}],
+                                      [], label_ttl=10**6)
+        engine.joiner.feedback = ListSource(labels, "labels")
+        engine.joiner.tick(False)
+        status = engine.joiner.status()
+        assert (status["labels_joined"], status["labels_unmatched"], status["pending_labels"]) == (1, 1, 1)
+        reasons = sorted(d["reason"] for d in dlq.values)
+        assert reasons == (["not_an_object"] if len(labels) == 4 else []) + ["unmatched_label"]
+        assert engine.model.n_learned == 2
+
+
 def test_early_labels_share_the_bound_and_make_room_after_held_events():
     """Labels that come before their event are rows of the same store as held events, under the one
     ``pending_max``: making room frees joined ids first, then the oldest held events, then the oldest early
