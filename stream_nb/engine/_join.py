@@ -33,8 +33,6 @@ import logging
 import math
 import time
 import typing
-from itertools import repeat
-from operator import attrgetter
 
 import numpy as np
 import orjson
@@ -207,21 +205,19 @@ class Joiner(FeedbackReads, HandOver):
     def hold_sent(self, outputs: list, sent: list, xs: list, ys: list, refused: dict) -> None:
         """:meth:`hold` of each unlabeled event with an id among a poll's ``outputs`` (sent for ``sent``, the
         records of the valid events the model did not refuse, in order) after :meth:`prepare_columns`."""
-        keys, t, absent = self._column_keys, self._column_time, self._column_absent
+        keys, t, absent, k = self._column_keys, self._column_time, self._column_absent, 0
         if self._to_hold:  # held one at a time before: flush_holds() looks every id up
             self._held_absent = None
-        n = len(outputs) + len(refused)
-        valid = [j for j in range(n) if j not in refused] if refused else range(n)  # outputs[k] is valid[k]'s
-        wait = [(k, j) for k, j in enumerate(valid) if ys[j] is None and keys[j] is not None]
-        if not wait:
-            return
-        ks, js = (list(c) for c in zip(*wait))
-        records = [sent[k] for k in ks]
-        offsets = [p if isinstance(p, int) else 0 for p in map(attrgetter("next_position"), records)]
-        self._to_hold.extend(zip([keys[j] for j in js], [xs[j] for j in js], [outputs[k]["prediction"] for k in ks],
-                                 map(attrgetter("partition"), records), offsets, repeat(t)))
-        if self._held_absent is not None:
-            self._held_absent.extend([absent[j] for j in js])
+        for j in range(len(outputs) + len(refused)):
+            if j in refused:
+                continue
+            if ys[j] is None and keys[j] is not None:
+                record = sent[k]
+                offset = record.next_position if isinstance(record.next_position, int) else 0
+                self._to_hold.append((keys[j], xs[j], outputs[k]["prediction"], record.partition, offset, t))
+                if self._held_absent is not None:
+                    self._held_absent.append(absent[j])
+            k += 1
 
     def hold(self, event, prediction, record: Record) -> None:
         """Hold an unlabeled event with an id until its label comes (after its prediction was sent).
