@@ -166,6 +166,84 @@ def test_events_given_as_columns_are_the_events_given_as_dicts(name, warm, strea
     assert_same_counts(by_columns, by_dicts)
 
 
+# an event's time under ``time_field="ts"``: a number, absent, or one the model refuses (bad_time)
+timed_events = st.lists(
+    st.tuples(
+        st.fixed_dictionaries({}, optional=dict(values, ts=st.one_of(
+            st.floats(0.0, 1e6), st.integers(0, 10**6), st.sampled_from([None, float("nan"), float("inf"), "9", True])
+        ))),
+        st.sampled_from(["a", "b", "c", None, "a", "b"]),
+    ),
+    min_size=1,
+    max_size=80,
+)
+
+
+TIMED = {"nb": lambda: NaiveBayes(time_field="ts"),
+         "nb-unlabeled": lambda: NaiveBayes(time_field="ts", learn_unlabeled=True, unlabeled_weight=0.5),
+         "aode": lambda: AODE(time_field="ts", warmup=5, bins=3),
+         "tan": lambda: TAN(time_field="ts", rebuild_every=7, warmup=5, bins=3),
+         "kdb": lambda: KDB(time_field="ts", k=2, rebuild_every=9, warmup=5, bins=3)}
+
+
+def learn_loop(model, stream):
+    """The reference of learn_events: learn_one on each event it learns; the indices refused."""
+    refused = set()
+    for i, (x, y) in enumerate(stream):
+        if y is not None or model.learn_unlabeled:
+            try:
+                model.learn_one(x, y)
+            except InvalidEventError:
+                refused.add(i)
+    return refused
+
+
+@pytest.mark.parametrize("name", list(TIMED))
+@SETTINGS
+@given(warm=timed_events, stream=timed_events)
+def test_a_time_field_without_decay_gives_the_loops_results(name, warm, stream):
+    """A ``time_field`` (no feature) without decay: runs read the events without it; prequential_many and
+    learn_events give the loop's results, its ``bad_time`` errors at the same events, and its counts."""
+    batched, looped, learned, reference = (TIMED[name]() for _ in range(4))
+    for part in (warm, stream):
+        xs, ys = [x for x, _ in part], [y for _, y in part]
+        assert_same(batched.prequential_many(xs, ys), loop(looped, part))
+        assert {i for i, _ in learned.learn_events(xs, ys)} == learn_loop(reference, part)
+    assert_same_counts(batched, looped)
+    assert_same_counts(learned, reference)
+    assert "ts" not in batched._stats.features
+
+
+@pytest.mark.parametrize("name", ["nb", "aode", "tan", "kdb"])  # learn_unlabeled takes no runs, timed or not
+def test_events_with_a_time_field_go_through_the_runs_they_would_without_it(name, monkeypatch):
+    """With a ``time_field`` and no decay, timed events are scored and learned in the vectorised runs the same
+    events without the field take (before, a time field turned the runs off); an event whose time is refused
+    ends its run as an event with a bad value does."""
+    from stream_nb.learners._runs import VectorisedRuns
+
+    lengths: list = []
+    run = VectorisedRuns._prequential_run
+
+    def spy(self, xs, ys, start, out):
+        stop = run(self, xs, ys, start, out)
+        lengths.append(stop - start)
+        return stop
+
+    monkeypatch.setattr(VectorisedRuns, "_prequential_run", spy)
+    plain = [({"colour": "red" if i % 3 else "blue", "size": i % 2}, "ab"[i % 2]) for i in range(80)]
+    timed = [({**x, "ts": float(i)}, y) for i, (x, y) in enumerate(plain)]
+    timed[45][0]["ts"] = "late"  # refused: bad_time
+    plain[45][0]["colour"] = ["red"]  # refused: a bad value
+    taken = []
+    for stream in (timed, plain):
+        model = TIMED[name]()
+        lengths.clear()
+        results = model.prequential_many([x for x, _ in stream], [y for _, y in stream])
+        assert isinstance(results[45], InvalidEventError)
+        taken.append(list(lengths))
+    assert taken[0] == taken[1] and sum(taken[0]) >= 40, taken  # most events in runs (TAN: between rebuilds)
+
+
 BINNED_MODELS = ["aode", "aode-m", "tan", "spode", "spode-parent", "kdb", "kdb1", "kdb3"]
 
 

@@ -485,10 +485,11 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
         if len(xs) != len(ys):
             raise ValueError(f"{name}: {len(xs)} events but {len(ys)} labels")
         i, n = 0, len(xs)
+        runs = self._run_events(xs) if self._forget_runs() else None  # the events as runs read them
         while i < n:
             run = make_run()
-            if self._forget_runs():
-                i = self._prequential_run(xs, ys, i, run)
+            if runs is not None:
+                i = self._prequential_run(runs, ys, i, run)
             yield from run
             if i < n:
                 try:

@@ -109,9 +109,10 @@ class VectorisedRuns(abc.ABC):
             raise ValueError(f"learn_events: {len(xs)} events but {len(ys)} labels")
         i, n, refused = 0, len(xs), []
         watched = getattr(self, "_forget", None) is not None and self._forget.detector is not None
+        runs = self._run_events(xs) if self._forget_runs() else None  # the events as runs read them
         while i < n:
-            if self._forget_runs():
-                i = self._prequential_run(xs, ys, i, None)
+            if runs is not None:
+                i = self._prequential_run(runs, ys, i, None)
             if i < n:
                 try:  # one event: predicted only when a drift detector watches the predictions
                     if watched:
