@@ -333,24 +333,53 @@ def test_a_label_of_another_type_is_dead_lettered_and_the_event_waits_on():
     assert_same_counts(engine.model, reference(NaiveBayes, [({"a": "p"}, 1), ({"a": "p"}, 0), ({"a": "q"}, 0)]))
 
 
+def timed(events, labels, seed):
+    """The stream with event times (field ``ts``): rising with jumps back, some absent, a few refused (a
+    string, a boolean); a label in ten timed about when its event is, the others untimed."""
+    rng = random.Random(seed)
+    events = [dict(e) for e in events]
+    at = {}
+    refused = {150: "soon", 151: True, 600: "12"}  # two in one poll, one in another
+    for i, e in enumerate(events):
+        kind = rng.random()
+        if i in refused:
+            e["ts"] = refused[i]
+        elif kind >= 0.1:  # else no time: the stream's
+            e["ts"] = float(i) - (30.0 if kind > 0.95 else 0.0) + (0 if kind < 0.5 else 0.5)
+        at[e["id"]] = float(i)
+    # a label in ten timed (after its event or a little before: mostly no later than the events read with
+    # it), the others taking the stream's time: the events' times move the clock
+    labels = [{**r, "ts": at.get(r["id"], 0.0) + rng.uniform(-5.0, 5.0)} if rng.random() < 0.1 else r
+              for r in labels]
+    return events, labels
+
+
 @pytest.mark.parametrize("make", [NaiveBayes, lambda: TAN(rebuild_every=100, bin_edges=EDGES)])
 @pytest.mark.parametrize("provisional", [None, 0])
-def test_a_poll_taken_as_columns_joins_as_events_one_by_one(make, provisional, monkeypatch):
+@pytest.mark.parametrize("time_field", [None, "ts"])
+def test_a_poll_taken_as_columns_joins_as_events_one_by_one(make, provisional, time_field, monkeypatch):
     """The whole-poll path (prepare_columns, hold_sent) against the event-by-event one (prepare, hold):
     the same outputs, dead letters, held events, counters and model, with early labels, duplicates,
-    provisional labels and a few events the decoder rejects."""
+    provisional labels and a few events the decoder rejects; and in event time (``time_field``), with times
+    absent (the stream's), going back, and refused (a poll holding one goes event by event)."""
     events, labels = streams(n=900, seed=13)
     events = events[:300] + [{"id": "bad", "a": ["not", "a", "value"]}] + events[300:]
     config = {} if provisional is None else {"provisional_label": provisional}
+    if time_field is not None:
+        events, labels = timed(events, labels, seed=13)
+        config.update(time_field=time_field, label_ttl=300.0, on_expire="label:0")  # expiry learns: when counts
     runs = []
     for columns in (True, False):
-        monkeypatch.setattr(Joiner, "takes_columns", property(lambda self, c=columns: c))
+        if not columns:  # every poll event by event
+            monkeypatch.setattr(Joiner, "prepare_columns", lambda self, ids, xs, ys: None)
         engine, out, dlq = run_engine(make(), events, labels, **config)
         runs.append((engine, out.values, dlq.values))
     (a, out_a, dlq_a), (b, out_b, dlq_b) = runs
     assert out_a == out_b and dlq_a == dlq_b and len(dlq_a) >= 1
     status = lambda e: {k: v for k, v in e.joiner.status().items() if k != "label_delay_sum"}  # wall-clock times
-    assert status(a) == status(b) and a.joiner.status()["labels_joined"] > 300
+    assert status(a) == status(b) and a.joiner.status()["labels_joined"] > (100 if time_field else 300)
+    if time_field is not None:  # expired in event time; the refused times dead-lettered by either path
+        assert a.joiner.status()["labels_expired"] > 0 and [d["reason"] for d in dlq_a].count("bad_time") == 3
     assert a.joiner.status()["pending_events"] > 0
     held = lambda e: sorted((e.joiner.store.id_of(r), e.joiner.store.predicted(r), tuple(sorted(
         e.joiner.store.features(r).items()))) for r in e.joiner.store.due(float("inf")).tolist())

@@ -481,11 +481,15 @@ class Engine:
         events; the observer hears of the poll at once. If the model fails part-way, what it learned is
         sent and covered by the positions before the error propagates."""
         joiner = self.joiner
-        if self._blocks is None or self._sharing is not None or (joiner is not None and not joiner.takes_columns):
+        if self._blocks is None or self._sharing is not None:
             self._process_each(records, polled)
             return
         ids, xs, ys, bad = self.decoder.decode_columns([record.value for record in records])
-        ys = ys if joiner is None else joiner.prepare_columns(ids, ys)  # labels that came before their event
+        if joiner is not None:
+            ys = joiner.prepare_columns(ids, xs, ys)  # labels that came before their event; times taken out
+            if ys is None:  # an event time the join refuses: event by event, where it gets its own error
+                self._process_each(records, polled)
+                return
         at = [i for i in range(len(records)) if i not in bad] if bad else None  # each valid event's record
         valid = records if at is None else [records[i] for i in at]
         items: list = []
@@ -516,8 +520,8 @@ class Engine:
                 joiner.flush_holds()
 
     def _process_each(self, records: list[Record], polled: float) -> None:
-        """:meth:`process_many` event by event around ``prequential_iter``: with a group, a joiner of event
-        times, or a model without ``prequential_blocks``."""
+        """:meth:`process_many` event by event around ``prequential_iter``: with a group, a model without
+        ``prequential_blocks``, or a poll with an event time the joiner refuses."""
         events = self.decoder.decode_many([record.value for record in records])
         if self.joiner is not None:
             prepare = self.joiner.prepare

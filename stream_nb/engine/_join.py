@@ -50,6 +50,8 @@ __all__ = ["DELAY_BUCKETS", "Joiner"]
 
 log = logging.getLogger("stream_nb.engine")
 
+_TIME_TYPES = frozenset({int, float})  # an event time's types (not bool: True is no time)
+
 DEFAULT_CONFIG: dict[str, typing.Any] = {
     "id_field": "id",
     "label_field": "label",
@@ -156,15 +158,19 @@ class Joiner(FeedbackReads, HandOver):
         self._times[id(event)] = t
         return event
 
-    @property
-    def takes_columns(self) -> bool:
-        """Whether a poll may come as columns (:meth:`prepare_columns`, :meth:`hold_sent`): without
-        ``time_field``, whose values are taken out of each event one at a time."""
-        return self.config["time_field"] is None
-
-    def prepare_columns(self, ids: list, ys: list) -> list:
-        """:meth:`prepare` of a poll's valid events given as columns: their labels, with each early one in place."""
-        t, keys = self.clock(), event_keys(ids, ys)
+    def prepare_columns(self, ids: list, xs: list, ys: list) -> list | None:
+        """:meth:`prepare` of a poll's valid events given as columns (ids, features, labels): their labels, with
+        each early one in place, and their features without the time field (taken out in place). None, with
+        nothing changed, when the join refuses an event's time: the poll then goes event by event, where that
+        event gets its own error."""
+        name = self.config["time_field"]
+        if name is None:
+            t = self.clock()
+        else:
+            t = self._poll_times(xs, name)
+            if t is None:
+                return None
+        keys = event_keys(ids, ys)
         at = [j for j, key in enumerate(keys) if key is not None] if None in keys else None
         rows = self.store.find_many(keys if at is None else [keys[j] for j in at])
         # whether each id is held yet, as flush_holds() asks: nothing changes the store before it does
@@ -185,13 +191,37 @@ class Joiner(FeedbackReads, HandOver):
             where, taken = where[first], taken[first]
         where = where.tolist() if at is None else [at[j] for j in where.tolist()]
         ys = list(ys)
-        for j, y in zip(where, self._take_early(taken.tolist(), t)):
+        times = t if name is None else np.array([t[j] for j in where])
+        for j, y in zip(where, self._take_early(taken.tolist(), times)):
             ys[j] = y
         return ys
 
-    def _take_early(self, rows: list, t: float) -> list:
-        """The labels held for ``rows`` (early labels, state LABEL), given to their events, come at time ``t``:
-        counted as joined (a delay of 0 unless the label's own time is later), each row kept as a joined id
+    def _poll_times(self, xs: list, name: str) -> list | None:
+        """The time of each event of ``xs`` (its ``name`` field, taken out of it, else the stream's time as
+        :meth:`_time_of` gives it one event after the other), the stream time moved on; None, with nothing
+        changed, when an event's time is refused (not a finite number)."""
+        absent = object()
+        raw = [x.get(name, absent) for x in xs]
+        given = [v for v in raw if v is not absent]
+        if given and not (set(map(type, given)) <= _TIME_TYPES and all(map(math.isfinite, given))):
+            return None
+        for x in xs:
+            x.pop(name, None)
+        if len(given) == len(raw):
+            times = np.array(given, dtype=np.float64)
+        else:
+            times = np.array([np.nan if v is absent else v for v in raw], dtype=np.float64)
+            # an event without a time takes the stream's: the latest time before it (0.0 before any)
+            before = np.maximum.accumulate(np.concatenate([[self.stream_time], np.where(np.isnan(times), -np.inf,
+                                                                                            times)]))[:-1]
+            times = np.where(np.isnan(times), np.where(before > -np.inf, before, 0.0), times)
+        if given and times.max() > self.stream_time:
+            self.stream_time, self._wall_at_stream_time = float(times.max()), self.clock()
+        return times.tolist()
+
+    def _take_early(self, rows: list, t) -> list:
+        """The labels held for ``rows`` (early labels, state LABEL), given to their events, come at time ``t``
+        (one for all, or one per row): counted as joined (a delay of 0 unless the label's own time is later), each row kept as a joined id
         (to spot duplicates) until the TTL."""
         store = self.store
         ys = store.labels_of(rows)
@@ -206,6 +236,7 @@ class Joiner(FeedbackReads, HandOver):
         """:meth:`hold` of each unlabeled event with an id among a poll's ``outputs`` (sent for ``sent``, the
         records of the valid events the model did not refuse, in order) after :meth:`prepare_columns`."""
         keys, t, absent, k = self._column_keys, self._column_time, self._column_absent, 0
+        times = t if isinstance(t, list) else None  # one time each (time_field), or the poll's
         if self._to_hold:  # held one at a time before: flush_holds() looks every id up
             self._held_absent = None
         for j in range(len(outputs) + len(refused)):
@@ -214,7 +245,8 @@ class Joiner(FeedbackReads, HandOver):
             if ys[j] is None and keys[j] is not None:
                 record = sent[k]
                 offset = record.next_position if isinstance(record.next_position, int) else 0
-                self._to_hold.append((keys[j], xs[j], outputs[k]["prediction"], record.partition, offset, t))
+                self._to_hold.append((keys[j], xs[j], outputs[k]["prediction"], record.partition, offset,
+                                      t if times is None else times[j]))
                 if self._held_absent is not None:
                     self._held_absent.append(absent[j])
             k += 1

@@ -356,6 +356,7 @@ class PendingStore(FeatureCells):
         self.note_len[rows] = 0
         self.label[rows] = 0
         self.time[rows] = t
+        self.time_floor = min(self.time_floor, float(np.min(t)))  # an event may be older than its early label
         self.prediction[rows] = 0
         self.partition[rows] = self._partition_code(None)
         self.offset[rows] = 0
