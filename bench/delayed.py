@@ -18,7 +18,9 @@ which is what "default at expiry" computes.
 
 Throughput (``--throughput``): ``stream-nb run`` on the same events, with the
 labels in the events versus in a ``--feedback`` file (CPU seconds of the child,
-the least of ``--repeats`` interleaved runs of each).
+the least of ``--repeats`` interleaved runs of each). With ``--time-field`` the
+feedback run joins in event time: each event carries its time (its index, in
+seconds) and the daemon gets ``--time-field``.
 With ``--kafka`` the same comparison runs in Kafka mode, as the daemon runs in a
 pipeline: the events on a 3-partition topic (keyed by id), the labels on a
 co-partitioned ``--feedback-topic`` in shuffled order, against a local broker
@@ -39,7 +41,7 @@ they arrive with feedback) beside the same events labeled (predicted and
 learned, as without feedback): thread CPU per event, the least of
 ``--repeats`` runs, each on a fresh copy of the trained model.
 
-    PYTHONPATH=. python bench/delayed.py [--events 20000] [--throughput [--repeats 3] [--breakdown]
+    PYTHONPATH=. python bench/delayed.py [--events 20000] [--throughput [--repeats 3] [--breakdown] [--time-field]
                                          [--kafka [--kafka-client confluent]]] [--memory]
                                          [--predict [--repeats 3]]
 """
@@ -248,7 +250,7 @@ def breakdown_child(n: int, argv: list) -> None:
         print(f"  {what} (Joiner.{name}): {spent[name] / 1e3 / n:.2f} µs per event")
 
 
-def throughput(n: int, seed: int, repeats: int = 3, breakdown: bool = False) -> dict:
+def throughput(n: int, seed: int, repeats: int = 3, breakdown: bool = False, time_field: bool = False) -> dict:
     stream = drifting_stream(n, seed)
     tmp = tempfile.mkdtemp(prefix="delayed-bench-")
     inline = os.path.join(tmp, "inline.jsonl")
@@ -258,7 +260,7 @@ def throughput(n: int, seed: int, repeats: int = 3, breakdown: bool = False) -> 
     with open(inline, "w") as a, open(bare, "w") as b:
         for i, (x, y) in enumerate(stream):
             a.write(json.dumps({"id": i, **x, "label": y}) + "\n")
-            b.write(json.dumps({"id": i, **x}) + "\n")
+            b.write(json.dumps({"id": i, **x, **({"ts": float(i)} if time_field else {})}) + "\n")
     order = list(range(n))
     rng.shuffle(order)  # labels in shuffled order: most wait, some come first
     with open(fb, "w") as f:
@@ -279,8 +281,12 @@ def throughput(n: int, seed: int, repeats: int = 3, breakdown: bool = False) -> 
     start_up = min(cpu_of(["--input", empty, "--feedback", no_labels]) for _ in range(3))
     print(f"start-up and shut-down: {start_up:.2f} CPU seconds", flush=True)
     out, beyond = {}, {}
+    # with time_field the feedback run joins in event time: each event's time in field ts (its index, in
+    # seconds), the TTL beyond the stream so that nothing expires (the labels take the stream's time)
+    in_time = ["--time-field", "ts", "--label-ttl", str(10.0 * n)] if time_field else []
     runs = (("labels in the events", ["--input", inline]),
-            ("labels from --feedback", ["--input", bare, "--feedback", fb]))
+            ("labels from --feedback" + (" in event time" if time_field else ""),
+             ["--input", bare, "--feedback", fb, *in_time]))
     cpus: dict = {name: [] for name, _ in runs}
     for _ in range(repeats):  # the two interleaved, the least CPU of each: what other work on the machine adds least
         for name, extra in runs:
@@ -290,8 +296,8 @@ def throughput(n: int, seed: int, repeats: int = 3, breakdown: bool = False) -> 
         out[name], beyond[name] = n / cpu, n / max(cpu - start_up, 1e-9)
         print(f"{name}: {n / cpu:,.0f} events per CPU second ({beyond[name]:,.0f} beyond start-up; least CPU of "
               f"{repeats}: {', '.join(f'{c:.2f}' for c in cpus[name])} s)", flush=True)
-    ratio = out["labels from --feedback"] / out["labels in the events"]
-    ratio_beyond = beyond["labels from --feedback"] / beyond["labels in the events"]
+    ratio = out[runs[1][0]] / out[runs[0][0]]
+    ratio_beyond = beyond[runs[1][0]] / beyond[runs[0][0]]
     print(f"ratio: {ratio:.2f} (beyond start-up: {ratio_beyond:.2f})")
     if breakdown:
         print("the join's steps, one more run with labels from --feedback:", flush=True)
@@ -431,6 +437,8 @@ def main() -> None:
     p.add_argument("--throughput", action="store_true")
     p.add_argument("--repeats", type=int, default=3, help="--throughput: runs of each, the least CPU kept")
     p.add_argument("--breakdown", action="store_true", help="--throughput: time the join's steps too")
+    p.add_argument("--time-field", action="store_true",
+                   help="--throughput: the feedback run joins in event time (--time-field, each event's own time)")
     p.add_argument("--kafka", action="store_true", help="--throughput: in Kafka mode, against a broker")
     p.add_argument("--kafka-client", default="kafka-python", choices=("kafka-python", "confluent"))
     p.add_argument("--breakdown-child", type=int, help=argparse.SUPPRESS)
@@ -451,7 +459,7 @@ def main() -> None:
         if args.kafka:
             kafka_throughput(args.events, args.seed, args.repeats, args.kafka_client)
         else:
-            throughput(args.events, args.seed, args.repeats, args.breakdown)
+            throughput(args.events, args.seed, args.repeats, args.breakdown, args.time_field)
         return
     accuracy_table(args.events, args.seed)
 
