@@ -478,18 +478,15 @@ class Engine:
         A stream_nb model's poll goes through whole-poll steps (``decode_columns``, the model's
         ``prequential_blocks``, ``poll_outputs``, ``outputs_bytes``, the sink's ``send_many``; a joiner's
         ``prepare_columns`` and ``hold_sent``): the same outputs, dead letters, metrics, positions and held
-        events; the observer hears of the poll at once. If the model fails part-way, what it learned is
-        sent and covered by the positions before the error propagates."""
+        events; the observer hears of the poll at once. If the model fails part-way, what it learned is sent and
+        covered by the positions before the error propagates."""
         joiner = self.joiner
         if self._blocks is None or self._sharing is not None:
-            self._process_each(records, polled)
-            return
+            return self._process_each(records, polled)
         ids, xs, ys, bad = self.decoder.decode_columns([record.value for record in records])
-        if joiner is not None:
-            ys = joiner.prepare_columns(ids, xs, ys)  # labels that came before their event; times taken out
-            if ys is None:  # an event time the join refuses: event by event, where it gets its own error
-                self._process_each(records, polled)
-                return
+        ys = ys if joiner is None else joiner.prepare_columns(ids, xs, ys)  # early labels in; times out
+        if ys is None:  # an event time the join refuses: event by event, where that event gets its own error
+            return self._process_each(records, polled)
         at = [i for i in range(len(records)) if i not in bad] if bad else None  # each valid event's record
         valid = records if at is None else [records[i] for i in at]
         items: list = []
@@ -577,8 +574,7 @@ class Engine:
         self._since_checkpoint += 1
 
     def _prequential_many(self, model):
-        """The model's ``prequential_iter`` and ``prequential_blocks`` when the engine can hand it whole
-        polls (each None otherwise)."""
+        """The model's ``prequential_iter`` and ``prequential_blocks`` if it takes whole polls (else None each)."""
         many = getattr(model, "prequential_iter", None)
         if not callable(many) or self._emit_imputed:  # imputations are taken between predicting and learning
             return None, None

@@ -212,8 +212,8 @@ class Joiner(FeedbackReads, HandOver):
         else:
             times = np.array([np.nan if v is absent else v for v in raw], dtype=np.float64)
             # an event without a time takes the stream's: the latest time before it (0.0 before any)
-            before = np.maximum.accumulate(np.concatenate([[self.stream_time], np.where(np.isnan(times), -np.inf,
-                                                                                            times)]))[:-1]
+            known = np.where(np.isnan(times), -np.inf, times)
+            before = np.maximum.accumulate(np.concatenate([[self.stream_time], known]))[:-1]
             times = np.where(np.isnan(times), np.where(before > -np.inf, before, 0.0), times)
         if given and times.max() > self.stream_time:
             self.stream_time, self._wall_at_stream_time = float(times.max()), self.clock()
@@ -221,8 +221,8 @@ class Joiner(FeedbackReads, HandOver):
 
     def _take_early(self, rows: list, t) -> list:
         """The labels held for ``rows`` (early labels, state LABEL), given to their events, come at time ``t``
-        (one for all, or one per row): counted as joined (a delay of 0 unless the label's own time is later), each row kept as a joined id
-        (to spot duplicates) until the TTL."""
+        (one for all, or one per row): counted as joined (a delay of 0 unless the label's own time is later),
+        each row kept as a joined id (to spot duplicates) until the TTL."""
         store = self.store
         ys = store.labels_of(rows)
         if None in ys:  # a label beyond the store's codes: its note has it

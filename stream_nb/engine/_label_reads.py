@@ -29,8 +29,8 @@ from ..stats import validate_label
 from ._events import json_objects
 from ._records import Record
 
-__all__ = ["delay_counts", "early_note", "early_notes", "event_keys", "parse_label_value", "parse_on_expire", "read_labels",
-           "read_note", "read_whole", "same_label"]
+__all__ = ["delay_counts", "early_note", "early_notes", "event_keys", "parse_label_value", "parse_on_expire",
+           "read_labels", "read_note", "read_whole", "same_label"]
 
 _PLAIN_ID = frozenset({str, int}).issuperset
 _NEWLINE = b"\n"

@@ -484,8 +484,7 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
         """:meth:`prequential_iter`'s results, each run in a ``make_run()`` (``prequential_blocks``: whole)."""
         if len(xs) != len(ys):
             raise ValueError(f"{name}: {len(xs)} events but {len(ys)} labels")
-        i, n = 0, len(xs)
-        runs = self._run_events(xs) if self._forget_runs() else None  # the events as runs read them
+        i, n, runs = 0, len(xs), self._run_events(xs)  # the events as runs read them (None: no runs)
         while i < n:
             run = make_run()
             if runs is not None:

@@ -58,24 +58,19 @@ import copy
 import importlib
 import logging
 import math
-import operator
 import random
-from itertools import repeat
 
 import numpy as np
 
 from .._checks import check_integer, check_number
 from ..exceptions import ConfigError, InvalidEventError, MergeError, UnlearnError
-from ..stats import (Columns, SparseTable, capture, capture_difference, capture_nbytes, count_difference, replace_counts,
+from ..stats import (SparseTable, capture, capture_difference, capture_nbytes, count_difference, replace_counts,
                      scale_counts, subtract_counts)
 from ._unlearn import Receipt
 
 __all__ = ["DETECTORS", "Forgetting", "make_detector", "detector_spec", "encode_object", "decode_object"]
 
 log = logging.getLogger("stream_nb.drift")
-
-#: The time a run reads in place of one the model refuses: no run takes it (see Forgetting._run_events).
-_REFUSED_TIME = object()
 
 #: Drift detectors by name (``drift_detector="ddm"``, ``--drift-detector ddm``): module and class in river.
 DETECTORS = {
@@ -361,24 +356,6 @@ class Forgetting:
         """Whether vectorised runs may be used (not with decay: each event changes the weights)."""
         f = self._forget
         return f is None or not f.half_life
-
-    def _run_events(self, xs):
-        """The events as vectorised runs read them: ``xs`` itself, or, when they carry the ``time_field`` (no
-        feature), each without it. An event whose time is refused keeps the field with a value no run
-        takes (a feature the store does not know), so it goes the one-event way and is refused there."""
-        name = getattr(self, "time_field", None)
-        if name is None or (xs.columns.get(name) is None if isinstance(xs, Columns) else
-                            not any(map(operator.contains, xs, repeat(name)))):
-            return xs
-        out = []
-        for x in xs:
-            if name in x:
-                try:
-                    x = self._forget_time(x)[0]
-                except InvalidEventError:
-                    x = {**{k: v for k, v in x.items() if k != name}, name: _REFUSED_TIME}
-            out.append(x)
-        return out
 
     def _forget_run(self, decided: np.ndarray, yc: np.ndarray) -> int:
         """Feed the detector a scored run's errors (``decided`` and ``yc``: class indices, -1 unlabeled); return

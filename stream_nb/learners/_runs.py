@@ -13,15 +13,20 @@ and model as one event at a time, up to floating-point rounding.
 from __future__ import annotations
 
 import abc
+import operator
 import typing
+from itertools import repeat
 
 import numpy as np
 
 from ..exceptions import InvalidEventError
-from ..stats import exclusive_counts, gaussian_loglik, is_missing_label, running_moments
+from ..stats import Columns, exclusive_counts, gaussian_loglik, is_missing_label, running_moments
 from ._decision import log_prior, normalise
 
 __all__ = ["RunBlock", "VectorisedRuns"]
+
+#: The time a run reads in place of one the model refuses: no run takes it (VectorisedRuns._run_events).
+_REFUSED_TIME = object()
 
 
 class RunBlock(typing.NamedTuple):
@@ -89,6 +94,26 @@ class VectorisedRuns(abc.ABC):
     def _set_run_state(self, state) -> None:
         """Restore what :meth:`_run_state` returned; default: nothing."""
 
+    def _run_events(self, xs):
+        """The events as runs read them; None when runs are off (:meth:`_forget_runs`). Events that carry the
+        ``time_field`` (no feature) are read without it; an event whose time is refused keeps the field with a
+        value no run takes (a feature the store does not know), so it goes the one-event way, refused there."""
+        if not self._forget_runs():
+            return None
+        name = getattr(self, "time_field", None)
+        if name is None or (xs.columns.get(name) is None if isinstance(xs, Columns) else
+                            not any(map(operator.contains, xs, repeat(name)))):
+            return xs
+        out = []
+        for x in xs:
+            if name in x:
+                try:
+                    x = self._forget_time(x)[0]
+                except InvalidEventError:
+                    x = {**{k: v for k, v in x.items() if k != name}, name: _REFUSED_TIME}
+            out.append(x)
+        return out
+
     def learn_events(self, xs: list, ys: list) -> list:
         """Learn events as :meth:`prequential_iter` does (the same runs; an event it refuses is skipped),
         predicting only what a drift detector or the model learns from. Group members' partition states learn so.
@@ -109,7 +134,7 @@ class VectorisedRuns(abc.ABC):
             raise ValueError(f"learn_events: {len(xs)} events but {len(ys)} labels")
         i, n, refused = 0, len(xs), []
         watched = getattr(self, "_forget", None) is not None and self._forget.detector is not None
-        runs = self._run_events(xs) if self._forget_runs() else None  # the events as runs read them
+        runs = self._run_events(xs)  # the events as runs read them (None: no runs)
         while i < n:
             if runs is not None:
                 i = self._prequential_run(runs, ys, i, None)
