@@ -387,6 +387,37 @@ def test_a_poll_taken_as_columns_joins_as_events_one_by_one(make, provisional, t
     assert_same_counts(a.model, b.model)
 
 
+@pytest.mark.parametrize("pending_max", [10**6, 150])
+def test_events_expired_with_the_default_label_are_learned_together_as_one_by_one(pending_max, monkeypatch):
+    """``--on-expire label:0`` without provisional labels learns a batch of expired (or evicted) events in one
+    ``learn_events``; against the one-at-a-time expiry it replaced (``_expire`` per row): the same outputs, dead
+    letters, counters and model, TAN's tree (rebuilt every 100 learned events) included."""
+    from stream_nb.engine._pending import LABEL, PENDING
+
+    def one_by_one(self, rows, evicted=False):
+        for row in rows:
+            if self.store.state[row] in (PENDING, LABEL):
+                self.counts["evicted"] += evicted
+                (self._expire if self.store.state[row] == PENDING else self._unmatched)(row)
+            self.store.remove(row)
+
+    events, labels = timed(*streams(n=900, seed=17), seed=17)
+    config = {"time_field": "ts", "label_ttl": 120.0, "on_expire": "label:0", "pending_max": pending_max}
+    runs = []
+    for together in (True, False):
+        if not together:
+            monkeypatch.setattr(Joiner, "_expire_rows", one_by_one)
+        engine, out, dlq = run_engine(TAN(rebuild_every=100, bin_edges=EDGES), events, labels, **config)
+        runs.append((engine, out.values, dlq.values))
+    (a, out_a, dlq_a), (b, out_b, dlq_b) = runs
+    assert out_a == out_b and dlq_a == dlq_b
+    status = lambda e: {k: v for k, v in e.joiner.status().items() if k != "label_delay_sum"}
+    assert status(a) == status(b) and a.joiner.status()["labels_expired"] > 200
+    assert (a.joiner.status()["labels_evicted"] > 0) == (pending_max < 10**6)
+    assert_same_counts(a.model, b.model)
+    assert a.model.n_rebuilds == b.model.n_rebuilds > 5
+
+
 def test_a_read_of_feedback_taken_whole_equals_one_taken_record_by_record():
     from stream_nb.engine import Record
     from stream_nb.engine._label_reads import read_labels

@@ -350,15 +350,7 @@ class Joiner(FeedbackReads, HandOver):
             return
         self._learn_joined()  # rows joined in this read are read before any row is freed
         over = max(over, 1, cap // 100)  # in batches: finding the oldest scans the store
-        for row in self.store.oldest(over).tolist():
-            state = self.store.state[row]
-            if state == PENDING:
-                self.counts["evicted"] += 1
-                self._expire(row)
-            elif state == LABEL:
-                self.counts["evicted"] += 1
-                self._unmatched(row)
-            self.store.remove(row)
+        self._expire_rows(self.store.oldest(over).tolist(), evicted=True)
 
     # ------------------------------------------------------------------ labels
 
@@ -429,13 +421,34 @@ class Joiner(FeedbackReads, HandOver):
         cutoff = self.now(idle) - self.config["label_ttl"]
         if cutoff == -math.inf:
             return
-        state = self.store.state
-        for row in self.store.due(cutoff).tolist():
+        self._expire_rows(self.store.due(cutoff).tolist())
+
+    def _expire_rows(self, rows: list, evicted: bool = False) -> None:
+        """Expire ``rows``, oldest first (``evicted``: to make room, counted so too), and free them: each held
+        event by ``on_expire``, each early label dead-lettered. Held events a label policy learns without a
+        provisional label to take back are learned together, in order (``learn_events``, as when joined)."""
+        store, state, policy = self.store, self.store.state, self.config["on_expire"]
+        together = policy != "drop" and self.config["provisional_label"] is None and \
+            hasattr(self.engine.model, "learn_events")
+        learn = []
+        for row in rows:
             if state[row] == PENDING:
-                self._expire(row)
+                self.counts["evicted"] += evicted
+                if together:
+                    self.counts["expired"] += 1
+                    learn.append(row)
+                else:
+                    self._expire(row)
             elif state[row] == LABEL:
+                self.counts["evicted"] += evicted
                 self._unmatched(row)
-            self.store.remove(row)
+        if learn:
+            xs = store.columns_many(learn)
+            xs = store.features_many(learn) if xs is None else xs
+            for _, exc in self.engine.model.learn_events(xs, [policy[1]] * len(learn)):
+                log.warning("--on-expire label %r not learned: %s", policy[1], exc)
+        for row in rows:
+            store.remove(row)
 
     def _expire(self, row: int) -> None:
         """Apply ``on_expire`` to the pending event of ``row``."""
