@@ -50,7 +50,11 @@ __all__ = ["DELAY_BUCKETS", "Joiner"]
 
 log = logging.getLogger("stream_nb.engine")
 
-_TIME_TYPES = frozenset({int, float})  # an event time's types (not bool: True is no time)
+
+def _is_time(t) -> bool:
+    """Whether ``t`` is a time the join takes: a finite number of seconds (not a boolean: True is no time)."""
+    return not isinstance(t, bool) and isinstance(t, (int, float)) and math.isfinite(t)
+
 
 DEFAULT_CONFIG: dict[str, typing.Any] = {
     "id_field": "id",
@@ -137,7 +141,7 @@ class Joiner(FeedbackReads, HandOver):
             return fields, self.stream_time if self.stream_time > -math.inf else 0.0
         fields = dict(fields)
         t = fields.pop(name)
-        if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t):
+        if not _is_time(t):
             raise InvalidEventError(f"{where} field {name!r} (--time-field): expected a number of seconds, got "
                                     f"{t!r:.60}", reason="bad_time", field=name)
         if t > self.stream_time:
@@ -203,7 +207,7 @@ class Joiner(FeedbackReads, HandOver):
         absent = object()
         raw = [x.get(name, absent) for x in xs]
         given = [v for v in raw if v is not absent]
-        if given and not (set(map(type, given)) <= _TIME_TYPES and all(map(math.isfinite, given))):
+        if not all(map(_is_time, given)):
             return None
         for x in xs:
             x.pop(name, None)
