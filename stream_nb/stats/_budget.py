@@ -151,7 +151,10 @@ class Budget:
         """:meth:`_check_sparse_room` once: True when the next event fits, False when pairs were just
         dropped to make room (see :mod:`stream_nb.stats._candidates`); CapacityError when neither."""
         # the pair tables only: KDB's sparse t-way tables are not bounded here (river's checks learn
-        # ImageSegments with KDB's defaults, whose 3-way cells alone pass 256 MiB)
+        # ImageSegments with KDB's defaults, whose 3-way cells alone pass 256 MiB). Dense ones (the usual
+        # store) have nothing to check: said without listing the arrays, as every event learned asks
+        if not any(isinstance(getattr(self, p + name, None), SparseTable) for p in ("", "obs_") for name in _PAIRS):
+            return True
         sparse = {name: a for name, a in self._arrays().items()
                   if isinstance(a, SparseTable) and name.removeprefix("obs_") in _PAIRS}
         if not sparse:
