@@ -170,3 +170,95 @@ def test_spode_running_scores_come_back_with_the_receipt():
     assert model.scores != scores
     model.unlearn_one(*events[100], receipt=receipt)
     assert model.scores == pytest.approx(scores, abs=1e-12)
+
+
+# ---------------------------------------------------------------- many events at once (unlearn_events)
+
+
+def with_numbers(events, seed):
+    """``events`` with two numeric features beside the categorical ones (Gaussian in naive Bayes)."""
+    rng = random.Random(seed)
+    return [({**x, "t": rng.gauss(int(y[1]), 1.0), "u": rng.uniform(-5, 5) * 1e3}, y) for x, y in events]
+
+
+# one layer of counts (equal-frequency bins; the default "mdl" keeps a fine layer, whose cells receipts name)
+ONE_LAYER = {**MODELS, **{f"{name}-one-layer": (lambda make: lambda **kw: make(discretiser="equal_frequency", **kw))(
+    MODELS[name]) for name in ("aode", "tan", "spode", "kdb")}}
+NEEDS_RECEIPTS = {"aode", "tan", "spode", "spode-chosen", "spode-one-layer"}
+
+
+@pytest.mark.parametrize("name", ONE_LAYER)
+def test_unlearn_events_equals_the_model_that_never_saw_them(name):
+    """Many events taken back at once: the counts of a model that never saw them (exactly; the Gaussian
+    moments within rounding), and each event as unlearn_one takes it back. A model whose events need
+    receipts (SPODE's running scores, a fine layer's cells) refuses the batch and keeps its counts."""
+    events = random_events(300, n_feats=4, seed=5)
+    if name == "nb":
+        events = with_numbers(events, seed=5)
+    drop = set(range(90, 300, 3))  # after the prefix that shows every class and value
+    a, b, one_by_one = ONE_LAYER[name](), ONE_LAYER[name](), ONE_LAYER[name]()
+    for x, y in events:
+        a.learn_one(x, y)
+        one_by_one.learn_one(x, y)
+    for x, y in split(events, drop):
+        b.learn_one(x, y)
+    gone = [events[i] for i in sorted(drop)]
+    if not a.unlearns_plainly():
+        before = store_arrays(a)
+        with pytest.raises(UnlearnError) as info:
+            a.unlearn_events([x for x, _ in gone], [y for _, y in gone])
+        assert info.value.reason == "needs_receipt" and name in NEEDS_RECEIPTS
+        assert all(np.array_equal(v, store_arrays(a)[0][k]) for k, v in before[0].items())
+        return
+    assert name not in NEEDS_RECEIPTS
+    a.unlearn_events([x for x, _ in gone], [y for _, y in gone])
+    for x, y in gone:
+        one_by_one.unlearn_one(x, y)
+    assert_same_counts(a, b)
+    assert_same_counts(a, one_by_one)
+    assert a.n_learned == b.n_learned == len(events) - len(drop)
+
+
+def test_unlearn_events_is_all_or_nothing():
+    """A batch with one event the model cannot have learned (a value it never saw, a class drained by the
+    batch itself, no label) changes nothing and says which."""
+    events = with_numbers(random_events(200, n_feats=3, seed=8), seed=8)
+    model = NaiveBayes(missing="ignore")
+    model.learn_events([x for x, _ in events], [y for _, y in events])
+    before = store_arrays(model)[0]
+    xs, ys = [x for x, _ in events[:50]], [y for _, y in events[:50]]
+    n_c0 = sum(y == "c0" for _, y in events)
+    for bad_xs, bad_ys, message in (
+            (xs + [{**xs[0], "f1": "never"}], ys + [ys[0]], "feature 'f1': value 'never' was never learned"),
+            ([xs[0]] * (n_c0 + 1), ["c0"] * (n_c0 + 1), f"class 'c0': the counts hold {n_c0}, less than the {n_c0 + 1}"),
+            (xs + [xs[0]], ys + [None], "an unlabeled event"),
+    ):
+        with pytest.raises(UnlearnError, match=message):
+            model.unlearn_events(bad_xs, bad_ys)
+        after = store_arrays(model)[0]
+        assert all(np.array_equal(v, after[k]) for k, v in before.items())
+
+
+def test_learn_events_keeps_the_receipts_taking_back_will_need():
+    """Under EM, learn_events with ``receipts`` learns the complete events in runs and keeps a receipt for
+    each incomplete one (its expected counts): taking all back, those with unlearn_one and their receipts
+    and the rest with unlearn_events, leaves the counts of before."""
+    rng = random.Random(4)
+    events = with_numbers(random_events(400, n_feats=4, seed=4), seed=4)
+    for x, _ in events[100:]:
+        if rng.random() < 0.2:
+            x.pop(f"f{rng.randrange(4)}")
+    model = NaiveBayes(missing="em")
+    model.learn_events([x for x, _ in events[:100]], [y for _, y in events[:100]])
+    before = NaiveBayes.from_state(*model.state())
+    later = events[100:]
+    receipts: dict = {}
+    assert model.learn_events([x for x, _ in later], [y for _, y in later], receipts=receipts) == []
+    incomplete = {i for i, (x, _) in enumerate(later) if len(x) < 6}
+    assert set(receipts) == incomplete and len(incomplete) > 30
+    for i in sorted(receipts, reverse=True):
+        model.unlearn_one(*later[i], receipt=receipts[i])
+    rest = [e for i, e in enumerate(later) if i not in receipts]
+    model.unlearn_events([x for x, _ in rest], [y for _, y in rest])
+    assert_same_counts(model, before, exact=False)
+    assert model.n_learned == pytest.approx(100)

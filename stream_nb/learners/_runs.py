@@ -114,9 +114,14 @@ class VectorisedRuns(abc.ABC):
             out.append(x)
         return out
 
-    def learn_events(self, xs: list, ys: list) -> list:
+    def learn_events(self, xs: list, ys: list, receipts: dict | None = None) -> list:
         """Learn events as :meth:`prequential_iter` does (the same runs; an event it refuses is skipped),
         predicting only what a drift detector or the model learns from. Group members' partition states learn so.
+
+        ``receipts``: a dict that gets, under its index, the receipt of each event that taking back will need
+        (``unlearn_one(x, y, receipt=...)``; the others go with :meth:`unlearn_events`). Runs are learned
+        together when :meth:`unlearns_plainly` says their events need none; the other events, and every
+        event otherwise, one at a time with :meth:`learn_one_receipt`.
 
         Returns ``[(index, error), ...]``: the events refused (each an
         :class:`~stream_nb.exceptions.InvalidEventError`), for the caller to report.
@@ -135,15 +140,20 @@ class VectorisedRuns(abc.ABC):
         i, n, refused = 0, len(xs), []
         watched = getattr(self, "_forget", None) is not None and self._forget.detector is not None
         runs = self._run_events(xs)  # the events as runs read them (None: no runs)
+        if receipts is not None and not self.unlearns_plainly(xs):
+            runs = None
         while i < n:
             if runs is not None:
                 i = self._prequential_run(runs, ys, i, None)
             if i < n:
                 try:  # one event: predicted only when a drift detector watches the predictions
-                    if watched:
+                    if watched and receipts is None:
                         self.prequential_one(xs[i], ys[i])
                     elif self.learn_unlabeled or not is_missing_label(ys[i]):
-                        self.learn_one(xs[i], ys[i])
+                        if receipts is None:
+                            self.learn_one(xs[i], ys[i])
+                        elif self.receipt_needed(receipt := self.learn_one_receipt(xs[i], ys[i])):
+                            receipts[i] = receipt
                 except InvalidEventError as exc:  # the model is left as it was, as prequential_iter does
                     refused.append((i, exc))
                 i += 1

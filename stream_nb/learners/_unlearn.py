@@ -36,8 +36,10 @@ from __future__ import annotations
 
 import typing
 
+import numpy as np
+
 from ..exceptions import UnlearnError
-from ..stats import CAT, is_missing_label
+from ..stats import CAT, Columns, is_missing_label
 from ._receipt_state import receipt_parts, receipts_state
 
 __all__ = ["Receipt", "Unlearning"]
@@ -115,6 +117,85 @@ class Unlearning:
         self._unlearn_extra(extra)
         for c in sorted({e[2] if e[0] == "count" else e[1] for e in entries if e[0] in ("count", "expected")}):
             self._added(c)
+
+    def unlearn_events(self, xs: list, ys: list) -> None:
+        """Take back many events learned by plain counting, at once: ``unlearn_one(x, y)`` for each pair,
+        all or nothing. The counts come back exactly, the Gaussian moments by the inverse of the pairwise
+        merge (equal to those of a model that never saw the events, within floating-point rounding).
+
+        :class:`~stream_nb.exceptions.UnlearnError`, and nothing changed, when one of the events cannot be
+        taken back so: never learned (as :meth:`unlearn_one` says), or learned with what only its receipt
+        records (reason ``needs_receipt``: see :meth:`unlearns_plainly`); take those back one at a time.
+
+        >>> from stream_nb import NaiveBayes
+        >>> xs = [{"sky": "sun", "t": 20.5}, {"sky": "rain", "t": 11.0}, {"sky": "sun", "t": 25.0}, {"sky": "sun", "t": 23.0}]
+        >>> ys = [1, 0, 1, 1]
+        >>> model, reference = NaiveBayes(), NaiveBayes()
+        >>> _ = model.learn_events(xs, ys), reference.learn_events(xs[:2], ys[:2])
+        >>> model.unlearn_events(xs[2:], ys[2:])
+        >>> x = {"sky": "sun", "t": 21.0}
+        >>> model.n_learned, model.predict_proba_one(x)[1] - reference.predict_proba_one(x)[1] < 1e-12
+        (2.0, True)
+        >>> model.unlearn_events(xs[:1] * 2, ys[:1] * 2)
+        Traceback (most recent call last):
+        ...
+        stream_nb.exceptions.UnlearnError: class 1: the counts hold 1, less than the 2 events to unlearn; they were never learned (or were unlearned already); nothing was changed
+        """
+        if len(xs) != len(ys):
+            raise ValueError(f"unlearn_events: {len(xs)} events but {len(ys)} labels")
+        if not len(xs):
+            return
+        if not self.unlearns_plainly():
+            raise UnlearnError(f"{type(self).__name__}: {self._receipts_why()}; take each event back with "
+                               "unlearn_one and its receipt", reason="needs_receipt")
+        s = self._stats
+        stop, D, G, yc = s.encode_run(xs, ys, 0, complete=self.missing == "em", limit=len(xs))
+        if stop == len(xs) and (yc < 0).any():
+            stop = int(np.argmax(yc < 0))
+        if stop < len(xs):  # the event's own error (a value never learned, EM's missing value, no label)
+            self._plain_entries(xs[stop], ys[stop], 1.0)
+            raise UnlearnError(f"event {stop}: a value it holds was not learned by plain counting (a discretiser's "
+                               "warm-up); nothing was changed", reason="needs_receipt")
+        s.remove_rows(D, G, yc)
+        for c in sorted(set(yc.tolist())):
+            self._added(c)
+
+    #: Whether learning changes state of the model's own beside the store's counts (SPODE's running scores):
+    #: taking an event back then needs its receipt.
+    _learns_own_state = False
+
+    def unlearns_plainly(self, xs=()) -> bool:
+        """Whether the events learned with a label from now on (those of ``xs``, when given) that are learned
+        by plain counting (under ``missing="em"``, the complete ones) can be taken back without a receipt
+        (:meth:`unlearn_events`, or ``unlearn_one(x, y)``): no forgetting (a receipt says an event's pane and
+        decay), no state of the model's own that learning changes (SPODE's running scores), one layer of
+        counts (with ``discretiser="mdl"`` a receipt names the fine layer's cells), and no feature of integers
+        of a discretising store that a promotion could take the counts of (nor one that ``xs`` could add). ``learn_events(xs, ys, receipts={})`` then learns runs of them together.
+
+        >>> from stream_nb import NaiveBayes, SPODE
+        >>> NaiveBayes().unlearns_plainly(), SPODE().unlearns_plainly(), NaiveBayes(window=100).unlearns_plainly()
+        (True, False, False)
+        """
+        s = self._stats
+        if getattr(self, "_forget", None) is not None or self._learns_own_state or s.count_layer() is not s:
+            return False
+        if s.numeric == "gaussian":
+            return True
+        if any(s.promotion_drops(f) for f in s.from_int):
+            return False
+        if not len(xs):
+            return True
+        return (xs.columns.keys() if isinstance(xs, Columns) else set().union(*map(dict.keys, xs))) <= s.feature_index.keys()
+
+    def _receipts_why(self) -> str:
+        """Why :meth:`unlearns_plainly` is False, for an error."""
+        if getattr(self, "_forget", None) is not None:
+            return "a forgetting model takes events back by their panes and decay"
+        if self._learns_own_state:
+            return "learning also changes the model's own running scores"
+        if self._stats.count_layer() is not self._stats:
+            return "the counts are derived from a fine layer, which each event's receipt names"
+        return "a feature of integers may be promoted to numeric, which drops counts"
 
     def _plain_entries(self, x: dict, y, w: float) -> tuple:
         """The journal ``learn_one(x, y, w)`` would write by plain counting; UnlearnError when it cannot be known."""

@@ -321,6 +321,8 @@ class SPODE(VectorisedRuns, StructuredClassifier):
 
     # ------------------------------------------------------------------ unlearning: the running scores
 
+    _learns_own_state = True  # the running scores: a receipt keeps what an event added to them
+
     def _unlearn_mark(self):
         return self._loss_sum.copy(), self._loss_n.copy()
 

@@ -384,19 +384,7 @@ class Adding:
                                     D, dfeats, yc, w, mask, cells, total=float(np.abs(self.class_count).sum()))
                 if self.tuples:
                     self._add_tuples_many(p, D, dfeats, yc, w, mask)
-        for j, g in enumerate(gslots):
-            x = G[:, j]
-            ok = ~np.isnan(x)
-            if not ok.any():
-                continue
-            c, xv, wv = yc[ok], x[ok], w[ok]
-            nb = np.bincount(c, weights=wv, minlength=C)
-            present = nb > 0
-            mb = np.zeros(C)
-            mb[present] = np.bincount(c, weights=wv * xv, minlength=C)[present] / nb[present]
-            m2b = np.bincount(c, weights=wv * (xv - mb[c]) ** 2, minlength=C)
-            idx = np.flatnonzero(present)
-            self._merge_moments(idx, g, nb[idx], mb[idx], m2b[idx])
+        self.add_gaussian_rows(G, gslots, yc, w)
 
     def _add_tuples_many(self, p, D, dfeats, yc, w, mask):
         t = self.tuples

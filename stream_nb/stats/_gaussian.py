@@ -14,6 +14,9 @@ import numpy as np
 
 __all__ = ["GaussianMoments", "gaussian_loglik"]
 
+# a class whose weight falls to this (relative) when rows are taken out holds none: its moments are zero
+_EMPTY = 1e-9
+
 
 def gaussian_loglik(n, mean, m2, x, var_smoothing: float) -> np.ndarray:
     """Per-class Gaussian log-density of numeric values from their moments.
@@ -86,6 +89,41 @@ class GaussianMoments:
         mix_mean = float((weights * mu).sum())
         mix_var = float((weights * (var + (mu - mix_mean) ** 2)).sum())
         return mix_mean, math.sqrt(max(mix_var, 0.0))
+
+    def add_gaussian_rows(self, G: np.ndarray, gslots, yc: np.ndarray, w: np.ndarray, remove: bool = False) -> None:
+        """Add (``remove``: take back) rows of numeric values at once: ``G`` (rows, slots) the values of
+        Gaussian slots ``gslots`` (NaN: missing), ``yc`` each row's class, ``w`` its weight. Per class, the
+        rows' own moments (two passes: the mean, then the deviations from it) are merged into the stored
+        ones by the pairwise formula, or taken out of them by its inverse (:meth:`_unmerge_moments`)."""
+        C = len(self.classes)
+        for j, g in enumerate(gslots):
+            x = G[:, j]
+            ok = ~np.isnan(x)
+            if not ok.any():
+                continue
+            c, xv, wv = yc[ok], x[ok], w[ok]
+            nb = np.bincount(c, weights=wv, minlength=C)
+            present = nb > 0
+            mb = np.zeros(C)
+            mb[present] = np.bincount(c, weights=wv * xv, minlength=C)[present] / nb[present]
+            m2b = np.bincount(c, weights=wv * (xv - mb[c]) ** 2, minlength=C)
+            idx = np.flatnonzero(present)
+            (self._unmerge_moments if remove else self._merge_moments)(idx, g, nb[idx], mb[idx], m2b[idx])
+
+    def _unmerge_moments(self, cls, g, nb, mb, m2b):
+        """The inverse of :meth:`_merge_moments`: the moments of classes ``cls`` at slot ``g`` without a part
+        of weight ``nb``, mean ``mb`` and M2 ``m2b`` (exactly zero when nothing is left)."""
+        n, mean, m2 = self.g_n[cls, g], self.g_mean[cls, g], self.g_m2[cls, g]
+        na = n - nb
+        empty = na <= _EMPTY * np.maximum(1.0, n)
+        safe = np.where(empty, 1.0, na)
+        ma = mean + (mean - mb) * (nb / safe)  # (n mean - nb mb) / na, without the large products
+        delta = mb - ma
+        m2a = m2 - m2b - delta * (delta * (na * nb / n))
+        self.g_n[cls, g] = np.where(empty, 0.0, na)
+        self.g_mean[cls, g] = np.where(empty, 0.0, ma)
+        self.g_m2[cls, g] = np.where(empty, 0.0, np.maximum(m2a, 0.0))
+        self.version += 1
 
     def _merge_moments(self, cls, g, nb, mb, m2b):
         na, ma, m2a = self.g_n[cls, g], self.g_mean[cls, g], self.g_m2[cls, g]

@@ -158,12 +158,51 @@ class Removing:
 
     def _remove_many(self, D, dfeats, G, gslots, yc, w, observed) -> None:
         """The reverse of :meth:`add_many`: the discrete counts with negated weights, the Gaussian
-        moments row by row (last first) through the reverse Welford update."""
+        moments by the inverse of the pairwise merge."""
         w = np.ones(len(yc)) if w is None else np.asarray(w, dtype=float)
         empty = np.empty((len(yc), 0))
         self.add_many(D, dfeats, empty, np.empty(0, dtype=np.int64), yc, -w, observed=observed)
-        for r in range(len(yc) - 1, -1, -1):
-            x = G[r]
-            ok = ~np.isnan(x)
-            if ok.any():
-                self._unwelford(int(yc[r]), float(w[r]), np.asarray(gslots)[ok], x[ok])
+        self.add_gaussian_rows(G, gslots, yc, w, remove=True)
+
+    def remove_rows(self, D: np.ndarray, G: np.ndarray, yc: np.ndarray) -> None:
+        """Take back rows of events learned by plain counting, weight 1 each, as :meth:`encode_run` encodes
+        them (``D`` a column per feature, -1 where missing or numeric; ``G`` a column per Gaussian slot, NaN
+        where missing; ``yc`` their classes): the reverse of adding them (:meth:`add_many`).
+
+        Checked first, all at once: the counts of each class, of each (class, value) and (class, feature),
+        and the Gaussian weights, must hold the rows (UnlearnError naming the first that does not, and
+        nothing changed). The pair and tuple cells are those of the same rows."""
+        need = np.bincount(yc)
+        short = np.flatnonzero(self.class_count[: len(need)] < need - _SLACK * need)
+        if len(short):
+            self._too_few(self._class_name(int(short[0])), self.class_count[short[0]], need[short[0]])
+        rr, jj = np.nonzero(D >= 0)
+        cc = yc[rr]
+        for p in self._sets():
+            for what, idx, name in (("value_count", D[rr, jj], self._value_name),
+                                    ("feat_count", jj, lambda f: f"feature {self.features[f]!r}")):
+                self._hold_cells(getattr(self, p + what), cc, idx, name)
+        r, j = np.nonzero(~np.isnan(G))
+        self._hold_cells(self.g_n, yc[r], j, lambda g: f"the numeric feature in slot {g}")
+        self.add_many(D, np.arange(D.shape[1]), np.empty((len(yc), 0)), np.empty(0, dtype=np.int64), yc,
+                      -np.ones(len(yc)))
+        self.add_gaussian_rows(G, np.arange(G.shape[1]), yc, np.ones(len(yc)), remove=True)
+        self.version += 1
+
+    def _hold_cells(self, table: np.ndarray, cc: np.ndarray, idx: np.ndarray, name) -> None:
+        """UnlearnError unless ``table[c, i]`` holds as many as the pairs ``(cc, idx)`` name each cell."""
+        if not len(cc):
+            return
+        width = table.shape[1]
+        cells, need = np.unique(cc * width + idx, return_counts=True)
+        have = table[cells // width, cells % width]
+        short = np.flatnonzero(have < need - _SLACK * need)
+        if len(short):
+            k = int(short[0])
+            c, i = divmod(int(cells[k]), width)
+            self._too_few(f"{name(i)} in {self._class_name(c)}", have[k], need[k])
+
+    @staticmethod
+    def _too_few(what: str, have, need) -> None:
+        raise UnlearnError(f"{what}: the counts hold {float(have):g}, less than the {int(need)} events to unlearn; "
+                           "they were never learned (or were unlearned already); nothing was changed")
