@@ -20,7 +20,9 @@ Throughput (``--throughput``): ``stream-nb run`` on the same events, with the
 labels in the events versus in a ``--feedback`` file (CPU seconds of the child,
 the least of ``--repeats`` interleaved runs of each). With ``--time-field`` the
 feedback run joins in event time: each event carries its time (its index, in
-seconds) and the daemon gets ``--time-field`` (in Kafka mode too).
+seconds) and the daemon gets ``--time-field`` (in Kafka mode too). With
+``--provisional`` a third run adds ``--provisional-label 0``: each held event is
+learned with 0 at once and, when its label is 1, that is taken back.
 With ``--kafka`` the same comparison runs in Kafka mode, as the daemon runs in a
 pipeline: the events on a 3-partition topic (keyed by id), the labels on a
 co-partitioned ``--feedback-topic`` in shuffled order, against a local broker
@@ -41,7 +43,7 @@ they arrive with feedback) beside the same events labeled (predicted and
 learned, as without feedback): thread CPU per event, the least of
 ``--repeats`` runs, each on a fresh copy of the trained model.
 
-    PYTHONPATH=. python bench/delayed.py [--events 20000] [--throughput [--repeats 3] [--breakdown] [--time-field]
+    PYTHONPATH=. python bench/delayed.py [--events 20000] [--throughput [--repeats 3] [--breakdown] [--time-field] [--provisional]
                                          [--kafka [--kafka-client confluent]]] [--memory]
                                          [--predict [--repeats 3]]
 """
@@ -250,7 +252,8 @@ def breakdown_child(n: int, argv: list) -> None:
         print(f"  {what} (Joiner.{name}): {spent[name] / 1e3 / n:.2f} µs per event")
 
 
-def throughput(n: int, seed: int, repeats: int = 3, breakdown: bool = False, time_field: bool = False) -> dict:
+def throughput(n: int, seed: int, repeats: int = 3, breakdown: bool = False, time_field: bool = False,
+               provisional: bool = False) -> dict:
     stream = drifting_stream(n, seed)
     tmp = tempfile.mkdtemp(prefix="delayed-bench-")
     inline = os.path.join(tmp, "inline.jsonl")
@@ -287,6 +290,8 @@ def throughput(n: int, seed: int, repeats: int = 3, breakdown: bool = False, tim
     runs = (("labels in the events", ["--input", inline]),
             ("labels from --feedback" + (" in event time" if time_field else ""),
              ["--input", bare, "--feedback", fb, *in_time]))
+    if provisional:  # each held event learned with label 0 at once, taken back when its label is 1
+        runs += (("labels from --feedback, --provisional-label 0", [*runs[1][1], "--provisional-label", "0"]),)
     cpus: dict = {name: [] for name, _ in runs}
     for _ in range(repeats):  # the two interleaved, the least CPU of each: what other work on the machine adds least
         for name, extra in runs:
@@ -296,9 +301,9 @@ def throughput(n: int, seed: int, repeats: int = 3, breakdown: bool = False, tim
         out[name], beyond[name] = n / cpu, n / max(cpu - start_up, 1e-9)
         print(f"{name}: {n / cpu:,.0f} events per CPU second ({beyond[name]:,.0f} beyond start-up; least CPU of "
               f"{repeats}: {', '.join(f'{c:.2f}' for c in cpus[name])} s)", flush=True)
-    ratio = out[runs[1][0]] / out[runs[0][0]]
-    ratio_beyond = beyond[runs[1][0]] / beyond[runs[0][0]]
-    print(f"ratio: {ratio:.2f} (beyond start-up: {ratio_beyond:.2f})")
+    for name, _ in runs[1:]:
+        print(f"ratio of {name}: {out[name] / out[runs[0][0]]:.2f} "
+              f"(beyond start-up: {beyond[name] / beyond[runs[0][0]]:.2f})")
     if breakdown:
         print("the join's steps, one more run with labels from --feedback:", flush=True)
         subprocess.run([sys.executable, __file__, "--breakdown-child", str(n), "--", *runs[1][1], "--output",
@@ -441,6 +446,8 @@ def main() -> None:
     p.add_argument("--breakdown", action="store_true", help="--throughput: time the join's steps too")
     p.add_argument("--time-field", action="store_true",
                    help="--throughput: the feedback run joins in event time (--time-field, each event's own time)")
+    p.add_argument("--provisional", action="store_true",
+                   help="--throughput: also the feedback run with --provisional-label 0 (JSON lines)")
     p.add_argument("--kafka", action="store_true", help="--throughput: in Kafka mode, against a broker")
     p.add_argument("--kafka-client", default="kafka-python", choices=("kafka-python", "confluent"))
     p.add_argument("--breakdown-child", type=int, help=argparse.SUPPRESS)
@@ -461,7 +468,7 @@ def main() -> None:
         if args.kafka:
             kafka_throughput(args.events, args.seed, args.repeats, args.kafka_client, args.time_field)
         else:
-            throughput(args.events, args.seed, args.repeats, args.breakdown, args.time_field)
+            throughput(args.events, args.seed, args.repeats, args.breakdown, args.time_field, args.provisional)
         return
     accuracy_table(args.events, args.seed)
 

@@ -116,6 +116,7 @@ class Joiner(FeedbackReads, HandOver):
         self._held_absent: list | None = []
         self._joined_rows: list = []  # held rows joined by the labels of one read, learned at its end
         self._joined_y: list = []
+        self._retract_rows: list = []  # those of them whose provisional label is taken back then
 
     # ------------------------------------------------------------------ time
 
@@ -315,18 +316,26 @@ class Joiner(FeedbackReads, HandOver):
                 for i, row in zip(idx, rows.tolist()):
                     row_of[i] = row
             if provisional is not None:  # learned in the order the events came, as one at a time would
-                for item, row in zip(part, row_of):
-                    self._learn_provisional(row, item[1], provisional)
+                self._learn_provisional(row_of, [item[1] for item in part], provisional)
 
-    def _learn_provisional(self, row: int, x: dict, provisional) -> None:
-        try:
-            receipt = self._learn(x, provisional, record=True)
-        except InvalidEventError as exc:
+    def _learn_provisional(self, rows: list, xs: list, provisional) -> None:
+        """Learn the held events ``xs`` (of ``rows``) with the provisional label, in order: together
+        (``learn_events``, keeping the receipts taking one back will need), else one at a time."""
+        model = self.engine.model
+        if hasattr(model, "learn_events") and hasattr(model, "learn_one_receipt"):
+            receipts: dict = {}
+            refused = model.learn_events(xs, [provisional] * len(xs), receipts=receipts)
+            self.receipts.update((rows[i], receipt) for i, receipt in receipts.items())
+        else:
+            refused = []
+            for i, (row, x) in enumerate(zip(rows, xs)):
+                try:
+                    self._learn(x, provisional)
+                except InvalidEventError as exc:
+                    refused.append((i, exc))
+        for i, exc in refused:
             log.warning("provisional label %r not learned: %s", provisional, exc)
-            self.store.provisional[row] = 0
-            return
-        if receipt is not None:
-            self.receipts[row] = receipt
+            self.store.provisional[rows[i]] = 0
 
     def _learn(self, x: dict, y, record: bool = False):
         """Learn ``(x, y)``; with ``record``, the receipt when taking it back needs one (else None)."""
@@ -371,17 +380,70 @@ class Joiner(FeedbackReads, HandOver):
 
     def _learn_joined(self) -> None:
         """Learn the pairs joined by the last labels read, in one call of the model's ``learn_events`` (the
-        vectorised runs of a poll; counts add up in any order): their features read out of the store at once."""
+        vectorised runs of a poll; counts add up in any order): their features read out of the store at once.
+        The provisional labels of those set aside to retract are taken back together first (or, when the
+        model cannot, each pair goes as :meth:`_join` takes it)."""
         rows, ys, self._joined_rows, self._joined_y = self._joined_rows, self._joined_y, [], []
+        retract, self._retract_rows = self._retract_rows, []
         if not rows:
             return
-        xs = self.store.columns_many(rows)  # read a column at a time, no dict per event
+        store, model = self.store, self.engine.model
+        if retract and not self._retract_together(retract):
+            slow = set(retract)
+            for row, y in zip(rows, ys):
+                if row in slow:
+                    try:
+                        self._learn_and_retract(row, store.features(row), y)
+                    except InvalidEventError as exc:  # the provisional label stays
+                        log.warning("a joined pair was not learned (label %r): %s", y, exc)
+                        store.forget_features(row)
+            keep = [i for i, row in enumerate(rows) if row not in slow]
+            rows, ys, retract = [rows[i] for i in keep], [ys[i] for i in keep], []
+        xs = store.columns_many(rows)  # read a column at a time, no dict per event
         if xs is None:
-            xs = self.store.features_many(rows)
-        self.store.forget_features_many(rows)
-        for i, exc in self.engine.model.learn_events(xs, ys):  # checked when set aside (_check_joined_label)
+            xs = store.features_many(rows)
+        refused = model.learn_events(xs, ys) if rows else []
+        retracted = set(retract)
+        for i, exc in refused:  # checked when set aside (_check_joined_label)
             log.warning("a joined pair was not learned (label %r): %s", ys[i], exc,
                         extra={"event": "join_refused", "reason": getattr(exc, "reason", None)})
+            if rows[i] in retracted:  # a label the model refuses leaves the provisional one: learned again
+                self._learn_provisional([rows[i]], [xs[i]], self.config["provisional_label"])
+                self.counts["retractions"] -= 1
+        store.forget_features_many(rows)
+
+    def _retract_together(self, rows: list) -> bool:
+        """Take back the provisional labels of ``rows`` together (``unlearn_events``); False, nothing changed,
+        when the model cannot."""
+        xs = self.store.columns_many(rows)
+        xs = self.store.features_many(rows) if xs is None else xs
+        try:
+            self.engine.model.unlearn_events(xs, [self.config["provisional_label"]] * len(rows))
+        except UnlearnError:
+            return False
+        self.counts["retractions"] += len(rows)
+        return True
+
+    def _learn_and_retract(self, row: int, x: dict, y) -> None:
+        """Learn the true label ``y`` of the held event ``x`` (of ``row``), then take back its provisional
+        label: first, so that a label the model rejects leaves the provisional one."""
+        receipt = self._learn(x, y, record=True)
+        self._retract_or_keep(row, x, y, receipt)
+        self.store.forget_features(row)
+
+    def _retract_or_keep(self, row: int, x: dict, y, receipt) -> None:
+        """Take back the provisional label of ``row``, whose true label ``y`` was learned (with ``receipt``);
+        when it cannot be, take ``y`` back instead: the provisional label stays."""
+        try:
+            self._retract(row, x)
+        except UnlearnError as exc:  # no receipt: a snapshot of an older version (see _join_state)
+            self.engine.model.unlearn_one(x, y, receipt=receipt)
+            log.warning("label %r of a held event not learned: its provisional label stays: %s", y, exc)
+
+    def _retracts_together(self, rows) -> bool:
+        """Whether the provisional labels of held rows ``rows`` may be taken back with the others of their
+        read (:meth:`_retract_together`): the model unlearns many at once and none of them has a receipt."""
+        return hasattr(self.engine.model, "unlearn_events") and (not self.receipts or self.receipts.keys().isdisjoint(rows))
 
     def _check_joined_label(self, y) -> None:
         """Raise :class:`LabelTypeError` for a label the model would refuse (another JSON type than its
@@ -396,13 +458,9 @@ class Joiner(FeedbackReads, HandOver):
         if store.provisional[row]:
             x = store.features(row)
             if not same_label(y, self.config["provisional_label"]):
-                receipt = self._learn(x, y, record=True)  # first: a label the model rejects leaves the provisional one
-                try:
-                    self._retract(row, x)
-                except UnlearnError as exc:  # no receipt: a snapshot of an older version (see _join_state)
-                    self.engine.model.unlearn_one(x, y, receipt=receipt)
-                    log.warning("label %r of a held event not learned: its provisional label stays: %s", y, exc)
-            store.forget_features(row)
+                self._learn_and_retract(row, x, y)
+            else:
+                store.forget_features(row)
         elif hasattr(self.engine.model, "learn_events"):
             self._check_joined_label(y)
             self._joined_rows.append(row)  # learned with the others of this read (_learn_joined)

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..exceptions import InvalidEventError
 from ..stats import json_type
-from ._label_reads import delay_counts, early_notes, read_labels, read_whole
+from ._label_reads import delay_counts, early_notes, read_labels, read_whole, same_label
 from ._pending import FREE, JOINED, LABEL, MAX_ID_BYTES, PENDING
 from ._records import Record
 
@@ -34,8 +34,9 @@ class FeedbackReads:
     """How :class:`~stream_nb.engine.Joiner` takes in a read of feedback records (see the module notes).
 
     The joiner provides: ``store``, ``engine``, ``config``, ``positions``, ``counts``, ``delay_histogram``,
-    ``delay_sum``, ``_joined_rows``, ``_joined_y`` and ``_shared_positions``; ``_room_for(n)``,
-    ``_join(row, y, t)``, ``_time_of(fields, where)``, ``_dead(record, exc)`` and ``clock()``.
+    ``delay_sum``, ``_joined_rows``, ``_joined_y``, ``_retract_rows`` and ``_shared_positions``;
+    ``_room_for(n)``, ``_join(row, y, t)``, ``_retracts_together(rows)``, ``_time_of(fields, where)``,
+    ``_dead(record, exc)`` and ``clock()``.
     """
 
     def _labels(self, records: list[Record]) -> None:
@@ -73,6 +74,7 @@ class FeedbackReads:
         states[found >= 0] = store.state[found[found >= 0]]
         provisional[found >= 0] = store.provisional[found[found >= 0]]
         rows, states, provisional = found.tolist(), states.tolist(), provisional.tolist()
+        together = any(provisional) and self._retracts_together([r for r, p in zip(rows, provisional) if p])
         joined: tuple = ([], [], [])  # label, time and row of the plain joins, counted together
         early: dict = {}  # id -> (record, label, time) of the labels of this read held for their event
         done: set = set()
@@ -91,7 +93,7 @@ class FeedbackReads:
                     early[key] = (record, y, t)  # held at the end of the read (_hold_early)
             elif st == JOINED or st == LABEL or row in done:
                 self.counts["duplicate"] += 1
-            elif plain and not provisional[i - 1]:
+            elif plain and (together or not provisional[i - 1]):
                 done.add(row)
                 for column, value in zip(joined, (y, t, row)):  # learned with the others of this read
                     column.append(value)
@@ -109,10 +111,13 @@ class FeedbackReads:
     def _read_at_once(self, records: tuple, keys: list, ys: list, ts, found: np.ndarray, now) -> bool:
         """Join the read of label records ``records`` (ids ``keys``, found at rows ``found``, labels ``ys``,
         times ``ts``, or None: all at ``now``) as :meth:`_labels` would, at once, when it is the usual read:
-        of distinct ids, each label of the type the model's labels have, none for an event learned with a
-        provisional label; False (nothing done) when it is not."""
-        if not (self._labels_fit(ys) and len(set(keys)) == len(keys)
-                and not self.store.provisional[found[found >= 0]].any()):
+        of distinct ids, each label of the type the model's labels have, any provisional label of their
+        events taken back with the others of the read; False (nothing done) when it is not."""
+        if not (self._labels_fit(ys) and len(set(keys)) == len(keys)):
+            return False
+        provisional = found[found >= 0]
+        provisional = provisional[self.store.provisional[provisional] > 0]
+        if len(provisional) and not self._retracts_together(provisional.tolist()):
             return False
         self._labels_at_once(records, keys, ys, ts, found, now)
         return True
@@ -194,8 +199,11 @@ class FeedbackReads:
         store = self.store
         at = np.array(rows, dtype=np.int64)
         store.state[at] = JOINED
-        self._joined_rows.extend(rows)
-        self._joined_y.extend(ys)
+        if store.provisional[at].any():
+            self._set_aside_provisional(at, rows, ys)
+        else:
+            self._joined_rows.extend(rows)
+            self._joined_y.extend(ys)
         delays = np.maximum(0.0, np.asarray(ts, dtype=np.float64) - store.time[at]).tolist()
         # a prediction is right when it is the label: the same code. Labels are strings, integers or booleans
         # (validate_label: an integral float is its integer), interned by type, so one label has one code, and
@@ -205,6 +213,24 @@ class FeedbackReads:
         self.counts["delayed_labeled"] += len(ys)
         self.counts["delayed_correct"] += int(np.count_nonzero(right))
         self._count_delays(delays)
+
+    def _set_aside_provisional(self, at: np.ndarray, rows: list, ys: list) -> None:
+        """:meth:`_count_joined`'s setting aside when some rows were learned with the provisional label: one
+        whose label is the provisional one is done (nothing to learn or take back); one of another label is
+        learned and its provisional label taken back (:meth:`_learn_joined`); the others are learned."""
+        provisional, flags = self.config["provisional_label"], self.store.provisional[at].tolist()
+        done = []
+        for row, y, flag in zip(rows, ys, flags):
+            if not flag:
+                self._joined_rows.append(row)
+                self._joined_y.append(y)
+            elif same_label(y, provisional):
+                done.append(row)
+            else:
+                self._joined_rows.append(row)
+                self._joined_y.append(y)
+                self._retract_rows.append(row)
+        self.store.forget_features_many(done)
 
     def _count_delays(self, delays: list) -> None:
         """Count joins of these label delays (seconds): the joined count, the delays' sum (added in order)
