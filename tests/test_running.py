@@ -29,6 +29,9 @@ MODELS = {
     "nb-ignore": lambda: NaiveBayes(missing="ignore", alpha=0.5),
     "nb-loss": lambda: NaiveBayes(loss={"b": {"a": 4.0}, "a": {"c": 3.0}}),
     "nb-unlabeled": lambda: NaiveBayes(learn_unlabeled=True, unlabeled_weight=0.5),
+    # decay in runs: each row weighed as its event; the store renormalised every 16 half-lives (48 events)
+    "nb-decay": lambda: NaiveBayes(half_life=3.0),
+    "nb-decay-ddm": lambda: NaiveBayes(half_life=5.0, missing="ignore", drift_detector="ddm"),
     "aode": lambda: AODE(warmup=5, bins=3),
     "aode-m": lambda: AODE(m=4, warmup=5, bins=3, missing="ignore"),
     "tan": lambda: TAN(rebuild_every=7, warmup=5, bins=3),
@@ -180,6 +183,8 @@ timed_events = st.lists(
 
 
 TIMED = {"nb": lambda: NaiveBayes(time_field="ts"),
+         # decay in event time: times up to 10^6 are 33 half-lives, so some jumps scale the cells themselves
+         "nb-decay": lambda: NaiveBayes(time_field="ts", half_life=3e4),
          "nb-unlabeled": lambda: NaiveBayes(time_field="ts", learn_unlabeled=True, unlabeled_weight=0.5),
          "aode": lambda: AODE(time_field="ts", warmup=5, bins=3),
          "tan": lambda: TAN(time_field="ts", rebuild_every=7, warmup=5, bins=3),
@@ -202,8 +207,9 @@ def learn_loop(model, stream):
 @SETTINGS
 @given(warm=timed_events, stream=timed_events)
 def test_a_time_field_without_decay_gives_the_loops_results(name, warm, stream):
-    """A ``time_field`` (no feature) without decay: runs read the events without it; prequential_many and
-    learn_events give the loop's results, its ``bad_time`` errors at the same events, and its counts."""
+    """A ``time_field`` (no feature) without decay, or with naive Bayes' decay in event time: runs read the
+    events without it; prequential_many and learn_events give the loop's results, its ``bad_time`` errors at
+    the same events, and its counts."""
     batched, looped, learned, reference = (TIMED[name]() for _ in range(4))
     for part in (warm, stream):
         xs, ys = [x for x, _ in part], [y for _, y in part]
@@ -212,6 +218,43 @@ def test_a_time_field_without_decay_gives_the_loops_results(name, warm, stream):
     assert_same_counts(batched, looped)
     assert_same_counts(learned, reference)
     assert "ts" not in batched._stats.features
+    assert_same_decay(batched, looped)
+    assert_same_decay(learned, reference)
+
+
+def assert_same_decay(a, b):
+    """The same decay state (inflation, halvings, clock): a run leaves it as its events one by one do."""
+    fa, fb = a._forget, b._forget
+    if fa is not None:
+        assert (fa.inflation, fa.halvings, fa.clock) == (fb.inflation, fb.halvings, fb.clock)
+
+
+@pytest.mark.parametrize("time_field", [None, "ts"])
+def test_decayed_counts_go_through_runs(time_field, monkeypatch):
+    """Naive Bayes with ``half_life`` scores and learns runs (before, decay sent every event the one-event
+    way), stopping where the store is renormalised, and before a jump in event time that scales the cells
+    (here 5,000 half-lives, past the float range of the inflation): the loop's predictions, counts and
+    decay state."""
+    from stream_nb.learners._runs import VectorisedRuns
+
+    lengths: list = []
+    run = VectorisedRuns._prequential_run
+
+    def spy(self, xs, ys, start, out):
+        stop = run(self, xs, ys, start, out)
+        lengths.append(stop - start)
+        return stop
+
+    monkeypatch.setattr(VectorisedRuns, "_prequential_run", spy)
+    rng = np.random.default_rng(5)
+    stream = [({"colour": ["red", "blue"][i % 2], "weight": float(rng.normal(i % 3)), "ts": 10.0 * i + (i > 300) * 4e3 + (i > 450) * 1e5},
+               "ab"[i % 3 == 0] if i % 7 else None) for i in range(600)]
+    batched, looped = (NaiveBayes(half_life=20.0, time_field=time_field) for _ in range(2))  # 2**16: 320 events
+    xs, ys = [x if time_field else {k: v for k, v in x.items() if k != "ts"} for x, _ in stream], [y for _, y in stream]
+    assert_same(batched.prequential_many(xs, ys), loop(looped, list(zip(xs, ys))))
+    assert_same_counts(batched, looped)
+    assert_same_decay(batched, looped)
+    assert sum(n for n in lengths if n >= 2) >= 550 and max(lengths) < 600  # runs, cut by renormalisations
 
 
 @pytest.mark.parametrize("name", ["nb", "aode", "tan", "kdb"])  # learn_unlabeled takes no runs, timed or not

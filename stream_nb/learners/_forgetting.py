@@ -47,8 +47,9 @@ that does it; its parameters are those of every model:
     (in labeled prequential events) is in ``model.drifts``; it is logged.
 
 Decay and windows are exclusive. Runs of ``prequential_many`` stop at pane
-boundaries and at the events a detector acts on; with decay every event takes
-the one-event path.
+boundaries and at the events a detector acts on; with decay naive Bayes' runs
+weigh each row as its event would be (:mod:`._decay_runs`), other models take
+every event the one-event way.
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ from .._checks import check_integer, check_number
 from ..exceptions import ConfigError, InvalidEventError, MergeError, UnlearnError
 from ..stats import (SparseTable, capture, capture_difference, capture_nbytes, count_difference, replace_counts,
                      scale_counts, subtract_counts)
+from ._decay_runs import RENORMALISE_AT
 from ._unlearn import Receipt
 
 __all__ = ["DETECTORS", "Forgetting", "make_detector", "detector_spec", "encode_object", "decode_object"]
@@ -83,9 +85,6 @@ DETECTORS = {
     "page_hinkley": ("river.drift", "PageHinkley"),
     "kswin": ("river.drift", "KSWIN"),
 }
-
-#: The inflation of decayed counts at which the store is renormalised.
-_RENORMALISE_AT = 2.0**16
 
 
 def _river_class(path: str):
@@ -314,7 +313,7 @@ class Forgetting:
         renormalisation point) in the cells themselves."""
         f = self._forget
         f.halvings += halvings
-        if math.log2(f.inflation) + halvings < math.log2(_RENORMALISE_AT):
+        if math.log2(f.inflation) + halvings < math.log2(RENORMALISE_AT):
             f.inflation *= 2.0**halvings
             return
         self._settle()
@@ -335,7 +334,7 @@ class Forgetting:
                 f.base = capture(s)
                 f.pane_n = 0
                 f.pane_no += 1
-        elif f.half_life and f.inflation >= _RENORMALISE_AT:
+        elif f.half_life and f.inflation >= RENORMALISE_AT:
             self._settle()
 
     def _settle(self) -> None:
@@ -353,9 +352,9 @@ class Forgetting:
         return max(1, f.pane_size - f.pane_n)
 
     def _forget_runs(self) -> bool:
-        """Whether vectorised runs may be used (not with decay: each event changes the weights)."""
+        """Whether vectorised runs may be used (with decay, by a model whose runs weigh their rows)."""
         f = self._forget
-        return f is None or not f.half_life
+        return f is None or not f.half_life or self._decayed_runs
 
     def _forget_run(self, decided: np.ndarray, yc: np.ndarray) -> int:
         """Feed the detector a scored run's errors (``decided`` and ``yc``: class indices, -1 unlabeled); return

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..exceptions import InvalidEventError
 from ..stats import Columns, exclusive_counts, gaussian_loglik, is_missing_label, running_moments
+from ._decay_runs import decay_run
 from ._decision import log_prior, normalise
 
 __all__ = ["RunBlock", "VectorisedRuns"]
@@ -50,6 +51,14 @@ class _Blocks(list):
     """The ``out`` of :meth:`VectorisedRuns._prequential_run` that takes a run whole, as a :class:`RunBlock`."""
 
 
+class _Timed(list):
+    """Events as runs read them (:meth:`VectorisedRuns._run_events`), with each one's time (None: none)."""
+
+    def __init__(self, events: list, times: list):
+        super().__init__(events)
+        self.times = times
+
+
 class VectorisedRuns(abc.ABC):
     """A model that scores runs of plain events at once (NaiveBayes, TAN, AODE, SPODE, KDB); list it
     before its base class.
@@ -72,6 +81,11 @@ class VectorisedRuns(abc.ABC):
     #: Scoring a run changes the model (SPODE's running loss of each candidate parent): learning
     #: without predictions (learn_events) must still score.
     _run_scoring_learns = False
+    #: Runs take decayed counts (``half_life``): :meth:`_run_jll` reads each row's weight and smoothing
+    #: from :attr:`_run_weights` (see :mod:`stream_nb.learners._decay_runs`).
+    _decayed_runs = False
+    #: While a run is scored under decay: ``(w, a)``, each row's stored weight and smoothing; else None.
+    _run_weights: tuple | None = None
 
     @abc.abstractmethod
     def _run_ready(self) -> bool:
@@ -104,15 +118,17 @@ class VectorisedRuns(abc.ABC):
         if name is None or (xs.columns.get(name) is None if isinstance(xs, Columns) else
                             not any(map(operator.contains, xs, repeat(name)))):
             return xs
-        out = []
+        out, times = [], []
         for x in xs:
+            t = None
             if name in x:
                 try:
-                    x = self._forget_time(x)[0]
+                    x, t = self._forget_time(x)
                 except InvalidEventError:
                     x = {**{k: v for k, v in x.items() if k != name}, name: _REFUSED_TIME}
             out.append(x)
-        return out
+            times.append(t)
+        return _Timed(out, times)
 
     def learn_events(self, xs: list, ys: list, receipts: dict | None = None) -> list:
         """Learn events as :meth:`prequential_iter` does (the same runs; an event it refuses is skipped),
@@ -199,16 +215,26 @@ class VectorisedRuns(abc.ABC):
         limit = min(self._run_rows(), self._batch_limit())
         complete = self._run_complete or self.missing == "em"
         stop, D, G, yc = s.encode_run(xs, ys, start, complete=complete, limit=limit)
+        decay = self._decay_run(xs, start, yc)
+        if decay is not None and decay.stop < len(yc):  # the decay acts on the cells after this row
+            s.cut_run(decay.stop)
+            D, G, yc, stop = D[: decay.stop], G[: decay.stop], yc[: decay.stop], start + decay.stop
         if stop - start < 2:
             return start  # a single event: the one-event path is cheaper
         if out is None and not self._run_scores_learned():
-            return self._add_run(D, G, yc, stop)  # nobody reads the scores, nothing learns from them
-        prior = log_prior(s.class_count[:C] + exclusive_counts(yc, C), self._alpha)
+            return self._add_run(D, G, yc, stop, decay)  # nobody reads the scores, nothing learns from them
+        w = None if decay is None else decay.weight
+        a = self._alpha if decay is None else self._alpha_given * decay.inflation[:, None]
+        prior = log_prior(s.class_count[:C] + exclusive_counts(yc, C, w), a)
         mark = self._run_state()
-        jll = self._run_jll(D, yc, C, prior)
+        self._run_weights = None if decay is None else (w, a[:, 0])
+        try:
+            jll = self._run_jll(D, yc, C, prior)
+        finally:
+            self._run_weights = None
         if G.shape[1]:
             Gs = G.shape[1]
-            n, mean, m2 = running_moments(G, yc, s.g_n[:C, :Gs], s.g_mean[:C, :Gs], s.g_m2[:C, :Gs])
+            n, mean, m2 = running_moments(G, yc, s.g_n[:C, :Gs], s.g_mean[:C, :Gs], s.g_m2[:C, :Gs], w)
             jll += gaussian_loglik(n, mean, m2, G, self._var_smoothing)
         log_post = normalise(jll, prior)  # as in predict_proba_one: every class impossible -> the prior
         decided = self._decide(log_post)
@@ -220,7 +246,11 @@ class VectorisedRuns(abc.ABC):
                 return start
             D, G, yc, log_post, decided = D[:keep], G[:keep], yc[:keep], log_post[:keep], decided[:keep]
             stop = start + keep
-            self._run_jll(D, yc, C, prior[:keep])
+            self._run_weights = None if decay is None else (w[:keep], a[:keep, 0])
+            try:
+                self._run_jll(D, yc, C, prior[:keep])
+            finally:
+                self._run_weights = None
         if isinstance(out, _Blocks):
             out.append(RunBlock(start, stop, s.classes[:C], decided, np.exp(log_post), yc))
         elif out is not None:
@@ -229,13 +259,27 @@ class VectorisedRuns(abc.ABC):
                 (classes[i], dict(zip(classes, p)))
                 for i, p in zip(decided.tolist(), np.exp(log_post).tolist())
             )
-        return self._add_run(D, G, yc, stop)
+        return self._add_run(D, G, yc, stop, decay)
 
-    def _add_run(self, D: np.ndarray, G: np.ndarray, yc: np.ndarray, stop: int) -> int:
-        """Learn a run's labeled rows in one :meth:`Stats.add_many`; return ``stop``."""
+    def _add_run(self, D: np.ndarray, G: np.ndarray, yc: np.ndarray, stop: int, decay=None) -> int:
+        """Learn a run's labeled rows in one :meth:`Stats.add_many` (under decay, each with its weight, and
+        the decay's state then as after its last row); return ``stop``."""
         labeled = yc >= 0
         if labeled.any():
-            self._stats.add_many(D[labeled], np.arange(D.shape[1]), G[labeled], np.arange(G.shape[1]), yc[labeled])
+            w = None if decay is None else decay.weight[: len(yc)][labeled]
+            self._stats.add_many(D[labeled], np.arange(D.shape[1]), G[labeled], np.arange(G.shape[1]), yc[labeled], w)
+            if decay is not None:
+                f = self._forget
+                f.inflation, f.halvings, f.clock = decay.after[len(yc) - 1]
             self._settle_store()
             self._learned(int(labeled.sum()))
         return stop
+
+    def _decay_run(self, xs, start: int, yc: np.ndarray):
+        """The rows' weights and smoothing under decay (:func:`decay_run`), or None without decay."""
+        f = getattr(self, "_forget", None)
+        if f is None or not f.half_life or not len(yc):
+            return None
+        timed = getattr(self, "time_field", None) is not None
+        times = getattr(xs, "times", None)
+        return decay_run(f, yc, None if times is None else times[start : start + len(yc)], timed)

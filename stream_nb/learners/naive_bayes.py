@@ -204,8 +204,11 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
     def _run_ready(self) -> bool:
         return not self.learn_unlabeled
 
+    _decayed_runs = True  # naive_terms weighs the rows (half_life)
+
     def _run_jll(self, D, yc, C, prior):
-        return prior + naive_terms(self._stats, D, yc, C, self._alpha)
+        w, a = self._run_weights or (None, self._alpha)
+        return prior + naive_terms(self._stats, D, yc, C, a, w)
 
     @classmethod
     def _unit_test_params(cls):

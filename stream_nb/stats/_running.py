@@ -14,9 +14,12 @@ once:
 * Gaussian moments: prefix sums of the shifted values and their squares per
   class, combined with the stored moments by Chan's formula.
 
-Unlabeled events (class -1) are scored but add nothing. Everything is exact
-up to floating-point rounding; ``tests/test_running.py`` checks it against
-the event-by-event loop.
+Unlabeled events (class -1) are scored but add nothing. Events may be
+weighted (``w``, one per row: the stored weight a decaying model gives each,
+see :mod:`stream_nb.learners._forgetting`), and the smoothing may be one per
+row (``a``: alpha times the decay's inflation when the row is scored).
+Everything is exact up to floating-point rounding; ``tests/test_running.py``
+checks it against the event-by-event loop.
 """
 
 from __future__ import annotations
@@ -28,8 +31,10 @@ __all__ = [
 ]
 
 
-def _one_hot(yc: np.ndarray, C: int) -> np.ndarray:
-    return (yc[:, None] == np.arange(C)[None, :]).astype(float)
+def _one_hot(yc: np.ndarray, C: int, w: np.ndarray | None = None) -> np.ndarray:
+    """(rows, C): each row's class as a one-hot row (times its weight ``w``, when given)."""
+    hot = (yc[:, None] == np.arange(C)[None, :]).astype(float)
+    return hot if w is None else hot * w[:, None]
 
 
 def _exclusive_cumsum(a: np.ndarray) -> np.ndarray:
@@ -40,8 +45,8 @@ def _exclusive_cumsum(a: np.ndarray) -> np.ndarray:
     return out
 
 
-def exclusive_counts(yc: np.ndarray, C: int) -> np.ndarray:
-    """(rows, C): how many earlier rows had each class.
+def exclusive_counts(yc: np.ndarray, C: int, w: np.ndarray | None = None) -> np.ndarray:
+    """(rows, C): how many earlier rows had each class (their weight ``w``, when given).
 
     >>> exclusive_counts(np.array([0, 1, -1, 0]), 2)
     array([[0., 0.],
@@ -51,11 +56,12 @@ def exclusive_counts(yc: np.ndarray, C: int) -> np.ndarray:
     """
     if not len(yc) or yc.max() < 0:  # no labeled row (a run predicted, not learned): no count before any
         return np.zeros((len(yc), C))
-    return _exclusive_cumsum(_one_hot(yc, C))
+    return _exclusive_cumsum(_one_hot(yc, C, w))
 
 
-def grouped_exclusive_counts(keys: np.ndarray, yc: np.ndarray, C: int) -> np.ndarray:
-    """(entries, C): per entry, how many earlier entries with the same key had each class.
+def grouped_exclusive_counts(keys: np.ndarray, yc: np.ndarray, C: int, w: np.ndarray | None = None) -> np.ndarray:
+    """(entries, C): per entry, how many earlier entries with the same key had each class (their weight
+    ``w``, one per entry, when given).
 
     Entries are in event order (``keys`` need not be sorted).
 
@@ -69,7 +75,7 @@ def grouped_exclusive_counts(keys: np.ndarray, yc: np.ndarray, C: int) -> np.nda
         return np.zeros((len(keys), C))
     order = np.argsort(keys, kind="stable")
     k = keys[order]
-    before = _exclusive_cumsum(_one_hot(yc[order], C))  # over all entries before, in sorted order
+    before = _exclusive_cumsum(_one_hot(yc[order], C, None if w is None else w[order]))  # all before, sorted
     starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
     sizes = np.diff(np.r_[starts, len(k)])
     before -= np.repeat(before[starts], sizes, axis=0)  # keep only the entries of the same group
@@ -100,9 +106,11 @@ def running_counts(table: np.ndarray, index: tuple, yc: np.ndarray, C: int) -> n
     return stored + grouped_exclusive_counts(key, yc, C)
 
 
-def running_moments(G: np.ndarray, yc: np.ndarray, n0: np.ndarray, mean0: np.ndarray, m2_0: np.ndarray):
+def running_moments(G: np.ndarray, yc: np.ndarray, n0: np.ndarray, mean0: np.ndarray, m2_0: np.ndarray,
+                    w: np.ndarray | None = None):
     """Per row, the Gaussian moments (count, mean, M2) per class and slot after the stored
-    moments ``(n0, mean0, m2_0)`` (each (C, slots)) and every earlier labeled row of ``G``.
+    moments ``(n0, mean0, m2_0)`` (each (C, slots)) and every earlier labeled row of ``G`` (weighted
+    by ``w``, when given).
 
     ``G`` is (rows, slots) with NaN where a value is missing; returns three
     (rows, C, slots) arrays, or (1, C, slots) ones, to broadcast, when no row is
@@ -111,7 +119,7 @@ def running_moments(G: np.ndarray, yc: np.ndarray, n0: np.ndarray, mean0: np.nda
 
         n = n0 + nb,  mean = K + (n0 (mean0 - K) + S1) / n,  M2 = m2_0 + S2 - S1² / n
 
-    with S1, S2 the sums of (x - K) and (x - K)² over the earlier rows, which
+    with S1, S2 the (weighted) sums of (x - K) and (x - K)² over the earlier rows, which
     is Chan's pairwise update with no cancellation between large values.
 
     >>> G = np.array([[1.0], [3.0], [np.nan], [5.0]])
@@ -126,7 +134,7 @@ def running_moments(G: np.ndarray, yc: np.ndarray, n0: np.ndarray, mean0: np.nda
         m2 = np.where(np.isnan(m2_0), np.inf, np.maximum(m2_0, 0.0))
         return n0[None], np.where(n0 > 0, mean0, 0.0)[None], m2[None]
     obs = ~np.isnan(G)
-    W = _one_hot(yc, C)[:, :, None] * obs[:, None, :]  # (rows, C, slots): row j counts in (c, g)
+    W = _one_hot(yc, C, w)[:, :, None] * obs[:, None, :]  # (rows, C, slots): row j's weight in (c, g)
     first = np.where(W.any(0), G[W.argmax(0), np.arange(G.shape[1])[None, :]], 0.0)  # (C, slots)
     K = np.where(n0 > 0, mean0, first)
     d = np.where(obs, G, 0.0)[:, None, :] - K[None]
@@ -145,8 +153,9 @@ def running_moments(G: np.ndarray, yc: np.ndarray, n0: np.ndarray, mean0: np.nda
     return n, mean, m2
 
 
-def naive_terms(s, D: np.ndarray, yc: np.ndarray, C: int, a: float) -> np.ndarray:
-    """(rows, C): Σ_i log P̂(x_i | c) per row of a run (naive Bayes), with Lidstone's ``a``.
+def naive_terms(s, D: np.ndarray, yc: np.ndarray, C: int, a, w: np.ndarray | None = None) -> np.ndarray:
+    """(rows, C): Σ_i log P̂(x_i | c) per row of a run (naive Bayes), with Lidstone's ``a`` (a number, or
+    one per row), the rows weighted by ``w`` when given.
 
     ``s`` is the :class:`~stream_nb.stats.Stats`, ``D`` the run's columns
     (rows, features; -1 where missing) and ``yc`` its classes (-1: unlabeled).
@@ -155,18 +164,21 @@ def naive_terms(s, D: np.ndarray, yc: np.ndarray, C: int, a: float) -> np.ndarra
     out = np.zeros((len(D), C))
     if len(rows):
         cols, labels = D[rows, feats], yc[rows]
-        vc = s.value_count[:C, cols].T + grouped_exclusive_counts(cols, labels, C)
-        fc = s.feat_count[:C, feats].T + _observed_before(D, rows, feats, labels, yc, C)
+        we = None if w is None else w[rows]
+        a = a if np.ndim(a) == 0 else np.asarray(a)[rows][:, None]
+        vc = s.value_count[:C, cols].T + grouped_exclusive_counts(cols, labels, C, we)
+        fc = s.feat_count[:C, feats].T + _observed_before(D, rows, feats, labels, yc, C, w)
         out += _row_sums(np.log(vc + a) - np.log(fc + a * s.n_values[feats][:, None]), D, rows, feats)
     return out
 
 
-def _observed_before(D, rows, feats, labels, yc, C) -> np.ndarray:
+def _observed_before(D, rows, feats, labels, yc, C, w=None) -> np.ndarray:
     """(entries, C): per entry (row, feature) of ``D``, the earlier labeled rows of each class that observed
-    the feature. Complete rows (``rows`` covers all of ``D``): every earlier row, one count of classes."""
+    the feature (their weight ``w``, one per row). Complete rows (``rows`` covers all of ``D``): every
+    earlier row, one count of classes."""
     if len(rows) == D.size:
-        return np.repeat(exclusive_counts(yc, C), D.shape[1], axis=0)
-    return grouped_exclusive_counts(feats, labels, C)
+        return np.repeat(exclusive_counts(yc, C, w), D.shape[1], axis=0)
+    return grouped_exclusive_counts(feats, labels, C, None if w is None else w[rows])
 
 
 def _row_sums(terms, D, rows, feats) -> np.ndarray:
