@@ -229,12 +229,8 @@ def assert_same_decay(a, b):
         assert (fa.inflation, fa.halvings, fa.clock) == (fb.inflation, fb.halvings, fb.clock)
 
 
-@pytest.mark.parametrize("time_field", [None, "ts"])
-def test_decayed_counts_go_through_runs(time_field, monkeypatch):
-    """Naive Bayes with ``half_life`` scores and learns runs (before, decay sent every event the one-event
-    way), stopping where the store is renormalised, and before a jump in event time that scales the cells
-    (here 5,000 half-lives, past the float range of the inflation): the loop's predictions, counts and
-    decay state."""
+def run_lengths(monkeypatch) -> list:
+    """The length of every vectorised run tried from now on (0: none taken at that event), in a list."""
     from stream_nb.learners._runs import VectorisedRuns
 
     lengths: list = []
@@ -246,9 +242,20 @@ def test_decayed_counts_go_through_runs(time_field, monkeypatch):
         return stop
 
     monkeypatch.setattr(VectorisedRuns, "_prequential_run", spy)
+    return lengths
+
+
+@pytest.mark.parametrize("time_field", [None, "ts"])
+def test_decayed_counts_go_through_runs(time_field, monkeypatch):
+    """Naive Bayes with ``half_life`` scores and learns runs (before, decay sent every event the one-event
+    way), stopping where the store is renormalised, and before a jump in event time that scales the cells
+    (here 5,000 half-lives, past the float range of the inflation): the loop's predictions, counts and
+    decay state."""
+    lengths = run_lengths(monkeypatch)
     rng = np.random.default_rng(5)
-    stream = [({"colour": ["red", "blue"][i % 2], "weight": float(rng.normal(i % 3)), "ts": 10.0 * i + (i > 300) * 4e3 + (i > 450) * 1e5},
-               "ab"[i % 3 == 0] if i % 7 else None) for i in range(600)]
+    stream = [({"colour": ["red", "blue"][i % 2], "weight": float(rng.normal(i % 3)),
+                "ts": 10.0 * i + (i > 300) * 4e3 + (i > 450) * 1e5}, "ab"[i % 3 == 0] if i % 7 else None)
+              for i in range(600)]
     batched, looped = (NaiveBayes(half_life=20.0, time_field=time_field) for _ in range(2))  # 2**16: 320 events
     xs, ys = [x if time_field else {k: v for k, v in x.items() if k != "ts"} for x, _ in stream], [y for _, y in stream]
     assert_same(batched.prequential_many(xs, ys), loop(looped, list(zip(xs, ys))))
@@ -262,17 +269,7 @@ def test_events_with_a_time_field_go_through_the_runs_they_would_without_it(name
     """With a ``time_field`` and no decay, timed events are scored and learned in the vectorised runs the same
     events without the field take (before, a time field turned the runs off); an event whose time is refused
     ends its run as an event with a bad value does."""
-    from stream_nb.learners._runs import VectorisedRuns
-
-    lengths: list = []
-    run = VectorisedRuns._prequential_run
-
-    def spy(self, xs, ys, start, out):
-        stop = run(self, xs, ys, start, out)
-        lengths.append(stop - start)
-        return stop
-
-    monkeypatch.setattr(VectorisedRuns, "_prequential_run", spy)
+    lengths = run_lengths(monkeypatch)
     plain = [({"colour": "red" if i % 3 else "blue", "size": i % 2}, "ab"[i % 2]) for i in range(80)]
     timed = [({**x, "ts": float(i)}, y) for i, (x, y) in enumerate(plain)]
     timed[45][0]["ts"] = "late"  # refused: bad_time
