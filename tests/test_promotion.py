@@ -163,3 +163,20 @@ def test_a_restored_naive_bayes_keeps_the_moments_of_a_feature_promoted_after_an
 def json_state(model):
     arrays, meta = model.state()
     return arrays, json.loads(json.dumps(meta))
+
+
+@pytest.mark.parametrize("cls", [AODE, TAN, KDB, SPODE])
+def test_a_promotion_while_the_counts_decay_keeps_learning(cls):
+    """A feature of integers turned numeric by its first fraction in a model whose counts decay: the recut
+    the promotion makes due first renormalises the decayed counts, which derives the coarse layer again;
+    that took the old cut points, no longer fine edges, and raised. Now it takes MDL's until the recut, and
+    the decayed count of every event is the textbook sum Σ 2^(-age/H)."""
+    H = 4.0
+    stream = [({"weight": 1}, 0), ({}, 0), ({}, 1), ({"weight": 0}, 0), ({"weight": 0.01}, 1)]
+    stream += commission_stream(n=60, seed=4)
+    model = cls(half_life=H, warmup=5, bins=3)
+    for x, y in stream:
+        model.learn_one(x, y)
+    assert model.n_learned == pytest.approx(sum(2.0 ** (-age / H) for age in range(len(stream))), rel=1e-12)
+    proba = model.predict_proba_one({"weight": 0.5, "commission": 20000.0, "k": "k1"})
+    assert sum(proba.values()) == pytest.approx(1.0) and min(proba.values()) >= 0.0

@@ -540,7 +540,9 @@ class TwoLayerStats(WaitingEvents, Stats):
         self._derive(self._current_edges())
 
     def _current_edges(self) -> dict:
-        """The coarse edges of every feature with fine edges: this store's, or MDL's for a feature without."""
+        """The coarse edges of every feature with fine edges: this store's, or MDL's for a feature without
+        (or whose edges are no longer fine ones: its fine edges came since, a promotion's, and the cut
+        points are due again, see :meth:`settle`)."""
         fine, edges = self.fine, {}
         for f, d in enumerate(fine.disc):
             if d is None or d.edges is None:
@@ -548,8 +550,10 @@ class TwoLayerStats(WaitingEvents, Stats):
             mine = self.disc[f].edges if f < len(self.disc) and self.disc[f] is not None else None
             if fine.features[f] in self.bin_edges:
                 edges[f] = d.edges
+            elif mine is not None and np.isin(mine, d.edges).all():
+                edges[f] = mine
             else:
-                edges[f] = mine if mine is not None else self._mdl_edges(f)
+                edges[f] = self._mdl_edges(f)
         return edges
 
     def state(self) -> tuple[dict, dict]:
