@@ -4,6 +4,7 @@
     python bench/drift.py --events 20000       # quicker
     python bench/drift.py --streams STAGGER-abrupt,LED
     python bench/drift.py --memory             # bytes kept per model with a window
+    python bench/drift.py --decay --events 20000 --streams SEA-abrupt,LED   # what decay costs each model
     python bench/drift.py --streams LED --save led.json; ...; python bench/drift.py --load *.json
 
 Streams (no download; see ``stream_nb/tools/evaluate/_drifting.py``): STAGGER
@@ -137,6 +138,24 @@ def memory(n: int, seed: int) -> None:
         print(f"| {cls.__name__} | {counts:,} | {model.forgetting_nbytes:,} | {model.forgetting_nbytes / counts:.2f} |")
 
 
+def decay_cost(names: list, n: int, seed: int) -> None:
+    """Per stream and model (NaiveBayes, TAN, AODE, KDB), prequential accuracy and CPU seconds without
+    forgetting and with ``half_life=1000``, in polls of 1,000 (``prequential_many``)."""
+    from stream_nb import AODE, KDB, TAN
+
+    print("| stream | model | accuracy | CPU s | accuracy, half_life=1000 | CPU s, half_life=1000 |")
+    print("|---|---|---:|---:|---:|---:|")
+    for name in names:
+        xs, ys, _ = events_of(name, n, seed)
+        for cls in (NaiveBayes, TAN, AODE, KDB):
+            cells = []
+            for kw in ({}, {"half_life": 1000.0}):
+                t = time.process_time()
+                correct = run_ours(cls(**kw), xs, ys)
+                cells += [f"{correct.mean():.4f}", f"{time.process_time() - t:.2f}"]
+            print(f"| {name} | {cls.__name__} | {' | '.join(cells)} |", flush=True)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=100_000)
@@ -153,9 +172,14 @@ def main(argv=None) -> int:
     parser.add_argument("--load", metavar="JSON", nargs="+", help="print the tables of saved measurements "
                         "(e.g. streams run in parallel), run nothing")
     parser.add_argument("--memory", action="store_true", help="print the memory of each model with a window, and stop")
+    parser.add_argument("--decay", action="store_true", help="print what decay (half_life=1000) costs each model, "
+                        "and stop")
     args = parser.parse_args(argv)
     if args.memory:
         memory(min(args.events, 30_000), args.seed)
+        return 0
+    if args.decay:
+        decay_cost(args.streams.split(","), args.events, args.seed)
         return 0
     names = args.streams.split(",")
     RECOMMENDED = args.recommended  # noqa: N806

@@ -33,11 +33,14 @@ MODELS = {
     "nb-decay": lambda: NaiveBayes(half_life=3.0),
     "nb-decay-ddm": lambda: NaiveBayes(half_life=5.0, missing="ignore", drift_detector="ddm"),
     "aode": lambda: AODE(warmup=5, bins=3),
+    "aode-decay": lambda: AODE(half_life=4.0, m=2, warmup=5, bins=3),
     "aode-m": lambda: AODE(m=4, warmup=5, bins=3, missing="ignore"),
     "tan": lambda: TAN(rebuild_every=7, warmup=5, bins=3),
+    "tan-decay": lambda: TAN(half_life=4.0, rebuild_every=7, warmup=5, bins=3),
     "spode": lambda: SPODE(rebuild_every=9, warmup=5, bins=3),
     "spode-parent": lambda: SPODE(parent="size", rebuild_every=9, warmup=5, bins=3),
     "kdb": lambda: KDB(k=2, rebuild_every=9, warmup=5, bins=3),
+    "kdb-decay": lambda: KDB(k=2, half_life=4.0, rebuild_every=9, warmup=5, bins=3),
     "kdb1": lambda: KDB(k=1, rebuild_every=9, warmup=5, bins=3),
     "kdb3": lambda: KDB(k=3, rebuild_every=9, warmup=5, bins=3),
 }
@@ -284,7 +287,7 @@ def test_events_with_a_time_field_go_through_the_runs_they_would_without_it(name
     assert taken[0] == taken[1] and sum(taken[0]) >= 40, taken  # most events in runs (TAN: between rebuilds)
 
 
-BINNED_MODELS = ["aode", "aode-m", "tan", "spode", "spode-parent", "kdb", "kdb1", "kdb3"]
+BINNED_MODELS = ["aode", "aode-m", "aode-decay", "tan", "tan-decay", "spode", "spode-parent", "kdb", "kdb-decay", "kdb1", "kdb3"]
 
 
 @pytest.mark.parametrize("name", BINNED_MODELS)

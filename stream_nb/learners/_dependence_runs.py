@@ -51,8 +51,10 @@ def _feature_counts(s, yc, C, feats):
     return s.feat_count[:C, feats][None] + exclusive_counts(yc, C)[:, :, None]
 
 
-def spode_run_terms(s, a: float, D: np.ndarray, yc: np.ndarray, C: int, scratch: dict | None = None):
-    """Per row, :func:`~stream_nb.learners.aode.spode_terms` of every feature as super-parent.
+def spode_run_terms(s, a, D: np.ndarray, yc: np.ndarray, C: int, scratch: dict | None = None,
+                    w: np.ndarray | None = None):
+    """Per row, :func:`~stream_nb.learners.aode.spode_terms` of every feature as super-parent. Under decay,
+    ``a`` is one per row and ``w`` each row's weight (see :mod:`stream_nb.learners._decay_runs`).
 
     Returns ``(terms, seen)``: ``terms`` (rows, C, F) log P̂(c, x_i) Π_{j≠i} P̂(x_j | c, x_i),
     and ``seen`` (rows, F) how often each row's value x_i had been seen (AODE's parent limit ``m``).
@@ -67,29 +69,37 @@ def spode_run_terms(s, a: float, D: np.ndarray, yc: np.ndarray, C: int, scratch:
     V = len(s.value_keys)
     feats = np.arange(F)
     n_vals = s.n_values[:F].astype(float)
-    before = grouped_exclusive_counts(D.ravel(), np.repeat(yc, F), C).reshape(R, F, C)  # earlier rows with x_i
+    rowed = np.ndim(a) > 0  # a smoothing per row (decay): added after each row's gather
+    ar = np.asarray(a, dtype=float).reshape(R, 1, 1) if rowed else a
+    before = grouped_exclusive_counts(D.ravel(), np.repeat(yc, F), C,
+                                      None if w is None else np.repeat(w, F)).reshape(R, F, C)  # earlier with x_i
     vc = s.value_count[:C, D].transpose(1, 2, 0) + before  # (R, F, C) |D_c,xi|
-    d = (s.feat_count[:C, :F][None] + exclusive_counts(yc, C)[:, :, None]).sum(1)  # (R, F) |D| observing i
-    joint = np.log(vc + a) - np.log(d + a * n_vals)[:, :, None]
+    d = (s.feat_count[:C, :F][None] + exclusive_counts(yc, C, w)[:, :, None]).sum(1)  # (R, F) |D| observing i
+    joint = np.log(vc + ar) - np.log(d + (ar[:, :, 0] if rowed else a) * n_vals)[:, :, None]
     # numerator |D_c,xi,xj| + alpha and denominator |D_c,xi| over the events observing x_j, + alpha N_j,
     # laid out (row, child j, parent i, class): the product over j multiplies contiguous slabs
     if s.pairs_sparse:
-        num, den = _sparse_pair_terms(s, a, D, yc, C, n_vals)
+        num, den = _sparse_pair_terms(s, ar, D, yc, C, n_vals, w)
     else:
-        num_table = np.ascontiguousarray(s.pair_count[:C, :V, :V].reshape(C, V * V).T) + a  # (V·V, C)
-        den_table = np.ascontiguousarray((s.pair_feat[:C, :V, :F] + a * n_vals).reshape(C, V * F).T)  # (V·F, C)
+        a0 = 0.0 if rowed else a  # a smoothing per row is added to each row's gather instead
+        num_table = np.ascontiguousarray(s.pair_count[:C, :V, :V].reshape(C, V * V).T) + a0  # (V·V, C)
+        den_table = np.ascontiguousarray((s.pair_feat[:C, :V, :F] + a0 * n_vals).reshape(C, V * F).T)  # (V·F, C)
         keys = (D[:, None, :] * V + D[:, :, None]).reshape(R, F * F)  # [r, j, i]: x_i's row, x_j's column
         fkeys = (D[:, None, :] * F + feats[None, :, None]).reshape(R, F * F)
         num = _scratch(scratch, "num", (R, F * F, C))
         den = _scratch(scratch, "den", (R, F * F, C))
         num_flat, den_flat = num_table.reshape(-1), den_table.reshape(-1)  # views: a row's adds, flat
+        weights = [1.0] * R if w is None else w.tolist()
         for r, c in enumerate(yc.tolist()):
             # mode="clip" (the keys are in range) spares take a bounds-checked copy: 4x faster
             np.take(num_table, keys[r], axis=0, out=num[r], mode="clip")
             np.take(den_table, fkeys[r], axis=0, out=den[r], mode="clip")
             if c >= 0:
-                num_flat[keys[r] * C + c] += 1.0
-                den_flat[fkeys[r] * C + c] += 1.0
+                num_flat[keys[r] * C + c] += weights[r]
+                den_flat[fkeys[r] * C + c] += weights[r]
+        if rowed:
+            num += ar
+            den += ar * np.repeat(n_vals, F)[None, :, None]  # n_vals of the child j (rows of [j, i])
     ratio = np.divide(num, den, out=num).reshape(R, F, F, C)
     ratio[:, feats, feats, :] = 1.0  # P(x_i | c, x_i) = 1
     logs = joint
@@ -98,7 +108,7 @@ def spode_run_terms(s, a: float, D: np.ndarray, yc: np.ndarray, C: int, scratch:
     return logs.transpose(0, 2, 1), vc.sum(2)
 
 
-def _sparse_pair_terms(s, a: float, D: np.ndarray, yc: np.ndarray, C: int, n_vals: np.ndarray):
+def _sparse_pair_terms(s, a, D: np.ndarray, yc: np.ndarray, C: int, n_vals: np.ndarray, w=None):
     """``(num, den)`` of :func:`spode_run_terms` when the pair tables are sparse: (rows, F·F, C) laid
     out [r, child j, parent i], gathered from the tables with the run's earlier rows added
     (:func:`running_counts`: the counts the one-event path reads, term for term)."""
@@ -107,8 +117,9 @@ def _sparse_pair_terms(s, a: float, D: np.ndarray, yc: np.ndarray, C: int, n_val
     child = np.broadcast_to(D[:, :, None], (R, F, F)).ravel()  # x_j
     fchild = np.broadcast_to(np.arange(F)[None, :, None], (R, F, F)).ravel()
     labels = np.repeat(yc, F * F)
-    num = running_counts(s.pair_count, (parent, child), labels, C).reshape(R, F * F, C) + a
-    den = running_counts(s.pair_feat, (parent, fchild), labels, C).reshape(R, F * F, C)
+    we = None if w is None else np.repeat(w, F * F)
+    num = running_counts(s.pair_count, (parent, child), labels, C, we).reshape(R, F * F, C) + a
+    den = running_counts(s.pair_feat, (parent, fchild), labels, C, we).reshape(R, F * F, C)
     den += a * np.repeat(n_vals, F)[None, :, None]  # n_vals of the child j (rows of [j, i])
     return num, den
 
@@ -132,29 +143,32 @@ def rooted_run_terms(s, a: float, D: np.ndarray, yc: np.ndarray, C: int, p: int)
     return out
 
 
-def kdb_run_terms(s, a: float, D: np.ndarray, yc: np.ndarray, C: int, parents: dict, prior: np.ndarray) -> np.ndarray:
+def kdb_run_terms(s, a, D: np.ndarray, yc: np.ndarray, C: int, parents: dict, prior: np.ndarray,
+                  w: np.ndarray | None = None) -> np.ndarray:
     """(rows, C): log P(c) + Σ_f log P̂(x_f | c, x_pa(f)) per row, ``parents[f]`` the attribute parents
-    of feature f (none, or absent: P̂(x_f | c)); the (k+1)-way table when the store keeps one."""
+    of feature f (none, or absent: P̂(x_f | c)); the (k+1)-way table when the store keeps one. Under
+    decay, ``a`` is one per row and ``w`` each row's weight (see :mod:`stream_nb.learners._decay_runs`)."""
     R, F = D.shape
     t = s.tuples
     out = prior.copy()
     ex = None
+    a = a if np.ndim(a) == 0 else np.asarray(a)[:, None]
     for f in range(F):
         v = D[:, f]
         pa = parents.get(f, ())
         if not pa:
-            num = running_counts(s.value_count, (v,), yc, C)
+            num = running_counts(s.value_count, (v,), yc, C, w)
             if ex is None:
-                ex = exclusive_counts(yc, C)
+                ex = exclusive_counts(yc, C, w)
             den = s.feat_count[:C, f][None] + ex
         elif t == 0:  # k = 1: the pair counts, the parent's row
             u = D[:, pa[0]]
-            num = running_counts(s.pair_count, (u, v), yc, C)
-            den = running_counts(s.pair_feat, (u, np.full(R, f)), yc, C)
+            num = running_counts(s.pair_count, (u, v), yc, C, w)
+            den = running_counts(s.pair_feat, (u, np.full(R, f)), yc, C, w)
         else:
             us = [D[:, q] for q in pa]
             us += [us[-1]] * (t - 1 - len(us))  # fewer parents: a diagonal of the table
-            num = running_counts(s.tuple_count, (v, *us), yc, C)
-            den = running_counts(s.tuple_feat, (*us, np.full(R, f)), yc, C)
+            num = running_counts(s.tuple_count, (v, *us), yc, C, w)
+            den = running_counts(s.tuple_feat, (*us, np.full(R, f)), yc, C, w)
         out += np.log((num + a) / (den + a * s.n_values[f]))
     return out

@@ -47,9 +47,9 @@ that does it; its parameters are those of every model:
     (in labeled prequential events) is in ``model.drifts``; it is logged.
 
 Decay and windows are exclusive. Runs of ``prequential_many`` stop at pane
-boundaries and at the events a detector acts on; with decay naive Bayes' runs
-weigh each row as its event would be (:mod:`._decay_runs`), other models take
-every event the one-event way.
+boundaries and at the events a detector acts on; with decay the runs weigh
+each row as its event would be (:mod:`._decay_runs`; SPODE takes every event
+the one-event way).
 """
 
 from __future__ import annotations

@@ -81,10 +81,11 @@ class VectorisedRuns(abc.ABC):
     #: Scoring a run changes the model (SPODE's running loss of each candidate parent): learning
     #: without predictions (learn_events) must still score.
     _run_scoring_learns = False
-    #: Runs take decayed counts (``half_life``): :meth:`_run_jll` reads each row's weight and smoothing
-    #: from :attr:`_run_weights` (see :mod:`stream_nb.learners._decay_runs`).
+    #: Runs take decayed counts (``half_life``): :meth:`_run_jll` reads each row's weight, smoothing and
+    #: inflation from :attr:`_run_weights` (see :mod:`stream_nb.learners._decay_runs`).
     _decayed_runs = False
-    #: While a run is scored under decay: ``(w, a)``, each row's stored weight and smoothing; else None.
+    #: While a run is scored under decay: ``(w, a, g)``, each row's stored weight, smoothing and inflation;
+    #: else None.
     _run_weights: tuple | None = None
 
     @abc.abstractmethod
@@ -227,7 +228,7 @@ class VectorisedRuns(abc.ABC):
         a = self._alpha if decay is None else self._alpha_given * decay.inflation[:, None]
         prior = log_prior(s.class_count[:C] + exclusive_counts(yc, C, w), a)
         mark = self._run_state()
-        self._run_weights = None if decay is None else (w, a[:, 0])
+        self._run_weights = None if decay is None else (w, a[:, 0], decay.inflation)
         try:
             jll = self._run_jll(D, yc, C, prior)
         finally:
@@ -246,7 +247,7 @@ class VectorisedRuns(abc.ABC):
                 return start
             D, G, yc, log_post, decided = D[:keep], G[:keep], yc[:keep], log_post[:keep], decided[:keep]
             stop = start + keep
-            self._run_weights = None if decay is None else (w[:keep], a[:keep, 0])
+            self._run_weights = None if decay is None else (w[:keep], a[:keep, 0], decay.inflation[:keep])
             try:
                 self._run_jll(D, yc, C, prior[:keep])
             finally:

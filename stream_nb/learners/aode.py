@@ -178,6 +178,7 @@ class AODE(VectorisedRuns, BayesClassifier):
     # ------------------------------------------------------------------ vectorised runs
 
     _run_complete = True  # complete events: every attribute is a parent and a child of every other
+    _decayed_runs = True  # spode_run_terms and naive_terms weigh the rows (half_life)
 
     def _run_ready(self) -> bool:
         # under a pair selection the one-event path reads the candidate parents' pairs alone
@@ -189,17 +190,19 @@ class AODE(VectorisedRuns, BayesClassifier):
 
     def _run_jll(self, D, yc, C, prior):
         """:meth:`_jll` of each row of a run, under the counts each row would have seen."""
-        s, a = self._stats, self._alpha
+        s = self._stats
+        w, a, g = self._run_weights or (None, self._alpha, None)
         if not D.shape[1]:
             return prior.copy()
-        terms, seen = spode_run_terms(s, a, D, yc, C, self.__dict__.setdefault("_run_scratch", {}))
-        parents = (seen >= self.m) & s.parent_ok(np.arange(D.shape[1]))[None, :]
+        terms, seen = spode_run_terms(s, a, D, yc, C, self.__dict__.setdefault("_run_scratch", {}), w)
+        m = self.m if g is None else self.m * g[:, None]  # as the one-event path: m times the inflation
+        parents = (seen >= m) & s.parent_ok(np.arange(D.shape[1]))[None, :]
         rows = parents.any(1)
         out = np.empty((len(D), C))
         if rows.any():
             out[rows] = logsumexp(np.where(parents[rows][:, None, :], terms[rows], -np.inf), axis=2)
         if not rows.all():  # no attribute qualifies as a parent: naive Bayes over the same counts
-            out[~rows] = (prior + naive_terms(s, D, yc, C, a))[~rows]
+            out[~rows] = (prior + naive_terms(s, D, yc, C, a, w))[~rows]
         return out
 
     def _add_expected(self, enc, c, w, miss):

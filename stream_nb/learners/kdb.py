@@ -419,6 +419,7 @@ class KDB(VectorisedRuns, StructuredClassifier):
     # ------------------------------------------------------------------ vectorised runs
 
     _run_complete = True  # complete events: no attribute to sum out
+    _decayed_runs = True  # naive_terms and kdb_run_terms weigh the rows (half_life)
 
     def _run_ready(self) -> bool:
         # on wide data under the budget, one event at a time: a run is added at once, and candidates chosen
@@ -430,10 +431,11 @@ class KDB(VectorisedRuns, StructuredClassifier):
     def _run_jll(self, D, yc, C, prior):
         """:meth:`_jll` of each row of a run, under the counts each row would have seen."""
         self._sync_parents()
-        s, a = self._stats, self._alpha
+        s = self._stats
+        w, a, _ = self._run_weights or (None, self._alpha, None)
         if not self._parents or not D.shape[1]:
-            return prior + naive_terms(s, D, yc, C, a)
-        return kdb_run_terms(s, a, D, yc, C, self._parents, prior)
+            return prior + naive_terms(s, D, yc, C, a, w)
+        return kdb_run_terms(s, a, D, yc, C, self._parents, prior, w)
 
     # ------------------------------------------------------------------ EM
 

@@ -207,7 +207,7 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
     _decayed_runs = True  # naive_terms weighs the rows (half_life)
 
     def _run_jll(self, D, yc, C, prior):
-        w, a = self._run_weights or (None, self._alpha)
+        w, a, _ = self._run_weights or (None, self._alpha, None)
         return prior + naive_terms(self._stats, D, yc, C, a, w)
 
     @classmethod

@@ -273,10 +273,13 @@ class TAN(VectorisedRuns, StructuredClassifier):
     def _run_ready(self) -> bool:
         return not self.learn_unlabeled and self._stats.run_fits()
 
+    _decayed_runs = True  # naive_terms and tree_terms weigh the rows (half_life)
+
     def _run_jll(self, D, yc, C, prior):
+        w, a, _ = self._run_weights or (None, self._alpha, None)
         if self._root < 0:  # before the first build: naive Bayes, as one event at a time (_jll)
-            return prior + naive_terms(self._stats, D, yc, C, self._alpha)
-        return prior + tree_terms(self._stats, D, yc, C, self._alpha, self._parents())
+            return prior + naive_terms(self._stats, D, yc, C, a, w)
+        return prior + tree_terms(self._stats, D, yc, C, a, self._parents(), w)
 
     def _event_arrays(self):
         """Per-feature parent index (F means none) and a scratch column map with a -2 sentinel."""

@@ -84,9 +84,10 @@ def grouped_exclusive_counts(keys: np.ndarray, yc: np.ndarray, C: int, w: np.nda
     return out
 
 
-def running_counts(table: np.ndarray, index: tuple, yc: np.ndarray, C: int) -> np.ndarray:
+def running_counts(table: np.ndarray, index: tuple, yc: np.ndarray, C: int, w: np.ndarray | None = None) -> np.ndarray:
     """(entries, C): ``table[c, *index]`` for every class c, plus the earlier entries with the same
-    index and class c (entries in event order, each event's indices distinct; ``yc`` per entry).
+    index and class c (entries in event order, each event's indices distinct; ``yc`` per entry, and
+    ``w``, when given, each entry's weight).
 
     ``table`` is a class-first count array (``value_count``, ``pair_count``, ``tuple_count``, ...)
     and ``index`` one integer array per axis after the class.
@@ -103,7 +104,7 @@ def running_counts(table: np.ndarray, index: tuple, yc: np.ndarray, C: int) -> n
         key = index[0]
     else:
         key = np.ravel_multi_index(tuple(index), table.shape[1:])
-    return stored + grouped_exclusive_counts(key, yc, C)
+    return stored + grouped_exclusive_counts(key, yc, C, w)
 
 
 def running_moments(G: np.ndarray, yc: np.ndarray, n0: np.ndarray, mean0: np.ndarray, m2_0: np.ndarray,
@@ -190,8 +191,9 @@ def _row_sums(terms, D, rows, feats) -> np.ndarray:
     return out.sum(1)
 
 
-def tree_terms(s, D: np.ndarray, yc: np.ndarray, C: int, a: float, parent: np.ndarray) -> np.ndarray:
-    """(rows, C): Σ_i log P̂(x_i | c, x_parent(i)) per row of a run of complete events (TAN's tree).
+def tree_terms(s, D: np.ndarray, yc: np.ndarray, C: int, a, parent: np.ndarray, w: np.ndarray | None = None):
+    """(rows, C): Σ_i log P̂(x_i | c, x_parent(i)) per row of a run of complete events (TAN's tree); ``a``
+    and ``w`` as in :func:`naive_terms`.
 
     ``parent[f]`` is feature f's parent (-1: a root, which reads P̂(x_f | c)).
     The numerator is the parent's row of the pair counts, N(c, x_pa, x_i), the
@@ -202,13 +204,15 @@ def tree_terms(s, D: np.ndarray, yc: np.ndarray, C: int, a: float, parent: np.nd
     if not len(rows):
         return out
     cols, labels = D[rows, feats], yc[rows]
+    we = None if w is None else w[rows]
+    a = a if np.ndim(a) == 0 else np.asarray(a)[rows][:, None]
     pf = parent[feats]
     child = pf >= 0
     pcols = np.where(child, D[rows, np.maximum(pf, 0)], cols)  # a root: its own column (the diagonal)
     F, V = D.shape[1], s.pair_count.shape[1]
-    num = s.pair_count[:C, pcols, cols].T + grouped_exclusive_counts(pcols * V + cols, labels, C)
-    den_child = s.pair_feat[:C, pcols, feats].T + grouped_exclusive_counts(pcols * F + feats, labels, C)
-    den_root = s.feat_count[:C, feats].T + _observed_before(D, rows, feats, labels, yc, C)
+    num = s.pair_count[:C, pcols, cols].T + grouped_exclusive_counts(pcols * V + cols, labels, C, we)
+    den_child = s.pair_feat[:C, pcols, feats].T + grouped_exclusive_counts(pcols * F + feats, labels, C, we)
+    den_root = s.feat_count[:C, feats].T + _observed_before(D, rows, feats, labels, yc, C, w)
     den = np.where(child[:, None], den_child, den_root)
     # one log a term, as the one-event path
     return out + _row_sums(np.log((num + a) / (den + a * s.n_values[feats][:, None])), D, rows, feats)
