@@ -139,15 +139,15 @@ def memory(n: int, seed: int) -> None:
 
 
 def decay_cost(names: list, n: int, seed: int) -> None:
-    """Per stream and model (NaiveBayes, TAN, AODE, KDB), prequential accuracy and CPU seconds without
-    forgetting and with ``half_life=1000``, in polls of 1,000 (``prequential_many``)."""
-    from stream_nb import AODE, KDB, TAN
+    """Per stream and model (NaiveBayes, TAN, AODE, SPODE, KDB), prequential accuracy and CPU seconds
+    without forgetting and with ``half_life=1000``, in polls of 1,000 (``prequential_many``)."""
+    from stream_nb import AODE, KDB, SPODE, TAN
 
     print("| stream | model | accuracy | CPU s | accuracy, half_life=1000 | CPU s, half_life=1000 |")
     print("|---|---|---:|---:|---:|---:|")
     for name in names:
         xs, ys, _ = events_of(name, n, seed)
-        for cls in (NaiveBayes, TAN, AODE, KDB):
+        for cls in (NaiveBayes, TAN, AODE, SPODE, KDB):
             cells = []
             for kw in ({}, {"half_life": 1000.0}):
                 t = time.process_time()

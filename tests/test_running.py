@@ -39,6 +39,8 @@ MODELS = {
     "tan-decay": lambda: TAN(half_life=4.0, rebuild_every=7, warmup=5, bins=3),
     "spode": lambda: SPODE(rebuild_every=9, warmup=5, bins=3),
     "spode-parent": lambda: SPODE(parent="size", rebuild_every=9, warmup=5, bins=3),
+    "spode-decay": lambda: SPODE(half_life=4.0, rebuild_every=9, warmup=5, bins=3),
+    "spode-parent-decay": lambda: SPODE(parent="size", half_life=4.0, rebuild_every=9, warmup=5, bins=3),
     "kdb": lambda: KDB(k=2, rebuild_every=9, warmup=5, bins=3),
     "kdb-decay": lambda: KDB(k=2, half_life=4.0, rebuild_every=9, warmup=5, bins=3),
     "kdb1": lambda: KDB(k=1, rebuild_every=9, warmup=5, bins=3),
@@ -287,7 +289,7 @@ def test_events_with_a_time_field_go_through_the_runs_they_would_without_it(name
     assert taken[0] == taken[1] and sum(taken[0]) >= 40, taken  # most events in runs (TAN: between rebuilds)
 
 
-BINNED_MODELS = ["aode", "aode-m", "aode-decay", "tan", "tan-decay", "spode", "spode-parent", "kdb", "kdb-decay", "kdb1", "kdb3"]
+BINNED_MODELS = ["aode", "aode-m", "aode-decay", "tan", "tan-decay", "spode", "spode-parent", "spode-decay", "spode-parent-decay", "kdb", "kdb-decay", "kdb1", "kdb3"]
 
 
 @pytest.mark.parametrize("name", BINNED_MODELS)

@@ -124,21 +124,26 @@ def _sparse_pair_terms(s, a, D: np.ndarray, yc: np.ndarray, C: int, n_vals: np.n
     return num, den
 
 
-def rooted_run_terms(s, a: float, D: np.ndarray, yc: np.ndarray, C: int, p: int) -> np.ndarray:
-    """(rows, C): log P̂(c, x_p) + Σ_{j≠p} log P̂(x_j | c, x_p) per row (SPODE with super-parent ``p``)."""
+def rooted_run_terms(s, a, D: np.ndarray, yc: np.ndarray, C: int, p: int, w: np.ndarray | None = None) -> np.ndarray:
+    """(rows, C): log P̂(c, x_p) + Σ_{j≠p} log P̂(x_j | c, x_p) per row (SPODE with super-parent ``p``);
+    under decay ``a`` is one per row and ``w`` each row's weight."""
     R, F = D.shape
     t = D[:, p]
-    before = grouped_exclusive_counts(t, yc, C)  # (R, C) earlier rows with x_p and each class
+    a1 = a if np.ndim(a) == 0 else np.asarray(a)  # (R,) under decay
+    a2 = a if np.ndim(a) == 0 else a1[:, None]
+    before = grouped_exclusive_counts(t, yc, C, w)  # (R, C) earlier rows with x_p and each class
     vc = s.value_count[:C, t].T + before
-    d = (s.feat_count[:C, p][None] + exclusive_counts(yc, C)).sum(1)
-    out = np.log(vc + a) - np.log(d + a * s.n_values[p])[:, None]
+    d = (s.feat_count[:C, p][None] + exclusive_counts(yc, C, w)).sum(1)
+    out = np.log(vc + a2) - np.log(d + a1 * s.n_values[p])[:, None]
     others = np.flatnonzero(np.arange(F) != p)
     if len(others):
         J = D[:, others]
         tt = np.repeat(t, len(others))
-        pc = running_counts(s.pair_count, (tt, J.ravel()), np.repeat(yc, len(others)), C).reshape(R, len(others), C)
+        pc = running_counts(s.pair_count, (tt, J.ravel()), np.repeat(yc, len(others)), C,
+                            None if w is None else np.repeat(w, len(others))).reshape(R, len(others), C)
         den = s.pair_feat[:C, t[:, None], others[None, :]].transpose(1, 2, 0) + before[:, None, :]
-        ratio = (pc + a) / (den + a * s.n_values[others].astype(float)[None, :, None])
+        a3 = a if np.ndim(a) == 0 else a1[:, None, None]
+        ratio = (pc + a3) / (den + a3 * s.n_values[others].astype(float)[None, :, None])
         out = out + np.log(ratio).sum(1)
     return out
 

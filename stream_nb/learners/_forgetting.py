@@ -48,8 +48,7 @@ that does it; its parameters are those of every model:
 
 Decay and windows are exclusive. Runs of ``prequential_many`` stop at pane
 boundaries and at the events a detector acts on; with decay the runs weigh
-each row as its event would be (:mod:`._decay_runs`; SPODE takes every event
-the one-event way).
+each row as its event would be (:mod:`._decay_runs`).
 """
 
 from __future__ import annotations

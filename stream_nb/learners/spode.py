@@ -282,14 +282,17 @@ class SPODE(VectorisedRuns, StructuredClassifier):
     def _set_run_state(self, state) -> None:
         self._loss_sum, self._loss_n = state[0].copy(), state[1].copy()
 
+    _decayed_runs = True  # spode_run_terms, rooted_run_terms and naive_terms weigh the rows (half_life)
+
     def _run_jll(self, D, yc, C, prior):
         """:meth:`_jll` of each row of a run; with ``parent=None`` each labeled row also adds every
         candidate's log loss to the running scores, in order, as :meth:`_score` does before learning it."""
-        s, a = self._stats, self._alpha
+        s = self._stats
+        w, a, _ = self._run_weights or (None, self._alpha, None)
         p = self._parent_index()
         rooted = p is not None and s.n_values[p] > 0 and D.shape[1] > 0
         if self.parent is None and D.shape[1]:
-            terms, _ = spode_run_terms(s, a, D, yc, C, self.__dict__.setdefault("_run_scratch", {}))
+            terms, _ = spode_run_terms(s, a, D, yc, C, self.__dict__.setdefault("_run_scratch", {}), w)
             logp = terms - logsumexp(terms, axis=1)[:, None, :]
             self._grow_scores()
             F = D.shape[1]
@@ -300,8 +303,8 @@ class SPODE(VectorisedRuns, StructuredClassifier):
             if rooted:
                 return terms[:, :, p]
         elif rooted:
-            return rooted_run_terms(s, a, D, yc, C, p)
-        return prior + naive_terms(s, D, yc, C, a)
+            return rooted_run_terms(s, a, D, yc, C, p, w)
+        return prior + naive_terms(s, D, yc, C, a, w)
 
     # ------------------------------------------------------------------ EM
 
