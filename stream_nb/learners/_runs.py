@@ -71,7 +71,9 @@ class VectorisedRuns(abc.ABC):
       log-likelihood terms; AODE, SPODE and KDB: their own joint);
     - ``_run_complete``: True when runs take complete events only (always), False when
       only under EM (whose missing values need E-steps one event at a time);
-    - optionally :meth:`_run_rows`: the most events of one run (what its arrays can hold).
+    - optionally :meth:`_run_rows`: the most events of one run (what its arrays can hold);
+    - optionally ``_decayed_runs = True``: its :meth:`_run_jll` weighs each row by :attr:`_run_weights`,
+      so runs go on under decay (``half_life``; else every decayed event goes the one-event way).
     """
 
     #: Most events scored and learned in one vectorised pass of prequential_many.

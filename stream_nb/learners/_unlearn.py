@@ -128,7 +128,8 @@ class Unlearning:
         records (reason ``needs_receipt``: see :meth:`unlearns_plainly`); take those back one at a time.
 
         >>> from stream_nb import NaiveBayes
-        >>> xs = [{"sky": "sun", "t": 20.5}, {"sky": "rain", "t": 11.0}, {"sky": "sun", "t": 25.0}, {"sky": "sun", "t": 23.0}]
+        >>> xs = [{"sky": "sun", "t": 20.5}, {"sky": "rain", "t": 11.0},
+        ...       {"sky": "sun", "t": 25.0}, {"sky": "sun", "t": 23.0}]
         >>> ys = [1, 0, 1, 1]
         >>> model, reference = NaiveBayes(), NaiveBayes()
         >>> _ = model.learn_events(xs, ys), reference.learn_events(xs[:2], ys[:2])
@@ -170,7 +171,8 @@ class Unlearning:
         (:meth:`unlearn_events`, or ``unlearn_one(x, y)``): no forgetting (a receipt says an event's pane and
         decay), no state of the model's own that learning changes (SPODE's running scores), one layer of
         counts (with ``discretiser="mdl"`` a receipt names the fine layer's cells), and no feature of integers
-        of a discretising store that a promotion could take the counts of (nor one that ``xs`` could add). ``learn_events(xs, ys, receipts={})`` then learns runs of them together.
+        of a discretising store that a promotion could take the counts of (nor one that ``xs`` could add).
+        ``learn_events(xs, ys, receipts={})`` then learns runs of them together.
 
         >>> from stream_nb import NaiveBayes, SPODE
         >>> NaiveBayes().unlearns_plainly(), SPODE().unlearns_plainly(), NaiveBayes(window=100).unlearns_plainly()
@@ -185,7 +187,8 @@ class Unlearning:
             return False
         if not len(xs):
             return True
-        return (xs.columns.keys() if isinstance(xs, Columns) else set().union(*map(dict.keys, xs))) <= s.feature_index.keys()
+        names = xs.columns.keys() if isinstance(xs, Columns) else set().union(*map(dict.keys, xs))
+        return names <= s.feature_index.keys()
 
     def _receipts_why(self) -> str:
         """Why :meth:`unlearns_plainly` is False, for an error."""

@@ -184,9 +184,7 @@ class Removing:
                 self._hold_cells(getattr(self, p + what), cc, idx, name)
         r, j = np.nonzero(~np.isnan(G))
         self._hold_cells(self.g_n, yc[r], j, lambda g: f"the numeric feature in slot {g}")
-        self.add_many(D, np.arange(D.shape[1]), np.empty((len(yc), 0)), np.empty(0, dtype=np.int64), yc,
-                      -np.ones(len(yc)))
-        self.add_gaussian_rows(G, np.arange(G.shape[1]), yc, np.ones(len(yc)), remove=True)
+        self._remove_many(D, np.arange(D.shape[1]), G, np.arange(G.shape[1]), yc, None, True)
         self.version += 1
 
     def _hold_cells(self, table: np.ndarray, cc: np.ndarray, idx: np.ndarray, name) -> None:
