@@ -330,9 +330,12 @@ class Joiner(FeedbackReads, HandOver):
             refused = []
             for i, (row, x) in enumerate(zip(rows, xs)):
                 try:
-                    self._learn(x, provisional)
+                    receipt = self._learn(x, provisional, record=True)
                 except InvalidEventError as exc:
                     refused.append((i, exc))
+                    continue
+                if receipt is not None:
+                    self.receipts[row] = receipt
         for i, exc in refused:
             log.warning("provisional label %r not learned: %s", provisional, exc)
             self.store.provisional[rows[i]] = 0
@@ -443,7 +446,8 @@ class Joiner(FeedbackReads, HandOver):
     def _retracts_together(self, rows) -> bool:
         """Whether the provisional labels of held rows ``rows`` may be taken back with the others of their
         read (:meth:`_retract_together`): the model unlearns many at once and none of them has a receipt."""
-        return hasattr(self.engine.model, "unlearn_events") and (not self.receipts or self.receipts.keys().isdisjoint(rows))
+        receipts = self.receipts
+        return hasattr(self.engine.model, "unlearn_events") and (not receipts or receipts.keys().isdisjoint(rows))
 
     def _check_joined_label(self, y) -> None:
         """Raise :class:`LabelTypeError` for a label the model would refuse (another JSON type than its
