@@ -73,7 +73,9 @@ class VectorisedRuns(abc.ABC):
       only under EM (whose missing values need E-steps one event at a time);
     - optionally :meth:`_run_rows`: the most events of one run (what its arrays can hold);
     - optionally ``_decayed_runs = True``: its :meth:`_run_jll` weighs each row by :attr:`_run_weights`,
-      so runs go on under decay (``half_life``; else every decayed event goes the one-event way).
+      so runs go on under decay (``half_life``; else every decayed event goes the one-event way);
+    - optionally ``_run_unseen = True``: its :meth:`_run_jll` scores a value never seen (column 0) as its
+      one-event path does, so an unlabeled event carrying one stays in the run (else it ends it).
     """
 
     #: Most events scored and learned in one vectorised pass of prequential_many.
@@ -86,6 +88,9 @@ class VectorisedRuns(abc.ABC):
     #: Runs take decayed counts (``half_life``): :meth:`_run_jll` reads each row's weight, smoothing and
     #: inflation from :attr:`_run_weights` (see :mod:`stream_nb.learners._decay_runs`).
     _decayed_runs = False
+    #: Runs take unlabeled events with values never seen, as column 0 (see :meth:`Stats.encode_run`): with
+    #: labels coming later such events are common (a value first met before any label has taught it).
+    _run_unseen = False
     #: While a run is scored under decay: ``(w, a, g)``, each row's stored weight, smoothing and inflation;
     #: else None.
     _run_weights: tuple | None = None
@@ -217,7 +222,7 @@ class VectorisedRuns(abc.ABC):
             return start
         limit = min(self._run_rows(), self._batch_limit())
         complete = self._run_complete or self.missing == "em"
-        stop, D, G, yc = s.encode_run(xs, ys, start, complete=complete, limit=limit)
+        stop, D, G, yc = s.encode_run(xs, ys, start, complete=complete, limit=limit, unseen=self._run_unseen)
         decay = self._decay_run(xs, start, yc)
         if decay is not None and decay.stop < len(yc):  # the decay acts on the cells after this row
             s.cut_run(decay.stop)

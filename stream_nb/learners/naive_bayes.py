@@ -205,6 +205,7 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
         return not self.learn_unlabeled
 
     _decayed_runs = True  # naive_terms weighs the rows (half_life)
+    _run_unseen = True  # a value never seen scores as in _naive_jll: no count, one more value
 
     def _run_jll(self, D, yc, C, prior):
         w, a, _ = self._run_weights or (None, self._alpha, None)

@@ -274,6 +274,7 @@ class TAN(VectorisedRuns, StructuredClassifier):
         return not self.learn_unlabeled and self._stats.run_fits()
 
     _decayed_runs = True  # naive_terms and tree_terms weigh the rows (half_life)
+    _run_unseen = True  # a value never seen scores as in _naive_jll: no count, one more value
 
     def _run_jll(self, D, yc, C, prior):
         w, a, _ = self._run_weights or (None, self._alpha, None)

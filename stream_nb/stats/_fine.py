@@ -205,15 +205,15 @@ class TwoLayerStats(WaitingEvents, Stats):
                 self.stale = self.stale or d.edges is not None
         self._fine_warm = warm or self.stale
 
-    def encode_run(self, xs: list, ys: list, start: int, complete: bool, limit: int):
+    def encode_run(self, xs: list, ys: list, start: int, complete: bool, limit: int, unseen: bool = False):
         limit = min(limit, self.learn_limit())
-        stop, D, G, yc = super().encode_run(xs, ys, start, complete, limit)
+        stop, D, G, yc = super().encode_run(xs, ys, start, complete, limit, unseen)
         self._pending_rows = None
         if stop - start >= 2:
             if self._mirrored():  # the fine layer would encode the run as this one did
                 fD, fG, fyc = D, G, yc
             else:
-                fstop, fD, fG, fyc = self.fine.encode_run(xs, ys, start, complete, stop - start)
+                fstop, fD, fG, fyc = self.fine.encode_run(xs, ys, start, complete, stop - start, unseen)
                 if fstop < stop:  # a fine bin never seen yet: the run stops there
                     stop, D, G, yc = fstop, D[: fstop - start], G[: fstop - start], yc[: fstop - start]
             keep = fyc >= 0

@@ -32,7 +32,7 @@ class Frames:
     #: that end early stay cheap and full runs go in one window.
     _window = _RUN_WINDOW
 
-    def encode_run(self, xs: list, ys: list, start: int, complete: bool, limit: int):
+    def encode_run(self, xs: list, ys: list, start: int, complete: bool, limit: int, unseen: bool = False):
         """Encode events ``xs[start:]`` while each is *plain*; stop at the first that is not.
 
         Whether an event is plain depends on the store alone, which encoding
@@ -63,7 +63,7 @@ class Frames:
         at, size, parts = start, self._window, []
         while True:
             width = min(size, end - at)
-            stop, D, G, yc = self._encode_window(xs, ys, at, complete, width)
+            stop, D, G, yc = self._encode_window(xs, ys, at, complete, width, unseen)
             parts.append((D, G, yc))
             done, at, size = stop < at + width, stop, size * 2
             if done or at >= end:
@@ -74,7 +74,7 @@ class Frames:
         D, G, yc = (np.concatenate(part) for part in zip(*parts))
         return at, D, G, yc
 
-    def _encode_window(self, xs: list, ys: list, start: int, complete: bool, limit: int):
+    def _encode_window(self, xs: list, ys: list, start: int, complete: bool, limit: int, unseen: bool = False):
         """:meth:`encode_run` of at most ``limit`` events, in one piece."""
         end = min(len(xs), start + limit)
         F = len(self.features)
@@ -125,6 +125,8 @@ class Frames:
                                 stop = min(stop, i)
                                 break
                             cols[i] = -1
+                        elif col is None and unseen and yc[i] < 0:
+                            cols[i] = 0  # a value never seen, only predicted: column 0, as encode() gives it
                         elif col is None or col == -2:
                             stop = min(stop, i)
                             break
@@ -146,7 +148,12 @@ class Frames:
                         for key, c in self.values[f].items():
                             lut[key] = c
                         cols = np.where(missing, -1, lut[keys])
-                        bad |= cols == -3
+                        new = cols == -3
+                        if unseen and new.any():  # a bin never seen, only predicted: column 0, as encode()
+                            predicted = np.asarray(yc[: len(cols)]) < 0
+                            cols = np.where(new & predicted, 0, cols)
+                            new &= ~predicted
+                        bad |= new
                     if complete:
                         bad |= missing
                 if bad.any():

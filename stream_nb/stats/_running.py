@@ -159,7 +159,8 @@ def naive_terms(s, D: np.ndarray, yc: np.ndarray, C: int, a, w: np.ndarray | Non
     one per row), the rows weighted by ``w`` when given.
 
     ``s`` is the :class:`~stream_nb.stats.Stats`, ``D`` the run's columns
-    (rows, features; -1 where missing) and ``yc`` its classes (-1: unlabeled).
+    (rows, features; -1 where missing, 0 for a value never seen, in an unlabeled row)
+    and ``yc`` its classes (-1: unlabeled).
     """
     rows, feats = np.nonzero(D >= 0)
     out = np.zeros((len(D), C))
@@ -169,7 +170,8 @@ def naive_terms(s, D: np.ndarray, yc: np.ndarray, C: int, a, w: np.ndarray | Non
         a = a if np.ndim(a) == 0 else np.asarray(a)[rows][:, None]
         vc = s.value_count[:C, cols].T + grouped_exclusive_counts(cols, labels, C, we)
         fc = s.feat_count[:C, feats].T + _observed_before(D, rows, feats, labels, yc, C, w)
-        out += _row_sums(np.log(vc + a) - np.log(fc + a * s.n_values[feats][:, None]), D, rows, feats)
+        n_vals = s.n_values[feats] + (cols == 0)  # a value never seen (column 0) counts as one more
+        out += _row_sums(np.log(vc + a) - np.log(fc + a * n_vals[:, None]), D, rows, feats)
     return out
 
 
@@ -215,4 +217,5 @@ def tree_terms(s, D: np.ndarray, yc: np.ndarray, C: int, a, parent: np.ndarray, 
     den_root = s.feat_count[:C, feats].T + _observed_before(D, rows, feats, labels, yc, C, w)
     den = np.where(child[:, None], den_child, den_root)
     # one log a term, as the one-event path
-    return out + _row_sums(np.log((num + a) / (den + a * s.n_values[feats][:, None])), D, rows, feats)
+    n_vals = s.n_values[feats] + (cols == 0)  # a value never seen (column 0) counts as one more
+    return out + _row_sums(np.log((num + a) / (den + a * n_vals[:, None])), D, rows, feats)
