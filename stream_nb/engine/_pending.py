@@ -102,19 +102,19 @@ class PendingStore(FeatureCells):
 
     def _slot(self, key: bytes, h: int) -> int:
         """The table slot of ``key`` (its row is ``table[slot] - 1``), or the empty slot where it would go."""
-        i = h & self.mask
-        table, hashes = self.table, self.hashes
+        i, mask = h & self.mask, self.mask
+        table, hashes = self.table.item, self.hashes.item
         while True:
-            r = int(table[i]) - 1
+            r = table(i) - 1
             if r < 0:
                 return i
-            if hashes[r] == h and self._id(r) == key:
+            if hashes(r) == h and self._id(r) == key:
                 return i
-            i = (i + 1) & self.mask
+            i = (i + 1) & mask
 
     def _id(self, row: int) -> bytes:
-        s = int(self.id_start[row])
-        return self.arena[s : s + int(self.id_len[row])].tobytes()
+        s = self.id_start.item(row)
+        return self.arena[s : s + self.id_len.item(row)].tobytes()
 
     def find(self, key: bytes) -> int:
         """The row of id ``key``, or -1."""
@@ -137,7 +137,7 @@ class PendingStore(FeatureCells):
         same = self.hashes[rows] == h[taken]
         at, rows = taken[same], rows[same]
         if len(at):
-            picked = [keys[i] for i in at.tolist()]
+            picked = keys if len(at) == n else list(map(keys.__getitem__, at.tolist()))
             lens = np.fromiter(map(len, picked), dtype=np.int64, count=len(picked))
             equal = self.id_len[rows].astype(np.int64) == lens
             starts = np.cumsum(lens) - lens
@@ -149,8 +149,9 @@ class PendingStore(FeatureCells):
             probe = np.concatenate([taken[~same], at[~equal]])
         else:
             probe = taken
-        for i in probe.tolist():  # the home slot holds another id: probe on, as find() does
-            out[i] = int(self.table[self._slot(keys[i], int(h[i]))]) - 1
+        if len(probe):  # the home slot holds another id: probe on, as find() does
+            table, slot = self.table.item, self._slot
+            out[probe] = [table(slot(keys[i], hi)) - 1 for i, hi in zip(probe.tolist(), h[probe].tolist())]
         return out
 
     def id_of(self, row: int) -> bytes:
@@ -210,10 +211,12 @@ class PendingStore(FeatureCells):
         self.hashes[rows] = h
         table, mask = self.table, self.mask
         home = h & mask
-        first = np.unique(home, return_index=True)[1]
+        # each id whose home slot is empty takes it, one of them where several share a home (the one whose
+        # row is read back there); the others probe on
+        free = np.flatnonzero(table[home] == 0)
+        table[home[free]] = rows[free] + 1
         direct = np.zeros(n, dtype=bool)
-        direct[first] = table[home[first]] == 0
-        table[home[direct]] = rows[direct] + 1
+        direct[free] = table[home[free]] == rows[free] + 1
         for i in np.flatnonzero(~direct).tolist():  # a taken home slot: probe on, as add() does
             j = int(home[i])
             while table[j]:
@@ -305,24 +308,25 @@ class PendingStore(FeatureCells):
         """The code of label (or prediction) ``y`` in :attr:`labels` (interned now if new)."""
         return intern(self.label_codes, self.labels, y)
 
-    def _label_codes(self, ys: list) -> list:
+    def _label_codes(self, ys: list) -> np.ndarray:
         """``code + 1`` of each of ``ys`` (0: None, or a code beyond 32,767: not kept in an int16 column)."""
         types = set(map(type, ys))
         if len(types) == 1 and NONE_TYPE not in types:  # the usual poll: labels of one type, all known
             codes = list(map(self.label_codes.get(next(iter(types)), {}).get, ys))
             if None not in codes and max(codes) < 32767:
-                return [c + 1 for c in codes]
+                return np.array(codes, dtype=np.int64) + 1
         if types == {NONE_TYPE}:
-            return [0] * len(ys)
-        codes = [0 if y is None else self._label_code(y) + 1 for y in ys]
-        return [c if c < 32768 else 0 for c in codes]
+            return np.zeros(len(ys), dtype=np.int64)
+        codes = np.array([0 if y is None else self._label_code(y) + 1 for y in ys], dtype=np.int64)
+        codes[codes > 32767] = 0
+        return codes
 
     def label_codes_of(self, ys: list) -> np.ndarray:
         """``code + 1`` of each of ``ys`` in :attr:`labels` as :attr:`prediction` holds them (0: not there),
         interning none.
 
         >>> store = PendingStore(2)
-        >>> store.label_codes_of([True, 1]).tolist(), store._label_codes([1, True])
+        >>> store.label_codes_of([True, 1]).tolist(), store._label_codes([1, True]).tolist()
         ([0, 0], [1, 2])
         >>> store.label_codes_of([True, 1, 2]).tolist()
         [2, 1, 0]

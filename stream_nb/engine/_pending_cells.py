@@ -108,10 +108,13 @@ class FeatureCells:
             for row, x in zip(rows.tolist(), xs):
                 self._put(row, x)
             return
+        nums: tuple = ([], [])  # the usual columns (names and cells), written together at the end
+        cats: tuple = ([], [])
         for name, vals in zip(names, columns):
             j = self.num_names.get(name)
             if j is not None and set(map(type, vals)) == _FLOAT:
-                self.num[rows, j] = np.array(vals, dtype=np.float64).view(np.uint64) + np.uint64(1)
+                nums[0].append(j)
+                nums[1].append(vals)
                 continue
             j = self.cat_names.get(name)
             types = set(map(type, vals))
@@ -120,7 +123,8 @@ class FeatureCells:
                 col = list(map(one.get, vals)) if one is not None else [None] * len(vals)
                 if None in col:
                     col = [self._intern(v) if c is None else c for c, v in zip(col, vals)]  # in order: new ones
-                self.cat[rows, j] = np.array(col, dtype=np.int32) + 1
+                cats[0].append(j)
+                cats[1].append(col)
                 continue
             for row, v in zip(rows.tolist(), vals):  # a new feature, or values of mixed kinds: one by one
                 cell = self._cell(row, name, v)
@@ -130,6 +134,10 @@ class FeatureCells:
                     self.num[row, cell[1]] = np.array(v, dtype=np.float64).view(np.uint64) + np.uint64(1)
                 else:
                     self.cat[row, cell[1]] = cell[2]
+        if nums[0]:  # (after any new column: the matrices hold every column by now)
+            self.num[rows[:, None], nums[0]] = np.array(nums[1], dtype=np.float64).T.view(np.uint64) + np.uint64(1)
+        if cats[0]:
+            self.cat[rows[:, None], cats[0]] = np.array(cats[1], dtype=np.int32).T + 1
 
     def _widen(self, which: str) -> int:
         """One more column in matrix ``which`` ("cat" or "num"); its index. Only the rows in use are copied
@@ -239,5 +247,6 @@ class FeatureCells:
         rows = np.asarray(rows, dtype=np.int64)
         self.cat[rows] = 0
         self.num[rows] = 0
-        for row in rows.tolist():
-            self.odd.pop(row, None)
+        if self.odd:
+            for row in rows.tolist():
+                self.odd.pop(row, None)
