@@ -41,11 +41,13 @@ Per model, ``prequential_many`` on polls of 500 events of the second half of
 the stream (the model trained on the first half), the events unlabeled (as
 they arrive with feedback) beside the same events labeled (predicted and
 learned, as without feedback): thread CPU per event, the least of
-``--repeats`` runs, each on a fresh copy of the trained model.
+``--repeats`` runs, each on a fresh copy of the trained model. With
+``--new-values P`` the events also carry a merchant, never seen before in a
+fraction P of the events predicted.
 
     PYTHONPATH=. python bench/delayed.py [--events 20000] [--throughput [--repeats 3] [--breakdown] [--time-field] [--provisional]
                                          [--kafka [--kafka-client confluent]]] [--memory]
-                                         [--predict [--repeats 3]]
+                                         [--predict [--repeats 3] [--new-values P]]
 """
 
 from __future__ import annotations
@@ -410,10 +412,16 @@ def memory(n: int = 1_000_000) -> float:
     return used
 
 
-def predict_on_arrival(n: int, seed: int, repeats: int) -> dict:
-    """``--predict``: µs of thread CPU per event, unlabeled and labeled, per model."""
+def predict_on_arrival(n: int, seed: int, repeats: int, new_values: float = 0.0) -> dict:
+    """``--predict``: µs of thread CPU per event, unlabeled and labeled, per model. With ``new_values`` P,
+    each event also carries a merchant: one of 50 the first half knows, or (a fraction P of the second
+    half's events) one never seen before, as a stream of payments meets new merchants every day."""
     stream = drifting_stream(n, seed)
     half = n // 2
+    if new_values:
+        rng = random.Random(seed + 1)
+        for i, (x, _) in enumerate(stream):
+            x["merchant"] = f"new-{i}" if i >= half and rng.random() < new_values else f"m{rng.randrange(50)}"
     xs, ys = [x for x, _ in stream], [y for _, y in stream]
     out = {}
     print("| model | unlabeled (with feedback) µs/event | labeled (without) µs/event | ratio |")
@@ -454,6 +462,8 @@ def main() -> None:
     p.add_argument("run_args", nargs="*", help=argparse.SUPPRESS)
     p.add_argument("--memory", action="store_true")
     p.add_argument("--predict", action="store_true", help="predictions on arrival: unlabeled against labeled")
+    p.add_argument("--new-values", type=float, default=0.0, metavar="P",
+                   help="--predict: a merchant feature, never seen before in a fraction P of the events predicted")
     args = p.parse_args()
     if args.breakdown_child:
         breakdown_child(args.breakdown_child, args.run_args)
@@ -462,7 +472,7 @@ def main() -> None:
         memory()
         return
     if args.predict:
-        predict_on_arrival(args.events, args.seed, args.repeats)
+        predict_on_arrival(args.events, args.seed, args.repeats, args.new_values)
         return
     if args.throughput:
         if args.kafka:

@@ -529,6 +529,15 @@ UNSEEN_MODELS = {
     "tan": lambda: TAN(rebuild_every=25, warmup=20, bins=4, discretiser="equal_frequency"),
     "tan-mdl": lambda: TAN(rebuild_every=25, warmup=20),
     "tan-decay": lambda: TAN(half_life=50.0, rebuild_every=25, warmup=20, bins=4),
+    "aode": lambda: AODE(warmup=20, bins=4, discretiser="equal_frequency"),
+    "aode-mdl": lambda: AODE(warmup=20),
+    "aode-decay": lambda: AODE(half_life=50.0, m=2, warmup=20, bins=4),
+    "aode-sparse": lambda: AODE(warmup=20, bins=4, discretiser="equal_frequency", memory_budget=0),
+    "spode": lambda: SPODE(rebuild_every=25, warmup=20, bins=4, discretiser="equal_frequency"),
+    "spode-parent": lambda: SPODE(parent="colour", rebuild_every=25, warmup=20, bins=4),
+    "spode-decay": lambda: SPODE(half_life=50.0, rebuild_every=25, warmup=20, bins=4),
+    "kdb": lambda: KDB(k=2, rebuild_every=25, warmup=20, bins=4),
+    "kdb1-decay": lambda: KDB(k=1, half_life=50.0, rebuild_every=25, warmup=20, bins=4),
 }
 
 
@@ -546,8 +555,8 @@ def unseen_stream(n: int, seed: int = 3) -> tuple[list, list]:
 @pytest.mark.parametrize("name", list(UNSEEN_MODELS))
 def test_unlabeled_events_with_values_never_seen_stay_in_runs(name, monkeypatch):
     """With labels coming later, most events come unlabeled, and many carry a value no label has taught yet
-    (a new merchant, a bin of a number no labeled event reached). Naive Bayes and TAN score such an event in
-    its run, the value as column 0, where each ended its run before and went the one-event way: the loop's
+    (a new merchant, a bin of a number no labeled event reached). Every model scores such an event in its
+    run, the value as column 0, where each ended its run before and went the one-event way: the loop's
     predictions and counts, and far fewer unlabeled events one at a time than with such values ending runs
     (``_run_unseen`` off); none for naive Bayes on Gaussian numbers, whose runs nothing else cuts here."""
     from stream_nb.learners._base import BayesClassifier

@@ -2,7 +2,9 @@
 
 Each function scores the rows of a run of complete events (see
 :meth:`Stats.encode_run <stream_nb.stats.Stats.encode_run>` with
-``complete=True``: every discrete feature observed, every value known) under
+``complete=True``: every discrete feature observed, every value known, but
+in unlabeled rows, where a value never seen is column 0 as the one-event
+paths read it: no count, one more value of its feature) under
 the counts each row would have seen had the run been learned one event at a
 time: the stored counts plus those of the run's earlier rows
 (:func:`~stream_nb.stats.running_counts`). The formulas are those of the
@@ -69,17 +71,19 @@ def spode_run_terms(s, a, D: np.ndarray, yc: np.ndarray, C: int, scratch: dict |
     V = len(s.value_keys)
     feats = np.arange(F)
     n_vals = s.n_values[:F].astype(float)
+    unseen = D == 0  # a value never seen (an unlabeled row's, column 0): one more value of its feature
+    n_row = n_vals[None, :] + unseen  # (R, F) N_i as each row's one-event path counts it
     rowed = np.ndim(a) > 0  # a smoothing per row (decay): added after each row's gather
     ar = np.asarray(a, dtype=float).reshape(R, 1, 1) if rowed else a
     before = grouped_exclusive_counts(D.ravel(), np.repeat(yc, F), C,
                                       None if w is None else np.repeat(w, F)).reshape(R, F, C)  # earlier with x_i
     vc = s.value_count[:C, D].transpose(1, 2, 0) + before  # (R, F, C) |D_c,xi|
     d = (s.feat_count[:C, :F][None] + exclusive_counts(yc, C, w)[:, :, None]).sum(1)  # (R, F) |D| observing i
-    joint = np.log(vc + ar) - np.log(d + (ar[:, :, 0] if rowed else a) * n_vals)[:, :, None]
+    joint = np.log(vc + ar) - np.log(d + (ar[:, :, 0] if rowed else a) * n_row)[:, :, None]
     # numerator |D_c,xi,xj| + alpha and denominator |D_c,xi| over the events observing x_j, + alpha N_j,
     # laid out (row, child j, parent i, class): the product over j multiplies contiguous slabs
     if s.pairs_sparse:
-        num, den = _sparse_pair_terms(s, ar, D, yc, C, n_vals, w)
+        num, den = _sparse_pair_terms(s, ar, D, yc, C, n_row, w)
     else:
         a0 = 0.0 if rowed else a  # a smoothing per row is added to each row's gather instead
         num_table = np.ascontiguousarray(s.pair_count[:C, :V, :V].reshape(C, V * V).T) + a0  # (V·V, C)
@@ -99,7 +103,9 @@ def spode_run_terms(s, a, D: np.ndarray, yc: np.ndarray, C: int, scratch: dict |
                 den_flat[fkeys[r] * C + c] += weights[r]
         if rowed:
             num += ar
-            den += ar * np.repeat(n_vals, F)[None, :, None]  # n_vals of the child j (rows of [j, i])
+            den += ar * np.repeat(n_row, F, axis=1)[:, :, None]  # N_j of the child j (rows of [j, i])
+        elif unseen.any():  # the tables hold alpha N_j: a child never seen adds its one more value
+            den += a * np.repeat(unseen, F, axis=1)[:, :, None]
     ratio = np.divide(num, den, out=num).reshape(R, F, F, C)
     ratio[:, feats, feats, :] = 1.0  # P(x_i | c, x_i) = 1
     logs = joint
@@ -111,7 +117,8 @@ def spode_run_terms(s, a, D: np.ndarray, yc: np.ndarray, C: int, scratch: dict |
 def _sparse_pair_terms(s, a, D: np.ndarray, yc: np.ndarray, C: int, n_vals: np.ndarray, w=None):
     """``(num, den)`` of :func:`spode_run_terms` when the pair tables are sparse: (rows, F·F, C) laid
     out [r, child j, parent i], gathered from the tables with the run's earlier rows added
-    (:func:`running_counts`: the counts the one-event path reads, term for term)."""
+    (:func:`running_counts`: the counts the one-event path reads, term for term); ``n_vals`` (rows, F)
+    each row's N_j."""
     R, F = D.shape
     parent = np.broadcast_to(D[:, None, :], (R, F, F)).ravel()  # x_i, the row of the pair tables
     child = np.broadcast_to(D[:, :, None], (R, F, F)).ravel()  # x_j
@@ -120,7 +127,7 @@ def _sparse_pair_terms(s, a, D: np.ndarray, yc: np.ndarray, C: int, n_vals: np.n
     we = None if w is None else np.repeat(w, F * F)
     num = running_counts(s.pair_count, (parent, child), labels, C, we).reshape(R, F * F, C) + a
     den = running_counts(s.pair_feat, (parent, fchild), labels, C, we).reshape(R, F * F, C)
-    den += a * np.repeat(n_vals, F)[None, :, None]  # n_vals of the child j (rows of [j, i])
+    den += a * np.repeat(n_vals, F, axis=1)[:, :, None]  # N_j of the child j (rows of [j, i])
     return num, den
 
 
@@ -134,7 +141,7 @@ def rooted_run_terms(s, a, D: np.ndarray, yc: np.ndarray, C: int, p: int, w: np.
     before = grouped_exclusive_counts(t, yc, C, w)  # (R, C) earlier rows with x_p and each class
     vc = s.value_count[:C, t].T + before
     d = (s.feat_count[:C, p][None] + exclusive_counts(yc, C, w)).sum(1)
-    out = np.log(vc + a2) - np.log(d + a1 * s.n_values[p])[:, None]
+    out = np.log(vc + a2) - np.log(d + a1 * (s.n_values[p] + (t == 0)))[:, None]  # x_p never seen: one more
     others = np.flatnonzero(np.arange(F) != p)
     if len(others):
         J = D[:, others]
@@ -143,7 +150,8 @@ def rooted_run_terms(s, a, D: np.ndarray, yc: np.ndarray, C: int, p: int, w: np.
                             None if w is None else np.repeat(w, len(others))).reshape(R, len(others), C)
         den = s.pair_feat[:C, t[:, None], others[None, :]].transpose(1, 2, 0) + before[:, None, :]
         a3 = a if np.ndim(a) == 0 else a1[:, None, None]
-        ratio = (pc + a3) / (den + a3 * s.n_values[others].astype(float)[None, :, None])
+        n_vals = (s.n_values[others][None, :] + (J == 0)).astype(float)  # (R, F - 1): N_j, one more if unseen
+        ratio = (pc + a3) / (den + a3 * n_vals[:, :, None])
         out = out + np.log(ratio).sum(1)
     return out
 
@@ -175,5 +183,5 @@ def kdb_run_terms(s, a, D: np.ndarray, yc: np.ndarray, C: int, parents: dict, pr
             us += [us[-1]] * (t - 1 - len(us))  # fewer parents: a diagonal of the table
             num = running_counts(s.tuple_count, (v, *us), yc, C, w)
             den = running_counts(s.tuple_feat, (*us, np.full(R, f)), yc, C, w)
-        out += np.log((num + a) / (den + a * s.n_values[f]))
+        out += np.log((num + a) / (den + a * (s.n_values[f] + (v == 0))[:, None]))  # x_f never seen: one more
     return out

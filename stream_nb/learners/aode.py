@@ -179,6 +179,7 @@ class AODE(VectorisedRuns, BayesClassifier):
 
     _run_complete = True  # complete events: every attribute is a parent and a child of every other
     _decayed_runs = True  # spode_run_terms and naive_terms weigh the rows (half_life)
+    _run_unseen = True  # a value never seen scores as in spode_terms: no count, one more value, no parent
 
     def _run_ready(self) -> bool:
         # under a pair selection the one-event path reads the candidate parents' pairs alone

@@ -420,6 +420,7 @@ class KDB(VectorisedRuns, StructuredClassifier):
 
     _run_complete = True  # complete events: no attribute to sum out
     _decayed_runs = True  # naive_terms and kdb_run_terms weigh the rows (half_life)
+    _run_unseen = True  # a value never seen scores as in _terms: no count, one more value
 
     def _run_ready(self) -> bool:
         # on wide data under the budget, one event at a time: a run is added at once, and candidates chosen

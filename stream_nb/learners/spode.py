@@ -283,6 +283,7 @@ class SPODE(VectorisedRuns, StructuredClassifier):
         self._loss_sum, self._loss_n = state[0].copy(), state[1].copy()
 
     _decayed_runs = True  # spode_run_terms, rooted_run_terms and naive_terms weigh the rows (half_life)
+    _run_unseen = True  # a value never seen scores as in _rooted: no count, one more value
 
     def _run_jll(self, D, yc, C, prior):
         """:meth:`_jll` of each row of a run; with ``parent=None`` each labeled row also adds every
