@@ -578,3 +578,43 @@ def test_unlabeled_events_with_values_never_seen_stay_in_runs(name, monkeypatch)
     assert taken[False] >= 80 and 2 * taken[True] <= taken[False], taken
     if name in ("nb", "nb-decay"):
         assert taken[True] == 0, taken
+
+
+@pytest.mark.parametrize("name", ["nb", "nb-em", "nb-decay", "nb-ddm", "nb-columns"])
+def test_labeled_events_with_new_categories_stay_in_naive_bayes_runs(name, monkeypatch):
+    """A labeled event with a categorical value never seen (a new merchant) no longer ends naive Bayes' run:
+    the run gives the value the column learning it would give (in row order, and within a row in the
+    event's order of features, as learn_one registers them), later rows find it there, and each row's
+    smoothing counts the values registered by then. The loop's predictions, counts and value order, and
+    no event one at a time once every feature is known."""
+    from stream_nb.learners._base import BayesClassifier
+
+    one_by_one = []
+    one = BayesClassifier.prequential_one
+    monkeypatch.setattr(BayesClassifier, "prequential_one", lambda self, x, y: one_by_one.append(y) or one(self, x, y))
+    rng = np.random.default_rng(8)
+    make = {"nb": NaiveBayes, "nb-em": lambda: NaiveBayes(missing="em"), "nb-decay": lambda: NaiveBayes(half_life=40.0),
+            "nb-ddm": lambda: NaiveBayes(drift_detector="ddm"), "nb-columns": NaiveBayes}[name]
+    warm = [({"merchant": "m0", "country": "fr", "amount": 1.0}, "ok"), ({"merchant": "m1", "country": "de", "amount": 2.0}, "fraud")]
+    stream = []
+    for i in range(400):
+        x = {"merchant": f"m{int(rng.integers(0, 4))}" if i % 7 else f"new-{i}",
+             "country": "fr" if i % 11 else f"c{i}", "amount": float(rng.normal(i % 2, 1.0))}
+        if i % 22 == 0:  # two new values in one event, features in another order: registered in this order
+            x = {"country": x["country"], "amount": x["amount"], "merchant": x["merchant"]}
+        y = None if i % 4 == 3 else ("fraud" if (i % 7 == 0) ^ (rng.random() < 0.2) else "ok")
+        stream.append((x, y))
+    batched, looped = make(), make()
+    assert_same(batched.prequential_many([x for x, _ in warm], [y for _, y in warm]), loop(looped, warm))
+    one_by_one.clear()
+    xs, ys = [x for x, _ in stream], [y for _, y in stream]
+    if name == "nb-columns":  # the events as columns: each in the columns' order of features
+        xs = as_columns(xs)
+        stream = list(zip(list(xs), ys))
+    assert_same(batched.prequential_many(xs, ys), loop(looped, stream))
+    assert_same_counts(batched, looped)
+    assert batched._stats.value_keys[-3:] == looped._stats.value_keys[-3:] and len(batched._stats.value_keys) > 60
+    if name in ("nb", "nb-em", "nb-columns"):
+        assert one_by_one == []
+    else:  # runs cut where the decay renormalises or the detector acts; far fewer than 57 new values
+        assert len(one_by_one) < 20, len(one_by_one)

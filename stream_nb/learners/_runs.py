@@ -75,7 +75,9 @@ class VectorisedRuns(abc.ABC):
     - optionally ``_decayed_runs = True``: its :meth:`_run_jll` weighs each row by :attr:`_run_weights`,
       so runs go on under decay (``half_life``; else every decayed event goes the one-event way);
     - optionally ``_run_unseen = True``: its :meth:`_run_jll` scores a value never seen (column 0) as its
-      one-event path does, so an unlabeled event carrying one stays in the run (else it ends it).
+      one-event path does, so an unlabeled event carrying one stays in the run (else it ends it);
+    - optionally ``_run_new_values = True``: its :meth:`_run_jll` counts the values a run registers as it
+      goes, so a labeled event with a new categorical value stays in the run too.
     """
 
     #: Most events scored and learned in one vectorised pass of prequential_many.
@@ -91,6 +93,10 @@ class VectorisedRuns(abc.ABC):
     #: Runs take unlabeled events with values never seen, as column 0 (see :meth:`Stats.encode_run`): with
     #: labels coming later such events are common (a value first met before any label has taught it).
     _run_unseen = False
+    #: Runs take labeled events with categorical values never seen (see :meth:`Stats.encode_run`), where the
+    #: store :meth:`~stream_nb.stats.Stats.registers_in_runs`: its :meth:`_run_jll` reads how many values each
+    #: feature has at each row from :meth:`Stats.run_more <stream_nb.stats.Stats.run_more>`.
+    _run_new_values = False
     #: While a run is scored under decay: ``(w, a, g)``, each row's stored weight, smoothing and inflation;
     #: else None.
     _run_weights: tuple | None = None
@@ -222,7 +228,18 @@ class VectorisedRuns(abc.ABC):
             return start
         limit = min(self._run_rows(), self._batch_limit())
         complete = self._run_complete or self.missing == "em"
-        stop, D, G, yc = s.encode_run(xs, ys, start, complete=complete, limit=limit, unseen=self._run_unseen)
+        new_values = self._run_new_values and s.registers_in_runs()
+        stop, D, G, yc = s.encode_run(xs, ys, start, complete=complete, limit=limit, unseen=self._run_unseen,
+                                      new_values=new_values)
+        try:
+            return self._score_run(xs, start, stop, D, G, yc, out)
+        finally:
+            s.run_new = None  # registered by _add_run for the rows learned; the others are met again
+
+    def _score_run(self, xs, start: int, stop: int, D: np.ndarray, G: np.ndarray, yc: np.ndarray, out) -> int:
+        """:meth:`_prequential_run` of the run :meth:`Stats.encode_run` gave (events ``start`` to ``stop``)."""
+        s = self._stats
+        C = s.n_classes
         decay = self._decay_run(xs, start, yc)
         if decay is not None and decay.stop < len(yc):  # the decay acts on the cells after this row
             s.cut_run(decay.stop)
@@ -273,6 +290,7 @@ class VectorisedRuns(abc.ABC):
         """Learn a run's labeled rows in one :meth:`Stats.add_many` (under decay, each with its weight, and
         the decay's state then as after its last row); return ``stop``."""
         labeled = yc >= 0
+        self._stats.register_run_values(len(yc))  # the new values of the rows learned, in order
         if labeled.any():
             w = None if decay is None else decay.weight[: len(yc)][labeled]
             self._stats.add_many(D[labeled], np.arange(D.shape[1]), G[labeled], np.arange(G.shape[1]), yc[labeled], w)

@@ -206,10 +206,11 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
 
     _decayed_runs = True  # naive_terms weighs the rows (half_life)
     _run_unseen = True  # a value never seen scores as in _naive_jll: no count, one more value
+    _run_new_values = True  # naive_terms counts the values a run registers (a store of value counts alone)
 
     def _run_jll(self, D, yc, C, prior):
         w, a, _ = self._run_weights or (None, self._alpha, None)
-        return prior + naive_terms(self._stats, D, yc, C, a, w)
+        return prior + naive_terms(self._stats, D, yc, C, a, w, self._stats.run_more(len(D)))
 
     @classmethod
     def _unit_test_params(cls):

@@ -205,7 +205,9 @@ class TwoLayerStats(WaitingEvents, Stats):
                 self.stale = self.stale or d.edges is not None
         self._fine_warm = warm or self.stale
 
-    def encode_run(self, xs: list, ys: list, start: int, complete: bool, limit: int, unseen: bool = False):
+    def encode_run(self, xs: list, ys: list, start: int, complete: bool, limit: int, unseen: bool = False,
+                   new_values: bool = False):
+        # no new values in a run here (registers_in_runs): the fine layer would have to register them too
         limit = min(limit, self.learn_limit())
         stop, D, G, yc = super().encode_run(xs, ys, start, complete, limit, unseen)
         self._pending_rows = None

@@ -6,6 +6,7 @@ so the batch paths build the same store as ``learn_one`` over the rows.
 
 from __future__ import annotations
 
+import math
 import numbers
 from operator import itemgetter, methodcaller
 
@@ -31,8 +32,16 @@ class Frames:
     #: The first window of the next run: twice the last run's length (at least ``_RUN_WINDOW``), so runs
     #: that end early stay cheap and full runs go in one window.
     _window = _RUN_WINDOW
+    #: The values the last run met first in a labeled row (``new_values``): ``(rows, [(f, v), ...], more)``
+    #: in the order learning them one at a time registers them, ``more`` (rows, F) how many of each feature's
+    #: the run has registered by each row (its own included); None when none. :meth:`register_run_values`
+    #: registers them once the run is learned.
+    run_new = None
+    #: Temporary codes of new values while a run is encoded (-10, -11, ...): below -1 (missing).
+    _NEW_CODE = -10
 
-    def encode_run(self, xs: list, ys: list, start: int, complete: bool, limit: int, unseen: bool = False):
+    def encode_run(self, xs: list, ys: list, start: int, complete: bool, limit: int, unseen: bool = False,
+                   new_values: bool = False):
         """Encode events ``xs[start:]`` while each is *plain*; stop at the first that is not.
 
         Whether an event is plain depends on the store alone, which encoding
@@ -49,7 +58,19 @@ class Frames:
         changes no schema, only counts; with ``complete`` every discrete
         feature is observed too.
         A run of plain events can therefore be scored and learned with
-        running counts (see :mod:`stream_nb.stats._running`). The first event that
+        running counts (see :mod:`stream_nb.stats._running`).
+
+        With ``unseen``, an unlabeled event is plain with values never seen too
+        (a categorical value, or a bin of a discretised feature with edges): each
+        is column 0, as :meth:`encode` gives it to predict, which reads no count
+        there and one more value of its feature; nothing is learned from the event.
+        With ``new_values`` (a store :meth:`registers_in_runs`), a labeled event is
+        plain with a categorical value never seen too: the value gets the column
+        learning it would give, later rows of the run find it there, and
+        :attr:`run_new` says how many values each feature has gained by each row;
+        :meth:`register_run_values` registers the values of the rows learned.
+
+        The first event that
         is not plain (a new feature, value or class, a missing value under
         EM, a bad value) ends the run; the caller handles it one at a time,
         where the usual checks raise the usual errors.
@@ -61,21 +82,78 @@ class Frames:
         """
         end = min(len(xs), start + limit)
         at, size, parts = start, self._window, []
+        self.run_new = None
+        fresh = ({}, []) if new_values else None  # (f, v) -> temporary code; (run row, f, v, code) of each
         while True:
             width = min(size, end - at)
-            stop, D, G, yc = self._encode_window(xs, ys, at, complete, width, unseen)
+            stop, D, G, yc = self._encode_window(xs, ys, at, complete, width, unseen, fresh, at - start)
             parts.append((D, G, yc))
             done, at, size = stop < at + width, stop, size * 2
             if done or at >= end:
                 break
         self._window = max(self._RUN_WINDOW, 2 * (at - start))
         if len(parts) == 1:
-            return (at, *parts[0])
-        D, G, yc = (np.concatenate(part) for part in zip(*parts))
+            D, G, yc = parts[0]
+        else:
+            D, G, yc = (np.concatenate(part) for part in zip(*parts))
+        if fresh is not None and fresh[1]:
+            D = self._place_new_values(D, xs, start, fresh[1])
         return at, D, G, yc
 
-    def _encode_window(self, xs: list, ys: list, start: int, complete: bool, limit: int, unseen: bool = False):
-        """:meth:`encode_run` of at most ``limit`` events, in one piece."""
+    def _place_new_values(self, D: np.ndarray, xs, start: int, news: list) -> np.ndarray:
+        """Give the values a run met first (``news``: run row, feature, value, temporary code) the columns
+        learning the run's rows one at a time gives them: in row order, and within a row in the order of
+        the event's features; set :attr:`run_new` and make room for them (zero counts until learned)."""
+        n, F = D.shape
+        lut = np.empty(len(news), dtype=np.int64)  # temporary code -> column
+        news = [item for item in news if item[0] < n]  # of the rows the run kept (the others' codes are not in D)
+        if not news:
+            return D
+        if len({row for row, *_ in news}) < len(news):  # a row with two: the event's order of features
+            names = self.features
+            order = list(xs.columns) if isinstance(xs, Columns) else None
+            news.sort(key=lambda item: (item[0], (order if order is not None else list(xs[start + item[0]])).index(
+                names[item[1]])))
+        else:  # met feature by feature: in row order
+            news.sort(key=itemgetter(0))
+        V = len(self.value_keys)
+        for k, (_, _, _, code) in enumerate(news):
+            lut[self._NEW_CODE - code] = V + k
+        temp = D <= self._NEW_CODE
+        D[temp] = lut[self._NEW_CODE - D[temp]]
+        more = np.zeros((n, F), dtype=np.int64)
+        np.add.at(more, ([item[0] for item in news], [item[1] for item in news]), 1)
+        self._reserve(v=len(news))
+        self.run_new = (np.array([item[0] for item in news]), [item[1:3] for item in news], np.cumsum(more, axis=0))
+        return D
+
+    def registers_in_runs(self) -> bool:
+        """Whether runs may take labeled events with new categorical values (``encode_run(new_values=True)``):
+        the store keeps value counts and no pair or t-way tables, which a new value would grow, and is
+        the one it counts in (no second layer)."""
+        return not self.pairs and not self.tuples and self.count_layer() is self
+
+    def run_more(self, n: int) -> np.ndarray | None:
+        """(n, F): the values of each feature the last run registers by each of its first ``n`` rows (see
+        :attr:`run_new`); None when it registers none."""
+        return None if self.run_new is None else self.run_new[2][:n]
+
+    def register_run_values(self, n: int) -> None:
+        """Register the values the last run met first in its first ``n`` rows (the rows learned), in
+        order: the columns :meth:`encode_run` gave them."""
+        new, self.run_new = self.run_new, None
+        if new is None:
+            return
+        rows, values, _ = new
+        for row, (f, v) in zip(rows.tolist(), values):
+            if row >= n:
+                break
+            self._add_value(f, v)
+
+    def _encode_window(self, xs: list, ys: list, start: int, complete: bool, limit: int, unseen: bool = False,
+                       fresh: tuple | None = None, base: int = 0):
+        """:meth:`encode_run` of at most ``limit`` events, in one piece (``fresh``: the run's new values so
+        far, ``base`` this window's first row in the run)."""
         end = min(len(xs), start + limit)
         F = len(self.features)
         stop = end - start
@@ -125,8 +203,13 @@ class Frames:
                                 stop = min(stop, i)
                                 break
                             cols[i] = -1
+                        elif col is None and fresh is not None and (code := fresh[0].get((f, v))) is not None:
+                            cols[i] = code  # met first in an earlier labeled row of the run: known from there
                         elif col is None and unseen and yc[i] < 0:
                             cols[i] = 0  # a value never seen, only predicted: column 0, as encode() gives it
+                        elif col is None and fresh is not None and yc[i] >= 0 and self._new_in_run(f, v):
+                            code = cols[i] = fresh[0][(f, v)] = self._NEW_CODE - len(fresh[1])
+                            fresh[1].append((base + i, f, v, code))
                         elif col is None or col == -2:
                             stop = min(stop, i)
                             break
@@ -164,6 +247,11 @@ class Frames:
                 elif stop and self.disc[f].edges is not None:
                     D[:, f] = cols[:stop]
         return start + stop, D, G, np.array(yc[:stop], dtype=np.int64)
+
+    def _new_in_run(self, f: int, v) -> bool:
+        """Whether a run may learn ``v``, a categorical value of feature ``f`` of an accepted type never seen,
+        as ``learn_one`` would register it: not a number that turns ``f`` numeric, not an infinity."""
+        return not (type(v) is float and (math.isinf(v) or self._promotes(f, v)))
 
     def _window_columns(self, xs, start: int, stop: int):
         """``(column_of, stop)`` of events ``xs[start:start + stop]``: ``column_of(f, name)`` gives feature

@@ -154,13 +154,15 @@ def running_moments(G: np.ndarray, yc: np.ndarray, n0: np.ndarray, mean0: np.nda
     return n, mean, m2
 
 
-def naive_terms(s, D: np.ndarray, yc: np.ndarray, C: int, a, w: np.ndarray | None = None) -> np.ndarray:
+def naive_terms(s, D: np.ndarray, yc: np.ndarray, C: int, a, w: np.ndarray | None = None,
+                more: np.ndarray | None = None) -> np.ndarray:
     """(rows, C): Σ_i log P̂(x_i | c) per row of a run (naive Bayes), with Lidstone's ``a`` (a number, or
     one per row), the rows weighted by ``w`` when given.
 
     ``s`` is the :class:`~stream_nb.stats.Stats`, ``D`` the run's columns
     (rows, features; -1 where missing, 0 for a value never seen, in an unlabeled row)
-    and ``yc`` its classes (-1: unlabeled).
+    and ``yc`` its classes (-1: unlabeled). ``more`` (rows, features): the values each feature has gained
+    by each row, where the run registers new ones (:meth:`Stats.run_more <stream_nb.stats.Stats.run_more>`).
     """
     rows, feats = np.nonzero(D >= 0)
     out = np.zeros((len(D), C))
@@ -171,6 +173,8 @@ def naive_terms(s, D: np.ndarray, yc: np.ndarray, C: int, a, w: np.ndarray | Non
         vc = s.value_count[:C, cols].T + grouped_exclusive_counts(cols, labels, C, we)
         fc = s.feat_count[:C, feats].T + _observed_before(D, rows, feats, labels, yc, C, w)
         n_vals = s.n_values[feats] + (cols == 0)  # a value never seen (column 0) counts as one more
+        if more is not None:
+            n_vals = n_vals + more[rows, feats]
         out += _row_sums(np.log(vc + a) - np.log(fc + a * n_vals[:, None]), D, rows, feats)
     return out
 
