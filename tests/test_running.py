@@ -580,22 +580,38 @@ def test_unlabeled_events_with_values_never_seen_stay_in_runs(name, monkeypatch)
         assert taken[True] == 0, taken
 
 
-@pytest.mark.parametrize("name", ["nb", "nb-em", "nb-decay", "nb-ddm", "nb-columns"])
-def test_labeled_events_with_new_categories_stay_in_naive_bayes_runs(name, monkeypatch):
-    """A labeled event with a categorical value never seen (a new merchant) no longer ends naive Bayes' run:
-    the run gives the value the column learning it would give (in row order, and within a row in the
-    event's order of features, as learn_one registers them), later rows find it there, and each row's
-    smoothing counts the values registered by then. The loop's predictions, counts and value order, and
-    no event one at a time once every feature is known."""
+NEW_VALUE_MODELS = {
+    "nb": NaiveBayes, "nb-em": lambda: NaiveBayes(missing="em"), "nb-decay": lambda: NaiveBayes(half_life=40.0),
+    "nb-ddm": lambda: NaiveBayes(drift_detector="ddm"), "nb-columns": NaiveBayes,
+    "tan": lambda: TAN(rebuild_every=50, warmup=20, discretiser="equal_frequency"),
+    "tan-decay": lambda: TAN(half_life=40.0, rebuild_every=50, warmup=20, discretiser="equal_frequency"),
+    "aode": lambda: AODE(warmup=20, discretiser="equal_frequency"),
+    "aode-em": lambda: AODE(missing="em", warmup=20, discretiser="equal_frequency"),
+    "spode": lambda: SPODE(rebuild_every=50, warmup=20, discretiser="equal_frequency"),
+    "spode-parent": lambda: SPODE(parent="country", warmup=20, discretiser="equal_frequency"),
+    "kdb1": lambda: KDB(k=1, rebuild_every=50, warmup=20, discretiser="equal_frequency"),
+    "kdb2": lambda: KDB(k=2, rebuild_every=50, warmup=20, discretiser="equal_frequency"),  # t-way tables: the run ends
+    "tan-mdl": lambda: TAN(rebuild_every=50, warmup=20),  # two layers: the run ends
+}
+
+
+@pytest.mark.parametrize("name", list(NEW_VALUE_MODELS))
+def test_labeled_events_with_new_categories_stay_in_runs(name, monkeypatch):
+    """A labeled event with a categorical value never seen (a new merchant) no longer ends its run where the
+    store holds it without growing a table (one layer, no t-way tables, room in the arrays): the run gives
+    the value the column learning it would give (in row order, and within a row in the event's order of
+    features, as learn_one registers them), later rows find it there, and each row's smoothing counts the
+    values registered by then. The one-event path's predictions, counts, value order and drifts, and far
+    fewer events one at a time than with new values ending runs (``_run_new_values`` off), but where a
+    table would grow (KDB's t-way tables, a second layer: the run ends there, as before)."""
     from stream_nb.learners._base import BayesClassifier
 
     one_by_one = []
     one = BayesClassifier.prequential_one
     monkeypatch.setattr(BayesClassifier, "prequential_one", lambda self, x, y: one_by_one.append(y) or one(self, x, y))
     rng = np.random.default_rng(8)
-    make = {"nb": NaiveBayes, "nb-em": lambda: NaiveBayes(missing="em"), "nb-decay": lambda: NaiveBayes(half_life=40.0),
-            "nb-ddm": lambda: NaiveBayes(drift_detector="ddm"), "nb-columns": NaiveBayes}[name]
-    warm = [({"merchant": "m0", "country": "fr", "amount": 1.0}, "ok"), ({"merchant": "m1", "country": "de", "amount": 2.0}, "fraud")]
+    warm = [({"merchant": f"m{i % 2}", "country": "fr" if i % 3 else "de", "amount": float(rng.normal(i % 2, 1.0))},
+             "ok" if i % 2 else "fraud") for i in range(40)]  # past the discretisers' warm-up
     stream = []
     for i in range(400):
         x = {"merchant": f"m{int(rng.integers(0, 4))}" if i % 7 else f"new-{i}",
@@ -604,17 +620,30 @@ def test_labeled_events_with_new_categories_stay_in_naive_bayes_runs(name, monke
             x = {"country": x["country"], "amount": x["amount"], "merchant": x["merchant"]}
         y = None if i % 4 == 3 else ("fraud" if (i % 7 == 0) ^ (rng.random() < 0.2) else "ok")
         stream.append((x, y))
-    batched, looped = make(), make()
-    assert_same(batched.prequential_many([x for x, _ in warm], [y for _, y in warm]), loop(looped, warm))
-    one_by_one.clear()
     xs, ys = [x for x, _ in stream], [y for _, y in stream]
     if name == "nb-columns":  # the events as columns: each in the columns' order of features
         xs = as_columns(xs)
         stream = list(zip(list(xs), ys))
-    assert_same(batched.prequential_many(xs, ys), loop(looped, stream))
-    assert_same_counts(batched, looped)
-    assert batched._stats.value_keys[-3:] == looped._stats.value_keys[-3:] and len(batched._stats.value_keys) > 60
-    if name in ("nb", "nb-em", "nb-columns"):
-        assert one_by_one == []
-    else:  # runs cut where the decay renormalises or the detector acts; far fewer than 57 new values
-        assert len(one_by_one) < 20, len(one_by_one)
+
+    taken = {}
+    for new_values in (False, True):
+        batched, looped = NEW_VALUE_MODELS[name](), NEW_VALUE_MODELS[name]()
+        monkeypatch.setattr(type(batched), "_run_new_values", new_values)
+
+        def steps(events):  # the one-event path prequential_many takes (it feeds a drift detector; learn_one not)
+            return [(step.prediction, step.proba) for step in (one(looped, x, y) for x, y in events)]
+
+        assert_same(batched.prequential_many([x for x, _ in warm], [y for _, y in warm]), steps(warm))
+        one_by_one.clear()
+        results = batched.prequential_many(xs, ys)
+        taken[new_values] = len(one_by_one)
+        assert_same(results, steps(stream))
+        assert_same_counts(batched, looped)
+        assert batched.drifts == looped.drifts
+    assert len(batched._stats.value_keys) > 60 and taken[False] >= 50, taken
+    if name in ("kdb2", "tan-mdl"):  # t-way tables, two layers: the run ends there, as before
+        assert taken[True] == taken[False], taken
+    else:  # runs still cut where the arrays grow (doubling), the decay renormalises, the detector acts or
+        assert 2 * taken[True] <= taken[False], taken  # the structure is rebuilt
+        if name in ("nb", "nb-em", "nb-columns", "aode"):  # nothing else cuts their runs
+            assert 5 * taken[True] <= taken[False], taken

@@ -54,7 +54,7 @@ def _feature_counts(s, yc, C, feats):
 
 
 def spode_run_terms(s, a, D: np.ndarray, yc: np.ndarray, C: int, scratch: dict | None = None,
-                    w: np.ndarray | None = None):
+                    w: np.ndarray | None = None, more: np.ndarray | None = None):
     """Per row, :func:`~stream_nb.learners.aode.spode_terms` of every feature as super-parent. Under decay,
     ``a`` is one per row and ``w`` each row's weight (see :mod:`stream_nb.learners._decay_runs`).
 
@@ -68,11 +68,13 @@ def spode_run_terms(s, a, D: np.ndarray, yc: np.ndarray, C: int, scratch: dict |
     in (0, 1], before its logarithm: a log per block, not per factor.
     """
     R, F = D.shape
-    V = len(s.value_keys)
+    V = max(len(s.value_keys), int(D.max(initial=0)) + 1)  # with the values the run registers (Stats.run_new)
     feats = np.arange(F)
     n_vals = s.n_values[:F].astype(float)
-    unseen = D == 0  # a value never seen (an unlabeled row's, column 0): one more value of its feature
-    n_row = n_vals[None, :] + unseen  # (R, F) N_i as each row's one-event path counts it
+    # one more value of a feature per value never seen (an unlabeled row's, column 0) and per value the run
+    # registers by the row (``more``, see Stats.run_more): N_i as each row's one-event path counts it
+    extra = (D == 0) if more is None else (D == 0) + more
+    n_row = n_vals[None, :] + extra  # (R, F)
     rowed = np.ndim(a) > 0  # a smoothing per row (decay): added after each row's gather
     ar = np.asarray(a, dtype=float).reshape(R, 1, 1) if rowed else a
     before = grouped_exclusive_counts(D.ravel(), np.repeat(yc, F), C,
@@ -104,8 +106,8 @@ def spode_run_terms(s, a, D: np.ndarray, yc: np.ndarray, C: int, scratch: dict |
         if rowed:
             num += ar
             den += ar * np.repeat(n_row, F, axis=1)[:, :, None]  # N_j of the child j (rows of [j, i])
-        elif unseen.any():  # the tables hold alpha N_j: a child never seen adds its one more value
-            den += a * np.repeat(unseen, F, axis=1)[:, :, None]
+        elif extra.any():  # the tables hold alpha N_j: a child's values beyond them add theirs
+            den += a * np.repeat(extra, F, axis=1)[:, :, None]
     ratio = np.divide(num, den, out=num).reshape(R, F, F, C)
     ratio[:, feats, feats, :] = 1.0  # P(x_i | c, x_i) = 1
     logs = joint
@@ -131,17 +133,20 @@ def _sparse_pair_terms(s, a, D: np.ndarray, yc: np.ndarray, C: int, n_vals: np.n
     return num, den
 
 
-def rooted_run_terms(s, a, D: np.ndarray, yc: np.ndarray, C: int, p: int, w: np.ndarray | None = None) -> np.ndarray:
+def rooted_run_terms(s, a, D: np.ndarray, yc: np.ndarray, C: int, p: int, w: np.ndarray | None = None,
+                     more: np.ndarray | None = None) -> np.ndarray:
     """(rows, C): log P̂(c, x_p) + Σ_{j≠p} log P̂(x_j | c, x_p) per row (SPODE with super-parent ``p``);
-    under decay ``a`` is one per row and ``w`` each row's weight."""
+    under decay ``a`` is one per row and ``w`` each row's weight; ``more`` the values registered by each
+    row (Stats.run_more)."""
     R, F = D.shape
+    more = np.zeros(D.shape, dtype=np.int64) if more is None else more
     t = D[:, p]
     a1 = a if np.ndim(a) == 0 else np.asarray(a)  # (R,) under decay
     a2 = a if np.ndim(a) == 0 else a1[:, None]
     before = grouped_exclusive_counts(t, yc, C, w)  # (R, C) earlier rows with x_p and each class
     vc = s.value_count[:C, t].T + before
     d = (s.feat_count[:C, p][None] + exclusive_counts(yc, C, w)).sum(1)
-    out = np.log(vc + a2) - np.log(d + a1 * (s.n_values[p] + (t == 0)))[:, None]  # x_p never seen: one more
+    out = np.log(vc + a2) - np.log(d + a1 * (s.n_values[p] + (t == 0) + more[:, p]))[:, None]  # x_p unseen: one more
     others = np.flatnonzero(np.arange(F) != p)
     if len(others):
         J = D[:, others]
@@ -150,14 +155,14 @@ def rooted_run_terms(s, a, D: np.ndarray, yc: np.ndarray, C: int, p: int, w: np.
                             None if w is None else np.repeat(w, len(others))).reshape(R, len(others), C)
         den = s.pair_feat[:C, t[:, None], others[None, :]].transpose(1, 2, 0) + before[:, None, :]
         a3 = a if np.ndim(a) == 0 else a1[:, None, None]
-        n_vals = (s.n_values[others][None, :] + (J == 0)).astype(float)  # (R, F - 1): N_j, one more if unseen
+        n_vals = (s.n_values[others][None, :] + (J == 0) + more[:, others]).astype(float)  # (R, F - 1): N_j
         ratio = (pc + a3) / (den + a3 * n_vals[:, :, None])
         out = out + np.log(ratio).sum(1)
     return out
 
 
 def kdb_run_terms(s, a, D: np.ndarray, yc: np.ndarray, C: int, parents: dict, prior: np.ndarray,
-                  w: np.ndarray | None = None) -> np.ndarray:
+                  w: np.ndarray | None = None, more: np.ndarray | None = None) -> np.ndarray:
     """(rows, C): log P(c) + Σ_f log P̂(x_f | c, x_pa(f)) per row, ``parents[f]`` the attribute parents
     of feature f (none, or absent: P̂(x_f | c)); the (k+1)-way table when the store keeps one. Under
     decay, ``a`` is one per row and ``w`` each row's weight (see :mod:`stream_nb.learners._decay_runs`)."""
@@ -183,5 +188,6 @@ def kdb_run_terms(s, a, D: np.ndarray, yc: np.ndarray, C: int, parents: dict, pr
             us += [us[-1]] * (t - 1 - len(us))  # fewer parents: a diagonal of the table
             num = running_counts(s.tuple_count, (v, *us), yc, C, w)
             den = running_counts(s.tuple_feat, (*us, np.full(R, f)), yc, C, w)
-        out += np.log((num + a) / (den + a * (s.n_values[f] + (v == 0))[:, None]))  # x_f never seen: one more
+        n_vals = s.n_values[f] + (v == 0) + (0 if more is None else more[:, f])  # x_f never seen: one more
+        out += np.log((num + a) / (den + a * n_vals[:, None]))
     return out

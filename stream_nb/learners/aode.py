@@ -180,6 +180,7 @@ class AODE(VectorisedRuns, BayesClassifier):
     _run_complete = True  # complete events: every attribute is a parent and a child of every other
     _decayed_runs = True  # spode_run_terms and naive_terms weigh the rows (half_life)
     _run_unseen = True  # a value never seen scores as in spode_terms: no count, one more value, no parent
+    _run_new_values = True  # spode_run_terms and naive_terms count the values a run registers
 
     def _run_ready(self) -> bool:
         # under a pair selection the one-event path reads the candidate parents' pairs alone
@@ -195,7 +196,8 @@ class AODE(VectorisedRuns, BayesClassifier):
         w, a, g = self._run_weights or (None, self._alpha, None)
         if not D.shape[1]:
             return prior.copy()
-        terms, seen = spode_run_terms(s, a, D, yc, C, self.__dict__.setdefault("_run_scratch", {}), w)
+        more = s.run_more(len(D))
+        terms, seen = spode_run_terms(s, a, D, yc, C, self.__dict__.setdefault("_run_scratch", {}), w, more)
         m = self.m if g is None else self.m * g[:, None]  # as the one-event path: m times the inflation
         parents = (seen >= m) & s.parent_ok(np.arange(D.shape[1]))[None, :]
         rows = parents.any(1)
@@ -203,7 +205,7 @@ class AODE(VectorisedRuns, BayesClassifier):
         if rows.any():
             out[rows] = logsumexp(np.where(parents[rows][:, None, :], terms[rows], -np.inf), axis=2)
         if not rows.all():  # no attribute qualifies as a parent: naive Bayes over the same counts
-            out[~rows] = (prior + naive_terms(s, D, yc, C, a, w))[~rows]
+            out[~rows] = (prior + naive_terms(s, D, yc, C, a, w, more))[~rows]
         return out
 
     def _add_expected(self, enc, c, w, miss):

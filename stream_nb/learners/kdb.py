@@ -421,6 +421,7 @@ class KDB(VectorisedRuns, StructuredClassifier):
     _run_complete = True  # complete events: no attribute to sum out
     _decayed_runs = True  # naive_terms and kdb_run_terms weigh the rows (half_life)
     _run_unseen = True  # a value never seen scores as in _terms: no count, one more value
+    _run_new_values = True  # kdb_run_terms and naive_terms count the values a run registers (k = 1: pairs)
 
     def _run_ready(self) -> bool:
         # on wide data under the budget, one event at a time: a run is added at once, and candidates chosen
@@ -435,8 +436,8 @@ class KDB(VectorisedRuns, StructuredClassifier):
         s = self._stats
         w, a, _ = self._run_weights or (None, self._alpha, None)
         if not self._parents or not D.shape[1]:
-            return prior + naive_terms(s, D, yc, C, a, w)
-        return kdb_run_terms(s, a, D, yc, C, self._parents, prior, w)
+            return prior + naive_terms(s, D, yc, C, a, w, s.run_more(len(D)))
+        return kdb_run_terms(s, a, D, yc, C, self._parents, prior, w, s.run_more(len(D)))
 
     # ------------------------------------------------------------------ EM
 

@@ -284,6 +284,7 @@ class SPODE(VectorisedRuns, StructuredClassifier):
 
     _decayed_runs = True  # spode_run_terms, rooted_run_terms and naive_terms weigh the rows (half_life)
     _run_unseen = True  # a value never seen scores as in _rooted: no count, one more value
+    _run_new_values = True  # its run terms count the values a run registers
 
     def _run_jll(self, D, yc, C, prior):
         """:meth:`_jll` of each row of a run; with ``parent=None`` each labeled row also adds every
@@ -293,7 +294,8 @@ class SPODE(VectorisedRuns, StructuredClassifier):
         p = self._parent_index()
         rooted = p is not None and s.n_values[p] > 0 and D.shape[1] > 0
         if self.parent is None and D.shape[1]:
-            terms, _ = spode_run_terms(s, a, D, yc, C, self.__dict__.setdefault("_run_scratch", {}), w)
+            terms, _ = spode_run_terms(s, a, D, yc, C, self.__dict__.setdefault("_run_scratch", {}), w,
+                                       s.run_more(len(D)))
             logp = terms - logsumexp(terms, axis=1)[:, None, :]
             self._grow_scores()
             F = D.shape[1]
@@ -304,8 +306,8 @@ class SPODE(VectorisedRuns, StructuredClassifier):
             if rooted:
                 return terms[:, :, p]
         elif rooted:
-            return rooted_run_terms(s, a, D, yc, C, p, w)
-        return prior + naive_terms(s, D, yc, C, a, w)
+            return rooted_run_terms(s, a, D, yc, C, p, w, s.run_more(len(D)))
+        return prior + naive_terms(s, D, yc, C, a, w, s.run_more(len(D)))
 
     # ------------------------------------------------------------------ EM
 

@@ -275,12 +275,13 @@ class TAN(VectorisedRuns, StructuredClassifier):
 
     _decayed_runs = True  # naive_terms and tree_terms weigh the rows (half_life)
     _run_unseen = True  # a value never seen scores as in _naive_jll: no count, one more value
+    _run_new_values = True  # naive_terms and tree_terms count the values a run registers
 
     def _run_jll(self, D, yc, C, prior):
         w, a, _ = self._run_weights or (None, self._alpha, None)
         if self._root < 0:  # before the first build: naive Bayes, as one event at a time (_jll)
-            return prior + naive_terms(self._stats, D, yc, C, a, w)
-        return prior + tree_terms(self._stats, D, yc, C, a, self._parents(), w)
+            return prior + naive_terms(self._stats, D, yc, C, a, w, self._stats.run_more(len(D)))
+        return prior + tree_terms(self._stats, D, yc, C, a, self._parents(), w, self._stats.run_more(len(D)))
 
     def _event_arrays(self):
         """Per-feature parent index (F means none) and a scratch column map with a -2 sentinel."""

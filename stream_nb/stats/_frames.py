@@ -83,7 +83,8 @@ class Frames:
         end = min(len(xs), start + limit)
         at, size, parts = start, self._window, []
         self.run_new = None
-        fresh = ({}, []) if new_values else None  # (f, v) -> temporary code; (run row, f, v, code) of each
+        # (f, v) -> temporary code; (run row, f, v, code) of each; how many the arrays have room for
+        fresh = ({}, [], self._run_value_room()) if new_values else None
         while True:
             width = min(size, end - at)
             stop, D, G, yc = self._encode_window(xs, ys, at, complete, width, unseen, fresh, at - start)
@@ -103,7 +104,7 @@ class Frames:
     def _place_new_values(self, D: np.ndarray, xs, start: int, news: list) -> np.ndarray:
         """Give the values a run met first (``news``: run row, feature, value, temporary code) the columns
         learning the run's rows one at a time gives them: in row order, and within a row in the order of
-        the event's features; set :attr:`run_new` and make room for them (zero counts until learned)."""
+        the event's features; set :attr:`run_new` (the arrays have room for them: zero counts until learned)."""
         n, F = D.shape
         lut = np.empty(len(news), dtype=np.int64)  # temporary code -> column
         news = [item for item in news if item[0] < n]  # of the rows the run kept (the others' codes are not in D)
@@ -123,15 +124,22 @@ class Frames:
         D[temp] = lut[self._NEW_CODE - D[temp]]
         more = np.zeros((n, F), dtype=np.int64)
         np.add.at(more, ([item[0] for item in news], [item[1] for item in news]), 1)
-        self._reserve(v=len(news))
         self.run_new = (np.array([item[0] for item in news]), [item[1:3] for item in news], np.cumsum(more, axis=0))
         return D
 
     def registers_in_runs(self) -> bool:
         """Whether runs may take labeled events with new categorical values (``encode_run(new_values=True)``):
-        the store keeps value counts and no pair or t-way tables, which a new value would grow, and is
-        the one it counts in (no second layer)."""
-        return not self.pairs and not self.tuples and self.count_layer() is self
+        the store is the one it counts in (no second layer), keeps no t-way tables and its pair tables,
+        if any, are dense (sparse ones answer to the memory budget event by event)."""
+        return not self.tuples and not self.pairs_sparse and self.count_layer() is self
+
+    def _run_value_room(self) -> int:
+        """How many new values the arrays (and dense pair tables) hold without growing: a run registers no
+        more, so that no table is reallocated, or turned sparse, between a run's scores and its counts."""
+        room = self._cap[1] - len(self.value_keys)
+        if self.pairs:
+            room = min(room, self.pair_count.shape[1] - len(self.value_keys))
+        return room
 
     def run_more(self, n: int) -> np.ndarray | None:
         """(n, F): the values of each feature the last run registers by each of its first ``n`` rows (see
@@ -207,7 +215,8 @@ class Frames:
                             cols[i] = code  # met first in an earlier labeled row of the run: known from there
                         elif col is None and unseen and yc[i] < 0:
                             cols[i] = 0  # a value never seen, only predicted: column 0, as encode() gives it
-                        elif col is None and fresh is not None and yc[i] >= 0 and self._new_in_run(f, v):
+                        elif (col is None and fresh is not None and yc[i] >= 0 and len(fresh[1]) < fresh[2]
+                              and self._new_in_run(f, v)):
                             code = cols[i] = fresh[0][(f, v)] = self._NEW_CODE - len(fresh[1])
                             fresh[1].append((base + i, f, v, code))
                         elif col is None or col == -2:

@@ -197,9 +197,10 @@ def _row_sums(terms, D, rows, feats) -> np.ndarray:
     return out.sum(1)
 
 
-def tree_terms(s, D: np.ndarray, yc: np.ndarray, C: int, a, parent: np.ndarray, w: np.ndarray | None = None):
-    """(rows, C): Σ_i log P̂(x_i | c, x_parent(i)) per row of a run of complete events (TAN's tree); ``a``
-    and ``w`` as in :func:`naive_terms`.
+def tree_terms(s, D: np.ndarray, yc: np.ndarray, C: int, a, parent: np.ndarray, w: np.ndarray | None = None,
+               more: np.ndarray | None = None):
+    """(rows, C): Σ_i log P̂(x_i | c, x_parent(i)) per row of a run of complete events (TAN's tree); ``a``,
+    ``w`` and ``more`` as in :func:`naive_terms`.
 
     ``parent[f]`` is feature f's parent (-1: a root, which reads P̂(x_f | c)).
     The numerator is the parent's row of the pair counts, N(c, x_pa, x_i), the
@@ -222,4 +223,6 @@ def tree_terms(s, D: np.ndarray, yc: np.ndarray, C: int, a, parent: np.ndarray, 
     den = np.where(child[:, None], den_child, den_root)
     # one log a term, as the one-event path
     n_vals = s.n_values[feats] + (cols == 0)  # a value never seen (column 0) counts as one more
+    if more is not None:
+        n_vals = n_vals + more[rows, feats]
     return out + _row_sums(np.log((num + a) / (den + a * n_vals[:, None])), D, rows, feats)
