@@ -591,19 +591,23 @@ NEW_VALUE_MODELS = {
     "spode-parent": lambda: SPODE(parent="country", warmup=20, discretiser="equal_frequency"),
     "kdb1": lambda: KDB(k=1, rebuild_every=50, warmup=20, discretiser="equal_frequency"),
     "kdb2": lambda: KDB(k=2, rebuild_every=50, warmup=20, discretiser="equal_frequency"),  # t-way tables: the run ends
-    "tan-mdl": lambda: TAN(rebuild_every=50, warmup=20),  # two layers: the run ends
+    "tan-mdl": lambda: TAN(rebuild_every=50, warmup=20),  # two layers, each registering the values
+    "aode-mdl": lambda: AODE(warmup=20),
+    "aode-mdl-categorical": lambda: AODE(warmup=20),  # no numeric feature: the layers mirror each other
+    "nb-bins": lambda: NaiveBayes(numeric="bins", warmup=20),
 }
 
 
 @pytest.mark.parametrize("name", list(NEW_VALUE_MODELS))
 def test_labeled_events_with_new_categories_stay_in_runs(name, monkeypatch):
     """A labeled event with a categorical value never seen (a new merchant) no longer ends its run where the
-    store holds it without growing a table (one layer, no t-way tables, room in the arrays): the run gives
+    store holds it without growing a table (no t-way or sparse pair tables, room in the arrays): the run gives
     the value the column learning it would give (in row order, and within a row in the event's order of
     features, as learn_one registers them), later rows find it there, and each row's smoothing counts the
     values registered by then. The one-event path's predictions, counts, value order and drifts, and far
     fewer events one at a time than with new values ending runs (``_run_new_values`` off), but where a
-    table would grow (KDB's t-way tables, a second layer: the run ends there, as before)."""
+    table would grow (KDB's t-way tables: the run ends there, as before). A two-layer store registers the
+    values in both layers."""
     from stream_nb.learners._base import BayesClassifier
 
     one_by_one = []
@@ -620,6 +624,9 @@ def test_labeled_events_with_new_categories_stay_in_runs(name, monkeypatch):
             x = {"country": x["country"], "amount": x["amount"], "merchant": x["merchant"]}
         y = None if i % 4 == 3 else ("fraud" if (i % 7 == 0) ^ (rng.random() < 0.2) else "ok")
         stream.append((x, y))
+    if name.endswith("categorical"):
+        warm = [({k: v for k, v in x.items() if k != "amount"}, y) for x, y in warm]
+        stream = [({k: v for k, v in x.items() if k != "amount"}, y) for x, y in stream]
     xs, ys = [x for x, _ in stream], [y for _, y in stream]
     if name == "nb-columns":  # the events as columns: each in the columns' order of features
         xs = as_columns(xs)
@@ -641,9 +648,10 @@ def test_labeled_events_with_new_categories_stay_in_runs(name, monkeypatch):
         assert_same_counts(batched, looped)
         assert batched.drifts == looped.drifts
     assert len(batched._stats.value_keys) > 60 and taken[False] >= 50, taken
-    if name in ("kdb2", "tan-mdl"):  # t-way tables, two layers: the run ends there, as before
+    if name == "kdb2":  # t-way tables: the run ends there, as before
         assert taken[True] == taken[False], taken
-    else:  # runs still cut where the arrays grow (doubling), the decay renormalises, the detector acts or
-        assert 2 * taken[True] <= taken[False], taken  # the structure is rebuilt
-        if name in ("nb", "nb-em", "nb-columns", "aode"):  # nothing else cuts their runs
+    else:  # runs still cut where the arrays grow (doubling), the decay renormalises, the detector acts, the
+        # structure is rebuilt, the cut points are chosen again or a number falls in a fine bin never seen
+        assert taken[False] - taken[True] >= 40, taken  # of the 66 labeled events with a new value
+        if name in ("nb", "nb-em", "nb-columns", "aode"):  # one layer: nothing else cuts these
             assert 5 * taken[True] <= taken[False], taken

@@ -56,6 +56,7 @@ from .._checks import is_integer
 from ..exceptions import ConfigError, MergeError, UnlearnError
 from ._coarse import coarse_edges, coarse_state, load_waiting, waiting_state
 from ._discretise import Discretiser
+from ._fine_runs import FineRuns
 from ._promoted import follow_promotions, follow_waiting
 from ._store import Stats
 from ._values import BINNED, Encoded, numeric_value
@@ -65,8 +66,8 @@ __all__ = ["CoarseDiscretiser", "TwoLayerStats"]
 
 #: what a store keeps of its own when the coarse layer is derived again
 _OWN = ("fine", "fine_bins", "backlog", "candidates", "grown", "receipts", "counted", "n_events", "next_choice", "stale", "_pending",
-        "_pending_exp", "_pending_rows", "_pending_labeled", "journal", "pair_rule", "pair_allowed", "pair_edges",
-        "selection_peer")
+        "_pending_exp", "_pending_rows", "_pending_labeled", "_run_mirrored", "run_new", "journal", "pair_rule",
+        "pair_allowed", "pair_edges", "selection_peer")
 
 
 
@@ -82,7 +83,7 @@ class CoarseDiscretiser(Discretiser):
         return 0
 
 
-class TwoLayerStats(WaitingEvents, Stats):
+class TwoLayerStats(FineRuns, WaitingEvents, Stats):
     """A count store whose numeric features are cut by MDL over a fine layer it also keeps.
 
     Parameters are :class:`~stream_nb.stats.Stats`'s (``numeric="bins"``),
@@ -205,31 +206,6 @@ class TwoLayerStats(WaitingEvents, Stats):
                 self.stale = self.stale or d.edges is not None
         self._fine_warm = warm or self.stale
 
-    def encode_run(self, xs: list, ys: list, start: int, complete: bool, limit: int, unseen: bool = False,
-                   new_values: bool = False):
-        # no new values in a run here (registers_in_runs): the fine layer would have to register them too
-        limit = min(limit, self.learn_limit())
-        stop, D, G, yc = super().encode_run(xs, ys, start, complete, limit, unseen)
-        self._pending_rows = None
-        if stop - start >= 2:
-            if self._mirrored():  # the fine layer would encode the run as this one did
-                fD, fG, fyc = D, G, yc
-            else:
-                fstop, fD, fG, fyc = self.fine.encode_run(xs, ys, start, complete, stop - start, unseen)
-                if fstop < stop:  # a fine bin never seen yet: the run stops there
-                    stop, D, G, yc = fstop, D[: fstop - start], G[: fstop - start], yc[: fstop - start]
-            keep = fyc >= 0
-            self._pending_rows = (fD[keep], np.arange(fD.shape[1]), fG[keep], np.arange(fG.shape[1]))
-            self._pending_labeled = np.cumsum(keep)  # labeled rows up to each row of the run
-        return stop, D, G, yc
-
-    def _mirrored(self) -> bool:
-        """Whether the two layers are one: no feature is binned (a categorical stream) and both number the
-        same features, values and classes alike, so an event's columns are the same in both."""
-        fine = self.fine
-        return (BINNED not in self.kinds and fine.features == self.features and fine.kinds == self.kinds
-                and fine.value_keys == self.value_keys and fine.classes == self.classes)
-
     def count_layer(self) -> Stats:
         return self.fine  # the coarse counts are sums of its cells, derived again after a change
 
@@ -239,13 +215,6 @@ class TwoLayerStats(WaitingEvents, Stats):
     def scale_waiting(self, factor: float) -> None:
         self.backlog = [(*e[:4], e[4] * factor, *e[5:]) for e in self.backlog]
         self.candidates = [(*e[:4], e[4] * factor, *e[5:]) for e in self.candidates]
-
-    def cut_run(self, n: int) -> None:
-        if self._pending_rows is None:
-            return
-        m = int(self._pending_labeled[n - 1]) if n > 0 else 0
-        fD, fdfeats, fG, fgslots = self._pending_rows
-        self._pending_rows = (fD[:m], fdfeats, fG[:m], fgslots)
 
     def encode_frame(self, X, learn: bool):
         out = super().encode_frame(X, learn)
