@@ -394,6 +394,35 @@ def test_a_poll_taken_as_columns_joins_as_events_one_by_one(make, provisional, t
     assert_same_counts(a.model, b.model)
 
 
+@pytest.mark.parametrize("provisional", [None, 0])
+def test_a_read_of_labels_in_event_time_is_taken_whole_as_record_by_record(provisional, monkeypatch):
+    """In event time a read of plain label records is parsed at once and its times checked together (each
+    record's own, else the stream's as it stands after the records before it); against every read taken
+    record by record: the same outputs, dead letters (the labels whose time is refused: a string, a null,
+    a boolean), counters, stream time and model."""
+    from stream_nb.engine import _join_reads
+
+    events, labels = timed(*streams(n=900, seed=19), seed=19)
+    labels = list(labels)
+    for i, bad in ((40, "late"), (41, None), (300, True)):  # two in one read, one in another
+        labels[i] = {**labels[i], "ts": bad}
+    config = {"time_field": "ts", "label_ttl": 300.0, "on_expire": "label:0"}
+    if provisional is not None:
+        config["provisional_label"] = provisional
+    runs = []
+    for whole in (True, False):
+        if not whole:
+            monkeypatch.setattr(_join_reads, "read_whole", lambda *args: None)
+        engine, out, dlq = run_engine(NaiveBayes(), events, labels, **config)
+        runs.append((engine, out.values, dlq.values))
+    (a, out_a, dlq_a), (b, out_b, dlq_b) = runs
+    assert out_a == out_b and dlq_a == dlq_b and [d["reason"] for d in dlq_a].count("bad_time") == 3 + 3
+    status = lambda e: {k: v for k, v in e.joiner.status().items() if k != "label_delay_sum"}
+    assert status(a) == status(b) and a.joiner.status()["labels_joined"] > 100
+    assert a.joiner.stream_time == b.joiner.stream_time
+    assert_same_counts(a.model, b.model)
+
+
 @pytest.mark.parametrize("pending_max", [10**6, 150])
 def test_events_expired_with_the_default_label_are_learned_together_as_one_by_one(pending_max, monkeypatch):
     """``--on-expire label:0`` without provisional labels learns a batch of expired (or evicted) events in one

@@ -42,7 +42,7 @@ from ..exceptions import ConfigError, InvalidEventError, LabelTypeError, Unlearn
 from ..stats import json_type
 from ._join_handover import HandOver
 from ._join_reads import DELAY_BUCKETS, FeedbackReads
-from ._label_reads import event_keys, parse_on_expire, read_note, same_label
+from ._label_reads import ABSENT, event_keys, parse_on_expire, read_note, same_label
 from ._pending import JOINED, LABEL, MAX_ID_BYTES, PENDING, PendingStore
 from ._records import Record, dead_letter_record
 
@@ -205,17 +205,23 @@ class Joiner(FeedbackReads, HandOver):
         """The time of each event of ``xs`` (its ``name`` field, taken out of it, else the stream's time as
         :meth:`_time_of` gives it one event after the other), the stream time moved on; None, with nothing
         changed, when an event's time is refused (not a finite number)."""
-        absent = object()
-        raw = [x.get(name, absent) for x in xs]
-        given = [v for v in raw if v is not absent]
+        times = self._times_of([x.get(name, ABSENT) for x in xs])
+        if times is not None:
+            for x in xs:
+                x.pop(name, None)
+        return times
+
+    def _times_of(self, raw: list) -> list | None:
+        """The time of each of a poll's events or a read's labels, ``raw`` their time fields (:data:`ABSENT`:
+        none): its own, else the stream's time as :meth:`_time_of` gives it one after the other; the stream
+        time moved on. None, nothing changed, when a time is refused (not a finite number)."""
+        given = [v for v in raw if v is not ABSENT]
         if not all(map(_is_time, given)):
             return None
-        for x in xs:
-            x.pop(name, None)
         if len(given) == len(raw):
             times = np.array(given, dtype=np.float64)
         else:
-            times = np.array([np.nan if v is absent else v for v in raw], dtype=np.float64)
+            times = np.array([np.nan if v is ABSENT else v for v in raw], dtype=np.float64)
             # an event without a time takes the stream's: the latest time before it (0.0 before any)
             known = np.where(np.isnan(times), -np.inf, times)
             before = np.maximum.accumulate(np.concatenate([[self.stream_time], known]))[:-1]

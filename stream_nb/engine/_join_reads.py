@@ -1,10 +1,11 @@
 """One read of feedback records joined: the labels half of the join.
 
-A read is parsed at once (:func:`~stream_nb.engine._label_reads.read_labels`) and
-its ids looked up at once; each label then is, by the state of its id's row in
-the pending store: joined to its held event (set aside, learned with the
-others of the read), a duplicate (its id joined already, or an early label
-waiting for it), or an early label (no row: held until its event comes).
+A read is parsed at once (:func:`~stream_nb.engine._label_reads.read_labels`; in
+event time with each record's time, the times checked together) and its ids
+looked up at once; each label then is, by the state of its id's row in the
+pending store: joined to its held event (set aside, learned with the others of
+the read), a duplicate (its id joined already, or an early label waiting for
+it), or an early label (no row: held until its event comes).
 The usual read, label records of distinct ids of the model's label type, is
 sorted with numpy; any other goes label by label, with the same results.
 """
@@ -38,6 +39,7 @@ class FeedbackReads:
     The joiner provides: ``store``, ``engine``, ``config``, ``positions``, ``counts``, ``delay_histogram``,
     ``delay_sum``, ``_joined_rows``, ``_joined_y``, ``_retract_rows`` and ``_shared_positions``;
     ``_room_for(n)``, ``_join(row, y, t)``, ``_retracts_together(rows)``, ``_time_of(fields, where)``,
+    ``_times_of(raw)``,
     ``_dead(record, exc)`` and ``clock()``.
     """
 
@@ -56,13 +58,16 @@ class FeedbackReads:
         timed = cfg["time_field"] is not None
         now = None if timed else self.clock()
         store = self.store
-        whole = None if timed else read_whole(records, cfg["id_field"], cfg["label_field"])
-        if whole is not None:  # label records only, timed by the clock
-            keys, ys = whole
+        whole = read_whole(records, cfg["id_field"], cfg["label_field"], cfg["time_field"])
+        ts = None
+        if whole is not None and timed:  # label records only, each at its time (None: one refused)
+            ts = self._times_of(whole[2])
+        if whole is not None and (ts is not None or not timed):
+            keys, ys = whole[:2]
             found = store.find_many(keys)
-            if self._read_at_once(records, keys, ys, None, found, now):
+            if self._read_at_once(records, keys, ys, ts, found, now):
                 return
-            parsed = list(zip(records, keys, ys, repeat(None)))
+            parsed = list(zip(records, keys, ys, repeat(None) if ts is None else ts))
         else:
             parsed = read_labels(records, cfg["id_field"], cfg["label_field"], self._feedback_time if timed else None)
             keys = [p[1] for p in parsed if len(p) == 4]

@@ -29,8 +29,11 @@ from ..stats import validate_label
 from ._events import json_objects
 from ._records import Record
 
-__all__ = ["delay_counts", "early_note", "early_notes", "event_keys", "parse_label_value", "parse_on_expire",
+__all__ = ["ABSENT", "delay_counts", "early_note", "early_notes", "event_keys", "parse_label_value", "parse_on_expire",
            "read_labels", "read_note", "read_whole", "same_label"]
+
+#: A time field a record or an event does not have (a ``null`` one is there, and refused).
+ABSENT = object()
 
 _PLAIN_ID = frozenset({str, int}).issuperset
 _NEWLINE = b"\n"
@@ -58,9 +61,17 @@ def read_labels(records: list[Record], id_field: str, label_field: str,
     return [_read_one(record, id_field, label_field, time_of) for record in records]
 
 
-def read_whole(records: list[Record], id_field: str, label_field: str) -> tuple[list, list] | None:
+def read_whole(records: list[Record], id_field: str, label_field: str,
+               time_field: str | None = None) -> tuple[list, list] | tuple[list, list, list] | None:
     """``(keys, labels)`` of a read of common records only (:func:`read_labels` in one pass); None when one
-    is not (read one by one)."""
+    is not (read one by one). With ``time_field``, ``(keys, labels, times)``: each record's time field as
+    it came (:data:`ABSENT` where it has none), for the caller to check.
+
+    >>> read = [Record(b'{"id": 7, "label": "p", "ts": 4.5}', None, "fb", 0, 1), Record(b'{"id": 8, "label": 1}', None, "fb", 1, 2)]
+    >>> keys, ys, ts = read_whole(read, "id", "label", "ts")
+    >>> keys, ys, ts[0], ts[1] is ABSENT
+    ([b'7', b'8'], ['p', 1], 4.5, True)
+    """
     objs = json_objects([r.value for r in records])
     if objs is None:
         return None
@@ -68,7 +79,9 @@ def read_whole(records: list[Record], id_field: str, label_field: str) -> tuple[
     ys = list(map(dict.get, objs, repeat(label_field)))
     if not (_PLAIN_ID(map(type, ids)) and _PLAIN_LABEL(map(type, ys))):
         return None
-    return list(map(orjson.dumps, ids)), ys
+    if time_field is None:
+        return list(map(orjson.dumps, ids)), ys
+    return list(map(orjson.dumps, ids)), ys, list(map(dict.get, objs, repeat(time_field), repeat(ABSENT)))
 
 
 def _read_one(record: Record, id_field: str, label_field: str, time_of) -> tuple:
