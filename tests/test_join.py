@@ -423,6 +423,26 @@ def test_a_read_of_labels_in_event_time_is_taken_whole_as_record_by_record(provi
     assert_same_counts(a.model, b.model)
 
 
+@pytest.mark.parametrize("pending_max", [10**6, 300])
+def test_an_expired_event_leaves_no_receipt_behind(pending_max):
+    """``--provisional-label 0 --on-expire label:0`` (no click in the window: a negative) with a model that
+    keeps receipts (TAN's two layers): an expired or evicted event keeps the provisional label it was
+    learned with, and its receipt goes with it. Every receipt left is a held event's; once every event has
+    expired none is (a receipt left behind grew without bound, went into every snapshot, and could be taken
+    for the receipt of the next event held in its row)."""
+    from stream_nb.engine._pending import PENDING
+
+    events, labels = timed(*streams(n=900, seed=23), seed=23)
+    engine, _, _ = run_engine(TAN(rebuild_every=100), events, labels, time_field="ts", label_ttl=60.0,
+                              on_expire="label:0", provisional_label=0, pending_max=pending_max)
+    joiner, store = engine.joiner, engine.joiner.store
+    assert joiner.status()["labels_expired"] > 300 and (joiner.receipts or pending_max < 10**6)
+    assert all(store.state[row] == PENDING and store.provisional[row] for row in joiner.receipts)
+    joiner.stream_time = 10.0**9  # every event's time has come
+    joiner.expire()
+    assert joiner.status()["pending_events"] == 0 and joiner.receipts == {}
+
+
 @pytest.mark.parametrize("pending_max", [10**6, 150])
 def test_events_expired_with_the_default_label_are_learned_together_as_one_by_one(pending_max, monkeypatch):
     """``--on-expire label:0`` without provisional labels learns a batch of expired (or evicted) events in one

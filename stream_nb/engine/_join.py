@@ -520,21 +520,21 @@ class Joiner(FeedbackReads, HandOver):
             for _, exc in self.engine.model.learn_events(xs, [policy[1]] * len(learn)):
                 log.warning("--on-expire label %r not learned: %s", policy[1], exc)
         for row in rows:
+            self.receipts.pop(row, None)  # (a receipt is a held event's: none outlives its row)
             store.remove(row)
 
     def _expire(self, row: int) -> None:
-        """Apply ``on_expire`` to the pending event of ``row``."""
+        """Apply ``on_expire`` to the pending event of ``row``; its receipt, if any, goes with it."""
         self.counts["expired"] += 1
         policy = self.config["on_expire"]
-        if policy == "drop":
-            self.receipts.pop(row, None)
+        provisional = self.store.provisional[row]
+        if policy == "drop" or (provisional and same_label(policy[1], self.config["provisional_label"])):
+            self.receipts.pop(row, None)  # kept as learned (with the provisional label, or not at all)
             return
         value = policy[1]
         x = self.store.features(row)
         try:
-            if self.store.provisional[row]:
-                if same_label(value, self.config["provisional_label"]):
-                    return
+            if provisional:
                 self._retract(row, x)
             self._learn(x, value)
         except UnlearnError as exc:  # no receipt: a snapshot of an older version (see _join_state)
