@@ -430,6 +430,7 @@ def test_an_expired_event_leaves_no_receipt_behind(pending_max):
     learned with, and its receipt goes with it. Every receipt left is a held event's; once every event has
     expired none is (a receipt left behind grew without bound, went into every snapshot, and could be taken
     for the receipt of the next event held in its row)."""
+    from stream_nb.engine._join_state import join_state
     from stream_nb.engine._pending import PENDING
 
     events, labels = timed(*streams(n=900, seed=23), seed=23)
@@ -441,6 +442,8 @@ def test_an_expired_event_leaves_no_receipt_behind(pending_max):
     joiner.stream_time = 10.0**9  # every event's time has come
     joiner.expire()
     assert joiner.status()["pending_events"] == 0 and joiner.receipts == {}
+    arrays, meta = join_state(joiner)  # (a receipt left on a freed row had no held event to be written with)
+    assert meta["receipts"] == [] and meta["receipt_events"] == []
 
 
 @pytest.mark.parametrize("pending_max", [10**6, 150])
