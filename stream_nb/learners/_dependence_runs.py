@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..stats import exclusive_counts, grouped_exclusive_counts, running_counts
+from ..stats import exclusive_counts, grouped_exclusive_counts, running_counts, values_by_row
 
 __all__ = ["run_cells", "spode_run_terms", "rooted_run_terms", "kdb_run_terms"]
 
@@ -71,10 +71,8 @@ def spode_run_terms(s, a, D: np.ndarray, yc: np.ndarray, C: int, scratch: dict |
     V = max(len(s.value_keys), int(D.max(initial=0)) + 1)  # with the values the run registers (Stats.run_new)
     feats = np.arange(F)
     n_vals = s.n_values[:F].astype(float)
-    # one more value of a feature per value never seen (an unlabeled row's, column 0) and per value the run
-    # registers by the row (``more``, see Stats.run_more): N_i as each row's one-event path counts it
-    extra = (D == 0) if more is None else (D == 0) + more
-    n_row = n_vals[None, :] + extra  # (R, F)
+    n_row = values_by_row(s, D, more)  # (R, F) N_i as each row's one-event path counts it
+    extra = n_row - n_vals[None, :]  # beyond the store's: a value never seen, the values the run registers
     rowed = np.ndim(a) > 0  # a smoothing per row (decay): added after each row's gather
     ar = np.asarray(a, dtype=float).reshape(R, 1, 1) if rowed else a
     before = grouped_exclusive_counts(D.ravel(), np.repeat(yc, F), C,
@@ -139,14 +137,14 @@ def rooted_run_terms(s, a, D: np.ndarray, yc: np.ndarray, C: int, p: int, w: np.
     under decay ``a`` is one per row and ``w`` each row's weight; ``more`` the values registered by each
     row (Stats.run_more)."""
     R, F = D.shape
-    more = np.zeros(D.shape, dtype=np.int64) if more is None else more
+    n_row = values_by_row(s, D, more)  # (R, F) N_i as each row's one-event path counts it
     t = D[:, p]
     a1 = a if np.ndim(a) == 0 else np.asarray(a)  # (R,) under decay
     a2 = a if np.ndim(a) == 0 else a1[:, None]
     before = grouped_exclusive_counts(t, yc, C, w)  # (R, C) earlier rows with x_p and each class
     vc = s.value_count[:C, t].T + before
     d = (s.feat_count[:C, p][None] + exclusive_counts(yc, C, w)).sum(1)
-    out = np.log(vc + a2) - np.log(d + a1 * (s.n_values[p] + (t == 0) + more[:, p]))[:, None]  # x_p unseen: one more
+    out = np.log(vc + a2) - np.log(d + a1 * n_row[:, p])[:, None]
     others = np.flatnonzero(np.arange(F) != p)
     if len(others):
         J = D[:, others]
@@ -155,8 +153,7 @@ def rooted_run_terms(s, a, D: np.ndarray, yc: np.ndarray, C: int, p: int, w: np.
                             None if w is None else np.repeat(w, len(others))).reshape(R, len(others), C)
         den = s.pair_feat[:C, t[:, None], others[None, :]].transpose(1, 2, 0) + before[:, None, :]
         a3 = a if np.ndim(a) == 0 else a1[:, None, None]
-        n_vals = (s.n_values[others][None, :] + (J == 0) + more[:, others]).astype(float)  # (R, F - 1): N_j
-        ratio = (pc + a3) / (den + a3 * n_vals[:, :, None])
+        ratio = (pc + a3) / (den + a3 * n_row[:, others, None])
         out = out + np.log(ratio).sum(1)
     return out
 
@@ -171,6 +168,7 @@ def kdb_run_terms(s, a, D: np.ndarray, yc: np.ndarray, C: int, parents: dict, pr
     out = prior.copy()
     ex = None
     a = a if np.ndim(a) == 0 else np.asarray(a)[:, None]
+    n_row = values_by_row(s, D, more)  # (R, F) N_f as each row's one-event path counts it
     for f in range(F):
         v = D[:, f]
         pa = parents.get(f, ())
@@ -188,6 +186,5 @@ def kdb_run_terms(s, a, D: np.ndarray, yc: np.ndarray, C: int, parents: dict, pr
             us += [us[-1]] * (t - 1 - len(us))  # fewer parents: a diagonal of the table
             num = running_counts(s.tuple_count, (v, *us), yc, C, w)
             den = running_counts(s.tuple_feat, (*us, np.full(R, f)), yc, C, w)
-        n_vals = s.n_values[f] + (v == 0) + (0 if more is None else more[:, f])  # x_f never seen: one more
-        out += np.log((num + a) / (den + a * n_vals[:, None]))
+        out += np.log((num + a) / (den + a * n_row[:, f, None]))
     return out

@@ -98,6 +98,7 @@ from ._gaussian import gaussian_loglik
 from ._labels import is_missing_label, validate_label
 from ._running import (
     exclusive_counts, grouped_exclusive_counts, naive_terms, running_counts, running_moments, tree_terms,
+    values_by_row,
 )
 from ._sparse import SparseTable
 from ._store import Stats
@@ -106,7 +107,7 @@ from ._values import BINNED, CAT, GAUSS, VALUE_GROUPS, Encoded, describe_type, j
 __all__ = [
     "BINNED", "CAT", "DEFAULT_MEMORY_BUDGET", "GAUSS", "VALUE_GROUPS", "Columns", "Discretiser", "SparseTable", "Encoded", "Stats",
     "TwoLayerStats", "JournalReader", "JournalWriter", "exclusive_counts", "gaussian_loglik", "grouped_exclusive_counts", "mdl_cuts", "naive_terms",
-    "running_counts", "running_moments", "tree_terms",
+    "running_counts", "running_moments", "tree_terms", "values_by_row",
     "describe_type", "is_missing_label", "json_type", "validate_label",
     "capture", "capture_difference", "capture_nbytes", "count_difference", "replace_counts", "scale_counts",
     "subtract_counts", "cmi_from_cells", "mutual_information_with_class", "set_pair_rule", "choose_tuples",

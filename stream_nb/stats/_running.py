@@ -28,6 +28,7 @@ import numpy as np
 
 __all__ = [
     "exclusive_counts", "grouped_exclusive_counts", "running_counts", "running_moments", "naive_terms", "tree_terms",
+    "values_by_row",
 ]
 
 
@@ -154,6 +155,20 @@ def running_moments(G: np.ndarray, yc: np.ndarray, n0: np.ndarray, mean0: np.nda
     return n, mean, m2
 
 
+def values_by_row(s, D: np.ndarray, more: np.ndarray | None = None) -> np.ndarray:
+    """(rows, features): N_i, how many values feature i has for each row of a run, as the one-event path
+    counts it when scoring that row: the store's, one more for a value never seen (column 0, an unlabeled
+    row's), and the values the run registers by the row (``more``, :meth:`Stats.run_more
+    <stream_nb.stats.Stats.run_more>`).
+
+    >>> class S: n_values = np.array([2, 3])
+    >>> values_by_row(S, np.array([[1, 0], [-1, 4]]), np.array([[0, 0], [1, 0]])).tolist()
+    [[2, 4], [3, 3]]
+    """
+    n = s.n_values[: D.shape[1]][None, :] + (D == 0)
+    return n if more is None else n + more
+
+
 def naive_terms(s, D: np.ndarray, yc: np.ndarray, C: int, a, w: np.ndarray | None = None,
                 more: np.ndarray | None = None) -> np.ndarray:
     """(rows, C): Σ_i log P̂(x_i | c) per row of a run (naive Bayes), with Lidstone's ``a`` (a number, or
@@ -172,9 +187,7 @@ def naive_terms(s, D: np.ndarray, yc: np.ndarray, C: int, a, w: np.ndarray | Non
         a = a if np.ndim(a) == 0 else np.asarray(a)[rows][:, None]
         vc = s.value_count[:C, cols].T + grouped_exclusive_counts(cols, labels, C, we)
         fc = s.feat_count[:C, feats].T + _observed_before(D, rows, feats, labels, yc, C, w)
-        n_vals = s.n_values[feats] + (cols == 0)  # a value never seen (column 0) counts as one more
-        if more is not None:
-            n_vals = n_vals + more[rows, feats]
+        n_vals = values_by_row(s, D, more)[rows, feats]
         out += _row_sums(np.log(vc + a) - np.log(fc + a * n_vals[:, None]), D, rows, feats)
     return out
 
@@ -222,7 +235,5 @@ def tree_terms(s, D: np.ndarray, yc: np.ndarray, C: int, a, parent: np.ndarray, 
     den_root = s.feat_count[:C, feats].T + _observed_before(D, rows, feats, labels, yc, C, w)
     den = np.where(child[:, None], den_child, den_root)
     # one log a term, as the one-event path
-    n_vals = s.n_values[feats] + (cols == 0)  # a value never seen (column 0) counts as one more
-    if more is not None:
-        n_vals = n_vals + more[rows, feats]
+    n_vals = values_by_row(s, D, more)[rows, feats]
     return out + _row_sums(np.log((num + a) / (den + a * n_vals[:, None])), D, rows, feats)
