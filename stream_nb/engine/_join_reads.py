@@ -27,8 +27,6 @@ from ._records import Record
 
 __all__ = ["DELAY_BUCKETS", "FeedbackReads"]
 
-_PARTITION, _NEXT_POSITION = operator.attrgetter("partition"), operator.attrgetter("next_position")
-
 #: Upper bounds (seconds) of the buckets of the label-delay histogram.
 DELAY_BUCKETS = (1.0, 10.0, 60.0, 600.0, 3600.0, 86400.0, math.inf)
 
@@ -51,7 +49,7 @@ class FeedbackReads:
         if not records:
             return
         cfg = self.config
-        last = dict(zip(map(_PARTITION, records), map(_NEXT_POSITION, records)))
+        last = {record.partition: record.next_position for record in records}
         self.positions.update(last)
         if self._shared_positions:
             self.engine.positions.update(last)
