@@ -67,7 +67,8 @@ class AODE(VectorisedRuns, BayesClassifier):
         criterion) chosen again as the stream goes on over a fine layer of
         ``fine_bins`` bins per feature, whose edges come from the first
         ``warmup`` values, plus the fine edges nearest the ``bins``
-        equal-frequency quantiles (see :mod:`stream_nb.stats._fine`);
+        equal-frequency quantiles where they tell more of the class
+        (see :mod:`stream_nb.stats._fine`);
         ``"equal_frequency"``: ``bins`` equal-frequency bins from the first
         ``warmup`` values, never moved.
     fine_bins

@@ -116,7 +116,8 @@ class KDB(VectorisedRuns, StructuredClassifier):
         MDL criterion) chosen again as the stream goes on over a fine layer
         of ``fine_bins`` bins per feature, whose edges come from the first
         ``warmup`` values, plus the fine edges nearest the ``bins``
-        equal-frequency quantiles (see :mod:`stream_nb.stats._fine`). KDB
+        equal-frequency quantiles where they tell more of the class
+        (see :mod:`stream_nb.stats._fine`). KDB
         keeps the fine layer's (k+1)-way table too, over ``fine_bins``
         values per numeric feature instead of ``bins``: on river's
         ImageSegments (19 numeric features) learning took several times

@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 from .._checks import is_integer
+from ._joint import quantiles_inform
 from ._mdl import mdl_cuts
 from ._values import BINNED, TWINNED
 from ._waiting import check_exp, entry_json
@@ -33,20 +34,44 @@ def _bin_map(fine_edges: np.ndarray, coarse_edges: np.ndarray) -> np.ndarray:
 def coarse_edges(fine, f: int, bins: int) -> np.ndarray:
     """The coarse edges of binned feature ``f`` chosen from ``fine`` (a Stats, the fine layer): MDL's cut
     points over its fine bins' observed class counts, and with ``bins`` > 1 the fine boundaries nearest
-    the k/bins quantiles of those counts."""
+    the k/bins quantiles of those counts when they tell more of the class, alone or with another feature
+    (:func:`~stream_nb.stats._joint.quantiles_inform`)."""
     fe = fine.disc[f].edges
-    obs = fine.observed()
-    counts = np.zeros((len(fe) + 1, fine.n_classes))
-    for key, col in fine.values[f].items():
-        counts[key] = obs.value_count[: fine.n_classes, col]
-    cuts = set(mdl_cuts(counts))
-    if bins > 1:
-        cum = np.cumsum(counts.sum(1))
-        if cum[-1] > 0:
-            at = np.searchsorted(cum, cum[-1] * np.arange(1, bins) / bins, side="left") + 1
-            cuts |= {int(b) for b in at if 0 < b <= len(fe)}
-    cuts = sorted(cuts)
-    return fe[np.array(cuts, dtype=np.int64) - 1] if cuts else np.empty(0)
+    cuts = _candidate_cuts(fine, bins)
+    mdl, quantile, n = cuts[f][2:]
+    chosen = set(mdl)
+    if quantile and quantiles_inform(fine, f, fine.observed(), cuts):
+        chosen |= quantile
+    chosen = sorted(chosen)
+    return fe[np.array(chosen, dtype=np.int64) - 1] if chosen else np.empty(0)
+
+
+def _candidate_cuts(fine, bins: int) -> dict:
+    """``{feature: (keys, columns, MDL's cuts, quantile cuts not among them, events counted)}`` of every
+    binned feature of ``fine`` with fine edges, from its observed class counts (kept until the counts change)."""
+    key = (fine.epoch, fine.version, bins)
+    hit = fine._cache.get("candidate_cuts")
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    obs, out = fine.observed(), {}
+    for f, d in enumerate(fine.disc):
+        if d is None or d.edges is None or fine.kinds[f] != BINNED:
+            continue
+        fe = d.edges
+        keys = np.fromiter(fine.values[f].keys(), dtype=np.int64, count=len(fine.values[f]))
+        cols = np.fromiter(fine.values[f].values(), dtype=np.int64, count=len(fine.values[f]))
+        counts = np.zeros((len(fe) + 1, fine.n_classes))
+        counts[keys] = obs.value_count[: fine.n_classes, cols].T
+        mdl = set(mdl_cuts(counts))
+        quantile: set = set()
+        if bins > 1:
+            cum = np.cumsum(counts.sum(1))
+            if cum[-1] > 0:
+                at = np.searchsorted(cum, cum[-1] * np.arange(1, bins) / bins, side="left") + 1
+                quantile = {int(b) for b in at if 0 < b <= len(fe)} - mdl
+        out[f] = (keys, cols, mdl, quantile, float(counts.sum()))
+    fine._cache["candidate_cuts"] = (key, out)
+    return out
 
 
 def coarse_state(fine, edges: dict, bins: int, warmup: int, max_table_cells) -> tuple[dict, dict]:
