@@ -40,7 +40,8 @@ def coarse_edges(fine, f: int, bins: int) -> np.ndarray:
     cuts = _candidate_cuts(fine, bins)
     mdl, quantile, n = cuts[f][2:]
     chosen = set(mdl)
-    if quantile and quantiles_inform(fine, f, fine.observed(), cuts):
+    # before ``10 * warmup`` events of the feature the test has too few to tell: the quantiles stay
+    if quantile and (n < 10 * fine.warmup or quantiles_inform(fine, f, fine.observed(), cuts)):
         chosen |= quantile
     chosen = sorted(chosen)
     return fe[np.array(chosen, dtype=np.int64) - 1] if chosen else np.empty(0)
