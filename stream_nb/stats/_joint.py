@@ -32,7 +32,9 @@ number of partners tested (Bonferroni). The counts are the fine layer's:
 class counts per fine bin for no partner, its pair table for the others
 (a pair the store does not count under a memory budget's selection is not
 tested). The :math:`\\chi^2` quantile is Wilson and Hilferty's cube-root
-normal approximation.
+normal approximation. The coarse layer
+(:func:`~stream_nb.stats._coarse.coarse_edges`) asks only once the feature has
+``10 * warmup`` events: with fewer the test cannot tell, and the cuts stay.
 """
 
 from __future__ import annotations
