@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import logging
 import math
+import operator
 import time
 import typing
 
@@ -47,6 +48,21 @@ from ._pending import JOINED, LABEL, MAX_ID_BYTES, PENDING, PendingStore
 from ._records import Record, dead_letter_record
 
 __all__ = ["DELAY_BUCKETS", "Joiner"]
+
+_INTEGERS = frozenset({int}).issuperset
+_PREDICTION = operator.itemgetter("prediction")
+_PARTITION = operator.attrgetter("partition")
+_NEXT_POSITION = operator.attrgetter("next_position")
+
+
+def _picker(at) -> typing.Callable[[list], list]:
+    """A function giving the items at ``at`` (indices, in order; a whole range: all) of a list, as a list."""
+    if isinstance(at, range):
+        return list
+    if len(at) == 1:
+        return lambda values: [values[at[0]]]
+    getter = operator.itemgetter(*at)
+    return lambda values: list(getter(values))
 
 log = logging.getLogger("stream_nb.engine")
 
@@ -114,6 +130,9 @@ class Joiner(FeedbackReads, HandOver):
         self._to_hold: list = []
         # whether each id of _to_hold was not held as its poll began (None: not known, flush_holds looks)
         self._held_absent: list | None = []
+        # hold_sent()'s usual poll as columns (ids, features, predictions, partitions, offsets, times,
+        # whether each id was not held as the poll began), or None
+        self._to_hold_poll: tuple | None = None
         self._joined_rows: list = []  # held rows joined by the labels of one read, learned at its end
         self._joined_y: list = []
         self._retract_rows: list = []  # those of them whose provisional label is taken back then
@@ -246,10 +265,24 @@ class Joiner(FeedbackReads, HandOver):
     def hold_sent(self, outputs: list, sent: list, xs: list, ys: list, refused: dict) -> None:
         """:meth:`hold` of each unlabeled event with an id among a poll's ``outputs`` (sent for ``sent``, the
         records of the valid events the model did not refuse, in order) after :meth:`prepare_columns`."""
-        keys, t, absent, k = self._column_keys, self._column_time, self._column_absent, 0
+        keys, t, absent = self._column_keys, self._column_time, self._column_absent
         times = t if isinstance(t, list) else None  # one time each (time_field), or the poll's
+        if not refused and not self._to_hold and None not in keys:
+            # the usual poll when labels come later: its unlabeled events held, set aside as columns
+            at = range(len(ys)) if ys.count(None) == len(ys) else [j for j, y in enumerate(ys) if y is None]
+            if not at:
+                return
+            pick = _picker(at)
+            held = pick(sent)
+            offsets = list(map(_NEXT_POSITION, held))
+            if _INTEGERS(map(type, offsets)):
+                self._to_hold_poll = (pick(keys), pick(xs), list(map(_PREDICTION, pick(outputs))),
+                                      list(map(_PARTITION, held)), offsets, pick(t) if times is not None else t,
+                                      pick(absent))
+                return
         if self._to_hold:  # held one at a time before: flush_holds() looks every id up
             self._held_absent = None
+        k = 0
         for j in range(len(outputs) + len(refused)):
             if j in refused:
                 continue
@@ -278,19 +311,27 @@ class Joiner(FeedbackReads, HandOver):
         the ids checked at once, the rows written column by column (:meth:`PendingStore.add_many`); with
         ``provisional_label`` each held event is learned with it, in order. The first event of an id keeps
         it; a later one is counted as a duplicate."""
+        poll, self._to_hold_poll = self._to_hold_poll, None
+        if poll is not None:  # hold_sent()'s usual poll, as columns (nothing else set aside before it)
+            *columns, absent = poll
+            self._hold_columns(columns, absent)
         items, self._to_hold = self._to_hold, []
         known, self._held_absent = self._held_absent, []
-        if not items:
-            return
+        if items:
+            absent = known if known is not None and len(known) == len(items) else None
+            self._hold_columns(list(map(list, zip(*items))), absent)
+
+    def _hold_columns(self, columns: list, absent: list | None) -> None:
+        """Hold the events of ``columns`` (ids, features, predictions, partitions, offsets, and times: a list,
+        or one for all), in order; ``absent``: whether each id was not held as its poll began (None: looked
+        up here)."""
         store = self.store
-        keys = [item[0] for item in items]
-        absent = known if known is not None and len(known) == len(items) else store.absent(keys)
-        fresh, seen = [], set()
-        if all(absent) and len(set(keys)) == len(keys) and max(map(len, keys)) <= MAX_ID_BYTES:
-            fresh = items  # the usual poll: every id new, once
-        else:
-            for item, new in zip(items, absent):
-                key = item[0]
+        keys = columns[0]
+        if absent is None:
+            absent = store.absent(keys)
+        if not (all(absent) and len(set(keys)) == len(keys) and max(map(len, keys)) <= MAX_ID_BYTES):
+            keep, seen = [], set()
+            for i, (key, new) in enumerate(zip(keys, absent)):
                 if not new or key in seen:
                     self.counts["duplicate"] += 1  # an id seen before: the first event keeps it
                 elif len(key) > MAX_ID_BYTES:
@@ -298,31 +339,34 @@ class Joiner(FeedbackReads, HandOver):
                                 f"{len(key):,}", f"{MAX_ID_BYTES:,}")
                 else:
                     seen.add(key)
-                    fresh.append(item)
+                    keep.append(i)
+            if not keep:
+                return
+            columns = [column if not isinstance(column, list) else [column[i] for i in keep] for column in columns]
         provisional = self.config["provisional_label"]
-        for lo in range(0, len(fresh), store.capacity):
-            part = fresh[lo : lo + store.capacity]
-            self._room_for(len(part))
-            partitions = [item[3] for item in part]
-            groups: dict = {}  # one add_many per input partition
-            if partitions.count(partitions[0]) == len(partitions):
-                groups[partitions[0]] = range(len(part))
+        n = len(columns[0])
+        for lo in range(0, n, store.capacity):
+            part = [column[lo : lo + store.capacity] if isinstance(column, list) else column for column in columns]
+            keys, xs, predictions, partitions, offsets, ts = part
+            m = len(keys)
+            self._room_for(m)
+            if partitions.count(partitions[0]) == m:  # one add_many per input partition
+                row_of = store.add_many(keys, xs, t=ts, predictions=predictions, partition=partitions[0],
+                                        offsets=offsets, provisional=provisional is not None).tolist()
             else:
+                groups: dict = {}
                 for i, partition in enumerate(partitions):
                     groups.setdefault(partition, []).append(i)
-            row_of = [0] * len(part)
-            for partition, idx in groups.items():
-                group = part if len(idx) == len(part) else [part[i] for i in idx]
-                keys, xs, predictions, _, offsets, ts = map(list, zip(*group))
-                rows = store.add_many(keys, xs, t=ts, predictions=predictions, partition=partition, offsets=offsets,
-                                      provisional=provisional is not None)
-                if len(idx) == len(part):
-                    row_of = rows.tolist()
-                    continue
-                for i, row in zip(idx, rows.tolist()):
-                    row_of[i] = row
+                row_of = [0] * m
+                for partition, idx in groups.items():
+                    rows = store.add_many([keys[i] for i in idx], [xs[i] for i in idx],
+                                          t=[ts[i] for i in idx] if isinstance(ts, list) else ts,
+                                          predictions=[predictions[i] for i in idx], partition=partition,
+                                          offsets=[offsets[i] for i in idx], provisional=provisional is not None)
+                    for i, row in zip(idx, rows.tolist()):
+                        row_of[i] = row
             if provisional is not None:  # learned in the order the events came, as one at a time would
-                self._learn_provisional(row_of, [item[1] for item in part], provisional)
+                self._learn_provisional(row_of, xs, provisional)
 
     def _learn_provisional(self, rows: list, xs: list, provisional) -> None:
         """Learn the held events ``xs`` (of ``rows``) with the provisional label, in order: together
