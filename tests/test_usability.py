@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import pathlib
+import random
 import signal
 import socket
 import subprocess
@@ -280,6 +282,43 @@ def test_dependence_is_shown_only_beyond_its_parameter_cost():
     for x, y in events:  # a copy of attribute "1" under a new name: dependent on it, given any class
         model.learn_one({**x, "copy": x["1"]}, y)
     assert dependence_shown(model._stats)
+
+
+def _g_by_hand(events) -> float:
+    """2 Σ n(c,a,b) ln(n(c,a,b) n(c) / (n(c,a) n(c,b))) over the events: the G statistic of a and b
+    independent given the class, counted again from the events."""
+    from collections import Counter
+
+    cab = Counter((y, x["a"], x["b"]) for x, y in events)
+    ca, cb, c = Counter((y, x["a"]) for x, y in events), Counter((y, x["b"]) for x, y in events), Counter(y for _, y in events)
+    return 2 * sum(n * math.log(n * c[y] / (ca[y, a] * cb[y, b])) for (y, a, b), n in cab.items())
+
+
+def test_the_g_rule_is_the_textbook_test_and_the_bic_the_textbook_trade():
+    """Two binary attributes, a binary class, a weak dependence: the G rule says True exactly when the G
+    statistic counted from the events passes the table's chi-square quantile (0.99, 2 degrees of freedom:
+    9.210; one pair, so no Bonferroni division), the BIC when G / 2 passes ln n (2 parameters' cost).
+    Among the streams tried are some the test finds dependent and the BIC does not."""
+    from stream_nb.learners._structure import dependence_shown
+
+    verdicts = set()
+    for seed in range(40):
+        rng = random.Random(seed)
+        model = TAN(rebuild_every=0)
+        events = []
+        for _ in range(200):
+            y = rng.random() < 0.5
+            a = rng.random() < 0.5
+            b = a if rng.random() < 0.1 + 0.004 * seed else rng.random() < 0.5
+            events.append(({"a": a, "b": b}, y))
+            model.learn_one(*events[-1])
+        g = _g_by_hand(events)
+        if abs(g - 9.210) < 0.05:  # too near the threshold for the approximate quantile
+            continue
+        shown = (dependence_shown(model._stats, "g"), dependence_shown(model._stats, "bic"))
+        assert shown == (g > 9.210, g / 2 > math.log(200)), (seed, g)
+        verdicts.add(shown)
+    assert verdicts == {(False, False), (True, False), (True, True)}
 
 
 # ------------------------------------------------------------------------- dead-letter summaries

@@ -156,6 +156,8 @@ class KDB(VectorisedRuns, StructuredClassifier):
 
     """
 
+    _early_rule = "bic"  # k parents chosen by a rule that charges nothing: early ones must be worth their cells
+
     def __init__(
         self,
         k: int = 2,

@@ -87,6 +87,7 @@ module             what it holds
 from ._budget import DEFAULT_MEMORY_BUDGET
 from ._columns import Columns
 from ._candidates import cmi_from_cells, mutual_information_with_class, set_pair_rule
+from ._joint import ALPHA as G_TEST_ALPHA, chi2_quantile
 from ._tuple_candidates import choose_tuples
 from ._discretise import Discretiser
 from ._forgetting import (capture, capture_difference, capture_nbytes, count_difference, replace_counts, scale_counts,
@@ -110,5 +111,5 @@ __all__ = [
     "running_counts", "running_moments", "tree_terms", "values_by_row",
     "describe_type", "is_missing_label", "json_type", "validate_label",
     "capture", "capture_difference", "capture_nbytes", "count_difference", "replace_counts", "scale_counts",
-    "subtract_counts", "cmi_from_cells", "mutual_information_with_class", "set_pair_rule", "choose_tuples",
+    "subtract_counts", "G_TEST_ALPHA", "chi2_quantile", "cmi_from_cells", "mutual_information_with_class", "set_pair_rule", "choose_tuples",
 ]
