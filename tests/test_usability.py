@@ -321,6 +321,26 @@ def test_the_g_rule_is_the_textbook_test_and_the_bic_the_textbook_trade():
     assert verdicts == {(False, False), (True, False), (True, True)}
 
 
+def test_an_early_rebuild_waits_for_the_test_its_structure_asks():
+    """A weak dependence of b on a, 200 events: the G-test finds it (G = 10.36 > 9.21), the BIC does not
+    (G / 2 < ln 200): TAN with its Bayesian tree score and SPODE build at 200 events; TAN with CMI and
+    KDB, whose structure choice charges nothing for cells, wait."""
+    rng = random.Random(3)
+    events = []
+    for _ in range(200):
+        y = rng.random() < 0.5
+        a = rng.random() < 0.5
+        b = a if rng.random() < 0.112 else rng.random() < 0.5
+        events.append(({"a": a, "b": b}, y))
+    assert 10.3 < _g_by_hand(events) < 2 * math.log(200) and _g_by_hand(events[:100]) < 2 * math.log(100)
+    tan, cmi, spode, kdb = TAN(), TAN(tree_score="cmi"), SPODE(), KDB(k=1)
+    for x, y in events:
+        for model in (tan, cmi, spode, kdb):
+            model.learn_one(x, y)
+    assert len(tan.tree) == 1 and spode.super_parent is not None
+    assert cmi.tree == [] and not any(kdb.structure.values())
+
+
 # ------------------------------------------------------------------------- dead-letter summaries
 
 

@@ -191,6 +191,13 @@ class TAN(VectorisedRuns, StructuredClassifier):
         self._root = -1
         self._pidx = np.empty(0, dtype=np.int64)
 
+    @property
+    def _early_rule(self) -> str:
+        """The test an early rebuild waits for: the G-test when the tree is weighed by the Bayesian score,
+        which charges an edge for its cells; the BIC under CMI, which charges nothing (see
+        :class:`~stream_nb.learners.StructuredClassifier`)."""
+        return "g" if self.tree_score == "bayes" else "bic"
+
     @classmethod
     def _unit_test_params(cls):
         yield {}
