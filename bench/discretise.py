@@ -1,6 +1,7 @@
 """The two-layer MDL discretiser beside today's equal-frequency bins: accuracy, alternatives, cost.
 
-    python bench/discretise.py [--events 20000] [--part all|prequential|alternatives|cost|naive_bayes|tree_score]
+    python bench/discretise.py [--events 20000]
+                               [--part all|prequential|alternatives|cost|naive_bayes|tree_score|early_rebuilds]
                                [--streams Agrawal,RandomTree,...]
 
 - ``prequential``: prequential accuracy (``prequential_many`` on polls of 500, as the daemon runs
@@ -18,6 +19,9 @@
 - ``tree_score``: TAN's tree weighed by the conditional mutual information (``tree_score="cmi"``)
   beside the Bayesian score gain Weka's BayesNet TAN search uses (``"bayes"``), prequential, with
   either discretiser.
+- ``early_rebuilds``: TAN (with either tree score), SPODE and KDB (their defaults) with the early rebuilds (after 100, 200,
+  400 and 800 events) gated by the G-test of dependence (``"g"``) and by the BIC (``"bic"``): the
+  events learned when the first structure was built, and the prequential accuracy.
 
 The script prints markdown tables and, last, the prequential target (every stream, every model:
 ``mdl`` at least ``equal_frequency``) with PASS or FAIL.
@@ -189,11 +193,49 @@ def part_tree_score(n, streams):
             sys.stdout.flush()
 
 
+def gated(cls, rule):
+    """``cls`` whose early rebuilds wait for ``rule`` (``"g"`` or ``"bic"``), noting in ``first_build`` the
+    events learned when it first built a structure."""
+
+    class Gated(cls):
+        _early_rule = rule
+        first_build = None
+
+        def rebuild(self):
+            if self.first_build is None:
+                self.first_build = int(self._stats.n_seen)
+            super().rebuild()
+
+    Gated.__name__ = Gated.__qualname__ = cls.__name__
+    return Gated
+
+
+def part_early_rebuilds(n, streams):
+    print("\n## Early rebuilds gated by the G-test of dependence or by the BIC, prequential\n")
+    print(f"python bench/discretise.py --events {n} --part early_rebuilds --streams {','.join(streams)}\n")
+    print("| stream | events | model | first structure at, G-test | first structure at, BIC | accuracy, G-test | "
+          "accuracy, BIC |")
+    print("|---|---:|---|---:|---:|---:|---:|")
+    for sname in streams:
+        events = events_of(sname, n)
+        for mname, cls, kw in (("TAN", TAN, {}), ("TAN, `tree_score=\"cmi\"`", TAN, {"tree_score": "cmi"}),
+                               ("SPODE", SPODE, {}), ("KDB (k=2)", KDB, {"k": 2})):
+            first, acc = {}, {}
+            for rule in ("g", "bic"):
+                model = gated(cls, rule)(types=types_of(sname), **kw)
+                acc[rule] = prequential(model, events)
+                first[rule] = "never" if model.first_build is None else f"{model.first_build:,}"
+            print(f"| {sname} | {len(events):,} | {mname} | {first['g']} | {first['bic']} | {acc['g']:.4f} | "
+                  f"{acc['bic']:.4f} |")
+            sys.stdout.flush()
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=20000, help="events of a synthetic stream (default 20000)")
     parser.add_argument("--repeats", type=int, default=2, help="timed runs of --part cost (default 2)")
-    parser.add_argument("--part", choices=("all", "prequential", "alternatives", "cost", "naive_bayes", "tree_score"), default="all")
+    parser.add_argument("--part", choices=("all", "prequential", "alternatives", "cost", "naive_bayes", "tree_score",
+                                                 "early_rebuilds"), default="all")
     parser.add_argument("--streams", default=None,
                         help=f"of {', '.join(STREAMS)} (default all; --part alternatives: RandomTree, Agrawal, "
                              "Bananas, Phishing)")
@@ -208,6 +250,8 @@ def main(argv=None):
         targets += part_prequential(args.events, streams)
     if args.part in ("all", "tree_score"):
         part_tree_score(args.events, streams)
+    if args.part in ("all", "early_rebuilds"):
+        part_early_rebuilds(args.events, streams)
     if args.part in ("all", "naive_bayes"):
         part_naive_bayes(args.events)
     if args.part in ("all", "alternatives"):
