@@ -290,7 +290,8 @@ def _g_by_hand(events) -> float:
     from collections import Counter
 
     cab = Counter((y, x["a"], x["b"]) for x, y in events)
-    ca, cb, c = Counter((y, x["a"]) for x, y in events), Counter((y, x["b"]) for x, y in events), Counter(y for _, y in events)
+    ca, cb = Counter((y, x["a"]) for x, y in events), Counter((y, x["b"]) for x, y in events)
+    c = Counter(y for _, y in events)
     return 2 * sum(n * math.log(n * c[y] / (ca[y, a] * cb[y, b])) for (y, a, b), n in cab.items())
 
 

@@ -148,4 +148,5 @@ def dependence_shown(stats, rule: str = "bic") -> bool:
         return bool((gain > 0.5 * C * np.outer(dof, dof) * math.log(n)).any())
     i, j = np.triu_indices(len(feats), 1)
     level = 1.0 - G_TEST_ALPHA / len(i)
-    return any(2.0 * g > chi2_quantile(level, df) for g, df in zip(gain[i, j].tolist(), (C * dof[i] * dof[j]).tolist()))
+    dfs = (C * dof[i] * dof[j]).tolist()
+    return any(2.0 * g > chi2_quantile(level, df) for g, df in zip(gain[i, j].tolist(), dfs))

@@ -36,10 +36,10 @@ class StructuredClassifier(BayesClassifier):
     events where the BIC waits until 800, and by 0.4 to 0.7 on RandomTree and ImageSegments,
     and costs them nothing anywhere (with equal-frequency bins, 0.4 points on Hyperplane,
     ``--part tree_score``); under it KDB (k=2) would lose 10.0 points on ImageSegments (19
-    attributes, 7 classes) and TAN with CMI 11.8, their early structures hung on sparse tables. On a stream whose attributes
-    are independent given the class (naive Bayes' own assumption, as in LED) no early
-    rebuild takes place, and from ``rebuild_every`` on everything is as if there had been
-    no early one. ``rebuild_every=0`` rebuilds only on ``rebuild()``.
+    attributes, 7 classes) and TAN with CMI 11.8, their early structures hung on sparse tables.
+    On a stream whose attributes are independent given the class (naive Bayes' own
+    assumption, as in LED) no early rebuild takes place, and from ``rebuild_every`` on
+    everything is as if there had been no early one. ``rebuild_every=0`` rebuilds only on ``rebuild()``.
 
     A subclass provides, beyond :class:`~stream_nb.learners.BayesClassifier`'s hooks:
 
