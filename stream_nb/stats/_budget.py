@@ -38,6 +38,7 @@ SPARSE_FLOOR = 64 * 1024 * 1024
 
 _TUPLES = ("tuple_count", "tuple_feat")
 _PAIRS = ("pair_count", "pair_feat")
+_PAIR_ATTRIBUTES = tuple(p + name for p in ("", "obs_") for name in _PAIRS)  # the tables, and their observed-only twins
 
 
 def scatter_add(table, idx: tuple, w) -> None:
@@ -153,7 +154,10 @@ class Budget:
         # the pair tables only: KDB's sparse t-way tables are not bounded here (river's checks learn
         # ImageSegments with KDB's defaults, whose 3-way cells alone pass 256 MiB). Dense ones (the usual
         # store) have nothing to check: said without listing the arrays, as every event learned asks
-        if not any(isinstance(getattr(self, p + name, None), SparseTable) for p in ("", "obs_") for name in _PAIRS):
+        for name in _PAIR_ATTRIBUTES:
+            if isinstance(getattr(self, name, None), SparseTable):
+                break
+        else:
             return True
         sparse = {name: a for name, a in self._arrays().items()
                   if isinstance(a, SparseTable) and name.removeprefix("obs_") in _PAIRS}
