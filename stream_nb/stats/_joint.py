@@ -39,7 +39,6 @@ normal approximation. The coarse layer
 
 from __future__ import annotations
 
-import math
 from statistics import NormalDist
 
 import numpy as np
@@ -52,15 +51,20 @@ __all__ = ["ALPHA", "chi2_quantile", "g_statistic", "quantiles_inform"]
 ALPHA = 0.01
 
 
-def chi2_quantile(p: float, df: float) -> float:
-    """The p-quantile of the chi-square distribution with ``df`` degrees of freedom (Wilson-Hilferty).
+def chi2_quantile(p: float, df):
+    """The p-quantile of the chi-square distribution with ``df`` degrees of freedom (Wilson-Hilferty);
+    ``df`` a number, or an array (one quantile each).
 
     >>> round(chi2_quantile(0.99, 10), 1)   # the table value: 23.21
     23.2
+    >>> chi2_quantile(0.99, np.array([1.0, 10.0])).round(1).tolist()   # the table: 6.63, 23.21
+    [6.6, 23.2]
     """
     z = NormalDist().inv_cdf(p)
-    h = 2.0 / (9.0 * df)
-    return df * max(1.0 - h + z * math.sqrt(h), 0.0) ** 3
+    d = np.asarray(df, dtype=float)
+    h = 2.0 / (9.0 * d)
+    q = d * np.maximum(1.0 - h + z * np.sqrt(h), 0.0) ** 3
+    return float(q) if q.ndim == 0 else q
 
 
 def g_statistic(n: np.ndarray) -> float:
@@ -102,7 +106,7 @@ def _rejects(by_z: np.ndarray, starts: np.ndarray, coarse: np.ndarray, finer: np
     extra = held(n_b.sum(0), 0) - held(n_a.sum(0), 0)
     df = extra * (K - 1) * Z
     ok = df > 0
-    return any(g > chi2_quantile(p, d) for g, d in zip(gain[ok].tolist(), df[ok].tolist()))
+    return bool((gain[ok] > chi2_quantile(p, df[ok])).any())
 
 
 def _cells(cuts, n_bins: int) -> np.ndarray:
