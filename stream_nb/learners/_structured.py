@@ -39,7 +39,8 @@ class StructuredClassifier(BayesClassifier):
     attributes, 7 classes) and TAN with CMI 11.8, their early structures hung on sparse tables.
     On a stream whose attributes are independent given the class (naive Bayes' own
     assumption, as in LED) no early rebuild takes place, and from ``rebuild_every`` on
-    everything is as if there had been no early one. ``rebuild_every=0`` rebuilds only on ``rebuild()``.
+    everything is as if there had been no early one. ``rebuild_every=0`` rebuilds only on
+    ``rebuild()``.
 
     A subclass provides, beyond :class:`~stream_nb.learners.BayesClassifier`'s hooks:
 

@@ -111,5 +111,6 @@ __all__ = [
     "running_counts", "running_moments", "tree_terms", "values_by_row",
     "describe_type", "is_missing_label", "json_type", "validate_label",
     "capture", "capture_difference", "capture_nbytes", "count_difference", "replace_counts", "scale_counts",
-    "subtract_counts", "G_TEST_ALPHA", "chi2_quantile", "cmi_from_cells", "mutual_information_with_class", "set_pair_rule", "choose_tuples",
+    "subtract_counts", "G_TEST_ALPHA", "chi2_quantile", "cmi_from_cells", "mutual_information_with_class",
+    "set_pair_rule", "choose_tuples",
 ]
