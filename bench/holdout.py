@@ -40,7 +40,11 @@ Without a JDK the Weka rows are skipped with a line saying why, and stream_nb's 
 ``--diagnose`` adds what tells the bins from the rest of the model: TAN on Weka's cut points with
 ``tree_score="cmi"`` and rebuilt once more after the last training event (Weka builds on all of
 them; the schedule's last rebuild may be earlier), and AODE with ``bins=1`` (MDL's cut points alone)
-and ``bins=3``, each with the count of its predictions that differ from Weka's.
+and ``bins=3``, each with the count of its predictions that differ from Weka's; and each model on the cut
+points our MDL criterion keeps on the raw training values (one interval per distinct value, which a streaming
+discretiser does not keep: it cuts only at its fine layer's edges), with whether they are Weka's; and, after
+the table, each numeric feature's cut points where Weka's and our TAN's (its defaults, after the training
+events) differ.
 
 The script prints a markdown table and, last, issue 15's holdout targets (our
 TAN and AODE with their defaults at least Weka's accuracy) with PASS or FAIL.
@@ -57,7 +61,10 @@ from pathlib import Path
 from river import datasets
 from river.datasets import synth
 
+import numpy as np
+
 from stream_nb import AODE, TAN
+from stream_nb.stats import mdl_cuts
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import peers  # noqa: E402  (bench/peers/: the Java peers)
@@ -154,7 +161,25 @@ def run_stream(sname, train, test, skip_reason, diagnose=False):
             rows.append((f"stream_nb {name}, Weka's cut points", accuracy(predictions, test), note))
             if diagnose:
                 rows.extend(diagnosis(name, make, types, edges, train, test, weka[name].predictions))
+                rows.append(raw_mdl_row(name, make, types, edges, train, test, weka[name].predictions))
+    if diagnose and cuts is not None:
+        rows.append(cut_point_lines(sname, TAN(**({"types": types} if declared else {})), train, cuts))
     return rows, acc
+
+
+def cut_point_lines(sname, model, train, weka_cuts) -> list[str]:
+    """``--diagnose``: each numeric feature's cut points, Weka's beside those ``model`` (TAN with its defaults)
+    has after learning ``train``, where they differ."""
+    for x, y in train:
+        model.learn_one(x, y)
+    mine = model.cut_points()
+    lines = []
+    for name, weka in weka_cuts.items():
+        ours_now = [round(c, 4) for c in mine.get(name, [])]
+        theirs = [round(c, 4) for c in weka]
+        if ours_now != theirs:
+            lines.append(f"{sname} {name}: Weka {theirs}, stream_nb TAN {ours_now}")
+    return lines
 
 
 def diagnosis(name, make, types, edges, train, test, weka_predictions):
@@ -178,6 +203,37 @@ def diagnosis(name, make, types, edges, train, test, weka_predictions):
     return out
 
 
+def raw_mdl_edges(train, types) -> dict:
+    """Cut points of our MDL criterion (``stream_nb.stats.mdl_cuts``) on the raw training values: one interval
+    per distinct value of each numeric feature, a cut midway between two values (as Weka's)."""
+    classes = sorted({y for _, y in train}, key=repr)
+    code = {y: i for i, y in enumerate(classes)}
+    edges = {}
+    for name, kind in types.items():
+        if kind != "numeric":
+            continue
+        pairs = [(x[name], code[y]) for x, y in train if x.get(name) is not None]
+        values = np.array([v for v, _ in pairs], dtype=float)
+        distinct, at = np.unique(values, return_inverse=True)
+        counts = np.zeros((len(distinct), len(classes)))
+        np.add.at(counts, (at, [c for _, c in pairs]), 1.0)
+        edges[name] = [float((distinct[b - 1] + distinct[b]) / 2) for b in mdl_cuts(counts)]
+    return edges
+
+
+def raw_mdl_row(name, make, types, weka_edges, train, test, weka_predictions):
+    """``--diagnose``: the model on the cut points our MDL criterion keeps on the raw training values, which a
+    streaming discretiser cannot keep (it cuts only at its fine layer's edges); whether they are Weka's."""
+    edges = raw_mdl_edges(train, types)
+    same = all(np.allclose(edges.get(k, []), v, rtol=0, atol=1e-9) if len(edges.get(k, [])) == len(v) else False
+               for k, v in weka_edges.items())
+    predictions = ours(make(types=types, bin_edges=edges), train, test)
+    differ = sum(a != b for a, b in zip(predictions, weka_predictions))
+    return (f"stream_nb {name}, our MDL on the raw training values", accuracy(predictions, test),
+            f"bin_edges= stream_nb.stats.mdl_cuts over each distinct training value; the same cut points as "
+            f"Weka's: {'yes' if same else 'no'}; predictions that differ from Weka's {name}: {differ}")
+
+
 def run(names, n_train=10000, n_test=10000, diagnose=False):
     """Print the holdout table for the streams ``names``; return issue 15's targets ``[(text, ok)]``."""
     reason = peers.ready()
@@ -185,10 +241,12 @@ def run(names, n_train=10000, n_test=10000, diagnose=False):
         print(f"{reason}\n")
     print("| stream | train / test | learner | accuracy | configuration |")
     print("|---|---|---|---:|---|")
-    targets = []
+    targets, cut_lines = [], []
     for sname in names:
         train, test = split(sname, n_train, n_test)
         rows, acc = run_stream(sname, train, test, reason, diagnose)
+        if rows and isinstance(rows[-1], list):  # --diagnose: the cut points, printed after the table
+            cut_lines += rows.pop()
         for learner, a, note in rows:
             print(f"| {sname} | {len(train):,} / {len(test):,} | {learner} | {a:.4f} | {note} |")
         sys.stdout.flush()
@@ -197,6 +255,9 @@ def run(names, n_train=10000, n_test=10000, diagnose=False):
                             acc["TAN"] >= acc["Weka TAN"]))
             targets.append((f"AODE >= Weka AODE on MDL bins in holdout on {sname} "
                             f"({acc['AODE']:.4f} vs {acc['Weka AODE']:.4f})", acc["AODE"] >= acc["Weka AODE"]))
+    if cut_lines:
+        print("\nCut points that differ, Weka's (on the training events) and stream_nb TAN's (defaults, after them):\n")
+        print("\n".join(f"- {line}" for line in cut_lines))
     return targets
 
 
