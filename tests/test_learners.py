@@ -370,7 +370,11 @@ def test_merge_refuses_what_cannot_be_exact():
     a = learn(AODE(warmup=100, missing="ignore"), mixed_events(30, seed=22))
     b = learn(AODE(warmup=100, missing="ignore"), mixed_events(30, seed=23))
     seq = learn(AODE(warmup=100, missing="ignore"), mixed_events(30, seed=22) + mixed_events(30, seed=23))
-    assert a.merge(b)._stats.state()[1] == seq._stats.state()[1]
+
+    def live(meta):  # the columns a promotion detached (num's values, counted by value until its sixth) aside:
+        return {**meta, "columns": [c for c in meta["columns"] if c[0] >= 0]}  # a merge derives the layer anew
+
+    assert live(a.merge(b)._stats.state()[1]) == live(seq._stats.state()[1])
     assert a._stats.counts() == seq._stats.counts()
     edges = {"num": [0.0, 1.0, 2.0, 3.0]}
     a = learn(AODE(bin_edges=edges, missing="ignore"), mixed_events(50, seed=22))

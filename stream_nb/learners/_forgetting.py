@@ -260,6 +260,7 @@ class Forgetting:
             self._forget = None
             return
         self._forget = _State(window, panes, half_life, detector)
+        self._stats.bin_floats_at_once()
 
     # -------------------------------------------------------------- smoothing of inflated counts
 

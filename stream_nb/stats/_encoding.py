@@ -121,7 +121,7 @@ class Encoding:
                         cols.append(col)
                         feats.append(f)
                         continue
-                    v = categorical_value(name, v)
+                    v = numeric_value(name, v) if f in self.few else categorical_value(name, v)
                     if v is not None:
                         if type(v) not in self._vt_ok[f]:
                             self._check_value(f, name, v)
@@ -139,7 +139,7 @@ class Encoding:
             if v is None or is_nan(v):
                 continue
             k = self._kind_for(name, v)
-            v = categorical_value(name, v) if k == CAT else numeric_value(name, v)
+            v = categorical_value(name, v) if k == CAT and not self.counts_by_value(name, v) else numeric_value(name, v)
             if v is not None:
                 todo.append((name, None, k, v))
         return cols, feats, gs, gx, todo
@@ -173,7 +173,8 @@ class Encoding:
                     gx.append(v)
                     continue
             if f is None:
-                f = self._add_feature(name, k, from_int=k == CAT and name not in self.types and is_integer(v))
+                f = self._add_feature(name, k, from_int=k == CAT and name not in self.types and is_integer(v),
+                                      few=k == CAT and self.counts_by_value(name, v))
                 if k == GAUSS:
                     gs.append(self.gslot[f])
                     gx.append(v)

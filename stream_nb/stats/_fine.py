@@ -53,6 +53,8 @@ Features with ``bin_edges`` keep exactly those edges in both layers.
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from .._checks import is_integer
@@ -125,6 +127,7 @@ class TwoLayerStats(FineRuns, WaitingEvents, Stats):
         # the fine layer's t-way table is the larger one: its bound is the one that binds (it learns
         # each event first, so an event it refuses changes neither layer)
         self.fine = Stats(**{**kwargs, "bins": self.fine_bins})
+        self.fine.few_max = self.bins  # both layers count a float feature by value while it has few values
         self.backlog: list = []  # events with values to count once the fine edges exist (see _waiting)
         # events holding a value of a fine feature of integers that a fraction could still promote with
         # fewer than ``warmup`` values (then its values so far wait as warm-up values do): as backlog entries
@@ -143,8 +146,8 @@ class TwoLayerStats(FineRuns, WaitingEvents, Stats):
 
     # ------------------------------------------------------------------ schema mirrored
 
-    def _add_feature(self, name, kind, from_int: bool = False) -> int:
-        f = super()._add_feature(name, kind, from_int)
+    def _add_feature(self, name, kind, from_int: bool = False, few: bool = False) -> int:
+        f = super()._add_feature(name, kind, from_int, few)
         if kind == BINNED and name not in self.bin_edges:
             self._set_discretiser(f, CoarseDiscretiser(self.bins, self.warmup))
         return f
@@ -499,6 +502,14 @@ class TwoLayerStats(FineRuns, WaitingEvents, Stats):
         """
         if not isinstance(other, TwoLayerStats):
             raise MergeError("cannot merge a store discretised by MDL (two layers) with one that is not")
+        over = self.fine.few_overflow(other.fine)
+        if over:  # too many values together: binned on both sides first, the waiting events following
+            other = copy.deepcopy(other)
+            for mine, theirs in over:
+                other.fine.promote(theirs)
+                self.fine.promote(mine)
+            other._follow_promotion()
+            self._follow_promotion()
         fine, theirs = self.fine, other.fine
         fine.merge(theirs)
         cmap = [fine.class_index[y] for y in theirs.classes]
@@ -554,6 +565,7 @@ class TwoLayerStats(FineRuns, WaitingEvents, Stats):
         tl = meta["two_layer"]
         s = super().from_state({k: v for k, v in arrays.items() if not k.startswith("fine.")}, meta)
         s.fine = Stats.from_state({k[5:]: v for k, v in arrays.items() if k.startswith("fine.")}, meta["fine"])
+        s.fine.few_max = s.few_max
         if s.fine.features != s.features or s.fine.classes != s.classes:
             raise ValueError("stats.fine: its features and classes must be the coarse layer's, in the same order")
         for name in ("fine_bins", "n_events", "next_choice"):

@@ -18,7 +18,7 @@ from ..exceptions import FeatureTypeError
 from ._columns import Columns
 from ._values import (
     BINNED, CAT, GAUSS, NONE_TYPE, PLAIN_TYPES, VALUE_GROUPS, categorical_value, hashable, is_nan, json_type,
-    number_column, short_repr,
+    number_column, numeric_value, short_repr,
 )
 
 __all__ = ["Frames"]
@@ -259,7 +259,10 @@ class Frames:
 
     def _new_in_run(self, f: int, v) -> bool:
         """Whether a run may learn ``v``, a categorical value of feature ``f`` of an accepted type never seen,
-        as ``learn_one`` would register it: not a number that turns ``f`` numeric, not an infinity."""
+        as ``learn_one`` would register it: not a number that turns ``f`` numeric, not an infinity; not a
+        value of a numeric feature counted by value (:attr:`few`: a run's new values may turn it binned)."""
+        if f in self.few:
+            return False
         return not (type(v) is float and (math.isinf(v) or self._promotes(f, v)))
 
     def _window_columns(self, xs, start: int, stop: int):
@@ -309,12 +312,19 @@ class Frames:
 
     def frame_promotes(self, X: pd.DataFrame) -> bool:
         """True when learning ``X`` would turn a categorical feature numeric (see :meth:`promote`):
-        a feature inferred from integers (known, or new with an integer first) meets a fraction."""
+        a feature inferred from integers (known, or new with an integer first) meets a fraction, or a numeric
+        feature counted by value (:attr:`few`; known, or new with a float first) meets more values than
+        ``few_max``."""
         for name in X.columns:
             f = self.feature_index.get(name)
             if f is not None and f not in self.from_int:
                 continue
             s = X[name]
+            if f in self.few or (f is None and self._frame_by_value(name, s)):
+                known = set(self.values[f]) if f is not None else set()
+                if len(known.union(pd.unique(s.dropna()).tolist())) > self.few_max:
+                    return True
+                continue
             if s.dtype.kind in "iub":  # integer and boolean columns hold no fraction
                 continue
             if f is None:
@@ -328,6 +338,15 @@ class Frames:
             if len(col) and not np.all(col == np.round(col)):
                 return True
         return False
+
+    def _frame_by_value(self, name, s: pd.Series) -> bool:
+        """Whether column ``s`` of a feature ``name`` the store does not know yet is counted by value
+        (:meth:`counts_by_value`), its kind taken as :meth:`_prepare_frame` takes it."""
+        first = s.first_valid_index()
+        if first is None:
+            return False
+        is_float = isinstance(s.dtype, np.dtype) and s.dtype.kind == "f"
+        return self.counts_by_value(name, 0.0 if is_float else s.loc[first])
 
     def validate_frame(self, X: pd.DataFrame) -> None:
         """Raise ``FeatureTypeError`` for any value of ``X`` that learning would refuse; change nothing."""
@@ -346,14 +365,16 @@ class Frames:
                     continue
                 if not learn:
                     continue
-                # A new feature's type follows the column's dtype: a float column is numeric.
+                # A new feature's type follows the column's dtype: a float column is numeric (counted by
+                # value while it has few values, in a discretising store: counts_by_value).
                 # (pandas stores an int column with missing values as float: declare ``types``
                 # or use the nullable "Int64" dtype to keep such a column categorical.)
                 is_float = isinstance(s.dtype, np.dtype) and s.dtype.kind == "f"
                 kind = self._kind_for(name, 0.0 if is_float else s.loc[first])
             if kind == CAT:
                 codes, uniques = pd.factorize(s, use_na_sentinel=True)
-                uniques = [categorical_value(name, u) for u in uniques.tolist()]
+                by_value = f in self.few if f is not None else self._frame_by_value(name, s)
+                uniques = [numeric_value(name, u) if by_value else categorical_value(name, u) for u in uniques.tolist()]
                 self._check_column(name, f, s, uniques)
                 prepared.append((pos, name, f, kind, (codes, uniques)))
             else:
@@ -433,7 +454,7 @@ class Frames:
                     continue
                 if f is None:
                     first_row = int(np.argmax(valid))
-                    events.append((first_row, pos, 0, name, kind, is_integer(uniques[codes[first_row]])))
+                    events.append((first_row, pos, 0, name, kind, uniques[codes[first_row]]))
                 known = self.values[f] if f is not None else {}
                 new = [i for i, u in enumerate(uniques) if u is not None and u not in known]
                 if new:
@@ -445,13 +466,14 @@ class Frames:
             elif f is None:
                 valid = ~np.isnan(payload)
                 if valid.any():
-                    events.append((int(np.argmax(valid)), pos, 0, name, kind, False))
+                    events.append((int(np.argmax(valid)), pos, 0, name, kind, None))
         events.sort(key=lambda e: (e[0], e[1], e[2]))
         if self.tuples:  # binned values may add a few more: they are checked as they come
             self._check_room(sum(1 for e in events if e[2] == 1), 0)
         for _, _, what, name, kind, v in events:
             if what == 0:
-                self._add_feature(name, kind, from_int=kind == CAT and name not in self.types and v)
+                self._add_feature(name, kind, from_int=kind == CAT and name not in self.types and is_integer(v),
+                                  few=kind == CAT and self.counts_by_value(name, v))
             else:
                 self._add_value(self.feature_index[name], v)
 

@@ -58,12 +58,15 @@ class Merging:
                 f"cannot merge: {mine} but the other model has {a_noun(json_type(odd))} label, {odd!r}; "
                 f"labels of two types would merge classes (True == 1) or give two classes one key (1 and '1')"
             )
+        over = self.few_overflow(other)
         stale = [f for name, f in other.feature_index.items() if f in other.from_int
                  and name in self.feature_index and self.kinds[self.feature_index[name]] != CAT]
-        if stale:  # this model saw the feature turn numeric: so would a sequential run
-            other = copy.deepcopy(other)
-            for f in stale:
+        if stale or over:  # this model saw the feature turn numeric, or the two saw too many values: so
+            other = copy.deepcopy(other)  # would a sequential run
+            for f in stale + [theirs for _, theirs in over]:
                 other.promote(f)
+            for mine, _ in over:
+                self.promote(mine)
         for name, f in other.feature_index.items():
             mine = self.feature_index.get(name)
             if mine is not None and mine in self.from_int and other.kinds[f] != CAT:
@@ -107,7 +110,7 @@ class Merging:
         for name, f in other.feature_index.items():
             mine = self.feature_index.get(name)
             if mine is None:
-                mine = self._add_feature(name, other.kinds[f])
+                mine = self._add_feature(name, other.kinds[f], few=f in other.few)
                 if other.kinds[f] == BINNED:
                     self._set_discretiser(mine, Discretiser.from_state(other.disc[f].state()))
             elif other.kinds[f] == BINNED and self.disc[mine].edges is None and other.disc[f].edges is None:
@@ -137,6 +140,14 @@ class Merging:
             present = nb > 0
             if present.any():
                 self._merge_moments(cmap[present], g, nb[present], other.g_mean[:C, go][present], other.g_m2[:C, go][present])
+
+    def few_overflow(self, other: typing.Self) -> list[tuple[int, int]]:
+        """``(feature here, feature there)`` of each numeric feature both stores count by value
+        (:attr:`few`) whose values together are more than ``few_max``: a sequential run would have turned it
+        binned at the value that made them so many."""
+        return [(mine, theirs) for name, theirs in other.feature_index.items()
+                if theirs in other.few and (mine := self.feature_index.get(name)) in self.few
+                and len(self.values[mine].keys() | other.values[theirs].keys()) > self.few_max]
 
     def _add_aligned(self, p: str, other: typing.Self, q: str, cmap, vmap, fmap) -> None:
         """Add count set ``q`` of ``other`` into this store's count set ``p`` (classes, values and

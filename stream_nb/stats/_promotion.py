@@ -21,7 +21,11 @@ class Promotion:
 
     def _promotes(self, f: int, v) -> bool:
         """True when value ``v`` turns categorical feature ``f`` numeric: ``f`` was inferred
-        (not declared) from an integer, every value so far is a number, and ``v`` is not a whole number."""
+        (not declared) from an integer, every value so far is a number, and ``v`` is not a whole number;
+        or ``f`` is a numeric feature counted by value (:attr:`few`) and ``v`` is one value more than
+        ``few_max``."""
+        if f in self.few:
+            return v not in self.values[f] and len(self.values[f]) >= self.few_max
         if f not in self.from_int or not isinstance(v, float) or v.is_integer():
             return False
         return all(isinstance(k, (int, float)) and not isinstance(k, bool) for k in self.values[f])
@@ -32,7 +36,13 @@ class Promotion:
         if self.numeric == "gaussian" or f not in self.from_int or self.features[f] in self.bin_edges:
             return False
         cols = np.fromiter(self.values[f].values(), dtype=np.int64)
-        return int(np.maximum(np.rint(self.value_count[: self.n_classes, cols].sum(0)), 1).sum()) < self.warmup
+        return int(np.maximum(np.rint(self._observed_counts(cols).sum(0)), 1).sum()) < self.warmup
+
+    def _observed_counts(self, cols: np.ndarray) -> np.ndarray:
+        """The counts (classes, ``cols``) of the values actually seen: the observed-only twin's when the store
+        keeps one (EM's expected counts are no values seen, and would make warm-up values of them)."""
+        counts = self.obs_value_count if self.keeps_observed else self.value_count
+        return counts[: self.n_classes, cols]
 
     def promote(self, f: int) -> None:
         """Turn categorical feature ``f`` numeric, converting its counts exactly.
@@ -50,6 +60,7 @@ class Promotion:
         C = self.n_classes
         counts = self.value_count[:C, old]
         self.from_int.discard(f)
+        self.few.discard(f)
         self._set_vtype(f, None)
         if self.numeric == "gaussian":
             self._reserve(g=1)
@@ -67,7 +78,7 @@ class Promotion:
             self.promoted[f] = "gauss"
         else:
             d = Discretiser(self.bins, self.warmup, self.bin_edges.get(name))
-            seen = np.repeat(keys, np.maximum(np.rint(counts.sum(0)), 1).astype(int))
+            seen = np.repeat(keys, np.maximum(np.rint(self._observed_counts(old).sum(0)), 1).astype(int))
             self.kinds[f], self.values[f], self.disc[f] = BINNED, {}, d
             self.n_values[f] = 0
             if d.edges is None and len(seen) < self.warmup:

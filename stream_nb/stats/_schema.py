@@ -190,11 +190,30 @@ class Schema:
         declared = self.types.get(name)
         if declared == "categorical":
             return CAT
+        if self.counts_by_value(name, v):
+            return CAT
         if declared == "numeric" or (declared is None and isinstance(v, (float, np.floating))):
             return GAUSS if self.numeric == "gaussian" else BINNED
         return CAT
 
-    def _add_feature(self, name, kind, from_int: bool = False) -> int:
+    def counts_by_value(self, name, v) -> bool:
+        """Whether a new feature ``name`` whose first value is ``v`` is counted by value while it has few
+        values (:attr:`few`): a float, its type not declared, no ``bin_edges`` of its own, in a discretising
+        store. A numeric feature of a few values (0, 0.5 and 1) keeps each in a bin of its own from its first
+        event; one more value than ``few_max`` turns it binned (:meth:`promote`)."""
+        return (self.numeric == "bins" and self.few_max > 0 and isinstance(v, (float, np.floating))
+                and name not in self.types and name not in self.bin_edges)
+
+    def bin_floats_at_once(self) -> None:
+        """Count no float feature by value (:meth:`counts_by_value`): each is binned from its first value.
+        A model that forgets (a window, decay, a drift detector) asks it before it learns: its captures and
+        scaled counts would not follow a promotion's moves."""
+        self.few_max = 0
+        fine = getattr(self, "fine", None)
+        if fine is not None:
+            fine.few_max = 0
+
+    def _add_feature(self, name, kind, from_int: bool = False, few: bool = False) -> int:
         self._reserve(f=1, g=1 if kind == GAUSS else 0)
         f = len(self.features)
         self.features.append(name)
@@ -214,8 +233,10 @@ class Schema:
         else:
             self.disc.append(None)
         self._lookup[name] = (kind, f, self.values[f], self.gslot[f], self.disc[f])
-        if kind == CAT and from_int:
+        if kind == CAT and (from_int or few):
             self.from_int.add(f)
+        if kind == CAT and few:
+            self.few.add(f)
         self.epoch += 1
         return f
 
@@ -268,6 +289,9 @@ class Schema:
     def _value_error(self, name, vt: str, v, where: str = "") -> FeatureTypeError:
         """The error for categorical value ``v`` of feature ``name``, whose values are of type ``vt``."""
         t = json_type(v)
+        if self.feature_index.get(name) in self.few:  # a numeric feature counted by value for now
+            return FeatureTypeError(f"feature {name!r} is numeric: expected a number, got {type(v).__name__} "
+                                    f"{short_repr(v)}{where}", field=name)
         origin = "declared categorical in types" if self.types.get(name) == "categorical" else "the type of its first value"
         hint = ""
         if vt in ("string", "number") and t in ("string", "number"):

@@ -111,6 +111,10 @@ class State:
             ],
             "from_int": sorted(self.from_int),
         }
+        if self.few:  # numeric features counted by value for now (a state without them: none)
+            meta["few"] = sorted(self.few)
+        if self.few_max != self.bins:  # a fine layer's: its model's bins; 0 when forgetting (none: the bins)
+            meta["few_max"] = self.few_max
         if self.gauss_feature != sorted(self.gauss_feature):  # a promotion made a Gaussian slot after others:
             meta["gauss_features"] = list(self.gauss_feature)  # the feature of each, as g_* are written
         if self.promoted:  # how each promotion moved its counts (_promoted.py)
@@ -158,6 +162,8 @@ class State:
                 s._reserve(v=1)
                 s.value_keys.append(v)
         s.from_int = set(meta.get("from_int", []))
+        s.few = set(meta.get("few", []))
+        s.few_max = meta.get("few_max", meta["bins"])
         s.promoted = {f: rule for f, rule in meta.get("promoted", [])}
         # the types of the labels and of each categorical feature's values; a state written before
         # they were kept has them from its first class and each feature's first value (_add_class, _add_value)
@@ -291,6 +297,7 @@ def check_state(arrays: dict, meta: dict) -> None:
     except ConfigError as exc:
         raise ValueError(f"stats.{exc}") from None
     _check_int("stats.bins", meta["bins"], 1)
+    _check_int("stats.few_max", meta.get("few_max", meta["bins"]), 0)
     _check_int("stats.warmup", meta["warmup"], 1)
     edges = meta["bin_edges"]
     if not isinstance(edges, dict):
@@ -365,6 +372,10 @@ def check_state(arrays: dict, meta: dict) -> None:
             isinstance(f, int) and not isinstance(f, bool) and 0 <= f < len(features) and kinds[f] == "categorical"
             for f in from_int):
         raise ValueError(f"stats.from_int: expected a list of categorical feature indices, got {_kind(from_int)}")
+    few = meta.get("few", [])
+    if not isinstance(few, list) or not all(is_integer(f) and f in from_int for f in few):
+        raise ValueError(f"stats.few: expected a list of indices of features counted by value (each in from_int), "
+                         f"got {_kind(few)}")
     order = meta.get("gauss_features")
     if order is not None and (not isinstance(order, list) or not all(is_integer(f) for f in order)
                               or sorted(order) != [f for f, k in enumerate(kinds) if k == "gaussian"]):

@@ -130,7 +130,13 @@ class Stats(Schema, Budget, Candidates, TupleCandidates, Labels, Promotion, Enco
         # types of its values (PLAIN_TYPES): the fast path of encode(), which a value of another type misses
         self._cat_values: dict = {}
         # categorical features inferred from an integer: a later fractional number turns them numeric
+        # (and the features of self.few: a value beyond their few turns them numeric)
         self.from_int: set = set()
+        # numeric features inferred from a float in a discretising store, counted by value (each value its
+        # own bin) while they have at most few_max values; one more turns them binned, as a fraction turns a
+        # feature of integers numeric (see _promotion). Each is in from_int too
+        self.few: set = set()
+        self.few_max = bins
         self.promoted: dict = {}  # feature -> how its promotion moved its counts (see _promoted.py)
         # bumped by every change other than Stats.add, so views can tell when cached tables are stale
         self.epoch = 0

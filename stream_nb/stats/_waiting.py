@@ -250,7 +250,7 @@ class WaitingEvents:
             if f not in fine.from_int or f in self.grown:
                 continue
             cols = np.fromiter(fine.values[f].values(), dtype=np.int64)
-            seen = np.maximum(np.rint(fine.value_count[: fine.n_classes, cols].sum(0)), 1).sum()
+            seen = np.maximum(np.rint(fine._observed_counts(cols).sum(0)), 1).sum()  # EM's expected: no values
             if seen < self.warmup:
                 young = True
             else:
