@@ -15,8 +15,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import stream_nb
 from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes
 from stream_nb.exceptions import FeatureTypeError
+from stream_nb.tools.inspect_snapshot import describe
 from test_fine_layer import assert_counts_close, observed_counts
 from test_learners import assert_proba_close, learn
 
@@ -192,3 +194,11 @@ def test_a_model_that_forgets_bins_a_float_feature_from_its_first_value(forgetti
     copy = type(model).from_state(*model.state())
     learn(copy, [({"form": 0.5, "k": "k1", "new": 0.25}, 1)])
     assert not copy._stats.few and copy._stats.kinds[copy._stats.feature_index["new"]] == 2
+
+
+def test_snapshot_inspect_names_a_feature_counted_by_value(tmp_path):
+    model = learn(TAN(), few_stream(30))
+    path = tmp_path / "m.snb"
+    stream_nb.save(model, path)
+    kinds = {f["name"]: f["kind"] for f in describe(stream_nb.snapshots.read(path))["model"]["features"]}
+    assert kinds == {"form": "numeric by value", "k": "categorical", "b": "binned"}

@@ -49,7 +49,8 @@ def describe(snap: snapshots.SnapshotFile) -> dict[str, typing.Any]:
     stats = model._stats
     kinds = ("categorical", "gaussian", "binned")
     features = [
-        {"name": _plain(name), "kind": kinds[stats.kinds[f]],
+        # a float feature of a few values, counted by value until one more turns it binned: numeric by value
+        {"name": _plain(name), "kind": "numeric by value" if f in getattr(stats, "few", ()) else kinds[stats.kinds[f]],
          "values": len(stats.values[f]) if stats.values[f] is not None else None}
         for f, name in enumerate(stats.features)
     ]
