@@ -343,10 +343,7 @@ class Frames:
         """Whether column ``s`` of a feature ``name`` the store does not know yet is counted by value
         (:meth:`counts_by_value`), its kind taken as :meth:`_prepare_frame` takes it."""
         first = s.first_valid_index()
-        if first is None:
-            return False
-        is_float = isinstance(s.dtype, np.dtype) and s.dtype.kind == "f"
-        return self.counts_by_value(name, 0.0 if is_float else s.loc[first])
+        return first is not None and self.counts_by_value(name, _kind_value(s, first))
 
     def validate_frame(self, X: pd.DataFrame) -> None:
         """Raise ``FeatureTypeError`` for any value of ``X`` that learning would refuse; change nothing."""
@@ -369,8 +366,7 @@ class Frames:
                 # value while it has few values, in a discretising store: counts_by_value).
                 # (pandas stores an int column with missing values as float: declare ``types``
                 # or use the nullable "Int64" dtype to keep such a column categorical.)
-                is_float = isinstance(s.dtype, np.dtype) and s.dtype.kind == "f"
-                kind = self._kind_for(name, 0.0 if is_float else s.loc[first])
+                kind = self._kind_for(name, _kind_value(s, first))
             if kind == CAT:
                 codes, uniques = pd.factorize(s, use_na_sentinel=True)
                 by_value = f in self.few if f is not None else self._frame_by_value(name, s)
@@ -509,3 +505,9 @@ class Frames:
                 self._add_class(labels[code])
         lut = np.array([self.class_index.get(v, -1) for v in labels], dtype=np.int64)
         return lut[codes]
+
+
+def _kind_value(s: pd.Series, first) -> object:
+    """The value a new feature's kind is taken from: a float for a float column (numeric), else the
+    column's first valid value (at ``first``)."""
+    return 0.0 if isinstance(s.dtype, np.dtype) and s.dtype.kind == "f" else s.loc[first]

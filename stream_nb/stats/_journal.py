@@ -63,7 +63,7 @@ class JournalWriter:
         return ints, floats
 
     def entries(self, entries) -> list:
-        return [self.entry(e) for e in _taken_back(self.store, entries)]
+        return [self.entry(entries[i]) for i in _read_back(self.store, [e[0] for e in entries])]
 
     def _slots(self, gs) -> list:
         """Gaussian slots ``gs``, written as their features."""
@@ -95,15 +95,14 @@ class JournalWriter:
         raise ValueError(f"unknown journal entry {kind!r}")
 
 
-def _taken_back(store, entries: list, at: int | None = None) -> list:
-    """The entries of a receipt that taking it back reads: all of them, but for a two-layer store's receipt
-    with fine entries only those and the waiting ones (the coarse layer is derived again from the fine one,
-    and a coarse entry names columns that a derivation since may have renumbered). ``at``: the index of
-    each entry in the items of ``entries``."""
-    kind = (lambda e: e[0]) if at is None else (lambda e: e[at][0] if isinstance(e[at], list) and e[at] else None)
-    if getattr(store, "fine", None) is None or not any(kind(e) == "fine" for e in entries):
-        return entries
-    return [e for e in entries if kind(e) in ("fine", "waiting")]
+def _read_back(store, kinds: list) -> list[int]:
+    """The indices of the entries (of these ``kinds``) of a receipt that taking it back reads: all of them,
+    but for a two-layer store's receipt with fine entries only those and the waiting ones (the coarse layer
+    is derived again from the fine one, and a coarse entry names columns that a derivation since may have
+    renumbered)."""
+    if getattr(store, "fine", None) is None or "fine" not in kinds:
+        return list(range(len(kinds)))
+    return [i for i, kind in enumerate(kinds) if kind in ("fine", "waiting")]
 
 
 class JournalReader:
@@ -147,7 +146,8 @@ class JournalReader:
     def entries(self, js, store, where: str) -> tuple:
         if not isinstance(js, list):
             raise ValueError(f"{where}: expected a list of journal entries, got {type(js).__name__}")
-        return tuple(self.entry(e, store, f"{where}[{i}]") for i, e in _taken_back(store, list(enumerate(js)), 1))
+        kinds = [e[0] if isinstance(e, list) and e else None for e in js]
+        return tuple(self.entry(js[i], store, f"{where}[{i}]") for i in _read_back(store, kinds))
 
     def entry(self, e, store, where: str) -> tuple:
         kinds = ("count", "observed", "gauss", "expected", "many", "fine", "waiting")

@@ -35,14 +35,14 @@ class Promotion:
         :meth:`promote`): a discretising store, no edges of its own, fewer than ``warmup`` values seen."""
         if self.numeric == "gaussian" or f not in self.from_int or self.features[f] in self.bin_edges:
             return False
-        cols = np.fromiter(self.values[f].values(), dtype=np.int64)
-        return int(np.maximum(np.rint(self._observed_counts(cols).sum(0)), 1).sum()) < self.warmup
+        return int(self.times_seen(self.columns_of(f)).sum()) < self.warmup
 
-    def _observed_counts(self, cols: np.ndarray) -> np.ndarray:
-        """The counts (classes, ``cols``) of the values actually seen: the observed-only twin's when the store
-        keeps one (EM's expected counts are no values seen, and would make warm-up values of them)."""
+    def times_seen(self, cols: np.ndarray) -> np.ndarray:
+        """How many times each value of columns ``cols`` was seen, as warm-up values count them (at least
+        once each): from the observed-only counts when the store keeps them (EM's expected counts are no
+        values seen, and would make warm-up values of imputations)."""
         counts = self.obs_value_count if self.keeps_observed else self.value_count
-        return counts[: self.n_classes, cols]
+        return np.maximum(np.rint(counts[: self.n_classes, cols].sum(0)), 1).astype(int)
 
     def promote(self, f: int) -> None:
         """Turn categorical feature ``f`` numeric, converting its counts exactly.
@@ -78,7 +78,7 @@ class Promotion:
             self.promoted[f] = "gauss"
         else:
             d = Discretiser(self.bins, self.warmup, self.bin_edges.get(name))
-            seen = np.repeat(keys, np.maximum(np.rint(self._observed_counts(old).sum(0)), 1).astype(int))
+            seen = np.repeat(keys, self.times_seen(old))
             self.kinds[f], self.values[f], self.disc[f] = BINNED, {}, d
             self.n_values[f] = 0
             if d.edges is None and len(seen) < self.warmup:

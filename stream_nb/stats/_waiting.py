@@ -249,9 +249,7 @@ class WaitingEvents:
         for f in fenc.feats.tolist():
             if f not in fine.from_int or f in self.grown:
                 continue
-            cols = np.fromiter(fine.values[f].values(), dtype=np.int64)
-            seen = np.maximum(np.rint(fine._observed_counts(cols).sum(0)), 1).sum()  # EM's expected: no values
-            if seen < self.warmup:
+            if fine.times_seen(fine.columns_of(f)).sum() < self.warmup:
                 young = True
             else:
                 self.grown.add(f)
