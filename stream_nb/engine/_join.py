@@ -24,7 +24,14 @@ learned (nothing changes when they agree); at expiry the provisional label stand
 Duplicates: the first label of an id wins; later ones are counted
 (``duplicate``). A label whose event never arrives within the TTL (unknown,
 or arriving after its event expired) goes to the dead-letter sink with reason
-``unmatched_label``.
+``unmatched_label``. A bad feedback record goes there too, as the feedback
+record it is: a label of another JSON type than the model's is refused when it
+is read, or when it meets its event if the model had no labels yet (its event
+then goes on unlabeled, held for another label). The join counts its records
+(``rejected``: every feedback dead letter but ``unmatched``); the engine's
+metrics count events only. Every event the join has the model learn for the
+first time is counted in the metrics' ``learned``
+(:meth:`~stream_nb.engine.PrequentialMetrics.count_learned`).
 """
 
 from __future__ import annotations
@@ -106,8 +113,10 @@ class Joiner(EventHolds, FeedbackReads, HandOver):
         self.positions: dict[str, int] = {}  # feedback partition -> next position
         self.stream_time = -math.inf  # the latest event time seen (time_field mode)
         self._wall_at_stream_time = self.clock()
+        # feedback records by outcome (joined, unmatched, duplicate, rejected: dead-lettered for another reason)
+        # and held events by outcome (expired, evicted); delayed_*: the predictions scored by a later label
         self.counts = {"joined": 0, "expired": 0, "unmatched": 0, "duplicate": 0, "retractions": 0,
-                       "evicted": 0, "delayed_labeled": 0, "delayed_correct": 0}
+                       "evicted": 0, "rejected": 0, "delayed_labeled": 0, "delayed_correct": 0}
         self.delay_histogram = [0] * len(DELAY_BUCKETS)
         self.delay_sum = 0.0
         self._times: dict[int, float] = {}  # id(event) -> its time, between prepare and hold
@@ -121,6 +130,7 @@ class Joiner(EventHolds, FeedbackReads, HandOver):
         self._joined_rows: list = []  # held rows joined by the labels of one read, learned at its end
         self._joined_y: list = []
         self._retract_rows: list = []  # those of them whose provisional label is taken back then
+        self._poll_first = None  # the first label of the poll prepared (its type is the model's next)
 
     # ------------------------------------------------------------------ time
 
@@ -162,9 +172,12 @@ class Joiner(EventHolds, FeedbackReads, HandOver):
             event = event._replace(features=features)
         if event.label is None and event.id is not None and self.store.n_labels:
             row = self.store.find(event_key(event.id))
-            if row >= 0 and self.store.state[row] == LABEL:
-                return event._replace(label=self._take_early([row], t)[0])
-        self._times[id(event)] = t
+            if row >= 0 and self.store.state[row] == LABEL and self._early_fit([row], [None], [0]) is True:
+                event = event._replace(label=self._take_early([row], t)[0])
+        if event.label is not None and self._poll_first is None:
+            self._poll_first = event.label
+        if event.label is None:
+            self._times[id(event)] = t
         return event
 
     def prepare_columns(self, ids: list, xs: list, ys: list) -> list | None:
@@ -199,9 +212,15 @@ class Joiner(EventHolds, FeedbackReads, HandOver):
             first.sort()
             where, taken = where[first], taken[first]
         where = where.tolist() if at is None else [at[j] for j in where.tolist()]
+        taken = taken.tolist()
+        fit = self._early_fit(taken, ys, where)
+        if fit is not True:  # a label the model would refuse, gone as feedback: its event is held for another
+            for j in (j for j, ok in zip(where, fit) if not ok):
+                self._column_absent[j] = True
+            where, taken = [j for j, ok in zip(where, fit) if ok], [r for r, ok in zip(taken, fit) if ok]
         ys = list(ys)
         times = t if name is None else np.array([t[j] for j in where])
-        for j, y in zip(where, self._take_early(taken.tolist(), times)):
+        for j, y in zip(where, self._take_early(taken, times)):
             ys[j] = y
         return ys
 
@@ -234,14 +253,48 @@ class Joiner(EventHolds, FeedbackReads, HandOver):
             self.stream_time, self._wall_at_stream_time = float(times.max()), self.clock()
         return times.tolist()
 
+    def _early_fit(self, rows: list, ys: list, where: list):
+        """Whether the model takes each early label held at ``rows``, about to go to the events at ``where``
+        of a poll whose own labels are ``ys``: True when it takes them all, else a boolean each. One of another
+        JSON type than the model's labels is the feedback record's fault, not the event's: dead-lettered here
+        (``label_type_conflict``), its row freed, so that its event goes on unlabeled, predicted and held for
+        a label of the right type, as when such a label comes after its event (:meth:`_check_joined_label`).
+        Before the model has labels, the first label of the poll (its own or one come early) sets the type,
+        as the model will learn it first."""
+        store = self.store
+        labels = self._early_labels(rows)
+        expected, first = self._expected_label()
+        if expected is None:
+            first = self._poll_first
+            if first is None:
+                own = next((j for j, y in enumerate(ys) if y is not None), len(ys))
+                first = ys[own] if own < where[0] else labels[0]
+            expected = json_type(first)
+        kinds = {k: json_type(y) == expected for k, y in {type(y): y for y in labels}.items()}
+        if all(kinds.values()):
+            return True
+        fit = [kinds[type(y)] for y in labels]
+        for ok, row, y in zip(fit, rows, labels):
+            if not ok:
+                self._dead(read_note(store.note_of(row))[1],
+                           LabelTypeError(y, json_type(y), expected, first, field=self.config["label_field"]))
+                store.remove(row)
+        return fit
+
+    def _early_labels(self, rows: list) -> list:
+        """The labels held for ``rows`` (early labels, state LABEL)."""
+        store = self.store
+        ys = store.labels_of(rows)
+        if None in ys:  # a label beyond the store's codes: its note has it
+            ys = [read_note(store.note_of(row))[0] if y is None else y for row, y in zip(rows, ys)]
+        return ys
+
     def _take_early(self, rows: list, t) -> list:
         """The labels held for ``rows`` (early labels, state LABEL), given to their events, come at time ``t``
         (one for all, or one per row): counted as joined (a delay of 0 unless the label's own time is later),
         each row kept as a joined id (to spot duplicates) until the TTL."""
         store = self.store
-        ys = store.labels_of(rows)
-        if None in ys:  # a label beyond the store's codes: its note has it
-            ys = [read_note(store.note_of(row))[0] if y is None else y for row, y in zip(rows, ys)]
+        ys = self._early_labels(rows)
         delays = np.maximum(0.0, store.time[rows] - t).tolist()
         self.store.joined_in_place(rows, t)
         self._count_delays(delays)
@@ -281,6 +334,7 @@ class Joiner(EventHolds, FeedbackReads, HandOver):
         """After each poll of the input: read the feedback that is there, then expire what is due."""
         self.flush_holds()
         self._times.clear()  # the times of the last poll's events, held or rejected by now
+        self._poll_first = None  # the first label of the next poll: learned by then, or not at all
         records = self.feedback.poll(self.config["feedback_max_records"], 0.0)
         try:
             self._labels(records)
@@ -314,12 +368,16 @@ class Joiner(EventHolds, FeedbackReads, HandOver):
             xs = store.features_many(rows)
         refused = model.learn_events(xs, ys) if rows else []
         retracted = set(retract)
+        first = len(rows) - len(retracted)  # learned for the first time: not learned with a provisional label
         for i, exc in refused:  # checked when set aside (_check_joined_label)
             log.warning("a joined pair was not learned (label %r): %s", ys[i], exc,
                         extra={"event": "join_refused", "reason": getattr(exc, "reason", None)})
             if rows[i] in retracted:  # a label the model refuses leaves the provisional one: learned again
                 self._learn_provisional([rows[i]], [xs[i]], self.config["provisional_label"])
                 self.counts["retractions"] -= 1
+            else:
+                first -= 1
+        self.engine.metrics.count_learned(first)
         store.forget_features_many(rows)
 
     def _retract_together(self, rows: list) -> bool:
@@ -378,6 +436,7 @@ class Joiner(EventHolds, FeedbackReads, HandOver):
             self._joined_y.append(y)
         else:
             self._learn(store.features(row), y)
+            self.engine.metrics.count_learned(1)  # a held event learned for the first time
             store.forget_features(row)
         prediction = store.predicted(row)
         self.counts["delayed_labeled"] += 1
@@ -418,8 +477,10 @@ class Joiner(EventHolds, FeedbackReads, HandOver):
         if learn:
             xs = store.columns_many(learn)
             xs = store.features_many(learn) if xs is None else xs
-            for _, exc in self.engine.model.learn_events(xs, [policy[1]] * len(learn)):
+            refused = self.engine.model.learn_events(xs, [policy[1]] * len(learn))
+            for _, exc in refused:
                 log.warning("--on-expire label %r not learned: %s", policy[1], exc)
+            self.engine.metrics.count_learned(len(learn) - len(refused))  # none had a provisional label
         for row in rows:
             self.receipts.pop(row, None)  # (a receipt is a held event's: none outlives its row)
             store.remove(row)
@@ -438,6 +499,8 @@ class Joiner(EventHolds, FeedbackReads, HandOver):
             if provisional:
                 self._retract(row, x)
             self._learn(x, value)
+            if not provisional:  # learned for the first time (else counted with its provisional label)
+                self.engine.metrics.count_learned(1)
         except UnlearnError as exc:  # no receipt: a snapshot of an older version (see _join_state)
             log.warning("--on-expire label %r not learned: the provisional label stays: %s", value, exc)
         except InvalidEventError as exc:
@@ -448,14 +511,15 @@ class Joiner(EventHolds, FeedbackReads, HandOver):
         """Dead-letter the early label of ``row``: its event did not come within the TTL (the row is the
         caller's to remove)."""
         key, (_, record) = self.store.id_of(row), read_note(self.store.note_of(row))
-        self.counts["unmatched"] += 1
         self._dead(record, InvalidEventError(
             f"label for id {key.decode(errors='replace')}: no event with this id within --label-ttl "
             f"({self.config['label_ttl']:g} s)", reason="unmatched_label", field=self.config["id_field"]))
 
     def _dead(self, record: Record, exc: InvalidEventError) -> None:
+        """Dead-letter the feedback record ``record`` for ``exc``. Counted as feedback, by the join
+        (``unmatched`` for ``unmatched_label``, else ``rejected``), never as an event of the metrics."""
+        self.counts["unmatched" if exc.reason == "unmatched_label" else "rejected"] += 1
         engine = self.engine
-        engine.metrics.update_dead_letter(exc.reason)
         letter = dead_letter_record(record, exc, engine.config["dead_letter_max_value_bytes"])
         engine.dead_letters.send(orjson.dumps(letter), record.key)
 
@@ -468,7 +532,7 @@ class Joiner(EventHolds, FeedbackReads, HandOver):
 
     def status(self) -> dict:
         """The join's counters: pending events and labels, joined, expired, unmatched, duplicate,
-        retractions, the delay histogram, the delayed prequential accuracy, and the held events and early
+        retractions, evicted, rejected (feedback records dead-lettered for another reason), the delay histogram, the delayed prequential accuracy, and the held events and early
         labels handed over to another member (``out``; also at a stop, see :mod:`._handoff`) or taken over."""
         c = self.counts
         pending = int((self.store.state[: self.store.high] == PENDING).sum())

@@ -103,6 +103,7 @@ class HandOver:
                     log.warning("provisional label %r not learned: %s", provisional, exc)
                     store.provisional[row] = 0
                 else:
+                    self.engine.metrics.count_learned(1)  # learned by this member's model for the first time
                     if receipt is not None:
                         self.receipts[row] = receipt
             if early is not None:

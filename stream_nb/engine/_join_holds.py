@@ -159,11 +159,13 @@ class EventHolds:
                     for i, row in zip(idx, rows.tolist()):
                         row_of[i] = row
             if provisional is not None:  # learned in the order the events came, as one at a time would
-                self._learn_provisional(row_of, xs, provisional)
+                # the first time these events are learned: counted as learned now (PrequentialMetrics.learned)
+                self.engine.metrics.count_learned(self._learn_provisional(row_of, xs, provisional))
 
-    def _learn_provisional(self, rows: list, xs: list, provisional) -> None:
+    def _learn_provisional(self, rows: list, xs: list, provisional) -> int:
         """Learn the held events ``xs`` (of ``rows``) with the provisional label, in order: together
-        (``learn_events``, keeping the receipts taking one back will need), else one at a time."""
+        (``learn_events``, keeping the receipts taking one back will need), else one at a time. Returns how
+        many the model learned (a refused one is held without a provisional label)."""
         model = self.engine.model
         if hasattr(model, "learn_events") and hasattr(model, "learn_one_receipt"):
             receipts: dict = {}
@@ -182,3 +184,4 @@ class EventHolds:
         for i, exc in refused:
             log.warning("provisional label %r not learned: %s", provisional, exc)
             self.store.provisional[rows[i]] = 0
+        return len(rows) - len(refused)

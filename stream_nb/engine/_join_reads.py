@@ -19,7 +19,7 @@ from itertools import repeat
 
 import numpy as np
 
-from ..exceptions import InvalidEventError
+from ..exceptions import InvalidEventError, LabelTypeError
 from ..stats import json_type
 from ._label_reads import delay_counts, early_notes, read_labels, read_whole, same_label
 from ._pending import FREE, JOINED, LABEL, MAX_ID_BYTES, PENDING
@@ -156,18 +156,37 @@ class FeedbackReads:
             short = [i for i, key in enumerate(keys) if len(key) <= MAX_ID_BYTES]
             for key, record in zip(keys, records):
                 if len(key) > MAX_ID_BYTES:
-                    self.counts["unmatched"] += 1
                     self._dead(record, InvalidEventError(
                         f"label for an id of {len(key):,} bytes: no event with an id longer than "
                         f"{MAX_ID_BYTES:,} bytes is held for its label", reason="unmatched_label",
                         field=self.config["id_field"]))
             keys, records, ys, ts = ([column[i] for i in short] for column in (keys, records, ys, ts))
+        keys, records, ys, ts = self._early_types(keys, records, ys, ts)
         for lo in range(0, len(keys), store.capacity):
             part = slice(lo, lo + store.capacity)
             n = len(keys[part])
             self._room_for(n)
             store.add_many(keys[part], [{}] * n, t=ts[part], predictions=[None] * n, state=LABEL, labels=ys[part],
                            notes=early_notes(records[part], ys[part]))
+
+    def _early_types(self, keys: list, records: list, ys: list, ts: list) -> tuple:
+        """``keys, records, ys, ts`` of the early labels to hold, without those of another JSON type than the
+        model's labels (when it has any: else they are checked when their event comes, see
+        :meth:`~stream_nb.engine.Joiner.prepare`), each dead-lettered (``label_type_conflict``) as the
+        feedback record it is."""
+        expected, first = self._expected_label()
+        if expected is None or not ys:
+            return keys, records, ys, ts
+        fits = {kind: json_type(y) == expected for kind, y in {type(y): y for y in ys}.items()}
+        if all(fits.values()):
+            return keys, records, ys, ts
+        keep = []
+        for i, (record, y) in enumerate(zip(records, ys)):
+            if fits[type(y)]:
+                keep.append(i)
+            else:
+                self._dead(record, LabelTypeError(y, json_type(y), expected, first, field=self.config["label_field"]))
+        return tuple([column[i] for i in keep] for column in (keys, records, ys, ts))
 
     def _feedback_time(self, obj: dict) -> float:
         return self._time_of({k: v for k, v in obj.items() if k == self.config["time_field"]}, "feedback")[1]

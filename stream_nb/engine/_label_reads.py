@@ -25,7 +25,7 @@ import numpy as np
 import orjson
 
 from ..exceptions import ConfigError, InvalidEventError
-from ..stats import validate_label
+from ..stats import describe_type, validate_label
 from ._events import json_objects
 from ._records import Record
 
@@ -93,6 +93,10 @@ def _read_one(record: Record, id_field: str, label_field: str, time_of) -> tuple
         if event_id is None:
             raise InvalidEventError(f"feedback record has no {id_field!r} (--id-field)",
                                     reason="missing_id", field=id_field)
+        if isinstance(event_id, (dict, list)):  # no event has such an id (bad_id): never joined
+            raise InvalidEventError(f"feedback record: id {id_field!r} (--id-field) must be a string, a number or a "
+                                    f"boolean, as an event's id, got {describe_type(event_id)}",
+                                    reason="bad_id", field=id_field)
         y = obj.get(label_field)
         if y is None:
             raise InvalidEventError(f"feedback record has no {label_field!r} (--label-field)",

@@ -61,18 +61,32 @@ class PrequentialMetrics:
     Attributes
     ----------
     events
-        Records taken from the source (valid ones plus dead letters).
+        Records taken from the input (valid events plus the events
+        dead-lettered); ``events == predicted + dead_letters``. Feedback
+        records (``--feedback``) are not events: the join counts them
+        (``labels_*`` of :meth:`Joiner.status <stream_nb.engine.Joiner.status>`),
+        the bad ones too.
     predicted
         Valid events, each predicted and given one output record.
     labeled
-        Predicted events that carried a label (and were scored).
+        Predicted events that carried a label as they arrived (their own, or
+        one from feedback that came before them), each scored against it on
+        arrival: the ``accuracy`` and ``log_loss``. A label that comes after
+        its event is scored in the join's ``delayed_accuracy`` instead.
     learned
-        Events the model learned (equals ``labeled``: a labeled event is
-        scored only once learning it succeeded).
+        Events the model learned, each counted once, when the model first
+        learned it: a labeled event as it arrives (with ``learn_unlabeled``,
+        an unlabeled one too); an event held for its label when it is
+        learned with its provisional label, its joined label or its
+        ``--on-expire`` label, whichever comes first (:meth:`count_learned`).
+        A provisional label replaced by the true one is the same event: not
+        counted again. A counter: it never goes down (a provisional label
+        handed over at a rebalance stays counted here). An output's
+        ``n_learned`` is this count once its event was counted.
     correct
         Labeled events whose prediction equalled the label.
     dead_letters_by_reason
-        Dead-lettered records counted by ``reason`` code.
+        Dead-lettered events counted by ``reason`` code.
     log_loss_floored
         Labeled events whose true-class probability was below the floor.
     """
@@ -134,8 +148,20 @@ class PrequentialMetrics:
         p = np.where(low, floor, np.minimum(probabilities, 1.0, where=~low, out=np.ones(n)))
         self.log_loss_sum = functools.reduce(operator.sub, map(math.log, p.tolist()), self.log_loss_sum)
 
+    def count_learned(self, n: int) -> None:
+        """Count ``n`` events learned after their output was sent: events held for their label, learned for
+        the first time (with a provisional, joined or ``--on-expire`` label; see :attr:`learned`).
+
+        >>> m = PrequentialMetrics()
+        >>> m.update_prediction(label=None, prediction=None, proba={}, learned=False)
+        >>> m.count_learned(1)
+        >>> m.events, m.labeled, m.learned
+        (1, 0, 1)
+        """
+        self.learned += n
+
     def update_dead_letter(self, reason: str) -> None:
-        """Count one dead-lettered record under its reason code."""
+        """Count one dead-lettered event under its reason code."""
         self.events += 1
         self.dead_letters_by_reason[reason] = self.dead_letters_by_reason.get(reason, 0) + 1
 

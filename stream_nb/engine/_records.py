@@ -12,8 +12,10 @@ Output record::
      "prediction": "yes",           # predict_one(x): a label, or null before any learning
      "proba": {"yes": 0.8, "no": 0.2},  # predict_proba_one(x), {} before any learning
      "model": "nb",                 # config "model_name"
-     "learned": true,               # the event was labeled and has been learned
-     "n_learned": 42,               # events this engine has learned, this one included
+     "learned": true,               # learned as it arrived: with its label (its own, or one come before it)
+                                    # or, with learn_unlabeled, without one
+     "n_learned": 42,               # PrequentialMetrics.learned once this event was counted: every event
+                                    # learned so far (later labels, provisional ones, expiry included)
      "source": {"file": "in.jsonl", "line": 7, "byte": 812}}  # Record.position
 
 plus ``"imputed": {feature: most probable value}`` of the event's missing

@@ -13,7 +13,8 @@ JOIN_METRICS: tuple[tuple[str, str, str, str], ...] = (
     ("stream_nb_pending_events", "gauge", "", "events held for their label (--feedback)"),
     ("stream_nb_pending_labels", "gauge", "", "labels that came before their event, waiting for it"),
     ("stream_nb_labels_total", "counter", "outcome",
-     "labels and held events by outcome: joined, expired, unmatched, duplicate, evicted"),
+     "labels and held events by outcome: joined, expired, unmatched, duplicate, evicted, rejected (a feedback "
+     "record dead-lettered for another reason than unmatched)"),
     ("stream_nb_provisional_retractions_total", "counter", "", "provisional labels taken back for the true one"),
     ("stream_nb_label_delay_seconds", "histogram", "", "from an event's time to its label's, per joined label"),
     ("stream_nb_delayed_accuracy", "gauge", "model",
@@ -28,7 +29,7 @@ def join_families(joiner, model: str) -> typing.Iterator:
     yield GaugeMetricFamily("stream_nb_pending_events", doc["stream_nb_pending_events"], value=status["pending_events"])
     yield GaugeMetricFamily("stream_nb_pending_labels", doc["stream_nb_pending_labels"], value=status["pending_labels"])
     labels = CounterMetricFamily("stream_nb_labels", doc["stream_nb_labels_total"], labels=["outcome"])
-    for outcome in ("joined", "expired", "unmatched", "duplicate", "evicted"):
+    for outcome in ("joined", "expired", "unmatched", "duplicate", "evicted", "rejected"):
         labels.add_metric([outcome], joiner.counts[outcome])
     yield labels
     yield CounterMetricFamily("stream_nb_provisional_retractions", doc["stream_nb_provisional_retractions_total"],

@@ -33,11 +33,12 @@ __all__ = ["METRICS", "make_registry"]
 #: (exposed name, type, labels, meaning): the README's metric table is this list.
 METRICS: tuple[tuple[str, str, str, str], ...] = (
     ("stream_nb_info", "gauge", "model, version, mode", "always 1; the labels say what runs"),
-    ("stream_nb_events_consumed_total", "counter", "", "records taken from the input (valid events + dead letters)"),
+    ("stream_nb_events_consumed_total", "counter", "",
+     "records taken from the input (valid events + dead letters); feedback records are counted by the join"),
     ("stream_nb_predictions_total", "counter", "", "output records emitted, one per valid event"),
-    ("stream_nb_events_labeled_total", "counter", "", "predicted events that carried a label (scored)"),
+    ("stream_nb_events_labeled_total", "counter", "", "events that carried a label as they arrived (scored then)"),
     ("stream_nb_predictions_correct_total", "counter", "", "labeled events predicted right"),
-    ("stream_nb_events_learned_total", "counter", "", "events the model learned"),
+    ("stream_nb_events_learned_total", "counter", "", "events the model learned, each once (see the event contract)"),
     ("stream_nb_dead_letters_total", "counter", "reason", "rejected records, by reason code"),
     ("stream_nb_prequential_accuracy", "gauge", "model",
      "correct / labeled since start (absent before the first label)"),

@@ -111,6 +111,15 @@ def _json(value: typing.Any, indent: bool = False) -> str:
                           ensure_ascii=False)
 
 
+def _weight(n: float) -> str:
+    """A model's weight of events: a whole number in full (as the metrics count it), else 6 digits.
+
+    >>> _weight(1234567.0), _weight(2.5), _weight(1e20)
+    ('1,234,567', '2.5', '1e+20')
+    """
+    return f"{n:,.0f}" if float(n).is_integer() and abs(n) < 2**53 else f"{n:,.6g}"
+
+
 def _text(info: dict[str, typing.Any]) -> str:
     m = info["model"]
     lines = [
@@ -119,7 +128,8 @@ def _text(info: dict[str, typing.Any]) -> str:
         f"by stream_nb {info['stream_nb_version']}, checksum ok",
         f"model      {m['type']}(" + ", ".join(f"{k}={v!r}" for k, v in (m["params"] or {}).items()) + ")",
         f"classes    {len(m['classes'])}: " + ", ".join(f"{c!r} ({n:g})" for c, n in m["class_counts"]),
-        f"learned    {m['events_learned']:,.6g} events",
+        # the weight of events in the model's counts: the daemon's metrics' learned without forgetting
+        f"learned    {_weight(m['events_learned'])} events",
         f"features   {len(m['features'])}: " + ", ".join(
             f"{f['name']} ({f['kind']}" + (f", {f['values']} values)" if f["values"] is not None else ")")
             for f in m["features"]
