@@ -126,6 +126,24 @@ def test_a_bad_early_label_is_refused_when_matched_before_the_model_has_a_label_
     assert (engine.metrics.events, engine.metrics.labeled, engine.metrics.learned) == (3, 2, 2)
 
 
+def test_a_refused_early_label_leaves_its_id_to_the_next_label_as_a_refused_late_one_does():
+    """The first label of an id wins, of the labels the model takes: after a refused one, the next is the
+    id's label, read before its event as after it."""
+    labels = [{"id": 1, "label": 5}, {"id": 1, "label": "no"}, {"id": 2, "label": 5}, {"id": 2, "label": "yes"}]
+    engine, out, dlq = engine_with([{"id": 0, "a": "p", "label": "yes"}, {"id": 2, "a": "q"}], labels)
+    engine.joiner.tick(False)  # id 1 early, id 2 late
+    assert [d["reason"] for d in dlq.values] == ["label_type_conflict"] * 2
+    status = engine.joiner.status()
+    assert (status["pending_labels"], status["labels_joined"], status["labels_duplicate"]) == (1, 1, 0)
+    engine.source = ListSource([{"id": 1, "a": "q"}])
+    engine.run()
+    assert out.values[-1]["learned"] is True and engine.metrics.learned == 3
+    model = NaiveBayes()
+    for x, y in [({"a": "p"}, "yes"), ({"a": "q"}, "yes"), ({"a": "q"}, "no")]:
+        model.learn_one(x, y)
+    assert_same_counts(engine.model, model)
+
+
 def test_a_feedback_id_that_is_an_object_or_an_array_is_dead_lettered_not_held():
     """No event has such an id (``bad_id``): held, the label would wait out its TTL for nothing."""
     engine, out, dlq = engine_with([], [{"id": {"order": 7}, "label": "yes"}, {"id": [7], "label": "yes"},

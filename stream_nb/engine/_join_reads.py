@@ -36,7 +36,8 @@ class FeedbackReads:
 
     The joiner provides: ``store``, ``engine``, ``config``, ``positions``, ``counts``, ``delay_histogram``,
     ``delay_sum``, ``_joined_rows``, ``_joined_y``, ``_retract_rows`` and ``_shared_positions``;
-    ``_room_for(n)``, ``_join(row, y, t)``, ``_retracts_together(rows)``, ``_time_of(fields, where)``,
+    ``_room_for(n)``, ``_join(row, y, t)``, ``_check_joined_label(y)``, ``_retracts_together(rows)``,
+    ``_time_of(fields, where)``,
     ``_times_of(raw)``,
     ``_dead(record, exc)`` and ``clock()``.
     """
@@ -94,6 +95,11 @@ class FeedbackReads:
             if st == FREE:
                 if key in early:
                     self.counts["duplicate"] += 1
+                    continue
+                try:  # a label the model would refuse is no label of its id: a later one may be
+                    self._check_joined_label(y)
+                except InvalidEventError as exc:
+                    self._dead(record, exc)
                 else:
                     early[key] = (record, y, t)  # held at the end of the read (_hold_early)
             elif st == JOINED or st == LABEL or row in done:
