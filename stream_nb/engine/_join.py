@@ -532,8 +532,9 @@ class Joiner(EventHolds, FeedbackReads, HandOver):
 
     def status(self) -> dict:
         """The join's counters: pending events and labels, joined, expired, unmatched, duplicate,
-        retractions, evicted, rejected (feedback records dead-lettered for another reason), the delay histogram, the delayed prequential accuracy, and the held events and early
-        labels handed over to another member (``out``; also at a stop, see :mod:`._handoff`) or taken over."""
+        retractions, evicted, rejected (feedback records dead-lettered for another reason), the delay
+        histogram, the delayed prequential accuracy, and the held events and early labels handed over to
+        another member (``out``; also at a stop, see :mod:`._handoff`) or taken over."""
         c = self.counts
         pending = int((self.store.state[: self.store.high] == PENDING).sum())
         return {

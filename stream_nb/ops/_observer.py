@@ -143,6 +143,7 @@ class DaemonObserver(Observer):
         self._dead_seen: dict[str, int] = {}  # the counts of the last summary (or of the restored snapshot)
         self._dead_metrics: typing.Any = None  # the counters _dead_seen refers to
         self._dead_pending: dict[str, int] = {}  # counted by counters a rewind replaced, not yet reported
+        self._feedback_dead_seen: dict[str, int] = {}  # the join's feedback dead letters at the last summary
         self._window_rebuilds: list[float] = []
         self._pauses_seen = 0
         self._paused_seen = 0.0
@@ -169,6 +170,7 @@ class DaemonObserver(Observer):
         engine.observer = self
         self._dead_metrics = engine.metrics
         self._dead_seen = dict(engine.metrics.dead_letters_by_reason)  # a restored snapshot's are not new
+        self._feedback_dead_seen = _feedback_dead_letters(engine)
 
     def detach(self) -> None:
         """The engine has returned: log the last summaries, report "stopping"."""
@@ -348,6 +350,18 @@ class DaemonObserver(Observer):
                 n, seconds, extra={"event": "rebuild", "n_rebuilds": n, "seconds": round(seconds, 6),
                                    "root": root})
 
+    def _feedback_summary(self, engine: typing.Any, window: float) -> None:
+        """The feedback records dead-lettered since the last summary, by the join's count (they are not
+        events: the line above counts events only); after a rewind to fewer, from the rewound counts."""
+        counts = _feedback_dead_letters(engine)
+        new = {k: n - self._feedback_dead_seen.get(k, 0) for k, n in counts.items()}
+        new = {k: n for k, n in new.items() if n > 0}
+        self._feedback_dead_seen = counts
+        if new:
+            log.info("feedback records dead-lettered in the last %.0f s: %s", window,
+                     ", ".join(f"{k} {n}" for k, n in new.items()),
+                     extra={"event": "feedback_dead_letters", "window_seconds": round(window, 3), "by_outcome": new})
+
     def _summaries(self, now: float) -> None:
         """One line per kind of activity since the last summary, only for kinds that happened."""
         window = now - self._summary_at
@@ -371,6 +385,7 @@ class DaemonObserver(Observer):
                      ", ".join(f"{r} {n}" for r, n in new.items()),
                      extra={"event": "dead_letters", "window_seconds": round(window, 3), "by_reason": new,
                             "total": sum(dead.values())})
+        self._feedback_summary(engine, window)
         rebuilds, self._window_rebuilds = self._window_rebuilds, []
         if rebuilds:
             log.info("model structure rebuilt %d times in the last %.0f s (mean %.4f s, max %.4f s)",
@@ -387,3 +402,11 @@ class DaemonObserver(Observer):
                             "pauses": pauses - self._pauses_seen,
                             "paused_seconds": round(paused - self._paused_seen, 3), "limit": flow.limit})
         self._pauses_seen, self._paused_seen = pauses, paused
+
+
+def _feedback_dead_letters(engine: typing.Any) -> dict[str, int]:
+    """The feedback records the engine's join dead-lettered, by outcome (none without ``--feedback``)."""
+    joiner = getattr(engine, "joiner", None)
+    if joiner is None:
+        return {}
+    return {"rejected": joiner.counts.get("rejected", 0), "unmatched": joiner.counts.get("unmatched", 0)}
