@@ -177,7 +177,8 @@ class FeedbackReads:
 
     def _early_types(self, keys: list, records: list, ys: list, ts: list) -> tuple:
         """``keys, records, ys, ts`` of the early labels to hold, without those of another JSON type than the
-        model's labels (when it has any: else they are checked when their event comes, see
+        model's labels, or than the first pair this read joined, learned before any later event (when neither
+        says: they are checked when their event comes, see
         :meth:`~stream_nb.engine.Joiner.prepare`), each dead-lettered (``label_type_conflict``) as the
         feedback record it is."""
         expected, first = self._expected_label()
