@@ -120,7 +120,8 @@ def _same_model(built: typing.Any, meta: dict) -> str | None:
 
 
 class Checkpointer:
-    """Flush, snapshot, commit: the engine's checkpoint with snapshots on (at-least-once outputs).
+    """Flush, snapshot, commit: the engine's checkpoint with snapshots on (output files exactly once, others
+    at least once).
 
     Parameters
     ----------
@@ -387,8 +388,10 @@ class Checkpointer:
         self._events_at_snapshot = engine.metrics.events
         self._last_snapshot_t = time.monotonic()
         log.debug("snapshot %s: %d bytes in %.3f s", path, size, elapsed)
-        for _, sink in sinks:  # the snapshot is durable: its records become visible (a restart would finish this)
-            sink.commit()
+        if sinks:  # the snapshot is durable: its records become visible (a restart would finish this)
+            self.faults.before_sink_commit(seq)
+            for _, sink in sinks:
+                sink.commit()
         engine.observer.snapshot_done(elapsed, True)  # /metrics, /readyz
         if not self.exactly_once:
             self.store.prune(protect=seq)
