@@ -48,6 +48,7 @@ __all__ = [
     "KAFKA_SETTINGS",
     "MODELS",
     "MODEL_PARAMS",
+    "REMOVED",
     "SETTINGS",
     "Setting",
     "Settings",

@@ -20,6 +20,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -65,6 +66,21 @@ def test_the_readme_snapshot_example_runs_twice_without_a_second_copy(tmp_path):
         files.append(((tmp_path / "out.jsonl").read_bytes(), (tmp_path / "dead.jsonl").read_bytes()))
     assert files[0] == files[1]  # the second run resumes after the last event: nothing to add
     assert len(files[0][0].splitlines()) == 392 and len(files[0][1].splitlines()) == 7
+
+
+def test_the_readme_feedback_example_runs_twice_without_a_second_copy(tmp_path):
+    readme = (ROOT / "README.md").read_text()
+    block = re.search(r"^cat > events.jsonl <<'END'$.*?--snapshot-dir snaps --output out.jsonl$", readme,
+                      flags=re.M | re.S).group(0)
+    script = f'stream-nb() {{ {shlex.quote(sys.executable)} -m stream_nb "$@"; }}\n{block}\n'
+    files = []
+    for _ in range(2):
+        proc = subprocess.run(["bash", "-e", "-c", script], cwd=tmp_path, capture_output=True, env=clean_env(),
+                              timeout=120)
+        assert proc.returncode == 0, proc.stderr.decode()
+        files.append((tmp_path / "out.jsonl").read_bytes())
+    assert files[0] == files[1] and [json.loads(line)["id"] for line in files[0].splitlines()] == [
+        "t1", "t2", "t3", "t4"]
 
 
 # ----------------------------------------------------------------------- the commit's windows, one by one
