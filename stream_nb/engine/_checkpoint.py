@@ -26,8 +26,8 @@ source of truth:
   durable the sink commits them (appends them to the file). At start-up each
   sink recovers from the state of the snapshot restored: it finishes a commit
   a crash cut short and drops the records no snapshot covers, which the input
-  replays. A snapshot is due while such records wait, so each becomes
-  visible exactly once, at the latest one snapshot interval later.
+  replays. A snapshot is due while such records wait (at the snapshot
+  cadence), and each becomes visible exactly once, when one covers it.
 
 The checkpointer acts on the engine through its public methods only
 (:meth:`~stream_nb.engine.Engine.flush`, :meth:`~stream_nb.engine.Engine.restore`,
