@@ -31,7 +31,14 @@ resuming is the job of a snapshot, which calls :meth:`~JsonLinesSource.seek`.
 Sink
 ----
 Writes each value followed by ``\\n``. The record key is not written.
-``flush()`` flushes and, for a regular file with ``fsync`` on, fsyncs it.
+``flush()`` flushes and, for a regular file with ``fsync`` on, fsyncs it. The
+``mode`` of a file (see :mod:`connectors._committed_file`): ``"append"`` adds
+to it; ``"replace"`` writes a new file aside, which replaces the old one at the
+first flush; ``"snapshots"`` adds only the lines a snapshot covers, each
+exactly once across crashes (:func:`make_sink` then builds a
+:class:`~connectors._committed_file.CommittedJsonLinesSink`). Standard output
+and a path that is no regular file (``/dev/null``, a FIFO) are written
+straight through in every mode.
 
 >>> import os, tempfile
 >>> path = os.path.join(tempfile.mkdtemp(), "in.jsonl")
@@ -60,6 +67,8 @@ from stream_nb._checks import configure, is_integer
 from stream_nb.engine import Record, make_records
 from stream_nb.exceptions import ConfigError
 
+from ._committed_file import CommittedJsonLinesSink, ReplacedFile, is_special_file
+
 __all__ = [
     "SOURCE_DEFAULT_CONFIG",
     "SINK_DEFAULT_CONFIG",
@@ -84,8 +93,9 @@ SINK_DEFAULT_CONFIG: dict[str, typing.Any] = {
     "path": None,
     # "stdout" or "stderr": where to write when no path is given.
     "stream": "stdout",
-    # Append to an existing file (True) or truncate it (False).
-    "append": True,
+    # A file: "append" to it, "replace" it (written aside, renamed into place at the first flush), or commit
+    # lines with "snapshots" (see the module docstring).
+    "mode": "append",
     # fsync a regular file on every flush(), so a commit never runs ahead of the disk.
     "fsync": True,
 }
@@ -425,24 +435,32 @@ class JsonLinesSink:
         stream = self.config["stream"]
         if stream not in ("stdout", "stderr"):
             raise ConfigError(f"stream must be 'stdout' or 'stderr', got {stream!r}")
-        for name in ("append", "fsync"):
-            if not isinstance(self.config[name], bool):
-                raise ConfigError(f"{name} must be true or false, got {self.config[name]!r}")
+        if not isinstance(self.config["fsync"], bool):
+            raise ConfigError(f"fsync must be true or false, got {self.config['fsync']!r}")
+        mode = self.config["mode"]
+        if mode not in ("append", "replace", "snapshots"):
+            raise ConfigError(f"mode must be 'append', 'replace' or 'snapshots', got {mode!r}")
+        if mode == "snapshots" and _commits(path):
+            raise ConfigError(f"{path}: a file in mode 'snapshots' is written by a CommittedJsonLinesSink: build "
+                              f"it with make_sink")
         if path is None:
             self.name = stream
             self._file = (sys.stdout if stream == "stdout" else sys.stderr).buffer
             self._owns_file = False
         else:
             self.name = path
-            mode = "ab" if self.config["append"] else "wb"
             try:
-                self._file = open(path, mode, buffering=1024 * 1024)  # noqa: SIM115 - closed in close()
+                if mode == "replace" and not is_special_file(path):
+                    self._file = ReplacedFile(path, self.config["fsync"])  # fsyncs itself
+                else:
+                    self._file = open(path, "ab", buffering=1024 * 1024)  # noqa: SIM115 - closed in close()
             except OSError as exc:
                 raise ConfigError(f"cannot open output {path!r}: {exc.strerror}") from None
             self._owns_file = True
         # fsync means something for a regular file only (not /dev/null, a FIFO, a tty)
-        self._fsync = self._owns_file and self.config["fsync"] and _is_regular_file(self._file.fileno())
-        if self._owns_file and self.config["append"]:
+        self._fsync = (self._owns_file and self.config["fsync"] and not isinstance(self._file, ReplacedFile)
+                       and _is_regular_file(self._file.fileno()))
+        if self._owns_file and mode == "append":
             self._end_partial_line(path)
         self._closed = False
 
@@ -491,12 +509,17 @@ class JsonLinesSink:
         return exc if exc.filename is not None else OSError(exc.errno, exc.strerror or str(exc), self.name)
 
     def close(self) -> None:
-        """Flush, then close a file (stdout and stderr stay open)."""
+        """Flush, then close a file (stdout and stderr stay open).
+
+        In mode ``"replace"`` a sink never flushed and never sent to (a run that
+        failed at start-up) leaves the old file in place.
+        """
         if self._closed:
             return
         self._closed = True
         try:
-            self.flush()
+            if not isinstance(self._file, ReplacedFile):  # it flushes in its close(), when it was used
+                self.flush()
         finally:
             if self._owns_file:
                 try:
@@ -510,11 +533,23 @@ def make_source(config: dict[str, typing.Any]) -> JsonLinesSource:
     return JsonLinesSource(**config)
 
 
-def make_sink(config: dict[str, typing.Any]) -> JsonLinesSink:
-    """Build the output :class:`JsonLinesSink` (stdout unless ``path`` is given)."""
+def _commits(path: str | None) -> bool:
+    """Whether a sink in mode ``"snapshots"`` commits lines to ``path``: a regular file or a new one."""
+    return path is not None and not is_special_file(path)
+
+
+def make_sink(config: dict[str, typing.Any]) -> JsonLinesSink | CommittedJsonLinesSink:
+    """Build the output :class:`JsonLinesSink` (stdout unless ``path`` is given), or for a file in mode
+    ``"snapshots"`` a :class:`~connectors._committed_file.CommittedJsonLinesSink`."""
+    checked = configure(SINK_DEFAULT_CONFIG, config, "JSON-lines sink setting")
+    path = _path_setting(checked)
+    if checked["mode"] == "snapshots" and _commits(path):
+        if not isinstance(checked["fsync"], bool):
+            raise ConfigError(f"fsync must be true or false, got {checked['fsync']!r}")
+        return CommittedJsonLinesSink(path, fsync=checked["fsync"])
     return JsonLinesSink(**config)
 
 
-def make_dead_letter_sink(config: dict[str, typing.Any]) -> JsonLinesSink:
-    """Build the dead-letter :class:`JsonLinesSink`: stderr unless ``path`` or ``stream`` is given."""
-    return JsonLinesSink(**{"stream": "stderr", **config})
+def make_dead_letter_sink(config: dict[str, typing.Any]) -> JsonLinesSink | CommittedJsonLinesSink:
+    """Build the dead-letter sink as :func:`make_sink` does: stderr unless ``path`` or ``stream`` is given."""
+    return make_sink({"stream": "stderr", **config})

@@ -48,6 +48,7 @@ __all__ = [
     "KAFKA_SETTINGS",
     "MODELS",
     "MODEL_PARAMS",
+    "REMOVED",
     "SETTINGS",
     "Setting",
     "Settings",
@@ -181,14 +182,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_event_bytes", "int", ENGINE_DEFAULTS["max_event_bytes"], "longer events are dead-lettered "
             "as oversize", _EVENTS, "N"),
     Setting("input", "str", None, "JSON-lines file to read (default: stdin)", _JSONL, "PATH"),
-    Setting("output", "str", None, "JSON-lines file the predictions are appended to (default: stdout)",
-            _JSONL, "PATH"),
-    Setting("dead_letter", "str", None, "JSON-lines file the dead letters are appended to (default: stderr, "
-            "one JSON object per line among the log lines)", _JSONL, "PATH"),
-    Setting("output_mode", "choice", None, "what to do when --output or --dead-letter names a file that already "
-            "holds data: append to it, or truncate it first (default: append when --snapshot-dir is a directory "
-            "a daemon already used, so a restart resumes; otherwise refuse to start, so running again never "
-            "silently writes a second copy of every output)", _JSONL, choices=("append", "truncate")),
+    Setting("output", "str", None, "JSON-lines file of the predictions, each once: replaced by a run without "
+            "--snapshot-dir, continued exactly once with it (default: stdout, at least once)", _JSONL, "PATH"),
+    Setting("dead_letter", "str", None, "JSON-lines file of the dead letters, kept as --output is (default: "
+            "stderr, one JSON object per line among the log lines)", _JSONL, "PATH"),
     Setting("bootstrap_servers", "list", None, "Kafka brokers, comma-separated host:port", _KAFKA, "HOST:PORT"),
     Setting("input_topic", "str", None, "topic the events are read from (required in Kafka mode)", _KAFKA, "TOPIC"),
     Setting("output_topic", "str", None, "topic the predictions are written to (required in Kafka mode)",
@@ -284,6 +281,12 @@ SETTINGS: tuple[Setting, ...] = (
 BY_NAME = {s.name: s for s in SETTINGS}
 KAFKA_SETTINGS = ("bootstrap_servers", "input_topic", "output_topic", "group_id", "dead_letter_topic", "kafka_config")
 JSONL_SETTINGS = ("input", "output", "dead_letter")
+#: Settings that no longer exist -> what to do instead; a flag, variable or config key of one is an error saying so.
+REMOVED: dict[str, str] = {
+    "output_mode": "--output and --dead-letter files hold each record once: a run without --snapshot-dir replaces "
+                   "them, one with --snapshot-dir continues them exactly once from its snapshot; to add to a "
+                   "file across runs anyway, write to stdout and redirect it with >> FILE",
+}
 MODEL_PARAMS = ("k", "max_table_cells", "max_completions", "parent", "alpha", "m", "tree_score", "numeric", "discretiser",
                 "bins", "fine_bins", "warmup", "rebuild_every", "var_smoothing", "types", "loss", *_ALL)
 
@@ -321,6 +324,9 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
         elif setting.kind == "list":
             kwargs["action"] = "append"
         group.add_argument(setting.flag, **kwargs)
+    for name in REMOVED:  # hidden: given, they are a clear error (resolve_settings), not "unrecognized"
+        run.add_argument("--" + name.replace("_", "-"), dest=name, nargs="?", default=argparse.SUPPRESS,
+                         help=argparse.SUPPRESS)
     other = run.add_argument_group("configuration")
     other.add_argument("--config", metavar="FILE", default=argparse.SUPPRESS,
                        help="TOML file of settings (see below) [env STREAM_NB_CONFIG]")
@@ -423,6 +429,8 @@ def read_config_file(path: str) -> dict[str, typing.Any]:
     settings: dict[str, typing.Any] = {}
     for key, value in data.items():
         name = key.replace("-", "_")
+        if name in REMOVED:
+            raise ConfigError(f"{where}: setting {key!r} was removed: {REMOVED[name]}")
         if name not in BY_NAME:
             raise ConfigError(
                 f"{where}: unknown setting {key!r}; expected one of: {', '.join(sorted(BY_NAME))}"
@@ -447,6 +455,10 @@ def resolve_settings(args: argparse.Namespace, env: typing.Mapping[str, str] | N
     """
     env = os.environ if env is None else env
     given = vars(args)
+    for name in REMOVED:
+        flag, variable = "--" + name.replace("_", "-"), ENV_PREFIX + name.upper()
+        if name in given or variable in env:
+            raise ConfigError(f"{flag if name in given else variable} was removed: {REMOVED[name]}")
     layers: list[tuple[typing.Callable[[Setting], str], dict[str, typing.Any]]] = []
     config_path = given.get("config", env.get(ENV_PREFIX + "CONFIG"))
     if config_path:

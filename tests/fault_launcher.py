@@ -8,6 +8,7 @@ rest of the command line to :func:`stream_nb.cli.main`::
 
     python tests/fault_launcher.py --pause-snapshot-write 30 -- run --snapshot-dir ...
     python tests/fault_launcher.py --pause-before-commit 30 -- run --exactly-once ...
+    python tests/fault_launcher.py --pause-before-sink-commit 30 -- run --snapshot-dir ... --output ...
     python tests/fault_launcher.py --fail-before-commit 2,5 -- run --exactly-once --model-topic ...
 
 ``--fail-before-commit`` raises in the 2nd and 5th calls of the commit hook: a
@@ -37,15 +38,23 @@ class Pauses(FaultHooks):
     ``fail_commits``: the calls of the commit hook (counted from 1) that raise :class:`InjectedFault`.
     """
 
-    def __init__(self, snapshot_write: float = 0.0, before_commit: float = 0.0, fail_commits: frozenset = frozenset()):
+    def __init__(self, snapshot_write: float = 0.0, before_commit: float = 0.0, fail_commits: frozenset = frozenset(),
+                 before_sink_commit: float = 0.0):
         self.snapshot_write = snapshot_write
         self.before_commit = before_commit
+        self.before_sink = before_sink_commit
         self.fail_commits = fail_commits
         self.commit_calls = 0
 
     def before_rename(self, temporary: str, path: str) -> None:
         if self.snapshot_write:
             time.sleep(self.snapshot_write)
+
+    def before_sink_commit(self, sequence: int) -> None:
+        if self.before_sink:
+            log.warning("test hook: pausing %.1f s between snapshot %s and the commit of its output lines",
+                        self.before_sink, sequence)
+            time.sleep(self.before_sink)
 
     def before_transaction_commit(self, sequence: int) -> None:
         if self.before_commit:
@@ -64,11 +73,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="fault_launcher", description=__doc__.splitlines()[0])
     parser.add_argument("--pause-snapshot-write", type=float, default=0.0, metavar="SECONDS")
     parser.add_argument("--pause-before-commit", type=float, default=0.0, metavar="SECONDS")
+    parser.add_argument("--pause-before-sink-commit", type=float, default=0.0, metavar="SECONDS")
     parser.add_argument("--fail-before-commit", default="", metavar="N,M,...",
                         help="raise in these calls of the commit hook (from 1)")
     options = parser.parse_args(argv[:split])
     fail = frozenset(int(n) for n in options.fail_before_commit.split(",") if n.strip())
-    install_fault_hooks(Pauses(options.pause_snapshot_write, options.pause_before_commit, fail))
+    install_fault_hooks(Pauses(options.pause_snapshot_write, options.pause_before_commit, fail,
+                               options.pause_before_sink_commit))
     return cli.main(argv[split + 1:])
 
 

@@ -21,7 +21,7 @@ import pytest
 from connectors.kafka._client import coerce
 from stream_nb.cli import build_parser, main
 from stream_nb.exceptions import ConfigError
-from stream_nb.settings import BY_NAME, MODELS, SETTINGS, convert
+from stream_nb.settings import BY_NAME, MODELS, REMOVED, SETTINGS, convert
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "events.jsonl"
@@ -366,7 +366,10 @@ def test_help_lists_every_flag_with_its_env_variable_and_the_precedence():
         assert f"{setting.env}]" in text, setting.env
     parser_flags = {a for action in build_parser()._subparsers._group_actions[0].choices["run"]._actions
                     for a in action.option_strings}
-    assert parser_flags == set(flags) | {"-h"}
+    # a removed setting keeps a hidden flag, so that giving it is an error saying what replaced it
+    removed = {"--" + name.replace("_", "-") for name in REMOVED}
+    assert parser_flags == set(flags) | {"-h"} | removed
+    assert not any(re.search(rf"^\s+{re.escape(flag)}\b", text, re.MULTILINE) for flag in removed)
     assert "1. command-line flags" in text and "2. environment variables" in text and "3. the TOML file" in text
     for reason in ("oversize", "invalid_utf8", "invalid_json", "not_an_object", "bad_id", "bad_label",
                    "nested_value", "bad_feature_type"):

@@ -268,7 +268,7 @@ def test_source_settings_are_checked(tmp_path):
 # ----------------------------------------------------------------------- sink
 
 
-def test_sink_writes_lines_appends_by_default_and_can_truncate(tmp_path):
+def test_sink_writes_lines_appends_by_default_and_can_replace(tmp_path):
     path = str(tmp_path / "out.jsonl")
     sink = make_sink({"path": path})
     sink.send(b'{"a":1}', key=b"ignored")
@@ -281,10 +281,23 @@ def test_sink_writes_lines_appends_by_default_and_can_truncate(tmp_path):
     again.send(b"3")
     again.close()
     assert (tmp_path / "out.jsonl").read_bytes() == b'{"a":1}\n{"a":2}\n3\n'
-    fresh = make_sink({"path": path, "append": False})
+    # mode "replace" (the daemon without snapshots): a new file, in place of the old one at the first flush
+    reader = open(path, "rb")  # a reader of the old file keeps it whole
+    fresh = make_sink({"path": path, "mode": "replace"})
     fresh.send(b"4")
-    fresh.close()
+    assert (tmp_path / "out.jsonl").read_bytes() == b'{"a":1}\n{"a":2}\n3\n'  # not flushed yet: the old file
+    fresh.flush()
     assert (tmp_path / "out.jsonl").read_bytes() == b"4\n"
+    fresh.send(b"5")
+    fresh.close()
+    assert (tmp_path / "out.jsonl").read_bytes() == b"4\n5\n"
+    assert reader.read() == b'{"a":1}\n{"a":2}\n3\n'
+    reader.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.jsonl"]  # nothing left aside
+    # a run that stops before its first flush, having sent nothing (a start-up error), leaves the file as it was
+    make_sink({"path": path, "mode": "replace"}).close()
+    assert (tmp_path / "out.jsonl").read_bytes() == b"4\n5\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.jsonl"]
 
 
 def test_sink_refuses_a_value_with_a_newline(tmp_path):
@@ -317,7 +330,9 @@ def test_sink_settings_are_checked(tmp_path):
         JsonLinesSink(fsynk=True)
     with pytest.raises(ConfigError, match="stream must be 'stdout' or 'stderr'"):
         JsonLinesSink(stream="stdin")
-    with pytest.raises(ConfigError, match="append must be true or false"):
-        JsonLinesSink(path=str(tmp_path / "x"), append="yes")
+    with pytest.raises(ConfigError, match="fsync must be true or false"):
+        JsonLinesSink(path=str(tmp_path / "x"), fsync="yes")
+    with pytest.raises(ConfigError, match="mode must be 'append', 'replace' or 'snapshots', got 'truncate'"):
+        JsonLinesSink(path=str(tmp_path / "x"), mode="truncate")
     with pytest.raises(ConfigError, match="cannot open output"):
         JsonLinesSink(path=str(tmp_path / "no" / "such" / "dir.jsonl"))

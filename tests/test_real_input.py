@@ -265,48 +265,48 @@ def test_a_restored_model_serving_unlabeled_events_is_no_mistake(caplog):
 # ----------------------------------------------------------------------- running again
 
 
-def test_a_second_run_refuses_to_append_a_second_copy_unless_told(tmp_path):
+def test_a_second_run_without_snapshots_replaces_its_files_as_a_whole(tmp_path):
+    # Before: the second run refused to start (exit 2) unless --output-mode said append or truncate. Now every
+    # run without --snapshot-dir starts from the start of its input, and its files start afresh with it.
     out, dead = tmp_path / "out.jsonl", tmp_path / "dead.jsonl"
     args = ["run", "--input", str(EXAMPLE), "--output", str(out), "--dead-letter", str(dead), "--log-level", "ERROR"]
     assert main(args) == 0
     first, first_dead = out.read_bytes(), dead.read_bytes()
-    assert len(first.splitlines()) == 392 and first_dead
-
-    proc = cli(*args)
-    assert proc.returncode == 2
-    message = proc.stderr.decode()
-    assert f"--output {out} already holds {len(first):,} bytes" in message and "--output-mode append" in message
-    assert "Traceback" not in message
-    assert out.read_bytes() == first and dead.read_bytes() == first_dead  # nothing written, nothing truncated
-
-    out.write_bytes(b"")  # the outputs were moved away; the dead letters were not
-    proc = cli(*args)
-    assert proc.returncode == 2 and f"--dead-letter {dead} already holds" in proc.stderr.decode()
-
-    assert main([*args, "--output-mode", "truncate"]) == 0
-    assert out.read_bytes() == first and dead.read_bytes() == first_dead
-    assert main([*args, "--output-mode", "append"]) == 0
-    assert out.read_bytes() == first + first and dead.read_bytes() == first_dead + first_dead
+    assert len(first.splitlines()) == 392 and len(first_dead.splitlines()) == 7
+    with open(out, "rb") as reader:  # a reader of the first run's file keeps it whole
+        proc = cli(*args)
+        assert proc.returncode == 0, proc.stderr.decode()
+        assert reader.read() == first
+    assert out.read_bytes() == first and dead.read_bytes() == first_dead  # the same files, never a second copy
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dead.jsonl", "out.jsonl"]  # nothing left aside
 
 
-def test_a_restart_with_a_snapshot_directory_resumes_and_appends_without_doubling(tmp_path):
+def test_a_restart_with_a_snapshot_directory_resumes_without_doubling(tmp_path):
     out, snaps = tmp_path / "out.jsonl", tmp_path / "snaps"
     args = ["run", "--input", str(EXAMPLE), "--output", str(out), "--dead-letter", str(tmp_path / "d.jsonl"),
             "--snapshot-dir", str(snaps), "--log-level", "ERROR"]
     assert main(args) == 0
     first = out.read_bytes()
+    assert len(first.splitlines()) == 392
     assert main(args) == 0  # resumes after the last event: nothing to add
     assert out.read_bytes() == first
-    # a snapshot directory never used before does not vouch for an output file that already holds data
-    proc = cli(*[a if a != str(snaps) else str(tmp_path / "fresh") for a in args])
-    assert proc.returncode == 2 and f"--output {out} already holds" in proc.stderr.decode()
+    # a snapshot directory never used before is a fresh run from the start: it replaces the file (before, exit 2)
+    assert main([a if a != str(snaps) else str(tmp_path / "fresh") for a in args]) == 0
+    assert out.read_bytes() == first
 
 
-def test_output_mode_is_json_lines_only():
-    proc = cli("run", "--output-mode", "append", "--bootstrap-servers", "localhost:1", "--input-topic", "a",
-               "--output-topic", "b")
-    assert proc.returncode == 2
-    assert "--output-mode (JSON-lines mode) cannot be combined with" in proc.stderr.decode()
+def test_output_mode_was_removed_and_says_what_replaced_it(tmp_path):
+    config = tmp_path / "run.toml"
+    config.write_text('output_mode = "append"\n')
+    for given, env, named in ((["--output-mode", "append"], {}, "--output-mode"),
+                              ([], {"STREAM_NB_OUTPUT_MODE": "truncate"}, "STREAM_NB_OUTPUT_MODE"),
+                              (["--config", str(config)], {}, f"config file {config}: setting 'output_mode'")):
+        proc = subprocess.run([sys.executable, "-m", "stream_nb", "run", "--input", str(EXAMPLE), *given],
+                              capture_output=True, env={**os.environ, **env}, timeout=60)
+        message = proc.stderr.decode()
+        assert proc.returncode == 2 and proc.stdout == b"", message
+        assert f"{named} was removed: --output and --dead-letter files hold each record once" in message
+        assert "Traceback" not in message
 
 
 def test_events_whose_labels_come_on_the_feedback_input_are_no_mistake(tmp_path):

@@ -3,7 +3,7 @@
 ``stream-nb run`` takes the snapshot flags (``--snapshot-dir`` and friends,
 defined in :mod:`stream_nb.settings`); :func:`check_settings` validates them and
 :func:`make_checkpointer` builds the engine's checkpointer from them: none,
-:class:`~stream_nb.engine.Checkpointer` (at-least-once outputs) or
+:class:`~stream_nb.engine.Checkpointer` (output files exactly once, other outputs at least once) or
 :class:`~stream_nb.engine.ExactlyOnceCheckpointer` (``--exactly-once``).
 """
 

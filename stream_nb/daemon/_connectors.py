@@ -12,7 +12,6 @@ import dataclasses
 import importlib
 import logging
 import os
-import stat
 import threading
 import typing
 
@@ -20,10 +19,9 @@ from .._console import writable_file
 from ..engine import JointConnectorModule
 from ..exceptions import ConfigError
 from ..settings import BY_NAME, JSONL_SETTINGS, KAFKA_SETTINGS, describe_setting
-from ..snapshots import SnapshotStore
 from ._checkpointing import transactional_id
 
-__all__ = ["KAFKA_LOGGER", "ConnectorPlan", "check_output_files", "close_all", "connector_plan", "open_model_channel",
+__all__ = ["KAFKA_LOGGER", "ConnectorPlan", "close_all", "connector_plan", "open_model_channel",
            "open_pending_channel", "start_connectors"]
 
 #: The name the daemon's log lines have always carried (the command line's): kept for whoever filters on it.
@@ -36,50 +34,6 @@ KAFKA_LOGGER = "kafka"
 #: librdkafka's names of the settings that have flags of their own (refused in --kafka-config like their
 #: kafka-python names).
 _DOTTED = {"bootstrap.servers": "bootstrap_servers", "group.id": "group_id"}
-
-
-def check_output_files(settings: dict[str, typing.Any]) -> None:
-    """Refuse to append to an ``--output`` or ``--dead-letter`` file that holds data, unless that is meant.
-
-    Appending is meant with ``--output-mode append``, and when ``--snapshot-dir``
-    names a directory a daemon already used (its ``.lock`` or a snapshot is
-    there): the run then resumes where the last snapshot left off, and its
-    outputs continue the file (at-least-once). Otherwise a second run over
-    the same input would silently write a second copy of every output.
-    ``--output-mode truncate`` empties the files instead.
-
-    >>> import tempfile
-    >>> path = os.path.join(tempfile.mkdtemp(), "out.jsonl")
-    >>> with open(path, "w") as f:
-    ...     _ = f.write('{"id": 1}\\n')
-    >>> check_output_files({"output": path, "dead_letter": None, "output_mode": None, "snapshot_dir": None})
-    Traceback (most recent call last):
-    ...
-    stream_nb.exceptions.ConfigError: --output .../out.jsonl already holds 10 bytes, ...
-    >>> check_output_files({"output": path, "dead_letter": None, "output_mode": "append", "snapshot_dir": None})
-    """
-    if settings["output_mode"] is not None:
-        return
-    directory = settings["snapshot_dir"]
-    if directory and os.path.isdir(directory):
-        if os.path.exists(os.path.join(directory, ".lock")) or SnapshotStore(directory).sequences():
-            return  # a restart: the run resumes from the snapshot and the outputs continue the file
-    for name in ("output", "dead_letter"):
-        path = settings[name]
-        if path in (None, "-"):
-            continue
-        try:
-            info = os.stat(path)
-        except OSError:  # missing (created empty), or the sink says why it cannot open it
-            continue
-        if stat.S_ISREG(info.st_mode) and info.st_size > 0:
-            flag = BY_NAME[name].flag
-            raise ConfigError(
-                f"{flag} {path} already holds {info.st_size:,} bytes, by all appearances from an earlier run: "
-                f"if this run reads the same events again, appending writes a second copy of every "
-                f"{'prediction' if name == 'output' else 'dead letter'}. Give --output-mode append to add to it "
-                f"anyway, --output-mode truncate to empty it first, or another {flag} file"
-            )
 
 
 @dataclasses.dataclass
@@ -107,17 +61,20 @@ def connector_plan(settings: dict[str, typing.Any]) -> ConnectorPlan:
         for name in ("output", "dead_letter"):  # before any work: not an hour later, at the first write
             if name in paths:
                 writable_file(paths[name], describe_setting(settings, name))
+        # files: exactly once with snapshots (each snapshot commits its lines); without, a run starts from the
+        # start of its input, and its files start afresh (replaced at the first checkpoint, never appended to)
+        file_mode = "snapshots" if settings["snapshot_dir"] else "replace"
         return ConnectorPlan(
             module="connectors.jsonl",
             source={"path": settings["input"], "max_line_bytes": settings["max_event_bytes"]},
-            sink={"path": settings["output"], "append": settings["output_mode"] != "truncate"},
-            dead_letters={"path": settings["dead_letter"], "append": settings["output_mode"] != "truncate"},
+            sink={"path": settings["output"], "mode": file_mode},
+            dead_letters={"path": settings["dead_letter"], "mode": file_mode},
             describe=(
                 f"JSON lines from {settings['input'] or 'stdin'} to {settings['output'] or 'stdout'}, "
                 f"dead letters to {settings['dead_letter'] or 'stderr'}"
             ),
         )
-    jsonl_set = [n for n in (*JSONL_SETTINGS, "output_mode") if settings[n] is not None]
+    jsonl_set = [n for n in JSONL_SETTINGS if settings[n] is not None]
     if jsonl_set:
         raise ConfigError(
             f"{', '.join(describe_setting(settings, n) for n in jsonl_set)} (JSON-lines mode) cannot be combined "

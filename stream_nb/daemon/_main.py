@@ -29,8 +29,8 @@ from ..settings import add_arguments, describe_setting, resolve_settings
 from ._build import build_model, check_engine_config, make_operations
 from ._checkpointing import check_settings as check_snapshot_settings
 from ._checkpointing import make_checkpointer
-from ._connectors import (KAFKA_LOGGER, check_output_files, close_all, connector_plan, open_model_channel,
-                          open_pending_channel, start_connectors)
+from ._connectors import (KAFKA_LOGGER, close_all, connector_plan, open_model_channel, open_pending_channel,
+                          start_connectors)
 from ._feedback import make_joiner
 
 __all__ = ["add_subcommand", "one_blas_thread", "run", "stop_position"]
@@ -65,10 +65,12 @@ _EPILOG = """\
 modes:
   Without any Kafka setting, events are JSON lines read from --input (default
   stdin), predictions go to --output (default stdout) and dead letters to
-  --dead-letter (default stderr). An --output or --dead-letter file that
-  already holds data is appended to only when that is meant: with
-  --output-mode append, or when --snapshot-dir resumes an earlier run;
-  otherwise the daemon refuses to start (--output-mode truncate empties it).
+  --dead-letter (default stderr). An --output or --dead-letter file holds
+  each record once, however often the command runs: without --snapshot-dir a
+  run starts from the start of its input and replaces the files (a new file,
+  renamed into place at the first checkpoint); with --snapshot-dir the files
+  get the lines each snapshot covers, exactly once across crashes and restarts
+  (visible at each snapshot). stdout and stderr are at-least-once.
   Setting any Kafka option switches to Kafka mode, which needs --input-topic
   and --output-topic.
 
@@ -111,7 +113,8 @@ snapshots (--snapshot-dir DIR; off by default):
   Kafka revokes partitions; input positions are committed only once a
   snapshot covers them. At start-up the newest valid snapshot is restored and
   the input resumes right after it, so the model learns each labeled event
-  exactly once across crashes (outputs: at least once). --exactly-once
+  exactly once across crashes (--output and --dead-letter files: exactly
+  once; stdout, stderr and Kafka topics: at least once). --exactly-once
   (Kafka) commits outputs, dead letters and offsets in one transaction per
   checkpoint: a read_committed consumer sees each output once.
   stream-nb snapshot inspect PATH describes a snapshot file.
@@ -207,8 +210,6 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError(f"{describe_setting(settings, 'connect_backoff_max')} must be > 0, "
                               f"got {settings['connect_backoff_max']}")
         plan = connector_plan(settings)
-        if plan.module == "connectors.jsonl":
-            check_output_files(settings)
         config = check_engine_config(settings)
         model = build_model(settings)
         check_snapshot_settings(settings, kafka=plan.module != "connectors.jsonl")

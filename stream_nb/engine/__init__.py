@@ -61,6 +61,7 @@ from ._protocols import (
     Sink,
     Source,
     Transactional,
+    TwoPhaseSink,
 )
 from ._records import (DeadLetterRecord, OutputRecord, Record, label_key, make_records, output_bytes, output_record,
                        outputs_bytes)
@@ -113,6 +114,7 @@ __all__ = [
     "Source",
     "StateLog",
     "Transactional",
+    "TwoPhaseSink",
     "check_config",
     "label_key",
     "make_records",

@@ -19,6 +19,15 @@ source of truth:
   input resumes right after it.
 * **Rebalance**: before Kafka takes partitions away, the daemon flushes,
   snapshots and commits what it processed (:meth:`Checkpointer.on_revoke`).
+* **Output files** (a :class:`~stream_nb.engine.TwoPhaseSink`: ``--output`` and
+  ``--dead-letter`` files): a snapshot holds, with the positions, each such
+  sink's :meth:`~stream_nb.engine.TwoPhaseSink.precommit` state (the records
+  sent since the last snapshot, written aside), and once the snapshot is
+  durable the sink commits them (appends them to the file). At start-up each
+  sink recovers from the state of the snapshot restored: it finishes a commit
+  a crash cut short and drops the records no snapshot covers, which the input
+  replays. A snapshot is due while such records wait (at the snapshot
+  cadence), and each becomes visible exactly once, when one covers it.
 
 The checkpointer acts on the engine through its public methods only
 (:meth:`~stream_nb.engine.Engine.flush`, :meth:`~stream_nb.engine.Engine.restore`,
@@ -38,7 +47,8 @@ The daemon's part of a snapshot header (``header["daemon"]``)::
      "metrics": {...},          # PrequentialMetrics.state(): exact counters
      "source": {"kind": "kafka", "topic": "weather", "group_id": "g"},  # or {"kind": "jsonl", "path": ...}
      "exactly_once": false,
-     "model_name": "tan"}
+     "model_name": "tan",
+     "sinks": {"output": {...}, "dead_letters": {...}}}  # TwoPhaseSink.precommit() of each file sink
 
 Kafka offsets committed with snapshots on carry the metadata
 ``"stream-nb snapshot <store_id> <sequence>"``: when a partition is assigned
@@ -62,7 +72,7 @@ from ..exceptions import CommitError, ConfigError, SnapshotError
 from ..snapshots import FaultHooks, SnapshotFile, SnapshotStore, encode_meta, installed_fault_hooks
 from ._engine import Engine
 from ._join_state import join_state
-from ._protocols import HandlesRevocation, NamedInput, ResumesByPolicy
+from ._protocols import HandlesRevocation, NamedInput, ResumesByPolicy, TwoPhaseSink
 
 __all__ = ["COMMIT_METADATA_PREFIX", "Checkpointer", "snapshot_metadata"]
 
@@ -110,7 +120,8 @@ def _same_model(built: typing.Any, meta: dict) -> str | None:
 
 
 class Checkpointer:
-    """Flush, snapshot, commit: the engine's checkpoint with snapshots on (at-least-once outputs).
+    """Flush, snapshot, commit: the engine's checkpoint with snapshots on (output files exactly once, others
+    at least once).
 
     Parameters
     ----------
@@ -222,6 +233,8 @@ class Checkpointer:
             if self._start_empty(seqs, rejected, context):
                 log.info("no snapshot in %s: starting from an empty model", self.store.directory)
                 self._initial = (type(engine.model), engine.model.state())
+                for _, sink in self._two_phase_sinks():  # a fresh run: fresh output files
+                    sink.recover(None)
                 return None
             raise SnapshotError(
                 f"no usable snapshot in {self.store.directory} among {len(seqs)} file(s): " + "; ".join(rejected)
@@ -231,6 +244,9 @@ class Checkpointer:
         daemon = chosen.daemon or {}
         positions = self._usable_positions(dict(daemon.get("positions") or {}), daemon.get("source"))
         engine.restore(model, daemon.get("metrics"), positions)
+        sink_states = daemon.get("sinks") if isinstance(daemon.get("sinks"), dict) else {}
+        for role, sink in self._two_phase_sinks():  # finish the snapshot's commit, drop what it does not cover
+            sink.recover(sink_states.get(role) or {})
         self.store_id = daemon.get("store_id") or self.store_id
         self.snapshot_positions = dict(positions)
         self.snapshot_seq = daemon.get("sequence")
@@ -292,6 +308,12 @@ class Checkpointer:
             source.seek({partition: positions[partition]})
             log.info("resuming %s at byte %d", partition, positions[partition])
 
+    def _two_phase_sinks(self) -> list[tuple[str, TwoPhaseSink]]:
+        """The engine's sinks that commit with snapshots, with the key of their state in a snapshot."""
+        engine = self.engine
+        pairs = (("output", engine.sink), ("dead_letters", engine.dead_letters))
+        return [(role, sink) for role, sink in pairs if isinstance(sink, TwoPhaseSink)]
+
     def _install_source_hooks(self) -> None:
         source = self.engine.source
         if isinstance(source, ResumesByPolicy):
@@ -304,7 +326,9 @@ class Checkpointer:
     def _due(self, final: bool) -> bool:
         engine = self.engine
         joined = engine.joiner.progress() if engine.joiner is not None else None
-        if engine.positions == (self.snapshot_positions or {}) and joined == getattr(self, "join_progress", None):
+        staged = any(sink.staged for _, sink in self._two_phase_sinks())  # records that wait for a snapshot
+        if (engine.positions == (self.snapshot_positions or {}) and joined == getattr(self, "join_progress", None)
+                and not staged):
             return False
         if final or not self.last_ok:
             return True
@@ -332,6 +356,9 @@ class Checkpointer:
             "exactly_once": self.exactly_once,
             "model_name": engine.model_name,
         }
+        sinks = self._two_phase_sinks()
+        if sinks:  # the records sent since the last snapshot, durable aside (an I/O error propagates, as flush's)
+            daemon["sinks"] = {role: sink.precommit() for role, sink in sinks}
         start = time.perf_counter()
         try:
             arrays, meta = engine.model.state()
@@ -361,6 +388,10 @@ class Checkpointer:
         self._events_at_snapshot = engine.metrics.events
         self._last_snapshot_t = time.monotonic()
         log.debug("snapshot %s: %d bytes in %.3f s", path, size, elapsed)
+        if sinks:  # the snapshot is durable: its records become visible (a restart would finish this)
+            self.faults.before_sink_commit(seq)
+            for _, sink in sinks:
+                sink.commit()
         engine.observer.snapshot_done(elapsed, True)  # /metrics, /readyz
         if not self.exactly_once:
             self.store.prune(protect=seq)

@@ -41,6 +41,8 @@ capability                   members                                     used by
 :class:`ReportsCommitted`    ``committed(partitions)``                   exactly-once recovery
 :class:`SendsInTransaction`  ``transaction`` (a sink)                    exactly-once checkpoints
 :class:`SendsMany`           ``send_many(values, keys)`` (a sink)        a poll's outputs at once
+:class:`TwoPhaseSink`        ``precommit()``, ``commit()``,              exactly-once files
+                             ``recover(state)``, ``staged`` (a sink)     (``_checkpoint``)
 ===========================  ==========================================  ==========================
 
 A checkpointer that shares the model across a consumer group (``--model-topic``,
@@ -76,6 +78,7 @@ from ._records import Record
 
 __all__ = [
     "Checkpointing",
+    "TwoPhaseSink",
     "ConnectorModule",
     "CountsBlankLines",
     "CountsInFlight",
@@ -247,6 +250,33 @@ class SendsMany(typing.Protocol):
     """A sink that takes a poll's records in one call: ``send(value, key)`` of each pair, in order."""
 
     def send_many(self, values: list[bytes], keys: list[bytes | None]) -> None: ...
+
+
+@typing.runtime_checkable
+class TwoPhaseSink(typing.Protocol):
+    """A sink whose records become visible only when a snapshot covers them (an output file, exactly once).
+
+    The checkpointer calls :meth:`recover` once at start-up, before any record
+    is sent; then at each snapshot :meth:`precommit` (its state goes into the
+    snapshot) and, once the snapshot is durable, :meth:`commit`. A crash at any
+    point leaves what the newest restorable snapshot says: :meth:`recover`
+    finishes a commit that a crash interrupted and drops what no snapshot
+    covers (the input is read again from the snapshot's positions, so those
+    records are sent again).
+    """
+
+    #: Bytes sent since the last :meth:`commit` (the checkpointer snapshots while any are waiting).
+    staged: int
+
+    def recover(self, state: dict | None) -> None:
+        """Start from the state the restored snapshot holds for this sink (``{}``: none), or afresh (``None``:
+        no snapshot was restored)."""
+
+    def precommit(self) -> dict:
+        """Make every record sent so far durable, not yet visible; the JSON-able state to keep in the snapshot."""
+
+    def commit(self) -> None:
+        """The snapshot holding the last :meth:`precommit` state is durable: make those records visible."""
 
 
 @typing.runtime_checkable

@@ -2,7 +2,8 @@
 
 The crash tests kill the daemon with ``kill -9`` inside windows too short to hit
 by chance: while a snapshot's temporary file waits for its rename, and between
-an exactly-once snapshot and the commit of its transaction. Production code
+an exactly-once snapshot and the commit of its transaction, and between a
+snapshot and the commit of the output-file lines it covers. Production code
 calls the hooks of a :class:`FaultHooks` object at those points; the one
 installed by default does nothing. A test installs its own subclass, which may
 sleep there, with :func:`install_fault_hooks` before it builds the daemon (the
@@ -41,6 +42,10 @@ class FaultHooks:
         A group member (``--model-topic``) calls it with its transactions' count instead: the
         transaction's outputs and partition states are sent; its offsets and commit come next.
         """
+
+    def before_sink_commit(self, sequence: int) -> None:
+        """Output files (a :class:`~stream_nb.engine.TwoPhaseSink`): snapshot ``sequence`` is durable; the lines
+        it covers are appended to the files next."""
 
 
 _installed: FaultHooks = FaultHooks()
