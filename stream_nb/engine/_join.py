@@ -21,6 +21,12 @@ provisional one is taken back exactly (``unlearn_one``) and the true one
 learned (nothing changes when they agree); at expiry the provisional label stands
 (or, with ``on_expire=("label", VALUE)`` and another VALUE, is replaced by it).
 
+A model's drift detector is fed each label learned here once (``learn_events``,
+``learn_one``: the error of the model as it stands then). A provisional label
+is no true label: learning it, or taking it back, feeds the detector nothing;
+the true label, when it comes, feeds it the error of the prediction made when
+its event arrived, before the provisional label was learned (``observe_error``).
+
 Duplicates: the first label of an id wins; later ones are counted
 (``duplicate``). A label whose event never arrives within the TTL (unknown,
 or arriving after its event expired) goes to the dead-letter sink with reason
@@ -29,6 +35,7 @@ or arriving after its event expired) goes to the dead-letter sink with reason
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import time
@@ -312,8 +319,15 @@ class Joiner(EventHolds, FeedbackReads, HandOver):
         xs = store.columns_many(rows)  # read a column at a time, no dict per event
         if xs is None:
             xs = store.features_many(rows)
-        refused = model.learn_events(xs, ys) if rows else []
-        retracted = set(retract)
+        retracted, refused, lo = set(retract), [], 0
+        apart = hasattr(model, "drift_paused")  # true labels of retracted rows: their detector fed already
+        for hi in range(1, len(rows) + 1):  # in order, in spans of rows retracted or not
+            if hi < len(rows) and (not apart or (rows[hi] in retracted) == (rows[lo] in retracted)):
+                continue
+            part = (xs, ys) if (lo, hi) == (0, len(rows)) else (xs[lo:hi], ys[lo:hi])
+            kw = {"watch": False} if apart and rows[lo] in retracted else {}
+            refused += [(lo + i, exc) for i, exc in model.learn_events(*part, **kw)]
+            lo = hi
         for i, exc in refused:  # checked when set aside (_check_joined_label)
             log.warning("a joined pair was not learned (label %r): %s", ys[i], exc,
                         extra={"event": "join_refused", "reason": getattr(exc, "reason", None)})
@@ -334,10 +348,21 @@ class Joiner(EventHolds, FeedbackReads, HandOver):
         self.counts["retractions"] += len(rows)
         return True
 
+    def _observe_true(self, rows: list, ys: list) -> None:
+        """Feed the model's drift detector the true labels ``ys`` of held events ``rows`` learned with the
+        provisional label: the error of the prediction each got when it arrived (see the module notes)."""
+        observe = getattr(self.engine.model, "observe_error", None)
+        for row, y in zip(rows, ys):
+            if observe is not None:
+                observe(self.store.predicted(row), y)
+
     def _learn_and_retract(self, row: int, x: dict, y) -> None:
         """Learn the true label ``y`` of the held event ``x`` (of ``row``), then take back its provisional
-        label: first, so that a label the model rejects leaves the provisional one."""
-        receipt = self._learn(x, y, record=True)
+        label: first, so that a label the model rejects leaves the provisional one. The drift detector was
+        fed already (:meth:`_observe_true`)."""
+        model = self.engine.model
+        with model.drift_paused() if hasattr(model, "drift_paused") else contextlib.nullcontext():
+            receipt = self._learn(x, y, record=True)
         self._retract_or_keep(row, x, y, receipt)
         self.store.forget_features(row)
 
@@ -367,6 +392,8 @@ class Joiner(EventHolds, FeedbackReads, HandOver):
     def _join(self, row: int, y, t: float) -> None:
         store = self.store
         if store.provisional[row]:
+            self._check_joined_label(y)
+            self._observe_true([row], [y])
             x = store.features(row)
             if not same_label(y, self.config["provisional_label"]):
                 self._learn_and_retract(row, x, y)
