@@ -296,3 +296,15 @@ def test_stream_nb_run_with_feedback_feeds_the_detector(tmp_path):
     store = SnapshotStore(str(tmp_path / "snap"))
     model = load(store.path(max(store.sequences())))
     check(model)
+
+
+def test_stream_nb_evaluate_with_delay_resets_on_drift(tmp_path):
+    """``stream-nb evaluate --delay``: each label learned when due (learn_one) feeds the detector."""
+    (tmp_path / "stagger.jsonl").write_bytes(b"".join(orjson.dumps({**x, "label": y}) + b"\n" for x, y in EVENTS))
+    run = subprocess.run([sys.executable, "-m", "stream_nb", "evaluate", "--input", str(tmp_path / "stagger.jsonl"),
+                          "--models", "nb,nb:drift_detector=ddm", "--delay", "50"],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    accuracy = {line.split()[0]: float(line.split()[1]) for line in run.stdout.splitlines()
+                if line.startswith("nb")}
+    assert accuracy["nb:drift_detector=ddm"] > 0.97 > 0.75 > accuracy["nb"], run.stdout
