@@ -308,3 +308,27 @@ def test_stream_nb_evaluate_with_delay_resets_on_drift(tmp_path):
     accuracy = {line.split()[0]: float(line.split()[1]) for line in run.stdout.splitlines()
                 if line.startswith("nb")}
     assert accuracy["nb:drift_detector=ddm"] > 0.97 > 0.75 > accuracy["nb"], run.stdout
+
+
+def test_stream_nb_run_refuses_provisional_labels_a_detector_without_window_cannot_take_back(tmp_path):
+    """Without a window a drift's switch drops counts by time, so a provisional label could not be taken back:
+    refused at start (it failed at the first retraction), with a window it runs and is fed true labels only."""
+    events = EVENTS[: N // 2]
+    (tmp_path / "e.jsonl").write_bytes(b"".join(orjson.dumps({"id": str(i), **x}) + b"\n"
+                                                for i, (x, _) in enumerate(events)))
+    (tmp_path / "l.jsonl").write_bytes(b"".join(orjson.dumps({"id": str(i), "label": y}) + b"\n"
+                                                for i, (_, y) in enumerate(events)))
+
+    def run(*flags):
+        return subprocess.run([sys.executable, "-m", "stream_nb", "run", "--input", str(tmp_path / "e.jsonl"),
+                               "--feedback", str(tmp_path / "l.jsonl"), "--output", str(tmp_path / "o.jsonl"),
+                               "--drift-detector", "ddm", "--provisional-label", "0", *flags],
+                              capture_output=True, text=True, timeout=120)
+
+    refused = run()
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr
+    assert "--provisional-label with --drift-detector needs --window" in refused.stderr
+    windowed = run("--window", "400", "--snapshot-dir", str(tmp_path / "snap"))
+    assert windowed.returncode == 0, windowed.stderr
+    store = SnapshotStore(str(tmp_path / "snap"))
+    assert load(store.path(max(store.sequences())))._forget.seen == len(events)
