@@ -319,15 +319,10 @@ class Joiner(EventHolds, FeedbackReads, HandOver):
         xs = store.columns_many(rows)  # read a column at a time, no dict per event
         if xs is None:
             xs = store.features_many(rows)
-        retracted, refused, lo = set(retract), [], 0
-        apart = hasattr(model, "drift_paused")  # true labels of retracted rows: their detector fed already
-        for hi in range(1, len(rows) + 1):  # in order, in spans of rows retracted or not
-            if hi < len(rows) and (not apart or (rows[hi] in retracted) == (rows[lo] in retracted)):
-                continue
-            part = (xs, ys) if (lo, hi) == (0, len(rows)) else (xs[lo:hi], ys[lo:hi])
-            kw = {"watch": False} if apart and rows[lo] in retracted else {}
-            refused += [(lo + i, exc) for i, exc in model.learn_events(*part, **kw)]
-            lo = hi
+        # rows retracted together feed no detector twice: a model with one forgets, so unlearn_events refuses it
+        # and its rows with a provisional label went one at a time above (_learn_and_retract)
+        refused = model.learn_events(xs, ys) if rows else []
+        retracted = set(retract)
         for i, exc in refused:  # checked when set aside (_check_joined_label)
             log.warning("a joined pair was not learned (label %r): %s", ys[i], exc,
                         extra={"event": "join_refused", "reason": getattr(exc, "reason", None)})
@@ -352,8 +347,8 @@ class Joiner(EventHolds, FeedbackReads, HandOver):
         """Feed the model's drift detector the true labels ``ys`` of held events ``rows`` learned with the
         provisional label: the error of the prediction each got when it arrived (see the module notes)."""
         observe = getattr(self.engine.model, "observe_error", None)
-        for row, y in zip(rows, ys):
-            if observe is not None:
+        if observe is not None:
+            for row, y in zip(rows, ys):
                 observe(self.store.predicted(row), y)
 
     def _learn_and_retract(self, row: int, x: dict, y) -> None:
