@@ -637,7 +637,7 @@ def test_labeled_events_with_new_categories_stay_in_runs(name, monkeypatch):
         batched, looped = NEW_VALUE_MODELS[name](), NEW_VALUE_MODELS[name]()
         monkeypatch.setattr(type(batched), "_run_new_values", new_values)
 
-        def steps(events):  # the one-event path prequential_many takes (it feeds a drift detector; learn_one not)
+        def steps(events):  # the one-event path prequential_many takes
             return [(step.prediction, step.proba) for step in (one(looped, x, y) for x, y in events)]
 
         assert_same(batched.prequential_many([x for x, _ in warm], [y for _, y in warm]), steps(warm))

@@ -65,6 +65,11 @@ def make_joiner(settings: dict[str, typing.Any], engine: Engine, snapshot=None) 
     }
     if config["provisional_label"] is not None and not hasattr(engine.model, "unlearn_one"):
         raise ConfigError("--provisional-label needs a model that can unlearn (stream_nb's models)")
+    detector = getattr(engine.model, "drift_detector", None)
+    if config["provisional_label"] is not None and str(detector).strip().lower() not in ("none", "") \
+            and getattr(engine.model, "window", None) is None:
+        raise ConfigError(f"{describe_setting(settings, 'provisional_label')} with --drift-detector needs --window: a "
+                          "drift's switch drops counts by time, so a provisional label could not be taken back exactly")
     if topic is not None:
         source = getattr(engine.source, "feedback", None)
         if source is None:

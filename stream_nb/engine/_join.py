@@ -21,6 +21,12 @@ provisional one is taken back exactly (``unlearn_one``) and the true one
 learned (nothing changes when they agree); at expiry the provisional label stands
 (or, with ``on_expire=("label", VALUE)`` and another VALUE, is replaced by it).
 
+A model's drift detector is fed each label learned here once (``learn_events``,
+``learn_one``: the error of the model as it stands then). A provisional label
+is no true label: learning it, or taking it back, feeds the detector nothing;
+the true label, when it comes, feeds it the error of the prediction made when
+its event arrived, before the provisional label was learned (``observe_error``).
+
 Duplicates: the first label of an id wins; later ones are counted
 (``duplicate``). A label whose event never arrives within the TTL (unknown,
 or arriving after its event expired) goes to the dead-letter sink with reason
@@ -36,6 +42,7 @@ first time is counted in the metrics' ``learned``
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import time
@@ -366,6 +373,8 @@ class Joiner(EventHolds, FeedbackReads, HandOver):
         xs = store.columns_many(rows)  # read a column at a time, no dict per event
         if xs is None:
             xs = store.features_many(rows)
+        # rows retracted together feed no detector twice: a model with one forgets, so unlearn_events refuses it
+        # and its rows with a provisional label went one at a time above (_learn_and_retract)
         refused = model.learn_events(xs, ys) if rows else []
         retracted = set(retract)
         first = len(rows) - len(retracted)  # learned for the first time: not learned with a provisional label
@@ -392,10 +401,21 @@ class Joiner(EventHolds, FeedbackReads, HandOver):
         self.counts["retractions"] += len(rows)
         return True
 
+    def _observe_true(self, rows: list, ys: list) -> None:
+        """Feed the model's drift detector the true labels ``ys`` of held events ``rows`` learned with the
+        provisional label: the error of the prediction each got when it arrived (see the module notes)."""
+        observe = getattr(self.engine.model, "observe_error", None)
+        if observe is not None:
+            for row, y in zip(rows, ys):
+                observe(self.store.predicted(row), y)
+
     def _learn_and_retract(self, row: int, x: dict, y) -> None:
         """Learn the true label ``y`` of the held event ``x`` (of ``row``), then take back its provisional
-        label: first, so that a label the model rejects leaves the provisional one."""
-        receipt = self._learn(x, y, record=True)
+        label: first, so that a label the model rejects leaves the provisional one. The drift detector was
+        fed already (:meth:`_observe_true`)."""
+        model = self.engine.model
+        with model.drift_paused() if hasattr(model, "drift_paused") else contextlib.nullcontext():
+            receipt = self._learn(x, y, record=True)
         self._retract_or_keep(row, x, y, receipt)
         self.store.forget_features(row)
 
@@ -425,6 +445,8 @@ class Joiner(EventHolds, FeedbackReads, HandOver):
     def _join(self, row: int, y, t: float) -> None:
         store = self.store
         if store.provisional[row]:
+            self._check_joined_label(y)
+            self._observe_true([row], [y])
             x = store.features(row)
             if not same_label(y, self.config["provisional_label"]):
                 self._learn_and_retract(row, x, y)

@@ -169,7 +169,8 @@ class EventHolds:
         model = self.engine.model
         if hasattr(model, "learn_events") and hasattr(model, "learn_one_receipt"):
             receipts: dict = {}
-            refused = model.learn_events(xs, [provisional] * len(xs), receipts=receipts)
+            # no true label: the drift detector is fed nothing (the true label feeds it, see _join)
+            refused = model.learn_events(xs, [provisional] * len(xs), receipts=receipts, watch=False)
             self.receipts.update((rows[i], receipt) for i, receipt in receipts.items())
         else:
             refused = []

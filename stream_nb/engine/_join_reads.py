@@ -36,7 +36,8 @@ class FeedbackReads:
 
     The joiner provides: ``store``, ``engine``, ``config``, ``positions``, ``counts``, ``delay_histogram``,
     ``delay_sum``, ``_joined_rows``, ``_joined_y``, ``_retract_rows`` and ``_shared_positions``;
-    ``_room_for(n)``, ``_join(row, y, t)``, ``_check_joined_label(y)``, ``_retracts_together(rows)``,
+    ``_room_for(n)``, ``_join(row, y, t)``, ``_check_joined_label(y)``, ``_observe_true(rows, ys)``,
+    ``_retracts_together(rows)``,
     ``_time_of(fields, where)``,
     ``_times_of(raw)``,
     ``_dead(record, exc)`` and ``clock()``.
@@ -248,8 +249,10 @@ class FeedbackReads:
     def _set_aside_provisional(self, at: np.ndarray, rows: list, ys: list) -> None:
         """:meth:`_count_joined`'s setting aside when some rows were learned with the provisional label: one
         whose label is the provisional one is done (nothing to learn or take back); one of another label is
-        learned and its provisional label taken back (:meth:`_learn_joined`); the others are learned."""
+        learned and its provisional label taken back (:meth:`_learn_joined`); the others are learned. The true
+        label of each row learned with the provisional one feeds the drift detector here (:meth:`_observe_true`)."""
         provisional, flags = self.config["provisional_label"], self.store.provisional[at].tolist()
+        self._observe_true([row for row, flag in zip(rows, flags) if flag], [y for y, flag in zip(ys, flags) if flag])
         done = []
         for row, y, flag in zip(rows, ys, flags):
             if not flag:

@@ -249,8 +249,9 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
         A label of another JSON type than the model's (see :attr:`label_type`) raises
         :class:`~stream_nb.exceptions.LabelTypeError`, and a value of another type than its
         feature's :class:`~stream_nb.exceptions.FeatureTypeError`; the model is then unchanged.
+        With a ``drift_detector``, the event is predicted first, its error fed to it (:mod:`._drift`).
         """
-        self._learn(x, y, w, None)
+        self._learn(x, y, w, self._watch(x, y))
 
     def _learn(self, x: dict, y, w: float, known: Encoded | None) -> None:
         """Learn one event; ``known`` is ``x``'s encoding for prediction when the caller has it
@@ -368,17 +369,17 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
 
     def predict_one(self, x: dict):
         """The Bayes decision: the most probable class, or with ``loss`` the class of least risk."""
-        s = self._stats
-        if not s.n_classes:
-            return None
+        return self._decided(self._stats.encode(x)) if self._stats.n_classes else None
+
+    def _decided(self, enc: Encoded):
+        """:meth:`predict_one` of an encoded event (a class must be known)."""
         if self._decision is None:
-            # the most probable class: an argmax, which needs no normalisation
-            jll = self._jll(s.encode(x))
+            jll = self._jll(enc)  # the most probable class: an argmax, which needs no normalisation
             i = int(jll.argmax())
             if jll[i] == -math.inf:
                 i = int(self._log_prior().argmax())
-            return s.classes[i]
-        return self._outcome(self._log_posterior(x))[0]
+            return self._stats.classes[i]
+        return self._outcome(self._posterior(enc))[0]
 
     def predict_and_proba_one(self, x: dict) -> tuple:
         """``(predict_one(x), predict_proba_one(x))`` from one pass over the counts.
@@ -423,8 +424,7 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
         >>> model.prequential_one({"sky": "sun"}, None)
         Step(prediction='play', proba={'play': 1.0}, learned=False, imputed=None)
         """
-        s = self._stats
-        enc = None
+        s, enc = self._stats, None
         if s.n_classes:
             enc = s.encode(x)
             prediction, proba = self._outcome(self._posterior(enc))
@@ -434,15 +434,15 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
         if impute:
             imputed = {k: v for k, v in self.impute_one(x).items() if k not in x or x[k] is None}
         labeled = not is_missing_label(y)
-        if labeled:
-            self._forget_observe(prediction, y)  # a drift detector watches the prequential error
         if not (labeled or self.learn_unlabeled):
             return Step(prediction, proba, False, imputed)
         learned = labeled or bool(s.n_classes)  # an unlabeled event is spread over the classes known
+        enc = self._watch(x, y, enc, prediction)  # a drift detector is fed this prediction's error
         if type(self).learn_one is BayesClassifier.learn_one:
             self._learn(x, y, 1.0, enc)
-        else:  # a subclass that overrides learn_one is still called for every event it learns
-            self.learn_one(x, y)
+        else:  # a subclass that overrides learn_one is still called for every event it learns (fed once)
+            with self.drift_paused():
+                self.learn_one(x, y)
         return Step(prediction, proba, learned, imputed)
 
     def prequential_many(self, xs: list, ys: list) -> list:

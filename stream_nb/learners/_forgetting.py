@@ -37,14 +37,16 @@ that does it; its parameters are those of every model:
     naming the field). A merge decays the counts with the earlier clock to the later.
 ``drift_detector=D``
     A river drift detector (``river.drift.binary.DDM()``, ``river.drift.ADWIN()``,
-    ...; or its name: ``"ddm"``, ``"adwin"``, ...) fed the 0/1 error of every
-    prequential prediction of a labeled event. On a warning a capture of the
+    ...; or its name: ``"ddm"``, ``"adwin"``, ...) fed the 0/1 error of the
+    model as it stands before it learns a labeled event, once per event, by
+    ``learn_one`` as by ``prequential_one`` and every other way of learning
+    (:mod:`stream_nb.learners._drift`). On a warning a capture of the
     counts is taken (the counts learned from there on are the fresh set); if
     the warning clears it is dropped; on a drift the store switches to the
     fresh counts (with no warning before it: to empty counts; with a window: to
     the pane in progress, dropping the others), and a structured model rebuilds
     its structure and restarts its early rebuilds. The position of each drift
-    (in labeled prequential events) is in ``model.drifts``; it is logged.
+    (in labeled events watched) is in ``model.drifts``; it is logged.
 
 Decay and windows are exclusive. Runs of ``prequential_many`` stop at pane
 boundaries and at the events a detector acts on; with decay the runs weigh
@@ -54,9 +56,7 @@ each row as its event would be (:mod:`._decay_runs`).
 from __future__ import annotations
 
 import collections
-import copy
 import importlib
-import logging
 import math
 import random
 
@@ -64,14 +64,13 @@ import numpy as np
 
 from .._checks import check_integer, check_number
 from ..exceptions import ConfigError, InvalidEventError, MergeError, UnlearnError
-from ..stats import (SparseTable, capture, capture_difference, capture_nbytes, count_difference, replace_counts,
-                     scale_counts, subtract_counts)
+from ..stats import (SparseTable, capture, capture_difference, capture_nbytes, count_difference, scale_counts,
+                     subtract_counts)
 from ._decay_runs import RENORMALISE_AT
+from ._drift import DriftWatch
 from ._unlearn import Receipt
 
 __all__ = ["DETECTORS", "Forgetting", "make_detector", "detector_spec", "encode_object", "decode_object"]
-
-log = logging.getLogger("stream_nb.drift")
 
 #: Drift detectors by name (``drift_detector="ddm"``, ``--drift-detector ddm``): module and class in river.
 DETECTORS = {
@@ -229,10 +228,11 @@ class _State:
         self.warn_base: dict | None = None  # capture at the warning (the fresh counts are what came since)
         self.warning = False
         self.seen = 0  # labeled events the detector watched
+        self.paused = 0  # inside drift_paused(): learning feeds the detector nothing
         self.drifts: list[int] = []
 
 
-class Forgetting:
+class Forgetting(DriftWatch):
     """Windows, decay and drift resets of a :class:`~stream_nb.learners.BayesClassifier` (a part of it);
     see the module notes."""
 
@@ -356,84 +356,14 @@ class Forgetting:
         f = self._forget
         return f is None or not f.half_life or self._decayed_runs
 
-    def _forget_run(self, decided: np.ndarray, yc: np.ndarray) -> int:
-        """Feed the detector a scored run's errors (``decided`` and ``yc``: class indices, -1 unlabeled); return
-        how many of its events come before the first the detector acts on (a warning, its end, a drift).
-
-        The run is then learned up to there, and that event takes the one-event path, which feeds it to
-        the detector again: so the detector is replayed from a copy up to the event before it.
-        """
-        f = self._forget
-        if f is None or f.detector is None:
-            return len(yc)
-        saved, seen = copy.deepcopy(f.detector), f.seen
-        for j, (d, c) in enumerate(zip(decided.tolist(), yc.tolist())):
-            if c < 0:
-                continue
-            f.seen += 1
-            f.detector.update(0 if d == c else 1)
-            if f.detector.drift_detected or bool(getattr(f.detector, "warning_detected", False)) != f.warning:
-                f.detector, f.seen = saved, seen
-                for d, c in zip(decided[:j].tolist(), yc[:j].tolist()):
-                    if c >= 0:
-                        f.seen += 1
-                        f.detector.update(0 if d == c else 1)
-                return j
-        return len(yc)
-
     def _needs_rows(self, X, y) -> bool:
         f, name = self._forget, getattr(self, "time_field", None)
         if name is not None and name in X.columns:
             for t in X[name].tolist():  # every time checked before anything of the batch is learned
                 self._forget_time({name: t})
             return True
-        return bool(f is not None and f.half_life) or super()._needs_rows(X, y)
-
-    def _forget_observe(self, prediction, y) -> None:
-        """Feed the detector the 0/1 error of the prediction of labeled event ``y``; act on a warning or drift."""
-        f = self._forget
-        if f is None or f.detector is None:
-            return
-        det = f.detector
-        f.seen += 1
-        if prediction is None and not self._stats.n_classes:
-            return  # no class known yet: no prediction to judge
-        det.update(0 if prediction is not None and prediction == y else 1)
-        if det.drift_detected:
-            self._switch()
-        elif getattr(det, "warning_detected", False):
-            if not f.warning:
-                f.warning = True
-                f.warn_base = None if f.window else capture(self._stats)
-        elif f.warning:
-            f.warning, f.warn_base = False, None
-
-    def _switch(self) -> None:
-        """A drift: switch to the fresh counts (see the module notes) and let the structure follow."""
-        f, s = self._forget, self._stats
-        if f.window:
-            keep = count_difference(s, f.base)
-            f.deltas, f.base = [], None
-        elif f.warning and f.warn_base is not None:
-            keep = count_difference(s, f.warn_base)
-        else:
-            keep = None
-        replace_counts(s, keep)
-        f.warning, f.warn_base = False, None
-        f.drifts.append(f.seen)
-        log.info("drift detected after %d labeled events: switched to %s", f.seen,
-                 "the pane in progress" if f.window else "the counts since the warning" if keep is not None
-                 else "empty counts", extra={"event": "drift", "position": f.seen, "n_drifts": len(f.drifts)})
-        self._switched()
-
-    def _switched(self) -> None:
-        """Hook run after a switch to fresh counts (structured models rebuild); default: nothing."""
-
-    @property
-    def drifts(self) -> list:
-        """Positions of the drifts the detector found: the number of labeled events predicted up to and
-        including the one whose error raised it (the switch comes before that event is learned); [] without one."""
-        return [] if self._forget is None else list(self._forget.drifts)
+        # decay, or a detector fed each row's error before it is learned: row by row
+        return bool(f is not None and (f.half_life or f.detector is not None)) or super()._needs_rows(X, y)
 
     @property
     def forgetting_nbytes(self) -> int:

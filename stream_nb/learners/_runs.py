@@ -144,9 +144,10 @@ class VectorisedRuns(abc.ABC):
             times.append(t)
         return _Timed(out, times)
 
-    def learn_events(self, xs: list, ys: list, receipts: dict | None = None) -> list:
+    def learn_events(self, xs: list, ys: list, receipts: dict | None = None, *, watch: bool = True) -> list:
         """Learn events as :meth:`prequential_iter` does (the same runs; an event it refuses is skipped),
-        predicting only what a drift detector or the model learns from. Group members' partition states learn so.
+        predicting only what a drift detector or the model learns from. Group members' partition states learn so,
+        and the daemon its joined labels. ``watch=False``: the drift detector is fed nothing (:meth:`drift_paused`).
 
         ``receipts``: a dict that gets, under its index, the receipt of each event that taking back will need
         (``unlearn_one(x, y, receipt=...)``; the others go with :meth:`unlearn_events`). Runs are learned
@@ -167,8 +168,10 @@ class VectorisedRuns(abc.ABC):
         """
         if len(xs) != len(ys):
             raise ValueError(f"learn_events: {len(xs)} events but {len(ys)} labels")
+        if not watch:
+            with self.drift_paused():
+                return self.learn_events(xs, ys, receipts)
         i, n, refused = 0, len(xs), []
-        watched = getattr(self, "_forget", None) is not None and self._forget.detector is not None
         runs = self._run_events(xs)  # the events as runs read them (None: no runs)
         if receipts is not None and not self.unlearns_plainly(xs):
             runs = None
@@ -176,10 +179,8 @@ class VectorisedRuns(abc.ABC):
             if runs is not None:
                 i = self._prequential_run(runs, ys, i, None)
             if i < n:
-                try:  # one event: predicted only when a drift detector watches the predictions
-                    if watched and receipts is None:
-                        self.prequential_one(xs[i], ys[i])
-                    elif self.learn_unlabeled or not is_missing_label(ys[i]):
+                try:  # one event (its learning feeds a drift detector the error of its prediction)
+                    if self.learn_unlabeled or not is_missing_label(ys[i]):
                         if receipts is None:
                             self.learn_one(xs[i], ys[i])
                         elif self.receipt_needed(receipt := self.learn_one_receipt(xs[i], ys[i])):
@@ -208,9 +209,9 @@ class VectorisedRuns(abc.ABC):
 
     def _run_scores_learned(self) -> bool:
         """Whether learning a run needs its scores: they change the model (``_run_scoring_learns``)
-        or a drift detector learns from the run's errors."""
+        or a drift detector (not paused) learns from the run's errors."""
         forget = getattr(self, "_forget", None)
-        return self._run_scoring_learns or (forget is not None and forget.detector is not None)
+        return self._run_scoring_learns or (forget is not None and forget.detector is not None and not forget.paused)
 
     def _prequential_run(self, xs: list, ys: list, start: int, out: list | None) -> int:
         """Append the results of a vectorised run of events from ``start``; return where it stopped.

@@ -71,10 +71,11 @@ class Unlearning:
         True
         """
         s = self._stats
+        known = self._watch(x, y)  # a drift detector is fed the event's error first, as learn_one does
         mark = self._unlearn_mark()
         s.journal = []
         try:
-            self._learn(x, y, w, None)
+            self._learn(x, y, w, known)
             entries = tuple(s.journal)
         finally:
             s.journal = None

@@ -1,0 +1,162 @@
+"""Drift detection: the detector is fed the error of every labeled event learned, and the counts reset on a drift.
+
+A model with ``drift_detector=D`` feeds ``D`` the 0/1 error of the model as it
+stands before it learns a labeled event, once per event, whichever way the
+event is learned (river's own drift-aware models do so: its ARF predicts inside
+``learn_one``):
+
+- ``learn_one``, ``learn_one_receipt`` and the rows of ``learn_many`` make the
+  prediction themselves, only when a detector is set (:meth:`DriftWatch._watch`);
+- ``prequential_one`` (the engine's one-event path, ``stream-nb evaluate``)
+  hands its own prediction over: it is not made twice;
+- ``prequential_many``, ``prequential_blocks`` and ``learn_events`` (the
+  engine's polls, the labels ``--feedback`` joins) feed each vectorised run's
+  decisions (:meth:`DriftWatch._forget_run`), and the other events through the
+  one-event paths above.
+
+So river's ``evaluate.progressive_val_score`` (``predict_one``, then
+``learn_one``) feeds the detector the errors ``prequential_one`` does. With a
+delay the error is scored when the label comes, by the model as it stands then.
+Unlabeled events feed nothing. :meth:`DriftWatch.drift_paused` learns without
+feeding it, and :meth:`DriftWatch.observe_error` feeds it an error scored
+before (the daemon's provisional labels: see :mod:`stream_nb.engine`).
+On a warning, a drift, and the positions in ``model.drifts``: see
+:mod:`stream_nb.learners._forgetting`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import logging
+
+import numpy as np
+
+from ..stats import Encoded, capture, count_difference, is_missing_label, replace_counts
+
+__all__ = ["DriftWatch", "UNSCORED"]
+
+log = logging.getLogger("stream_nb.drift")
+
+#: The prediction of an event not scored yet (:meth:`DriftWatch._watch` makes it when a detector needs it).
+UNSCORED = object()
+
+
+class DriftWatch:
+    """The drift detector of a :class:`~stream_nb.learners.BayesClassifier` (a part of it, with forgetting's
+    ``_forget`` state); see the module notes."""
+
+    def _watch(self, x: dict, y, known: Encoded | None = None, prediction=UNSCORED) -> Encoded | None:
+        """Before labeled event ``(x, y)`` is learned: feed the detector the 0/1 error of ``prediction``, or
+        (:data:`UNSCORED`) of the model's decision made now; act on a warning or drift.
+
+        Returns the encoding of ``x`` for prediction (``known``, or the one made here) for learning to reuse.
+        Nothing is done without a detector, while it is paused, or for an unlabeled event; a label or time
+        that learning would refuse raises before the detector sees anything.
+        """
+        f = self._forget
+        if f is None or f.detector is None or f.paused or is_missing_label(y):
+            return known
+        s = self._stats
+        x, _ = self._forget_time(x)  # a time the model refuses: refused here, as learning would
+        s.check_label(y)
+        if prediction is UNSCORED:
+            prediction = None
+            if s.n_classes:
+                known = s.encode(x) if known is None else known
+                prediction = self._decided(known)
+        self._forget_observe(prediction, y)
+        return known
+
+    @contextlib.contextmanager
+    def drift_paused(self):
+        """Within the ``with`` block, learn without feeding the drift detector (nothing changes without one).
+
+        The daemon learns a provisional label so: it is no true label, and its error says nothing
+        of the concept; the true label, when it comes, is fed with :meth:`observe_error`.
+        """
+        f = self._forget
+        if f is not None:
+            f.paused += 1
+        try:
+            yield self
+        finally:
+            if f is not None:
+                f.paused -= 1
+
+    def observe_error(self, prediction, y) -> None:
+        """Feed the drift detector the 0/1 error of ``prediction`` for the true label ``y``, a prediction made
+        before the event was learned (``None``: none made), and act on a warning or drift as learning does.
+        Nothing without a detector or with ``y`` missing; the event itself is not learned."""
+        f = self._forget
+        if f is not None and f.detector is not None and not is_missing_label(y):
+            self._forget_observe(prediction, y)
+
+    def _forget_run(self, decided: np.ndarray, yc: np.ndarray) -> int:
+        """Feed the detector a scored run's errors (``decided`` and ``yc``: class indices, -1 unlabeled); return
+        how many of its events come before the first the detector acts on (a warning, its end, a drift).
+
+        The run is then learned up to there, and that event takes the one-event path, which feeds it to
+        the detector again: so the detector is replayed from a copy up to the event before it.
+        """
+        f = self._forget
+        if f is None or f.detector is None or f.paused:
+            return len(yc)
+        saved, seen = copy.deepcopy(f.detector), f.seen
+        for j, (d, c) in enumerate(zip(decided.tolist(), yc.tolist())):
+            if c < 0:
+                continue
+            f.seen += 1
+            f.detector.update(0 if d == c else 1)
+            if f.detector.drift_detected or bool(getattr(f.detector, "warning_detected", False)) != f.warning:
+                f.detector, f.seen = saved, seen
+                for d, c in zip(decided[:j].tolist(), yc[:j].tolist()):
+                    if c >= 0:
+                        f.seen += 1
+                        f.detector.update(0 if d == c else 1)
+                return j
+        return len(yc)
+
+    def _forget_observe(self, prediction, y) -> None:
+        """Feed the detector the 0/1 error of the prediction of labeled event ``y``; act on a warning or drift."""
+        f = self._forget
+        det = f.detector
+        f.seen += 1
+        if prediction is None:
+            return  # no class known yet: no prediction to judge
+        det.update(0 if prediction == y else 1)
+        if det.drift_detected:
+            self._switch()
+        elif getattr(det, "warning_detected", False):
+            if not f.warning:
+                f.warning = True
+                f.warn_base = None if f.window else capture(self._stats)
+        elif f.warning:
+            f.warning, f.warn_base = False, None
+
+    def _switch(self) -> None:
+        """A drift: switch to the fresh counts (see the module notes) and let the structure follow."""
+        f, s = self._forget, self._stats
+        if f.window:
+            keep = count_difference(s, f.base)
+            f.deltas, f.base = [], None
+        elif f.warning and f.warn_base is not None:
+            keep = count_difference(s, f.warn_base)
+        else:
+            keep = None
+        replace_counts(s, keep)
+        f.warning, f.warn_base = False, None
+        f.drifts.append(f.seen)
+        log.info("drift detected after %d labeled events: switched to %s", f.seen,
+                 "the pane in progress" if f.window else "the counts since the warning" if keep is not None
+                 else "empty counts", extra={"event": "drift", "position": f.seen, "n_drifts": len(f.drifts)})
+        self._switched()
+
+    def _switched(self) -> None:
+        """Hook run after a switch to fresh counts (structured models rebuild); default: nothing."""
+
+    @property
+    def drifts(self) -> list:
+        """Positions of the drifts the detector found: the number of labeled events predicted up to and
+        including the one whose error raised it (the switch comes before that event is learned); [] without one."""
+        return [] if self._forget is None else list(self._forget.drifts)
