@@ -11,6 +11,14 @@ number>, "byte": <offset of the line's first byte>}`` and
 newline (``\\n`` or ``\\r\\n``) is not part of ``Record.value``. A last line
 without a newline is still an event.
 
+With ``follow`` a regular file is followed as ``tail -F`` follows it: at its
+end the poll waits for more lines within its ``timeout``, a last line is read
+only once its newline has come, and a rotated or truncated file is read to its
+end, then the new one from its start. Positions count the bytes of the files
+read at that path in turn (``position["byte"]`` and ``"line"`` are the line's
+own file's); see :mod:`connectors._follow`, also for the file a snapshot's
+position lies in (:meth:`~JsonLinesSource.file_positions`).
+
 Blank lines (only spaces, tabs, ``\\r``, or a lone UTF-8 byte order mark) are
 not events: they are skipped and counted in :attr:`JsonLinesSource.blank_lines`,
 which ``stream-nb`` reports in its final summary. (A byte order mark before an
@@ -60,6 +68,8 @@ from stream_nb._checks import configure, is_integer
 from stream_nb.engine import Record, make_records
 from stream_nb.exceptions import ConfigError
 
+from ._follow import FOLLOW_INTERVAL_S, FollowedFile
+
 __all__ = [
     "SOURCE_DEFAULT_CONFIG",
     "SINK_DEFAULT_CONFIG",
@@ -77,6 +87,8 @@ SOURCE_DEFAULT_CONFIG: dict[str, typing.Any] = {
     "read_size": 64 * 1024,
     # Longest line kept whole; keep it >= the engine's max_event_bytes (see above).
     "max_line_bytes": 1024 * 1024,
+    # Follow a regular file as tail -F does: True (until stopped), or a callable (while it returns True).
+    "follow": False,
 }
 
 SINK_DEFAULT_CONFIG: dict[str, typing.Any] = {
@@ -139,6 +151,16 @@ class JsonLinesSource:
                 raise ConfigError(f"cannot read input {path!r}: it is a directory; expected a JSON-lines file")
             self._owns_fd = True
         self._seekable = self._owns_fd and _is_regular_file(self._fd)
+        follow = self.config["follow"]
+        if not (isinstance(follow, bool) or callable(follow)):
+            raise ConfigError(f"follow must be true, false or a callable, got {follow!r}")
+        if follow is True and not self._seekable:
+            if self._owns_fd:
+                os.close(self._fd)
+            raise ConfigError(f"cannot follow {self.partition!r}: it is not a regular file (a pipe or standard "
+                              "input ends when its writer closes it)")
+        #: The file read and the files read before it at the path (regular files only).
+        self._follower = FollowedFile(path, self._fd, follow) if self._seekable else None
         #: Blank lines skipped so far.
         self.blank_lines = 0
         #: The positions last passed to :meth:`commit`.
@@ -147,9 +169,10 @@ class JsonLinesSource:
         self._handed: tuple[Record | None, list[Record]] = (None, [])
         self._reset(offset=0, line=0)
 
-    def _reset(self, offset: int, line: int) -> None:
+    def _reset(self, offset: int, line: int, base: int = 0) -> None:
         self._buf = bytearray()
         self._buf_offset = offset  # stream offset of self._buf[0]
+        self._base = base  # stream offset of byte 0 of the file read
         self._scan_from = 0  # no newline in self._buf before this index
         self._line = line  # number of the last line handed out or skipped
         self._eof = False
@@ -191,16 +214,49 @@ class JsonLinesSource:
             chunk = os.read(self._fd, self._read_size)
             if chunk:
                 self._buf += chunk
-            else:
+            elif self._follower is None:
                 self._eof = True
+            elif not self._file_ended(records, deadline):
+                break
         if records:
             before = self._handed[1]
             self._handed = (before[-1] if before else self._handed[0], records)
         return records
 
+    def _file_ended(self, records: list[Record], deadline: float) -> bool:
+        """At the end of a regular file: go on with its successor (rotated or truncated; the old file's last
+        line, even without its newline, goes to ``records``), end the input (not following), or wait for
+        more lines until ``deadline`` (False: the poll is over)."""
+        follower = self._follower
+        how = follower.replaced()
+        if how is not None:
+            chunk = os.read(self._fd, self._read_size)  # lines written after the last read: read them first
+            if chunk:
+                self._buf += chunk
+                return True
+            fd = follower.open_next(how)
+            if fd is not None:
+                record = self._last_line()
+                if record is not None:
+                    records.append(record)
+                follower.switch(fd, self._buf_offset, how)
+                self._fd = follower.fd
+                self._reset(offset=self._buf_offset, line=0, base=self._buf_offset)
+                return True
+        if not follower.following():
+            self._eof = True
+            return True
+        wait = 0.0 if records else deadline - time.monotonic()
+        if wait <= 0:
+            return False
+        time.sleep(min(wait, FOLLOW_INTERVAL_S))
+        return True
+
     def commit(self, positions: dict[str, int]) -> None:
         """Remember ``positions`` in :attr:`committed` (no durable offset store; see above)."""
         self.committed = dict(positions)
+        if self._follower is not None and self.partition in positions:
+            self._follower.forget_before(positions[self.partition])
 
     def seek(self, positions: dict[str, int]) -> None:
         """Continue reading at a byte offset that starts a line (a ``next_position``).
@@ -221,6 +277,8 @@ class JsonLinesSource:
             if offset == self._buf_offset and self._cut is None:
                 return
             raise ConfigError(f"{self.partition} is not a regular file and cannot seek to byte {offset}")
+        position, offset = offset, self._follower.resume(offset)  # in the file a snapshot said, if it did
+        self._fd = self._follower.fd
         size = os.fstat(self._fd).st_size
         if offset > size:
             raise ConfigError(f"cannot seek {self.partition!r} to byte {offset}: the file has {size} bytes")
@@ -241,7 +299,20 @@ class JsonLinesSource:
             if last != b"\n":
                 line += 1  # resuming after a final line without newline
         os.lseek(self._fd, offset, os.SEEK_SET)
-        self._reset(offset=offset, line=line)
+        self._reset(offset=position, line=line, base=position - offset)
+
+    def file_positions(self, positions: dict[str, int]) -> dict[str, dict[str, int]]:
+        """For a snapshot: ``{partition: {"position", "dev", "ino", "byte"}}``, the file (device and inode)
+        this source's position lies in and the byte there; empty for stdin or a pipe."""
+        follower, name = self._follower, self.partition
+        entry = follower.entry(positions[name]) if follower is not None and name in positions else None
+        return {} if entry is None else {name: entry}
+
+    def recall_files(self, files: dict[str, typing.Any]) -> None:
+        """Take a snapshot's :meth:`file_positions`: the next :meth:`seek` to that position resumes in that
+        file (see :mod:`connectors._follow`); an entry not of that form is ignored."""
+        if self._follower is not None and isinstance(files, dict):
+            self._follower.recall(files.get(self.partition))
 
     #: Unit of :meth:`lag`.
     lag_unit = "bytes"
@@ -260,7 +331,7 @@ class JsonLinesSource:
         """
         if not self._seekable or self._fd < 0:
             return None
-        return {self.partition: max(0, os.fstat(self._fd).st_size - self._buf_offset)}
+        return {self.partition: max(0, os.fstat(self._fd).st_size - (self._buf_offset - self._base))}
 
     def line_at(self, offset: int) -> int | None:
         """The number of the line that ends at byte ``offset`` (a ``next_position``), or ``None`` if unknown.
@@ -284,22 +355,26 @@ class JsonLinesSource:
                 return record.position["line"]
         if not offset:
             return 0
-        if not self._seekable:
+        found = self._follower.where(offset) if self._follower is not None and self._fd >= 0 else None
+        if found is None or not found[0]:  # stdin, a pipe, or a file read before the last rotation
             return None
+        offset = found[2]  # the byte in the file read now
         lines, last, done = 0, b"", 0
-        with open(self.partition, "rb") as f:
-            while done < offset:
-                chunk = f.read(min(1 << 20, offset - done))
-                if not chunk:
-                    return None
-                lines += chunk.count(b"\n")
-                last = chunk[-1:]
-                done += len(chunk)
-        return lines + (last != b"\n")
+        while done < offset:
+            chunk = os.pread(self._fd, min(1 << 20, offset - done), done)
+            if not chunk:
+                return None
+            lines += chunk.count(b"\n")
+            last = chunk[-1:]
+            done += len(chunk)
+        return lines + (last not in (b"\n", b""))
 
     def close(self) -> None:
         """Close the file (never stdin). Does not commit."""
-        if self._owns_fd and self._fd >= 0:
+        if self._follower is not None:
+            self._follower.close()  # the file read now, which may no longer be the one first opened
+            self._fd = -1
+        elif self._owns_fd and self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
 
@@ -363,7 +438,7 @@ class JsonLinesSource:
             return [record for record in made if record is not None]
         first, partition = self._line + 1, self.partition
         self._line += len(lines)
-        positions = [{"file": partition, "line": n, "byte": start}
+        positions = [{"file": partition, "line": n, "byte": start - self._base}
                      for n, start in zip(range(first, first + len(lines)), starts)]
         return make_records(lines, repeat(None), repeat(partition), positions, ends)
 
@@ -402,7 +477,7 @@ class JsonLinesSource:
         if not content or content == _BOM:
             self.blank_lines += 1
             return None
-        position = {"file": self.partition, "line": self._line, "byte": start}
+        position = {"file": self.partition, "line": self._line, "byte": start - self._base}
         return Record(value=line, key=None, partition=self.partition, position=position, next_position=end,
                       size=size)
 

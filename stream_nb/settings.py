@@ -181,6 +181,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_event_bytes", "int", ENGINE_DEFAULTS["max_event_bytes"], "longer events are dead-lettered "
             "as oversize", _EVENTS, "N"),
     Setting("input", "str", None, "JSON-lines file to read (default: stdin)", _JSONL, "PATH"),
+    Setting("follow", "bool", False, "keep reading --input as lines are appended, as tail -F does (a rotated "
+            "file is read to its end, then the new one from its start), until SIGTERM or SIGINT; a line is read "
+            "once its newline has come", _JSONL),
     Setting("output", "str", None, "JSON-lines file the predictions are appended to (default: stdout)",
             _JSONL, "PATH"),
     Setting("dead_letter", "str", None, "JSON-lines file the dead letters are appended to (default: stderr, "

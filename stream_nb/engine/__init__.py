@@ -60,6 +60,7 @@ from ._protocols import (
     SharesQueue,
     Sink,
     Source,
+    TracksFiles,
     Transactional,
 )
 from ._records import (DeadLetterRecord, OutputRecord, Record, label_key, make_records, output_bytes, output_record,
@@ -112,6 +113,7 @@ __all__ = [
     "Sink",
     "Source",
     "StateLog",
+    "TracksFiles",
     "Transactional",
     "check_config",
     "label_key",
