@@ -266,3 +266,24 @@ def test_the_daemon_waits_at_the_end_of_a_followed_file_without_spinning(tmp_pat
     append(run.input, event(0))
     wait_outputs(run.output, 1, daemon)
     run.stop(daemon)
+
+
+def test_a_followed_file_truncated_in_place_is_read_again_from_its_start(tmp_path):
+    """``copytruncate``: the file keeps its inode and shrinks; its new lines are read from byte 0."""
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(event(0) + event(1))
+    source = JsonLinesSource(path=str(path), follow=True)
+    try:
+        first = source.poll(10, 0.1)
+        assert [r.position["line"] for r in first] == [1, 2] and not source.exhausted
+        with open(path, "r+b") as f:
+            f.truncate(0)
+            f.write(b'{"id": "t"}\n')
+        records = source.poll(10, 1.0)
+        assert [(r.value, r.position["line"], r.position["byte"]) for r in records] == [(b'{"id": "t"}', 1, 0)]
+        end = records[0].next_position
+        assert end == first[-1].next_position + 12  # positions go on counting
+        assert source.file_positions({str(path): end})[str(path)]["byte"] == 12
+        assert source.poll(10, 0.1) == [] and not source.exhausted
+    finally:
+        source.close()
