@@ -133,7 +133,8 @@ class FollowedFile:
             self.fd, self.identity = fd, _identity(os.fstat(fd))
         self._away = False
         self.segments.append((end, self.identity))
-        log.info("%s was %s: its lines are read from the start, at position %d", self.path, how, end)
+        log.info("%s was %s: reading %s from its start (position %d)", self.path, how,
+                 "the new file" if how == "rotated" else "it again", end)
 
     def where(self, position: int) -> tuple[bool, Identity, int] | None:
         """``(in the file read now, its identity, byte)`` of a position: the newest file read that starts

@@ -264,7 +264,8 @@ SETTINGS: tuple[Setting, ...] = (
             "more than N outputs await the broker's acknowledgement, resume at N/2 (0: never pause; JSON "
             "lines write synchronously and never need it)", _ENGINE, "N"),
     Setting("feedback", "str", None, "JSON-lines file of labels that come later, {<id-field>: ..., <label-field>: "
-            "...}, read alongside --input: an unlabeled event with an id waits for its label", _JOIN, "PATH"),
+            "...}, read alongside --input and followed (appended lines, rotation) while the input runs: an unlabeled "
+            "event with an id waits for its label", _JOIN, "PATH"),
     Setting("feedback_topic", "str", None, "Kafka topic of labels that come later, {<id-field>: ..., "
             "<label-field>: ...} keyed like the events they label, with as many partitions as --input-topic "
             "(checked at start); read by the input's consumer, its offsets committed with the input's", _JOIN, "TOPIC"),
