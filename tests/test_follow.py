@@ -168,6 +168,7 @@ def test_an_input_rotated_while_the_daemon_runs_is_followed_without_loss_or_dupl
     assert (entry["ino"], entry["byte"]) == (run.input.stat().st_ino, run.input.stat().st_size)
     assert part["positions"][str(run.input)] == old.stat().st_size + run.input.stat().st_size
     assert "was rotated" in daemon.log()
+    assert f"stopped by SIGTERM after {run.input} line 40 (next byte {run.input.stat().st_size})" in daemon.log()
 
 
 @pytest.mark.parametrize("old_file", ["kept", "deleted"])
