@@ -436,9 +436,9 @@ class JsonLinesSource:
         if chunk_has_cr or max(lengths) > self._max_line or not all(stripped) or _BOM in stripped:
             made = map(self._make, lines, starts, ends)
             return [record for record in made if record is not None]
-        first, partition = self._line + 1, self.partition
+        first, partition, file_base = self._line + 1, self.partition, self._base
         self._line += len(lines)
-        positions = [{"file": partition, "line": n, "byte": start - self._base}
+        positions = [{"file": partition, "line": n, "byte": start - file_base}
                      for n, start in zip(range(first, first + len(lines)), starts)]
         return make_records(lines, repeat(None), repeat(partition), positions, ends)
 
