@@ -11,6 +11,14 @@ number>, "byte": <offset of the line's first byte>}`` and
 newline (``\\n`` or ``\\r\\n``) is not part of ``Record.value``. A last line
 without a newline is still an event.
 
+With ``follow`` a regular file is followed as ``tail -F`` follows it: at its
+end the poll waits for more lines within its ``timeout``, a last line is read
+only once its newline has come, and a rotated or truncated file is read to its
+end, then the new one from its start. Positions count the bytes of the files
+read at that path in turn (``position["byte"]`` and ``"line"`` are the line's
+own file's); see :mod:`connectors._follow`, also for the file a snapshot's
+position lies in (:meth:`~JsonLinesSource.file_positions`).
+
 Blank lines (only spaces, tabs, ``\\r``, or a lone UTF-8 byte order mark) are
 not events: they are skipped and counted in :attr:`JsonLinesSource.blank_lines`,
 which ``stream-nb`` reports in its final summary. (A byte order mark before an
@@ -67,7 +75,9 @@ from stream_nb._checks import configure, is_integer
 from stream_nb.engine import Record, make_records
 from stream_nb.exceptions import ConfigError
 
-from ._committed_file import CommittedJsonLinesSink, ReplacedFile, is_special_file
+from ._jsonl_sink import (SINK_DEFAULT_CONFIG, JsonLinesSink, is_regular_file, make_dead_letter_sink, make_sink,
+                          path_setting)
+from ._follow import FOLLOW_INTERVAL_S, FollowedFile
 
 __all__ = [
     "SOURCE_DEFAULT_CONFIG",
@@ -86,18 +96,8 @@ SOURCE_DEFAULT_CONFIG: dict[str, typing.Any] = {
     "read_size": 64 * 1024,
     # Longest line kept whole; keep it >= the engine's max_event_bytes (see above).
     "max_line_bytes": 1024 * 1024,
-}
-
-SINK_DEFAULT_CONFIG: dict[str, typing.Any] = {
-    # File to write; None or "-" writes to `stream` instead.
-    "path": None,
-    # "stdout" or "stderr": where to write when no path is given.
-    "stream": "stdout",
-    # A file: "append" to it, "replace" it (written aside, renamed into place at the first flush), or commit
-    # lines with "snapshots" (see the module docstring).
-    "mode": "append",
-    # fsync a regular file on every flush(), so a commit never runs ahead of the disk.
-    "fsync": True,
+    # Follow a regular file as tail -F does: True (until stopped), or a callable (while it returns True).
+    "follow": False,
 }
 
 _BLANK = b" \t\r"
@@ -113,14 +113,6 @@ def _int_setting(config: dict, name: str, minimum: int) -> int:
     return value
 
 
-def _path_setting(config: dict) -> str | None:
-    path = config["path"]
-    if path is not None and not isinstance(path, (str, os.PathLike)):
-        raise ConfigError(f"path must be a file path, '-' or None, got {path!r}")
-    path = os.fspath(path) if path is not None else None
-    return None if path in (None, "-") else path
-
-
 class JsonLinesSource:
     """A :class:`~stream_nb.engine.Source` of JSON lines; see the module docstring.
 
@@ -133,7 +125,7 @@ class JsonLinesSource:
         self.config = configure(self.DEFAULT_CONFIG, configs, "JSON-lines source setting")
         self._read_size = _int_setting(self.config, "read_size", 1)
         self._max_line = _int_setting(self.config, "max_line_bytes", 1)
-        path = _path_setting(self.config)
+        path = path_setting(self.config)
         if path is None:
             self.partition = "stdin"
             self._fd = sys.stdin.fileno()
@@ -148,7 +140,17 @@ class JsonLinesSource:
                 os.close(self._fd)
                 raise ConfigError(f"cannot read input {path!r}: it is a directory; expected a JSON-lines file")
             self._owns_fd = True
-        self._seekable = self._owns_fd and _is_regular_file(self._fd)
+        self._seekable = self._owns_fd and is_regular_file(self._fd)
+        follow = self.config["follow"]
+        if not (isinstance(follow, bool) or callable(follow)):
+            raise ConfigError(f"follow must be true, false or a callable, got {follow!r}")
+        if follow is True and not self._seekable:
+            if self._owns_fd:
+                os.close(self._fd)
+            raise ConfigError(f"cannot follow {self.partition!r}: it is not a regular file (a pipe or standard "
+                              "input ends when its writer closes it)")
+        #: The file read and the files read before it at the path (regular files only).
+        self._follower = FollowedFile(path, self._fd, follow) if self._seekable else None
         #: Blank lines skipped so far.
         self.blank_lines = 0
         #: The positions last passed to :meth:`commit`.
@@ -157,9 +159,10 @@ class JsonLinesSource:
         self._handed: tuple[Record | None, list[Record]] = (None, [])
         self._reset(offset=0, line=0)
 
-    def _reset(self, offset: int, line: int) -> None:
+    def _reset(self, offset: int, line: int, base: int = 0) -> None:
         self._buf = bytearray()
         self._buf_offset = offset  # stream offset of self._buf[0]
+        self._base = base  # stream offset of byte 0 of the file read
         self._scan_from = 0  # no newline in self._buf before this index
         self._line = line  # number of the last line handed out or skipped
         self._eof = False
@@ -201,16 +204,49 @@ class JsonLinesSource:
             chunk = os.read(self._fd, self._read_size)
             if chunk:
                 self._buf += chunk
-            else:
+            elif self._follower is None:
                 self._eof = True
+            elif not self._file_ended(records, deadline):
+                break
         if records:
             before = self._handed[1]
             self._handed = (before[-1] if before else self._handed[0], records)
         return records
 
+    def _file_ended(self, records: list[Record], deadline: float) -> bool:
+        """At the end of a regular file: go on with its successor (rotated or truncated; the old file's last
+        line, even without its newline, goes to ``records``), end the input (not following), or wait for
+        more lines until ``deadline`` (False: the poll is over)."""
+        follower = self._follower
+        how = follower.replaced()
+        if how is not None:
+            chunk = os.read(self._fd, self._read_size)  # lines written after the last read: read them first
+            if chunk:
+                self._buf += chunk
+                return True
+            fd = follower.open_next(how)
+            if fd is not None:
+                record = self._last_line()
+                if record is not None:
+                    records.append(record)
+                follower.switch(fd, self._buf_offset, how)
+                self._fd = follower.fd
+                self._reset(offset=self._buf_offset, line=0, base=self._buf_offset)
+                return True
+        if not follower.following():
+            self._eof = True
+            return True
+        wait = 0.0 if records else deadline - time.monotonic()
+        if wait <= 0:
+            return False
+        time.sleep(min(wait, FOLLOW_INTERVAL_S))
+        return True
+
     def commit(self, positions: dict[str, int]) -> None:
         """Remember ``positions`` in :attr:`committed` (no durable offset store; see above)."""
         self.committed = dict(positions)
+        if self._follower is not None and self.partition in positions:
+            self._follower.forget_before(positions[self.partition])
 
     def seek(self, positions: dict[str, int]) -> None:
         """Continue reading at a byte offset that starts a line (a ``next_position``).
@@ -231,6 +267,8 @@ class JsonLinesSource:
             if offset == self._buf_offset and self._cut is None:
                 return
             raise ConfigError(f"{self.partition} is not a regular file and cannot seek to byte {offset}")
+        position, offset = offset, self._follower.resume(offset)  # in the file a snapshot said, if it did
+        self._fd = self._follower.fd
         size = os.fstat(self._fd).st_size
         if offset > size:
             raise ConfigError(f"cannot seek {self.partition!r} to byte {offset}: the file has {size} bytes")
@@ -251,7 +289,20 @@ class JsonLinesSource:
             if last != b"\n":
                 line += 1  # resuming after a final line without newline
         os.lseek(self._fd, offset, os.SEEK_SET)
-        self._reset(offset=offset, line=line)
+        self._reset(offset=position, line=line, base=position - offset)
+
+    def file_positions(self, positions: dict[str, int]) -> dict[str, dict[str, int]]:
+        """For a snapshot: ``{partition: {"position", "dev", "ino", "byte"}}``, the file (device and inode)
+        this source's position lies in and the byte there; empty for stdin or a pipe."""
+        follower, name = self._follower, self.partition
+        entry = follower.entry(positions[name]) if follower is not None and name in positions else None
+        return {} if entry is None else {name: entry}
+
+    def recall_files(self, files: dict[str, typing.Any]) -> None:
+        """Take a snapshot's :meth:`file_positions`: the next :meth:`seek` to that position resumes in that
+        file (see :mod:`connectors._follow`); an entry not of that form is ignored."""
+        if self._follower is not None and isinstance(files, dict):
+            self._follower.recall(files.get(self.partition))
 
     #: Unit of :meth:`lag`.
     lag_unit = "bytes"
@@ -270,7 +321,7 @@ class JsonLinesSource:
         """
         if not self._seekable or self._fd < 0:
             return None
-        return {self.partition: max(0, os.fstat(self._fd).st_size - self._buf_offset)}
+        return {self.partition: max(0, os.fstat(self._fd).st_size - (self._buf_offset - self._base))}
 
     def line_at(self, offset: int) -> int | None:
         """The number of the line that ends at byte ``offset`` (a ``next_position``), or ``None`` if unknown.
@@ -294,22 +345,26 @@ class JsonLinesSource:
                 return record.position["line"]
         if not offset:
             return 0
-        if not self._seekable:
+        found = self._follower.where(offset) if self._follower is not None and self._fd >= 0 else None
+        if found is None or not found[0]:  # stdin, a pipe, or a file read before the last rotation
             return None
+        offset = found[2]  # the byte in the file read now
         lines, last, done = 0, b"", 0
-        with open(self.partition, "rb") as f:
-            while done < offset:
-                chunk = f.read(min(1 << 20, offset - done))
-                if not chunk:
-                    return None
-                lines += chunk.count(b"\n")
-                last = chunk[-1:]
-                done += len(chunk)
-        return lines + (last != b"\n")
+        while done < offset:
+            chunk = os.pread(self._fd, min(1 << 20, offset - done), done)
+            if not chunk:
+                return None
+            lines += chunk.count(b"\n")
+            last = chunk[-1:]
+            done += len(chunk)
+        return lines + (last not in (b"\n", b""))
 
     def close(self) -> None:
         """Close the file (never stdin). Does not commit."""
-        if self._owns_fd and self._fd >= 0:
+        if self._follower is not None:
+            self._follower.close()  # the file read now, which may no longer be the one first opened
+            self._fd = -1
+        elif self._owns_fd and self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
 
@@ -371,9 +426,9 @@ class JsonLinesSource:
         if chunk_has_cr or max(lengths) > self._max_line or not all(stripped) or _BOM in stripped:
             made = map(self._make, lines, starts, ends)
             return [record for record in made if record is not None]
-        first, partition = self._line + 1, self.partition
+        first, partition, file_base = self._line + 1, self.partition, self._base
         self._line += len(lines)
-        positions = [{"file": partition, "line": n, "byte": start}
+        positions = [{"file": partition, "line": n, "byte": start - file_base}
                      for n, start in zip(range(first, first + len(lines)), starts)]
         return make_records(lines, repeat(None), repeat(partition), positions, ends)
 
@@ -412,144 +467,11 @@ class JsonLinesSource:
         if not content or content == _BOM:
             self.blank_lines += 1
             return None
-        position = {"file": self.partition, "line": self._line, "byte": start}
+        position = {"file": self.partition, "line": self._line, "byte": start - self._base}
         return Record(value=line, key=None, partition=self.partition, position=position, next_position=end,
                       size=size)
-
-
-def _is_regular_file(fd: int) -> bool:
-    return stat.S_ISREG(os.fstat(fd).st_mode)
-
-
-class JsonLinesSink:
-    """A :class:`~stream_nb.engine.Sink` writing one JSON value per line; see the module docstring.
-
-    Keyword arguments are the keys of :data:`SINK_DEFAULT_CONFIG`.
-    """
-
-    DEFAULT_CONFIG = SINK_DEFAULT_CONFIG
-
-    def __init__(self, **configs: typing.Any):
-        self.config = configure(self.DEFAULT_CONFIG, configs, "JSON-lines sink setting")
-        path = _path_setting(self.config)
-        stream = self.config["stream"]
-        if stream not in ("stdout", "stderr"):
-            raise ConfigError(f"stream must be 'stdout' or 'stderr', got {stream!r}")
-        if not isinstance(self.config["fsync"], bool):
-            raise ConfigError(f"fsync must be true or false, got {self.config['fsync']!r}")
-        mode = self.config["mode"]
-        if mode not in ("append", "replace", "snapshots"):
-            raise ConfigError(f"mode must be 'append', 'replace' or 'snapshots', got {mode!r}")
-        if mode == "snapshots" and _commits(path):
-            raise ConfigError(f"{path}: a file in mode 'snapshots' is written by a CommittedJsonLinesSink: build "
-                              f"it with make_sink")
-        if path is None:
-            self.name = stream
-            self._file = (sys.stdout if stream == "stdout" else sys.stderr).buffer
-            self._owns_file = False
-        else:
-            self.name = path
-            try:
-                if mode == "replace" and not is_special_file(path):
-                    self._file = ReplacedFile(path, self.config["fsync"])  # fsyncs itself
-                else:
-                    self._file = open(path, "ab", buffering=1024 * 1024)  # noqa: SIM115 - closed in close()
-            except OSError as exc:
-                raise ConfigError(f"cannot open output {path!r}: {exc.strerror}") from None
-            self._owns_file = True
-        # fsync means something for a regular file only (not /dev/null, a FIFO, a tty)
-        self._fsync = (self._owns_file and self.config["fsync"] and not isinstance(self._file, ReplacedFile)
-                       and _is_regular_file(self._file.fileno()))
-        if self._owns_file and mode == "append":
-            self._end_partial_line(path)
-        self._closed = False
-
-    def _end_partial_line(self, path: str) -> None:
-        """End with a newline a last line that a crash cut short, so new records start on a line of their own.
-
-        The cut record stays as it is, never parsed as a record; the daemon
-        writes that event's output again, as no snapshot or commit covered it.
-        """
-        try:
-            with open(path, "rb") as f:
-                size = f.seek(0, os.SEEK_END)
-                if not size or not _is_regular_file(f.fileno()):
-                    return
-                f.seek(size - 1)
-                last = f.read(1)
-        except OSError:
-            return
-        if last != b"\n":
-            log.warning("output %s ended with an incomplete line (a crash during a write?); ending it with a "
-                        "newline before appending", path)
-            self._file.write(b"\n")
-            self._file.flush()
-
-    def send(self, value: bytes, key: bytes | None = None) -> None:
-        """Write ``value`` and a newline; ``key`` is not written."""
-        if b"\n" in value:
-            raise ValueError(f"a JSON-lines value cannot contain a newline: {value[:80]!r}")
-        try:
-            self._file.write(value)
-            self._file.write(b"\n")
-        except OSError as exc:
-            raise self._named(exc) from None
-
-    def flush(self) -> None:
-        """Flush to the operating system, and fsync a file when ``fsync`` is on."""
-        try:
-            self._file.flush()
-            if self._fsync:
-                os.fsync(self._file.fileno())
-        except OSError as exc:
-            raise self._named(exc) from None
-
-    def _named(self, exc: OSError) -> OSError:
-        """The same error (a BrokenPipeError stays one) naming this sink's file, or stdout/stderr."""
-        return exc if exc.filename is not None else OSError(exc.errno, exc.strerror or str(exc), self.name)
-
-    def close(self) -> None:
-        """Flush, then close a file (stdout and stderr stay open).
-
-        In mode ``"replace"`` a sink never flushed and never sent to (a run that
-        failed at start-up) leaves the old file in place.
-        """
-        if self._closed:
-            return
-        self._closed = True
-        try:
-            if not isinstance(self._file, ReplacedFile):  # it flushes in its close(), when it was used
-                self.flush()
-        finally:
-            if self._owns_file:
-                try:
-                    self._file.close()
-                except OSError as exc:
-                    raise self._named(exc) from None
 
 
 def make_source(config: dict[str, typing.Any]) -> JsonLinesSource:
     """Build a :class:`JsonLinesSource` from a dict of :data:`SOURCE_DEFAULT_CONFIG` keys."""
     return JsonLinesSource(**config)
-
-
-def _commits(path: str | None) -> bool:
-    """Whether a sink in mode ``"snapshots"`` commits lines to ``path``: a regular file or a new one."""
-    return path is not None and not is_special_file(path)
-
-
-def make_sink(config: dict[str, typing.Any]) -> JsonLinesSink | CommittedJsonLinesSink:
-    """Build the output :class:`JsonLinesSink` (stdout unless ``path`` is given), or for a file in mode
-    ``"snapshots"`` a :class:`~connectors._committed_file.CommittedJsonLinesSink`."""
-    checked = configure(SINK_DEFAULT_CONFIG, config, "JSON-lines sink setting")
-    path = _path_setting(checked)
-    if checked["mode"] == "snapshots" and _commits(path):
-        if not isinstance(checked["fsync"], bool):
-            raise ConfigError(f"fsync must be true or false, got {checked['fsync']!r}")
-        return CommittedJsonLinesSink(path, fsync=checked["fsync"])
-    return JsonLinesSink(**config)
-
-
-def make_dead_letter_sink(config: dict[str, typing.Any]) -> JsonLinesSink | CommittedJsonLinesSink:
-    """Build the dead-letter sink as :func:`make_sink` does: stderr unless ``path`` or ``stream`` is given."""
-    return make_sink({"stream": "stderr", **config})

@@ -182,6 +182,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_event_bytes", "int", ENGINE_DEFAULTS["max_event_bytes"], "longer events are dead-lettered "
             "as oversize", _EVENTS, "N"),
     Setting("input", "str", None, "JSON-lines file to read (default: stdin)", _JSONL, "PATH"),
+    Setting("follow", "bool", False, "keep reading --input as lines are appended, as tail -F does (a rotated "
+            "file is read to its end, then the new one from its start), until SIGTERM or SIGINT; a line is read "
+            "once its newline has come", _JSONL),
     Setting("output", "str", None, "JSON-lines file of the predictions, each once: replaced by a run without "
             "--snapshot-dir, continued exactly once with it (default: stdout, at least once)", _JSONL, "PATH"),
     Setting("dead_letter", "str", None, "JSON-lines file of the dead letters, kept as --output is (default: "
@@ -258,7 +261,8 @@ SETTINGS: tuple[Setting, ...] = (
             "more than N outputs await the broker's acknowledgement, resume at N/2 (0: never pause; JSON "
             "lines write synchronously and never need it)", _ENGINE, "N"),
     Setting("feedback", "str", None, "JSON-lines file of labels that come later, {<id-field>: ..., <label-field>: "
-            "...}, read alongside --input: an unlabeled event with an id waits for its label", _JOIN, "PATH"),
+            "...}, read alongside --input and followed (appended lines, rotation) while the input runs: an unlabeled "
+            "event with an id waits for its label", _JOIN, "PATH"),
     Setting("feedback_topic", "str", None, "Kafka topic of labels that come later, {<id-field>: ..., "
             "<label-field>: ...} keyed like the events they label, with as many partitions as --input-topic "
             "(checked at start); read by the input's consumer, its offsets committed with the input's", _JOIN, "TOPIC"),

@@ -257,7 +257,7 @@ def test_a_lone_byte_order_mark_is_a_blank_line_and_one_before_an_event_reaches_
 
 
 def test_source_settings_are_checked(tmp_path):
-    with pytest.raises(ConfigError, match="unknown JSON-lines source setting 'file'; expected one of: max_line_bytes, path, read_size"):
+    with pytest.raises(ConfigError, match="unknown JSON-lines source setting 'file'; expected one of: follow, max_line_bytes, path, read_size"):
         JsonLinesSource(file="x")
     with pytest.raises(ConfigError, match="read_size must be an integer >= 1"):
         JsonLinesSource(path=write(tmp_path, b""), read_size=0)

@@ -61,12 +61,16 @@ def connector_plan(settings: dict[str, typing.Any]) -> ConnectorPlan:
         for name in ("output", "dead_letter"):  # before any work: not an hour later, at the first write
             if name in paths:
                 writable_file(paths[name], describe_setting(settings, name))
+        if settings["follow"] and "input" not in paths:
+            raise ConfigError(f"{describe_setting(settings, 'follow')} needs --input FILE: standard input is read "
+                              "until its writer closes it")
         # files: exactly once with snapshots (each snapshot commits its lines); without, a run starts from the
         # start of its input, and its files start afresh (replaced at the first checkpoint, never appended to)
         file_mode = "snapshots" if settings["snapshot_dir"] else "replace"
         return ConnectorPlan(
             module="connectors.jsonl",
-            source={"path": settings["input"], "max_line_bytes": settings["max_event_bytes"]},
+            source={"path": settings["input"], "max_line_bytes": settings["max_event_bytes"],
+                    "follow": settings["follow"]},
             sink={"path": settings["output"], "mode": file_mode},
             dead_letters={"path": settings["dead_letter"], "mode": file_mode},
             describe=(
@@ -74,7 +78,7 @@ def connector_plan(settings: dict[str, typing.Any]) -> ConnectorPlan:
                 f"dead letters to {settings['dead_letter'] or 'stderr'}"
             ),
         )
-    jsonl_set = [n for n in JSONL_SETTINGS if settings[n] is not None]
+    jsonl_set = [n for n in (*JSONL_SETTINGS, "follow") if settings[n] not in (None, False)]
     if jsonl_set:
         raise ConfigError(
             f"{', '.join(describe_setting(settings, n) for n in jsonl_set)} (JSON-lines mode) cannot be combined "

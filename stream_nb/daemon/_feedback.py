@@ -2,7 +2,10 @@
 :mod:`stream_nb.engine`'s Joiner).
 
 A JSON-lines ``--feedback`` file is a source of its own, read alongside the
-input, its position kept in the join's part of each snapshot. A Kafka
+input, its position kept in the join's part of each snapshot. A regular file
+is followed as ``tail -F`` follows it (lines appended, a rotated file's
+successor) for as long as the input runs: once the input ends, the feedback is
+read to its end and the run ends. A Kafka
 ``--feedback-topic`` is read by the input's consumer (``connectors.kafka``'s
 source sets its records aside in ``source.feedback``): its offsets are the
 input's, snapshotted, committed (and with ``--exactly-once`` transacted) with
@@ -15,7 +18,7 @@ import importlib
 import logging
 import typing
 
-from ..engine import Engine, Joiner, load_join_state, parse_label_value, parse_on_expire
+from ..engine import Engine, Joiner, TracksFiles, load_join_state, parse_label_value, parse_on_expire
 from ..exceptions import ConfigError, SnapshotError
 from ..settings import describe_setting
 
@@ -76,10 +79,14 @@ def make_joiner(settings: dict[str, typing.Any], engine: Engine, snapshot=None) 
             raise ConfigError(f"{describe_setting(settings, 'feedback_topic')}: the input source reads no feedback topic")
     else:
         jsonl = importlib.import_module("connectors.jsonl")  # by name: stream_nb never imports connectors statically
-        source = jsonl.make_source({"path": settings["feedback"], "max_line_bytes": settings["max_event_bytes"]})
+        input_source = engine.source
+        source = jsonl.make_source({"path": settings["feedback"], "max_line_bytes": settings["max_event_bytes"],
+                                    "follow": lambda: not input_source.exhausted})
     try:
         joiner = Joiner(engine, source, config)
         if held is not None:
+            if isinstance(source, TracksFiles):  # the file the feedback position lies in (a rotation)
+                source.recall_files((snapshot.daemon or {}).get("files") or {})
             try:
                 load_join_state(joiner, snapshot.arrays, held)
             except ValueError as exc:  # a join (its receipts, its held events) that does not fit: refused

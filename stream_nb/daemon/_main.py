@@ -22,7 +22,7 @@ import orjson
 
 from .. import __version__
 from .._console import silence_stdout
-from ..engine import CountsBlankLines, Engine, PartitionHandoff
+from ..engine import CountsBlankLines, Engine, PartitionHandoff, TracksFiles
 from ..exceptions import ConfigError, StreamNBError
 from ..ops import configure_logging
 from ..settings import add_arguments, describe_setting, resolve_settings
@@ -176,6 +176,8 @@ def stop_position(engine: Engine, source: typing.Any) -> tuple[str, dict[str, ty
             return f"before {name} line 1", {"file": name, "line": 0, "byte": 0}
         try:
             line = line_at(offset)
+            if isinstance(source, TracksFiles):  # after a rotation: the byte in the file read now
+                offset = source.file_positions({name: offset}).get(name, {}).get("byte", offset)
         except OSError:
             line = None
         text = f"after {name} line {line} (next byte {offset})" if line is not None else f"at {name} byte {offset}"

@@ -60,6 +60,7 @@ from ._protocols import (
     SharesQueue,
     Sink,
     Source,
+    TracksFiles,
     Transactional,
     TwoPhaseSink,
 )
@@ -113,6 +114,7 @@ __all__ = [
     "Sink",
     "Source",
     "StateLog",
+    "TracksFiles",
     "Transactional",
     "TwoPhaseSink",
     "check_config",

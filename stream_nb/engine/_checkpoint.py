@@ -72,7 +72,7 @@ from ..exceptions import CommitError, ConfigError, SnapshotError
 from ..snapshots import FaultHooks, SnapshotFile, SnapshotStore, encode_meta, installed_fault_hooks
 from ._engine import Engine
 from ._join_state import join_state
-from ._protocols import HandlesRevocation, NamedInput, ResumesByPolicy, TwoPhaseSink
+from ._protocols import HandlesRevocation, NamedInput, ResumesByPolicy, TracksFiles, TwoPhaseSink
 
 __all__ = ["COMMIT_METADATA_PREFIX", "Checkpointer", "snapshot_metadata"]
 
@@ -100,6 +100,16 @@ def _same_source(before: dict, now: dict) -> bool:
     if before.get("kind") == now.get("kind") == "jsonl" and before.get("realpath"):
         return before.get("realpath") == now.get("realpath")
     return before == now
+
+
+def _file_positions(engine: Engine, positions: dict[str, int], join: dict | None) -> dict[str, dict]:
+    """The file (device and inode) and byte each position of the input and feedback files lies in (a
+    :class:`~stream_nb.engine.TracksFiles` source's), so that a restart resumes in that file after a rotation."""
+    files = dict(engine.source.file_positions(positions)) if isinstance(engine.source, TracksFiles) else {}
+    feedback = engine.joiner.feedback if engine.joiner is not None else None
+    if join is not None and isinstance(feedback, TracksFiles):
+        files.update(feedback.file_positions(join["positions"]))
+    return files
 
 
 def _same_model(built: typing.Any, meta: dict) -> str | None:
@@ -262,7 +272,7 @@ class Checkpointer:
             chosen.path, chosen.created, chosen.meta.get("model"), getattr(model, "n_learned", "?"),
             positions or "none",
         )
-        self._seek_file(positions)
+        self._seek_file(positions, daemon.get("files"), before)
         return chosen
 
     def _selection_context(self, seqs: list[int]) -> typing.Any:
@@ -299,12 +309,15 @@ class Checkpointer:
                 positions[partition] = positions.pop(old)
         return positions
 
-    def _seek_file(self, positions: dict[str, int]) -> None:
+    def _seek_file(self, positions: dict[str, int], files: dict | None = None, before: dict | None = None) -> None:
         source = self.engine.source
         if isinstance(source, ResumesByPolicy) or not isinstance(source, NamedInput):
             return
         partition = source.partition
         if partition in positions:
+            if isinstance(source, TracksFiles) and isinstance(files, dict):  # the file the position lies in
+                old = before.get("path") if isinstance(before, dict) else None
+                source.recall_files({partition: files.get(partition, files.get(old))})
             source.seek({partition: positions[partition]})
             log.info("resuming %s at byte %d", partition, positions[partition])
 
@@ -366,6 +379,9 @@ class Checkpointer:
                 join_arrays, daemon["join"] = join_state(engine.joiner)
                 self.join_progress = engine.joiner.progress()
                 arrays = {**arrays, **join_arrays}
+            files = _file_positions(engine, positions, daemon.get("join"))
+            if files:  # where a rotated file's position lies (an older version: positions only)
+                daemon["files"] = files
             seq, path, size = self.store.write(arrays, meta, daemon)
         except SnapshotError as exc:
             self.failures += 1

@@ -586,11 +586,11 @@ class Engine:
     # -- helpers ------------------------------------------------------------------
 
     def _pending(self) -> bool:
-        """Work to checkpoint while idle: new records, or a failed commit due for a retry."""
+        """Work to checkpoint while idle: new records, a failed commit due, or a join's labels (when due)."""
         if self._since_checkpoint > 0:
             return True
         overdue = time.monotonic() - self._last_checkpoint >= self.config["commit_interval_s"]
-        return overdue and self.positions != self._committed
+        return overdue and (self.positions != self._committed or self.joiner is not None)
 
     def _maybe_log_metrics(self) -> None:
         interval = self.config["log_metrics_interval_s"]

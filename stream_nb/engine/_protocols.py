@@ -35,6 +35,7 @@ capability                   members                                     used by
 :class:`Rebalancing`         ``assignment``, ``add_rebalance_callback``  ``/metrics``, logs
 :class:`NamedInput`          ``partition`` (one named input: a file)     snapshots, ``/healthz``
 :class:`CountsBlankLines`    ``blank_lines``                             the daemon's final summary
+:class:`TracksFiles`         ``file_positions``, ``recall_files``        snapshots (a file rotated)
 :class:`ResumesByPolicy`     ``set_resume_policy(policy)``               snapshots (Kafka)
 :class:`HandlesRevocation`   ``set_revocation_handler(handler)``         snapshots (Kafka)
 :class:`Repositionable`      ``reposition()``                            exactly-once rewinds
@@ -100,6 +101,7 @@ __all__ = [
     "SharesQueue",
     "Sink",
     "Source",
+    "TracksFiles",
     "Transactional",
 ]
 
@@ -199,6 +201,18 @@ class CountsBlankLines(typing.Protocol):
 
     #: Blank lines skipped so far.
     blank_lines: int
+
+
+@typing.runtime_checkable
+class TracksFiles(typing.Protocol):
+    """A file source that knows which file (device and inode) each of its positions lies in, so that a
+    restart resumes in that file even when the path names another one since (rotation)."""
+
+    def file_positions(self, positions: dict[str, int]) -> dict[str, dict[str, int]]:
+        """For each of ``positions`` of this source, the file and byte it lies in (JSON-able), for a snapshot."""
+
+    def recall_files(self, files: dict[str, typing.Any]) -> None:
+        """A snapshot's :meth:`file_positions`, given before :meth:`Source.seek` to the positions it holds."""
 
 
 @typing.runtime_checkable
