@@ -70,9 +70,10 @@ def test_the_readme_snapshot_example_runs_twice_without_a_second_copy(tmp_path):
 
 def test_the_readme_feedback_example_runs_twice_without_a_second_copy(tmp_path):
     readme = (ROOT / "README.md").read_text()
-    block = re.search(r"^cat > events.jsonl <<'END'$.*?--snapshot-dir snaps --output out.jsonl$", readme,
+    block = re.search(r"^cat > events.jsonl <<'END'$.*?^sleep 1; kill -TERM \$!; wait$", readme,
                       flags=re.M | re.S).group(0)
-    script = f'stream-nb() {{ {shlex.quote(sys.executable)} -m stream_nb "$@"; }}\n{block}\n'
+    # exec: the block runs the command in the background and signals $!, which must be the daemon itself
+    script = f'stream-nb() {{ exec {shlex.quote(sys.executable)} -m stream_nb "$@"; }}\n{block}\n'
     files = []
     for _ in range(2):
         proc = subprocess.run(["bash", "-e", "-c", script], cwd=tmp_path, capture_output=True, env=clean_env(),
