@@ -62,12 +62,14 @@ from ._protocols import (
     Source,
     Transactional,
 )
+from ._reasons import DEAD_LETTER_REASONS, describe_reasons
 from ._records import (DeadLetterRecord, OutputRecord, Record, label_key, make_records, output_bytes, output_record,
                        outputs_bytes)
 
 __all__ = [
     "BOM",
     "COMMIT_METADATA_PREFIX",
+    "DEAD_LETTER_REASONS",
     "DEFAULT_CONFIG",
     "Checkpointer",
     "Joiner",
@@ -114,6 +116,7 @@ __all__ = [
     "StateLog",
     "Transactional",
     "check_config",
+    "describe_reasons",
     "label_key",
     "make_records",
     "output_bytes",
