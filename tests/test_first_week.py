@@ -1,0 +1,193 @@
+"""What a user meets in the first week, through the real ``stream-nb`` command in a subprocess.
+
+* ``run`` over a file with records and not one valid event exits 1, with the
+  rejections counted by reason on its last line.
+* ``--feedback`` without an id field is refused at start (exit 2).
+* ``model export --timeout`` bounds the whole command, also the wait for a broker.
+* ``explain`` takes a snapshot directory, warns about a feature the model never
+  saw (naming the closest one it knows), and exits 2 for any bad event.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import subprocess
+import sys
+import time
+
+import orjson
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def stream_nb(*args: str, input: bytes | None = None, cwd=None, timeout: float = 120) -> subprocess.CompletedProcess:
+    """``stream-nb ARGS`` (``python -m stream_nb`` is the same command), with no STREAM_NB_* variable set."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STREAM_NB_")}
+    return subprocess.run([sys.executable, "-m", "stream_nb", *args], input=input, capture_output=True, env=env,
+                          cwd=cwd or ROOT, timeout=timeout)
+
+
+def jsonl(rows) -> bytes:
+    return b"".join(orjson.dumps(r) + b"\n" for r in rows)
+
+
+WEATHER = [{"id": i, "outlook": ("sunny", "rain", "overcast")[i % 3], "temperature": 15.0 + i % 7,
+            "label": ("no", "yes")[i % 3 != 0]} for i in range(30)]
+
+
+# ----------------------------------------------------------------------- 7. nothing useful happened
+
+
+def test_run_over_a_csv_file_exits_1_with_the_rejections_counted_by_reason(tmp_path):
+    path = tmp_path / "data.csv"
+    path.write_bytes(b"outlook,temperature,label\nsunny,28,no\nrain,18,yes\n")
+    proc = stream_nb("run", "--input", str(path), "--dead-letter", str(tmp_path / "dead.jsonl"))
+    err = proc.stderr.decode()
+    assert proc.returncode == 1, err
+    last = err.strip().splitlines()[-1]
+    assert " ERROR stream_nb.daemon: input exhausted after " in last
+    assert "with no valid event: all 3 records read were dead-lettered (invalid_json 3)" in last
+    assert proc.stdout == b""
+
+
+def test_the_reasons_are_counted_each_and_a_json_log_says_the_exit_status(tmp_path):
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(b'[1]\n{"a": {"b": 1}}\n{"a": [2]}\nnot json\n\n')
+    proc = stream_nb("run", "--input", str(path), "--dead-letter", os.devnull, "--log-format", "json")
+    assert proc.returncode == 1
+    lines = [orjson.loads(x) for x in proc.stderr.splitlines()]
+    shutdown = lines[-1]
+    assert shutdown["event"] == "shutdown" and shutdown["exit_status"] == 1 and shutdown["level"] == "ERROR"
+    assert shutdown["how"] == ("input exhausted with no valid event: all 4 records read were dead-lettered "
+                               "(invalid_json 1, nested_value 2, not_an_object 1)")
+
+
+def test_one_valid_event_or_an_empty_input_exits_0(tmp_path):
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_bytes(b"not json\n" + jsonl(WEATHER[:1]))
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"\n\n")
+    for path in (mixed, empty):
+        proc = stream_nb("run", "--input", str(path), "--dead-letter", os.devnull, "--output-mode", "truncate",
+                         "--output", str(tmp_path / "out.jsonl"))
+        assert proc.returncode == 0, proc.stderr.decode()
+    # stdin is a finite input too
+    proc = stream_nb("run", "--dead-letter", os.devnull, input=b"a,b\n1,2\n")
+    assert proc.returncode == 1 and b"with no valid event: all 2 records read" in proc.stderr
+
+
+# ----------------------------------------------------------------------- 11. --feedback needs an id
+
+
+def test_feedback_with_an_empty_id_field_is_a_settings_error_at_start(tmp_path):
+    events, labels, out = tmp_path / "ev.jsonl", tmp_path / "lb.jsonl", tmp_path / "out.jsonl"
+    events.write_bytes(jsonl([{"id": "a", "x": "u"}]))
+    labels.write_bytes(jsonl([{"id": "a", "label": "p"}]))
+    proc = stream_nb("run", "--input", str(events), "--feedback", str(labels), "--id-field", "",
+                     "--output", str(out))
+    err = proc.stderr.decode()
+    assert proc.returncode == 2, err
+    assert "--feedback joins each label to its event by the id, and --id-field is empty (no id)" in err
+    assert "running model" not in err and not out.exists()  # refused before anything started
+    # from the environment, the setting is named with its origin
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STREAM_NB_")}
+    proc = subprocess.run([sys.executable, "-m", "stream_nb", "run", "--input", str(events), "--feedback",
+                           str(labels)], capture_output=True, env={**env, "STREAM_NB_ID_FIELD": ""}, timeout=120)
+    assert proc.returncode == 2 and b"id_field (from STREAM_NB_ID_FIELD) is empty" in proc.stderr
+
+
+# ----------------------------------------------------------------------- 10. model export --timeout
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_model_export_gives_up_within_its_timeout_when_no_broker_answers(tmp_path):
+    port = free_port()  # nothing listens there
+    for client in ("kafka-python", "confluent"):
+        started = time.monotonic()
+        proc = stream_nb("model", "export", "--bootstrap-servers", f"127.0.0.1:{port}", "--model-topic", "m",
+                         "--output", str(tmp_path / "m.snb"), "--timeout", "3", "--kafka-client", client)
+        took = time.monotonic() - started
+        err = proc.stderr.decode()
+        assert proc.returncode == 1, err
+        assert f"no broker reachable at 127.0.0.1:{port} within 3000 ms" in err
+        assert took < 15, (client, took)  # 3 s, and the interpreter's start; kafka-python's own default was 30 s
+        assert not (tmp_path / "m.snb").exists()
+
+
+def test_model_export_refuses_a_timeout_that_is_not_positive(tmp_path):
+    proc = stream_nb("model", "export", "--bootstrap-servers", "127.0.0.1:9", "--model-topic", "m",
+                     "--output", str(tmp_path / "m.snb"), "--timeout", "0")
+    assert proc.returncode == 2 and b"--timeout: expected a number of seconds > 0, got 0.0" in proc.stderr
+
+
+# ----------------------------------------------------------------------- 12. explain
+
+
+def trained_snapshot_dir(tmp_path) -> pathlib.Path:
+    """A --snapshot-dir written by ``stream-nb run`` over the weather events."""
+    events, snaps = tmp_path / "weather.jsonl", tmp_path / "snaps"
+    events.write_bytes(jsonl(WEATHER))
+    proc = stream_nb("run", "--input", str(events), "--snapshot-dir", str(snaps), "--output", os.devnull)
+    assert proc.returncode == 0, proc.stderr.decode()
+    return snaps
+
+
+def test_explain_takes_a_snapshot_directory_as_snapshot_inspect_does(tmp_path):
+    snaps = trained_snapshot_dir(tmp_path)
+    (newest,) = sorted(snaps.glob("snapshot-*.snb"))
+    event = '{"outlook": "rain", "temperature": 17.0}'
+    from_dir = stream_nb("explain", "--snapshot", str(snaps), "--event", event)
+    assert from_dir.returncode == 0, from_dir.stderr.decode()
+    from_file = stream_nb("explain", "--snapshot", str(newest), "--event", event)
+    assert from_file.returncode == 0, from_file.stderr.decode()
+    assert from_dir.stdout.decode().splitlines()[0] == f"model: NaiveBayes from snapshot {newest} (30 events learned)"
+    assert from_dir.stdout == from_file.stdout
+    # a damaged newest snapshot: named, and the one before it explains (as a restart would take it)
+    (snaps / "snapshot-999999999999.snb").write_bytes(b"not a snapshot")
+    proc = stream_nb("explain", "--snapshot", str(snaps), "--event", event)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert b"snapshot-999999999999.snb" in proc.stderr and b"an older snapshot is explained" in proc.stderr
+    assert proc.stdout == from_file.stdout
+    # a directory with no snapshot: one error line, exit 1 as for a damaged snapshot
+    proc = stream_nb("explain", "--snapshot", str(tmp_path), "--event", event)
+    assert proc.returncode == 1 and b"no snapshot in this directory" in proc.stderr
+    assert b"Is a directory" not in proc.stderr and b"Traceback" not in proc.stderr
+
+
+def test_explain_warns_about_a_feature_the_model_never_saw_naming_the_closest(tmp_path):
+    snaps = trained_snapshot_dir(tmp_path)
+    proc = stream_nb("explain", "--snapshot", str(snaps), "--event", '{"outlook": "rain", "temprature": 17.0}')
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert proc.stderr.decode().splitlines() == [
+        "stream-nb explain: warning: --event: the model has never seen feature 'temprature' (it contributes 0); "
+        "did you mean 'temperature'?"]
+    assert "temprature        17.0        +0.0000" in proc.stdout.decode()
+    # no close name: the known features are listed
+    path = tmp_path / "event.json"
+    path.write_bytes(b'{"outlook": "rain", "zzz": 1}')
+    proc = stream_nb("explain", "--snapshot", str(snaps), "--event-file", str(path))
+    assert proc.returncode == 0
+    assert proc.stderr.decode().strip() == (
+        f"stream-nb explain: warning: --event-file {path}: the model has never seen feature 'zzz' (it contributes "
+        "0); it knows 'outlook', 'temperature'")
+    # every feature known: no warning at all
+    proc = stream_nb("explain", "--snapshot", str(snaps), "--event", '{"outlook": "rain", "temperature": 17.0}')
+    assert proc.returncode == 0 and proc.stderr == b""
+
+
+def test_explain_exits_2_for_a_bad_event_whether_its_json_or_a_type_is_wrong(tmp_path):
+    snaps = trained_snapshot_dir(tmp_path)
+    bad_json = stream_nb("explain", "--snapshot", str(snaps), "--event", '{"outlook": ')
+    bad_type = stream_nb("explain", "--snapshot", str(snaps), "--event", '{"outlook": "rain", "temperature": "hot"}')
+    assert bad_json.returncode == bad_type.returncode == 2, (bad_json.stderr, bad_type.stderr)
+    assert bad_type.stderr.decode().strip() == (
+        "stream-nb explain: error: --event: feature 'temperature' is numeric: expected a number, got str 'hot'")
+    assert bad_json.stdout == bad_type.stdout == b""
