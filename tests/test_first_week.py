@@ -191,3 +191,89 @@ def test_explain_exits_2_for_a_bad_event_whether_its_json_or_a_type_is_wrong(tmp
     assert bad_type.stderr.decode().strip() == (
         "stream-nb explain: error: --event: feature 'temperature' is numeric: expected a number, got str 'hot'")
     assert bad_json.stdout == bad_type.stdout == b""
+
+
+# ----------------------------------------------------------------------- 8. many classes
+
+
+def many_classes(n_events: int = 600, n_classes: int = 200) -> bytes:
+    """Events of ``n_classes`` classes whose features tell the class apart only in part (ties happen early)."""
+    import random
+
+    r = random.Random(7)
+    rows = []
+    for i in range(n_events):
+        c = r.randrange(n_classes)
+        rows.append({"id": i, "x": f"v{c % 25}", "y": f"w{c // 25}", "z": float(c % 7) + r.random(),
+                     "label": f"c{c}"})
+    return jsonl(rows)
+
+
+def outputs_of(proc: subprocess.CompletedProcess) -> list[dict]:
+    assert proc.returncode == 0, proc.stderr.decode()[-3000:]
+    return [orjson.loads(line) for line in proc.stdout.splitlines()]
+
+
+def top(proba: dict, k: int, prediction) -> dict:
+    """Brute force: the k most probable classes (ties in the given order) and the prediction's."""
+    ranked = sorted(proba.items(), key=lambda item: -item[1])
+    shown = dict(ranked[:k])
+    key = prediction if isinstance(prediction, str) else orjson.dumps(prediction).decode()
+    if prediction is not None and key not in shown:
+        shown[key] = proba[key]
+    return shown
+
+
+def test_top_k_keeps_the_k_most_probable_classes_in_order_and_no_proba_none(tmp_path):
+    path = tmp_path / "many.jsonl"
+    path.write_bytes(many_classes())
+    full = outputs_of(stream_nb("run", "--input", str(path), "--dead-letter", os.devnull))
+    for k in (1, 3, 250):  # 250: more than the classes, every class in decreasing probability
+        cut = outputs_of(stream_nb("run", "--input", str(path), "--dead-letter", os.devnull, "--top-k", str(k)))
+        assert len(cut) == len(full) == 600
+        for whole, part in zip(full, cut):
+            expected = top(whole["proba"], k, whole["prediction"])
+            assert list(part["proba"].items()) == list(expected.items())
+            assert {**part, "proba": None} == {**whole, "proba": None}
+    none = outputs_of(stream_nb("run", "--input", str(path), "--dead-letter", os.devnull, "--no-proba"))
+    assert [o for o in none if "proba" in o] == []
+    assert none == [{k: v for k, v in o.items() if k != "proba"} for o in full]
+    size = lambda outputs: sum(len(orjson.dumps(o)) for o in outputs)  # noqa: E731
+    assert size(none) * 10 < size(full)
+
+
+def test_top_k_is_the_same_event_by_event_and_keeps_a_prediction_chosen_by_a_loss_matrix(tmp_path):
+    rows = [{"id": i, "x": "abc"[i % 3], "label": "a" if i % 10 < 6 else "b" if i % 10 < 9 else "c"}
+            for i in range(300)]
+    path, loss = tmp_path / "in.jsonl", tmp_path / "loss.json"
+    path.write_bytes(jsonl(rows))
+    loss.write_bytes(orjson.dumps({"c": {"a": 100, "b": 100}}))  # missing a c is dear: c predicted though least likely
+    args = ("run", "--input", str(path), "--dead-letter", os.devnull, "--loss", str(loss))
+    full = outputs_of(stream_nb(*args))
+    cut = outputs_of(stream_nb(*args, "--top-k", "1"))
+    # --emit-imputed takes the engine's event-by-event path (the one above takes each poll at once)
+    each = [{k: v for k, v in o.items() if k != "imputed"} for o in outputs_of(stream_nb(*args, "--top-k", "1",
+                                                                                         "--emit-imputed"))]
+    assert cut == each
+    unlikely = [o for o in full if o["proba"] and o["prediction"] != max(o["proba"], key=o["proba"].get)]
+    assert len(unlikely) > 100  # the loss matrix did choose a less probable class
+    for whole, part in zip(full, cut):
+        assert list(part["proba"].items()) == list(top(whole["proba"], 1, whole["prediction"]).items())
+        if whole in unlikely:
+            assert len(part["proba"]) == 2 and whole["prediction"] in part["proba"]
+
+
+def test_top_k_and_no_proba_are_settings_like_the_others(tmp_path):
+    config = tmp_path / "run.toml"
+    config.write_text("[run]\ntop_k = 2\n")
+    events = jsonl([{"x": "abcd"[i % 4], "label": "pqrs"[i % 4]} for i in range(20)])
+    from_file = outputs_of(stream_nb("run", "--config", str(config), input=events))
+    assert all(len(o["proba"]) == 2 for o in from_file[4:])
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STREAM_NB_")}
+    proc = subprocess.run([sys.executable, "-m", "stream_nb", "run"], input=events, capture_output=True,
+                          env={**env, "STREAM_NB_NO_PROBA": "true"}, timeout=120)
+    assert all("proba" not in o for o in outputs_of(proc))
+    for args, needle in ((("--top-k", "0"), "--top-k must be an integer >= 1"),
+                         (("--top-k", "2", "--no-proba"), "--top-k and --no-proba exclude each other")):
+        proc = stream_nb("run", *args, input=events)
+        assert proc.returncode == 2 and needle in proc.stderr.decode() and proc.stdout == b""

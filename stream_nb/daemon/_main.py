@@ -97,6 +97,8 @@ event contract:
 output record (one JSON line / Kafka message per valid event, same key):
   {"id", "prediction", "proba": {label: p}, "model", "learned", "n_learned",
    "source": {where the event came from}}
+  --top-k N: "proba" holds the N most probable classes (and the prediction's);
+  --no-proba: no "proba".
 
 dead-letter record:
   {"reason", "error", "field", "source", "size", "value" (raw event as text)
