@@ -106,7 +106,7 @@ def test_python_dash_m_stream_nb_is_the_stream_nb_command():
          [f"--input {ROOT / 'examples'}", "it is a directory"]),
         (["run", "--input", "no-such-file.jsonl"], 2, ["cannot open input 'no-such-file.jsonl': No such file"]),
         (["evaluate", "--input", "no-such-file.csv"], 2, ["--input no-such-file.csv", "no such file"]),
-        (["explain", "--snapshot", str(ROOT / "examples"), "--event", "{}"], 1, ["examples: cannot read it"]),
+        (["explain", "--snapshot", str(ROOT / "examples"), "--event", "{}"], 1, ["examples: no snapshot in this directory"]),
         (["explain", "--snapshot", str(EXAMPLE), "--event", "{}"], 1, ["not a stream_nb snapshot"]),
         (["explain", "--input", str(EXAMPLE), "--event-file", str(ROOT / "examples")], 2, ["--event-file"]),
         (["snapshot", "inspect", str(ROOT / "examples")], 2, ["examples: no snapshot in this directory"]),
