@@ -6,6 +6,9 @@
 * ``model export --timeout`` bounds the whole command, also the wait for a broker.
 * ``explain`` takes a snapshot directory, warns about a feature the model never
   saw (naming the closest one it knows), and exits 2 for any bad event.
+* ``--top-k N`` and ``--no-proba`` keep outputs small with many classes.
+* The periodic log line and ``/metrics`` show the accuracy of the last 1,000
+  labeled events beside the one since the start.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import sys
 import time
 
 import orjson
+import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -277,3 +281,89 @@ def test_top_k_and_no_proba_are_settings_like_the_others(tmp_path):
                          (("--top-k", "2", "--no-proba"), "--top-k and --no-proba exclude each other")):
         proc = stream_nb("run", *args, input=events)
         assert proc.returncode == 2 and needle in proc.stderr.decode() and proc.stdout == b""
+
+
+# ----------------------------------------------------------------------- 9. the recent accuracy
+
+
+def test_recent_hits_agree_with_rivers_rolling_accuracy_run_by_run():
+    import random
+
+    import numpy as np
+    from river import metrics, utils
+
+    from stream_nb.engine._recent import RecentHits
+
+    r = random.Random(3)
+    for window in (1, 7, 1000):
+        ours, theirs = RecentHits(window), utils.Rolling(metrics.Accuracy, window_size=window)
+        for _ in range(300):
+            run = [r.random() < 0.7 for _ in range(r.choice([0, 1, 2, 5, 40, window + 3]))]
+            ours.add(np.array(run, dtype=bool))
+            for hit in run:
+                theirs.update(True, hit)
+            if ours.count:
+                assert ours.accuracy == pytest.approx(theirs.get(), abs=1e-12)
+                assert ours.count == min(window, len(theirs.window))
+
+
+def test_the_periodic_line_shows_the_accuracy_of_the_last_1000_labeled_events(tmp_path):
+    # 4,000 events whose label is the feature's, then 2,000 whose label is the other one: the model gets worse
+    rows = [{"id": i, "x": "ab"[i % 2], "label": "ab"[(i % 2) ^ (i >= 4000)]} for i in range(6000)]
+    path, out = tmp_path / "drift.jsonl", tmp_path / "out.jsonl"
+    path.write_bytes(jsonl(rows))
+    proc = stream_nb("run", "--input", str(path), "--output", str(out), "--log-format", "json",
+                     "--metrics-interval", "0.000001", "--poll-max-records", "250")
+    assert proc.returncode == 0, proc.stderr.decode()[-3000:]
+    outputs = [orjson.loads(line) for line in out.read_bytes().splitlines()]
+    periodic = [line for line in map(orjson.loads, proc.stderr.splitlines()) if line.get("event") == "metrics"]
+    assert periodic
+    for line in periodic:
+        m = line["metrics"]
+        n = m["labeled"]
+        hits = [o["prediction"] == rows[o["id"]]["label"] for o in outputs[:n]]  # brute force, from the outputs
+        recent = hits[-1000:]
+        assert m["recent_window"] == 1000 and m["recent_labeled"] == len(recent)
+        assert m["recent_accuracy"] == pytest.approx(sum(recent) / len(recent), abs=1e-12)
+        assert m["accuracy"] == pytest.approx(sum(hits) / n, abs=1e-12)
+        assert line["message"].startswith(f"accuracy {m['accuracy']:.4f} (last {len(recent):,} labeled: "
+                                          f"{m['recent_accuracy']:.4f}); metrics {{")
+    last = periodic[-1]["metrics"]
+    assert last["labeled"] > 5000
+    assert last["recent_accuracy"] < 0.5 < last["accuracy"]  # the window sees the drift, the whole run hides it
+
+
+
+def test_metrics_endpoint_serves_the_recent_accuracy_with_its_window(tmp_path):
+    import urllib.request
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from connectors.jsonl import JsonLinesSink, JsonLinesSource
+    from stream_nb import NaiveBayes
+    from stream_nb.engine import Engine
+    from stream_nb.ops import Operations
+
+    rows = [{"x": "ab"[i % 2], "label": "ab"[(i % 2) ^ (i >= 1500)]} for i in range(1800)]
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(jsonl(rows))
+    sinks = [JsonLinesSink(path=str(tmp_path / name)) for name in ("out.jsonl", "dead.jsonl")]
+    engine = Engine(NaiveBayes(), JsonLinesSource(path=str(path)), *sinks)
+    ops = Operations(model_name="nb", mode="jsonl", host="127.0.0.1", port=0)
+    try:
+        ops.attach(engine)
+        engine.run()
+        with urllib.request.urlopen(ops.server.url + "/metrics", timeout=10) as response:
+            body = response.read().decode()
+    finally:
+        ops.detach()
+        ops.close()
+        for sink in sinks:
+            sink.close()
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+               for family in text_string_to_metric_families(body) for s in family.samples}
+    recent = samples[("stream_nb_recent_accuracy", (("model", "nb"), ("window", "1000")))]
+    assert recent == pytest.approx(engine.metrics.recent.accuracy) and engine.metrics.recent.count == 1000
+    # the window's last 300 come after the flip, all wrong (the 1,500 before it outweigh them), its first 700 right
+    assert recent == pytest.approx(700 / 1000, abs=1e-12)
+    assert samples[("stream_nb_prequential_accuracy", (("model", "nb"),))] > recent

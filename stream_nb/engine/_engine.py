@@ -595,4 +595,5 @@ class Engine:
         if interval and time.monotonic() - self._last_metrics_log >= interval:
             self._last_metrics_log = time.monotonic()
             summary = self.status()
-            log.info("metrics %s", orjson.dumps(summary).decode(), extra={"event": "metrics", "metrics": summary})
+            log.info("%s; metrics %s", self.metrics.headline(), orjson.dumps(summary).decode(),
+                     extra={"event": "metrics", "metrics": summary})

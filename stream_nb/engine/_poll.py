@@ -86,8 +86,9 @@ def _run_outputs(block: RunBlock, ids: list, valid: list[Record], metrics: Prequ
     # a run's events know a class (they were predicted one): an unlabeled one is learned with learn_unlabeled
     learned = np.ones(b - a, dtype=bool) if learn_unlabeled else labeled
     n_learned = (metrics.learned + np.cumsum(learned)).tolist()
-    metrics.update_many(b - a, int(np.count_nonzero(learned)),
-                        int(np.count_nonzero(block.decided[rows] == yc[rows])), proba[rows, yc[rows]])
+    hits = block.decided[rows] == yc[rows]
+    metrics.update_many(b - a, int(np.count_nonzero(learned)), int(np.count_nonzero(hits)), proba[rows, yc[rows]],
+                        hits)
     keys = [label_key(c) for c in classes]
     predictions = list(map(classes.__getitem__, block.decided.tolist()))
     if shown is not None:
