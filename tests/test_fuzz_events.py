@@ -242,6 +242,7 @@ def test_the_decoder_returns_an_event_or_raises_invalid_event_error_and_nothing_
 # ----------------------------------------------------------------------- the engine
 
 
+@pytest.mark.slow
 @fuzz_settings(150)
 @given(
     model=st.sampled_from(sorted(MODELS)),
