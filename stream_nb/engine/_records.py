@@ -21,7 +21,8 @@ attributes with ``emit_imputed``. With ``top_k`` (``--top-k N``) ``proba``
 holds only the N most probable classes, in decreasing probability (ties in
 the model's class order), and the prediction's class when it is not among
 them (a loss matrix can predict a less probable class); with ``no_proba``
-(``--no-proba``) the record has no ``proba`` at all (:func:`shown_proba`). Both ``prediction`` and ``proba`` describe
+(``--no-proba``) the record has no ``proba`` at all (:func:`shown_proba`).
+Both ``prediction`` and ``proba`` describe
 the model *before* it learned the event (prequential). JSON object keys must be
 strings, so ``proba`` keys are :func:`label_key` of the label: a string label as
 is, an integer in decimal (``1`` -> ``"1"``), a boolean as ``"true"``/``"false"``,
@@ -248,11 +249,11 @@ def output_record(
     if shown is not None:
         proba = shown(proba, prediction)
         if proba is None:
-            output: OutputRecord = {"id": event_id, "prediction": prediction, "model": model_name, "learned": learned,
-                                    "n_learned": n_learned, "source": position}
+            bare: OutputRecord = {"id": event_id, "prediction": prediction, "model": model_name, "learned": learned,
+                                  "n_learned": n_learned, "source": position}
             if imputed is not None:
-                output["imputed"] = imputed
-            return output
+                bare["imputed"] = imputed
+            return bare
     output: OutputRecord = {
         "id": event_id,
         "prediction": prediction,
