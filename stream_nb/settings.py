@@ -181,6 +181,9 @@ SETTINGS: tuple[Setting, ...] = (
             "attributes to each output", _EVENTS),
     Setting("max_event_bytes", "int", ENGINE_DEFAULTS["max_event_bytes"], "longer events are dead-lettered "
             "as oversize", _EVENTS, "N"),
+    Setting("top_k", "int", None, "\"proba\" of each output holds only the N most probable classes, and the "
+            "prediction's class when a loss matrix chose a less probable one (default: every class)", _EVENTS, "N"),
+    Setting("no_proba", "bool", False, "leave \"proba\" out of the outputs: the prediction only", _EVENTS),
     Setting("input", "str", None, "JSON-lines file to read (default: stdin)", _JSONL, "PATH"),
     Setting("follow", "bool", False, "keep reading --input as lines are appended, as tail -F does (a rotated "
             "file is read to its end, then the new one from its start), until SIGTERM or SIGINT; a line is read "

@@ -31,6 +31,11 @@ Fixtures
 
 Tests using these fixtures are marked ``kafka`` automatically; mark them explicitly
 anyway (``@pytest.mark.kafka``) so ``-m "not kafka"`` reads right in the file.
+
+The ``slow`` marker (``@pytest.mark.slow``) is on the long fault, fuzz and
+benchmark tests that need no broker; ``python -m pytest -m "not kafka and not
+slow"`` is the quick local subset (the README's *Tests* section says how long it
+takes). CI runs everything.
 """
 
 from __future__ import annotations

@@ -105,6 +105,7 @@ def _assert_same_counts(a, b, exact):
             np.testing.assert_allclose(ta[k], tb[k], rtol=1e-12, atol=1e-12, err_msg=k)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("missing", ["ignore", "em"])
 @pytest.mark.parametrize("k", [2, 3])
 def test_sparse_kdb_predicts_and_counts_as_the_dense_one(k, missing):
@@ -220,6 +221,7 @@ def test_a_feature_turning_numeric_converts_sparse_tables_like_dense_ones():
 # ---------------------------------------------------------------- no refusal under the defaults
 
 
+@pytest.mark.slow
 def test_default_kdb_learns_what_a_dense_table_could_not_hold():
     # 3 features x 400 values: a dense 3-way table would need 2 x 1200^3 cells (27 GB)
     rng = np.random.default_rng(3)

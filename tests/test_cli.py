@@ -133,6 +133,7 @@ def test_features_label_and_id_fields(tmp_path):
     assert orjson.loads(proc.stdout.splitlines()[1])["prediction"] == "y"  # "id" was a feature
 
 
+@pytest.mark.slow
 def test_loss_file_changes_the_decision(tmp_path):
     loss = tmp_path / "loss.json"
     loss.write_text('{"yes": {"no": 50}}')

@@ -131,6 +131,7 @@ def _peers():
     return mod
 
 
+@pytest.mark.slow
 def test_mdl_cuts_equal_wekas_on_the_same_events(tmp_path):
     peers = _peers()
     reason = peers.ready()

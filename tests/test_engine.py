@@ -610,9 +610,8 @@ def test_a_model_without_the_river_classifier_methods_is_rejected():
 
 
 def test_every_default_setting_is_documented_in_the_engine_module():
-    source = (ROOT / "stream_nb" / "engine" / "_engine.py").read_text() + (
-        ROOT / "stream_nb" / "engine" / "_events.py"
-    ).read_text()
+    source = "".join((ROOT / "stream_nb" / "engine" / name).read_text() for name in ("_engine.py", "_events.py",
+                                                                                 "_records.py"))
     for key in DEFAULT_CONFIG:
         assert f'    "{key}":' in source
         comment_line = source.split(f'    "{key}":')[0].rstrip().splitlines()[-1]

@@ -349,6 +349,7 @@ def test_cli_on_stdin(tmp_path):
     assert table_rows(out.stdout.decode())["nb"]["accuracy"] == round(reference(CSV_EVENTS, NaiveBayes)["accuracy"], 4)
 
 
+@pytest.mark.slow
 def test_cli_on_river_led_with_report(tmp_path):
     from river.datasets import synth
 

@@ -297,6 +297,7 @@ def test_cli_nb_on_our_csv_shows_the_log_likelihood_ratios(tmp_path):
     assert data[:8] == PNG_SIGNATURE and len(data) > 8_000
 
 
+@pytest.mark.slow
 def test_cli_tan_on_river_led_samples_permutations(tmp_path):
     event = '{"0":1,"1":0,"2":1,"3":1,"4":0,"5":1,"6":1,"7":0,"8":1,"9":0,"10":0,"11":1,' \
             '"12":0,"13":1,"14":0,"15":0,"16":1,"17":0,"18":1,"19":0,"20":0,"21":1,"22":0,"23":1}'

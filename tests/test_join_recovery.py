@@ -10,6 +10,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from join_helpers import assert_same_counts
 from stream_nb import NaiveBayes, load
 from stream_nb.snapshots import SnapshotStore
@@ -51,6 +53,7 @@ def run_with_kills(tmp_path, extra: tuple, kills_wanted: int, rng: random.Random
     raise AssertionError("the daemon never ran to its end")
 
 
+@pytest.mark.slow
 def test_kill_9_at_random_points_loses_no_waiting_event_and_learns_no_pair_twice(tmp_path):
     events, labels = streams(n=6000, seed=11)
     (tmp_path / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
@@ -62,6 +65,7 @@ def test_kill_9_at_random_points_loses_no_waiting_event_and_learns_no_pair_twice
     assert_same_counts(restored, reference(NaiveBayes, joined_pairs(events, labels, provisional=0)))
 
 
+@pytest.mark.slow
 def test_kill_9_with_em_provisional_labels_retracts_each_exactly_after_the_restart(tmp_path):
     """Provisional labels learned with EM's expected counts (events with missing values) held across kills:
     their receipts come back with the snapshot, so each is taken back exactly when its label comes (the streams

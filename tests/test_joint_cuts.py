@@ -105,6 +105,7 @@ def test_without_a_partner_quantile_cuts_go_where_the_feature_alone_tells_nothin
     assert model.cut_points() == {"a": [], "b": [], "noise": []}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("make", [TAN, AODE])
 def test_under_a_memory_budget_the_pairs_kept_are_the_ones_tested(make):
     """Sparse pair tables that keep only some pairs (a selection under the budget): the test reads the

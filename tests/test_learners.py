@@ -509,6 +509,7 @@ def test_em_state_carries_the_observed_counts_and_ignore_keeps_none(cls):
 # ---------------------------------------------------------------- river
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "model",
     [cls(**params) for cls in MODELS for params in cls._unit_test_params()],

@@ -107,3 +107,30 @@ def test_a_model_topic_of_several_partitions_is_refused(kafka_bootstrap_servers,
     topic = kafka_topic_factory(partitions=2, prefix="mt-wide")
     with pytest.raises(ConfigError, match="needs exactly one"):
         kc.open_model_topic(topic, config(kafka_bootstrap_servers, kafka_client))
+
+
+@pytest.mark.kafka
+def test_model_export_honours_its_timeout_and_says_an_empty_topic_holds_no_state(kafka_bootstrap_servers,
+                                                                                 kafka_client, tmp_path):
+    import subprocess
+    import sys
+
+    topic = topic_name("mt-export")
+    kc.open_model_topic(topic, config(kafka_bootstrap_servers, kafka_client)).close()  # created, empty
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STREAM_NB_")}
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "stream_nb", "model", "export", "--bootstrap-servers",
+                           kafka_bootstrap_servers, "--model-topic", topic, "--output", str(tmp_path / "m.snb"),
+                           "--timeout", "3", "--kafka-client", kafka_client], capture_output=True, env=env, timeout=120)
+    took = time.monotonic() - started
+    assert proc.returncode == 2, proc.stderr.decode()
+    assert f"model topic {topic!r} holds no model state" in proc.stderr.decode()
+    assert took < 15, took  # the interpreter's start and 3 s at most
+    # a topic that does not exist: said at once, not after kafka-python's own 30 s
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "stream_nb", "model", "export", "--bootstrap-servers",
+                           kafka_bootstrap_servers, "--model-topic", topic + "-none", "--output",
+                           str(tmp_path / "m.snb"), "--timeout", "3", "--kafka-client", kafka_client],
+                          capture_output=True, env=env, timeout=120)
+    assert proc.returncode == 2 and b"does not exist" in proc.stderr, proc.stderr.decode()
+    assert time.monotonic() - started < 15

@@ -144,9 +144,9 @@ def test_update_many_equals_update_prediction_of_each(events, floor):
         one.update_prediction(label, prediction, proba, learned)
     labeled = [(label, prediction, {"a": p}.get(label, 0.0)) for label, prediction, p, _ in events
                if label is not None]
+    hits = np.array([prediction is not None and prediction == label for label, prediction, _ in labeled], dtype=bool)
     many.update_many(len(events), sum(1 for label, _, _, learned in events if learned or label is not None),
-                     sum(1 for label, prediction, _ in labeled if prediction is not None and prediction == label),
-                     np.array([p for _, _, p in labeled], dtype=float))
+                     int(hits.sum()), np.array([p for _, _, p in labeled], dtype=float), hits)
     assert many.state() == one.state()
 
 

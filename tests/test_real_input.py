@@ -163,7 +163,7 @@ def test_run_says_once_that_a_csv_file_is_not_json_lines_and_that_nothing_was_va
     path = tmp_path / "weather.csv"
     path.write_bytes(b"outlook,temperature,label\n" + b"".join(b"sunny,%d,no\n" % i for i in range(60)))
     proc = cli("run", "--input", str(path), "--dead-letter", os.devnull, "--log-format", "json")
-    assert proc.returncode == 0
+    assert proc.returncode == 1  # nothing useful happened: not a success
     found = warnings_of(proc.stderr)
     assert [w["cause"] for w in found] == ["not_json_lines", "no_valid_event"]
     assert all(w["level"] == "WARNING" for w in found)

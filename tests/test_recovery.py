@@ -122,6 +122,7 @@ def clean(tmp_path_factory, stream):
     return {json.loads(line)["id"]: line for line in run.output.read_bytes().splitlines()}
 
 
+@pytest.mark.slow
 def test_kill_9_at_random_points_loses_nothing_and_counts_nothing_twice(tmp_path, stream, clean):
     run = Run(tmp_path, stream)
     rng = random.Random(2024)
@@ -151,6 +152,7 @@ def test_kill_9_at_random_points_loses_nothing_and_counts_nothing_twice(tmp_path
     assert summary["events"] == len(stream)
 
 
+@pytest.mark.slow
 def test_kill_9_while_a_snapshot_is_written_keeps_the_previous_one(tmp_path, stream, clean):
     run = Run(tmp_path, stream)
     # the first daemon pauses 30 s between writing a snapshot's temporary file and renaming it
@@ -187,6 +189,7 @@ def _kill_after(run: Run, lines: int) -> None:
     daemon.kill9()
 
 
+@pytest.mark.slow
 def test_damaged_snapshots_fall_back_to_the_previous_good_one(tmp_path, stream, clean):
     run = Run(tmp_path, stream)
     # truncated newest

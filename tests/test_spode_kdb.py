@@ -72,6 +72,7 @@ def test_spode_state_round_trips():
     assert back.predict_proba_one(x) == model.predict_proba_one(x)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", [SPODE(**p) for p in SPODE._unit_test_params()], ids=repr)
 def test_river_check_estimator(model):
     checks.check_estimator(model)
@@ -166,6 +167,7 @@ def test_kdb_state_round_trips():
     assert back.predict_proba_one(x) == model.predict_proba_one(x)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", [KDB(**p) for p in KDB._unit_test_params()], ids=repr)
 def test_kdb_river_check_estimator(model):
     checks.check_estimator(model)

@@ -137,13 +137,15 @@ def connect(factory, config: dict, *, role: str):
                 log.debug("closing a half-built Kafka client failed", exc_info=True)
 
     bootstrap = servers(config.get("bootstrap_servers"))
+    # the wait the client was given, or its own default (kafka-python's: 30 s)
+    waited = config.get("bootstrap_timeout_ms", getattr(factory, "DEFAULT_CONFIG", {}).get("bootstrap_timeout_ms"))
     try:
         return factory(kafka_client=kafka_client, **config)
     except _UNAVAILABLE as exc:
         discard()
         raise ConnectorUnavailable(
             f"Kafka {role}: no broker reachable at {bootstrap} within "
-            f"{config.get('bootstrap_timeout_ms')} ms ({type(exc).__name__}); check that Kafka "
+            f"{waited} ms ({type(exc).__name__}); check that Kafka "
             f"is running and that bootstrap_servers is right",
             bootstrap_servers=bootstrap,
         ) from exc

@@ -99,6 +99,8 @@ _ENGINE_KEYS = {
     "log_loss_floor": "log_loss_floor",
     "log_metrics_interval_s": "metrics_interval",
     "emit_imputed": "emit_imputed",
+    "top_k": "top_k",
+    "no_proba": "no_proba",
     "max_in_flight": "max_in_flight",
 }
 

@@ -22,9 +22,24 @@ from ..engine import Engine, Joiner, TracksFiles, load_join_state, parse_label_v
 from ..exceptions import ConfigError, SnapshotError
 from ..settings import describe_setting
 
-__all__ = ["make_joiner"]
+__all__ = ["check_settings", "make_joiner"]
 
 log = logging.getLogger("stream_nb.daemon")
+
+
+def check_settings(settings: dict[str, typing.Any]) -> None:
+    """The join's settings that can be checked before any connector starts: ConfigError (exit 2) naming them.
+
+    >>> check_settings({"feedback": "labels.jsonl", "feedback_topic": None, "id_field": ""})
+    Traceback (most recent call last):
+    ...
+    stream_nb.exceptions.ConfigError: --feedback joins each label to its event by the id, and --id-field is empty (no id): give the field that holds each event's id, e.g. --id-field id
+    """
+    name = "feedback" if settings["feedback"] is not None else "feedback_topic"
+    if settings[name] is not None and not settings["id_field"]:
+        raise ConfigError(f"{describe_setting(settings, name)} joins each label to its event by the id, and "
+                          f"{describe_setting(settings, 'id_field')} is empty (no id): give the field that holds "
+                          "each event's id, e.g. --id-field id")
 
 
 def make_joiner(settings: dict[str, typing.Any], engine: Engine, snapshot=None) -> Joiner | None:

@@ -22,7 +22,7 @@ import orjson
 
 from .. import __version__
 from .._console import silence_stdout
-from ..engine import CountsBlankLines, Engine, PartitionHandoff, TracksFiles
+from ..engine import CountsBlankLines, Engine, PartitionHandoff, TracksFiles, describe_reasons
 from ..exceptions import ConfigError, StreamNBError
 from ..ops import configure_logging
 from ..settings import add_arguments, describe_setting, resolve_settings
@@ -31,6 +31,7 @@ from ._checkpointing import check_settings as check_snapshot_settings
 from ._checkpointing import make_checkpointer
 from ._connectors import (KAFKA_LOGGER, close_all, connector_plan, open_model_channel, open_pending_channel,
                           start_connectors)
+from ._feedback import check_settings as check_feedback_settings
 from ._feedback import make_joiner
 
 __all__ = ["add_subcommand", "one_blas_thread", "run", "stop_position"]
@@ -91,12 +92,15 @@ event contract:
   one JSON object per event, UTF-8, at most --max-event-bytes. The label field
   holds a string, integer or boolean (an integral float counts as the
   integer); absent or null: the event is only predicted. null features are
-  missing. Rejected, with a reason code: oversize, invalid_utf8, invalid_json,
-  not_an_object, bad_id, bad_label, nested_value, bad_feature_type.
+  missing. A rejected event (or --feedback label) gives a dead letter with
+  one of these reason codes:
+{reasons}
 
 output record (one JSON line / Kafka message per valid event, same key):
   {"id", "prediction", "proba": {label: p}, "model", "learned", "n_learned",
    "source": {where the event came from}}
+  --top-k N: "proba" holds the N most probable classes (and the prediction's);
+  --no-proba: no "proba".
 
 dead-letter record:
   {"reason", "error", "field", "source", "size", "value" (raw event as text)
@@ -120,9 +124,12 @@ snapshots (--snapshot-dir DIR; off by default):
   stream-nb snapshot inspect PATH describes a snapshot file.
 
 exit status:
-  0 done (input exhausted or stopped by a signal), 1 runtime failure,
-  2 invalid settings (unusable output paths included: checked before the
+  0 done (input exhausted or stopped by a signal), 1 runtime failure, or a
+  finite input that held records and not one valid event (the last line
+  counts them by reason), 2 invalid settings (unusable output paths included: checked before the
   first event), 130 interrupted (Ctrl-C) before start-up finished."""
+
+_EPILOG = _EPILOG.replace("{reasons}", describe_reasons())  # from the one registry of the codes
 
 
 def add_subcommand(commands: argparse._SubParsersAction) -> None:
@@ -215,6 +222,7 @@ def run(args: argparse.Namespace) -> int:
         config = check_engine_config(settings)
         model = build_model(settings)
         check_snapshot_settings(settings, kafka=plan.module != "connectors.jsonl")
+        check_feedback_settings(settings)
         # metrics and health endpoints, log summaries
         ops = make_operations(settings, model_name=config["model_name"], kafka=plan.module != "connectors.jsonl")
     except (ConfigError, ValueError, TypeError) as exc:
@@ -271,6 +279,10 @@ def run(args: argparse.Namespace) -> int:
             status = 0
             how = f"stopped by {signal.Signals(stopper.signum).name}" if stopper.signum else "input exhausted"
             say = lambda where: f"{how} {where}"  # noqa: E731 - where is known once the sources are done
+            empty = engine.input_check.no_valid_event if engine.input_check is not None else None
+            if empty and not stopper.signum:  # a finite input that held records, none of them a valid event
+                status, how = 1, f"input exhausted with no valid event: {empty}"
+                say = lambda where: f"input exhausted {where} with no valid event: {empty}"  # noqa: E731
         except BrokenPipeError:
             silence_stdout()
             how = "stopped: the output pipe was closed"

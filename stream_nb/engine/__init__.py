@@ -64,12 +64,14 @@ from ._protocols import (
     Transactional,
     TwoPhaseSink,
 )
+from ._reasons import DEAD_LETTER_REASONS, describe_reasons
 from ._records import (DeadLetterRecord, OutputRecord, Record, label_key, make_records, output_bytes, output_record,
                        outputs_bytes)
 
 __all__ = [
     "BOM",
     "COMMIT_METADATA_PREFIX",
+    "DEAD_LETTER_REASONS",
     "DEFAULT_CONFIG",
     "Checkpointer",
     "Joiner",
@@ -118,6 +120,7 @@ __all__ = [
     "Transactional",
     "TwoPhaseSink",
     "check_config",
+    "describe_reasons",
     "label_key",
     "make_records",
     "output_bytes",

@@ -1,22 +1,17 @@
 """The run loop: poll, predict then learn one event at a time, send, checkpoint.
 
-A model with ``prequential_iter(xs, ys)`` (stream_nb's learners) is handed
-each poll's valid events in one call, which predicts then learns them one
-at a time in order, with the same results as the per-event calls (NaiveBayes
-and TAN vectorise it with running counts); any other river classifier is called
-per event.
+A model with ``prequential_iter(xs, ys)`` (stream_nb's learners) is handed each poll's valid events in one call,
+which predicts then learns them one at a time in order, with the same results as the per-event calls (NaiveBayes and
+TAN vectorise it with running counts); any other river classifier is called per event.
 
-Each valid event gets one output record, each rejected one a dead-letter
-record, both sent with the input record's key; their fields are documented,
-and both are built, in :mod:`stream_nb.engine._records`.
+Each valid event gets one output record (its ``proba`` cut by ``top_k`` or ``no_proba``), each rejected one a
+dead-letter record, both sent with the input record's key; their fields are documented, and both are built, in
+:mod:`stream_nb.engine._records`.
 
-Checkpoints: after ``commit_every_records`` records, after
-``commit_interval_s`` seconds, whenever a poll comes back empty with work
-pending (so a slow input still sees its outputs promptly), and always when
-:meth:`Engine.run` returns or raises, :meth:`Engine.checkpoint` flushes both
-sinks and then commits the source positions after the last processed record.
-Delivery is therefore at-least-once: a crash between two checkpoints replays
-the uncommitted records.
+Checkpoints: after ``commit_every_records`` records, after ``commit_interval_s`` seconds, whenever a poll comes
+back empty with work pending (so a slow input still sees its outputs promptly), and always when :meth:`Engine.run`
+returns or raises, :meth:`Engine.checkpoint` flushes both sinks and then commits the source positions after the last
+processed record. Delivery is therefore at-least-once: a crash between two checkpoints replays the uncommitted records.
 
 Snapshots: an engine given a ``checkpointer`` (a
 :class:`~stream_nb.engine.Checkpointing`: the daemon's
@@ -61,7 +56,7 @@ from ._metrics import DEFAULT_LOG_LOSS_FLOOR, PrequentialMetrics
 from ._observer import Observer
 from ._protocols import Checkpointing, SharesLearning, Sink, Source
 from ._poll import poll_outputs, send_all
-from ._records import Record, dead_letter_record, output_bytes, outputs_bytes
+from ._records import OUTPUT_DEFAULTS, Record, dead_letter_record, output_bytes, outputs_bytes, shown_proba
 
 __all__ = ["DEFAULT_CONFIG", "Engine", "check_config"]
 
@@ -71,6 +66,7 @@ _PARTITION, _NEXT_POSITION = operator.itemgetter(2), operator.itemgetter(4)  # o
 
 DEFAULT_CONFIG: dict[str, typing.Any] = {
     **EVENT_DEFAULTS,
+    **OUTPUT_DEFAULTS,  # top_k, no_proba: the classes an output's "proba" shows
     # Name written in every output record's "model" field; None: the model's class name.
     "model_name": None,
     # Most records taken from the source per poll.
@@ -132,6 +128,7 @@ def check_config(config: dict[str, typing.Any]) -> dict[str, typing.Any]:
         raise ConfigError(f"model_name must be a string or None, got {name!r}")
     EventDecoder({k: config[k] for k in EVENT_DEFAULTS})
     PrequentialMetrics(config["log_loss_floor"])
+    shown_proba(config)
     return config
 
 
@@ -204,6 +201,7 @@ class Engine:
         # semi-supervised models (learn_unlabeled=True) learn unlabeled events too, once they know a class
         self._learn_unlabeled = getattr(model, "learn_unlabeled", False) is True
         self._emit_imputed = self.config["emit_imputed"]
+        self._shown = shown_proba(self.config)  # None: every class in "proba"
         if self._emit_imputed and not callable(getattr(model, "impute_one", None)):
             raise ConfigError(f"emit_imputed needs a model with impute_one(); {type(model).__name__} has none")
         self._watch_labels(model)
@@ -494,7 +492,7 @@ class Engine:
             items.extend(self._blocks(xs, ys))  # keeps the results yielded before an error
         finally:
             outputs, sent, refused = poll_outputs(items, ids, ys, valid, self.metrics, self.model_name,
-                                                  self._learn_unlabeled)
+                                                  self._learn_unlabeled, self._shown)
             done = len(sent) + len(refused)  # valid events the model went through
             end = len(records) if done == len(valid) else done if at is None else at[done]
             rejected = {i: exc for i, exc in bad.items() if i < end}
@@ -554,7 +552,7 @@ class Engine:
     def _send(self, record: Record, event, prediction, proba: dict, learned: bool, imputed) -> None:
         self.metrics.update_prediction(event.label, prediction, proba, learned)
         self.sink.send(output_bytes(event.id, prediction, proba, self.model_name, learned, self.metrics.learned,
-                                    record.position, imputed), record.key)
+                                    record.position, imputed, self._shown), record.key)
         self.positions[record.partition] = record.next_position
         self._since_checkpoint += 1
         if self.joiner is not None and event.label is None and event.id is not None:
@@ -597,4 +595,5 @@ class Engine:
         if interval and time.monotonic() - self._last_metrics_log >= interval:
             self._last_metrics_log = time.monotonic()
             summary = self.status()
-            log.info("metrics %s", orjson.dumps(summary).decode(), extra={"event": "metrics", "metrics": summary})
+            log.info("%s; metrics %s", self.metrics.headline(), orjson.dumps(summary).decode(),
+                     extra={"event": "metrics", "metrics": summary})

@@ -24,7 +24,8 @@ on the ``stream_nb.input`` logger, per cause it finds:
 When the input ends (or the engine is stopped) before ``window`` records, the
 checks run on what came. :meth:`InputCheck.finish` then logs one more line when
 the run took records but none of them was a valid event, with the count of
-each rejection and the first one.
+each rejection and the first one, and keeps it in :attr:`InputCheck.no_valid_event`
+(``stream-nb run`` then exits 1).
 
 With ``--log-format json`` each line carries ``"event": "input_check"`` and
 ``"cause"`` (one of the names above, or ``no_valid_event``).
@@ -139,6 +140,8 @@ class InputCheck:
         self.active = True
         #: The causes warned about so far, in order.
         self.warned: list[str] = []
+        #: Set by :meth:`finish` when the run took records and none was a valid event: how many, by reason.
+        self.no_valid_event: str | None = None
         self._engine: typing.Any = None
         self._seen = 0  # records looked at
         self._valid = 0  # of them, valid events
@@ -203,8 +206,9 @@ class InputCheck:
                        if n > dead.get(r, 0)}
             first = next(((r, e) for r, e in self._rejections if e is not None), None)
             example = f"; {_where(first[0])}: {first[1]}" if first else ""
-            self._warn("no_valid_event", "no valid event: %s dead-lettered (%s)%s", _records(records, "read"),
-                       ", ".join(f"{r} {n}" for r, n in reasons.items()), example)
+            self.no_valid_event = (f"{_records(records, 'read')} dead-lettered "
+                                   f"({', '.join(f'{r} {n}' for r, n in reasons.items())})")
+            self._warn("no_valid_event", "no valid event: %s%s", self.no_valid_event, example)
 
     # -- the checks ----------------------------------------------------------------
 

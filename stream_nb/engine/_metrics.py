@@ -21,7 +21,12 @@ counts how often the floor bound. The result is never NaN or infinite. (river's 
 contrast, scores an unseen class as a loss of 0.)
 
 The accuracy counts a labeled event as correct when the predicted label equals
-the true one; no prediction (``None``) is wrong.
+the true one; no prediction (``None``) is wrong. Beside the accuracy since the
+start, ``recent_accuracy`` is the accuracy over the last ``recent_window``
+(1,000) labeled events (``recent_labeled`` of them so far), as river's
+``utils.Rolling(metrics.Accuracy(), 1000)`` gives it (:mod:`._recent`). The
+window is not part of :meth:`PrequentialMetrics.state`: after a restart it
+fills again from the events the process has seen.
 
 >>> m = PrequentialMetrics()
 >>> m.update_prediction(label="yes", prediction=None, proba={}, learned=True)
@@ -46,6 +51,7 @@ import numpy as np
 
 from .._checks import is_integer
 from ..exceptions import ConfigError
+from ._recent import RecentHits
 
 __all__ = ["PrequentialMetrics", "DEFAULT_LOG_LOSS_FLOOR"]
 
@@ -105,6 +111,8 @@ class PrequentialMetrics:
         self.log_loss_sum = 0.0
         self.log_loss_floored = 0
         self.dead_letters_by_reason: dict[str, int] = {}
+        #: The outcomes of the last labeled events (the recent accuracy).
+        self.recent = RecentHits()
 
     def update_prediction(
         self,
@@ -118,18 +126,21 @@ class PrequentialMetrics:
             self.update_many(1, int(learned), 0, _NOTHING)
         else:
             correct = prediction is not None and prediction == label
-            self.update_many(1, int(learned), int(correct), np.array([proba.get(label, 0.0)], dtype=float))
+            self.update_many(1, int(learned), int(correct), np.array([proba.get(label, 0.0)], dtype=float),
+                             np.array([correct], dtype=bool))
 
-    def update_many(self, events: int, learned: int, correct: int, probabilities: np.ndarray) -> None:
+    def update_many(self, events: int, learned: int, correct: int, probabilities: np.ndarray,
+                    hits: np.ndarray | None = None) -> None:
         """Count ``events`` valid events at once, as :meth:`update_prediction` of each in turn would.
 
         ``learned`` of them were learned; ``probabilities`` holds, in event
         order, the probability each *labeled* one gave its label (0 for a class
-        missing from its prediction), ``correct`` of which predicted it. The
-        counters and the log-loss sum (added in event order) come out the same.
+        missing from its prediction), ``correct`` of which predicted it, and
+        ``hits`` whether each did, in the same order (needed unless all or none
+        did). The counters and the log-loss sum (added in event order) come out the same.
 
         >>> m = PrequentialMetrics()
-        >>> m.update_many(3, 2, 1, np.array([0.75, 0.0]))
+        >>> m.update_many(3, 2, 1, np.array([0.75, 0.0]), np.array([True, False]))
         >>> m.predicted, m.labeled, m.learned, m.correct, m.log_loss_floored, round(m.log_loss_sum, 4)
         (3, 2, 2, 1, 1, 34.8265)
         """
@@ -141,6 +152,11 @@ class PrequentialMetrics:
             return
         self.labeled += n
         self.correct += correct
+        if hits is None:
+            if 0 < correct < n:
+                raise ValueError(f"update_many: which {correct} of the {n} labeled events were right? give hits")
+            hits = np.full(n, correct == n)
+        self.recent.add(hits)
         floor = self.log_loss_floor
         low = ~(probabilities >= floor)  # also catches NaN
         self.log_loss_floored += int(np.count_nonzero(low))
@@ -187,8 +203,8 @@ class PrequentialMetrics:
         >>> m.update_prediction("yes", "yes", {"yes": 0.5}, True)
         >>> other = PrequentialMetrics()
         >>> other.load_state(m.state())
-        >>> other.as_dict() == m.as_dict()
-        True
+        >>> other.state() == m.state(), other.accuracy == m.accuracy, other.recent.count   # the window starts again
+        (True, True, 0)
         """
         return {
             "events": self.events,
@@ -218,12 +234,13 @@ class PrequentialMetrics:
         ):
             raise ValueError(f"metrics state: dead_letters_by_reason must map reasons to counts, got {reasons!r:.80}")
         self.dead_letters_by_reason = dict(reasons)
+        self.recent = RecentHits()  # not in snapshots: the window starts again with the process
 
     def as_dict(self) -> dict[str, typing.Any]:
         """A JSON-able snapshot of every counter and score.
 
         >>> PrequentialMetrics().as_dict()
-        {'events': 0, 'predicted': 0, 'labeled': 0, 'learned': 0, 'correct': 0, 'accuracy': None, 'log_loss': None, 'log_loss_floor': 1e-15, 'log_loss_floored': 0, 'dead_letters': 0, 'dead_letters_by_reason': {}}
+        {'events': 0, 'predicted': 0, 'labeled': 0, 'learned': 0, 'correct': 0, 'accuracy': None, 'recent_accuracy': None, 'recent_labeled': 0, 'recent_window': 1000, 'log_loss': None, 'log_loss_floor': 1e-15, 'log_loss_floored': 0, 'dead_letters': 0, 'dead_letters_by_reason': {}}
         """
         return {
             "events": self.events,
@@ -232,9 +249,28 @@ class PrequentialMetrics:
             "learned": self.learned,
             "correct": self.correct,
             "accuracy": self.accuracy,
+            "recent_accuracy": self.recent.accuracy,
+            "recent_labeled": self.recent.count,
+            "recent_window": self.recent.window,
             "log_loss": self.log_loss,
             "log_loss_floor": self.log_loss_floor,
             "log_loss_floored": self.log_loss_floored,
             "dead_letters": self.dead_letters,
             "dead_letters_by_reason": dict(self.dead_letters_by_reason),
         }
+
+    def headline(self) -> str:
+        """The accuracy since the start and over the recent window, in words (the daemon's periodic line).
+
+        >>> m = PrequentialMetrics()
+        >>> m.headline()
+        'accuracy -, no labeled event yet'
+        >>> m.update_many(4, 4, 3, np.full(4, 0.5), np.array([True, True, True, False]))
+        >>> m.headline()
+        'accuracy 0.7500 (last 4 labeled: 0.7500)'
+        """
+        if self.accuracy is None:
+            return "accuracy -, no labeled event yet"
+        recent = self.recent.accuracy
+        return (f"accuracy {self.accuracy:.4f} (last {self.recent.count:,} labeled: "
+                f"{'-' if recent is None else format(recent, '.4f')})")

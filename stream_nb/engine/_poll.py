@@ -25,7 +25,7 @@ from ..exceptions import InvalidEventError
 from ..learners import RunBlock
 from ._metrics import PrequentialMetrics
 from ._protocols import Sink
-from ._records import OutputRecord, Record, label_key, output_record
+from ._records import OutputRecord, Record, ShownProba, label_key, output_record
 
 __all__ = ["poll_outputs", "send_all"]
 
@@ -38,6 +38,7 @@ def poll_outputs(
     metrics: PrequentialMetrics,
     model_name: str,
     learn_unlabeled: bool,
+    shown: ShownProba | None = None,
 ) -> tuple[list[OutputRecord], list[Record], dict[int, InvalidEventError]]:
     """The outputs of ``items``, the model's results for the first valid events of a poll, in order.
 
@@ -48,7 +49,7 @@ def poll_outputs(
     :meth:`~stream_nb.engine._metrics.PrequentialMetrics.update_prediction` of
     each event in turn would. Returns ``(outputs, their records, refused)``,
     ``refused`` mapping the index in ``valid`` of each event the model refused
-    to its error.
+    to its error. ``shown`` (``--top-k``, ``--no-proba``) cuts each ``proba``.
     """
     outputs: list[OutputRecord] = []
     records: list[Record] = []
@@ -56,7 +57,7 @@ def poll_outputs(
     j = 0  # the next valid event
     for item in items:
         if type(item) is RunBlock:
-            j = _run_outputs(item, ids, valid, metrics, model_name, learn_unlabeled, outputs)
+            j = _run_outputs(item, ids, valid, metrics, model_name, learn_unlabeled, outputs, shown)
             records.extend(valid[item.start:item.stop])
         elif isinstance(item, InvalidEventError):
             refused[j] = item
@@ -69,14 +70,14 @@ def poll_outputs(
             metrics.update_prediction(label, prediction, proba, learned)
             record = valid[j]
             outputs.append(output_record(ids[j], prediction, proba, model_name, learned, metrics.learned,
-                                         record.position))
+                                         record.position, None, shown))
             records.append(record)
             j += 1
     return outputs, records, refused
 
 
 def _run_outputs(block: RunBlock, ids: list, valid: list[Record], metrics: PrequentialMetrics, model_name: str,
-                 learn_unlabeled: bool, outputs: list) -> int:
+                 learn_unlabeled: bool, outputs: list, shown: ShownProba | None = None) -> int:
     """Append the outputs of a run's events; count them in ``metrics``; return where the run stopped."""
     a, b = block.start, block.stop
     classes, yc, proba = block.classes, block.yc, block.proba
@@ -85,10 +86,15 @@ def _run_outputs(block: RunBlock, ids: list, valid: list[Record], metrics: Prequ
     # a run's events know a class (they were predicted one): an unlabeled one is learned with learn_unlabeled
     learned = np.ones(b - a, dtype=bool) if learn_unlabeled else labeled
     n_learned = (metrics.learned + np.cumsum(learned)).tolist()
-    metrics.update_many(b - a, int(np.count_nonzero(learned)),
-                        int(np.count_nonzero(block.decided[rows] == yc[rows])), proba[rows, yc[rows]])
+    hits = block.decided[rows] == yc[rows]
+    metrics.update_many(b - a, int(np.count_nonzero(learned)), int(np.count_nonzero(hits)), proba[rows, yc[rows]],
+                        hits)
     keys = [label_key(c) for c in classes]
     predictions = list(map(classes.__getitem__, block.decided.tolist()))
+    if shown is not None:
+        outputs.extend(_shown_outputs(block, keys, predictions, shown.k, ids[a:b], model_name, learned.tolist(),
+                                      n_learned, valid[a:b]))
+        return b
     outputs.extend([
         {"id": event_id, "prediction": prediction, "proba": dict(zip(keys, p)), "model": name, "learned": l,
          "n_learned": n, "source": record.position}
@@ -96,6 +102,28 @@ def _run_outputs(block: RunBlock, ids: list, valid: list[Record], metrics: Prequ
             ids[a:b], predictions, proba.tolist(), repeat(model_name), learned.tolist(), n_learned, valid[a:b])
     ])
     return b
+
+
+def _shown_outputs(block: RunBlock, keys: list, predictions: list, k: int | None, ids: list, model_name: str,
+                   learned: list, n_learned: list, records: list) -> list[OutputRecord]:
+    """A run's outputs with no ``proba`` (``k`` None), or with its ``k`` most probable classes and the
+    prediction's, in decreasing probability, as :class:`~stream_nb.engine._records.ShownProba` gives them."""
+    if k is None:
+        return [{"id": event_id, "prediction": prediction, "model": model_name, "learned": l, "n_learned": n,
+                 "source": record.position}
+                for event_id, prediction, l, n, record in zip(ids, predictions, learned, n_learned, records)]
+    proba = block.proba
+    k = min(k, proba.shape[1])
+    order = np.argsort(-proba, axis=1, kind="stable")[:, :k]  # ties in class order, as heapq.nlargest keeps them
+    rows = proba.tolist()
+    outputs: list[OutputRecord] = []
+    for event_id, prediction, decided, top, p, l, n, record in zip(
+            ids, predictions, block.decided.tolist(), order.tolist(), rows, learned, n_learned, records):
+        if decided not in top:
+            top.append(decided)
+        outputs.append({"id": event_id, "prediction": prediction, "proba": {keys[c]: p[c] for c in top},
+                        "model": model_name, "learned": l, "n_learned": n, "source": record.position})
+    return outputs
 
 
 def send_all(sink: Sink, values: list[bytes], keys: list) -> None:

@@ -19,7 +19,12 @@ Output record::
      "source": {"file": "in.jsonl", "line": 7, "byte": 812}}  # Record.position
 
 plus ``"imputed": {feature: most probable value}`` of the event's missing
-attributes with ``emit_imputed``. Both ``prediction`` and ``proba`` describe
+attributes with ``emit_imputed``. With ``top_k`` (``--top-k N``) ``proba``
+holds only the N most probable classes, in decreasing probability (ties in
+the model's class order), and the prediction's class when it is not among
+them (a loss matrix can predict a less probable class); with ``no_proba``
+(``--no-proba``) the record has no ``proba`` at all (:func:`shown_proba`).
+Both ``prediction`` and ``proba`` describe
 the model *before* it learned the event (prequential). JSON object keys must be
 strings, so ``proba`` keys are :func:`label_key` of the label: a string label as
 is, an integer in decimal (``1`` -> ``"1"``), a boolean as ``"true"``/``"false"``,
@@ -57,16 +62,27 @@ one (e.g. an ``oversize`` event) is cut and the record gains
 from __future__ import annotations
 
 import base64
+import heapq
 import json
+import operator
 import typing
 from itertools import repeat
 
 import orjson
 
-from ..exceptions import InvalidEventError
+from .._checks import is_integer
+from ..exceptions import ConfigError, InvalidEventError
 
-__all__ = ["DeadLetterRecord", "OutputRecord", "Record", "dead_letter_record", "label_key", "output_bytes",
-           "make_records", "output_record", "outputs_bytes"]
+__all__ = ["DeadLetterRecord", "OUTPUT_DEFAULTS", "OutputRecord", "Record", "ShownProba", "dead_letter_record",
+           "label_key", "output_bytes", "make_records", "output_record", "outputs_bytes", "shown_proba"]
+
+#: The engine's settings of what an output shows (see :func:`shown_proba`).
+OUTPUT_DEFAULTS: dict[str, typing.Any] = {
+    # Show only the top_k most probable classes in "proba" (and the prediction's); None: every class.
+    "top_k": None,
+    # Leave "proba" out of the outputs.
+    "no_proba": False,
+}
 
 # output_bytes' direct path: a proba of floats keyed all by strings or all by integers and booleans,
 # whose keys orjson writes as label_key does (1 -> "1", True -> "true")
@@ -165,6 +181,61 @@ def label_key(label: typing.Any) -> str:
     return str(label)
 
 
+class ShownProba:
+    """Which classes an output's ``proba`` shows: the ``k`` most probable and the prediction's, or none.
+
+    Called with an event's ``proba`` and prediction, it gives the part to show,
+    or ``None`` (``k`` None) for no ``proba`` at all.
+
+    >>> ShownProba(2)({"a": 0.1, "b": 0.5, "c": 0.3, "d": 0.1}, "b")
+    {'b': 0.5, 'c': 0.3}
+    >>> ShownProba(1)({"a": 0.1, "b": 0.5, "c": 0.3, "d": 0.1}, "d")   # a loss matrix chose d
+    {'b': 0.5, 'd': 0.1}
+    >>> ShownProba(None)({"a": 1.0}, "a") is None
+    True
+    """
+
+    __slots__ = ("k",)
+
+    def __init__(self, k: int | None):
+        #: Most probable classes shown; None: no ``proba``.
+        self.k = k
+
+    def __call__(self, proba: dict, prediction: typing.Any) -> dict | None:
+        k = self.k
+        if k is None:
+            return None
+        if len(proba) <= k:  # every class: only the order changes
+            return dict(sorted(proba.items(), key=_PROBABILITY, reverse=True))
+        top = dict(heapq.nlargest(k, proba.items(), key=_PROBABILITY))  # sorted(reverse=True)[:k]: ties stay in order
+        if prediction not in top and prediction in proba:
+            top[prediction] = proba[prediction]
+        return top
+
+
+_PROBABILITY = operator.itemgetter(1)
+
+
+def shown_proba(config: typing.Mapping[str, typing.Any]) -> ShownProba | None:
+    """The :class:`ShownProba` of the config's ``top_k`` and ``no_proba``; None to show every class (the default).
+
+    >>> shown_proba({"top_k": 3, "no_proba": False}).k
+    3
+    >>> shown_proba({"top_k": 0, "no_proba": False})
+    Traceback (most recent call last):
+    ...
+    stream_nb.exceptions.ConfigError: top_k must be an integer >= 1 (None: every class), got 0
+    """
+    top_k, off = config["top_k"], config["no_proba"]
+    if top_k is not None and (not is_integer(top_k) or top_k < 1):
+        raise ConfigError(f"top_k must be an integer >= 1 (None: every class), got {top_k!r}")
+    if not isinstance(off, bool):
+        raise ConfigError(f"no_proba must be True or False, got {off!r}")
+    if off and top_k is not None:
+        raise ConfigError("top_k and no_proba exclude each other: show the top_k classes' probabilities, or none")
+    return ShownProba(None) if off else ShownProba(int(top_k)) if top_k is not None else None
+
+
 def output_record(
     event_id: typing.Any,
     prediction: typing.Any,
@@ -174,8 +245,17 @@ def output_record(
     n_learned: int,
     position: dict,
     imputed: dict | None = None,
+    shown: ShownProba | None = None,
 ) -> OutputRecord:
-    """The output of one valid event (runs once per event: kept to one dict build)."""
+    """The output of one valid event (runs once per event: kept to one dict build); ``shown`` cuts its ``proba``."""
+    if shown is not None:
+        proba = shown(proba, prediction)
+        if proba is None:
+            bare: OutputRecord = {"id": event_id, "prediction": prediction, "model": model_name, "learned": learned,
+                                  "n_learned": n_learned, "source": position}
+            if imputed is not None:
+                bare["imputed"] = imputed
+            return bare
     output: OutputRecord = {
         "id": event_id,
         "prediction": prediction,
@@ -199,6 +279,7 @@ def output_bytes(
     n_learned: int,
     position: dict,
     imputed: dict | None = None,
+    shown: ShownProba | None = None,
 ) -> bytes:
     """The JSON bytes of :func:`output_record` (runs once per event).
 
@@ -210,6 +291,11 @@ def output_bytes(
     >>> output_bytes(7, 1, {0: 0.25, 1: 0.75}, "nb", True, 3, {"line": 1})
     b'{"id":7,"prediction":1,"proba":{"0":0.25,"1":0.75},"model":"nb","learned":true,"n_learned":3,"source":{"line":1}}'
     """
+    if shown is not None:
+        proba = shown(proba, prediction)
+        if proba is None:
+            return _dumps(output_record(event_id, prediction, {}, model_name, learned, n_learned, position, imputed,
+                                        shown))
     if imputed is None and _FLOATS(map(type, proba.values())) and (_STR_KEYS(map(type, proba))
                                                                   or _NUMBER_KEYS(map(type, proba))):
         try:

@@ -42,6 +42,8 @@ METRICS: tuple[tuple[str, str, str, str], ...] = (
     ("stream_nb_dead_letters_total", "counter", "reason", "rejected records, by reason code"),
     ("stream_nb_prequential_accuracy", "gauge", "model",
      "correct / labeled since start (absent before the first label)"),
+    ("stream_nb_recent_accuracy", "gauge", "model, window",
+     "correct / labeled over the last window (1000) labeled events this process scored (absent before the first)"),
     ("stream_nb_prequential_log_loss", "gauge", "model",
      "mean prequential log loss in nats since start (absent before the first label)"),
     ("stream_nb_processing_latency_seconds", "histogram", "",
@@ -128,11 +130,16 @@ class _Collector:
                                      labels=["model"])
         log_loss = GaugeMetricFamily("stream_nb_prequential_log_loss", _doc("stream_nb_prequential_log_loss"),
                                      labels=["model"])
+        recent = GaugeMetricFamily("stream_nb_recent_accuracy", _doc("stream_nb_recent_accuracy"),
+                                   labels=["model", "window"])
         if m is not None and m.labeled:
             labeled, correct, loss = m.labeled, m.correct, m.log_loss_sum
             accuracy.add_metric([model], correct / labeled)
             log_loss.add_metric([model], loss / labeled)
+        if m is not None and m.recent.count:
+            recent.add_metric([model, str(m.recent.window)], m.recent.accuracy)
         yield accuracy
+        yield recent
         yield log_loss
 
         latency = o.latency

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
 
 import stream_nb
@@ -14,6 +15,7 @@ from ..settings import MODELS
 from ._inputs import BadRowReporter, add_input_flags, features_of, global_params, open_input
 from .evaluate import event_config, format_cut_points, make_model, parse_model_specs, train
 from .explain import DEFAULT_PERMUTATIONS, EXACT_MAX_ATTRIBUTES, explain_one
+from .inspect_snapshot import read_snapshot
 from .report import check_plot_path, plot_explanation
 
 __all__ = ["add_subcommand", "run_explain"]
@@ -31,8 +33,9 @@ the model:
                              river:NAME, as for stream-nb evaluate), learning
                              every labeled event; SPEC as one --models item
                              of stream-nb evaluate, e.g. tan:rebuild_every=500
-  --snapshot PATH            a model saved with stream_nb.save (needs
-                             stream_nb.load in this installation)
+  --snapshot PATH            a model saved with stream_nb.save, or a
+                             daemon's --snapshot-dir (its newest valid
+                             snapshot, as snapshot inspect takes it)
 
 method:
   up to {EXACT_MAX_ATTRIBUTES} attributes: exact (all 2^n coalitions); more: the mean
@@ -41,10 +44,15 @@ method:
   For naive Bayes each contribution is the attribute's log-likelihood ratio
   ln P(x_i|c1)/P(x_i|c2).
 
+An attribute of the event that the model has never seen contributes 0; a
+warning on stderr names it and the closest feature the model knows.
+
 exit status: 0 done, 1 the model cannot explain the event (fewer than two
 classes), an unreadable input, a damaged snapshot or a plot that cannot be
-drawn, 2 invalid settings (an unwritable --plot path or an unknown picture
-format included, checked first), 130 interrupted (Ctrl-C)."""
+drawn, 2 invalid settings or a bad event (not one JSON object of scalar
+fields, or a value of another type than the model's feature: a string for a
+numeric one), an unwritable --plot path or an unknown picture format
+included, checked first, 130 interrupted (Ctrl-C)."""
 
 
 def add_subcommand(commands: argparse._SubParsersAction) -> None:
@@ -65,7 +73,8 @@ def add_subcommand(commands: argparse._SubParsersAction) -> None:
                    help=f"model trained on --input: one of {', '.join(MODELS)}, with :PARAM=VALUE as in "
                         "evaluate's --models (default: nb)")
     p.add_argument("--snapshot", metavar="PATH", default=None,
-                   help="explain with the model saved at PATH (stream_nb.load) instead of training one")
+                   help="explain with the model saved at PATH (stream_nb.load), or the newest valid snapshot of "
+                        "the --snapshot-dir PATH, instead of training one")
     p.add_argument("--permutations", type=int, default=DEFAULT_PERMUTATIONS, metavar="K",
                    help=f"random permutations when the event has more than {EXACT_MAX_ATTRIBUTES} attributes "
                         f"(default: {DEFAULT_PERMUTATIONS})")
@@ -84,8 +93,9 @@ def _load_model(args: argparse.Namespace):
         if not hasattr(stream_nb, "load"):
             raise ConfigError("--snapshot needs stream_nb.load, which this installation of stream_nb does not "
                               "have; train a model with --input SRC --model SPEC instead")
-        model = stream_nb.load(args.snapshot)
-        return model, f"{type(model).__name__} from snapshot {args.snapshot} ({model.n_learned:,.0f} events learned)"
+        snap = read_snapshot(args.snapshot, use="explained")  # a file, or a --snapshot-dir's newest valid one
+        model = snap.model()
+        return model, f"{type(model).__name__} from snapshot {snap.path} ({model.n_learned:,.0f} events learned)"
     if args.input is None:
         raise ConfigError("expected --input SRC (with --model) or --snapshot PATH: a model to explain")
     specs = parse_model_specs(args.model)
@@ -102,7 +112,7 @@ def _load_model(args: argparse.Namespace):
 
 
 def _read_event(args: argparse.Namespace):
-    """The event of ``--event`` or ``--event-file``, decoded as ``stream-nb run`` does."""
+    """The event of ``--event`` or ``--event-file``, decoded as ``stream-nb run`` does, and which flag gave it."""
     if args.event is not None:
         raw, where = args.event.encode(), "--event"
     else:
@@ -113,9 +123,36 @@ def _read_event(args: argparse.Namespace):
             raise ConfigError(f"--event-file {args.event_file}: cannot read it: {exc.strerror}") from None
         where = f"--event-file {args.event_file}"
     try:
-        return EventDecoder(event_config(args.label_field, args.id_field or None, features_of(args))).decode(raw.strip())
+        config = event_config(args.label_field, args.id_field or None, features_of(args))
+        return EventDecoder(config).decode(raw.strip()), where
     except InvalidEventError as exc:
         raise ConfigError(f"{where}: expected one JSON object of scalar fields: {exc}") from None
+
+
+def unknown_features(model, features: dict, where: str) -> list[str]:
+    """A warning per attribute of ``features`` that the model has never seen (it contributes 0), naming the
+    closest feature the model knows; none for a model that does not list its features (not stream_nb's).
+
+    >>> from stream_nb import NaiveBayes
+    >>> model = NaiveBayes()
+    >>> model.learn_one({"outlook": "sunny", "temperature": 28.0}, "no")
+    >>> unknown_features(model, {"outlook": "rain", "temprature": 18.0}, "--event")
+    ["--event: the model has never seen feature 'temprature' (it contributes 0); did you mean 'temperature'?"]
+    """
+    known = getattr(getattr(model, "_stats", None), "features", None)
+    if known is None:
+        return []
+    names = {str(name): name for name in known}
+    out = []
+    for name in features:
+        if name in names.values():
+            continue
+        close = difflib.get_close_matches(str(name), list(names), n=1, cutoff=0.6)
+        hint = (f"did you mean {names[close[0]]!r}?" if close else
+                f"it knows {', '.join(map(repr, list(names.values())[:10]))}{', ...' if len(names) > 10 else ''}"
+                if names else "it knows no feature yet")
+        out.append(f"{where}: the model has never seen feature {name!r} (it contributes 0); {hint}")
+    return out
 
 
 def run_explain(args: argparse.Namespace) -> int:
@@ -125,7 +162,7 @@ def run_explain(args: argparse.Namespace) -> int:
             raise ConfigError(f"--permutations: expected a positive integer, got {args.permutations}")
         if args.plot:  # now, not after training the model
             check_plot_path(args.plot, "--plot")
-        event = _read_event(args)
+        event, where = _read_event(args)
         model, origin = _load_model(args)
     except ConfigError as exc:
         print(f"stream-nb explain: error: {exc}", file=sys.stderr)
@@ -136,9 +173,14 @@ def run_explain(args: argparse.Namespace) -> int:
     except SnapshotError as exc:
         print(f"stream-nb explain: error: {exc}", file=sys.stderr)
         return 1
+    for warning in unknown_features(model, event.features, where):
+        print(f"stream-nb explain: warning: {warning}", file=sys.stderr)
     try:
         expl = explain_one(model, event.features, permutations=args.permutations, seed=args.permutation_seed)
-    except (ValueError, InvalidEventError) as exc:
+    except InvalidEventError as exc:  # a bad event, as invalid JSON is: the value of a feature of another type
+        print(f"stream-nb explain: error: {where}: {exc}", file=sys.stderr)
+        return 2
+    except ValueError as exc:
         print(f"stream-nb explain: error: {exc}", file=sys.stderr)
         return 1
     print(f"model: {origin}")

@@ -38,7 +38,7 @@ from ..engine import join_summary
 from ..exceptions import SnapshotError
 from .._console import pipe_safe
 
-__all__ = ["describe", "run_inspect", "add_subcommand"]
+__all__ = ["describe", "read_snapshot", "run_inspect", "add_subcommand"]
 
 
 def describe(snap: snapshots.SnapshotFile) -> dict[str, typing.Any]:
@@ -197,7 +197,7 @@ def _text(info: dict[str, typing.Any]) -> str:
 def run_inspect(args: argparse.Namespace) -> int:
     """``stream-nb snapshot inspect``: 0, or 2 with one error line naming the file and the reason."""
     try:
-        info = describe(_read(args.path))
+        info = describe(read_snapshot(args.path))
     except SnapshotError as exc:
         print(f"stream-nb: error: {exc}", file=sys.stderr)
         return 2
@@ -208,8 +208,11 @@ def run_inspect(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read(path: str) -> snapshots.SnapshotFile:
-    """The snapshot of ``path``: a file, or a snapshot directory's newest valid one."""
+def read_snapshot(path: str, use: str = "described") -> snapshots.SnapshotFile:
+    """The snapshot of ``path``: a file, or a snapshot directory's newest valid one (as a restart takes it).
+
+    Each damaged newer one is named on stderr, with the words ``an older snapshot is <use>``.
+    """
     if not os.path.isdir(path):
         return snapshots.read(path)
     store = snapshots.SnapshotStore(path)  # read only: not opened, so a running daemon's lock stays its own
@@ -220,7 +223,7 @@ def _read(path: str) -> snapshots.SnapshotFile:
         try:
             return store.read(seq)
         except SnapshotError as exc:  # a restart would skip it too
-            print(f"stream-nb: warning: {exc}; an older snapshot is described", file=sys.stderr)
+            print(f"stream-nb: warning: {exc}; an older snapshot is {use}", file=sys.stderr)
     raise SnapshotError(f"{path}: none of its {len(seqs)} snapshot(s) is valid (each named above)")
 
 

@@ -67,13 +67,18 @@ def export_model(channel, path: str, timeout: float = 60.0) -> dict:
 
 
 def run_export(args: argparse.Namespace) -> int:
-    config = {"bootstrap_servers": args.bootstrap_servers, **dict(args.kafka_config or []),
-              "kafka_client": args.kafka_client}
+    if not args.timeout > 0:
+        print(f"stream-nb: error: --timeout: expected a number of seconds > 0, got {args.timeout}", file=sys.stderr)
+        return 2
+    deadline = time.monotonic() + args.timeout  # one budget: reaching the broker, then reading the topic
+    # the client's own bootstrap wait (kafka-python's default is 30 s) takes the budget, unless given
+    config = {"bootstrap_servers": args.bootstrap_servers, "bootstrap_timeout_ms": max(1, round(args.timeout * 1000)),
+              **dict(args.kafka_config or []), "kafka_client": args.kafka_client}
     channel = None
     try:
         module = importlib.import_module("connectors.kafka")  # loaded by name: stream_nb never imports connectors
         channel = module.open_model_topic(args.model_topic, config, writer=False)
-        result = export_model(channel, args.output, timeout=args.timeout)
+        result = export_model(channel, args.output, timeout=max(0.0, deadline - time.monotonic()))
     except (StreamNBError, OSError) as exc:
         print(f"stream-nb: error: {exc}", file=sys.stderr)
         return 2 if isinstance(exc, (ConfigError, SnapshotError)) else 1
@@ -119,5 +124,6 @@ def add_subcommand(commands: argparse._SubParsersAction) -> None:
     export.add_argument("--kafka-client", choices=client.choices, default=os.environ.get(client.env) or client.default,
                         help=f"Kafka client library, as for stream-nb run (env {client.env}; default {client.default})")
     export.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
-                        help="longest wait to read the topic to its end")
+                        help="longest wait, in all, to reach the broker and read the topic to its end "
+                             "(default: 60)")
     export.set_defaults(handler=pipe_safe(run_export))
