@@ -59,6 +59,8 @@ class MiniBatches:
         labels = uniques.tolist()
         for v in labels:
             self._stats.check_label(v)
+        if min(self._batch_limit(), self._stats.learn_limit()) < len(codes):
+            self._stats.validate_frame(X)  # learned in parts: a bad value in a later part must leave no trace
         start = 0
         while start < len(codes):
             stop = min(len(codes), start + min(self._batch_limit(), self._stats.learn_limit()))

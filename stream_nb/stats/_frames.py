@@ -17,8 +17,8 @@ from .._pandas import pd
 from ..exceptions import FeatureTypeError
 from ._columns import Columns
 from ._values import (
-    BINNED, CAT, GAUSS, NONE_TYPE, PLAIN_TYPES, VALUE_GROUPS, categorical_value, hashable, is_nan, json_type,
-    number_column, numeric_value, short_repr,
+    BINNED, CAT, GAUSS, NONE_TYPE, NUMERIC_LIMIT, PLAIN_TYPES, VALUE_GROUPS, categorical_value, hashable, is_nan,
+    json_type, number_column, numeric_value, short_repr,
 )
 
 __all__ = ["Frames"]
@@ -434,8 +434,9 @@ class Frames:
                 f"feature {name!r} is numeric: expected a number, got {type(bad).__name__} {short_repr(bad)}",
                 field=name,
             ) from None
-        if np.isinf(a).any():
-            raise FeatureTypeError(f"feature {name!r}: expected finite numbers, got an infinity", field=name)
+        big = np.abs(a) > NUMERIC_LIMIT  # an infinity too
+        if big.any():
+            numeric_value(name, float(a[big.argmax()]))  # raises, naming the value
         return a
 
     def _register_frame(self, prepared, n):
