@@ -10,18 +10,20 @@ naming the feature, what was expected and what was received.
 
 from __future__ import annotations
 
+import collections.abc
 import math
 import numbers
 import typing
 
 import numpy as np
 
-from ..exceptions import ConfigError, FeatureTypeError
+from ..exceptions import ConfigError, EventTypeError, FeatureTypeError
 
 __all__ = [
     "BINNED", "CAT", "EMPTY_FLOAT", "EMPTY_INT", "GAUSS", "KIND_NAMES", "NONE_TYPE", "NUMERIC_LIMIT", "PLAIN_TYPES",
     "PROMOTE",
-    "TWINNED", "VALUE_GROUPS", "Encoded", "a_noun", "categorical_value", "check_types", "describe_type", "hashable",
+    "TWINNED", "VALUE_GROUPS", "Encoded", "a_noun", "categorical_value", "check_event", "check_types", "describe_type",
+    "hashable",
     "is_nan", "json_type", "number_column", "numeric_value", "short_repr",
 ]
 
@@ -93,24 +95,40 @@ class Encoded(typing.NamedTuple):
 
 
 def describe_type(value) -> str:
-    """How a value is named in error messages: its JSON type ("an object", "a float", ...), else its Python type.
+    """How a value is named in error messages: by its JSON name (``null``, ``true``, ``false``, "a number",
+    "a string", "an object", "an array"), else by its Python type.
 
-    >>> describe_type({}), describe_type(True), describe_type(1.5), describe_type(b"x")
-    ('an object', 'a boolean', 'a float', 'bytes')
+    >>> describe_type({}), describe_type(None), describe_type(True), describe_type(1.5), describe_type(b"x")
+    ('an object', 'null', 'true', 'a number', 'bytes')
     """
+    if value is None:
+        return "null"
     if isinstance(value, dict):
         return "an object"
     if isinstance(value, list):
         return "an array"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a float"
+    if isinstance(value, (bool, np.bool_)):
+        return "true" if value else "false"
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return "a number"
     if isinstance(value, str):
         return "a string"
     return type(value).__name__
+
+
+def check_event(x) -> None:
+    """Raise :class:`~stream_nb.exceptions.EventTypeError` unless ``x`` is an event: a dict (any mapping) of
+    feature name -> value, as river's ``learn_one(x, y)`` takes.
+
+    >>> check_event({"sky": "sun"})
+    >>> check_event(["sun", 3])
+    Traceback (most recent call last):
+    ...
+    stream_nb.exceptions.EventTypeError: x: expected a dict of feature name -> value, got list ['sun', 3]
+    """
+    if type(x) is not dict and not isinstance(x, collections.abc.Mapping):
+        got = "None" if x is None else f"{type(x).__name__} {short_repr(x)}"
+        raise EventTypeError(f"x: expected a dict of feature name -> value, got {got}")
 
 
 def is_nan(v) -> bool:
