@@ -178,3 +178,14 @@ def test_a_null_line_is_dead_lettered_as_null_not_nonetype(tmp_path):
     assert [(d["reason"], d["error"]) for d in letters] == [
         ("not_an_object", f"event must be a JSON object, got {what}")
         for what in ("null", "an array", "a string", "a number", "true")]
+
+
+@pytest.mark.parametrize("bad", [[{"a": "x"}], {"a": ["x"]}, None], ids=repr)
+def test_the_batch_methods_name_the_dataframe_they_expect(bad):
+    model = warm("nb")
+    before = state_of(model)
+    for call in (lambda: model.learn_many(bad, pd.Series([1])), lambda: model.predict_proba_many(bad),
+                 lambda: model.predict_many(bad)):
+        with pytest.raises(TypeError, match=f"X: expected a pandas DataFrame of feature columns, got {type(bad).__name__} "):
+            call()
+    assert state_of(model) == before

@@ -41,15 +41,13 @@ def gaussian_loglik(n, mean, m2, x, var_smoothing: float) -> np.ndarray:
     """
     tot = n.sum(-2)
     safe_tot = np.where(tot > 0, tot, 1.0)
-    share = n / safe_tot[..., None, :]
-    pooled_mean = (share * mean).sum(-2)
-    # Σ_c share_c (var_c + dev_c²), each dev_c² scaled by its share before squaring: the result is at most
-    # the square of the largest value, a float, where a dev² alone may not be
-    spread = np.sqrt(share) * (mean - pooled_mean[..., None, :])
-    pooled_var = (m2 / safe_tot[..., None, :] + spread * spread).sum(-2)
+    pooled_mean = (n * mean).sum(-2) / safe_tot
+    # values within ±NUMERIC_LIMIT (1e100) and weights within MAX_COUNT (1e100): every term stays a float
+    pooled_var = (m2 + n * (mean - pooled_mean[..., None, :]) ** 2).sum(-2) / safe_tot
     seen = n > 0
-    var = np.where(seen, m2 / np.where(seen, n, 1.0), pooled_var[..., None, :])
-    var = np.maximum(var, variance_floor(n, mean, m2, var_smoothing)[..., None, :])
+    within = m2 / np.where(seen, n, 1.0)  # 0 where not seen: the store keeps an empty class's moments at 0
+    var = np.where(seen, within, pooled_var[..., None, :])
+    var = np.maximum(var, _floor(within, seen, mean, var_smoothing)[..., None, :])
     mu = np.where(seen, mean, pooled_mean[..., None, :])
     use = (pooled_var > 0) & ~np.isnan(x)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
@@ -82,17 +80,23 @@ def variance_floor(n, mean, m2, var_smoothing: float) -> np.ndarray:
     array([2.5])
     """
     seen = n > 0
-    within = np.where(seen, m2 / np.where(seen, n, 1.0), 0.0)
+    return _floor(np.where(seen, m2, 0.0) / np.where(seen, n, 1.0), seen, mean, var_smoothing)
+
+
+def _floor(within, seen, mean, var_smoothing: float) -> np.ndarray:
+    """:func:`variance_floor` from the within-class variances ``within`` (0 where not ``seen``)."""
     spread = np.where(within > 0, within, np.inf).min(-2)
-    ordered = np.sort(np.where(seen, mean, np.nan), axis=-2)  # unseen classes (NaN) last
-    gaps = np.diff(ordered, axis=-2)
-    gap = np.where(gaps > 0, gaps, np.inf).min(-2) if gaps.shape[-2] else np.full(spread.shape, np.inf)
-    # a gap beyond the square root of the float range gives an infinite floor, as its square would
-    capped = np.minimum(gap, _ROOT_MAX)
-    gap_var = np.where(gap <= _ROOT_MAX, capped * capped, np.inf)
-    scale = np.where(np.isfinite(spread), spread, gap_var)
-    scale = np.where(np.isfinite(scale), scale, 0.0)  # no spread at all: the feature carries nothing
-    return np.maximum(var_smoothing * scale, _TINY)
+    none = spread == np.inf
+    if none.any():  # no spread within a class (rare after a few events): the closest class means
+        if within.shape[-2] > 1:
+            ordered = np.sort(np.where(seen, mean, np.nan), axis=-2)  # unseen classes (NaN) last
+            gaps = np.diff(ordered, axis=-2)
+            gap = np.where(gaps > 0, gaps, np.inf).min(-2)
+            # a gap beyond the square root of the float range gives an infinite floor, as its square would
+            capped = np.minimum(gap, _ROOT_MAX)
+            spread = np.where(none, np.where(gap <= _ROOT_MAX, capped * capped, np.inf), spread)
+        spread = np.where(spread == np.inf, 0.0, spread)  # no spread at all: the feature carries nothing
+    return np.maximum(var_smoothing * spread, _TINY)
 
 
 class GaussianMoments:
