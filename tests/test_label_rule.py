@@ -189,3 +189,15 @@ def test_the_batch_methods_name_the_dataframe_they_expect(bad):
         with pytest.raises(TypeError, match=f"X: expected a pandas DataFrame of feature columns, got {type(bad).__name__} "):
             call()
     assert state_of(model) == before
+
+
+def test_unlearn_one_follows_the_rule():
+    model = warm("nb")
+    before = state_of(model)
+    model.learn_one({"a": "x"}, 2.0)  # the class 2
+    model.unlearn_one({"a": "x"}, 2.0)
+    assert state_of(model) == before
+    for bad in (1.5, (2,), 9007199254740993.0):
+        with pytest.raises(InvalidEventError, match="must be a string, an integer or a boolean") as err:
+            model.unlearn_one({"a": "x"}, bad)
+        assert err.value.reason == "bad_label" and state_of(model) == before
