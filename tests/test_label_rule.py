@@ -186,7 +186,8 @@ def test_the_batch_methods_name_the_dataframe_they_expect(bad):
     before = state_of(model)
     for call in (lambda: model.learn_many(bad, pd.Series([1])), lambda: model.predict_proba_many(bad),
                  lambda: model.predict_many(bad)):
-        with pytest.raises(TypeError, match=f"X: expected a pandas DataFrame of feature columns, got {type(bad).__name__} "):
+        expected = f"X: expected a pandas DataFrame of feature columns, got {type(bad).__name__} "
+        with pytest.raises(TypeError, match=expected):
             call()
     assert state_of(model) == before
 

@@ -58,8 +58,9 @@ values = {
     ),
     "height": st.one_of(st.floats(0.0, 2.0), st.sampled_from(["tall", [1.0]])),
 }
-# values at the limit of a numeric value (1e100) and beyond it (refused, by both paths alike): the two paths round differently there (Welford one at a time, sums over a run), so they
-# are checked for sane output, not for equality
+# values at the limit of a numeric value (1e100) and beyond it (refused, by both paths alike): the two
+# paths round differently there (Welford one at a time, sums over a run), so they are checked for sane
+# output, not for equality
 extreme = dict(
     values,
     height=st.one_of(st.floats(0.0, 2.0), st.sampled_from([1e100, -1e100, 9e99, 2e100, 1e154, 1e300, -1e300])),

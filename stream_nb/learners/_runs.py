@@ -13,9 +13,7 @@ and model as one event at a time, up to floating-point rounding.
 from __future__ import annotations
 
 import abc
-import operator
 import typing
-from itertools import repeat
 
 import numpy as np
 

@@ -100,8 +100,8 @@ class Labels:
     """The label checks of a :class:`~stream_nb.stats.Stats` (a part of it, not used alone)."""
 
     def check_label(self, y, where: str | None = None) -> None:
-        """Raise unless ``y`` can be learned as a label: present, hashable, and of :attr:`label_type`
-        (``where`` locates it in the error, e.g. a row of a batch).
+        """Raise unless ``y`` can be learned as a label: present, a label :func:`validate_label` takes, and
+        of :attr:`label_type` (``where`` locates it in the error, e.g. a row of a batch).
 
         >>> from stream_nb.stats import Stats
         >>> s = Stats(pairs=False, numeric="gaussian")

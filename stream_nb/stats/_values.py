@@ -21,10 +21,8 @@ from ..exceptions import ConfigError, EventTypeError, FeatureTypeError
 
 __all__ = [
     "BINNED", "CAT", "EMPTY_FLOAT", "EMPTY_INT", "GAUSS", "KIND_NAMES", "NONE_TYPE", "NUMERIC_LIMIT", "PLAIN_TYPES",
-    "PROMOTE",
-    "TWINNED", "VALUE_GROUPS", "Encoded", "a_noun", "categorical_value", "check_event", "check_types", "describe_type",
-    "hashable",
-    "is_nan", "json_type", "number_column", "numeric_value", "short_repr",
+    "PROMOTE", "TWINNED", "VALUE_GROUPS", "Encoded", "a_noun", "categorical_value", "check_event", "check_types",
+    "describe_type", "hashable", "is_nan", "json_type", "number_column", "numeric_value", "short_repr",
 ]
 
 #: the count arrays that EM adds expected counts to, and that ``observed=True`` keeps twice
@@ -199,7 +197,8 @@ def numeric_value(name, v):
 
 def _out_of_range(name, v) -> FeatureTypeError:
     """The rejection of numeric value ``v`` of feature ``name``: infinite, or beyond :data:`NUMERIC_LIMIT`."""
-    what = "finite number" if isinstance(v, float) and math.isinf(v) else f"number of magnitude at most {NUMERIC_LIMIT:g}"
+    infinite = isinstance(v, float) and math.isinf(v)
+    what = "finite number" if infinite else f"number of magnitude at most {NUMERIC_LIMIT:g}"
     return FeatureTypeError(f"feature {name!r}: expected a {what}, got {short_repr(v)}", field=name)
 
 
