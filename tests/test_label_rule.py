@@ -202,3 +202,19 @@ def test_unlearn_one_follows_the_rule():
         with pytest.raises(InvalidEventError, match="must be a string, an integer or a boolean") as err:
             model.unlearn_one({"a": "x"}, bad)
         assert err.value.reason == "bad_label" and state_of(model) == before
+
+
+@pytest.mark.parametrize("name", ["nb", "aode", "kdb"])
+def test_numpy_and_whole_float_labels_are_the_integer_classes_in_the_vectorised_runs(name):
+    rng = np.random.default_rng(3)
+    xs = [{"a": str(int(v) % 5), "n": float(v)} for v in rng.integers(0, 20, 300)]
+    ints = [int(x["n"]) % 3 for x in xs]
+    reference = MODELS[name]()
+    want = reference.prequential_many(xs, ints)
+    for ys in ([np.int64(y) for y in ints], [float(y) for y in ints], list(np.array(ints, dtype=np.int32))):
+        model = MODELS[name]()
+        got = model.prequential_many(xs, ys)  # float labels go one at a time: the same up to rounding
+        assert [p for p, _ in got] == [p for p, _ in want]
+        for (_, g), (_, w) in zip(got, want):
+            assert g.keys() == w.keys() and all(g[c] == pytest.approx(w[c], rel=1e-9, abs=1e-12) for c in w)
+        assert model._stats.classes == reference._stats.classes and {type(c) for c in model._stats.classes} == {int}

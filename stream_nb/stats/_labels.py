@@ -125,8 +125,8 @@ class Labels:
             t = json_type(label)
             if t != self.label_type:
                 raise LabelTypeError(y, t, self.label_type, self.classes[0], where=where)
-            if type(label) is type(y):  # taken as it is (a float never is: 2.0 is registered as 2)
-                self._label_ok.add(type(y))
+            if type(label) is type(y) or isinstance(y, (np.integer, np.bool_)):  # every value of the type is a label
+                self._label_ok.add(type(y))  # (a float's is not: 2.0 is the class 2, 2.5 no label)
 
     def check_labels(self, labels: list) -> None:
         """Raise for the first label of a batch that :meth:`check_label` would refuse after the
