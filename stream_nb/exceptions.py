@@ -5,6 +5,7 @@ The tree::
     StreamNBError
     ├── ConfigError              a parameter or config key that is unknown or out of range
     ├── InvalidEventError        an event that cannot be used (the daemon dead-letters it)
+    │   ├── EventTypeError       an event that is no dict of features (JSON: no object)
     │   ├── FeatureTypeError     one feature value of a type the model cannot take
     │   ├── LabelTypeError       a label of another JSON type than the model's labels
     │   └── CapacityError        learning it would grow a bounded count table past its limit
@@ -25,6 +26,7 @@ __all__ = [
     "StreamNBError",
     "ConfigError",
     "InvalidEventError",
+    "EventTypeError",
     "FeatureTypeError",
     "LabelTypeError",
     "CapacityError",
@@ -58,6 +60,14 @@ class InvalidEventError(StreamNBError, ValueError):
         super().__init__(message)
         self.reason = reason
         self.field = field
+
+
+class EventTypeError(InvalidEventError, TypeError):
+    """An event that is not a dict of feature name -> value (``learn_one([1, 2], "a")``): the Python
+    side of the daemon's ``not_an_object``, the reason it carries."""
+
+    def __init__(self, message: str):
+        super().__init__(message, reason="not_an_object")
 
 
 class FeatureTypeError(InvalidEventError, TypeError):

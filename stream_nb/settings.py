@@ -148,7 +148,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("tree_score", "choice", None, "TAN: weigh the tree's edges by the conditional mutual information "
             "(cmi) or by the gain in the Bayesian network score, as Weka's BayesNet TAN search (bayes) "
             "(model default bayes)", _MODEL, choices=("cmi", "bayes")),
-    Setting("var_smoothing", "float", None, "NB: floor of each Gaussian variance, as a fraction of the feature's variance over all classes (model default 1e-9)", _MODEL, "V"),
+    Setting("var_smoothing", "float", None, "NB: floor of each Gaussian variance, as a fraction of the feature's smallest within-class variance (model default 1e-9)", _MODEL, "V"),
     Setting("types", "mapping", {}, "declare feature types instead of inferring them from the first value "
             "(str, bool, int: categorical; float: numeric); repeatable, or comma-separated",
             _MODEL, "FEATURE=categorical|numeric"),

@@ -177,8 +177,15 @@ def test_negative_zero_is_a_number_and_a_label_zero():
         (b'{"x": 1} {"x": 2}', "invalid_json", None, "not valid JSON"),
         (b"[1, 2]", "not_an_object", None, "got an array"),
         (b'"text"', "not_an_object", None, "got a string"),
-        (b"null", "not_an_object", None, "must be a JSON object"),
-        (b"42", "not_an_object", None, "got an integer"),
+        (b"null", "not_an_object", None, "event must be a JSON object, got null"),
+        (b"42", "not_an_object", None, "got a number"),
+        (b"4.5", "not_an_object", None, "got a number"),
+        (b"true", "not_an_object", None, "event must be a JSON object, got true"),
+        (b"false", "not_an_object", None, "got false"),
+        (b'{"id": {"n": 1}, "x": 1}', "bad_id", "id", "got an object"),
+        (b'{"x": 1, "label": 9007199254740993.0}', "bad_label", "label", "may not be the integer it was written as"),
+        (b'{"x": 1, "label": 9007199254740992}', None, None, None),
+        (b'{"x": 1, "label": 9007199254740991.0}', None, None, None),
         (b'{"sky": {"cover": 3}}', "nested_value", "sky", "feature 'sky'"),
         (b'{"tags": ["a", "b"]}', "nested_value", "tags", "got an array"),
         (b'{"x": 1, "label": 0.5}', "bad_label", "label", "the float 0.5"),
@@ -190,6 +197,9 @@ def test_negative_zero_is_a_number_and_a_label_zero():
     ],
 )
 def test_rejections_carry_reason_field_and_a_clear_message(raw, reason, field, message):
+    if reason is None:  # an integer label as such, or a float below 2**53 that is an integer: that integer
+        assert decode(raw).label == int(orjson.loads(raw)["label"])
+        return
     with pytest.raises(InvalidEventError) as err:
         decode(raw)
     assert err.value.reason == reason
@@ -205,10 +215,11 @@ def test_oversize_is_checked_before_decoding():
 
 
 def test_float_label_beyond_exact_integers_is_rejected():
-    assert validate_label(float(2**53)) == 2**53
-    with pytest.raises(InvalidEventError) as err:
-        validate_label(float(2**54))
-    assert err.value.reason == "bad_label"
+    assert validate_label(float(2**53 - 1)) == 2**53 - 1 and validate_label(-float(2**53 - 1)) == -(2**53 - 1)
+    for beyond in (float(2**53), float(2**54), -float(2**53)):  # 2**53 is also what 2**53 + 1 reads as
+        with pytest.raises(InvalidEventError) as err:
+            validate_label(beyond)
+        assert err.value.reason == "bad_label" and "send it as an integer or a string" in str(err.value)
 
 
 def test_bad_label_message_names_the_configured_field():
@@ -253,7 +264,7 @@ scalars = st.one_of(
 def test_any_object_of_scalars_decodes_to_its_non_null_fields(obj):
     raw = orjson.dumps(obj)
     label = obj.get("label")
-    if isinstance(label, float) and not (label.is_integer() and abs(label) <= 2**53):
+    if isinstance(label, float) and not (label.is_integer() and abs(label) < 2**53):
         with pytest.raises(InvalidEventError) as err:
             decode(raw)
         assert err.value.reason == "bad_label"

@@ -72,8 +72,10 @@ def nb_log_likelihood_ratio(stream, name, value, c1, c2, alpha=1.0, var_smoothin
     if isinstance(value, float):
         def logpdf(c):
             vals = np.array([x[name] for x, y in stream if y == c])
-            pooled = np.var([x[name] for x, _ in stream])
-            var = max(vals.var(), var_smoothing * pooled)
+            # the floor: var_smoothing times the smallest positive variance within one class
+            spread = min(v for v in (np.var([x[name] for x, y in stream if y == k]) for k in {y for _, y in stream})
+                         if v > 0)
+            var = max(vals.var(), var_smoothing * spread)
             return -0.5 * math.log(2 * math.pi * var) - (value - vals.mean()) ** 2 / (2 * var)
 
         return logpdf(c1) - logpdf(c2)

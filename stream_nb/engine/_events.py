@@ -10,12 +10,15 @@ writes for non-finite floats, are read too: ``NaN`` means *missing*, exactly
 like ``null`` (a ``NaN`` label makes the event unlabeled); an infinite value
 (``Infinity``, or a number too large for a float such as ``1e400``) is no
 usable feature value and is rejected (``"bad_feature_type"``, naming the
-field). When a key appears twice in one object, the last value wins.
+field), as the models reject a numeric value beyond ±1e100 (``NUMERIC_LIMIT``).
+When a key appears twice in one object, the last value wins.
 
-* ``label_field`` (default ``"label"``) holds the class. A string, an integer
-  or a boolean is used as is. A float is accepted only when it is integral and
-  exactly representable (``|x| <= 2**53``) and is then converted to ``int``, so
-  ``1.0`` and ``1`` are the same class; any other float, an object or an array
+* ``label_field`` (default ``"label"``) holds the class, by the label rule of
+  :mod:`stream_nb.stats._labels` (the learners' too). A string, an integer
+  or a boolean is used as is. A float is accepted only when it is an integer
+  below ``2**53`` in magnitude, and is then that ``int``, so ``1.0`` and ``1``
+  are the same class; any other float (``1.5``; ``9007199254740993.0``, which
+  reads as 2**53 and may not be the integer written), an object or an array
   is rejected (``"bad_label"``). An absent label or ``null`` makes the event
   *unlabeled*: it is predicted but not learned. (The model then requires every
   label to be of its first label's JSON type: ``"label_type_conflict"``.)
@@ -43,9 +46,9 @@ these ``reason`` codes:
 ``not_an_object``     a JSON document that is not an object (array, string, ...)
 ``bad_id``            the id field holds an object, an array, an infinite number
                       or an integer outside the 64-bit range
-``bad_label``         the label is a non-integral float, an object or an array
+``bad_label``         the label is a float that is no integer below 2**53, an object or an array
 ``nested_value``      a feature holds an object or an array
-``bad_feature_type``  a feature holds an infinite number (a
+``bad_feature_type``  a feature holds an infinite number or one beyond 1e100 (a
                       :class:`~stream_nb.exceptions.FeatureTypeError`, as the
                       models raise for it)
 ====================  ======================================================

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._pandas import pd
-from ..exceptions import InvalidEventError
+from ..exceptions import EventTypeError, InvalidEventError
 from ..stats import is_missing_label
 from ._decision import normalise
 
@@ -38,6 +38,7 @@ class MiniBatches:
         A label or a value that ``learn_one`` would refuse at its row (given the rows before it)
         raises the same error, and nothing of the batch is learned.
         """
+        _check_frame(X)
         if len(X) != len(y):
             raise ValueError(f"learn_many: X has {len(X)} rows but y has {len(y)} labels")
         # every label of the batch is of the model's label type (a fresh model: of the first one's), checked
@@ -59,6 +60,8 @@ class MiniBatches:
         labels = uniques.tolist()
         for v in labels:
             self._stats.check_label(v)
+        if min(self._batch_limit(), self._stats.learn_limit()) < len(codes):
+            self._stats.validate_frame(X)  # learned in parts: a bad value in a later part must leave no trace
         start = 0
         while start < len(codes):
             stop = min(len(codes), start + min(self._batch_limit(), self._stats.learn_limit()))
@@ -89,6 +92,7 @@ class MiniBatches:
         s.add_many(D, dfeats, G, gslots, s.classes_from_codes(codes, labels))
 
     def _log_posterior_many(self, X: pd.DataFrame) -> np.ndarray:
+        _check_frame(X)
         D, dfeats, G, gslots = self._stats.encode_frame(X, learn=False)
         return normalise(self._jll_many(D, dfeats, G, gslots), self._log_prior())
 
@@ -104,3 +108,9 @@ class MiniBatches:
             return pd.Series([None] * len(X), index=X.index, dtype=object)
         idx = self._decide(self._log_posterior_many(X))
         return pd.Series([s.classes[i] for i in idx], index=X.index)
+
+
+def _check_frame(X) -> None:
+    """Raise :class:`~stream_nb.exceptions.EventTypeError` (a ``TypeError``) unless ``X`` is a DataFrame."""
+    if not isinstance(X, pd.DataFrame):
+        raise EventTypeError(f"X: expected a pandas DataFrame of feature columns, got {type(X).__name__} {X!r:.60}")

@@ -64,8 +64,8 @@ import numpy as np
 
 from .._checks import check_integer, check_number
 from ..exceptions import ConfigError, InvalidEventError, MergeError, UnlearnError
-from ..stats import (SparseTable, capture, capture_difference, capture_nbytes, count_difference, scale_counts,
-                     subtract_counts)
+from ..stats import (SparseTable, capture, capture_difference, capture_nbytes, check_event, count_difference,
+                     scale_counts, subtract_counts)
 from ._decay_runs import RENORMALISE_AT
 from ._drift import DriftWatch
 from ._unlearn import Receipt
@@ -284,6 +284,8 @@ class Forgetting(DriftWatch):
     def _forget_time(self, x: dict) -> tuple[dict, float | None]:
         """``x`` without its ``time_field`` (not a feature) and that time (None: ``x`` has none); nothing
         changes (InvalidEventError, reason ``bad_time``, unless the time is a finite number)."""
+        if type(x) is not dict:
+            check_event(x)  # the first read of x when learning: no dict, no event (EventTypeError)
         name = getattr(self, "time_field", None)
         if name is None or name not in x:
             return x, None

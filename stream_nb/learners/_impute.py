@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..stats import GAUSS
+from ..stats import GAUSS, check_event
 
 __all__ = ["Imputation"]
 
@@ -63,6 +63,7 @@ class Imputation:
         {'sky': 'sunny', 'wind': 'weak'}
         """
         s = self._stats
+        check_event(x)
         out = dict(x)
         for name, dist in self.impute_proba_one(x).items():
             f = s.feature_index[name]

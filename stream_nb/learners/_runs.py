@@ -13,9 +13,7 @@ and model as one event at a time, up to floating-point rounding.
 from __future__ import annotations
 
 import abc
-import operator
 import typing
-from itertools import repeat
 
 import numpy as np
 
@@ -130,12 +128,12 @@ class VectorisedRuns(abc.ABC):
             return None
         name = getattr(self, "time_field", None)
         if name is None or (xs.columns.get(name) is None if isinstance(xs, Columns) else
-                            not any(map(operator.contains, xs, repeat(name)))):
+                            not any(type(x) is dict and name in x for x in xs)):
             return xs
         out, times = [], []
         for x in xs:
             t = None
-            if name in x:
+            if type(x) is dict and name in x:  # no dict: no event, refused the one-event way
                 try:
                     x, t = self._forget_time(x)
                 except InvalidEventError:

@@ -39,7 +39,7 @@ import typing
 import numpy as np
 
 from ..exceptions import UnlearnError
-from ..stats import CAT, Columns, is_missing_label
+from ..stats import CAT, Columns, check_event, is_missing_label
 from ._receipt_state import receipt_parts, receipts_state
 
 __all__ = ["Receipt", "Unlearning"]
@@ -106,6 +106,8 @@ class Unlearning:
         stream_nb.exceptions.UnlearnError: class 'stay': the counts hold 0, less than the weight to unlearn; this event was never learned (or was unlearned already); nothing was changed
         """
         s = self._stats
+        if type(x) is not dict:
+            check_event(x)
         if receipt is not None:
             if not isinstance(receipt, Receipt):
                 raise UnlearnError(f"receipt: expected the Receipt learn_one_receipt returned, got {type(receipt).__name__}")

@@ -29,9 +29,15 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
     i seen so far (a value never seen counts as one more). Numeric (``float``)
     features are Gaussian per class, from running moments; the variance of
     feature i in class c is the maximum-likelihood variance, floored at
-    ``var_smoothing`` times the feature's variance over all classes (as in
-    scikit-learn). A class that has not seen a numeric feature uses the
-    all-class Gaussian for it.
+    ``var_smoothing`` times the smallest positive variance of feature i
+    within one class (where no class has one yet: the smallest squared
+    distance between two class means; see
+    :func:`~stream_nb.stats.variance_floor`). scikit-learn floors at the
+    variance over all classes, which one far value inflates by its square
+    until it swamps every class; a minimum it cannot raise. A class that has
+    not seen a numeric feature uses the all-class Gaussian for it. A numeric
+    value beyond ±1e100 is refused (``FeatureTypeError``), so the moments
+    never overflow.
 
     Missing values (``None``, NaN or an absent key) are not counted, and are
     marginalised out at prediction: their factor drops. |D_c| above is then
@@ -49,7 +55,7 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
         then returns the class of least conditional risk. Pairs left out cost
         0 on the diagonal and 1 elsewhere.
     var_smoothing
-        Relative variance floor of the Gaussian features.
+        Relative variance floor of the Gaussian features: a fraction of the smallest within-class variance.
     missing
         ``"em"`` (default): learn from events with missing attributes by
         online EM, adding the expected counts of the missing values, whose

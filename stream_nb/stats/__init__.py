@@ -95,7 +95,7 @@ from ._forgetting import (capture, capture_difference, capture_nbytes, count_dif
 from ._fine import TwoLayerStats
 from ._journal import JournalReader, JournalWriter
 from ._mdl import mdl_cuts
-from ._gaussian import gaussian_loglik
+from ._gaussian import gaussian_loglik, variance_floor
 from ._labels import is_missing_label, validate_label
 from ._running import (
     exclusive_counts, grouped_exclusive_counts, naive_terms, running_counts, running_moments, tree_terms,
@@ -103,13 +103,13 @@ from ._running import (
 )
 from ._sparse import SparseTable
 from ._store import Stats
-from ._values import BINNED, CAT, GAUSS, VALUE_GROUPS, Encoded, describe_type, json_type
+from ._values import BINNED, CAT, GAUSS, NUMERIC_LIMIT, VALUE_GROUPS, Encoded, check_event, describe_type, json_type
 
 __all__ = [
     "BINNED", "CAT", "DEFAULT_MEMORY_BUDGET", "GAUSS", "VALUE_GROUPS", "Columns", "Discretiser", "SparseTable", "Encoded", "Stats",
     "TwoLayerStats", "JournalReader", "JournalWriter", "exclusive_counts", "gaussian_loglik", "grouped_exclusive_counts", "mdl_cuts", "naive_terms",
-    "running_counts", "running_moments", "tree_terms", "values_by_row",
-    "describe_type", "is_missing_label", "json_type", "validate_label",
+    "running_counts", "running_moments", "tree_terms", "values_by_row", "variance_floor", "NUMERIC_LIMIT",
+    "check_event", "describe_type", "is_missing_label", "json_type", "validate_label",
     "capture", "capture_difference", "capture_nbytes", "count_difference", "replace_counts", "scale_counts",
     "subtract_counts", "G_TEST_ALPHA", "chi2_quantile", "cmi_from_cells", "mutual_information_with_class",
     "set_pair_rule", "choose_tuples",

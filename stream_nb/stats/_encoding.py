@@ -10,7 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from .._checks import is_integer
-from ._values import BINNED, CAT, EMPTY_FLOAT, EMPTY_INT, GAUSS, PROMOTE, Encoded, categorical_value, is_nan, numeric_value
+from ._values import (
+    BINNED, CAT, EMPTY_FLOAT, EMPTY_INT, GAUSS, PROMOTE, Encoded, categorical_value, check_event, is_nan, numeric_value,
+)
 
 __all__ = ["Encoding"]
 
@@ -25,6 +27,8 @@ class Encoding:
         When learning ``x`` would need nothing new, the encoding carries the
         store's ``epoch``: :meth:`encode_learn` can then take it as is.
         """
+        if type(x) is not dict:
+            check_event(x)
         enc = self._encode_known(x)
         return self._encode(x) if enc is None else enc
 
@@ -154,6 +158,8 @@ class Encoding:
         it: when learning ``x`` needs nothing new (``known.epoch`` is the
         store's epoch), it is the learning encoding too and ``x`` is not read again.
         """
+        if type(x) is not dict:
+            check_event(x)
         if known is None:  # every value a known category: nothing to register, as encode() tells
             known = self._encode_known(x)
         if known is not None and known.epoch == self.epoch:

@@ -16,12 +16,15 @@ from .._checks import is_integer
 from .._pandas import pd
 from ..exceptions import FeatureTypeError
 from ._columns import Columns
+from ._labels import validate_label
 from ._values import (
-    BINNED, CAT, GAUSS, NONE_TYPE, PLAIN_TYPES, VALUE_GROUPS, categorical_value, hashable, is_nan, json_type,
-    number_column, numeric_value, short_repr,
+    BINNED, CAT, GAUSS, NONE_TYPE, NUMERIC_LIMIT, PLAIN_TYPES, VALUE_GROUPS, categorical_value, hashable, is_nan,
+    json_type, number_column, numeric_value, short_repr,
 )
 
 __all__ = ["Frames"]
+
+_DICTS = frozenset({dict}).issuperset
 
 
 class Frames:
@@ -278,6 +281,9 @@ class Frames:
             absent = [None] * stop
             return (lambda f, name: window.get(name, absent)), stop
         sub = xs[start : start + stop]
+        if not _DICTS(map(type, sub)):  # an event that is no dict: the run ends before it (encode names it)
+            stop = next(i for i, x in enumerate(sub) if type(x) is not dict)
+            sub = sub[:stop]
         known = lookup.keys()
         every_known = known >= set().union(*sub)
         if not every_known:
@@ -434,8 +440,9 @@ class Frames:
                 f"feature {name!r} is numeric: expected a number, got {type(bad).__name__} {short_repr(bad)}",
                 field=name,
             ) from None
-        if np.isinf(a).any():
-            raise FeatureTypeError(f"feature {name!r}: expected finite numbers, got an infinity", field=name)
+        big = np.abs(a) > NUMERIC_LIMIT  # an infinity too
+        if big.any():
+            numeric_value(name, float(a[big.argmax()]))  # raises, naming the value
         return a
 
     def _register_frame(self, prepared, n):
@@ -502,7 +509,7 @@ class Frames:
             self._check_room(0, sum(1 for code in present if labels[code] not in self.class_index))
         for code in present[np.argsort(first)]:
             if labels[code] not in self.class_index:
-                self._add_class(labels[code])
+                self._add_class(validate_label(labels[code]))  # checked: the class it stands for (2.0: 2)
         lut = np.array([self.class_index.get(v, -1) for v in labels], dtype=np.int64)
         return lut[codes]
 

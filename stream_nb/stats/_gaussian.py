@@ -12,10 +12,12 @@ import math
 
 import numpy as np
 
-__all__ = ["GaussianMoments", "gaussian_loglik"]
+__all__ = ["GaussianMoments", "gaussian_loglik", "variance_floor"]
 
 # a class whose weight falls to this (relative) when rows are taken out holds none: its moments are zero
 _EMPTY = 1e-9
+_TINY = np.finfo(float).tiny
+_ROOT_MAX = math.sqrt(np.finfo(float).max)
 
 
 def gaussian_loglik(n, mean, m2, x, var_smoothing: float) -> np.ndarray:
@@ -26,11 +28,11 @@ def gaussian_loglik(n, mean, m2, x, var_smoothing: float) -> np.ndarray:
     NaN where missing; the result is (..., C) summed over the slots.
 
     The variance of feature i in class c is the maximum-likelihood variance,
-    floored at ``var_smoothing`` times the feature's variance over all
-    classes (and at the smallest normal float, so that an underflowing variance
-    stays positive). A class that never saw the feature uses the all-class Gaussian. A
-    feature whose values have all been equal so far carries no information and
-    contributes nothing, as does a missing value.
+    floored at ``var_smoothing`` times the feature's *spread* (:func:`variance_floor`):
+    the smallest positive variance within one class. A class that never saw
+    the feature uses the all-class Gaussian. A feature whose values have all
+    been equal so far carries no information and contributes nothing, as does
+    a missing value.
 
     Returned values are log-densities up to a constant per event (the same for
     every class), which is all a posterior needs: the quadratic term is shifted
@@ -40,12 +42,12 @@ def gaussian_loglik(n, mean, m2, x, var_smoothing: float) -> np.ndarray:
     tot = n.sum(-2)
     safe_tot = np.where(tot > 0, tot, 1.0)
     pooled_mean = (n * mean).sum(-2) / safe_tot
+    # values within ±NUMERIC_LIMIT (1e100) and weights within MAX_COUNT (1e100): every term stays a float
     pooled_var = (m2 + n * (mean - pooled_mean[..., None, :]) ** 2).sum(-2) / safe_tot
     seen = n > 0
-    var = np.where(seen, m2 / np.where(seen, n, 1.0), pooled_var[..., None, :])
-    # floored at the smallest normal float too: variances of values around 1e-150 underflow to 0,
-    # and 0/0 in one class would turn the whole posterior into NaN
-    var = np.maximum(var, np.maximum(var_smoothing * pooled_var[..., None, :], np.finfo(float).tiny))
+    within = m2 / np.where(seen, n, 1.0)  # 0 where not seen: the store keeps an empty class's moments at 0
+    var = np.where(seen, within, pooled_var[..., None, :])
+    var = np.maximum(var, _floor(within, seen, mean, var_smoothing)[..., None, :])
     mu = np.where(seen, mean, pooled_mean[..., None, :])
     use = (pooled_var > 0) & ~np.isnan(x)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
@@ -53,6 +55,48 @@ def gaussian_loglik(n, mean, m2, x, var_smoothing: float) -> np.ndarray:
         q = q - q.min(-2, keepdims=True)
         ll = -0.5 * (np.log(2 * np.pi * var) + q)
     return np.where(use[..., None, :], ll, 0.0).sum(-1)
+
+
+def variance_floor(n, mean, m2, var_smoothing: float) -> np.ndarray:
+    """The least variance of a Gaussian feature in any class, (..., slots) from moments (..., C, slots).
+
+    ``var_smoothing`` times the feature's spread: the smallest positive
+    within-class variance ``m2 / n``; where no class has one yet (each class
+    seen once, or only ever one value), the smallest positive squared distance
+    between two class means. A minimum, not the variance over all classes:
+    one far value (in a class of its own, or in one class among others) cannot
+    raise it, where it would raise the pooled variance by its square and
+    swamp every class. It is also at least the smallest normal float: a
+    variance of values around 1e-150 underflows to 0, and 0/0 would turn the
+    posterior into NaN. Like the moments, it is a function of the additive
+    sufficient statistics, so merges, unlearning, forgetting and snapshots
+    give the same floor as learning the events.
+
+    >>> n = np.array([[3.0], [1.0], [2.0]])
+    >>> mean, m2 = np.array([[0.0], [1e10], [5.0]]), np.array([[6.0], [0.0], [1.0]])
+    >>> variance_floor(n, mean, m2, 0.1)  # class 2's variance 0.5; the lone far value adds nothing
+    array([0.05])
+    >>> variance_floor(n, mean, np.zeros((3, 1)), 0.1)  # no spread within a class: the closest means, 0 and 5
+    array([2.5])
+    """
+    seen = n > 0
+    return _floor(np.where(seen, m2, 0.0) / np.where(seen, n, 1.0), seen, mean, var_smoothing)
+
+
+def _floor(within, seen, mean, var_smoothing: float) -> np.ndarray:
+    """:func:`variance_floor` from the within-class variances ``within`` (0 where not ``seen``)."""
+    spread = np.where(within > 0, within, np.inf).min(-2)
+    none = spread == np.inf
+    if none.any():  # no spread within a class (rare after a few events): the closest class means
+        if within.shape[-2] > 1:
+            ordered = np.sort(np.where(seen, mean, np.nan), axis=-2)  # unseen classes (NaN) last
+            gaps = np.diff(ordered, axis=-2)
+            gap = np.where(gaps > 0, gaps, np.inf).min(-2)
+            # a gap beyond the square root of the float range gives an infinite floor, as its square would
+            capped = np.minimum(gap, _ROOT_MAX)
+            spread = np.where(none, np.where(gap <= _ROOT_MAX, capped * capped, np.inf), spread)
+        spread = np.where(spread == np.inf, 0.0, spread)  # no spread at all: the feature carries nothing
+    return np.maximum(var_smoothing * spread, _TINY)
 
 
 class GaussianMoments:

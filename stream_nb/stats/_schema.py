@@ -14,6 +14,7 @@ import numpy as np
 
 from ..exceptions import CapacityError, FeatureTypeError
 from ._discretise import Discretiser
+from ._labels import validate_label
 from ._values import (
     BINNED, CAT, EMPTY_INT, GAUSS, PLAIN_TYPES, TWINNED, VALUE_GROUPS, Encoded, a_noun, json_type, short_repr,
 )
@@ -318,7 +319,7 @@ class Schema:
         c = self.class_index.get(y)
         if c is None:
             self.check_label(y)
-            c = self._add_class(y)
+            c = self._add_class(validate_label(y))  # the class the label stands for: 2.0 is the class 2
         return c
 
     def discrete_features(self) -> np.ndarray:

@@ -2,25 +2,27 @@
 
 A categorical value is a ``str``, ``int`` or ``bool`` (numpy's scalars too, and a
 float, counted as a category when the feature was declared categorical); a numeric
-value is a finite real number. ``None``, NaN and an absent key are missing. A
+value is a real number of magnitude at most :data:`NUMERIC_LIMIT` (1e100: a Gaussian feature keeps
+sums of squares). ``None``, NaN and an absent key are missing. A
 value of another type raises :class:`~stream_nb.exceptions.FeatureTypeError`
 naming the feature, what was expected and what was received.
 """
 
 from __future__ import annotations
 
+import collections.abc
 import math
 import numbers
 import typing
 
 import numpy as np
 
-from ..exceptions import ConfigError, FeatureTypeError
+from ..exceptions import ConfigError, EventTypeError, FeatureTypeError
 
 __all__ = [
-    "BINNED", "CAT", "EMPTY_FLOAT", "EMPTY_INT", "GAUSS", "KIND_NAMES", "NONE_TYPE", "PLAIN_TYPES", "PROMOTE",
-    "TWINNED", "VALUE_GROUPS", "Encoded", "a_noun", "categorical_value", "check_types", "describe_type", "hashable",
-    "is_nan", "json_type", "number_column", "numeric_value", "short_repr",
+    "BINNED", "CAT", "EMPTY_FLOAT", "EMPTY_INT", "GAUSS", "KIND_NAMES", "NONE_TYPE", "NUMERIC_LIMIT", "PLAIN_TYPES",
+    "PROMOTE", "TWINNED", "VALUE_GROUPS", "Encoded", "a_noun", "categorical_value", "check_event", "check_types",
+    "describe_type", "hashable", "is_nan", "json_type", "number_column", "numeric_value", "short_repr",
 ]
 
 #: the count arrays that EM adds expected counts to, and that ``observed=True`` keeps twice
@@ -43,6 +45,11 @@ VALUE_GROUPS = {
 #: the Python types whose values the fast lookups of each value type may take as they are
 PLAIN_TYPES = {"string": (str,), "number": (int, float), "boolean": (bool,), "string or number": (str, int, float)}
 NONE_TYPE = type(None)
+#: The largest magnitude of a numeric value. A Gaussian feature keeps, per class, the sum of its squared
+#: deviations from the mean: with values within ±1e100 and at most MAX_COUNT (1e100, see ``_state``)
+#: events, that sum is at most 1e100 * (2e100)² = 4e300, so no moment, its update or its log-density
+#: overflows a float (1.8e308). A value whose square is no float (beyond 1.34e154) is far past it.
+NUMERIC_LIMIT = 1e100
 
 
 def json_type(v) -> str:
@@ -86,24 +93,40 @@ class Encoded(typing.NamedTuple):
 
 
 def describe_type(value) -> str:
-    """How a value is named in error messages: its JSON type ("an object", "a float", ...), else its Python type.
+    """How a value is named in error messages: by its JSON name (``null``, ``true``, ``false``, "a number",
+    "a string", "an object", "an array"), else by its Python type.
 
-    >>> describe_type({}), describe_type(True), describe_type(1.5), describe_type(b"x")
-    ('an object', 'a boolean', 'a float', 'bytes')
+    >>> describe_type({}), describe_type(None), describe_type(True), describe_type(1.5), describe_type(b"x")
+    ('an object', 'null', 'true', 'a number', 'bytes')
     """
+    if value is None:
+        return "null"
     if isinstance(value, dict):
         return "an object"
     if isinstance(value, list):
         return "an array"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a float"
+    if isinstance(value, (bool, np.bool_)):
+        return "true" if value else "false"
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return "a number"
     if isinstance(value, str):
         return "a string"
     return type(value).__name__
+
+
+def check_event(x) -> None:
+    """Raise :class:`~stream_nb.exceptions.EventTypeError` unless ``x`` is an event: a dict (any mapping) of
+    feature name -> value, as river's ``learn_one(x, y)`` takes.
+
+    >>> check_event({"sky": "sun"})
+    >>> check_event(["sun", 3])
+    Traceback (most recent call last):
+    ...
+    stream_nb.exceptions.EventTypeError: x: expected a dict of feature name -> value, got list ['sun', 3]
+    """
+    if type(x) is not dict and not isinstance(x, collections.abc.Mapping):
+        got = "None" if x is None else f"{type(x).__name__} {short_repr(x)}"
+        raise EventTypeError(f"x: expected a dict of feature name -> value, got {got}")
 
 
 def is_nan(v) -> bool:
@@ -138,22 +161,33 @@ def categorical_value(name, v):
 
 
 def numeric_value(name, v):
-    """A finite float, or None when missing."""
+    """A finite float of magnitude at most :data:`NUMERIC_LIMIT`, or None when missing.
+
+    >>> numeric_value("t", 3), numeric_value("t", float("nan"))
+    (3.0, None)
+    >>> numeric_value("t", 1e200)
+    Traceback (most recent call last):
+    ...
+    stream_nb.exceptions.FeatureTypeError: feature 't': expected a number of magnitude at most 1e+100, got 1e+200
+    """
     t = type(v)
     if t is float:
         if v != v:
             return None
-        if v in (math.inf, -math.inf):
-            raise FeatureTypeError(f"feature {name!r}: expected a finite number, got {v!r}", field=name)
+        if not -NUMERIC_LIMIT <= v <= NUMERIC_LIMIT:
+            raise _out_of_range(name, v)
         return v
     if v is None:
         return None
     if t is int or (isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))):
-        f = float(v)
+        try:
+            f = float(v)
+        except OverflowError:  # an integer beyond the float range
+            raise _out_of_range(name, v) from None
         if f != f:
             return None
-        if math.isinf(f):
-            raise FeatureTypeError(f"feature {name!r}: expected a finite number, got {v!r}", field=name)
+        if not -NUMERIC_LIMIT <= f <= NUMERIC_LIMIT:
+            raise _out_of_range(name, v)
         return f
     raise FeatureTypeError(
         f"feature {name!r} is numeric: expected a number, got {type(v).__name__} {short_repr(v)}",
@@ -161,21 +195,34 @@ def numeric_value(name, v):
     )
 
 
+def _out_of_range(name, v) -> FeatureTypeError:
+    """The rejection of numeric value ``v`` of feature ``name``: infinite, or beyond :data:`NUMERIC_LIMIT`."""
+    infinite = isinstance(v, float) and math.isinf(v)
+    what = "finite number" if infinite else f"number of magnitude at most {NUMERIC_LIMIT:g}"
+    return FeatureTypeError(f"feature {name!r}: expected a {what}, got {short_repr(v)}", field=name)
+
+
 _FLOATS_ONLY = frozenset({float}).issuperset
 
 
 def number_column(vals: list) -> np.ndarray:
-    """Floats of a feature's values across events: NaN where missing, inf where not a plain finite number."""
+    """Floats of a feature's values across events: NaN where missing, inf where not a plain finite number
+    of magnitude at most :data:`NUMERIC_LIMIT` (:func:`numeric_value` names what is wrong with it).
+
+    >>> number_column([1.5, None, 1e200, 2]).tolist()
+    [1.5, nan, inf, 2.0]
+    """
     if _FLOATS_ONLY(map(type, vals)):
-        return np.array(vals, dtype=float)
+        col = np.array(vals, dtype=float)
+        return np.where(np.abs(col) > NUMERIC_LIMIT, np.inf, col)
     col = np.empty(len(vals))
     for i, v in enumerate(vals):
         t = type(v)
         if t is float:
-            col[i] = v
+            col[i] = v if -NUMERIC_LIMIT <= v <= NUMERIC_LIMIT or v != v else np.inf
         elif v is None:
             col[i] = np.nan
-        elif t is int and -1e308 < v < 1e308:
+        elif t is int and -NUMERIC_LIMIT <= v <= NUMERIC_LIMIT:
             col[i] = v
         else:
             col[i] = np.inf
