@@ -18,7 +18,7 @@ from ._candidates import restore_selection
 from ._tuple_candidates import restore_tuple_selection
 from ._discretise import Discretiser
 from ._sparse import cells_of
-from ._values import BINNED, CAT, GAUSS, VALUE_GROUPS, check_types, hashable, is_nan, json_type
+from ._values import BINNED, CAT, GAUSS, NUMERIC_LIMIT, VALUE_GROUPS, check_types, hashable, is_nan, json_type
 
 __all__ = ["State", "check_state", "MAX_COUNT"]
 
@@ -139,6 +139,9 @@ class State:
         so a state that announces more than its arrays hold costs nothing.
         """
         check_state(arrays, meta)
+        # counts (and M2) a rounding left just below zero read as zero: the logs of a prediction stay finite
+        arrays = {k: np.maximum(a, 0) if k != "g_mean" and not k.endswith("_cells") and a.size and a.min() < 0
+                  else a for k, a in arrays.items()}
         s = cls(
             pairs=meta["pairs"], numeric=meta["numeric"], types=meta["types"],
             bins=meta["bins"], warmup=meta["warmup"], bin_edges=meta["bin_edges"],
@@ -220,6 +223,8 @@ def _square(a: np.ndarray, F: int) -> np.ndarray:
 #: Largest count a state may hold: far beyond any stream's, and small enough that no sum, square or
 #: product of counts a model computes overflows a float.
 MAX_COUNT = 1e100
+#: The largest sum of squared deviations (``g_m2``) values within ±NUMERIC_LIMIT can reach in MAX_COUNT events.
+MOMENT_LIMIT = (2 * NUMERIC_LIMIT) ** 2 * MAX_COUNT
 
 
 def _kind(value) -> str:
@@ -428,8 +433,12 @@ def check_state(arrays: dict, meta: dict) -> None:
         if a.shape != shape:
             raise ValueError(f"array {name!r} has shape {list(a.shape)}; the metadata ({C} classes, {V} value "
                              f"columns, {F} features, {G} Gaussian) gives it {list(shape)}")
-        if name in ("g_mean", "g_m2"):
-            continue  # moments: extreme values learned may have overflowed them, and the model copes
+        if name in ("g_mean", "g_m2"):  # values within ±NUMERIC_LIMIT and counts within MAX_COUNT bound them
+            bound = NUMERIC_LIMIT if name == "g_mean" else MOMENT_LIMIT
+            if a.size and not (np.isfinite(a).all() and float(np.abs(a).max()) <= bound):
+                raise ValueError(f"array {name!r}: Gaussian moments must be finite and of magnitude at most "
+                                 f"{bound:g}")
+            continue
         if scale is None:
             scale = 1e-6 * max(1.0, float(np.abs(arrays["class_count"]).sum()))
         if a.size and not (np.isfinite(a).all() and float(a.min()) >= -scale and float(a.max()) <= MAX_COUNT):
