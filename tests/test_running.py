@@ -16,7 +16,7 @@ import sys
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes
@@ -146,6 +146,10 @@ def assert_same_counts(a, b):
 @pytest.mark.parametrize("name", list(MODELS))
 @SETTINGS
 @given(warm=events, stream=events)
+# one value repeated in a class (the other never saw the feature): no spread, the prior (test_constant_gaussian.py)
+@example(warm=[({}, "a")], stream=[({}, "a")] * 8 + [({"weight": 0.03}, "a"), ({}, "a"), ({"weight": 0.03}, "a"),
+                                                     ({}, "b"), ({"weight": 0.0}, "a")])
+@example(warm=[({}, "a")], stream=[({"weight": 0.03}, "a")] * 3 + [({}, "b"), ({"weight": 0.0}, "a")])
 def test_prequential_many_equals_the_event_by_event_loop(name, warm, stream):
     batched, looped = MODELS[name](), MODELS[name]()
     assert_same(batched.prequential_many([x for x, _ in warm], [y for _, y in warm]), loop(looped, warm))

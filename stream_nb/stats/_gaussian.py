@@ -41,10 +41,14 @@ def gaussian_loglik(n, mean, m2, x, var_smoothing: float) -> np.ndarray:
     """
     tot = n.sum(-2)
     safe_tot = np.where(tot > 0, tot, 1.0)
-    pooled_mean = (n * mean).sum(-2) / safe_tot
+    seen = n > 0
+    # around a shift K (the largest class mean): classes with one mean pool to that mean exactly, so a
+    # feature whose values are all equal has a pooled variance of exactly 0 whatever the weights
+    K = np.where(seen, mean, -np.inf).max(-2)
+    K = np.where(np.isfinite(K), K, 0.0)
+    pooled_mean = K + (n * np.where(seen, mean - K[..., None, :], 0.0)).sum(-2) / safe_tot
     # values within ±NUMERIC_LIMIT (1e100) and weights within MAX_COUNT (1e100): every term stays a float
     pooled_var = (m2 + n * (mean - pooled_mean[..., None, :]) ** 2).sum(-2) / safe_tot
-    seen = n > 0
     within = m2 / np.where(seen, n, 1.0)  # 0 where not seen: the store keeps an empty class's moments at 0
     var = np.where(seen, within, pooled_var[..., None, :])
     var = np.maximum(var, _floor(within, seen, mean, var_smoothing)[..., None, :])
@@ -148,8 +152,13 @@ class GaussianMoments:
             c, xv, wv = yc[ok], x[ok], w[ok]
             nb = np.bincount(c, weights=wv, minlength=C)
             present = nb > 0
+            # the mean around a shift K (each class's first value): equal values give exactly that value and
+            # M2 0, as the one-event update does; Σ w x / Σ w may round off it and leave a spurious spread
+            K = np.zeros(C)
+            firsts, at = np.unique(c, return_index=True)
+            K[firsts] = xv[at]
             mb = np.zeros(C)
-            mb[present] = np.bincount(c, weights=wv * xv, minlength=C)[present] / nb[present]
+            mb[present] = K[present] + np.bincount(c, weights=wv * (xv - K[c]), minlength=C)[present] / nb[present]
             m2b = np.bincount(c, weights=wv * (xv - mb[c]) ** 2, minlength=C)
             idx = np.flatnonzero(present)
             (self._unmerge_moments if remove else self._merge_moments)(idx, g, nb[idx], mb[idx], m2b[idx])

@@ -12,7 +12,7 @@ once:
 * value|class and feature|class counts: the same, within each group of
   entries sharing a column (or a feature), in event order;
 * Gaussian moments: prefix sums of the shifted values and their squares per
-  class, combined with the stored moments by Chan's formula.
+  class, merged into the stored moments by Chan's pairwise formula.
 
 Unlabeled events (class -1) are scored but add nothing. Events may be
 weighted (``w``, one per row: the stored weight a decaying model gives each,
@@ -116,18 +116,23 @@ def running_moments(G: np.ndarray, yc: np.ndarray, n0: np.ndarray, mean0: np.nda
 
     ``G`` is (rows, slots) with NaN where a value is missing; returns three
     (rows, C, slots) arrays, or (1, C, slots) ones, to broadcast, when no row is
-    labeled (every row then sees the stored moments). Sums are taken around a shift K (the stored mean,
-    or the class's first value in the run where nothing is stored), so that
+    labeled (every row then sees the stored moments). The earlier rows' own moments are taken around a
+    shift K (the class's first value in the run; the stored mean where the run has none):
 
-        n = n0 + nb,  mean = K + (n0 (mean0 - K) + S1) / n,  M2 = m2_0 + S2 - S1² / n
+        nb, mean_b = K + S1 / nb, M2_b = S2 - S1² / nb
 
-    with S1, S2 the (weighted) sums of (x - K) and (x - K)² over the earlier rows, which
-    is Chan's pairwise update with no cancellation between large values.
+    with S1, S2 the (weighted) sums of (x - K) and (x - K)² over the earlier rows, and merged into the
+    stored ones by Chan's pairwise formula (δ = mean_b - mean0):
+
+        n = n0 + nb,  mean = mean0 + δ nb / n,  M2 = m2_0 + M2_b + δ² n0 nb / n
+
+    so equal values give exactly that mean and M2 0, and stored moments of a negligible weight (decayed
+    by many half-lives) add a negligible M2 instead of the rounding of S2 - S1² / n.
 
     >>> G = np.array([[1.0], [3.0], [np.nan], [5.0]])
     >>> n, mean, m2 = running_moments(G, np.array([0, 0, 0, 0]), np.zeros((1, 1)), np.zeros((1, 1)), np.zeros((1, 1)))
     >>> n[:, 0, 0], mean[:, 0, 0], m2[:, 0, 0]
-    (array([0., 1., 2., 2.]), array([1., 1., 2., 2.]), array([0., 0., 2., 2.]))
+    (array([0., 1., 2., 2.]), array([0., 1., 2., 2.]), array([0., 0., 2., 2.]))
     """
     C = n0.shape[0]
     if not len(yc) or yc.max() < 0:
@@ -137,19 +142,24 @@ def running_moments(G: np.ndarray, yc: np.ndarray, n0: np.ndarray, mean0: np.nda
         return n0[None], np.where(n0 > 0, mean0, 0.0)[None], m2[None]
     obs = ~np.isnan(G)
     W = _one_hot(yc, C, w)[:, :, None] * obs[:, None, :]  # (rows, C, slots): row j's weight in (c, g)
-    first = np.where(W.any(0), G[W.argmax(0), np.arange(G.shape[1])[None, :]], 0.0)  # (C, slots)
-    K = np.where(n0 > 0, mean0, first)
+    ran = W.any(0)
+    K = np.where(ran, G[W.argmax(0), np.arange(G.shape[1])[None, :]], np.where(n0 > 0, mean0, 0.0))  # (C, slots)
     d = np.where(obs, G, 0.0)[:, None, :] - K[None]
     X = W * d
     nb = _exclusive_cumsum(W)
     S1 = _exclusive_cumsum(X)
     S2 = _exclusive_cumsum(X * d)
+    safe_b = np.where(nb > 0, nb, 1.0)
     n = n0[None] + nb
     safe = np.where(n > 0, n, 1.0)
-    # an empty (class, slot) keeps mean 0, as the store does: a huge K must not leak into pooled sums
-    mean = np.where(n > 0, K[None] + (n0 * (mean0 - K))[None] / safe + S1 / safe, 0.0)
-    with np.errstate(invalid="ignore"):
-        m2 = m2_0[None] + S2 - S1 * (S1 / safe)
+    with np.errstate(invalid="ignore", over="ignore"):
+        mean_b = K[None] + S1 / safe_b
+        m2_b = S2 - S1 * (S1 / safe_b)
+        delta = np.where(nb > 0, mean_b - mean0[None], 0.0)
+        # an empty (class, slot) keeps mean 0, as the store does: a huge K must not leak into pooled sums
+        mean = np.where(n > 0, mean0[None] + delta * (nb / safe), 0.0)
+        # delta * (delta * w), not delta² * w: with an empty side (w = 0) a huge delta adds 0, not inf * 0
+        m2 = m2_0[None] + np.maximum(m2_b, 0.0) + delta * (delta * (n0[None] * nb / safe))
     # inf - inf: squares beyond the float range, where the one-at-a-time update gives inf too
     m2 = np.where(np.isnan(m2), np.inf, np.maximum(m2, 0.0))
     return n, mean, m2
