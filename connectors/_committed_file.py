@@ -92,9 +92,8 @@ def _fsync_dir(path: str) -> None:
     """Make a rename in ``path``'s directory durable."""
     fd = os.open(os.path.dirname(os.path.abspath(path)) or ".", os.O_RDONLY)
     try:
-        os.fsync(fd)
-    except OSError:  # some file systems refuse to fsync a directory; the rename itself is atomic
-        pass
+        with contextlib.suppress(OSError):  # some file systems refuse to fsync a directory; a rename is atomic
+            os.fsync(fd)
     finally:
         os.close(fd)
 
