@@ -103,13 +103,19 @@ def _write(f: StagedFile, *lines: str) -> None:
         f.write(line.encode() + b"\n")
 
 
-def test_lines_a_crash_leaves_before_their_snapshot_are_dropped_and_replayed_once(tmp_path):
-    path = tmp_path / "out.jsonl"
+def _committed(path: Path, *lines: str) -> tuple[StagedFile, dict]:
+    """A fresh file whose first snapshot covers ``lines`` and whose commit ran: the file and that state."""
     f = StagedFile(str(path))
     f.recover(None)
-    _write(f, "a", "b")
+    _write(f, *lines)
     state = f.precommit()
     f.commit()
+    return f, state
+
+
+def test_lines_a_crash_leaves_before_their_snapshot_are_dropped_and_replayed_once(tmp_path):
+    path = tmp_path / "out.jsonl"
+    f, state = _committed(path, "a", "b")
     _write(f, "c")
     f.flush()  # staged durably, but no snapshot covers it
     assert _lines(path) == [b"a", b"b"]
@@ -144,11 +150,7 @@ def test_a_crash_after_the_snapshot_and_before_the_append_is_finished_by_the_res
 @pytest.mark.parametrize("cut", [1, 5, 9])
 def test_an_append_cut_short_is_finished_from_where_it_stopped(tmp_path, cut):
     path = tmp_path / "out.jsonl"
-    f = StagedFile(str(path))
-    f.recover(None)
-    _write(f, "first")
-    f.precommit()
-    f.commit()
+    f, _ = _committed(path, "first")
     _write(f, "second", "third")  # 13 bytes staged
     state = f.precommit()
     with open(path, "ab") as target:  # the crash came after `cut` bytes of the append
@@ -161,11 +163,7 @@ def test_an_append_cut_short_is_finished_from_where_it_stopped(tmp_path, cut):
 
 def test_a_restore_of_an_older_snapshot_does_not_write_the_newer_lines_again(tmp_path, caplog):
     path = tmp_path / "out.jsonl"
-    f = StagedFile(str(path))
-    f.recover(None)
-    _write(f, "a")
-    older = f.precommit()
-    f.commit()
+    f, older = _committed(path, "a")
     _write(f, "b", "c")
     f.precommit()  # a newer snapshot, damaged later
     f.commit()
@@ -188,11 +186,7 @@ def test_a_restore_of_an_older_snapshot_does_not_write_the_newer_lines_again(tmp
 
 def test_a_file_moved_away_since_the_snapshot_is_started_again_with_a_warning(tmp_path, caplog):
     path = tmp_path / "out.jsonl"
-    f = StagedFile(str(path))
-    f.recover(None)
-    _write(f, "a")
-    state = f.precommit()
-    f.commit()
+    f, state = _committed(path, "a")
     f.close()
     path.rename(tmp_path / "old.jsonl")
     again = StagedFile(str(path))
