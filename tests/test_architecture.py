@@ -40,6 +40,7 @@ LAYERS: dict[str, int] = {
     "stream_nb._checks": 1,
     "stream_nb._version": 1,
     "stream_nb._pandas": 1,
+    "stream_nb.kernels": 1,
     "stream_nb.stats": 2,
     "stream_nb.learners": 3,
     "stream_nb.snapshots": 4,

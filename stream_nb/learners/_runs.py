@@ -243,6 +243,8 @@ class VectorisedRuns(abc.ABC):
         if decay is not None and decay.stop < len(yc):  # the decay acts on the cells after this row
             s.cut_run(decay.stop)
             D, G, yc, stop = D[: decay.stop], G[: decay.stop], yc[: decay.stop], start + decay.stop
+        if decay is None and self._kernel_ready():
+            return self._kernel_run(start, stop, D, G, yc, out)
         if stop - start < 2:
             return start  # a single event: the one-event path is cheaper
         if out is None and not self._run_scores_learned():
@@ -284,6 +286,32 @@ class VectorisedRuns(abc.ABC):
                 for i, p in zip(decided.tolist(), np.exp(log_post).tolist())
             )
         return self._add_run(D, G, yc, stop, decay)
+
+    def _kernel_ready(self) -> bool:
+        """Whether the model's compiled kernel (:meth:`_kernel_block`) may score and learn runs now: it has
+        one, nothing learns from a run's scores (a drift detector), and the store is one plain layer of dense
+        counts that no receipt records."""
+        s = self._stats
+        return (getattr(self, "_kernel_block", None) is not None and not self._run_scores_learned()
+                and s.count_layer() is s and s.journal is None and not s.pairs_sparse and not s.tuples_sparse)
+
+    def _kernel_run(self, start: int, stop: int, D: np.ndarray, G: np.ndarray, yc: np.ndarray, out) -> int:
+        """Score and learn a run in the compiled kernel, event by event in order; return ``stop``."""
+        s = self._stats
+        log_post = np.empty((len(yc), s.n_classes))
+        self._kernel_block(D, np.arange(D.shape[1]), G, np.arange(G.shape[1]), yc, s.run_more(len(yc)), log_post, True)
+        if isinstance(out, _Blocks):
+            out.append(RunBlock(start, stop, s.classes[: s.n_classes], self._decide(log_post), np.exp(log_post), yc))
+        elif out is not None:
+            classes = s.classes
+            out.extend((classes[i], dict(zip(classes, p)))
+                       for i, p in zip(self._decide(log_post).tolist(), np.exp(log_post).tolist()))
+        s.register_run_values(len(yc))
+        learned = int(np.count_nonzero(yc >= 0))
+        if learned:
+            self._settle_store()
+            self._learned(learned)
+        return stop
 
     def _add_run(self, D: np.ndarray, G: np.ndarray, yc: np.ndarray, stop: int, decay=None) -> int:
         """Learn a run's labeled rows in one :meth:`Stats.add_many` (under decay, each with its weight, and

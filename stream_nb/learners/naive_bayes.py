@@ -6,12 +6,16 @@ import numpy as np
 
 from .._checks import check_choice, check_number
 from ..stats import DEFAULT_MEMORY_BUDGET, naive_terms
+from ..kernels import compiled
 from ._base import BayesClassifier
 from ._binning import check_binning
 from ._em import add_estep, assemble, naive_bayes_blocks
 from ._runs import VectorisedRuns
 
 __all__ = ["NaiveBayes"]
+
+_NO_MORE = np.zeros((0, 0), dtype=np.int64)
+_UNLABELED = np.full(1, -1, dtype=np.int64)
 
 
 class NaiveBayes(VectorisedRuns, BayesClassifier):
@@ -155,41 +159,41 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
         check_binning(bins, warmup, discretiser, fine_bins)
         self._setup(numeric=numeric, pairs=False, var_smoothing=var_smoothing, bins=bins, warmup=warmup,
                     bin_edges=bin_edges, discretiser=discretiser, fine_bins=fine_bins)
-        self._table_epoch = -1
 
-    # log P(v | c) for every column v, a view of the counts kept up to date
-    # incrementally: a learned event refreshes its class's row, anything that
-    # changes the schema (a new class, feature or value; a batch; a merge)
-    # bumps the store's epoch and the table is rebuilt on next use.
-
-    def _tables(self):
+    def _kernel_tables(self) -> tuple:
+        """The kernel's tables of logged counts (:mod:`stream_nb.kernels._naive`), rebuilt when the counts
+        changed outside the kernel."""
         s = self._stats
-        if self._table_epoch != s.epoch:
-            C, V, a = s.n_classes, len(s.value_keys), self._alpha
-            vf = np.maximum(s.value_feature[:V], 0)
-            self._vf, self._vn = vf, a * s.n_values[vf]
-            # column 0 (never-seen values) and columns detached by a promotion are never read here
-            self._vn[s.value_feature[:V] < 0] = a
-            self._lp = np.log(s.value_count[:C, :V] + a) - np.log(s.feat_count[:C][:, vf] + self._vn)
-            self._lprior = self._log_prior()
-            self._table_epoch = s.epoch
-        return self._lp, self._lprior
+        key = (s.epoch, s.version, s.value_count.shape, s.feat_count.shape)
+        tables = self.__dict__.get("_ktables")
+        if tables is None or tables[0] != key:
+            lnum, lden = np.empty_like(s.value_count), np.empty_like(s.feat_count)
+            compiled().naive_tables(s.value_count, s.feat_count, s.n_values, self._alpha, lnum, lden)
+            tables = self._ktables = [key, lnum, lden]
+        return tables
 
-    def _added(self, c: int) -> None:
+    def _kernel_block(self, D, dfeats, G, gslots, yc, more, out, learn: bool) -> None:
+        """Score each row of an encoded block into ``out`` (log posteriors) and, with ``learn``, count each
+        labelled row after scoring it (:func:`~stream_nb.kernels._naive.naive_block`)."""
         s = self._stats
-        if self._table_epoch == s.epoch:  # the table was current and nothing new came with this event
-            V, a = len(self._vf), self._alpha
-            self._lp[c] = np.log(s.value_count[c, :V] + a) - np.log(s.feat_count[c, self._vf] + self._vn)
-            self._lprior = self._log_prior()
+        tables = self._kernel_tables()
+        twin = s.keeps_observed
+        compiled().naive_block(
+            D, dfeats, _NO_MORE if more is None else more, G, gslots, yc,
+            np.ones(len(yc)), learn, s.n_classes, self._alpha, self._var_smoothing, s.class_count, s.value_count,
+            s.feat_count, s.n_values, s.obs_value_count if twin else s.value_count,
+            s.obs_feat_count if twin else s.feat_count, twin, s.g_n, s.g_mean, s.g_m2, tables[1], tables[2], out)
+        if learn and (yc >= 0).any():
+            s.epoch += 1  # counts changed in place, as Stats.add_many does
+            s.version += 1
+            tables[0] = (s.epoch, s.version, s.value_count.shape, s.feat_count.shape)
 
     def _jll(self, enc):
-        if enc.unseen or not self._stats.n_classes or self.half_life is not None:
+        if not self._stats.n_classes or self.half_life is not None:
             return self._naive_jll(enc)  # (decay changes every cell's smoothing each event: no table)
-        lp, prior = self._tables()
-        jll = prior + lp[:, enc.cols].sum(1) if len(enc.cols) else prior
-        if len(enc.gslots):
-            jll = jll + self._stats.gaussian_loglik(enc.gslots, enc.gx, self.var_smoothing)
-        return jll
+        out = np.empty((1, self._stats.n_classes))
+        self._kernel_block(enc.cols[None, :], enc.feats, enc.gx[None, :], enc.gslots, _UNLABELED, None, out, False)
+        return out[0]
 
     def _jll_many(self, D, dfeats, G, gslots):
         return self._naive_jll_many(D, dfeats, G, gslots)

@@ -1,0 +1,153 @@
+"""What every model's kernel shares: the class prior, the normalised posterior, and the Gaussian features.
+
+Each function is the compiled twin of a numpy function of the learners' and the
+store's (named in its docstring), for one event.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = ["add_gaussian", "gaussian_row", "log_prior_row", "normalise_row", "warm"]
+
+
+_TINY = np.finfo(np.float64).tiny
+_ROOT_MAX = math.sqrt(np.finfo(np.float64).max)
+_LOG_2PI = math.log(2.0 * math.pi)
+
+
+def log_prior_row(class_count, C, a, out):
+    """``out[:C]`` = log P̂(c) = log(|D_c| + a) - log(|D| + a C) (``learners._decision.log_prior``)."""
+    total = 0.0
+    for c in range(C):
+        total += class_count[c]
+    z = math.log(total + a * C)
+    for c in range(C):
+        out[c] = math.log(class_count[c] + a) - z
+
+
+def normalise_row(jll, prior, C, out):
+    """``out[:C]`` = log P(c | x) from the joint log-likelihoods ``jll``; the prior where every class is
+    impossible (``learners._decision.normalise``)."""
+    dead = True
+    for c in range(C):
+        if math.isfinite(jll[c]):
+            dead = False
+            break
+    if dead:
+        for c in range(C):
+            jll[c] = prior[c]
+    m = -math.inf
+    for c in range(C):
+        v = jll[c]
+        if v != v:
+            m = math.nan
+            break
+        if v > m:
+            m = v
+    if not math.isfinite(m):
+        m = 0.0
+    s = 0.0
+    for c in range(C):
+        s += math.exp(jll[c] - m)
+    lse = m + math.log(s)
+    for c in range(C):
+        out[c] = jll[c] - lse
+
+
+def gaussian_row(G, r, gslots, g_n, g_mean, g_m2, C, var_smoothing, q, jll):
+    """Add to ``jll[:C]`` the Gaussian log-densities of row ``r`` of ``G`` (NaN: missing), its columns the
+    slots ``gslots`` (``stats.gaussian_loglik``: the maximum-likelihood variance floored at ``var_smoothing``
+    times the feature's spread, the all-class Gaussian for a class that never saw the feature, the quadratic
+    term shifted by its least class); ``q`` is scratch of at least C."""
+    for j in range(gslots.shape[0]):
+        x = G[r, j]
+        if x != x:
+            continue
+        g = gslots[j]
+        tot = 0.0
+        K = -math.inf
+        for c in range(C):
+            n = g_n[c, g]
+            if n > 0:
+                tot += n
+                if g_mean[c, g] > K:
+                    K = g_mean[c, g]
+        if not math.isfinite(K):
+            K = 0.0
+        safe = tot if tot > 0 else 1.0
+        acc = 0.0
+        for c in range(C):
+            if g_n[c, g] > 0:
+                acc += g_n[c, g] * (g_mean[c, g] - K)
+        pooled_mean = K + acc / safe
+        acc = 0.0
+        for c in range(C):
+            d = g_mean[c, g] - pooled_mean
+            acc += g_m2[c, g] + g_n[c, g] * d * d
+        pooled_var = acc / safe
+        if not pooled_var > 0:
+            continue  # every value so far equal: the feature carries nothing
+        floor = _variance_floor(g_n, g_mean, g_m2, g, C, var_smoothing)
+        qmin = math.inf
+        for c in range(C):
+            n = g_n[c, g]
+            if n > 0:
+                var, mu = g_m2[c, g] / n, g_mean[c, g]
+            else:
+                var, mu = pooled_var, pooled_mean
+            if var < floor:
+                var = floor
+            d = x - mu
+            q[c] = d * d / var
+            if q[c] < qmin:
+                qmin = q[c]
+            jll[c] += -0.5 * (_LOG_2PI + math.log(var))
+        for c in range(C):
+            jll[c] += -0.5 * (q[c] - qmin)
+
+
+def _variance_floor(g_n, g_mean, g_m2, g, C, var_smoothing):
+    """``stats.variance_floor`` of slot ``g``: ``var_smoothing`` times the smallest positive within-class
+    variance, else the smallest positive squared gap between two class means, at least the smallest float."""
+    spread = math.inf
+    for c in range(C):
+        n = g_n[c, g]
+        if n > 0:
+            v = g_m2[c, g] / n
+            if 0 < v < spread:
+                spread = v
+    if spread == math.inf:
+        gap = math.inf
+        for c in range(C):
+            if g_n[c, g] > 0:
+                for e in range(C):
+                    if g_n[e, g] > 0:
+                        d = g_mean[e, g] - g_mean[c, g]
+                        if 0 < d < gap:
+                            gap = d
+        spread = gap * gap if gap <= _ROOT_MAX else 0.0
+    f = var_smoothing * spread
+    return f if f > _TINY else _TINY
+
+
+def add_gaussian(G, r, gslots, c, w, g_n, g_mean, g_m2):
+    """Weighted Welford update of class ``c``'s moments by row ``r`` of ``G`` (``stats.Stats.add_gaussian``)."""
+    for j in range(gslots.shape[0]):
+        x = G[r, j]
+        if x != x:
+            continue
+        g = gslots[j]
+        n = g_n[c, g] + w
+        mean = g_mean[c, g]
+        d = x - mean
+        new_mean = mean + d * (w / n)
+        g_m2[c, g] += w * d * (x - new_mean)
+        g_mean[c, g] = new_mean
+        g_n[c, g] = n
+
+
+def warm(k) -> None:
+    """The helpers compile with the kernels that call them."""

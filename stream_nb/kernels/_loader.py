@@ -1,0 +1,45 @@
+"""Compiling the kernels on first use (see :mod:`stream_nb.kernels`)."""
+
+from __future__ import annotations
+
+import inspect
+import types
+
+from . import _common, _naive
+
+__all__ = ["compile_all", "compiled"]
+
+#: The kernel modules: every function of each is compiled, but its ``warm()``, which calls each kernel once
+#: on small inputs of the types the models pass.
+MODULES = (_common, _naive)
+
+_compiled: types.SimpleNamespace | None = None
+
+
+def compiled() -> types.SimpleNamespace:
+    """The compiled kernels, by name; numba is imported and the kernels compiled (or read from its cache)
+    on the first call."""
+    global _compiled
+    if _compiled is None:
+        # numba takes 0.5 to 1 s to import: loaded late, so that commands that never learn never pay for it
+        import numba
+
+        kernels = {}
+        for module in MODULES:
+            for name, fn in list(vars(module).items()):
+                if not inspect.isfunction(fn) or fn.__module__ != module.__name__ or name == "warm":
+                    continue
+                # a kernel's callers in its module (and in later ones, through the module) find the compiled one
+                kernel = numba.njit(cache=True, nogil=True, error_model="numpy")(fn)
+                setattr(module, name, kernel)
+                kernels[name] = kernel
+        _compiled = types.SimpleNamespace(**kernels)
+    return _compiled
+
+
+def compile_all() -> None:
+    """Compile every kernel for the argument types the models pass (what a first call would), so that later
+    processes load them from numba's cache."""
+    k = compiled()
+    for module in MODULES:
+        module.warm(k)
