@@ -349,17 +349,21 @@ def agrawal_like(n, seed):
 
 
 class Spy:
-    """Counts the events a model scored in vectorised runs."""
+    """Counts the events a model scored in runs: in its compiled kernel, or in the vectorised numpy path."""
 
     def __init__(self, model):
         self.model, self.rows = model, 0
-        jll = model._run_jll
+        jll, kernel_run = model._run_jll, model._kernel_run
 
         def counting(D, yc, C, prior):
             self.rows += len(D)
             return jll(D, yc, C, prior)
 
-        model._run_jll = counting
+        def counting_kernel(start, stop, D, G, yc, out):
+            self.rows += len(yc)
+            return kernel_run(start, stop, D, G, yc, out)
+
+        model._run_jll, model._kernel_run = counting, counting_kernel
 
 
 LONG = {

@@ -29,7 +29,7 @@ def naive_tables(value_count, feat_count, n_values, a, lnum, lden):
             lden[c, f] = math.log(feat_count[c, f] + a * n_values[f])
 
 
-def naive_block(D, dfeats, more, G, gslots, yc, w, learn, C, a, var_smoothing,
+def naive_block(D, dfeats, more, G, gslots, yc, w, learn, joint, C, a, var_smoothing,
                 class_count, value_count, feat_count, n_values, obs_value_count, obs_feat_count, twin,
                 g_n, g_mean, g_m2, lnum, lden, out):
     """Score each row of a block, then (``learn``, a labelled row) count it, in order.
@@ -39,7 +39,7 @@ def naive_block(D, dfeats, more, G, gslots, yc, w, learn, C, a, var_smoothing,
     gained within the block by each row, its own included (a labelled row's new value already has its
     column), or (0, 0); ``G`` (rows, g): the Gaussian slots ``gslots`` (NaN: missing); ``yc``: class index
     (-1: unlabelled); ``w``: weights. ``twin``: count the discrete values in the observed-only twin too.
-    ``out[r, :C]`` gets log P(c | x_r).
+    ``out[r, :C]`` gets log P(c | x_r), or with ``joint`` log P(c, x_r) (what EM's enumerations compare).
     """
     R, k = D.shape
     jll = np.empty(C)
@@ -70,7 +70,10 @@ def naive_block(D, dfeats, more, G, gslots, yc, w, learn, C, a, var_smoothing,
                 for c in range(C):
                     jll[c] += lnum[c, col] - lden[c, f]
         _common.gaussian_row(G, r, gslots, g_n, g_mean, g_m2, C, var_smoothing, q, jll)
-        _common.normalise_row(jll, prior, C, out[r])
+        if joint:
+            out[r, :C] = jll[:C]
+        else:
+            _common.normalise_row(jll, prior, C, out[r])
         c = yc[r]
         if not learn or c < 0:
             continue
@@ -103,4 +106,4 @@ def warm(k) -> None:
     feats, G = np.array([0, 1], dtype=np.int64), np.array([[0.5], [1.5]])
     for more in (np.zeros((0, 0), dtype=np.int64), np.zeros((2, F), dtype=np.int64)):
         k.naive_block(D, feats, more, G, np.array([0], dtype=np.int64), np.array([0, 1], dtype=np.int64), np.ones(2),
-                      True, C, 1.0, 1e-9, cc, vc, fc, nv, vc, fc, False, gn, gm, g2, lnum, lden, np.empty((2, C)))
+                      True, False, C, 1.0, 1e-9, cc, vc, fc, nv, vc, fc, False, gn, gm, g2, lnum, lden, np.empty((2, C)))

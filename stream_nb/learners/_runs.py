@@ -243,7 +243,7 @@ class VectorisedRuns(abc.ABC):
         if decay is not None and decay.stop < len(yc):  # the decay acts on the cells after this row
             s.cut_run(decay.stop)
             D, G, yc, stop = D[: decay.stop], G[: decay.stop], yc[: decay.stop], start + decay.stop
-        if decay is None and self._kernel_ready():
+        if stop > start and decay is None and self._kernel_ready():
             return self._kernel_run(start, stop, D, G, yc, out)
         if stop - start < 2:
             return start  # a single event: the one-event path is cheaper

@@ -172,15 +172,15 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
             tables = self._ktables = [key, lnum, lden]
         return tables
 
-    def _kernel_block(self, D, dfeats, G, gslots, yc, more, out, learn: bool) -> None:
-        """Score each row of an encoded block into ``out`` (log posteriors) and, with ``learn``, count each
-        labelled row after scoring it (:func:`~stream_nb.kernels._naive.naive_block`)."""
+    def _kernel_block(self, D, dfeats, G, gslots, yc, more, out, learn: bool, joint: bool = False) -> None:
+        """Score each row of an encoded block into ``out`` (log posteriors; ``joint``: log P(c, x)) and, with
+        ``learn``, count each labelled row after scoring it (:func:`~stream_nb.kernels._naive.naive_block`)."""
         s = self._stats
         tables = self._kernel_tables()
         twin = s.keeps_observed
         compiled().naive_block(
             D, dfeats, _NO_MORE if more is None else more, G, gslots, yc,
-            np.ones(len(yc)), learn, s.n_classes, self._alpha, self._var_smoothing, s.class_count, s.value_count,
+            np.ones(len(yc)), learn, joint, s.n_classes, self._alpha, self._var_smoothing, s.class_count, s.value_count,
             s.feat_count, s.n_values, s.obs_value_count if twin else s.value_count,
             s.obs_feat_count if twin else s.feat_count, twin, s.g_n, s.g_mean, s.g_m2, tables[1], tables[2], out)
         if learn and (yc >= 0).any():
@@ -192,7 +192,7 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
         if not self._stats.n_classes or self.half_life is not None:
             return self._naive_jll(enc)  # (decay changes every cell's smoothing each event: no table)
         out = np.empty((1, self._stats.n_classes))
-        self._kernel_block(enc.cols[None, :], enc.feats, enc.gx[None, :], enc.gslots, _UNLABELED, None, out, False)
+        self._kernel_block(enc.cols[None, :], enc.feats, enc.gx[None, :], enc.gslots, _UNLABELED, None, out, False, True)
         return out[0]
 
     def _jll_many(self, D, dfeats, G, gslots):
