@@ -8,6 +8,8 @@
   snapshot files of one directory: locking, listing, writing, pruning.
 * :mod:`~stream_nb.snapshots._wire` -- a model's state as compressed bytes
   (:func:`encode_state`, :func:`decode_state`): the payload of a model topic.
+* :mod:`~stream_nb.snapshots._versions` -- the refusal of a file or a state of a
+  version this code does not read: the versions, and which release reads it.
 * :mod:`~stream_nb.snapshots._faults` -- :class:`FaultHooks`, the points where
   the crash tests step in (no-ops in production).
 

@@ -110,6 +110,7 @@ from .._checks import is_integer
 from .._version import __version__
 from ..exceptions import SnapshotError
 from ..learners import MODELS
+from ._versions import refusal, written_by
 
 __all__ = [
     "FORMAT_VERSION",
@@ -384,11 +385,9 @@ def read(path: str | os.PathLike) -> SnapshotFile:
     magic, version, _flags, hlen = _PREFIX.unpack_from(data)
     if magic != MAGIC:
         raise _damaged(path, f"not a stream_nb snapshot (its first bytes are {data[:8]!r}, expected {MAGIC!r})")
-    if version != FORMAT_VERSION:
-        raise _damaged(
-            path, f"unknown snapshot format version {version}; this stream_nb ({__version__}) reads version "
-            f"{FORMAT_VERSION} only"
-        )
+    if version != FORMAT_VERSION:  # what to do: read it with the release that wrote it, if newer (its header names it)
+        writer = written_by(data[_PREFIX.size:_PREFIX.size + hlen])
+        raise _damaged(path, refusal("snapshot format", version, FORMAT_VERSION, __version__, writer))
     header_end = _PREFIX.size + hlen
     header, unreadable = None, "the header is not a JSON object"
     if header_end <= n:

@@ -39,8 +39,10 @@ import zlib
 
 import numpy as np
 
+from .._version import __version__
 from ..exceptions import SnapshotError
 from ._format import DTYPES, decode_meta, encode_meta, model_from_state
+from ._versions import refusal
 
 __all__ = ["WIRE_MAGIC", "decode_state", "encode_state"]
 
@@ -76,7 +78,7 @@ def decode_state(data: bytes, where: str = "model state", max_bytes: int = _MAX_
     if not isinstance(data, (bytes, bytearray, memoryview)) or bytes(data[:4]) != WIRE_MAGIC or len(data) < 5:
         raise _damaged(where, "not a stream_nb model state (bad magic)")
     if data[4] != _VERSION:
-        raise _damaged(where, f"unknown state encoding version {data[4]}, this stream_nb reads {_VERSION}")
+        raise _damaged(where, refusal("model state encoding", data[4], _VERSION, __version__))
     inflater = zlib.decompressobj()
     try:
         raw = inflater.decompress(bytes(data[5:]), max_bytes)
