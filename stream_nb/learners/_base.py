@@ -267,10 +267,15 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
         if len(miss):
             self._add_expected(enc, c, w, miss)
         else:
-            s.add(enc, c, w)
+            self._count(enc, c, w)
         self._added(c)
         self._settle_store()
         self._learned(1)
+
+    def _count(self, enc: Encoded, c: int, w: float) -> None:
+        """Add one encoded event of class ``c`` with weight ``w`` to the counts; default :meth:`Stats.add`
+        (a model with a compiled kernel counts it there)."""
+        self._stats.add(enc, c, w)
 
     def _learn_unlabeled(self, x: dict, w: float, known: Encoded | None) -> None:
         """Semi-supervised EM (Nigam et al., 2000): spread the event over the classes by posterior."""

@@ -172,7 +172,16 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
             tables = self._ktables = [key, lnum, lden]
         return tables
 
-    def _kernel_block(self, D, dfeats, G, gslots, yc, more, out, learn: bool, joint: bool = False) -> None:
+    def _count(self, enc, c: int, w: float) -> None:
+        s = self._stats
+        if (self.half_life is not None or s.journal is not None or s.count_layer() is not s
+                or not len(enc.cols) + len(enc.gslots)):
+            s.add(enc, c, w)  # decay's scale, receipts and a second layer: the store's own path
+            return
+        self._kernel_block(enc.cols[None, :], enc.feats, enc.gx[None, :], enc.gslots, np.array([c]), None,
+                           np.empty((1, s.n_classes)), True, w=np.array([float(w)]))
+
+    def _kernel_block(self, D, dfeats, G, gslots, yc, more, out, learn: bool, joint: bool = False, w=None) -> None:
         """Score each row of an encoded block into ``out`` (log posteriors; ``joint``: log P(c, x)) and, with
         ``learn``, count each labelled row after scoring it (:func:`~stream_nb.kernels._naive.naive_block`)."""
         s = self._stats
@@ -180,12 +189,11 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
         twin = s.keeps_observed
         compiled().naive_block(
             D, dfeats, _NO_MORE if more is None else more, G, gslots, yc,
-            np.ones(len(yc)), learn, joint, s.n_classes, self._alpha, self._var_smoothing, s.class_count, s.value_count,
+            np.ones(len(yc)) if w is None else w, learn, joint, s.n_classes, self._alpha, self._var_smoothing, s.class_count, s.value_count,
             s.feat_count, s.n_values, s.obs_value_count if twin else s.value_count,
             s.obs_feat_count if twin else s.feat_count, twin, s.g_n, s.g_mean, s.g_m2, tables[1], tables[2], out)
         if learn and (yc >= 0).any():
-            s.epoch += 1  # counts changed in place, as Stats.add_many does
-            s.version += 1
+            s.mark_counted(len(yc) > 1)
             tables[0] = (s.epoch, s.version, s.value_count.shape, s.feat_count.shape)
 
     def _jll(self, enc):

@@ -246,6 +246,13 @@ class Adding:
                 self._count(p, enc.cols, enc.feats, c, w)
         self.add_gaussian(c, w, enc.gslots, enc.gx)
 
+    def mark_counted(self, many: bool) -> None:
+        """A compiled kernel has added events to the counts in place: mark them changed, as :meth:`add` does
+        (``many``: as :meth:`add_many` does, which also tells the views to derive their tables again)."""
+        self.version += 1
+        if many:
+            self.epoch += 1
+
     def add_observed(self, enc: Encoded, c: int, w: float = 1.0) -> None:
         """Count the observed values of ``enc`` in the observed-only twin alone (nothing without one).
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._checks import is_integer
+from ._shapes import shape_of
 from ._values import (
     BINNED, CAT, EMPTY_FLOAT, EMPTY_INT, GAUSS, PROMOTE, Encoded, categorical_value, check_event, is_nan, numeric_value,
 )
@@ -33,8 +34,16 @@ class Encoding:
         return self._encode(x) if enc is None else enc
 
     def _encode_known(self, x: dict) -> Encoded | None:
-        """The fast path of :meth:`encode`: every value categorical and already known, the features
-        then read off the columns (an encoding learning can take as is); None for anything else."""
+        """The fast paths of :meth:`encode`: an event of the usual shape (:mod:`._shapes`), or every value
+        categorical and already known, the features then read off the columns (an encoding learning can
+        take as is); None for anything else."""
+        shape = self._cache.get("shape")
+        if shape is None or shape.epoch != self.epoch:
+            shape = self._cache["shape"] = shape_of(self, x)
+        if shape is not None:
+            enc = shape.encode(x)
+            if enc is not None:
+                return enc
         cat = self._cat_values
         cols = []
         try:
