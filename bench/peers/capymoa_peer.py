@@ -51,6 +51,27 @@ def read_events(path):
     return header, events
 
 
+def user_attributes(header):
+    """What a Python user keeps to turn a dict into an instance: each attribute's name and, for a
+    nominal one, a dict of each value's index (``None`` for a numeric one); the index of each class."""
+    attributes = [(name, None if values is None else {v: i for i, v in enumerate(values)})
+                  for name, values in header["attributes"]]
+    return attributes, {c: i for i, c in enumerate(header["classes"])}
+
+
+def values_row(x, attributes):
+    """The instance's values of the event ``x`` (a dict): a numeric value as it is, a nominal one's
+    index, NaN for a missing one; in the order of the schema's attributes."""
+    row = np.empty(len(attributes))
+    for j, (name, index) in enumerate(attributes):
+        v = x.get(name)
+        if v is None:
+            row[j] = math.nan
+        else:
+            row[j] = v if index is None else index[v]
+    return row
+
+
 def main(argv):
     arff, jsonl, repeats, warmup = argv[0], argv[1], int(argv[2]), int(argv[3])
     import capymoa
@@ -65,24 +86,16 @@ def main(argv):
     ready = list(stream)
     if len(ready) != len(events):
         raise SystemExit(f"capymoa_peer: {arff} holds {len(ready)} events, {jsonl} {len(events)}")
-    # what a Python user keeps to turn a dict into an instance: each attribute's name and, for a
-    # nominal one, the index of each value; the index of each class
-    attributes = [(name, None if values is None else {v: i for i, v in enumerate(values)})
-                  for name, values in header["attributes"]]
-    class_index = {c: i for i, c in enumerate(header["classes"])}
-    width = len(attributes)
+    attributes, class_index = user_attributes(header)
+    moa_header = schema.get_moa_header()
+    declared = [str(moa_header.attribute(j).name()) for j in range(len(attributes))]
+    if declared != [name for name, _ in attributes]:
+        raise SystemExit(f"capymoa_peer: {arff} declares {declared}, {jsonl} {[n for n, _ in attributes]}")
 
     def python_values(learner):
         correct = 0
         for x, y in events:
-            row = np.empty(width)
-            for j, (name, index) in enumerate(attributes):
-                v = x.get(name)
-                if v is None:
-                    row[j] = math.nan
-                else:
-                    row[j] = v if index is None else index[v]
-            instance = LabeledInstance.from_array(schema, row, class_index[y])
+            instance = LabeledInstance.from_array(schema, values_row(x, attributes), class_index[y])
             correct += learner.predict(instance) == instance.y_index
             learner.train(instance)
         return correct, None
