@@ -1,47 +1,72 @@
-"""Prequential throughput and accuracy of stream_nb's learners beside river and scikit-learn.
+"""Prequential throughput and accuracy of stream_nb's learners beside their peers, river and scikit-learn.
 
-    python bench/learners.py [--events 20000] [--repeats 3] [--part all|prequential|learn_many|peers|holdout]
+    python bench/learners.py [--events 20000] [--repeats 5] [--part all|prequential|learn_many|peers|holdout]
                              [--jvm-repeats 15] [--jvm-warmup 5]
     python bench/learners.py --profile KDB [--profile-stream LED] [--events 20000]
 
-Every stream is materialised before timing. Each model runs the prequential
-loop (predict_one, then learn_one) over the same events, and every stream_nb model
-also ``prequential_many`` on polls of 500 events, as the daemon runs it; the best wall-clock
-time of ``--repeats`` runs counts (runs of the different models are
-interleaved, so background load hits them alike). Ratios are against river's
-GaussianNB in the same run. Then ``NaiveBayes.learn_many`` is timed beside
-scikit-learn's ``CategoricalNB.partial_fit`` in batches of 1000 on the same
-categorical data (scikit-learn gets it already as an integer array).
+Every stream is materialised before timing.
 
-Peers (``--part peers``, also in ``all``): MOA's ``bayes.NaiveBayes``, Weka
-3.8's ``NaiveBayesUpdateable`` and Weka 3.6's ``AODE`` (from Maven Central
-jars, cached; see ``bench/peers/``) run on exactly the events ours see, written
-once to an ARFF file with the nominal and numeric declarations MOA uses (LED's
-and STAGGER's attributes nominal; Agrawal's ``elevel``, ``car``, ``zipcode``
-nominal and the other six numeric; RandomTree's 4 numeric and 4 nominal).
-stream_nb's NaiveBayes and AODE get the same declaration (``types=``). Weka's
-AODE takes nominal attributes only, so on the numeric streams both AODEs get
-the same bins, the ones stream_nb's AODE would choose by default
-(equal-frequency, 5 bins from each feature's first 100 values), fixed up front
-(``bin_edges=`` for ours, bin labels in the ARFF file for Weka's). How the
-peers were timed: each Java harness reads the ARFF file into
-``weka.core.Instances`` once and keeps the events in memory (neither parsing
-nor JVM start-up is timed), then runs ``--jvm-repeats`` fresh learners over
-them in one JVM, each test-then-train loop (MOA: ``getVotesForInstance`` then
-``trainOnInstance``; Weka: ``buildClassifier`` on the empty header, then
-``classifyInstance`` and ``updateClassifier``) timed by the learner thread's
-CPU clock (``ThreadMXBean``); the first ``--jvm-warmup`` runs warm the JIT up
-and are left out; the table gives the best and the median of the rest. Ours
-are timed by the same kind of clock (``time.thread_time``, the thread's CPU
-time), best and median of ``--repeats`` interleaved runs, with numpy's BLAS on one
-thread (as in ``stream-nb run``) so that this clock sees every matrix product a
-model takes: a BLAS worker thread's time is not the learner thread's, and the
-peers run on one thread. A second table
-compares the predictions event by event (same model, same declaration: they
-may differ only during the cold start, where MOA leaves its class prior
-unsmoothed and Weka smooths over every declared value and class; on numeric
-streams the Gaussians differ a little too: MOA's variance divides by n - 1,
-Weka rounds values to 0.01 when built on an empty header).
+Peers (``--part peers``, run first in ``all``): stream_nb's learners beside MOA's
+``bayes.NaiveBayes``, Weka 3.8's ``NaiveBayesUpdateable`` and Weka 3.6's ``AODE`` (from
+Maven Central jars, cached; see ``bench/peers/``), CapyMOA's ``NaiveBayes`` and river's
+``GaussianNB``, on exactly the same events. The events are written once to an ARFF file
+with the nominal and numeric declarations MOA uses (LED's and STAGGER's attributes nominal;
+Agrawal's ``elevel``, ``car``, ``zipcode`` nominal and the other six numeric; RandomTree's
+4 numeric and 4 nominal). stream_nb's models get the same declaration (``types=``). Weka's
+AODE takes nominal attributes only, so on the numeric streams both AODEs get the same bins,
+the ones stream_nb's AODE would choose by default (equal-frequency, 5 bins from each
+feature's first 100 values), fixed up front (``bin_edges=`` for ours, bin labels in the
+ARFF file for Weka's).
+
+Each learner runs the prequential loop (predict each event, then learn it, in order):
+
+- stream_nb's NaiveBayes, AODE and TAN (and river's GaussianNB) one event at a time, the
+  loop every river user writes (``predict_one``, then ``learn_one``);
+- stream_nb's NaiveBayes, AODE, TAN and KDB (k=2; on LED) through ``prequential_many``, 500
+  events a call, given as a list of dicts, and given as a pandas DataFrame
+  (``model.prequential_many(df.iloc[i:i + 500], ys[i:i + 500])``, the frame built before
+  timing). Where ``prequential_many`` takes no DataFrame, each batch is handed to it as
+  ``batch.to_dict("records")``, timed, and the report says so;
+- CapyMOA's NaiveBayes (``bench/peers/capymoa_peer.py``, in a venv of its own since CapyMOA
+  needs Python 3.11 or later and pins its pandas; made on first use, see
+  ``bench/peers/capymoa_host.py``) on LED and Agrawal three ways: each instance built in the
+  loop from the event's Python values (an array of the values, a nominal value's index looked
+  up in a dict, ``LabeledInstance.from_array``) then ``predict`` and ``train``; the same loop
+  over instances read by its ``ARFFStream`` before timing; and its ``prequential_evaluation``,
+  a Java loop over the ``ARFFStream`` (reading the file is inside that time);
+- the Java peers in their harness, which reads the ARFF file into ``weka.core.Instances``
+  once and keeps the events in memory (neither parsing nor JVM start-up is timed).
+
+How stream_nb, river and CapyMOA are timed (``bench/peers/protocol.py``): by the CPU time of
+the whole process (``time.process_time``), so a helper thread counts, a BLAS worker that a
+model's matrix products wake as much as the JVM's JIT and GC threads under CapyMOA; with the
+environment a user has (no thread pool limited; the report names any thread variable set in
+the environment, and the BLAS libraries' thread counts); one untimed warm-up run of each
+model, then ``--repeats`` timed runs, the models' runs interleaved so that background load
+hits them alike; the median counts (the best is shown beside it). The first
+``prequential_many`` call of each model in the process (a fresh model, the first 500 events
+of LED: where kernels are compiled or loaded from a cache) is timed on its own, before the
+warm-up run, reported in its own table and left out of the rates. The Java peers are timed
+as before: ``--jvm-repeats`` fresh learners in one JVM, each test-then-train loop (MOA:
+``getVotesForInstance`` then ``trainOnInstance``; Weka: ``buildClassifier`` on the empty
+header, then ``classifyInstance`` and ``updateClassifier``) timed by the learner thread's
+CPU clock (``ThreadMXBean``), the first ``--jvm-warmup`` runs left out as JIT warm-up, the
+median (and best) of the rest. Ratios compare medians from the same run.
+
+A second table compares the predictions event by event (same model, same declaration: they
+may differ only during the cold start, where MOA leaves its class prior unsmoothed, Weka
+smooths over every declared value and class, and CapyMOA makes no prediction before its
+model holds a class; on numeric streams the Gaussians differ a little too: MOA's variance
+divides by n - 1, Weka rounds values to 0.01 when built on an empty header).
+
+Prequential (``--part prequential``, also in ``all``): each model runs the one-event loop
+over the same events, and every stream_nb model also ``prequential_many`` on polls of 500
+events, as the daemon runs it; the best wall-clock time of ``--repeats`` runs counts (runs
+of the different models are interleaved). Ratios are against river's GaussianNB in the same
+run. ``--part learn_many``: ``NaiveBayes.learn_many`` timed beside scikit-learn's
+``CategoricalNB.partial_fit`` in batches of 1000 on the same categorical data
+(scikit-learn gets it already as an integer array). These parts, and ``--profile`` (timed by
+the thread's CPU clock), keep numpy's BLAS on one thread, as ``stream-nb run`` does.
 
 Holdout (``--part holdout``, also in ``all``): ``bench/holdout.py``'s table,
 TAN and AODE beside Weka's BayesNet TAN and AODE on MDL bins (see there).
@@ -53,7 +78,6 @@ from __future__ import annotations
 
 import argparse
 import platform
-import statistics
 import sys
 import tempfile
 import time
@@ -71,6 +95,7 @@ from stream_nb.daemon import one_blas_thread
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import holdout  # noqa: E402  (bench/holdout.py: TAN and AODE beside Weka's in holdout)
 import peers  # noqa: E402  (bench/peers/: the Java peers)
+from peers import capymoa_host, protocol  # noqa: E402  (CapyMOA's venv and worker; the timing)
 
 STREAMS = {
     "LED": lambda: synth.LED(seed=1, noise_percentage=0.1, irrelevant_features=True),
@@ -171,7 +196,9 @@ def profile(model_name: str, sname: str, n: int, top: int = 15) -> None:
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=20000, help="events per stream (default 20000)")
-    parser.add_argument("--repeats", type=int, default=3, help="timed runs per model, best counts (default 3)")
+    parser.add_argument("--repeats", type=int, default=5,
+                        help="timed runs per model (default 5): --part peers takes their median after one "
+                             "untimed warm-up run, the other parts their best")
     parser.add_argument("--part", choices=("all", "prequential", "learn_many", "peers", "holdout"), default="all",
                         help="which measurements to run (default all)")
     parser.add_argument("--jvm-repeats", type=int, default=15,
@@ -183,20 +210,26 @@ def main(argv=None):
                              "--profile-stream with cProfile and print where the time goes")
     parser.add_argument("--profile-stream", default="LED", choices=list(STREAMS), help="stream of --profile")
     args = parser.parse_args(argv)
-    one_blas_thread()
+    if args.repeats < 1:
+        parser.error(f"--repeats: expected at least 1 timed run, got {args.repeats}")
     if args.profile:
+        one_blas_thread()  # its clock is the thread's: every product on this thread
         profile(args.profile, args.profile_stream, args.events)
         return
     if not 0 <= args.jvm_warmup < args.jvm_repeats:
         parser.error(f"--jvm-warmup: expected 0 <= warm-up < --jvm-repeats ({args.jvm_repeats}), got {args.jvm_warmup}")
 
-    print(f"# stream_nb learners benchmark: {args.events} events per stream, best of {args.repeats}")
+    print(f"# stream_nb learners benchmark: {args.events} events per stream, {args.repeats} timed runs each")
     print(f"python {platform.python_version()}, {platform.machine()}, command: python bench/learners.py "
           f"--events {args.events} --repeats {args.repeats} --part {args.part}"
           + (f" --jvm-repeats {args.jvm_repeats} --jvm-warmup {args.jvm_warmup}" if args.part in ("all", "peers") else "")
           + "\n")
     results = {}
     targets = []
+    if args.part in ("all", "peers"):  # first: the first call of each model is this process's first
+        targets += run_peers(args)
+    # the other parts keep numpy's BLAS on one thread, as `stream-nb run` does
+    one_blas_thread()
     if args.part in ("all", "prequential"):
         results = run_prequential(args)
         led_res = results["LED"]
@@ -220,8 +253,6 @@ def main(argv=None):
         print(f"| ratio | {ours / sk:.2f} |")
         print(f"\nsame posteriors as CategoricalNB (alpha=1): {same}\n")
         targets.append(("NaiveBayes.learn_many at least as fast as CategoricalNB.partial_fit", ours >= sk))
-    if args.part in ("all", "peers"):
-        targets += run_peers(args)
     if args.part in ("all", "holdout"):
         print("\nHoldout beside Weka (bench/holdout.py: the first 10,000 events train, the next 10,000 test; "
               "river's Bananas and Phishing: first half, second half):\n")
@@ -260,10 +291,17 @@ def run_prequential(args):
 
 #: Streams the Java peers run on, each declared to them as bench/peers/ says (Agrawal as MOA declares it).
 PEER_STREAMS = ("LED", "STAGGER", "Agrawal", "RandomTree")
+#: Streams CapyMOA runs on (its NaiveBayes is MOA's: the same model as the MOA peer).
+CAPYMOA_STREAMS = ("LED", "Agrawal")
 #: stream_nb's default discretisation (AODE's bins and warmup), which Weka's AODE is given on numeric streams.
 AODE_BINS, AODE_WARMUP = 5, 100
 #: Events after which the same model on the same nominal events must predict as its peer does.
 COLD_START = 1000
+#: Events per ``prequential_many`` call (a poll of the daemon), and the untimed runs before the timed ones.
+POLL, WARMUP = 500, 1
+#: The learners' names as the tables give them.
+CAPY = "CapyMOA NaiveBayes"
+ONE, DICTS, FRAME = "one event", "prequential_many, dicts", "prequential_many, DataFrame"
 
 
 def _predictions(model, events):
@@ -286,12 +324,99 @@ def _first_observed(events, feature, n):
     return values
 
 
-def peer_stream(sname, events, args):
-    """The Java peers and stream_nb's NaiveBayes and AODE on one stream, declared alike.
+def one_event_loop(events):
+    """The loop every river user writes: ``predict_one``, then ``learn_one``; returns the correct predictions."""
+    def loop(model):
+        correct = 0
+        for x, y in events:
+            correct += model.predict_one(x) == y
+            model.learn_one(x, y)
+        return correct
+    return loop
 
-    Returns ``{learner: (best events/s, median events/s, accuracy, correct)}`` and the
-    agreement rows ``(ours, peer, ours correct, peer correct, predictions that differ, the last
-    event (1-based) whose predictions differ or 0)``.
+
+def _correct(results, ys):
+    return sum(r[0] == y for r, y in zip(results, ys))
+
+
+def dicts_loop(xs, ys, poll=POLL):
+    """``prequential_many`` over lists of dicts, ``poll`` events a call."""
+    def loop(model):
+        return sum(_correct(model.prequential_many(xs[s], ys[s]), ys[s]) for s in protocol.batches(len(xs), poll))
+    return loop
+
+
+def frame_loop(frame, ys, takes_frames, poll=POLL):
+    """``prequential_many`` over a DataFrame, ``poll`` rows a call (``frame.iloc[i:i + poll]``).
+
+    Where ``prequential_many`` takes no DataFrame (``takes_frames`` false), each batch is handed to it
+    as ``batch.to_dict("records")``: the conversion a user would write, timed with the rest.
+    """
+    def loop(model):
+        correct = 0
+        for X, y in protocol.frame_batches(frame, ys, poll):
+            correct += _correct(model.prequential_many(X if takes_frames else X.to_dict("records"), y), y)
+        return correct
+    return loop
+
+
+#: Per model: whether ``prequential_many`` takes a DataFrame, found by its first call in this process.
+TAKES_FRAMES: dict = {}
+#: The first calls, as ``(model, stream, input, protocol.FirstCall)`` rows, in the order they ran.
+FIRST_CALLS: list = []
+
+
+def _first_prequential_many(model, make, frame, xs, ys, sname):
+    """Time the process's first ``prequential_many`` of ``model`` (a fresh one, the first ``POLL`` events).
+
+    It is given the DataFrame's first rows; when it refuses a DataFrame, the same events as dicts
+    (and the model's DataFrame rows go through ``to_dict("records")``). Untimed runs follow it.
+    """
+    if model in TAKES_FRAMES:
+        return TAKES_FRAMES[model]
+    first = protocol.first_call(lambda: make().prequential_many(frame.iloc[:POLL], ys[:POLL]))
+    if first.error is None:
+        FIRST_CALLS.append((model, sname, "DataFrame", first))
+        TAKES_FRAMES[model] = True
+    else:
+        refused = f"{type(first.error).__name__}: {first.error}"
+        FIRST_CALLS.append((model, sname, f"dicts (a DataFrame was refused: {refused[:60]})",
+                            protocol.first_call(lambda: make().prequential_many(xs[:POLL], ys[:POLL]))))
+        TAKES_FRAMES[model] = False
+    return TAKES_FRAMES[model]
+
+
+def our_runs(sname, events, types, aode_kw, aode_label):
+    """stream_nb's (and river's) runs on one stream: ``{label: (make, loop)}`` for :func:`protocol.measure`."""
+    xs, ys = [x for x, _ in events], [y for _, y in events]
+    frame = pd.DataFrame(xs)
+    models = {"stream_nb NaiveBayes": (lambda: NaiveBayes(types=types), (ONE, DICTS, FRAME)),
+              aode_label: (lambda: AODE(types=types, **aode_kw), (ONE, DICTS, FRAME))}
+    if sname == "LED":
+        models["stream_nb TAN"] = (lambda: TAN(types=types), (ONE, DICTS, FRAME))
+        models["stream_nb KDB (k=2)"] = (lambda: KDB(k=2, types=types), (DICTS, FRAME))
+    elif sname != "Agrawal":  # STAGGER and RandomTree: the rows of the agreement table's models
+        models = {name: (make, (ONE, DICTS)) for name, (make, _) in models.items()}
+    runs = {}
+    if sname in ("LED", "Agrawal"):  # the issue's one-event ratios are to river's GaussianNB
+        runs[f"river GaussianNB, {ONE}"] = (naive_bayes.GaussianNB, one_event_loop(events))
+    for name, (make, paths) in models.items():
+        if FRAME in paths:  # before any other call of this model in the process
+            takes = _first_prequential_many(name.split(" (bins")[0], make, frame, xs, ys, sname)
+        loops = {ONE: one_event_loop(events), DICTS: dicts_loop(xs, ys)}
+        if FRAME in paths:
+            loops[FRAME] = frame_loop(frame, ys, takes)
+        for path in paths:
+            runs[f"{name}, {path}"] = (make, loops[path])
+    return runs
+
+
+def peer_stream(sname, events, args, capymoa=True):
+    """The peers and stream_nb's learners on one stream, declared alike.
+
+    Returns ``{learner: (median events/s, best events/s, accuracy, clock)}`` and the agreement rows
+    ``(ours, peer, ours correct, peer correct, predictions that differ, the last event (1-based) whose
+    predictions differ or 0)``.
     """
     attrs, target = peers.declare(events, peers.NOMINAL.get(sname))
     types = peers.model_types(attrs)
@@ -300,7 +425,9 @@ def peer_stream(sname, events, args):
     # stream_nb would choose by default (equal-frequency, from the first values), fixed up front.
     edges = {f: peers.equal_frequency_edges(_first_observed(events, f, AODE_WARMUP), AODE_BINS) for f in numeric}
     aode_kw = {"bin_edges": edges} if numeric else {}
+    aode_label = "stream_nb AODE" + (" (bins as Weka's)" if numeric else "")
     runs = {"repeats": args.jvm_repeats, "warmup": args.jvm_warmup}
+    capy = None
     with tempfile.TemporaryDirectory(prefix="stream_nb-peers-") as tmp:
         arff = peers.write_arff(Path(tmp) / f"{sname}.arff", events, attrs, target, sname)
         if numeric:
@@ -315,100 +442,128 @@ def peer_stream(sname, events, args):
                 "weka-3.8", arff, target, "Weka NaiveBayesUpdateable", "weka.classifiers.bayes.NaiveBayesUpdateable", **runs),
             aode_name: peers.prequential("weka-3.6", arff_bins, target, aode_name, "weka.classifiers.bayes.AODE", **runs),
         }
-    ours_name = " (bins as Weka's)" if numeric else ""
-    ours = {
-        "stream_nb NaiveBayes": (lambda: NaiveBayes(types=types), prequential),
-        "stream_nb NaiveBayes, prequential_many": (lambda: NaiveBayes(types=types), prequential_many),
-        f"stream_nb AODE{ours_name}": (lambda: AODE(types=types, **aode_kw), prequential),
-        f"stream_nb AODE{ours_name}, prequential_many": (lambda: AODE(types=types, **aode_kw), prequential_many),
-    }
-    if sname == "LED":  # issue 14's ratios to river's GaussianNB, timed by the same clock in the same run
-        ours.update({
-            "river GaussianNB": (naive_bayes.GaussianNB, prequential),
-            "stream_nb TAN, prequential_many": (lambda: TAN(types=types), prequential_many),
-            "stream_nb KDB (k=2), prequential_many": (lambda: KDB(k=2, types=types), prequential_many),
-        })
-    seconds = {name: [] for name in ours}
-    accuracy = {}
-    for _ in range(args.repeats):  # interleaved, so background load hits every model alike
-        for name, (make, run) in ours.items():
-            model = make()
-            sec, accuracy[name] = run(model, events, clock=time.thread_time)
-            seconds[name].append(sec)
+        if sname in CAPYMOA_STREAMS and capymoa:
+            jsonl = capymoa_host.write_events(Path(tmp) / f"{sname}.jsonl", events, attrs, target)
+            capy = capymoa_host.prequential(arff, jsonl, target, args.repeats, WARMUP)
     n = len(events)
-    table = {name: (r.best_eps, r.median_eps, r.accuracy, r.correct) for name, r in theirs.items()}
-    for name, secs in seconds.items():
-        table[name] = (n / min(secs), n / statistics.median(secs), accuracy[name], round(accuracy[name] * n))
+    jvm = f"JVM thread CPU, median of {args.jvm_repeats - args.jvm_warmup} after {args.jvm_warmup}"
+    process = f"process CPU, median of {args.repeats} after {WARMUP}"
+    table = {name: (r.median_eps, r.best_eps, r.accuracy, jvm) for name, r in theirs.items()}
+    if capy is not None:
+        for loop in capymoa_host.LOOPS:
+            t = protocol.Timing(capy.seconds[loop], capy.correct[loop])
+            table[f"{CAPY}, {loop}"] = (t.median_rate(n), t.best_rate(n), t.result / n, process)
+    for name, t in protocol.measure(our_runs(sname, events, types, aode_kw, aode_label),
+                                    repeats=args.repeats, warmup=WARMUP).items():
+        table[name] = (t.median_rate(n), t.best_rate(n), t.result / n, process)
     ys = [y for _, y in events]
     nb = _predictions(NaiveBayes(types=types), events)
     aode = _predictions(AODE(types=types, **aode_kw), events)
+    pairs = [("stream_nb NaiveBayes", nb, "MOA NaiveBayes", theirs["MOA NaiveBayes"]),
+             ("stream_nb NaiveBayes", nb, "Weka NaiveBayesUpdateable", theirs["Weka NaiveBayesUpdateable"]),
+             (aode_label, aode, aode_name, theirs[aode_name])]
+    if capy is not None:
+        moa = theirs["MOA NaiveBayes"]
+        pairs.append((f"{CAPY} (capymoa {capy.version})", capy.predictions, "MOA NaiveBayes", moa))
     agreement = []
-    for ours_label, preds, peer in (
-        ("stream_nb NaiveBayes", nb, "MOA NaiveBayes"),
-        ("stream_nb NaiveBayes", nb, "Weka NaiveBayesUpdateable"),
-        (f"stream_nb AODE{ours_name}", aode, aode_name),
-    ):
-        differ = [i for i, (a, b) in enumerate(zip(preds, theirs[peer].predictions)) if a != b]
-        agreement.append((ours_label, peer, sum(p == y for p, y in zip(preds, ys)), theirs[peer].correct,
+    for ours_label, preds, peer, res in pairs:
+        differ = [i for i, (a, b) in enumerate(zip(preds, res.predictions)) if a != b]
+        agreement.append((ours_label, peer, sum(p == y for p, y in zip(preds, ys)), res.correct,
                           len(differ), differ[-1] + 1 if differ else 0))
     return table, agreement
 
 
+def _environment_line():
+    """What the timed runs of ours share with a user's process: the thread variables and BLAS's threads."""
+    from threadpoolctl import threadpool_info
+
+    set_vars = protocol.thread_variables()
+    blas = ", ".join(f"{Path(p['filepath']).name} {p['num_threads']} threads" for p in threadpool_info()
+                     if p.get("user_api") == "blas") or "none loaded"
+    shown = ", ".join(f"{k}={v}" for k, v in set_vars.items()) or "none set"
+    return f"thread variables: {shown}; BLAS libraries loaded: {blas}"
+
+
+#: The issue's speed targets: (text, stream, learner, reference learner, at least this times the reference).
+SPEED_TARGETS = (
+    ("NaiveBayes, DataFrame >= 1.5x MOA NaiveBayes (LED)", "LED",
+     f"stream_nb NaiveBayes, {FRAME}", "MOA NaiveBayes", 1.5),
+    ("AODE, DataFrame >= 1.5x Weka AODE (LED)", "LED", f"stream_nb AODE, {FRAME}", "Weka 3.6 AODE", 1.5),
+    ("TAN, DataFrame >= Weka AODE (LED)", "LED", f"stream_nb TAN, {FRAME}", "Weka 3.6 AODE", 1.0),
+    ("KDB (k=2), DataFrame >= 0.5x Weka AODE (LED)", "LED", f"stream_nb KDB (k=2), {FRAME}", "Weka 3.6 AODE", 0.5),
+    ("NaiveBayes, dicts >= 0.4x MOA NaiveBayes (LED)", "LED", f"stream_nb NaiveBayes, {DICTS}", "MOA NaiveBayes", 0.4),
+    ("NaiveBayes, one event >= 25x river GaussianNB (LED)", "LED",
+     f"stream_nb NaiveBayes, {ONE}", f"river GaussianNB, {ONE}", 25),
+    ("AODE, one event >= 10x river GaussianNB (LED)", "LED", f"stream_nb AODE, {ONE}", f"river GaussianNB, {ONE}", 10),
+    ("TAN, one event >= 10x river GaussianNB (LED)", "LED", f"stream_nb TAN, {ONE}", f"river GaussianNB, {ONE}", 10),
+    ("NaiveBayes, one event >= CapyMOA per-event loop fed from Python values (LED)", "LED",
+     f"stream_nb NaiveBayes, {ONE}", f"{CAPY}, python values", 1.0),
+    ("NaiveBayes, one event >= CapyMOA per-event loop fed from Python values (Agrawal)", "Agrawal",
+     f"stream_nb NaiveBayes, {ONE}", f"{CAPY}, python values", 1.0),
+)
+
+
 def run_peers(args):
-    """Issue 14's peers beside ours: events/s and accuracy tables; returns the targets to print."""
+    """The peers beside ours: the events/s, first-call, ratio and agreement tables; returns the targets to print."""
     reason = peers.ready()
     if reason:
         print(f"\n{reason}\n")
         return []
-    print(f"\nJava peers and stream_nb on the same {args.events} events (prequential; events/s of the "
-          f"learner thread's CPU time: Java the best and the median of {args.jvm_repeats - args.jvm_warmup} runs "
-          f"after {args.jvm_warmup} JIT warm-up runs in one JVM, stream_nb of {args.repeats} interleaved runs):\n")
-    print("| stream | learner | events/s (best) | events/s (median) | × MOA NaiveBayes | accuracy |")
-    print("|---|---|---:|---:|---:|---:|")
+    skipped = capymoa_host.unavailable()
+    if skipped:
+        print(f"\n{skipped}\n")
+    print(f"\nPeers and stream_nb on the same {args.events} events, prequential (each event predicted, then "
+          f"learned). Events/s of CPU time: the Java peers of their learner thread, the median (and best) of "
+          f"{args.jvm_repeats - args.jvm_warmup} runs after {args.jvm_warmup} JIT warm-up run(s) in one JVM; "
+          f"stream_nb, river and CapyMOA of the whole process, the median (and best) of {args.repeats} "
+          f"interleaved runs after {WARMUP} warm-up run(s), the first call of each model timed on its own "
+          f"(below). {_environment_line()}.\n")
+    print("| stream | learner | events/s (median) | events/s (best) | × MOA NaiveBayes | accuracy | clock |")
+    print("|---|---|---:|---:|---:|---:|---|")
     results, agreements = {}, {}
     for sname in PEER_STREAMS:
         events = list(STREAMS[sname]().take(args.events))
-        table, agreement = peer_stream(sname, events, args)
+        table, agreement = peer_stream(sname, events, args, capymoa=not skipped)
         results[sname], agreements[sname] = table, agreement
         base = table["MOA NaiveBayes"][0]
-        for name, (best, median, acc, _) in table.items():
-            print(f"| {sname} | {name} | {best:,.0f} | {median:,.0f} | {best / base:.2f} | {acc:.4f} |")
+        for name, (median, best, acc, clock) in table.items():
+            print(f"| {sname} | {name} | {median:,.0f} | {best:,.0f} | {median / base:.2f} | {acc:.4f} | {clock} |")
         sys.stdout.flush()
+    print(f"\nFirst call of each model in this process (compile or cache load): prequential_many on a fresh "
+          f"model and the first {POLL} events, before the warm-up run and left out of the rates:\n")
+    print("| model | stream | input | process CPU (s) | wall (s) |")
+    print("|---|---|---|---:|---:|")
+    for model, sname, given, first in FIRST_CALLS:
+        print(f"| {model} | {sname} | {given} | {first.cpu:.3f} | {first.wall:.3f} |")
+    refused = [m for m, takes in TAKES_FRAMES.items() if not takes]
+    if refused:
+        print(f"\n{', '.join(refused)}: prequential_many took no DataFrame, so the DataFrame rows hand it each "
+              "batch as `batch.to_dict(\"records\")` (timed).")
     print("\nAgreement on the same events (prequential predictions compared one by one):\n")
-    print("| stream | stream_nb | peer | stream_nb correct | peer correct | predictions that differ | last event that differs |")
+    print("| stream | learner | peer | learner correct | peer correct | predictions that differ | last event that differs |")
     print("|---|---|---|---:|---:|---:|---:|")
     for sname, rows in agreements.items():
         for ours, peer, ours_correct, peer_correct, differ, last in rows:
             print(f"| {sname} | {ours} | {peer} | {ours_correct} | {peer_correct} | {differ} | {last or '-'} |")
-    print()
+    print("\nThe issue's speed targets (medians, the same run):\n")
+    print("| target | learner events/s | reference events/s | ratio | at least |")
+    print("|---|---:|---:|---:|---:|")
     targets = []
+    for text, sname, learner, reference, factor in SPEED_TARGETS:
+        res = results[sname]
+        if reference not in res:  # CapyMOA skipped
+            print(f"| {text} | {res[learner][0]:,.0f} | skipped | - | {factor:g} |")
+            continue
+        ratio = res[learner][0] / res[reference][0]
+        print(f"| {text} | {res[learner][0]:,.0f} | {res[reference][0]:,.0f} | {ratio:.2f} | {factor:g} |")
+        targets.append((text, ratio >= factor))
+    print()
+    # the DataFrame and the dicts give prequential_many the same events: the same predictions
     for sname in ("LED", "Agrawal"):
         res = results[sname]
-        targets.append((f"NaiveBayes prequential_many >= MOA NaiveBayes events/s on {sname}",
-                        res["stream_nb NaiveBayes, prequential_many"][0] >= res["MOA NaiveBayes"][0]))
-    led = results["LED"]
-    targets.append(("AODE prequential_many >= Weka AODE events/s on LED",
-                    led["stream_nb AODE, prequential_many"][0] >= led["Weka 3.6 AODE"][0]))
-    gnb = led["river GaussianNB"][0]
-    print("Ratios on LED (best events/s of each, the same clock, the same run):\n")
-    print("| ratio | value |")
-    print("|---|---:|")
-    ratios = [
-        ("NaiveBayes prequential_many / MOA NaiveBayes (LED)",
-         led["stream_nb NaiveBayes, prequential_many"][0] / led["MOA NaiveBayes"][0]),
-        ("NaiveBayes prequential_many / MOA NaiveBayes (Agrawal)",
-         results["Agrawal"]["stream_nb NaiveBayes, prequential_many"][0] / results["Agrawal"]["MOA NaiveBayes"][0]),
-        ("AODE prequential_many / Weka 3.6 AODE", led["stream_nb AODE, prequential_many"][0] / led["Weka 3.6 AODE"][0]),
-        ("TAN prequential_many / river GaussianNB", led["stream_nb TAN, prequential_many"][0] / gnb),
-        ("KDB (k=2) prequential_many / river GaussianNB", led["stream_nb KDB (k=2), prequential_many"][0] / gnb),
-    ]
-    for text, value in ratios:
-        print(f"| {text} | {value:.2f} |")
-    print()
-    targets.append(("TAN prequential_many >= 10x river GaussianNB events/s on LED",
-                    led["stream_nb TAN, prequential_many"][0] >= 10 * gnb))
-    targets.append(("KDB (k=2) prequential_many >= 3x river GaussianNB events/s on LED",
-                    led["stream_nb KDB (k=2), prequential_many"][0] >= 3 * gnb))
+        for name in sorted({k.rsplit(", ", 2)[0] for k in res if k.endswith(FRAME)}):
+            same = round(res[f"{name}, {FRAME}"][2] * args.events) == round(res[f"{name}, {DICTS}"][2] * args.events)
+            targets.append((f"{name} prequential_many: a DataFrame predicts as dicts on {sname}", same))
     # All-nominal streams: the same models, so predictions may differ only while the smoothing of a
     # cold start differs (MOA's unsmoothed class prior; Weka's Laplace over every declared value and class).
     for sname in ("LED", "STAGGER"):

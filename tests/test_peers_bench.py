@@ -1,6 +1,7 @@
-"""bench/peers/: the ARFF files the Java peers read declare the streams as MOA does, and hold our events.
+"""bench/peers/: the ARFF files the Java peers read declare the streams as MOA does, and hold our events;
+CapyMOA's worker builds from the Python values the instances the ARFF file holds; the timing protocol.
 
-Pure Python (no JVM): the files are read back with scipy's independent ARFF reader.
+Pure Python (no JVM, no CapyMOA): the files are read back with scipy's independent ARFF reader.
 """
 
 from __future__ import annotations
@@ -17,10 +18,8 @@ from scipy.io import arff
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _load():
-    spec = importlib.util.spec_from_file_location(
-        "bench_peers", ROOT / "bench" / "peers" / "__init__.py", submodule_search_locations=[]
-    )
+def _load(name="bench_peers", path=ROOT / "bench" / "peers" / "__init__.py"):
+    spec = importlib.util.spec_from_file_location(name, path, submodule_search_locations=[])
     mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = mod  # dataclasses look their module up by name
     spec.loader.exec_module(mod)
@@ -28,6 +27,9 @@ def _load():
 
 
 peers = _load()
+protocol = _load("bench_peers_protocol", ROOT / "bench" / "peers" / "protocol.py")
+capymoa_host = _load("bench_peers_capymoa_host", ROOT / "bench" / "peers" / "capymoa_host.py")
+capymoa_peer = _load("bench_peers_capymoa_peer", ROOT / "bench" / "peers" / "capymoa_peer.py")
 
 STREAMS = {
     "LED": lambda: synth.LED(seed=1, noise_percentage=0.1, irrelevant_features=True),
@@ -156,3 +158,117 @@ def test_equal_frequency_edges_drop_duplicates_and_the_minimum():
     # quartiles of 1,1,1,1,2,2,2,2 are 1, 1.5, 2: the edge at the minimum would leave bin 0 empty
     assert peers.equal_frequency_edges([1.0] * 4 + [2.0] * 4, bins=4) == [1.5, 2.0]
     assert peers.equal_frequency_edges([5.0] * 10, bins=5) == []
+
+
+# --------------------------------------------------------------------------- CapyMOA's input
+
+
+@pytest.mark.parametrize("sname", list(STREAMS))
+def test_capymoa_python_values_build_the_instances_the_arff_file_holds(tmp_path, sname):
+    # the worker's two per-event loops must see the same events: the one from Python values builds each
+    # instance from the JSON lines; the other reads the ARFF file. scipy reads the ARFF file independently.
+    events, attrs, target, data, meta = written(tmp_path, sname)
+    path = capymoa_host.write_events(tmp_path / f"{sname}.jsonl", events, attrs, target)
+    header, decoded = capymoa_peer.read_events(path)
+    attributes, class_index = capymoa_peer.user_attributes(header)
+    assert [name for name, _ in attributes] == meta.names()[:-1]
+    for (x, y), row in zip(decoded, data):
+        values = capymoa_peer.values_row(x, attributes)
+        for j, name in enumerate(meta.names()[:-1]):
+            kind, declared = meta[name]
+            expected = row[name] if kind == "numeric" else declared.index(row[name].decode())
+            assert values[j] == expected
+        assert class_index[y] == meta["class"][1].index(row["class"].decode())
+
+
+def test_capymoa_events_keep_missing_values_missing(tmp_path):
+    events = [({"a": 1.5, "b": "x"}, 0), ({"a": None, "b": "y"}, 1), ({"a": math.nan}, 0)]
+    attrs, target = peers.declare(events)
+    header, decoded = capymoa_peer.read_events(capymoa_host.write_events(tmp_path / "m.jsonl", events, attrs, target))
+    attributes, _ = capymoa_peer.user_attributes(header)
+    rows = [capymoa_peer.values_row(x, attributes) for x, _ in decoded]
+    assert rows[0].tolist() == [1.5, 0.0]
+    assert math.isnan(rows[1][0]) and rows[1][1] == 1.0
+    assert math.isnan(rows[2][0]) and math.isnan(rows[2][1])
+
+
+def test_capymoa_is_skipped_in_one_line_without_java(monkeypatch):
+    monkeypatch.setattr(capymoa_host.shutil, "which", lambda tool: None)
+    reason = capymoa_host.unavailable()
+    assert reason.startswith("CapyMOA skipped: `java` not found") and "\n" not in reason
+
+
+def test_capymoa_venv_lives_under_the_peers_cache(monkeypatch, tmp_path):
+    monkeypatch.setenv("STREAM_NB_PEERS_CACHE", str(tmp_path))
+    venv = capymoa_host.venv_dir(sys.executable)
+    assert venv.parent == tmp_path
+    assert venv.name == f"capymoa-{capymoa_host.VERSION}-py{sys.version_info[0]}.{sys.version_info[1]}"
+
+
+# --------------------------------------------------------------------------- the timing protocol
+
+
+class FakeClock:
+    """A clock that each loop advances by a known amount."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_measure_leaves_the_warm_up_out_and_takes_the_median_of_interleaved_runs():
+    clock = FakeClock()
+    order = []
+    durations = {"a": iter([100.0, 3.0, 1.0, 2.0]), "b": iter([50.0, 5.0, 7.0, 6.0])}
+
+    def make(name):
+        def build():
+            clock.now += 1000.0  # building the model is not timed
+            return name
+        return build
+
+    def loop(model):
+        order.append(model)
+        clock.now += next(durations[model])
+        return f"{model} done"
+
+    timings = protocol.measure({"a": (make("a"), loop), "b": (make("b"), loop)}, repeats=3, warmup=1, clock=clock)
+    assert order == ["a", "b"] * 4  # interleaved rounds, the warm-up round first
+    assert timings["a"].seconds == [3.0, 1.0, 2.0] and timings["b"].seconds == [5.0, 7.0, 6.0]
+    assert timings["a"].median_rate(10) == 5.0 and timings["a"].best_rate(10) == 10.0
+    assert timings["b"].median_rate(60) == 10.0
+    assert timings["a"].result == "a done"
+    with pytest.raises(ValueError, match="repeats: expected at least one timed run, got 0"):
+        protocol.measure({}, repeats=0)
+
+
+def test_frame_batches_hand_over_every_row_once_with_its_label():
+    pd = pytest.importorskip("pandas")
+    events = list(STREAMS["LED"]().take(1234))
+    frame, ys = pd.DataFrame([x for x, _ in events]), [y for _, y in events]
+    parts = list(protocol.frame_batches(frame, ys, 500))
+    assert [len(X) for X, _ in parts] == [500, 500, 234]
+    assert [len(y) for _, y in parts] == [500, 500, 234]
+    # the rows as dicts, in order, are the events (native Python values: what prequential_many gets from dicts)
+    records = [r for X, _ in parts for r in X.to_dict("records")]
+    assert records == [x for x, _ in events] and [type(v) for v in records[0].values()] == [int] * 24
+    assert [y for _, part in parts for y in part] == ys
+    with pytest.raises(ValueError, match="3 rows but 2 labels"):
+        list(protocol.frame_batches(frame.iloc[:3], ys[:2]))
+    with pytest.raises(ValueError, match="size: expected a positive number of events per batch, got 0"):
+        list(protocol.batches(10, 0))
+
+
+def test_thread_variables_names_those_set():
+    env = {"OMP_NUM_THREADS": "1", "PATH": "/bin", "NUMBA_NUM_THREADS": "2"}
+    assert protocol.thread_variables(env) == {"OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "2"}
+    assert protocol.thread_variables({"PATH": "/bin"}) == {}
+
+
+def test_first_call_keeps_the_result_or_the_error():
+    ok = protocol.first_call(lambda: sum(range(1000)))
+    assert ok.result == 499500 and ok.error is None and ok.cpu >= 0 and ok.wall >= 0
+    refused = protocol.first_call(lambda: {}["frame"])
+    assert isinstance(refused.error, KeyError) and refused.result is None

@@ -14,6 +14,11 @@ chooses) and runs a small Java harness on that file:
   ``Discretize``;
 - ``Harness.java``: what both share (the ARFF reader, the CPU clock, the output).
 
+CapyMOA (MOA through JPype) runs in a venv of its own: ``capymoa_host.py`` makes the venv
+and writes the events for ``capymoa_peer.py``, the worker that runs there.
+``protocol.py`` holds how stream_nb's learners and CapyMOA are timed (process CPU time, a
+warm-up run, the median of the timed runs, the first call on its own).
+
 How the peers are timed: the harness reads the ARFF file once into
 ``weka.core.Instances`` (MOA: converted once to its own instances) and keeps
 the events in memory, so neither parsing nor JVM start-up is timed. It then
