@@ -228,8 +228,14 @@ def private_imports(imports) -> list[str]:
     return out
 
 
+#: Our modules that import numba: only the kernels' loader imports them, late (on the first learning call),
+#: so that commands that never learn never import numba.
+NUMBA_MODULES = ("stream_nb.kernels._address",)
+
+
 def local_imports(imports) -> list[str]:
-    return [f"{i}: inside a function or class" for i in imports if i.local]
+    return [f"{i}: inside a function or class" for i in imports
+            if i.local and not (i.target in NUMBA_MODULES and i.importer == "stream_nb.kernels._loader")]
 
 
 def long_modules(modules: dict[str, pathlib.Path]) -> list[str]:

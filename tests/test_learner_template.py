@@ -41,13 +41,18 @@ def test_a_model_without_its_hooks_cannot_be_built():
 
 
 class CountingDict(dict):
-    """An event that counts how often its items are read."""
+    """An event that counts how often it is read: its items walked, or its feature "a" looked up (an
+    encoder reads every feature once a pass, by key or by walking the items)."""
 
     reads = 0
 
     def items(self):
         CountingDict.reads += 1
         return super().items()
+
+    def __getitem__(self, key):
+        CountingDict.reads += key == "a"
+        return super().__getitem__(key)
 
 
 @pytest.mark.parametrize("make", MODELS)

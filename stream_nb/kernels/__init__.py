@@ -15,6 +15,7 @@ numba. ``python -m stream_nb.kernels`` compiles every kernel ahead of time
 (the Docker image does, at build time).
 """
 
+from ._addresses import Addresses
 from ._loader import compile_all, compiled
 
-__all__ = ["compile_all", "compiled"]
+__all__ = ["Addresses", "compile_all", "compiled"]

@@ -57,13 +57,13 @@ def normalise_row(jll, prior, C, out):
         out[c] = jll[c] - lse
 
 
-def gaussian_row(G, r, gslots, g_n, g_mean, g_m2, C, var_smoothing, q, jll):
-    """Add to ``jll[:C]`` the Gaussian log-densities of row ``r`` of ``G`` (NaN: missing), its columns the
-    slots ``gslots`` (``stats.gaussian_loglik``: the maximum-likelihood variance floored at ``var_smoothing``
+def gaussian_row(gx, gslots, g_n, g_mean, g_m2, C, var_smoothing, q, jll):
+    """Add to ``jll[:C]`` the Gaussian log-densities of the values ``gx`` (NaN: missing) of the slots
+    ``gslots`` (``stats.gaussian_loglik``: the maximum-likelihood variance floored at ``var_smoothing``
     times the feature's spread, the all-class Gaussian for a class that never saw the feature, the quadratic
     term shifted by its least class); ``q`` is scratch of at least C."""
     for j in range(gslots.shape[0]):
-        x = G[r, j]
+        x = gx[j]
         if x != x:
             continue
         g = gslots[j]
@@ -133,10 +133,10 @@ def _variance_floor(g_n, g_mean, g_m2, g, C, var_smoothing):
     return f if f > _TINY else _TINY
 
 
-def add_gaussian(G, r, gslots, c, w, g_n, g_mean, g_m2):
-    """Weighted Welford update of class ``c``'s moments by row ``r`` of ``G`` (``stats.Stats.add_gaussian``)."""
+def add_gaussian(gx, gslots, c, w, g_n, g_mean, g_m2):
+    """Weighted Welford update of class ``c``'s moments by the values ``gx`` (``stats.Stats.add_gaussian``)."""
     for j in range(gslots.shape[0]):
-        x = G[r, j]
+        x = gx[j]
         if x != x:
             continue
         g = gslots[j]

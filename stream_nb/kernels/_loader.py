@@ -24,15 +24,21 @@ def compiled() -> types.SimpleNamespace:
         # numba takes 0.5 to 1 s to import: loaded late, so that commands that never learn never pay for it
         import numba
 
+        from . import _address  # the views of arrays by address: compiled with numba, so imported here
+
         kernels = {}
         for module in MODULES:
+            module._address = _address
             for name, fn in list(vars(module).items()):
                 if not inspect.isfunction(fn) or fn.__module__ != module.__name__ or name == "warm":
                     continue
                 # a kernel's callers in its module (and in later ones, through the module) find the compiled one
                 kernel = numba.njit(cache=True, nogil=True, error_model="numpy")(fn)
                 setattr(module, name, kernel)
-                kernels[name] = kernel
+                if not name.startswith("_"):
+                    if name in kernels:
+                        raise RuntimeError(f"two kernels named {name!r}: {module.__name__} and another")
+                    kernels[name] = kernel
         _compiled = types.SimpleNamespace(**kernels)
     return _compiled
 

@@ -1,10 +1,13 @@
-"""Naive Bayes, compiled: each event of a block scored under the counts as they stand, then counted.
+"""Naive Bayes, compiled: each event scored under the counts as they stand, then counted.
 
 The logs of the counts are kept in two tables beside them, so that scoring an
 event adds table entries and counting it refreshes only the cells it touched:
 ``lnum[c, v] = log(|D_c,v| + a)`` and ``lden[c, f] = log(|D_c,f| + a N_f)``,
 ``N_f`` the values feature ``f`` has. The model rebuilds them
 (:func:`naive_tables`) whenever the counts changed outside a kernel.
+
+The arrays come as one table of addresses (:class:`~stream_nb.kernels.Addresses`),
+in the order of :data:`ARRAYS`.
 """
 
 from __future__ import annotations
@@ -14,96 +17,140 @@ import math
 import numpy as np
 
 from . import _common
+from ._addresses import Addresses
 
-__all__ = ["naive_block", "naive_tables", "warm"]
+__all__ = ["ARRAYS", "naive_block", "naive_learn", "naive_score", "naive_tables", "warm"]
+
+#: The arrays of a naive Bayes model's address table, in order.
+ARRAYS = ("class_count", "value_count", "feat_count", "n_values", "obs_value_count", "obs_feat_count",
+          "g_n", "g_mean", "g_m2", "lnum", "lden")
+_N = 11
+
+_address = None  # the views of arrays by address (kernels/_address.py, which imports numba): set by the loader
 
 
+def _views(t):
+    """The arrays of address table ``t``, in the order of :data:`ARRAYS`."""
+    cc = _address.f8_1d(t[0], t[_N])
+    vc = _address.f8_2d(t[1], t[_N + 2], t[_N + 3])
+    fc = _address.f8_2d(t[2], t[_N + 4], t[_N + 5])
+    nv = _address.i8_1d(t[3], t[_N + 6])
+    ovc = _address.f8_2d(t[4], t[_N + 8], t[_N + 9])
+    ofc = _address.f8_2d(t[5], t[_N + 10], t[_N + 11])
+    gn = _address.f8_2d(t[6], t[_N + 12], t[_N + 13])
+    gm = _address.f8_2d(t[7], t[_N + 14], t[_N + 15])
+    g2 = _address.f8_2d(t[8], t[_N + 16], t[_N + 17])
+    lnum = _address.f8_2d(t[9], t[_N + 18], t[_N + 19])
+    lden = _address.f8_2d(t[10], t[_N + 20], t[_N + 21])
+    return cc, vc, fc, nv, ovc, ofc, gn, gm, g2, lnum, lden
 
-def naive_tables(value_count, feat_count, n_values, a, lnum, lden):
+
+def naive_tables(t, a):
     """Fill ``lnum`` and ``lden`` from the counts, to their whole capacity (a block may give a value its
     column as it goes: its count is 0 there until the row that brings it is counted)."""
-    for c in range(value_count.shape[0]):
-        for v in range(value_count.shape[1]):
-            lnum[c, v] = math.log(value_count[c, v] + a)
-        for f in range(feat_count.shape[1]):
-            lden[c, f] = math.log(feat_count[c, f] + a * n_values[f])
+    cc, vc, fc, nv, ovc, ofc, gn, gm, g2, lnum, lden = _views(t)
+    for c in range(vc.shape[0]):
+        for v in range(vc.shape[1]):
+            lnum[c, v] = math.log(vc[c, v] + a)
+        for f in range(fc.shape[1]):
+            lden[c, f] = math.log(fc[c, f] + a * nv[f])
 
 
-def naive_block(D, dfeats, more, G, gslots, yc, w, learn, joint, C, a, var_smoothing,
-                class_count, value_count, feat_count, n_values, obs_value_count, obs_feat_count, twin,
-                g_n, g_mean, g_m2, lnum, lden, out):
+def _score(t, cols, feats, gx, gslots, extra, C, a, var_smoothing, joint, prior, jll, q, out):
+    """``out[:C]``: log P(c | x) (``joint``: log P(c, x)) of one event; ``extra[f]``: the values feature
+    ``f`` gained within the block before and with this event (empty: none)."""
+    cc, vc, fc, nv, ovc, ofc, gn, gm, g2, lnum, lden = _views(t)
+    _common.log_prior_row(cc, C, a, prior)
+    for c in range(C):
+        jll[c] = prior[c]
+    for j in range(cols.shape[0]):
+        col = cols[j]
+        if col < 0:
+            continue
+        f = feats[j]
+        if col == 0:  # never seen: no count, one more value
+            n = nv[f] + (extra[f] if extra.shape[0] else 0) + 1
+            for c in range(C):
+                jll[c] += math.log(a) - math.log(fc[c, f] + a * n)
+        else:
+            for c in range(C):
+                jll[c] += lnum[c, col] - lden[c, f]
+    _common.gaussian_row(gx, gslots, gn, gm, g2, C, var_smoothing, q, jll)
+    if joint:
+        for c in range(C):
+            out[c] = jll[c]
+    else:
+        _common.normalise_row(jll, prior, C, out)
+
+
+def _count(t, cols, feats, gx, gslots, extra, c, w, twin, a):
+    """Add one event of class ``c`` with weight ``w``, and refresh the tables' cells it touched."""
+    cc, vc, fc, nv, ovc, ofc, gn, gm, g2, lnum, lden = _views(t)
+    cc[c] += w
+    for j in range(cols.shape[0]):
+        col = cols[j]
+        if col < 0:
+            continue
+        f = feats[j]
+        vc[c, col] += w
+        fc[c, f] += w
+        if twin:
+            ovc[c, col] += w
+            ofc[c, f] += w
+        lnum[c, col] = math.log(vc[c, col] + a)
+        lden[c, f] = math.log(fc[c, f] + a * (nv[f] + (extra[f] if extra.shape[0] else 0)))
+    _common.add_gaussian(gx, gslots, c, w, gn, gm, g2)
+
+
+def naive_score(t, cols, feats, gx, gslots, out, joint, C, a, var_smoothing):
+    """One event's ``out[:C]`` (see :func:`_score`)."""
+    prior, jll, q = np.empty(C), np.empty(C), np.empty(C)
+    _score(t, cols, feats, gx, gslots, cols[:0], C, a, var_smoothing, joint, prior, jll, q, out)
+
+
+def naive_learn(t, cols, feats, gx, gslots, c, w, twin, a):
+    """Count one event of class ``c`` with weight ``w``."""
+    _count(t, cols, feats, gx, gslots, cols[:0], c, w, twin, a)
+
+
+def naive_block(t, D, dfeats, more, G, gslots, yc, out, learn, twin, C, a, var_smoothing):
     """Score each row of a block, then (``learn``, a labelled row) count it, in order.
 
     ``D`` (rows, k): value columns of the discrete features ``dfeats`` (-1: missing; 0: a value never seen,
     which counts nothing and one more value of its feature); ``more`` (rows, F): the values each feature has
     gained within the block by each row, its own included (a labelled row's new value already has its
     column), or (0, 0); ``G`` (rows, g): the Gaussian slots ``gslots`` (NaN: missing); ``yc``: class index
-    (-1: unlabelled); ``w``: weights. ``twin``: count the discrete values in the observed-only twin too.
-    ``out[r, :C]`` gets log P(c | x_r), or with ``joint`` log P(c, x_r) (what EM's enumerations compare).
+    (-1: unlabelled), each counted with weight 1. ``out[r, :C]`` gets log P(c | x_r).
     """
-    R, k = D.shape
-    jll = np.empty(C)
-    prior = np.empty(C)
-    q = np.empty(C)
+    cc, vc, fc, nv, ovc, ofc, gn, gm, g2, lnum, lden = _views(t)
+    prior, jll, q = np.empty(C), np.empty(C), np.empty(C)
     grown = more.shape[0] > 0
-    for r in range(R):
+    none = D[0, :0]
+    for r in range(D.shape[0]):
+        extra = more[r] if grown else none
         if grown:  # a feature gained a value at this row: its denominators change for every class
-            for j in range(k):
+            for j in range(D.shape[1]):
                 f = dfeats[j]
                 if more[r, f] != (more[r - 1, f] if r else 0):
-                    nv = n_values[f] + more[r, f]
                     for c in range(C):
-                        lden[c, f] = math.log(feat_count[c, f] + a * nv)
-        _common.log_prior_row(class_count, C, a, prior)
-        for c in range(C):
-            jll[c] = prior[c]
-        for j in range(k):
-            col = D[r, j]
-            if col < 0:
-                continue
-            f = dfeats[j]
-            if col == 0:  # never seen: no count, one more value
-                nv = n_values[f] + (more[r, f] if grown else 0) + 1
-                for c in range(C):
-                    jll[c] += math.log(a) - math.log(feat_count[c, f] + a * nv)
-            else:
-                for c in range(C):
-                    jll[c] += lnum[c, col] - lden[c, f]
-        _common.gaussian_row(G, r, gslots, g_n, g_mean, g_m2, C, var_smoothing, q, jll)
-        if joint:
-            out[r, :C] = jll[:C]
-        else:
-            _common.normalise_row(jll, prior, C, out[r])
-        c = yc[r]
-        if not learn or c < 0:
-            continue
-        wr = w[r]
-        class_count[c] += wr
-        for j in range(k):
-            col = D[r, j]
-            if col < 0:
-                continue
-            f = dfeats[j]
-            value_count[c, col] += wr
-            feat_count[c, f] += wr
-            if twin:
-                obs_value_count[c, col] += wr
-                obs_feat_count[c, f] += wr
-            lnum[c, col] = math.log(value_count[c, col] + a)
-            lden[c, f] = math.log(feat_count[c, f] + a * (n_values[f] + (more[r, f] if grown else 0)))
-        _common.add_gaussian(G, r, gslots, c, wr, g_n, g_mean, g_m2)
+                        lden[c, f] = math.log(fc[c, f] + a * (nv[f] + more[r, f]))
+        _score(t, D[r], dfeats, G[r], gslots, extra, C, a, var_smoothing, False, prior, jll, q, out[r])
+        if learn and yc[r] >= 0:
+            _count(t, D[r], dfeats, G[r], gslots, extra, yc[r], 1.0, twin, a)
 
 
 def warm(k) -> None:
-    """Compile :func:`naive_block` and :func:`naive_tables` for the types the models pass."""
+    """Compile the kernels for the types the models pass."""
     C, V, F = 2, 4, 2
-    cc, vc, fc = np.zeros(C), np.zeros((C, V)), np.zeros((C, F))
-    nv = np.array([1, 2], dtype=np.int64)
-    gn, gm, g2 = np.zeros((C, 1)), np.zeros((C, 1)), np.zeros((C, 1))
-    lnum, lden = np.zeros((C, V)), np.zeros((C, F))
-    k.naive_tables(vc, fc, nv, 1.0, lnum, lden)
+    arrays = (np.zeros(C), np.zeros((C, V)), np.zeros((C, F)), np.array([1, 2], dtype=np.int64), np.zeros((C, V)),
+              np.zeros((C, F)), np.zeros((C, 1)), np.zeros((C, 1)), np.zeros((C, 1)), np.zeros((C, V)),
+              np.zeros((C, F)))
+    t = Addresses(None, arrays).table
+    k.naive_tables(t, 1.0)
     D = np.array([[1, 2], [1, 3]], dtype=np.int64)
-    feats, G = np.array([0, 1], dtype=np.int64), np.array([[0.5], [1.5]])
+    feats, G, gslots = np.array([0, 1], dtype=np.int64), np.array([[0.5], [1.5]]), np.array([0], dtype=np.int64)
     for more in (np.zeros((0, 0), dtype=np.int64), np.zeros((2, F), dtype=np.int64)):
-        k.naive_block(D, feats, more, G, np.array([0], dtype=np.int64), np.array([0, 1], dtype=np.int64), np.ones(2),
-                      True, False, C, 1.0, 1e-9, cc, vc, fc, nv, vc, fc, False, gn, gm, g2, lnum, lden, np.empty((2, C)))
+        k.naive_block(t, D, feats, more, G, gslots, np.array([0, 1], dtype=np.int64), np.empty((2, C)), True, False,
+                      C, 1.0, 1e-9)
+    k.naive_score(t, D[0], feats, G[0], gslots, np.empty(C), False, C, 1.0, 1e-9)
+    k.naive_learn(t, D[0], feats, G[0], gslots, 1, 1.0, False, 1.0)

@@ -7,7 +7,8 @@ Every model is a river classifier and a view of one count store
 module                 what it holds
 =====================  ===========================================================================
 ``_base.py``           :class:`BayesClassifier`: the template (what a subclass provides is listed
-                       there), learning, EM's driver, the prequential step (:func:`prequential_step`)
+                       there), learning, EM's driver, the prequential step of one event
+``_step.py``           :func:`prequential_step`: the prequential step of any river classifier
 ``_structured.py``     :class:`StructuredClassifier`: a structure rebuilt every ``rebuild_every`` events
 ``_runs.py``           :class:`~stream_nb.learners._runs.VectorisedRuns`: runs of events scored at once
 ``_decision.py``       the log prior, logsumexp, the posterior, the loss-matrix decision
@@ -28,7 +29,8 @@ To add a model: a module here with a subclass of :class:`BayesClassifier` (or of
 ``MODELS`` below and exported by :mod:`stream_nb`.
 """
 
-from ._base import BayesClassifier, Step, prequential_step
+from ._base import BayesClassifier, Step
+from ._step import prequential_step
 from ._forgetting import DETECTORS
 from ._runs import RunBlock
 from ._structure import conditional_mutual_information, maximum_spanning_tree, mutual_information_with_class

@@ -61,7 +61,7 @@ from ._forgetting import Forgetting, detector_spec
 from ._impute import Imputation
 from ._unlearn import Unlearning
 
-__all__ = ["BayesClassifier", "Step", "prequential_step"]
+__all__ = ["BayesClassifier", "Step"]
 
 _NONE = np.empty(0, dtype=np.int64)
 
@@ -273,8 +273,7 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
         self._learned(1)
 
     def _count(self, enc: Encoded, c: int, w: float) -> None:
-        """Add one encoded event of class ``c`` with weight ``w`` to the counts; default :meth:`Stats.add`
-        (a model with a compiled kernel counts it there)."""
+        """Add one encoded event of class ``c`` (weight ``w``) to the counts; a model's kernel may count it."""
         self._stats.add(enc, c, w)
 
     def _learn_unlabeled(self, x: dict, w: float, known: Encoded | None) -> None:
@@ -578,28 +577,3 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
             if got != want or type(got) is not type(want):
                 raise ValueError(f"stats.{name} is {got!r:.60}; a {type(self).__name__} with these parameters "
                                  f"keeps {want!r}")
-
-
-def prequential_step(model, x: dict, y, *, impute: bool = False) -> Step:
-    """One prequential step of any river classifier: predict ``x``, then learn ``(x, y)``.
-
-    stream_nb's models take :meth:`BayesClassifier.prequential_one` (``x`` encoded once).
-    Any other river classifier predicts with ``predict_one`` and ``predict_proba_one`` and
-    learns labeled events only; ``impute`` needs a model with ``impute_one``. The engine,
-    ``prequential_many`` and ``stream-nb evaluate`` all go through this step.
-
-    >>> from river import naive_bayes
-    >>> model = naive_bayes.MultinomialNB()
-    >>> prequential_step(model, {"w": 2}, "a")
-    Step(prediction=None, proba={}, learned=True, imputed=None)
-    """
-    if isinstance(model, BayesClassifier):
-        return model.prequential_one(x, y, impute=impute)
-    prediction, proba = model.predict_one(x), model.predict_proba_one(x)
-    imputed = None
-    if impute:
-        imputed = {k: v for k, v in model.impute_one(x).items() if k not in x or x[k] is None}
-    learned = y is not None
-    if learned:
-        model.learn_one(x, y)
-    return Step(prediction, proba, learned, imputed)

@@ -6,7 +6,7 @@ import numpy as np
 
 from .._checks import check_choice, check_number
 from ..stats import DEFAULT_MEMORY_BUDGET, naive_terms
-from ..kernels import compiled
+from ..kernels import Addresses, compiled
 from ._base import BayesClassifier
 from ._binning import check_binning
 from ._em import add_estep, assemble, naive_bayes_blocks
@@ -15,7 +15,6 @@ from ._runs import VectorisedRuns
 __all__ = ["NaiveBayes"]
 
 _NO_MORE = np.zeros((0, 0), dtype=np.int64)
-_UNLABELED = np.full(1, -1, dtype=np.int64)
 
 
 class NaiveBayes(VectorisedRuns, BayesClassifier):
@@ -160,17 +159,36 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
         self._setup(numeric=numeric, pairs=False, var_smoothing=var_smoothing, bins=bins, warmup=warmup,
                     bin_edges=bin_edges, discretiser=discretiser, fine_bins=fine_bins)
 
-    def _kernel_tables(self) -> tuple:
-        """The kernel's tables of logged counts (:mod:`stream_nb.kernels._naive`), rebuilt when the counts
-        changed outside the kernel."""
+    def _kernel_arrays(self) -> Addresses:
+        """The address table of the arrays the kernels work on (:data:`~stream_nb.kernels._naive.ARRAYS`):
+        the store's counts and the tables of their logs, rebuilt when the counts changed outside a kernel."""
         s = self._stats
-        key = (s.epoch, s.version, s.value_count.shape, s.feat_count.shape)
-        tables = self.__dict__.get("_ktables")
-        if tables is None or tables[0] != key:
-            lnum, lden = np.empty_like(s.value_count), np.empty_like(s.feat_count)
-            compiled().naive_tables(s.value_count, s.feat_count, s.n_values, self._alpha, lnum, lden)
-            tables = self._ktables = [key, lnum, lden]
-        return tables
+        key = (s.epoch, s.version, s.keeps_observed, id(s.value_count))
+        arrays = self.__dict__.get("_karrays")
+        if arrays is None or arrays.key != key:
+            twin = s.keeps_observed
+            arrays = self._karrays = Addresses(key, (
+                s.class_count, s.value_count, s.feat_count, s.n_values,
+                s.obs_value_count if twin else s.value_count, s.obs_feat_count if twin else s.feat_count,
+                s.g_n, s.g_mean, s.g_m2, np.empty_like(s.value_count), np.empty_like(s.feat_count)))
+            compiled().naive_tables(arrays.table, self._alpha)
+        return arrays
+
+    def _counted(self, arrays: Addresses, many: bool) -> None:
+        """The kernel counted events: the store marks the change, and the tables, refreshed as it went, stay."""
+        s = self._stats
+        s.mark_counted(many)
+        arrays.key = (s.epoch, s.version, s.keeps_observed, id(s.value_count))
+
+    def _kernel_block(self, D, dfeats, G, gslots, yc, more, out, learn: bool) -> None:
+        """Score each row of an encoded block into ``out`` (log posteriors) and, with ``learn``, count each
+        labelled row after scoring it (:func:`~stream_nb.kernels._naive.naive_block`)."""
+        s = self._stats
+        arrays = self._kernel_arrays()
+        compiled().naive_block(arrays.table, D, dfeats, _NO_MORE if more is None else more, G, gslots, yc, out, learn,
+                               s.keeps_observed, s.n_classes, self._alpha, self._var_smoothing)
+        if learn and (yc >= 0).any():
+            self._counted(arrays, True)
 
     def _count(self, enc, c: int, w: float) -> None:
         s = self._stats
@@ -178,30 +196,19 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
                 or not len(enc.cols) + len(enc.gslots)):
             s.add(enc, c, w)  # decay's scale, receipts and a second layer: the store's own path
             return
-        self._kernel_block(enc.cols[None, :], enc.feats, enc.gx[None, :], enc.gslots, np.array([c]), None,
-                           np.empty((1, s.n_classes)), True, w=np.array([float(w)]))
-
-    def _kernel_block(self, D, dfeats, G, gslots, yc, more, out, learn: bool, joint: bool = False, w=None) -> None:
-        """Score each row of an encoded block into ``out`` (log posteriors; ``joint``: log P(c, x)) and, with
-        ``learn``, count each labelled row after scoring it (:func:`~stream_nb.kernels._naive.naive_block`)."""
-        s = self._stats
-        tables = self._kernel_tables()
-        twin = s.keeps_observed
-        compiled().naive_block(
-            D, dfeats, _NO_MORE if more is None else more, G, gslots, yc,
-            np.ones(len(yc)) if w is None else w, learn, joint, s.n_classes, self._alpha, self._var_smoothing, s.class_count, s.value_count,
-            s.feat_count, s.n_values, s.obs_value_count if twin else s.value_count,
-            s.obs_feat_count if twin else s.feat_count, twin, s.g_n, s.g_mean, s.g_m2, tables[1], tables[2], out)
-        if learn and (yc >= 0).any():
-            s.mark_counted(len(yc) > 1)
-            tables[0] = (s.epoch, s.version, s.value_count.shape, s.feat_count.shape)
+        arrays = self._kernel_arrays()
+        compiled().naive_learn(arrays.table, enc.cols, enc.feats, enc.gx, enc.gslots, c, float(w), s.keeps_observed,
+                               self._alpha)
+        self._counted(arrays, False)
 
     def _jll(self, enc):
-        if not self._stats.n_classes or self.half_life is not None:
+        s = self._stats
+        if not s.n_classes or self.half_life is not None:
             return self._naive_jll(enc)  # (decay changes every cell's smoothing each event: no table)
-        out = np.empty((1, self._stats.n_classes))
-        self._kernel_block(enc.cols[None, :], enc.feats, enc.gx[None, :], enc.gslots, _UNLABELED, None, out, False, True)
-        return out[0]
+        out = np.empty(s.n_classes)
+        compiled().naive_score(self._kernel_arrays().table, enc.cols, enc.feats, enc.gx, enc.gslots, out, True,
+                               s.n_classes, self._alpha, self._var_smoothing)
+        return out
 
     def _jll_many(self, D, dfeats, G, gslots):
         return self._naive_jll_many(D, dfeats, G, gslots)

@@ -31,7 +31,12 @@ class Encoding:
         if type(x) is not dict:
             check_event(x)
         enc = self._encode_known(x)
-        return self._encode(x) if enc is None else enc
+        if enc is None:
+            return self._encode(x)
+        # river's loop predicts x, then learns it: learning finds x's encoding here (the copy tells whether
+        # x changed in between)
+        self._cache["last"] = (x, dict(x), enc)
+        return enc
 
     def _encode_known(self, x: dict) -> Encoded | None:
         """The fast paths of :meth:`encode`: an event of the usual shape (:mod:`._shapes`), or every value
@@ -169,8 +174,12 @@ class Encoding:
         """
         if type(x) is not dict:
             check_event(x)
-        if known is None:  # every value a known category: nothing to register, as encode() tells
-            known = self._encode_known(x)
+        if known is None:
+            last = self._cache.get("last")
+            if last is not None and last[0] is x and last[2].epoch == self.epoch and x == last[1]:
+                known = last[2]  # predicted just before, and unchanged since
+            else:  # every value a known category: nothing to register, as encode() tells
+                known = self._encode_known(x)
         if known is not None and known.epoch == self.epoch:
             if y is not None and self.tuples:
                 self._check_room(0, y not in self.class_index)

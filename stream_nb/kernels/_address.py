@@ -1,0 +1,48 @@
+"""Arrays by address, inside compiled code (imports numba: loaded by :func:`~stream_nb.kernels.compiled` only).
+
+A kernel called once per event pays numba's dispatch per argument (about a
+fifth of a microsecond per array), more than its own work. So a model hands
+its count arrays over as one int64 array of their addresses and shapes
+(:class:`~stream_nb.kernels.Addresses`), and the kernel views them again here.
+"""
+
+from __future__ import annotations
+
+from numba import carray, njit, types
+from numba.extending import intrinsic
+
+__all__ = ["f8_1d", "f8_2d", "i8_1d"]
+
+
+@intrinsic
+def _f8(typingctx, addr):
+    def codegen(context, builder, signature, args):
+        return builder.inttoptr(args[0], context.get_value_type(types.CPointer(types.float64)))
+
+    return types.CPointer(types.float64)(types.int64), codegen
+
+
+@intrinsic
+def _i8(typingctx, addr):
+    def codegen(context, builder, signature, args):
+        return builder.inttoptr(args[0], context.get_value_type(types.CPointer(types.int64)))
+
+    return types.CPointer(types.int64)(types.int64), codegen
+
+
+@njit(cache=True, nogil=True)
+def f8_1d(addr, n):
+    """The float64 array of ``n`` at ``addr``."""
+    return carray(_f8(addr), n)
+
+
+@njit(cache=True, nogil=True)
+def f8_2d(addr, n0, n1):
+    """The C-ordered float64 array of shape (n0, n1) at ``addr``."""
+    return carray(_f8(addr), (n0, n1))
+
+
+@njit(cache=True, nogil=True)
+def i8_1d(addr, n):
+    """The int64 array of ``n`` at ``addr``."""
+    return carray(_i8(addr), n)
