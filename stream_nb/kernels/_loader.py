@@ -6,6 +6,7 @@ import inspect
 import types
 
 from . import _common, _naive
+from ._cache import Jit
 
 __all__ = ["compile_all", "compiled"]
 
@@ -24,13 +25,14 @@ def compiled() -> types.SimpleNamespace:
         # numba takes 0.5 to 1 s to import: loaded late, so that commands that never learn never pay for it
         import numba
 
+        jit = Jit(numba, nogil=True, error_model="numpy")
         kernels = {}
         for module in MODULES:
             for name, fn in list(vars(module).items()):
                 if not inspect.isfunction(fn) or fn.__module__ != module.__name__ or name == "warm":
                     continue
                 # a kernel's callers in its module (and in later ones, through the module) find the compiled one
-                kernel = numba.njit(cache=True, nogil=True, error_model="numpy")(fn)
+                kernel = jit(fn)
                 setattr(module, name, kernel)
                 kernels[name] = kernel
         _compiled = types.SimpleNamespace(**kernels)
