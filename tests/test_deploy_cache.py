@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from stream_nb.kernels._cache import NO_CACHE_WARNING
+from stream_nb.settings import MODELS
 from test_deploy import (EXAMPLE, cache_files, clean_env, docker_env, example_events, exec_start, final_metrics,
                          image_kernels, pod_specs, rewrite, stream_nb_script, systemd_unit)
 
@@ -128,22 +129,25 @@ class Pod:
 @needs_namespaces
 def test_a_pod_loads_the_kernels_compiled_into_the_image_on_its_read_only_root(tmp_path, image_kernels):
     """The init container copies the image's kernels into the pod's emptyDir, and the daemon, on a read-only
-    root, runs the quick start from them: the cache's files are the image's, byte for byte, after the run
-    (a compile at start would have added or rewritten some)."""
+    root, runs the quick start from them with every model: the cache's files are the image's, byte for byte,
+    after the runs (a compile at start would have added or rewritten some: the build step must compile every
+    kernel a model calls, for the types it passes)."""
     pod = Pod(tmp_path, image_kernels)
     pod.start_init()
     env = pod.daemon_env()
     kernels = Path(env["NUMBA_CACHE_DIR"])
     assert cache_files(kernels).keys() == cache_files(image_kernels).keys()
     before = cache_files(kernels)
-    snapshots = pod.volumes["snapshots"]
-    out = tmp_path / "out"
-    out.mkdir()
-    argv = quick_start(out, "--snapshot-dir", str(snapshots))
-    r = read_only_root(argv, [*pod.volumes.values(), out], env=base_env(TMPDIR=str(pod.volumes["tmp"]), **env))
-    check_run(r, out)
-    assert any(p.suffix == ".snb" for p in snapshots.iterdir())
-    assert cache_files(kernels) == before
+    for model in MODELS:
+        snapshots = pod.volumes["snapshots"] / model
+        out = tmp_path / "out" / model
+        snapshots.mkdir()
+        out.mkdir(parents=True)
+        argv = quick_start(out, "--model", model, "--snapshot-dir", str(snapshots))
+        r = read_only_root(argv, [*pod.volumes.values(), out], env=base_env(TMPDIR=str(pod.volumes["tmp"]), **env))
+        check_run(r, out)
+        assert any(p.suffix == ".snb" for p in snapshots.iterdir())
+        assert cache_files(kernels) == before, f"--model {model} compiled at start"
 
 
 @pytest.mark.slow  # two compiles, to show what the manifests avoid
