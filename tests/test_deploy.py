@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import configparser
 import contextlib
+import hashlib
 import io
 import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -87,6 +89,11 @@ def healthcheck() -> tuple[dict[str, str], list[str]]:
     (rest,) = instructions("HEALTHCHECK")
     options, _, command = rest.partition("CMD ")
     return dict(o.lstrip("-").split("=", 1) for o in options.split()), json.loads(command)
+
+
+def docker_volumes() -> list[str]:
+    (volume,) = instructions("VOLUME")
+    return json.loads(volume)
 
 
 def compose() -> dict:
@@ -210,7 +217,7 @@ def test_the_image_reads_its_defaults_file_and_agrees_on_port_and_snapshot_volum
     assert int(expose) == defaults["metrics_port"]
     _, command = healthcheck()
     assert f"'{defaults['metrics_port']}'" in command[2]  # the HEALTHCHECK's default port
-    assert json.loads(instructions("VOLUME")[0]) == [defaults["snapshot_dir"]]
+    assert defaults["snapshot_dir"] in docker_volumes()
     argv = run_argv(docker_json("CMD"))
     resolved = check_resolves(argv, {"STREAM_NB_CONFIG": str(IMAGE_CONFIG)})
     assert resolved["settings"]["metrics_port"] == defaults["metrics_port"]
@@ -247,9 +254,9 @@ def test_compose_runs_kraft_kafka_the_daemon_and_a_replaying_producer():
     # the metrics port is published, the snapshot volume mounted where the image keeps snapshots
     defaults = _read_config_file(str(IMAGE_CONFIG))
     assert [p.split(":")[-1] for p in daemon["ports"]] == [str(defaults["metrics_port"])]
-    (volume,) = daemon["volumes"]
-    name, target = volume.split(":")[:2]
-    assert target == defaults["snapshot_dir"] and name in compose()["volumes"]
+    volumes = dict(reversed(v.split(":")[:2]) for v in daemon["volumes"])
+    assert volumes.keys() == {defaults["snapshot_dir"], docker_env()["NUMBA_CACHE_DIR"]}
+    assert set(volumes.values()) <= compose()["volumes"].keys()  # named: Docker fills them from the image
 
 
 # ----------------------------------------------------------------------- Kubernetes
@@ -340,6 +347,99 @@ def test_systemd_unit_has_what_a_daemon_needs(tmp_path):
     assert settings["settings"]["metrics_host"] == "127.0.0.1"  # a host service: local scraping by default
 
 
+# ----------------------------------------------------------------------- read-only, non-root, the kernels' cache
+
+
+KERNELS_BUILD = "python -m stream_nb.kernels"
+
+
+def image_user() -> tuple[str, str]:
+    """The uid and gid the image's user is created with."""
+    (useradd,) = [r for i, r in final_stage() if i == "RUN" and "useradd" in r]
+    return re.search(r"--uid (\d+)", useradd).group(1), re.search(r"--gid (\d+)", useradd).group(1)
+
+
+def test_the_image_compiles_the_kernels_for_a_generic_cpu_into_a_volume_its_user_owns():
+    stage = final_stage()
+    at = {line: i for i, line in enumerate(stage)}
+    build = ("RUN", KERNELS_BUILD)
+    assert build in at
+    # after the package is installed, as the image's (non-root) user, so that the cache belongs to it
+    (install,) = [i for i, (instruction, rest) in enumerate(stage) if instruction == "RUN" and "pip install" in rest]
+    (user,) = [i for i, (instruction, _) in enumerate(stage) if instruction == "USER"]
+    assert install < user < at[build]
+    # with the run time's environment: a CPU name that every node shares, the cache where the volume is
+    env_before = {}
+    for instruction, rest in stage[:at[build]]:
+        if instruction == "ENV":
+            env_before.update(item.partition("=")[::2] for item in shlex.split(rest))
+    assert env_before["NUMBA_CPU_NAME"] == docker_env()["NUMBA_CPU_NAME"] == "generic"
+    cache = env_before["NUMBA_CACHE_DIR"]
+    assert cache == docker_env()["NUMBA_CACHE_DIR"]
+    # a volume (a writable copy: numba passes over a cache directory it cannot write to), declared after the
+    # build step (Docker discards what a later step writes into a volume), created and owned by the user
+    (volume,) = [i for i, (instruction, _) in enumerate(stage) if instruction == "VOLUME"]
+    assert cache in docker_volumes() and volume > at[build]
+    (useradd,) = [r for i, r in stage if i == "RUN" and "useradd" in r]
+    created = shlex.split(useradd.split("mkdir -p", 1)[1].split("&&")[0])
+    owned = shlex.split(useradd.split("chown -R stream-nb:stream-nb", 1)[1].split("&&")[0])
+    assert cache in created and any(PurePosixPath(cache).is_relative_to(o) for o in owned)
+
+
+def pod_specs() -> dict[str, dict]:
+    group = yaml.safe_load((DEPLOY / "k8s" / "group" / "deployment.yaml").read_text())
+    return {"statefulset": k8s()["StatefulSet"]["spec"]["template"]["spec"], "group": group["spec"]["template"]["spec"]}
+
+
+@pytest.mark.parametrize("name", ["statefulset", "group"])
+def test_pods_run_read_only_and_non_root_with_the_image_kernels_copied_to_a_writable_volume(name):
+    spec = pod_specs()[name]
+    uid, gid = image_user()
+    assert spec["securityContext"]["runAsNonRoot"] is True
+    assert (str(spec["securityContext"]["runAsUser"]), str(spec["securityContext"]["runAsGroup"])) == (uid, gid)
+    (init,) = spec["initContainers"]
+    (daemon,) = spec["containers"]
+    for c in (init, daemon):
+        assert c["image"] == daemon["image"]  # the init container copies from the daemon's own image
+        assert c["securityContext"]["readOnlyRootFilesystem"] is True
+        assert c["securityContext"]["allowPrivilegeEscalation"] is False
+        assert c["securityContext"]["capabilities"]["drop"] == ["ALL"]
+    volumes = {v["name"]: v for v in spec["volumes"]}
+    writable = {m["mountPath"]: m["name"] for m in daemon["volumeMounts"] if not m.get("readOnly")}
+    # each a pod volume (not in volumes: the StatefulSet's claim template); no configMap or secret is writable
+    assert all(n not in volumes or "emptyDir" in volumes[n] for n in writable.values())
+    assert "/tmp" in writable
+    # the daemon's numba cache: the image's, on an emptyDir that the init container filled from the image
+    env = {e["name"]: e.get("value") for e in daemon["env"]}
+    image = docker_env()
+    assert env["NUMBA_CACHE_DIR"] == image["NUMBA_CACHE_DIR"] and env["NUMBA_CPU_NAME"] == image["NUMBA_CPU_NAME"]
+    kernels = writable[env["NUMBA_CACHE_DIR"]]
+    assert volumes[kernels] == {"name": kernels, "emptyDir": {}}
+    (init_mount,) = init["volumeMounts"]
+    assert init_mount["name"] == kernels
+    assert init["command"] == ["cp", "-R", image["NUMBA_CACHE_DIR"] + "/.", init_mount["mountPath"] + "/"]
+
+
+def test_compose_runs_the_daemon_read_only_with_its_writable_volumes():
+    daemon = compose()["services"]["stream-nb"]
+    assert daemon["read_only"] is True and "/tmp" in daemon["tmpfs"]
+    assert "user" not in daemon  # the image's non-root user
+    (user,) = [rest for instruction, rest in final_stage() if instruction == "USER"]
+    assert user.split(":")[0] not in ("root", "0")
+
+
+def test_the_systemd_unit_is_read_only_but_for_its_state_and_kernel_cache():
+    service = systemd_unit()["Service"]
+    assert service["DynamicUser"] == "yes" and "User" not in service  # a non-root user of its own
+    assert service["ProtectSystem"] == "strict"
+    env = dict(item.split("=", 1) for item in shlex.split(service["Environment"]))
+    cache = PurePosixPath(env["NUMBA_CACHE_DIR"])
+    assert any(cache.is_relative_to(PurePosixPath("/var/cache") / d) for d in service["CacheDirectory"].split())
+    snapshots = exec_start()[exec_start().index("--snapshot-dir") + 1]
+    assert any(PurePosixPath(snapshots).is_relative_to(PurePosixPath("/var/lib") / d)
+               for d in service["StateDirectory"].split())
+
+
 # ----------------------------------------------------------------------- the command lines start
 
 
@@ -358,6 +458,7 @@ def rewrite(text: str, tmp_path: Path) -> str:
     """Container and host paths into the temporary directory; the fixed port to 0 (any free port)."""
     return (text.replace("/etc/stream-nb", str(tmp_path / "etc"))
             .replace("/var/lib/stream-nb", str(tmp_path / "var"))
+            .replace("/var/cache/stream-nb", str(tmp_path / "cache"))
             .replace("9477", "0"))
 
 
@@ -378,10 +479,44 @@ def final_metrics(stderr: str) -> dict:
     raise AssertionError(f"no final metrics line:\n{stderr}")
 
 
-def test_the_image_command_starts_and_its_healthcheck_passes(tmp_path):
+def cache_files(root: Path) -> dict[str, tuple[int, int, str]]:
+    """Each file under a numba cache directory: size, modification time, digest (a compile changes them)."""
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns, hashlib.sha256(p.read_bytes()).hexdigest())
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+_IMAGE_KERNELS: list[Path] = []  # built once per session, for this module and tests/test_deploy_cache.py
+
+
+@pytest.fixture
+def image_kernels(tmp_path_factory) -> Path:
+    """The image's numba cache: the Dockerfile's build step, run with the image's environment (its paths in a
+    temporary directory) as ``docker build`` runs it."""
+    if not _IMAGE_KERNELS:
+        _IMAGE_KERNELS.append(build_image_kernels(tmp_path_factory.mktemp("image")))
+    return _IMAGE_KERNELS[0]
+
+
+def build_image_kernels(base: Path) -> Path:
+    env = {k: rewrite(v, base) for k, v in docker_env().items()}
+    cache = Path(env["NUMBA_CACHE_DIR"])
+    cache.mkdir(parents=True)
+    python, *args = shlex.split(KERNELS_BUILD)
+    assert python == "python"
+    r = subprocess.run([sys.executable, *args], env=clean_env(**env), capture_output=True, timeout=900, cwd=base)
+    assert r.returncode == 0 and "stream_nb kernels compiled in" in r.stdout.decode(), r.stderr.decode()
+    assert cache_files(cache)
+    return cache
+
+
+def test_the_image_command_starts_and_its_healthcheck_passes(tmp_path, image_kernels):
     (tmp_path / "etc").mkdir()
     (tmp_path / "var" / "snapshots").mkdir(parents=True)
     env = {k: rewrite(v, tmp_path) for k, v in docker_env().items()}
+    # the container's kernel volume, which Docker fills from the image
+    cache = Path(env["NUMBA_CACHE_DIR"])
+    shutil.copytree(image_kernels, cache)
+    kernels = cache_files(cache)
     (copy,) = [rest for instruction, rest in final_stage() if instruction == "COPY" and "stream-nb.toml" in rest]
     src, dest = shlex.split(copy)
     Path(rewrite(dest, tmp_path)).write_text(rewrite((ROOT / src).read_text(), tmp_path))
@@ -409,6 +544,7 @@ def test_the_image_command_starts_and_its_healthcheck_passes(tmp_path):
         assert summary["events"] == example_events() and summary["dead_letters"] > 0
         assert len(out.read_bytes().splitlines()) == summary["predicted"] == example_events() - summary["dead_letters"]
         assert any(p.suffix == ".snb" for p in (tmp_path / "var" / "snapshots").iterdir())
+        assert cache_files(cache) == kernels  # loaded from the image's cache, not compiled again
     finally:
         if proc.poll() is None:
             proc.kill()

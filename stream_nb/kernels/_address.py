@@ -1,4 +1,5 @@
-"""Arrays by address, inside compiled code (imports numba: loaded by :func:`~stream_nb.kernels.compiled` only).
+"""Arrays by address, inside compiled code (imports numba: loaded by :func:`~stream_nb.kernels.compiled` only,
+which compiles the functions of ``__all__``).
 
 A kernel called once per event pays numba's dispatch per argument (about a
 fifth of a microsecond per array), more than its own work. So a model hands
@@ -8,7 +9,7 @@ its count arrays over as one int64 array of their addresses and shapes
 
 from __future__ import annotations
 
-from numba import carray, njit, types
+from numba import carray, types
 from numba.extending import intrinsic
 
 __all__ = ["f8_1d", "f8_2d", "i8_1d"]
@@ -30,19 +31,16 @@ def _i8(typingctx, addr):
     return types.CPointer(types.int64)(types.int64), codegen
 
 
-@njit(cache=True, nogil=True)
 def f8_1d(addr, n):
     """The float64 array of ``n`` at ``addr``."""
     return carray(_f8(addr), n)
 
 
-@njit(cache=True, nogil=True)
 def f8_2d(addr, n0, n1):
     """The C-ordered float64 array of shape (n0, n1) at ``addr``."""
     return carray(_f8(addr), (n0, n1))
 
 
-@njit(cache=True, nogil=True)
 def i8_1d(addr, n):
     """The int64 array of ``n`` at ``addr``."""
     return carray(_i8(addr), n)

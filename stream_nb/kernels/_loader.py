@@ -6,6 +6,7 @@ import inspect
 import types
 
 from . import _common, _naive
+from ._cache import Jit
 
 __all__ = ["compile_all", "compiled"]
 
@@ -26,6 +27,9 @@ def compiled() -> types.SimpleNamespace:
 
         from . import _address  # the views of arrays by address: compiled with numba, so imported here
 
+        jit = Jit(numba, nogil=True, error_model="numpy")
+        for name in _address.__all__:
+            setattr(_address, name, jit(getattr(_address, name)))
         kernels = {}
         for module in MODULES:
             module._address = _address
@@ -33,7 +37,7 @@ def compiled() -> types.SimpleNamespace:
                 if not inspect.isfunction(fn) or fn.__module__ != module.__name__ or name == "warm":
                     continue
                 # a kernel's callers in its module (and in later ones, through the module) find the compiled one
-                kernel = numba.njit(cache=True, nogil=True, error_model="numpy")(fn)
+                kernel = jit(fn)
                 setattr(module, name, kernel)
                 if not name.startswith("_"):
                     if name in kernels:
