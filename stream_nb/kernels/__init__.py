@@ -15,6 +15,7 @@ numba. ``python -m stream_nb.kernels`` compiles every kernel ahead of time
 (the Docker image does, at build time).
 """
 
+from ._detectors import DETECTOR_KINDS
 from ._loader import compile_all, compiled
 
-__all__ = ["compile_all", "compiled"]
+__all__ = ["DETECTOR_KINDS", "compile_all", "compiled"]
