@@ -21,7 +21,7 @@ resets the detector at its next update. ``params`` by kind:
   (:data:`LEVELS` levels of ``max_buckets + 1`` totals, then as many variances), their fill in ``ibuf``;
 - DDM: ``warm_start, warning_threshold, drift_threshold``;
 - EDDM: ``warm_start, alpha, beta, 0.5`` (the exponent of river's ``var ** 0.5``: passed in, so that it is
-  libm's ``pow``, as in Python, not a square root, which differs in the last bit for about 1 value in 1,200);
+  libm's ``pow``, as in Python, and not a square root, which differs from it in the last bit for some values);
 - HDDM_A: ``two_sided_test, log(1/drift_confidence), log(2/drift_confidence), log(2/warning_confidence)``;
 - HDDM_W: ``two_sided_test, lambda_val, 1 - lambda_val, lambda_val**2, (1 - lambda_val)**2,
   log(1/drift_confidence), log(1/warning_confidence)``;
