@@ -217,3 +217,13 @@ def test_detectors_without_twin_keep_river():
     used.update(1.0)
     with pytest.raises(ValueError, match="fresh ADWIN"):
         from_river(used)
+
+
+def test_kswin_with_values_that_are_not_finite():
+    """A NaN in either sample gives scipy's NaN p-value (no drift); infinities are values like others."""
+    rng = np.random.default_rng(3)
+    xs = np.concatenate([rng.normal(0, 1, 300), [np.nan], rng.normal(3, 1, 400), [np.inf, -np.inf],
+                         rng.normal(0, 1, 300)])
+    for params in ({"seed": 1}, {"seed": 2, "window_size": 60, "stat_size": 5, "alpha": 0.01}):
+        drifts = _side_by_side(drift.KSWIN(**params), from_river(drift.KSWIN(**params)), xs)
+        assert drifts and _feed_all(from_river(drift.KSWIN(**params)), xs) == drifts
