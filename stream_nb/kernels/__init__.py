@@ -16,6 +16,7 @@ numba. ``python -m stream_nb.kernels`` compiles every kernel ahead of time
 """
 
 from ._addresses import Addresses
+from ._detectors import DETECTOR_KINDS
 from ._loader import compile_all, compiled
 
-__all__ = ["Addresses", "compile_all", "compiled"]
+__all__ = ["Addresses", "DETECTOR_KINDS", "compile_all", "compiled"]

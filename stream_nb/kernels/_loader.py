@@ -5,14 +5,14 @@ from __future__ import annotations
 import inspect
 import types
 
-from . import _common, _naive
+from . import _common, _detectors, _naive
 from ._cache import Jit
 
 __all__ = ["compile_all", "compiled"]
 
 #: The kernel modules: every function of each is compiled, but its ``warm()``, which calls each kernel once
 #: on small inputs of the types the models pass.
-MODULES = (_common, _naive)
+MODULES = (_common, _naive, _detectors)
 
 _compiled: types.SimpleNamespace | None = None
 

@@ -1,0 +1,178 @@
+"""Compiled twins of river's named drift detectors, with river's detector API.
+
+:func:`compiled_detector` takes what ``drift_detector=`` takes (a name of
+:data:`~stream_nb.learners._forgetting.DETECTORS`, a ``{"class", "params"}``
+spec, a river detector) and gives a :class:`CompiledDetector`: the twin of a
+fresh detector of that class and those parameters, whose ``drift_detected`` and
+``warning_detected`` equal river's after each value of the same sequence (see
+:mod:`stream_nb.kernels._detectors`). A detector of another class (or a
+subclass), a KSWIN given an initial window, or parameters river itself fails
+on has no twin: ``None``, and the model keeps the river object.
+
+A model's kernel feeds the twin's arrays directly (``kind``, ``params``,
+``state``, ``fbuf``, ``ibuf``: ``detector_update`` per value, ``detector_feed``
+for a block).
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import random
+import warnings
+
+import numpy as np
+
+from ..kernels import DETECTOR_KINDS, compiled
+from ._forgetting import DETECTORS, make_detector
+
+__all__ = ["CompiledDetector", "compiled_detector", "from_river"]
+
+
+class CompiledDetector:
+    """A compiled twin of river's detector ``name`` (a key of :data:`DETECTOR_KINDS`) with the kernel
+    parameters ``params``; :func:`from_river` makes one."""
+
+    def __init__(self, name: str, params: np.ndarray):
+        self.name = name
+        self.kind = DETECTOR_KINDS[name]
+        self.params = np.ascontiguousarray(params, dtype=np.float64)
+        k = compiled()
+        self._update, self._feed = k.detector_update, k.detector_feed
+        self.state, self.fbuf, self.ibuf = k.detector_new(self.kind, self.params)
+
+    def update(self, x) -> None:
+        """Feed one value (river's ``update``: an error 0/1, or a number for ADWIN, PageHinkley, KSWIN)."""
+        self._update(self.kind, self.params, self.state, self.fbuf, self.ibuf, float(x))
+
+    def feed(self, xs) -> int:
+        """Feed the values ``xs`` in order up to the first drift and return its index (-1: none, all fed)."""
+        xs = np.ascontiguousarray(xs, dtype=np.float64)
+        return int(self._feed(self.kind, self.params, self.state, self.fbuf, self.ibuf, xs))
+
+    @property
+    def drift_detected(self) -> bool:
+        """Whether the last update detected a drift (the next one starts afresh, as in river)."""
+        return bool(self.state[0])
+
+    @property
+    def warning_detected(self) -> bool:
+        """Whether the last update raised a warning (always False for ADWIN, PageHinkley, KSWIN, FHDDM)."""
+        return bool(self.state[1])
+
+    @property
+    def width(self) -> int:
+        """ADWIN's window width."""
+        if self.name != "adwin":
+            raise AttributeError(f"a {self.name} detector has no width")
+        return int(self.state[4])
+
+    @property
+    def p_value(self) -> float:
+        """KSWIN's last p-value (0 before its window first fills)."""
+        if self.name != "kswin":
+            raise AttributeError(f"a {self.name} detector has no p_value")
+        return float(self.state[5])
+
+    def clone(self) -> CompiledDetector:
+        """A fresh twin with the same parameters (an unseeded KSWIN draws a new generator state)."""
+        params = self.params.copy()
+        if self.name == "kswin" and params[3] == 0.0:
+            params[-625:] = random.Random().getstate()[1]
+        return CompiledDetector(self.name, params)
+
+    def __repr__(self) -> str:
+        return f"CompiledDetector({self.name!r})"
+
+
+def compiled_detector(spec) -> CompiledDetector | None:
+    """The twin of the detector ``spec`` names, as ``drift_detector=`` takes it (ConfigError for a spec it
+    refuses); None for no detector and for a detector with no twin (see the module notes)."""
+    detector = make_detector(spec)
+    return None if detector is None else from_river(detector)
+
+
+def from_river(detector) -> CompiledDetector | None:
+    """The twin of a fresh river ``detector`` (ValueError if it has seen data), or None if it has none."""
+    name = _name_of(detector)
+    if name is None:
+        return None
+    if not _FRESH[name](detector) or detector.drift_detected:
+        raise ValueError(f"from_river: expected a fresh {type(detector).__name__} (a twin starts empty), got "
+                         "one that has seen data")
+    params = _PARAMS[name](detector)
+    return None if params is None else CompiledDetector(name, np.array(params, dtype=np.float64))
+
+
+def _name_of(detector) -> str | None:
+    """The name of ``detector``'s class among river's named detectors (exactly that class), else None."""
+    cls = type(detector)
+    if not cls.__module__.startswith("river."):
+        return None
+    for name, (module, qualname) in DETECTORS.items():
+        if cls is getattr(importlib.import_module(module), qualname):
+            return name
+    return None
+
+
+_FRESH = {
+    "adwin": lambda d: d.width == 0,
+    "ddm": lambda d: d._p.n == 0,
+    "eddm": lambda d: d._n == 0,
+    "hddm_a": lambda d: d._z.n == 0,
+    "hddm_w": lambda d: not d._total.is_init,
+    "fhddm": lambda d: len(d._sliding_window) == 0,
+    "page_hinkley": lambda d: d._x_mean.n == 0,
+    "kswin": lambda d: d.n == 0,
+}
+
+
+def _adwin(d):
+    if d.clock < 1 or d.max_buckets < 1:
+        return None  # river's Rust helper panics on these
+    return [d.delta, d.clock, d.max_buckets, d.min_window_length, d.grace_period]
+
+
+def _hddm_w(d):
+    s = d._total  # river's SampleInfo holds lambda**2 and (1 - lambda)**2 as it computes them
+    return [float(d.two_sided_test), d.lambda_val, 1.0 - d.lambda_val, s._lambd_sq, s._c_lambd_sq,
+            math.log(1 / d.drift_confidence), math.log(1 / d.warning_confidence)]
+
+
+def _fhddm(d):
+    short = d.short_window_size
+    if short is not None and not 1 <= short <= d.sliding_window_size:
+        return None  # river fails on these at the first full window
+    return [d.sliding_window_size, d._epsilon, short or 0, d._epsilon_s if short else 0.0]
+
+
+def _kswin(d):
+    W, r = d.window_size, d.stat_size
+    if len(d.window) or not 1 <= r < W or (W - r).bit_length() > 32:
+        return None  # an initial window, or sizes river fails on (or sizes random.sample draws otherwise)
+    # scipy is river's dependency; imported here, when a KSWIN twin is made
+    from scipy import stats
+
+    pvalues = []
+    with warnings.catch_warnings():  # as river calls it
+        warnings.simplefilter("ignore", category=RuntimeWarning)
+        for h in range(r + 1):  # samples whose statistic is h / r: the p-value depends on h alone
+            pvalues.append(float(stats.ks_2samp([0.0] * h + [1.0] * (r - h), [1.0] * r, method="auto").pvalue))
+    n, setsize = W - r, 21  # random.sample's choice between its pool and its set
+    if r > 5:
+        setsize += 4 ** math.ceil(math.log(r * 3, 4))
+    return [d.alpha, W, r, float(d.seed is not None), float(n <= setsize), *pvalues, *d._rng.getstate()[1]]
+
+
+_PARAMS = {
+    "adwin": _adwin,
+    "ddm": lambda d: [d.warm_start, d.warning_threshold, d.drift_threshold],
+    "eddm": lambda d: [d.warm_start, d.alpha, d.beta, 0.5],
+    "hddm_a": lambda d: [float(d.two_sided_test), math.log(1.0 / d.drift_confidence),
+                         math.log(2.0 / d.drift_confidence), math.log(2.0 / d.warning_confidence)],
+    "hddm_w": _hddm_w,
+    "fhddm": _fhddm,
+    "page_hinkley": lambda d: [d.min_instances, d.delta, d.threshold, d.alpha,
+                               {"both": 0.0, "up": 1.0, "down": 2.0}[d.mode]],
+    "kswin": _kswin,
+}
