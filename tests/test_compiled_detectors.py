@@ -21,8 +21,8 @@ from river.drift import binary
 
 from stream_nb import NaiveBayes
 from stream_nb.exceptions import ConfigError
-from stream_nb.learners._compiled_drift import CompiledDetector, compiled_detector, from_river
-from stream_nb.learners._forgetting import DETECTORS, detector_spec, make_detector
+from stream_nb.learners._detectors import CompiledDetector, compiled_detector, from_river
+from stream_nb.learners._detectors import DETECTORS, detector_spec, make_detector
 
 RIVER = {
     "adwin": drift.ADWIN, "ddm": binary.DDM, "eddm": binary.EDDM, "hddm_a": binary.HDDMA, "hddm_w": binary.HDDMW,

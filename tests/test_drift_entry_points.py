@@ -24,7 +24,7 @@ from river import datasets, drift, evaluate, metrics
 from join_helpers import ListSink, ListSource, assert_same_counts
 from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes, load
 from stream_nb.engine import Engine, Joiner
-from stream_nb.learners._forgetting import encode_object
+from stream_nb.learners._detectors import CompiledDetector, compiled_detector, encode_object
 from stream_nb.snapshots import SnapshotStore
 
 N = 2000  # events per concept: three abrupt changes, at 2000, 4000 and 6000
@@ -45,7 +45,7 @@ def state(detector) -> dict:
 
 def reference(events):
     """The independent loop: ``(drift positions, the detector's final state, the model)``."""
-    model, det = NaiveBayes(), drift.binary.DDM()
+    model, det, twin = NaiveBayes(), drift.binary.DDM(), compiled_detector("ddm")
     learned: list = []  # the events the counts hold, in order
     since = None  # of those, the ones learned since the detector's warning began (None: no warning)
     drifts = []
@@ -53,6 +53,7 @@ def reference(events):
         p = model.predict_one(x)
         if p is not None:
             det.update(int(p != y))
+            twin.update(int(p != y))
             if det.drift_detected:
                 drifts.append(seen)
                 keep = since or []
@@ -67,7 +68,7 @@ def reference(events):
         learned.append((x, y))
         if since is not None:
             since.append((x, y))
-    return drifts, state(det), model
+    return drifts, {"river": state(det), "twin": state(twin)}, model
 
 
 REFERENCE = reference(EVENTS)
@@ -80,7 +81,8 @@ def ddm_model(**kw):
 def check(model, ref=REFERENCE):
     drifts, det, plain = ref
     assert model.drifts == drifts
-    assert state(model._forget.detector) == det
+    # a model watches the compiled twin of a named detector (fed the same values, in the same state)
+    assert state(model._forget.detector) == det["twin" if isinstance(model._forget.detector, CompiledDetector) else "river"]
     assert model._forget.seen == len(EVENTS)
     assert_same_counts(model, plain)
 
@@ -224,7 +226,7 @@ def test_a_refused_label_feeds_the_detector_nothing():
     model.learn_one({"a": "y"}, "q")
     with pytest.raises(LabelTypeError):
         model.learn_one({"a": "x"}, 1)
-    det = drift.binary.DDM()
+    det = compiled_detector("ddm")  # what the model watches: river's DDM's compiled twin
     det.update(1)  # the second event, predicted "p" (the first had nothing to judge)
     assert model._forget.seen == 2 and state(model._forget.detector) == state(det)
 
@@ -245,7 +247,7 @@ def test_a_provisional_label_feeds_nothing_and_the_true_label_its_prediction_on_
                                               "labels"), {"feedback_max_records": 61, "provisional_label": 0})
     engine.run()
     assert engine.joiner.status()["labels_retractions"] > 0
-    det, drifts = drift.binary.DDM(), []
+    det, drifts = compiled_detector("ddm"), []  # what the model watches: river's DDM's compiled twin
     for seen, (record, (_, y)) in enumerate(zip(out.values, events), 1):
         p = record["prediction"]
         if p is not None:

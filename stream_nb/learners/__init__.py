@@ -31,7 +31,7 @@ To add a model: a module here with a subclass of :class:`BayesClassifier` (or of
 
 from ._base import BayesClassifier, Step
 from ._step import prequential_step
-from ._forgetting import DETECTORS
+from ._detectors import DETECTORS
 from ._runs import RunBlock
 from ._structure import conditional_mutual_information, maximum_spanning_tree, mutual_information_with_class
 from ._structured import StructuredClassifier

@@ -57,7 +57,8 @@ from ..exceptions import ConfigError, InvalidEventError, MergeError
 from ..stats import Encoded, Stats, TwoLayerStats, is_missing_label
 from ._decision import LossMatrix, decide, log_prior, normalise
 from ._batches import MiniBatches
-from ._forgetting import Forgetting, detector_spec
+from ._detectors import detector_spec
+from ._forgetting import Forgetting
 from ._impute import Imputation
 from ._unlearn import Unlearning
 

@@ -67,144 +67,11 @@ from ..exceptions import ConfigError, InvalidEventError, MergeError, UnlearnErro
 from ..stats import (SparseTable, capture, capture_difference, capture_nbytes, check_event, count_difference,
                      scale_counts, subtract_counts)
 from ._decay_runs import RENORMALISE_AT
+from ._detectors import decode_object, encode_object, watched_detector
 from ._drift import DriftWatch
 from ._unlearn import Receipt
 
-__all__ = ["DETECTORS", "Forgetting", "make_detector", "detector_spec", "encode_object", "decode_object"]
-
-#: Drift detectors by name (``drift_detector="ddm"``, ``--drift-detector ddm``): module and class in river.
-DETECTORS = {
-    "adwin": ("river.drift", "ADWIN"),
-    "ddm": ("river.drift.binary", "DDM"),
-    "eddm": ("river.drift.binary", "EDDM"),
-    "hddm_a": ("river.drift.binary", "HDDMA"),
-    "hddm_w": ("river.drift.binary", "HDDMW"),
-    "fhddm": ("river.drift.binary", "FHDDM"),
-    "page_hinkley": ("river.drift", "PageHinkley"),
-    "kswin": ("river.drift", "KSWIN"),
-}
-
-
-def _river_class(path: str):
-    """The class ``module:qualname`` (or ``module.Class``) of river (ValueError for anything else)."""
-    module, _, name = path.rpartition(":") if ":" in path else path.rpartition(".")
-    if not (module == "river" or module.startswith("river.")) or not name.isidentifier():
-        raise ValueError(f"not a river class: {path!r:.80}")
-    return getattr(importlib.import_module(module), name)
-
-
-def make_detector(spec):
-    """A fresh drift detector from ``spec``: None, a name of :data:`DETECTORS`, a river detector
-    (cloned), or ``{"class": "river.drift.binary.DDM", "params": {...}}`` (what :func:`detector_spec` gives)."""
-    if spec is None:
-        return None
-    if isinstance(spec, str):
-        key = spec.strip().lower().replace("-", "_")
-        if key in ("", "none"):
-            return None
-        if key not in DETECTORS:
-            raise ConfigError(f"drift_detector: expected one of {', '.join(sorted(DETECTORS))} or a river drift "
-                              f"detector, got {spec!r}")
-        module, name = DETECTORS[key]
-        return getattr(importlib.import_module(module), name)()
-    if isinstance(spec, dict):
-        try:
-            cls = _river_class(str(spec["class"]))
-            return cls(**dict(spec.get("params") or {}))
-        except (KeyError, ValueError, TypeError, AttributeError, ImportError) as exc:
-            raise ConfigError(f"drift_detector: cannot build {spec!r:.80}: {exc}") from None
-    if callable(getattr(spec, "update", None)) and hasattr(spec, "drift_detected") and hasattr(spec, "clone"):
-        return spec.clone()
-    raise ConfigError(f"drift_detector: expected a river drift detector (e.g. river.drift.ADWIN()) or one of "
-                      f"{', '.join(sorted(DETECTORS))}, got {spec!r:.80}")
-
-
-def detector_spec(spec):
-    """``spec`` as JSON-able data that :func:`make_detector` takes back (names and dicts as they are)."""
-    if spec is None or isinstance(spec, (str, dict)):
-        return spec
-    cls = type(spec)
-    # plain parameters only: a parameter holding data (KSWIN's initial window) starts empty again
-    params = {k: v for k, v in spec._get_params().items() if v is None or isinstance(v, (bool, int, float, str))}
-    return {"class": f"{cls.__module__}:{cls.__qualname__}", "params": params}
-
-
-# ---------------------------------------------------------------------- a detector's state as JSON
-
-
-def encode_object(obj, owner=None):
-    """A river object's state as JSON-able data, floats as exact hex strings (:func:`decode_object` inverts it).
-
-    Handles what river's drift detectors hold: numbers, strings, lists, tuples, deques, dicts,
-    ``random.Random``, river objects (their ``__dict__``), river's native helpers (their pickled
-    state bytes) and bound methods of the object being encoded.
-    """
-    if obj is None or isinstance(obj, (bool, str)):
-        return obj
-    if isinstance(obj, (int, np.integer)):
-        return int(obj)
-    if isinstance(obj, (float, np.floating)):
-        return {"f": float(obj).hex()}
-    if isinstance(obj, collections.deque):
-        return {"dq": [encode_object(v) for v in obj], "maxlen": obj.maxlen}
-    if isinstance(obj, list):
-        return {"l": [encode_object(v) for v in obj]}
-    if isinstance(obj, tuple):
-        return {"t": [encode_object(v) for v in obj]}
-    if isinstance(obj, dict):
-        return {"d": [[encode_object(k), encode_object(v)] for k, v in obj.items()]}
-    if isinstance(obj, bytes):
-        return {"b": obj.hex()}
-    if isinstance(obj, random.Random):
-        return {"rng": encode_object(obj.getstate())}
-    if owner is not None and getattr(obj, "__self__", None) is owner and hasattr(obj, "__func__"):
-        return {"m": obj.__func__.__name__}
-    cls = type(obj)
-    path = f"{cls.__module__}:{cls.__qualname__}"
-    if cls.__module__.split(".")[0] == "river":
-        if hasattr(obj, "__dict__"):
-            return {"o": path, "a": {k: encode_object(v, obj) for k, v in vars(obj).items()}}
-        reduced = obj.__reduce_ex__(4)
-        if len(reduced) >= 3 and isinstance(reduced[2], bytes) and reduced[1] and reduced[1][0] is cls:
-            return {"n": path, "args": encode_object(tuple(reduced[1][1:])), "s": reduced[2].hex()}
-    raise ValueError(f"cannot save a drift detector holding a {path}")
-
-
-def decode_object(data):
-    """The object :func:`encode_object` described (river classes only; ValueError otherwise)."""
-    if data is None or isinstance(data, (bool, str, int)):
-        return data
-    if not isinstance(data, dict) or len(data) == 0:
-        raise ValueError(f"drift detector state: unexpected {data!r:.60}")
-    if "f" in data:
-        return float.fromhex(data["f"])
-    if "dq" in data:
-        return collections.deque([decode_object(v) for v in data["dq"]], data.get("maxlen"))
-    if "l" in data:
-        return [decode_object(v) for v in data["l"]]
-    if "t" in data:
-        return tuple(decode_object(v) for v in data["t"])
-    if "d" in data:
-        return {decode_object(k): decode_object(v) for k, v in data["d"]}
-    if "b" in data:
-        return bytes.fromhex(data["b"])
-    if "rng" in data:
-        rng = random.Random()
-        rng.setstate(decode_object(data["rng"]))
-        return rng
-    if "o" in data:
-        cls = _river_class(data["o"])
-        obj = cls.__new__(cls)
-        for k, v in data["a"].items():
-            obj.__dict__[k] = getattr(obj, v["m"]) if isinstance(v, dict) and "m" in v else decode_object(v)
-        return obj
-    if "n" in data:
-        cls = _river_class(data["n"])
-        obj = cls.__new__(cls, *decode_object(data["args"]))
-        obj.__setstate__(bytes.fromhex(data["s"]))
-        return obj
-    raise ValueError(f"drift detector state: unexpected {data!r:.60}")
-
+__all__ = ["Forgetting"]
 
 # ---------------------------------------------------------------------- the model's part
 
@@ -255,7 +122,7 @@ class Forgetting(DriftWatch):
         time_field = getattr(self, "time_field", None)
         if time_field is not None and (not isinstance(time_field, str) or not time_field):
             raise ConfigError(f"time_field: expected the name of the events' time field, got {time_field!r:.60}")
-        detector = make_detector(getattr(self, "drift_detector", None))
+        detector = watched_detector(getattr(self, "drift_detector", None))
         if window is None and half_life is None and detector is None:
             self._forget = None
             return

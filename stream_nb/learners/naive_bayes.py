@@ -202,11 +202,20 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
         self._counted(arrays, False)
 
     def _jll(self, enc):
-        s = self._stats
-        if not s.n_classes or self.half_life is not None:
+        if self.half_life is not None:
             return self._naive_jll(enc)  # (decay changes every cell's smoothing each event: no table)
+        return self._kernel_score(enc, True)
+
+    def _posterior(self, enc):
+        if self.half_life is not None:
+            return super()._posterior(enc)
+        return self._kernel_score(enc, False)  # normalised as the kernel normalises a run's rows
+
+    def _kernel_score(self, enc, joint: bool) -> np.ndarray:
+        """log P(c, x) (``joint``) or log P(c | x) of one encoded event (a class must be known)."""
+        s = self._stats
         out = np.empty(s.n_classes)
-        compiled().naive_score(self._kernel_arrays().table, enc.cols, enc.feats, enc.gx, enc.gslots, out, True,
+        compiled().naive_score(self._kernel_arrays().table, enc.cols, enc.feats, enc.gx, enc.gslots, out, joint,
                                s.n_classes, self._alpha, self._var_smoothing)
         return out
 
