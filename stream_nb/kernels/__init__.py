@@ -15,8 +15,8 @@ numba. ``python -m stream_nb.kernels`` compiles every kernel ahead of time
 (the Docker image does, at build time).
 """
 
-from ._addresses import Addresses
+from ._addresses import NO_DETECTOR, Addresses
 from ._detectors import DETECTOR_KINDS
 from ._loader import compile_all, compiled
 
-__all__ = ["Addresses", "DETECTOR_KINDS", "compile_all", "compiled"]
+__all__ = ["Addresses", "DETECTOR_KINDS", "NO_DETECTOR", "compile_all", "compiled"]

@@ -1,10 +1,15 @@
-"""The count arrays a kernel works on, handed over as their addresses (see :mod:`._address`)."""
+"""What a model hands a kernel: its count arrays as their addresses (see :mod:`._address`), and no
+drift detector."""
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["Addresses"]
+__all__ = ["Addresses", "NO_DETECTOR"]
+
+#: The detector arguments of a kernel for a model that watches none (``watch`` False): ``watch, kind,
+#: params, state, fbuf, ibuf, warning``.
+NO_DETECTOR = (False, 0, np.zeros(1), np.zeros(2), np.zeros(1), np.zeros(1, dtype=np.int64), False)
 
 
 class Addresses:

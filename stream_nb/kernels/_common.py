@@ -10,7 +10,9 @@ import math
 
 import numpy as np
 
-__all__ = ["add_gaussian", "gaussian_row", "log_prior_row", "normalise_row", "warm"]
+from . import _detectors
+
+__all__ = ["add_gaussian", "decide_row", "gaussian_row", "log_prior_row", "normalise_row", "watch_row", "warm"]
 
 
 _TINY = np.finfo(np.float64).tiny
@@ -147,6 +149,34 @@ def add_gaussian(gx, gslots, c, w, g_n, g_mean, g_m2):
         g_m2[c, g] += w * d * (x - new_mean)
         g_mean[c, g] = new_mean
         g_n[c, g] = n
+
+
+def decide_row(log_post, C, loss):
+    """The decided class of one event (``learners._decision.decide``): the most probable, or with a loss
+    matrix ``loss`` (C, C; (0, 0): none) the one of least conditional risk."""
+    best = 0
+    if loss.shape[0] == 0:
+        for c in range(1, C):
+            if log_post[c] > log_post[best]:
+                best = c
+        return best
+    least = math.inf
+    for j in range(C):
+        risk = 0.0
+        for i in range(C):
+            risk += math.exp(log_post[i]) * loss[i, j]
+        if risk < least:
+            best, least = j, risk
+    return best
+
+
+def watch_row(log_post, C, loss, y, det_kind, det_params, det_state, det_fbuf, det_ibuf, warning):
+    """Feed a drift detector the 0/1 error of the decision on one labelled event of class ``y``; whether the
+    detector acts on it (a drift, or its warning raised or cleared against ``warning``), which the model
+    must then do in Python before counting the event."""
+    error = 0.0 if decide_row(log_post, C, loss) == y else 1.0
+    _detectors.detector_update(det_kind, det_params, det_state, det_fbuf, det_ibuf, error)
+    return det_state[_detectors.DRIFT] != 0.0 or (det_state[_detectors.WARNING] != 0.0) != warning
 
 
 def warm(k) -> None:

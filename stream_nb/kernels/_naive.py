@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from . import _common
-from ._addresses import Addresses
+from ._addresses import NO_DETECTOR, Addresses
 
 __all__ = ["ARRAYS", "naive_block", "naive_learn", "naive_score", "naive_tables", "warm"]
 
@@ -113,14 +113,20 @@ def naive_learn(t, cols, feats, gx, gslots, c, w, twin, a):
     _count(t, cols, feats, gx, gslots, cols[:0], c, w, twin, a)
 
 
-def naive_block(t, D, dfeats, more, G, gslots, yc, out, learn, twin, C, a, var_smoothing):
-    """Score each row of a block, then (``learn``, a labelled row) count it, in order.
+def naive_block(t, D, dfeats, more, G, gslots, yc, out, learn, twin, C, a, var_smoothing, loss, watch, det_kind,
+                det_params, det_state, det_fbuf, det_ibuf, warning):
+    """Score each row of a block, then (``learn``, a labelled row) count it, in order; return the rows done.
 
     ``D`` (rows, k): value columns of the discrete features ``dfeats`` (-1: missing; 0: a value never seen,
     which counts nothing and one more value of its feature); ``more`` (rows, F): the values each feature has
     gained within the block by each row, its own included (a labelled row's new value already has its
     column), or (0, 0); ``G`` (rows, g): the Gaussian slots ``gslots`` (NaN: missing); ``yc``: class index
     (-1: unlabelled), each counted with weight 1. ``out[r, :C]`` gets log P(c | x_r).
+
+    With ``watch``, a drift detector (``det_*``, see :mod:`._detectors`) is fed the error of each labelled
+    row's decision (``loss``: :func:`~._common.decide_row`) before the row is counted: at the first row it
+    acts on (:func:`~._common.watch_row`) the block stops, that row scored and not counted, and its index is
+    returned (else the number of rows).
     """
     cc, vc, fc, nv, ovc, ofc, gn, gm, g2, lnum, lden = _views(t)
     prior, jll, q = np.empty(C), np.empty(C), np.empty(C)
@@ -135,8 +141,14 @@ def naive_block(t, D, dfeats, more, G, gslots, yc, out, learn, twin, C, a, var_s
                     for c in range(C):
                         lden[c, f] = math.log(fc[c, f] + a * (nv[f] + more[r, f]))
         _score(t, D[r], dfeats, G[r], gslots, extra, C, a, var_smoothing, False, prior, jll, q, out[r])
-        if learn and yc[r] >= 0:
+        if yc[r] < 0:
+            continue
+        if watch and _common.watch_row(out[r], C, loss, yc[r], det_kind, det_params, det_state, det_fbuf, det_ibuf,
+                                       warning):
+            return r
+        if learn:
             _count(t, D[r], dfeats, G[r], gslots, extra, yc[r], 1.0, twin, a)
+    return D.shape[0]
 
 
 def warm(k) -> None:
@@ -150,7 +162,8 @@ def warm(k) -> None:
     D = np.array([[1, 2], [1, 3]], dtype=np.int64)
     feats, G, gslots = np.array([0, 1], dtype=np.int64), np.array([[0.5], [1.5]]), np.array([0], dtype=np.int64)
     for more in (np.zeros((0, 0), dtype=np.int64), np.zeros((2, F), dtype=np.int64)):
-        k.naive_block(t, D, feats, more, G, gslots, np.array([0, 1], dtype=np.int64), np.empty((2, C)), True, False,
-                      C, 1.0, 1e-9)
+        for loss in (np.zeros((0, 0)), np.ones((C, C))):
+            k.naive_block(t, D, feats, more, G, gslots, np.array([0, 1], dtype=np.int64), np.empty((2, C)), True,
+                          False, C, 1.0, 1e-9, loss, *NO_DETECTOR)
     k.naive_score(t, D[0], feats, G[0], gslots, np.empty(C), False, C, 1.0, 1e-9)
     k.naive_learn(t, D[0], feats, G[0], gslots, 1, 1.0, False, 1.0)

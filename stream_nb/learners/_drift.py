@@ -32,7 +32,9 @@ import logging
 
 import numpy as np
 
+from ..kernels import NO_DETECTOR
 from ..stats import Encoded, capture, count_difference, is_missing_label, replace_counts
+from ._detectors import CompiledDetector
 
 __all__ = ["DriftWatch", "UNSCORED"]
 
@@ -125,6 +127,13 @@ class DriftWatch:
         if prediction is None:
             return  # no class known yet: no prediction to judge
         det.update(0 if prediction == y else 1)
+        self._forget_act()
+
+    def _forget_act(self) -> None:
+        """Act on what the detector says after its last update: switch the counts on a drift, take a capture
+        when a warning begins, drop it when the warning ends."""
+        f = self._forget
+        det = f.detector
         if det.drift_detected:
             self._switch()
         elif getattr(det, "warning_detected", False):
@@ -133,6 +142,22 @@ class DriftWatch:
                 f.warn_base = None if f.window else capture(self._stats)
         elif f.warning:
             f.warning, f.warn_base = False, None
+
+    def _kernel_detector(self) -> tuple:
+        """The detector arguments of a kernel: the compiled twin the model watches now (``watch, kind, params,
+        state, fbuf, ibuf, warning``), or :data:`~stream_nb.kernels.NO_DETECTOR` (none, or while paused).
+        A river detector without a twin has no kernel arguments: :meth:`_kernel_watches` says so."""
+        f = self._forget
+        if f is None or f.detector is None or f.paused:
+            return NO_DETECTOR
+        d = f.detector
+        return True, d.kind, d.params, d.state, d.fbuf, d.ibuf, f.warning
+
+    def _kernel_watches(self) -> bool:
+        """Whether a kernel can run this model's prequential loop with its detector: none watched, or the
+        compiled twin of one (a river detector without a twin is fed in Python, one event at a time)."""
+        f = self._forget
+        return f is None or f.detector is None or f.paused or isinstance(f.detector, CompiledDetector)
 
     def _switch(self) -> None:
         """A drift: switch to the fresh counts (see the module notes) and let the structure follow."""

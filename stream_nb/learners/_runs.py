@@ -244,7 +244,7 @@ class VectorisedRuns(abc.ABC):
             s.cut_run(decay.stop)
             D, G, yc, stop = D[: decay.stop], G[: decay.stop], yc[: decay.stop], start + decay.stop
         if stop > start and decay is None and self._kernel_ready():
-            return self._kernel_run(start, stop, D, G, yc, out)
+            return self._kernel_run(xs, start, stop, D, G, yc, out)
         if stop - start < 2:
             return start  # a single event: the one-event path is cheaper
         if out is None and not self._run_scores_learned():
@@ -289,29 +289,45 @@ class VectorisedRuns(abc.ABC):
 
     def _kernel_ready(self) -> bool:
         """Whether the model's compiled kernel (:meth:`_kernel_block`) may score and learn runs now: it has
-        one, nothing learns from a run's scores (a drift detector), and the store is one plain layer of dense
-        counts that no receipt records."""
+        one, it can watch the model's drift detector (:meth:`_kernel_watches`), nothing else learns from a
+        run's scores, and the store is one plain layer of dense counts that no receipt records."""
         s = self._stats
-        return (getattr(self, "_kernel_block", None) is not None and not self._run_scores_learned()
-                and s.count_layer() is s and s.journal is None and not s.pairs_sparse and not s.tuples_sparse)
+        return (getattr(self, "_kernel_block", None) is not None and self._kernel_watches()
+                and not self._run_scoring_learns and s.count_layer() is s and s.journal is None
+                and not s.pairs_sparse and not s.tuples_sparse)
 
-    def _kernel_run(self, start: int, stop: int, D: np.ndarray, G: np.ndarray, yc: np.ndarray, out) -> int:
-        """Score and learn a run in the compiled kernel, event by event in order; return ``stop``."""
+    def _kernel_run(self, xs, start: int, stop: int, D: np.ndarray, G: np.ndarray, yc: np.ndarray, out) -> int:
+        """Score and learn a run in the compiled kernel, event by event in order; return where it stopped.
+
+        Where the drift detector acts on an event, the kernel stops there, having scored it: the model acts
+        (:meth:`_forget_act`), then learns that event, and the run ends after it."""
         s = self._stats
-        log_post = np.empty((len(yc), s.n_classes))
-        self._kernel_block(D, np.arange(D.shape[1]), G, np.arange(G.shape[1]), yc, s.run_more(len(yc)), log_post, True)
-        if isinstance(out, _Blocks):
-            out.append(RunBlock(start, stop, s.classes[: s.n_classes], self._decide(log_post), np.exp(log_post), yc))
-        elif out is not None:
-            classes = s.classes
-            out.extend((classes[i], dict(zip(classes, p)))
-                       for i, p in zip(self._decide(log_post).tolist(), np.exp(log_post).tolist()))
-        s.register_run_values(len(yc))
-        learned = int(np.count_nonzero(yc >= 0))
+        C = s.n_classes
+        log_post = np.empty((len(yc), C))
+        done = self._kernel_block(D, np.arange(D.shape[1]), G, np.arange(G.shape[1]), yc, s.run_more(len(yc)),
+                                  log_post, True)
+        acted = done < len(yc)
+        n = done + acted  # the events scored
+        if out is not None:
+            decided = self._decide(log_post[:n])
+            if isinstance(out, _Blocks):
+                out.append(RunBlock(start, start + n, s.classes[:C], decided, np.exp(log_post[:n]), yc[:n]))
+            else:
+                classes = s.classes
+                out.extend((classes[i], dict(zip(classes, p)))
+                           for i, p in zip(decided.tolist(), np.exp(log_post[:n]).tolist()))
+        s.register_run_values(done)
+        learned = int(np.count_nonzero(yc[:done] >= 0))
+        if self._forget is not None and self._forget.detector is not None and not self._forget.paused:
+            self._forget.seen += learned + acted
         if learned:
             self._settle_store()
             self._learned(learned)
-        return stop
+        if acted:
+            self._forget_act()
+            with self.drift_paused():  # fed already: the event is learned as its label says
+                self.learn_one(xs[start + done], s.classes[yc[done]])
+        return start + n
 
     def _add_run(self, D: np.ndarray, G: np.ndarray, yc: np.ndarray, stop: int, decay=None) -> int:
         """Learn a run's labeled rows in one :meth:`Stats.add_many` (under decay, each with its weight, and

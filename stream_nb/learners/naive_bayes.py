@@ -15,6 +15,7 @@ from ._runs import VectorisedRuns
 __all__ = ["NaiveBayes"]
 
 _NO_MORE = np.zeros((0, 0), dtype=np.int64)
+_NO_LOSS = np.zeros((0, 0))
 
 
 class NaiveBayes(VectorisedRuns, BayesClassifier):
@@ -180,15 +181,19 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
         s.mark_counted(many)
         arrays.key = (s.epoch, s.version, s.keeps_observed, id(s.value_count))
 
-    def _kernel_block(self, D, dfeats, G, gslots, yc, more, out, learn: bool) -> None:
+    def _kernel_block(self, D, dfeats, G, gslots, yc, more, out, learn: bool) -> int:
         """Score each row of an encoded block into ``out`` (log posteriors) and, with ``learn``, count each
-        labelled row after scoring it (:func:`~stream_nb.kernels._naive.naive_block`)."""
+        labelled row after scoring it, feeding the drift detector first; return the rows done
+        (:func:`~stream_nb.kernels._naive.naive_block`)."""
         s = self._stats
         arrays = self._kernel_arrays()
-        compiled().naive_block(arrays.table, D, dfeats, _NO_MORE if more is None else more, G, gslots, yc, out, learn,
-                               s.keeps_observed, s.n_classes, self._alpha, self._var_smoothing)
-        if learn and (yc >= 0).any():
+        loss = _NO_LOSS if self._decision is None else np.ascontiguousarray(self._decision.matrix(s.classes))
+        done = compiled().naive_block(
+            arrays.table, D, dfeats, _NO_MORE if more is None else more, G, gslots, yc, out, learn, s.keeps_observed,
+            s.n_classes, self._alpha, self._var_smoothing, loss, *self._kernel_detector())
+        if learn and (yc[:done] >= 0).any():
             self._counted(arrays, True)
+        return done
 
     def _count(self, enc, c: int, w: float) -> None:
         s = self._stats
