@@ -281,3 +281,18 @@ def test_dense_pairs_without_spare_room_while_only_that_fits_grow_with_new_value
     assert s.pair_count.shape[0] >= s.n_classes == 4 and tight.memory_used()["bytes"] <= 1_000_000
     for k, v in _pairs(dense).items():
         np.testing.assert_array_equal(_pairs(tight)[k], v)
+
+
+def test_a_sparse_fine_layer_counts_a_waiting_value_as_a_dense_one_does():
+    """A two-layer store re-cut around its warm-up counts a value that waited into events whose other
+    values are expected (EM): sparse pair tables (memory_budget=0) must take it as the dense ones do."""
+    events = [({"c": "rg"[i % 2], "x": float(i % 7)} if i % 5 else {"x": float(i % 7)}, "ab"[i % 2])
+              for i in range(200)]
+    sparse, dense = AODE(memory_budget=0), AODE(memory_budget=None)
+    for x, y in events:
+        sparse.learn_one(x, y)
+        dense.learn_one(x, y)
+    assert sparse.memory_used()["pairs_sparse"] and not dense.memory_used()["pairs_sparse"]
+    for probe in ({"c": "r", "x": 3.0}, {"c": "g"}, {"x": 6.0}):
+        got, want = sparse.predict_proba_one(probe), dense.predict_proba_one(probe)
+        assert got.keys() == want.keys() and all(abs(got[k] - want[k]) < 1e-12 for k in want)

@@ -64,13 +64,15 @@ def _certain_into_expected(fine, c: int, w: float, u, m, feats_u, b: int, f: int
     fine.feat_count[c, f] += w
     if not fine.pairs:
         return
-    pc, pf = fine.pair_count[c], fine.pair_feat[c]
-    np.add.at(pc[b], u, w * m)
-    np.add.at(pc[:, b], u, w * m)
-    pc[b, b] += w
-    pf[b, np.unique(feats_u)] += w
-    pf[b, f] += w
-    np.add.at(pf[:, f], u, w * m)
+    pc, pf = fine.pair_count, fine.pair_feat  # dense or sparse (past the memory budget): both add at indices
+    fs = np.unique(feats_u)
+    for table, idx, weights in ((pc, (c, b, u), w * m), (pc, (c, u, b), w * m), (pc, (c, b, b), w),
+                                (pf, (c, b, fs), w), (pf, (c, b, f), w), (pf, (c, u, f), w * m)):
+        if isinstance(table, np.ndarray):
+            idx = np.broadcast_arrays(*(np.asarray(i) for i in idx))
+            np.add.at(table, tuple(idx), np.broadcast_to(weights, idx[0].shape))
+        else:
+            table.add(idx, weights)
 
 
 def count_later(fine, e: tuple, add_cols: list, add_feats: list) -> tuple:
