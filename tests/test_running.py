@@ -359,9 +359,9 @@ class Spy:
             self.rows += len(D)
             return jll(D, yc, C, prior)
 
-        def counting_kernel(xs, start, stop, D, G, yc, out):
+        def counting_kernel(xs, start, stop, D, G, yc, out, decay=None):
             self.rows += len(yc)
-            return kernel_run(xs, start, stop, D, G, yc, out)
+            return kernel_run(xs, start, stop, D, G, yc, out, decay)
 
         model._run_jll, model._kernel_run = counting, counting_kernel
 

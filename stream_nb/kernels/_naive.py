@@ -56,9 +56,10 @@ def naive_tables(t, a):
             lden[c, f] = math.log(fc[c, f] + a * nv[f])
 
 
-def _score(t, cols, feats, gx, gslots, extra, C, a, var_smoothing, joint, prior, jll, q, out):
+def _score(t, cols, feats, gx, gslots, extra, C, a, var_smoothing, joint, prior, jll, q, out, direct=False):
     """``out[:C]``: log P(c | x) (``joint``: log P(c, x)) of one event; ``extra[f]``: the values feature
-    ``f`` gained within the block before and with this event (empty: none)."""
+    ``f`` gained within the block before and with this event (empty: none). ``direct``: from the counts
+    themselves, not the tables of their logs (decay changes the smoothing ``a`` of every cell each event)."""
     cc, vc, fc, nv, ovc, ofc, gn, gm, g2, lnum, lden = _views(t)
     _common.log_prior_row(cc, C, a, prior)
     for c in range(C):
@@ -72,6 +73,10 @@ def _score(t, cols, feats, gx, gslots, extra, C, a, var_smoothing, joint, prior,
             n = nv[f] + (extra[f] if extra.shape[0] else 0) + 1
             for c in range(C):
                 jll[c] += math.log(a) - math.log(fc[c, f] + a * n)
+        elif direct:
+            n = nv[f] + (extra[f] if extra.shape[0] else 0)
+            for c in range(C):
+                jll[c] += math.log(vc[c, col] + a) - math.log(fc[c, f] + a * n)
         else:
             for c in range(C):
                 jll[c] += lnum[c, col] - lden[c, f]
@@ -83,8 +88,8 @@ def _score(t, cols, feats, gx, gslots, extra, C, a, var_smoothing, joint, prior,
         _common.normalise_row(jll, prior, C, out)
 
 
-def _count(t, cols, feats, gx, gslots, extra, c, w, twin, a):
-    """Add one event of class ``c`` with weight ``w``, and refresh the tables' cells it touched."""
+def _count(t, cols, feats, gx, gslots, extra, c, w, twin, a, refresh=True):
+    """Add one event of class ``c`` with weight ``w``, and (``refresh``) the tables' cells it touched."""
     cc, vc, fc, nv, ovc, ofc, gn, gm, g2, lnum, lden = _views(t)
     cc[c] += w
     for j in range(cols.shape[0]):
@@ -97,8 +102,9 @@ def _count(t, cols, feats, gx, gslots, extra, c, w, twin, a):
         if twin:
             ovc[c, col] += w
             ofc[c, f] += w
-        lnum[c, col] = math.log(vc[c, col] + a)
-        lden[c, f] = math.log(fc[c, f] + a * (nv[f] + (extra[f] if extra.shape[0] else 0)))
+        if refresh:
+            lnum[c, col] = math.log(vc[c, col] + a)
+            lden[c, f] = math.log(fc[c, f] + a * (nv[f] + (extra[f] if extra.shape[0] else 0)))
     _common.add_gaussian(gx, gslots, c, w, gn, gm, g2)
 
 
@@ -113,15 +119,17 @@ def naive_learn(t, cols, feats, gx, gslots, c, w, twin, a):
     _count(t, cols, feats, gx, gslots, cols[:0], c, w, twin, a)
 
 
-def naive_block(t, D, dfeats, more, G, gslots, yc, out, learn, twin, C, a, var_smoothing, loss, watch, det_kind,
-                det_params, det_state, det_fbuf, det_ibuf, warning):
+def naive_block(t, D, dfeats, more, G, gslots, yc, weights, alphas, out, learn, twin, C, a, var_smoothing, loss,
+                watch, det_kind, det_params, det_state, det_fbuf, det_ibuf, warning):
     """Score each row of a block, then (``learn``, a labelled row) count it, in order; return the rows done.
 
     ``D`` (rows, k): value columns of the discrete features ``dfeats`` (-1: missing; 0: a value never seen,
     which counts nothing and one more value of its feature); ``more`` (rows, F): the values each feature has
     gained within the block by each row, its own included (a labelled row's new value already has its
     column), or (0, 0); ``G`` (rows, g): the Gaussian slots ``gslots`` (NaN: missing); ``yc``: class index
-    (-1: unlabelled), each counted with weight 1. ``out[r, :C]`` gets log P(c | x_r).
+    (-1: unlabelled), each counted with weight 1 and scored with smoothing ``a``; under decay (``alphas`` of
+    one per row) row ``r`` is scored with ``alphas[r]`` from the counts and counted with ``weights[r]``, and
+    the tables are left stale. ``out[r, :C]`` gets log P(c | x_r).
 
     With ``watch``, a drift detector (``det_*``, see :mod:`._detectors`) is fed the error of each labelled
     row's decision (``loss``: :func:`~._common.decide_row`) before the row is counted: at the first row it
@@ -140,14 +148,16 @@ def naive_block(t, D, dfeats, more, G, gslots, yc, out, learn, twin, C, a, var_s
                 if more[r, f] != (more[r - 1, f] if r else 0):
                     for c in range(C):
                         lden[c, f] = math.log(fc[c, f] + a * (nv[f] + more[r, f]))
-        _score(t, D[r], dfeats, G[r], gslots, extra, C, a, var_smoothing, False, prior, jll, q, out[r])
+        decayed = alphas.shape[0] > 0
+        ar = alphas[r] if decayed else a
+        _score(t, D[r], dfeats, G[r], gslots, extra, C, ar, var_smoothing, False, prior, jll, q, out[r], decayed)
         if yc[r] < 0:
             continue
         if watch and _common.watch_row(out[r], C, loss, yc[r], det_kind, det_params, det_state, det_fbuf, det_ibuf,
                                        warning):
             return r
         if learn:
-            _count(t, D[r], dfeats, G[r], gslots, extra, yc[r], 1.0, twin, a)
+            _count(t, D[r], dfeats, G[r], gslots, extra, yc[r], weights[r] if decayed else 1.0, twin, a, not decayed)
     return D.shape[0]
 
 
@@ -163,7 +173,8 @@ def warm(k) -> None:
     feats, G, gslots = np.array([0, 1], dtype=np.int64), np.array([[0.5], [1.5]]), np.array([0], dtype=np.int64)
     for more in (np.zeros((0, 0), dtype=np.int64), np.zeros((2, F), dtype=np.int64)):
         for loss in (np.zeros((0, 0)), np.ones((C, C))):
-            k.naive_block(t, D, feats, more, G, gslots, np.array([0, 1], dtype=np.int64), np.empty((2, C)), True,
-                          False, C, 1.0, 1e-9, loss, *NO_DETECTOR)
+            for decay in (np.zeros(0), np.ones(2)):
+                k.naive_block(t, D, feats, more, G, gslots, np.array([0, 1], dtype=np.int64), decay, decay,
+                              np.empty((2, C)), True, False, C, 1.0, 1e-9, loss, *NO_DETECTOR)
     k.naive_score(t, D[0], feats, G[0], gslots, np.empty(C), False, C, 1.0, 1e-9)
     k.naive_learn(t, D[0], feats, G[0], gslots, 1, 1.0, False, 1.0)

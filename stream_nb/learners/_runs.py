@@ -243,8 +243,8 @@ class VectorisedRuns(abc.ABC):
         if decay is not None and decay.stop < len(yc):  # the decay acts on the cells after this row
             s.cut_run(decay.stop)
             D, G, yc, stop = D[: decay.stop], G[: decay.stop], yc[: decay.stop], start + decay.stop
-        if stop > start and decay is None and self._kernel_ready():
-            return self._kernel_run(xs, start, stop, D, G, yc, out)
+        if stop > start and (decay is None or getattr(self, "_decayed_kernel", False)) and self._kernel_ready():
+            return self._kernel_run(xs, start, stop, D, G, yc, out, decay)
         if stop - start < 2:
             return start  # a single event: the one-event path is cheaper
         if out is None and not self._run_scores_learned():
@@ -296,7 +296,8 @@ class VectorisedRuns(abc.ABC):
                 and not self._run_scoring_learns and s.count_layer() is s and s.journal is None
                 and not s.pairs_sparse and not s.tuples_sparse)
 
-    def _kernel_run(self, xs, start: int, stop: int, D: np.ndarray, G: np.ndarray, yc: np.ndarray, out) -> int:
+    def _kernel_run(self, xs, start: int, stop: int, D: np.ndarray, G: np.ndarray, yc: np.ndarray, out,
+                    decay=None) -> int:
         """Score and learn a run in the compiled kernel, event by event in order; return where it stopped.
 
         Where the drift detector acts on an event, the kernel stops there, having scored it: the model acts
@@ -305,7 +306,7 @@ class VectorisedRuns(abc.ABC):
         C = s.n_classes
         log_post = np.empty((len(yc), C))
         done = self._kernel_block(D, np.arange(D.shape[1]), G, np.arange(G.shape[1]), yc, s.run_more(len(yc)),
-                                  log_post, True)
+                                  log_post, True, **({} if decay is None else {"decay": decay}))
         acted = done < len(yc)
         n = done + acted  # the events scored
         if out is not None:
@@ -320,6 +321,9 @@ class VectorisedRuns(abc.ABC):
         learned = int(np.count_nonzero(yc[:done] >= 0))
         if self._forget is not None and self._forget.detector is not None and not self._forget.paused:
             self._forget.seen += learned + acted
+        if decay is not None and done:
+            f = self._forget
+            f.inflation, f.halvings, f.clock = decay.after[done - 1]  # the decay's state once those rows are in
         if learned:
             self._settle_store()
             self._learned(learned)

@@ -16,6 +16,7 @@ __all__ = ["NaiveBayes"]
 
 _NO_MORE = np.zeros((0, 0), dtype=np.int64)
 _NO_LOSS = np.zeros((0, 0))
+_NONE = np.zeros(0)
 
 
 class NaiveBayes(VectorisedRuns, BayesClassifier):
@@ -181,18 +182,24 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
         s.mark_counted(many)
         arrays.key = (s.epoch, s.version, s.keeps_observed, id(s.value_count))
 
-    def _kernel_block(self, D, dfeats, G, gslots, yc, more, out, learn: bool) -> int:
+    _decayed_kernel = True  # the kernel scores and weighs each row as decay gives it
+
+    def _kernel_block(self, D, dfeats, G, gslots, yc, more, out, learn: bool, decay=None) -> int:
         """Score each row of an encoded block into ``out`` (log posteriors) and, with ``learn``, count each
         labelled row after scoring it, feeding the drift detector first; return the rows done
-        (:func:`~stream_nb.kernels._naive.naive_block`)."""
+        (:func:`~stream_nb.kernels._naive.naive_block`). ``decay``: the rows' weights and smoothing
+        (:func:`~stream_nb.learners._decay_runs.decay_run`)."""
         s = self._stats
         arrays = self._kernel_arrays()
         loss = _NO_LOSS if self._decision is None else np.ascontiguousarray(self._decision.matrix(s.classes))
+        weights, alphas = (_NONE, _NONE) if decay is None else (decay.weight, self._alpha_given * decay.inflation)
         done = compiled().naive_block(
-            arrays.table, D, dfeats, _NO_MORE if more is None else more, G, gslots, yc, out, learn, s.keeps_observed,
-            s.n_classes, self._alpha, self._var_smoothing, loss, *self._kernel_detector())
+            arrays.table, D, dfeats, _NO_MORE if more is None else more, G, gslots, yc, weights, alphas, out, learn,
+            s.keeps_observed, s.n_classes, self._alpha, self._var_smoothing, loss, *self._kernel_detector())
         if learn and (yc[:done] >= 0).any():
             self._counted(arrays, True)
+            if decay is not None:
+                arrays.key = None  # the tables did not follow the decayed counts
         return done
 
     def _count(self, enc, c: int, w: float) -> None:
