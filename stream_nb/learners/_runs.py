@@ -290,11 +290,10 @@ class VectorisedRuns(abc.ABC):
     def _kernel_ready(self) -> bool:
         """Whether the model's compiled kernel (:meth:`_kernel_block`) may score and learn runs now: it has
         one, it can watch the model's drift detector (:meth:`_kernel_watches`), nothing else learns from a
-        run's scores, and the store is one plain layer of dense counts that no receipt records."""
+        run's scores, and the store's counts are dense and recorded by no receipt."""
         s = self._stats
         return (getattr(self, "_kernel_block", None) is not None and self._kernel_watches()
-                and not self._run_scoring_learns and s.count_layer() is s and s.journal is None
-                and not s.pairs_sparse and not s.tuples_sparse)
+                and not self._run_scoring_learns and s.journal is None and not s.pairs_sparse and not s.tuples_sparse)
 
     def _kernel_run(self, xs, start: int, stop: int, D: np.ndarray, G: np.ndarray, yc: np.ndarray, out,
                     decay=None) -> int:
@@ -317,8 +316,12 @@ class VectorisedRuns(abc.ABC):
                 classes = s.classes
                 out.extend((classes[i], dict(zip(classes, p)))
                            for i, p in zip(decided.tolist(), np.exp(log_post[:n]).tolist()))
+        s.cut_run(done)  # a second layer's rows past the ones counted are met again
         s.register_run_values(done)
-        learned = int(np.count_nonzero(yc[:done] >= 0))
+        labeled = yc[:done] >= 0
+        learned = int(np.count_nonzero(labeled))
+        if learned:
+            s.counted_run(yc[:done][labeled], None if decay is None else decay.weight[:done][labeled])
         if self._forget is not None and self._forget.detector is not None and not self._forget.paused:
             self._forget.seen += learned + acted
         if decay is not None and done:

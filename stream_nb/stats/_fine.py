@@ -295,6 +295,12 @@ class TwoLayerStats(FineRuns, WaitingEvents, Stats):
         self._journal_fine(self.fine.add_many, fD, fdfeats, fG, fgslots, yc, w, pair_cells=cells if same else None)
         self.n_events += len(yc)
 
+    def counted_run(self, yc: np.ndarray, w: np.ndarray | None = None) -> None:
+        fD, fdfeats, fG, fgslots = self._pending_rows
+        self._pending_rows = None
+        self._journal_fine(self.fine.add_many, fD, fdfeats, fG, fgslots, yc, w)
+        self.n_events += len(yc)
+
     def _fine_columns(self, u: np.ndarray, feats_u: np.ndarray) -> np.ndarray:
         """The fine columns standing for coarse columns ``u`` (of features ``feats_u``) of the event
         being learned: its own fine column for an observed feature, else the coarse bin's most

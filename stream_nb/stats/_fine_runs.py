@@ -32,7 +32,7 @@ class FineRuns:
         stop, D, G, yc = super().encode_run(xs, ys, start, complete, limit, unseen, new_values)
         self._pending_rows = None
         self._run_mirrored = False
-        if stop - start >= 2:
+        if stop > start:
             if self._mirrored():  # the fine layer would encode the run as this one did
                 fD, fG, fyc = D, G, yc
                 self._run_mirrored = True
