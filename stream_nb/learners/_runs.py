@@ -287,12 +287,18 @@ class VectorisedRuns(abc.ABC):
             )
         return self._add_run(D, G, yc, stop, decay)
 
+    #: The model's kernel feeds a compiled drift detector (``_kernel_block`` takes its arguments) and
+    #: returns the rows done; without it, runs with a detector go the numpy way.
+    _kernel_feeds_detector = False
+
     def _kernel_ready(self) -> bool:
         """Whether the model's compiled kernel (:meth:`_kernel_block`) may score and learn runs now: it has
         one, it can watch the model's drift detector (:meth:`_kernel_watches`), nothing else learns from a
         run's scores, and the store's counts are dense and recorded by no receipt."""
         s = self._stats
+        watched = self._kernel_detector()[0]
         return (getattr(self, "_kernel_block", None) is not None and self._kernel_watches()
+                and (not watched or self._kernel_feeds_detector)
                 and not self._run_scoring_learns and s.journal is None and not s.pairs_sparse and not s.tuples_sparse)
 
     def _kernel_run(self, xs, start: int, stop: int, D: np.ndarray, G: np.ndarray, yc: np.ndarray, out,

@@ -183,6 +183,7 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
         arrays.key = (s.epoch, s.version, s.keeps_observed, id(s.value_count))
 
     _decayed_kernel = True  # the kernel scores and weighs each row as decay gives it
+    _kernel_feeds_detector = True  # and feeds the compiled drift detector
 
     def _kernel_block(self, D, dfeats, G, gslots, yc, more, out, learn: bool, decay=None) -> int:
         """Score each row of an encoded block into ``out`` (log posteriors) and, with ``learn``, count each
