@@ -208,8 +208,12 @@ class VectorisedRuns(abc.ABC):
     def _run_scores_learned(self) -> bool:
         """Whether learning a run needs its scores: they change the model (``_run_scoring_learns``)
         or a drift detector (not paused) learns from the run's errors."""
+        return self._run_scoring_learns or self._run_watched()
+
+    def _run_watched(self) -> bool:
+        """Whether a drift detector (not paused) learns from the errors of a run's predictions."""
         forget = getattr(self, "_forget", None)
-        return self._run_scoring_learns or (forget is not None and forget.detector is not None and not forget.paused)
+        return forget is not None and forget.detector is not None and not forget.paused
 
     def _prequential_run(self, xs: list, ys: list, start: int, out: list | None) -> int:
         """Append the results of a vectorised run of events from ``start``; return where it stopped.
@@ -243,8 +247,8 @@ class VectorisedRuns(abc.ABC):
         if decay is not None and decay.stop < len(yc):  # the decay acts on the cells after this row
             s.cut_run(decay.stop)
             D, G, yc, stop = D[: decay.stop], G[: decay.stop], yc[: decay.stop], start + decay.stop
-        if decay is None and self._kernel_ready():
-            return self._kernel_run(start, stop, D, G, yc, out)
+        if decay is None and self._kernel_ready() and (stop - start >= 2 or s.count_layer() is s):
+            return self._kernel_run(start, stop, D, G, yc, out)  # (a two-layer store encodes no fine rows for one)
         if stop - start < 2:
             return start  # a single event: the one-event path is cheaper
         if out is None and not self._run_scores_learned():
@@ -289,11 +293,11 @@ class VectorisedRuns(abc.ABC):
 
     def _kernel_ready(self) -> bool:
         """Whether the model's compiled kernel (:meth:`_kernel_block`) may score and learn runs now: it has
-        one, nothing learns from a run's scores (a drift detector), and the store is one plain layer of dense
-        counts that no receipt records."""
+        one, no drift detector learns from a run's errors, and the counts it reads are dense ones that no
+        receipt records (a two-layer store's fine layer then learns the run's fine rows after it)."""
         s = self._stats
-        return (getattr(self, "_kernel_block", None) is not None and not self._run_scores_learned()
-                and s.count_layer() is s and s.journal is None and not s.pairs_sparse and not s.tuples_sparse)
+        return (getattr(self, "_kernel_block", None) is not None and not self._run_watched()
+                and s.journal is None and not s.pairs_sparse and not s.tuples_sparse)
 
     def _kernel_run(self, start: int, stop: int, D: np.ndarray, G: np.ndarray, yc: np.ndarray, out) -> int:
         """Score and learn a run in the compiled kernel, event by event in order; return ``stop``."""
@@ -307,6 +311,8 @@ class VectorisedRuns(abc.ABC):
             out.extend((classes[i], dict(zip(classes, p)))
                        for i, p in zip(self._decide(log_post).tolist(), np.exp(log_post).tolist()))
         s.register_run_values(len(yc))
+        if s.count_layer() is not s:
+            s.count_fine_run(yc)
         learned = int(np.count_nonzero(yc >= 0))
         if learned:
             self._settle_store()

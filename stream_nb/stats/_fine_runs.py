@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..kernels import compiled
 from ._values import BINNED
 
 __all__ = ["FineRuns"]
@@ -44,6 +45,24 @@ class FineRuns:
             self._pending_rows = (fD[keep], np.arange(fD.shape[1]), fG[keep], np.arange(fG.shape[1]))
             self._pending_labeled = np.cumsum(keep)  # labeled rows up to each row of the run
         return stop, D, G, yc
+
+    def count_fine_run(self, yc: np.ndarray) -> None:
+        """The last run's labelled rows (``yc``: the run's class indices, -1 unlabelled) were counted in this
+        layer, in place, by a compiled kernel: count their fine rows in the fine layer, as :meth:`add_many`
+        does."""
+        fD, fdfeats, fG, fgslots = self._pending_rows
+        self._pending_rows = None
+        labeled = yc[yc >= 0]
+        fine = self.fine
+        if fine.pairs and not (fine.pairs_sparse or fine.tuples or fG.shape[1] or fine.journal is not None):
+            for p in fine._sets():  # dense pair tables alone: the compiled count of the kernels
+                compiled().count_rows(fD, fdfeats, labeled, not p, fine.class_count, getattr(fine, p + "value_count"),
+                                      getattr(fine, p + "feat_count"), getattr(fine, p + "pair_count"),
+                                      getattr(fine, p + "pair_feat"))
+            fine.epoch += 1
+        else:
+            fine.add_many(fD, fdfeats, fG, fgslots, labeled)
+        self.n_events += len(labeled)
 
     def _mirrored(self) -> bool:
         """Whether the two layers are one: no feature is binned (a categorical stream) and both number the
