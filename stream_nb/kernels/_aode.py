@@ -239,18 +239,22 @@ def _naive(value_count, feat_count, u, f, an, n, C, a, B, prior, jll):
         jll[c] = acc + math.log(num) - math.log(den)
 
 
-def _count(class_count, value_count, feat_count, pair_count, pair_feat, u, f, n, c, classes):
+def _count(class_count, value_count, feat_count, pair_flat, feat_flat, V, F, u, f, n, c, classes):
     """Add one event of class ``c`` (its observed values ``u`` of features ``f``, all their pairs, the
-    diagonal included) to a count set; ``classes``: to its class count too."""
+    diagonal included) to a count set, its pair tables flat (``V`` columns, ``F`` features); ``classes``:
+    to its class count too."""
     if classes:
         class_count[c] += 1.0
+    vv, ff = np.uint64(V), np.uint64(F)
     for i in range(n):
         ui = u[i]
         value_count[c, ui] += 1.0
         feat_count[c, f[i]] += 1.0
+        row = np.uint64(c * V + ui)
+        pb, fb = row * vv, row * ff
         for j in range(n):
-            pair_count[c, ui, u[j]] += 1.0
-            pair_feat[c, ui, f[j]] += 1.0
+            pair_flat[pb + np.uint64(u[j])] += 1.0
+            feat_flat[fb + np.uint64(f[j])] += 1.0
 
 
 def _observed(feat_count, fi, C):
@@ -304,6 +308,36 @@ def _relearn(pair_feat, u, f, n, y, anf, iden):
         iden[y, u[i]] = _den_cell(pair_feat, y, u[i], f[i], anf)
 
 
+def _log_counts(class_count, C, a, lcc):
+    """``lcc[:C]`` = log(|D_c| + a); returns |D|."""
+    total = 0.0
+    for c in range(C):
+        total += class_count[c]
+        lcc[c] = math.log(class_count[c] + a)
+    return total
+
+
+def _prior(lcc, total, C, a, prior):
+    """``prior[:C]`` = log P̂(c) = log(|D_c| + a) - log(|D| + a C) (``_common.log_prior_row``), from ``lcc``."""
+    z = math.log(total + a * C)
+    for c in range(C):
+        prior[c] = lcc[c] - z
+
+
+def _shares(val, idx, m, C, sums, out):
+    """``out[:C]`` = log of each class's share of Σ over the parents ``idx[:m]`` of ``val`` (all linear)."""
+    z = 0.0
+    for c in range(C):
+        t = 0.0
+        for q in range(m):
+            t += val[c, idx[q]]
+        sums[c] = t
+        z += t
+    lz = math.log(z)
+    for c in range(C):
+        out[c] = math.log(sums[c]) - lz
+
+
 def _finish(jll, prior, C, joint, out):
     """``out[:C]``: the row's log posterior, or with ``joint`` its joint log-likelihood log P(c, x)."""
     if joint:
@@ -315,7 +349,7 @@ def _finish(jll, prior, C, joint, out):
 
 def aode_block(D, dfeats, more, yc, learn, C, a, m_limit, class_count, value_count, feat_count, n_values,
                pair_count, pair_feat, value_feature, iden, cached, joint, out):
-    """AODE: score each row of a block, then count it, in order (the arguments: ``_Block``).
+    """AODE: score each row of a block, then count it, in order (the arguments: the module notes).
 
     A value seen at least ``m_limit`` times is a parent (a value never seen only if ``m_limit`` <= 0);
     with none, the row is scored by naive Bayes over the same counts.
@@ -337,7 +371,10 @@ def aode_block(D, dfeats, more, yc, learn, C, a, m_limit, class_count, value_cou
     num, den, acc = np.empty(C), np.empty(C), np.empty(C)
     jll = np.empty(C)
     prior = np.empty(C)
+    lcc = np.empty(C)
+    total = _log_counts(class_count, C, a, lcc)
     pair_flat = pair_count.reshape(-1)
+    feat_flat = pair_feat.reshape(-1)
     V = pair_count.shape[1]
     for r in range(R):
         n = _row(D, r, dfeats, more, grown, n_values, a, u, f, an)
@@ -345,7 +382,7 @@ def aode_block(D, dfeats, more, yc, learn, C, a, m_limit, class_count, value_cou
         n = abs(n)
         if cached and _refresh(anf, n_values, more, r, grown, a, u, f, n, vf):
             den_table(pair_feat, vf, anf, C, V, iden)
-        _common.log_prior_row(class_count, C, a, prior)
+        _prior(lcc, total, C, a, prior)
         m = 0
         for i in range(n):
             seen = 0.0
@@ -361,8 +398,11 @@ def aode_block(D, dfeats, more, yc, learn, C, a, m_limit, class_count, value_cou
                 uu[i] = u[i]
             _dinv(feat_count, f, an, n, C, dinv)
             _rooted_fast(value_count, pair_flat, uu, n, idx, m, dinv, iden, C, a, V, val)
-            for c in range(C):
-                jll[c] = _log_sum(val, lg, c, idx, m)
+            if not joint:  # linear values throughout: the posterior is their share, one log a class
+                _shares(val, idx, m, C, jll, out[r])
+            else:
+                for c in range(C):
+                    jll[c] = _log_sum(val, lg, c, idx, m)
         else:
             for q in range(m):
                 i = idx[q]
@@ -370,10 +410,13 @@ def aode_block(D, dfeats, more, yc, learn, C, a, m_limit, class_count, value_cou
                         B, num, den, acc, val, lg)
             for c in range(C):
                 jll[c] = _log_sum(val, lg, c, idx, m)
-        _finish(jll, prior, C, joint, out[r])
+        if joint or not (fast and m > 0):
+            _finish(jll, prior, C, joint, out[r])
         y = yc[r]
         if learn and y >= 0:
-            _count(class_count, value_count, feat_count, pair_count, pair_feat, u, f, n, y, True)
+            _count(class_count, value_count, feat_count, pair_flat, feat_flat, V, pair_feat.shape[2], u, f, n, y, True)
+            lcc[y] = math.log(class_count[y] + a)
+            total += 1.0
             if cached:
                 _relearn(pair_feat, u, f, n, y, anf, iden)
 
@@ -381,7 +424,7 @@ def aode_block(D, dfeats, more, yc, learn, C, a, m_limit, class_count, value_cou
 def spode_block(D, dfeats, more, yc, learn, C, a, p, tcols, score, loss_sum, loss_n, class_count, value_count,
                 feat_count, n_values, pair_count, pair_feat, value_feature, iden, cached, joint, out):
     """SPODE: score each row of a block under the super-parent ``p`` (-1: none, naive Bayes), then count
-    it, in order (the other arguments: ``_Block``). With ``score``, a labelled row first adds each
+    it, in order (the other arguments: the module notes). With ``score``, a labelled row first adds each
     candidate parent's log loss to the running scores ``loss_sum`` and ``loss_n`` (per feature), under
     the counts as they stand, as ``SPODE._score`` does before learning it. A row whose super-parent is
     missing sums it out over its values ``tcols``.
@@ -404,7 +447,10 @@ def spode_block(D, dfeats, more, yc, learn, C, a, p, tcols, score, loss_sum, los
     num, den, acc = np.empty(C), np.empty(C), np.empty(C)
     jll = np.empty(C)
     prior = np.empty(C)
+    lcc = np.empty(C)
+    total = _log_counts(class_count, C, a, lcc)
     pair_flat = pair_count.reshape(-1)
+    feat_flat = pair_feat.reshape(-1)
     V = pair_count.shape[1]
     for r in range(R):
         n = _row(D, r, dfeats, more, grown, n_values, a, u, f, an)
@@ -412,7 +458,7 @@ def spode_block(D, dfeats, more, yc, learn, C, a, p, tcols, score, loss_sum, los
         n = abs(n)
         if cached and _refresh(anf, n_values, more, r, grown, a, u, f, n, vf):
             den_table(pair_feat, vf, anf, C, V, iden)
-        _common.log_prior_row(class_count, C, a, prior)
+        _prior(lcc, total, C, a, prior)
         y = yc[r]
         at = -1
         for i in range(n):
@@ -463,7 +509,9 @@ def spode_block(D, dfeats, more, yc, learn, C, a, p, tcols, score, loss_sum, los
                 jll[c] = top + math.log(s)
         _finish(jll, prior, C, joint, out[r])
         if learn and y >= 0:
-            _count(class_count, value_count, feat_count, pair_count, pair_feat, u, f, n, y, True)
+            _count(class_count, value_count, feat_count, pair_flat, feat_flat, V, pair_feat.shape[2], u, f, n, y, True)
+            lcc[y] = math.log(class_count[y] + a)
+            total += 1.0
             if cached:
                 _relearn(pair_feat, u, f, n, y, anf, iden)
 
@@ -483,7 +531,8 @@ def count_rows(D, dfeats, yc, classes, class_count, value_count, feat_count, pai
                 u[n] = D[r, j]
                 f[n] = dfeats[j]
                 n += 1
-        _count(class_count, value_count, feat_count, pair_count, pair_feat, u, f, n, yc[r], classes)
+        _count(class_count, value_count, feat_count, pair_count.reshape(-1), pair_feat.reshape(-1), pair_count.shape[1],
+               pair_feat.shape[2], u, f, n, yc[r], classes)
 
 
 def warm(k) -> None:
