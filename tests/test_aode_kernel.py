@@ -18,7 +18,7 @@ import pytest
 
 from stream_nb import AODE, SPODE
 from stream_nb.kernels import compiled
-from stream_nb.kernels._aode import chunk
+from stream_nb.kernels._spodes import chunk
 
 
 class Counts:

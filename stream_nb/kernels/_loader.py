@@ -5,13 +5,13 @@ from __future__ import annotations
 import inspect
 import types
 
-from . import _aode, _common, _naive
+from . import _aode, _common, _naive, _spodes
 
 __all__ = ["compile_all", "compiled"]
 
 #: The kernel modules: every function of each is compiled, but its ``warm()``, which calls each kernel once
 #: on small inputs of the types the models pass.
-MODULES = (_common, _naive, _aode)
+MODULES = (_common, _naive, _spodes, _aode)
 
 _compiled: types.SimpleNamespace | None = None
 

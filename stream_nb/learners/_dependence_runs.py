@@ -47,12 +47,6 @@ def run_cells(rows: int, per_row: int, cells: int = 1 << 19, most: int = 1024) -
     return max(2, min(most, cells // max(1, per_row))) if rows else 2
 
 
-def _feature_counts(s, yc, C, feats):
-    """(rows, C, len(feats)): N(c) over the events where each feature was observed, per row (complete
-    rows: every earlier labeled row of the run observed every feature)."""
-    return s.feat_count[:C, feats][None] + exclusive_counts(yc, C)[:, :, None]
-
-
 def spode_run_terms(s, a, D: np.ndarray, yc: np.ndarray, C: int, scratch: dict | None = None,
                     w: np.ndarray | None = None, more: np.ndarray | None = None):
     """Per row, :func:`~stream_nb.learners.aode.spode_terms` of every feature as super-parent. Under decay,
