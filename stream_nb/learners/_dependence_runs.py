@@ -1,4 +1,7 @@
-"""Vectorised runs of the one- and k-dependence models (AODE, SPODE, KDB).
+"""Vectorised runs of the one- and k-dependence models (AODE, SPODE, KDB) in numpy.
+
+AODE and SPODE take these only for the runs their compiled kernels do not (see
+``VectorisedRuns._kernel_ready``: under decay, watched by a drift detector, or on sparse pair tables).
 
 Each function scores the rows of a run of complete events (see
 :meth:`Stats.encode_run <stream_nb.stats.Stats.encode_run>` with
