@@ -57,7 +57,7 @@ def aode_block(D, dfeats, more, yc, learn, C, a, m_limit, class_count, value_cou
         n = _spodes.row(D, r, dfeats, more, grown, n_values, a, u, f, an)
         fast = cached and n == k and k <= B
         n = abs(n)
-        if cached and _spodes.refresh(anf, n_values, more, r, grown, a, u, f, n, vf):
+        if cached and grown and _spodes.refresh(anf, n_values, more, r, grown, a, u, f, n, vf):
             _spodes.den_table(pair_feat, vf, anf, C, V, iden)
         _spodes.prior_row(lcc, total, C, a, prior)
         m = 0
@@ -133,7 +133,7 @@ def spode_block(D, dfeats, more, yc, learn, C, a, p, tcols, score, loss_sum, los
         n = _spodes.row(D, r, dfeats, more, grown, n_values, a, u, f, an)
         fast = cached and n == k and k <= B
         n = abs(n)
-        if cached and _spodes.refresh(anf, n_values, more, r, grown, a, u, f, n, vf):
+        if cached and grown and _spodes.refresh(anf, n_values, more, r, grown, a, u, f, n, vf):
             _spodes.den_table(pair_feat, vf, anf, C, V, iden)
         _spodes.prior_row(lcc, total, C, a, prior)
         y = yc[r]

@@ -332,9 +332,10 @@ def block_setup(D, more, n_values, class_count, C, a):
 
 
 def refresh(anf, n_values, more, r, grown, a, u, f, n, vf):
-    """Before row ``r`` of a cached block: a N_f of each feature at the row, and the feature of each of the
-    row's columns in ``vf`` (a copy of the store's ``value_feature``: a value the block registers has none
-    there yet); whether either changed, so that the denominators must be made again."""
+    """Before row ``r`` of a cached block that registers values: a N_f of each feature at the row, and the
+    feature of each of the row's columns in ``vf`` (a copy of the store's ``value_feature``: a value the
+    block registers has none there yet); whether either changed, so that the denominators must be made
+    again. (A block that registers none meets only values the store holds, as ``iden`` was made.)"""
     changed = False
     for g in range(anf.shape[0]):
         v = a * (n_values[g] + (more[r, g] if grown else 0))
