@@ -10,7 +10,8 @@ left out):
   ``bench/learners.py`` feeds them;
 - the one-event river loop (``predict_one`` then ``learn_one``) of both;
 
-each with its prequential accuracy (the kernel's the same as the model's on these events).
+each with its prequential accuracy (the kernel's differs from the model's in the first events alone: it
+knows every value from the start, so N_i, the values of an attribute, is 2 from the first event on).
 """
 
 from __future__ import annotations
