@@ -124,7 +124,8 @@ def check(got: dict, want: dict) -> None:
 
 MODELS = [
     ("aode", lambda: AODE(alpha=0.5, missing="ignore"), lambda k, x: aode_proba(k, 0.5, 1, x)),
-    ("aode-m", lambda: AODE(m=12, missing="ignore", discretiser="equal_frequency"), lambda k, x: aode_proba(k, 1.0, 12, x)),
+    ("aode-m", lambda: AODE(m=12, missing="ignore", discretiser="equal_frequency"),
+     lambda k, x: aode_proba(k, 1.0, 12, x)),
     ("spode", lambda: SPODE(parent="d", alpha=2.0, missing="ignore"), lambda k, x: spode_proba(k, 2.0, "d", x)),
 ]
 

@@ -45,7 +45,6 @@ def aode_block(D, dfeats, more, yc, learn, C, a, m_limit, class_count, value_cou
     vf = value_feature.copy() if cached else value_feature
     val = np.empty((C, k + 1))
     lg = np.empty((C, k + 1))
-    num, den, acc = np.empty(C), np.empty(C), np.empty(C)
     jll = np.empty(C)
     prior = np.empty(C)
     lcc = np.empty(C)
@@ -55,7 +54,7 @@ def aode_block(D, dfeats, more, yc, learn, C, a, m_limit, class_count, value_cou
     V, FF = pair_count.shape[1], pair_feat.shape[2]
     for r in range(R):
         n = _spodes.row(D, r, dfeats, more, grown, n_values, a, u, f, an)
-        fast = cached and n == k and k <= B
+        fast = cached and n == k and k < B
         n = abs(n)
         if cached and grown and _spodes.refresh(anf, n_values, more, r, grown, a, u, f, n, vf):
             _spodes.den_table(pair_feat, vf, anf, C, V, iden)
@@ -68,29 +67,22 @@ def aode_block(D, dfeats, more, yc, learn, C, a, m_limit, class_count, value_cou
             if seen >= m_limit:
                 idx[m] = i
                 m += 1
-        linear = n <= B  # every SPODE value in the linear domain
+        linear = n < B  # every SPODE value in the linear domain
         if m == 0:
             _spodes.naive_row(value_count, feat_count, u, f, an, n, C, a, B, prior, jll)
-        elif linear:
-            _spodes.linear(value_count, pair_flat, feat_flat, u, f, an, n, idx, m, C, a, V, FF, feat_count, fast, iden, uu,
-                    fu, dinv, val)
-            if not joint:  # the posterior is each class's share of the sum, one log a class
+        else:
+            _spodes.spodes(value_count, pair_flat, feat_flat, u, f, an, n, idx, m, C, a, V, FF, B, feat_count, fast,
+                           iden, uu, fu, dinv, val, lg)
+            if linear and not joint:  # the posterior is each class's share of the sum, one log a class
                 _spodes.shares(val, idx, m, C, jll, out[r])
             else:
                 for c in range(C):
                     jll[c] = _spodes.log_sum(val, lg, c, idx, m)
-        else:
-            for q in range(m):
-                i = idx[q]
-                _spodes.rooted(value_count, pair_count, pair_feat, u, f, an, n, i, _spodes.observed(feat_count, f[i], C), C, a,
-                        B, num, den, acc, val, lg)
-            for c in range(C):
-                jll[c] = _spodes.log_sum(val, lg, c, idx, m)
         if joint or not (linear and m > 0):
             _spodes.finish(jll, prior, C, joint, out[r])
         y = yc[r]
         if learn and y >= 0:
-            _spodes.count_event(class_count, value_count, feat_count, pair_flat, feat_flat, V, pair_feat.shape[2], u, f, n, y, True)
+            _spodes.count_event(class_count, value_count, feat_count, pair_flat, feat_flat, V, FF, u, f, n, y, True)
             lcc[y] = math.log(class_count[y] + a)
             total += 1.0
             if cached:
@@ -121,7 +113,6 @@ def spode_block(D, dfeats, more, yc, learn, C, a, p, tcols, score, loss_sum, los
     val = np.empty((C, k + 1))
     lg = np.empty((C, k + 1))
     tl = np.empty((C, tcols.shape[0]))  # a missing super-parent: the log SPODE of each of its values
-    num, den, acc = np.empty(C), np.empty(C), np.empty(C)
     jll = np.empty(C)
     prior = np.empty(C)
     lcc = np.empty(C)
@@ -131,7 +122,7 @@ def spode_block(D, dfeats, more, yc, learn, C, a, p, tcols, score, loss_sum, los
     V, FF = pair_count.shape[1], pair_feat.shape[2]
     for r in range(R):
         n = _spodes.row(D, r, dfeats, more, grown, n_values, a, u, f, an)
-        fast = cached and n == k and k <= B
+        fast = cached and n == k and k < B
         n = abs(n)
         if cached and grown and _spodes.refresh(anf, n_values, more, r, grown, a, u, f, n, vf):
             _spodes.den_table(pair_feat, vf, anf, C, V, iden)
@@ -145,13 +136,8 @@ def spode_block(D, dfeats, more, yc, learn, C, a, p, tcols, score, loss_sum, los
         if scored:  # every candidate's SPODE; its log loss on the true class
             for i in range(n):
                 idx[i] = i
-            if n <= B:
-                _spodes.linear(value_count, pair_flat, feat_flat, u, f, an, n, idx, n, C, a, V, FF, feat_count, fast, iden, uu,
-                        fu, dinv, val)
-            else:
-                for i in range(n):
-                    _spodes.rooted(value_count, pair_count, pair_feat, u, f, an, n, i, _spodes.observed(feat_count, f[i], C), C,
-                            a, B, num, den, acc, val, lg)
+            _spodes.spodes(value_count, pair_flat, feat_flat, u, f, an, n, idx, n, C, a, V, FF, B, feat_count, fast,
+                           iden, uu, fu, dinv, val, lg)
             for i in range(n):
                 loss_sum[f[i]] -= _spodes.log_of(val, lg, y, i) - _spodes.class_sum(val, lg, i, C)
                 loss_n[f[i]] += 1.0
@@ -159,18 +145,19 @@ def spode_block(D, dfeats, more, yc, learn, C, a, p, tcols, score, loss_sum, los
             _spodes.naive_row(value_count, feat_count, u, f, an, n, C, a, B, prior, jll)
         elif at >= 0:
             if not scored:
-                _spodes.rooted(value_count, pair_count, pair_feat, u, f, an, n, at, _spodes.observed(feat_count, p, C), C, a, B,
-                        num, den, acc, val, lg)
+                idx[0] = at
+                _spodes.spodes(value_count, pair_flat, feat_flat, u, f, an, n, idx, 1, C, a, V, FF, B, feat_count,
+                               fast, iden, uu, fu, dinv, val, lg)
             for c in range(C):
                 jll[c] = _spodes.log_of(val, lg, c, at)
         else:  # the super-parent missing: summed out over its values, each a root after the row's values
-            anp = a * n_values[p]
-            dsum = _spodes.observed(feat_count, p, C)
             for q in range(tcols.shape[0]):
                 u[n] = tcols[q]
                 f[n] = p
-                an[n] = anp
-                _spodes.rooted(value_count, pair_count, pair_feat, u, f, an, n + 1, n, dsum, C, a, B, num, den, acc, val, lg)
+                an[n] = a * n_values[p]
+                idx[0] = n
+                _spodes.spodes(value_count, pair_flat, feat_flat, u, f, an, n + 1, idx, 1, C, a, V, FF, B, feat_count,
+                               False, iden, uu, fu, dinv, val, lg)
                 for c in range(C):
                     tl[c, q] = _spodes.log_of(val, lg, c, n)
             for c in range(C):
@@ -184,7 +171,7 @@ def spode_block(D, dfeats, more, yc, learn, C, a, p, tcols, score, loss_sum, los
                 jll[c] = top + math.log(s)
         _spodes.finish(jll, prior, C, joint, out[r])
         if learn and y >= 0:
-            _spodes.count_event(class_count, value_count, feat_count, pair_flat, feat_flat, V, pair_feat.shape[2], u, f, n, y, True)
+            _spodes.count_event(class_count, value_count, feat_count, pair_flat, feat_flat, V, FF, u, f, n, y, True)
             lcc[y] = math.log(class_count[y] + a)
             total += 1.0
             if cached:

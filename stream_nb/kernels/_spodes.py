@@ -64,45 +64,11 @@ def row(D, r, dfeats, more, grown, n_values, a, u, f, an):
     return -n if zero else n
 
 
-def rooted(value_count, pair_count, pair_feat, u, f, an, n, i, dsum, C, a, B, num, den, acc, val, lg):
-    """The SPODE rooted at the row's value ``u[i]``, per class c: ``val[c, i]`` its value, or -1 with
-    ``lg[c, i]`` its logarithm where the products had to be logged on the way (``num``, ``den``, ``acc``:
-    scratch of C; ``dsum``: |D_i|, the events observing the root's feature)."""
-    ui = u[i]
-    cnt = 1
-    logged = False
-    for c in range(C):
-        num[c] = value_count[c, ui] + a
-        den[c] = dsum + an[i]
-        acc[c] = 0.0
-    for j in range(n):
-        if j == i:
-            continue
-        if cnt == B:
-            logged = True
-            for c in range(C):
-                acc[c] += math.log(num[c]) - math.log(den[c])
-                num[c] = 1.0
-                den[c] = 1.0
-            cnt = 0
-        uj, fj, anj = u[j], f[j], an[j]
-        for c in range(C):
-            num[c] *= pair_count[c, ui, uj] + a
-            den[c] *= pair_feat[c, ui, fj] + anj
-        cnt += 1
-    for c in range(C):
-        if logged:
-            val[c, i] = -1.0
-            lg[c, i] = acc[c] + math.log(num[c]) - math.log(den[c])
-        else:
-            val[c, i] = num[c] / den[c]
-
-
 def rooted_kept(value_count, pair_flat, u, n, idx, m, dinv, iden, C, a, V, val):
-    """:func:`rooted` of the parents ``u[idx[:m]]`` of a row that observes every feature of ``iden``
-    once, with no value never seen, and at most :func:`chunk` of them: the denominators are ``dinv``
+    """:func:`rooted_direct` of a row that observes every feature of ``iden`` once, with no value never
+    seen, and fewer than :func:`chunk` of them: the denominators are ``dinv``
     (1 / (|D_i| + a N_i), per position) and ``iden``; four parents at a time, so that their products
-    run side by side. ``u``: the row's columns, as unsigned offsets, with room for three more."""
+    run side by side. ``u``: the row's columns, as unsigned offsets; ``idx`` with room for three more."""
     vv = np.uint64(V)
     for q in range(m, m + 3):
         idx[q] = idx[0]
@@ -140,9 +106,12 @@ def rooted_kept(value_count, pair_flat, u, n, idx, m, dinv, iden, C, a, V, val):
                 val[c, i3] = (n3 * iden[c, u3]) * ((value_count[c, u3] + a) * dinv[i3])
 
 
-def rooted_direct(value_count, pair_flat, feat_flat, u, f, an, n, idx, m, dinv, C, a, V, F, val):
-    """:func:`rooted_kept` of any row of at most :func:`chunk` values, its denominators multiplied as it
-    goes (``u`` and ``f`` unsigned, with room for three more)."""
+def rooted_direct(value_count, pair_flat, feat_flat, u, f, an, n, idx, m, dinv, C, a, V, F, B, val, lg):
+    """The SPODEs rooted at the row's values ``u[idx[:m]]``, four at a time (so that their products run side
+    by side), numerators and denominators multiplied as they go: per class c, ``val[c, i]`` the value of the
+    one rooted at ``u[i]``, or -1 with ``lg[c, i]`` its logarithm where the products were logged every
+    ``B`` factors (:func:`chunk`; a row of fewer than ``B`` values never is). ``u`` and ``f``: the row's
+    columns and features as unsigned offsets; ``idx`` with room for three more."""
     vv, ff = np.uint64(V), np.uint64(F)
     for q in range(m, m + 3):
         idx[q] = idx[0]
@@ -156,7 +125,17 @@ def rooted_direct(value_count, pair_flat, feat_flat, u, f, an, n, idx, m, dinv, 
             e0, e1, e2, e3 = r0 * ff, r1 * ff, r2 * ff, r3 * ff
             n0, n1, n2, n3 = 1.0, 1.0, 1.0, 1.0
             d0, d1, d2, d3 = 1.0, 1.0, 1.0, 1.0
+            l0, l1, l2, l3 = 0.0, 0.0, 0.0, 0.0
+            cnt = 1  # the joint factor, multiplied in last
             for j in range(n):
+                if cnt == B:  # products as long as a double holds: logged, and begun again
+                    l0 += math.log(n0) - math.log(d0)
+                    l1 += math.log(n1) - math.log(d1)
+                    l2 += math.log(n2) - math.log(d2)
+                    l3 += math.log(n3) - math.log(d3)
+                    n0, n1, n2, n3 = 1.0, 1.0, 1.0, 1.0
+                    d0, d1, d2, d3 = 1.0, 1.0, 1.0, 1.0
+                    cnt = 1
                 uj, fj, anj = u[j], f[j], an[j]
                 x0, y0 = pair_flat[b0 + uj] + a, feat_flat[e0 + fj] + anj
                 x1, y1 = pair_flat[b1 + uj] + a, feat_flat[e1 + fj] + anj
@@ -178,19 +157,31 @@ def rooted_direct(value_count, pair_flat, feat_flat, u, f, an, n, idx, m, dinv, 
                 d1 *= y1
                 d2 *= y2
                 d3 *= y3
-            val[c, i0] = (n0 * (value_count[c, u0] + a)) * dinv[i0] / d0
+                cnt += 1
+            logged = n >= B
+            _put(val, lg, c, i0, n0 * (value_count[c, u0] + a), d0 / dinv[i0], l0, logged)
             if q0 + 1 < m:
-                val[c, i1] = (n1 * (value_count[c, u1] + a)) * dinv[i1] / d1
+                _put(val, lg, c, i1, n1 * (value_count[c, u1] + a), d1 / dinv[i1], l1, logged)
             if q0 + 2 < m:
-                val[c, i2] = (n2 * (value_count[c, u2] + a)) * dinv[i2] / d2
+                _put(val, lg, c, i2, n2 * (value_count[c, u2] + a), d2 / dinv[i2], l2, logged)
             if q0 + 3 < m:
-                val[c, i3] = (n3 * (value_count[c, u3] + a)) * dinv[i3] / d3
+                _put(val, lg, c, i3, n3 * (value_count[c, u3] + a), d3 / dinv[i3], l3, logged)
 
 
-def linear(value_count, pair_flat, feat_flat, u, f, an, n, idx, m, C, a, V, F, feat_count, fast, iden, uu, fu, dinv,
-            val):
-    """``val[:C, idx[:m]]``: the SPODE values of the row's parents ``idx[:m]`` in the linear domain (a row of
-    at most :func:`chunk` values), from the kept denominators ``iden`` when ``fast``, else multiplied here."""
+def _put(val, lg, c, i, num, den, logs, logged):
+    """``val[c, i]`` = num / den, or (``logged``) -1 with ``lg[c, i]`` = ``logs`` + log num - log den."""
+    if logged:
+        val[c, i] = -1.0
+        lg[c, i] = logs + math.log(num) - math.log(den)
+    else:
+        val[c, i] = num / den
+
+
+def spodes(value_count, pair_flat, feat_flat, u, f, an, n, idx, m, C, a, V, F, B, feat_count, fast, iden, uu, fu,
+           dinv, val, lg):
+    """``val[:C, idx[:m]]`` (and ``lg``): the SPODEs rooted at the row's values ``idx[:m]``, from the kept
+    denominators ``iden`` when ``fast`` (a complete row of fewer than ``B`` values), else
+    :func:`rooted_direct`."""
     for i in range(n):
         uu[i] = u[i]
         fu[i] = f[i]
@@ -198,7 +189,7 @@ def linear(value_count, pair_flat, feat_flat, u, f, an, n, idx, m, C, a, V, F, f
     if fast:
         rooted_kept(value_count, pair_flat, uu, n, idx, m, dinv, iden, C, a, V, val)
     else:
-        rooted_direct(value_count, pair_flat, feat_flat, uu, fu, an, n, idx, m, dinv, C, a, V, F, val)
+        rooted_direct(value_count, pair_flat, feat_flat, uu, fu, an, n, idx, m, dinv, C, a, V, F, B, val, lg)
 
 
 def den_cell(pair_feat, c, col, fu, anf):
@@ -415,8 +406,8 @@ def count_rows(D, dfeats, yc, classes, class_count, value_count, feat_count, pai
                 u[n] = D[r, j]
                 f[n] = dfeats[j]
                 n += 1
-        count_event(class_count, value_count, feat_count, pair_count.reshape(-1), pair_feat.reshape(-1), pair_count.shape[1],
-               pair_feat.shape[2], u, f, n, yc[r], classes)
+        count_event(class_count, value_count, feat_count, pair_count.reshape(-1), pair_feat.reshape(-1),
+                    pair_count.shape[1], pair_feat.shape[2], u, f, n, yc[r], classes)
 
 
 def warm(k) -> None:

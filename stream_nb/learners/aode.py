@@ -242,7 +242,8 @@ class AODE(OneDependenceKernel, VectorisedRuns, BayesClassifier):
         if not D.shape[1] or not s.n_classes:
             return self._naive_jll_many(D, dfeats, G, gslots)
         if not self._kernel_dense():  # sparse pair tables: one event at a time
-            return np.stack([self._jll(Encoded(D[r][D[r] >= 0], dfeats[D[r] >= 0], gslots, G[r])) for r in range(len(D))])
+            seen = D >= 0
+            return np.stack([self._jll(Encoded(D[r][seen[r]], dfeats[seen[r]], gslots, G[r])) for r in range(len(D))])
         out = np.empty((len(D), s.n_classes))
         self._aode_kernel(np.ascontiguousarray(D), dfeats, np.full(len(D), -1), None, out, False, True)
         return out
