@@ -1,8 +1,9 @@
 """Pair counts within the memory budget: AODE, SPODE and TAN with sparse pair tables.
 
 Every sparse result is checked against the dense path (``memory_budget=None``) on the
-same events: the same cells and counts, the same structure, the same probabilities (to
-the bit where the counts are integers), through one-event learning, vectorised runs,
+same events: the same cells and counts, the same structure, the same predictions and
+probabilities (within rounding: AODE's and SPODE's compiled kernels read the dense tables,
+numpy the sparse ones), through one-event learning, vectorised runs,
 EM's expected counts, snapshots, merges, unlearning and forgetting. ``memory_budget=0``
 makes the pair tables sparse from the first event.
 """
@@ -57,6 +58,16 @@ def _pairs(model) -> dict:
     return out
 
 
+def _same_proba(a: dict, b: dict) -> bool:
+    """The same classes and probabilities, within rounding."""
+    return a.keys() == b.keys() and all(a[k] == pytest.approx(b[k], rel=1e-12, abs=1e-15) for k in a)
+
+
+def _same_results(got: list, want: list) -> bool:
+    """The same predictions, and probabilities within rounding, of two prequential_many results."""
+    return len(got) == len(want) and all(g[0] == w[0] and _same_proba(g[1], w[1]) for g, w in zip(got, want))
+
+
 def _assert_same(dense, sparse):
     assert sparse._stats.pairs_sparse and not dense._stats.pairs_sparse
     a, b = _pairs(dense), _pairs(sparse)
@@ -71,7 +82,7 @@ def test_sparse_pairs_learn_and_predict_as_the_dense_ones(name, missing):
     stream = _stream(160)
     dense, sparse = MODELS[name](missing=missing, memory_budget=None), MODELS[name](missing=missing, memory_budget=0)
     for x, y in stream:
-        assert sparse.predict_proba_one(x) == dense.predict_proba_one(x)
+        assert _same_proba(sparse.predict_proba_one(x), dense.predict_proba_one(x))
         dense.learn_one(x, y)
         sparse.learn_one(x, y)
     _assert_same(dense, sparse)
@@ -95,7 +106,7 @@ def test_vectorised_runs_on_sparse_pairs_equal_the_dense_path_and_the_loop(name)
     for lo in range(0, 300, 100):
         want = dense.prequential_many(xs[lo : lo + 100], ys[lo : lo + 100])
         out = sparse.prequential_many(xs[lo : lo + 100], ys[lo : lo + 100])
-        assert out == want
+        assert _same_results(out, want)
         got += out
     one = [stream_nb.learners.prequential_step(looped, x, y) for x, y in stream]  # one event at a time
     assert [o[0] for o in got] == [o.prediction for o in one]
@@ -164,7 +175,7 @@ def test_merging_sparse_and_dense_pairs_equals_one_dense_run(budgets):
     for k, v in _pairs(whole).items():
         np.testing.assert_array_equal(_pairs(a)[k], v)
     for x, _ in stream[:20]:
-        assert a.predict_proba_one(x) == whole.predict_proba_one(x)
+        assert _same_proba(a.predict_proba_one(x), whole.predict_proba_one(x))
 
 
 @pytest.mark.parametrize("missing", ["em", "ignore"])
@@ -193,7 +204,7 @@ def test_forgetting_on_sparse_pairs_equals_the_dense_path(forget):
         got = sparse.prequential_many(xs[lo : lo + 50], ys[lo : lo + 50])
         want = dense.prequential_many(xs[lo : lo + 50], ys[lo : lo + 50])
         if "half_life" not in forget:
-            assert got == want
+            assert _same_results(got, want)
             continue
         assert [p for p, _ in got] == [p for p, _ in want]
         for (_, a), (_, b) in zip(got, want):
@@ -208,7 +219,7 @@ def test_pairs_turn_sparse_when_the_budget_is_passed_and_keep_their_counts():
     for i, (x, y) in enumerate(stream):
         if i == 1:
             assert not budget._stats.pairs_sparse
-        assert budget.predict_proba_one(x) == dense.predict_proba_one(x)
+        assert _same_proba(budget.predict_proba_one(x), dense.predict_proba_one(x))
         dense.learn_one(x, y)
         budget.learn_one(x, y)
     _assert_same(dense, budget)
@@ -262,7 +273,7 @@ def test_a_window_across_the_switch_to_sparse_pairs_forgets_as_the_dense_one():
     dense, budget = AODE(memory_budget=None, window=60), AODE(memory_budget=120_000, window=60)
     cuts = [0, 3] + list(range(30, 241, 30))
     for lo, hi in zip(cuts, cuts[1:]):
-        assert budget.prequential_many(xs[lo:hi], ys[lo:hi]) == dense.prequential_many(xs[lo:hi], ys[lo:hi])
+        assert _same_results(budget.prequential_many(xs[lo:hi], ys[lo:hi]), dense.prequential_many(xs[lo:hi], ys[lo:hi]))
         if lo == 0:
             assert not budget._stats.pairs_sparse  # dense panes first, sparse ones after the switch
     _assert_same(dense, budget)

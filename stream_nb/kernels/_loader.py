@@ -5,14 +5,14 @@ from __future__ import annotations
 import inspect
 import types
 
-from . import _common, _detectors, _naive
+from . import _aode, _common, _detectors, _naive, _spodes
 from ._cache import Jit
 
 __all__ = ["compile_all", "compiled"]
 
 #: The kernel modules: every function of each is compiled, but its ``warm()``, which calls each kernel once
 #: on small inputs of the types the models pass.
-MODULES = (_common, _naive, _detectors)
+MODULES = (_common, _naive, _detectors, _spodes, _aode)
 
 _compiled: types.SimpleNamespace | None = None
 

@@ -1,4 +1,7 @@
-"""Vectorised runs of the one- and k-dependence models (AODE, SPODE, KDB).
+"""Vectorised runs of the one- and k-dependence models (AODE, SPODE, KDB) in numpy.
+
+AODE and SPODE take these only for the runs their compiled kernels do not (see
+``VectorisedRuns._kernel_ready``: under decay, watched by a drift detector, or on sparse pair tables).
 
 Each function scores the rows of a run of complete events (see
 :meth:`Stats.encode_run <stream_nb.stats.Stats.encode_run>` with
@@ -45,12 +48,6 @@ def run_cells(rows: int, per_row: int, cells: int = 1 << 19, most: int = 1024) -
     """How many rows a run may hold when each takes ``per_row`` cells of every array (at most
     ``cells`` cells per array, ``most`` rows, and at least 2)."""
     return max(2, min(most, cells // max(1, per_row))) if rows else 2
-
-
-def _feature_counts(s, yc, C, feats):
-    """(rows, C, len(feats)): N(c) over the events where each feature was observed, per row (complete
-    rows: every earlier labeled row of the run observed every feature)."""
-    return s.feat_count[:C, feats][None] + exclusive_counts(yc, C)[:, :, None]
 
 
 def spode_run_terms(s, a, D: np.ndarray, yc: np.ndarray, C: int, scratch: dict | None = None,

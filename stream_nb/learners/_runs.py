@@ -208,8 +208,12 @@ class VectorisedRuns(abc.ABC):
     def _run_scores_learned(self) -> bool:
         """Whether learning a run needs its scores: they change the model (``_run_scoring_learns``)
         or a drift detector (not paused) learns from the run's errors."""
+        return self._run_scoring_learns or self._run_watched()
+
+    def _run_watched(self) -> bool:
+        """Whether a drift detector (not paused) learns from the errors of a run's predictions."""
         forget = getattr(self, "_forget", None)
-        return self._run_scoring_learns or (forget is not None and forget.detector is not None and not forget.paused)
+        return forget is not None and forget.detector is not None and not forget.paused
 
     def _prequential_run(self, xs: list, ys: list, start: int, out: list | None) -> int:
         """Append the results of a vectorised run of events from ``start``; return where it stopped.
@@ -293,13 +297,14 @@ class VectorisedRuns(abc.ABC):
 
     def _kernel_ready(self) -> bool:
         """Whether the model's compiled kernel (:meth:`_kernel_block`) may score and learn runs now: it has
-        one, it can watch the model's drift detector (:meth:`_kernel_watches`), nothing else learns from a
-        run's scores, and the store's counts are dense and recorded by no receipt."""
+        one, it can watch the model's drift detector (:meth:`_kernel_watches`), and the store's counts are
+        dense and recorded by no receipt (what a run's scores teach the model, SPODE's running scores, its
+        kernel learns in order)."""
         s = self._stats
         watched = self._kernel_detector()[0]
         return (getattr(self, "_kernel_block", None) is not None and self._kernel_watches()
                 and (not watched or self._kernel_feeds_detector)
-                and not self._run_scoring_learns and s.journal is None and not s.pairs_sparse and not s.tuples_sparse)
+                and s.journal is None and not s.pairs_sparse and not s.tuples_sparse)
 
     def _kernel_run(self, xs, start: int, stop: int, D: np.ndarray, G: np.ndarray, yc: np.ndarray, out,
                     decay=None) -> int:

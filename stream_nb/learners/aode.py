@@ -6,18 +6,20 @@ import numpy as np
 
 from ..stats import DEFAULT_MEMORY_BUDGET
 from .._checks import check_integer
-from ..stats import naive_terms, set_pair_rule
+from ..kernels import compiled
+from ..stats import Encoded, naive_terms, set_pair_rule
 from ._base import BayesClassifier
 from ._binning import check_binning
 from ._decision import logsumexp
 from ._dependence_runs import run_cells, spode_run_terms
 from ._em import add_estep, mixture_posterior, one_dependence_estep
 from ._runs import VectorisedRuns
+from ._spode_kernel import NO_MORE, UNLABELED, OneDependenceKernel
 
 __all__ = ["AODE", "spode_terms"]
 
 
-class AODE(VectorisedRuns, BayesClassifier):
+class AODE(OneDependenceKernel, VectorisedRuns, BayesClassifier):
     """Averaged one-dependence estimators, learned incrementally.
 
     Every attribute observed often enough becomes in turn the super-parent of
@@ -163,18 +165,33 @@ class AODE(VectorisedRuns, BayesClassifier):
         yield {}
         yield {"m": 5, "bins": 3, "warmup": 20, "discretiser": "equal_frequency"}  # both discretisers checked
 
-    def _spode_terms(self, cols, feats):
-        """(C, k) log P̂(c, x_i) Π_j P̂(x_j | c, x_i) for every observed i, and the parent mask."""
-        return spode_terms(self._stats, self._alpha, cols, feats, self.m * self._inflation)
-
     def _jll(self, enc):
-        cols = enc.cols
-        if len(cols) == 0 or not self._stats.n_classes:
+        s = self._stats
+        if len(enc.cols) == 0 or not s.n_classes:
             return self._naive_jll(enc)
-        terms, parents = self._spode_terms(cols, enc.feats)
+        if self._kernel_dense():
+            out = np.empty((1, s.n_classes))
+            self._aode_kernel(enc.cols[None, :], enc.feats, UNLABELED, None, out, False, True)
+            return out[0]
+        terms, parents = spode_terms(s, self._alpha, enc.cols, enc.feats, self.m * self._inflation)
         if not parents.any():
             return self._naive_jll(enc)
         return logsumexp(terms[:, parents], axis=1)
+
+    def _kernel_block(self, D, dfeats, G, gslots, yc, more, out, learn: bool) -> int:
+        """Score each row of an encoded block into ``out`` (log posteriors) and, with ``learn``, count each
+        labelled row after scoring it (:func:`~stream_nb.kernels._aode.aode_block`; a store that bins its
+        numeric features has no Gaussian slot)."""
+        self._aode_kernel(D, dfeats, yc, more, out, learn, False)
+        return len(yc)  # every row: the kernel feeds no drift detector
+
+    def _aode_kernel(self, D, dfeats, yc, more, out, learn: bool, joint: bool) -> None:
+        """:meth:`_kernel_block`, writing each row's joint log-likelihood with ``joint``."""
+        *counts, iden, cached = self._kernel_arguments(D, dfeats, learn)
+        compiled().aode_block(D, dfeats, NO_MORE if more is None else more, yc, learn, self._stats.n_classes,
+                              self._alpha, float(self.m * self._inflation), *counts, iden, cached, joint, out)
+        if learn:
+            self._kernel_learned(D, dfeats, yc, cached)
 
     # ------------------------------------------------------------------ vectorised runs
 
@@ -189,7 +206,7 @@ class AODE(VectorisedRuns, BayesClassifier):
 
     def _run_rows(self) -> int:
         s = self._stats
-        return run_cells(len(s.features), s.n_classes * len(s.features) ** 2)
+        return self._RUN if self._kernel_ready() else run_cells(len(s.features), s.n_classes * len(s.features) ** 2)
 
     def _run_jll(self, D, yc, C, prior):
         """:meth:`_jll` of each row of a run, under the counts each row would have seen."""
@@ -222,30 +239,14 @@ class AODE(VectorisedRuns, BayesClassifier):
         return mixture_posterior(s, self._alpha, enc, c, miss, self.m * self._inflation, allowed, self._naive_jll(enc))
 
     def _jll_many(self, D, dfeats, G, gslots):
-        out = self._naive_jll_many(D, dfeats, G, gslots)
-        if not D.shape[1]:
-            return out
-        s, a = self._stats, self._alpha
-        C, k = s.n_classes, D.shape[1]
-        d_i = s.feat_count[:C, dfeats].sum(0)  # 0 only for features with no values: masked
-        diag = np.eye(k, dtype=bool)
-        for lo in range(0, len(D), 128):  # rows in chunks: the pair gather is (C, rows, k, k)
-            Dr = D[lo : lo + 128]
-            obs = Dr >= 0
-            Dc = np.where(obs, Dr, 0)
-            n_vals = np.maximum(s.n_values[dfeats][None, :] + (Dr == 0), 1)
-            vc = s.value_count[:C][:, Dc]
-            parents = obs & (vc.sum(0) >= self.m * self._inflation) & s.parent_ok(dfeats)[None, :]
-            joint = np.log(vc + a) - np.log(d_i[None, :] + a * n_vals)[None]
-            pc = s.pair_count[:C, Dc[:, :, None], Dc[:, None, :]]
-            den = s.pair_feat[:C, Dc[:, :, None], dfeats[None, None, :]]
-            ratio = (pc + a) / (den + a * n_vals[:, None, :][None])
-            skip = ~obs[:, None, :] | diag[None]
-            terms = joint + np.log(np.where(skip[None], 1.0, ratio)).sum(3)
-            rows = parents.any(1)
-            if rows.any():
-                t = np.where(parents[None], terms, -np.inf)[:, rows]
-                out[lo : lo + 128][rows] = logsumexp(t, axis=2).T
+        s = self._stats
+        if not D.shape[1] or not s.n_classes:
+            return self._naive_jll_many(D, dfeats, G, gslots)
+        if not self._kernel_dense():  # sparse pair tables: one event at a time
+            seen = D >= 0
+            return np.stack([self._jll(Encoded(D[r][seen[r]], dfeats[seen[r]], gslots, G[r])) for r in range(len(D))])
+        out = np.empty((len(D), s.n_classes))
+        self._aode_kernel(np.ascontiguousarray(D), dfeats, np.full(len(D), -1), None, out, False, True)
         return out
 
 

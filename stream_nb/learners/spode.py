@@ -5,19 +5,23 @@ from __future__ import annotations
 import numpy as np
 
 from ..exceptions import InvalidEventError
+from ..kernels import compiled
 from ..stats import DEFAULT_MEMORY_BUDGET, Encoded, is_missing_label, naive_terms, set_pair_rule
 from ._binning import check_binning
 from ._decision import logsumexp
 from ._dependence_runs import rooted_run_terms, run_cells, spode_run_terms
 from ._em import add_estep, mixture_posterior, naive_bayes_blocks, one_dependence_estep
 from ._runs import VectorisedRuns
+from ._spode_kernel import NO_MORE, UNLABELED, OneDependenceKernel
 from ._structured import StructuredClassifier
 from .aode import spode_terms
 
 __all__ = ["SPODE"]
 
+_NO_COLUMNS = np.zeros(0, dtype=np.int64)
 
-class SPODE(VectorisedRuns, StructuredClassifier):
+
+class SPODE(OneDependenceKernel, VectorisedRuns, StructuredClassifier):
     """Super-parent one-dependence estimator: every attribute depends on the class and one super-parent.
 
     .. math::
@@ -186,6 +190,10 @@ class SPODE(VectorisedRuns, StructuredClassifier):
         enc = known if known is not None else s.encode(x)
         if not len(enc.cols):
             return
+        if self._kernel_dense():
+            out = np.empty((1, s.n_classes))
+            self._spode_kernel(enc.cols[None, :], enc.feats, np.full(1, c), None, out, False, True, True)
+            return
         terms, _ = spode_terms(s, self._alpha, enc.cols, enc.feats)
         logp = terms - logsumexp(terms, axis=0)[None, :]
         feats, lp = enc.feats, logp[c]
@@ -225,6 +233,10 @@ class SPODE(VectorisedRuns, StructuredClassifier):
 
     def _jll(self, enc):
         s = self._stats
+        if s.n_classes and self._kernel_dense():
+            out = np.empty((1, s.n_classes))
+            self._spode_kernel(enc.cols[None, :], enc.feats, UNLABELED, None, out, False, False, True)
+            return out[0]
         p = self._parent_index()
         if p is None or not s.n_classes or s.n_values[p] == 0:
             return self._naive_jll(enc)
@@ -252,10 +264,37 @@ class SPODE(VectorisedRuns, StructuredClassifier):
             out = out + np.log(ratio).sum(2)
         return out
 
+    def _kernel_block(self, D, dfeats, G, gslots, yc, more, out, learn: bool) -> int:
+        """Score each row of an encoded block into ``out`` (log posteriors) and, with ``learn``, count each
+        labelled row after scoring it, with ``parent=None`` adding first each candidate's log loss on it to
+        the running scores (:func:`~stream_nb.kernels._aode.spode_block`; a store that bins its numeric
+        features has no Gaussian slot)."""
+        self._spode_kernel(D, dfeats, yc, more, out, learn, learn and self.parent is None, False)
+        return len(yc)  # every row: the kernel feeds no drift detector
+
+    def _spode_kernel(self, D, dfeats, yc, more, out, learn: bool, score: bool, joint: bool) -> None:
+        """:meth:`_kernel_block`, scoring the candidate parents of the labelled rows with ``score``, writing
+        each row's joint log-likelihood with ``joint``."""
+        s = self._stats
+        p = self._parent_index()
+        p = -1 if p is None or not s.n_values[p] else p
+        if score:
+            self._grow_scores()
+        *counts, iden, cached = self._kernel_arguments(D, dfeats, learn)
+        compiled().spode_block(D, dfeats, NO_MORE if more is None else more, yc, learn, s.n_classes, self._alpha, p,
+                               s.columns_of(p) if p >= 0 else _NO_COLUMNS, score, self._loss_sum, self._loss_n, *counts,
+                               iden, cached, joint, out)
+        if learn:
+            self._kernel_learned(D, dfeats, yc, cached)
+
     def _jll_many(self, D, dfeats, G, gslots):
         s = self._stats
         if self._parent_index() is None or not s.n_classes:
             return self._naive_jll_many(D, dfeats, G, gslots)
+        if self._kernel_dense():
+            out = np.empty((len(D), s.n_classes))
+            self._spode_kernel(np.ascontiguousarray(D), dfeats, np.full(len(D), -1), None, out, False, False, True)
+            return out
         out = np.empty((len(D), s.n_classes))
         for r in range(len(D)):
             obs = D[r] >= 0
@@ -275,7 +314,7 @@ class SPODE(VectorisedRuns, StructuredClassifier):
     def _run_rows(self) -> int:
         s = self._stats
         F = len(s.features)
-        return run_cells(F, s.n_classes * (F**2 if self.parent is None else F))
+        return self._RUN if self._kernel_ready() else run_cells(F, s.n_classes * (F**2 if self.parent is None else F))
 
     def _run_state(self):
         return self._loss_sum.copy(), self._loss_n.copy()

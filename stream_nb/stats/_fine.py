@@ -59,6 +59,7 @@ import numpy as np
 
 from .._checks import is_integer
 from ..exceptions import ConfigError, MergeError, UnlearnError
+from ..kernels import compiled
 from ._coarse import coarse_edges, coarse_state, load_waiting, waiting_state
 from ._discretise import Discretiser
 from ._fine_runs import FineRuns
@@ -298,7 +299,15 @@ class TwoLayerStats(FineRuns, WaitingEvents, Stats):
     def counted_run(self, yc: np.ndarray, w: np.ndarray | None = None) -> None:
         fD, fdfeats, fG, fgslots = self._pending_rows
         self._pending_rows = None
-        self._journal_fine(self.fine.add_many, fD, fdfeats, fG, fgslots, yc, w)
+        fine = self.fine
+        if w is None and fine.pairs and not (fine.pairs_sparse or fine.tuples or fG.shape[1] or fine.journal is not None):
+            for p in fine._sets():  # dense pair tables alone: counted by the kernels' compiled count
+                compiled().count_rows(fD, fdfeats, yc, not p, fine.class_count, getattr(fine, p + "value_count"),
+                                      getattr(fine, p + "feat_count"), getattr(fine, p + "pair_count"),
+                                      getattr(fine, p + "pair_feat"))
+            fine.epoch += 1
+        else:
+            self._journal_fine(fine.add_many, fD, fdfeats, fG, fgslots, yc, w)
         self.n_events += len(yc)
 
     def _fine_columns(self, u: np.ndarray, feats_u: np.ndarray) -> np.ndarray:

@@ -1,0 +1,60 @@
+"""The compiled path of AODE and SPODE (:mod:`stream_nb.kernels._aode`): what both pass it, and the counts
+kept beside the ones it reads and learns."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..kernels import compiled
+
+__all__ = ["NO_MORE", "UNLABELED", "OneDependenceKernel"]
+
+#: ``more`` of a block that registers no value; the labels of a block of one event to predict.
+NO_MORE = np.zeros((0, 0), dtype=np.int64)
+UNLABELED = np.full(1, -1, dtype=np.int64)
+_NO_DENS = np.zeros((0, 0))
+
+
+class OneDependenceKernel:
+    """A model whose ``_kernel_block`` calls an :mod:`~stream_nb.kernels._aode` kernel (list it before its
+    base class); with ``_kernel_arguments`` and ``_kernel_learned``."""
+
+    def _kernel_dense(self) -> bool:
+        """Whether the kernels can read the store's pair tables (dense ones; sparse ones take the numpy path)."""
+        return not self._stats.pairs_sparse
+
+    def _kernel_arguments(self, D: np.ndarray, dfeats: np.ndarray, learn: bool) -> tuple:
+        """The store's arrays the kernel reads, then the inverse denominators and whether they hold: a
+        learned block whose columns are every feature in order keeps them (rebuilt when the counts changed
+        outside a kernel), any other block reads the counts alone."""
+        s = self._stats
+        F = len(s.features)
+        cached = learn and D.shape[1] == F and np.array_equal(dfeats, np.arange(F))
+        iden = _NO_DENS
+        if cached:
+            key = (s.epoch, s.version, s.pair_feat.shape, F, self._alpha)
+            held = self.__dict__.get("_kdens")
+            if held is None or held[0] != key:
+                C, V = s.n_classes, s.pair_count.shape[1]
+                iden = np.ones((C, V))
+                compiled().den_table(s.pair_feat, s.value_feature, self._alpha * s.n_values[:F].astype(float), C, V,
+                                     iden)
+                held = self._kdens = [key, iden]
+            iden = held[1]
+        return (s.class_count, s.value_count, s.feat_count, s.n_values, s.pair_count, s.pair_feat, s.value_feature,
+                iden, cached)
+
+    def _kernel_learned(self, D: np.ndarray, dfeats: np.ndarray, yc: np.ndarray, cached: bool) -> None:
+        """After a kernel counted a block's labelled rows: count them in the observed-only twin too, and mark
+        the counts changed (``Stats.add_many`` does both), the denominators kept still holding."""
+        s = self._stats
+        if not (yc >= 0).any():
+            return
+        if s.keeps_observed:  # complete rows: their observed values are all they hold
+            compiled().count_rows(D, dfeats, yc, False, s.class_count, s.obs_value_count, s.obs_feat_count,
+                                  s.obs_pair_count, s.obs_pair_feat)
+        s.epoch += 1
+        s.version += 1
+        held = self.__dict__.get("_kdens")
+        if cached and held is not None:
+            held[0] = (s.epoch, s.version, s.pair_feat.shape, len(s.features), self._alpha)
