@@ -5,13 +5,13 @@ from __future__ import annotations
 import inspect
 import types
 
-from . import _common, _naive
+from . import _common, _kdb, _naive, _tree
 
 __all__ = ["compile_all", "compiled"]
 
 #: The kernel modules: every function of each is compiled, but its ``warm()``, which calls each kernel once
 #: on small inputs of the types the models pass.
-MODULES = (_common, _naive)
+MODULES = (_common, _naive, _tree, _kdb)
 
 _compiled: types.SimpleNamespace | None = None
 
