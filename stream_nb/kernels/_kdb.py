@@ -26,28 +26,42 @@ __all__ = ["add_tuples_row", "kdb_block", "warm"]
 _BLOCK = 8
 
 
-def add_tuples_row(D, r, dfeats, c, w, t, V, Ft, tc, tf, cols, fs):
+def add_tuples_row(D, r, dfeats, c, w, t, V, Ft, tc, tf, cols, fs, digits):
     """Add every ordered t-tuple of row ``r``'s observed columns to ``tc`` and every (t-1)-tuple with
     each observed feature to ``tf``, for class ``c`` with weight ``w``; ``cols``, ``fs``: scratch of at
-    least k."""
+    least k, ``digits`` of at least t - 1 (the head tuple's positions, counted like an odometer)."""
     m = 0
     for j in range(D.shape[1]):
         if D[r, j] >= 0:
             cols[m] = D[r, j]
             fs[m] = dfeats[j]
             m += 1
-    heads = m ** (t - 1)
-    for h in range(heads):
+    if m == 0:
+        return
+    for i in range(t - 1):
+        digits[i] = 0
+    while True:
         base = c
-        div = heads
-        for _ in range(t - 1):
-            div //= m
-            base = base * V + cols[(h // div) % m]
-        bc = base * V
-        bf = base * Ft
-        for j in range(m):
-            tc[bc + cols[j]] += w
-            tf[bf + fs[j]] += w
+        for i in range(t - 2):
+            base = base * V + cols[digits[i]]
+        base = base * V
+        for h in range(m):  # the last head position innermost: the rows of one (t-2)-tuple
+            row = base + cols[h]
+            bc = row * V
+            bf = row * Ft
+            for j in range(m):
+                tc[bc + cols[j]] += w
+            for j in range(m):
+                tf[bf + fs[j]] += w
+        i = t - 3
+        while i >= 0:
+            digits[i] += 1
+            if digits[i] < m:
+                break
+            digits[i] = 0
+            i -= 1
+        if i < 0:
+            return
 
 
 def kdb_block(D, dfeats, par, npar, more, G, gslots, yc, learn, C, a, var_smoothing, t, V, Ft,
@@ -68,6 +82,7 @@ def kdb_block(D, dfeats, par, npar, more, G, gslots, yc, learn, C, a, var_smooth
     q = np.empty(C)
     cols = np.empty(k, dtype=np.int64)
     fs = np.empty(k, dtype=np.int64)
+    digits = np.empty(max(t - 1, 1), dtype=np.int64)
     grown = more.shape[0] > 0
     for r in range(R):
         _common.log_prior_row(class_count, C, a, prior)
@@ -113,11 +128,11 @@ def kdb_block(D, dfeats, par, npar, more, G, gslots, yc, learn, C, a, var_smooth
         class_count[c] += 1.0
         _tree.add_pairs_row(D, r, dfeats, c, 1.0, value_count, feat_count, pair_count, pair_feat)
         if t:
-            add_tuples_row(D, r, dfeats, c, 1.0, t, V, Ft, tc, tf, cols, fs)
+            add_tuples_row(D, r, dfeats, c, 1.0, t, V, Ft, tc, tf, cols, fs, digits)
         if twin:
             _tree.add_pairs_row(D, r, dfeats, c, 1.0, obs_value_count, obs_feat_count, obs_pair_count, obs_pair_feat)
             if t:
-                add_tuples_row(D, r, dfeats, c, 1.0, t, V, Ft, obs_tc, obs_tf, cols, fs)
+                add_tuples_row(D, r, dfeats, c, 1.0, t, V, Ft, obs_tc, obs_tf, cols, fs, digits)
         _common.add_gaussian(G, r, gslots, c, 1.0, g_n, g_mean, g_m2)
 
 
