@@ -289,11 +289,14 @@ class VectorisedRuns(abc.ABC):
 
     def _kernel_ready(self) -> bool:
         """Whether the model's compiled kernel (:meth:`_kernel_block`) may score and learn runs now: it has
-        one, nothing learns from a run's scores (a drift detector), and the store is one plain layer of dense
-        counts that no receipt records."""
+        one, nothing learns from a run's scores (a drift detector), and the store's counts are dense and no
+        receipt records them (a two-layer store's fine layer, which the kernel does not read, counts the run
+        after it: :meth:`Stats.add_fine_run`)."""
         s = self._stats
+        layer = s.count_layer()
         return (getattr(self, "_kernel_block", None) is not None and not self._run_scores_learned()
-                and s.count_layer() is s and s.journal is None and not s.pairs_sparse and not s.tuples_sparse)
+                and (layer is s or layer is getattr(s, "fine", None)) and s.journal is None and not s.pairs_sparse
+                and not s.tuples_sparse)
 
     def _kernel_run(self, start: int, stop: int, D: np.ndarray, G: np.ndarray, yc: np.ndarray, out) -> int:
         """Score and learn a run in the compiled kernel, event by event in order; return ``stop``."""
@@ -309,6 +312,7 @@ class VectorisedRuns(abc.ABC):
         s.register_run_values(len(yc))
         learned = int(np.count_nonzero(yc >= 0))
         if learned:
+            s.add_fine_run(yc[yc >= 0])  # a two-layer store's fine layer, not read by the kernel
             self._settle_store()
             self._learned(learned)
         return stop

@@ -287,13 +287,11 @@ class TwoLayerStats(FineRuns, WaitingEvents, Stats):
             self._pending_exp = ("many", fD, np.asarray(dfeats, dtype=np.int64),
                                  np.ones(len(yc)) if w is None else np.asarray(w, dtype=float))
             return
-        fD, fdfeats, fG, fgslots = self._pending_rows
-        self._pending_rows = None
+        fD, fdfeats = self._pending_rows[:2]
         # no binned value among the rows (a categorical stream): the fine rows are the coarse ones, and so
         # are their pair cells wherever the tables have the same shape
         same = fD.shape == D.shape and np.array_equal(fD, D) and np.array_equal(fdfeats, dfeats)
-        self._journal_fine(self.fine.add_many, fD, fdfeats, fG, fgslots, yc, w, pair_cells=cells if same else None)
-        self.n_events += len(yc)
+        self.add_fine_run(yc, w, cells if same else None)
 
     def _fine_columns(self, u: np.ndarray, feats_u: np.ndarray) -> np.ndarray:
         """The fine columns standing for coarse columns ``u`` (of features ``feats_u``) of the event
