@@ -8,9 +8,11 @@ before it, under the structure the model reports.
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 
+import numpy as np
 import pytest
 
 from stream_nb import KDB, TAN
@@ -31,6 +33,37 @@ def _stream(n: int, seed: int) -> list:
         f4 = rng.choice(["x", "y"]) if y != "c" else "z"
         out.append(({"f0": f0, "f1": f1, "f2": f2, "f3": f3, "f4": f4}, y))
     return out
+
+
+def _binary_stream(n: int, seed: int) -> list:
+    """Twelve attributes of two values each, some copying the class or each other (LED-like: many values
+    shared by long runs, where the kernel counts only the non-decreasing cells of the t-way tables)."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        y = rng.choice("ab")
+        x = {f"b{i}": str(rng.randint(0, 1)) for i in range(12)}
+        x["b0"] = y if rng.random() < 0.8 else "a"
+        x["b1"] = x["b0"] if rng.random() < 0.7 else x["b1"]
+        out.append((x, y))
+    return out
+
+
+def _brute_tuples(model, events) -> tuple:
+    """The t-way tables counted from ``events`` in plain Python: every ordered t-tuple of an event's
+    values, and every (t-1)-tuple with each of its features, in the model's columns."""
+    s = model._stats
+    t = s.tuples
+    tc, tf = np.zeros_like(s.tuple_count), np.zeros_like(s.tuple_feat)
+    for x, y in events:
+        c = s.class_index[y]
+        cols = [s.values[s.feature_index[f]][v] for f, v in x.items()]
+        for cells in itertools.product(cols, repeat=t):
+            tc[(c, *cells)] += 1
+        for cells in itertools.product(cols, repeat=t - 1):
+            for f in x:
+                tf[(c, *cells, s.feature_index[f])] += 1
+    return tc, tf
 
 
 def _brute_posterior(past: list, x: dict, parents: dict, classes: list) -> dict:
@@ -62,17 +95,19 @@ def _kdb_parents(model) -> dict:
 
 
 CASES = {
-    "tan": (lambda: TAN(alpha=ALPHA, rebuild_every=0, discretiser="equal_frequency"), _tan_parents),
-    "kdb1": (lambda: KDB(k=1, alpha=ALPHA, rebuild_every=0), _kdb_parents),
-    "kdb2": (lambda: KDB(k=2, alpha=ALPHA, rebuild_every=0), _kdb_parents),
-    "kdb3": (lambda: KDB(k=3, alpha=ALPHA, rebuild_every=0), _kdb_parents),
+    "tan": (lambda: TAN(alpha=ALPHA, rebuild_every=0, discretiser="equal_frequency"), _tan_parents, _stream),
+    "tan-binary": (lambda: TAN(alpha=ALPHA, rebuild_every=0), _tan_parents, _binary_stream),  # two layers
+    "kdb1": (lambda: KDB(k=1, alpha=ALPHA, rebuild_every=0), _kdb_parents, _stream),
+    "kdb2": (lambda: KDB(k=2, alpha=ALPHA, rebuild_every=0), _kdb_parents, _stream),
+    "kdb2-binary": (lambda: KDB(k=2, alpha=ALPHA, rebuild_every=0), _kdb_parents, _binary_stream),
+    "kdb3": (lambda: KDB(k=3, alpha=ALPHA, rebuild_every=0), _kdb_parents, _stream),
 }
 
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_the_kernel_scores_and_counts_as_the_textbook_formula(name, monkeypatch):
-    make, parents_of = CASES[name]
-    stream = _stream(400, seed=5)
+    make, parents_of, events = CASES[name]
+    stream = events(400, seed=5)
     model = make()
     for x, y in stream[:100]:
         model.learn_one(x, y)
@@ -80,7 +115,7 @@ def test_the_kernel_scores_and_counts_as_the_textbook_formula(name, monkeypatch)
     parents = parents_of(model)
     assert any(parents.values()), "a structure with attribute parents"
     s = model._stats
-    assert s.count_layer() is s and not s.pairs_sparse and not s.tuples_sparse  # the kernel's store
+    assert not s.pairs_sparse and not s.tuples_sparse  # the kernel's store (one layer, or two)
     taken = []
     run = model._kernel_run
 
@@ -98,7 +133,12 @@ def test_the_kernel_scores_and_counts_as_the_textbook_formula(name, monkeypatch)
         assert proba.keys() == want.keys()
         for c, p in want.items():
             assert proba[c] == pytest.approx(p, rel=1e-9, abs=1e-300)
-    for x in xs[:50] + [{**xs[0], "f3": "never seen"}]:  # the one-event path, over every event learned
+    if s.tuples:  # the whole t-way tables, as a rebuild and the numpy paths read them
+        tc, tf = _brute_tuples(model, stream)
+        np.testing.assert_array_equal(s.tuple_count, tc)
+        np.testing.assert_array_equal(s.tuple_feat, tf)
+    first = next(iter(xs[0]))
+    for x in xs[:50] + [{**xs[0], first: "never seen"}]:  # the one-event path, over every event learned
         want = _brute_posterior(stream, x, parents, classes)
         got = model.predict_proba_one(x)
         for c, p in want.items():

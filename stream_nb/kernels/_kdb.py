@@ -21,7 +21,7 @@ import numpy as np
 
 from . import _common, _tree
 
-__all__ = ["add_tuples_row", "kdb_block", "warm"]
+__all__ = ["add_sorted_triples_row", "add_tuples_row", "kdb_block", "mirror_triples", "warm"]
 
 _BLOCK = 8
 
@@ -64,6 +64,89 @@ def add_tuples_row(D, r, dfeats, c, w, t, V, Ft, tc, tf, cols, fs, digits):
             return
 
 
+def add_sorted_triples_row(cols, m, c, w, V, Ft, fs, tc, tf):
+    """Add a row's t = 3 cells with non-decreasing values only (``cols[:m]`` ascending): each cell of the
+    symmetric tables once, the others filled in by :func:`mirror_triples` at the end of the block."""
+    for i in range(m):
+        for j in range(i, m):
+            row = (c * V + cols[i]) * V + cols[j]
+            bc = row * V
+            for l in range(j, m):
+                tc[bc + cols[l]] += w
+            bf = row * Ft
+            for l in range(m):
+                tf[bf + fs[l]] += w
+
+
+def mirror_triples(U, nU, learned, V, Ft, tc, tf):
+    """Copy each non-decreasing cell over the values ``U[:nU]`` (ascending) of the classes ``learned`` to
+    its permutations: the tables are symmetric in their value axes, and only those cells changed."""
+    for c in range(learned.shape[0]):
+        if not learned[c]:
+            continue
+        for i in range(nU):
+            a = U[i]
+            for j in range(i, nU):
+                b = U[j]
+                ab = (c * V + a) * V + b
+                ba = (c * V + b) * V + a
+                if a != b:
+                    for f in range(Ft):
+                        tf[ba * Ft + f] = tf[ab * Ft + f]
+                for l in range(j, nU):
+                    d = U[l]
+                    x = tc[ab * V + d]
+                    ad = (c * V + a) * V + d
+                    bd = (c * V + b) * V + d
+                    da = (c * V + d) * V + a
+                    db = (c * V + d) * V + b
+                    tc[ad * V + b] = x
+                    tc[ba * V + d] = x
+                    tc[bd * V + a] = x
+                    tc[da * V + b] = x
+                    tc[db * V + a] = x
+
+
+def _sorted_columns(D, r, dfeats, cols, fs):
+    """Row ``r``'s observed columns into ``cols`` in ascending order and its features into ``fs``; returns
+    how many."""
+    m = 0
+    for j in range(D.shape[1]):
+        v = D[r, j]
+        if v < 0:
+            continue
+        fs[m] = dfeats[j]
+        i = m
+        while i > 0 and cols[i - 1] > v:
+            cols[i] = cols[i - 1]
+            i -= 1
+        cols[i] = v
+        m += 1
+    return m
+
+
+def _halves(D, yc, k, C, V, Ft, mark, learned):
+    """Whether a block of t = 3 is cheaper counted in the non-decreasing cells and mirrored at its end
+    (``mark``: the values its labelled rows hold; ``learned``: their classes), and how many values."""
+    L = 0
+    nU = 0
+    for r in range(D.shape[0]):
+        if yc[r] < 0:
+            continue
+        L += 1
+        learned[yc[r]] = True
+        for j in range(k):
+            v = D[r, j]
+            if v >= 0 and not mark[v]:
+                mark[v] = True
+                nU += 1
+    CL = 0
+    for c in range(C):
+        if learned[c]:
+            CL += 1
+    return L * 2 * k ** 3 > CL * (nU ** 3 + nU * nU * Ft), nU
+
+
 def kdb_block(D, dfeats, par, npar, more, G, gslots, yc, learn, C, a, var_smoothing, t, V, Ft,
               class_count, value_count, feat_count, pair_count, pair_feat, tc, tf, n_values,
               twin, obs_value_count, obs_feat_count, obs_pair_count, obs_pair_feat, obs_tc, obs_tf,
@@ -84,6 +167,10 @@ def kdb_block(D, dfeats, par, npar, more, G, gslots, yc, learn, C, a, var_smooth
     fs = np.empty(k, dtype=np.int64)
     digits = np.empty(max(t - 1, 1), dtype=np.int64)
     grown = more.shape[0] > 0
+    mark = np.zeros(V if t == 3 else 0, dtype=np.bool_)
+    learned = np.zeros(C, dtype=np.bool_)
+    half, nU = _halves(D, yc, k, C, V, Ft, mark, learned) if learn and t == 3 else (False, 0)
+    span = V ** (t - 1) if t else 0
     for r in range(R):
         _common.log_prior_row(class_count, C, a, prior)
         for c in range(C):
@@ -104,11 +191,19 @@ def kdb_block(D, dfeats, par, npar, more, G, gslots, yc, learn, C, a, var_smooth
                 u = D[r, par[j, 0]]
                 for c in range(C):
                     prod[c] *= (pair_count[c, u, v] + a) / (pair_feat[c, u, f] + an)
+            elif t == 3:  # the tables are symmetric in their values: read the non-decreasing cells
+                u1 = D[r, par[j, 0]]
+                u2 = D[r, par[j, min(1, npa - 1)]]  # one parent: the diagonal
+                lo, hi = min(u1, u2), max(u1, u2)
+                s0, s2 = min(v, lo), max(v, hi)
+                nh = (s0 * V + v + lo + hi - s0 - s2) * V + s2  # the middle value of the three
+                dh = lo * V + hi
+                for c in range(C):
+                    prod[c] *= (tc[c * V * span + nh] + a) / (tf[(c * span + dh) * Ft + f] + an)
             else:
                 head = 0  # the parents' values, the last one repeated: (u_1, .., u_(t-1)) in base V
                 for i in range(t - 1):
                     head = head * V + D[r, par[j, min(i, npa - 1)]]
-                span = V ** (t - 1)
                 for c in range(C):
                     num = tc[(c * V + v) * span + head]
                     den = tf[(c * span + head) * Ft + f]
@@ -127,13 +222,23 @@ def kdb_block(D, dfeats, par, npar, more, G, gslots, yc, learn, C, a, var_smooth
             continue
         class_count[c] += 1.0
         _tree.add_pairs_row(D, r, dfeats, c, 1.0, value_count, feat_count, pair_count, pair_feat)
-        if t:
+        if half:
+            m = _sorted_columns(D, r, dfeats, cols, fs)
+            add_sorted_triples_row(cols, m, c, 1.0, V, Ft, fs, tc, tf)
+        elif t:
             add_tuples_row(D, r, dfeats, c, 1.0, t, V, Ft, tc, tf, cols, fs, digits)
         if twin:
             _tree.add_pairs_row(D, r, dfeats, c, 1.0, obs_value_count, obs_feat_count, obs_pair_count, obs_pair_feat)
-            if t:
+            if half:
+                add_sorted_triples_row(cols, m, c, 1.0, V, Ft, fs, obs_tc, obs_tf)
+            elif t:
                 add_tuples_row(D, r, dfeats, c, 1.0, t, V, Ft, obs_tc, obs_tf, cols, fs, digits)
         _common.add_gaussian(G, r, gslots, c, 1.0, g_n, g_mean, g_m2)
+    if half:
+        U = np.flatnonzero(mark)
+        mirror_triples(U, nU, learned, V, Ft, tc, tf)
+        if twin:
+            mirror_triples(U, nU, learned, V, Ft, obs_tc, obs_tf)
 
 
 def warm(k) -> None:
