@@ -281,10 +281,10 @@ class TAN(VectorisedRuns, StructuredClassifier):
         twin = s.keeps_observed
         o = "obs_" if twin else ""
         compiled().tree_block(
-            D, dfeats, ppos, _NO_MORE if more is None else more, G, gslots, yc, learn, s.n_classes, self._alpha,
-            self._var_smoothing, s.class_count, s.value_count, s.feat_count, s.pair_count, s.pair_feat, s.n_values,
-            twin, getattr(s, o + "value_count"), getattr(s, o + "feat_count"), getattr(s, o + "pair_count"),
-            getattr(s, o + "pair_feat"), s.g_n, s.g_mean, s.g_m2, out, joint)
+            D, dfeats, ppos, _NO_MORE if more is None else more, G, gslots, yc, learn, s.n_classes,
+            float(self._alpha), float(self._var_smoothing), s.class_count, s.value_count, s.feat_count, s.pair_count,
+            s.pair_feat, s.n_values, twin, getattr(s, o + "value_count"), getattr(s, o + "feat_count"),
+            getattr(s, o + "pair_count"), getattr(s, o + "pair_feat"), s.g_n, s.g_mean, s.g_m2, out, joint)
         if learn and (yc >= 0).any():
             s.epoch += 1  # counts changed in place, as Stats.add_many does
             s.version += 1
