@@ -22,7 +22,7 @@ import numpy as np
 
 from . import _common
 
-__all__ = ["add_pairs_row", "blocked_log", "tree_block", "warm"]
+__all__ = ["add_pairs_row", "blocked_log", "count_rows", "tree_block", "warm"]
 
 #: Ratios multiplied before one logarithm (see the module notes); a product below _FLUSH is logged early.
 _BLOCK = 8
@@ -53,6 +53,16 @@ def add_pairs_row(D, r, dfeats, c, w, value_count, feat_count, pair_count, pair_
             if v >= 0:
                 pair_count[c, u, v] += w
                 pair_feat[c, u, dfeats[i]] += w
+
+
+def count_rows(D, dfeats, yc, class_count, value_count, feat_count, pair_count, pair_feat):
+    """Count each labelled row of ``D`` (weight 1) in a store's class, value, feature and pair counts: a
+    layer no kernel reads while it counts (a two-layer store's fine layer, after a run)."""
+    for r in range(D.shape[0]):
+        c = yc[r]
+        if c >= 0:
+            class_count[c] += 1.0
+            add_pairs_row(D, r, dfeats, c, 1.0, value_count, feat_count, pair_count, pair_feat)
 
 
 def tree_block(D, dfeats, ppos, more, G, gslots, yc, learn, C, a, var_smoothing,
@@ -113,7 +123,7 @@ def tree_block(D, dfeats, ppos, more, G, gslots, yc, learn, C, a, var_smoothing,
 
 
 def warm(k) -> None:
-    """Compile :func:`tree_block` for the types the models pass."""
+    """Compile :func:`tree_block` and :func:`count_rows` for the types the models pass."""
     C, V, F = 2, 4, 2
     cc, vc, fc = np.zeros(C), np.zeros((C, V)), np.zeros((C, F))
     pc, pf = np.zeros((C, V, V)), np.zeros((C, V, F))
@@ -124,3 +134,4 @@ def warm(k) -> None:
     for more in (np.zeros((0, 0), dtype=np.int64), np.zeros((2, F), dtype=np.int64)):
         k.tree_block(D, feats, ppos, more, G, np.array([0], dtype=np.int64), np.array([0, 1], dtype=np.int64), True,
                      C, 1.0, 1e-9, cc, vc, fc, pc, pf, nv, False, vc, fc, pc, pf, gn, gm, g2, np.empty((2, C)), False)
+    k.count_rows(D, feats, np.array([0, -1], dtype=np.int64), cc, vc, fc, pc, pf)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..kernels import compiled
 from ._values import BINNED
 
 __all__ = ["FineRuns"]
@@ -66,7 +67,16 @@ class FineRuns:
         they are the fine ones."""
         fD, fdfeats, fG, fgslots = self._pending_rows
         self._pending_rows = None
-        self._journal_fine(self.fine.add_many, fD, fdfeats, fG, fgslots, yc, w, pair_cells=cells)
+        fine = self.fine
+        if (w is None and cells is None and self.journal is None and fine.pairs and not fine.tuples
+                and not fine.pairs_sparse and not fine.keeps_observed and not fG.shape[1]):
+            # what fine.add_many adds, row by row in compiled code (whole weights: exact in any order), with
+            # no matrix product for a BLAS thread to spin on
+            compiled().count_rows(fD, fdfeats, yc, fine.class_count, fine.value_count, fine.feat_count,
+                                  fine.pair_count, fine.pair_feat)
+            fine.epoch += 1
+        else:
+            self._journal_fine(fine.add_many, fD, fdfeats, fG, fgslots, yc, w, pair_cells=cells)
         self.n_events += len(yc)
 
     def registers_in_runs(self) -> bool:
