@@ -298,10 +298,29 @@ class TAN(VectorisedRuns, StructuredClassifier):
             colmap = np.full(len(s.features), -1, dtype=np.int64)
             colmap[enc.feats] = enc.cols
             return self._exact_jll(colmap, self._parents())
+        if s.pairs_sparse:  # sparse (or selected) pair tables: read by numpy
+            return self._naive_jll(enc) if self._root < 0 else self._tree_jll(enc.cols[None, :], enc.feats, ppos)[0]
         out = np.empty((1, s.n_classes))
         self._kernel_block(enc.cols[None, :], enc.feats, enc.gx[None, :], enc.gslots, _UNLABELED, None, out, False,
                            ppos, joint=True)
         return out[0]
+
+    def _tree_jll(self, D, feats, ppos) -> np.ndarray:
+        """(rows, C) log P(c) Π P(x_i | c, x_pa) in numpy, for sparse pair tables: ``D`` (rows, k) columns of
+        the attributes ``feats`` (-1: missing, none of its children observed), ``ppos`` their parents'
+        positions in ``D`` (-1: none)."""
+        s, a = self._stats, self._alpha
+        C = s.n_classes
+        obs = D >= 0
+        Dc = np.where(obs, D, 0)
+        has_pa = np.broadcast_to(ppos[None, :] >= 0, D.shape)
+        Pc = np.where(has_pa, Dc[:, np.maximum(ppos, 0)], 0)
+        n_vals = np.maximum(s.n_values[feats][None, :] + (D == 0), 1)
+        num = np.where(has_pa[None], s.pair_count[:C, Pc, Dc], s.value_count[:C][:, Dc])
+        den = np.where(has_pa[None], s.pair_feat[:C, Pc, np.broadcast_to(feats, D.shape)],
+                       s.feat_count[:C, feats][:, None, :])
+        term = np.log(num + a) - np.log(den + a * n_vals[None])
+        return self._log_prior()[None, :] + np.where(obs[None], term, 0.0).sum(2).T
 
     # a run of events (prequential_many): complete events scored along the tree, whatever `missing` says
     _run_complete = True
@@ -377,7 +396,9 @@ class TAN(VectorisedRuns, StructuredClassifier):
         slow = ((D >= 0) & (P < 0)).any(1)
         out = np.empty((len(D), s.n_classes))
         fast = np.flatnonzero(~slow)
-        if len(fast):
+        if len(fast) and s.pairs_sparse:  # (before the first build, naive Bayes: every ppos is -1)
+            out[fast] = self._tree_jll(D[fast], dfeats, np.maximum(ppos, -1))
+        elif len(fast):
             post = np.empty((len(fast), s.n_classes))
             self._kernel_block(D[fast], dfeats, G[fast], gslots, np.full(len(fast), -1, dtype=np.int64), None, post,
                                False, np.maximum(ppos, -1), joint=True)  # a parent not among dfeats: its child is missing
