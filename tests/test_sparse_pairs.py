@@ -57,6 +57,12 @@ def _pairs(model) -> dict:
     return out
 
 
+def _same_proba(got: dict, want: dict) -> bool:
+    """The same classes and probabilities to 1e-12: TAN's and KDB's dense tables are read by a compiled
+    kernel, which multiplies a few ratios before each logarithm, the sparse ones by numpy."""
+    return got.keys() == want.keys() and all(got[c] == pytest.approx(p, rel=1e-12, abs=1e-15) for c, p in want.items())
+
+
 def _assert_same(dense, sparse):
     assert sparse._stats.pairs_sparse and not dense._stats.pairs_sparse
     a, b = _pairs(dense), _pairs(sparse)
@@ -71,7 +77,7 @@ def test_sparse_pairs_learn_and_predict_as_the_dense_ones(name, missing):
     stream = _stream(160)
     dense, sparse = MODELS[name](missing=missing, memory_budget=None), MODELS[name](missing=missing, memory_budget=0)
     for x, y in stream:
-        assert sparse.predict_proba_one(x) == dense.predict_proba_one(x)
+        assert _same_proba(sparse.predict_proba_one(x), dense.predict_proba_one(x))
         dense.learn_one(x, y)
         sparse.learn_one(x, y)
     _assert_same(dense, sparse)
@@ -95,7 +101,7 @@ def test_vectorised_runs_on_sparse_pairs_equal_the_dense_path_and_the_loop(name)
     for lo in range(0, 300, 100):
         want = dense.prequential_many(xs[lo : lo + 100], ys[lo : lo + 100])
         out = sparse.prequential_many(xs[lo : lo + 100], ys[lo : lo + 100])
-        assert out == want
+        assert [p for p, _ in out] == [p for p, _ in want] and all(_same_proba(a, b) for (_, a), (_, b) in zip(out, want))
         got += out
     one = [stream_nb.learners.prequential_step(looped, x, y) for x, y in stream]  # one event at a time
     assert [o[0] for o in got] == [o.prediction for o in one]
