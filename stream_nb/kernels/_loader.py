@@ -24,6 +24,7 @@ def compiled() -> types.SimpleNamespace:
         # numba takes 0.5 to 1 s to import: loaded late, so that commands that never learn never pay for it
         import numba
 
+        _keep_blas_threads(numba)
         kernels = {}
         for module in MODULES:
             for name, fn in list(vars(module).items()):
@@ -35,6 +36,21 @@ def compiled() -> types.SimpleNamespace:
                 kernels[name] = kernel
         _compiled = types.SimpleNamespace(**kernels)
     return _compiled
+
+
+def _first(x):
+    return x
+
+
+def _keep_blas_threads(numba) -> None:
+    """numba's first compilation loads scipy's BLAS (its linear algebra, where scipy is installed): in a
+    process that keeps BLAS on one thread (``stream-nb run``), keep that one on one thread too."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    threads = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+    numba.njit(_first)(0)
+    if threads and max(threads) == 1:
+        threadpool_limits(limits=1, user_api="blas")
 
 
 def compile_all() -> None:
