@@ -5,14 +5,14 @@ from __future__ import annotations
 import inspect
 import types
 
-from . import _aode, _common, _detectors, _naive, _spodes
+from . import _aode, _common, _detectors, _kdb, _naive, _spodes, _tree
 from ._cache import Jit
 
 __all__ = ["compile_all", "compiled"]
 
 #: The kernel modules: every function of each is compiled, but its ``warm()``, which calls each kernel once
 #: on small inputs of the types the models pass.
-MODULES = (_common, _naive, _detectors, _spodes, _aode)
+MODULES = (_common, _naive, _detectors, _spodes, _aode, _tree, _kdb)
 
 _compiled: types.SimpleNamespace | None = None
 
@@ -25,6 +25,7 @@ def compiled() -> types.SimpleNamespace:
         # numba takes 0.5 to 1 s to import: loaded late, so that commands that never learn never pay for it
         import numba
 
+        _keep_blas_threads(numba)
         from . import _address  # the views of arrays by address: compiled with numba, so imported here
 
         jit = Jit(numba, nogil=True, error_model="numpy")
@@ -45,6 +46,21 @@ def compiled() -> types.SimpleNamespace:
                     kernels[name] = kernel
         _compiled = types.SimpleNamespace(**kernels)
     return _compiled
+
+
+def _first(x):
+    return x
+
+
+def _keep_blas_threads(numba) -> None:
+    """numba's first compilation loads scipy's BLAS (its linear algebra, where scipy is installed): in a
+    process that keeps BLAS on one thread (``stream-nb run``), keep that one on one thread too."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    threads = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+    numba.njit(_first)(0)
+    if threads and max(threads) == 1:
+        threadpool_limits(limits=1, user_api="blas")
 
 
 def compile_all() -> None:

@@ -332,7 +332,7 @@ class VectorisedRuns(abc.ABC):
         labeled = yc[:done] >= 0
         learned = int(np.count_nonzero(labeled))
         if learned:
-            s.counted_run(yc[:done][labeled], None if decay is None else decay.weight[:done][labeled])
+            s.add_fine_run(yc[:done][labeled], None if decay is None else decay.weight[:done][labeled])
         if self._forget is not None and self._forget.detector is not None and not self._forget.paused:
             self._forget.seen += learned + acted
         if decay is not None and done:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._checks import check_choice, is_integer
+from ..kernels import compiled
 from ..stats import DEFAULT_MEMORY_BUDGET, GAUSS, naive_terms, set_pair_rule, tree_terms
 from ._binning import check_binning
 from ._decision import logsumexp
@@ -15,6 +16,9 @@ from ._structured import StructuredClassifier
 from ._tree_score import bayesian_edge_weights
 
 __all__ = ["TAN", "TREE_SCORES"]
+
+_NO_MORE = np.zeros((0, 0), dtype=np.int64)
+_UNLABELED = np.full(1, -1, dtype=np.int64)
 
 #: How a rebuild weighs the candidate edges of the tree (``tree_score``).
 TREE_SCORES = ("cmi", "bayes")
@@ -189,7 +193,6 @@ class TAN(VectorisedRuns, StructuredClassifier):
         self._parent = np.full(0, -1, dtype=np.int64)
         self._cmi = np.zeros((0, 0))
         self._root = -1
-        self._pidx = np.empty(0, dtype=np.int64)
 
     @property
     def _early_rule(self) -> str:
@@ -226,7 +229,6 @@ class TAN(VectorisedRuns, StructuredClassifier):
             if kept is None or kept[par, child]:
                 parent[child] = par
         self._parent, self._cmi, self._root = parent, cmi, root
-        self._pidx = np.empty(0, dtype=np.int64)
         self._rebuilt()
 
     @property
@@ -258,27 +260,68 @@ class TAN(VectorisedRuns, StructuredClassifier):
 
     # ------------------------------------------------------------------ inference
 
-    def _jll(self, enc):
-        cols, feats = enc.cols, enc.feats
+    def _parent_columns(self, dfeats: np.ndarray) -> np.ndarray:
+        """For each feature of ``dfeats``, the position in ``dfeats`` of its parent: -1 for a root (before
+        the first build every attribute is one), -2 for a parent not among ``dfeats``."""
+        if self._root < 0:
+            return np.full(len(dfeats), -1, dtype=np.int64)
+        parent = self._parents()
+        pos = np.full(len(parent) + 1, -2, dtype=np.int64)
+        pos[-1] = -1  # parent -1: a root
+        pos[dfeats] = np.arange(len(dfeats))
+        return pos[parent[dfeats]]
+
+    def _kernel_block(self, D, dfeats, G, gslots, yc, more, out, learn: bool, ppos=None, joint: bool = False) -> int:
+        """Score each row of an encoded block along the tree into ``out`` (log posteriors; with ``joint``,
+        log P(c, x)) and, with ``learn``, count each labelled row after scoring it
+        (:func:`~stream_nb.kernels._tree.tree_block`); ``ppos``: :meth:`_parent_columns` of ``dfeats`` (every
+        observed attribute's parent observed)."""
         s = self._stats
-        if self._root < 0 or len(cols) == 0 or not s.n_classes:
+        ppos = self._parent_columns(dfeats) if ppos is None else ppos
+        twin = s.keeps_observed
+        o = "obs_" if twin else ""
+        compiled().tree_block(
+            D, dfeats, ppos, _NO_MORE if more is None else more, G, gslots, yc, learn, s.n_classes,
+            float(self._alpha), float(self._var_smoothing), s.class_count, s.value_count, s.feat_count, s.pair_count,
+            s.pair_feat, s.n_values, twin, getattr(s, o + "value_count"), getattr(s, o + "feat_count"),
+            getattr(s, o + "pair_count"), getattr(s, o + "pair_feat"), s.g_n, s.g_mean, s.g_m2, out, joint)
+        if learn and (yc >= 0).any():
+            s.epoch += 1  # counts changed in place, as Stats.add_many does
+            s.version += 1
+        return len(yc)  # every row: the kernel feeds no drift detector
+
+    def _jll(self, enc):
+        s = self._stats
+        if not len(enc.cols) or not s.n_classes:
             return self._naive_jll(enc)
-        pidx, colmap = self._event_arrays()
-        colmap[feats] = cols
-        pc = colmap[pidx[feats]]  # parent's column; -2: a root; -1: the parent is missing
-        if (pc == -1).any():
-            jll = self._exact_jll(colmap[:-1].copy(), self._parents())
-            colmap[feats] = -1
-            return jll
-        colmap[feats] = -1
-        a, C = self._alpha, s.n_classes
-        n_vals = s.n_values[feats] + (cols == 0) if enc.unseen else s.n_values[feats]
-        child = pc >= 0
-        # the parent's row; a root reads the diagonal of the pair counts, which is its value count
-        pcc = np.where(child, pc, cols)
-        num = s.pair_count[:C, pcc, cols]
-        den = np.where(child, s.pair_feat[:C, pcc, feats], s.feat_count[:C, feats])
-        return self._log_prior() + np.log((num + a) / (den + a * n_vals)).sum(1)
+        ppos = self._parent_columns(enc.feats)
+        if (ppos < -1).any():  # an observed attribute's parent is missing: summed out along the tree
+            colmap = np.full(len(s.features), -1, dtype=np.int64)
+            colmap[enc.feats] = enc.cols
+            return self._exact_jll(colmap, self._parents())
+        if s.pairs_sparse:  # sparse (or selected) pair tables: read by numpy
+            return self._naive_jll(enc) if self._root < 0 else self._tree_jll(enc.cols[None, :], enc.feats, ppos)[0]
+        out = np.empty((1, s.n_classes))
+        self._kernel_block(enc.cols[None, :], enc.feats, enc.gx[None, :], enc.gslots, _UNLABELED, None, out, False,
+                           ppos, joint=True)
+        return out[0]
+
+    def _tree_jll(self, D, feats, ppos) -> np.ndarray:
+        """(rows, C) log P(c) Π P(x_i | c, x_pa) in numpy, for sparse pair tables: ``D`` (rows, k) columns of
+        the attributes ``feats`` (-1: missing, none of its children observed), ``ppos`` their parents'
+        positions in ``D`` (-1: none)."""
+        s, a = self._stats, self._alpha
+        C = s.n_classes
+        obs = D >= 0
+        Dc = np.where(obs, D, 0)
+        has_pa = np.broadcast_to(ppos[None, :] >= 0, D.shape)
+        Pc = np.where(has_pa, Dc[:, np.maximum(ppos, 0)], 0)
+        n_vals = np.maximum(s.n_values[feats][None, :] + (D == 0), 1)
+        num = np.where(has_pa[None], s.pair_count[:C, Pc, Dc], s.value_count[:C][:, Dc])
+        den = np.where(has_pa[None], s.pair_feat[:C, Pc, np.broadcast_to(feats, D.shape)],
+                       s.feat_count[:C, feats][:, None, :])
+        term = np.log(num + a) - np.log(den + a * n_vals[None])
+        return self._log_prior()[None, :] + np.where(obs[None], term, 0.0).sum(2).T
 
     # a run of events (prequential_many): complete events scored along the tree, whatever `missing` says
     _run_complete = True
@@ -295,41 +338,6 @@ class TAN(VectorisedRuns, StructuredClassifier):
         if self._root < 0:  # before the first build: naive Bayes, as one event at a time (_jll)
             return prior + naive_terms(self._stats, D, yc, C, a, w, self._stats.run_more(len(D)))
         return prior + tree_terms(self._stats, D, yc, C, a, self._parents(), w, self._stats.run_more(len(D)))
-
-    def _event_arrays(self):
-        """Per-feature parent index (F means none) and a scratch column map with a -2 sentinel."""
-        F = len(self._stats.features)
-        if len(self._pidx) != F + 1:
-            parent = self._parents()
-            self._pidx = np.where(parent >= 0, parent, F)
-            self._pidx = np.append(self._pidx, F)
-            self._colmap = np.full(F + 1, -1, dtype=np.int64)
-            self._colmap[F] = -2
-        return self._pidx, self._colmap
-
-    def _tree_jll(self, D, feats, pa, P) -> np.ndarray:
-        """Batch log P(c) Π P(x_i | c, x_pa): D, P (rows, k) columns of each attribute and of its parent
-        (-2: no parent; missing attributes: -1 in D, none of their children observed). Returns (rows, C)."""
-        s, a = self._stats, self._alpha
-        C = s.n_classes
-        prior = self._log_prior()
-        obs = D >= 0
-        Dc = np.where(obs, D, 0)
-        Pc = np.where(P >= 0, P, 0)
-        n_vals = np.maximum(s.n_values[feats][None, :] + (D == 0), 1)
-        has_pa = P >= 0
-        num = np.where(
-            has_pa[None],
-            s.pair_count[:C, Pc, Dc],
-            s.value_count[:C][:, Dc],
-        )
-        den = np.where(
-            has_pa[None],
-            s.pair_feat[:C, Pc, np.broadcast_to(feats, D.shape)],
-            s.feat_count[:C, feats][:, None, :],
-        )
-        term = np.log(num + a) - np.log(den + a * n_vals[None])
-        return prior[None, :] + np.where(obs[None], term, 0.0).sum(2).T
 
     def _exact_jll(self, colmap: np.ndarray, parent: np.ndarray) -> np.ndarray:
         """log P(c, x_observed), summing the missing attributes out along the forest."""
@@ -382,19 +390,21 @@ class TAN(VectorisedRuns, StructuredClassifier):
 
     def _jll_many(self, D, dfeats, G, gslots):
         s = self._stats
-        if self._root < 0 or not D.shape[1] or not s.n_classes:
+        if not D.shape[1] or not s.n_classes:
             return self._naive_jll_many(D, dfeats, G, gslots)
-        parent = self._parents()
-        pos = np.full(len(parent), -1, dtype=np.int64)
-        pos[dfeats] = np.arange(len(dfeats))
-        pa = parent[dfeats]
-        ppos = np.where(pa >= 0, pos[np.maximum(pa, 0)], -2)
-        P = np.where(ppos[None, :] >= 0, D[:, np.maximum(ppos, 0)], np.where(ppos[None, :] == -1, -1, -2))
-        slow = ((D >= 0) & (P == -1)).any(1)
+        ppos = self._parent_columns(dfeats)
+        P = np.where(ppos[None, :] >= 0, D[:, np.maximum(ppos, 0)], ppos[None, :] + 1)  # -1: parent missing
+        slow = ((D >= 0) & (P < 0)).any(1)
         out = np.empty((len(D), s.n_classes))
-        fast = ~slow
-        if fast.any():
-            out[fast] = self._tree_jll(D[fast], dfeats, pa, P[fast])
+        fast = np.flatnonzero(~slow)
+        if len(fast) and s.pairs_sparse:  # (before the first build, naive Bayes: every ppos is -1)
+            out[fast] = self._tree_jll(D[fast], dfeats, np.maximum(ppos, -1))
+        elif len(fast):
+            post = np.empty((len(fast), s.n_classes))
+            self._kernel_block(D[fast], dfeats, G[fast], gslots, np.full(len(fast), -1, dtype=np.int64), None, post,
+                               False, np.maximum(ppos, -1), joint=True)  # a parent not among dfeats: its child is missing
+            out[fast] = post
+        parent = self._parents()
         for r in np.flatnonzero(slow):
             colmap = np.full(len(parent), -1, dtype=np.int64)
             colmap[dfeats] = D[r]
@@ -491,7 +501,6 @@ class TAN(VectorisedRuns, StructuredClassifier):
         self._parent = np.asarray(arrays["parent"], dtype=np.int64)
         self._cmi = np.asarray(arrays["cmi"], dtype=float)
         self._root = meta["root"]
-        self._pidx = np.empty(0, dtype=np.int64)
         self._since_rebuild = meta["since_rebuild"]
         self.n_rebuilds = meta["n_rebuilds"]
 

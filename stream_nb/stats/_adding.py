@@ -246,10 +246,6 @@ class Adding:
                 self._count(p, enc.cols, enc.feats, c, w)
         self.add_gaussian(c, w, enc.gslots, enc.gx)
 
-    def counted_run(self, yc: np.ndarray, w: np.ndarray | None = None) -> None:
-        """A kernel has counted a run's labelled rows (of classes ``yc``, weights ``w``; None: 1) into these
-        arrays: a second layer counts them in its own (here, there is none)."""
-
     def mark_counted(self, many: bool) -> None:
         """A compiled kernel has added events to the counts in place: mark them changed, as :meth:`add` does
         (``many``: as :meth:`add_many` does, which also tells the views to derive their tables again)."""

@@ -59,7 +59,6 @@ import numpy as np
 
 from .._checks import is_integer
 from ..exceptions import ConfigError, MergeError, UnlearnError
-from ..kernels import compiled
 from ._coarse import coarse_edges, coarse_state, load_waiting, waiting_state
 from ._discretise import Discretiser
 from ._fine_runs import FineRuns
@@ -288,27 +287,11 @@ class TwoLayerStats(FineRuns, WaitingEvents, Stats):
             self._pending_exp = ("many", fD, np.asarray(dfeats, dtype=np.int64),
                                  np.ones(len(yc)) if w is None else np.asarray(w, dtype=float))
             return
-        fD, fdfeats, fG, fgslots = self._pending_rows
-        self._pending_rows = None
+        fD, fdfeats = self._pending_rows[:2]
         # no binned value among the rows (a categorical stream): the fine rows are the coarse ones, and so
         # are their pair cells wherever the tables have the same shape
         same = fD.shape == D.shape and np.array_equal(fD, D) and np.array_equal(fdfeats, dfeats)
-        self._journal_fine(self.fine.add_many, fD, fdfeats, fG, fgslots, yc, w, pair_cells=cells if same else None)
-        self.n_events += len(yc)
-
-    def counted_run(self, yc: np.ndarray, w: np.ndarray | None = None) -> None:
-        fD, fdfeats, fG, fgslots = self._pending_rows
-        self._pending_rows = None
-        fine = self.fine
-        if w is None and fine.pairs and not (fine.pairs_sparse or fine.tuples or fG.shape[1] or fine.journal is not None):
-            for p in fine._sets():  # dense pair tables alone: counted by the kernels' compiled count
-                compiled().count_rows(fD, fdfeats, yc, not p, fine.class_count, getattr(fine, p + "value_count"),
-                                      getattr(fine, p + "feat_count"), getattr(fine, p + "pair_count"),
-                                      getattr(fine, p + "pair_feat"))
-            fine.epoch += 1
-        else:
-            self._journal_fine(fine.add_many, fD, fdfeats, fG, fgslots, yc, w)
-        self.n_events += len(yc)
+        self.add_fine_run(yc, w, cells if same else None)
 
     def _fine_columns(self, u: np.ndarray, feats_u: np.ndarray) -> np.ndarray:
         """The fine columns standing for coarse columns ``u`` (of features ``feats_u``) of the event

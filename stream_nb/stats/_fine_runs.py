@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..kernels import compiled
 from ._values import BINNED
 
 __all__ = ["FineRuns"]
@@ -32,7 +33,7 @@ class FineRuns:
         stop, D, G, yc = super().encode_run(xs, ys, start, complete, limit, unseen, new_values)
         self._pending_rows = None
         self._run_mirrored = False
-        if stop > start:
+        if stop > start:  # (a run of one: a compiled kernel takes it)
             if self._mirrored():  # the fine layer would encode the run as this one did
                 fD, fG, fyc = D, G, yc
                 self._run_mirrored = True
@@ -58,6 +59,25 @@ class FineRuns:
         m = int(self._pending_labeled[n - 1]) if n > 0 else 0
         fD, fdfeats, fG, fgslots = self._pending_rows
         self._pending_rows = (fD[:m], fdfeats, fG[:m], fgslots)
+
+    def add_fine_run(self, yc: np.ndarray, w=None, cells: dict | None = None) -> None:
+        """Count in the fine layer the rows set aside for it (by :meth:`encode_run` or ``encode_frame``),
+        of classes ``yc`` and weights ``w``: :meth:`add_many`'s second half, and all that is left to do
+        once a compiled kernel counted a run in this layer. ``cells``: the coarse rows' pair cells, where
+        they are the fine ones."""
+        fD, fdfeats, fG, fgslots = self._pending_rows
+        self._pending_rows = None
+        fine = self.fine
+        if (w is None and cells is None and self.journal is None and fine.pairs and not fine.tuples
+                and not fine.pairs_sparse and not fine.keeps_observed and not fG.shape[1]):
+            # what fine.add_many adds, row by row in compiled code (whole weights: exact in any order), with
+            # no matrix product for a BLAS thread to spin on
+            compiled().count_rows(fD, fdfeats, yc, True, fine.class_count, fine.value_count, fine.feat_count,
+                                  fine.pair_count, fine.pair_feat)
+            fine.epoch += 1
+        else:
+            self._journal_fine(fine.add_many, fD, fdfeats, fG, fgslots, yc, w, pair_cells=cells)
+        self.n_events += len(yc)
 
     def registers_in_runs(self) -> bool:
         # both layers hold the new values: neither keeps a t-way table or sparse pair tables

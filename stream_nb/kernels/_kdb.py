@@ -1,0 +1,259 @@
+"""Sahami's k-dependence Bayesian classifier (KDB), compiled: each event of a block scored, then counted.
+
+Every attribute has the class and up to k other attributes as parents:
+
+    log P(c, x) = log P̂(c) + Σ_i log (|D_c,x_i,x_pa(i)| + a) / (|D_c,x_pa(i)| + a N_i)
+
+read off the dense t-way tables (t = k + 1 >= 3: ``tuple_count[c, x_i, u_1, .., u_(t-1)]`` and
+``tuple_feat[c, u_1, .., u_(t-1), i]``, an attribute with fewer parents repeating its last one: a diagonal
+of the table), off the pair tables for k = 1 (t = 0 here), and off the value counts for an attribute
+without parents. The ratios are multiplied in blocks before a logarithm, as in :mod:`._tree`.
+
+Counting an event adds what :meth:`Stats.add <stream_nb.stats.Stats.add>` adds: its class, values, pairs
+and, with t-way tables, every ordered t-tuple of its values and every (t-1)-tuple with each feature
+observed. The tables come flat (C-ordered views), with ``V`` the size of their value axes and ``Ft``
+that of ``tuple_feat``'s feature axis.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _common, _tree
+
+__all__ = ["add_sorted_triples_row", "add_tuples_row", "kdb_block", "mirror_triples", "warm"]
+
+_BLOCK = 8
+
+
+def add_tuples_row(D, r, dfeats, c, w, t, V, Ft, tc, tf, cols, fs, digits):
+    """Add every ordered t-tuple of row ``r``'s observed columns to ``tc`` and every (t-1)-tuple with
+    each observed feature to ``tf``, for class ``c`` with weight ``w``; ``cols``, ``fs``: scratch of at
+    least k, ``digits`` of at least t - 1 (the head tuple's positions, counted like an odometer)."""
+    m = 0
+    for j in range(D.shape[1]):
+        if D[r, j] >= 0:
+            cols[m] = D[r, j]
+            fs[m] = dfeats[j]
+            m += 1
+    if m == 0:
+        return
+    for i in range(t - 1):
+        digits[i] = 0
+    while True:
+        base = c
+        for i in range(t - 2):
+            base = base * V + cols[digits[i]]
+        base = base * V
+        for h in range(m):  # the last head position innermost: the rows of one (t-2)-tuple
+            row = base + cols[h]
+            bc = row * V
+            bf = row * Ft
+            for j in range(m):
+                tc[bc + cols[j]] += w
+            for j in range(m):
+                tf[bf + fs[j]] += w
+        i = t - 3
+        while i >= 0:
+            digits[i] += 1
+            if digits[i] < m:
+                break
+            digits[i] = 0
+            i -= 1
+        if i < 0:
+            return
+
+
+def add_sorted_triples_row(cols, m, c, w, V, Ft, fs, tc, tf):
+    """Add a row's t = 3 cells with non-decreasing values only (``cols[:m]`` ascending): each cell of the
+    symmetric tables once, the others filled in by :func:`mirror_triples` at the end of the block."""
+    for i in range(m):
+        for j in range(i, m):
+            row = (c * V + cols[i]) * V + cols[j]
+            bc = row * V
+            for l in range(j, m):
+                tc[bc + cols[l]] += w
+            bf = row * Ft
+            for l in range(m):
+                tf[bf + fs[l]] += w
+
+
+def mirror_triples(U, nU, learned, V, Ft, tc, tf):
+    """Copy each non-decreasing cell over the values ``U[:nU]`` (ascending) of the classes ``learned`` to
+    its permutations: the tables are symmetric in their value axes, and only those cells changed."""
+    for c in range(learned.shape[0]):
+        if not learned[c]:
+            continue
+        for i in range(nU):
+            a = U[i]
+            for j in range(i, nU):
+                b = U[j]
+                ab = (c * V + a) * V + b
+                ba = (c * V + b) * V + a
+                if a != b:
+                    for f in range(Ft):
+                        tf[ba * Ft + f] = tf[ab * Ft + f]
+                for l in range(j, nU):
+                    d = U[l]
+                    x = tc[ab * V + d]
+                    ad = (c * V + a) * V + d
+                    bd = (c * V + b) * V + d
+                    da = (c * V + d) * V + a
+                    db = (c * V + d) * V + b
+                    tc[ad * V + b] = x
+                    tc[ba * V + d] = x
+                    tc[bd * V + a] = x
+                    tc[da * V + b] = x
+                    tc[db * V + a] = x
+
+
+def _sorted_columns(D, r, dfeats, cols, fs):
+    """Row ``r``'s observed columns into ``cols`` in ascending order and its features into ``fs``; returns
+    how many."""
+    m = 0
+    for j in range(D.shape[1]):
+        v = D[r, j]
+        if v < 0:
+            continue
+        fs[m] = dfeats[j]
+        i = m
+        while i > 0 and cols[i - 1] > v:
+            cols[i] = cols[i - 1]
+            i -= 1
+        cols[i] = v
+        m += 1
+    return m
+
+
+def _halves(D, yc, k, C, V, Ft, mark, learned):
+    """Whether a block of t = 3 is cheaper counted in the non-decreasing cells and mirrored at its end
+    (``mark``: the values its labelled rows hold; ``learned``: their classes), and how many values."""
+    L = 0
+    nU = 0
+    for r in range(D.shape[0]):
+        if yc[r] < 0:
+            continue
+        L += 1
+        learned[yc[r]] = True
+        for j in range(k):
+            v = D[r, j]
+            if v >= 0 and not mark[v]:
+                mark[v] = True
+                nU += 1
+    CL = 0
+    for c in range(C):
+        if learned[c]:
+            CL += 1
+    return L * 2 * k ** 3 > CL * (nU ** 3 + nU * nU * Ft), nU
+
+
+def kdb_block(D, dfeats, par, npar, more, G, gslots, yc, learn, C, a, var_smoothing, t, V, Ft,
+              class_count, value_count, feat_count, pair_count, pair_feat, tc, tf, n_values,
+              twin, obs_value_count, obs_feat_count, obs_pair_count, obs_pair_feat, obs_tc, obs_tf,
+              g_n, g_mean, g_m2, out, joint):
+    """Score each row of a block, then (``learn``, a labelled row) count it, in order.
+
+    ``D``, ``dfeats``, ``more``, ``G``, ``gslots``, ``yc``, ``twin`` and ``out`` as in
+    :func:`~stream_nb.kernels._tree.tree_block`; ``par[j, :npar[j]]``: the columns of ``D`` holding the
+    parents of feature ``dfeats[j]`` (each observed wherever the feature is); ``t``: the tables' order
+    (0: the pair tables, k = 1); ``tc``, ``tf`` (and their twins): the flat t-way tables.
+    """
+    R, k = D.shape
+    jll = np.empty(C)
+    prior = np.empty(C)
+    prod = np.empty(C)
+    q = np.empty(C)
+    cols = np.empty(k, dtype=np.int64)
+    fs = np.empty(k, dtype=np.int64)
+    digits = np.empty(max(t - 1, 1), dtype=np.int64)
+    grown = more.shape[0] > 0
+    mark = np.zeros(V if t == 3 else 0, dtype=np.bool_)
+    learned = np.zeros(C, dtype=np.bool_)
+    half, nU = _halves(D, yc, k, C, V, Ft, mark, learned) if learn and t == 3 else (False, 0)
+    span = V ** (t - 1) if t else 0
+    for r in range(R):
+        _common.log_prior_row(class_count, C, a, prior)
+        for c in range(C):
+            jll[c] = prior[c]
+            prod[c] = 1.0
+        n = 0
+        for j in range(k):
+            v = D[r, j]
+            if v < 0:
+                continue
+            f = dfeats[j]
+            an = a * (n_values[f] + (more[r, f] if grown else 0) + (1 if v == 0 else 0))
+            npa = npar[j]
+            if npa == 0:
+                for c in range(C):
+                    prod[c] *= (value_count[c, v] + a) / (feat_count[c, f] + an)
+            elif t == 0:
+                u = D[r, par[j, 0]]
+                for c in range(C):
+                    prod[c] *= (pair_count[c, u, v] + a) / (pair_feat[c, u, f] + an)
+            elif t == 3:  # the tables are symmetric in their values: read the non-decreasing cells
+                u1 = D[r, par[j, 0]]
+                u2 = D[r, par[j, min(1, npa - 1)]]  # one parent: the diagonal
+                lo, hi = min(u1, u2), max(u1, u2)
+                s0, s2 = min(v, lo), max(v, hi)
+                nh = (s0 * V + v + lo + hi - s0 - s2) * V + s2  # the middle value of the three
+                dh = lo * V + hi
+                for c in range(C):
+                    prod[c] *= (tc[c * V * span + nh] + a) / (tf[(c * span + dh) * Ft + f] + an)
+            else:
+                head = 0  # the parents' values, the last one repeated: (u_1, .., u_(t-1)) in base V
+                for i in range(t - 1):
+                    head = head * V + D[r, par[j, min(i, npa - 1)]]
+                for c in range(C):
+                    num = tc[(c * V + v) * span + head]
+                    den = tf[(c * span + head) * Ft + f]
+                    prod[c] *= (num + a) / (den + an)
+            n += 1
+            _tree.blocked_log(prod, jll, C, n % _BLOCK == 0)
+        _tree.blocked_log(prod, jll, C, True)
+        _common.gaussian_row(G, r, gslots, g_n, g_mean, g_m2, C, var_smoothing, q, jll)
+        if joint:
+            for c in range(C):
+                out[r, c] = jll[c]
+        else:
+            _common.normalise_row(jll, prior, C, out[r])
+        c = yc[r]
+        if not learn or c < 0:
+            continue
+        class_count[c] += 1.0
+        _tree.add_pairs_row(D, r, dfeats, c, 1.0, value_count, feat_count, pair_count, pair_feat)
+        if half:
+            m = _sorted_columns(D, r, dfeats, cols, fs)
+            add_sorted_triples_row(cols, m, c, 1.0, V, Ft, fs, tc, tf)
+        elif t:
+            add_tuples_row(D, r, dfeats, c, 1.0, t, V, Ft, tc, tf, cols, fs, digits)
+        if twin:
+            _tree.add_pairs_row(D, r, dfeats, c, 1.0, obs_value_count, obs_feat_count, obs_pair_count, obs_pair_feat)
+            if half:
+                add_sorted_triples_row(cols, m, c, 1.0, V, Ft, fs, obs_tc, obs_tf)
+            elif t:
+                add_tuples_row(D, r, dfeats, c, 1.0, t, V, Ft, obs_tc, obs_tf, cols, fs, digits)
+        _common.add_gaussian(G, r, gslots, c, 1.0, g_n, g_mean, g_m2)
+    if half:
+        U = np.flatnonzero(mark)
+        mirror_triples(U, nU, learned, V, Ft, tc, tf)
+        if twin:
+            mirror_triples(U, nU, learned, V, Ft, obs_tc, obs_tf)
+
+
+def warm(k) -> None:
+    """Compile :func:`kdb_block` for the types the models pass (pair tables, and t-way ones)."""
+    C, V, F = 2, 4, 3
+    cc, vc, fc = np.zeros(C), np.zeros((C, V)), np.zeros((C, F))
+    pc, pf = np.zeros((C, V, V)), np.zeros((C, V, F))
+    tc, tf = np.zeros(C * V**3), np.zeros(C * V * V * F)
+    nv = np.array([1, 1, 1], dtype=np.int64)
+    gn, gm, g2 = np.zeros((C, 1)), np.zeros((C, 1)), np.zeros((C, 1))
+    D = np.array([[1, 2, 3], [1, 2, 0]], dtype=np.int64)
+    feats, G = np.arange(F, dtype=np.int64), np.array([[0.5], [1.5]])
+    par, npar = np.array([[-1, -1], [0, -1], [0, 1]], dtype=np.int64), np.array([0, 1, 2], dtype=np.int64)
+    for t in (0, 3):
+        for more in (np.zeros((0, 0), dtype=np.int64), np.zeros((2, F), dtype=np.int64)):
+            k.kdb_block(D, feats, par, npar, more, G, np.array([0], dtype=np.int64), np.array([0, 1], dtype=np.int64),
+                        True, C, 1.0, 1e-9, t, V, F, cc, vc, fc, pc, pf, tc, tf, nv, False, vc, fc, pc, pf, tc, tf,
+                        gn, gm, g2, np.empty((2, C)), False)

@@ -1,0 +1,126 @@
+"""Tree-augmented naive Bayes (TAN), compiled: each event of a block scored along the tree, then counted.
+
+Every attribute has the class and at most one other attribute as parents:
+
+    log P(c, x) = log P̂(c) + Σ_i log (|D_c,x_pa(i),x_i| + a) / (|D_c,x_pa(i)| + a N_i)
+
+the pair tables' row of the parent value (``pair_count``, and ``pair_feat`` over the events that observed
+x_i), or for a root the value's own counts (``value_count``, ``feat_count``). The ratios of 8 attributes
+are multiplied before one logarithm (each ratio is in (0, 1] up to rounding and at least a / (count +
+a N): a block stays far from the smallest double), so an event costs table reads and a few logarithms.
+
+Counting an event adds its class, its values, every ordered pair of its values (the diagonal too) and
+each value with each feature observed: what :meth:`Stats.add <stream_nb.stats.Stats.add>` adds with
+pairs kept.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import _common
+
+__all__ = ["add_pairs_row", "blocked_log", "tree_block", "warm"]
+
+#: Ratios multiplied before one logarithm (see the module notes); a product below _FLUSH is logged early.
+_BLOCK = 8
+_FLUSH = 1e-200
+
+
+def blocked_log(prod, jll, C, force):
+    """Add ``log(prod[c])`` to ``jll[c]`` and reset ``prod`` to 1 when ``force`` or a product nears the
+    smallest double."""
+    for c in range(C):
+        if force or prod[c] < _FLUSH:
+            jll[c] += math.log(prod[c])
+            prod[c] = 1.0
+
+
+def add_pairs_row(D, r, dfeats, c, w, value_count, feat_count, pair_count, pair_feat):
+    """Add row ``r`` of ``D`` (columns of features ``dfeats``; -1 missing) to class ``c``'s values, features
+    and pairs with weight ``w``."""
+    k = D.shape[1]
+    for j in range(k):
+        u = D[r, j]
+        if u < 0:
+            continue
+        value_count[c, u] += w
+        feat_count[c, dfeats[j]] += w
+        for i in range(k):
+            v = D[r, i]
+            if v >= 0:
+                pair_count[c, u, v] += w
+                pair_feat[c, u, dfeats[i]] += w
+
+
+def tree_block(D, dfeats, ppos, more, G, gslots, yc, learn, C, a, var_smoothing,
+               class_count, value_count, feat_count, pair_count, pair_feat, n_values,
+               twin, obs_value_count, obs_feat_count, obs_pair_count, obs_pair_feat, g_n, g_mean, g_m2, out, joint):
+    """Score each row of a block along the tree, then (``learn``, a labelled row) count it, in order.
+
+    ``D`` (rows, k): value columns of the discrete features ``dfeats`` (-1: missing, 0: a value never
+    seen); ``ppos[j]``: the column of ``D`` that holds the parent of feature ``dfeats[j]`` (-1: a root;
+    every observed attribute's parent must be observed in the row); ``more`` (rows, F) or (0, 0): the
+    values each feature gained within the block by each row; ``G`` (rows, g): the Gaussian slots
+    ``gslots``; ``yc``: class index (-1: unlabelled). ``twin``: count in the observed-only twin too.
+    ``out[r, :C]`` gets log P(c | x_r), or with ``joint`` log P(c, x_r).
+    """
+    R, k = D.shape
+    jll = np.empty(C)
+    prior = np.empty(C)
+    prod = np.empty(C)
+    q = np.empty(C)
+    grown = more.shape[0] > 0
+    for r in range(R):
+        _common.log_prior_row(class_count, C, a, prior)
+        for c in range(C):
+            jll[c] = prior[c]
+            prod[c] = 1.0
+        n = 0
+        for j in range(k):
+            v = D[r, j]
+            if v < 0:
+                continue
+            f = dfeats[j]
+            an = a * (n_values[f] + (more[r, f] if grown else 0) + (1 if v == 0 else 0))
+            p = ppos[j]
+            if p < 0:
+                for c in range(C):
+                    prod[c] *= (value_count[c, v] + a) / (feat_count[c, f] + an)
+            else:
+                u = D[r, p]
+                for c in range(C):
+                    prod[c] *= (pair_count[c, u, v] + a) / (pair_feat[c, u, f] + an)
+            n += 1
+            blocked_log(prod, jll, C, n % _BLOCK == 0)
+        blocked_log(prod, jll, C, True)
+        _common.gaussian_row(G, r, gslots, g_n, g_mean, g_m2, C, var_smoothing, q, jll)
+        if joint:
+            for c in range(C):
+                out[r, c] = jll[c]
+        else:
+            _common.normalise_row(jll, prior, C, out[r])
+        c = yc[r]
+        if not learn or c < 0:
+            continue
+        class_count[c] += 1.0
+        add_pairs_row(D, r, dfeats, c, 1.0, value_count, feat_count, pair_count, pair_feat)
+        if twin:
+            add_pairs_row(D, r, dfeats, c, 1.0, obs_value_count, obs_feat_count, obs_pair_count, obs_pair_feat)
+        _common.add_gaussian(G, r, gslots, c, 1.0, g_n, g_mean, g_m2)
+
+
+def warm(k) -> None:
+    """Compile :func:`tree_block` for the types the models pass."""
+    C, V, F = 2, 4, 2
+    cc, vc, fc = np.zeros(C), np.zeros((C, V)), np.zeros((C, F))
+    pc, pf = np.zeros((C, V, V)), np.zeros((C, V, F))
+    nv = np.array([1, 2], dtype=np.int64)
+    gn, gm, g2 = np.zeros((C, 1)), np.zeros((C, 1)), np.zeros((C, 1))
+    D = np.array([[1, 2], [1, 3]], dtype=np.int64)
+    feats, G, ppos = np.array([0, 1], dtype=np.int64), np.array([[0.5], [1.5]]), np.array([-1, 0], dtype=np.int64)
+    for more in (np.zeros((0, 0), dtype=np.int64), np.zeros((2, F), dtype=np.int64)):
+        k.tree_block(D, feats, ppos, more, G, np.array([0], dtype=np.int64), np.array([0, 1], dtype=np.int64), True,
+                     C, 1.0, 1e-9, cc, vc, fc, pc, pf, nv, False, vc, fc, pc, pf, gn, gm, g2, np.empty((2, C)), False)

@@ -1,0 +1,145 @@
+"""The compiled TAN and KDB kernels against the textbook formulas, computed in plain Python from the events.
+
+A model learns a first part of a stream and builds its structure; then it scores and learns the rest
+through ``prequential_many`` (runs the compiled kernel takes) and ``predict_proba_one``. Each posterior
+must equal P(c | x) ∝ P̂(c) Π_i P̂(x_i | c, x_pa(i)) with the Lidstone estimates counted here from the events
+before it, under the structure the model reports.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+
+import numpy as np
+import pytest
+
+from stream_nb import KDB, TAN
+
+ALPHA = 0.5
+
+
+def _stream(n: int, seed: int) -> list:
+    """Complete categorical events with dependences between attributes; a value may first appear late."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        y = rng.choice("abc")
+        f0 = rng.choice("pq" if y == "a" else "pqr")
+        f1 = f0 if rng.random() < 0.6 else rng.choice("pqrs")
+        f2 = rng.choice("uv") + (f1 if rng.random() < 0.5 else y)
+        f3 = str(rng.randint(0, 3 if i < 250 else 4))  # a fifth value from event 250 on
+        f4 = rng.choice(["x", "y"]) if y != "c" else "z"
+        out.append(({"f0": f0, "f1": f1, "f2": f2, "f3": f3, "f4": f4}, y))
+    return out
+
+
+def _binary_stream(n: int, seed: int) -> list:
+    """Twelve attributes of two values each, some copying the class or each other (LED-like: many values
+    shared by long runs, where the kernel counts only the non-decreasing cells of the t-way tables)."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        y = rng.choice("ab")
+        x = {f"b{i}": str(rng.randint(0, 1)) for i in range(12)}
+        x["b0"] = y if rng.random() < 0.8 else "a"
+        x["b1"] = x["b0"] if rng.random() < 0.7 else x["b1"]
+        out.append((x, y))
+    return out
+
+
+def _brute_tuples(model, events) -> tuple:
+    """The t-way tables counted from ``events`` in plain Python: every ordered t-tuple of an event's
+    values, and every (t-1)-tuple with each of its features, in the model's columns."""
+    s = model._stats
+    t = s.tuples
+    tc, tf = np.zeros_like(s.tuple_count), np.zeros_like(s.tuple_feat)
+    for x, y in events:
+        c = s.class_index[y]
+        cols = [s.values[s.feature_index[f]][v] for f, v in x.items()]
+        for cells in itertools.product(cols, repeat=t):
+            tc[(c, *cells)] += 1
+        for cells in itertools.product(cols, repeat=t - 1):
+            for f in x:
+                tf[(c, *cells, s.feature_index[f])] += 1
+    return tc, tf
+
+
+def _brute_posterior(past: list, x: dict, parents: dict, classes: list) -> dict:
+    """P(c | x) by the textbook formula from the events ``past``, each attribute's estimate
+    (|D_c, x_pa, x_i| + a) / (|D_c, x_pa| + a N_i), N_i the values of i met so far (x_i included)."""
+    joint = {}
+    for c in classes:
+        of_c = [e for e, y in past if y == c]
+        logp = math.log((len(of_c) + ALPHA) / (len(past) + ALPHA * len(classes)))
+        for f, v in x.items():
+            n_values = len({e[f] for e, _ in past} | {v})
+            given = [e for e in of_c if all(e[p] == x[p] for p in parents[f])]
+            hits = sum(1 for e in given if e[f] == v)
+            logp += math.log((hits + ALPHA) / (len(given) + ALPHA * n_values))
+        joint[c] = logp
+    top = max(joint.values())
+    z = sum(math.exp(v - top) for v in joint.values())
+    return {c: math.exp(v - top) / z for c, v in joint.items()}
+
+
+def _tan_parents(model) -> dict:
+    parents = {f: () for f in model._stats.features}
+    parents.update({child: (par,) for par, child, _ in model.tree})
+    return parents
+
+
+def _kdb_parents(model) -> dict:
+    return {f: tuple(pa) for f, pa in model.structure.items()}
+
+
+CASES = {
+    "tan": (lambda: TAN(alpha=ALPHA, rebuild_every=0, discretiser="equal_frequency"), _tan_parents, _stream),
+    "tan-binary": (lambda: TAN(alpha=ALPHA, rebuild_every=0), _tan_parents, _binary_stream),  # two layers
+    "kdb1": (lambda: KDB(k=1, alpha=ALPHA, rebuild_every=0), _kdb_parents, _stream),
+    "kdb2": (lambda: KDB(k=2, alpha=ALPHA, rebuild_every=0), _kdb_parents, _stream),
+    "kdb2-binary": (lambda: KDB(k=2, alpha=ALPHA, rebuild_every=0), _kdb_parents, _binary_stream),
+    "kdb3": (lambda: KDB(k=3, alpha=ALPHA, rebuild_every=0), _kdb_parents, _stream),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_the_kernel_scores_and_counts_as_the_textbook_formula(name, monkeypatch):
+    make, parents_of, events = CASES[name]
+    stream = events(400, seed=5)
+    model = make()
+    for x, y in stream[:100]:
+        model.learn_one(x, y)
+    model.rebuild()
+    parents = parents_of(model)
+    assert any(parents.values()), "a structure with attribute parents"
+    s = model._stats
+    assert not s.pairs_sparse and not s.tuples_sparse  # the kernel's store (one layer, or two)
+    taken = []
+    run = model._kernel_run
+
+    def spying(start, stop, *args):
+        taken.append(stop - start)
+        return run(start, stop, *args)
+
+    monkeypatch.setattr(model, "_kernel_run", spying)
+    xs, ys = [x for x, _ in stream[100:]], [y for _, y in stream[100:]]
+    results = model.prequential_many(xs, ys)
+    assert sum(taken) >= 0.9 * len(xs)  # scored and learned in the kernel, but where a new value ends a run
+    classes = sorted({y for _, y in stream[:100]})
+    for i, (x, (_, proba)) in enumerate(zip(xs, results)):
+        want = _brute_posterior(stream[: 100 + i], x, parents, classes)
+        assert proba.keys() == want.keys()
+        for c, p in want.items():
+            assert proba[c] == pytest.approx(p, rel=1e-9, abs=1e-300)
+    if s.tuples:  # the whole t-way tables, as a rebuild and the numpy paths read them
+        tc, tf = _brute_tuples(model, stream)
+        np.testing.assert_array_equal(s.tuple_count, tc)
+        np.testing.assert_array_equal(s.tuple_feat, tf)
+    first = next(iter(xs[0]))
+    for x in xs[:50] + [{**xs[0], first: "never seen"}]:  # the one-event path, over every event learned
+        want = _brute_posterior(stream, x, parents, classes)
+        got = model.predict_proba_one(x)
+        for c, p in want.items():
+            assert got[c] == pytest.approx(p, rel=1e-9)
