@@ -211,7 +211,7 @@ def kdb_block(D, dfeats, par, npar, more, G, gslots, yc, learn, C, a, var_smooth
             n += 1
             _tree.blocked_log(prod, jll, C, n % _BLOCK == 0)
         _tree.blocked_log(prod, jll, C, True)
-        _common.gaussian_row(G, r, gslots, g_n, g_mean, g_m2, C, var_smoothing, q, jll)
+        _common.gaussian_row(G[r], gslots, g_n, g_mean, g_m2, C, var_smoothing, q, jll)
         if joint:
             for c in range(C):
                 out[r, c] = jll[c]
@@ -233,7 +233,7 @@ def kdb_block(D, dfeats, par, npar, more, G, gslots, yc, learn, C, a, var_smooth
                 add_sorted_triples_row(cols, m, c, 1.0, V, Ft, fs, obs_tc, obs_tf)
             elif t:
                 add_tuples_row(D, r, dfeats, c, 1.0, t, V, Ft, obs_tc, obs_tf, cols, fs, digits)
-        _common.add_gaussian(G, r, gslots, c, 1.0, g_n, g_mean, g_m2)
+        _common.add_gaussian(G[r], gslots, c, 1.0, g_n, g_mean, g_m2)
     if half:
         U = np.flatnonzero(mark)
         mirror_triples(U, nU, learned, V, Ft, tc, tf)

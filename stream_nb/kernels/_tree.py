@@ -96,7 +96,7 @@ def tree_block(D, dfeats, ppos, more, G, gslots, yc, learn, C, a, var_smoothing,
             n += 1
             blocked_log(prod, jll, C, n % _BLOCK == 0)
         blocked_log(prod, jll, C, True)
-        _common.gaussian_row(G, r, gslots, g_n, g_mean, g_m2, C, var_smoothing, q, jll)
+        _common.gaussian_row(G[r], gslots, g_n, g_mean, g_m2, C, var_smoothing, q, jll)
         if joint:
             for c in range(C):
                 out[r, c] = jll[c]
@@ -109,7 +109,7 @@ def tree_block(D, dfeats, ppos, more, G, gslots, yc, learn, C, a, var_smoothing,
         add_pairs_row(D, r, dfeats, c, 1.0, value_count, feat_count, pair_count, pair_feat)
         if twin:
             add_pairs_row(D, r, dfeats, c, 1.0, obs_value_count, obs_feat_count, obs_pair_count, obs_pair_feat)
-        _common.add_gaussian(G, r, gslots, c, 1.0, g_n, g_mean, g_m2)
+        _common.add_gaussian(G[r], gslots, c, 1.0, g_n, g_mean, g_m2)
 
 
 def warm(k) -> None:

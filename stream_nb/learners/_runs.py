@@ -247,7 +247,9 @@ class VectorisedRuns(abc.ABC):
         if decay is not None and decay.stop < len(yc):  # the decay acts on the cells after this row
             s.cut_run(decay.stop)
             D, G, yc, stop = D[: decay.stop], G[: decay.stop], yc[: decay.stop], start + decay.stop
-        if stop > start and (decay is None or getattr(self, "_decayed_kernel", False)) and self._kernel_ready():
+        # (a two-layer store takes a single event the one-event way: it registers new values in its order)
+        if (stop - start >= 2 or (stop > start and s.count_layer() is s)) and self._kernel_ready() and (
+                decay is None or getattr(self, "_decayed_kernel", False)):
             return self._kernel_run(xs, start, stop, D, G, yc, out, decay)
         if stop - start < 2:
             return start  # a single event: the one-event path is cheaper
