@@ -7,11 +7,20 @@ when it holds valid machine code, and with none left ``njit(cache=True)`` raises
 of a read-only root file system (a container with ``readOnlyRootFilesystem``, a systemd unit with
 ``ProtectSystem=strict``) without ``NUMBA_CACHE_DIR``: there the kernels are compiled in memory,
 on every start, with one warning that says how to keep them.
+
+numba tells a stale kernel by the time stamp and size of the kernel's own
+source file, not by those of the kernels it calls from other modules: a
+release that changed only a helper would run the callers' old machine code.
+So the kernels are kept in a directory of their own, named by a digest of
+every kernel module's source (:class:`Jit`'s ``tag``), under the first of those
+directories that can be written.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import pathlib
 import typing
 
 __all__ = ["NO_CACHE_WARNING", "Jit"]
@@ -36,14 +45,19 @@ class Jit:
         Further options of ``numba.njit``.
     """
 
-    def __init__(self, numba: typing.Any, **options: typing.Any) -> None:
+    def __init__(self, numba: typing.Any, tag: str = "", **options: typing.Any) -> None:
         self.numba = numba
         self.options = options
-        self.cache = True
+        self.directory = cache_directory(tag)
+        self.cache = self.directory is not None
+        if not self.cache:
+            log.warning(NO_CACHE_WARNING)
 
     def __call__(self, fn: typing.Callable) -> typing.Any:
         """The compiled dispatcher of ``fn``."""
         if self.cache:
+            config, given = self.numba.config, self.numba.config.CACHE_DIR
+            config.CACHE_DIR = self.directory  # read when the dispatcher is made: the user's other code keeps its own
             try:
                 return self.numba.njit(cache=True, **self.options)(fn)
             except RuntimeError as error:
@@ -52,4 +66,26 @@ class Jit:
                     raise
                 self.cache = False
                 log.warning(NO_CACHE_WARNING)
+            finally:
+                config.CACHE_DIR = given
         return self.numba.njit(cache=False, **self.options)(fn)
+
+
+def cache_directory(tag: str) -> str | None:
+    """Where the kernels of source digest ``tag`` are kept: ``stream_nb-<tag>`` in ``NUMBA_CACHE_DIR``, in
+    the kernels' ``__pycache__`` or in the user's cache directory, the first that can be written; None."""
+    places = [os.environ.get("NUMBA_CACHE_DIR"), pathlib.Path(__file__).parent / "__pycache__",
+              pathlib.Path.home() / ".cache" / "numba"]
+    for place in places:
+        if not place:
+            continue
+        directory = pathlib.Path(place) / f"stream_nb-{tag}"
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            probe = directory / f".probe-{os.getpid()}"
+            probe.touch()
+            probe.unlink()
+        except OSError:
+            continue
+        return str(directory)
+    return None

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import inspect
+import pathlib
 import types
 
 from . import _aode, _common, _detectors, _kdb, _naive, _spodes, _tree
@@ -28,7 +30,7 @@ def compiled() -> types.SimpleNamespace:
         _keep_blas_threads(numba)
         from . import _address  # the views of arrays by address: compiled with numba, so imported here
 
-        jit = Jit(numba, nogil=True, error_model="numpy")
+        jit = Jit(numba, source_digest(), nogil=True, error_model="numpy")
         for name in _address.__all__:
             setattr(_address, name, jit(getattr(_address, name)))
         kernels = {}
@@ -46,6 +48,15 @@ def compiled() -> types.SimpleNamespace:
                     kernels[name] = kernel
         _compiled = types.SimpleNamespace(**kernels)
     return _compiled
+
+
+def source_digest() -> str:
+    """A digest of every kernel module's source: the kernels' cache directory is named by it (a kernel's
+    cached machine code holds the helpers it calls from the other modules, which numba does not check)."""
+    digest = hashlib.sha256()
+    for path in sorted(pathlib.Path(__file__).parent.glob("_*.py")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def _first(x):
