@@ -24,6 +24,8 @@ from .. import __version__
 from .._console import silence_stdout
 from ..engine import CountsBlankLines, Engine, PartitionHandoff, TracksFiles, describe_reasons
 from ..exceptions import ConfigError, StreamNBError
+from ..kernels import compile_all
+from ..learners import BayesClassifier
 from ..ops import configure_logging
 from ..settings import add_arguments, describe_setting, resolve_settings
 from ._build import build_model, check_engine_config, make_operations
@@ -34,7 +36,7 @@ from ._connectors import (KAFKA_LOGGER, close_all, connector_plan, open_model_ch
 from ._feedback import check_settings as check_feedback_settings
 from ._feedback import make_joiner
 
-__all__ = ["add_subcommand", "one_blas_thread", "run", "stop_position"]
+__all__ = ["add_subcommand", "load_kernels", "one_blas_thread", "run", "stop_position"]
 
 #: The cycle collector's first-generation threshold while the daemon runs (see :func:`run`).
 GC_FIRST_THRESHOLD = 10_000
@@ -50,6 +52,18 @@ def one_blas_thread() -> None:
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(limits=1, user_api="blas")
+
+
+def load_kernels(model: typing.Any) -> None:
+    """Load a stream_nb model's compiled kernels (numba's cache; compiled there when absent) at start-up.
+
+    A model loads them on its first learning call, which would put half a second or more (the import of
+    numba and the kernels' machine code) inside the first poll: its outputs late, and that poll's CPU spent
+    on the engine's main thread while events wait. The daemon takes that cost before its first poll
+    instead. Any other model is left alone.
+    """
+    if isinstance(model, BayesClassifier):
+        compile_all()
 
 
 #: The name the daemon's log lines have always carried (the command line's): kept for whoever filters on it.
@@ -272,6 +286,7 @@ def run(args: argparse.Namespace) -> int:
         # garbage waits longer, everything else is freed as before.
         gc.set_threshold(GC_FIRST_THRESHOLD, *gc.get_threshold()[1:])
         one_blas_thread()
+        load_kernels(model)
         try:
             log.info("running model %s: %s", config["model_name"], plan.describe,
                      extra={"event": "start", "model": config["model_name"], "version": __version__})
