@@ -62,7 +62,7 @@ __all__ = ["DEFAULT_CONFIG", "Engine", "check_config"]
 
 log = logging.getLogger("stream_nb.engine")
 
-_PARTITION, _NEXT_POSITION = operator.itemgetter(2), operator.itemgetter(4)  # of a Record
+_KEY, _PARTITION, _NEXT_POSITION = operator.itemgetter(1), operator.itemgetter(2), operator.itemgetter(4)  # of a Record
 
 DEFAULT_CONFIG: dict[str, typing.Any] = {
     **EVENT_DEFAULTS,
@@ -491,13 +491,15 @@ class Engine:
         try:
             items.extend(self._blocks(xs, ys))  # keeps the results yielded before an error
         finally:
+            # the outputs' bytes at once, but where the joiner reads the outputs' predictions
             outputs, sent, refused = poll_outputs(items, ids, ys, valid, self.metrics, self.model_name,
-                                                  self._learn_unlabeled, self._shown)
+                                                  self._learn_unlabeled, self._shown, as_bytes=joiner is None)
             done = len(sent) + len(refused)  # valid events the model went through
             end = len(records) if done == len(valid) else done if at is None else at[done]
             rejected = {i: exc for i, exc in bad.items() if i < end}
             rejected.update((j if at is None else at[j], exc) for j, exc in refused.items())
-            values, keys, k = outputs_bytes(outputs), [record.key for record in sent], 0
+            values = outputs if joiner is None else outputs_bytes(outputs)
+            keys, k = list(map(_KEY, sent)), 0
             self._since_checkpoint += len(sent)
             if rejected:  # outputs and dead letters interleaved in input order, as one at a time
                 where = [i for i in (at or range(end))[:done] if i not in rejected]  # each output's record
