@@ -36,9 +36,9 @@ from ._connectors import (KAFKA_LOGGER, close_all, connector_plan, open_model_ch
 from ._feedback import check_settings as check_feedback_settings
 from ._feedback import make_joiner
 
-__all__ = ["add_subcommand", "load_kernels", "one_blas_thread", "run", "stop_position"]
+__all__ = ["add_subcommand", "load_kernels", "one_blas_thread", "prepare_process", "run", "stop_position"]
 
-#: The cycle collector's first-generation threshold while the daemon runs (see :func:`run`).
+#: The cycle collector's first-generation threshold while the daemon runs (see :func:`prepare_process`).
 GC_FIRST_THRESHOLD = 10_000
 
 
@@ -64,6 +64,22 @@ def load_kernels(model: typing.Any) -> None:
     """
     if isinstance(model, BayesClassifier):
         compile_all()
+
+
+def prepare_process(model: typing.Any) -> None:
+    """Set this process up for the engine's loop, as ``stream-nb run`` does before its first poll: the cycle
+    collector's first threshold at :data:`GC_FIRST_THRESHOLD`, numpy's BLAS on one thread
+    (:func:`one_blas_thread`), the model's kernels loaded (:func:`load_kernels`).
+
+    Each poll allocates thousands of short-lived objects (records, dicts, outputs) and frees them by
+    reference counting; at Python's default first threshold (700) the cycle collector runs every few dozen
+    events to find no cycle. 10,000 cuts the run's CPU time by 7% with labels in the events and 12% with
+    ``--feedback`` (``bench/delayed.py --throughput``); only cyclic garbage waits longer, everything else is
+    freed as before.
+    """
+    gc.set_threshold(GC_FIRST_THRESHOLD, *gc.get_threshold()[1:])
+    one_blas_thread()
+    load_kernels(model)
 
 
 #: The name the daemon's log lines have always carried (the command line's): kept for whoever filters on it.
@@ -279,14 +295,7 @@ def run(args: argparse.Namespace) -> int:
         if stopper.event.is_set():
             engine.stop()
         status = 1
-        # Each poll allocates thousands of short-lived objects (records, dicts, outputs) and frees them
-        # by reference counting; at Python's default first threshold (700) the cycle collector runs every
-        # few dozen events to find no cycle. 10,000 cuts the run's CPU time by 7% with labels in the events
-        # and 12% with --feedback (bench/delayed.py --throughput, commits b501632 -> f5d28de); only cyclic
-        # garbage waits longer, everything else is freed as before.
-        gc.set_threshold(GC_FIRST_THRESHOLD, *gc.get_threshold()[1:])
-        one_blas_thread()
-        load_kernels(model)
+        prepare_process(model)
         try:
             log.info("running model %s: %s", config["model_name"], plan.describe,
                      extra={"event": "start", "model": config["model_name"], "version": __version__})
