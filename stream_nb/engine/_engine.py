@@ -491,15 +491,14 @@ class Engine:
         try:
             items.extend(self._blocks(xs, ys))  # keeps the results yielded before an error
         finally:
-            # the outputs' bytes at once, but where the joiner reads the outputs' predictions
             outputs, sent, refused = poll_outputs(items, ids, ys, valid, self.metrics, self.model_name,
                                                   self._learn_unlabeled, self._shown, as_bytes=joiner is None)
             done = len(sent) + len(refused)  # valid events the model went through
             end = len(records) if done == len(valid) else done if at is None else at[done]
             rejected = {i: exc for i, exc in bad.items() if i < end}
             rejected.update((j if at is None else at[j], exc) for j, exc in refused.items())
-            values = outputs if joiner is None else outputs_bytes(outputs)
-            keys, k = list(map(_KEY, sent)), 0
+            # the outputs come as bytes but where the joiner reads their predictions
+            values, keys, k = outputs if joiner is None else outputs_bytes(outputs), list(map(_KEY, sent)), 0
             self._since_checkpoint += len(sent)
             if rejected:  # outputs and dead letters interleaved in input order, as one at a time
                 where = [i for i in (at or range(end))[:done] if i not in rejected]  # each output's record
