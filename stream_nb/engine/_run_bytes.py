@@ -5,8 +5,8 @@ nothing but the sink needs its outputs (no joiner reads their predictions). Each
 column becomes JSON in one or two C calls: the probabilities of the whole run
 in one ``orjson.dumps`` of its flat list, cut at the commas (floats hold none);
 the positions in one ``orjson.dumps`` of the run's list, cut at ``},{`` (checked
-as :func:`~stream_nb.engine._records.outputs_bytes` checks its cut); the ids one
-``orjson.dumps`` each; each class's JSON once. One ``bytes.__mod__`` per event
+as :func:`~stream_nb.engine._records.outputs_bytes` checks its cut); integer ids
+in one call too, other ids one ``orjson.dumps`` each; each class's JSON once. One ``bytes.__mod__`` per event
 then joins them in the order of :func:`~stream_nb.engine._records.output_record`'s
 keys. orjson writes every value, so the bytes are those of ``orjson.dumps`` of
 the output's dict (``tests/test_poll_paths.py`` compares them on every run).
@@ -23,6 +23,7 @@ __all__ = ["run_bytes"]
 
 _BOOLEANS = (b"false", b"true")
 _DICTS = frozenset({dict}).issuperset
+_INTEGERS = frozenset({int}).issuperset  # written in one orjson call, cut at the commas
 
 
 def run_bytes(ids: list, classes: list, decided: np.ndarray, proba: np.ndarray, model_name: str,
@@ -41,7 +42,10 @@ def run_bytes(ids: list, classes: list, decided: np.ndarray, proba: np.ndarray, 
     if n and type(n_learned[0]) is not int:  # one type for the run (a numpy array's tolist()); %d writes ints
         return None
     try:
-        id_json = list(map(orjson.dumps, ids))
+        if n and _INTEGERS(map(type, ids)):
+            id_json = orjson.dumps(ids)[1:-1].split(b",")
+        else:
+            id_json = list(map(orjson.dumps, ids))
         class_json = [orjson.dumps(label) for label in classes]
         key_json = [orjson.dumps(label_key(label)) for label in classes]
         model_json = orjson.dumps(model_name)
