@@ -62,7 +62,7 @@ __all__ = ["DEFAULT_CONFIG", "Engine", "check_config"]
 
 log = logging.getLogger("stream_nb.engine")
 
-_KEY, _PARTITION, _NEXT_POSITION = operator.itemgetter(1), operator.itemgetter(2), operator.itemgetter(4)  # of a Record
+_VALUE, _KEY, _PARTITION, _NEXT_POSITION = (operator.itemgetter(i) for i in (0, 1, 2, 4))  # of a Record
 
 DEFAULT_CONFIG: dict[str, typing.Any] = {
     **EVENT_DEFAULTS,
@@ -481,7 +481,7 @@ class Engine:
         joiner = self.joiner
         if self._blocks is None or self._sharing is not None:
             return self._process_each(records, polled)
-        ids, xs, ys, bad = self.decoder.decode_columns([record.value for record in records])
+        ids, xs, ys, bad = self.decoder.decode_columns(list(map(_VALUE, records)))
         ys = ys if joiner is None else joiner.prepare_columns(ids, xs, ys)  # early labels in; times out
         if ys is None:  # an event time the join refuses: event by event, where that event gets its own error
             return self._process_each(records, polled)
