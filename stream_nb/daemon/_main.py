@@ -69,7 +69,8 @@ def load_kernels(model: typing.Any) -> None:
 def prepare_process(model: typing.Any) -> None:
     """Set this process up for the engine's loop, as ``stream-nb run`` does before its first poll: the cycle
     collector's first threshold at :data:`GC_FIRST_THRESHOLD`, numpy's BLAS on one thread
-    (:func:`one_blas_thread`), the model's kernels loaded (:func:`load_kernels`).
+    (:func:`one_blas_thread`), the model's kernels loaded (:func:`load_kernels`). The daemon calls it once
+    its settings are checked, before it connects: the summaries' first window and the first poll start after.
 
     Each poll allocates thousands of short-lived objects (records, dicts, outputs) and frees them by
     reference counting; at Python's default first threshold (700) the cycle collector runs every few dozen
@@ -78,8 +79,8 @@ def prepare_process(model: typing.Any) -> None:
     freed as before.
     """
     gc.set_threshold(GC_FIRST_THRESHOLD, *gc.get_threshold()[1:])
+    load_kernels(model)  # first: numba may load a BLAS library of its own, which one_blas_thread then limits too
     one_blas_thread()
-    load_kernels(model)
 
 
 #: The name the daemon's log lines have always carried (the command line's): kept for whoever filters on it.
@@ -253,6 +254,7 @@ def run(args: argparse.Namespace) -> int:
         model = build_model(settings)
         check_snapshot_settings(settings, kafka=plan.module != "connectors.jsonl")
         check_feedback_settings(settings)
+        prepare_process(model)  # once the settings are known good; before the operations' clocks start
         # metrics and health endpoints, log summaries
         ops = make_operations(settings, model_name=config["model_name"], kafka=plan.module != "connectors.jsonl")
     except (ConfigError, ValueError, TypeError) as exc:
@@ -295,7 +297,6 @@ def run(args: argparse.Namespace) -> int:
         if stopper.event.is_set():
             engine.stop()
         status = 1
-        prepare_process(model)
         try:
             log.info("running model %s: %s", config["model_name"], plan.describe,
                      extra={"event": "start", "model": config["model_name"], "version": __version__})
