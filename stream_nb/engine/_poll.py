@@ -10,7 +10,9 @@ output records of :func:`~stream_nb.engine._records.output_record` and the
 prequential metrics: per run, the predictions, probabilities and counters come
 from the run's arrays in a few calls over the run (the labels' probabilities,
 right predictions and learned events counted with numpy, the log loss added in
-event order), and each output is one dict literal. The records, the metrics and,
+event order), and each output is one dict literal, or, where only the sink needs
+the outputs, the run's JSON written column by column
+(:func:`~stream_nb.engine._run_bytes.run_bytes`). The records, the metrics and,
 through :func:`~stream_nb.engine._records.outputs_bytes`, the bytes are those
 of the one-event path (``tests/test_poll_paths.py`` compares them).
 """
