@@ -266,11 +266,11 @@ def worker_cpu(kind: str, bootstrap: str, input_topic: str, n: str) -> None:
     else:
         import stream_nb
         from connectors import kafka as connector
-        from stream_nb.daemon import one_blas_thread
+        from stream_nb.daemon import prepare_process
         from stream_nb.engine import Engine
 
-        one_blas_thread()  # as stream-nb run does
         learner = {"nb": stream_nb.NaiveBayes, "tan": stream_nb.TAN, "aode": stream_nb.AODE}[model]()
+        prepare_process(learner)  # as stream-nb run does before its first poll
         config = {"bootstrap_servers": bootstrap, "input_topic": input_topic, "output_topic": output_topic,
                   "dead_letter_topic": f"{output_topic}.dlq", "group_id": group, "kafka_client": client}
         engine = Engine(learner, connector.make_source(config), connector.make_sink(config),

@@ -494,6 +494,27 @@ def test_a_polls_outputs_sent_together_land_where_kafka_pythons_partitioner_puts
 
 
 @pytest.mark.kafka
+def test_a_poll_sent_together_through_a_full_queue_arrives_whole_and_in_order(
+    kafka_bootstrap_servers, kafka_topic_factory
+):
+    """confluent-kafka's send_many hands a poll to librdkafka with no Python per record; where the queue is
+    full (a queue of 20 records for 2,000 of them), it waits for room and goes on from the record refused:
+    every record arrives once, in send order, with its key."""
+    input_topic = _topic(kafka_topic_factory, 1)
+    sent = [(f"k{i}".encode() if i % 3 else None, f"value-{i}".encode()) for i in range(2000)]
+    sink = kc.CLIENTS["confluent"].sink(topic=f"{input_topic}.out", bootstrap_servers=kafka_bootstrap_servers,
+                                        partitions_like=input_topic, **{"queue.buffering.max.messages": 20})
+    try:
+        sink.send_many([v for _, v in sent], [k for k, _ in sent])
+        sink.flush()
+        assert sink.failed == 0 and sink.in_flight == 0
+    finally:
+        sink.close()
+    records = _read_all(kafka_bootstrap_servers, f"{input_topic}.out", len(sent))
+    assert [(r.key, r.value) for r in records] == sent
+
+
+@pytest.mark.kafka
 def test_create_topic_false_creates_nothing(kafka_client, kafka_bootstrap_servers, kafka_topic_factory):
     input_topic = _topic(kafka_topic_factory, 2)
     with kc.CLIENTS[kafka_client].sink(topic=f"{input_topic}.never", bootstrap_servers=kafka_bootstrap_servers,

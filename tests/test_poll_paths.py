@@ -6,6 +6,7 @@
   ``prequential_iter`` (the same results; the model ends the same);
 * ``PrequentialMetrics.update_many`` against ``update_prediction`` of each event;
 * ``outputs_bytes`` against ``output_bytes`` of each output, the cut's fallback included;
+* ``poll_outputs``' bytes of a run, written column by column, against the JSON of its output records;
 * ``Engine.process_many`` on the whole-poll path against the same engine event by
   event around ``prequential_iter``: the same output bytes, dead letters in the
   same order, metrics, positions, latency count and model;
@@ -14,6 +15,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -23,6 +25,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import stream_nb
+from stream_nb.engine._poll import poll_outputs
 from stream_nb.engine import (Engine, EventDecoder, Observer, PrequentialMetrics, Record, make_records,
                               output_bytes, output_record, outputs_bytes)
 from stream_nb.exceptions import InvalidEventError
@@ -165,6 +168,50 @@ def test_outputs_bytes_equal_output_bytes_of_each(rows):
     outputs = [output_record(i, p, proba, "nb", learned, n, pos) for i, p, proba, learned, n, pos in rows]
     assert outputs_bytes(outputs) == [output_bytes(i, p, proba, "nb", learned, n, pos)
                                       for i, p, proba, learned, n, pos in rows]
+
+
+run_classes = st.one_of(st.lists(st.text(max_size=3), min_size=1, max_size=3, unique=True),
+                        st.lists(st.integers(-(2**70), 2**70), min_size=1, max_size=3, unique=True),
+                        st.just([False, True]), st.just(["%s", "%d%%", "é\\"]))
+
+
+@fuzz_settings(100)
+@given(classes=run_classes, data=st.data(), model_name=st.sampled_from(["nb", "%s%%", "é\"\n"]),
+       learn_unlabeled=st.booleans(), learned_before=st.integers(0, 2**40))
+def test_run_bytes_equal_the_json_of_the_run_outputs(classes, data, model_name, learn_unlabeled, learned_before):
+    """A run's outputs as bytes (no dict per event) are the JSON of its output records, whatever the ids,
+    classes, probabilities, model name and positions; a value orjson refuses (an integer beyond 64 bits)
+    takes the records' path."""
+    c = len(classes)
+    n = data.draw(st.integers(0, 6))
+    proba = np.array(data.draw(st.lists(st.lists(st.floats(0, 1) | st.sampled_from([1e-300, 5e-324, 1e16, 0.1]),
+                                                 min_size=c, max_size=c), min_size=n, max_size=n)),
+                     dtype=float).reshape(n, c)
+    block = RunBlock(0, n, classes, np.array(data.draw(st.lists(st.integers(0, c - 1), min_size=n, max_size=n)),
+                                             dtype=np.int64).reshape(n),
+                     proba, np.array(data.draw(st.lists(st.integers(-1, c - 1), min_size=n, max_size=n)),
+                                     dtype=np.int64).reshape(n))
+    ids = data.draw(st.lists(json_scalars, min_size=n, max_size=n))
+    valid = [Record(b"{}", None, "p", pos, 1) for pos in data.draw(st.lists(positions, min_size=n, max_size=n))]
+    got = []
+    for as_bytes in (True, False):
+        metrics = PrequentialMetrics()
+        metrics.learned = learned_before
+        outputs, sent, refused = poll_outputs([block], ids, [None] * n, valid, metrics, model_name, learn_unlabeled,
+                                              as_bytes=as_bytes)
+        assert sent == valid and not refused
+        got.append((outputs, metrics.state()))
+    (written, state), (records, state_of_records) = got
+    assert state == state_of_records
+    assert written == [_json(record) for record in records]
+
+
+def _json(record) -> bytes:
+    """The JSON of one output record, as a sink receives it from the one-event path."""
+    try:
+        return orjson.dumps(record)
+    except TypeError:
+        return json.dumps(record, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 class CountingObserver(Observer):

@@ -11,7 +11,10 @@ count (``len(producer)``).
 
 from __future__ import annotations
 
+import collections
+import itertools
 import logging
+import operator
 import time
 
 from ._client import Fixed, servers
@@ -147,15 +150,21 @@ class ConfluentSink:
 
     def send_many(self, values: list[bytes], keys: list[bytes | None]) -> None:
         """:meth:`send` of each value with its key, in order, in one call (a
-        :class:`~stream_nb.engine.SendsMany`: the engine hands it a poll's outputs)."""
+        :class:`~stream_nb.engine.SendsMany`: the engine hands it a poll's outputs, as two lists)."""
         out, produce, topic = self._out, self._produce, self.topic
-        for value, key in zip(values, keys):
-            if out.failed:
-                raise self._error()
+        if out.failed:
+            raise self._error()
+        # produce() serves no delivery report, so no failure shows until a wait for room (out.send) serves them
+        rest, rest_keys = iter(values), iter(keys)
+        while True:
             try:
-                produce(topic, value, key)
+                collections.deque(map(produce, itertools.repeat(topic), rest, rest_keys), 0)  # no Python per record
+                return
             except BufferError:  # librdkafka's queue is full: ConfluentProducer.send waits for room
-                out.send(topic, value, key)
+                i = len(values) - operator.length_hint(rest) - 1  # the value produce() refused
+                out.send(topic, values[i], keys[i])
+                if out.failed:
+                    raise self._error() from None
 
     def flush(self) -> None:
         """Block until every queued record is acknowledged; raise :class:`DeliveryError` if any failed."""

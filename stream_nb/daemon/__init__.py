@@ -22,7 +22,7 @@ from __future__ import annotations
 from ._build import build_model, check_engine_config, engine_config, load_loss, make_operations
 from ._checkpointing import check_settings, make_checkpointer, transactional_id
 from ._connectors import ConnectorPlan, close_all, connector_plan, start_connectors
-from ._main import add_subcommand, one_blas_thread, run
+from ._main import add_subcommand, load_kernels, one_blas_thread, prepare_process, run
 
 __all__ = [
     "ConnectorPlan",
@@ -33,10 +33,12 @@ __all__ = [
     "close_all",
     "connector_plan",
     "engine_config",
+    "load_kernels",
     "load_loss",
     "make_checkpointer",
     "make_operations",
     "one_blas_thread",
+    "prepare_process",
     "run",
     "start_connectors",
     "transactional_id",

@@ -24,6 +24,8 @@ from .. import __version__
 from .._console import silence_stdout
 from ..engine import CountsBlankLines, Engine, PartitionHandoff, TracksFiles, describe_reasons
 from ..exceptions import ConfigError, StreamNBError
+from ..kernels import compile_all
+from ..learners import BayesClassifier
 from ..ops import configure_logging
 from ..settings import add_arguments, describe_setting, resolve_settings
 from ._build import build_model, check_engine_config, make_operations
@@ -34,9 +36,9 @@ from ._connectors import (KAFKA_LOGGER, close_all, connector_plan, open_model_ch
 from ._feedback import check_settings as check_feedback_settings
 from ._feedback import make_joiner
 
-__all__ = ["add_subcommand", "one_blas_thread", "run", "stop_position"]
+__all__ = ["add_subcommand", "load_kernels", "one_blas_thread", "prepare_process", "run", "stop_position"]
 
-#: The cycle collector's first-generation threshold while the daemon runs (see :func:`run`).
+#: The cycle collector's first-generation threshold while the daemon runs (see :func:`prepare_process`).
 GC_FIRST_THRESHOLD = 10_000
 
 
@@ -50,6 +52,35 @@ def one_blas_thread() -> None:
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(limits=1, user_api="blas")
+
+
+def load_kernels(model: typing.Any) -> None:
+    """Load a stream_nb model's compiled kernels (numba's cache; compiled there when absent) at start-up.
+
+    A model loads them on its first learning call, which would put half a second or more (the import of
+    numba and the kernels' machine code) inside the first poll: its outputs late, and that poll's CPU spent
+    on the engine's main thread while events wait. The daemon takes that cost before its first poll
+    instead. Any other model is left alone.
+    """
+    if isinstance(model, BayesClassifier):
+        compile_all()
+
+
+def prepare_process(model: typing.Any) -> None:
+    """Set this process up for the engine's loop, as ``stream-nb run`` does before its first poll: the cycle
+    collector's first threshold at :data:`GC_FIRST_THRESHOLD`, numpy's BLAS on one thread
+    (:func:`one_blas_thread`), the model's kernels loaded (:func:`load_kernels`). The daemon calls it once
+    its settings are checked, before it connects: the summaries' first window and the first poll start after.
+
+    Each poll allocates thousands of short-lived objects (records, dicts, outputs) and frees them by
+    reference counting; at Python's default first threshold (700) the cycle collector runs every few dozen
+    events to find no cycle. 10,000 cuts the run's CPU time by 7% with labels in the events and 12% with
+    ``--feedback`` (``bench/delayed.py --throughput``); only cyclic garbage waits longer, everything else is
+    freed as before.
+    """
+    gc.set_threshold(GC_FIRST_THRESHOLD, *gc.get_threshold()[1:])
+    load_kernels(model)  # first: numba may load a BLAS library of its own, which one_blas_thread then limits too
+    one_blas_thread()
 
 
 #: The name the daemon's log lines have always carried (the command line's): kept for whoever filters on it.
@@ -223,6 +254,7 @@ def run(args: argparse.Namespace) -> int:
         model = build_model(settings)
         check_snapshot_settings(settings, kafka=plan.module != "connectors.jsonl")
         check_feedback_settings(settings)
+        prepare_process(model)  # once the settings are known good; before the operations' clocks start
         # metrics and health endpoints, log summaries
         ops = make_operations(settings, model_name=config["model_name"], kafka=plan.module != "connectors.jsonl")
     except (ConfigError, ValueError, TypeError) as exc:
@@ -265,13 +297,6 @@ def run(args: argparse.Namespace) -> int:
         if stopper.event.is_set():
             engine.stop()
         status = 1
-        # Each poll allocates thousands of short-lived objects (records, dicts, outputs) and frees them
-        # by reference counting; at Python's default first threshold (700) the cycle collector runs every
-        # few dozen events to find no cycle. 10,000 cuts the run's CPU time by 7% with labels in the events
-        # and 12% with --feedback (bench/delayed.py --throughput, commits b501632 -> f5d28de); only cyclic
-        # garbage waits longer, everything else is freed as before.
-        gc.set_threshold(GC_FIRST_THRESHOLD, *gc.get_threshold()[1:])
-        one_blas_thread()
         try:
             log.info("running model %s: %s", config["model_name"], plan.describe,
                      extra={"event": "start", "model": config["model_name"], "version": __version__})

@@ -62,7 +62,7 @@ __all__ = ["DEFAULT_CONFIG", "Engine", "check_config"]
 
 log = logging.getLogger("stream_nb.engine")
 
-_PARTITION, _NEXT_POSITION = operator.itemgetter(2), operator.itemgetter(4)  # of a Record
+_VALUE, _KEY, _PARTITION, _NEXT_POSITION = (operator.itemgetter(i) for i in (0, 1, 2, 4))  # of a Record
 
 DEFAULT_CONFIG: dict[str, typing.Any] = {
     **EVENT_DEFAULTS,
@@ -481,7 +481,7 @@ class Engine:
         joiner = self.joiner
         if self._blocks is None or self._sharing is not None:
             return self._process_each(records, polled)
-        ids, xs, ys, bad = self.decoder.decode_columns([record.value for record in records])
+        ids, xs, ys, bad = self.decoder.decode_columns(list(map(_VALUE, records)))
         ys = ys if joiner is None else joiner.prepare_columns(ids, xs, ys)  # early labels in; times out
         if ys is None:  # an event time the join refuses: event by event, where that event gets its own error
             return self._process_each(records, polled)
@@ -492,12 +492,13 @@ class Engine:
             items.extend(self._blocks(xs, ys))  # keeps the results yielded before an error
         finally:
             outputs, sent, refused = poll_outputs(items, ids, ys, valid, self.metrics, self.model_name,
-                                                  self._learn_unlabeled, self._shown)
+                                                  self._learn_unlabeled, self._shown, as_bytes=joiner is None)
             done = len(sent) + len(refused)  # valid events the model went through
             end = len(records) if done == len(valid) else done if at is None else at[done]
             rejected = {i: exc for i, exc in bad.items() if i < end}
             rejected.update((j if at is None else at[j], exc) for j, exc in refused.items())
-            values, keys, k = outputs_bytes(outputs), [record.key for record in sent], 0
+            # the outputs come as bytes but where the joiner reads their predictions
+            values, keys, k = outputs if joiner is None else outputs_bytes(outputs), list(map(_KEY, sent)), 0
             self._since_checkpoint += len(sent)
             if rejected:  # outputs and dead letters interleaved in input order, as one at a time
                 where = [i for i in (at or range(end))[:done] if i not in rejected]  # each output's record

@@ -138,6 +138,23 @@ def json_objects(values: list) -> list[dict] | None:
     return objs if _DICT_ONLY(map(type, objs)) else None
 
 
+def _flat_text(values: list) -> bool:
+    """Whether the raw text of a poll of JSON objects shows that no value in them is an object, an array or
+    null: one ``{`` per object (its own), no ``[``, no ``null``; a few scans of the poll's bytes instead of a
+    look at the type of every value. False when it cannot tell (a ``{`` in a string, say).
+
+    >>> _flat_text([b'{"a": 1, "b": "x"}', b'{"a": 2.5}']), _flat_text([b'{"a": {"b": 1}}', b'{}'])
+    (True, False)
+    >>> _flat_text([b'{"a": [1]}']), _flat_text([b'{"a": null}']), _flat_text([b'{"a": "{"}'])
+    (False, False, False)
+    """
+    try:
+        text = b"".join(values)
+    except TypeError:  # a value that is not bytes-like
+        return False
+    return text.count(b"{") == len(values) and b"[" not in text and b"null" not in text
+
+
 def oversize_error(size: int, max_bytes: int) -> InvalidEventError:
     """The ``oversize`` rejection of an event of ``size`` bytes."""
     return InvalidEventError(f"event is {size} bytes, more than max_event_bytes={max_bytes}", reason="oversize")
@@ -353,7 +370,7 @@ class EventDecoder:
         else:
             ids = list(map(dict.pop, objs, repeat(self._id_field, n), repeat(None, n)))
         if (_PLAIN_FIELD(map(type, labels)) and _PLAIN_FIELD(map(type, ids))
-                and _FLAT.isdisjoint(map(type, chain.from_iterable(map(dict.values, objs))))):
+                and (_flat_text(values) or _FLAT.isdisjoint(map(type, chain.from_iterable(map(dict.values, objs)))))):
             return ids, objs, labels, {}
         return None  # the parsed objects lost their id and label: the loop parses again
 

@@ -44,8 +44,9 @@ class Observer:
     def events_done(self, polled: float, n: int) -> None:
         """``n`` records of one poll were processed, their outputs handed to the sinks: :meth:`event_done`
         of each, unless an implementation counts them at once."""
-        for _ in range(n):
-            self.event_done(polled)
+        if type(self).event_done is not Observer.event_done:  # nothing to call n times for the default
+            for _ in range(n):
+                self.event_done(polled)
 
     def flush_done(self, seconds: float, error: BaseException | None) -> None:
         """A checkpoint flushed both sinks (``error`` is ``None``) or a flush raised ``error``."""

@@ -10,13 +10,16 @@ output records of :func:`~stream_nb.engine._records.output_record` and the
 prequential metrics: per run, the predictions, probabilities and counters come
 from the run's arrays in a few calls over the run (the labels' probabilities,
 right predictions and learned events counted with numpy, the log loss added in
-event order), and each output is one dict literal. The records, the metrics and,
+event order), and each output is one dict literal, or, where only the sink needs
+the outputs, the run's JSON written column by column
+(:func:`~stream_nb.engine._run_bytes.run_bytes`). The records, the metrics and,
 through :func:`~stream_nb.engine._records.outputs_bytes`, the bytes are those
 of the one-event path (``tests/test_poll_paths.py`` compares them).
 """
 
 from __future__ import annotations
 
+import operator
 from itertools import repeat
 
 import numpy as np
@@ -25,9 +28,12 @@ from ..exceptions import InvalidEventError
 from ..learners import RunBlock
 from ._metrics import PrequentialMetrics
 from ._protocols import Sink
-from ._records import OutputRecord, Record, ShownProba, label_key, output_record
+from ._records import OutputRecord, Record, ShownProba, label_key, output_bytes, output_record, outputs_bytes
+from ._run_bytes import run_bytes
 
 __all__ = ["poll_outputs", "send_all"]
+
+_POSITION = operator.attrgetter("position")
 
 
 def poll_outputs(
@@ -39,7 +45,8 @@ def poll_outputs(
     model_name: str,
     learn_unlabeled: bool,
     shown: ShownProba | None = None,
-) -> tuple[list[OutputRecord], list[Record], dict[int, InvalidEventError]]:
+    as_bytes: bool = False,
+) -> tuple[list, list[Record], dict[int, InvalidEventError]]:
     """The outputs of ``items``, the model's results for the first valid events of a poll, in order.
 
     ``items`` holds :class:`~stream_nb.learners.RunBlock`\\ s, ``(prediction,
@@ -49,7 +56,9 @@ def poll_outputs(
     :meth:`~stream_nb.engine._metrics.PrequentialMetrics.update_prediction` of
     each event in turn would. Returns ``(outputs, their records, refused)``,
     ``refused`` mapping the index in ``valid`` of each event the model refused
-    to its error. ``shown`` (``--top-k``, ``--no-proba``) cuts each ``proba``.
+    to its error. ``shown`` (``--top-k``, ``--no-proba``) cuts each ``proba``. With ``as_bytes`` the
+    outputs are their JSON bytes, :func:`~stream_nb.engine._records.outputs_bytes` of the records (a run's
+    written column by column, :func:`~stream_nb.engine._run_bytes.run_bytes`, with no dict per event).
     """
     outputs: list[OutputRecord] = []
     records: list[Record] = []
@@ -57,7 +66,7 @@ def poll_outputs(
     j = 0  # the next valid event
     for item in items:
         if type(item) is RunBlock:
-            j = _run_outputs(item, ids, valid, metrics, model_name, learn_unlabeled, outputs, shown)
+            j = _run_outputs(item, ids, valid, metrics, model_name, learn_unlabeled, outputs, shown, as_bytes)
             records.extend(valid[item.start:item.stop])
         elif isinstance(item, InvalidEventError):
             refused[j] = item
@@ -69,16 +78,18 @@ def poll_outputs(
             learned = label is not None or (learn_unlabeled and bool(proba))
             metrics.update_prediction(label, prediction, proba, learned)
             record = valid[j]
-            outputs.append(output_record(ids[j], prediction, proba, model_name, learned, metrics.learned,
-                                         record.position, None, shown))
+            write = output_bytes if as_bytes else output_record
+            outputs.append(write(ids[j], prediction, proba, model_name, learned, metrics.learned, record.position,
+                                 None, shown))
             records.append(record)
             j += 1
     return outputs, records, refused
 
 
 def _run_outputs(block: RunBlock, ids: list, valid: list[Record], metrics: PrequentialMetrics, model_name: str,
-                 learn_unlabeled: bool, outputs: list, shown: ShownProba | None = None) -> int:
-    """Append the outputs of a run's events; count them in ``metrics``; return where the run stopped."""
+                 learn_unlabeled: bool, outputs: list, shown: ShownProba | None = None, as_bytes: bool = False) -> int:
+    """Append the outputs of a run's events (their bytes with ``as_bytes``); count them in ``metrics``;
+    return where the run stopped."""
     a, b = block.start, block.stop
     classes, yc, proba = block.classes, block.yc, block.proba
     labeled = yc >= 0
@@ -89,18 +100,27 @@ def _run_outputs(block: RunBlock, ids: list, valid: list[Record], metrics: Prequ
     hits = block.decided[rows] == yc[rows]
     metrics.update_many(b - a, int(np.count_nonzero(learned)), int(np.count_nonzero(hits)), proba[rows, yc[rows]],
                         hits)
+    if as_bytes and shown is None:
+        written = run_bytes(ids[a:b], classes, block.decided, proba, model_name, learned.tolist(), n_learned,
+                            list(map(_POSITION, valid[a:b])))
+        if written is not None:
+            outputs.extend(written)
+            return b
     keys = [label_key(c) for c in classes]
     predictions = list(map(classes.__getitem__, block.decided.tolist()))
+    run: list[OutputRecord] = [] if as_bytes else outputs
     if shown is not None:
-        outputs.extend(_shown_outputs(block, keys, predictions, shown.k, ids[a:b], model_name, learned.tolist(),
-                                      n_learned, valid[a:b]))
-        return b
-    outputs.extend([
-        {"id": event_id, "prediction": prediction, "proba": dict(zip(keys, p)), "model": name, "learned": l,
-         "n_learned": n, "source": record.position}
-        for event_id, prediction, p, name, l, n, record in zip(
-            ids[a:b], predictions, proba.tolist(), repeat(model_name), learned.tolist(), n_learned, valid[a:b])
-    ])
+        run.extend(_shown_outputs(block, keys, predictions, shown.k, ids[a:b], model_name, learned.tolist(),
+                                  n_learned, valid[a:b]))
+    else:
+        run.extend([
+            {"id": event_id, "prediction": prediction, "proba": dict(zip(keys, p)), "model": name, "learned": l,
+             "n_learned": n, "source": record.position}
+            for event_id, prediction, p, name, l, n, record in zip(
+                ids[a:b], predictions, proba.tolist(), repeat(model_name), learned.tolist(), n_learned, valid[a:b])
+        ])
+    if as_bytes:
+        outputs.extend(outputs_bytes(run))
     return b
 
 
