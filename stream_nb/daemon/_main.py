@@ -63,7 +63,7 @@ def load_kernels(model: typing.Any) -> None:
     instead. Any other model is left alone.
     """
     if isinstance(model, BayesClassifier):
-        compile_all()
+        compile_all(model.kernel_modules())
 
 
 def prepare_process(model: typing.Any) -> None:

@@ -74,9 +74,11 @@ def _keep_blas_threads(numba) -> None:
         threadpool_limits(limits=1, user_api="blas")
 
 
-def compile_all() -> None:
-    """Compile every kernel for the argument types the models pass (what a first call would), so that later
-    processes load them from numba's cache."""
+def compile_all(modules=None) -> None:
+    """Compile every kernel (of the kernel ``modules`` named, e.g. ``("_naive",)``; None: all) for the
+    argument types the models pass, what a first call would: later calls, and later processes through
+    numba's cache, find them ready."""
     k = compiled()
     for module in MODULES:
-        module.warm(k)
+        if modules is None or module.__name__.rpartition(".")[2] in modules:
+            module.warm(k)

@@ -273,6 +273,14 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
         self._settle_store()
         self._learned(1)
 
+    #: The kernel modules (:mod:`stream_nb.kernels`) this model's kernels live in.
+    _kernel_modules: tuple = ()
+
+    def kernel_modules(self) -> tuple:
+        """The names of the kernel modules this model calls (its own, and the drift detectors' when it
+        watches a compiled twin): what ``stream-nb run`` loads before its first poll."""
+        return self._kernel_modules + (("_detectors",) if self._kernel_detector()[0] else ())
+
     def _count(self, enc: Encoded, c: int, w: float) -> None:
         """Add one encoded event of class ``c`` (weight ``w``) to the counts; a model's kernel may count it."""
         self._stats.add(enc, c, w)

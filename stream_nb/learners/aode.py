@@ -178,6 +178,8 @@ class AODE(OneDependenceKernel, VectorisedRuns, BayesClassifier):
             return self._naive_jll(enc)
         return logsumexp(terms[:, parents], axis=1)
 
+    _kernel_modules = ("_spodes", "_aode")
+
     def _kernel_block(self, D, dfeats, G, gslots, yc, more, out, learn: bool) -> int:
         """Score each row of an encoded block into ``out`` (log posteriors) and, with ``learn``, count each
         labelled row after scoring it (:func:`~stream_nb.kernels._aode.aode_block`; a store that bins its

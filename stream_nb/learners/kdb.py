@@ -7,7 +7,6 @@ import math
 
 import numpy as np
 
-from ..kernels import compiled
 from ..stats import DEFAULT_MEMORY_BUDGET
 from .._checks import check_integer, is_integer
 
@@ -16,18 +15,17 @@ from ._binning import check_binning
 from ._decision import logsumexp
 from ._dependence_runs import kdb_run_terms
 from ._em import naive_bayes_blocks
+from ._kdb_kernel import KDBKernel
 from ._runs import VectorisedRuns
 from ._structure import conditional_mutual_information, mutual_information_with_class
 from ._structured import StructuredClassifier
 
 __all__ = ["KDB"]
 
-_NO_MORE = np.zeros((0, 0), dtype=np.int64)
-_NO_TABLE = np.zeros(0)
 _UNLABELED = np.full(1, -1, dtype=np.int64)
 
 
-class KDB(VectorisedRuns, StructuredClassifier):
+class KDB(KDBKernel, VectorisedRuns, StructuredClassifier):
     """Sahami's k-dependence Bayesian classifier, its structure rebuilt from running counts.
 
     Attributes are ordered by their mutual information with the class; each
@@ -353,57 +351,6 @@ class KDB(VectorisedRuns, StructuredClassifier):
         D = np.full(len(self._stats.features), -1, dtype=np.int64)
         D[enc.feats] = enc.cols
         return D
-
-    def _parent_columns(self, dfeats: np.ndarray):
-        """``(par, npar)``: for each feature of ``dfeats``, the positions in ``dfeats`` of its parents
-        (``par[j, :npar[j]]``; -1 for a parent not among ``dfeats``), cached for the structure and ``dfeats``."""
-        cached = getattr(self, "_pcols", None)
-        if cached is not None and cached[0] is self._parents and cached[1] == dfeats.tobytes():
-            return cached[2]
-        pos = {f: j for j, f in enumerate(dfeats.tolist())}
-        par = np.full((len(dfeats), max(self.k, 1)), -1, dtype=np.int64)
-        npar = np.zeros(len(dfeats), dtype=np.int64)
-        for j, f in enumerate(dfeats.tolist()):
-            npar[j] = len(pa := self._parents.get(f, ()))
-            par[j, : len(pa)] = [pos.get(p, -1) for p in pa]
-        self._pcols = (self._parents, dfeats.tobytes(), (par, npar))
-        return par, npar
-
-    def _kernel_block(self, D, dfeats, G, gslots, yc, more, out, learn: bool, joint: bool = False) -> int:
-        """Score each row of an encoded block into ``out`` (log posteriors; with ``joint``, log P(c, x)) and,
-        with ``learn``, count each labelled row after scoring it (:func:`~stream_nb.kernels._kdb.kdb_block`):
-        every observed attribute's parents observed (:meth:`_kernel_takes`)."""
-        self._sync_parents()
-        s = self._stats
-        par, npar = self._parent_columns(dfeats)
-        t = s.tuples
-        twin = s.keeps_observed
-        o = "obs_" if twin else ""
-        tc = tf = otc = otf = _NO_TABLE
-        V = Ft = 0
-        if t:
-            tc, tf = s.tuple_count.reshape(-1), s.tuple_feat.reshape(-1)
-            otc, otf = getattr(s, o + "tuple_count").reshape(-1), getattr(s, o + "tuple_feat").reshape(-1)
-            V, Ft = s.tuple_count.shape[1], s.tuple_feat.shape[-1]
-        compiled().kdb_block(
-            D, dfeats, par, npar, _NO_MORE if more is None else more, G, gslots, yc, learn, s.n_classes,
-            float(self._alpha), float(self._var_smoothing), t, V, Ft, s.class_count, s.value_count, s.feat_count, s.pair_count, s.pair_feat,
-            tc, tf, s.n_values, twin, getattr(s, o + "value_count"), getattr(s, o + "feat_count"),
-            getattr(s, o + "pair_count"), getattr(s, o + "pair_feat"), otc, otf, s.g_n, s.g_mean, s.g_m2, out, joint)
-        if learn and (yc >= 0).any():
-            s.mark_counted(True)  # counts changed in place, as Stats.add_many marks them
-        return len(yc)  # every row: the kernel feeds no drift detector
-
-    def _kernel_takes(self, D: np.ndarray, dfeats: np.ndarray) -> np.ndarray:
-        """Per row of ``D``: whether the kernel scores it (every observed attribute's parents observed,
-        dense t-way tables), else the enumeration of :meth:`_marginal_jll` sums the missing parents out."""
-        s = self._stats
-        if not s.n_classes or s.tuples_sparse or s.pairs_sparse:
-            return np.zeros(len(D), dtype=bool)
-        par, npar = self._parent_columns(dfeats)
-        has = npar[:, None] > np.arange(par.shape[1])[None, :]  # (k, parents)
-        P = np.where(has & (par >= 0), D[:, np.maximum(par, 0)], np.where(has, -1, 0))  # (rows, k, parents)
-        return ~((D >= 0)[:, :, None] & (P < 0)).any((1, 2))
 
     def _jll(self, enc):
         self._sync_parents()

@@ -264,6 +264,8 @@ class SPODE(OneDependenceKernel, VectorisedRuns, StructuredClassifier):
             out = out + np.log(ratio).sum(2)
         return out
 
+    _kernel_modules = ("_spodes", "_aode")
+
     def _kernel_block(self, D, dfeats, G, gslots, yc, more, out, learn: bool) -> int:
         """Score each row of an encoded block into ``out`` (log posteriors) and, with ``learn``, count each
         labelled row after scoring it, with ``parent=None`` adding first each candidate's log loss on it to

@@ -271,6 +271,8 @@ class TAN(VectorisedRuns, StructuredClassifier):
         pos[dfeats] = np.arange(len(dfeats))
         return pos[parent[dfeats]]
 
+    _kernel_modules = ("_tree",)
+
     def _kernel_block(self, D, dfeats, G, gslots, yc, more, out, learn: bool, ppos=None, joint: bool = False) -> int:
         """Score each row of an encoded block along the tree into ``out`` (log posteriors; with ``joint``,
         log P(c, x)) and, with ``learn``, count each labelled row after scoring it

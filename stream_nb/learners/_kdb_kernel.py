@@ -1,0 +1,70 @@
+"""KDB's compiled path: which events its kernel scores, and the call (see :mod:`stream_nb.kernels._kdb`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..kernels import compiled
+
+__all__ = ["KDBKernel"]
+
+_NO_MORE = np.zeros((0, 0), dtype=np.int64)
+_NO_TABLE = np.zeros(0)
+
+
+class KDBKernel:
+    """The compiled kernel of a :class:`~stream_nb.KDB` (a part of it, not used alone): it provides
+    ``_parents``, ``k``, ``_sync_parents()`` and the store; list it before the model's base classes."""
+
+    def _parent_columns(self, dfeats: np.ndarray):
+        """``(par, npar)``: for each feature of ``dfeats``, the positions in ``dfeats`` of its parents
+        (``par[j, :npar[j]]``; -1 for a parent not among ``dfeats``), cached for the structure and ``dfeats``."""
+        cached = getattr(self, "_pcols", None)
+        if cached is not None and cached[0] is self._parents and cached[1] == dfeats.tobytes():
+            return cached[2]
+        pos = {f: j for j, f in enumerate(dfeats.tolist())}
+        par = np.full((len(dfeats), max(self.k, 1)), -1, dtype=np.int64)
+        npar = np.zeros(len(dfeats), dtype=np.int64)
+        for j, f in enumerate(dfeats.tolist()):
+            npar[j] = len(pa := self._parents.get(f, ()))
+            par[j, : len(pa)] = [pos.get(p, -1) for p in pa]
+        self._pcols = (self._parents, dfeats.tobytes(), (par, npar))
+        return par, npar
+
+    _kernel_modules = ("_kdb",)
+
+    def _kernel_block(self, D, dfeats, G, gslots, yc, more, out, learn: bool, joint: bool = False) -> int:
+        """Score each row of an encoded block into ``out`` (log posteriors; with ``joint``, log P(c, x)) and,
+        with ``learn``, count each labelled row after scoring it (:func:`~stream_nb.kernels._kdb.kdb_block`):
+        every observed attribute's parents observed (:meth:`_kernel_takes`)."""
+        self._sync_parents()
+        s = self._stats
+        par, npar = self._parent_columns(dfeats)
+        t = s.tuples
+        twin = s.keeps_observed
+        o = "obs_" if twin else ""
+        tc = tf = otc = otf = _NO_TABLE
+        V = Ft = 0
+        if t:
+            tc, tf = s.tuple_count.reshape(-1), s.tuple_feat.reshape(-1)
+            otc, otf = getattr(s, o + "tuple_count").reshape(-1), getattr(s, o + "tuple_feat").reshape(-1)
+            V, Ft = s.tuple_count.shape[1], s.tuple_feat.shape[-1]
+        compiled().kdb_block(
+            D, dfeats, par, npar, _NO_MORE if more is None else more, G, gslots, yc, learn, s.n_classes,
+            float(self._alpha), float(self._var_smoothing), t, V, Ft, s.class_count, s.value_count, s.feat_count, s.pair_count, s.pair_feat,
+            tc, tf, s.n_values, twin, getattr(s, o + "value_count"), getattr(s, o + "feat_count"),
+            getattr(s, o + "pair_count"), getattr(s, o + "pair_feat"), otc, otf, s.g_n, s.g_mean, s.g_m2, out, joint)
+        if learn and (yc >= 0).any():
+            s.mark_counted(True)  # counts changed in place, as Stats.add_many marks them
+        return len(yc)  # every row: the kernel feeds no drift detector
+
+    def _kernel_takes(self, D: np.ndarray, dfeats: np.ndarray) -> np.ndarray:
+        """Per row of ``D``: whether the kernel scores it (every observed attribute's parents observed,
+        dense t-way tables), else the enumeration of :meth:`_marginal_jll` sums the missing parents out."""
+        s = self._stats
+        if not s.n_classes or s.tuples_sparse or s.pairs_sparse:
+            return np.zeros(len(D), dtype=bool)
+        par, npar = self._parent_columns(dfeats)
+        has = npar[:, None] > np.arange(par.shape[1])[None, :]  # (k, parents)
+        P = np.where(has & (par >= 0), D[:, np.maximum(par, 0)], np.where(has, -1, 0))  # (rows, k, parents)
+        return ~((D >= 0)[:, :, None] & (P < 0)).any((1, 2))
