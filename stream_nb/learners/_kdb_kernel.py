@@ -55,7 +55,7 @@ class KDBKernel:
             tc, tf, s.n_values, twin, getattr(s, o + "value_count"), getattr(s, o + "feat_count"),
             getattr(s, o + "pair_count"), getattr(s, o + "pair_feat"), otc, otf, s.g_n, s.g_mean, s.g_m2, out, joint)
         if learn and (yc >= 0).any():
-            s.mark_counted(True)  # counts changed in place, as Stats.add_many marks them
+            s.mark_counted(len(yc) > 1)  # counts changed in place, as Stats.add or add_many marks them
         return len(yc)  # every row: the kernel feeds no drift detector
 
     def _kernel_takes(self, D: np.ndarray, dfeats: np.ndarray) -> np.ndarray:

@@ -308,6 +308,22 @@ class VectorisedRuns(abc.ABC):
                 and (not watched or self._kernel_feeds_detector)
                 and s.journal is None and not s.pairs_sparse and not s.tuples_sparse)
 
+    #: Whether :meth:`_count` counts one learned event in the kernel (SPODE's learning scores it first).
+    _kernel_counts_one = True
+
+    def _count(self, enc, c: int, w: float) -> None:
+        """Count one complete event of class ``c`` in the kernel, as a block of one (a two-layer store's fine
+        layer then takes it, :meth:`Stats.counted_one`); with a weight (decay), receipts, sparse tables or a
+        value missing, the store's own :meth:`Stats.add`."""
+        s = self._stats
+        if (not self._kernel_counts_one or w != 1.0 or s.journal is not None or s.pairs_sparse or s.tuples_sparse
+                or len(enc.cols) != len(s.discrete_features())):
+            s.add(enc, c, w)
+            return
+        self._kernel_block(enc.cols[None, :], enc.feats, enc.gx[None, :], enc.gslots, np.array([c]), None,
+                           np.empty((1, s.n_classes)), True)
+        s.counted_one(c, w)
+
     def _kernel_run(self, xs, start: int, stop: int, D: np.ndarray, G: np.ndarray, yc: np.ndarray, out,
                     decay=None) -> int:
         """Score and learn a run in the compiled kernel, event by event in order; return where it stopped.

@@ -53,8 +53,7 @@ class OneDependenceKernel:
         if s.keeps_observed:  # complete rows: their observed values are all they hold
             compiled().count_rows(D, dfeats, yc, False, s.class_count, s.obs_value_count, s.obs_feat_count,
                                   s.obs_pair_count, s.obs_pair_feat)
-        s.epoch += 1
-        s.version += 1
+        s.mark_counted(len(yc) > 1)
         held = self.__dict__.get("_kdens")
         if cached and held is not None:
             held[0] = (s.epoch, s.version, s.pair_feat.shape, len(s.features), self._alpha)

@@ -265,6 +265,7 @@ class SPODE(OneDependenceKernel, VectorisedRuns, StructuredClassifier):
         return out
 
     _kernel_modules = ("_spodes", "_aode")
+    _kernel_counts_one = False  # its learning scores the candidate parents first (_learn)
 
     def _kernel_block(self, D, dfeats, G, gslots, yc, more, out, learn: bool) -> int:
         """Score each row of an encoded block into ``out`` (log posteriors) and, with ``learn``, count each

@@ -246,6 +246,10 @@ class Adding:
                 self._count(p, enc.cols, enc.feats, c, w)
         self.add_gaussian(c, w, enc.gslots, enc.gx)
 
+    def counted_one(self, c: int, w: float) -> None:
+        """A kernel has counted the event just encoded for learning (class ``c``, weight ``w``) into these
+        arrays: a second layer counts it in its own (here, there is none)."""
+
     def mark_counted(self, many: bool) -> None:
         """A compiled kernel has added events to the counts in place: mark them changed, as :meth:`add` does
         (``many``: as :meth:`add_many` does, which also tells the views to derive their tables again)."""

@@ -263,6 +263,16 @@ class TwoLayerStats(FineRuns, WaitingEvents, Stats):
         self._journal_fine(self.fine.add, self._pending[0], c, w)
         self._wait(c, w, None)
 
+    def counted_one(self, c: int, w: float) -> None:
+        fenc, fine = self._pending[0], self.fine
+        if w == 1.0 and fine.pairs and not (fine.pairs_sparse or fine.tuples or fine.keeps_observed or len(fenc.gslots)
+                                            or self.journal is not None):
+            self.add_fine_run(np.array([c]), rows=(fenc.cols[None, :], fenc.feats))  # the compiled row count
+            fine.version += 1
+        else:
+            self._journal_fine(fine.add, fenc, c, w)
+        self._wait(c, w, None)
+
     def add_observed(self, enc: Encoded, c: int, w: float = 1.0) -> None:
         super().add_observed(enc, c, w)
         self._journal_fine(self.fine.add_observed, self._pending[0], c, w)
