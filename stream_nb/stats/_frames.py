@@ -83,6 +83,8 @@ class Frames:
         missing or Gaussian, ``G`` its Gaussian values (rows, slots) with NaN
         where missing, ``yc`` its class indices (-1: unlabeled).
         """
+        if isinstance(xs, Columns) and xs.arrays:  # numpy columns (a DataFrame's): encoded with numpy
+            return self.encode_array_run(xs, ys, start, complete, limit, unseen)
         end = min(len(xs), start + limit)
         at, size, parts = start, self._window, []
         self.run_new = None

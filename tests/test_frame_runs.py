@@ -1,0 +1,172 @@
+"""prequential_many over a pandas DataFrame equals the event-by-event loop over its rows.
+
+A DataFrame's columns are encoded with numpy (stream_nb/stats/_frame_runs.py), runs of
+plain rows are scored and learned as from dicts, and every other row (a new value,
+class or feature, a missing value under EM, a bad value) goes the one-event way with
+its row as a dict. The reference is the loop a user writes over ``X.to_dict("records")``
+(pandas' missing values, ``pd.NA`` included, as None): the same predictions,
+probabilities, errors per row and final counts.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes
+from stream_nb.exceptions import InvalidEventError
+from stream_nb.stats import Columns
+from test_running import assert_same, assert_same_counts, loop  # noqa: E402  (the reference loop and checks)
+
+MODELS = {
+    "nb": lambda: NaiveBayes(),
+    "nb-ignore": lambda: NaiveBayes(missing="ignore", alpha=0.5),
+    "nb-loss": lambda: NaiveBayes(loss={"b": {"a": 4.0}, "a": {"c": 3.0}}),
+    "nb-unlabeled": lambda: NaiveBayes(learn_unlabeled=True, unlabeled_weight=0.5),
+    "nb-bins": lambda: NaiveBayes(numeric="bins", warmup=5, bins=3),
+    "nb-decay": lambda: NaiveBayes(half_life=3.0),
+    "aode": lambda: AODE(warmup=5, bins=3),
+    "aode-ignore": lambda: AODE(m=4, warmup=5, bins=3, missing="ignore"),
+    "tan": lambda: TAN(rebuild_every=7, warmup=5, bins=3),
+    "spode": lambda: SPODE(rebuild_every=9, warmup=5, bins=3),
+    "kdb": lambda: KDB(k=2, rebuild_every=9, warmup=5, bins=3),
+}
+
+# Rows as users hand them to pd.DataFrame: pandas chooses each column's dtype (strings, ints turned floats
+# by a missing value, booleans with None as objects, lists as objects).
+row_values = {
+    "colour": st.one_of(st.none(), st.sampled_from(["red", "green", "blue", "red", "green", ["red"]])),
+    "size": st.one_of(st.none(), st.integers(0, 3)),
+    "flag": st.one_of(st.none(), st.booleans()),
+    "weight": st.one_of(
+        st.none(), st.just(float("nan")), st.integers(-100_000, 100_000).map(lambda i: i / 100), st.integers(-5, 5)
+    ),
+    "height": st.one_of(st.floats(0.0, 2.0), st.sampled_from(["tall", 1e200, float("inf")])),
+    "code": st.sampled_from([1, "1", True, 2, "x"]),  # one column of three types: each row's own type
+}
+labels = st.sampled_from(["a", "b", "c", None, "a", "b", float("nan")])
+rows = st.lists(st.tuples(st.fixed_dictionaries({}, optional=row_values), labels), min_size=1, max_size=60)
+
+
+def typed_frame(draw, n: int) -> pd.DataFrame:
+    """A frame of columns of one dtype each, in a drawn order: int64, bool, float64 (NaN), strings (None),
+    pandas' nullable Int64 (``pd.NA``) and an int64 column of a numeric feature's values."""
+    columns = {
+        "n": pd.Series(draw(st.lists(st.integers(0, 4), min_size=n, max_size=n)), dtype="int64"),
+        "b": pd.Series(draw(st.lists(st.booleans(), min_size=n, max_size=n)), dtype=bool),
+        "x": pd.Series(draw(st.lists(st.one_of(st.floats(-3, 3), st.just(float("nan"))), min_size=n, max_size=n)),
+                       dtype="float64"),
+        "s": pd.Series(draw(st.lists(st.sampled_from(["u", "v", "w", None]), min_size=n, max_size=n)), dtype=object),
+        "k": pd.Series(draw(st.lists(st.one_of(st.none(), st.integers(0, 2)), min_size=n, max_size=n)), dtype="Int64"),
+        "t": pd.Series(draw(st.lists(st.integers(-50, 50), min_size=n, max_size=n)), dtype="int64"),
+    }
+    names = draw(st.permutations(list(columns)))
+    keep = draw(st.lists(st.sampled_from(names), min_size=1, unique=True))
+    return pd.DataFrame({name: columns[name] for name in names if name in keep})
+
+
+@st.composite
+def typed_frames(draw):
+    n = draw(st.integers(1, 50))
+    return typed_frame(draw, n), draw(st.lists(labels, min_size=n, max_size=n))
+
+
+def records(X: pd.DataFrame) -> list:
+    """The rows a user's loop takes: ``to_dict("records")``, ``pd.NA`` as None (pandas' missing value)."""
+    return [{k: None if v is pd.NA else v for k, v in row.items()} for row in X.to_dict("records")]
+
+
+def reference(model, X: pd.DataFrame, ys: list) -> list:
+    return loop(model, list(zip(records(X), [None if isinstance(y, float) and math.isnan(y) else y for y in ys])))
+
+
+SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+@SETTINGS
+@given(warm=rows, stream=rows)
+def test_a_dataframe_gives_the_loop_over_its_rows(name, warm, stream):
+    """Frames built from dicts by pandas, a warm batch then a stream batch with new features, values and
+    classes: prequential_many equals the loop over the rows, entry by entry (errors too), and the counts."""
+    framed, looped = MODELS[name](), MODELS[name]()
+    for part in (warm, stream):
+        X, ys = pd.DataFrame([x for x, _ in part], index=range(len(part))), [y for _, y in part]
+        assert_same(framed.prequential_many(X, ys), reference(looped, X, ys))
+    assert_same_counts(framed, looped)
+
+
+@pytest.mark.parametrize("name", ["nb", "nb-ignore", "nb-bins", "aode", "tan", "kdb"])
+@SETTINGS
+@given(warm=typed_frames(), stream=typed_frames(), as_series=st.booleans())
+def test_typed_columns_give_the_loop_over_their_rows(name, warm, stream, as_series):
+    """Columns of one dtype each (int64, bool, float64, strings, nullable Int64), labels as a list or as a
+    Series: the ints of an int64 column stay ints beside a float column, a boolean column is no number."""
+    framed, looped = MODELS[name](), MODELS[name]()
+    for X, ys in (warm, stream):
+        given_ys = pd.Series(ys, dtype=object) if as_series else ys
+        assert_same(framed.prequential_many(X, given_ys), reference(looped, X, ys))
+    assert_same_counts(framed, looped)
+
+
+def test_a_bad_value_is_that_rows_error_and_the_rest_goes_on():
+    model, looped = NaiveBayes(), NaiveBayes()
+    X = pd.DataFrame({"sky": ["sun", "rain", "sun", "sun"], "temp": [20.5, 18.0, 1e300, 21.0]})
+    ys = ["play", "stay", "play", "play"]
+    out = model.prequential_many(X, ys)
+    assert isinstance(out[2], InvalidEventError) and "temp" in str(out[2])
+    assert out[3][0] == "play"
+    assert_same(out, reference(looped, X, ys))
+    assert_same_counts(model, looped)
+
+
+def test_ints_beside_floats_stay_ints():
+    """A row of a frame of int and float columns reads each value from its own column: 2 stays the
+    category 2 (pandas' row would make it 2.0, a new numeric feature)."""
+    model = NaiveBayes()
+    X = pd.DataFrame({"n": [1, 2, 1, 2], "x": [0.5, 1.5, 0.25, 1.0]})
+    model.prequential_many(X, ["a", "b", "a", "b"])
+    assert model._stats.vtypes[model._stats.feature_index["n"]] == "number"
+    assert model._stats.value_keys[1:] == [1, 2]
+
+
+def test_labels_as_an_array_and_a_series_with_missing_ones():
+    """Labels as a numpy array or a Series: NaN and None are unlabeled (predicted, not learned)."""
+    X = pd.DataFrame({"a": ["x", "y", "x", "y", "x"]})
+    for ys in (np.array([1.0, 2.0, np.nan, 1.0, 2.0]), pd.Series(["p", None, "q", "p", None])):
+        framed, looped = NaiveBayes(), NaiveBayes()
+        assert_same(framed.prequential_many(X, ys), reference(looped, X, list(ys)))
+        assert_same_counts(framed, looped)
+
+
+@pytest.mark.parametrize("name", ["nb", "aode", "kdb"])
+def test_learn_events_and_blocks_take_a_dataframe(name):
+    X = pd.DataFrame({"a": ["x", "y", "x", "y", "z", "x"], "n": [1, 2, 1, 3, 1, 2]})
+    ys = ["p", "q", "p", None, "q", "p"]
+    a, b = MODELS[name](), MODELS[name]()
+    assert a.learn_events(X, ys) == b.learn_events(records(X), ys)
+    assert_same_counts(a, b)
+    blocks = MODELS[name]().prequential_blocks(X, ys)
+    assert sum(item.stop - item.start if hasattr(item, "stop") else 1 for item in blocks) == len(X)
+
+
+def test_columns_of_arrays_are_the_events_as_dicts():
+    """Columns of numpy arrays (not only a DataFrame's) go through the same numpy encoding."""
+    xs = Columns({"a": np.array(["x", "y", None, "x"], dtype=object), "t": np.array([0.5, np.nan, 1.5, 2.0]),
+                  "n": np.array([1, 2, 2, 1])})
+    assert xs[1] == {"a": "y", "n": 2} and type(xs[1]["n"]) is int
+    ys = ["p", "q", "p", "q"]
+    framed, looped = AODE(), AODE()
+    assert_same(framed.prequential_many(xs, ys), loop(looped, list(zip(list(xs), ys))))
+    assert_same_counts(framed, looped)
+
+
+def test_a_frame_with_a_column_twice_is_refused():
+    X = pd.DataFrame([[1, 2]], columns=["a", "a"])
+    with pytest.raises(ValueError, match="column 'a' twice"):
+        NaiveBayes().prequential_many(X, ["p"])
