@@ -35,7 +35,7 @@ class Columns(Sequence):
     (3, {'sky': 'rain'}, [{'sky': 'rain'}, {'temp': 3.0}])
     """
 
-    __slots__ = ("columns", "_n", "arrays", "encodings")
+    __slots__ = ("columns", "_n", "arrays", "encodings", "matrix")
 
     def __init__(self, columns: dict[str, list], n: int | None = None):
         lengths = {len(values) for values in columns.values()} | ({n} if n is not None else set())
@@ -47,6 +47,8 @@ class Columns(Sequence):
         self.arrays = bool(columns) and all(type(values) is np.ndarray for values in columns.values())
         #: what each store has encoded of these events: ``{id(store): (store, state)}`` (see ``_frame_runs``)
         self.encodings: dict = {}
+        #: (n, columns) array of one dtype whose columns are the columns' arrays, in order; or None
+        self.matrix = None
 
     @classmethod
     def from_frame(cls, X: pd.DataFrame) -> Columns:
@@ -62,10 +64,12 @@ class Columns(Sequence):
         if not X.columns.is_unique:
             dup = X.columns[X.columns.duplicated()][0]
             raise ValueError(f"X: expected one column per feature, got column {dup!r} twice")
-        dtypes = set(X.dtypes.tolist())
-        if len(dtypes) == 1 and isinstance(dtype := dtypes.pop(), np.dtype) and dtype.kind in "iufb":
-            A = X.to_numpy()  # one block of one dtype: its columns are views of one array
-            return cls({name: A[:, j] for j, name in enumerate(X.columns.tolist())}, len(X))
+        A = X.to_numpy()  # integers, or booleans, only when every column holds them (ints and floats: floats)
+        if A.dtype.kind in "iub" or (A.dtype.kind == "f" and all(
+                isinstance(dtype, np.dtype) and dtype.kind == "f" for dtype in X.dtypes.tolist())):
+            events = cls({name: A[:, j] for j, name in enumerate(X.columns.tolist())}, len(X))
+            events.matrix = A  # its columns are views of one array
+            return events
         columns = {}
         for name, s in X.items():
             dtype = s.dtype

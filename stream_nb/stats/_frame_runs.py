@@ -58,13 +58,17 @@ class _State:
     """What one store has encoded of one :class:`Columns` of arrays (see the module notes)."""
 
     __slots__ = ("epoch", "flags", "keys", "refs", "D", "G", "bad", "unknown", "yc", "label_key", "labels",
-                 "nonplain", "names")
+                 "nonplain", "names", "block", "block_unknown", "block_key")
 
     def __init__(self):
         self.epoch = self.flags = self.label_key = self.D = self.G = self.yc = self.labels = None
         self.keys, self.refs, self.bad, self.unknown = {}, {}, {}, {}
         self.nonplain = None
         self.names = ()
+        #: the columns encoded together from the matrix (:meth:`ArrayRuns._encode_block`), ``block_unknown`` the
+        #: events with a value never seen among them (None: none); valid while ``block_key`` is the store's
+        self.block: dict = {}
+        self.block_unknown = self.block_key = None
 
 
 class ArrayRuns:
@@ -113,14 +117,22 @@ class ArrayRuns:
             if state.flags != flags:
                 state.keys.clear()
         columns, changed = xs.columns, False
+        if xs.matrix is not None and (fresh or state.block_key != self._block_key()):
+            state.block, state.block_key, changed = {}, None, True
+            if self._encode_block(xs, state, start):
+                for name in columns:  # the block's columns are its now
+                    state.keys.pop(name, None)
+                    state.bad.pop(name, None)
+                    state.unknown.pop(name, None)
         for name, values in columns.items():
+            if name in state.block:
+                continue
             f = self.feature_index.get(name)
             key, refs = self._column_key(f) if f is not None else ((None,), ())
             if state.keys.get(name) == key:
                 continue
             state.keys[name], state.refs[name], changed = key, refs, True
-            bad, unknown = self._encode_array(name, f, values, start, state, complete)
-            state.bad[name], state.unknown[name] = bad, unknown
+            state.bad[name], state.unknown[name] = self._encode_array(name, f, values, start, state, complete)
         if state.names != tuple(self.features) or changed:  # features the events lack: missing in every event
             absent = [f for f, name in enumerate(self.features) if name not in columns]
             lacking = complete and any(self.kinds[f] != GAUSS for f in absent)
@@ -131,7 +143,9 @@ class ArrayRuns:
             state.label_key, state.yc = label_key, self._label_codes(ys, state)
         bad = [b for b in state.bad.values() if b is not None]
         nonplain = np.logical_or.reduce(bad)[start:] if bad else np.zeros(n - start, dtype=bool)
-        unknown = [u for u in state.unknown.values() if u is not None]
+        unknown = [u for name, u in state.unknown.items() if u is not None and name not in state.block]
+        if state.block and state.block_unknown is not None:
+            unknown.append(state.block_unknown)
         if unknown:
             unknown = np.logical_or.reduce(unknown)[start:]
             nonplain |= unknown & (state.yc[start:] >= 0) if unseen else unknown
@@ -139,6 +153,54 @@ class ArrayRuns:
         state.nonplain = np.empty(n, dtype=bool)
         state.nonplain[start:] = nonplain
         state.epoch, state.flags = self.epoch, flags
+
+    def _block_key(self) -> tuple:
+        """What the block's table depends on: the store's values (only ever appended to, by ``_add_value``,
+        until a two-layer store derives a new coarse layer) and its promotions (a feature turning numeric)."""
+        return id(self.values), len(self.value_keys), len(self.promoted), len(self.features)
+
+    def _encode_block(self, xs: Columns, state: _State, start: int) -> bool:
+        """Encode the columns of an integer (or boolean) matrix at once, when each is a categorical feature
+        that takes its values as they are and they span few values: one table (columns, range) of value
+        columns, one gather. Returns whether it did (else each column is encoded alone)."""
+        A = xs.matrix
+        if A.dtype.kind not in "iub" or A.dtype == np.uint64 or len(A) <= start:  # (uint64 + int64: floats)
+            return False
+        names = tuple(xs.columns)
+        fs = [self.feature_index.get(name) for name in names]
+        t = bool if A.dtype.kind == "b" else int
+        if None in fs or not all(self.kinds[f] == CAT and t in self._vt_ok[f] for f in fs):
+            return False
+        sub = A[start:].view(np.uint8) if t is bool else A[start:]
+        lo, hi = sub.min(axis=0), sub.max(axis=0)
+        key = (self._block_key(), names, lo.tobytes(), hi.tobytes())
+        held = self._cache.get("block_table")
+        if held is None or held[0] != key:  # the table of the last frame serves the next one of the same values
+            width = int((hi - lo).max()) + 1
+            if width > _RANGE + 2 * len(sub):
+                return False
+            table = np.zeros((len(fs), width), dtype=np.int64)  # (beyond a column's range: never read)
+            for j, (f, low, high) in enumerate(zip(fs, lo.tolist(), hi.tolist())):
+                get = self.values[f].get
+                table[j, : high - low + 1] = [get(t(v), _UNKNOWN) for v in range(low, high + 1)]
+            unseen = bool((table == _UNKNOWN).any())
+            held = self._cache["block_table"] = (key, table.ravel(), np.arange(len(fs)) * width - lo, unseen,
+                                                 self.values)
+        _, flat, offset, unseen, _ = held
+        codes = flat[sub + offset]  # each value's entry in its column's row of the table
+        state.block_unknown = None
+        if unseen:
+            unknown = codes == _UNKNOWN
+            codes[unknown] = 0  # a value never seen: column 0, as encode() gives it
+            state.block_unknown = np.zeros(len(A), dtype=bool)
+            state.block_unknown[start:] = unknown.any(axis=1)
+        if fs == list(range(state.D.shape[1])):
+            state.D[start:] = codes
+        else:
+            state.D[start:, fs] = codes
+        state.block = dict.fromkeys(names)
+        state.block_key, state.refs[_BLOCK] = self._block_key(), self.values  # (kept: its id stays its own)
+        return True
 
     def _label_codes(self, ys: list, state: _State) -> np.ndarray:
         """Each label's class index: -1 unlabeled (None), -2 a label no run takes (a class not known yet,
@@ -257,3 +319,5 @@ class ArrayRuns:
 
 #: The key of the mask that marks every event bad when a feature the events lack is missing under ``complete``.
 _ABSENT = object()
+#: The key under which the state keeps the object the block's key names by id.
+_BLOCK = object()
