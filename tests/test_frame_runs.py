@@ -76,6 +76,19 @@ def typed_frames(draw):
     return typed_frame(draw, n), draw(st.lists(labels, min_size=n, max_size=n))
 
 
+@st.composite
+def matrix_frames(draw):
+    """A frame of one dtype (integers, booleans or floats: one array underneath), its columns in a drawn
+    order, values and classes appearing for the first time anywhere in it."""
+    n, k = draw(st.integers(1, 40)), draw(st.integers(1, 5))
+    dtype = draw(st.sampled_from(["int64", "int8", "bool", "float64"]))
+    cell = {"int64": st.integers(-2, 3), "int8": st.integers(0, 60), "bool": st.booleans(),
+            "float64": st.one_of(st.sampled_from([0.5, 1.0, float("inf"), float("nan")]), st.floats(-2, 2))}[dtype]
+    names = draw(st.permutations(["a", "b", "c", "d", "e"]))[:k]
+    rows = draw(st.lists(st.lists(cell, min_size=k, max_size=k), min_size=n, max_size=n))
+    return pd.DataFrame(rows, columns=names).astype(dtype), draw(st.lists(labels, min_size=n, max_size=n))
+
+
 def records(X: pd.DataFrame) -> list:
     """The rows a user's loop takes: ``to_dict("records")``, ``pd.NA`` as None (pandas' missing value)."""
     return [{k: None if v is pd.NA else v for k, v in row.items()} for row in X.to_dict("records")]
@@ -112,6 +125,75 @@ def test_typed_columns_give_the_loop_over_their_rows(name, warm, stream, as_seri
         given_ys = pd.Series(ys, dtype=object) if as_series else ys
         assert_same(framed.prequential_many(X, given_ys), reference(looped, X, ys))
     assert_same_counts(framed, looped)
+
+
+@pytest.mark.parametrize("name", ["nb", "nb-bins", "aode", "tan", "kdb"])
+@SETTINGS
+@given(frames=st.lists(matrix_frames(), min_size=1, max_size=3))
+def test_frames_of_one_dtype_give_the_loop_over_their_rows(name, frames):
+    """Integer and boolean frames take the one gather through a table of each column's values (kept from one
+    frame to the next of the same values); float frames a column at a time."""
+    framed, looped = MODELS[name](), MODELS[name]()
+    for X, ys in frames:
+        assert_same(framed.prequential_many(X, ys), reference(looped, X, ys))
+    assert_same_counts(framed, looped)
+
+
+def run_lengths(monkeypatch) -> list:
+    """The length of every vectorised run from now on (0: none taken at that event)."""
+    from stream_nb.learners._runs import VectorisedRuns
+
+    lengths: list = []
+    run = VectorisedRuns._prequential_run
+
+    def spy(self, xs, ys, start, out):
+        stop = run(self, xs, ys, start, out)
+        lengths.append(stop - start)
+        return stop
+
+    monkeypatch.setattr(VectorisedRuns, "_prequential_run", spy)
+    return lengths
+
+
+@pytest.mark.parametrize("name", ["nb", "aode", "kdb"])
+def test_a_new_value_or_class_mid_frame_ends_a_run_and_only_its_column_is_encoded_again(name, monkeypatch):
+    """A frame of 24 binary columns (LED's shape) with a new value at row 300 and a new class at row 400: the
+    rows are scored and learned in the runs the same rows as dicts take (but for the two rows, which the
+    dicts' runs may learn in place, and the row after each); after the new value only its column is encoded
+    again."""
+    from stream_nb.stats._frame_runs import ArrayRuns
+
+    rng = np.random.default_rng(7)
+    A = rng.integers(0, 2, size=(600, 24))
+    A[300, 5] = 2  # a value never seen
+    X = pd.DataFrame(A, columns=[f"f{j}" for j in range(24)]).astype({"f3": float, "f4": bool})
+    ys = rng.choice(["a", "b", "c"], size=600).tolist()
+    ys[400] = "d"  # a class never seen
+    X_all, ys_all = X, ys
+    warm = MODELS[name]()
+    warm.prequential_many(X.iloc[:100], ys[:100])
+    looped = MODELS[name]()
+    loop(looped, list(zip(records(X.iloc[:100]), ys[:100])))
+    lengths = run_lengths(monkeypatch)
+    encoded = []
+    column = ArrayRuns._encode_array
+
+    def spy(self, name, f, values, start, state, complete):
+        encoded.append((name, start))
+        return column(self, name, f, values, start, state, complete)
+
+    monkeypatch.setattr(ArrayRuns, "_encode_array", spy)
+    X, ys = X.iloc[100:], ys[100:]
+    assert_same(warm.prequential_many(X, ys), reference(looped, X, ys))
+    assert_same_counts(warm, looped)
+    in_runs = sum(n for n in lengths if n >= 2)
+    lengths.clear()
+    as_dicts = MODELS[name]()
+    as_dicts.prequential_many(records(X_all.iloc[:100]), ys_all[:100])
+    lengths.clear()
+    as_dicts.prequential_many(records(X), ys)
+    assert in_runs >= sum(n for n in lengths if n >= 2) - 4 and in_runs >= 400, (in_runs, lengths)
+    assert ("f5", 201) in encoded and not [e for e in encoded if e[1] > 0 and e[0] != "f5"], encoded
 
 
 def test_a_bad_value_is_that_rows_error_and_the_rest_goes_on():
