@@ -465,6 +465,7 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
         counts every event would have seen (see :mod:`stream_nb.stats._running` and
         :mod:`stream_nb.learners._dependence_runs`).
 
+        ``xs`` may be a DataFrame (its rows, each value from its own column; labels a list, Series or array).
         Returns one ``(prediction, proba)`` or error per event.
 
         >>> from stream_nb import NaiveBayes
@@ -489,7 +490,7 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
         """:meth:`prequential_iter`'s results, each run in a ``make_run()`` (``prequential_blocks``: whole)."""
         if len(xs) != len(ys):
             raise ValueError(f"{name}: {len(xs)} events but {len(ys)} labels")
-        xs, ys = frame_events(xs, ys)  # a DataFrame: its columns as arrays
+        xs, ys = frame_events(xs, ys)  # a DataFrame: numpy columns (stream_nb.stats._frame_runs)
         i, n, runs = 0, len(xs), self._run_events(xs)  # the events as runs read them (None: no runs)
         while i < n:
             run = make_run()

@@ -4,8 +4,8 @@
 :class:`~stream_nb.stats.Columns` of arrays here. Each column is encoded at once
 for all the events from the run's start: a categorical feature's values become
 value columns through a table over the column's distinct values (a table over
-the range for integers and booleans, ``np.unique`` for floats, ``pd.factorize``
-for Python objects), so the only Python step is per distinct value; a numeric
+the range for integers and booleans, ``np.unique`` for floats, a dict of the
+first row of each for Python objects), so the only Python step is per distinct value; a numeric
 feature's floats are taken as they are, a discretised one's binned by
 ``bin_many``. Each event is then *plain* or not, as ``encode_run`` defines it,
 by the same rules of value types as one event at a time (:data:`PLAIN_TYPES`:
@@ -21,11 +21,10 @@ from __future__ import annotations
 
 import math
 import sys
-from itertools import repeat
+from itertools import count, repeat
 
 import numpy as np
 
-from .._pandas import pd
 from ._columns import Columns
 from ._values import CAT, GAUSS, NONE_TYPE, NUMERIC_LIMIT, hashable, number_column
 
@@ -310,9 +309,14 @@ class ArrayRuns:
             taken &= np.fromiter(map(ok.__contains__, map(type, values)), dtype=bool, count=len(a))
         out = np.where(missing, -1, _BAD)
         if taken.any():
-            codes, uniques = pd.factorize(a[taken])  # (True and 1 are one: taken values are of one JSON type)
-            lut = np.array([_BAD if isinstance(v, (float, np.floating)) and math.isinf(v) else vals.get(v, _UNKNOWN)
-                            for v in uniques.tolist()], dtype=np.int64)
+            # each distinct value, keyed by the row it first occurs in (True and 1 would be one key: the values
+            # taken are of the feature's JSON type)
+            taken_values = a[taken].tolist() if not taken.all() else values
+            first: dict = {}
+            codes = np.fromiter(map(first.setdefault, taken_values, count()), dtype=np.int64, count=len(taken_values))
+            lut = np.empty(len(taken_values), dtype=np.int64)
+            for v, row in first.items():
+                lut[row] = _BAD if isinstance(v, (float, np.floating)) and math.isinf(v) else vals.get(v, _UNKNOWN)
             out[taken] = lut[codes]
         return out
 
