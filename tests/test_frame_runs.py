@@ -237,6 +237,18 @@ def test_learn_events_and_blocks_take_a_dataframe(name):
     assert sum(item.stop - item.start if hasattr(item, "stop") else 1 for item in blocks) == len(X)
 
 
+def test_unlearn_events_takes_back_a_dataframe():
+    """learn_events then unlearn_events of one DataFrame leave the counts of a model that never saw it."""
+    X = pd.DataFrame({"a": ["x", "y", "x", "y"], "n": [1, 2, 1, 2], "t": [0.5, 1.5, -1.0, 2.0]})
+    ys = ["p", "q", "p", "q"]
+    before, model = NaiveBayes(), NaiveBayes()
+    for m in (before, model):
+        m.learn_events(X.iloc[:2], ys[:2])
+    model.learn_events(X.iloc[2:], ys[2:])
+    model.unlearn_events(X.iloc[2:], ys[2:])
+    assert_same_counts(model, before)
+
+
 def test_columns_of_arrays_are_the_events_as_dicts():
     """Columns of numpy arrays (not only a DataFrame's) go through the same numpy encoding."""
     xs = Columns({"a": np.array(["x", "y", None, "x"], dtype=object), "t": np.array([0.5, np.nan, 1.5, 2.0]),
