@@ -118,12 +118,12 @@ class ArrayRuns:
         columns, changed = xs.columns, False
         if xs.matrix is not None and (fresh or state.block_key != self._block_key()):
             state.block, state.block_key, changed = {}, None, True
-            if self._encode_block(xs, state, start):
+            if self._encode_block(xs, state, start) and state.keys:
                 for name in columns:  # the block's columns are its now
                     state.keys.pop(name, None)
                     state.bad.pop(name, None)
                     state.unknown.pop(name, None)
-        for name, values in columns.items():
+        for name, values in columns.items() if len(state.block) < len(columns) else ():
             if name in state.block:
                 continue
             f = self.feature_index.get(name)
@@ -133,8 +133,8 @@ class ArrayRuns:
             state.keys[name], state.refs[name], changed = key, refs, True
             state.bad[name], state.unknown[name] = self._encode_array(name, f, values, start, state, complete)
         if state.names != tuple(self.features) or changed:  # features the events lack: missing in every event
-            absent = [f for f, name in enumerate(self.features) if name not in columns]
-            lacking = complete and any(self.kinds[f] != GAUSS for f in absent)
+            lacking = complete and any(self.kinds[f] != GAUSS for f, name in enumerate(self.features)
+                                       if name not in columns)
             state.bad[_ABSENT] = np.ones(n, dtype=bool) if lacking else None
             state.names = tuple(self.features)
         label_key = (len(self.classes), len(self._label_ok))
