@@ -55,7 +55,8 @@ rows = st.lists(st.tuples(st.fixed_dictionaries({}, optional=row_values), labels
 
 def typed_frame(draw, n: int) -> pd.DataFrame:
     """A frame of columns of one dtype each, in a drawn order: int64, bool, float64 (NaN), strings (None),
-    pandas' nullable Int64 (``pd.NA``) and an int64 column of a numeric feature's values."""
+    pandas' nullable Int64 and boolean (``pd.NA``), categorical and string dtypes, and an int64 column of
+    many values."""
     columns = {
         "n": pd.Series(draw(st.lists(st.integers(0, 4), min_size=n, max_size=n)), dtype="int64"),
         "b": pd.Series(draw(st.lists(st.booleans(), min_size=n, max_size=n)), dtype=bool),
@@ -64,6 +65,9 @@ def typed_frame(draw, n: int) -> pd.DataFrame:
         "s": pd.Series(draw(st.lists(st.sampled_from(["u", "v", "w", None]), min_size=n, max_size=n)), dtype=object),
         "k": pd.Series(draw(st.lists(st.one_of(st.none(), st.integers(0, 2)), min_size=n, max_size=n)), dtype="Int64"),
         "t": pd.Series(draw(st.lists(st.integers(-50, 50), min_size=n, max_size=n)), dtype="int64"),
+        "c": pd.Series(draw(st.lists(st.sampled_from(["p", "q", None]), min_size=n, max_size=n)), dtype="category"),
+        "g": pd.Series(draw(st.lists(st.one_of(st.none(), st.booleans()), min_size=n, max_size=n)), dtype="boolean"),
+        "r": pd.Series(draw(st.lists(st.sampled_from(["u", "z", None]), min_size=n, max_size=n)), dtype="str"),
     }
     names = draw(st.permutations(list(columns)))
     keep = draw(st.lists(st.sampled_from(names), min_size=1, unique=True))
@@ -90,7 +94,8 @@ def matrix_frames(draw):
 
 
 def records(X: pd.DataFrame) -> list:
-    """The rows a user's loop takes: ``to_dict("records")``, ``pd.NA`` as None (pandas' missing value)."""
+    """The rows a user's loop takes: ``to_dict("records")`` (NaN kept), ``pd.NA`` as None: pandas' missing
+    value, which ``learn_one`` would refuse."""
     return [{k: None if v is pd.NA else v for k, v in row.items()} for row in X.to_dict("records")]
 
 
