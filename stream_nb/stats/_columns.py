@@ -65,10 +65,11 @@ class Columns(Sequence):
             dup = X.columns[X.columns.duplicated()][0]
             raise ValueError(f"X: expected one column per feature, got column {dup!r} twice")
         A = X.to_numpy()  # integers, or booleans, only when every column holds them (ints and floats: floats)
-        if A.dtype.kind in "iub" or (A.dtype.kind == "f" and all(
-                isinstance(dtype, np.dtype) and dtype.kind == "f" for dtype in X.dtypes.tolist())):
-            events = cls({name: A[:, j] for j, name in enumerate(X.columns.tolist())}, len(X))
-            events.matrix = A  # its columns are views of one array
+        if A.shape[1] and (A.dtype.kind in "iub" or (A.dtype.kind == "f" and all(
+                isinstance(dtype, np.dtype) and dtype.kind == "f" for dtype in X.dtypes.tolist()))):
+            events = cls.__new__(cls)  # (columns of one length, all arrays: nothing to check)
+            events.columns = dict(zip(X.columns.tolist(), A.T))  # each column a view of the one array
+            events._n, events.arrays, events.encodings, events.matrix = len(A), True, {}, A
             return events
         columns = {}
         for name, s in X.items():
