@@ -242,6 +242,27 @@ def test_learn_events_and_blocks_take_a_dataframe(name):
     assert sum(item.stop - item.start if hasattr(item, "stop") else 1 for item in blocks) == len(X)
 
 
+@pytest.mark.parametrize("half_life", [None, 40.0])
+def test_a_time_column_is_each_rows_time(half_life):
+    """With ``time_field``, the frame's time column gives each row its time (decay in event time), as the
+    loop over the rows; a time the model refuses is that row's error; a missing one (NaN) is no time."""
+    rng = np.random.default_rng(3)
+    n = 300
+    X = pd.DataFrame({"a": rng.choice(["x", "y", "z"], n), "v": rng.normal(size=n), "ts": np.arange(n) * 3.0})
+    X.loc[100, "ts"] = np.inf  # refused: bad_time
+    ys = rng.choice(["p", "q"], n).tolist()
+    framed, looped = (NaiveBayes(time_field="ts", half_life=half_life) for _ in range(2))
+    results = framed.prequential_many(X, ys)
+    assert isinstance(results[100], InvalidEventError) and results[100].reason == "bad_time"
+    assert_same(results, reference(looped, X, ys))
+    assert_same_counts(framed, looped)
+    X.loc[7, "ts"] = np.nan
+    rows = records(X)
+    del rows[7]["ts"]
+    framed, looped = (NaiveBayes(time_field="ts", half_life=half_life) for _ in range(2))
+    assert_same(framed.prequential_many(X, ys), loop(looped, list(zip(rows, ys))))
+
+
 def test_unlearn_events_takes_back_a_dataframe():
     """learn_events then unlearn_events of one DataFrame leave the counts of a model that never saw it."""
     X = pd.DataFrame({"a": ["x", "y", "x", "y"], "n": [1, 2, 1, 2], "t": [0.5, 1.5, -1.0, 2.0]})
