@@ -286,6 +286,15 @@ def test_columns_of_arrays_are_the_events_as_dicts():
     assert_same_counts(framed, looped)
 
 
+def test_the_same_columns_given_twice_with_other_labels():
+    """What a call encoded of a Columns is not read by the next call, whose labels (or arrays) may differ."""
+    xs = Columns({"a": np.array(["x", "y", "x", "y"], dtype=object), "n": np.array([1, 2, 1, 2])})
+    framed, looped = NaiveBayes(), NaiveBayes()
+    for ys in (["p", "q", "p", "q"], ["q", "p", "q", "p"], [None, "p", None, "r"]):
+        assert_same(framed.prequential_many(xs, ys), loop(looped, list(zip(list(xs), ys))))
+    assert_same_counts(framed, looped)
+
+
 def test_a_frame_with_a_column_twice_is_refused():
     X = pd.DataFrame([[1, 2]], columns=["a", "a"])
     with pytest.raises(ValueError, match="column 'a' twice"):

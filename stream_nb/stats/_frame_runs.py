@@ -39,10 +39,13 @@ _RANGE = 64
 
 def frame_events(xs, ys):
     """``(xs, ys)`` as the runs read them: a pandas DataFrame as :class:`Columns` of arrays (its labels
-    a list, NaN and None unlabeled); labels given as an array or a Series as a list; anything else as is."""
+    a list, NaN and None unlabeled); labels given as an array or a Series as a list; anything else as is.
+    Called once by each method that takes many events, before it reads them."""
     pandas = sys.modules.get("pandas")  # a DataFrame's caller has imported pandas: no import here
     if pandas is not None and isinstance(xs, pandas.DataFrame):
         xs = Columns.from_frame(xs)
+    elif isinstance(xs, Columns):
+        xs.encodings.clear()  # encoded afresh in each call: its arrays or the labels may have changed since
     if type(ys) is not list and (isinstance(ys, np.ndarray) or (pandas is not None and isinstance(ys, pandas.Series))):
         values = ys.to_numpy(dtype=object, na_value=None) if not isinstance(ys, np.ndarray) else ys
         ys = values.tolist()
