@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from itertools import repeat
 from operator import itemgetter, methodcaller
 
 import numpy as np
@@ -205,11 +206,16 @@ class Frames:
                         if not stop:
                             break
                 vmap = self.values[f]
-                try:
-                    cols = list(map(vmap.get, vals))
-                except TypeError:  # an unhashable value: find it
-                    cols = [vmap.get(v) if hashable(v) else -2 for v in vals]
-                if None in cols or -2 in cols:
+                try:  # the usual window: every value known (a column, never 0), read into an array at once
+                    cols = np.fromiter(map(vmap.get, vals, repeat(0)), dtype=np.int64, count=len(vals))
+                except TypeError:  # an unhashable value: found below
+                    cols = None
+                if cols is None or not cols.all():  # a value not known (or unhashable): the list, value by value
+                    try:
+                        cols = list(map(vmap.get, vals))
+                    except TypeError:  # an unhashable value: find it
+                        cols = [vmap.get(v) if hashable(v) else -2 for v in vals]
+                if type(cols) is list and (None in cols or -2 in cols):
                     for i, (col, v) in enumerate(zip(cols, vals)):
                         if col is None and (v is None or (type(v) is float and v != v)):
                             if complete:  # a missing value, learned by EM one at a time
