@@ -212,6 +212,18 @@ def test_a_bad_value_is_that_rows_error_and_the_rest_goes_on():
     assert_same_counts(model, looped)
 
 
+@pytest.mark.parametrize("as_frame", [False, True])
+def test_an_infinite_category_is_that_rows_error_in_a_run_too(as_frame):
+    """An unlabeled event with an infinite value of a categorical feature is refused in a run as by the loop
+    (it is no category), not scored as a value never seen."""
+    xs = [{"a": 1.0}, {"a": 2.0}, {"a": 1.0}, {"a": float("inf")}, {"a": 2.0}]
+    ys = ["p", "q", "p", None, "q"]
+    model, looped = NaiveBayes(types={"a": "categorical"}), NaiveBayes(types={"a": "categorical"})
+    out = model.prequential_many(pd.DataFrame(xs) if as_frame else xs, ys)
+    assert isinstance(out[3], InvalidEventError)
+    assert_same(out, loop(looped, list(zip(xs, ys))))
+
+
 def test_ints_beside_floats_stay_ints():
     """A row of a frame of int and float columns reads each value from its own column: 2 stays the
     category 2 (pandas' row would make it 2.0, a new numeric feature)."""

@@ -224,7 +224,7 @@ class Frames:
                             cols[i] = -1
                         elif col is None and fresh is not None and (code := fresh[0].get((f, v))) is not None:
                             cols[i] = code  # met first in an earlier labeled row of the run: known from there
-                        elif col is None and unseen and yc[i] < 0:
+                        elif col is None and unseen and yc[i] < 0 and not (isinstance(v, float) and math.isinf(v)):
                             cols[i] = 0  # a value never seen, only predicted: column 0, as encode() gives it
                         elif (col is None and fresh is not None and yc[i] >= 0 and len(fresh[1]) < fresh[2]
                               and self._new_in_run(f, v)):
