@@ -6,6 +6,7 @@ import random
 import subprocess
 import sys
 
+import numpy as np
 import orjson
 
 from stream_nb.engine._pending import JOINED, LABEL, PENDING, PendingStore
@@ -186,7 +187,9 @@ def test_rows_holding_every_feature_come_back_whole_and_in_order():
         assert [list(x.items()) for x in store.features_many(some)] == [list(store.features(r).items()) for r in some]
     assert store.columns_many(rows[:3] + [odd]) is None  # a value of the other kind: features_many gives it
     columns = store.columns_many([part] + rows[:3])
-    assert columns.columns["z"][0] is None and columns.columns["c"][0] == "a"  # absent cells are None
+    # numpy columns (the runs encode them with numpy): an absent numeric cell is NaN, an absent categorical one None
+    assert columns.arrays and np.isnan(columns.columns["z"][0]) and columns.columns["c"][0] == "a"
+    assert columns.columns["m"][0] is None and columns.columns["z"].dtype == np.float64
     assert [list(x.items()) for x in columns] == [list(store.features(r).items()) for r in [part] + rows[:3]]
 
 

@@ -226,15 +226,12 @@ class FeatureCells:
         columns = {}
         cat = self.cat[rows]
         for name, j in self.cat_names.items():
-            columns[name] = by_code[cat[:, j] - 1].tolist()
+            columns[name] = by_code[cat[:, j] - 1]  # Python values, None where empty
         num = self.num[rows]
-        floats = (num - np.uint64(1)).view(np.float64)  # an absent cell wraps: replaced by None
+        floats = (num - np.uint64(1)).view(np.float64)  # an absent cell wraps to a NaN: missing
         for name, j in self.num_names.items():
-            column = floats[:, j].tolist()
-            if not num[:, j].all():
-                column = [v if present else None for v, present in zip(column, (num[:, j] != 0).tolist())]
-            columns[name] = column
-        return Columns(columns, len(rows))
+            columns[name] = floats[:, j]
+        return Columns(columns, len(rows))  # numpy columns: the runs encode them with numpy
 
     def forget_features(self, row: int) -> None:
         """Clear the cells of ``row`` (its id, time and state stay)."""

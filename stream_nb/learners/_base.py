@@ -54,7 +54,7 @@ from river import base
 
 from .._checks import check_choice, check_integer, check_number
 from ..exceptions import ConfigError, InvalidEventError, MergeError
-from ..stats import Encoded, Stats, TwoLayerStats, is_missing_label
+from ..stats import Encoded, Stats, TwoLayerStats, frame_events, is_missing_label
 from ._decision import LossMatrix, decide, log_prior, normalise
 from ._batches import MiniBatches
 from ._detectors import detector_spec
@@ -473,6 +473,7 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
         counts every event would have seen (see :mod:`stream_nb.stats._running` and
         :mod:`stream_nb.learners._dependence_runs`).
 
+        ``xs`` may be a DataFrame (its rows, each value from its own column; labels a list, Series or array).
         Returns one ``(prediction, proba)`` or error per event.
 
         >>> from stream_nb import NaiveBayes
@@ -497,6 +498,7 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
         """:meth:`prequential_iter`'s results, each run in a ``make_run()`` (``prequential_blocks``: whole)."""
         if len(xs) != len(ys):
             raise ValueError(f"{name}: {len(xs)} events but {len(ys)} labels")
+        xs, ys = frame_events(xs, ys)  # a DataFrame: numpy columns (stream_nb.stats._frame_runs)
         i, n, runs = 0, len(xs), self._run_events(xs)  # the events as runs read them (None: no runs)
         while i < n:
             run = make_run()

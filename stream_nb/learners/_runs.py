@@ -18,7 +18,7 @@ import typing
 import numpy as np
 
 from ..exceptions import InvalidEventError
-from ..stats import Columns, exclusive_counts, gaussian_loglik, is_missing_label, running_moments
+from ..stats import Columns, exclusive_counts, frame_events, gaussian_loglik, is_missing_label, running_moments
 from ._decay_runs import decay_run
 from ._decision import log_prior, normalise
 
@@ -166,6 +166,7 @@ class VectorisedRuns(abc.ABC):
         """
         if len(xs) != len(ys):
             raise ValueError(f"learn_events: {len(xs)} events but {len(ys)} labels")
+        xs, ys = frame_events(xs, ys)  # a DataFrame: its columns as arrays
         if not watch:
             with self.drift_paused():
                 return self.learn_events(xs, ys, receipts)

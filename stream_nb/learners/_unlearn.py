@@ -39,7 +39,7 @@ import typing
 import numpy as np
 
 from ..exceptions import UnlearnError
-from ..stats import CAT, Columns, check_event, is_missing_label
+from ..stats import CAT, Columns, check_event, frame_events, is_missing_label
 from ._receipt_state import receipt_parts, receipts_state
 
 __all__ = ["Receipt", "Unlearning"]
@@ -149,6 +149,7 @@ class Unlearning:
             raise ValueError(f"unlearn_events: {len(xs)} events but {len(ys)} labels")
         if not len(xs):
             return
+        xs, ys = frame_events(xs, ys)  # a DataFrame: numpy columns
         if not self.unlearns_plainly():
             raise UnlearnError(f"{type(self).__name__}: {self._receipts_why()}; take each event back with "
                                "unlearn_one and its receipt", reason="needs_receipt")

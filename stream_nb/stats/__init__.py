@@ -67,6 +67,7 @@ module             what it holds
 ``_promotion.py``  a categorical feature turning numeric, its counts converted
 ``_encoding.py``   one event as indices: for prediction, and for learning
 ``_frames.py``     many events: runs of plain events, DataFrames
+``_frame_runs.py`` runs of events given as numpy columns (a DataFrame's), encoded with numpy
 ``_adding.py``     adding events, expected counts (EM) and batches to the counts
 ``_gaussian.py``   Gaussian moments and their log-density
 ``_merging.py``    merging two stores
@@ -93,6 +94,7 @@ from ._discretise import Discretiser
 from ._forgetting import (capture, capture_difference, capture_nbytes, count_difference, replace_counts, scale_counts,
                           subtract_counts)
 from ._fine import TwoLayerStats
+from ._frame_runs import frame_events
 from ._journal import JournalReader, JournalWriter
 from ._mdl import mdl_cuts
 from ._gaussian import gaussian_loglik, variance_floor
@@ -112,5 +114,5 @@ __all__ = [
     "check_event", "describe_type", "is_missing_label", "json_type", "validate_label",
     "capture", "capture_difference", "capture_nbytes", "count_difference", "replace_counts", "scale_counts",
     "subtract_counts", "G_TEST_ALPHA", "chi2_quantile", "cmi_from_cells", "mutual_information_with_class",
-    "set_pair_rule", "choose_tuples",
+    "set_pair_rule", "choose_tuples", "frame_events",
 ]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from itertools import repeat
 from operator import itemgetter, methodcaller
 
 import numpy as np
@@ -83,6 +84,8 @@ class Frames:
         missing or Gaussian, ``G`` its Gaussian values (rows, slots) with NaN
         where missing, ``yc`` its class indices (-1: unlabeled).
         """
+        if isinstance(xs, Columns) and xs.arrays:  # numpy columns (a DataFrame's): encoded with numpy
+            return self.encode_array_run(xs, ys, start, complete, limit, unseen)
         end = min(len(xs), start + limit)
         at, size, parts = start, self._window, []
         self.run_new = None
@@ -203,11 +206,16 @@ class Frames:
                         if not stop:
                             break
                 vmap = self.values[f]
-                try:
-                    cols = list(map(vmap.get, vals))
-                except TypeError:  # an unhashable value: find it
-                    cols = [vmap.get(v) if hashable(v) else -2 for v in vals]
-                if None in cols or -2 in cols:
+                try:  # the usual window: every value known (a column, never 0), read into an array at once
+                    cols = np.fromiter(map(vmap.get, vals, repeat(0)), dtype=np.int64, count=len(vals))
+                except TypeError:  # an unhashable value: found below
+                    cols = None
+                if cols is None or not cols.all():  # a value not known (or unhashable): the list, value by value
+                    try:
+                        cols = list(map(vmap.get, vals))
+                    except TypeError:  # an unhashable value: find it
+                        cols = [vmap.get(v) if hashable(v) else -2 for v in vals]
+                if type(cols) is list and (None in cols or -2 in cols):
                     for i, (col, v) in enumerate(zip(cols, vals)):
                         if col is None and (v is None or (type(v) is float and v != v)):
                             if complete:  # a missing value, learned by EM one at a time
@@ -216,7 +224,7 @@ class Frames:
                             cols[i] = -1
                         elif col is None and fresh is not None and (code := fresh[0].get((f, v))) is not None:
                             cols[i] = code  # met first in an earlier labeled row of the run: known from there
-                        elif col is None and unseen and yc[i] < 0:
+                        elif col is None and unseen and yc[i] < 0 and not (isinstance(v, float) and math.isinf(v)):
                             cols[i] = 0  # a value never seen, only predicted: column 0, as encode() gives it
                         elif (col is None and fresh is not None and yc[i] >= 0 and len(fresh[1]) < fresh[2]
                               and self._new_in_run(f, v)):

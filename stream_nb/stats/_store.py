@@ -9,6 +9,7 @@ from ._candidates import Candidates
 from ._tuple_candidates import TupleCandidates
 from ._discretise import Discretiser
 from ._encoding import Encoding
+from ._frame_runs import ArrayRuns
 from ._frames import Frames
 from ._gaussian import GaussianMoments
 from ._labels import Labels
@@ -22,7 +23,7 @@ from ._values import check_types
 __all__ = ["Stats"]
 
 
-class Stats(Schema, Budget, Candidates, TupleCandidates, Labels, Promotion, Encoding, Frames, Adding, Removing, GaussianMoments, Merging, State):
+class Stats(Schema, Budget, Candidates, TupleCandidates, Labels, Promotion, Encoding, ArrayRuns, Frames, Adding, Removing, GaussianMoments, Merging, State):
     """Additive sufficient statistics over a stream of (x, y) events.
 
     Parameters
