@@ -306,7 +306,8 @@ def _clean_outputs(tmp_path: Path, events: list[dict]) -> list[dict]:
 
 
 def test_kill_9_at_random_points_then_a_restart_writes_each_output_and_dead_letter_once(tmp_path):
-    events = make_events(2500, seed=31, poison_every=89)
+    # enough events that ten kills at random points come before the stream's end (the learners compiled)
+    events = make_events(10000, seed=31, poison_every=89)
     clean = _clean_outputs(tmp_path / "clean", events)
     run = Run(tmp_path / "killed", events)
     reader, dead_reader = Tailer(run.output), Tailer(run.dead)
