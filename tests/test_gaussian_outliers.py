@@ -197,3 +197,21 @@ def test_a_far_value_survives_a_snapshot_and_a_merge_exactly(tmp_path):
         for c in want:
             assert got[c] == pytest.approx(want[c], rel=1e-9, abs=1e-12)
     assert whole.predict_one({"x": 1.0}) == "lo" and whole.predict_proba_one({"x": 1.0})["lo"] >= 0.9
+
+
+@pytest.mark.parametrize("model", [NaiveBayes, AODE])
+def test_a_feature_of_integers_refuses_a_number_its_moments_could_not_hold(model):
+    """A feature inferred from integers counts its numbers as categories until a fraction turns it numeric;
+    a number beyond 1e100 among them would overflow the moments then, so it is refused when it comes, as a
+    numeric feature refuses it, and the model is unchanged."""
+    m = model()
+    m.learn_one({"a": 0}, "x")
+    before = m.predict_proba_one({"a": 0})
+    for far in (1e200, 10**200):
+        with pytest.raises(FeatureTypeError, match="magnitude at most 1e"):
+            m.learn_one({"a": far}, "y")
+    assert m.predict_proba_one({"a": 0}) == before
+    m.learn_one({"a": 0.5}, "x")  # the fraction turns it numeric, with no overflow (warnings are errors here)
+    assert m.predict_proba_one({"a": 0.2}) == {"x": 1.0}
+    with pytest.raises(FeatureTypeError, match="magnitude at most 1e"):
+        model().learn_one({"b": 10**200}, "y")  # a new feature whose first value is such a number

@@ -140,6 +140,8 @@ class Encoding:
                         feats.append(f)
                         continue
                     v = numeric_value(name, v) if f in self.few else categorical_value(name, v)
+                    if f in self.from_int:  # a number it may turn numeric with: within NUMERIC_LIMIT
+                        _numeric_check(name, v)
                     if v is not None:
                         if type(v) not in self._vt_ok[f]:
                             self._check_value(f, name, v)
@@ -158,6 +160,8 @@ class Encoding:
                 continue
             k = self._kind_for(name, v)
             v = categorical_value(name, v) if k == CAT and not self.counts_by_value(name, v) else numeric_value(name, v)
+            if k == CAT and name not in self.types:  # inferred from a number: it may turn numeric
+                _numeric_check(name, v)
             if v is not None:
                 todo.append((name, None, k, v))
         return cols, feats, gs, gx, todo
@@ -228,3 +232,10 @@ class Encoding:
         self.check_label(y)
         enc = self.encode_learn(x, y, known)
         return enc, self.class_of(y)
+
+
+def _numeric_check(name, v) -> None:
+    """Refuse a number beyond :data:`~stream_nb.stats.NUMERIC_LIMIT` as a category of a feature inferred from
+    integers: a fraction later turns that feature numeric, and its moments could not hold the value."""
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        numeric_value(name, v)
