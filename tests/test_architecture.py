@@ -31,7 +31,7 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PACKAGES = ("stream_nb", "connectors")
-MAX_LINES = 600
+MAX_LINES = 1000
 
 #: Layer of each part: a module may import its own layer and those below. The longest prefix
 #: wins; ``stream_nb`` itself (the package's ``__init__``, the public face) only by exact name.
@@ -310,7 +310,7 @@ def test_no_function_local_import_of_our_own_modules():
     assert not found, _report(found)
 
 
-def test_no_module_over_600_lines():
+def test_no_module_over_1000_lines():
     found = long_modules(read_tree(ROOT)[0])
     assert not found, _report(found)
 
@@ -354,7 +354,7 @@ FIXTURE = {
     "stream_nb/tools/__init__.py": "import stream_nb\nfrom . import report\n",
     "stream_nb/tools/report.py": "def plot():\n    import matplotlib\n",
     "stream_nb/stray.py": "",
-    "stream_nb/cli.py": "from . import __version__, daemon, tools\n" + "\n" * 601,
+    "stream_nb/cli.py": "from . import __version__, daemon, tools\n" + "\n" * 1001,
     "connectors/__init__.py": "",
     "connectors/jsonl.py": "from stream_nb.engine import Engine\nfrom stream_nb._checks import is_integer\n",
     "connectors/kafka.py": "from stream_nb.engine._engine import Engine\nfrom .jsonl import _split\n",
@@ -390,7 +390,7 @@ def test_each_rule_catches_its_violation(fixture_tree):
     assert local_imports(imports) == [
         "stream_nb.engine._engine line 6: from stream_nb.stats import Stats: inside a function or class"
     ]
-    assert long_modules(modules) == ["stream_nb.cli: 602 lines (at most 600)"]
+    assert long_modules(modules) == ["stream_nb.cli: 1002 lines (at most 1000)"]
     assert layer_violations(modules, imports) == [
         "stream_nb.stray: in no layer of ARCHITECTURE.md",
         "stream_nb.learners.nb line 2: from stream_nb.engine import Engine: layer 3 imports layer 5",
