@@ -79,3 +79,19 @@ def test_the_site_builds_strictly_with_the_generated_settings_table(tmp_path):
     architecture = (tmp_path / "site" / "architecture" / "index.html").read_text(encoding="utf-8")
     for heading in re.findall(r"^## (.+)$", (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8"), flags=re.M):
         assert html.escape(heading, quote=False) in architecture, heading
+
+
+def test_the_benchmark_plots_are_drawn_from_the_pages_tables(tmp_path, monkeypatch):
+    spec = importlib.util.spec_from_file_location("docs_plots", DOCS / "plots.py")
+    plots = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(plots)
+    monkeypatch.setattr(plots, "OUT", tmp_path)
+    assert plots.main() == 0
+    drawn = sorted(p.name for p in tmp_path.glob("*.png"))
+    page = (DOCS / "benchmarks.md").read_text(encoding="utf-8")
+    embedded = sorted(re.findall(r"\]\(img/(bench-[a-z-]+\.png)\)", page))
+    assert drawn == embedded and len(drawn) == len(plots.PLOTS)
+    for name in drawn:
+        assert (DOCS / "img" / name).is_file(), f"docs/img/{name}: run python docs/plots.py and commit it"
+    rows = plots.table(plots.tables(page), "mean delay D")
+    assert [plots.number(r[0]) for r in rows] == [20, 200, 2000]  # the parser reads the page's own numbers
