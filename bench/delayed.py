@@ -214,7 +214,7 @@ def accuracy_table(n: int, seed: int) -> list:
     return rows
 
 
-#: The join's steps --breakdown times: each a Joiner method, named as the README names it.
+#: The join's steps --breakdown times: each a Joiner method, named as docs/benchmarks.md names it.
 STEPS = {
     "prepare_columns": "giving early labels to their events (a poll's look-up)",
     "hold_sent": "setting aside the unlabeled events sent",

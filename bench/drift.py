@@ -1,6 +1,6 @@
 """Forgetting under concept drift: windows, decay and drift resets against river's contenders.
 
-    python bench/drift.py                      # 100,000 events per stream (the README's table)
+    python bench/drift.py                      # 100,000 events per stream (docs/benchmarks.md, "Drift")
     python bench/drift.py --events 20000       # quicker
     python bench/drift.py --streams STAGGER-abrupt,LED
     python bench/drift.py --memory             # bytes kept per model with a window
@@ -48,7 +48,7 @@ from stream_nb.tools.evaluate import DRIFT_STREAMS, RIVER_STREAMS
 
 DRIFTING = list(DRIFT_STREAMS)
 STREAMS = DRIFTING + ["LED"]
-#: The setting the README recommends (see its "Forgetting" section).
+#: The setting the docs recommend (docs/daemon/settings.md, docs/benchmarks.md "Drift").
 RECOMMENDED_DEFAULT = "nb:window=2000"
 
 

@@ -183,7 +183,7 @@ def cut_point_lines(sname, model, train, weka_cuts) -> list[str]:
 
 
 def diagnosis(name, make, types, edges, train, test, weka_predictions):
-    """``--diagnose``: the rows that tell the bins from the rest of the model (see the README, issue 15)."""
+    """``--diagnose``: the rows that tell the bins from the rest of the model (see docs/benchmarks.md, "Discretiser")."""
     out = []
     variants = {"TAN": [({"tree_score": "cmi"}, False), ({}, True), ({"tree_score": "cmi"}, True)],
                 "AODE": [({"bins": 1}, False), ({"bins": 3}, False)]}[name]

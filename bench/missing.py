@@ -30,7 +30,7 @@ Methods, per model (NaiveBayes, AODE, TAN, default parameters otherwise):
   fractional counts for the missing attributes, their posterior read off the
   observed-only counts the model keeps beside its counts (naive Bayes: given
   the class alone; AODE and TAN: each attribute's counts under the SPODE
-  whose super-parent it is; see the README, "Missing values and EM").
+  whose super-parent it is; see docs/guide/missing.md).
 * ``ignore``: ``missing="ignore"``: the model gets the masked event and
   counts only what was observed.
 * ``mean/mode``: a running per-feature mode (categorical) or mean (numeric)

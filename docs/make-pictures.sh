@@ -1,5 +1,5 @@
 #!/bin/sh
-# Regenerate the pictures and reports under docs/ that the README shows (run from the repository root).
+# Regenerate the pictures and reports under docs/ that the documentation shows (run from the repository root).
 set -e
 stream-nb evaluate --input river:LED --events 20000 --report docs/evaluate-led
 stream-nb evaluate --input river:Agrawal --events 20000 --report docs/evaluate-agrawal

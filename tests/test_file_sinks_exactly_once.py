@@ -53,9 +53,9 @@ def test_the_readme_quick_start_runs_twice_with_the_same_result(tmp_path):
     assert not list(tmp_path.glob(".*inprogress"))
 
 
-def test_the_readme_snapshot_example_runs_twice_without_a_second_copy(tmp_path):
-    readme = (ROOT / "README.md").read_text()
-    command = re.search(r"^\$ (stream-nb run [^\n]*--snapshot-dir[^\n]*)$", readme, flags=re.M).group(1)
+def test_the_docs_snapshot_example_runs_twice_without_a_second_copy(tmp_path):
+    page = (ROOT / "docs" / "operations.md").read_text()
+    command = re.search(r"^\$ (stream-nb run [^\n]*--snapshot-dir[^\n]*)$", page, flags=re.M).group(1)
     assert "--output out.jsonl" in command and "--dead-letter dead.jsonl" in command
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
     files = []
@@ -68,9 +68,9 @@ def test_the_readme_snapshot_example_runs_twice_without_a_second_copy(tmp_path):
     assert len(files[0][0].splitlines()) == 392 and len(files[0][1].splitlines()) == 7
 
 
-def test_the_readme_feedback_example_runs_twice_without_a_second_copy(tmp_path):
-    readme = (ROOT / "README.md").read_text()
-    block = re.search(r"^cat > events.jsonl <<'END'$.*?^sleep 1; kill -TERM \$!; wait$", readme,
+def test_the_docs_feedback_example_runs_twice_without_a_second_copy(tmp_path):
+    page = (ROOT / "docs" / "guide" / "delayed-labels.md").read_text()
+    block = re.search(r"^cat > events.jsonl <<'END'$.*?^sleep 1; kill -TERM \$!; wait$", page,
                       flags=re.M | re.S).group(0)
     # exec: the block runs the command in the background and signals $!, which must be the daemon itself
     script = f'stream-nb() {{ exec {shlex.quote(sys.executable)} -m stream_nb "$@"; }}\n{block}\n'

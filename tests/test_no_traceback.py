@@ -1,7 +1,7 @@
 """Every subcommand, as a user runs it: bad paths, bad values and Ctrl-C give one error line and a
 documented exit status, never a Python traceback.
 
-The exit statuses are the README's table (section "Exit status"): 0 done, 1 runtime failure,
+The exit statuses are the table of the documentation's page "Exit status" (docs/daemon/exit-codes.md): 0 done, 1 runtime failure,
 2 invalid settings or unusable paths (checked before any work), 130 interrupted. ``run`` stops
 on SIGINT by itself once started, so it exits 0 and says where it stopped.
 
@@ -23,7 +23,7 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "events.jsonl"
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+EXIT_STATUS_PAGE = (ROOT / "docs" / "daemon" / "exit-codes.md").read_text(encoding="utf-8")
 
 #: An unwritable place: /proc takes no new file, for root too.
 NOWHERE = "/proc/stream-nb-no-such-dir"
@@ -59,9 +59,8 @@ def error_lines(err: str) -> list[str]:
 # ------------------------------------------------------------------------- the documented statuses
 
 
-def test_the_readme_documents_every_exit_status_these_tests_check():
-    table = README[README.index("### Exit status"):]
-    table = table[: table.index("\n##", 5)]
+def test_the_docs_document_every_exit_status_these_tests_check():
+    table = EXIT_STATUS_PAGE[EXIT_STATUS_PAGE.index("# Exit status"):]
     for status in ("| 0 |", "| 1 |", "| 2 |", "| 130 |"):
         assert status in table
     for command in ("`run`", "`evaluate`, `explain`", "`snapshot inspect`"):

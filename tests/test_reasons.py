@@ -1,8 +1,9 @@
-"""The dead letters' reason codes are one list: the codes the package raises, ``run --help`` and the README's table.
+"""The dead letters' reason codes are one list: the codes the package raises, ``run --help`` and the table of
+the documentation's page of reason codes (docs/daemon/reasons.md).
 
 ``stream_nb.engine.DEAD_LETTER_REASONS`` is the registry; every ``reason="..."``
-given to an error the daemon dead-letters must be in it, and the help and the
-README must list exactly its codes.
+given to an error the daemon dead-letters must be in it, and the help and that
+page must list exactly its codes.
 """
 
 from __future__ import annotations
@@ -78,9 +79,9 @@ def test_run_help_lists_every_reason_code_with_its_meaning():
         assert " ".join(line.split()[1:len(meaning.split()) + 1]) == meaning
 
 
-def test_the_readme_table_lists_exactly_the_registry():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    table = readme[readme.index("| reason | meaning |"):]
+def test_the_docs_table_lists_exactly_the_registry():
+    page = (ROOT / "docs" / "daemon" / "reasons.md").read_text(encoding="utf-8")
+    table = page[page.index("| reason | meaning |"):]
     table = table[:table.index("\n\n")]
     codes = re.findall(r"^\| `([a-z0-9_]+)` \|", table, flags=re.M)
     assert codes == list(DEAD_LETTER_REASONS)
