@@ -5,7 +5,7 @@ Every record the daemon rejects (an event of the input, or a label of
 one of :data:`DEAD_LETTER_REASONS`. The codes themselves are raised where the
 check is made (:class:`~stream_nb.exceptions.InvalidEventError` and its
 subclasses, ``reason=...``); ``tests/test_reasons.py`` reads every code raised
-in the package and checks it is here, and that the README's table of reasons
+in the package and checks it is here, and that the table of reasons in docs/daemon/reasons.md
 and the help list exactly these.
 
 >>> list(DEAD_LETTER_REASONS)[:3]

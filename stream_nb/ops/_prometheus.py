@@ -30,7 +30,7 @@ from ._observer import DaemonObserver
 
 __all__ = ["METRICS", "make_registry"]
 
-#: (exposed name, type, labels, meaning): the README's metric table is this list.
+#: (exposed name, type, labels, meaning): the metric table of docs/operations.md is this list.
 METRICS: tuple[tuple[str, str, str, str], ...] = (
     ("stream_nb_info", "gauge", "model, version, mode", "always 1; the labels say what runs"),
     ("stream_nb_events_consumed_total", "counter", "",
