@@ -9,6 +9,7 @@ module                 what it holds
 ``_base.py``           :class:`BayesClassifier`: the template (what a subclass provides is listed
                        there), learning, EM's driver, the prequential step of one event
 ``_step.py``           :func:`prequential_step`: the prequential step of any river classifier
+``_keywords.py``       the constructor's options checked in one place; earlier releases' keywords mapped
 ``_structured.py``     :class:`StructuredClassifier`: a structure rebuilt every ``rebuild_every`` events
 ``_runs.py``           :class:`~stream_nb.learners._runs.VectorisedRuns`: runs of events scored at once
 ``_decision.py``       the log prior, logsumexp, the posterior, the loss-matrix decision
@@ -16,7 +17,6 @@ module                 what it holds
 ``_impute.py``         ``impute_proba_one`` and ``impute_one``
 ``_batches.py``        ``learn_many``, ``predict_proba_many``, ``predict_many``
 ``_structure.py``      mutual information, conditional mutual information, maximum spanning tree
-``_binning.py``        the discretisation parameters of the models that bin numeric features
 ``naive_bayes.py``     :class:`NaiveBayes`
 ``aode.py``            :class:`AODE` (and the SPODE terms SPODE shares)
 ``tan.py``             :class:`TAN`

@@ -1,0 +1,77 @@
+"""A model's constructor: its options checked in one place, and the keywords of earlier releases mapped.
+
+Every model's ``__init__`` is wrapped by :func:`takes_options`: a keyword of the
+flat parameter list of earlier releases (``window=1000``, ``bins=7``,
+``missing="ignore"``) still works for one release, with a
+:class:`DeprecationWarning` saying what to write instead (``forgetting=Window(size=1000)``);
+:func:`check_options` checks every parameter against its one declaration
+(:mod:`stream_nb.options`).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import warnings
+
+from ..options import FAMILIES, OPTIONS, PARAMS, options_from_flat
+
+__all__ = ["check_options", "defaults_of", "takes_options"]
+
+_FLAT = frozenset(n for names in FAMILIES.values() for n in names)
+
+
+def defaults_of(init) -> dict:
+    """``{parameter: default}`` of a constructor, in order."""
+    return {n: p.default for n, p in inspect.signature(init).parameters.items() if n != "self"}
+
+
+def takes_options(init):
+    """Wrap a model's ``__init__`` so that the flat keywords of earlier releases map to its options, with a
+    DeprecationWarning naming what to write instead (the wrapped signature is the new one: river's
+    ``clone`` and ``_get_params`` read it)."""
+    defaults = defaults_of(init)
+
+    @functools.wraps(init)
+    def wrapper(self, *args, **kwargs):
+        old = [k for k in kwargs if k in _FLAT and (k not in defaults or isinstance(kwargs[k], str))]
+        if old:
+            given = {k: kwargs.pop(k) for k in old}
+            new = options_from_flat(given, {k: kwargs.get(k, v) for k, v in defaults.items()},
+                                    getattr(type(self), "_mdl_fine_bins", 64))
+            name = type(self).__name__
+            words = ", ".join(f"{k}={v!r}" for k, v in new.items())
+            warnings.warn(f"{name}({', '.join(f'{k}={v!r}' for k, v in given.items())}) is deprecated and will be "
+                          f"removed in the next release; write {name}({words})", DeprecationWarning, stacklevel=2)
+            kwargs.update(new)
+        init(self, *args, **kwargs)
+
+    return wrapper
+
+
+def check_options(model) -> None:
+    """Check each constructor parameter of ``model`` against its declaration; raise ConfigError (a value out
+    of range) or TypeError (a value of the wrong kind, e.g. a number where an option object goes), each
+    naming the parameter, what was expected and what was received."""
+    name = type(model).__name__
+    for param, default in defaults_of(type(model).__init__).items():
+        value = getattr(model, param)
+        if param in PARAMS:
+            setattr(model, param, PARAMS[param].check(value, None))
+        elif param in OPTIONS:
+            kinds = getattr(type(model), "_accepts", {}).get(param) or OPTIONS[param]
+            if value is None and default is None:
+                continue
+            if not isinstance(value, kinds):
+                words = " or ".join(c.__name__ for c in kinds) + (" or None" if default is None else "")
+                hint = _hint(param, value, default)
+                raise TypeError(f"{name}({param}=...): expected {words}, got {value!r:.60}{hint}")
+
+
+def _hint(param: str, value, default) -> str:
+    """What to write instead of a value of an earlier release's keyword of the same name."""
+    examples = {"forgetting": "forgetting=Window(1000) or Decay(half_life=500)",
+                "numeric": "numeric=Gaussian(), MDL(), EqualFrequency(bins=5) or Edges({...})",
+                "missing": "missing=EM() or Ignore()",
+                "search": f"search={type(default).__name__}(...)"}
+    return f"; write {examples[param]}" if param in examples else ""
