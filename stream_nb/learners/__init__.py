@@ -32,6 +32,7 @@ To add a model: a module here with a subclass of :class:`BayesClassifier` (or of
 from ._base import BayesClassifier, Step
 from ._step import prequential_step
 from ._detectors import DETECTORS
+from ._keywords import flat_settings
 from ._runs import RunBlock
 from ._structure import conditional_mutual_information, maximum_spanning_tree, mutual_information_with_class
 from ._structured import StructuredClassifier
@@ -46,7 +47,7 @@ MODELS: dict[str, type[BayesClassifier]] = {cls.__name__: cls for cls in (NaiveB
 
 __all__ = [
     "AODE", "DETECTORS", "KDB", "MODELS", "SPODE", "TAN", "BayesClassifier", "NaiveBayes", "RunBlock", "Step",
-    "StructuredClassifier",
+    "StructuredClassifier", "flat_settings",
     "conditional_mutual_information", "maximum_spanning_tree", "mutual_information_with_class",
     "prequential_step",
 ]

@@ -577,6 +577,20 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
         self._merged()
         return self
 
+    def state_params(self) -> dict:
+        """The constructor's parameters as plain data, as :meth:`state` stores them: each option object as
+        its :meth:`~stream_nb.options.Option.to_dict`, a drift detector as its spec.
+
+        >>> from stream_nb import NaiveBayes, Window
+        >>> NaiveBayes(forgetting=Window(100)).state_params()["forgetting"]
+        {'option': 'Window', 'size': 100, 'panes': 4}
+        """
+        # the parameters are the model's own objects (a loss matrix, bin edges): the state gets copies
+        params = copy.deepcopy(encode_params({name: getattr(self, name) for name in defaults_of(type(self).__init__)}))
+        if "drift_detector" in params:
+            params["drift_detector"] = detector_spec(self.drift_detector)
+        return params
+
     def state(self) -> tuple[dict, dict]:
         """The model's full state as ``(arrays, meta)``: numpy arrays and JSON-able metadata.
 
@@ -585,10 +599,7 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
         arrays, meta = self._stats.state()
         extra_arrays, extra_meta = self._extra_state()
         arrays.update({f"model.{k}": v for k, v in extra_arrays.items()})
-        # the parameters are the model's own objects (a loss matrix, bin edges): the state gets copies
-        params = copy.deepcopy(encode_params({name: getattr(self, name) for name in defaults_of(type(self).__init__)}))
-        if "drift_detector" in params:
-            params["drift_detector"] = detector_spec(self.drift_detector)
+        params = self.state_params()
         forget_arrays, forget_meta = self._forget_state()
         arrays.update({f"model.{k}": v for k, v in forget_arrays.items()})
         meta = {"model": type(self).__name__, "params": params, "stats": meta, "extra": extra_meta}
@@ -626,6 +637,17 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
         model._load_extra_state(extra, meta["extra"])
         model._check_loaded()
         return model
+
+    @classmethod
+    def from_flat(cls, params: dict) -> BayesClassifier:
+        """A model from flat settings, as ``stream-nb run`` gives them (``{"window": 1000, "bins": 7}``):
+        each family's settings become its option object (:meth:`params_from_state`), without a warning.
+
+        >>> from stream_nb import AODE
+        >>> AODE.from_flat({"discretiser": "equal_frequency", "bins": 3, "half_life": 50.0}).numeric
+        EqualFrequency(bins=3)
+        """
+        return cls(**cls.params_from_state(params))
 
     @classmethod
     def params_from_state(cls, params: dict) -> dict:

@@ -14,9 +14,9 @@ import functools
 import inspect
 import warnings
 
-from ..options import FAMILIES, OPTIONS, PARAMS, options_from_flat
+from ..options import FAMILIES, FLAT, MDL, REQUIRED, OPTIONS, PARAMS, Gaussian, Option, binned, flat_names, options_from_flat
 
-__all__ = ["check_options", "defaults_of", "takes_options"]
+__all__ = ["check_options", "defaults_of", "flat_settings", "takes_options"]
 
 _FLAT = frozenset(n for names in FAMILIES.values() for n in names)
 
@@ -75,3 +75,31 @@ def _hint(param: str, value, default) -> str:
                 "missing": "missing=EM() or Ignore()",
                 "search": f"search={type(default).__name__}(...)"}
     return f"; write {examples[param]}" if param in examples else ""
+
+
+def flat_settings(cls) -> dict:
+    """``{flat setting: the model's default}`` of a model class, in its parameters' order: the
+    ``stream-nb run`` settings it takes (:data:`stream_nb.settings.MODELS`), read off its constructor.
+
+    >>> from stream_nb import KDB
+    >>> flat = flat_settings(KDB)
+    >>> flat["discretiser"], flat["fine_bins"], flat["window"], flat["missing"]
+    ('equal_frequency', 16, None, 'em')
+    """
+    defaults = defaults_of(cls.__init__)
+    values: dict = {}
+    for name, default in defaults.items():
+        if isinstance(default, Option):
+            for p in type(default).PARAMS:
+                values[p.setting_name] = getattr(default, p.name)
+            if name == "numeric":
+                cut = MDL(fine_bins=cls._mdl_fine_bins) if isinstance(default, Gaussian) else binned(default, cls._default_cut)[0]
+                values.update(numeric=default.CHOICE or "bins", discretiser=cut.CHOICE, bins=cut.bins,
+                              fine_bins=getattr(cut, "fine_bins", cls._mdl_fine_bins), warmup=cut.warmup)
+            elif name == "missing":
+                values["missing"] = default.CHOICE
+        elif default is None and name in FAMILIES:
+            values.update({n: None if FLAT[n].default is REQUIRED else FLAT[n].default for n in FAMILIES[name]})
+        else:
+            values[name] = default
+    return {n: values.get(n, FLAT[n].default if n in FLAT else None) for n in flat_names(defaults)}

@@ -13,7 +13,7 @@ help, the ``stream-nb run`` setting): the constructor, its checks and the
 command line's settings are all read from them (:mod:`.model`).
 """
 
-from ._declare import Option, Param
+from ._declare import REQUIRED, Option, Param
 from .forgetting import Decay, Window
 from .missing import EM, Ignore
 from .model import FAMILIES, FLAT, OPTIONS, PARAMS, decode_params, encode_params, flat_names, options_from_flat
@@ -22,6 +22,6 @@ from .search import SuperParent, Tree
 
 __all__ = [
     "BINNED", "EM", "FAMILIES", "FLAT", "MDL", "OPTIONS", "PARAMS", "Decay", "Edges", "EqualFrequency", "Gaussian",
-    "Ignore", "Option", "Param", "SuperParent", "Tree", "Window", "binned", "decode_params", "encode_params",
+    "Ignore", "Option", "Param", "REQUIRED", "SuperParent", "Tree", "Window", "binned", "decode_params", "encode_params",
     "flat_names", "options_from_flat",
 ]

@@ -41,8 +41,9 @@ class Param:
     name
         The parameter's name (the option's attribute, or the model's keyword).
     kind
-        ``"int"``, ``"float"``, ``"str"``, ``"bool"``, ``"choice"``, ``"mapping"`` or ``"option"``
-        (an instance of one of the classes ``choices``).
+        ``"int"``, ``"float"``, ``"str"``, ``"bool"``, ``"choice"``, ``"mapping"``, ``"option"``
+        (an instance of one of the classes ``choices``) or ``"detector"`` (a river drift detector or
+        its name, checked when the learner makes it).
     default
         The value when none is given.
     help
@@ -89,6 +90,8 @@ class Param:
             text = "one of " + ", ".join(repr(c) for c in self.choices)
         elif kind == "mapping":
             text = "a dict"
+        elif kind == "detector":
+            text = "a river drift detector or its name"
         elif kind == "option":
             text = " or ".join(f"a{'n' * (c.__name__[0] in 'AEIOU')} {c.__name__}" for c in self.choices)
         else:
@@ -120,6 +123,8 @@ class Param:
             ok = isinstance(value, dict)
         elif kind == "option":
             ok = isinstance(value, self.choices)
+        elif kind == "detector":
+            return value  # a river detector or a name: the learners make it (learners._detectors.make_detector)
         else:
             ok = isinstance(value, str) and bool(value)
         if not ok:

@@ -32,19 +32,22 @@ __all__ = ["FAMILIES", "FLAT", "OPTIONS", "PARAMS", "decode_params", "encode_par
 PARAMS: dict[str, Param] = {p.name: p for p in (
     Param("alpha", "float", 1.0, "Lidstone smoothing > 0 (1.0 is Laplace's correction)", minimum=0, strict=True,
           metavar="A"),
-    Param("k", "int", 2, "KDB: most attribute parents per attribute", minimum=0, metavar="K"),
-    Param("m", "int", 1, "AODE: a value is a parent only once seen in M events", minimum=0, metavar="M"),
+    Param("k", "int", 2, "most attribute parents per attribute", minimum=0, metavar="K"),
+    Param("m", "int", 1, "a value is a parent only once seen in M events", minimum=0, metavar="M"),
     REBUILD_EVERY,
-    Param("max_table_cells", "int", None, "KDB: optional hard bound on the (k+1)-way count table; events that "
+    Param("max_table_cells", "int", None, "optional hard bound on the (k+1)-way count table; events that "
           "would pass it are dead-lettered as table_full (none: --memory-budget decides)", minimum=1,
           optional=True, metavar="N"),
-    Param("max_completions", "int", 4096, "KDB: most joint values of missing attributes enumerated per event",
+    Param("max_completions", "int", 4096, "most joint values of missing attributes enumerated per event",
           minimum=1, metavar="N"),
     Param("memory_budget", "int", DEFAULT_MEMORY_BUDGET, "bytes the model's counts may take while dense; tables "
           "that would pass it are kept sparse, holding the same counts (None: no bound)", minimum=0, optional=True,
           metavar="BYTES"),
     Param("types", "mapping", None, "declare feature types instead of inferring them from the first value "
           "(str, bool, int: categorical; float: numeric)", optional=True, metavar="FEATURE=categorical|numeric"),
+    Param("drift_detector", "detector", None, "river drift detector (or its name) watching the prequential error: "
+          "on a warning start fresh counts, on a drift switch to them (with a window: keep the pane in progress)",
+          optional=True),
     Param("loss", "mapping", None, "loss matrix {true_label: {predicted_label: cost}}: predict the class of least "
           "expected cost", optional=True),
 )}
@@ -59,7 +62,7 @@ OPTIONS: dict[str, tuple[type[Option], ...]] = {
 
 #: The flat setting choosing a family's class, where one does.
 _CHOICES = (
-    Param("numeric", "choice", "gaussian", "NB: numeric features as one Gaussian per class, or discretised into "
+    Param("numeric", "choice", "gaussian", "numeric features as one Gaussian per class, or discretised into "
           "bins", choices=(Gaussian.CHOICE, "bins")),
     Param("discretiser", "choice", "mdl", "mdl (cut points chosen by Fayyad and Irani's MDL criterion over fine "
           "bins, again as the stream goes on) or equal_frequency (--bins bins from the first --warmup values, "
