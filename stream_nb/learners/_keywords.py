@@ -36,10 +36,13 @@ def takes_options(init):
     def wrapper(self, *args, **kwargs):
         old = [k for k in kwargs if k in _FLAT and (k not in defaults or isinstance(kwargs[k], str))]
         if old:
-            given = {k: kwargs.pop(k) for k in old}
-            new = options_from_flat(given, {k: kwargs.get(k, v) for k, v in defaults.items()},
-                                    getattr(type(self), "_mdl_fine_bins", 64))
             name = type(self).__name__
+            given = {k: kwargs.pop(k) for k in old}
+            try:
+                new = options_from_flat(given, {k: kwargs.get(k, v) for k, v in defaults.items()},
+                                        getattr(type(self), "_mdl_fine_bins", 64))
+            except TypeError as exc:  # a flat keyword of a family this model does not take
+                raise TypeError(f"{name}.__init__() got an {exc}") from None
             words = ", ".join(f"{k}={v!r}" for k, v in new.items())
             warnings.warn(f"{name}({', '.join(f'{k}={v!r}' for k, v in given.items())}) is deprecated and will be "
                           f"removed in the next release; write {name}({words})", DeprecationWarning, stacklevel=2)
@@ -64,17 +67,19 @@ def check_options(model) -> None:
                 continue
             if not isinstance(value, kinds):
                 words = " or ".join(c.__name__ for c in kinds) + (" or None" if default is None else "")
-                hint = _hint(param, value, default)
+                hint = _hint(param, kinds)
                 raise TypeError(f"{name}({param}=...): expected {words}, got {value!r:.60}{hint}")
 
 
-def _hint(param: str, value, default) -> str:
-    """What to write instead of a value of an earlier release's keyword of the same name."""
-    examples = {"forgetting": "forgetting=Window(1000) or Decay(half_life=500)",
-                "numeric": "numeric=Gaussian(), MDL(), EqualFrequency(bins=5) or Edges({...})",
-                "missing": "missing=EM() or Ignore()",
-                "search": f"search={type(default).__name__}(...)"}
-    return f"; write {examples[param]}" if param in examples else ""
+#: How each option class is written in a hint (a value of the wrong kind: what to write instead).
+_EXAMPLES = {"Window": "Window(1000)", "Decay": "Decay(half_life=500)", "Gaussian": "Gaussian()", "MDL": "MDL()",
+             "EqualFrequency": "EqualFrequency(bins=5)", "Edges": "Edges({...})", "EM": "EM()", "Ignore": "Ignore()",
+             "Tree": "Tree(...)", "SuperParent": "SuperParent(...)"}
+
+
+def _hint(param: str, kinds: tuple) -> str:
+    """What to write instead of a value of the wrong kind (often an earlier release's value of the same name)."""
+    return f"; write {param}=" + " or ".join(_EXAMPLES.get(c.__name__, c.__name__ + "(...)") for c in kinds)
 
 
 def flat_settings(cls) -> dict:

@@ -7,7 +7,7 @@ import numpy as np
 from ..exceptions import InvalidEventError
 from ..kernels import compiled
 from ..stats import DEFAULT_MEMORY_BUDGET, Encoded, is_missing_label, naive_terms, set_pair_rule
-from ..options import EM, MDL, EqualFrequency, Option, SuperParent
+from ..options import BINNED, EM, MDL, EqualFrequency, Option, SuperParent
 from ._keywords import takes_options
 from ._decision import logsumexp
 from ._dependence_runs import rooted_run_terms, run_cells, spode_run_terms
@@ -102,6 +102,8 @@ class SPODE(OneDependenceKernel, VectorisedRuns, StructuredClassifier):
     def rebuild_every(self) -> int:
         """Learned events between two choices: the :class:`~stream_nb.SuperParent`'s ``rebuild_every``."""
         return self.search.rebuild_every
+
+    _accepts = {"numeric": BINNED, "search": (SuperParent,)}
 
     @takes_options
     def __init__(

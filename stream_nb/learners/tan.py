@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._checks import is_integer
-from ..options import EM, MDL, EqualFrequency, Option, Tree
+from ..options import BINNED, EM, MDL, EqualFrequency, Option, Tree
 from ..kernels import compiled
 from ..stats import DEFAULT_MEMORY_BUDGET, GAUSS, naive_terms, set_pair_rule, tree_terms
 from ._keywords import takes_options
@@ -136,6 +136,8 @@ class TAN(VectorisedRuns, StructuredClassifier):
     def rebuild_every(self) -> int:
         """Learned events between two rebuilds: the :class:`~stream_nb.Tree`'s ``rebuild_every``."""
         return self.search.rebuild_every
+
+    _accepts = {"numeric": BINNED, "search": (Tree,)}
 
     @takes_options
     def __init__(

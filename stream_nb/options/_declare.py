@@ -93,7 +93,7 @@ class Param:
         elif kind == "detector":
             text = "a river drift detector or its name"
         elif kind == "option":
-            text = " or ".join(f"a{'n' * (c.__name__[0] in 'AEIOU')} {c.__name__}" for c in self.choices)
+            text = " or ".join(c.__name__ for c in self.choices)
         else:
             text = "a non-empty string"
         return text + (" or None" if self.optional else "")

@@ -124,7 +124,7 @@ def options_from_flat(flat: dict, defaults: dict, fine_bins: int = 64) -> dict:
         if not given:
             continue
         if family not in defaults:
-            raise TypeError(f"unexpected keyword {next(iter(given))!r}")
+            raise TypeError(f"unexpected keyword argument {next(iter(given))!r}")
         if family == "forgetting":
             out[family] = window_or_decay(given)
             time_field = given.get("time_field")
@@ -141,7 +141,7 @@ def options_from_flat(flat: dict, defaults: dict, fine_bins: int = 64) -> dict:
             cls = type(default)
             unknown = [n for n in given if n not in {p.setting_name for p in cls.PARAMS}]
             if unknown:
-                raise TypeError(f"unexpected keyword {unknown[0]!r}")
+                raise TypeError(f"unexpected keyword argument {unknown[0]!r}")
             out[family] = default.replace(**{p.name: p.check(given[p.setting_name], None) for p in cls.PARAMS
                                              if p.setting_name in given})
     return out
