@@ -43,6 +43,9 @@ def test_the_shared_options_are_the_same_parameters_with_the_same_defaults_every
     for name in ("types", "loss", "missing", "forgetting", "drift_detector", "memory_budget", "alpha"):
         defaults = {inspect.signature(cls.__init__).parameters[name].default for cls in ALL}
         assert len(defaults) == 1, name
+    # an option's default is None in the signature (river wants immutable defaults) and the object on the model
+    assert [cls().numeric for cls in ALL] == [Gaussian(), MDL(), MDL(), MDL(), EqualFrequency()]
+    assert {cls().missing for cls in ALL} == {EM()} and (TAN().search, SPODE().search) == (Tree(), SuperParent())
 
 
 @pytest.mark.parametrize("make, message", [
@@ -79,8 +82,8 @@ def test_a_bad_value_names_the_option_its_parameter_what_was_expected_and_what_c
                                           "write forgetting=Window(1000) or Decay(half_life=500)"),
     (lambda: AODE(numeric=Gaussian()), "AODE(numeric=...): expected EqualFrequency or MDL or Edges, got Gaussian(); "
                                        "write numeric=EqualFrequency(bins=5) or MDL() or Edges({...})"),
-    (lambda: NaiveBayes(missing=None), "NaiveBayes(missing=...): expected EM or Ignore, got None; "
-                                       "write missing=EM() or Ignore()"),
+    (lambda: NaiveBayes(missing=0), "NaiveBayes(missing=...): expected EM or Ignore, got 0; "
+                                    "write missing=EM() or Ignore()"),
     (lambda: TAN(search=SuperParent()), "TAN(search=...): expected Tree, got SuperParent(); write search=Tree(...)"),
 ])
 def test_a_value_of_the_wrong_kind_is_a_type_error_saying_what_to_write(make, message):

@@ -53,14 +53,14 @@ import numpy as np
 from river import base
 
 from ..exceptions import InvalidEventError, MergeError
-from ..options import BINNED, MDL, Decay, Gaussian, Window, binned, decode_params, encode_params, options_from_flat
+from ..options import BINNED, EM, MDL, Decay, Gaussian, Window, binned, decode_params, encode_params, options_from_flat
 from ..stats import Encoded, Stats, TwoLayerStats, frame_events, is_missing_label
 from ._decision import LossMatrix, decide, log_prior, normalise
 from ._batches import MiniBatches
 from ._detectors import detector_spec
 from ._forgetting import Forgetting
 from ._impute import Imputation
-from ._keywords import check_options, defaults_of
+from ._keywords import check_options, defaults_of, model_defaults
 from ._unlearn import Unlearning
 
 __all__ = ["BayesClassifier", "Step"]
@@ -85,6 +85,8 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
     _accepts: dict = {"numeric": BINNED}
     #: The fine bins of an :class:`~stream_nb.options.MDL` made from the flat ``discretiser="mdl"``.
     _mdl_fine_bins = 64
+    #: The option each of these parameters is when it is None (river keeps a signature's defaults immutable).
+    _option_defaults: dict = {"numeric": MDL(), "missing": EM()}
     #: What cuts the features an :class:`~stream_nb.options.Edges` gives no edges when its ``rest`` is None.
     _default_cut = MDL()
 
@@ -659,7 +661,7 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
         >>> NaiveBayes.params_from_state({"alpha": 1.0, "window": 100, "panes": 4, "half_life": None})
         {'alpha': 1.0, 'forgetting': Window(size=100)}
         """
-        defaults = defaults_of(cls.__init__)
+        defaults = model_defaults(cls)
         old = {k: v for k, v in params.items() if k not in defaults or isinstance(v, str) and k in ("missing", "numeric")}
         new = decode_params({k: v for k, v in params.items() if k not in old})
         if old:

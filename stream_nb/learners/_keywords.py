@@ -16,7 +16,7 @@ import warnings
 
 from ..options import FAMILIES, FLAT, MDL, REQUIRED, OPTIONS, PARAMS, Gaussian, Option, binned, flat_names, options_from_flat
 
-__all__ = ["check_options", "defaults_of", "flat_settings", "takes_options"]
+__all__ = ["check_options", "defaults_of", "flat_settings", "model_defaults", "takes_options"]
 
 _FLAT = frozenset(n for names in FAMILIES.values() for n in names)
 
@@ -24,6 +24,12 @@ _FLAT = frozenset(n for names in FAMILIES.values() for n in names)
 def defaults_of(init) -> dict:
     """``{parameter: default}`` of a constructor, in order."""
     return {n: p.default for n, p in inspect.signature(init).parameters.items() if n != "self"}
+
+
+def model_defaults(cls) -> dict:
+    """``{parameter: default}`` of a model class, with the option each None default stands for
+    (``cls._option_defaults``: ``numeric=None`` is naive Bayes' ``Gaussian()``)."""
+    return {**defaults_of(cls.__init__), **getattr(cls, "_option_defaults", {})}
 
 
 def takes_options(init):
@@ -38,8 +44,9 @@ def takes_options(init):
         if old:
             name = type(self).__name__
             given = {k: kwargs.pop(k) for k in old}
+            own = model_defaults(type(self))
             try:
-                new = options_from_flat(given, {k: kwargs.get(k, v) for k, v in defaults.items()},
+                new = options_from_flat(given, {k: v if kwargs.get(k) is None else kwargs[k] for k, v in own.items()},
                                         getattr(type(self), "_mdl_fine_bins", 64))
             except TypeError as exc:  # a flat keyword of a family this model does not take
                 raise TypeError(f"{name}.__init__() got an {exc}") from None
@@ -57,7 +64,10 @@ def check_options(model) -> None:
     of range) or TypeError (a value of the wrong kind, e.g. a number where an option object goes), each
     naming the parameter, what was expected and what was received."""
     name = type(model).__name__
-    for param, default in defaults_of(type(model).__init__).items():
+    for param, default in getattr(type(model), "_option_defaults", {}).items():
+        if getattr(model, param) is None:
+            setattr(model, param, default)  # options are frozen: one default object may be shared
+    for param, default in model_defaults(type(model)).items():
         value = getattr(model, param)
         if param in PARAMS:
             setattr(model, param, PARAMS[param].check(value, None))
@@ -91,7 +101,7 @@ def flat_settings(cls) -> dict:
     >>> flat["discretiser"], flat["fine_bins"], flat["window"], flat["missing"]
     ('equal_frequency', 16, None, 'em')
     """
-    defaults = defaults_of(cls.__init__)
+    defaults = model_defaults(cls)
     values: dict = {}
     for name, default in defaults.items():
         if isinstance(default, Option):

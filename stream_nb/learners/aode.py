@@ -94,15 +94,18 @@ class AODE(OneDependenceKernel, VectorisedRuns, BayesClassifier):
 
     """
 
+    #: The option each of these parameters is when it is None (river keeps a signature's defaults immutable).
+    _option_defaults = {"numeric": MDL(), "missing": EM()}
+
     @takes_options
     def __init__(
         self,
         alpha: float = 1.0,
         m: int = 1,
-        numeric: Option = MDL(),
+        numeric: Option | None = None,
         types: dict | None = None,
         loss: dict | None = None,
-        missing: Option = EM(),
+        missing: Option | None = None,
         forgetting: Option | None = None,
         drift_detector=None,
         memory_budget: int | None = DEFAULT_MEMORY_BUDGET,

@@ -152,6 +152,9 @@ class KDB(KDBKernel, VectorisedRuns, StructuredClassifier):
     _default_cut = EqualFrequency()  # the (k+1)-way table over fine bins took several times longer (see numeric)
     _mdl_fine_bins = 16
 
+    #: The option each of these parameters is when it is None (river keeps a signature's defaults immutable).
+    _option_defaults = {"numeric": EqualFrequency(), "missing": EM()}
+
     @takes_options
     def __init__(
         self,
@@ -160,10 +163,10 @@ class KDB(KDBKernel, VectorisedRuns, StructuredClassifier):
         rebuild_every: int = 1000,
         max_table_cells: int | None = None,
         max_completions: int = 4096,
-        numeric: Option = EqualFrequency(),
+        numeric: Option | None = None,
         types: dict | None = None,
         loss: dict | None = None,
-        missing: Option = EM(),
+        missing: Option | None = None,
         forgetting: Option | None = None,
         drift_detector=None,
         memory_budget: int | None = DEFAULT_MEMORY_BUDGET,

@@ -108,14 +108,17 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
 
     """
 
+    #: The option each of these parameters is when it is None (river keeps a signature's defaults immutable).
+    _option_defaults = {"numeric": Gaussian(), "missing": EM()}
+
     @takes_options
     def __init__(
         self,
         alpha: float = 1.0,
         types: dict | None = None,
         loss: dict | None = None,
-        numeric: Option = Gaussian(),
-        missing: Option = EM(),
+        numeric: Option | None = None,
+        missing: Option | None = None,
         forgetting: Option | None = None,
         drift_detector=None,
         memory_budget: int | None = DEFAULT_MEMORY_BUDGET,

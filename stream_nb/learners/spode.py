@@ -105,15 +105,18 @@ class SPODE(OneDependenceKernel, VectorisedRuns, StructuredClassifier):
 
     _accepts = {"numeric": BINNED, "search": (SuperParent,)}
 
+    #: The option each of these parameters is when it is None (river keeps a signature's defaults immutable).
+    _option_defaults = {"search": SuperParent(), "numeric": MDL(), "missing": EM()}
+
     @takes_options
     def __init__(
         self,
-        search: Option = SuperParent(),
+        search: Option | None = None,
         alpha: float = 1.0,
-        numeric: Option = MDL(),
+        numeric: Option | None = None,
         types: dict | None = None,
         loss: dict | None = None,
-        missing: Option = EM(),
+        missing: Option | None = None,
         forgetting: Option | None = None,
         drift_detector=None,
         memory_budget: int | None = DEFAULT_MEMORY_BUDGET,

@@ -139,15 +139,18 @@ class TAN(VectorisedRuns, StructuredClassifier):
 
     _accepts = {"numeric": BINNED, "search": (Tree,)}
 
+    #: The option each of these parameters is when it is None (river keeps a signature's defaults immutable).
+    _option_defaults = {"search": Tree(), "numeric": MDL(), "missing": EM()}
+
     @takes_options
     def __init__(
         self,
         alpha: float = 1.0,
-        search: Option = Tree(),
-        numeric: Option = MDL(),
+        search: Option | None = None,
+        numeric: Option | None = None,
         types: dict | None = None,
         loss: dict | None = None,
-        missing: Option = EM(),
+        missing: Option | None = None,
         forgetting: Option | None = None,
         drift_detector=None,
         memory_budget: int | None = DEFAULT_MEMORY_BUDGET,
