@@ -9,9 +9,13 @@ step, merging, and the plain-data state.
 
 What a subclass provides
 ------------------------
-In ``__init__``: its parameters as attributes (river reads them back), then a
-call of :meth:`BayesClassifier._setup` saying how the store keeps its counts
-(``numeric``, ``pairs``, ``tuples`` and the discretiser settings).
+An ``__init__`` wrapped by :func:`~stream_nb.learners._keywords.takes_options`
+(the keywords of earlier releases), whose parameters are the shared options
+(``numeric``, ``missing``, ``forgetting``, ``drift_detector``,
+``memory_budget``, ``types``, ``loss``, ``alpha``: :mod:`stream_nb.options`)
+and its own, each set as an attribute (river reads them back); then a call of
+:meth:`BayesClassifier._setup` saying how the store keeps its counts
+(``pairs``, ``tuples``), which checks every parameter against its declaration.
 
 Abstract methods (each model defines them; naive Bayes is no silent default):
 
