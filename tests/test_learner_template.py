@@ -25,11 +25,10 @@ MODELS = [NaiveBayes, AODE, TAN, SPODE, lambda: KDB(k=1)]
 
 def test_a_model_without_its_hooks_cannot_be_built():
     class Half(BayesClassifier):
-        def __init__(self, alpha=1.0, types=None, loss=None, missing="em", learn_unlabeled=False,
-                     unlabeled_weight=1.0):
+        def __init__(self, alpha=1.0, types=None, loss=None, missing=None, memory_budget=None):
             self.alpha, self.types, self.loss, self.missing = alpha, types, loss, missing
-            self.learn_unlabeled, self.unlabeled_weight = learn_unlabeled, unlabeled_weight
-            self._setup(numeric="gaussian", pairs=False)
+            self.memory_budget = memory_budget
+            self._setup(pairs=False)
 
         def _jll(self, enc):
             return self._naive_jll(enc)

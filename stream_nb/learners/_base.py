@@ -140,23 +140,27 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
     @property
     def window(self) -> int | None:
         """The :class:`~stream_nb.options.Window`'s size (None: no window)."""
-        return self.forgetting.size if isinstance(self.forgetting, Window) else None
+        f = getattr(self, "forgetting", None)  # a subclass may take no forgetting
+        return f.size if isinstance(f, Window) else None
 
     @property
     def panes(self) -> int:
         """The :class:`~stream_nb.options.Window`'s panes (4 without a window)."""
-        return self.forgetting.panes if isinstance(self.forgetting, Window) else 4
+        f = getattr(self, "forgetting", None)
+        return f.panes if isinstance(f, Window) else 4
 
     @property
     def half_life(self) -> float | None:
         """The :class:`~stream_nb.options.Decay`'s half-life (None: no decay)."""
-        return self.forgetting.half_life if isinstance(self.forgetting, Decay) else None
+        f = getattr(self, "forgetting", None)
+        return f.half_life if isinstance(f, Decay) else None
 
     @property
     def time_field(self) -> str | None:
         """The field of the event's time, not a feature: the decay's, or one declared ``"time"`` in ``types``."""
-        if isinstance(self.forgetting, Decay) and self.forgetting.time_field is not None:
-            return self.forgetting.time_field
+        f = getattr(self, "forgetting", None)
+        if isinstance(f, Decay) and f.time_field is not None:
+            return f.time_field
         return next((k for k, v in (self.types or {}).items() if v == "time"), None)
 
     @property

@@ -108,7 +108,7 @@ class Forgetting(DriftWatch):
         """Start forgetting as ``forgetting`` and ``drift_detector`` say (their values are checked where they are
         declared, :mod:`stream_nb.options`); ``_setup`` calls it."""
         window, half_life, panes = self.window, self.half_life, self.panes
-        detector = watched_detector(self.drift_detector)
+        detector = watched_detector(getattr(self, "drift_detector", None))
         if window is None and half_life is None and detector is None:
             self._forget = None
             return

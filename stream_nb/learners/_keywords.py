@@ -65,7 +65,7 @@ def check_options(model) -> None:
     naming the parameter, what was expected and what was received."""
     name = type(model).__name__
     for param, default in getattr(type(model), "_option_defaults", {}).items():
-        if getattr(model, param) is None:
+        if getattr(model, param, None) is None:
             setattr(model, param, default)  # options are frozen: one default object may be shared
     for param, default in model_defaults(type(model)).items():
         value = getattr(model, param)

@@ -41,10 +41,10 @@ PARAMS: dict[str, Param] = {p.name: p for p in (
     Param("max_completions", "int", 4096, "most joint values of missing attributes enumerated per event",
           minimum=1, metavar="N"),
     Param("memory_budget", "int", DEFAULT_MEMORY_BUDGET, "bytes the model's counts may take while dense; tables "
-          "that would pass it are kept sparse, holding the same counts (None: no bound)", minimum=0, optional=True,
+          "that would pass it are kept sparse, holding the same counts (in Python, None: no bound)", minimum=0, optional=True,
           metavar="BYTES"),
     Param("types", "mapping", None, "declare feature types instead of inferring them from the first value "
-          "(str, bool, int: categorical; float: numeric)", optional=True, metavar="FEATURE=categorical|numeric"),
+          "(str, bool, int: categorical; float: numeric; time: the event's time, not a feature)", optional=True, metavar="FEATURE=categorical|numeric"),
     Param("drift_detector", "detector", None, "river drift detector (or its name) watching the prequential error: "
           "on a warning start fresh counts, on a drift switch to them (with a window: keep the pane in progress)",
           optional=True),

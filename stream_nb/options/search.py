@@ -53,8 +53,8 @@ class Tree(Option):
 
 
 @option(
-    Param("parent", "str", None, "the super-parent attribute (None: chosen from the stream, the lowest running "
-          "log loss at each rebuild)", optional=True, metavar="FEATURE"),
+    Param("parent", "str", None, "the super-parent attribute (unset or None: chosen from the stream, the lowest "
+          "running log loss at each rebuild)", optional=True, metavar="FEATURE"),
     REBUILD_EVERY,
 )
 class SuperParent(Option):
