@@ -71,6 +71,8 @@ ENV_PREFIX = "STREAM_NB_"
 _CLASSES = {"nb": NaiveBayes, "aode": AODE, "tan": TAN, "spode": SPODE, "kdb": KDB}
 MODELS: dict[str, tuple[str, tuple[str, ...]]] = {
     choice: (cls.__name__, tuple(flat_settings(cls))) for choice, cls in _CLASSES.items()}
+#: The model settings, in the order of their declarations (``time_field`` is the join's too: its row is below).
+_MODEL_SETTINGS = tuple(n for n in FLAT if n != "time_field" and any(n in names for _, names in MODELS.values()))
 
 @dataclasses.dataclass(frozen=True)
 class Setting:
@@ -96,10 +98,6 @@ class Setting:
 
 
 _MODEL = "model"
-_MODEL_SETTINGS = ("alpha", "k", "memory_budget", "max_table_cells", "max_completions", "parent", "m", "numeric",
-                   "discretiser", "bins", "fine_bins", "warmup", "rebuild_every", "tree_score", "var_smoothing",
-                   "types", "loss", "missing", "learn_unlabeled", "unlabeled_weight", "window", "panes",
-                   "half_life", "drift_detector")
 _EVENTS = "events"
 _JSONL = "JSON-lines mode (the default: no broker needed)"
 _KAFKA = "Kafka mode (on when any of these is set)"

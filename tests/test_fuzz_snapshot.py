@@ -169,7 +169,7 @@ def split(data: bytes) -> tuple[dict, dict[str, bytes]]:
     return header, blobs
 
 
-def assemble(header_text: bytes, body: bytes, *, version: int = 1, flags: int = 0, hlen: int | None = None) -> bytes:
+def assemble(header_text: bytes, body: bytes, *, version: int = _snapshot.FORMAT_VERSION, flags: int = 0, hlen: int | None = None) -> bytes:
     """A file with a correct checksum over any header text and body."""
     start = _snapshot._PREFIX.pack(_snapshot.MAGIC, version, flags, len(header_text) if hlen is None else hlen)
     start += header_text
