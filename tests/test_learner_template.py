@@ -127,5 +127,8 @@ def test_the_step_of_any_river_classifier():
 def test_the_public_face_is_exactly_its_names():
     from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes, exceptions, load, save  # noqa: F401 - the documented import
 
-    assert sorted(stream_nb.__all__) == sorted(["NaiveBayes", "AODE", "TAN", "SPODE", "KDB", "exceptions", "save", "load"])
+    assert sorted(stream_nb.__all__) == sorted(["NaiveBayes", "AODE", "TAN", "SPODE", "KDB", "exceptions", "save", "load",
+                                                # the options (stream_nb.options)
+                                                "Window", "Decay", "Gaussian", "MDL", "EqualFrequency", "Edges", "EM",
+                                                "Ignore", "Tree", "SuperParent"])
     assert "annotations" not in vars(stream_nb)  # no __future__ import leaking into the namespace
