@@ -176,6 +176,28 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
         return 100 if cut is None else cut.warmup
 
     @property
+    def discretiser(self) -> str | None:
+        """``"mdl"`` or ``"equal_frequency"``: what cuts the numeric features without fixed edges (None: Gaussian)."""
+        cut = self._discretisation()[0]
+        return None if cut is None else cut.CHOICE
+
+    @property
+    def bins(self) -> int | None:
+        """The discretiser's ``bins`` (None: Gaussian features)."""
+        cut = self._discretisation()[0]
+        return None if cut is None else cut.bins
+
+    @property
+    def fine_bins(self) -> int | None:
+        """The :class:`~stream_nb.options.MDL` discretiser's ``fine_bins`` (None: no fine layer)."""
+        return getattr(self._discretisation()[0], "fine_bins", None)
+
+    @property
+    def bin_edges(self) -> dict | None:
+        """The fixed edges of an :class:`~stream_nb.options.Edges` (None: none)."""
+        return self._discretisation()[1] or None
+
+    @property
     def learn_unlabeled(self) -> bool:
         """Whether unlabeled events are learned (:class:`~stream_nb.options.EM`'s ``unlabeled``)."""
         return self.missing.unlabeled
