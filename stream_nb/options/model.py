@@ -75,7 +75,7 @@ _CHOICES = (
 #: Family -> its flat settings, in order (``bin_edges`` is the keyword of :class:`Edges`' edges).
 FAMILIES: dict[str, tuple[str, ...]] = {
     "forgetting": ("window", "panes", "half_life", "time_field"),
-    "numeric": ("numeric", "discretiser", "bins", "fine_bins", "warmup", "bin_edges", "var_smoothing"),
+    "numeric": ("var_smoothing", "numeric", "discretiser", "bins", "fine_bins", "warmup", "bin_edges"),
     "missing": ("missing", "learn_unlabeled", "unlabeled_weight"),
     "search": ("tree_score", "parent", "rebuild_every"),
 }
