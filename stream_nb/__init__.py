@@ -10,7 +10,10 @@ store of additive sufficient statistics (:mod:`stream_nb.stats`):
 - :class:`KDB`: each attribute depends on up to k others (Sahami's k-dependence classifier).
 
 :func:`save` and :func:`load` write and read a model as a snapshot file; the
-errors every layer raises are in :mod:`stream_nb.exceptions`.
+errors every layer raises are in :mod:`stream_nb.exceptions`. Shared behaviour is
+given as option objects (:mod:`stream_nb.options`): ``forgetting=Window(...)`` or
+``Decay(...)``, ``numeric=Gaussian()``, ``MDL()``, ``EqualFrequency()`` or
+``Edges({...})``, ``missing=EM()`` or ``Ignore()``, ``search=Tree()`` or ``SuperParent()``.
 
 >>> from stream_nb import NaiveBayes, AODE, TAN
 """
@@ -19,6 +22,11 @@ errors every layer raises are in :mod:`stream_nb.exceptions`.
 from . import exceptions
 from ._version import __version__
 from .learners import AODE, KDB, SPODE, TAN, NaiveBayes
+from .options import EM, MDL, Decay, Edges, EqualFrequency, Gaussian, Ignore, SuperParent, Tree, Window
 from .snapshots import load, save
 
-__all__ = ["NaiveBayes", "AODE", "TAN", "SPODE", "KDB", "exceptions", "save", "load"]
+__all__ = [
+    "NaiveBayes", "AODE", "TAN", "SPODE", "KDB",
+    "Window", "Decay", "Gaussian", "MDL", "EqualFrequency", "Edges", "EM", "Ignore", "Tree", "SuperParent",
+    "exceptions", "save", "load",
+]

@@ -39,7 +39,8 @@ import orjson
 from ._checks import parse_bool, parse_int
 from .engine import DEFAULT_CONFIG as ENGINE_DEFAULTS
 from .exceptions import ConfigError
-from .learners import DETECTORS
+from .learners import AODE, DETECTORS, KDB, SPODE, TAN, NaiveBayes, flat_settings
+from .options import FLAT
 
 __all__ = [
     "BY_NAME",
@@ -65,20 +66,13 @@ log = logging.getLogger("stream_nb.settings")
 
 ENV_PREFIX = "STREAM_NB_"
 
-#: ``--model`` choice -> (class name in :mod:`stream_nb`, the parameters it takes).
-_EM = ("missing", "learn_unlabeled", "unlabeled_weight")
-_FORGET = ("window", "panes", "half_life", "drift_detector", "time_field")
-_BINNING = ("discretiser", "bins", "fine_bins", "warmup")
-_ALL = (*_EM, "memory_budget", *_FORGET)  # the parameters every model takes
+#: ``--model`` choice -> (class name in :mod:`stream_nb`, the flat settings it takes), read off each class's
+#: constructor (:func:`stream_nb.learners.flat_settings`).
+_CLASSES = {"nb": NaiveBayes, "aode": AODE, "tan": TAN, "spode": SPODE, "kdb": KDB}
 MODELS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "nb": ("NaiveBayes", ("alpha", "types", "loss", "var_smoothing", "numeric", *_BINNING, *_ALL)),
-    "aode": ("AODE", ("alpha", "m", *_BINNING, "types", "loss", *_ALL)),
-    "tan": ("TAN", ("alpha", "rebuild_every", "tree_score", *_BINNING, "types", "loss", *_ALL)),
-    "spode": ("SPODE", ("parent", "alpha", "rebuild_every", *_BINNING, "types", "loss", *_ALL)),
-    "kdb": ("KDB", ("k", "alpha", "rebuild_every", "max_table_cells", "max_completions", *_BINNING, "types",
-                    "loss", *_ALL)),
-}
-
+    choice: (cls.__name__, tuple(flat_settings(cls))) for choice, cls in _CLASSES.items()}
+#: The model settings, in the order of their declarations (``time_field`` is the join's too: its row is below).
+_MODEL_SETTINGS = tuple(n for n in FLAT if n != "time_field" and any(n in names for _, names in MODELS.values()))
 
 @dataclasses.dataclass(frozen=True)
 class Setting:
@@ -113,63 +107,38 @@ _SNAPSHOTS = "snapshots and recovery (off unless --snapshot-dir is given)"
 _JOIN = "labels that arrive later (on with --feedback or --feedback-topic)"
 _GROUP = "one model across a consumer group (Kafka; off unless --model-topic is given)"
 
+def _model_rows() -> tuple[Setting, ...]:
+    """The model settings' rows, derived from their declarations (:data:`stream_nb.options.FLAT`): the help,
+    the models that take each (:data:`MODELS`) and each model's default (:func:`stream_nb.learners.flat_settings`)."""
+    rows = []
+    for name in _MODEL_SETTINGS:
+        p = FLAT[name]
+        takers = [c for c, (_, names) in MODELS.items() if name in names]
+        who = "" if len(takers) == len(MODELS) else ", ".join(c.upper() if c != "nb" else "NB" for c in takers) + ": "
+        defaults: dict[str, list[str]] = {}
+        for c in takers:
+            value = flat_settings(_CLASSES[c])[name]
+            defaults.setdefault("none" if value is None else str(value).lower() if isinstance(value, bool)
+                                else str(value), []).append(c.upper() if c != "nb" else "NB")
+        ordered = sorted(defaults.items(), key=lambda kv: -len(kv[1]))
+        text = f"model default {ordered[0][0]}" + "".join(f"; {', '.join(ws)} {v}" for v, ws in ordered[1:])
+        if name == "loss":  # a file on the command line, read by daemon._build.load_loss
+            rows.append(Setting(name, "str", None, f"JSON file of the {p.help}; labels are written as in the "
+                                "output's proba keys (1, true, yes)", _MODEL, "FILE"))
+        elif name == "types":
+            rows.append(Setting(name, "mapping", {}, f"{p.help}; repeatable, or comma-separated", _MODEL, p.metavar))
+        elif name == "drift_detector":
+            rows.append(Setting(name, "choice", None, f"{p.help} ({text})", _MODEL, choices=("none", *DETECTORS)))
+        else:
+            kind = "int" if p.kind == "int" else "float" if p.kind == "float" else p.kind
+            rows.append(Setting(name, kind, None, f"{who}{p.help} ({text})", _MODEL, p.metavar,
+                                choices=tuple(p.choices)))
+    return tuple(rows)
+
+
 SETTINGS: tuple[Setting, ...] = (
     Setting("model", "choice", "nb", "classifier: naive Bayes, AODE, TAN, SPODE or KDB", _MODEL, choices=tuple(MODELS)),
-    Setting("alpha", "float", None, "Lidstone smoothing > 0 (all models; model default 1.0)", _MODEL, "A"),
-    Setting("k", "int", None, "KDB: most attribute parents per attribute (model default 2)", _MODEL, "K"),
-    Setting("memory_budget", "int", None, "bytes the model's counts may take while dense; tables that would pass "
-            "it are kept sparse, holding the same counts (all models; model default 268435456, 256 MiB)",
-            _MODEL, "BYTES"),
-    Setting("max_table_cells", "int", None, "KDB: optional hard bound on the (k+1)-way count table; events that "
-            "would pass it are dead-lettered as table_full (model default: none, --memory-budget decides)",
-            _MODEL, "N"),
-    Setting("max_completions", "int", None, "KDB: most joint values of missing attributes enumerated per event "
-            "(model default 4096)", _MODEL, "N"),
-    Setting("parent", "str", None, "SPODE: the super-parent attribute (model default: chosen from the stream, "
-            "the lowest running log loss at each rebuild)", _MODEL, "FEATURE"),
-    Setting("m", "int", None, "AODE: a value is a parent only once seen in M events (model default 1)", _MODEL, "M"),
-    Setting("numeric", "choice", None, "NB: numeric features as one Gaussian per class, or discretised into bins "
-            "(model default gaussian)", _MODEL, choices=("gaussian", "bins")),
-    Setting("discretiser", "choice", None, "AODE, TAN, SPODE, KDB (and NB with --numeric bins): mdl (cut points "
-            "chosen by Fayyad and Irani's MDL criterion over fine bins, again as the stream goes on) or "
-            "equal_frequency (--bins bins from the first --warmup values, never moved) (model default mdl; KDB "
-            "equal_frequency)",
-            _MODEL, choices=("mdl", "equal_frequency")),
-    Setting("bins", "int", None, "AODE, TAN, SPODE, KDB: equal-frequency bins per numeric feature with "
-            "--discretiser equal_frequency (model default 5)", _MODEL, "N"),
-    Setting("fine_bins", "int", None, "AODE, TAN, SPODE, KDB: with --discretiser mdl, the fine bins per numeric "
-            "feature where a cut point can fall (model default 64; KDB 16)", _MODEL, "N"),
-    Setting("warmup", "int", None, "AODE, TAN, SPODE, KDB: values of a numeric feature used to place its bin edges; "
-            "TAN, SPODE, KDB: also the learned events before the first rebuild (model default 100)", _MODEL, "N"),
-    Setting("rebuild_every", "int", None, "TAN, SPODE, KDB: rebuild the structure / re-choose the super-parent every N "
-            "learned events (model default 1000); early ones come after --warmup events and each time the count "
-            "doubles below N, when the counts show attributes dependent given the class",
-            _MODEL, "N"),
-    Setting("tree_score", "choice", None, "TAN: weigh the tree's edges by the conditional mutual information "
-            "(cmi) or by the gain in the Bayesian network score, as Weka's BayesNet TAN search (bayes) "
-            "(model default bayes)", _MODEL, choices=("cmi", "bayes")),
-    Setting("var_smoothing", "float", None, "NB: floor of each Gaussian variance, as a fraction of the feature's smallest within-class variance (model default 1e-9)", _MODEL, "V"),
-    Setting("types", "mapping", {}, "declare feature types instead of inferring them from the first value "
-            "(str, bool, int: categorical; float: numeric); repeatable, or comma-separated",
-            _MODEL, "FEATURE=categorical|numeric"),
-    Setting("loss", "str", None, "JSON file {true_label: {predicted_label: cost}}: predict the class of least "
-            "expected cost; labels are written as in the output's proba keys (1, true, yes)", _MODEL, "FILE"),
-    Setting("missing", "choice", None, "learning from events with missing attributes: em (add the expected counts "
-            "of the missing values, estimated from the observed values) or ignore (skip them) (model default em)", _MODEL,
-            choices=("em", "ignore")),
-    Setting("learn_unlabeled", "bool", None, "learn from unlabeled events too, by EM over the class "
-            "(semi-supervised; model default off)", _MODEL),
-    Setting("unlabeled_weight", "float", None, "weight of an unlabeled event relative to a labeled one "
-            "(model default 1.0)", _MODEL, "W"),
-    Setting("window", "int", None, "forget by a window: the counts cover the last N learned events (between "
-            "N - N/panes and N), older panes subtracted exactly (model default: no window)", _MODEL, "N"),
-    Setting("panes", "int", None, "panes of the --window; memory is the counts times panes + 1 at most "
-            "(model default 4)", _MODEL, "P"),
-    Setting("half_life", "float", None, "forget by decay: every count halves every H learned events "
-            "(model default: no decay; exclusive with --window)", _MODEL, "H"),
-    Setting("drift_detector", "choice", None, "river drift detector watching the prequential error: on a warning "
-            "start fresh counts, on a drift switch to them (with --window: keep the pane in progress) "
-            "(model default: none)", _MODEL, choices=("none", *DETECTORS)),
+    *_model_rows(),
     Setting("model_name", "str", None, "name written in each output's \"model\" field (default: the --model value)",
             _MODEL, "NAME"),
     Setting("label_field", "str", ENGINE_DEFAULTS["label_field"], "field holding the class label", _EVENTS, "FIELD"),
@@ -294,8 +263,7 @@ REMOVED: dict[str, str] = {
                    "them, one with --snapshot-dir continues them exactly once from its snapshot; to add to a "
                    "file across runs anyway, write to stdout and redirect it with >> FILE",
 }
-MODEL_PARAMS = ("k", "max_table_cells", "max_completions", "parent", "alpha", "m", "tree_score", "numeric", "discretiser",
-                "bins", "fine_bins", "warmup", "rebuild_every", "var_smoothing", "types", "loss", *_ALL)
+MODEL_PARAMS = (*_MODEL_SETTINGS, "time_field")
 
 
 # -- parsing ------------------------------------------------------------------

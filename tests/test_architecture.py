@@ -42,6 +42,7 @@ LAYERS: dict[str, int] = {
     "stream_nb._pandas": 1,
     "stream_nb.kernels": 1,
     "stream_nb.stats": 2,
+    "stream_nb.options": 2,
     "stream_nb.learners": 3,
     "stream_nb.snapshots": 4,
     "stream_nb": 4,

@@ -169,7 +169,7 @@ def split(data: bytes) -> tuple[dict, dict[str, bytes]]:
     return header, blobs
 
 
-def assemble(header_text: bytes, body: bytes, *, version: int = 1, flags: int = 0, hlen: int | None = None) -> bytes:
+def assemble(header_text: bytes, body: bytes, *, version: int = _snapshot.FORMAT_VERSION, flags: int = 0, hlen: int | None = None) -> bytes:
     """A file with a correct checksum over any header text and body."""
     start = _snapshot._PREFIX.pack(_snapshot.MAGIC, version, flags, len(header_text) if hlen is None else hlen)
     start += header_text
@@ -662,7 +662,7 @@ def test_a_daemon_part_of_the_wrong_shape_is_refused_not_a_traceback_in_inspect(
 def test_inspect_prints_a_model_with_integers_beyond_64_bits_as_json(tmp_path):
     # found: orjson takes no integer beyond 64 bits, and inspect --json raised TypeError for a model
     # taught such a label in Python (or given such a parameter)
-    model = stream_nb.TAN(rebuild_every=2**64, loss={2**70: {1: 3.0}})
+    model = stream_nb.TAN(search=stream_nb.Tree(rebuild_every=2**64), loss={2**70: {1: 3.0}})
     model.learn_one({"a": "x"}, 2**70)
     model.learn_one({"a": "y"}, 1)
     path = tmp_path / "big.snb"
@@ -670,7 +670,7 @@ def test_inspect_prints_a_model_with_integers_beyond_64_bits_as_json(tmp_path):
     status, out, err = inspect(path, as_json=True)
     assert (status, err) == (0, "")
     info = json.loads(out)
-    assert info["model"]["classes"] == [2**70, 1] and info["model"]["params"]["rebuild_every"] == 2**64
+    assert info["model"]["classes"] == [2**70, 1] and info["model"]["params"]["search"]["rebuild_every"] == 2**64
     assert info["model"]["params"]["loss"] == {str(2**70): {"1": 3.0}}
     assert inspect(path, as_json=False)[0] == 0
 

@@ -21,7 +21,7 @@ import pandas as pd
 import pytest
 
 import stream_nb
-from stream_nb import AODE, NaiveBayes
+from stream_nb import AODE, MDL, Gaussian, NaiveBayes
 from stream_nb.exceptions import FeatureTypeError, InvalidEventError
 from stream_nb.stats import NUMERIC_LIMIT, gaussian_loglik, variance_floor
 
@@ -64,7 +64,7 @@ def test_the_issue_command_predicts_lo_with_or_without_a_far_first_value(first, 
 
 
 @pytest.mark.parametrize("far", [1e10, -1e10, 1e100, -1e100])
-@pytest.mark.parametrize("numeric", ["gaussian", "bins"])
+@pytest.mark.parametrize("numeric", [Gaussian(), MDL()], ids=["gaussian", "bins"])
 def test_a_far_value_in_a_class_of_its_own_leaves_the_others_predictions(far, numeric):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no RuntimeWarning on the way
@@ -76,9 +76,9 @@ def test_a_far_value_in_a_class_of_its_own_leaves_the_others_predictions(far, nu
         for q in (1.0, 3.0, 6.0, 8.0):
             p, want = model.predict_proba_one({"x": q}), clean.predict_proba_one({"x": q})
             assert max(p, key=p.get) == max(want, key=want.get) and max(p.values()) >= 0.9
-            if numeric == "gaussian":  # the odds of the untouched classes: their own Gaussians' ratio
+            if numeric == Gaussian():  # the odds of the untouched classes: their own Gaussians' ratio
                 assert p["lo"] / p["hi"] == pytest.approx(want["lo"] / want["hi"], rel=1e-6)
-        if numeric == "gaussian":  # bins: the far value shares the top bin with hi's values
+        if numeric == Gaussian():  # bins: the far value shares the top bin with hi's values
             assert model.predict_one({"x": far}) == "a"
 
 

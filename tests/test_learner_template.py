@@ -14,7 +14,7 @@ import pytest
 from river import naive_bayes
 
 import stream_nb
-from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes
+from stream_nb import AODE, KDB, MDL, SPODE, TAN, EqualFrequency, Gaussian, NaiveBayes
 from stream_nb.engine import EventDecoder, validate_label
 from stream_nb.exceptions import InvalidEventError
 from stream_nb.learners import BayesClassifier, prequential_step
@@ -25,11 +25,10 @@ MODELS = [NaiveBayes, AODE, TAN, SPODE, lambda: KDB(k=1)]
 
 def test_a_model_without_its_hooks_cannot_be_built():
     class Half(BayesClassifier):
-        def __init__(self, alpha=1.0, types=None, loss=None, missing="em", learn_unlabeled=False,
-                     unlabeled_weight=1.0):
+        def __init__(self, alpha=1.0, types=None, loss=None, missing=None, memory_budget=None):
             self.alpha, self.types, self.loss, self.missing = alpha, types, loss, missing
-            self.learn_unlabeled, self.unlabeled_weight = learn_unlabeled, unlabeled_weight
-            self._setup(numeric="gaussian", pairs=False)
+            self.memory_budget = memory_budget
+            self._setup(pairs=False)
 
         def _jll(self, enc):
             return self._naive_jll(enc)
@@ -59,8 +58,8 @@ class CountingDict(dict):
 @pytest.mark.parametrize("discretiser", ["equal_frequency", "mdl"])
 def test_the_prequential_step_reads_a_known_event_once(make, discretiser):
     model = make()
-    if "discretiser" in model._get_params():
-        model = model.clone({"discretiser": discretiser})
+    if not isinstance(model.numeric, Gaussian):  # the discretising models
+        model = model.clone({"numeric": MDL() if discretiser == "mdl" else EqualFrequency()})
     two_layers = isinstance(model._stats, TwoLayerStats)  # the discretising models' default
     for x, y in [({"a": "x", "b": "y"}, "p"), ({"a": "y", "b": "x"}, "q")] * 3:
         model.learn_one(x, y)
@@ -128,5 +127,8 @@ def test_the_step_of_any_river_classifier():
 def test_the_public_face_is_exactly_its_names():
     from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes, exceptions, load, save  # noqa: F401 - the documented import
 
-    assert sorted(stream_nb.__all__) == sorted(["NaiveBayes", "AODE", "TAN", "SPODE", "KDB", "exceptions", "save", "load"])
+    assert sorted(stream_nb.__all__) == sorted(["NaiveBayes", "AODE", "TAN", "SPODE", "KDB", "exceptions", "save", "load",
+                                                # the options (stream_nb.options)
+                                                "Window", "Decay", "Gaussian", "MDL", "EqualFrequency", "Edges", "EM",
+                                                "Ignore", "Tree", "SuperParent"])
     assert "annotations" not in vars(stream_nb)  # no __future__ import leaking into the namespace

@@ -141,9 +141,9 @@ def test_trailing_bytes_are_damage(saved):
 
 def test_unknown_version_not_a_snapshot_and_unreadable(saved, tmp_path):
     data = bytearray(saved.read_bytes())
-    data[8:12] = struct.pack("<I", 2)
+    data[8:12] = struct.pack("<I", 3)
     saved.write_bytes(bytes(data))
-    with pytest.raises(SnapshotError, match=r"model\.snb: unknown snapshot format version 2; .* reads version 1"):
+    with pytest.raises(SnapshotError, match=r"model\.snb: unknown snapshot format version 3; .* reads versions 1 and 2"):
         stream_nb.load(saved)
     other = tmp_path / "notes.txt"
     other.write_text("hello, this is not a snapshot at all")
@@ -158,7 +158,7 @@ def test_unknown_version_not_a_snapshot_and_unreadable(saved, tmp_path):
 def _forge(path, header: dict, body: bytes) -> None:
     """A well-formed, correctly checksummed file with any header: what a malicious writer could make."""
     text = json.dumps(header).encode()
-    start = _snapshot._PREFIX.pack(_snapshot.MAGIC, 1, 0, len(text)) + text
+    start = _snapshot._PREFIX.pack(_snapshot.MAGIC, header.get("version", _snapshot.FORMAT_VERSION), 0, len(text)) + text
     start += bytes(_snapshot._align(len(start)) - len(start))
     content = start + body
     path.write_bytes(content + hashlib.sha256(content).digest())

@@ -105,7 +105,7 @@ def test_the_fixtures_cover_what_they_claim():
     assert ddm["drifts"] and ddm["detector"]["o"] == "river.drift.binary.ddm:DDM"
     assert "tuple_count_cells" in snap("kdb2_sparse").arrays and "tuple_count" in snap("kdb2").arrays
     assert snap("tan").model().tree
-    assert snap("nb_unlabeled").meta["params"]["learn_unlabeled"] is True
+    assert snap("nb_unlabeled").meta["params"]["missing"]["unlabeled"] is True  # the file's learn_unlabeled=True
     assert snap("nb_ignore_int_labels_loss").model().classes == [0, 1, 2]
 
 
@@ -171,12 +171,12 @@ def test_a_model_state_of_another_encoding_version_is_refused_saying_what_to_do(
     key, value = group_records()[0]
     envelope = 9 + struct.unpack_from("<I", value, 5)[0]  # SNBG, kind, header length, header
     payload = bytearray(value[envelope:])
-    payload[4] = 2  # SNBW, then the encoding's version
+    payload[4] = 3  # SNBW, then the encoding's version
     with pytest.raises(SnapshotError) as refused:
         decode_state(bytes(payload), f"state of {key}")
     message = str(refused.value)
-    assert message.startswith(f"state of {key}: unknown model state encoding version 2; this stream_nb")
-    assert "reads version 1 only. Version 2 is newer: read it with the stream_nb that wrote it or a later " \
+    assert message.startswith(f"state of {key}: unknown model state encoding version 3; this stream_nb")
+    assert "reads versions 1 and 2. Version 3 is newer: read it with the stream_nb that wrote it or a later " \
            "release; no release converts it to an older version" in message
 
 
@@ -283,13 +283,13 @@ def with_version(data: bytes, version: int) -> bytes:
 
 def test_a_snapshot_of_a_newer_format_is_refused_saying_which_release_reads_it(tmp_path):
     path = tmp_path / "model.snb"
-    path.write_bytes(with_version((DATA / "models" / "tan.snb").read_bytes(), 2))
+    path.write_bytes(with_version((DATA / "models" / "tan.snb").read_bytes(), 3))
     with pytest.raises(SnapshotError) as refused:
         stream_nb.load(path)
     message = str(refused.value)
     release = stream_nb.__version__
     assert message == (
-        f"{path}: unknown snapshot format version 2; this stream_nb ({release}) reads version 1 only. Version 2 is "
+        f"{path}: unknown snapshot format version 3; this stream_nb ({release}) reads versions 1 and 2. Version 3 is "
         f"newer: read it with the stream_nb that wrote it or a later release; no release converts it to an older "
         f"version"
     )
@@ -297,7 +297,7 @@ def test_a_snapshot_of_a_newer_format_is_refused_saying_which_release_reads_it(t
     data = path.read_bytes()
     header = json.loads(data[PREFIX.size:PREFIX.size + PREFIX.unpack_from(data)[3]])
     path.write_bytes(repacked(data, {**header, "stream_nb": "9.1.0"}))
-    with pytest.raises(SnapshotError, match=r"Version 2 is newer: read it with stream_nb 9\.1\.0 \(which wrote it\) "
+    with pytest.raises(SnapshotError, match=r"Version 3 is newer: read it with stream_nb 9\.1\.0 \(which wrote it\) "
                                             r"or a later release"):
         stream_nb.load(path)
     inspected = cli("snapshot", "inspect", str(path), cwd=tmp_path)
@@ -309,7 +309,7 @@ def test_a_snapshot_of_a_newer_format_is_refused_saying_which_release_reads_it(t
 def test_a_snapshot_of_an_older_format_is_refused_saying_no_release_converts_it(tmp_path):
     path = tmp_path / "model.snb"
     path.write_bytes(with_version((DATA / "models" / "nb_gaussian.snb").read_bytes(), 0))
-    with pytest.raises(SnapshotError, match=r"unknown snapshot format version 0; this stream_nb \(.*\) reads version 1 "
-                                            r"only\. Version 0 is older, and this release has no converter from it: "
+    with pytest.raises(SnapshotError, match=r"unknown snapshot format version 0; this stream_nb \(.*\) reads versions 1 "
+                                            r"and 2\. Version 0 is older, and this release has no converter from it: "
                                             r"read it with the stream_nb that wrote it$"):
         stream_nb.load(path)

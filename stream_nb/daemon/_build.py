@@ -75,7 +75,7 @@ def build_model(settings: dict[str, typing.Any]) -> typing.Any:
     if cls is None:
         raise ConfigError(f"{_model_words(settings)}: stream_nb.{class_name} is not available in this installation")
     try:
-        return cls(**params)
+        return cls.from_flat(params)
     except ConfigError as exc:
         text = str(exc)
         name = text.partition(":")[0]

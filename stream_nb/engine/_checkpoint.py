@@ -117,7 +117,8 @@ def _same_model(built: typing.Any, meta: dict) -> str | None:
     name = meta.get("model")
     if name != type(built).__name__:
         return f"it holds a {name} model, the settings build a {type(built).__name__}"
-    get = getattr(built, "_get_params", None)
+    # a stream_nb model's parameters as its state stores them (option objects as plain data); a river model's own
+    get = getattr(built, "state_params", None) or getattr(built, "_get_params", None)
     if get is None:
         return None
     ours = encode_meta(get())

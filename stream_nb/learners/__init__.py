@@ -9,6 +9,7 @@ module                 what it holds
 ``_base.py``           :class:`BayesClassifier`: the template (what a subclass provides is listed
                        there), learning, EM's driver, the prequential step of one event
 ``_step.py``           :func:`prequential_step`: the prequential step of any river classifier
+``_keywords.py``       the constructor's options checked in one place; earlier releases' keywords mapped
 ``_structured.py``     :class:`StructuredClassifier`: a structure rebuilt every ``rebuild_every`` events
 ``_runs.py``           :class:`~stream_nb.learners._runs.VectorisedRuns`: runs of events scored at once
 ``_decision.py``       the log prior, logsumexp, the posterior, the loss-matrix decision
@@ -16,7 +17,6 @@ module                 what it holds
 ``_impute.py``         ``impute_proba_one`` and ``impute_one``
 ``_batches.py``        ``learn_many``, ``predict_proba_many``, ``predict_many``
 ``_structure.py``      mutual information, conditional mutual information, maximum spanning tree
-``_binning.py``        the discretisation parameters of the models that bin numeric features
 ``naive_bayes.py``     :class:`NaiveBayes`
 ``aode.py``            :class:`AODE` (and the SPODE terms SPODE shares)
 ``tan.py``             :class:`TAN`
@@ -32,6 +32,7 @@ To add a model: a module here with a subclass of :class:`BayesClassifier` (or of
 from ._base import BayesClassifier, Step
 from ._step import prequential_step
 from ._detectors import DETECTORS
+from ._keywords import flat_settings
 from ._runs import RunBlock
 from ._structure import conditional_mutual_information, maximum_spanning_tree, mutual_information_with_class
 from ._structured import StructuredClassifier
@@ -46,7 +47,7 @@ MODELS: dict[str, type[BayesClassifier]] = {cls.__name__: cls for cls in (NaiveB
 
 __all__ = [
     "AODE", "DETECTORS", "KDB", "MODELS", "SPODE", "TAN", "BayesClassifier", "NaiveBayes", "RunBlock", "Step",
-    "StructuredClassifier",
+    "StructuredClassifier", "flat_settings",
     "conditional_mutual_information", "maximum_spanning_tree", "mutual_information_with_class",
     "prequential_step",
 ]

@@ -9,9 +9,13 @@ step, merging, and the plain-data state.
 
 What a subclass provides
 ------------------------
-In ``__init__``: its parameters as attributes (river reads them back), then a
-call of :meth:`BayesClassifier._setup` saying how the store keeps its counts
-(``numeric``, ``pairs``, ``tuples`` and the discretiser settings).
+An ``__init__`` wrapped by :func:`~stream_nb.learners._keywords.takes_options`
+(the keywords of earlier releases), whose parameters are the shared options
+(``numeric``, ``missing``, ``forgetting``, ``drift_detector``,
+``memory_budget``, ``types``, ``loss``, ``alpha``: :mod:`stream_nb.options`)
+and its own, each set as an attribute (river reads them back); then a call of
+:meth:`BayesClassifier._setup` saying how the store keeps its counts
+(``pairs``, ``tuples``), which checks every parameter against its declaration.
 
 Abstract methods (each model defines them; naive Bayes is no silent default):
 
@@ -52,14 +56,15 @@ import typing
 import numpy as np
 from river import base
 
-from .._checks import check_choice, check_integer, check_number
-from ..exceptions import ConfigError, InvalidEventError, MergeError
+from ..exceptions import InvalidEventError, MergeError
+from ..options import BINNED, EM, MDL, Decay, Gaussian, Window, binned, decode_params, encode_params, options_from_flat
 from ..stats import Encoded, Stats, TwoLayerStats, frame_events, is_missing_label
 from ._decision import LossMatrix, decide, log_prior, normalise
 from ._batches import MiniBatches
 from ._detectors import detector_spec
 from ._forgetting import Forgetting
 from ._impute import Imputation
+from ._keywords import check_options, defaults_of, model_defaults
 from ._unlearn import Unlearning
 
 __all__ = ["BayesClassifier", "Step"]
@@ -79,53 +84,128 @@ class Step(typing.NamedTuple):
 class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.MiniBatchClassifier):
     """Base class of stream_nb's classifiers (not used directly); see the module notes for what a subclass provides."""
 
-    def _setup(
-        self,
-        *,
-        numeric: str,
-        pairs: bool,
-        tuples: int = 0,
-        bins: int = 5,
-        warmup: int = 100,
-        bin_edges: dict | None = None,
-        max_table_cells: int | None = None,
-        var_smoothing: float = 0.0,
-        discretiser: str = "equal_frequency",
-        fine_bins: int = 64,
-    ) -> None:
-        """Check the parameters every model has and create the empty store; ``__init__`` calls it last.
+    #: The option classes each family parameter takes, where a model takes fewer than all
+    #: (:data:`stream_nb.options.OPTIONS`): the models other than naive Bayes count numeric features in bins.
+    _accepts: dict = {"numeric": BINNED}
+    #: The fine bins of an :class:`~stream_nb.options.MDL` made from the flat ``discretiser="mdl"``.
+    _mdl_fine_bins = 64
+    #: The option each of these parameters is when it is None (river keeps a signature's defaults immutable).
+    _option_defaults: dict = {"numeric": MDL(), "missing": EM()}
+    #: What cuts the features an :class:`~stream_nb.options.Edges` gives no edges when its ``rest`` is None.
+    _default_cut = MDL()
 
-        ``numeric`` (``"gaussian"`` or ``"bins"``), ``pairs``, ``tuples``, the discretiser settings and
-        ``max_table_cells`` say how the store keeps its counts (see :class:`~stream_nb.stats.Stats`;
-        ``discretiser="mdl"`` with ``numeric="bins"``: a :class:`~stream_nb.stats.TwoLayerStats`
-        of ``fine_bins`` fine bins per numeric feature), within the model's ``memory_budget``;
-        ``var_smoothing`` is the Gaussian features' relative variance floor.
+    def _setup(self, *, pairs: bool, tuples: int = 0, max_table_cells: int | None = None) -> None:
+        """Check every parameter against its declaration (:func:`~stream_nb.learners._keywords.check_options`)
+        and create the empty store; ``__init__`` calls it last, with its parameters set as attributes.
+
+        ``pairs``, ``tuples`` and ``max_table_cells`` say how the store keeps its counts (see
+        :class:`~stream_nb.stats.Stats`); ``numeric`` how it reads a numeric feature (an
+        :class:`~stream_nb.options.MDL` discretiser: a :class:`~stream_nb.stats.TwoLayerStats`), within
+        the model's ``memory_budget``.
         """
-        self._alpha = check_number("alpha", self.alpha, minimum=0, strict_minimum=True)
+        check_options(self)
+        self._alpha = self.alpha
         self._decision = None if self.loss is None else LossMatrix(self.loss)
-        check_choice("missing", self.missing, ("em", "ignore"))
-        if not isinstance(self.learn_unlabeled, bool):
-            raise ConfigError(f"learn_unlabeled: expected True or False, got {self.learn_unlabeled!r}")
-        check_number("unlabeled_weight", self.unlabeled_weight, minimum=0)
-        self._var_smoothing = var_smoothing
+        self._var_smoothing = self.var_smoothing
         self._prior: tuple | None = None  # ((epoch, version) of the store, log prior)
-        if self.memory_budget is not None:
-            check_integer("memory_budget", self.memory_budget, minimum=0)
-        two_layer = numeric == "bins" and discretiser == "mdl"
+        cut, edges = self._discretisation()
+        two_layer = isinstance(cut, MDL)
+        types = None if self.types is None else {k: v for k, v in self.types.items() if v != "time"}
         self._stats = (TwoLayerStats if two_layer else Stats)(
-            **({"fine_bins": fine_bins} if two_layer else {}),
+            **({"fine_bins": cut.fine_bins} if two_layer else {}),
             memory_budget=self.memory_budget,
             pairs=pairs,
-            observed=self.missing == "em",  # EM's E-step reads the observed-only counts
+            observed=self.missing.attributes,  # EM's E-step reads the observed-only counts
             tuples=tuples,
             max_table_cells=max_table_cells,
-            numeric=numeric,
-            types=self.types,
-            bins=bins,
-            warmup=warmup,
-            bin_edges=bin_edges,
+            numeric="gaussian" if cut is None else "bins",
+            types=types,
+            bins=5 if cut is None else cut.bins,
+            warmup=100 if cut is None else cut.warmup,
+            bin_edges=edges,
         )
-        self._setup_forgetting()  # window, panes, half_life, drift_detector (learners/_forgetting.py)
+        self._setup_forgetting()  # forgetting and drift_detector (learners/_forgetting.py)
+
+    def _discretisation(self) -> tuple:
+        """``(discretiser, edges)`` of the ``numeric`` option: the :class:`~stream_nb.options.MDL` or
+        :class:`~stream_nb.options.EqualFrequency` of the features without fixed edges, and those edges;
+        ``(None, None)`` for :class:`~stream_nb.options.Gaussian`."""
+        numeric = self.numeric
+        if isinstance(numeric, Gaussian):
+            return None, None
+        return binned(numeric, self._default_cut)
+
+    # -- what the options say, under the names of the flat parameters the learning code reads
+
+    @property
+    def window(self) -> int | None:
+        """The :class:`~stream_nb.options.Window`'s size (None: no window)."""
+        f = getattr(self, "forgetting", None)  # a subclass may take no forgetting
+        return f.size if isinstance(f, Window) else None
+
+    @property
+    def panes(self) -> int:
+        """The :class:`~stream_nb.options.Window`'s panes (4 without a window)."""
+        f = getattr(self, "forgetting", None)
+        return f.panes if isinstance(f, Window) else 4
+
+    @property
+    def half_life(self) -> float | None:
+        """The :class:`~stream_nb.options.Decay`'s half-life (None: no decay)."""
+        f = getattr(self, "forgetting", None)
+        return f.half_life if isinstance(f, Decay) else None
+
+    @property
+    def time_field(self) -> str | None:
+        """The field of the event's time, not a feature: the decay's, or one declared ``"time"`` in ``types``."""
+        f = getattr(self, "forgetting", None)
+        if isinstance(f, Decay) and f.time_field is not None:
+            return f.time_field
+        return next((k for k, v in (self.types or {}).items() if v == "time"), None)
+
+    @property
+    def var_smoothing(self) -> float:
+        """The :class:`~stream_nb.options.Gaussian`'s relative variance floor (0 when features are binned)."""
+        return self.numeric.var_smoothing if isinstance(self.numeric, Gaussian) else 0.0
+
+    @property
+    def warmup(self) -> int:
+        """Values of a numeric feature read before its bin edges are placed (and, for TAN, SPODE and KDB,
+        learned events before the first rebuild): the discretiser's (100 for Gaussian features)."""
+        cut = self._discretisation()[0]
+        return 100 if cut is None else cut.warmup
+
+    @property
+    def discretiser(self) -> str | None:
+        """``"mdl"`` or ``"equal_frequency"``: what cuts the numeric features without fixed edges (None: Gaussian)."""
+        cut = self._discretisation()[0]
+        return None if cut is None else cut.CHOICE
+
+    @property
+    def bins(self) -> int | None:
+        """The discretiser's ``bins`` (None: Gaussian features)."""
+        cut = self._discretisation()[0]
+        return None if cut is None else cut.bins
+
+    @property
+    def fine_bins(self) -> int | None:
+        """The :class:`~stream_nb.options.MDL` discretiser's ``fine_bins`` (None: no fine layer)."""
+        return getattr(self._discretisation()[0], "fine_bins", None)
+
+    @property
+    def bin_edges(self) -> dict | None:
+        """The fixed edges of an :class:`~stream_nb.options.Edges` (None: none)."""
+        return self._discretisation()[1] or None
+
+    @property
+    def learn_unlabeled(self) -> bool:
+        """Whether unlabeled events are learned (:class:`~stream_nb.options.EM`'s ``unlabeled``)."""
+        return self.missing.unlabeled
+
+    @property
+    def unlabeled_weight(self) -> float:
+        """Weight of an unlabeled event (:class:`~stream_nb.options.EM`'s ``unlabeled_weight``)."""
+        return self.missing.unlabeled_weight
 
     @property
     def _multiclass(self):
@@ -175,8 +255,8 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
     def cut_points(self) -> dict:
         """``{feature: [cut points]}``: where each discretised numeric feature is cut now.
 
-        >>> from stream_nb import AODE
-        >>> model = AODE(discretiser="mdl", bins=1, warmup=4, fine_bins=4)
+        >>> from stream_nb import AODE, MDL
+        >>> model = AODE(numeric=MDL(bins=1, warmup=4, fine_bins=4))
         >>> for v, y in [(1.0, "a"), (2.0, "a"), (3.0, "a"), (4.0, "b"), (5.0, "b"), (6.0, "b")] * 5:
         ...     model.learn_one({"t": v}, y)
         >>> model.cut_points()
@@ -264,7 +344,7 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
         x, t = self._forget_time(x)
         enc, c = s.encode_labeled(x, y, known)
         w = self._forget_weight(w, t)
-        miss = s.missing_of(enc) if self.missing == "em" else _NONE
+        miss = s.missing_of(enc) if self.missing.attributes else _NONE
         if len(miss):
             self._add_expected(enc, c, w, miss)
         else:
@@ -294,7 +374,7 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
         enc = s.encode_learn(x, known=known)
         post = np.exp(normalise(self._jll(enc)[None, :], self._log_prior())[0])
         w = self._forget_weight(w, t)
-        miss = s.missing_of(enc) if self.missing == "em" else _NONE
+        miss = s.missing_of(enc) if self.missing.attributes else _NONE
         for c, p in enumerate(post.tolist()):
             if w * p == 0.0:
                 continue
@@ -529,6 +609,20 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
         self._merged()
         return self
 
+    def state_params(self) -> dict:
+        """The constructor's parameters as plain data, as :meth:`state` stores them: each option object as
+        its :meth:`~stream_nb.options.Option.to_dict`, a drift detector as its spec.
+
+        >>> from stream_nb import NaiveBayes, Window
+        >>> NaiveBayes(forgetting=Window(100)).state_params()["forgetting"]
+        {'option': 'Window', 'size': 100, 'panes': 4}
+        """
+        # the parameters are the model's own objects (a loss matrix, bin edges): the state gets copies
+        params = copy.deepcopy(encode_params({name: getattr(self, name) for name in defaults_of(type(self).__init__)}))
+        if "drift_detector" in params:
+            params["drift_detector"] = detector_spec(self.drift_detector)
+        return params
+
     def state(self) -> tuple[dict, dict]:
         """The model's full state as ``(arrays, meta)``: numpy arrays and JSON-able metadata.
 
@@ -537,10 +631,7 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
         arrays, meta = self._stats.state()
         extra_arrays, extra_meta = self._extra_state()
         arrays.update({f"model.{k}": v for k, v in extra_arrays.items()})
-        # the parameters are the model's own objects (a loss matrix, bin edges): the state gets copies
-        params = copy.deepcopy(self._get_params())
-        if "drift_detector" in params:
-            params["drift_detector"] = detector_spec(self.drift_detector)
+        params = self.state_params()
         forget_arrays, forget_meta = self._forget_state()
         arrays.update({f"model.{k}": v for k, v in forget_arrays.items()})
         meta = {"model": type(self).__name__, "params": params, "stats": meta, "extra": extra_meta}
@@ -565,19 +656,47 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
             if not isinstance(meta.get(key), dict):
                 raise ValueError(f"state: {key!r} must be an object, got {meta.get(key)!r:.60}")
         meta = copy.deepcopy(meta)
-        model = cls(**meta["params"])
+        model = cls(**cls.params_from_state(meta["params"]))
         model._check_fits(meta["stats"])
         # the store copies the counts into arrays of its own (with room to grow)
         model._stats = type(model._stats).from_state({k: v for k, v in arrays.items() if not k.startswith("model.")}, meta["stats"])
         model._prior = None
         # EM's E-step wants the observed-only counts (a state written before they existed does not say so)
-        model._stats.wants_observed = model.missing == "em"
+        model._stats.wants_observed = model.missing.attributes
         # a model's own arrays (SPODE's running scores, TAN's tree, ...) may be kept as they come: copy them
         extra = {k[6:]: np.array(v, copy=True) for k, v in arrays.items() if k.startswith("model.")}
         model._forget_load({k: extra.pop(k) for k in list(extra) if k.startswith("forget.")}, meta.get("forget"))
         model._load_extra_state(extra, meta["extra"])
         model._check_loaded()
         return model
+
+    @classmethod
+    def from_flat(cls, params: dict) -> BayesClassifier:
+        """A model from flat settings, as ``stream-nb run`` gives them (``{"window": 1000, "bins": 7}``):
+        each family's settings become its option object (:meth:`params_from_state`), without a warning.
+
+        >>> from stream_nb import AODE
+        >>> AODE.from_flat({"discretiser": "equal_frequency", "bins": 3, "half_life": 50.0}).numeric
+        EqualFrequency(bins=3)
+        """
+        return cls(**cls.params_from_state(params))
+
+    @classmethod
+    def params_from_state(cls, params: dict) -> dict:
+        """The constructor's keywords of a state's ``params``: option objects from their plain data
+        (:func:`~stream_nb.options.decode_params`), and the flat parameters of a state written before
+        the options (``{"window": 1000, "bins": 7}``) mapped to them as their keywords are, without a warning.
+
+        >>> from stream_nb import NaiveBayes
+        >>> NaiveBayes.params_from_state({"alpha": 1.0, "window": 100, "panes": 4, "half_life": None})
+        {'alpha': 1.0, 'forgetting': Window(size=100)}
+        """
+        defaults = model_defaults(cls)
+        old = {k: v for k, v in params.items() if k not in defaults or isinstance(v, str) and k in ("missing", "numeric")}
+        new = decode_params({k: v for k, v in params.items() if k not in old})
+        if old:
+            new.update(options_from_flat(old, {**defaults, **new}, cls._mdl_fine_bins))
+        return new
 
     def _check_fits(self, stats: dict) -> None:
         """ValueError unless the state's store is the kind this model keeps (pair counts, numeric

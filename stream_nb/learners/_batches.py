@@ -79,7 +79,7 @@ class MiniBatches:
             return True  # numeric values before their bin edges exist: kept to be counted later
         if self._stats.frame_promotes(X):
             return True  # a feature turns numeric at one row: the rows before it count as categories
-        if self.missing != "em":
+        if not self.missing.attributes:
             return False
         s = self._stats
         if any(s.features[f] not in X.columns for f in s.discrete_features().tolist()):

@@ -3,9 +3,9 @@
 Every model is a view of one count store, so forgetting is done to the store
 (with :mod:`stream_nb.stats._forgetting`) and every model gets it at once.
 :class:`Forgetting` is the part of :class:`~stream_nb.learners.BayesClassifier`
-that does it; its parameters are those of every model:
+that does it, as the ``forgetting`` and ``drift_detector`` parameters of every model say:
 
-``window=N`` (with ``panes=P``, default 4)
+``forgetting=Window(N, panes=P)`` (``panes`` default 4)
     The counts cover the most recent events, between ``N - N/P`` and ``N`` of
     them: learned events are grouped in panes of ``ceil(N/P)``; when a pane is
     complete its count delta (the counts it added: :func:`~stream_nb.stats.count_difference` against
@@ -13,7 +13,7 @@ that does it; its parameters are those of every model:
     complete panes are kept the oldest is subtracted from the store. Memory:
     the store, the capture and ``P - 1`` deltas, each the size of the counts,
     so ``P + 1`` times the counts at most.
-``half_life=H``
+``forgetting=Decay(half_life=H)``
     Every count (and every Gaussian weight and M2) is multiplied by
     ``2**(-1/H)`` before each learned event is added, so an event's weight
     halves every ``H`` events; ``alpha`` is added to the decayed counts, as if
@@ -23,7 +23,7 @@ that does it; its parameters are those of every model:
     smoothed estimates are ratios, so that is the same estimate), and the
     store is renormalised (every cell divided by ``g``, ``g`` back to 1) once
     ``g`` passes ``2**16``, before a structure rebuild, a merge and a snapshot.
-``half_life=H, time_field="t"``
+``forgetting=Decay(half_life=H, time_field="t")``
     Decay in event time: ``H`` is in the units of each event's number
     ``x["t"]`` (seconds in the daemon, whose ``--time-field`` it is), which is
     not a feature. Between two learned events every count is multiplied by
@@ -62,8 +62,7 @@ import random
 
 import numpy as np
 
-from .._checks import check_integer, check_number
-from ..exceptions import ConfigError, InvalidEventError, MergeError, UnlearnError
+from ..exceptions import InvalidEventError, MergeError, UnlearnError
 from ..stats import (SparseTable, capture, capture_difference, capture_nbytes, check_event, count_difference,
                      scale_counts, subtract_counts)
 from ._decay_runs import RENORMALISE_AT
@@ -106,22 +105,9 @@ class Forgetting(DriftWatch):
     _forget: _State | None = None
 
     def _setup_forgetting(self) -> None:
-        """Check ``window``, ``panes``, ``half_life`` and ``drift_detector`` and start forgetting; ``_setup`` calls it."""
-        window, half_life = getattr(self, "window", None), getattr(self, "half_life", None)
-        panes = getattr(self, "panes", 4)
-        if window is not None:
-            check_integer("window", window, minimum=1)
-        check_integer("panes", panes, minimum=1)
-        if window is not None and panes > window:
-            raise ConfigError(f"panes: expected at most window={window} panes, got {panes}")
-        if half_life is not None:
-            check_number("half_life", half_life, minimum=0, strict_minimum=True)
-            if window is not None:
-                raise ConfigError("half_life: a model forgets by a window or by decay, not both; "
-                                  f"got window={window} and half_life={half_life}")
-        time_field = getattr(self, "time_field", None)
-        if time_field is not None and (not isinstance(time_field, str) or not time_field):
-            raise ConfigError(f"time_field: expected the name of the events' time field, got {time_field!r:.60}")
+        """Start forgetting as ``forgetting`` and ``drift_detector`` say (their values are checked where they are
+        declared, :mod:`stream_nb.options`); ``_setup`` calls it."""
+        window, half_life, panes = self.window, self.half_life, self.panes
         detector = watched_detector(getattr(self, "drift_detector", None))
         if window is None and half_life is None and detector is None:
             self._forget = None

@@ -231,7 +231,7 @@ class VectorisedRuns(abc.ABC):
         if not C or not self._run_ready():
             return start
         limit = min(self._run_rows(), self._batch_limit())
-        complete = self._run_complete or self.missing == "em"
+        complete = self._run_complete or self.missing.attributes
         new_values = self._run_new_values and s.registers_in_runs()
         stop, D, G, yc = s.encode_run(xs, ys, start, complete=complete, limit=limit, unseen=self._run_unseen,
                                       new_values=new_values)

@@ -119,14 +119,14 @@ def dependence_shown(stats, rule: str = "bic") -> bool:
     stay False (with overwhelming probability); a strong dependence shows within a few hundred
     events.
 
-    >>> from stream_nb import TAN
-    >>> model = TAN(rebuild_every=0)
+    >>> from stream_nb import TAN, Tree
+    >>> model = TAN(search=Tree(rebuild_every=0))
     >>> for i in range(200):
     ...     model.learn_one({"a": i % 2, "b": i % 2, "c": (i // 2) % 3}, i % 3 == 0)
     >>> dependence_shown(model._stats), dependence_shown(model._stats, "g")   # b copies a
     (True, True)
     >>> import random
-    >>> rng, model = random.Random(1), TAN(rebuild_every=0)
+    >>> rng, model = random.Random(1), TAN(search=Tree(rebuild_every=0))
     >>> for i in range(200):   # a and c independent given the class
     ...     y = rng.random() < 0.4
     ...     model.learn_one({"a": rng.random() < (0.8 if y else 0.3), "c": rng.choice("pqr")}, y)

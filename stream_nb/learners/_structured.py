@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import abc
 
-from .._checks import check_integer, is_integer
+from .._checks import is_integer
 
 from ._base import BayesClassifier
 from ._structure import dependence_shown
@@ -64,8 +64,7 @@ class StructuredClassifier(BayesClassifier):
     _rebuild_origin = 0
 
     def _setup_rebuilds(self) -> None:
-        """Check ``rebuild_every`` and start counting learned events toward the next rebuild."""
-        check_integer("rebuild_every", self.rebuild_every, minimum=0)
+        """Start counting learned events toward the next rebuild (``rebuild_every`` is checked where it is declared)."""
         self._since_rebuild = 0
         self.n_rebuilds = 0
 
@@ -95,8 +94,8 @@ class StructuredClassifier(BayesClassifier):
         It depends on the number of rebuilds so far only, so a restored or merged model keeps its
         place in the schedule (see the class docstring).
 
-        >>> from stream_nb import TAN
-        >>> model = TAN(warmup=100, rebuild_every=1000)
+        >>> from stream_nb import MDL, TAN, Tree
+        >>> model = TAN(numeric=MDL(warmup=100), search=Tree(rebuild_every=1000))
         >>> intervals = []
         >>> for model.n_rebuilds in range(7):
         ...     intervals.append(model.rebuild_interval())

@@ -7,7 +7,7 @@ the weighted Welford update (equal to the moments of a model that never saw
 the event, within floating-point rounding).
 
 What an event added is not always a function of the event alone. EM's E-step
-(``missing="em"``) and semi-supervised learning spread an event by posteriors
+(``missing=EM()``) and semi-supervised learning spread an event by posteriors
 read off the counts *as they were when it was learned*; recomputing them
 later, after other events moved the counts, would take back other fractions
 than were added. So those are recorded, not recomputed:
@@ -60,8 +60,8 @@ class Unlearning:
     def learn_one_receipt(self, x: dict, y, w: float = 1.0) -> Receipt:
         """Learn one event as :meth:`learn_one` does, and return the :class:`Receipt` of what it added.
 
-        >>> from stream_nb import NaiveBayes
-        >>> model = NaiveBayes(missing="em")
+        >>> from stream_nb import EM, NaiveBayes
+        >>> model = NaiveBayes(missing=EM())
         >>> model.learn_one({"sky": "sun", "wind": "low"}, "play")
         >>> model.learn_one({"sky": "rain", "wind": "high"}, "stay")
         >>> before = model.predict_proba_one({"sky": "sun"})
@@ -85,7 +85,7 @@ class Unlearning:
         """Take back one learned event: the exact inverse of ``learn_one(x, y, w)``.
 
         Without ``receipt`` the event must have been learned by plain counting
-        (see the module notes): a model with ``missing="em"`` asked to unlearn
+        (see the module notes): a model with ``missing=EM()`` asked to unlearn
         an event with a missing feature, or an unlabeled event, raises
         :class:`~stream_nb.exceptions.UnlearnError` (reason ``needs_receipt``).
         With the ``receipt`` :meth:`learn_one_receipt` returned, exactly what
@@ -154,7 +154,7 @@ class Unlearning:
             raise UnlearnError(f"{type(self).__name__}: {self._receipts_why()}; take each event back with "
                                "unlearn_one and its receipt", reason="needs_receipt")
         s = self._stats
-        stop, D, G, yc = s.encode_run(xs, ys, 0, complete=self.missing == "em", limit=len(xs))
+        stop, D, G, yc = s.encode_run(xs, ys, 0, complete=self.missing.attributes, limit=len(xs))
         if stop == len(xs) and (yc < 0).any():
             stop = int(np.argmax(yc < 0))
         if stop < len(xs):  # the event's own error (a value never learned, EM's missing value, no label)
@@ -171,15 +171,15 @@ class Unlearning:
 
     def unlearns_plainly(self, xs=()) -> bool:
         """Whether the events learned with a label from now on (those of ``xs``, when given) that are learned
-        by plain counting (under ``missing="em"``, the complete ones) can be taken back without a receipt
+        by plain counting (under ``missing=EM()``, the complete ones) can be taken back without a receipt
         (:meth:`unlearn_events`, or ``unlearn_one(x, y)``): no forgetting (a receipt says an event's pane and
         decay), no state of the model's own that learning changes (SPODE's running scores), one layer of
         counts (with ``discretiser="mdl"`` a receipt names the fine layer's cells), and no feature of integers
         of a discretising store that a promotion could take the counts of (nor one that ``xs`` could add).
         ``learn_events(xs, ys, receipts={})`` then learns runs of them together.
 
-        >>> from stream_nb import NaiveBayes, SPODE
-        >>> NaiveBayes().unlearns_plainly(), SPODE().unlearns_plainly(), NaiveBayes(window=100).unlearns_plainly()
+        >>> from stream_nb import NaiveBayes, SPODE, Window
+        >>> NaiveBayes().unlearns_plainly(), SPODE().unlearns_plainly(), NaiveBayes(forgetting=Window(100)).unlearns_plainly()
         (True, False, False)
         """
         s = self._stats
@@ -227,7 +227,7 @@ class Unlearning:
                 if f is not None and s.kinds[f] == CAT and s.values[f].get(v) is None:
                     raise UnlearnError(f"feature {name!r}: value {v!r} was never learned; nothing was changed")
             raise UnlearnError("a numeric value falls in a bin that never counted anything; nothing was changed")
-        if self.missing == "em" and len(s.missing_of(enc)):
+        if self.missing.attributes and len(s.missing_of(enc)):
             names = [s.features[f] for f in s.missing_of(enc).tolist()]
             raise UnlearnError(f"features {names} are missing: with missing='em' the event was learned with the "
                                "expected counts of its time; unlearn it with the receipt learn_one_receipt "
@@ -243,14 +243,14 @@ class Unlearning:
         a feature of integers whose promotion would now drop its counts (the event would then no longer say
         what it added, see :mod:`stream_nb.stats._promoted`).
 
-        >>> from stream_nb import AODE, NaiveBayes
-        >>> model = NaiveBayes(missing="em")
+        >>> from stream_nb import AODE, EM, EqualFrequency, NaiveBayes
+        >>> model = NaiveBayes(missing=EM())
         >>> model.learn_one({"sky": "sun", "wind": "low"}, "play")
         >>> model.receipt_needed(model.learn_one_receipt({"sky": "sun", "wind": "low"}, "play"))
         False
         >>> model.receipt_needed(model.learn_one_receipt({"sky": "sun"}, "play"))  # EM's fractions
         True
-        >>> binned = AODE(discretiser="equal_frequency", warmup=20)
+        >>> binned = AODE(numeric=EqualFrequency(warmup=20))
         >>> binned.receipt_needed(binned.learn_one_receipt({"sky": "sun", "n": 2}, "play"))  # n: integers so far
         True
         """
@@ -266,8 +266,8 @@ class Unlearning:
         """``(arrays, meta)`` of ``receipts`` (of this model): numeric arrays, and JSON-able data referring
         to them, for a snapshot (see :mod:`stream_nb.learners._receipt_state`).
 
-        >>> from stream_nb import NaiveBayes
-        >>> model = NaiveBayes(missing="em")
+        >>> from stream_nb import EM, NaiveBayes
+        >>> model = NaiveBayes(missing=EM())
         >>> model.learn_one({"sky": "sun", "wind": "low"}, "play")
         >>> receipt = model.learn_one_receipt({"sky": "sun"}, "play")
         >>> arrays, meta = model.receipts_state([receipt])

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..stats import DEFAULT_MEMORY_BUDGET
-from .._checks import check_integer
+from ..options import EM, MDL, EqualFrequency, Option
 from ..kernels import compiled
 from ..stats import Encoded, naive_terms, set_pair_rule
 from ._base import BayesClassifier
-from ._binning import check_binning
+from ._keywords import takes_options
 from ._decision import logsumexp
 from ._dependence_runs import run_cells, spode_run_terms
 from ._em import add_estep, mixture_posterior, one_dependence_estep
@@ -57,45 +57,21 @@ class AODE(OneDependenceKernel, VectorisedRuns, BayesClassifier):
     m
         Frequency limit: an attribute value is a parent only when seen in at
         least ``m`` events (the textbook suggests 30; 1 is Weka's default).
-    bins
-        Bins per numeric feature.
-    warmup
-        Values of a numeric feature used to choose its bin edges.
-    bin_edges
-        ``{feature: [edges]}`` to fix some features' edges up front (needed to
-        merge models that discretise numeric features).
-    discretiser
-        ``"mdl"`` (default): supervised cut points (Fayyad and Irani's MDL
-        criterion) chosen again as the stream goes on over a fine layer of
-        ``fine_bins`` bins per feature, whose edges come from the first
-        ``warmup`` values, plus the fine edges nearest the ``bins``
-        equal-frequency quantiles where they tell more of the class
-        (see :mod:`stream_nb.stats._fine`);
-        ``"equal_frequency"``: ``bins`` equal-frequency bins from the first
-        ``warmup`` values, never moved.
-    fine_bins
-        With ``discretiser="mdl"``: fine bins per numeric feature, the
-        places a cut point can fall.
+    numeric
+        How numeric features are cut into bins: :class:`~stream_nb.MDL` (default),
+        :class:`~stream_nb.EqualFrequency` or :class:`~stream_nb.Edges` (fixed edges for some
+        features, needed to merge models that discretise them).
     types
-        ``{feature: "categorical" | "numeric"}`` overriding type inference.
+        ``{feature: "categorical" | "numeric" | "time"}`` overriding type inference (``"time"``: the
+        event's time, not a feature).
     loss
         Optional loss matrix ``{truth: {prediction: cost}}`` for Bayes decision.
     missing
-        ``"em"`` (default): learn from events with missing attributes by
-        online EM (see :func:`~stream_nb.learners._em.one_dependence_estep` for the E-step; it keeps
-        a second, observed-only copy of the counts); ``"ignore"``: skip
-        missing values when learning.
-    learn_unlabeled
-        Learn from unlabeled events (``learn_one(x, None)``) by EM over the
-        class too (semi-supervised, Nigam et al. 2000).
-    unlabeled_weight
-        Weight of an unlabeled event relative to a labeled one.
-    window, panes, half_life, drift_detector, time_field
-        Forgetting (see :mod:`stream_nb.learners._forgetting`): the counts cover the last ``window``
-        learned events, in ``panes`` panes; or decay with a half-life of ``half_life`` events; and a
-        river drift detector (or its name, e.g. ``"ddm"``) watching the prequential error switches to
-        fresh counts on a drift. With ``time_field``, ``half_life`` is in the
-        units of the event's number ``x[time_field]`` (not a feature) instead of events. Default: no forgetting.
+        :class:`~stream_nb.EM` (default) or :class:`~stream_nb.Ignore`: what is learned from events
+        with missing attributes, and from unlabeled ones (see :class:`~stream_nb.NaiveBayes`).
+    forgetting, drift_detector
+        :class:`~stream_nb.Window`, :class:`~stream_nb.Decay` or None, and a river drift detector
+        (see :class:`~stream_nb.NaiveBayes`).
     memory_budget
         Bytes the counts may take (default 256 MiB; None: no bound): tables that
         would pass it are kept sparse (see :mod:`stream_nb.stats._budget`).
@@ -118,52 +94,39 @@ class AODE(OneDependenceKernel, VectorisedRuns, BayesClassifier):
 
     """
 
+    #: The option each of these parameters is when it is None (river keeps a signature's defaults immutable).
+    _option_defaults = {"numeric": MDL(), "missing": EM()}
+
+    @takes_options
     def __init__(
         self,
         alpha: float = 1.0,
         m: int = 1,
-        bins: int = 5,
-        warmup: int = 100,
-        bin_edges: dict | None = None,
-        discretiser: str = "mdl",
-        fine_bins: int = 64,
+        numeric: Option | None = None,
         types: dict | None = None,
         loss: dict | None = None,
-        missing: str = "em",
-        learn_unlabeled: bool = False,
-        unlabeled_weight: float = 1.0,
-        window: int | None = None,
-        panes: int = 4,
-        half_life: float | None = None,
+        missing: Option | None = None,
+        forgetting: Option | None = None,
         drift_detector=None,
-        time_field: str | None = None,
         memory_budget: int | None = DEFAULT_MEMORY_BUDGET,
     ):
         self.alpha = alpha
         self.m = m
-        self.bins = bins
-        self.warmup = warmup
-        self.bin_edges = bin_edges
-        self.discretiser = discretiser
-        self.fine_bins = fine_bins
+        self.numeric = numeric
         self.types = types
         self.loss = loss
         self.missing = missing
-        self.learn_unlabeled = learn_unlabeled
-        self.unlabeled_weight = unlabeled_weight
-        self.window, self.panes, self.half_life, self.drift_detector = window, panes, half_life, drift_detector
-        self.time_field = time_field
+        self.forgetting = forgetting
+        self.drift_detector = drift_detector
         self.memory_budget = memory_budget
-        check_integer("m", m, minimum=0)
-        check_binning(bins, warmup, discretiser, fine_bins)
-        self._setup(numeric="bins", pairs=True, bins=bins, warmup=warmup, bin_edges=bin_edges, discretiser=discretiser, fine_bins=fine_bins)
-        if window is None and half_life is None and drift_detector is None:
+        self._setup(pairs=True)
+        if forgetting is None and drift_detector is None:
             set_pair_rule(self._stats, "parents")  # past the budget: keep the best super-parents' pairs
 
     @classmethod
     def _unit_test_params(cls):
         yield {}
-        yield {"m": 5, "bins": 3, "warmup": 20, "discretiser": "equal_frequency"}  # both discretisers checked
+        yield {"m": 5, "numeric": EqualFrequency(bins=3, warmup=20)}  # both discretisers checked
 
     def _jll(self, enc):
         s = self._stats

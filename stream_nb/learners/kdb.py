@@ -8,10 +8,11 @@ import math
 import numpy as np
 
 from ..stats import DEFAULT_MEMORY_BUDGET
-from .._checks import check_integer, is_integer
+from .._checks import is_integer
 
 from ..stats import TwoLayerStats, choose_tuples, naive_terms, set_pair_rule
-from ._binning import check_binning
+from ..options import EM, EqualFrequency, Option
+from ._keywords import check_options, takes_options
 from ._decision import logsumexp
 from ._dependence_runs import kdb_run_terms
 from ._em import naive_bayes_blocks
@@ -110,32 +111,19 @@ class KDB(KDBKernel, VectorisedRuns, StructuredClassifier):
         budget decides how it is kept).
     max_completions
         Most joint values of missing attributes enumerated per event.
-    bins, warmup, bin_edges
-        Discretisation of numeric features (see :class:`~stream_nb.AODE`).
-    discretiser
-        ``"equal_frequency"`` (KDB's default): ``bins`` equal-frequency bins
-        from the first ``warmup`` values, never moved; ``"mdl"`` (the default
-        of AODE, TAN and SPODE): supervised cut points (Fayyad and Irani's
-        MDL criterion) chosen again as the stream goes on over a fine layer
-        of ``fine_bins`` bins per feature, whose edges come from the first
-        ``warmup`` values, plus the fine edges nearest the ``bins``
-        equal-frequency quantiles where they tell more of the class
-        (see :mod:`stream_nb.stats._fine`). KDB
-        keeps the fine layer's (k+1)-way table too, over ``fine_bins``
-        values per numeric feature instead of ``bins``: on river's
-        ImageSegments (19 numeric features) learning took several times
-        longer with ``"mdl"``, so it is asked for by name.
-    fine_bins
-        With ``discretiser="mdl"``: fine bins per numeric feature, the
-        places a cut point can fall.
+    numeric
+        How numeric features are cut into bins: :class:`~stream_nb.EqualFrequency` (KDB's
+        default), :class:`~stream_nb.MDL` (the default of AODE, TAN and SPODE) or
+        :class:`~stream_nb.Edges`. With MDL KDB keeps the fine layer's (k+1)-way table too, over
+        ``fine_bins`` values per numeric feature instead of ``bins``: on river's ImageSegments (19
+        numeric features) learning took several times longer, so it is asked for by name. Its
+        ``warmup`` is also the events learned before the first rebuild.
     types
-        ``{feature: "categorical" | "numeric"}`` overriding type inference.
+        ``{feature: "categorical" | "numeric" | "time"}`` overriding type inference.
     loss
         Optional loss matrix ``{truth: {prediction: cost}}`` for Bayes decision.
-    missing, learn_unlabeled, unlabeled_weight
-        EM for missing values and unlabeled events (see :class:`~stream_nb.NaiveBayes`).
-    window, panes, half_life, drift_detector, time_field
-        Forgetting (see :class:`~stream_nb.NaiveBayes`).
+    missing, forgetting, drift_detector
+        EM for missing values and unlabeled events, and forgetting (see :class:`~stream_nb.NaiveBayes`).
     memory_budget
         Bytes the counts may take (default 256 MiB; None: no bound): tables that
         would pass it are kept sparse (see :mod:`stream_nb.stats._budget`).
@@ -161,6 +149,13 @@ class KDB(KDBKernel, VectorisedRuns, StructuredClassifier):
 
     _early_rule = "bic"  # k parents chosen by a rule that charges nothing: early ones must be worth their cells
 
+    _default_cut = EqualFrequency()  # the (k+1)-way table over fine bins took several times longer (see numeric)
+    _mdl_fine_bins = 16
+
+    #: The option each of these parameters is when it is None (river keeps a signature's defaults immutable).
+    _option_defaults = {"numeric": EqualFrequency(), "missing": EM()}
+
+    @takes_options
     def __init__(
         self,
         k: int = 2,
@@ -168,21 +163,12 @@ class KDB(KDBKernel, VectorisedRuns, StructuredClassifier):
         rebuild_every: int = 1000,
         max_table_cells: int | None = None,
         max_completions: int = 4096,
-        bins: int = 5,
-        warmup: int = 100,
-        bin_edges: dict | None = None,
-        discretiser: str = "equal_frequency",
-        fine_bins: int = 16,
+        numeric: Option | None = None,
         types: dict | None = None,
         loss: dict | None = None,
-        missing: str = "em",
-        learn_unlabeled: bool = False,
-        unlabeled_weight: float = 1.0,
-        window: int | None = None,
-        panes: int = 4,
-        half_life: float | None = None,
+        missing: Option | None = None,
+        forgetting: Option | None = None,
         drift_detector=None,
-        time_field: str | None = None,
         memory_budget: int | None = DEFAULT_MEMORY_BUDGET,
     ):
         self.k = k
@@ -190,29 +176,18 @@ class KDB(KDBKernel, VectorisedRuns, StructuredClassifier):
         self.rebuild_every = rebuild_every
         self.max_table_cells = max_table_cells
         self.max_completions = max_completions
-        self.bins = bins
-        self.warmup = warmup
-        self.bin_edges = bin_edges
-        self.discretiser = discretiser
-        self.fine_bins = fine_bins
+        self.numeric = numeric
         self.types = types
         self.loss = loss
         self.missing = missing
-        self.learn_unlabeled = learn_unlabeled
-        self.unlabeled_weight = unlabeled_weight
-        self.window, self.panes, self.half_life, self.drift_detector = window, panes, half_life, drift_detector
-        self.time_field = time_field
+        self.forgetting = forgetting
+        self.drift_detector = drift_detector
         self.memory_budget = memory_budget
-        check_integer("k", k, minimum=0)
-        if max_table_cells is not None:
-            check_integer("max_table_cells", max_table_cells, minimum=1)
-        check_integer("max_completions", max_completions, minimum=1)
-        check_binning(bins, warmup, discretiser, fine_bins)
+        check_options(self)  # k first: the store's tables depend on it
         self._setup_rebuilds()
         # k >= 2 keeps the class-conditional counts of every (k+1)-tuple of values; k = 1 reads the pairs
-        self._setup(numeric="bins", pairs=True, tuples=k + 1 if k >= 2 else 0, bins=bins, warmup=warmup,
-                    bin_edges=bin_edges, discretiser=discretiser, fine_bins=fine_bins, max_table_cells=max_table_cells)
-        if window is None and half_life is None and drift_detector is None:
+        self._setup(pairs=True, tuples=k + 1 if k >= 2 else 0, max_table_cells=max_table_cells)
+        if forgetting is None and drift_detector is None:
             set_pair_rule(self._stats, "edges")  # past the budget: keep the pairs of the highest CMI
             # past the budget: keep the (k+1)-tuples of each attribute's candidate parents (selective KDB)
             self._stats.tuple_rule = k >= 2 and not isinstance(self._stats, TwoLayerStats)
@@ -225,7 +200,7 @@ class KDB(KDBKernel, VectorisedRuns, StructuredClassifier):
         yield {}
         # the two-layer discretiser is checked through AODE's, TAN's and SPODE's defaults: KDB over it on
         # ImageSegments, river's check stream, takes minutes (see the discretiser parameter)
-        yield {"k": 1, "rebuild_every": 25, "bins": 3, "warmup": 20}
+        yield {"k": 1, "rebuild_every": 25, "numeric": EqualFrequency(bins=3, warmup=20)}
 
     # ------------------------------------------------------------------ structure
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import check_choice, check_number
 from ..stats import DEFAULT_MEMORY_BUDGET, naive_terms
 from ..kernels import Addresses, compiled
+from ..options import BINNED, EM, Gaussian, Option
 from ._base import BayesClassifier
-from ._binning import check_binning
+from ._keywords import takes_options
 from ._em import add_estep, assemble, naive_bayes_blocks
 from ._runs import VectorisedRuns
 
@@ -59,32 +59,23 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
         Optional loss matrix ``{truth: {prediction: cost}}``; ``predict_one``
         then returns the class of least conditional risk. Pairs left out cost
         0 on the diagonal and 1 elsewhere.
-    var_smoothing
-        Relative variance floor of the Gaussian features: a fraction of the smallest within-class variance.
-    missing
-        ``"em"`` (default): learn from events with missing attributes by
-        online EM, adding the expected counts of the missing values, whose
-        posterior is read off the observed-only counts (kept beside the
-        counts from the first incomplete event on); ``"ignore"``: skip
-        missing values when learning.
-    learn_unlabeled
-        Learn from unlabeled events (``learn_one(x, None)``) by EM over the
-        class too (semi-supervised, Nigam et al. 2000).
-    unlabeled_weight
-        Weight of an unlabeled event relative to a labeled one.
-    window, panes, half_life, drift_detector, time_field
-        Forgetting (see :mod:`stream_nb.learners._forgetting`): the counts cover the last ``window``
-        learned events, in ``panes`` panes; or decay with a half-life of ``half_life`` events; and a
-        river drift detector (or its name, e.g. ``"ddm"``) watching the prequential error switches to
-        fresh counts on a drift. With ``time_field``, ``half_life`` is in the
-        units of the event's number ``x[time_field]`` (not a feature) instead of events. Default: no forgetting.
     numeric
-        ``"gaussian"`` (default): a numeric feature is one Gaussian per
-        class; ``"bins"``: it is discretised and counted like a categorical
-        one (see :class:`~stream_nb.AODE` and the parameters below). The
-        README's *Numeric features* section measures when each wins.
-    bins, warmup, bin_edges, discretiser, fine_bins
-        Discretisation with ``numeric="bins"`` (see :class:`~stream_nb.AODE`).
+        :class:`~stream_nb.Gaussian` (default): a numeric feature is one Gaussian per class, its
+        variance floored at ``var_smoothing`` as above; or a discretiser (:class:`~stream_nb.MDL`,
+        :class:`~stream_nb.EqualFrequency`, :class:`~stream_nb.Edges`): it is counted in bins like a
+        categorical one. The README's *Numeric features* section measures when each wins.
+    missing
+        :class:`~stream_nb.EM` (default): learn from events with missing attributes by online EM,
+        adding the expected counts of the missing values, whose posterior is read off the
+        observed-only counts (kept beside the counts from the first incomplete event on); and with
+        ``EM(unlabeled=True)`` from unlabeled events (``learn_one(x, None)``) too, by EM over the class
+        (semi-supervised, Nigam et al. 2000). :class:`~stream_nb.Ignore`: skip what is missing.
+    forgetting
+        :class:`~stream_nb.Window` or :class:`~stream_nb.Decay` (see
+        :mod:`stream_nb.learners._forgetting`); default None: no forgetting.
+    drift_detector
+        A river drift detector (or its name, e.g. ``"ddm"``) watching the prequential error: on a
+        drift the model switches to fresh counts.
     memory_budget
         Bytes the counts may take (default 256 MiB; None: no bound): tables that
         would pass it are kept sparse (see :mod:`stream_nb.stats._budget`).
@@ -117,49 +108,30 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
 
     """
 
+    #: The option each of these parameters is when it is None (river keeps a signature's defaults immutable).
+    _option_defaults = {"numeric": Gaussian(), "missing": EM()}
+
+    @takes_options
     def __init__(
         self,
         alpha: float = 1.0,
         types: dict | None = None,
         loss: dict | None = None,
-        var_smoothing: float = 1e-9,
-        missing: str = "em",
-        learn_unlabeled: bool = False,
-        unlabeled_weight: float = 1.0,
-        window: int | None = None,
-        panes: int = 4,
-        half_life: float | None = None,
+        numeric: Option | None = None,
+        missing: Option | None = None,
+        forgetting: Option | None = None,
         drift_detector=None,
-        time_field: str | None = None,
-        numeric: str = "gaussian",
-        bins: int = 5,
-        warmup: int = 100,
-        bin_edges: dict | None = None,
-        discretiser: str = "mdl",
-        fine_bins: int = 64,
         memory_budget: int | None = DEFAULT_MEMORY_BUDGET,
     ):
         self.alpha = alpha
         self.types = types
         self.loss = loss
-        self.var_smoothing = var_smoothing
-        self.missing = missing
-        self.learn_unlabeled = learn_unlabeled
-        self.unlabeled_weight = unlabeled_weight
-        self.window, self.panes, self.half_life, self.drift_detector = window, panes, half_life, drift_detector
-        self.time_field = time_field
         self.numeric = numeric
-        self.bins = bins
-        self.warmup = warmup
-        self.bin_edges = bin_edges
-        self.discretiser = discretiser
-        self.fine_bins = fine_bins
+        self.missing = missing
+        self.forgetting = forgetting
+        self.drift_detector = drift_detector
         self.memory_budget = memory_budget
-        check_number("var_smoothing", var_smoothing, minimum=0)
-        check_choice("numeric", numeric, ("gaussian", "bins"))
-        check_binning(bins, warmup, discretiser, fine_bins)
-        self._setup(numeric=numeric, pairs=False, var_smoothing=var_smoothing, bins=bins, warmup=warmup,
-                    bin_edges=bin_edges, discretiser=discretiser, fine_bins=fine_bins)
+        self._setup(pairs=False)
 
     def _kernel_arrays(self) -> Addresses:
         """The address table of the arrays the kernels work on (:data:`~stream_nb.kernels._naive.ARRAYS`):
@@ -181,6 +153,8 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
         s = self._stats
         s.mark_counted(many)
         arrays.key = (s.epoch, s.version, s.keeps_observed, id(s.value_count))
+
+    _accepts = {"numeric": (Gaussian, *BINNED)}
 
     _decayed_kernel = True  # the kernel scores and weighs each row as decay gives it
     _kernel_feeds_detector = True  # and feeds the compiled drift detector
@@ -264,4 +238,4 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
     @classmethod
     def _unit_test_params(cls):
         yield {}
-        yield {"alpha": 0.5, "var_smoothing": 1e-6}
+        yield {"alpha": 0.5, "numeric": Gaussian(var_smoothing=1e-6)}

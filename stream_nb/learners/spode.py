@@ -7,7 +7,8 @@ import numpy as np
 from ..exceptions import InvalidEventError
 from ..kernels import compiled
 from ..stats import DEFAULT_MEMORY_BUDGET, Encoded, is_missing_label, naive_terms, set_pair_rule
-from ._binning import check_binning
+from ..options import BINNED, EM, MDL, EqualFrequency, Option, SuperParent
+from ._keywords import takes_options
 from ._decision import logsumexp
 from ._dependence_runs import rooted_run_terms, run_cells, spode_run_terms
 from ._em import add_estep, mixture_posterior, naive_bayes_blocks, one_dependence_estep
@@ -42,44 +43,36 @@ class SPODE(OneDependenceKernel, VectorisedRuns, StructuredClassifier):
 
     Parameters
     ----------
-    parent
-        Name of the super-parent attribute, or None to choose it from the stream.
+    search
+        A :class:`~stream_nb.SuperParent`: ``parent``, the name of the super-parent attribute, or None
+        (default) to choose it from the stream; and ``rebuild_every``, the learned events between two
+        choices of it (early ones come after ``warmup`` events and each time the count doubles below
+        it, as TAN's; 0: only on :meth:`rebuild`).
     alpha
         Lidstone smoothing, > 0.
-    rebuild_every
-        Learned events between two choices of the super-parent; early ones come
-        after ``warmup`` events and each time the count doubles below it, as
-        TAN's (0: only on :meth:`rebuild`).
-    bins, warmup, bin_edges
-        Discretisation of numeric features (see :class:`~stream_nb.AODE`).
-    discretiser
-        ``"mdl"`` (default): supervised cut points (Fayyad and Irani's MDL
-        criterion) chosen again as the stream goes on over a fine layer of
-        ``fine_bins`` bins per feature, whose edges come from the first
-        ``warmup`` values, plus the fine edges nearest the ``bins``
-        equal-frequency quantiles where they tell more of the class
-        (see :mod:`stream_nb.stats._fine`);
-        ``"equal_frequency"``: ``bins`` equal-frequency bins from the first
-        ``warmup`` values, never moved.
-    fine_bins
-        With ``discretiser="mdl"``: fine bins per numeric feature, the
-        places a cut point can fall.
+    numeric
+        How numeric features are cut into bins: :class:`~stream_nb.MDL` (default),
+        :class:`~stream_nb.EqualFrequency` or :class:`~stream_nb.Edges` (fixed edges for some
+        features, needed to merge models that discretise them). Its ``warmup`` is also the events learned before the first choice.
     types
-        ``{feature: "categorical" | "numeric"}`` overriding type inference.
+        ``{feature: "categorical" | "numeric" | "time"}`` overriding type inference (``"time"``: the
+        event's time, not a feature).
     loss
         Optional loss matrix ``{truth: {prediction: cost}}`` for Bayes decision.
-    missing, learn_unlabeled, unlabeled_weight
-        EM for missing values and unlabeled events (see :class:`~stream_nb.NaiveBayes`).
-    window, panes, half_life, drift_detector, time_field
-        Forgetting (see :class:`~stream_nb.NaiveBayes`).
+    missing
+        :class:`~stream_nb.EM` (default) or :class:`~stream_nb.Ignore`: what is learned from events
+        with missing attributes, and from unlabeled ones (see :class:`~stream_nb.NaiveBayes`).
+    forgetting, drift_detector
+        :class:`~stream_nb.Window`, :class:`~stream_nb.Decay` or None, and a river drift detector
+        (see :class:`~stream_nb.NaiveBayes`).
     memory_budget
         Bytes the counts may take (default 256 MiB; None: no bound): tables that
         would pass it are kept sparse (see :mod:`stream_nb.stats._budget`).
 
     Examples
     --------
-    >>> from stream_nb import SPODE
-    >>> model = SPODE(rebuild_every=8)
+    >>> from stream_nb import SPODE, SuperParent
+    >>> model = SPODE(search=SuperParent(rebuild_every=8))
     >>> stream = [
     ...     ({"weather": "sun", "season": "summer", "wind": "calm"}, "beach"),
     ...     ({"weather": "rain", "season": "summer", "wind": "calm"}, "museum"),
@@ -100,57 +93,55 @@ class SPODE(OneDependenceKernel, VectorisedRuns, StructuredClassifier):
 
     _rebuild_after_merge = False  # the choice rests on this model's own running scores
 
+    @property
+    def parent(self) -> str | None:
+        """The fixed super-parent (None: chosen from the stream): the :class:`~stream_nb.SuperParent`'s ``parent``."""
+        return self.search.parent
+
+    @property
+    def rebuild_every(self) -> int:
+        """Learned events between two choices: the :class:`~stream_nb.SuperParent`'s ``rebuild_every``."""
+        return self.search.rebuild_every
+
+    _accepts = {"numeric": BINNED, "search": (SuperParent,)}
+
+    #: The option each of these parameters is when it is None (river keeps a signature's defaults immutable).
+    _option_defaults = {"search": SuperParent(), "numeric": MDL(), "missing": EM()}
+
+    @takes_options
     def __init__(
         self,
-        parent: str | None = None,
+        search: Option | None = None,
         alpha: float = 1.0,
-        rebuild_every: int = 1000,
-        bins: int = 5,
-        warmup: int = 100,
-        bin_edges: dict | None = None,
-        discretiser: str = "mdl",
-        fine_bins: int = 64,
+        numeric: Option | None = None,
         types: dict | None = None,
         loss: dict | None = None,
-        missing: str = "em",
-        learn_unlabeled: bool = False,
-        unlabeled_weight: float = 1.0,
-        window: int | None = None,
-        panes: int = 4,
-        half_life: float | None = None,
+        missing: Option | None = None,
+        forgetting: Option | None = None,
         drift_detector=None,
-        time_field: str | None = None,
         memory_budget: int | None = DEFAULT_MEMORY_BUDGET,
     ):
-        self.parent = parent
+        self.search = search
         self.alpha = alpha
-        self.rebuild_every = rebuild_every
-        self.bins = bins
-        self.warmup = warmup
-        self.bin_edges = bin_edges
-        self.discretiser = discretiser
-        self.fine_bins = fine_bins
+        self.numeric = numeric
         self.types = types
         self.loss = loss
         self.missing = missing
-        self.learn_unlabeled = learn_unlabeled
-        self.unlabeled_weight = unlabeled_weight
-        self.window, self.panes, self.half_life, self.drift_detector = window, panes, half_life, drift_detector
-        self.time_field = time_field
+        self.forgetting = forgetting
+        self.drift_detector = drift_detector
         self.memory_budget = memory_budget
-        check_binning(bins, warmup, discretiser, fine_bins)
+        self._setup(pairs=True)
         self._setup_rebuilds()
-        self._setup(numeric="bins", pairs=True, bins=bins, warmup=warmup, bin_edges=bin_edges, discretiser=discretiser, fine_bins=fine_bins)
-        if parent is None and window is None and half_life is None and drift_detector is None:
+        if self.parent is None and forgetting is None and drift_detector is None:
             set_pair_rule(self._stats, "parents")  # past the budget: keep the candidate super-parents' pairs
-        self._chosen = parent  # the super-parent's name, or None (naive Bayes)
+        self._chosen = self.parent  # the super-parent's name, or None (naive Bayes)
         self._loss_sum = np.zeros(0)
         self._loss_n = np.zeros(0)
 
     @classmethod
     def _unit_test_params(cls):
         yield {}
-        yield {"rebuild_every": 20, "bins": 3, "warmup": 20, "discretiser": "equal_frequency"}  # both discretisers checked
+        yield {"search": SuperParent(rebuild_every=20), "numeric": EqualFrequency(bins=3, warmup=20)}  # both discretisers checked
 
     @property
     def super_parent(self):

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import check_choice, is_integer
+from .._checks import is_integer
+from ..options import BINNED, EM, MDL, EqualFrequency, Option, Tree
 from ..kernels import compiled
 from ..stats import DEFAULT_MEMORY_BUDGET, GAUSS, naive_terms, set_pair_rule, tree_terms
-from ._binning import check_binning
+from ._keywords import takes_options
 from ._decision import logsumexp
 from ._em import add_estep, naive_bayes_blocks, one_dependence_estep
 from ._runs import VectorisedRuns
@@ -21,7 +22,7 @@ _NO_MORE = np.zeros((0, 0), dtype=np.int64)
 _UNLABELED = np.full(1, -1, dtype=np.int64)
 
 #: How a rebuild weighs the candidate edges of the tree (``tree_score``).
-TREE_SCORES = ("cmi", "bayes")
+TREE_SCORES = Tree.PARAMS[0].choices
 
 
 class TAN(VectorisedRuns, StructuredClassifier):
@@ -72,13 +73,11 @@ class TAN(VectorisedRuns, StructuredClassifier):
     ----------
     alpha
         Lidstone smoothing, > 0.
-    rebuild_every
-        Learned events between two rebuilds of the tree; early ones come after
-        ``warmup`` events and each time the count doubles below it (0: only
-        on :meth:`rebuild`).
-    tree_score
-        How a rebuild weighs a candidate edge between x_i and x_j:
-        ``"bayes"`` (default), the larger gain in the local
+    search
+        A :class:`~stream_nb.Tree`: ``rebuild_every``, the learned events between two rebuilds of
+        the tree (early ones come after ``warmup`` events and each time the count doubles below it;
+        0: only on :meth:`rebuild`), and ``score``, how a rebuild weighs a candidate edge between
+        x_i and x_j: ``"bayes"`` (default), the larger gain in the local
         Bayesian-Dirichlet score (prior ``alpha`` per cell) from either
         attribute as the other's second parent, Weka's ``BayesNet`` TAN
         weight, which charges an edge for the cells it adds (see
@@ -90,47 +89,29 @@ class TAN(VectorisedRuns, StructuredClassifier):
         ``bench/discretise.py --part tree_score``). The tree is the maximum
         spanning tree of the weights either way; ``tree`` still shows
         each edge's CMI.
-    bins, warmup, bin_edges
-        Discretisation of numeric features (see :class:`~stream_nb.AODE`).
-    discretiser
-        ``"mdl"`` (default): supervised cut points (Fayyad and Irani's MDL
-        criterion) chosen again as the stream goes on over a fine layer of
-        ``fine_bins`` bins per feature, whose edges come from the first
-        ``warmup`` values, plus the fine edges nearest the ``bins``
-        equal-frequency quantiles where they tell more of the class
-        (see :mod:`stream_nb.stats._fine`);
-        ``"equal_frequency"``: ``bins`` equal-frequency bins from the first
-        ``warmup`` values, never moved.
-    fine_bins
-        With ``discretiser="mdl"``: fine bins per numeric feature, the
-        places a cut point can fall.
+    numeric
+        How numeric features are cut into bins: :class:`~stream_nb.MDL` (default),
+        :class:`~stream_nb.EqualFrequency` or :class:`~stream_nb.Edges` (fixed edges for some
+        features, needed to merge models that discretise them). Its ``warmup`` is also the events learned before the first rebuild.
     types
-        ``{feature: "categorical" | "numeric"}`` overriding type inference.
+        ``{feature: "categorical" | "numeric" | "time"}`` overriding type inference (``"time"``: the
+        event's time, not a feature).
     loss
         Optional loss matrix ``{truth: {prediction: cost}}`` for Bayes decision.
     missing
-        ``"em"`` (default): learn from events with missing attributes by
-        online EM (see above; it keeps a second, observed-only copy of the
-        counts); ``"ignore"``: skip missing values when learning.
-    learn_unlabeled
-        Learn from unlabeled events (``learn_one(x, None)``) by EM over the
-        class too (semi-supervised, Nigam et al. 2000).
-    unlabeled_weight
-        Weight of an unlabeled event relative to a labeled one.
-    window, panes, half_life, drift_detector, time_field
-        Forgetting (see :mod:`stream_nb.learners._forgetting`): the counts cover the last ``window``
-        learned events, in ``panes`` panes; or decay with a half-life of ``half_life`` events; and a
-        river drift detector (or its name, e.g. ``"ddm"``) watching the prequential error switches to
-        fresh counts on a drift. With ``time_field``, ``half_life`` is in the
-        units of the event's number ``x[time_field]`` (not a feature) instead of events. Default: no forgetting.
+        :class:`~stream_nb.EM` (default) or :class:`~stream_nb.Ignore`: what is learned from events
+        with missing attributes, and from unlabeled ones (see :class:`~stream_nb.NaiveBayes`).
+    forgetting, drift_detector
+        :class:`~stream_nb.Window`, :class:`~stream_nb.Decay` or None, and a river drift detector
+        (see :class:`~stream_nb.NaiveBayes`).
     memory_budget
         Bytes the counts may take (default 256 MiB; None: no bound): tables that
         would pass it are kept sparse (see :mod:`stream_nb.stats._budget`).
 
     Examples
     --------
-    >>> from stream_nb import TAN
-    >>> model = TAN(rebuild_every=4)
+    >>> from stream_nb import TAN, Tree
+    >>> model = TAN(search=Tree(rebuild_every=4))
     >>> stream = [
     ...     ({"a": "x", "b": "x", "c": "p"}, True),
     ...     ({"a": "y", "b": "y", "c": "q"}, True),
@@ -146,49 +127,46 @@ class TAN(VectorisedRuns, StructuredClassifier):
 
     """
 
+    @property
+    def tree_score(self) -> str:
+        """How a rebuild weighs an edge: the :class:`~stream_nb.Tree`'s ``score``."""
+        return self.search.score
+
+    @property
+    def rebuild_every(self) -> int:
+        """Learned events between two rebuilds: the :class:`~stream_nb.Tree`'s ``rebuild_every``."""
+        return self.search.rebuild_every
+
+    _accepts = {"numeric": BINNED, "search": (Tree,)}
+
+    #: The option each of these parameters is when it is None (river keeps a signature's defaults immutable).
+    _option_defaults = {"search": Tree(), "numeric": MDL(), "missing": EM()}
+
+    @takes_options
     def __init__(
         self,
         alpha: float = 1.0,
-        rebuild_every: int = 1000,
-        tree_score: str = "bayes",
-        bins: int = 5,
-        warmup: int = 100,
-        bin_edges: dict | None = None,
-        discretiser: str = "mdl",
-        fine_bins: int = 64,
+        search: Option | None = None,
+        numeric: Option | None = None,
         types: dict | None = None,
         loss: dict | None = None,
-        missing: str = "em",
-        learn_unlabeled: bool = False,
-        unlabeled_weight: float = 1.0,
-        window: int | None = None,
-        panes: int = 4,
-        half_life: float | None = None,
+        missing: Option | None = None,
+        forgetting: Option | None = None,
         drift_detector=None,
-        time_field: str | None = None,
         memory_budget: int | None = DEFAULT_MEMORY_BUDGET,
     ):
         self.alpha = alpha
-        self.rebuild_every = rebuild_every
-        self.tree_score = tree_score
-        self.bins = bins
-        self.warmup = warmup
-        self.bin_edges = bin_edges
-        self.discretiser = discretiser
-        self.fine_bins = fine_bins
+        self.search = search
+        self.numeric = numeric
         self.types = types
         self.loss = loss
         self.missing = missing
-        self.learn_unlabeled = learn_unlabeled
-        self.unlabeled_weight = unlabeled_weight
-        self.window, self.panes, self.half_life, self.drift_detector = window, panes, half_life, drift_detector
-        self.time_field = time_field
+        self.forgetting = forgetting
+        self.drift_detector = drift_detector
         self.memory_budget = memory_budget
-        check_choice("tree_score", tree_score, TREE_SCORES)
-        check_binning(bins, warmup, discretiser, fine_bins)
+        self._setup(pairs=True)
         self._setup_rebuilds()
-        self._setup(numeric="bins", pairs=True, bins=bins, warmup=warmup, bin_edges=bin_edges, discretiser=discretiser, fine_bins=fine_bins)
-        if window is None and half_life is None and drift_detector is None:
+        if forgetting is None and drift_detector is None:
             set_pair_rule(self._stats, "edges")  # past the budget: keep the candidate edges' pairs
         self._parent = np.full(0, -1, dtype=np.int64)
         self._cmi = np.zeros((0, 0))
@@ -204,8 +182,8 @@ class TAN(VectorisedRuns, StructuredClassifier):
     @classmethod
     def _unit_test_params(cls):
         yield {}
-        yield {"rebuild_every": 25, "bins": 3, "warmup": 20, "discretiser": "equal_frequency"}  # both discretisers checked
-        yield {"rebuild_every": 25, "tree_score": "bayes"}
+        yield {"search": Tree(rebuild_every=25), "numeric": EqualFrequency(bins=3, warmup=20)}  # both discretisers checked
+        yield {"search": Tree(score="bayes", rebuild_every=25)}
 
     # ------------------------------------------------------------------ structure
 

@@ -7,13 +7,16 @@ the snapshot directory of :class:`~stream_nb.snapshots.SnapshotStore`.
 Loading never executes code: the file holds raw little-endian numeric arrays
 and one JSON document, nothing is unpickled or imported from it.
 
-Format, version 1
+Format, version 2
 -----------------
+(Version 1 is the same container with the model's parameters flat; it is read
+and converted, see :mod:`~stream_nb.snapshots._versions`.)
+
 All integers little-endian::
 
     offset  size  content
     0       8     magic  89 53 4E 42 0D 0A 1A 0A   ("\\x89SNB\\r\\n\\x1a\\n")
-    8       4     format version, uint32 (1)
+    8       4     format version, uint32 (2)
     12      4     flags, uint32 (0; reserved)
     16      8     header length H, uint64
     24      H     header: one JSON object, UTF-8
@@ -24,7 +27,7 @@ All integers little-endian::
 
 The header::
 
-    {"format": "stream_nb.snapshot", "version": 1,
+    {"format": "stream_nb.snapshot", "version": 2,
      "created": "2025-01-31T12:00:00.123456Z",   # UTC, when the file was written
      "created_unix": 1738324800.123456,
      "stream_nb": "0.1.0",                        # the version that wrote it
@@ -110,7 +113,7 @@ from .._checks import is_integer
 from .._version import __version__
 from ..exceptions import SnapshotError
 from ..learners import MODELS
-from ._versions import refusal, written_by
+from ._versions import READS, VERSION, refusal, upgrade_model_meta, written_by
 
 __all__ = [
     "FORMAT_VERSION",
@@ -127,7 +130,7 @@ __all__ = [
 ]
 
 MAGIC = b"\x89SNB\r\n\x1a\n"
-FORMAT_VERSION = 1
+FORMAT_VERSION = VERSION
 FORMAT_NAME = "stream_nb.snapshot"
 _PREFIX = struct.Struct("<8sIIQ")  # magic, version, flags, header length
 _DIGEST = 32
@@ -385,9 +388,9 @@ def read(path: str | os.PathLike) -> SnapshotFile:
     magic, version, _flags, hlen = _PREFIX.unpack_from(data)
     if magic != MAGIC:
         raise _damaged(path, f"not a stream_nb snapshot (its first bytes are {data[:8]!r}, expected {MAGIC!r})")
-    if version != FORMAT_VERSION:  # what to do: read it with the release that wrote it, if newer (its header names it)
+    if version not in READS:  # what to do: read it with the release that wrote it, if newer (its header names it)
         writer = written_by(data[_PREFIX.size:_PREFIX.size + hlen])
-        raise _damaged(path, refusal("snapshot format", version, FORMAT_VERSION, __version__, writer))
+        raise _damaged(path, refusal("snapshot format", version, READS, __version__, writer))
     header_end = _PREFIX.size + hlen
     header, unreadable = None, "the header is not a JSON object"
     if header_end <= n:
@@ -413,9 +416,9 @@ def read(path: str | os.PathLike) -> SnapshotFile:
         raise _damaged(path, unreadable)
     if _deeper_than(header, _MAX_DEPTH):
         raise _damaged(path, f"the header nests deeper than {_MAX_DEPTH} levels")
-    if header.get("format") != FORMAT_NAME or header.get("version") != FORMAT_VERSION:
+    if header.get("format") != FORMAT_NAME or header.get("version") != version:
         raise _damaged(path, f"the header names format {_short(header.get('format'))} version "
-                             f"{_short(header.get('version'))}, expected {FORMAT_NAME!r} version {FORMAT_VERSION}")
+                             f"{_short(header.get('version'))}, expected {FORMAT_NAME!r} version {version}")
     if table_problem is not None:
         raise _damaged(path, f"malformed array table: {table_problem}")
     if expected != n:
@@ -454,6 +457,11 @@ def read(path: str | os.PathLike) -> SnapshotFile:
     problem = _header_problem(header)
     if problem is not None:
         raise _damaged(path, problem)
+    if version != FORMAT_VERSION:
+        try:
+            header["model"] = upgrade_model_meta(header["model"], version)
+        except (TypeError, ValueError) as exc:  # ConfigError is a ValueError
+            raise _damaged(path, f"its version-{version} model parameters do not convert: {exc}") from None
     return SnapshotFile(path=path, version=version, header=header, arrays=arrays, size=n)
 
 

@@ -9,7 +9,7 @@ encoded as in a snapshot, the arrays' names, dtypes and shapes, and the
 caller's ``info``) and the arrays' bytes, zlib-compressed together (counts are
 mostly zeros and small integers)::
 
-    b"SNBW" | version (1 byte, 1) | zlib( header length (uint32 LE) | header JSON | arrays' bytes )
+    b"SNBW" | version (1 byte, 2; 1 is read too, see _versions) | zlib( header length (uint32 LE) | header JSON | arrays' bytes )
 
 Decoding treats the bytes as hostile, as :func:`~stream_nb.snapshots.read`
 does a file: at most ``max_bytes`` are inflated, every dtype comes from the
@@ -42,12 +42,12 @@ import numpy as np
 from .._version import __version__
 from ..exceptions import SnapshotError
 from ._format import DTYPES, decode_meta, encode_meta, model_from_state
-from ._versions import refusal
+from ._versions import READS, VERSION, refusal, upgrade_model_meta
 
 __all__ = ["WIRE_MAGIC", "decode_state", "encode_state"]
 
 WIRE_MAGIC = b"SNBW"
-_VERSION = 1
+_VERSION = VERSION
 _LEN = struct.Struct("<I")
 #: Most bytes a state inflates to unless the caller says otherwise (1 GiB).
 _MAX_BYTES = 1 << 30
@@ -77,8 +77,8 @@ def decode_state(data: bytes, where: str = "model state", max_bytes: int = _MAX_
     """``(model, info)`` from :func:`encode_state`'s bytes; :class:`SnapshotError` naming ``where`` and why not."""
     if not isinstance(data, (bytes, bytearray, memoryview)) or bytes(data[:4]) != WIRE_MAGIC or len(data) < 5:
         raise _damaged(where, "not a stream_nb model state (bad magic)")
-    if data[4] != _VERSION:
-        raise _damaged(where, refusal("model state encoding", data[4], _VERSION, __version__))
+    if data[4] not in READS:
+        raise _damaged(where, refusal("model state encoding", data[4], READS, __version__))
     inflater = zlib.decompressobj()
     try:
         raw = inflater.decompress(bytes(data[5:]), max_bytes)
@@ -114,4 +114,9 @@ def decode_state(data: bytes, where: str = "model state", max_bytes: int = _MAX_
         offset += nbytes
     if offset != len(raw):
         raise _damaged(where, f"{len(raw) - offset} bytes after the last array")
+    if data[4] != _VERSION:
+        try:
+            meta = upgrade_model_meta(meta, data[4])
+        except (TypeError, ValueError) as exc:  # ConfigError is a ValueError
+            raise _damaged(where, f"its version-{data[4]} model parameters do not convert: {exc}") from None
     return model_from_state(arrays, meta, where), (info or {})

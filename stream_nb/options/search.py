@@ -1,0 +1,76 @@
+"""How TAN and SPODE choose their structure, and how often they choose it again.
+
+Pass one as ``search=``: :class:`Tree` to :class:`~stream_nb.TAN`,
+:class:`SuperParent` to :class:`~stream_nb.SPODE`. Either is rebuilt every
+``rebuild_every`` learned events, and early: after the numeric option's
+``warmup`` events and each time the count doubles below ``rebuild_every``
+(see :class:`~stream_nb.learners.StructuredClassifier`).
+
+>>> from stream_nb import TAN, Tree
+>>> TAN(search=Tree(score="cmi", rebuild_every=500)).search
+Tree(score='cmi', rebuild_every=500)
+"""
+
+from __future__ import annotations
+
+from ._declare import Option, Param, option
+
+__all__ = ["REBUILD_EVERY", "SuperParent", "Tree"]
+
+#: Learned events between two rebuilds (also KDB's ``rebuild_every``).
+REBUILD_EVERY = Param(
+    "rebuild_every", "int", 1000, "rebuild the structure / re-choose the super-parent every N learned events; "
+    "early ones come after --warmup events and each time the count doubles below N, when the counts show "
+    "attributes dependent given the class (0: only on rebuild())", minimum=0, metavar="N")
+
+
+@option(
+    Param("score", "choice", "bayes", "how a rebuild weighs an edge: the conditional mutual information (cmi) "
+          "or the gain in the Bayesian network score, as Weka's BayesNet TAN search (bayes)",
+          choices=("cmi", "bayes"), setting="tree_score"),
+    REBUILD_EVERY,
+)
+class Tree(Option):
+    """TAN's tree: the maximum spanning tree of the edge weights ``score``, rebuilt every ``rebuild_every`` events.
+
+    Parameters
+    ----------
+    score
+        ``"bayes"``: the gain in the local Bayesian-Dirichlet score, which charges an edge for the
+        cells it adds (Weka's ``BayesNet`` TAN weight); ``"cmi"``: the conditional mutual information
+        I(x_i; x_j | y) (Friedman et al.), which charges nothing.
+    rebuild_every
+        Learned events between two rebuilds (0: only on :meth:`~stream_nb.TAN.rebuild`).
+
+    Examples
+    --------
+    >>> from stream_nb import TAN, Tree
+    >>> Tree(score="gain")
+    Traceback (most recent call last):
+    ...
+    stream_nb.exceptions.ConfigError: Tree(score=...): expected one of 'cmi', 'bayes', got 'gain'
+    """
+
+
+@option(
+    Param("parent", "str", None, "the super-parent attribute (unset or None: chosen from the stream, the lowest "
+          "running log loss at each rebuild)", optional=True, metavar="FEATURE"),
+    REBUILD_EVERY,
+)
+class SuperParent(Option):
+    """SPODE's super-parent: a fixed feature, or (``parent=None``) the one of lowest running log loss,
+    chosen again every ``rebuild_every`` learned events.
+
+    Parameters
+    ----------
+    parent
+        The super-parent's name, or None to choose it from the stream.
+    rebuild_every
+        Learned events between two choices (0: only on :meth:`~stream_nb.SPODE.rebuild`).
+
+    Examples
+    --------
+    >>> from stream_nb import SPODE, SuperParent
+    >>> SPODE(search=SuperParent("outlook")).search
+    SuperParent(parent='outlook')
+    """
