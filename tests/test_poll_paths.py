@@ -293,17 +293,48 @@ def test_make_records_equal_records():
     assert made[1].size is None and made[1].next_position == 3
 
 
-def test_confluent_source_records_column_wise_equal_the_loop():
-    ck = pytest.importorskip("confluent_kafka")
-    from connectors.kafka import ConfluentSource
+class Consumes:
+    """A stand-in confluent-kafka consumer: ``consume`` hands out the messages once."""
 
-    source = object.__new__(ConfluentSource)  # the two record builders only: no consumer
-    source._ck, source.topic, source._keys, source.feedback = ck, "in", {}, None
+    def __init__(self, messages):
+        self.messages = messages
+
+    def consume(self, n, timeout):
+        out, self.messages = self.messages[:n], self.messages[n:]
+        return out
+
+
+class Replays:
+    """A stand-in adapter consumer: ``poll`` returns one poll's columns."""
+
+    def __init__(self, polled):
+        self.polled = polled
+
+    def poll(self, max_records, timeout):
+        return self.polled
+
+
+def test_kafka_source_records_column_wise_equal_the_loop():
+    ck = pytest.importorskip("confluent_kafka")
+    from connectors.kafka import KafkaSource, _confluent
+    from connectors.kafka._feedback_topic import FeedbackTap
+
     messages = [ck.Message(topic="in", partition=i % 3, offset=10 + i, key=b"k%d" % i if i % 2 else None,
                            value=b'{"a": %d}' % i) for i in range(7)]
-    by_columns = source._records(messages)
-    by_loop, aside = source._sort(messages)
-    assert by_columns == by_loop and not aside
+    consumer = object.__new__(_confluent._Consumer)  # the adapter's columns of a poll: no broker
+    consumer._ck, consumer._c, consumer._down = ck, Consumes(messages), False
+    polled = consumer.poll(100, 0.0)
+    assert polled.offsets == list(range(10, 17)) and polled.topics == ["in"] * 7
+
+    def records(feedback):
+        source = object.__new__(KafkaSource)  # the record builders only (no feedback: by columns; else a loop)
+        source.topic, source._keys, source.feedback, source._to_settle = "in", {}, feedback, set()
+        source._consumer = Replays(polled)
+        return source.poll(100, 0.0)
+
+    tap = FeedbackTap("labels", "in")
+    by_columns, by_loop = records(None), records(tap)
+    assert by_columns == by_loop and not tap.poll(100, 0.0)
     assert by_columns[4] == Record(b'{"a": 4}', None, "in-1", {"topic": "in", "partition": 1, "offset": 14}, 15)
 
 

@@ -7,20 +7,23 @@ kafka-python (the default: pure Python) and confluent-kafka (librdkafka,
 ``pip install 'stream-nb[confluent]'``), with the same settings, guarantees
 and capabilities. Where things are:
 
-* ``_client`` -- client configuration: settings checked and converted,
-  clients created, output topics created;
-* ``_source`` -- :class:`KafkaSource`; ``_sink`` -- :class:`KafkaSink`;
-* ``_factories`` -- ``make_source``, ``make_sink``, ``make_dead_letter_sink``
-  (this package is a :class:`~stream_nb.engine.ConnectorModule`);
-* ``_errors`` -- :class:`ConnectorError` and its subclasses;
-* ``_confluent_client``, ``_confluent_source``, ``_confluent_sink``,
-  ``_confluent_transaction`` -- the same roles with confluent-kafka:
-  :class:`ConfluentSource`, :class:`ConfluentSink` and the transactional
-  producer; librdkafka's dotted property names are accepted besides the
+* ``_adapter`` -- the client adapter protocol: what the roles ask of a
+  client library (poll, commit, produce, transactions, admin); one adapter
+  module per library implements it and alone imports it: ``_kafka_python``
+  and ``_confluent`` (confluent-kafka, loaded on first use);
+* ``_client`` -- client configuration: settings checked and converted, the
+  names of the settings both clients share;
+* ``_source`` -- :class:`KafkaSource` (kafka-python) and
+  :class:`ConfluentSource` (confluent-kafka); ``_sink`` -- :class:`KafkaSink`
+  and :class:`ConfluentSink`: each role written once, the client chosen by
+  its adapter; librdkafka's dotted property names are accepted besides the
   kafka-python names of the common settings, which are translated;
-* ``_factories.CLIENTS`` -- one :class:`Client` per library (its source and
-  sink classes and the keys they take): a Kafka feature written against a
-  ``Client`` (``client_of(config).source(...)``) works with both;
+* ``_factories`` -- ``make_source``, ``make_sink``, ``make_dead_letter_sink``
+  (this package is a :class:`~stream_nb.engine.ConnectorModule`), and
+  ``CLIENTS``: one :class:`Client` per library (its source and sink classes
+  and the keys they take): a Kafka feature written against a ``Client``
+  (``client_of(config).source(...)``) works with both;
+* ``_errors`` -- :class:`ConnectorError` and its subclasses;
 * :mod:`connectors.kafka.transactional` -- exactly-once outputs: one
   transactional producer for outputs, dead letters and input offsets.
 
@@ -79,25 +82,22 @@ the offsets to commit before partitions are revoked (the commit is awaited on
 kafka-python's IO thread, so heartbeats go on); :meth:`~KafkaSource.reposition`
 positions every assigned partition again after the engine rewound.
 :mod:`connectors.kafka.transactional` adds the exactly-once (transactional) outputs;
-``_model_topic`` -- :class:`ModelTopic`, the compacted topic through which the
-members of a group share one model (``--model-topic``); ``_confluent_model_topic``
--- :class:`ConfluentModelTopic`, the same with confluent-kafka; ``_model_channel``
--- :func:`open_model_topic` and :func:`make_model_channel`, the one of the chosen client.
+``_model_topic`` -- :class:`ModelTopic` (and :class:`ConfluentModelTopic`), the
+compacted topic through which the members of a group share one model
+(``--model-topic``); ``_model_channel`` -- :func:`open_model_topic` and
+:func:`make_model_channel`, the one of the chosen client.
 """
 
 from __future__ import annotations
 
 from stream_nb.exceptions import CommitError
 
-from ._confluent_sink import ConfluentSink
-from ._confluent_source import ConfluentSource
 from ._errors import ConnectorError, ConnectorUnavailable, DeliveryError
 from ._factories import CLIENTS, DAEMON_KEYS, Client, client_of, make_dead_letter_sink, make_sink, make_source
-from ._confluent_model_topic import ConfluentModelTopic
 from ._model_channel import make_model_channel, open_model_topic
-from ._model_topic import ModelTopic
-from ._sink import KafkaSink
-from ._source import KafkaSource
+from ._model_topic import ConfluentModelTopic, ModelTopic
+from ._sink import ConfluentSink, KafkaSink
+from ._source import ConfluentSource, KafkaSource
 
 __all__ = [
     "KafkaSource",

@@ -1,16 +1,18 @@
-"""Kafka client configuration: checking and converting settings, creating clients, creating topics.
+"""Kafka client configuration, the same for every client library: checking and converting settings.
 
-Shared by the source, the sink and the transactional producer of
-:mod:`connectors.kafka`:
+Shared by the source, the sink, the transaction and the model topic of
+:mod:`connectors.kafka`, whichever client adapter (:mod:`._adapter`) runs them:
 
 * :func:`resolve` -- a component's settings: its own ``DEFAULT_CONFIG`` plus
-  kafka-python's keys of the underlying client, through the one settings rule
-  of :func:`stream_nb._checks.configure`; string values (``--kafka-config
+  the keys the client takes, through the one settings rule of
+  :func:`stream_nb._checks.configure`; string values (``--kafka-config
   linger_ms=20``) converted to the type of the key's default (:func:`coerce`);
-  keys that would break the delivery guarantees refused (:class:`Fixed`);
-* :func:`connect` -- a kafka-python client, "no broker" mapped to
-  :class:`~connectors.kafka.ConnectorUnavailable`;
-* :func:`ensure_topic` -- the output topics created at start-up when missing.
+  keys that would break the delivery guarantees refused (:class:`Fixed`); a
+  client taking librdkafka's dotted property names (``security.protocol``)
+  gets them as given, held to the same rules;
+* :data:`TO_LIBRDKAFKA` -- the settings both clients have, by kafka-python's
+  name and librdkafka's, and which only a consumer or a producer takes;
+* :func:`servers`, :func:`partition_key` -- addresses and partition names.
 """
 
 from __future__ import annotations
@@ -18,23 +20,77 @@ from __future__ import annotations
 import logging
 import typing
 
-import kafka.errors as Errors
-from kafka import KafkaAdminClient, KafkaConsumer
-
 from stream_nb._checks import configure, parse_bool, parse_int
 from stream_nb.exceptions import ConfigError
 
-from ._errors import ConnectorUnavailable
-
-__all__ = ["Fixed", "coerce", "connect", "ensure_topic", "partition_key", "resolve", "servers"]
+__all__ = ["CONSUMER_ONLY", "KAFKA_PYTHON_NAMES", "PRODUCER_ONLY", "TO_LIBRDKAFKA", "Fixed", "coerce",
+           "parse_partition", "partition_key", "resolve", "servers"]
 
 log = logging.getLogger("connectors.kafka")
 
-# kafka-python's own client factory (KafkaNetClient); wrapped by connect().
-_NET_CLIENT = KafkaConsumer.DEFAULT_CONFIG["kafka_client"]
-# Raised by older kafka-python releases when no bootstrap server answers.
-_NO_BROKERS = tuple(e for e in (getattr(Errors, "NoBrokersAvailable", None),) if e is not None)
-_UNAVAILABLE = (Errors.KafkaTimeoutError, Errors.KafkaConnectionError) + _NO_BROKERS
+#: kafka-python names of the settings both clients have, and librdkafka's name of each.
+TO_LIBRDKAFKA: dict[str, str] = {
+    "bootstrap_servers": "bootstrap.servers",
+    "client_id": "client.id",
+    "group_id": "group.id",
+    "group_instance_id": "group.instance.id",
+    "auto_offset_reset": "auto.offset.reset",
+    "allow_auto_create_topics": "allow.auto.create.topics",
+    "enable_auto_commit": "enable.auto.commit",
+    "isolation_level": "isolation.level",
+    "session_timeout_ms": "session.timeout.ms",
+    "heartbeat_interval_ms": "heartbeat.interval.ms",
+    "max_poll_interval_ms": "max.poll.interval.ms",
+    "fetch_min_bytes": "fetch.min.bytes",
+    "fetch_max_wait_ms": "fetch.wait.max.ms",
+    "fetch_max_bytes": "fetch.max.bytes",
+    "max_partition_fetch_bytes": "max.partition.fetch.bytes",
+    "security_protocol": "security.protocol",
+    "sasl_mechanism": "sasl.mechanism",
+    "sasl_plain_username": "sasl.username",
+    "sasl_plain_password": "sasl.password",
+    "sasl_kerberos_service_name": "sasl.kerberos.service.name",
+    "sasl_kerberos_domain_name": "sasl.kerberos.principal",
+    "ssl_cafile": "ssl.ca.location",
+    "ssl_certfile": "ssl.certificate.location",
+    "ssl_keyfile": "ssl.key.location",
+    "ssl_password": "ssl.key.password",
+    "ssl_crlfile": "ssl.crl.location",
+    "ssl_ciphers": "ssl.cipher.suites",
+    "ssl_check_hostname": "ssl.endpoint.identification.algorithm",
+    "request_timeout_ms": "request.timeout.ms",
+    "retry_backoff_ms": "retry.backoff.ms",
+    "reconnect_backoff_ms": "reconnect.backoff.ms",
+    "reconnect_backoff_max_ms": "reconnect.backoff.max.ms",
+    "metadata_max_age_ms": "metadata.max.age.ms",
+    "connections_max_idle_ms": "connections.max.idle.ms",
+    "receive_buffer_bytes": "socket.receive.buffer.bytes",
+    "send_buffer_bytes": "socket.send.buffer.bytes",
+    "acks": "acks",
+    "enable_idempotence": "enable.idempotence",
+    "linger_ms": "linger.ms",
+    "batch_size": "batch.size",
+    "compression_type": "compression.type",
+    "delivery_timeout_ms": "delivery.timeout.ms",
+    "max_in_flight_requests_per_connection": "max.in.flight.requests.per.connection",
+    "max_request_size": "message.max.bytes",
+    "retries": "retries",
+    "transactional_id": "transactional.id",
+    "transaction_timeout_ms": "transaction.timeout.ms",
+}
+#: Common settings only a consumer takes, and only a producer takes (kafka-python names).
+CONSUMER_ONLY = frozenset({
+    "group_id", "group_instance_id", "auto_offset_reset", "enable_auto_commit", "isolation_level",
+    "session_timeout_ms", "heartbeat_interval_ms", "max_poll_interval_ms", "fetch_min_bytes", "fetch_max_wait_ms",
+    "fetch_max_bytes", "max_partition_fetch_bytes",
+})
+PRODUCER_ONLY = frozenset({
+    "acks", "enable_idempotence", "linger_ms", "batch_size", "compression_type", "delivery_timeout_ms",
+    "retries", "transactional_id", "transaction_timeout_ms", "request_timeout_ms",
+})
+#: librdkafka's name of a common setting -> kafka-python's (``--kafka-config security.protocol=SSL``
+#: works with kafka-python too).
+KAFKA_PYTHON_NAMES: dict[str, str] = {v: k for k, v in TO_LIBRDKAFKA.items() if k != "ssl_check_hostname"}
 
 # kafka-python keys whose value is a Python object, not settable from a string.
 _OBJECT_KEYS = frozenset({
@@ -88,73 +144,44 @@ class Fixed(typing.NamedTuple):
     why: str
 
 
-def resolve(component: str, own: dict, client_defaults: dict, fixed: dict[str, Fixed], config: dict) -> dict:
-    """Validate ``config`` against ``own`` keys (the component's ``DEFAULT_CONFIG``) and the client's keys.
+def resolve(component: str, own: dict, fixed: dict[str, Fixed], config: dict, *, native: typing.Collection[str],
+            defaults: dict | None = None, dotted: bool = False) -> dict:
+    """Validate ``config`` against ``own`` keys (the component's ``DEFAULT_CONFIG``) and the client's ``native`` keys.
 
-    Returns ``own`` with ``config`` merged over it, string values converted.
-    Unknown keys are rejected by :func:`stream_nb._checks.configure`, listing
-    the accepted ones; a key of ``fixed`` the connector sets itself, or whose
-    value would break the guarantees, is refused with the reason.
+    Returns ``own`` with ``config`` merged over it, string values converted to
+    the type of the key's default (in ``own``, else ``defaults``: the client's
+    own defaults). Unknown keys are rejected by
+    :func:`stream_nb._checks.configure`, listing the accepted ones; a key of
+    ``fixed`` the connector sets itself, or whose value would break the
+    guarantees, is refused with the reason. With ``dotted``, a dotted key is
+    librdkafka's own and passes as given (librdkafka checks it); one that names
+    a ``fixed`` setting is held to the same rule.
     """
+    defaults = defaults or {}
+    by_native = {TO_LIBRDKAFKA[k]: rule for k, rule in fixed.items() if k in TO_LIBRDKAFKA} if dotted else {}
     for key, value in config.items():
-        rule = fixed.get(key)
+        rule = by_native.get(key, fixed.get(key))
         if rule is not None and rule.allowed is None:
             raise ConfigError(f"{component}: config key {key!r}={value!r} is not allowed: {rule.why}")
     never = {k for k, f in fixed.items() if f.allowed is None}
-    merged = configure(own, config, f"{component} config key", passthrough=set(client_defaults) - never,
+    given_dotted = {k for k in config if dotted and isinstance(k, str) and "." in k}
+    merged = configure(own, config, f"{component} config key", passthrough=(set(native) - never) | given_dotted,
                        listing="accepted keys")
     for key, value in config.items():
-        value = coerce(component, key, value, own.get(key, client_defaults.get(key)))
-        rule = fixed.get(key)
-        if rule is not None and not rule.allowed(value):
+        rule = by_native.get(key, fixed.get(key))
+        check = value
+        if key in given_dotted:  # librdkafka's text: its booleans read as ours for the rule
+            if isinstance(value, str):
+                check = {"true": True, "false": False}.get(value.lower(), -1 if value == "-1" else value)
+        else:
+            value = check = coerce(component, key, value, own.get(key, defaults.get(key)))
+        if rule is not None and not rule.allowed(check):
             raise ConfigError(f"{component}: config key {key!r}={value!r} is not allowed: {rule.why}")
         merged[key] = value
     topic = merged.get("topic")
     if not isinstance(topic, str) or not topic:
         raise ConfigError(f"{component}: config key 'topic' is required (a topic name), got {topic!r}")
     return merged
-
-
-def connect(factory, config: dict, *, role: str):
-    """Create a kafka-python client; map "no broker" and bad-config failures to our errors.
-
-    kafka-python starts an IO thread before bootstrapping and leaves it running
-    when bootstrap fails; the ``kafka_client`` hook lets us close it so that a
-    caller retrying in a loop does not leak one thread per attempt.
-    """
-    created = []
-
-    def kafka_client(**kwargs):
-        client = _NET_CLIENT(**kwargs)
-        created.append(client)
-        return client
-
-    def discard():
-        for client in created:
-            try:
-                client.close()
-            except Exception:  # noqa: BLE001 - best effort cleanup of a half-built client
-                log.debug("closing a half-built Kafka client failed", exc_info=True)
-
-    bootstrap = servers(config.get("bootstrap_servers"))
-    # the wait the client was given, or its own default (kafka-python's: 30 s)
-    waited = config.get("bootstrap_timeout_ms", getattr(factory, "DEFAULT_CONFIG", {}).get("bootstrap_timeout_ms"))
-    try:
-        return factory(kafka_client=kafka_client, **config)
-    except _UNAVAILABLE as exc:
-        discard()
-        raise ConnectorUnavailable(
-            f"Kafka {role}: no broker reachable at {bootstrap} within "
-            f"{waited} ms ({type(exc).__name__}); check that Kafka "
-            f"is running and that bootstrap_servers is right",
-            bootstrap_servers=bootstrap,
-        ) from exc
-    except (Errors.KafkaConfigurationError, ValueError, TypeError) as exc:
-        discard()
-        raise ConfigError(f"Kafka {role}: invalid configuration: {exc}") from exc
-    except BaseException:
-        discard()
-        raise
 
 
 def servers(bootstrap) -> str:
@@ -167,48 +194,15 @@ def partition_key(topic: str, partition: int) -> str:
     return f"{topic}-{partition}"
 
 
-def ensure_topic(topic: str, cfg: dict) -> None:
-    """Create ``topic`` unless it exists, as ``cfg`` (a :class:`~connectors.kafka.KafkaSink` config) says.
+def parse_partition(key: str, topics: typing.Collection[str]) -> tuple[str, int]:
+    """``(topic, number)`` of the engine's name ``"<topic>-<n>"`` of a partition of one of ``topics``.
 
-    Partitions: ``topic_partitions``, else as many as ``partitions_like`` has,
-    else the broker's default; replication: ``topic_replication_factor``, else
-    the broker's default. A principal that may not create topics gets a
-    warning (producing then relies on the topic existing).
+    >>> parse_partition("my-events-3", ["my-events"])
+    ('my-events', 3)
     """
-    admin_cfg = {k: v for k, v in cfg.items() if k in KafkaAdminClient.DEFAULT_CONFIG}
-    admin = connect(KafkaAdminClient, admin_cfg, role=f"admin client (topic {topic!r})")
-    try:
-        like = cfg["partitions_like"]
-        names = [topic] + ([like] if like and like != topic else [])
-        described = {t["name"]: t for t in admin.describe_topics(names)}
-        mine = described.get(topic)
-        if mine is not None and mine["error_code"] == 0:
-            return
-        partitions = cfg["topic_partitions"]
-        if partitions is None:
-            source = described.get(like) if like else None
-            partitions = len(source["partitions"]) if source and source["error_code"] == 0 else -1
-        replication = cfg["topic_replication_factor"]
-        spec = {"num_partitions": int(partitions), "replication_factor": -1 if replication is None else int(replication)}
-        try:
-            admin.create_topics({topic: spec}, timeout_ms=cfg["topic_timeout_ms"])
-        except Errors.TopicAlreadyExistsError:
-            return
-        admin.wait_for_topics([topic], timeout_ms=cfg["topic_timeout_ms"])
-        log.info(
-            "Kafka sink: created topic %r (%s partitions, replication factor %s)",
-            topic,
-            "broker default" if spec["num_partitions"] == -1 else spec["num_partitions"],
-            "broker default" if spec["replication_factor"] == -1 else spec["replication_factor"],
-        )
-    except (Errors.TopicAuthorizationFailedError, Errors.ClusterAuthorizationFailedError) as exc:
-        log.warning(
-            "Kafka sink: may not create topic %r (%r); producing relies on it existing "
-            "or on the broker's auto.create.topics.enable", topic, exc,
-        )
-    except Errors.InvalidReplicationFactorError as exc:
-        raise ConfigError(
-            f"KafkaSink: cannot create topic {topic!r}: {exc}; set topic_replication_factor"
-        ) from exc
-    finally:
-        admin.close()
+    topic, sep, partition = key.rpartition("-")
+    if not sep or not partition.isdigit() or topic not in topics:
+        first = next(iter(topics), "")
+        raise ValueError(f"{key!r} is not a partition of topic {first!r} (expected '{first}-<n>')")
+    return topic, int(partition)
+

@@ -18,16 +18,13 @@ from __future__ import annotations
 
 import typing
 
-from kafka import KafkaConsumer, KafkaProducer
-
 from stream_nb._checks import check_choice, configure
 from stream_nb.exceptions import ConfigError
 
-from ._confluent_client import CONSUMER_ONLY, KAFKA_PYTHON_NAMES, PRODUCER_ONLY, TO_LIBRDKAFKA, library
-from ._confluent_sink import ConfluentSink
-from ._confluent_source import ConfluentSource
-from ._sink import KafkaSink
-from ._source import KafkaSource
+from ._client import CONSUMER_ONLY, KAFKA_PYTHON_NAMES, PRODUCER_ONLY
+from ._confluent import library
+from ._sink import ConfluentSink, KafkaSink
+from ._source import ConfluentSource, KafkaSource
 
 __all__ = ["CLIENTS", "DAEMON_KEYS", "Client", "client_of", "make_dead_letter_sink", "make_sink", "make_source",
            "split"]
@@ -49,20 +46,18 @@ class Client(typing.NamedTuple):
     dotted: bool  # takes librdkafka's dotted property names as given
 
 
-CLIENTS: dict[str, Client] = {
-    "kafka-python": Client(
-        "kafka-python", KafkaSource, KafkaSink,
-        frozenset((set(KafkaSource.DEFAULT_CONFIG) | set(KafkaConsumer.DEFAULT_CONFIG)) - {"topic"}),
-        frozenset((set(KafkaSink.DEFAULT_CONFIG) | set(KafkaProducer.DEFAULT_CONFIG)) - {"topic", "partitions_like"}),
-        False,
-    ),
-    "confluent": Client(
-        "confluent", ConfluentSource, ConfluentSink,
-        frozenset((set(ConfluentSource.DEFAULT_CONFIG) | set(TO_LIBRDKAFKA)) - PRODUCER_ONLY - {"topic"}),
-        frozenset((set(ConfluentSink.DEFAULT_CONFIG) | set(TO_LIBRDKAFKA)) - CONSUMER_ONLY - {"topic", "partitions_like"}),
-        True,
-    ),
-}
+def _client(source: type, sink: type) -> Client:
+    """The :class:`Client` of a source and sink class (of one adapter): the keys each takes."""
+    adapter = source.ADAPTER
+    return Client(adapter.name, source, sink,
+                  frozenset((set(source.DEFAULT_CONFIG) | adapter.consumer_keys) - {"topic"}),
+                  frozenset((set(sink.DEFAULT_CONFIG) | set(adapter.producer_defaults) | adapter.producer_keys)
+                            - {"topic", "partitions_like"}),
+                  adapter.dotted)
+
+
+CLIENTS: dict[str, Client] = {client.name: client for client in (_client(KafkaSource, KafkaSink),
+                                                                 _client(ConfluentSource, ConfluentSink))}
 
 
 def client_of(config: dict) -> Client:

@@ -1,16 +1,14 @@
 """The model topic of the chosen client: :func:`open_model_topic` and the daemon's :func:`make_model_channel`.
 
-kafka-python's :class:`~connectors.kafka.ModelTopic` (``_model_topic``) or
-confluent-kafka's :class:`~connectors.kafka.ConfluentModelTopic`
-(``_confluent_model_topic``), by the dict's ``kafka_client``, with the same
-methods and rules.
+kafka-python's :class:`~connectors.kafka.ModelTopic` or confluent-kafka's
+:class:`~connectors.kafka.ConfluentModelTopic` (both ``_model_topic``), by the
+dict's ``kafka_client``.
 """
 
 from __future__ import annotations
 
-from ._confluent_model_topic import ConfluentModelTopic
 from ._factories import client_of
-from ._model_topic import DEFAULT_RECORD_BYTES, ModelTopic
+from ._model_topic import DEFAULT_RECORD_BYTES, ConfluentModelTopic, ModelTopic
 
 __all__ = ["make_model_channel", "open_model_topic"]
 

@@ -7,13 +7,15 @@ order: a split state's pieces come before its manifest) and
 ``cleanup.policy=compact`` (the latest record of each key stays). A topic that
 exists with more than one partition is refused.
 
-Publishing goes through a :class:`~connectors.kafka.KafkaSink` (idempotent,
-``acks=all``), or, with ``--exactly-once``, through the daemon's
-:class:`~connectors.kafka.transactional.Transaction`, so that the states commit
-with the outputs and input offsets. Reading is a ``KafkaConsumer`` outside any
-group, assigned the topic's partition and reading it from the beginning
-(``read_committed`` with ``--exactly-once``: the states of an aborted
-transaction are never seen).
+Written once over the client adapter protocol (:mod:`._adapter`):
+:class:`ModelTopic` runs on kafka-python, :class:`ConfluentModelTopic` on
+confluent-kafka. Publishing goes through a :class:`~connectors.kafka.KafkaSink`
+of the same client (idempotent, ``acks=all``), or, with ``--exactly-once``,
+through the daemon's :class:`~connectors.kafka.transactional.Transaction`, so
+that the states commit with the outputs and input offsets. Reading is the
+adapter's :class:`~._adapter.Reader`: a consumer outside any group, assigned
+the topic's partition and reading it from the beginning (``read_committed``
+with ``--exactly-once``: the states of an aborted transaction are never seen).
 """
 
 from __future__ import annotations
@@ -21,47 +23,27 @@ from __future__ import annotations
 import logging
 import time
 
-import kafka.errors as Errors
-from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
-from kafka.admin import NewTopic
-
 from stream_nb.exceptions import ConfigError
 
-from ._client import connect, servers
+from ._client import servers
+from ._confluent import Confluent
+from ._errors import ConnectorUnavailable
 from ._factories import split
-from ._sink import KafkaSink
+from ._kafka_python import KafkaPython
+from ._sink import ConfluentSink, KafkaSink
+from ._source import KafkaSource
+from ._topics import ensure_topic
 
-__all__ = ["DEFAULT_RECORD_BYTES", "ModelTopic", "check_model_topic"]
+__all__ = ["DEFAULT_RECORD_BYTES", "ConfluentModelTopic", "ModelTopic", "check_model_topic"]
 
 log = logging.getLogger("connectors.kafka")
 
 #: Largest record published by default: under the broker's default ``max.message.bytes`` (1 MB).
 DEFAULT_RECORD_BYTES = 900_000
 
-
-def _ensure_compacted(topic: str, client: dict, timeout_ms: int = 30_000) -> int:
-    """Create ``topic`` (one partition, compacted) when missing; return its partition count."""
-    admin = connect(KafkaAdminClient, {k: v for k, v in client.items() if k in KafkaAdminClient.DEFAULT_CONFIG},
-                    role="admin client (model topic)")
-    try:
-        if topic not in set(admin.list_topics()):
-            try:
-                admin.create_topics([NewTopic(topic, 1, -1, topic_configs={"cleanup.policy": "compact"})],
-                                    timeout_ms=timeout_ms)
-                log.info("Kafka: created model topic %r (1 partition, compacted)", topic)
-            except Errors.TopicAlreadyExistsError:
-                pass
-        deadline = time.monotonic() + timeout_ms / 1000
-        while True:
-            described = admin.describe_topics([topic])
-            parts = described[0].get("partitions") if described else None
-            if parts:
-                return len(parts)
-            if time.monotonic() > deadline:
-                raise ConfigError(f"Kafka: model topic {topic!r} has no partitions after {timeout_ms} ms")
-            time.sleep(0.1)
-    finally:
-        admin.close()
+#: Sink keys about creating the output topics: the model topic is created here, compacted.
+_TOPIC_CREATION = frozenset({"create_topic", "topic_partitions", "topic_replication_factor", "partitions_like",
+                             "topic_timeout_ms", "topic"})
 
 
 def check_model_topic(topic, max_record_bytes) -> None:
@@ -90,46 +72,47 @@ class ModelTopic:
         ``read_committed``.
     """
 
+    #: The client library (:mod:`._adapter`) and its sink.
+    ADAPTER: type = KafkaPython
+    SINK: type = KafkaSink
+
     def __init__(self, topic: str, config: dict, *, transaction=None, max_record_bytes: int = DEFAULT_RECORD_BYTES,
                  writer: bool = True):
         check_model_topic(topic, max_record_bytes)
         self.topic = topic
         self.max_record_bytes = max_record_bytes
         self.transaction = transaction
-        source_cfg, sink_cfg = split({**config, "input_topic": config.get("input_topic") or topic})
-        client = {k: v for k, v in source_cfg.items() if k in KafkaConsumer.DEFAULT_CONFIG}
-        partitions = _ensure_compacted(topic, client) if writer else 1
-        if partitions != 1:
-            raise ConfigError(f"Kafka: model topic {topic!r} has {partitions} partitions; it needs exactly one (its "
-                              f"records must keep one order): give another --model-topic")
-        self._sink = self._consumer = None
+        self._sink = self._reader = None
+        self.client = client = self.ADAPTER()
+        source_cfg, sink_cfg = split({**config, "input_topic": config.get("input_topic") or topic,
+                                      "kafka_client": client.name})
+        source_cfg = {k: v for k, v in source_cfg.items() if k not in ("group_id", "group_instance_id")}
+        source_cfg.update(enable_auto_commit=False, auto_offset_reset="earliest", client_id="stream-nb-model-reader",
+                          fetch_max_bytes=max(52_428_800, max_record_bytes * 2),
+                          max_partition_fetch_bytes=max(1_048_576, max_record_bytes * 2))
+        cfg = client.resolve(f"Kafka model topic reader{client.label}", KafkaSource.DEFAULT_CONFIG, {},
+                             {**source_cfg, "topic": topic}, role="consumer")
+        if writer:
+            partitions = ensure_topic(client.admin(cfg, role=f"admin client (model topic {topic!r})"), topic, cfg,
+                                      compacted=True)
+            if partitions != 1:
+                raise ConfigError(f"Kafka: model topic {topic!r} has {partitions} partitions; it needs exactly one "
+                                  f"(its records must keep one order): give another --model-topic")
         if transaction is None and writer:
-            producer = {k: v for k, v in sink_cfg.items() if k in KafkaProducer.DEFAULT_CONFIG or
-                        k in ("bootstrap_timeout_ms", "close_timeout_ms")}
+            producer = {k: v for k, v in sink_cfg.items() if k not in _TOPIC_CREATION}
             producer.setdefault("client_id", "stream-nb-model")
-            producer["max_request_size"] = max(max_record_bytes + 65_536,
-                                               KafkaProducer.DEFAULT_CONFIG["max_request_size"])
-            self._sink = KafkaSink(topic=topic, create_topic=False, **producer)
-        client.pop("group_id", None)
-        client.pop("group_instance_id", None)  # a reader outside any group: the member's name is the input's
-        client.update(group_id=None, enable_auto_commit=False, auto_offset_reset="earliest",
-                      isolation_level="read_uncommitted" if writer and transaction is None else "read_committed",
-                      client_id="stream-nb-model-reader",
-                      fetch_max_bytes=max(52_428_800, max_record_bytes * 2),
-                      max_partition_fetch_bytes=max(1_048_576, max_record_bytes * 2))
+            producer["max_request_size"] = max(max_record_bytes + 65_536, 1_048_576)
+            self._sink = self.SINK(topic=topic, create_topic=False, **producer)
         try:
-            self._consumer = connect(KafkaConsumer, client, role=f"reader of model topic {topic!r}")
+            self._reader = client.reader(topic, cfg, read_committed=not writer or transaction is not None,
+                                         max_record_bytes=max_record_bytes)
         except BaseException:
-            if self._sink is not None:
-                self._sink.close()
+            self.close()
             raise
-        self._tp = TopicPartition(topic, 0)
-        if not writer and not self._consumer.partitions_for_topic(topic):
+        if not self._reader.exists:
             self.close()
             raise ConfigError(f"Kafka: model topic {topic!r} does not exist")
-        self._consumer.assign([self._tp])
-        self._consumer.seek_to_beginning(self._tp)
-        log.info("Kafka model topic %r, bootstrap %s%s", topic, servers(client.get("bootstrap_servers")),
+        log.info("Kafka model topic %r%s, bootstrap %s%s", topic, client.label, servers(cfg["bootstrap_servers"]),
                  ", published in the exactly-once transactions" if transaction is not None else "")
 
     def publish(self, key: str, value: bytes | None) -> None:
@@ -145,22 +128,35 @@ class ModelTopic:
             self._sink.flush()
 
     def poll(self, timeout: float) -> list[tuple[str, bytes | None]]:
-        batches = self._consumer.poll(timeout_ms=max(0, int(timeout * 1000)), max_records=10_000)
-        return [(m.key.decode("utf-8", "replace") if m.key is not None else "", m.value)
-                for messages in batches.values() for m in messages]
+        return [(key.decode("utf-8", "replace") if key is not None else "", value)
+                for key, value in self._reader.poll(timeout)]
 
     def catch_up(self, timeout: float) -> list[tuple[str, bytes | None]]:
         """Every record up to the end offset the broker gives now (``read_committed``: the last stable offset)."""
-        end = self._consumer.end_offsets([self._tp])[self._tp]
-        out: list = []
         deadline = time.monotonic() + timeout
-        while self._consumer.position(self._tp) < end:
+        end = self._end(deadline)
+        out: list = []
+        while not self._reader.reached(end):
             if time.monotonic() > deadline:
                 log.warning("Kafka model topic %r: not read to its end (%d) within %.0f s; going on from offset %d",
-                            self.topic, end, timeout, self._consumer.position(self._tp))
+                            self.topic, end, timeout, self._reader.offset())
                 break
             out.extend(self.poll(0.2))
         return out
+
+    def _end(self, deadline: float) -> int:
+        """The end offset, asked again until ``deadline`` (a client resumed after a pause, or a broker moving its
+        partitions, times out a while)."""
+        while True:
+            try:
+                return self._reader.end()
+            except self._reader.errors as exc:
+                if time.monotonic() + 0.2 >= deadline:
+                    raise ConnectorUnavailable(f"Kafka model topic {self.topic!r}: its end offset is unknown "
+                                               f"({self.client.describe(exc)})") from None
+                log.info("Kafka model topic %r: end offset not known yet (%s); asking again", self.topic,
+                         self.client.describe(exc))
+                time.sleep(0.2)
 
     @property
     def in_flight(self) -> int:
@@ -168,19 +164,25 @@ class ModelTopic:
 
     def end_offsets(self, partitions: list[str]) -> dict[str, int]:
         """The end offset of each input partition named ``"<topic>-<n>"`` (for how far behind a state is)."""
-        tps = {}
+        named = {}
         for name in partitions:
             topic, _, number = name.rpartition("-")
             if number.isdigit():
-                tps[TopicPartition(topic, int(number))] = name
-        ends = self._consumer.end_offsets(list(tps)) if tps else {}
-        return {tps[tp]: offset for tp, offset in ends.items()}
+                named[(topic, int(number))] = name
+        return {named[p]: offset for p, offset in self._reader.end_offsets(list(named)).items()}
 
     def close(self) -> None:
         try:
             if self._sink is not None:
                 self._sink.close()
         finally:
-            if getattr(self, "_consumer", None) is not None:
-                self._consumer.close(autocommit=False)
+            if self._reader is not None:
+                self._reader.close()
+                self._reader = None
 
+
+class ConfluentModelTopic(ModelTopic):
+    """:class:`ModelTopic` on confluent-kafka: the same parameters, methods and rules."""
+
+    ADAPTER = Confluent
+    SINK = ConfluentSink

@@ -1,22 +1,22 @@
 """The Kafka sink: an idempotent producer writing one topic, acknowledged by all in-sync replicas.
 
-See :mod:`connectors.kafka` for the delivery guarantee and the configuration
-rules, and :class:`KafkaSink` for its settings.
+Written once over the client adapter protocol (:mod:`._adapter`):
+:class:`KafkaSink` runs on kafka-python, :class:`ConfluentSink` on
+confluent-kafka. See :mod:`connectors.kafka` for the delivery guarantee and
+the configuration rules, and :class:`KafkaSink` for its settings.
 """
 
 from __future__ import annotations
 
 import logging
 
-import kafka.errors as Errors
-from kafka import KafkaProducer
-from kafka.partitioner.default import DefaultPartitioner
-
-from ._client import Fixed, connect, ensure_topic, resolve, servers
+from ._client import Fixed, servers
+from ._confluent import Confluent
 from ._errors import DeliveryError
-from ._partitions import partitions_of
+from ._kafka_python import KafkaPython
+from ._topics import ensure_topic
 
-__all__ = ["KafkaSink"]
+__all__ = ["ConfluentSink", "KafkaSink"]
 
 log = logging.getLogger("connectors.kafka")
 
@@ -71,9 +71,13 @@ class KafkaSink:
     close_timeout_ms (int, default ``30000``)
         How long :meth:`close` waits for the producer to shut down after flushing.
 
-    Any other ``KafkaProducer`` key passes through, except ``key_serializer`` /
-    ``value_serializer`` (the engine sends bytes), ``transactional_id`` (not
-    used) and ``kafka_client`` (used internally).
+    Any other key of the client's producer passes through (kafka-python: any
+    ``KafkaProducer`` key; confluent-kafka: the shared settings by their
+    kafka-python names, translated, any librdkafka property by its dotted name,
+    and ``max_block_ms``: how long :meth:`send` waits for room in librdkafka's
+    queue), except ``transactional_id`` (not used) and the keys the adapter
+    sets itself (kafka-python: ``key_serializer`` / ``value_serializer``,
+    ``kafka_client``).
     """
 
     DEFAULT_CONFIG: dict = {
@@ -106,63 +110,50 @@ class KafkaSink:
         "enable_idempotence": Fixed(
             lambda v: v is True, "retries must not duplicate or reorder outputs",
         ),
-        "key_serializer": Fixed(None, "the engine sends bytes"),
-        "value_serializer": Fixed(None, "the engine sends bytes"),
         "transactional_id": Fixed(None, "the Kafka sink does not use transactions"),
-        "kafka_client": Fixed(None, "the connector sets it"),
     }
 
+    #: The client library (:mod:`._adapter`): kafka-python.
+    ADAPTER: type = KafkaPython
+
     def __init__(self, **configs):
-        cfg = resolve("KafkaSink", self.DEFAULT_CONFIG, KafkaProducer.DEFAULT_CONFIG, self.FIXED, configs)
+        self.client = client = self.ADAPTER()
+        cfg = client.resolve(f"KafkaSink{client.label}", {**self.DEFAULT_CONFIG, **client.producer_defaults},
+                             self.FIXED, configs, role="producer")
         self.config = cfg
         self.topic: str = cfg["topic"]
-        self._close_timeout_ms = cfg["close_timeout_ms"]
-        self._failed = 0
-        self._sent = 0  # records handed to the producer (engine thread)
-        self._acked = 0  # records acknowledged (sender thread)
-        self._first_error: BaseException | None = None
+        self._close_timeout_s = cfg["close_timeout_ms"] / 1000
         self._closed = False
         if cfg["create_topic"]:
-            ensure_topic(self.topic, cfg)
-        client_cfg = {k: v for k, v in cfg.items() if k not in self.OWN_KEYS}
-        self._producer = connect(KafkaProducer, client_cfg, role=f"producer to topic {self.topic!r}")
-        self._send = self._producer.send
-        # with kafka-python's own partitioner, send_many finds a poll's partitions at once (the same ones)
-        self._default_partitioner = type(self._producer.config["partitioner"]) is DefaultPartitioner
-        log.info("Kafka sink: topic %r, bootstrap %s", self.topic, servers(cfg["bootstrap_servers"]))
+            ensure_topic(client.admin(cfg, role=f"admin client (topic {self.topic!r})"), self.topic, cfg)
+        self._out = client.producer({k: v for k, v in cfg.items() if k not in self.OWN_KEYS},
+                                    role=f"producer to topic {self.topic!r}", what="Kafka sink")
+        log.info("Kafka sink%s: topic %r, bootstrap %s", client.label, self.topic, servers(cfg["bootstrap_servers"]))
 
     # -- Sink protocol ------------------------------------------------------
 
     def send(self, value: bytes, key: bytes | None = None) -> None:
-        """Queue one record; raises :class:`DeliveryError` if an earlier record failed."""
-        if self._failed:
+        """Queue one record; raises :class:`DeliveryError` if this or an earlier record failed."""
+        if self._out.failed:
             raise self._error()
-        self._queue(value, key, None)
+        self._out.send(self.topic, value, key)
+        if self._out.failed:
+            raise self._error()
 
     def send_many(self, values: list[bytes], keys: list[bytes | None]) -> None:
         """:meth:`send` of each value with its key, in order, in one call (a
-        :class:`~stream_nb.engine.SendsMany`: the engine hands it a poll's outputs). With the default
-        partitioner, the keyed records' partitions are found together (:mod:`._partitions`), not one
-        murmur2 in Python per record."""
-        parts = [None] * len(values)
-        if self._default_partitioner and any(key is not None for key in keys):
-            try:
-                known = self._producer.partitions_for(self.topic)
-            except Errors.KafkaError as exc:
-                self._on_error(exc)
-                raise self._error() from exc
-            if known:
-                parts = partitions_of(keys, known)
-        for value, key, partition in zip(values, keys, parts):
-            if self._failed:
-                raise self._error()
-            self._queue(value, key, partition)
+        :class:`~stream_nb.engine.SendsMany`: the engine hands it a poll's outputs, as two lists)."""
+        if self._out.failed:
+            raise self._error()
+        self._out.send_many(self.topic, values, keys)
+        if self._out.failed:
+            raise self._error()
 
     def flush(self) -> None:
         """Block until every queued record is acknowledged; raise :class:`DeliveryError` if any failed."""
         if not self._closed:
-            self._producer.flush()
-        if self._failed:
+            self._out.flush()
+        if self._out.failed:
             raise self._error()
 
     def close(self) -> None:
@@ -173,21 +164,21 @@ class KafkaSink:
             self.flush()
         finally:
             self._closed = True
-            self._producer.close(timeout=self._close_timeout_ms / 1000)
+            self._out.close(self._close_timeout_s)
 
     @property
     def failed(self) -> int:
         """How many records could not be delivered."""
-        return self._failed
+        return self._out.failed
 
     @property
     def in_flight(self) -> int:
         """Records sent and neither acknowledged nor failed yet (the engine's back-pressure gauge).
 
-        kafka-python's producer queues records without any bound; the engine
-        pauses its input while this is above ``max_in_flight``.
+        The producer queues records without a bound the engine sees; it pauses
+        its input while this is above ``max_in_flight``.
         """
-        return max(0, self._sent - self._acked - self._failed)
+        return self._out.in_flight
 
     def __enter__(self) -> KafkaSink:
         return self
@@ -195,33 +186,20 @@ class KafkaSink:
     def __exit__(self, *exc_info) -> None:
         self.close()
 
-    # -- internals ----------------------------------------------------------
-
-    def _queue(self, value: bytes, key: bytes | None, partition: int | None) -> None:
-        """Hand one record to the producer (``partition`` None: its partitioner picks) and count it."""
-        try:
-            future = self._send(self.topic, value=value, key=key, partition=partition)
-        except Errors.KafkaError as exc:
-            self._on_error(exc)
-            raise self._error() from exc
-        self._sent += 1
-        future.add_callback(self._on_ack)
-        future.add_errback(self._on_error)
-
-    def _on_ack(self, metadata) -> None:
-        # Called on the producer's sender thread, once per acknowledged record.
-        self._acked += 1
-
-    def _on_error(self, exc: BaseException) -> None:
-        # Called on the producer's sender thread.
-        if self._first_error is None:
-            self._first_error = exc
-            log.error("Kafka sink: a record to topic %r failed: %r", self.topic, exc)
-        self._failed += 1
-
     def _error(self) -> DeliveryError:
         return DeliveryError(
-            f"Kafka sink: {self._failed} record(s) to topic {self.topic!r} were not delivered; "
-            f"first error: {self._first_error!r}",
-            topic=self.topic, failed=self._failed,
+            f"Kafka sink: {self._out.failed} record(s) to topic {self.topic!r} were not delivered; "
+            f"first error: {self.client.describe(self._out.first_error)}",
+            topic=self.topic, failed=self._out.failed,
         )
+
+
+class ConfluentSink(KafkaSink):
+    """:class:`KafkaSink` on confluent-kafka (librdkafka): the same settings and guarantees.
+
+    librdkafka reports only failed deliveries (``delivery.report.only.error``),
+    so a delivered record costs no Python call, and the records in flight are
+    librdkafka's own count.
+    """
+
+    ADAPTER = Confluent

@@ -1,7 +1,17 @@
 """The Kafka source: a consumer-group member reading one topic, committing only when told.
 
-See :mod:`connectors.kafka` for the delivery guarantee and the configuration
-rules, and :class:`KafkaSource` for its settings and optional capabilities.
+Written once over the client adapter protocol (:mod:`._adapter`):
+:class:`KafkaSource` runs on kafka-python, :class:`ConfluentSource` on
+confluent-kafka. See :mod:`connectors.kafka` for the delivery guarantee and
+the configuration rules, and :class:`KafkaSource` for its settings and
+optional capabilities.
+
+Where a partition resumes: a :meth:`~KafkaSource.seek` (pending until the
+partition is assigned), else the resume policy, else the committed offset.
+A client that calls back on the polling thread (confluent-kafka) starts a
+newly assigned partition there, at once; one that calls back on its IO thread
+(kafka-python, where asking for the committed offset would wait for that very
+thread) keeps it paused until the next :meth:`~KafkaSource.poll` positions it.
 """
 
 from __future__ import annotations
@@ -10,44 +20,19 @@ import logging
 import threading
 import typing
 
-import kafka.errors as Errors
-from kafka import KafkaConsumer
-from kafka.coordinator.assignors.range import RangePartitionAssignor
-from kafka.consumer.subscription_state import AsyncConsumerRebalanceListener
-from kafka.structs import OffsetAndMetadata, TopicPartition
+from stream_nb.engine import RebalanceCallback, Record, ResumePolicy, RevocationHandler, make_records
+from stream_nb.exceptions import CommitError
 
-from stream_nb.engine import RebalanceCallback, Record, ResumePolicy, RevocationHandler
-from stream_nb.exceptions import CommitError, ConfigError
-
-from ._client import Fixed, connect, partition_key, resolve, servers
+from ._adapter import BEGINNING, END, TP, Revocation
+from ._client import Fixed, parse_partition, partition_key, servers
+from ._confluent import Confluent
 from ._errors import ConnectorUnavailable
 from ._feedback_topic import FeedbackTap, check_copartitioned
+from ._kafka_python import KafkaPython
 
-__all__ = ["KafkaSource"]
+__all__ = ["ConfluentSource", "KafkaSource"]
 
 log = logging.getLogger("connectors.kafka")
-
-
-class _RebalanceListener(AsyncConsumerRebalanceListener):
-    """Forwards kafka-python's rebalance callbacks to the source.
-
-    kafka-python awaits them on its IO thread while the engine's thread waits
-    inside ``poll()`` (or ``close()``); being coroutines, they can await a
-    commit without stopping the heartbeats.
-    """
-
-    def __init__(self, source: KafkaSource):
-        self._source = source
-
-    async def on_partitions_revoked(self, revoked):
-        self._source._on_rebalance("revoked", revoked)
-        await self._source._on_revoke(revoked)
-
-    async def on_partitions_assigned(self, assigned):
-        self._source._on_rebalance("assigned", assigned)
-
-    async def on_partitions_lost(self, lost):
-        self._source._on_rebalance("lost", lost)
 
 
 class KafkaSource:
@@ -96,16 +81,20 @@ class KafkaSource:
         assignor; its records go to :attr:`feedback`, not to :meth:`poll` (see
         :mod:`connectors.kafka._feedback_topic`).
 
-    Any other ``KafkaConsumer`` key passes through, except ``enable_auto_commit``
-    (must stay ``False``), ``key_deserializer`` / ``value_deserializer`` (records
-    carry raw bytes) and ``kafka_client`` (used internally).
+    Any other key of the client's consumer passes through (kafka-python: any
+    ``KafkaConsumer`` key; confluent-kafka: the kafka-python names of the settings
+    both clients share, translated, and any librdkafka property by its dotted
+    name), except ``enable_auto_commit`` (must stay ``False``) and the keys the
+    adapter sets itself (kafka-python: ``key_deserializer`` /
+    ``value_deserializer``, ``kafka_client``).
 
     Rebalances: :attr:`assignment` is the set of partitions currently owned, and
     :meth:`add_rebalance_callback` registers ``callback(event, partitions)``,
     called with ``event`` in ``"revoked"``, ``"assigned"``, ``"lost"``. It runs
-    on kafka-python's IO thread, which also heartbeats: keep it short (set a
-    flag). Seeks requested for partitions not yet assigned are applied when
-    they are assigned.
+    on the client's thread of rebalances (kafka-python: its IO thread, which
+    also heartbeats; confluent-kafka: the thread calling :meth:`poll`): keep it
+    short (set a flag). Seeks requested for partitions not yet assigned are
+    applied when they are assigned.
 
     Optional capabilities (:mod:`stream_nb.engine._protocols`): it is
     :class:`~stream_nb.engine.Pausable`, :class:`~stream_nb.engine.ReportsLag`,
@@ -137,58 +126,50 @@ class KafkaSource:
             lambda v: v is False,
             "it must stay False; the engine commits only after the outputs are flushed",
         ),
-        "key_deserializer": Fixed(None, "records carry raw bytes; the engine decodes them"),
-        "value_deserializer": Fixed(None, "records carry raw bytes; the engine decodes them"),
-        "kafka_client": Fixed(None, "the connector sets it"),
     }
 
+    #: The client library (:mod:`._adapter`): kafka-python.
+    ADAPTER: type = KafkaPython
+
     def __init__(self, **configs):
-        cfg = resolve("KafkaSource", self.DEFAULT_CONFIG, KafkaConsumer.DEFAULT_CONFIG, self.FIXED, configs)
+        self.client = client = self.ADAPTER()
+        cfg = client.resolve(f"KafkaSource{client.label}", self.DEFAULT_CONFIG, self.FIXED, configs, role="consumer")
         self.config = cfg
         self.topic: str = cfg["topic"]
         #: The labels of ``feedback_topic`` (None without it): the join's source.
         self.feedback = FeedbackTap(cfg["feedback_topic"], self.topic) if cfg["feedback_topic"] else None
         self._topics = (self.topic,) + ((cfg["feedback_topic"],) if self.feedback is not None else ())
-        self._commit_timeout_ms = cfg["commit_timeout_ms"]
-        self._settle_timeout_ms = min(5_000, self._commit_timeout_ms)
-        self._close_timeout_ms = cfg["close_timeout_ms"]
+        self._commit_timeout_s = cfg["commit_timeout_ms"] / 1000
+        self._settle_timeout_s = min(5.0, self._commit_timeout_s)
+        self._close_timeout_s = cfg["close_timeout_ms"] / 1000
         self._lock = threading.Lock()
-        self._pending_seeks: dict[TopicPartition, int] = {}
+        self._pending_seeks: dict[TP, int] = {}
         self._resume_policy: ResumePolicy | None = None
         self._revocation_handler: RevocationHandler | None = None
-        self._to_settle: set[TopicPartition] = set()  # assigned, paused until positioned by the policy
+        self._to_settle: set[TP] = set()  # assigned, paused until positioned by the policy
         self._callbacks: list[RebalanceCallback] = []
-        self._keys: dict[TopicPartition, str] = {}
-        self._paused: set[TopicPartition] = set()  # paused by pause(), for back-pressure
+        self._keys: dict[TP, str] = {}
+        self._paused: set[TP] = set()  # paused by pause(), for back-pressure
         self._closed = False
-        client_cfg = {k: v for k, v in cfg.items() if k not in self.OWN_KEYS}
-        client_cfg["enable_auto_commit"] = False
-        if self.feedback is not None:  # partition p of both topics to one member
-            if "partition_assignment_strategy" in configs:
-                raise ConfigError("KafkaSource: partition_assignment_strategy cannot be set with feedback_topic: the "
-                                  "range assignor keeps each label's partition with its event's")
-            client_cfg["partition_assignment_strategy"] = (RangePartitionAssignor,)
-        self._consumer = connect(KafkaConsumer, client_cfg, role=f"consumer of topic {self.topic!r}")
-        # kafka-python 3.0 takes allow_auto_create_topics but builds its metadata client without
-        # it, so every metadata request would allow creation; hand the setting on ourselves
-        cluster = getattr(self._consumer, "_cluster", None)
-        if cluster is not None and "allow_auto_create_topics" in getattr(cluster, "config", {}):
-            cluster.config["allow_auto_create_topics"] = cfg["allow_auto_create_topics"]
+        role = f"consumer of topic {self.topic!r}"
+        self._consumer = client.consumer({k: v for k, v in cfg.items() if k not in self.OWN_KEYS}, role=role,
+                                         range_assignor=self.feedback is not None)
+        self._errors = self._consumer.errors
         try:
             # each topic's metadata before joining the group: a member that leads the group knowing no
             # partition of a topic assigns none of it ("No partition metadata for topic"), and kafka-python
             # was seen not to rejoin for minutes after it learned them (a topic created just before)
-            counts = [self._partition_count(topic) for topic in self._topics]
+            counts = [self._consumer.partition_count(topic) for topic in self._topics]
+            if counts[0] is None:
+                log.warning("Kafka source: topic %r does not exist (yet); waiting for it", self.topic)
             if self.feedback is not None:
-                check_copartitioned(*(x for pair in zip(self._topics, counts) for x in pair))
-            self._consumer.subscribe(list(self._topics), listener=_RebalanceListener(self))
+                check_copartitioned(self.topic, counts[0], self._topics[1], counts[1])
+            self._consumer.subscribe(list(self._topics), self)
         except BaseException:
-            self._consumer.close(autocommit=False, timeout_ms=self._close_timeout_ms)
+            self._consumer.close(self._close_timeout_s)
             raise
-        log.info(
-            "Kafka source: topic %r, group %r, bootstrap %s",
-            self.topic, cfg["group_id"], servers(cfg["bootstrap_servers"]),
-        )
+        log.info("Kafka source%s: topic %r, group %r, bootstrap %s", client.label, self.topic, cfg["group_id"],
+                 servers(cfg["bootstrap_servers"]))
 
     # -- Source protocol --------------------------------------------------
 
@@ -198,29 +179,37 @@ class KafkaSource:
         return False
 
     def poll(self, max_records: int, timeout: float) -> list[Record]:
-        """Return up to ``max_records`` records, waiting at most ``timeout`` seconds.
+        """Return up to ``max_records`` records, waiting at most ``timeout`` seconds for the first.
 
         Records of one partition keep their order; partitions follow each other
-        in the order kafka-python returned them.
+        in the order the client returned them.
         """
-        batches = self._consumer.poll(timeout_ms=max(0, int(timeout * 1000)), max_records=max_records)
         if self._to_settle:
-            with self._lock:
-                unsettled = set(self._to_settle)
-            # settling seeks every such partition anyway, so records fetched before that are dropped
-            batches = {tp: messages for tp, messages in (batches or {}).items() if tp not in unsettled}
             self._settle()
-        if not batches:
+        polled = self._consumer.poll(max_records, timeout)
+        unsettled = ()
+        if self._to_settle:  # assigned during the poll, or reposition() on another thread: positioned now
+            with self._lock:
+                unsettled = {self._key(p) for p in self._to_settle}
+            self._settle()  # it seeks every such partition anyway, so records fetched before are dropped
+        if polled is None:
             return []
-        out: list[Record] = []
-        aside: list[Record] = []  # the feedback topic's
-        for tp, messages in batches.items():
-            key = self._key(tp)
-            topic, partition = tp
-            (out if topic == self.topic else aside).extend([
-                Record(m.value, m.key, key, {"topic": topic, "partition": partition, "offset": m.offset}, m.offset + 1)
-                for m in messages
-            ])
+        topic = self.topic
+        partitions = polled.partitions
+        if self.feedback is None:  # the usual poll: one topic, built column by column
+            named = {p: self._key((topic, p)) for p in set(partitions)}
+            out = make_records(polled.values, polled.keys, list(map(named.__getitem__, partitions)),
+                               [{"topic": topic, "partition": p, "offset": o} for p, o in zip(partitions, polled.offsets)],
+                               [o + 1 for o in polled.offsets])
+            aside = []
+        else:
+            out, aside = [], []  # the feedback topic's records go aside
+            for t, p, o, k, v in zip(polled.topics, partitions, polled.offsets, polled.keys, polled.values):
+                (out if t == topic else aside).append(
+                    Record(v, k, self._key((t, p)), {"topic": t, "partition": p, "offset": o}, o + 1))
+        if unsettled:
+            out = [r for r in out if r.partition not in unsettled]
+            aside = [r for r in aside if r.partition not in unsettled]
         if aside:
             self.feedback.put(aside)
         return out
@@ -234,15 +223,8 @@ class KafkaSource:
         """
         if not positions:
             return
-        assigned = self._consumer.assignment() or set()
-        offsets = {}
-        skipped = []
-        for key, next_offset in positions.items():
-            tp = self._tp(key)
-            if tp in assigned:
-                offsets[tp] = OffsetAndMetadata(int(next_offset), metadata, -1)
-            else:
-                skipped.append(key)
+        offsets = self.transaction_offsets(positions)
+        skipped = [key for key in positions if self._partition(key) not in offsets]
         if skipped:
             log.warning(
                 "Kafka source: not committing %s: no longer assigned to this consumer "
@@ -251,11 +233,11 @@ class KafkaSource:
         if not offsets:
             return
         try:
-            self._consumer.commit(offsets, timeout_ms=self._commit_timeout_ms)
-        except Errors.KafkaError as exc:
+            self._consumer.commit(offsets, metadata, self._commit_timeout_s)
+        except self._errors as exc:
             raise CommitError(
                 f"Kafka source: committing offsets of group {self.config['group_id']!r} "
-                f"failed: {exc!r}; the records after the last successful commit will be "
+                f"failed: {self.client.describe(exc)}; the records after the last successful commit will be "
                 f"processed again"
             ) from exc
 
@@ -263,34 +245,33 @@ class KafkaSource:
         """Resume each partition at the given offset (``next_position`` of the last done record).
 
         Partitions not assigned yet (before the first poll, or owned by another
-        member) are remembered and sought when they are assigned.
+        member) are remembered and sought when they are assigned; assigned ones
+        at the next :meth:`poll`.
         """
+        assigned = self._consumer.assignment()
         with self._lock:
-            assigned = self._consumer.assignment() or set()
             for key, offset in positions.items():
-                tp = self._tp(key)
+                partition = self._partition(key)
                 offset = int(offset)
                 if offset < 0:
                     raise ValueError(f"cannot seek {key} to negative offset {offset}")
-                if tp in assigned:
-                    self._consumer.seek(tp, offset)
-                    self._pending_seeks.pop(tp, None)
-                else:
-                    self._pending_seeks[tp] = offset
+                self._pending_seeks[partition] = offset
+                if partition in assigned:
+                    self._to_settle.add(partition)
 
     def close(self) -> None:
-        """Leave the group and close the connection. Never commits."""
+        """Leave the group (the revocation handler runs first) and close the connection. Never commits."""
         if self._closed:
             return
         self._closed = True
-        self._consumer.close(autocommit=False, timeout_ms=self._close_timeout_ms)
+        self._consumer.close(self._close_timeout_s)
 
     # -- extras -------------------------------------------------------------
 
     @property
     def assignment(self) -> frozenset[str]:
         """The partitions (``"<topic>-<partition>"``) currently assigned to this consumer."""
-        return frozenset(self._key(tp) for tp in (self._consumer.assignment() or ()))
+        return frozenset(map(self._key, self._consumer.assignment()))
 
     def add_rebalance_callback(self, callback: RebalanceCallback) -> None:
         """Call ``callback(event, partitions)`` on every rebalance (see the class docstring)."""
@@ -299,21 +280,21 @@ class KafkaSource:
     def set_resume_policy(self, policy: ResumePolicy | None) -> None:
         """Position every partition assigned from now on with ``policy(partition, committed, metadata)``.
 
-        A newly assigned partition is paused; at the next :meth:`poll`, on the
-        caller's thread, its committed offset and metadata are fetched and it
-        resumes at the offset the policy returns, or at the committed offset
-        when it returns ``None`` (``auto_offset_reset`` when nothing is
-        committed). An explicit :meth:`seek` still wins.
+        A newly assigned partition resumes at the offset the policy returns, or
+        at the committed offset when it returns ``None`` (``auto_offset_reset``
+        when nothing is committed), asked on the caller's thread (see the
+        module docstring). An explicit :meth:`seek` still wins.
         """
         self._resume_policy = policy
 
     def set_revocation_handler(self, handler: RevocationHandler | None) -> None:
         """Call ``handler(partitions)`` before partitions are revoked (also on close).
 
-        It runs on kafka-python's IO thread while :meth:`poll` waits, must not
-        call this consumer, and returns ``None`` or ``(positions, metadata,
-        done)``: the offsets of the revoked partitions to commit now, which the
-        source commits without blocking the heartbeats, then calls ``done(ok)``.
+        It runs on the client's thread of rebalances while :meth:`poll` waits,
+        must not call this consumer, and returns ``None`` or ``(positions,
+        metadata, done)``: the offsets of the revoked partitions to commit now,
+        which the source commits (kafka-python: without blocking the
+        heartbeats), then calls ``done(ok)``.
         """
         self._revocation_handler = handler
 
@@ -322,26 +303,26 @@ class KafkaSource:
 
         For a rewind (an aborted transaction): safe on any thread, takes effect at the next :meth:`poll`.
         """
+        assigned = self._consumer.assignment()
         with self._lock:
-            assigned = set(self._consumer.assignment() or ())
             self._to_settle |= assigned
         if self.feedback is not None:
             self.feedback.drop()  # read again from where the partitions are positioned
         if assigned:
-            self._consumer.pause(*sorted(assigned))
+            self._consumer.pause(sorted(assigned))
 
     def group_metadata(self):
-        """This consumer's group membership, for ``KafkaProducer.send_offsets_to_transaction``."""
+        """This consumer's group membership, for the transaction's ``send_offsets_to_transaction``."""
         return self._consumer.group_metadata()
 
-    def transaction_offsets(self, positions: dict[str, int], metadata: str = "") -> dict:
-        """``{TopicPartition: OffsetAndMetadata}`` of the assigned partitions among ``positions``."""
-        assigned = self._consumer.assignment() or set()
+    def transaction_offsets(self, positions: dict[str, int], metadata: str = "") -> dict[TP, int]:
+        """``{(topic, partition): next offset}`` of the assigned partitions among ``positions``."""
+        assigned = self._consumer.assignment()
         offsets = {}
         for key, next_offset in positions.items():
-            tp = self._tp(key)
-            if tp in assigned:
-                offsets[tp] = OffsetAndMetadata(int(next_offset), metadata, -1)
+            partition = self._partition(key)
+            if partition in assigned:
+                offsets[partition] = int(next_offset)
         return offsets
 
     def pause(self) -> None:
@@ -351,11 +332,11 @@ class KafkaSource:
         later start unpaused, so the engine calls this again before each poll
         while it holds the input.
         """
-        assigned = self._consumer.assignment() or set()
-        todo = set(assigned) - self._paused
+        assigned = self._consumer.assignment()
+        todo = assigned - self._paused
         if todo:
-            self._consumer.pause(*sorted(todo))
-        self._paused = set(assigned)
+            self._consumer.pause(sorted(todo))
+        self._paused = assigned
 
     def resume(self) -> None:
         """Fetch again the partitions :meth:`pause` paused (and are still assigned).
@@ -363,13 +344,13 @@ class KafkaSource:
         A partition still waiting to be positioned (just assigned) stays paused:
         positioning resumes it.
         """
-        assigned = self._consumer.assignment() or set()
+        assigned = self._consumer.assignment()
         with self._lock:
             unsettled = set(self._to_settle)
-        todo = sorted((self._paused & set(assigned)) - unsettled)
+        todo = sorted((self._paused & assigned) - unsettled)
         self._paused = set()
         if todo:
-            self._consumer.resume(*todo)
+            self._consumer.resume(todo)
 
     #: Unit of :meth:`lag`.
     lag_unit = "records"
@@ -377,43 +358,38 @@ class KafkaSource:
     def lag(self, timeout: float = 2.0) -> dict[str, int]:
         """Records after this consumer's position in each assigned partition (end offset - position).
 
-        One ListOffsets request for all partitions, so call it periodically,
-        never per event. Raises :class:`ConnectorUnavailable` when the broker
-        does not answer within ``timeout`` seconds. A partition not positioned
-        yet (just assigned) is left out.
+        Call it periodically, never per event (kafka-python asks the broker for
+        every partition's end at once; confluent-kafka has the end of a
+        partition being fetched with each fetch, and asks for a paused one's).
+        Raises :class:`ConnectorUnavailable` when the broker does not answer
+        within ``timeout`` seconds. A partition not positioned yet (just
+        assigned) is left out.
         """
         with self._lock:
             unsettled = set(self._to_settle)
-        assigned = sorted(set(self._consumer.assignment() or ()) - unsettled)
-        if not assigned:
+        todo = sorted(self._consumer.assignment() - unsettled)
+        if not todo:
             return {}
-        timeout_ms = max(1, int(timeout * 1000))
         try:
-            ends = self._consumer.end_offsets(assigned, timeout_ms=timeout_ms)
-        except Errors.KafkaError as exc:  # a timeout, a lost connection, no leader: the broker is not there
+            found = self._consumer.lag(todo, timeout)
+        except self._errors as exc:  # a timeout, a lost connection, no leader: the broker is not there
             bootstrap = servers(self.config["bootstrap_servers"])
             raise ConnectorUnavailable(
-                f"Kafka source: no end offsets of {self.topic!r} from {bootstrap} within {timeout_ms} ms "
-                f"({type(exc).__name__})", bootstrap_servers=bootstrap,
+                f"Kafka source: no end offsets of {self.topic!r} from {bootstrap} within {timeout * 1000:.0f} ms "
+                f"({self.client.describe(exc)})", bootstrap_servers=bootstrap,
             ) from exc
-        out: dict[str, int] = {}
-        for tp in assigned:
-            try:
-                position = self._consumer.position(tp, timeout_ms=timeout_ms)
-            except Errors.IllegalStateError:  # revoked meanwhile
-                continue
-            end = ends.get(tp)
-            if position is not None and end is not None:
-                out[self._key(tp)] = max(0, end - position)
-        return out
+        return {self._key(p): lag for p, lag in found.items()}
 
     def committed(self, partitions: typing.Iterable[str] | None = None) -> dict[str, int | None]:
         """The group's committed offsets (``None`` where nothing is committed).
 
-        Defaults to the assigned partitions; a remote call per partition.
+        Defaults to the assigned partitions; a remote call.
         """
         keys = sorted(self.assignment) if partitions is None else list(partitions)
-        return {key: self._consumer.committed(self._tp(key)) for key in keys}
+        if not keys:
+            return {}
+        found = self._consumer.committed([self._partition(k) for k in keys], self._commit_timeout_s)
+        return {key: found[self._partition(key)][0] for key in keys}
 
     def __enter__(self) -> KafkaSource:
         return self
@@ -421,106 +397,154 @@ class KafkaSource:
     def __exit__(self, *exc_info) -> None:
         self.close()
 
+    # -- the consumer's rebalance listener (:class:`._adapter.Listener`) ------
+
+    def assigned(self, partitions: list[TP]) -> tuple[dict[TP, int], list[TP]]:
+        """Where the new partitions start now (a pending seek; the resume policy if the client calls back on the
+        polling thread), and which stay paused until :meth:`poll` positions them."""
+        partitions = sorted(p for p in partitions if p[0] in self._topics)
+        with self._lock:
+            starts = {p: self._pending_seeks.pop(p) for p in partitions if p in self._pending_seeks}
+        rest = [p for p in partitions if p not in starts]
+        held: list[TP] = []
+        if rest and self._resume_policy is not None:
+            if not self._consumer.calls_back_on_poll:  # the client's IO thread: no remote call here
+                held = rest
+            else:
+                try:
+                    starts.update(self._targets(rest))
+                except self._errors as exc:
+                    log.warning("Kafka source: no committed offsets yet (%s); retrying at the next poll", exc)
+                    held = rest
+            with self._lock:
+                self._to_settle |= set(held)
+        for p, offset in starts.items():
+            log.info("Kafka source: %s resumes at %s", self._key(p),
+                     "the committed offset (or auto_offset_reset)" if offset is None else f"offset {offset}")
+        self._notify("assigned", partitions)
+        return {p: offset for p, offset in starts.items() if offset is not None}, held
+
+    def revoked(self, partitions: list[TP]) -> Revocation | None:
+        """Tell the callbacks, let the revocation handler snapshot, and hand the client what to commit first."""
+        partitions = sorted(p for p in partitions if p[0] in self._topics)
+        if not partitions:
+            return None
+        self._notify("revoked", partitions)
+        with self._lock:
+            self._to_settle -= set(partitions)
+        self._paused -= set(partitions)
+        handler = self._revocation_handler
+        if handler is None:
+            return None
+        try:
+            result = handler([self._key(p) for p in partitions])
+        except Exception:  # noqa: BLE001 - the rebalance must go on
+            log.exception("Kafka source: the revocation handler failed; nothing committed")
+            return None
+        if not result:
+            return None
+        positions, metadata, done = result
+
+        def finish(error: BaseException | None) -> None:
+            if error is not None:  # the new owner resumes from the last commit
+                log.warning("Kafka source: committing %s before the partitions went failed: %r",
+                            ", ".join(sorted(positions)), error)
+            else:
+                log.info("Kafka source: committed %s before the partitions went",
+                         ", ".join(f"{k}={v}" for k, v in sorted(positions.items())))
+            done(error is None)
+
+        return Revocation({self._partition(k): int(v) for k, v in positions.items()}, metadata, finish)
+
+    def lost(self, partitions: list[TP]) -> None:
+        """Partitions went without a revocation: tell the callbacks."""
+        partitions = sorted(p for p in partitions if p[0] in self._topics)
+        if partitions:
+            with self._lock:
+                self._to_settle -= set(partitions)
+            self._paused -= set(partitions)
+            self._notify("lost", partitions)
+
     # -- internals ----------------------------------------------------------
 
-    def _key(self, tp: TopicPartition) -> str:
-        key = self._keys.get(tp)
+    def _key(self, partition: TP) -> str:
+        key = self._keys.get(partition)
         if key is None:
-            key = self._keys[tp] = partition_key(tp.topic, tp.partition)
+            key = self._keys[partition] = partition_key(*partition)
         return key
 
-    def _tp(self, key: str) -> TopicPartition:
-        topic, sep, partition = key.rpartition("-")
-        if not sep or not partition.isdigit() or topic not in self._topics:
-            raise ValueError(f"{key!r} is not a partition of topic {self.topic!r} (expected '{self.topic}-<n>')")
-        return TopicPartition(topic, int(partition))
+    def _partition(self, key: str) -> TP:
+        return parse_partition(key, self._topics)
 
-    def _partition_count(self, topic: str) -> int | None:
-        found = self._consumer.partitions_for_topic(topic)
-        return len(found) if found else None
-
-    def _on_rebalance(self, event: str, partitions) -> None:
-        # Runs on kafka-python's IO thread: no blocking calls here.
-        partitions = sorted(partitions)
-        if not partitions and event != "assigned":
-            return
-        if event == "assigned":
-            settle = []
-            with self._lock:
-                for tp in partitions:
-                    offset = self._pending_seeks.pop(tp, None)
-                    if offset is not None:
-                        self._consumer.seek(tp, offset)
-                    elif self._resume_policy is not None:
-                        settle.append(tp)
-                self._to_settle |= set(settle)
-            if settle:  # no record of theirs until _settle() positioned them
-                self._consumer.pause(*settle)
-        keys = [self._key(tp) for tp in partitions]
+    def _notify(self, event: str, partitions: list[TP]) -> None:
+        keys = [self._key(p) for p in partitions]
         log.info("Kafka source: partitions %s: %s", event, ", ".join(keys) or "none",
                  extra={"event": "rebalance", "change": event, "partitions": keys})
         for callback in list(self._callbacks):
             try:
                 callback(event, keys)
-            except Exception:  # noqa: BLE001 - a failing hook must not break the heartbeat loop
+            except Exception:  # noqa: BLE001 - a failing hook must not break the rebalance
                 log.exception("Kafka source: rebalance callback %r failed", callback)
 
-    async def _on_revoke(self, partitions) -> None:
-        """Let the revocation handler snapshot, then commit what it returns (awaited on the IO thread)."""
-        handler = self._revocation_handler
-        if handler is None or not partitions:
-            return
-        keys = [self._key(tp) for tp in sorted(partitions)]
-        try:
-            result = handler(keys)
-        except Exception:  # noqa: BLE001 - the rebalance must go on
-            log.exception("Kafka source: the revocation handler failed; nothing committed")
-            return
-        if not result:
-            return
-        positions, metadata, done = result
-        offsets = {self._tp(k): OffsetAndMetadata(int(v), metadata, -1) for k, v in positions.items()}
-        try:
-            await self._consumer.commit_async(offsets)
-        except Exception as exc:  # noqa: BLE001 - the new owner resumes from the last commit
-            log.warning("Kafka source: committing %s before the partitions went failed: %r",
-                        ", ".join(sorted(positions)), exc)
-            done(False)
-            return
-        log.info("Kafka source: committed %s before the partitions went",
-                 ", ".join(f"{k}={v}" for k, v in sorted(positions.items())))
-        done(True)
+    def _targets(self, partitions: list[TP]) -> dict[TP, int | None]:
+        """Where each partition resumes: a pending seek, else the resume policy (else the committed offset)."""
+        with self._lock:
+            seeks = {p: self._pending_seeks[p] for p in partitions if p in self._pending_seeks}
+        rest = [p for p in partitions if p not in seeks]
+        committed = self._consumer.committed(rest, self._settle_timeout_s) if rest else {}
+        targets: dict[TP, int | None] = dict(seeks)
+        with self._lock:
+            for p in seeks:
+                self._pending_seeks.pop(p, None)
+        for p in rest:
+            offset, metadata = committed.get(p, (None, None))
+            policy = self._resume_policy
+            target = policy(self._key(p), offset, metadata) if policy is not None else None
+            targets[p] = target if target is not None else offset
+        return targets
 
     def _settle(self) -> None:
-        """Seek newly assigned partitions where the resume policy says, then resume them."""
-        assigned = self._consumer.assignment() or set()
+        """Seek the partitions a :meth:`seek`, :meth:`reposition` or an assignment marked, then resume them."""
+        assigned = self._consumer.assignment()
         with self._lock:
-            self._to_settle &= set(assigned)
+            self._to_settle &= assigned
             todo = sorted(self._to_settle)
-        for tp in todo:
-            key = self._key(tp)
-            try:
-                found = self._consumer.committed(tp, metadata=True, timeout_ms=self._settle_timeout_ms)
-            except Errors.KafkaError as exc:
-                log.warning("Kafka source: no committed offset of %s yet (%r); retrying at the next poll", key, exc)
-                continue
-            committed = found.offset if found is not None and found.offset >= 0 else None
-            metadata = found.metadata if found is not None else None
-            policy = self._resume_policy
-            target = policy(key, committed, metadata) if policy is not None else None
+        if not todo:
+            return
+        try:
+            targets = self._targets(todo)
+        except self._errors as exc:
+            log.warning("Kafka source: no committed offsets yet (%s); retrying at the next poll", exc)
+            return
+        for p in todo:
+            target = targets.get(p)
+            where = f"offset {target}"
             if target is None:
-                target = committed
-            if target is not None:
-                self._consumer.seek(tp, int(target))
-                where = f"offset {target}"
-            elif self.config["auto_offset_reset"] == "latest":
-                self._consumer.seek_to_end(tp)
-                where = "its end (nothing committed)"
-            else:
-                self._consumer.seek_to_beginning(tp)
-                where = "its beginning (nothing committed)"
+                latest = self.config["auto_offset_reset"] == "latest"
+                target, where = (END, "its end") if latest else (BEGINNING, "its beginning")
+                where += " (nothing committed)"
+            try:
+                self._consumer.seek(p, int(target))
+            except self._errors as exc:  # not fetching yet: try again at the next poll
+                log.debug("Kafka source: seeking %s failed (%s); retrying", self._key(p), exc)
+                if target >= 0:
+                    with self._lock:
+                        self._pending_seeks.setdefault(p, int(target))
+                continue
             with self._lock:
-                self._to_settle.discard(tp)
-            if tp not in getattr(self, "_paused", ()):  # not held by back-pressure
-                self._consumer.resume(tp)
-            log.info("Kafka source: %s resumes at %s", key, where)
+                self._to_settle.discard(p)
+            if p not in self._paused:  # not held by back-pressure
+                self._consumer.resume([p])
+            log.info("Kafka source: %s resumes at %s", self._key(p), where)
+
+
+class ConfluentSource(KafkaSource):
+    """:class:`KafkaSource` on confluent-kafka (librdkafka): the same settings, records, guarantees and capabilities.
+
+    Besides ``KafkaSource``'s settings it takes any librdkafka consumer property
+    by its dotted name (``partition.assignment.strategy``, ``group.protocol``,
+    ...); rebalance callbacks and the revocation handler run on the caller's
+    thread, inside :meth:`poll`.
+    """
+
+    ADAPTER = Confluent

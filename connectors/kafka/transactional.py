@@ -4,7 +4,8 @@
 (:func:`make_connectors`): the :class:`~connectors.kafka.KafkaSource` of
 :mod:`connectors.kafka`, reading with ``isolation_level="read_committed"``,
 and two :class:`TransactionalSink` views (outputs, dead letters) of one
-:class:`Transaction`, a transactional ``KafkaProducer``. The three share the
+:class:`Transaction`, a transactional producer of the same client library
+(written once over the client adapter protocol, :mod:`._adapter`). The three share the
 producer and the consumer group, so this module is a
 :class:`~stream_nb.engine.JointConnectorModule`: one ``make_connectors(config)``
 instead of three separate factories.
@@ -22,29 +23,37 @@ the outputs of an aborted transaction are never visible.
 daemon instance and distinct between instances: ``init_transactions()`` at
 start-up then aborts whatever a crashed predecessor left open and fences it.
 The daemon uses ``stream-nb-<group id>-<instance id>`` (``--instance-id``).
+
+Every transactional call is bounded by ``max_block_ms``. When the producer
+cannot abort (a timeout, a request stuck after a broker restart, an error
+state), it is replaced by a new one with the same transactional id, whose
+registration aborts the transaction on the broker; a replaced producer's late
+failures are its own and never fail its successor's transaction. A fenced
+producer (another instance holds the id) raises :class:`TransactionFenced`:
+the daemon must stop.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 import time
-
-import kafka.errors as Errors
-from kafka import KafkaProducer
 
 from stream_nb.exceptions import ConfigError
 
-from ._client import connect, ensure_topic, resolve, servers
-from ._confluent_transaction import ConfluentTransaction
+from ._client import servers
 from ._errors import ConnectorUnavailable, DeliveryError
 from ._factories import client_of, split
 from ._sink import KafkaSink
 from ._source import KafkaSource
+from ._topics import ensure_topic
 
-__all__ = ["Transaction", "TransactionalSink", "make_connectors"]
+__all__ = ["Transaction", "TransactionFenced", "TransactionalSink", "make_connectors"]
 
 log = logging.getLogger(__name__)
+
+
+class TransactionFenced(DeliveryError):
+    """Another producer with this transactional id took over (or the id may not be used): stop."""
 
 
 class Transaction:
@@ -53,11 +62,12 @@ class Transaction:
     Parameters
     ----------
     source
-        The :class:`~connectors.kafka.KafkaSource` whose offsets each transaction commits.
+        The :class:`~connectors.kafka.KafkaSource` whose offsets each transaction commits; the
+        producer is of its client library.
     topics
         The topics written (created when missing, as :class:`~connectors.kafka.KafkaSink` does).
     config
-        :class:`~connectors.kafka.KafkaSink` keys and ``KafkaProducer`` keys;
+        :class:`~connectors.kafka.KafkaSink` keys and the client's producer keys;
         ``transactional_id`` is required.
     """
 
@@ -68,46 +78,57 @@ class Transaction:
         transactional_id = config.get("transactional_id")
         if not isinstance(transactional_id, str) or not transactional_id:
             raise ConfigError(f"exactly-once outputs need a transactional_id, got {transactional_id!r}")
-        cfg = resolve("Kafka transactional producer", KafkaSink.DEFAULT_CONFIG, KafkaProducer.DEFAULT_CONFIG,
-                      self.FIXED, {**config, "topic": topics[0]})
+        self.client = client = source.client
+        cfg = client.resolve(f"Kafka transactional producer{client.label}",
+                             {**KafkaSink.DEFAULT_CONFIG, **client.producer_defaults}, self.FIXED,
+                             {**config, "topic": topics[0]}, role="producer")
         self.source = source
         self.transactional_id = transactional_id
-        self._close_timeout_ms = cfg["close_timeout_ms"]
+        self._close_timeout_s = cfg["close_timeout_ms"] / 1000
         if cfg["create_topic"]:
             for topic in dict.fromkeys(topics):
-                ensure_topic(topic, cfg)
+                ensure_topic(client.admin(cfg, role=f"admin client (topic {topic!r})"), topic, cfg)
         self._client_cfg = {k: v for k, v in cfg.items() if k not in KafkaSink.OWN_KEYS}
-        self._block_s = cfg.get("max_block_ms", KafkaProducer.DEFAULT_CONFIG["max_block_ms"]) / 1000
-        self._producer = self._new_producer()
+        self._what = f"Kafka transactional producer {transactional_id!r}"
+        self._block_s = cfg.get("max_block_ms", 60_000) / 1000
+        self._out = None
+        self._out = self._new_producer()
         self._in_transaction = False
-        self._lock = threading.Lock()
-        self._sent = self._acked = self._failed = 0
-        self._first_error: BaseException | None = None
         self._users = 0
         self._closed = False
         self.commits = 0
         self.aborts = 0
-        log.info("Kafka exactly-once outputs: transactional id %r, bootstrap %s", transactional_id,
+        log.info("Kafka exactly-once outputs%s: transactional id %r, bootstrap %s", client.label, transactional_id,
                  servers(cfg["bootstrap_servers"]))
 
-    def _new_producer(self) -> KafkaProducer:
+    def _new_producer(self):
         """A transactional producer, registered: ``init_transactions`` aborts what a predecessor left open."""
-        producer = connect(KafkaProducer, self._client_cfg, role=f"transactional producer {self.transactional_id!r}")
-        try:
-            producer.init_transactions()
-        except (Errors.KafkaTimeoutError, Errors.KafkaConnectionError) as exc:
-            # No transaction coordinator answered within max_block_ms (a restarted broker still loading, or
-            # gone again): the broker counts as unreachable, so callers retry as they do at start-up.
-            producer.close(timeout=0)
-            raise ConnectorUnavailable(
-                f"Kafka transactional producer {self.transactional_id!r}: registering the transactional id "
-                f"failed: {exc!r}", bootstrap_servers=servers(self._client_cfg.get("bootstrap_servers"))) from exc
-        except BaseException:
-            producer.close(timeout=self._close_timeout_ms / 1000)
-            raise
-        return producer
+        out = self.client.producer(self._client_cfg, role=f"transactional producer {self.transactional_id!r}",
+                                   what=self._what)
+        # A broker just (re)started answers "coordinator load in progress" for a while: such errors are retried
+        # for up to 30 s (or max_block_ms), then the broker counts as unreachable (the daemon retries).
+        deadline = time.monotonic() + max(30.0, self._block_s)
+        while True:
+            try:
+                self._call(out.init_transactions, "registering the transactional id", out)
+                return out
+            except out.errors as exc:
+                if out.unreachable(exc) and time.monotonic() < deadline:
+                    log.info("Kafka exactly-once outputs: registering %r: %s; retrying", self.transactional_id,
+                             self.client.describe(exc))
+                    time.sleep(0.2)
+                    continue
+                out.close(0)
+                if not out.unreachable(exc):
+                    raise
+                raise ConnectorUnavailable(f"{self._what}: registering the transactional id failed: "
+                                           f"{self.client.describe(exc)}",
+                                           bootstrap_servers=servers(self._client_cfg.get("bootstrap_servers"))) from exc
+            except BaseException:
+                out.close(0)
+                raise
 
-    def _live(self) -> KafkaProducer:
+    def _live(self):
         """The producer; a new registered one when a failed abort could not replace the last one.
 
         A broker that stays down past ``bootstrap_timeout_ms`` makes :meth:`abort`
@@ -115,111 +136,81 @@ class Transaction:
         (aborting on the broker what the lost producer left open) instead of
         failing on the missing producer.
         """
-        if self._producer is None:
-            self._producer = self._new_producer()
-        return self._producer
+        if self._out is None:
+            self._out = self._new_producer()
+        return self._out
 
-    def _complete(self, what: str, start: str, *args) -> None:
-        """Run a transactional request and wait for it, at most ``max_block_ms``.
+    def _call(self, call, what: str, out=None):
+        """``call()``; a fencing error raised as :class:`TransactionFenced`."""
+        out = out if out is not None else self._out
+        try:
+            return call()
+        except out.errors as exc:
+            if out.fenced(exc):
+                raise TransactionFenced(f"{self._what}: {what} failed: {self.client.describe(exc)}; another "
+                                        f"instance uses this transactional id", topic="outputs", failed=0) from exc
+            raise
 
-        kafka-python's ``commit_transaction``, ``abort_transaction`` and
-        ``send_offsets_to_transaction`` wait without a bound (and a request can
-        stay stuck after a broker restart), so this starts the same request on
-        the producer's transaction manager, wakes its sender while waiting, and
-        raises ``KafkaTimeoutError`` past the bound.
-        """
-        producer = self._live()
-        manager = getattr(producer, "_transaction_manager", None)
-        sender = getattr(producer, "_sender", None)
-        if manager is None or sender is None or not hasattr(manager, start):  # another kafka-python: no bound
-            public = {"begin_commit": "commit_transaction", "begin_abort": "abort_transaction",
-                      "send_offsets_to_transaction": "send_offsets_to_transaction"}[start]
-            getattr(producer, public)(*args)
-            return
-        result = getattr(manager, start)(*args)
-        sender.wakeup()
-        deadline = time.monotonic() + self._block_s
-        while not result.wait(timeout_ms=200):  # raises the request's error when it failed
-            if time.monotonic() > deadline:
-                raise Errors.KafkaTimeoutError(
-                    f"Kafka transactional producer {self.transactional_id!r}: {what} did not complete within "
-                    f"max_block_ms ({self._block_s * 1000:.0f} ms)"
-                )
-            sender.wakeup()
+    def _begin(self) -> None:
+        if not self._in_transaction:
+            out = self._live()
+            self._call(out.begin, "beginning a transaction")
+            self._in_transaction = True
 
     def send(self, topic: str, value: bytes, key: bytes | None) -> None:
         """Send one record inside the current transaction (beginning one if needed)."""
-        if self._failed:
+        if self._out is not None and self._out.failed:
             raise self._error(topic)
-        if not self._in_transaction:
-            self._live().begin_transaction()
-            self._in_transaction = True
-        producer = self._producer
-        try:
-            future = producer.send(topic, value=value, key=key)
-        except Errors.KafkaError as exc:
-            self._on_error(producer, exc)
-            raise self._error(topic) from exc
-        self._sent += 1
-        future.add_callback(self._on_ack, producer)
-        future.add_errback(self._on_error, producer)
+        self._begin()
+        self._out.send(topic, value, key)
+        if self._out.failed:
+            raise self._error(topic)
 
     def flush(self, topic: str = "outputs") -> None:
         """Wait for every record sent; :class:`~connectors.kafka.DeliveryError` if any failed."""
-        if not self._closed and self._producer is not None:
-            self._producer.flush(timeout=self._block_s)
-        if self._failed:
-            raise self._error(topic)
+        if not self._closed and self._out is not None:
+            self._out.flush(self._block_s)
+            if self._out.failed:
+                raise self._error(topic)
 
     def commit(self, positions: dict[str, int], metadata: str = "") -> None:
         """Add the offsets of ``positions`` (assigned partitions) to the transaction and commit it."""
-        if not self._in_transaction:
-            self._live().begin_transaction()
-            self._in_transaction = True
+        self._begin()
+        out = self._out
         offsets = self.source.transaction_offsets(positions, metadata)
         if offsets:
-            self._complete("adding the offsets to the transaction", "send_offsets_to_transaction", offsets,
-                           self.source.group_metadata())
-        self._complete("committing the transaction", "begin_commit")
+            self._call(lambda: out.send_offsets(offsets, metadata, self.source.group_metadata()),
+                       "adding the offsets to the transaction")
+        self._call(out.commit_transaction, "committing the transaction")
         self._in_transaction = False
         self.commits += 1
 
     def abort(self) -> None:
-        """Abort the open transaction, if any, and forget its delivery failures.
-
-        When the producer cannot abort (a timeout, a request stuck after a
-        broker restart, an error state), it is replaced by a new one with the
-        same transactional id, whose registration aborts the transaction on the
-        broker. Raises when even that fails, or when another instance holds the
-        transactional id (fenced): the daemon must stop.
-        """
+        """Abort the open transaction, if any, and forget its delivery failures (see the module docstring)."""
         if self._in_transaction:
             try:
-                self._complete("aborting the transaction", "begin_abort")
-            except (Errors.ProducerFencedError, Errors.TransactionalIdAuthorizationFailedError):
-                raise
-            except Errors.KafkaError as exc:
-                log.warning("Kafka exactly-once outputs: aborting failed (%r); replacing the producer, which "
-                            "aborts the transaction on the broker", exc)
-                old, self._producer = self._producer, None
-                try:
-                    old.close(timeout=0)
-                except Exception:  # noqa: BLE001 - the old producer is broken anyway
-                    log.debug("closing the old transactional producer failed", exc_info=True)
+                self._call(self._out.abort_transaction, "aborting the transaction")
+            except self._out.errors as exc:
+                log.warning("Kafka exactly-once outputs: aborting failed (%s); replacing the producer, which "
+                            "aborts the transaction on the broker", self.client.describe(exc))
+                old, self._out = self._out, None
                 self._in_transaction = False  # whatever happens next, the old transaction is gone with its producer
-                self._producer = self._new_producer()
+                try:
+                    old.close(0)
+                except Exception:  # noqa: BLE001 - the old producer is broken anyway
+                    log.debug("letting the old transactional producer go failed", exc_info=True)
+                self._out = self._new_producer()
             self._in_transaction = False
         if not self._closed:  # a replacement that failed (broker away) is retried here, not at the next send
             self._live()
         self.aborts += 1
-        self._failed = 0
-        self._sent = self._acked = 0
-        self._first_error = None
+        if self._out is not None:
+            self._out.forget()
 
     @property
     def in_flight(self) -> int:
         """Records sent and neither acknowledged nor failed yet."""
-        return max(0, self._sent - self._acked - self._failed)
+        return self._out.in_flight if self._out is not None else 0
 
     def acquire(self) -> None:
         self._users += 1
@@ -230,42 +221,27 @@ class Transaction:
         if self._users > 0 or self._closed:
             return
         self._closed = True
-        if self._producer is None:  # a failed abort left none: nothing is open
+        if self._out is None:  # a failed abort left none: nothing is open
             return
+        wait = self._close_timeout_s
         try:
             if self._in_transaction:
-                self._producer.abort_transaction()
+                self._out.abort_transaction()
                 self._in_transaction = False
-        except Errors.KafkaError as exc:
-            log.warning("Kafka exactly-once outputs: aborting the open transaction at close failed: %r", exc)
+        except self._out.errors as exc:
+            log.warning("Kafka exactly-once outputs: aborting the open transaction at close failed: %s",
+                        self.client.describe(exc))
+            wait = 0
         finally:
-            self._producer.close(timeout=self._close_timeout_ms / 1000)
-
-    # The callbacks count only the records of the current producer: a replaced one (aborting failed) still
-    # fails its queued records later (TransactionAbortedError, fenced), and counting those would fail the
-    # transaction of its successor.
-
-    def _on_ack(self, producer: KafkaProducer, metadata) -> None:
-        if producer is self._producer:
-            self._acked += 1
-
-    def _on_error(self, producer: KafkaProducer, exc: BaseException) -> None:
-        if producer is not self._producer:
-            log.debug("Kafka exactly-once outputs: a record of a replaced producer failed: %r", exc)
-            return
-        with self._lock:
-            if self._first_error is None:
-                self._first_error = exc
-                log.error("Kafka exactly-once outputs: a record failed: %r", exc)
-            self._failed += 1
+            self._out.close(wait)
 
     def _error(self, topic: str) -> DeliveryError:
+        out = self._out
         return DeliveryError(
-            f"Kafka transactional producer {self.transactional_id!r}: {self._failed} record(s) were not "
-            f"delivered; first error: {self._first_error!r}; the transaction will be aborted",
-            topic=topic, failed=self._failed,
+            f"Kafka transactional producer {self.transactional_id!r}: {out.failed} record(s) were not "
+            f"delivered; first error: {self.client.describe(out.first_error)}; the transaction will be aborted",
+            topic=topic, failed=out.failed,
         )
-
 
 class TransactionalSink:
     """A :class:`~stream_nb.engine.Sink` writing one topic inside a shared :class:`Transaction`.
@@ -308,7 +284,7 @@ def make_connectors(config: dict) -> tuple[KafkaSource, TransactionalSink, Trans
     ``config`` is the daemon-level dict of :func:`connectors.kafka.make_source`
     plus ``transactional_id``; the source reads ``read_committed``. With
     ``kafka_client="confluent"`` the source is a ``ConfluentSource`` and the
-    transaction a :class:`~connectors.kafka._confluent_transaction.ConfluentTransaction`.
+    transaction's producer confluent-kafka's.
     """
     client = client_of(config)
     source_cfg, sink_cfg = split(config)
@@ -320,8 +296,7 @@ def make_connectors(config: dict) -> tuple[KafkaSource, TransactionalSink, Trans
     source = client.source(topic=config["input_topic"], **source_cfg)
     try:
         sink_cfg.setdefault("client_id", "stream-nb-exactly-once")
-        make = ConfluentTransaction if client.name == "confluent" else Transaction
-        txn = make(source, [output, dead], {**sink_cfg, "partitions_like": config["input_topic"]})
+        txn = Transaction(source, [output, dead], {**sink_cfg, "partitions_like": config["input_topic"]})
     except BaseException:
         source.close()
         raise

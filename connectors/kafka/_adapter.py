@@ -1,0 +1,226 @@
+"""The client adapter protocol: what the Kafka roles ask of a client library.
+
+The source, the sink, the transaction and the model topic of
+:mod:`connectors.kafka` are written once, against the protocols below; each
+client library has one adapter module that implements them and is the only
+module importing that library: :mod:`._kafka_python` (kafka-python) and
+:mod:`._confluent` (confluent-kafka, loaded on first use). A partition is
+``(topic, number)`` on this side of the protocol; an adapter turns it into
+its library's type. Every call may raise one of the adapter's ``errors`` (the
+library's own exceptions), except where a docstring names another.
+
+* :class:`Adapter` -- one client library: its settings, and the
+  :class:`Consumer`, :class:`Producer`, :class:`Reader` and :class:`Admin` it makes;
+* :class:`Listener` -- what a consumer calls on a rebalance (the source).
+"""
+
+from __future__ import annotations
+
+import typing
+
+__all__ = ["BEGINNING", "END", "TP", "Adapter", "Admin", "Consumer", "Listener", "Polled", "Producer", "Reader", "Revocation"]
+
+#: A partition: ``(topic, number)``.
+TP = tuple[str, int]
+#: Logical offsets :meth:`Consumer.seek` takes: the partition's first record, and after its last.
+BEGINNING, END = -2, -1
+
+
+class Polled(typing.NamedTuple):
+    """The records of one poll, as columns (in the order the client returned them)."""
+
+    topics: list[str]
+    partitions: list[int]
+    offsets: list[int]
+    keys: list
+    values: list
+
+
+class Revocation(typing.NamedTuple):
+    """What to commit before revoked partitions go: ``offsets`` with ``metadata``, then ``finish(error or None)``."""
+
+    offsets: dict[TP, int]
+    metadata: str
+    finish: typing.Callable[[BaseException | None], None]
+
+
+class Listener(typing.Protocol):
+    """The consumer's rebalance callbacks, as the source gives them (see :meth:`Consumer.subscribe`)."""
+
+    def assigned(self, partitions: list[TP]) -> tuple[dict[TP, int], list[TP]]:
+        """Partitions came: ``(starts, held)``, where some start now, and which stay paused until positioned."""
+
+    def revoked(self, partitions: list[TP]) -> Revocation | None:
+        """Partitions go: the offsets to commit first (the adapter commits them, then calls ``finish``)."""
+
+    def lost(self, partitions: list[TP]) -> None:
+        """Partitions went without a revocation (the member was dropped from the group)."""
+
+
+class Consumer(typing.Protocol):
+    """A consumer of the library, reading raw bytes, never committing by itself."""
+
+    #: The library's exceptions, as the roles catch them.
+    errors: tuple[type[BaseException], ...]
+    #: Whether rebalance callbacks run on the polling thread, where the client may be called (else: its IO thread).
+    calls_back_on_poll: bool
+
+    def subscribe(self, topics: list[str], listener: Listener) -> None:
+        """Join the group on ``topics``; ``listener`` hears every rebalance."""
+
+    def poll(self, max_records: int, timeout: float) -> Polled | None:
+        """Up to ``max_records`` records, waiting at most ``timeout`` s for the first; None when none came."""
+
+    def assignment(self) -> set[TP]:
+        """The partitions owned now."""
+
+    def commit(self, offsets: dict[TP, int], metadata: str, timeout: float) -> None:
+        """Commit these next offsets synchronously (waiting at most ``timeout`` s where the client can tell)."""
+
+    def committed(self, partitions: list[TP], timeout: float) -> dict[TP, tuple[int | None, str | None]]:
+        """The group's committed ``(offset, metadata)`` of each partition (None, None where nothing is)."""
+
+    def seek(self, partition: TP, offset: int) -> None:
+        """Read ``partition`` from ``offset`` (or :data:`BEGINNING` / :data:`END`) on."""
+
+    def pause(self, partitions: list[TP]) -> None:
+        """Stop fetching these partitions."""
+
+    def resume(self, partitions: list[TP]) -> None:
+        """Fetch these partitions again."""
+
+    def lag(self, partitions: list[TP], timeout: float) -> dict[TP, int]:
+        """Records after the position of each partition (end offset - position); positionless ones left out."""
+
+    def partition_count(self, topic: str) -> int | None:
+        """The partitions of ``topic`` (None when it does not exist); reaching no broker is ``ConnectorUnavailable``."""
+
+    def group_metadata(self) -> object:
+        """The group membership, for :meth:`Producer.send_offsets`."""
+
+    def close(self, timeout: float) -> None:
+        """Leave the group (revocation callbacks first) and close; never commits."""
+
+
+class Producer(typing.Protocol):
+    """A producer of the library, counting delivery failures, optionally transactional."""
+
+    errors: tuple[type[BaseException], ...]
+    #: Records that failed (since the last :meth:`forget`), and the first failure.
+    failed: int
+    first_error: object
+
+    @property
+    def in_flight(self) -> int:
+        """Records sent, neither acknowledged nor failed yet."""
+
+    def send(self, topic: str, value: bytes | None, key: bytes | None) -> None:
+        """Queue one record (keyed ones where Java's murmur2 puts them); a failure counts in :attr:`failed`."""
+
+    def send_many(self, topic: str, values: list, keys: list) -> None:
+        """:meth:`send` of each, in order, stopping at the first failure."""
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Wait for every record sent (at most ``timeout`` s)."""
+
+    def close(self, timeout: float) -> None:
+        """Let the producer go, waiting at most ``timeout`` s for what is queued."""
+
+    def forget(self) -> None:
+        """Start counting failures afresh (after an abort)."""
+
+    def init_transactions(self) -> None:
+        """Register the transactional id, aborting what a predecessor left open."""
+
+    def unreachable(self, error: BaseException) -> bool:
+        """Whether ``error`` says no broker (or no coordinator) answered: worth retrying later."""
+
+    def begin(self) -> None:
+        """Begin a transaction."""
+
+    def send_offsets(self, offsets: dict[TP, int], metadata: str, group: object) -> None:
+        """Add input offsets to the transaction (``send_offsets_to_transaction``), bounded by ``max_block_ms``."""
+
+    def commit_transaction(self) -> None:
+        """Commit the transaction, bounded by ``max_block_ms``."""
+
+    def abort_transaction(self) -> None:
+        """Abort the transaction, bounded by ``max_block_ms``."""
+
+    def fenced(self, error: BaseException) -> bool:
+        """Whether ``error`` says another producer holds the transactional id (the daemon must stop)."""
+
+
+class Reader(typing.Protocol):
+    """A consumer outside any group, assigned one partition from its beginning (the model topic's reader)."""
+
+    errors: tuple[type[BaseException], ...]
+
+    def poll(self, timeout: float) -> list[tuple[bytes | None, bytes | None]]:
+        """``(key, value)`` of the records there now, else of those that come within ``timeout`` s."""
+
+    def end(self) -> int:
+        """The partition's end offset now (the last stable offset when ``read_committed``)."""
+
+    def reached(self, end: int) -> bool:
+        """Whether every record before ``end`` was read."""
+
+    def offset(self) -> int:
+        """The offset read up to."""
+
+    def end_offsets(self, partitions: list[TP]) -> dict[TP, int]:
+        """The end offset of each partition (any topic)."""
+
+    def close(self) -> None:
+        """Close."""
+
+
+class Admin(typing.Protocol):
+    """An admin client: what creating a topic needs (see :func:`connectors.kafka._topics.ensure_topic`)."""
+
+    def partition_counts(self, topics: list[str]) -> dict[str, int | None]:
+        """The partition count of each topic (None: it does not exist)."""
+
+    def create_topic(self, topic: str, partitions: int, replication: int, configs: dict, timeout: float) -> bool:
+        """Create a topic (-1: the broker's default); False if it exists; not allowed: ``PermissionError``; a bad
+        replication factor: ``ValueError``."""
+
+    def close(self) -> None:
+        """Close."""
+
+
+class Adapter(typing.Protocol):
+    """One client library behind the roles."""
+
+    #: The ``--kafka-client`` name; added to component names in errors (``""`` for the default client).
+    name: str
+    label: str
+    #: Settings both clients have, by kafka-python's name, that this one takes from a consumer / producer.
+    consumer_keys: frozenset
+    producer_keys: frozenset
+    #: Whether it also takes librdkafka's dotted property names, as given.
+    dotted: bool
+    #: Keys its consumer / producer may not be given (set by the adapter), with why.
+    consumer_fixed: dict
+    producer_fixed: dict
+    #: Producer keys of its own, with defaults, beside the sink's ``DEFAULT_CONFIG``.
+    producer_defaults: dict
+    errors: tuple[type[BaseException], ...]
+
+    def describe(self, error: object) -> str:
+        """A short text of a library error (an exception or a delivery report)."""
+
+    def resolve(self, component: str, own: dict, fixed: dict, config: dict, *, role: str) -> dict:
+        """A component's settings (:func:`connectors.kafka._client.resolve` with this library's keys)."""
+
+    def consumer(self, cfg: dict, *, role: str, range_assignor: bool) -> Consumer:
+        """A group consumer of the source's settings ``cfg``; bad settings: ``ConfigError``."""
+
+    def producer(self, cfg: dict, *, role: str, what: str) -> Producer:
+        """A producer (transactional with ``cfg["transactional_id"]``) of the sink's settings ``cfg``."""
+
+    def reader(self, topic: str, cfg: dict, *, read_committed: bool, max_record_bytes: int) -> Reader:
+        """A :class:`Reader` of ``topic`` partition 0 with the source's settings ``cfg``."""
+
+    def admin(self, cfg: dict, *, role: str) -> Admin:
+        """An admin client of the settings ``cfg``; reaching no broker is ``ConnectorUnavailable``."""

@@ -1,0 +1,535 @@
+"""The confluent-kafka adapter (:mod:`._adapter`): the one module that imports confluent-kafka, on first use.
+
+librdkafka fetches and heartbeats on its own C threads and serves every
+callback (rebalances, delivery reports, client errors) on the thread calling
+``poll``/``consume``/``flush``: so a newly assigned partition is positioned
+right in ``on_assign`` (the ``assign`` call takes its start offset), and a
+revocation's commit is a plain synchronous commit there. Only failed
+deliveries are reported (``delivery.report.only.error``); the records in flight
+are librdkafka's own count. One transactional call does not keep its timeout:
+``send_offsets_to_transaction`` can wait forever for a group coordinator cached
+before a broker restart (librdkafka issues #5456 and #5511), so it runs on a
+helper thread and counts as stuck past ``max_block_ms`` plus :data:`GRACE_S`;
+the producer is then replaced, not aborted. Where a model topic's log ends is
+told by the partition-EOF event: librdkafka's position does not move past the
+control records of transactions.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import logging
+import operator
+import os
+import threading
+import time
+import uuid
+
+from stream_nb.exceptions import ConfigError
+
+from ._adapter import TP, Polled
+from ._client import CONSUMER_ONLY, PRODUCER_ONLY, TO_LIBRDKAFKA, Fixed, resolve, servers
+from ._errors import ConnectorUnavailable, DeliveryError
+
+__all__ = ["Confluent", "INSTALL", "library"]
+
+log = logging.getLogger("connectors.kafka")
+#: librdkafka's log lines: under kafka-python's "kafka" logger, so --log-level treats both clients' logs alike.
+LIBRDKAFKA_LOG = logging.getLogger("kafka.librdkafka")
+#: The command that makes ``--kafka-client confluent`` available.
+INSTALL = "pip install 'stream-nb[confluent]'"
+#: Seconds past ``max_block_ms`` before a ``send_offsets_to_transaction`` that has not returned counts as stuck.
+GRACE_S = 5.0
+# The components' own keys, used by the connector and never handed to librdkafka.
+_NOT_LIBRDKAFKA = frozenset({
+    "topic", "commit_timeout_ms", "close_timeout_ms", "bootstrap_timeout_ms", "metrics_enabled", "create_topic",
+    "topic_partitions", "topic_replication_factor", "partitions_like", "topic_timeout_ms", "max_block_ms",
+    "feedback_topic",
+})
+_INVALID = -1001  # librdkafka's OFFSET_INVALID: no position yet
+
+
+def library():
+    """The ``confluent_kafka`` module; a one-line :class:`ConfigError` with the install command if missing."""
+    try:
+        import confluent_kafka  # optional library (the [confluent] extra): loaded only when chosen
+    except ImportError:
+        raise ConfigError(f"--kafka-client confluent needs the confluent-kafka package: {INSTALL}") from None
+    return confluent_kafka
+
+
+def kafka_error(exc: BaseException):
+    """The ``KafkaError`` inside a confluent-kafka exception, or ``None``."""
+    args = getattr(exc, "args", ())
+    return args[0] if args and hasattr(args[0], "code") else None
+
+
+def client_config(cfg: dict, *, drop: frozenset = frozenset()) -> dict:
+    """``cfg`` in librdkafka's property names: own keys dropped, common keys translated, dotted keys as given."""
+    out: dict = {"logger": LIBRDKAFKA_LOG}
+    for key, value in cfg.items():
+        if key in _NOT_LIBRDKAFKA or key in drop or value is None:
+            continue
+        if key == "bootstrap_servers":
+            value = servers(value)
+        elif key == "ssl_check_hostname":
+            value = "https" if value else "none"
+        elif key == "acks" and value == "all":
+            value = -1
+        out[TO_LIBRDKAFKA.get(key, key)] = value
+    return out
+
+
+def create(factory, conf: dict, *, role: str):
+    """A confluent-kafka client; a property librdkafka rejects is a :class:`ConfigError` naming it."""
+    try:
+        return factory(conf)
+    except (library().KafkaException, ValueError, TypeError) as exc:
+        raise ConfigError(f"Kafka {role}: invalid configuration: {_text(exc)}") from None
+
+
+def wait_for_broker(client, cfg: dict, *, role: str, topic: str | None = None):
+    """Cluster metadata (of ``topic`` if given) within ``bootstrap_timeout_ms``, else :class:`ConnectorUnavailable`.
+
+    librdkafka never fails at creation when no broker answers (it keeps reconnecting), so start-up asks.
+    """
+    timeout_s = cfg["bootstrap_timeout_ms"] / 1000
+    try:
+        return client.list_topics(topic, timeout=timeout_s) if topic else client.list_topics(timeout=timeout_s)
+    except library().KafkaException as exc:
+        err, bootstrap = kafka_error(exc), servers(cfg["bootstrap_servers"])
+        raise ConnectorUnavailable(
+            f"Kafka {role}: no broker reachable at {bootstrap} within {cfg['bootstrap_timeout_ms']} ms "
+            f"({err.name() if err is not None else type(exc).__name__}); check that Kafka is running and "
+            f"that bootstrap_servers is right", bootstrap_servers=bootstrap) from None
+
+
+def _text(error) -> str:
+    err = kafka_error(error) if isinstance(error, BaseException) else error
+    return err.str() if err is not None and hasattr(err, "str") else repr(error)
+
+
+def _count(metadata, topic: str | None) -> int | None:
+    found = metadata.topics.get(topic) if topic else None
+    return len(found.partitions) if found is not None and found.error is None and found.partitions else None
+
+
+class _Consumer:
+    """A ``confluent_kafka.Consumer`` as the source's :class:`~._adapter.Consumer`; it keeps the assignment."""
+
+    calls_back_on_poll = True
+
+    def __init__(self, ck, conf: dict, cfg: dict, role: str):
+        self._ck, self._cfg, self._role, self.errors = ck, cfg, role, (ck.KafkaException,)
+        strategy = str(conf.get("partition.assignment.strategy", ""))
+        self._incremental = "cooperative" in strategy or str(conf.get("group.protocol", "")).lower() == "consumer"
+        self._owned: set[TP] = set()
+        self._held: set[TP] = set()  # paused
+        self._down = False  # librdkafka said all brokers are down; cleared once one answers
+        conf["error_cb"] = self._on_client_error
+        self._c = create(ck.Consumer, conf, role=role)
+        self._listener = None
+
+    def _tps(self, partitions, offsets=None) -> list:
+        return [self._ck.TopicPartition(*p, *(() if offsets is None or p not in offsets else (offsets[p],)))
+                for p in sorted(partitions)]
+
+    def subscribe(self, topics, listener):
+        self._listener = listener
+        self._c.subscribe(topics, on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost)
+
+    def _on_assign(self, consumer, tps):
+        partitions = [(tp.topic, tp.partition) for tp in tps]
+        self._owned = (self._owned | set(partitions)) if self._incremental else set(partitions)
+        self._held &= self._owned
+        starts, held = self._listener.assigned(partitions)
+        (consumer.incremental_assign if self._incremental else consumer.assign)(self._tps(partitions, starts))
+        if held:
+            self.pause(held)
+
+    def _gone(self, consumer, tps) -> list[TP]:
+        partitions = sorted((tp.topic, tp.partition) for tp in tps)
+        self._owned -= set(partitions)
+        self._held -= set(partitions)
+        if self._incremental:
+            consumer.incremental_unassign(tps)
+        else:
+            consumer.unassign()
+        return partitions
+
+    def _on_revoke(self, consumer, tps):
+        request = self._listener.revoked(sorted((tp.topic, tp.partition) for tp in tps))
+        if request is not None:
+            try:
+                self.commit({p: o for p, o in request.offsets.items() if p in self._owned}, request.metadata, 0)
+            except self._ck.KafkaException as exc:  # the new owner resumes from the last commit
+                request.finish(exc)
+            else:
+                request.finish(None)
+        self._gone(consumer, tps)
+
+    def _on_lost(self, consumer, tps):
+        self._listener.lost(self._gone(consumer, tps))
+
+    def _on_client_error(self, error) -> None:  # served inside consume(), on the polling thread
+        if error.code() in (self._ck.KafkaError._ALL_BROKERS_DOWN, self._ck.KafkaError._TRANSPORT):
+            self._down = True
+        (log.error if error.fatal() else log.debug)("Kafka source: client error: %s", error.str())
+
+    def _keep(self, message) -> bool:
+        """Whether a message is a record; an error one is reported (a fatal one raised)."""
+        error = message.error()
+        if error is None:
+            return True
+        if error.code() == self._ck.KafkaError.UNKNOWN_TOPIC_OR_PART:
+            log.warning("Kafka source: topic %r does not exist (yet); waiting for it", message.topic())
+        elif error.fatal():
+            raise ConnectorUnavailable(f"Kafka source: fatal consumer error: {error.str()}")
+        elif error.code() != self._ck.KafkaError._PARTITION_EOF:
+            log.warning("Kafka source: %s", error.str())
+        return False
+
+    def poll(self, max_records, timeout):
+        # Like kafka-python's poll: return as soon as any record is there, with what is there.
+        # (consume(n, timeout) alone would wait for n records or the whole timeout.)
+        consume, n = self._c.consume, max(1, max_records)
+        messages = consume(n, 0)
+        if not messages:
+            first = self._c.poll(max(0.0, timeout)) if timeout > 0 else None
+            if first is None:
+                return None
+            messages = [first, *consume(n - 1, 0)] if n > 1 else [first]
+        self._down = False
+        message = self._ck.Message
+        if any(map(message.error, messages)):
+            messages = list(filter(self._keep, messages))
+        offsets = list(map(message.offset, messages))
+        return Polled(list(map(message.topic, messages)), list(map(message.partition, messages)), offsets,
+                      list(map(message.key, messages)), list(map(message.value, messages)))
+
+    def assignment(self):
+        return set(self._owned)
+
+    def commit(self, offsets, metadata, timeout):
+        if offsets:
+            tps = [self._ck.TopicPartition(*p, o, metadata) for p, o in sorted(offsets.items())]
+            failed = [tp.error for tp in self._c.commit(offsets=tps, asynchronous=False) or () if tp.error]
+            if failed:
+                raise self._ck.KafkaException(failed[0])
+
+    def committed(self, partitions, timeout):
+        out = {}
+        for tp in self._c.committed(self._tps(partitions), timeout=timeout):
+            if tp.error is not None:
+                raise self._ck.KafkaException(tp.error)
+            offset = tp.offset if tp.offset >= 0 else None
+            out[(tp.topic, tp.partition)] = (offset, tp.metadata if offset is not None else None)
+        return out
+
+    def seek(self, partition, offset):
+        self._c.seek(self._ck.TopicPartition(*partition, offset))
+
+    def pause(self, partitions):
+        self._held |= set(partitions)
+        self._c.pause(self._tps(partitions))
+
+    def resume(self, partitions):
+        self._held -= set(partitions)
+        self._c.resume(self._tps(partitions))
+
+    def lag(self, partitions, timeout):
+        """The high watermark of a partition being fetched comes with every fetch (cached: no request); a
+        paused partition's, or any after the brokers were reported down, is asked for."""
+        positions = {(tp.topic, tp.partition): tp.offset for tp in self._c.position(self._tps(partitions))}
+        watermarks, out = self._c.get_watermark_offsets, {}
+        for partition in partitions:
+            tp, high = self._ck.TopicPartition(*partition), _INVALID
+            if not (self._down or partition in self._held):
+                high = watermarks(tp, cached=True)[1]
+            if high is None or high < 0:
+                high = watermarks(tp, timeout=max(0.001, timeout), cached=False)[1]
+                self._down = False  # answered
+            position = positions.get(partition, _INVALID)
+            if position is not None and position >= 0 and high is not None and high >= 0:
+                out[partition] = max(0, high - position)
+        return out
+
+    def partition_count(self, topic):
+        return _count(wait_for_broker(self._c, self._cfg, role=self._role, topic=topic), topic)
+
+    def group_metadata(self):
+        return self._c.consumer_group_metadata()
+
+    def close(self, timeout):
+        self._c.close()
+
+
+class _Producer:
+    """A ``confluent_kafka.Producer`` as the :class:`~._adapter.Producer`, counting failed delivery reports."""
+
+    def __init__(self, ck, conf: dict, cfg: dict, *, role: str, what: str):
+        self._ck, self.errors, self.what, self.failed, self.first_error = ck, (ck.KafkaException,), what, 0, None
+        self._stuck = False
+        self._bootstrap = servers(cfg["bootstrap_servers"])
+        self._block_s = cfg["max_block_ms"] / 1000
+        # a keyed record goes where the Java client and kafka-python put it (murmur2), not where librdkafka's
+        # own default (CRC32) would: outputs keyed like their events land in the same partitions on either client
+        conf = {**conf, "partitioner": conf.get("partitioner", "murmur2_random"), "on_delivery": self._on_delivery,
+                "delivery.report.only.error": True}
+        self._p = create(ck.Producer, conf, role=role)
+        try:
+            wait_for_broker(self._p, cfg, role=role)
+        except BaseException:
+            self._p.flush(0)
+            raise
+        self._produce, self._poll = self._p.produce, self._p.poll
+
+    def _on_delivery(self, err, msg) -> None:  # served by poll()/flush() on the caller's thread; only failures
+        if err is not None:
+            if self.first_error is None:
+                self.first_error = err
+                log.error("%s: a record to topic %r failed: %s", self.what, msg.topic(), err.str())
+            self.failed += 1
+
+    @property
+    def in_flight(self):
+        self._poll(0)  # librdkafka counts a record until its report is served, even when not reported
+        return len(self._p)
+
+    def send(self, topic, value, key):
+        try:
+            self._produce(topic, value, key)
+        except BufferError:  # librdkafka's queue is full: serve delivery reports until there is room
+            deadline = time.monotonic() + self._block_s
+            while True:
+                self._poll(0.05)
+                try:
+                    return self._produce(topic, value, key)
+                except BufferError:
+                    if time.monotonic() > deadline:
+                        raise DeliveryError(f"{self.what}: librdkafka's queue stayed full for max_block_ms "
+                                            f"({self._block_s * 1000:.0f} ms)", topic=topic, failed=0) from None
+
+    def send_many(self, topic, values, keys):
+        # produce() serves no delivery report, so no failure shows until a wait for room (send) serves them
+        rest, rest_keys = iter(values), iter(keys)
+        while not self.failed:
+            try:
+                collections.deque(map(self._produce, itertools.repeat(topic), rest, rest_keys), 0)  # no Python per record
+                return
+            except BufferError:
+                i = len(values) - operator.length_hint(rest) - 1  # the value produce() refused
+                self.send(topic, values[i], keys[i])
+
+    def flush(self, timeout=None):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while (left := self._p.flush(1.0)) and (deadline is None or time.monotonic() <= deadline):
+            continue
+        if left:
+            raise DeliveryError(f"{self.what}: {left} record(s) not acknowledged within {timeout} s",
+                                topic=self.what, failed=left)
+
+    def close(self, timeout):
+        if not timeout:
+            self._p.purge()
+        self._p.flush(timeout)
+
+    def forget(self):
+        self.failed, self.first_error = 0, None
+
+    def init_transactions(self):
+        self._p.init_transactions(self._block_s)
+
+    def unreachable(self, error):
+        err = kafka_error(error)
+        return err is not None and err.retriable()
+
+    def begin(self):
+        self._p.begin_transaction()
+
+    def send_offsets(self, offsets, metadata, group):
+        tps = [self._ck.TopicPartition(*p, o, metadata) for p, o in sorted(offsets.items())]
+        done, failure = threading.Event(), []
+
+        def call():
+            try:
+                self._p.send_offsets_to_transaction(tps, group, self._block_s)
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+                failure.append(exc)
+            finally:
+                done.set()
+
+        threading.Thread(target=call, name="stream-nb-send-offsets", daemon=True).start()
+        if not done.wait(self._block_s + GRACE_S):
+            self._stuck = True
+            raise TimeoutError(f"{self.what}: adding the offsets to the transaction did not return within "
+                               f"max_block_ms ({self._block_s * 1000:.0f} ms) + {GRACE_S:.0f} s; the producer is "
+                               f"replaced")
+        if failure:
+            raise failure[0]
+
+    def commit_transaction(self):
+        self._p.commit_transaction(self._block_s)
+
+    def abort_transaction(self):
+        if self._stuck:  # a call still hangs inside librdkafka: any other transactional call would conflict
+            raise self._ck.KafkaException(self._ck.KafkaError(self._ck.KafkaError._TIMED_OUT,
+                                                              "a transactional call never returned"))
+        self._p.abort_transaction(self._block_s)
+
+    def fenced(self, error):
+        err, code = kafka_error(error), self._ck.KafkaError
+        return err is not None and err.code() in (code._FENCED, code.PRODUCER_FENCED,
+                                                  code.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                                                  code.INVALID_PRODUCER_EPOCH)
+
+
+class _Reader:
+    """A consumer in no group (the group id is librdkafka's requirement; nothing is committed under it)."""
+
+    def __init__(self, ck, conf: dict, cfg: dict, topic: str):
+        self._ck, self.errors, self.topic = ck, (ck.KafkaException,), topic
+        role = f"reader of model topic {topic!r}"
+        self._c = create(ck.Consumer, conf, role=role)
+        try:
+            self.exists = _count(wait_for_broker(self._c, cfg, role=role, topic=topic), topic) is not None
+        except BaseException:
+            self._c.close()
+            raise
+        self._timeout_s = cfg["bootstrap_timeout_ms"] / 1000
+        self._tp = ck.TopicPartition(topic, 0, ck.OFFSET_BEGINNING)
+        if self.exists:
+            self._c.assign([self._tp])
+        self._next, self._eof = 0, -1  # after the last record; the end at the last EOF event (-1: none since)
+
+    def poll(self, timeout):
+        messages = self._c.consume(10_000, 0)
+        if not messages and timeout > 0:
+            first = self._c.poll(timeout)
+            messages = [first, *self._c.consume(9_999, 0)] if first is not None else []
+        out = []
+        for m in messages:
+            err = m.error()
+            if err is None:
+                out.append((m.key(), m.value()))
+                self._next, self._eof = m.offset() + 1, -1
+            elif err.code() == self._ck.KafkaError._PARTITION_EOF:
+                self._eof = m.offset()
+            elif err.fatal():
+                raise ConnectorUnavailable(f"Kafka model topic {self.topic!r}: {err.str()}")
+            else:
+                log.warning("Kafka model topic %r: %s", self.topic, err.str())
+        return out
+
+    def end(self):
+        return self._c.get_watermark_offsets(self._tp, timeout=self._timeout_s, cached=False)[1]
+
+    def reached(self, end):
+        return self._next >= end or self._eof >= end
+
+    def offset(self):
+        return max(self._next, self._eof)
+
+    def end_offsets(self, partitions):
+        out = {}
+        for partition in partitions:
+            try:
+                out[partition] = self._c.get_watermark_offsets(self._ck.TopicPartition(*partition),
+                                                               timeout=self._timeout_s, cached=False)[1]
+            except self._ck.KafkaException as exc:
+                log.warning("Kafka: end offset of %s-%s unknown: %s", *partition, _text(exc))
+        return out
+
+    def close(self):
+        self._c.close()
+
+
+class _Admin:
+    """An ``AdminClient`` as the :class:`~._adapter.Admin` (topic counts from cluster metadata)."""
+
+    def __init__(self, ck, cfg: dict, role: str):
+        from confluent_kafka.admin import AdminClient, NewTopic  # optional library, loaded with library()
+
+        self._ck, self._new = ck, NewTopic
+        self._a = create(AdminClient, client_config(cfg, drop=CONSUMER_ONLY | PRODUCER_ONLY), role=role)
+        self._timeout_s = cfg["bootstrap_timeout_ms"] / 1000
+        wait_for_broker(self._a, cfg, role=role)
+
+    def partition_counts(self, topics):
+        metadata = self._a.list_topics(timeout=self._timeout_s)
+        return {topic: _count(metadata, topic) for topic in topics}
+
+    def create_topic(self, topic, partitions, replication, configs, timeout):
+        spec = self._new(topic, num_partitions=partitions, replication_factor=replication, config=configs)
+        try:
+            self._a.create_topics([spec], request_timeout=timeout)[topic].result(timeout=timeout)
+        except self._ck.KafkaException as exc:
+            code, err = self._ck.KafkaError, kafka_error(exc)
+            if err is None:
+                raise
+            if err.code() in (code.TOPIC_AUTHORIZATION_FAILED, code.CLUSTER_AUTHORIZATION_FAILED):
+                raise PermissionError(err.str()) from None
+            if err.code() == code.INVALID_REPLICATION_FACTOR:
+                raise ValueError(err.str()) from None
+            if err.code() != code.TOPIC_ALREADY_EXISTS:
+                raise
+            return False
+        return True
+
+    def close(self):
+        """Nothing: librdkafka's admin client closes when it goes."""
+
+
+class Confluent:
+    """confluent-kafka as the connector's :class:`~._adapter.Adapter`; the library is loaded when one is made."""
+
+    name, label, dotted = "confluent", " (confluent)", True
+    consumer_keys = frozenset(TO_LIBRDKAFKA) - PRODUCER_ONLY
+    producer_keys = frozenset(TO_LIBRDKAFKA) - CONSUMER_ONLY
+    consumer_fixed = {"enable.auto.offset.store": Fixed(None, "the source commits explicit offsets"),
+                      "on_commit": Fixed(None, "the source commits synchronously"),
+                      "logger": Fixed(None, "the connector routes librdkafka's logs to Python logging"),
+                      "error_cb": Fixed(None, "the source watches the brokers' state itself")}
+    producer_fixed = {"on_delivery": Fixed(None, "the sink counts delivery failures itself"),
+                      "delivery.report.only.error": Fixed(None, "the sink counts delivery failures itself"),
+                      "logger": consumer_fixed["logger"], "transactional.id": Fixed(None, "give transactional_id")}
+    #: ``max_block_ms`` (kafka-python's name): how long a send waits for room in librdkafka's queue, and the
+    #: bound of the transactional calls.
+    producer_defaults = {"max_block_ms": 60_000}
+
+    def __init__(self):
+        self._ck = library()
+        self.errors = (self._ck.KafkaException,)
+
+    def describe(self, error) -> str:
+        return _text(error)
+
+    def resolve(self, component, own, fixed, config, *, role):
+        native, extra = ((self.consumer_keys, self.consumer_fixed) if role == "consumer"
+                         else (self.producer_keys, self.producer_fixed))
+        return resolve(component, own, {**extra, **fixed}, config, native=native, dotted=True)
+
+    def consumer(self, cfg, *, role, range_assignor):
+        conf = {**client_config(cfg), "enable.auto.commit": False, "enable.auto.offset.store": False}
+        if range_assignor and str(conf.setdefault("partition.assignment.strategy", "range")).strip() != "range":
+            raise ConfigError("KafkaSource (confluent): partition.assignment.strategy must stay range with "
+                              "feedback_topic: it keeps each label's partition with its event's")
+        return _Consumer(self._ck, conf, cfg, role)
+
+    def producer(self, cfg, *, role, what):
+        conf = client_config(cfg)
+        if "transactional.id" in conf:  # librdkafka insists that a record's delivery timeout fits in the transaction's
+            txn_timeout = int(conf.get("transaction.timeout.ms", 60_000))
+            conf["delivery.timeout.ms"] = min(int(conf.get("delivery.timeout.ms", txn_timeout)), txn_timeout)
+        return _Producer(self._ck, conf, cfg, role=role, what=what)
+
+    def reader(self, topic, cfg, *, read_committed, max_record_bytes):
+        conf = client_config({k: v for k, v in cfg.items() if k not in ("group_instance_id", "group.instance.id")})
+        conf.update({"group.id": f"stream-nb-model-reader-{os.getpid()}-{uuid.uuid4().hex[:8]}",
+                     "enable.auto.offset.store": False, "enable.partition.eof": True,
+                     "isolation.level": "read_committed" if read_committed else "read_uncommitted"})
+        return _Reader(self._ck, conf, cfg, topic)
+
+    def admin(self, cfg, *, role):
+        return _Admin(self._ck, cfg, role)

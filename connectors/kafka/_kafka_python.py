@@ -1,0 +1,399 @@
+"""The kafka-python adapter (:mod:`._adapter`): the one module of the connector that imports kafka-python.
+
+kafka-python runs the group's heartbeats and the rebalance callbacks on its
+own IO thread, while the polling thread waits inside ``poll()``: the callbacks
+are coroutines (``AsyncConsumerRebalanceListener``), so a revocation can await
+its commit without stopping the heartbeats, and a partition the resume policy
+must position is paused there and positioned at the next poll. Its
+transactional calls wait without a bound, so they are started on the
+producer's transaction manager and waited for at most ``max_block_ms``.
+"""
+
+from __future__ import annotations
+
+import logging
+import operator
+import time
+
+import kafka.errors as Errors
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import NewTopic
+from kafka.consumer.subscription_state import AsyncConsumerRebalanceListener
+from kafka.coordinator.assignors.range import RangePartitionAssignor
+from kafka.partitioner.default import DefaultPartitioner
+from kafka.structs import OffsetAndMetadata
+
+from stream_nb.exceptions import ConfigError
+
+from ._adapter import BEGINNING, END, TP, Listener, Polled
+from ._client import Fixed, resolve, servers
+from ._errors import ConnectorUnavailable
+from ._partitions import partitions_of
+
+__all__ = ["KafkaPython"]
+
+log = logging.getLogger("connectors.kafka")
+
+# kafka-python's own client factory (KafkaNetClient); wrapped by connect().
+_NET_CLIENT = KafkaConsumer.DEFAULT_CONFIG["kafka_client"]
+# Raised by older kafka-python releases when no bootstrap server answers.
+_NO_BROKERS = tuple(e for e in (getattr(Errors, "NoBrokersAvailable", None),) if e is not None)
+_UNAVAILABLE = (Errors.KafkaTimeoutError, Errors.KafkaConnectionError) + _NO_BROKERS
+_COLUMNS = operator.attrgetter("offset"), operator.attrgetter("key"), operator.attrgetter("value")
+
+
+def connect(factory, config: dict, *, role: str):
+    """A kafka-python client; "no broker" is :class:`ConnectorUnavailable`, a bad setting ``ConfigError``.
+
+    kafka-python starts an IO thread before bootstrapping and leaves it running
+    when bootstrap fails; the ``kafka_client`` hook closes it, so that a caller
+    retrying in a loop does not leak one thread per attempt.
+    """
+    created = []
+
+    def kafka_client(**kwargs):
+        created.append(_NET_CLIENT(**kwargs))
+        return created[-1]
+
+    try:
+        return factory(kafka_client=kafka_client, **config)
+    except BaseException as exc:
+        for client in created:
+            try:
+                client.close()
+            except Exception:  # noqa: BLE001 - best effort cleanup of a half-built client
+                log.debug("closing a half-built Kafka client failed", exc_info=True)
+        bootstrap = servers(config.get("bootstrap_servers"))
+        if isinstance(exc, _UNAVAILABLE):
+            waited = config.get("bootstrap_timeout_ms", factory.DEFAULT_CONFIG.get("bootstrap_timeout_ms"))
+            raise ConnectorUnavailable(
+                f"Kafka {role}: no broker reachable at {bootstrap} within {waited} ms ({type(exc).__name__}); "
+                f"check that Kafka is running and that bootstrap_servers is right", bootstrap_servers=bootstrap,
+            ) from exc
+        if isinstance(exc, (Errors.KafkaConfigurationError, ValueError, TypeError)):
+            raise ConfigError(f"Kafka {role}: invalid configuration: {exc}") from exc
+        raise
+
+
+def _tp(partition: TP) -> TopicPartition:
+    return TopicPartition(*partition)
+
+
+class _Rebalance(AsyncConsumerRebalanceListener):
+    """kafka-python's rebalance callbacks, awaited on its IO thread, handed to the source's :class:`Listener`."""
+
+    def __init__(self, consumer: KafkaConsumer, listener: Listener):
+        self._consumer, self._listener = consumer, listener
+
+    async def on_partitions_revoked(self, revoked):
+        request = self._listener.revoked(sorted(revoked))
+        if request is None:
+            return
+        try:
+            await self._consumer.commit_async({_tp(p): OffsetAndMetadata(offset, request.metadata, -1)
+                                               for p, offset in request.offsets.items()})
+        except Exception as exc:  # noqa: BLE001 - the new owner resumes from the last commit
+            request.finish(exc)
+            return
+        request.finish(None)
+
+    async def on_partitions_assigned(self, assigned):
+        starts, held = self._listener.assigned(sorted(assigned))
+        for partition, offset in starts.items():
+            self._consumer.seek(_tp(partition), offset)
+        if held:  # no record of theirs until the polling thread positioned them
+            self._consumer.pause(*map(_tp, held))
+
+    async def on_partitions_lost(self, lost):
+        self._listener.lost(sorted(lost))
+
+
+class _Consumer:
+    """A ``KafkaConsumer`` as the source's :class:`~._adapter.Consumer`."""
+
+    errors = (Errors.KafkaError,)
+    calls_back_on_poll = False
+
+    def __init__(self, consumer: KafkaConsumer):
+        self._c = consumer
+
+    def subscribe(self, topics, listener):
+        self._c.subscribe(topics, listener=_Rebalance(self._c, listener))
+
+    def poll(self, max_records, timeout):
+        batches = self._c.poll(timeout_ms=max(0, int(timeout * 1000)), max_records=max_records)
+        if not batches:
+            return None
+        polled = Polled([], [], [], [], [])
+        for (topic, partition), messages in batches.items():
+            polled.topics.extend([topic] * len(messages))
+            polled.partitions.extend([partition] * len(messages))
+            for column, field in zip(polled[2:], _COLUMNS):
+                column.extend(map(field, messages))
+        return polled
+
+    def assignment(self):
+        return {(tp.topic, tp.partition) for tp in self._c.assignment() or ()}
+
+    def commit(self, offsets, metadata, timeout):
+        self._c.commit({_tp(p): OffsetAndMetadata(o, metadata, -1) for p, o in offsets.items()},
+                       timeout_ms=int(timeout * 1000))
+
+    def committed(self, partitions, timeout):
+        out = {}
+        for partition in partitions:
+            found = self._c.committed(_tp(partition), metadata=True, timeout_ms=int(timeout * 1000))
+            offset = found.offset if found is not None and found.offset >= 0 else None
+            out[partition] = (offset, found.metadata if found is not None else None)
+        return out
+
+    def seek(self, partition, offset):
+        if offset == BEGINNING:
+            self._c.seek_to_beginning(_tp(partition))
+        elif offset == END:
+            self._c.seek_to_end(_tp(partition))
+        else:
+            self._c.seek(_tp(partition), offset)
+
+    def pause(self, partitions):
+        self._c.pause(*map(_tp, partitions))
+
+    def resume(self, partitions):
+        self._c.resume(*map(_tp, partitions))
+
+    def lag(self, partitions, timeout):
+        timeout_ms = max(1, int(timeout * 1000))
+        tps = list(map(_tp, partitions))
+        ends = self._c.end_offsets(tps, timeout_ms=timeout_ms)
+        out = {}
+        for tp in tps:
+            try:
+                position = self._c.position(tp, timeout_ms=timeout_ms)
+            except Errors.IllegalStateError:  # revoked meanwhile
+                continue
+            if position is not None and ends.get(tp) is not None:
+                out[(tp.topic, tp.partition)] = max(0, ends[tp] - position)
+        return out
+
+    def partition_count(self, topic):
+        found = self._c.partitions_for_topic(topic)
+        return len(found) if found else None
+
+    def group_metadata(self):
+        return self._c.group_metadata()
+
+    def close(self, timeout):
+        self._c.close(autocommit=False, timeout_ms=int(timeout * 1000))
+
+
+class _Producer:
+    """A ``KafkaProducer`` as the :class:`~._adapter.Producer`: futures count acknowledgements and failures."""
+
+    errors = (Errors.KafkaError,)
+
+    def __init__(self, cfg: dict, *, role: str, what: str):
+        self.what, self.failed, self.first_error = what, 0, None
+        self._sent = self._acked = 0
+        self._block_s = cfg.get("max_block_ms", KafkaProducer.DEFAULT_CONFIG["max_block_ms"]) / 1000
+        self._bootstrap = servers(cfg.get("bootstrap_servers"))
+        self._p = connect(KafkaProducer, cfg, role=role)
+        self._send = self._p.send
+        # with kafka-python's own partitioner, send_many finds a poll's partitions at once (the same ones)
+        self._murmur = type(self._p.config["partitioner"]) is DefaultPartitioner
+
+    @property
+    def in_flight(self):
+        return max(0, self._sent - self._acked - self.failed)
+
+    def send(self, topic, value, key, partition=None):
+        try:
+            future = self._send(topic, value=value, key=key, partition=partition)
+        except Errors.KafkaError as exc:
+            self._on_error(exc)
+            return
+        self._sent += 1
+        future.add_callback(self._on_ack)
+        future.add_errback(self._on_error)
+
+    def send_many(self, topic, values, keys):
+        parts = [None] * len(values)
+        if self._murmur and any(key is not None for key in keys):
+            try:
+                known = self._p.partitions_for(topic)
+            except Errors.KafkaError as exc:
+                self._on_error(exc)
+                return
+            parts = partitions_of(keys, known) if known else parts
+        for value, key, partition in zip(values, keys, parts):
+            if self.failed:
+                return
+            self.send(topic, value, key, partition)
+
+    def _on_ack(self, metadata) -> None:  # on the producer's sender thread, once per acknowledged record
+        self._acked += 1
+
+    def _on_error(self, exc: BaseException) -> None:  # on the sender thread
+        if self.first_error is None:
+            self.first_error = exc
+            log.error("%s: a record failed: %r", self.what, exc)
+        self.failed += 1
+
+    def flush(self, timeout=None):
+        self._p.flush(timeout=timeout)
+
+    def close(self, timeout):
+        self._p.close(timeout=timeout)
+
+    def forget(self):
+        self.failed = self._sent = self._acked = 0
+        self.first_error = None
+
+    def init_transactions(self):
+        self._p.init_transactions()
+
+    def unreachable(self, error):  # no transaction coordinator answered within max_block_ms
+        return isinstance(error, (Errors.KafkaTimeoutError, Errors.KafkaConnectionError))
+
+    def begin(self):
+        self._p.begin_transaction()
+
+    def send_offsets(self, offsets, metadata, group):
+        self._complete("adding the offsets to the transaction", "send_offsets_to_transaction",
+                       {_tp(p): OffsetAndMetadata(o, metadata, -1) for p, o in offsets.items()}, group)
+
+    def commit_transaction(self):
+        self._complete("committing the transaction", "begin_commit")
+
+    def abort_transaction(self):
+        self._complete("aborting the transaction", "begin_abort")
+
+    def fenced(self, error):
+        return isinstance(error, (Errors.ProducerFencedError, Errors.TransactionalIdAuthorizationFailedError))
+
+    def _complete(self, what: str, start: str, *args) -> None:
+        """Start a transactional request on the transaction manager; wait for it at most ``max_block_ms``."""
+        manager = getattr(self._p, "_transaction_manager", None)
+        sender = getattr(self._p, "_sender", None)
+        if manager is None or sender is None or not hasattr(manager, start):  # another kafka-python: no bound
+            public = {"begin_commit": "commit_transaction", "begin_abort": "abort_transaction"}.get(start, start)
+            getattr(self._p, public)(*args)
+            return
+        result = getattr(manager, start)(*args)
+        sender.wakeup()
+        deadline = time.monotonic() + self._block_s
+        while not result.wait(timeout_ms=200):  # raises the request's error when it failed
+            if time.monotonic() > deadline:
+                raise Errors.KafkaTimeoutError(f"{self.what}: {what} did not complete within max_block_ms "
+                                               f"({self._block_s * 1000:.0f} ms)")
+            sender.wakeup()
+
+
+class _Reader:
+    """A ``KafkaConsumer`` in no group, assigned partition 0 of one topic from its start."""
+
+    errors = (Errors.KafkaError,)
+
+    def __init__(self, consumer: KafkaConsumer, topic: str):
+        self._c, self._tp = consumer, TopicPartition(topic, 0)
+        self.exists = bool(consumer.partitions_for_topic(topic))
+        if self.exists:
+            consumer.assign([self._tp])
+            consumer.seek_to_beginning(self._tp)
+
+    def poll(self, timeout):
+        batches = self._c.poll(timeout_ms=max(0, int(timeout * 1000)), max_records=10_000)
+        return [(m.key, m.value) for messages in batches.values() for m in messages]
+
+    def end(self):
+        return self._c.end_offsets([self._tp])[self._tp]
+
+    def reached(self, end):
+        return self.offset() >= end
+
+    def offset(self):
+        return self._c.position(self._tp)
+
+    def end_offsets(self, partitions):
+        ends = self._c.end_offsets(list(map(_tp, partitions))) if partitions else {}
+        return {(tp.topic, tp.partition): offset for tp, offset in ends.items()}
+
+    def close(self):
+        self._c.close(autocommit=False)
+
+
+class _Admin:
+    """A ``KafkaAdminClient`` as the :class:`~._adapter.Admin`."""
+
+    def __init__(self, admin: KafkaAdminClient):
+        self._a = admin
+
+    def partition_counts(self, topics):
+        return {t["name"]: len(t["partitions"]) if t["error_code"] == 0 and t["partitions"] else None
+                for t in self._a.describe_topics(topics)}
+
+    def create_topic(self, topic, partitions, replication, configs, timeout):
+        try:
+            self._a.create_topics([NewTopic(topic, partitions, replication, topic_configs=configs)],
+                                  timeout_ms=int(timeout * 1000))
+        except Errors.TopicAlreadyExistsError:
+            return False
+        except (Errors.TopicAuthorizationFailedError, Errors.ClusterAuthorizationFailedError) as exc:
+            raise PermissionError(repr(exc)) from exc
+        except Errors.InvalidReplicationFactorError as exc:
+            raise ValueError(str(exc)) from exc
+        return True
+
+    def close(self):
+        self._a.close()
+
+
+class KafkaPython:
+    """kafka-python as the connector's :class:`~._adapter.Adapter` (the default client)."""
+
+    name, label, dotted = "kafka-python", "", False
+    consumer_keys = frozenset(KafkaConsumer.DEFAULT_CONFIG)
+    producer_keys = frozenset(KafkaProducer.DEFAULT_CONFIG)
+    consumer_fixed = {"key_deserializer": Fixed(None, "records carry raw bytes; the engine decodes them"),
+                      "value_deserializer": Fixed(None, "records carry raw bytes; the engine decodes them"),
+                      "kafka_client": Fixed(None, "the connector sets it")}
+    producer_fixed = {"key_serializer": Fixed(None, "the engine sends bytes"),
+                      "value_serializer": Fixed(None, "the engine sends bytes"),
+                      "kafka_client": Fixed(None, "the connector sets it")}
+    producer_defaults: dict = {}
+    errors = (Errors.KafkaError,)
+
+    def describe(self, error) -> str:
+        return repr(error)
+
+    def resolve(self, component, own, fixed, config, *, role):
+        native, extra = ((KafkaConsumer.DEFAULT_CONFIG, self.consumer_fixed) if role == "consumer"
+                         else (KafkaProducer.DEFAULT_CONFIG, self.producer_fixed))
+        return resolve(component, own, {**fixed, **extra}, config, native=native, defaults=native)
+
+    def consumer(self, cfg, *, role, range_assignor):
+        cfg = {k: v for k, v in cfg.items() if k in KafkaConsumer.DEFAULT_CONFIG}
+        cfg["enable_auto_commit"] = False
+        if range_assignor:  # partition p of both topics to one member
+            if "partition_assignment_strategy" in cfg:
+                raise ConfigError("KafkaSource: partition_assignment_strategy cannot be set with feedback_topic: the "
+                                  "range assignor keeps each label's partition with its event's")
+            cfg["partition_assignment_strategy"] = (RangePartitionAssignor,)
+        consumer = connect(KafkaConsumer, cfg, role=role)
+        # kafka-python 3.0 takes allow_auto_create_topics but builds its metadata client without
+        # it, so every metadata request would allow creation; hand the setting on ourselves
+        cluster = getattr(consumer, "_cluster", None)
+        if cluster is not None and "allow_auto_create_topics" in getattr(cluster, "config", {}):
+            cluster.config["allow_auto_create_topics"] = cfg.get("allow_auto_create_topics", False)
+        return _Consumer(consumer)
+
+    def producer(self, cfg, *, role, what):
+        return _Producer({k: v for k, v in cfg.items() if k in KafkaProducer.DEFAULT_CONFIG}, role=role, what=what)
+
+    def reader(self, topic, cfg, *, read_committed, max_record_bytes):
+        cfg = {k: v for k, v in cfg.items() if k in KafkaConsumer.DEFAULT_CONFIG and k != "group_instance_id"}
+        cfg.update(group_id=None, isolation_level="read_committed" if read_committed else "read_uncommitted")
+        return _Reader(connect(KafkaConsumer, cfg, role=f"reader of model topic {topic!r}"), topic)
+
+    def admin(self, cfg, *, role):
+        return _Admin(connect(KafkaAdminClient, {k: v for k, v in cfg.items() if k in KafkaAdminClient.DEFAULT_CONFIG},
+                              role=role))
