@@ -56,9 +56,9 @@ def _predict(model, x: dict) -> tuple:
 
 def evaluate_delayed(events: typing.Iterable, results: list, out, *, delay=None,
                      delay_field: str | None = None, bad: typing.Callable[[BadRow], None], clock,
-                     interrupt, bar, label_field: str | None, correct: list, losses: list) -> None:
+                     interrupt, bar, label_field: str | None) -> None:
     """The loop of :func:`~stream_nb.tools.evaluate.evaluate` with delayed labels (see the module notes);
-    fills ``results``, ``out`` and the per-model lists ``correct`` and ``losses`` in place."""
+    fills ``results`` (their metrics and tallies) and ``out`` in place."""
     if delay is not None and (isinstance(delay, bool) or not isinstance(delay, int) or delay < 0):
         raise ConfigError(f"--delay: expected a number of events >= 0, got {delay!r}")
     pending: list = []  # (due, seq, x, y, where, predictions), ordered by due then arrival
@@ -79,7 +79,8 @@ def evaluate_delayed(events: typing.Iterable, results: list, out, *, delay=None,
                 return
             finally:
                 r.seconds += clock() - t
-        for r, (prediction, proba), hits, ls in zip(results, preds, correct, losses):
+        out.labels.append(y)
+        for r, (prediction, proba) in zip(results, preds):
             r.metrics.correct += prediction is not None and prediction == y
             r.metrics.labeled += 1
             r.metrics.learned += 1
@@ -87,8 +88,7 @@ def evaluate_delayed(events: typing.Iterable, results: list, out, *, delay=None,
             floored = not p >= r.metrics.log_loss_floor
             r.metrics.log_loss_floored += floored
             r.metrics.log_loss_sum -= math.log(r.metrics.log_loss_floor if floored else min(p, 1.0))
-            hits.append(prediction is not None and prediction == y)
-            ls.append(-math.log(r.metrics.log_loss_floor if floored else min(p, 1.0)))
+            r.tally.add(y, prediction, proba, r.seconds, r.model)
 
     for item in events:
         if interrupt.requested:
