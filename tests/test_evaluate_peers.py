@@ -326,3 +326,48 @@ def test_command_refuses_bad_settings_before_any_work(tmp_path, args, message):
     assert run.returncode == 2
     assert message in run.stderr and "Traceback" not in run.stderr
     assert not (tmp_path / "r.txt").exists()
+
+
+# ----------------------------------------------------------------------------- public views
+
+
+def test_no_tool_reads_a_private_name_of_another_object():
+    """explain, inspect, evaluate and the report read models through documented methods only: no
+    ``obj._name`` (nor ``getattr(obj, "_name")``) in stream_nb/tools but on ``self``."""
+    import ast
+    import pathlib
+
+    import stream_nb.tools
+
+    found = []
+    for path in sorted(pathlib.Path(stream_nb.tools.__file__).parent.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            name = None
+            # self's own names, and argparse's _SubParsersAction in the sub-commands' annotations, are fine
+            if isinstance(node, ast.Attribute) and not (isinstance(node.value, ast.Name)
+                                                        and node.value.id in ("self", "argparse")):
+                name = node.attr
+            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr")
+                  and len(node.args) > 1 and isinstance(node.args[1], ast.Constant)):
+                name = node.args[1].value
+            if isinstance(name, str) and name.startswith("_") and not name.startswith("__"):
+                found.append(f"{path.name}:{node.lineno}: {name}")
+    assert found == []
+
+
+def test_the_public_views_give_what_the_tools_read():
+    from stream_nb import TAN
+
+    model = TAN(bins=3, warmup=4)
+    for i in range(12):
+        model.learn_one({"a": "xy"[i % 2], "t": float(i), "k": i % 3}, "pq"[i % 3 == 0])
+    assert [f["name"] for f in model.feature_summary()] == ["a", "t", "k"]
+    assert model.class_counts() == {"p": 8.0, "q": 4.0}
+    assert sum(model.class_counts().values()) == model.n_learned
+    proba = model.predict_proba_one({"a": "x", "t": 3.0})
+    assert [math.exp(v) for v in model.log_posterior_one({"a": "x", "t": 3.0})] == pytest.approx(
+        [proba[c] for c in model.classes], rel=1e-12)
+    decayed = NaiveBayes(half_life=2.0, time_field="ts")
+    for ts in range(6):
+        decayed.learn_one({"a": "x", "ts": float(ts)}, "p")
+    assert decayed.class_counts()["p"] == pytest.approx(decayed.n_learned, rel=1e-12)  # the decayed weight
