@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import typing
 
-from river import metrics
+from river import base
 
 __all__ = ["KappaM", "KappaT"]
 
@@ -47,11 +47,16 @@ def _kappa(p0: float, pe: float) -> float:
     return 0.0 if pe == 1.0 else (p0 - pe) / (1.0 - pe)
 
 
-class _Kappa(metrics.base.ClassificationMetric):
-    """What the two kappas share: the weights seen, the model's and the trivial classifier's correct weight."""
+class _Kappa(base.Base):
+    """What the two kappas share: the weights seen, the model's and the trivial classifier's correct weight.
+
+    They have the interface of a river classification metric (``update``, ``revert``, ``get``,
+    ``works_with``, ``requires_labels``, ``bigger_is_better``), so river's ``progressive_val_score``
+    takes them, without a subclass of ``river.metrics.base``: that module loads scipy.stats (a second
+    on every ``stream-nb`` start), and only an evaluation needs it.
+    """
 
     def __init__(self):
-        super().__init__()
         self.weight = 0.0
         self.correct = 0.0
         self.reference_correct = 0.0
@@ -76,7 +81,23 @@ class _Kappa(metrics.base.ClassificationMetric):
         return self.reference_correct / self.weight if self.weight else 0.0
 
     def get(self) -> float:
+        """The kappa: ``(p0 - pe) / (1 - pe)``; 0.0 before any event and when ``pe`` is 1."""
         return _kappa(self.p0, self.pe) if self.weight else 0.0
+
+    @property
+    def bigger_is_better(self) -> bool:
+        return True
+
+    @property
+    def requires_labels(self) -> bool:
+        """It scores predicted labels (river's ``progressive_val_score`` then calls ``predict_one``)."""
+        return True
+
+    def works_with(self, model) -> bool:
+        return isinstance(model, base.Classifier)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}: {self.get():.6f}"
 
 
 class KappaT(_Kappa):

@@ -42,8 +42,6 @@ from __future__ import annotations
 
 import typing
 
-from river import metrics
-
 from ._kappas import KappaM, KappaT
 
 __all__ = ["METRICS", "RESULT_COLUMNS", "Scorer", "Tally", "drift_count", "window_rows"]
@@ -107,6 +105,9 @@ class Scorer:
     """
 
     def __init__(self, last: typing.Any = None):
+        # river's metrics load scipy.stats (a second): imported when an evaluation scores, not when stream-nb starts
+        from river import metrics
+
         self.cm = metrics.ConfusionMatrix()
         self.accuracy = metrics.Accuracy(cm=self.cm)
         self.kappa = metrics.CohenKappa(cm=self.cm)
