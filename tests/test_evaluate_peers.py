@@ -371,3 +371,34 @@ def test_the_public_views_give_what_the_tools_read():
     for ts in range(6):
         decayed.learn_one({"a": "x", "ts": float(ts)}, "p")
     assert decayed.class_counts()["p"] == pytest.approx(decayed.n_learned, rel=1e-12)  # the decayed weight
+
+
+# ----------------------------------------------------------------------------- rejections and failures
+
+
+def test_an_event_stream_nb_rejects_is_a_bad_row_the_peers_never_learn():
+    learned = []
+
+    class Watched(naive_bayes.GaussianNB):
+        def learn_one(self, x, y):
+            learned.append(y)
+            return super().learn_one(x, y)
+
+    events = [({"t": 1.0}, "a"), ({"t": 2.0}, "b"), ({"t": 3.0}, 1), ({"t": 1.5}, "a")]  # 1: a label of another type
+    for delay in (None, 1):
+        learned.clear()
+        result = evaluate(events, {"peer": Watched(), "nb": NaiveBayes()}, delay=delay)
+        assert result.bad_by_reason == {"label_type_conflict": 1} and result.bad_rows[0].error.startswith("nb: ")
+        assert learned == ["a", "b", "a"]
+        assert [r.metrics.labeled for r in result.models] == [3, 3]
+
+
+def test_a_peer_that_cannot_take_a_value_stops_the_command_with_the_event_named(tmp_path):
+    path = tmp_path / "cat.csv"
+    path.write_text("a,b,label\nx,1,p\ny,2,q\nx,3,p\n")
+    for extra in ([], ["--delay", "1"]):
+        run = cli("evaluate", "--input", str(path), "--models", "nb,river.naive_bayes.GaussianNB", *extra)
+        assert run.returncode == 1
+        assert (f"stream-nb evaluate: error: {path} line 2: river.naive_bayes.GaussianNB failed: TypeError: "
+                in run.stderr)
+        assert "Traceback" not in run.stderr

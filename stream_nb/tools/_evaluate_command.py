@@ -12,6 +12,7 @@ from ..settings import BY_NAME, MODELS
 from ._inputs import MODEL_FLAG_NAMES, BadRowReporter, add_input_flags, global_params, open_input
 from .evaluate import (
     DEFAULT_WINDOW,
+    ModelError,
     check_results_path,
     evaluate,
     format_cut_points,
@@ -64,7 +65,8 @@ metrics (river's, and kappa_t, kappa_m as MOA defines them):
 bad rows (wrong cell count, invalid JSON, bad label, rejected value types) are
 reported on stderr and skipped; events without a label are predicted only.
 state bytes: nbytes of the arrays of model.state() + JSON size of its meta.
-exit status: 0 done, 1 no valid event, an unreadable input or an unwritable report,
+exit status: 0 done, 1 no valid event, an unreadable input, a model failing on an
+event (a peer given values it cannot take) or an unwritable report or results,
 2 invalid settings (an unwritable --report directory or --results file included,
 checked first),
 130 interrupted (Ctrl-C): the table covers the events measured until then."""
@@ -138,12 +140,15 @@ def run_evaluate(args: argparse.Namespace) -> int:
     except (OSError, UnicodeDecodeError) as exc:
         print(f"stream-nb evaluate: error: cannot read {args.input}: {exc}", file=sys.stderr)
         return 1
+    except ModelError as exc:
+        print(f"stream-nb evaluate: error: {exc}", file=sys.stderr)
+        return 1
     print(f"{result.source}: {result.counts_line()}")
     if result.bad_rows:
         print(f"stream-nb evaluate: {result.counts_line().split('; ', 1)[1]}", file=sys.stderr)
     if result.interrupted:
         print(f"stream-nb evaluate: interrupted: the figures below cover the first {result.n_events:,} events"
-              + ("; no report written" if args.report else ""), file=sys.stderr)
+              + ("; no report or results written" if args.report or args.results else ""), file=sys.stderr)
         if result.n_events:
             print()
             print(format_table(result.table()))

@@ -91,6 +91,7 @@ from ._readers import (
 from ._results import check_results_path, write_results
 from ._scores import METRICS, RESULT_COLUMNS, Scorer
 from ._specs import ModelSpec, is_peer, make_model, parse_model_specs, state_bytes
+from ._steps import ModelError
 
 __all__ = [
     "DEFAULT_RIVER_EVENTS",
@@ -98,6 +99,7 @@ __all__ = [
     "KappaM",
     "KappaT",
     "METRICS",
+    "ModelError",
     "RESULT_COLUMNS",
     "Scorer",
     "check_results_path",

@@ -19,6 +19,7 @@ from ._delayed import evaluate_delayed
 from ._readers import BadRow
 from ._scores import METRICS, RESULT_COLUMNS, Tally, window_rows
 from ._specs import state_bytes
+from ._steps import call_models, stepping_order
 
 __all__ = ["DEFAULT_WINDOW", "Evaluation", "ModelResult", "evaluate", "rolling_accuracy", "train"]
 
@@ -188,7 +189,10 @@ def evaluate(
     model's events/s. An event the models reject (an
     :class:`~stream_nb.exceptions.InvalidEventError`) is a bad row for all: the models share the
     rules that decide it (a model rejecting an event another one took is a bug, raised as
-    ``RuntimeError``), and a rejected event leaves a model untouched.
+    ``RuntimeError``), and a rejected event leaves a model untouched. stream_nb's models see each
+    event before the peers (:mod:`~stream_nb.tools.evaluate._steps`), so a peer never learns an
+    event they reject; any other error of a model on an event is a
+    :class:`~stream_nb.tools.evaluate.ModelError` naming the model and the event.
 
     Ctrl-C (SIGINT, or a :class:`KeyboardInterrupt`) ends the loop early instead of escaping:
     the result holds the figures of the events processed before it and has ``interrupted`` set.
@@ -203,6 +207,7 @@ def evaluate(
     label_field = getattr(events, "label_field", None)
     clock = time.perf_counter
     bar = _progress_bar(progress, total, source)
+    order = stepping_order(results)
 
     def bad(row: BadRow) -> None:
         out.bad_rows.append(row)
@@ -214,7 +219,7 @@ def evaluate(
     try:
         if delay is not None or delay_field is not None:
             evaluate_delayed(events, results, out, delay=delay, delay_field=delay_field, bad=bad, clock=clock,
-                             interrupt=interrupt, bar=bar, label_field=label_field)
+                             interrupt=interrupt, bar=bar, label_field=label_field, order=order)
         for item in () if delay is not None or delay_field is not None else events:
             if interrupt.requested:
                 raise KeyboardInterrupt
@@ -225,24 +230,11 @@ def evaluate(
                 continue
             x, y = item[0], item[1]
             where = item[2] if len(item) > 2 else f"event {out.n_events + out.n_bad + 1}"
-            steps, rejected = [], None
-            for k, r in enumerate(results):
-                t = clock()
-                try:
-                    steps.append(prequential_step(r.model, x, y))  # the one prequential step
-                except InvalidEventError as exc:
-                    if isinstance(exc, LabelTypeError) and label_field and exc.field is None:
-                        exc = exc.for_field(label_field)
-                    if k:
-                        raise RuntimeError(
-                            f"{where}: {r.name} rejected an event that {results[0].name} took: {exc}"
-                        ) from exc
-                    rejected = exc
-                    break
-                finally:
-                    r.seconds += clock() - t
+            # the one prequential step of each model
+            steps, rejected = call_models(results, order, lambda model: prequential_step(model, x, y), where, clock,
+                                          label_field)
             if rejected is not None:  # the first model rejected it, which leaves every model untouched
-                bad(BadRow(where, rejected.reason, f"{results[0].name}: {rejected}"))
+                bad(BadRow(where, rejected.reason, f"{results[order[0]].name}: {rejected}"))
                 continue
             out.n_events += 1
             if y is None:
