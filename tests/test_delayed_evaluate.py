@@ -60,15 +60,17 @@ def test_delay_field_gives_rivers_accuracy():
 
 
 def test_a_river_model_and_fresh_models():
-    """A river model through our loop; and from an empty model, river leaves the predictions made before
-    any class was known out of its accuracy, where stream-nb counts them as wrong: the hits agree."""
+    """A river model through our loop; from an empty model, the predictions made before any class was known
+    are not scored, as river leaves them out: the accuracies are equal."""
     events = [({"b": x["b"]}, y) for x, y in stream(seed=3)]
     ours = evaluate(events, {"g": naive_bayes.GaussianNB(), "nb": NaiveBayes()}, delay=25).models
     for r, model in zip(ours, (naive_bayes.GaussianNB(), NaiveBayes())):
         theirs = river_accuracy(events, model, 25)
+        assert r.accuracy == theirs.get()
         assert r.metrics.correct == theirs.cm.total_true_positives
         assert r.metrics.labeled == len(events)
         assert theirs.cm.total_weight == len(events) - 25  # events 0-24 predicted before the first label (due at 25)
+        assert sum(row["scored"] for row in r.rows) == len(events) - 25
 
 
 def test_bad_delays_are_bad_rows(tmp_path):

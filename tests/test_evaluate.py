@@ -74,9 +74,12 @@ MAKERS = {"nb": NaiveBayes, "aode": lambda: AODE(warmup=5), "tan": lambda: TAN(r
 
 
 def reference(events, make):
-    """The prequential loop, written out: predict (decision and posterior), score, then learn."""
+    """The prequential loop, written out: predict (decision and posterior), score, then learn.
+
+    A labeled event with no prediction (the model knows no class yet) is not scored; a class the
+    model does not name costs the floor."""
     model = make()
-    labeled = correct = 0
+    labeled = scored = correct = with_proba = 0
     loss = 0.0
     n = 0
     flags = []
@@ -87,15 +90,19 @@ def reference(events, make):
         if y is None:
             continue
         labeled += 1
-        correct += prediction == y
         flags.append(prediction == y)
-        p = proba.get(y, 0.0)
-        loss += -math.log(min(1.0, max(p, FLOOR)))
+        if prediction is not None:
+            scored += 1
+            correct += prediction == y
+        if proba:
+            with_proba += 1
+            p = proba.get(y, 0.0)
+            loss += -math.log(min(1.0 - FLOOR, max(p, FLOOR)))
         model.learn_one(x, y)
     arrays, meta = model.state()
     size = sum(a.nbytes for a in arrays.values()) + len(orjson.dumps(meta, option=orjson.OPT_NON_STR_KEYS))
-    return {"events": n, "labeled": labeled, "accuracy": correct / labeled, "log_loss": loss / labeled,
-            "state_bytes": size, "flags": flags, "model": model}
+    return {"events": n, "labeled": labeled, "scored": scored, "accuracy": correct / scored,
+            "log_loss": loss / with_proba, "state_bytes": size, "flags": flags, "model": model}
 
 
 def write_csv(tmp_path) -> pathlib.Path:
@@ -111,16 +118,19 @@ def cli(*args, input=None, cwd=None):
 
 
 def table_rows(stdout: str) -> dict[str, dict]:
-    """The printed table, by model: accuracy, log loss, events/s, state bytes."""
+    """The printed table, by model: the metrics, events/s, state bytes (None: "-"), drifts."""
     lines = stdout.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("model ") and "accuracy" in line)
     rows = {}
     for line in lines[start + 1:]:
         if not line.strip():
             break
-        name, acc, loss, eps, size = line.split()
-        rows[name] = {"accuracy": float(acc), "log_loss": float(loss), "events_per_s": float(eps.replace(",", "")),
-                      "state_bytes": int(size.replace(",", ""))}
+        name, acc, kappa, kappa_t, kappa_m, f1, loss, eps, size, drifts = line.split()
+        number = lambda text: None if text == "-" else float(text.replace(",", ""))  # noqa: E731
+        rows[name] = {"accuracy": number(acc), "kappa": number(kappa), "kappa_t": number(kappa_t),
+                      "kappa_m": number(kappa_m), "macro_f1": number(f1), "log_loss": number(loss),
+                      "events_per_s": number(eps), "state_bytes": None if size == "-" else int(size.replace(",", "")),
+                      "drifts": int(drifts)}
     return rows
 
 
@@ -254,6 +264,7 @@ def test_evaluate_equals_an_independent_prequential_loop(tmp_path):
         ref = reference(CSV_EVENTS, MAKERS[r.name])
         assert r.metrics.predicted == ref["events"] == 12
         assert r.metrics.labeled == ref["labeled"] == 11
+        assert sum(row["scored"] for row in r.rows) == ref["scored"] == 10
         assert r.accuracy == pytest.approx(ref["accuracy"], abs=1e-12)
         assert r.log_loss == pytest.approx(ref["log_loss"], rel=1e-12)
         assert r.correct.tolist() == ref["flags"]
@@ -302,15 +313,18 @@ def test_rolling_accuracy_matches_a_plain_window():
 
 
 def test_format_table_text_and_markdown():
-    rows = [{"model": "tan:bins=3", "accuracy": 0.93814, "log_loss": 0.16, "events_per_s": 22734.2,
-             "state_bytes": 377733}, {"model": "nb", "accuracy": None, "log_loss": None, "events_per_s": None,
-                                      "state_bytes": 100}]
+    rows = [{"model": "tan:bins=3", "accuracy": 0.93814, "kappa": 0.8, "kappa_t": 0.5, "kappa_m": -0.25,
+             "macro_f1": 0.9, "log_loss": 0.16, "events_per_s": 22734.2, "state_bytes": 377733, "drifts": 2},
+            {"model": "nb", "accuracy": None, "kappa": None, "kappa_t": None, "kappa_m": None, "macro_f1": None,
+             "log_loss": None, "events_per_s": None, "state_bytes": 100, "drifts": 0}]
     text = format_table(rows)
-    assert text.splitlines()[1].split() == ["tan:bins=3", "0.9381", "0.1600", "22,734", "377,733"]
-    assert text.splitlines()[2].split() == ["nb", "-", "-", "-", "100"]
+    assert text.splitlines()[1].split() == ["tan:bins=3", "0.9381", "0.8000", "0.5000", "-0.2500", "0.9000",
+                                            "0.1600", "22,734", "377,733", "2"]
+    assert text.splitlines()[2].split() == ["nb", "-", "-", "-", "-", "-", "-", "-", "100", "0"]
     md = format_table(rows, markdown=True).splitlines()
-    assert md[0] == "| model | accuracy | log loss | events/s | state bytes |"
-    assert md[2] == "| tan:bins=3 | 0.9381 | 0.1600 | 22,734 | 377,733 |"
+    assert md[0] == ("| model | accuracy | kappa | kappa_t | kappa_m | macro F1 | log loss | events/s | state bytes "
+                     "| drifts |")
+    assert md[2] == "| tan:bins=3 | 0.9381 | 0.8000 | 0.5000 | -0.2500 | 0.9000 | 0.1600 | 22,734 | 377,733 | 2 |"
 
 
 # ----------------------------------------------------------------------------- the command
@@ -375,8 +389,8 @@ def test_cli_on_river_led_with_report(tmp_path):
     md = (report / "report.md").read_text()
     assert "![learning curves](learning_curves.png)" in md
     assert "![TAN tree of tan:rebuild_every=500](tan_tree.png)" in md
-    assert "| model | accuracy | log loss | events/s | state bytes |" in md
-    assert f"| nb | {refs['nb']['accuracy']:.4f} | {refs['nb']['log_loss']:.4f} |" in md
+    assert "| model | accuracy | kappa | kappa_t | kappa_m | macro F1 | log loss | events/s | state bytes |" in md
+    assert f"| nb | {refs['nb']['accuracy']:.4f} | " in md and f" | {refs['nb']['log_loss']:.4f} | " in md
     assert "stream-nb evaluate --input river:LED --events 1500 --models nb,aode,tan:rebuild_every=500" in md
     tan = refs["tan:rebuild_every=500"]["model"]
     assert f"Root `{tan.root}`" in md

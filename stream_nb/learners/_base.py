@@ -269,6 +269,55 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
         """Number of events learned (fractional with EM's weights; the decayed weight with ``half_life``)."""
         return self._stats.n_seen / self._inflation
 
+    # ------------------------------------------------------------------ public views (explain, inspect)
+
+    def log_posterior_one(self, x: dict) -> np.ndarray:
+        """ln P(c | x) of every class, in the order of :attr:`classes` (absent attributes marginalised);
+        empty before any class. ``exp`` of it is :meth:`predict_proba_one` as an array.
+
+        >>> from stream_nb import NaiveBayes
+        >>> model = NaiveBayes()
+        >>> model.learn_one({"a": 1}, "p"); model.learn_one({"a": 2}, "q")
+        >>> model.classes, model.log_posterior_one({"a": 1}).round(4).tolist()   # ln 2/3, ln 1/3
+        (['p', 'q'], [-0.4055, -1.0986])
+        """
+        if not self._stats.n_classes:
+            return np.empty(0)
+        return self._log_posterior(x)
+
+    def class_counts(self) -> dict:
+        """``{class: weight}``: the weight of the labeled events counted for each class (an event's weight, EM's
+        fractions, the decayed weight with ``half_life``), in the order of :attr:`classes`.
+
+        >>> from stream_nb import NaiveBayes
+        >>> model = NaiveBayes()
+        >>> for y in ["p", "q", "p"]:
+        ...     model.learn_one({"a": 1}, y)
+        >>> model.class_counts()
+        {'p': 2.0, 'q': 1.0}
+        """
+        s = self._stats
+        return {y: float(s.class_count[c]) / self._inflation for c, y in enumerate(s.classes)}
+
+    def feature_summary(self) -> list[dict]:
+        """One dict per feature, in the order first seen: ``name``; ``kind``, how its counts are kept
+        (``"categorical"``, ``"gaussian"``, ``"binned"``, or ``"numeric by value"``: a float feature of a few
+        values counted by value until one more turns it binned); ``values``, how many values or bins its
+        counts hold (``None`` for a Gaussian).
+
+        >>> from stream_nb import NaiveBayes
+        >>> model = NaiveBayes()
+        >>> model.learn_one({"sky": "sun", "t": 21.5}, "play")
+        >>> model.feature_summary()
+        [{'name': 'sky', 'kind': 'categorical', 'values': 1}, {'name': 't', 'kind': 'gaussian', 'values': None}]
+        """
+        s = self._stats
+        kinds = ("categorical", "gaussian", "binned")
+        few = getattr(s, "few", ())
+        return [{"name": name, "kind": "numeric by value" if f in few else kinds[s.kinds[f]],
+                 "values": len(s.values[f]) if s.values[f] is not None else None}
+                for f, name in enumerate(s.features)]
+
     # ------------------------------------------------------------------ what a subclass defines
 
     @abc.abstractmethod

@@ -10,16 +10,30 @@ from .._console import INTERRUPTED, pipe_safe, writable_directory
 from ..exceptions import ConfigError
 from ..settings import BY_NAME, MODELS
 from ._inputs import MODEL_FLAG_NAMES, BadRowReporter, add_input_flags, global_params, open_input
-from .evaluate import evaluate, format_cut_points, format_table, format_tree, make_model, parse_model_specs
+from .evaluate import (
+    DEFAULT_WINDOW,
+    ModelError,
+    check_results_path,
+    evaluate,
+    format_cut_points,
+    format_table,
+    format_tree,
+    is_peer,
+    make_model,
+    parse_model_specs,
+    write_results,
+)
 from .report import write_report
 
 __all__ = ["add_subcommand", "run_evaluate"]
 
 _EVALUATE_DESCRIPTION = """\
 Run several models prequentially (predict each event, then learn it when it
-is labeled) over the same events, and print for each its accuracy, log loss,
-events/s and state size, and each TAN's final tree. With --report DIR, also
-write learning curves, the TAN tree as pictures and a Markdown report."""
+is labeled) over the same events, and print for each its accuracy, Cohen's
+kappa, kappa_t, kappa_m, macro F1, log loss, events/s, state size and drifts,
+and each TAN's final tree. With --results FILE, also write the metrics of every
+--window labeled events per model (CSV, or Parquet); with --report DIR,
+learning curves, the TAN tree as pictures and a Markdown report."""
 
 _EVALUATE_EPILOG = """\
 inputs:
@@ -37,13 +51,24 @@ inputs:
 models:
   --models nb,aode:m=5,tan:rebuild_every=500:bins=10
   Global model flags apply to every listed model that takes them; PARAM=VALUE
-  after a model overrides them for that model alone.
+  after a model overrides them for that model alone. A name with a dot is any
+  river classifier by its import path, with its own parameters (Python
+  literals, else text): river.tree.HoeffdingTreeClassifier:grace_period=100
+
+metrics (river's, and kappa_t, kappa_m as MOA defines them):
+  kappa    Cohen's kappa, against chance agreement
+  kappa_t  against the no-change classifier (the label of the event before)
+  kappa_m  against the majority class
+  An event with no prediction (a model that knows no class yet) is not scored,
+  as river's progressive_val_score skips it.
 
 bad rows (wrong cell count, invalid JSON, bad label, rejected value types) are
 reported on stderr and skipped; events without a label are predicted only.
 state bytes: nbytes of the arrays of model.state() + JSON size of its meta.
-exit status: 0 done, 1 no valid event, an unreadable input or an unwritable report,
-2 invalid settings (an unwritable --report directory included, checked first),
+exit status: 0 done, 1 no valid event, an unreadable input, a model failing on an
+event (a peer given values it cannot take) or an unwritable report or results,
+2 invalid settings (an unwritable --report directory or --results file included,
+checked first),
 130 interrupted (Ctrl-C): the table covers the events measured until then."""
 
 
@@ -59,12 +84,16 @@ def add_subcommand(commands: argparse._SubParsersAction) -> None:
     )
     add_input_flags(p, "models")
     p.add_argument("--models", default="nb,aode,tan", metavar="SPECS",
-                   help=f"models to compare: NAME[:PARAM=VALUE...] with NAME one of {', '.join(MODELS)}, "
-                        "comma-separated (default: nb,aode,tan)")
+                   help=f"models to compare: NAME[:PARAM=VALUE...] with NAME one of {', '.join(MODELS)} or "
+                        "a river classifier's import path, comma-separated (default: nb,aode,tan)")
     p.add_argument("--report", metavar="DIR", default=None,
                    help="write learning_curves.png, one tree PNG per TAN and report.md into DIR")
-    p.add_argument("--window", type=int, default=500, metavar="N",
-                   help="labeled events per point of the rolling accuracy in the report (default: 500)")
+    p.add_argument("--results", metavar="FILE", default=None,
+                   help="write one row per window per model: the window's metrics, time and drifts, and the "
+                        "cumulative ones (FILE.csv, or FILE.parquet with pyarrow installed)")
+    p.add_argument("--window", type=int, default=DEFAULT_WINDOW, metavar="N",
+                   help=f"labeled events per tumbling window of --results and per point of the rolling "
+                        f"accuracy in the report (default: {DEFAULT_WINDOW})")
     delays = p.add_mutually_exclusive_group()
     delays.add_argument("--delay", type=int, default=None, metavar="N",
                         help="reveal each label N events after its event (predicted on arrival, scored and "
@@ -86,7 +115,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
             raise ConfigError(f"--delay: expected a number of events >= 0, got {args.delay}")
         specs = parse_model_specs(args.models)
         defaults = global_params(args)
-        unused = [n for n in defaults if not any(n in MODELS[s.model][1] for s in specs)]
+        unused = [n for n in defaults if not any(not is_peer(s.model) and n in MODELS[s.model][1] for s in specs)]
         if unused:
             takers = {n: [m for m, (_, ps) in MODELS.items() if n in ps] for n in unused}
             raise ConfigError("; ".join(
@@ -96,25 +125,30 @@ def run_evaluate(args: argparse.Namespace) -> int:
         source = open_input(args)
         if args.report:  # now, not after the whole computation
             writable_directory(args.report, "--report")
+        if args.results:
+            check_results_path(args.results)
     except ConfigError as exc:
         print(f"stream-nb evaluate: error: {exc}", file=sys.stderr)
         return 2
     reporter = BadRowReporter("evaluate")
     try:
         result = evaluate(source, models, source=source.describe, progress=True, total=source.total,
-                          on_bad_row=reporter, delay=args.delay, delay_field=args.delay_field)
+                          on_bad_row=reporter, delay=args.delay, delay_field=args.delay_field, window=args.window)
     except ConfigError as exc:
         print(f"stream-nb evaluate: error: {exc}", file=sys.stderr)
         return 2
     except (OSError, UnicodeDecodeError) as exc:
         print(f"stream-nb evaluate: error: cannot read {args.input}: {exc}", file=sys.stderr)
         return 1
+    except ModelError as exc:
+        print(f"stream-nb evaluate: error: {exc}", file=sys.stderr)
+        return 1
     print(f"{result.source}: {result.counts_line()}")
     if result.bad_rows:
         print(f"stream-nb evaluate: {result.counts_line().split('; ', 1)[1]}", file=sys.stderr)
     if result.interrupted:
         print(f"stream-nb evaluate: interrupted: the figures below cover the first {result.n_events:,} events"
-              + ("; no report written" if args.report else ""), file=sys.stderr)
+              + ("; no report or results written" if args.report or args.results else ""), file=sys.stderr)
         if result.n_events:
             print()
             print(format_table(result.table()))
@@ -127,12 +161,26 @@ def run_evaluate(args: argparse.Namespace) -> int:
               "(--label-field): nothing was learned or scored", file=sys.stderr)
     print()
     print(format_table(result.table()))
+    unscored = [f"{r.name}: {r.metrics.labeled - sum(row['scored'] for row in r.rows):,}" for r in result.models]
+    print(f"\nlabeled events with no prediction, not scored: {', '.join(unscored)}")
+    for r in result.models:
+        if r.drifts:
+            print(f"drifts of {r.name} (after labeled event): {', '.join(f'{d:,}' for d in r.drifts)}")
     for r in result.models:
         if hasattr(r.model, "tree"):
             print(f"\nTAN tree of {r.name}: {format_tree(r.model)}")
         cuts = format_cut_points(r.model)
         if cuts:
             print(f"\ncut points of {r.name}'s numeric features:\n{cuts}")
+    if args.results:
+        try:
+            write_results(result, args.results)
+        except OSError as exc:
+            print(f"stream-nb evaluate: error: --results {args.results}: cannot write the results: "
+                  f"{exc.strerror or exc}", file=sys.stderr)
+            return 1
+        print(f"\nresults: {args.results} ({len(result.models)} models x "
+              f"{len(result.models[0].rows) if result.models else 0} windows of {args.window:,} labeled events)")
     if args.report:
         try:
             paths = write_report(result, args.report, window=args.window, command=_command_line(args))
@@ -169,5 +217,7 @@ def _command_line(args: argparse.Namespace) -> str:
         value = getattr(args, name)
         if value is not None:
             parts += [BY_NAME[name].flag, *(value if isinstance(value, list) else [value])]
+    if args.results:
+        parts += ["--results", args.results]
     parts += ["--report", args.report, "--window", str(args.window)]
     return " ".join(shlex.quote(str(p)) for p in parts)

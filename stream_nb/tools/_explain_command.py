@@ -139,9 +139,9 @@ def unknown_features(model, features: dict, where: str) -> list[str]:
     >>> unknown_features(model, {"outlook": "rain", "temprature": 18.0}, "--event")
     ["--event: the model has never seen feature 'temprature' (it contributes 0); did you mean 'temperature'?"]
     """
-    known = getattr(getattr(model, "_stats", None), "features", None)
-    if known is None:
+    if not callable(getattr(model, "feature_summary", None)):
         return []
+    known = [f["name"] for f in model.feature_summary()]
     names = {str(name): name for name in known}
     out = []
     for name in features:

@@ -183,9 +183,10 @@ def _is_missing(v) -> bool:
 
 
 def _log_posterior(model, x: dict) -> np.ndarray:
-    """ln P(c | x) over ``model.classes``."""
-    if hasattr(model, "_log_posterior") and hasattr(model, "_stats"):
-        return model._log_posterior(x)
+    """ln P(c | x) over ``model.classes``: the model's own (:meth:`~stream_nb.NaiveBayes.log_posterior_one`),
+    else the log of ``predict_proba_one``."""
+    if callable(getattr(model, "log_posterior_one", None)):
+        return model.log_posterior_one(x)
     proba = model.predict_proba_one(x)
     with np.errstate(divide="ignore"):
         return np.log(np.array([proba.get(c, 0.0) for c in _classes(model)], dtype=float))

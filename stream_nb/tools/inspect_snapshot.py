@@ -46,15 +46,8 @@ def describe(snap: snapshots.SnapshotFile) -> dict[str, typing.Any]:
     model = snap.model()
     meta = snap.meta
     # the features as the rebuilt model holds them (its from_state checked them), not as the file says
-    stats = model._stats
-    kinds = ("categorical", "gaussian", "binned")
-    features = [
-        # a float feature of a few values, counted by value until one more turns it binned: numeric by value
-        {"name": _plain(name), "kind": "numeric by value" if f in getattr(stats, "few", ()) else kinds[stats.kinds[f]],
-         "values": len(stats.values[f]) if stats.values[f] is not None else None}
-        for f, name in enumerate(stats.features)
-    ]
-    counts = model._stats.counts()["class_count"] if hasattr(model, "_stats") else {}
+    features = [{**f, "name": _plain(f["name"])} for f in model.feature_summary()]
+    counts = model.class_counts()
     info: dict[str, typing.Any] = {
         "path": snap.path,
         "size": snap.size,

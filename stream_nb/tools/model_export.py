@@ -50,8 +50,8 @@ def export_model(channel, path: str, timeout: float = 60.0) -> dict:
         parts.append((partition, model))
         if template is None:
             every = info.get("rebuild_every")
-            template = model.clone({"rebuild_every": every} if every is not None and "rebuild_every" in
-                                   model._get_params() else {})
+            template = model.clone({"rebuild_every": every} if every is not None and hasattr(model, "rebuild_every")
+                                   else {})
     view = merge_states(template, parts)
     ends = channel.end_offsets(list(known))
     figures = {p: {"offset": o, "learned": info.get("learned"),

@@ -64,7 +64,7 @@ def _figure(width: float, height: float):
 
 def plot_learning_curves(evaluation, path: str, window: int = 500) -> str:
     """Rolling prequential accuracy over ``window`` labeled events, one line per model, and a dotted
-    vertical line in the model's colour at each drift its detector found (``model.drifts``); returns ``path``."""
+    vertical line in the model's colour at each drift its detector found (``ModelResult.drifts``); returns ``path``."""
     fig = _figure(8, 4.5)
     ax = fig.add_subplot()
     for r in evaluation.models:
@@ -72,8 +72,9 @@ def plot_learning_curves(evaluation, path: str, window: int = 500) -> str:
             continue
         y = rolling_accuracy(r.correct, window)
         x = np.arange(1, len(y) + 1)
-        (line,) = ax.plot(x, y, linewidth=1.4, label=f"{r.name} (overall {r.accuracy:.4f})")
-        for d in getattr(r.model, "drifts", None) or ():  # the drifts the model's detector found
+        overall = "-" if r.accuracy is None else f"{r.accuracy:.4f}"
+        (line,) = ax.plot(x, y, linewidth=1.4, label=f"{r.name} (overall {overall})")
+        for d in r.drifts:  # the drifts the model's detector found, in labeled events of this evaluation
             ax.axvline(d, color=line.get_color(), linestyle=":", linewidth=1.0, alpha=0.8)
     ax.set_xlabel("labeled events")
     ax.set_ylabel(f"accuracy over the last {window:,} labeled events")
@@ -218,10 +219,18 @@ def write_report(evaluation, directory: str, window: int = 500, command: str | N
         f"Input: {evaluation.source}: {evaluation.counts_line()}.",
         "",
         "Every event is predicted by every model, then learned when labeled (prequential). "
-        "Log loss in nats; events/s counts the time spent in each model's calls; state bytes = "
-        "the arrays of `model.state()` plus the JSON size of its metadata.",
+        "kappa is Cohen's (against chance), kappa_t against the no-change classifier, kappa_m against "
+        "the majority class; a labeled event the model gave no prediction (it knew no class yet) is not "
+        "scored. Log loss in nats; events/s counts the time spent in each model's calls; state bytes = "
+        "the arrays of `model.state()` plus the JSON size of its metadata (stream_nb's models only).",
         "",
         format_table(evaluation.table(), markdown=True),
+        "",
+        "## Drifts",
+        "",
+        "The drifts each model's detector found, after the labeled event whose error raised it:",
+        "",
+        *[f"- {r.name}: " + (", ".join(f"{d:,}" for d in r.drifts) if r.drifts else "none") for r in evaluation.models],
         "",
         "## Learning curves",
         "",

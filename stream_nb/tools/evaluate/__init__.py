@@ -1,11 +1,16 @@
 """``stream-nb evaluate``: several models, prequentially, over the same events.
 
 Every valid event is first predicted by every model as it stands, then, when
-it carries a label, learned by every model (prequential, "test then train").
-The scores are those of :class:`~stream_nb.engine.PrequentialMetrics`, the
-daemon's own: accuracy over labeled events, and the mean log loss
-``-ln(max(p, 1e-15))`` of the probability ``p`` given to the true class (0 when
-the model had not seen that class yet).
+it carries a label, learned by every model (prequential, "test then train"),
+in the same order for all; the time spent in each model's calls is counted for
+that model alone. Each model is scored cumulatively and per tumbling window of
+``window`` labeled events (:mod:`~stream_nb.tools.evaluate._scores`): river's
+accuracy, Cohen's kappa, macro F1 and log loss, and :class:`KappaT` and
+:class:`KappaM` (:mod:`~stream_nb.tools.evaluate._kappas`). An event with no
+prediction (a model that knows no class yet) is not scored, as river's
+``progressive_val_score`` skips it. :meth:`Evaluation.results` gives one row per
+window per model as a DataFrame, :func:`write_results` writes it as CSV or
+Parquet; each model's drifts are in :attr:`ModelResult.drifts` and the rows.
 
 Inputs (:func:`open_events`)
 ----------------------------
@@ -48,28 +53,32 @@ Models (:func:`parse_model_specs`)
 with NAME one of the daemon's ``--model`` choices (``nb``, ``aode``, ``tan``, ...), e.g. ``nb,aode:m=5,tan:rebuild_every=500:bins=10``. The same model
 may appear twice with different parameters. A global flag (``--alpha``,
 ``--bins``, ...) applies to every listed model that takes it; a per-model
-parameter overrides it for that model.
+parameter overrides it for that model. A NAME with a dot is a peer, any river
+classifier named by its import path (``river.tree.HoeffdingTreeClassifier:grace_period=100``:
+see :mod:`~stream_nb.tools.evaluate._specs`).
 
 Memory
 ------
 The "state bytes" column is the size of the model's plain-data state: the sum
 of ``nbytes`` of the arrays of ``model.state()[0]`` plus the length of the
-compact JSON encoding (orjson) of its metadata ``model.state()[1]``: what a snapshot holds.
+compact JSON encoding (orjson) of its metadata ``model.state()[1]``: what a snapshot holds
+(none for a peer).
 
 >>> events = [({"sky": "sun"}, "play"), ({"sky": "rain"}, "stay"), ({"sky": "sun"}, "play"), ({"sky": "rain"}, None)]
 >>> result = evaluate(events, {"nb": make_model("nb")})
 >>> result.n_events, result.n_labeled, result.n_unlabeled
 (4, 3, 1)
 >>> nb = result.models[0]
->>> nb.metrics.correct, nb.accuracy
-(1, 0.3333333333333333)
+>>> nb.metrics.labeled, nb.rows[0]["scored"], nb.accuracy   # the first event: no prediction, not scored
+(3, 2, 0.5)
 """
 
 from __future__ import annotations
 
 from ._drifting import DRIFT_STREAMS, DriftingStream
 from ._format import format_cut_points, format_table, format_tree, why_no_tree
-from ._loop import Evaluation, ModelResult, evaluate, rolling_accuracy, train
+from ._kappas import KappaM, KappaT
+from ._loop import DEFAULT_WINDOW, Evaluation, ModelResult, evaluate, rolling_accuracy, train
 from ._readers import (
     DEFAULT_RIVER_EVENTS,
     RIVER_STREAMS,
@@ -79,10 +88,23 @@ from ._readers import (
     open_events,
     parse_cell,
 )
-from ._specs import ModelSpec, make_model, parse_model_specs, state_bytes
+from ._results import check_results_path, write_results
+from ._scores import METRICS, RESULT_COLUMNS, Scorer
+from ._specs import ModelSpec, is_peer, make_model, parse_model_specs, state_bytes
+from ._steps import ModelError
 
 __all__ = [
     "DEFAULT_RIVER_EVENTS",
+    "DEFAULT_WINDOW",
+    "KappaM",
+    "KappaT",
+    "METRICS",
+    "ModelError",
+    "RESULT_COLUMNS",
+    "Scorer",
+    "check_results_path",
+    "is_peer",
+    "write_results",
     "DRIFT_STREAMS",
     "DriftingStream",
     "RIVER_STREAMS",

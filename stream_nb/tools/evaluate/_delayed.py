@@ -21,9 +21,10 @@ import bisect
 import math
 import typing
 
-from ...exceptions import ConfigError, InvalidEventError, LabelTypeError
+from ...exceptions import ConfigError, InvalidEventError
 from ...learners import BayesClassifier
 from ._readers import BadRow
+from ._steps import call_models
 
 __all__ = ["delay_of", "evaluate_delayed"]
 
@@ -56,9 +57,9 @@ def _predict(model, x: dict) -> tuple:
 
 def evaluate_delayed(events: typing.Iterable, results: list, out, *, delay=None,
                      delay_field: str | None = None, bad: typing.Callable[[BadRow], None], clock,
-                     interrupt, bar, label_field: str | None, correct: list, losses: list) -> None:
+                     interrupt, bar, label_field: str | None, order: list[int]) -> None:
     """The loop of :func:`~stream_nb.tools.evaluate.evaluate` with delayed labels (see the module notes);
-    fills ``results``, ``out`` and the per-model lists ``correct`` and ``losses`` in place."""
+    fills ``results`` (their metrics and tallies) and ``out`` in place."""
     if delay is not None and (isinstance(delay, bool) or not isinstance(delay, int) or delay < 0):
         raise ConfigError(f"--delay: expected a number of events >= 0, got {delay!r}")
     pending: list = []  # (due, seq, x, y, where, predictions), ordered by due then arrival
@@ -66,20 +67,12 @@ def evaluate_delayed(events: typing.Iterable, results: list, out, *, delay=None,
 
     def reveal(item) -> None:
         _, _, x, y, where, preds = item
-        for k, r in enumerate(results):
-            t = clock()
-            try:
-                r.model.learn_one(x, y)
-            except InvalidEventError as exc:
-                if isinstance(exc, LabelTypeError) and label_field and exc.field is None:
-                    exc = exc.for_field(label_field)
-                if k:
-                    raise RuntimeError(f"{where}: {r.name} rejected an event that {results[0].name} took: {exc}") from exc
-                bad(BadRow(where, exc.reason, f"{results[0].name}: {exc}"))
-                return
-            finally:
-                r.seconds += clock() - t
-        for r, (prediction, proba), hits, ls in zip(results, preds, correct, losses):
+        _, rejected = call_models(results, order, lambda model: model.learn_one(x, y), where, clock, label_field)
+        if rejected is not None:
+            bad(BadRow(where, rejected.reason, f"{results[order[0]].name}: {rejected}"))
+            return
+        out.labels.append(y)
+        for r, (prediction, proba) in zip(results, preds):
             r.metrics.correct += prediction is not None and prediction == y
             r.metrics.labeled += 1
             r.metrics.learned += 1
@@ -87,8 +80,7 @@ def evaluate_delayed(events: typing.Iterable, results: list, out, *, delay=None,
             floored = not p >= r.metrics.log_loss_floor
             r.metrics.log_loss_floored += floored
             r.metrics.log_loss_sum -= math.log(r.metrics.log_loss_floor if floored else min(p, 1.0))
-            hits.append(prediction is not None and prediction == y)
-            ls.append(-math.log(r.metrics.log_loss_floor if floored else min(p, 1.0)))
+            r.tally.add(y, prediction, proba, r.seconds, r.model)
 
     for item in events:
         if interrupt.requested:
@@ -111,20 +103,9 @@ def evaluate_delayed(events: typing.Iterable, results: list, out, *, delay=None,
         now = out.n_events
         while pending and pending[0][0] <= now:
             reveal(pending.pop(0))
-        preds, rejected = [], None
-        for k, r in enumerate(results):
-            t = clock()
-            try:
-                preds.append(_predict(r.model, x))
-            except InvalidEventError as exc:
-                if k:
-                    raise RuntimeError(f"{where}: {r.name} rejected an event that {results[0].name} took: {exc}") from exc
-                rejected = exc
-                break
-            finally:
-                r.seconds += clock() - t
+        preds, rejected = call_models(results, order, lambda model: _predict(model, x), where, clock, label_field)
         if rejected is not None:
-            bad(BadRow(where, rejected.reason, f"{results[0].name}: {rejected}"))
+            bad(BadRow(where, rejected.reason, f"{results[order[0]].name}: {rejected}"))
             continue
         out.n_events += 1
         for r in results:

@@ -7,24 +7,30 @@ import typing
 __all__ = ["format_cut_points", "format_table", "format_tree", "why_no_tree"]
 
 
+_FIGURES = ("accuracy", "kappa", "kappa_t", "kappa_m", "macro_f1", "log_loss")
+
+
 def _fmt(value: typing.Any, kind: str) -> str:
     if value is None:
         return "-"
-    if kind == "accuracy" or kind == "log_loss":
+    if kind in _FIGURES:
         return f"{value:.4f}"
     return f"{value:,.0f}"
 
 
-_COLUMNS = (("model", "model"), ("accuracy", "accuracy"), ("log_loss", "log loss"),
-            ("events_per_s", "events/s"), ("state_bytes", "state bytes"))
+_COLUMNS = (("model", "model"), ("accuracy", "accuracy"), ("kappa", "kappa"), ("kappa_t", "kappa_t"),
+            ("kappa_m", "kappa_m"), ("macro_f1", "macro F1"), ("log_loss", "log loss"),
+            ("events_per_s", "events/s"), ("state_bytes", "state bytes"), ("drifts", "drifts"))
 
 
 def format_table(rows: list[dict], markdown: bool = False) -> str:
     """The :meth:`Evaluation.table` rows as aligned text, or as a Markdown table.
 
-    >>> print(format_table([{"model": "nb", "accuracy": 0.75, "log_loss": 0.5, "events_per_s": 1234.5, "state_bytes": 900}]))
-    model  accuracy  log loss  events/s  state bytes
-    nb       0.7500    0.5000     1,234          900
+    >>> print(format_table([{"model": "nb", "accuracy": 0.75, "kappa": 0.5, "kappa_t": 0.25, "kappa_m": -0.1,
+    ...                      "macro_f1": 0.7, "log_loss": 0.5, "events_per_s": 1234.5, "state_bytes": 900,
+    ...                      "drifts": 0}]))
+    model  accuracy   kappa  kappa_t  kappa_m  macro F1  log loss  events/s  state bytes  drifts
+    nb       0.7500  0.5000   0.2500  -0.1000    0.7000    0.5000     1,234          900       0
     """
     cells = [[h for _, h in _COLUMNS]]
     for row in rows:

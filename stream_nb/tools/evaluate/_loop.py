@@ -11,19 +11,32 @@ import typing
 import numpy as np
 
 from ..._console import InterruptGuard
+from ..._pandas import pd
 from ...engine import PrequentialMetrics
 from ...exceptions import ConfigError, InvalidEventError, LabelTypeError
 from ...learners import prequential_step
 from ._delayed import evaluate_delayed
 from ._readers import BadRow
+from ._scores import METRICS, RESULT_COLUMNS, Tally, window_rows
 from ._specs import state_bytes
+from ._steps import call_models, stepping_order
 
-__all__ = ["Evaluation", "ModelResult", "evaluate", "rolling_accuracy", "train"]
+__all__ = ["DEFAULT_WINDOW", "Evaluation", "ModelResult", "evaluate", "rolling_accuracy", "train"]
+
+#: Labeled events per tumbling window of the results (and per point of the rolling curve): ``--window``.
+DEFAULT_WINDOW = 500
 
 
 @dataclasses.dataclass(eq=False)
 class ModelResult:
-    """One model's run: its prequential metrics, time spent in it, and the per-event record."""
+    """One model's run: its metrics, the time spent in it, and its per-event record.
+
+    ``metrics`` holds the daemon's counters (:class:`~stream_nb.engine.PrequentialMetrics`: events
+    predicted, labeled, learned); ``rows`` the results of each tumbling window (see
+    :mod:`stream_nb.tools.evaluate._scores`), whose last row's cumulative figures are :attr:`figures`.
+    ``correct`` and ``loss`` hold each labeled event's hit (no prediction: a miss) and log loss
+    (floored as the daemon floors it), for the rolling curve.
+    """
 
     name: str
     model: typing.Any
@@ -31,16 +44,31 @@ class ModelResult:
     seconds: float = 0.0
     correct: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=bool))
     loss: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
+    tally: Tally | None = None
+    rows: list[dict] = dataclasses.field(default_factory=list)
+
+    @property
+    def figures(self) -> dict[str, float | None]:
+        """The cumulative metrics (``accuracy``, ``kappa``, ``kappa_t``, ``kappa_m``, ``macro_f1``,
+        ``log_loss``) over every labeled event with a prediction; ``None`` before any."""
+        last = self.rows[-1] if self.rows else {}
+        return {m: last.get(f"cumulative_{m}") for m in METRICS}
 
     @property
     def accuracy(self) -> float | None:
-        """Prequential accuracy over the labeled events."""
-        return self.metrics.accuracy
+        """Prequential accuracy over the labeled events with a prediction: river's ``Accuracy``."""
+        return self.figures["accuracy"]
 
     @property
     def log_loss(self) -> float | None:
-        """Mean prequential log loss (nats) over the labeled events."""
-        return self.metrics.log_loss
+        """Mean prequential log loss (nats) over the labeled events with probabilities (see the module notes)."""
+        return self.figures["log_loss"]
+
+    @property
+    def drifts(self) -> list[int]:
+        """The drifts the model's detector found in this evaluation: the labeled events up to and
+        including the one whose error raised each."""
+        return list(self.tally.drifts) if self.tally is not None else []
 
     @property
     def events_per_second(self) -> float | None:
@@ -48,9 +76,9 @@ class ModelResult:
         return self.metrics.predicted / self.seconds if self.seconds > 0 else None
 
     @property
-    def memory_bytes(self) -> int:
-        """:func:`state_bytes` of the model at the end."""
-        return state_bytes(self.model)
+    def memory_bytes(self) -> int | None:
+        """:func:`state_bytes` of the model at the end; ``None`` for a model without ``state()`` (a river model)."""
+        return state_bytes(self.model) if callable(getattr(self.model, "state", None)) else None
 
 
 @dataclasses.dataclass
@@ -66,6 +94,10 @@ class Evaluation:
     blank_lines: int = 0
     #: True when Ctrl-C (KeyboardInterrupt) ended the run early: the figures cover the events before it.
     interrupted: bool = False
+    #: Labeled events per tumbling window of :meth:`results`.
+    window: int = DEFAULT_WINDOW
+    #: The labels of the labeled events, in the order they were scored.
+    labels: list = dataclasses.field(default_factory=list)
 
     @property
     def n_bad(self) -> int:
@@ -81,17 +113,31 @@ class Evaluation:
         return out
 
     def table(self) -> list[dict[str, typing.Any]]:
-        """One row per model: model, accuracy, log_loss, events_per_s, state_bytes."""
+        """One row per model: model, the cumulative metrics (accuracy, kappa, kappa_t, kappa_m, macro_f1,
+        log_loss), events_per_s, state_bytes, drifts (how many)."""
         return [
-            {
-                "model": r.name,
-                "accuracy": r.accuracy,
-                "log_loss": r.log_loss,
-                "events_per_s": r.events_per_second,
-                "state_bytes": r.memory_bytes,
-            }
+            {"model": r.name, **r.figures, "events_per_s": r.events_per_second, "state_bytes": r.memory_bytes,
+             "drifts": len(r.drifts)}
             for r in self.models
         ]
+
+    def results(self):
+        """One row per tumbling window per model, as a pandas DataFrame (what ``--results`` writes).
+
+        Columns: ``model``, ``window`` (from 0), ``first`` and ``last`` (labeled events, from 1),
+        ``labeled``, ``scored``, the window's metrics, ``seconds`` spent in the model, ``drifts`` and
+        ``drift_positions`` (space-separated) found in the window, then ``cumulative_<metric>`` up to
+        its end. See :mod:`stream_nb.tools.evaluate._scores`.
+
+        >>> from stream_nb import NaiveBayes
+        >>> events = [({"sky": "sun"}, "play"), ({"sky": "rain"}, "stay"), ({"sky": "sun"}, "play")]
+        >>> frame = evaluate(events, {"nb": NaiveBayes()}, window=2).results()
+        >>> print(frame[["model", "window", "first", "last", "labeled", "scored", "accuracy"]].to_string(index=False))
+        model  window  first  last  labeled  scored  accuracy
+           nb       0      1     2        2       1       0.0
+           nb       1      3     3        1       1       1.0
+        """
+        return pd.DataFrame([row for r in self.models for row in r.rows], columns=RESULT_COLUMNS)
 
     def counts_line(self) -> str:
         """One sentence: events, labeled, unlabeled, bad rows by reason, blank lines."""
@@ -114,6 +160,7 @@ def evaluate(
     on_bad_row: typing.Callable[[BadRow], None] | None = None,
     delay: int | None = None,
     delay_field: str | None = None,
+    window: int = DEFAULT_WINDOW,
 ) -> Evaluation:
     """Run every model prequentially over the same events.
 
@@ -133,6 +180,8 @@ def evaluate(
     delay, delay_field
         Labels revealed ``delay`` events later, or as many as the event's field ``delay_field`` says
         (see :mod:`stream_nb.tools.evaluate._delayed`): river's ``progressive_val_score(..., delay=)``.
+    window
+        Labeled events per tumbling window of :meth:`Evaluation.results`.
 
     Each valid event goes through every model's prequential step
     (:func:`~stream_nb.learners.prequential_step`: predicted, then learned when labeled, or
@@ -140,7 +189,10 @@ def evaluate(
     model's events/s. An event the models reject (an
     :class:`~stream_nb.exceptions.InvalidEventError`) is a bad row for all: the models share the
     rules that decide it (a model rejecting an event another one took is a bug, raised as
-    ``RuntimeError``), and a rejected event leaves a model untouched.
+    ``RuntimeError``), and a rejected event leaves a model untouched. stream_nb's models see each
+    event before the peers (:mod:`~stream_nb.tools.evaluate._steps`), so a peer never learns an
+    event they reject; any other error of a model on an event is a
+    :class:`~stream_nb.tools.evaluate.ModelError` naming the model and the event.
 
     Ctrl-C (SIGINT, or a :class:`KeyboardInterrupt`) ends the loop early instead of escaping:
     the result holds the figures of the events processed before it and has ``interrupted`` set.
@@ -148,14 +200,14 @@ def evaluate(
     predicted and learned the same events); a second one interrupts the event at hand, which
     is then not counted, though a model may have learned it.
     """
-    results = [ModelResult(name, model, PrequentialMetrics()) for name, model in models.items()]
-    out = Evaluation(source, results)
+    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+        raise ConfigError(f"--window: expected a positive integer, got {window!r}")
+    results = [ModelResult(name, model, PrequentialMetrics(), tally=Tally(model)) for name, model in models.items()]
+    out = Evaluation(source, results, window=window)
     label_field = getattr(events, "label_field", None)
-    correct = [[] for _ in results]
-    losses = [[] for _ in results]
-    floor = PrequentialMetrics().log_loss_floor
     clock = time.perf_counter
     bar = _progress_bar(progress, total, source)
+    order = stepping_order(results)
 
     def bad(row: BadRow) -> None:
         out.bad_rows.append(row)
@@ -167,7 +219,7 @@ def evaluate(
     try:
         if delay is not None or delay_field is not None:
             evaluate_delayed(events, results, out, delay=delay, delay_field=delay_field, bad=bad, clock=clock,
-                             interrupt=interrupt, bar=bar, label_field=label_field, correct=correct, losses=losses)
+                             interrupt=interrupt, bar=bar, label_field=label_field, order=order)
         for item in () if delay is not None or delay_field is not None else events:
             if interrupt.requested:
                 raise KeyboardInterrupt
@@ -178,45 +230,34 @@ def evaluate(
                 continue
             x, y = item[0], item[1]
             where = item[2] if len(item) > 2 else f"event {out.n_events + out.n_bad + 1}"
-            steps, rejected = [], None
-            for k, r in enumerate(results):
-                t = clock()
-                try:
-                    steps.append(prequential_step(r.model, x, y))  # the one prequential step
-                except InvalidEventError as exc:
-                    if isinstance(exc, LabelTypeError) and label_field and exc.field is None:
-                        exc = exc.for_field(label_field)
-                    if k:
-                        raise RuntimeError(
-                            f"{where}: {r.name} rejected an event that {results[0].name} took: {exc}"
-                        ) from exc
-                    rejected = exc
-                    break
-                finally:
-                    r.seconds += clock() - t
+            # the one prequential step of each model
+            steps, rejected = call_models(results, order, lambda model: prequential_step(model, x, y), where, clock,
+                                          label_field)
             if rejected is not None:  # the first model rejected it, which leaves every model untouched
-                bad(BadRow(where, rejected.reason, f"{results[0].name}: {rejected}"))
+                bad(BadRow(where, rejected.reason, f"{results[order[0]].name}: {rejected}"))
                 continue
             out.n_events += 1
             if y is None:
                 out.n_unlabeled += 1
             else:
                 out.n_labeled += 1
-            for k, (r, (prediction, proba, learned, _)) in enumerate(zip(results, steps)):
+                out.labels.append(y)
+            for r, (prediction, proba, learned, _) in zip(results, steps):
                 r.metrics.update_prediction(y, prediction, proba, learned=learned)
                 if y is not None:
-                    correct[k].append(prediction is not None and prediction == y)
-                    p = proba.get(y, 0.0)
-                    losses[k].append(-math.log(min(p, 1.0) if p >= floor else floor))
+                    r.tally.add(y, prediction, proba, r.seconds, r.model)
     except KeyboardInterrupt:
         out.interrupted = True
     finally:
         interrupt.stop()
         if bar is not None:
             bar.close()
-    for r, c, ls in zip(results, correct, losses):
-        r.correct = np.array(c, dtype=bool)
-        r.loss = np.array(ls, dtype=float)
+    floor = PrequentialMetrics().log_loss_floor
+    for r in results:
+        r.correct = np.array([p is not None and p == y for y, p in zip(out.labels, r.tally.predictions)], dtype=bool)
+        r.loss = np.array([-math.log(min(p, 1.0) if p is not None and p >= floor else floor) for p in r.tally.p_true],
+                          dtype=float)
+        r.rows = window_rows(r.name, out.labels, r.tally, window)
     out.blank_lines = getattr(events, "blank_lines", 0)
     return out
 
