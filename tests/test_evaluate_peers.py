@@ -270,6 +270,20 @@ def test_results_path_is_checked_first():
         assert check_results_path("r.parquet") == "parquet"
 
 
+def test_parquet_results_hold_the_same_rows_as_csv(tmp_path):
+    """Where pyarrow is installed, ``--results r.parquet`` holds what ``r.csv`` holds, row for row."""
+    pytest.importorskip("pyarrow")
+    from stream_nb.tools.evaluate import write_results
+
+    result = evaluate(river_events("river:STAGGER-abrupt", 1500), {"nb": NaiveBayes(drift_detector="ddm")},
+                      window=500)
+    csv = pd.read_csv(write_results(result, str(tmp_path / "r.csv")), keep_default_na=False)
+    parquet = pd.read_parquet(write_results(result, str(tmp_path / "r.parquet")))
+    assert list(parquet.columns) == list(RESULT_COLUMNS) and len(parquet) == len(csv) == 3
+    pd.testing.assert_frame_equal(parquet, result.results())
+    assert parquet["accuracy"].tolist() == pytest.approx(csv["accuracy"].tolist())
+
+
 def test_done_when_command(tmp_path):
     """The command of the issue, as a user runs it: kappas for all three models, r.csv in pandas with one
     row per window and model, the river model's accuracy equal to progressive_val_score, drifts in the report."""
