@@ -7,11 +7,10 @@ import numpy as np
 from ..stats import DEFAULT_MEMORY_BUDGET
 from .._checks import check_integer
 from ..kernels import compiled
-from ..stats import Encoded, naive_terms, set_pair_rule
+from ..stats import Encoded, set_pair_rule
 from ._base import BayesClassifier
 from ._binning import check_binning
 from ._decision import logsumexp
-from ._dependence_runs import run_cells, spode_run_terms
 from ._em import add_estep, mixture_posterior, one_dependence_estep
 from ._runs import VectorisedRuns
 from ._spode_kernel import NO_MORE, UNLABELED, OneDependenceKernel
@@ -195,38 +194,13 @@ class AODE(OneDependenceKernel, VectorisedRuns, BayesClassifier):
         if learn:
             self._kernel_learned(D, dfeats, yc, cached)
 
-    # ------------------------------------------------------------------ vectorised runs
+    # ------------------------------------------------------------------ runs
 
     _run_complete = True  # complete events: every attribute is a parent and a child of every other
-    _decayed_runs = True  # spode_run_terms and naive_terms weigh the rows (half_life)
-    _run_unseen = True  # a value never seen scores as in spode_terms: no count, one more value, no parent
-    _run_new_values = True  # spode_run_terms and naive_terms count the values a run registers
 
     def _run_ready(self) -> bool:
         # under a pair selection the one-event path reads the candidate parents' pairs alone
-        return not self.learn_unlabeled and not self._stats.pairs_selected and self._stats.run_fits()
-
-    def _run_rows(self) -> int:
-        s = self._stats
-        return self._RUN if self._kernel_ready() else run_cells(len(s.features), s.n_classes * len(s.features) ** 2)
-
-    def _run_jll(self, D, yc, C, prior):
-        """:meth:`_jll` of each row of a run, under the counts each row would have seen."""
-        s = self._stats
-        w, a, g = self._run_weights or (None, self._alpha, None)
-        if not D.shape[1]:
-            return prior.copy()
-        more = s.run_more(len(D))
-        terms, seen = spode_run_terms(s, a, D, yc, C, self.__dict__.setdefault("_run_scratch", {}), w, more)
-        m = self.m if g is None else self.m * g[:, None]  # as the one-event path: m times the inflation
-        parents = (seen >= m) & s.parent_ok(np.arange(D.shape[1]))[None, :]
-        rows = parents.any(1)
-        out = np.empty((len(D), C))
-        if rows.any():
-            out[rows] = logsumexp(np.where(parents[rows][:, None, :], terms[rows], -np.inf), axis=2)
-        if not rows.all():  # no attribute qualifies as a parent: naive Bayes over the same counts
-            out[~rows] = (prior + naive_terms(s, D, yc, C, a, w, more))[~rows]
-        return out
+        return not self.learn_unlabeled and not self._stats.pairs_selected
 
     def _add_expected(self, enc, c, w, miss):
         s = self._stats

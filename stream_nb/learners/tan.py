@@ -6,7 +6,7 @@ import numpy as np
 
 from .._checks import check_choice, is_integer
 from ..kernels import compiled
-from ..stats import DEFAULT_MEMORY_BUDGET, GAUSS, naive_terms, set_pair_rule, tree_terms
+from ..stats import DEFAULT_MEMORY_BUDGET, GAUSS, set_pair_rule
 from ._binning import check_binning
 from ._decision import logsumexp
 from ._em import add_estep, naive_bayes_blocks, one_dependence_estep
@@ -328,17 +328,7 @@ class TAN(VectorisedRuns, StructuredClassifier):
     _run_complete = True
 
     def _run_ready(self) -> bool:
-        return not self.learn_unlabeled and self._stats.run_fits()
-
-    _decayed_runs = True  # naive_terms and tree_terms weigh the rows (half_life)
-    _run_unseen = True  # a value never seen scores as in _naive_jll: no count, one more value
-    _run_new_values = True  # naive_terms and tree_terms count the values a run registers
-
-    def _run_jll(self, D, yc, C, prior):
-        w, a, _ = self._run_weights or (None, self._alpha, None)
-        if self._root < 0:  # before the first build: naive Bayes, as one event at a time (_jll)
-            return prior + naive_terms(self._stats, D, yc, C, a, w, self._stats.run_more(len(D)))
-        return prior + tree_terms(self._stats, D, yc, C, a, self._parents(), w, self._stats.run_more(len(D)))
+        return not self.learn_unlabeled
 
     def _exact_jll(self, colmap: np.ndarray, parent: np.ndarray) -> np.ndarray:
         """log P(c, x_observed), summing the missing attributes out along the forest."""
