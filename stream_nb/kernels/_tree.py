@@ -22,7 +22,7 @@ import numpy as np
 
 from . import _common
 
-__all__ = ["add_pairs_row", "blocked_log", "tree_block", "warm"]
+__all__ = ["add_pair_rows", "add_pairs_row", "blocked_log", "tree_block", "warm"]
 
 #: Ratios multiplied before one logarithm (see the module notes); a product below _FLUSH is logged early.
 _BLOCK = 8
@@ -53,6 +53,24 @@ def add_pairs_row(D, r, dfeats, c, w, value_count, feat_count, pair_count, pair_
             if v >= 0:
                 pair_count[c, u, v] += w
                 pair_feat[c, u, dfeats[i]] += w
+
+
+def add_pair_rows(D, dfeats, yc, w, pair_count, pair_feat):
+    """Add the observed pairs of each row of ``D`` (columns of features ``dfeats``; -1 missing), in row order,
+    to class ``yc[r]``'s pair tables with weight ``w[r]``: each cell gets the additions one event at a time
+    gives it, in the same order (a batch of :meth:`Stats.add_many <stream_nb.stats.Stats.add_many>`)."""
+    k = D.shape[1]
+    for r in range(D.shape[0]):
+        c, wr = yc[r], w[r]
+        for j in range(k):
+            u = D[r, j]
+            if u < 0:
+                continue
+            for i in range(k):
+                v = D[r, i]
+                if v >= 0:
+                    pair_count[c, u, v] += wr
+                    pair_feat[c, u, dfeats[i]] += wr
 
 
 def tree_block(D, dfeats, ppos, more, G, gslots, yc, learn, C, a, var_smoothing,
@@ -124,3 +142,4 @@ def warm(k) -> None:
     for more in (np.zeros((0, 0), dtype=np.int64), np.zeros((2, F), dtype=np.int64)):
         k.tree_block(D, feats, ppos, more, G, np.array([0], dtype=np.int64), np.array([0, 1], dtype=np.int64), True,
                      C, 1.0, 1e-9, cc, vc, fc, pc, pf, nv, False, vc, fc, pc, pf, gn, gm, g2, np.empty((2, C)), False)
+    k.add_pair_rows(D, feats, np.array([0, 1], dtype=np.int64), np.ones(2), pc, pf)
