@@ -177,6 +177,14 @@ class AODE(OneDependenceKernel, VectorisedRuns, BayesClassifier):
             return self._naive_jll(enc)
         return logsumexp(terms[:, parents], axis=1)
 
+    def _posterior(self, enc):
+        s = self._stats
+        if len(enc.cols) == 0 or not self._kernel_dense():
+            return super()._posterior(enc)
+        out = np.empty((1, s.n_classes))  # normalised as the kernel normalises a run's rows
+        self._aode_kernel(enc.cols[None, :], enc.feats, UNLABELED, None, out, False, False)
+        return out[0]
+
     _kernel_modules = ("_spodes", "_aode")
 
     def _kernel_block(self, D, dfeats, G, gslots, yc, more, out, learn: bool) -> int:

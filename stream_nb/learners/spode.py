@@ -247,6 +247,14 @@ class SPODE(OneDependenceKernel, VectorisedRuns, StructuredClassifier):
         t = s.columns_of(p)
         return logsumexp(self._rooted(t, p, cols, feats), axis=1)
 
+    def _posterior(self, enc):
+        s = self._stats
+        if not self._kernel_dense():
+            return super()._posterior(enc)
+        out = np.empty((1, s.n_classes))  # normalised as the kernel normalises a run's rows
+        self._spode_kernel(enc.cols[None, :], enc.feats, UNLABELED, None, out, False, False, False)
+        return out[0]
+
     def _rooted(self, tcols, p, cols, feats) -> np.ndarray:
         """(C, |tcols|): log P̂(c, x_p = t) + Σ_j log P̂(x_j | c, t) for each parent value t."""
         s, a = self._stats, self._alpha
