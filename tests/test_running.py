@@ -32,9 +32,11 @@ MODELS = {
     "nb-decay": lambda: NaiveBayes(half_life=3.0),
     "nb-decay-ddm": lambda: NaiveBayes(half_life=5.0, missing="ignore", drift_detector="ddm"),
     "aode": lambda: AODE(warmup=5, bins=3),
+    "aode-ddm": lambda: AODE(warmup=5, bins=3, drift_detector="ddm"),
     "aode-decay": lambda: AODE(half_life=4.0, m=2, warmup=5, bins=3),
     "aode-m": lambda: AODE(m=4, warmup=5, bins=3, missing="ignore"),
     "tan": lambda: TAN(rebuild_every=7, warmup=5, bins=3),
+    "tan-ddm": lambda: TAN(rebuild_every=7, warmup=5, bins=3, drift_detector="ddm"),
     "tan-decay": lambda: TAN(half_life=4.0, rebuild_every=7, warmup=5, bins=3),
     "spode": lambda: SPODE(rebuild_every=9, warmup=5, bins=3),
     "spode-parent": lambda: SPODE(parent="size", rebuild_every=9, warmup=5, bins=3),
@@ -415,6 +417,27 @@ def test_long_runs_match_the_loop(name):
         assert spy.rows == 0
     else:  # and most events went through the kernel's runs
         assert spy.rows > 0.8 * len(stream)
+
+
+@pytest.mark.parametrize("make", [AODE, TAN, lambda **kw: TAN(loss={"low": {"high": 4.0}}, **kw)])
+@pytest.mark.parametrize("detector", ["ddm", "eddm", "adwin"])
+def test_the_kernels_runs_feed_a_drift_detector(make, detector):
+    """AODE's and TAN's kernels feed the compiled twin of a drift detector each labelled event's error in
+    order (the decision under a loss matrix too) and stop at the event it acts on, which the model then acts
+    on and learns: the loop's predictions, counts and drift positions, with most events in the kernel's runs."""
+    stream = agrawal_like(3000, seed=11)
+    flip = {"low": "high", "high": "mid", "mid": "low"}
+    stream = [(x, flip[y] if i >= 1500 else y) for i, (x, y) in enumerate(stream)]  # the concept changes
+    batched, looped = make(drift_detector=detector), make(drift_detector=detector)
+    spy = Spy(batched)
+    xs, ys = [x for x, _ in stream], [y for _, y in stream]
+    results = []
+    for lo in range(0, len(xs), 500):
+        results += batched.prequential_many(xs[lo : lo + 500], ys[lo : lo + 500])
+    assert_same(results, loop(looped, stream))
+    assert_same_counts(batched, looped)
+    assert batched.drifts == looped.drifts and batched.drifts
+    assert spy.rows > 0.8 * len(stream)
 
 
 @pytest.mark.parametrize("name", ["kdb2-sparse"])

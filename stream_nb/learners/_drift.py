@@ -11,7 +11,7 @@ event is learned (river's own drift-aware models do so: its ARF predicts inside
   hands its own prediction over: it is not made twice;
 - ``prequential_many``, ``prequential_blocks`` and ``learn_events`` (the
   engine's polls, the labels ``--feedback`` joins) feed a compiled twin of the
-  detector in the model's kernel (naive Bayes), and the other events through
+  detector in the model's kernel (naive Bayes, AODE, TAN), and the other events through
   the one-event paths above.
 
 So river's ``evaluate.progressive_val_score`` (``predict_one``, then

@@ -219,8 +219,9 @@ class VectorisedRuns(abc.ABC):
                 or len(enc.cols) != len(s.discrete_features())):
             s.add(enc, c, w)
             return
-        self._kernel_block(enc.cols[None, :], enc.feats, enc.gx[None, :], enc.gslots, np.array([c]), None,
-                           np.empty((1, s.n_classes)), True)
+        with self.drift_paused():  # the one-event path fed the detector before learning
+            self._kernel_block(enc.cols[None, :], enc.feats, enc.gx[None, :], enc.gslots, np.array([c]), None,
+                               np.empty((1, s.n_classes)), True)
         s.counted_one(c, w)
 
     def _kernel_run(self, xs, start: int, stop: int, D: np.ndarray, G: np.ndarray, yc: np.ndarray, out,

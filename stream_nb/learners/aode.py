@@ -6,14 +6,14 @@ import numpy as np
 
 from ..stats import DEFAULT_MEMORY_BUDGET
 from .._checks import check_integer
-from ..kernels import compiled
+from ..kernels import NO_DETECTOR, compiled
 from ..stats import Encoded, set_pair_rule
 from ._base import BayesClassifier
 from ._binning import check_binning
 from ._decision import logsumexp
 from ._em import add_estep, mixture_posterior, one_dependence_estep
 from ._runs import VectorisedRuns
-from ._spode_kernel import NO_MORE, UNLABELED, OneDependenceKernel
+from ._spode_kernel import NO_LOSS, NO_MORE, UNLABELED, OneDependenceKernel
 
 __all__ = ["AODE", "spode_terms"]
 
@@ -187,20 +187,28 @@ class AODE(OneDependenceKernel, VectorisedRuns, BayesClassifier):
 
     _kernel_modules = ("_spodes", "_aode")
 
+    _kernel_feeds_detector = True  # the kernel feeds the compiled drift detector
+
     def _kernel_block(self, D, dfeats, G, gslots, yc, more, out, learn: bool) -> int:
         """Score each row of an encoded block into ``out`` (log posteriors) and, with ``learn``, count each
-        labelled row after scoring it (:func:`~stream_nb.kernels._aode.aode_block`; a store that bins its
-        numeric features has no Gaussian slot)."""
-        self._aode_kernel(D, dfeats, yc, more, out, learn, False)
-        return len(yc)  # every row: the kernel feeds no drift detector
+        labelled row after scoring it, feeding the drift detector first; return the rows done
+        (:func:`~stream_nb.kernels._aode.aode_block`; a store that bins its numeric features has no Gaussian
+        slot)."""
+        return self._aode_kernel(D, dfeats, yc, more, out, learn, False)
 
-    def _aode_kernel(self, D, dfeats, yc, more, out, learn: bool, joint: bool) -> None:
+    def _aode_kernel(self, D, dfeats, yc, more, out, learn: bool, joint: bool) -> int:
         """:meth:`_kernel_block`, writing each row's joint log-likelihood with ``joint``."""
+        s = self._stats
         *counts, iden, cached = self._kernel_arguments(D, dfeats, learn)
-        compiled().aode_block(D, dfeats, NO_MORE if more is None else more, yc, learn, self._stats.n_classes,
-                              self._alpha, float(self.m * self._inflation), *counts, iden, cached, joint, out)
+        watch = self._kernel_detector() if learn else NO_DETECTOR
+        loss = NO_LOSS if self._decision is None or not watch[0] else np.ascontiguousarray(
+            self._decision.matrix(s.classes))
+        done = compiled().aode_block(D, dfeats, NO_MORE if more is None else more, yc, learn, s.n_classes,
+                                     self._alpha, float(self.m * self._inflation), *counts, iden, cached, joint, out,
+                                     loss, *watch)
         if learn:
-            self._kernel_learned(D, dfeats, yc, cached)
+            self._kernel_learned(D[:done], dfeats, yc[:done], cached)
+        return done
 
     # ------------------------------------------------------------------ runs
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._checks import check_choice, is_integer
-from ..kernels import compiled
+from ..kernels import NO_DETECTOR, compiled
 from ..stats import DEFAULT_MEMORY_BUDGET, GAUSS, set_pair_rule
 from ._binning import check_binning
 from ._decision import logsumexp
@@ -18,6 +18,7 @@ from ._tree_score import bayesian_edge_weights
 __all__ = ["TAN", "TREE_SCORES"]
 
 _NO_MORE = np.zeros((0, 0), dtype=np.int64)
+_NO_LOSS = np.zeros((0, 0))
 _UNLABELED = np.full(1, -1, dtype=np.int64)
 
 #: How a rebuild weighs the candidate edges of the tree (``tree_score``).
@@ -282,14 +283,19 @@ class TAN(VectorisedRuns, StructuredClassifier):
         ppos = self._parent_columns(dfeats) if ppos is None else ppos
         twin = s.keeps_observed
         o = "obs_" if twin else ""
-        compiled().tree_block(
+        watch = self._kernel_detector() if learn else NO_DETECTOR  # fed the error of each row before its count
+        loss = _NO_LOSS if self._decision is None or not watch[0] else np.ascontiguousarray(
+            self._decision.matrix(s.classes))
+        done = compiled().tree_block(
             D, dfeats, ppos, _NO_MORE if more is None else more, G, gslots, yc, learn, s.n_classes,
             float(self._alpha), float(self._var_smoothing), s.class_count, s.value_count, s.feat_count, s.pair_count,
             s.pair_feat, s.n_values, twin, getattr(s, o + "value_count"), getattr(s, o + "feat_count"),
-            getattr(s, o + "pair_count"), getattr(s, o + "pair_feat"), s.g_n, s.g_mean, s.g_m2, out, joint)
-        if learn and (yc >= 0).any():
+            getattr(s, o + "pair_count"), getattr(s, o + "pair_feat"), s.g_n, s.g_mean, s.g_m2, out, joint, loss, *watch)
+        if learn and (yc[:done] >= 0).any():
             s.mark_counted(len(yc) > 1)  # counts changed in place, as Stats.add or add_many marks them
-        return len(yc)  # every row: the kernel feeds no drift detector
+        return done
+
+    _kernel_feeds_detector = True  # the kernel feeds the compiled drift detector
 
     def _jll(self, enc):
         s = self._stats
