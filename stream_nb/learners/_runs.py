@@ -12,6 +12,7 @@ one-event way.
 from __future__ import annotations
 
 import abc
+import contextlib
 import typing
 
 import numpy as np
@@ -22,6 +23,8 @@ from ._decay_runs import decay_run
 
 __all__ = ["RunBlock", "VectorisedRuns"]
 
+#: No context: what :meth:`VectorisedRuns._count` enters when no detector is to be paused.
+_NOTHING = contextlib.nullcontext()
 #: The time a run reads in place of one the model refuses: no run takes it (VectorisedRuns._run_events).
 _REFUSED_TIME = object()
 
@@ -219,7 +222,8 @@ class VectorisedRuns(abc.ABC):
                 or len(enc.cols) != len(s.discrete_features())):
             s.add(enc, c, w)
             return
-        with self.drift_paused():  # the one-event path fed the detector before learning
+        f = self._forget
+        with self.drift_paused() if f is not None and f.detector is not None else _NOTHING:  # fed already
             self._kernel_block(enc.cols[None, :], enc.feats, enc.gx[None, :], enc.gslots, np.array([c]), None,
                                np.empty((1, s.n_classes)), True)
         s.counted_one(c, w)
