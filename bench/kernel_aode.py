@@ -24,7 +24,7 @@ import numpy as np
 from river.datasets import synth
 
 from stream_nb import AODE, SPODE
-from stream_nb.kernels import compiled
+from stream_nb.kernels import NO_DETECTOR, compiled
 
 
 def led(n: int) -> list:
@@ -51,7 +51,7 @@ def kernel_alone(events: list, block: int = 500):
     start = time.process_time()
     for lo in range(0, len(yc), block):
         k.aode_block(D[lo : lo + block], dfeats, more, yc[lo : lo + block], True, C, 1.0, 1.0, cc, vc, fc, s.n_values,
-                     pc, pf, vf, iden, True, False, out[lo : lo + block])
+                     pc, pf, vf, iden, True, False, out[lo : lo + block], np.zeros((0, 0)), *NO_DETECTOR)
     return time.process_time() - start, float((out.argmax(1) == yc).mean())
 
 

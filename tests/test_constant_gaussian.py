@@ -5,15 +5,12 @@ variance to floor at). Two roundings used to make it look spread by a few ULPs,
 and then the variance floor (the smallest normal float) made the one value
 seen so far infinitely likely and every other value impossible:
 
-* a vectorised run (``prequential_many``, ``learn_many``) took a class's mean
+* a batch (``learn_many``) took a class's mean
   as Σ w x / Σ w, which can round off the repeated value and leave a
   positive M2;
 * the score pooled the class means as Σ n mean / Σ n, which rounds off the
   value even with whole weights (three times 0.1), so the pooled variance of
   the feature came out positive on the one-event path too.
-
-A run's running moments (``running_moments``) now merge into the stored ones
-by Chan's pairwise formula too, which the last test checks exactly.
 
 The expected posteriors are the prior alone, computed here from the decayed
 class counts by hand: with ``half_life`` H, the event learned last weighs 1,
@@ -30,7 +27,7 @@ import pandas as pd
 import pytest
 
 from stream_nb import NaiveBayes
-from stream_nb.stats import gaussian_loglik, running_moments
+from stream_nb.stats import gaussian_loglik
 
 sys.path.insert(0, "tests")
 from test_running import loop  # noqa: E402  (the reference event-by-event loop)
@@ -104,23 +101,3 @@ def test_one_mean_pools_to_itself(n_a):
     m2 = np.zeros((2, 1))
     for v in (0.1, 0.0, 1e6):
         assert gaussian_loglik(n, mean, m2, np.array([v]), 1e-9).tolist() == [0.0, 0.0]
-
-
-def test_running_moments_after_stored_moments_of_negligible_weight():
-    """A run after a long gap in event time: the stored moments of a class decayed to a weight of 4e-61.
-    Its moments after one more value are Chan's merge, computed here exactly in rationals; the shifted sums
-    S2 - S1² / n used to cancel to a rounding of 1e-17 (or to 0) instead of about 1e-61."""
-    from fractions import Fraction as Q
-
-    n0, mean0, m2_0 = 4.4240404580815564e-61, -0.8834418804909914, 6.6416421311591646e-62
-    x, w = -0.6983498940240875, 1.4142135623730951
-    G = np.array([[x], [0.36]])
-    n, mean, m2 = running_moments(G, np.array([0, 0]), np.array([[n0]]), np.array([[mean0]]), np.array([[m2_0]]),
-                                  np.array([w, w]))
-    nq = Q(n0) + Q(w)
-    mean_q = Q(mean0) + (Q(x) - Q(mean0)) * Q(w) / nq
-    m2_q = Q(m2_0) + (Q(x) - Q(mean0)) ** 2 * Q(n0) * Q(w) / nq
-    assert (n[0, 0, 0], mean[0, 0, 0], m2[0, 0, 0]) == (n0, mean0, m2_0)  # nothing before the first row
-    assert n[1, 0, 0] == pytest.approx(float(nq), rel=1e-15, abs=0)
-    assert mean[1, 0, 0] == pytest.approx(float(mean_q), rel=1e-15, abs=0)
-    assert m2[1, 0, 0] == pytest.approx(float(m2_q), rel=1e-12, abs=0)

@@ -1,9 +1,8 @@
 """prequential_many equals the event-by-event loop: predict_and_proba_one, then learn_one.
 
-Every model scores and learns runs of events with running counts
-(stream_nb/stats/_running.py; AODE, SPODE and KDB through
-stream_nb/learners/_dependence_runs.py), and takes the other events one at a
-time. Either way the predictions,
+Every model scores and learns runs of events in its compiled kernel
+(stream_nb/learners/_runs.py, stream_nb/kernels/), and takes the other events
+one at a time. Either way the predictions,
 the probabilities, the errors and the counts left behind must be those of the
 plain loop. Hypothesis draws streams with new values and classes, missing
 values, unlabeled events, bad values and huge numbers, which all end a run.
@@ -15,12 +14,12 @@ import math
 import sys
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes
-from stream_nb.stats import exclusive_counts, grouped_exclusive_counts, running_counts, running_moments
 from stream_nb.exceptions import InvalidEventError
 from stream_nb.stats import Columns, SparseTable, _adding, _working
 
@@ -33,9 +32,11 @@ MODELS = {
     "nb-decay": lambda: NaiveBayes(half_life=3.0),
     "nb-decay-ddm": lambda: NaiveBayes(half_life=5.0, missing="ignore", drift_detector="ddm"),
     "aode": lambda: AODE(warmup=5, bins=3),
+    "aode-ddm": lambda: AODE(warmup=5, bins=3, drift_detector="ddm"),
     "aode-decay": lambda: AODE(half_life=4.0, m=2, warmup=5, bins=3),
     "aode-m": lambda: AODE(m=4, warmup=5, bins=3, missing="ignore"),
     "tan": lambda: TAN(rebuild_every=7, warmup=5, bins=3),
+    "tan-ddm": lambda: TAN(rebuild_every=7, warmup=5, bins=3, drift_detector="ddm"),
     "tan-decay": lambda: TAN(half_life=4.0, rebuild_every=7, warmup=5, bins=3),
     "spode": lambda: SPODE(rebuild_every=9, warmup=5, bins=3),
     "spode-parent": lambda: SPODE(parent="size", rebuild_every=9, warmup=5, bins=3),
@@ -349,21 +350,17 @@ def agrawal_like(n, seed):
 
 
 class Spy:
-    """Counts the events a model scored in runs: in its compiled kernel, or in the vectorised numpy path."""
+    """Counts the events a model scored in runs (its compiled kernel)."""
 
     def __init__(self, model):
         self.model, self.rows = model, 0
-        jll, kernel_run = model._run_jll, model._kernel_run
-
-        def counting(D, yc, C, prior):
-            self.rows += len(D)
-            return jll(D, yc, C, prior)
+        kernel_run = model._kernel_run
 
         def counting_kernel(xs, start, stop, D, G, yc, out, decay=None):
             self.rows += len(yc)
             return kernel_run(xs, start, stop, D, G, yc, out, decay)
 
-        model._run_jll, model._kernel_run = counting, counting_kernel
+        model._kernel_run = counting_kernel
 
 
 LONG = {
@@ -416,13 +413,36 @@ def test_long_runs_match_the_loop(name):
             assert batched.scores[f] == pytest.approx(score, rel=1e-9)
     if name.startswith("kdb"):
         assert batched.structure == looped.structure and batched.n_rebuilds == looped.n_rebuilds >= 9
-    # and most events went through vectorised runs
+    if name.endswith("-sparse"):  # sparse tables: one event at a time (the kernels read dense tables)
+        assert spy.rows == 0
+    else:  # and most events went through the kernel's runs
+        assert spy.rows > 0.8 * len(stream)
+
+
+@pytest.mark.parametrize("make", [AODE, TAN, lambda **kw: TAN(loss={"low": {"high": 4.0}}, **kw)])
+@pytest.mark.parametrize("detector", ["ddm", "eddm", "adwin"])
+def test_the_kernels_runs_feed_a_drift_detector(make, detector):
+    """AODE's and TAN's kernels feed the compiled twin of a drift detector each labelled event's error in
+    order (the decision under a loss matrix too) and stop at the event it acts on, which the model then acts
+    on and learns: the loop's predictions, counts and drift positions, with most events in the kernel's runs."""
+    stream = agrawal_like(3000, seed=11)
+    flip = {"low": "high", "high": "mid", "mid": "low"}
+    stream = [(x, flip[y] if i >= 1500 else y) for i, (x, y) in enumerate(stream)]  # the concept changes
+    batched, looped = make(drift_detector=detector), make(drift_detector=detector)
+    spy = Spy(batched)
+    xs, ys = [x for x, _ in stream], [y for _, y in stream]
+    results = []
+    for lo in range(0, len(xs), 500):
+        results += batched.prequential_many(xs[lo : lo + 500], ys[lo : lo + 500])
+    assert_same(results, loop(looped, stream))
+    assert_same_counts(batched, looped)
+    assert batched.drifts == looped.drifts and batched.drifts
     assert spy.rows > 0.8 * len(stream)
 
 
 @pytest.mark.parametrize("name", ["kdb2-sparse"])
-def test_runs_beyond_the_working_set_limit_are_added_in_pieces(name, monkeypatch):
-    """A run whose pair index arrays (rows x F^2) would exceed the working-set limit is added in pieces
+def test_batches_beyond_the_working_set_limit_are_added_in_pieces(name, monkeypatch):
+    """A batch of learn_many whose pair index arrays (rows x F^2) would exceed the working-set limit is added in pieces
     of rows within it (and the sparse 3-way tables' keys, F^3 a row, in pieces of tuples), and the
     counts and predictions stay those of the one-event loop. (AODE's, TAN's and dense KDB's runs are
     counted in their compiled kernels, event by event: no index arrays.)"""
@@ -445,11 +465,12 @@ def test_runs_beyond_the_working_set_limit_are_added_in_pieces(name, monkeypatch
     stream = agrawal_like(400, seed=3)
     batched, looped = LONG[name](), LONG[name]()
     xs, ys = [x for x, _ in stream], [y for _, y in stream]
-    results = []
     for lo in range(0, len(xs), 200):
-        results += batched.prequential_many(xs[lo : lo + 200], ys[lo : lo + 200])
-    assert_same(results, loop(looped, stream))
+        batched.learn_many(pd.DataFrame(xs[lo : lo + 200]), pd.Series(ys[lo : lo + 200]))
+    for x, y in stream:
+        looped.learn_one(x, y)
     assert_same_counts(batched, looped)
+    assert_same([batched.predict_and_proba_one(x) for x in xs[:50]], [looped.predict_and_proba_one(x) for x in xs[:50]])
     for table in ("pair_count", "pair_feat"):  # kdb2-sparse: the pair tables are sparse too (budget 0)
         got, want = getattr(batched._stats, table), getattr(looped._stats, table)
         if isinstance(want, SparseTable):
@@ -472,82 +493,17 @@ def test_runs_beyond_the_working_set_limit_are_added_in_pieces(name, monkeypatch
         np.testing.assert_array_equal(batched._stats.tuple_count, looped._stats.tuple_count)
 
 
-def test_running_helpers_against_brute_force():
-    rng = np.random.default_rng(3)
-    C, n = 3, 200
-    yc = rng.integers(-1, C, n)
-    keys = rng.integers(0, 6, n)
-    want = np.array([[np.sum((keys[:i] == keys[i]) & (yc[:i] == c)) for c in range(C)] for i in range(n)])
-    np.testing.assert_array_equal(grouped_exclusive_counts(keys, yc, C), want)
-    want = np.array([[np.sum(yc[:i] == c) for c in range(C)] for i in range(n)])
-    np.testing.assert_array_equal(exclusive_counts(yc, C), want)
-    table = rng.integers(0, 5, (C + 1, 6, 4)).astype(float)  # a pair table with a spare class row
-    u, v = rng.integers(0, 6, n), rng.integers(0, 4, n)
-    want = np.array([[table[c, u[i], v[i]] + np.sum((u[:i] == u[i]) & (v[:i] == v[i]) & (yc[:i] == c))
-                      for c in range(C)] for i in range(n)])
-    np.testing.assert_array_equal(running_counts(table, (u, v), yc, C), want)
-
-    G = rng.normal(1e6, 3.0, (n, 2))  # large values, small spread: cancellation would show
-    G[rng.random((n, 2)) < 0.2] = np.nan
-    n0 = np.array([[0.0, 4.0], [2.0, 0.0], [0.0, 0.0]])
-    prior = rng.normal(1e6, 3.0, (C, 2, 4))  # the stored moments come from these values
-    mean0 = np.where(n0 > 0, prior.mean(-1), 0.0)
-    m2_0 = np.where(n0 > 0, ((prior - prior.mean(-1, keepdims=True)) ** 2).sum(-1), 0.0)
-    n0 = np.where(n0 > 0, 4.0, 0.0)
-    cn, cmean, cm2 = running_moments(G, yc, n0, mean0, m2_0)
-    for i in range(0, n, 17):
-        for c in range(C):
-            for g in range(2):
-                seen = [*(prior[c, g] if n0[c, g] else [])]
-                seen += [v for v, k in zip(G[:i, g], yc[:i]) if k == c and not math.isnan(v)]
-                assert cn[i, c, g] == len(seen)
-                if seen:
-                    assert cmean[i, c, g] == pytest.approx(np.mean(seen), rel=1e-12)
-                    assert cm2[i, c, g] == pytest.approx(np.var(seen) * len(seen), rel=1e-6, abs=1e-6)
-
-
-def test_a_run_with_no_labeled_row_sees_the_stored_counts_exactly():
-    """The running helpers' shortcut for a run that is only predicted (every row unlabeled, the rule while
-    labels come later): the very figures their sums give, checked by ending the same run with one labeled
-    row, which no earlier row counts, so that the sums run in full."""
-    rng = np.random.default_rng(7)
-    C, n = 3, 150
-    keys = rng.integers(0, 6, n)
-    unlabeled = np.full(n, -1)
-    ended = np.r_[unlabeled, 1]  # the same rows, then a labeled one: the full path
-    np.testing.assert_array_equal(grouped_exclusive_counts(keys, unlabeled, C),
-                                  grouped_exclusive_counts(np.r_[keys, 0], ended, C)[:n])
-    np.testing.assert_array_equal(exclusive_counts(unlabeled, C), exclusive_counts(ended, C)[:n])
-    G = rng.normal(5.0, 2.0, (n, 2))
-    G[rng.random((n, 2)) < 0.2] = np.nan
-    n0 = np.array([[0.0, 4.0], [2.0, 0.0], [3.0, 1.0]])
-    mean0 = np.where(n0 > 0, rng.normal(5.0, 1.0, (C, 2)), 0.0)
-    m2_0 = np.where(n0 > 1, rng.random((C, 2)) * 4, 0.0)
-    m2_0[2, 1] = np.nan  # as the full path: NaN -> inf
-    short = running_moments(G, unlabeled, n0, mean0, m2_0)
-    full = running_moments(np.r_[G, [[1.0, 2.0]]], ended, n0, mean0, m2_0)
-    for s, f in zip(short, full):
-        assert s.shape == (1, C, 2)
-        np.testing.assert_array_equal(np.broadcast_to(s, (n, C, 2)), f[:n])
-
-
-
 UNSEEN_MODELS = {
     "nb": lambda: NaiveBayes(),
     "nb-bins": lambda: NaiveBayes(numeric="bins", warmup=20),
     "nb-decay": lambda: NaiveBayes(half_life=50.0),
     "tan": lambda: TAN(rebuild_every=25, warmup=20, bins=4, discretiser="equal_frequency"),
     "tan-mdl": lambda: TAN(rebuild_every=25, warmup=20),
-    "tan-decay": lambda: TAN(half_life=50.0, rebuild_every=25, warmup=20, bins=4),
     "aode": lambda: AODE(warmup=20, bins=4, discretiser="equal_frequency"),
     "aode-mdl": lambda: AODE(warmup=20),
-    "aode-decay": lambda: AODE(half_life=50.0, m=2, warmup=20, bins=4),
-    "aode-sparse": lambda: AODE(warmup=20, bins=4, discretiser="equal_frequency", memory_budget=0),
     "spode": lambda: SPODE(rebuild_every=25, warmup=20, bins=4, discretiser="equal_frequency"),
     "spode-parent": lambda: SPODE(parent="colour", rebuild_every=25, warmup=20, bins=4),
-    "spode-decay": lambda: SPODE(half_life=50.0, rebuild_every=25, warmup=20, bins=4),
     "kdb": lambda: KDB(k=2, rebuild_every=25, warmup=20, bins=4),
-    "kdb1-decay": lambda: KDB(k=1, half_life=50.0, rebuild_every=25, warmup=20, bins=4),
 }
 
 
@@ -568,7 +524,7 @@ def test_unlabeled_events_with_values_never_seen_stay_in_runs(name, monkeypatch)
     (a new merchant, a bin of a number no labeled event reached). Every model scores such an event in its
     run, the value as column 0, where each ended its run before and went the one-event way: the loop's
     predictions and counts, and far fewer unlabeled events one at a time than with such values ending runs
-    (``_run_unseen`` off); none for naive Bayes on Gaussian numbers, whose runs nothing else cuts here."""
+    (``encode_run(unseen=False)``); none for naive Bayes on Gaussian numbers, whose runs nothing else cuts here."""
     from stream_nb.learners._base import BayesClassifier
 
     one_by_one = []
@@ -578,23 +534,30 @@ def test_unlabeled_events_with_values_never_seen_stay_in_runs(name, monkeypatch)
     warm, stream = unseen_stream(300)
     taken = {}
     for unseen in (False, True):
-        batched, looped = UNSEEN_MODELS[name](), UNSEEN_MODELS[name]()
-        monkeypatch.setattr(type(batched), "_run_unseen", unseen)
-        assert_same(batched.prequential_many([x for x, _ in warm], [y for _, y in warm]), loop(looped, warm))
-        one_by_one.clear()
-        assert_same(batched.prequential_many([x for x, _ in stream], [y for _, y in stream]), loop(looped, stream))
-        assert_same_counts(batched, looped)
-        taken[unseen] = sum(one_by_one)  # unlabeled events taken one at a time
+        with monkeypatch.context() as patch:
+            batched, looped = UNSEEN_MODELS[name](), UNSEEN_MODELS[name]()
+            encode_run_with(patch, type(batched._stats), unseen=unseen)
+            assert_same(batched.prequential_many([x for x, _ in warm], [y for _, y in warm]), loop(looped, warm))
+            one_by_one.clear()
+            assert_same(batched.prequential_many([x for x, _ in stream], [y for _, y in stream]),
+                        loop(looped, stream))
+            assert_same_counts(batched, looped)
+            taken[unseen] = sum(one_by_one)  # unlabeled events taken one at a time
     assert taken[False] >= 80 and 2 * taken[True] <= taken[False], taken
     if name in ("nb", "nb-decay"):
         assert taken[True] == 0, taken
+
+
+def encode_run_with(monkeypatch, store: type, **fixed) -> None:
+    """Make ``store.encode_run`` take the options ``fixed`` whatever its caller passes."""
+    encode_run = store.encode_run
+    monkeypatch.setattr(store, "encode_run", lambda self, *args, **kw: encode_run(self, *args, **{**kw, **fixed}))
 
 
 NEW_VALUE_MODELS = {
     "nb": NaiveBayes, "nb-em": lambda: NaiveBayes(missing="em"), "nb-decay": lambda: NaiveBayes(half_life=40.0),
     "nb-ddm": lambda: NaiveBayes(drift_detector="ddm"), "nb-columns": NaiveBayes,
     "tan": lambda: TAN(rebuild_every=50, warmup=20, discretiser="equal_frequency"),
-    "tan-decay": lambda: TAN(half_life=40.0, rebuild_every=50, warmup=20, discretiser="equal_frequency"),
     "aode": lambda: AODE(warmup=20, discretiser="equal_frequency"),
     "aode-em": lambda: AODE(missing="em", warmup=20, discretiser="equal_frequency"),
     "spode": lambda: SPODE(rebuild_every=50, warmup=20, discretiser="equal_frequency"),
@@ -615,7 +578,7 @@ def test_labeled_events_with_new_categories_stay_in_runs(name, monkeypatch):
     the value the column learning it would give (in row order, and within a row in the event's order of
     features, as learn_one registers them), later rows find it there, and each row's smoothing counts the
     values registered by then. The one-event path's predictions, counts, value order and drifts, and far
-    fewer events one at a time than with new values ending runs (``_run_new_values`` off), but where a
+    fewer events one at a time than with new values ending runs (``encode_run(new_values=False)``), but where a
     table would grow (KDB's t-way tables: the run ends there, as before). A two-layer store registers the
     values in both layers."""
     from stream_nb.learners._base import BayesClassifier
@@ -644,19 +607,21 @@ def test_labeled_events_with_new_categories_stay_in_runs(name, monkeypatch):
 
     taken = {}
     for new_values in (False, True):
-        batched, looped = NEW_VALUE_MODELS[name](), NEW_VALUE_MODELS[name]()
-        monkeypatch.setattr(type(batched), "_run_new_values", new_values)
+        with monkeypatch.context() as patch:
+            batched, looped = NEW_VALUE_MODELS[name](), NEW_VALUE_MODELS[name]()
+            if not new_values:  # as the store would without registering values in runs
+                encode_run_with(patch, type(batched._stats), new_values=False)
 
-        def steps(events):  # the one-event path prequential_many takes
-            return [(step.prediction, step.proba) for step in (one(looped, x, y) for x, y in events)]
+            def steps(events):  # the one-event path prequential_many takes
+                return [(step.prediction, step.proba) for step in (one(looped, x, y) for x, y in events)]
 
-        assert_same(batched.prequential_many([x for x, _ in warm], [y for _, y in warm]), steps(warm))
-        one_by_one.clear()
-        results = batched.prequential_many(xs, ys)
-        taken[new_values] = len(one_by_one)
-        assert_same(results, steps(stream))
-        assert_same_counts(batched, looped)
-        assert batched.drifts == looped.drifts
+            assert_same(batched.prequential_many([x for x, _ in warm], [y for _, y in warm]), steps(warm))
+            one_by_one.clear()
+            results = batched.prequential_many(xs, ys)
+            taken[new_values] = len(one_by_one)
+            assert_same(results, steps(stream))
+            assert_same_counts(batched, looped)
+            assert batched.drifts == looped.drifts
     assert len(batched._stats.value_keys) > 60 and taken[False] >= 50, taken
     if name == "kdb2":  # t-way tables: the run ends there, as before
         assert taken[True] == taken[False], taken

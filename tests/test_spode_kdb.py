@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -11,6 +12,7 @@ from river import checks
 
 import reference as ref
 from stream_nb import SPODE
+from stream_nb.kernels import compiled
 from test_learners import assert_proba_close, learn, random_events
 
 
@@ -188,77 +190,54 @@ def test_kdb_predicts_when_a_missing_parent_has_no_value_yet():
     assert p["a"] > p["b"]
 
 
-@pytest.mark.parametrize("t", [2, 3, 4])
-@pytest.mark.parametrize("weights, counts", [("whole", "whole"), ("whole", "fractional"), ("fractional", "whole")])
-def test_t_way_counts_added_as_matrix_products_equal_adding_each_cell_of_each_row(t, weights, counts):
-    """A run's t-way counts by one matrix product per class (whole weights, whole counts) against the brute
-    force: every ordered t-tuple of each row's values, added one row at a time. A fractional count in the table
-    or a fractional weight takes the scattered path, which gives the same."""
-    from stream_nb.stats import _adding
-
+@pytest.mark.parametrize("t", [3, 4])
+@pytest.mark.parametrize("missing", [False, True])
+def test_a_batchs_t_way_counts_equal_adding_each_cell_of_each_row(t, missing):
+    """A batch's t-way counts (``Stats.add_many``: learn_many, KDB's completions, unlearning) added by the
+    compiled loop, against the brute force: every ordered t-tuple of each row's observed values, and every
+    (t-1)-tuple with each observed feature, added one row at a time with its weight."""
     rng = np.random.default_rng(t)
-    C, k, per = 3, 5, 2  # five features of two values each: values 0..9, feature f's are 2f and 2f + 1
+    C, k, per, rows = 3, 5, 2, 60  # five features of two values each: values 0..9, feature f's are 2f and 2f + 1
     V = k * per
-    rows = 60
     D = np.arange(k) * per + rng.integers(0, per, size=(rows, k))
+    if missing:
+        D[rng.random((rows, k)) < 0.2] = -1
     yc = rng.integers(0, C, size=rows)
-    w = np.ones(rows) * 2.0 if weights == "whole" else rng.uniform(0.5, 1.5, rows)
-    start = rng.integers(0, 4, size=(C,) + (V,) * t).astype(float)
-    if counts == "fractional":
-        start[0, 1] += 0.25  # a cell the rows of class 0 with value 1 touch
-        D[yc == 0, 0] = 1
-    want = start.copy()
+    w = rng.uniform(0.5, 1.5, rows)
+    tc0 = rng.integers(0, 4, size=(C,) + (V,) * t).astype(float)
+    tf0 = rng.integers(0, 4, size=(C,) + (V,) * (t - 1) + (k,)).astype(float)
+    want_tc, want_tf = tc0.copy(), tf0.copy()
     for r in range(rows):
-        for cell in np.ndindex(*(k,) * t):
-            want[(yc[r],) + tuple(D[r, list(cell)])] += w[r]
-    tc, tf = start.copy(), np.zeros((C,) + (V,) * (t - 1) + (k,))
-    _adding._add_tuple_rows(tc.reshape(-1), tf.reshape(-1), tc.shape, tf.shape, D, np.arange(k), yc, w,
-                            total=float(start.sum()))
-    np.testing.assert_array_equal(tc, want)
-    if weights == "whole":  # the product path itself: exact, or refused (a count not whole) with nothing added
-        by_product = start.copy()
-        dense = _adding._dense_tuple_add(by_product.reshape(-1), start.shape, D, yc, w)
-        assert dense == (counts == "whole")
-        np.testing.assert_array_equal(by_product, want if dense else start)
+        seen = np.flatnonzero(D[r] >= 0)
+        for cell in itertools.product(seen, repeat=t):
+            want_tc[(yc[r],) + tuple(D[r, list(cell)])] += w[r]
+            want_tf[(yc[r],) + tuple(D[r, list(cell[:-1])]) + (cell[-1],)] += w[r]
+    tc, tf = tc0.copy(), tf0.copy()
+    compiled().add_tuple_rows(D, np.arange(k), yc, w, t, V, k, tc.reshape(-1), tf.reshape(-1))
+    np.testing.assert_array_equal(tc, want_tc)
+    np.testing.assert_array_equal(tf, want_tf)
 
 
-def test_the_product_path_is_taken_where_it_pays():
-    """KDB's run on LED (10 classes, 24 binary features, a few hundred rows) adds its 3-way counts as
-    products; two rows over 1,000 binary features (AODE's short runs on wide data) scatter their pairs."""
-    from stream_nb.stats._adding import _product_pays
-
-    rng = np.random.default_rng(0)
-    led = np.arange(24) * 2 + rng.integers(0, 2, size=(425, 24))
-    assert _product_pays(led, rng.integers(0, 10, 425), 3)
-    wide = np.arange(1000) * 2 + rng.integers(0, 2, size=(2, 1000))
-    assert not _product_pays(wide, np.array([0, 1]), 2)
-
-
-@pytest.mark.parametrize("weights, counts", [("whole", "whole"), ("whole", "fractional"), ("fractional", "whole")])
-def test_pair_counts_added_at_once_equal_adding_each_pair_of_each_row(weights, counts):
-    """A run's pair counts (``pair_count`` by one matrix product per class, ``pair_feat`` by summed rows)
-    against the brute force: every ordered pair of each row's values, and each value with every feature, one
-    row at a time. A fractional count or weight takes the scattered path, which gives the same."""
-    from stream_nb.stats import _adding
-
+@pytest.mark.parametrize("missing", [False, True])
+def test_a_batchs_pair_counts_equal_adding_each_pair_of_each_row(missing):
+    """A batch's pair counts added by the compiled loop against the brute force: every ordered pair of each
+    row's observed values, and each observed value with every observed feature, one row at a time."""
     rng = np.random.default_rng(7)
-    C, k, per, rows = 3, 12, 2, 400  # enough rows that the products pay (_product_pays)
+    C, k, per, rows = 3, 12, 2, 400
     V = k * per
     D = np.arange(k) * per + rng.integers(0, per, size=(rows, k))
+    if missing:
+        D[rng.random((rows, k)) < 0.2] = -1
     yc = rng.integers(0, C, size=rows)
-    w = np.full(rows, 3.0) if weights == "whole" else rng.uniform(0.5, 1.5, rows)
+    w = rng.uniform(0.5, 1.5, rows)
     pc0, pf0 = rng.integers(0, 5, size=(C, V, V)).astype(float), rng.integers(0, 5, size=(C, V, k)).astype(float)
-    if counts == "fractional":
-        pf0[yc[0], D[0, 0], 2] += 0.5  # a cell the first row adds to
     want_pc, want_pf = pc0.copy(), pf0.copy()
     for r in range(rows):
-        for a in range(k):
-            want_pf[yc[r], D[r, a], :] += w[r]
-            for b in range(k):
+        for a in np.flatnonzero(D[r] >= 0):
+            for b in np.flatnonzero(D[r] >= 0):
                 want_pc[yc[r], D[r, a], D[r, b]] += w[r]
+                want_pf[yc[r], D[r, a], b] += w[r]
     pc, pf = pc0.copy(), pf0.copy()
-    at_once = _adding._dense_pairs(pc0.copy(), pf0.copy(), D, np.arange(k), yc, w, total=100.0)
-    _adding._add_pairs_many(pc, pf, D, np.arange(k), yc, w, D >= 0, {}, total=100.0)
+    compiled().add_pair_rows(D, np.arange(k), yc, w, pc, pf)
     np.testing.assert_array_equal(pc, want_pc)
     np.testing.assert_array_equal(pf, want_pf)
-    assert at_once == (weights == "whole" and counts == "whole")

@@ -1,8 +1,8 @@
 """The run loop: poll, predict then learn one event at a time, send, checkpoint.
 
 A model with ``prequential_iter(xs, ys)`` (stream_nb's learners) is handed each poll's valid events in one call,
-which predicts then learns them one at a time in order, with the same results as the per-event calls (NaiveBayes and
-TAN vectorise it with running counts); any other river classifier is called per event.
+which predicts then learns them one at a time in order, with the same results as the per-event calls (its runs
+of plain events go through the model's compiled kernel); any other river classifier is called per event.
 
 Each valid event gets one output record (its ``proba`` cut by ``top_k`` or ``no_proba``), each rejected one a
 dead-letter record, both sent with the input record's key; their fields are documented, and both are built, in
@@ -471,7 +471,7 @@ class Engine:
 
     def process_many(self, records: list[Record], polled: float) -> None:
         """:meth:`process` for every record of a poll: the model predicts then learns each event in order,
-        as one at a time would (running counts over the poll); outputs and dead letters go in input order.
+        as one at a time would (the model's kernel over the poll's runs); outputs and dead letters go in input order.
 
         A stream_nb model's poll goes through whole-poll steps (``decode_columns``, the model's
         ``prequential_blocks``, ``poll_outputs``, ``outputs_bytes``, the sink's ``send_many``; a joiner's

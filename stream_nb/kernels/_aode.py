@@ -9,7 +9,8 @@ Lidstone's ``a``; the store's ``class_count``, ``value_count``, ``feat_count``, 
 ``pair_count``, ``pair_feat`` and ``value_feature``; ``iden`` (C, V), when ``cached`` (a run, whose
 columns are every feature in order), the inverse denominators of the store's counts
 (:func:`~stream_nb.kernels._spodes.den_table`), kept up to date as the block is learned; ``out[r, :C]``
-gets log P(c | x_r), or with ``joint`` log P(c, x_r).
+gets log P(c | x_r), or with ``joint`` log P(c, x_r). :func:`aode_block` also feeds a drift detector as
+:func:`~stream_nb.kernels._naive.naive_block` does (``loss``, ``watch``, ``det_*``, ``warning``).
 """
 
 from __future__ import annotations
@@ -18,14 +19,17 @@ import math
 
 import numpy as np
 
-from . import _spodes
+from . import _common, _spodes
+from ._addresses import NO_DETECTOR
 
 __all__ = ["aode_block", "spode_block", "warm"]
 
 
 def aode_block(D, dfeats, more, yc, learn, C, a, m_limit, class_count, value_count, feat_count, n_values,
-               pair_count, pair_feat, value_feature, iden, cached, joint, out):
-    """AODE: score each row of a block, then count it, in order (the arguments: the module notes).
+               pair_count, pair_feat, value_feature, iden, cached, joint, out, loss, watch, det_kind, det_params,
+               det_state, det_fbuf, det_ibuf, warning):
+    """AODE: score each row of a block, then count it, in order (the arguments: the module notes); return
+    the rows done (the row a drift detector acts on is scored and not counted, and its index returned).
 
     A value seen at least ``m_limit`` times is a parent (a value never seen only if ``m_limit`` <= 0);
     with none, the row is scored by naive Bayes over the same counts.
@@ -81,12 +85,16 @@ def aode_block(D, dfeats, more, yc, learn, C, a, m_limit, class_count, value_cou
         if joint or not (linear and m > 0):
             _spodes.finish(jll, prior, C, joint, out[r])
         y = yc[r]
+        if watch and y >= 0 and _common.watch_row(out[r], C, loss, y, det_kind, det_params, det_state, det_fbuf,
+                                                  det_ibuf, warning):
+            return r
         if learn and y >= 0:
             _spodes.count_event(class_count, value_count, feat_count, pair_flat, feat_flat, V, FF, u, f, n, y, True)
             lcc[y] = math.log(class_count[y] + a)
             total += 1.0
             if cached:
                 _spodes.relearn(pair_feat, u, f, n, y, anf, iden)
+    return R
 
 
 def spode_block(D, dfeats, more, yc, learn, C, a, p, tcols, score, loss_sum, loss_n, class_count, value_count,
@@ -189,7 +197,8 @@ def warm(k) -> None:
     out, iden = np.empty((2, C)), np.ones((C, V))
     k.den_table(pf, vf, np.ones(F), C, V, iden)
     for more in (np.zeros((0, 0), dtype=np.int64), np.zeros((2, F), dtype=np.int64)):
-        k.aode_block(D, feats, more, yc, True, C, 1.0, 1.0, cc, vc, fc, nv, pc, pf, vf, iden, True, False, out)
+        k.aode_block(D, feats, more, yc, True, C, 1.0, 1.0, cc, vc, fc, nv, pc, pf, vf, iden, True, False, out,
+                     np.zeros((0, 0)), *NO_DETECTOR)
         k.spode_block(D, feats, more, yc, True, C, 1.0, 0, np.array([1, 2], dtype=np.int64), True, np.zeros(F),
                       np.zeros(F), cc, vc, fc, nv, pc, pf, vf, iden, True, False, out)
     k.count_rows(D, feats, yc, False, cc, vc, fc, pc, pf)

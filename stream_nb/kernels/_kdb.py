@@ -21,7 +21,7 @@ import numpy as np
 
 from . import _common, _tree
 
-__all__ = ["add_sorted_triples_row", "add_tuples_row", "kdb_block", "mirror_triples", "warm"]
+__all__ = ["add_sorted_triples_row", "add_tuple_rows", "add_tuples_row", "kdb_block", "mirror_triples", "warm"]
 
 _BLOCK = 8
 
@@ -62,6 +62,16 @@ def add_tuples_row(D, r, dfeats, c, w, t, V, Ft, tc, tf, cols, fs, digits):
             i -= 1
         if i < 0:
             return
+
+
+def add_tuple_rows(D, dfeats, yc, w, t, V, Ft, tc, tf):
+    """:func:`add_tuples_row` of each row of ``D`` in order, class ``yc[r]`` and weight ``w[r]`` (a batch of
+    :meth:`Stats.add_many <stream_nb.stats.Stats.add_many>`: each cell gets the additions one event at a
+    time gives it, in the same order)."""
+    k = D.shape[1]
+    cols, fs, digits = np.empty(k, dtype=np.int64), np.empty(k, dtype=np.int64), np.empty(t, dtype=np.int64)
+    for r in range(D.shape[0]):
+        add_tuples_row(D, r, dfeats, yc[r], w[r], t, V, Ft, tc, tf, cols, fs, digits)
 
 
 def add_sorted_triples_row(cols, m, c, w, V, Ft, fs, tc, tf):
@@ -257,3 +267,4 @@ def warm(k) -> None:
             k.kdb_block(D, feats, par, npar, more, G, np.array([0], dtype=np.int64), np.array([0, 1], dtype=np.int64),
                         True, C, 1.0, 1e-9, t, V, F, cc, vc, fc, pc, pf, tc, tf, nv, False, vc, fc, pc, pf, tc, tf,
                         gn, gm, g2, np.empty((2, C)), False)
+    k.add_tuple_rows(D, feats, np.array([0, 1], dtype=np.int64), np.ones(2), 3, V, F, tc, tf)

@@ -21,8 +21,9 @@ import math
 import numpy as np
 
 from . import _common
+from ._addresses import NO_DETECTOR
 
-__all__ = ["add_pairs_row", "blocked_log", "tree_block", "warm"]
+__all__ = ["add_pair_rows", "add_pairs_row", "blocked_log", "tree_block", "warm"]
 
 #: Ratios multiplied before one logarithm (see the module notes); a product below _FLUSH is logged early.
 _BLOCK = 8
@@ -55,17 +56,39 @@ def add_pairs_row(D, r, dfeats, c, w, value_count, feat_count, pair_count, pair_
                 pair_feat[c, u, dfeats[i]] += w
 
 
+def add_pair_rows(D, dfeats, yc, w, pair_count, pair_feat):
+    """Add the observed pairs of each row of ``D`` (columns of features ``dfeats``; -1 missing), in row order,
+    to class ``yc[r]``'s pair tables with weight ``w[r]``: each cell gets the additions one event at a time
+    gives it, in the same order (a batch of :meth:`Stats.add_many <stream_nb.stats.Stats.add_many>`)."""
+    k = D.shape[1]
+    for r in range(D.shape[0]):
+        c, wr = yc[r], w[r]
+        for j in range(k):
+            u = D[r, j]
+            if u < 0:
+                continue
+            for i in range(k):
+                v = D[r, i]
+                if v >= 0:
+                    pair_count[c, u, v] += wr
+                    pair_feat[c, u, dfeats[i]] += wr
+
+
 def tree_block(D, dfeats, ppos, more, G, gslots, yc, learn, C, a, var_smoothing,
                class_count, value_count, feat_count, pair_count, pair_feat, n_values,
-               twin, obs_value_count, obs_feat_count, obs_pair_count, obs_pair_feat, g_n, g_mean, g_m2, out, joint):
-    """Score each row of a block along the tree, then (``learn``, a labelled row) count it, in order.
+               twin, obs_value_count, obs_feat_count, obs_pair_count, obs_pair_feat, g_n, g_mean, g_m2, out, joint,
+               loss, watch, det_kind, det_params, det_state, det_fbuf, det_ibuf, warning):
+    """Score each row of a block along the tree, then (``learn``, a labelled row) count it, in order; return
+    the rows done.
 
     ``D`` (rows, k): value columns of the discrete features ``dfeats`` (-1: missing, 0: a value never
     seen); ``ppos[j]``: the column of ``D`` that holds the parent of feature ``dfeats[j]`` (-1: a root;
     every observed attribute's parent must be observed in the row); ``more`` (rows, F) or (0, 0): the
     values each feature gained within the block by each row; ``G`` (rows, g): the Gaussian slots
     ``gslots``; ``yc``: class index (-1: unlabelled). ``twin``: count in the observed-only twin too.
-    ``out[r, :C]`` gets log P(c | x_r), or with ``joint`` log P(c, x_r).
+    ``out[r, :C]`` gets log P(c | x_r), or with ``joint`` log P(c, x_r). A drift detector is fed as in
+    :func:`~stream_nb.kernels._naive.naive_block` (``loss``, ``watch``, ``det_*``, ``warning``): the row it
+    acts on is scored and not counted, and its index returned.
     """
     R, k = D.shape
     jll = np.empty(C)
@@ -103,6 +126,9 @@ def tree_block(D, dfeats, ppos, more, G, gslots, yc, learn, C, a, var_smoothing,
         else:
             _common.normalise_row(jll, prior, C, out[r])
         c = yc[r]
+        if watch and c >= 0 and _common.watch_row(out[r], C, loss, c, det_kind, det_params, det_state, det_fbuf,
+                                                  det_ibuf, warning):
+            return r
         if not learn or c < 0:
             continue
         class_count[c] += 1.0
@@ -110,6 +136,7 @@ def tree_block(D, dfeats, ppos, more, G, gslots, yc, learn, C, a, var_smoothing,
         if twin:
             add_pairs_row(D, r, dfeats, c, 1.0, obs_value_count, obs_feat_count, obs_pair_count, obs_pair_feat)
         _common.add_gaussian(G[r], gslots, c, 1.0, g_n, g_mean, g_m2)
+    return R
 
 
 def warm(k) -> None:
@@ -123,4 +150,6 @@ def warm(k) -> None:
     feats, G, ppos = np.array([0, 1], dtype=np.int64), np.array([[0.5], [1.5]]), np.array([-1, 0], dtype=np.int64)
     for more in (np.zeros((0, 0), dtype=np.int64), np.zeros((2, F), dtype=np.int64)):
         k.tree_block(D, feats, ppos, more, G, np.array([0], dtype=np.int64), np.array([0, 1], dtype=np.int64), True,
-                     C, 1.0, 1e-9, cc, vc, fc, pc, pf, nv, False, vc, fc, pc, pf, gn, gm, g2, np.empty((2, C)), False)
+                     C, 1.0, 1e-9, cc, vc, fc, pc, pf, nv, False, vc, fc, pc, pf, gn, gm, g2, np.empty((2, C)), False,
+                     np.zeros((0, 0)), *NO_DETECTOR)
+    k.add_pair_rows(D, feats, np.array([0, 1], dtype=np.int64), np.ones(2), pc, pf)

@@ -598,9 +598,8 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
         :class:`~stream_nb.exceptions.InvalidEventError`, and the loop goes on.
 
         Every model scores and learns each run of events that only changes counts
-        (for AODE, TAN, SPODE and KDB: complete events) in one pass, with the running
-        counts every event would have seen (see :mod:`stream_nb.stats._running` and
-        :mod:`stream_nb.learners._dependence_runs`).
+        (for AODE, TAN, SPODE and KDB: complete events) in its compiled kernel, event
+        by event in order (see :mod:`stream_nb.learners._runs`).
 
         ``xs`` may be a DataFrame (its rows, each value from its own column; labels a list, Series or array).
         Returns one ``(prediction, proba)`` or error per event.
@@ -628,7 +627,7 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
         if len(xs) != len(ys):
             raise ValueError(f"{name}: {len(xs)} events but {len(ys)} labels")
         xs, ys = frame_events(xs, ys)  # a DataFrame: numpy columns (stream_nb.stats._frame_runs)
-        i, n, runs = 0, len(xs), self._run_events(xs)  # the events as runs read them (None: no runs)
+        i, n, runs = 0, len(xs), self._run_events(xs)  # the events as runs read them
         while i < n:
             run = make_run()
             if runs is not None:

@@ -23,8 +23,7 @@ __all__ = ["LossMatrix", "decide", "json_text", "log_prior", "logsumexp", "loss_
 def log_prior(class_count: np.ndarray, alpha: float) -> np.ndarray:
     """log P̂(c) = log(|D_c| + α) - log(|D| + α C) from the class counts (..., C).
 
-    A batch of class counts, one row per event (the running counts of a
-    vectorised run), gives one prior per row.
+    A batch of class counts, one row per event, gives one prior per row.
 
     >>> log_prior(np.array([3.0, 1.0]), 1.0).round(4).tolist()
     [-0.4055, -1.0986]

@@ -10,9 +10,9 @@ event is learned (river's own drift-aware models do so: its ARF predicts inside
 - ``prequential_one`` (the engine's one-event path, ``stream-nb evaluate``)
   hands its own prediction over: it is not made twice;
 - ``prequential_many``, ``prequential_blocks`` and ``learn_events`` (the
-  engine's polls, the labels ``--feedback`` joins) feed each vectorised run's
-  decisions (:meth:`DriftWatch._forget_run`), and the other events through the
-  one-event paths above.
+  engine's polls, the labels ``--feedback`` joins) feed a compiled twin of the
+  detector in the model's kernel (naive Bayes, AODE, TAN), and the other events through
+  the one-event paths above.
 
 So river's ``evaluate.progressive_val_score`` (``predict_one``, then
 ``learn_one``) feeds the detector the errors ``prequential_one`` does. With a
@@ -27,10 +27,7 @@ On a warning, a drift, and the positions in ``model.drifts``: see
 from __future__ import annotations
 
 import contextlib
-import copy
 import logging
-
-import numpy as np
 
 from ..kernels import NO_DETECTOR
 from ..stats import Encoded, capture, count_difference, is_missing_label, replace_counts
@@ -42,7 +39,6 @@ log = logging.getLogger("stream_nb.drift")
 
 #: The prediction of an event not scored yet (:meth:`DriftWatch._watch` makes it when a detector needs it).
 UNSCORED = object()
-
 
 class DriftWatch:
     """The drift detector of a :class:`~stream_nb.learners.BayesClassifier` (a part of it, with forgetting's
@@ -93,31 +89,6 @@ class DriftWatch:
         f = self._forget
         if f is not None and f.detector is not None and not is_missing_label(y):
             self._forget_observe(prediction, y)
-
-    def _forget_run(self, decided: np.ndarray, yc: np.ndarray) -> int:
-        """Feed the detector a scored run's errors (``decided`` and ``yc``: class indices, -1 unlabeled); return
-        how many of its events come before the first the detector acts on (a warning, its end, a drift).
-
-        The run is then learned up to there, and that event takes the one-event path, which feeds it to
-        the detector again: so the detector is replayed from a copy up to the event before it.
-        """
-        f = self._forget
-        if f is None or f.detector is None or f.paused:
-            return len(yc)
-        saved, seen = copy.deepcopy(f.detector), f.seen
-        for j, (d, c) in enumerate(zip(decided.tolist(), yc.tolist())):
-            if c < 0:
-                continue
-            f.seen += 1
-            f.detector.update(0 if d == c else 1)
-            if f.detector.drift_detected or bool(getattr(f.detector, "warning_detected", False)) != f.warning:
-                f.detector, f.seen = saved, seen
-                for d, c in zip(decided[:j].tolist(), yc[:j].tolist()):
-                    if c >= 0:
-                        f.seen += 1
-                        f.detector.update(0 if d == c else 1)
-                return j
-        return len(yc)
 
     def _forget_observe(self, prediction, y) -> None:
         """Feed the detector the 0/1 error of the prediction of labeled event ``y``; act on a warning or drift."""

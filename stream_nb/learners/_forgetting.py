@@ -49,16 +49,13 @@ that does it, as the ``forgetting`` and ``drift_detector`` parameters of every m
     (in labeled events watched) is in ``model.drifts``; it is logged.
 
 Decay and windows are exclusive. Runs of ``prequential_many`` stop at pane
-boundaries and at the events a detector acts on; with decay the runs weigh
-each row as its event would be (:mod:`._decay_runs`).
+boundaries and at the events a detector acts on; with decay a kernel that takes
+it weighs each row as its event would be (:mod:`._decay_runs`).
 """
 
 from __future__ import annotations
 
-import collections
-import importlib
 import math
-import random
 
 import numpy as np
 
@@ -205,11 +202,6 @@ class Forgetting(DriftWatch):
         if f is None or not f.window:
             return 1 << 62
         return max(1, f.pane_size - f.pane_n)
-
-    def _forget_runs(self) -> bool:
-        """Whether vectorised runs may be used (with decay, by a model whose runs weigh their rows)."""
-        f = self._forget
-        return f is None or not f.half_life or self._decayed_runs
 
     def _needs_rows(self, X, y) -> bool:
         f, name = self._forget, getattr(self, "time_field", None)

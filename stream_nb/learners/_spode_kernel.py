@@ -7,10 +7,11 @@ import numpy as np
 
 from ..kernels import compiled
 
-__all__ = ["NO_MORE", "UNLABELED", "OneDependenceKernel"]
+__all__ = ["NO_LOSS", "NO_MORE", "UNLABELED", "OneDependenceKernel"]
 
-#: ``more`` of a block that registers no value; the labels of a block of one event to predict.
+#: ``more`` of a block that registers no value; the labels of a block of one event to predict; no loss matrix.
 NO_MORE = np.zeros((0, 0), dtype=np.int64)
+NO_LOSS = np.zeros((0, 0))
 UNLABELED = np.full(1, -1, dtype=np.int64)
 _NO_DENS = np.zeros((0, 0))
 

@@ -6,15 +6,14 @@ import numpy as np
 
 from ..stats import DEFAULT_MEMORY_BUDGET
 from ..options import EM, MDL, EqualFrequency, Option
-from ..kernels import compiled
-from ..stats import Encoded, naive_terms, set_pair_rule
+from ..kernels import NO_DETECTOR, compiled
+from ..stats import Encoded, set_pair_rule
 from ._base import BayesClassifier
 from ._keywords import takes_options
 from ._decision import logsumexp
-from ._dependence_runs import run_cells, spode_run_terms
 from ._em import add_estep, mixture_posterior, one_dependence_estep
 from ._runs import VectorisedRuns
-from ._spode_kernel import NO_MORE, UNLABELED, OneDependenceKernel
+from ._spode_kernel import NO_LOSS, NO_MORE, UNLABELED, OneDependenceKernel
 
 __all__ = ["AODE", "spode_terms"]
 
@@ -141,55 +140,46 @@ class AODE(OneDependenceKernel, VectorisedRuns, BayesClassifier):
             return self._naive_jll(enc)
         return logsumexp(terms[:, parents], axis=1)
 
+    def _posterior(self, enc):
+        s = self._stats
+        if len(enc.cols) == 0 or not self._kernel_dense():
+            return super()._posterior(enc)
+        out = np.empty((1, s.n_classes))  # normalised as the kernel normalises a run's rows
+        self._aode_kernel(enc.cols[None, :], enc.feats, UNLABELED, None, out, False, False)
+        return out[0]
+
     _kernel_modules = ("_spodes", "_aode")
+
+    _kernel_feeds_detector = True  # the kernel feeds the compiled drift detector
 
     def _kernel_block(self, D, dfeats, G, gslots, yc, more, out, learn: bool) -> int:
         """Score each row of an encoded block into ``out`` (log posteriors) and, with ``learn``, count each
-        labelled row after scoring it (:func:`~stream_nb.kernels._aode.aode_block`; a store that bins its
-        numeric features has no Gaussian slot)."""
-        self._aode_kernel(D, dfeats, yc, more, out, learn, False)
-        return len(yc)  # every row: the kernel feeds no drift detector
+        labelled row after scoring it, feeding the drift detector first; return the rows done
+        (:func:`~stream_nb.kernels._aode.aode_block`; a store that bins its numeric features has no Gaussian
+        slot)."""
+        return self._aode_kernel(D, dfeats, yc, more, out, learn, False)
 
-    def _aode_kernel(self, D, dfeats, yc, more, out, learn: bool, joint: bool) -> None:
+    def _aode_kernel(self, D, dfeats, yc, more, out, learn: bool, joint: bool) -> int:
         """:meth:`_kernel_block`, writing each row's joint log-likelihood with ``joint``."""
+        s = self._stats
         *counts, iden, cached = self._kernel_arguments(D, dfeats, learn)
-        compiled().aode_block(D, dfeats, NO_MORE if more is None else more, yc, learn, self._stats.n_classes,
-                              self._alpha, float(self.m * self._inflation), *counts, iden, cached, joint, out)
+        watch = self._kernel_detector() if learn else NO_DETECTOR
+        loss = NO_LOSS if self._decision is None or not watch[0] else np.ascontiguousarray(
+            self._decision.matrix(s.classes))
+        done = compiled().aode_block(D, dfeats, NO_MORE if more is None else more, yc, learn, s.n_classes,
+                                     self._alpha, float(self.m * self._inflation), *counts, iden, cached, joint, out,
+                                     loss, *watch)
         if learn:
-            self._kernel_learned(D, dfeats, yc, cached)
+            self._kernel_learned(D[:done], dfeats, yc[:done], cached)
+        return done
 
-    # ------------------------------------------------------------------ vectorised runs
+    # ------------------------------------------------------------------ runs
 
     _run_complete = True  # complete events: every attribute is a parent and a child of every other
-    _decayed_runs = True  # spode_run_terms and naive_terms weigh the rows (half_life)
-    _run_unseen = True  # a value never seen scores as in spode_terms: no count, one more value, no parent
-    _run_new_values = True  # spode_run_terms and naive_terms count the values a run registers
 
     def _run_ready(self) -> bool:
         # under a pair selection the one-event path reads the candidate parents' pairs alone
-        return not self.learn_unlabeled and not self._stats.pairs_selected and self._stats.run_fits()
-
-    def _run_rows(self) -> int:
-        s = self._stats
-        return self._RUN if self._kernel_ready() else run_cells(len(s.features), s.n_classes * len(s.features) ** 2)
-
-    def _run_jll(self, D, yc, C, prior):
-        """:meth:`_jll` of each row of a run, under the counts each row would have seen."""
-        s = self._stats
-        w, a, g = self._run_weights or (None, self._alpha, None)
-        if not D.shape[1]:
-            return prior.copy()
-        more = s.run_more(len(D))
-        terms, seen = spode_run_terms(s, a, D, yc, C, self.__dict__.setdefault("_run_scratch", {}), w, more)
-        m = self.m if g is None else self.m * g[:, None]  # as the one-event path: m times the inflation
-        parents = (seen >= m) & s.parent_ok(np.arange(D.shape[1]))[None, :]
-        rows = parents.any(1)
-        out = np.empty((len(D), C))
-        if rows.any():
-            out[rows] = logsumexp(np.where(parents[rows][:, None, :], terms[rows], -np.inf), axis=2)
-        if not rows.all():  # no attribute qualifies as a parent: naive Bayes over the same counts
-            out[~rows] = (prior + naive_terms(s, D, yc, C, a, w, more))[~rows]
-        return out
+        return not self.learn_unlabeled and not self._stats.pairs_selected
 
     def _add_expected(self, enc, c, w, miss):
         s = self._stats

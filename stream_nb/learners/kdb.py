@@ -10,11 +10,10 @@ import numpy as np
 from ..stats import DEFAULT_MEMORY_BUDGET
 from .._checks import is_integer
 
-from ..stats import TwoLayerStats, choose_tuples, naive_terms, set_pair_rule
+from ..stats import TwoLayerStats, choose_tuples, set_pair_rule
 from ..options import EM, EqualFrequency, Option
 from ._keywords import check_options, takes_options
 from ._decision import logsumexp
-from ._dependence_runs import kdb_run_terms
 from ._em import naive_bayes_blocks
 from ._kdb_kernel import KDBKernel
 from ._runs import VectorisedRuns
@@ -413,28 +412,12 @@ class KDB(KDBKernel, VectorisedRuns, StructuredClassifier):
         # a batch that reaches a selection (made at a rebuild, where a batch stops) goes on one row at a time
         return 1 if self._stats.tuples_selected else super()._batch_limit()
 
-    # ------------------------------------------------------------------ vectorised runs
+    # ------------------------------------------------------------------ runs
 
     _run_complete = True  # complete events: no attribute to sum out
-    _decayed_runs = True  # naive_terms and kdb_run_terms weigh the rows (half_life)
-    _run_unseen = True  # a value never seen scores as in _terms: no count, one more value
-    _run_new_values = True  # kdb_run_terms and naive_terms count the values a run registers (k = 1: pairs)
 
     def _run_ready(self) -> bool:
-        # on wide data under the budget, one event at a time: a run is added at once, and candidates chosen
-        # or dropped on its way would make it differ from the events one by one
-        s = self._stats
-        return (not self.learn_unlabeled and not s.pairs_selected and s.run_fits()
-                and s.tuple_run_fits(200, len(s.features)))
-
-    def _run_jll(self, D, yc, C, prior):
-        """:meth:`_jll` of each row of a run, under the counts each row would have seen."""
-        self._sync_parents()
-        s = self._stats
-        w, a, _ = self._run_weights or (None, self._alpha, None)
-        if not self._parents or not D.shape[1]:
-            return prior + naive_terms(s, D, yc, C, a, w, s.run_more(len(D)))
-        return kdb_run_terms(s, a, D, yc, C, self._parents, prior, w, s.run_more(len(D)))
+        return not self.learn_unlabeled and not self._stats.pairs_selected
 
     # ------------------------------------------------------------------ EM
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..stats import DEFAULT_MEMORY_BUDGET, naive_terms
+from ..stats import DEFAULT_MEMORY_BUDGET
 from ..kernels import Addresses, compiled
 from ..options import BINNED, EM, Gaussian, Option
 from ._base import BayesClassifier
@@ -222,18 +222,10 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
     def _missing_posterior(self, enc, c, miss):
         return naive_bayes_blocks(self._stats, self._alpha, miss, c)
 
-    # ------------------------------------------------------------------ vectorised runs
+    # ------------------------------------------------------------------ runs
 
     def _run_ready(self) -> bool:
         return not self.learn_unlabeled
-
-    _decayed_runs = True  # naive_terms weighs the rows (half_life)
-    _run_unseen = True  # a value never seen scores as in _naive_jll: no count, one more value
-    _run_new_values = True  # naive_terms counts the values a run registers (a store of value counts alone)
-
-    def _run_jll(self, D, yc, C, prior):
-        w, a, _ = self._run_weights or (None, self._alpha, None)
-        return prior + naive_terms(self._stats, D, yc, C, a, w, self._stats.run_more(len(D)))
 
     @classmethod
     def _unit_test_params(cls):

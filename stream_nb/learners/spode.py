@@ -6,11 +6,10 @@ import numpy as np
 
 from ..exceptions import InvalidEventError
 from ..kernels import compiled
-from ..stats import DEFAULT_MEMORY_BUDGET, Encoded, is_missing_label, naive_terms, set_pair_rule
+from ..stats import DEFAULT_MEMORY_BUDGET, Encoded, is_missing_label, set_pair_rule
 from ..options import BINNED, EM, MDL, EqualFrequency, Option, SuperParent
 from ._keywords import takes_options
 from ._decision import logsumexp
-from ._dependence_runs import rooted_run_terms, run_cells, spode_run_terms
 from ._em import add_estep, mixture_posterior, naive_bayes_blocks, one_dependence_estep
 from ._runs import VectorisedRuns
 from ._spode_kernel import NO_MORE, UNLABELED, OneDependenceKernel
@@ -239,6 +238,14 @@ class SPODE(OneDependenceKernel, VectorisedRuns, StructuredClassifier):
         t = s.columns_of(p)
         return logsumexp(self._rooted(t, p, cols, feats), axis=1)
 
+    def _posterior(self, enc):
+        s = self._stats
+        if not self._kernel_dense():
+            return super()._posterior(enc)
+        out = np.empty((1, s.n_classes))  # normalised as the kernel normalises a run's rows
+        self._spode_kernel(enc.cols[None, :], enc.feats, UNLABELED, None, out, False, False, False)
+        return out[0]
+
     def _rooted(self, tcols, p, cols, feats) -> np.ndarray:
         """(C, |tcols|): log P̂(c, x_p = t) + Σ_j log P̂(x_j | c, t) for each parent value t."""
         s, a = self._stats, self._alpha
@@ -296,52 +303,13 @@ class SPODE(OneDependenceKernel, VectorisedRuns, StructuredClassifier):
             out[r] = self._jll(Encoded(cols, dfeats[obs], gslots[:0], G[r, :0], bool((cols == 0).any())))
         return out
 
-    # ------------------------------------------------------------------ vectorised runs
+    # ------------------------------------------------------------------ runs
 
     _run_complete = True  # complete events: the super-parent observed, every candidate scored alike
-    _run_scoring_learns = True  # a run's scores update each candidate's running loss
 
     def _run_ready(self) -> bool:
         # under a pair selection the one-event path scores the candidate parents alone
-        return not self.learn_unlabeled and not (self.parent is None and self._stats.pairs_selected) and self._stats.run_fits()
-
-    def _run_rows(self) -> int:
-        s = self._stats
-        F = len(s.features)
-        return self._RUN if self._kernel_ready() else run_cells(F, s.n_classes * (F**2 if self.parent is None else F))
-
-    def _run_state(self):
-        return self._loss_sum.copy(), self._loss_n.copy()
-
-    def _set_run_state(self, state) -> None:
-        self._loss_sum, self._loss_n = state[0].copy(), state[1].copy()
-
-    _decayed_runs = True  # spode_run_terms, rooted_run_terms and naive_terms weigh the rows (half_life)
-    _run_unseen = True  # a value never seen scores as in _rooted: no count, one more value
-    _run_new_values = True  # its run terms count the values a run registers
-
-    def _run_jll(self, D, yc, C, prior):
-        """:meth:`_jll` of each row of a run; with ``parent=None`` each labeled row also adds every
-        candidate's log loss to the running scores, in order, as :meth:`_score` does before learning it."""
-        s = self._stats
-        w, a, _ = self._run_weights or (None, self._alpha, None)
-        p = self._parent_index()
-        rooted = p is not None and s.n_values[p] > 0 and D.shape[1] > 0
-        if self.parent is None and D.shape[1]:
-            terms, _ = spode_run_terms(s, a, D, yc, C, self.__dict__.setdefault("_run_scratch", {}), w,
-                                       s.run_more(len(D)))
-            logp = terms - logsumexp(terms, axis=1)[:, None, :]
-            self._grow_scores()
-            F = D.shape[1]
-            ok = s.parent_ok(np.arange(F)) if s.pairs_selected else slice(0, F)  # the candidates scored
-            for r in np.flatnonzero(yc >= 0).tolist():
-                self._loss_sum[ok] -= logp[r, yc[r]][ok]
-                self._loss_n[ok] += 1
-            if rooted:
-                return terms[:, :, p]
-        elif rooted:
-            return rooted_run_terms(s, a, D, yc, C, p, w, s.run_more(len(D)))
-        return prior + naive_terms(s, D, yc, C, a, w, s.run_more(len(D)))
+        return not self.learn_unlabeled and not (self.parent is None and self._stats.pairs_selected)
 
     # ------------------------------------------------------------------ EM
 

@@ -6,8 +6,8 @@ import numpy as np
 
 from .._checks import is_integer
 from ..options import BINNED, EM, MDL, EqualFrequency, Option, Tree
-from ..kernels import compiled
-from ..stats import DEFAULT_MEMORY_BUDGET, GAUSS, naive_terms, set_pair_rule, tree_terms
+from ..kernels import NO_DETECTOR, compiled
+from ..stats import DEFAULT_MEMORY_BUDGET, GAUSS, set_pair_rule
 from ._keywords import takes_options
 from ._decision import logsumexp
 from ._em import add_estep, naive_bayes_blocks, one_dependence_estep
@@ -19,6 +19,7 @@ from ._tree_score import bayesian_edge_weights
 __all__ = ["TAN", "TREE_SCORES"]
 
 _NO_MORE = np.zeros((0, 0), dtype=np.int64)
+_NO_LOSS = np.zeros((0, 0))
 _UNLABELED = np.full(1, -1, dtype=np.int64)
 
 #: How a rebuild weighs the candidate edges of the tree (``tree_score``).
@@ -260,14 +261,19 @@ class TAN(VectorisedRuns, StructuredClassifier):
         ppos = self._parent_columns(dfeats) if ppos is None else ppos
         twin = s.keeps_observed
         o = "obs_" if twin else ""
-        compiled().tree_block(
+        watch = self._kernel_detector() if learn else NO_DETECTOR  # fed the error of each row before its count
+        loss = _NO_LOSS if self._decision is None or not watch[0] else np.ascontiguousarray(
+            self._decision.matrix(s.classes))
+        done = compiled().tree_block(
             D, dfeats, ppos, _NO_MORE if more is None else more, G, gslots, yc, learn, s.n_classes,
             float(self._alpha), float(self._var_smoothing), s.class_count, s.value_count, s.feat_count, s.pair_count,
             s.pair_feat, s.n_values, twin, getattr(s, o + "value_count"), getattr(s, o + "feat_count"),
-            getattr(s, o + "pair_count"), getattr(s, o + "pair_feat"), s.g_n, s.g_mean, s.g_m2, out, joint)
-        if learn and (yc >= 0).any():
+            getattr(s, o + "pair_count"), getattr(s, o + "pair_feat"), s.g_n, s.g_mean, s.g_m2, out, joint, loss, *watch)
+        if learn and (yc[:done] >= 0).any():
             s.mark_counted(len(yc) > 1)  # counts changed in place, as Stats.add or add_many marks them
-        return len(yc)  # every row: the kernel feeds no drift detector
+        return done
+
+    _kernel_feeds_detector = True  # the kernel feeds the compiled drift detector
 
     def _jll(self, enc):
         s = self._stats
@@ -306,17 +312,7 @@ class TAN(VectorisedRuns, StructuredClassifier):
     _run_complete = True
 
     def _run_ready(self) -> bool:
-        return not self.learn_unlabeled and self._stats.run_fits()
-
-    _decayed_runs = True  # naive_terms and tree_terms weigh the rows (half_life)
-    _run_unseen = True  # a value never seen scores as in _naive_jll: no count, one more value
-    _run_new_values = True  # naive_terms and tree_terms count the values a run registers
-
-    def _run_jll(self, D, yc, C, prior):
-        w, a, _ = self._run_weights or (None, self._alpha, None)
-        if self._root < 0:  # before the first build: naive Bayes, as one event at a time (_jll)
-            return prior + naive_terms(self._stats, D, yc, C, a, w, self._stats.run_more(len(D)))
-        return prior + tree_terms(self._stats, D, yc, C, a, self._parents(), w, self._stats.run_more(len(D)))
+        return not self.learn_unlabeled
 
     def _exact_jll(self, colmap: np.ndarray, parent: np.ndarray) -> np.ndarray:
         """log P(c, x_observed), summing the missing attributes out along the forest."""

@@ -72,7 +72,6 @@ module             what it holds
 ``_gaussian.py``   Gaussian moments and their log-density
 ``_merging.py``    merging two stores
 ``_state.py``      the store as plain data (``state``, ``from_state``)
-``_running.py``    running counts over a run of events (vectorised prequential)
 ``_budget.py``     the memory budget: dense tables while they fit, sparse beyond
 ``_sparse.py``     sparse count tables (the cells that occur, hashed in numpy arrays)
 ``_discretise.py`` online equal-frequency bins of numeric features
@@ -99,18 +98,13 @@ from ._journal import JournalReader, JournalWriter
 from ._mdl import mdl_cuts
 from ._gaussian import gaussian_loglik, variance_floor
 from ._labels import is_missing_label, validate_label
-from ._running import (
-    exclusive_counts, grouped_exclusive_counts, naive_terms, running_counts, running_moments, tree_terms,
-    values_by_row,
-)
 from ._sparse import SparseTable
 from ._store import Stats
 from ._values import BINNED, CAT, GAUSS, NUMERIC_LIMIT, VALUE_GROUPS, Encoded, check_event, describe_type, json_type
 
 __all__ = [
     "BINNED", "CAT", "DEFAULT_MEMORY_BUDGET", "GAUSS", "VALUE_GROUPS", "Columns", "Discretiser", "SparseTable", "Encoded", "Stats",
-    "TwoLayerStats", "JournalReader", "JournalWriter", "exclusive_counts", "gaussian_loglik", "grouped_exclusive_counts", "mdl_cuts", "naive_terms",
-    "running_counts", "running_moments", "tree_terms", "values_by_row", "variance_floor", "NUMERIC_LIMIT",
+    "TwoLayerStats", "JournalReader", "JournalWriter", "gaussian_loglik", "mdl_cuts", "variance_floor", "NUMERIC_LIMIT",
     "check_event", "describe_type", "is_missing_label", "json_type", "validate_label",
     "capture", "capture_difference", "capture_nbytes", "count_difference", "replace_counts", "scale_counts",
     "subtract_counts", "G_TEST_ALPHA", "chi2_quantile", "cmi_from_cells", "mutual_information_with_class",

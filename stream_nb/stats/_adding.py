@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._budget import scatter_add
+from ..kernels import compiled
 from ._sparse import SparseTable
 from ._tuple_candidates import selected_tuple_cells
 from ._values import Encoded
-from ._working import WORKING_CELLS, row_chunks
+from ._working import row_chunks
 
 __all__ = ["Adding", "add_pairs_expected"]
 
@@ -24,135 +24,6 @@ def _flat(table: np.ndarray) -> np.ndarray:
     if not np.shares_memory(flat, table):
         raise ValueError("a count table must be C-contiguous")
     return flat
-
-
-def _leading(feats: np.ndarray, width: int) -> int:
-    """``len(feats)`` when ``feats`` are the features 0, 1, ..., in order (a complete event, a run's
-    columns) and fit in ``width``, else 0: then an event adds to ``tuple_feat`` the first cells of
-    each row of it that its values pick (a slice per row: 2.5x faster than an index per cell)."""
-    k = len(feats)
-    return k if k <= width and k and feats[0] == 0 and feats[-1] == k - 1 and np.array_equal(feats, np.arange(k)) else 0
-
-
-def _whole(a: np.ndarray) -> bool:
-    """Whether every number of ``a`` is a whole number or infinite (NaN is not; the caller bounds the sums)."""
-    return bool(np.array_equal(a, np.trunc(a)))
-
-
-def _exact_sums(w: np.ndarray, total: float) -> bool:
-    """Whether a batch of weights ``w`` may be summed per cell in any order and added once: whole weights,
-    and sums below 2^52 (each cell holds at most ``total``, the weight learned so far, and the batch adds at
-    most its own), where sums of whole numbers are exact. The touched cells must be whole too (:func:`_whole`)."""
-    return _whole(w) and total + float(np.abs(w).sum()) < 2.0**52
-
-
-#: What one matrix product of a class's rows costs beyond its arithmetic (the numpy calls around it), and
-#: what the product path costs once a run, in scattered adds (:func:`_product_pays`).
-_PER_CLASS, _PER_RUN = 3_000, 6_000
-
-
-def _product_pays(D: np.ndarray, yc: np.ndarray, t: int) -> bool:
-    """Whether adding the t-way counts of the complete rows ``D`` as matrix products
-    (:func:`_dense_tuple_add`) costs less than scattering their ``rows * k^t`` cells, in units of one
-    scattered add: the path pays :data:`_PER_RUN`, each class present :data:`_PER_CLASS` and about half
-    a unit a cell of its ``m^t`` block (checked and added), and each row a 25th of a unit a cell of it (the
-    product's multiply-adds)."""
-    rows, k = D.shape
-    m = int(D.max()) + 1
-    classes = len(np.unique(yc))
-    return _PER_RUN + classes * _PER_CLASS + (classes / 2 + rows / 25) * float(m) ** t < rows * float(k) ** t
-
-
-def _dense_tuple_add(tc, tc_shape, D, yc, w) -> bool:
-    """Add complete rows of whole weights to the flat t-way table ``tc`` class by class as one matrix
-    product each: over the values ``0 .. m - 1`` (``m`` past the highest value the rows hold), the sum of
-    ``w x (x) ... (x) x`` over a class's rows (``x`` a row's values as 0/1) is that class's additions to its
-    leading ``m x ... x m`` cells, added to them as one slice.
-
-    Exact, and equal to adding row by row, when the weights and the counts of those slices are whole
-    numbers whose sums stay below 2^52 (the caller bounds them): such sums are exact in any order. Returns
-    False, having added nothing, when a count of the slices is not a whole number, a row holds a value
-    twice, or the rows' products would not fit the working-set limit."""
-    t, cv = len(tc_shape) - 1, tc_shape[-1]
-    rows, k = D.shape
-    m = int(D.max()) + 1
-    if rows * m ** (t - 1) > WORKING_CELLS or m**t > WORKING_CELLS:
-        return False
-    order = np.argsort(yc, kind="stable")  # the rows class by class, each class's in their order
-    ys = yc[order]
-    classes, starts = np.unique(ys, return_index=True)
-    X = np.zeros((rows, m))
-    X[np.arange(rows)[:, None], D[order]] = 1.0
-    if np.count_nonzero(X) != rows * k:
-        return False  # a value twice in a row: its cells are not a product
-    held = tc.reshape((tc_shape[0],) + (cv,) * t)[(slice(0, int(classes[-1]) + 1),) + (slice(0, m),) * t]  # a view
-    if not _whole(held):
-        return False
-    XW = X * w[order, None]
-    for c, lo, hi in zip(classes.tolist(), starts.tolist(), starts[1:].tolist() + [rows]):
-        Xc = X[lo:hi]
-        P = Xc
-        for _ in range(t - 2):
-            P = (P[:, :, None] * Xc[:, None, :]).reshape(hi - lo, -1)
-        held[c] += (XW[lo:hi].T @ P).reshape((m,) * t)
-    return True
-
-
-def _add_tuple_rows(tc, tf, tc_shape, tf_shape, D, dfeats, yc, w, total: float = np.inf):
-    """Add complete rows to the flat t-way tables in row order, as one event at a time adds them.
-
-    ``tuple_count``: with whole weights and whole counts (sums of whole numbers are exact in any order)
-    and a value space small beside the cells the rows add (:func:`_product_pays`), each class's rows by
-    one matrix product (:func:`_dense_tuple_add`); else rows of equal weight (the usual run) by one
-    ``np.add.at`` over a piece of rows (it adds in index order, so exactly as row by row; a third cheaper
-    than a fancy-index add per row), else row by row (a row's k^t cells are distinct, so a fancy-index add
-    is exact).
-    ``tuple_feat``: where the columns are the features in order, a row adds its weight to the first
-    k cells of each of its k^(t-1) rows of the table; with whole weights and whole counts the batch's
-    additions to each row of the table are summed first and added once, else a slice per event."""
-    t, cv, cf = len(tc_shape) - 1, tc_shape[-1], tf_shape[-1]
-    rows, k = D.shape
-
-    def heads_of(Dm, ym):  # (rows, k, ..., k): each row's flat (class, t - 1 values) prefixes
-        head = ym.reshape((-1,) + (1,) * (t - 1))
-        for a in range(t - 1):  # the first t - 1 values, broadcast over their own axis
-            head = head * cv + Dm.reshape((-1,) + (1,) * a + (k,) + (1,) * (t - 2 - a))
-        return head
-
-    lead = _leading(dfeats, cf)
-    tf_rows = tf.reshape(-1, cf)  # tuple_feat's rows: (class, t - 1 values) -> features
-    exact = _exact_sums(w, total)
-    if exact and t >= 2 and _product_pays(D, yc, t) and _dense_tuple_add(tc, tc_shape, D, yc, w):
-        tc = None  # added
-    if lead and exact:
-        per_row = np.bincount(heads_of(D, yc).reshape(-1), weights=np.repeat(w, k ** (t - 1)), minlength=len(tf_rows))
-        used = np.flatnonzero(per_row)
-        touched = tf_rows[used, :lead]
-        if _whole(touched):
-            tf_rows[used, :lead] = touched + per_row[used, None]
-            tf = None  # added
-    if tc is None and tf is None:
-        return
-    for part in row_chunks(rows, k**t, most=16):
-        Dm, weights = D[part], w[part].tolist()
-        head = heads_of(Dm, yc[part])
-        if tc is not None:
-            cells = (head[..., None] * cv + Dm.reshape((-1,) + (1,) * (t - 1) + (k,))).reshape(len(Dm), -1)
-            if len(set(weights)) == 1:
-                np.add.at(tc, cells.reshape(-1), weights[0])
-            else:
-                for r, wr in enumerate(weights):
-                    tc[cells[r]] += wr
-        if tf is None:
-            continue
-        if lead:
-            heads = head.reshape(len(Dm), -1)
-            for r, wr in enumerate(weights):
-                tf_rows[heads[r], :lead] += wr
-        else:
-            fcells = (head[..., None] * cf + dfeats.reshape((1,) * t + (k,))).reshape(len(Dm), -1)
-            for r, wr in enumerate(weights):
-                tf[fcells[r]] += wr
 
 
 def _pair_cells(D, dfeats, yc, w, mask, pair_shape, feat_shape):
@@ -170,33 +41,13 @@ def _pair_cells(D, dfeats, yc, w, mask, pair_shape, feat_shape):
     return head * cv2 + D[r3, b3], head * cf + dfeats[b3], w[r3]
 
 
-def _dense_pairs(pc, pf, D, dfeats, yc, w, total: float) -> bool:
-    """Add complete rows of whole weights to dense pair tables at once, when sums are exact in any order
-    (whole weights and counts below 2^52): ``pair_count`` by :func:`_dense_tuple_add` (t = 2), and, where the
-    columns are the features in order, ``pair_feat`` by each (class, value) row's summed weight added to its
-    first cells. Returns False, having added nothing, where that does not hold or would not pay."""
-    k = D.shape[1]
-    lead = _leading(dfeats, pf.shape[2])
-    if (isinstance(pc, SparseTable) or not lead or pc.shape[1] != pc.shape[2] or not _exact_sums(w, total)
-            or not _product_pays(D, yc, 2)):
-        return False
-    pf_rows = _flat(pf).reshape(-1, pf.shape[2])  # (class, value) -> features
-    per_row = np.bincount((yc[:, None] * pf.shape[1] + D).ravel(), weights=np.repeat(w, k), minlength=len(pf_rows))
-    used = np.flatnonzero(per_row)
-    touched = pf_rows[used, :lead]
-    if not _whole(touched) or not _dense_tuple_add(_flat(pc), pc.shape, D, yc, w):
-        return False
-    pf_rows[used, :lead] = touched + per_row[used, None]
-    return True
-
-
-def _add_pairs_many(pc, pf, D, dfeats, yc, w, mask, cells: dict, total: float = np.inf) -> None:
-    """Add the observed pairs of the rows of ``D`` to ``pair_count`` and ``pair_feat``: complete rows of
-    whole weights at once (:func:`_dense_pairs`, ``total`` the weight learned so far, which bounds every
-    count), else in pieces of rows whose index arrays stay within the working-set limit
-    (:func:`row_chunks`); ``cells`` keeps the index arrays of a batch that fits in one piece, for the next
-    count set (same shapes)."""
-    if D.shape[1] and mask.all() and _dense_pairs(pc, pf, D, dfeats, yc, w, total):
+def _add_pairs_many(pc, pf, D, dfeats, yc, w, mask, cells: dict) -> None:
+    """Add the observed pairs of the rows of ``D`` to ``pair_count`` and ``pair_feat``: dense tables in the
+    compiled loop (:func:`~stream_nb.kernels._tree.add_pair_rows`), sparse ones in pieces of rows whose
+    index arrays stay within the working-set limit (:func:`row_chunks`); ``cells`` keeps the index arrays of
+    a batch that fits in one piece, for the next count set (same shapes)."""
+    if not isinstance(pc, SparseTable):
+        compiled().add_pair_rows(np.ascontiguousarray(D), dfeats, yc, w, pc, pf)
         return
     parts = row_chunks(len(D), D.shape[1] ** 2)
     for part in parts:
@@ -206,12 +57,8 @@ def _add_pairs_many(pc, pf, D, dfeats, yc, w, mask, cells: dict, total: float = 
             if len(parts) == 1:
                 cells[pc.shape, pf.shape] = got
         pidx, fidx, pw = got
-        if isinstance(pc, SparseTable):  # the same flat keys: both number the cells C-ordered over the shape
-            pc.add_flat(pidx, pw)
-            pf.add_flat(fidx, pw)
-        else:
-            np.add.at(_flat(pc), pidx, pw)
-            np.add.at(_flat(pf), fidx, pw)
+        pc.add_flat(pidx, pw)  # the same flat keys: both number the cells C-ordered over the shape
+        pf.add_flat(fidx, pw)
 
 
 def add_pairs_expected(pair_count, pair_feat, c: int, u: np.ndarray, fs: np.ndarray, J: np.ndarray, Jf: np.ndarray) -> None:
@@ -283,29 +130,18 @@ class Adding:
             getattr(self, p + "pair_count").add((c, cols[:, None], cols[None, :]), w)
             getattr(self, p + "pair_feat").add((c, cols[:, None], feats[None, :]), w)
         elif self.pairs:
-            rows = cols[:, None]
-            getattr(self, p + "pair_count")[c][rows, cols] += w
-            getattr(self, p + "pair_feat")[c][rows, feats] += w
+            compiled().add_pair_rows(cols[None, :], feats, np.array([c]), np.array([float(w)]),
+                                     getattr(self, p + "pair_count"), getattr(self, p + "pair_feat"))
         if self.tuples and self.tuples_selected:  # the candidate parents' tuples alone (_tuple_candidates.py)
             self._count_selected_tuples(p, cols[None, :], feats, np.array([c]), np.array([float(w)]))
             return
         if self.tuples:
-            # flat indices into the class's contiguous block: 3x faster than np.ix_
-            if isinstance(getattr(self, p + "tuple_count"), SparseTable):
+            tc, tf = getattr(self, p + "tuple_count"), getattr(self, p + "tuple_feat")
+            if isinstance(tc, SparseTable):
                 self._count_sparse_tuples(p, cols, feats, c, w)
                 return
-            tc, tf = getattr(self, p + "tuple_count")[c], getattr(self, p + "tuple_feat")[c]
-            idx = cols
-            for _ in range(self.tuples - 2):
-                idx = (idx[:, None] * tc.shape[-1] + cols[None, :]).ravel()
-            head = idx
-            idx = (head[:, None] * tc.shape[-1] + cols[None, :]).ravel()
-            tc.reshape(-1)[idx] += w
-            lead = _leading(feats, tf.shape[-1])
-            if lead:
-                tf.reshape(-1, tf.shape[-1])[head, :lead] += w
-            else:
-                tf.reshape(-1)[(head[:, None] * tf.shape[-1] + feats[None, :]).ravel()] += w
+            compiled().add_tuple_rows(cols[None, :], feats, np.array([c]), np.array([float(w)]), self.tuples,
+                                      tc.shape[-1], tf.shape[-1], _flat(tc), _flat(tf))
 
     def _count_sparse_tuples(self, p: str, cols: np.ndarray, feats: np.ndarray, c: int, w: float) -> None:
         """The t-tuples of one event's values (and of its values with a feature last) into sparse tables."""
@@ -392,7 +228,7 @@ class Adding:
                 np.add.at(getattr(self, p + "feat_count"), (cc, dfeats[jj]), w[rr])
                 if self.pairs:
                     _add_pairs_many(getattr(self, p + "pair_count"), getattr(self, p + "pair_feat"),
-                                    D, dfeats, yc, w, mask, cells, total=float(np.abs(self.class_count).sum()))
+                                    D, dfeats, yc, w, mask, cells)
                 if self.tuples:
                     self._add_tuples_many(p, D, dfeats, yc, w, mask)
         self.add_gaussian_rows(G, gslots, yc, w)
@@ -400,23 +236,12 @@ class Adding:
     def _add_tuples_many(self, p, D, dfeats, yc, w, mask):
         t = self.tuples
         tuple_count, tuple_feat = getattr(self, p + "tuple_count"), getattr(self, p + "tuple_feat")
-        k = D.shape[1]
         if self.tuples_selected:
             self._count_selected_tuples(p, D, dfeats, yc, w, mask)
             return
         if isinstance(tuple_count, SparseTable):
             self._add_tuples_sparse(p, D, dfeats, yc, w, mask)
             return
-        if mask.all() and k:  # complete rows (the vectorised runs): each row's cells are distinct, as in _count
-            _add_tuple_rows(_flat(tuple_count), _flat(tuple_feat), tuple_count.shape, tuple_feat.shape, D, dfeats, yc, w,
-                            total=float(np.abs(self.class_count).sum()))
-            return
-        grid = np.indices((k,) * t).reshape(t, -1)  # every t-tuple of column positions
-        for lo in range(0, len(D), 64):
-            Dm, mk = D[lo : lo + 64], mask[lo : lo + 64]
-            ok = np.logical_and.reduce([mk[:, g] for g in grid])  # (rows, k^t)
-            r, j = np.nonzero(ok)
-            cols = tuple(Dm[r, grid[a][j]] for a in range(t))
-            ww = w[lo : lo + 64][r]
-            scatter_add(tuple_count, (yc[lo : lo + 64][r],) + cols, ww)
-            scatter_add(tuple_feat, (yc[lo : lo + 64][r],) + cols[:-1] + (dfeats[grid[-1][j]],), ww)
+        # dense tables: every ordered t-tuple of each row's observed values, in row order (as one at a time)
+        compiled().add_tuple_rows(np.ascontiguousarray(D), dfeats, yc, w, t, tuple_count.shape[-1], tuple_feat.shape[-1],
+                                  _flat(tuple_count), _flat(tuple_feat))

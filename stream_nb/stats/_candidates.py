@@ -120,14 +120,6 @@ class Candidates:
         """(k, k): whether the pair (feats[r], feats[q]) is counted, the first the row."""
         return pair_kept(self.pair_allowed, self.pair_edges, feats[:, None], feats[None, :])
 
-    def run_fits(self, rows: int = 200) -> bool:
-        """Whether a vectorised run of ``rows`` events, whose pairs are added at once (the budget checks
-        it as one event), keeps the pair tables well within the budget: not on wide data under a pair
-        rule, whose events then go one at a time, so that pairs are dropped before the tables pass it."""
-        if self.pair_rule is None or self.memory_budget is None or not self.pairs_sparse:
-            return True
-        return 32 * rows * len(self.features) ** 2 <= self.sparse_limit() // 4
-
     def edge_ok(self) -> np.ndarray | None:
         """(F, F): the attribute pairs whose counts are kept (None: all of them)."""
         if self.pair_allowed is None:

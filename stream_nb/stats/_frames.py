@@ -61,8 +61,8 @@ class Frames:
         seen for a discretised feature whose edges are fixed), so learning it
         changes no schema, only counts; with ``complete`` every discrete
         feature is observed too.
-        A run of plain events can therefore be scored and learned with
-        running counts (see :mod:`stream_nb.stats._running`).
+        A run of plain events can therefore be scored and learned by a
+        model's compiled kernel without leaving it.
 
         With ``unseen``, an unlabeled event is plain with values never seen too
         (a categorical value, or a bin of a discretised feature with edges): each
