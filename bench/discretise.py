@@ -5,8 +5,9 @@
                                [--streams Agrawal,RandomTree,...]
 
 - ``prequential``: prequential accuracy (``prequential_many`` on polls of 500, as the daemon runs
-  it) of TAN, AODE, SPODE, KDB with ``discretiser="equal_frequency"`` (the bins before issue 15:
-  5 equal-frequency bins from each feature's first 100 values) and ``"mdl"`` (the default now), on
+  it) of TAN, AODE, SPODE, KDB with ``numeric=EqualFrequency()`` (the bins before issue 15:
+  5 equal-frequency bins from each feature's first 100 values) and ``MDL()`` (the default now; KDB's
+  ``MDL(fine_bins=16)``, what ``--discretiser mdl`` gives it), on
   every stream of ``bench/learners.py`` and ``bench/holdout.py`` plus numeric streams of our own
   (river's SEA and Hyperplane generators). Agrawal's ``age``, ``hvalue`` and ``hyears`` are
   declared numeric as MOA declares them (``types=``); a data set of a fixed size runs whole.
@@ -15,8 +16,8 @@
   size and warm-up, the choice the defaults rest on.
 - ``cost``: learn_one and predict_one time per event and the count cells kept, two layers beside one
   (best of ``--repeats`` interleaved runs, ``time.thread_time``).
-- ``naive_bayes``: NaiveBayes with ``numeric="gaussian"`` beside ``numeric="bins"``, prequential.
-- ``tree_score``: TAN's tree weighed by the conditional mutual information (``tree_score="cmi"``)
+- ``naive_bayes``: NaiveBayes with ``numeric=Gaussian()`` beside ``numeric=MDL()``, prequential.
+- ``tree_score``: TAN's tree weighed by the conditional mutual information (``Tree(score="cmi")``)
   beside the Bayesian score gain Weka's BayesNet TAN search uses (``"bayes"``), prequential, with
   either discretiser.
 - ``early_rebuilds``: TAN (with either tree score), SPODE and KDB (their defaults) with the early rebuilds (after 100, 200,
@@ -38,7 +39,7 @@ from pathlib import Path
 from river import datasets
 from river.datasets import synth
 
-from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes
+from stream_nb import AODE, KDB, MDL, SPODE, TAN, EqualFrequency, NaiveBayes, Tree
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import holdout  # noqa: E402  (bench/holdout.py: its streams and its split)
@@ -59,6 +60,13 @@ FIXED = ("Bananas", "Phishing", "ImageSegments", "Shuttle")
 #: Agrawal's attributes as MOA declares them: these integers are numeric
 AGRAWAL_NUMERIC = ("salary", "commission", "age", "hvalue", "hyears", "loan")
 MODELS = {"TAN": TAN, "AODE": AODE, "SPODE": SPODE, "KDB (k=2)": KDB}
+
+
+def discretiser(make, d):
+    """The ``numeric`` option that ``--discretiser d`` gives the model ``make`` (KDB's MDL: 16 fine bins)."""
+    if d == "equal_frequency":
+        return EqualFrequency()
+    return MDL(fine_bins=16) if make is KDB else MDL()
 
 
 def types_of(sname):
@@ -89,7 +97,8 @@ def part_prequential(n, streams):
     for sname in streams:
         events = events_of(sname, n)
         for mname, make in MODELS.items():
-            acc = {d: prequential(make(discretiser=d, types=types_of(sname)), events) for d in ("equal_frequency", "mdl")}
+            acc = {d: prequential(make(numeric=discretiser(make, d), types=types_of(sname)), events)
+                   for d in ("equal_frequency", "mdl")}
             diff = acc["mdl"] - acc["equal_frequency"]
             print(f"| {sname} | {len(events):,} | {mname} | {acc['equal_frequency']:.4f} | {acc['mdl']:.4f} | {diff:+.4f} |")
             sys.stdout.flush()
@@ -105,17 +114,17 @@ def holdout_accuracy(make, train, test):
 
 
 ALTERNATIVES = [
-    ("equal_frequency, 5 bins, warm-up 100 (before)", {"discretiser": "equal_frequency"}),
-    ("equal_frequency, 10 bins, warm-up 1000", {"discretiser": "equal_frequency", "bins": 10, "warmup": 1000}),
-    ("mdl, 16 fine bins, warm-up 100", {"fine_bins": 16}),
-    ("mdl, 64 fine bins, warm-up 100", {"fine_bins": 64}),
-    ("mdl, 64 fine bins, warm-up 1000", {"fine_bins": 64, "warmup": 1000}),
-    ("mdl, 256 fine bins, warm-up 1000", {"fine_bins": 256, "warmup": 1000}),
+    ("equal_frequency, 5 bins, warm-up 100 (before)", {"numeric": EqualFrequency()}),
+    ("equal_frequency, 10 bins, warm-up 1000", {"numeric": EqualFrequency(bins=10, warmup=1000)}),
+    ("mdl, 16 fine bins, warm-up 100", {"numeric": MDL(fine_bins=16)}),
+    ("mdl, 64 fine bins, warm-up 100", {"numeric": MDL(fine_bins=64)}),
+    ("mdl, 64 fine bins, warm-up 1000", {"numeric": MDL(fine_bins=64, warmup=1000)}),
+    ("mdl, 256 fine bins, warm-up 1000", {"numeric": MDL(fine_bins=256, warmup=1000)}),
 ]
 
 
 def part_alternatives(streams=("RandomTree", "Agrawal", "Bananas", "Phishing")):
-    print("\n## Alternatives, holdout accuracy (the defaults: `discretiser=\"mdl\"`, `fine_bins=64`, `warmup=100`)\n")
+    print("\n## Alternatives, holdout accuracy (the default: `MDL(bins=5, fine_bins=64, warmup=100)`)\n")
     print(f"python bench/discretise.py --part alternatives --streams {','.join(streams)}\n")
     print("| stream | discretiser | TAN | AODE |")
     print("|---|---|---:|---:|")
@@ -148,7 +157,7 @@ def part_cost(n, repeats):
     for _ in range(repeats):
         for mname, make in MODELS.items():
             for d in ("equal_frequency", "mdl"):
-                model = make(discretiser=d)
+                model = make(numeric=discretiser(make, d))
                 start = time.thread_time()
                 for x, y in events:
                     model.learn_one(x, y)
@@ -168,14 +177,14 @@ def part_cost(n, repeats):
 def part_naive_bayes(n):
     print("\n## NaiveBayes: Gaussian numeric features or MDL bins, prequential accuracy\n")
     print(f"python bench/discretise.py --events {n} --part naive_bayes\n")
-    print("| stream | events | numeric=\"gaussian\" | numeric=\"bins\" |")
+    print("| stream | events | numeric=Gaussian() | numeric=MDL() |")
     print("|---|---:|---:|---:|")
     for sname in STREAMS:
         if sname in ("LED", "STAGGER"):
             continue  # no numeric feature
         events = events_of(sname, n)
         g = prequential(NaiveBayes(types=types_of(sname)), events)
-        b = prequential(NaiveBayes(numeric="bins", discretiser="mdl", types=types_of(sname)), events)
+        b = prequential(NaiveBayes(numeric=MDL(), types=types_of(sname)), events)
         print(f"| {sname} | {len(events):,} | {g:.4f} | {b:.4f} |")
         sys.stdout.flush()
 
@@ -183,12 +192,13 @@ def part_naive_bayes(n):
 def part_tree_score(n, streams):
     print("\n## TAN: tree by conditional mutual information or by Bayesian score gain, prequential accuracy\n")
     print(f"python bench/discretise.py --events {n} --part tree_score --streams {','.join(streams)}\n")
-    print("| stream | events | discretiser | tree_score=\"cmi\" | tree_score=\"bayes\" | difference |")
+    print("| stream | events | discretiser | Tree(score=\"cmi\") | Tree(score=\"bayes\") | difference |")
     print("|---|---:|---|---:|---:|---:|")
     for sname in streams:
         events = events_of(sname, n)
         for d in ("mdl", "equal_frequency"):
-            acc = {t: prequential(TAN(tree_score=t, discretiser=d, types=types_of(sname)), events) for t in ("cmi", "bayes")}
+            acc = {t: prequential(TAN(search=Tree(score=t), numeric=discretiser(TAN, d), types=types_of(sname)), events)
+                   for t in ("cmi", "bayes")}
             print(f"| {sname} | {len(events):,} | {d} | {acc['cmi']:.4f} | {acc['bayes']:.4f} | {acc['bayes'] - acc['cmi']:+.4f} |")
             sys.stdout.flush()
 
@@ -218,7 +228,7 @@ def part_early_rebuilds(n, streams):
     print("|---|---:|---|---:|---:|---:|---:|")
     for sname in streams:
         events = events_of(sname, n)
-        for mname, cls, kw in (("TAN", TAN, {}), ("TAN, `tree_score=\"cmi\"`", TAN, {"tree_score": "cmi"}),
+        for mname, cls, kw in (("TAN", TAN, {}), ("TAN, `Tree(score=\"cmi\")`", TAN, {"search": Tree(score="cmi")}),
                                ("SPODE", SPODE, {}), ("KDB (k=2)", KDB, {"k": 2})):
             first, acc = {}, {}
             for rule in ("g", "bic"):

@@ -42,7 +42,7 @@ import time
 import numpy as np
 from river import drift, naive_bayes, tree
 
-from stream_nb import NaiveBayes
+from stream_nb import Decay, EqualFrequency, NaiveBayes, Window
 from stream_nb.learners import DETECTORS
 from stream_nb.tools.evaluate import DRIFT_STREAMS, RIVER_STREAMS
 
@@ -53,18 +53,18 @@ RECOMMENDED_DEFAULT = "nb:window=2000"
 
 
 def ours() -> dict:
-    out = {
+    out = {  # named as the specs of ``stream-nb evaluate --models``
         "nb": dict(),
-        "nb:window=2000": dict(window=2000),
-        "nb:window=10000": dict(window=10000),
-        "nb:half_life=1000": dict(half_life=1000.0),
-        "nb:half_life=5000": dict(half_life=5000.0),
+        "nb:window=2000": dict(forgetting=Window(2000)),
+        "nb:window=10000": dict(forgetting=Window(10000)),
+        "nb:half_life=1000": dict(forgetting=Decay(half_life=1000.0)),
+        "nb:half_life=5000": dict(forgetting=Decay(half_life=5000.0)),
     }
     # KSWIN is left out: a Kolmogorov-Smirnov test per event on 0/1 errors is slow (15x DDM) and meant for
     # continuous values; it is supported (drift_detector="kswin") and tested
     out.update({f"nb:{name}": dict(drift_detector=name) for name in DETECTORS if name != "kswin"})
-    out["nb:window=10000+hddm_a"] = dict(window=10000, drift_detector="hddm_a")
-    out["nb:window=10000+ddm"] = dict(window=10000, drift_detector="ddm")
+    out["nb:window=10000+hddm_a"] = dict(forgetting=Window(10000), drift_detector="hddm_a")
+    out["nb:window=10000+ddm"] = dict(forgetting=Window(10000), drift_detector="ddm")
     return {name: (lambda kw=kw: NaiveBayes(**kw)) for name, kw in out.items()}
 
 
@@ -73,17 +73,17 @@ def ours_aode() -> dict:
     window, with DDM."""
     from stream_nb import AODE
 
-    out = {"aode": dict(), "aode:window=2000": dict(window=2000), "aode:ddm": dict(drift_detector="ddm")}
+    out = {"aode": dict(), "aode:window=2000": dict(forgetting=Window(2000)), "aode:ddm": dict(drift_detector="ddm")}
     return {name: (lambda kw=kw: AODE(**kw)) for name, kw in out.items()}
 
 
 def ours_tan() -> dict:
     """TAN without forgetting, with a window, with DDM (numeric features by the default supervised
-    two-layer discretiser), and with DDM over 5 equal-frequency bins (``discretiser="equal_frequency"``)."""
+    two-layer discretiser), and with DDM over 5 equal-frequency bins (``numeric=EqualFrequency()``)."""
     from stream_nb import TAN
 
-    out = {"tan": dict(), "tan:window=2000": dict(window=2000), "tan:ddm": dict(drift_detector="ddm"),
-           "tan:equal_frequency+ddm": dict(discretiser="equal_frequency", drift_detector="ddm")}
+    out = {"tan": dict(), "tan:window=2000": dict(forgetting=Window(2000)), "tan:ddm": dict(drift_detector="ddm"),
+           "tan:equal_frequency+ddm": dict(numeric=EqualFrequency(), drift_detector="ddm")}
     return {name: (lambda kw=kw: TAN(**kw)) for name, kw in out.items()}
 
 
@@ -129,10 +129,10 @@ def memory(n: int, seed: int) -> None:
     from stream_nb import AODE, KDB, SPODE, TAN
 
     xs, ys, _ = events_of("LED", n, seed)
-    print(f"| model (LED, {n:,} events) | counts (bytes) | window=10000, panes=4: panes and capture (bytes) | ratio |")
+    print(f"| model (LED, {n:,} events) | counts (bytes) | Window(10000, panes=4): panes and capture (bytes) | ratio |")
     print("|---|---:|---:|---:|")
     for cls in (NaiveBayes, AODE, TAN, SPODE, KDB):
-        model = cls(window=10000, panes=4)
+        model = cls(forgetting=Window(10000, panes=4))
         model.prequential_many(xs, ys)
         counts = sum(a.nbytes for k, a in model.state()[0].items() if not k.startswith("model."))
         print(f"| {cls.__name__} | {counts:,} | {model.forgetting_nbytes:,} | {model.forgetting_nbytes / counts:.2f} |")
@@ -140,16 +140,16 @@ def memory(n: int, seed: int) -> None:
 
 def decay_cost(names: list, n: int, seed: int) -> None:
     """Per stream and model (NaiveBayes, TAN, AODE, SPODE, KDB), prequential accuracy and CPU seconds
-    without forgetting and with ``half_life=1000``, in polls of 1,000 (``prequential_many``)."""
+    without forgetting and with ``Decay(half_life=1000)``, in polls of 1,000 (``prequential_many``)."""
     from stream_nb import AODE, KDB, SPODE, TAN
 
-    print("| stream | model | accuracy | CPU s | accuracy, half_life=1000 | CPU s, half_life=1000 |")
+    print("| stream | model | accuracy | CPU s | accuracy, Decay(half_life=1000) | CPU s, Decay(half_life=1000) |")
     print("|---|---|---:|---:|---:|---:|")
     for name in names:
         xs, ys, _ = events_of(name, n, seed)
         for cls in (NaiveBayes, TAN, AODE, SPODE, KDB):
             cells = []
-            for kw in ({}, {"half_life": 1000.0}):
+            for kw in ({}, {"forgetting": Decay(half_life=1000.0)}):
                 t = time.process_time()
                 correct = run_ours(cls(**kw), xs, ys)
                 cells += [f"{correct.mean():.4f}", f"{time.process_time() - t:.2f}"]
@@ -172,7 +172,7 @@ def main(argv=None) -> int:
     parser.add_argument("--load", metavar="JSON", nargs="+", help="print the tables of saved measurements "
                         "(e.g. streams run in parallel), run nothing")
     parser.add_argument("--memory", action="store_true", help="print the memory of each model with a window, and stop")
-    parser.add_argument("--decay", action="store_true", help="print what decay (half_life=1000) costs each model, "
+    parser.add_argument("--decay", action="store_true", help="print what Decay(half_life=1000) costs each model, "
                         "and stop")
     args = parser.parse_args(argv)
     if args.memory:

@@ -20,11 +20,11 @@ feature with a float value is numeric):
   same ``Discretize``, whose cut points come from the training events only; AODE
   left Weka's core after 3.6).
 
-Beside them, stream_nb's TAN and AODE with their defaults (``discretiser="mdl"``) and with the
+Beside them, stream_nb's TAN and AODE with their defaults (``numeric=MDL()``) and with the
 equal-frequency bins that were their default before issue 15; with the ARFF file's
 declaration (``types=``) where that differs from what stream_nb infers
 (Agrawal's integer ``age``, ``hvalue``, ``hyears``); and given Weka's cut points
-(``bin_edges=``, from the same ``Discretize`` on the training events), which
+(``numeric=Edges(...)``, from the same ``Discretize`` on the training events), which
 separates the discretiser from the rest of the model. For the last, the
 predictions are also compared one by one with Weka's. On RandomTree they are
 the same, event for event. Where they are not, the models differ beyond the
@@ -32,15 +32,15 @@ bins: Weka's BayesNet smooths with alpha 0.5, ours with 1, and its schedule
 builds the tree once, on all the training events. Our TAN weighs each candidate
 edge as Weka's TAN search does, by the gain in the Bayesian network score
 (``calcScoreWithExtraParent``, which charges an edge for its cells);
-``TAN(tree_score="cmi")`` (the row ``tree_score="cmi"``, the default before)
+``TAN(search=Tree(score="cmi"))`` (the row ``Tree(score="cmi")``, the default before)
 weighs it by the conditional mutual information alone, so on Agrawal it links the
 weakly dependent many-valued ``car`` and ``zipcode`` where Weka's tree does not.
 Without a JDK the Weka rows are skipped with a line saying why, and stream_nb's are still printed.
 
 ``--diagnose`` adds what tells the bins from the rest of the model: TAN on Weka's cut points with
-``tree_score="cmi"`` and rebuilt once more after the last training event (Weka builds on all of
-them; the schedule's last rebuild may be earlier), and AODE with ``bins=1`` (MDL's cut points alone)
-and ``bins=3``, each with the count of its predictions that differ from Weka's; and each model on the cut
+``Tree(score="cmi")`` and rebuilt once more after the last training event (Weka builds on all of
+them; the schedule's last rebuild may be earlier), and AODE with ``MDL(bins=1)`` (MDL's cut points alone)
+and ``MDL(bins=3)``, each with the count of its predictions that differ from Weka's; and each model on the cut
 points our MDL criterion keeps on the raw training values (one interval per distinct value, which a streaming
 discretiser does not keep: it cuts only at its fine layer's edges), with whether they are Weka's; and, after
 the table, each numeric feature's cut points where Weka's and our TAN's (its defaults, after the training
@@ -63,7 +63,7 @@ from river.datasets import synth
 
 import numpy as np
 
-from stream_nb import AODE, TAN
+from stream_nb import AODE, MDL, TAN, Edges, EqualFrequency, Tree
 from stream_nb.stats import mdl_cuts
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -141,23 +141,24 @@ def run_stream(sname, train, test, skip_reason, diagnose=False):
     declared = types != inferred_types(events)
     for name, make in (("TAN", TAN), ("AODE", AODE)):
         acc[name] = accuracy(ours(make(), train, test), test)
-        rows.append((f"stream_nb {name}", acc[name], "defaults (discretiser=\"mdl\")"))
+        rows.append((f"stream_nb {name}", acc[name], "defaults (numeric=MDL())"))
         if declared:  # the targets compare like with like: the ARFF's declaration (Agrawal's age numeric)
             acc[name] = accuracy(ours(make(types=types), train, test), test)
             rows.append((f"stream_nb {name}, types as declared", acc[name], "types= the ARFF declaration"))
         if make is TAN:  # the tree weighed by the conditional mutual information, the default before
-            cmi = accuracy(ours(make(tree_score="cmi", **({"types": types} if declared else {})), train, test), test)
-            rows.append(("stream_nb TAN, tree_score=\"cmi\"", cmi, "tree_score=\"cmi\""
+            cmi = accuracy(ours(make(search=Tree(score="cmi"), **({"types": types} if declared else {})), train, test),
+                           test)
+            rows.append(("stream_nb TAN, Tree(score=\"cmi\")", cmi, "search=Tree(score=\"cmi\")"
                          + (", types= the ARFF declaration" if declared else "")))
-        before = make(discretiser="equal_frequency", **({"types": types} if declared else {}))
+        before = make(numeric=EqualFrequency(), **({"types": types} if declared else {}))
         rows.append((f"stream_nb {name}, equal-frequency bins", accuracy(ours(before, train, test), test),
-                     "discretiser=\"equal_frequency\" (the default before issue 15)"
+                     "numeric=EqualFrequency() (the default before issue 15)"
                      + (", types= the ARFF declaration" if declared else "")))
         if cuts is not None:
             edges = {a.name: cuts[str(a.name)] for a in attrs if a.kind == "numeric"}
-            predictions = ours(make(types=types, bin_edges=edges), train, test)
+            predictions = ours(make(types=types, numeric=Edges(edges)), train, test)
             differ = sum(a != b for a, b in zip(predictions, weka[name].predictions))
-            note = f"bin_edges= Weka's MDL cut points; predictions that differ from Weka's {name}: {differ}"
+            note = f"numeric=Edges(...) Weka's MDL cut points; predictions that differ from Weka's {name}: {differ}"
             rows.append((f"stream_nb {name}, Weka's cut points", accuracy(predictions, test), note))
             if diagnose:
                 rows.extend(diagnosis(name, make, types, edges, train, test, weka[name].predictions))
@@ -185,11 +186,12 @@ def cut_point_lines(sname, model, train, weka_cuts) -> list[str]:
 def diagnosis(name, make, types, edges, train, test, weka_predictions):
     """``--diagnose``: the rows that tell the bins from the rest of the model (see docs/benchmarks.md, "Discretiser")."""
     out = []
-    variants = {"TAN": [({"tree_score": "cmi"}, False), ({}, True), ({"tree_score": "cmi"}, True)],
-                "AODE": [({"bins": 1}, False), ({"bins": 3}, False)]}[name]
+    cmi = {"search": Tree(score="cmi")}
+    variants = {"TAN": [(cmi, False), ({}, True), (cmi, True)],
+                "AODE": [({"numeric": MDL(bins=1)}, False), ({"numeric": MDL(bins=3)}, False)]}[name]
     cuts = name == "TAN"  # TAN on Weka's cut points (the rest of the model); AODE on its own bins (the bins)
     for params, last in variants:
-        model = make(types=types, **({"bin_edges": edges} if cuts else {}), **params)
+        model = make(types=types, **({"numeric": Edges(edges)} if cuts else {}), **params)
         for x, y in train:
             model.learn_one(x, y)
         if last:
@@ -227,10 +229,10 @@ def raw_mdl_row(name, make, types, weka_edges, train, test, weka_predictions):
     edges = raw_mdl_edges(train, types)
     same = all(np.allclose(edges.get(k, []), v, rtol=0, atol=1e-9) if len(edges.get(k, [])) == len(v) else False
                for k, v in weka_edges.items())
-    predictions = ours(make(types=types, bin_edges=edges), train, test)
+    predictions = ours(make(types=types, numeric=Edges(edges)), train, test)
     differ = sum(a != b for a, b in zip(predictions, weka_predictions))
     return (f"stream_nb {name}, our MDL on the raw training values", accuracy(predictions, test),
-            f"bin_edges= stream_nb.stats.mdl_cuts over each distinct training value; the same cut points as "
+            f"numeric=Edges(...) of stream_nb.stats.mdl_cuts over each distinct training value; the same cut points as "
             f"Weka's: {'yes' if same else 'no'}; predictions that differ from Weka's {name}: {differ}")
 
 
@@ -268,8 +270,8 @@ def main(argv=None):
     parser.add_argument("--streams", default=",".join(STREAMS),
                         help=f"comma-separated, of {', '.join(STREAMS)} (default all)")
     parser.add_argument("--diagnose", action="store_true",
-                        help="also TAN on Weka's cut points with tree_score=\"cmi\" and rebuilt after the last "
-                             "training event, and AODE with bins=1 and bins=3 (what explains the gaps)")
+                        help="also TAN on Weka's cut points with Tree(score=\"cmi\") and rebuilt after the last "
+                             "training event, and AODE with MDL(bins=1) and MDL(bins=3) (what explains the gaps)")
     args = parser.parse_args(argv)
     names = [s for s in args.streams.split(",") if s]
     unknown = [s for s in names if s not in STREAMS]

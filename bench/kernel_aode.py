@@ -23,7 +23,7 @@ import time
 import numpy as np
 from river.datasets import synth
 
-from stream_nb import AODE, SPODE
+from stream_nb import AODE, SPODE, EqualFrequency
 from stream_nb.kernels import NO_DETECTOR, compiled
 
 
@@ -35,7 +35,7 @@ def kernel_alone(events: list, block: int = 500):
     """(seconds, accuracy) of ``aode_block`` over ``events``, encoded once by a store that has met every value."""
     k = compiled()
     xs, ys = [x for x, _ in events], [y for _, y in events]
-    model = AODE(discretiser="equal_frequency")  # one layer: the store whose arrays the kernel reads
+    model = AODE(numeric=EqualFrequency())  # one layer: the store whose arrays the kernel reads
     for x, y in events[:300]:  # every value and class registered (LED's 24 binary attributes, 10 digits)
         model.learn_one(x, y)
     s = model._stats

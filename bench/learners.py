@@ -15,7 +15,7 @@ Agrawal's ``elevel``, ``car``, ``zipcode`` nominal and the other six numeric; Ra
 4 numeric and 4 nominal). stream_nb's models get the same declaration (``types=``). Weka's
 AODE takes nominal attributes only, so on the numeric streams both AODEs get the same bins,
 the ones stream_nb's AODE would choose by default (equal-frequency, 5 bins from each
-feature's first 100 values), fixed up front (``bin_edges=`` for ours, bin labels in the
+feature's first 100 values), fixed up front (``numeric=Edges(...)`` for ours, bin labels in the
 ARFF file for Weka's).
 
 Each learner runs the prequential loop (predict each event, then learn it, in order):
@@ -89,7 +89,7 @@ from river import naive_bayes
 from river.datasets import synth
 from sklearn.naive_bayes import CategoricalNB
 
-from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes
+from stream_nb import AODE, KDB, SPODE, TAN, Edges, NaiveBayes
 from stream_nb.daemon import one_blas_thread
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -424,7 +424,7 @@ def peer_stream(sname, events, args, capymoa=True):
     # Weka's AODE takes nominal attributes only: on numeric streams both AODEs get the bins
     # stream_nb would choose by default (equal-frequency, from the first values), fixed up front.
     edges = {f: peers.equal_frequency_edges(_first_observed(events, f, AODE_WARMUP), AODE_BINS) for f in numeric}
-    aode_kw = {"bin_edges": edges} if numeric else {}
+    aode_kw = {"numeric": Edges(edges)} if numeric else {}
     aode_label = "stream_nb AODE" + (" (bins as Weka's)" if numeric else "")
     runs = {"repeats": args.jvm_repeats, "warmup": args.jvm_warmup}
     capy = None

@@ -26,12 +26,12 @@ masks are nested across rates.
 
 Methods, per model (NaiveBayes, AODE, TAN, default parameters otherwise):
 
-* ``em``: ``missing="em"``: the model gets the masked event and adds expected
+* ``em``: ``missing=EM()``: the model gets the masked event and adds expected
   fractional counts for the missing attributes, their posterior read off the
   observed-only counts the model keeps beside its counts (naive Bayes: given
   the class alone; AODE and TAN: each attribute's counts under the SPODE
   whose super-parent it is; see docs/guide/missing.md).
-* ``ignore``: ``missing="ignore"``: the model gets the masked event and
+* ``ignore``: ``missing=Ignore()``: the model gets the masked event and
   counts only what was observed.
 * ``mean/mode``: a running per-feature mode (categorical) or mean (numeric)
   of the values observed so far fills every missing value before predicting
@@ -82,7 +82,7 @@ import numpy as np
 from river.datasets import synth
 
 import stream_nb
-from stream_nb import AODE, TAN, NaiveBayes
+from stream_nb import AODE, EM, TAN, Ignore, NaiveBayes
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bayesnet import TreeBayesNet  # noqa: E402
@@ -107,7 +107,7 @@ def make_model(model: str, method: str):
     cls = MODELS[model]
     if not HAS_EM:
         return cls()
-    return cls(missing="em" if method == "em" else "ignore")
+    return cls(missing=EM() if method == "em" else Ignore())
 
 
 # ---------------------------------------------------------------------- mean/mode imputation
@@ -324,7 +324,7 @@ def main(argv=None):
     print(f"python {platform.python_version()}, {platform.machine()}, stream_nb {stream_nb.__version__}, "
           f"{os.cpu_count()} cores, {args.jobs} jobs; command: {cmd}")
     if not HAS_EM:
-        print("\n**missing=\"em\" is not available in this stream_nb: EM columns and targets are skipped.**")
+        print("\n**missing=EM() is not available in this stream_nb: EM columns and targets are skipped.**")
     elif not HAS_IMPUTE:
         print("\n**impute_one is not available in this stream_nb: EM imputation accuracy is skipped.**")
 
@@ -376,8 +376,8 @@ def main(argv=None):
     opt_realised = float((post.argmax(1) == yte).mean())
     print("| TAN trained on | test accuracy | CPU seconds |")
     print("|---|---:|---:|")
-    labels = {"complete": "complete events", "em": f"{fmt_pct(CHECK_RATE)}-missing events, missing=\"em\"",
-              "ignore": f"{fmt_pct(CHECK_RATE)}-missing events, missing=\"ignore\""}
+    labels = {"complete": "complete events", "em": f"{fmt_pct(CHECK_RATE)}-missing events, missing=EM()",
+              "ignore": f"{fmt_pct(CHECK_RATE)}-missing events, missing=Ignore()"}
     for k in ("complete", "em", "ignore"):
         if k in checks:
             print(f"| {labels[k]} | {checks[k][0]:.4f} | {checks[k][1]:.1f} |")
@@ -404,7 +404,7 @@ def main(argv=None):
 
     print("\n## Targets\n")
     if not HAS_EM:
-        print("- SKIP: every EM target (missing=\"em\" not available)")
+        print("- SKIP: every EM target (missing=EM() not available)")
     for text, ok in targets:
         print(f"- {'PASS' if ok else 'FAIL'}: {text}")
     n_fail = sum(not ok for _, ok in targets)

@@ -28,12 +28,13 @@ from pathlib import Path
 
 import numpy as np
 
-from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes
+from stream_nb import AODE, EM, KDB, SPODE, TAN, Ignore, NaiveBayes
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bayesnet import TreeBayesNet  # noqa: E402
 
 MODELS = {"NaiveBayes": NaiveBayes, "AODE": AODE, "TAN": TAN, "SPODE": SPODE, "KDB": KDB}
+METHODS = {"em": EM, "ignore": Ignore}
 QUARTERS = 4
 
 
@@ -43,7 +44,7 @@ def run(job):
     net = TreeBayesNet.random(seed=0)
     X, y = net.sample(n, seed=[seed, 7])
     U = np.random.default_rng([seed, 8]).random(X.shape)
-    m = MODELS[model](missing=method)
+    m = MODELS[model](missing=METHODS[method]())
     correct = np.zeros(n, dtype=bool)
     for i, (row, c) in enumerate(zip(X.tolist(), y.tolist())):
         x = {f: (None if U[i, j] < rate else v) for j, (f, v) in enumerate(zip(net.attributes, row))}

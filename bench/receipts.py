@@ -1,7 +1,7 @@
 """What keeping the receipts of provisional labels in the join's snapshot state costs.
 
 Every held event has one missing value of 20 categorical features and is
-learned provisionally under EM (``missing="em"``), so each has a receipt the
+learned provisionally under EM (``missing=EM()``), so each has a receipt the
 snapshot must hold (its journal: the expected counts, and for TAN the pair
 indicators). Reported per receipt: the bytes of its arrays (``join.receipt_int``,
 ``join.receipt_float``) and of its JSON, and the time of ``join_state`` (writing
@@ -21,7 +21,7 @@ import time
 
 import orjson
 
-from stream_nb import TAN, NaiveBayes
+from stream_nb import EM, TAN, NaiveBayes, Tree
 from delayed import Collect, Events  # the in-memory source and sink of bench/delayed.py (this folder)
 from stream_nb.engine import Engine, Joiner, join_state, load_join_state
 
@@ -43,7 +43,7 @@ def main() -> None:
         x = {f"f{j}": rng.choice("abcde") for j in range(20)}
         x.pop(f"f{rng.randrange(20)}")  # one missing value: EM's expected counts, a receipt each
         events.append({"id": f"e{i}", **x})
-    model = NaiveBayes(missing="em") if args.model == "nb" else TAN(missing="em", rebuild_every=10**9)
+    model = NaiveBayes(missing=EM()) if args.model == "nb" else TAN(missing=EM(), search=Tree(rebuild_every=10**9))
     model.learn_one({f"f{j}": "a" for j in range(20)}, 1)
     engine = engine_of(model, events)
     engine.run()

@@ -1,4 +1,4 @@
-"""When do unlabeled events help? Semi-supervised EM (learn_unlabeled) against labels only.
+"""When do unlabeled events help? Semi-supervised EM (``EM(unlabeled=True)``) against labels only.
 
     python bench/semi_supervised.py
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from stream_nb import NaiveBayes
+from stream_nb import EM, NaiveBayes
 
 
 def naive_bayes_stream(n, seed, C=3, F=8, V=4):
@@ -32,7 +32,7 @@ def main():
     print("|---|---:|---:|")
     for rate in (100, 20):
         for weight in (0.0, 0.1, 0.5, 1.0):
-            model = NaiveBayes(learn_unlabeled=weight > 0, unlabeled_weight=weight or 1.0)
+            model = NaiveBayes(missing=EM(unlabeled=weight > 0, unlabeled_weight=weight or 1.0))
             for i, (x, y) in enumerate(stream):
                 if i % rate == 0:
                     model.learn_one(x, y)

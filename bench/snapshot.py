@@ -56,7 +56,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 import stream_nb  # noqa: E402
-from stream_nb import AODE, TAN, NaiveBayes, snapshots  # noqa: E402
+from stream_nb import AODE, TAN, NaiveBayes, Tree, snapshots  # noqa: E402
 
 SIZES = [(10, 5, 2), (20, 10, 5), (50, 20, 10)]
 
@@ -73,7 +73,7 @@ def train(cls, attributes: int, values: int, classes: int, events: int, seed: in
         X.iloc[:values, j] = [f"v{c}" for c in range(values)]
     y = pd.Series([f"c{c}" for c in rng.integers(0, classes, size=events)])
     y.iloc[:classes] = [f"c{c}" for c in range(classes)]
-    model = cls(rebuild_every=0) if cls is TAN else cls()
+    model = cls(search=Tree(rebuild_every=0)) if cls is TAN else cls()
     for start in range(0, events, 1000):
         model.learn_many(X.iloc[start:start + 1000], y.iloc[start:start + 1000])
     if cls is TAN:

@@ -10,7 +10,7 @@ out). Three figures per model:
 
 - the kernel alone: ``_kernel_block`` over the whole stream encoded once into columns, from empty counts
   under the structure the model had after learning the stream (what the kernel costs, without the
-  encoding, the rebuilds or the results' dicts); TAN's with ``discretiser="equal_frequency"``, a store
+  encoding, the rebuilds or the results' dicts); TAN's with ``numeric=EqualFrequency()``, a store
   of one layer (its default keeps a second, fine layer, whose schedule cuts the stream into runs: on
   LED's categorical attributes both hold the same counts);
 - ``prequential_many`` on polls of 500 events given as lists of dicts;
@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import peers  # noqa: E402  (bench/peers/: the peers' declarations)
 
-from stream_nb import KDB, TAN  # noqa: E402
+from stream_nb import KDB, TAN, EqualFrequency  # noqa: E402
 
 
 def _median_rate(n: int, run, repeats: int) -> float:
@@ -94,7 +94,7 @@ def main(argv=None) -> None:
     types = peers.model_types(attrs)
     xs, ys = [x for x, _ in events], [y for _, y in events]
     models = {  # (the model, the model whose kernel is timed alone)
-        "TAN": (lambda: TAN(types=types), lambda: TAN(types=types, discretiser="equal_frequency")),
+        "TAN": (lambda: TAN(types=types), lambda: TAN(types=types, numeric=EqualFrequency())),
         "KDB (k=2)": (lambda: KDB(k=2, types=types),) * 2,
     }
     print(f"# LED, {len(xs):,} events; events/s of process CPU time, median of {args.repeats} after a warm-up")
