@@ -301,7 +301,7 @@ def test_snapshot_inspect_describes_a_daemon_snapshot(tmp_path, stream):
                           timeout=60)
     assert text.returncode == 0, text.stderr.decode()
     out = text.stdout.decode()
-    assert f"snapshot   {newest}" in out and "model      TAN(alpha=1.0, rebuild_every=200" in out
+    assert f"snapshot   {newest}" in out and "model      TAN(alpha=1.0, search=Tree(rebuild_every=200)" in out
     assert "tree       root " in out and "positions  " in out and "checksum ok" in out
     as_json = subprocess.run([*cli(), "snapshot", "inspect", "--json", str(newest)], capture_output=True,
                              env=clean_env(), timeout=60)
@@ -311,7 +311,7 @@ def test_snapshot_inspect_describes_a_daemon_snapshot(tmp_path, stream):
     assert info["model"]["events_learned"] == model.n_learned
     assert info["model"]["tree"] == [{"parent": p, "child": c, "cmi": cmi} for p, c, cmi in model.tree]
     assert info["daemon"]["positions"] == {str(run.input): run.input.stat().st_size}
-    assert info["size"] == newest.stat().st_size and info["format_version"] == 1
+    assert info["size"] == newest.stat().st_size and info["format_version"] == stream_nb.snapshots.FORMAT_VERSION == 2
     newest.write_bytes(newest.read_bytes()[:100])
     bad = subprocess.run([*cli(), "snapshot", "inspect", str(newest)], capture_output=True, env=clean_env(),
                          timeout=60)

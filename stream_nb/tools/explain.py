@@ -248,8 +248,8 @@ def explain_one(
 
     Examples
     --------
-    >>> from stream_nb import TAN
-    >>> model = TAN(rebuild_every=0)
+    >>> from stream_nb import TAN, Tree
+    >>> model = TAN(search=Tree(rebuild_every=0))
     >>> for i in range(40):
     ...     model.learn_one({"a": i % 2, "b": i % 2, "c": i % 3}, i % 2 == 0)
     >>> model.rebuild()

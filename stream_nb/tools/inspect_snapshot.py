@@ -11,7 +11,7 @@ and when it was written. A file that fails a check prints
 ``stream-nb: error: PATH: reason`` on stderr and exits 2.
 
 >>> import os, tempfile, stream_nb
->>> model = stream_nb.TAN(rebuild_every=2)
+>>> model = stream_nb.TAN(search=stream_nb.Tree(rebuild_every=2))
 >>> for x, y in [({"a": "x", "b": "u"}, "yes"), ({"a": "y", "b": "v"}, "no")]:
 ...     model.learn_one(x, y)
 >>> path = os.path.join(tempfile.mkdtemp(), "tan.snb")
@@ -36,6 +36,7 @@ import orjson
 from .. import snapshots
 from ..engine import join_summary
 from ..exceptions import SnapshotError
+from ..options import decode_params
 from .._console import pipe_safe
 
 __all__ = ["describe", "read_snapshot", "run_inspect", "add_subcommand"]
@@ -119,7 +120,8 @@ def _text(info: dict[str, typing.Any]) -> str:
         f"snapshot   {info['path']}",
         f"format     version {info['format_version']}, {info['size']:,} bytes, written {info['created']} "
         f"by stream_nb {info['stream_nb_version']}, checksum ok",
-        f"model      {m['type']}(" + ", ".join(f"{k}={v!r}" for k, v in (m["params"] or {}).items()) + ")",
+        # the options as the user writes them (Tree(...), not the JSON they are stored as)
+        f"model      {m['type']}(" + ", ".join(f"{k}={v!r}" for k, v in decode_params(m["params"] or {}).items()) + ")",
         f"classes    {len(m['classes'])}: " + ", ".join(f"{c!r} ({n:g})" for c, n in m["class_counts"]),
         # the weight of events in the model's counts: the daemon's metrics' learned without forgetting
         f"learned    {_weight(m['events_learned'])} events",

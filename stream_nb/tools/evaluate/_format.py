@@ -49,8 +49,8 @@ def format_table(rows: list[dict], markdown: bool = False) -> str:
 def why_no_tree(model) -> str:
     """Why a TAN has no tree yet: how many events it learned, and when (or whether) the first rebuild comes.
 
-    >>> from stream_nb import TAN
-    >>> why_no_tree(TAN()), why_no_tree(TAN(rebuild_every=0))
+    >>> from stream_nb import TAN, Tree
+    >>> why_no_tree(TAN()), why_no_tree(TAN(search=Tree(rebuild_every=0)))
     ('0 events learned; the first rebuild comes after 100', '0 events learned; rebuild_every=0: only on rebuild()')
     """
     learned = f"{model.n_learned:,.0f} events learned"
@@ -76,10 +76,10 @@ def format_tree(model) -> str:
 def format_cut_points(model) -> str:
     """Where a model cuts each discretised numeric feature now, one line per feature ("" without any).
 
-    >>> from stream_nb import TAN
-    >>> print(format_cut_points(TAN(bin_edges={"temp": [10.0, 25.0]})))
+    >>> from stream_nb import TAN, Edges
+    >>> print(format_cut_points(TAN(numeric=Edges({"temp": [10.0, 25.0]}))))
     <BLANKLINE>
-    >>> model = TAN(bin_edges={"temp": [10.0, 25.0]})
+    >>> model = TAN(numeric=Edges({"temp": [10.0, 25.0]}))
     >>> model.learn_one({"temp": 12.5}, "mild")
     >>> print(format_cut_points(model))
       temp: 10, 25  (3 bins)
