@@ -122,6 +122,22 @@ OLD_AND_NEW = [
 ]
 
 
+@pytest.mark.parametrize("cls, given, message", [
+    (AODE, {"numeric": MDL(fine_bins=8), "bins": 3},
+     "AODE() got numeric=MDL(fine_bins=8) and the deprecated bins: give one; write AODE(numeric=MDL(bins=3))"),
+    (NaiveBayes, {"forgetting": Window(100), "half_life": 5.0},
+     "NaiveBayes() got forgetting=Window(size=100) and the deprecated half_life: give one; "
+     "write NaiveBayes(forgetting=Decay(half_life=5.0))"),
+    (TAN, {"search": Tree(rebuild_every=10), "tree_score": "cmi"}, "TAN() got search=Tree(rebuild_every=10) and "
+     "the deprecated tree_score: give one"),
+])
+def test_an_option_and_an_old_keyword_of_its_family_are_refused_together(cls, given, message):
+    """Which of the two the user meant is a guess (one of them would be dropped): neither wins."""
+    with pytest.raises(TypeError) as caught:
+        cls(**given)
+    assert str(caught.value).startswith(message)
+
+
 @pytest.mark.parametrize("cls, old, new", OLD_AND_NEW, ids=lambda v: getattr(v, "__name__", None) or repr(v)[:40])
 def test_an_old_keyword_still_works_with_a_deprecation_warning_and_builds_the_same_model(cls, old, new):
     with pytest.warns(DeprecationWarning) as caught:

@@ -50,6 +50,11 @@ def takes_options(init):
                                         getattr(type(self), "_mdl_fine_bins", 64))
             except TypeError as exc:  # a flat keyword of a family this model does not take
                 raise TypeError(f"{name}.__init__() got an {exc}") from None
+            both = [k for k in new if k in OPTIONS and kwargs.get(k) is not None]
+            if both:  # which one the user meant is a guess: e.g. numeric=MDL(fine_bins=8) with bins=3
+                olds = ", ".join(k for k in given if k in FAMILIES.get(both[0], ()))
+                raise TypeError(f"{name}() got {both[0]}={kwargs[both[0]]!r} and the deprecated {olds}: give "
+                                f"one; write {name}({both[0]}={new[both[0]]!r}) with the values in the option")
             words = ", ".join(f"{k}={v!r}" for k, v in new.items())
             warnings.warn(f"{name}({', '.join(f'{k}={v!r}' for k, v in given.items())}) is deprecated and will be "
                           f"removed in the next release; write {name}({words})", DeprecationWarning, stacklevel=2)
