@@ -73,7 +73,7 @@ from river import evaluate, metrics
 
 from stream_nb import AODE, TAN, NaiveBayes
 from stream_nb.engine import Engine, Joiner, Record
-from stream_nb.engine._pending import PendingStore
+from stream_nb.engine.join._pending import PendingStore
 
 
 def drifting_stream(n: int, seed: int):

@@ -6,7 +6,7 @@ exposes the same three factories, each taking one dict of settings:
 (a :class:`~stream_nb.engine.ConnectorModule`), or, when the three must share
 one client, ``make_connectors(config)`` (a :class:`~stream_nb.engine.JointConnectorModule`).
 What a source or sink offers beyond the required methods is declared by the
-capability protocols of :mod:`stream_nb.engine._protocols`.
+capability protocols of :mod:`stream_nb.engine.contract._protocols`.
 
 * :mod:`connectors.jsonl` -- JSON lines over stdin/stdout or files (no broker).
 * :mod:`connectors.kafka` -- Kafka topics through kafka-python: source, sink,

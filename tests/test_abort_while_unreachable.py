@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from stream_nb.engine._abort import FIRST_WAIT, LONGEST_WAIT, abort_while_unreachable
+from stream_nb.engine.checkpoint._abort import FIRST_WAIT, LONGEST_WAIT, abort_while_unreachable
 
 
 class FlakyTransaction:

@@ -610,8 +610,8 @@ def test_a_model_without_the_river_classifier_methods_is_rejected():
 
 
 def test_every_default_setting_is_documented_in_the_engine_module():
-    source = "".join((ROOT / "stream_nb" / "engine" / name).read_text() for name in ("_engine.py", "_events.py",
-                                                                                 "_records.py"))
+    source = "".join((ROOT / "stream_nb" / "engine" / name).read_text()
+                     for name in ("loop/_engine.py", "contract/_events.py", "contract/_records.py"))
     for key in DEFAULT_CONFIG:
         assert f'    "{key}":' in source
         comment_line = source.split(f'    "{key}":')[0].rstrip().splitlines()[-1]
@@ -622,7 +622,7 @@ def test_the_engine_package_does_no_file_or_network_io_of_its_own():
     """Sources and sinks (connectors) and the snapshot store do the I/O; the engine drives them."""
     io_modules = {"os", "fcntl", "io", "pathlib", "shutil", "socket", "select", "tempfile", "glob", "kafka"}
     found = []
-    for path in sorted((ROOT / "stream_nb" / "engine").glob("*.py")):
+    for path in sorted((ROOT / "stream_nb" / "engine").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
@@ -630,5 +630,5 @@ def test_the_engine_package_does_no_file_or_network_io_of_its_own():
                 names = [node.module or ""]
             else:
                 names = ["open()"] if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "open" else []
-            found += [f"{path.name}: {name}" for name in names if name.split(".")[0] in io_modules | {"open()"}]
+            found += [f"{path.relative_to(ROOT)}: {name}" for name in names if name.split(".")[0] in io_modules | {"open()"}]
     assert found == []

@@ -292,7 +292,7 @@ def test_recent_hits_agree_with_rivers_rolling_accuracy_run_by_run():
     import numpy as np
     from river import metrics, utils
 
-    from stream_nb.engine._recent import RecentHits
+    from stream_nb.engine.loop._recent import RecentHits
 
     r = random.Random(3)
     for window in (1, 7, 1000):

@@ -31,7 +31,7 @@ from connectors.jsonl import make_dead_letter_sink, make_sink, make_source
 from stream_nb import cli
 from stream_nb.settings import MODELS as DAEMON_MODELS
 from stream_nb.engine import Engine, Record, label_key
-from stream_nb.engine._events import EventDecoder
+from stream_nb.engine.contract._events import EventDecoder
 from stream_nb.exceptions import InvalidEventError
 
 FUZZ_ENV = "STREAM_NB_FUZZ_EXAMPLES"

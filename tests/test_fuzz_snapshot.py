@@ -50,7 +50,7 @@ from hypothesis import strategies as st
 
 import stream_nb
 from stream_nb import cli
-from stream_nb.engine._metrics import PrequentialMetrics
+from stream_nb.engine.loop._metrics import PrequentialMetrics
 from stream_nb.exceptions import InvalidEventError, SnapshotError
 from stream_nb.snapshots import _format as _snapshot
 

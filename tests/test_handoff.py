@@ -10,7 +10,7 @@ import pytest
 from join_helpers import ListSink, ListSource, assert_same_counts
 from stream_nb import NaiveBayes
 from stream_nb.engine import Engine, Joiner, PartitionHandoff
-from stream_nb.engine._handoff import CHUNK_BYTES
+from stream_nb.engine.group._handoff import CHUNK_BYTES
 from test_join import joined_pairs, reference, streams
 
 

@@ -400,7 +400,7 @@ def test_a_read_of_labels_in_event_time_is_taken_whole_as_record_by_record(provi
     record's own, else the stream's as it stands after the records before it); against every read taken
     record by record: the same outputs, dead letters (the labels whose time is refused: a string, a null,
     a boolean), counters, stream time and model."""
-    from stream_nb.engine import _join_reads
+    from stream_nb.engine.join import _join_reads
 
     events, labels = timed(*streams(n=900, seed=19), seed=19)
     labels = list(labels)
@@ -430,8 +430,8 @@ def test_an_expired_event_leaves_no_receipt_behind(pending_max):
     learned with, and its receipt goes with it. Every receipt left is a held event's; once every event has
     expired none is (a receipt left behind grew without bound, went into every snapshot, and could be taken
     for the receipt of the next event held in its row)."""
-    from stream_nb.engine._join_state import join_state
-    from stream_nb.engine._pending import PENDING
+    from stream_nb.engine.join._join_state import join_state
+    from stream_nb.engine.join._pending import PENDING
 
     events, labels = timed(*streams(n=900, seed=23), seed=23)
     engine, _, _ = run_engine(TAN(rebuild_every=100), events, labels, time_field="ts", label_ttl=60.0,
@@ -451,7 +451,7 @@ def test_events_expired_with_the_default_label_are_learned_together_as_one_by_on
     """``--on-expire label:0`` without provisional labels learns a batch of expired (or evicted) events in one
     ``learn_events``; against the one-at-a-time expiry it replaced (``_expire`` per row): the same outputs, dead
     letters, counters and model, TAN's tree (rebuilt every 100 learned events) included."""
-    from stream_nb.engine._pending import LABEL, PENDING
+    from stream_nb.engine.join._pending import LABEL, PENDING
 
     def one_by_one(self, rows, evicted=False):
         for row in rows:
@@ -479,7 +479,7 @@ def test_events_expired_with_the_default_label_are_learned_together_as_one_by_on
 
 def test_a_read_of_feedback_taken_whole_equals_one_taken_record_by_record():
     from stream_nb.engine import Record
-    from stream_nb.engine._label_reads import read_labels
+    from stream_nb.engine.join._label_reads import read_labels
     objs = [{"id": 3, "label": "p"}, {"id": "3", "label": 1}, {"id": -7, "label": True, "extra": [1]},
             {"label": "q", "id": "é"}, {"id": 3, "label": "p"}]
     records = [Record(json.dumps(o).encode(), None, "fb", i, i + 1) for i, o in enumerate(objs)]
@@ -554,7 +554,7 @@ def test_a_label_for_an_id_too_long_to_hold_is_unmatched_at_once_and_its_read_go
     """An id longer than the store holds (its JSON text over 65,535 bytes) can never be joined: its event is
     not held, so its label is dead-lettered as ``unmatched_label`` as it comes; the other labels of its read
     (joins, early labels, in a read taken whole and in one taken label by label) go on as usual."""
-    from stream_nb.engine._pending import MAX_ID_BYTES
+    from stream_nb.engine.join._pending import MAX_ID_BYTES
     long_id = "x" * MAX_ID_BYTES
     for labels in ([{"id": "e1", "label": 1}, {"id": long_id, "label": 0}, {"id": "later", "label": 0}],
                    [{"id": "e1", "label": 1}, {"id": long_id, "label": 0}, {"id": "later", "label": 0}, b"[1]"]):
@@ -600,7 +600,7 @@ def test_early_labels_share_the_bound_and_make_room_after_held_events():
 def test_a_snapshot_keeps_the_early_labels_under_the_bound():
     """Early labels go into a snapshot (under ``"waiting"``, as before they were rows of the store) and come
     back as rows; one with its event held too (an older version could keep both) is joined at load."""
-    from stream_nb.engine._join_state import join_state, load_join_state
+    from stream_nb.engine.join._join_state import join_state, load_join_state
     events, labels = streams(n=400, seed=8)
     engine, _, _ = run_engine(NaiveBayes(), events, labels[: len(labels) // 2])
     arrays, meta = join_state(engine.joiner)

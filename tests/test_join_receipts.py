@@ -23,7 +23,7 @@ import pytest
 from join_helpers import ListSink, ListSource, assert_same_counts
 from stream_nb import SPODE, NaiveBayes
 from stream_nb.engine import Engine, Joiner, join_state, load_join_state
-from stream_nb.engine._join_state import rewind_join
+from stream_nb.engine.join._join_state import rewind_join
 from stream_nb.snapshots import SnapshotStore
 
 MAKERS = {

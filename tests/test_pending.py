@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import orjson
 
-from stream_nb.engine._pending import JOINED, LABEL, PENDING, PendingStore
+from stream_nb.engine.join._pending import JOINED, LABEL, PENDING, PendingStore
 
 
 def random_event(rng):
@@ -71,7 +71,7 @@ def test_an_event_of_20_features_takes_under_200_bytes():
     code = r'''
 import tracemalloc
 import numpy as np, orjson
-from stream_nb.engine._pending import PendingStore
+from stream_nb.engine.join._pending import PendingStore
 n = 20_000
 rng = np.random.default_rng(0)
 cats, nums = rng.integers(0, 50, size=(n, 10)).tolist(), rng.normal(size=(n, 10)).tolist()

@@ -25,7 +25,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import stream_nb
-from stream_nb.engine._poll import poll_outputs
+from stream_nb.engine.loop._poll import poll_outputs
 from stream_nb.engine import (Engine, EventDecoder, Observer, PrequentialMetrics, Record, make_records,
                               output_bytes, output_record, outputs_bytes)
 from stream_nb.exceptions import InvalidEventError

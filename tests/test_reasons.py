@@ -48,7 +48,7 @@ def test_every_reason_the_package_raises_is_in_the_registry():
     found = raised_reasons()
     assert {"invalid_json", "label_type_conflict", "table_full", "bad_time", "unmatched_label"} <= set(found)
     unknown = {code: places for code, places in found.items() if code not in DEAD_LETTER_REASONS}
-    assert not unknown, f"reason codes raised but not in stream_nb/engine/_reasons.py: {unknown}"
+    assert not unknown, f"reason codes raised but not in stream_nb/engine/contract/_reasons.py: {unknown}"
     unused = set(DEAD_LETTER_REASONS) - set(found)
     assert not unused, f"codes in the registry that nothing raises: {unused}"
 

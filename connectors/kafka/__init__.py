@@ -73,8 +73,8 @@ Errors
 * :class:`~stream_nb.exceptions.ConfigError`: an unknown key or a value that
   kafka-python rejects.
 
-Snapshots (``--snapshot-dir``, see :mod:`stream_nb.engine._checkpoint`) use
-three capabilities of :class:`KafkaSource` (declared in :mod:`stream_nb.engine._protocols`): :meth:`~KafkaSource.set_resume_policy`
+Snapshots (``--snapshot-dir``, see :mod:`stream_nb.engine.checkpoint._checkpoint`) use
+three capabilities of :class:`KafkaSource` (declared in :mod:`stream_nb.engine.contract._protocols`): :meth:`~KafkaSource.set_resume_policy`
 decides where each partition resumes when it is assigned (the partition is
 paused until it is positioned, on the engine's thread);
 :meth:`~KafkaSource.set_revocation_handler` flushes, snapshots and hands back

@@ -1,7 +1,7 @@
 """The model topic of a consumer group (``--model-topic``): a :class:`~stream_nb.engine.ModelChannel` on Kafka.
 
 Members publish their per-partition model states to one compacted topic and
-read everyone's from its start (see :mod:`stream_nb.engine._group`). The topic
+read everyone's from its start (see :mod:`stream_nb.engine.group._group`). The topic
 is created at start-up when missing, with one partition (every record in one
 order: a split state's pieces come before its manifest) and
 ``cleanup.policy=compact`` (the latest record of each key stays). A topic that

@@ -96,7 +96,7 @@ class KafkaSource:
     short (set a flag). Seeks requested for partitions not yet assigned are
     applied when they are assigned.
 
-    Optional capabilities (:mod:`stream_nb.engine._protocols`): it is
+    Optional capabilities (:mod:`stream_nb.engine.contract._protocols`): it is
     :class:`~stream_nb.engine.Pausable`, :class:`~stream_nb.engine.ReportsLag`,
     :class:`~stream_nb.engine.Rebalancing`, :class:`~stream_nb.engine.ResumesByPolicy`
     (its :meth:`commit` takes ``metadata=``), :class:`~stream_nb.engine.HandlesRevocation`,
@@ -328,7 +328,7 @@ class KafkaSource:
     def pause(self) -> None:
         """Stop fetching every assigned partition; :meth:`poll` keeps the group membership alive.
 
-        Back-pressure (see :mod:`stream_nb.engine._flow`): partitions assigned
+        Back-pressure (see :mod:`stream_nb.engine.loop._flow`): partitions assigned
         later start unpaused, so the engine calls this again before each poll
         while it holds the input.
         """

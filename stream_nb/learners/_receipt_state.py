@@ -3,7 +3,7 @@
 A daemon that learns provisional labels keeps the receipts of those it cannot
 take back by plain counting (EM's expected counts, a forgetting model's stamp,
 SPODE's running scores) and writes them into every snapshot with the events
-they belong to (:mod:`stream_nb.engine._join_state`): a restarted daemon then
+they belong to (:mod:`stream_nb.engine.join._join_state`): a restarted daemon then
 takes a provisional label back exactly. The journal of a receipt is written by
 :class:`~stream_nb.stats._journal.JournalWriter` (its arrays in two
 pools); the rest is JSON: ``{"label": y, "entries": [...], "extra": null or

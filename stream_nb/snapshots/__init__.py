@@ -14,7 +14,7 @@
   the crash tests step in (no-ops in production).
 
 When to write a snapshot and which input positions it covers is the engine's
-checkpointer's business (:mod:`stream_nb.engine._checkpoint`); this package
+checkpointer's business (:mod:`stream_nb.engine.checkpoint._checkpoint`); this package
 does the file work and never imports the engine.
 """
 

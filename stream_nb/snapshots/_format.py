@@ -2,7 +2,7 @@
 
 :func:`save` and :func:`load` are the public API (``stream_nb.save``,
 ``stream_nb.load``); the daemon writes the same container with its source
-positions and metrics added to the header (see :mod:`stream_nb.engine._checkpoint`), into
+positions and metrics added to the header (see :mod:`stream_nb.engine.checkpoint._checkpoint`), into
 the snapshot directory of :class:`~stream_nb.snapshots.SnapshotStore`.
 Loading never executes code: the file holds raw little-endian numeric arrays
 and one JSON document, nothing is unpickled or imported from it.
@@ -34,7 +34,7 @@ The header::
      "model": {...},      # model.state()[1], the metadata (encoded, see below)
      "arrays": [{"name": "class_count", "dtype": "<f8", "shape": [3],
                  "offset": 0, "nbytes": 24}, ...],  # model.state()[0]
-     "daemon": null}      # or the daemon's part (stream_nb.engine._checkpoint)
+     "daemon": null}      # or the daemon's part (stream_nb.engine.checkpoint._checkpoint)
 
 ``dtype`` is a numpy type string of a little-endian (or single-byte) boolean,
 integer or floating-point type; any other dtype is refused on writing and

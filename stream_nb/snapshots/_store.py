@@ -1,6 +1,6 @@
 """The snapshot directory of a running daemon: numbered files, one lock, old files pruned.
 
-The daemon's checkpointer (:mod:`stream_nb.engine._checkpoint`) decides *when*
+The daemon's checkpointer (:mod:`stream_nb.engine.checkpoint._checkpoint`) decides *when*
 to write a snapshot and what it holds; :class:`SnapshotStore` does every file
 operation on the directory: locking, listing, writing, reading, deleting.
 

@@ -2,7 +2,7 @@
 
 A snapshot file (:mod:`~stream_nb.snapshots._format`) is written to disk,
 aligned and checksummed for random access; a state on a model topic travels
-in one Kafka message (or a few, see :mod:`stream_nb.engine._group_records`),
+in one Kafka message (or a few, see :mod:`stream_nb.engine.group._group_records`),
 whose broker already checksums it, and its size is what the broker carries
 per second. So this encoding is compact: a JSON header (the model's metadata,
 encoded as in a snapshot, the arrays' names, dtypes and shapes, and the

@@ -1,7 +1,7 @@
 """``stream-nb model export``: the group's current model, read from its model topic, as a snapshot file.
 
 The members of a group that runs with ``--model-topic`` publish one state per
-input partition (see :mod:`stream_nb.engine._group`). This command reads the
+input partition (see :mod:`stream_nb.engine.group._group`). This command reads the
 topic from its start (``read_committed``: states of aborted transactions are
 left out), keeps the newest state of each partition, merges them as every
 member does (:func:`stream_nb.engine.merge_states`) and writes the result with

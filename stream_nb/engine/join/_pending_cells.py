@@ -14,7 +14,7 @@ from operator import itemgetter
 
 import numpy as np
 
-from ..stats import Columns
+from ...stats import Columns
 
 __all__ = ["FeatureCells", "intern"]
 
@@ -39,7 +39,7 @@ def intern(codes: dict, values: list, v) -> int:
 
 
 class FeatureCells:
-    """The cells of :class:`~stream_nb.engine._pending.PendingStore`: each row's features, one column per name.
+    """The cells of :class:`~stream_nb.engine.join._pending.PendingStore`: each row's features, one column per name.
 
     The store provides ``capacity`` and ``_live_rows()`` (the rows in use), and calls :meth:`_start_cells`.
     """
@@ -212,7 +212,7 @@ class FeatureCells:
         :meth:`features_many`, features in the same order), read out a column at a time; None when one of
         them has a value in the side table (:meth:`features_many` gives those).
 
-        >>> from stream_nb.engine._pending import PendingStore
+        >>> from stream_nb.engine.join._pending import PendingStore
         >>> store = PendingStore(4)
         >>> rows = store.add_many([b"1", b"2"], [{"sky": "sun", "t": 1.5}, {"sky": "rain"}], t=[0.0, 0.0],
         ...                       predictions=[None, None])

@@ -1,13 +1,13 @@
 """A run's output records written as JSON bytes column by column, with no dict per event.
 
-:func:`~stream_nb.engine._poll.poll_outputs` hands a run of events here when
+:func:`~stream_nb.engine.loop._poll.poll_outputs` hands a run of events here when
 nothing but the sink needs its outputs (no joiner reads their predictions). Each
 column becomes JSON in one or two C calls: the probabilities of the whole run
 in one ``orjson.dumps`` of its flat list, cut at the commas (floats hold none);
 the positions in one ``orjson.dumps`` of the run's list, cut at ``},{`` (checked
-as :func:`~stream_nb.engine._records.outputs_bytes` checks its cut); integer ids
+as :func:`~stream_nb.engine.contract._records.outputs_bytes` checks its cut); integer ids
 in one call too, other ids one ``orjson.dumps`` each; each class's JSON once. One ``bytes.__mod__`` per event
-then joins them in the order of :func:`~stream_nb.engine._records.output_record`'s
+then joins them in the order of :func:`~stream_nb.engine.contract._records.output_record`'s
 keys. orjson writes every value, so the bytes are those of ``orjson.dumps`` of
 the output's dict (``tests/test_poll_paths.py`` compares them on every run).
 """
@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import orjson
 
-from ._records import label_key
+from ..contract import label_key
 
 __all__ = ["run_bytes"]
 

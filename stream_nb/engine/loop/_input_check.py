@@ -49,7 +49,7 @@ import typing
 
 import orjson
 
-from ..exceptions import InvalidEventError
+from ...exceptions import InvalidEventError
 
 __all__ = ["InputCheck"]
 

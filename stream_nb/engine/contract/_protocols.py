@@ -47,7 +47,7 @@ capability                   members                                     used by
 ===========================  ==========================================  ==========================
 
 A checkpointer that shares the model across a consumer group (``--model-topic``,
-:mod:`stream_nb.engine._group`) is a :class:`SharesLearning`: the engine hands
+:mod:`stream_nb.engine.group._group`) is a :class:`SharesLearning`: the engine hands
 it the events it learned and lets it apply other members' states between
 polls. It reaches the model topic through a :class:`ModelChannel`.
 
@@ -56,7 +56,7 @@ A source whose partitions are assigned by a consumer group (Kafka) is a
 checkpointer is told so with ``commit_metadata=True``).
 
 The engine hands its checkpoints to a :class:`Checkpointing` object when it
-has one (the daemon's snapshot checkpointer, :mod:`stream_nb.engine._checkpoint`).
+has one (the daemon's snapshot checkpointer, :mod:`stream_nb.engine.checkpoint._checkpoint`).
 
 Connector modules (``connectors.jsonl``, ``connectors.kafka``) are
 :class:`ConnectorModule`: three factories, each taking one dict of settings. A
@@ -359,7 +359,7 @@ class ModelChannel(typing.Protocol):
 
     #: The topic's name (for messages).
     topic: str
-    #: Largest record the channel takes; larger states are split (see ``engine._group_records``).
+    #: Largest record the channel takes; larger states are split (see ``engine.group._group_records``).
     max_record_bytes: int
 
     def publish(self, key: str, value: bytes | None) -> None:

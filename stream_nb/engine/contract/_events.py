@@ -79,9 +79,9 @@ from itertools import chain, repeat
 
 import orjson
 
-from .._checks import configure, is_integer
-from ..exceptions import ConfigError, FeatureTypeError, InvalidEventError
-from ..stats import describe_type, validate_label
+from ..._checks import configure, is_integer
+from ...exceptions import ConfigError, FeatureTypeError, InvalidEventError
+from ...stats import describe_type, validate_label
 
 __all__ = ["BOM", "DEFAULT_CONFIG", "Event", "EventDecoder", "json_objects", "oversize_error"]
 

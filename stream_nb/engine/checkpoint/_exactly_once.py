@@ -28,13 +28,13 @@ from __future__ import annotations
 import logging
 import typing
 
-from ..exceptions import ConfigError
-from ..snapshots import FaultHooks, SnapshotFile, SnapshotStore
+from ...exceptions import ConfigError
+from ...snapshots import FaultHooks, SnapshotFile, SnapshotStore
 from ._abort import abort_while_unreachable
 from ._checkpoint import Checkpointer, snapshot_metadata
-from ._engine import Engine
-from ._join_state import rewind_join
-from ._protocols import Repositionable, ReportsCommitted, Transactional
+from ..loop import Engine
+from ..join import rewind_join
+from ..contract import Repositionable, ReportsCommitted, Transactional
 
 __all__ = ["ExactlyOnceCheckpointer"]
 

@@ -1,6 +1,6 @@
 """One read of feedback records joined: the labels half of the join.
 
-A read is parsed at once (:func:`~stream_nb.engine._label_reads.read_labels`; in
+A read is parsed at once (:func:`~stream_nb.engine.join._label_reads.read_labels`; in
 event time with each record's time, the times checked together) and its ids
 looked up at once; each label then is, by the state of its id's row in the
 pending store: joined to its held event (set aside, learned with the others of
@@ -19,11 +19,11 @@ from itertools import repeat
 
 import numpy as np
 
-from ..exceptions import InvalidEventError, LabelTypeError
-from ..stats import json_type
+from ...exceptions import InvalidEventError, LabelTypeError
+from ...stats import json_type
 from ._label_reads import delay_counts, early_notes, read_labels, read_whole, same_label
 from ._pending import FREE, JOINED, LABEL, MAX_ID_BYTES, PENDING
-from ._records import Record
+from ..contract import Record
 
 __all__ = ["DELAY_BUCKETS", "FeedbackReads"]
 

@@ -2,7 +2,7 @@
 
 A member publishes, for each input partition it owns, the cumulative state
 learned from that partition and the input offset it covers (see
-:mod:`stream_nb.engine._group`). On a compacted topic the latest record of a
+:mod:`stream_nb.engine.group._group`). On a compacted topic the latest record of a
 key is that partition's state. Every record's value is::
 
     b"SNBG" | kind (1 byte) | header length (uint32 LE) | header JSON | payload

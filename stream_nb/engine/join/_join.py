@@ -1,7 +1,7 @@
 """Labels that arrive later: join feedback records to the events they label.
 
 An event without a label but with an id is predicted at once, as always, and
-then held in the :class:`~stream_nb.engine._pending.PendingStore` until a
+then held in the :class:`~stream_nb.engine.join._pending.PendingStore` until a
 feedback record ``{"<id-field>": ..., "<label-field>": ...}`` brings its label;
 the model then learns the pair (the prediction made on arrival is scored
 against the label: the delayed prequential metrics). A label that comes
@@ -51,15 +51,15 @@ import typing
 import numpy as np
 import orjson
 
-from .._checks import configure
-from ..exceptions import ConfigError, InvalidEventError, LabelTypeError, UnlearnError
-from ..stats import json_type
+from ..._checks import configure
+from ...exceptions import ConfigError, InvalidEventError, LabelTypeError, UnlearnError
+from ...stats import json_type
 from ._join_handover import HandOver
 from ._join_holds import EventHolds, event_key
 from ._join_reads import DELAY_BUCKETS, FeedbackReads
 from ._label_reads import ABSENT, event_keys, parse_on_expire, read_note, same_label
 from ._pending import JOINED, LABEL, PENDING, PendingStore
-from ._records import Record, dead_letter_record
+from ..contract import Record, dead_letter_record
 
 __all__ = ["DELAY_BUCKETS", "Joiner"]
 
@@ -112,7 +112,7 @@ class Joiner(EventHolds, FeedbackReads, HandOver):
 
     def reset(self) -> None:
         """Hold nothing and count nothing: the join of a fresh start (an exactly-once rewind reloads a
-        snapshot's join into it, see :func:`~stream_nb.engine._join_state.rewind_join`)."""
+        snapshot's join into it, see :func:`~stream_nb.engine.join._join_state.rewind_join`)."""
         # a label that comes before its event is a row of the store too (state LABEL: its id, time, label and
         # record), so that events and early labels share one bound, one look-up and one expiry
         self.store = PendingStore(self.config["pending_max"])

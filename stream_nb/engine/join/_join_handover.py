@@ -1,6 +1,6 @@
 """Held events and early labels handed from one member to another: the hand-over half of the join.
 
-When a rebalance moves input partition *p* (see :mod:`stream_nb.engine._handoff`),
+When a rebalance moves input partition *p* (see :mod:`stream_nb.engine.group._handoff`),
 the member losing it takes *p*'s part of its join out, JSON-able
 (:meth:`HandOver.release`): each held event (features, prediction, time,
 offset; a provisional label taken back from its model) and each id joined
@@ -9,7 +9,7 @@ offset; a provisional label taken back from its model) and each id joined
 whose label came to it first, or a label whose event it holds, is joined at once.
 
 An early label's entry is the same in a hand-over and in a snapshot
-(:mod:`stream_nb.engine._join_state`): ``[id, label, time, record value,
+(:mod:`stream_nb.engine.join._join_state`): ``[id, label, time, record value,
 record partition, record position, record next position]``.
 """
 
@@ -19,10 +19,10 @@ import logging
 
 import numpy as np
 
-from ..exceptions import InvalidEventError, UnlearnError
+from ...exceptions import InvalidEventError, UnlearnError
 from ._label_reads import early_note, read_note
 from ._pending import JOINED, LABEL, PENDING
-from ._records import Record
+from ..contract import Record
 
 __all__ = ["HandOver", "early_label_entries"]
 

@@ -17,9 +17,9 @@ import typing
 
 import orjson
 
-from ..exceptions import InvalidEventError
+from ...exceptions import InvalidEventError
 from ._pending import MAX_ID_BYTES
-from ._records import Record
+from ..contract import Record
 
 __all__ = ["EventHolds", "event_key"]
 

@@ -39,7 +39,7 @@ classifier the engine does, from the first label it learns.
 
 Dead-letter record (one per rejected record)::
 
-    {"reason": "nested_value",      # InvalidEventError.reason (see stream_nb.engine._events)
+    {"reason": "nested_value",      # InvalidEventError.reason (see stream_nb.engine.contract._events)
      "error": "feature 'sky' must be ...",  # the human-readable message
      "field": "sky",                # offending field, or null
      "source": {...},               # Record.position
@@ -70,8 +70,8 @@ from itertools import repeat
 
 import orjson
 
-from .._checks import is_integer
-from ..exceptions import ConfigError, InvalidEventError
+from ..._checks import is_integer
+from ...exceptions import ConfigError, InvalidEventError
 
 __all__ = ["DeadLetterRecord", "OUTPUT_DEFAULTS", "OutputRecord", "Record", "ShownProba", "dead_letter_record",
            "label_key", "output_bytes", "make_records", "output_record", "outputs_bytes", "shown_proba"]

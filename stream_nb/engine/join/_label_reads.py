@@ -24,10 +24,10 @@ from itertools import repeat
 import numpy as np
 import orjson
 
-from ..exceptions import ConfigError, InvalidEventError
-from ..stats import describe_type, validate_label
-from ._events import json_objects
-from ._records import Record
+from ...exceptions import ConfigError, InvalidEventError
+from ...stats import describe_type, validate_label
+from ..contract import json_objects
+from ..contract import Record
 
 __all__ = ["ABSENT", "delay_counts", "early_note", "early_notes", "event_keys", "parse_label_value", "parse_on_expire",
            "read_labels", "read_note", "read_whole", "same_label"]

@@ -7,7 +7,7 @@ are sums, so the group's model is the merge of one state per input partition:
 * **Per input partition, one cumulative state.** The owner of partition ``p``
   keeps ``live[p]``, the counts learned from ``p`` alone, and publishes it with
   the input offset it covers (``info["offset"]``, the next offset to learn) on
-  the model topic, keyed by ``p`` (:mod:`stream_nb.engine._group_records`). On
+  the model topic, keyed by ``p`` (:mod:`stream_nb.engine.group._group_records`). On
   a compacted topic the latest record of a key is that partition's state.
 * **Idempotent application.** A reader keeps, per partition, the state with
   the highest offset it has seen (:attr:`GroupCheckpointer.known`): the state
@@ -55,12 +55,12 @@ import time
 import typing
 import uuid
 
-from ..exceptions import CommitError, ConfigError, SnapshotError
-from ..snapshots import SnapshotStore, decode_state, encode_state, installed_fault_hooks
-from ._abort import abort_while_unreachable
-from ._engine import Engine
+from ...exceptions import CommitError, ConfigError, SnapshotError
+from ...snapshots import SnapshotStore, decode_state, encode_state, installed_fault_hooks
+from ..checkpoint import abort_while_unreachable
+from ..loop import Engine
 from ._group_records import StateLog, merge_states, partition_order, state_records
-from ._protocols import HandlesRevocation, ModelChannel, Rebalancing, Repositionable, ResumesByPolicy, Transactional
+from ..contract import HandlesRevocation, ModelChannel, Rebalancing, Repositionable, ResumesByPolicy, Transactional
 
 __all__ = ["GROUP_METADATA_PREFIX", "GroupCheckpointer", "PartitionState"]
 

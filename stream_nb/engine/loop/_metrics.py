@@ -49,8 +49,8 @@ import typing
 
 import numpy as np
 
-from .._checks import is_integer
-from ..exceptions import ConfigError
+from ..._checks import is_integer
+from ...exceptions import ConfigError
 from ._recent import RecentHits
 
 __all__ = ["PrequentialMetrics", "DEFAULT_LOG_LOSS_FLOOR"]

@@ -6,7 +6,7 @@ of plain events go through the model's compiled kernel); any other river classif
 
 Each valid event gets one output record (its ``proba`` cut by ``top_k`` or ``no_proba``), each rejected one a
 dead-letter record, both sent with the input record's key; their fields are documented, and both are built, in
-:mod:`stream_nb.engine._records`.
+:mod:`stream_nb.engine.contract._records`.
 
 Checkpoints: after ``commit_every_records`` records, after ``commit_interval_s`` seconds, whenever a poll comes
 back empty with work pending (so a slow input still sees its outputs promptly), and always when :meth:`Engine.run`
@@ -15,7 +15,7 @@ processed record. Delivery is therefore at-least-once: a crash between two check
 
 Snapshots: an engine given a ``checkpointer`` (a
 :class:`~stream_nb.engine.Checkpointing`: the daemon's
-:class:`~stream_nb.engine._checkpoint.Checkpointer`, on with ``--snapshot-dir``)
+:class:`~stream_nb.engine.checkpoint._checkpoint.Checkpointer`, on with ``--snapshot-dir``)
 hands every checkpoint to it, which flushes (:meth:`Engine.flush`), writes a
 snapshot of the model, :attr:`Engine.metrics` and :attr:`Engine.positions`, and
 only then commits the positions that snapshot covers and tells the engine
@@ -24,14 +24,14 @@ checkpointer works through these public methods only.
 
 Back-pressure: before every poll, :attr:`Engine.flow` pauses a source that can
 pause while the sinks hold more than ``max_in_flight`` unacknowledged outputs,
-and resumes it at half that (see :mod:`stream_nb.engine._flow`). Reporting:
+and resumes it at half that (see :mod:`stream_nb.engine.loop._flow`). Reporting:
 the engine calls the hooks of :attr:`Engine.observer` (see
-:mod:`stream_nb.engine._observer`); set it before :meth:`Engine.run`. Its
+:mod:`stream_nb.engine.loop._observer`); set it before :meth:`Engine.run`. Its
 :attr:`Engine.input_check` looks at the records of the first polls and logs a
 warning when the input or the settings are plainly wrong (CSV fed to ``run``,
 no event carrying the label field, a listed feature that never appears), and a
 line at the end of a run whose records were all dead-lettered (see
-:mod:`stream_nb.engine._input_check`).
+:mod:`stream_nb.engine.loop._input_check`).
 """
 
 from __future__ import annotations
@@ -44,19 +44,19 @@ import typing
 
 import orjson
 
-from .._checks import configure, is_integer
-from ..exceptions import CommitError, ConfigError, InvalidEventError, LabelTypeError
-from ..learners import prequential_step
-from ..stats import json_type
-from ._events import DEFAULT_CONFIG as EVENT_DEFAULTS
-from ._events import EventDecoder, oversize_error
+from ..._checks import configure, is_integer
+from ...exceptions import CommitError, ConfigError, InvalidEventError, LabelTypeError
+from ...learners import prequential_step
+from ...stats import json_type
+from ..contract import EVENT_DEFAULTS
+from ..contract import EventDecoder, oversize_error
 from ._flow import FlowControl
 from ._input_check import InputCheck
 from ._metrics import DEFAULT_LOG_LOSS_FLOOR, PrequentialMetrics
 from ._observer import Observer
-from ._protocols import Checkpointing, SharesLearning, Sink, Source
+from ..contract import Checkpointing, SharesLearning, Sink, Source
 from ._poll import poll_outputs, send_all
-from ._records import OUTPUT_DEFAULTS, Record, dead_letter_record, output_bytes, outputs_bytes, shown_proba
+from ..contract import OUTPUT_DEFAULTS, Record, dead_letter_record, output_bytes, outputs_bytes, shown_proba
 
 __all__ = ["DEFAULT_CONFIG", "Engine", "check_config"]
 
@@ -79,7 +79,7 @@ DEFAULT_CONFIG: dict[str, typing.Any] = {
     "commit_interval_s": 5.0,
     # Raw bytes of a rejected event copied into its dead-letter record.
     "dead_letter_max_value_bytes": 64 * 1024,
-    # Probability floor of the prequential log loss (see stream_nb.engine._metrics).
+    # Probability floor of the prequential log loss (see stream_nb.engine.loop._metrics).
     "log_loss_floor": DEFAULT_LOG_LOSS_FLOOR,
     # Log the metrics at INFO every this many seconds; 0 disables.
     "log_metrics_interval_s": 60.0,
@@ -87,7 +87,7 @@ DEFAULT_CONFIG: dict[str, typing.Any] = {
     # to each output (the model must have impute_one, as stream_nb's models do).
     "emit_imputed": False,
     # Back-pressure: pause the source while the sinks hold more than this many unacknowledged
-    # outputs, resume at half; 0: never (see stream_nb.engine._flow).
+    # outputs, resume at half; 0: never (see stream_nb.engine.loop._flow).
     "max_in_flight": 5000,
 }
 
@@ -220,12 +220,12 @@ class Engine:
         self._last_checkpoint = time.monotonic()
         self._last_metrics_log = self._last_checkpoint
         self._stop_requested = False
-        #: Reporting hooks (see stream_nb.engine._observer); the daemon replaces the default no-op one.
+        #: Reporting hooks (see stream_nb.engine.loop._observer); the daemon replaces the default no-op one.
         self.observer = Observer()
         #: Warns once when the first records show the input or the settings are plainly wrong
-        #: (see stream_nb.engine._input_check); None turns it off.
+        #: (see stream_nb.engine.loop._input_check); None turns it off.
         self.input_check: InputCheck | None = InputCheck(self.decoder)
-        #: Labels that come later (see stream_nb.engine._join): a Joiner the daemon sets with --feedback.
+        #: Labels that come later (see stream_nb.engine.join._join): a Joiner the daemon sets with --feedback.
         self.joiner = None
         #: Back-pressure between the sinks' unacknowledged outputs and the source.
         self.flow = FlowControl(source, (sink, dead_letters), self.config["max_in_flight"])

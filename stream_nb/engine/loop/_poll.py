@@ -6,14 +6,14 @@ learners: :meth:`VectorisedRuns.prequential_blocks
 <stream_nb.learners._runs.VectorisedRuns.prequential_blocks>`), which gives
 each vectorised run as one :class:`~stream_nb.learners.RunBlock` of arrays and
 any other event's result alone. :func:`poll_outputs` turns them into the
-output records of :func:`~stream_nb.engine._records.output_record` and the
+output records of :func:`~stream_nb.engine.contract._records.output_record` and the
 prequential metrics: per run, the predictions, probabilities and counters come
 from the run's arrays in a few calls over the run (the labels' probabilities,
 right predictions and learned events counted with numpy, the log loss added in
 event order), and each output is one dict literal, or, where only the sink needs
 the outputs, the run's JSON written column by column
-(:func:`~stream_nb.engine._run_bytes.run_bytes`). The records, the metrics and,
-through :func:`~stream_nb.engine._records.outputs_bytes`, the bytes are those
+(:func:`~stream_nb.engine.loop._run_bytes.run_bytes`). The records, the metrics and,
+through :func:`~stream_nb.engine.contract._records.outputs_bytes`, the bytes are those
 of the one-event path (``tests/test_poll_paths.py`` compares them).
 """
 
@@ -24,11 +24,11 @@ from itertools import repeat
 
 import numpy as np
 
-from ..exceptions import InvalidEventError
-from ..learners import RunBlock
+from ...exceptions import InvalidEventError
+from ...learners import RunBlock
 from ._metrics import PrequentialMetrics
-from ._protocols import Sink
-from ._records import OutputRecord, Record, ShownProba, label_key, output_bytes, output_record, outputs_bytes
+from ..contract import Sink
+from ..contract import OutputRecord, Record, ShownProba, label_key, output_bytes, output_record, outputs_bytes
 from ._run_bytes import run_bytes
 
 __all__ = ["poll_outputs", "send_all"]
@@ -53,12 +53,12 @@ def poll_outputs(
     proba)`` pairs and ``InvalidEventError``\\ s (``prequential_blocks``'
     results); ``ids``, ``labels`` and ``valid`` are the valid events' ids,
     labels and records. Updates ``metrics`` as
-    :meth:`~stream_nb.engine._metrics.PrequentialMetrics.update_prediction` of
+    :meth:`~stream_nb.engine.loop._metrics.PrequentialMetrics.update_prediction` of
     each event in turn would. Returns ``(outputs, their records, refused)``,
     ``refused`` mapping the index in ``valid`` of each event the model refused
     to its error. ``shown`` (``--top-k``, ``--no-proba``) cuts each ``proba``. With ``as_bytes`` the
-    outputs are their JSON bytes, :func:`~stream_nb.engine._records.outputs_bytes` of the records (a run's
-    written column by column, :func:`~stream_nb.engine._run_bytes.run_bytes`, with no dict per event).
+    outputs are their JSON bytes, :func:`~stream_nb.engine.contract._records.outputs_bytes` of the records (a run's
+    written column by column, :func:`~stream_nb.engine.loop._run_bytes.run_bytes`, with no dict per event).
     """
     outputs: list[OutputRecord] = []
     records: list[Record] = []
@@ -127,7 +127,7 @@ def _run_outputs(block: RunBlock, ids: list, valid: list[Record], metrics: Prequ
 def _shown_outputs(block: RunBlock, keys: list, predictions: list, k: int | None, ids: list, model_name: str,
                    learned: list, n_learned: list, records: list) -> list[OutputRecord]:
     """A run's outputs with no ``proba`` (``k`` None), or with its ``k`` most probable classes and the
-    prediction's, in decreasing probability, as :class:`~stream_nb.engine._records.ShownProba` gives them."""
+    prediction's, in decreasing probability, as :class:`~stream_nb.engine.contract._records.ShownProba` gives them."""
     if k is None:
         return [{"id": event_id, "prediction": prediction, "model": model_name, "learned": l, "n_learned": n,
                  "source": record.position}

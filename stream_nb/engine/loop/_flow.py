@@ -18,7 +18,7 @@ round every ``poll_timeout``, so a stop request is noticed and the liveness
 clock keeps ticking. A record that fails also leaves ``in_flight``, so a
 broken output resumes the input and the next ``send`` raises the sink's error.
 
-Optional capabilities (:mod:`stream_nb.engine._protocols`): a sink that
+Optional capabilities (:mod:`stream_nb.engine.contract._protocols`): a sink that
 :class:`~stream_nb.engine.CountsInFlight` and a source that is
 :class:`~stream_nb.engine.Pausable`. Anything else (JSON lines, whose sink
 writes synchronously) is never paused. Sinks that share one queue (the
@@ -59,7 +59,7 @@ import logging
 import time
 import typing
 
-from ._protocols import CountsInFlight, Pausable, SharesQueue
+from ..contract import CountsInFlight, Pausable, SharesQueue
 
 __all__ = ["FlowControl"]
 

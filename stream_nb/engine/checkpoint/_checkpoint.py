@@ -34,7 +34,7 @@ The checkpointer acts on the engine through its public methods only
 :meth:`~stream_nb.engine.Engine.mark_committed`,
 :meth:`~stream_nb.engine.Engine.adopt_position`,
 :meth:`~stream_nb.engine.Engine.limit_checkpoint_cadence`), and on the source
-through the capabilities of :mod:`stream_nb.engine._protocols`. The newest
+through the capabilities of :mod:`stream_nb.engine.contract._protocols`. The newest
 ``keep`` valid snapshots are kept (see :mod:`stream_nb.snapshots._store`). If
 files exist but none can be used, the daemon refuses to start rather than
 silently start over from an empty model.
@@ -58,7 +58,7 @@ there, re-processing: outputs repeat, the model learns each event once) or
 another member of the group did (the partition resumes at the committed
 offset: those events belong to that member's model).
 
-Exactly-once outputs (``--exactly-once``): :class:`~stream_nb.engine._exactly_once.ExactlyOnceCheckpointer`.
+Exactly-once outputs (``--exactly-once``): :class:`~stream_nb.engine.checkpoint._exactly_once.ExactlyOnceCheckpointer`.
 """
 
 from __future__ import annotations
@@ -68,11 +68,11 @@ import time
 import typing
 import uuid
 
-from ..exceptions import CommitError, ConfigError, SnapshotError
-from ..snapshots import FaultHooks, SnapshotFile, SnapshotStore, encode_meta, installed_fault_hooks
-from ._engine import Engine
-from ._join_state import join_state
-from ._protocols import HandlesRevocation, NamedInput, ResumesByPolicy, TracksFiles, TwoPhaseSink
+from ...exceptions import CommitError, ConfigError, SnapshotError
+from ...snapshots import FaultHooks, SnapshotFile, SnapshotStore, encode_meta, installed_fault_hooks
+from ..loop import Engine
+from ..join import join_state
+from ..contract import HandlesRevocation, NamedInput, ResumesByPolicy, TracksFiles, TwoPhaseSink
 
 __all__ = ["COMMIT_METADATA_PREFIX", "Checkpointer", "snapshot_metadata"]
 
@@ -155,7 +155,7 @@ class Checkpointer:
     """
 
     exactly_once = False
-    #: With ``--feedback-topic``: the :class:`~stream_nb.engine._handoff.PartitionHandoff` that moves held
+    #: With ``--feedback-topic``: the :class:`~stream_nb.engine.group._handoff.PartitionHandoff` that moves held
     #: events with their partition on a rebalance (set by the daemon), else None.
     handoff = None
 
