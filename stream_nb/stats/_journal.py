@@ -1,7 +1,7 @@
 """A journal (what learning an event added, see :mod:`stream_nb.stats._removing`) as plain data, and back.
 
 A receipt (``learn_one_receipt``) holds the journal of its event; a daemon
-that keeps receipts (a provisional label, see :mod:`stream_nb.engine._join`)
+that keeps receipts (a provisional label, see :mod:`stream_nb.engine.join._join`)
 writes them into its snapshots, so that a restarted daemon takes back exactly
 what the event added. :class:`JournalWriter` turns journals into JSON-able
 lists whose numeric arrays go into two pools (one of integers, one of floats),
