@@ -23,6 +23,7 @@ from stream_nb.engine import GroupCheckpointer, StateLog, merge_states, state_re
 from stream_nb.exceptions import SnapshotError
 from stream_nb.snapshots import decode_meta, decode_state, encode_state, read
 from stream_nb.snapshots import _wire
+from test_snapshot_compat import ReplayedTopic, group_records
 
 DATA = Path(__file__).resolve().parent / "data" / "snapshots"
 EXPECTED = json.loads((DATA / "expected.json").read_text())
@@ -127,42 +128,18 @@ def test_model_topic_states_written_flat_decode_with_their_parameters_mapped():
                                                                                          raw["fine_bins"], raw["warmup"])
 
 
-class Topic:
+class Topic(ReplayedTopic):
     """A model topic in memory: what is published is there to be read, in order."""
-
-    topic = "model"
-    max_record_bytes = 1_000_000
-
-    def __init__(self, records):
-        self.records = list(records)
 
     def publish(self, key, value):
         self.records.append((key, value))
-
-    def flush(self):
-        return None
-
-    def poll(self, timeout):
-        out, self.records = self.records, []
-        return out
-
-    def catch_up(self, timeout):
-        return self.poll(timeout)
-
-    def close(self):
-        return None
-
-
-def old_records() -> list[tuple[str, bytes]]:
-    doc = json.loads((DATA / EXPECTED["group"]["file"]).read_text())
-    return [(r["key"], base64.b64decode(r["value"])) for r in doc["records"]]
 
 
 def test_a_group_of_both_versions_interoperates():
     """Members of today read what a member of the earlier release published (version 1) beside what a
     member of today published (version 2), and merge them into one view: the merge of the same models."""
     log = StateLog()
-    parts = {p: decode_state(payload)[0] for key, value in old_records() for p, payload, _ in log.feed(key, value)}
+    parts = {p: decode_state(payload)[0] for key, value in group_records() for p, payload, _ in log.feed(key, value)}
     template = next(iter(parts.values())).clone()  # today's TAN with the group's edges, as a new member builds it
     assert isinstance(template.numeric, type(parts["events-0"].numeric))
     new = template.clone()
@@ -173,7 +150,7 @@ def test_a_group_of_both_versions_interoperates():
             "rebuild_every": new.rebuild_every}
     payload = encode_state(*new.state(), info=info)
     assert payload[4] == 2
-    records = old_records() + state_records("events-2", payload, info, limit=1_000_000, version="40.new")
+    records = group_records() + state_records("events-2", payload, info, limit=1_000_000, version="40.new")
     reader = GroupCheckpointer(Topic(records), template.clone(), member="reader", sync_every=1)
     reader.sync()
     assert sorted(reader.known) == ["events-0", "events-1", "events-2"]
