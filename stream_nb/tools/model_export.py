@@ -14,6 +14,7 @@ of the input are not in the model yet (the input's end offset minus that).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import os
 import sys
@@ -33,6 +34,15 @@ Write the model a consumer group shares through --model-topic (stream-nb run
 on the topic, merged. It prints how far behind each partition the model is."""
 
 
+def _rebuilt_every(model, every: int) -> dict:
+    """The clone parameters that give ``model`` the group's ``rebuild_every`` (TAN's and SPODE's is in their
+    ``search`` option, KDB's a parameter of its own; a model without structure has none)."""
+    search = getattr(model, "search", None)
+    if search is not None and hasattr(search, "rebuild_every"):
+        return {"search": dataclasses.replace(search, rebuild_every=every)}
+    return {"rebuild_every": every} if hasattr(model, "rebuild_every") else {}
+
+
 def export_model(channel, path: str, timeout: float = 60.0) -> dict:
     """Read ``channel`` (a :class:`~stream_nb.engine.ModelChannel`) to its end and write the group's model to
     ``path``; return ``{"partitions": {partition: {"offset", "learned", "behind"}}, "learned": n, "bytes": size}``."""
@@ -50,8 +60,7 @@ def export_model(channel, path: str, timeout: float = 60.0) -> dict:
         parts.append((partition, model))
         if template is None:
             every = info.get("rebuild_every")
-            template = model.clone({"rebuild_every": every} if every is not None and hasattr(model, "rebuild_every")
-                                   else {})
+            template = model.clone(_rebuilt_every(model, every) if every is not None else {})
     view = merge_states(template, parts)
     ends = channel.end_offsets(list(known))
     figures = {p: {"offset": o, "learned": info.get("learned"),

@@ -31,8 +31,8 @@ With ``--log-format json`` each line carries ``"event": "input_check"`` and
 ``"cause"`` (one of the names above, or ``no_valid_event``).
 
 >>> import logging
->>> from ._events import EventDecoder
->>> from ._records import Record
+>>> from stream_nb.engine import EventDecoder
+>>> from stream_nb.engine import Record
 >>> check = InputCheck(EventDecoder())
 >>> rows = [b"outlook,temperature,label", b"sunny,28.0,no", b"rain,18.5,yes"]
 >>> check.see([Record(v, None, "in.csv", {"file": "in.csv", "line": i}, i) for i, v in enumerate(rows, 1)])
