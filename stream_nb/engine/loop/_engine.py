@@ -481,7 +481,8 @@ class Engine:
         joiner = self.joiner
         if self._blocks is None or self._sharing is not None:
             return self._process_each(records, polled)
-        ids, xs, ys, bad = self.decoder.decode_columns(list(map(_VALUE, records)))
+        # features as columns where the model alone reads them (the joiner holds dicts)
+        ids, xs, ys, bad = self.decoder.decode_columns(list(map(_VALUE, records)), columns=joiner is None)
         ys = ys if joiner is None else joiner.prepare_columns(ids, xs, ys)  # early labels in; times out
         if ys is None:  # an event time the join refuses: event by event, where that event gets its own error
             return self._process_each(records, polled)
