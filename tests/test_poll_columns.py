@@ -75,15 +75,16 @@ MODELS = {
 
 
 def stream(n: int, seed: int) -> list[bytes]:
-    """Events that all hold the same fields (null where a value is missing): new values and classes now and
-    then (inside polls), a feature whose first value comes late, unlabeled events and a value the model
-    refuses (a string for the numeric feature)."""
+    """Events that all hold the same fields (null where a value is missing, a numeric one too): new values
+    and classes now and then (inside polls), a feature whose first value comes late, unlabeled events and a
+    value the model refuses (a string for the numeric feature)."""
     rng = np.random.default_rng(seed)
     raw = []
     for i in range(n):
         color = ["red", "blue", "green", f"c{i}"][int(rng.integers(4 if i > 120 else 3 if i > 30 else 2))]
         size = int(rng.integers(5 if i > 90 else 3)) if i % 17 != 5 else None
         w = float(rng.normal(2.0 if i % 2 else 0.0)) if i != 77 else "heavy"
+        w = None if i % 13 == 3 else w  # a numeric value missing
         extra = None if i < 150 else ["s", "t"][i % 2]  # a feature the model first meets at event 150
         label = ["yes", "no", "maybe"][int(rng.integers(3 if i > 50 else 2))] if i % 9 else None
         raw.append(orjson.dumps({"id": i, "color": color, "size": size, "w": w, "extra": extra, "label": label}))
