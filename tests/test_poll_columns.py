@@ -177,3 +177,26 @@ def test_polls_as_columns_equal_polls_as_dicts(name):
     assert columns[1] == dicts[1] and columns[2] == dicts[2]
     assert columns[0].metrics.state() == dicts[0].metrics.state()
     same_state(columns[0].model, dicts[0].model)
+
+
+def test_stream_nb_run_over_a_file_takes_its_polls_as_columns_as_the_one_event_loop(tmp_path):
+    """The real command over a file of such events, in polls of 60 (the one with bad records goes as dicts):
+    each output and dead letter is the one-event loop's."""
+    import subprocess
+    import sys
+
+    raw = stream(300, seed=11)
+    raw[210:210] = [b'{"id": 1, "color": [1]}', b"not json", b'{"color": "red", "label": true}']
+    path, dead = tmp_path / "in.jsonl", tmp_path / "dead.jsonl"
+    path.write_bytes(b"\n".join(raw) + b"\n")
+    done = subprocess.run([sys.executable, "-m", "stream_nb.cli", "run", "--input", str(path), "--dead-letter",
+                           str(dead), "--poll-max-records", "60", "--model-name", "m"],
+                          capture_output=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
+    _, expected, expected_dead = one_event_loop(MODELS["nb"], records_of(raw))
+    outputs = [orjson.loads(line) for line in done.stdout.splitlines()]
+    assert [{k: v for k, v in o.items() if k != "source"} for o in outputs] == [
+        {k: v for k, v in orjson.loads(e).items() if k != "source"} for e in expected]
+    assert [orjson.loads(line)["reason"] for line in dead.read_bytes().splitlines()] == [
+        orjson.loads(d)["reason"] for d in expected_dead] == ["bad_feature_type", "nested_value", "invalid_json",
+                                                              "label_type_conflict"]
