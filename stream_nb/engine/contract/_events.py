@@ -122,7 +122,6 @@ _NESTED_SET = frozenset(_NESTED)
 _DICT_ONLY = frozenset({dict}).issuperset
 _PLAIN_FIELD = frozenset({str, int, type(None)}).issuperset
 _FLAT = frozenset({dict, list, type(None)})
-_NESTED_OR_NULL = frozenset({dict, list})  # a feature column's types that send the poll event by event
 
 
 def json_objects(values: list) -> list[dict] | None:
@@ -401,7 +400,7 @@ class EventDecoder:
         if not (_PLAIN_FIELD(map(type, labels)) and _PLAIN_FIELD(map(type, ids))):
             return None
         types = {name: frozenset(map(type, column)) for name, column in table.items()}
-        if not all(map(_NESTED_OR_NULL.isdisjoint, types.values())):
+        if not all(map(_NESTED_SET.isdisjoint, types.values())):  # a nested value: event by event, named
             return None
         return ids, Columns(table, n, types), labels, {}
 
