@@ -7,6 +7,7 @@ Run it by hand (it is not a test)::
     python bench/daemon.py --events 20000 --contenders nb,handwritten,raw
     python bench/daemon.py --profile nb         # also cProfile the daemon's drain
     python bench/daemon.py --contenders nb,nb-confluent,raw,raw-confluent --profile nb-confluent
+    python bench/daemon.py --engine --events 60000   # no broker: the engine's CPU per event over a poll
 
 Broker: ``KAFKA_BOOTSTRAP_SERVERS`` if set, else a local single-node broker
 started with ``deploy/kafka/kafka_local.py`` in a temporary directory (stopped
@@ -302,6 +303,76 @@ def cpu_cost(kind: str, kafka: Kafka, input_topic: str, n: int) -> dict:
     return json.loads(lines[-1])
 
 
+def engine_cpu(n: int, runs: int = 5, profile: bool = False) -> None:
+    """Main-thread CPU per event of ``Engine.process_many`` alone (NaiveBayes, polls of 500), over the bench's
+    events as records built as the Kafka source builds them, sent to a sink that keeps nothing: the daemon's
+    own work without the Kafka client's. The median of ``runs`` runs, each a fresh model; with ``profile``
+    also a cProfile of one run."""
+    import cProfile
+
+    import stream_nb
+    from stream_nb.daemon import prepare_process
+    from stream_nb.engine import Engine, make_records
+
+    class Null:  # a sink and a source that do nothing
+        exhausted = False
+
+        def send(self, value, key=None):
+            pass
+
+        def send_many(self, values, keys):
+            pass
+
+        def poll(self, max_records, timeout):
+            return []
+
+        def flush(self):
+            pass
+
+        def commit(self, positions):
+            pass
+
+        def seek(self, positions):
+            pass
+
+        def close(self):
+            pass
+
+    events = make_events(n)
+    polls = []
+    for start in range(0, n, 500):
+        offsets = range(start // PARTITIONS, start // PARTITIONS + len(events[start:start + 500]))
+        parts = [i % PARTITIONS for i in range(len(offsets))]
+        polls.append(make_records([v for _, v in events[start:start + 500]], [k for k, _ in events[start:start + 500]],
+                                  [f"in-{p}" for p in parts],
+                                  [{"topic": "in", "partition": p, "offset": o} for p, o in zip(parts, offsets)],
+                                  [o + 1 for o in offsets]))
+
+    def run(profiler=None) -> float:
+        model = stream_nb.NaiveBayes()
+        prepare_process(model)
+        engine = Engine(model, Null(), Null(), Null(), config={"model_name": "nb"})
+        if profiler is not None:
+            profiler.enable()
+        start = time.thread_time()
+        for records in polls:
+            engine.process_many(records, time.monotonic())
+        spent = time.thread_time() - start
+        if profiler is not None:
+            profiler.disable()
+        return spent / n * 1e6
+
+    times = [run() for _ in range(runs)]
+    print(f"engine alone (process_many, NaiveBayes, {n:,} events in polls of 500): main-thread CPU "
+          f"{statistics.median(times):.2f} us/event, median of {runs} ({', '.join(f'{t:.2f}' for t in times)})")
+    if profile:
+        profiler = cProfile.Profile()
+        run(profiler)
+        print("```")
+        pstats.Stats(profiler).sort_stats("cumulative").print_stats(22)
+        print("```")
+
+
 # ----------------------------------------------------------------- broker & data
 
 
@@ -516,12 +587,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cpu", action="store_true",
                         help="also measure the CPU time per event of each contender (and raw, raw-confluent) "
                              "draining the same events in-process: robust on a loaded machine")
+    parser.add_argument("--engine", action="store_true",
+                        help="no broker: only the main-thread CPU per event of the engine's process_many over the "
+                             "events (NaiveBayes; with --profile, its cProfile)")
     parser.add_argument("--worker", nargs=5, metavar=("KIND", "BOOTSTRAP", "IN", "OUT", "GROUP"),
                         help=argparse.SUPPRESS)
     parser.add_argument("--cpu-worker", nargs=4, metavar=("KIND", "BOOTSTRAP", "IN", "N"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.cpu_worker:
         worker_cpu(*args.cpu_worker)
+        return 0
+    if args.engine:
+        engine_cpu(args.events, profile=args.profile is not None)
         return 0
     if args.worker:
         kind, *rest = args.worker

@@ -30,7 +30,7 @@ _REFUSED_TIME = object()
 
 
 class RunBlock(typing.NamedTuple):
-    """The results of one vectorised run, as arrays: what :meth:`VectorisedRuns.prequential_blocks` yields.
+    """The results of one run through the kernel, as arrays: what :meth:`VectorisedRuns.prequential_blocks` yields.
 
     Event ``start + i`` of the run was predicted ``classes[decided[i]]`` with
     ``dict(zip(classes, proba[i]))``, which is what
@@ -153,8 +153,9 @@ class VectorisedRuns(abc.ABC):
         return refused
 
     def prequential_blocks(self, xs: list, ys: list):
-        """:meth:`~stream_nb.learners.BayesClassifier.prequential_iter`, yielding each vectorised run
+        """:meth:`~stream_nb.learners.BayesClassifier.prequential_iter`, yielding each run through the kernel
         as one :class:`RunBlock` (arrays, no dict per event) and every other event's result as it does.
+        ``xs`` may be :class:`~stream_nb.stats.Columns` (a poll decoded as columns), read column by column.
 
         Expanding each block into ``(classes[d], dict(zip(classes, p)))`` per row gives exactly
         ``prequential_iter``'s results, and the model ends the same.

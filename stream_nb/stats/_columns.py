@@ -35,9 +35,9 @@ class Columns(Sequence):
     (3, {'sky': 'rain'}, [{'sky': 'rain'}, {'temp': 3.0}])
     """
 
-    __slots__ = ("columns", "_n", "arrays", "encodings", "matrix")
+    __slots__ = ("columns", "_n", "arrays", "encodings", "matrix", "types")
 
-    def __init__(self, columns: dict[str, list], n: int | None = None):
+    def __init__(self, columns: dict[str, list], n: int | None = None, types: dict[str, frozenset] | None = None):
         lengths = {len(values) for values in columns.values()} | ({n} if n is not None else set())
         if len(lengths) != 1:
             raise ValueError(f"columns of lengths {sorted(lengths)}: expected one length (n= when no column)")
@@ -49,6 +49,10 @@ class Columns(Sequence):
         self.encodings: dict = {}
         #: (n, columns) array of one dtype whose columns are the columns' arrays, in order; or None
         self.matrix = None
+        #: ``{name: types}``: a set that holds the type of every value of a column (NoneType: missing), for
+        #: the columns whose types the maker has looked at already (a poll's decoder); the run encoding then
+        #: does not look again
+        self.types = types or {}
 
     @classmethod
     def from_frame(cls, X: pd.DataFrame) -> Columns:
@@ -69,7 +73,7 @@ class Columns(Sequence):
                 isinstance(dtype, np.dtype) and dtype.kind == "f" for dtype in X.dtypes.tolist()))):
             events = cls.__new__(cls)  # (columns of one length, all arrays: nothing to check)
             events.columns = dict(zip(X.columns.tolist(), A.T))  # each column a view of the one array
-            events._n, events.arrays, events.encodings, events.matrix = len(A), True, {}, A
+            events._n, events.arrays, events.encodings, events.matrix, events.types = len(A), True, {}, A, {}
             return events
         columns = {}
         for name, s in X.items():
@@ -85,7 +89,9 @@ class Columns(Sequence):
 
     def __getitem__(self, i):
         if isinstance(i, slice):
-            return Columns({name: values[i] for name, values in self.columns.items()}, len(range(self._n)[i]))
+            # (each part's values are among the whole's: the types hold for it too)
+            return Columns({name: values[i] for name, values in self.columns.items()}, len(range(self._n)[i]),
+                           self.types)
         if not -self._n <= i < self._n:
             raise IndexError(f"event {i} of {self._n}")
         if self.arrays:

@@ -187,6 +187,7 @@ class Frames:
                     break
                 yc.append(c)
         column_of, stop = self._window_columns(xs, start, stop)
+        known = xs.types if isinstance(xs, Columns) else {}  # each column's value types, when its maker knows them
         D = np.full((stop, F), -1, dtype=np.int64)
         G = np.full((stop, self.n_gauss), np.nan)
         for f, name in enumerate(self.features):
@@ -195,8 +196,11 @@ class Frames:
             kind = self.kinds[f]
             vals = list(column_of(f, name)[:stop])
             if kind == CAT:
-                ok = self._vt_ok[f]
-                if not set(map(type, vals)) <= ok | {NONE_TYPE}:
+                ok = self._vt_ok[f] | {NONE_TYPE}
+                types = known.get(name)
+                if types is None or not types <= ok:
+                    types = set(map(type, vals))
+                if not types <= ok:
                     # a value of another type (True finds the column of 1): the run stops there
                     bad = next((i for i, v in enumerate(vals) if not (v is None or type(v) in ok or is_nan(v))), stop)
                     if bad < stop:
@@ -239,7 +243,7 @@ class Frames:
                 if stop:
                     D[:, f] = cols[:stop]
             else:
-                col = number_column(vals)  # NaN: missing; inf: not a plain number
+                col = number_column(vals, known.get(name))  # NaN: missing; inf: not a plain number
                 bad = np.isinf(col)
                 if kind == BINNED:
                     d, missing = self.disc[f], np.isnan(col)

@@ -202,18 +202,21 @@ def _out_of_range(name, v) -> FeatureTypeError:
     return FeatureTypeError(f"feature {name!r}: expected a {what}, got {short_repr(v)}", field=name)
 
 
-_FLOATS_ONLY = frozenset({float}).issuperset
+_FLOATS_OR_NONE = frozenset({float, NONE_TYPE}).issuperset
 
 
-def number_column(vals: list) -> np.ndarray:
+def number_column(vals: list, types: frozenset | None = None) -> np.ndarray:
     """Floats of a feature's values across events: NaN where missing, inf where not a plain finite number
     of magnitude at most :data:`NUMERIC_LIMIT` (:func:`numeric_value` names what is wrong with it).
+    ``types``, when given, holds the type of every value (their maker has looked already).
 
     >>> number_column([1.5, None, 1e200, 2]).tolist()
     [1.5, nan, inf, 2.0]
+    >>> number_column([1.5, None, -1e200]).tolist()
+    [1.5, nan, inf]
     """
-    if _FLOATS_ONLY(map(type, vals)):
-        col = np.array(vals, dtype=float)
+    if _FLOATS_OR_NONE(types) if types is not None else _FLOATS_OR_NONE(map(type, vals)):
+        col = np.array(vals, dtype=float)  # None: NaN (missing)
         return np.where(np.abs(col) > NUMERIC_LIMIT, np.inf, col)
     col = np.empty(len(vals))
     for i, v in enumerate(vals):

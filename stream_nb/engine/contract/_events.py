@@ -81,7 +81,7 @@ import orjson
 
 from ..._checks import configure, is_integer
 from ...exceptions import ConfigError, FeatureTypeError, InvalidEventError
-from ...stats import describe_type, validate_label
+from ...stats import Columns, describe_type, validate_label
 
 __all__ = ["BOM", "DEFAULT_CONFIG", "Event", "EventDecoder", "json_objects", "oversize_error"]
 
@@ -335,28 +335,38 @@ class EventDecoder:
         valid = iter(zip(ids, xs, ys))
         return [bad[i] if i in bad else Event(*next(valid)) for i in range(len(values))]
 
-    def decode_columns(self, values: list) -> tuple[list, list, list, dict]:
+    def decode_columns(self, values: list, columns: bool = False) -> tuple[list, typing.Sequence, list, dict]:
         """:meth:`decode` of a poll, as columns: ``(ids, features, labels, bad)``.
 
         ``ids``, ``features`` and ``labels`` hold the valid events' fields in
         input order; ``bad`` maps the index of each rejected event to its
         ``InvalidEventError``. The results are :meth:`decode`'s. A poll of
         common events (JSON objects within ``max_event_bytes``, a string or
-        integer id and label, flat non-null features, no ``features`` list) is
+        integer id and label, flat features, no ``features`` list) is
         taken whole, each step one call over the poll (each event's parsed
         object, less the id and label, is its features); any other poll event by
         event, the common ones here and the rest through :meth:`decode`.
 
+        With ``columns``, a common poll whose events all hold the same fields in the same order gives its
+        features as one :class:`~stream_nb.stats.Columns`, a list of each field's values (None: missing),
+        built by one transposition of the parsed objects with no step in Python per event or value; the
+        events it stands for are :meth:`decode`'s features. Any other poll gives a list of dicts.
+
         >>> EventDecoder().decode_columns([b'{"id": 1, "a": "x", "label": 2}', b'[1]'])
         ([1], [{'a': 'x'}], [2], {1: InvalidEventError('event must be a JSON object, got an array')})
+        >>> ids, xs, ys, bad = EventDecoder().decode_columns(
+        ...     [b'{"id": 1, "a": "x", "t": 0.5, "label": 2}', b'{"id": 2, "a": "y", "t": null, "label": null}'],
+        ...     columns=True)
+        >>> ids, xs.columns, list(xs), ys, bad
+        ([1, 2], {'a': ['x', 'y'], 't': [0.5, None]}, [{'a': 'x', 't': 0.5}, {'a': 'y'}], [2, None], {})
         """
         if self._features is None and values:
-            taken = self._decode_whole(values)
+            taken = self._decode_whole(values, columns)
             if taken is not None:
                 return taken
         return self._decode_each(values)
 
-    def _decode_whole(self, values: list) -> tuple[list, list, list, dict] | None:
+    def _decode_whole(self, values: list, columns: bool = False) -> tuple[list, typing.Sequence, list, dict] | None:
         """:meth:`decode_columns` of a poll of common events only, with no loop in Python; None otherwise."""
         if max(map(len, values)) > self._max_bytes:
             return None
@@ -364,6 +374,12 @@ class EventDecoder:
         if objs is None:
             return None
         n = len(objs)
+        if columns:
+            fields = list(objs[0])
+            if list(map(list, objs)).count(fields) == n:  # every event holds the same fields, in the same order
+                taken = self._transposed(objs, fields, n)
+                if taken is not None:
+                    return taken
         labels = list(map(dict.pop, objs, repeat(self._label_field, n), repeat(None, n)))
         if self._id_field is None:
             ids = [None] * n
@@ -373,6 +389,20 @@ class EventDecoder:
                 and (_flat_text(values) or _FLAT.isdisjoint(map(type, chain.from_iterable(map(dict.values, objs)))))):
             return ids, objs, labels, {}
         return None  # the parsed objects lost their id and label: the loop parses again
+
+    def _transposed(self, objs: list[dict], fields: list, n: int) -> tuple[list, Columns, list, dict] | None:
+        """:meth:`decode_columns` with ``columns`` of parsed objects that all hold ``fields``, in that order;
+        None (the objects untouched) when a label or id is no string, integer or null, or a feature holds an
+        object or an array."""
+        table = dict(zip(fields, map(list, zip(*map(dict.values, objs)))))
+        labels = table.pop(self._label_field, None) or [None] * n
+        ids = [None] * n if self._id_field is None else table.pop(self._id_field, None) or [None] * n
+        if not (_PLAIN_FIELD(map(type, labels)) and _PLAIN_FIELD(map(type, ids))):
+            return None
+        types = {name: frozenset(map(type, column)) for name, column in table.items()}
+        if not all(map(_NESTED_SET.isdisjoint, types.values())):  # a nested value: event by event, named
+            return None
+        return ids, Columns(table, n, types), labels, {}
 
     def _decode_each(self, values: list) -> tuple[list, list, list, dict]:
         loads, decode_error, decode = orjson.loads, orjson.JSONDecodeError, self.decode

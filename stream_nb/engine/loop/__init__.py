@@ -1,7 +1,7 @@
 """The engine loop: poll, decode, predict then learn, send, commit.
 
 * ``_engine`` -- :class:`Engine`, the run loop, and its settings (:data:`DEFAULT_CONFIG`);
-* ``_poll`` -- a poll's outputs and metrics built a vectorised run at a time;
+* ``_poll`` -- a poll's outputs and metrics built a run at a time;
   ``_run_bytes`` -- a run's output records written to JSON column by column;
 * ``_flow`` -- back-pressure;
 * ``_input_check`` -- one early warning when the input is plainly not what the settings expect;

@@ -473,15 +473,17 @@ class Engine:
         """:meth:`process` for every record of a poll: the model predicts then learns each event in order,
         as one at a time would (the model's kernel over the poll's runs); outputs and dead letters go in input order.
 
-        A stream_nb model's poll goes through whole-poll steps (``decode_columns``, the model's
-        ``prequential_blocks``, ``poll_outputs``, ``outputs_bytes``, the sink's ``send_many``; a joiner's
+        A stream_nb model's poll goes through whole-poll steps (``decode_columns``, with no joiner into one
+        list per field, the model's ``prequential_blocks``, ``poll_outputs``, ``outputs_bytes``, the sink's
+        ``send_many``; a joiner's
         ``prepare_columns`` and ``hold_sent``): the same outputs, dead letters, metrics, positions and held
         events; the observer hears of the poll at once. If the model fails part-way, what it learned is sent and
         covered by the positions before the error propagates."""
         joiner = self.joiner
         if self._blocks is None or self._sharing is not None:
             return self._process_each(records, polled)
-        ids, xs, ys, bad = self.decoder.decode_columns(list(map(_VALUE, records)))
+        # features as columns where the model alone reads them (the joiner holds dicts)
+        ids, xs, ys, bad = self.decoder.decode_columns(list(map(_VALUE, records)), columns=joiner is None)
         ys = ys if joiner is None else joiner.prepare_columns(ids, xs, ys)  # early labels in; times out
         if ys is None:  # an event time the join refuses: event by event, where that event gets its own error
             return self._process_each(records, polled)

@@ -4,7 +4,7 @@
 poll's valid events to the model's ``prequential_blocks`` (stream_nb's
 learners: :meth:`VectorisedRuns.prequential_blocks
 <stream_nb.learners._runs.VectorisedRuns.prequential_blocks>`), which gives
-each vectorised run as one :class:`~stream_nb.learners.RunBlock` of arrays and
+each run through its kernel as one :class:`~stream_nb.learners.RunBlock` of arrays and
 any other event's result alone. :func:`poll_outputs` turns them into the
 output records of :func:`~stream_nb.engine.contract._records.output_record` and the
 prequential metrics: per run, the predictions, probabilities and counters come
