@@ -331,7 +331,13 @@ def kafka_topic_factory(request, kafka_broker):
                 pass
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config, items):
+    """Mark the tests that take a broker ``kafka``, and put them all in one xdist group: with
+    ``-n 2 --dist loadgroup`` (the README's command) one worker runs them against one broker
+    while the other runs the rest."""
     for item in items:
         if any(name in getattr(item, "fixturenames", ()) for name in KAFKA_FIXTURES):
             item.add_marker(pytest.mark.kafka)
+        if item.get_closest_marker("kafka") is not None:
+            item.add_marker(pytest.mark.xdist_group("kafka"))

@@ -49,7 +49,7 @@ def test_the_readme_is_one_screen():
 
 def test_ci_runs_the_readmes_test_command_verbatim():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    command = "python -m pip install -e '.[test]' && python -m pytest"
+    command = "python -m pip install -e '.[test]' && python -m pytest -n 2 --dist loadgroup"
     assert f"```sh\n{command}\n```" in readme
     assert (ROOT / ".ci" / "run").read_text(encoding="utf-8").rstrip().splitlines()[-1] == command
 

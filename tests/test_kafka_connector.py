@@ -604,7 +604,7 @@ def test_records_sent_while_the_broker_is_down_are_delivered_once_after_restart(
         kafka_broker.start()
         sink.flush()  # queued while down, delivered now, none lost
 
-        got = _drain_offsets(source, range(1, 51), timeout=60)
+        got = _drain_offsets(source, range(1, 51), timeout=180)  # the group rejoins the restarted broker first
         # written once each, in order: one record per offset 1..50; a record read twice (the same offset,
         # the same value) is the consumer's at-least-once replay when the restart made the group rebalance
         assert got == {i + 1: f"during-{i}".encode() for i in range(50)}
