@@ -104,7 +104,7 @@ class HandOver:
                 state = int(store.state[row])
                 events.append([store.id_of(row).decode(), state, store.features(row) if state == PENDING else {},
                                float(store.time[row]), store.predicted(row), int(store.offset[row]),
-                               int(store.provisional[row])])
+                               int(store.provisional[row]) if state == PENDING else 0])
         labels = early_label_entries(store, feedback_partition) if feedback_partition is not None else []
         return {"events": events, "labels": labels}
 
