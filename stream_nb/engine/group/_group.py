@@ -168,6 +168,7 @@ class GroupCheckpointer:
         self._pending_since: float | None = None  # when the first state newer than the view arrived
         self._pending_events = 0
         self._touched: set[str] = set()  # partitions whose join changed their state since it was last published
+        self._gone: set[str] = set()  # partitions lost (maybe on the client's thread): the join's parts to forget
         self._last_view = time.monotonic()
         self._last_cache = time.monotonic()
         self._store_id = uuid.uuid4().hex
@@ -217,6 +218,9 @@ class GroupCheckpointer:
             stop = start
             while stop < len(events) and events[stop][0] == partition:
                 stop += 1
+            if partition in self._gone:  # lost: its next owner learns them from the partition's state
+                start = stop
+                continue
             model = self.live.get(partition)
             if model is None:  # assigned without the resume policy (no state was due): start it empty
                 model = self.live[partition] = self._empty_state()
@@ -249,6 +253,8 @@ class GroupCheckpointer:
 
     def sync(self) -> None:
         """Apply what other members published; rebuild the view when due (called every turn of the loop)."""
+        if self._gone:  # on the engine's thread: the join's parts of the partitions lost
+            self._let_go(list(self._gone))
         self._read(self.channel.poll(0.0))
         if self._pending_since is None:
             return
@@ -336,6 +342,7 @@ class GroupCheckpointer:
             self.engine.adopt_position(feedback, offsets[feedback])
         else:
             self.engine.positions.pop(feedback, None)
+        self._gone.discard(partition)
         dropped = joiner.drop(partition, feedback)
         if part:
             joiner.adopt(partition, part, counted=True)
@@ -345,14 +352,16 @@ class GroupCheckpointer:
                      dropped, extra={"event": "join_state", "partition": partition})
 
     def _let_go(self, partitions: typing.Iterable[str]) -> None:
-        """``partitions`` went (revoked or lost): their states and the join's parts of them are forgotten here."""
+        """``partitions`` went (revoked, or lost): their states and the join's parts of them are forgotten here
+        (on the engine's thread, or while it waits in the source's poll)."""
         joiner = self._joiner()
         for p in partitions:
-            if self.live.pop(p, None) is not None and joiner is not None:
-                feedback = self._partner(p)
-                if feedback is not None:
-                    joiner.drop(p, feedback)
+            self.live.pop(p, None)
+            self._gone.discard(p)
             self._touched.discard(p)
+            feedback = self._partner(p) if joiner is not None else None
+            if feedback is not None:
+                joiner.drop(p, feedback)
         self._view_due()
 
     def _view_due(self) -> None:
@@ -613,7 +622,10 @@ class GroupCheckpointer:
 
     def _on_rebalance(self, event: str, partitions: list[str]) -> None:
         if event == "lost":  # taken away without a revocation: what was not published is the new owner's to redo
-            self._let_go(partitions)
+            self._gone.update(partitions)  # the join's parts go at the next sync(), on the engine's thread
+            for p in partitions:
+                self.live.pop(p, None)
+            self._view_due()
 
     # -- figures ------------------------------------------------------------
 
