@@ -13,7 +13,7 @@ every member's view says so, and every event has its output: exactly once with
 
 Each scenario runs in one mode (CI time): the kills in exactly-once mode with
 confluent-kafka, where a lost checkpoint must neither lose nor repeat an
-output; the scale-down and -up in at-least-once mode with kafka-python, where
+output (and two of a member's transactions abort, rewinding its partitions); the scale-down and -up in at-least-once mode with kafka-python, where
 publishing and committing are two steps.
 """
 
@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import signal
 import threading
 import time
@@ -130,13 +131,15 @@ class Group:
             "--group-id", f"gbgroup-{os.getpid()}-{time.monotonic_ns()}", "--model-topic", self.model_topic,
             "--sync-interval", "0.3", "--commit-interval", "0.3", "--metrics-interval", "0",
             "--poll-max-records", "50", "--kafka-config", "session_timeout_ms=6000", "heartbeat_interval_ms=1000",
-            "linger_ms=2", *(["--exactly-once", "--kafka-config", "transaction_timeout_ms=10000"] if exactly_once else []),
+            "linger_ms=2",
+            *(["--exactly-once", "--kafka-config", "transaction_timeout_ms=10000"] if exactly_once else []),
         ]
         self.exactly_once = exactly_once
 
-    def start(self, *names: str) -> dict[str, Daemon]:
+    def start(self, *names: str, faults: dict | None = None) -> dict[str, Daemon]:
+        """Members ``names`` (``faults``: run through the fault launcher), once each logged that it runs."""
         started = {n: Daemon(self.tmp, [*self.args, "--instance-id", n, "--snapshot-dir", str(self.tmp / n),
-                                        "--snapshot-interval", "0.5"], n) for n in names}
+                                        "--snapshot-interval", "0.5"], n, faults=faults) for n in names}
         for n, d in started.items():
             wait_until(lambda d=d: "running model" in d.log(), 60, f"member {n} to start", d, step=0.1)
         return started
@@ -184,7 +187,8 @@ def test_kill_9_twice_and_a_member_lost_for_good_learn_each_joined_pair_once(
         tmp_path, kafka_bootstrap_servers, kafka_topic_factory, kafka_client):
     group = Group(tmp_path, kafka_bootstrap_servers, kafka_topic_factory, seed=381, exactly_once=True)
     rng = random.Random(382)
-    members = group.start("a", "b", "c")
+    # a's second and fourth transactions fail: it aborts them and rewinds its partitions, held events included
+    members = {**group.start("a", faults={"fail_before_commit": "2,4"}), **group.start("b", "c")}
     feeder = group.feeder(batches=12, pause=0.5)
     try:
         for last in (False, True):  # b killed after a checkpoint or more, then back with what the topic holds
@@ -196,6 +200,7 @@ def test_kill_9_twice_and_a_member_lost_for_good_learn_each_joined_pair_once(
     finally:
         feeder.join()
     group.check_quiet(members)
+    assert len(re.findall(r"transaction aborted \(InjectedFault", members["a"].log())) == 2, members["a"].log()[-3000:]
 
 
 @pytest.mark.kafka

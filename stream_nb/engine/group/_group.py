@@ -314,8 +314,8 @@ class GroupCheckpointer:
         number), else None."""
         joiner = getattr(self.engine, "joiner", None)
         feedback = getattr(joiner, "feedback", None)
-        return joiner if callable(getattr(feedback, "partner", None)) and callable(getattr(feedback, "input_of", None)) \
-            else None
+        paired = callable(getattr(feedback, "partner", None)) and callable(getattr(feedback, "input_of", None))
+        return joiner if paired else None
 
     def _partner(self, partition: str) -> str | None:
         """The feedback partition of input ``partition`` (None without a feedback topic)."""
@@ -342,14 +342,14 @@ class GroupCheckpointer:
             self.engine.adopt_position(feedback, offsets[feedback])
         else:
             self.engine.positions.pop(feedback, None)
-        self._gone.discard(partition)
         dropped = joiner.drop(partition, feedback)
         if part:
             joiner.adopt(partition, part, counted=True)
         if dropped or part:
+            part = part or {}
             log.info("partition %s: the join holds %d event(s) and id(s), %d early label(s) of its state (%d held "
-                     "here before)", partition, len((part or {}).get("events", ())), len((part or {}).get("labels", ())),
-                     dropped, extra={"event": "join_state", "partition": partition})
+                     "here before)", partition, len(part.get("events", ())), len(part.get("labels", ())), dropped,
+                     extra={"event": "join_state", "partition": partition})
 
     def _let_go(self, partitions: typing.Iterable[str]) -> None:
         """``partitions`` went (revoked, or lost): their states and the join's parts of them are forgotten here
@@ -572,6 +572,7 @@ class GroupCheckpointer:
             return offset
         state = self.known.get(partition)
         self._touched.discard(partition)
+        self._gone.discard(partition)  # lost, and assigned again: what it holds now is the state's
         if state is None:
             self.live[partition] = self._empty_state()
             if committed:
