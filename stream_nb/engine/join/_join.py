@@ -314,7 +314,8 @@ class Joiner(EventHolds, FeedbackReads, HandOver):
         store = self.store
         ys = self._early_labels(rows)
         delays = np.maximum(0.0, store.time[rows] - t).tolist()
-        self.store.joined_in_place(rows, t)
+        # each joined id stays with the feedback partition its label came from: a group hands it on with it
+        self.store.joined_in_place(rows, t, [read_note(store.note_of(row))[1].partition for row in rows])
         self._count_delays(delays)
         return ys
 

@@ -54,6 +54,19 @@ def early_label_entries(store, feedback_partition=..., remove: bool = False) -> 
     return entries
 
 
+def _rows_of(store, partition: str, feedback_partition: str | None) -> list:
+    """The rows of input ``partition`` held in ``store``: its held events and joined ids, and the ids joined in
+    place by a label read from ``feedback_partition`` (an early label whose event came after it)."""
+    rows = np.zeros(0, dtype=np.int64)
+    code = store.partition_codes.get(partition)
+    if code is not None:
+        rows = np.flatnonzero(((store.state == PENDING) | (store.state == JOINED)) & (store.partition == code))
+    code = store.partition_codes.get(feedback_partition) if feedback_partition is not None else None
+    if code is not None:
+        rows = np.concatenate([rows, np.flatnonzero((store.state == JOINED) & (store.partition == code))])
+    return rows.tolist()
+
+
 class HandOver:
     """What :class:`~stream_nb.engine.Joiner` hands over and takes over (see the module notes).
 
@@ -97,14 +110,11 @@ class HandOver:
         partition's published state in a group."""
         self.flush_holds()
         store, events = self.store, []
-        code = store.partition_codes.get(partition)
-        if code is not None:
-            held = (store.state == PENDING) | (store.state == JOINED)
-            for row in np.flatnonzero(held & (store.partition == code)).tolist():
-                state = int(store.state[row])
-                events.append([store.id_of(row).decode(), state, store.features(row) if state == PENDING else {},
-                               float(store.time[row]), store.predicted(row), int(store.offset[row]),
-                               int(store.provisional[row]) if state == PENDING else 0])
+        for row in _rows_of(store, partition, feedback_partition):
+            state = int(store.state[row])
+            events.append([store.id_of(row).decode(), state, store.features(row) if state == PENDING else {},
+                           float(store.time[row]), store.predicted(row), int(store.offset[row]),
+                           int(store.provisional[row]) if state == PENDING else 0])
         labels = early_label_entries(store, feedback_partition) if feedback_partition is not None else []
         return {"events": events, "labels": labels}
 
@@ -114,11 +124,7 @@ class HandOver:
         carries them to its next owner. Returns how many rows went."""
         self.flush_holds()
         store = self.store
-        rows = []
-        code = store.partition_codes.get(partition)
-        if code is not None:
-            held = (store.state == PENDING) | (store.state == JOINED)
-            rows = np.flatnonzero(held & (store.partition == code)).tolist()
+        rows = _rows_of(store, partition, feedback_partition)
         if feedback_partition is not None:
             for row in np.flatnonzero(store.state[: store.high] == LABEL).tolist():
                 if read_note(store.note_of(row))[1].partition == feedback_partition:
