@@ -169,6 +169,9 @@ class GroupCheckpointer:
         self._pending_events = 0
         self._touched: set[str] = set()  # partitions whose join changed their state since it was last published
         self._gone: set[str] = set()  # partitions lost (maybe on the client's thread): the join's parts to forget
+        # input partition -> the state it and its feedback partition resume from, chosen by the first of the two
+        # positioned in an assignment (the topic may bring newer states between the two)
+        self._pairing: dict[str, PartitionState | None] = {}
         self._last_view = time.monotonic()
         self._last_cache = time.monotonic()
         self._store_id = uuid.uuid4().hex
@@ -302,10 +305,21 @@ class GroupCheckpointer:
         """A model of its own for partition ``partition``'s known state (the cached one is shared with the view)."""
         return self._fresh(partition)[0]
 
-    def _fresh(self, partition: str) -> tuple[typing.Any, dict]:
-        """:meth:`_fresh_copy` and the state's payload info (``"join"``: the join's part, see :meth:`_take`)."""
-        model, info = decode_state(self.known[partition].payload, f"state of {partition}")
+    def _fresh(self, partition: str, state: PartitionState | None = None) -> tuple[typing.Any, dict]:
+        """:meth:`_fresh_copy` (of ``state``, else the known one) and the state's payload info (``"join"``: the
+        join's part, see :meth:`_take`)."""
+        model, info = decode_state((state or self.known[partition]).payload, f"state of {partition}")
         return model, info or {}
+
+    def _paired(self, partition: str) -> PartitionState | None:
+        """The state input ``partition`` resumes from in this assignment: with a feedback topic, the one found
+        when the first of it and its feedback partition was positioned, so that both resume from one state."""
+        if partition in self._pairing:
+            return self._pairing.pop(partition)
+        state = self.known.get(partition)
+        if self._partner(partition) is not None:
+            self._pairing[partition] = state
+        return state
 
     # -- the join (--feedback-topic) ----------------------------------------
 
@@ -359,6 +373,7 @@ class GroupCheckpointer:
             self.live.pop(p, None)
             self._gone.discard(p)
             self._touched.discard(p)
+            self._pairing.pop(p, None)
             feedback = self._partner(p) if joiner is not None else None
             if feedback is not None:
                 joiner.drop(p, feedback)
@@ -526,6 +541,7 @@ class GroupCheckpointer:
         self.last_error = why
         log.error("transaction aborted (%s); every owned partition rewinds to its last committed state", why)
         abort_while_unreachable(self.transaction, lambda: self.engine.stopping)
+        self._pairing.clear()  # each pair is positioned again
         for p in list(self.live):
             model, info = self._fresh(p) if p in self.known else (self._empty_state(), {})
             self.live[p] = model
@@ -563,14 +579,14 @@ class GroupCheckpointer:
         joiner = self._joiner()
         source = joiner.feedback.input_of(partition) if joiner is not None else None
         if source is not None:  # a feedback partition: it resumes where its input partition's state read it
-            state = self.known.get(source)
+            state = self._paired(source)
             offset = self._offsets(source, state).get(partition) if state is not None else None
             if offset is None:
                 self.engine.positions.pop(partition, None)
                 return None
             self.engine.adopt_position(partition, offset)
             return offset
-        state = self.known.get(partition)
+        state = self._paired(partition)
         self._touched.discard(partition)
         self._gone.discard(partition)  # lost, and assigned again: what it holds now is the state's
         if state is None:
@@ -582,7 +598,7 @@ class GroupCheckpointer:
             self._take(partition, None, None)
             self._view_due()
             return None
-        self.live[partition], info = self._fresh(partition)
+        self.live[partition], info = self._fresh(partition, state)
         self.engine.adopt_position(partition, state.offset)
         self._take(partition, state, info.get("join"))
         self._view_due()
@@ -597,6 +613,8 @@ class GroupCheckpointer:
         """
         engine = self.engine
         mine = [k for k in keys if k in self.live]
+        for k in keys:  # a pair positioned by halves (one by a pending seek) never leaves a choice behind
+            self._pairing.pop(k, None)
         if self.exactly_once:
             owned = self._owned()
             due = self._due(owned)
