@@ -515,7 +515,7 @@ class GroupCheckpointer:
                     engine.mark_committed(target)
         self._write_cache(final)
 
-    def _commit_transaction(self, owned: list[str], due: dict[str, int]) -> bool:
+    def _commit_transaction(self, owned: list[str], due: dict[str, int], reposition: bool = True) -> bool:
         engine = self.engine
         try:
             engine.flush()
@@ -529,14 +529,14 @@ class GroupCheckpointer:
             self.faults.before_transaction_commit(self._transactions)
             self.transaction.commit(positions, self._metadata())
         except Exception as exc:  # noqa: BLE001 - any failure aborts (a fenced producer re-raises from abort)
-            self._abort_and_rewind(f"{type(exc).__name__}: {exc}")
+            self._abort_and_rewind(f"{type(exc).__name__}: {exc}", reposition)
             return False
         self._published(sent)
         engine.mark_committed(positions)
         self.last_error = None
         return True
 
-    def _abort_and_rewind(self, why: str) -> None:
+    def _abort_and_rewind(self, why: str, reposition: bool = True) -> None:
         self.aborts += 1
         self.last_error = why
         log.error("transaction aborted (%s); every owned partition rewinds to its last committed state", why)
@@ -552,7 +552,8 @@ class GroupCheckpointer:
             self._take(p, self.known.get(p), info.get("join"))
         self._touched.clear()
         self.build_view()
-        self.engine.source.reposition()
+        if reposition:  # (not when every owned partition is being revoked: its next assignment positions it)
+            self.engine.source.reposition()
 
     def _write_cache(self, final: bool) -> None:
         """With ``--snapshot-dir``: the group's model as this member sees it, every ``snapshot_interval`` s."""
@@ -619,7 +620,9 @@ class GroupCheckpointer:
             owned = self._owned()
             due = self._due(owned)
             if due:
-                self._commit_transaction(owned, due)
+                # an abort here must not pause partitions on their way out: they would stay paused when they
+                # come back, so the source repositions only when some owned partitions stay
+                self._commit_transaction(owned, due, reposition=not set(owned) <= set(mine))
             self._let_go(mine)
             return None
         try:
