@@ -5,6 +5,7 @@ Run it by hand (it is not a test)::
 
     python bench/group.py                       # 30k events, 1, 2 and 3 members, every model's apply cost
     python bench/group.py --events 10000 --members 1,3 --model nb
+    python bench/group.py --events 6000 --members 1,3 --model nb --feedback --apply-models nb
 
 Broker: ``KAFKA_BOOTSTRAP_SERVERS`` if set, else a local single-node broker
 (``deploy/kafka/kafka_local.py``) in a temporary directory, stopped at the end.
@@ -23,6 +24,16 @@ Two parts:
   every 0.25 s: the staleness figures are the mean and the largest
   ``stream_nb_model_staleness_seconds`` seen. Bytes published per event = the
   members' ``model_bytes_published`` / events.
+* **Delayed labels** (``--feedback``): each group size runs twice, without
+  and with ``--feedback-topic``. With it the events carry no label and 85% of
+  them get one on a co-partitioned feedback topic (the rest wait for good);
+  the drain ends when the committed offsets of both topics reach their ends.
+  Bytes per state = the members' ``model_bytes_published`` /
+  ``model_records_published``: what one partition costs at each checkpoint
+  that moved it (its counts, offsets and held events). In-process, the
+  encoded size of one partition's state holding 0, 1,000 and 10,000 held
+  events gives the cost of each held event (the bound: ``--pending-max`` of
+  them per member).
 * **Apply cost per model** (in-process): six partition states of
   ``--events / 6`` events each are encoded as members publish them; one view
   build (decode the five states of other members, merge the six, rebuild the
@@ -65,6 +76,13 @@ def make_events(n: int, seed: int = 7) -> list[dict]:
     return out
 
 
+def split_labels(events: list[dict], seed: int = 8) -> tuple[list[dict], list[dict]]:
+    """The events without their labels, and the labels of 85% of them (``{"id", "label"}``)."""
+    rng = random.Random(seed)
+    bare = [{k: v for k, v in e.items() if k != "label"} for e in events]
+    return bare, [{"id": e["id"], "label": e["label"]} for e in events if rng.random() < 0.85]
+
+
 def broker() -> tuple[str, object]:
     bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
     if bootstrap:
@@ -80,8 +98,8 @@ def produce(bootstrap: str, topic: str, events: list[dict]) -> None:
     from kafka import KafkaProducer
 
     producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=20, batch_size=262_144)
-    for i, e in enumerate(events):
-        producer.send(topic, value=json.dumps(e).encode(), key=str(i).encode(), partition=i % PARTITIONS)
+    for e in events:  # keyed and partitioned by id: a label lands in its event's partition number
+        producer.send(topic, value=json.dumps(e).encode(), key=str(e["id"]).encode(), partition=e["id"] % PARTITIONS)
     producer.flush()
     producer.close()
 
@@ -106,16 +124,21 @@ def scrape(url: str) -> dict:
     return {s.name: s.value for f in text_string_to_metric_families(body) for s in f.samples}
 
 
-def group_run(bootstrap: str, members: int, n: int, model: str, log_dir: Path) -> dict:
-    """``members`` daemons (0: one without --model-topic) draining ``n`` events; the figures."""
+def group_run(bootstrap: str, members: int, n: int, model: str, log_dir: Path, feedback: bool = False) -> dict:
+    """``members`` daemons (0: one without --model-topic) draining ``n`` events (``feedback``: their labels on
+    a feedback topic); the figures."""
     from kafka.admin import KafkaAdminClient, NewTopic
 
     tag = uuid.uuid4().hex[:8]
-    source, output, group = f"bg-in-{tag}", f"bg-out-{tag}", f"bg-{tag}"
+    source, output, group, labels = f"bg-in-{tag}", f"bg-out-{tag}", f"bg-{tag}", f"bg-lab-{tag}"
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-    admin.create_topics([NewTopic(source, PARTITIONS, 1), NewTopic(output, PARTITIONS, 1)])
+    admin.create_topics([NewTopic(source, PARTITIONS, 1), NewTopic(output, PARTITIONS, 1)]
+                        + ([NewTopic(labels, PARTITIONS, 1)] if feedback else []))
     admin.close()
-    produce(bootstrap, source, make_events(n))
+    events, later = split_labels(make_events(n)) if feedback else (make_events(n), [])
+    produce(bootstrap, source, events)
+    if feedback:
+        produce(bootstrap, labels, later)
     shared = members > 0
     procs, logs = [], []
     for i in range(max(1, members)):
@@ -125,6 +148,8 @@ def group_run(bootstrap: str, members: int, n: int, model: str, log_dir: Path) -
                 "--metrics-port", "0", "--metrics-interval", "0", "--log-level", "INFO"]
         if shared:
             args += ["--model-topic", f"bg-model-{tag}", "--sync-interval", "1"]
+        if feedback:
+            args += ["--feedback-topic", labels]
         env = {**os.environ, "PYTHONPATH": str(REPO)}
         procs.append(subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=open(log, "wb"), env=env))
         logs.append(log)
@@ -153,22 +178,68 @@ def group_run(bootstrap: str, members: int, n: int, model: str, log_dir: Path) -
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
-    while committed_total(bootstrap, group, source) < n:
+    while committed_total(bootstrap, group, source) < n or (
+            feedback and committed_total(bootstrap, group, labels) < len(later)):
         if time.monotonic() - start > 900:
             raise SystemExit("the group did not drain in 900 s")
         time.sleep(0.1)
     seconds = time.monotonic() - start
     stop.set()
     sampler.join()
-    published = 0
+    published = records = 0
     for proc, log in zip(procs, logs):
         proc.terminate()
         proc.wait(timeout=120)
         found = re.findall(r"; metrics (\{.*\})\s*$", log.read_text(), flags=re.M)
-        published += json.loads(found[-1]).get("model_bytes_published", 0) if found else 0
-    return {"members": members, "seconds": seconds, "rate": n / seconds,
+        final = json.loads(found[-1]) if found else {}
+        published += final.get("model_bytes_published", 0)
+        records += final.get("model_records_published", 0)
+    return {"members": members, "feedback": feedback, "seconds": seconds, "rate": n / seconds,
             "staleness_mean": statistics.fmean(staleness) if staleness else 0.0,
-            "staleness_max": max(staleness, default=0.0), "bytes_per_event": published / n}
+            "staleness_max": max(staleness, default=0.0), "bytes_per_event": published / n,
+            "bytes_per_state": published / records if records else 0.0}
+
+
+def held_cost(n: int = 10_000) -> dict:
+    """Encoded bytes of one partition's NaiveBayes state holding 0, 1,000 and ``n`` held events (its join part)."""
+    import stream_nb
+    from stream_nb.engine import Engine, Joiner
+    from stream_nb.snapshots import encode_state
+
+    class Nothing:
+        exhausted = False
+
+        def poll(self, max_records, timeout):
+            return []
+
+        def send(self, value, key=None):
+            pass
+
+        def flush(self):
+            pass
+
+        def commit(self, positions):
+            pass
+
+        def seek(self, positions):
+            pass
+
+        def close(self):
+            pass
+
+    events = make_events(n)
+    model = stream_nb.NaiveBayes()
+    for e in events:
+        model.learn_one({k: v for k, v in e.items() if k not in ("id", "label")}, e["label"])
+    out = {}
+    for k in (0, 1000, n):
+        engine = Engine(stream_nb.NaiveBayes(), Nothing(), Nothing(), Nothing())
+        joiner = Joiner(engine, Nothing())
+        for e in events[:k]:
+            event = {k2: v for k2, v in e.items() if k2 not in ("id", "label")}
+            joiner.store.add(str(e["id"]).encode(), event, t=0.0, partition="in-0", offset=e["id"] + 1)
+        out[k] = len(encode_state(*model.state(), info={"offset": n, "join": joiner.part("in-0", "lab-0")}))
+    return out
 
 
 def apply_cost(model: str, n: int, rate: float) -> dict:
@@ -203,26 +274,39 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--members", default="0,1,2,3", help="group sizes to run; 0: one daemon without a model topic")
     parser.add_argument("--model", default="tan", help="the daemons' model")
     parser.add_argument("--apply-models", default="nb,aode,tan,spode,kdb")
+    parser.add_argument("--feedback", action="store_true",
+                        help="run each group size without and with --feedback-topic (85%% of the labels, later)")
     args = parser.parse_args(argv)
     bootstrap, stop_broker = broker()
     runs = []
     try:
         with tempfile.TemporaryDirectory(prefix="bench-group-") as tmp:
             for k in [int(x) for x in args.members.split(",") if x]:
-                runs.append(group_run(bootstrap, k, args.events, args.model, Path(tmp)))
-                print(runs[-1], flush=True)
+                for feedback in (False, True) if args.feedback else (False,):
+                    runs.append(group_run(bootstrap, k, args.events, args.model, Path(tmp), feedback))
+                    print(runs[-1], flush=True)
     finally:
         stop_broker()
     print(f"\n{args.events} events, --model {args.model}, {PARTITIONS} partitions, --sync-interval 1, "
           f"{os.cpu_count()} cores (shared)\n")
-    print("| members | drain, events/s | vs. no model topic | staleness mean / max, s | published bytes/event |")
-    print("|---|---|---|---|---|")
-    peer = next((r["rate"] for r in runs if r["members"] == 0), None)
+    print("| members | labels | drain, events/s | per member | vs. no model topic | staleness mean / max, s "
+          "| published bytes/event | bytes/state |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in runs:
+        peer = next((p["rate"] for p in runs if p["members"] == 0 and p["feedback"] == r["feedback"]), None)
         name = "1, no --model-topic" if r["members"] == 0 else str(r["members"])
         ratio = f"{r['rate'] / peer:.2f}" if peer else "-"
-        print(f"| {name} | {r['rate']:,.0f} | {ratio} | {r['staleness_mean']:.2f} / {r['staleness_max']:.2f} "
-              f"| {r['bytes_per_event']:.1f} |")
+        print(f"| {name} | {'--feedback-topic' if r['feedback'] else 'in place'} | {r['rate']:,.0f} "
+              f"| {r['rate'] / max(1, r['members']):,.0f} | {ratio} "
+              f"| {r['staleness_mean']:.2f} / {r['staleness_max']:.2f} | {r['bytes_per_event']:.1f} "
+              f"| {r['bytes_per_state']:,.0f} |")
+    if args.feedback:
+        sizes = held_cost()
+        print("\none partition's NaiveBayes state on the model topic, by the events its join holds\n")
+        print("| held events | state, bytes | per held event, bytes |")
+        print("|---|---|---|")
+        for k, size in sizes.items():
+            print(f"| {k:,} | {size:,} | {(size - sizes[0]) / k if k else 0:.0f} |")
     rate = max((r["rate"] for r in runs if r["members"] > 0), default=1000.0)
     print(f"\napply cost: one view build from {PARTITIONS} partition states of {args.events // PARTITIONS} events "
           f"each; per event at {rate:,.0f} events/s with 1 s syncs\n")

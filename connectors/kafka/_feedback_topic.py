@@ -76,6 +76,15 @@ class FeedbackTap:
         topic, _, number = partition.rpartition("-")
         return f"{self.topic}-{number}" if topic == self.input_topic and number.isdigit() else None
 
+    def input_of(self, partition: str) -> str | None:
+        """The input partition whose feedback partition is ``partition`` (same number); None for another topic's.
+
+        >>> FeedbackTap("labels", "events").input_of("labels-2"), FeedbackTap("labels", "events").input_of("events-2")
+        ('events-2', None)
+        """
+        topic, _, number = partition.rpartition("-")
+        return f"{self.input_topic}-{number}" if topic == self.topic and number.isdigit() else None
+
     def put(self, records: list[Record]) -> None:
         """Called by the source's poll: feedback records, in the order they came."""
         self._records.extend(records)

@@ -105,10 +105,6 @@ def connector_plan(settings: dict[str, typing.Any]) -> ConnectorPlan:
         "feedback_topic": settings["feedback_topic"],
     }
     config = {k: v for k, v in config.items() if v is not None}
-    if settings["feedback_topic"] is not None and settings["model_topic"]:
-        raise ConfigError(f"{describe_setting(settings, 'feedback_topic')} with --model-topic is not supported yet: "
-                          "a group's shared model learns its joined pairs through the partitions' states; run "
-                          "without --model-topic")
     module = "connectors.kafka"
     if settings["exactly_once"]:  # one transactional producer for outputs, dead letters and offsets
         config["transactional_id"] = transactional_id(settings)
@@ -188,11 +184,12 @@ def open_model_channel(plan: ConnectorPlan, settings: dict[str, typing.Any], sin
 
 def open_pending_channel(plan: ConnectorPlan, settings: dict[str, typing.Any], sink: typing.Any) -> typing.Any:
     """The pending topic of ``--feedback-topic`` (a compacted topic like the model topic's, default
-    ``<input-topic>.pending``) through which held events follow their partition; None without a feedback topic.
+    ``<input-topic>.pending``) through which held events follow their partition; None without a feedback topic,
+    and with ``--model-topic`` (each partition's state on the model topic carries its held events).
 
     With ``--exactly-once`` the hand-overs are written in the sink's transaction.
     """
-    if not settings["feedback_topic"]:
+    if not settings["feedback_topic"] or settings["model_topic"]:
         return None
     module = importlib.import_module("connectors.kafka")
     config = {**plan.source, "model_topic": settings["pending_topic"] or f"{settings['input_topic']}.pending"}

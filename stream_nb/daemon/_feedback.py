@@ -18,7 +18,8 @@ import importlib
 import logging
 import typing
 
-from ..engine import Engine, Joiner, TracksFiles, load_join_state, parse_label_value, parse_on_expire
+from ..engine import (Engine, Joiner, SharesLearning, TracksFiles, load_join_state, parse_label_value,
+                      parse_on_expire)
 from ..exceptions import ConfigError, SnapshotError
 from ..settings import describe_setting
 
@@ -109,5 +110,7 @@ def make_joiner(settings: dict[str, typing.Any], engine: Engine, snapshot=None) 
     except BaseException:
         source.close()
         raise
+    if isinstance(engine.checkpointer, SharesLearning):  # --model-topic: each partition's state learns its pairs
+        joiner.sharing = engine.checkpointer
     engine.joiner = joiner
     return joiner

@@ -67,7 +67,7 @@ from .contract import (
     output_record,
     outputs_bytes,
 )
-from .group import GroupCheckpointer, PartitionHandoff, StateLog, merge_states, state_records
+from .group import GroupCheckpointer, PartitionHandoff, StateLog, merge_states, state_order, state_records
 from .join import Joiner, join_state, join_summary, load_join_state, parse_label_value, parse_on_expire
 from .loop import DEFAULT_CONFIG, Engine, FlowControl, Observer, PrequentialMetrics, check_config
 
@@ -130,6 +130,7 @@ __all__ = [
     "output_record",
     "outputs_bytes",
     "merge_states",
+    "state_order",
     "state_records",
     "validate_label",
 ]

@@ -22,7 +22,7 @@ import time
 
 from .. import snapshots
 from .._console import pipe_safe
-from ..engine import StateLog, merge_states
+from ..engine import StateLog, merge_states, state_order
 from ..exceptions import ConfigError, SnapshotError, StreamNBError
 from ..settings import BY_NAME
 
@@ -50,7 +50,8 @@ def export_model(channel, path: str, timeout: float = 60.0) -> dict:
     for key, value in channel.catch_up(timeout):
         for partition, payload, info in reader.feed(key, value):
             offset = info.get("offset")
-            if isinstance(offset, int) and (partition not in known or offset > known[partition][0]):
+            if isinstance(offset, int) and (partition not in known or state_order(info) > state_order(
+                    known[partition][2])):
                 known[partition] = (offset, payload, info)
     if not known:
         raise ConfigError(f"model topic {channel.topic!r} holds no model state (has a group run with it yet?)")

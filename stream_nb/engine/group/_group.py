@@ -13,7 +13,9 @@ are sums, so the group's model is the merge of one state per input partition:
   the highest offset it has seen (:attr:`GroupCheckpointer.known`): the state
   at offset ``o`` is a function of the partition's records before ``o``, so a
   duplicate, a replay, or a late record of a fenced owner never counts twice.
-  This is a state-based CRDT: the join is "highest offset".
+  This is a state-based CRDT: the join is "highest offset" (with a feedback
+  topic, then the highest feedback offset, then the publisher's sequence
+  number: :func:`~stream_nb.engine.group._group_records.state_order`).
 * **The view.** The model the engine predicts with is the merge, in a fixed
   order of partitions, of the live states of the partitions this member owns
   and the known states of all others, rebuilt when other members' states
@@ -35,6 +37,22 @@ are sums, so the group's model is the merge of one state per input partition:
   offset, or the beginning). Before partitions are revoked it publishes their
   states and commits. A member therefore needs no disk: a new or replaced one
   catches up from the topic alone.
+* **Labels that come later** (``--feedback-topic``, the engine's
+  ``joiner``). Every pair the join has the model learn or take back is
+  learned by (or taken back from) the state of its held event's input
+  partition too (:meth:`GroupCheckpointer.learned`,
+  :meth:`GroupCheckpointer.unlearned`). A partition's state then also covers
+  its feedback partition (same number, same owner): its info names the
+  feedback offset read (``feedback_offset``), and its payload's info holds the
+  join's part of the partition (``"join"``: its held events, the ids joined
+  and the early labels, :meth:`~stream_nb.engine.Joiner.part`), bounded by
+  ``--pending-max``. One record (or one manifest's pieces) makes counts, both
+  offsets and held events consistent; a partition whose join changed has
+  moved. Taking a partition over resumes both partitions at the state's
+  offsets, and the join holds the state's part in place of what it held for
+  them; giving one up (revoked, lost) forgets that part here. A member lost
+  for good loses nothing the group needs: its partitions' held events and
+  early labels come back from the topic with their counts.
 
 The model topic is reached through a :class:`~stream_nb.engine.ModelChannel`
 (the Kafka connector's :mod:`connectors.kafka._model_topic`); the engine calls
@@ -55,11 +73,11 @@ import time
 import typing
 import uuid
 
-from ...exceptions import CommitError, ConfigError, SnapshotError
+from ...exceptions import CommitError, ConfigError, SnapshotError, UnlearnError
 from ...snapshots import SnapshotStore, decode_state, encode_state, installed_fault_hooks
 from ..checkpoint import abort_while_unreachable
 from ..loop import Engine
-from ._group_records import StateLog, merge_states, partition_order, state_records
+from ._group_records import StateLog, merge_states, partition_order, state_order, state_records
 from ..contract import HandlesRevocation, ModelChannel, Rebalancing, Repositionable, ResumesByPolicy, Transactional
 
 __all__ = ["GROUP_METADATA_PREFIX", "GroupCheckpointer", "PartitionState"]
@@ -68,6 +86,10 @@ log = logging.getLogger("stream_nb.group")
 
 #: Kafka commit metadata of the offsets a member committed with its published states.
 GROUP_METADATA_PREFIX = "stream-nb group "
+
+
+def _is_offset(value: typing.Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 class PartitionState(typing.NamedTuple):
@@ -136,7 +158,7 @@ class GroupCheckpointer:
         self.catch_up_timeout = catch_up_timeout
         self.engine: Engine = None  # type: ignore[assignment]  # set by attach()
         self.log = StateLog()
-        #: Per partition, the newest state seen on the topic or published (highest offset).
+        #: Per partition, the newest state seen on the topic or published (highest ``state_order``).
         self.known: dict[str, PartitionState] = {}
         #: The states learned live from the partitions this member owns.
         self.live: dict[str, typing.Any] = {}
@@ -145,6 +167,11 @@ class GroupCheckpointer:
         self._in_view: dict[str, int] = {}  # partition -> learned events of the state merged into the view
         self._pending_since: float | None = None  # when the first state newer than the view arrived
         self._pending_events = 0
+        self._touched: set[str] = set()  # partitions whose join changed their state since it was last published
+        self._gone: set[str] = set()  # partitions lost (maybe on the client's thread): the join's parts to forget
+        # input partition -> the state it and its feedback partition resume from, chosen by the first of the two
+        # positioned in an assignment (the topic may bring newer states between the two)
+        self._pairing: dict[str, PartitionState | None] = {}
         self._last_view = time.monotonic()
         self._last_cache = time.monotonic()
         self._store_id = uuid.uuid4().hex
@@ -194,14 +221,43 @@ class GroupCheckpointer:
             stop = start
             while stop < len(events) and events[stop][0] == partition:
                 stop += 1
+            if partition in self._gone:  # lost: its next owner learns them from the partition's state
+                start = stop
+                continue
             model = self.live.get(partition)
             if model is None:  # assigned without the resume policy (no state was due): start it empty
                 model = self.live[partition] = self._empty_state()
             model.learn_events([e[1] for e in events[start:stop]], [e[2] for e in events[start:stop]])
+            self._touched.add(partition)
+            start = stop
+
+    def unlearned(self, events: list[tuple[str, typing.Any, typing.Any]]) -> None:
+        """The join took back ``(partition, features, label)`` events (a provisional label) from the view: each
+        owned partition's state takes them back too."""
+        start = 0
+        while start < len(events):
+            partition = events[start][0]
+            stop = start
+            while stop < len(events) and events[stop][0] == partition:
+                stop += 1
+            model = self.live.get(partition)
+            if model is not None:
+                xs, ys = [e[1] for e in events[start:stop]], [e[2] for e in events[start:stop]]
+                try:
+                    model.unlearn_events(xs, ys)
+                except UnlearnError as exc:  # a state learning with expected counts or forgetting: one at a time
+                    try:
+                        for x, y in zip(xs, ys):
+                            model.unlearn_one(x, y)
+                    except UnlearnError:
+                        log.warning("partition %s: a provisional label stays in its state: %s", partition, exc)
+                self._touched.add(partition)
             start = stop
 
     def sync(self) -> None:
         """Apply what other members published; rebuild the view when due (called every turn of the loop)."""
+        if self._gone:  # on the engine's thread: the join's parts of the partitions lost
+            self._let_go(list(self._gone))
         self._read(self.channel.poll(0.0))
         if self._pending_since is None:
             return
@@ -221,7 +277,7 @@ class GroupCheckpointer:
                     log.error("model topic: the state of %s has no usable offset (%r), skipped", partition, offset)
                     continue
                 current = self.known.get(partition)
-                if current is not None and offset <= current.offset:
+                if current is not None and state_order(info) <= state_order(current.info):
                     continue  # a duplicate, a replay, or older than what is known: changes nothing
                 self.known[partition] = PartitionState(offset, payload, info)
                 if partition not in self.live:
@@ -234,10 +290,10 @@ class GroupCheckpointer:
     def _decode(self, partition: str) -> typing.Any:
         state = self.known[partition]
         cached = self._decoded.get(partition)
-        if cached is not None and cached[0] == state.offset:
+        if cached is not None and cached[0] == state_order(state.info):
             return cached[1]
         model, _ = decode_state(state.payload, f"model topic {self.channel.topic}, state of {partition}")
-        self._decoded[partition] = (state.offset, model)
+        self._decoded[partition] = (state_order(state.info), model)
         return model
 
     def _empty_state(self) -> typing.Any:
@@ -247,8 +303,87 @@ class GroupCheckpointer:
 
     def _fresh_copy(self, partition: str) -> typing.Any:
         """A model of its own for partition ``partition``'s known state (the cached one is shared with the view)."""
-        model, _ = decode_state(self.known[partition].payload, f"state of {partition}")
-        return model
+        return self._fresh(partition)[0]
+
+    def _fresh(self, partition: str, state: PartitionState | None = None) -> tuple[typing.Any, dict]:
+        """:meth:`_fresh_copy` (of ``state``, else the known one) and the state's payload info (``"join"``: the
+        join's part, see :meth:`_take`)."""
+        model, info = decode_state((state or self.known[partition]).payload, f"state of {partition}")
+        return model, info or {}
+
+    def _paired(self, partition: str) -> PartitionState | None:
+        """The state input ``partition`` resumes from in this assignment: with a feedback topic, the one found
+        when the first of it and its feedback partition was positioned, so that both resume from one state."""
+        if partition in self._pairing:
+            return self._pairing.pop(partition)
+        state = self.known.get(partition)
+        if self._partner(partition) is not None:
+            self._pairing[partition] = state
+        return state
+
+    # -- the join (--feedback-topic) ----------------------------------------
+
+    def _joiner(self) -> typing.Any:
+        """The engine's join when its feedback is a topic read by the input's consumer (partitions paired by
+        number), else None."""
+        joiner = getattr(self.engine, "joiner", None)
+        feedback = getattr(joiner, "feedback", None)
+        paired = callable(getattr(feedback, "partner", None)) and callable(getattr(feedback, "input_of", None))
+        return joiner if paired else None
+
+    def _partner(self, partition: str) -> str | None:
+        """The feedback partition of input ``partition`` (None without a feedback topic)."""
+        joiner = self._joiner()
+        return joiner.feedback.partner(partition) if joiner is not None else None
+
+    def _offsets(self, partition: str, state: PartitionState) -> dict[str, int]:
+        """The offsets ``state`` covers: input ``partition``'s and, with a feedback topic, its feedback partition's."""
+        out = {partition: state.offset}
+        feedback, offset = state.info.get("feedback"), state.info.get("feedback_offset")
+        if isinstance(feedback, str) and _is_offset(offset):
+            out[feedback] = offset
+        return out
+
+    def _take(self, partition: str, state: PartitionState | None, part: dict | None) -> None:
+        """Input ``partition`` resumes from ``state`` (None: from nothing): its feedback partition resumes at
+        the offset the state read, and the join holds the state's ``part`` in place of what it held for them."""
+        joiner = self._joiner()
+        feedback = self._partner(partition)
+        if joiner is None or feedback is None:
+            return
+        offsets = self._offsets(partition, state) if state is not None else {}
+        if feedback in offsets:
+            self.engine.adopt_position(feedback, offsets[feedback])
+        else:
+            self.engine.positions.pop(feedback, None)
+        dropped = joiner.drop(partition, feedback)
+        if part:
+            joiner.adopt(partition, part, counted=True)
+        if dropped or part:
+            part = part or {}
+            log.info("partition %s: the join holds %d event(s) and id(s), %d early label(s) of its state (%d held "
+                     "here before)", partition, len(part.get("events", ())), len(part.get("labels", ())), dropped,
+                     extra={"event": "join_state", "partition": partition})
+
+    def _let_go(self, partitions: typing.Iterable[str]) -> None:
+        """``partitions`` went (revoked, or lost): their states and the join's parts of them are forgotten here
+        (on the engine's thread, or while it waits in the source's poll)."""
+        joiner = self._joiner()
+        for p in partitions:
+            self.live.pop(p, None)
+            self._gone.discard(p)
+            self._touched.discard(p)
+            self._pairing.pop(p, None)
+            feedback = self._partner(p) if joiner is not None else None
+            if feedback is not None:
+                joiner.drop(p, feedback)
+        self._view_due()
+
+    def _view_due(self) -> None:
+        """Rebuild the view at the next due sync: the partitions owned here changed (what this member learned
+        of a partition it gave up, or held for one it takes over, must leave the view)."""
+        if self._pending_since is None:
+            self._pending_since = time.monotonic()
 
     # -- the view -----------------------------------------------------------
 
@@ -300,7 +435,11 @@ class GroupCheckpointer:
         for p in partitions:
             offset = positions.get(p)
             known = self.known.get(p)
-            if offset is not None and p in self.live and (known is None or offset != known.offset):
+            if offset is None or p not in self.live:
+                continue
+            feedback = self._partner(p)
+            if (known is None or offset != known.offset or p in self._touched
+                    or (feedback is not None and positions.get(feedback) != known.info.get("feedback_offset"))):
                 out[p] = offset
         return out
 
@@ -312,7 +451,15 @@ class GroupCheckpointer:
             model = self.live[p]
             info = {"partition": p, "offset": int(offset), "learned": int(model.n_learned), "member": self.member,
                     "time": time.time(), "rebuild_every": getattr(self.template, "rebuild_every", None)}
-            payload = encode_state(*model.state(), info=info)
+            inner = info
+            feedback = self._partner(p)
+            if feedback is not None:  # the feedback offset read and the join's part go with the counts
+                known = self.known.get(p)
+                read = self.engine.positions.get(feedback, known.info.get("feedback_offset") if known else None)
+                seq = known.info.get("seq") if known is not None else None
+                info.update(feedback=feedback, feedback_offset=read, seq=seq + 1 if isinstance(seq, int) else 1)
+                inner = {**info, "join": self._joiner().part(p, feedback)}
+            payload = encode_state(*model.state(), info=inner)
             version = self._versions[p] = f"{offset}.{uuid.uuid4().hex[:8]}"
             for key, value in state_records(p, payload, info, limit=limit, version=version):
                 self.channel.publish(key, value)
@@ -325,6 +472,7 @@ class GroupCheckpointer:
         """``sent`` is durable: it is what the group knows of those partitions now; drop superseded pieces."""
         for p, state in sent.items():
             self.known[p] = state
+            self._touched.discard(p)
             old = self.log.pieces_of(p, keep=self._versions.get(p))
             if old:
                 for key in old:
@@ -336,8 +484,8 @@ class GroupCheckpointer:
         out = {}
         for p in partitions:
             state = self.known.get(p)
-            if state is not None and committed.get(p) != state.offset:
-                out[p] = state.offset
+            if state is not None:
+                out.update((k, v) for k, v in self._offsets(p, state).items() if committed.get(k) != v)
         return out
 
     def _metadata(self) -> str:
@@ -367,37 +515,45 @@ class GroupCheckpointer:
                     engine.mark_committed(target)
         self._write_cache(final)
 
-    def _commit_transaction(self, owned: list[str], due: dict[str, int]) -> bool:
+    def _commit_transaction(self, owned: list[str], due: dict[str, int], reposition: bool = True) -> bool:
         engine = self.engine
         try:
             engine.flush()
             sent = self._publish(due)
-            positions = {p: s.offset for p, s in sent.items()}
-            positions.update({p: self.known[p].offset for p in owned if p not in positions and p in self.known})
+            positions = {}
+            for p in owned:
+                state = sent.get(p, self.known.get(p))
+                if state is not None:
+                    positions.update(self._offsets(p, state))
             self._transactions += 1
             self.faults.before_transaction_commit(self._transactions)
             self.transaction.commit(positions, self._metadata())
         except Exception as exc:  # noqa: BLE001 - any failure aborts (a fenced producer re-raises from abort)
-            self._abort_and_rewind(f"{type(exc).__name__}: {exc}")
+            self._abort_and_rewind(f"{type(exc).__name__}: {exc}", reposition)
             return False
         self._published(sent)
         engine.mark_committed(positions)
         self.last_error = None
         return True
 
-    def _abort_and_rewind(self, why: str) -> None:
+    def _abort_and_rewind(self, why: str, reposition: bool = True) -> None:
         self.aborts += 1
         self.last_error = why
         log.error("transaction aborted (%s); every owned partition rewinds to its last committed state", why)
         abort_while_unreachable(self.transaction, lambda: self.engine.stopping)
+        self._pairing.clear()  # each pair is positioned again
         for p in list(self.live):
-            self.live[p] = self._fresh_copy(p) if p in self.known else self._empty_state()
+            model, info = self._fresh(p) if p in self.known else (self._empty_state(), {})
+            self.live[p] = model
             if p in self.known:
                 self.engine.adopt_position(p, self.known[p].offset)
             else:
                 self.engine.positions.pop(p, None)
+            self._take(p, self.known.get(p), info.get("join"))
+        self._touched.clear()
         self.build_view()
-        self.engine.source.reposition()
+        if reposition:  # (not when every owned partition is being revoked: its next assignment positions it)
+            self.engine.source.reposition()
 
     def _write_cache(self, final: bool) -> None:
         """With ``--snapshot-dir``: the group's model as this member sees it, every ``snapshot_interval`` s."""
@@ -421,16 +577,32 @@ class GroupCheckpointer:
     def resume_position(self, partition: str, committed: int | None, metadata: str | None) -> int | None:
         """Partition ``partition`` was assigned: take its latest published state, resume after it."""
         self._read(self.channel.catch_up(self.catch_up_timeout))
-        state = self.known.get(partition)
+        joiner = self._joiner()
+        source = joiner.feedback.input_of(partition) if joiner is not None else None
+        if source is not None:  # a feedback partition: it resumes where its input partition's state read it
+            state = self._paired(source)
+            offset = self._offsets(source, state).get(partition) if state is not None else None
+            if offset is None:
+                self.engine.positions.pop(partition, None)
+                return None
+            self.engine.adopt_position(partition, offset)
+            return offset
+        state = self._paired(partition)
+        self._touched.discard(partition)
+        self._gone.discard(partition)  # lost, and assigned again: what it holds now is the state's
         if state is None:
             self.live[partition] = self._empty_state()
             if committed:
                 log.warning("partition %s: no state on model topic %s but offset %d committed: the events before it "
                             "are not in the group's model", partition, self.channel.topic, committed)
             self.engine.positions.pop(partition, None)
+            self._take(partition, None, None)
+            self._view_due()
             return None
-        self.live[partition] = self._fresh_copy(partition)
+        self.live[partition], info = self._fresh(partition, state)
         self.engine.adopt_position(partition, state.offset)
+        self._take(partition, state, info.get("join"))
+        self._view_due()
         log.info("partition %s: resuming at offset %d from its state on %s (%s events learned)", partition,
                  state.offset, self.channel.topic, state.info.get("learned"))
         return state.offset
@@ -442,13 +614,16 @@ class GroupCheckpointer:
         """
         engine = self.engine
         mine = [k for k in keys if k in self.live]
+        for k in keys:  # a pair positioned by halves (one by a pending seek) never leaves a choice behind
+            self._pairing.pop(k, None)
         if self.exactly_once:
             owned = self._owned()
             due = self._due(owned)
             if due:
-                self._commit_transaction(owned, due)
-            for k in mine:
-                self.live.pop(k, None)
+                # an abort here must not pause partitions on their way out: they would stay paused when they
+                # come back, so the source repositions only when some owned partitions stay
+                self._commit_transaction(owned, due, reposition=not set(owned) <= set(mine))
+            self._let_go(mine)
             return None
         try:
             engine.flush()
@@ -459,11 +634,9 @@ class GroupCheckpointer:
                 self._published(sent)
         except Exception as exc:  # noqa: BLE001 - nothing is committed; the new owner resumes at the last state
             log.error("partitions revoked: publishing their states failed, nothing committed: %s", exc)
-            for k in mine:
-                self.live.pop(k, None)
+            self._let_go(mine)
             return None
-        for k in mine:
-            self.live.pop(k, None)
+        self._let_go(mine)
         target = self._commit_target(mine)
         if not target:
             return None
@@ -471,8 +644,10 @@ class GroupCheckpointer:
 
     def _on_rebalance(self, event: str, partitions: list[str]) -> None:
         if event == "lost":  # taken away without a revocation: what was not published is the new owner's to redo
+            self._gone.update(partitions)  # the join's parts go at the next sync(), on the engine's thread
             for p in partitions:
                 self.live.pop(p, None)
+            self._view_due()
 
     # -- figures ------------------------------------------------------------
 

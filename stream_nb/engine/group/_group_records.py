@@ -43,7 +43,7 @@ import logging
 import struct
 import typing
 
-__all__ = ["GROUP_MAGIC", "StateLog", "merge_states", "partition_order", "state_records"]
+__all__ = ["GROUP_MAGIC", "StateLog", "merge_states", "partition_order", "state_order", "state_records"]
 
 log = logging.getLogger("stream_nb.group")
 
@@ -57,6 +57,21 @@ def partition_order(partition: str) -> tuple:
     """Sort key of a partition name: by topic, then by number (``in-2`` before ``in-10``)."""
     topic, _, number = partition.rpartition("-")
     return (topic, int(number)) if number.isdigit() else (partition, -1)
+
+
+def state_order(info: dict) -> tuple:
+    """Where a partition's state (its ``info``) stands among the partition's states: the newest is the greatest.
+
+    By the input offset it covers, then (``--feedback-topic``) the feedback offset it read, then its
+    publisher's sequence number: a state the join alone changed (an expiry) covers the offsets of the one
+    before it. A missing entry counts as -1.
+
+    >>> state_order({"offset": 7}) < state_order({"offset": 7, "feedback_offset": 3}) < state_order(
+    ...     {"offset": 7, "feedback_offset": 3, "seq": 2}) < state_order({"offset": 8, "feedback_offset": 0})
+    True
+    """
+    return tuple(v if isinstance(v, int) and not isinstance(v, bool) else -1
+                 for v in (info.get("offset"), info.get("feedback_offset"), info.get("seq")))
 
 
 def merge_states(template, parts: typing.Iterable[tuple[str, typing.Any]]):

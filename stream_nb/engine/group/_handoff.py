@@ -51,6 +51,12 @@ Not covered: a member that dies (kill -9) holding *p*: its held events of *p*
 are in its own snapshots, and return with it when it restarts and gets *p*
 back (static membership, ``group_instance_id``); if another member gets *p*
 first, the events held there wait in the dead member's snapshot only.
+
+With ``--model-topic`` this hand-over is not used: each partition's state on
+the model topic carries the join's part of the partition at every checkpoint
+that moved it (see :mod:`stream_nb.engine.group._group`), so a new owner takes
+it from there, also when the old owner died for good. The write cost that kept
+it out of every checkpoint here is then part of the state's anyway.
 """
 
 from __future__ import annotations

@@ -38,6 +38,14 @@ then goes on unlabeled, held for another label). The join counts its records
 metrics count events only. Every event the join has the model learn for the
 first time is counted in the metrics' ``learned``
 (:meth:`~stream_nb.engine.PrequentialMetrics.count_learned`).
+
+In a group sharing one model (``--model-topic``), :attr:`Joiner.sharing` is
+the group's checkpointer: every pair the join has the model learn (a joined
+label, a provisional label, an ``on_expire`` label) or take back (a
+retraction) is learned by, or taken back from, the state of the held event's
+input partition too (``sharing.learned`` / ``sharing.unlearned`` with
+``(partition, features, label)``), so that the partition's published state
+holds it (see :mod:`stream_nb.engine.group._group`).
 """
 
 from __future__ import annotations
@@ -109,6 +117,9 @@ class Joiner(EventHolds, FeedbackReads, HandOver):
         # a feedback source read by the input's own consumer (Kafka's --feedback-topic): its positions go with
         # the input's in the engine's, so snapshots, commits and transactions cover them like the input's
         self._shared_positions = bool(getattr(feedback, "shares_positions", False))
+        #: The group's checkpointer (``--model-topic``) told of every pair learned or taken back here, with
+        #: the input partition of its held event (``learned(events)``, ``unlearned(events)``); None alone.
+        self.sharing = None
 
     def reset(self) -> None:
         """Hold nothing and count nothing: the join of a fresh start (an exactly-once rewind reloads a
@@ -303,18 +314,34 @@ class Joiner(EventHolds, FeedbackReads, HandOver):
         store = self.store
         ys = self._early_labels(rows)
         delays = np.maximum(0.0, store.time[rows] - t).tolist()
-        self.store.joined_in_place(rows, t)
+        # each joined id stays with the feedback partition its label came from: a group hands it on with it
+        self.store.joined_in_place(rows, t, [read_note(store.note_of(row))[1].partition for row in rows])
         self._count_delays(delays)
         return ys
 
-    def _learn(self, x: dict, y, record: bool = False):
-        """Learn ``(x, y)``; with ``record``, the receipt when taking it back needs one (else None)."""
+    def _learn(self, x: dict, y, record: bool = False, row: int | None = None):
+        """Learn ``(x, y)`` (of held ``row``, shared with its partition's state when given); with ``record``,
+        the receipt when taking it back needs one (else None)."""
         model = self.engine.model
         if record and hasattr(model, "learn_one_receipt"):
             receipt = model.learn_one_receipt(x, y)
-            return receipt if model.receipt_needed(receipt) else None  # else the event alone says what to take back
-        model.learn_one(x, y)
-        return None
+            receipt = receipt if model.receipt_needed(receipt) else None  # else the event alone says what to take back
+        else:
+            model.learn_one(x, y)
+            receipt = None
+        if row is not None:
+            self._share([row], [x], [y])
+        return receipt
+
+    def _share(self, rows: list, xs, ys, unlearn: bool = False) -> None:
+        """Tell :attr:`sharing` that the model learned (or, ``unlearn``, took back) labels ``ys`` of the held
+        events ``xs`` of ``rows``: each goes to the state of its event's input partition."""
+        sharing = self.sharing
+        if sharing is None or not len(rows):
+            return
+        names = self.store.partitions
+        events = sorted(zip((names[c] for c in self.store.partition[rows].tolist()), xs, ys), key=lambda e: e[0])
+        (sharing.unlearned if unlearn else sharing.learned)(events)
 
     def _retract(self, row: int, x: dict) -> None:
         """Take back the provisional label of ``row``."""
@@ -322,6 +349,7 @@ class Joiner(EventHolds, FeedbackReads, HandOver):
         if not hasattr(model, "unlearn_one"):
             raise UnlearnError(f"{type(model).__name__} cannot unlearn: --provisional-label needs a stream_nb model")
         model.unlearn_one(x, self.config["provisional_label"], receipt=self.receipts.pop(row, None))
+        self._share([row], [x], [self.config["provisional_label"]], unlearn=True)
         self.counts["retractions"] += 1
 
     def _room_for(self, n: int) -> None:
@@ -376,6 +404,10 @@ class Joiner(EventHolds, FeedbackReads, HandOver):
         # rows retracted together feed no detector twice: a model with one forgets, so unlearn_events refuses it
         # and its rows with a provisional label went one at a time above (_learn_and_retract)
         refused = model.learn_events(xs, ys) if rows else []
+        if self.sharing is not None:
+            out = {i for i, _ in refused}
+            keep = [i for i in range(len(rows)) if i not in out]
+            self._share([rows[i] for i in keep], [xs[i] for i in keep], [ys[i] for i in keep])
         retracted = set(retract)
         first = len(rows) - len(retracted)  # learned for the first time: not learned with a provisional label
         for i, exc in refused:  # checked when set aside (_check_joined_label)
@@ -398,6 +430,7 @@ class Joiner(EventHolds, FeedbackReads, HandOver):
             self.engine.model.unlearn_events(xs, [self.config["provisional_label"]] * len(rows))
         except UnlearnError:
             return False
+        self._share(rows, xs, [self.config["provisional_label"]] * len(rows), unlearn=True)
         self.counts["retractions"] += len(rows)
         return True
 
@@ -415,7 +448,7 @@ class Joiner(EventHolds, FeedbackReads, HandOver):
         fed already (:meth:`_observe_true`)."""
         model = self.engine.model
         with model.drift_paused() if hasattr(model, "drift_paused") else contextlib.nullcontext():
-            receipt = self._learn(x, y, record=True)
+            receipt = self._learn(x, y, record=True, row=row)
         self._retract_or_keep(row, x, y, receipt)
         self.store.forget_features(row)
 
@@ -426,6 +459,7 @@ class Joiner(EventHolds, FeedbackReads, HandOver):
             self._retract(row, x)
         except UnlearnError as exc:  # no receipt: a snapshot of an older version (see _join_state)
             self.engine.model.unlearn_one(x, y, receipt=receipt)
+            self._share([row], [x], [y], unlearn=True)
             log.warning("label %r of a held event not learned: its provisional label stays: %s", y, exc)
 
     def _retracts_together(self, rows) -> bool:
@@ -457,7 +491,7 @@ class Joiner(EventHolds, FeedbackReads, HandOver):
             self._joined_rows.append(row)  # learned with the others of this read (_learn_joined)
             self._joined_y.append(y)
         else:
-            self._learn(store.features(row), y)
+            self._learn(store.features(row), y, row=row)
             self.engine.metrics.count_learned(1)  # a held event learned for the first time
             store.forget_features(row)
         prediction = store.predicted(row)
@@ -500,6 +534,10 @@ class Joiner(EventHolds, FeedbackReads, HandOver):
             xs = store.columns_many(learn)
             xs = store.features_many(learn) if xs is None else xs
             refused = self.engine.model.learn_events(xs, [policy[1]] * len(learn))
+            if self.sharing is not None:
+                out = {i for i, _ in refused}
+                keep = [i for i in range(len(learn)) if i not in out]
+                self._share([learn[i] for i in keep], [xs[i] for i in keep], [policy[1]] * len(keep))
             for _, exc in refused:
                 log.warning("--on-expire label %r not learned: %s", policy[1], exc)
             self.engine.metrics.count_learned(len(learn) - len(refused))  # none had a provisional label
@@ -520,7 +558,7 @@ class Joiner(EventHolds, FeedbackReads, HandOver):
         try:
             if provisional:
                 self._retract(row, x)
-            self._learn(x, value)
+            self._learn(x, value, row=row)
             if not provisional:  # learned for the first time (else counted with its provisional label)
                 self.engine.metrics.count_learned(1)
         except UnlearnError as exc:  # no receipt: a snapshot of an older version (see _join_state)

@@ -51,8 +51,8 @@ class EventHolds:
 
     The joiner provides: ``store``, ``engine``, ``config``, ``counts``, ``receipts``, ``_to_hold``,
     ``_held_absent``, ``_to_hold_poll``, ``_times``, and the poll's ``_column_keys``, ``_column_time`` and
-    ``_column_absent`` (:meth:`~stream_nb.engine.Joiner.prepare_columns`); ``now()``, ``_room_for(n)`` and
-    ``_learn(x, y, record)``.
+    ``_column_absent`` (:meth:`~stream_nb.engine.Joiner.prepare_columns`), ``sharing``; ``now()``,
+    ``_room_for(n)``, ``_learn(x, y, record)`` and ``_share(rows, xs, ys)``.
     """
 
     def hold_sent(self, outputs: list, sent: list, xs: list, ys: list, refused: dict) -> None:
@@ -185,4 +185,8 @@ class EventHolds:
         for i, exc in refused:
             log.warning("provisional label %r not learned: %s", provisional, exc)
             self.store.provisional[rows[i]] = 0
+        if self.sharing is not None:  # each partition's state of a group learns them too
+            out = {i for i, _ in refused}
+            keep = [i for i in range(len(rows)) if i not in out]
+            self._share([rows[i] for i in keep], [xs[i] for i in keep], [provisional] * len(keep))
         return len(rows) - len(refused)

@@ -350,10 +350,12 @@ class PendingStore(FeatureCells):
             self.partitions.append(p)
         return code
 
-    def joined_in_place(self, rows, t: float) -> None:
+    def joined_in_place(self, rows, t: float, partitions: list | None = None) -> None:
         """Turn the early labels of ``rows`` (state :data:`LABEL`) into joined ids, their event having come at
-        time ``t``: kept, without features, prediction or partition, to spot duplicates until the TTL."""
+        time ``t``: kept, without features or prediction, to spot duplicates until the TTL; with the partition
+        each label was read from (``partitions``), so that they go with it (else none)."""
         rows = np.asarray(rows, dtype=np.int64)
+        codes = [self._partition_code(p) for p in partitions] if partitions is not None else None
         self.n_labels -= int(np.count_nonzero(self.state[rows] == LABEL))
         self.state[rows] = JOINED
         self.arena_live -= int(self.note_len[rows].sum())  # the notes' bytes go at the next compaction
@@ -362,7 +364,7 @@ class PendingStore(FeatureCells):
         self.time[rows] = t
         self.time_floor = min(self.time_floor, float(np.min(t)))  # an event may be older than its early label
         self.prediction[rows] = 0
-        self.partition[rows] = self._partition_code(None)
+        self.partition[rows] = self._partition_code(None) if codes is None else codes
         self.offset[rows] = 0
         self.provisional[rows] = 0
 
