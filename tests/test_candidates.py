@@ -198,3 +198,30 @@ def test_unlearning_under_selection_takes_the_event_back_from_the_kept_pairs(sma
     (idx, vals), (idx0, vals0) = model._stats.pair_count.cells(), before[1]
     keep = vals != 0
     assert all(np.array_equal(i[keep], j) for i, j in zip(idx, idx0)) and np.array_equal(vals[keep], vals0)
+
+
+def test_aode_on_wide_binary_events_learns_and_predicts_every_one_within_its_budget(small_floor):
+    """Many binary attributes (as the issue tried with 2,000): once parents are dropped, the next event's
+    worst case counts only the kept parents' pairs, so no event is refused; the store stays within its
+    budget, the traced peak within a few budgets, and the kept pairs hold the brute-force counts."""
+    import tracemalloc
+
+    rng = np.random.default_rng(3)
+    budget = 2_000_000
+    stream = [({f"b{j:03d}": int(v) for j, v in enumerate(row)}, int(c))
+              for row, c in zip(rng.integers(0, 2, size=(50, 200)), rng.integers(0, 2, size=50))]
+    model = AODE(memory_budget=budget)
+    tracemalloc.start()
+    try:
+        for x, y in stream[:25]:  # as a user drives it: predict, then learn, one event at a time
+            assert model.predict_one(x) in (None, 0, 1)
+            model.learn_one(x, y)
+        xs, ys = zip(*stream[25:])
+        out = model.prequential_many(list(xs), list(ys))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert all(isinstance(o, tuple) and o[0] in (0, 1) for o in out), [o for o in out if not isinstance(o, tuple)][:1]
+    used = model.memory_used()
+    assert used["pairs_selected"]["parents"] and used["bytes"] <= budget
+    assert peak < 8 * budget, peak

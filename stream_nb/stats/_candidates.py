@@ -44,10 +44,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._sparse import FilteredTable, SparseTable, cells_of
+from ._sparse import FilteredTable, SparseTable, cells_of, chunks_of
 
 __all__ = ["Candidates", "SelectedTable", "apply_selection", "cmi_from_cells", "mutual_information_with_class",
-           "prune_pairs", "restore_selection", "set_pair_rule"]
+           "prune_pairs", "restore_selection", "selected_cells", "set_pair_rule"]
 
 _PAIR_TABLES = ("pair_count", "pair_feat")
 
@@ -191,15 +191,21 @@ def apply_selection(s, allowed: np.ndarray, edges: np.ndarray) -> None:
     for p in s._sets():
         for name, by_feature in zip(_PAIR_TABLES, (False, True)):
             old = getattr(s, p + name)
-            shape = old.shape
-            idx, vals = cells_of(old, (C, V, F if by_feature else V))
-            fa = s.value_feature[idx[1]]
-            fb = idx[2] if by_feature else s.value_feature[idx[2]]
-            ok = pair_kept(s.pair_allowed, s.pair_edges, fa, fb)
-            new = SelectedTable(shape, slots=2 * max(int(ok.sum()), 1))
+            dims = (C, V, F if by_feature else V)
+
+            def kept(idx):
+                fb = idx[2] if by_feature else s.value_feature[idx[2]]
+                return pair_kept(s.pair_allowed, s.pair_edges, s.value_feature[idx[1]], fb)
+
+            # a slice of the old table at a time: twice over (count, then copy) rather than every cell at once
+            n_kept = sum(int(kept(idx).sum()) for idx, _ in chunks_of(old, dims))
+            new = SelectedTable(old.shape, slots=2 * max(n_kept, 1))
             new.allowed, new.edges, new.vf, new.by_feature = s.pair_allowed, s.pair_edges, s.value_feature, by_feature
-            if ok.any():
-                SparseTable.add(new, tuple(a[ok] for a in idx), vals[ok])
+            for idx, vals in chunks_of(old, dims):
+                ok = kept(idx)
+                if ok.any():
+                    SparseTable.add(new, tuple(a[ok] for a in idx), vals[ok])
+            del old
             setattr(s, p + name, new)
     s.epoch += 1
 
@@ -212,14 +218,14 @@ def _unit_cells(s, rule: str) -> tuple[np.ndarray, int]:
     for p in s._sets():
         for name, by_feature in zip(_PAIR_TABLES, (False, True)):
             table = getattr(s, p + name)
-            idx, _ = cells_of(table, table.shape)
-            fa = s.value_feature[np.minimum(idx[1], V - 1)]
-            fb = idx[2] if by_feature else s.value_feature[np.minimum(idx[2], V - 1)]
-            diag = fa == fb
-            fixed += int(diag.sum())
-            fa, fb = fa[~diag & (fa >= 0) & (fb >= 0)], fb[~diag & (fa >= 0) & (fb >= 0)]
-            unit = fa if rule == "parents" else np.minimum(fa, fb) * F + np.maximum(fa, fb)
-            per += np.bincount(unit, minlength=len(per))
+            for idx, _ in chunks_of(table, table.shape):
+                fa = s.value_feature[np.minimum(idx[1], V - 1)]
+                fb = idx[2] if by_feature else s.value_feature[np.minimum(idx[2], V - 1)]
+                diag = fa == fb
+                fixed += int(diag.sum())
+                fa, fb = fa[~diag & (fa >= 0) & (fb >= 0)], fb[~diag & (fa >= 0) & (fb >= 0)]
+                unit = fa if rule == "parents" else np.minimum(fa, fb) * F + np.maximum(fa, fb)
+                per += np.bincount(unit, minlength=len(per))
     return per, fixed
 
 
@@ -259,6 +265,16 @@ def prune_pairs(s, limit: int) -> bool:
     if peer is not None:
         _mirror(s, peer, allowed, edges)
     return True
+
+
+def selected_cells(s, k: int) -> int:
+    """The most distinct cells one event of ``k`` observed values can add to each pair table of ``s``:
+    k² without a selection; with one, only the kept pairs' (the diagonal, the rows of at most k kept
+    parents, both orientations of the kept edges), as :class:`SelectedTable` adds nothing else."""
+    if s.pair_allowed is None:
+        return k * k
+    kept = min(k, int(np.count_nonzero(s.pair_allowed))) * max(k - 1, 0) + int(np.count_nonzero(s.pair_edges))
+    return k + min(k * max(k - 1, 0), kept)
 
 
 def _sums(keys: np.ndarray, n: np.ndarray) -> np.ndarray:
