@@ -2,7 +2,7 @@
 
     python bench/wide_known.py [--widths 50,200,600,2000] [--structures tree,k2] [--checkpoints 20000,100000]
                                [--holdout 5000] [--models NaiveBayes,TAN,AODE,KDB,river-MultinomialNB]
-                               [--seconds 600] [--seed 0] [--set TAN:alpha=1.0 ...]
+                               [--seconds 600] [--seed 0] [--set TAN:alpha=1.0 ...] [--backoff 1,5]
 
 The networks (:func:`network`) have a class of 4 values and ``F`` attributes of
 6 values. Every attribute depends on the class and on its attribute parents,
@@ -34,8 +34,9 @@ predicts one event at a time (``learn_one``, ``predict_one``) on the one-hot
 ``--seconds`` of CPU time (``time.process_time``, compile time included: the
 kernels are compiled at the first batch); the holdout is then scored at the
 events learned. The table gives, per model: the holdout accuracy at each
-checkpoint and its ratio to the optimum, the training events/s (CPU) up to the
-last checkpoint, and the peak RSS.
+checkpoint and its ratio to the optimum (with ``--backoff``, TAN's also with
+each back-off estimate on the same counts and tree), the training events/s (CPU)
+up to the last checkpoint, and the peak RSS.
 """
 
 from __future__ import annotations
@@ -155,6 +156,15 @@ def run_model(args, F: int, structure: str, name: str) -> dict:
         else:
             pred = model.predict_many(pd.DataFrame(Xh.astype(np.int64), columns=names)).to_numpy()
         scores.append({"events": done, "accuracy": float((pred == yh).mean())})
+        if name == "TAN" and args.backoff:  # the same counts and tree, scored with each back-off m
+            from stream_nb import Tree
+
+            laplace = model.search
+            for m in (float(v) for v in args.backoff.split(",")):
+                model.search = Tree(score=laplace.score, rebuild_every=laplace.rebuild_every, backoff=m)
+                pred = model.predict_many(pd.DataFrame(Xh.astype(np.int64), columns=names)).to_numpy()
+                scores[-1][f"backoff={m:g}"] = float((pred == yh).mean())
+            model.search = laplace
         if done < stop:
             break
     return {"scores": scores, "rate": done / spent if spent else None,
@@ -174,6 +184,8 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--set", action="append", default=[], metavar="MODEL:NAME=VALUE",
                         help="a model parameter (JSON value), e.g. TAN:alpha=0.5; repeatable")
+    parser.add_argument("--backoff", default="", metavar="M,M",
+                        help="TAN: also score the holdout with Tree(backoff=M) for each M, on the same counts and tree")
     parser.add_argument("--address-limit", type=float, default=3.0, help="GB of address space per model process")
     parser.add_argument("--child", nargs=3, metavar=("WIDTH", "STRUCTURE", "MODEL"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -205,7 +217,8 @@ def main(argv=None) -> int:
             for name in args.models.split(","):
                 cmd = [sys.executable, __file__, "--child", str(F), structure, name, "--checkpoints", args.checkpoints,
                        "--holdout", str(args.holdout), "--seconds", str(args.seconds), "--seed", str(args.seed),
-                       "--address-limit", str(args.address_limit)] + [a for s in args.set for a in ("--set", s)]
+                       "--address-limit", str(args.address_limit), "--backoff", args.backoff]
+                cmd += [a for s in args.set for a in ("--set", s)]
                 proc = subprocess.run(cmd, capture_output=True, text=True)
                 if proc.returncode != 0 or not proc.stdout.strip():
                     last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
@@ -220,6 +233,10 @@ def main(argv=None) -> int:
                         at = "" if sc["events"] == int(c) else f" (at {sc['events']:,}, time limit)"
                         cells.append(f"{sc['accuracy']:.4f} = {sc['accuracy'] / best:.3f}{at}")
                 rate = f"{r['rate']:,.0f}" if r["rate"] else "-"
+                for m in (v for v in args.backoff.split(",") if v and name == "TAN"):
+                    key = f"backoff={float(m):g}"
+                    cells = [f"{c}; {key}: {sc[key]:.4f} = {sc[key] / best:.3f}" if sc is not None and key in sc else c
+                             for c, sc in zip(cells, r["scores"] + [None] * len(cells))]
                 print(f"| {label} | {name} | " + " | ".join(cells) + f" | {rate} | {r['peak_rss_mb']:,.0f} |")
                 sys.stdout.flush()
     return 0
