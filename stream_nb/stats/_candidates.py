@@ -37,7 +37,14 @@ Limits, stated: under a selection, events with missing values are counted as
 ``missing="ignore"`` counts them (EM's E-step would read pairs that are no
 longer counted); models with forgetting (windows, decay, drift detectors) keep
 no pair rule (their captured counts would bring dropped pairs back) and stay
-refused at the budget; two stores with selections do not merge.
+refused at the budget.
+
+Merges stay exact (:func:`narrow_to_both`): since a selection only narrows, every pair a store keeps
+holds every event that store learned, so two stores merge by keeping the pairs both keep (a store
+without a selection keeps all of its own; a feature one store never saw costs the other nothing) and
+summing their counts; every pair kept afterwards holds every event of both streams, and a pair either
+store dropped is dropped. The selection merged is therefore the intersection, never larger than
+either; KDB's selections of candidate parents (``_tuple_candidates.py``) still do not merge.
 """
 
 from __future__ import annotations
@@ -47,7 +54,7 @@ import numpy as np
 from ._sparse import FilteredTable, SparseTable, cells_of, chunks_of
 
 __all__ = ["Candidates", "SelectedTable", "apply_selection", "cmi_from_cells", "mutual_information_with_class",
-           "prune_pairs", "restore_selection", "selected_cells", "set_pair_rule"]
+           "narrow_to_both", "prune_pairs", "restore_selection", "selected_cells", "set_pair_rule"]
 
 _PAIR_TABLES = ("pair_count", "pair_feat")
 
@@ -208,6 +215,38 @@ def apply_selection(s, allowed: np.ndarray, edges: np.ndarray) -> None:
             del old
             setattr(s, p + name, new)
     s.epoch += 1
+
+
+def narrow_to_both(s, other, fmap: np.ndarray) -> None:
+    """Before ``other``'s counts are added into ``s`` (a merge; ``fmap`` maps other's features to s's):
+    keep in ``s`` (and its other layer) only the pairs both stores keep, a store without a selection
+    keeping all of its features' pairs. Each kept pair held every event of its own store, so after the
+    sums it holds every event of both: the merge stays exact for every pair it keeps, and the pairs
+    either store dropped are dropped (their counts would be partial); the other's cells of them are
+    not added (:class:`SelectedTable` filters them)."""
+    F = len(s.features)
+    mine_a = np.ones(F, dtype=bool) if s.pair_allowed is None else _pad(s.pair_allowed, (F,))
+    mine_e = np.ones((F, F), dtype=bool) if s.pair_edges is None else _pad(s.pair_edges, (F, F))
+    if s.pair_allowed is None:  # every pair kept until now: as edges, so that a parent's row is a set of pairs
+        mine_a = np.zeros(F, dtype=bool)
+    Fo = len(other.features)
+    theirs_a = np.ones(Fo, dtype=bool) if other.pair_allowed is None else _pad(other.pair_allowed, (Fo,))
+    theirs_e = np.ones((Fo, Fo), dtype=bool) if other.pair_edges is None else _pad(other.pair_edges, (Fo, Fo))
+    # the other's kept pairs in s's features: a pair (a, b) is kept there when a is an allowed parent or the edge is
+    kept_o = np.zeros((F, F), dtype=bool)
+    kept_o[np.ix_(fmap, fmap)] = theirs_a[:, None] | theirs_e
+    seen = np.zeros(F, dtype=bool)
+    seen[fmap] = True
+    kept_o |= ~seen[:, None] | ~seen[None, :]  # a feature the other never saw: it has no counts to miss
+    kept_s = mine_a[:, None] | mine_e
+    both = kept_s & kept_o
+    allowed = both.all(1)  # a parent whose whole row both keep
+    edges = both & ~allowed[:, None]  # the rest pair by pair (TAN's are symmetric, as both stores' are)
+    np.fill_diagonal(edges, False)
+    apply_selection(s, allowed, edges)
+    peer = getattr(s, "selection_peer", None)
+    if peer is not None:
+        _mirror(s, peer, s.pair_allowed, s.pair_edges)
 
 
 def _unit_cells(s, rule: str) -> tuple[np.ndarray, int]:
