@@ -15,7 +15,7 @@ import random
 import numpy as np
 import pytest
 
-from stream_nb import KDB, TAN
+from stream_nb import KDB, TAN, EqualFrequency, Tree
 
 ALPHA = 0.5
 
@@ -143,3 +143,90 @@ def test_the_kernel_scores_and_counts_as_the_textbook_formula(name, monkeypatch)
         got = model.predict_proba_one(x)
         for c, p in want.items():
             assert got[c] == pytest.approx(p, rel=1e-9)
+
+
+def _brute_backoff_posterior(past: list, x: dict, parents: dict, classes: list, m: float, to: str) -> dict:
+    """P(c | x) with the back-off estimate, by hand from the events ``past``: a root's estimate as above;
+    a child's (|D_c,u,v| + m P̂_0) / (|D_c,u| + m), P̂_0 = (|D_c,v| + a) / (|D_c| + a N_i) (``to="class"``)
+    or (|D_u,v| + a) / (|D_u| + a N_i) over every class (``to="parent"``)."""
+    joint = {}
+    for c in classes:
+        of_c = [e for e, y in past if y == c]
+        logp = math.log((len(of_c) + ALPHA) / (len(past) + ALPHA * len(classes)))
+        for f, v in x.items():
+            n_values = len({e[f] for e, _ in past} | {v})
+            own = (sum(1 for e in of_c if e[f] == v) + ALPHA) / (len(of_c) + ALPHA * n_values)
+            if not parents[f]:
+                logp += math.log(own)
+                continue
+            if to == "parent":
+                any_c = [e for e, _ in past if all(e[p] == x[p] for p in parents[f])]
+                own = (sum(1 for e in any_c if e[f] == v) + ALPHA) / (len(any_c) + ALPHA * n_values)
+            given = [e for e in of_c if all(e[p] == x[p] for p in parents[f])]
+            logp += math.log((sum(1 for e in given if e[f] == v) + m * own) / (len(given) + m))
+        joint[c] = logp
+    top = max(joint.values())
+    z = sum(math.exp(v - top) for v in joint.values())
+    return {c: math.exp(v - top) / z for c, v in joint.items()}
+
+
+@pytest.mark.parametrize("to", ["parent", "class"])
+@pytest.mark.parametrize("budget", [None, 0], ids=["kernel", "sparse"])
+def test_tan_backoff_scores_as_the_m_estimate_by_hand_in_the_kernel_the_one_event_and_the_sparse_paths(budget, to):
+    m = 3.0
+    stream = _stream(300, seed=7)
+    search = Tree(rebuild_every=0, backoff=m, backoff_to=to)
+    model = TAN(alpha=ALPHA, numeric=EqualFrequency(), search=search, memory_budget=budget)
+    for x, y in stream[:100]:
+        model.learn_one(x, y)
+    model.rebuild()
+    parents = _tan_parents(model)
+    assert any(parents.values()) and model._stats.pairs_sparse == (budget == 0)
+    xs, ys = [x for x, _ in stream[100:]], [y for _, y in stream[100:]]
+    results = model.prequential_many(xs, ys)  # the kernel's runs (dense) or numpy's (sparse)
+    classes = sorted({y for _, y in stream[:100]})
+    for i, (x, (_, proba)) in enumerate(zip(xs, results)):
+        want = _brute_backoff_posterior(stream[: 100 + i], x, parents, classes, m, to)
+        for c, p in want.items():
+            assert proba[c] == pytest.approx(p, rel=1e-9, abs=1e-300)
+    laplace = TAN(alpha=ALPHA, numeric=EqualFrequency(), search=Tree(rebuild_every=0), memory_budget=budget)
+    for x, y in stream:
+        laplace.learn_one(x, y)
+    laplace.rebuild()
+    for x in xs[:30]:  # the one-event path
+        want = _brute_backoff_posterior(stream, x, parents, classes, m, to)
+        got = model.predict_proba_one(x)
+        assert all(got[c] == pytest.approx(p, rel=1e-9) for c, p in want.items())
+        assert got != laplace.predict_proba_one(x)  # the option changes the estimate
+    # a missing root: summed out along the tree (its children's estimates in the sum), as by hand
+    root = model.root
+    x = {f: v for f, v in xs[0].items() if f != root}
+    joint = {c: 0.0 for c in classes}
+    for value in sorted({e[root] for e, _ in stream}):
+        p = _brute_backoff_posterior(stream, {**x, root: value}, parents, classes, m, to)
+        w = _brute_joint_scale(stream, {**x, root: value}, parents, classes, m, to)
+        for c in classes:
+            joint[c] += p[c] * w
+    z = sum(joint.values())
+    got = model.predict_proba_one(x)
+    assert all(got[c] == pytest.approx(joint[c] / z, rel=1e-9) for c in classes)
+
+
+def _brute_joint_scale(past, x, parents, classes, m, to) -> float:
+    """Σ_c P(c, x) under the back-off estimates (the normaliser of :func:`_brute_backoff_posterior`)."""
+    total = 0.0
+    for c in classes:
+        of_c = [e for e, y in past if y == c]
+        p = (len(of_c) + ALPHA) / (len(past) + ALPHA * len(classes))
+        for f, v in x.items():
+            n_values = len({e[f] for e, _ in past} | {v})
+            own = (sum(1 for e in of_c if e[f] == v) + ALPHA) / (len(of_c) + ALPHA * n_values)
+            if parents[f]:
+                if to == "parent":
+                    any_c = [e for e, _ in past if all(e[q] == x[q] for q in parents[f])]
+                    own = (sum(1 for e in any_c if e[f] == v) + ALPHA) / (len(any_c) + ALPHA * n_values)
+                given = [e for e in of_c if all(e[q] == x[q] for q in parents[f])]
+                own = (sum(1 for e in given if e[f] == v) + m * own) / (len(given) + m)
+            p *= own
+        total += p
+    return total

@@ -4,6 +4,9 @@ Every attribute has the class and at most one other attribute as parents:
 
     log P(c, x) = log P̂(c) + Σ_i log (|D_c,x_pa(i),x_i| + a) / (|D_c,x_pa(i)| + a N_i)
 
+or, with a back-off m > 0, Σ_i log (|D_c,x_pa(i),x_i| + m P̂) / (|D_c,x_pa(i)| + m), P̂ = P̂(x_i | c) or
+P̂(x_i | x_pa(i)) (see :mod:`stream_nb.learners._backoff`)
+
 the pair tables' row of the parent value (``pair_count``, and ``pair_feat`` over the events that observed
 x_i), or for a root the value's own counts (``value_count``, ``feat_count``). The ratios of 8 attributes
 are multiplied before one logarithm (each ratio is in (0, 1] up to rounding and at least a / (count +
@@ -74,7 +77,7 @@ def add_pair_rows(D, dfeats, yc, w, pair_count, pair_feat):
                     pair_feat[c, u, dfeats[i]] += wr
 
 
-def tree_block(D, dfeats, ppos, more, G, gslots, yc, learn, C, a, var_smoothing,
+def tree_block(D, dfeats, ppos, more, G, gslots, yc, learn, C, a, backoff, to_parent, var_smoothing,
                class_count, value_count, feat_count, pair_count, pair_feat, n_values,
                twin, obs_value_count, obs_feat_count, obs_pair_count, obs_pair_feat, g_n, g_mean, g_m2, out, joint,
                loss, watch, det_kind, det_params, det_state, det_fbuf, det_ibuf, warning):
@@ -86,7 +89,10 @@ def tree_block(D, dfeats, ppos, more, G, gslots, yc, learn, C, a, var_smoothing,
     every observed attribute's parent must be observed in the row); ``more`` (rows, F) or (0, 0): the
     values each feature gained within the block by each row; ``G`` (rows, g): the Gaussian slots
     ``gslots``; ``yc``: class index (-1: unlabelled). ``twin``: count in the observed-only twin too.
-    ``out[r, :C]`` gets log P(c | x_r), or with ``joint`` log P(c, x_r). A drift detector is fed as in
+    ``out[r, :C]`` gets log P(c | x_r), or with ``joint`` log P(c, x_r). ``backoff`` > 0: a child's
+    estimate is the m-estimate (|D_c,u,v| + m P̂) / (|D_c,u| + m) with m = ``backoff`` and P̂ = P̂(v | c),
+    the root estimate above, or with ``to_parent`` P̂(v | u) = (|D_u,v| + a) / (|D_u| + a N) over all
+    classes; 0: Lidstone's (|D_c,u,v| + a) / (|D_c,u| + a N). A drift detector is fed as in
     :func:`~stream_nb.kernels._naive.naive_block` (``loss``, ``watch``, ``det_*``, ``warning``): the row it
     acts on is scored and not counted, and its index returned.
     """
@@ -114,8 +120,22 @@ def tree_block(D, dfeats, ppos, more, G, gslots, yc, learn, C, a, var_smoothing,
                     prod[c] *= (value_count[c, v] + a) / (feat_count[c, f] + an)
             else:
                 u = D[r, p]
-                for c in range(C):
-                    prod[c] *= (pair_count[c, u, v] + a) / (pair_feat[c, u, f] + an)
+                if backoff > 0.0 and to_parent:
+                    hits = 0.0
+                    seen = 0.0
+                    for c in range(C):
+                        hits += pair_count[c, u, v]
+                        seen += pair_feat[c, u, f]
+                    base = backoff * (hits + a) / (seen + an)
+                    for c in range(C):
+                        prod[c] *= (pair_count[c, u, v] + base) / (pair_feat[c, u, f] + backoff)
+                elif backoff > 0.0:
+                    for c in range(C):
+                        base = (value_count[c, v] + a) / (feat_count[c, f] + an)
+                        prod[c] *= (pair_count[c, u, v] + backoff * base) / (pair_feat[c, u, f] + backoff)
+                else:
+                    for c in range(C):
+                        prod[c] *= (pair_count[c, u, v] + a) / (pair_feat[c, u, f] + an)
             n += 1
             blocked_log(prod, jll, C, n % _BLOCK == 0)
         blocked_log(prod, jll, C, True)
@@ -150,6 +170,6 @@ def warm(k) -> None:
     feats, G, ppos = np.array([0, 1], dtype=np.int64), np.array([[0.5], [1.5]]), np.array([-1, 0], dtype=np.int64)
     for more in (np.zeros((0, 0), dtype=np.int64), np.zeros((2, F), dtype=np.int64)):
         k.tree_block(D, feats, ppos, more, G, np.array([0], dtype=np.int64), np.array([0, 1], dtype=np.int64), True,
-                     C, 1.0, 1e-9, cc, vc, fc, pc, pf, nv, False, vc, fc, pc, pf, gn, gm, g2, np.empty((2, C)), False,
-                     np.zeros((0, 0)), *NO_DETECTOR)
+                     C, 1.0, 0.0, False, 1e-9, cc, vc, fc, pc, pf, nv, False, vc, fc, pc, pf, gn, gm, g2, np.empty((2, C)),
+                     False, np.zeros((0, 0)), *NO_DETECTOR)
     k.add_pair_rows(D, feats, np.array([0, 1], dtype=np.int64), np.ones(2), pc, pf)

@@ -206,9 +206,10 @@ class SPODE(OneDependenceKernel, VectorisedRuns, StructuredClassifier):
         if self.parent is None and self._loss_n.any():
             names = self._stats.features
             seen = np.flatnonzero((self._loss_n > 0) & self._stats.parent_ok(np.arange(len(self._loss_n))))
-            mean = self._loss_sum[seen] / self._loss_n[seen]
-            best = min(zip(mean.tolist(), seen.tolist()), key=lambda t: (t[0], str(names[t[1]])))
-            self._chosen = names[best[1]]
+            if len(seen):  # none when the memory budget dropped every parent's pairs: the choice stands
+                mean = self._loss_sum[seen] / self._loss_n[seen]
+                best = min(zip(mean.tolist(), seen.tolist()), key=lambda t: (t[0], str(names[t[1]])))
+                self._chosen = names[best[1]]
         self._rebuilt()
 
     def _needs_rows(self, X, y) -> bool:

@@ -14,6 +14,7 @@ from ._em import add_estep, naive_bayes_blocks, one_dependence_estep
 from ._runs import VectorisedRuns
 from ._structure import conditional_mutual_information, maximum_spanning_tree, mutual_information_with_class
 from ._structured import StructuredClassifier
+from ._backoff import log_child, target
 from ._tree_score import bayesian_edge_weights
 
 __all__ = ["TAN", "TREE_SCORES"]
@@ -77,7 +78,9 @@ class TAN(VectorisedRuns, StructuredClassifier):
     search
         A :class:`~stream_nb.Tree`: ``rebuild_every``, the learned events between two rebuilds of
         the tree (early ones come after ``warmup`` events and each time the count doubles below it;
-        0: only on :meth:`rebuild`), and ``score``, how a rebuild weighs a candidate edge between
+        0: only on :meth:`rebuild`), ``backoff`` and ``backoff_to`` (None: the estimates above;
+        m > 0: each child's estimate backs off toward P̂(x_i | x_pa(i)) or P̂(x_i | c) where its
+        parent value's counts are thin, see :mod:`stream_nb.learners._backoff`), and ``score``, how a rebuild weighs a candidate edge between
         x_i and x_j: ``"bayes"`` (default), the larger gain in the local
         Bayesian-Dirichlet score (prior ``alpha`` per cell) from either
         attribute as the other's second parent, Weka's ``BayesNet`` TAN
@@ -132,6 +135,11 @@ class TAN(VectorisedRuns, StructuredClassifier):
     def tree_score(self) -> str:
         """How a rebuild weighs an edge: the :class:`~stream_nb.Tree`'s ``score``."""
         return self.search.score
+
+    @property
+    def backoff(self) -> float | None:
+        """The :class:`~stream_nb.Tree`'s ``backoff``: m of the back-off estimates, or None (Lidstone's)."""
+        return self.search.backoff
 
     @property
     def rebuild_every(self) -> int:
@@ -266,7 +274,8 @@ class TAN(VectorisedRuns, StructuredClassifier):
             self._decision.matrix(s.classes))
         done = compiled().tree_block(
             D, dfeats, ppos, _NO_MORE if more is None else more, G, gslots, yc, learn, s.n_classes,
-            float(self._alpha), float(self._var_smoothing), s.class_count, s.value_count, s.feat_count, s.pair_count,
+            float(self._alpha), float(self.backoff or 0.0), self.search.backoff_to == "parent",
+            float(self._var_smoothing), s.class_count, s.value_count, s.feat_count, s.pair_count,
             s.pair_feat, s.n_values, twin, getattr(s, o + "value_count"), getattr(s, o + "feat_count"),
             getattr(s, o + "pair_count"), getattr(s, o + "pair_feat"), s.g_n, s.g_mean, s.g_m2, out, joint, loss, *watch)
         if learn and (yc[:done] >= 0).any():
@@ -302,10 +311,11 @@ class TAN(VectorisedRuns, StructuredClassifier):
         has_pa = np.broadcast_to(ppos[None, :] >= 0, D.shape)
         Pc = np.where(has_pa, Dc[:, np.maximum(ppos, 0)], 0)
         n_vals = np.maximum(s.n_values[feats][None, :] + (D == 0), 1)
-        num = np.where(has_pa[None], s.pair_count[:C, Pc, Dc], s.value_count[:C][:, Dc])
-        den = np.where(has_pa[None], s.pair_feat[:C, Pc, np.broadcast_to(feats, D.shape)],
-                       s.feat_count[:C, feats][:, None, :])
-        term = np.log(num + a) - np.log(den + a * n_vals[None])
+        vc, fc, an = s.value_count[:C][:, Dc], s.feat_count[:C, feats][:, None, :], a * n_vals[None]
+        pc, pf = s.pair_count[:C, Pc, Dc], s.pair_feat[:C, Pc, np.broadcast_to(feats, D.shape)]
+        m, to = self.backoff, self.search.backoff_to
+        child = log_child(pc, pf, a, an, m, m and target(to, pc, pf, vc, fc, a, an))
+        term = np.where(has_pa[None], child, np.log(vc + a) - np.log(fc + an))
         return self._log_prior()[None, :] + np.where(obs[None], term, 0.0).sum(2).T
 
     # a run of events (prequential_many): complete events scored along the tree, whatever `missing` says
@@ -356,9 +366,11 @@ class TAN(VectorisedRuns, StructuredClassifier):
                 continue
             pdom = colmap[p : p + 1] if colmap[p] >= 0 else np.fromiter(s.values[p].values(), dtype=np.int64, count=len(s.values[p]))
             # t[c, u, v] = log P(x_f = v | c, x_p = u)
-            t = np.log(s.pair_count[:C, pdom[:, None], dom[None, :]] + a) - np.log(
-                s.pair_feat[:C, pdom, f] + a * n_vals
-            )[:, :, None]
+            pc, pf = s.pair_count[:C, pdom[:, None], dom[None, :]], s.pair_feat[:C, pdom, f][:, :, None]
+            m = self.backoff
+            t = log_child(pc, pf, a, a * n_vals, m, m and target(
+                self.search.backoff_to, pc, pf, s.value_count[:C, dom][:, None, :], s.feat_count[:C, f][:, None, None],
+                a, a * n_vals))
             beta = logsumexp(t + (inner[:, None, :] if np.ndim(inner) else 0.0), axis=2)  # (C, |pdom|)
             msg[p] = msg.get(p, 0.0) + beta
         return jll
@@ -435,7 +447,11 @@ class TAN(VectorisedRuns, StructuredClassifier):
                 out[f] = (s.value_count[c, dom[f]] + a) / (s.feat_count[c, f] + a * n)
             else:
                 pd_ = dom[int(parent[f])]
-                out[f] = (s.pair_count[c, pd_[:, None], dom[f][None, :]] + a) / (s.pair_feat[c, pd_, f] + a * n)[:, None]
+                C, m = s.n_classes, self.backoff
+                pc, pf = s.pair_count[:C, pd_[:, None], dom[f][None, :]], s.pair_feat[:C, pd_, f][:, :, None]
+                prior = m and target(self.search.backoff_to, pc, pf, s.value_count[:C, dom[f]][:, None, :],
+                                     s.feat_count[:C, f][:, None, None], a, a * n)
+                out[f] = np.exp(log_child(pc[c], pf[c], a, a * n, m, m and prior[min(c, len(prior) - 1)]))
         return out
 
     @staticmethod

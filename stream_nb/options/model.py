@@ -77,7 +77,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "forgetting": ("window", "panes", "half_life", "time_field"),
     "numeric": ("var_smoothing", "numeric", "discretiser", "bins", "fine_bins", "warmup", "bin_edges"),
     "missing": ("missing", "learn_unlabeled", "unlabeled_weight"),
-    "search": ("tree_score", "parent", "rebuild_every"),
+    "search": ("tree_score", "parent", "rebuild_every", "backoff", "backoff_to"),
 }
 
 #: Every flat setting's declaration: the plain parameters, the family choices and the options' parameters.

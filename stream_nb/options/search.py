@@ -29,6 +29,11 @@ REBUILD_EVERY = Param(
           "or the gain in the Bayesian network score, as Weka's BayesNet TAN search (bayes)",
           choices=("cmi", "bayes"), setting="tree_score"),
     REBUILD_EVERY,
+    Param("backoff", "float", None, "TAN: each attribute's estimate given its tree parent backs off toward "
+          "--backoff-to's estimate with weight M where the parent value's counts are thin (none: Lidstone's)", minimum=0, strict=True,
+          optional=True, metavar="M"),
+    Param("backoff_to", "choice", "parent", "what a thin cell backs off toward: the attribute given its parent over "
+          "all classes (parent) or given the class alone (class)", choices=("parent", "class")),
 )
 class Tree(Option):
     """TAN's tree: the maximum spanning tree of the edge weights ``score``, rebuilt every ``rebuild_every`` events.
@@ -41,6 +46,14 @@ class Tree(Option):
         I(x_i; x_j | y) (Friedman et al.), which charges nothing.
     rebuild_every
         Learned events between two rebuilds (0: only on :meth:`~stream_nb.TAN.rebuild`).
+    backoff
+        None (default): each attribute's estimate given its tree parent is Lidstone's,
+        (|D_c,u,v| + alpha) / (|D_c,u| + alpha N). A number m > 0: the m-estimate
+        (|D_c,u,v| + m P̂) / (|D_c,u| + m), which backs off toward P̂ where the parent value was
+        seen in few events of the class (see :mod:`stream_nb.learners._backoff`).
+    backoff_to
+        P̂ of the back-off: ``"parent"`` (default), P̂(v | u) over all classes; ``"class"``,
+        P̂(v | c), the attribute's class-conditional estimate.
 
     Examples
     --------

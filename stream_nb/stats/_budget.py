@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..exceptions import CapacityError
-from ._candidates import prune_pairs
+from ._candidates import prune_pairs, selected_cells
 from ._sparse import SparseTable, cells_of
 from ._working import row_chunks
 
@@ -170,8 +170,7 @@ class Budget:
             limit //= 2  # the t-way tables of candidate parents take the other half (_tuple_candidates.py)
         held = sum(v.nbytes for v in sparse.values())
         names = ", ".join(sorted({name.removeprefix("obs_") for name in sparse}))
-        t = 2
-        one = k**t  # the distinct cells of one event in each pair table
+        one = selected_cells(self, k)  # the distinct cells one event can add to each pair table
         if 16 * one > limit:
             raise CapacityError(
                 f"memory_budget: one event of {k:,} values adds {one:,} distinct cells to each of {names}, "

@@ -37,17 +37,24 @@ Limits, stated: under a selection, events with missing values are counted as
 ``missing="ignore"`` counts them (EM's E-step would read pairs that are no
 longer counted); models with forgetting (windows, decay, drift detectors) keep
 no pair rule (their captured counts would bring dropped pairs back) and stay
-refused at the budget; two stores with selections do not merge.
+refused at the budget.
+
+Merges stay exact (:func:`narrow_to_both`): since a selection only narrows, every pair a store keeps
+holds every event that store learned, so two stores merge by keeping the pairs both keep (a store
+without a selection keeps all of its own; a feature one store never saw costs the other nothing) and
+summing their counts; every pair kept afterwards holds every event of both streams, and a pair either
+store dropped is dropped. The selection merged is therefore the intersection, never larger than
+either; KDB's selections of candidate parents (``_tuple_candidates.py``) still do not merge.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ._sparse import FilteredTable, SparseTable, cells_of
+from ._sparse import FilteredTable, SparseTable, cells_of, chunks_of
 
 __all__ = ["Candidates", "SelectedTable", "apply_selection", "cmi_from_cells", "mutual_information_with_class",
-           "prune_pairs", "restore_selection", "set_pair_rule"]
+           "narrow_to_both", "prune_pairs", "restore_selection", "selected_cells", "set_pair_rule"]
 
 _PAIR_TABLES = ("pair_count", "pair_feat")
 
@@ -191,17 +198,55 @@ def apply_selection(s, allowed: np.ndarray, edges: np.ndarray) -> None:
     for p in s._sets():
         for name, by_feature in zip(_PAIR_TABLES, (False, True)):
             old = getattr(s, p + name)
-            shape = old.shape
-            idx, vals = cells_of(old, (C, V, F if by_feature else V))
-            fa = s.value_feature[idx[1]]
-            fb = idx[2] if by_feature else s.value_feature[idx[2]]
-            ok = pair_kept(s.pair_allowed, s.pair_edges, fa, fb)
-            new = SelectedTable(shape, slots=2 * max(int(ok.sum()), 1))
+            dims = (C, V, F if by_feature else V)
+
+            def kept(idx):
+                fb = idx[2] if by_feature else s.value_feature[idx[2]]
+                return pair_kept(s.pair_allowed, s.pair_edges, s.value_feature[idx[1]], fb)
+
+            # a slice of the old table at a time: twice over (count, then copy) rather than every cell at once
+            n_kept = sum(int(kept(idx).sum()) for idx, _ in chunks_of(old, dims))
+            new = SelectedTable(old.shape, slots=2 * max(n_kept, 1))
             new.allowed, new.edges, new.vf, new.by_feature = s.pair_allowed, s.pair_edges, s.value_feature, by_feature
-            if ok.any():
-                SparseTable.add(new, tuple(a[ok] for a in idx), vals[ok])
+            for idx, vals in chunks_of(old, dims):
+                ok = kept(idx)
+                if ok.any():
+                    SparseTable.add(new, tuple(a[ok] for a in idx), vals[ok])
+            del old
             setattr(s, p + name, new)
     s.epoch += 1
+
+
+def narrow_to_both(s, other, fmap: np.ndarray) -> None:
+    """Before ``other``'s counts are added into ``s`` (a merge; ``fmap`` maps other's features to s's):
+    keep in ``s`` (and its other layer) only the pairs both stores keep, a store without a selection
+    keeping all of its features' pairs. Each kept pair held every event of its own store, so after the
+    sums it holds every event of both: the merge stays exact for every pair it keeps, and the pairs
+    either store dropped are dropped (their counts would be partial); the other's cells of them are
+    not added (:class:`SelectedTable` filters them)."""
+    F = len(s.features)
+    mine_a = np.ones(F, dtype=bool) if s.pair_allowed is None else _pad(s.pair_allowed, (F,))
+    mine_e = np.ones((F, F), dtype=bool) if s.pair_edges is None else _pad(s.pair_edges, (F, F))
+    if s.pair_allowed is None:  # every pair kept until now: as edges, so that a parent's row is a set of pairs
+        mine_a = np.zeros(F, dtype=bool)
+    Fo = len(other.features)
+    theirs_a = np.ones(Fo, dtype=bool) if other.pair_allowed is None else _pad(other.pair_allowed, (Fo,))
+    theirs_e = np.ones((Fo, Fo), dtype=bool) if other.pair_edges is None else _pad(other.pair_edges, (Fo, Fo))
+    # the other's kept pairs in s's features: a pair (a, b) is kept there when a is an allowed parent or the edge is
+    kept_o = np.zeros((F, F), dtype=bool)
+    kept_o[np.ix_(fmap, fmap)] = theirs_a[:, None] | theirs_e
+    seen = np.zeros(F, dtype=bool)
+    seen[fmap] = True
+    kept_o |= ~seen[:, None] | ~seen[None, :]  # a feature the other never saw: it has no counts to miss
+    kept_s = mine_a[:, None] | mine_e
+    both = kept_s & kept_o
+    allowed = both.all(1)  # a parent whose whole row both keep
+    edges = both & ~allowed[:, None]  # the rest pair by pair (TAN's are symmetric, as both stores' are)
+    np.fill_diagonal(edges, False)
+    apply_selection(s, allowed, edges)
+    peer = getattr(s, "selection_peer", None)
+    if peer is not None:
+        _mirror(s, peer, s.pair_allowed, s.pair_edges)
 
 
 def _unit_cells(s, rule: str) -> tuple[np.ndarray, int]:
@@ -212,14 +257,14 @@ def _unit_cells(s, rule: str) -> tuple[np.ndarray, int]:
     for p in s._sets():
         for name, by_feature in zip(_PAIR_TABLES, (False, True)):
             table = getattr(s, p + name)
-            idx, _ = cells_of(table, table.shape)
-            fa = s.value_feature[np.minimum(idx[1], V - 1)]
-            fb = idx[2] if by_feature else s.value_feature[np.minimum(idx[2], V - 1)]
-            diag = fa == fb
-            fixed += int(diag.sum())
-            fa, fb = fa[~diag & (fa >= 0) & (fb >= 0)], fb[~diag & (fa >= 0) & (fb >= 0)]
-            unit = fa if rule == "parents" else np.minimum(fa, fb) * F + np.maximum(fa, fb)
-            per += np.bincount(unit, minlength=len(per))
+            for idx, _ in chunks_of(table, table.shape):
+                fa = s.value_feature[np.minimum(idx[1], V - 1)]
+                fb = idx[2] if by_feature else s.value_feature[np.minimum(idx[2], V - 1)]
+                diag = fa == fb
+                fixed += int(diag.sum())
+                fa, fb = fa[~diag & (fa >= 0) & (fb >= 0)], fb[~diag & (fa >= 0) & (fb >= 0)]
+                unit = fa if rule == "parents" else np.minimum(fa, fb) * F + np.maximum(fa, fb)
+                per += np.bincount(unit, minlength=len(per))
     return per, fixed
 
 
@@ -259,6 +304,16 @@ def prune_pairs(s, limit: int) -> bool:
     if peer is not None:
         _mirror(s, peer, allowed, edges)
     return True
+
+
+def selected_cells(s, k: int) -> int:
+    """The most distinct cells one event of ``k`` observed values can add to each pair table of ``s``:
+    k² without a selection; with one, only the kept pairs' (the diagonal, the rows of at most k kept
+    parents, both orientations of the kept edges), as :class:`SelectedTable` adds nothing else."""
+    if s.pair_allowed is None:
+        return k * k
+    kept = min(k, int(np.count_nonzero(s.pair_allowed))) * max(k - 1, 0) + int(np.count_nonzero(s.pair_edges))
+    return k + min(k * max(k - 1, 0), kept)
 
 
 def _sums(keys: np.ndarray, n: np.ndarray) -> np.ndarray:

@@ -12,6 +12,7 @@ import typing
 import numpy as np
 
 from ..exceptions import MergeError
+from ._candidates import narrow_to_both
 from ._budget import scatter_add
 from ._discretise import Discretiser
 from ._sparse import cells_of
@@ -37,12 +38,6 @@ class Merging:
             raise MergeError(
                 f"cannot merge statistics kept differently: pairs={self.pairs}, numeric={self.numeric!r} "
                 f"here, pairs={other.pairs}, numeric={other.numeric!r} in the other model"
-            )
-        if self.pairs_selected or other.pairs_selected:
-            raise MergeError(
-                f"cannot merge: pairs were dropped for the memory budget (candidate pairs {self.selection_summary()} "
-                f"here, {other.selection_summary()} in the other model), so neither holds the other's dropped pairs; "
-                f"merge models whose memory_budget holds all their pairs"
             )
         if self.tuples_selected or other.tuples_selected:
             raise MergeError(
@@ -124,6 +119,10 @@ class Merging:
             v = other.value_keys[col]
             mine = self.values[f].get(v)
             vmap[col] = mine if mine is not None else self._add_value(f, v)
+        if self.pairs_selected or other.pairs_selected:
+            # a kept pair holds every event of its store (a selection only narrows): the pairs both keep hold
+            # both streams' events once summed, the others lose theirs (see stores' _candidates.py)
+            narrow_to_both(self, other, fmap)
         C = len(other.classes)
         self.class_count[cmap] += other.class_count[:C]
         if other.keeps_observed and self.wants_observed:

@@ -20,11 +20,12 @@ import numpy as np
 
 from ..exceptions import CapacityError
 
-__all__ = ["FilteredTable", "SparseTable", "cells_of"]
+__all__ = ["FilteredTable", "SparseTable", "cells_of", "chunks_of"]
 
 _EMPTY = -1
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: spreads consecutive keys over the slots
 _MAX_KEY = 1 << 62
+_ADD_BLOCK = 1 << 18  # cells added at a time: the working arrays of one addition stay a few MB
 
 
 class SparseTable:
@@ -154,9 +155,16 @@ class SparseTable:
         np.add.at(self._vals, slots, np.broadcast_to(np.asarray(w, dtype=float), keys.shape))
 
     def add(self, idx, w) -> None:
-        """Add ``w`` to the cells ``idx`` (one index array per axis; like ``np.add.at``)."""
+        """Add ``w`` to the cells ``idx`` (one index array per axis; like ``np.add.at``), in order, a block
+        of the broadcast's first axis at a time (the pairs of one wide event are millions of cells)."""
         b = np.broadcast_arrays(*(np.asarray(i, dtype=np.int64) for i in idx), np.asarray(w, dtype=float))
-        self.add_flat(self.flat(b[:-1]), b[-1].ravel())
+        if b[0].ndim == 0:
+            self.add_flat(self.flat(b[:-1]), b[-1].ravel())
+            return
+        step = max(1, _ADD_BLOCK // max(1, b[0][:1].size))
+        for lo in range(0, len(b[0]), step):
+            part = [a[lo : lo + step] for a in b]
+            self.add_flat(self.flat(part[:-1]), part[-1].ravel())
 
     def get_flat(self, keys: np.ndarray) -> np.ndarray:
         keys = np.asarray(keys, dtype=np.int64)
@@ -184,12 +192,27 @@ class SparseTable:
         keys = self._keys[held][order]
         return np.unravel_index(keys, self.shape), self._vals[held][order]
 
+    def chunks(self, dims=None, size: int = 1 << 18, nonzero: bool = True):
+        """``(index arrays, counts)`` of the cells held (``nonzero``: those with a count; within ``dims``,
+        if given), in slot order, a slice of at most ``size`` slots at a time: the bulk reads of a large
+        table (pruning a selection, reshaping) take memory for one slice, not for every cell at once."""
+        for lo in range(0, len(self._keys), size):
+            keys, vals = self._keys[lo : lo + size], self._vals[lo : lo + size]
+            held = (keys != _EMPTY) & (vals != 0) if nonzero else keys != _EMPTY
+            idx = np.unravel_index(keys[held], self.shape)
+            vals = vals[held]
+            if dims is not None:
+                ok = np.logical_and.reduce([a < d for a, d in zip(idx, dims)])
+                idx, vals = tuple(a[ok] for a in idx), vals[ok]
+            if len(vals):
+                yield idx, vals
+
     def reshaped(self, shape) -> SparseTable:
-        """The same cells in a table of another capacity ``shape`` (each axis at least as large)."""
-        idx, vals = self.cells()
-        out = SparseTable(shape, slots=2 * max(len(vals), 1))
-        if len(vals):
-            out.add(idx, vals)
+        """The same cells in a table of another capacity ``shape`` (each axis at least as large), moved a
+        slice at a time."""
+        out = SparseTable(shape, slots=2 * max(self._n, 1))
+        for idx, vals in self.chunks(nonzero=False):
+            SparseTable.add(out, idx, vals)
         return out
 
     def remap(self, maps, keep=None) -> SparseTable:
@@ -205,6 +228,16 @@ class SparseTable:
         if ok.any():
             out.add(tuple(a[ok] for a in idx), vals[ok])
         return out
+
+
+def chunks_of(table, dims):
+    """:func:`cells_of` a slice at a time for a sparse table (see :meth:`SparseTable.chunks`), at once for a dense one."""
+    if isinstance(table, SparseTable):
+        yield from table.chunks(dims)
+        return
+    idx, vals = cells_of(table, dims)
+    if len(vals):
+        yield idx, vals
 
 
 def cells_of(table, dims) -> tuple[tuple, np.ndarray]:
@@ -239,9 +272,8 @@ class FilteredTable(SparseTable):
         return out
 
     def reshaped(self, shape):
-        idx, vals = self.cells()
-        out = self._like(shape, 2 * max(len(vals), 1))
-        if len(vals):
+        out = self._like(shape, 2 * max(self._n, 1))
+        for idx, vals in self.chunks(nonzero=False):
             out.add(idx, vals)
         return out
 
