@@ -82,23 +82,19 @@ class Schema:
             setattr(self, p + "pair_count", pc)
             setattr(self, p + "pair_feat", pf)
 
-    def _alloc_tuples(self, cc, cv, cf, need=None):
-        """The t-way tensors grow as V^t: within the base arrays' capacity ``cc, cv, cf``, room for ``need``
-        (classes, values, features; default: the capacity) and a little spare while it costs little."""
+    def _alloc_tuples(self, cc, cv, cf):
+        """The t-way tensors grow as V^t, so they get no spare capacity beyond the base arrays'."""
         t = self.tuples
         old = getattr(self, "tuple_count", None)
-        nc, nv, nf = need or (cc, cv, cf)
-        if old is not None and old.shape[0] >= nc and old.shape[1] >= nv and self.tuple_feat.shape[-1] >= nf:
+        if old is not None and old.shape[0] >= cc and old.shape[1] >= cv and self.tuple_feat.shape[-1] >= cf:
             return
         C, V, F = len(self.classes), len(self.value_keys), len(self.features)
+        cc, cv, cf = min(cc, C + 2), min(cv, V + 8), min(cf, F + 4)
         # Spare room only while it costs little: with many dimensions even 8 spare values multiply
         # the table (KDB(k=8) would take 9 GB before its first event). Otherwise no more than asked
-        # for. An eighth more values (at least 8): a stream of new values copies the table O(log V)
-        # times, not O(V).
-        spare = min(cc, max(C + 2, nc)), min(cv, max(V + max(8, V // 8), nv)), min(cf, max(F + 4, nf))
-        if spare[0] * spare[1] ** t > max(8 * max(C, 1) * max(V, 1) ** t, 1 << 16):
-            spare = min(cc, max(C + 1, nc)), min(cv, max(V + 1, nv)), min(cf, max(F + 1, nf))
-        cc, cv, cf = spare
+        # for, which is at most one class, value and feature beyond those in use.
+        if cc * cv**t > max(8 * max(C, 1) * max(V, 1) ** t, 1 << 16):
+            cc, cv, cf = min(cc, C + 1), min(cv, V + 1), min(cf, F + 1)
         if self._sparse_tuples(cc, cv, cf):  # past the memory budget: sparse (see _budget.py)
             return
         for p in self._sets():
@@ -172,7 +168,7 @@ class Schema:
                     or need[2] > self.pair_feat.shape[2]):
                 self._alloc_pairs(cc, cv, cf, need[:3])
             if self.tuples:
-                self._alloc_tuples(cc, cv, cf, need[:3])
+                self._alloc_tuples(*need[:3])
             return
 
         def grow(cap, n):
