@@ -187,14 +187,22 @@ def test_kill_9_twice_and_a_member_lost_for_good_learn_each_joined_pair_once(
         tmp_path, kafka_bootstrap_servers, kafka_topic_factory, kafka_client):
     group = Group(tmp_path, kafka_bootstrap_servers, kafka_topic_factory, seed=381, exactly_once=True)
     rng = random.Random(382)
-    # a's second and fourth transactions fail: it aborts them and rewinds its partitions, held events included
-    members = {**group.start("a", faults={"fail_before_commit": "2,4"}), **group.start("b", "c")}
+    # a's second and fourth transactions fail: it aborts them and rewinds its partitions, held events included;
+    # c stops inside its third transaction, its states sent, until it is killed
+    members = {**group.start("a", faults={"fail_before_commit": "2,4"}), **group.start("b"),
+               **group.start("c", faults={"pause_before_commit": 60, "pause_from_commit": 3})}
     feeder = group.feeder(batches=12, pause=0.5)
     try:
         for last in (False, True):  # b killed after a checkpoint or more, then back with what the topic holds
-            time.sleep(rng.uniform(1.0, 2.5))
+            if last:
+                wait_until(lambda: "test hook: pausing" in members["c"].log(), 30, "c to stop inside a transaction",
+                           members["c"], step=0.1)
+                time.sleep(1.0)  # the others commit newer states after c's open transaction
+            else:
+                time.sleep(rng.uniform(1.0, 2.5))
             members["b"].kill9()
-            if last:  # with c, which never comes back: its held events and early labels are in its states
+            if last:  # with c, which never comes back: its held events and early labels are in its states, and
+                # its open transaction holds the model topic's last stable offset until the broker aborts it
                 members.pop("c").kill9()
             members.update(group.start("b"))
     finally:
