@@ -10,6 +10,7 @@ rest of the command line to :func:`stream_nb.cli.main`::
     python tests/fault_launcher.py --pause-before-commit 30 -- run --exactly-once ...
     python tests/fault_launcher.py --pause-before-sink-commit 30 -- run --snapshot-dir ... --output ...
     python tests/fault_launcher.py --fail-before-commit 2,5 -- run --exactly-once --model-topic ...
+    python tests/fault_launcher.py --pause-before-commit 60 --pause-from-commit 5 -- run --exactly-once ...
 
 ``--fail-before-commit`` raises in the 2nd and 5th calls of the commit hook: a
 group member (``--model-topic``) aborts those transactions and rewinds.
@@ -35,13 +36,15 @@ class InjectedFault(RuntimeError):
 class Pauses(FaultHooks):
     """Sleep inside the fault windows: between a snapshot's write and rename, before a transaction's commit.
 
-    ``fail_commits``: the calls of the commit hook (counted from 1) that raise :class:`InjectedFault`.
+    ``fail_commits``: the calls of the commit hook (counted from 1) that raise :class:`InjectedFault`;
+    ``pause_from``: the first call of the commit hook that pauses ``before_commit`` s.
     """
 
     def __init__(self, snapshot_write: float = 0.0, before_commit: float = 0.0, fail_commits: frozenset = frozenset(),
-                 before_sink_commit: float = 0.0):
+                 before_sink_commit: float = 0.0, pause_from: int = 1):
         self.snapshot_write = snapshot_write
         self.before_commit = before_commit
+        self.pause_from = pause_from
         self.before_sink = before_sink_commit
         self.fail_commits = fail_commits
         self.commit_calls = 0
@@ -57,11 +60,11 @@ class Pauses(FaultHooks):
             time.sleep(self.before_sink)
 
     def before_transaction_commit(self, sequence: int) -> None:
-        if self.before_commit:
+        self.commit_calls += 1
+        if self.before_commit and self.commit_calls >= self.pause_from:
             log.warning("test hook: pausing %.1f s between snapshot %s and its transaction's commit",
                         self.before_commit, sequence)
             time.sleep(self.before_commit)
-        self.commit_calls += 1
         if self.commit_calls in self.fail_commits:
             log.warning("test hook: failing transaction commit %d", self.commit_calls)
             raise InjectedFault(f"test hook: transaction commit {self.commit_calls} fails")
@@ -74,12 +77,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pause-snapshot-write", type=float, default=0.0, metavar="SECONDS")
     parser.add_argument("--pause-before-commit", type=float, default=0.0, metavar="SECONDS")
     parser.add_argument("--pause-before-sink-commit", type=float, default=0.0, metavar="SECONDS")
+    parser.add_argument("--pause-from-commit", type=int, default=1, metavar="N",
+                        help="pause before a commit from the Nth call of the commit hook on (from 1)")
     parser.add_argument("--fail-before-commit", default="", metavar="N,M,...",
                         help="raise in these calls of the commit hook (from 1)")
     options = parser.parse_args(argv[:split])
     fail = frozenset(int(n) for n in options.fail_before_commit.split(",") if n.strip())
     install_fault_hooks(Pauses(options.pause_snapshot_write, options.pause_before_commit, fail,
-                               options.pause_before_sink_commit))
+                               options.pause_before_sink_commit, options.pause_from_commit))
     return cli.main(argv[split + 1:])
 
 

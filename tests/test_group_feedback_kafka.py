@@ -3,10 +3,14 @@
 Three members on six-partition input and feedback topics; about 15% of the
 events never get a label, the others get theirs up to 300 events late (a few
 before their event, a few twice: the first wins). One run kills a member with
-kill -9 twice (it comes back each time) and then another one for good; the
-other scales the group down from three members to one and back up to three
-while events wait for their labels. After the stream goes quiet, the model
-``stream-nb model export`` writes equals one process that learned exactly the
+kill -9 twice (it comes back each time) and then another one for good, inside
+a transaction that sent its states: it holds the model topic's last stable
+offset until the broker aborts it, and the members taking partitions over wait
+for that instead of resuming older states and repeating outputs. The other
+run scales the group down from three members to one, restarts the broker (the
+local one; others cannot be restarted) under the member left, and scales back
+up to three, while events wait for their labels. After the stream goes quiet,
+the model ``stream-nb model export`` writes equals one process that learned exactly the
 joined pairs (and the events labeled in place), ``n_learned`` is their number,
 every member's view says so, and every event has its output: exactly once with
 ``--exactly-once`` (a ``read_committed`` reader), at least once without.
@@ -87,7 +91,7 @@ def max_difference(got, want) -> float:
 
 def produce(bootstrap: str, topics: dict, records: list, batches: int, pause: float) -> None:
     """Send ``records`` in ``batches`` with ``pause`` s between them, each keyed and partitioned by its id."""
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5, reconnect_backoff_max_ms=1000)
     try:
         size = -(-len(records) // batches)
         for b in range(batches):
@@ -115,6 +119,12 @@ def committed_outputs(bootstrap: str, topic: str, expect: int, idle: float = 1.0
     finally:
         consumer.close()
     return out
+
+
+def owned(daemon: Daemon) -> int:
+    """The input and feedback partitions ``daemon`` owns, by the last assignment it logged."""
+    found = re.findall(r"Kafka source: partitions assigned: (.*)", daemon.log())
+    return len([p for p in found[-1].split(",") if p.strip() and p.strip() != "none"]) if found else 0
 
 
 class Group:
@@ -187,14 +197,22 @@ def test_kill_9_twice_and_a_member_lost_for_good_learn_each_joined_pair_once(
         tmp_path, kafka_bootstrap_servers, kafka_topic_factory, kafka_client):
     group = Group(tmp_path, kafka_bootstrap_servers, kafka_topic_factory, seed=381, exactly_once=True)
     rng = random.Random(382)
-    # a's second and fourth transactions fail: it aborts them and rewinds its partitions, held events included
-    members = {**group.start("a", faults={"fail_before_commit": "2,4"}), **group.start("b", "c")}
-    feeder = group.feeder(batches=12, pause=0.5)
+    # a's second and fourth transactions fail: it aborts them and rewinds its partitions, held events included;
+    # c stops inside its second transaction, its states sent, until it is killed
+    members = {**group.start("a", faults={"fail_before_commit": "2,4"}), **group.start("b"),
+               **group.start("c", faults={"pause_before_commit": 60, "pause_from_commit": 2})}
+    feeder = group.feeder(batches=12, pause=0.8)
     try:
         for last in (False, True):  # b killed after a checkpoint or more, then back with what the topic holds
-            time.sleep(rng.uniform(1.0, 2.5))
+            if last:
+                wait_until(lambda: "test hook: pausing" in members["c"].log(), 30, "c to stop inside a transaction",
+                           members["c"], step=0.1)
+                time.sleep(1.0)  # the others commit newer states after c's open transaction
+            else:
+                time.sleep(rng.uniform(1.0, 2.5))
             members["b"].kill9()
-            if last:  # with c, which never comes back: its held events and early labels are in its states
+            if last:  # with c, which never comes back: its held events and early labels are in its states, and
+                # its open transaction holds the model topic's last stable offset until the broker aborts it
                 members.pop("c").kill9()
             members.update(group.start("b"))
     finally:
@@ -206,7 +224,7 @@ def test_kill_9_twice_and_a_member_lost_for_good_learn_each_joined_pair_once(
 @pytest.mark.kafka
 @pytest.mark.parametrize("kafka_client", ["kafka-python"], indirect=True)
 def test_scale_down_to_one_and_up_to_three_moves_held_events_with_their_partitions(
-        tmp_path, kafka_bootstrap_servers, kafka_topic_factory, kafka_client):
+        tmp_path, kafka_broker, kafka_bootstrap_servers, kafka_topic_factory, kafka_client):
     group = Group(tmp_path, kafka_bootstrap_servers, kafka_topic_factory, seed=383, exactly_once=False)
     members = group.start("a", "b", "c")
     feeder = group.feeder(batches=16, pause=0.5)
@@ -214,7 +232,12 @@ def test_scale_down_to_one_and_up_to_three_moves_held_events_with_their_partitio
         time.sleep(2.0)
         for name in ("b", "c"):  # scale down to one: a takes every partition and what waits in it
             assert members.pop(name).terminate() == 0
-        time.sleep(2.0)
+        if kafka_broker.restartable:  # the broker restarts under a, with events held and labels on their way
+            wait_until(lambda: owned(members["a"]) == 2 * PARTITIONS, 60, "a to own every partition", members["a"],
+                       step=0.1)
+            kafka_broker.restart()
+        else:
+            time.sleep(2.0)
         members.update(group.start("b", "c"))  # and up to three again
     finally:
         feeder.join()

@@ -8,12 +8,16 @@
   members) reads to the end of a log whose transactions left control records
   and an aborted record behind: it returns the committed records only, and
   says it reached the end (no "not read to its end" warning).
+* It waits for a transaction open when it starts (a member killed inside
+  one leaves it open until the broker aborts it): the states committed after
+  it are read too, not only those before the last stable offset.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 
 import pytest
@@ -100,6 +104,43 @@ def test_a_read_committed_reader_stops_at_the_end_of_a_transactional_log(kafka_b
         assert "not read to its end" not in caplog.text
     finally:
         reader.close()
+
+
+@pytest.mark.kafka
+def test_a_read_committed_catch_up_waits_for_an_open_transaction_and_reads_past_it(kafka_bootstrap_servers,
+                                                                                  kafka_client, caplog):
+    topic = topic_name("mt-lso")
+    kc.open_model_topic(topic, config(kafka_bootstrap_servers, kafka_client)).close()  # creates it
+    lost = KafkaProducer(bootstrap_servers=kafka_bootstrap_servers, transactional_id=f"{topic}-lost")
+    live = KafkaProducer(bootstrap_servers=kafka_bootstrap_servers, transactional_id=f"{topic}-live")
+    try:
+        lost.init_transactions()
+        live.init_transactions()
+        lost.begin_transaction()  # left open (its member killed): it holds the last stable offset here
+        lost.send(topic, key=b"p1", value=b"p1 unfinished")
+        lost.flush()
+        live.begin_transaction()  # committed after it: a newer state of another partition
+        live.send(topic, key=b"p0", value=b"p0 newer")
+        live.flush()
+        live.commit_transaction()
+        ended = threading.Timer(1.5, lost.abort_transaction)  # as the broker does past the transaction timeout
+        reader = kc.open_model_topic(topic, config(kafka_bootstrap_servers, kafka_client), writer=False)
+        try:
+            with caplog.at_level(logging.INFO, logger="connectors.kafka"):
+                ended.start()
+                start = time.monotonic()
+                got = reader.catch_up(30)
+                waited = time.monotonic() - start
+            assert got == [("p0", b"p0 newer")]
+            assert waited >= 1.0
+            assert "an open transaction holds its last stable offset" in caplog.text
+            assert "not read to its end" not in caplog.text
+        finally:
+            ended.join()
+            reader.close()
+    finally:
+        live.close()
+        lost.close()
 
 
 @pytest.mark.kafka

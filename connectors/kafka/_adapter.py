@@ -162,6 +162,10 @@ class Reader(typing.Protocol):
     def end(self) -> int:
         """The partition's end offset now (the last stable offset when ``read_committed``)."""
 
+    def high_watermark(self) -> int:
+        """The partition's end offset now counting the records of open transactions (``end()`` when
+        ``read_uncommitted``); a ``read_committed`` reader asks through a second, ``read_uncommitted`` client."""
+
     def reached(self, end: int) -> bool:
         """Whether every record before ``end`` was read."""
 

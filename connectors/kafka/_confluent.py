@@ -392,6 +392,9 @@ class _Reader:
         self._ck, self.errors, self.topic = ck, (ck.KafkaException,), topic
         role = f"reader of model topic {topic!r}"
         self._c = create(ck.Consumer, conf, role=role)
+        self._hw = None  # read_committed: a read_uncommitted client asking for the high watermark
+        self._hw_conf = ({**conf, "isolation.level": "read_uncommitted", "group.id": f"{conf['group.id']}-hw"}
+                         if conf.get("isolation.level") == "read_committed" else None)
         try:
             self.exists = _count(wait_for_broker(self._c, cfg, role=role, topic=topic), topic) is not None
         except BaseException:
@@ -425,6 +428,14 @@ class _Reader:
     def end(self):
         return self._c.get_watermark_offsets(self._tp, timeout=self._timeout_s, cached=False)[1]
 
+    def high_watermark(self):
+        if self._hw_conf is None:
+            return self.end()
+        if self._hw is None:
+            self._hw = create(self._ck.Consumer, self._hw_conf, role=f"reader of model topic {self.topic!r} (its "
+                                                                     f"high watermark)")
+        return self._hw.get_watermark_offsets(self._tp, timeout=self._timeout_s, cached=False)[1]
+
     def reached(self, end):
         return self._next >= end or self._eof >= end
 
@@ -442,7 +453,11 @@ class _Reader:
         return out
 
     def close(self):
-        self._c.close()
+        try:
+            if self._hw is not None:
+                self._hw.close()
+        finally:
+            self._c.close()
 
 
 class _Admin:

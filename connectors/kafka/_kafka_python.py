@@ -293,8 +293,9 @@ class _Reader:
 
     errors = (Errors.KafkaError,)
 
-    def __init__(self, consumer: KafkaConsumer, topic: str):
+    def __init__(self, consumer: KafkaConsumer, topic: str, uncommitted=None):
         self._c, self._tp = consumer, TopicPartition(topic, 0)
+        self._uncommitted, self._hw = uncommitted, None  # read_committed: makes the high watermark's client
         self.exists = bool(consumer.partitions_for_topic(topic))
         if self.exists:
             consumer.assign([self._tp])
@@ -307,6 +308,13 @@ class _Reader:
     def end(self):
         return self._c.end_offsets([self._tp])[self._tp]
 
+    def high_watermark(self):
+        if self._uncommitted is None:
+            return self.end()
+        if self._hw is None:
+            self._hw = self._uncommitted()
+        return self._hw.end_offsets([self._tp])[self._tp]
+
     def reached(self, end):
         return self.offset() >= end
 
@@ -318,7 +326,11 @@ class _Reader:
         return {(tp.topic, tp.partition): offset for tp, offset in ends.items()}
 
     def close(self):
-        self._c.close(autocommit=False)
+        try:
+            if self._hw is not None:
+                self._hw.close(autocommit=False)
+        finally:
+            self._c.close(autocommit=False)
 
 
 class _Admin:
@@ -392,7 +404,10 @@ class KafkaPython:
     def reader(self, topic, cfg, *, read_committed, max_record_bytes):
         cfg = {k: v for k, v in cfg.items() if k in KafkaConsumer.DEFAULT_CONFIG and k != "group_instance_id"}
         cfg.update(group_id=None, isolation_level="read_committed" if read_committed else "read_uncommitted")
-        return _Reader(connect(KafkaConsumer, cfg, role=f"reader of model topic {topic!r}"), topic)
+        role = f"reader of model topic {topic!r}"
+        uncommitted = (lambda: connect(KafkaConsumer, {**cfg, "isolation_level": "read_uncommitted"},
+                                       role=f"{role} (its high watermark)")) if read_committed else None
+        return _Reader(connect(KafkaConsumer, cfg, role=role), topic, uncommitted)
 
     def admin(self, cfg, *, role):
         return _Admin(connect(KafkaAdminClient, {k: v for k, v in cfg.items() if k in KafkaAdminClient.DEFAULT_CONFIG},

@@ -16,6 +16,15 @@ that the states commit with the outputs and input offsets. Reading is the
 adapter's :class:`~._adapter.Reader`: a consumer outside any group, assigned
 the topic's partition and reading it from the beginning (``read_committed``
 with ``--exactly-once``: the states of an aborted transaction are never seen).
+
+A ``read_committed`` catch-up first waits until every transaction open when it
+starts has ended: an open transaction holds the last stable offset (LSO), and
+the committed states after it, maybe newer states of the partitions being
+assigned, are not readable until it commits or aborts. A member killed inside
+a transaction leaves it open until the broker aborts it, after the transaction
+timeout (``transaction_timeout_ms``, 60 s by default); the wait is bounded by
+that timeout plus the broker's abort check (:data:`ABORT_CHECK_S`), after
+which the catch-up goes on with what is committed before the LSO (and logs so).
 """
 
 from __future__ import annotations
@@ -34,12 +43,17 @@ from ._sink import ConfluentSink, KafkaSink
 from ._source import KafkaSource
 from ._topics import ensure_topic
 
-__all__ = ["DEFAULT_RECORD_BYTES", "ConfluentModelTopic", "ModelTopic", "check_model_topic"]
+__all__ = ["ABORT_CHECK_S", "DEFAULT_RECORD_BYTES", "ConfluentModelTopic", "ModelTopic", "check_model_topic"]
 
 log = logging.getLogger("connectors.kafka")
 
 #: Largest record published by default: under the broker's default ``max.message.bytes`` (1 MB).
 DEFAULT_RECORD_BYTES = 900_000
+
+#: How often a broker looks for timed-out transactions to abort, by default
+#: (``transaction.abort.timed.out.transaction.cleanup.interval.ms``): past a transaction's timeout, its abort
+#: may take this much longer.
+ABORT_CHECK_S = 10.0
 
 #: Sink keys about creating the output topics: the model topic is created here, compacted.
 _TOPIC_CREATION = frozenset({"create_topic", "topic_partitions", "topic_replication_factor", "partitions_like",
@@ -83,6 +97,9 @@ class ModelTopic:
         self.max_record_bytes = max_record_bytes
         self.transaction = transaction
         self._sink = self._reader = None
+        self.committed_only = not writer or transaction is not None
+        timeout_ms = config.get("transaction_timeout_ms", config.get("transaction.timeout.ms", 60_000))
+        self.transaction_timeout = transaction.timeout_s if transaction is not None else int(timeout_ms) / 1000
         self.client = client = self.ADAPTER()
         source_cfg, sink_cfg = split({**config, "input_topic": config.get("input_topic") or topic,
                                       "kafka_client": client.name})
@@ -104,7 +121,7 @@ class ModelTopic:
             producer["max_request_size"] = max(max_record_bytes + 65_536, 1_048_576)
             self._sink = self.SINK(topic=topic, create_topic=False, **producer)
         try:
-            self._reader = client.reader(topic, cfg, read_committed=not writer or transaction is not None,
+            self._reader = client.reader(topic, cfg, read_committed=self.committed_only,
                                          max_record_bytes=max_record_bytes)
         except BaseException:
             self.close()
@@ -132,10 +149,11 @@ class ModelTopic:
                 for key, value in self._reader.poll(timeout)]
 
     def catch_up(self, timeout: float) -> list[tuple[str, bytes | None]]:
-        """Every record up to the end offset the broker gives now (``read_committed``: the last stable offset)."""
-        deadline = time.monotonic() + timeout
-        end = self._end(deadline)
+        """Every record up to the end offset the broker gives now (``read_committed``: once the transactions open
+        now ended, the last stable offset; see the module docstring)."""
         out: list = []
+        end = self._settled(out) if self.committed_only else self._ask(self._reader.end, time.monotonic() + timeout)
+        deadline = time.monotonic() + timeout
         while not self._reader.reached(end):
             if time.monotonic() > deadline:
                 log.warning("Kafka model topic %r: not read to its end (%d) within %.0f s; going on from offset %d",
@@ -144,12 +162,32 @@ class ModelTopic:
             out.extend(self.poll(0.2))
         return out
 
-    def _end(self, deadline: float) -> int:
-        """The end offset, asked again until ``deadline`` (a client resumed after a pause, or a broker moving its
-        partitions, times out a while)."""
+    def _settled(self, out: list) -> int:
+        """The last stable offset once it reached the high watermark of now (the records read meanwhile go to
+        ``out``), or when the transaction holding it outlived the transaction timeout and the broker's abort check."""
+        limit = time.monotonic() + self.transaction_timeout + ABORT_CHECK_S
+        high = self._ask(self._reader.high_watermark, limit)
+        end = self._ask(self._reader.end, limit)
+        if end < high:
+            log.info("Kafka model topic %r: an open transaction holds its last stable offset at %d (%d record(s) "
+                     "after it); waiting until every transaction open now ends, at most %.0f s (the transaction "
+                     "timeout and the broker's abort check)", self.topic, end, high - end, limit - time.monotonic())
+        while end < high:
+            if time.monotonic() > limit:
+                log.warning("Kafka model topic %r: a transaction still holds its last stable offset at %d after "
+                            "%.0f s; going on with the states committed before it", self.topic, end,
+                            self.transaction_timeout + ABORT_CHECK_S)
+                break
+            out.extend(self.poll(0.2))
+            end = self._ask(self._reader.end, limit)
+        return end
+
+    def _ask(self, offset, deadline: float) -> int:
+        """``offset()`` (an end offset), asked again until ``deadline`` (a client resumed after a pause, or a
+        broker moving its partitions, times out a while)."""
         while True:
             try:
-                return self._reader.end()
+                return offset()
             except self._reader.errors as exc:
                 if time.monotonic() + 0.2 >= deadline:
                     raise ConnectorUnavailable(f"Kafka model topic {self.topic!r}: its end offset is unknown "

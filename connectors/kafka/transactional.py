@@ -91,6 +91,8 @@ class Transaction:
         self._client_cfg = {k: v for k, v in cfg.items() if k not in KafkaSink.OWN_KEYS}
         self._what = f"Kafka transactional producer {transactional_id!r}"
         self._block_s = cfg.get("max_block_ms", 60_000) / 1000
+        #: How long the broker lets a transaction stay open before it aborts it (``transaction_timeout_ms``).
+        self.timeout_s = int(cfg.get("transaction_timeout_ms", cfg.get("transaction.timeout.ms", 60_000))) / 1000
         self._out = None
         self._out = self._new_producer()
         self._in_transaction = False
