@@ -201,11 +201,12 @@ def test_kill_9_twice_and_a_member_lost_for_good_learn_each_joined_pair_once(
     # c stops inside its second transaction, its states sent, until it is killed
     members = {**group.start("a", faults={"fail_before_commit": "2,4"}), **group.start("b"),
                **group.start("c", faults={"pause_before_commit": 60, "pause_from_commit": 2})}
-    feeder = group.feeder(batches=12, pause=0.8)
+    # the feed lasts long enough for c to reach its second transaction on a loaded machine
+    feeder = group.feeder(batches=18, pause=0.8)
     try:
         for last in (False, True):  # b killed after a checkpoint or more, then back with what the topic holds
             if last:
-                wait_until(lambda: "test hook: pausing" in members["c"].log(), 30, "c to stop inside a transaction",
+                wait_until(lambda: "test hook: pausing" in members["c"].log(), 60, "c to stop inside a transaction",
                            members["c"], step=0.1)
                 time.sleep(1.0)  # the others commit newer states after c's open transaction
             else:
