@@ -68,7 +68,9 @@ process; observed counts always are.
 
 from __future__ import annotations
 
+import itertools
 import logging
+import operator
 import time
 import typing
 import uuid
@@ -90,6 +92,13 @@ GROUP_METADATA_PREFIX = "stream-nb group "
 
 def _is_offset(value: typing.Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _runs_by_partition(events: list[tuple[str, typing.Any, typing.Any]]) -> typing.Iterator[tuple[str, list, list]]:
+    """``(partition, features, labels)`` of each run of consecutive ``(partition, x, y)`` events of one partition."""
+    for partition, run in itertools.groupby(events, key=operator.itemgetter(0)):
+        run = list(run)
+        yield partition, [e[1] for e in run], [e[2] for e in run]
 
 
 class PartitionState(typing.NamedTuple):
@@ -215,34 +224,21 @@ class GroupCheckpointer:
 
     def learned(self, events: list[tuple[str, typing.Any, typing.Any]]) -> None:
         """The engine learned ``(partition, features, label)`` events (the view did): each partition's state learns them."""
-        start = 0
-        while start < len(events):
-            partition = events[start][0]
-            stop = start
-            while stop < len(events) and events[stop][0] == partition:
-                stop += 1
+        for partition, xs, ys in _runs_by_partition(events):
             if partition in self._gone:  # lost: its next owner learns them from the partition's state
-                start = stop
                 continue
             model = self.live.get(partition)
             if model is None:  # assigned without the resume policy (no state was due): start it empty
                 model = self.live[partition] = self._empty_state()
-            model.learn_events([e[1] for e in events[start:stop]], [e[2] for e in events[start:stop]])
+            model.learn_events(xs, ys)
             self._touched.add(partition)
-            start = stop
 
     def unlearned(self, events: list[tuple[str, typing.Any, typing.Any]]) -> None:
         """The join took back ``(partition, features, label)`` events (a provisional label) from the view: each
         owned partition's state takes them back too."""
-        start = 0
-        while start < len(events):
-            partition = events[start][0]
-            stop = start
-            while stop < len(events) and events[stop][0] == partition:
-                stop += 1
+        for partition, xs, ys in _runs_by_partition(events):
             model = self.live.get(partition)
             if model is not None:
-                xs, ys = [e[1] for e in events[start:stop]], [e[2] for e in events[start:stop]]
                 try:
                     model.unlearn_events(xs, ys)
                 except UnlearnError as exc:  # a state learning with expected counts or forgetting: one at a time
@@ -252,7 +248,6 @@ class GroupCheckpointer:
                     except UnlearnError:
                         log.warning("partition %s: a provisional label stays in its state: %s", partition, exc)
                 self._touched.add(partition)
-            start = stop
 
     def sync(self) -> None:
         """Apply what other members published; rebuild the view when due (called every turn of the loop)."""
