@@ -64,6 +64,8 @@ import time
 import uuid
 from pathlib import Path
 
+from _null import Null  # bench/ is the script's directory, first on sys.path
+
 REPO = Path(__file__).resolve().parent.parent
 PARTITIONS = 3
 MODELS = ("nb", "aode", "tan")
@@ -313,30 +315,6 @@ def engine_cpu(n: int, runs: int = 5, profile: bool = False) -> None:
     import stream_nb
     from stream_nb.daemon import prepare_process
     from stream_nb.engine import Engine, make_records
-
-    class Null:  # a sink and a source that do nothing
-        exhausted = False
-
-        def send(self, value, key=None):
-            pass
-
-        def send_many(self, values, keys):
-            pass
-
-        def poll(self, max_records, timeout):
-            return []
-
-        def flush(self):
-            pass
-
-        def commit(self, positions):
-            pass
-
-        def seek(self, positions):
-            pass
-
-        def close(self):
-            pass
 
     events = make_events(n)
     polls = []

@@ -59,6 +59,8 @@ import urllib.request
 import uuid
 from pathlib import Path
 
+from _null import Null  # bench/ is the script's directory, first on sys.path
+
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
@@ -206,35 +208,14 @@ def held_cost(n: int = 10_000) -> dict:
     from stream_nb.engine import Engine, Joiner
     from stream_nb.snapshots import encode_state
 
-    class Nothing:
-        exhausted = False
-
-        def poll(self, max_records, timeout):
-            return []
-
-        def send(self, value, key=None):
-            pass
-
-        def flush(self):
-            pass
-
-        def commit(self, positions):
-            pass
-
-        def seek(self, positions):
-            pass
-
-        def close(self):
-            pass
-
     events = make_events(n)
     model = stream_nb.NaiveBayes()
     for e in events:
         model.learn_one({k: v for k, v in e.items() if k not in ("id", "label")}, e["label"])
     out = {}
     for k in (0, 1000, n):
-        engine = Engine(stream_nb.NaiveBayes(), Nothing(), Nothing(), Nothing())
-        joiner = Joiner(engine, Nothing())
+        engine = Engine(stream_nb.NaiveBayes(), Null(), Null(), Null())
+        joiner = Joiner(engine, Null())
         for e in events[:k]:
             event = {k2: v for k2, v in e.items() if k2 not in ("id", "label")}
             joiner.store.add(str(e["id"]).encode(), event, t=0.0, partition="in-0", offset=e["id"] + 1)
