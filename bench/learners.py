@@ -2,7 +2,7 @@
 
     python bench/learners.py [--events 20000] [--repeats 5] [--part all|prequential|learn_many|peers|holdout]
                              [--jvm-repeats 15] [--jvm-warmup 5]
-    python bench/learners.py --profile KDB [--profile-stream LED] [--events 20000]
+    python bench/learners.py --profile KDB [--profile-stream LED] [--profile-input dicts|frame] [--events 20000]
 
 Every stream is materialised before timing.
 
@@ -175,19 +175,28 @@ def bench_learn_many(events, repeats, batch=1000):
     return len(X) / ours, len(X) / sk, same
 
 
-def profile(model_name: str, sname: str, n: int, top: int = 15) -> None:
+def profile(model_name: str, sname: str, n: int, given: str = "dicts", top: int = 15) -> None:
     """``--profile``: where ``prequential_many`` of one model spends its time on one stream (cProfile, whose
     per-call overhead inflates the functions called most; the shares of numpy's passes are what it measures
-    best), by own time and by cumulative time."""
+    best), by own time and by cumulative time, after one untimed run of another model (compile or cache load).
+    The model is declared as ``--part peers`` declares it (``types=``; KDB with k=2); ``given`` "frame": each
+    poll as a DataFrame's rows, as that part's rows do."""
     import cProfile
     import pstats
 
     events = list(STREAMS[sname]().take(n))
-    model = {"NaiveBayes": NaiveBayes, "AODE": AODE, "TAN": TAN, "SPODE": SPODE, "KDB": KDB}[model_name]()
+    types = peers.model_types(peers.declare(events, peers.NOMINAL.get(sname))[0])
+    make = {"NaiveBayes": NaiveBayes, "AODE": AODE, "TAN": TAN, "SPODE": SPODE, "KDB": KDB}[model_name]
+    model = make(types=types, **({"k": 2} if make is KDB else {}))
+    xs, ys = [x for x, _ in events], [y for _, y in events]
+    loop = frame_loop(pd.DataFrame(xs), ys, True) if given == "frame" else dicts_loop(xs, ys)
+    loop(make(types=types, **({"k": 2} if make is KDB else {})))  # untimed: numba's import and cache load
     profiler = cProfile.Profile()
-    seconds, acc = profiler.runcall(prequential_many, model, events, clock=time.thread_time)
-    print(f"# {model_name} prequential_many on {n:,} {sname} events (polls of 500): {seconds / n * 1e6:.1f} us "
-          f"of thread CPU an event under the profiler, accuracy {acc:.4f}\n")
+    start = time.thread_time()
+    correct = profiler.runcall(loop, model)
+    seconds = time.thread_time() - start
+    print(f"# {model_name} prequential_many on {n:,} {sname} events given as {given} (polls of 500): "
+          f"{seconds / n * 1e6:.1f} us of thread CPU an event under the profiler, accuracy {correct / n:.4f}\n")
     stats = pstats.Stats(profiler, stream=sys.stdout).strip_dirs()
     stats.sort_stats("tottime").print_stats(top)
     stats.sort_stats("cumulative").print_stats(top)
@@ -209,12 +218,14 @@ def main(argv=None):
                         help="instead of the benchmark: profile MODEL's prequential_many (polls of 500) on "
                              "--profile-stream with cProfile and print where the time goes")
     parser.add_argument("--profile-stream", default="LED", choices=list(STREAMS), help="stream of --profile")
+    parser.add_argument("--profile-input", default="dicts", choices=("dicts", "frame"),
+                        help="events of --profile as lists of dicts (default) or a DataFrame's rows")
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error(f"--repeats: expected at least 1 timed run, got {args.repeats}")
     if args.profile:
         one_blas_thread()  # its clock is the thread's: every product on this thread
-        profile(args.profile, args.profile_stream, args.events)
+        profile(args.profile, args.profile_stream, args.events, args.profile_input)
         return
     if not 0 <= args.jvm_warmup < args.jvm_repeats:
         parser.error(f"--jvm-warmup: expected 0 <= warm-up < --jvm-repeats ({args.jvm_repeats}), got {args.jvm_warmup}")

@@ -20,6 +20,7 @@ import numpy as np
 from ..exceptions import InvalidEventError
 from ..stats import Columns, frame_events, is_missing_label
 from ._decay_runs import decay_run
+from ._decision import outcomes
 
 __all__ = ["RunBlock", "VectorisedRuns"]
 
@@ -243,13 +244,11 @@ class VectorisedRuns(abc.ABC):
         acted = done < len(yc)
         n = done + acted  # the events scored
         if out is not None:
-            decided = self._decide(log_post[:n])
+            decided, proba = self._decide(log_post[:n]), np.exp(log_post[:n])
             if isinstance(out, _Blocks):
-                out.append(RunBlock(start, start + n, s.classes[:C], decided, np.exp(log_post[:n]), yc[:n]))
+                out.append(RunBlock(start, start + n, s.classes[:C], decided, proba, yc[:n]))
             else:
-                classes = s.classes
-                out.extend((classes[i], dict(zip(classes, p)))
-                           for i, p in zip(decided.tolist(), np.exp(log_post[:n]).tolist()))
+                out.extend(outcomes(s.classes[:C], decided, proba))
         s.cut_run(done)  # a second layer's rows past the ones counted are met again
         s.register_run_values(done)
         labeled = yc[:done] >= 0

@@ -144,7 +144,7 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
             arrays = self._karrays = Addresses(key, (
                 s.class_count, s.value_count, s.feat_count, s.n_values,
                 s.obs_value_count if twin else s.value_count, s.obs_feat_count if twin else s.feat_count,
-                s.g_n, s.g_mean, s.g_m2, np.empty_like(s.value_count), np.empty_like(s.feat_count)))
+                s.g_n, s.g_mean, s.g_m2, np.empty(s.value_count.shape[::-1]), np.empty(s.feat_count.shape[::-1])))
             compiled().naive_tables(arrays.table, self._alpha)
         return arrays
 
