@@ -16,8 +16,10 @@ Fixtures
     unless env ``STREAM_NB_REQUIRE_KAFKA=1`` (set by CI): then they **fail**.
 
     ``kafka_broker.stop()`` / ``.start()`` / ``.restart()`` stop and restart the *same*
-    broker (same bootstrap address, same data) for fault tests; only the local broker
-    supports it (``.restartable``), elsewhere these calls skip the test. A test that
+    broker (same bootstrap address, same data) for fault tests, and ``.freeze()`` /
+    ``.thaw()`` suspend it (SIGSTOP: requests sent to it are never answered) and let it
+    go on; only the local broker supports them (``.restartable``), elsewhere these calls
+    skip the test. A test that
     stops the broker must start it again (it is also restarted automatically after
     that test, so later tests still get a broker).
 
@@ -43,6 +45,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import signal
 import sys
 import time
 import uuid
@@ -171,6 +174,16 @@ class KafkaBroker:
     def restart(self) -> str:
         self.stop()
         return self.start()
+
+    def freeze(self) -> None:
+        """Suspend the broker (SIGSTOP): connections stay open and no request is answered until :meth:`thaw`."""
+        self._require_restartable()
+        os.kill(load_kafka_local().status(self.dir)["pid"], signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        """Let a frozen broker go on (SIGCONT)."""
+        self._require_restartable()
+        os.kill(load_kafka_local().status(self.dir)["pid"], signal.SIGCONT)
 
     def ensure_running(self) -> None:
         if self.kind == "local" and (self._stopped or not self.is_running()):

@@ -398,6 +398,51 @@ def test_rebalance_hands_partitions_over_and_commit_skips_revoked_ones(
             b.close()
 
 
+@pytest.mark.kafka
+@pytest.mark.parametrize("kafka_client", ["kafka-python"], indirect=True)
+def test_a_revocation_commit_the_broker_never_answers_ends_within_the_session_timeout(
+    kafka_client, kafka_broker, kafka_bootstrap_servers, kafka_topic_factory
+):
+    """The broker freezes in the middle of a revocation, right before its commit: the commit ends with an error
+    within ``session_timeout_ms``, and the rebalance goes on (not ``request_timeout_ms``, nor until the broker
+    answers again). kafka-python runs the revocation on its IO thread; librdkafka (confluent) serves it on the
+    polling thread and bounds it itself (a coordinator is waited for at most ``session.timeout.ms``)."""
+    topic = _topic(kafka_topic_factory, 2)
+    _produce(kafka_bootstrap_servers, topic, _items(2, 3))
+    settings = dict(topic=topic, bootstrap_servers=kafka_bootstrap_servers, group_id=_group(),
+                    session_timeout_ms=6_000, heartbeat_interval_ms=500, request_timeout_ms=120_000)
+    froze, finished = [], []
+
+    def freeze_then_commit(keys):
+        if froze:  # (a's close revokes again)
+            return None
+        kafka_broker.freeze()  # on the client's thread, between the handler and the commit it asks for
+        froze.append(time.monotonic())
+        return {k: 1 for k in keys}, "m", lambda ok: finished.append((ok, time.monotonic()))
+
+    a = kc.CLIENTS[kafka_client].source(**settings)
+    b = None
+    try:
+        assert len(_drain(a, 6)) == 6
+        a.set_revocation_handler(freeze_then_commit)
+        b = kc.CLIENTS[kafka_client].source(**settings)  # joining makes a give its partitions up
+        deadline = time.monotonic() + 60
+        while not finished and time.monotonic() < deadline:
+            a.poll(100, 0.1)
+            if not froze:
+                b.poll(100, 0.1)
+        assert froze, "no revocation came"
+        assert finished and finished[0][0] is False, finished
+        waited = finished[0][1] - froze[0]
+        assert waited < 15.0, f"the revocation commit ended {waited:.1f} s after the broker froze"
+    finally:
+        if froze:
+            kafka_broker.thaw()
+        a.close()
+        if b is not None:
+            b.close()
+
+
 # ----------------------------------------------------------------------- sink
 
 
