@@ -141,7 +141,7 @@ class KafkaBroker:
         self.bootstrap_servers = bootstrap_servers
         self.dir = directory
         self._container = container
-        self._stopped = False
+        self._stopped = self._frozen = False
 
     @property
     def restartable(self) -> bool:
@@ -179,17 +179,23 @@ class KafkaBroker:
         """Suspend the broker (SIGSTOP): connections stay open and no request is answered until :meth:`thaw`."""
         self._require_restartable()
         os.kill(load_kafka_local().status(self.dir)["pid"], signal.SIGSTOP)
+        self._frozen = True
 
     def thaw(self) -> None:
         """Let a frozen broker go on (SIGCONT)."""
         self._require_restartable()
         os.kill(load_kafka_local().status(self.dir)["pid"], signal.SIGCONT)
+        self._frozen = False
 
     def ensure_running(self) -> None:
+        if self._frozen:
+            self.thaw()
         if self.kind == "local" and (self._stopped or not self.is_running()):
             self.start()
 
     def close(self) -> None:
+        if self._frozen:
+            self.thaw()
         if self.kind == "local":
             load_kafka_local().stop(self.dir)
         elif self._container is not None:
