@@ -443,6 +443,45 @@ def test_a_revocation_commit_the_broker_never_answers_ends_within_the_session_ti
             b.close()
 
 
+@pytest.mark.kafka
+def test_partitions_paused_when_they_went_are_fetched_when_they_come_back(
+    kafka_client, kafka_bootstrap_servers, kafka_topic_factory
+):
+    """Back-pressure pauses every partition, a rebalance takes them away and gives them back: they start unpaused,
+    as :meth:`pause` says (librdkafka keeps a partition's pause through its revocation unless it is resumed)."""
+    topic = _topic(kafka_topic_factory, 2)
+    _produce(kafka_bootstrap_servers, topic, _items(2, 3))
+    settings = dict(topic=topic, bootstrap_servers=kafka_bootstrap_servers, group_id=_group(),
+                    session_timeout_ms=6_000, heartbeat_interval_ms=500)
+    everything = {f"{topic}-0", f"{topic}-1"}
+    a = kc.CLIENTS[kafka_client].source(**settings)
+    b = None
+    try:
+        assert len(_drain(a, 6)) == 6
+        a.pause()  # the engine holds the input
+        b = kc.CLIENTS[kafka_client].source(**settings)
+        deadline = time.monotonic() + 60
+        while not (a.assignment and b.assignment) and time.monotonic() < deadline:
+            a.pause()  # (as the engine does before each poll while it holds the input)
+            a.poll(100, 0.1)
+            b.poll(100, 0.1)
+        assert a.assignment and b.assignment, (a.assignment, b.assignment)
+        b.close()  # a takes both partitions back, and lets the input go
+        b = None
+        deadline = time.monotonic() + 60
+        while a.assignment != everything and time.monotonic() < deadline:
+            a.poll(100, 0.2)
+        assert a.assignment == everything
+        a.resume()
+        _produce(kafka_bootstrap_servers, topic, [(p, b"k", f"new{p}-{i}".encode()) for i in range(2) for p in (0, 1)])
+        fresh = {r.value for r in _drain(a, 4) if r.value.startswith(b"new")}
+        assert fresh == {b"new0-0", b"new0-1", b"new1-0", b"new1-1"}
+    finally:
+        a.close()
+        if b is not None:
+            b.close()
+
+
 # ----------------------------------------------------------------------- sink
 
 

@@ -174,6 +174,12 @@ class _Consumer:
 
     def _gone(self, consumer, tps) -> list[TP]:
         partitions = sorted((tp.topic, tp.partition) for tp in tps)
+        paused = self._held & set(partitions)
+        if paused:  # librdkafka keeps a partition's pause through its revocation: assigned again, it would stay paused
+            try:
+                consumer.resume(self._tps(paused))
+            except self._ck.KafkaException as exc:
+                log.warning("Kafka source: resuming %s before they went failed: %s", sorted(paused), exc)
         self._owned -= set(partitions)
         self._held -= set(partitions)
         if self._incremental:

@@ -113,6 +113,8 @@ class _Rebalance(AsyncConsumerRebalanceListener):
 
     async def on_partitions_assigned(self, assigned):
         starts, held = self._listener.assigned(sorted(assigned))
+        # one paused before a revocation and assigned again keeps its pause here: it starts unpaused
+        self._consumer.resume(*(tp for tp in assigned if tp not in held))
         for partition, offset in starts.items():
             self._consumer.seek(_tp(partition), offset)
         if held:  # no record of theirs until the polling thread positioned them
