@@ -194,8 +194,8 @@ class Group:
             codes = {name: d.wait(60) for name, d in members.items()}  # (a second SIGTERM stops at once)
         assert codes == {name: 0 for name in codes}, (self.why, {n: d.log()[-3000:] for n, d in members.items()})
         joined = {r["id"] for r in self.labels}
-        assert exported.n_learned == ref.n_learned == sum(1 for e in self.events if "label" in e or e["id"] in joined), \
-            self.why
+        learned = sum(1 for e in self.events if "label" in e or e["id"] in joined)
+        assert exported.n_learned == ref.n_learned == learned, self.why
         for name, daemon in members.items():
             assert daemon.final_metrics()["group_events_learned"] == ref.n_learned, name + self.why
             # its view, cached at the stop

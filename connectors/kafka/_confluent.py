@@ -203,8 +203,7 @@ class _Consumer:
             failure = _on_helper_thread("stream-nb-revocation-commit", self._session_s,
                                         lambda: self.commit(offsets, request.metadata, 0))
             request.finish(failure if failure is not _STUCK else TimeoutError(
-                f"Kafka source: the commit did not complete within session.timeout.ms ({self._session_s * 1000:.0f} "
-                f"ms)"))
+                f"the commit did not complete within session.timeout.ms ({self._session_s * 1000:.0f} ms)"))
         self._gone(consumer, tps)
 
     def _on_lost(self, consumer, tps):

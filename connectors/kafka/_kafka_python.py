@@ -3,8 +3,9 @@
 kafka-python runs the group's heartbeats and the rebalance callbacks on its
 own IO thread, while the polling thread waits inside ``poll()``: the callbacks
 are coroutines (``AsyncConsumerRebalanceListener``), so a revocation can await
-its commit (at most ``session_timeout_ms``) without stopping the heartbeats, and a partition the resume policy
-must position is paused there and positioned at the next poll. Its
+its commit (at most ``session_timeout_ms``) without stopping the heartbeats,
+and a partition the resume policy must position is paused there and
+positioned at the next poll. Its
 transactional calls wait without a bound, so they are started on the
 producer's transaction manager and waited for at most ``max_block_ms``.
 """
@@ -88,12 +89,14 @@ class _Rebalance(AsyncConsumerRebalanceListener):
     the broker would refuse its commit anyway. It is kafka-python's own
     synchronous commit (retried while the coordinator is unknown or loading,
     as ``KafkaConsumer.commit(timeout_ms=...)`` does), awaited on the IO
-    thread, where the blocking ``commit`` would wait on itself.
+    thread, where the blocking ``commit`` would wait on itself (another
+    kafka-python without it: ``commit_async``, with no bound).
     """
 
     def __init__(self, consumer: KafkaConsumer, listener: Listener):
         self._consumer, self._listener = consumer, listener
         self._deadline_ms = consumer.config["session_timeout_ms"]
+        self._commit_within = getattr(getattr(consumer, "_coordinator", None), "_commit_offsets_sync_async", None)
 
     async def on_partitions_revoked(self, revoked):
         request = self._listener.revoked(sorted(revoked))
@@ -101,7 +104,10 @@ class _Rebalance(AsyncConsumerRebalanceListener):
             return
         offsets = {_tp(p): OffsetAndMetadata(offset, request.metadata, -1) for p, offset in request.offsets.items()}
         try:
-            await self._consumer._coordinator._commit_offsets_sync_async(offsets, timeout_ms=self._deadline_ms)
+            if self._commit_within is None:
+                await self._consumer.commit_async(offsets)
+            else:
+                await self._commit_within(offsets, timeout_ms=self._deadline_ms)
         except Errors.KafkaTimeoutError as exc:  # the new owner resumes from the partition's last commit or state
             request.finish(Errors.KafkaTimeoutError(
                 f"the commit did not complete within session_timeout_ms ({self._deadline_ms} ms): {exc}"))
