@@ -155,7 +155,8 @@ class Group:
             "--group-id", f"gbgroup-{os.getpid()}-{time.monotonic_ns()}", "--model-topic", self.model_topic,
             "--sync-interval", "0.3", "--commit-interval", "0.3", "--metrics-interval", "0",
             "--poll-max-records", "50", "--kafka-config", "session_timeout_ms=6000", "heartbeat_interval_ms=1000",
-            "linger_ms=2",
+            # back within a second of a broker restart (kafka-python's reconnect backoff grows to 30 s)
+            "linger_ms=2", "reconnect_backoff_max_ms=1000",
             *(["--exactly-once", "--kafka-config", "transaction_timeout_ms=10000"] if exactly_once else []),
         ]
         self.exactly_once = exactly_once
