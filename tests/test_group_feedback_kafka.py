@@ -157,7 +157,10 @@ class Group:
             "--poll-max-records", "50", "--kafka-config", "session_timeout_ms=6000", "heartbeat_interval_ms=1000",
             # back within a second of a broker restart (kafka-python's reconnect backoff grows to 30 s)
             "linger_ms=2", "reconnect_backoff_max_ms=1000",
-            *(["--exactly-once", "--kafka-config", "transaction_timeout_ms=10000"] if exactly_once else []),
+            # (a transactional call librdkafka never returns after a broker restart replaces the producer after
+            # max_block_ms: 60 s by default)
+            *(["--exactly-once", "--kafka-config", "transaction_timeout_ms=10000", "max_block_ms=10000"]
+              if exactly_once else []),
         ]
         self.exactly_once = exactly_once
 
