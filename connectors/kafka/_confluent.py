@@ -4,7 +4,8 @@ librdkafka fetches and heartbeats on its own C threads and serves every
 callback (rebalances, delivery reports, client errors) on the thread calling
 ``poll``/``consume``/``flush``: so a newly assigned partition is positioned
 right in ``on_assign`` (the ``assign`` call takes its start offset), and a
-revocation's commit is a plain synchronous commit there. Only failed
+revocation's commit is a synchronous commit there (on a helper thread, waited
+for at most ``session.timeout.ms``: see :meth:`_Consumer._on_revoke`). Only failed
 deliveries are reported (``delivery.report.only.error``); the records in flight
 are librdkafka's own count. One transactional call does not keep its timeout:
 ``send_offsets_to_transaction`` can wait forever for a group coordinator cached
@@ -48,6 +49,28 @@ _NOT_LIBRDKAFKA = frozenset({
     "feedback_topic",
 })
 _INVALID = -1001  # librdkafka's OFFSET_INVALID: no position yet
+#: librdkafka's default ``session.timeout.ms``.
+SESSION_TIMEOUT_MS = 45_000
+_STUCK = object()  # what _on_helper_thread returns when the call did not return in time
+
+
+def _on_helper_thread(name: str, timeout: float, call) -> object:
+    """Run ``call()`` on a daemon thread, waiting at most ``timeout`` s: None (it returned), the exception it
+    raised, or :data:`_STUCK` (it still runs, and ends on its own)."""
+    done, failure = threading.Event(), []
+
+    def run():
+        try:
+            call()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            failure.append(exc)
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name=name, daemon=True).start()
+    if not done.wait(timeout):
+        return _STUCK
+    return failure[0] if failure else None
 
 
 def library():
@@ -128,6 +151,7 @@ class _Consumer:
         self._held: set[TP] = set()  # paused
         self._down = False  # librdkafka said all brokers are down; cleared once one answers
         conf["error_cb"] = self._on_client_error
+        self._session_s = int(conf.get("session.timeout.ms", SESSION_TIMEOUT_MS)) / 1000
         self._c = create(ck.Consumer, conf, role=role)
         self._listener = None
 
@@ -150,6 +174,12 @@ class _Consumer:
 
     def _gone(self, consumer, tps) -> list[TP]:
         partitions = sorted((tp.topic, tp.partition) for tp in tps)
+        paused = self._held & set(partitions)
+        if paused:  # librdkafka keeps a partition's pause through its revocation: assigned again, it would stay paused
+            try:
+                consumer.resume(self._tps(paused))
+            except self._ck.KafkaException as exc:
+                log.warning("Kafka source: resuming %s before they went failed: %s", sorted(paused), exc)
         self._owned -= set(partitions)
         self._held -= set(partitions)
         if self._incremental:
@@ -159,14 +189,21 @@ class _Consumer:
         return partitions
 
     def _on_revoke(self, consumer, tps):
+        """Commit what the listener asks before the partitions go, waiting at most ``session.timeout.ms``.
+
+        librdkafka waits that long for a coordinator, but not for a broker that
+        stopped answering a request it sent (a synchronous commit then waits
+        without a bound), so the commit runs on a helper thread; past the
+        bound the revocation goes on (the new owner resumes from the
+        partition's last commit or state) and the commit ends on its own.
+        """
         request = self._listener.revoked(sorted((tp.topic, tp.partition) for tp in tps))
         if request is not None:
-            try:
-                self.commit({p: o for p, o in request.offsets.items() if p in self._owned}, request.metadata, 0)
-            except self._ck.KafkaException as exc:  # the new owner resumes from the last commit
-                request.finish(exc)
-            else:
-                request.finish(None)
+            offsets = {p: o for p, o in request.offsets.items() if p in self._owned}
+            failure = _on_helper_thread("stream-nb-revocation-commit", self._session_s,
+                                        lambda: self.commit(offsets, request.metadata, 0))
+            request.finish(failure if failure is not _STUCK else TimeoutError(
+                f"the commit did not complete within session.timeout.ms ({self._session_s * 1000:.0f} ms)"))
         self._gone(consumer, tps)
 
     def _on_lost(self, consumer, tps):
@@ -350,24 +387,15 @@ class _Producer:
 
     def send_offsets(self, offsets, metadata, group):
         tps = [self._ck.TopicPartition(*p, o, metadata) for p, o in sorted(offsets.items())]
-        done, failure = threading.Event(), []
-
-        def call():
-            try:
-                self._p.send_offsets_to_transaction(tps, group, self._block_s)
-            except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
-                failure.append(exc)
-            finally:
-                done.set()
-
-        threading.Thread(target=call, name="stream-nb-send-offsets", daemon=True).start()
-        if not done.wait(self._block_s + GRACE_S):
+        failure = _on_helper_thread("stream-nb-send-offsets", self._block_s + GRACE_S,
+                                    lambda: self._p.send_offsets_to_transaction(tps, group, self._block_s))
+        if failure is _STUCK:
             self._stuck = True
             raise TimeoutError(f"{self.what}: adding the offsets to the transaction did not return within "
                                f"max_block_ms ({self._block_s * 1000:.0f} ms) + {GRACE_S:.0f} s; the producer is "
                                f"replaced")
-        if failure:
-            raise failure[0]
+        if failure is not None:
+            raise failure
 
     def commit_transaction(self):
         self._p.commit_transaction(self._block_s)
