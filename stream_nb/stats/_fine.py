@@ -289,19 +289,14 @@ class TwoLayerStats(FineRuns, WaitingEvents, Stats):
         self._pending_exp = ("expected", fu, np.asarray(m, dtype=float), np.asarray(feats_u, dtype=np.int64))
 
     def add_many(self, D, dfeats, G, gslots, yc, w=None, observed: bool = True) -> None:
-        cells: dict = {}
-        super().add_many(D, dfeats, G, gslots, yc, w, observed, pair_cells=cells)
+        super().add_many(D, dfeats, G, gslots, yc, w, observed)
         if not observed:  # completions of the event being learned (KDB's M-step)
             fD = np.stack([self._fine_columns(row, dfeats) for row in D]) if len(D) else D
             self._journal_fine(self.fine.add_many, fD, dfeats, G, gslots, yc, w, observed=False)
             self._pending_exp = ("many", fD, np.asarray(dfeats, dtype=np.int64),
                                  np.ones(len(yc)) if w is None else np.asarray(w, dtype=float))
             return
-        fD, fdfeats = self._pending_rows[:2]
-        # no binned value among the rows (a categorical stream): the fine rows are the coarse ones, and so
-        # are their pair cells wherever the tables have the same shape
-        same = fD.shape == D.shape and np.array_equal(fD, D) and np.array_equal(fdfeats, dfeats)
-        self.add_fine_run(yc, w, cells if same else None)
+        self.add_fine_run(yc, w)
 
     def _fine_columns(self, u: np.ndarray, feats_u: np.ndarray) -> np.ndarray:
         """The fine columns standing for coarse columns ``u`` (of features ``feats_u``) of the event

@@ -19,8 +19,9 @@ import math
 import numpy as np
 
 from ..exceptions import CapacityError
+from ..kernels import compiled
 
-__all__ = ["FilteredTable", "SparseTable", "cells_of", "chunks_of"]
+__all__ = ["FilteredTable", "SparseTable", "add_pair_rows", "cells_of", "chunks_of"]
 
 _EMPTY = -1
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: spreads consecutive keys over the slots
@@ -228,6 +229,33 @@ class SparseTable:
         if ok.any():
             out.add(tuple(a[ok] for a in idx), vals[ok])
         return out
+
+
+def add_pair_rows(pair_count: SparseTable, pair_feat: SparseTable, D: np.ndarray, dfeats: np.ndarray, yc: np.ndarray,
+                  w: np.ndarray, room: int) -> None:
+    """Add the observed pairs of each row of ``D`` (columns of features ``dfeats``; -1 missing), in row order,
+    to sparse pair tables (a selection's, ``allowed``/``edges``/``vf``, adds its kept pairs alone) with class
+    ``yc[r]`` and weight ``w[r]``, in the compiled loop (:func:`~stream_nb.kernels._hashed.pair_rows`): the
+    same cells and sums as :meth:`SparseTable.add` of every pair of each row. ``room``: the most distinct cells
+    one row can add to a table; a table is grown (doubled) whenever the next row could take it past half full."""
+    sel = getattr(pair_count, "allowed", None)
+    if sel is not None:
+        allowed, edges, vf = sel, np.ascontiguousarray(pair_count.edges), pair_count.vf
+    else:
+        allowed, edges, vf = _NO_ALLOWED, _NO_EDGES, _NO_VF
+    D, held = np.ascontiguousarray(D, dtype=np.int64), np.array([pair_count._n, pair_feat._n], dtype=np.int64)
+    pshape, fshape = np.array(pair_count.shape, dtype=np.int64), np.array(pair_feat.shape, dtype=np.int64)
+    yc, w, dfeats = np.asarray(yc, dtype=np.int64), np.asarray(w, dtype=float), np.asarray(dfeats, dtype=np.int64)
+    r = 0
+    while r < len(D):
+        pair_count._grow_for(room)
+        pair_feat._grow_for(room)
+        r += compiled().pair_rows(D[r:], dfeats, yc[r:], w[r:], vf, sel is not None, allowed, edges, pshape, fshape,
+                                  pair_count._keys, pair_count._vals, pair_feat._keys, pair_feat._vals, held, room)
+        pair_count._n, pair_feat._n = int(held[0]), int(held[1])
+
+
+_NO_ALLOWED, _NO_EDGES, _NO_VF = np.zeros(0, dtype=bool), np.zeros((0, 0), dtype=bool), np.zeros(0, dtype=np.int64)
 
 
 def chunks_of(table, dims):
