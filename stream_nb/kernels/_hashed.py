@@ -68,13 +68,34 @@ def pair_kept(allowed, edges, fa, fb):
     return 0 <= fb < F and edges[fa, fb]
 
 
+def _partners(edges, F):
+    """The kept edges as lists: features ``idx[start[a]:start[a + 1]]`` pair with ``a`` (``a`` itself first)."""
+    start = np.zeros(F + 1, dtype=np.int64)
+    for a in range(F):
+        n = 1
+        for b in range(F):
+            if b != a and edges[a, b]:
+                n += 1
+        start[a + 1] = start[a] + n
+    idx = np.empty(start[F], dtype=np.int64)
+    for a in range(F):
+        at = start[a]
+        idx[at] = a
+        for b in range(F):
+            if b != a and edges[a, b]:
+                at += 1
+                idx[at] = b
+    return start, idx
+
+
 def pair_rows(D, dfeats, yc, w, vf, selected, allowed, edges, pshape, fshape, pkeys, pvals, fkeys, fvals, held,
               room):
-    """Add the observed pairs of each row of ``D`` (columns of features ``dfeats``; -1 missing), in row order,
-    to the sparse ``pair_count`` (shape ``pshape``, cell ``(c, u, v)``) and ``pair_feat`` (``fshape``, cell
-    ``(c, u, f)``) of class ``yc[r]`` with weight ``w[r]``: what ``SparseTable.add`` adds, one cell at a time.
-    With ``selected``, only the kept pairs' cells (the row's feature ``vf[u]``, the column's ``vf[v]`` or
-    ``f``: ``SelectedTable.kept``). ``held``: the cells each table holds, updated.
+    """Add the observed pairs of each row of ``D`` (columns of distinct features ``dfeats``; -1 missing), in
+    row order, to the sparse ``pair_count`` (shape ``pshape``, cell ``(c, u, v)``) and ``pair_feat``
+    (``fshape``, cell ``(c, u, f)``) of class ``yc[r]`` with weight ``w[r]``: what ``SparseTable.add`` adds,
+    one cell at a time. With ``selected``, only the kept pairs' cells (the row's feature ``vf[u]``, the
+    column's ``vf[v]`` or ``f``: ``SelectedTable.kept``), found through the kept edges of each row's feature.
+    ``held``: the cells each table holds, updated.
 
     Stops before a row when either table could then pass half its slots (``held + room`` more cells):
     returns the rows done, for the caller to grow the tables and go on.
@@ -82,10 +103,21 @@ def pair_rows(D, dfeats, yc, w, vf, selected, allowed, edges, pshape, fshape, pk
     R, k = D.shape
     pshift, fshift = hashed_shift(pkeys), hashed_shift(fkeys)
     nvf, F = vf.shape[0], allowed.shape[0]
+    start, idx = _partners(edges, F) if selected else (np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64))
+    pos = np.full(F, -1, dtype=np.int64)  # the column of D of each feature
+    for j in range(k):
+        if 0 <= dfeats[j] < F:
+            pos[dfeats[j]] = j
     for r in range(R):
         if 2 * (held[0] + room) > pkeys.shape[0] or 2 * (held[1] + room) > fkeys.shape[0]:
             return r
         c, wr = yc[r], w[r]
+        plain = True  # every value is of its column's feature (else each pair is checked as the table checks it)
+        if selected:
+            for j in range(k):
+                u = D[r, j]
+                if u >= 0 and (u >= nvf or vf[u] != dfeats[j]):
+                    plain = False
         for j in range(k):
             u = D[r, j]
             if u < 0:
@@ -93,17 +125,28 @@ def pair_rows(D, dfeats, yc, w, vf, selected, allowed, edges, pshape, fshape, pk
             fa = vf[u] if u < nvf else -1
             if selected and not 0 <= fa < F:
                 continue  # nothing of this row is kept
-            whole = not selected or allowed[fa]
             prow, frow = (c * pshape[1] + u) * pshape[2], (c * fshape[1] + u) * fshape[2]
-            for i in range(k):
-                v = D[r, i]
-                if v < 0:
-                    continue
-                f = dfeats[i]
-                if whole or pair_kept(allowed, edges, fa, vf[v] if v < nvf else -1):
-                    held[0] += hashed_add(pkeys, pvals, prow + v, wr, pshift)
-                if whole or pair_kept(allowed, edges, fa, f):
-                    held[1] += hashed_add(fkeys, fvals, frow + f, wr, fshift)
+            if not selected or allowed[fa]:  # the whole row
+                for i in range(k):
+                    v = D[r, i]
+                    if v >= 0:
+                        held[0] += hashed_add(pkeys, pvals, prow + v, wr, pshift)
+                        held[1] += hashed_add(fkeys, fvals, frow + dfeats[i], wr, fshift)
+            elif plain:  # the row's feature and its kept edges
+                for e in range(start[fa], start[fa + 1]):
+                    i = pos[idx[e]]
+                    if i >= 0 and D[r, i] >= 0:
+                        held[0] += hashed_add(pkeys, pvals, prow + D[r, i], wr, pshift)
+                        held[1] += hashed_add(fkeys, fvals, frow + dfeats[i], wr, fshift)
+            else:
+                for i in range(k):
+                    v = D[r, i]
+                    if v < 0:
+                        continue
+                    if pair_kept(allowed, edges, fa, vf[v] if v < nvf else -1):
+                        held[0] += hashed_add(pkeys, pvals, prow + v, wr, pshift)
+                    if pair_kept(allowed, edges, fa, dfeats[i]):
+                        held[1] += hashed_add(fkeys, fvals, frow + dfeats[i], wr, fshift)
     return R
 
 
