@@ -78,6 +78,11 @@ class SparseTable:
         """Bytes of the hash table (keys and counts, empty slots included)."""
         return self._keys.nbytes + self._vals.nbytes
 
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """The hash table's keys (int64, -1 for an empty slot) and counts, as the compiled kernels read them
+        (:mod:`stream_nb.kernels._hashed`): read only, and only until the table grows."""
+        return self._keys, self._vals
+
     def copy(self) -> SparseTable:
         out = SparseTable.__new__(SparseTable)
         out.shape, out._keys, out._vals, out._n = self.shape, self._keys.copy(), self._vals.copy(), self._n
