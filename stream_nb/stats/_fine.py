@@ -599,6 +599,7 @@ class TwoLayerStats(FineRuns, WaitingEvents, SharedPairs, Stats):
             if d is not None and s.features[f] not in s.bin_edges:
                 s._set_discretiser(f, CoarseDiscretiser(s.bins, s.warmup, d.edges))
         s._fine_warm = True
+        s.shared_pairs = False  # the fine layer read holds its own tables (a new store's shared none)
         s.forgets = s.fine.few_max == 0  # (bin_floats_at_once: a store that forgets)
         s.share_pairs()
         return s
