@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["hashed_add", "hashed_get", "hashed_shift", "pair_kept", "pair_rows", "warm"]
+__all__ = ["hashed_add", "hashed_get", "hashed_shift", "pair_kept", "pair_rows", "rehash", "warm"]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
@@ -55,6 +55,16 @@ def hashed_add(keys, vals, key, w, shift):
         return 0
     keys[s] = key
     return 1
+
+
+def rehash(keys, vals, new_keys, new_vals):
+    """Move every cell of ``keys``/``vals`` into the empty, larger ``new_keys``/``new_vals`` (a table grown)."""
+    shift = hashed_shift(new_keys)
+    for s in range(keys.shape[0]):
+        if keys[s] != -1:
+            t = _slot(new_keys, keys[s], shift)
+            new_keys[t] = keys[s]
+            new_vals[t] = vals[s]
 
 
 def pair_kept(allowed, edges, fa, fb):
@@ -154,6 +164,7 @@ def warm(k) -> None:
     """Compile the kernels for the types the stores pass."""
     keys, vals = np.full(16, -1, dtype=np.int64), np.zeros(16)
     k.hashed_get(keys, vals, 3, k.hashed_shift(keys))
+    k.rehash(keys, vals, np.full(32, -1, dtype=np.int64), np.zeros(32))
     D, feats = np.array([[1, 3]], dtype=np.int64), np.array([0, 1], dtype=np.int64)
     vf = np.array([-1, 0, 0, 1, 1], dtype=np.int64)
     shape = np.array([2, 5, 5], dtype=np.int64)

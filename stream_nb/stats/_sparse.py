@@ -131,12 +131,9 @@ class SparseTable:
             return False
         while 2 * need > size:
             size *= 2
-        held = self._keys != _EMPTY
-        keys, vals = self._keys[held], self._vals[held]
-        self._keys = np.full(size, _EMPTY, dtype=np.int64)
-        self._vals = np.zeros(size)
-        self._n = 0
-        self._vals[self._find(keys, insert=True)] = vals
+        keys, vals = np.full(size, _EMPTY, dtype=np.int64), np.zeros(size)
+        compiled().rehash(self._keys, self._vals, keys, vals)  # in place: no index arrays of every cell
+        self._keys, self._vals = keys, vals
         return True
 
     # ------------------------------------------------------------------ counting
@@ -263,14 +260,24 @@ def add_pair_rows(pair_count: SparseTable, pair_feat: SparseTable, D: np.ndarray
 _NO_ALLOWED, _NO_EDGES, _NO_VF = np.zeros(0, dtype=bool), np.zeros((0, 0), dtype=bool), np.zeros(0, dtype=np.int64)
 
 
-def chunks_of(table, dims):
-    """:func:`cells_of` a slice at a time for a sparse table (see :meth:`SparseTable.chunks`), at once for a dense one."""
+def chunks_of(table, dims, size: int = 1 << 18):
+    """:func:`cells_of` a slice at a time: of a sparse table's slots (see :meth:`SparseTable.chunks`), of a
+    dense one's rows (its second axis, about ``size`` cells a slice), so that the index arrays of a large table
+    are never all held at once."""
     if isinstance(table, SparseTable):
-        yield from table.chunks(dims)
+        yield from table.chunks(dims, size)
         return
-    idx, vals = cells_of(table, dims)
-    if len(vals):
-        yield idx, vals
+    per = max(1, math.prod(dims) // max(dims[1], 1)) if len(dims) > 1 else 1
+    step = max(1, size // per)
+    for lo in range(0, dims[1] if len(dims) > 1 else 1, step):
+        part = dims if len(dims) < 2 else (dims[0], min(dims[1], lo + step) - lo, *dims[2:])
+        if len(dims) < 2:
+            idx, vals = cells_of(table, dims)
+        else:
+            idx, vals = cells_of(table[:, lo:], part)
+            idx = (idx[0], idx[1] + lo, *idx[2:])
+        if len(vals):
+            yield idx, vals
 
 
 def cells_of(table, dims) -> tuple[tuple, np.ndarray]:
