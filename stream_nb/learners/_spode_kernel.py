@@ -14,6 +14,7 @@ NO_MORE = np.zeros((0, 0), dtype=np.int64)
 NO_LOSS = np.zeros((0, 0))
 UNLABELED = np.full(1, -1, dtype=np.int64)
 _NO_DENS = np.zeros((0, 0))
+_ALL = np.zeros(0, dtype=bool)
 
 
 class OneDependenceKernel:
@@ -23,6 +24,19 @@ class OneDependenceKernel:
     def _kernel_dense(self) -> bool:
         """Whether the kernels can read the store's pair tables (dense ones; sparse ones take the numpy path)."""
         return not self._stats.pairs_sparse
+
+    def _sparse_jll(self, D: np.ndarray, dfeats: np.ndarray) -> np.ndarray:
+        """(rows, C) joint log-likelihoods of AODE over sparse (or selected) pair tables, read in compiled
+        code (:func:`~stream_nb.kernels._sparse_scores.aode_sparse`): the parents a selection keeps alone."""
+        s = self._stats
+        pc, pf = s.pair_count, s.pair_feat
+        allowed = s.pair_allowed if s.pairs_selected else _ALL
+        out = np.empty((len(D), s.n_classes))
+        compiled().aode_sparse(np.ascontiguousarray(D, dtype=np.int64), np.asarray(dfeats, dtype=np.int64), s.n_classes,
+                               float(self._alpha), float(self.m * self._inflation), s.pairs_selected, allowed,
+                               s.class_count, s.value_count, s.feat_count, s.n_values, np.array(pc.shape),
+                               np.array(pf.shape), *pc.arrays(), *pf.arrays(), True, out)
+        return out
 
     def _kernel_arguments(self, D: np.ndarray, dfeats: np.ndarray, learn: bool) -> tuple:
         """The store's arrays the kernel reads, then the inverse denominators and whether they hold: a

@@ -7,10 +7,9 @@ import numpy as np
 from ..stats import DEFAULT_MEMORY_BUDGET
 from ..options import EM, MDL, EqualFrequency, Option
 from ..kernels import NO_DETECTOR, compiled
-from ..stats import Encoded, set_pair_rule
+from ..stats import set_pair_rule
 from ._base import BayesClassifier
 from ._keywords import takes_options
-from ._decision import logsumexp
 from ._em import add_estep, mixture_posterior, one_dependence_estep
 from ._runs import VectorisedRuns
 from ._spode_kernel import NO_LOSS, NO_MORE, UNLABELED, OneDependenceKernel
@@ -135,10 +134,7 @@ class AODE(OneDependenceKernel, VectorisedRuns, BayesClassifier):
             out = np.empty((1, s.n_classes))
             self._aode_kernel(enc.cols[None, :], enc.feats, UNLABELED, None, out, False, True)
             return out[0]
-        terms, parents = spode_terms(s, self._alpha, enc.cols, enc.feats, self.m * self._inflation)
-        if not parents.any():
-            return self._naive_jll(enc)
-        return logsumexp(terms[:, parents], axis=1)
+        return self._sparse_jll(enc.cols[None, :], enc.feats)[0]  # sparse (or selected) pair tables
 
     def _posterior(self, enc):
         s = self._stats
@@ -197,9 +193,8 @@ class AODE(OneDependenceKernel, VectorisedRuns, BayesClassifier):
         s = self._stats
         if not D.shape[1] or not s.n_classes:
             return self._naive_jll_many(D, dfeats, G, gslots)
-        if not self._kernel_dense():  # sparse pair tables: one event at a time
-            seen = D >= 0
-            return np.stack([self._jll(Encoded(D[r][seen[r]], dfeats[seen[r]], gslots, G[r])) for r in range(len(D))])
+        if not self._kernel_dense():  # sparse pair tables
+            return self._sparse_jll(D, dfeats)
         out = np.empty((len(D), s.n_classes))
         self._aode_kernel(np.ascontiguousarray(D), dfeats, np.full(len(D), -1), None, out, False, True)
         return out

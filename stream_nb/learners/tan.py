@@ -293,7 +293,7 @@ class TAN(VectorisedRuns, StructuredClassifier):
             colmap = np.full(len(s.features), -1, dtype=np.int64)
             colmap[enc.feats] = enc.cols
             return self._exact_jll(colmap, self._parents())
-        if s.pairs_sparse:  # sparse (or selected) pair tables: read by numpy
+        if s.pairs_sparse:  # sparse (or selected) pair tables
             return self._naive_jll(enc) if self._root < 0 else self._tree_jll(enc.cols[None, :], enc.feats, ppos)[0]
         out = np.empty((1, s.n_classes))
         self._kernel_block(enc.cols[None, :], enc.feats, enc.gx[None, :], enc.gslots, _UNLABELED, None, out, False,
@@ -301,11 +301,20 @@ class TAN(VectorisedRuns, StructuredClassifier):
         return out[0]
 
     def _tree_jll(self, D, feats, ppos) -> np.ndarray:
-        """(rows, C) log P(c) Π P(x_i | c, x_pa) in numpy, for sparse pair tables: ``D`` (rows, k) columns of
-        the attributes ``feats`` (-1: missing, none of its children observed), ``ppos`` their parents'
-        positions in ``D`` (-1: none)."""
+        """(rows, C) log P(c) Π P(x_i | c, x_pa) for sparse pair tables: ``D`` (rows, k) columns of the
+        attributes ``feats`` (-1: missing, none of its children observed), ``ppos`` their parents' positions in
+        ``D`` (-1: none). Read in compiled code (:func:`~stream_nb.kernels._sparse_scores.tree_sparse`), or
+        with a back-off estimate in numpy."""
         s, a = self._stats, self._alpha
         C = s.n_classes
+        if not self.backoff:
+            out = np.empty((len(D), C))
+            pc, pf = s.pair_count, s.pair_feat
+            compiled().tree_sparse(np.ascontiguousarray(D, dtype=np.int64), np.asarray(feats, dtype=np.int64),
+                                   np.asarray(ppos, dtype=np.int64), C, float(a), s.class_count, s.value_count,
+                                   s.feat_count, s.n_values, np.array(pc.shape), np.array(pf.shape), *pc.arrays(),
+                                   *pf.arrays(), True, out)
+            return out
         obs = D >= 0
         Dc = np.where(obs, D, 0)
         has_pa = np.broadcast_to(ppos[None, :] >= 0, D.shape)

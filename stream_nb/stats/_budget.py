@@ -24,7 +24,7 @@ import numpy as np
 
 from ..exceptions import CapacityError
 from ._candidates import prune_pairs, selected_cells
-from ._sparse import SparseTable, cells_of
+from ._sparse import SparseTable, cells_of, chunks_of
 from ._working import row_chunks
 
 __all__ = ["Budget", "DEFAULT_MEMORY_BUDGET", "SPARSE_FLOOR", "scatter_add"]
@@ -111,6 +111,13 @@ class Budget:
                 cc, cv, cf = cc * room, cv * room, cf * room
                 break
         C, V, F = len(self.classes), len(self.value_keys), len(self.features)
+        if family == _PAIRS and held is not None and not isinstance(held, SparseTable) and self.pair_rule is not None:
+            # dense tables whose cells, sparse, would pass the budget: the pairs are chosen first (as the next
+            # event would choose them), so that only the kept cells move over
+            cells = sum(int(np.count_nonzero(getattr(self, p + k)[tuple(slice(0, d) for d in dims)]))
+                        for p in self._sets() for k, dims in ((_PAIRS[0], (C, V, V)), (_PAIRS[1], (C, V, F))))
+            if 32 * cells > self._pair_limit():
+                prune_pairs(self, self._pair_limit())
         shapes = {family[0]: (cc,) + (cv,) * t, family[1]: (cc,) + (cv,) * (t - 1) + (cf,)}
         used = {family[0]: (C,) + (V,) * t, family[1]: (C,) + (V,) * (t - 1) + (F,)}
         for p in self._sets():
@@ -119,6 +126,14 @@ class Budget:
                 if isinstance(old, SparseTable):
                     if old.shape != shape:
                         setattr(self, p + k, old.reshaped(shape))
+                    continue
+                if old is not None and family == _PAIRS:  # dense until now: its cells move over, a slice at a time
+                    region = old[tuple(slice(0, d) for d in used[k])]
+                    new = SparseTable(shape, slots=2 * max(int(np.count_nonzero(region)), 1))
+                    del region
+                    for idx, vals in chunks_of(old, used[k]):
+                        new.add(idx, vals)
+                    setattr(self, p + k, new)
                     continue
                 new = SparseTable(shape)
                 if old is not None:  # dense until now: its cells move over
@@ -148,6 +163,15 @@ class Budget:
         while not self._tuple_room(k):  # KDB drops candidate parents rather than outgrow the budget
             pass
 
+    def _pair_limit(self) -> int:
+        """Bytes the sparse pair tables may take (see :meth:`_sparse_room`)."""
+        limit = max(self.memory_budget, SPARSE_FLOOR)
+        if self.pair_rule is not None and self.selection_peer is not None:
+            limit //= 2  # the two layers of a two-layer store that drops pairs share the budget
+        if self.tuple_rule:
+            limit //= 2  # the t-way tables of candidate parents take the other half (_tuple_candidates.py)
+        return limit
+
     def _sparse_room(self, k: int) -> bool:
         """:meth:`_check_sparse_room` once: True when the next event fits, False when pairs were just
         dropped to make room (see :mod:`stream_nb.stats._candidates`); CapacityError when neither."""
@@ -163,11 +187,7 @@ class Budget:
                   if isinstance(a, SparseTable) and name.removeprefix("obs_") in _PAIRS}
         if not sparse:
             return True
-        limit = max(self.memory_budget, SPARSE_FLOOR)
-        if self.pair_rule is not None and self.selection_peer is not None:
-            limit //= 2  # the two layers of a two-layer store that drops pairs share the budget
-        if self.tuple_rule:
-            limit //= 2  # the t-way tables of candidate parents take the other half (_tuple_candidates.py)
+        limit = self._pair_limit()
         held = sum(v.nbytes for v in sparse.values())
         names = ", ".join(sorted({name.removeprefix("obs_") for name in sparse}))
         one = selected_cells(self, k)  # the distinct cells one event can add to each pair table
