@@ -131,9 +131,11 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
         :class:`~stream_nb.options.EqualFrequency` of the features without fixed edges, and those edges;
         ``(None, None)`` for :class:`~stream_nb.options.Gaussian`."""
         numeric = self.numeric
-        if isinstance(numeric, Gaussian):
-            return None, None
-        return binned(numeric, self._default_cut)
+        held = self.__dict__.get("_cut")
+        if held is None or held[0] is not numeric:  # (an option is frozen: remembered while it is the one set)
+            held = self._cut = (numeric, (None, None) if isinstance(numeric, Gaussian) else binned(numeric,
+                                                                                                  self._default_cut))
+        return held[1]
 
     # -- what the options say, under the names of the flat parameters the learning code reads
 

@@ -6,14 +6,14 @@ import numpy as np
 
 from ..stats import DEFAULT_MEMORY_BUDGET
 from ..options import EM, MDL, EqualFrequency, Option
-from ..kernels import NO_DETECTOR, compiled
+from ..kernels import NO_DETECTOR, Addresses, compiled
 from ..stats import Encoded, set_pair_rule
 from ._base import BayesClassifier
 from ._keywords import takes_options
 from ._decision import logsumexp
 from ._em import add_estep, mixture_posterior, one_dependence_estep
 from ._runs import VectorisedRuns
-from ._spode_kernel import NO_LOSS, NO_MORE, UNLABELED, OneDependenceKernel
+from ._spode_kernel import NO_LOSS, NO_MORE, NO_TABLE, OneDependenceKernel
 
 __all__ = ["AODE", "spode_terms"]
 
@@ -133,7 +133,7 @@ class AODE(OneDependenceKernel, VectorisedRuns, BayesClassifier):
             return self._naive_jll(enc)
         if self._kernel_dense():
             out = np.empty((1, s.n_classes))
-            self._aode_kernel(enc.cols[None, :], enc.feats, UNLABELED, None, out, False, True)
+            self._kernel_one(enc, -1, out, True)
             return out[0]
         terms, parents = spode_terms(s, self._alpha, enc.cols, enc.feats, self.m * self._inflation)
         if not parents.any():
@@ -145,7 +145,7 @@ class AODE(OneDependenceKernel, VectorisedRuns, BayesClassifier):
         if len(enc.cols) == 0 or not self._kernel_dense():
             return super()._posterior(enc)
         out = np.empty((1, s.n_classes))  # normalised as the kernel normalises a run's rows
-        self._aode_kernel(enc.cols[None, :], enc.feats, UNLABELED, None, out, False, False)
+        self._kernel_one(enc, -1, out)
         return out[0]
 
     _kernel_modules = ("_spodes", "_aode")
@@ -158,6 +158,33 @@ class AODE(OneDependenceKernel, VectorisedRuns, BayesClassifier):
         (:func:`~stream_nb.kernels._aode.aode_block`; a store that bins its numeric features has no Gaussian
         slot)."""
         return self._aode_kernel(D, dfeats, yc, more, out, learn, False)
+
+    def _kernel_one(self, enc, c: int, out: np.ndarray, joint: bool = False) -> bool:
+        """``out`` (1, C): log P(c | x) of one encoded event (``joint``: log P(c, x)) by the block kernel on a
+        block of one, its arrays by address (:func:`~stream_nb.kernels._one.aode_one`); or, ``c`` >= 0, the
+        event counted in class ``c``: a complete one as the block counts it, without scoring it again (its
+        prediction did: ``out`` is left as it was), and in the store's
+        :meth:`~stream_nb.stats.Stats.counted_twin` if it has one (returned: whether it did)."""
+        s = self._stats
+        D = enc.cols[None, :]
+        *counts, iden, cached = self._kernel_arguments(D, enc.feats, c >= 0)
+        key = (s.epoch, id(s.value_count), id(s.pair_count), id(iden))
+        held = self.__dict__.get("_aone")
+        if held is None or held[0] != key:
+            arrays = (*counts, iden)
+            held = self._aone = (key, Addresses(key, tuple(x.reshape(-1, x.shape[-1]) if x.ndim == 3 else x
+                                                           for x in arrays)).table, arrays)
+        fine = None
+        if c >= 0 and len(enc.cols) == len(s.features):  # complete: counted as the block counts a row it scored
+            fine = s.counted_twin(enc)
+            compiled().aode_count(held[1], enc.cols, enc.feats, c, self._alpha, cached,
+                                  NO_TABLE if fine is None else fine)
+        else:
+            compiled().aode_one(held[1], enc.cols, enc.feats, c, s.n_classes, self._alpha,
+                                float(self.m * self._inflation), cached, joint, out)
+        if c >= 0:
+            self._kernel_learned(D, enc.feats, np.full(1, c), cached)
+        return fine is not None
 
     def _aode_kernel(self, D, dfeats, yc, more, out, learn: bool, joint: bool) -> int:
         """:meth:`_kernel_block`, writing each row's joint log-likelihood with ``joint``."""

@@ -59,6 +59,7 @@ import numpy as np
 
 from .._checks import is_integer
 from ..exceptions import ConfigError, MergeError, UnlearnError
+from ..kernels import Addresses
 from ._coarse import coarse_edges, coarse_state, load_waiting, waiting_state
 from ._discretise import Discretiser
 from ._fine_runs import FineRuns
@@ -162,6 +163,13 @@ class TwoLayerStats(FineRuns, WaitingEvents, Stats):
 
     def encode_learn(self, x: dict, y=None, known: Encoded | None = None) -> Encoded:
         fine = self.fine
+        enc = self.reusable(x, known) if self._mirrors() else None
+        if enc is not None:  # nothing new in either layer, and the fine columns are the coarse ones
+            self._pending = (enc, self._unbinned(x, enc) if self._fine_warm else (),
+                             bool(fine.from_int) and self._young(enc))
+            self._pending_exp = None
+            self.n_events += 1
+            return enc
         epoch = fine.epoch
         # the fine layer first: it checks x as the coarse one does, and a t-way table too large
         # there is refused before either layer changes (the coarse one has fewer values)
@@ -179,6 +187,15 @@ class TwoLayerStats(FineRuns, WaitingEvents, Stats):
         self._pending_exp = None
         self.n_events += 1
         return enc
+
+    def _mirrors(self) -> bool:
+        """Whether the fine layer numbers every feature, value and class as this one does and keeps no
+        t-way table (:meth:`_mirrored`): an event's encoding is then the same in both."""
+        held = self._cache.get("mirrors")
+        key = (self.epoch, self.fine.epoch)
+        if held is None or held[0] != key:
+            held = self._cache["mirrors"] = (key, not self.fine.tuples and self._mirrored())
+        return held[1]
 
     def _unbinned(self, x: dict, fenc: Encoded) -> list:
         """The numeric values of ``x`` the fine layer could not bin yet (its warm-up), as (feature, value)."""
@@ -263,15 +280,35 @@ class TwoLayerStats(FineRuns, WaitingEvents, Stats):
         self._journal_fine(self.fine.add, self._pending[0], c, w)
         self._wait(c, w, None)
 
-    def counted_one(self, c: int, w: float) -> None:
+    def counted_one(self, c: int, w: float, twin: bool = False) -> None:
         fenc, fine = self._pending[0], self.fine
-        if w == 1.0 and fine.pairs and not (fine.pairs_sparse or fine.tuples or fine.keeps_observed or len(fenc.gslots)
-                                            or self.journal is not None):
+        if twin:  # the kernel counted it here too (counted_twin)
+            fine.version += 1
+        elif self._counted_in_kernel(fenc, w):
             self.add_fine_run(np.array([c]), rows=(fenc.cols[None, :], fenc.feats))  # the compiled row count
             fine.version += 1
         else:
             self._journal_fine(fine.add, fenc, c, w)
         self._wait(c, w, None)
+
+    def _counted_in_kernel(self, fenc: Encoded, w: float) -> bool:
+        """Whether the fine layer may count event ``fenc`` (weight ``w``) with a compiled row count: pair
+        tables kept dense, nothing else (t-way tables, the observed-only twin, Gaussians, a journal)."""
+        fine = self.fine
+        return w == 1.0 and fine.pairs and not (fine.pairs_sparse or fine.tuples or fine.keeps_observed
+                                                or len(fenc.gslots) or self.journal is not None)
+
+    def counted_twin(self, enc: Encoded):
+        fine = self.fine
+        if self._pending is None or self._pending[0] is not enc or not self._counted_in_kernel(enc, 1.0):
+            return None  # (the fine columns are the coarse ones only when encode_learn found them so)
+        key = (fine.epoch, id(fine.value_count), id(fine.pair_count))
+        held = self._cache.get("twin")
+        if held is None or held[0] != key:
+            arrays = (fine.class_count, fine.value_count, fine.feat_count, fine.pair_count, fine.pair_feat)
+            held = self._cache["twin"] = (key, Addresses(key, tuple(x.reshape(-1, x.shape[-1]) if x.ndim == 3 else x
+                                                                    for x in arrays)).table)
+        return held[1]
 
     def add_observed(self, enc: Encoded, c: int, w: float = 1.0) -> None:
         super().add_observed(enc, c, w)
