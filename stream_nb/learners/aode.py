@@ -166,24 +166,22 @@ class AODE(OneDependenceKernel, VectorisedRuns, BayesClassifier):
         prediction did: ``out`` is left as it was), and in the store's
         :meth:`~stream_nb.stats.Stats.counted_twin` if it has one (returned: whether it did)."""
         s = self._stats
-        D = enc.cols[None, :]
-        *counts, iden, cached = self._kernel_arguments(D, enc.feats, c >= 0)
-        key = (s.epoch, id(s.value_count), id(s.pair_count), id(iden))
+        arrays = self._kernel_arguments(enc.cols[None, :], enc.feats, c >= 0)
+        iden, cached = arrays[-2:]
         held = self.__dict__.get("_aone")
-        if held is None or held[0] != key:
-            arrays = (*counts, iden)
-            held = self._aone = (key, Addresses(key, tuple(x.reshape(-1, x.shape[-1]) if x.ndim == 3 else x
-                                                           for x in arrays)).table, arrays)
-        fine = None
-        if c >= 0 and len(enc.cols) == len(s.features):  # complete: counted as the block counts a row it scored
+        if held is None or held[0] is not iden or held[1] is not s or held[2] != s.epoch:  # (arrays: a new epoch)
+            held = self._aone = (iden, s, s.epoch, Addresses(None, tuple(
+                x.reshape(-1, x.shape[-1]) if x.ndim == 3 else x for x in arrays[:-1])).table, arrays)
+        a = self._alpha
+        if c < 0 or len(enc.cols) != len(s.features):
+            compiled().aode_one(held[3], enc.cols, enc.feats, c, s.n_classes, a, float(self.m * self._inflation),
+                                cached, joint, out)
+            fine = None
+        else:  # complete: counted as the block counts a row it scored
             fine = s.counted_twin(enc)
-            compiled().aode_count(held[1], enc.cols, enc.feats, c, self._alpha, cached,
-                                  NO_TABLE if fine is None else fine)
-        else:
-            compiled().aode_one(held[1], enc.cols, enc.feats, c, s.n_classes, self._alpha,
-                                float(self.m * self._inflation), cached, joint, out)
+            compiled().aode_count(held[3], enc.cols, enc.feats, c, a, cached, NO_TABLE if fine is None else fine)
         if c >= 0:
-            self._kernel_learned(D, enc.feats, np.full(1, c), cached)
+            self._kernel_learned(enc.cols[None, :], enc.feats, np.full(1, c), cached)
         return fine is not None
 
     def _aode_kernel(self, D, dfeats, yc, more, out, learn: bool, joint: bool) -> int:

@@ -300,15 +300,14 @@ class TwoLayerStats(FineRuns, WaitingEvents, Stats):
 
     def counted_twin(self, enc: Encoded):
         fine = self.fine
-        if self._pending is None or self._pending[0] is not enc or not self._counted_in_kernel(enc, 1.0):
+        if self._pending is None or self._pending[0] is not enc:
             return None  # (the fine columns are the coarse ones only when encode_learn found them so)
-        key = (fine.epoch, id(fine.value_count), id(fine.pair_count))
         held = self._cache.get("twin")
-        if held is None or held[0] != key:
+        if held is None or held[0] is not fine or held[1] != fine.epoch:  # (its arrays: a new epoch)
             arrays = (fine.class_count, fine.value_count, fine.feat_count, fine.pair_count, fine.pair_feat)
-            held = self._cache["twin"] = (key, Addresses(key, tuple(x.reshape(-1, x.shape[-1]) if x.ndim == 3 else x
-                                                                    for x in arrays)).table)
-        return held[1]
+            held = self._cache["twin"] = (fine, fine.epoch, Addresses(None, tuple(
+                x.reshape(-1, x.shape[-1]) if x.ndim == 3 else x for x in arrays)).table, arrays)
+        return held[2] if self._counted_in_kernel(enc, 1.0) else None
 
     def add_observed(self, enc: Encoded, c: int, w: float = 1.0) -> None:
         super().add_observed(enc, c, w)
