@@ -2,7 +2,7 @@
 
     python bench/learners.py [--events 20000] [--repeats 5] [--part all|prequential|learn_many|peers|holdout]
                              [--jvm-repeats 15] [--jvm-warmup 5] [--no-jvm] [--streams LED,Agrawal]
-    python bench/learners.py --profile KDB [--profile-stream LED] [--events 20000]
+    python bench/learners.py --profile KDB [--profile-stream LED] [--profile-one] [--events 20000]
 
 Every stream is materialised before timing.
 
@@ -178,18 +178,22 @@ def bench_learn_many(events, repeats, batch=1000):
     return len(X) / ours, len(X) / sk, same
 
 
-def profile(model_name: str, sname: str, n: int, top: int = 15) -> None:
-    """``--profile``: where ``prequential_many`` of one model spends its time on one stream (cProfile, whose
-    per-call overhead inflates the functions called most; the shares of numpy's passes are what it measures
-    best), by own time and by cumulative time."""
+def profile(model_name: str, sname: str, n: int, top: int = 15, one: bool = False) -> None:
+    """``--profile``: where ``prequential_many`` of one model spends its time on one stream (with ``one``, the
+    one-event loop: ``predict_one`` then ``learn_one``), by cProfile, whose per-call overhead inflates the
+    functions called most (the shares of compiled calls and numpy's passes are what it measures best), by
+    own time and by cumulative time."""
     import cProfile
     import pstats
 
     events = list(STREAMS[sname]().take(n))
-    model = {"NaiveBayes": NaiveBayes, "AODE": AODE, "TAN": TAN, "SPODE": SPODE, "KDB": KDB}[model_name]()
+    make = {"NaiveBayes": NaiveBayes, "AODE": AODE, "TAN": TAN, "SPODE": SPODE, "KDB": KDB}[model_name]
+    (prequential if one else prequential_many)(make(), events[:500])  # the kernels compiled or loaded: unprofiled
+    model = make()
     profiler = cProfile.Profile()
-    seconds, acc = profiler.runcall(prequential_many, model, events, clock=time.thread_time)
-    print(f"# {model_name} prequential_many on {n:,} {sname} events (polls of 500): {seconds / n * 1e6:.1f} us "
+    seconds, acc = profiler.runcall(prequential if one else prequential_many, model, events, clock=time.thread_time)
+    loop = "one event at a time" if one else "prequential_many (polls of 500)"
+    print(f"# {model_name} {loop} on {n:,} {sname} events: {seconds / n * 1e6:.1f} us "
           f"of thread CPU an event under the profiler, accuracy {acc:.4f}\n")
     stats = pstats.Stats(profiler, stream=sys.stdout).strip_dirs()
     stats.sort_stats("tottime").print_stats(top)
@@ -217,12 +221,14 @@ def main(argv=None):
                         help="instead of the benchmark: profile MODEL's prequential_many (polls of 500) on "
                              "--profile-stream with cProfile and print where the time goes")
     parser.add_argument("--profile-stream", default="LED", choices=list(STREAMS), help="stream of --profile")
+    parser.add_argument("--profile-one", action="store_true",
+                        help="--profile the one-event loop (predict_one, then learn_one) instead")
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error(f"--repeats: expected at least 1 timed run, got {args.repeats}")
     if args.profile:
         one_blas_thread()  # its clock is the thread's: every product on this thread
-        profile(args.profile, args.profile_stream, args.events)
+        profile(args.profile, args.profile_stream, args.events, one=args.profile_one)
         return
     args.streams = [name.strip() for name in args.streams.split(",") if name.strip()]
     if not args.streams or set(args.streams) - set(PEER_STREAMS):
