@@ -148,7 +148,7 @@ class AODE(OneDependenceKernel, VectorisedRuns, BayesClassifier):
         self._kernel_one(enc, -1, out)
         return out[0]
 
-    _kernel_modules = ("_spodes", "_aode")
+    _kernel_modules = ("_spodes", "_aode", "_one")
 
     _kernel_feeds_detector = True  # the kernel feeds the compiled drift detector
 

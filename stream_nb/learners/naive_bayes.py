@@ -159,7 +159,7 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
     _decayed_kernel = True  # the kernel scores and weighs each row as decay gives it
     _kernel_feeds_detector = True  # and feeds the compiled drift detector
 
-    _kernel_modules = ("_naive",)
+    _kernel_modules = ("_naive", "_one")
 
     def _kernel_block(self, D, dfeats, G, gslots, yc, more, out, learn: bool, decay=None) -> int:
         """Score each row of an encoded block into ``out`` (log posteriors) and, with ``learn``, count each

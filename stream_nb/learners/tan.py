@@ -265,7 +265,7 @@ class TAN(VectorisedRuns, StructuredClassifier):
         self._ppos = (dfeats, parent, self._root, ppos, bool((ppos < -1).any()))
         return ppos
 
-    _kernel_modules = ("_tree",)
+    _kernel_modules = ("_tree", "_one")
 
     def _tree_arguments(self) -> tuple:
         """The store's arrays as :func:`~stream_nb.kernels._tree.tree_block` takes them (from ``C`` to
