@@ -226,9 +226,16 @@ class VectorisedRuns(abc.ABC):
             return
         f = self._forget
         with self.drift_paused() if f is not None and f.detector is not None else _NOTHING:  # fed already
-            self._kernel_block(enc.cols[None, :], enc.feats, enc.gx[None, :], enc.gslots, np.array([c]), None,
-                               np.empty((1, s.n_classes)), True)
-        s.counted_one(c, w)
+            twin = self._kernel_one(enc, c, np.empty((1, s.n_classes)))
+        s.counted_one(c, w, twin)
+
+    def _kernel_one(self, enc, c: int, out: np.ndarray) -> bool:
+        """``out`` (1, C): log P(c | x) of one encoded event by the kernel, on a block of one; then, ``c`` >= 0,
+        the event counted in class ``c`` (a model may hand its kernel the block with fewer arguments, count a
+        complete event without scoring it again, as its prediction did, and count it in the store's
+        :meth:`~stream_nb.stats.Stats.counted_twin` too); returns whether it did that."""
+        self._kernel_block(enc.cols[None, :], enc.feats, enc.gx[None, :], enc.gslots, np.array([c]), None, out, c >= 0)
+        return False
 
     def _kernel_run(self, xs, start: int, stop: int, D: np.ndarray, G: np.ndarray, yc: np.ndarray, out,
                     decay=None) -> int:

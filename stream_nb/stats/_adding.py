@@ -69,9 +69,16 @@ class Adding:
                 self._count(p, enc.cols, enc.feats, c, w)
         self.add_gaussian(c, w, enc.gslots, enc.gx)
 
-    def counted_one(self, c: int, w: float) -> None:
+    def counted_one(self, c: int, w: float, twin: bool = False) -> None:
         """A kernel has counted the event just encoded for learning (class ``c``, weight ``w``) into these
-        arrays: a second layer counts it in its own (here, there is none)."""
+        arrays (``twin``: and into :meth:`counted_twin`'s): a second layer counts it in its own (here, there
+        is none)."""
+
+    def counted_twin(self, enc: Encoded):
+        """The address table (:class:`~stream_nb.kernels.Addresses`) of a second layer's class, value,
+        feature and pair counts, when a kernel counting the event just encoded for learning (``enc``, of
+        weight 1) may count it there too, in the same columns; else None (here, there is none)."""
+        return None
 
     def mark_counted(self, many: bool) -> None:
         """A compiled kernel has added events to the counts in place: mark them changed, as :meth:`add` does

@@ -59,6 +59,7 @@ import numpy as np
 
 from .._checks import is_integer
 from ..exceptions import ConfigError, MergeError, UnlearnError
+from ..kernels import Addresses
 from ._coarse import coarse_edges, coarse_state, load_waiting, waiting_state
 from ._discretise import Discretiser
 from ._fine_runs import FineRuns
@@ -166,6 +167,13 @@ class TwoLayerStats(FineRuns, WaitingEvents, SharedPairs, Stats):
         fine = self.fine
         if self.shared_pairs and self.may_bin(x):
             self.own_pairs()
+        enc = self.reusable(x, known) if self._mirrors() else None
+        if enc is not None:  # nothing new in either layer, and the fine columns are the coarse ones
+            self._pending = (enc, self._unbinned(x, enc) if self._fine_warm else (),
+                             bool(fine.from_int) and self._young(enc))
+            self._pending_exp = None
+            self.n_events += 1
+            return enc
         epoch = fine.epoch
         # the fine layer first: it checks x as the coarse one does, and a t-way table too large
         # there is refused before either layer changes (the coarse one has fewer values)
@@ -183,6 +191,15 @@ class TwoLayerStats(FineRuns, WaitingEvents, SharedPairs, Stats):
         self._pending_exp = None
         self.n_events += 1
         return enc
+
+    def _mirrors(self) -> bool:
+        """Whether the fine layer numbers every feature, value and class as this one does and keeps no
+        t-way table (:meth:`_mirrored`): an event's encoding is then the same in both."""
+        held = self._cache.get("mirrors")
+        key = (self.epoch, self.fine.epoch)
+        if held is None or held[0] != key:
+            held = self._cache["mirrors"] = (key, not self.fine.tuples and self._mirrored())
+        return held[1]
 
     def _unbinned(self, x: dict, fenc: Encoded) -> list:
         """The numeric values of ``x`` the fine layer could not bin yet (its warm-up), as (feature, value)."""
@@ -272,15 +289,37 @@ class TwoLayerStats(FineRuns, WaitingEvents, SharedPairs, Stats):
         self._journal_fine(self.fine.add, self._pending[0], c, w)
         self._wait(c, w, None)
 
-    def counted_one(self, c: int, w: float) -> None:
+    def counted_one(self, c: int, w: float, twin: bool = False) -> None:
         fenc, fine = self._pending[0], self.fine
-        if w == 1.0 and fine.pairs and not (fine.pairs_sparse or fine.tuples or fine.keeps_observed or len(fenc.gslots)
-                                            or self.journal is not None):
+        if twin:  # the kernel counted it here too (counted_twin)
+            fine.version += 1
+        elif self._counted_in_kernel(fenc, w):
             self.add_fine_run(np.array([c]), rows=(fenc.cols[None, :], fenc.feats))  # the compiled row count
             fine.version += 1
         else:
             self._journal_fine(fine.add, fenc, c, w)
         self._wait(c, w, None)
+
+    def _counted_in_kernel(self, fenc: Encoded, w: float) -> bool:
+        """Whether the fine layer may count event ``fenc`` (weight ``w``) with a compiled row count: pair
+        tables kept dense, nothing else (t-way tables, the observed-only twin, Gaussians, a journal)."""
+        fine = self.fine
+        return w == 1.0 and fine.pairs and not (fine.pairs_sparse or fine.tuples or fine.keeps_observed
+                                                or len(fenc.gslots) or self.journal is not None)
+
+    def counted_twin(self, enc: Encoded):
+        fine = self.fine
+        if self._pending is None or self._pending[0] is not enc:
+            return None  # (the fine columns are the coarse ones only when encode_learn found them so)
+        held = self._cache.get("twin")
+        if held is None or held[0] is not fine or held[1] != fine.epoch:  # (its arrays: a new epoch)
+            # the pair tables shared with this layer (_shared_pairs.py) are counted once, by the kernel's own
+            none = np.zeros((0, 0))
+            pairs = (none, none) if self.shared_pairs else (fine.pair_count, fine.pair_feat)
+            arrays = (fine.class_count, fine.value_count, fine.feat_count) + pairs
+            held = self._cache["twin"] = (fine, fine.epoch, Addresses(None, tuple(
+                x.reshape(-1, x.shape[-1]) if x.ndim == 3 else x for x in arrays)).table, arrays)
+        return held[2] if self._counted_in_kernel(enc, 1.0) else None
 
     def add_observed(self, enc: Encoded, c: int, w: float = 1.0) -> None:
         super().add_observed(enc, c, w)
