@@ -17,6 +17,8 @@ import pytest
 
 from stream_nb import AODE, TAN, NaiveBayes, Tree
 from stream_nb.learners import BayesClassifier
+from stream_nb.learners._decision import logsumexp
+from stream_nb.learners.aode import spode_terms
 
 
 def _stream(n=600, seed=3, numeric=False):
@@ -54,10 +56,19 @@ class NumpyNaiveBayes(NaiveBayes):
 
 
 class NumpyAODE(AODE):
-    """AODE without its kernels: ``spode_terms`` in numpy, as on sparse pair tables."""
+    """AODE without its kernels: every super-parent's terms in numpy (``spode_terms``), the textbook sum."""
 
     def _kernel_dense(self):
         return False
+
+    def _jll(self, enc):
+        s = self._stats
+        if len(enc.cols) == 0 or not s.n_classes:
+            return self._naive_jll(enc)
+        terms, parents = spode_terms(s, self._alpha, enc.cols, enc.feats, self.m * self._inflation)
+        if not parents.any():
+            return self._naive_jll(enc)
+        return logsumexp(terms[:, parents], axis=1)
 
     def _count(self, enc, c, w):
         self._stats.add(enc, c, w)

@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-from . import _aode, _naive, _spodes, _tree
+from . import _aode, _common, _naive, _spodes, _tree
 from ._addresses import Addresses
 
 __all__ = ["AODE_ARRAYS", "TREE_ARRAYS", "aode_count", "aode_one", "naive_decide", "tree_one", "warm"]
@@ -116,7 +116,9 @@ def naive_decide(t, cols, feats, gx, gslots, C, a, var_smoothing):
     log-likelihood (:func:`~stream_nb.kernels._naive.naive_score`; the first of ties, or of NaNs, as numpy's),
     or where every class is impossible the prior's."""
     prior, jll, q, out = np.empty(C), np.empty(C), np.empty(C), np.empty(C)
-    _naive._score(t, cols, feats, gx, gslots, cols[:0], C, a, var_smoothing, True, prior, jll, q, out)
+    v = _naive._views(t)
+    _common.log_prior_row(v[0], C, a, prior)
+    _naive._score(v, cols, feats, gx, gslots, cols[:0], C, a, var_smoothing, True, prior, jll, q, out)
     best = _argmax(out, C)
     return _argmax(prior, C) if out[best] == -math.inf else best
 

@@ -341,10 +341,10 @@ class TAN(VectorisedRuns, StructuredClassifier):
         """(rows, C) log P(c) Π P(x_i | c, x_pa) for sparse pair tables: ``D`` (rows, k) columns of the
         attributes ``feats`` (-1: missing, none of its children observed), ``ppos`` their parents' positions in
         ``D`` (-1: none). Read in compiled code (:func:`~stream_nb.kernels._sparse_scores.tree_sparse`), or
-        with a back-off estimate in numpy."""
+        in numpy with a back-off estimate or on dense tables (the textbook reference the kernels are tested on)."""
         s, a = self._stats, self._alpha
         C = s.n_classes
-        if not self.backoff:
+        if not self.backoff and s.pairs_sparse:
             out = np.empty((len(D), C))
             pc, pf = s.pair_count, s.pair_feat
             compiled().tree_sparse(np.ascontiguousarray(D, dtype=np.int64), np.asarray(feats, dtype=np.int64),
