@@ -24,6 +24,7 @@ from .forgetting import Decay, Window, window_or_decay
 from .missing import EM, Ignore, missing_from
 from .numeric import MDL, EqualFrequency, Gaussian, Edges, numeric_from
 from .search import REBUILD_EVERY, SuperParent, Tree
+from .selection import Select
 
 __all__ = ["FAMILIES", "FLAT", "OPTIONS", "PARAMS", "decode_params", "encode_params", "flat_names",
            "options_from_flat"]
@@ -58,6 +59,7 @@ OPTIONS: dict[str, tuple[type[Option], ...]] = {
     "numeric": (Gaussian, EqualFrequency, MDL, Edges),
     "missing": (EM, Ignore),
     "search": (Tree, SuperParent),
+    "select": (Select,),
 }
 
 #: The flat setting choosing a family's class, where one does.
@@ -78,6 +80,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "numeric": ("var_smoothing", "numeric", "discretiser", "bins", "fine_bins", "warmup", "bin_edges"),
     "missing": ("missing", "learn_unlabeled", "unlabeled_weight"),
     "search": ("tree_score", "parent", "rebuild_every", "backoff", "backoff_to"),
+    "select": ("select_level",),
 }
 
 #: Every flat setting's declaration: the plain parameters, the family choices and the options' parameters.
@@ -136,6 +139,8 @@ def options_from_flat(flat: dict, defaults: dict, fine_bins: int = 64) -> dict:
             out[family] = numeric_from(given, defaults["numeric"], {"fine_bins": fine_bins})
         elif family == "missing":
             out[family] = missing_from(given)
+        elif family == "select":
+            out[family] = Select(level=FLAT["select_level"].check(given["select_level"], None))
         else:
             default = defaults["search"]
             cls = type(default)
