@@ -494,13 +494,13 @@ class KDB(KDBKernel, VectorisedRuns, StructuredClassifier):
     # ------------------------------------------------------------------ state
 
     def _extra_state(self):
-        return (
-            {"order": np.array(self._order, dtype=np.int64),
-             "parents": np.array([list(self._parents[f]) + [-1] * (self.k - len(self._parents[f])) for f in self._order],
-                                 dtype=np.int64).reshape(len(self._order), self.k),
-             "dropped": np.array(sorted(self._dropped), dtype=np.int64)},
-            {"since_rebuild": self._since_rebuild, "n_rebuilds": self.n_rebuilds, "n_em_skipped": self.n_em_skipped},
-        )
+        arrays = {"order": np.array(self._order, dtype=np.int64),
+                  "parents": np.array([list(self._parents[f]) + [-1] * (self.k - len(self._parents[f]))
+                                       for f in self._order], dtype=np.int64).reshape(len(self._order), self.k)}
+        if self.select is not None:  # a model without a selection keeps the layout it always had
+            arrays["dropped"] = np.array(sorted(self._dropped), dtype=np.int64)
+        return arrays, {"since_rebuild": self._since_rebuild, "n_rebuilds": self.n_rebuilds,
+                        "n_em_skipped": self.n_em_skipped}
 
     def _load_extra_state(self, arrays, meta):
         self._order = [int(f) for f in arrays["order"]]
