@@ -127,14 +127,13 @@ def test_the_attributes_left_out_lift_accuracy_on_a_chain_of_noise():
 
     X, y = draw(1500)
     Xh, yh = draw(2000)
-    for k in (1, 2):
-        scores = {}
-        for name, model in [("full", KDB(k=k)), ("selective", KDB(k=k, select=Select()))]:
-            model.learn_many(X, y)
-            model.rebuild()
-            scores[name] = float((model.predict_many(Xh).to_numpy() == yh.to_numpy()).mean())
-        assert model.structure == {"x00": []}
-        assert scores["selective"] > scores["full"] + 0.05, scores
+    scores = {}
+    for name, model in [("full", KDB(k=1)), ("selective", KDB(k=1, select=Select()))]:
+        model.learn_many(X, y)
+        model.rebuild()
+        scores[name] = float((model.predict_many(Xh).to_numpy() == yh.to_numpy()).mean())
+    assert model.structure == {"x00": []}
+    assert scores["selective"] > scores["full"] + 0.05, scores
 
 
 def test_with_every_test_passing_the_selection_is_the_full_model():
