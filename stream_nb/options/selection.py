@@ -23,9 +23,9 @@ __all__ = ["Select"]
 
 
 @option(
-    Param("level", "float", 0.01, "KDB: keep only the attributes that tell more of the class than the earlier "
-          "attribute they depend on most, and the parents dependent on their attribute given the class, by G-tests "
-          "at level A shared among the tests (unset: every attribute, k parents each)", minimum=0, strict=True, setting="select_level",
+    Param("level", "float", 0.01, "selective KDB, off unless given (the default shown is Select()'s): keep only "
+          "the attributes that tell more of the class than the earlier attribute they depend on most, and the "
+          "parents dependent on their attribute given the class, by G-tests at level A shared among the tests", minimum=0, strict=True, setting="select_level",
           metavar="A"),
 )
 class Select(Option):
