@@ -18,7 +18,7 @@ from river import drift
 
 import stream_nb
 from stream_nb import (AODE, EM, KDB, MDL, SPODE, TAN, Decay, Edges, EqualFrequency, Gaussian, Ignore, NaiveBayes,
-                       SuperParent, Tree, Window)
+                       Parents, SuperParent, Tree, Window)
 from stream_nb.exceptions import ConfigError
 from stream_nb.learners import flat_settings
 from stream_nb.options import FLAT, OPTIONS, Option
@@ -32,9 +32,9 @@ def params_of(cls) -> list[str]:
     return list(inspect.signature(cls.__init__).parameters)[1:]
 
 
-def test_no_learner_takes_more_than_nine_parameters_and_kdb_thirteen():
+def test_no_learner_takes_more_than_nine_parameters_and_kdb_twelve():
     counts = {cls.__name__: len(params_of(cls)) for cls in ALL}
-    assert counts == {"NaiveBayes": 8, "AODE": 9, "TAN": 9, "SPODE": 9, "KDB": 13}
+    assert counts == {"NaiveBayes": 8, "AODE": 9, "TAN": 9, "SPODE": 9, "KDB": 12}
     for cls in ALL:  # river reads a model's parameters off its signature: none is hidden in **kwargs
         assert all(p.kind is p.POSITIONAL_OR_KEYWORD for p in inspect.signature(cls.__init__).parameters.values())
 
@@ -118,7 +118,7 @@ OLD_AND_NEW = [
                                                                       "forgetting": Window(100)}),
     (SPODE, {"parent": "c", "rebuild_every": 40}, {"search": SuperParent("c", 40)}),
     (KDB, {"discretiser": "mdl", "k": 1, "rebuild_every": 30}, {"numeric": MDL(fine_bins=16), "k": 1,
-                                                                 "rebuild_every": 30}),
+                                                                 "search": Parents(rebuild_every=30)}),
 ]
 
 
@@ -170,7 +170,8 @@ def test_an_unknown_keyword_is_still_a_type_error():
 
 @pytest.mark.parametrize("cls", ALL)
 def test_river_clones_a_model_with_options_to_an_equal_fresh_model(cls):
-    extra = {"search": Tree("cmi", 7)} if cls is TAN else {"search": SuperParent("c", 9)} if cls is SPODE else {}
+    extra = {"search": Tree("cmi", 7)} if cls is TAN else {"search": SuperParent("c", 9)} if cls is SPODE else \
+        {"search": Parents(11, select=0.05)} if cls is KDB else {}
     numeric = {"numeric": Gaussian(1e-4)} if cls is NaiveBayes else {"numeric": EqualFrequency(bins=3, warmup=10)}
     model = cls(forgetting=Window(50, panes=5), missing=EM(unlabeled=True), drift_detector=drift.ADWIN(),
                 **numeric, **extra)

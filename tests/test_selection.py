@@ -1,4 +1,4 @@
-"""Selective KDB (``select=Select()``): the G-tests against brute force, the selection against the full model,
+"""Selective KDB (``search=Parents(select=0.01)``): the G-tests against brute force, the selection against the full model,
 merges, snapshots, the settings, and the compiled path against the numpy one."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pytest
 from scipy.stats import chi2_contingency
 
 import stream_nb
-from stream_nb import KDB, Select
+from stream_nb import KDB, Parents
 from stream_nb.exceptions import ConfigError
 from stream_nb.learners._selection import g_test
 from stream_nb.settings import BY_NAME, MODELS
@@ -77,7 +77,7 @@ def test_the_g_test_is_the_likelihood_ratio_statistic_of_a_contingency_table():
 
 def test_the_tests_the_selection_makes_are_those_of_brute_force_on_the_events():
     events = chain_stream(400, 1)
-    model = KDB(k=1, rebuild_every=0, select=Select())
+    model = KDB(k=1, search=Parents(0, select=0.01))
     for x, y in events:
         model.learn_one(x, y)
     s = model._stats
@@ -101,7 +101,7 @@ def test_the_tests_the_selection_makes_are_those_of_brute_force_on_the_events():
 
 
 def test_the_selection_drops_what_tells_nothing_more_of_the_class_and_keeps_the_rest():
-    model = KDB(k=2, rebuild_every=500, select=Select())
+    model = KDB(k=2, search=Parents(500, select=0.01))
     for x, y in chain_stream(3000, 2):
         model.learn_one(x, y)
     assert model.structure == {"a": [], "d": []}  # d is independent of a given the class: no parent
@@ -128,7 +128,7 @@ def test_the_attributes_left_out_lift_accuracy_on_a_chain_of_noise():
     X, y = draw(1500)
     Xh, yh = draw(2000)
     scores = {}
-    for name, model in [("full", KDB(k=1)), ("selective", KDB(k=1, select=Select()))]:
+    for name, model in [("full", KDB(k=1)), ("selective", KDB(k=1, search=Parents(select=0.01)))]:
         model.learn_many(X, y)
         model.rebuild()
         scores[name] = float((model.predict_many(Xh).to_numpy() == yh.to_numpy()).mean())
@@ -138,7 +138,7 @@ def test_the_attributes_left_out_lift_accuracy_on_a_chain_of_noise():
 
 def test_with_every_test_passing_the_selection_is_the_full_model():
     events = dependent_stream(2000, 4)
-    full, selective = KDB(k=2, rebuild_every=300), KDB(k=2, rebuild_every=300, select=Select())
+    full, selective = KDB(k=2, search=Parents(300)), KDB(k=2, search=Parents(300, select=0.01))
     for x, y in events:
         full.learn_one(x, y)
         selective.learn_one(x, y)
@@ -150,7 +150,7 @@ def test_with_every_test_passing_the_selection_is_the_full_model():
 
 def test_two_models_merged_select_what_one_model_of_all_their_events_selects():
     events = chain_stream(2400, 5)
-    one, a, b = (KDB(k=2, rebuild_every=400, select=Select()) for _ in range(3))
+    one, a, b = (KDB(k=2, search=Parents(400, select=0.01)) for _ in range(3))
     for x, y in events:
         one.learn_one(x, y)
     for x, y in events[:1000]:
@@ -165,24 +165,24 @@ def test_two_models_merged_select_what_one_model_of_all_their_events_selects():
 
 
 def test_a_snapshot_keeps_the_selection(tmp_path):
-    model = KDB(k=2, rebuild_every=500, select=Select(level=0.05))
+    model = KDB(k=2, search=Parents(500, select=0.05))
     events = chain_stream(1500, 6)
     for x, y in events:
         model.learn_one(x, y)
     stream_nb.save(model, tmp_path / "m.snb")
     back = stream_nb.load(tmp_path / "m.snb")
-    assert back.select == Select(level=0.05) and back.dropped == model.dropped and back.structure == model.structure
+    assert back.search == Parents(500, select=0.05) and back.dropped == model.dropped and back.structure == model.structure
     for x, _ in events[:30]:
         assert back.predict_proba_one(x) == model.predict_proba_one(x)
     # a state that leaves attributes out without a selection, or drops a parent, is refused
     arrays, meta = model.state()
-    meta["params"]["select"] = None
+    meta["params"]["search"]["select"] = None
     with pytest.raises(ValueError, match="dropped: expected"):
         KDB.from_state(arrays, meta)
 
 
 def test_the_compiled_path_and_the_numpy_path_agree_under_a_selection():
-    model = KDB(k=2, rebuild_every=500, select=Select())
+    model = KDB(k=2, search=Parents(500, select=0.01))
     events = chain_stream(1500, 7)
     for x, y in events:
         model.learn_one(x, y)
@@ -197,7 +197,7 @@ def test_the_compiled_path_and_the_numpy_path_agree_under_a_selection():
     order = [s.class_index[c] for c in model.predict_proba_many(X).columns]
     assert np.allclose(kernel, post[:, order], rtol=1e-9, atol=0)
     # and prequential_many, the compiled run, predicts as the one-event loop does
-    loop, run = (KDB(k=2, rebuild_every=500, select=Select()) for _ in range(2))
+    loop, run = (KDB(k=2, search=Parents(500, select=0.01)) for _ in range(2))
     stream = chain_stream(1200, 8)
     seen = []
     for x, y in stream:
@@ -210,15 +210,19 @@ def test_the_compiled_path_and_the_numpy_path_agree_under_a_selection():
 
 
 def test_the_option_is_declared_once_and_given_by_its_setting():
-    assert KDB.from_flat({"select_level": 0.05}).select == Select(level=0.05)
-    assert KDB().select is None
+    assert KDB.from_flat({"select_level": 0.05, "rebuild_every": 70}).search == Parents(70, select=0.05)
+    assert KDB().search == Parents() and KDB().select is None
     assert "select_level" in MODELS["kdb"][1] and "select_level" not in MODELS["nb"][1]
-    assert Select.PARAMS[0].help in BY_NAME["select_level"].help
+    assert "select_level" not in MODELS["tan"][1] and "select_level" not in MODELS["spode"][1]
+    assert Parents.PARAMS[1].help in BY_NAME["select_level"].help
+    assert "(model default none)" in BY_NAME["select_level"].help  # off unless given
     for bad in (0, 1.0, -0.1):
-        with pytest.raises(ConfigError, match=r"Select\(level=...\): expected"):
-            Select(level=bad)
-    with pytest.raises(TypeError, match=r"KDB\(select=...\): expected Select or None"):
-        KDB(select=0.01)
+        with pytest.raises(ConfigError, match=r"Parents\(select=...\): expected"):
+            Parents(select=bad)
+    with pytest.raises(TypeError, match=r"KDB\(search=...\): expected Parents, got 0.01; write search=Parents"):
+        KDB(search=0.01)
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'select'"):
+        KDB(select=0.01)  # one parameter carries the structure search: select is Parents'
 
 
 def test_the_daemon_builds_a_selective_kdb_from_its_flag(tmp_path):
@@ -234,4 +238,4 @@ def test_the_daemon_builds_a_selective_kdb_from_its_flag(tmp_path):
     assert proc.returncode == 0, proc.stderr.decode()
     store = stream_nb.snapshots.SnapshotStore(tmp_path / "snaps")
     model = store.read(store.sequences()[-1]).model()
-    assert model.select == Select(level=0.05) and "n0" in model.dropped
+    assert model.search == Parents(200, select=0.05) and "n0" in model.dropped

@@ -11,7 +11,7 @@ from ..stats import DEFAULT_MEMORY_BUDGET
 from .._checks import is_integer
 
 from ..stats import TwoLayerStats, choose_tuples, set_pair_rule
-from ..options import EM, EqualFrequency, Option
+from ..options import EM, EqualFrequency, Option, Parents
 from ._keywords import check_options, takes_options
 from ._decision import logsumexp
 from ._em import naive_bayes_blocks
@@ -102,10 +102,16 @@ class KDB(KDBKernel, VectorisedRuns, StructuredClassifier):
         Most attribute parents per attribute.
     alpha
         Lidstone smoothing, > 0.
-    rebuild_every
-        Learned events between two rebuilds of the structure; early ones come
-        after ``warmup`` events and each time the count doubles below it, as
-        TAN's (0: only on :meth:`rebuild`).
+    search
+        A :class:`~stream_nb.Parents`: ``rebuild_every``, the learned events between two rebuilds
+        of the structure (early ones come after ``warmup`` events and each time the count doubles
+        below it, as TAN's; 0: only on :meth:`rebuild`), and ``select``: None (default), every
+        attribute, each with its ``k`` parents; a significance level in (0, 1), selective KDB, each
+        rebuild keeping only the attributes that tell more of the class than the earlier attribute
+        they depend on most, and the parents dependent on their attribute given the class, by G-tests
+        on the counts (see :mod:`stream_nb.learners._selection`); the attributes left out are
+        :attr:`dropped`. Before the first rebuild the model is naive Bayes over every attribute, as
+        without a selection.
     max_table_cells
         Optional hard bound on the cells of the (k+1)-way count table (None: none, the
         budget decides how it is kept).
@@ -127,18 +133,11 @@ class KDB(KDBKernel, VectorisedRuns, StructuredClassifier):
     memory_budget
         Bytes the counts may take (default 256 MiB; None: no bound): tables that
         would pass it are kept sparse (see :mod:`stream_nb.stats._budget`).
-    select
-        None (default): every attribute, each with its ``k`` parents. A :class:`~stream_nb.Select`:
-        selective KDB, each rebuild keeping only the attributes that tell more of the class than the
-        earlier attribute they depend on most, and the parents dependent on their attribute given the class, by G-tests
-        on the counts (see :mod:`stream_nb.learners._selection`); the attributes left out are
-        :attr:`dropped`. Before the first rebuild the model is naive Bayes over every attribute, as
-        without a selection.
 
     Examples
     --------
-    >>> from stream_nb import KDB
-    >>> model = KDB(k=2, rebuild_every=8)
+    >>> from stream_nb import KDB, Parents
+    >>> model = KDB(k=2, search=Parents(rebuild_every=8))
     >>> stream = [
     ...     ({"a": "x", "b": "x", "c": "x"}, "same"),
     ...     ({"a": "y", "b": "y", "c": "y"}, "same"),
@@ -159,15 +158,27 @@ class KDB(KDBKernel, VectorisedRuns, StructuredClassifier):
     _default_cut = EqualFrequency()  # the (k+1)-way table over fine bins took several times longer (see numeric)
     _mdl_fine_bins = 16
 
+    @property
+    def rebuild_every(self) -> int:
+        """Learned events between two rebuilds: the :class:`~stream_nb.Parents`' ``rebuild_every``."""
+        return self.search.rebuild_every
+
+    @property
+    def select(self) -> float | None:
+        """The level of selective KDB's G-tests, or None (every attribute): the :class:`~stream_nb.Parents`' ``select``."""
+        return self.search.select
+
+    _accepts = {"search": (Parents,)}
+
     #: The option each of these parameters is when it is None (river keeps a signature's defaults immutable).
-    _option_defaults = {"numeric": EqualFrequency(), "missing": EM()}
+    _option_defaults = {"search": Parents(), "numeric": EqualFrequency(), "missing": EM()}
 
     @takes_options
     def __init__(
         self,
         k: int = 2,
         alpha: float = 1.0,
-        rebuild_every: int = 1000,
+        search: Option | None = None,
         max_table_cells: int | None = None,
         max_completions: int = 4096,
         numeric: Option | None = None,
@@ -177,11 +188,10 @@ class KDB(KDBKernel, VectorisedRuns, StructuredClassifier):
         forgetting: Option | None = None,
         drift_detector=None,
         memory_budget: int | None = DEFAULT_MEMORY_BUDGET,
-        select: Option | None = None,
     ):
         self.k = k
         self.alpha = alpha
-        self.rebuild_every = rebuild_every
+        self.search = search
         self.max_table_cells = max_table_cells
         self.max_completions = max_completions
         self.numeric = numeric
@@ -191,7 +201,6 @@ class KDB(KDBKernel, VectorisedRuns, StructuredClassifier):
         self.forgetting = forgetting
         self.drift_detector = drift_detector
         self.memory_budget = memory_budget
-        self.select = select
         check_options(self)  # k first: the store's tables depend on it
         self._setup_rebuilds()
         # k >= 2 keeps the class-conditional counts of every (k+1)-tuple of values; k = 1 reads the pairs
@@ -210,7 +219,7 @@ class KDB(KDBKernel, VectorisedRuns, StructuredClassifier):
         yield {}
         # the two-layer discretiser is checked through AODE's, TAN's and SPODE's defaults: KDB over it on
         # ImageSegments, river's check stream, takes minutes (see the discretiser parameter)
-        yield {"k": 1, "rebuild_every": 25, "numeric": EqualFrequency(bins=3, warmup=20)}
+        yield {"k": 1, "search": Parents(rebuild_every=25), "numeric": EqualFrequency(bins=3, warmup=20)}
 
     # ------------------------------------------------------------------ structure
 
@@ -235,7 +244,7 @@ class KDB(KDBKernel, VectorisedRuns, StructuredClassifier):
         else:
             order_idx = [s.feature_index[n] for n in order]
         if self.select is not None:  # the attributes and parents the G-tests keep
-            parents, dropped = selective_structure(s, order_idx, self.k, self.select.level, cmi, allowed)
+            parents, dropped = selective_structure(s, order_idx, self.k, self.select, cmi, allowed)
             self._parents, self._order, self._dropped = parents, order_idx, frozenset(dropped)
         else:
             parents = {}
@@ -286,7 +295,7 @@ class KDB(KDBKernel, VectorisedRuns, StructuredClassifier):
     @property
     def dropped(self) -> list:
         """The attributes the last rebuild's selection left out of the model, in the order of I(x; y)
-        (empty without ``select``)."""
+        (empty without a selection, ``Parents(select=...)``)."""
         names = self._stats.features
         return [names[f] for f in self._order if f in self._dropped]
 
@@ -530,8 +539,8 @@ class KDB(KDBKernel, VectorisedRuns, StructuredClassifier):
         dropped = self._dropped
         if dropped and (self.select is None or not dropped <= set(order)
                         or any(p in dropped for f, pa in self._parents.items() for p in pa)):
-            raise ValueError(f"dropped: expected features of the order that are no parent, and only under select=, "
-                             f"got {sorted(dropped)!r:.80} with select={self.select!r}")
+            raise ValueError(f"dropped: expected features of the order that are no parent, and only under a selection, "
+                             f"got {sorted(dropped)!r:.80} with search={self.search!r}")
         skipped = self.n_em_skipped
         if not is_integer(skipped) or skipped < 0:
             raise ValueError(f"n_em_skipped: expected an integer >= 0, got {skipped!r:.60}")
