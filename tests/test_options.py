@@ -161,6 +161,21 @@ def test_an_old_keyword_still_works_with_a_deprecation_warning_and_builds_the_sa
             assert getattr(before, name) == value, name
 
 
+def test_a_kdb_state_with_rebuild_every_as_its_own_parameter_loads_into_its_search_without_a_warning():
+    """KDB's states written while rebuild_every was a parameter of its own (not in ``search``) load as before."""
+    model = KDB(k=1, search=Parents(30))
+    for x, y in stream():
+        model.learn_one(x, y)
+    arrays, meta = model.state()
+    meta["params"].pop("search")
+    meta["params"]["rebuild_every"] = 30
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        back = KDB.from_state(arrays, meta)
+    assert back.search == Parents(30) and back.rebuild_every == 30 and back.structure == model.structure
+    assert back.state_params() == model.state_params()
+
+
 def test_an_unknown_keyword_is_still_a_type_error():
     with pytest.raises(TypeError, match="unexpected keyword argument 'windows'"):
         NaiveBayes(windows=10)
