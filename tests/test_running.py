@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes
+from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes, Parents
 from stream_nb.exceptions import InvalidEventError
 from stream_nb.stats import Columns, SparseTable, _adding, _working
 
@@ -370,10 +370,10 @@ LONG = {
     "aode-m": lambda: AODE(m=40, missing="ignore"),  # rare values are no parent: some rows fall back
     "spode": lambda: SPODE(rebuild_every=250),
     "spode-parent": lambda: SPODE(parent="car", rebuild_every=250),
-    "kdb1": lambda: KDB(k=1, rebuild_every=250),
-    "kdb2": lambda: KDB(k=2, rebuild_every=250),
-    "kdb3": lambda: KDB(k=3, rebuild_every=250),
-    "kdb2-sparse": lambda: KDB(k=2, rebuild_every=250, memory_budget=0),  # the 3-way tables sparse
+    "kdb1": lambda: KDB(k=1, search=Parents(250)),
+    "kdb2": lambda: KDB(k=2, search=Parents(250)),
+    "kdb3": lambda: KDB(k=3, search=Parents(250)),
+    "kdb2-sparse": lambda: KDB(k=2, search=Parents(250), memory_budget=0),  # the 3-way tables sparse
 }
 
 

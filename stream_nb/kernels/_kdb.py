@@ -190,7 +190,8 @@ def kdb_block(D, dfeats, par, npar, more, G, gslots, yc, learn, C, a, var_smooth
 
     ``D``, ``dfeats``, ``more``, ``G``, ``gslots``, ``yc``, ``twin`` and ``out`` as in
     :func:`~stream_nb.kernels._tree.tree_block`; ``par[j, :npar[j]]``: the columns of ``D`` holding the
-    parents of feature ``dfeats[j]`` (each observed wherever the feature is); ``t``: the tables' order
+    parents of feature ``dfeats[j]`` (each observed wherever the feature is; ``npar[j] < 0``: the feature
+    is counted but not scored); ``t``: the tables' order
     (0: the pair tables, k = 1); ``tc``, ``tf`` (and their twins): the flat t-way tables.
     """
     R, k = D.shape
@@ -217,9 +218,11 @@ def kdb_block(D, dfeats, par, npar, more, G, gslots, yc, learn, C, a, var_smooth
             v = D[r, j]
             if v < 0:
                 continue
+            npa = npar[j]
+            if npa < 0:  # left out of the product by a selection
+                continue
             f = dfeats[j]
             an = a * (n_values[f] + (more[r, f] if grown else 0) + (1 if v == 0 else 0))
-            npa = npar[j]
             if npa == 0:
                 for c in range(C):
                     prod[c] *= (value_count[c, v] + a) / (feat_count[c, f] + an)
