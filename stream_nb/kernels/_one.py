@@ -150,6 +150,6 @@ def warm(k) -> None:
     aode = Addresses(None, (cc, vc, fc, nv, pc, pf, np.array([-1, 0, 1, 1], dtype=np.int64), np.ones((C, V)))).table
     k.aode_one(aode, cols, feats, 1, C, 1.0, 1.0, True, False, out)
     k.aode_count(aode, cols, feats, 1, 1.0, True, fine)
-    naive = Addresses(None, (cc, vc, fc, nv, vc, fc, g, g, g, np.zeros((C, V)), np.zeros((C, F)))).table
+    naive = Addresses(None, (cc, vc, fc, nv, vc, fc, g, g, g, np.zeros((V, C)), np.zeros((F, C)))).table  # logs class-contiguous
     k.naive_tables(naive, 1.0)
     k.naive_decide(naive, cols, feats, np.zeros(1), np.zeros(1, dtype=np.int64), C, 1.0, 1e-9)
