@@ -319,7 +319,7 @@ def block_setup(D, more, n_values, class_count, C, a):
         total += class_count[c]
     most = 0
     for g in range(n_values.shape[0]):
-        nv = n_values[g] + (more[more.shape[0] - 1, g] if grown else 0)
+        nv = n_values[g] + (more[more.shape[0] - 1, g] if grown and g < more.shape[1] else 0)  # (spare room)
         if nv > most:
             most = nv
     return chunk(total, a, most + 1.0), grown

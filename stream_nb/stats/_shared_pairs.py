@@ -96,8 +96,9 @@ class SharedPairs:
             fine.pairs = False
 
     def may_bin(self, x: dict) -> bool:
-        """Whether learning event ``x`` may bin a feature in the fine layer (a float value, or a new feature of
-        a declared type or with ``bin_edges``): its pair tables must then be its own first."""
-        index = self.fine.feature_index
+        """Whether learning event ``x`` may bin a feature in the fine layer (a float value, a value of a numeric
+        feature counted by value, which may promote it, or a new feature of a declared type or with
+        ``bin_edges``): its pair tables must then be its own first."""
+        index, few = self.fine.feature_index, self.fine.few
         return any(isinstance(v, float) or (k not in index and (k in self.types or k in self.bin_edges))
-                   for k, v in x.items())
+                   or (few and index.get(k, -1) in few) for k, v in x.items())
