@@ -4,8 +4,7 @@ librdkafka fetches and heartbeats on its own C threads and serves every
 callback (rebalances, delivery reports, client errors) on the thread calling
 ``poll``/``consume``/``flush``: so a newly assigned partition is positioned
 right in ``on_assign`` (the ``assign`` call takes its start offset), and a
-revocation's commit is a synchronous commit there (on a helper thread, waited
-for at most ``session.timeout.ms``: see :meth:`_Consumer._on_revoke`). Only failed
+revocation's commit is a plain synchronous commit there. Only failed
 deliveries are reported (``delivery.report.only.error``); the records in flight
 are librdkafka's own count. One transactional call does not keep its timeout:
 ``send_offsets_to_transaction`` can wait forever for a group coordinator cached
@@ -49,8 +48,6 @@ _NOT_LIBRDKAFKA = frozenset({
     "feedback_topic",
 })
 _INVALID = -1001  # librdkafka's OFFSET_INVALID: no position yet
-#: librdkafka's default ``session.timeout.ms``.
-SESSION_TIMEOUT_MS = 45_000
 _STUCK = object()  # what _on_helper_thread returns when the call did not return in time
 
 
@@ -151,7 +148,6 @@ class _Consumer:
         self._held: set[TP] = set()  # paused
         self._down = False  # librdkafka said all brokers are down; cleared once one answers
         conf["error_cb"] = self._on_client_error
-        self._session_s = int(conf.get("session.timeout.ms", SESSION_TIMEOUT_MS)) / 1000
         self._c = create(ck.Consumer, conf, role=role)
         self._listener = None
 
@@ -189,21 +185,17 @@ class _Consumer:
         return partitions
 
     def _on_revoke(self, consumer, tps):
-        """Commit what the listener asks before the partitions go, waiting at most ``session.timeout.ms``.
-
-        librdkafka waits that long for a coordinator, but not for a broker that
-        stopped answering a request it sent (a synchronous commit then waits
-        without a bound), so the commit runs on a helper thread; past the
-        bound the revocation goes on (the new owner resumes from the
-        partition's last commit or state) and the commit ends on its own.
-        """
+        """Commit what the listener asks before the partitions go: librdkafka's synchronous commit, on the
+        polling thread that serves this callback. (A commit from a helper thread, to bound the wait, does
+        not complete while this thread is inside the callback: it waited out its bound at every revocation.)"""
         request = self._listener.revoked(sorted((tp.topic, tp.partition) for tp in tps))
         if request is not None:
-            offsets = {p: o for p, o in request.offsets.items() if p in self._owned}
-            failure = _on_helper_thread("stream-nb-revocation-commit", self._session_s,
-                                        lambda: self.commit(offsets, request.metadata, 0))
-            request.finish(failure if failure is not _STUCK else TimeoutError(
-                f"the commit did not complete within session.timeout.ms ({self._session_s * 1000:.0f} ms)"))
+            try:
+                self.commit({p: o for p, o in request.offsets.items() if p in self._owned}, request.metadata, 0)
+            except self._ck.KafkaException as exc:  # the new owner resumes from the last commit
+                request.finish(exc)
+            else:
+                request.finish(None)
         self._gone(consumer, tps)
 
     def _on_lost(self, consumer, tps):

@@ -170,8 +170,10 @@ class AODE(OneDependenceKernel, VectorisedRuns, BayesClassifier):
                 x.reshape(-1, x.shape[-1]) if x.ndim == 3 else x for x in arrays[:-1])).table, arrays)
         a = self._alpha
         if c < 0 or len(enc.cols) != len(s.features):
+            # scored without the kept denominators: a model loaded from its state (which keeps none) must give
+            # its twin's probabilities to the last digit, and products of inverses differ from quotients there
             compiled().aode_one(held[3], enc.cols, enc.feats, c, s.n_classes, a, float(self.m * self._inflation),
-                                cached, joint, out)
+                                False, joint, out)
             fine = None
         else:  # complete: counted as the block counts a row it scored
             fine = s.counted_twin(enc)
