@@ -54,6 +54,7 @@ import time
 
 import numpy as np
 
+from _settings import model_settings  # bench/ is the script's directory, first on sys.path
 from stream_nb.daemon import one_blas_thread
 
 STREAMS = ("cat200", "bin1000")
@@ -111,17 +112,6 @@ def _peer(name: str):
     if name == "river-MultinomialNB":
         return naive_bayes.MultinomialNB(), lambda names, row: {f"{n}={v}": 1 for n, v in zip(names, row)}
     raise SystemExit(f"unknown peer {name!r}")
-
-
-def _settings(pairs: list, model: str) -> dict:
-    """The flat settings ``MODEL:name=value`` (a JSON value, or a string) of ``model``."""
-    out = {}
-    for item in pairs:
-        name, _, rest = item.partition(":")
-        if name == model:
-            key, _, value = rest.partition("=")
-            out[key] = json.loads(value) if value[:1] in "[{0123456789-tfn" else value
-    return out
 
 
 def run_model(stream: str, model_name: str, n: int, seed: int, seconds: float, budget, flat=None) -> dict:
@@ -205,7 +195,7 @@ def main(argv=None) -> int:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
         one_blas_thread()  # as stream-nb run does, and as river's peers run: one core's work in the wall time
         print(json.dumps(run_model(*args.child, args.events, args.seed, args.seconds, budget,
-                                   _settings(args.set, args.child[1]))))
+                                   model_settings(args.set, args.child[1]))))
         return 0
     stated = "the models' default (256 MiB)" if budget == "default" else (
         "none" if budget is None else f"{budget:,} bytes ({budget / 2**20:,.0f} MiB)")
