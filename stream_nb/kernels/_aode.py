@@ -25,14 +25,15 @@ from ._addresses import NO_DETECTOR
 __all__ = ["aode_block", "spode_block", "warm"]
 
 
-def aode_block(D, dfeats, more, yc, learn, C, a, m_limit, class_count, value_count, feat_count, n_values,
+def aode_block(D, dfeats, more, yc, learn, C, a, m_limit, keep, class_count, value_count, feat_count, n_values,
                pair_count, pair_feat, value_feature, iden, cached, joint, out, loss, watch, det_kind, det_params,
                det_state, det_fbuf, det_ibuf, warning):
     """AODE: score each row of a block, then count it, in order (the arguments: the module notes); return
     the rows done (the row a drift detector acts on is scored and not counted, and its index returned).
 
-    A value seen at least ``m_limit`` times is a parent (a value never seen only if ``m_limit`` <= 0);
-    with none, the row is scored by naive Bayes over the same counts.
+    A value seen at least ``m_limit`` times is a parent (a value never seen only if ``m_limit`` <= 0), and
+    with ``keep`` (a bool per feature; empty: every feature) only of a feature ``keep`` holds (a feature past
+    its end: none); with none, the row is scored by naive Bayes over the same counts.
     """
     R, k = D.shape
     B, grown = _spodes.block_setup(D, more, n_values, class_count, C, a)
@@ -68,7 +69,7 @@ def aode_block(D, dfeats, more, yc, learn, C, a, m_limit, class_count, value_cou
             seen = 0.0
             for c in range(C):
                 seen += value_count[c, u[i]]
-            if seen >= m_limit:
+            if seen >= m_limit and (keep.shape[0] == 0 or (f[i] < keep.shape[0] and keep[f[i]])):
                 idx[m] = i
                 m += 1
         linear = n < B  # every SPODE value in the linear domain
@@ -197,8 +198,8 @@ def warm(k) -> None:
     out, iden = np.empty((2, C)), np.ones((C, V))
     k.den_table(pf, vf, np.ones(F), C, V, iden)
     for more in (np.zeros((0, 0), dtype=np.int64), np.zeros((2, F), dtype=np.int64)):
-        k.aode_block(D, feats, more, yc, True, C, 1.0, 1.0, cc, vc, fc, nv, pc, pf, vf, iden, True, False, out,
-                     np.zeros((0, 0)), *NO_DETECTOR)
+        k.aode_block(D, feats, more, yc, True, C, 1.0, 1.0, np.zeros(0, dtype=np.bool_), cc, vc, fc, nv, pc, pf, vf,
+                     iden, True, False, out, np.zeros((0, 0)), *NO_DETECTOR)
         k.spode_block(D, feats, more, yc, True, C, 1.0, 0, np.array([1, 2], dtype=np.int64), True, np.zeros(F),
                       np.zeros(F), cc, vc, fc, nv, pc, pf, vf, iden, True, False, out)
     k.count_rows(D, feats, yc, False, cc, vc, fc, pc, pf)

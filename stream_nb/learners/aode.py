@@ -5,19 +5,22 @@ from __future__ import annotations
 import numpy as np
 
 from ..stats import DEFAULT_MEMORY_BUDGET
-from ..options import EM, MDL, EqualFrequency, Option
+from ..options import BINNED, EM, MDL, EqualFrequency, Option, SuperParents
 from ..kernels import NO_DETECTOR, Addresses, compiled
 from ..stats import Encoded, set_pair_rule
-from ._base import BayesClassifier
 from ._keywords import takes_options
 from ._em import add_estep, mixture_posterior, one_dependence_estep
 from ._runs import VectorisedRuns
+from ._selection import informative_parents
 from ._spode_kernel import NO_LOSS, NO_MORE, NO_TABLE, OneDependenceKernel
+from ._structured import StructuredClassifier
 
 __all__ = ["AODE", "spode_terms"]
 
+_EVERY = np.zeros(0, dtype=bool)  # no selection: every feature may be a super-parent
 
-class AODE(OneDependenceKernel, VectorisedRuns, BayesClassifier):
+
+class AODE(OneDependenceKernel, VectorisedRuns, StructuredClassifier):
     """Averaged one-dependence estimators, learned incrementally.
 
     Every attribute observed often enough becomes in turn the super-parent of
@@ -41,6 +44,17 @@ class AODE(OneDependenceKernel, VectorisedRuns, BayesClassifier):
     events where the attributes involved were observed, and a missing
     attribute is neither parent nor child.
 
+    **Selective AODE** (``search=SuperParents(select=0.01)``): on wide data
+    most attributes tell little of the class, and their one-dependence models
+    add noise to the average. With ``select``, the sum above runs over the
+    super-parents whose dependence on the class the counts show, by a G-test
+    at that level shared among the attributes (see :class:`~stream_nb.SuperParents`
+    and :mod:`stream_nb.learners._selection`), chosen again every
+    ``rebuild_every`` learned events (the first choice after ``rebuild_every``
+    events) and after a merge. Every attribute stays a child, and the counts
+    are AODE's own: the choice changes what predicts, not what is learned.
+    When every attribute passes, the probabilities are plain AODE's.
+
     Numeric (``float``) features are discretised online: by default at the
     cut points Fayyad and Irani's MDL criterion chooses, again and again as
     the stream goes on, over a fine layer of bins whose counts the model keeps
@@ -52,9 +66,11 @@ class AODE(OneDependenceKernel, VectorisedRuns, BayesClassifier):
     ----------
     alpha
         Lidstone smoothing, > 0.
-    m
-        Frequency limit: an attribute value is a parent only when seen in at
-        least ``m`` events (the textbook suggests 30; 1 is Weka's default).
+    search
+        :class:`~stream_nb.SuperParents` (default ``SuperParents()``): its ``m``, the frequency limit
+        (an attribute value is a parent only when seen in at least ``m`` events; the textbook suggests
+        30, 1 is Weka's default), and ``select``, the level of selective AODE's test (None: every attribute
+        a super-parent).
     numeric
         How numeric features are cut into bins: :class:`~stream_nb.MDL` (default),
         :class:`~stream_nb.EqualFrequency` or :class:`~stream_nb.Edges` (fixed edges for some
@@ -93,13 +109,15 @@ class AODE(OneDependenceKernel, VectorisedRuns, BayesClassifier):
     """
 
     #: The option each of these parameters is when it is None (river keeps a signature's defaults immutable).
-    _option_defaults = {"numeric": MDL(), "missing": EM()}
+    _option_defaults = {"search": SuperParents(), "numeric": MDL(), "missing": EM()}
+
+    _accepts = {"numeric": BINNED, "search": (SuperParents,)}
 
     @takes_options
     def __init__(
         self,
         alpha: float = 1.0,
-        m: int = 1,
+        search: Option | None = None,
         numeric: Option | None = None,
         types: dict | None = None,
         loss: dict | None = None,
@@ -109,7 +127,7 @@ class AODE(OneDependenceKernel, VectorisedRuns, BayesClassifier):
         memory_budget: int | None = DEFAULT_MEMORY_BUDGET,
     ):
         self.alpha = alpha
-        self.m = m
+        self.search = search
         self.numeric = numeric
         self.types = types
         self.loss = loss
@@ -118,13 +136,45 @@ class AODE(OneDependenceKernel, VectorisedRuns, BayesClassifier):
         self.drift_detector = drift_detector
         self.memory_budget = memory_budget
         self._setup(pairs=True)
+        self._setup_rebuilds()
         if forgetting is None and drift_detector is None:
             set_pair_rule(self._stats, "parents")  # past the budget: keep the best super-parents' pairs
+        self._keep = _EVERY  # under a selection, after its first choice: whether each feature is a super-parent
 
     @classmethod
     def _unit_test_params(cls):
         yield {}
-        yield {"m": 5, "numeric": EqualFrequency(bins=3, warmup=20)}  # both discretisers checked
+        yield {"search": SuperParents(m=5), "numeric": EqualFrequency(bins=3, warmup=20)}  # both discretisers checked
+        yield {"search": SuperParents(select=0.05, rebuild_every=50)}
+
+    @property
+    def m(self) -> int:
+        """The frequency limit of a super-parent value: the :class:`~stream_nb.SuperParents`' ``m``."""
+        return self.search.m
+
+    @property
+    def rebuild_every(self) -> int:
+        """Learned events between two choices of the super-parents: the :class:`~stream_nb.SuperParents`'
+        ``rebuild_every`` under a selection, else 0 (nothing to choose)."""
+        return self.search.rebuild_every if self.search.select is not None else 0
+
+    def _early_rebuilds(self) -> int:
+        return 0  # the first choice after rebuild_every events: until then, every attribute
+
+    def rebuild(self) -> None:
+        """Choose the super-parents now from the current counts (with ``SuperParents(select=...)``; without,
+        every attribute is one and nothing changes)."""
+        if self.search.select is not None:
+            self._keep = informative_parents(self._stats.observed(), self.search.select)
+        self._rebuilt()
+
+    @property
+    def super_parents(self) -> list | None:
+        """The features the last choice of selective AODE kept as super-parents, in the store's order
+        (None: every feature, without ``SuperParents(select=...)`` or before its first choice)."""
+        if not len(self._keep):
+            return None
+        return [self._stats.features[f] for f in np.flatnonzero(self._keep).tolist()]
 
     def _jll(self, enc):
         s = self._stats
@@ -173,7 +223,7 @@ class AODE(OneDependenceKernel, VectorisedRuns, BayesClassifier):
             # scored without the kept denominators: a model loaded from its state (which keeps none) must give
             # its twin's probabilities to the last digit, and products of inverses differ from quotients there
             compiled().aode_one(held[3], enc.cols, enc.feats, c, s.n_classes, a, float(self.m * self._inflation),
-                                False, joint, out)
+                                self._keep, False, joint, out)
             fine = None
         else:  # complete: counted as the block counts a row it scored
             fine = s.counted_twin(enc)
@@ -190,7 +240,8 @@ class AODE(OneDependenceKernel, VectorisedRuns, BayesClassifier):
         loss = NO_LOSS if self._decision is None or not watch[0] else np.ascontiguousarray(
             self._decision.matrix(s.classes))
         done = compiled().aode_block(D, dfeats, NO_MORE if more is None else more, yc, learn, s.n_classes,
-                                     self._alpha, float(self.m * self._inflation), *counts, iden, cached, joint, out,
+                                     self._alpha, float(self.m * self._inflation), self._keep, *counts, iden, cached,
+                                     joint, out,
                                      loss, *watch)
         if learn:
             self._kernel_learned(D[:done], dfeats, yc[:done], cached)
@@ -211,9 +262,17 @@ class AODE(OneDependenceKernel, VectorisedRuns, BayesClassifier):
             return
         add_estep(s, enc, c, w, one_dependence_estep(s.observed(), self._alpha, enc, c, miss))
 
+    def _sparse_parents(self) -> tuple[bool, np.ndarray]:
+        selected, allowed = super()._sparse_parents()
+        if not len(self._keep):
+            return selected, allowed
+        keep = self._keep if not selected else self._keep & allowed[: len(self._keep)]
+        return True, keep
+
     def _missing_posterior(self, enc, c, miss):
         s = self._stats
-        allowed = np.flatnonzero(s.pair_allowed).tolist() if s.pairs_selected else None
+        selected, allowed = self._sparse_parents()
+        allowed = np.flatnonzero(allowed).tolist() if selected else None
         return mixture_posterior(s, self._alpha, enc, c, miss, self.m * self._inflation, allowed, self._naive_jll(enc))
 
     def _jll_many(self, D, dfeats, G, gslots):
@@ -225,6 +284,29 @@ class AODE(OneDependenceKernel, VectorisedRuns, BayesClassifier):
         out = np.empty((len(D), s.n_classes))
         self._aode_kernel(np.ascontiguousarray(D), dfeats, np.full(len(D), -1), None, out, False, True)
         return out
+
+    # ------------------------------------------------------------------ state
+
+    def _extra_state(self):
+        if self.search.select is None:  # a model without a selection keeps the layout it always had
+            return super()._extra_state()
+        return {"super_parents": self._keep.copy()}, {"since_rebuild": self._since_rebuild,
+                                                      "n_rebuilds": self.n_rebuilds}
+
+    def _load_extra_state(self, arrays, meta):
+        if "super_parents" in arrays:
+            self._keep = np.asarray(arrays["super_parents"])
+            self._since_rebuild, self.n_rebuilds = meta.get("since_rebuild"), meta.get("n_rebuilds")
+
+    def _check_loaded(self):
+        """A selection's state: whether each feature is a super-parent, one per feature at most, and only under
+        ``SuperParents(select=...)``."""
+        keep = self._keep
+        if len(keep) and (keep.dtype != bool or keep.ndim != 1 or len(keep) > len(self._stats.features)
+                          or self.search.select is None):
+            raise ValueError(f"super_parents: expected a bool per feature (at most {len(self._stats.features)}), "
+                             f"and only under a selection, got {keep!r:.80} with search={self.search!r}")
+        super()._check_loaded()
 
 
 def spode_terms(s, a, cols, feats, m_limit=0):
