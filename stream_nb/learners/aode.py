@@ -266,7 +266,11 @@ class AODE(OneDependenceKernel, VectorisedRuns, StructuredClassifier):
         selected, allowed = super()._sparse_parents()
         if not len(self._keep):
             return selected, allowed
-        keep = self._keep if not selected else self._keep & allowed[: len(self._keep)]
+        if not selected:
+            return True, self._keep
+        keep = np.zeros(len(self._keep), dtype=bool)  # and whose pairs the budget's selection counts
+        n = min(len(keep), len(allowed))
+        keep[:n] = self._keep[:n] & allowed[:n]
         return True, keep
 
     def _missing_posterior(self, enc, c, miss):
