@@ -26,7 +26,7 @@ from river.datasets import synth
 from stream_nb import AODE, SPODE, EqualFrequency
 from stream_nb.kernels import NO_DETECTOR, compiled
 
-ALL = np.zeros(0, dtype=bool)  # every feature may be a super-parent
+ALL = np.zeros(0, dtype=np.int8)  # every feature may be a super-parent
 
 
 def led(n: int) -> list:

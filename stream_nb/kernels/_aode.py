@@ -32,8 +32,9 @@ def aode_block(D, dfeats, more, yc, learn, C, a, m_limit, keep, class_count, val
     the rows done (the row a drift detector acts on is scored and not counted, and its index returned).
 
     A value seen at least ``m_limit`` times is a parent (a value never seen only if ``m_limit`` <= 0), and
-    with ``keep`` (a bool per feature; empty: every feature) only of a feature ``keep`` holds (a feature past
-    its end: none); with none, the row is scored by naive Bayes over the same counts.
+    with ``keep`` (per feature: 2 a super-parent and a child, 1 a child only, 0 neither; empty: every feature
+    2; a feature past its end: 1) only of a feature it gives 2; with none, the row is scored by naive Bayes
+    over the same counts. A feature ``keep`` gives 0 is left out of the row's score, and counted all the same.
     """
     R, k = D.shape
     B, grown = _spodes.block_setup(D, more, n_values, class_count, C, a)
@@ -57,27 +58,37 @@ def aode_block(D, dfeats, more, yc, learn, C, a, m_limit, keep, class_count, val
     pair_flat = pair_count.reshape(-1)
     feat_flat = pair_feat.reshape(-1)
     V, FF = pair_count.shape[1], pair_feat.shape[2]
+    K = keep.shape[0]
+    drops = False  # some feature left out of the score: each row's scored values copied into su, sf, san
+    for g in range(K):
+        drops = drops or keep[g] == 0
+    su, sf, san = np.empty(k + 4, dtype=np.int64), np.empty(k + 1, dtype=np.int64), np.empty(k + 1)
     for r in range(R):
         n = _spodes.row(D, r, dfeats, more, grown, n_values, a, u, f, an)
-        fast = cached and n == k and k < B
+        fast = cached and n == k and k < B and not drops
         n = abs(n)
         if cached and grown and _spodes.refresh(anf, n_values, more, r, grown, a, u, f, n, vf):
             _spodes.den_table(pair_feat, vf, anf, C, V, iden)
         _spodes.prior_row(lcc, total, C, a, prior)
-        m = 0
+        sn = 0
         for i in range(n):
+            if not drops or f[i] >= K or keep[f[i]] > 0:
+                su[sn], sf[sn], san[sn] = u[i], f[i], an[i]
+                sn += 1
+        m = 0
+        for i in range(sn):
             seen = 0.0
             for c in range(C):
-                seen += value_count[c, u[i]]
-            if seen >= m_limit and (keep.shape[0] == 0 or (f[i] < keep.shape[0] and keep[f[i]])):
+                seen += value_count[c, su[i]]
+            if seen >= m_limit and (K == 0 or (sf[i] < K and keep[sf[i]] == 2)):
                 idx[m] = i
                 m += 1
-        linear = n < B  # every SPODE value in the linear domain
+        linear = sn < B  # every SPODE value in the linear domain
         if m == 0:
-            _spodes.naive_row(value_count, feat_count, u, f, an, n, C, a, B, prior, jll)
+            _spodes.naive_row(value_count, feat_count, su, sf, san, sn, C, a, B, prior, jll)
         else:
-            _spodes.spodes(value_count, pair_flat, feat_flat, u, f, an, n, idx, m, C, a, V, FF, B, feat_count, fast,
-                           iden, uu, fu, dinv, val, lg)
+            _spodes.spodes(value_count, pair_flat, feat_flat, su, sf, san, sn, idx, m, C, a, V, FF, B, feat_count,
+                           fast, iden, uu, fu, dinv, val, lg)
             if linear and not joint:  # the posterior is each class's share of the sum, one log a class
                 _spodes.shares(val, idx, m, C, jll, out[r])
             else:
@@ -198,7 +209,7 @@ def warm(k) -> None:
     out, iden = np.empty((2, C)), np.ones((C, V))
     k.den_table(pf, vf, np.ones(F), C, V, iden)
     for more in (np.zeros((0, 0), dtype=np.int64), np.zeros((2, F), dtype=np.int64)):
-        k.aode_block(D, feats, more, yc, True, C, 1.0, 1.0, np.zeros(0, dtype=np.bool_), cc, vc, fc, nv, pc, pf, vf,
+        k.aode_block(D, feats, more, yc, True, C, 1.0, 1.0, np.zeros(0, dtype=np.int8), cc, vc, fc, nv, pc, pf, vf,
                      iden, True, False, out, np.zeros((0, 0)), *NO_DETECTOR)
         k.spode_block(D, feats, more, yc, True, C, 1.0, 0, np.array([1, 2], dtype=np.int64), True, np.zeros(F),
                       np.zeros(F), cc, vc, fc, nv, pc, pf, vf, iden, True, False, out)

@@ -148,7 +148,7 @@ def warm(k) -> None:
     k.tree_one(tree, cols, feats, np.array([-1, 0], dtype=np.int64), np.zeros(0), np.zeros(0, dtype=np.int64), 0, C,
                1.0, 0.0, False, 1e-9, False, False, out, fine)
     aode = Addresses(None, (cc, vc, fc, nv, pc, pf, np.array([-1, 0, 1, 1], dtype=np.int64), np.ones((C, V)))).table
-    k.aode_one(aode, cols, feats, 1, C, 1.0, 1.0, np.zeros(0, dtype=np.bool_), True, False, out)
+    k.aode_one(aode, cols, feats, 1, C, 1.0, 1.0, np.zeros(0, dtype=np.int8), True, False, out)
     k.aode_count(aode, cols, feats, 1, 1.0, True, fine)
     naive = Addresses(None, (cc, vc, fc, nv, vc, fc, g, g, g, np.zeros((V, C)), np.zeros((F, C)))).table  # logs class-contiguous
     k.naive_tables(naive, 1.0)

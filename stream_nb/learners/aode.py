@@ -17,7 +17,7 @@ from ._structured import StructuredClassifier
 
 __all__ = ["AODE", "spode_terms"]
 
-_EVERY = np.zeros(0, dtype=bool)  # no selection: every feature may be a super-parent
+_EVERY = np.zeros(0, dtype=np.int8)  # no selection: every feature a super-parent and a child
 
 
 class AODE(OneDependenceKernel, VectorisedRuns, StructuredClassifier):
@@ -139,7 +139,8 @@ class AODE(OneDependenceKernel, VectorisedRuns, StructuredClassifier):
         self._setup_rebuilds()
         if forgetting is None and drift_detector is None:
             set_pair_rule(self._stats, "parents")  # past the budget: keep the best super-parents' pairs
-        self._keep = _EVERY  # under a selection, after its first choice: whether each feature is a super-parent
+        # under a selection, after its first choice, per feature: 2 a super-parent, 1 a child only, 0 left out
+        self._keep = _EVERY
 
     @classmethod
     def _unit_test_params(cls):
@@ -165,7 +166,8 @@ class AODE(OneDependenceKernel, VectorisedRuns, StructuredClassifier):
         """Choose the super-parents now from the current counts (with ``SuperParents(select=...)``; without,
         every attribute is one and nothing changes)."""
         if self.search.select is not None:
-            self._keep = informative_parents(self._stats.observed(), self.search.select)
+            kept = informative_parents(self._stats.observed(), self.search.select)
+            self._keep = np.where(kept, 2, 0 if self.search.drop else 1).astype(np.int8)
         self._rebuilt()
 
     @property
@@ -174,7 +176,7 @@ class AODE(OneDependenceKernel, VectorisedRuns, StructuredClassifier):
         (None: every feature, without ``SuperParents(select=...)`` or before its first choice)."""
         if not len(self._keep):
             return None
-        return [self._stats.features[f] for f in np.flatnonzero(self._keep).tolist()]
+        return [self._stats.features[f] for f in np.flatnonzero(self._keep == 2).tolist()]
 
     def _jll(self, enc):
         s = self._stats
@@ -266,15 +268,32 @@ class AODE(OneDependenceKernel, VectorisedRuns, StructuredClassifier):
         selected, allowed = super()._sparse_parents()
         if not len(self._keep):
             return selected, allowed
-        if not selected:
-            return True, self._keep
-        keep = np.zeros(len(self._keep), dtype=bool)  # and whose pairs the budget's selection counts
-        n = min(len(keep), len(allowed))
-        keep[:n] = self._keep[:n] & allowed[:n]
+        keep = self._keep == 2
+        if selected:  # and whose pairs the budget's selection counts
+            n = min(len(keep), len(allowed))
+            keep[:n] &= allowed[:n]
+            keep[n:] = False
         return True, keep
+
+    def _scored(self, dfeats: np.ndarray) -> np.ndarray | None:
+        """The positions of ``dfeats`` a selection with ``drop`` leaves in the score (None: every one)."""
+        K = len(self._keep)
+        if not K or not self.search.drop:
+            return None
+        inside = dfeats < K
+        return np.flatnonzero(~inside | (self._keep[np.where(inside, dfeats, 0)] > 0))
+
+    def _sparse_jll(self, D: np.ndarray, dfeats: np.ndarray) -> np.ndarray:
+        scored = self._scored(np.asarray(dfeats))
+        if scored is None:
+            return super()._sparse_jll(D, dfeats)
+        return super()._sparse_jll(D[:, scored], np.asarray(dfeats)[scored])
 
     def _missing_posterior(self, enc, c, miss):
         s = self._stats
+        scored = self._scored(enc.feats)
+        if scored is not None:  # the attributes left out are no child either
+            enc = enc._replace(cols=enc.cols[scored], feats=enc.feats[scored], epoch=-1)
         selected, allowed = self._sparse_parents()
         allowed = np.flatnonzero(allowed).tolist() if selected else None
         return mixture_posterior(s, self._alpha, enc, c, miss, self.m * self._inflation, allowed, self._naive_jll(enc))
@@ -306,10 +325,12 @@ class AODE(OneDependenceKernel, VectorisedRuns, StructuredClassifier):
         """A selection's state: whether each feature is a super-parent, one per feature at most, and only under
         ``SuperParents(select=...)``."""
         keep = self._keep
-        if len(keep) and (keep.dtype != bool or keep.ndim != 1 or len(keep) > len(self._stats.features)
+        if len(keep) and (keep.dtype != np.int8 or keep.ndim != 1 or len(keep) > len(self._stats.features)
+                          or not np.isin(keep, (0, 2) if self.search.drop else (1, 2)).all()
                           or self.search.select is None):
-            raise ValueError(f"super_parents: expected a bool per feature (at most {len(self._stats.features)}), "
-                             f"and only under a selection, got {keep!r:.80} with search={self.search!r}")
+            raise ValueError(f"super_parents: expected per feature (at most {len(self._stats.features)}) 2 (kept) or "
+                             f"{0 if self.search.drop else 1} (not), and only under a selection, got {keep!r:.80} with "
+                             f"search={self.search!r}")
         super()._check_loaded()
 
 

@@ -76,7 +76,8 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "forgetting": ("window", "panes", "half_life", "time_field"),
     "numeric": ("var_smoothing", "numeric", "discretiser", "bins", "fine_bins", "warmup", "bin_edges"),
     "missing": ("missing", "learn_unlabeled", "unlabeled_weight"),
-    "search": ("tree_score", "parent", "m", "rebuild_every", "backoff", "backoff_to", "select_level", "select_parents"),
+    "search": ("tree_score", "parent", "m", "rebuild_every", "backoff", "backoff_to", "select_level", "select_parents",
+               "drop_unselected"),
 }
 
 #: Every flat setting's declaration: the plain parameters, the family choices and the options' parameters.

@@ -143,6 +143,8 @@ class Parents(Option):
           "among the attributes; chosen again every --rebuild-every events",
           minimum=0, strict=True, optional=True, setting="select_parents", metavar="A"),
     REBUILD_EVERY,
+    Param("drop", "bool", False, "selective AODE: an attribute not kept as a super-parent is left out of the model "
+          "altogether, no child either (counted all the same)", setting="drop_unselected"),
 )
 class SuperParents(Option):
     """AODE's super-parents: the values seen in at least ``m`` events, and with ``select`` only those of the
@@ -158,13 +160,17 @@ class SuperParents(Option):
         Every ``rebuild_every`` learned events an attribute is kept as a super-parent when the likelihood-ratio
         (G) test of its independence of the class, :math:`2 n I(x_p; y)` against the chi-square quantile with
         :math:`(|C| - 1)(|X_p| - 1)` degrees of freedom, rejects it at level ``select`` shared among the
-        attributes (Bonferroni); an attribute not kept is still a child in every kept one's estimator. Until the
+        attributes (Bonferroni); an attribute not kept is still a child in every kept one's estimator (with
+        ``drop``, not: it is left out of the model, as in Chen et al.'s selective AnDE). Until the
         first choice every attribute is a super-parent; when none passes, the model predicts by naive Bayes
         over the same counts, as when no value passes ``m``. The choice is made from the counts alone (see
         :mod:`stream_nb.learners._selection`), so merged models and snapshots keep their guarantees.
     rebuild_every
         Learned events between two choices (0: only on :meth:`~stream_nb.AODE.rebuild`); read only with
         ``select``.
+    drop
+        With ``select``: leave the attributes not kept out of every estimator as children too (False: they
+        stay children). They are counted all the same, so a later choice may take them back.
 
     Examples
     --------
