@@ -140,6 +140,25 @@ def test_the_probabilities_are_the_textbooks_aode_over_the_super_parents_kept(bu
         assert strict.predict_proba_one(x) == pytest.approx(textbook(data, [], x), rel=1e-9)
 
 
+@pytest.mark.parametrize("budget", [None, 2000], ids=["dense", "sparse-pairs"])
+def test_with_drop_the_attributes_not_kept_are_left_out_of_the_model_and_still_counted(budget):
+    events = noisy_stream(900, 2)
+    model = learned(AODE(search=SuperParents(select=0.01, rebuild_every=300, drop=True), memory_budget=budget), events)
+    kept = model.super_parents
+    assert kept and "n0" not in kept and len(model._stats.features) == len(FEATURES)
+    alone = [({k: x[k] for k in kept}, y) for x, y in events]  # the textbook's AODE over the kept attributes
+    probes = [x for x, _ in noisy_stream(40, 3)]
+    frame = model.predict_proba_many(pd.DataFrame(probes))
+    for x, (_, row) in zip(probes, frame.iterrows()):
+        want = textbook(alone, kept, {k: x[k] for k in kept})
+        assert model.predict_proba_one(x) == pytest.approx(want, rel=1e-9)
+        assert row.to_dict() == pytest.approx(want, rel=1e-9)
+    # the counts are AODE's own: without the choice, the same model is plain AODE
+    plain = learned(AODE(memory_budget=budget), events)
+    model._keep = model._keep[:0]
+    assert model.predict_proba_one(probes[0]) == plain.predict_proba_one(probes[0])
+
+
 def test_when_every_attribute_passes_the_probabilities_are_plain_aodes():
     events = dependent_stream(800, 4)
     selective = learned(AODE(search=SuperParents(select=0.01, rebuild_every=200)), events)
@@ -151,9 +170,10 @@ def test_when_every_attribute_passes_the_probabilities_are_plain_aodes():
     pd.testing.assert_frame_equal(selective.predict_proba_many(probes), plain.predict_proba_many(probes))
 
 
-def test_the_compiled_runs_choose_and_predict_where_the_one_event_loop_does():
+@pytest.mark.parametrize("drop", [False, True])
+def test_the_compiled_runs_choose_and_predict_where_the_one_event_loop_does(drop):
     stream = noisy_stream(1300, 7)
-    loop, run = (AODE(search=SuperParents(select=0.01, rebuild_every=250)) for _ in range(2))
+    loop, run = (AODE(search=SuperParents(select=0.01, rebuild_every=250, drop=drop)) for _ in range(2))
     seen = []
     for x, y in stream:
         seen.append(loop.predict_proba_one(x))
@@ -162,7 +182,7 @@ def test_the_compiled_runs_choose_and_predict_where_the_one_event_loop_does():
     for want, (_, proba) in zip(seen, out):
         assert proba == pytest.approx(want, rel=1e-9)
     assert (run.super_parents, run.n_rebuilds) == (loop.super_parents, loop.n_rebuilds) == (loop.super_parents, 5)
-    batch = AODE(search=SuperParents(select=0.01, rebuild_every=250))
+    batch = AODE(search=SuperParents(select=0.01, rebuild_every=250, drop=drop))
     batch.learn_many(pd.DataFrame([x for x, _ in stream]), pd.Series([y for _, y in stream]))
     assert batch.super_parents == loop.super_parents and "n0" not in loop.super_parents
 
@@ -196,14 +216,16 @@ def test_a_snapshot_keeps_the_choice_and_the_schedule(tmp_path):
     # a state that chooses super-parents without a selection is refused
     arrays, meta = model.state()
     meta["params"]["search"]["select"] = None
-    with pytest.raises(ValueError, match="super_parents: expected a bool per feature"):
+    with pytest.raises(ValueError, match="super_parents: expected per feature"):
         AODE.from_state(arrays, meta)
 
 
 def test_the_option_is_declared_once_and_given_by_its_settings():
     assert AODE.from_flat({"select_parents": 0.05, "rebuild_every": 70, "m": 3}).search == SuperParents(3, 0.05, 70)
+    assert AODE.from_flat({"select_parents": 0.05, "drop_unselected": True}).search == SuperParents(select=0.05,
+                                                                                                    drop=True)
     assert AODE().search == SuperParents() and AODE().m == 1 and AODE().super_parents is None
-    assert "select_parents" in MODELS["aode"][1] and "m" in MODELS["aode"][1]
+    assert {"select_parents", "drop_unselected", "m"} <= set(MODELS["aode"][1])
     assert "select_parents" not in MODELS["kdb"][1] and "select_level" not in MODELS["aode"][1]
     assert SuperParents.PARAMS[1].help in BY_NAME["select_parents"].help
     for bad in (0, 1.0, -0.1):
@@ -227,11 +249,11 @@ def test_the_daemon_builds_a_selective_aode_from_its_flags(tmp_path):
     env["PYTHONPATH"] = str(root) + os.pathsep + env.get("PYTHONPATH", "")
     proc = subprocess.run([sys.executable, "-m", "stream_nb.cli", "run", "--input", str(events), "--output",
                            str(tmp_path / "out.jsonl"), "--snapshot-dir", str(tmp_path / "snaps"), "--model", "aode",
-                           "--select-parents", "0.05", "--rebuild-every", "200", "--m", "2"], env=env,
-                          capture_output=True, timeout=300)
+                           "--select-parents", "0.05", "--rebuild-every", "200", "--m", "2", "--drop-unselected"],
+                          env=env, capture_output=True, timeout=300)
     assert proc.returncode == 0, proc.stderr.decode()
     assert len((tmp_path / "out.jsonl").read_text().splitlines()) == 600
     store = stream_nb.snapshots.SnapshotStore(tmp_path / "snaps")
     model = store.read(store.sequences()[-1]).model()
-    assert model.search == SuperParents(2, 0.05, 200) and model.n_rebuilds == 3
+    assert model.search == SuperParents(2, 0.05, 200, drop=True) and model.n_rebuilds == 3
     assert "a" in model.super_parents and "n0" not in model.super_parents
