@@ -51,9 +51,11 @@ class AODE(OneDependenceKernel, VectorisedRuns, StructuredClassifier):
     at that level shared among the attributes (see :class:`~stream_nb.SuperParents`
     and :mod:`stream_nb.learners._selection`), chosen again every
     ``rebuild_every`` learned events (the first choice after ``rebuild_every``
-    events) and after a merge. Every attribute stays a child, and the counts
-    are AODE's own: the choice changes what predicts, not what is learned.
-    When every attribute passes, the probabilities are plain AODE's.
+    events) and after a merge. Every attribute stays a child (with
+    ``SuperParents(drop=True)`` the attributes not kept are left out of the
+    model altogether, as in Chen et al.'s selective AnDE), and the counts are
+    AODE's own: the choice changes what predicts, not what is learned. When
+    every attribute passes, the probabilities are plain AODE's.
 
     Numeric (``float``) features are discretised online: by default at the
     cut points Fayyad and Irani's MDL criterion chooses, again and again as
@@ -70,7 +72,7 @@ class AODE(OneDependenceKernel, VectorisedRuns, StructuredClassifier):
         :class:`~stream_nb.SuperParents` (default ``SuperParents()``): its ``m``, the frequency limit
         (an attribute value is a parent only when seen in at least ``m`` events; the textbook suggests
         30, 1 is Weka's default), and ``select``, the level of selective AODE's test (None: every attribute
-        a super-parent).
+        a super-parent; ``drop``: the others are no child either).
     numeric
         How numeric features are cut into bins: :class:`~stream_nb.MDL` (default),
         :class:`~stream_nb.EqualFrequency` or :class:`~stream_nb.Edges` (fixed edges for some
