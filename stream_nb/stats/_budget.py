@@ -24,6 +24,7 @@ import numpy as np
 
 from ..exceptions import CapacityError
 from ._candidates import prune_pairs, selected_cells
+from ._revision import revise_pairs
 from ._sparse import SparseTable, cells_of
 from ._working import row_chunks
 
@@ -134,6 +135,17 @@ class Budget:
         """Bytes the sparse pair tables may take: ``memory_budget``, or :data:`SPARSE_FLOOR` if larger."""
         return max(self.memory_budget, SPARSE_FLOOR)
 
+    def pair_limit(self) -> int:
+        """Bytes the sparse pair tables of this layer may take: :meth:`sparse_limit`, halved between the two
+        layers of a two-layer store that drops pairs, and again when the t-way tables of candidate parents
+        take the other half (_tuple_candidates.py)."""
+        limit = max(self.memory_budget, SPARSE_FLOOR)
+        if self.pair_rule is not None and self.selection_peer is not None:
+            limit //= 2
+        if self.tuple_rule:
+            limit //= 2
+        return limit
+
     def _check_sparse_room(self, k: int) -> None:
         """Refuse to learn more (CapacityError, before anything changes) when one event of ``k``
         observed values could take the sparse pair tables past ``memory_budget`` (or
@@ -144,6 +156,9 @@ class Budget:
             return
         while not self._sparse_room(k):  # a model with a pair rule drops pairs rather than refuse
             pass
+        if revise_pairs(self, self.pair_limit()):  # and revises its choice as the events come (_revision.py)
+            while not self._sparse_room(k):
+                pass
         self.refresh_tuple_selection()
         while not self._tuple_room(k):  # KDB drops candidate parents rather than outgrow the budget
             pass
@@ -163,11 +178,7 @@ class Budget:
                   if isinstance(a, SparseTable) and name.removeprefix("obs_") in _PAIRS}
         if not sparse:
             return True
-        limit = max(self.memory_budget, SPARSE_FLOOR)
-        if self.pair_rule is not None and self.selection_peer is not None:
-            limit //= 2  # the two layers of a two-layer store that drops pairs share the budget
-        if self.tuple_rule:
-            limit //= 2  # the t-way tables of candidate parents take the other half (_tuple_candidates.py)
+        limit = self.pair_limit()
         held = sum(v.nbytes for v in sparse.values())
         names = ", ".join(sorted({name.removeprefix("obs_") for name in sparse}))
         one = selected_cells(self, k)  # the distinct cells one event can add to each pair table
