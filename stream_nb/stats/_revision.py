@@ -10,8 +10,10 @@ stops there), not only when the tables fill:
   by the G-test of its own counts, G = 2 n I(X_i; X_j | C) against the
   chi-square with C (|X_i| - 1)(|X_j| - 1) degrees of freedom, n the events
   its counts hold (:func:`~stream_nb.stats._candidates.pair_evidence`). A pair
-  whose counts hold at least :data:`TRIAL_EVENTS` events and whose p-value is
-  above :data:`SCREEN` is dropped: its counts do not support a dependence. The
+  whose counts hold at least :data:`TRIAL_EVENTS` events, and at least one per
+  degree of freedom (before that the test cannot tell a dependence spread over
+  many cells), and whose p-value is above :data:`SCREEN` is dropped: its counts
+  do not support a dependence. The
   room left, each kept pair charged the cells it holds once full
   (:func:`~stream_nb.stats._candidates.edge_costs`; a quarter of the budget's
   cells, as a pruning), goes to dropped pairs, in rotation: the pairs are
@@ -53,7 +55,7 @@ __all__ = ["REVISE_EVERY", "SCREEN", "TRIAL_EVENTS", "events_learned", "revise_p
 
 #: events learned between two revisions of a selection
 REVISE_EVERY = 100
-#: events a pair's own counts hold before it is judged
+#: events a pair's own counts hold before it is judged (and one per degree of freedom of its test)
 TRIAL_EVENTS = 100
 #: the p-value above which a judged pair is dropped
 SCREEN = 0.01
@@ -114,8 +116,8 @@ def _revise_edges(s, limit: int) -> None:
     units = _candidate_units(s)
     kept = np.triu(padded(s.pair_edges, (F, F)), 1) & units
     evidence = pair_evidence(s)
-    score, n = edge_scores(s, evidence), evidence[2]
-    fail = kept & (n >= TRIAL_EVENTS) & (score > math.log(SCREEN))
+    score, df, n = edge_scores(s, evidence), evidence[1], evidence[2]
+    fail = kept & (n >= np.maximum(TRIAL_EVENTS, df)) & (score > math.log(SCREEN))
     keep = kept & ~fail
     cost, fixed = edge_costs(s)
     room = limit // (16 * 2 * 4) - fixed
