@@ -12,26 +12,28 @@ kept (:class:`SelectedTable` filters every addition, removal included):
 
 - ``"parents"`` (AODE, SPODE): a unit is a super-parent p, the rows
   ``pair_count[c, x_p, ·]`` and ``pair_feat[c, x_p, ·]``; the units are
-  ranked by I(X_p; C) (:func:`mutual_information_with_class`, exact over
-  every event learned, since the value counts are all kept). A SPODE's joint
-  term is P(c, x_p): the parents that say most about the class give the
-  sharpest one-dependence models (the ranking memory-constrained selective
-  AnDE uses);
+  ranked by the G-test of I(X_p; C) (:func:`parent_scores`, exact over every
+  event learned, since the value counts are all kept). A SPODE's joint term
+  is P(c, x_p): the parents that say most about the class give the sharpest
+  one-dependence models (the ranking memory-constrained selective AnDE uses);
 - ``"edges"`` (TAN): a unit is an attribute pair {i, j}, both orientations;
-  the units are ranked by I(X_i; X_j | C) (:func:`cmi_from_cells`), read off
-  the counts kept so far, and the tree is the maximum spanning forest over
-  the kept pairs.
+  the units are ranked by the G-test of I(X_i; X_j | C) on the pair's own
+  counts (:func:`pair_evidence`, :func:`edge_scores`), each charged the cells
+  it holds once full (:func:`edge_costs`), and the tree is the maximum
+  spanning forest over the kept pairs whose test rejects independence
+  (:func:`edge_supported`).
 
 The pairs of an attribute with itself (the diagonal, a value's own count) are
-always kept. Pruning keeps the best-ranked units whose cells held now fit in
-a quarter of the budget's cells (a sparse cell takes 16 bytes, in a hash table
-at most half full), at least one unit fewer than before; dropping a unit never
-changes the counts of the units kept, so **every kept pair holds exactly the
-counts of every event learned** (those before the pruning included): the
-choice is made from all events so far, not a sample, and is made again, from
-more events, each time the tables fill up. Ties go by name, so the choice is
-deterministic. A store that never passes its budget never prunes, and counts
-exactly as before.
+always kept. Pruning keeps the best-ranked units whose cells fit in a quarter
+of the budget's cells (a sparse cell takes 16 bytes, in a hash table at most
+half full), at least one unit fewer than before. Between prunings the choice
+is revised as the events come (:mod:`stream_nb.stats._revision`): pairs are
+dropped and others admitted. **A pair's counts hold the events learned since
+it was last admitted** (:func:`apply_selection`): dropping a unit never
+changes the counts of the units kept, and a unit admitted again starts from
+no counts, the events learned while it was dropped being gone. Ties go by
+name, so the choice is deterministic. A store that never passes its budget
+never prunes, and counts exactly as before.
 
 Limits, stated: under a selection, events with missing values are counted as
 ``missing="ignore"`` counts them (EM's E-step would read pairs that are no
@@ -39,12 +41,12 @@ longer counted); models with forgetting (windows, decay, drift detectors) keep
 no pair rule (their captured counts would bring dropped pairs back) and stay
 refused at the budget.
 
-Merges stay exact (:func:`narrow_to_both`): since a selection only narrows, every pair a store keeps
-holds every event that store learned, so two stores merge by keeping the pairs both keep (a store
-without a selection keeps all of its own; a feature one store never saw costs the other nothing) and
-summing their counts; every pair kept afterwards holds every event of both streams, and a pair either
-store dropped is dropped. The selection merged is therefore the intersection, never larger than
-either; KDB's selections of candidate parents (``_tuple_candidates.py``) still do not merge.
+Merges stay sums (:func:`widen_to_either`): two stores merge to every pair either counts, each cell the
+sum of both stores' cells, so a kept pair holds the events each store counted it for. Unions and sums
+do not depend on the order, so a group of stores merges to the same counts and selection whatever the
+order of the merges; the result differs from one store that learned every stream in which pairs are
+kept and since when each counts (a store without a selection, merged with one, counts every pair
+again). KDB's selections of candidate parents (``_tuple_candidates.py``) still do not merge.
 """
 
 from __future__ import annotations
