@@ -47,12 +47,13 @@ def _stream(n, seed=0, features=24, values=4, late=300):
 
 
 def _kept_by_name(s):
-    """{frozenset of two names} of the pairs ``s`` counts now (None: all of them)."""
+    """{(row name, column name)} of the ordered pairs ``s`` counts now (None: all of them): both orders of
+    a kept edge, a kept parent's row."""
     k = s.edge_ok()
     if k is None:
         return None
-    i, j = np.nonzero(np.triu(k, 1))
-    return {frozenset((s.features[a], s.features[b])) for a, b in zip(i.tolist(), j.tolist())}
+    i, j = np.nonzero(k & ~np.eye(len(k), dtype=bool))
+    return {(s.features[a], s.features[b]) for a, b in zip(i.tolist(), j.tolist())}
 
 
 def _learn(model, X, y, log=None):
@@ -72,7 +73,7 @@ def _recount(X, y, log):
     last = log[-1][1]
     for a in names:
         for b in names:
-            pair = frozenset((a, b))
+            pair = (a, b)
             if a == b or (last is not None and pair not in last):
                 continue
             since = len(log)
@@ -155,8 +156,7 @@ def test_a_pair_dropped_early_comes_back_with_fresh_counts_and_is_kept_once_they
     model = TAN(memory_budget=BUDGET)
     log = []
     _learn(model, X, y, log)
-    late = frozenset(("f5", "f6"))
-    counted = [kept is None or late in kept for _, kept in log]
+    counted = [kept is None or ("f5", "f6") in kept for _, kept in log]
     # tried under the selection while independent (before event 300), dropped, then tried again and kept
     tried = [k for k, (lo, kept) in enumerate(log) if kept is not None and lo < 300 and counted[k]]
     out = counted.index(False, tried[0])
@@ -172,7 +172,28 @@ def test_a_pair_dropped_early_comes_back_with_fresh_counts_and_is_kept_once_they
     assert n[fi["f5"], fi["f6"]] == len(X) - log[back][0]
     model.rebuild()  # and the tree, over the supported pairs, has both planted edges
     parent = {s.features[c]: s.features[p] for c, p in enumerate(model._parents().tolist()) if p >= 0}
-    assert {frozenset(e) for e in parent.items()} >= {late, frozenset(("f1", "f2"))}, parent
+    assert {frozenset(e) for e in parent.items()} >= {frozenset(("f5", "f6")), frozenset(("f1", "f2"))}, parent
+
+
+def test_a_super_parent_that_comes_to_inform_the_class_comes_back_with_fresh_counts(small_floor):
+    """AODE keeps the rows of one super-parent here: f0 (the class half the time) at first; f7 says the
+    class from event 400 on, and once its test over every event ranks it first, its rows are counted
+    again, from no counts, in f0's place."""
+    rng = np.random.default_rng(1)
+    n = 1500
+    X = rng.integers(4, size=(n, 24))
+    y = rng.integers(2, size=n)
+    X[:, 0] = np.where(rng.random(n) < 0.5, y, X[:, 0])
+    X[400:, 7] = np.where(rng.random(n - 400) < 0.95, 2 * y[400:] + rng.integers(2, size=n - 400), X[400:, 7])
+    words = np.array([f"v{v}" for v in range(4)], dtype=object)
+    X, y = pd.DataFrame(words[X], columns=[f"f{i}" for i in range(24)]), pd.Series(y)
+    model = stream_nb.AODE(memory_budget=BUDGET)
+    log = []
+    _learn(model, X, y, log)
+    assert model.memory_used()["pairs_selected"]["parents"] == ["f7"]
+    since = next(lo for lo, kept in log if kept is not None and ("f7", "f1") in kept)
+    assert 400 < since < n and all(("f0", "f1") not in kept for lo, kept in log if lo >= since)
+    assert _cells(model._stats) == _recount(X, y, log)  # f7's rows hold the events since it came back
 
 
 def test_the_revisions_are_deterministic(small_floor):

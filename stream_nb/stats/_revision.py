@@ -146,7 +146,7 @@ def _revise_parents(s) -> None:
     K = int(kept.sum())
     score = parent_scores(s)
     ranked = sorted(np.flatnonzero(np.asarray(s.n_values[:F]) > 0).tolist(), key=lambda f: (score[f], names[f]))
-    lead = {f for f in ranked[: K // 2] if not kept[f]}  # dropped parents clearly among the best: back
+    lead = {f for f in ranked[: (K + 1) // 2] if not kept[f]}  # dropped parents clearly among the best: back
     chosen = [f for f in ranked if kept[f] or f in lead]
     allowed = np.zeros(F, dtype=bool)
     allowed[chosen[:K]] = True
