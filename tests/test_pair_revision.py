@@ -152,7 +152,7 @@ def test_a_pairs_g_statistic_and_p_value_are_those_summed_over_the_events():
 
 
 def test_a_pair_dropped_early_comes_back_with_fresh_counts_and_is_kept_once_they_support_it(small_floor):
-    X, y = _stream(2300)
+    X, y = _stream(3000)
     model = TAN(memory_budget=BUDGET)
     log = []
     _learn(model, X, y, log)

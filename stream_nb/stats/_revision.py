@@ -57,8 +57,9 @@ __all__ = ["REVISE_EVERY", "SCREEN", "TRIAL_EVENTS", "events_learned", "revise_p
 REVISE_EVERY = 100
 #: events a pair's own counts hold before it is judged (and one per degree of freedom of its test)
 TRIAL_EVENTS = 100
-#: the p-value above which a judged pair is dropped
-SCREEN = 0.01
+#: the p-value above which a judged pair is dropped: lenient, since a dependent pair dropped waits a whole
+#: rotation for its next trial, while an independent one kept stays on trial (it enters no tree)
+SCREEN = 0.1
 
 _MASK = (1 << 64) - 1
 
