@@ -39,7 +39,10 @@ Limits, stated: under a selection, events with missing values are counted as
 ``missing="ignore"`` counts them (EM's E-step would read pairs that are no
 longer counted); models with forgetting (windows, decay, drift detectors) keep
 no pair rule (their captured counts would bring dropped pairs back) and stay
-refused at the budget.
+refused at the budget. Unlearning an event takes it back from the pairs kept
+now: exact for a pair kept since before the event was learned; a pair admitted
+since never held it, and taking it back from that pair's fresh counts is caught
+only where a cell would fall below zero (``UnlearnError``, nothing changed).
 
 Merges stay sums (:func:`widen_to_either`): two stores merge to every pair either counts, each cell the
 sum of both stores' cells, so a kept pair holds the events each store counted it for. Unions and sums
