@@ -151,7 +151,7 @@ class Candidates:
 
     def edge_supported(self) -> np.ndarray | None:
         """(F, F): the kept pairs whose own counts support a dependence (None: no selection, every pair
-        counted); see :func:`stream_nb.stats._revision.edge_supported`."""
+        counted); see :func:`edge_supported`."""
         return edge_supported(self)
 
     def refresh_selection(self) -> None:
