@@ -1,8 +1,8 @@
 """Prequential throughput and accuracy of stream_nb's learners beside their peers, river and scikit-learn.
 
     python bench/learners.py [--events 20000] [--repeats 5] [--part all|prequential|learn_many|peers|holdout]
-                             [--jvm-repeats 15] [--jvm-warmup 5]
-    python bench/learners.py --profile KDB [--profile-stream LED] [--events 20000]
+                             [--jvm-repeats 15] [--jvm-warmup 5] [--no-jvm] [--streams LED,Agrawal]
+    python bench/learners.py --profile KDB [--profile-stream LED] [--profile-input dicts|frame] [--profile-one] [--events 20000]
 
 Every stream is materialised before timing.
 
@@ -36,6 +36,9 @@ Each learner runs the prequential loop (predict each event, then learn it, in or
   a Java loop over the ``ARFFStream`` (reading the file is inside that time);
 - the Java peers in their harness, which reads the ARFF file into ``weka.core.Instances``
   once and keeps the events in memory (neither parsing nor JVM start-up is timed).
+
+``--no-jvm`` leaves MOA, Weka and CapyMOA out (no JDK needed: ours and river's alone, the
+targets against river's GaussianNB); ``--streams`` runs the part on some streams only.
 
 How stream_nb, river and CapyMOA are timed (``bench/peers/protocol.py``): by the CPU time of
 the whole process (``time.process_time``), so a helper thread counts, a BLAS worker that a
@@ -175,19 +178,39 @@ def bench_learn_many(events, repeats, batch=1000):
     return len(X) / ours, len(X) / sk, same
 
 
-def profile(model_name: str, sname: str, n: int, top: int = 15) -> None:
-    """``--profile``: where ``prequential_many`` of one model spends its time on one stream (cProfile, whose
-    per-call overhead inflates the functions called most; the shares of numpy's passes are what it measures
-    best), by own time and by cumulative time."""
+def profile(model_name: str, sname: str, n: int, given: str = "dicts", top: int = 15, one: bool = False) -> None:
+    """``--profile``: where ``prequential_many`` of one model spends its time on one stream (with ``one``, the
+    one-event loop: ``predict_one`` then ``learn_one``), by cProfile, whose per-call overhead inflates the
+    functions called most (the shares of compiled calls and numpy's passes are what it measures best), by
+    own time and by cumulative time, after one untimed run of a fresh model (compile or cache load). The
+    model is declared as ``--part peers`` declares it (``types=``; KDB with k=2); ``given`` "frame": each
+    poll as a DataFrame's rows, as that part's rows do."""
     import cProfile
     import pstats
 
     events = list(STREAMS[sname]().take(n))
-    model = {"NaiveBayes": NaiveBayes, "AODE": AODE, "TAN": TAN, "SPODE": SPODE, "KDB": KDB}[model_name]()
+    types = peers.model_types(peers.declare(events, peers.NOMINAL.get(sname))[0])
+    make = {"NaiveBayes": NaiveBayes, "AODE": AODE, "TAN": TAN, "SPODE": SPODE, "KDB": KDB}[model_name]
+
+    def fresh():
+        return make(types=types, **({"k": 2} if make is KDB else {}))
+
+    if one:
+        def loop(model):
+            return round(prequential(model, events)[1] * n)
+        given = "one event at a time"
+    else:
+        xs, ys = [x for x, _ in events], [y for _, y in events]
+        loop = frame_loop(pd.DataFrame(xs), ys, True) if given == "frame" else dicts_loop(xs, ys)
+        given = f"prequential_many (polls of 500) given as {given}"
+    loop(fresh())  # untimed: numba's import and cache load
+    model = fresh()
     profiler = cProfile.Profile()
-    seconds, acc = profiler.runcall(prequential_many, model, events, clock=time.thread_time)
-    print(f"# {model_name} prequential_many on {n:,} {sname} events (polls of 500): {seconds / n * 1e6:.1f} us "
-          f"of thread CPU an event under the profiler, accuracy {acc:.4f}\n")
+    start = time.thread_time()
+    correct = profiler.runcall(loop, model)
+    seconds = time.thread_time() - start
+    print(f"# {model_name} {given} on {n:,} {sname} events: "
+          f"{seconds / n * 1e6:.1f} us of thread CPU an event under the profiler, accuracy {correct / n:.4f}\n")
     stats = pstats.Stats(profiler, stream=sys.stdout).strip_dirs()
     stats.sort_stats("tottime").print_stats(top)
     stats.sort_stats("cumulative").print_stats(top)
@@ -205,17 +228,29 @@ def main(argv=None):
                         help="runs of each Java peer in its JVM (default 15)")
     parser.add_argument("--jvm-warmup", type=int, default=5,
                         help="leading Java runs left out as JIT warm-up (default 5)")
+    parser.add_argument("--no-jvm", action="store_true",
+                        help="--part peers without MOA, Weka and CapyMOA (no JDK needed): stream_nb's learners and "
+                             "river's GaussianNB alone, the targets against river's")
+    parser.add_argument("--streams", default=",".join(PEER_STREAMS),
+                        help=f"--part peers: the streams, comma-separated (default {','.join(PEER_STREAMS)})")
     parser.add_argument("--profile", metavar="MODEL", choices=("NaiveBayes", "AODE", "TAN", "SPODE", "KDB"),
                         help="instead of the benchmark: profile MODEL's prequential_many (polls of 500) on "
                              "--profile-stream with cProfile and print where the time goes")
     parser.add_argument("--profile-stream", default="LED", choices=list(STREAMS), help="stream of --profile")
+    parser.add_argument("--profile-input", default="dicts", choices=("dicts", "frame"),
+                        help="events of --profile as lists of dicts (default) or a DataFrame's rows")
+    parser.add_argument("--profile-one", action="store_true",
+                        help="--profile the one-event loop (predict_one, then learn_one) instead")
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error(f"--repeats: expected at least 1 timed run, got {args.repeats}")
     if args.profile:
         one_blas_thread()  # its clock is the thread's: every product on this thread
-        profile(args.profile, args.profile_stream, args.events)
+        profile(args.profile, args.profile_stream, args.events, args.profile_input, one=args.profile_one)
         return
+    args.streams = [name.strip() for name in args.streams.split(",") if name.strip()]
+    if not args.streams or set(args.streams) - set(PEER_STREAMS):
+        parser.error(f"--streams: expected names among {', '.join(PEER_STREAMS)}, got {','.join(args.streams)}")
     if not 0 <= args.jvm_warmup < args.jvm_repeats:
         parser.error(f"--jvm-warmup: expected 0 <= warm-up < --jvm-repeats ({args.jvm_repeats}), got {args.jvm_warmup}")
 
@@ -223,6 +258,8 @@ def main(argv=None):
     print(f"python {platform.python_version()}, {platform.machine()}, command: python bench/learners.py "
           f"--events {args.events} --repeats {args.repeats} --part {args.part}"
           + (f" --jvm-repeats {args.jvm_repeats} --jvm-warmup {args.jvm_warmup}" if args.part in ("all", "peers") else "")
+          + (" --no-jvm" if args.no_jvm else "") + (f" --streams {','.join(args.streams)}"
+                                                   if args.streams != list(PEER_STREAMS) else "")
           + "\n")
     results = {}
     targets = []
@@ -411,8 +448,31 @@ def our_runs(sname, events, types, aode_kw, aode_label):
     return runs
 
 
+def _their_runs(sname, events, attrs, target, edges, aode_name, args, capymoa):
+    """The Java peers' runs on one stream (``{learner: result}``), and CapyMOA's (None: not run)."""
+    runs = {"repeats": args.jvm_repeats, "warmup": args.jvm_warmup}
+    capy = None
+    with tempfile.TemporaryDirectory(prefix="stream_nb-peers-") as tmp:
+        arff = peers.write_arff(Path(tmp) / f"{sname}.arff", events, attrs, target, sname)
+        if edges:
+            binned, battrs = peers.bin_events(events, attrs, edges)
+            arff_bins = peers.write_arff(Path(tmp) / f"{sname}-bins.arff", binned, battrs, target, f"{sname}, binned")
+        else:
+            arff_bins = arff
+        theirs = {
+            "MOA NaiveBayes": peers.prequential("moa", arff, target, "MOA NaiveBayes", "bayes.NaiveBayes", **runs),
+            "Weka NaiveBayesUpdateable": peers.prequential(
+                "weka-3.8", arff, target, "Weka NaiveBayesUpdateable", "weka.classifiers.bayes.NaiveBayesUpdateable", **runs),
+            aode_name: peers.prequential("weka-3.6", arff_bins, target, aode_name, "weka.classifiers.bayes.AODE", **runs),
+        }
+        if sname in CAPYMOA_STREAMS and capymoa:
+            jsonl = capymoa_host.write_events(Path(tmp) / f"{sname}.jsonl", events, attrs, target)
+            capy = capymoa_host.prequential(arff, jsonl, target, args.repeats, WARMUP)
+    return theirs, capy
+
+
 def peer_stream(sname, events, args, capymoa=True):
-    """The peers and stream_nb's learners on one stream, declared alike.
+    """The peers and stream_nb's learners on one stream, declared alike (with ``args.no_jvm``: ours and river's).
 
     Returns ``{learner: (median events/s, best events/s, accuracy, clock)}`` and the agreement rows
     ``(ours, peer, ours correct, peer correct, predictions that differ, the last event (1-based) whose
@@ -426,25 +486,9 @@ def peer_stream(sname, events, args, capymoa=True):
     edges = {f: peers.equal_frequency_edges(_first_observed(events, f, AODE_WARMUP), AODE_BINS) for f in numeric}
     aode_kw = {"numeric": Edges(edges)} if numeric else {}
     aode_label = "stream_nb AODE" + (" (bins as Weka's)" if numeric else "")
-    runs = {"repeats": args.jvm_repeats, "warmup": args.jvm_warmup}
-    capy = None
-    with tempfile.TemporaryDirectory(prefix="stream_nb-peers-") as tmp:
-        arff = peers.write_arff(Path(tmp) / f"{sname}.arff", events, attrs, target, sname)
-        if numeric:
-            binned, battrs = peers.bin_events(events, attrs, edges)
-            arff_bins = peers.write_arff(Path(tmp) / f"{sname}-bins.arff", binned, battrs, target, f"{sname}, binned")
-        else:
-            arff_bins = arff
-        aode_name = "Weka 3.6 AODE" + (", our bins" if numeric else "")
-        theirs = {
-            "MOA NaiveBayes": peers.prequential("moa", arff, target, "MOA NaiveBayes", "bayes.NaiveBayes", **runs),
-            "Weka NaiveBayesUpdateable": peers.prequential(
-                "weka-3.8", arff, target, "Weka NaiveBayesUpdateable", "weka.classifiers.bayes.NaiveBayesUpdateable", **runs),
-            aode_name: peers.prequential("weka-3.6", arff_bins, target, aode_name, "weka.classifiers.bayes.AODE", **runs),
-        }
-        if sname in CAPYMOA_STREAMS and capymoa:
-            jsonl = capymoa_host.write_events(Path(tmp) / f"{sname}.jsonl", events, attrs, target)
-            capy = capymoa_host.prequential(arff, jsonl, target, args.repeats, WARMUP)
+    aode_name = "Weka 3.6 AODE" + (", our bins" if numeric else "")
+    theirs, capy = ({}, None) if args.no_jvm else _their_runs(sname, events, attrs, target, edges, aode_name, args,
+                                                               capymoa)
     n = len(events)
     jvm = f"JVM thread CPU, median of {args.jvm_repeats - args.jvm_warmup} after {args.jvm_warmup}"
     process = f"process CPU, median of {args.repeats} after {WARMUP}"
@@ -456,6 +500,8 @@ def peer_stream(sname, events, args, capymoa=True):
     for name, t in protocol.measure(our_runs(sname, events, types, aode_kw, aode_label),
                                     repeats=args.repeats, warmup=WARMUP).items():
         table[name] = (t.median_rate(n), t.best_rate(n), t.result / n, process)
+    if not theirs:  # --no-jvm: no peer to agree with
+        return table, []
     ys = [y for _, y in events]
     nb = _predictions(NaiveBayes(types=types), events)
     aode = _predictions(AODE(types=types, **aode_kw), events)
@@ -505,11 +551,11 @@ SPEED_TARGETS = (
 
 def run_peers(args):
     """The peers beside ours: the events/s, first-call, ratio and agreement tables; returns the targets to print."""
-    reason = peers.ready()
+    reason = None if args.no_jvm else peers.ready()
     if reason:
         print(f"\n{reason}\n")
         return []
-    skipped = capymoa_host.unavailable()
+    skipped = "--no-jvm: MOA, Weka and CapyMOA left out" if args.no_jvm else capymoa_host.unavailable()
     if skipped:
         print(f"\n{skipped}\n")
     print(f"\nPeers and stream_nb on the same {args.events} events, prequential (each event predicted, then "
@@ -521,13 +567,14 @@ def run_peers(args):
     print("| stream | learner | events/s (median) | events/s (best) | × MOA NaiveBayes | accuracy | clock |")
     print("|---|---|---:|---:|---:|---:|---|")
     results, agreements = {}, {}
-    for sname in PEER_STREAMS:
+    for sname in args.streams:
         events = list(STREAMS[sname]().take(args.events))
         table, agreement = peer_stream(sname, events, args, capymoa=not skipped)
         results[sname], agreements[sname] = table, agreement
-        base = table["MOA NaiveBayes"][0]
+        base = table["MOA NaiveBayes"][0] if "MOA NaiveBayes" in table else None
         for name, (median, best, acc, clock) in table.items():
-            print(f"| {sname} | {name} | {median:,.0f} | {best:,.0f} | {median / base:.2f} | {acc:.4f} | {clock} |")
+            moa = f"{median / base:.2f}" if base else "-"
+            print(f"| {sname} | {name} | {median:,.0f} | {best:,.0f} | {moa} | {acc:.4f} | {clock} |")
         sys.stdout.flush()
     print(f"\nFirst call of each model in this process (compile or cache load): prequential_many on a fresh "
           f"model and the first {POLL} events, before the warm-up run and left out of the rates:\n")
@@ -539,19 +586,22 @@ def run_peers(args):
     if refused:
         print(f"\n{', '.join(refused)}: prequential_many took no DataFrame, so the DataFrame rows hand it each "
               "batch as `batch.to_dict(\"records\")` (timed).")
-    print("\nAgreement on the same events (prequential predictions compared one by one):\n")
-    print("| stream | learner | peer | learner correct | peer correct | predictions that differ | last event that differs |")
-    print("|---|---|---|---:|---:|---:|---:|")
-    for sname, rows in agreements.items():
-        for ours, peer, ours_correct, peer_correct, differ, last in rows:
-            print(f"| {sname} | {ours} | {peer} | {ours_correct} | {peer_correct} | {differ} | {last or '-'} |")
+    if any(agreements.values()):
+        print("\nAgreement on the same events (prequential predictions compared one by one):\n")
+        print("| stream | learner | peer | learner correct | peer correct | predictions that differ | last event that differs |")
+        print("|---|---|---|---:|---:|---:|---:|")
+        for sname, rows in agreements.items():
+            for ours, peer, ours_correct, peer_correct, differ, last in rows:
+                print(f"| {sname} | {ours} | {peer} | {ours_correct} | {peer_correct} | {differ} | {last or '-'} |")
     print("\nThe issue's speed targets (medians, the same run):\n")
     print("| target | learner events/s | reference events/s | ratio | at least |")
     print("|---|---:|---:|---:|---:|")
     targets = []
     for text, sname, learner, reference, factor in SPEED_TARGETS:
-        res = results[sname]
-        if reference not in res:  # CapyMOA skipped
+        res = results.get(sname, {})
+        if learner not in res:  # a stream left out
+            continue
+        if reference not in res:  # CapyMOA skipped (or every peer: --no-jvm)
             print(f"| {text} | {res[learner][0]:,.0f} | skipped | - | {factor:g} |")
             continue
         ratio = res[learner][0] / res[reference][0]
@@ -560,14 +610,14 @@ def run_peers(args):
     print()
     # the DataFrame and the dicts give prequential_many the same events: the same predictions
     for sname in ("LED", "Agrawal"):
-        res = results[sname]
+        res = results.get(sname, {})
         for name in sorted({k.rsplit(", ", 2)[0] for k in res if k.endswith(FRAME)}):
             same = round(res[f"{name}, {FRAME}"][2] * args.events) == round(res[f"{name}, {DICTS}"][2] * args.events)
             targets.append((f"{name} prequential_many: a DataFrame predicts as dicts on {sname}", same))
     # All-nominal streams: the same models, so predictions may differ only while the smoothing of a
     # cold start differs (MOA's unsmoothed class prior; Weka's Laplace over every declared value and class).
     for sname in ("LED", "STAGGER"):
-        for ours, peer, _, _, _, last in agreements[sname]:
+        for ours, peer, _, _, _, last in agreements.get(sname, ()):
             targets.append((f"{ours} predicts as {peer} from event {COLD_START:,} on, on {sname}", last < COLD_START))
     return targets
 

@@ -2,6 +2,7 @@
 
     python bench/wide.py [--events 100000] [--seconds 120] [--models NaiveBayes,AODE,...] [--seed 0]
                          [--memory-budget BYTES] [--peers river-GaussianNB,river-MultinomialNB]
+                         [--set KDB:select_level=0.01 ...]
 
 Two streams with a planted dependence structure, generated here with numpy:
 
@@ -20,9 +21,11 @@ Two streams with a planted dependence structure, generated here with numpy:
 Each model runs in its own child process (so that its peak resident memory,
 ``resource.getrusage(RUSAGE_SELF).ru_maxrss``, is its own), with its default
 parameters but ``memory_budget`` (``--memory-budget``; default: the models'
-default, 256 MiB), over the stream in batches of 200 events through
+default, 256 MiB) and the flat settings ``--set MODEL:name=value`` gives (as
+``stream-nb run``'s, e.g. ``KDB:select_level=0.01``), over the stream in batches of 200 events through
 ``prequential_many`` (predict each event, then learn it), stopping after
-``--seconds`` of prequential time (a batch still running at 1.5 x
+``--seconds`` of prequential CPU time (the process's ``time.process_time``: a
+shared machine's load does not count; a batch still running at 1.5 x
 ``--seconds`` + 30 s is interrupted), with numpy's BLAS on one thread (as
 ``stream-nb run``; the peers run on one). river's peers run the same events in the
 same run, one at a time (``predict_one``, then ``learn_one``): ``GaussianNB``
@@ -51,6 +54,7 @@ import time
 
 import numpy as np
 
+from _settings import model_settings  # bench/ is the script's directory, first on sys.path
 from stream_nb.daemon import one_blas_thread
 
 STREAMS = ("cat200", "bin1000")
@@ -110,7 +114,7 @@ def _peer(name: str):
     raise SystemExit(f"unknown peer {name!r}")
 
 
-def run_model(stream: str, model_name: str, n: int, seed: int, seconds: float, budget) -> dict:
+def run_model(stream: str, model_name: str, n: int, seed: int, seconds: float, budget, flat=None) -> dict:
     import stream_nb  # the child's own import: the parent never holds a model
 
     X, y, _ = planted(stream, n, seed)
@@ -119,7 +123,8 @@ def run_model(stream: str, model_name: str, n: int, seed: int, seconds: float, b
     if peer:
         model, encode = _peer(model_name)
     else:
-        model = getattr(stream_nb, model_name)(**({} if budget == "default" else {"memory_budget": budget}))
+        flat = {**(flat or {}), **({} if budget == "default" else {"memory_budget": budget})}
+        model = getattr(stream_nb, model_name).from_flat(flat)
     done = correct = refused = 0
     first_refused, refusal = None, None
     spent = 0.0
@@ -135,16 +140,16 @@ def run_model(stream: str, model_name: str, n: int, seed: int, seconds: float, b
             rows, ys = X[lo : lo + BATCH].tolist(), y[lo : lo + BATCH].tolist()
             if peer:
                 xs = [encode(names, row) for row in rows]
-                t0 = time.perf_counter()
+                t0 = time.process_time()
                 out = []
                 for x, truth in zip(xs, ys):
                     out.append((model.predict_one(x), None))
                     model.learn_one(x, truth)
             else:
                 xs = [dict(zip(names, row)) for row in rows]
-                t0 = time.perf_counter()
+                t0 = time.process_time()
                 out = model.prequential_many(xs, ys)
-            spent += time.perf_counter() - t0
+            spent += time.process_time() - t0
             # an event refused (an InvalidEventError in its place) has no prediction: accuracy is over the others
             correct += sum(1 for o, truth in zip(out, ys) if isinstance(o, tuple) and o[0] == truth)
             for i, o in enumerate(out):
@@ -170,7 +175,7 @@ def run_model(stream: str, model_name: str, n: int, seed: int, seconds: float, b
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=100_000)
-    parser.add_argument("--seconds", type=float, default=120.0, help="prequential time per model before it stops")
+    parser.add_argument("--seconds", type=float, default=120.0, help="prequential CPU time per model before it stops")
     parser.add_argument("--models", default=",".join(MODEL_NAMES))
     parser.add_argument("--peers", default=",".join(PEERS), help="river peers in the same run ('' for none)")
     parser.add_argument("--streams", default=",".join(STREAMS))
@@ -178,6 +183,8 @@ def main(argv=None) -> int:
     parser.add_argument("--memory-budget", default="default",
                         help="bytes every model's counts may take ('default': the models' default; 'none')")
     parser.add_argument("--address-limit", type=float, default=3.0, help="GB of address space per model process")
+    parser.add_argument("--set", action="append", default=[], metavar="MODEL:NAME=VALUE",
+                        help="a model's flat setting (JSON value), e.g. KDB:select_level=0.01; repeatable")
     parser.add_argument("--child", nargs=2, metavar=("STREAM", "MODEL"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     budget = {"default": "default", "none": None}.get(args.memory_budget.lower(), None)
@@ -187,12 +194,13 @@ def main(argv=None) -> int:
         limit = int(args.address_limit * 2**30)
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
         one_blas_thread()  # as stream-nb run does, and as river's peers run: one core's work in the wall time
-        print(json.dumps(run_model(*args.child, args.events, args.seed, args.seconds, budget)))
+        print(json.dumps(run_model(*args.child, args.events, args.seed, args.seconds, budget,
+                                   model_settings(args.set, args.child[1]))))
         return 0
     stated = "the models' default (256 MiB)" if budget == "default" else (
         "none" if budget is None else f"{budget:,} bytes ({budget / 2**20:,.0f} MiB)")
-    print(f"{args.events:,} events per stream, at most {args.seconds:g} s of prequential time per model, "
-          f"default parameters, memory_budget: {stated}")
+    print(f"{args.events:,} events per stream, at most {args.seconds:g} s of prequential CPU time per model, "
+          f"default parameters, memory_budget: {stated}" + "".join(f"; {s}" for s in args.set))
     names = [m for m in args.models.split(",") if m] + [p for p in args.peers.split(",") if p]
     for stream in args.streams.split(","):
         _, _, optimum = planted(stream, 10, args.seed)
@@ -203,6 +211,7 @@ def main(argv=None) -> int:
             cmd = [sys.executable, __file__, "--child", stream, name, "--events", str(args.events),
                    "--seconds", str(args.seconds), "--seed", str(args.seed), "--address-limit", str(args.address_limit),
                    "--memory-budget", args.memory_budget]
+            cmd += [a for s in args.set for a in ("--set", s)]
             proc = subprocess.run(cmd, capture_output=True, text=True)
             if proc.returncode != 0 or not proc.stdout.strip():
                 last = (proc.stderr.strip().splitlines() or ["no output"])[-1]

@@ -50,6 +50,8 @@ import time
 
 import numpy as np
 
+from _settings import model_settings  # bench/ is the script's directory, first on sys.path
+
 V, C = 6, 4  # values per attribute, classes
 MODELS = ("NaiveBayes", "TAN", "AODE", "KDB", "river-MultinomialNB")
 CHUNK = 1000  # events per learn_many call
@@ -107,16 +109,6 @@ def optimum(parents: list, tables: list, n: int, seed) -> tuple[float, float]:
     return float(best.mean()), float(best.std() / np.sqrt(len(best)))
 
 
-def _settings(pairs: list, model: str) -> dict:
-    out = {}
-    for item in pairs:
-        name, _, rest = item.partition(":")
-        if name == model:
-            key, _, value = rest.partition("=")
-            out[key] = json.loads(value) if value[:1] in "[{0123456789-tfn" else value
-    return out
-
-
 def run_model(args, F: int, structure: str, name: str) -> dict:
     import pandas as pd
 
@@ -136,7 +128,7 @@ def run_model(args, F: int, structure: str, name: str) -> dict:
     else:
         import stream_nb
 
-        model = getattr(stream_nb, name)(**_settings(args.set, name))
+        model = getattr(stream_nb, name)(**model_settings(args.set, name))
     done, spent, scores = 0, 0.0, []
     for stop in checkpoints:
         while done < stop:

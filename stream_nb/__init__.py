@@ -13,7 +13,7 @@ store of additive sufficient statistics (:mod:`stream_nb.stats`):
 errors every layer raises are in :mod:`stream_nb.exceptions`. Shared behaviour is
 given as option objects (:mod:`stream_nb.options`): ``forgetting=Window(...)`` or
 ``Decay(...)``, ``numeric=Gaussian()``, ``MDL()``, ``EqualFrequency()`` or
-``Edges({...})``, ``missing=EM()`` or ``Ignore()``, ``search=Tree()`` or ``SuperParent()``.
+``Edges({...})``, ``missing=EM()`` or ``Ignore()``, ``search=Tree()``, ``SuperParent()`` or ``Parents()``.
 
 >>> from stream_nb import NaiveBayes, AODE, TAN
 """
@@ -22,11 +22,11 @@ given as option objects (:mod:`stream_nb.options`): ``forgetting=Window(...)`` o
 from . import exceptions
 from ._version import __version__
 from .learners import AODE, KDB, SPODE, TAN, NaiveBayes
-from .options import EM, MDL, Decay, Edges, EqualFrequency, Gaussian, Ignore, SuperParent, Tree, Window
+from .options import EM, MDL, Decay, Edges, EqualFrequency, Gaussian, Ignore, Parents, SuperParent, Tree, Window
 from .snapshots import load, save
 
 __all__ = [
     "NaiveBayes", "AODE", "TAN", "SPODE", "KDB",
-    "Window", "Decay", "Gaussian", "MDL", "EqualFrequency", "Edges", "EM", "Ignore", "Tree", "SuperParent",
+    "Window", "Decay", "Gaussian", "MDL", "EqualFrequency", "Edges", "EM", "Ignore", "Tree", "SuperParent", "Parents",
     "exceptions", "save", "load",
 ]

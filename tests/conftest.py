@@ -16,8 +16,10 @@ Fixtures
     unless env ``STREAM_NB_REQUIRE_KAFKA=1`` (set by CI): then they **fail**.
 
     ``kafka_broker.stop()`` / ``.start()`` / ``.restart()`` stop and restart the *same*
-    broker (same bootstrap address, same data) for fault tests; only the local broker
-    supports it (``.restartable``), elsewhere these calls skip the test. A test that
+    broker (same bootstrap address, same data) for fault tests, and ``.freeze()`` /
+    ``.thaw()`` suspend it (SIGSTOP: requests sent to it are never answered) and let it
+    go on; only the local broker supports them (``.restartable``), elsewhere these calls
+    skip the test. A test that
     stops the broker must start it again (it is also restarted automatically after
     that test, so later tests still get a broker).
 
@@ -43,6 +45,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import signal
 import sys
 import time
 import uuid
@@ -138,7 +141,7 @@ class KafkaBroker:
         self.bootstrap_servers = bootstrap_servers
         self.dir = directory
         self._container = container
-        self._stopped = False
+        self._stopped = self._frozen = False
 
     @property
     def restartable(self) -> bool:
@@ -172,11 +175,27 @@ class KafkaBroker:
         self.stop()
         return self.start()
 
+    def freeze(self) -> None:
+        """Suspend the broker (SIGSTOP): connections stay open and no request is answered until :meth:`thaw`."""
+        self._require_restartable()
+        os.kill(load_kafka_local().status(self.dir)["pid"], signal.SIGSTOP)
+        self._frozen = True
+
+    def thaw(self) -> None:
+        """Let a frozen broker go on (SIGCONT)."""
+        self._require_restartable()
+        os.kill(load_kafka_local().status(self.dir)["pid"], signal.SIGCONT)
+        self._frozen = False
+
     def ensure_running(self) -> None:
+        if self._frozen:
+            self.thaw()
         if self.kind == "local" and (self._stopped or not self.is_running()):
             self.start()
 
     def close(self) -> None:
+        if self._frozen:
+            self.thaw()
         if self.kind == "local":
             load_kafka_local().stop(self.dir)
         elif self._container is not None:

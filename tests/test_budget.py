@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 import stream_nb
-from stream_nb import KDB
+from stream_nb import KDB, Parents
 from stream_nb.stats import SparseTable
 
 # ---------------------------------------------------------------- the sparse table against numpy
@@ -116,8 +116,8 @@ def _assert_same_counts(a, b, exact):
 @pytest.mark.parametrize("k", [2, 3])
 def test_sparse_kdb_predicts_and_counts_as_the_dense_one(k, missing):
     stream = _stream(250 if k == 2 else 120)
-    dense = KDB(k=k, rebuild_every=40, missing=missing, memory_budget=None)
-    sparse = KDB(k=k, rebuild_every=40, missing=missing, memory_budget=0)  # sparse from the first event
+    dense = KDB(k=k, search=Parents(40), missing=missing, memory_budget=None)
+    sparse = KDB(k=k, search=Parents(40), missing=missing, memory_budget=0)  # sparse from the first event
     for x, y in stream:
         pd, ps = dense.predict_proba_one(x), sparse.predict_proba_one(x)
         assert ps.keys() == pd.keys()
@@ -150,7 +150,7 @@ def test_dense_tables_turn_sparse_when_the_budget_is_passed_and_keep_their_count
 def test_batches_on_sparse_tables_equal_the_dense_path():
     stream = _stream(200, holes=False)
     xs, ys = [x for x, _ in stream], [y for _, y in stream]
-    dense, sparse = KDB(k=2, rebuild_every=0, memory_budget=None), KDB(k=2, rebuild_every=0, memory_budget=0)
+    dense, sparse = KDB(k=2, search=Parents(0), memory_budget=None), KDB(k=2, search=Parents(0), memory_budget=0)
     got, want = sparse.prequential_many(xs[:100], ys[:100]), dense.prequential_many(xs[:100], ys[:100])
     assert [p for p, _ in got] == [p for p, _ in want] and all(_same_proba(a, b) for (_, a), (_, b) in zip(got, want))
     frame = pd.DataFrame(xs[100:])
@@ -173,7 +173,7 @@ def test_merging_sparse_and_dense_stores_equals_one_dense_run(budgets):
 
 def test_a_sparse_snapshot_restores_the_same_model_dense_or_sparse(tmp_path):
     stream = _stream(200)
-    model = KDB(k=2, rebuild_every=50, memory_budget=0)
+    model = KDB(k=2, search=Parents(50), memory_budget=0)
     for x, y in stream:
         model.learn_one(x, y)
     path = tmp_path / "kdb.snb"
@@ -187,7 +187,7 @@ def test_a_sparse_snapshot_restores_the_same_model_dense_or_sparse(tmp_path):
     meta = {**meta, "memory_budget": None}
     dense = type(model._stats).from_state(arrays, meta)
     assert not dense.tuples_sparse
-    reference = KDB(k=2, rebuild_every=50, memory_budget=None)
+    reference = KDB(k=2, search=Parents(50), memory_budget=None)
     for x, y in stream:
         reference.learn_one(x, y)
     ref_tables = _tables(reference)
@@ -232,7 +232,7 @@ def test_a_feature_turning_numeric_converts_sparse_tables_like_dense_ones():
 def test_default_kdb_learns_what_a_dense_table_could_not_hold():
     # 3 features x 400 values: a dense 3-way table would need 2 x 1200^3 cells (27 GB)
     rng = np.random.default_rng(3)
-    model = KDB(rebuild_every=100)
+    model = KDB(search=Parents(100))
     for _ in range(300):
         v = rng.integers(0, 400, size=3)
         model.learn_one({"a": int(v[0]), "b": int(v[1]), "c": int(v[2])}, bool(v[0] % 2))

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import reference as ref
-from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes
+from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes, Parents
 from stream_nb.learners import conditional_mutual_information
 from test_learners import learn, random_events
 
@@ -72,9 +72,9 @@ EM_MODELS = [
     ("spode-unchosen", lambda: SPODE(rebuild_every=0), "one"),
     ("tan", lambda: TAN(rebuild_every=100), "one"),  # nor on the tree
     ("tan-unbuilt", lambda: TAN(rebuild_every=0), "one"),
-    ("kdb-unbuilt", lambda: KDB(k=2, rebuild_every=0), "nb"),
-    ("kdb1", lambda: KDB(k=1, rebuild_every=0), "kdb"),
-    ("kdb2", lambda: KDB(k=2, rebuild_every=0), "kdb"),
+    ("kdb-unbuilt", lambda: KDB(k=2, search=Parents(0)), "nb"),
+    ("kdb1", lambda: KDB(k=1, search=Parents(0)), "kdb"),
+    ("kdb2", lambda: KDB(k=2, search=Parents(0)), "kdb"),
 ]
 
 
@@ -117,7 +117,7 @@ IMPUTE_MODELS = [
     ("spode", lambda: SPODE(parent="f1")),
     ("tan", lambda: TAN(rebuild_every=100)),
     ("tan-unbuilt", lambda: TAN(rebuild_every=0)),
-    ("kdb", lambda: KDB(k=2, rebuild_every=100)),
+    ("kdb", lambda: KDB(k=2, search=Parents(100))),
 ]
 
 

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 import stream_nb
-from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes
+from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes, Parents
 from stream_nb.exceptions import FeatureTypeError
 from stream_nb.tools.inspect_snapshot import describe
 from test_fine_layer import assert_counts_close, observed_counts
@@ -26,7 +26,7 @@ MODELS = {
     "tan": lambda **kw: TAN(rebuild_every=50, **kw),
     "aode": lambda **kw: AODE(**kw),
     "spode": lambda **kw: SPODE(rebuild_every=50, **kw),
-    "kdb": lambda **kw: KDB(k=2, rebuild_every=50, **kw),
+    "kdb": lambda **kw: KDB(k=2, search=Parents(50), **kw),
     "tan-ef": lambda **kw: TAN(rebuild_every=50, discretiser="equal_frequency", **kw),
     "nb-bins": lambda **kw: NaiveBayes(numeric="bins", **kw),
 }

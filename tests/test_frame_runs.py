@@ -311,3 +311,83 @@ def test_a_frame_with_a_column_twice_is_refused():
     X = pd.DataFrame([[1, 2]], columns=["a", "a"])
     with pytest.raises(ValueError, match="column 'a' twice"):
         NaiveBayes().prequential_many(X, ["p"])
+
+
+# Events of four integer features, as a user's stream of dicts gives them (LED's kind), now and then one
+# that the integer matrix of a window cannot hold: a missing value (None or the key left out), an extra
+# feature, a value never seen, a boolean, a float, a string, an int beyond int64, a list (an error), or the
+# keys in another order.
+int_event = st.fixed_dictionaries({k: st.integers(0, 2) for k in "abcd"})
+odd_event = st.one_of(
+    int_event.map(lambda x: {**x, "b": None}),
+    int_event.map(lambda x: {k: v for k, v in x.items() if k != "c"}),
+    int_event.map(lambda x: {**x, "e": 1}),
+    int_event.map(lambda x: {**x, "a": 7}),
+    int_event.map(lambda x: {**x, "d": True}),
+    int_event.map(lambda x: {**x, "d": 1.0}),
+    int_event.map(lambda x: {**x, "c": "1"}),
+    int_event.map(lambda x: {**x, "a": 2**70}),
+    int_event.map(lambda x: {**x, "b": [1]}),
+    int_event.map(lambda x: dict(reversed(list(x.items())))),
+)
+
+
+@st.composite
+def int_stream(draw):
+    """Up to 120 integer events, a few odd ones among them at drawn places (so that most windows hold none),
+    labels of two classes and now and then a third (new mid-batch) or none."""
+    n = draw(st.integers(1, 120))
+    events = draw(st.lists(int_event, min_size=n, max_size=n))
+    for _ in range(draw(st.integers(0, 3))):
+        events[draw(st.integers(0, n - 1))] = draw(odd_event)
+    labels = draw(st.lists(st.sampled_from(["a", "b"] * 8 + ["c", None]), min_size=n, max_size=n))
+    return list(zip(events, labels))
+
+
+@pytest.mark.parametrize("name", ["nb", "nb-ignore", "nb-loss", "aode", "tan", "kdb"])
+@SETTINGS
+@given(warm=int_stream(), stream=int_stream())
+def test_dicts_of_integers_give_the_loop(name, warm, stream):
+    """A list of dicts of integers is read a window at a time into one integer matrix (``_window_matrix``);
+    any event it cannot hold sends the window the value-by-value way. Either way each result equals the
+    one-event loop's (rel 1e-9), errors included, and so do the counts."""
+    batched, looped = MODELS[name](), MODELS[name]()
+    for part in (warm, stream):
+        xs, ys = [x for x, _ in part], [y for _, y in part]
+        got, want = batched.prequential_many(xs, ys), loop(looped, part)
+        assert len(got) == len(want)
+        for i, (b, r) in enumerate(zip(got, want)):
+            if isinstance(r, InvalidEventError):
+                assert type(b) is type(r) and str(b) == str(r), i
+                continue
+            assert b[1].keys() == r[1].keys(), i
+            for c in r[1]:
+                assert b[1][c] == pytest.approx(r[1][c], rel=1e-9, abs=1e-12), (i, c)
+    assert_same_counts(batched, looped)
+
+
+def test_a_window_of_plain_integer_dicts_is_read_as_one_matrix(monkeypatch):
+    """The usual stream of dicts of integers goes through the matrix; a window with a value never seen does
+    not (it is met value by value, and learned in the run), and the results equal the loop's."""
+    from stream_nb.stats import Stats
+
+    taken = []
+    window = Stats._window_matrix
+
+    def spy(self, xs, start, stop):
+        D = window(self, xs, start, stop)
+        taken.append(D is not None)
+        return D
+
+    monkeypatch.setattr(Stats, "_window_matrix", spy)
+    rng = np.random.default_rng(3)
+    xs = [dict(zip("abcd", row)) for row in rng.integers(0, 2, size=(400, 4)).tolist()]
+    ys = rng.choice(["p", "q"], size=400).tolist()
+    xs[300] = {**xs[300], "b": 5}
+    model, looped = NaiveBayes(), NaiveBayes()
+    assert_same(model.prequential_many(xs[:200], ys[:200]), loop(looped, list(zip(xs[:200], ys[:200]))))
+    assert taken and taken[-1]
+    taken.clear()
+    assert_same(model.prequential_many(xs[200:], ys[200:]), loop(looped, list(zip(xs[200:], ys[200:]))))
+    assert taken[0] is False  # the window holding the new value
+    assert_same_counts(model, looped)

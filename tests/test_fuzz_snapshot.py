@@ -861,7 +861,7 @@ def test_a_tiny_snapshot_of_a_kdb_with_many_parents_takes_little_memory(tmp_path
 
 def test_a_many_dimensional_table_without_spare_room_still_counts_every_event():
     # the table above gets no spare room; it must still grow right when classes and values keep coming
-    model = stream_nb.KDB(k=3, rebuild_every=0, max_table_cells=10**8, memory_budget=None)  # dense: its growth
+    model = stream_nb.KDB(k=3, search=stream_nb.Parents(0), max_table_cells=10**8, memory_budget=None)  # dense: its growth
     rng = random.Random(8)
     events = [({f: f"{f}{rng.randrange(2 + i // 15)}" for f in "abcd"}, f"c{rng.randrange(1 + i // 40)}")
               for i in range(160)]

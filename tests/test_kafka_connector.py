@@ -398,6 +398,95 @@ def test_rebalance_hands_partitions_over_and_commit_skips_revoked_ones(
             b.close()
 
 
+@pytest.mark.kafka
+def test_a_revocation_commit_the_broker_never_answers_ends_within_the_session_timeout(
+    kafka_client, kafka_broker, kafka_bootstrap_servers, kafka_topic_factory
+):
+    """The broker freezes in the middle of a revocation, right before its commit: the commit ends with an error
+    within ``session_timeout_ms``, and the rebalance goes on (not after kafka-python's ``request_timeout_ms``,
+    nor once the broker answers again). kafka-python runs the revocation on its IO thread. librdkafka
+    (confluent) serves it on the polling thread, whose synchronous commit has no bound of ours: a helper
+    thread's commit does not complete while that thread is in the callback."""
+    if kafka_client != "kafka-python":
+        pytest.skip("confluent-kafka: the revocation's commit is librdkafka's synchronous commit, with its own bounds")
+    topic = _topic(kafka_topic_factory, 2)
+    _produce(kafka_bootstrap_servers, topic, _items(2, 3))
+    settings = dict(topic=topic, bootstrap_servers=kafka_bootstrap_servers, group_id=_group(),
+                    session_timeout_ms=6_000, heartbeat_interval_ms=500,
+                    **({"request_timeout_ms": 120_000} if kafka_client == "kafka-python" else {}))
+    froze, finished = [], []
+
+    def freeze_then_commit(keys):
+        if froze:  # (a's close revokes again)
+            return None
+        kafka_broker.freeze()  # on the client's thread, between the handler and the commit it asks for
+        froze.append(time.monotonic())
+        return {k: 1 for k in keys}, "m", lambda ok: finished.append((ok, time.monotonic()))
+
+    a = kc.CLIENTS[kafka_client].source(**settings)
+    b = None
+    try:
+        assert len(_drain(a, 6)) == 6
+        a.set_revocation_handler(freeze_then_commit)
+        b = kc.CLIENTS[kafka_client].source(**settings)  # joining makes a give its partitions up
+        deadline = time.monotonic() + 60
+        while not finished and time.monotonic() < deadline:
+            a.poll(100, 0.1)
+            if not froze:
+                b.poll(100, 0.1)
+        assert froze, "no revocation came"
+        assert finished and finished[0][0] is False, finished
+        waited = finished[0][1] - froze[0]
+        assert waited < 15.0, f"the revocation commit ended {waited:.1f} s after the broker froze"
+    finally:
+        if froze:
+            kafka_broker.thaw()
+        a.close()
+        if b is not None:
+            b.close()
+
+
+@pytest.mark.kafka
+def test_partitions_paused_when_they_went_are_fetched_when_they_come_back(
+    kafka_client, kafka_bootstrap_servers, kafka_topic_factory
+):
+    """Back-pressure pauses every partition, a rebalance takes them away and gives them back: they start unpaused,
+    as :meth:`pause` says (librdkafka keeps a partition's pause through its revocation unless it is resumed)."""
+    topic = _topic(kafka_topic_factory, 2)
+    _produce(kafka_bootstrap_servers, topic, _items(2, 3))
+    settings = dict(topic=topic, bootstrap_servers=kafka_bootstrap_servers, group_id=_group(),
+                    session_timeout_ms=6_000, heartbeat_interval_ms=500)
+    everything = {f"{topic}-0", f"{topic}-1"}
+    a = kc.CLIENTS[kafka_client].source(**settings)
+    b = None
+    try:
+        assert len(_drain(a, 6)) == 6
+        a.pause()  # the engine holds the input
+        b = kc.CLIENTS[kafka_client].source(**settings)
+        deadline = time.monotonic() + 60
+        while not (a.assignment and b.assignment) and time.monotonic() < deadline:
+            a.pause()  # (as the engine does before each poll while it holds the input)
+            a.poll(100, 0.1)
+            b.poll(100, 0.1)
+        assert a.assignment and b.assignment, (a.assignment, b.assignment)
+        b.close()  # a takes both partitions back, and lets the input go
+        b = None
+        deadline = time.monotonic() + 60
+        while a.assignment != everything and time.monotonic() < deadline:
+            a.poll(100, 0.2)
+        assert a.assignment == everything
+        a.resume()
+        _produce(kafka_bootstrap_servers, topic, [(p, b"k", f"new{p}-{i}".encode()) for i in range(2) for p in (0, 1)])
+        fresh, deadline = set(), time.monotonic() + 30
+        while len(fresh) < 4 and time.monotonic() < deadline:  # (with what was read before, nothing being committed)
+            fresh |= {r.value for r in a.poll(100, 0.2) if r.value.startswith(b"new")}
+        assert fresh == {b"new0-0", b"new0-1", b"new1-0", b"new1-1"}
+    finally:
+        a.close()
+        if b is not None:
+            b.close()
+
+
 # ----------------------------------------------------------------------- sink
 
 

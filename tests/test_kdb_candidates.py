@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 import stream_nb
-from stream_nb import KDB
+from stream_nb import KDB, Parents
 from stream_nb.exceptions import MergeError
 from stream_nb.stats import _budget
 
@@ -196,7 +196,7 @@ def test_within_the_budget_nothing_is_selected_and_kdb_is_unchanged():
 
 def test_kdb_with_one_parent_keeps_the_pairs_of_its_candidate_edges_and_both_paths_agree():
     stream = _chain(500)
-    one, many = (KDB(k=1, rebuild_every=50, memory_budget=300_000) for _ in range(2))
+    one, many = (KDB(k=1, search=Parents(50), memory_budget=300_000) for _ in range(2))
     outs_one = [(o.prediction, o.proba) for o in (one.prequential_one(x, y) for x, y in stream)]
     outs_many = []
     for lo in range(0, len(stream), 50):

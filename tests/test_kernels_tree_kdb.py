@@ -15,7 +15,7 @@ import random
 import numpy as np
 import pytest
 
-from stream_nb import KDB, TAN, EqualFrequency, Tree
+from stream_nb import KDB, TAN, EqualFrequency, Tree, Parents
 
 ALPHA = 0.5
 
@@ -97,10 +97,10 @@ def _kdb_parents(model) -> dict:
 CASES = {
     "tan": (lambda: TAN(alpha=ALPHA, rebuild_every=0, discretiser="equal_frequency"), _tan_parents, _stream),
     "tan-binary": (lambda: TAN(alpha=ALPHA, rebuild_every=0), _tan_parents, _binary_stream),  # two layers
-    "kdb1": (lambda: KDB(k=1, alpha=ALPHA, rebuild_every=0), _kdb_parents, _stream),
-    "kdb2": (lambda: KDB(k=2, alpha=ALPHA, rebuild_every=0), _kdb_parents, _stream),
-    "kdb2-binary": (lambda: KDB(k=2, alpha=ALPHA, rebuild_every=0), _kdb_parents, _binary_stream),
-    "kdb3": (lambda: KDB(k=3, alpha=ALPHA, rebuild_every=0), _kdb_parents, _stream),
+    "kdb1": (lambda: KDB(k=1, alpha=ALPHA, search=Parents(0)), _kdb_parents, _stream),
+    "kdb2": (lambda: KDB(k=2, alpha=ALPHA, search=Parents(0)), _kdb_parents, _stream),
+    "kdb2-binary": (lambda: KDB(k=2, alpha=ALPHA, search=Parents(0)), _kdb_parents, _binary_stream),
+    "kdb3": (lambda: KDB(k=3, alpha=ALPHA, search=Parents(0)), _kdb_parents, _stream),
 }
 
 

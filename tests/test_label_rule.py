@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 import stream_nb
-from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes
+from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes, Parents
 from stream_nb.exceptions import EventTypeError, InvalidEventError
 
 MODELS = {
@@ -29,7 +29,7 @@ MODELS = {
     "aode": AODE,
     "tan": lambda: TAN(rebuild_every=5),
     "spode": SPODE,
-    "kdb": lambda: KDB(k=2, rebuild_every=5),
+    "kdb": lambda: KDB(k=2, search=Parents(5)),
 }
 
 #: (label as Python gives it, its JSON text, the class it is; None: refused with bad_label)

@@ -18,7 +18,7 @@ from river import drift
 
 import stream_nb
 from stream_nb import (AODE, EM, KDB, MDL, SPODE, TAN, Decay, Edges, EqualFrequency, Gaussian, Ignore, NaiveBayes,
-                       SuperParent, Tree, Window)
+                       Parents, SuperParent, Tree, Window)
 from stream_nb.exceptions import ConfigError
 from stream_nb.learners import flat_settings
 from stream_nb.options import FLAT, OPTIONS, Option
@@ -118,7 +118,7 @@ OLD_AND_NEW = [
                                                                       "forgetting": Window(100)}),
     (SPODE, {"parent": "c", "rebuild_every": 40}, {"search": SuperParent("c", 40)}),
     (KDB, {"discretiser": "mdl", "k": 1, "rebuild_every": 30}, {"numeric": MDL(fine_bins=16), "k": 1,
-                                                                 "rebuild_every": 30}),
+                                                                 "search": Parents(rebuild_every=30)}),
 ]
 
 
@@ -161,6 +161,21 @@ def test_an_old_keyword_still_works_with_a_deprecation_warning_and_builds_the_sa
             assert getattr(before, name) == value, name
 
 
+def test_a_kdb_state_with_rebuild_every_as_its_own_parameter_loads_into_its_search_without_a_warning():
+    """KDB's states written while rebuild_every was a parameter of its own (not in ``search``) load as before."""
+    model = KDB(k=1, search=Parents(30))
+    for x, y in stream():
+        model.learn_one(x, y)
+    arrays, meta = model.state()
+    meta["params"].pop("search")
+    meta["params"]["rebuild_every"] = 30
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        back = KDB.from_state(arrays, meta)
+    assert back.search == Parents(30) and back.rebuild_every == 30 and back.structure == model.structure
+    assert back.state_params() == model.state_params()
+
+
 def test_an_unknown_keyword_is_still_a_type_error():
     with pytest.raises(TypeError, match="unexpected keyword argument 'windows'"):
         NaiveBayes(windows=10)
@@ -170,7 +185,8 @@ def test_an_unknown_keyword_is_still_a_type_error():
 
 @pytest.mark.parametrize("cls", ALL)
 def test_river_clones_a_model_with_options_to_an_equal_fresh_model(cls):
-    extra = {"search": Tree("cmi", 7)} if cls is TAN else {"search": SuperParent("c", 9)} if cls is SPODE else {}
+    extra = {"search": Tree("cmi", 7)} if cls is TAN else {"search": SuperParent("c", 9)} if cls is SPODE else \
+        {"search": Parents(11, select=0.05)} if cls is KDB else {}
     numeric = {"numeric": Gaussian(1e-4)} if cls is NaiveBayes else {"numeric": EqualFrequency(bins=3, warmup=10)}
     model = cls(forgetting=Window(50, panes=5), missing=EM(unlabeled=True), drift_detector=drift.ADWIN(),
                 **numeric, **extra)

@@ -24,7 +24,7 @@ import pandas as pd
 import pytest
 
 import stream_nb
-from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes
+from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes, Parents
 from stream_nb.cli import main
 from stream_nb.settings import MODELS
 
@@ -95,9 +95,9 @@ CONFIGS = {
     "spode-chosen-em-bins": (SPODE, {"rebuild_every": 25, "bins": 3, "warmup": 20}, {"numeric": True, "missing": 0.15}),
     "spode-fixed": (SPODE, {"parent": "a", "rebuild_every": 25, "loss": LOSS}, {}),
     "spode-fixed-em": (SPODE, {"parent": "c", "rebuild_every": 25}, {"missing": 0.2}),
-    "kdb1": (KDB, {"k": 1, "rebuild_every": 25}, {}),
+    "kdb1": (KDB, {"k": 1, "search": Parents(25)}, {}),
     "kdb2": (KDB, {"k": 2, "rebuild_every": 25, "bins": 3, "warmup": 20}, {"numeric": True}),
-    "kdb3": (KDB, {"k": 3, "rebuild_every": 25}, {}),
+    "kdb3": (KDB, {"k": 3, "search": Parents(25)}, {}),
     "kdb2-em-missing": (KDB, {"k": 2, "rebuild_every": 25, "missing": "em"}, {"missing": 0.15}),
     "kdb3-em-missing": (KDB, {"k": 3, "rebuild_every": 25, "missing": "em"}, {"missing": 0.1}),
 }

@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 import stream_nb
-from stream_nb import AODE, KDB, SPODE, TAN
+from stream_nb import AODE, KDB, SPODE, TAN, Parents
 from stream_nb.exceptions import CapacityError
 from stream_nb.learners import conditional_mutual_information
 from stream_nb.stats import _budget
@@ -27,7 +27,7 @@ MODELS = {
     "aode": lambda **kw: AODE(**kw),
     "spode": lambda **kw: SPODE(rebuild_every=40, **kw),
     "tan": lambda **kw: TAN(rebuild_every=40, **kw),
-    "kdb1": lambda **kw: KDB(k=1, rebuild_every=40, **kw),
+    "kdb1": lambda **kw: KDB(k=1, search=Parents(40), **kw),
 }
 
 

@@ -82,7 +82,7 @@ def test_river_check_estimator(model):
 
 # ---------------------------------------------------------------- KDB
 
-from stream_nb import KDB, TAN  # noqa: E402
+from stream_nb import KDB, TAN, Parents  # noqa: E402
 from stream_nb.exceptions import CapacityError  # noqa: E402
 
 
@@ -91,7 +91,7 @@ def test_kdb_structure_follows_sahamis_rule_by_brute_force(k, missing):
     # with missing values, the reference counts the observed values: the structure
     # comes from the observed counts, not from the ones EM imputed under the old structure
     events = random_events(300, n_feats=5, n_vals=3, missing=missing, seed=61)
-    model = learn(KDB(k=k, rebuild_every=0), events)
+    model = learn(KDB(k=k, search=Parents(0)), events)
     model.rebuild()
     order, parents = ref.kdb_structure(events, [f"f{i}" for i in range(5)], k)
     assert list(model.structure) == order
@@ -113,7 +113,7 @@ def test_kdb_with_k1_builds_tans_tree_when_the_orders_agree():
     events = random_events(400, n_feats=6, n_vals=3, seed=65)
     tan = learn(TAN(rebuild_every=0), events)
     tan.rebuild()
-    kdb = learn(KDB(k=1, rebuild_every=0), events)
+    kdb = learn(KDB(k=1, search=Parents(0)), events)
     kdb.rebuild(order=[tan.root] + [child for _, child, _ in tan.tree])  # the tree's top-down order
     assert {c: p for p, c, _ in tan.tree} == {c: ps[0] for c, ps in kdb.structure.items() if ps}
     assert kdb.structure[tan.root] == []
@@ -137,8 +137,8 @@ def test_kdb_refuses_a_table_past_max_table_cells_and_changes_nothing():
 @pytest.mark.parametrize("k", [1, 2])
 def test_kdb_learn_many_equals_learn_one(k):
     events = random_events(300, n_feats=4, n_vals=3, missing=0.1, seed=67)
-    one = learn(KDB(k=k, rebuild_every=60), events)
-    many = KDB(k=k, rebuild_every=60)
+    one = learn(KDB(k=k, search=Parents(60)), events)
+    many = KDB(k=k, search=Parents(60))
     for lo in range(0, len(events), 80):
         chunk = events[lo : lo + 80]
         many.learn_many(pd.DataFrame([x for x, _ in chunk]), pd.Series([y for _, y in chunk]))
@@ -162,7 +162,7 @@ def test_kdb_merge_equals_training_on_both_streams():
 def test_kdb_state_round_trips():
     import json
 
-    model = learn(KDB(k=2, rebuild_every=40), random_events(120, seed=72))
+    model = learn(KDB(k=2, search=Parents(40)), random_events(120, seed=72))
     back = KDB.from_state(*[model.state()[0], json.loads(json.dumps(model.state()[1]))])
     assert back.structure == model.structure
     x = random_events(1, seed=73)[0][0]

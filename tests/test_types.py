@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import stream_nb
-from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes
+from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes, Parents
 from stream_nb.daemon import load_loss
 from stream_nb.engine import Engine, label_key, validate_label
 from stream_nb.exceptions import FeatureTypeError, InvalidEventError, LabelTypeError, MergeError
@@ -36,7 +36,7 @@ MODELS = {
     "aode": AODE,
     "tan": lambda: TAN(rebuild_every=5),
     "spode": SPODE,
-    "kdb": lambda: KDB(k=2, rebuild_every=5),
+    "kdb": lambda: KDB(k=2, search=Parents(5)),
 }
 
 #: (first label, a later label of another JSON type)

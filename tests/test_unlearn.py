@@ -7,7 +7,7 @@ import random
 import numpy as np
 import pytest
 
-from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes
+from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes, Parents
 from stream_nb.exceptions import UnlearnError
 from test_learners import random_events
 
@@ -17,7 +17,7 @@ MODELS = {
     "tan": lambda **kw: TAN(rebuild_every=50, **kw),
     "spode": lambda **kw: SPODE(parent="f1", **kw),
     "spode-chosen": lambda **kw: SPODE(rebuild_every=50, **kw),
-    "kdb": lambda **kw: KDB(k=2, rebuild_every=50, **kw),
+    "kdb": lambda **kw: KDB(k=2, search=Parents(50), **kw),
 }
 
 

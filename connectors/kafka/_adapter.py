@@ -84,7 +84,7 @@ class Consumer(typing.Protocol):
         """Read ``partition`` from ``offset`` (or :data:`BEGINNING` / :data:`END`) on."""
 
     def pause(self, partitions: list[TP]) -> None:
-        """Stop fetching these partitions."""
+        """Stop fetching these partitions (a partition revoked and assigned again starts unpaused)."""
 
     def resume(self, partitions: list[TP]) -> None:
         """Fetch these partitions again."""

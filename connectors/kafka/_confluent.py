@@ -48,6 +48,26 @@ _NOT_LIBRDKAFKA = frozenset({
     "feedback_topic",
 })
 _INVALID = -1001  # librdkafka's OFFSET_INVALID: no position yet
+_STUCK = object()  # what _on_helper_thread returns when the call did not return in time
+
+
+def _on_helper_thread(name: str, timeout: float, call) -> object:
+    """Run ``call()`` on a daemon thread, waiting at most ``timeout`` s: None (it returned), the exception it
+    raised, or :data:`_STUCK` (it still runs, and ends on its own)."""
+    done, failure = threading.Event(), []
+
+    def run():
+        try:
+            call()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            failure.append(exc)
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name=name, daemon=True).start()
+    if not done.wait(timeout):
+        return _STUCK
+    return failure[0] if failure else None
 
 
 def library():
@@ -150,6 +170,12 @@ class _Consumer:
 
     def _gone(self, consumer, tps) -> list[TP]:
         partitions = sorted((tp.topic, tp.partition) for tp in tps)
+        paused = self._held & set(partitions)
+        if paused:  # librdkafka keeps a partition's pause through its revocation: assigned again, it would stay paused
+            try:
+                consumer.resume(self._tps(paused))
+            except self._ck.KafkaException as exc:
+                log.warning("Kafka source: resuming %s before they went failed: %s", sorted(paused), exc)
         self._owned -= set(partitions)
         self._held -= set(partitions)
         if self._incremental:
@@ -159,6 +185,9 @@ class _Consumer:
         return partitions
 
     def _on_revoke(self, consumer, tps):
+        """Commit what the listener asks before the partitions go: librdkafka's synchronous commit, on the
+        polling thread that serves this callback. (A commit from a helper thread, to bound the wait, does
+        not complete while this thread is inside the callback: it waited out its bound at every revocation.)"""
         request = self._listener.revoked(sorted((tp.topic, tp.partition) for tp in tps))
         if request is not None:
             try:
@@ -350,24 +379,15 @@ class _Producer:
 
     def send_offsets(self, offsets, metadata, group):
         tps = [self._ck.TopicPartition(*p, o, metadata) for p, o in sorted(offsets.items())]
-        done, failure = threading.Event(), []
-
-        def call():
-            try:
-                self._p.send_offsets_to_transaction(tps, group, self._block_s)
-            except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
-                failure.append(exc)
-            finally:
-                done.set()
-
-        threading.Thread(target=call, name="stream-nb-send-offsets", daemon=True).start()
-        if not done.wait(self._block_s + GRACE_S):
+        failure = _on_helper_thread("stream-nb-send-offsets", self._block_s + GRACE_S,
+                                    lambda: self._p.send_offsets_to_transaction(tps, group, self._block_s))
+        if failure is _STUCK:
             self._stuck = True
             raise TimeoutError(f"{self.what}: adding the offsets to the transaction did not return within "
                                f"max_block_ms ({self._block_s * 1000:.0f} ms) + {GRACE_S:.0f} s; the producer is "
                                f"replaced")
-        if failure:
-            raise failure[0]
+        if failure is not None:
+            raise failure
 
     def commit_transaction(self):
         self._p.commit_transaction(self._block_s)

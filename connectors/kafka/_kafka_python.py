@@ -3,8 +3,9 @@
 kafka-python runs the group's heartbeats and the rebalance callbacks on its
 own IO thread, while the polling thread waits inside ``poll()``: the callbacks
 are coroutines (``AsyncConsumerRebalanceListener``), so a revocation can await
-its commit without stopping the heartbeats, and a partition the resume policy
-must position is paused there and positioned at the next poll. Its
+its commit (at most ``session_timeout_ms``) without stopping the heartbeats,
+and a partition the resume policy must position is paused there and
+positioned at the next poll. Its
 transactional calls wait without a bound, so they are started on the
 producer's transaction manager and waited for at most ``max_block_ms``.
 """
@@ -80,25 +81,46 @@ def _tp(partition: TP) -> TopicPartition:
 
 
 class _Rebalance(AsyncConsumerRebalanceListener):
-    """kafka-python's rebalance callbacks, awaited on its IO thread, handed to the source's :class:`Listener`."""
+    """kafka-python's rebalance callbacks, awaited on its IO thread, handed to the source's :class:`Listener`.
+
+    A revocation's commit waits at most the consumer's ``session_timeout_ms``,
+    as librdkafka waits for a group coordinator at most ``session.timeout.ms``:
+    a member cut off from the coordinator that long is out of the group, and
+    the broker would refuse its commit anyway. It is kafka-python's own
+    synchronous commit (retried while the coordinator is unknown or loading,
+    as ``KafkaConsumer.commit(timeout_ms=...)`` does), awaited on the IO
+    thread, where the blocking ``commit`` would wait on itself (another
+    kafka-python without it: ``commit_async``, with no bound).
+    """
 
     def __init__(self, consumer: KafkaConsumer, listener: Listener):
         self._consumer, self._listener = consumer, listener
+        self._deadline_ms = consumer.config["session_timeout_ms"]
+        self._commit_within = getattr(getattr(consumer, "_coordinator", None), "_commit_offsets_sync_async", None)
 
     async def on_partitions_revoked(self, revoked):
         request = self._listener.revoked(sorted(revoked))
         if request is None:
             return
+        offsets = {_tp(p): OffsetAndMetadata(offset, request.metadata, -1) for p, offset in request.offsets.items()}
         try:
-            await self._consumer.commit_async({_tp(p): OffsetAndMetadata(offset, request.metadata, -1)
-                                               for p, offset in request.offsets.items()})
-        except Exception as exc:  # noqa: BLE001 - the new owner resumes from the last commit
+            if self._commit_within is None:
+                await self._consumer.commit_async(offsets)
+            else:
+                await self._commit_within(offsets, timeout_ms=self._deadline_ms)
+        except Errors.KafkaTimeoutError as exc:  # the new owner resumes from the partition's last commit or state
+            request.finish(Errors.KafkaTimeoutError(
+                f"the commit did not complete within session_timeout_ms ({self._deadline_ms} ms): {exc}"))
+            return
+        except Exception as exc:  # noqa: BLE001 - the new owner resumes from the partition's last commit or state
             request.finish(exc)
             return
         request.finish(None)
 
     async def on_partitions_assigned(self, assigned):
         starts, held = self._listener.assigned(sorted(assigned))
+        # one paused before a revocation and assigned again keeps its pause here: it starts unpaused
+        self._consumer.resume(*(tp for tp in assigned if tp not in held))
         for partition, offset in starts.items():
             self._consumer.seek(_tp(partition), offset)
         if held:  # no record of theirs until the polling thread positioned them

@@ -21,7 +21,8 @@ import numpy as np
 
 from . import _common, _tree
 
-__all__ = ["add_sorted_triples_row", "add_tuple_rows", "add_tuples_row", "kdb_block", "mirror_triples", "warm"]
+__all__ = ["add_sorted_triples_row", "add_tuple_rows", "add_tuples_row", "flush_pairs", "kdb_block", "mirror_triples",
+           "warm"]
 
 _BLOCK = 8
 
@@ -74,18 +75,42 @@ def add_tuple_rows(D, dfeats, yc, w, t, V, Ft, tc, tf):
         add_tuples_row(D, r, dfeats, yc[r], w[r], t, V, Ft, tc, tf, cols, fs, digits)
 
 
-def add_sorted_triples_row(cols, m, c, w, V, Ft, fs, tc, tf):
+def add_sorted_triples_row(cols, m, c, w, V, Ft, fs, tc, tf, pend):
     """Add a row's t = 3 cells with non-decreasing values only (``cols[:m]`` ascending): each cell of the
-    symmetric tables once, the others filled in by :func:`mirror_triples` at the end of the block."""
+    symmetric tables once, the others filled in by :func:`mirror_triples` at the end of the block.
+
+    ``pend`` (C V V; empty: none): a row that observes every feature of its block adds its pairs there, once
+    each, in place of one ``tf`` cell per feature: :func:`flush_pairs` adds them to ``tf`` at the end of the
+    block, and until then ``tf[c, a, b, f]`` is ``tf[c, a, b, f] + pend[c, a, b]`` for the block's features."""
     for i in range(m):
         for j in range(i, m):
             row = (c * V + cols[i]) * V + cols[j]
             bc = row * V
             for l in range(j, m):
                 tc[bc + cols[l]] += w
+            if pend.shape[0]:
+                pend[row] += w
+                continue
             bf = row * Ft
             for l in range(m):
                 tf[bf + fs[l]] += w
+
+
+def flush_pairs(U, nU, learned, V, Ft, dfeats, pend, tf):
+    """Add the non-decreasing pair cells ``pend`` over the values ``U[:nU]`` (ascending) of the classes
+    ``learned`` to ``tf`` for every feature of ``dfeats`` (see :func:`add_sorted_triples_row`)."""
+    for c in range(learned.shape[0]):
+        if not learned[c]:
+            continue
+        for i in range(nU):
+            for j in range(i, nU):
+                row = (c * V + U[i]) * V + U[j]
+                w = pend[row]
+                if w == 0.0:
+                    continue
+                bf = row * Ft
+                for l in range(dfeats.shape[0]):
+                    tf[bf + dfeats[l]] += w
 
 
 def mirror_triples(U, nU, learned, V, Ft, tc, tf):
@@ -165,7 +190,8 @@ def kdb_block(D, dfeats, par, npar, more, G, gslots, yc, learn, C, a, var_smooth
 
     ``D``, ``dfeats``, ``more``, ``G``, ``gslots``, ``yc``, ``twin`` and ``out`` as in
     :func:`~stream_nb.kernels._tree.tree_block`; ``par[j, :npar[j]]``: the columns of ``D`` holding the
-    parents of feature ``dfeats[j]`` (each observed wherever the feature is); ``t``: the tables' order
+    parents of feature ``dfeats[j]`` (each observed wherever the feature is; ``npar[j] < 0``: the feature
+    is counted but not scored); ``t``: the tables' order
     (0: the pair tables, k = 1); ``tc``, ``tf`` (and their twins): the flat t-way tables.
     """
     R, k = D.shape
@@ -180,6 +206,7 @@ def kdb_block(D, dfeats, par, npar, more, G, gslots, yc, learn, C, a, var_smooth
     mark = np.zeros(V if t == 3 else 0, dtype=np.bool_)
     learned = np.zeros(C, dtype=np.bool_)
     half, nU = _halves(D, yc, k, C, V, Ft, mark, learned) if learn and t == 3 else (False, 0)
+    pend = np.zeros(C * V * V if half else 0)  # the pairs of complete rows, for tf (add_sorted_triples_row)
     span = V ** (t - 1) if t else 0
     for r in range(R):
         _common.log_prior_row(class_count, C, a, prior)
@@ -191,9 +218,11 @@ def kdb_block(D, dfeats, par, npar, more, G, gslots, yc, learn, C, a, var_smooth
             v = D[r, j]
             if v < 0:
                 continue
+            npa = npar[j]
+            if npa < 0:  # left out of the product by a selection
+                continue
             f = dfeats[j]
             an = a * (n_values[f] + (more[r, f] if grown else 0) + (1 if v == 0 else 0))
-            npa = npar[j]
             if npa == 0:
                 for c in range(C):
                     prod[c] *= (value_count[c, v] + a) / (feat_count[c, f] + an)
@@ -209,7 +238,8 @@ def kdb_block(D, dfeats, par, npar, more, G, gslots, yc, learn, C, a, var_smooth
                 nh = (s0 * V + v + lo + hi - s0 - s2) * V + s2  # the middle value of the three
                 dh = lo * V + hi
                 for c in range(C):
-                    prod[c] *= (tc[c * V * span + nh] + a) / (tf[(c * span + dh) * Ft + f] + an)
+                    den = tf[(c * span + dh) * Ft + f] + (pend[c * span + dh] if half else 0.0)
+                    prod[c] *= (tc[c * V * span + nh] + a) / (den + an)
             else:
                 head = 0  # the parents' values, the last one repeated: (u_1, .., u_(t-1)) in base V
                 for i in range(t - 1):
@@ -234,18 +264,19 @@ def kdb_block(D, dfeats, par, npar, more, G, gslots, yc, learn, C, a, var_smooth
         _tree.add_pairs_row(D, r, dfeats, c, 1.0, value_count, feat_count, pair_count, pair_feat)
         if half:
             m = _sorted_columns(D, r, dfeats, cols, fs)
-            add_sorted_triples_row(cols, m, c, 1.0, V, Ft, fs, tc, tf)
+            add_sorted_triples_row(cols, m, c, 1.0, V, Ft, fs, tc, tf, pend if m == k else pend[:0])
         elif t:
             add_tuples_row(D, r, dfeats, c, 1.0, t, V, Ft, tc, tf, cols, fs, digits)
         if twin:
             _tree.add_pairs_row(D, r, dfeats, c, 1.0, obs_value_count, obs_feat_count, obs_pair_count, obs_pair_feat)
             if half:
-                add_sorted_triples_row(cols, m, c, 1.0, V, Ft, fs, obs_tc, obs_tf)
+                add_sorted_triples_row(cols, m, c, 1.0, V, Ft, fs, obs_tc, obs_tf, pend[:0])
             elif t:
                 add_tuples_row(D, r, dfeats, c, 1.0, t, V, Ft, obs_tc, obs_tf, cols, fs, digits)
         _common.add_gaussian(G[r], gslots, c, 1.0, g_n, g_mean, g_m2)
     if half:
         U = np.flatnonzero(mark)
+        flush_pairs(U, nU, learned, V, Ft, dfeats, pend, tf)
         mirror_triples(U, nU, learned, V, Ft, tc, tf)
         if twin:
             mirror_triples(U, nU, learned, V, Ft, obs_tc, obs_tf)

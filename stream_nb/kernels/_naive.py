@@ -2,8 +2,8 @@
 
 The logs of the counts are kept in two tables beside them, so that scoring an
 event adds table entries and counting it refreshes only the cells it touched:
-``lnum[c, v] = log(|D_c,v| + a)`` and ``lden[c, f] = log(|D_c,f| + a N_f)``,
-``N_f`` the values feature ``f`` has. The model rebuilds them
+``lnum[v, c] = log(|D_c,v| + a)`` and ``lden[f, c] = log(|D_c,f| + a N_f)``,
+``N_f`` the values feature ``f`` has (the classes contiguous, as the scoring loop reads them). The model rebuilds them
 (:func:`naive_tables`) whenever the counts changed outside a kernel.
 
 The arrays come as one table of addresses (:class:`~stream_nb.kernels.Addresses`),
@@ -51,17 +51,17 @@ def naive_tables(t, a):
     cc, vc, fc, nv, ovc, ofc, gn, gm, g2, lnum, lden = _views(t)
     for c in range(vc.shape[0]):
         for v in range(vc.shape[1]):
-            lnum[c, v] = math.log(vc[c, v] + a)
+            lnum[v, c] = math.log(vc[c, v] + a)
         for f in range(fc.shape[1]):
-            lden[c, f] = math.log(fc[c, f] + a * nv[f])
+            lden[f, c] = math.log(fc[c, f] + a * nv[f])
 
 
-def _score(t, cols, feats, gx, gslots, extra, C, a, var_smoothing, joint, prior, jll, q, out, direct=False):
-    """``out[:C]``: log P(c | x) (``joint``: log P(c, x)) of one event; ``extra[f]``: the values feature
-    ``f`` gained within the block before and with this event (empty: none). ``direct``: from the counts
-    themselves, not the tables of their logs (decay changes the smoothing ``a`` of every cell each event)."""
-    cc, vc, fc, nv, ovc, ofc, gn, gm, g2, lnum, lden = _views(t)
-    _common.log_prior_row(cc, C, a, prior)
+def _score(v, cols, feats, gx, gslots, extra, C, a, var_smoothing, joint, prior, jll, q, out, direct=False):
+    """``out[:C]``: log P(c | x) (``joint``: log P(c, x)) of one event, ``prior`` its log prior; ``v``: the
+    arrays (:func:`_views`); ``extra[f]``: the values feature ``f`` gained within the block before and with
+    this event (empty: none). ``direct``: from the counts themselves, not the tables of their logs (decay
+    changes the smoothing ``a`` of every cell each event)."""
+    cc, vc, fc, nv, ovc, ofc, gn, gm, g2, lnum, lden = v
     for c in range(C):
         jll[c] = prior[c]
     for j in range(cols.shape[0]):
@@ -79,7 +79,7 @@ def _score(t, cols, feats, gx, gslots, extra, C, a, var_smoothing, joint, prior,
                 jll[c] += math.log(vc[c, col] + a) - math.log(fc[c, f] + a * n)
         else:
             for c in range(C):
-                jll[c] += lnum[c, col] - lden[c, f]
+                jll[c] += lnum[col, c] - lden[f, c]
     _common.gaussian_row(gx, gslots, gn, gm, g2, C, var_smoothing, q, jll)
     if joint:
         for c in range(C):
@@ -88,10 +88,13 @@ def _score(t, cols, feats, gx, gslots, extra, C, a, var_smoothing, joint, prior,
         _common.normalise_row(jll, prior, C, out)
 
 
-def _count(t, cols, feats, gx, gslots, extra, c, w, twin, a, refresh=True):
-    """Add one event of class ``c`` with weight ``w``, and (``refresh``) the tables' cells it touched."""
-    cc, vc, fc, nv, ovc, ofc, gn, gm, g2, lnum, lden = _views(t)
+def _count(v, cols, feats, gx, gslots, extra, c, w, twin, a, refresh=True):
+    """Add one event of class ``c`` with weight ``w``, and (``refresh``) the tables' cells it touched
+    (features whose denominators are equal, as every complete event's are when they have as many values,
+    share one logarithm)."""
+    cc, vc, fc, nv, ovc, ofc, gn, gm, g2, lnum, lden = v
     cc[c] += w
+    last, logged = math.nan, 0.0
     for j in range(cols.shape[0]):
         col = cols[j]
         if col < 0:
@@ -103,20 +106,35 @@ def _count(t, cols, feats, gx, gslots, extra, c, w, twin, a, refresh=True):
             ovc[c, col] += w
             ofc[c, f] += w
         if refresh:
-            lnum[c, col] = math.log(vc[c, col] + a)
-            lden[c, f] = math.log(fc[c, f] + a * (nv[f] + (extra[f] if extra.shape[0] else 0)))
+            lnum[col, c] = math.log(vc[c, col] + a)
+            den = fc[c, f] + a * (nv[f] + (extra[f] if extra.shape[0] else 0))
+            if den != last:
+                last, logged = den, math.log(den)
+            lden[f, c] = logged
     _common.add_gaussian(gx, gslots, c, w, gn, gm, g2)
+
+
+def _prior(cc, lcc, C, a, prior):
+    """``prior[:C]`` = log P̂(c) as :func:`~._common.log_prior_row` gives it, from ``lcc[c]`` = log(|D_c| + a)."""
+    total = 0.0
+    for c in range(C):
+        total += cc[c]
+    z = math.log(total + a * C)
+    for c in range(C):
+        prior[c] = lcc[c] - z
 
 
 def naive_score(t, cols, feats, gx, gslots, out, joint, C, a, var_smoothing):
     """One event's ``out[:C]`` (see :func:`_score`)."""
     prior, jll, q = np.empty(C), np.empty(C), np.empty(C)
-    _score(t, cols, feats, gx, gslots, cols[:0], C, a, var_smoothing, joint, prior, jll, q, out)
+    v = _views(t)
+    _common.log_prior_row(v[0], C, a, prior)
+    _score(v, cols, feats, gx, gslots, cols[:0], C, a, var_smoothing, joint, prior, jll, q, out)
 
 
 def naive_learn(t, cols, feats, gx, gslots, c, w, twin, a):
     """Count one event of class ``c`` with weight ``w``."""
-    _count(t, cols, feats, gx, gslots, cols[:0], c, w, twin, a)
+    _count(_views(t), cols, feats, gx, gslots, cols[:0], c, w, twin, a)
 
 
 def naive_block(t, D, dfeats, more, G, gslots, yc, weights, alphas, out, learn, twin, C, a, var_smoothing, loss,
@@ -136,10 +154,14 @@ def naive_block(t, D, dfeats, more, G, gslots, yc, weights, alphas, out, learn, 
     acts on (:func:`~._common.watch_row`) the block stops, that row scored and not counted, and its index is
     returned (else the number of rows).
     """
-    cc, vc, fc, nv, ovc, ofc, gn, gm, g2, lnum, lden = _views(t)
-    prior, jll, q = np.empty(C), np.empty(C), np.empty(C)
+    v = _views(t)
+    cc, vc, fc, nv, ovc, ofc, gn, gm, g2, lnum, lden = v
+    prior, jll, q, lcc = np.empty(C), np.empty(C), np.empty(C), np.empty(C)
     grown = more.shape[0] > 0
     none = D[0, :0]
+    decayed = alphas.shape[0] > 0
+    for c in range(C):  # log(|D_c| + a), refreshed for the class each row counts (decay: every row, in full)
+        lcc[c] = math.log(cc[c] + a)
     for r in range(D.shape[0]):
         extra = more[r] if grown else none
         if grown:  # a feature gained a value at this row: its denominators change for every class
@@ -147,17 +169,21 @@ def naive_block(t, D, dfeats, more, G, gslots, yc, weights, alphas, out, learn, 
                 f = dfeats[j]
                 if more[r, f] != (more[r - 1, f] if r else 0):
                     for c in range(C):
-                        lden[c, f] = math.log(fc[c, f] + a * (nv[f] + more[r, f]))
-        decayed = alphas.shape[0] > 0
+                        lden[f, c] = math.log(fc[c, f] + a * (nv[f] + more[r, f]))
         ar = alphas[r] if decayed else a
-        _score(t, D[r], dfeats, G[r], gslots, extra, C, ar, var_smoothing, False, prior, jll, q, out[r], decayed)
+        if decayed:
+            _common.log_prior_row(cc, C, ar, prior)
+        else:
+            _prior(cc, lcc, C, a, prior)
+        _score(v, D[r], dfeats, G[r], gslots, extra, C, ar, var_smoothing, False, prior, jll, q, out[r], decayed)
         if yc[r] < 0:
             continue
         if watch and _common.watch_row(out[r], C, loss, yc[r], det_kind, det_params, det_state, det_fbuf, det_ibuf,
                                        warning):
             return r
         if learn:
-            _count(t, D[r], dfeats, G[r], gslots, extra, yc[r], weights[r] if decayed else 1.0, twin, a, not decayed)
+            _count(v, D[r], dfeats, G[r], gslots, extra, yc[r], weights[r] if decayed else 1.0, twin, a, not decayed)
+            lcc[yc[r]] = math.log(cc[yc[r]] + a)
     return D.shape[0]
 
 
@@ -165,8 +191,8 @@ def warm(k) -> None:
     """Compile the kernels for the types the models pass."""
     C, V, F = 2, 4, 2
     arrays = (np.zeros(C), np.zeros((C, V)), np.zeros((C, F)), np.array([1, 2], dtype=np.int64), np.zeros((C, V)),
-              np.zeros((C, F)), np.zeros((C, 1)), np.zeros((C, 1)), np.zeros((C, 1)), np.zeros((C, V)),
-              np.zeros((C, F)))
+              np.zeros((C, F)), np.zeros((C, 1)), np.zeros((C, 1)), np.zeros((C, 1)), np.zeros((V, C)),
+              np.zeros((F, C)))
     t = Addresses(None, arrays).table
     k.naive_tables(t, 1.0)
     D = np.array([[1, 2], [1, 3]], dtype=np.int64)

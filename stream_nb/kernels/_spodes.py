@@ -285,14 +285,17 @@ def naive_row(value_count, feat_count, u, f, an, n, C, a, B, prior, jll):
 def count_event(class_count, value_count, feat_count, pair_flat, feat_flat, V, F, u, f, n, c, classes):
     """Add one event of class ``c`` (its observed values ``u`` of features ``f``, all their pairs, the
     diagonal included) to a count set, its pair tables flat (``V`` columns, ``F`` features); ``classes``:
-    to its class count too."""
+    to its class count too. Empty pair tables (a fine layer whose pairs are its coarse layer's): no pairs."""
     if classes:
         class_count[c] += 1.0
     vv, ff = np.uint64(V), np.uint64(F)
+    pairs = pair_flat.shape[0] > 0
     for i in range(n):
         ui = u[i]
         value_count[c, ui] += 1.0
         feat_count[c, f[i]] += 1.0
+        if not pairs:
+            continue
         row = np.uint64(c * V + ui)
         pb, fb = row * vv, row * ff
         for j in range(n):
@@ -316,7 +319,7 @@ def block_setup(D, more, n_values, class_count, C, a):
         total += class_count[c]
     most = 0
     for g in range(n_values.shape[0]):
-        nv = n_values[g] + (more[more.shape[0] - 1, g] if grown else 0)
+        nv = n_values[g] + (more[more.shape[0] - 1, g] if grown and g < more.shape[1] else 0)  # (spare room)
         if nv > most:
             most = nv
     return chunk(total, a, most + 1.0), grown

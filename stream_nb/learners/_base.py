@@ -42,8 +42,12 @@ The path of one event
 ``prequential_one(x, y)`` encodes ``x`` once (:meth:`Stats.encode`), scores it
 (``_jll``, :func:`~stream_nb.learners._decision.normalise`, ``_decide``), and
 learns it with that encoding (:meth:`Stats.encode_labeled`: the label and any
-new feature or value; :meth:`Stats.missing_of`; :meth:`Stats.add` or
-``_add_expected``).
+new feature or value; :meth:`Stats.missing_of`; ``_count`` or
+``_add_expected``). River's loop, ``predict_one(x)`` then ``learn_one(x, y)``
+of the same dict, encodes it once too (:meth:`Stats.reusable`). Each model
+scores (``_jll``) and counts (``_count``) a complete event in its compiled
+kernels (AODE, TAN, SPODE and KDB: their block kernels on a block of one,
+``_kernel_one``); EM's E-steps and sparse tables take numpy.
 """
 
 from __future__ import annotations
@@ -131,9 +135,11 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
         :class:`~stream_nb.options.EqualFrequency` of the features without fixed edges, and those edges;
         ``(None, None)`` for :class:`~stream_nb.options.Gaussian`."""
         numeric = self.numeric
-        if isinstance(numeric, Gaussian):
-            return None, None
-        return binned(numeric, self._default_cut)
+        held = self.__dict__.get("_cut")
+        if held is None or held[0] is not numeric:  # (an option is frozen: remembered while it is the one set)
+            held = self._cut = (numeric, (None, None) if isinstance(numeric, Gaussian) else binned(numeric,
+                                                                                                  self._default_cut))
+        return held[1]
 
     # -- what the options say, under the names of the flat parameters the learning code reads
 

@@ -6,10 +6,14 @@ log P(c, x) (up to a constant per event). The rest is shared and lives here:
 - :func:`log_prior`: log P̂(c) with Lidstone smoothing, the one place the prior is computed;
 - :func:`logsumexp` and :func:`normalise`: log P(c | x);
 - :class:`LossMatrix`: the Bayes decision of least conditional risk
-  R(j | x) = Σ_i λ[i, j] P(i | x), with 0-1 loss for every pair it leaves out.
+  R(j | x) = Σ_i λ[i, j] P(i | x), with 0-1 loss for every pair it leaves out;
+- :func:`outcomes`: a block's ``(prediction, proba)`` pairs, as the methods return them.
 """
 
 from __future__ import annotations
+
+import functools
+import itertools
 
 import numpy as np
 
@@ -17,7 +21,7 @@ from .._checks import check_number
 from ..exceptions import ConfigError
 from ..stats import json_type
 
-__all__ = ["LossMatrix", "decide", "json_text", "log_prior", "logsumexp", "loss_entry", "normalise"]
+__all__ = ["LossMatrix", "decide", "json_text", "log_prior", "logsumexp", "loss_entry", "normalise", "outcomes"]
 
 
 def log_prior(class_count: np.ndarray, alpha: float) -> np.ndarray:
@@ -30,6 +34,28 @@ def log_prior(class_count: np.ndarray, alpha: float) -> np.ndarray:
     """
     C = class_count.shape[-1]
     return np.log(class_count + alpha) - np.log(class_count.sum(-1, keepdims=True) + alpha * C)
+
+
+def outcomes(classes: list, decided: np.ndarray, proba: np.ndarray) -> list:
+    """Each row's ``(classes[decided[r]], dict(zip(classes, proba[r])))`` (``proba``: rows, len(classes)).
+
+    Each dict is built by one dict display of the classes (:func:`_dict_of`), presized, which takes about a
+    third less time than ``dict(zip(...))``: a block's results cost more than its kernel.
+
+    >>> outcomes(["a", "b"], np.array([1, 0]), np.array([[0.25, 0.75], [0.5, 0.5]]))
+    [('b', {'a': 0.25, 'b': 0.75}), ('a', {'a': 0.5, 'b': 0.5})]
+    """
+    make = _dict_of(len(classes))(*classes)
+    return list(zip(map(classes.__getitem__, decided.tolist()), itertools.starmap(make, proba.tolist())))
+
+
+@functools.lru_cache(maxsize=64)
+def _dict_of(n: int):
+    """``keys -> (values -> dict)``: given ``n`` keys, the function of ``n`` values that returns the dict of
+    them in that order, as the display ``{k0: v0, ...}`` (the keys are arguments, never part of the source)."""
+    keys, values = (", ".join(f"{p}{i}" for i in range(n)) for p in "kv")
+    pairs = ", ".join(f"k{i}: v{i}" for i in range(n))
+    return eval(f"lambda {keys}: lambda {values}: {{{pairs}}}")  # numbered names only: no key or value is source
 
 
 def logsumexp(a: np.ndarray, axis: int = -1) -> np.ndarray:

@@ -105,6 +105,7 @@ class Forgetting(DriftWatch):
         """Start forgetting as ``forgetting`` and ``drift_detector`` say (their values are checked where they are
         declared, :mod:`stream_nb.options`); ``_setup`` calls it."""
         window, half_life, panes = self.window, self.half_life, self.panes
+        self._time_name = self.time_field  # (what _forget_time reads for each event)
         detector = watched_detector(getattr(self, "drift_detector", None))
         if window is None and half_life is None and detector is None:
             self._forget = None
@@ -136,7 +137,7 @@ class Forgetting(DriftWatch):
         changes (InvalidEventError, reason ``bad_time``, unless the time is a finite number)."""
         if type(x) is not dict:
             check_event(x)  # the first read of x when learning: no dict, no event (EventTypeError)
-        name = getattr(self, "time_field", None)
+        name = self._time_name
         if name is None or name not in x:
             return x, None
         t = x[name]

@@ -14,11 +14,12 @@ _NO_TABLE = np.zeros(0)
 
 class KDBKernel:
     """The compiled kernel of a :class:`~stream_nb.KDB` (a part of it, not used alone): it provides
-    ``_parents``, ``k``, ``_sync_parents()`` and the store; list it before the model's base classes."""
+    ``_parents``, ``_dropped``, ``k``, ``_sync_parents()`` and the store; list it before the model's base classes."""
 
     def _parent_columns(self, dfeats: np.ndarray):
         """``(par, npar)``: for each feature of ``dfeats``, the positions in ``dfeats`` of its parents
-        (``par[j, :npar[j]]``; -1 for a parent not among ``dfeats``), cached for the structure and ``dfeats``."""
+        (``par[j, :npar[j]]``; -1 for a parent not among ``dfeats``; ``npar[j] = -1``: a feature the
+        selection left out, not scored), cached for the structure and ``dfeats``."""
         cached = getattr(self, "_pcols", None)
         if cached is not None and cached[0] is self._parents and cached[1] == dfeats.tobytes():
             return cached[2]
@@ -28,6 +29,8 @@ class KDBKernel:
         for j, f in enumerate(dfeats.tolist()):
             npar[j] = len(pa := self._parents.get(f, ()))
             par[j, : len(pa)] = [pos.get(p, -1) for p in pa]
+            if f in self._dropped:
+                npar[j] = -1  # left out of the product by the selection (still counted)
         self._pcols = (self._parents, dfeats.tobytes(), (par, npar))
         return par, npar
 

@@ -20,6 +20,7 @@ import numpy as np
 from ..exceptions import InvalidEventError
 from ..stats import Columns, frame_events, is_missing_label
 from ._decay_runs import decay_run
+from ._decision import outcomes
 
 __all__ = ["RunBlock", "VectorisedRuns"]
 
@@ -225,9 +226,16 @@ class VectorisedRuns(abc.ABC):
             return
         f = self._forget
         with self.drift_paused() if f is not None and f.detector is not None else _NOTHING:  # fed already
-            self._kernel_block(enc.cols[None, :], enc.feats, enc.gx[None, :], enc.gslots, np.array([c]), None,
-                               np.empty((1, s.n_classes)), True)
-        s.counted_one(c, w)
+            twin = self._kernel_one(enc, c, np.empty((1, s.n_classes)))
+        s.counted_one(c, w, twin)
+
+    def _kernel_one(self, enc, c: int, out: np.ndarray) -> bool:
+        """``out`` (1, C): log P(c | x) of one encoded event by the kernel, on a block of one; then, ``c`` >= 0,
+        the event counted in class ``c`` (a model may hand its kernel the block with fewer arguments, count a
+        complete event without scoring it again, as its prediction did, and count it in the store's
+        :meth:`~stream_nb.stats.Stats.counted_twin` too); returns whether it did that."""
+        self._kernel_block(enc.cols[None, :], enc.feats, enc.gx[None, :], enc.gslots, np.array([c]), None, out, c >= 0)
+        return False
 
     def _kernel_run(self, xs, start: int, stop: int, D: np.ndarray, G: np.ndarray, yc: np.ndarray, out,
                     decay=None) -> int:
@@ -243,13 +251,11 @@ class VectorisedRuns(abc.ABC):
         acted = done < len(yc)
         n = done + acted  # the events scored
         if out is not None:
-            decided = self._decide(log_post[:n])
+            decided, proba = self._decide(log_post[:n]), np.exp(log_post[:n])
             if isinstance(out, _Blocks):
-                out.append(RunBlock(start, start + n, s.classes[:C], decided, np.exp(log_post[:n]), yc[:n]))
+                out.append(RunBlock(start, start + n, s.classes[:C], decided, proba, yc[:n]))
             else:
-                classes = s.classes
-                out.extend((classes[i], dict(zip(classes, p)))
-                           for i, p in zip(decided.tolist(), np.exp(log_post[:n]).tolist()))
+                out.extend(outcomes(s.classes[:C], decided, proba))
         s.cut_run(done)  # a second layer's rows past the ones counted are met again
         s.register_run_values(done)
         labeled = yc[:done] >= 0

@@ -7,13 +7,16 @@ import numpy as np
 
 from ..kernels import compiled
 
-__all__ = ["NO_LOSS", "NO_MORE", "UNLABELED", "OneDependenceKernel"]
+__all__ = ["NO_LOSS", "NO_MORE", "NO_TABLE", "UNLABELED", "OneDependenceKernel"]
 
-#: ``more`` of a block that registers no value; the labels of a block of one event to predict; no loss matrix.
+#: ``more`` of a block that registers no value; the labels of a block of one event to predict; no loss matrix;
+#: no second count set (:mod:`stream_nb.kernels._one`).
 NO_MORE = np.zeros((0, 0), dtype=np.int64)
 NO_LOSS = np.zeros((0, 0))
 UNLABELED = np.full(1, -1, dtype=np.int64)
+NO_TABLE = np.zeros(0, dtype=np.int64)
 _NO_DENS = np.zeros((0, 0))
+_ALL = np.zeros(0, dtype=bool)
 
 
 class OneDependenceKernel:
@@ -24,32 +27,57 @@ class OneDependenceKernel:
         """Whether the kernels can read the store's pair tables (dense ones; sparse ones take the numpy path)."""
         return not self._stats.pairs_sparse
 
+    def _sparse_jll(self, D: np.ndarray, dfeats: np.ndarray) -> np.ndarray:
+        """(rows, C) joint log-likelihoods of AODE over sparse (or selected) pair tables, read in compiled
+        code (:func:`~stream_nb.kernels._sparse_scores.aode_sparse`): the parents a selection keeps alone."""
+        s = self._stats
+        pc, pf = s.pair_count, s.pair_feat
+        allowed = s.pair_allowed if s.pairs_selected else _ALL
+        out = np.empty((len(D), s.n_classes))
+        compiled().aode_sparse(np.ascontiguousarray(D, dtype=np.int64), np.asarray(dfeats, dtype=np.int64), s.n_classes,
+                               float(self._alpha), float(self.m * self._inflation), s.pairs_selected, allowed,
+                               s.class_count, s.value_count, s.feat_count, s.n_values, np.array(pc.shape),
+                               np.array(pf.shape), *pc.arrays(), *pf.arrays(), True, out)
+        return out
+
     def _kernel_arguments(self, D: np.ndarray, dfeats: np.ndarray, learn: bool) -> tuple:
         """The store's arrays the kernel reads, then the inverse denominators and whether they hold: a
         learned block whose columns are every feature in order keeps them (rebuilt when the counts changed
-        outside a kernel), any other block reads the counts alone."""
+        outside a kernel), a block only scored reads them where they hold still (one event predicted after
+        one learned), any other block reads the counts alone."""
         s = self._stats
         F = len(s.features)
-        cached = learn and D.shape[1] == F and np.array_equal(dfeats, np.arange(F))
+        cached = D.shape[1] == F and self._in_order(dfeats, F)
         iden = _NO_DENS
         if cached:
             key = (s.epoch, s.version, s.pair_feat.shape, F, self._alpha)
             held = self.__dict__.get("_kdens")
-            if held is None or held[0] != key:
+            if held is not None and held[0] == key:
+                iden = held[1]
+            elif learn:
                 C, V = s.n_classes, s.pair_count.shape[1]
                 iden = np.ones((C, V))
                 compiled().den_table(s.pair_feat, s.value_feature, self._alpha * s.n_values[:F].astype(float), C, V,
                                      iden)
-                held = self._kdens = [key, iden]
-            iden = held[1]
+                self._kdens = [key, iden]
+            else:
+                cached = False  # not worth making for a block only scored
         return (s.class_count, s.value_count, s.feat_count, s.n_values, s.pair_count, s.pair_feat, s.value_feature,
                 iden, cached)
+
+    def _in_order(self, dfeats: np.ndarray, F: int) -> bool:
+        """Whether ``dfeats`` is every feature in order: remembered for the last array asked about (the
+        events of one shape share theirs)."""
+        held = self.__dict__.get("_kfeats")
+        if held is None or held[0] is not dfeats or held[1] != F:
+            held = self._kfeats = (dfeats, F, len(dfeats) == F and np.array_equal(dfeats, np.arange(F)))
+        return held[2]
 
     def _kernel_learned(self, D: np.ndarray, dfeats: np.ndarray, yc: np.ndarray, cached: bool) -> None:
         """After a kernel counted a block's labelled rows: count them in the observed-only twin too, and mark
         the counts changed (``Stats.add_many`` does both), the denominators kept still holding."""
         s = self._stats
-        if not (yc >= 0).any():
+        if not (yc[0] >= 0 if len(yc) == 1 else (yc >= 0).any()):
             return
         if s.keeps_observed:  # complete rows: their observed values are all they hold
             compiled().count_rows(D, dfeats, yc, False, s.class_count, s.obs_value_count, s.obs_feat_count,

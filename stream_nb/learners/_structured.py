@@ -113,7 +113,11 @@ class StructuredClassifier(BayesClassifier):
     def _learned(self, n: int) -> None:
         super()._learned(n)  # forgetting first: the structure is built from the counts that remain
         self._since_rebuild += n
-        if self.rebuild_every and self._since_rebuild >= self.rebuild_interval():
+        key = (self.n_rebuilds, self._rebuild_origin)  # what the interval depends on, the options aside (frozen)
+        held = self.__dict__.get("_interval")
+        if held is None or held[0] != key:
+            held = self._interval = (key, self.rebuild_interval() if self.rebuild_every else 0)
+        if held[1] and self._since_rebuild >= held[1]:
             self._settle()  # decayed counts renormalised: a structure reads counts, not only ratios
             if (self.n_rebuilds - self._rebuild_origin < self._early_rebuilds()
                     and not dependence_shown(self._stats, self._early_rule)):

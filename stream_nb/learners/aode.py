@@ -6,14 +6,13 @@ import numpy as np
 
 from ..stats import DEFAULT_MEMORY_BUDGET
 from ..options import EM, MDL, EqualFrequency, Option
-from ..kernels import NO_DETECTOR, compiled
+from ..kernels import NO_DETECTOR, Addresses, compiled
 from ..stats import Encoded, set_pair_rule
 from ._base import BayesClassifier
 from ._keywords import takes_options
-from ._decision import logsumexp
 from ._em import add_estep, mixture_posterior, one_dependence_estep
 from ._runs import VectorisedRuns
-from ._spode_kernel import NO_LOSS, NO_MORE, UNLABELED, OneDependenceKernel
+from ._spode_kernel import NO_LOSS, NO_MORE, NO_TABLE, OneDependenceKernel
 
 __all__ = ["AODE", "spode_terms"]
 
@@ -133,22 +132,19 @@ class AODE(OneDependenceKernel, VectorisedRuns, BayesClassifier):
             return self._naive_jll(enc)
         if self._kernel_dense():
             out = np.empty((1, s.n_classes))
-            self._aode_kernel(enc.cols[None, :], enc.feats, UNLABELED, None, out, False, True)
+            self._kernel_one(enc, -1, out, True)
             return out[0]
-        terms, parents = spode_terms(s, self._alpha, enc.cols, enc.feats, self.m * self._inflation)
-        if not parents.any():
-            return self._naive_jll(enc)
-        return logsumexp(terms[:, parents], axis=1)
+        return self._sparse_jll(enc.cols[None, :], enc.feats)[0]  # sparse (or selected) pair tables
 
     def _posterior(self, enc):
         s = self._stats
         if len(enc.cols) == 0 or not self._kernel_dense():
             return super()._posterior(enc)
         out = np.empty((1, s.n_classes))  # normalised as the kernel normalises a run's rows
-        self._aode_kernel(enc.cols[None, :], enc.feats, UNLABELED, None, out, False, False)
+        self._kernel_one(enc, -1, out)
         return out[0]
 
-    _kernel_modules = ("_spodes", "_aode")
+    _kernel_modules = ("_spodes", "_aode", "_one")
 
     _kernel_feeds_detector = True  # the kernel feeds the compiled drift detector
 
@@ -158,6 +154,33 @@ class AODE(OneDependenceKernel, VectorisedRuns, BayesClassifier):
         (:func:`~stream_nb.kernels._aode.aode_block`; a store that bins its numeric features has no Gaussian
         slot)."""
         return self._aode_kernel(D, dfeats, yc, more, out, learn, False)
+
+    def _kernel_one(self, enc, c: int, out: np.ndarray, joint: bool = False) -> bool:
+        """``out`` (1, C): log P(c | x) of one encoded event (``joint``: log P(c, x)) by the block kernel on a
+        block of one, its arrays by address (:func:`~stream_nb.kernels._one.aode_one`); or, ``c`` >= 0, the
+        event counted in class ``c``: a complete one as the block counts it, without scoring it again (its
+        prediction did: ``out`` is left as it was), and in the store's
+        :meth:`~stream_nb.stats.Stats.counted_twin` if it has one (returned: whether it did)."""
+        s = self._stats
+        arrays = self._kernel_arguments(enc.cols[None, :], enc.feats, c >= 0)
+        iden, cached = arrays[-2:]
+        held = self.__dict__.get("_aone")
+        if held is None or held[0] is not iden or held[1] is not s or held[2] != s.epoch:  # (arrays: a new epoch)
+            held = self._aone = (iden, s, s.epoch, Addresses(None, tuple(
+                x.reshape(-1, x.shape[-1]) if x.ndim == 3 else x for x in arrays[:-1])).table, arrays)
+        a = self._alpha
+        if c < 0 or len(enc.cols) != len(s.features):
+            # scored without the kept denominators: a model loaded from its state (which keeps none) must give
+            # its twin's probabilities to the last digit, and products of inverses differ from quotients there
+            compiled().aode_one(held[3], enc.cols, enc.feats, c, s.n_classes, a, float(self.m * self._inflation),
+                                False, joint, out)
+            fine = None
+        else:  # complete: counted as the block counts a row it scored
+            fine = s.counted_twin(enc)
+            compiled().aode_count(held[3], enc.cols, enc.feats, c, a, cached, NO_TABLE if fine is None else fine)
+        if c >= 0:
+            self._kernel_learned(enc.cols[None, :], enc.feats, np.full(1, c), cached)
+        return fine is not None
 
     def _aode_kernel(self, D, dfeats, yc, more, out, learn: bool, joint: bool) -> int:
         """:meth:`_kernel_block`, writing each row's joint log-likelihood with ``joint``."""
@@ -197,9 +220,8 @@ class AODE(OneDependenceKernel, VectorisedRuns, BayesClassifier):
         s = self._stats
         if not D.shape[1] or not s.n_classes:
             return self._naive_jll_many(D, dfeats, G, gslots)
-        if not self._kernel_dense():  # sparse pair tables: one event at a time
-            seen = D >= 0
-            return np.stack([self._jll(Encoded(D[r][seen[r]], dfeats[seen[r]], gslots, G[r])) for r in range(len(D))])
+        if not self._kernel_dense():  # sparse pair tables
+            return self._sparse_jll(D, dfeats)
         out = np.empty((len(D), s.n_classes))
         self._aode_kernel(np.ascontiguousarray(D), dfeats, np.full(len(D), -1), None, out, False, True)
         return out

@@ -11,11 +11,12 @@ from ..stats import DEFAULT_MEMORY_BUDGET
 from .._checks import is_integer
 
 from ..stats import TwoLayerStats, choose_tuples, set_pair_rule
-from ..options import EM, EqualFrequency, Option
+from ..options import EM, EqualFrequency, Option, Parents
 from ._keywords import check_options, takes_options
 from ._decision import logsumexp
 from ._em import naive_bayes_blocks
 from ._kdb_kernel import KDBKernel
+from ._selection import selective_structure
 from ._runs import VectorisedRuns
 from ._structure import conditional_mutual_information, mutual_information_with_class
 from ._structured import StructuredClassifier
@@ -101,10 +102,16 @@ class KDB(KDBKernel, VectorisedRuns, StructuredClassifier):
         Most attribute parents per attribute.
     alpha
         Lidstone smoothing, > 0.
-    rebuild_every
-        Learned events between two rebuilds of the structure; early ones come
-        after ``warmup`` events and each time the count doubles below it, as
-        TAN's (0: only on :meth:`rebuild`).
+    search
+        A :class:`~stream_nb.Parents`: ``rebuild_every``, the learned events between two rebuilds
+        of the structure (early ones come after ``warmup`` events and each time the count doubles
+        below it, as TAN's; 0: only on :meth:`rebuild`), and ``select``: None (default), every
+        attribute, each with its ``k`` parents; a significance level in (0, 1), selective KDB, each
+        rebuild keeping only the attributes that tell more of the class than the earlier attribute
+        they depend on most, and the parents dependent on their attribute given the class, by G-tests
+        on the counts (see :mod:`stream_nb.learners._selection`); the attributes left out are
+        :attr:`dropped`. Before the first rebuild the model is naive Bayes over every attribute, as
+        without a selection.
     max_table_cells
         Optional hard bound on the cells of the (k+1)-way count table (None: none, the
         budget decides how it is kept).
@@ -129,8 +136,8 @@ class KDB(KDBKernel, VectorisedRuns, StructuredClassifier):
 
     Examples
     --------
-    >>> from stream_nb import KDB
-    >>> model = KDB(k=2, rebuild_every=8)
+    >>> from stream_nb import KDB, Parents
+    >>> model = KDB(k=2, search=Parents(rebuild_every=8))
     >>> stream = [
     ...     ({"a": "x", "b": "x", "c": "x"}, "same"),
     ...     ({"a": "y", "b": "y", "c": "y"}, "same"),
@@ -151,15 +158,27 @@ class KDB(KDBKernel, VectorisedRuns, StructuredClassifier):
     _default_cut = EqualFrequency()  # the (k+1)-way table over fine bins took several times longer (see numeric)
     _mdl_fine_bins = 16
 
+    @property
+    def rebuild_every(self) -> int:
+        """Learned events between two rebuilds: the :class:`~stream_nb.Parents`' ``rebuild_every``."""
+        return self.search.rebuild_every
+
+    @property
+    def select(self) -> float | None:
+        """The level of selective KDB's G-tests, or None (every attribute): the :class:`~stream_nb.Parents`' ``select``."""
+        return self.search.select
+
+    _accepts = {"search": (Parents,)}
+
     #: The option each of these parameters is when it is None (river keeps a signature's defaults immutable).
-    _option_defaults = {"numeric": EqualFrequency(), "missing": EM()}
+    _option_defaults = {"search": Parents(), "numeric": EqualFrequency(), "missing": EM()}
 
     @takes_options
     def __init__(
         self,
         k: int = 2,
         alpha: float = 1.0,
-        rebuild_every: int = 1000,
+        search: Option | None = None,
         max_table_cells: int | None = None,
         max_completions: int = 4096,
         numeric: Option | None = None,
@@ -172,7 +191,7 @@ class KDB(KDBKernel, VectorisedRuns, StructuredClassifier):
     ):
         self.k = k
         self.alpha = alpha
-        self.rebuild_every = rebuild_every
+        self.search = search
         self.max_table_cells = max_table_cells
         self.max_completions = max_completions
         self.numeric = numeric
@@ -192,6 +211,7 @@ class KDB(KDBKernel, VectorisedRuns, StructuredClassifier):
             self._stats.tuple_rule = k >= 2 and not isinstance(self._stats, TwoLayerStats)
         self._parents: dict[int, tuple[int, ...]] = {}
         self._order: list[int] = []
+        self._dropped: frozenset[int] = frozenset()  # under a selection: the attributes left out of the product
         self.n_em_skipped = 0
 
     @classmethod
@@ -199,7 +219,7 @@ class KDB(KDBKernel, VectorisedRuns, StructuredClassifier):
         yield {}
         # the two-layer discretiser is checked through AODE's, TAN's and SPODE's defaults: KDB over it on
         # ImageSegments, river's check stream, takes minutes (see the discretiser parameter)
-        yield {"k": 1, "rebuild_every": 25, "numeric": EqualFrequency(bins=3, warmup=20)}
+        yield {"k": 1, "search": Parents(rebuild_every=25), "numeric": EqualFrequency(bins=3, warmup=20)}
 
     # ------------------------------------------------------------------ structure
 
@@ -223,12 +243,16 @@ class KDB(KDBKernel, VectorisedRuns, StructuredClassifier):
             order_idx = sorted(nodes, key=lambda f: (-mi[f], str(names[f])))
         else:
             order_idx = [s.feature_index[n] for n in order]
-        parents = {}
-        for pos, f in enumerate(order_idx):
-            earlier = [g for g in order_idx[:pos] if allowed is None or allowed[f, g]]
-            earlier = sorted(earlier, key=lambda g: (-cmi[f, g], str(names[g]))) if self.k else []
-            parents[f] = tuple(earlier[: self.k])
-        self._parents, self._order = parents, order_idx
+        if self.select is not None:  # the attributes and parents the G-tests keep
+            parents, dropped = selective_structure(s, order_idx, self.k, self.select, cmi, allowed)
+            self._parents, self._order, self._dropped = parents, order_idx, frozenset(dropped)
+        else:
+            parents = {}
+            for pos, f in enumerate(order_idx):
+                earlier = [g for g in order_idx[:pos] if allowed is None or allowed[f, g]]
+                earlier = sorted(earlier, key=lambda g: (-cmi[f, g], str(names[g]))) if self.k else []
+                parents[f] = tuple(earlier[: self.k])
+            self._parents, self._order = parents, order_idx
         self._stats.tuple_ready = True  # candidate parents, when the budget needs them, can be ranked now
         self._rebuilt()
 
@@ -264,24 +288,32 @@ class KDB(KDBKernel, VectorisedRuns, StructuredClassifier):
 
     @property
     def structure(self) -> dict:
-        """``{attribute: [its attribute parents]}`` in the current order."""
+        """``{attribute: [its attribute parents]}`` in the current order (under a selection: the attributes kept)."""
         names = self._stats.features
-        return {names[f]: [names[p] for p in self._parents[f]] for f in self._order}
+        return {names[f]: [names[p] for p in self._parents[f]] for f in self._order if f not in self._dropped}
+
+    @property
+    def dropped(self) -> list:
+        """The attributes the last rebuild's selection left out of the model, in the order of I(x; y)
+        (empty without a selection, ``Parents(select=...)``)."""
+        names = self._stats.features
+        return [names[f] for f in self._order if f in self._dropped]
 
 
     # ------------------------------------------------------------------ inference
 
-    def _terms(self, D: np.ndarray, s=None) -> np.ndarray:
+    def _terms(self, D: np.ndarray, s=None, drop: bool = True) -> np.ndarray:
         """(rows, C) log P(c) + Σ_f log P̂(x_f | c, x_pa(f)) for rows of columns by feature index
         (``D[:, f]``; -1 where f is missing: its factor is left out, so its parents must be observed),
-        read off store ``s`` (default: the model's counts)."""
+        read off store ``s`` (default: the model's counts); ``drop``: without the attributes a selection
+        left out (else with them, as roots)."""
         s, a = s if s is not None else self._stats, self._alpha
         C = s.n_classes
         out = np.broadcast_to(self._log_prior(), (len(D), C)).copy()  # the class counts have no observed-only twin
         t = s.tuples
         # the features by how many parents they have, each group read with one gather per table
         # (a loop over the features made a round of numpy calls per feature and event)
-        for fs, pas in self._parent_groups(D.shape[1]):
+        for fs, pas in self._parent_groups(D.shape[1], drop):
             V = D[:, fs]  # (rows, g)
             obs = V >= 0
             if not obs.any():
@@ -304,21 +336,22 @@ class KDB(KDBKernel, VectorisedRuns, StructuredClassifier):
             out += np.where(obs, terms, 0.0).sum(2).T
         return out
 
-    def _parent_groups(self, F: int) -> list:
+    def _parent_groups(self, F: int, drop: bool = True) -> list:
         """``[(features, parents)]``: the features below ``F`` grouped by their number of parents,
-        ``parents`` a list of arrays (the j-th parent of each feature; None for the roots);
-        cached for the current ``_parents`` dict."""
+        ``parents`` a list of arrays (the j-th parent of each feature; None for the roots), with
+        ``drop`` those a selection left out omitted; cached for the current ``_parents`` dict."""
         cached = getattr(self, "_groups", None)
-        if cached is not None and cached[0] is self._parents and cached[1] == F:
+        if cached is not None and cached[0] is self._parents and cached[1] == (F, drop):
             return cached[2]
         by_count: dict[int, list[int]] = {}
         for f in range(F):
-            by_count.setdefault(len(self._parents.get(f, ())), []).append(f)
+            if not (drop and f in self._dropped):
+                by_count.setdefault(len(self._parents.get(f, ())), []).append(f)
         groups = []
         for n, fs in sorted(by_count.items()):
             pas = [np.array([self._parents[f][j] for f in fs], dtype=np.int64) for j in range(n)] if n else None
             groups.append((np.array(fs, dtype=np.int64), pas))
-        self._groups = (self._parents, F, groups)
+        self._groups = (self._parents, (F, drop), groups)
         return groups
 
     def _dense(self, enc) -> np.ndarray:
@@ -430,8 +463,8 @@ class KDB(KDBKernel, VectorisedRuns, StructuredClassifier):
             return None, None
         base = self._dense(enc)
         rows = self._completions(base, miss.tolist(), doms)
-        if self._parents:
-            jll = self._terms(rows, s)[:, c]
+        if self._parents:  # every attribute's own factor: a selection chooses what predicts, not what is learned
+            jll = self._terms(rows, s, drop=False)[:, c]
         else:  # naive Bayes until the first build
             a = self._alpha
             feats = np.flatnonzero(rows[0] >= 0)  # every row observes the same features
@@ -470,16 +503,19 @@ class KDB(KDBKernel, VectorisedRuns, StructuredClassifier):
     # ------------------------------------------------------------------ state
 
     def _extra_state(self):
-        return (
-            {"order": np.array(self._order, dtype=np.int64),
-             "parents": np.array([list(self._parents[f]) + [-1] * (self.k - len(self._parents[f])) for f in self._order],
-                                 dtype=np.int64).reshape(len(self._order), self.k)},
-            {"since_rebuild": self._since_rebuild, "n_rebuilds": self.n_rebuilds, "n_em_skipped": self.n_em_skipped},
-        )
+        arrays = {"order": np.array(self._order, dtype=np.int64),
+                  "parents": np.array([list(self._parents[f]) + [-1] * (self.k - len(self._parents[f]))
+                                       for f in self._order], dtype=np.int64).reshape(len(self._order), self.k)}
+        if self.select is not None:  # a model without a selection keeps the layout it always had
+            arrays["dropped"] = np.array(sorted(self._dropped), dtype=np.int64)
+        return arrays, {"since_rebuild": self._since_rebuild, "n_rebuilds": self.n_rebuilds,
+                        "n_em_skipped": self.n_em_skipped}
 
     def _load_extra_state(self, arrays, meta):
         self._order = [int(f) for f in arrays["order"]]
         self._parents = {f: tuple(int(p) for p in row if p >= 0) for f, row in zip(self._order, arrays["parents"])}
+        # a state written before selections: nothing left out
+        self._dropped = frozenset(int(f) for f in np.asarray(arrays.get("dropped", np.zeros(0)), dtype=np.int64))
         self._stats.tuple_ready = bool(self._order)
         self._since_rebuild = meta["since_rebuild"]
         self.n_rebuilds = meta["n_rebuilds"]
@@ -500,6 +536,11 @@ class KDB(KDBKernel, VectorisedRuns, StructuredClassifier):
             if len(pa) > self.k or len(set(pa)) != len(pa) or not all(position.get(p, F) < position[f] for p in pa):
                 raise ValueError(f"structure: feature {f}'s parents {list(pa)} are not at most k={self.k} distinct "
                                  f"features before it in the order")
+        dropped = self._dropped
+        if dropped and (self.select is None or not dropped <= set(order)
+                        or any(p in dropped for f, pa in self._parents.items() for p in pa)):
+            raise ValueError(f"dropped: expected features of the order that are no parent, and only under a selection, "
+                             f"got {sorted(dropped)!r:.80} with search={self.search!r}")
         skipped = self.n_em_skipped
         if not is_integer(skipped) or skipped < 0:
             raise ValueError(f"n_em_skipped: expected an integer >= 0, got {skipped!r:.60}")

@@ -144,7 +144,7 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
             arrays = self._karrays = Addresses(key, (
                 s.class_count, s.value_count, s.feat_count, s.n_values,
                 s.obs_value_count if twin else s.value_count, s.obs_feat_count if twin else s.feat_count,
-                s.g_n, s.g_mean, s.g_m2, np.empty_like(s.value_count), np.empty_like(s.feat_count)))
+                s.g_n, s.g_mean, s.g_m2, np.empty(s.value_count.shape[::-1]), np.empty(s.feat_count.shape[::-1])))
             compiled().naive_tables(arrays.table, self._alpha)
         return arrays
 
@@ -159,7 +159,7 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
     _decayed_kernel = True  # the kernel scores and weighs each row as decay gives it
     _kernel_feeds_detector = True  # and feeds the compiled drift detector
 
-    _kernel_modules = ("_naive",)
+    _kernel_modules = ("_naive", "_one")
 
     def _kernel_block(self, D, dfeats, G, gslots, yc, more, out, learn: bool, decay=None) -> int:
         """Score each row of an encoded block into ``out`` (log posteriors) and, with ``learn``, count each
@@ -180,8 +180,8 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
         return done
 
     def _count(self, enc, c: int, w: float) -> None:
-        s = self._stats
-        if (self.half_life is not None or s.journal is not None or s.count_layer() is not s
+        s, f = self._stats, self._forget
+        if ((f is not None and f.half_life) or s.journal is not None or s.count_layer() is not s
                 or not len(enc.cols) + len(enc.gslots)):
             s.add(enc, c, w)  # decay's scale, receipts and a second layer: the store's own path
             return
@@ -191,12 +191,22 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
         self._counted(arrays, False)
 
     def _jll(self, enc):
-        if self.half_life is not None:
+        f = self._forget
+        if f is not None and f.half_life:
             return self._naive_jll(enc)  # (decay changes every cell's smoothing each event: no table)
         return self._kernel_score(enc, True)
 
+    def _decided(self, enc):
+        f = self._forget
+        if self._decision is not None or (f is not None and f.half_life):
+            return super()._decided(enc)
+        s = self._stats  # the most probable class, decided in the kernel
+        return s.classes[compiled().naive_decide(self._kernel_arrays().table, enc.cols, enc.feats, enc.gx, enc.gslots,
+                                                 s.n_classes, self._alpha, self._var_smoothing)]
+
     def _posterior(self, enc):
-        if self.half_life is not None:
+        f = self._forget
+        if f is not None and f.half_life:
             return super()._posterior(enc)
         return self._kernel_score(enc, False)  # normalised as the kernel normalises a run's rows
 

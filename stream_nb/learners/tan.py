@@ -6,7 +6,7 @@ import numpy as np
 
 from .._checks import is_integer
 from ..options import BINNED, EM, MDL, EqualFrequency, Option, Tree
-from ..kernels import NO_DETECTOR, compiled
+from ..kernels import NO_DETECTOR, Addresses, compiled
 from ..stats import DEFAULT_MEMORY_BUDGET, GAUSS, set_pair_rule
 from ._keywords import takes_options
 from ._decision import logsumexp
@@ -21,7 +21,7 @@ __all__ = ["TAN", "TREE_SCORES"]
 
 _NO_MORE = np.zeros((0, 0), dtype=np.int64)
 _NO_LOSS = np.zeros((0, 0))
-_UNLABELED = np.full(1, -1, dtype=np.int64)
+_NO_TABLE = np.zeros(0, dtype=np.int64)  # no second count set (kernels/_one.py)
 
 #: How a rebuild weighs the candidate edges of the tree (``tree_score``).
 TREE_SCORES = Tree.PARAMS[0].choices
@@ -249,16 +249,58 @@ class TAN(VectorisedRuns, StructuredClassifier):
 
     def _parent_columns(self, dfeats: np.ndarray) -> np.ndarray:
         """For each feature of ``dfeats``, the position in ``dfeats`` of its parent: -1 for a root (before
-        the first build every attribute is one), -2 for a parent not among ``dfeats``."""
-        if self._root < 0:
-            return np.full(len(dfeats), -1, dtype=np.int64)
+        the first build every attribute is one), -2 for a parent not among ``dfeats``; remembered for the
+        last array asked about under the tree as it stands (the events of one shape share theirs)."""
         parent = self._parents()
-        pos = np.full(len(parent) + 1, -2, dtype=np.int64)
-        pos[-1] = -1  # parent -1: a root
-        pos[dfeats] = np.arange(len(dfeats))
-        return pos[parent[dfeats]]
+        held = self.__dict__.get("_ppos")
+        if held is not None and held[0] is dfeats and held[1] is parent and held[2] == self._root:
+            return held[3]
+        if self._root < 0:
+            ppos = np.full(len(dfeats), -1, dtype=np.int64)
+        else:
+            pos = np.full(len(parent) + 1, -2, dtype=np.int64)
+            pos[-1] = -1  # parent -1: a root
+            pos[dfeats] = np.arange(len(dfeats))
+            ppos = pos[parent[dfeats]]
+        self._ppos = (dfeats, parent, self._root, ppos, bool((ppos < -1).any()))
+        return ppos
 
-    _kernel_modules = ("_tree",)
+    _kernel_modules = ("_tree", "_one")
+
+    def _tree_arguments(self) -> tuple:
+        """The store's arrays as :func:`~stream_nb.kernels._tree.tree_block` takes them (from ``C`` to
+        ``g_m2``, the smoothing as it stands: decay inflates it), and as one table of their addresses
+        (:func:`~stream_nb.kernels._one.tree_one`); taken again when the arrays may have changed."""
+        s = self._stats
+        key = (s.epoch, s.keeps_observed, id(s.value_count), id(s.pair_count), id(s.g_n))
+        held = self.__dict__.get("_targs")
+        if held is None or held[0] != key:
+            twin = s.keeps_observed
+            o = "obs_" if twin else ""
+            arrays = (s.class_count, s.value_count, s.feat_count, s.pair_count, s.pair_feat, s.n_values,
+                      getattr(s, o + "value_count"), getattr(s, o + "feat_count"), getattr(s, o + "pair_count"),
+                      getattr(s, o + "pair_feat"), s.g_n, s.g_mean, s.g_m2)
+            flat = tuple(x.reshape(-1, x.shape[-1]) if x.ndim == 3 else x for x in arrays)
+            held = self._targs = (key, (s.n_classes, float(self.backoff or 0.0), self.search.backoff_to == "parent",
+                                        float(self._var_smoothing), twin),
+                                  arrays, Addresses(key, flat).table)
+        return held
+
+    def _kernel_one(self, enc, c: int, out: np.ndarray, joint: bool = False, ppos=None) -> bool:
+        """``out`` (1, C): log P(c | x) of one event (``joint``: log P(c, x)), every observed attribute's
+        parent observed, by the block kernel on a block of one (:func:`~stream_nb.kernels._one.tree_one`);
+        then, ``c`` >= 0, the event counted in class ``c``, and in the store's
+        :meth:`~stream_nb.stats.Stats.counted_twin` if it has one (returned: whether it did). ``ppos``:
+        :meth:`_parent_columns` of its features."""
+        s = self._stats
+        _, (C, backoff, to_parent, smoothing, twin), _, table = self._tree_arguments()
+        ppos = self._parent_columns(enc.feats) if ppos is None else ppos
+        fine = s.counted_twin(enc) if c >= 0 else None
+        compiled().tree_one(table, enc.cols, enc.feats, ppos, enc.gx, enc.gslots, c, C, float(self._alpha), backoff,
+                            to_parent, smoothing, twin, joint, out, _NO_TABLE if fine is None else fine)
+        if c >= 0:
+            s.mark_counted(False)  # counts changed in place, as Stats.add marks them
+        return fine is not None
 
     def _kernel_block(self, D, dfeats, G, gslots, yc, more, out, learn: bool, ppos=None, joint: bool = False) -> int:
         """Score each row of an encoded block along the tree into ``out`` (log posteriors; with ``joint``,
@@ -267,18 +309,14 @@ class TAN(VectorisedRuns, StructuredClassifier):
         observed attribute's parent observed)."""
         s = self._stats
         ppos = self._parent_columns(dfeats) if ppos is None else ppos
-        twin = s.keeps_observed
-        o = "obs_" if twin else ""
         watch = self._kernel_detector() if learn else NO_DETECTOR  # fed the error of each row before its count
         loss = _NO_LOSS if self._decision is None or not watch[0] else np.ascontiguousarray(
             self._decision.matrix(s.classes))
-        done = compiled().tree_block(
-            D, dfeats, ppos, _NO_MORE if more is None else more, G, gslots, yc, learn, s.n_classes,
-            float(self._alpha), float(self.backoff or 0.0), self.search.backoff_to == "parent",
-            float(self._var_smoothing), s.class_count, s.value_count, s.feat_count, s.pair_count,
-            s.pair_feat, s.n_values, twin, getattr(s, o + "value_count"), getattr(s, o + "feat_count"),
-            getattr(s, o + "pair_count"), getattr(s, o + "pair_feat"), s.g_n, s.g_mean, s.g_m2, out, joint, loss, *watch)
-        if learn and (yc[:done] >= 0).any():
+        _, (C, backoff, to_parent, smoothing, twin), arrays, _ = self._tree_arguments()
+        done = compiled().tree_block(D, dfeats, ppos, _NO_MORE if more is None else more, G, gslots, yc, learn, C,
+                                     float(self._alpha), backoff, to_parent, smoothing, *arrays[:6], twin, *arrays[6:],
+                                     out, joint, loss, *watch)
+        if learn and (yc[0] >= 0 if done == 1 else (yc[:done] >= 0).any()):
             s.mark_counted(len(yc) > 1)  # counts changed in place, as Stats.add or add_many marks them
         return done
 
@@ -289,23 +327,31 @@ class TAN(VectorisedRuns, StructuredClassifier):
         if not len(enc.cols) or not s.n_classes:
             return self._naive_jll(enc)
         ppos = self._parent_columns(enc.feats)
-        if (ppos < -1).any():  # an observed attribute's parent is missing: summed out along the tree
+        if self._ppos[4]:  # an observed attribute's parent is missing: summed out along the tree
             colmap = np.full(len(s.features), -1, dtype=np.int64)
             colmap[enc.feats] = enc.cols
             return self._exact_jll(colmap, self._parents())
-        if s.pairs_sparse:  # sparse (or selected) pair tables: read by numpy
+        if s.pairs_sparse:  # sparse (or selected) pair tables
             return self._naive_jll(enc) if self._root < 0 else self._tree_jll(enc.cols[None, :], enc.feats, ppos)[0]
         out = np.empty((1, s.n_classes))
-        self._kernel_block(enc.cols[None, :], enc.feats, enc.gx[None, :], enc.gslots, _UNLABELED, None, out, False,
-                           ppos, joint=True)
+        self._kernel_one(enc, -1, out, True, ppos)
         return out[0]
 
     def _tree_jll(self, D, feats, ppos) -> np.ndarray:
-        """(rows, C) log P(c) Π P(x_i | c, x_pa) in numpy, for sparse pair tables: ``D`` (rows, k) columns of
-        the attributes ``feats`` (-1: missing, none of its children observed), ``ppos`` their parents'
-        positions in ``D`` (-1: none)."""
+        """(rows, C) log P(c) Π P(x_i | c, x_pa) for sparse pair tables: ``D`` (rows, k) columns of the
+        attributes ``feats`` (-1: missing, none of its children observed), ``ppos`` their parents' positions in
+        ``D`` (-1: none). Read in compiled code (:func:`~stream_nb.kernels._sparse_scores.tree_sparse`), or
+        in numpy with a back-off estimate or on dense tables (the textbook reference the kernels are tested on)."""
         s, a = self._stats, self._alpha
         C = s.n_classes
+        if not self.backoff and s.pairs_sparse:
+            out = np.empty((len(D), C))
+            pc, pf = s.pair_count, s.pair_feat
+            compiled().tree_sparse(np.ascontiguousarray(D, dtype=np.int64), np.asarray(feats, dtype=np.int64),
+                                   np.asarray(ppos, dtype=np.int64), C, float(a), s.class_count, s.value_count,
+                                   s.feat_count, s.n_values, np.array(pc.shape), np.array(pf.shape), *pc.arrays(),
+                                   *pf.arrays(), True, out)
+            return out
         obs = D >= 0
         Dc = np.where(obs, D, 0)
         has_pa = np.broadcast_to(ppos[None, :] >= 0, D.shape)

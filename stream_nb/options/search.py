@@ -1,7 +1,8 @@
-"""How TAN and SPODE choose their structure, and how often they choose it again.
+"""How TAN, SPODE and KDB choose their structure, and how often they choose it again.
 
 Pass one as ``search=``: :class:`Tree` to :class:`~stream_nb.TAN`,
-:class:`SuperParent` to :class:`~stream_nb.SPODE`. Either is rebuilt every
+:class:`SuperParent` to :class:`~stream_nb.SPODE`, :class:`Parents` to
+:class:`~stream_nb.KDB`. Each is rebuilt every
 ``rebuild_every`` learned events, and early: after the numeric option's
 ``warmup`` events and each time the count doubles below ``rebuild_every``
 (see :class:`~stream_nb.learners.StructuredClassifier`).
@@ -13,11 +14,12 @@ Tree(score='cmi', rebuild_every=500)
 
 from __future__ import annotations
 
+from ..exceptions import ConfigError
 from ._declare import Option, Param, option
 
-__all__ = ["REBUILD_EVERY", "SuperParent", "Tree"]
+__all__ = ["REBUILD_EVERY", "Parents", "SuperParent", "Tree"]
 
-#: Learned events between two rebuilds (also KDB's ``rebuild_every``).
+#: Learned events between two rebuilds (each search's ``rebuild_every``).
 REBUILD_EVERY = Param(
     "rebuild_every", "int", 1000, "rebuild the structure / re-choose the super-parent every N learned events; "
     "early ones come after --warmup events and each time the count doubles below N, when the counts show "
@@ -87,3 +89,45 @@ class SuperParent(Option):
     >>> SPODE(search=SuperParent("outlook")).search
     SuperParent(parent='outlook')
     """
+
+
+@option(
+    REBUILD_EVERY,
+    Param("select", "float", None, "selective KDB (none: off, every attribute with its --k parents): keep only the "
+          "attributes that tell more of the class than the earlier attribute they depend on most, and the parents "
+          "dependent on their attribute given the class, by G-tests at level A shared among the tests",
+          minimum=0, strict=True, optional=True, setting="select_level", metavar="A"),
+)
+class Parents(Option):
+    """KDB's parents: each attribute's (up to ``k``) parents chosen again every ``rebuild_every`` learned
+    events, and with ``select`` only the attributes and parents the counts show informative.
+
+    Parameters
+    ----------
+    rebuild_every
+        Learned events between two rebuilds (0: only on :meth:`~stream_nb.KDB.rebuild`).
+    select
+        None (default): every attribute, each with its ``k`` parents. A significance level in (0, 1):
+        selective KDB. At each rebuild, in the order of I(x_f; y), an attribute is kept when the G-test
+        rejects its independence of the class given the earlier attribute it depends on most (the first:
+        of the class alone), and its (up to ``k``) candidate parents of highest I(x_f; x_g | y) among the
+        attributes kept are kept when the G-test rejects their independence given the class; an attribute
+        not kept is left out of the product. Both tests at ``select`` shared among the tests of their kind
+        (Bonferroni): lower keeps fewer attributes and parents (0.01 is a usual level). The selection is
+        made from the counts alone (see :mod:`stream_nb.learners._selection`), so merged models and
+        snapshots keep their guarantees.
+
+    Examples
+    --------
+    >>> from stream_nb import KDB, Parents
+    >>> KDB(k=2, search=Parents(select=0.05)).search
+    Parents(select=0.05)
+    >>> Parents(select=1.5)
+    Traceback (most recent call last):
+    ...
+    stream_nb.exceptions.ConfigError: Parents(select=...): expected a number below 1, got 1.5
+    """
+
+    def _check_together(self) -> None:
+        if self.select is not None and self.select >= 1:
+            raise ConfigError(f"Parents(select=...): expected a number below 1, got {self.select!r}")

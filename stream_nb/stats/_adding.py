@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernels import compiled
-from ._sparse import SparseTable
+from ._candidates import selected_cells
+from ._sparse import SparseTable, add_pair_rows
 from ._tuple_candidates import selected_tuple_cells
 from ._values import Encoded
 from ._working import row_chunks
@@ -26,39 +27,14 @@ def _flat(table: np.ndarray) -> np.ndarray:
     return flat
 
 
-def _pair_cells(D, dfeats, yc, w, mask, pair_shape, feat_shape):
-    """Flat indices into ``pair_count`` and ``pair_feat`` of every observed pair of each row, and their
-    weights, in row-major order (row, first value, second value): as adding the rows one by one does.
-    Complete rows (the vectorised runs) are indexed by broadcasting, 10x cheaper than gathering."""
-    _, cv, cv2 = pair_shape
-    cf = feat_shape[2]
-    if mask.all():
-        k = D.shape[1]
-        head = yc[:, None, None] * cv + D[:, :, None]
-        return ((head * cv2 + D[:, None, :]).ravel(), (head * cf + dfeats[None, None, :]).ravel(), np.repeat(w, k * k))
-    r3, a3, b3 = np.nonzero(mask[:, :, None] & mask[:, None, :])
-    head = yc[r3] * cv + D[r3, a3]
-    return head * cv2 + D[r3, b3], head * cf + dfeats[b3], w[r3]
-
-
-def _add_pairs_many(pc, pf, D, dfeats, yc, w, mask, cells: dict) -> None:
-    """Add the observed pairs of the rows of ``D`` to ``pair_count`` and ``pair_feat``: dense tables in the
-    compiled loop (:func:`~stream_nb.kernels._tree.add_pair_rows`), sparse ones in pieces of rows whose
-    index arrays stay within the working-set limit (:func:`row_chunks`); ``cells`` keeps the index arrays of
-    a batch that fits in one piece, for the next count set (same shapes)."""
-    if not isinstance(pc, SparseTable):
+def _add_pairs_many(pc, pf, D, dfeats, yc, w, room: int) -> None:
+    """Add the observed pairs of the rows of ``D`` to ``pair_count`` and ``pair_feat`` in compiled loops, row
+    by row: dense tables (:func:`~stream_nb.kernels._tree.add_pair_rows`) or sparse ones
+    (:func:`~stream_nb.stats._sparse.add_pair_rows`; ``room``, the most cells a row adds to one)."""
+    if isinstance(pc, SparseTable):
+        add_pair_rows(pc, pf, D, dfeats, yc, w, room)
+    else:
         compiled().add_pair_rows(np.ascontiguousarray(D), dfeats, yc, w, pc, pf)
-        return
-    parts = row_chunks(len(D), D.shape[1] ** 2)
-    for part in parts:
-        got = cells.get((pc.shape, pf.shape)) if len(parts) == 1 else None
-        if got is None:
-            got = _pair_cells(D[part], dfeats, yc[part], w[part], mask[part], pc.shape, pf.shape)
-            if len(parts) == 1:
-                cells[pc.shape, pf.shape] = got
-        pidx, fidx, pw = got
-        pc.add_flat(pidx, pw)  # the same flat keys: both number the cells C-ordered over the shape
-        pf.add_flat(fidx, pw)
 
 
 def add_pairs_expected(pair_count, pair_feat, c: int, u: np.ndarray, fs: np.ndarray, J: np.ndarray, Jf: np.ndarray) -> None:
@@ -93,9 +69,16 @@ class Adding:
                 self._count(p, enc.cols, enc.feats, c, w)
         self.add_gaussian(c, w, enc.gslots, enc.gx)
 
-    def counted_one(self, c: int, w: float) -> None:
+    def counted_one(self, c: int, w: float, twin: bool = False) -> None:
         """A kernel has counted the event just encoded for learning (class ``c``, weight ``w``) into these
-        arrays: a second layer counts it in its own (here, there is none)."""
+        arrays (``twin``: and into :meth:`counted_twin`'s): a second layer counts it in its own (here, there
+        is none)."""
+
+    def counted_twin(self, enc: Encoded):
+        """The address table (:class:`~stream_nb.kernels.Addresses`) of a second layer's class, value,
+        feature and pair counts, when a kernel counting the event just encoded for learning (``enc``, of
+        weight 1) may count it there too, in the same columns; else None (here, there is none)."""
+        return None
 
     def mark_counted(self, many: bool) -> None:
         """A compiled kernel has added events to the counts in place: mark them changed, as :meth:`add` does
@@ -122,13 +105,9 @@ class Adding:
         """Add weight ``w`` to the values ``cols`` (of features ``feats``) of class ``c`` in count set ``p``."""
         getattr(self, p + "value_count")[c, cols] += w
         getattr(self, p + "feat_count")[c, feats] += w
-        if self.pairs and self.pairs_selected:  # the candidate pairs alone (stats/_candidates.py)
-            r, q = np.nonzero(self.pair_mask(feats))
-            getattr(self, p + "pair_count").add((c, cols[r], cols[q]), w)
-            getattr(self, p + "pair_feat").add((c, cols[r], feats[q]), w)
-        elif self.pairs and self.pairs_sparse:  # the event's pairs are distinct cells: as the dense += below
-            getattr(self, p + "pair_count").add((c, cols[:, None], cols[None, :]), w)
-            getattr(self, p + "pair_feat").add((c, cols[:, None], feats[None, :]), w)
+        if self.pairs and self.pairs_sparse:  # (a selection's tables add the candidate pairs alone: _candidates.py)
+            add_pair_rows(getattr(self, p + "pair_count"), getattr(self, p + "pair_feat"), cols[None, :], feats,
+                          np.array([c]), np.array([float(w)]), selected_cells(self, len(cols)))
         elif self.pairs:
             compiled().add_pair_rows(cols[None, :], feats, np.array([c]), np.array([float(w)]),
                                      getattr(self, p + "pair_count"), getattr(self, p + "pair_feat"))
@@ -197,14 +176,12 @@ class Adding:
         if self.pairs:
             add_pairs_expected(self.pair_count, self.pair_feat, c, u, fs, w * J, w * np.add.reduceat(J, starts, axis=1))
 
-    def add_many(self, D, dfeats, G, gslots, yc, w=None, observed: bool = True, pair_cells: dict | None = None) -> None:
+    def add_many(self, D, dfeats, G, gslots, yc, w=None, observed: bool = True) -> None:
         """Add a batch of encoded events (see :meth:`encode_frame`).
 
         ``observed=False``: the rows are completions of one incomplete event
         (KDB's M-step), so they go to the counts and not to the observed-only
         twin (started here, if wanted and not yet kept, as in :meth:`add_expected`).
-        ``pair_cells``: a dict that keeps the flat pair cells of the batch (per table shape) for another
-        store adding the same rows (a two-layer store's fine layer, when its columns are these).
         """
         if w is None or np.all(np.asarray(w) >= 0):  # removing (negative weights) needs no room
             self._check_sparse_room(D.shape[1])
@@ -221,14 +198,12 @@ class Adding:
             mask = D >= 0
             rr, jj = np.nonzero(mask)
             cc = yc[rr]
-            # per pair table shape (every count set has the same): the flat cells the rows add to
-            cells = {} if pair_cells is None else pair_cells
             for p in self._sets() if observed else ("",):
                 np.add.at(getattr(self, p + "value_count"), (cc, D[rr, jj]), w[rr])
                 np.add.at(getattr(self, p + "feat_count"), (cc, dfeats[jj]), w[rr])
                 if self.pairs:
                     _add_pairs_many(getattr(self, p + "pair_count"), getattr(self, p + "pair_feat"),
-                                    D, dfeats, yc, w, mask, cells)
+                                    D, dfeats, yc, w, selected_cells(self, D.shape[1]))
                 if self.tuples:
                     self._add_tuples_many(p, D, dfeats, yc, w, mask)
         self.add_gaussian_rows(G, gslots, yc, w)

@@ -25,7 +25,7 @@ import numpy as np
 from ..exceptions import CapacityError
 from ._candidates import prune_pairs, selected_cells
 from ._revision import revise_pairs
-from ._sparse import SparseTable, cells_of
+from ._sparse import SparseTable, cells_of, chunks_of
 from ._working import row_chunks
 
 __all__ = ["Budget", "DEFAULT_MEMORY_BUDGET", "SPARSE_FLOOR", "scatter_add"]
@@ -112,6 +112,13 @@ class Budget:
                 cc, cv, cf = cc * room, cv * room, cf * room
                 break
         C, V, F = len(self.classes), len(self.value_keys), len(self.features)
+        if family == _PAIRS and held is not None and not isinstance(held, SparseTable) and self.pair_rule is not None:
+            # dense tables whose cells, sparse, would pass the budget: the pairs are chosen first (as the next
+            # event would choose them), so that only the kept cells move over
+            cells = sum(int(np.count_nonzero(getattr(self, p + k)[tuple(slice(0, d) for d in dims)]))
+                        for p in self._sets() for k, dims in ((_PAIRS[0], (C, V, V)), (_PAIRS[1], (C, V, F))))
+            if 32 * cells > self.pair_limit():
+                prune_pairs(self, self.pair_limit())
         shapes = {family[0]: (cc,) + (cv,) * t, family[1]: (cc,) + (cv,) * (t - 1) + (cf,)}
         used = {family[0]: (C,) + (V,) * t, family[1]: (C,) + (V,) * (t - 1) + (F,)}
         for p in self._sets():
@@ -120,6 +127,14 @@ class Budget:
                 if isinstance(old, SparseTable):
                     if old.shape != shape:
                         setattr(self, p + k, old.reshaped(shape))
+                    continue
+                if old is not None and family == _PAIRS:  # dense until now: its cells move over, a slice at a time
+                    region = old[tuple(slice(0, d) for d in used[k])]
+                    new = SparseTable(shape, slots=2 * max(int(np.count_nonzero(region)), 1))
+                    del region
+                    for idx, vals in chunks_of(old, used[k]):
+                        new.add(idx, vals)
+                    setattr(self, p + k, new)
                     continue
                 new = SparseTable(shape)
                 if old is not None:  # dense until now: its cells move over

@@ -215,6 +215,8 @@ def apply_selection(s, allowed: np.ndarray, edges: np.ndarray) -> None:
     C, V, F = len(s.classes), len(s.value_keys), len(s.features)
     allowed, edges = padded(allowed, (F,)), padded(edges, (F, F))
     s.pair_allowed, s.pair_edges = allowed, edges
+    if not s.pairs:  # a fine layer whose pair tables are its coarse layer's (_shared_pairs.py): the choice alone
+        return
     for p in s._sets():
         for name, by_feature in zip(_PAIR_TABLES, (False, True)):
             old = getattr(s, p + name)

@@ -113,6 +113,19 @@ class Encoding:
             self.epoch if reusable and not unseen else -1,
         )
 
+    def reusable(self, x: dict, known: Encoded | None = None) -> Encoded | None:
+        """``x``'s encoding for prediction when learning ``x`` needs nothing new (its ``epoch`` is the
+        store's), else None: ``known`` when the caller has it, the one :meth:`encode` made when it was
+        given this same dict, unchanged since (river's loop predicts ``x``, then learns it), or one read now."""
+        if type(x) is not dict:
+            check_event(x)
+        if known is None:
+            last = self._cache.get("last")
+            if last is not None and last[0] is x and last[2].epoch == self.epoch and x == last[1]:
+                return last[2]  # predicted just before, and unchanged since
+            known = self._encode_known(x)  # every value a known category: nothing to register
+        return known if known is not None and known.epoch == self.epoch else None
+
     def _plan(self, x: dict):
         """Validate ``x`` completely, without changing anything.
 
@@ -176,15 +189,8 @@ class Encoding:
         it: when learning ``x`` needs nothing new (``known.epoch`` is the
         store's epoch), it is the learning encoding too and ``x`` is not read again.
         """
-        if type(x) is not dict:
-            check_event(x)
-        if known is None:
-            last = self._cache.get("last")
-            if last is not None and last[0] is x and last[2].epoch == self.epoch and x == last[1]:
-                known = last[2]  # predicted just before, and unchanged since
-            else:  # every value a known category: nothing to register, as encode() tells
-                known = self._encode_known(x)
-        if known is not None and known.epoch == self.epoch:
+        known = self.reusable(x, known)
+        if known is not None:
             if y is not None and self.tuples:
                 self._check_room(0, y not in self.class_index)
             return known

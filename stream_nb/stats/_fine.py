@@ -59,10 +59,12 @@ import numpy as np
 
 from .._checks import is_integer
 from ..exceptions import ConfigError, MergeError, UnlearnError
+from ..kernels import Addresses
 from ._coarse import coarse_edges, coarse_state, load_waiting, waiting_state
 from ._discretise import Discretiser
 from ._fine_runs import FineRuns
 from ._promoted import follow_promotions, follow_waiting
+from ._shared_pairs import SharedPairs
 from ._store import Stats
 from ._values import BINNED, Encoded, numeric_value
 from ._waiting import WaitingEvents, count_later, entry, map_entry
@@ -72,7 +74,7 @@ __all__ = ["CoarseDiscretiser", "TwoLayerStats"]
 #: what a store keeps of its own when the coarse layer is derived again
 _OWN = ("fine", "fine_bins", "backlog", "candidates", "grown", "receipts", "counted", "n_events", "next_choice", "stale", "_pending",
         "_pending_exp", "_pending_rows", "_pending_labeled", "_run_mirrored", "run_new", "journal", "pair_rule",
-        "pair_allowed", "pair_edges", "selection_peer", "pair_cursor", "pair_revised")
+        "pair_allowed", "pair_edges", "selection_peer", "pair_cursor", "pair_revised", "shared_pairs", "forgets")
 
 
 
@@ -88,7 +90,7 @@ class CoarseDiscretiser(Discretiser):
         return 0
 
 
-class TwoLayerStats(FineRuns, WaitingEvents, Stats):
+class TwoLayerStats(FineRuns, WaitingEvents, SharedPairs, Stats):
     """A count store whose numeric features are cut by MDL over a fine layer it also keeps.
 
     Parameters are :class:`~stream_nb.stats.Stats`'s (``numeric="bins"``),
@@ -143,6 +145,7 @@ class TwoLayerStats(FineRuns, WaitingEvents, Stats):
         self._pending_rows = None  # (fine add_many arguments, rows) of the run or batch being learned
         self._pending_labeled = None  # of a run: the labeled rows up to each of its rows (cut_run)
         self._fine_warm = True  # some fine feature may still be in warm-up
+        self.share_pairs()  # no feature binned yet: the fine pair counts are the coarse ones (_shared_pairs.py)
 
     # ------------------------------------------------------------------ schema mirrored
 
@@ -162,6 +165,15 @@ class TwoLayerStats(FineRuns, WaitingEvents, Stats):
 
     def encode_learn(self, x: dict, y=None, known: Encoded | None = None) -> Encoded:
         fine = self.fine
+        if self.shared_pairs and self.may_bin(x):
+            self.own_pairs()
+        enc = self.reusable(x, known) if self._mirrors() else None
+        if enc is not None:  # nothing new in either layer, and the fine columns are the coarse ones
+            self._pending = (enc, self._unbinned(x, enc) if self._fine_warm else (),
+                             bool(fine.from_int) and self._young(enc))
+            self._pending_exp = None
+            self.n_events += 1
+            return enc
         epoch = fine.epoch
         # the fine layer first: it checks x as the coarse one does, and a t-way table too large
         # there is refused before either layer changes (the coarse one has fewer values)
@@ -179,6 +191,15 @@ class TwoLayerStats(FineRuns, WaitingEvents, Stats):
         self._pending_exp = None
         self.n_events += 1
         return enc
+
+    def _mirrors(self) -> bool:
+        """Whether the fine layer numbers every feature, value and class as this one does and keeps no
+        t-way table (:meth:`_mirrored`): an event's encoding is then the same in both."""
+        held = self._cache.get("mirrors")
+        key = (self.epoch, self.fine.epoch)
+        if held is None or held[0] != key:
+            held = self._cache["mirrors"] = (key, not self.fine.tuples and self._mirrored())
+        return held[1]
 
     def _unbinned(self, x: dict, fenc: Encoded) -> list:
         """The numeric values of ``x`` the fine layer could not bin yet (its warm-up), as (feature, value)."""
@@ -212,6 +233,11 @@ class TwoLayerStats(FineRuns, WaitingEvents, Stats):
                 self._set_discretiser(f, CoarseDiscretiser(self.bins, self.warmup, d.edges))
                 self.stale = self.stale or d.edges is not None
         self._fine_warm = warm or self.stale
+
+    def bin_floats_at_once(self) -> None:
+        super().bin_floats_at_once()
+        self.forgets = True  # its captures and scaled counts are the fine layer's: its own pair tables
+        self.own_pairs()
 
     def count_layer(self) -> Stats:
         return self.fine  # the coarse counts are sums of its cells, derived again after a change
@@ -263,15 +289,37 @@ class TwoLayerStats(FineRuns, WaitingEvents, Stats):
         self._journal_fine(self.fine.add, self._pending[0], c, w)
         self._wait(c, w, None)
 
-    def counted_one(self, c: int, w: float) -> None:
+    def counted_one(self, c: int, w: float, twin: bool = False) -> None:
         fenc, fine = self._pending[0], self.fine
-        if w == 1.0 and fine.pairs and not (fine.pairs_sparse or fine.tuples or fine.keeps_observed or len(fenc.gslots)
-                                            or self.journal is not None):
+        if twin:  # the kernel counted it here too (counted_twin)
+            fine.version += 1
+        elif self._counted_in_kernel(fenc, w):
             self.add_fine_run(np.array([c]), rows=(fenc.cols[None, :], fenc.feats))  # the compiled row count
             fine.version += 1
         else:
             self._journal_fine(fine.add, fenc, c, w)
         self._wait(c, w, None)
+
+    def _counted_in_kernel(self, fenc: Encoded, w: float) -> bool:
+        """Whether the fine layer may count event ``fenc`` (weight ``w``) with a compiled row count: pair
+        tables kept dense, nothing else (t-way tables, the observed-only twin, Gaussians, a journal)."""
+        fine = self.fine
+        return w == 1.0 and fine.pairs and not (fine.pairs_sparse or fine.tuples or fine.keeps_observed
+                                                or len(fenc.gslots) or self.journal is not None)
+
+    def counted_twin(self, enc: Encoded):
+        fine = self.fine
+        if self._pending is None or self._pending[0] is not enc:
+            return None  # (the fine columns are the coarse ones only when encode_learn found them so)
+        held = self._cache.get("twin")
+        if held is None or held[0] is not fine or held[1] != fine.epoch:  # (its arrays: a new epoch)
+            # the pair tables shared with this layer (_shared_pairs.py) are counted once, by the kernel's own
+            none = np.zeros((0, 0))
+            pairs = (none, none) if self.shared_pairs else (fine.pair_count, fine.pair_feat)
+            arrays = (fine.class_count, fine.value_count, fine.feat_count) + pairs
+            held = self._cache["twin"] = (fine, fine.epoch, Addresses(None, tuple(
+                x.reshape(-1, x.shape[-1]) if x.ndim == 3 else x for x in arrays)).table, arrays)
+        return held[2] if self._counted_in_kernel(enc, 1.0) else None
 
     def add_observed(self, enc: Encoded, c: int, w: float = 1.0) -> None:
         super().add_observed(enc, c, w)
@@ -289,19 +337,14 @@ class TwoLayerStats(FineRuns, WaitingEvents, Stats):
         self._pending_exp = ("expected", fu, np.asarray(m, dtype=float), np.asarray(feats_u, dtype=np.int64))
 
     def add_many(self, D, dfeats, G, gslots, yc, w=None, observed: bool = True) -> None:
-        cells: dict = {}
-        super().add_many(D, dfeats, G, gslots, yc, w, observed, pair_cells=cells)
+        super().add_many(D, dfeats, G, gslots, yc, w, observed)
         if not observed:  # completions of the event being learned (KDB's M-step)
             fD = np.stack([self._fine_columns(row, dfeats) for row in D]) if len(D) else D
             self._journal_fine(self.fine.add_many, fD, dfeats, G, gslots, yc, w, observed=False)
             self._pending_exp = ("many", fD, np.asarray(dfeats, dtype=np.int64),
                                  np.ones(len(yc)) if w is None else np.asarray(w, dtype=float))
             return
-        fD, fdfeats = self._pending_rows[:2]
-        # no binned value among the rows (a categorical stream): the fine rows are the coarse ones, and so
-        # are their pair cells wherever the tables have the same shape
-        same = fD.shape == D.shape and np.array_equal(fD, D) and np.array_equal(fdfeats, dfeats)
-        self.add_fine_run(yc, w, cells if same else None)
+        self.add_fine_run(yc, w)
 
     def _fine_columns(self, u: np.ndarray, feats_u: np.ndarray) -> np.ndarray:
         """The fine columns standing for coarse columns ``u`` (of features ``feats_u``) of the event
@@ -380,6 +423,7 @@ class TwoLayerStats(FineRuns, WaitingEvents, Stats):
         if changed or force:
             self._derive(edges)
             return True
+        self.share_pairs()
         return False
 
     def _mdl_edges(self, f: int) -> np.ndarray:
@@ -415,6 +459,7 @@ class TwoLayerStats(FineRuns, WaitingEvents, Stats):
 
     def _derive(self, edges: dict) -> None:
         """Make this store the coarse image of the fine one under ``edges`` ({feature: coarse edges})."""
+        self.own_pairs()
         arrays, meta = coarse_state(self.fine, edges, self.bins, self.warmup, self.max_table_cells)
         new = Stats.from_state(arrays, meta)
         keep = {k: getattr(self, k) for k in _OWN}
@@ -431,6 +476,7 @@ class TwoLayerStats(FineRuns, WaitingEvents, Stats):
         self.version = version + 1
         self._cache = {}
         self._fine_warm = any(d is not None and d.edges is None for d in self.fine.disc)
+        self.share_pairs()
 
     # ------------------------------------------------------------------ unlearning
 
@@ -445,6 +491,7 @@ class TwoLayerStats(FineRuns, WaitingEvents, Stats):
         column: exact where there is one (every categorical value; a coarse bin of one fine bin);
         otherwise :class:`~stream_nb.exceptions.UnlearnError` before anything changes.
         """
+        self.own_pairs()  # the fine layer's counts are taken back, then the coarse layer derived from them
         fine_entries = [e[1] for e in entries if e[0] == "fine"]
         if not fine_entries:
             fine_entries = [self._fine_entry(e) for e in entries]
@@ -510,6 +557,8 @@ class TwoLayerStats(FineRuns, WaitingEvents, Stats):
         """
         if not isinstance(other, TwoLayerStats):
             raise MergeError("cannot merge a store discretised by MDL (two layers) with one that is not")
+        self.own_pairs()  # the fine layers merge, then the coarse layer is derived from them
+        other.own_pairs()
         over = self.fine.few_overflow(other.fine)
         if over:  # too many values together: binned on both sides first, the waiting events following
             other = copy.deepcopy(other)
@@ -552,7 +601,8 @@ class TwoLayerStats(FineRuns, WaitingEvents, Stats):
 
     def state(self) -> tuple[dict, dict]:
         arrays, meta = super().state()
-        fa, fm = self.fine.state()
+        with self.lent_pairs():  # written as the fine layer's own (the format does not change)
+            fa, fm = self.fine.state()
         arrays.update({"fine." + k: v for k, v in fa.items()})
         meta["fine"] = fm
         meta["two_layer"] = {
@@ -588,5 +638,8 @@ class TwoLayerStats(FineRuns, WaitingEvents, Stats):
             if d is not None and s.features[f] not in s.bin_edges:
                 s._set_discretiser(f, CoarseDiscretiser(s.bins, s.warmup, d.edges))
         s._fine_warm = True
+        s.shared_pairs = False  # the fine layer read holds its own tables (a new store's shared none)
+        s.forgets = s.fine.few_max == 0  # (bin_floats_at_once: a store that forgets)
+        s.share_pairs()
         return s
 

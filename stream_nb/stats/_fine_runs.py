@@ -60,18 +60,17 @@ class FineRuns:
         fD, fdfeats, fG, fgslots = self._pending_rows
         self._pending_rows = (fD[:m], fdfeats, fG[:m], fgslots)
 
-    def add_fine_run(self, yc: np.ndarray, w=None, cells: dict | None = None, rows: tuple | None = None) -> None:
+    def add_fine_run(self, yc: np.ndarray, w=None, rows: tuple | None = None) -> None:
         """Count in the fine layer the rows set aside for it (by :meth:`encode_run` or ``encode_frame``),
         of classes ``yc`` and weights ``w``: :meth:`add_many`'s second half, and all that is left to do
-        once a compiled kernel counted a run in this layer. ``cells``: the coarse rows' pair cells, where
-        they are the fine ones."""
+        once a compiled kernel counted a run in this layer."""
         if rows is not None:  # one event's fine columns and features (Stats.counted_one), no Gaussian
             fD, fdfeats, fG, fgslots = rows[0], rows[1], np.empty((1, 0)), rows[1][:0]
         else:
             fD, fdfeats, fG, fgslots = self._pending_rows
             self._pending_rows = None
         fine = self.fine
-        if (w is None and cells is None and self.journal is None and fine.pairs and not fine.tuples
+        if (w is None and self.journal is None and fine.pairs and not fine.tuples
                 and not fine.pairs_sparse and not fine.keeps_observed and not fG.shape[1]):
             # what fine.add_many adds, row by row in compiled code (whole weights: exact in any order), with
             # no matrix product for a BLAS thread to spin on
@@ -79,7 +78,7 @@ class FineRuns:
                                   fine.pair_count, fine.pair_feat)
             fine.epoch += rows is None  # (one event: as Stats.add, its version alone)
         else:
-            self._journal_fine(fine.add_many, fD, fdfeats, fG, fgslots, yc, w, pair_cells=cells)
+            self._journal_fine(fine.add_many, fD, fdfeats, fG, fgslots, yc, w)
         self.n_events += len(yc) if rows is None else 0
 
     def registers_in_runs(self) -> bool:

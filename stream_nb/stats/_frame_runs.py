@@ -166,30 +166,14 @@ class ArrayRuns:
         that takes its values as they are and they span few values: one table (columns, range) of value
         columns, one gather. Returns whether it did (else each column is encoded alone)."""
         A = xs.matrix
-        if A.dtype.kind not in "iub" or A.dtype == np.uint64 or len(A) <= start:  # (uint64 + int64: floats)
+        if len(A) <= start:
             return False
         names = tuple(xs.columns)
         fs = [self.feature_index.get(name) for name in names]
-        t = bool if A.dtype.kind == "b" else int
-        if None in fs or not all(self.kinds[f] == CAT and t in self._vt_ok[f] for f in fs):
+        held = self._matrix_codes(A[start:], names, fs)
+        if held is None:
             return False
-        sub = A[start:].view(np.uint8) if t is bool else A[start:]
-        lo, hi = sub.min(axis=0), sub.max(axis=0)
-        key = (self._block_key(), names, lo.tobytes(), hi.tobytes())
-        held = self._cache.get("block_table")
-        if held is None or held[0] != key:  # the table of the last frame serves the next one of the same values
-            width = int((hi - lo).max()) + 1
-            if width > _RANGE + 2 * len(sub):
-                return False
-            table = np.zeros((len(fs), width), dtype=np.int64)  # (beyond a column's range: never read)
-            for j, (f, low, high) in enumerate(zip(fs, lo.tolist(), hi.tolist())):
-                get = self.values[f].get
-                table[j, : high - low + 1] = [get(t(v), _UNKNOWN) for v in range(low, high + 1)]
-            unseen = bool((table == _UNKNOWN).any())
-            held = self._cache["block_table"] = (key, table.ravel(), np.arange(len(fs)) * width - lo, unseen,
-                                                 self.values)
-        _, flat, offset, unseen, _ = held
-        codes = flat[sub + offset]  # each value's entry in its column's row of the table
+        codes, unseen = held
         state.block_unknown = None
         if unseen:
             unknown = codes == _UNKNOWN
@@ -203,6 +187,34 @@ class ArrayRuns:
         state.block = dict.fromkeys(names)
         state.block_key, state.refs[_BLOCK] = self._block_key(), self.values  # (kept: its id stays its own)
         return True
+
+    def _matrix_codes(self, A: np.ndarray, names: tuple, fs: list):
+        """``(codes, unseen)``: the value columns of integer (or boolean) matrix ``A`` (rows, features ``fs``
+        named ``names``), :data:`_UNKNOWN` where a value was never seen (``unseen``: one was), through one table
+        (columns, range) and one gather; None unless each feature is categorical and takes the values as they
+        are, and they span few values."""
+        if A.dtype.kind not in "iub" or A.dtype == np.uint64:  # (uint64 + int64: floats)
+            return None
+        t = bool if A.dtype.kind == "b" else int
+        if None in fs or not all(self.kinds[f] == CAT and t in self._vt_ok[f] for f in fs):
+            return None
+        sub = A.view(np.uint8) if t is bool else A
+        lo, hi = sub.min(axis=0), sub.max(axis=0)
+        key = (self._block_key(), names, lo.tobytes(), hi.tobytes())
+        held = self._cache.get("block_table")
+        if held is None or held[0] != key:  # the table of the last frame serves the next one of the same values
+            width = int((hi - lo).max()) + 1
+            if width > _RANGE + 2 * len(sub):
+                return None
+            table = np.zeros((len(fs), width), dtype=np.int64)  # (beyond a column's range: never read)
+            for j, (f, low, high) in enumerate(zip(fs, lo.tolist(), hi.tolist())):
+                get = self.values[f].get
+                table[j, : high - low + 1] = [get(t(v), _UNKNOWN) for v in range(low, high + 1)]
+            unseen = bool((table == _UNKNOWN).any())
+            held = self._cache["block_table"] = (key, table.ravel(), np.arange(len(fs)) * width - lo, unseen,
+                                                 self.values)
+        _, flat, offset, unseen, _ = held
+        return flat[sub + offset], unseen  # each value's entry in its column's row of the table
 
     def _label_codes(self, ys: list, state: _State) -> np.ndarray:
         """Each label's class index: -1 unlabeled (None), -2 a label no run takes (a class not known yet,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from itertools import repeat
+from itertools import chain, repeat
 from operator import itemgetter, methodcaller
 
 import numpy as np
@@ -26,6 +26,8 @@ from ._values import (
 __all__ = ["Frames"]
 
 _DICTS = frozenset({dict}).issuperset
+#: The value types of events of integers alone (no missing value).
+_INTS = {int}
 
 
 class Frames:
@@ -186,6 +188,9 @@ class Frames:
                     stop = i
                     break
                 yc.append(c)
+        D = self._window_matrix(xs, start, stop)
+        if D is not None:
+            return start + stop, D, np.full((stop, self.n_gauss), np.nan), np.array(yc[:stop], dtype=np.int64)
         column_of, stop = self._window_columns(xs, start, stop)
         known = xs.types if isinstance(xs, Columns) else {}  # each column's value types, when its maker knows them
         D = np.full((stop, F), -1, dtype=np.int64)
@@ -194,7 +199,7 @@ class Frames:
             if not stop:
                 break
             kind = self.kinds[f]
-            vals = list(column_of(f, name)[:stop])
+            vals = column_of(f, name)[:stop]
             if kind == CAT:
                 ok = self._vt_ok[f] | {NONE_TYPE}
                 types = known.get(name)
@@ -205,7 +210,7 @@ class Frames:
                     bad = next((i for i, v in enumerate(vals) if not (v is None or type(v) in ok or is_nan(v))), stop)
                     if bad < stop:
                         stop = bad
-                        del vals[stop:]
+                        vals = vals[:stop]
                         D, G = D[:stop], G[:stop]
                         if not stop:
                             break
@@ -272,6 +277,31 @@ class Frames:
                     D[:, f] = cols[:stop]
         return start + stop, D, G, np.array(yc[:stop], dtype=np.int64)
 
+    def _window_matrix(self, xs, start: int, stop: int) -> np.ndarray | None:
+        """The value columns (stop, F) of events ``xs[start:start + stop]`` when each is a dict of exactly the
+        store's features, all categorical, and every value is a Python int already known: the events read
+        into one integer matrix and encoded through one table (:meth:`_matrix_codes`). Else None."""
+        F = len(self.features)
+        if F < 2 or not stop or isinstance(xs, Columns) or not all(k == CAT for k in self.kinds):
+            return None
+        sub = xs[start : start + stop]
+        if not _DICTS(map(type, sub)) or set(map(len, sub)) != {F}:
+            return None
+        try:
+            rows = list(map(itemgetter(*self.features), sub))
+        except KeyError:
+            return None
+        if set(map(type, chain.from_iterable(rows))) != _INTS:
+            return None
+        try:
+            A = np.fromiter(chain.from_iterable(rows), dtype=np.int64, count=stop * F).reshape(stop, F)
+        except OverflowError:  # an int beyond int64
+            return None
+        held = self._matrix_codes(A, tuple(self.features), list(range(F)))
+        if held is None or (held[1] and held[0].min() < 1):  # a value never seen (no column): value by value
+            return None
+        return held[0]
+
     def _new_in_run(self, f: int, v) -> bool:
         """Whether a run may learn ``v``, a categorical value of feature ``f`` of an accepted type never seen,
         as ``learn_one`` would register it: not a number that turns ``f`` numeric, not an infinity; not a
@@ -296,6 +326,16 @@ class Frames:
         if not _DICTS(map(type, sub)):  # an event that is no dict: the run ends before it (encode names it)
             stop = next(i for i, x in enumerate(sub) if type(x) is not dict)
             sub = sub[:stop]
+        F = len(self.features)
+        if F > 1 and stop and set(map(len, sub)) == {F}:
+            # every event holding every feature, and no other (the usual stream): all the columns in one
+            # transposition
+            try:
+                columns = list(zip(*map(itemgetter(*self.features), sub)))
+            except KeyError:  # an event lacks a feature, so it holds one the store does not know
+                columns = None
+            if columns is not None:
+                return (lambda f, name: columns[f]), stop
         known = lookup.keys()
         every_known = known >= set().union(*sub)
         if not every_known:
@@ -304,11 +344,6 @@ class Frames:
                     stop = i
                     break
         sub = sub[:stop]
-        # every event holding every feature (the usual stream): all the columns in one transposition
-        F = len(self.features)
-        if F > 1 and every_known and stop and set(map(len, sub)) == {F}:
-            columns = list(zip(*map(itemgetter(*self.features), sub)))
-            return (lambda f, name: columns[f]), stop
         return (lambda f, name: list(map(methodcaller("get", name), sub))), stop
 
     def encode_frame(self, X: pd.DataFrame, learn: bool):

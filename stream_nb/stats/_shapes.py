@@ -49,7 +49,8 @@ class EventShape(typing.NamedTuple):
         if tuple(map(type, vals)) != self.types:
             return None
         try:
-            cols = np.array(list(map(operator.getitem, self.cat_dicts, [vals[i] for i in self.cat])), dtype=np.int64)
+            cols = np.fromiter(map(operator.getitem, self.cat_dicts, vals if self.gauss == [] else
+                                   [vals[i] for i in self.cat]), np.int64, len(self.cat))
         except KeyError:  # a value never seen
             return None
         if not self.gauss:

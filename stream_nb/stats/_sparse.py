@@ -19,8 +19,9 @@ import math
 import numpy as np
 
 from ..exceptions import CapacityError
+from ..kernels import compiled
 
-__all__ = ["FilteredTable", "SparseTable", "cells_of", "chunks_of"]
+__all__ = ["FilteredTable", "SparseTable", "add_pair_rows", "cells_of", "chunks_of"]
 
 _EMPTY = -1
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: spreads consecutive keys over the slots
@@ -77,6 +78,11 @@ class SparseTable:
         """Bytes of the hash table (keys and counts, empty slots included)."""
         return self._keys.nbytes + self._vals.nbytes
 
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """The hash table's keys (int64, -1 for an empty slot) and counts, as the compiled kernels read them
+        (:mod:`stream_nb.kernels._hashed`): read only, and only until the table grows."""
+        return self._keys, self._vals
+
     def copy(self) -> SparseTable:
         out = SparseTable.__new__(SparseTable)
         out.shape, out._keys, out._vals, out._n = self.shape, self._keys.copy(), self._vals.copy(), self._n
@@ -125,12 +131,9 @@ class SparseTable:
             return False
         while 2 * need > size:
             size *= 2
-        held = self._keys != _EMPTY
-        keys, vals = self._keys[held], self._vals[held]
-        self._keys = np.full(size, _EMPTY, dtype=np.int64)
-        self._vals = np.zeros(size)
-        self._n = 0
-        self._vals[self._find(keys, insert=True)] = vals
+        keys, vals = np.full(size, _EMPTY, dtype=np.int64), np.zeros(size)
+        compiled().rehash(self._keys, self._vals, keys, vals)  # in place: no index arrays of every cell
+        self._keys, self._vals = keys, vals
         return True
 
     # ------------------------------------------------------------------ counting
@@ -230,14 +233,51 @@ class SparseTable:
         return out
 
 
-def chunks_of(table, dims):
-    """:func:`cells_of` a slice at a time for a sparse table (see :meth:`SparseTable.chunks`), at once for a dense one."""
+def add_pair_rows(pair_count: SparseTable, pair_feat: SparseTable, D: np.ndarray, dfeats: np.ndarray, yc: np.ndarray,
+                  w: np.ndarray, room: int) -> None:
+    """Add the observed pairs of each row of ``D`` (columns of features ``dfeats``; -1 missing), in row order,
+    to sparse pair tables (a selection's, ``allowed``/``edges``/``vf``, adds its kept pairs alone) with class
+    ``yc[r]`` and weight ``w[r]``, in the compiled loop (:func:`~stream_nb.kernels._hashed.pair_rows`): the
+    same cells and sums as :meth:`SparseTable.add` of every pair of each row. ``room``: the most distinct cells
+    one row can add to a table; a table is grown (doubled) whenever the next row could take it past half full."""
+    sel = getattr(pair_count, "allowed", None)
+    if sel is not None:
+        allowed, edges, vf = sel, np.ascontiguousarray(pair_count.edges), pair_count.vf
+    else:
+        allowed, edges, vf = _NO_ALLOWED, _NO_EDGES, _NO_VF
+    D, held = np.ascontiguousarray(D, dtype=np.int64), np.array([pair_count._n, pair_feat._n], dtype=np.int64)
+    pshape, fshape = np.array(pair_count.shape, dtype=np.int64), np.array(pair_feat.shape, dtype=np.int64)
+    yc, w, dfeats = np.asarray(yc, dtype=np.int64), np.asarray(w, dtype=float), np.asarray(dfeats, dtype=np.int64)
+    r = 0
+    while r < len(D):
+        pair_count._grow_for(room)
+        pair_feat._grow_for(room)
+        r += compiled().pair_rows(D[r:], dfeats, yc[r:], w[r:], vf, sel is not None, allowed, edges, pshape, fshape,
+                                  pair_count._keys, pair_count._vals, pair_feat._keys, pair_feat._vals, held, room)
+        pair_count._n, pair_feat._n = int(held[0]), int(held[1])
+
+
+_NO_ALLOWED, _NO_EDGES, _NO_VF = np.zeros(0, dtype=bool), np.zeros((0, 0), dtype=bool), np.zeros(0, dtype=np.int64)
+
+
+def chunks_of(table, dims, size: int = 1 << 18):
+    """:func:`cells_of` a slice at a time: of a sparse table's slots (see :meth:`SparseTable.chunks`), of a
+    dense one's rows (its second axis, about ``size`` cells a slice), so that the index arrays of a large table
+    are never all held at once."""
     if isinstance(table, SparseTable):
-        yield from table.chunks(dims)
+        yield from table.chunks(dims, size)
         return
-    idx, vals = cells_of(table, dims)
-    if len(vals):
-        yield idx, vals
+    per = max(1, math.prod(dims) // max(dims[1], 1)) if len(dims) > 1 else 1
+    step = max(1, size // per)
+    for lo in range(0, dims[1] if len(dims) > 1 else 1, step):
+        part = dims if len(dims) < 2 else (dims[0], min(dims[1], lo + step) - lo, *dims[2:])
+        if len(dims) < 2:
+            idx, vals = cells_of(table, dims)
+        else:
+            idx, vals = cells_of(table[:, lo:], part)
+            idx = (idx[0], idx[1] + lo, *idx[2:])
+        if len(vals):
+            yield idx, vals
 
 
 def cells_of(table, dims) -> tuple[tuple, np.ndarray]:

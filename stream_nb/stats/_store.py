@@ -179,7 +179,7 @@ class Stats(Schema, Budget, Candidates, TupleCandidates, Labels, Promotion, Enco
         forgetting model stops it where a drift detector acts); a two-layer store drops the fine
         rows past it. Here, nothing."""
 
-    def add_fine_run(self, yc: np.ndarray, w=None, cells: dict | None = None) -> None:
+    def add_fine_run(self, yc: np.ndarray, w=None) -> None:
         """Count a run's labelled rows (classes ``yc``) in a second layer once a compiled kernel counted
         them in this one (a two-layer store's fine layer); here, there is none."""
 

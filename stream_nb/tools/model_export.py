@@ -35,12 +35,12 @@ on the topic, merged. It prints how far behind each partition the model is."""
 
 
 def _rebuilt_every(model, every: int) -> dict:
-    """The clone parameters that give ``model`` the group's ``rebuild_every`` (TAN's and SPODE's is in their
-    ``search`` option, KDB's a parameter of its own; a model without structure has none)."""
+    """The clone parameters that give ``model`` the group's ``rebuild_every`` (TAN's, SPODE's and KDB's is in
+    their ``search`` option; a model without structure has none)."""
     search = getattr(model, "search", None)
     if search is not None and hasattr(search, "rebuild_every"):
         return {"search": dataclasses.replace(search, rebuild_every=every)}
-    return {"rebuild_every": every} if hasattr(model, "rebuild_every") else {}
+    return {}
 
 
 def export_model(channel, path: str, timeout: float = 60.0) -> dict:

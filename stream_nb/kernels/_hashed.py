@@ -1,0 +1,174 @@
+"""Sparse count tables in compiled code: reading and adding the cells of :class:`~stream_nb.stats.SparseTable`.
+
+A sparse table (``stats/_sparse.py``) is an open-addressing hash table held in two arrays: ``keys``
+(int64, -1 for an empty slot) and ``vals`` (float64), a power of two long, with linear probing from
+the key's Fibonacci hash (its top bits of ``key * 0x9E3779B97F4A7C15``). These functions read and add
+cells of those arrays in place, as the table's numpy methods do: a cell never counted reads 0.0, and
+adding to it takes the empty slot where its probe ends. They never grow a table: the caller gives it
+room first (at most half its slots held, see :func:`pair_rows`).
+
+A selected table (``stats/_candidates.py``, a budget's candidate pairs) adds only the cells of kept
+attribute pairs: the diagonal, the row of an allowed parent, a kept edge (:func:`pair_kept`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["hashed_add", "hashed_get", "hashed_shift", "pair_kept", "pair_rows", "rehash", "warm"]
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def hashed_shift(keys):
+    """The right shift that takes a key's hash to a slot of ``keys`` (64 minus log2 of its length), as uint64."""
+    bits = 0
+    n = keys.shape[0]
+    while n > 1:
+        n >>= 1
+        bits += 1
+    return np.uint64(64 - bits)
+
+
+def _slot(keys, key, shift):
+    """The slot holding ``key``, or the empty one where its probe ends."""
+    mask = keys.shape[0] - 1
+    s = np.int64((np.uint64(key) * _GOLDEN) >> shift)
+    while True:
+        held = keys[s]
+        if held == key or held == -1:
+            return s
+        s = (s + 1) & mask
+
+
+def hashed_get(keys, vals, key, shift):
+    """The count of cell ``key`` (0.0 if never counted)."""
+    s = _slot(keys, key, shift)
+    return vals[s] if keys[s] == key else 0.0
+
+
+def hashed_add(keys, vals, key, w, shift):
+    """Add ``w`` to cell ``key``; 1 if the cell is new (it took an empty slot), else 0."""
+    s = _slot(keys, key, shift)
+    vals[s] += w
+    if keys[s] == key:
+        return 0
+    keys[s] = key
+    return 1
+
+
+def rehash(keys, vals, new_keys, new_vals):
+    """Move every cell of ``keys``/``vals`` into the empty, larger ``new_keys``/``new_vals`` (a table grown)."""
+    shift = hashed_shift(new_keys)
+    for s in range(keys.shape[0]):
+        if keys[s] != -1:
+            t = _slot(new_keys, keys[s], shift)
+            new_keys[t] = keys[s]
+            new_vals[t] = vals[s]
+
+
+def pair_kept(allowed, edges, fa, fb):
+    """Whether a selection keeps the pair of features ``fa`` (the row) and ``fb``: the diagonal, a row of an
+    allowed parent, or a kept edge; a feature past the arrays, or -1, is not (``_candidates.pair_kept``)."""
+    F = allowed.shape[0]
+    if fa < 0 or fa >= F:
+        return False
+    if fa == fb or allowed[fa]:
+        return True
+    return 0 <= fb < F and edges[fa, fb]
+
+
+def _partners(edges, F):
+    """The kept edges as lists: features ``idx[start[a]:start[a + 1]]`` pair with ``a`` (``a`` itself first)."""
+    start = np.zeros(F + 1, dtype=np.int64)
+    for a in range(F):
+        n = 1
+        for b in range(F):
+            if b != a and edges[a, b]:
+                n += 1
+        start[a + 1] = start[a] + n
+    idx = np.empty(start[F], dtype=np.int64)
+    for a in range(F):
+        at = start[a]
+        idx[at] = a
+        for b in range(F):
+            if b != a and edges[a, b]:
+                at += 1
+                idx[at] = b
+    return start, idx
+
+
+def pair_rows(D, dfeats, yc, w, vf, selected, allowed, edges, pshape, fshape, pkeys, pvals, fkeys, fvals, held,
+              room):
+    """Add the observed pairs of each row of ``D`` (columns of distinct features ``dfeats``; -1 missing), in
+    row order, to the sparse ``pair_count`` (shape ``pshape``, cell ``(c, u, v)``) and ``pair_feat``
+    (``fshape``, cell ``(c, u, f)``) of class ``yc[r]`` with weight ``w[r]``: what ``SparseTable.add`` adds,
+    one cell at a time. With ``selected``, only the kept pairs' cells (the row's feature ``vf[u]``, the
+    column's ``vf[v]`` or ``f``: ``SelectedTable.kept``), found through the kept edges of each row's feature.
+    ``held``: the cells each table holds, updated.
+
+    Stops before a row when either table could then pass half its slots (``held + room`` more cells):
+    returns the rows done, for the caller to grow the tables and go on.
+    """
+    R, k = D.shape
+    pshift, fshift = hashed_shift(pkeys), hashed_shift(fkeys)
+    nvf, F = vf.shape[0], allowed.shape[0]
+    start, idx = _partners(edges, F) if selected else (np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64))
+    pos = np.full(F, -1, dtype=np.int64)  # the column of D of each feature
+    for j in range(k):
+        if 0 <= dfeats[j] < F:
+            pos[dfeats[j]] = j
+    for r in range(R):
+        if 2 * (held[0] + room) > pkeys.shape[0] or 2 * (held[1] + room) > fkeys.shape[0]:
+            return r
+        c, wr = yc[r], w[r]
+        plain = True  # every value is of its column's feature (else each pair is checked as the table checks it)
+        if selected:
+            for j in range(k):
+                u = D[r, j]
+                if u >= 0 and (u >= nvf or vf[u] != dfeats[j]):
+                    plain = False
+        for j in range(k):
+            u = D[r, j]
+            if u < 0:
+                continue
+            fa = vf[u] if u < nvf else -1
+            if selected and not 0 <= fa < F:
+                continue  # nothing of this row is kept
+            prow, frow = (c * pshape[1] + u) * pshape[2], (c * fshape[1] + u) * fshape[2]
+            if not selected or allowed[fa]:  # the whole row
+                for i in range(k):
+                    v = D[r, i]
+                    if v >= 0:
+                        held[0] += hashed_add(pkeys, pvals, prow + v, wr, pshift)
+                        held[1] += hashed_add(fkeys, fvals, frow + dfeats[i], wr, fshift)
+            elif plain:  # the row's feature and its kept edges
+                for e in range(start[fa], start[fa + 1]):
+                    i = pos[idx[e]]
+                    if i >= 0 and D[r, i] >= 0:
+                        held[0] += hashed_add(pkeys, pvals, prow + D[r, i], wr, pshift)
+                        held[1] += hashed_add(fkeys, fvals, frow + dfeats[i], wr, fshift)
+            else:
+                for i in range(k):
+                    v = D[r, i]
+                    if v < 0:
+                        continue
+                    if pair_kept(allowed, edges, fa, vf[v] if v < nvf else -1):
+                        held[0] += hashed_add(pkeys, pvals, prow + v, wr, pshift)
+                    if pair_kept(allowed, edges, fa, dfeats[i]):
+                        held[1] += hashed_add(fkeys, fvals, frow + dfeats[i], wr, fshift)
+    return R
+
+
+def warm(k) -> None:
+    """Compile the kernels for the types the stores pass."""
+    keys, vals = np.full(16, -1, dtype=np.int64), np.zeros(16)
+    k.hashed_get(keys, vals, 3, k.hashed_shift(keys))
+    k.rehash(keys, vals, np.full(32, -1, dtype=np.int64), np.zeros(32))
+    D, feats = np.array([[1, 3]], dtype=np.int64), np.array([0, 1], dtype=np.int64)
+    vf = np.array([-1, 0, 0, 1, 1], dtype=np.int64)
+    shape = np.array([2, 5, 5], dtype=np.int64)
+    for selected in (False, True):
+        k.pair_rows(D, feats, np.array([1], dtype=np.int64), np.ones(1), vf, selected, np.zeros(2, dtype=bool),
+                    np.zeros((2, 2), dtype=bool), shape, shape, keys, vals, keys.copy(), vals.copy(),
+                    np.zeros(2, dtype=np.int64), 4)

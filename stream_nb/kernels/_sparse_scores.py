@@ -1,0 +1,165 @@
+"""AODE's and TAN's scores read from sparse pair tables (a memory budget's, :mod:`stream_nb.kernels._hashed`).
+
+Each function scores the rows of a block under the counts as they stand, the one-dependence terms read cell
+by cell from the hash tables (``pkeys``/``pvals`` of ``pair_count``, shape ``pshape``; ``fkeys``/``fvals``
+of ``pair_feat``, ``fshape``): what the numpy scores of ``learners/aode.py: spode_terms`` and
+``learners/tan.py`` compute over sparse tables, a block of ratios multiplied before one logarithm.
+``D`` (rows, k): the value columns of features ``dfeats`` (-1: missing; 0: a value never seen, one more
+value of its feature); ``out[r, :C]``: the joint log-likelihood with ``joint``, else the log posterior.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import _common, _hashed
+
+__all__ = ["aode_sparse", "tree_sparse", "warm"]
+
+#: Ratios multiplied before one logarithm (each in (0, 1] up to rounding, at least a / (count + a N)).
+_BLOCK = 8
+
+
+def _row(D, r, dfeats, n_values, a, u, f, an):
+    """The observed values of row ``r`` into ``u``, their features into ``f`` and a N_f into ``an``; their count."""
+    n = 0
+    for j in range(D.shape[1]):
+        v = D[r, j]
+        if v < 0:
+            continue
+        u[n] = v
+        f[n] = dfeats[j]
+        an[n] = a * (n_values[dfeats[j]] + (1 if v == 0 else 0))
+        n += 1
+    return n
+
+
+def aode_sparse(D, dfeats, C, a, m_limit, selected, allowed, class_count, value_count, feat_count, n_values,
+                pshape, fshape, pkeys, pvals, fkeys, fvals, joint, out):
+    """AODE: log Σ_i P̂(c, x_i) Π_{j≠i} P̂(x_j | c, x_i) over the parents x_i seen at least ``m_limit`` times
+    (with ``selected``, of the ``allowed`` features alone, the rows a selection keeps); naive Bayes over the
+    same counts when none is."""
+    R, k = D.shape
+    u = np.empty(k, dtype=np.int64)
+    f = np.empty(k, dtype=np.int64)
+    an = np.empty(k)
+    terms = np.empty((C, k))
+    jll = np.empty(C)
+    prior = np.empty(C)
+    pshift, fshift = _hashed.hashed_shift(pkeys), _hashed.hashed_shift(fkeys)
+    F = allowed.shape[0]
+    for r in range(R):
+        n = _row(D, r, dfeats, n_values, a, u, f, an)
+        _common.log_prior_row(class_count, C, a, prior)
+        m = 0
+        for i in range(n):
+            seen = 0.0
+            d = 0.0
+            for c in range(C):
+                seen += value_count[c, u[i]]
+                d += feat_count[c, f[i]]
+            if seen < m_limit or (selected and not (f[i] < F and allowed[f[i]])):
+                continue
+            for c in range(C):
+                prow = (c * pshape[1] + u[i]) * pshape[2]
+                frow = (c * fshape[1] + u[i]) * fshape[2]
+                acc = math.log(value_count[c, u[i]] + a) - math.log(d + an[i])
+                prod = 1.0
+                cnt = 0
+                for j in range(n):
+                    if j == i:
+                        continue
+                    num = _hashed.hashed_get(pkeys, pvals, prow + u[j], pshift) + a
+                    den = _hashed.hashed_get(fkeys, fvals, frow + f[j], fshift) + an[j]
+                    prod *= num / den
+                    cnt += 1
+                    if cnt == _BLOCK:
+                        acc += math.log(prod)
+                        prod = 1.0
+                        cnt = 0
+                terms[c, m] = acc + math.log(prod)
+            m += 1
+        if m == 0:  # naive Bayes over the same counts
+            for c in range(C):
+                acc = prior[c]
+                for i in range(n):
+                    acc += math.log(value_count[c, u[i]] + a) - math.log(feat_count[c, f[i]] + an[i])
+                jll[c] = acc
+        else:
+            for c in range(C):
+                top = -math.inf
+                for q in range(m):
+                    if terms[c, q] > top:
+                        top = terms[c, q]
+                s = 0.0
+                for q in range(m):
+                    s += math.exp(terms[c, q] - top)
+                jll[c] = top + math.log(s)
+        if joint:
+            for c in range(C):
+                out[r, c] = jll[c]
+        else:
+            _common.normalise_row(jll, prior, C, out[r])
+
+
+def tree_sparse(D, dfeats, ppos, C, a, class_count, value_count, feat_count, n_values, pshape, fshape, pkeys, pvals,
+                fkeys, fvals, joint, out):
+    """TAN with Lidstone's estimates: log P̂(c) + Σ_i log P̂(x_i | c, x_pa(i)), ``ppos[j]`` the column of
+    ``D`` that holds the parent of feature ``dfeats[j]`` (-1: a root, read as naive Bayes; every observed
+    attribute's parent observed)."""
+    R, k = D.shape
+    jll = np.empty(C)
+    prior = np.empty(C)
+    prod = np.empty(C)
+    pshift, fshift = _hashed.hashed_shift(pkeys), _hashed.hashed_shift(fkeys)
+    for r in range(R):
+        _common.log_prior_row(class_count, C, a, prior)
+        for c in range(C):
+            jll[c] = prior[c]
+            prod[c] = 1.0
+        n = 0
+        for j in range(k):
+            v = D[r, j]
+            if v < 0:
+                continue
+            fj = dfeats[j]
+            an = a * max(n_values[fj] + (1 if v == 0 else 0), 1)
+            p = ppos[j]
+            if p < 0:
+                for c in range(C):
+                    prod[c] *= (value_count[c, v] + a) / (feat_count[c, fj] + an)
+            else:
+                w = D[r, p]
+                for c in range(C):
+                    num = _hashed.hashed_get(pkeys, pvals, (c * pshape[1] + w) * pshape[2] + v, pshift) + a
+                    den = _hashed.hashed_get(fkeys, fvals, (c * fshape[1] + w) * fshape[2] + fj, fshift) + an
+                    prod[c] *= num / den
+            n += 1
+            if n % _BLOCK == 0:
+                for c in range(C):
+                    jll[c] += math.log(prod[c])
+                    prod[c] = 1.0
+        for c in range(C):
+            jll[c] += math.log(prod[c])
+        if joint:
+            for c in range(C):
+                out[r, c] = jll[c]
+        else:
+            _common.normalise_row(jll, prior, C, out[r])
+
+
+def warm(k) -> None:
+    """Compile the kernels for the types the models pass."""
+    C, V, F = 2, 5, 2
+    cc, vc, fc = np.ones(C), np.ones((C, V)), np.ones((C, F))
+    nv = np.array([2, 2], dtype=np.int64)
+    keys, vals = np.full(16, -1, dtype=np.int64), np.zeros(16)
+    D, feats = np.array([[1, 3]], dtype=np.int64), np.array([0, 1], dtype=np.int64)
+    shape, out = np.array([C, V, V], dtype=np.int64), np.empty((1, C))
+    for selected in (False, True):
+        k.aode_sparse(D, feats, C, 1.0, 1.0, selected, np.ones(F, dtype=bool), cc, vc, fc, nv, shape, shape, keys, vals,
+                      keys, vals, False, out)
+    k.tree_sparse(D, feats, np.array([-1, 0], dtype=np.int64), C, 1.0, cc, vc, fc, nv, shape, shape, keys, vals, keys,
+                  vals, True, out)

@@ -1,0 +1,155 @@
+"""The one-event river loop through the compiled kernels (``predict_one``, ``predict_proba_one``, then
+``learn_one`` of the same dict) against ``prequential_many`` and against the same models kept in numpy.
+
+The numpy reference is each model with its kernels switched off: it scores one event with the numpy
+formulas of its sparse-table path (naive Bayes's ``_naive_jll``, AODE's ``spode_terms``, TAN's
+``_tree_jll`` and ``_exact_jll``) and counts it with :meth:`Stats.add`. The stream brings new values and
+new classes mid-stream, and events with missing values (learned by EM in all three).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+import pytest
+
+from stream_nb import AODE, TAN, NaiveBayes, Tree
+from stream_nb.learners import BayesClassifier
+from stream_nb.learners._decision import logsumexp
+from stream_nb.learners.aode import spode_terms
+
+
+def _stream(n=600, seed=3, numeric=False):
+    """Categorical events whose later part brings new values, a new class and a new feature, some with
+    values missing (None or an absent key); with ``numeric`` a float feature too."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        late = i >= n // 2
+        y = rng.choice("abcd" if late else "abc")
+        x = {f"f{j}": rng.choice("pqrs" if late and j < 2 else "pqr") for j in range(6)}
+        x["f0"] = y if rng.random() < 0.6 else x["f0"]  # something to learn
+        if late:
+            x["g"] = rng.choice("uv")
+        if numeric:
+            x["t"] = rng.gauss({"a": 0.0, "b": 1.0, "c": 2.0, "d": 3.0}[y], 1.0)
+        if rng.random() < 0.1:
+            x["f3"] = None
+        if rng.random() < 0.1:
+            del x["f4"]
+        out.append((x, y))
+    return out
+
+
+class NumpyNaiveBayes(NaiveBayes):
+    """Naive Bayes without its kernels."""
+
+    def _jll(self, enc):
+        return self._naive_jll(enc)
+
+    _posterior = BayesClassifier._posterior
+
+    def _count(self, enc, c, w):
+        self._stats.add(enc, c, w)
+
+
+class NumpyAODE(AODE):
+    """AODE without its kernels: every super-parent's terms in numpy (``spode_terms``), the textbook sum."""
+
+    def _kernel_dense(self):
+        return False
+
+    def _jll(self, enc):
+        s = self._stats
+        if len(enc.cols) == 0 or not s.n_classes:
+            return self._naive_jll(enc)
+        terms, parents = spode_terms(s, self._alpha, enc.cols, enc.feats, self.m * self._inflation)
+        if not parents.any():
+            return self._naive_jll(enc)
+        return logsumexp(terms[:, parents], axis=1)
+
+    def _count(self, enc, c, w):
+        self._stats.add(enc, c, w)
+
+
+class NumpyTAN(TAN):
+    """TAN without its kernels: the tree read in numpy, as on sparse pair tables."""
+
+    def _jll(self, enc):
+        s = self._stats
+        if not len(enc.cols) or not s.n_classes or self._root < 0:
+            return self._naive_jll(enc)
+        ppos = self._parent_columns(enc.feats)
+        if (ppos < -1).any():
+            colmap = np.full(len(s.features), -1, dtype=np.int64)
+            colmap[enc.feats] = enc.cols
+            return self._exact_jll(colmap, self._parents())
+        return self._tree_jll(enc.cols[None, :], enc.feats, ppos)[0]
+
+    _posterior = BayesClassifier._posterior
+
+    def _count(self, enc, c, w):
+        self._stats.add(enc, c, w)
+
+
+MODELS = {
+    "NaiveBayes": (NaiveBayes, NumpyNaiveBayes, {}),
+    "AODE": (AODE, NumpyAODE, {}),
+    "TAN": (TAN, NumpyTAN, {"search": Tree(rebuild_every=100)}),
+}
+
+
+def _river_loop(model, events):
+    """What a river user writes: predict, then learn the same dict."""
+    out = []
+    for x, y in events:
+        out.append((model.predict_one(x), model.predict_proba_one(x)))
+        model.learn_one(x, y)
+    return out
+
+
+def _same(a, b):
+    (pa, qa), (pb, qb) = a, b
+    assert pa == pb
+    assert list(qa) == list(qb)
+    for k in qa:
+        assert math.isclose(qa[k], qb[k], rel_tol=1e-9, abs_tol=1e-300), (k, qa[k], qb[k])
+
+
+@pytest.mark.parametrize("numeric", [False, True], ids=["categorical", "numeric"])
+@pytest.mark.parametrize("name", list(MODELS))
+def test_the_one_event_loop_equals_prequential_many_and_the_numpy_reference(name, numeric):
+    kernel, reference, kw = MODELS[name]
+    events = _stream(numeric=numeric)
+    xs, ys = [x for x, _ in events], [y for _, y in events]
+    one, many, ref = kernel(**kw), kernel(**kw), reference(**kw)
+    loop = _river_loop(one, events)
+    for got, want in zip(loop, many.prequential_many(xs, ys)):
+        _same(got, want)
+    for got, want in zip(loop, _river_loop(ref, events)):
+        _same(got, want)
+    for other in (many, ref):
+        assert other.classes == one.classes
+        arrays, _ = one.state()
+        for key, value in other.state()[0].items():
+            np.testing.assert_allclose(arrays[key], value, rtol=1e-9, err_msg=key)
+    assert one.predict_proba_one(xs[-1]) == pytest.approx(ref.predict_proba_one(xs[-1]), rel=1e-9)
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_the_one_event_loop_goes_through_the_kernels(name, monkeypatch):
+    """learn_one counts a complete event in the compiled kernel, not with Stats.add."""
+    model = MODELS[name][0](**MODELS[name][2])
+    events = _stream(n=200)
+    complete = [(x, y) for x, y in events if len(x) == 6 and None not in x.values()]
+    _river_loop(model, complete[:50])
+
+    def refused(*args, **kwargs):
+        raise AssertionError("a complete event was counted by Stats.add")
+
+    monkeypatch.setattr(type(model._stats), "add", refused)
+    before = model.n_learned
+    _river_loop(model, complete[50:60])
+    assert model.n_learned == before + 10
