@@ -261,6 +261,7 @@ def test_stores_with_revised_selections_merge_to_the_sums_of_their_counts_in_any
     a = _merged(models, (0, 1, 2))
     assert _cells(a._stats) == total  # each cell the sum of the three stores' (a pair none kept: none)
     assert _summary(a) == (kept, max(m._stats.pair_cursor for m in models), max(m._stats.pair_revised for m in models))
+    a._stats.own_pairs()  # the fine layer's pair counts, its own copy (while shared they are the coarse ones)
     assert _cells(a._stats.fine) == total
     for order in ((2, 1, 0), (1, 0, 2)):  # commutative
         b = _merged(models, order)
@@ -285,3 +286,62 @@ def test_a_store_without_a_selection_merged_with_one_counts_every_pair_again(sma
         m = copy.deepcopy(a)
         m.merge(copy.deepcopy(b))
         assert not m._stats.pairs_selected and _cells(m._stats) == want
+
+
+# ---------------------------------------------------------------------------------------- unlearning
+
+
+def test_unlearning_is_exact_until_a_pair_comes_back_and_refused_from_then_on(small_floor, tmp_path):
+    X, y = _stream(3000)
+    rows = X.to_dict("records")
+    model = TAN(memory_budget=BUDGET)
+    log = []
+    for lo in range(0, len(X), STEP):
+        before = copy.deepcopy(model)
+        model.learn_many(X[lo : lo + STEP], y[lo : lo + STEP])
+        log.append((lo, _kept_by_name(model._stats)))
+        if model._stats.pairs_partial:
+            break
+        twin = copy.deepcopy(model)  # while every kept pair holds every event: the last event taken back
+        twin.unlearn_one(rows[lo + STEP - 1], int(y[lo + STEP - 1]))
+        assert _cells(twin._stats) == _cells(_learned(before, X[lo : lo + STEP - 1], y[lo : lo + STEP - 1])._stats)
+    else:
+        pytest.fail("no pair came back in 3,000 events")
+    x, c = rows[0], int(y[0])  # learned before the pair came back: its fresh counts never held it
+    cells = _cells(model._stats)
+    with pytest.raises(stream_nb.exceptions.UnlearnError, match="came back") as caught:
+        model.unlearn_one(x, c)
+    assert caught.value.reason == "partial_pairs" and _cells(model._stats) == cells  # nothing changed
+    stream_nb.save(model, tmp_path / "m.snb")  # kept in the snapshot
+    back = stream_nb.load(tmp_path / "m.snb")
+    assert back._stats.pairs_partial and back._stats.fine.pairs_partial
+    with pytest.raises(stream_nb.exceptions.UnlearnError, match="came back"):
+        back.unlearn_one(x, c)
+
+
+def _learned(model, X, y):
+    out = copy.deepcopy(model)
+    if len(X):
+        out.learn_many(X, y)
+    return out
+
+
+def test_a_merge_of_stores_that_kept_different_pairs_refuses_to_unlearn(small_floor):
+    free = TAN(memory_budget=None)
+    X, y = _stream(300, seed=4)
+    free.learn_many(X, y)
+    selected = TAN(memory_budget=BUDGET)  # a selection made, no pair back yet
+    Xs, ys = _stream(300, seed=11)
+    lo = 0
+    while not selected._stats.pairs_selected:
+        selected.learn_many(Xs[lo : lo + 10], ys[lo : lo + 10])
+        lo += 10
+    assert not free._stats.pairs_partial and not selected._stats.pairs_partial
+    same = copy.deepcopy(selected)
+    same.merge(copy.deepcopy(selected))  # the same pairs on both sides: whole
+    assert not same._stats.pairs_partial
+    m = copy.deepcopy(free)
+    m.merge(copy.deepcopy(selected))  # free's pairs the other dropped hold free's events only
+    assert m._stats.pairs_partial
+    with pytest.raises(stream_nb.exceptions.UnlearnError, match="came back"):
+        m.unlearn_one(X.iloc[0].to_dict(), int(y[0]))

@@ -39,10 +39,11 @@ Limits, stated: under a selection, events with missing values are counted as
 ``missing="ignore"`` counts them (EM's E-step would read pairs that are no
 longer counted); models with forgetting (windows, decay, drift detectors) keep
 no pair rule (their captured counts would bring dropped pairs back) and stay
-refused at the budget. Unlearning an event takes it back from the pairs kept
-now: exact for a pair kept since before the event was learned; a pair admitted
-since never held it, and taking it back from that pair's fresh counts is caught
-only where a cell would fall below zero (``UnlearnError``, nothing changed).
+refused at the budget. Unlearning is exact while every kept pair holds every event learned; once a pair
+comes back from no counts (a revision), or a merge sums a pair that only one of the two stores kept, an
+event learned before could not be told from one learned since, and unlearning is refused for good
+(``UnlearnError``, reason ``"partial_pairs"``, nothing changed; :attr:`Candidates.pairs_partial`, kept in
+snapshots and merged by "either").
 
 Merges stay sums (:func:`widen_to_either`): two stores merge to every pair either counts, each cell the
 sum of both stores' cells, so a kept pair holds the events each store counted it for. Unions and sums
@@ -58,6 +59,7 @@ import math
 
 import numpy as np
 
+from ..exceptions import UnlearnError
 from ._joint import ALPHA
 from ._significance import chi2_logsf
 from ._sparse import FilteredTable, SparseTable, cells_of, chunks_of
@@ -123,6 +125,21 @@ class Candidates:
     #: (stats/_revision.py)
     pair_cursor: int = 0
     pair_revised: float = 0.0
+    #: whether some kept pair holds fewer of the learned events than the store: a pair that came back
+    #: (stats/_revision.py), or one kept by only one of two merged stores. Set for good: an event learned
+    #: before cannot be told from one learned since, so unlearning is refused (see check_pairs_whole)
+    pairs_partial: bool = False
+
+    def check_pairs_whole(self) -> None:
+        """UnlearnError (reason ``"partial_pairs"``) when :attr:`pairs_partial`: taking an event back from a
+        pair that came back would take it from counts that may never have held it."""
+        if self.pairs_partial:
+            raise UnlearnError(
+                "unlearn_one: some candidate pairs hold only the events learned since they came back (a "
+                "revision of the selection, or a merge with a store that kept other pairs), so an event "
+                "learned before cannot be taken back exactly; nothing was changed. A model that must unlearn "
+                "wide data keeps its pairs within memory_budget (no selection) or unlearns before the first "
+                "revision", reason="partial_pairs")
 
     @property
     def pairs_selected(self) -> bool:
@@ -205,6 +222,7 @@ def mirror_selection(s, peer) -> None:
     pe[np.ix_(have, have)] = edges[np.ix_(where[have], where[have])]
     apply_selection(peer, pa, pe)
     peer.pair_cursor, peer.pair_revised = s.pair_cursor, s.pair_revised
+    peer.pairs_partial = s.pairs_partial
 
 
 def apply_selection(s, allowed: np.ndarray, edges: np.ndarray) -> None:
@@ -271,7 +289,9 @@ def widen_to_either(s, other, fmap: np.ndarray) -> None:
     F = len(s.features)
     kept = _kept_pairs(s.pair_allowed, s.pair_edges, F)
     theirs = _kept_pairs(other.pair_allowed, other.pair_edges, len(other.features))
-    kept[np.ix_(fmap, fmap)] |= theirs
+    shared = kept[np.ix_(fmap, fmap)]
+    s.pairs_partial = bool(s.pairs_partial or other.pairs_partial or (shared != theirs).any())
+    kept[np.ix_(fmap, fmap)] = shared | theirs
     s.pair_cursor = max(int(s.pair_cursor), int(other.pair_cursor))
     s.pair_revised = max(float(s.pair_revised), float(other.pair_revised))
     if kept.all():
@@ -497,6 +517,10 @@ def restore_selection(s, arrays: dict, meta: dict) -> None:
     if isinstance(revised, bool) or not isinstance(revised, (int, float)) or not 0 <= revised < float("inf"):
         raise ValueError(f"stats.pair_revised: expected a number >= 0 (events), got {revised!r:.60}")
     s.pair_cursor, s.pair_revised = cursor, float(revised)
+    partial = meta.get("pairs_partial", False)
+    if not isinstance(partial, bool):
+        raise ValueError(f"stats.pairs_partial: expected true or false, got {partial!r:.60}")
+    s.pairs_partial = partial
     if "pair_allowed" not in arrays and "pair_edges" not in arrays:
         return
     F = len(s.features)

@@ -135,6 +135,7 @@ def _revise_edges(s, limit: int) -> None:
     m = int(np.searchsorted(np.cumsum(cost[a, b]), free, side="right"))
     if m:
         s.pair_cursor = int(pos[ahead][m - 1])
+        s.pairs_partial = True  # the pairs admitted start from no counts
     edges = np.zeros((F, F), dtype=bool)
     edges[np.r_[i, a[:m]], np.r_[j, b[:m]]] = True
     apply_selection(s, np.zeros(F, dtype=bool), edges | edges.T)
@@ -151,6 +152,8 @@ def _revise_parents(s) -> None:
     chosen = [f for f in ranked if kept[f] or f in lead]
     allowed = np.zeros(F, dtype=bool)
     allowed[chosen[:K]] = True
+    if (allowed & ~kept).any():
+        s.pairs_partial = True  # the parents that came back start from no counts
     if (allowed != kept).any():
         apply_selection(s, allowed, padded(s.pair_edges, (F, F)))
 
