@@ -223,7 +223,8 @@ class Adapter(typing.Protocol):
         """A producer (transactional with ``cfg["transactional_id"]``) of the sink's settings ``cfg``."""
 
     def reader(self, topic: str, cfg: dict, *, read_committed: bool) -> Reader:
-        """A :class:`Reader` of ``topic`` partition 0 with the source's settings ``cfg`` (no group keys)."""
+        """A :class:`Reader` of ``topic`` partition 0 with the source's settings ``cfg`` (no group keys); it
+        fetches nothing before its first poll (one asked only for end offsets costs no fetch)."""
 
     def admin(self, cfg: dict, *, role: str) -> Admin:
         """An admin client of the settings ``cfg``; reaching no broker is ``ConnectorUnavailable``."""
