@@ -22,6 +22,7 @@ __all__ = ["TAN", "TREE_SCORES"]
 _NO_MORE = np.zeros((0, 0), dtype=np.int64)
 _NO_LOSS = np.zeros((0, 0))
 _NO_TABLE = np.zeros(0, dtype=np.int64)  # no second count set (kernels/_one.py)
+_NONE = np.zeros(0)  # no decay: every row weighs 1, scored with the model's smoothing
 
 #: How a rebuild weighs the candidate edges of the tree (``tree_score``).
 TREE_SCORES = Tree.PARAMS[0].choices
@@ -302,25 +303,26 @@ class TAN(VectorisedRuns, StructuredClassifier):
             s.mark_counted(False)  # counts changed in place, as Stats.add marks them
         return fine is not None
 
-    def _kernel_block(self, D, dfeats, G, gslots, yc, more, out, learn: bool, ppos=None, joint: bool = False) -> int:
+    def _kernel_block(self, D, dfeats, G, gslots, yc, more, out, learn: bool, ppos=None, joint: bool = False,
+                      decay=None) -> int:
         """Score each row of an encoded block along the tree into ``out`` (log posteriors; with ``joint``,
         log P(c, x)) and, with ``learn``, count each labelled row after scoring it
         (:func:`~stream_nb.kernels._tree.tree_block`); ``ppos``: :meth:`_parent_columns` of ``dfeats`` (every
-        observed attribute's parent observed)."""
+        observed attribute's parent observed). ``decay``: the rows' weights and smoothing
+        (:func:`~stream_nb.learners._decay_runs.decay_run`)."""
         s = self._stats
         ppos = self._parent_columns(dfeats) if ppos is None else ppos
         watch = self._kernel_detector() if learn else NO_DETECTOR  # fed the error of each row before its count
         loss = _NO_LOSS if self._decision is None or not watch[0] else np.ascontiguousarray(
             self._decision.matrix(s.classes))
         _, (C, backoff, to_parent, smoothing, twin), arrays, _ = self._tree_arguments()
-        done = compiled().tree_block(D, dfeats, ppos, _NO_MORE if more is None else more, G, gslots, yc, learn, C,
-                                     float(self._alpha), backoff, to_parent, smoothing, *arrays[:6], twin, *arrays[6:],
-                                     out, joint, loss, *watch)
+        weights, alphas = (_NONE, _NONE) if decay is None else (decay.weight, self._alpha_given * decay.inflation)
+        done = compiled().tree_block(D, dfeats, ppos, _NO_MORE if more is None else more, G, gslots, yc, weights,
+                                     alphas, learn, C, float(self._alpha), backoff, to_parent, smoothing,
+                                     *arrays[:6], twin, *arrays[6:], out, joint, loss, *watch)
         if learn and (yc[0] >= 0 if done == 1 else (yc[:done] >= 0).any()):
             s.mark_counted(len(yc) > 1)  # counts changed in place, as Stats.add or add_many marks them
         return done
-
-    _kernel_feeds_detector = True  # the kernel feeds the compiled drift detector
 
     def _jll(self, enc):
         s = self._stats
