@@ -464,9 +464,11 @@ def test_long_runs_match_the_loop(name):
         assert spy.rows > 0.8 * len(stream)
 
 
-@pytest.mark.parametrize("make", [AODE, TAN, lambda **kw: TAN(loss={"low": {"high": 4.0}}, **kw), SPODE,
-                                  lambda **kw: SPODE(search=SuperParent(parent="car"), loss={"mid": {"low": 2.7}}, **kw),
-                                  lambda **kw: KDB(k=2, **kw), lambda **kw: KDB(k=1, loss={"low": {"high": 4.0}}, **kw)])
+@pytest.mark.parametrize("make", [
+    AODE, TAN, lambda **kw: TAN(loss={"low": {"high": 4.0}}, **kw), SPODE,
+    lambda **kw: SPODE(search=SuperParent(parent="car"), loss={"mid": {"low": 2.7}}, **kw),
+    lambda **kw: KDB(k=2, **kw), lambda **kw: KDB(k=1, loss={"low": {"high": 4.0}}, **kw),
+])
 @pytest.mark.parametrize("detector", ["ddm", "eddm", "adwin"])
 def test_the_kernels_runs_feed_a_drift_detector(make, detector):
     """AODE's, TAN's, SPODE's and KDB's kernels feed the compiled twin of a drift detector each labelled

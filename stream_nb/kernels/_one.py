@@ -72,11 +72,11 @@ def tree_one(t, cols, feats, ppos, gx, gslots, y, C, a, backoff, to_parent, var_
     v, ov = t[n + 7], t[n + 17]  # the pair tables' values: the width of pair_count and of its twin
     _tree.tree_block(cols.reshape((1, cols.shape[0])), feats, ppos, np.zeros((0, 0), dtype=np.int64),
                      gx.reshape((1, gx.shape[0])), gslots, np.full(1, y, dtype=np.int64), np.zeros(0), np.zeros(0),
-                     y >= 0, C, a, backoff,
-                     to_parent, var_smoothing, _f1(t, n, 0), _f2(t, n, 1), _f2(t, n, 2), _f3(t, n, 3, v),
-                     _f3(t, n, 4, v), _i1(t, n, 5), twin, _f2(t, n, 6), _f2(t, n, 7), _f3(t, n, 8, ov),
-                     _f3(t, n, 9, ov), _f2(t, n, 10), _f2(t, n, 11), _f2(t, n, 12), out, joint, np.zeros((0, 0)),
-                     False, 0, np.zeros(1), np.zeros(2), np.zeros(1), np.zeros(1, dtype=np.int64), False)
+                     y >= 0, C, a, backoff, to_parent, var_smoothing, _f1(t, n, 0), _f2(t, n, 1), _f2(t, n, 2),
+                     _f3(t, n, 3, v), _f3(t, n, 4, v), _i1(t, n, 5), twin, _f2(t, n, 6), _f2(t, n, 7),
+                     _f3(t, n, 8, ov), _f3(t, n, 9, ov), _f2(t, n, 10), _f2(t, n, 11), _f2(t, n, 12), out, joint,
+                     np.zeros((0, 0)), False, 0, np.zeros(1), np.zeros(2), np.zeros(1), np.zeros(1, dtype=np.int64),
+                     False)
     if y >= 0 and fine.shape[0]:
         _count_twin(fine, cols, feats, y)
 
@@ -86,10 +86,10 @@ def aode_one(t, cols, feats, y, C, a, m_limit, cached, joint, out):
     n = 8
     v = t[n + 9]
     _aode.aode_block(cols.reshape((1, cols.shape[0])), feats, np.zeros((0, 0), dtype=np.int64),
-                     np.full(1, y, dtype=np.int64), np.zeros(0), np.zeros(0), y >= 0, C, a, m_limit, _f1(t, n, 0), _f2(t, n, 1), _f2(t, n, 2),
-                     _i1(t, n, 3), _f3(t, n, 4, v), _f3(t, n, 5, v), _i1(t, n, 6), _f2(t, n, 7), cached, joint, out,
-                     np.zeros((0, 0)), False, 0, np.zeros(1), np.zeros(2), np.zeros(1), np.zeros(1, dtype=np.int64),
-                     False)
+                     np.full(1, y, dtype=np.int64), np.zeros(0), np.zeros(0), y >= 0, C, a, m_limit, _f1(t, n, 0),
+                     _f2(t, n, 1), _f2(t, n, 2), _i1(t, n, 3), _f3(t, n, 4, v), _f3(t, n, 5, v), _i1(t, n, 6),
+                     _f2(t, n, 7), cached, joint, out, np.zeros((0, 0)), False, 0, np.zeros(1), np.zeros(2),
+                     np.zeros(1), np.zeros(1, dtype=np.int64), False)
 
 
 def aode_count(t, cols, feats, y, a, cached, twin):

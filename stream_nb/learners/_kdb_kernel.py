@@ -62,9 +62,9 @@ class KDBKernel:
             otc, otf = getattr(s, o + "tuple_count").reshape(-1), getattr(s, o + "tuple_feat").reshape(-1)
             V, Ft = s.tuple_count.shape[1], s.tuple_feat.shape[-1]
         done = compiled().kdb_block(
-            D, dfeats, par, npar, _NO_MORE if more is None else more, G, gslots, yc, weights, alphas, learn, s.n_classes,
-            float(self._alpha), float(self._var_smoothing), t, V, Ft, s.class_count, s.value_count, s.feat_count, s.pair_count, s.pair_feat,
-            tc, tf, s.n_values, twin, getattr(s, o + "value_count"), getattr(s, o + "feat_count"),
+            D, dfeats, par, npar, _NO_MORE if more is None else more, G, gslots, yc, weights, alphas, learn,
+            s.n_classes, float(self._alpha), float(self._var_smoothing), t, V, Ft, s.class_count, s.value_count,
+            s.feat_count, s.pair_count, s.pair_feat, tc, tf, s.n_values, twin, getattr(s, o + "value_count"), getattr(s, o + "feat_count"),
             getattr(s, o + "pair_count"), getattr(s, o + "pair_feat"), otc, otf, s.g_n, s.g_mean, s.g_m2, out, joint,
             loss, *watch)
         if learn and (yc[:done] >= 0).any():
