@@ -77,7 +77,7 @@ def add_pair_rows(D, dfeats, yc, w, pair_count, pair_feat):
                     pair_feat[c, u, dfeats[i]] += wr
 
 
-def tree_block(D, dfeats, ppos, more, G, gslots, yc, weights, alphas, learn, C, a, backoff, to_parent, var_smoothing,
+def tree_block(D, dfeats, ppos, more, G, gslots, yc, weights, infl, learn, C, a, backoff, to_parent, var_smoothing,
                class_count, value_count, feat_count, pair_count, pair_feat, n_values,
                twin, obs_value_count, obs_feat_count, obs_pair_count, obs_pair_feat, g_n, g_mean, g_m2, out, joint,
                loss, watch, det_kind, det_params, det_state, det_fbuf, det_ibuf, warning):
@@ -89,8 +89,9 @@ def tree_block(D, dfeats, ppos, more, G, gslots, yc, weights, alphas, learn, C, 
     every observed attribute's parent must be observed in the row); ``more`` (rows, F) or (0, 0): the
     values each feature gained within the block by each row; ``G`` (rows, g): the Gaussian slots
     ``gslots``; ``yc``: class index (-1: unlabelled), each counted with weight 1 and scored with smoothing
-    ``a``; under decay (``alphas`` of one per row) row ``r`` is scored with ``alphas[r]`` and counted with
-    ``weights[r]`` (:func:`~stream_nb.kernels._naive.naive_block`). ``twin``: count in the observed-only twin too.
+    ``a`` and back-off ``backoff``; under decay (``infl`` of one per row) row ``r`` is scored with ``a`` and
+    ``backoff`` times the inflation ``infl[r]`` and counted with ``weights[r]``
+    (:func:`~stream_nb.learners._decay_runs.decay_run`). ``twin``: count in the observed-only twin too.
     ``out[r, :C]`` gets log P(c | x_r), or with ``joint`` log P(c, x_r). ``backoff`` > 0: a child's
     estimate is the m-estimate (|D_c,u,v| + m P̂) / (|D_c,u| + m) with m = ``backoff`` and P̂ = P̂(v | c),
     the root estimate above, or with ``to_parent`` P̂(v | u) = (|D_u,v| + a) / (|D_u| + a N) over all
@@ -104,10 +105,11 @@ def tree_block(D, dfeats, ppos, more, G, gslots, yc, weights, alphas, learn, C, 
     prod = np.empty(C)
     q = np.empty(C)
     grown = more.shape[0] > 0
-    decayed = alphas.shape[0] > 0
+    decayed = infl.shape[0] > 0
+    a0, m0 = a, backoff
     for r in range(R):
         if decayed:
-            a = alphas[r]
+            a, backoff = a0 * infl[r], m0 * infl[r]
         _common.log_prior_row(class_count, C, a, prior)
         for c in range(C):
             jll[c] = prior[c]
