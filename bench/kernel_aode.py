@@ -52,8 +52,9 @@ def kernel_alone(events: list, block: int = 500):
     out = np.empty((len(yc), C))
     start = time.process_time()
     for lo in range(0, len(yc), block):
-        k.aode_block(D[lo : lo + block], dfeats, more, yc[lo : lo + block], True, C, 1.0, 1.0, ALL, cc, vc, fc,
-                     s.n_values, pc, pf, vf, iden, True, False, out[lo : lo + block], np.zeros((0, 0)), *NO_DETECTOR)
+        k.aode_block(D[lo : lo + block], dfeats, more, yc[lo : lo + block], np.zeros(0), np.zeros(0), True, C, 1.0,
+                     1.0, ALL, cc, vc, fc, s.n_values, pc, pf, vf, iden, True, False, out[lo : lo + block],
+                     np.zeros((0, 0)), *NO_DETECTOR)
     return time.process_time() - start, float((out.argmax(1) == yc).mean())
 
 

@@ -1,6 +1,6 @@
 """Prequential throughput and accuracy of stream_nb's learners beside their peers, river and scikit-learn.
 
-    python bench/learners.py [--events 20000] [--repeats 5] [--part all|prequential|learn_many|peers|holdout]
+    python bench/learners.py [--events 20000] [--repeats 5] [--part all|prequential|learn_many|peers|holdout|forgetting]
                              [--jvm-repeats 15] [--jvm-warmup 5] [--no-jvm] [--streams LED,Agrawal]
     python bench/learners.py --profile KDB [--profile-stream LED] [--profile-input dicts|frame] [--profile-one] [--events 20000]
 
@@ -71,6 +71,12 @@ run. ``--part learn_many``: ``NaiveBayes.learn_many`` timed beside scikit-learn'
 (scikit-learn gets it already as an integer array). These parts, and ``--profile`` (timed by
 the thread's CPU clock), keep numpy's BLAS on one thread, as ``stream-nb run`` does.
 
+Forgetting (``--part forgetting``, not in ``all``): TAN, AODE, SPODE and KDB (k=2) with
+``forgetting=Decay(half_life=1000)``, and SPODE and KDB (k=2) with ``drift_detector="ddm"``,
+through ``prequential_many`` on polls of 500 LED events given as lists of dicts; timed as
+the peers (process CPU, the environment a user has, one untimed warm-up run, then the
+median of ``--repeats`` interleaved runs).
+
 Holdout (``--part holdout``, also in ``all``): ``bench/holdout.py``'s table,
 TAN and AODE beside Weka's BayesNet TAN and AODE on MDL bins (see there).
 
@@ -92,7 +98,7 @@ from river import naive_bayes
 from river.datasets import synth
 from sklearn.naive_bayes import CategoricalNB
 
-from stream_nb import AODE, KDB, SPODE, TAN, Edges, NaiveBayes
+from stream_nb import AODE, KDB, SPODE, TAN, Decay, Edges, NaiveBayes
 from stream_nb.daemon import one_blas_thread
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -123,6 +129,33 @@ MODELS = {
     "stream_nb KDB (k=2)": KDB,
     "stream_nb KDB (k=2), prequential_many": KDB,
 }
+
+
+#: ``--part forgetting``: models that forget, as a user writes them.
+FORGETTING = {
+    "TAN, Decay(half_life=1000)": lambda: TAN(forgetting=Decay(half_life=1000)),
+    "AODE, Decay(half_life=1000)": lambda: AODE(forgetting=Decay(half_life=1000)),
+    "SPODE, Decay(half_life=1000)": lambda: SPODE(forgetting=Decay(half_life=1000)),
+    "KDB (k=2), Decay(half_life=1000)": lambda: KDB(k=2, forgetting=Decay(half_life=1000)),
+    'SPODE, drift_detector="ddm"': lambda: SPODE(drift_detector="ddm"),
+    'KDB (k=2), drift_detector="ddm"': lambda: KDB(k=2, drift_detector="ddm"),
+}
+
+
+def run_forgetting(args) -> None:
+    """``--part forgetting``: each model of :data:`FORGETTING` through ``prequential_many`` (polls of 500 dicts)
+    on LED, by process CPU (see the module notes)."""
+    events = list(STREAMS["LED"]().take(args.events))
+    xs, ys = [x for x, _ in events], [y for _, y in events]
+    runs = {name: (make, dicts_loop(xs, ys)) for name, make in FORGETTING.items()}
+    timings = protocol.measure(runs, repeats=args.repeats, warmup=WARMUP)
+    print(f"| LED, {args.events:,} events, prequential_many (polls of {POLL} dicts) | events/s (median) | "
+          "events/s (each run) | accuracy |")
+    print("|---|---:|---|---:|")
+    for name, t in timings.items():
+        each = ", ".join(f"{args.events / s:,.0f}" for s in t.seconds)
+        print(f"| {name} | {t.median_rate(args.events):,.0f} | {each} | {t.result / args.events:.4f} |")
+    print()
 
 
 def prequential(model, events, clock=time.perf_counter):
@@ -222,8 +255,8 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=5,
                         help="timed runs per model (default 5): --part peers takes their median after one "
                              "untimed warm-up run, the other parts their best")
-    parser.add_argument("--part", choices=("all", "prequential", "learn_many", "peers", "holdout"), default="all",
-                        help="which measurements to run (default all)")
+    parser.add_argument("--part", choices=("all", "prequential", "learn_many", "peers", "holdout", "forgetting"),
+                        default="all", help="which measurements to run (default all; forgetting only when named)")
     parser.add_argument("--jvm-repeats", type=int, default=15,
                         help="runs of each Java peer in its JVM (default 15)")
     parser.add_argument("--jvm-warmup", type=int, default=5,
@@ -265,6 +298,8 @@ def main(argv=None):
     targets = []
     if args.part in ("all", "peers"):  # first: the first call of each model is this process's first
         targets += run_peers(args)
+    if args.part == "forgetting":  # timed as the peers: the environment a user has
+        run_forgetting(args)
     # the other parts keep numpy's BLAS on one thread, as `stream-nb run` does
     one_blas_thread()
     if args.part in ("all", "prequential"):

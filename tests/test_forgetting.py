@@ -433,6 +433,29 @@ def test_window_over_supervised_bins_counts_the_window_by_brute_force(name, path
         assert hist.sum() == sum(y == c for _, y in recent)
 
 
+@pytest.mark.parametrize("make", [
+    lambda **kw: TAN(search=stream_nb.Tree(rebuild_every=40, backoff=2.0), **kw),
+    lambda **kw: TAN(search=stream_nb.Tree(rebuild_every=40, backoff=2.0, backoff_to="parent"), **kw),
+    lambda **kw: AODE(m=3, **kw),
+])
+def test_decay_with_a_back_off_does_not_depend_on_when_counts_are_renormalised(make):
+    """TAN's back-off m weighs the prior estimate against the stored counts, which decay keeps inflated: m is
+    inflated with them (as alpha, and AODE's parent threshold m), so a model whose runs leave the counts
+    inflated (``prequential_many``, its kernel) predicts as one renormalised after every event (before, m
+    shrank against the counts until the next renormalisation, and the two differed)."""
+    data = stream(300, seed=5, flip_at=150)
+    decay, bins = stream_nb.Decay(half_life=20.0), stream_nb.EqualFrequency(bins=3, warmup=20)
+    lazy, eager = (make(forgetting=decay, numeric=bins) for _ in range(2))
+    got = lazy.prequential_many([x for x, _ in data], [y for _, y in data])
+    for (x, y), (_, p) in zip(data, got):
+        q = eager.predict_proba_one(x)
+        assert p.keys() == q.keys()
+        assert all(math.isclose(p[c], q[c], rel_tol=1e-9, abs_tol=1e-12) for c in p)
+        eager.learn_one(x, y)
+        eager._settle()
+    assert lazy._forget.inflation > 1.0
+
+
 @pytest.mark.parametrize("name", ["aode", "tan"])
 def test_decay_over_supervised_bins_does_not_depend_on_when_counts_are_renormalised(name):
     """MDL's cut points depend on the counts' absolute sizes, which decay keeps inflated until it

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes, Parents
+from stream_nb import AODE, KDB, SPODE, TAN, Decay, NaiveBayes, Parents, SuperParent, Tree
 from stream_nb.exceptions import InvalidEventError
 from stream_nb.stats import Columns, SparseTable, _adding, _working
 
@@ -275,6 +275,51 @@ def test_decayed_counts_go_through_runs(time_field, monkeypatch):
     assert sum(n for n in lengths if n >= 2) >= 550 and max(lengths) < 600  # runs, cut by renormalisations
 
 
+DECAYED = {
+    "tan": lambda **kw: TAN(**kw),
+    "tan-backoff": lambda **kw: TAN(search=Tree(backoff=2.0), **kw),
+    "aode": lambda **kw: AODE(m=3, **kw),
+    "spode": lambda **kw: SPODE(**kw),
+    "spode-parent": lambda **kw: SPODE(search=SuperParent(parent="car"), **kw),
+    "kdb1": lambda **kw: KDB(k=1, **kw),
+    "kdb2": lambda **kw: KDB(k=2, **kw),
+    "kdb3": lambda **kw: KDB(k=3, **kw),
+}
+
+
+@pytest.mark.parametrize("time_field", [None, "ts"])
+@pytest.mark.parametrize("name", list(DECAYED))
+def test_the_structured_kernels_weigh_decayed_rows(name, time_field):
+    """TAN, AODE, SPODE and KDB with ``half_life`` score and learn runs in their kernels (before, decay sent
+    every event the one-event way): each row scored with the smoothing of its inflation and counted with its
+    weight, the runs cut where the store is renormalised or a jump in event time scales the cells; the loop's
+    predictions, counts (pairs and (k+1)-tuples to the last bit), structure and decay state."""
+    stream = agrawal_like(900, seed=3)
+    stream = [({**x, "ts": 10.0 * i + (i > 500) * 4e3 + (i > 700) * 1e5}, y if i % 9 else None)
+              for i, (x, y) in enumerate(stream)]
+    xs, ys = [x if time_field else {k: v for k, v in x.items() if k != "ts"} for x, _ in stream], [y for _, y in stream]
+    # 2**16: 320 events
+    batched, looped = (DECAYED[name](forgetting=Decay(half_life=20.0, time_field=time_field)) for _ in range(2))
+    spy = Spy(batched)
+    results = []
+    for lo in range(0, len(xs), 300):
+        results += batched.prequential_many(xs[lo : lo + 300], ys[lo : lo + 300])
+    assert_same(results, loop(looped, list(zip(xs, ys))))
+    assert_same_counts(batched, looped)
+    assert_same_decay(batched, looped)
+    sa, sb = batched._stats, looped._stats
+    np.testing.assert_array_equal(sa.pair_count, sb.pair_count)
+    np.testing.assert_array_equal(sa.pair_feat, sb.pair_feat)
+    if sa.tuples:
+        np.testing.assert_array_equal(sa.tuple_count, sb.tuple_count)
+        np.testing.assert_array_equal(sa.tuple_feat, sb.tuple_feat)
+    for attribute in ("n_rebuilds", "tree", "super_parent", "structure"):
+        assert getattr(batched, attribute, None) == getattr(looped, attribute, None)
+    if name == "spode":  # the running scores of the candidate parents, decayed rows scored alike
+        assert batched.scores == pytest.approx(looped.scores, rel=1e-9)
+    assert spy.rows > 0.8 * len(stream)
+
+
 @pytest.mark.parametrize("name", ["nb", "aode", "tan", "kdb"])  # learn_unlabeled takes no runs, timed or not
 def test_events_with_a_time_field_go_through_the_runs_they_would_without_it(name, monkeypatch):
     """With a ``time_field`` and no decay, timed events are scored and learned in the vectorised runs the same
@@ -419,12 +464,17 @@ def test_long_runs_match_the_loop(name):
         assert spy.rows > 0.8 * len(stream)
 
 
-@pytest.mark.parametrize("make", [AODE, TAN, lambda **kw: TAN(loss={"low": {"high": 4.0}}, **kw)])
+@pytest.mark.parametrize("make", [
+    AODE, TAN, lambda **kw: TAN(loss={"low": {"high": 4.0}}, **kw), SPODE,
+    lambda **kw: SPODE(search=SuperParent(parent="car"), loss={"mid": {"low": 2.7}}, **kw),
+    lambda **kw: KDB(k=2, **kw), lambda **kw: KDB(k=1, loss={"low": {"high": 4.0}}, **kw),
+])
 @pytest.mark.parametrize("detector", ["ddm", "eddm", "adwin"])
 def test_the_kernels_runs_feed_a_drift_detector(make, detector):
-    """AODE's and TAN's kernels feed the compiled twin of a drift detector each labelled event's error in
-    order (the decision under a loss matrix too) and stop at the event it acts on, which the model then acts
-    on and learns: the loop's predictions, counts and drift positions, with most events in the kernel's runs."""
+    """AODE's, TAN's, SPODE's and KDB's kernels feed the compiled twin of a drift detector each labelled
+    event's error in order (the decision under a loss matrix too) and stop at the event it acts on, which the
+    model then acts on and learns: the loop's predictions, counts, drift positions and structure (SPODE's
+    running scores of its candidate parents too), with most events in the kernel's runs."""
     stream = agrawal_like(3000, seed=11)
     flip = {"low": "high", "high": "mid", "mid": "low"}
     stream = [(x, flip[y] if i >= 1500 else y) for i, (x, y) in enumerate(stream)]  # the concept changes
@@ -437,6 +487,10 @@ def test_the_kernels_runs_feed_a_drift_detector(make, detector):
     assert_same(results, loop(looped, stream))
     assert_same_counts(batched, looped)
     assert batched.drifts == looped.drifts and batched.drifts
+    for attribute in ("n_rebuilds", "tree", "super_parent", "structure"):
+        assert getattr(batched, attribute, None) == getattr(looped, attribute, None)
+    if isinstance(batched, SPODE):
+        assert batched.scores == pytest.approx(looped.scores, rel=1e-9)
     assert spy.rows > 0.8 * len(stream)
 
 

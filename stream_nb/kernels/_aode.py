@@ -25,9 +25,9 @@ from ._addresses import NO_DETECTOR
 __all__ = ["aode_block", "spode_block", "warm"]
 
 
-def aode_block(D, dfeats, more, yc, learn, C, a, m_limit, keep, class_count, value_count, feat_count, n_values,
-               pair_count, pair_feat, value_feature, iden, cached, joint, out, loss, watch, det_kind, det_params,
-               det_state, det_fbuf, det_ibuf, warning):
+def aode_block(D, dfeats, more, yc, weights, infl, learn, C, a, m_limit, keep, class_count, value_count,
+               feat_count, n_values, pair_count, pair_feat, value_feature, iden, cached, joint, out, loss, watch,
+               det_kind, det_params, det_state, det_fbuf, det_ibuf, warning):
     """AODE: score each row of a block, then count it, in order (the arguments: the module notes); return
     the rows done (the row a drift detector acts on is scored and not counted, and its index returned).
 
@@ -37,7 +37,12 @@ def aode_block(D, dfeats, more, yc, learn, C, a, m_limit, keep, class_count, val
     over the same counts. A feature ``keep`` gives 0 is left out of the row's score, and counted all the same.
     """
     R, k = D.shape
-    B, grown = _spodes.block_setup(D, more, n_values, class_count, C, a)
+    decayed = infl.shape[0] > 0
+    a0, m0 = a, m_limit
+    if decayed:
+        cached = False
+        a = a0 * infl[0]
+    B, grown = _spodes.block_setup(D, more, n_values, class_count, C, a, weights, a0 * infl[R - 1] if decayed else a)
     u = np.empty(k + 4, dtype=np.int64)
     uu = np.empty(k + 4, dtype=np.uint64)
     fu = np.empty(k + 4, dtype=np.uint64)
@@ -64,6 +69,8 @@ def aode_block(D, dfeats, more, yc, learn, C, a, m_limit, keep, class_count, val
         drops = drops or keep[g] == 0
     su, sf, san = np.empty(k + 4, dtype=np.int64), np.empty(k + 1, dtype=np.int64), np.empty(k + 1)
     for r in range(R):
+        if decayed:
+            a, m_limit, total = _decayed(a0, m0, infl[r], class_count, C, lcc)
         n = _spodes.row(D, r, dfeats, more, grown, n_values, a, u, f, an)
         fast = cached and n == k and k < B and not drops
         n = abs(n)
@@ -101,24 +108,41 @@ def aode_block(D, dfeats, more, yc, learn, C, a, m_limit, keep, class_count, val
                                                   det_ibuf, warning):
             return r
         if learn and y >= 0:
-            _spodes.count_event(class_count, value_count, feat_count, pair_flat, feat_flat, V, FF, u, f, n, y, True)
+            w = weights[r] if decayed else 1.0
+            _spodes.count_event(class_count, value_count, feat_count, pair_flat, feat_flat, V, FF, u, f, n, y, w,
+                                True)
             lcc[y] = math.log(class_count[y] + a)
-            total += 1.0
+            total += w
             if cached:
                 _spodes.relearn(pair_feat, u, f, n, y, anf, iden)
     return R
 
 
-def spode_block(D, dfeats, more, yc, learn, C, a, p, tcols, score, loss_sum, loss_n, class_count, value_count,
-                feat_count, n_values, pair_count, pair_feat, value_feature, iden, cached, joint, out):
+def _decayed(a0, m0, inflation, class_count, C, lcc):
+    """A decayed row's smoothing ``a0`` and parent threshold ``m0`` times the inflation it is scored with
+    (as the one-event path reads them), and the class counts' total, ``lcc`` (:func:`~._spodes.log_counts`)
+    under that smoothing."""
+    a = a0 * inflation
+    return a, m0 * inflation, _spodes.log_counts(class_count, C, a, lcc)
+
+
+def spode_block(D, dfeats, more, yc, weights, infl, learn, C, a, p, tcols, score, loss_sum, loss_n, class_count,
+                value_count, feat_count, n_values, pair_count, pair_feat, value_feature, iden, cached, joint, out,
+                loss, watch, det_kind, det_params, det_state, det_fbuf, det_ibuf, warning):
     """SPODE: score each row of a block under the super-parent ``p`` (-1: none, naive Bayes), then count
-    it, in order (the other arguments: the module notes). With ``score``, a labelled row first adds each
-    candidate parent's log loss to the running scores ``loss_sum`` and ``loss_n`` (per feature), under
-    the counts as they stand, as ``SPODE._score`` does before learning it. A row whose super-parent is
-    missing sums it out over its values ``tcols``.
+    it, in order (the other arguments: the module notes); return the rows done. With ``score``, a labelled
+    row then adds each candidate parent's log loss to the running scores ``loss_sum`` and ``loss_n`` (per
+    feature), under the counts as they stand, as ``SPODE._score`` does before learning it. A row whose
+    super-parent is missing sums it out over its values ``tcols``. A drift detector is fed each labelled
+    row's error before either, as :func:`aode_block` feeds it.
     """
     R, k = D.shape
-    B, grown = _spodes.block_setup(D, more, n_values, class_count, C, a)
+    decayed = infl.shape[0] > 0
+    a0 = a
+    if decayed:
+        cached = False
+        a = a0 * infl[0]
+    B, grown = _spodes.block_setup(D, more, n_values, class_count, C, a, weights, a0 * infl[R - 1] if decayed else a)
     u = np.empty(k + 4, dtype=np.int64)
     uu = np.empty(k + 4, dtype=np.uint64)
     fu = np.empty(k + 4, dtype=np.uint64)
@@ -141,6 +165,8 @@ def spode_block(D, dfeats, more, yc, learn, C, a, p, tcols, score, loss_sum, los
     feat_flat = pair_feat.reshape(-1)
     V, FF = pair_count.shape[1], pair_feat.shape[2]
     for r in range(R):
+        if decayed:
+            a, _, total = _decayed(a0, 0.0, infl[r], class_count, C, lcc)
         n = _spodes.row(D, r, dfeats, more, grown, n_values, a, u, f, an)
         fast = cached and n == k and k < B
         n = abs(n)
@@ -158,9 +184,6 @@ def spode_block(D, dfeats, more, yc, learn, C, a, p, tcols, score, loss_sum, los
                 idx[i] = i
             _spodes.spodes(value_count, pair_flat, feat_flat, u, f, an, n, idx, n, C, a, V, FF, B, feat_count, fast,
                            iden, uu, fu, dinv, val, lg)
-            for i in range(n):
-                loss_sum[f[i]] -= _spodes.log_of(val, lg, y, i) - _spodes.class_sum(val, lg, i, C)
-                loss_n[f[i]] += 1.0
         if p < 0:
             _spodes.naive_row(value_count, feat_count, u, f, an, n, C, a, B, prior, jll)
         elif at >= 0:
@@ -190,12 +213,22 @@ def spode_block(D, dfeats, more, yc, learn, C, a, p, tcols, score, loss_sum, los
                     s += math.exp(tl[c, q] - top)
                 jll[c] = top + math.log(s)
         _spodes.finish(jll, prior, C, joint, out[r])
+        if watch and y >= 0 and _common.watch_row(out[r], C, loss, y, det_kind, det_params, det_state, det_fbuf,
+                                                  det_ibuf, warning):
+            return r
+        if scored:  # (a missing super-parent's sum wrote past the row's columns only)
+            for i in range(n):
+                loss_sum[f[i]] -= _spodes.log_of(val, lg, y, i) - _spodes.class_sum(val, lg, i, C)
+                loss_n[f[i]] += 1.0
         if learn and y >= 0:
-            _spodes.count_event(class_count, value_count, feat_count, pair_flat, feat_flat, V, FF, u, f, n, y, True)
+            w = weights[r] if decayed else 1.0
+            _spodes.count_event(class_count, value_count, feat_count, pair_flat, feat_flat, V, FF, u, f, n, y, w,
+                                True)
             lcc[y] = math.log(class_count[y] + a)
-            total += 1.0
+            total += w
             if cached:
                 _spodes.relearn(pair_feat, u, f, n, y, anf, iden)
+    return R
 
 
 def warm(k) -> None:
@@ -209,8 +242,11 @@ def warm(k) -> None:
     out, iden = np.empty((2, C)), np.ones((C, V))
     k.den_table(pf, vf, np.ones(F), C, V, iden)
     for more in (np.zeros((0, 0), dtype=np.int64), np.zeros((2, F), dtype=np.int64)):
-        k.aode_block(D, feats, more, yc, True, C, 1.0, 1.0, np.zeros(0, dtype=np.int8), cc, vc, fc, nv, pc, pf, vf,
-                     iden, True, False, out, np.zeros((0, 0)), *NO_DETECTOR)
-        k.spode_block(D, feats, more, yc, True, C, 1.0, 0, np.array([1, 2], dtype=np.int64), True, np.zeros(F),
-                      np.zeros(F), cc, vc, fc, nv, pc, pf, vf, iden, True, False, out)
+        for decay in (np.zeros(0), np.ones(2)):
+            k.aode_block(D, feats, more, yc, decay, decay, True, C, 1.0, 1.0, np.zeros(0, dtype=np.int8), cc, vc, fc,
+                         nv, pc, pf, vf, iden, True, False, out, np.zeros((0, 0)), *NO_DETECTOR)
+            k.spode_block(D, feats, more, yc, decay, decay, True, C, 1.0, 0, np.array([1, 2], dtype=np.int64), True,
+                          np.zeros(F), np.zeros(F), cc, vc, fc, nv, pc, pf, vf, iden, True, False, out,
+                          np.zeros((0, 0)), *NO_DETECTOR)
     k.count_rows(D, feats, yc, False, cc, vc, fc, pc, pf)
+    k.weigh_rows(D, feats, yc, np.ones(2), False, cc, vc, fc, pc, pf)

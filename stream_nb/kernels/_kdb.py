@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _common, _tree
+from ._addresses import NO_DETECTOR
 
 __all__ = ["add_sorted_triples_row", "add_tuple_rows", "add_tuples_row", "flush_pairs", "kdb_block", "mirror_triples",
            "warm"]
@@ -182,16 +183,17 @@ def _halves(D, yc, k, C, V, Ft, mark, learned):
     return L * 2 * k ** 3 > CL * (nU ** 3 + nU * nU * Ft), nU
 
 
-def kdb_block(D, dfeats, par, npar, more, G, gslots, yc, learn, C, a, var_smoothing, t, V, Ft,
+def kdb_block(D, dfeats, par, npar, more, G, gslots, yc, weights, alphas, learn, C, a, var_smoothing, t, V, Ft,
               class_count, value_count, feat_count, pair_count, pair_feat, tc, tf, n_values,
               twin, obs_value_count, obs_feat_count, obs_pair_count, obs_pair_feat, obs_tc, obs_tf,
-              g_n, g_mean, g_m2, out, joint):
-    """Score each row of a block, then (``learn``, a labelled row) count it, in order.
+              g_n, g_mean, g_m2, out, joint, loss, watch, det_kind, det_params, det_state, det_fbuf, det_ibuf, warning):
+    """Score each row of a block, then (``learn``, a labelled row) count it, in order; return the rows done.
 
-    ``D``, ``dfeats``, ``more``, ``G``, ``gslots``, ``yc``, ``twin`` and ``out`` as in
-    :func:`~stream_nb.kernels._tree.tree_block`; ``par[j, :npar[j]]``: the columns of ``D`` holding the
-    parents of feature ``dfeats[j]`` (each observed wherever the feature is; ``npar[j] < 0``: the feature
-    is counted but not scored); ``t``: the tables' order
+    ``D``, ``dfeats``, ``more``, ``G``, ``gslots``, ``yc``, ``weights``, ``alphas`` (decay), ``twin``, ``out``
+    and the drift detector's arguments (``loss``, ``watch``, ``det_*``, ``warning``: the row it acts on is
+    scored and not counted, and its index returned) as in :func:`~stream_nb.kernels._tree.tree_block`;
+    ``par[j, :npar[j]]``: the columns of ``D`` holding the parents of feature ``dfeats[j]`` (each observed
+    wherever the feature is; ``npar[j] < 0``: the feature is counted but not scored); ``t``: the tables' order
     (0: the pair tables, k = 1); ``tc``, ``tf`` (and their twins): the flat t-way tables.
     """
     R, k = D.shape
@@ -206,9 +208,16 @@ def kdb_block(D, dfeats, par, npar, more, G, gslots, yc, learn, C, a, var_smooth
     mark = np.zeros(V if t == 3 else 0, dtype=np.bool_)
     learned = np.zeros(C, dtype=np.bool_)
     half, nU = _halves(D, yc, k, C, V, Ft, mark, learned) if learn and t == 3 else (False, 0)
-    pend = np.zeros(C * V * V if half else 0)  # the pairs of complete rows, for tf (add_sorted_triples_row)
+    decayed = alphas.shape[0] > 0
+    # the pairs of complete rows, for tf (add_sorted_triples_row); decayed rows add to tf one by one, so that
+    # each cell sums their weights in the order one event at a time does
+    pending = half and not decayed
+    pend = np.zeros(C * V * V if pending else 0)
     span = V ** (t - 1) if t else 0
+    done = R
     for r in range(R):
+        if decayed:
+            a = alphas[r]
         _common.log_prior_row(class_count, C, a, prior)
         for c in range(C):
             jll[c] = prior[c]
@@ -238,7 +247,7 @@ def kdb_block(D, dfeats, par, npar, more, G, gslots, yc, learn, C, a, var_smooth
                 nh = (s0 * V + v + lo + hi - s0 - s2) * V + s2  # the middle value of the three
                 dh = lo * V + hi
                 for c in range(C):
-                    den = tf[(c * span + dh) * Ft + f] + (pend[c * span + dh] if half else 0.0)
+                    den = tf[(c * span + dh) * Ft + f] + (pend[c * span + dh] if pending else 0.0)
                     prod[c] *= (tc[c * V * span + nh] + a) / (den + an)
             else:
                 head = 0  # the parents' values, the last one repeated: (u_1, .., u_(t-1)) in base V
@@ -258,28 +267,35 @@ def kdb_block(D, dfeats, par, npar, more, G, gslots, yc, learn, C, a, var_smooth
         else:
             _common.normalise_row(jll, prior, C, out[r])
         c = yc[r]
+        if watch and c >= 0 and _common.watch_row(out[r], C, loss, c, det_kind, det_params, det_state, det_fbuf,
+                                                  det_ibuf, warning):
+            done = r
+            break
         if not learn or c < 0:
             continue
-        class_count[c] += 1.0
-        _tree.add_pairs_row(D, r, dfeats, c, 1.0, value_count, feat_count, pair_count, pair_feat)
+        w = weights[r] if decayed else 1.0
+        class_count[c] += w
+        _tree.add_pairs_row(D, r, dfeats, c, w, value_count, feat_count, pair_count, pair_feat)
         if half:
             m = _sorted_columns(D, r, dfeats, cols, fs)
-            add_sorted_triples_row(cols, m, c, 1.0, V, Ft, fs, tc, tf, pend if m == k else pend[:0])
+            add_sorted_triples_row(cols, m, c, w, V, Ft, fs, tc, tf, pend if m == k else pend[:0])
         elif t:
-            add_tuples_row(D, r, dfeats, c, 1.0, t, V, Ft, tc, tf, cols, fs, digits)
+            add_tuples_row(D, r, dfeats, c, w, t, V, Ft, tc, tf, cols, fs, digits)
         if twin:
-            _tree.add_pairs_row(D, r, dfeats, c, 1.0, obs_value_count, obs_feat_count, obs_pair_count, obs_pair_feat)
+            _tree.add_pairs_row(D, r, dfeats, c, w, obs_value_count, obs_feat_count, obs_pair_count, obs_pair_feat)
             if half:
-                add_sorted_triples_row(cols, m, c, 1.0, V, Ft, fs, obs_tc, obs_tf, pend[:0])
+                add_sorted_triples_row(cols, m, c, w, V, Ft, fs, obs_tc, obs_tf, pend[:0])
             elif t:
-                add_tuples_row(D, r, dfeats, c, 1.0, t, V, Ft, obs_tc, obs_tf, cols, fs, digits)
-        _common.add_gaussian(G[r], gslots, c, 1.0, g_n, g_mean, g_m2)
-    if half:
+                add_tuples_row(D, r, dfeats, c, w, t, V, Ft, obs_tc, obs_tf, cols, fs, digits)
+        _common.add_gaussian(G[r], gslots, c, w, g_n, g_mean, g_m2)
+    if half:  # (the rows counted before a detector's stop: mirroring the others' values copies equal cells)
         U = np.flatnonzero(mark)
-        flush_pairs(U, nU, learned, V, Ft, dfeats, pend, tf)
+        if pending:
+            flush_pairs(U, nU, learned, V, Ft, dfeats, pend, tf)
         mirror_triples(U, nU, learned, V, Ft, tc, tf)
         if twin:
             mirror_triples(U, nU, learned, V, Ft, obs_tc, obs_tf)
+    return done
 
 
 def warm(k) -> None:
@@ -295,7 +311,9 @@ def warm(k) -> None:
     par, npar = np.array([[-1, -1], [0, -1], [0, 1]], dtype=np.int64), np.array([0, 1, 2], dtype=np.int64)
     for t in (0, 3):
         for more in (np.zeros((0, 0), dtype=np.int64), np.zeros((2, F), dtype=np.int64)):
-            k.kdb_block(D, feats, par, npar, more, G, np.array([0], dtype=np.int64), np.array([0, 1], dtype=np.int64),
-                        True, C, 1.0, 1e-9, t, V, F, cc, vc, fc, pc, pf, tc, tf, nv, False, vc, fc, pc, pf, tc, tf,
-                        gn, gm, g2, np.empty((2, C)), False)
+            for decay in (np.zeros(0), np.ones(2)):
+                k.kdb_block(D, feats, par, npar, more, G, np.array([0], dtype=np.int64),
+                            np.array([0, 1], dtype=np.int64), decay, decay, True, C, 1.0, 1e-9, t, V, F, cc, vc, fc,
+                            pc, pf, tc, tf, nv, False, vc, fc, pc, pf, tc, tf, gn, gm, g2, np.empty((2, C)), False,
+                            np.zeros((0, 0)), *NO_DETECTOR)
     k.add_tuple_rows(D, feats, np.array([0, 1], dtype=np.int64), np.ones(2), 3, V, F, tc, tf)

@@ -62,7 +62,7 @@ def _count_twin(f, cols, feats, y):
     n = 5
     v, w = f[n + 7], f[n + 9]
     _spodes.count_event(_f1(f, n, 0), _f2(f, n, 1), _f2(f, n, 2), _address.f8_1d(f[3], f[n + 6] * v),
-                        _address.f8_1d(f[4], f[n + 8] * w), v, w, cols, feats, cols.shape[0], y, True)
+                        _address.f8_1d(f[4], f[n + 8] * w), v, w, cols, feats, cols.shape[0], y, 1.0, True)
 
 
 def tree_one(t, cols, feats, ppos, gx, gslots, y, C, a, backoff, to_parent, var_smoothing, twin, joint, out, fine):
@@ -71,11 +71,12 @@ def tree_one(t, cols, feats, ppos, gx, gslots, y, C, a, backoff, to_parent, var_
     n = 13
     v, ov = t[n + 7], t[n + 17]  # the pair tables' values: the width of pair_count and of its twin
     _tree.tree_block(cols.reshape((1, cols.shape[0])), feats, ppos, np.zeros((0, 0), dtype=np.int64),
-                     gx.reshape((1, gx.shape[0])), gslots, np.full(1, y, dtype=np.int64), y >= 0, C, a, backoff,
-                     to_parent, var_smoothing, _f1(t, n, 0), _f2(t, n, 1), _f2(t, n, 2), _f3(t, n, 3, v),
-                     _f3(t, n, 4, v), _i1(t, n, 5), twin, _f2(t, n, 6), _f2(t, n, 7), _f3(t, n, 8, ov),
-                     _f3(t, n, 9, ov), _f2(t, n, 10), _f2(t, n, 11), _f2(t, n, 12), out, joint, np.zeros((0, 0)),
-                     False, 0, np.zeros(1), np.zeros(2), np.zeros(1), np.zeros(1, dtype=np.int64), False)
+                     gx.reshape((1, gx.shape[0])), gslots, np.full(1, y, dtype=np.int64), np.zeros(0), np.zeros(0),
+                     y >= 0, C, a, backoff, to_parent, var_smoothing, _f1(t, n, 0), _f2(t, n, 1), _f2(t, n, 2),
+                     _f3(t, n, 3, v), _f3(t, n, 4, v), _i1(t, n, 5), twin, _f2(t, n, 6), _f2(t, n, 7),
+                     _f3(t, n, 8, ov), _f3(t, n, 9, ov), _f2(t, n, 10), _f2(t, n, 11), _f2(t, n, 12), out, joint,
+                     np.zeros((0, 0)), False, 0, np.zeros(1), np.zeros(2), np.zeros(1), np.zeros(1, dtype=np.int64),
+                     False)
     if y >= 0 and fine.shape[0]:
         _count_twin(fine, cols, feats, y)
 
@@ -85,10 +86,10 @@ def aode_one(t, cols, feats, y, C, a, m_limit, keep, cached, joint, out):
     n = 8
     v = t[n + 9]
     _aode.aode_block(cols.reshape((1, cols.shape[0])), feats, np.zeros((0, 0), dtype=np.int64),
-                     np.full(1, y, dtype=np.int64), y >= 0, C, a, m_limit, keep, _f1(t, n, 0), _f2(t, n, 1),
-                     _f2(t, n, 2), _i1(t, n, 3), _f3(t, n, 4, v), _f3(t, n, 5, v), _i1(t, n, 6), _f2(t, n, 7), cached, joint, out,
-                     np.zeros((0, 0)), False, 0, np.zeros(1), np.zeros(2), np.zeros(1), np.zeros(1, dtype=np.int64),
-                     False)
+                     np.full(1, y, dtype=np.int64), np.zeros(0), np.zeros(0), y >= 0, C, a, m_limit, keep,
+                     _f1(t, n, 0), _f2(t, n, 1), _f2(t, n, 2), _i1(t, n, 3), _f3(t, n, 4, v), _f3(t, n, 5, v),
+                     _i1(t, n, 6), _f2(t, n, 7), cached, joint, out, np.zeros((0, 0)), False, 0, np.zeros(1),
+                     np.zeros(2), np.zeros(1), np.zeros(1, dtype=np.int64), False)
 
 
 def aode_count(t, cols, feats, y, a, cached, twin):
@@ -100,7 +101,7 @@ def aode_count(t, cols, feats, y, a, cached, twin):
     pc, pf = _f3(t, n, 4, v), _f3(t, n, 5, v)
     k = cols.shape[0]
     _spodes.count_event(_f1(t, n, 0), _f2(t, n, 1), _f2(t, n, 2), pc.reshape(-1), pf.reshape(-1), v, pf.shape[2],
-                        cols, feats, k, y, True)
+                        cols, feats, k, y, 1.0, True)
     if cached:
         nv = _i1(t, n, 3)
         anf = np.empty(k)  # a N_f per feature, as the denominators were made

@@ -25,7 +25,7 @@ import numpy as np
 
 from . import _common
 
-__all__ = ["chunk", "count_rows", "den_table", "warm"]
+__all__ = ["chunk", "count_rows", "den_table", "warm", "weigh_rows"]
 
 #: Bound of every partial product (and of its inverse) in the linear domain.
 _RANGE = 1e280
@@ -282,25 +282,26 @@ def naive_row(value_count, feat_count, u, f, an, n, C, a, B, prior, jll):
         jll[c] = acc + math.log(num) - math.log(den)
 
 
-def count_event(class_count, value_count, feat_count, pair_flat, feat_flat, V, F, u, f, n, c, classes):
-    """Add one event of class ``c`` (its observed values ``u`` of features ``f``, all their pairs, the
-    diagonal included) to a count set, its pair tables flat (``V`` columns, ``F`` features); ``classes``:
-    to its class count too. Empty pair tables (a fine layer whose pairs are its coarse layer's): no pairs."""
+def count_event(class_count, value_count, feat_count, pair_flat, feat_flat, V, F, u, f, n, c, w, classes):
+    """Add one event of class ``c`` with weight ``w`` (its observed values ``u`` of features ``f``, all their
+    pairs, the diagonal included) to a count set, its pair tables flat (``V`` columns, ``F`` features);
+    ``classes``: to its class count too. Empty pair tables (a fine layer whose pairs are its coarse layer's):
+    no pairs."""
     if classes:
-        class_count[c] += 1.0
+        class_count[c] += w
     vv, ff = np.uint64(V), np.uint64(F)
     pairs = pair_flat.shape[0] > 0
     for i in range(n):
         ui = u[i]
-        value_count[c, ui] += 1.0
-        feat_count[c, f[i]] += 1.0
+        value_count[c, ui] += w
+        feat_count[c, f[i]] += w
         if not pairs:
             continue
         row = np.uint64(c * V + ui)
         pb, fb = row * vv, row * ff
         for j in range(n):
-            pair_flat[pb + np.uint64(u[j])] += 1.0
-            feat_flat[fb + np.uint64(f[j])] += 1.0
+            pair_flat[pb + np.uint64(u[j])] += w
+            feat_flat[fb + np.uint64(f[j])] += w
 
 
 def observed(feat_count, fi, C):
@@ -311,10 +312,15 @@ def observed(feat_count, fi, C):
     return s
 
 
-def block_setup(D, more, n_values, class_count, C, a):
-    """The block's chunk length and its widest row (with room for a missing super-parent's values)."""
+def block_setup(D, more, n_values, class_count, C, a, weights, a_hi):
+    """The block's chunk length and its widest row (with room for a missing super-parent's values). Under
+    decay the rows add ``weights`` (else 1 each) and their smoothing runs from ``a`` up to ``a_hi``."""
     grown = more.shape[0] > 0
     total = float(D.shape[0])
+    if weights.shape[0]:
+        total = 0.0
+        for r in range(weights.shape[0]):
+            total += weights[r]
     for c in range(C):
         total += class_count[c]
     most = 0
@@ -322,7 +328,7 @@ def block_setup(D, more, n_values, class_count, C, a):
         nv = n_values[g] + (more[more.shape[0] - 1, g] if grown and g < more.shape[1] else 0)  # (spare room)
         if nv > most:
             most = nv
-    return chunk(total, a, most + 1.0), grown
+    return chunk(total + (a_hi - a) * (most + 1.0), a, most + 1.0), grown
 
 
 def refresh(anf, n_values, more, r, grown, a, u, f, n, vf):
@@ -397,6 +403,11 @@ def finish(jll, prior, C, joint, out):
 def count_rows(D, dfeats, yc, classes, class_count, value_count, feat_count, pair_count, pair_feat):
     """Add each labelled row of a block to another count set (the observed-only twin, a two-layer store's
     fine layer), as the kernels add it to the counts they read; ``classes``: its class count too."""
+    weigh_rows(D, dfeats, yc, np.zeros(0), classes, class_count, value_count, feat_count, pair_count, pair_feat)
+
+
+def weigh_rows(D, dfeats, yc, w, classes, class_count, value_count, feat_count, pair_count, pair_feat):
+    """:func:`count_rows` with weight ``w[r]`` for row ``r`` (empty: 1 each; decay)."""
     k = D.shape[1]
     u = np.empty(k, dtype=np.int64)
     f = np.empty(k, dtype=np.int64)
@@ -410,7 +421,8 @@ def count_rows(D, dfeats, yc, classes, class_count, value_count, feat_count, pai
                 f[n] = dfeats[j]
                 n += 1
         count_event(class_count, value_count, feat_count, pair_count.reshape(-1), pair_feat.reshape(-1),
-                    pair_count.shape[1], pair_feat.shape[2], u, f, n, yc[r], classes)
+                    pair_count.shape[1], pair_feat.shape[2], u, f, n, yc[r], 1.0 if w.shape[0] == 0 else w[r],
+                    classes)
 
 
 def warm(k) -> None:

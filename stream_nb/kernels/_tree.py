@@ -77,7 +77,7 @@ def add_pair_rows(D, dfeats, yc, w, pair_count, pair_feat):
                     pair_feat[c, u, dfeats[i]] += wr
 
 
-def tree_block(D, dfeats, ppos, more, G, gslots, yc, learn, C, a, backoff, to_parent, var_smoothing,
+def tree_block(D, dfeats, ppos, more, G, gslots, yc, weights, infl, learn, C, a, backoff, to_parent, var_smoothing,
                class_count, value_count, feat_count, pair_count, pair_feat, n_values,
                twin, obs_value_count, obs_feat_count, obs_pair_count, obs_pair_feat, g_n, g_mean, g_m2, out, joint,
                loss, watch, det_kind, det_params, det_state, det_fbuf, det_ibuf, warning):
@@ -88,7 +88,10 @@ def tree_block(D, dfeats, ppos, more, G, gslots, yc, learn, C, a, backoff, to_pa
     seen); ``ppos[j]``: the column of ``D`` that holds the parent of feature ``dfeats[j]`` (-1: a root;
     every observed attribute's parent must be observed in the row); ``more`` (rows, F) or (0, 0): the
     values each feature gained within the block by each row; ``G`` (rows, g): the Gaussian slots
-    ``gslots``; ``yc``: class index (-1: unlabelled). ``twin``: count in the observed-only twin too.
+    ``gslots``; ``yc``: class index (-1: unlabelled), each counted with weight 1 and scored with smoothing
+    ``a`` and back-off ``backoff``; under decay (``infl`` of one per row) row ``r`` is scored with ``a`` and
+    ``backoff`` times the inflation ``infl[r]`` and counted with ``weights[r]``
+    (:func:`~stream_nb.learners._decay_runs.decay_run`). ``twin``: count in the observed-only twin too.
     ``out[r, :C]`` gets log P(c | x_r), or with ``joint`` log P(c, x_r). ``backoff`` > 0: a child's
     estimate is the m-estimate (|D_c,u,v| + m P̂) / (|D_c,u| + m) with m = ``backoff`` and P̂ = P̂(v | c),
     the root estimate above, or with ``to_parent`` P̂(v | u) = (|D_u,v| + a) / (|D_u| + a N) over all
@@ -102,7 +105,11 @@ def tree_block(D, dfeats, ppos, more, G, gslots, yc, learn, C, a, backoff, to_pa
     prod = np.empty(C)
     q = np.empty(C)
     grown = more.shape[0] > 0
+    decayed = infl.shape[0] > 0
+    a0, m0 = a, backoff
     for r in range(R):
+        if decayed:
+            a, backoff = a0 * infl[r], m0 * infl[r]
         _common.log_prior_row(class_count, C, a, prior)
         for c in range(C):
             jll[c] = prior[c]
@@ -151,11 +158,12 @@ def tree_block(D, dfeats, ppos, more, G, gslots, yc, learn, C, a, backoff, to_pa
             return r
         if not learn or c < 0:
             continue
-        class_count[c] += 1.0
-        add_pairs_row(D, r, dfeats, c, 1.0, value_count, feat_count, pair_count, pair_feat)
+        w = weights[r] if decayed else 1.0
+        class_count[c] += w
+        add_pairs_row(D, r, dfeats, c, w, value_count, feat_count, pair_count, pair_feat)
         if twin:
-            add_pairs_row(D, r, dfeats, c, 1.0, obs_value_count, obs_feat_count, obs_pair_count, obs_pair_feat)
-        _common.add_gaussian(G[r], gslots, c, 1.0, g_n, g_mean, g_m2)
+            add_pairs_row(D, r, dfeats, c, w, obs_value_count, obs_feat_count, obs_pair_count, obs_pair_feat)
+        _common.add_gaussian(G[r], gslots, c, w, g_n, g_mean, g_m2)
     return R
 
 
@@ -169,7 +177,8 @@ def warm(k) -> None:
     D = np.array([[1, 2], [1, 3]], dtype=np.int64)
     feats, G, ppos = np.array([0, 1], dtype=np.int64), np.array([[0.5], [1.5]]), np.array([-1, 0], dtype=np.int64)
     for more in (np.zeros((0, 0), dtype=np.int64), np.zeros((2, F), dtype=np.int64)):
-        k.tree_block(D, feats, ppos, more, G, np.array([0], dtype=np.int64), np.array([0, 1], dtype=np.int64), True,
-                     C, 1.0, 0.0, False, 1e-9, cc, vc, fc, pc, pf, nv, False, vc, fc, pc, pf, gn, gm, g2, np.empty((2, C)),
-                     False, np.zeros((0, 0)), *NO_DETECTOR)
+        for decay in (np.zeros(0), np.ones(2)):
+            k.tree_block(D, feats, ppos, more, G, np.array([0], dtype=np.int64), np.array([0, 1], dtype=np.int64),
+                         decay, decay, True, C, 1.0, 0.0, False, 1e-9, cc, vc, fc, pc, pf, nv, False, vc, fc, pc, pf,
+                         gn, gm, g2, np.empty((2, C)), False, np.zeros((0, 0)), *NO_DETECTOR)
     k.add_pair_rows(D, feats, np.array([0, 1], dtype=np.int64), np.ones(2), pc, pf)

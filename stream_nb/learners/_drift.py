@@ -11,8 +11,8 @@ event is learned (river's own drift-aware models do so: its ARF predicts inside
   hands its own prediction over: it is not made twice;
 - ``prequential_many``, ``prequential_blocks`` and ``learn_events`` (the
   engine's polls, the labels ``--feedback`` joins) feed a compiled twin of the
-  detector in the model's kernel (naive Bayes, AODE, TAN), and the other events through
-  the one-event paths above.
+  detector in the model's kernel, and the other events (and a detector without a
+  twin) through the one-event paths above.
 
 So river's ``evaluate.progressive_val_score`` (``predict_one``, then
 ``learn_one``) feeds the detector the errors ``prequential_one`` does. With a

@@ -49,8 +49,8 @@ that does it, as the ``forgetting`` and ``drift_detector`` parameters of every m
     (in labeled events watched) is in ``model.drifts``; it is logged.
 
 Decay and windows are exclusive. Runs of ``prequential_many`` stop at pane
-boundaries and at the events a detector acts on; with decay a kernel that takes
-it weighs each row as its event would be (:mod:`._decay_runs`).
+boundaries and at the events a detector acts on; with decay the kernel weighs
+each row as its event would be (:mod:`._decay_runs`).
 """
 
 from __future__ import annotations

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..kernels import compiled
+from ..kernels import NO_DETECTOR, compiled
 
 __all__ = ["KDBKernel"]
 
 _NO_MORE = np.zeros((0, 0), dtype=np.int64)
 _NO_TABLE = np.zeros(0)
+_NO_LOSS = np.zeros((0, 0))
+_NONE = np.zeros(0)  # no decay: every row weighs 1, scored with the model's smoothing
 
 
 class KDBKernel:
@@ -36,12 +38,19 @@ class KDBKernel:
 
     _kernel_modules = ("_kdb",)
 
-    def _kernel_block(self, D, dfeats, G, gslots, yc, more, out, learn: bool, joint: bool = False) -> int:
+    def _kernel_block(self, D, dfeats, G, gslots, yc, more, out, learn: bool, joint: bool = False,
+                      decay=None) -> int:
         """Score each row of an encoded block into ``out`` (log posteriors; with ``joint``, log P(c, x)) and,
-        with ``learn``, count each labelled row after scoring it (:func:`~stream_nb.kernels._kdb.kdb_block`):
-        every observed attribute's parents observed (:meth:`_kernel_takes`)."""
+        with ``learn``, count each labelled row after scoring it, feeding the drift detector first; return the
+        rows done (:func:`~stream_nb.kernels._kdb.kdb_block`): every observed attribute's parents observed
+        (:meth:`_kernel_takes`). ``decay``: the rows' weights and smoothing
+        (:func:`~stream_nb.learners._decay_runs.decay_run`)."""
         self._sync_parents()
         s = self._stats
+        watch = self._kernel_detector() if learn else NO_DETECTOR  # fed the error of each row before its count
+        loss = _NO_LOSS if self._decision is None or not watch[0] else np.ascontiguousarray(
+            self._decision.matrix(s.classes))
+        weights, alphas = (_NONE, _NONE) if decay is None else (decay.weight, self._alpha_given * decay.inflation)
         par, npar = self._parent_columns(dfeats)
         t = s.tuples
         twin = s.keeps_observed
@@ -52,14 +61,15 @@ class KDBKernel:
             tc, tf = s.tuple_count.reshape(-1), s.tuple_feat.reshape(-1)
             otc, otf = getattr(s, o + "tuple_count").reshape(-1), getattr(s, o + "tuple_feat").reshape(-1)
             V, Ft = s.tuple_count.shape[1], s.tuple_feat.shape[-1]
-        compiled().kdb_block(
-            D, dfeats, par, npar, _NO_MORE if more is None else more, G, gslots, yc, learn, s.n_classes,
-            float(self._alpha), float(self._var_smoothing), t, V, Ft, s.class_count, s.value_count, s.feat_count, s.pair_count, s.pair_feat,
-            tc, tf, s.n_values, twin, getattr(s, o + "value_count"), getattr(s, o + "feat_count"),
-            getattr(s, o + "pair_count"), getattr(s, o + "pair_feat"), otc, otf, s.g_n, s.g_mean, s.g_m2, out, joint)
-        if learn and (yc >= 0).any():
+        done = compiled().kdb_block(
+            D, dfeats, par, npar, _NO_MORE if more is None else more, G, gslots, yc, weights, alphas, learn,
+            s.n_classes, float(self._alpha), float(self._var_smoothing), t, V, Ft, s.class_count, s.value_count,
+            s.feat_count, s.pair_count, s.pair_feat, tc, tf, s.n_values, twin, getattr(s, o + "value_count"), getattr(s, o + "feat_count"),
+            getattr(s, o + "pair_count"), getattr(s, o + "pair_feat"), otc, otf, s.g_n, s.g_mean, s.g_m2, out, joint,
+            loss, *watch)
+        if learn and (yc[:done] >= 0).any():
             s.mark_counted(len(yc) > 1)  # counts changed in place, as Stats.add or add_many marks them
-        return len(yc)  # every row: the kernel feeds no drift detector
+        return done
 
     def _kernel_takes(self, D: np.ndarray, dfeats: np.ndarray) -> np.ndarray:
         """Per row of ``D``: whether the kernel scores it (every observed attribute's parents observed,

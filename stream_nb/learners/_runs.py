@@ -66,21 +66,17 @@ class VectorisedRuns(abc.ABC):
     A subclass provides:
 
     - :meth:`_run_ready`: whether runs may be taken in the model's state now;
-    - ``_kernel_block``: its compiled kernel over a block of encoded events (see :meth:`_kernel_run`);
+    - ``_kernel_block``: its compiled kernel over a block of encoded events (see :meth:`_kernel_run`),
+      which weighs each row under decay (``decay``: :func:`decay_run`) and feeds the compiled twin of the
+      drift detector, returning the rows done;
     - ``_run_complete``: True when runs take complete events only (always), False when
-      only under EM (whose missing values need E-steps one event at a time);
-    - optionally ``_decayed_kernel = True``: its kernel weighs each row under decay (``half_life``; else
-      every decayed event goes the one-event way);
-    - optionally ``_kernel_feeds_detector = True``: its kernel feeds a compiled drift detector (else the
-      events of a model watched by one go the one-event way).
+      only under EM (whose missing values need E-steps one event at a time).
     """
 
     #: Most events scored and learned in one kernel call of prequential_many.
     _RUN = 1024
     #: Runs take complete events only (always; else only under EM, whose missing values need E-steps).
     _run_complete = False
-    #: The kernel takes decayed counts (``half_life``): each row's weight and smoothing (:func:`decay_run`).
-    _decayed_kernel = False
 
     @abc.abstractmethod
     def _run_ready(self) -> bool:
@@ -197,20 +193,13 @@ class VectorisedRuns(abc.ABC):
         finally:
             s.run_new = None  # registered by _kernel_run for the rows learned; the others are met again
 
-    #: The model's kernel feeds a compiled drift detector (``_kernel_block`` takes its arguments) and
-    #: returns the rows done; without it, the events of a watched model go the one-event way.
-    _kernel_feeds_detector = False
-
     def _kernel_ready(self) -> bool:
         """Whether the model's compiled kernel (:meth:`_kernel_block`) may score and learn runs now: it can
-        watch the model's drift detector (:meth:`_kernel_watches`) and weigh its decay, and the store's counts
-        are dense and recorded by no receipt (what a run's scores teach the model, SPODE's running scores, its
-        kernel learns in order)."""
-        s, f = self._stats, self._forget
-        watched = self._kernel_detector()[0]
-        return (self._kernel_watches() and (not watched or self._kernel_feeds_detector)
-                and (f is None or not f.half_life or self._decayed_kernel)
-                and s.journal is None and not s.pairs_sparse and not s.tuples_sparse)
+        watch the model's drift detector (:meth:`_kernel_watches`: none, or a compiled twin), and the store's
+        counts are dense and recorded by no receipt (what a run's scores teach the model, SPODE's running
+        scores, its kernel learns in order)."""
+        s = self._stats
+        return self._kernel_watches() and s.journal is None and not s.pairs_sparse and not s.tuples_sparse
 
     #: Whether :meth:`_count` counts one learned event in the kernel (SPODE's learning scores it first).
     _kernel_counts_one = True

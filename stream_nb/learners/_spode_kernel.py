@@ -7,7 +7,7 @@ import numpy as np
 
 from ..kernels import compiled
 
-__all__ = ["NO_LOSS", "NO_MORE", "NO_TABLE", "UNLABELED", "OneDependenceKernel"]
+__all__ = ["NO_LOSS", "NO_MORE", "NO_TABLE", "NO_WEIGHTS", "UNLABELED", "OneDependenceKernel"]
 
 #: ``more`` of a block that registers no value; the labels of a block of one event to predict; no loss matrix;
 #: no second count set (:mod:`stream_nb.kernels._one`).
@@ -15,6 +15,8 @@ NO_MORE = np.zeros((0, 0), dtype=np.int64)
 NO_LOSS = np.zeros((0, 0))
 UNLABELED = np.full(1, -1, dtype=np.int64)
 NO_TABLE = np.zeros(0, dtype=np.int64)
+#: No decay: every row weighs 1, scored with the model's smoothing.
+NO_WEIGHTS = np.zeros(0)
 _NO_DENS = np.zeros((0, 0))
 _ALL = np.zeros(0, dtype=bool)
 
@@ -46,14 +48,15 @@ class OneDependenceKernel:
         s = self._stats
         return s.pairs_selected, (s.pair_allowed if s.pairs_selected else _ALL)
 
-    def _kernel_arguments(self, D: np.ndarray, dfeats: np.ndarray, learn: bool) -> tuple:
+    def _kernel_arguments(self, D: np.ndarray, dfeats: np.ndarray, learn: bool, decay=None) -> tuple:
         """The store's arrays the kernel reads, then the inverse denominators and whether they hold: a
         learned block whose columns are every feature in order keeps them (rebuilt when the counts changed
         outside a kernel), a block only scored reads them where they hold still (one event predicted after
-        one learned), any other block reads the counts alone."""
+        one learned), any other block, and a decayed one (whose smoothing changes every row), reads the
+        counts alone."""
         s = self._stats
         F = len(s.features)
-        cached = D.shape[1] == F and self._in_order(dfeats, F)
+        cached = decay is None and D.shape[1] == F and self._in_order(dfeats, F)
         iden = _NO_DENS
         if cached:
             key = (s.epoch, s.version, s.pair_feat.shape, F, self._alpha)
@@ -79,15 +82,17 @@ class OneDependenceKernel:
             held = self._kfeats = (dfeats, F, len(dfeats) == F and np.array_equal(dfeats, np.arange(F)))
         return held[2]
 
-    def _kernel_learned(self, D: np.ndarray, dfeats: np.ndarray, yc: np.ndarray, cached: bool) -> None:
-        """After a kernel counted a block's labelled rows: count them in the observed-only twin too, and mark
-        the counts changed (``Stats.add_many`` does both), the denominators kept still holding."""
+    def _kernel_learned(self, D: np.ndarray, dfeats: np.ndarray, yc: np.ndarray, cached: bool, decay=None) -> None:
+        """After a kernel counted a block's labelled rows (with ``decay``'s weights): count them in the
+        observed-only twin too, and mark the counts changed (``Stats.add_many`` does both), the denominators
+        kept still holding."""
         s = self._stats
         if not (yc[0] >= 0 if len(yc) == 1 else (yc >= 0).any()):
             return
         if s.keeps_observed:  # complete rows: their observed values are all they hold
-            compiled().count_rows(D, dfeats, yc, False, s.class_count, s.obs_value_count, s.obs_feat_count,
-                                  s.obs_pair_count, s.obs_pair_feat)
+            compiled().weigh_rows(D, dfeats, yc, NO_WEIGHTS if decay is None else decay.weight[: len(yc)], False,
+                                  s.class_count, s.obs_value_count, s.obs_feat_count, s.obs_pair_count,
+                                  s.obs_pair_feat)
         s.mark_counted(len(yc) > 1)
         held = self.__dict__.get("_kdens")
         if cached and held is not None:

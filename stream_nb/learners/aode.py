@@ -12,7 +12,7 @@ from ._keywords import takes_options
 from ._em import add_estep, mixture_posterior, one_dependence_estep
 from ._runs import VectorisedRuns
 from ._selection import informative_parents
-from ._spode_kernel import NO_LOSS, NO_MORE, NO_TABLE, OneDependenceKernel
+from ._spode_kernel import NO_LOSS, NO_MORE, NO_TABLE, NO_WEIGHTS, OneDependenceKernel
 from ._structured import StructuredClassifier
 
 __all__ = ["AODE", "spode_terms"]
@@ -200,14 +200,12 @@ class AODE(OneDependenceKernel, VectorisedRuns, StructuredClassifier):
 
     _kernel_modules = ("_spodes", "_aode", "_one")
 
-    _kernel_feeds_detector = True  # the kernel feeds the compiled drift detector
-
-    def _kernel_block(self, D, dfeats, G, gslots, yc, more, out, learn: bool) -> int:
+    def _kernel_block(self, D, dfeats, G, gslots, yc, more, out, learn: bool, decay=None) -> int:
         """Score each row of an encoded block into ``out`` (log posteriors) and, with ``learn``, count each
         labelled row after scoring it, feeding the drift detector first; return the rows done
         (:func:`~stream_nb.kernels._aode.aode_block`; a store that bins its numeric features has no Gaussian
-        slot)."""
-        return self._aode_kernel(D, dfeats, yc, more, out, learn, False)
+        slot). ``decay``: the rows' weights and smoothing (:func:`~stream_nb.learners._decay_runs.decay_run`)."""
+        return self._aode_kernel(D, dfeats, yc, more, out, learn, False, decay)
 
     def _kernel_one(self, enc, c: int, out: np.ndarray, joint: bool = False) -> bool:
         """``out`` (1, C): log P(c | x) of one encoded event (``joint``: log P(c, x)) by the block kernel on a
@@ -236,19 +234,21 @@ class AODE(OneDependenceKernel, VectorisedRuns, StructuredClassifier):
             self._kernel_learned(enc.cols[None, :], enc.feats, np.full(1, c), cached)
         return fine is not None
 
-    def _aode_kernel(self, D, dfeats, yc, more, out, learn: bool, joint: bool) -> int:
+    def _aode_kernel(self, D, dfeats, yc, more, out, learn: bool, joint: bool, decay=None) -> int:
         """:meth:`_kernel_block`, writing each row's joint log-likelihood with ``joint``."""
         s = self._stats
-        *counts, iden, cached = self._kernel_arguments(D, dfeats, learn)
+        *counts, iden, cached = self._kernel_arguments(D, dfeats, learn, decay)
         watch = self._kernel_detector() if learn else NO_DETECTOR
         loss = NO_LOSS if self._decision is None or not watch[0] else np.ascontiguousarray(
             self._decision.matrix(s.classes))
-        done = compiled().aode_block(D, dfeats, NO_MORE if more is None else more, yc, learn, s.n_classes,
-                                     self._alpha, float(self.m * self._inflation), self._keep, *counts, iden, cached,
-                                     joint, out,
-                                     loss, *watch)
+        # under decay each row's smoothing and parent threshold: the given ones times its inflation
+        weights, infl, a, m = (NO_WEIGHTS, NO_WEIGHTS, self._alpha, self.m * self._inflation) if decay is None else (
+            decay.weight, decay.inflation, self._alpha_given, self.m)
+        done = compiled().aode_block(D, dfeats, NO_MORE if more is None else more, yc, weights, infl, learn,
+                                     s.n_classes, a, float(m), self._keep, *counts, iden, cached, joint, out, loss,
+                                     *watch)
         if learn:
-            self._kernel_learned(D[:done], dfeats, yc[:done], cached)
+            self._kernel_learned(D[:done], dfeats, yc[:done], cached, decay)
         return done
 
     # ------------------------------------------------------------------ runs

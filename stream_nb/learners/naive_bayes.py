@@ -156,9 +156,6 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
 
     _accepts = {"numeric": (Gaussian, *BINNED)}
 
-    _decayed_kernel = True  # the kernel scores and weighs each row as decay gives it
-    _kernel_feeds_detector = True  # and feeds the compiled drift detector
-
     _kernel_modules = ("_naive", "_one")
 
     def _kernel_block(self, D, dfeats, G, gslots, yc, more, out, learn: bool, decay=None) -> int:

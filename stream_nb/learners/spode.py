@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 
 from ..exceptions import InvalidEventError
-from ..kernels import compiled
+from ..kernels import NO_DETECTOR, compiled
 from ..stats import DEFAULT_MEMORY_BUDGET, Encoded, is_missing_label, set_pair_rule
 from ..options import BINNED, EM, MDL, EqualFrequency, Option, SuperParent
 from ._keywords import takes_options
 from ._decision import logsumexp
 from ._em import add_estep, mixture_posterior, naive_bayes_blocks, one_dependence_estep
 from ._runs import VectorisedRuns
-from ._spode_kernel import NO_MORE, UNLABELED, OneDependenceKernel
+from ._spode_kernel import NO_LOSS, NO_MORE, NO_WEIGHTS, UNLABELED, OneDependenceKernel
 from ._structured import StructuredClassifier
 from .aode import spode_terms
 
@@ -266,15 +266,15 @@ class SPODE(OneDependenceKernel, VectorisedRuns, StructuredClassifier):
     _kernel_modules = ("_spodes", "_aode")
     _kernel_counts_one = False  # its learning scores the candidate parents first (_learn)
 
-    def _kernel_block(self, D, dfeats, G, gslots, yc, more, out, learn: bool) -> int:
+    def _kernel_block(self, D, dfeats, G, gslots, yc, more, out, learn: bool, decay=None) -> int:
         """Score each row of an encoded block into ``out`` (log posteriors) and, with ``learn``, count each
-        labelled row after scoring it, with ``parent=None`` adding first each candidate's log loss on it to
-        the running scores (:func:`~stream_nb.kernels._aode.spode_block`; a store that bins its numeric
-        features has no Gaussian slot)."""
-        self._spode_kernel(D, dfeats, yc, more, out, learn, learn and self.parent is None, False)
-        return len(yc)  # every row: the kernel feeds no drift detector
+        labelled row after scoring it, feeding the drift detector first, with ``parent=None`` adding then
+        each candidate's log loss on it to the running scores; return the rows done
+        (:func:`~stream_nb.kernels._aode.spode_block`; a store that bins its numeric features has no Gaussian
+        slot). ``decay``: the rows' weights and smoothing (:func:`~stream_nb.learners._decay_runs.decay_run`)."""
+        return self._spode_kernel(D, dfeats, yc, more, out, learn, learn and self.parent is None, False, decay)
 
-    def _spode_kernel(self, D, dfeats, yc, more, out, learn: bool, score: bool, joint: bool) -> None:
+    def _spode_kernel(self, D, dfeats, yc, more, out, learn: bool, score: bool, joint: bool, decay=None) -> int:
         """:meth:`_kernel_block`, scoring the candidate parents of the labelled rows with ``score``, writing
         each row's joint log-likelihood with ``joint``."""
         s = self._stats
@@ -282,12 +282,18 @@ class SPODE(OneDependenceKernel, VectorisedRuns, StructuredClassifier):
         p = -1 if p is None or not s.n_values[p] else p
         if score:
             self._grow_scores()
-        *counts, iden, cached = self._kernel_arguments(D, dfeats, learn)
-        compiled().spode_block(D, dfeats, NO_MORE if more is None else more, yc, learn, s.n_classes, self._alpha, p,
-                               s.columns_of(p) if p >= 0 else _NO_COLUMNS, score, self._loss_sum, self._loss_n, *counts,
-                               iden, cached, joint, out)
+        *counts, iden, cached = self._kernel_arguments(D, dfeats, learn, decay)
+        watch = self._kernel_detector() if learn else NO_DETECTOR  # fed the error of each row before its count
+        loss = NO_LOSS if self._decision is None or not watch[0] else np.ascontiguousarray(
+            self._decision.matrix(s.classes))
+        weights, infl, a = (NO_WEIGHTS, NO_WEIGHTS, self._alpha) if decay is None else (
+            decay.weight, decay.inflation, self._alpha_given)
+        done = compiled().spode_block(D, dfeats, NO_MORE if more is None else more, yc, weights, infl, learn,
+                                      s.n_classes, a, p, s.columns_of(p) if p >= 0 else _NO_COLUMNS, score,
+                                      self._loss_sum, self._loss_n, *counts, iden, cached, joint, out, loss, *watch)
         if learn:
-            self._kernel_learned(D, dfeats, yc, cached)
+            self._kernel_learned(D[:done], dfeats, yc[:done], cached, decay)
+        return done
 
     def _jll_many(self, D, dfeats, G, gslots):
         s = self._stats

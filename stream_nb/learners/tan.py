@@ -22,6 +22,7 @@ __all__ = ["TAN", "TREE_SCORES"]
 _NO_MORE = np.zeros((0, 0), dtype=np.int64)
 _NO_LOSS = np.zeros((0, 0))
 _NO_TABLE = np.zeros(0, dtype=np.int64)  # no second count set (kernels/_one.py)
+_NONE = np.zeros(0)  # no decay: every row weighs 1, scored with the model's smoothing
 
 #: How a rebuild weighs the candidate edges of the tree (``tree_score``).
 TREE_SCORES = Tree.PARAMS[0].choices
@@ -142,6 +143,12 @@ class TAN(VectorisedRuns, StructuredClassifier):
         return self.search.backoff
 
     @property
+    def _backoff(self) -> float | None:
+        """The back-off's m as the stored counts need it: times the decay's inflation, as ``alpha`` is."""
+        m = self.backoff
+        return m * self._inflation if m else m
+
+    @property
     def rebuild_every(self) -> int:
         """Learned events between two rebuilds: the :class:`~stream_nb.Tree`'s ``rebuild_every``."""
         return self.search.rebuild_every
@@ -209,7 +216,7 @@ class TAN(VectorisedRuns, StructuredClassifier):
         rank = {f: r for r, f in enumerate(sorted(nodes, key=lambda f: str(s.features[f])))}
         mi = mutual_information_with_class(s)
         root = max(nodes, key=lambda f: (mi[f], -rank[f])) if nodes else -1
-        kept = s.edge_ok()  # None, or the pairs still counted: a maximum spanning forest over them
+        kept = s.edge_supported()  # None, or the pairs counted whose counts support a dependence: a forest over them
         if kept is not None:
             weights = np.where(kept, weights, weights.min(initial=0.0) - 1.0)
         for child, par in maximum_spanning_tree(weights, nodes, root, rank).items():
@@ -296,31 +303,35 @@ class TAN(VectorisedRuns, StructuredClassifier):
         _, (C, backoff, to_parent, smoothing, twin), _, table = self._tree_arguments()
         ppos = self._parent_columns(enc.feats) if ppos is None else ppos
         fine = s.counted_twin(enc) if c >= 0 else None
-        compiled().tree_one(table, enc.cols, enc.feats, ppos, enc.gx, enc.gslots, c, C, float(self._alpha), backoff,
-                            to_parent, smoothing, twin, joint, out, _NO_TABLE if fine is None else fine)
+        compiled().tree_one(table, enc.cols, enc.feats, ppos, enc.gx, enc.gslots, c, C, float(self._alpha),
+                            backoff * self._inflation, to_parent, smoothing, twin, joint, out,
+                            _NO_TABLE if fine is None else fine)
         if c >= 0:
             s.mark_counted(False)  # counts changed in place, as Stats.add marks them
         return fine is not None
 
-    def _kernel_block(self, D, dfeats, G, gslots, yc, more, out, learn: bool, ppos=None, joint: bool = False) -> int:
+    def _kernel_block(self, D, dfeats, G, gslots, yc, more, out, learn: bool, ppos=None, joint: bool = False,
+                      decay=None) -> int:
         """Score each row of an encoded block along the tree into ``out`` (log posteriors; with ``joint``,
         log P(c, x)) and, with ``learn``, count each labelled row after scoring it
         (:func:`~stream_nb.kernels._tree.tree_block`); ``ppos``: :meth:`_parent_columns` of ``dfeats`` (every
-        observed attribute's parent observed)."""
+        observed attribute's parent observed). ``decay``: the rows' weights and smoothing
+        (:func:`~stream_nb.learners._decay_runs.decay_run`)."""
         s = self._stats
         ppos = self._parent_columns(dfeats) if ppos is None else ppos
         watch = self._kernel_detector() if learn else NO_DETECTOR  # fed the error of each row before its count
         loss = _NO_LOSS if self._decision is None or not watch[0] else np.ascontiguousarray(
             self._decision.matrix(s.classes))
         _, (C, backoff, to_parent, smoothing, twin), arrays, _ = self._tree_arguments()
-        done = compiled().tree_block(D, dfeats, ppos, _NO_MORE if more is None else more, G, gslots, yc, learn, C,
-                                     float(self._alpha), backoff, to_parent, smoothing, *arrays[:6], twin, *arrays[6:],
-                                     out, joint, loss, *watch)
+        # under decay each row's smoothing and back-off: the given ones times its inflation
+        weights, infl, a, m = (_NONE, _NONE, self._alpha, backoff * self._inflation) if decay is None else (
+            decay.weight, decay.inflation, self._alpha_given, backoff)
+        done = compiled().tree_block(D, dfeats, ppos, _NO_MORE if more is None else more, G, gslots, yc, weights,
+                                     infl, learn, C, float(a), m, to_parent, smoothing, *arrays[:6], twin,
+                                     *arrays[6:], out, joint, loss, *watch)
         if learn and (yc[0] >= 0 if done == 1 else (yc[:done] >= 0).any()):
             s.mark_counted(len(yc) > 1)  # counts changed in place, as Stats.add or add_many marks them
         return done
-
-    _kernel_feeds_detector = True  # the kernel feeds the compiled drift detector
 
     def _jll(self, enc):
         s = self._stats
@@ -359,7 +370,7 @@ class TAN(VectorisedRuns, StructuredClassifier):
         n_vals = np.maximum(s.n_values[feats][None, :] + (D == 0), 1)
         vc, fc, an = s.value_count[:C][:, Dc], s.feat_count[:C, feats][:, None, :], a * n_vals[None]
         pc, pf = s.pair_count[:C, Pc, Dc], s.pair_feat[:C, Pc, np.broadcast_to(feats, D.shape)]
-        m, to = self.backoff, self.search.backoff_to
+        m, to = self._backoff, self.search.backoff_to
         child = log_child(pc, pf, a, an, m, m and target(to, pc, pf, vc, fc, a, an))
         term = np.where(has_pa[None], child, np.log(vc + a) - np.log(fc + an))
         return self._log_prior()[None, :] + np.where(obs[None], term, 0.0).sum(2).T
@@ -413,7 +424,7 @@ class TAN(VectorisedRuns, StructuredClassifier):
             pdom = colmap[p : p + 1] if colmap[p] >= 0 else np.fromiter(s.values[p].values(), dtype=np.int64, count=len(s.values[p]))
             # t[c, u, v] = log P(x_f = v | c, x_p = u)
             pc, pf = s.pair_count[:C, pdom[:, None], dom[None, :]], s.pair_feat[:C, pdom, f][:, :, None]
-            m = self.backoff
+            m = self._backoff
             t = log_child(pc, pf, a, a * n_vals, m, m and target(
                 self.search.backoff_to, pc, pf, s.value_count[:C, dom][:, None, :], s.feat_count[:C, f][:, None, None],
                 a, a * n_vals))
@@ -493,7 +504,7 @@ class TAN(VectorisedRuns, StructuredClassifier):
                 out[f] = (s.value_count[c, dom[f]] + a) / (s.feat_count[c, f] + a * n)
             else:
                 pd_ = dom[int(parent[f])]
-                C, m = s.n_classes, self.backoff
+                C, m = s.n_classes, self._backoff
                 pc, pf = s.pair_count[:C, pd_[:, None], dom[f][None, :]], s.pair_feat[:C, pd_, f][:, :, None]
                 prior = m and target(self.search.backoff_to, pc, pf, s.value_count[:C, dom[f]][:, None, :],
                                      s.feat_count[:C, f][:, None, None], a, a * n)
