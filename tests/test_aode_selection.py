@@ -18,7 +18,7 @@ import pytest
 from scipy.stats import chi2, chi2_contingency
 
 import stream_nb
-from stream_nb import AODE, Parents, SuperParents
+from stream_nb import AODE, Decay, Parents, SuperParents
 from stream_nb.exceptions import ConfigError
 from stream_nb.settings import BY_NAME, MODELS
 
@@ -170,10 +170,12 @@ def test_when_every_attribute_passes_the_probabilities_are_plain_aodes():
     pd.testing.assert_frame_equal(selective.predict_proba_many(probes), plain.predict_proba_many(probes))
 
 
-@pytest.mark.parametrize("drop", [False, True])
-def test_the_compiled_runs_choose_and_predict_where_the_one_event_loop_does(drop):
+@pytest.mark.parametrize("drop, forgetting", [(False, None), (True, None), (True, Decay(half_life=400.0))],
+                         ids=["parents", "drop", "drop-decay"])
+def test_the_compiled_runs_choose_and_predict_where_the_one_event_loop_does(drop, forgetting):
     stream = noisy_stream(1300, 7)
-    loop, run = (AODE(search=SuperParents(select=0.01, rebuild_every=250, drop=drop)) for _ in range(2))
+    loop, run = (AODE(search=SuperParents(select=0.01, rebuild_every=250, drop=drop), forgetting=forgetting)
+                 for _ in range(2))
     seen = []
     for x, y in stream:
         seen.append(loop.predict_proba_one(x))
@@ -182,7 +184,7 @@ def test_the_compiled_runs_choose_and_predict_where_the_one_event_loop_does(drop
     for want, (_, proba) in zip(seen, out):
         assert proba == pytest.approx(want, rel=1e-9)
     assert (run.super_parents, run.n_rebuilds) == (loop.super_parents, loop.n_rebuilds) == (loop.super_parents, 5)
-    batch = AODE(search=SuperParents(select=0.01, rebuild_every=250, drop=drop))
+    batch = AODE(search=SuperParents(select=0.01, rebuild_every=250, drop=drop), forgetting=forgetting)
     batch.learn_many(pd.DataFrame([x for x, _ in stream]), pd.Series([y for _, y in stream]))
     assert batch.super_parents == loop.super_parents and "n0" not in loop.super_parents
 
