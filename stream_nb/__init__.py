@@ -13,7 +13,8 @@ store of additive sufficient statistics (:mod:`stream_nb.stats`):
 errors every layer raises are in :mod:`stream_nb.exceptions`. Shared behaviour is
 given as option objects (:mod:`stream_nb.options`): ``forgetting=Window(...)`` or
 ``Decay(...)``, ``numeric=Gaussian()``, ``MDL()``, ``EqualFrequency()`` or
-``Edges({...})``, ``missing=EM()`` or ``Ignore()``, ``search=Tree()``, ``SuperParent()`` or ``Parents()``.
+``Edges({...})``, ``missing=EM()`` or ``Ignore()``, ``search=Tree()``, ``SuperParent()``,
+``Parents()`` or ``SuperParents()``.
 
 >>> from stream_nb import NaiveBayes, AODE, TAN
 """
@@ -22,11 +23,12 @@ given as option objects (:mod:`stream_nb.options`): ``forgetting=Window(...)`` o
 from . import exceptions
 from ._version import __version__
 from .learners import AODE, KDB, SPODE, TAN, NaiveBayes
-from .options import EM, MDL, Decay, Edges, EqualFrequency, Gaussian, Ignore, Parents, SuperParent, Tree, Window
+from .options import EM, MDL, Decay, Edges, EqualFrequency, Gaussian, Ignore, Parents, SuperParent, SuperParents, Tree, Window
 from .snapshots import load, save
 
 __all__ = [
     "NaiveBayes", "AODE", "TAN", "SPODE", "KDB",
     "Window", "Decay", "Gaussian", "MDL", "EqualFrequency", "Edges", "EM", "Ignore", "Tree", "SuperParent", "Parents",
+    "SuperParents",
     "exceptions", "save", "load",
 ]

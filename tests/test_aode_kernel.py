@@ -199,8 +199,8 @@ def test_products_past_the_range_of_a_double_are_logged_on_the_way():
     D = np.array([[1 + 2 * f + (f % 2) for f in range(F)]])
     out = np.empty((1, C))
     k.aode_block(D, np.arange(F), np.zeros((0, 0), dtype=np.int64), np.array([-1]), np.zeros(0), np.zeros(0), False,
-                 C, 1.0, 1.0, cc, vc, fc, n_values, pc, pf, vf, np.zeros((0, 0)), False, True, out, np.zeros((0, 0)),
-                 *NO_DETECTOR)
+                 C, 1.0, 1.0, np.zeros(0, dtype=np.int8), cc, vc, fc, n_values, pc, pf, vf, np.zeros((0, 0)), False,
+                 True, out, np.zeros((0, 0)), *NO_DETECTOR)
     cols = D[0]
     want = []
     for c in range(C):

@@ -130,5 +130,5 @@ def test_the_public_face_is_exactly_its_names():
     assert sorted(stream_nb.__all__) == sorted(["NaiveBayes", "AODE", "TAN", "SPODE", "KDB", "exceptions", "save", "load",
                                                 # the options (stream_nb.options)
                                                 "Window", "Decay", "Gaussian", "MDL", "EqualFrequency", "Edges", "EM",
-                                                "Ignore", "Tree", "SuperParent", "Parents"])
+                                                "Ignore", "Tree", "SuperParent", "Parents", "SuperParents"])
     assert "annotations" not in vars(stream_nb)  # no __future__ import leaking into the namespace

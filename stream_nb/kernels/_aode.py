@@ -25,14 +25,16 @@ from ._addresses import NO_DETECTOR
 __all__ = ["aode_block", "spode_block", "warm"]
 
 
-def aode_block(D, dfeats, more, yc, weights, infl, learn, C, a, m_limit, class_count, value_count, feat_count,
-               n_values, pair_count, pair_feat, value_feature, iden, cached, joint, out, loss, watch, det_kind,
-               det_params, det_state, det_fbuf, det_ibuf, warning):
+def aode_block(D, dfeats, more, yc, weights, infl, learn, C, a, m_limit, keep, class_count, value_count,
+               feat_count, n_values, pair_count, pair_feat, value_feature, iden, cached, joint, out, loss, watch,
+               det_kind, det_params, det_state, det_fbuf, det_ibuf, warning):
     """AODE: score each row of a block, then count it, in order (the arguments: the module notes); return
     the rows done (the row a drift detector acts on is scored and not counted, and its index returned).
 
-    A value seen at least ``m_limit`` times is a parent (a value never seen only if ``m_limit`` <= 0);
-    with none, the row is scored by naive Bayes over the same counts.
+    A value seen at least ``m_limit`` times is a parent (a value never seen only if ``m_limit`` <= 0), and
+    with ``keep`` (per feature: 2 a super-parent and a child, 1 a child only, 0 neither; empty: every feature
+    2; a feature past its end: 1) only of a feature it gives 2; with none, the row is scored by naive Bayes
+    over the same counts. A feature ``keep`` gives 0 is left out of the row's score, and counted all the same.
     """
     R, k = D.shape
     decayed = infl.shape[0] > 0
@@ -61,29 +63,39 @@ def aode_block(D, dfeats, more, yc, weights, infl, learn, C, a, m_limit, class_c
     pair_flat = pair_count.reshape(-1)
     feat_flat = pair_feat.reshape(-1)
     V, FF = pair_count.shape[1], pair_feat.shape[2]
+    K = keep.shape[0]
+    drops = False  # some feature left out of the score: each row's scored values copied into su, sf, san
+    for g in range(K):
+        drops = drops or keep[g] == 0
+    su, sf, san = np.empty(k + 4, dtype=np.int64), np.empty(k + 1, dtype=np.int64), np.empty(k + 1)
     for r in range(R):
         if decayed:
             a, m_limit, total = _decayed(a0, m0, infl[r], class_count, C, lcc)
         n = _spodes.row(D, r, dfeats, more, grown, n_values, a, u, f, an)
-        fast = cached and n == k and k < B
+        fast = cached and n == k and k < B and not drops
         n = abs(n)
         if cached and grown and _spodes.refresh(anf, n_values, more, r, grown, a, u, f, n, vf):
             _spodes.den_table(pair_feat, vf, anf, C, V, iden)
         _spodes.prior_row(lcc, total, C, a, prior)
-        m = 0
+        sn = 0
         for i in range(n):
+            if not drops or f[i] >= K or keep[f[i]] > 0:
+                su[sn], sf[sn], san[sn] = u[i], f[i], an[i]
+                sn += 1
+        m = 0
+        for i in range(sn):
             seen = 0.0
             for c in range(C):
-                seen += value_count[c, u[i]]
-            if seen >= m_limit:
+                seen += value_count[c, su[i]]
+            if seen >= m_limit and (K == 0 or (sf[i] < K and keep[sf[i]] == 2)):
                 idx[m] = i
                 m += 1
-        linear = n < B  # every SPODE value in the linear domain
+        linear = sn < B  # every SPODE value in the linear domain
         if m == 0:
-            _spodes.naive_row(value_count, feat_count, u, f, an, n, C, a, B, prior, jll)
+            _spodes.naive_row(value_count, feat_count, su, sf, san, sn, C, a, B, prior, jll)
         else:
-            _spodes.spodes(value_count, pair_flat, feat_flat, u, f, an, n, idx, m, C, a, V, FF, B, feat_count, fast,
-                           iden, uu, fu, dinv, val, lg)
+            _spodes.spodes(value_count, pair_flat, feat_flat, su, sf, san, sn, idx, m, C, a, V, FF, B, feat_count,
+                           fast, iden, uu, fu, dinv, val, lg)
             if linear and not joint:  # the posterior is each class's share of the sum, one log a class
                 _spodes.shares(val, idx, m, C, jll, out[r])
             else:
@@ -231,8 +243,8 @@ def warm(k) -> None:
     k.den_table(pf, vf, np.ones(F), C, V, iden)
     for more in (np.zeros((0, 0), dtype=np.int64), np.zeros((2, F), dtype=np.int64)):
         for decay in (np.zeros(0), np.ones(2)):
-            k.aode_block(D, feats, more, yc, decay, decay, True, C, 1.0, 1.0, cc, vc, fc, nv, pc, pf, vf, iden, True,
-                         False, out, np.zeros((0, 0)), *NO_DETECTOR)
+            k.aode_block(D, feats, more, yc, decay, decay, True, C, 1.0, 1.0, np.zeros(0, dtype=np.int8), cc, vc, fc,
+                         nv, pc, pf, vf, iden, True, False, out, np.zeros((0, 0)), *NO_DETECTOR)
             k.spode_block(D, feats, more, yc, decay, decay, True, C, 1.0, 0, np.array([1, 2], dtype=np.int64), True,
                           np.zeros(F), np.zeros(F), cc, vc, fc, nv, pc, pf, vf, iden, True, False, out,
                           np.zeros((0, 0)), *NO_DETECTOR)

@@ -89,7 +89,8 @@ def check_options(model) -> None:
 #: How each option class is written in a hint (a value of the wrong kind: what to write instead).
 _EXAMPLES = {"Window": "Window(1000)", "Decay": "Decay(half_life=500)", "Gaussian": "Gaussian()", "MDL": "MDL()",
              "EqualFrequency": "EqualFrequency(bins=5)", "Edges": "Edges({...})", "EM": "EM()", "Ignore": "Ignore()",
-             "Tree": "Tree(...)", "SuperParent": "SuperParent(...)", "Parents": "Parents(...)"}
+             "Tree": "Tree(...)", "SuperParent": "SuperParent(...)", "Parents": "Parents(...)",
+             "SuperParents": "SuperParents(...)"}
 
 
 def _hint(param: str, kinds: tuple) -> str:

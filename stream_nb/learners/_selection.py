@@ -38,7 +38,16 @@ among the tests of its kind (Bonferroni):
   b tells nothing of c, and given b neither does d: both are dropped, however
   much each tells of c alone.
 
-The attributes are taken in the order of I(x_f; y), as KDB orders them, and
+Selective AODE (:func:`informative_parents`) keeps as super-parents the
+attributes that the class depends on, each by the G-test of
+:math:`2 n I(x_p; y)` against :math:`(|C| - 1)(|X_p| - 1)` degrees of freedom,
+level shared among the attributes; every attribute stays a child. Chen,
+Martinez, Webb and Wang ("Sample-based attribute selective AnDE for large
+data", IEEE TKDE 2017) rank the attributes by I(x; y) and choose how many to
+keep by leave-one-out evidence over the events; that choice is not kept here,
+since the events are gone and it would not merge (above).
+
+For KDB, the attributes are taken in the order of I(x_f; y), as KDB orders them, and
 parents come from the attributes kept before (and allowed by the memory
 budget's candidates). When every test passes, the structure is KDB's own.
 Before any is kept, and with few events, the tests keep little: the model
@@ -51,7 +60,7 @@ import numpy as np
 
 from ..stats import chi2_quantile
 
-__all__ = ["g_test", "selective_structure"]
+__all__ = ["g_test", "informative_parents", "selective_structure"]
 
 
 def g_test(n: np.ndarray) -> tuple[float, int]:
@@ -74,7 +83,8 @@ def g_test(n: np.ndarray) -> tuple[float, int]:
 
 
 def _passes(g: float, df: int, level: float) -> bool:
-    return df > 0 and g > chi2_quantile(1.0 - level, df)
+    # a level below the float spacing at 1 (shared among many tests) has no finite quantile: nothing passes
+    return df > 0 and 1.0 - level < 1.0 and g > chi2_quantile(1.0 - level, df)
 
 
 def selective_structure(s, order: list, k: int, level: float, cmi: np.ndarray | None,
@@ -112,3 +122,18 @@ def selective_structure(s, order: list, k: int, level: float, cmi: np.ndarray | 
         parents[f] = tuple(chosen)
         kept.append(f)
     return parents, dropped
+
+
+def informative_parents(s, level: float) -> np.ndarray:
+    """(F,) whether each feature of store ``s`` may be a super-parent of selective AODE: a discrete feature
+    whose G-test rejects its independence of the class, ``2 n I(x_p; y)`` on the counts of its values in each
+    class against the chi-square quantile with ``(|C| - 1)(|X_p| - 1)`` degrees of freedom (the classes and
+    values that hold a count), at ``level`` shared among the discrete features (Bonferroni); a numeric
+    feature without bins is none."""
+    C = s.n_classes
+    nodes = s.discrete_features().tolist()
+    keep = np.zeros(len(s.features), dtype=bool)
+    shared = level / max(len(nodes), 1)
+    for f in nodes:
+        keep[f] = _passes(*g_test(np.asarray(s.value_count[:C, s.columns_of(f)], dtype=float)[:, :, None]), shared)
+    return keep

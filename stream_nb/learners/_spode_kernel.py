@@ -34,13 +34,19 @@ class OneDependenceKernel:
         code (:func:`~stream_nb.kernels._sparse_scores.aode_sparse`): the parents a selection keeps alone."""
         s = self._stats
         pc, pf = s.pair_count, s.pair_feat
-        allowed = s.pair_allowed if s.pairs_selected else _ALL
+        selected, allowed = self._sparse_parents()
         out = np.empty((len(D), s.n_classes))
         compiled().aode_sparse(np.ascontiguousarray(D, dtype=np.int64), np.asarray(dfeats, dtype=np.int64), s.n_classes,
-                               float(self._alpha), float(self.m * self._inflation), s.pairs_selected, allowed,
+                               float(self._alpha), float(self.m * self._inflation), selected, allowed,
                                s.class_count, s.value_count, s.feat_count, s.n_values, np.array(pc.shape),
                                np.array(pf.shape), *pc.arrays(), *pf.arrays(), True, out)
         return out
+
+    def _sparse_parents(self) -> tuple[bool, np.ndarray]:
+        """``(selected, allowed)``: whether only some features may be super-parents, and (with ``selected``)
+        whether each may; here those whose pairs a pair selection counts (``Stats.pair_allowed``)."""
+        s = self._stats
+        return s.pairs_selected, (s.pair_allowed if s.pairs_selected else _ALL)
 
     def _kernel_arguments(self, D: np.ndarray, dfeats: np.ndarray, learn: bool, decay=None) -> tuple:
         """The store's arrays the kernel reads, then the inverse denominators and whether they hold: a

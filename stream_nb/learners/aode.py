@@ -5,19 +5,22 @@ from __future__ import annotations
 import numpy as np
 
 from ..stats import DEFAULT_MEMORY_BUDGET
-from ..options import EM, MDL, EqualFrequency, Option
+from ..options import BINNED, EM, MDL, EqualFrequency, Option, SuperParents
 from ..kernels import NO_DETECTOR, Addresses, compiled
 from ..stats import Encoded, set_pair_rule
-from ._base import BayesClassifier
 from ._keywords import takes_options
 from ._em import add_estep, mixture_posterior, one_dependence_estep
 from ._runs import VectorisedRuns
+from ._selection import informative_parents
 from ._spode_kernel import NO_LOSS, NO_MORE, NO_TABLE, NO_WEIGHTS, OneDependenceKernel
+from ._structured import StructuredClassifier
 
 __all__ = ["AODE", "spode_terms"]
 
+_EVERY = np.zeros(0, dtype=np.int8)  # no selection: every feature a super-parent and a child
 
-class AODE(OneDependenceKernel, VectorisedRuns, BayesClassifier):
+
+class AODE(OneDependenceKernel, VectorisedRuns, StructuredClassifier):
     """Averaged one-dependence estimators, learned incrementally.
 
     Every attribute observed often enough becomes in turn the super-parent of
@@ -41,6 +44,19 @@ class AODE(OneDependenceKernel, VectorisedRuns, BayesClassifier):
     events where the attributes involved were observed, and a missing
     attribute is neither parent nor child.
 
+    **Selective AODE** (``search=SuperParents(select=0.01)``): on wide data
+    most attributes tell little of the class, and their one-dependence models
+    add noise to the average. With ``select``, the sum above runs over the
+    super-parents whose dependence on the class the counts show, by a G-test
+    at that level shared among the attributes (see :class:`~stream_nb.SuperParents`
+    and :mod:`stream_nb.learners._selection`), chosen again every
+    ``rebuild_every`` learned events (the first choice after ``rebuild_every``
+    events) and after a merge. Every attribute stays a child (with
+    ``SuperParents(drop=True)`` the attributes not kept are left out of the
+    model altogether, as in Chen et al.'s selective AnDE), and the counts are
+    AODE's own: the choice changes what predicts, not what is learned. When
+    every attribute passes, the probabilities are plain AODE's.
+
     Numeric (``float``) features are discretised online: by default at the
     cut points Fayyad and Irani's MDL criterion chooses, again and again as
     the stream goes on, over a fine layer of bins whose counts the model keeps
@@ -52,9 +68,11 @@ class AODE(OneDependenceKernel, VectorisedRuns, BayesClassifier):
     ----------
     alpha
         Lidstone smoothing, > 0.
-    m
-        Frequency limit: an attribute value is a parent only when seen in at
-        least ``m`` events (the textbook suggests 30; 1 is Weka's default).
+    search
+        :class:`~stream_nb.SuperParents` (default ``SuperParents()``): its ``m``, the frequency limit
+        (an attribute value is a parent only when seen in at least ``m`` events; the textbook suggests
+        30, 1 is Weka's default), and ``select``, the level of selective AODE's test (None: every attribute
+        a super-parent; ``drop``: the others are no child either).
     numeric
         How numeric features are cut into bins: :class:`~stream_nb.MDL` (default),
         :class:`~stream_nb.EqualFrequency` or :class:`~stream_nb.Edges` (fixed edges for some
@@ -93,13 +111,15 @@ class AODE(OneDependenceKernel, VectorisedRuns, BayesClassifier):
     """
 
     #: The option each of these parameters is when it is None (river keeps a signature's defaults immutable).
-    _option_defaults = {"numeric": MDL(), "missing": EM()}
+    _option_defaults = {"search": SuperParents(), "numeric": MDL(), "missing": EM()}
+
+    _accepts = {"numeric": BINNED, "search": (SuperParents,)}
 
     @takes_options
     def __init__(
         self,
         alpha: float = 1.0,
-        m: int = 1,
+        search: Option | None = None,
         numeric: Option | None = None,
         types: dict | None = None,
         loss: dict | None = None,
@@ -109,7 +129,7 @@ class AODE(OneDependenceKernel, VectorisedRuns, BayesClassifier):
         memory_budget: int | None = DEFAULT_MEMORY_BUDGET,
     ):
         self.alpha = alpha
-        self.m = m
+        self.search = search
         self.numeric = numeric
         self.types = types
         self.loss = loss
@@ -118,13 +138,47 @@ class AODE(OneDependenceKernel, VectorisedRuns, BayesClassifier):
         self.drift_detector = drift_detector
         self.memory_budget = memory_budget
         self._setup(pairs=True)
+        self._setup_rebuilds()
         if forgetting is None and drift_detector is None:
             set_pair_rule(self._stats, "parents")  # past the budget: keep the best super-parents' pairs
+        # under a selection, after its first choice, per feature: 2 a super-parent, 1 a child only, 0 left out
+        self._keep = _EVERY
 
     @classmethod
     def _unit_test_params(cls):
         yield {}
-        yield {"m": 5, "numeric": EqualFrequency(bins=3, warmup=20)}  # both discretisers checked
+        yield {"search": SuperParents(m=5), "numeric": EqualFrequency(bins=3, warmup=20)}  # both discretisers checked
+        yield {"search": SuperParents(select=0.05, rebuild_every=50)}
+
+    @property
+    def m(self) -> int:
+        """The frequency limit of a super-parent value: the :class:`~stream_nb.SuperParents`' ``m``."""
+        return self.search.m
+
+    @property
+    def rebuild_every(self) -> int:
+        """Learned events between two choices of the super-parents: the :class:`~stream_nb.SuperParents`'
+        ``rebuild_every`` under a selection, else 0 (nothing to choose)."""
+        return self.search.rebuild_every if self.search.select is not None else 0
+
+    def _early_rebuilds(self) -> int:
+        return 0  # the first choice after rebuild_every events: until then, every attribute
+
+    def rebuild(self) -> None:
+        """Choose the super-parents now from the current counts (with ``SuperParents(select=...)``; without,
+        every attribute is one and nothing changes)."""
+        if self.search.select is not None:
+            kept = informative_parents(self._stats.observed(), self.search.select)
+            self._keep = np.where(kept, 2, 0 if self.search.drop else 1).astype(np.int8)
+        self._rebuilt()
+
+    @property
+    def super_parents(self) -> list | None:
+        """The features the last choice of selective AODE kept as super-parents, in the store's order
+        (None: every feature, without ``SuperParents(select=...)`` or before its first choice)."""
+        if not len(self._keep):
+            return None
+        return [self._stats.features[f] for f in np.flatnonzero(self._keep == 2).tolist()]
 
     def _jll(self, enc):
         s = self._stats
@@ -171,7 +225,7 @@ class AODE(OneDependenceKernel, VectorisedRuns, BayesClassifier):
             # scored without the kept denominators: a model loaded from its state (which keeps none) must give
             # its twin's probabilities to the last digit, and products of inverses differ from quotients there
             compiled().aode_one(held[3], enc.cols, enc.feats, c, s.n_classes, a, float(self.m * self._inflation),
-                                False, joint, out)
+                                self._keep, False, joint, out)
             fine = None
         else:  # complete: counted as the block counts a row it scored
             fine = s.counted_twin(enc)
@@ -191,7 +245,8 @@ class AODE(OneDependenceKernel, VectorisedRuns, BayesClassifier):
         weights, infl, a, m = (NO_WEIGHTS, NO_WEIGHTS, self._alpha, self.m * self._inflation) if decay is None else (
             decay.weight, decay.inflation, self._alpha_given, self.m)
         done = compiled().aode_block(D, dfeats, NO_MORE if more is None else more, yc, weights, infl, learn,
-                                     s.n_classes, a, float(m), *counts, iden, cached, joint, out, loss, *watch)
+                                     s.n_classes, a, float(m), self._keep, *counts, iden, cached, joint, out, loss,
+                                     *watch)
         if learn:
             self._kernel_learned(D[:done], dfeats, yc[:done], cached, decay)
         return done
@@ -211,9 +266,38 @@ class AODE(OneDependenceKernel, VectorisedRuns, BayesClassifier):
             return
         add_estep(s, enc, c, w, one_dependence_estep(s.observed(), self._alpha, enc, c, miss))
 
+    def _sparse_parents(self) -> tuple[bool, np.ndarray]:
+        selected, allowed = super()._sparse_parents()
+        if not len(self._keep):
+            return selected, allowed
+        keep = self._keep == 2
+        if selected:  # and whose pairs the budget's selection counts
+            n = min(len(keep), len(allowed))
+            keep[:n] &= allowed[:n]
+            keep[n:] = False
+        return True, keep
+
+    def _scored(self, dfeats: np.ndarray) -> np.ndarray | None:
+        """The positions of ``dfeats`` a selection with ``drop`` leaves in the score (None: every one)."""
+        K = len(self._keep)
+        if not K or not self.search.drop:
+            return None
+        inside = dfeats < K
+        return np.flatnonzero(~inside | (self._keep[np.where(inside, dfeats, 0)] > 0))
+
+    def _sparse_jll(self, D: np.ndarray, dfeats: np.ndarray) -> np.ndarray:
+        scored = self._scored(np.asarray(dfeats))
+        if scored is None:
+            return super()._sparse_jll(D, dfeats)
+        return super()._sparse_jll(D[:, scored], np.asarray(dfeats)[scored])
+
     def _missing_posterior(self, enc, c, miss):
         s = self._stats
-        allowed = np.flatnonzero(s.pair_allowed).tolist() if s.pairs_selected else None
+        scored = self._scored(enc.feats)
+        if scored is not None:  # the attributes left out are no child either
+            enc = enc._replace(cols=enc.cols[scored], feats=enc.feats[scored], epoch=-1)
+        selected, allowed = self._sparse_parents()
+        allowed = np.flatnonzero(allowed).tolist() if selected else None
         return mixture_posterior(s, self._alpha, enc, c, miss, self.m * self._inflation, allowed, self._naive_jll(enc))
 
     def _jll_many(self, D, dfeats, G, gslots):
@@ -225,6 +309,31 @@ class AODE(OneDependenceKernel, VectorisedRuns, BayesClassifier):
         out = np.empty((len(D), s.n_classes))
         self._aode_kernel(np.ascontiguousarray(D), dfeats, np.full(len(D), -1), None, out, False, True)
         return out
+
+    # ------------------------------------------------------------------ state
+
+    def _extra_state(self):
+        if self.search.select is None:  # a model without a selection keeps the layout it always had
+            return super()._extra_state()
+        return {"super_parents": self._keep.copy()}, {"since_rebuild": self._since_rebuild,
+                                                      "n_rebuilds": self.n_rebuilds}
+
+    def _load_extra_state(self, arrays, meta):
+        if "super_parents" in arrays:
+            self._keep = np.asarray(arrays["super_parents"])
+            self._since_rebuild, self.n_rebuilds = meta.get("since_rebuild"), meta.get("n_rebuilds")
+
+    def _check_loaded(self):
+        """A selection's state: whether each feature is a super-parent, one per feature at most, and only under
+        ``SuperParents(select=...)``."""
+        keep = self._keep
+        if len(keep) and (keep.dtype != np.int8 or keep.ndim != 1 or len(keep) > len(self._stats.features)
+                          or not np.isin(keep, (0, 2) if self.search.drop else (1, 2)).all()
+                          or self.search.select is None):
+            raise ValueError(f"super_parents: expected per feature (at most {len(self._stats.features)}) 2 (kept) or "
+                             f"{0 if self.search.drop else 1} (not), and only under a selection, got {keep!r:.80} with "
+                             f"search={self.search!r}")
+        super()._check_loaded()
 
 
 def spode_terms(s, a, cols, feats, m_limit=0):

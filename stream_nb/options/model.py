@@ -23,7 +23,7 @@ from ._declare import Option, Param
 from .forgetting import Decay, Window, window_or_decay
 from .missing import EM, Ignore, missing_from
 from .numeric import MDL, EqualFrequency, Gaussian, Edges, numeric_from
-from .search import Parents, SuperParent, Tree
+from .search import FREQUENCY_LIMIT, Parents, SuperParent, SuperParents, Tree
 
 __all__ = ["FAMILIES", "FLAT", "OPTIONS", "PARAMS", "decode_params", "encode_params", "flat_names",
            "options_from_flat"]
@@ -33,7 +33,7 @@ PARAMS: dict[str, Param] = {p.name: p for p in (
     Param("alpha", "float", 1.0, "Lidstone smoothing > 0 (1.0 is Laplace's correction)", minimum=0, strict=True,
           metavar="A"),
     Param("k", "int", 2, "most attribute parents per attribute", minimum=0, metavar="K"),
-    Param("m", "int", 1, "a value is a parent only once seen in M events", minimum=0, metavar="M"),
+    FREQUENCY_LIMIT,
     Param("max_table_cells", "int", None, "optional hard bound on the (k+1)-way count table; events that "
           "would pass it are dead-lettered as table_full (none: --memory-budget decides)", minimum=1,
           optional=True, metavar="N"),
@@ -56,7 +56,7 @@ OPTIONS: dict[str, tuple[type[Option], ...]] = {
     "forgetting": (Window, Decay),
     "numeric": (Gaussian, EqualFrequency, MDL, Edges),
     "missing": (EM, Ignore),
-    "search": (Tree, SuperParent, Parents),
+    "search": (Tree, SuperParent, Parents, SuperParents),
 }
 
 #: The flat setting choosing a family's class, where one does.
@@ -76,7 +76,8 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "forgetting": ("window", "panes", "half_life", "time_field"),
     "numeric": ("var_smoothing", "numeric", "discretiser", "bins", "fine_bins", "warmup", "bin_edges"),
     "missing": ("missing", "learn_unlabeled", "unlabeled_weight"),
-    "search": ("tree_score", "parent", "rebuild_every", "backoff", "backoff_to", "select_level"),
+    "search": ("tree_score", "parent", "m", "rebuild_every", "backoff", "backoff_to", "select_level", "select_parents",
+               "drop_unselected"),
 }
 
 #: Every flat setting's declaration: the plain parameters, the family choices and the options' parameters.

@@ -2,7 +2,7 @@
 
 Pass one as ``search=``: :class:`Tree` to :class:`~stream_nb.TAN`,
 :class:`SuperParent` to :class:`~stream_nb.SPODE`, :class:`Parents` to
-:class:`~stream_nb.KDB`. Each is rebuilt every
+:class:`~stream_nb.KDB`, :class:`SuperParents` to :class:`~stream_nb.AODE`. Each is rebuilt every
 ``rebuild_every`` learned events, and early: after the numeric option's
 ``warmup`` events and each time the count doubles below ``rebuild_every``
 (see :class:`~stream_nb.learners.StructuredClassifier`).
@@ -17,12 +17,15 @@ from __future__ import annotations
 from ..exceptions import ConfigError
 from ._declare import Option, Param, option
 
-__all__ = ["REBUILD_EVERY", "Parents", "SuperParent", "Tree"]
+__all__ = ["FREQUENCY_LIMIT", "REBUILD_EVERY", "Parents", "SuperParent", "SuperParents", "Tree"]
 
 #: Learned events between two rebuilds (each search's ``rebuild_every``).
 REBUILD_EVERY = Param(
     "rebuild_every", "int", 1000, "rebuild the structure (or re-choose the super-parent) every N learned "
     "events, early ones from --warmup on (0: only on rebuild())", minimum=0, metavar="N")
+
+#: The frequency limit of a super-parent (AODE's in :class:`SuperParents`, SPODE's as a model parameter).
+FREQUENCY_LIMIT = Param("m", "int", 1, "a value is a parent only once seen in M events", minimum=0, metavar="M")
 
 
 @option(
@@ -123,3 +126,55 @@ class Parents(Option):
     def _check_together(self) -> None:
         if self.select is not None and self.select >= 1:
             raise ConfigError(f"Parents(select=...): expected a number below 1, got {self.select!r}")
+
+
+@option(
+    FREQUENCY_LIMIT,
+    Param("select", "float", None, "selective AODE (none: off, every attribute a super-parent): an attribute is a "
+          "super-parent only when the G-test of its dependence on the class rejects independence at level A shared "
+          "among the attributes; chosen again every --rebuild-every events",
+          minimum=0, strict=True, optional=True, setting="select_parents", metavar="A"),
+    REBUILD_EVERY,
+    Param("drop", "bool", False, "selective AODE: an attribute not kept as a super-parent is left out of the model "
+          "altogether, no child either (counted all the same)", setting="drop_unselected"),
+)
+class SuperParents(Option):
+    """AODE's super-parents: the values seen in at least ``m`` events, and with ``select`` only those of the
+    attributes the counts show informative of the class, chosen again every ``rebuild_every`` learned events.
+
+    Parameters
+    ----------
+    m
+        Frequency limit: an attribute value is a super-parent only when seen in at least ``m`` events (the
+        textbook suggests 30; 1 is Weka's default).
+    select
+        None (default): every attribute is a super-parent. A significance level in (0, 1): selective AODE.
+        Every ``rebuild_every`` learned events an attribute is kept as a super-parent when the likelihood-ratio
+        (G) test of its independence of the class, :math:`2 n I(x_p; y)` against the chi-square quantile with
+        :math:`(|C| - 1)(|X_p| - 1)` degrees of freedom, rejects it at level ``select`` shared among the
+        attributes (Bonferroni); an attribute not kept is still a child in every kept one's estimator (with
+        ``drop``, not: it is left out of the model, as in Chen et al.'s selective AnDE). Until the
+        first choice every attribute is a super-parent; when none passes, the model predicts by naive Bayes
+        over the same counts, as when no value passes ``m``. The choice is made from the counts alone (see
+        :mod:`stream_nb.learners._selection`), so merged models and snapshots keep their guarantees.
+    rebuild_every
+        Learned events between two choices (0: only on :meth:`~stream_nb.AODE.rebuild`); read only with
+        ``select``.
+    drop
+        With ``select``: leave the attributes not kept out of every estimator as children too (False: they
+        stay children). They are counted all the same, so a later choice may take them back.
+
+    Examples
+    --------
+    >>> from stream_nb import AODE, SuperParents
+    >>> AODE(search=SuperParents(m=30, select=0.01)).search
+    SuperParents(m=30, select=0.01)
+    >>> SuperParents(select=1.0)
+    Traceback (most recent call last):
+    ...
+    stream_nb.exceptions.ConfigError: SuperParents(select=...): expected a number below 1, got 1.0
+    """
+
+    def _check_together(self) -> None:
+        if self.select is not None and self.select >= 1:
+            raise ConfigError(f"SuperParents(select=...): expected a number below 1, got {self.select!r}")

@@ -1,0 +1,261 @@
+"""Selective AODE (``search=SuperParents(select=0.01)``): the choice against scipy's G-test, the probabilities
+against the textbook's AODE over the super-parents kept (and plain AODE's when every attribute passes), the
+one-event loop against the compiled runs, merges, snapshots, the settings and the daemon."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import warnings
+from collections import Counter
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from scipy.stats import chi2, chi2_contingency
+
+import stream_nb
+from stream_nb import AODE, Decay, Parents, SuperParents
+from stream_nb.exceptions import ConfigError
+from stream_nb.settings import BY_NAME, MODELS
+
+FEATURES = ("a", "b", "d", "n0", "n1")
+
+
+def noisy_stream(n: int, seed: int) -> list:
+    """a and d depend on the class strongly, b weakly; n0 and n1 are noise."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        c = rng.randrange(3)
+        x = {"a": c if rng.random() < 0.7 else rng.randrange(3), "b": c if rng.random() < 0.25 else rng.randrange(3),
+             "d": (c + 1) % 3 if rng.random() < 0.5 else rng.randrange(3), "n0": rng.randrange(4),
+             "n1": rng.randrange(3)}
+        out.append((x, c))
+    return out
+
+
+def dependent_stream(n: int, seed: int) -> list:
+    """Every attribute depends on the class strongly: every test passes."""
+    rng = random.Random(seed)
+    return [({name: (c + k) % 3 if rng.random() < 0.7 else rng.randrange(3) for k, name in enumerate("pqrs")}, c)
+            for c in (rng.randrange(2) for _ in range(n))]
+
+
+_TALLIES: dict = {}
+
+
+def tally(events: list) -> tuple:
+    """The counts of the complete ``events`` the textbook names (kept for the list the test passes)."""
+    held = _TALLIES.get(id(events))
+    if held is not None and held[0] is events:
+        return held[1]
+    cls, val_c, pair = Counter(), Counter(), Counter()
+    values: dict = {}
+    for e, c in events:
+        cls[c] += 1
+        for i, v in e.items():
+            values.setdefault(i, set()).add(v)
+            val_c[c, i, v] += 1
+            for j, w in e.items():
+                pair[c, i, v, j, w] += 1
+    _TALLIES[id(events)] = (events, (len(events), cls, val_c, pair, values))
+    return _TALLIES[id(events)][1]
+
+
+def textbook(events: list, parents: list, x: dict, a: float = 1.0) -> dict:
+    """Zhou's eq. 7.23-7.25 from the complete events' counts, the sum over ``parents`` alone (none: naive
+    Bayes): P(c | x) ∝ Σ_i P̂(c, x_i) Π_{j≠i} P̂(x_j | c, x_i)."""
+    n, cls, val_c, pair, values = tally(events)
+
+    def n_values(i, v):
+        return len(values[i]) + (v not in values[i])
+
+    joint = {}
+    for c in sorted(cls):
+        if not parents:
+            p = (cls[c] + a) / (n + a * len(cls))
+            for i, v in x.items():
+                p *= (val_c[c, i, v] + a) / (cls[c] + a * n_values(i, v))
+            joint[c] = p
+            continue
+        total = 0.0
+        for i in parents:
+            p = (val_c[c, i, x[i]] + a) / (n + a * n_values(i, x[i]))
+            for j, w in x.items():
+                if j != i:
+                    p *= (pair[c, i, x[i], j, w] + a) / (val_c[c, i, x[i]] + a * n_values(j, w))
+            total += p
+        joint[c] = total
+    z = sum(joint.values())
+    return {c: p / z for c, p in joint.items()}
+
+
+def learned(model, events):
+    for x, y in events:
+        model.learn_one(x, y)
+    return model
+
+
+def test_an_attribute_is_a_super_parent_when_scipys_g_test_rejects_its_independence_of_the_class():
+    events = noisy_stream(1500, 1)
+    for level in (0.01, 0.2):
+        model = learned(AODE(search=SuperParents(select=level, rebuild_every=0)), events)
+        assert model.super_parents is None  # no choice made yet: every attribute
+        model.rebuild()
+        frame = pd.DataFrame([x for x, _ in events])
+        want = []
+        for f in FEATURES:
+            g, _, df, _ = chi2_contingency(pd.crosstab(frame[f], [y for _, y in events]), correction=False,
+                                           lambda_="log-likelihood")
+            threshold = chi2.ppf(1 - level / len(FEATURES), df)
+            assert abs(g - threshold) > 0.05 * threshold  # clear of the quantile's approximation
+            if g > threshold:
+                want.append(f)
+        assert model.super_parents == want
+    assert "a" in want and "d" in want and "n0" not in want and "n1" not in want
+
+
+@pytest.mark.parametrize("budget", [None, 2000], ids=["dense", "sparse-pairs"])
+def test_the_probabilities_are_the_textbooks_aode_over_the_super_parents_kept(budget):
+    events = noisy_stream(900, 2)
+    model = learned(AODE(search=SuperParents(select=0.01, rebuild_every=300), memory_budget=budget), events)
+    assert model._stats.pairs_sparse == (budget is not None)  # the compiled sparse path reads the choice too
+    assert model.n_rebuilds == 3 and model.super_parents and "n0" not in model.super_parents
+    probes = [x for x, _ in noisy_stream(40, 3)]
+    for x in probes:
+        assert model.predict_proba_one(x) == pytest.approx(textbook(events, model.super_parents, x), rel=1e-9)
+    frame = model.predict_proba_many(pd.DataFrame(probes))
+    for x, (_, row) in zip(probes, frame.iterrows()):
+        assert row.to_dict() == pytest.approx(textbook(events, model.super_parents, x), rel=1e-9)
+    # none kept (noise alone; or a level below the float spacing at 1): naive Bayes over the same counts
+    noise = [({"n0": x["n0"], "n1": x["n1"]}, y) for x, y in events]
+    for data, level in ((noise, 0.01), (events, 1e-300)):
+        strict = learned(AODE(search=SuperParents(select=level, rebuild_every=900)), data)
+        assert strict.super_parents == []
+        x = {k: probes[0][k] for k in data[0][0]}
+        assert strict.predict_proba_one(x) == pytest.approx(textbook(data, [], x), rel=1e-9)
+
+
+@pytest.mark.parametrize("budget", [None, 2000], ids=["dense", "sparse-pairs"])
+def test_with_drop_the_attributes_not_kept_are_left_out_of_the_model_and_still_counted(budget):
+    events = noisy_stream(900, 2)
+    model = learned(AODE(search=SuperParents(select=0.01, rebuild_every=300, drop=True), memory_budget=budget), events)
+    kept = model.super_parents
+    assert kept and "n0" not in kept and len(model._stats.features) == len(FEATURES)
+    alone = [({k: x[k] for k in kept}, y) for x, y in events]  # the textbook's AODE over the kept attributes
+    probes = [x for x, _ in noisy_stream(40, 3)]
+    frame = model.predict_proba_many(pd.DataFrame(probes))
+    for x, (_, row) in zip(probes, frame.iterrows()):
+        want = textbook(alone, kept, {k: x[k] for k in kept})
+        assert model.predict_proba_one(x) == pytest.approx(want, rel=1e-9)
+        assert row.to_dict() == pytest.approx(want, rel=1e-9)
+    # the counts are AODE's own: without the choice, the same model is plain AODE
+    plain = learned(AODE(memory_budget=budget), events)
+    model._keep = model._keep[:0]
+    assert model.predict_proba_one(probes[0]) == plain.predict_proba_one(probes[0])
+
+
+def test_when_every_attribute_passes_the_probabilities_are_plain_aodes():
+    events = dependent_stream(800, 4)
+    selective = learned(AODE(search=SuperParents(select=0.01, rebuild_every=200)), events)
+    plain = learned(AODE(), events)
+    assert selective.super_parents == list("pqrs")
+    for x, _ in dependent_stream(50, 5):
+        assert selective.predict_proba_one(x) == plain.predict_proba_one(x)
+    probes = pd.DataFrame([x for x, _ in dependent_stream(50, 6)])
+    pd.testing.assert_frame_equal(selective.predict_proba_many(probes), plain.predict_proba_many(probes))
+
+
+@pytest.mark.parametrize("drop, forgetting", [(False, None), (True, None), (True, Decay(half_life=400.0))],
+                         ids=["parents", "drop", "drop-decay"])
+def test_the_compiled_runs_choose_and_predict_where_the_one_event_loop_does(drop, forgetting):
+    stream = noisy_stream(1300, 7)
+    loop, run = (AODE(search=SuperParents(select=0.01, rebuild_every=250, drop=drop), forgetting=forgetting)
+                 for _ in range(2))
+    seen = []
+    for x, y in stream:
+        seen.append(loop.predict_proba_one(x))
+        loop.learn_one(x, y)
+    out = run.prequential_many([x for x, _ in stream], [y for _, y in stream])
+    for want, (_, proba) in zip(seen, out):
+        assert proba == pytest.approx(want, rel=1e-9)
+    assert (run.super_parents, run.n_rebuilds) == (loop.super_parents, loop.n_rebuilds) == (loop.super_parents, 5)
+    batch = AODE(search=SuperParents(select=0.01, rebuild_every=250, drop=drop), forgetting=forgetting)
+    batch.learn_many(pd.DataFrame([x for x, _ in stream]), pd.Series([y for _, y in stream]))
+    assert batch.super_parents == loop.super_parents and "n0" not in loop.super_parents
+
+
+def test_two_models_merged_choose_what_one_model_of_all_their_events_chooses():
+    events = noisy_stream(2000, 8)
+    one, a, b = (AODE(search=SuperParents(select=0.01, rebuild_every=400)) for _ in range(3))
+    learned(one, events)
+    learned(a, events[:700])
+    learned(b, events[700:])
+    a.merge(b)  # a merge chooses again from the merged counts
+    one.rebuild()
+    assert a.super_parents == one.super_parents and "n1" not in a.super_parents
+    for x, _ in events[:40]:
+        assert a.predict_proba_one(x) == pytest.approx(one.predict_proba_one(x), rel=1e-12)
+
+
+def test_a_snapshot_keeps_the_choice_and_the_schedule(tmp_path):
+    events = noisy_stream(1300, 9)
+    model = learned(AODE(search=SuperParents(select=0.05, rebuild_every=500)), events[:1100])
+    stream_nb.save(model, tmp_path / "m.snb")
+    back = stream_nb.load(tmp_path / "m.snb")
+    assert back.search == SuperParents(select=0.05, rebuild_every=500) and back.super_parents == model.super_parents
+    for x, _ in events[:30]:
+        assert back.predict_proba_one(x) == model.predict_proba_one(x)
+    learned(model, events[1100:])  # the next choice after 1,500 events, in both
+    learned(back, events[1100:])
+    assert (back.n_rebuilds, back.super_parents) == (model.n_rebuilds, model.super_parents)
+    for x, _ in events[:30]:
+        assert back.predict_proba_one(x) == model.predict_proba_one(x)
+    # a state that chooses super-parents without a selection is refused
+    arrays, meta = model.state()
+    meta["params"]["search"]["select"] = None
+    with pytest.raises(ValueError, match="super_parents: expected per feature"):
+        AODE.from_state(arrays, meta)
+
+
+def test_the_option_is_declared_once_and_given_by_its_settings():
+    assert AODE.from_flat({"select_parents": 0.05, "rebuild_every": 70, "m": 3}).search == SuperParents(3, 0.05, 70)
+    assert AODE.from_flat({"select_parents": 0.05, "drop_unselected": True}).search == SuperParents(select=0.05,
+                                                                                                    drop=True)
+    assert AODE().search == SuperParents() and AODE().m == 1 and AODE().super_parents is None
+    assert {"select_parents", "drop_unselected", "m"} <= set(MODELS["aode"][1])
+    assert "select_parents" not in MODELS["kdb"][1] and "select_level" not in MODELS["aode"][1]
+    assert SuperParents.PARAMS[1].help in BY_NAME["select_parents"].help
+    for bad in (0, 1.0, -0.1):
+        with pytest.raises(ConfigError, match=r"SuperParents\(select=...\): expected"):
+            SuperParents(select=bad)
+    with pytest.raises(TypeError, match=r"AODE\(search=...\): expected SuperParents, got Parents\(\); write "
+                                        r"search=SuperParents\(...\)"):
+        AODE(search=Parents())
+    with pytest.warns(DeprecationWarning, match=r"write AODE\(search=SuperParents\(m=5\)\)"):
+        assert AODE(m=5).m == 5  # the frequency limit of earlier releases' keyword
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert AODE(search=SuperParents(m=5)).m == 5
+
+
+def test_the_daemon_builds_a_selective_aode_from_its_flags(tmp_path):
+    events = tmp_path / "events.jsonl"
+    root = Path(__file__).resolve().parents[1]
+    events.write_text("".join(json.dumps({**x, "label": y}) + "\n" for x, y in noisy_stream(600, 10)))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STREAM_NB_")}
+    env["PYTHONPATH"] = str(root) + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.run([sys.executable, "-m", "stream_nb.cli", "run", "--input", str(events), "--output",
+                           str(tmp_path / "out.jsonl"), "--snapshot-dir", str(tmp_path / "snaps"), "--model", "aode",
+                           "--select-parents", "0.05", "--rebuild-every", "200", "--m", "2", "--drop-unselected"],
+                          env=env, capture_output=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert len((tmp_path / "out.jsonl").read_text().splitlines()) == 600
+    store = stream_nb.snapshots.SnapshotStore(tmp_path / "snaps")
+    model = store.read(store.sequences()[-1]).model()
+    assert model.search == SuperParents(2, 0.05, 200, drop=True) and model.n_rebuilds == 3
+    assert "a" in model.super_parents and "n0" not in model.super_parents
