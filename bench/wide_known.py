@@ -109,6 +109,38 @@ def optimum(parents: list, tables: list, n: int, seed) -> tuple[float, float]:
     return float(best.mean()), float(best.std() / np.sqrt(len(best)))
 
 
+def _tree_check(model, parents: list, X: np.ndarray, y: np.ndarray, Xh: np.ndarray, yh: np.ndarray) -> dict:
+    """TAN's tree against the planted one: the planted edges it holds, and the holdout accuracy of its tree
+    (and of the planted tree) with Laplace estimates from exact counts of every event learned, counted here
+    in numpy, apart from the model: what the model would score if each of its pairs held all the events."""
+    s = model._stats
+    index = {str(n): k for k, n in enumerate(s.features)}
+    col = np.array([index[f"a{i}"] for i in range(len(parents))])
+    by_col = model._parents()
+    learned = [int(str(s.features[by_col[col[i]]])[1:]) if by_col[col[i]] >= 0 else -1 for i in range(len(parents))]
+    planted = [pa[0] if pa else -1 for pa in parents]
+    undirected = {frozenset((i, p)) for i, p in enumerate(planted) if p >= 0}
+    found = sum(frozenset((i, p)) in undirected for i, p in enumerate(learned) if p >= 0)
+    classes = np.unique(y)
+    C, V = len(classes), int(max(X.max(), Xh.max())) + 1
+    yi = np.searchsorted(classes, y)
+
+    def accuracy(tree):
+        score = np.tile(np.log(np.bincount(yi, minlength=C) / len(yi)), (len(yh), 1))
+        for i, p in enumerate(tree):
+            if p < 0:
+                n = np.zeros((C, V))
+                np.add.at(n, (yi, X[:, i]), 1)
+                score += np.log((n + 1) / (n.sum(1, keepdims=True) + V))[:, Xh[:, i]].T
+            else:
+                n = np.zeros((C, V, V))
+                np.add.at(n, (yi, X[:, p], X[:, i]), 1)
+                score += np.log((n + 1) / (n.sum(2, keepdims=True) + V))[:, Xh[:, p], Xh[:, i]].T
+        return float((classes[score.argmax(1)] == yh).mean())
+
+    return {"edges": f"{found}/{len(undirected)}", "exact counts": accuracy(learned), "planted tree": accuracy(planted)}
+
+
 def run_model(args, F: int, structure: str, name: str) -> dict:
     import pandas as pd
 
@@ -157,6 +189,8 @@ def run_model(args, F: int, structure: str, name: str) -> dict:
                 pred = model.predict_many(pd.DataFrame(Xh.astype(np.int64), columns=names)).to_numpy()
                 scores[-1][f"backoff={m:g}"] = float((pred == yh).mean())
             model.search = laplace
+        if name == "TAN" and args.edges and structure == "tree":
+            scores[-1].update(_tree_check(model, parents, X[:done], y[:done], Xh, yh))
         if done < stop:
             break
     return {"scores": scores, "rate": done / spent if spent else None,
@@ -178,6 +212,9 @@ def main(argv=None) -> int:
                         help="a model parameter (JSON value), e.g. TAN:alpha=0.5; repeatable")
     parser.add_argument("--backoff", default="", metavar="M,M",
                         help="TAN: also score the holdout with Tree(backoff=M) for each M, on the same counts and tree")
+    parser.add_argument("--edges", action="store_true",
+                        help="TAN on tree networks: also the planted edges its tree holds, and the holdout accuracy of "
+                             "its tree and of the planted one with exact counts of every event learned")
     parser.add_argument("--address-limit", type=float, default=3.0, help="GB of address space per model process")
     parser.add_argument("--child", nargs=3, metavar=("WIDTH", "STRUCTURE", "MODEL"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -209,7 +246,7 @@ def main(argv=None) -> int:
             for name in args.models.split(","):
                 cmd = [sys.executable, __file__, "--child", str(F), structure, name, "--checkpoints", args.checkpoints,
                        "--holdout", str(args.holdout), "--seconds", str(args.seconds), "--seed", str(args.seed),
-                       "--address-limit", str(args.address_limit), "--backoff", args.backoff]
+                       "--address-limit", str(args.address_limit), "--backoff", args.backoff] + ["--edges"] * args.edges
                 cmd += [a for s in args.set for a in ("--set", s)]
                 proc = subprocess.run(cmd, capture_output=True, text=True)
                 if proc.returncode != 0 or not proc.stdout.strip():
@@ -229,6 +266,9 @@ def main(argv=None) -> int:
                     key = f"backoff={float(m):g}"
                     cells = [f"{c}; {key}: {sc[key]:.4f} = {sc[key] / best:.3f}" if sc is not None and key in sc else c
                              for c, sc in zip(cells, r["scores"] + [None] * len(cells))]
+                cells = [f"{c}; planted edges {sc['edges']}; exact counts, its tree {sc['exact counts'] / best:.3f}, the "
+                         f"planted tree {sc['planted tree'] / best:.3f}" if sc is not None and "edges" in sc else c
+                         for c, sc in zip(cells, r["scores"] + [None] * len(cells))]
                 print(f"| {label} | {name} | " + " | ".join(cells) + f" | {rate} | {r['peak_rss_mb']:,.0f} |")
                 sys.stdout.flush()
     return 0
