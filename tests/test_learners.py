@@ -161,6 +161,33 @@ def test_spanning_tree_is_maximal_by_enumeration():
         assert sum(w[c, p] for c, p in tree.items()) == pytest.approx(ref.best_spanning_tree_weight(w, range(n)))
 
 
+def textbook_prim(w, nodes, root, rank):
+    """Prim's algorithm written out: the next node the one of highest weight to the tree, ties to the lower
+    rank; a node's link to the tree changes for a strictly higher weight only."""
+    best = {n: (w[root, n], root) for n in nodes if n != root}
+    parent = {}
+    while best:
+        nxt = max(best, key=lambda n: (best[n][0], -rank[n]))
+        parent[nxt] = best.pop(nxt)[1]
+        for n in best:
+            if w[nxt, n] > best[n][0]:
+                best[n] = (w[nxt, n], nxt)
+    return parent
+
+
+def test_spanning_tree_breaks_ties_by_rank():
+    # integer weights in 0..2: many ties, decided by a rank that is not the index order; some indices left out
+    rng = np.random.default_rng(11)
+    for _ in range(30):
+        n = int(rng.integers(3, 12))
+        w = rng.integers(0, 3, size=(n, n)).astype(float)
+        w = w + w.T
+        nodes = sorted(rng.choice(n, size=int(rng.integers(2, n + 1)), replace=False).tolist())
+        rank = dict(zip(nodes, rng.permutation(len(nodes)).tolist()))
+        root = nodes[int(rng.integers(len(nodes)))]
+        assert maximum_spanning_tree(w, nodes, root, rank) == textbook_prim(w, nodes, root, rank)
+
+
 def test_tan_tree_recovers_a_chain_and_predicts_by_the_formula():
     rng = random.Random(9)
     events = []

@@ -33,8 +33,8 @@ def weka_local_score(table, alpha):
     return score
 
 
-def brute_gains(events, names, alpha):
-    """``{(parent, head): gain}`` by counting the events again for every ordered pair."""
+def brute_gains(events, names, alpha, w=1.0):
+    """``{(parent, head): gain}`` by counting the events again for every ordered pair, each with weight ``w``."""
     values = {f: sorted({x[f] for x, _ in events}, key=str) for f in names}
     out = {}
     for head in names:
@@ -42,7 +42,7 @@ def brute_gains(events, names, alpha):
         base = {}
         for x, y in events:
             base.setdefault(y, {}).setdefault(index[x[head]], 0)
-            base[y][index[x[head]]] += 1
+            base[y][index[x[head]]] += w
         base_score = weka_local_score((base, len(index)), alpha)
         for parent in names:
             if parent == head:
@@ -50,7 +50,7 @@ def brute_gains(events, names, alpha):
             rows = {}
             for x, y in events:
                 row = rows.setdefault((y, x[parent]), {})
-                row[index[x[head]]] = row.get(index[x[head]], 0) + 1
+                row[index[x[head]]] = row.get(index[x[head]], 0) + w
             out[parent, head] = weka_local_score((rows, len(index)), alpha) - base_score
     return out
 
@@ -102,6 +102,20 @@ def test_gains_are_wekas_score_on_the_counts(alpha):
         assert g[s.feature_index[parent], s.feature_index[head]] == pytest.approx(want, rel=1e-10, abs=1e-9)
     w = bayesian_edge_weights(s, alpha)
     assert np.array_equal(w, np.maximum(g, g.T))
+
+
+@pytest.mark.parametrize("w", [0.5, 3.0])
+def test_gains_of_weighted_counts_are_wekas_score(w):
+    # weighted events: counts that are no whole numbers (0.5: lgamma computed) or whole multiples of 3 (read
+    # from the compiled gains' table of lgamma at whole counts)
+    events = events_of(120, seed=6)
+    model = TAN(search=stream_nb.Tree(rebuild_every=0), missing=stream_nb.Ignore())
+    for x, y in events:
+        model.learn_one(x, y, w=w)
+    g = bayesian_edge_gains(model._stats, 1.0)
+    s = model._stats
+    for (parent, head), want in brute_gains(events, ["a", "b", "c", "d"], 1.0, w).items():
+        assert g[s.feature_index[parent], s.feature_index[head]] == pytest.approx(want, rel=1e-10, abs=1e-9)
 
 
 def test_sparse_pairs_give_the_dense_gains():

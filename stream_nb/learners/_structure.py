@@ -11,9 +11,11 @@ import math
 
 import numpy as np
 
+from ..kernels import compiled
 from ..stats import G_TEST_ALPHA, chi2_quantile, cmi_from_cells, mutual_information_with_class
 
-__all__ = ["conditional_mutual_information", "dependence_shown", "maximum_spanning_tree", "mutual_information_with_class"]
+__all__ = ["conditional_mutual_information", "dependence_shown", "maximum_spanning_tree", "mutual_information_with_class",
+           "value_blocks"]
 
 
 def conditional_mutual_information(stats) -> np.ndarray:
@@ -43,32 +45,25 @@ def conditional_mutual_information(stats) -> np.ndarray:
         return out
     if stats.pairs_sparse:
         return cmi_from_cells(stats)
-    fcol = stats.value_feature[live]
-    order = np.argsort(fcol, kind="stable")
-    cols = live[order]
-    fsorted = fcol[order]
-    starts = np.flatnonzero(np.r_[True, fsorted[1:] != fsorted[:-1]])
-    present = fsorted[starts]
-    block = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(cols)]))
-    mi = np.zeros((len(starts), len(starts)))
-    n_pair = np.zeros((len(starts), len(starts)))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        for c in range(C):
-            P = stats.pair_count[c][np.ix_(cols, cols)]
-            if not P.any():
-                continue
-            row = np.add.reduceat(P, starts, axis=1)  # n(c, v, feature j)
-            col = np.add.reduceat(P, starts, axis=0)  # n(c, feature i, w)
-            blk = np.add.reduceat(row, starts, axis=0)  # n(c, i, j)
-            ratio = P * blk[block[:, None], block[None, :]] / (row[:, block] * col[block, :])
-            term = np.where(P > 0, P * np.log(np.where(P > 0, ratio, 1.0)), 0.0)
-            mi += np.add.reduceat(np.add.reduceat(term, starts, axis=1), starts, axis=0)
-            n_pair += blk
+    cols, block, present = value_blocks(stats, live)
+    # one compiled pass over the cells (numpy's built several (V, V) temporaries per class)
+    mi, n_pair = compiled().dense_cmi(np.asarray(stats.pair_count), C, cols, block, len(present))
     mi, n_pair = mi + mi.T, n_pair + n_pair.T  # both blocks of each pair
-    mi = np.where(n_pair > 0, mi / np.where(n_pair > 0, n_pair, 1.0), 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mi = np.where(n_pair > 0, mi / np.where(n_pair > 0, n_pair, 1.0), 0.0)
     np.fill_diagonal(mi, 0.0)
     out[np.ix_(present, present)] = np.maximum(mi, 0.0)
     return out
+
+
+def value_blocks(stats, live: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(cols, block, present)``: the ``live`` value columns sorted by feature, the index of each one's
+    feature among ``present``, the features that hold a live column (in increasing order)."""
+    fcol = stats.value_feature[live]
+    order = np.argsort(fcol, kind="stable")
+    cols, fsorted = live[order], fcol[order]
+    present, block = np.unique(fsorted, return_inverse=True)
+    return np.ascontiguousarray(cols, dtype=np.int64), block.astype(np.int64).ravel(), present
 
 
 def maximum_spanning_tree(weights: np.ndarray, nodes, root, rank=None) -> dict:
@@ -80,19 +75,12 @@ def maximum_spanning_tree(weights: np.ndarray, nodes, root, rank=None) -> dict:
     if not nodes:
         return {}
     rank = rank if rank is not None else {n: n for n in nodes}
-    in_tree = {root}
-    rest = [n for n in nodes if n != root]
-    best = {n: (weights[root, n], root) for n in rest}
-    parent = {}
-    while rest:
-        nxt = max(rest, key=lambda n: (best[n][0], -rank[n]))
-        parent[nxt] = best[nxt][1]
-        in_tree.add(nxt)
-        rest.remove(nxt)
-        for n in rest:
-            if weights[nxt, n] > best[n][0]:
-                best[n] = (weights[nxt, n], nxt)
-    return parent
+    F = max(max(nodes), root) + 1
+    order = np.zeros(F, dtype=np.int64)
+    order[nodes] = [rank[n] for n in nodes]
+    w = np.ascontiguousarray(np.asarray(weights, dtype=float)[:F, :F])
+    parent = compiled().prim_tree(w, np.asarray(nodes, dtype=np.int64), int(root), order)
+    return {n: int(parent[n]) for n in nodes if n != root}
 
 
 def dependence_shown(stats, rule: str = "bic") -> bool:

@@ -35,6 +35,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..kernels import compiled
+from ._structure import value_blocks
+
 __all__ = ["bayesian_edge_gains", "bayesian_edge_weights"]
 
 
@@ -63,25 +66,13 @@ def bayesian_edge_gains(stats, alpha: float) -> np.ndarray:
     nv = np.asarray(stats.n_values, dtype=float)
     if stats.pairs_sparse:
         return _gains_from_cells(stats, C, V, F, alpha, nv)
-    fcol = fv[live]
-    order = np.argsort(fcol, kind="stable")
-    cols = live[order]
-    fsorted = fcol[order]
-    starts = np.flatnonzero(np.r_[True, fsorted[1:] != fsorted[:-1]])
-    present = fsorted[starts]
-    va = nv[present][None, :] * alpha  # V_i alpha of each head block
-    lga = gammaln(alpha)
-    g = np.zeros((len(starts), len(starts)))
-    for c in range(C):
-        P = np.asarray(stats.pair_count[c][np.ix_(cols, cols)], dtype=float)  # rows: x_j's values, columns: x_i's
-        cells = np.add.reduceat(np.add.reduceat(gammaln(alpha + P) - lga, starts, axis=0), starts, axis=1)
-        rows = np.add.reduceat(P, starts, axis=1)  # n(c, x_j = u, i observed)
-        configs = np.add.reduceat(gammaln(va) - gammaln(va + rows), starts, axis=0)
-        marg = np.add.reduceat(P, starts, axis=0)  # n(c, j observed, x_i = w): the base's counts
-        base = (np.add.reduceat(gammaln(alpha + marg) - lga, starts, axis=1)
-                + gammaln(va) - gammaln(va + np.add.reduceat(marg, starts, axis=1)))
-        g += cells + configs - base
-    np.fill_diagonal(g, 0.0)
+    cols, block, present = value_blocks(stats, live)
+    va = nv[present] * alpha  # V_i alpha of each head
+    top = int(min(stats.n_seen, 1 << 22)) + 2  # lgamma(alpha + n) - lgamma(alpha) of the whole counts up to n_seen
+    table = gammaln(alpha + np.arange(top)) - gammaln(alpha)
+    # one compiled pass over the cells (numpy's took lgamma of several (V, V) arrays per class)
+    g = compiled().dense_bayes_gains(np.asarray(stats.pair_count), C, cols, block, len(present), float(alpha),
+                                     np.ascontiguousarray(va, dtype=float), table)
     out[np.ix_(present, present)] = g
     return out
 
