@@ -14,7 +14,9 @@ edge of the import graph. The build fails on:
 - a module in no layer, or an import from a higher layer (:data:`LAYERS`);
 - :mod:`connectors` imported from :mod:`stream_nb` (the daemon loads a connector
   by name, once the mode is known);
-- the learners importing the engine, or the engine importing a learner's class.
+- the learners importing the engine, or the engine importing a learner's class;
+- in the count store, a module outside its concept folders, or a folder importing
+  a folder after it in :data:`STATS_FOLDERS` (the folders are imported in one direction).
 
 ``test_each_rule_catches_its_violation`` runs the same checks on a small tree
 written for the purpose, so a rule that stopped seeing anything would fail too.
@@ -289,6 +291,26 @@ def forbidden_imports(modules: dict[str, pathlib.Path], imports) -> list[str]:
     return out
 
 
+#: The count store's folders, each importing only those before it (and ``stream_nb``'s lower layers).
+STATS_FOLDERS = ("values", "discretiser", "schema", "tables", "selection", "budget", "forgetting", "store")
+
+
+def folder_violations(modules: dict[str, pathlib.Path], imports, package: str = "stream_nb.stats",
+                      order: tuple[str, ...] = STATS_FOLDERS) -> list[str]:
+    """A module of ``package`` in none of its folders ``order``; an import of a later folder from an earlier one."""
+    def folder(module: str) -> str | None:
+        rest = module[len(package) + 1:].split(".")[0] if _inside(module, package) and module != package else None
+        return rest if rest in order else None
+
+    out = [f"{m}: in no folder of {package}" for m in modules
+           if _inside(m, package) and m != package and folder(m) is None]
+    for i in imports:
+        low, high = folder(i.importer), folder(i.target)
+        if low is not None and high is not None and order.index(high) > order.index(low):
+            out.append(f"{i}: the folder {low} imports the later folder {high}")
+    return out
+
+
 # ----------------------------------------------------------------------------- the checks on our code
 
 
@@ -321,6 +343,11 @@ def test_layers_import_downward_only():
     assert not found, _report(found)
 
 
+def test_the_stores_folders_import_in_one_direction():
+    found = folder_violations(*read_tree(ROOT))
+    assert not found, _report(found)
+
+
 def test_connectors_learners_and_engine_keep_apart():
     found = forbidden_imports(*read_tree(ROOT))
     assert not found, _report(found)
@@ -336,6 +363,8 @@ FIXTURE = {
     "stream_nb/exceptions.py": "",
     "stream_nb/stats/__init__.py": "from ._store import Stats\n",
     "stream_nb/stats/_store.py": "from .._checks import is_integer\nclass Stats: pass\n",
+    "stream_nb/stats/tables/__init__.py": "from ..selection import pick\n",
+    "stream_nb/stats/selection/__init__.py": "def pick(): pass\n",
     "stream_nb/learners/__init__.py": "from ._base import BayesClassifier, step\nfrom .nb import NB\n",
     "stream_nb/learners/_base.py": "class BayesClassifier: pass\ndef step(): pass\n",
     "stream_nb/learners/_binning.py": "def check(): pass\n",
@@ -404,4 +433,9 @@ def test_each_rule_catches_its_violation(fixture_tree):
         "stream_nb.engine._engine line 2: from stream_nb.learners import NB, step: the engine imports the learner class NB",
         "stream_nb.engine._engine line 3: from stream_nb import NB: the engine imports the learner class NB",
         "stream_nb.learners.nb line 2: from stream_nb.engine import Engine: a learner imports the engine",
+    ]
+    assert folder_violations(modules, imports) == [
+        "stream_nb.stats._store: in no folder of stream_nb.stats",
+        "stream_nb.stats.tables line 1: from stream_nb.stats.selection import pick: "
+        "the folder tables imports the later folder selection",
     ]
