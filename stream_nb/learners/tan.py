@@ -209,7 +209,7 @@ class TAN(VectorisedRuns, StructuredClassifier):
         rank = {f: r for r, f in enumerate(sorted(nodes, key=lambda f: str(s.features[f])))}
         mi = mutual_information_with_class(s)
         root = max(nodes, key=lambda f: (mi[f], -rank[f])) if nodes else -1
-        kept = s.edge_ok()  # None, or the pairs still counted: a maximum spanning forest over them
+        kept = s.edge_supported()  # None, or the pairs counted whose counts support a dependence: a forest over them
         if kept is not None:
             weights = np.where(kept, weights, weights.min(initial=0.0) - 1.0)
         for child, par in maximum_spanning_tree(weights, nodes, root, rank).items():

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...exceptions import CapacityError
-from ..selection import prune_pairs, selected_cells
+from ..selection import prune_pairs, revise_pairs, selected_cells
 from ..tables import SparseTable, cells_of, chunks_of
 from ..tables import row_chunks
 
@@ -116,8 +116,8 @@ class Budget:
             # event would choose them), so that only the kept cells move over
             cells = sum(int(np.count_nonzero(getattr(self, p + k)[tuple(slice(0, d) for d in dims)]))
                         for p in self._sets() for k, dims in ((_PAIRS[0], (C, V, V)), (_PAIRS[1], (C, V, F))))
-            if 32 * cells > self._pair_limit():
-                prune_pairs(self, self._pair_limit())
+            if 32 * cells > self.pair_limit():
+                prune_pairs(self, self.pair_limit())
         shapes = {family[0]: (cc,) + (cv,) * t, family[1]: (cc,) + (cv,) * (t - 1) + (cf,)}
         used = {family[0]: (C,) + (V,) * t, family[1]: (C,) + (V,) * (t - 1) + (F,)}
         for p in self._sets():
@@ -149,6 +149,17 @@ class Budget:
         """Bytes the sparse pair tables may take: ``memory_budget``, or :data:`SPARSE_FLOOR` if larger."""
         return max(self.memory_budget, SPARSE_FLOOR)
 
+    def pair_limit(self) -> int:
+        """Bytes the sparse pair tables of this layer may take: :meth:`sparse_limit`, halved between the two
+        layers of a two-layer store that drops pairs, and again when the t-way tables of candidate parents
+        take the other half (_tuple_candidates.py)."""
+        limit = max(self.memory_budget, SPARSE_FLOOR)
+        if self.pair_rule is not None and self.selection_peer is not None:
+            limit //= 2
+        if self.tuple_rule:
+            limit //= 2
+        return limit
+
     def _check_sparse_room(self, k: int) -> None:
         """Refuse to learn more (CapacityError, before anything changes) when one event of ``k``
         observed values could take the sparse pair tables past ``memory_budget`` (or
@@ -159,18 +170,12 @@ class Budget:
             return
         while not self._sparse_room(k):  # a model with a pair rule drops pairs rather than refuse
             pass
+        if revise_pairs(self, self.pair_limit()):  # and revises its choice as the events come (_revision.py)
+            while not self._sparse_room(k):
+                pass
         self.refresh_tuple_selection()
         while not self._tuple_room(k):  # KDB drops candidate parents rather than outgrow the budget
             pass
-
-    def _pair_limit(self) -> int:
-        """Bytes the sparse pair tables may take (see :meth:`_sparse_room`)."""
-        limit = max(self.memory_budget, SPARSE_FLOOR)
-        if self.pair_rule is not None and self.selection_peer is not None:
-            limit //= 2  # the two layers of a two-layer store that drops pairs share the budget
-        if self.tuple_rule:
-            limit //= 2  # the t-way tables of candidate parents take the other half (_tuple_candidates.py)
-        return limit
 
     def _sparse_room(self, k: int) -> bool:
         """:meth:`_check_sparse_room` once: True when the next event fits, False when pairs were just
@@ -187,7 +192,7 @@ class Budget:
                   if isinstance(a, SparseTable) and name.removeprefix("obs_") in _PAIRS}
         if not sparse:
             return True
-        limit = self._pair_limit()
+        limit = self.pair_limit()
         held = sum(v.nbytes for v in sparse.values())
         names = ", ".join(sorted({name.removeprefix("obs_") for name in sparse}))
         one = selected_cells(self, k)  # the distinct cells one event can add to each pair table

@@ -12,54 +12,66 @@ kept (:class:`SelectedTable` filters every addition, removal included):
 
 - ``"parents"`` (AODE, SPODE): a unit is a super-parent p, the rows
   ``pair_count[c, x_p, ·]`` and ``pair_feat[c, x_p, ·]``; the units are
-  ranked by I(X_p; C) (:func:`mutual_information_with_class`, exact over
-  every event learned, since the value counts are all kept). A SPODE's joint
-  term is P(c, x_p): the parents that say most about the class give the
-  sharpest one-dependence models (the ranking memory-constrained selective
-  AnDE uses);
+  ranked by the G-test of I(X_p; C) (:func:`parent_scores`, exact over every
+  event learned, since the value counts are all kept). A SPODE's joint term
+  is P(c, x_p): the parents that say most about the class give the sharpest
+  one-dependence models (the ranking memory-constrained selective AnDE uses);
 - ``"edges"`` (TAN): a unit is an attribute pair {i, j}, both orientations;
-  the units are ranked by I(X_i; X_j | C) (:func:`cmi_from_cells`), read off
-  the counts kept so far, and the tree is the maximum spanning forest over
-  the kept pairs.
+  the units are ranked by the G-test of I(X_i; X_j | C) on the pair's own
+  counts (:func:`pair_evidence`, :func:`edge_scores`), each charged the cells
+  it holds once full (:func:`edge_costs`), and the tree is the maximum
+  spanning forest over the kept pairs whose test rejects independence
+  (:func:`edge_supported`).
 
 The pairs of an attribute with itself (the diagonal, a value's own count) are
-always kept. Pruning keeps the best-ranked units whose cells held now fit in
-a quarter of the budget's cells (a sparse cell takes 16 bytes, in a hash table
-at most half full), at least one unit fewer than before; dropping a unit never
-changes the counts of the units kept, so **every kept pair holds exactly the
-counts of every event learned** (those before the pruning included): the
-choice is made from all events so far, not a sample, and is made again, from
-more events, each time the tables fill up. Ties go by name, so the choice is
-deterministic. A store that never passes its budget never prunes, and counts
-exactly as before.
+always kept. Pruning keeps the best-ranked units whose cells fit in a quarter
+of the budget's cells (a sparse cell takes 16 bytes, in a hash table at most
+half full), at least one unit fewer than before. Between prunings the choice
+is revised as the events come (:mod:`stream_nb.stats.selection._revision`): pairs are
+dropped and others admitted. **A pair's counts hold the events learned since
+it was last admitted** (:func:`apply_selection`): dropping a unit never
+changes the counts of the units kept, and a unit admitted again starts from
+no counts, the events learned while it was dropped being gone. Ties go by
+name, so the choice is deterministic. A store that never passes its budget
+never prunes, and counts exactly as before.
 
 Limits, stated: under a selection, events with missing values are counted as
 ``missing="ignore"`` counts them (EM's E-step would read pairs that are no
 longer counted); models with forgetting (windows, decay, drift detectors) keep
 no pair rule (their captured counts would bring dropped pairs back) and stay
-refused at the budget.
+refused at the budget. Unlearning is exact while every kept pair holds every event learned; once a pair
+comes back from no counts (a revision), or a merge sums a pair that only one of the two stores kept, an
+event learned before could not be told from one learned since, and unlearning is refused for good
+(``UnlearnError``, reason ``"partial_pairs"``, nothing changed; :attr:`Candidates.pairs_partial`, kept in
+snapshots and merged by "either").
 
-Merges stay exact (:func:`narrow_to_both`): since a selection only narrows, every pair a store keeps
-holds every event that store learned, so two stores merge by keeping the pairs both keep (a store
-without a selection keeps all of its own; a feature one store never saw costs the other nothing) and
-summing their counts; every pair kept afterwards holds every event of both streams, and a pair either
-store dropped is dropped. The selection merged is therefore the intersection, never larger than
-either; KDB's selections of candidate parents (``_tuple_candidates.py``) still do not merge.
+Merges stay sums (:func:`widen_to_either`): two stores merge to every pair either counts, each cell the
+sum of both stores' cells, so a kept pair holds the events each store counted it for. Unions and sums
+do not depend on the order, so a group of stores merges to the same counts and selection whatever the
+order of the merges; the result differs from one store that learned every stream in which pairs are
+kept and since when each counts (a store without a selection, merged with one, counts every pair
+again). KDB's selections of candidate parents (``_tuple_candidates.py``) still do not merge.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from ...exceptions import UnlearnError
+from ..discretiser import ALPHA
+from ._significance import chi2_logsf
 from ..tables import FilteredTable, SparseTable, cells_of, chunks_of
 
-__all__ = ["Candidates", "SelectedTable", "apply_selection", "cmi_from_cells", "mutual_information_with_class",
-           "narrow_to_both", "prune_pairs", "restore_selection", "selected_cells", "set_pair_rule"]
+__all__ = ["Candidates", "SelectedTable", "apply_selection", "cmi_from_cells", "edge_costs", "edge_scores",
+           "edge_supported", "mirror_selection", "mutual_information_with_class", "padded", "pair_evidence",
+           "parent_scores", "prune_pairs", "restore_selection", "selected_cells", "set_pair_rule", "widen_to_either"]
 
 _PAIR_TABLES = ("pair_count", "pair_feat")
 
 
-def _pad(a: np.ndarray | None, shape: tuple) -> np.ndarray:
+def padded(a: np.ndarray | None, shape: tuple) -> np.ndarray:
     out = np.zeros(shape, dtype=bool)
     if a is not None:
         out[tuple(slice(0, min(d, e)) for d, e in zip(a.shape, shape))] = a[tuple(slice(0, min(d, e)) for d, e in zip(a.shape, shape))]
@@ -109,6 +121,25 @@ class Candidates:
     pair_edges: np.ndarray | None = None
     #: the other layer of a two-layer store, which takes the same selection (see set_pair_rule)
     selection_peer = None
+    #: the rotation's place (the hash of the last pair admitted) and the events learned at the last revision
+    #: (stats/_revision.py)
+    pair_cursor: int = 0
+    pair_revised: float = 0.0
+    #: whether some kept pair holds fewer of the learned events than the store: a pair that came back
+    #: (stats/_revision.py), or one kept by only one of two merged stores. Set for good: an event learned
+    #: before cannot be told from one learned since, so unlearning is refused (see check_pairs_whole)
+    pairs_partial: bool = False
+
+    def check_pairs_whole(self) -> None:
+        """UnlearnError (reason ``"partial_pairs"``) when :attr:`pairs_partial`: taking an event back from a
+        pair that came back would take it from counts that may never have held it."""
+        if self.pairs_partial:
+            raise UnlearnError(
+                "unlearn_one: some candidate pairs hold only the events learned since they came back (a "
+                "revision of the selection, or a merge with a store that kept other pairs), so an event "
+                "learned before cannot be taken back exactly; nothing was changed. A model that must unlearn "
+                "wide data keeps its pairs within memory_budget (no selection) or unlearns before the first "
+                "revision", reason="partial_pairs")
 
     @property
     def pairs_selected(self) -> bool:
@@ -132,8 +163,13 @@ class Candidates:
         if self.pair_allowed is None:
             return None
         F = len(self.features)
-        allowed, edges = _pad(self.pair_allowed, (F,)), _pad(self.pair_edges, (F, F))
+        allowed, edges = padded(self.pair_allowed, (F,)), padded(self.pair_edges, (F, F))
         return allowed[:, None] | edges | np.eye(F, dtype=bool)
+
+    def edge_supported(self) -> np.ndarray | None:
+        """(F, F): the kept pairs whose own counts support a dependence (None: no selection, every pair
+        counted); see :func:`edge_supported`."""
+        return edge_supported(self)
 
     def refresh_selection(self) -> None:
         """Give the selected tables the current column -> feature map and feature count."""
@@ -146,8 +182,8 @@ class Candidates:
             apply_selection(self, self.pair_allowed, self.pair_edges)  # tables made again (a derived layer, EM's twin)
         F = len(self.features)
         if len(self.pair_allowed) < F:
-            self.pair_allowed = _pad(self.pair_allowed, (F,))
-            self.pair_edges = _pad(self.pair_edges, (F, F))
+            self.pair_allowed = padded(self.pair_allowed, (F,))
+            self.pair_edges = padded(self.pair_edges, (F, F))
         for p in self._sets():
             for name in _PAIR_TABLES:
                 t = getattr(self, p + name, None)
@@ -174,8 +210,10 @@ def set_pair_rule(s, rule: str | None) -> None:
         fine.selection_peer, s.selection_peer = s, fine
 
 
-def _mirror(s, peer, allowed: np.ndarray, edges: np.ndarray) -> None:
-    """Apply the selection ``s`` made to ``peer`` (its other layer), matching the features by name."""
+def mirror_selection(s, peer) -> None:
+    """Apply the selection ``s`` made to ``peer`` (its other layer), matching the features by name, with
+    the rotation's place and the last revision."""
+    allowed, edges = s.pair_allowed, s.pair_edges
     where = np.array([s.feature_index.get(name, -1) for name in peer.features], dtype=np.int64)
     have = where >= 0
     pa = np.zeros(len(where), dtype=bool)
@@ -183,17 +221,17 @@ def _mirror(s, peer, allowed: np.ndarray, edges: np.ndarray) -> None:
     pe = np.zeros((len(where), len(where)), dtype=bool)
     pe[np.ix_(have, have)] = edges[np.ix_(where[have], where[have])]
     apply_selection(peer, pa, pe)
+    peer.pair_cursor, peer.pair_revised = s.pair_cursor, s.pair_revised
+    peer.pairs_partial = s.pairs_partial
 
 
 def apply_selection(s, allowed: np.ndarray, edges: np.ndarray) -> None:
     """Keep only the pairs of ``allowed`` parents and ``edges`` (and the diagonal) in every pair table of
     ``s`` (dense or sparse), from now on: the tables become :class:`SelectedTable` s with the kept cells.
-    A selection only narrows: a pair dropped once is never counted again (its counts would be partial)."""
+    A pair dropped loses its counts; a pair not kept until now starts from none (its cells were not
+    added while it was dropped), so its counts hold the events learned from now on."""
     C, V, F = len(s.classes), len(s.value_keys), len(s.features)
-    allowed, edges = _pad(allowed, (F,)), _pad(edges, (F, F))
-    if s.pair_allowed is not None:
-        allowed &= _pad(s.pair_allowed, (F,))
-        edges &= _pad(s.pair_edges, (F, F))
+    allowed, edges = padded(allowed, (F,)), padded(edges, (F, F))
     s.pair_allowed, s.pair_edges = allowed, edges
     if not s.pairs:  # a fine layer whose pair tables are its coarse layer's (_shared_pairs.py): the choice alone
         return
@@ -219,36 +257,56 @@ def apply_selection(s, allowed: np.ndarray, edges: np.ndarray) -> None:
     s.epoch += 1
 
 
-def narrow_to_both(s, other, fmap: np.ndarray) -> None:
+def _clear_selection(s) -> None:
+    """Count every pair again from now on: the selected tables become plain sparse ones, with their cells."""
+    for p in s._sets():
+        for name in _PAIR_TABLES:
+            t = getattr(s, p + name)
+            if isinstance(t, SelectedTable):
+                plain = SparseTable(t.shape, slots=16)
+                plain._keys, plain._vals, plain._n = t._keys, t._vals, t._n
+                setattr(s, p + name, plain)
+    s.pair_allowed = s.pair_edges = None
+    s.epoch += 1
+
+
+def _kept_pairs(allowed: np.ndarray | None, edges: np.ndarray | None, F: int) -> np.ndarray:
+    """(F, F): the pairs a store counts (all of them without a selection)."""
+    if allowed is None:
+        return np.ones((F, F), dtype=bool)
+    return padded(allowed, (F,))[:, None] | padded(edges, (F, F)) | np.eye(F, dtype=bool)
+
+
+def widen_to_either(s, other, fmap: np.ndarray) -> None:
     """Before ``other``'s counts are added into ``s`` (a merge; ``fmap`` maps other's features to s's):
-    keep in ``s`` (and its other layer) only the pairs both stores keep, a store without a selection
-    keeping all of its features' pairs. Each kept pair held every event of its own store, so after the
-    sums it holds every event of both: the merge stays exact for every pair it keeps, and the pairs
-    either store dropped are dropped (their counts would be partial); the other's cells of them are
-    not added (:class:`SelectedTable` filters them)."""
+    count in ``s`` (and its other layer) every pair either store counts. Summed, each such pair holds
+    the events each store counted it for (all of a store's events for a pair it kept throughout, none
+    for one it did not keep): the merged counts are the sums of the two stores' counts, cell by cell,
+    whatever the order of the merges (a union and sums). A store without a selection counts every pair:
+    merged with one, no pair is dropped, and the selection ends (the budget chooses again at the next
+    event). The rotation's place and the last revision (:mod:`stream_nb.stats.selection._revision`) are the later
+    of the two."""
     F = len(s.features)
-    mine_a = np.ones(F, dtype=bool) if s.pair_allowed is None else _pad(s.pair_allowed, (F,))
-    mine_e = np.ones((F, F), dtype=bool) if s.pair_edges is None else _pad(s.pair_edges, (F, F))
-    if s.pair_allowed is None:  # every pair kept until now: as edges, so that a parent's row is a set of pairs
-        mine_a = np.zeros(F, dtype=bool)
-    Fo = len(other.features)
-    theirs_a = np.ones(Fo, dtype=bool) if other.pair_allowed is None else _pad(other.pair_allowed, (Fo,))
-    theirs_e = np.ones((Fo, Fo), dtype=bool) if other.pair_edges is None else _pad(other.pair_edges, (Fo, Fo))
-    # the other's kept pairs in s's features: a pair (a, b) is kept there when a is an allowed parent or the edge is
-    kept_o = np.zeros((F, F), dtype=bool)
-    kept_o[np.ix_(fmap, fmap)] = theirs_a[:, None] | theirs_e
-    seen = np.zeros(F, dtype=bool)
-    seen[fmap] = True
-    kept_o |= ~seen[:, None] | ~seen[None, :]  # a feature the other never saw: it has no counts to miss
-    kept_s = mine_a[:, None] | mine_e
-    both = kept_s & kept_o
-    allowed = both.all(1)  # a parent whose whole row both keep
-    edges = both & ~allowed[:, None]  # the rest pair by pair (TAN's are symmetric, as both stores' are)
-    np.fill_diagonal(edges, False)
-    apply_selection(s, allowed, edges)
+    kept = _kept_pairs(s.pair_allowed, s.pair_edges, F)
+    theirs = _kept_pairs(other.pair_allowed, other.pair_edges, len(other.features))
+    shared = kept[np.ix_(fmap, fmap)]
+    s.pairs_partial = bool(s.pairs_partial or other.pairs_partial or (shared != theirs).any())
+    kept[np.ix_(fmap, fmap)] = shared | theirs
+    s.pair_cursor = max(int(s.pair_cursor), int(other.pair_cursor))
+    s.pair_revised = max(float(s.pair_revised), float(other.pair_revised))
+    if kept.all():
+        _clear_selection(s)
+    else:
+        allowed = kept.all(1)  # a parent whose whole row is counted
+        edges = kept & ~allowed[:, None]  # the rest pair by pair (TAN's are symmetric, as both stores' are)
+        np.fill_diagonal(edges, False)
+        apply_selection(s, allowed, edges)
     peer = getattr(s, "selection_peer", None)
     if peer is not None:
-        _mirror(s, peer, s.pair_allowed, s.pair_edges)
+        if s.pair_allowed is None:
+            _clear_selection(peer)
+        else:
+            mirror_selection(s, peer)
 
 
 def _unit_cells(s, rule: str) -> tuple[np.ndarray, int]:
@@ -270,6 +328,45 @@ def _unit_cells(s, rule: str) -> tuple[np.ndarray, int]:
     return per, fixed
 
 
+def edge_costs(s) -> tuple[np.ndarray, int]:
+    """``(cost, fixed)``: the cells each attribute pair {i, j} holds once its counts have seen every
+    combination, (F, F) (both orientations: 2 C |X_i| |X_j| pair cells and C (|X_i| + |X_j|) feature
+    cells), and the cells of the diagonal, in every count set of ``s`` (the classes and values seen)."""
+    F = len(s.features)
+    r = np.asarray(s.n_values[:F], dtype=float)
+    C, sets = float(s.n_classes), len(s._sets())
+    cost = sets * (2 * C * r[:, None] * r[None, :] + C * (r[:, None] + r[None, :]))
+    return cost, int(sets * 2 * C * r.sum())
+
+
+def edge_scores(s, evidence: tuple | None = None) -> np.ndarray:
+    """(F, F): the log p-value of the G-test of each pair's own counts against independence given the
+    class (``evidence``: :func:`pair_evidence`, read here if not given; 0 for a pair without counts).
+    Lower is better supported: the order in which the pairs are kept."""
+    g, df, n = pair_evidence(s) if evidence is None else evidence
+    out = np.zeros(g.shape)
+    has = n > 0
+    if has.any():
+        out[has] = chi2_logsf(g[has], df[has])
+    return out
+
+
+def parent_scores(s) -> np.ndarray:
+    """(F,): the log p-value of the G-test of each feature against the class, 2 N I(X; C) with
+    (C - 1)(|X| - 1) degrees of freedom, N the events that observed it (all events learned: the value
+    counts are all kept); 0 for a feature without values."""
+    F, C = len(s.features), s.n_classes
+    mi = mutual_information_with_class(s)
+    n = np.asarray(s.feat_count[:C, :F], dtype=float).sum(0)
+    r = np.asarray(s.n_values[:F], dtype=float)
+    df = np.maximum((np.count_nonzero(s.class_count[:C]) - 1.0) * (r - 1.0), 1.0)
+    out = np.zeros(F)
+    has = (n > 0) & (mi > 0)
+    if has.any():
+        out[has] = chi2_logsf(2.0 * n[has] * mi[has], df[has])
+    return out
+
+
 def prune_pairs(s, limit: int) -> bool:
     """Drop the lowest-ranked units of ``s.pair_rule`` (see the module notes) so that the pair cells
     held fit in a quarter of ``limit`` bytes' worth; False (nothing done) without a rule or when
@@ -279,20 +376,22 @@ def prune_pairs(s, limit: int) -> bool:
         return False
     F = len(s.features)
     names = [str(n) for n in s.features]
-    per, fixed = _unit_cells(s, rule)
-    target = limit // (16 * 2 * 4) - fixed
     if rule == "parents":
-        live = np.ones(F, dtype=bool) if s.pair_allowed is None else _pad(s.pair_allowed, (F,))
-        score = mutual_information_with_class(s)
-        units = sorted(np.flatnonzero(live).tolist(), key=lambda f: (-score[f], names[f]))
-    else:
-        live = np.triu(np.ones((F, F), dtype=bool), 1) if s.pair_edges is None else np.triu(_pad(s.pair_edges, (F, F)), 1)
-        score = cmi_from_cells(s)
+        per, fixed = _unit_cells(s, rule)
+        live = np.ones(F, dtype=bool) if s.pair_allowed is None else padded(s.pair_allowed, (F,))
+        score = parent_scores(s)
+        units = sorted(np.flatnonzero(live).tolist(), key=lambda f: (score[f], names[f]))
+        cost = np.array([per[u] for u in units])
+    else:  # an edge is charged the cells it holds once full: kept, it never outgrows the room it was given
+        per, fixed = edge_costs(s)
+        live = np.triu(np.ones((F, F), dtype=bool), 1) if s.pair_edges is None else np.triu(padded(s.pair_edges, (F, F)), 1)
+        score = edge_scores(s)
         i, j = np.nonzero(live)
-        units = sorted(zip(i.tolist(), j.tolist()), key=lambda e: (-score[e], names[e[0]], names[e[1]]))
+        units = sorted(zip(i.tolist(), j.tolist()), key=lambda e: (score[e], names[e[0]], names[e[1]]))
+        cost = np.array([per[u] for u in units])
     if not units:
         return False
-    cost = np.array([per[u] if rule == "parents" else per[u[0] * F + u[1]] for u in units])
+    target = limit // (16 * 2 * 4) - fixed
     n_keep = min(int(np.searchsorted(np.cumsum(cost), target, side="right")), len(units) - 1)
     kept = units[:n_keep]
     allowed, edges = np.zeros(F, dtype=bool), np.zeros((F, F), dtype=bool)
@@ -304,8 +403,20 @@ def prune_pairs(s, limit: int) -> bool:
     apply_selection(s, allowed, edges)
     peer = getattr(s, "selection_peer", None)
     if peer is not None:
-        _mirror(s, peer, allowed, edges)
+        mirror_selection(s, peer)
     return True
+
+
+def edge_supported(s) -> np.ndarray | None:
+    """(F, F): the kept pairs whose own counts reject independence given the class at level
+    :data:`~stream_nb.stats.G_TEST_ALPHA` divided by the candidate pairs (None without a selection: every pair counts all)."""
+    if s.pair_allowed is None:
+        return None
+    F = len(s.features)
+    kept = padded(s.pair_edges, (F, F)) | padded(s.pair_allowed, (F,))[:, None]
+    discrete = np.asarray(s.n_values[:F]) > 0
+    units = max(int(discrete.sum()) * (int(discrete.sum()) - 1) // 2, 1)
+    return kept & (edge_scores(s) <= math.log(ALPHA / units))
 
 
 def selected_cells(s, k: int) -> int:
@@ -324,10 +435,10 @@ def _sums(keys: np.ndarray, n: np.ndarray) -> np.ndarray:
     return np.bincount(inv.ravel(), weights=n, minlength=len(uniq))[inv.ravel()]
 
 
-def cmi_from_cells(stats) -> np.ndarray:
-    """I(x_i; x_j | y) of every pair of discrete features, read off sparse pair tables: the sums of
-    :func:`~stream_nb.learners.conditional_mutual_information` over the cells held (a dense V x V
-    block per class would be as large as the table it replaces). Zero for pairs not kept."""
+def _cmi_sums(stats) -> tuple[np.ndarray, np.ndarray]:
+    """``(sums, n)``, (F, F) and symmetric: per pair of discrete features, the sum over both blocks of the
+    pair's cells of n log(n n(c, i, j) / (n(c, v, j) n(c, i, w))), and the counts of both blocks, read off
+    the pair tables (dense or sparse) cell by cell."""
     C, V, F = stats.n_classes, len(stats.value_keys), len(stats.features)
     (c, v, w), n = cells_of(stats.pair_count, stats.pair_count.shape)  # dense pairs too (KDB's candidate parents)
     fv = stats.value_feature
@@ -343,10 +454,34 @@ def cmi_from_cells(stats) -> np.ndarray:
     mi = np.bincount(fi * F + fj, weights=term, minlength=F * F).reshape(F, F)
     n_pair = np.bincount(fi * F + fj, weights=n, minlength=F * F).reshape(F, F)
     mi, n_pair = mi + mi.T, n_pair + n_pair.T  # both blocks of each pair
+    np.fill_diagonal(mi, 0.0)
+    np.fill_diagonal(n_pair, 0.0)
+    return mi, n_pair
+
+
+def cmi_from_cells(stats) -> np.ndarray:
+    """I(x_i; x_j | y) of every pair of discrete features, read off sparse pair tables: the sums of
+    :func:`~stream_nb.learners.conditional_mutual_information` over the cells held (a dense V x V
+    block per class would be as large as the table it replaces). Zero for pairs not kept; a pair
+    kept since its last admission (:mod:`stream_nb.stats.selection._revision`) is read off the events its own
+    counts hold."""
+    mi, n_pair = _cmi_sums(stats)
     with np.errstate(divide="ignore", invalid="ignore"):
         mi = np.where(n_pair > 0, mi / np.where(n_pair > 0, n_pair, 1.0), 0.0)
-    np.fill_diagonal(mi, 0.0)
     return np.maximum(mi, 0.0)
+
+
+def pair_evidence(stats) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(G, df, n)``, each (F, F): per pair of discrete features, the G statistic 2 n I(x_i; x_j | y) of the
+    pair's own counts (both blocks pooled, as :func:`cmi_from_cells`), its degrees of freedom
+    C (|X_i| - 1)(|X_j| - 1) (the classes and values seen; at least 1), and n, the events its counts hold
+    (those that observed both since the pair was last admitted). Zero G and n for pairs without counts."""
+    F = len(stats.features)
+    mi, n_pair = _cmi_sums(stats)
+    r = np.maximum(np.asarray(stats.n_values[:F], dtype=float) - 1.0, 0.0)
+    C = float(np.count_nonzero(stats.class_count[: stats.n_classes]))
+    df = np.maximum(C * r[:, None] * r[None, :], 1.0)
+    return np.maximum(mi, 0.0), df, n_pair / 2.0
 
 
 def mutual_information_with_class(stats) -> np.ndarray:
@@ -369,12 +504,23 @@ def mutual_information_with_class(stats) -> np.ndarray:
 
 
 def restore_selection(s, arrays: dict, meta: dict) -> None:
-    """Give a store read from ``(arrays, meta)`` (see :meth:`~stream_nb.stats.Stats.state`) its pair rule
-    and the candidate pairs it kept; ValueError naming what does not fit."""
+    """Give a store read from ``(arrays, meta)`` (see :meth:`~stream_nb.stats.Stats.state`) its pair rule,
+    the candidate pairs it kept, the rotation's place and its last revision (a state without them: 0,
+    as written before revisions); ValueError naming what does not fit."""
     rule = meta.get("pair_rule")
     if rule not in (None, "parents", "edges"):
         raise ValueError(f"stats.pair_rule: expected 'parents', 'edges' or null, got {rule!r:.60}")
     s.pair_rule = rule
+    cursor, revised = meta.get("pair_cursor", 0), meta.get("pair_revised", 0.0)
+    if isinstance(cursor, bool) or not isinstance(cursor, int) or not 0 <= cursor < 1 << 64:
+        raise ValueError(f"stats.pair_cursor: expected an integer from 0 to 2**64 - 1, got {cursor!r:.60}")
+    if isinstance(revised, bool) or not isinstance(revised, (int, float)) or not 0 <= revised < float("inf"):
+        raise ValueError(f"stats.pair_revised: expected a number >= 0 (events), got {revised!r:.60}")
+    s.pair_cursor, s.pair_revised = cursor, float(revised)
+    partial = meta.get("pairs_partial", False)
+    if not isinstance(partial, bool):
+        raise ValueError(f"stats.pairs_partial: expected true or false, got {partial!r:.60}")
+    s.pairs_partial = partial
     if "pair_allowed" not in arrays and "pair_edges" not in arrays:
         return
     F = len(s.features)

@@ -74,7 +74,7 @@ __all__ = ["CoarseDiscretiser", "TwoLayerStats"]
 #: what a store keeps of its own when the coarse layer is derived again
 _OWN = ("fine", "fine_bins", "backlog", "candidates", "grown", "receipts", "counted", "n_events", "next_choice", "stale", "_pending",
         "_pending_exp", "_pending_rows", "_pending_labeled", "_run_mirrored", "run_new", "journal", "pair_rule",
-        "pair_allowed", "pair_edges", "selection_peer", "shared_pairs", "forgets")
+        "pair_allowed", "pair_edges", "selection_peer", "pair_cursor", "pair_revised", "shared_pairs", "forgets")
 
 
 
@@ -259,7 +259,7 @@ class TwoLayerStats(FineRuns, WaitingEvents, SharedPairs, Stats):
     def learn_limit(self) -> int:
         if self.fine.from_int - self.grown:
             return 1  # events holding a young feature of integers are logged one by one (candidates)
-        return max(1, self.next_choice - self.n_events)
+        return min(max(1, self.next_choice - self.n_events), super().learn_limit())
 
     def frame_warms(self, X) -> bool:
         """True when a batch holds numeric values the fine layer cannot bin yet: learned row by row,

@@ -12,7 +12,7 @@ import typing
 import numpy as np
 
 from ...exceptions import MergeError
-from ..selection import narrow_to_both
+from ..selection import widen_to_either
 from ..budget import scatter_add
 from ..discretiser import Discretiser
 from ..tables import cells_of
@@ -120,9 +120,9 @@ class Merging:
             mine = self.values[f].get(v)
             vmap[col] = mine if mine is not None else self._add_value(f, v)
         if self.pairs_selected or other.pairs_selected:
-            # a kept pair holds every event of its store (a selection only narrows): the pairs both keep hold
-            # both streams' events once summed, the others lose theirs (see stores' _candidates.py)
-            narrow_to_both(self, other, fmap)
+            # every pair either store counts is counted, holding the sum of both stores' counts of it
+            # (see _candidates.py: widen_to_either)
+            widen_to_either(self, other, fmap)
         C = len(other.classes)
         self.class_count[cmap] += other.class_count[:C]
         if other.keeps_observed and self.wants_observed:

@@ -43,6 +43,7 @@ class Removing:
     def remove(self, entries) -> None:
         """Take back ``entries`` (a journal, see the module notes), last first; :class:`UnlearnError` and no
         change at all when some count would fall below zero."""
+        self.check_pairs_whole()
         entries = follow_promotions(self, entries)  # a receipt of before a promotion names old columns
         for e in entries:
             self._check_entry(e)
@@ -172,6 +173,7 @@ class Removing:
         Checked first, all at once: the counts of each class, of each (class, value) and (class, feature),
         and the Gaussian weights, must hold the rows (UnlearnError naming the first that does not, and
         nothing changed). The pair and tuple cells are those of the same rows."""
+        self.check_pairs_whole()
         need = np.bincount(yc)
         short = np.flatnonzero(self.class_count[: len(need)] < need - _SLACK * need)
         if len(short):

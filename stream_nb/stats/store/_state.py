@@ -123,6 +123,10 @@ class State:
             meta["pair_rule"] = self.pair_rule
         if self.pair_allowed is not None:
             arrays["pair_allowed"], arrays["pair_edges"] = self.pair_allowed[:F].copy(), self.pair_edges[:F, :F].copy()
+        if self.pair_cursor or self.pair_revised:  # the revisions of the selection (stats/_revision.py)
+            meta["pair_cursor"], meta["pair_revised"] = int(self.pair_cursor), float(self.pair_revised)
+        if self.pairs_partial:  # unlearning is refused (stats/_candidates.py: check_pairs_whole)
+            meta["pairs_partial"] = True
         if self.tuple_rule:  # the candidate parents of the t-way tables (stats/_tuple_candidates.py)
             meta["tuple_rule"] = True
         if self.tuple_cand is not None:

@@ -15,6 +15,7 @@ from ..tables import GaussianMoments
 from ..values import Labels
 from ._merging import Merging
 from ..schema import Promotion
+from ..selection import revision_due
 from ._removing import Removing
 from ..schema import Schema
 from ._state import State
@@ -156,8 +157,9 @@ class Stats(Schema, Budget, Candidates, TupleCandidates, Labels, Promotion, Enco
 
     def learn_limit(self) -> int:
         """How many events may be learned in one batch or run before the store must look at its
-        counts again (a two-layer store chooses its cut points); here, no limit."""
-        return 1 << 62
+        counts again (a two-layer store chooses its cut points; a selection of pairs is revised,
+        :mod:`stream_nb.stats.selection._revision`); otherwise no limit."""
+        return revision_due(self)
 
     def count_layer(self) -> "Stats":
         """The store whose counts are the truth that forgetting subtracts and scales
