@@ -65,8 +65,8 @@ folder             what it holds
 ``values/``        kinds of feature, :class:`Encoded`, the checks on one value; the label rule; :class:`Columns`
 ``discretiser/``   online equal-frequency bins; Fayyad and Irani's MDL cut points; the G-tests of
                    joint cuts; the coarse layer as sums of fine cells; events waiting for their bins
-``schema/``        classes, features, values, capacity; promotions; one event, runs and frames as indices
 ``tables/``        sparse count tables, Gaussian moments, work in bounded chunks
+``schema/``        classes, features, values, capacity; promotions; one event, runs and frames as indices
 ``selection/``     the pair and tuple cells kept by candidate selection
 ``budget/``        the memory budget: dense tables while they fit, sparse beyond; shared pair tables
 ``forgetting/``    captures of the counts, their differences, subtracting and scaling; journals of

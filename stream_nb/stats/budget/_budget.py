@@ -58,8 +58,9 @@ class Budget:
         return isinstance(getattr(self, "tuple_count", None), SparseTable)
 
     def _arrays(self) -> dict:
-        """Every count array held, by name (the observed-only twin's too)."""
-        return {k: v for k, v in vars(self).items() if isinstance(v, (np.ndarray, SparseTable))}
+        """Every count array held, by name (the observed-only twin's too, and the Gaussian moments)."""
+        arrays = {k: v for k, v in vars(self).items() if isinstance(v, (np.ndarray, SparseTable))}
+        return arrays | {"g_n": self.g_n, "g_mean": self.g_mean, "g_m2": self.g_m2}
 
     @property
     def pairs_sparse(self) -> bool:

@@ -140,7 +140,7 @@ class ArrayRuns:
                                        if name not in columns)
             state.bad[_ABSENT] = np.ones(n, dtype=bool) if lacking else None
             state.names = tuple(self.features)
-        label_key = (len(self.classes), len(self._label_ok))
+        label_key = (len(self.classes), len(self.labels.checked))
         if state.label_key != label_key:
             state.label_key, state.yc = label_key, self._label_codes(ys, state)
         bad = [b for b in state.bad.values() if b is not None]
@@ -229,8 +229,8 @@ class ArrayRuns:
             if state.labels is None:
                 state.labels = np.array(ys, dtype=object) if n else np.empty(0, dtype=object)
             yc[np.equal(state.labels, None)] = -1
-        if not types - {NONE_TYPE} <= self._label_ok:  # a type not checked yet: the one-event path checks it
-            ok = self._label_ok | {NONE_TYPE}
+        if not types - {NONE_TYPE} <= self.labels.checked:  # a type not checked yet: the one-event path checks it
+            ok = self.labels.checked | {NONE_TYPE}
             yc[~np.fromiter(map(ok.__contains__, map(type, ys)), dtype=bool, count=n)] = -2
         return yc
 

@@ -174,7 +174,7 @@ class Frames:
         F = len(self.features)
         stop = end - start
         # labels: a known class (of a type checked to be the labels' type: True finds the class 1), or None
-        classes, label_ok, labels = self.class_index, self._label_ok, ys[start:end]
+        classes, label_ok, labels = self.class_index, self.labels.checked, ys[start:end]
         types = set(map(type, labels))
         unlabeled = labels.count(None) if NONE_TYPE in types else 0
         yc = list(map(classes.get, labels)) if label_ok.issuperset(types - {NONE_TYPE}) else None

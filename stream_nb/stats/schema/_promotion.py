@@ -68,10 +68,7 @@ class Promotion:
             self.n_gauss += 1
             self.gauss_feature.append(f)
             self.kinds[f], self.values[f], self.gslot[f] = GAUSS, None, g
-            n = counts.sum(1)
-            mean = np.where(n > 0, counts @ keys / np.where(n > 0, n, 1.0), 0.0)
-            self.g_n[:C, g], self.g_mean[:C, g] = n, mean
-            self.g_m2[:C, g] = (counts * (keys[None, :] - mean[:, None]) ** 2).sum(1)
+            self.moments.set_from_counts(g, counts, keys)
             for p in self._sets():
                 getattr(self, p + "feat_count")[:C, f] = 0.0
             self.n_values[f] = 0

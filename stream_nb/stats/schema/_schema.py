@@ -14,6 +14,7 @@ import numpy as np
 
 from ...exceptions import CapacityError, FeatureTypeError
 from ..discretiser import Discretiser
+from ..tables import GaussianMoments
 from ..values import validate_label
 from ..values import (
     BINNED, CAT, EMPTY_INT, GAUSS, PLAIN_TYPES, TWINNED, VALUE_GROUPS, Encoded, a_noun, json_type, short_repr,
@@ -34,9 +35,6 @@ class Schema:
             "n_values": np.zeros(cf, dtype=np.int64),
             "value_count": np.zeros((cc, cv)),
             "feat_count": np.zeros((cc, cf)),
-            "g_n": np.zeros((cc, cg)),
-            "g_mean": np.zeros((cc, cg)),
-            "g_m2": np.zeros((cc, cg)),
         }
         used = {"value_count": (C, V), "feat_count": (C, F)}
         for p in self._sets()[1:]:
@@ -47,13 +45,14 @@ class Schema:
             new["class_count"][:C] = self.class_count[:C]
             new["value_feature"][:V] = self.value_feature[:V]
             new["n_values"][:F] = self.n_values[:F]
-            for k in ("g_n", "g_mean", "g_m2"):
-                new[k][:C, :G] = getattr(self, k)[:C, :G]
+            self.moments.resize(cc, cg, C, G)
             for p in self._sets():
                 for k, dims in used.items():
                     if p + k in new:
                         part = tuple(slice(0, d) for d in dims)
                         new[p + k][part] = getattr(self, p + k)[part]
+        else:
+            self.moments = GaussianMoments(cc, cg)
         for k, v in new.items():
             setattr(self, k, v)
         self._cap = (cc, cv, cf, cg)
@@ -304,13 +303,8 @@ class Schema:
         )
 
     def _add_class(self, y) -> int:
-        if self.label_type is None:
-            self.label_type = json_type(y)
-            self._label_ok = {type(y)}
         self._reserve(c=1)
-        c = len(self.classes)
-        self.classes.append(y)
-        self.class_index[y] = c
+        c = self.labels.add(y)
         self.epoch += 1
         return c
 

@@ -138,7 +138,7 @@ class Merging:
             nb = other.g_n[:C, go]
             present = nb > 0
             if present.any():
-                self._merge_moments(cmap[present], g, nb[present], other.g_mean[:C, go][present], other.g_m2[:C, go][present])
+                self.moments.merge(cmap[present], g, nb[present], other.g_mean[:C, go][present], other.g_m2[:C, go][present])
 
     def few_overflow(self, other: typing.Self) -> list[tuple[int, int]]:
         """``(feature here, feature there)`` of each numeric feature both stores count by value

@@ -56,7 +56,7 @@ class Removing:
                     for p in self._sets():
                         self._count(p, enc.cols, enc.feats, c, -w)
             elif kind == "gauss":
-                self._unwelford(*e[1:])
+                self.moments.remove(*e[1:])
             elif kind == "observed":
                 _, enc, c, w = e
                 self._count("obs_", enc.cols, enc.feats, c, -w)
@@ -132,20 +132,6 @@ class Removing:
             raise ValueError(f"unknown journal entry {kind!r}")
 
     # ------------------------------------------------------------------ the reverse updates
-
-    def _unwelford(self, c: int, w: float, gs: np.ndarray, gx: np.ndarray) -> None:
-        """The reverse of :meth:`add_gaussian`: the moments without weight ``w`` at values ``gx``."""
-        n1 = self.g_n[c, gs]
-        mean1 = self.g_mean[c, gs]
-        n0 = n1 - w
-        empty = n0 <= _SLACK * np.maximum(1.0, n1)
-        safe = np.where(empty, 1.0, n0)
-        mean0 = mean1 + (mean1 - gx) * (w / safe)
-        m2 = self.g_m2[c, gs] - w * (gx - mean0) * (gx - mean1)
-        self.g_n[c, gs] = np.where(empty, 0.0, n0)
-        self.g_mean[c, gs] = np.where(empty, 0.0, mean0)
-        self.g_m2[c, gs] = np.where(empty, 0.0, np.maximum(m2, 0.0))
-        self.version += 1
 
     def _remove_expected(self, c, w, u, m, feats_u, J) -> None:
         """The reverse of :meth:`add_expected`."""

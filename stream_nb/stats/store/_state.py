@@ -177,8 +177,7 @@ class State:
         if meta.get("label_type") is not None:
             if not isinstance(meta["label_type"], str):
                 raise ValueError(f"label_type: expected a JSON type name, got {meta['label_type']!r}")
-            s.label_type = meta["label_type"]
-            s._label_ok = {type(y) for y in s.classes if json_type(y) == s.label_type}
+            s.labels.set_type(meta["label_type"])
         for f, feat in enumerate(meta["features"]):
             vt = feat.get("value_type")
             if vt is not None and s.kinds[f] == CAT:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..._checks import check_choice
 from ._adding import Adding
 from ..budget import DEFAULT_MEMORY_BUDGET, Budget
@@ -11,7 +13,6 @@ from ..discretiser import Discretiser
 from ..schema import Encoding
 from ..schema import ArrayRuns
 from ..schema import Frames
-from ..tables import GaussianMoments
 from ..values import Labels
 from ._merging import Merging
 from ..schema import Promotion
@@ -24,7 +25,7 @@ from ..values import check_types
 __all__ = ["Stats"]
 
 
-class Stats(Schema, Budget, Candidates, TupleCandidates, Labels, Promotion, Encoding, ArrayRuns, Frames, Adding, Removing, GaussianMoments, Merging, State):
+class Stats(Schema, Budget, Candidates, TupleCandidates, Promotion, Encoding, ArrayRuns, Frames, Adding, Removing, Merging, State):
     """Additive sufficient statistics over a stream of (x, y) events.
 
     Parameters
@@ -106,12 +107,7 @@ class Stats(Schema, Budget, Candidates, TupleCandidates, Labels, Promotion, Enco
         self.bins = bins
         self.warmup = warmup
         self.bin_edges = dict(bin_edges or {})
-        # classes
-        self.classes: list = []
-        self.class_index: dict = {}
-        #: JSON type of the labels (json_type), fixed by the first class; None before it
-        self.label_type: str | None = None
-        self._label_ok: set = set()  # Python types checked to be of label_type
+        self.labels = Labels()  # the classes
         # features
         self.features: list = []
         self.feature_index: dict = {}
@@ -148,6 +144,44 @@ class Stats(Schema, Budget, Candidates, TupleCandidates, Labels, Promotion, Enco
         # arrays, allocated with spare capacity
         self._cap = (0, 0, 0, 0)
         self._alloc(4, 16, 8, 4)
+
+    classes = property(lambda s: s.labels.classes, doc="The classes, in order of first appearance.")
+    class_index = property(lambda s: s.labels.index, doc="``{class: index}``.")
+    label_type = property(lambda s: s.labels.type, doc="JSON type of the labels, fixed by the first class; None before it.")
+
+    def check_label(self, y, where: str | None = None) -> None:
+        """Raise unless ``y`` can be learned as a label (:meth:`Labels.check`)."""
+        self.labels.check(y, where)
+
+    def check_labels(self, labels: list) -> None:
+        """Raise for the first label of a batch that :meth:`check_label` would refuse (:meth:`Labels.check_many`)."""
+        self.labels.check_many(labels)
+
+    # the Gaussian moments are a part of their own (GaussianMoments); their arrays keep their names here
+    g_n = property(lambda s: s.moments.n, lambda s, a: setattr(s.moments, "n", a))
+    g_mean = property(lambda s: s.moments.mean, lambda s, a: setattr(s.moments, "mean", a))
+    g_m2 = property(lambda s: s.moments.m2, lambda s, a: setattr(s.moments, "m2", a))
+
+    def add_gaussian(self, c: int, w: float, gs: np.ndarray, gx: np.ndarray) -> None:
+        """Weighted Welford update of the Gaussian moments of class ``c`` (:meth:`GaussianMoments.add`)."""
+        self.version += 1
+        if len(gs):
+            if self.journal is not None:
+                self.journal.append(("gauss", c, w, gs, gx))
+            self.moments.add(c, w, gs, gx)
+
+    def add_gaussian_rows(self, G: np.ndarray, gslots, yc: np.ndarray, w: np.ndarray, remove: bool = False) -> None:
+        """Add (``remove``: take back) rows of numeric values at once (:meth:`GaussianMoments.add_rows`)."""
+        self.moments.add_rows(len(self.classes), G, gslots, yc, w, remove)
+        self.version += 1
+
+    def gaussian_mixture(self, g: int, weights: np.ndarray) -> tuple[float, float]:
+        """Mean and standard deviation of Σ_c weights[c] N(μ_c, σ²_c) for Gaussian slot ``g``."""
+        return self.moments.mixture(len(self.classes), g, weights)
+
+    def gaussian_loglik(self, gslots: np.ndarray, gx: np.ndarray, var_smoothing: float) -> np.ndarray:
+        """Per-class Gaussian log-density of numeric values (:meth:`GaussianMoments.loglik`)."""
+        return self.moments.loglik(len(self.classes), gslots, gx, var_smoothing)
 
     def cut_points(self) -> dict:
         """``{feature: [cut points]}`` of every discretised feature whose bin edges exist (bin 0 is

@@ -104,28 +104,66 @@ def _floor(within, seen, mean, var_smoothing: float) -> np.ndarray:
 
 
 class GaussianMoments:
-    """The Gaussian moments of a :class:`~stream_nb.stats.Stats` (a part of it, not used alone)."""
+    """The per-class running moments of the Gaussian features: weight ``n``, ``mean`` and sum of
+    squared deviations ``m2``, each (classes, slots) with spare room, and their arithmetic.
 
-    journal: list | None = None  # see Adding.journal
+    A part of the count store that works alone: it knows indices, not names; ``C`` is the number of
+    classes in use, which its caller (the store) passes where it matters.
 
-    def add_gaussian(self, c: int, w: float, gs: np.ndarray, gx: np.ndarray) -> None:
-        """Weighted Welford update of the Gaussian moments of class ``c``."""
-        self.version += 1
-        if len(gs):
-            if self.journal is not None:
-                self.journal.append(("gauss", c, w, gs, gx))
-            n = self.g_n[c, gs] + w
-            mean = self.g_mean[c, gs]
-            d = gx - mean
-            new_mean = mean + d * (w / n)
-            self.g_m2[c, gs] += w * d * (gx - new_mean)
-            self.g_mean[c, gs] = new_mean
-            self.g_n[c, gs] = n
+    Examples
+    --------
+    >>> m = GaussianMoments(2, 1)
+    >>> for x in (1.0, 2.0, 6.0):
+    ...     m.add(0, 1.0, np.array([0]), np.array([x]))
+    >>> float(m.n[0, 0]), float(m.mean[0, 0]), float(m.m2[0, 0])
+    (3.0, 3.0, 14.0)
+    """
 
-    def gaussian_mixture(self, g: int, weights: np.ndarray) -> tuple[float, float]:
-        """Mean and standard deviation of Σ_c weights[c] N(μ_c, σ²_c) for Gaussian slot ``g``."""
-        C = self.n_classes
-        n, mean, m2 = self.g_n[:C, g], self.g_mean[:C, g], self.g_m2[:C, g]
+    def __init__(self, classes: int = 0, slots: int = 0):
+        self.n, self.mean, self.m2 = (np.zeros((classes, slots)) for _ in range(3))
+
+    def resize(self, classes: int, slots: int, C: int, G: int) -> None:
+        """Arrays of ``classes`` x ``slots``, keeping the moments of the first ``C`` classes and ``G`` slots."""
+        grown = [np.zeros((classes, slots)) for _ in range(3)]
+        for a, b in zip(grown, (self.n, self.mean, self.m2)):
+            a[:C, :G] = b[:C, :G]
+        self.n, self.mean, self.m2 = grown
+
+    def add(self, c: int, w: float, gs: np.ndarray, gx: np.ndarray) -> None:
+        """Weighted Welford update of class ``c`` by the values ``gx`` of slots ``gs``."""
+        n = self.n[c, gs] + w
+        mean = self.mean[c, gs]
+        d = gx - mean
+        new_mean = mean + d * (w / n)
+        self.m2[c, gs] += w * d * (gx - new_mean)
+        self.mean[c, gs] = new_mean
+        self.n[c, gs] = n
+
+    def remove(self, c: int, w: float, gs: np.ndarray, gx: np.ndarray) -> None:
+        """The reverse of :meth:`add`: the moments without weight ``w`` at values ``gx`` (exactly zero
+        when nothing is left)."""
+        n1 = self.n[c, gs]
+        mean1 = self.mean[c, gs]
+        n0 = n1 - w
+        empty = n0 <= _EMPTY * np.maximum(1.0, n1)
+        safe = np.where(empty, 1.0, n0)
+        mean0 = mean1 + (mean1 - gx) * (w / safe)
+        m2 = self.m2[c, gs] - w * (gx - mean0) * (gx - mean1)
+        self.n[c, gs] = np.where(empty, 0.0, n0)
+        self.mean[c, gs] = np.where(empty, 0.0, mean0)
+        self.m2[c, gs] = np.where(empty, 0.0, np.maximum(m2, 0.0))
+
+    def set_from_counts(self, g: int, counts: np.ndarray, keys: np.ndarray) -> None:
+        """Slot ``g``'s moments from weighted counts of values: ``counts`` (C, values) of the numbers ``keys``."""
+        C = len(counts)
+        n = counts.sum(1)
+        mean = np.where(n > 0, counts @ keys / np.where(n > 0, n, 1.0), 0.0)
+        self.n[:C, g], self.mean[:C, g] = n, mean
+        self.m2[:C, g] = (counts * (keys[None, :] - mean[:, None]) ** 2).sum(1)
+
+    def mixture(self, C: int, g: int, weights: np.ndarray) -> tuple[float, float]:
+        """Mean and standard deviation of Σ_c weights[c] N(μ_c, σ²_c) for slot ``g`` over the first ``C`` classes."""
+        n, mean, m2 = self.n[:C, g], self.mean[:C, g], self.m2[:C, g]
         tot = n.sum()
         if tot == 0:
             return float("nan"), float("nan")
@@ -138,12 +176,11 @@ class GaussianMoments:
         mix_var = float((weights * (var + (mu - mix_mean) ** 2)).sum())
         return mix_mean, math.sqrt(max(mix_var, 0.0))
 
-    def add_gaussian_rows(self, G: np.ndarray, gslots, yc: np.ndarray, w: np.ndarray, remove: bool = False) -> None:
+    def add_rows(self, C: int, G: np.ndarray, gslots, yc: np.ndarray, w: np.ndarray, remove: bool = False) -> None:
         """Add (``remove``: take back) rows of numeric values at once: ``G`` (rows, slots) the values of
-        Gaussian slots ``gslots`` (NaN: missing), ``yc`` each row's class, ``w`` its weight. Per class, the
-        rows' own moments (two passes: the mean, then the deviations from it) are merged into the stored
-        ones by the pairwise formula, or taken out of them by its inverse (:meth:`_unmerge_moments`)."""
-        C = len(self.classes)
+        slots ``gslots`` (NaN: missing), ``yc`` each row's class (below ``C``), ``w`` its weight. Per class,
+        the rows' own moments (two passes: the mean, then the deviations from it) are merged into the stored
+        ones by the pairwise formula (:meth:`merge`), or taken out of them by its inverse (:meth:`unmerge`)."""
         for j, g in enumerate(gslots):
             x = G[:, j]
             ok = ~np.isnan(x)
@@ -161,36 +198,34 @@ class GaussianMoments:
             mb[present] = K[present] + np.bincount(c, weights=wv * (xv - K[c]), minlength=C)[present] / nb[present]
             m2b = np.bincount(c, weights=wv * (xv - mb[c]) ** 2, minlength=C)
             idx = np.flatnonzero(present)
-            (self._unmerge_moments if remove else self._merge_moments)(idx, g, nb[idx], mb[idx], m2b[idx])
+            (self.unmerge if remove else self.merge)(idx, g, nb[idx], mb[idx], m2b[idx])
 
-    def _unmerge_moments(self, cls, g, nb, mb, m2b):
-        """The inverse of :meth:`_merge_moments`: the moments of classes ``cls`` at slot ``g`` without a part
+    def unmerge(self, cls, g, nb, mb, m2b) -> None:
+        """The inverse of :meth:`merge`: the moments of classes ``cls`` at slot ``g`` without a part
         of weight ``nb``, mean ``mb`` and M2 ``m2b`` (exactly zero when nothing is left)."""
-        n, mean, m2 = self.g_n[cls, g], self.g_mean[cls, g], self.g_m2[cls, g]
+        n, mean, m2 = self.n[cls, g], self.mean[cls, g], self.m2[cls, g]
         na = n - nb
         empty = na <= _EMPTY * np.maximum(1.0, n)
         safe = np.where(empty, 1.0, na)
         ma = mean + (mean - mb) * (nb / safe)  # (n mean - nb mb) / na, without the large products
         delta = mb - ma
         m2a = m2 - m2b - delta * (delta * (na * nb / n))
-        self.g_n[cls, g] = np.where(empty, 0.0, na)
-        self.g_mean[cls, g] = np.where(empty, 0.0, ma)
-        self.g_m2[cls, g] = np.where(empty, 0.0, np.maximum(m2a, 0.0))
-        self.version += 1
+        self.n[cls, g] = np.where(empty, 0.0, na)
+        self.mean[cls, g] = np.where(empty, 0.0, ma)
+        self.m2[cls, g] = np.where(empty, 0.0, np.maximum(m2a, 0.0))
 
-    def _merge_moments(self, cls, g, nb, mb, m2b):
-        na, ma, m2a = self.g_n[cls, g], self.g_mean[cls, g], self.g_m2[cls, g]
+    def merge(self, cls, g, nb, mb, m2b) -> None:
+        """Chan, Golub and LeVeque's pairwise update: the moments of classes ``cls`` at slot ``g`` with a
+        part of weight ``nb``, mean ``mb`` and M2 ``m2b`` added."""
+        na, ma, m2a = self.n[cls, g], self.mean[cls, g], self.m2[cls, g]
         n = na + nb
         delta = mb - ma
-        self.g_mean[cls, g] = ma + delta * (nb / n)
+        self.mean[cls, g] = ma + delta * (nb / n)
         # delta * (delta * w), not delta² * w: with an empty side (w = 0) a huge delta adds 0, not inf * 0
-        self.g_m2[cls, g] = m2a + m2b + delta * (delta * (na * nb / n))
-        self.g_n[cls, g] = n
+        self.m2[cls, g] = m2a + m2b + delta * (delta * (na * nb / n))
+        self.n[cls, g] = n
 
-    def gaussian_loglik(self, gslots: np.ndarray, gx: np.ndarray, var_smoothing: float) -> np.ndarray:
-        """Per-class Gaussian log-density of numeric values: ``gx`` (slots,) gives (C,), a batch
-        ``gx`` (rows, slots) with NaN for missing gives (rows, C). See :func:`gaussian_loglik`."""
-        C = len(self.classes)
-        return gaussian_loglik(
-            self.g_n[:C, gslots], self.g_mean[:C, gslots], self.g_m2[:C, gslots], gx, var_smoothing
-        )
+    def loglik(self, C: int, gslots: np.ndarray, gx: np.ndarray, var_smoothing: float) -> np.ndarray:
+        """Per-class Gaussian log-density of numeric values over the first ``C`` classes: ``gx`` (slots,)
+        gives (C,), a batch ``gx`` (rows, slots) with NaN for missing gives (rows, C). See :func:`gaussian_loglik`."""
+        return gaussian_loglik(self.n[:C, gslots], self.mean[:C, gslots], self.m2[:C, gslots], gx, var_smoothing)

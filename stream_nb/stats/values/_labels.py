@@ -15,7 +15,7 @@ its feedback labels, and ``stream-nb evaluate``:
    labels as integers or strings. ``None`` (absent or ``null``) or NaN means
    *no label*, as everywhere (:func:`is_missing_label`). Anything else (a
    tuple, an object, an array) is refused.
-2. :meth:`Labels.check_label`, what the store requires of a class: a label
+2. :meth:`Labels.check`, what the store requires of a class: a label
    that rule takes, present (not ``None`` nor NaN), and of the JSON type of
    the store's first label (:func:`~stream_nb.stats.json_type`: ``True``
    would merge with the class ``1``, and ``"1"`` would be a second class
@@ -97,54 +97,87 @@ def validate_label(value: typing.Any, field: str = "label") -> str | int | bool 
 
 
 class Labels:
-    """The label checks of a :class:`~stream_nb.stats.Stats` (a part of it, not used alone)."""
+    """The class axis of the count store: the labels in order of first appearance, their indices, and
+    the rule that every label has the JSON type of the first (a part that works alone).
 
-    def check_label(self, y, where: str | None = None) -> None:
-        """Raise unless ``y`` can be learned as a label: present, a label :func:`validate_label` takes, and
-        of :attr:`label_type` (``where`` locates it in the error, e.g. a row of a batch).
+    Examples
+    --------
+    >>> labels = Labels()
+    >>> labels.check(1.0)
+    >>> labels.add(validate_label(1.0))  # the class the label stands for
+    0
+    >>> labels.classes, labels.type
+    ([1], 'number')
+    >>> labels.check("yes")
+    Traceback (most recent call last):
+    ...
+    stream_nb.exceptions.LabelTypeError: label: expected a number, the type of this model's labels (set by its first label, 1), got a string, "yes"; one stream's labels must share one JSON type
+    """
 
-        >>> from stream_nb.stats import Stats
-        >>> s = Stats(pairs=False, numeric="gaussian")
-        >>> s.learn_one({"sky": "sun"}, 1)
-        >>> s.check_label(2)
-        >>> s.check_label(None)
+    def __init__(self):
+        self.classes: list = []
+        self.index: dict = {}  # label -> class
+        self.type: str | None = None  # JSON type of the labels (json_type), fixed by the first class
+        self.checked: set = set()  # Python types checked to be of that type
+
+    def check(self, y, where: str | None = None) -> None:
+        """Raise unless ``y`` can be learned as a label: present, a label :func:`validate_label` takes,
+        and of :attr:`type` (``where`` locates it in the error, e.g. a row of a batch).
+
+        >>> Labels().check(None)
         Traceback (most recent call last):
         ...
         stream_nb.exceptions.InvalidEventError: the label is missing (None or NaN)
-        >>> s.check_label(("a", 1))
+        >>> Labels().check(("a", 1))
         Traceback (most recent call last):
         ...
         stream_nb.exceptions.InvalidEventError: the label must be a string, an integer or a boolean (or a float that is an integer), got a tuple ('a', 1)
         """
-        if type(y) in self._label_ok and y == y:  # the usual case: a type already checked (y == y: not NaN)
+        if type(y) in self.checked and y == y:  # the usual case: a type already checked (y == y: not NaN)
             return
         if is_missing_label(y):
             raise InvalidEventError("the label is missing (None or NaN)", reason="bad_label")
         label = validate_label(y, None)
-        if self.label_type is not None:
+        if self.type is not None:
             t = json_type(label)
-            if t != self.label_type:
-                raise LabelTypeError(y, t, self.label_type, self.classes[0], where=where)
+            if t != self.type:
+                raise LabelTypeError(y, t, self.type, self.classes[0] if self.classes else None, where=where)
             if type(label) is type(y) or isinstance(y, (np.integer, np.bool_)):  # every value of the type is a label
-                self._label_ok.add(type(y))  # (a float's is not: 2.0 is the class 2, 2.5 no label)
+                self.checked.add(type(y))  # (a float's is not: 2.0 is the class 2, 2.5 no label)
 
-    def check_labels(self, labels: list) -> None:
-        """Raise for the first label of a batch that :meth:`check_label` would refuse after the
-        ones before it were learned (the first label of a fresh store fixes the type); change nothing.
+    def check_many(self, labels: list) -> None:
+        """Raise for the first label of a batch that :meth:`check` would refuse after the ones before it
+        were learned (the first label fixes the type if none did); change nothing.
 
         Missing labels (None, NaN) are skipped: the caller decides about them.
         """
-        if set(map(type, labels)) <= self._label_ok | {NONE_TYPE}:
+        if set(map(type, labels)) <= self.checked | {NONE_TYPE}:
             return  # every label of a checked type (NaN included: the caller's business)
-        expected, first = self.label_type, self.classes[0] if self.classes else None
+        expected, first = self.type, self.classes[0] if self.classes else None
         for i, y in enumerate(labels):
             if is_missing_label(y):
                 continue
             if expected is None:
-                self.check_label(y)
+                self.check(y)
                 expected, first = json_type(y), y
                 continue
             t = json_type(validate_label(y, None))  # the rule first: a tuple is no label, of no type
             if t != expected:
                 raise LabelTypeError(y, t, expected, first, where=f"row {i} of the batch")
-            self.check_label(y, where=f"row {i} of the batch")
+            self.check(y, where=f"row {i} of the batch")
+
+    def add(self, y) -> int:
+        """Register the new class ``y`` (a label that passed :meth:`check`, as :func:`validate_label`
+        gives it) and return its index."""
+        if self.type is None:
+            self.type = json_type(y)
+            self.checked = {type(y)}
+        c = len(self.classes)
+        self.classes.append(y)
+        self.index[y] = c
+        return c
+
+    def set_type(self, label_type: str) -> None:
+        """Fix the labels' JSON type (a stored state's), and the Python types of the classes that have it."""
+        self.type = label_type
+        self.checked = {type(y) for y in self.classes if json_type(y) == label_type}
