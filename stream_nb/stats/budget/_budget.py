@@ -205,13 +205,7 @@ class Budget:
                 f"set memory_budget to at least {32 * one * len(sparse):,} (or None), or learn fewer features"
 
             )
-        # what the tables could take once the event is in: a hash table doubles when half full
-        after = 0
-        for name, table in sparse.items():
-            size, need = table.nbytes // 16, len(table) + one
-            while 2 * need > size:
-                size *= 2
-            after += 16 * size
+        after = sum(table.nbytes_after(one) for table in sparse.values())  # what they could take with the event
         if after <= limit:
             return True
         if prune_pairs(self, limit):

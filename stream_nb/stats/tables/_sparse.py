@@ -123,14 +123,22 @@ class SparseTable:
             todo = todo[keep]
         return out
 
+    def _slots_for(self, extra: int) -> int:
+        """Slots of the hash table once ``extra`` more cells are in: it doubles while they would pass half of them."""
+        size = len(self._keys)
+        while 2 * (self._n + extra) > size:
+            size *= 2
+        return size
+
+    def nbytes_after(self, extra: int) -> int:
+        """:attr:`nbytes` once ``extra`` more cells are in (at most: some may be there already)."""
+        return 16 * self._slots_for(extra)
+
     def _grow_for(self, extra: int) -> bool:
         """Rehash into a larger table if ``extra`` more cells would pass half the slots (True if so)."""
-        size = len(self._keys)
-        need = self._n + extra
-        if 2 * need <= size:
+        size = self._slots_for(extra)
+        if size == len(self._keys):
             return False
-        while 2 * need > size:
-            size *= 2
         keys, vals = np.full(size, _EMPTY, dtype=np.int64), np.zeros(size)
         compiled().rehash(self._keys, self._vals, keys, vals)  # in place: no index arrays of every cell
         self._keys, self._vals = keys, vals
