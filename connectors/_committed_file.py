@@ -1,40 +1,13 @@
 """Output files that never hold a line twice: replaced by a fresh run, or committed with snapshots.
 
-The JSON-lines sinks of :mod:`connectors.jsonl` write a file through these.
-
-Two ways a JSON-lines sink writes a regular file besides plain appending, both
-through a hidden file beside it, ``.<name>.inprogress`` (:func:`aside_path`):
-
-:class:`ReplacedFile` (a run without snapshots, which starts from the start of
-its input): the lines go to the aside file, which is renamed over the target at
-the first flush (a checkpoint), so the old file is replaced as a whole, at once,
-and the new one grows at each flush from then on. A run that ends before its
-first flush (a start-up error) leaves the old file as it was.
-
-:class:`StagedFile` (a run with snapshots): exactly-once lines, as a Flink
-``FileSink`` commits part files at checkpoints. The lines sent since the last
-snapshot are *staged* in the aside file; a snapshot records, with the input
-positions, the target's committed length and the staged length
-(:meth:`StagedFile.precommit`); once the snapshot is durable the staged bytes
-are appended to the target and fsynced, and the staging file is emptied
-(:meth:`StagedFile.commit`). The target only ever grows by whole committed
-lines: a reader (``tail -F``) never sees a line that is later taken back or
-written again. At start-up (:meth:`StagedFile.recover`) with the restored
-snapshot's state ``{length: C, staged: S}`` and the target's length ``T``:
-
-* ``T < C + S``: a crash cut the commit short; the staging file still holds
-  those ``S`` bytes, and bytes ``T - C`` to ``S`` of it are appended now;
-* ``T > C + S``: the target holds lines of newer snapshots that could not be
-  restored (damaged); the replay sends those lines again, and as many lines
-  as the target holds beyond ``C + S`` are not written again;
-* whatever else the staging file holds was sent after the snapshot: it is
-  dropped, and the replay from the snapshot's positions sends it again.
-
-A target that is not the file the snapshot committed to (another path, another
-file at the path, or shorter than its committed length: moved, replaced or
-truncated) is continued as it is, with a warning. Without a snapshot to restore
-(``recover(None)``) the run starts afresh and so does the file: an empty file
-replaces it.
+Both write through a hidden file beside the target, ``.<name>.inprogress``.
+:class:`ReplacedFile` (a run without snapshots) renames it over the target at
+the first flush. :class:`StagedFile` (a run with snapshots) stages the lines
+there until a snapshot covers them, then appends them to the target, as a
+Flink ``FileSink`` commits part files at checkpoints. At start-up
+(:meth:`StagedFile.recover`) it finishes a commit a crash cut short, skips
+the lines the target already holds, and drops what no snapshot covers. The
+docs' *Operations* page gives the guarantees.
 
 >>> import os, tempfile
 >>> path = os.path.join(tempfile.mkdtemp(), "out.jsonl")
@@ -270,8 +243,14 @@ class StagedFile:
     # -- start-up -------------------------------------------------------------------
 
     def recover(self, state: dict | None) -> None:
-        """Start from a snapshot's state for this file (``{}``: it has none), or afresh (``None``); see the
-        module docstring."""
+        """Start from a snapshot's state for this file (``{}``: it has none), or afresh (``None``).
+
+        With the state ``{length: C, staged: S}`` and the target's length ``T``: ``T < C + S``, a crash cut
+        the commit short, and bytes ``T - C`` to ``S`` of the staging file are appended now; ``T > C + S``,
+        the target holds lines of newer snapshots that could not be restored, and as many replayed lines are
+        not written again. The rest of the staging file is dropped (the input replays it). A target that is
+        not the file the snapshot committed to is continued as it is, with a warning.
+        """
         if state is None:
             self._start_afresh()
             return

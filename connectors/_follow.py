@@ -1,33 +1,13 @@
 """Following a file as ``tail -F`` does: which file a path names, its rotation, and where a position lies.
 
-A :class:`FollowedFile` holds the file a JSON-lines source reads (its
-descriptor and its identity, the device and inode numbers) and the path it was
-opened at. At the end of the file it tells whether the path now names another
-file (the file was *rotated*: renamed away, a new one created at the path) or
-whether the file is shorter than what was read of it (*truncated*, as
-``copytruncate`` does); the source then finishes the old file and goes on
-with the new one (or the truncated one) from its byte 0.
-
-Positions. A source's positions are offsets in the *stream* of every file read
-at that path, one after the other: the first file read starts at 0 (so without
-a rotation the position is the file's byte offset, as always), and each next
-file starts where the last one ended. :meth:`FollowedFile.where` turns such a
-position into the file it lies in and the byte there, which a snapshot records
-with it (``{"position", "dev", "ino", "byte"}``); :meth:`FollowedFile.resume`
-reopens that place at start-up:
-
-* the file at the path is the recorded one: resume at the byte (a file now
-  shorter than that was truncated while the daemon was down: from byte 0);
-* the path names another file, and the recorded one is still in the same
-  directory under another name (``app.log.1``): read the rest of it from the
-  byte, then the file at the path from byte 0, as ``tail -F`` would have,
-  had it run all along;
-* the recorded file is gone (deleted, compressed): the file at the path is a
-  new one and is read from byte 0, with a warning (Filebeat's choice too);
-  lines the old file got after the snapshot are not read.
-
-A file's identity is its inode: a file deleted and another created at once
-may get the same inode number, and is then taken for the same file.
+A :class:`FollowedFile` holds the file a JSON-lines source reads and the path
+it was opened at, and tells at the file's end whether it was rotated (the path
+names another file) or truncated. A source's positions count the bytes of every
+file read at that path in turn; :meth:`FollowedFile.where` turns one into the
+file it lies in (device, inode) and the byte there, which a snapshot records,
+and :meth:`FollowedFile.resume` reopens that place at start-up, reading the
+rest of a rotated file first when it is still in the same directory. The docs'
+*Operations* page gives the rules.
 """
 
 from __future__ import annotations

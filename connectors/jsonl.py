@@ -1,52 +1,9 @@
 """JSON lines in and out: a Source over stdin or a file, a Sink to stdout, stderr or a file.
 
-This is the embedded default of ``stream-nb run``: no broker needed.
-
-Source
-------
-One event per line. ``Record.partition`` is the path (or ``"stdin"``),
-``Record.position`` is ``{"file": <path or "stdin">, "line": <1-based line
-number>, "byte": <offset of the line's first byte>}`` and
-``Record.next_position`` the byte offset just after the line's newline. The
-newline (``\\n`` or ``\\r\\n``) is not part of ``Record.value``. A last line
-without a newline is still an event.
-
-With ``follow`` a regular file is followed as ``tail -F`` follows it: at its
-end the poll waits for more lines within its ``timeout``, a last line is read
-only once its newline has come, and a rotated or truncated file is read to its
-end, then the new one from its start. Positions count the bytes of the files
-read at that path in turn (``position["byte"]`` and ``"line"`` are the line's
-own file's); see :mod:`connectors._follow`, also for the file a snapshot's
-position lies in (:meth:`~JsonLinesSource.file_positions`).
-
-Blank lines (only spaces, tabs, ``\\r``, or a lone UTF-8 byte order mark) are
-not events: they are skipped and counted in :attr:`JsonLinesSource.blank_lines`,
-which ``stream-nb`` reports in its final summary. (A byte order mark before an
-event is left in ``Record.value``: the engine's decoder ignores it.) A line
-longer than ``max_line_bytes`` is not held in memory: its first
-``max_line_bytes + 1`` bytes become the record's value, the rest of the line is
-skipped, ``Record.size`` is the length of the whole line, and the engine
-dead-letters it as ``oversize`` with that size as long as ``max_line_bytes`` is
-at least the engine's ``max_event_bytes`` (``stream-nb`` sets them equal).
-
-:meth:`~JsonLinesSource.poll` waits at most ``timeout`` seconds (POSIX
-``select``), so a slow pipe never blocks the engine's stop check.
-:meth:`~JsonLinesSource.commit` keeps the positions in
-:attr:`~JsonLinesSource.committed`; a file has no offset store of its own,
-because resuming the input without the model that learned it would be wrong:
-resuming is the job of a snapshot, which calls :meth:`~JsonLinesSource.seek`.
-
-Sink
-----
-Writes each value followed by ``\\n``. The record key is not written.
-``flush()`` flushes and, for a regular file with ``fsync`` on, fsyncs it. The
-``mode`` of a file (see :mod:`connectors._committed_file`): ``"append"`` adds
-to it; ``"replace"`` writes a new file aside, which replaces the old one at the
-first flush; ``"snapshots"`` adds only the lines a snapshot covers, each
-exactly once across crashes (:func:`make_sink` then builds a
-:class:`~connectors._committed_file.CommittedJsonLinesSink`). Standard output
-and a path that is no regular file (``/dev/null``, a FIFO) are written
-straight through in every mode.
+The embedded default of ``stream-nb run``: no broker needed. ``Record.partition``
+is the path (or ``"stdin"``) and ``Record.next_position`` the byte offset after
+the line's newline; blank lines are skipped and counted. The docs' *The daemon*
+page gives the rules (following a file, oversize lines, output modes).
 
 >>> import os, tempfile
 >>> path = os.path.join(tempfile.mkdtemp(), "in.jsonl")

@@ -39,7 +39,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``stream-nb`` console script; returns the exit status."""
+    """Entry point of the ``stream-nb`` console script; returns the exit status.
+
+    Examples
+    --------
+    >>> main(["--version"])
+    Traceback (most recent call last):
+    ...
+    SystemExit: 0
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:

@@ -76,7 +76,13 @@ _MODEL_SETTINGS = tuple(n for n in FLAT if n != "time_field" and any(n in names 
 
 @dataclasses.dataclass(frozen=True)
 class Setting:
-    """One setting: a flag, an environment variable and a config-file key."""
+    """One setting: a flag, an environment variable and a config-file key.
+
+    Examples
+    --------
+    >>> BY_NAME["poll_timeout"].flag, BY_NAME["poll_timeout"].env
+    ('--poll-timeout', 'STREAM_NB_POLL_TIMEOUT')
+    """
 
     name: str
     kind: str  # str, int, float, bool, choice, list, mapping
@@ -155,8 +161,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("no_proba", "bool", False, "leave \"proba\" out of the outputs: the prediction only", _EVENTS),
     Setting("input", "str", None, "JSON-lines file to read (default: stdin)", _JSONL, "PATH"),
     Setting("follow", "bool", False, "keep reading --input as lines are appended, as tail -F does (a rotated "
-            "file is read to its end, then the new one from its start), until SIGTERM or SIGINT; a line is read "
-            "once its newline has come", _JSONL),
+            "file is read to its end first), until SIGTERM or SIGINT", _JSONL),
     Setting("output", "str", None, "JSON-lines file of the predictions, each once: replaced by a run without "
             "--snapshot-dir, continued exactly once with it (default: stdout, at least once)", _JSONL, "PATH"),
     Setting("dead_letter", "str", None, "JSON-lines file of the dead letters, kept as --output is (default: "
@@ -170,11 +175,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("dead_letter_topic", "str", None, "topic the dead letters are written to (default: <input-topic>.dlq)",
             _KAFKA, "TOPIC"),
     Setting("kafka_config", "mapping", {}, "any other consumer/producer setting of the Kafka client, e.g. "
-            "security_protocol=SASL_SSL sasl_mechanism=PLAIN ssl_cafile=ca.pem (confluent also takes librdkafka's "
-            "dotted names, e.g. security.protocol=SASL_SSL); repeatable", _KAFKA, "KEY=VALUE"),
+            "security_protocol=SASL_SSL (confluent also takes librdkafka's dotted names); repeatable", _KAFKA, "KEY=VALUE"),
     Setting("kafka_client", "choice", "kafka-python", "Kafka client library: kafka-python (pure Python, the "
-            "default) or confluent (confluent-kafka: librdkafka does the network work in C threads; "
-            "pip install 'stream-nb[confluent]')", _KAFKA, choices=("kafka-python", "confluent")),
+            "default) or confluent (confluent-kafka, librdkafka: pip install 'stream-nb[confluent]')", _KAFKA, choices=("kafka-python", "confluent")),
     Setting("poll_max_records", "int", ENGINE_DEFAULTS["poll_max_records"], "most events taken per poll",
             _ENGINE, "N"),
     Setting("poll_timeout", "float", ENGINE_DEFAULTS["poll_timeout"], "longest wait of one poll, in seconds",
@@ -189,20 +192,17 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("log_loss_floor", "float", ENGINE_DEFAULTS["log_loss_floor"], "probability floor of the "
             "prequential log loss (a class never seen costs -ln(floor))", _ENGINE, "P"),
     Setting("snapshot_dir", "str", None, "keep snapshots of the model, its metrics and the input positions in "
-            "DIR, restore the newest valid one at start-up, and commit input positions only once a snapshot "
-            "covers them (default: no snapshots)", _SNAPSHOTS, "DIR"),
+            "DIR, restore the newest at start-up, and commit positions only once a snapshot covers them", _SNAPSHOTS, "DIR"),
     Setting("snapshot_every", "int", 100_000, "snapshot after this many events", _SNAPSHOTS, "N"),
     Setting("snapshot_interval", "float", 60.0, "snapshot at least this often while events flow, in seconds "
             "(and always on exit and before Kafka revokes partitions)", _SNAPSHOTS, "SECONDS"),
     Setting("snapshot_keep", "int", 3, "how many valid snapshots to keep", _SNAPSHOTS, "K"),
     Setting("exactly_once", "bool", False, "Kafka: commit outputs, dead letters and input offsets in one "
-            "transaction per checkpoint, each after a snapshot (needs --snapshot-dir); read the outputs with "
-            "isolation_level=read_committed", _SNAPSHOTS),
+            "transaction per checkpoint (needs --snapshot-dir), for isolation_level=read_committed readers", _SNAPSHOTS),
     Setting("instance_id", "str", "0", "stable name of this daemon instance within its group, distinct per "
             "instance; the transactional id is stream-nb-<group id>-<instance id>", _SNAPSHOTS, "ID"),
     Setting("model_topic", "str", None, "share one model across the members of --group-id through this compacted "
-            "topic: each publishes the counts of the partitions it owns with the offsets they cover, applies the "
-            "others', and predicts with the group's model; no disk needed (--snapshot-dir: a local cache)",
+            "topic: each publishes the counts of its partitions and applies the others' (--snapshot-dir: a cache)",
             _GROUP, "TOPIC"),
     Setting("sync_interval", "float", 1.0, "publish and apply the group's model at least this often, in seconds",
             _GROUP, "SECONDS"),
@@ -230,17 +230,13 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("lag_interval", "float", 10.0, "read the input's lag (Kafka: end offsets) every this many seconds",
             _OPS, "SECONDS"),
     Setting("max_in_flight", "int", ENGINE_DEFAULTS["max_in_flight"], "back-pressure: pause the input while "
-            "more than N outputs await the broker's acknowledgement, resume at N/2 (0: never pause; JSON "
-            "lines write synchronously and never need it)", _ENGINE, "N"),
+            "more than N outputs await the broker's acknowledgement, resume at N/2 (0: never pause)", _ENGINE, "N"),
     Setting("feedback", "str", None, "JSON-lines file of labels that come later, {<id-field>: ..., <label-field>: "
-            "...}, read alongside --input and followed (appended lines, rotation) while the input runs: an unlabeled "
-            "event with an id waits for its label", _JOIN, "PATH"),
+            "...}, followed while --input runs: an unlabeled event with an id waits for its label", _JOIN, "PATH"),
     Setting("feedback_topic", "str", None, "Kafka topic of labels that come later, {<id-field>: ..., "
-            "<label-field>: ...} keyed like the events they label, with as many partitions as --input-topic "
-            "(checked at start); read by the input's consumer, its offsets committed with the input's", _JOIN, "TOPIC"),
-    Setting("pending_topic", "str", None, "with --feedback-topic: the compacted topic through which the events "
-            "held for a partition go with it to its new owner on a rebalance (default: <input-topic>.pending, "
-            "created when missing)", _JOIN, "TOPIC"),
+            "<label-field>: ...}, keyed like their events, with as many partitions as --input-topic", _JOIN, "TOPIC"),
+    Setting("pending_topic", "str", None, "with --feedback-topic: the compacted topic through which held events "
+            "go with their partition to its new owner (default: <input-topic>.pending)", _JOIN, "TOPIC"),
     Setting("pending_max", "int", 1_000_000, "most events (and early labels) waiting at once; the oldest expire "
             "first when it is reached", _JOIN, "N"),
     Setting("label_ttl", "float", 3600.0, "seconds an event waits for its label (and a label for its event)",
@@ -310,7 +306,17 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
 
 
 def convert(setting: Setting, value: typing.Any, origin: str) -> typing.Any:
-    """Check and convert one value from a flag, a variable (strings) or the TOML file (typed)."""
+    """Check and convert one value from a flag, a variable (strings) or the TOML file (typed).
+
+    Examples
+    --------
+    >>> convert(BY_NAME["poll_timeout"], "2.5", "--poll-timeout")
+    2.5
+    >>> convert(BY_NAME["poll_timeout"], "soon", "--poll-timeout")
+    Traceback (most recent call last):
+    ...
+    stream_nb.exceptions.ConfigError: --poll-timeout: expected a number, got 'soon'
+    """
 
     def bad(expected: str) -> ConfigError:
         return ConfigError(f"{origin}: expected {expected}, got {value!r}")
@@ -381,7 +387,17 @@ def convert(setting: Setting, value: typing.Any, origin: str) -> typing.Any:
 
 
 def read_config_file(path: str) -> dict[str, typing.Any]:
-    """The settings of a TOML file, converted; ConfigError naming the file and the key."""
+    """The settings of a TOML file, converted; ConfigError naming the file and the key.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "run.toml")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write('model = "tan"\\npoll_timeout = 2\\n')
+    >>> read_config_file(path)
+    {'model': 'tan', 'poll_timeout': 2.0}
+    """
     try:
         with open(path, "rb") as f:
             data = tomllib.loads(f.read().decode("utf-8-sig"))  # -sig: a leading byte order mark is ignored

@@ -97,3 +97,16 @@ def test_connectors_kafka_imports_without_confluent_kafka_and_does_not_load_it()
                              "sys.modules, 'kafka' in sys.modules)"], capture_output=True, text=True, timeout=120,
                             cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert lazily.stdout.split() == ["False", "True"], lazily.stderr
+
+
+def test_the_feedback_topic_keeps_the_range_assignor_on_either_client():
+    from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+
+    from connectors.kafka import ConfluentSource, KafkaSource
+    from stream_nb.exceptions import ConfigError
+
+    with pytest.raises(ConfigError, match="KafkaSource: the partition assignment strategy must stay range"):
+        KafkaSource(topic="in", feedback_topic="labels", partition_assignment_strategy=(RoundRobinPartitionAssignor,))
+    pytest.importorskip("confluent_kafka")
+    with pytest.raises(ConfigError, match=r"KafkaSource \(confluent\): the partition assignment strategy must stay"):
+        ConfluentSource(topic="in", feedback_topic="labels", **{"partition.assignment.strategy": "roundrobin"})

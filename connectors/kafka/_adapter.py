@@ -51,7 +51,10 @@ class Listener(typing.Protocol):
         """Partitions came: ``(starts, held)``, where some start now, and which stay paused until positioned."""
 
     def revoked(self, partitions: list[TP]) -> Revocation | None:
-        """Partitions go: the offsets to commit first (the adapter commits them, then calls ``finish``)."""
+        """Partitions go: the offsets to commit first (the adapter commits them, then calls ``finish``).
+
+        On a client that calls back on the polling thread the source commits them itself, and returns None.
+        """
 
     def lost(self, partitions: list[TP]) -> None:
         """Partitions went without a revocation (the member was dropped from the group)."""
@@ -139,7 +142,8 @@ class Producer(typing.Protocol):
         """Begin a transaction."""
 
     def send_offsets(self, offsets: dict[TP, int], metadata: str, group: object) -> None:
-        """Add input offsets to the transaction (``send_offsets_to_transaction``), bounded by ``max_block_ms``."""
+        """Add input offsets to the transaction (``send_offsets_to_transaction``), bounded by ``max_block_ms``
+        (the transaction also waits for it on a helper thread: a call that never returns is not fatal)."""
 
     def commit_transaction(self) -> None:
         """Commit the transaction, bounded by ``max_block_ms``."""
@@ -161,10 +165,6 @@ class Reader(typing.Protocol):
 
     def end(self) -> int:
         """The partition's end offset now (the last stable offset when ``read_committed``)."""
-
-    def high_watermark(self) -> int:
-        """The partition's end offset now counting the records of open transactions (``end()`` when
-        ``read_uncommitted``); a ``read_committed`` reader asks through a second, ``read_uncommitted`` client."""
 
     def reached(self, end: int) -> bool:
         """Whether every record before ``end`` was read."""
@@ -199,9 +199,10 @@ class Adapter(typing.Protocol):
     #: The ``--kafka-client`` name; added to component names in errors (``""`` for the default client).
     name: str
     label: str
-    #: Settings both clients have, by kafka-python's name, that this one takes from a consumer / producer.
-    consumer_keys: frozenset
-    producer_keys: frozenset
+    #: The keys its consumer / producer takes (the settings both clients have, by kafka-python's name, for a
+    #: client that takes dotted names), each with its default (None where the library keeps its own).
+    consumer_keys: dict
+    producer_keys: dict
     #: Whether it also takes librdkafka's dotted property names, as given.
     dotted: bool
     #: Keys its consumer / producer may not be given (set by the adapter), with why.
@@ -214,17 +215,16 @@ class Adapter(typing.Protocol):
     def describe(self, error: object) -> str:
         """A short text of a library error (an exception or a delivery report)."""
 
-    def resolve(self, component: str, own: dict, fixed: dict, config: dict, *, role: str) -> dict:
-        """A component's settings (:func:`connectors.kafka._client.resolve` with this library's keys)."""
-
     def consumer(self, cfg: dict, *, role: str, range_assignor: bool) -> Consumer:
-        """A group consumer of the source's settings ``cfg``; bad settings: ``ConfigError``."""
+        """A group consumer of the source's settings ``cfg`` (with ``range_assignor``, the range assignor);
+        bad settings: ``ConfigError``."""
 
     def producer(self, cfg: dict, *, role: str, what: str) -> Producer:
         """A producer (transactional with ``cfg["transactional_id"]``) of the sink's settings ``cfg``."""
 
-    def reader(self, topic: str, cfg: dict, *, read_committed: bool, max_record_bytes: int) -> Reader:
-        """A :class:`Reader` of ``topic`` partition 0 with the source's settings ``cfg``."""
+    def reader(self, topic: str, cfg: dict, *, read_committed: bool) -> Reader:
+        """A :class:`Reader` of ``topic`` partition 0 with the source's settings ``cfg`` (no group keys); it
+        fetches nothing before its first poll (one asked only for end offsets costs no fetch)."""
 
     def admin(self, cfg: dict, *, role: str) -> Admin:
         """An admin client of the settings ``cfg``; reaching no broker is ``ConnectorUnavailable``."""

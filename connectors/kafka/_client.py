@@ -24,7 +24,7 @@ from stream_nb._checks import configure, parse_bool, parse_int
 from stream_nb.exceptions import ConfigError
 
 __all__ = ["CONSUMER_ONLY", "KAFKA_PYTHON_NAMES", "PRODUCER_ONLY", "TO_LIBRDKAFKA", "Fixed", "coerce",
-           "parse_partition", "partition_key", "resolve", "servers"]
+           "parse_partition", "partition_key", "resolve", "resolve_for", "servers", "to_librdkafka"]
 
 log = logging.getLogger("connectors.kafka")
 
@@ -92,6 +92,12 @@ PRODUCER_ONLY = frozenset({
 #: works with kafka-python too).
 KAFKA_PYTHON_NAMES: dict[str, str] = {v: k for k, v in TO_LIBRDKAFKA.items() if k != "ssl_check_hostname"}
 
+# The components' own keys, used by the connector and never handed to librdkafka.
+_NOT_LIBRDKAFKA = frozenset({
+    "topic", "commit_timeout_ms", "close_timeout_ms", "bootstrap_timeout_ms", "metrics_enabled", "create_topic",
+    "topic_partitions", "topic_replication_factor", "partitions_like", "topic_timeout_ms", "max_block_ms",
+    "feedback_topic",
+})
 # kafka-python keys whose value is a Python object, not settable from a string.
 _OBJECT_KEYS = frozenset({
     "selector", "socket_options", "partition_assignment_strategy", "metric_reporters",
@@ -182,6 +188,38 @@ def resolve(component: str, own: dict, fixed: dict[str, Fixed], config: dict, *,
     if not isinstance(topic, str) or not topic:
         raise ConfigError(f"{component}: config key 'topic' is required (a topic name), got {topic!r}")
     return merged
+
+
+def resolve_for(adapter, component: str, own: dict, fixed: dict[str, Fixed], config: dict, *, role: str) -> dict:
+    """:func:`resolve` with the keys of ``adapter``'s consumer (``role="consumer"``) or producer.
+
+    ``adapter`` is a :class:`~._adapter.Adapter`: its keys (with their
+    defaults), the keys it sets itself, and whether it takes dotted names.
+    """
+    keys, extra = ((adapter.consumer_keys, adapter.consumer_fixed) if role == "consumer"
+                   else (adapter.producer_keys, adapter.producer_fixed))
+    return resolve(component, own, {**fixed, **extra}, config, native=keys, defaults=keys, dotted=adapter.dotted)
+
+
+def to_librdkafka(cfg: dict, *, drop: typing.Collection[str] = ()) -> dict:
+    """``cfg`` in librdkafka's property names: the components' own keys and ``drop`` left out, the common keys
+    translated, dotted keys as given.
+
+    >>> to_librdkafka({"topic": "t", "bootstrap_servers": ["a:1", "b:2"], "acks": "all", "linger.ms": 5})
+    {'bootstrap.servers': 'a:1,b:2', 'acks': -1, 'linger.ms': 5}
+    """
+    out: dict = {}
+    for key, value in cfg.items():
+        if key in _NOT_LIBRDKAFKA or key in drop or value is None:
+            continue
+        if key == "bootstrap_servers":
+            value = servers(value)
+        elif key == "ssl_check_hostname":
+            value = "https" if value else "none"
+        elif key == "acks" and value == "all":
+            value = -1
+        out[TO_LIBRDKAFKA.get(key, key)] = value
+    return out
 
 
 def servers(bootstrap) -> str:

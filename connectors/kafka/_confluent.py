@@ -1,18 +1,7 @@
 """The confluent-kafka adapter (:mod:`._adapter`): the one module that imports confluent-kafka, on first use.
 
-librdkafka fetches and heartbeats on its own C threads and serves every
-callback (rebalances, delivery reports, client errors) on the thread calling
-``poll``/``consume``/``flush``: so a newly assigned partition is positioned
-right in ``on_assign`` (the ``assign`` call takes its start offset), and a
-revocation's commit is a plain synchronous commit there. Only failed
-deliveries are reported (``delivery.report.only.error``); the records in flight
-are librdkafka's own count. One transactional call does not keep its timeout:
-``send_offsets_to_transaction`` can wait forever for a group coordinator cached
-before a broker restart (librdkafka issues #5456 and #5511), so it runs on a
-helper thread and counts as stuck past ``max_block_ms`` plus :data:`GRACE_S`;
-the producer is then replaced, not aborted. Where a model topic's log ends is
-told by the partition-EOF event: librdkafka's position does not move past the
-control records of transactions.
+librdkafka serves every callback on the thread calling ``poll``/``consume``/``flush``
+(``calls_back_on_poll``); see the docs' *Kafka clients* page for how each adapter works.
 """
 
 from __future__ import annotations
@@ -22,14 +11,13 @@ import itertools
 import logging
 import operator
 import os
-import threading
 import time
 import uuid
 
 from stream_nb.exceptions import ConfigError
 
 from ._adapter import TP, Polled
-from ._client import CONSUMER_ONLY, PRODUCER_ONLY, TO_LIBRDKAFKA, Fixed, resolve, servers
+from ._client import CONSUMER_ONLY, PRODUCER_ONLY, TO_LIBRDKAFKA, Fixed, servers, to_librdkafka
 from ._errors import ConnectorUnavailable, DeliveryError
 
 __all__ = ["Confluent", "INSTALL", "library"]
@@ -39,35 +27,7 @@ log = logging.getLogger("connectors.kafka")
 LIBRDKAFKA_LOG = logging.getLogger("kafka.librdkafka")
 #: The command that makes ``--kafka-client confluent`` available.
 INSTALL = "pip install 'stream-nb[confluent]'"
-#: Seconds past ``max_block_ms`` before a ``send_offsets_to_transaction`` that has not returned counts as stuck.
-GRACE_S = 5.0
-# The components' own keys, used by the connector and never handed to librdkafka.
-_NOT_LIBRDKAFKA = frozenset({
-    "topic", "commit_timeout_ms", "close_timeout_ms", "bootstrap_timeout_ms", "metrics_enabled", "create_topic",
-    "topic_partitions", "topic_replication_factor", "partitions_like", "topic_timeout_ms", "max_block_ms",
-    "feedback_topic",
-})
 _INVALID = -1001  # librdkafka's OFFSET_INVALID: no position yet
-_STUCK = object()  # what _on_helper_thread returns when the call did not return in time
-
-
-def _on_helper_thread(name: str, timeout: float, call) -> object:
-    """Run ``call()`` on a daemon thread, waiting at most ``timeout`` s: None (it returned), the exception it
-    raised, or :data:`_STUCK` (it still runs, and ends on its own)."""
-    done, failure = threading.Event(), []
-
-    def run():
-        try:
-            call()
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
-            failure.append(exc)
-        finally:
-            done.set()
-
-    threading.Thread(target=run, name=name, daemon=True).start()
-    if not done.wait(timeout):
-        return _STUCK
-    return failure[0] if failure else None
 
 
 def library():
@@ -86,19 +46,8 @@ def kafka_error(exc: BaseException):
 
 
 def client_config(cfg: dict, *, drop: frozenset = frozenset()) -> dict:
-    """``cfg`` in librdkafka's property names: own keys dropped, common keys translated, dotted keys as given."""
-    out: dict = {"logger": LIBRDKAFKA_LOG}
-    for key, value in cfg.items():
-        if key in _NOT_LIBRDKAFKA or key in drop or value is None:
-            continue
-        if key == "bootstrap_servers":
-            value = servers(value)
-        elif key == "ssl_check_hostname":
-            value = "https" if value else "none"
-        elif key == "acks" and value == "all":
-            value = -1
-        out[TO_LIBRDKAFKA.get(key, key)] = value
-    return out
+    """:func:`~._client.to_librdkafka` of ``cfg``, logging through Python's logging."""
+    return {"logger": LIBRDKAFKA_LOG, **to_librdkafka(cfg, drop=drop)}
 
 
 def create(factory, conf: dict, *, role: str):
@@ -185,17 +134,7 @@ class _Consumer:
         return partitions
 
     def _on_revoke(self, consumer, tps):
-        """Commit what the listener asks before the partitions go: librdkafka's synchronous commit, on the
-        polling thread that serves this callback. (A commit from a helper thread, to bound the wait, does
-        not complete while this thread is inside the callback: it waited out its bound at every revocation.)"""
-        request = self._listener.revoked(sorted((tp.topic, tp.partition) for tp in tps))
-        if request is not None:
-            try:
-                self.commit({p: o for p, o in request.offsets.items() if p in self._owned}, request.metadata, 0)
-            except self._ck.KafkaException as exc:  # the new owner resumes from the last commit
-                request.finish(exc)
-            else:
-                request.finish(None)
+        self._listener.revoked(sorted((tp.topic, tp.partition) for tp in tps))  # on this thread: it commits itself
         self._gone(consumer, tps)
 
     def _on_lost(self, consumer, tps):
@@ -299,8 +238,6 @@ class _Producer:
 
     def __init__(self, ck, conf: dict, cfg: dict, *, role: str, what: str):
         self._ck, self.errors, self.what, self.failed, self.first_error = ck, (ck.KafkaException,), what, 0, None
-        self._stuck = False
-        self._bootstrap = servers(cfg["bootstrap_servers"])
         self._block_s = cfg["max_block_ms"] / 1000
         # a keyed record goes where the Java client and kafka-python put it (murmur2), not where librdkafka's
         # own default (CRC32) would: outputs keyed like their events land in the same partitions on either client
@@ -379,23 +316,12 @@ class _Producer:
 
     def send_offsets(self, offsets, metadata, group):
         tps = [self._ck.TopicPartition(*p, o, metadata) for p, o in sorted(offsets.items())]
-        failure = _on_helper_thread("stream-nb-send-offsets", self._block_s + GRACE_S,
-                                    lambda: self._p.send_offsets_to_transaction(tps, group, self._block_s))
-        if failure is _STUCK:
-            self._stuck = True
-            raise TimeoutError(f"{self.what}: adding the offsets to the transaction did not return within "
-                               f"max_block_ms ({self._block_s * 1000:.0f} ms) + {GRACE_S:.0f} s; the producer is "
-                               f"replaced")
-        if failure is not None:
-            raise failure
+        self._p.send_offsets_to_transaction(tps, group, self._block_s)
 
     def commit_transaction(self):
         self._p.commit_transaction(self._block_s)
 
     def abort_transaction(self):
-        if self._stuck:  # a call still hangs inside librdkafka: any other transactional call would conflict
-            raise self._ck.KafkaException(self._ck.KafkaError(self._ck.KafkaError._TIMED_OUT,
-                                                              "a transactional call never returned"))
         self._p.abort_transaction(self._block_s)
 
     def fenced(self, error):
@@ -412,21 +338,19 @@ class _Reader:
         self._ck, self.errors, self.topic = ck, (ck.KafkaException,), topic
         role = f"reader of model topic {topic!r}"
         self._c = create(ck.Consumer, conf, role=role)
-        self._hw = None  # read_committed: a read_uncommitted client asking for the high watermark
-        self._hw_conf = ({**conf, "isolation.level": "read_uncommitted", "group.id": f"{conf['group.id']}-hw"}
-                         if conf.get("isolation.level") == "read_committed" else None)
         try:
             self.exists = _count(wait_for_broker(self._c, cfg, role=role, topic=topic), topic) is not None
         except BaseException:
             self._c.close()
             raise
         self._timeout_s = cfg["bootstrap_timeout_ms"] / 1000
-        self._tp = ck.TopicPartition(topic, 0, ck.OFFSET_BEGINNING)
-        if self.exists:
-            self._c.assign([self._tp])
+        self._tp, self._assigned = ck.TopicPartition(topic, 0, ck.OFFSET_BEGINNING), False
         self._next, self._eof = 0, -1  # after the last record; the end at the last EOF event (-1: none since)
 
     def poll(self, timeout):
+        if not self._assigned:  # at the first poll: a reader asked only for end offsets fetches nothing
+            self._c.assign([self._tp])
+            self._assigned = True
         messages = self._c.consume(10_000, 0)
         if not messages and timeout > 0:
             first = self._c.poll(timeout)
@@ -448,14 +372,6 @@ class _Reader:
     def end(self):
         return self._c.get_watermark_offsets(self._tp, timeout=self._timeout_s, cached=False)[1]
 
-    def high_watermark(self):
-        if self._hw_conf is None:
-            return self.end()
-        if self._hw is None:
-            self._hw = create(self._ck.Consumer, self._hw_conf, role=f"reader of model topic {self.topic!r} (its "
-                                                                     f"high watermark)")
-        return self._hw.get_watermark_offsets(self._tp, timeout=self._timeout_s, cached=False)[1]
-
     def reached(self, end):
         return self._next >= end or self._eof >= end
 
@@ -463,21 +379,11 @@ class _Reader:
         return max(self._next, self._eof)
 
     def end_offsets(self, partitions):
-        out = {}
-        for partition in partitions:
-            try:
-                out[partition] = self._c.get_watermark_offsets(self._ck.TopicPartition(*partition),
-                                                               timeout=self._timeout_s, cached=False)[1]
-            except self._ck.KafkaException as exc:
-                log.warning("Kafka: end offset of %s-%s unknown: %s", *partition, _text(exc))
-        return out
+        return {p: self._c.get_watermark_offsets(self._ck.TopicPartition(*p), timeout=self._timeout_s,
+                                                 cached=False)[1] for p in partitions}
 
     def close(self):
-        try:
-            if self._hw is not None:
-                self._hw.close()
-        finally:
-            self._c.close()
+        self._c.close()
 
 
 class _Admin:
@@ -520,8 +426,8 @@ class Confluent:
     """confluent-kafka as the connector's :class:`~._adapter.Adapter`; the library is loaded when one is made."""
 
     name, label, dotted = "confluent", " (confluent)", True
-    consumer_keys = frozenset(TO_LIBRDKAFKA) - PRODUCER_ONLY
-    producer_keys = frozenset(TO_LIBRDKAFKA) - CONSUMER_ONLY
+    consumer_keys = dict.fromkeys(TO_LIBRDKAFKA.keys() - PRODUCER_ONLY)
+    producer_keys = dict.fromkeys(TO_LIBRDKAFKA.keys() - CONSUMER_ONLY)
     consumer_fixed = {"enable.auto.offset.store": Fixed(None, "the source commits explicit offsets"),
                       "on_commit": Fixed(None, "the source commits synchronously"),
                       "logger": Fixed(None, "the connector routes librdkafka's logs to Python logging"),
@@ -540,16 +446,10 @@ class Confluent:
     def describe(self, error) -> str:
         return _text(error)
 
-    def resolve(self, component, own, fixed, config, *, role):
-        native, extra = ((self.consumer_keys, self.consumer_fixed) if role == "consumer"
-                         else (self.producer_keys, self.producer_fixed))
-        return resolve(component, own, {**extra, **fixed}, config, native=native, dotted=True)
-
     def consumer(self, cfg, *, role, range_assignor):
         conf = {**client_config(cfg), "enable.auto.commit": False, "enable.auto.offset.store": False}
-        if range_assignor and str(conf.setdefault("partition.assignment.strategy", "range")).strip() != "range":
-            raise ConfigError("KafkaSource (confluent): partition.assignment.strategy must stay range with "
-                              "feedback_topic: it keeps each label's partition with its event's")
+        if range_assignor:
+            conf["partition.assignment.strategy"] = "range"
         return _Consumer(self._ck, conf, cfg, role)
 
     def producer(self, cfg, *, role, what):
@@ -559,8 +459,8 @@ class Confluent:
             conf["delivery.timeout.ms"] = min(int(conf.get("delivery.timeout.ms", txn_timeout)), txn_timeout)
         return _Producer(self._ck, conf, cfg, role=role, what=what)
 
-    def reader(self, topic, cfg, *, read_committed, max_record_bytes):
-        conf = client_config({k: v for k, v in cfg.items() if k not in ("group_instance_id", "group.instance.id")})
+    def reader(self, topic, cfg, *, read_committed):
+        conf = client_config(cfg)
         conf.update({"group.id": f"stream-nb-model-reader-{os.getpid()}-{uuid.uuid4().hex[:8]}",
                      "enable.auto.offset.store": False, "enable.partition.eof": True,
                      "isolation.level": "read_committed" if read_committed else "read_uncommitted"})

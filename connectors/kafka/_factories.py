@@ -50,8 +50,8 @@ def _client(source: type, sink: type) -> Client:
     """The :class:`Client` of a source and sink class (of one adapter): the keys each takes."""
     adapter = source.ADAPTER
     return Client(adapter.name, source, sink,
-                  frozenset((set(source.DEFAULT_CONFIG) | adapter.consumer_keys) - {"topic"}),
-                  frozenset((set(sink.DEFAULT_CONFIG) | set(adapter.producer_defaults) | adapter.producer_keys)
+                  frozenset((set(source.DEFAULT_CONFIG) | set(adapter.consumer_keys)) - {"topic"}),
+                  frozenset((set(sink.DEFAULT_CONFIG) | set(adapter.producer_defaults) | set(adapter.producer_keys))
                             - {"topic", "partitions_like"}),
                   adapter.dotted)
 

@@ -1,13 +1,7 @@
 """The kafka-python adapter (:mod:`._adapter`): the one module of the connector that imports kafka-python.
 
-kafka-python runs the group's heartbeats and the rebalance callbacks on its
-own IO thread, while the polling thread waits inside ``poll()``: the callbacks
-are coroutines (``AsyncConsumerRebalanceListener``), so a revocation can await
-its commit (at most ``session_timeout_ms``) without stopping the heartbeats,
-and a partition the resume policy must position is paused there and
-positioned at the next poll. Its
-transactional calls wait without a bound, so they are started on the
-producer's transaction manager and waited for at most ``max_block_ms``.
+kafka-python calls back on its IO thread, which also heartbeats; see the docs'
+*Kafka clients* page for how each adapter works.
 """
 
 from __future__ import annotations
@@ -27,7 +21,7 @@ from kafka.structs import OffsetAndMetadata
 from stream_nb.exceptions import ConfigError
 
 from ._adapter import BEGINNING, END, TP, Listener, Polled
-from ._client import Fixed, resolve, servers
+from ._client import Fixed, servers
 from ._errors import ConnectorUnavailable
 from ._partitions import partitions_of
 
@@ -83,14 +77,8 @@ def _tp(partition: TP) -> TopicPartition:
 class _Rebalance(AsyncConsumerRebalanceListener):
     """kafka-python's rebalance callbacks, awaited on its IO thread, handed to the source's :class:`Listener`.
 
-    A revocation's commit waits at most the consumer's ``session_timeout_ms``,
-    as librdkafka waits for a group coordinator at most ``session.timeout.ms``:
-    a member cut off from the coordinator that long is out of the group, and
-    the broker would refuse its commit anyway. It is kafka-python's own
-    synchronous commit (retried while the coordinator is unknown or loading,
-    as ``KafkaConsumer.commit(timeout_ms=...)`` does), awaited on the IO
-    thread, where the blocking ``commit`` would wait on itself (another
-    kafka-python without it: ``commit_async``, with no bound).
+    A revocation's commit is awaited at most ``session_timeout_ms`` (kafka-python
+    without a bounded commit: ``commit_async``, unbounded).
     """
 
     def __init__(self, consumer: KafkaConsumer, listener: Listener):
@@ -217,7 +205,6 @@ class _Producer:
         self.what, self.failed, self.first_error = what, 0, None
         self._sent = self._acked = 0
         self._block_s = cfg.get("max_block_ms", KafkaProducer.DEFAULT_CONFIG["max_block_ms"]) / 1000
-        self._bootstrap = servers(cfg.get("bootstrap_servers"))
         self._p = connect(KafkaProducer, cfg, role=role)
         self._send = self._p.send
         # with kafka-python's own partitioner, send_many finds a poll's partitions at once (the same ones)
@@ -315,9 +302,8 @@ class _Reader:
 
     errors = (Errors.KafkaError,)
 
-    def __init__(self, consumer: KafkaConsumer, topic: str, uncommitted=None):
+    def __init__(self, consumer: KafkaConsumer, topic: str):
         self._c, self._tp = consumer, TopicPartition(topic, 0)
-        self._uncommitted, self._hw = uncommitted, None  # read_committed: makes the high watermark's client
         self.exists = bool(consumer.partitions_for_topic(topic))
         if self.exists:
             consumer.assign([self._tp])
@@ -330,13 +316,6 @@ class _Reader:
     def end(self):
         return self._c.end_offsets([self._tp])[self._tp]
 
-    def high_watermark(self):
-        if self._uncommitted is None:
-            return self.end()
-        if self._hw is None:
-            self._hw = self._uncommitted()
-        return self._hw.end_offsets([self._tp])[self._tp]
-
     def reached(self, end):
         return self.offset() >= end
 
@@ -348,11 +327,7 @@ class _Reader:
         return {(tp.topic, tp.partition): offset for tp, offset in ends.items()}
 
     def close(self):
-        try:
-            if self._hw is not None:
-                self._hw.close(autocommit=False)
-        finally:
-            self._c.close(autocommit=False)
+        self._c.close(autocommit=False)
 
 
 class _Admin:
@@ -385,8 +360,7 @@ class KafkaPython:
     """kafka-python as the connector's :class:`~._adapter.Adapter` (the default client)."""
 
     name, label, dotted = "kafka-python", "", False
-    consumer_keys = frozenset(KafkaConsumer.DEFAULT_CONFIG)
-    producer_keys = frozenset(KafkaProducer.DEFAULT_CONFIG)
+    consumer_keys, producer_keys = KafkaConsumer.DEFAULT_CONFIG, KafkaProducer.DEFAULT_CONFIG
     consumer_fixed = {"key_deserializer": Fixed(None, "records carry raw bytes; the engine decodes them"),
                       "value_deserializer": Fixed(None, "records carry raw bytes; the engine decodes them"),
                       "kafka_client": Fixed(None, "the connector sets it")}
@@ -399,18 +373,10 @@ class KafkaPython:
     def describe(self, error) -> str:
         return repr(error)
 
-    def resolve(self, component, own, fixed, config, *, role):
-        native, extra = ((KafkaConsumer.DEFAULT_CONFIG, self.consumer_fixed) if role == "consumer"
-                         else (KafkaProducer.DEFAULT_CONFIG, self.producer_fixed))
-        return resolve(component, own, {**fixed, **extra}, config, native=native, defaults=native)
-
     def consumer(self, cfg, *, role, range_assignor):
         cfg = {k: v for k, v in cfg.items() if k in KafkaConsumer.DEFAULT_CONFIG}
         cfg["enable_auto_commit"] = False
-        if range_assignor:  # partition p of both topics to one member
-            if "partition_assignment_strategy" in cfg:
-                raise ConfigError("KafkaSource: partition_assignment_strategy cannot be set with feedback_topic: the "
-                                  "range assignor keeps each label's partition with its event's")
+        if range_assignor:
             cfg["partition_assignment_strategy"] = (RangePartitionAssignor,)
         consumer = connect(KafkaConsumer, cfg, role=role)
         # kafka-python 3.0 takes allow_auto_create_topics but builds its metadata client without
@@ -423,13 +389,10 @@ class KafkaPython:
     def producer(self, cfg, *, role, what):
         return _Producer({k: v for k, v in cfg.items() if k in KafkaProducer.DEFAULT_CONFIG}, role=role, what=what)
 
-    def reader(self, topic, cfg, *, read_committed, max_record_bytes):
-        cfg = {k: v for k, v in cfg.items() if k in KafkaConsumer.DEFAULT_CONFIG and k != "group_instance_id"}
+    def reader(self, topic, cfg, *, read_committed):
+        cfg = {k: v for k, v in cfg.items() if k in KafkaConsumer.DEFAULT_CONFIG}
         cfg.update(group_id=None, isolation_level="read_committed" if read_committed else "read_uncommitted")
-        role = f"reader of model topic {topic!r}"
-        uncommitted = (lambda: connect(KafkaConsumer, {**cfg, "isolation_level": "read_uncommitted"},
-                                       role=f"{role} (its high watermark)")) if read_committed else None
-        return _Reader(connect(KafkaConsumer, cfg, role=role), topic, uncommitted)
+        return _Reader(connect(KafkaConsumer, cfg, role=f"reader of model topic {topic!r}"), topic)
 
     def admin(self, cfg, *, role):
         return _Admin(connect(KafkaAdminClient, {k: v for k, v in cfg.items() if k in KafkaAdminClient.DEFAULT_CONFIG},

@@ -1,30 +1,13 @@
 """The model topic of a consumer group (``--model-topic``): a :class:`~stream_nb.engine.ModelChannel` on Kafka.
 
-Members publish their per-partition model states to one compacted topic and
-read everyone's from its start (see :mod:`stream_nb.engine.group._group`). The topic
-is created at start-up when missing, with one partition (every record in one
-order: a split state's pieces come before its manifest) and
-``cleanup.policy=compact`` (the latest record of each key stays). A topic that
-exists with more than one partition is refused.
-
-Written once over the client adapter protocol (:mod:`._adapter`):
-:class:`ModelTopic` runs on kafka-python, :class:`ConfluentModelTopic` on
-confluent-kafka. Publishing goes through a :class:`~connectors.kafka.KafkaSink`
-of the same client (idempotent, ``acks=all``), or, with ``--exactly-once``,
-through the daemon's :class:`~connectors.kafka.transactional.Transaction`, so
-that the states commit with the outputs and input offsets. Reading is the
-adapter's :class:`~._adapter.Reader`: a consumer outside any group, assigned
-the topic's partition and reading it from the beginning (``read_committed``
-with ``--exactly-once``: the states of an aborted transaction are never seen).
-
-A ``read_committed`` catch-up first waits until every transaction open when it
-starts has ended: an open transaction holds the last stable offset (LSO), and
-the committed states after it, maybe newer states of the partitions being
-assigned, are not readable until it commits or aborts. A member killed inside
-a transaction leaves it open until the broker aborts it, after the transaction
-timeout (``transaction_timeout_ms``, 60 s by default); the wait is bounded by
-that timeout plus the broker's abort check (:data:`ABORT_CHECK_S`), after
-which the catch-up goes on with what is committed before the LSO (and logs so).
+One compacted topic of one partition (created when missing; one with more
+partitions is refused), written through a :class:`~connectors.kafka.KafkaSink`
+of the same client, or in the daemon's transaction with ``--exactly-once``, and
+read from its start by the adapter's :class:`~._adapter.Reader`, outside any
+group. A ``read_committed`` catch-up first waits, at most the transaction
+timeout plus :data:`ABORT_CHECK_S`, until every transaction open when it starts
+has ended: an open transaction holds the last stable offset. The docs' *Groups*
+page has more.
 """
 
 from __future__ import annotations
@@ -34,7 +17,7 @@ import time
 
 from stream_nb.exceptions import ConfigError
 
-from ._client import servers
+from ._client import resolve_for, servers
 from ._confluent import Confluent
 from ._errors import ConnectorUnavailable
 from ._factories import split
@@ -96,19 +79,21 @@ class ModelTopic:
         self.topic = topic
         self.max_record_bytes = max_record_bytes
         self.transaction = transaction
-        self._sink = self._reader = None
+        self._sink = self._reader = self._uncommitted = None
         self.committed_only = not writer or transaction is not None
         timeout_ms = config.get("transaction_timeout_ms", config.get("transaction.timeout.ms", 60_000))
         self.transaction_timeout = transaction.timeout_s if transaction is not None else int(timeout_ms) / 1000
         self.client = client = self.ADAPTER()
         source_cfg, sink_cfg = split({**config, "input_topic": config.get("input_topic") or topic,
                                       "kafka_client": client.name})
-        source_cfg = {k: v for k, v in source_cfg.items() if k not in ("group_id", "group_instance_id")}
+        source_cfg = {k: v for k, v in source_cfg.items()  # a reader is in no group
+                      if k not in ("group_id", "group_instance_id", "group.id", "group.instance.id")}
         source_cfg.update(enable_auto_commit=False, auto_offset_reset="earliest", client_id="stream-nb-model-reader",
                           fetch_max_bytes=max(52_428_800, max_record_bytes * 2),
                           max_partition_fetch_bytes=max(1_048_576, max_record_bytes * 2))
-        cfg = client.resolve(f"Kafka model topic reader{client.label}", KafkaSource.DEFAULT_CONFIG, {},
-                             {**source_cfg, "topic": topic}, role="consumer")
+        cfg = resolve_for(client, f"Kafka model topic reader{client.label}", KafkaSource.DEFAULT_CONFIG, {},
+                          {**source_cfg, "topic": topic}, role="consumer")
+        self._reader_cfg = cfg
         if writer:
             partitions = ensure_topic(client.admin(cfg, role=f"admin client (model topic {topic!r})"), topic, cfg,
                                       compacted=True)
@@ -121,8 +106,7 @@ class ModelTopic:
             producer["max_request_size"] = max(max_record_bytes + 65_536, 1_048_576)
             self._sink = self.SINK(topic=topic, create_topic=False, **producer)
         try:
-            self._reader = client.reader(topic, cfg, read_committed=self.committed_only,
-                                         max_record_bytes=max_record_bytes)
+            self._reader = client.reader(topic, cfg, read_committed=self.committed_only)
         except BaseException:
             self.close()
             raise
@@ -166,7 +150,7 @@ class ModelTopic:
         """The last stable offset once it reached the high watermark of now (the records read meanwhile go to
         ``out``), or when the transaction holding it outlived the transaction timeout and the broker's abort check."""
         limit = time.monotonic() + self.transaction_timeout + ABORT_CHECK_S
-        high = self._ask(self._reader.high_watermark, limit)
+        high = self._ask(self._high_watermark, limit)
         end = self._ask(self._reader.end, limit)
         if end < high:
             log.info("Kafka model topic %r: an open transaction holds its last stable offset at %d (%d record(s) "
@@ -181,6 +165,13 @@ class ModelTopic:
             out.extend(self.poll(0.2))
             end = self._ask(self._reader.end, limit)
         return end
+
+    def _high_watermark(self) -> int:
+        """The end offset counting the records of open transactions: asked of a second, ``read_uncommitted``
+        reader (made at the first call; it never fetches)."""
+        if self._uncommitted is None:
+            self._uncommitted = self.client.reader(self.topic, self._reader_cfg, read_committed=False)
+        return self._uncommitted.end()
 
     def _ask(self, offset, deadline: float) -> int:
         """``offset()`` (an end offset), asked again until ``deadline`` (a client resumed after a pause, or a
@@ -207,16 +198,23 @@ class ModelTopic:
             topic, _, number = name.rpartition("-")
             if number.isdigit():
                 named[(topic, int(number))] = name
-        return {named[p]: offset for p, offset in self._reader.end_offsets(list(named)).items()}
+        try:
+            ends = self._reader.end_offsets(list(named))
+        except self._reader.errors as exc:  # how far behind each state is stays unknown
+            log.warning("Kafka model topic %r: end offsets of the input unknown: %s", self.topic,
+                        self.client.describe(exc))
+            return {}
+        return {named[p]: offset for p, offset in ends.items()}
 
     def close(self) -> None:
         try:
             if self._sink is not None:
                 self._sink.close()
         finally:
-            if self._reader is not None:
-                self._reader.close()
-                self._reader = None
+            for reader in (self._reader, self._uncommitted):
+                if reader is not None:
+                    reader.close()
+            self._reader = self._uncommitted = None
 
 
 class ConfluentModelTopic(ModelTopic):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 
-from ._client import Fixed, servers
+from ._client import Fixed, resolve_for, servers
 from ._confluent import Confluent
 from ._errors import DeliveryError
 from ._kafka_python import KafkaPython
@@ -22,62 +22,55 @@ log = logging.getLogger("connectors.kafka")
 
 
 class KafkaSink:
-    """A :class:`~stream_nb.engine.Sink` producing to one topic.
+    """A :class:`~stream_nb.engine.Sink` producing to one topic, acknowledged by all in-sync replicas.
 
-    Each :meth:`send` is acknowledged by all in-sync replicas (``acks="all"``)
-    through an idempotent producer, so retries neither duplicate nor reorder
-    records of a partition. A record that finally fails is never dropped
-    silently: :meth:`flush` (and every later :meth:`send`/:meth:`flush`) raises
-    :class:`DeliveryError`.
+    The producer is idempotent (``acks="all"``), so retries neither duplicate
+    nor reorder records of a partition. A record that finally fails is never
+    dropped silently: :meth:`flush`, and every later call, raises :class:`DeliveryError`.
 
-    Configuration (``KafkaSink(**config)``); defaults in ``DEFAULT_CONFIG``:
+    Parameters
+    ----------
+    topic
+        The topic written to (required).
+    bootstrap_servers
+        ``host:port`` of one or more brokers (default ``"localhost:9092"``).
+    client_id
+        Shown in broker logs and metrics (default ``"stream-nb"``).
+    acks, enable_idempotence
+        Fixed: ``"all"`` and True.
+    linger_ms
+        How long the producer waits to fill a batch (default 5).
+    batch_size
+        Most bytes per partition batch (default 262144).
+    compression_type
+        ``"gzip"``, ``"snappy"``, ``"lz4"``, ``"zstd"`` or None (default).
+    delivery_timeout_ms
+        Bound on reporting a record's success or failure (default 120000).
+    bootstrap_timeout_ms
+        How long to wait for a broker at start-up before :class:`ConnectorUnavailable` (default 10000).
+    metrics_enabled
+        kafka-python's client-side metrics (default False).
+    create_topic
+        Create the topic at start-up when missing (default True).
+    topic_partitions, topic_replication_factor
+        Partitions and replication factor of a created topic (default None: like ``partitions_like``,
+        else the broker's defaults).
+    partitions_like
+        A topic (the input) whose partition count a created topic copies.
+    topic_timeout_ms
+        How long topic creation may take (default 30000).
+    close_timeout_ms
+        How long :meth:`close` waits for the producer after flushing (default 30000).
+    **configs
+        Any other key of the client's producer (confluent-kafka: also librdkafka's dotted names and
+        ``max_block_ms``, how long a send waits for room in its queue), except ``transactional_id``.
 
-    topic (str, required)
-        The topic written to.
-    bootstrap_servers (str or list, default ``"localhost:9092"``)
-        ``host:port`` of one or more brokers.
-    client_id (str, default ``"stream-nb"``)
-        Shown in broker logs and metrics.
-    acks (default ``"all"``)
-        Fixed: ``"all"`` (or ``-1``) is the only accepted value.
-    enable_idempotence (bool, default ``True``)
-        Fixed: ``True`` is the only accepted value.
-    linger_ms (int, default ``5``)
-        How long the producer waits to fill a batch; the engine flushes at the
-        end of each of its batches anyway, so this only shapes batching inside one.
-    batch_size (int, default ``262144``)
-        Maximum bytes per partition batch (kafka-python's default is 16384).
-    compression_type (str or None, default ``None``)
-        ``"gzip"``, ``"snappy"``, ``"lz4"``, ``"zstd"`` or ``None``.
-    delivery_timeout_ms (int, default ``120000``)
-        Upper bound on the time to report success or failure of a record, so
-        :meth:`flush` cannot hang forever on an unreachable broker.
-    bootstrap_timeout_ms (int, default ``10000``)
-        How long to wait for a broker at start-up before :class:`ConnectorUnavailable`.
-    metrics_enabled (bool, default ``False``)
-        kafka-python's client-side metrics; off because they cost CPU per record.
-    create_topic (bool, default ``True``)
-        Create the topic at start-up if it does not exist (see the module docstring).
-    topic_partitions (int or None, default ``None``)
-        Partitions of a created topic; ``None``: as many as ``partitions_like``
-        has, else the broker's ``num.partitions``.
-    topic_replication_factor (int or None, default ``None``)
-        Replication factor of a created topic; ``None``: the broker's
-        ``default.replication.factor``.
-    partitions_like (str or None, default ``None``)
-        A topic (the input topic) whose partition count a created topic copies.
-    topic_timeout_ms (int, default ``30000``)
-        How long topic creation may take.
-    close_timeout_ms (int, default ``30000``)
-        How long :meth:`close` waits for the producer to shut down after flushing.
-
-    Any other key of the client's producer passes through (kafka-python: any
-    ``KafkaProducer`` key; confluent-kafka: the shared settings by their
-    kafka-python names, translated, any librdkafka property by its dotted name,
-    and ``max_block_ms``: how long :meth:`send` waits for room in librdkafka's
-    queue), except ``transactional_id`` (not used) and the keys the adapter
-    sets itself (kafka-python: ``key_serializer`` / ``value_serializer``,
-    ``kafka_client``).
+    Examples
+    --------
+    >>> KafkaSink(topic="out", acks=1)
+    Traceback (most recent call last):
+    ...
+    stream_nb.exceptions.ConfigError: KafkaSink: config key 'acks'=1 is not allowed: outputs must be acknowledged by all in-sync replicas
     """
 
     DEFAULT_CONFIG: dict = {
@@ -118,8 +111,8 @@ class KafkaSink:
 
     def __init__(self, **configs):
         self.client = client = self.ADAPTER()
-        cfg = client.resolve(f"KafkaSink{client.label}", {**self.DEFAULT_CONFIG, **client.producer_defaults},
-                             self.FIXED, configs, role="producer")
+        cfg = resolve_for(client, f"KafkaSink{client.label}", {**self.DEFAULT_CONFIG, **client.producer_defaults},
+                          self.FIXED, configs, role="producer")
         self.config = cfg
         self.topic: str = cfg["topic"]
         self._close_timeout_s = cfg["close_timeout_ms"] / 1000

@@ -21,10 +21,10 @@ import threading
 import typing
 
 from stream_nb.engine import RebalanceCallback, Record, ResumePolicy, RevocationHandler, make_records
-from stream_nb.exceptions import CommitError
+from stream_nb.exceptions import CommitError, ConfigError
 
 from ._adapter import BEGINNING, END, TP, Revocation
-from ._client import Fixed, parse_partition, partition_key, servers
+from ._client import Fixed, parse_partition, partition_key, resolve_for, servers
 from ._confluent import Confluent
 from ._errors import ConnectorUnavailable
 from ._feedback_topic import FeedbackTap, check_copartitioned
@@ -39,68 +39,54 @@ class KafkaSource:
     """A :class:`~stream_nb.engine.Source` reading one topic as a member of a consumer group.
 
     Records carry the raw key and value bytes; ``Record.partition`` is
-    ``"<topic>-<partition>"``, ``Record.position`` is
-    ``{"topic", "partition", "offset"}`` and ``Record.next_position`` is
-    ``offset + 1``, which is what :meth:`commit` and :meth:`seek` take.
+    ``"<topic>-<partition>"`` and ``Record.next_position`` the offset after the
+    record, which :meth:`commit` and :meth:`seek` take. It never commits by itself.
 
-    Configuration (``KafkaSource(**config)``); defaults in ``DEFAULT_CONFIG``:
+    Parameters
+    ----------
+    topic
+        The input topic (required).
+    bootstrap_servers
+        ``host:port`` of one or more brokers (default ``"localhost:9092"``).
+    group_id
+        The consumer group the offsets are committed under (default ``"stream-nb"``).
+    client_id
+        Shown in broker logs and metrics (default ``"stream-nb"``).
+    auto_offset_reset
+        Where a group with no committed offset starts: ``"earliest"`` (default) or ``"latest"``.
+    allow_auto_create_topics
+        Whether subscribing may create the input topic (default False: a typo does not create a topic).
+    bootstrap_timeout_ms
+        How long to wait for a broker at start-up before :class:`ConnectorUnavailable` (default 10000).
+    metrics_enabled
+        kafka-python's client-side metrics (default False: they cost CPU per record).
+    commit_timeout_ms
+        How long :meth:`commit` may block before :class:`CommitError` (default 30000).
+    close_timeout_ms
+        How long :meth:`close` may take to leave the group (default 10000).
+    session_timeout_ms
+        How long the group waits for a silent member before handing its partitions on (default 6000,
+        so a restarted daemon gets them back quickly).
+    heartbeat_interval_ms
+        A third of the session timeout (default 2000).
+    feedback_topic
+        Also read this topic of later labels, co-partitioned with ``topic``; its records go to
+        :attr:`feedback`, not to :meth:`poll` (default None).
+    **configs
+        Any other key of the client's consumer (confluent-kafka: also librdkafka's dotted names), except
+        ``enable_auto_commit`` and the keys the adapter sets itself.
 
-    topic (str, required)
-        The input topic.
-    bootstrap_servers (str or list, default ``"localhost:9092"``)
-        ``host:port`` of one or more brokers.
-    group_id (str, default ``"stream-nb"``)
-        Consumer group; offsets are committed under it.
-    client_id (str, default ``"stream-nb"``)
-        Shown in broker logs and metrics.
-    auto_offset_reset (str, default ``"earliest"``)
-        Where a group with no committed offset starts: ``"earliest"`` or ``"latest"``.
-    allow_auto_create_topics (bool, default ``False``)
-        Whether subscribing may create the input topic (see the module docstring).
-    bootstrap_timeout_ms (int, default ``10000``)
-        How long to wait for a broker at start-up before :class:`ConnectorUnavailable`.
-    metrics_enabled (bool, default ``False``)
-        kafka-python's client-side metrics; off because they cost CPU per record.
-    commit_timeout_ms (int, default ``30000``)
-        How long :meth:`commit` may block before :class:`CommitError`.
-    close_timeout_ms (int, default ``10000``)
-        How long :meth:`close` may take to leave the group.
-    session_timeout_ms (int, default ``6000``)
-        How long the group waits for a member that stopped heartbeating before
-        handing its partitions on: after a kill -9 the restarted daemon gets
-        them back within about this time (kafka-python's own default, 45000,
-        made recovery take 43 s in ``bench/snapshot.py``). Heartbeats come from
-        a background thread, so slow processing does not count against it
-        (``max_poll_interval_ms`` bounds that). Static membership
-        (``group_instance_id``) hands them back at once.
-    heartbeat_interval_ms (int, default ``2000``)
-        A third of the session timeout, as Kafka advises.
-    feedback_topic (str, default ``None``)
-        Also read this topic of labels that come later, co-partitioned with
-        ``topic`` (same partition count, checked at start), with the range
-        assignor; its records go to :attr:`feedback`, not to :meth:`poll` (see
-        :mod:`connectors.kafka._feedback_topic`).
+    Rebalance callbacks (:meth:`add_rebalance_callback`) and the revocation handler run on the client's
+    thread of rebalances: kafka-python's IO thread, or confluent-kafka's polling thread. Keep them short.
 
-    Any other key of the client's consumer passes through (kafka-python: any
-    ``KafkaConsumer`` key; confluent-kafka: the kafka-python names of the settings
-    both clients share, translated, and any librdkafka property by its dotted
-    name), except ``enable_auto_commit`` (must stay ``False``) and the keys the
-    adapter sets itself (kafka-python: ``key_deserializer`` /
-    ``value_deserializer``, ``kafka_client``).
-
-    Rebalances: :attr:`assignment` is the set of partitions currently owned, and
-    :meth:`add_rebalance_callback` registers ``callback(event, partitions)``,
-    called with ``event`` in ``"revoked"``, ``"assigned"``, ``"lost"``. It runs
-    on the client's thread of rebalances (kafka-python: its IO thread, which
-    also heartbeats; confluent-kafka: the thread calling :meth:`poll`): keep it
-    short (set a flag). Seeks requested for partitions not yet assigned are
-    applied when they are assigned.
-
-    Optional capabilities (:mod:`stream_nb.engine.contract._protocols`): it is
-    :class:`~stream_nb.engine.Pausable`, :class:`~stream_nb.engine.ReportsLag`,
-    :class:`~stream_nb.engine.Rebalancing`, :class:`~stream_nb.engine.ResumesByPolicy`
-    (its :meth:`commit` takes ``metadata=``), :class:`~stream_nb.engine.HandlesRevocation`,
-    :class:`~stream_nb.engine.Repositionable` and :class:`~stream_nb.engine.ReportsCommitted`.
+    Examples
+    --------
+    >>> KafkaSource(bootstrap_servers="localhost:9092")
+    Traceback (most recent call last):
+    ...
+    stream_nb.exceptions.ConfigError: KafkaSource: config key 'topic' is required (a topic name), got None
+    >>> sorted(KafkaSource.OWN_KEYS)
+    ['close_timeout_ms', 'commit_timeout_ms', 'feedback_topic', 'topic']
     """
 
     DEFAULT_CONFIG: dict = {
@@ -133,7 +119,8 @@ class KafkaSource:
 
     def __init__(self, **configs):
         self.client = client = self.ADAPTER()
-        cfg = client.resolve(f"KafkaSource{client.label}", self.DEFAULT_CONFIG, self.FIXED, configs, role="consumer")
+        cfg = resolve_for(client, f"KafkaSource{client.label}", self.DEFAULT_CONFIG, self.FIXED, configs,
+                          role="consumer")
         self.config = cfg
         self.topic: str = cfg["topic"]
         #: The labels of ``feedback_topic`` (None without it): the join's source.
@@ -151,6 +138,10 @@ class KafkaSource:
         self._keys: dict[TP, str] = {}
         self._paused: set[TP] = set()  # paused by pause(), for back-pressure
         self._closed = False
+        strategy = cfg.get("partition_assignment_strategy", cfg.get("partition.assignment.strategy"))
+        if self.feedback is not None and strategy is not None and str(strategy).strip() != "range":
+            raise ConfigError(f"KafkaSource{client.label}: the partition assignment strategy must stay range with "
+                              f"feedback_topic: it keeps each label's partition with its event's")
         role = f"consumer of topic {self.topic!r}"
         self._consumer = client.consumer({k: v for k, v in cfg.items() if k not in self.OWN_KEYS}, role=role,
                                          range_assignor=self.feedback is not None)
@@ -454,7 +445,18 @@ class KafkaSource:
                          ", ".join(f"{k}={v}" for k, v in sorted(positions.items())))
             done(error is None)
 
-        return Revocation({self._partition(k): int(v) for k, v in positions.items()}, metadata, finish)
+        offsets = {self._partition(k): int(v) for k, v in positions.items()}
+        if not self._consumer.calls_back_on_poll:  # the client's IO thread commits them, heartbeats going on
+            return Revocation(offsets, metadata, finish)
+        assigned = self._consumer.assignment()  # the polling thread, inside the client's callback: commit here
+        try:
+            self._consumer.commit({p: o for p, o in offsets.items() if p in assigned}, metadata,
+                                  self._commit_timeout_s)
+        except self._errors as exc:
+            finish(exc)
+        else:
+            finish(None)
+        return None
 
     def lost(self, partitions: list[TP]) -> None:
         """Partitions went without a revocation: tell the callbacks."""

@@ -1,55 +1,59 @@
 """Exactly-once outputs: predictions, dead letters and input offsets in one Kafka transaction.
 
-``stream-nb run --exactly-once`` builds its connectors here
-(:func:`make_connectors`): the :class:`~connectors.kafka.KafkaSource` of
-:mod:`connectors.kafka`, reading with ``isolation_level="read_committed"``,
+``stream-nb run --exactly-once`` builds its connectors with
+:func:`make_connectors`: a ``read_committed`` :class:`~connectors.kafka.KafkaSource`,
 and two :class:`TransactionalSink` views (outputs, dead letters) of one
-:class:`Transaction`, a transactional producer of the same client library
-(written once over the client adapter protocol, :mod:`._adapter`). The three share the
-producer and the consumer group, so this module is a
-:class:`~stream_nb.engine.JointConnectorModule`: one ``make_connectors(config)``
-instead of three separate factories.
-
-A transaction begins with the first output after the previous commit. At each
-checkpoint the daemon's :class:`~stream_nb.engine.ExactlyOnceCheckpointer`
-flushes, writes a snapshot, and calls :meth:`Transaction.commit` (a
-:class:`Transaction` is a :class:`~stream_nb.engine.Transactional`), which adds
-the consumed offsets (``send_offsets_to_transaction`` with the consumer's
-``group_metadata()``, so the broker fences a stale member) and commits. A
-``read_committed`` consumer of the output topics sees each prediction once;
-the outputs of an aborted transaction are never visible.
-
-``transactional_id`` (required) must be stable across restarts of the same
-daemon instance and distinct between instances: ``init_transactions()`` at
-start-up then aborts whatever a crashed predecessor left open and fences it.
-The daemon uses ``stream-nb-<group id>-<instance id>`` (``--instance-id``).
-
-Every transactional call is bounded by ``max_block_ms``. When the producer
-cannot abort (a timeout, a request stuck after a broker restart, an error
-state), it is replaced by a new one with the same transactional id, whose
-registration aborts the transaction on the broker; a replaced producer's late
-failures are its own and never fail its successor's transaction. A fenced
-producer (another instance holds the id) raises :class:`TransactionFenced`:
-the daemon must stop.
+:class:`Transaction`, a transactional producer of the same client library. A
+transaction begins with the first output after the previous commit;
+:meth:`Transaction.commit` adds the consumed offsets, with the consumer's group
+metadata, and commits. Every transactional call is bounded by ``max_block_ms``;
+adding the offsets runs on a helper thread and counts as stuck past
+``max_block_ms`` plus :data:`GRACE_S`. A producer that cannot abort is replaced
+(its registration aborts the transaction on the broker); a fenced one raises
+:class:`TransactionFenced`. The docs' *Operations* page gives the guarantees.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 
 from stream_nb.exceptions import ConfigError
 
-from ._client import servers
+from ._client import resolve_for, servers
 from ._errors import ConnectorUnavailable, DeliveryError
 from ._factories import client_of, split
 from ._sink import KafkaSink
 from ._source import KafkaSource
 from ._topics import ensure_topic
 
-__all__ = ["Transaction", "TransactionFenced", "TransactionalSink", "make_connectors"]
+__all__ = ["GRACE_S", "Transaction", "TransactionFenced", "TransactionalSink", "make_connectors"]
 
 log = logging.getLogger(__name__)
+
+#: Seconds past ``max_block_ms`` before adding the offsets to a transaction, not returned yet, counts as stuck.
+GRACE_S = 5.0
+
+
+def _within(timeout: float, call) -> tuple[bool, BaseException | None]:
+    """Run ``call()`` on a daemon thread, waiting at most ``timeout`` s: ``(returned, the exception it raised)``.
+
+    A call that has not returned goes on, and ends on its own.
+    """
+    done, failure = threading.Event(), []
+
+    def run():
+        try:
+            call()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            failure.append(exc)
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="stream-nb-send-offsets", daemon=True).start()
+    returned = done.wait(timeout)
+    return returned, (failure[0] if failure else None)
 
 
 class TransactionFenced(DeliveryError):
@@ -79,9 +83,9 @@ class Transaction:
         if not isinstance(transactional_id, str) or not transactional_id:
             raise ConfigError(f"exactly-once outputs need a transactional_id, got {transactional_id!r}")
         self.client = client = source.client
-        cfg = client.resolve(f"Kafka transactional producer{client.label}",
-                             {**KafkaSink.DEFAULT_CONFIG, **client.producer_defaults}, self.FIXED,
-                             {**config, "topic": topics[0]}, role="producer")
+        cfg = resolve_for(client, f"Kafka transactional producer{client.label}",
+                          {**KafkaSink.DEFAULT_CONFIG, **client.producer_defaults}, self.FIXED,
+                          {**config, "topic": topics[0]}, role="producer")
         self.source = source
         self.transactional_id = transactional_id
         self._close_timeout_s = cfg["close_timeout_ms"] / 1000
@@ -96,6 +100,7 @@ class Transaction:
         self._out = None
         self._out = self._new_producer()
         self._in_transaction = False
+        self._stuck = False  # a transactional call never returned: the producer is replaced, not aborted
         self._users = 0
         self._closed = False
         self.commits = 0
@@ -181,22 +186,35 @@ class Transaction:
         out = self._out
         offsets = self.source.transaction_offsets(positions, metadata)
         if offsets:
-            self._call(lambda: out.send_offsets(offsets, metadata, self.source.group_metadata()),
-                       "adding the offsets to the transaction")
+            self._call(lambda: self._send_offsets(out, offsets, metadata), "adding the offsets to the transaction")
         self._call(out.commit_transaction, "committing the transaction")
         self._in_transaction = False
         self.commits += 1
+
+    def _send_offsets(self, out, offsets: dict, metadata: str) -> None:
+        """``out.send_offsets`` on a helper thread, waited for at most ``max_block_ms`` + :data:`GRACE_S`."""
+        group = self.source.group_metadata()
+        returned, failure = _within(self._block_s + GRACE_S, lambda: out.send_offsets(offsets, metadata, group))
+        if not returned:
+            self._stuck = True
+            raise TimeoutError(f"{self._what}: adding the offsets to the transaction did not return within "
+                               f"max_block_ms ({self._block_s * 1000:.0f} ms) + {GRACE_S:.0f} s; the producer is "
+                               f"replaced")
+        if failure is not None:
+            raise failure
 
     def abort(self) -> None:
         """Abort the open transaction, if any, and forget its delivery failures (see the module docstring)."""
         if self._in_transaction:
             try:
+                if self._stuck:  # a call still hangs inside the client: another transactional call would conflict
+                    raise TimeoutError("a transactional call never returned")
                 self._call(self._out.abort_transaction, "aborting the transaction")
-            except self._out.errors as exc:
+            except (TimeoutError, *self._out.errors) as exc:
                 log.warning("Kafka exactly-once outputs: aborting failed (%s); replacing the producer, which "
                             "aborts the transaction on the broker", self.client.describe(exc))
                 old, self._out = self._out, None
-                self._in_transaction = False  # whatever happens next, the old transaction is gone with its producer
+                self._in_transaction = self._stuck = False  # the old transaction is gone with its producer
                 try:
                     old.close(0)
                 except Exception:  # noqa: BLE001 - the old producer is broken anyway
@@ -225,9 +243,9 @@ class Transaction:
         self._closed = True
         if self._out is None:  # a failed abort left none: nothing is open
             return
-        wait = self._close_timeout_s
+        wait = 0 if self._stuck else self._close_timeout_s
         try:
-            if self._in_transaction:
+            if self._in_transaction and not self._stuck:
                 self._out.abort_transaction()
                 self._in_transaction = False
         except self._out.errors as exc:

@@ -33,6 +33,15 @@ def load_loss(path: str) -> dict[typing.Any, dict[typing.Any, float]]:
 
     JSON object keys are strings, so a key that reads as an integer or a
     boolean (``"1"``, ``"true"``) also stands for that label.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "loss.json")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write('{"spam": {"ham": 5}, "ham": {"spam": 1}}')
+    >>> load_loss(path)
+    {'spam': {'ham': 5}, 'ham': {'spam': 1}}
     """
     try:
         with open(path, "rb") as f:

@@ -67,7 +67,13 @@ def check_settings(settings: dict[str, typing.Any], kafka: bool) -> None:
 
 
 def transactional_id(settings: dict[str, typing.Any]) -> str:
-    """``stream-nb-<group id>-<instance id>``: stable per daemon instance, distinct between instances."""
+    """``stream-nb-<group id>-<instance id>``: stable per daemon instance, distinct between instances.
+
+    Examples
+    --------
+    >>> transactional_id({"group_id": "scoring", "instance_id": "a"})
+    'stream-nb-scoring-a'
+    """
     return f"stream-nb-{settings['group_id'] or 'stream-nb'}-{settings['instance_id']}"
 
 

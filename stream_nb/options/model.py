@@ -43,9 +43,9 @@ PARAMS: dict[str, Param] = {p.name: p for p in (
           "that would pass it are kept sparse, holding the same counts (in Python, None: no bound)", minimum=0, optional=True,
           metavar="BYTES"),
     Param("types", "mapping", None, "declare feature types instead of inferring them from the first value "
-          "(str, bool, int: categorical; float: numeric; time: the event's time, not a feature)", optional=True, metavar="FEATURE=categorical|numeric"),
-    Param("drift_detector", "detector", None, "river drift detector (or its name) watching the prequential error: "
-          "on a warning start fresh counts, on a drift switch to them (with a window: keep the pane in progress)",
+          "(categorical, numeric, or time: the event's time, not a feature)", optional=True, metavar="FEATURE=categorical|numeric"),
+    Param("drift_detector", "detector", None, "river drift detector (or its name) on the prequential error: on a "
+          "warning start fresh counts, on a drift switch to them",
           optional=True),
     Param("loss", "mapping", None, "loss matrix {true_label: {predicted_label: cost}}: predict the class of least "
           "expected cost", optional=True),
@@ -63,9 +63,9 @@ OPTIONS: dict[str, tuple[type[Option], ...]] = {
 _CHOICES = (
     Param("numeric", "choice", "gaussian", "numeric features as one Gaussian per class, or discretised into "
           "bins", choices=(Gaussian.CHOICE, "bins")),
-    Param("discretiser", "choice", "mdl", "mdl (cut points chosen by Fayyad and Irani's MDL criterion over fine "
-          "bins, again as the stream goes on) or equal_frequency (--bins bins from the first --warmup values, "
-          "never moved)", choices=(MDL.CHOICE, EqualFrequency.CHOICE)),
+    Param("discretiser", "choice", "mdl", "mdl (Fayyad and Irani's MDL cut points, moving with the stream) or "
+          "equal_frequency (--bins bins from the first --warmup values)",
+          choices=(MDL.CHOICE, EqualFrequency.CHOICE)),
     Param("missing", "choice", "em", "learning from events with missing attributes: em (add the expected counts "
           "of the missing values, estimated from the observed values) or ignore (skip them)",
           choices=(EM.CHOICE, Ignore.CHOICE)),
@@ -91,7 +91,13 @@ for _classes in OPTIONS.values():
 def flat_names(defaults: dict) -> tuple[str, ...]:
     """The flat settings of a model whose constructor's defaults are ``defaults``, in its parameters' order:
     each plain parameter, and the flat settings of each family it takes (binning only: no ``numeric`` or
-    ``var_smoothing``; a structure: those of its default's class)."""
+    ``var_smoothing``; a structure: those of its default's class).
+
+    Examples
+    --------
+    >>> flat_names({"alpha": 1.0, "forgetting": None})
+    ('alpha', 'window', 'panes', 'half_life', 'time_field')
+    """
     out: list[str] = []
     for name, default in defaults.items():
         if name == "numeric" and not isinstance(default, Gaussian):
@@ -151,7 +157,13 @@ _BY_NAME = {cls.__name__: cls for classes in OPTIONS.values() for cls in classes
 
 
 def encode_params(params: dict) -> dict:
-    """``params`` as plain data: each option object as its :meth:`~Option.to_dict`."""
+    """``params`` as plain data: each option object as its :meth:`~Option.to_dict`.
+
+    Examples
+    --------
+    >>> encode_params({"alpha": 0.5, "forgetting": Window(100, panes=2)})
+    {'alpha': 0.5, 'forgetting': {'option': 'Window', 'size': 100, 'panes': 2}}
+    """
     def plain(v: typing.Any) -> typing.Any:
         return {k: plain(x) for k, x in v.to_dict().items()} if isinstance(v, Option) else v
 
@@ -159,7 +171,13 @@ def encode_params(params: dict) -> dict:
 
 
 def decode_params(params: dict) -> dict:
-    """:func:`encode_params` undone: each ``{"option": name, ...}`` becomes the option object again."""
+    """:func:`encode_params` undone: each ``{"option": name, ...}`` becomes the option object again.
+
+    Examples
+    --------
+    >>> decode_params({"forgetting": {"option": "Window", "size": 100, "panes": 2}})
+    {'forgetting': Window(size=100, panes=2)}
+    """
     def obj(v: typing.Any) -> typing.Any:
         if isinstance(v, dict) and isinstance(v.get("option"), str):
             cls = _BY_NAME.get(v["option"])

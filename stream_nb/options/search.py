@@ -21,18 +21,17 @@ __all__ = ["REBUILD_EVERY", "Parents", "SuperParent", "Tree"]
 
 #: Learned events between two rebuilds (each search's ``rebuild_every``).
 REBUILD_EVERY = Param(
-    "rebuild_every", "int", 1000, "rebuild the structure / re-choose the super-parent every N learned events; "
-    "early ones come after --warmup events and each time the count doubles below N, when the counts show "
-    "attributes dependent given the class (0: only on rebuild())", minimum=0, metavar="N")
+    "rebuild_every", "int", 1000, "rebuild the structure (or re-choose the super-parent) every N learned "
+    "events, early ones from --warmup on (0: only on rebuild())", minimum=0, metavar="N")
 
 
 @option(
-    Param("score", "choice", "bayes", "how a rebuild weighs an edge: the conditional mutual information (cmi) "
-          "or the gain in the Bayesian network score, as Weka's BayesNet TAN search (bayes)",
+    Param("score", "choice", "bayes", "how a rebuild weighs an edge: conditional mutual information (cmi) or "
+          "the gain in the Bayesian network score, as Weka's TAN (bayes)",
           choices=("cmi", "bayes"), setting="tree_score"),
     REBUILD_EVERY,
-    Param("backoff", "float", None, "TAN: each attribute's estimate given its tree parent backs off toward "
-          "--backoff-to's estimate with weight M where the parent value's counts are thin (none: Lidstone's)", minimum=0, strict=True,
+    Param("backoff", "float", None, "an attribute's estimate given its tree parent backs off toward "
+          "--backoff-to's with weight M where the parent value is rare (none: Lidstone's)", minimum=0, strict=True,
           optional=True, metavar="M"),
     Param("backoff_to", "choice", "parent", "what a thin cell backs off toward: the attribute given its parent over "
           "all classes (parent) or given the class alone (class)", choices=("parent", "class")),
@@ -93,9 +92,8 @@ class SuperParent(Option):
 
 @option(
     REBUILD_EVERY,
-    Param("select", "float", None, "selective KDB (none: off, every attribute with its --k parents): keep only the "
-          "attributes that tell more of the class than the earlier attribute they depend on most, and the parents "
-          "dependent on their attribute given the class, by G-tests at level A shared among the tests",
+    Param("select", "float", None, "selective KDB: keep only the attributes and parents that G-tests at level A "
+          "show informative (none: every attribute with its --k parents)",
           minimum=0, strict=True, optional=True, setting="select_level", metavar="A"),
 )
 class Parents(Option):
@@ -108,14 +106,8 @@ class Parents(Option):
         Learned events between two rebuilds (0: only on :meth:`~stream_nb.KDB.rebuild`).
     select
         None (default): every attribute, each with its ``k`` parents. A significance level in (0, 1):
-        selective KDB. At each rebuild, in the order of I(x_f; y), an attribute is kept when the G-test
-        rejects its independence of the class given the earlier attribute it depends on most (the first:
-        of the class alone), and its (up to ``k``) candidate parents of highest I(x_f; x_g | y) among the
-        attributes kept are kept when the G-test rejects their independence given the class; an attribute
-        not kept is left out of the product. Both tests at ``select`` shared among the tests of their kind
-        (Bonferroni): lower keeps fewer attributes and parents (0.01 is a usual level). The selection is
-        made from the counts alone (see :mod:`stream_nb.learners._selection`), so merged models and
-        snapshots keep their guarantees.
+        selective KDB, keeping only the attributes and parents that G-tests at that level (shared among
+        the tests) show informative; 0.01 is a usual level (see the docs' *Options* page).
 
     Examples
     --------

@@ -1,44 +1,12 @@
 """Why did the model decide so? Shapley values of the log-odds between the top two classes.
 
-For one event x and a model, let c1 and c2 be the two most probable classes
-of P(c | x). A *coalition* S of x's attributes is worth the log-odds the
-model gives when only the attributes in S are present and the others absent,
-
-.. math::
-
-    v(S) = \\ln \\frac{P(c_1 \\mid x_S)}{P(c_2 \\mid x_S)},
-
-which the models compute exactly: they marginalise an absent attribute as
-they do a missing value (naive Bayes drops its factor, TAN sums it out along
-the tree, AODE neither uses it as a parent nor as a child). The contribution
-of attribute i is its Shapley value
-
-.. math::
-
-    \\phi_i = \\sum_{S \\subseteq N \\setminus \\{i\\}} \\frac{|S|!\\,(n-|S|-1)!}{n!}
-    \\bigl(v(S \\cup \\{i\\}) - v(S)\\bigr),
-
-and the *prior* is v(∅), the log-odds with no attribute at all. Efficiency
-makes the parts add up: prior + Σ φ_i = v(N), the log-odds of the prediction.
-
-- Up to :data:`EXACT_MAX_ATTRIBUTES` (12) attributes the sum is enumerated
-  exactly (2^n coalitions).
-- Beyond, φ_i is the mean of i's marginal contribution v(P_i ∪ {i}) - v(P_i)
-  over ``permutations`` random orders of the attributes (P_i: the attributes
-  before i), drawn with ``numpy.random.default_rng(seed)``; the standard error
-  of each mean is reported. Within one order the marginal contributions
-  telescope to v(N) - v(∅), so the estimate adds up exactly too.
-
-For naive Bayes, v(S) = v(∅) + Σ_{i∈S} ln P(x_i|c1)/P(x_i|c2) is additive, so
-φ_i is exactly the log-likelihood ratio ln P(x_i | c1) / P(x_i | c2) of the
-attribute (for a numeric attribute, the ratio of the two class Gaussians'
-densities at x_i).
-
-Every attribute of x that is not missing takes part, also one the model has
-never seen (its contribution is then 0). Any river classifier whose
-``predict_proba_one`` marginalises absent features can be explained; for
-stream_nb's models the log posterior is read in log space, so no probability
-underflows.
+A coalition S of the event's attributes is worth the log-odds
+ln P(c1 | x_S) / P(c2 | x_S) of the two most probable classes, with the other
+attributes absent (the models marginalise them exactly, as a missing value).
+An attribute's contribution is its Shapley value, and the *prior* plus the
+contributions add up to the prediction's log-odds. Up to
+:data:`EXACT_MAX_ATTRIBUTES` attributes every coalition is enumerated; beyond,
+the values are sampled over random orders (the docs' *Evaluate* page).
 
 >>> from stream_nb import NaiveBayes
 >>> model = NaiveBayes()

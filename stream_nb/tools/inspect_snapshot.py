@@ -207,6 +207,18 @@ def read_snapshot(path: str, use: str = "described") -> snapshots.SnapshotFile:
     """The snapshot of ``path``: a file, or a snapshot directory's newest valid one (as a restart takes it).
 
     Each damaged newer one is named on stderr, with the words ``an older snapshot is <use>``.
+
+    Examples
+    --------
+    >>> import os, tempfile, stream_nb
+    >>> model = stream_nb.NaiveBayes()
+    >>> model.learn_one({"sky": "sun"}, "play")
+    >>> path = os.path.join(tempfile.mkdtemp(), "model.snb")
+    >>> stream_nb.save(model, path) > 0   # bytes written
+    True
+    >>> info = describe(read_snapshot(path))
+    >>> info["model"]["type"], info["model"]["classes"], info["model"]["events_learned"]
+    ('NaiveBayes', ['play'], 1.0)
     """
     if not os.path.isdir(path):
         return snapshots.read(path)

@@ -1,64 +1,13 @@
 """Snapshots of a running daemon, and the commit protocol built on them.
 
-With ``--snapshot-dir`` the daemon keeps its model, its prequential metrics
-and its input positions in snapshot files (the container of
-:mod:`stream_nb.snapshots`, kept in a :class:`~stream_nb.snapshots.SnapshotStore`
-directory, which does every file operation), and the snapshot becomes the
-source of truth:
-
-* **Checkpoint order**: flush the outputs, write a snapshot, commit the input
-  positions that snapshot holds. The group offsets (Kafka) therefore never run
-  ahead of the newest good snapshot; when a snapshot cannot be written, nothing
-  further is committed until one can.
-* **Start-up**: the newest valid snapshot is restored (model, metrics,
-  positions), every snapshot that fails its checks is logged with the file and
-  the reason and skipped. A JSON-lines file resumes at the saved byte
-  position. A Kafka partition resumes, when it is assigned, at the snapshot's
-  offset (:meth:`Checkpointer.resume_position`). The model learns every
-  labeled event exactly once: what it learned is in the snapshot, and the
-  input resumes right after it.
-* **Rebalance**: before Kafka takes partitions away, the daemon flushes,
-  snapshots and commits what it processed (:meth:`Checkpointer.on_revoke`).
-* **Output files** (a :class:`~stream_nb.engine.TwoPhaseSink`: ``--output`` and
-  ``--dead-letter`` files): a snapshot holds, with the positions, each such
-  sink's :meth:`~stream_nb.engine.TwoPhaseSink.precommit` state (the records
-  sent since the last snapshot, written aside), and once the snapshot is
-  durable the sink commits them (appends them to the file). At start-up each
-  sink recovers from the state of the snapshot restored: it finishes a commit
-  a crash cut short and drops the records no snapshot covers, which the input
-  replays. A snapshot is due while such records wait (at the snapshot
-  cadence), and each becomes visible exactly once, when one covers it.
-
-The checkpointer acts on the engine through its public methods only
-(:meth:`~stream_nb.engine.Engine.flush`, :meth:`~stream_nb.engine.Engine.restore`,
-:meth:`~stream_nb.engine.Engine.mark_committed`,
-:meth:`~stream_nb.engine.Engine.adopt_position`,
-:meth:`~stream_nb.engine.Engine.limit_checkpoint_cadence`), and on the source
-through the capabilities of :mod:`stream_nb.engine.contract._protocols`. The newest
-``keep`` valid snapshots are kept (see :mod:`stream_nb.snapshots._store`). If
-files exist but none can be used, the daemon refuses to start rather than
-silently start over from an empty model.
-
-The daemon's part of a snapshot header (``header["daemon"]``)::
-
-    {"store_id": "3f2a...",     # this directory's identity, kept across restarts
-     "sequence": 42,            # the number in the file name
-     "positions": {"weather-0": 1234, ...},  # per partition, the next offset / next byte
-     "metrics": {...},          # PrequentialMetrics.state(): exact counters
-     "source": {"kind": "kafka", "topic": "weather", "group_id": "g"},  # or {"kind": "jsonl", "path": ...}
-     "exactly_once": false,
-     "model_name": "tan",
-     "sinks": {"output": {...}, "dead_letters": {...}}}  # TwoPhaseSink.precommit() of each file sink
-
-Kafka offsets committed with snapshots on carry the metadata
-``"stream-nb snapshot <store_id> <sequence>"``: when a partition is assigned
-and its committed offset is *ahead* of this model's position, it tells whether
-this daemon committed it (it then fell back to an older snapshot and resumes
-there, re-processing: outputs repeat, the model learns each event once) or
-another member of the group did (the partition resumes at the committed
-offset: those events belong to that member's model).
-
-Exactly-once outputs (``--exactly-once``): :class:`~stream_nb.engine.checkpoint._exactly_once.ExactlyOnceCheckpointer`.
+With ``--snapshot-dir`` a checkpoint flushes the outputs, writes a snapshot
+(model, metrics, input positions), then commits the positions that snapshot
+holds, so the committed offsets never run ahead of the newest good snapshot.
+At start-up the newest valid snapshot is restored, and each input resumes
+right after it. The checkpointer acts on the engine through its public
+methods and on the source through its capabilities. The docs' *Operations*
+page gives the guarantees, rebalances, output files and the header layout.
+Exactly-once outputs: :class:`~stream_nb.engine.checkpoint._exactly_once.ExactlyOnceCheckpointer`.
 """
 
 from __future__ import annotations

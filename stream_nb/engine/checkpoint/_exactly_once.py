@@ -1,26 +1,12 @@
 """Exactly-once outputs: a snapshot and one transaction per checkpoint (``--exactly-once``, Kafka).
 
-Outputs, dead letters and input offsets commit in one Kafka transaction per
-checkpoint, and every checkpoint writes a snapshot *before* the transaction
-commits, holding exactly the positions the transaction commits. A crash
-between the two leaves the newest snapshot *ahead* of the committed offsets:
-the transaction it belongs to never committed (the broker aborts it when the
-restarted producer re-registers), so its outputs were never visible, and
-restoring it would make the model count those events twice when they are
-processed again. So on start-up the daemon restores the newest valid snapshot
-that is nowhere ahead of the group's committed offsets, which is the one of
-the last committed transaction (it is never pruned while it is that one), and
-deletes the newer ones. A failed transaction (or a snapshot that cannot be
-written) is aborted and the engine rewinds to the last committed snapshot:
-model, metrics, positions, and the consumer's position in every assigned
-partition.
-
-The transaction is the connector's (a :class:`~stream_nb.engine.Transactional`,
-which the output and dead-letter sinks send in); the snapshot files are the
-:class:`~stream_nb.snapshots.SnapshotStore`'s. The committed offsets are read
-back from the source (:class:`~stream_nb.engine.ReportsCommitted`), and after
-a rewind every assigned partition is positioned again
-(:class:`~stream_nb.engine.Repositionable`).
+Every checkpoint writes a snapshot holding exactly the positions its
+transaction commits, then commits the transaction. At start-up the daemon
+restores the newest snapshot that is nowhere ahead of the committed offsets
+(:class:`~stream_nb.engine.ReportsCommitted`) and deletes the newer ones, whose
+transactions never committed. A failed transaction is aborted, and the engine
+rewinds model, metrics and positions to the last committed snapshot
+(:class:`~stream_nb.engine.Repositionable`). The docs' *Operations* page says why.
 """
 
 from __future__ import annotations

@@ -1,68 +1,9 @@
 """The contracts between the engine and the outside world: sources, sinks, checkpointers, connectors.
 
-The engine never imports an I/O library. A connector (top-level package
-``connectors``) implements :class:`Source` and :class:`Sink`; the engine drives
-them. The data path reads straight through::
-
-    Source.poll() -> [Record] -> decode/validate -> model -> Sink.send()
-                                        \\-> dead-letter Sink.send()
-
-Ordering: a Source returns records of one partition in their order, and the
-engine processes them one at a time in that order, so outputs keep the input
-order within a partition.
-
-Commit protocol: after the outputs of a batch have been handed to the sinks,
-the engine calls ``Sink.flush()`` on every sink, and only then
-``Source.commit(positions)`` with the positions *after* the last processed
-record of each partition. A Source must never commit anything else by itself
-(Kafka: ``enable_auto_commit=False``).
-
-Optional capabilities
----------------------
-Beyond the required methods, a source or sink may offer capabilities, each
-declared below as a :func:`~typing.runtime_checkable` protocol. Whoever uses
-one checks for it with ``isinstance`` (never ``hasattr``), so this module lists
-every method the engine, its checkpointer, the daemon or the operations layer
-may call:
-
-===========================  ==========================================  ==========================
-capability                   members                                     used by
-===========================  ==========================================  ==========================
-:class:`Pausable`            ``pause()``, ``resume()``                   back-pressure (``_flow``)
-:class:`CountsInFlight`      ``in_flight`` (a sink)                      back-pressure
-:class:`SharesQueue`         ``in_flight_owner`` (a sink)                back-pressure (count once)
-:class:`ReportsLag`          ``lag(timeout)``, ``lag_unit``              ``/metrics``
-:class:`Rebalancing`         ``assignment``, ``add_rebalance_callback``  ``/metrics``, logs
-:class:`NamedInput`          ``partition`` (one named input: a file)     snapshots, ``/healthz``
-:class:`CountsBlankLines`    ``blank_lines``                             the daemon's final summary
-:class:`TracksFiles`         ``file_positions``, ``recall_files``        snapshots (a file rotated)
-:class:`ResumesByPolicy`     ``set_resume_policy(policy)``               snapshots (Kafka)
-:class:`HandlesRevocation`   ``set_revocation_handler(handler)``         snapshots (Kafka)
-:class:`Repositionable`      ``reposition()``                            exactly-once rewinds
-:class:`ReportsCommitted`    ``committed(partitions)``                   exactly-once recovery
-:class:`SendsInTransaction`  ``transaction`` (a sink)                    exactly-once checkpoints
-:class:`SendsMany`           ``send_many(values, keys)`` (a sink)        a poll's outputs at once
-:class:`TwoPhaseSink`        ``precommit()``, ``commit()``,              exactly-once files
-                             ``recover(state)``, ``staged`` (a sink)     (``_checkpoint``)
-===========================  ==========================================  ==========================
-
-A checkpointer that shares the model across a consumer group (``--model-topic``,
-:mod:`stream_nb.engine.group._group`) is a :class:`SharesLearning`: the engine hands
-it the events it learned and lets it apply other members' states between
-polls. It reaches the model topic through a :class:`ModelChannel`.
-
-A source whose partitions are assigned by a consumer group (Kafka) is a
-:class:`ResumesByPolicy`; its ``commit`` also takes ``metadata=`` (the
-checkpointer is told so with ``commit_metadata=True``).
-
-The engine hands its checkpoints to a :class:`Checkpointing` object when it
-has one (the daemon's snapshot checkpointer, :mod:`stream_nb.engine.checkpoint._checkpoint`).
-
-Connector modules (``connectors.jsonl``, ``connectors.kafka``) are
-:class:`ConnectorModule`: three factories, each taking one dict of settings. A
-module whose source and sinks must be built together (exactly-once Kafka: one
-transactional producer for both sinks, bound to the source's consumer group) is
-a :class:`JointConnectorModule` instead: one ``make_connectors(config)``.
+A connector implements :class:`Source` and :class:`Sink`; optional
+capabilities are runtime-checkable protocols, checked with ``isinstance``.
+The docs' *Architecture* page has the data path, the commit protocol and the
+table of capabilities.
 
 >>> class FileLines:
 ...     partition = "in.jsonl"

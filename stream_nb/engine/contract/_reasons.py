@@ -40,7 +40,13 @@ DEAD_LETTER_REASONS: dict[str, str] = {
 
 
 def describe_reasons(width: int = 78, indent: int = 2) -> str:
-    """The codes and their meanings as an indented two-column text (``stream-nb run --help``)."""
+    """The codes and their meanings as an indented two-column text (``stream-nb run --help``).
+
+    Examples
+    --------
+    >>> print(describe_reasons().splitlines()[0])
+      oversize             longer than --max-event-bytes
+    """
     column = indent + max(map(len, DEAD_LETTER_REASONS)) + 2
     lines = []
     for code, meaning in DEAD_LETTER_REASONS.items():

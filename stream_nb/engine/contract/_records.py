@@ -1,56 +1,10 @@
 """The records that cross the engine's boundary: one raw input record, one output, one dead letter.
 
 :class:`Record` is what a :class:`~stream_nb.engine.Source` hands the engine.
-For each one the engine sends exactly one record: an :class:`OutputRecord`
-when the event is valid, a :class:`DeadLetterRecord` when it is rejected. Both
-are built here and nowhere else, serialised with orjson, and sent with the
-input record's key.
-
-Output record::
-
-    {"id": 7,                       # the event's id field, or null
-     "prediction": "yes",           # predict_one(x): a label, or null before any learning
-     "proba": {"yes": 0.8, "no": 0.2},  # predict_proba_one(x), {} before any learning
-     "model": "nb",                 # config "model_name"
-     "learned": true,               # learned as it arrived: with its label (its own, or one come before it)
-                                    # or, with learn_unlabeled, without one
-     "n_learned": 42,               # PrequentialMetrics.learned once this event was counted: every event
-                                    # learned so far (later labels, provisional ones, expiry included)
-     "source": {"file": "in.jsonl", "line": 7, "byte": 812}}  # Record.position
-
-plus ``"imputed": {feature: most probable value}`` of the event's missing
-attributes with ``emit_imputed``. With ``top_k`` (``--top-k N``) ``proba``
-holds only the N most probable classes, in decreasing probability (ties in
-the model's class order), and the prediction's class when it is not among
-them (a loss matrix can predict a less probable class); with ``no_proba``
-(``--no-proba``) the record has no ``proba`` at all (:func:`shown_proba`).
-Both ``prediction`` and ``proba`` describe
-the model *before* it learned the event (prequential). JSON object keys must be
-strings, so ``proba`` keys are :func:`label_key` of the label: a string label as
-is, an integer in decimal (``1`` -> ``"1"``), a boolean as ``"true"``/``"false"``,
-i.e. the label's JSON text unless it is already a string. ``prediction`` keeps
-the label's own JSON type. Two labels of one JSON type never share a key, and
-one model's labels are all of one type: the first label learned fixes it, and
-a label of another type (``"1"`` after ``1``, ``true`` after ``1``: Python
-holds ``True == 1``) is dead-lettered as ``label_type_conflict`` naming both
-types. stream_nb's models enforce it
-(:class:`~stream_nb.exceptions.LabelTypeError`); for any other river
-classifier the engine does, from the first label it learns.
-
-Dead-letter record (one per rejected record)::
-
-    {"reason": "nested_value",      # InvalidEventError.reason (see stream_nb.engine.contract._events)
-     "error": "feature 'sky' must be ...",  # the human-readable message
-     "field": "sky",                # offending field, or null
-     "source": {...},               # Record.position
-     "size": 81,                    # length of the whole raw event in bytes (also when
-                                    # the source kept only a prefix: Record.size)
-     "value": "{\\"sky\\": {}}"}      # the raw event as text when it is valid UTF-8,
-                                    # or "value_b64": base64 of the bytes otherwise
-
-At most ``dead_letter_max_value_bytes`` of the raw event are copied; a longer
-one (e.g. an ``oversize`` event) is cut and the record gains
-``"truncated": true`` -- ``source`` still locates the full event.
+For each one the engine sends exactly one record, built here and nowhere else:
+an output when the event is valid, a dead letter when it is rejected, with the
+input record's key. ``proba`` keys are :func:`label_key` of the labels. The
+docs' *Event contract* page gives both layouts.
 
 >>> record = Record(b'{"sky": {}}', None, "in.jsonl", {"line": 3}, 40)
 >>> from stream_nb.exceptions import InvalidEventError
@@ -247,7 +201,13 @@ def output_record(
     imputed: dict | None = None,
     shown: ShownProba | None = None,
 ) -> OutputRecord:
-    """The output of one valid event (runs once per event: kept to one dict build); ``shown`` cuts its ``proba``."""
+    """The output of one valid event (runs once per event: kept to one dict build); ``shown`` cuts its ``proba``.
+
+    Examples
+    --------
+    >>> output_record(7, "yes", {"yes": 0.8, "no": 0.2}, "nb", True, 1, {"line": 1})
+    {'id': 7, 'prediction': 'yes', 'proba': {'yes': 0.8, 'no': 0.2}, 'model': 'nb', 'learned': True, 'n_learned': 1, 'source': {'line': 1}}
+    """
     if shown is not None:
         proba = shown(proba, prediction)
         if proba is None:

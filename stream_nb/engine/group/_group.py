@@ -1,69 +1,12 @@
 """One model across a consumer group: members share per-partition counts over a model topic.
 
-With ``--model-topic`` every member of a ``--group-id`` predicts with the
-*group's* model, the one that learned every event of every partition. Counts
-are sums, so the group's model is the merge of one state per input partition:
-
-* **Per input partition, one cumulative state.** The owner of partition ``p``
-  keeps ``live[p]``, the counts learned from ``p`` alone, and publishes it with
-  the input offset it covers (``info["offset"]``, the next offset to learn) on
-  the model topic, keyed by ``p`` (:mod:`stream_nb.engine.group._group_records`). On
-  a compacted topic the latest record of a key is that partition's state.
-* **Idempotent application.** A reader keeps, per partition, the state with
-  the highest offset it has seen (:attr:`GroupCheckpointer.known`): the state
-  at offset ``o`` is a function of the partition's records before ``o``, so a
-  duplicate, a replay, or a late record of a fenced owner never counts twice.
-  This is a state-based CRDT: the join is "highest offset" (with a feedback
-  topic, then the highest feedback offset, then the publisher's sequence
-  number: :func:`~stream_nb.engine.group._group_records.state_order`).
-* **The view.** The model the engine predicts with is the merge, in a fixed
-  order of partitions, of the live states of the partitions this member owns
-  and the known states of all others, rebuilt when other members' states
-  arrive (at most every ``sync_interval`` seconds, sooner after
-  ``sync_every`` of their events); between rebuilds the view also learns this
-  member's own events, so it is never behind on them. After a merge the
-  structure (TAN, SPODE, KDB) is rebuilt from the merged counts, so every
-  member that has applied the same states holds the same structure.
-* **Checkpoints** (every ``sync_interval`` s / ``sync_every`` events at most):
-  flush the outputs, publish the state of every owned partition that moved,
-  then commit the input offsets those states cover. At-least-once mode waits
-  for the model topic's acknowledgement before committing; with
-  ``--exactly-once`` the states are records of the checkpoint's transaction,
-  committed with the outputs and offsets, or aborted with them (the member
-  then rewinds every owned partition to its last committed state).
-* **Ownership.** When the group assigns partition ``p``, the member reads the
-  model topic to its end, takes ``p``'s latest state as ``live[p]`` and resumes
-  ``p`` at the offset that state covers (a new partition: at the committed
-  offset, or the beginning). Before partitions are revoked it publishes their
-  states and commits. A member therefore needs no disk: a new or replaced one
-  catches up from the topic alone.
-* **Labels that come later** (``--feedback-topic``, the engine's
-  ``joiner``). Every pair the join has the model learn or take back is
-  learned by (or taken back from) the state of its held event's input
-  partition too (:meth:`GroupCheckpointer.learned`,
-  :meth:`GroupCheckpointer.unlearned`). A partition's state then also covers
-  its feedback partition (same number, same owner): its info names the
-  feedback offset read (``feedback_offset``), and its payload's info holds the
-  join's part of the partition (``"join"``: its held events, the ids joined
-  and the early labels, :meth:`~stream_nb.engine.Joiner.part`), bounded by
-  ``--pending-max``. One record (or one manifest's pieces) makes counts, both
-  offsets and held events consistent; a partition whose join changed has
-  moved. Taking a partition over resumes both partitions at the state's
-  offsets, and the join holds the state's part in place of what it held for
-  them; giving one up (revoked, lost) forgets that part here. A member lost
-  for good loses nothing the group needs: its partitions' held events and
-  early labels come back from the topic with their counts.
-
-The model topic is reached through a :class:`~stream_nb.engine.ModelChannel`
-(the Kafka connector's :mod:`connectors.kafka._model_topic`); the engine calls
-:meth:`GroupCheckpointer.learned` with the events it learned, grouped by
-partition, and :meth:`GroupCheckpointer.sync` on every turn of its loop
-(:class:`~stream_nb.engine.SharesLearning`).
-
-Models whose learning reads the model (EM's E-step for missing values,
-semi-supervised learning of unlabeled events) take each E-step with this
-member's partition state, so their expected counts are not those of one
-process; observed counts always are.
+With ``--model-topic`` the owner of each input partition publishes that
+partition's counts, with the input offset they cover, on the model topic; every
+member keeps the state of highest offset of each partition (so a replay never
+counts twice) and predicts with the merge of all of them. The engine calls
+:meth:`GroupCheckpointer.learned` with the events it learned and
+:meth:`GroupCheckpointer.sync` on every turn of its loop. The docs' *Groups*
+page gives the checkpoints, ownership and delayed labels in a group.
 """
 
 from __future__ import annotations

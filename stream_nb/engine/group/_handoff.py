@@ -1,62 +1,14 @@
 """Held events move with their input partition on a rebalance (``--feedback-topic``, Kafka).
 
-An event held for its label belongs to the input partition it came from, and
-its label comes on the same partition number of the feedback topic, which the
-range assignor gives to the same member (see ``connectors.kafka``'s
-``_feedback_topic``). When a rebalance takes partition *p* away, what the join
-holds for *p* -- its held events (features, prediction, time, offset), the ids
-it joined (kept to count duplicates) and the early labels read from feedback
-partition *p* -- goes to the member that gets *p*:
-
-1. before the partitions go (the checkpointer's revocation handler), the old
-   owner takes *p*'s part out of its join (:meth:`~stream_nb.engine.Joiner.release`;
-   a provisional label is taken back from its model) and publishes it to the
-   **pending topic**, a compacted topic keyed by partition, naming the offsets
-   of *p* and of its feedback partition it goes with; then it snapshots and
-   commits those offsets as always (with ``--exactly-once``, the record is in
-   the transaction that commits them);
-2. the new owner, positioning *p* at the offset another member committed,
-   reads the newest record of *p* and takes it in
-   (:meth:`~stream_nb.engine.Joiner.adopt`) when it names exactly that offset
-   and that member; a record naming another offset is stale (the commit that
-   followed it failed, or a later owner moved on) and is ignored.
-
-Why a compacted topic and not re-reading the input from the oldest held
-offset: re-reading would give the new owner the events again, but not which
-of them are still waiting. Between the oldest held event and the last
-processed one lie events already joined (their labels read and committed by
-the old owner: they must not be held again, or a ``--on-expire label:VALUE``
-or provisional label would teach them twice across the two models), events
-that expired, and events learned with their label in place; telling these
-apart needs the old owner's join state anyway, and replaying the labels too
-would depend on the order and timing in which the old owner read the two
-topics (the TTL). So the join state itself moves, once per hand-over rather
-than once per change (a changelog of every held, joined and expired event
-would double the records produced for every event), and the input offset
-committed stays the processed one.
-
-A stop is a revocation too: the source's close revokes every partition, so
-a member stopped alone (scaling the group down) hands its held events to the
-members that run on, and a member that restarts takes its own hand-over back
-(its snapshot, written after the release, no longer holds them; the
-provisional labels of the events handed over are out of its model until the
-next owner learns them again). A partition revoked a second time before it
-comes back (a consumer stopping during a rebalance revokes its last
-assignment again on close) is not handed over again: that would overwrite
-the hand-over with an empty one. A member that takes a partition over and
-gives it up before any of its events comes names the offset it took it at,
-which it commits as its own.
-
-Not covered: a member that dies (kill -9) holding *p*: its held events of *p*
-are in its own snapshots, and return with it when it restarts and gets *p*
-back (static membership, ``group_instance_id``); if another member gets *p*
-first, the events held there wait in the dead member's snapshot only.
-
-With ``--model-topic`` this hand-over is not used: each partition's state on
-the model topic carries the join's part of the partition at every checkpoint
-that moved it (see :mod:`stream_nb.engine.group._group`), so a new owner takes
-it from there, also when the old owner died for good. The write cost that kept
-it out of every checkpoint here is then part of the state's anyway.
+Before partition *p* goes, the old owner takes *p*'s part out of its join
+(:meth:`~stream_nb.engine.Joiner.release`) and publishes it to the compacted
+**pending topic**, naming the offsets it goes with; the new owner, positioning
+*p* at the offset another member committed, takes the newest record of *p* in
+(:meth:`~stream_nb.engine.Joiner.adopt`) when it names exactly that offset and
+member. A partition revoked again before it comes back is not handed over
+again (that would overwrite the hand-over with an empty one). With
+``--model-topic`` the partition's state carries the join's part instead. The
+docs' *Labels that come later* page says why and what is not covered.
 """
 
 from __future__ import annotations

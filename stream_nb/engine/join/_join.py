@@ -1,51 +1,16 @@
 """Labels that arrive later: join feedback records to the events they label.
 
-An event without a label but with an id is predicted at once, as always, and
-then held in the :class:`~stream_nb.engine.join._pending.PendingStore` until a
-feedback record ``{"<id-field>": ..., "<label-field>": ...}`` brings its label;
-the model then learns the pair (the prediction made on arrival is scored
-against the label: the delayed prequential metrics). A label that comes
-before its event waits, and the event is learned with it as it arrives.
-
-Bounds: ``pending_max`` events and labels held at once (when full, the oldest
-are expired first) and ``label_ttl`` seconds. Time is the event's
-``time_field`` (a number of seconds) when given, else its arrival time (the
-wall clock); with event time, the clock is the latest event time seen, and it
-moves on with the wall clock while the inputs are idle, so a quiet stream
-still expires.
-
-At expiry an event is, by ``on_expire``: ``"drop"`` counted and never learned;
-``("label", VALUE)`` learned with VALUE. With ``provisional_label`` every held
-event is learned at once with that label; when its true label arrives the
-provisional one is taken back exactly (``unlearn_one``) and the true one
-learned (nothing changes when they agree); at expiry the provisional label stands
-(or, with ``on_expire=("label", VALUE)`` and another VALUE, is replaced by it).
-
-A model's drift detector is fed each label learned here once (``learn_events``,
-``learn_one``: the error of the model as it stands then). A provisional label
-is no true label: learning it, or taking it back, feeds the detector nothing;
-the true label, when it comes, feeds it the error of the prediction made when
-its event arrived, before the provisional label was learned (``observe_error``).
-
-Duplicates: the first label of an id wins; later ones are counted
-(``duplicate``). A label whose event never arrives within the TTL (unknown,
-or arriving after its event expired) goes to the dead-letter sink with reason
-``unmatched_label``. A bad feedback record goes there too, as the feedback
-record it is: a label of another JSON type than the model's is refused when it
-is read, or when it meets its event if the model had no labels yet (its event
-then goes on unlabeled, held for another label). The join counts its records
-(``rejected``: every feedback dead letter but ``unmatched``); the engine's
-metrics count events only. Every event the join has the model learn for the
-first time is counted in the metrics' ``learned``
-(:meth:`~stream_nb.engine.PrequentialMetrics.count_learned`).
-
-In a group sharing one model (``--model-topic``), :attr:`Joiner.sharing` is
-the group's checkpointer: every pair the join has the model learn (a joined
-label, a provisional label, an ``on_expire`` label) or take back (a
-retraction) is learned by, or taken back from, the state of the held event's
-input partition too (``sharing.learned`` / ``sharing.unlearned`` with
-``(partition, features, label)``), so that the partition's published state
-holds it (see :mod:`stream_nb.engine.group._group`).
+An event without a label but with an id is predicted at once, then held in the
+:class:`~stream_nb.engine.join._pending.PendingStore` until a feedback record
+``{"<id-field>": ..., "<label-field>": ...}`` brings its label; the model then
+learns the pair, and the prediction made on arrival is scored against it. A
+label that comes first waits for its event. ``pending_max`` and ``label_ttl``
+bound what waits; ``on_expire`` and ``provisional_label`` say what an event
+without its label is learned with. A provisional label feeds the drift
+detector nothing; the true label feeds it the error of the prediction made on
+arrival. In a group sharing one model, :attr:`Joiner.sharing` learns each pair
+into its partition's state too. The docs' *Labels that come later* page gives
+every rule.
 """
 
 from __future__ import annotations

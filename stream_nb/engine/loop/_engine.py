@@ -1,37 +1,15 @@
 """The run loop: poll, predict then learn one event at a time, send, checkpoint.
 
-A model with ``prequential_iter(xs, ys)`` (stream_nb's learners) is handed each poll's valid events in one call,
-which predicts then learns them one at a time in order, with the same results as the per-event calls (its runs
-of plain events go through the model's compiled kernel); any other river classifier is called per event.
-
-Each valid event gets one output record (its ``proba`` cut by ``top_k`` or ``no_proba``), each rejected one a
-dead-letter record, both sent with the input record's key; their fields are documented, and both are built, in
-:mod:`stream_nb.engine.contract._records`.
-
-Checkpoints: after ``commit_every_records`` records, after ``commit_interval_s`` seconds, whenever a poll comes
-back empty with work pending (so a slow input still sees its outputs promptly), and always when :meth:`Engine.run`
-returns or raises, :meth:`Engine.checkpoint` flushes both sinks and then commits the source positions after the last
-processed record. Delivery is therefore at-least-once: a crash between two checkpoints replays the uncommitted records.
-
-Snapshots: an engine given a ``checkpointer`` (a
-:class:`~stream_nb.engine.Checkpointing`: the daemon's
-:class:`~stream_nb.engine.checkpoint._checkpoint.Checkpointer`, on with ``--snapshot-dir``)
-hands every checkpoint to it, which flushes (:meth:`Engine.flush`), writes a
-snapshot of the model, :attr:`Engine.metrics` and :attr:`Engine.positions`, and
-only then commits the positions that snapshot covers and tells the engine
-(:meth:`Engine.mark_committed`); :meth:`Engine.restore` continues from one. The
-checkpointer works through these public methods only.
-
-Back-pressure: before every poll, :attr:`Engine.flow` pauses a source that can
-pause while the sinks hold more than ``max_in_flight`` unacknowledged outputs,
-and resumes it at half that (see :mod:`stream_nb.engine.loop._flow`). Reporting:
-the engine calls the hooks of :attr:`Engine.observer` (see
-:mod:`stream_nb.engine.loop._observer`); set it before :meth:`Engine.run`. Its
-:attr:`Engine.input_check` looks at the records of the first polls and logs a
-warning when the input or the settings are plainly wrong (CSV fed to ``run``,
-no event carrying the label field, a listed feature that never appears), and a
-line at the end of a run whose records were all dead-lettered (see
-:mod:`stream_nb.engine.loop._input_check`).
+A model with ``prequential_iter(xs, ys)`` (stream_nb's learners) gets each
+poll's valid events in one call, with the same results as per-event calls; any
+other river classifier is called per event. Each valid event gets one output
+record and each rejected one a dead letter, sent with the input record's key.
+:meth:`Engine.checkpoint` flushes the sinks, then commits the positions after
+the last processed record: every ``commit_every_records`` records or
+``commit_interval_s`` seconds, when a poll comes back empty with work pending,
+and when :meth:`Engine.run` ends. A ``checkpointer`` (``--snapshot-dir``) takes
+over each checkpoint through the engine's public methods; :attr:`Engine.flow`
+applies back-pressure and :attr:`Engine.observer` hears what happens.
 """
 
 from __future__ import annotations

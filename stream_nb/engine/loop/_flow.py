@@ -1,30 +1,11 @@
 """Back-pressure: stop reading input while the outputs wait for their acknowledgements.
 
-A sink that sends asynchronously (the Kafka sink) accepts records faster than
-the broker may acknowledge them; kafka-python's producer queues them without
-any bound. So before every poll the engine asks :class:`FlowControl`, which
-adds up ``in_flight`` (records handed over but not yet acknowledged, or
-failed) over the sinks:
-
-* above ``limit``, it pauses the source (``source.pause()``: Kafka stops
-  fetching the assigned partitions, the consumer keeps polling, so it stays
-  in its group and keeps heartbeating) and the engine neither processes nor
-  checkpoints while paused (a checkpoint would block in flush);
-* at or below ``limit // 2`` it resumes the source.
-
-So at most ``limit`` plus one poll (``poll_max_records``) outputs are ever
-queued, whatever the backlog on the input. While paused the loop still comes
-round every ``poll_timeout``, so a stop request is noticed and the liveness
-clock keeps ticking. A record that fails also leaves ``in_flight``, so a
-broken output resumes the input and the next ``send`` raises the sink's error.
-
-Optional capabilities (:mod:`stream_nb.engine.contract._protocols`): a sink that
-:class:`~stream_nb.engine.CountsInFlight` and a source that is
-:class:`~stream_nb.engine.Pausable`. Anything else (JSON lines, whose sink
-writes synchronously) is never paused. Sinks that share one queue (the
-exactly-once outputs and dead letters share one transaction) name it in
-``in_flight_owner`` (:class:`~stream_nb.engine.SharesQueue`), and it is
-counted once.
+Before every poll the engine asks :class:`FlowControl`, which adds up the
+sinks' ``in_flight`` (a :class:`~stream_nb.engine.SharesQueue` shared queue
+counted once): above ``limit`` it pauses a :class:`~stream_nb.engine.Pausable`
+source (a Kafka consumer stays in its group), and at ``limit // 2`` or below it
+resumes it. So at most ``limit`` plus one poll of outputs are ever queued. The
+docs' *Operations* page has more.
 
 >>> class Sink:
 ...     in_flight = 0

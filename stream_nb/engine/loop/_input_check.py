@@ -1,34 +1,13 @@
 """One warning, early, when the input is plainly not what the settings expect.
 
-A daemon fed the wrong file or the wrong settings would otherwise run on in
-silence: every event dead-lettered, or every event predicted and none ever
-learned. The engine hands :class:`InputCheck` the records of its first polls
-(until ``window`` records have gone by; they are decoded once more, a fixed
-cost at start-up and nothing after) and the check logs one ``WARNING`` line,
-on the ``stream_nb.input`` logger, per cause it finds:
-
-``not_json_lines``
-    The first ``sample`` records (or all of them, if fewer) are all rejected
-    as ``invalid_json``, ``invalid_utf8`` or ``not_an_object``. The line says
-    what they look like instead: CSV (use ``stream-nb evaluate``), one JSON
-    document spread over lines, gzip-compressed or UTF-16 text.
-``no_label``
-    None of the valid events among the first ``window`` records carries the
-    label field, and the model has learned nothing (a model restored from a
-    snapshot that serves unlabeled events is fine, and so are events whose
-    labels come later on a feedback input): nothing will ever be learned.
-    The line lists the fields the events do have.
-``feature_never_seen``
-    A name given in ``features`` has no value in any of those events.
-
-When the input ends (or the engine is stopped) before ``window`` records, the
-checks run on what came. :meth:`InputCheck.finish` then logs one more line when
-the run took records but none of them was a valid event, with the count of
-each rejection and the first one, and keeps it in :attr:`InputCheck.no_valid_event`
-(``stream-nb run`` then exits 1).
-
-With ``--log-format json`` each line carries ``"event": "input_check"`` and
-``"cause"`` (one of the names above, or ``no_valid_event``).
+The engine hands :class:`InputCheck` the records of its first polls, and it
+logs one ``WARNING`` on the ``stream_nb.input`` logger per cause it finds:
+``not_json_lines`` (the first records are all rejected; the line says what
+they look like: CSV, one pretty-printed JSON document, gzip, UTF-16),
+``no_label`` (no event carries the label field and the model has learned
+nothing) and ``feature_never_seen`` (a name in ``features`` never has a value).
+:meth:`InputCheck.finish` adds ``no_valid_event`` when a run took records but
+none was valid (``stream-nb run`` then exits 1).
 
 >>> import logging
 >>> from stream_nb.engine import EventDecoder

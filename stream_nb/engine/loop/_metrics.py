@@ -1,32 +1,10 @@
 """Live prequential (predict-then-learn) metrics of a running engine.
 
-Every labeled event is first predicted by the model as it was *before* seeing
-the event, then learned; the prediction is scored against the true label. So
-the accuracy and the log loss are honest out-of-sample estimates that track the
-stream as it goes.
-
-Log loss
---------
-The loss of one labeled event is ``-ln(max(p, log_loss_floor))`` where ``p`` is
-the probability the model gave to the true class, and ``p`` is 0 when the true
-class is missing from the predicted distribution: a class the model has never
-seen, or any class on the very first labeled event, when the model has learned
-nothing and predicts ``{}``. With the default floor ``1e-15`` such an event
-costs ``-ln(1e-15) = 34.54`` nats, which is large on purpose: a model that has
-never seen a class should be penalised for it. The same floor applies when
-the model gave a seen class a probability that underflowed to 0 (an
-overconfident Gaussian early in a stream can do that), which would otherwise
-make the mean infinite for good. :attr:`PrequentialMetrics.log_loss_floored`
-counts how often the floor bound. The result is never NaN or infinite. (river's ``metrics.CrossEntropy``, by
-contrast, scores an unseen class as a loss of 0.)
-
-The accuracy counts a labeled event as correct when the predicted label equals
-the true one; no prediction (``None``) is wrong. Beside the accuracy since the
-start, ``recent_accuracy`` is the accuracy over the last ``recent_window``
-(1,000) labeled events (``recent_labeled`` of them so far), as river's
-``utils.Rolling(metrics.Accuracy(), 1000)`` gives it (:mod:`._recent`). The
-window is not part of :meth:`PrequentialMetrics.state`: after a restart it
-fills again from the events the process has seen.
+Every labeled event is predicted by the model as it was *before* the event,
+then learned, and the prediction is scored against the label: accuracy, log
+loss (floored at ``log_loss_floor``, so never infinite) and the accuracy over
+the last ``recent_window`` labeled events. The docs' *Event contract* page
+says what each counter counts.
 
 >>> m = PrequentialMetrics()
 >>> m.update_prediction(label="yes", prediction=None, proba={}, learned=True)

@@ -1,28 +1,11 @@
 """kappa_t and kappa_m, the two kappas of streaming evaluation that river lacks, as river metrics.
 
 Both compare the model's accuracy ``p0`` with the accuracy ``pe`` of a trivial
-classifier over the same events: ``(p0 - pe) / (1 - pe)``. 1 is a perfect
-model, 0 one no better than the trivial classifier, below 0 a worse one. As
-river's ``CohenKappa`` does, a kappa is 0.0 when ``pe`` is 1 (the trivial
-classifier was right on every event, so the ratio is undefined) and before any
-event.
-
-- :class:`KappaT` (kappa temporal): the trivial classifier is the *no-change*
-  classifier, which predicts the label of the event before. A stream whose
-  label seldom changes flatters accuracy; kappa_t says whether the model beats
-  copying the last label.
-- :class:`KappaM` (kappa majority): the trivial classifier predicts the
-  *majority class*. A skewed class balance flatters accuracy; kappa_m says
-  whether the model beats always answering the most frequent class.
-
-Both follow MOA's ``BasicClassificationPerformanceEvaluator.addResult``: the
-no-change classifier's prediction for an event is the label of the last event
-the metric saw before it; the majority class is taken from the label counts
-*after* the event's own label is counted (MOA updates the class counts first),
-and a tie goes to the class the metric saw first (MOA: the lowest class index).
-One difference: before any label, MOA's no-change classifier predicts class
-index 0 of the data's header; a stream of JSON events has no header, so here it
-predicts nothing and misses (``last`` may be given instead).
+classifier over the same events: ``(p0 - pe) / (1 - pe)`` (0.0 when ``pe`` is 1,
+as river's ``CohenKappa``). :class:`KappaT`'s trivial classifier predicts the
+label of the event before (*no-change*); :class:`KappaM`'s the *majority class*,
+counted after the event's own label, a tie going to the class seen first, as
+MOA's evaluator does. The docs' *Evaluate* page says where they differ from MOA.
 
 >>> kt, km = KappaT(), KappaM()
 >>> for y_true, y_pred in [("a", "a"), ("a", "a"), ("b", "a"), ("b", "b")]:

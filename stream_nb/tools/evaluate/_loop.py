@@ -183,22 +183,17 @@ def evaluate(
     window
         Labeled events per tumbling window of :meth:`Evaluation.results`.
 
-    Each valid event goes through every model's prequential step
-    (:func:`~stream_nb.learners.prequential_step`: predicted, then learned when labeled, or
-    unlabeled with ``learn_unlabeled=True``), the daemon's own; its time counts towards the
-    model's events/s. An event the models reject (an
-    :class:`~stream_nb.exceptions.InvalidEventError`) is a bad row for all: the models share the
-    rules that decide it (a model rejecting an event another one took is a bug, raised as
-    ``RuntimeError``), and a rejected event leaves a model untouched. stream_nb's models see each
-    event before the peers (:mod:`~stream_nb.tools.evaluate._steps`), so a peer never learns an
-    event they reject; any other error of a model on an event is a
-    :class:`~stream_nb.tools.evaluate.ModelError` naming the model and the event.
+    Each valid event goes through every model's prequential step, the daemon's own, and its time
+    counts for that model. An event the models reject is a bad row for all; any other error of a model
+    is a :class:`~stream_nb.tools.evaluate.ModelError`. Ctrl-C ends the loop early: the result holds
+    the events processed before it, and has ``interrupted`` set.
 
-    Ctrl-C (SIGINT, or a :class:`KeyboardInterrupt`) ends the loop early instead of escaping:
-    the result holds the figures of the events processed before it and has ``interrupted`` set.
-    In the main thread the first Ctrl-C takes effect between two events (every model has then
-    predicted and learned the same events); a second one interrupts the event at hand, which
-    is then not counted, though a model may have learned it.
+    Examples
+    --------
+    >>> from stream_nb.tools.evaluate import make_model
+    >>> result = evaluate([({"sky": "sun"}, "play"), ({"sky": "rain"}, "stay")], {"nb": make_model("nb")})
+    >>> result.n_labeled, result.models[0].name
+    (2, 'nb')
     """
     if isinstance(window, bool) or not isinstance(window, int) or window < 1:
         raise ConfigError(f"--window: expected a positive integer, got {window!r}")

@@ -110,7 +110,13 @@ class EventSource:
 
 
 def event_config(label_field: str, id_field: str | None, features: list[str] | None) -> dict:
-    """The :class:`~stream_nb.engine.EventDecoder` config of these fields (empty id field or features: none)."""
+    """The :class:`~stream_nb.engine.EventDecoder` config of these fields (empty id field or features: none).
+
+    Examples
+    --------
+    >>> event_config("label", "", None)
+    {'label_field': 'label', 'id_field': None, 'features': None}
+    """
     return {"label_field": label_field, "id_field": id_field or None, "features": features or None}
 
 

@@ -1,41 +1,12 @@
 """The metrics of ``stream-nb evaluate``, cumulative and per tumbling window, from each model's record.
 
-What is measured
-----------------
-For every model, over its labeled events in the order they were scored (with
-``--delay``, when their label came):
-
-===============  =========================================================================
-``accuracy``     river's ``metrics.Accuracy``
-``kappa``        river's ``metrics.CohenKappa`` (against chance agreement)
-``kappa_t``      :class:`~stream_nb.tools.evaluate.KappaT` (against the no-change classifier)
-``kappa_m``      :class:`~stream_nb.tools.evaluate.KappaM` (against the majority class)
-``macro_f1``     river's ``metrics.MacroF1``
-``log_loss``     river's ``metrics.CrossEntropy`` (nats; for two classes, the binary log loss)
-===============  =========================================================================
-
-An event with no prediction
----------------------------
-A model that knows no class yet (every model on its first labeled event, a
-river model until it has learned) predicts ``None`` and gives the
-probabilities ``{}``. Such an event is *not scored*: no metric sees it, as
-river's ``evaluate.progressive_val_score`` skips a ``None`` or ``{}``
-prediction. It counts in ``labeled`` and not in ``scored``, the model still
-learns it, and the trivial classifiers of the two kappas do not see its label.
-The log loss scores the events with probabilities; a class the model does not
-name in them gets the probability 0, so costs ``-ln(1e-15)`` = 34.5 nats after
-river's clamping (river's ``CrossEntropy`` alone would count it as no loss).
-
-Windows
--------
-The labeled events are cut into tumbling windows of ``window`` events (the last
-one may be shorter). Every window has fresh metrics, except that the no-change
-classifier of its ``kappa_t`` starts from the label that closed the window
-before. Each row also holds the cumulative figures from the first event to the
-end of its window (``cumulative_accuracy``, ...), the seconds spent in the
-model's calls during the window, and the drifts its detector found in it
-(positions: labeled events of this evaluation, up to and including the one
-whose error raised the drift).
+Over each model's labeled events, in the order they were scored: river's
+accuracy, Cohen's kappa, macro F1 and log loss, and :class:`KappaT` and
+:class:`KappaM`. An event with no prediction (a model that knows no class
+yet) is not scored, as river's ``progressive_val_score`` skips it. Each
+window of ``window`` labeled events has fresh metrics (the no-change classifier
+of ``kappa_t`` starts from the label that closed the previous one) beside the
+cumulative ones. The docs' *Evaluate* page describes every column.
 """
 
 from __future__ import annotations

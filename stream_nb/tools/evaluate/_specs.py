@@ -82,7 +82,13 @@ def parse_model_specs(text: str) -> list[ModelSpec]:
 
 
 def is_peer(name: str) -> bool:
-    """Whether a ``--models`` name is a peer's import path (it has a dot) rather than a ``--model`` choice."""
+    """Whether a ``--models`` name is a peer's import path (it has a dot) rather than a ``--model`` choice.
+
+    Examples
+    --------
+    >>> is_peer("river.tree.HoeffdingTreeClassifier"), is_peer("tan")
+    (True, False)
+    """
     return "." in name
 
 
