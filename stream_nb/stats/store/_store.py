@@ -1,4 +1,11 @@
-"""The :class:`Stats` class: the count store, composed of one part per seam (see :mod:`stream_nb.stats`)."""
+"""The :class:`Stats` class: the count store (see :mod:`stream_nb.stats`).
+
+It holds its parts -- the classes (:class:`~stream_nb.stats.values.Labels`), the Gaussian moments
+(:class:`~stream_nb.stats.tables.GaussianMoments`), a :class:`~stream_nb.stats.Discretiser` per binned
+feature, its count tables (numpy arrays or :class:`~stream_nb.stats.SparseTable`) -- and gives each what it
+needs as arguments; the names learners and kernels read (``classes``, ``g_n``, ...) stay its own. The
+rest of its work is still inherited from one class per seam (its bases below).
+"""
 
 from __future__ import annotations
 
