@@ -14,7 +14,12 @@ edge of the import graph. The build fails on:
 - a module in no layer, or an import from a higher layer (:data:`LAYERS`);
 - :mod:`connectors` imported from :mod:`stream_nb` (the daemon loads a connector
   by name, once the mode is known);
-- the learners importing the engine, or the engine importing a learner's class.
+- the learners importing the engine, or the engine importing a learner's class;
+- in the count store, a module outside its concept folders, or a folder importing
+  a folder after it in :data:`STATS_FOLDERS` (the folders are imported in one direction);
+- a part of the count store (:data:`STORE_PARTS`) whose methods touch an attribute of
+  ``self`` that the class does not define, or reach ``self`` by a computed name
+  (``getattr``, ``setattr``, ``vars``): each part works on its own state and its arguments.
 
 ``test_each_rule_catches_its_violation`` runs the same checks on a small tree
 written for the purpose, so a rule that stopped seeing anything would fail too.
@@ -289,6 +294,82 @@ def forbidden_imports(modules: dict[str, pathlib.Path], imports) -> list[str]:
     return out
 
 
+#: The count store's folders, each importing only those before it (and ``stream_nb``'s lower layers).
+STATS_FOLDERS = ("values", "discretiser", "tables", "schema", "selection", "budget", "forgetting", "store")
+
+
+def folder_violations(modules: dict[str, pathlib.Path], imports, package: str = "stream_nb.stats",
+                      order: tuple[str, ...] = STATS_FOLDERS) -> list[str]:
+    """A module of ``package`` in none of its folders ``order``; an import of a later folder from an earlier one."""
+    def folder(module: str) -> str | None:
+        rest = module[len(package) + 1:].split(".")[0] if _inside(module, package) and module != package else None
+        return rest if rest in order else None
+
+    out = [f"{m}: in no folder of {package}" for m in modules
+           if _inside(m, package) and m != package and folder(m) is None]
+    for i in imports:
+        low, high = folder(i.importer), folder(i.target)
+        if low is not None and high is not None and order.index(high) > order.index(low):
+            out.append(f"{i}: the folder {low} imports the later folder {high}")
+    return out
+
+
+#: The parts the count store is composed of, by module: each is read and tested alone.
+STORE_PARTS = {
+    "stream_nb.stats.values._labels": ("Labels",),
+    "stream_nb.stats.values._columns": ("Columns",),
+    "stream_nb.stats.discretiser._discretise": ("Discretiser",),
+    "stream_nb.stats.tables._gaussian": ("GaussianMoments",),
+    "stream_nb.stats.tables._sparse": ("SparseTable",),
+    "stream_nb.stats.forgetting._journal": ("JournalWriter", "JournalReader"),
+}
+
+
+def foreign_attributes(modules: dict[str, pathlib.Path], parts: dict = STORE_PARTS) -> list[str]:
+    """Each use in a part's methods of an attribute of ``self`` the part does not define (assigned on
+    ``self``, or a name of its class body, its bases in the same module included), and each ``self``
+    reached by a computed name."""
+    out = []
+    for module, names in parts.items():
+        tree = ast.parse(modules[module].read_text(encoding="utf-8"))
+        classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+
+        def own(cls: ast.ClassDef) -> set[str]:
+            found = set()
+            for node in cls.body:
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    found.add(node.name)
+                elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+                    for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                        found |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+            for node in ast.walk(cls):
+                if (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)
+                        and isinstance(node.value, ast.Name) and node.value.id == "self"):
+                    found.add(node.attr)
+            for base in cls.bases:
+                if isinstance(base, ast.Name) and base.id in classes:
+                    found |= own(classes[base.id])
+            return found
+
+        for name in names:
+            cls = classes[name]
+            defined = own(cls)
+            for method in (n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+                for node in ast.walk(method):
+                    if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                            and node.value.id == "self" and node.attr not in defined
+                            and not (node.attr.startswith("__") and node.attr.endswith("__"))):
+                        out.append(f"{module}.{name}.{method.name} line {node.lineno}: self.{node.attr} is not its own")
+                    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                            and node.func.id in ("getattr", "setattr", "hasattr", "delattr", "vars") and node.args
+                            and isinstance(node.args[0], ast.Name) and node.args[0].id == "self"):
+                        named = node.args[1] if len(node.args) > 1 else None
+                        if not (isinstance(named, ast.Constant) and named.value in defined):
+                            out.append(f"{module}.{name}.{method.name} line {node.lineno}: "
+                                       f"{node.func.id}(self, ...) reaches an attribute that is computed or not its own")
+    return out
+
+
 # ----------------------------------------------------------------------------- the checks on our code
 
 
@@ -321,6 +402,16 @@ def test_layers_import_downward_only():
     assert not found, _report(found)
 
 
+def test_the_stores_folders_import_in_one_direction():
+    found = folder_violations(*read_tree(ROOT))
+    assert not found, _report(found)
+
+
+def test_each_part_of_the_store_touches_only_its_own_attributes():
+    found = foreign_attributes(read_tree(ROOT)[0])
+    assert not found, _report(found)
+
+
 def test_connectors_learners_and_engine_keep_apart():
     found = forbidden_imports(*read_tree(ROOT))
     assert not found, _report(found)
@@ -336,6 +427,14 @@ FIXTURE = {
     "stream_nb/exceptions.py": "",
     "stream_nb/stats/__init__.py": "from ._store import Stats\n",
     "stream_nb/stats/_store.py": "from .._checks import is_integer\nclass Stats: pass\n",
+    "stream_nb/stats/tables/__init__.py": "from ..selection import pick\n",
+    "stream_nb/stats/selection/__init__.py": "def pick(): pass\n",
+    "stream_nb/stats/tables/_part.py": (
+        "class Base:\n    size = 0\n"
+        "class Part(Base):\n    def __init__(self):\n        self.n = 0\n"
+        "    def add(self, other):\n        self.n += other.n + self.size + len(self.classes)\n"
+        "    def peek(self, name):\n        return getattr(self, name)\n"
+    ),
     "stream_nb/learners/__init__.py": "from ._base import BayesClassifier, step\nfrom .nb import NB\n",
     "stream_nb/learners/_base.py": "class BayesClassifier: pass\ndef step(): pass\n",
     "stream_nb/learners/_binning.py": "def check(): pass\n",
@@ -404,4 +503,13 @@ def test_each_rule_catches_its_violation(fixture_tree):
         "stream_nb.engine._engine line 2: from stream_nb.learners import NB, step: the engine imports the learner class NB",
         "stream_nb.engine._engine line 3: from stream_nb import NB: the engine imports the learner class NB",
         "stream_nb.learners.nb line 2: from stream_nb.engine import Engine: a learner imports the engine",
+    ]
+    assert folder_violations(modules, imports) == [
+        "stream_nb.stats._store: in no folder of stream_nb.stats",
+        "stream_nb.stats.tables line 1: from stream_nb.stats.selection import pick: "
+        "the folder tables imports the later folder selection",
+    ]
+    assert foreign_attributes(modules, {"stream_nb.stats.tables._part": ("Part",)}) == [
+        "stream_nb.stats.tables._part.Part.add line 7: self.classes is not its own",
+        "stream_nb.stats.tables._part.Part.peek line 9: getattr(self, ...) reaches an attribute that is computed or not its own",
     ]

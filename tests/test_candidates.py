@@ -16,7 +16,7 @@ import pytest
 
 import stream_nb
 from stream_nb import AODE, SPODE, TAN
-from stream_nb.stats import _budget
+from stream_nb.stats.budget import _budget
 
 BUDGET = 300_000
 MODELS = {

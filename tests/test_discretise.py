@@ -1,4 +1,4 @@
-"""The two-layer MDL discretiser (stream_nb.stats._fine, _coarse, _mdl) against independent references.
+"""The two-layer MDL discretiser (stream_nb.stats.store._fine, _coarse, _mdl) against independent references.
 
 - the MDL splitter against a textbook implementation over the raw sorted values (Fayyad and Irani
   1993, written the way Weka's ``Discretize.cutPointsForSubset`` walks the instances), and against

@@ -166,7 +166,7 @@ def test_a_new_value_or_class_mid_frame_ends_a_run_and_only_its_column_is_encode
     rows are scored and learned in the runs the same rows as dicts take (but for the two rows, which the
     dicts' runs may learn in place, and the row after each); after the new value only its column is encoded
     again."""
-    from stream_nb.stats._frame_runs import ArrayRuns
+    from stream_nb.stats.schema import ArrayRuns
 
     rng = np.random.default_rng(7)
     A = rng.integers(0, 2, size=(600, 24))

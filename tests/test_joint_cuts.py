@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from stream_nb import AODE, TAN
-from stream_nb.stats._joint import chi2_quantile, g_statistic
+from stream_nb.stats.discretiser import chi2_quantile, g_statistic
 
 
 def _brute_cmi_g(triples) -> float:

@@ -18,7 +18,7 @@ import pytest
 import stream_nb
 from stream_nb import KDB, Parents
 from stream_nb.exceptions import MergeError
-from stream_nb.stats import _budget
+from stream_nb.stats.budget import _budget
 
 from test_candidates import _chain
 

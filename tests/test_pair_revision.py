@@ -1,4 +1,4 @@
-"""A pair selection revised as evidence accumulates (stats/_revision.py), and merged by sums.
+"""A pair selection revised as evidence accumulates (stats/selection/_revision.py), and merged by sums.
 
 Checked against things computed apart from the store: the chi-square tail against its closed forms,
 the G statistic against a sum over a stream's events, and every pair's counts against a recount of
@@ -18,9 +18,10 @@ import pytest
 
 import stream_nb
 from stream_nb import TAN
-from stream_nb.stats import _budget, _candidates, _revision
-from stream_nb.stats._significance import chi2_logsf, chi2_sf
-from stream_nb.stats._sparse import cells_of
+from stream_nb.stats.budget import _budget
+from stream_nb.stats.selection import _candidates, _revision
+from stream_nb.stats.selection import chi2_logsf, chi2_sf
+from stream_nb.stats.tables import cells_of
 
 BUDGET = 400_000
 STEP = _revision.REVISE_EVERY  # batches aligned with the revisions: one selection per batch

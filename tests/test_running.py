@@ -21,7 +21,9 @@ from hypothesis import strategies as st
 
 from stream_nb import AODE, KDB, SPODE, TAN, Decay, NaiveBayes, Parents, SuperParent, Tree
 from stream_nb.exceptions import InvalidEventError
-from stream_nb.stats import Columns, SparseTable, _adding, _working
+from stream_nb.stats import Columns, SparseTable
+from stream_nb.stats.store import _adding
+from stream_nb.stats.tables import _working
 
 MODELS = {
     "nb": lambda: NaiveBayes(),

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from stream_nb import AODE, TAN, Tree
-from stream_nb.stats import _budget
+from stream_nb.stats.budget import _budget
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ import stream_nb
 from stream_nb import AODE, KDB, SPODE, TAN, Parents
 from stream_nb.exceptions import CapacityError
 from stream_nb.learners import conditional_mutual_information
-from stream_nb.stats import _budget
+from stream_nb.stats.budget import _budget
 
 MODELS = {
     "aode": lambda **kw: AODE(**kw),

@@ -55,52 +55,43 @@ never imputes a Gaussian feature.
 
 Where things live
 -----------------
-:class:`Stats` (``_store.py``) is composed of one part per seam, each a class in
-its own module whose methods work on the one store's arrays:
+One folder per concept; each offers the others only the names of its
+``__init__``, and imports only the folders above it in this list
+(``tests/test_architecture.py`` checks both):
 
 =================  ==================================================================
-module             what it holds
+folder             what it holds
 =================  ==================================================================
-``_values.py``     kinds of feature, :class:`Encoded`, the checks on one value
-``_labels.py``     the label rule (:func:`validate_label`, :meth:`Stats.check_label`)
-``_schema.py``     classes, features, values, capacity; the observed-only view
-``_promotion.py``  a categorical feature turning numeric, its counts converted
-``_encoding.py``   one event as indices: for prediction, and for learning
-``_frames.py``     many events: runs of plain events, DataFrames
-``_frame_runs.py`` runs of events given as numpy columns (a DataFrame's), encoded with numpy
-``_adding.py``     adding events, expected counts (EM) and batches to the counts
-``_gaussian.py``   Gaussian moments and their log-density
-``_merging.py``    merging two stores
-``_state.py``      the store as plain data (``state``, ``from_state``)
-``_budget.py``     the memory budget: dense tables while they fit, sparse beyond
-``_sparse.py``     sparse count tables (the cells that occur, hashed in numpy arrays)
-``_discretise.py`` online equal-frequency bins of numeric features
-``_forgetting.py`` captures of the counts, their differences, subtracting and scaling (forgetting)
-``_mdl.py``        Fayyad and Irani's MDL cut points from class counts
-``_fine.py``       the two-layer store: fine bins kept, MDL cut points read
-``_coarse.py``     the coarse layer as exact sums of the fine cells
-``_promoted.py``   a receipt's journal after a promotion, in the columns of now
-``_journal.py``    journals (what events added, kept by receipts) as plain data, checked on reading
+``values/``        kinds of feature, :class:`Encoded`, the checks on one value; the label rule; :class:`Columns`
+``discretiser/``   online equal-frequency bins; Fayyad and Irani's MDL cut points; the G-tests of
+                   joint cuts; the coarse layer as sums of fine cells; events waiting for their bins
+``tables/``        sparse count tables, Gaussian moments, work in bounded chunks
+``schema/``        classes, features, values, capacity; promotions; one event, runs and frames as indices
+``selection/``     the pair and tuple cells kept by candidate selection
+``budget/``        the memory budget: dense tables while they fit, sparse beyond; shared pair tables
+``forgetting/``    captures of the counts, their differences, subtracting and scaling; journals of
+                   what events added (kept by receipts), after promotions too
+``store/``         :class:`Stats` and :class:`TwoLayerStats`: adding, removing, merging, state
 =================  ==================================================================
 """
 
-from ._budget import DEFAULT_MEMORY_BUDGET
-from ._columns import Columns
-from ._candidates import cmi_from_cells, mutual_information_with_class, set_pair_rule
-from ._joint import ALPHA as G_TEST_ALPHA, chi2_quantile
-from ._tuple_candidates import choose_tuples
-from ._discretise import Discretiser
-from ._forgetting import (capture, capture_difference, capture_nbytes, count_difference, replace_counts, scale_counts,
+from .budget import DEFAULT_MEMORY_BUDGET
+from .values import Columns
+from .selection import cmi_from_cells, mutual_information_with_class, set_pair_rule
+from .discretiser import ALPHA as G_TEST_ALPHA, chi2_quantile
+from .selection import choose_tuples
+from .discretiser import Discretiser
+from .forgetting import (capture, capture_difference, capture_nbytes, count_difference, replace_counts, scale_counts,
                           subtract_counts)
-from ._fine import TwoLayerStats
-from ._frame_runs import frame_events
-from ._journal import JournalReader, JournalWriter
-from ._mdl import mdl_cuts
-from ._gaussian import gaussian_loglik, variance_floor
-from ._labels import is_missing_label, validate_label
-from ._sparse import SparseTable
-from ._store import Stats
-from ._values import BINNED, CAT, GAUSS, NUMERIC_LIMIT, VALUE_GROUPS, Encoded, check_event, describe_type, json_type
+from .store import TwoLayerStats
+from .schema import frame_events
+from .forgetting import JournalReader, JournalWriter
+from .discretiser import mdl_cuts
+from .tables import gaussian_loglik, variance_floor
+from .values import is_missing_label, validate_label
+from .tables import SparseTable
+from .store import Stats
+from .values import BINNED, CAT, GAUSS, NUMERIC_LIMIT, VALUE_GROUPS, Encoded, check_event, describe_type, json_type
 
 __all__ = [
     "BINNED", "CAT", "DEFAULT_MEMORY_BUDGET", "GAUSS", "VALUE_GROUPS", "Columns", "Discretiser", "SparseTable", "Encoded", "Stats",

@@ -1,0 +1,104 @@
+"""One copy of the pair tables while a two-layer store's layers are one.
+
+A :class:`~stream_nb.stats.TwoLayerStats` keeps a fine layer whose counts the
+coarse ones are sums of. While no feature is binned (a categorical stream: the
+fine layer numbers the same features, values and classes as the coarse one),
+every fine count equals its coarse count, and the pair tables, C·V² cells
+each (the bulk of the store on wide data), would be held twice. So the fine
+layer keeps no pair tables of its own then (``pairs`` off: it counts classes,
+values and features alone) and its pair counts *are* the coarse layer's:
+
+- :meth:`SharedPairs.own_pairs` gives the fine layer a copy of them, the
+  moment it may need its own: before an event that may bin a feature (a float
+  value, or a new feature of a declared type), before anything that derives
+  the coarse layer from the fine one (new cut points, a merge, unlearning),
+  and for good in a store that forgets (its captures and scaled counts are the
+  fine layer's);
+- :meth:`SharedPairs.share_pairs` drops that copy again when the layers are
+  one (after the coarse layer was derived, and when a store is loaded);
+- a snapshot writes the fine layer's pair tables as before (the coarse ones,
+  :meth:`SharedPairs.lent_pairs`), so its format is unchanged.
+
+Stores with t-way tables (KDB) keep both layers' tables.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from ..values import BINNED
+
+__all__ = ["SharedPairs"]
+
+_TABLES = ("pair_count", "pair_feat")
+
+
+class SharedPairs:
+    """The shared pair tables of a :class:`~stream_nb.stats.TwoLayerStats` (a part of it, not used alone)."""
+
+    #: The fine layer holds no pair tables: its pair counts are this layer's (see the module notes).
+    shared_pairs = False
+    #: The store forgets (a window, decay, drift resets): the fine layer keeps its own tables.
+    forgets = False
+
+    def _one_layer(self) -> bool:
+        """Whether the fine layer's counts are this one's: no feature binned, the same features, values and
+        classes in the same columns, the same count sets, and no t-way tables."""
+        fine = self.fine
+        return (self.pairs and not self.tuples and not self.forgets and BINNED not in fine.kinds
+                and fine.features == self.features and fine.value_keys == self.value_keys
+                and fine.classes == self.classes and fine.keeps_observed == self.keeps_observed)
+
+    def share_pairs(self) -> None:
+        """Drop the fine layer's pair tables if the layers are one (its pair counts are then this layer's)."""
+        if self.shared_pairs or not self._one_layer():
+            return
+        fine = self.fine
+        for p in fine._sets():
+            for name in _TABLES:
+                fine.__dict__.pop(p + name, None)
+        fine.pairs = False
+        fine.epoch += 1
+        self.shared_pairs = True
+
+    def own_pairs(self) -> None:
+        """Give the fine layer its own copy of the pair tables it shares (nothing if it has its own)."""
+        if not self.shared_pairs:
+            return
+        fine = self.fine
+        for p in self._sets():
+            for name in _TABLES:
+                setattr(fine, p + name, getattr(self, p + name).copy())
+        if self.pair_allowed is not None:
+            fine.pair_allowed, fine.pair_edges = self.pair_allowed.copy(), self.pair_edges.copy()
+        fine.pairs = True
+        fine.epoch += 1
+        self.shared_pairs = False
+        fine.refresh_selection()
+
+    @contextlib.contextmanager
+    def lent_pairs(self):
+        """The fine layer reads this layer's pair tables as its own for a while (writing its state)."""
+        if not self.shared_pairs:
+            yield
+            return
+        fine = self.fine
+        for p in self._sets():
+            for name in _TABLES:
+                setattr(fine, p + name, getattr(self, p + name))
+        fine.pairs = True
+        try:
+            yield
+        finally:
+            for p in self._sets():
+                for name in _TABLES:
+                    fine.__dict__.pop(p + name, None)
+            fine.pairs = False
+
+    def may_bin(self, x: dict) -> bool:
+        """Whether learning event ``x`` may bin a feature in the fine layer (a float value, a value of a numeric
+        feature counted by value, which may promote it, or a new feature of a declared type or with
+        ``bin_edges``): its pair tables must then be its own first."""
+        index, few = self.fine.feature_index, self.fine.few
+        return any(isinstance(v, float) or (k not in index and (k in self.types or k in self.bin_edges))
+                   or (few and index.get(k, -1) in few) for k, v in x.items())

@@ -1,0 +1,297 @@
+"""Events a two-layer store keeps until a value of theirs can be counted (see :mod:`stream_nb.stats.store._fine`).
+
+An entry is ``(cols, feats, vals, c, w, exp, key)``: the fine columns the event
+was counted with (``feats``, their features, in feature order), the numeric
+values ``vals`` (``[(feature, x)]``) it could not count yet, its class and
+weight, and ``exp``, what EM added for it beside its observed values:
+
+- ``None``: an event counted as observed (:meth:`Stats.add`);
+- ``("expected", u, m, feats_u)``: EM's expected counts (:meth:`Stats.add_expected`),
+  ``u`` the fine columns, ``m`` their expected indicators;
+- ``("many", D, dfeats, p)``: EM's completions (KDB, :meth:`Stats.add_many`),
+  the rows ``D`` over features ``dfeats``, row ``r`` of weight ``w * p[r]``;
+
+and ``key``, None or the number a receipt (``learn_one_receipt``) knows the
+entry by, so that ``unlearn_one`` can take back what counting its values
+added since (:func:`uncount`), or drop it while it waits.
+
+Counting a value ``b`` of feature ``f`` later (:func:`count_later`) adds to
+the counts exactly what the event would have added with ``b`` observed, its
+other values as they were counted: for an observed event, the event with
+``b`` minus the event without it; under EM, ``b`` joins each completion with
+the completion's weight (its pairs with a missing feature's values are
+``w * m``, fractional as EM's counts are), and the observed-only twin takes
+the observed event with ``b``, exactly as ``missing="ignore"`` counts it.
+
+A promotion (a feature of integers that turns numeric) detaches the feature's
+value columns; :func:`follow_promotion` rewrites the entries that hold one:
+the value waits (``vals``) if the feature's fine edges do not exist yet, or
+its bin's column replaces the old one. An event logged while such a feature
+was young (see ``TwoLayerStats.candidates``) thereby becomes exactly the
+backlog entry it would be had the feature been numeric from the start.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..._checks import is_integer
+from ..values import BINNED, EMPTY_FLOAT, EMPTY_INT, Encoded
+
+__all__ = ["WaitingEvents", "check_exp", "count_later", "entry", "entry_json", "exp_json", "follow_promotion", "map_entry"]
+
+#: at most this many events per ``warmup`` wait in the backlog, and as many among the candidates
+BACKLOG_PER_WARMUP = 10
+
+
+def entry(cols: np.ndarray, feats: np.ndarray, vals, c: int, w: float, exp=None, key=None) -> tuple:
+    """An entry, its columns in feature order (however the event listed them)."""
+    order = np.argsort(feats, kind="stable")
+    return cols[order], feats[order], sorted(vals), int(c), float(w), exp, key
+
+
+def _enc(cols: np.ndarray, feats: np.ndarray) -> Encoded:
+    return Encoded(cols, feats, EMPTY_INT, EMPTY_FLOAT)
+
+
+def _certain_into_expected(fine, c: int, w: float, u, m, feats_u, b: int, f: int) -> None:
+    """Add to ``fine``'s counts what value ``b`` (of feature ``f``) observed adds to an event whose
+    other values are expected (``u``, ``m``): the difference between EM's expected counts with
+    ``b`` and without it (see :meth:`Stats.add_expected`, ``b`` a block of its own, indicator 1)."""
+    np.add.at(fine.value_count[c], b, w)
+    fine.feat_count[c, f] += w
+    if not fine.pairs:
+        return
+    pc, pf = fine.pair_count, fine.pair_feat  # dense or sparse (past the memory budget): both add at indices
+    fs = np.unique(feats_u)
+    for table, idx, weights in ((pc, (c, b, u), w * m), (pc, (c, u, b), w * m), (pc, (c, b, b), w),
+                                (pf, (c, b, fs), w), (pf, (c, b, f), w), (pf, (c, u, f), w * m)):
+        if isinstance(table, np.ndarray):
+            idx = np.broadcast_arrays(*(np.asarray(i) for i in idx))
+            np.add.at(table, tuple(idx), np.broadcast_to(weights, idx[0].shape))
+        else:
+            table.add(idx, weights)
+
+
+def count_later(fine, e: tuple, add_cols: list, add_feats: list) -> tuple:
+    """Count the event of entry ``e`` with its values at fine columns ``add_cols`` (features
+    ``add_feats``) as well; returns the entry as it now stands (those columns counted)."""
+    cols, feats, vals, c, w, exp, key = e
+    new_cols = np.concatenate([cols, np.array(add_cols, dtype=np.int64)])
+    new_feats = np.concatenate([feats, np.array(add_feats, dtype=np.int64)])
+    if exp is None:
+        fine.add(_enc(new_cols, new_feats), c, w)
+        fine.add(_enc(cols, feats), c, -w)
+        return new_cols, new_feats, vals, c, w, None, key
+    fine.add_observed(_enc(new_cols, new_feats), c, w)
+    fine.add_observed(_enc(cols, feats), c, -w)
+    fine.version += 1
+    if exp[0] == "expected":
+        _, u, m, feats_u = exp
+        for b, f in zip(add_cols, add_feats):
+            _certain_into_expected(fine, c, w, u, m, feats_u, b, f)
+            u, m, feats_u = np.r_[u, b], np.r_[m, 1.0], np.r_[feats_u, f]
+        exp = ("expected", u.astype(np.int64), m, feats_u.astype(np.int64))
+    else:
+        _, D, dfeats, p = exp
+        none = np.empty((len(D), 0))
+        yc = np.full(len(D), c, dtype=np.int64)
+        wide = np.hstack([D, np.tile(np.array(add_cols, dtype=np.int64), (len(D), 1))])
+        wfeats = np.r_[dfeats, np.array(add_feats, dtype=np.int64)]
+        fine.add_many(wide, wfeats, none, EMPTY_INT, yc, w * p, observed=False)
+        fine.add_many(D, dfeats, none, EMPTY_INT, yc, -w * p, observed=False)
+        exp = ("many", wide, wfeats, p)
+    return new_cols, new_feats, vals, c, w, exp, key
+
+
+def uncount(fine, then: tuple, now: tuple) -> None:
+    """Take back what counting values of an entry added since it was ``then`` (it is ``now``): a
+    receipt's journal holds the event as it was first counted, ``then``."""
+    added = np.isin(now[1], then[1], invert=True)
+    if added.any():
+        count_later(fine, (*then[:4], -then[4], *then[5:]), now[0][added].tolist(), now[1][added].tolist())
+
+
+def follow_promotion(entries: list, fine) -> tuple[list, list]:
+    """Rewrite ``entries`` after a promotion of the fine layer (see the module notes). Returns
+    ``(entries whose values all count, entries with values waiting)``, each as it now stands."""
+    counted, waiting = [], []
+    for e in entries:
+        cols, feats, vals, c, w, exp, key = e
+        moved = fine.value_feature[cols] != feats
+        if exp is not None:
+            e = (cols, feats, vals, c, w, _follow_exp(exp, fine), key)
+        if moved.any():
+            keep = ~moved
+            vals = list(vals)
+            new_cols = cols.copy()
+            for i in np.flatnonzero(moved).tolist():
+                f = int(feats[i])
+                col, x, binned = _rebin(fine, f, cols[i])
+                if col is not None:
+                    new_cols[i] = col
+                    keep[i] = True
+                elif binned:
+                    vals.append((f, x))
+            e = entry(new_cols[keep], feats[keep], vals, c, w, e[5], key)
+        (waiting if e[2] else counted).append(e)
+    return counted, waiting
+
+
+def _rebin(fine, f: int, col) -> tuple:
+    """Value column ``col`` of feature ``f``, which a promotion made numeric: ``(the fine column of its bin
+    or None while the feature has no edges yet, the value as a number, whether the feature is binned)``."""
+    x = float(fine.value_keys[col])
+    d = fine.disc[f] if fine.kinds[f] == BINNED else None
+    if d is not None and d.edges is not None:
+        b = d.bin(x)
+        return fine.values[f].get(b) or fine._add_value(f, b), x, True
+    return None, x, d is not None
+
+
+def _follow_exp(exp, fine):
+    """The EM part of an entry after a promotion: a detached feature's columns to its bins, or
+    dropped (its counts were dropped with the columns, as a feature in warm-up has none)."""
+    if exp is None:
+        return None
+
+    if exp[0] == "expected":
+        _, u, m, feats_u = exp
+        vf = fine.value_feature[u]
+        moved = vf != feats_u
+        if not moved.any():
+            return exp
+        keep = ~moved
+        u = u.copy()
+        for i in np.flatnonzero(moved).tolist():
+            col = _rebin(fine, int(feats_u[i]), u[i])[0]
+            if col is not None:
+                u[i] = col
+                keep[i] = True
+        return ("expected", u[keep], m[keep], feats_u[keep])
+    _, D, dfeats, p = exp
+    moved = (fine.value_feature[D] != dfeats[None, :]).any(0)
+    if not moved.any():
+        return exp
+    keep = ~moved
+    D = D.copy()
+    for j in np.flatnonzero(moved).tolist():
+        f = int(dfeats[j])
+        d = fine.disc[f] if fine.kinds[f] == BINNED else None
+        if d is not None and d.edges is not None:
+            D[:, j] = [fine.values[f].get(d.bin(float(fine.value_keys[col])))
+                       or fine._add_value(f, d.bin(float(fine.value_keys[col]))) for col in D[:, j].tolist()]
+            keep[j] = True
+    return ("many", D[:, keep], dfeats[keep], p)
+
+
+def map_entry(e: tuple, vmap: np.ndarray, fmap: np.ndarray, cmap: list) -> tuple:
+    """Entry ``e`` of another store, in this store's columns, features and classes (a merge)."""
+    cols, feats, vals, c, w, exp, _ = e  # a receipt of the other store is no receipt here
+    if exp is not None and exp[0] == "expected":
+        exp = ("expected", vmap[exp[1]], exp[2], fmap[exp[3]])
+    elif exp is not None:
+        exp = ("many", vmap[exp[1]], fmap[exp[2]], exp[3])
+    return entry(vmap[cols], fmap[feats], [(int(fmap[f]), x) for f, x in vals], cmap[c], w, exp)
+
+
+def entry_json(e: tuple) -> list:
+    """Entry ``e`` as JSON (see :func:`check_exp` for its EM part), with the key a receipt knows it by, if any
+    (receipts are kept in snapshots too, see :mod:`stream_nb.stats.forgetting._journal`)."""
+    cols, feats, vals, c, w, exp, key = e
+    out = [cols.tolist(), feats.tolist(), [[f, x] for f, x in vals], c, w, exp_json(exp)]
+    return out if key is None else [*out, key]
+
+
+def exp_json(exp):
+    """The EM part of an entry as JSON (see :func:`check_exp`)."""
+    if exp is None:
+        return None
+    if exp[0] == "expected":
+        return ["expected", exp[1].tolist(), exp[2].tolist(), exp[3].tolist()]
+    return ["many", exp[1].tolist(), exp[2].tolist(), exp[3].tolist()]
+
+
+def check_exp(exp, fine, where: str):
+    """The EM part of an entry read from a state; ValueError naming ``where`` when it does not fit."""
+    if exp is None:
+        return None
+    V, F = len(fine.value_keys), len(fine.features)
+
+    def ints(a, hi):
+        return isinstance(a, list) and all(is_integer(v) and 0 <= v < hi for v in a)
+
+    def weights(a):
+        return isinstance(a, list) and all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                           and math.isfinite(v) and v >= 0 for v in a)
+
+    if isinstance(exp, list) and len(exp) == 4 and exp[0] == "expected":
+        _, u, m, fu = exp
+        if ints(u, V) and ints(fu, F) and weights(m) and len(u) == len(m) == len(fu):
+            return ("expected", np.array(u, dtype=np.int64), np.array(m, dtype=float), np.array(fu, dtype=np.int64))
+    if isinstance(exp, list) and len(exp) == 4 and exp[0] == "many":
+        _, D, dfeats, p = exp
+        if (isinstance(D, list) and ints(dfeats, F) and weights(p) and len(D) == len(p)
+                and all(ints(row, V) and len(row) == len(dfeats) for row in D)):
+            return ("many", np.array(D, dtype=np.int64).reshape(len(D), len(dfeats)),
+                    np.array(dfeats, dtype=np.int64), np.array(p, dtype=float))
+    raise ValueError(f"{where}: expected null, [\"expected\", columns, indicators, features] or "
+                     "[\"many\", rows, features, weights] of the fine layer")
+
+
+class WaitingEvents:
+    """The waiting events of a :class:`~stream_nb.stats.TwoLayerStats` (a part of it, not used alone)."""
+
+    def _young(self, fenc: Encoded) -> bool:
+        """Whether the event holds a value of a fine feature of integers that a promotion would now
+        turn into warm-up values (fewer than ``warmup`` values, as :meth:`Stats.promote` counts them)."""
+        fine, young = self.fine, False
+        for f in fenc.feats.tolist():
+            if f not in fine.from_int or f in self.grown:
+                continue
+            if fine.times_seen(fine.columns_of(f)).sum() < self.warmup:
+                young = True
+            else:
+                self.grown.add(f)
+        return young
+
+    def _follow_promotion(self) -> None:
+        """A fine feature of integers turned numeric: the waiting events follow (see :mod:`._waiting`)."""
+        counted, waiting = follow_promotion(self.backlog + self.candidates, self.fine)
+        self.backlog = waiting
+        self.candidates = counted if self.fine.from_int - self.grown else []
+
+    def _wait(self, c: int, w: float, exp) -> None:
+        """Keep the event being learned (of class ``c``, weight ``w``, EM part ``exp``) if a value of it
+        waits for its fine edges (backlog) or a promotion could make one wait (candidates)."""
+        fenc, unready, young = self._pending
+        cap = BACKLOG_PER_WARMUP * self.warmup
+        into = (self.backlog if unready and len(self.backlog) < cap
+                else self.candidates if young and not unready and len(self.candidates) < cap else None)
+        if into is None:
+            return
+        key = None
+        if self.journal is not None:  # a receipt: it will know the entry by its key
+            self.receipts += 1
+            key = self.receipts
+        e = entry(fenc.cols, fenc.feats, unready, c, w, exp, key)
+        into.append(e)
+        if key is not None:
+            self.journal.append(("waiting", e))
+
+    def _unwait(self, then: tuple) -> None:
+        """Unlearning the event a receipt logged as ``then``: it stops waiting, and what counting its
+        values added since is taken back (its first counts are in the receipt's journal)."""
+        key = then[6]
+        for lst in (self.backlog, self.candidates):
+            for i, e in enumerate(lst):
+                if e[6] == key:
+                    del lst[i]
+                    uncount(self.fine, then, e)
+                    return
+        now = self.counted.pop(key, None)
+        if now is not None:
+            uncount(self.fine, then, now)
+

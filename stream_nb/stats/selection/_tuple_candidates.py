@@ -1,0 +1,418 @@
+"""Candidate parents: KDB's t-way tables keep counts only for the parent sets its structure can choose,
+when all of them do not fit the memory budget (selective KDB).
+
+KDB with k >= 2 parents reads ``tuple_count[c, x_f, x_p1, ..., x_pk]`` and
+``tuple_feat[c, x_p1, ..., x_pk, f]`` (a feature f with fewer parents: a
+diagonal, its last parent repeated). Kept whole, these tables take every
+t-tuple of an event's values: on 200 attributes an event adds 8 million
+cells to each, more than 256 MiB hold. A store whose model sets
+``tuple_rule`` (KDB without forgetting, over one layer of bins) therefore
+keeps, once the sparse t-way tables would pass their share of the budget,
+only the cells whose parents are all *candidates* of their child:
+``tuple_cand[f, g]`` says that g is a candidate parent of f, and a cell is
+kept when every parent value's feature is a candidate of the child's
+(:class:`TupleSelectedTable` filters every addition, removal included). An
+event then adds at most Σ_f m_f^(t-1) cells per table, m_f the candidates of
+f, and the structure chooses each attribute's parents among its candidates.
+
+**How the candidates are chosen.** Each attribute's candidates are the
+attributes with the highest conditional mutual information I(X_f; X_g | C)
+with it (the CMI the model computed from the pair counts at its last
+rebuild, ``tuple_score``, kept with the selection in snapshots; without one,
+:func:`~stream_nb.stats.cmi_from_cells`; the pair counts hold exact counts of
+every event learned for the pairs kept; ties by name), at most
+:data:`CANDIDATES_PER_K` x k of them, and only those with a positive CMI.
+A unit is one candidate (f, g): when the tables would pass
+their share of the budget again, the units are ranked by that CMI and the
+best are kept whose cells fit in a quarter of the share (each cell is
+charged to the lowest-ranked of its units, so dropping a suffix of the
+ranking frees exactly the cells charged to it), at least one unit fewer than
+before.
+
+**What the counts are.** A selection only narrows: a candidate dropped is
+never counted again, and none is added later, so **every cell kept holds
+exactly the counts of every event learned since the tables existed** (none
+is partial). When the tables first pass the budget with events already
+learned, the candidates are chosen from those events and their cells keep
+all their counts. When they pass it before anything can be ranked (a wide
+stream's first event: all of its t-tuples do not fit), the selection is
+*pending*: the t-way tables hold nothing, the model predicts without
+attribute parents (KDB's structure has none before its first rebuild
+anyway), and its first rebuild chooses the candidates from the pair counts
+of every event so far; the t-way tables count from that event on
+(``tuple_from``: the events learned before it, shown by ``snapshot
+inspect``). The parameters P(x_f | c, x_pa(f)) then come from the events
+since then, the class and single-value counts from all of them.
+
+Limits, stated: as with candidate pairs, an event with missing values is
+counted as ``missing="ignore"`` counts it under a selection (or while it is
+pending), models with forgetting and two-layer stores (``discretiser="mdl"``)
+set no rule (their t-way tables are sparse and unbounded, as before), and
+two stores with a selection do not merge.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._candidates import cmi_from_cells
+from ..tables import FilteredTable, SparseTable, cells_of
+
+__all__ = ["CANDIDATES_PER_K", "TupleCandidates", "TupleSelectedTable", "choose_tuples", "prune_tuples",
+           "restore_tuple_selection", "selected_tuple_cells"]
+
+_TUPLES = ("tuple_count", "tuple_feat")
+
+#: Candidates per attribute at the first choice, per attribute parent (k): 2 x k (4 for k = 2)
+CANDIDATES_PER_K = 2
+
+
+def _feature_of(vf: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """The feature of each column (-1 past the map or for a detached column)."""
+    inside = (cols >= 0) & (cols < len(vf))
+    return np.where(inside, vf[np.where(inside, cols, 0)], -1)
+
+
+def tuple_kept(cand: np.ndarray, child: np.ndarray, parents: list) -> np.ndarray:
+    """Whether a t-tuple whose child is feature ``child`` and whose parent values are of features
+    ``parents`` (one array per parent axis) is kept: every parent a candidate of the child."""
+    F = len(cand)
+    ok = (child >= 0) & (child < F)
+    sc = np.where(ok, child, 0)
+    for p in parents:
+        inp = (p >= 0) & (p < F)
+        ok &= inp & cand[sc, np.where(inp, p, 0)]
+    return ok
+
+
+class TupleSelectedTable(FilteredTable):
+    """A :class:`SparseTable` of t-way counts that adds only the cells whose parents are candidates of their
+    child: ``tuple_count[c, x_child, x_parents...]`` or, with ``by_feature``, ``tuple_feat[c, x_parents...,
+    child]``; ``cand`` is (F, F) over the features, ``vf`` maps a column to its feature."""
+
+    __slots__ = ("cand", "vf", "by_feature")
+
+    def _like(self, shape, slots: int) -> TupleSelectedTable:
+        out = TupleSelectedTable(shape, slots=slots)
+        out.cand, out.vf, out.by_feature = self.cand, self.vf, self.by_feature
+        return out
+
+    def kept(self, keys: np.ndarray) -> np.ndarray:
+        idx = np.unravel_index(keys, self.shape)
+        if self.by_feature:
+            child, parents = idx[-1], [_feature_of(self.vf, a) for a in idx[1:-1]]
+        else:
+            child, parents = _feature_of(self.vf, idx[1]), [_feature_of(self.vf, a) for a in idx[2:]]
+        return tuple_kept(self.cand, child, parents)
+
+    def add_kept(self, idx, w) -> None:
+        """Add cells known to be kept (made by :func:`selected_tuple_cells`), without filtering them."""
+        b = np.broadcast_arrays(*(np.asarray(i, dtype=np.int64) for i in idx), np.asarray(w, dtype=float))
+        SparseTable.add_flat(self, self.flat(b[:-1]), b[-1].ravel())
+
+
+class TupleCandidates:
+    """The candidate parents of a :class:`~stream_nb.stats.Stats`' t-way tables (a part of it, not used alone)."""
+
+    #: set by the model (KDB): past the budget, keep the candidate parents' t-tuples rather than refuse
+    tuple_rule: bool = False
+    #: once a selection is made: (F, F), [f, g] whether g is a candidate parent of f; None: every tuple
+    tuple_cand: np.ndarray | None = None
+    #: the selection is waiting for the model's first rebuild (the tables hold nothing meanwhile)
+    tuple_pending: bool = False
+    #: events learned before the t-way tables of the selection started counting (0.0: from the first)
+    tuple_from: float = 0.0
+    #: set by the model once it has a structure: the first selection may rank candidates now (else pending)
+    tuple_ready: bool = False
+    #: (F, F) the CMI candidates are ranked by (see _ranking); None: read off the pair counts
+    tuple_score: np.ndarray | None = None
+
+    @property
+    def tuples_selected(self) -> bool:
+        """Whether the t-way tables keep only the tuples of candidate parents (or nothing, while pending)."""
+        return self.tuple_cand is not None
+
+    def tuple_candidates_of(self, f: int) -> np.ndarray:
+        """The candidate parents of feature ``f`` (every other feature without a selection)."""
+        F = len(self.features)
+        if self.tuple_cand is None:
+            return np.flatnonzero(np.arange(F) != f)
+        return np.flatnonzero(self.tuple_cand[f]) if f < len(self.tuple_cand) else np.empty(0, dtype=np.int64)
+
+    def tuple_lists(self) -> np.ndarray:
+        """(F, m): each feature's candidate parents, padded with -1 (cached for the current selection)."""
+        cand = self.tuple_cand
+        cached = getattr(self, "_tuple_lists", None)
+        if cached is not None and cached[0] is cand:
+            return cached[1]
+        m = int(cand.sum(1).max()) if cand.size else 0
+        out = np.full((len(cand), m), -1, dtype=np.int64)
+        for f in range(len(cand)):
+            g = np.flatnonzero(cand[f])
+            out[f, : len(g)] = g
+        self._tuple_lists = (cand, out)
+        return out
+
+    def refresh_tuple_selection(self) -> None:
+        """Give the selected tables the current column -> feature map, and the selection its feature count."""
+        cand = self.tuple_cand
+        if cand is None:
+            return
+        F = len(self.features)
+        if len(cand) < F:
+            grown = np.zeros((F, F), dtype=bool)
+            grown[: len(cand), : len(cand)] = cand
+            self.tuple_cand = cand = grown
+        for p in self._sets():
+            for name in _TUPLES:
+                t = getattr(self, p + name, None)
+                if not isinstance(t, TupleSelectedTable):
+                    _select_tables(self, cand)  # a table made again (EM's twin, a reload): filtered as it comes
+                    return
+                t.vf, t.cand = self.value_feature, cand
+
+    def tuple_summary(self) -> dict | None:
+        """What :meth:`memory_used` shows of the selection: the candidate parents kept, and since when."""
+        cand = self.tuple_cand
+        if cand is None:
+            return None
+        per = cand.sum(1)
+        return {"pending": bool(self.tuple_pending), "candidates": int(cand.sum()),
+                "most_per_feature": int(per.max()) if len(per) else 0,
+                "features_with_candidates": int((per > 0).sum()), "counted_from_event": float(self.tuple_from)}
+
+    def tuple_run_fits(self, rows: int, k: int) -> bool:
+        """Whether a vectorised run of ``rows`` events of ``k`` values each can be added to the t-way tables
+        without a selection being made or narrowed on the way (so that it counts as the events one at a time)."""
+        if not self.tuple_rule or self.memory_budget is None or not self.tuples_sparse:
+            return True
+        return not self.tuples_selected and self._tuple_after(rows * k**self.tuples) <= self.tuple_limit()
+
+    def _tuple_after(self, one: int) -> int:
+        """Bytes the sparse t-way tables could take once ``one`` more cells are in each (a hash table
+        doubles when half full)."""
+        after = 0
+        for p in self._sets():
+            for name in _TUPLES:
+                table = getattr(self, p + name)
+                size, need = table.nbytes // 16, len(table) + one
+                while 2 * need > size:
+                    size *= 2
+                after += 16 * size
+        return after
+
+    def _tuple_room(self, k: int) -> bool:
+        """Under a tuple rule, whether the next event of ``k`` values fits the sparse t-way tables' share of
+        the budget (:meth:`tuple_limit`): True; False when candidates were just chosen or dropped to make
+        room (the caller looks again). An event always fits once nothing is left to drop."""
+        if not self.tuple_rule or not self.tuples or self.memory_budget is None or not self.tuples_sparse:
+            return True
+        if self.tuple_pending:
+            return True  # the tables take nothing until the model chooses the candidates
+        t = self.tuples
+        cand = self.tuple_cand
+        one = k**t if cand is None else int((cand.sum(1).astype(np.int64) ** (t - 1))[cand.any(1)].sum())
+        if self._tuple_after(one) <= self.tuple_limit():
+            return True
+        return not prune_tuples(self, self.tuple_limit(), t - 1)
+
+    def tuples_wait(self, cells: int) -> bool:
+        """Dense t-way tables turning sparse with ``cells`` cells that do not fit their share of the budget,
+        before the model has a structure to rank candidates by: True, the selection is pending and the
+        cells are not moved (nothing is kept until the model's first rebuild; see the module notes)."""
+        if not self.tuple_rule or self.memory_budget is None or self.tuple_ready or self.tuples_selected:
+            return self.tuple_pending
+        if 64 * cells <= self.tuple_limit():
+            return False
+        self.tuple_pending = True
+        return True
+
+    def settle_tuples(self) -> None:
+        """After the t-way tables turned sparse: a pending selection takes effect (tables holding nothing)."""
+        if self.tuple_pending and self.tuple_cand is None:
+            F = len(self.features)
+            apply_tuple_selection(self, np.zeros((F, F), dtype=bool))
+
+    def tuple_limit(self) -> int:
+        """Bytes the sparse t-way tables may take under a tuple rule: half of the sparse limit (the pair
+        tables take the other half)."""
+        return self.sparse_limit() // 2
+
+
+def _select_tables(s, cand: np.ndarray) -> None:
+    """Make every t-way table of ``s`` a :class:`TupleSelectedTable` holding its kept cells under ``cand``."""
+    C, V, F, t = len(s.classes), len(s.value_keys), len(s.features), s.tuples
+    for p in s._sets():
+        for name, by_feature in zip(_TUPLES, (False, True)):
+            old = getattr(s, p + name)
+            idx, vals = cells_of(old, (C,) + (V,) * (t if not by_feature else t - 1) + ((F,) if by_feature else ()))
+            if by_feature:
+                ok = tuple_kept(cand, idx[-1], [_feature_of(s.value_feature, a) for a in idx[1:-1]])
+            else:
+                ok = tuple_kept(cand, _feature_of(s.value_feature, idx[1]), [_feature_of(s.value_feature, a) for a in idx[2:]])
+            new = TupleSelectedTable(old.shape, slots=2 * max(int(ok.sum()), 1))
+            new.cand, new.vf, new.by_feature = cand, s.value_feature, by_feature
+            if ok.any():
+                new.add_kept(tuple(a[ok] for a in idx), vals[ok])
+            setattr(s, p + name, new)
+    s.epoch += 1
+
+
+def apply_tuple_selection(s, cand: np.ndarray, *, start: bool = False) -> None:
+    """Keep only the t-tuples of candidate parents ``cand`` (F, F) in every t-way table of ``s``, from now on.
+    A selection only narrows (``cand`` is intersected with the one held), except ``start``: a pending
+    selection, whose tables hold nothing, takes its first candidates."""
+    F = len(s.features)
+    c = np.zeros((F, F), dtype=bool)
+    c[: min(len(cand), F), : min(len(cand), F)] = cand[:F, :F]
+    np.fill_diagonal(c, False)
+    if s.tuple_cand is not None and not start:
+        c &= s.tuple_cand[:F, :F]
+    s.tuple_cand = c
+    _select_tables(s, c)
+
+
+def _ranking(s) -> np.ndarray:
+    """(F, F) I(X_f; X_g | C) the candidates are ranked by: the CMI they were chosen by (kept with the
+    selection, so that a restored store narrows as the original), else the model's at its last rebuild,
+    else read off the pair counts (observed-only ones when kept); 0 where none."""
+    F = len(s.features)
+    score = s.tuple_score
+    if score is None:
+        return cmi_from_cells(s.observed())
+    out = np.zeros((F, F))
+    n = min(len(score), F)
+    out[:n, :n] = score[:n, :n]
+    return out
+
+
+def choose_tuples(s, k: int, cmi: np.ndarray | None = None) -> None:
+    """Resolve a pending selection (or make the first one): each attribute's candidates are the up to
+    ``CANDIDATES_PER_K * k`` others with the highest positive CMI with it (``cmi``, the model's, or
+    :func:`_ranking`; ties by name)."""
+    F = len(s.features)
+    if cmi is not None:
+        s.tuple_score = np.asarray(cmi, dtype=float)
+    cmi = _ranking(s)
+    s.tuple_score = cmi
+    names = [str(n) for n in s.features]
+    m = CANDIDATES_PER_K * max(k, 1)
+    cand = np.zeros((F, F), dtype=bool)
+    for f in range(F):
+        others = [g for g in np.flatnonzero(cmi[f] > 0).tolist() if g != f]
+        others.sort(key=lambda g: (-cmi[f, g], names[g]))
+        cand[f, others[:m]] = True
+    pending = s.tuple_pending
+    s.tuple_pending = False
+    if pending:
+        s.tuple_from = float(s.class_count[: len(s.classes)].sum())
+    apply_tuple_selection(s, cand, start=pending)
+
+
+def _unit_cells(s, rank: np.ndarray) -> np.ndarray:
+    """Cells held charged to each unit (f, g) as ``f * F + g``: a cell to the lowest-ranked of its units."""
+    C, V, F, t = len(s.classes), len(s.value_keys), len(s.features), s.tuples
+    per = np.zeros(F * F)
+    for p in s._sets():
+        for name, by_feature in zip(_TUPLES, (False, True)):
+            table = getattr(s, p + name)
+            idx, _ = cells_of(table, table.shape)
+            if by_feature:
+                child, parents = idx[-1], [_feature_of(s.value_feature, a) for a in idx[1:-1]]
+            else:
+                child, parents = _feature_of(s.value_feature, idx[1]), [_feature_of(s.value_feature, a) for a in idx[2:]]
+            ok = (child >= 0) & (child < F) & np.logical_and.reduce([(q >= 0) & (q < F) for q in parents])
+            units = np.stack([child[ok] * F + q[ok] for q in parents])  # (t - 1, cells)
+            worst = np.take_along_axis(units, np.argmax(rank[units], axis=0)[None], axis=0)[0]
+            per += np.bincount(worst, minlength=F * F)
+    return per
+
+
+def prune_tuples(s, limit: int, k: int) -> bool:
+    """Make room in the t-way tables of a store with a tuple rule (see the module notes): the first time,
+    choose the candidates (or leave the selection pending when no event was learned); then drop the
+    lowest-ranked candidates so that the cells held fit in a quarter of ``limit`` bytes' worth. False
+    (nothing done) without a rule or when nothing is left to drop."""
+    if not s.tuple_rule:
+        return False
+    F = len(s.features)
+    if s.tuple_cand is None:
+        if not s.tuple_ready:  # no structure yet, nothing to rank by: wait for the model's first rebuild
+            s.tuple_pending = True
+            apply_tuple_selection(s, np.zeros((F, F), dtype=bool))
+        else:
+            choose_tuples(s, k)
+        return True  # the caller looks again: narrowed further only if the candidates' cells do not fit
+    cmi = _ranking(s)
+    names = [str(n) for n in s.features]
+    live = np.argwhere(s.tuple_cand[:F, :F])
+    if not len(live):
+        return s.tuple_pending  # pending: the tables hold nothing and take nothing until the first rebuild
+    order = sorted(range(len(live)), key=lambda i: (-cmi[live[i][0], live[i][1]], names[live[i][0]], names[live[i][1]]))
+    rank = np.full(F * F, len(live))  # a unit not live ranks below every live one
+    units = live[order, 0] * F + live[order, 1]
+    rank[units] = np.arange(len(live))
+    per = _unit_cells(s, rank)
+    target = limit // (16 * 2 * 4)
+    n_keep = min(int(np.searchsorted(np.cumsum(per[units]), target, side="right")), len(units) - 1)
+    cand = np.zeros((F, F), dtype=bool)
+    kept = units[:n_keep]
+    cand[kept // F, kept % F] = True
+    apply_tuple_selection(s, cand)
+    return True
+
+
+def selected_tuple_cells(s, D: np.ndarray, dfeats: np.ndarray, mask: np.ndarray) -> tuple:
+    """The kept t-tuples of rows ``D`` (columns of features ``dfeats``; ``mask`` where observed):
+    ``(rows, value index arrays of tuple_count, parent value arrays + child feature of tuple_feat)``,
+    one entry per row and kept tuple."""
+    t, F = s.tuples, len(s.features)
+    lists = s.tuple_lists()
+    pos = np.full(max(F, 1), -1, dtype=np.int64)
+    pos[dfeats] = np.arange(len(dfeats))
+    have = dfeats < len(lists)
+    child = np.flatnonzero(have)  # positions that may be a child
+    cp = lists[dfeats[child]] if len(child) else np.empty((0, lists.shape[1]), dtype=np.int64)
+    ppos = np.where(cp >= 0, pos[np.maximum(cp, 0)], -1)  # (children, m): each candidate's position, -1 absent
+    m = ppos.shape[1]
+    empty = (np.empty(0, dtype=np.int64),)
+    if not m or not len(child):
+        return empty[0], empty * t, empty * t
+    grid = np.indices((m,) * (t - 1)).reshape(t - 1, -1)  # every (t-1)-tuple of candidate slots
+    P = ppos[:, grid]  # (children, t - 1, m^(t-1)) parent positions
+    ok_static = (P >= 0).all(1)  # (children, combos)
+    ci, combo = np.nonzero(ok_static)
+    cpos, ppos_k = child[ci], P[ci, :, combo]  # (n,), (n, t - 1)
+    obs = mask[:, cpos] & np.logical_and.reduce([mask[:, ppos_k[:, a]] for a in range(t - 1)])  # (rows, n)
+    r, j = np.nonzero(obs)
+    vals = [D[r, cpos[j]]] + [D[r, ppos_k[j, a]] for a in range(t - 1)]
+    return r, tuple(vals), tuple(vals[1:]) + (dfeats[cpos[j]],)
+
+
+def restore_tuple_selection(s, arrays: dict, meta: dict) -> None:
+    """Give a store read from ``(arrays, meta)`` its tuple rule and the candidate parents it kept; ValueError
+    naming what does not fit."""
+    rule = meta.get("tuple_rule", False)
+    if not isinstance(rule, bool):
+        raise ValueError(f"stats.tuple_rule: expected a boolean, got {rule!r:.60}")
+    s.tuple_rule = rule
+    if "tuple_cand" not in arrays:
+        return
+    F = len(s.features)
+    cand = np.asarray(arrays["tuple_cand"])
+    if cand.shape != (F, F) or cand.dtype != bool:
+        raise ValueError(f"stats.tuple_cand: expected booleans of shape [{F}, {F}], got {cand.dtype} {list(cand.shape)}")
+    if not s.tuples:
+        raise ValueError("stats.tuple_cand: candidate parents in a store that keeps no t-way tables")
+    pending, since = meta.get("tuple_pending", False), meta.get("tuple_from", 0.0)
+    if not isinstance(pending, bool) or isinstance(since, bool) or not isinstance(since, (int, float)) or not since >= 0:
+        raise ValueError(f"stats.tuple_pending, tuple_from: expected a boolean and a number >= 0, got "
+                         f"{pending!r:.30} and {since!r:.30}")
+    if pending and cand.any():
+        raise ValueError("stats.tuple_pending: a pending selection has no candidate parents yet")
+    score = np.asarray(arrays.get("tuple_score", np.zeros((F, F))))
+    if score.shape != (F, F) or score.dtype.kind != "f" or not np.isfinite(score).all():
+        raise ValueError(f"stats.tuple_score: expected finite numbers of shape [{F}, {F}], got {score.dtype} "
+                         f"{list(score.shape)}")
+    s.tuple_pending, s.tuple_from, s.tuple_score = pending, float(since), score
+    apply_tuple_selection(s, cand, start=True)

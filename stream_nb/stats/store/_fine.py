@@ -1,0 +1,645 @@
+"""Two-layer supervised discretisation that keeps learning (in the spirit of PiD, Gama and Pinto 2006).
+
+:class:`TwoLayerStats` is a :class:`~stream_nb.stats.Stats` (the *coarse* layer,
+the one the models read, encode with and learn into) that also keeps a second,
+*fine* store (``fine``) of the same kind over the same events:
+
+- **fine layer**: every numeric feature in ``fine_bins`` equal-frequency bins
+  whose edges are chosen from its first ``warmup`` values and then never move,
+  so its counts keep their meaning: class counts, pair counts (and t-way
+  counts for KDB), the observed-only twin under EM, all as the store keeps them;
+- **coarse layer**: the cut points Fayyad and Irani's MDL criterion
+  (:func:`~stream_nb.stats.discretiser._mdl.mdl_cuts`) keeps over the fine bins' observed
+  class counts, and the fine boundaries nearest the ``bins`` equal-frequency
+  quantiles where they tell more of the class, alone or with another feature
+  (a G-test on the fine counts, :mod:`stream_nb.stats.discretiser._joint`). MDL alone judges
+  each feature by itself, and can leave one that informs only jointly with
+  another, as in river's Bananas, in one bin: holdout TAN there 0.7551 with
+  MDL's cuts alone, 0.8596 with the quantiles kept too (``bench/holdout.py``);
+  kept where they tell nothing, the quantiles cost AODE 6 points on Agrawal
+  (0.7564 beside 0.8184). Every coarse edge is a fine edge, so every coarse count is the
+  exact sum of fine cells; whenever the chosen cut points change, the coarse
+  store is derived again from the fine one (:meth:`TwoLayerStats.rediscretise`).
+
+The cut points are chosen again every ``max(warmup, n / 8)`` learned events
+(and after a merge), always before the event that follows, whichever path
+learns the events (one at a time, vectorised runs, batches): the model is
+then the same function of the stream on every path.
+
+Nothing learned during a feature's warm-up is lost: an event whose numeric
+value could not be binned yet (its feature's fine edges did not exist) is kept
+in a backlog, and once the edges exist its value is counted after all: its
+counts without the value are taken back and its counts with it added, so the
+store holds what it would hold had the edges existed from the start. (The
+backlog keeps at most ``10 * warmup`` events.) An event EM learned with
+expected counts waits too: once counted, its value joins each completion with
+the completion's weight, and the observed-only twin takes it exactly as
+``missing="ignore"`` does (:mod:`stream_nb.stats.discretiser._waiting`).
+
+A feature of integers that a fraction turns numeric (a promotion) enters the
+fine layer as it would have had it been numeric from the start: while it has
+fewer than ``warmup`` values the store logs the events holding one (the
+``candidates``, learned one at a time), and a promotion makes them backlog
+entries whose values wait for the fine edges, its values so far being the
+edges' first warm-up values; with ``warmup`` values or more, a promotion cuts
+the fine bins from all of them and moves every count into its bin, exactly.
+
+Under EM the expected counts of a missing coarse value go, in the fine layer,
+to one fine bin of that coarse bin (the most frequent): the coarse sums stay
+exact, only the place inside the coarse bin is a choice.
+
+Features with ``bin_edges`` keep exactly those edges in both layers.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+from ..._checks import is_integer
+from ...exceptions import ConfigError, MergeError, UnlearnError
+from ...kernels import Addresses
+from ..discretiser import coarse_edges, coarse_state, load_waiting, waiting_state
+from ..discretiser import Discretiser
+from ..discretiser import FineRuns
+from ..forgetting import follow_promotions, follow_waiting
+from ..budget import SharedPairs
+from ._store import Stats
+from ..values import BINNED, Encoded, numeric_value
+from ..discretiser import WaitingEvents, count_later, entry, map_entry
+
+__all__ = ["CoarseDiscretiser", "TwoLayerStats"]
+
+#: what a store keeps of its own when the coarse layer is derived again
+_OWN = ("fine", "fine_bins", "backlog", "candidates", "grown", "receipts", "counted", "n_events", "next_choice", "stale", "_pending",
+        "_pending_exp", "_pending_rows", "_pending_labeled", "_run_mirrored", "run_new", "journal", "pair_rule",
+        "pair_allowed", "pair_edges", "selection_peer", "pair_cursor", "pair_revised", "shared_pairs", "forgets")
+
+
+
+class CoarseDiscretiser(Discretiser):
+    """A coarse layer's discretiser: its edges come from the fine layer, never from a warm-up of its own."""
+
+    __slots__ = ()
+
+    def bin_or_buffer(self, x: float) -> int | None:
+        return None if self.edges is None else self.bin(x)
+
+    def buffer_many(self, xs: np.ndarray) -> int:
+        return 0
+
+
+class TwoLayerStats(FineRuns, WaitingEvents, SharedPairs, Stats):
+    """A count store whose numeric features are cut by MDL over a fine layer it also keeps.
+
+    Parameters are :class:`~stream_nb.stats.Stats`'s (``numeric="bins"``),
+    plus ``fine_bins``, the fine layer's bins per numeric feature. ``bins``:
+    the coarse layer also keeps the fine boundaries nearest the ``bins``
+    equal-frequency quantiles (1: MDL's cuts alone) where a G-test finds them
+    informative alone or with another feature, so that a feature whose class
+    information lies in its interactions (which a univariate criterion cannot
+    see) keeps some bins, and one of noise does not.
+
+    Examples
+    --------
+    >>> s = TwoLayerStats(pairs=False, numeric="bins", bins=1, warmup=20, fine_bins=8)
+    >>> for i in range(40):
+    ...     x = float(7 * i % 40)
+    ...     s.learn_one({"x": x}, "low" if x < 20 else "high")
+    >>> s.fine.cut_points()
+    {'x': [4.75, 8.5, 13.125, 17.0, 22.75, 28.5, 33.875]}
+    >>> s.cut_points()
+    {'x': [17.0]}
+
+    All 40 values are counted, the warm-up's 20 too, once the fine edges existed (the class
+    boundary, 20, falls inside the fine bin [17, 22.75): the nearest cut MDL can make is 17):
+
+    >>> s.counts()["value_count"]["x"]
+    {1: {'low': 3.0, 'high': 20.0}, 0: {'low': 17.0, 'high': 0.0}}
+    """
+
+    def __init__(self, *, fine_bins: int = 64, **kwargs):
+        super().__init__(**kwargs)
+        if self.numeric != "bins":
+            raise ConfigError(f"numeric: a two-layer store discretises, expected 'bins', got {self.numeric!r}")
+        if not is_integer(fine_bins) or fine_bins < 2:
+            raise ConfigError(f"fine_bins: expected an integer >= 2, got {fine_bins!r}")
+        self.fine_bins = int(fine_bins)
+        # the fine layer's t-way table is the larger one: its bound is the one that binds (it learns
+        # each event first, so an event it refuses changes neither layer)
+        self.fine = Stats(**{**kwargs, "bins": self.fine_bins})
+        self.fine.few_max = self.bins  # both layers count a float feature by value while it has few values
+        self.backlog: list = []  # events with values to count once the fine edges exist (see _waiting)
+        # events holding a value of a fine feature of integers that a fraction could still promote with
+        # fewer than ``warmup`` values (then its values so far wait as warm-up values do): as backlog entries
+        self.candidates: list = []
+        self.grown: set = set()  # fine features of integers past that point (a promotion keeps their counts)
+        self.receipts = 0  # waiting entries a receipt knows (their keys)
+        self.counted: dict = {}  # key -> entry: a receipted entry whose values all count now
+        self._pending_exp = None  # what EM added to the fine layer for the event being learned
+        self.n_events = 0  # events learned (the schedule of the cut points)
+        self.next_choice = 0  # choose the cut points again before the event that reaches this count
+        self.stale = False  # the coarse layer must be derived again (new fine edges, a merge)
+        self._pending = None  # (fine encoding, values not binned yet) of the event being learned
+        self._pending_rows = None  # (fine add_many arguments, rows) of the run or batch being learned
+        self._pending_labeled = None  # of a run: the labeled rows up to each of its rows (cut_run)
+        self._fine_warm = True  # some fine feature may still be in warm-up
+        self.share_pairs()  # no feature binned yet: the fine pair counts are the coarse ones (_shared_pairs.py)
+
+    # ------------------------------------------------------------------ schema mirrored
+
+    def _add_feature(self, name, kind, from_int: bool = False, few: bool = False) -> int:
+        f = super()._add_feature(name, kind, from_int, few)
+        if kind == BINNED and name not in self.bin_edges:
+            self._set_discretiser(f, CoarseDiscretiser(self.bins, self.warmup))
+        return f
+
+    def _add_class(self, y) -> int:
+        c = super()._add_class(y)
+        if y not in self.fine.class_index:
+            self.fine.class_of(y)
+        return c
+
+    # ------------------------------------------------------------------ encoding
+
+    def encode_learn(self, x: dict, y=None, known: Encoded | None = None) -> Encoded:
+        fine = self.fine
+        if self.shared_pairs and self.may_bin(x):
+            self.own_pairs()
+        enc = self.reusable(x, known) if self._mirrors() else None
+        if enc is not None:  # nothing new in either layer, and the fine columns are the coarse ones
+            self._pending = (enc, self._unbinned(x, enc) if self._fine_warm else (),
+                             bool(fine.from_int) and self._young(enc))
+            self._pending_exp = None
+            self.n_events += 1
+            return enc
+        epoch = fine.epoch
+        # the fine layer first: it checks x as the coarse one does, and a t-way table too large
+        # there is refused before either layer changes (the coarse one has fewer values)
+        ints = set(fine.from_int)
+        fenc = fine.encode_learn(x, y)
+        enc = super().encode_learn(x, y, known)
+        unready = ()
+        if self._fine_warm or fine.epoch != epoch:
+            unready = self._unbinned(x, fenc)
+        if fine.epoch != epoch:
+            if ints - fine.from_int:
+                self._follow_promotion()
+            self._fine_changed()
+        self._pending = (fenc, unready, bool(fine.from_int) and self._young(fenc))
+        self._pending_exp = None
+        self.n_events += 1
+        return enc
+
+    def _mirrors(self) -> bool:
+        """Whether the fine layer numbers every feature, value and class as this one does and keeps no
+        t-way table (:meth:`_mirrored`): an event's encoding is then the same in both."""
+        held = self._cache.get("mirrors")
+        key = (self.epoch, self.fine.epoch)
+        if held is None or held[0] != key:
+            held = self._cache["mirrors"] = (key, not self.fine.tuples and self._mirrored())
+        return held[1]
+
+    def _unbinned(self, x: dict, fenc: Encoded) -> list:
+        """The numeric values of ``x`` the fine layer could not bin yet (its warm-up), as (feature, value)."""
+        fine, out = self.fine, []
+        seen = set(fenc.feats.tolist())
+        for name, v in x.items():
+            e = fine._lookup.get(name)
+            if e is None or e[0] != BINNED or e[1] in seen:
+                continue
+            fv = numeric_value(name, v)
+            if fv is not None:
+                out.append((e[1], fv))
+        return out
+
+    def _fine_changed(self) -> None:
+        """The fine schema changed: new fine edges make the coarse layer stale; coarse
+        discretisers a promotion made are turned into coarse ones."""
+        fine = self.fine
+        warm = False
+        for f, d in enumerate(fine.disc):
+            if d is None:
+                continue
+            if d.edges is None:
+                warm = True
+            elif f < len(self.disc) and self.kinds[f] == BINNED and self.disc[f].edges is None:
+                self.stale = True
+        for f, d in enumerate(self.disc):
+            if d is not None and type(d) is Discretiser and self.features[f] not in self.bin_edges:
+                # a promotion: still in warm-up (no edges), the coarse layer already dropped what the
+                # fine one dropped; with edges, the cut points are chosen from the fine counts
+                self._set_discretiser(f, CoarseDiscretiser(self.bins, self.warmup, d.edges))
+                self.stale = self.stale or d.edges is not None
+        self._fine_warm = warm or self.stale
+
+    def bin_floats_at_once(self) -> None:
+        super().bin_floats_at_once()
+        self.forgets = True  # its captures and scaled counts are the fine layer's: its own pair tables
+        self.own_pairs()
+
+    def count_layer(self) -> Stats:
+        return self.fine  # the coarse counts are sums of its cells, derived again after a change
+
+    def counts_changed(self) -> None:
+        self._derive(self._current_edges())
+
+    def scale_waiting(self, factor: float) -> None:
+        self.backlog = [(*e[:4], e[4] * factor, *e[5:]) for e in self.backlog]
+        self.candidates = [(*e[:4], e[4] * factor, *e[5:]) for e in self.candidates]
+
+    def encode_frame(self, X, learn: bool):
+        out = super().encode_frame(X, learn)
+        if learn:
+            self._pending_rows = self.fine.encode_frame(X, learn=True)
+            self._fine_changed()
+        return out
+
+    def learn_limit(self) -> int:
+        if self.fine.from_int - self.grown:
+            return 1  # events holding a young feature of integers are logged one by one (candidates)
+        return min(max(1, self.next_choice - self.n_events), super().learn_limit())
+
+    def frame_warms(self, X) -> bool:
+        """True when a batch holds numeric values the fine layer cannot bin yet: learned row by row,
+        they go to the backlog and count once the edges exist."""
+        fine = self.fine
+        if fine.from_int - self.grown:
+            return True
+        for name in X.columns:
+            e = fine._lookup.get(name)
+            if (e is None and X[name].dtype.kind in "fiu") or (e is not None and e[0] == BINNED and e[4].edges is None):
+                return True
+        return False
+
+    def classes_from_codes(self, codes, labels):
+        out = super().classes_from_codes(codes, labels)
+        self.fine.classes_from_codes(codes, labels)
+        return out
+
+    # ------------------------------------------------------------------ adding, mirrored to the fine layer
+
+    def learn_one(self, x: dict, y, w: float = 1.0) -> None:
+        super().learn_one(x, y, w)
+        self.settle()
+
+    def add(self, enc: Encoded, c: int, w: float = 1.0) -> None:
+        super().add(enc, c, w)
+        self._journal_fine(self.fine.add, self._pending[0], c, w)
+        self._wait(c, w, None)
+
+    def counted_one(self, c: int, w: float, twin: bool = False) -> None:
+        fenc, fine = self._pending[0], self.fine
+        if twin:  # the kernel counted it here too (counted_twin)
+            fine.version += 1
+        elif self._counted_in_kernel(fenc, w):
+            self.add_fine_run(np.array([c]), rows=(fenc.cols[None, :], fenc.feats))  # the compiled row count
+            fine.version += 1
+        else:
+            self._journal_fine(fine.add, fenc, c, w)
+        self._wait(c, w, None)
+
+    def _counted_in_kernel(self, fenc: Encoded, w: float) -> bool:
+        """Whether the fine layer may count event ``fenc`` (weight ``w``) with a compiled row count: pair
+        tables kept dense, nothing else (t-way tables, the observed-only twin, Gaussians, a journal)."""
+        fine = self.fine
+        return w == 1.0 and fine.pairs and not (fine.pairs_sparse or fine.tuples or fine.keeps_observed
+                                                or len(fenc.gslots) or self.journal is not None)
+
+    def counted_twin(self, enc: Encoded):
+        fine = self.fine
+        if self._pending is None or self._pending[0] is not enc:
+            return None  # (the fine columns are the coarse ones only when encode_learn found them so)
+        held = self._cache.get("twin")
+        if held is None or held[0] is not fine or held[1] != fine.epoch:  # (its arrays: a new epoch)
+            # the pair tables shared with this layer (_shared_pairs.py) are counted once, by the kernel's own
+            none = np.zeros((0, 0))
+            pairs = (none, none) if self.shared_pairs else (fine.pair_count, fine.pair_feat)
+            arrays = (fine.class_count, fine.value_count, fine.feat_count) + pairs
+            held = self._cache["twin"] = (fine, fine.epoch, Addresses(None, tuple(
+                x.reshape(-1, x.shape[-1]) if x.ndim == 3 else x for x in arrays)).table, arrays)
+        return held[2] if self._counted_in_kernel(enc, 1.0) else None
+
+    def add_observed(self, enc: Encoded, c: int, w: float = 1.0) -> None:
+        super().add_observed(enc, c, w)
+        self._journal_fine(self.fine.add_observed, self._pending[0], c, w)
+        exp, self._pending_exp = self._pending_exp, None
+        if exp is not None:  # the M-step's last call: the event's expected counts are known
+            if exp[0] == "many":
+                exp = ("many", exp[1], exp[2], exp[3] / w if w else exp[3])
+            self._wait(c, w, exp)
+
+    def add_expected(self, c: int, w: float, u, m, feats_u, J=None) -> None:
+        super().add_expected(c, w, u, m, feats_u, J)
+        fu = self._fine_columns(u, feats_u)
+        self._journal_fine(self.fine.add_expected, c, w, fu, m, feats_u, J)
+        self._pending_exp = ("expected", fu, np.asarray(m, dtype=float), np.asarray(feats_u, dtype=np.int64))
+
+    def add_many(self, D, dfeats, G, gslots, yc, w=None, observed: bool = True) -> None:
+        super().add_many(D, dfeats, G, gslots, yc, w, observed)
+        if not observed:  # completions of the event being learned (KDB's M-step)
+            fD = np.stack([self._fine_columns(row, dfeats) for row in D]) if len(D) else D
+            self._journal_fine(self.fine.add_many, fD, dfeats, G, gslots, yc, w, observed=False)
+            self._pending_exp = ("many", fD, np.asarray(dfeats, dtype=np.int64),
+                                 np.ones(len(yc)) if w is None else np.asarray(w, dtype=float))
+            return
+        self.add_fine_run(yc, w)
+
+    def _fine_columns(self, u: np.ndarray, feats_u: np.ndarray) -> np.ndarray:
+        """The fine columns standing for coarse columns ``u`` (of features ``feats_u``) of the event
+        being learned: its own fine column for an observed feature, else the coarse bin's most
+        frequent fine bin (a categorical value is its own column in both layers)."""
+        fu = self._representatives()[u]
+        fenc = self._pending[0]
+        for col, f in zip(fenc.cols.tolist(), fenc.feats.tolist()):
+            at = np.flatnonzero(feats_u == f)
+            if len(at) == 1:
+                fu[at] = col
+        return fu
+
+    def _representatives(self) -> np.ndarray:
+        key = (self.epoch, self.fine.epoch, self.fine.version)
+        cache = self._cache.get("representatives")
+        if cache is not None and cache[0] == key:
+            return cache[1]
+        fine, V = self.fine, len(self.value_keys)
+        rep = np.zeros(V, dtype=np.int64)
+        total = fine.value_count[: fine.n_classes].sum(0)
+        for f in range(len(self.features)):
+            vals = self.values[f]
+            if not vals:
+                continue
+            if self.kinds[f] != BINNED:
+                for key, col in vals.items():
+                    rep[col] = fine.values[f].get(key, 0)
+                continue
+            bounds = self._boundaries(f)
+            best: dict = {}
+            for key, fcol in fine.values[f].items():
+                ckey = int(np.searchsorted(bounds, key, side="right"))
+                if ckey not in best or total[fcol] > total[best[ckey]]:
+                    best[ckey] = fcol
+            for key, col in vals.items():
+                rep[col] = best.get(key, 0)
+        self._cache["representatives"] = (key, rep)
+        return rep
+
+    def _boundaries(self, f: int) -> np.ndarray:
+        """Fine-bin boundaries of feature ``f``'s coarse bins: fine bin ``k`` is in coarse bin
+        ``searchsorted(boundaries, k, side="right")``."""
+        fe, ce = self.fine.disc[f].edges, self.disc[f].edges
+        if ce is None or fe is None or not len(ce):
+            return np.empty(0, dtype=np.int64)
+        return np.searchsorted(fe, ce, side="left") + 1
+
+    # ------------------------------------------------------------------ choosing the cut points
+
+    def recut_due(self) -> bool:
+        return self.n_events >= self.next_choice or self.stale
+
+    def settle(self) -> None:
+        """Called when a learning step is over: choose the cut points again when they are due
+        (every ``max(warmup, n / 8)`` events) or when new fine edges exist."""
+        if not self.recut_due():
+            return
+        self.rediscretise(force=self.stale)
+
+    def rediscretise(self, force: bool = True) -> bool:
+        """Count the backlog the fine edges now allow, choose the cut points again, and derive the
+        coarse layer from the fine one if they changed (always, with ``force``). Returns whether it derived."""
+        self._replay()
+        force = force or self.stale
+        edges, changed = {}, False
+        for f, d in enumerate(self.fine.disc):
+            if d is None or d.edges is None:
+                continue
+            e = d.edges if self.features[f] in self.bin_edges else self._mdl_edges(f)
+            edges[f] = e
+            mine = self.disc[f].edges if f < len(self.disc) and self.disc[f] is not None else None
+            changed |= mine is None or mine.shape != e.shape or bool(np.any(mine != e))
+        self.next_choice = self.n_events + max(self.warmup, self.n_events // 8)
+        self.stale = False
+        if changed or force:
+            self._derive(edges)
+            return True
+        self.share_pairs()
+        return False
+
+    def _mdl_edges(self, f: int) -> np.ndarray:
+        return coarse_edges(self.fine, f, self.bins)
+
+    def _replay(self) -> None:
+        """Count the backlog's values whose fine edges now exist (see the module notes)."""
+        if not self.backlog:
+            return
+        fine, keep = self.fine, []
+        for e in self.backlog:
+            vals = e[2]
+            add_c, add_f, rest = [], [], []
+            for f, x in vals:
+                d = fine.disc[f] if fine.kinds[f] == BINNED else None
+                if d is None:
+                    continue  # the feature is no longer binned
+                if d.edges is None:
+                    rest.append((f, x))
+                    continue
+                key = d.bin(x)
+                col = fine.values[f].get(key)
+                add_c.append(col if col is not None else fine._add_value(f, key))
+                add_f.append(f)
+            if add_c:
+                e = count_later(fine, e, add_c, add_f)
+                self.stale = True
+            if rest:
+                keep.append(entry(e[0], e[1], rest, *e[3:]))
+            elif e[6] is not None:
+                self.counted[e[6]] = e  # a receipt may yet take it back
+        self.backlog = keep
+
+    def _derive(self, edges: dict) -> None:
+        """Make this store the coarse image of the fine one under ``edges`` ({feature: coarse edges})."""
+        self.own_pairs()
+        arrays, meta = coarse_state(self.fine, edges, self.bins, self.warmup, self.max_table_cells)
+        new = Stats.from_state(arrays, meta)
+        keep = {k: getattr(self, k) for k in _OWN}
+        epoch, version = self.epoch, self.version
+        self.__dict__.clear()
+        self.__dict__.update(new.__dict__)
+        self.__dict__.update(keep)
+        self.wants_observed = self.fine.wants_observed
+        for f, d in enumerate(self.disc):
+            if d is not None and self.features[f] not in self.bin_edges:
+                self._set_discretiser(f, CoarseDiscretiser(self.bins, self.warmup, d.edges))
+        # every cache keyed by the epoch must see a new one
+        self.epoch = epoch + new.epoch + 1
+        self.version = version + 1
+        self._cache = {}
+        self._fine_warm = any(d is not None and d.edges is None for d in self.fine.disc)
+        self.share_pairs()
+
+    # ------------------------------------------------------------------ unlearning
+
+    def remove(self, entries) -> None:
+        """Take back a journal of counted events (``unlearn_one``): from the fine layer, then the
+        coarse layer is derived from it again (its columns may have moved since).
+
+        A receipt (``learn_one_receipt``) journals the fine layer's own entries too: those are taken
+        back, exactly, EM's expected counts included, and so is what counting the event's warm-up
+        values added later (or the event leaves the backlog, still waiting). A journal without them (``unlearn_one``
+        without a receipt) reaches the fine layer through the fine column behind each coarse
+        column: exact where there is one (every categorical value; a coarse bin of one fine bin);
+        otherwise :class:`~stream_nb.exceptions.UnlearnError` before anything changes.
+        """
+        self.own_pairs()  # the fine layer's counts are taken back, then the coarse layer derived from them
+        fine_entries = [e[1] for e in entries if e[0] == "fine"]
+        if not fine_entries:
+            fine_entries = [self._fine_entry(e) for e in entries]
+        fine = self.fine
+        fine_entries = follow_promotions(fine, fine_entries)  # a receipt of before a promotion: see _promoted
+        for e in fine_entries:
+            fine._check_entry(e)
+        for e in entries:
+            if e[0] == "waiting":  # the event waited for its fine edges (see _waiting)
+                self._unwait(follow_waiting(fine, e[1]))
+        fine.remove(fine_entries)
+        self._derive(self._current_edges())
+
+    def _journal_fine(self, call, *args, **kwargs) -> None:
+        """Run ``call`` on the fine layer, journaling its entries as ``("fine", entry)`` when a receipt is kept."""
+        if self.journal is None:
+            call(*args, **kwargs)
+            return
+        self.fine.journal = []
+        try:
+            call(*args, **kwargs)
+            self.journal.extend(("fine", e) for e in self.fine.journal)
+        finally:
+            self.fine.journal = None
+
+    def _fine_entry(self, e) -> tuple:
+        kind = e[0]
+        if kind in ("count", "observed"):
+            enc = e[1]
+            return (kind, enc._replace(cols=self._unique_fine(enc.cols, enc.feats)), *e[2:])
+        if kind == "gauss":
+            return e
+        raise UnlearnError(
+            "unlearn_one: with discretiser='mdl' an event learned with EM's expected counts is taken back "
+            "with the receipt learn_one_receipt returned; nothing was changed", reason="needs_receipt")
+
+    def _unique_fine(self, cols: np.ndarray, feats: np.ndarray) -> np.ndarray:
+        """The one fine column behind each coarse column; UnlearnError where a coarse bin holds several."""
+        out = self._representatives()[cols].copy()
+        for i, (col, f) in enumerate(zip(cols.tolist(), feats.tolist())):
+            if self.kinds[f] != BINNED:
+                continue
+            bounds = self._boundaries(f)
+            key = self.value_keys[col]
+            inside = [fc for k, fc in self.fine.values[f].items()
+                      if int(np.searchsorted(bounds, k, side="right")) == key]
+            if len(inside) != 1:
+                raise UnlearnError(
+                    f"unlearn_one: feature {self.features[f]!r}: its coarse bin holds {len(inside)} fine bins of "
+                    "the MDL discretiser and only the receipt learn_one_receipt returned names the one this event "
+                    "fell in; nothing was changed", reason="needs_receipt")
+            out[i] = inside[0]
+        return out
+
+    # ------------------------------------------------------------------ merging and state
+
+    def merge(self, other: "TwoLayerStats") -> None:
+        """Merge the fine layers exactly (:meth:`Stats.merge`: the same fine edges, or both still
+        in warm-up), the other's backlog with them, and derive the coarse layer again.
+
+        The cut points stay this store's (a feature new here gets its MDL ones) until the next
+        choice; :meth:`rediscretise` chooses them from the merged counts at once.
+        """
+        if not isinstance(other, TwoLayerStats):
+            raise MergeError("cannot merge a store discretised by MDL (two layers) with one that is not")
+        self.own_pairs()  # the fine layers merge, then the coarse layer is derived from them
+        other.own_pairs()
+        over = self.fine.few_overflow(other.fine)
+        if over:  # too many values together: binned on both sides first, the waiting events following
+            other = copy.deepcopy(other)
+            for mine, theirs in over:
+                other.fine.promote(theirs)
+                self.fine.promote(mine)
+            other._follow_promotion()
+            self._follow_promotion()
+        fine, theirs = self.fine, other.fine
+        fine.merge(theirs)
+        cmap = [fine.class_index[y] for y in theirs.classes]
+        fmap = [fine.feature_index[name] for name in theirs.features]
+        vmap = [0] + [fine.values[fmap[f]].get(v, 0) if f >= 0 else 0
+                      for f, v in zip(theirs.value_feature[1:len(theirs.value_keys)].tolist(), theirs.value_keys[1:])]
+        vmap, fmap = np.array(vmap, dtype=np.int64), np.array(fmap, dtype=np.int64)
+        self.backlog += [map_entry(e, vmap, fmap, cmap) for e in other.backlog]
+        self.candidates += [map_entry(e, vmap, fmap, cmap) for e in other.candidates]
+        self.grown |= {int(fmap[f]) for f in other.grown}
+        if self.candidates or self.backlog:
+            self._follow_promotion()  # the merge may have promoted a feature of integers
+        self.n_events += other.n_events
+        self._derive(self._current_edges())
+
+    def _current_edges(self) -> dict:
+        """The coarse edges of every feature with fine edges: this store's, or MDL's for a feature without
+        (or whose edges are no longer fine ones: its fine edges came since, a promotion's, and the cut
+        points are due again, see :meth:`settle`)."""
+        fine, edges = self.fine, {}
+        for f, d in enumerate(fine.disc):
+            if d is None or d.edges is None:
+                continue
+            mine = self.disc[f].edges if f < len(self.disc) and self.disc[f] is not None else None
+            if fine.features[f] in self.bin_edges:
+                edges[f] = d.edges
+            elif mine is not None and np.isin(mine, d.edges).all():
+                edges[f] = mine
+            else:
+                edges[f] = self._mdl_edges(f)
+        return edges
+
+    def state(self) -> tuple[dict, dict]:
+        arrays, meta = super().state()
+        with self.lent_pairs():  # written as the fine layer's own (the format does not change)
+            fa, fm = self.fine.state()
+        arrays.update({"fine." + k: v for k, v in fa.items()})
+        meta["fine"] = fm
+        meta["two_layer"] = {
+            "fine_bins": self.fine_bins,
+            "n_events": self.n_events,
+            "next_choice": self.next_choice,
+            "stale": self.stale,
+            **waiting_state(self),
+        }
+        return arrays, meta
+
+    @classmethod
+    def from_state(cls, arrays: dict, meta: dict) -> "TwoLayerStats":
+        if not isinstance(meta, dict) or not isinstance(meta.get("two_layer"), dict) or not isinstance(meta.get("fine"), dict):
+            raise ValueError("stats: a store discretised by MDL needs its fine layer (fine, two_layer)")
+        if not isinstance(arrays, dict):
+            raise ValueError("arrays: expected a dict of arrays")
+        tl = meta["two_layer"]
+        s = super().from_state({k: v for k, v in arrays.items() if not k.startswith("fine.")}, meta)
+        s.fine = Stats.from_state({k[5:]: v for k, v in arrays.items() if k.startswith("fine.")}, meta["fine"])
+        s.fine.few_max = s.few_max
+        if s.fine.features != s.features or s.fine.classes != s.classes:
+            raise ValueError("stats.fine: its features and classes must be the coarse layer's, in the same order")
+        for name in ("fine_bins", "n_events", "next_choice"):
+            if not is_integer(tl.get(name)) or tl[name] < 0:
+                raise ValueError(f"stats.two_layer.{name}: expected an integer >= 0, got {tl.get(name)!r:.60}")
+        if not isinstance(tl.get("stale"), bool):
+            raise ValueError(f"stats.two_layer.stale: expected true or false, got {tl.get('stale')!r:.60}")
+        s.fine_bins, s.n_events, s.next_choice, s.stale = tl["fine_bins"], tl["n_events"], tl["next_choice"], tl["stale"]
+        load_waiting(s, tl)
+        s._pending_exp = None
+        for f, d in enumerate(s.disc):
+            if d is not None and s.features[f] not in s.bin_edges:
+                s._set_discretiser(f, CoarseDiscretiser(s.bins, s.warmup, d.edges))
+        s._fine_warm = True
+        s.shared_pairs = False  # the fine layer read holds its own tables (a new store's shared none)
+        s.forgets = s.fine.few_max == 0  # (bin_floats_at_once: a store that forgets)
+        s.share_pairs()
+        return s
+

@@ -1,0 +1,241 @@
+"""The :class:`Stats` class: the count store (see :mod:`stream_nb.stats`).
+
+It holds its parts -- the classes (:class:`~stream_nb.stats.values.Labels`), the Gaussian moments
+(:class:`~stream_nb.stats.tables.GaussianMoments`), a :class:`~stream_nb.stats.Discretiser` per binned
+feature, its count tables (numpy arrays or :class:`~stream_nb.stats.SparseTable`) -- and gives each what it
+needs as arguments; the names learners and kernels read (``classes``, ``g_n``, ...) stay its own. The
+rest of its work is still inherited from one class per seam (its bases below).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..._checks import check_choice
+from ._adding import Adding
+from ..budget import DEFAULT_MEMORY_BUDGET, Budget
+from ..selection import Candidates
+from ..selection import TupleCandidates
+from ..discretiser import Discretiser
+from ..schema import Encoding
+from ..schema import ArrayRuns
+from ..schema import Frames
+from ..values import Labels
+from ._merging import Merging
+from ..schema import Promotion
+from ..selection import revision_due
+from ._removing import Removing
+from ..schema import Schema
+from ._state import State
+from ..values import check_types
+
+__all__ = ["Stats"]
+
+
+class Stats(Schema, Budget, Candidates, TupleCandidates, Promotion, Encoding, ArrayRuns, Frames, Adding, Removing, Merging, State):
+    """Additive sufficient statistics over a stream of (x, y) events.
+
+    Parameters
+    ----------
+    pairs
+        Keep class-conditional pair counts (AODE, TAN).
+    numeric
+        ``"gaussian"``: numeric features keep per-class Gaussian moments (naive
+        Bayes). ``"bins"``: numeric features are discretised (see
+        :mod:`stream_nb.stats.discretiser._discretise`) and counted like categories.
+    types
+        Optional ``{feature: "categorical" | "numeric"}`` overriding the
+        inference from the first value (str, bool, int: categorical; float: numeric).
+    bins, warmup, bin_edges
+        Discretiser settings for ``numeric="bins"``.
+    tuples
+        t >= 3: also keep the t-way class-conditional counts (KDB with k = t - 1 parents); 0: none.
+    max_table_cells
+        Optional hard bound on the cells of the t-way table (each copy of it, with ``observed``):
+        learning past it raises :class:`~stream_nb.exceptions.CapacityError`. None: no bound.
+    memory_budget
+        Bytes the counts may take while dense (default 256 MiB): beyond it the t-way tables
+        turn sparse (see :mod:`stream_nb.stats.budget._budget`). None: always dense.
+    observed
+        Keep the observed-only twin of the counts (see the module notes) from
+        the first expected counts on, for EM's E-step.
+
+    Types: every label has a JSON type (:func:`~stream_nb.stats.json_type`: string, number or
+    boolean), and the first label fixes the type of all of them
+    (:attr:`label_type`); a label of another type raises
+    :class:`~stream_nb.exceptions.LabelTypeError`. Likewise a categorical
+    feature's first value fixes the type of its values (``vtypes``): strings,
+    numbers (an integer first; a fraction later turns it numeric, see
+    :meth:`promote`) or booleans; a feature declared categorical in ``types``
+    takes strings and numbers alike (codes such as ``"02134"`` and ``94110``)
+    unless its first value is a boolean. A value of another type raises
+    :class:`~stream_nb.exceptions.FeatureTypeError`, as a string does for a
+    numeric feature. Within one type, equal values are one class or one
+    category (``1`` and ``1.0``); across types Python would merge ``True`` and
+    ``1`` silently, and JSON would write ``1`` and ``"1"`` as the same key.
+
+    Examples
+    --------
+    >>> s = Stats(pairs=False, numeric="gaussian")
+    >>> s.learn_one({"outlook": "sunny", "temp": 30.0}, "no")
+    >>> s.learn_one({"outlook": "rain", "temp": 20.0}, "yes")
+    >>> s.classes, s.features
+    (['no', 'yes'], ['outlook', 'temp'])
+    >>> s.counts()["value_count"]["outlook"]
+    {'sunny': {'no': 1.0, 'yes': 0.0}, 'rain': {'no': 0.0, 'yes': 1.0}}
+    """
+
+    def __init__(
+        self,
+        *,
+        pairs: bool,
+        numeric: str,
+        types=None,
+        bins: int = 5,
+        warmup: int = 100,
+        bin_edges=None,
+        tuples: int = 0,
+        max_table_cells: int | None = None,
+        observed: bool = False,
+        memory_budget: int | None = DEFAULT_MEMORY_BUDGET,
+    ):
+        check_choice("numeric", numeric, ("gaussian", "bins"))
+        self.pairs = bool(pairs)
+        # tuples = t >= 3: also keep t-way class-conditional counts (KDB with k = t - 1 parents)
+        self.tuples = int(tuples)
+        self.max_table_cells = max_table_cells
+        self.memory_budget = memory_budget
+        # observed=True: an observed-only twin of every count EM adds to (the E-step's parameters),
+        # allocated with the first expected counts (keeps_observed); until then the counts are observed only
+        self.wants_observed = bool(observed)
+        self.keeps_observed = False
+        self.numeric = numeric
+        self.types = check_types(types)
+        self.bins = bins
+        self.warmup = warmup
+        self.bin_edges = dict(bin_edges or {})
+        self.labels = Labels()  # the classes
+        # features
+        self.features: list = []
+        self.feature_index: dict = {}
+        self.kinds: list[int] = []
+        self.values: list[dict | None] = []  # per feature: value -> column (CAT, BINNED)
+        self.gslot: list[int] = []  # per feature: Gaussian slot (GAUSS), else -1
+        # per feature: the type of a categorical feature's values (a key of VALUE_GROUPS), fixed by
+        # its first value; None for a numeric feature or one without a value yet
+        self.vtypes: list[str | None] = []
+        self._vt_ok: list[set] = []  # per feature: Python types checked to be of its vtype
+        self.disc: list[Discretiser | None] = []
+        self.value_keys: list = [None]  # column -> value; column 0 is the unseen-value sentinel
+        self.n_gauss = 0
+        self.gauss_feature: list[int] = []
+        # name -> (kind, feature, value dict, Gaussian slot, discretiser): one lookup per value on the hot path
+        self._lookup: dict = {}
+        # Python type -> name -> value dict, categorical features only, each under the plain Python
+        # types of its values (PLAIN_TYPES): the fast path of encode(), which a value of another type misses
+        self._cat_values: dict = {}
+        # categorical features inferred from an integer: a later fractional number turns them numeric
+        # (and the features of self.few: a value beyond their few turns them numeric)
+        self.from_int: set = set()
+        # numeric features inferred from a float in a discretising store, counted by value (each value its
+        # own bin) while they have at most few_max values; one more turns them binned, as a fraction turns a
+        # feature of integers numeric (see _promotion). Each is in from_int too
+        self.few: set = set()
+        self.few_max = bins
+        self.promoted: dict = {}  # feature -> how its promotion moved its counts (see _promoted.py)
+        # bumped by every change other than Stats.add, so views can tell when cached tables are stale
+        self.epoch = 0
+        # bumped by every change of a count: (epoch, version) keys anything derived from the counts
+        self.version = 0
+        self._cache: dict = {}  # derived lookups, each tagged with the epoch it was computed at
+        # arrays, allocated with spare capacity
+        self._cap = (0, 0, 0, 0)
+        self._alloc(4, 16, 8, 4)
+
+    classes = property(lambda s: s.labels.classes, doc="The classes, in order of first appearance.")
+    class_index = property(lambda s: s.labels.index, doc="``{class: index}``.")
+    label_type = property(lambda s: s.labels.type, doc="JSON type of the labels, fixed by the first class; None before it.")
+
+    def check_label(self, y, where: str | None = None) -> None:
+        """Raise unless ``y`` can be learned as a label (:meth:`Labels.check`)."""
+        self.labels.check(y, where)
+
+    def check_labels(self, labels: list) -> None:
+        """Raise for the first label of a batch that :meth:`check_label` would refuse (:meth:`Labels.check_many`)."""
+        self.labels.check_many(labels)
+
+    # the Gaussian moments are a part of their own (GaussianMoments); their arrays keep their names here
+    g_n = property(lambda s: s.moments.n, lambda s, a: setattr(s.moments, "n", a))
+    g_mean = property(lambda s: s.moments.mean, lambda s, a: setattr(s.moments, "mean", a))
+    g_m2 = property(lambda s: s.moments.m2, lambda s, a: setattr(s.moments, "m2", a))
+
+    def add_gaussian(self, c: int, w: float, gs: np.ndarray, gx: np.ndarray) -> None:
+        """Weighted Welford update of the Gaussian moments of class ``c`` (:meth:`GaussianMoments.add`)."""
+        self.version += 1
+        if len(gs):
+            if self.journal is not None:
+                self.journal.append(("gauss", c, w, gs, gx))
+            self.moments.add(c, w, gs, gx)
+
+    def add_gaussian_rows(self, G: np.ndarray, gslots, yc: np.ndarray, w: np.ndarray, remove: bool = False) -> None:
+        """Add (``remove``: take back) rows of numeric values at once (:meth:`GaussianMoments.add_rows`)."""
+        self.moments.add_rows(len(self.classes), G, gslots, yc, w, remove)
+        self.version += 1
+
+    def gaussian_mixture(self, g: int, weights: np.ndarray) -> tuple[float, float]:
+        """Mean and standard deviation of Σ_c weights[c] N(μ_c, σ²_c) for Gaussian slot ``g``."""
+        return self.moments.mixture(len(self.classes), g, weights)
+
+    def gaussian_loglik(self, gslots: np.ndarray, gx: np.ndarray, var_smoothing: float) -> np.ndarray:
+        """Per-class Gaussian log-density of numeric values (:meth:`GaussianMoments.loglik`)."""
+        return self.moments.loglik(len(self.classes), gslots, gx, var_smoothing)
+
+    def cut_points(self) -> dict:
+        """``{feature: [cut points]}`` of every discretised feature whose bin edges exist (bin 0 is
+        below the first, the last bin at or above the last)."""
+        return {name: self.disc[f].edges.tolist() for f, name in enumerate(self.features)
+                if self.disc[f] is not None and self.disc[f].edges is not None}
+
+    def learn_limit(self) -> int:
+        """How many events may be learned in one batch or run before the store must look at its
+        counts again (a two-layer store chooses its cut points; a selection of pairs is revised,
+        :mod:`stream_nb.stats.selection._revision`); otherwise no limit."""
+        return revision_due(self)
+
+    def count_layer(self) -> "Stats":
+        """The store whose counts are the truth that forgetting subtracts and scales
+        (:mod:`stream_nb.stats.forgetting._forgetting`): this one; a two-layer store's fine layer."""
+        return self
+
+    def counts_changed(self) -> None:
+        """Called after forgetting changed the counts of :meth:`count_layer` from outside (a
+        two-layer store derives its coarse layer again); here, nothing."""
+
+    def scale_waiting(self, factor: float) -> None:
+        """Decay renormalised the counts by ``factor``: scale the weights of events learned but not
+        counted yet (a two-layer store's warm-up backlog) the same way; here, none wait."""
+
+    def cut_run(self, n: int) -> None:
+        """The run :meth:`encode_run` gave is cut to its first ``n`` rows before it is learned (a
+        forgetting model stops it where a drift detector acts); a two-layer store drops the fine
+        rows past it. Here, nothing."""
+
+    def add_fine_run(self, yc: np.ndarray, w=None) -> None:
+        """Count a run's labelled rows (classes ``yc``) in a second layer once a compiled kernel counted
+        them in this one (a two-layer store's fine layer); here, there is none."""
+
+    def recut_due(self) -> bool:
+        """Whether :meth:`settle` will choose cut points from the counts now; here, never."""
+        return False
+
+    def settle(self) -> None:
+        """Called when a learning step is over (a two-layer store may choose its cut points); here, nothing."""
+
+    def frame_warms(self, X) -> bool:
+        """Whether a batch must be learned row by row for the discretiser's warm-up; here, never."""
+        return False
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["_cache"] = {}
+        return state

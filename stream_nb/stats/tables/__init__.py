@@ -1,0 +1,8 @@
+"""The count tables' building blocks: sparse tables, Gaussian moments, work in bounded chunks."""
+
+from ._sparse import FilteredTable, SparseTable, add_pair_rows, cells_of, chunks_of
+from ._working import row_chunks
+from ._gaussian import GaussianMoments, gaussian_loglik, variance_floor
+
+__all__ = ["FilteredTable", "SparseTable", "add_pair_rows", "cells_of", "chunks_of", "row_chunks",
+    "GaussianMoments", "gaussian_loglik", "variance_floor"]
