@@ -159,7 +159,7 @@ class UnlearnError(StreamNBError, ValueError):
     reason
         ``"not_learned"``, ``"needs_receipt"``, ``"forgets"`` (a model with a window, decay or a
         drift detector: the event's counts may be gone already), or ``"partial_pairs"`` (candidate
-        pairs came back with fresh counts, see :mod:`stream_nb.stats._candidates`).
+        pairs came back with fresh counts, see :mod:`stream_nb.stats.selection._candidates`).
     """
 
     def __init__(self, message: str, *, reason: str = "not_learned"):

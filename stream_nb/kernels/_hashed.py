@@ -1,13 +1,13 @@
 """Sparse count tables in compiled code: reading and adding the cells of :class:`~stream_nb.stats.SparseTable`.
 
-A sparse table (``stats/_sparse.py``) is an open-addressing hash table held in two arrays: ``keys``
+A sparse table (``stats/tables/_sparse.py``) is an open-addressing hash table held in two arrays: ``keys``
 (int64, -1 for an empty slot) and ``vals`` (float64), a power of two long, with linear probing from
 the key's Fibonacci hash (its top bits of ``key * 0x9E3779B97F4A7C15``). These functions read and add
 cells of those arrays in place, as the table's numpy methods do: a cell never counted reads 0.0, and
 adding to it takes the empty slot where its probe ends. They never grow a table: the caller gives it
 room first (at most half its slots held, see :func:`pair_rows`).
 
-A selected table (``stats/_candidates.py``, a budget's candidate pairs) adds only the cells of kept
+A selected table (``stats/selection/_candidates.py``, a budget's candidate pairs) adds only the cells of kept
 attribute pairs: the diagonal, the row of an allowed parent, a kept edge (:func:`pair_kept`).
 """
 

@@ -226,7 +226,7 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
         """What the counts take: ``cells`` and ``bytes`` of all of them, ``table_cells`` and
         ``table_bytes`` of KDB's t-way tables, whether those are ``sparse``, the same of the pair
         tables (``pair_cells``, ``pair_bytes``, ``pairs_sparse``), and the ``budget``
-        (see :mod:`stream_nb.stats._budget`).
+        (see :mod:`stream_nb.stats.budget._budget`).
 
         >>> from stream_nb import KDB
         >>> model = KDB(memory_budget=0)  # no room for dense t-way tables: sparse from the start
@@ -632,7 +632,7 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
         """:meth:`prequential_iter`'s results, each run in a ``make_run()`` (``prequential_blocks``: whole)."""
         if len(xs) != len(ys):
             raise ValueError(f"{name}: {len(xs)} events but {len(ys)} labels")
-        xs, ys = frame_events(xs, ys)  # a DataFrame: numpy columns (stream_nb.stats._frame_runs)
+        xs, ys = frame_events(xs, ys)  # a DataFrame: numpy columns (stream_nb.stats.schema._frame_runs)
         i, n, runs = 0, len(xs), self._run_events(xs)  # the events as runs read them
         while i < n:
             run = make_run()

@@ -1,7 +1,7 @@
 """Forgetting: windows of panes, exponential decay, and a reset of the counts on a detected drift.
 
 Every model is a view of one count store, so forgetting is done to the store
-(with :mod:`stream_nb.stats._forgetting`) and every model gets it at once.
+(with :mod:`stream_nb.stats.forgetting._forgetting`) and every model gets it at once.
 :class:`Forgetting` is the part of :class:`~stream_nb.learners.BayesClassifier`
 that does it, as the ``forgetting`` and ``drift_detector`` parameters of every model say:
 

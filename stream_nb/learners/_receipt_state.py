@@ -5,7 +5,7 @@ take back by plain counting (EM's expected counts, a forgetting model's stamp,
 SPODE's running scores) and writes them into every snapshot with the events
 they belong to (:mod:`stream_nb.engine.join._join_state`): a restarted daemon then
 takes a provisional label back exactly. The journal of a receipt is written by
-:class:`~stream_nb.stats._journal.JournalWriter` (its arrays in two
+:class:`~stream_nb.stats.forgetting._journal.JournalWriter` (its arrays in two
 pools); the rest is JSON: ``{"label": y, "entries": [...], "extra": null or
 [array references], "stamp": null or [pane, halvings]}``.
 """

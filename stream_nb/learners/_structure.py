@@ -97,7 +97,7 @@ def dependence_shown(stats, rule: str = "bic") -> bool:
     likelihood-ratio (G) test rejects the independence of some pair given the class,
     :math:`2 n I(x_i; x_j \\mid y)` beyond the chi-square quantile with
     :math:`|C| (|X_i| - 1)(|X_j| - 1)` degrees of freedom at level 0.01 shared among the pairs
-    (Bonferroni; the test :mod:`stream_nb.stats._joint` puts to the quantile cuts): whether
+    (Bonferroni; the test :mod:`stream_nb.stats.discretiser._joint` puts to the quantile cuts): whether
     there is a dependence at all. Its threshold grows with the degrees of freedom, not with
     ``ln n``, so a dependence shows sooner: on river's Bananas at 200 events, where the BIC
     waits until 800.

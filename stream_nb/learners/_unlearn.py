@@ -16,7 +16,7 @@ returns a :class:`Receipt` of exactly what was added (the journal of the store,
 plus SPODE's running scores), and ``unlearn_one(x, y, receipt=receipt)`` takes
 exactly that back. An event learned by plain counting (every feature observed,
 or ``missing="ignore"``) needs no receipt. A receipt follows the store's
-promotions (:mod:`stream_nb.stats._promoted`) and survives a snapshot
+promotions (:mod:`stream_nb.stats.forgetting._promoted`) and survives a snapshot
 (:meth:`Unlearning.receipts_state`, :meth:`Unlearning.receipts_from_state`).
 
 What is detected (:class:`~stream_nb.exceptions.UnlearnError`, nothing changed):
@@ -49,7 +49,7 @@ class Receipt(typing.NamedTuple):
     """What learning one event added: enough to take it back exactly (:meth:`Unlearning.unlearn_one`)."""
 
     label: typing.Any  # the label it was learned with (None: unlabeled, semi-supervised)
-    entries: tuple  # the store's journal (see stream_nb.stats._removing)
+    entries: tuple  # the store's journal (see stream_nb.stats.store._removing)
     extra: typing.Any = None  # the model's own state the event changed (SPODE: its running scores' increments)
     stamp: typing.Any = None  # forgetting: (pane it was added to, halvings of decay so far) when it was learned
 
@@ -241,7 +241,7 @@ class Unlearning:
         """Whether taking the event of ``receipt`` back exactly needs it: not when the event was learned by
         plain counting (the journal ``unlearn_one`` makes without a receipt is the same) and holds no value of
         a feature of integers whose promotion would now drop its counts (the event would then no longer say
-        what it added, see :mod:`stream_nb.stats._promoted`).
+        what it added, see :mod:`stream_nb.stats.forgetting._promoted`).
 
         >>> from stream_nb import AODE, EM, EqualFrequency, NaiveBayes
         >>> model = NaiveBayes(missing=EM())

@@ -60,7 +60,7 @@ class AODE(OneDependenceKernel, VectorisedRuns, StructuredClassifier):
     Numeric (``float``) features are discretised online: by default at the
     cut points Fayyad and Irani's MDL criterion chooses, again and again as
     the stream goes on, over a fine layer of bins whose counts the model keeps
-    (see :mod:`stream_nb.stats._fine`); until a feature's first ``warmup``
+    (see :mod:`stream_nb.stats.store._fine`); until a feature's first ``warmup``
     values have placed the fine bins it counts as missing, and those events
     are counted with their value once the bins exist.
 
@@ -90,7 +90,7 @@ class AODE(OneDependenceKernel, VectorisedRuns, StructuredClassifier):
         (see :class:`~stream_nb.NaiveBayes`).
     memory_budget
         Bytes the counts may take (default 256 MiB; None: no bound): tables that
-        would pass it are kept sparse (see :mod:`stream_nb.stats._budget`).
+        would pass it are kept sparse (see :mod:`stream_nb.stats.budget._budget`).
 
     Examples
     --------
@@ -342,7 +342,7 @@ def spode_terms(s, a, cols, feats, m_limit=0):
     C = s.n_classes
     vc = s.value_count[:C, cols]  # |D_c,xi|  (C, k)
     n_vals = s.n_values[feats] + (cols == 0)  # N_i (a never-seen value counts as one more)
-    parents = (vc.sum(0) >= m_limit) & s.parent_ok(feats)  # and counted as parents (stats/_candidates.py)
+    parents = (vc.sum(0) >= m_limit) & s.parent_ok(feats)  # and counted as parents (stats/selection/_candidates.py)
     d_i = s.feat_count[:C, feats].sum(0)  # |D| over the events where feature i was observed
     joint = np.log(vc + a) - np.log(d_i + a * n_vals)
     k = len(cols)

@@ -52,7 +52,7 @@ class KDB(KDBKernel, VectorisedRuns, StructuredClassifier):
     counts.
 
     **Past the budget: candidate parents** (selective KDB, see
-    :mod:`stream_nb.stats._tuple_candidates`). When the sparse table would
+    :mod:`stream_nb.stats.selection._tuple_candidates`). When the sparse table would
     pass half the budget (the pair tables take the other half, keeping the
     attribute pairs of highest CMI as TAN's do), it keeps only the tuples
     whose parents are *candidates* of their attribute: each attribute's
@@ -132,7 +132,7 @@ class KDB(KDBKernel, VectorisedRuns, StructuredClassifier):
         EM for missing values and unlabeled events, and forgetting (see :class:`~stream_nb.NaiveBayes`).
     memory_budget
         Bytes the counts may take (default 256 MiB; None: no bound): tables that
-        would pass it are kept sparse (see :mod:`stream_nb.stats._budget`).
+        would pass it are kept sparse (see :mod:`stream_nb.stats.budget._budget`).
 
     Examples
     --------

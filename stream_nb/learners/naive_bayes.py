@@ -78,7 +78,7 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
         drift the model switches to fresh counts.
     memory_budget
         Bytes the counts may take (default 256 MiB; None: no bound): tables that
-        would pass it are kept sparse (see :mod:`stream_nb.stats._budget`).
+        would pass it are kept sparse (see :mod:`stream_nb.stats.budget._budget`).
 
     Examples
     --------

@@ -66,7 +66,7 @@ class SPODE(OneDependenceKernel, VectorisedRuns, StructuredClassifier):
         (see :class:`~stream_nb.NaiveBayes`).
     memory_budget
         Bytes the counts may take (default 256 MiB; None: no bound): tables that
-        would pass it are kept sparse (see :mod:`stream_nb.stats._budget`).
+        would pass it are kept sparse (see :mod:`stream_nb.stats.budget._budget`).
 
     Examples
     --------

@@ -111,7 +111,7 @@ class TAN(VectorisedRuns, StructuredClassifier):
         (see :class:`~stream_nb.NaiveBayes`).
     memory_budget
         Bytes the counts may take (default 256 MiB; None: no bound): tables that
-        would pass it are kept sparse (see :mod:`stream_nb.stats._budget`).
+        would pass it are kept sparse (see :mod:`stream_nb.stats.budget._budget`).
 
     Examples
     --------

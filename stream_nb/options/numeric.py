@@ -90,7 +90,7 @@ class MDL(Option):
     """Supervised cut points (Fayyad and Irani's MDL criterion), chosen again as the stream goes on.
 
     The cut points fall on a fine layer of ``fine_bins`` equal-frequency bins per feature, placed
-    from its first ``warmup`` values (see :mod:`stream_nb.stats._fine`).
+    from its first ``warmup`` values (see :mod:`stream_nb.stats.store._fine`).
 
     Parameters
     ----------

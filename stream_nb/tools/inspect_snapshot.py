@@ -141,12 +141,12 @@ def _text(info: dict[str, typing.Any]) -> str:
                  f"{u['pair_bytes']:,} bytes" if u.get("pair_cells") else "")
         lines.append(f"counts     {u['cells']:,} cells, {u['bytes']:,} bytes{table}{pairs} (memory budget {budget})")
         chosen = u.get("pairs_selected")
-        if chosen:  # pairs dropped for the budget (stats/_candidates.py)
+        if chosen:  # pairs dropped for the budget (stats/selection/_candidates.py)
             kept = (f"super-parents {', '.join(map(repr, chosen['parents']))}" if chosen["rule"] == "parents"
                     else f"{len(chosen['edges'])} attribute pairs")
             lines.append(f"candidates only the pairs of {kept} are counted (the rest dropped for the memory budget)")
         chosen = u.get("tuples_selected")
-        if chosen:  # t-way tables of candidate parents only (stats/_tuple_candidates.py)
+        if chosen:  # t-way tables of candidate parents only (stats/selection/_tuple_candidates.py)
             lines.append("candidates " + ("t-way tables wait for the first rebuild to choose candidate parents" if chosen["pending"]
                          else f"t-way tables count {chosen['candidates']:,} candidate parents (at most "
                               f"{chosen['most_per_feature']} per attribute, {chosen['features_with_candidates']} attributes "

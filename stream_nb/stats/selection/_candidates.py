@@ -122,11 +122,11 @@ class Candidates:
     #: the other layer of a two-layer store, which takes the same selection (see set_pair_rule)
     selection_peer = None
     #: the rotation's place (the hash of the last pair admitted) and the events learned at the last revision
-    #: (stats/_revision.py)
+    #: (stats/selection/_revision.py)
     pair_cursor: int = 0
     pair_revised: float = 0.0
     #: whether some kept pair holds fewer of the learned events than the store: a pair that came back
-    #: (stats/_revision.py), or one kept by only one of two merged stores. Set for good: an event learned
+    #: (stats/selection/_revision.py), or one kept by only one of two merged stores. Set for good: an event learned
     #: before cannot be told from one learned since, so unlearning is refused (see check_pairs_whole)
     pairs_partial: bool = False
 

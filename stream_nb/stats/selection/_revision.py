@@ -73,7 +73,7 @@ def _revises(s) -> bool:
     """Whether ``s`` revises a selection: it has a rule and a selection. Of the two layers of a two-layer
     store, the first to learn an event revises, and gives its choice to the other before that one counts
     the event (both have learned the same events then, so the other's revision is no longer due); a fine
-    layer that holds no pair tables of its own (stats/_shared_pairs.py) leaves it to the coarse layer."""
+    layer that holds no pair tables of its own (stats/budget/_shared_pairs.py) leaves it to the coarse layer."""
     return s.pair_rule is not None and s.pair_allowed is not None and s.pairs
 
 

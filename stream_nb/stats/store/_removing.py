@@ -92,7 +92,7 @@ class Removing:
         self._short(getattr(self, p + "feat_count")[c, feats], w, f"the features of the event in {self._class_name(c)}")
         if self.pairs:
             held = getattr(self, p + "pair_count")[c, cols[:, None], cols[None, :]]
-            if self.pairs_selected:  # the pairs still counted (stats/_candidates.py)
+            if self.pairs_selected:  # the pairs still counted (stats/selection/_candidates.py)
                 held = held[self.pair_mask(feats)]
             self._short(held, w, f"the value pairs of the event in {self._class_name(c)}")
         if self.tuples and self.tuples_selected:  # the candidate parents' tuples still counted

@@ -119,15 +119,15 @@ class State:
             meta["gauss_features"] = list(self.gauss_feature)  # the feature of each, as g_* are written
         if self.promoted:  # how each promotion moved its counts (_promoted.py)
             meta["promoted"] = [[f, rule] for f, rule in sorted(self.promoted.items())]
-        if self.pair_rule is not None:  # the candidate pairs (stats/_candidates.py)
+        if self.pair_rule is not None:  # the candidate pairs (stats/selection/_candidates.py)
             meta["pair_rule"] = self.pair_rule
         if self.pair_allowed is not None:
             arrays["pair_allowed"], arrays["pair_edges"] = self.pair_allowed[:F].copy(), self.pair_edges[:F, :F].copy()
-        if self.pair_cursor or self.pair_revised:  # the revisions of the selection (stats/_revision.py)
+        if self.pair_cursor or self.pair_revised:  # the revisions of the selection (stats/selection/_revision.py)
             meta["pair_cursor"], meta["pair_revised"] = int(self.pair_cursor), float(self.pair_revised)
-        if self.pairs_partial:  # unlearning is refused (stats/_candidates.py: check_pairs_whole)
+        if self.pairs_partial:  # unlearning is refused (stats/selection/_candidates.py: check_pairs_whole)
             meta["pairs_partial"] = True
-        if self.tuple_rule:  # the candidate parents of the t-way tables (stats/_tuple_candidates.py)
+        if self.tuple_rule:  # the candidate parents of the t-way tables (stats/selection/_tuple_candidates.py)
             meta["tuple_rule"] = True
         if self.tuple_cand is not None:
             arrays["tuple_cand"] = self.tuple_cand[:F, :F].copy()
