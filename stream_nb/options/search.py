@@ -28,6 +28,12 @@ REBUILD_EVERY = Param(
 FREQUENCY_LIMIT = Param("m", "int", 1, "a value is a parent only once seen in M events", minimum=0, metavar="M")
 
 
+def _check_level(option: Option) -> None:
+    """ConfigError unless ``option.select`` (a test's level) is None or below 1."""
+    if option.select is not None and option.select >= 1:
+        raise ConfigError(f"{type(option).__name__}(select=...): expected a number below 1, got {option.select!r}")
+
+
 @option(
     Param("score", "choice", "bayes", "how a rebuild weighs an edge: conditional mutual information (cmi) or "
           "the gain in the Bayesian network score, as Weka's TAN (bayes)",
@@ -124,8 +130,7 @@ class Parents(Option):
     """
 
     def _check_together(self) -> None:
-        if self.select is not None and self.select >= 1:
-            raise ConfigError(f"Parents(select=...): expected a number below 1, got {self.select!r}")
+        _check_level(self)
 
 
 @option(
@@ -176,5 +181,4 @@ class SuperParents(Option):
     """
 
     def _check_together(self) -> None:
-        if self.select is not None and self.select >= 1:
-            raise ConfigError(f"SuperParents(select=...): expected a number below 1, got {self.select!r}")
+        _check_level(self)
