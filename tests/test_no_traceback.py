@@ -173,8 +173,8 @@ def test_a_full_output_names_it_and_exits_1():
     [
         (["run", "--model", "nb"], {"STREAM_NB_REBUILD_EVERY": "5"},
          "rebuild_every (from STREAM_NB_REBUILD_EVERY) does not apply to --model nb"),
-        (["run"], {"STREAM_NB_MODEL": "aode", "STREAM_NB_REBUILD_EVERY": "5"},
-         "rebuild_every (from STREAM_NB_REBUILD_EVERY) does not apply to model aode (from STREAM_NB_MODEL)"),
+        (["run"], {"STREAM_NB_MODEL": "aode", "STREAM_NB_TREE_SCORE": "cmi"},
+         "tree_score (from STREAM_NB_TREE_SCORE) does not apply to model aode (from STREAM_NB_MODEL)"),
         (["run", "--model", "tan"], {"STREAM_NB_BINS": "0"},
          "--model tan: bins (from STREAM_NB_BINS): expected an integer >= 1, got 0"),
         (["run"], {"STREAM_NB_COMMIT_EVERY": "0"}, "commit_every (from STREAM_NB_COMMIT_EVERY) must be a positive"),
