@@ -240,3 +240,32 @@ def test_the_daemon_refuses_a_snapshot_with_a_malformed_receipt_with_a_clear_err
     assert again.returncode == 1
     assert "join.receipts[0].entries[0]: expected a class index in [0, 1), got 7" in again.stderr
     assert "Traceback" not in again.stderr
+
+
+def test_a_model_that_can_no_longer_unlearn_keeps_both_labels_and_says_so():
+    """A store whose candidate pairs came back (``pairs_partial``) refuses every unlearning: the retraction
+    and its fallback both fail, and the join keeps the true label beside the provisional one, logged as an
+    error, instead of stopping the daemon."""
+    engine, arrays, meta, _, _ = held_with_receipts()
+    model = type(engine.model).from_state(*engine.model.state())
+    for layer in (model._stats, getattr(model._stats, "fine", None)):
+        if layer is not None:
+            layer.pairs_partial = True  # as after a revision of a budget's pairs (tests/test_pair_revision.py)
+    held = [k.decode().strip('"') for k in map(engine.joiner.store.id_of, engine.joiner.receipts)][:5]
+    fresh = engine_with(model, [], [{"id": i, "label": 1} for i in held])
+    load_join_state(fresh.joiner, arrays, meta)
+    before = float(model._stats.class_count.sum())
+    logger, lines = logging.getLogger("stream_nb.engine"), _Lines()
+    logger.addHandler(lines)
+    level, disabled = logger.level, logger.disabled
+    logger.setLevel(logging.WARNING)
+    logger.disabled = False
+    try:
+        fresh.run()
+    finally:
+        logger.removeHandler(lines)
+        logger.setLevel(level)
+        logger.disabled = disabled
+    assert sum("cannot take back" in line for line in lines.lines) == 5, lines.lines
+    assert fresh.joiner.counts["retractions"] == 0
+    assert float(model._stats.class_count.sum()) == before + 5  # each true label learned, each provisional kept

@@ -419,11 +419,17 @@ class Joiner(EventHolds, FeedbackReads, HandOver):
 
     def _retract_or_keep(self, row: int, x: dict, y, receipt) -> None:
         """Take back the provisional label of ``row``, whose true label ``y`` was learned (with ``receipt``);
-        when it cannot be, take ``y`` back instead: the provisional label stays."""
+        when it cannot be, take ``y`` back instead: the provisional label stays. A model that can unlearn
+        nothing any more (candidate pairs that came back, reason ``"partial_pairs"``) keeps both, logged."""
         try:
             self._retract(row, x)
         except UnlearnError as exc:  # no receipt: a snapshot of an older version (see _join_state)
-            self.engine.model.unlearn_one(x, y, receipt=receipt)
+            try:
+                self.engine.model.unlearn_one(x, y, receipt=receipt)
+            except UnlearnError as again:
+                log.error("label %r of a held event learned beside its provisional label, which the model "
+                          "cannot take back: %s", y, again)
+                return
             self._share([row], [x], [y], unlearn=True)
             log.warning("label %r of a held event not learned: its provisional label stays: %s", y, exc)
 
