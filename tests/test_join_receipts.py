@@ -186,6 +186,23 @@ class _Lines(logging.Handler):
         self.lines.append(record.getMessage())
 
 
+def _logged_run(engine) -> "_Lines":
+    """Run ``engine``, its warnings and errors captured by a handler of their own (another test may stop the
+    daemon's loggers from propagating, or raise their level)."""
+    logger, lines = logging.getLogger("stream_nb.engine"), _Lines()
+    logger.addHandler(lines)
+    level, disabled = logger.level, logger.disabled
+    logger.setLevel(logging.WARNING)
+    logger.disabled = False
+    try:
+        engine.run()
+    finally:
+        logger.removeHandler(lines)
+        logger.setLevel(level)
+        logger.disabled = disabled
+    return lines
+
+
 def test_a_snapshot_of_an_older_version_without_receipts_keeps_those_provisional_labels(tmp_path):
     """A join written before receipts were kept has none: a provisional label learned with expected counts
     stays (logged), its true label is not learned, and the daemon goes on (it raised here once: the true label,
@@ -198,17 +215,7 @@ def test_a_snapshot_of_an_older_version_without_receipts_keeps_those_provisional
     fresh = engine_with(model, [], [{"id": k.decode().strip('"'), "label": 1}
                                     for k in map(engine.joiner.store.id_of, engine.joiner.receipts)])
     load_join_state(fresh.joiner, arrays, meta)
-    logger, lines = logging.getLogger("stream_nb.engine"), _Lines()  # its own handler: another test may stop
-    logger.addHandler(lines)  # the daemon's loggers from propagating, or raise their level
-    level, disabled = logger.level, logger.disabled
-    logger.setLevel(logging.WARNING)
-    logger.disabled = False
-    try:
-        fresh.run()
-    finally:
-        logger.removeHandler(lines)
-        logger.setLevel(level)
-        logger.disabled = disabled
+    lines = _logged_run(fresh)
     assert sum("its provisional label stays" in line for line in lines.lines) == len(engine.joiner.receipts)
     assert fresh.joiner.counts["retractions"] == 0
     assert_same_counts(fresh.model, engine.model)  # as before (class 1 is known now, with no count)
@@ -255,17 +262,7 @@ def test_a_model_that_can_no_longer_unlearn_keeps_both_labels_and_says_so():
     fresh = engine_with(model, [], [{"id": i, "label": 1} for i in held])
     load_join_state(fresh.joiner, arrays, meta)
     before = float(model._stats.class_count.sum())
-    logger, lines = logging.getLogger("stream_nb.engine"), _Lines()
-    logger.addHandler(lines)
-    level, disabled = logger.level, logger.disabled
-    logger.setLevel(logging.WARNING)
-    logger.disabled = False
-    try:
-        fresh.run()
-    finally:
-        logger.removeHandler(lines)
-        logger.setLevel(level)
-        logger.disabled = disabled
+    lines = _logged_run(fresh)
     assert sum("cannot take back" in line for line in lines.lines) == 5, lines.lines
     assert fresh.joiner.counts["retractions"] == 0
     assert float(model._stats.class_count.sum()) == before + 5  # each true label learned, each provisional kept
