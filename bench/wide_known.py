@@ -3,12 +3,15 @@
     python bench/wide_known.py [--widths 50,200,600,2000] [--structures tree,k2] [--checkpoints 20000,100000]
                                [--holdout 5000] [--models NaiveBayes,TAN,AODE,KDB,river-MultinomialNB]
                                [--seconds 600] [--seed 0] [--set TAN:alpha=1.0 ...] [--backoff 1,5]
+    python bench/wide_known.py --asymptote [--widths 50,300,600] [--structures tree,star] [--top 1,5,20,50,100]
 
 The networks (:func:`network`) have a class of 4 values and ``F`` attributes of
 6 values. Every attribute depends on the class and on its attribute parents,
 chosen uniformly among the earlier attributes: one parent (``tree``, the
 structure TAN can represent exactly) or two (``k2``, the structure of KDB with
-k=2); the first attributes have fewer. Each row P(a_i | y, pa) is drawn
+k=2); the first attributes have fewer. ``star`` is the tree network's tables with
+every attribute's parent moved to the first attribute: one super-parent is every
+attribute's true parent, the structure AODE's first SPODE represents exactly. Each row P(a_i | y, pa) is drawn
 Dirichlet(``s`` · b), where b = P(a_i | pa) is drawn once per parent value from
 Dirichlet(0.5): the attribute depends strongly on its parents, and on the class
 only by how far each class's row strays from b. A larger ``s`` is a weaker
@@ -37,6 +40,16 @@ events learned. The table gives, per model: the holdout accuracy at each
 checkpoint and its ratio to the optimum (with ``--backoff``, TAN's also with
 each back-off estimate on the same counts and tree), the training events/s (CPU)
 up to the last checkpoint, and the peak RSS.
+
+``--asymptote`` runs no model: it scores the holdout with each family's exact
+population probabilities, the limit of infinite training data (where Laplace's
+correction vanishes), computed here in numpy from the generating tables
+(:func:`asymptote`). Naive Bayes uses the exact P(x_i | c) (:func:`class_marginals`),
+AODE the exact P(x_i, x_p | c) of every pair (:func:`pair_tables`), over all
+super-parents, over the ``--top`` of highest I(X_p; C), and over those chosen
+greedily on the holdout itself; TAN with the planted tree is the network, so
+its row is the Bayes optimum. Exact propagation needs a tree or forest given
+the class: ``k2`` networks are listed as not computed.
 """
 
 from __future__ import annotations
@@ -65,13 +78,14 @@ def signal_strength(F: int) -> float:
 def network(F: int, structure: str, seed: int) -> tuple[list, list]:
     """``(parents, tables)``: ``parents[i]`` the attribute parents of attribute i (sorted tuple, all < i);
     ``tables[i]`` P(a_i | y, a_parents) of shape (C, V, ..., V) with one V axis per parent, then a_i's."""
-    k = {"tree": 1, "k2": 2}[structure]
+    k = {"tree": 1, "k2": 2, "star": 1}[structure]
     rng = np.random.default_rng([seed, F, k])
     s = signal_strength(F)
     parents, tables = [], []
     for i in range(F):
         m = min(i, k)
         pa = tuple(sorted(rng.choice(i, size=m, replace=False).tolist())) if m else ()
+        pa = (0,) if structure == "star" and m else pa  # the tree's draws and tables, every parent moved to a0
         base = rng.dirichlet(np.full(V, 0.5), size=(V,) * m)  # P(a_i | pa), (V,)*m + (V,)
         alpha = np.maximum(s * base, 1e-2)  # a floor keeps every row's cells positive
         tables.append(np.stack([rng.gamma(alpha) for _ in range(C)]))
@@ -107,6 +121,170 @@ def optimum(parents: list, tables: list, n: int, seed) -> tuple[float, float]:
     best = np.concatenate([posterior(parents, tables, sample(parents, tables, min(n, 20_000), [seed, 9, lo])[0]).max(1)
                            for lo in range(0, n, 20_000)])[:n]
     return float(best.mean()), float(best.std() / np.sqrt(len(best)))
+
+
+LOG_ZERO = -1e9  # log 0 in the oracle's score tables: finite, so a one-hot product with it stays a number
+
+
+def _tree_parents(parents: list) -> np.ndarray:
+    """Each attribute's one attribute parent (-1: a root), checked: the exact oracle needs a tree or forest."""
+    pa = np.full(len(parents), -1)
+    for i, p in enumerate(parents):
+        if len(p) > 1 or any(q >= i for q in p):
+            raise ValueError(f"the exact oracle needs at most one attribute parent per attribute, earlier than "
+                             f"itself (a tree or forest); attribute {i} has parents {tuple(p)}")
+        if p:
+            pa[i] = p[0]
+    return pa
+
+
+def class_marginals(parents: list, tables: list) -> np.ndarray:
+    """Exact P(x_i | c) of a tree or forest network, ``(C, F, V)``: propagated down from the roots,
+    P(x_i | c) = sum over x_pa of P(x_i | x_pa, c) P(x_pa | c)."""
+    pa = _tree_parents(parents)
+    C, V = tables[0].shape[0], tables[0].shape[-1]
+    m = np.empty((C, len(parents), V))
+    for i, t in enumerate(tables):
+        m[:, i] = t if pa[i] < 0 else np.einsum("cu,cuv->cv", m[:, pa[i]], t)
+    return m
+
+
+def pair_tables(parents: list, tables: list, c: int, marginals: np.ndarray) -> np.ndarray:
+    """Exact P(x_p, x_i | c) for every pair of attributes of a tree or forest network, ``(F, F, V, V)``
+    indexed ``[p, i, x_p, x_i]`` (the diagonal ``[p, p]`` is diag P(x_p | c)).
+
+    Given c the attributes form a tree-structured network. For each p, first up its path to the root:
+    Q[p, a] = Q[p, u] B_u for a the parent of u, with B_u[x_u, x_a] = P(x_a | x_u, c) by Bayes' rule (x_p is
+    independent of x_a given x_u). Then down every other attribute u in topological order:
+    Q[p, u] = Q[p, pa(u)] P(x_u | x_pa(u), c), since p is not below u; a root u of another tree is
+    independent of x_p: Q[p, u] = P(x_p | c) P(x_u | c)^T.
+    """
+    pa = _tree_parents(parents)
+    F, V = len(parents), tables[0].shape[-1]
+    m = marginals[c]
+    Q = np.zeros((F, F, V, V))
+    Q[np.arange(F), np.arange(F)] = m[:, :, None] * np.eye(V)
+    above = np.zeros((F, F), dtype=bool)  # above[p, a]: a is an ancestor of p
+    B = {}
+    for u in np.flatnonzero(pa >= 0):
+        a = pa[u]
+        joint = m[a][:, None] * tables[u][c]  # P(x_a, x_u | c), (x_a, x_u)
+        B[u] = np.divide(joint.T, m[u][:, None], out=np.zeros((V, V)), where=m[u][:, None] > 0)
+    for p in range(F):
+        u = p
+        while pa[u] >= 0:
+            Q[p, pa[u]] = Q[p, u] @ B[u]
+            above[p, pa[u]] = True
+            u = pa[u]
+    for u in range(F):
+        rest = ~above[:, u]
+        rest[u] = False
+        if pa[u] >= 0:
+            Q[rest, u] = Q[rest, pa[u]] @ tables[u][c]
+        else:
+            Q[rest, u] = m[rest][:, :, None] * m[u][None, None, :]
+    return Q
+
+
+def _log(x: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore"):
+        return np.maximum(np.log(x), LOG_ZERO)
+
+
+def spode_scores(parents: list, tables: list, X: np.ndarray, prior: np.ndarray) -> np.ndarray:
+    """Every SPODE's exact log joint on each row of X, ``(n, C, F)``: with super-parent p,
+    log P(c, x_p) + sum over i != p of log P(x_i | c, x_p), from the exact pair tables (no estimation).
+
+    One matrix product per class and block of rows: the one-hot rows (n, F·V) times the table
+    W[(i, x_i), (p, x_p)] = log P(x_i | c, x_p); column (p, x_p) of the product is super-parent p's sum.
+    """
+    n, F = X.shape
+    C, V = len(prior), tables[0].shape[-1]
+    marg = class_marginals(parents, tables)
+    onehot = np.zeros((n, F * V))
+    onehot[np.arange(n)[:, None], np.arange(F) * V + X] = 1.0
+    column = np.arange(F) * V + X  # (n, F): the column of each super-parent's value
+    S = np.empty((n, C, F))
+    for c in range(C):
+        Q = pair_tables(parents, tables, c, marg)
+        L = _log(Q) - _log(marg[c])[:, None, :, None]  # log P(x_i | c, x_p), [p, i, x_p, x_i]
+        L[np.arange(F), np.arange(F)] = 0.0  # P(x_p | c, x_p) = 1: left out of the product
+        W = np.ascontiguousarray(L.transpose(1, 3, 0, 2).reshape(F * V, F * V))
+        del Q, L
+        head = _log(prior[c] * marg[c])  # log P(c, x_p), (F, V)
+        for lo in range(0, n, 1000):
+            block = onehot[lo:lo + 1000] @ W
+            S[lo:lo + 1000, c] = np.take_along_axis(block, column[lo:lo + 1000], 1) + head[np.arange(F), X[lo:lo + 1000]]
+    return S
+
+
+def class_information(parents: list, tables: list, prior: np.ndarray) -> np.ndarray:
+    """Exact I(X_p; C) of every attribute (nats), from the exact marginals P(x_p | c)."""
+    m = class_marginals(parents, tables)  # (C, F, V)
+    joint = prior[:, None, None] * m
+    both = joint.sum(0, keepdims=True) * prior[:, None, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(joint > 0, joint * np.log(joint / both), 0.0).sum((0, 2))
+
+
+def asymptote(parents: list, tables: list, Xh: np.ndarray, yh: np.ndarray, tops=(1, 5, 20, 50, 100)) -> list:
+    """Each model family's holdout accuracy with its exact population probabilities (the limit of infinite
+    training data, where Laplace's correction vanishes), on a tree network: ``[(model, accuracy, expected)]``,
+    ``accuracy`` on the holdout labels ``yh``, ``expected`` the mean of the exact P(predicted class | x)
+    over the holdout rows (the same classifier's accuracy with less sampling noise).
+
+    The rows: the Bayes optimum (the generating network's posterior; it is also TAN's with the planted tree,
+    which represents the network exactly), naive Bayes P(c) prod P(x_i | c), AODE over every super-parent,
+    selective AODE over the ``top`` super-parents of highest I(X_p; C), and the single SPODEs (mean and best).
+    """
+    F = Xh.shape[1]
+    prior = np.full(tables[0].shape[0], 1.0 / tables[0].shape[0])  # sample() draws the class uniformly
+    post = posterior(parents, tables, Xh)
+    rows = np.arange(len(yh))
+
+    def scored(name, score):
+        pred = score.argmax(1)
+        return name, float((pred == yh).mean()), float(post[rows, pred].mean())
+
+    marg = class_marginals(parents, tables)
+    nb = np.log(prior)[None, :] + _log(marg[:, np.arange(F), Xh]).sum(2).T  # (n, C)
+    S = spode_scores(parents, tables, Xh, prior)
+    info = np.argsort(-class_information(parents, tables, prior), kind="stable")
+    out = [scored("Bayes optimum = TAN with the planted tree", post), scored("NaiveBayes", nb),
+           scored(f"AODE (all {F} super-parents)", _logsumexp(S))]
+    out += [scored(f"AODE, the {k} super-parent{'s' * (k > 1)} of highest I(X_p; C)", _logsumexp(S[:, :, info[:k]]))
+            for k in tops if k < F]
+    chosen = _greedy_parents(S, post)
+    out.append(scored(f"AODE, {len(chosen)} super-parent{'s' * (len(chosen) > 1)} chosen greedily on the holdout itself (optimistic)",
+                      _logsumexp(S[:, :, chosen])))
+    single = [scored("", S[:, :, p]) for p in range(F)]
+    best = max(single, key=lambda r: r[2])
+    out.append(("one SPODE, mean over its super-parent", float(np.mean([r[1] for r in single])),
+                float(np.mean([r[2] for r in single]))))
+    out.append(("one SPODE, the best super-parent", best[1], best[2]))
+    return out
+
+
+def _greedy_parents(S: np.ndarray, post: np.ndarray, most: int = 50) -> list:
+    """Forward selection of AODE's super-parents on the scored rows themselves: each step adds the super-parent
+    that most raises the mean exact P(predicted class | x), until none raises it (at most ``most``): an optimistic
+    bound on what choosing the super-parents can give, since the choice sees the rows it is scored on."""
+    rows = np.arange(len(post))
+    chosen, run, level = [], np.full(S.shape[:2], -np.inf), -1.0
+    while len(chosen) < most:
+        gains = [(post[rows, np.logaddexp(run, S[:, :, p]).argmax(1)].mean(), p)
+                 for p in range(S.shape[2]) if p not in chosen]
+        top, p = max(gains)
+        if top <= level:
+            break
+        chosen.append(p)
+        run, level = np.logaddexp(run, S[:, :, p]), top
+    return chosen
+
+
+def _logsumexp(S: np.ndarray) -> np.ndarray:
+    top = S.max(-1, keepdims=True)
+    return (top + np.log(np.exp(S - top).sum(-1, keepdims=True)))[..., 0]
 
 
 def _tree_check(model, parents: list, X: np.ndarray, y: np.ndarray, Xh: np.ndarray, yh: np.ndarray) -> dict:
@@ -198,6 +376,35 @@ def run_model(args, F: int, structure: str, name: str) -> dict:
             "count_bytes": None if peer else model.memory_used()["bytes"]}
 
 
+def print_asymptote(args) -> int:
+    """The ``--asymptote`` table: per network, each family's accuracy in the limit of infinite data."""
+    print(f"command: python bench/wide_known.py {' '.join(sys.argv[1:])}\n")
+    print("| network | model, exact population probabilities | holdout accuracy ± its se (÷ optimum) "
+          "| mean exact P(predicted class given x) on the holdout (÷ the same for the optimum) |")
+    print("|---|---|---:|---:|")
+    tops = [int(k) for k in args.top.split(",") if k]
+    for structure in args.structures.split(","):
+        for F in (int(w) for w in args.widths.split(",")):
+            label = f"{structure} F={F}"
+            parents, tables = network(F, structure, args.seed)
+            if any(len(p) > 1 for p in parents):
+                print(f"| {label} | not computed: exact propagation needs at most one attribute parent "
+                      f"(a tree); here attributes have two, whose joint it would need | | |")
+                continue
+            best, se = optimum(parents, tables, args.optimum_events, args.seed)
+            Xh, yh = sample(parents, tables, args.holdout, [args.seed, 2])
+            rows = asymptote(parents, tables, Xh, yh, tops)
+            print(f"| {label} | Bayes optimum, mean of max P(y given x) over {args.optimum_events:,} fresh events "
+                  f"(se {se:.4f}) | {best:.4f} | |")
+            top = rows[0][2]
+            for name, accuracy, expected in rows:
+                se = np.sqrt(accuracy * (1 - accuracy) / len(yh))
+                print(f"| {label} | {name} | {accuracy:.4f} ± {se:.4f} ({accuracy / best:.3f}) | {expected:.4f} "
+                      f"({expected / top:.3f}) |")
+            sys.stdout.flush()
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--widths", default="50,200,600,2000")
@@ -216,6 +423,11 @@ def main(argv=None) -> int:
                         help="TAN on tree networks: also the planted edges its tree holds, and the holdout accuracy of "
                              "its tree and of the planted one with exact counts of every event learned")
     parser.add_argument("--address-limit", type=float, default=3.0, help="GB of address space per model process")
+    parser.add_argument("--asymptote", action="store_true",
+                        help="no models: each family's holdout accuracy with its exact population probabilities "
+                             "(infinite training data), on the tree networks")
+    parser.add_argument("--top", default="1,5,20,50,100", metavar="K,K",
+                        help="--asymptote: also AODE over the K super-parents of highest I(X_p; C), for each K")
     parser.add_argument("--child", nargs=3, metavar=("WIDTH", "STRUCTURE", "MODEL"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -227,6 +439,8 @@ def main(argv=None) -> int:
         F, structure, name = int(args.child[0]), args.child[1], args.child[2]
         print(json.dumps(run_model(args, F, structure, name)))
         return 0
+    if args.asymptote:
+        return print_asymptote(args)
     checkpoints = args.checkpoints.split(",")
     shown = " ".join(a for a in sys.argv[1:])
     print(f"command: python bench/wide_known.py {shown}\n")
