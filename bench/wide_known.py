@@ -187,6 +187,7 @@ def pair_tables(parents: list, tables: list, c: int, marginals: np.ndarray) -> n
 
 
 def _log(x: np.ndarray) -> np.ndarray:
+    """log x with log 0 as ``LOG_ZERO``."""
     with np.errstate(divide="ignore"):
         return np.maximum(np.log(x), LOG_ZERO)
 
@@ -235,7 +236,8 @@ def asymptote(parents: list, tables: list, Xh: np.ndarray, yh: np.ndarray, tops=
 
     The rows: the Bayes optimum (the generating network's posterior; it is also TAN's with the planted tree,
     which represents the network exactly), naive Bayes P(c) prod P(x_i | c), AODE over every super-parent,
-    selective AODE over the ``top`` super-parents of highest I(X_p; C), and the single SPODEs (mean and best).
+    selective AODE over the k super-parents of highest I(X_p; C) for each k in ``tops`` below F, over those
+    :func:`_greedy_parents` chooses on the holdout itself, and the single SPODEs (mean, and the best on the holdout).
     """
     F = Xh.shape[1]
     prior = np.full(tables[0].shape[0], 1.0 / tables[0].shape[0])  # sample() draws the class uniformly
@@ -283,6 +285,7 @@ def _greedy_parents(S: np.ndarray, post: np.ndarray, most: int = 50) -> list:
 
 
 def _logsumexp(S: np.ndarray) -> np.ndarray:
+    """log of the sum of exp over the last axis (the average's 1/|P| does not change the argmax)."""
     top = S.max(-1, keepdims=True)
     return (top + np.log(np.exp(S - top).sum(-1, keepdims=True)))[..., 0]
 
