@@ -218,6 +218,7 @@ def test_a_snapshot_of_an_older_version_without_receipts_keeps_those_provisional
     lines = _logged_run(fresh)
     assert sum("its provisional label stays" in line for line in lines.lines) == len(engine.joiner.receipts)
     assert fresh.joiner.counts["retractions"] == 0
+    assert fresh.joiner.counts["kept_provisional"] == len(engine.joiner.receipts) > 0
     assert_same_counts(fresh.model, engine.model)  # as before (class 1 is known now, with no count)
 
 
@@ -265,4 +266,8 @@ def test_a_model_that_can_no_longer_unlearn_keeps_both_labels_and_says_so():
     lines = _logged_run(fresh)
     assert sum("cannot take back" in line for line in lines.lines) == 5, lines.lines
     assert fresh.joiner.counts["retractions"] == 0
+    assert fresh.joiner.counts["kept_both"] == 5 and fresh.joiner.counts["kept_provisional"] == 0
+    from stream_nb.ops._join_metrics import join_families
+    kept = next(f for f in join_families(fresh.joiner, "nb") if f.name == "stream_nb_provisional_kept")
+    assert {s.labels["kept"]: s.value for s in kept.samples} == {"provisional": 0, "both": 5}
     assert float(model._stats.class_count.sum()) == before + 5  # each true label learned, each provisional kept

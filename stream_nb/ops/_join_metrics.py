@@ -16,6 +16,9 @@ JOIN_METRICS: tuple[tuple[str, str, str, str], ...] = (
      "labels and held events by outcome: joined, expired, unmatched, duplicate, evicted, rejected (a feedback "
      "record dead-lettered for another reason than unmatched)"),
     ("stream_nb_provisional_retractions_total", "counter", "", "provisional labels taken back for the true one"),
+    ("stream_nb_provisional_kept_total", "counter", "kept",
+     "provisional labels the model could not take back: kept instead of the true label (provisional) or beside "
+     "it (both), each logged"),
     ("stream_nb_label_delay_seconds", "histogram", "", "from an event's time to its label's, per joined label"),
     ("stream_nb_delayed_accuracy", "gauge", "model",
      "the prediction made on arrival against the label that came later (absent before the first)"),
@@ -34,6 +37,10 @@ def join_families(joiner, model: str) -> typing.Iterator:
     yield labels
     yield CounterMetricFamily("stream_nb_provisional_retractions", doc["stream_nb_provisional_retractions_total"],
                               value=joiner.counts["retractions"])
+    kept = CounterMetricFamily("stream_nb_provisional_kept", doc["stream_nb_provisional_kept_total"], labels=["kept"])
+    for which in ("provisional", "both"):
+        kept.add_metric([which], joiner.counts[f"kept_{which}"])
+    yield kept
     buckets, total = [], 0
     for bound, n in status["label_delay_buckets"].items():
         total += n

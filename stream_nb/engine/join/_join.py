@@ -98,8 +98,10 @@ class Joiner(EventHolds, FeedbackReads, HandOver):
         self._wall_at_stream_time = self.clock()
         # feedback records by outcome (joined, unmatched, duplicate, rejected: dead-lettered for another reason)
         # and held events by outcome (expired, evicted); delayed_*: the predictions scored by a later label
+        # kept_provisional / kept_both: retractions the model refused (the true label taken back, or both kept)
         self.counts = {"joined": 0, "expired": 0, "unmatched": 0, "duplicate": 0, "retractions": 0,
-                       "evicted": 0, "rejected": 0, "delayed_labeled": 0, "delayed_correct": 0}
+                       "kept_provisional": 0, "kept_both": 0, "evicted": 0, "rejected": 0,
+                       "delayed_labeled": 0, "delayed_correct": 0}
         self.delay_histogram = [0] * len(DELAY_BUCKETS)
         self.delay_sum = 0.0
         self._times: dict[int, float] = {}  # id(event) -> its time, between prepare and hold
@@ -429,8 +431,10 @@ class Joiner(EventHolds, FeedbackReads, HandOver):
             except UnlearnError as again:
                 log.error("label %r of a held event learned beside its provisional label, which the model "
                           "cannot take back: %s", y, again)
+                self.counts["kept_both"] += 1
                 return
             self._share([row], [x], [y], unlearn=True)
+            self.counts["kept_provisional"] += 1
             log.warning("label %r of a held event not learned: its provisional label stays: %s", y, exc)
 
     def _retracts_together(self, rows) -> bool:
