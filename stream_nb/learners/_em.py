@@ -1,19 +1,9 @@
 """EM's E-steps: the expected counts of an event whose attributes are partly missing.
 
-``missing="em"`` learns an incomplete event by adding, in place of the counts
-of its missing values, their posterior given its observed values and its
-class (the E-step), with parameters read from the observed-only counts
-(:meth:`Stats.observed <stream_nb.stats.Stats.observed>`), so that imputed
-counts never feed later imputations. Each model says which posterior:
-
-- :func:`naive_bayes_blocks`: the missing attributes independent given the class (naive Bayes);
-- :func:`one_dependence_estep`: each pair table filled under the one-dependence model
-  that owns it (AODE, SPODE, TAN);
-- KDB enumerates the completions itself (:mod:`stream_nb.learners.kdb`).
-
-:func:`add_estep` adds an E-step's result to the store (the M-step), and
-:func:`mixture_posterior` is AODE's and SPODE's posterior of the missing values
-as they predict (what imputation reports).
+The posterior of the missing values given the observed ones and the class, with parameters from the
+observed-only counts: :func:`naive_bayes_blocks` (naive Bayes), :func:`one_dependence_estep` (AODE, SPODE,
+TAN; KDB enumerates its own); :func:`add_estep` adds it (the M-step), and :func:`mixture_posterior` is
+AODE's and SPODE's posterior as they predict. The docs' *Missing values and EM* page.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """Prequential runs: a run of plain events scored and learned in order by the model's compiled kernel.
 
-:meth:`BayesClassifier.prequential_iter <stream_nb.learners.BayesClassifier.prequential_iter>`
-hands each run of events that only change counts (see
-:meth:`Stats.encode_run <stream_nb.stats.Stats.encode_run>`) to
-:meth:`VectorisedRuns._prequential_run`, which hands it to the kernel
-(:meth:`VectorisedRuns._kernel_run`): each event is scored under the counts as
-they stand, then counted, as one event at a time; every other event goes the
-one-event way.
+Each run of events that only change counts (:meth:`Stats.encode_run <stream_nb.stats.Stats.encode_run>`)
+goes to :meth:`VectorisedRuns._kernel_run`: each event scored under the counts as they stand, then counted;
+every other event goes the one-event way.
 """
 
 from __future__ import annotations

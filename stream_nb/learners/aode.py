@@ -71,6 +71,11 @@ class AODE(OneDependenceKernel, VectorisedRuns, StructuredClassifier):
     The docs' *The models* page gives the estimates, *Options* selective AODE, and *Numeric features*
     the discretiser.
 
+    References
+    ----------
+    Webb, G. I., Boughton, J. R., Wang, Z. (2005). Not so naive Bayes: aggregating one-dependence
+    estimators. Machine Learning, 58, 5-24.
+
     """
 
     #: The option each of these parameters is when it is None (river keeps a signature's defaults immutable).

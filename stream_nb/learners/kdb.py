@@ -84,6 +84,12 @@ class KDB(KDBKernel, VectorisedRuns, StructuredClassifier):
     budget) the candidate parents past the budget, *Missing values and EM* the E-step, and *Options*
     selective KDB.
 
+    References
+    ----------
+    Sahami, M. (1996). Learning limited dependence Bayesian classifiers. KDD-96, 335-338.
+    Martinez, A. M., Webb, G. I., Chen, S., Zaidi, N. A. (2016). Scalable learning of Bayesian network
+    classifiers. JMLR, 17(44), 1-35 (selective KDB).
+
     """
 
     _early_rule = "bic"  # k parents chosen by a rule that charges nothing: early ones must be worth their cells

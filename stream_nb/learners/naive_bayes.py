@@ -79,6 +79,11 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
     The docs' *The models*, *Numeric features* and *Missing values and EM* pages give the estimates,
     the variance floor and online EM.
 
+    References
+    ----------
+    Nigam, K., McCallum, A., Thrun, S., Mitchell, T. (2000). Text classification from labeled and unlabeled
+    documents using EM. Machine Learning, 39, 103-134.
+
     """
 
     #: The option each of these parameters is when it is None (river keeps a signature's defaults immutable).

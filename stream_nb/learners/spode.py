@@ -76,6 +76,11 @@ class SPODE(OneDependenceKernel, VectorisedRuns, StructuredClassifier):
     -----
     The docs' *The models* page gives the estimates and the schedule of choices.
 
+    References
+    ----------
+    Keogh, E., Pazzani, M. (1999). Learning augmented Bayesian classifiers: a comparison of
+    distribution-based and classification-based approaches. AISTATS, 225-230.
+
     """
 
     _rebuild_after_merge = False  # the choice rests on this model's own running scores

@@ -82,6 +82,11 @@ class TAN(VectorisedRuns, StructuredClassifier):
     The docs' *The models* page gives the estimates, the edge weights, the back-off and the schedule of
     rebuilds; *Missing values and EM* how EM fills the pair counts.
 
+    References
+    ----------
+    Friedman, N., Geiger, D., Goldszmidt, M. (1997). Bayesian network classifiers. Machine Learning, 29,
+    131-163.
+
     """
 
     @property
