@@ -53,7 +53,16 @@ _NONE = np.empty(0, dtype=np.int64)
 
 
 class Step(typing.NamedTuple):
-    """The outcome of one prequential step: the prediction made before learning, and what was done."""
+    """The outcome of one prequential step: the prediction made before learning, and what was done.
+
+    Examples
+    --------
+    >>> from stream_nb import NaiveBayes
+    >>> model = NaiveBayes()
+    >>> _ = model.prequential_one({"sky": "sun"}, "play")
+    >>> model.prequential_one({"sky": "sun"}, "play")
+    Step(prediction='play', proba={'play': 1.0}, learned=True, imputed=None)
+    """
 
     prediction: typing.Any  # the decided class, None before any class is known
     proba: dict  # P(c | x) over the classes known before learning; {} before any

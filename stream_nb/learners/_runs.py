@@ -33,6 +33,13 @@ class RunBlock(typing.NamedTuple):
     ``dict(zip(classes, proba[i]))``, which is what
     :meth:`~stream_nb.learners.BayesClassifier.prequential_iter` yields for it;
     ``yc[i]`` is its label's index in ``classes`` (-1: unlabeled).
+
+    Examples
+    --------
+    >>> from stream_nb import NaiveBayes
+    >>> *_, block = NaiveBayes().prequential_blocks([{"a": "x"}] * 4, ["p", "q", "p", "p"])
+    >>> block.start, block.stop, block.classes, block.decided.tolist(), block.yc.tolist()
+    (2, 4, ['p', 'q'], [0, 0], [0, 0])
     """
 
     start: int
