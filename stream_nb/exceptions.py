@@ -80,12 +80,8 @@ class FeatureTypeError(InvalidEventError, TypeError):
 class LabelTypeError(InvalidEventError, TypeError):
     """A label whose JSON type (string, number, boolean) is not the type of the model's labels.
 
-    The first label a model learns fixes the type of its labels. A label of
-    another type would either merge with a class it is not (Python holds
-    ``True == 1`` and ``False == 0``) or be a second class with the same JSON
-    text, i.e. the same key in the daemon's ``proba`` (``1`` and ``"1"``), so
-    it is rejected and the model is left unchanged; the daemon dead-letters the
-    event with reason ``label_type_conflict``.
+    The first label fixes the type: ``True`` would merge with the class ``1``, and ``"1"`` be a second class
+    with the same JSON key. The model is left unchanged; the daemon's reason is ``label_type_conflict``.
 
     Attributes
     ----------

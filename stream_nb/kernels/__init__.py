@@ -1,18 +1,9 @@
 """Compiled kernels: one sequential path per event, over the store's count arrays.
 
-A kernel takes a block of encoded events (integer columns, float values, class
-indices) and, for each event in order, writes its posterior under the counts as
-they stand, then adds the event's counts: exactly the one-event loop, compiled.
-Python acts only between kernel calls (a new value, class or feature, a
-structure rebuild, a promotion).
-
-The kernels are plain Python functions in the modules of this package (they
-import numpy and math only); :func:`compiled` imports numba on first use and
-compiles them (``cache=True``: later processes read the machine code from
-numba's cache, ``NUMBA_CACHE_DIR`` where the package is read-only). Commands
-that never learn nor predict (``--help``, ``snapshot inspect``) never import
-numba. ``python -m stream_nb.kernels`` compiles every kernel ahead of time
-(the Docker image does, at build time).
+Each kernel scores each event of a block under the counts as they stand, then counts it: the one-event
+loop, compiled. They are plain functions (numpy and math only); :func:`compiled` imports numba on first
+use and compiles them, cached. ``python -m stream_nb.kernels`` compiles every kernel ahead of time. The
+docs' *Architecture* page (The compiled kernels) says more.
 """
 
 from ._addresses import NO_DETECTOR, Addresses

@@ -1,10 +1,8 @@
 """Arrays by address, inside compiled code (imports numba: loaded by :func:`~stream_nb.kernels.compiled` only,
 which compiles the functions of ``__all__``).
 
-A kernel called once per event pays numba's dispatch per argument (about a
-fifth of a microsecond per array), more than its own work. So a model hands
-its count arrays over as one int64 array of their addresses and shapes
-(:class:`~stream_nb.kernels.Addresses`), and the kernel views them again here.
+A model hands its count arrays over as one int64 array of their addresses and shapes
+(:class:`~stream_nb.kernels.Addresses`), sparing numba's dispatch per array; the kernel views them here.
 """
 
 from __future__ import annotations

@@ -1,19 +1,9 @@
 """numba's cache of the compiled kernels, and what happens where it has nowhere to write one.
 
-numba keeps a compiled kernel in the first of these directories it can write to (it checks by
-creating a file there): ``NUMBA_CACHE_DIR``, the ``__pycache__`` beside the kernel's source, the
-user's cache directory (``~/.cache/numba``). A directory it cannot write to is passed over, even
-when it holds valid machine code, and with none left ``njit(cache=True)`` raises. That is the case
-of a read-only root file system (a container with ``readOnlyRootFilesystem``, a systemd unit with
-``ProtectSystem=strict``) without ``NUMBA_CACHE_DIR``: there the kernels are compiled in memory,
-on every start, with one warning that says how to keep them.
-
-numba tells a stale kernel by the time stamp and size of the kernel's own
-source file, not by those of the kernels it calls from other modules: a
-release that changed only a helper would run the callers' old machine code.
-So the kernels are kept in a directory of their own, named by a digest of
-every kernel module's source (:class:`Jit`'s ``tag``), under the first of those
-directories that can be written.
+The kernels are cached in a directory of their own, named by a digest of every kernel module's source
+(:class:`Jit`'s ``tag``: numba checks only a kernel's own file), under the first of ``NUMBA_CACHE_DIR``,
+the ``__pycache__`` beside the source and ``~/.cache/numba`` it can write to; with none, they are
+compiled in memory on every start, with one warning that says how to keep them.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """TAN's and KDB's structure scores read from dense pair tables, and the maximum spanning tree over them.
 
-A rebuild of a wide model reads every cell of its pair tables: on 1,000 binary attributes 4 million cells
-per class. These loops read each cell once or twice, where numpy's versions (the references in
-``learners/_structure.py`` and ``learners/_tree_score.py``, which the tests compare them with) built
-several temporary arrays of that size per class.
-
+Each cell is read once or twice (numpy's references, in ``learners/_structure.py`` and
+``learners/_tree_score.py``, which the tests compare them with, built temporaries of the table's size).
 ``P`` (C, V, V): a dense pair table, rows the values of x_j, columns those of x_i; ``cols`` (m,): the live
 value columns sorted by feature, ``block`` (m,): the index of each one's feature among the ``nb`` features
 present. Every function returns (nb, nb) matrices over those features.

@@ -20,8 +20,7 @@ resets the detector at its next update. ``params`` by kind:
 - ADWIN: ``delta, clock, max_buckets, min_window_length, grace_period``; buckets in ``fbuf``
   (:data:`LEVELS` levels of ``max_buckets + 1`` totals, then as many variances), their fill in ``ibuf``;
 - DDM: ``warm_start, warning_threshold, drift_threshold``;
-- EDDM: ``warm_start, alpha, beta, 0.5`` (the exponent of river's ``var ** 0.5``: passed in, so that it is
-  libm's ``pow``, as in Python, and not a square root, which differs from it in the last bit for some values);
+- EDDM: ``warm_start, alpha, beta, 0.5`` (the exponent of river's ``var ** 0.5``, so that it is libm's ``pow``);
 - HDDM_A: ``two_sided_test, log(1/drift_confidence), log(2/drift_confidence), log(2/warning_confidence)``;
 - HDDM_W: ``two_sided_test, lambda_val, 1 - lambda_val, lambda_val**2, (1 - lambda_val)**2,
   log(1/drift_confidence), log(1/warning_confidence)``;
@@ -31,9 +30,7 @@ resets the detector at its next update. ``params`` by kind:
   (1: ``random.sample`` draws from a pool, 0: from a set), the p-values of scipy's ``ks_2samp`` for the
   statistic ``h / stat_size``, ``h = 0 .. stat_size``, and the 625 words of a ``random.Random`` state
   (``getstate()[1]``); the window and two samples in ``fbuf``; the generator and ``random.sample``'s
-  pool in ``ibuf``. The generator is CPython's Mersenne Twister and ``random.sample(range(n), k)``, so
-  the samples are river's. Without a seed river draws a new seed after each drift, from the system: the
-  twin goes on with its generator there.
+  pool in ``ibuf`` (CPython's Mersenne Twister and ``random.sample``: river's samples).
 """
 
 from __future__ import annotations

@@ -1,18 +1,12 @@
 """Sahami's k-dependence Bayesian classifier (KDB), compiled: each event of a block scored, then counted.
 
-Every attribute has the class and up to k other attributes as parents:
-
-    log P(c, x) = log P̂(c) + Σ_i log (|D_c,x_i,x_pa(i)| + a) / (|D_c,x_pa(i)| + a N_i)
-
-read off the dense t-way tables (t = k + 1 >= 3: ``tuple_count[c, x_i, u_1, .., u_(t-1)]`` and
-``tuple_feat[c, u_1, .., u_(t-1), i]``, an attribute with fewer parents repeating its last one: a diagonal
-of the table), off the pair tables for k = 1 (t = 0 here), and off the value counts for an attribute
-without parents. The ratios are multiplied in blocks before a logarithm, as in :mod:`._tree`.
-
-Counting an event adds what :meth:`Stats.add <stream_nb.stats.Stats.add>` adds: its class, values, pairs
-and, with t-way tables, every ordered t-tuple of its values and every (t-1)-tuple with each feature
-observed. The tables come flat (C-ordered views), with ``V`` the size of their value axes and ``Ft``
-that of ``tuple_feat``'s feature axis.
+log P(c, x) = log P̂(c) + Σ_i log (|D_c,x_i,x_pa(i)| + a) / (|D_c,x_pa(i)| + a N_i), read off the dense
+t-way tables (t = k + 1 >= 3: ``tuple_count[c, x_i, u_1, .., u_(t-1)]`` and ``tuple_feat[c, u_1, ..,
+u_(t-1), i]``, an attribute with fewer parents repeating its last one), the pair tables for k = 1 (t = 0
+here), or the value counts for an attribute without parents; ratios multiplied in blocks, as in
+:mod:`._tree`. Counting adds what :meth:`Stats.add <stream_nb.stats.Stats.add>` adds: class, values, pairs,
+every ordered t-tuple of the values and every (t-1)-tuple with each feature observed. The tables come flat
+(C-ordered views), ``V`` the size of their value axes and ``Ft`` that of ``tuple_feat``'s feature axis.
 """
 
 from __future__ import annotations

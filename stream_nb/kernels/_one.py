@@ -1,18 +1,12 @@
 """One event through a block kernel, its arrays by address: ``predict_one`` and ``learn_one`` of TAN and AODE,
 and naive Bayes's decision.
 
-The one-event path scores and counts an event as a block of one, in the block kernels
-(:func:`~stream_nb.kernels._tree.tree_block`, :func:`~stream_nb.kernels._aode.aode_block`). Called
-once per event, those pay numba's dispatch for each of their 27 to 37 arguments, more than their work on
-one row. So the model hands the arrays over as one table of addresses
-(:class:`~stream_nb.kernels.Addresses`, a pair table as its 2-D view of rows (class, value)), and the
-functions here view them again and call the block kernel on the event as a block of one, with no drift
-detector (the one-event path feeds it in Python) and no loss matrix. ``y`` >= 0: the event is counted
-in that class after it is scored; -1: scored only. ``out`` (1, C) gets log P(c | x), or with ``joint``
-log P(c, x). ``twin``: the table of a second count set (a two-layer store's fine layer: class, value and
-feature counts, pair tables as above) that counts a complete event too, in the same columns; empty: none.
-Naive Bayes's kernels take their table already (:mod:`stream_nb.kernels._naive`): :func:`naive_decide`
-returns the decided class, so that ``predict_one`` hands back no array.
+The functions view the table of addresses (:class:`~stream_nb.kernels.Addresses`, a pair table as its 2-D
+view of rows (class, value)) and call the block kernel on the event as a block of one, with no drift
+detector and no loss matrix. ``y`` >= 0: the event is counted in that class after it is scored; -1: scored
+only. ``out`` (1, C) gets log P(c | x), or with ``joint`` log P(c, x). ``twin``: the table of a second count
+set (a two-layer store's fine layer) that counts a complete event too, in the same columns; empty: none.
+:func:`naive_decide` returns the decided class, so that ``predict_one`` hands back no array.
 """
 
 from __future__ import annotations

@@ -1,20 +1,10 @@
 """The SPODE values that AODE's and SPODE's kernels (:mod:`stream_nb.kernels._aode`) read, row by row.
 
-Both read the SPODE rooted at each observed value x_i of an event (``learners.aode.spode_terms``),
-
-    P̂(c, x_i) Π_{j≠i} P̂(x_j | c, x_i)
-        = (|D_c,xi| + a) / (|D_i| + a N_i) · Π_{j≠i} (|D_c,xi,xj| + a) / (|D_c,xi; j| + a N_j),
-
-straight from the store's count arrays. Each factor lies in [a / big, 1] (``big`` bounds every count
-plus a N), so the product is taken in the linear domain, numerators and denominators apart, and logged
-only after :func:`chunk` factors (never on LED-sized counts: there a SPODE costs no logarithm, AODE one
-per class to sum its parents, SPODE's running scores two per candidate parent); four parents at a time,
-so that their products run side by side.
-
-Denominators: for a row that observes every feature of the table, with no value never seen, the
-product Π_{j≠i} (|D_c,xi; j| + a N_j) depends on (c, x_i) alone. Runs keep its inverse per class and
-value (:func:`den_table`), refreshing the cells of the class and values a learned row touched
-(:func:`relearn`), so a row's cost is one gather and multiply per (class, parent, child).
+The SPODE rooted at each observed value x_i of an event (``learners.aode.spode_terms``),
+(|D_c,xi| + a) / (|D_i| + a N_i) · Π_{j≠i} (|D_c,xi,xj| + a) / (|D_c,xi; j| + a N_j), straight from the
+store's arrays: numerators and denominators multiplied apart and logged after :func:`chunk` factors, four
+parents at a time. For a complete row the denominators depend on (c, x_i) alone: runs keep their inverse
+(:func:`den_table`), refreshed for the cells a learned row touched (:func:`relearn`).
 """
 
 from __future__ import annotations

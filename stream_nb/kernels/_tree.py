@@ -1,20 +1,11 @@
 """Tree-augmented naive Bayes (TAN), compiled: each event of a block scored along the tree, then counted.
 
-Every attribute has the class and at most one other attribute as parents:
-
-    log P(c, x) = log P̂(c) + Σ_i log (|D_c,x_pa(i),x_i| + a) / (|D_c,x_pa(i)| + a N_i)
-
-or, with a back-off m > 0, Σ_i log (|D_c,x_pa(i),x_i| + m P̂) / (|D_c,x_pa(i)| + m), P̂ = P̂(x_i | c) or
-P̂(x_i | x_pa(i)) (see :mod:`stream_nb.learners._backoff`)
-
-the pair tables' row of the parent value (``pair_count``, and ``pair_feat`` over the events that observed
-x_i), or for a root the value's own counts (``value_count``, ``feat_count``). The ratios of 8 attributes
-are multiplied before one logarithm (each ratio is in (0, 1] up to rounding and at least a / (count +
-a N): a block stays far from the smallest double), so an event costs table reads and a few logarithms.
-
-Counting an event adds its class, its values, every ordered pair of its values (the diagonal too) and
-each value with each feature observed: what :meth:`Stats.add <stream_nb.stats.Stats.add>` adds with
-pairs kept.
+log P(c, x) = log P̂(c) + Σ_i log (|D_c,x_pa(i),x_i| + a) / (|D_c,x_pa(i)| + a N_i) (with a back-off m > 0:
+(|D_c,x_pa(i),x_i| + m P̂) / (|D_c,x_pa(i)| + m)), from the parent value's row of ``pair_count`` and
+``pair_feat``, or for a root from ``value_count`` and ``feat_count``; the ratios of 8 attributes multiplied
+before one logarithm. Counting an event adds what :meth:`Stats.add <stream_nb.stats.Stats.add>` adds with
+pairs kept: its class, its values, every ordered pair of its values (the diagonal too) and each value with
+each feature observed.
 """
 
 from __future__ import annotations

@@ -1,36 +1,8 @@
 """Back-off estimates of a child given its parent value: thin pair cells shrunk toward a coarser estimate.
 
-With Lidstone smoothing TAN's estimate of an attribute given the class and its tree parent is
-
-.. math::
-
-    \\hat P(x_i \\mid c, x_j) = \\frac{n_{c x_j x_i} + \\alpha}{n_{c x_j} + \\alpha N_i},
-
-pulled toward the uniform 1 / N_i where the cell is thin. The back-off estimate (the m-estimate of
-Cestnik, 1990, whose prior is an estimate one level up, as the hierarchical Dirichlet estimates of
-Petitjean et al., 2018, back off from a context to a smaller one, here with a fixed concentration m)
-pulls it toward a coarser estimate instead:
-
-.. math::
-
-    \\hat P(x_i \\mid c, x_j) = \\frac{n_{c x_j x_i} + m \\hat P_0}{n_{c x_j} + m},
-
-with :math:`\\hat P_0` either the attribute's class-conditional estimate (``"class"``)
-
-.. math::
-
-    \\hat P(x_i \\mid c) = \\frac{n_{c x_i} + \\alpha}{n_{c i} + \\alpha N_i},
-
-or its estimate given the parent over all classes (``"parent"``)
-
-.. math::
-
-    \\hat P(x_i \\mid x_j) = \\frac{n_{x_j x_i} + \\alpha}{n_{x_j} + \\alpha N_i}.
-
-A cell seen in many events keeps its own distribution; a thin one says what the coarser context
-says. Both sum to 1 over x_i. Which is better depends on the data: where attributes depend
-strongly on each other and weakly on the class (the wide networks of ``bench/wide_known.py``),
-the parent's distribution is the closer one; where the class dominates, the class's.
+TAN's ``Tree(backoff=m)``: P̂(x_i | c, x_j) = (n_{c x_j x_i} + m P̂_0) / (n_{c x_j} + m), with P̂_0 the
+class-conditional estimate P̂(x_i | c) (``"class"``) or the estimate given the parent over all classes,
+P̂(x_i | x_j) (``"parent"``). The docs' *The models* page gives the estimates and their sources.
 """
 
 from __future__ import annotations

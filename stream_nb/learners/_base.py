@@ -1,53 +1,29 @@
 """What every stream_nb classifier shares: the template around one store of counts.
 
-A model is a view of a :class:`~stream_nb.stats.Stats`: everything it knows is
-in the store's additive counts, and a model says only how they are kept and
-read. :class:`BayesClassifier` holds everything else once: learning one event
-or a batch (with EM for missing values and unlabeled events), the posterior
-with one logsumexp, the Bayes decision with a loss matrix, the prequential
-step, merging, and the plain-data state.
+A model is a view of a :class:`~stream_nb.stats.Stats`, and says only how the counts are kept and read.
+:class:`BayesClassifier` holds the rest once: learning (EM included), the posterior, the loss-matrix
+decision, the prequential step, merging and the plain-data state.
 
 What a subclass provides
 ------------------------
-An ``__init__`` wrapped by :func:`~stream_nb.learners._keywords.takes_options`
-(the keywords of earlier releases), whose parameters are the shared options
-(``numeric``, ``missing``, ``forgetting``, ``drift_detector``,
-``memory_budget``, ``types``, ``loss``, ``alpha``: :mod:`stream_nb.options`)
-and its own, each set as an attribute (river reads them back); then a call of
-:meth:`BayesClassifier._setup` saying how the store keeps its counts
-(``pairs``, ``tuples``), which checks every parameter against its declaration.
+An ``__init__`` wrapped by :func:`~stream_nb.learners._keywords.takes_options` that sets each parameter
+as an attribute (the shared options of :mod:`stream_nb.options` and its own), then calls
+:meth:`BayesClassifier._setup` with how the store keeps its counts (``pairs``, ``tuples``).
 
-Abstract methods (each model defines them; naive Bayes is no silent default):
+====================================  ================================================================
+``_jll(enc)``                         log P(c, x) (C,) of one encoded event
+``_jll_many(D, dfeats, G, gslots)``   the same for a batch (rows, C)
+``_add_expected(enc, c, w, miss)``    EM for one incomplete event of class ``c``: E-step and M-step
+``_missing_posterior(enc, c, miss)``  P(x_m | x_o, c) of the missing attributes, as the model predicts
+====================================  ================================================================
 
-=============================================  ========================================================
-``_jll(enc)``                                  joint log-likelihood log P(c, x) (C,) of one encoded event
-``_jll_many(D, dfeats, G, gslots)``            the same for a batch (rows, C)
-``_add_expected(enc, c, w, miss)``             EM for one incomplete event of class ``c``: the E-step
-                                               (:mod:`stream_nb.learners._em`) and the M-step
-``_missing_posterior(enc, c, miss)``           P(x_m | x_o, c) of the missing attributes as the model
-                                               predicts (what imputation mixes over the classes)
-=============================================  ========================================================
-
-Optional hooks, with the default each documents: ``_added(c)`` and
-``_learned(n)`` after learning (refresh caches, rebuild a structure),
-``_merged()``, ``_batch_limit()``, ``_needs_rows(X, y)`` (in
-:mod:`~stream_nb.learners._batches`), ``_extra_state()`` and
-``_load_extra_state()`` (state beyond the counts), ``_prequential_run``
-(vectorised runs: :class:`~stream_nb.learners._runs.VectorisedRuns`).
-:meth:`_naive_jll` and :meth:`_naive_jll_many` read the counts as naive Bayes
-does, the fallback of every model before its structure exists.
-
-The path of one event
----------------------
-``prequential_one(x, y)`` encodes ``x`` once (:meth:`Stats.encode`), scores it
-(``_jll``, :func:`~stream_nb.learners._decision.normalise`, ``_decide``), and
-learns it with that encoding (:meth:`Stats.encode_labeled`: the label and any
-new feature or value; :meth:`Stats.missing_of`; ``_count`` or
-``_add_expected``). River's loop, ``predict_one(x)`` then ``learn_one(x, y)``
-of the same dict, encodes it once too (:meth:`Stats.reusable`). Each model
-scores (``_jll``) and counts (``_count``) a complete event in its compiled
-kernels (AODE, TAN, SPODE and KDB: their block kernels on a block of one,
-``_kernel_one``); EM's E-steps and sparse tables take numpy.
+Optional hooks, each with a documented default: ``_added(c)``, ``_learned(n)``, ``_merged()``,
+``_batch_limit()``, ``_needs_rows(X, y)``, ``_extra_state()``, ``_load_extra_state()``,
+``_prequential_run`` (:class:`~stream_nb.learners._runs.VectorisedRuns`). :meth:`_naive_jll` and
+:meth:`_naive_jll_many` read the counts as naive Bayes does, every model's fallback before its structure.
+``prequential_one`` (and river's ``predict_one`` then ``learn_one`` of the same dict) encodes an event
+once, scores it, then learns it from that encoding; a complete event is scored and counted in the model's
+compiled kernel (a block of one), EM's E-steps and sparse tables in numpy.
 """
 
 from __future__ import annotations
@@ -77,7 +53,16 @@ _NONE = np.empty(0, dtype=np.int64)
 
 
 class Step(typing.NamedTuple):
-    """The outcome of one prequential step: the prediction made before learning, and what was done."""
+    """The outcome of one prequential step: the prediction made before learning, and what was done.
+
+    Examples
+    --------
+    >>> from stream_nb import NaiveBayes
+    >>> model = NaiveBayes()
+    >>> _ = model.prequential_one({"sky": "sun"}, "play")
+    >>> model.prequential_one({"sky": "sun"}, "play")
+    Step(prediction='play', proba={'play': 1.0}, learned=True, imputed=None)
+    """
 
     prediction: typing.Any  # the decided class, None before any class is known
     proba: dict  # P(c | x) over the classes known before learning; {} before any
@@ -86,7 +71,17 @@ class Step(typing.NamedTuple):
 
 
 class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.MiniBatchClassifier):
-    """Base class of stream_nb's classifiers (not used directly); see the module notes for what a subclass provides."""
+    """Base class of stream_nb's classifiers, a river classifier over one count store (not used directly).
+
+    The module notes list what a subclass provides.
+
+    Examples
+    --------
+    >>> from stream_nb import NaiveBayes
+    >>> from stream_nb.learners import BayesClassifier
+    >>> issubclass(NaiveBayes, BayesClassifier), sorted(BayesClassifier.__abstractmethods__)
+    (True, ['_add_expected', '_jll', '_jll_many', '_missing_posterior'])
+    """
 
     #: The option classes each family parameter takes, where a model takes fewer than all
     #: (:data:`stream_nb.options.OPTIONS`): the models other than naive Bayes count numeric features in bins.
@@ -99,14 +94,9 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
     _default_cut = MDL()
 
     def _setup(self, *, pairs: bool, tuples: int = 0, max_table_cells: int | None = None) -> None:
-        """Check every parameter against its declaration (:func:`~stream_nb.learners._keywords.check_options`)
-        and create the empty store; ``__init__`` calls it last, with its parameters set as attributes.
-
-        ``pairs``, ``tuples`` and ``max_table_cells`` say how the store keeps its counts (see
-        :class:`~stream_nb.stats.Stats`); ``numeric`` how it reads a numeric feature (an
-        :class:`~stream_nb.options.MDL` discretiser: a :class:`~stream_nb.stats.TwoLayerStats`), within
-        the model's ``memory_budget``.
-        """
+        """Check every parameter against its declaration and create the empty store (``__init__`` calls it
+        last); ``pairs``, ``tuples`` and ``max_table_cells`` say how the store keeps its counts (an
+        :class:`~stream_nb.options.MDL` discretiser: a :class:`~stream_nb.stats.TwoLayerStats`)."""
         check_options(self)
         self._alpha = self.alpha
         self._decision = None if self.loss is None else LossMatrix(self.loss)
@@ -239,12 +229,8 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
 
     @property
     def label_type(self) -> str | None:
-        """The JSON type of every label of this model, ``"string"``, ``"number"`` or ``"boolean"``
-        (another Python type: its name), fixed by the first label; ``None`` before it.
-
-        A label of another type raises :class:`~stream_nb.exceptions.LabelTypeError`: ``True`` would
-        merge with the class ``1`` (Python holds ``True == 1``), and ``"1"`` would be a second class
-        written with the same JSON key as ``1``.
+        """The JSON type of every label, ``"string"``, ``"number"`` or ``"boolean"``, fixed by the first one
+        (``None`` before it); a label of another type raises :class:`~stream_nb.exceptions.LabelTypeError`.
 
         >>> from stream_nb import NaiveBayes
         >>> model = NaiveBayes()
@@ -380,12 +366,11 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
     # ------------------------------------------------------------------ learning
 
     def learn_one(self, x: dict, y, w: float = 1.0) -> None:
-        """Learn one event (``y=None`` with ``learn_unlabeled=True``: semi-supervised EM).
+        """Learn one event (``y=None`` with ``EM(unlabeled=True)``: semi-supervised EM).
 
-        A label of another JSON type than the model's (see :attr:`label_type`) raises
-        :class:`~stream_nb.exceptions.LabelTypeError`, and a value of another type than its
-        feature's :class:`~stream_nb.exceptions.FeatureTypeError`; the model is then unchanged.
-        With a ``drift_detector``, the event is predicted first, its error fed to it (:mod:`._drift`).
+        A label or value of the wrong type raises :class:`~stream_nb.exceptions.LabelTypeError` or
+        :class:`~stream_nb.exceptions.FeatureTypeError` and changes nothing. With a ``drift_detector``
+        the event is predicted first and its error fed to it.
         """
         self._learn(x, y, w, self._watch(x, y))
 
@@ -554,16 +539,11 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
     # ------------------------------------------------------------------ the prequential step
 
     def prequential_one(self, x: dict, y, *, impute: bool = False) -> Step:
-        """Predict ``x``, then learn it: one prequential ("test then train") step.
+        """Predict ``x``, then learn it as :meth:`learn_one` would: one prequential ("test then train") step.
 
-        The prediction is :meth:`predict_and_proba_one`'s; ``y`` is then learned as
-        :meth:`learn_one` would: a label; or no label (``None`` or NaN), learned only
-        with ``learn_unlabeled=True`` once a class is known. ``x`` is encoded once for both.
-        With ``impute``, the step also reports the most probable value of each
-        missing attribute, taken before learning (:meth:`impute_one`).
-
-        Raises :class:`~stream_nb.exceptions.InvalidEventError` when either step
-        rejects the event, which then leaves the model as it was.
+        ``x`` is encoded once for both. With ``impute``, the step also gives :meth:`impute_one`'s values of
+        the missing attributes, taken before learning. A rejected event raises
+        :class:`~stream_nb.exceptions.InvalidEventError` and leaves the model as it was.
 
         >>> from stream_nb import NaiveBayes
         >>> model = NaiveBayes()
@@ -594,21 +574,11 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
         return Step(prediction, proba, learned, imputed)
 
     def prequential_many(self, xs: list, ys: list) -> list:
-        """Predict each event, then learn it, in order: the prequential loop over a batch.
+        """Predict each event, then learn it, in order: :meth:`prequential_one` over a batch, runs of events
+        that only change counts going through the compiled kernel.
 
-        The same model, predictions and probabilities as, for each event in
-        turn, :meth:`prequential_one` (``predict_and_proba_one(x)`` then
-        ``learn_one(x, y)`` when ``y`` is a label, or is None or NaN with
-        ``learn_unlabeled=True``), up to floating-point rounding. An event that
-        either step rejects is neither learned nor predicted: its entry is the
-        :class:`~stream_nb.exceptions.InvalidEventError`, and the loop goes on.
-
-        Every model scores and learns each run of events that only changes counts
-        (for AODE, TAN, SPODE and KDB: complete events) in its compiled kernel, event
-        by event in order (see :mod:`stream_nb.learners._runs`).
-
-        ``xs`` may be a DataFrame (its rows, each value from its own column; labels a list, Series or array).
-        Returns one ``(prediction, proba)`` or error per event.
+        ``xs`` may be a DataFrame. Returns one ``(prediction, proba)`` per event, or the
+        :class:`~stream_nb.exceptions.InvalidEventError` of an event either step rejected (not learned).
 
         >>> from stream_nb import NaiveBayes
         >>> model = NaiveBayes()
@@ -653,8 +623,13 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
     def merge(self, other: BayesClassifier) -> BayesClassifier:
         """Add the counts of ``other`` (same model type) into this model; return self.
 
-        Counts are additive, so merging a model trained on stream A with one
-        trained on stream B gives the model trained on A then B.
+        Counts are additive: a model of stream A merged with one of stream B is the model of A then B.
+
+        >>> from stream_nb import NaiveBayes
+        >>> a, b = NaiveBayes(), NaiveBayes()
+        >>> a.learn_one({"sky": "sun"}, "play"); b.learn_one({"sky": "rain"}, "stay")
+        >>> a.merge(b).class_counts()
+        {'play': 1.0, 'stay': 1.0}
         """
         if type(other) is not type(self):
             raise MergeError(f"cannot merge a {type(other).__name__} into a {type(self).__name__}")
@@ -695,13 +670,8 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
 
     @classmethod
     def from_state(cls, arrays: dict, meta: dict) -> BayesClassifier:
-        """Rebuild the model :meth:`state` describes.
-
-        The model owns everything it keeps: no array is a view of ``arrays`` and
-        no dict or list is one of ``meta``'s. Those may be read-only
-        (:func:`stream_nb.load` gives views of the file's bytes) or be shared
-        (``from_state(arrays, meta)`` twice), and a model learns by writing into
-        its arrays in place.
+        """Rebuild the model :meth:`state` describes, as copies: no array, dict or list is shared with
+        ``arrays`` or ``meta`` (which may be read-only views of a file's bytes).
         """
         if not isinstance(meta, dict) or meta.get("model") != cls.__name__:
             got = meta.get("model") if isinstance(meta, dict) else meta

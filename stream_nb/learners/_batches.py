@@ -23,20 +23,17 @@ class MiniBatches:
     """The mini-batch methods of a :class:`~stream_nb.learners.BayesClassifier` (a part of it, not used alone)."""
 
     def learn_many(self, X: pd.DataFrame, y: pd.Series) -> None:
-        """Learn a batch: the same model as ``learn_one`` over the rows in order.
+        """Learn a batch: the same model as ``learn_one`` over the rows in order, or an error and nothing learned.
 
-        With ``missing="em"``, a batch holding any missing value is learned
-        row by row (each E-step depends on the counts the previous rows left);
-        complete batches are counted in one vectorised pass.
+        A new feature takes its type from the column's dtype (an integer column with missing values is
+        float in pandas: declare it in ``types``). The docs' *Learners in Python* page says more.
 
-        A feature seen for the first time takes its type from the column's
-        dtype (a float column is numeric). pandas stores an integer column
-        that has missing values as float, so declare such features in
-        ``types`` (or build the frame with the nullable ``"Int64"`` dtype) to
-        keep them categorical as ``learn_one`` would.
-
-        A label or a value that ``learn_one`` would refuse at its row (given the rows before it)
-        raises the same error, and nothing of the batch is learned.
+        >>> import pandas as pd
+        >>> from stream_nb import NaiveBayes
+        >>> model = NaiveBayes()
+        >>> model.learn_many(pd.DataFrame({"sky": ["sun", "rain", "sun"]}), pd.Series(["play", "stay", "play"]))
+        >>> model.class_counts()
+        {'play': 2.0, 'stay': 1.0}
         """
         _check_frame(X)
         if len(X) != len(y):

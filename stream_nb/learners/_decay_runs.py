@@ -1,17 +1,8 @@
 """Decay in vectorised runs: the weight and smoothing of each row, as the one-event path gives them.
 
-With ``half_life`` every learned event is stored with the decay's inflation of
-its time (:meth:`Forgetting._forget_weight
-<stream_nb.learners._forgetting.Forgetting._forget_weight>`): the inflation grows
-by ``2**(1/H)`` per learned event, or in event time by ``2**(dt/H)`` as the
-clock moves on, and every reader adds ``alpha`` times the inflation of its time.
-So within a run each row is scored with the inflation left by the labeled rows
-before it, and a labeled row is learned with the inflation after its own step:
-:func:`decay_run` walks the run's rows once, in order, with the arithmetic of
-the one-event path (the same floats, the same state after the run), and says
-where the run must stop: after a row past which the store is renormalised
-(the cells divided by the inflation), and before one whose decay would scale
-the cells themselves (a jump in event time too long for the inflation).
+:func:`decay_run` walks a run's rows in order with the one-event path's arithmetic (each row scored with
+the inflation the rows before it left, learned with the one after its step), and says where the run must
+stop: after a renormalisation of the store, or before a jump in event time too long for the inflation.
 """
 
 from __future__ import annotations

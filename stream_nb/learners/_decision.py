@@ -1,13 +1,8 @@
 """From joint log-likelihoods to a decision: the class prior, one logsumexp, and the Bayes decision.
 
-Every model scores an event by its joint log-likelihood per class,
-log P(c, x) (up to a constant per event). The rest is shared and lives here:
-
-- :func:`log_prior`: log P̂(c) with Lidstone smoothing, the one place the prior is computed;
-- :func:`logsumexp` and :func:`normalise`: log P(c | x);
-- :class:`LossMatrix`: the Bayes decision of least conditional risk
-  R(j | x) = Σ_i λ[i, j] P(i | x), with 0-1 loss for every pair it leaves out;
-- :func:`outcomes`: a block's ``(prediction, proba)`` pairs, as the methods return them.
+:func:`log_prior` (log P̂(c), Lidstone-smoothed), :func:`logsumexp` and :func:`normalise` (log P(c | x)),
+:class:`LossMatrix` (the class of least conditional risk R(j | x) = Σ_i λ[i, j] P(i | x), 0-1 loss for
+the pairs it leaves out) and :func:`outcomes` (a block's ``(prediction, proba)`` pairs).
 """
 
 from __future__ import annotations

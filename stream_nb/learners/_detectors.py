@@ -1,23 +1,10 @@
 """Drift detectors: river's, by name, their compiled twins, and their state as JSON.
 
-:func:`make_detector` makes river's detector from what ``drift_detector=`` takes;
-:func:`watched_detector` gives the detector a model watches: the compiled twin
-of that detector where there is one (a model's kernel feeds it without leaving
-compiled code), else river's. :func:`encode_object` and :func:`decode_object`
-keep either in a snapshot.
-
-:func:`compiled_detector` takes what ``drift_detector=`` takes (a name of
-:data:`~stream_nb.learners._forgetting.DETECTORS`, a ``{"class", "params"}``
-spec, a river detector) and gives a :class:`CompiledDetector`: the twin of a
-fresh detector of that class and those parameters, whose ``drift_detected`` and
-``warning_detected`` equal river's after each value of the same sequence (see
-:mod:`stream_nb.kernels._detectors`). A detector of another class (or a
-subclass), a KSWIN given an initial window, or parameters river itself fails
-on has no twin: ``None``, and the model keeps the river object.
-
-A model's kernel feeds the twin's arrays directly (``kind``, ``params``,
-``state``, ``fbuf``, ``ibuf``: ``detector_update`` per value, ``detector_feed``
-for a block).
+:func:`make_detector` makes river's detector from what ``drift_detector=`` takes; :func:`compiled_detector`
+its :class:`CompiledDetector` twin (None for a class without one: the model keeps river's), fed by a
+model's kernel through its arrays (``kind``, ``params``, ``state``, ``fbuf``, ``ibuf``);
+:func:`watched_detector` the one a model watches; :func:`encode_object` and :func:`decode_object` keep
+either in a snapshot.
 """
 
 from __future__ import annotations

@@ -1,27 +1,9 @@
 """Drift detection: the detector is fed the error of every labeled event learned, and the counts reset on a drift.
 
-A model with ``drift_detector=D`` feeds ``D`` the 0/1 error of the model as it
-stands before it learns a labeled event, once per event, whichever way the
-event is learned (river's own drift-aware models do so: its ARF predicts inside
-``learn_one``):
-
-- ``learn_one``, ``learn_one_receipt`` and the rows of ``learn_many`` make the
-  prediction themselves, only when a detector is set (:meth:`DriftWatch._watch`);
-- ``prequential_one`` (the engine's one-event path, ``stream-nb evaluate``)
-  hands its own prediction over: it is not made twice;
-- ``prequential_many``, ``prequential_blocks`` and ``learn_events`` (the
-  engine's polls, the labels ``--feedback`` joins) feed a compiled twin of the
-  detector in the model's kernel, and the other events (and a detector without a
-  twin) through the one-event paths above.
-
-So river's ``evaluate.progressive_val_score`` (``predict_one``, then
-``learn_one``) feeds the detector the errors ``prequential_one`` does. With a
-delay the error is scored when the label comes, by the model as it stands then.
-Unlabeled events feed nothing. :meth:`DriftWatch.drift_paused` learns without
-feeding it, and :meth:`DriftWatch.observe_error` feeds it an error scored
-before (the daemon's provisional labels: see :mod:`stream_nb.engine`).
-On a warning, a drift, and the positions in ``model.drifts``: see
-:mod:`stream_nb.learners._forgetting`.
+The error is fed once per event, whichever way it is learned: ``learn_one`` predicts first
+(:meth:`DriftWatch._watch`), ``prequential_one`` hands its prediction over, and runs feed a compiled twin
+in the kernel. :meth:`DriftWatch.drift_paused` learns without feeding it, :meth:`DriftWatch.observe_error`
+feeds an error scored before. The docs' *Forgetting* page gives the rules.
 """
 
 from __future__ import annotations

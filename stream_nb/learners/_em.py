@@ -1,19 +1,9 @@
 """EM's E-steps: the expected counts of an event whose attributes are partly missing.
 
-``missing="em"`` learns an incomplete event by adding, in place of the counts
-of its missing values, their posterior given its observed values and its
-class (the E-step), with parameters read from the observed-only counts
-(:meth:`Stats.observed <stream_nb.stats.Stats.observed>`), so that imputed
-counts never feed later imputations. Each model says which posterior:
-
-- :func:`naive_bayes_blocks`: the missing attributes independent given the class (naive Bayes);
-- :func:`one_dependence_estep`: each pair table filled under the one-dependence model
-  that owns it (AODE, SPODE, TAN);
-- KDB enumerates the completions itself (:mod:`stream_nb.learners.kdb`).
-
-:func:`add_estep` adds an E-step's result to the store (the M-step), and
-:func:`mixture_posterior` is AODE's and SPODE's posterior of the missing values
-as they predict (what imputation reports).
+The posterior of the missing values given the observed ones and the class, with parameters from the
+observed-only counts: :func:`naive_bayes_blocks` (naive Bayes), :func:`one_dependence_estep` (AODE, SPODE,
+TAN; KDB enumerates its own); :func:`add_estep` adds it (the M-step), and :func:`mixture_posterior` is
+AODE's and SPODE's posterior as they predict. The docs' *Missing values and EM* page.
 """
 
 from __future__ import annotations
@@ -59,29 +49,12 @@ def naive_bayes_blocks(s, a: float, miss: np.ndarray, c: int) -> list:
 
 
 def one_dependence_estep(s, a, enc, c, miss):
-    """EM's E-step of the one-dependence models (AODE, SPODE, TAN): each attribute's rows under its own SPODE.
+    """EM's E-step of the one-dependence models (AODE, SPODE, TAN): each attribute's rows under its own SPODE,
+    parameters from ``s`` (the observed-only counts); ``(u, m, feats_u, J)`` for :meth:`Stats.add_expected`.
 
-    The pair counts are a bank of one-dependence tables: the rows of
-    attribute p (``pair_count[c, x_p, :]``, with ``value_count[c, x_p]``) are
-    the parameters P̂(c, x_p) and P̂(x_j | c, x_p) of the SPODE whose
-    super-parent is p, which is how AODE, SPODE and TAN read them. So the
-    expected counts of those rows are the posterior of the event's missing
-    values given its observed ones and its class ``c`` *under that SPODE*:
-
-    * p observed: the missing x_j are independent given (c, x_p), so the row
-      x_p of block (p, j) gets P̂(x_j | c, x_p), exactly;
-    * p missing: x_p = t with posterior
-      q_p(t) ∝ P̂(c, t) Π_{o observed} P̂(x_o | c, t); the rows t of block
-      (p, o) get q_p(t) at x_o, those of block (p, j), j missing,
-      q_p(t) P̂(x_j | c, t), and ``value_count`` gets q_p.
-
-    The parameters P̂ are read from ``s``, which EM passes as the
-    observed-only counts (:meth:`Stats.observed`). Every row block sums to
-    one, so the event adds exactly one unit of weight to every table. The
-    expected pair indicators ``J`` are not symmetric: block (p, j) is
-    SPODE p's, block (j, p) SPODE j's.
-
-    Returns ``(u, m, feats_u, J)`` for :meth:`Stats.add_expected`.
+    A missing x_j of an observed parent p gets P̂(x_j | c, x_p); a missing p gets
+    q_p(t) ∝ P̂(c, t) Π_o P̂(x_o | c, t) and its missing children follow given t. Every row block sums to
+    one, and ``J`` is not symmetric (block (p, j) is SPODE p's). The docs' *Missing values and EM* page.
     """
     ocols, ofeats = enc.cols, enc.feats
     k = len(ocols)
@@ -118,20 +91,12 @@ def one_dependence_estep(s, a, enc, c, miss):
 
 
 def mixture_posterior(s, a, enc, c, miss, m_limit, allowed, naive_jll=None):
-    """``(feature, columns, P(x_f = v | x_o, c))`` of each missing feature under AODE as it predicts,
-    read off store ``s`` with Lidstone's ``a`` (``allowed``: the features that may be super-parents,
-    None for all; ``m_limit``: the frequency limit; ``naive_jll``: the naive-Bayes joint
-    log-likelihood (C,) of ``enc``, needed when ``allowed`` is None): what imputation reports.
+    """``(feature, columns, P(x_f = v | x_o, c))`` of each missing feature under AODE as it predicts, from
+    store ``s`` (``allowed``: the possible super-parents, None for all; ``m_limit``: the frequency limit;
+    ``naive_jll``: naive Bayes' log P(c, x) of ``enc``, needed when ``allowed`` is None).
 
-    AODE's joint is a sum of one-dependence models (SPODEs); summed over
-    the completions of the missing values it is a mixture whose
-    components are: each qualifying observed parent i (given x_i the
-    missing attributes are independent, P̂(x_m | c, x_i)), and each
-    qualifying value t of each missing attribute i (then x_i = t and the
-    others follow P̂(x_m | c, t)). When no observed attribute qualifies,
-    completions with no qualifying value at all follow naive Bayes, a
-    last component. Component weights are their marginal likelihoods,
-    so the result is the exact posterior under the model.
+    The exact posterior: a mixture, weighted by marginal likelihood, of one component per qualifying
+    observed parent, one per qualifying value of each missing attribute, and naive Bayes when none qualifies.
     """
     C = s.n_classes
     ocols, ofeats = enc.cols, enc.feats

@@ -1,56 +1,9 @@
 """Forgetting: windows of panes, exponential decay, and a reset of the counts on a detected drift.
 
-Every model is a view of one count store, so forgetting is done to the store
-(with :mod:`stream_nb.stats.forgetting._forgetting`) and every model gets it at once.
-:class:`Forgetting` is the part of :class:`~stream_nb.learners.BayesClassifier`
-that does it, as the ``forgetting`` and ``drift_detector`` parameters of every model say:
-
-``forgetting=Window(N, panes=P)`` (``panes`` default 4)
-    The counts cover the most recent events, between ``N - N/P`` and ``N`` of
-    them: learned events are grouped in panes of ``ceil(N/P)``; when a pane is
-    complete its count delta (the counts it added: :func:`~stream_nb.stats.count_difference` against
-    a capture taken when it started) is kept, and when more than ``P - 1``
-    complete panes are kept the oldest is subtracted from the store. Memory:
-    the store, the capture and ``P - 1`` deltas, each the size of the counts,
-    so ``P + 1`` times the counts at most.
-``forgetting=Decay(half_life=H)``
-    Every count (and every Gaussian weight and M2) is multiplied by
-    ``2**(-1/H)`` before each learned event is added, so an event's weight
-    halves every ``H`` events; ``alpha`` is added to the decayed counts, as if
-    they were fresh ones. No cell is touched per event: the store keeps the
-    counts inflated by a global factor ``g`` (a new event adds ``w g``, and
-    ``g`` grows by ``2**(1/H)`` per event), every reader uses ``alpha g`` (the
-    smoothed estimates are ratios, so that is the same estimate), and the
-    store is renormalised (every cell divided by ``g``, ``g`` back to 1) once
-    ``g`` passes ``2**16``, before a structure rebuild, a merge and a snapshot.
-``forgetting=Decay(half_life=H, time_field="t")``
-    Decay in event time: ``H`` is in the units of each event's number
-    ``x["t"]`` (seconds in the daemon, whose ``--time-field`` it is), which is
-    not a feature. Between two learned events every count is multiplied by
-    ``2**(-dt/H)``, ``dt`` the later time minus the model's clock (the latest
-    time learned). Time is taken as non-decreasing: an event older than the
-    clock is learned at the clock (full weight, ``dt = 0``, the clock stays),
-    so a late event never inflates older counts; an event without the field
-    is learned at the clock too. Predictions read the counts as of the last
-    learned event. A time that is not a finite number is refused
-    (:class:`~stream_nb.exceptions.InvalidEventError`, reason ``bad_time``,
-    naming the field). A merge decays the counts with the earlier clock to the later.
-``drift_detector=D``
-    A river drift detector (``river.drift.binary.DDM()``, ``river.drift.ADWIN()``,
-    ...; or its name: ``"ddm"``, ``"adwin"``, ...) fed the 0/1 error of the
-    model as it stands before it learns a labeled event, once per event, by
-    ``learn_one`` as by ``prequential_one`` and every other way of learning
-    (:mod:`stream_nb.learners._drift`). On a warning a capture of the
-    counts is taken (the counts learned from there on are the fresh set); if
-    the warning clears it is dropped; on a drift the store switches to the
-    fresh counts (with no warning before it: to empty counts; with a window: to
-    the pane in progress, dropping the others), and a structured model rebuilds
-    its structure and restarts its early rebuilds. The position of each drift
-    (in labeled events watched) is in ``model.drifts``; it is logged.
-
-Decay and windows are exclusive. Runs of ``prequential_many`` stop at pane
-boundaries and at the events a detector acts on; with decay the kernel weighs
-each row as its event would be (:mod:`._decay_runs`).
+:class:`Forgetting` is the part of :class:`~stream_nb.learners.BayesClassifier` behind the ``forgetting``
+(``Window``, ``Decay``) and ``drift_detector`` parameters. It works on the store
+(:mod:`stream_nb.stats.forgetting._forgetting`), so every model gets it at once. The docs' *Forgetting*
+page gives the rules, the memory and the costs.
 """
 
 from __future__ import annotations

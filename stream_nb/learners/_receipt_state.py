@@ -1,13 +1,9 @@
 """Receipts (:class:`~stream_nb.learners._unlearn.Receipt`) as plain data, and back, checked against the model.
 
-A daemon that learns provisional labels keeps the receipts of those it cannot
-take back by plain counting (EM's expected counts, a forgetting model's stamp,
-SPODE's running scores) and writes them into every snapshot with the events
-they belong to (:mod:`stream_nb.engine.join._join_state`): a restarted daemon then
-takes a provisional label back exactly. The journal of a receipt is written by
-:class:`~stream_nb.stats.forgetting._journal.JournalWriter` (its arrays in two
-pools); the rest is JSON: ``{"label": y, "entries": [...], "extra": null or
-[array references], "stamp": null or [pane, halvings]}``.
+A daemon keeps the receipts of the provisional labels it cannot take back by plain counting in every
+snapshot (:mod:`stream_nb.engine.join._join_state`). The journal's arrays are written by
+:class:`~stream_nb.stats.forgetting._journal.JournalWriter`; the rest is JSON:
+``{"label": y, "entries": [...], "extra": null or [array references], "stamp": null or [pane, halvings]}``.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """Prequential runs: a run of plain events scored and learned in order by the model's compiled kernel.
 
-:meth:`BayesClassifier.prequential_iter <stream_nb.learners.BayesClassifier.prequential_iter>`
-hands each run of events that only change counts (see
-:meth:`Stats.encode_run <stream_nb.stats.Stats.encode_run>`) to
-:meth:`VectorisedRuns._prequential_run`, which hands it to the kernel
-(:meth:`VectorisedRuns._kernel_run`): each event is scored under the counts as
-they stand, then counted, as one event at a time; every other event goes the
-one-event way.
+Each run of events that only change counts (:meth:`Stats.encode_run <stream_nb.stats.Stats.encode_run>`)
+goes to :meth:`VectorisedRuns._kernel_run`: each event scored under the counts as they stand, then counted;
+every other event goes the one-event way.
 """
 
 from __future__ import annotations
@@ -37,6 +33,13 @@ class RunBlock(typing.NamedTuple):
     ``dict(zip(classes, proba[i]))``, which is what
     :meth:`~stream_nb.learners.BayesClassifier.prequential_iter` yields for it;
     ``yc[i]`` is its label's index in ``classes`` (-1: unlabeled).
+
+    Examples
+    --------
+    >>> from stream_nb import NaiveBayes
+    >>> *_, block = NaiveBayes().prequential_blocks([{"a": "x"}] * 4, ["p", "q", "p", "p"])
+    >>> block.start, block.stop, block.classes, block.decided.tolist(), block.yc.tolist()
+    (2, 4, ['p', 'q'], [0, 0], [0, 0])
     """
 
     start: int
@@ -103,17 +106,9 @@ class VectorisedRuns(abc.ABC):
         return _Timed(out, times)
 
     def learn_events(self, xs: list, ys: list, receipts: dict | None = None, *, watch: bool = True) -> list:
-        """Learn events as :meth:`prequential_iter` does (the same runs; an event it refuses is skipped),
-        predicting only what a drift detector or the model learns from. Group members' partition states learn so,
-        and the daemon its joined labels. ``watch=False``: the drift detector is fed nothing (:meth:`drift_paused`).
-
-        ``receipts``: a dict that gets, under its index, the receipt of each event that taking back will need
-        (``unlearn_one(x, y, receipt=...)``; the others go with :meth:`unlearn_events`). Runs are learned
-        together when :meth:`unlearns_plainly` says their events need none; the other events, and every
-        event otherwise, one at a time with :meth:`learn_one_receipt`.
-
-        Returns ``[(index, error), ...]``: the events refused (each an
-        :class:`~stream_nb.exceptions.InvalidEventError`), for the caller to report.
+        """Learn events as :meth:`prequential_iter` does, predicting only for a drift detector (``watch=False``:
+        none); return ``[(index, InvalidEventError), ...]`` of the events refused. ``receipts``: a dict that
+        gets, by index, the receipt of each event whose taking back will need one.
 
         >>> from stream_nb import NaiveBayes
         >>> xs, ys = [{"sky": "sun"}, {"sky": "rain"}, {"sky": ["?"]}, {"sky": "sun"}], ["play", "stay", "play", "play"]
@@ -152,10 +147,8 @@ class VectorisedRuns(abc.ABC):
     def prequential_blocks(self, xs: list, ys: list):
         """:meth:`~stream_nb.learners.BayesClassifier.prequential_iter`, yielding each run through the kernel
         as one :class:`RunBlock` (arrays, no dict per event) and every other event's result as it does.
-        ``xs`` may be :class:`~stream_nb.stats.Columns` (a poll decoded as columns), read column by column.
-
-        Expanding each block into ``(classes[d], dict(zip(classes, p)))`` per row gives exactly
-        ``prequential_iter``'s results, and the model ends the same.
+        ``xs`` may be :class:`~stream_nb.stats.Columns`. Expanding each block's rows gives ``prequential_iter``'s
+        results exactly.
 
         >>> from stream_nb import NaiveBayes
         >>> model = NaiveBayes()

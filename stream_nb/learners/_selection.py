@@ -1,57 +1,10 @@
 """Selective structure: the attributes and parents that the counts show informative, by G-tests.
 
-On wide data most attributes of a k-dependence model add estimation noise and
-no information about the class: an attribute that depends on the class only
-through another attribute (in a chain c -> a -> b, b given a) tells nothing
-more once that attribute is known, yet naive Bayes and KDB multiply its factor
-in all the same. A *selective* model (Martinez et al., "Scalable learning of
-Bayesian network classifiers", JMLR 2016: selective KDB; Chen et al.,
-selective AnDE) keeps only the attributes and the parents that carry
-information.
-
-Here the selection is a pure function of the additive counts, read at the
-model's rebuilds: two models merged hold the counts of one model of all
-their events, and the merged model's next rebuild (a merge rebuilds) chooses
-what that one model would. Evidence kept beside the counts (a prequential log
-loss per candidate, a leave-one-out pass over past events) would not merge so:
-the prequential losses of two models are each scored by a model that never saw
-the other's events, and the events of a leave-one-out pass are gone.
-
-The tests are likelihood-ratio (G) tests, each statistic twice the events
-times a mutual information read off the counts, against the chi-square
-quantile (Wilson and Hilferty's approximation) at level ``level`` shared
-among the tests of its kind (Bonferroni):
-
-- **a parent** g of attribute f, among f's ``k`` candidates of highest
-  I(x_f; x_g | y) (KDB's rule): kept when
-  :math:`2 n I(x_f; x_g \\mid y)` passes the quantile with
-  :math:`\\sum_c (|X_f|_c - 1)(|X_g|_c - 1)` degrees of freedom (the values
-  held in each class's stratum), level shared among the pairs of attributes;
-  so each attribute's number of parents, up to ``k``, is chosen by the data;
-- **an attribute** f: kept when it tells more of the class than the earlier
-  attribute z it depends on most (highest I(x_f; x_z | y), kept or not),
-  :math:`2 n I(y; x_f \\mid x_z)` against
-  :math:`\\sum_u (|C|_u - 1)(|X_f|_u - 1)` over z's values u (first in the
-  order, or k = 0: :math:`2 n I(y; x_f)` against :math:`(|C| - 1)(|X_f| - 1)`),
-  level shared among the attributes. An attribute dropped is left out of the
-  product, and is no parent of another. In a chain c -> a -> b -> d, given a,
-  b tells nothing of c, and given b neither does d: both are dropped, however
-  much each tells of c alone.
-
-Selective AODE (:func:`informative_parents`) keeps as super-parents the
-attributes that the class depends on, each by the G-test of
-:math:`2 n I(x_p; y)` against :math:`(|C| - 1)(|X_p| - 1)` degrees of freedom,
-level shared among the attributes; every attribute stays a child. Chen,
-Martinez, Webb and Wang ("Sample-based attribute selective AnDE for large
-data", IEEE TKDE 2017) rank the attributes by I(x; y) and choose how many to
-keep by leave-one-out evidence over the events; that choice is not kept here,
-since the events are gone and it would not merge (above).
-
-For KDB, the attributes are taken in the order of I(x_f; y), as KDB orders them, and
-parents come from the attributes kept before (and allowed by the memory
-budget's candidates). When every test passes, the structure is KDB's own.
-Before any is kept, and with few events, the tests keep little: the model
-then predicts from the few attributes the counts support.
+Selective KDB (:func:`selective_structure`: attributes, and parents among each one's ``k`` candidates)
+and selective AODE (:func:`informative_parents`: super-parents), each test twice the events times a
+mutual information against the chi-square quantile, at a level shared among the tests of its kind. A
+pure function of the counts, so merges and snapshots choose what one model of all the events would.
+The docs' *Options* page (Selection) gives the tests.
 """
 
 from __future__ import annotations

@@ -19,22 +19,9 @@ __all__ = ["conditional_mutual_information", "dependence_shown", "maximum_spanni
 
 
 def conditional_mutual_information(stats) -> np.ndarray:
-    """I(x_i; x_j | y) for every pair of discrete features, from the pair counts.
-
-    .. math::
-
-        I(x_i; x_j \\mid y) = \\sum_{x_i, x_j, c} P(x_i, x_j, c)
-        \\log \\frac{P(x_i, x_j \\mid c)}{P(x_i \\mid c) P(x_j \\mid c)}
-
-    with maximum-likelihood probabilities read off the events in which both
-    features were observed (all events when nothing is missing), and
-    0 log 0 = 0. Returns an (F, F) matrix over ``stats.features`` (zero on
-    the diagonal and for features without values yet).
-
-    The pair counts hold each pair twice, as the rows of x_i (block (i, j))
-    and as the rows of x_j (block (j, i)); EM fills the two under different
-    one-dependence models, so they may differ, and the estimate pools both
-    (with symmetric counts, it is the usual one).
+    """I(x_i; x_j | y) for every pair of discrete features, an (F, F) matrix over ``stats.features`` (zero on
+    the diagonal and for features without values), from the pair counts over the events in which both were
+    observed; the two blocks of a pair, which EM may fill differently, are pooled.
     """
     C, V, F = stats.n_classes, len(stats.value_keys), len(stats.features)
     out = np.zeros((F, F))
@@ -86,26 +73,9 @@ def maximum_spanning_tree(weights: np.ndarray, nodes, root, rank=None) -> dict:
 def dependence_shown(stats, rule: str = "bic") -> bool:
     """Whether the counts show two attributes dependent given the class, enough to be worth modelling.
 
-    ``rule="bic"``: True when some pair of discrete attributes has
-
-    .. math::
-
-        n \\, I(x_i; x_j \\mid y) > \\tfrac{1}{2} \\, |C| (|X_i| - 1)(|X_j| - 1) \\ln n,
-
-    the BIC's trade: the log-likelihood a one-dependence conditional gains over naive Bayes'
-    on n events against the cost of its extra parameters. ``rule="g"``: True when the
-    likelihood-ratio (G) test rejects the independence of some pair given the class,
-    :math:`2 n I(x_i; x_j \\mid y)` beyond the chi-square quantile with
-    :math:`|C| (|X_i| - 1)(|X_j| - 1)` degrees of freedom at level 0.01 shared among the pairs
-    (Bonferroni; the test :mod:`stream_nb.stats.discretiser._joint` puts to the quantile cuts): whether
-    there is a dependence at all. Its threshold grows with the degrees of freedom, not with
-    ``ln n``, so a dependence shows sooner: on river's Bananas at 200 events, where the BIC
-    waits until 800.
-
-    Both read the observed counts (not EM's imputed ones, which lean towards the current
-    structure); ``|X|`` counts the values seen. On attributes independent given the class both
-    stay False (with overwhelming probability); a strong dependence shows within a few hundred
-    events.
+    ``"bic"``: some pair has n I(x_i; x_j | y) > ½ |C| (|X_i| − 1)(|X_j| − 1) ln n; ``"g"``: the G-test of
+    2n I(x_i; x_j | y) rejects independence at level 0.01 shared among the pairs. Both read the observed
+    counts (not EM's imputed ones).
 
     >>> from stream_nb import TAN, Tree
     >>> model = TAN(search=Tree(rebuild_every=0))

@@ -13,47 +13,27 @@ __all__ = ["StructuredClassifier"]
 
 
 class StructuredClassifier(BayesClassifier):
-    """A classifier whose structure is rebuilt from the running counts on a schedule of
-    learned events and on :meth:`rebuild`.
+    """A classifier whose structure is rebuilt from the running counts, on a schedule and on :meth:`rebuild`.
 
-    The schedule starts early and settles at ``rebuild_every`` (see :meth:`rebuild_interval`):
-    *early* rebuilds after ``warmup`` learned events and then each time the count doubles
-    while it stays below ``rebuild_every``, then *regular* ones every ``rebuild_every``
-    events. With the defaults (warmup 100, rebuild_every 1000): after 100, 200, 400, 800
-    events, then 1000, 2000, 3000, ... So a short stream gets a structure too.
+    Early rebuilds come after ``warmup`` learned events and each time the count doubles below
+    ``rebuild_every``, then one every ``rebuild_every`` events (:meth:`rebuild_interval`); an early one
+    takes place only when the counts show a dependence (the ``_early_rule`` of
+    :func:`~stream_nb.learners._structure.dependence_shown`, ``"g"`` or ``"bic"``). A batch stops at the
+    next rebuild, and a merge rebuilds from the merged counts (unless ``_rebuild_after_merge`` is False).
+    A subclass gives :meth:`rebuild` (which calls :meth:`_rebuilt`), calls :meth:`_setup_rebuilds` from
+    ``__init__``, and may set ``_early_rule``.
 
-    An early rebuild takes place only when the counts show a dependence the structure can
-    use (:func:`~stream_nb.learners._structure.dependence_shown` by the subclass's
-    ``_early_rule``); otherwise it keeps the structure as it is (naive Bayes before the first
-    one) and still counts in ``n_rebuilds``, so the schedule goes on. TAN with its default
-    Bayesian tree score, and SPODE, ask the G-test (``"g"``): is some pair of attributes
-    dependent given the class, at level 0.01 shared among the pairs? Their structure choice then
-    weighs what an edge costs (the Bayesian score charges an edge for its cells; SPODE picks its
-    super-parent by prequential log loss). KDB, and TAN with ``tree_score="cmi"``, whose choice
-    charges nothing for cells, ask the BIC (``"bic"``): is some such dependence worth its
-    parameters? Measured prequentially (``bench/discretise.py --part early_rebuilds``), the
-    test lifts TAN and SPODE by 1.2 points on river's Bananas, whose dependence it finds at 200
-    events where the BIC waits until 800, and by 0.4 to 0.7 on RandomTree and ImageSegments,
-    and costs them nothing anywhere (with equal-frequency bins, 0.4 points on Hyperplane,
-    ``--part tree_score``); under it KDB (k=2) would lose 10.0 points on ImageSegments (19
-    attributes, 7 classes) and TAN with CMI 11.8, their early structures hung on sparse tables.
-    On a stream whose attributes are independent given the class (naive Bayes' own
-    assumption, as in LED) no early rebuild takes place, and from ``rebuild_every`` on
-    everything is as if there had been no early one. ``rebuild_every=0`` rebuilds only on
-    ``rebuild()``.
+    Examples
+    --------
+    >>> from stream_nb import TAN
+    >>> from stream_nb.learners import StructuredClassifier
+    >>> model = TAN()
+    >>> isinstance(model, StructuredClassifier), model.n_rebuilds, model.rebuild_interval()
+    (True, 0, 100)
 
-    A subclass provides, beyond :class:`~stream_nb.learners.BayesClassifier`'s hooks:
-
-    - :meth:`rebuild`: choose the structure from the current counts, then call
-      :meth:`_rebuilt`;
-    - a ``rebuild_every`` parameter, checked by calling :meth:`_setup_rebuilds`
-      from ``__init__``;
-    - optionally ``_early_rule``, the test an early rebuild waits for (``"g"``, or ``"bic"``).
-
-    Learning then rebuilds on that schedule (a batch stops at the
-    next rebuild, so ``learn_many`` rebuilds where ``learn_one`` would), and a
-    merge rebuilds from the merged counts when the model had been built (unless
-    ``_rebuild_after_merge`` is False).
+    Notes
+    -----
+    The docs' *The models* page gives the schedule and the tests; *Benchmarks* measures the early rebuilds.
     """
 
     #: Rebuild after a merge (when the model had been built), from the merged counts.
@@ -89,10 +69,8 @@ class StructuredClassifier(BayesClassifier):
         return cached[2]
 
     def rebuild_interval(self) -> int:
-        """Learned events from the last rebuild (or the start) to the next one; 0: no automatic rebuild.
-
-        It depends on the number of rebuilds so far only, so a restored or merged model keeps its
-        place in the schedule (see the class docstring).
+        """Learned events from the last rebuild (or the start) to the next one (0: no automatic rebuild); a
+        function of the rebuilds so far, so a restored or merged model keeps its place.
 
         >>> from stream_nb import MDL, TAN, Tree
         >>> model = TAN(numeric=MDL(warmup=100), search=Tree(rebuild_every=1000))

@@ -1,34 +1,9 @@
 """TAN's edge weights by the Bayesian network score: the gain of each candidate edge, from the pair counts.
 
-Weka's ``BayesNet`` TAN search (``weka.classifiers.bayes.net.search.local.TAN``,
-score ``BAYES``) weighs the edge between attributes i and j by what adding one
-as the second parent (beside the class) of the other gains in the node's local
-Bayesian-Dirichlet score (Cooper and Herskovits' K2 score with a Dirichlet
-prior of ``alpha`` per cell):
-
-.. math::
-
-    S(i \\mid \\Pi) = \\sum_{\\pi} \\Big[ \\ln\\Gamma(V_i \\alpha) - \\ln\\Gamma(V_i \\alpha + n_{\\pi})
-        + \\sum_{v} \\big( \\ln\\Gamma(\\alpha + n_{\\pi v}) - \\ln\\Gamma(\\alpha) \\big) \\Big]
-
-over the configurations :math:`\\pi` of the parents (the class c, or the pair
-(c, x_j)), :math:`V_i` the values of attribute i. The gain
-:math:`g(i \\leftarrow j) = S(i \\mid c, x_j) - S(i \\mid c)` is the log of the
-factor by which the data's marginal likelihood grows with the edge; unlike the
-conditional mutual information it charges an edge for its cells, so a sparse
-table of many values earns little. Weka's search adds, Prim-like, the edge
-of highest gain in either direction between the tree and the rest, which is
-the maximum spanning tree under the symmetric weight
-:math:`\\max(g(i \\leftarrow j), g(j \\leftarrow i))`; that is the matrix
-:func:`bayesian_edge_weights` returns. Under the same Dirichlet prior the
-posterior mean of each conditional is the model's Lidstone estimate
-:math:`(n + \\alpha) / (n_\\pi + V_i \\alpha)`, so the score's prior is the
-model's ``alpha``.
-
-Every count is read over the events in which both attributes were observed,
-the base score too (the column sums of the pair block), so a gain compares
-like with like when values are missing. The pair block (j, i) (rows the values
-of x_j) is read as the conditionals of x_i given x_j, as TAN reads it.
+As Weka's ``BayesNet`` TAN search (score ``BAYES``): the weight of edge (i, j) is
+max(g(i ← j), g(j ← i)), g(i ← j) = S(i | c, x_j) − S(i | c) the gain in the node's local
+Bayesian-Dirichlet (K2) score with a prior of ``alpha`` per cell, each count read over the events in
+which both attributes were observed. The docs' *The models* page gives the score.
 """
 
 from __future__ import annotations

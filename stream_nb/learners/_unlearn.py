@@ -1,35 +1,9 @@
-"""Unlearning: the exact inverse of learning one event.
+"""Unlearning: the exact inverse of learning one event, by subtracting what it added.
 
-Every model is a view of additive counts, so an event is taken back by
-subtracting what it added (:meth:`Stats.remove <stream_nb.stats.Stats.remove>`):
-integer counts come back exactly, the Gaussian moments through the reverse of
-the weighted Welford update (equal to the moments of a model that never saw
-the event, within floating-point rounding).
-
-What an event added is not always a function of the event alone. EM's E-step
-(``missing=EM()``) and semi-supervised learning spread an event by posteriors
-read off the counts *as they were when it was learned*; recomputing them
-later, after other events moved the counts, would take back other fractions
-than were added. So those are recorded, not recomputed:
-:meth:`Unlearning.learn_one_receipt` learns an event like ``learn_one`` and
-returns a :class:`Receipt` of exactly what was added (the journal of the store,
-plus SPODE's running scores), and ``unlearn_one(x, y, receipt=receipt)`` takes
-exactly that back. An event learned by plain counting (every feature observed,
-or ``missing="ignore"``) needs no receipt. A receipt follows the store's
-promotions (:mod:`stream_nb.stats.forgetting._promoted`) and survives a snapshot
-(:meth:`Unlearning.receipts_state`, :meth:`Unlearning.receipts_from_state`).
-
-What is detected (:class:`~stream_nb.exceptions.UnlearnError`, nothing changed):
-a class, feature or categorical value the model never learned, and any count
-that would fall below zero (including the Gaussian weights). What cannot be
-detected: an event that was never learned but whose every count is covered by
-other events; its subtraction is then indistinguishable from a real one.
-
-What stays: the vocabulary (classes, features, values and the discretisers'
-edges) is never shrunk, so a value first seen in an unlearned event remains
-known with zero counts (it still widens the Lidstone denominator of its
-feature, as it would have if seen in prediction only). TAN, SPODE and KDB
-structures are functions of the counts and follow them at their next rebuild.
+An event learned by plain counting is taken back from the event alone; one whose counts EM or
+semi-supervised learning spread by posteriors needs the :class:`Receipt` that
+:meth:`Unlearning.learn_one_receipt` returned. The docs' *Learners in Python* page (Unlearning) says
+what is detected and what stays.
 """
 
 from __future__ import annotations
@@ -84,14 +58,9 @@ class Unlearning:
     def unlearn_one(self, x: dict, y, w: float = 1.0, *, receipt: Receipt | None = None) -> None:
         """Take back one learned event: the exact inverse of ``learn_one(x, y, w)``.
 
-        Without ``receipt`` the event must have been learned by plain counting
-        (see the module notes): a model with ``missing=EM()`` asked to unlearn
-        an event with a missing feature, or an unlabeled event, raises
-        :class:`~stream_nb.exceptions.UnlearnError` (reason ``needs_receipt``).
-        With the ``receipt`` :meth:`learn_one_receipt` returned, exactly what
-        that call added is taken back. An event the model cannot have learned
-        raises :class:`~stream_nb.exceptions.UnlearnError` (reason
-        ``not_learned``) and leaves the model unchanged.
+        An event EM or semi-supervised learning spread needs the ``receipt`` :meth:`learn_one_receipt`
+        returned (else :class:`~stream_nb.exceptions.UnlearnError`, reason ``needs_receipt``); one the model
+        cannot have learned raises it too (``not_learned``), and nothing changes.
 
         >>> from stream_nb import NaiveBayes
         >>> model = NaiveBayes()
@@ -122,13 +91,8 @@ class Unlearning:
             self._added(c)
 
     def unlearn_events(self, xs: list, ys: list) -> None:
-        """Take back many events learned by plain counting, at once: ``unlearn_one(x, y)`` for each pair,
-        all or nothing. The counts come back exactly, the Gaussian moments by the inverse of the pairwise
-        merge (equal to those of a model that never saw the events, within floating-point rounding).
-
-        :class:`~stream_nb.exceptions.UnlearnError`, and nothing changed, when one of the events cannot be
-        taken back so: never learned (as :meth:`unlearn_one` says), or learned with what only its receipt
-        records (reason ``needs_receipt``: see :meth:`unlearns_plainly`); take those back one at a time.
+        """Take back many events learned by plain counting, at once: ``unlearn_one(x, y)`` for each pair, all
+        or nothing (:class:`~stream_nb.exceptions.UnlearnError` when one cannot be taken back so, nothing changed).
 
         >>> from stream_nb import NaiveBayes
         >>> xs = [{"sky": "sun", "t": 20.5}, {"sky": "rain", "t": 11.0},

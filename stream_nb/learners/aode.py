@@ -23,74 +23,32 @@ _EVERY = np.zeros(0, dtype=np.int8)  # no selection: every feature a super-paren
 class AODE(OneDependenceKernel, VectorisedRuns, StructuredClassifier):
     """Averaged one-dependence estimators, learned incrementally.
 
-    Every attribute observed often enough becomes in turn the super-parent of
-    all others, and the one-dependence models (SPODEs) are averaged:
-
-    .. math::
-
-        P(c \\mid x) \\propto \\sum_{i:\\ |D_{x_i}| \\ge m} \\hat P(c, x_i)
-        \\prod_{j \\ne i} \\hat P(x_j \\mid c, x_i)
-
-    .. math::
-
-        \\hat P(c, x_i) = \\frac{|D_{c,x_i}| + \\alpha}{|D| + \\alpha N_i}, \\qquad
-        \\hat P(x_j \\mid c, x_i) = \\frac{|D_{c,x_i,x_j}| + \\alpha}{|D_{c,x_i}| + \\alpha N_j}
-
-    exactly as in the textbook (Zhou, *Machine Learning*, eq. 7.23-7.25, with
-    Laplace's 1 generalised to ``alpha``). The factor for j = i is
-    P(x_i | c, x_i) = 1 and is left out. When no attribute of the event
-    qualifies as a parent, the prediction falls back to naive Bayes over the
-    same counts. With missing values, |D| and |D_c,x_i| are counted over the
-    events where the attributes involved were observed, and a missing
-    attribute is neither parent nor child.
-
-    **Selective AODE** (``search=SuperParents(select=0.01)``): on wide data
-    most attributes tell little of the class, and their one-dependence models
-    add noise to the average. With ``select``, the sum above runs over the
-    super-parents whose dependence on the class the counts show, by a G-test
-    at that level shared among the attributes (see :class:`~stream_nb.SuperParents`
-    and :mod:`stream_nb.learners._selection`), chosen again every
-    ``rebuild_every`` learned events (the first choice after ``rebuild_every``
-    events) and after a merge. Every attribute stays a child (with
-    ``SuperParents(drop=True)`` the attributes not kept are left out of the
-    model altogether, as in Chen et al.'s selective AnDE), and the counts are
-    AODE's own: the choice changes what predicts, not what is learned. When
-    every attribute passes, the probabilities are plain AODE's.
-
-    Numeric (``float``) features are discretised online: by default at the
-    cut points Fayyad and Irani's MDL criterion chooses, again and again as
-    the stream goes on, over a fine layer of bins whose counts the model keeps
-    (see :mod:`stream_nb.stats.store._fine`); until a feature's first ``warmup``
-    values have placed the fine bins it counts as missing, and those events
-    are counted with their value once the bins exist.
+    Every attribute value seen in at least ``m`` events becomes in turn the super-parent of all the
+    others, and the one-dependence models (SPODEs) are averaged; with no such parent it predicts as
+    naive Bayes. Numeric features are discretised online.
 
     Parameters
     ----------
     alpha
         Lidstone smoothing, > 0.
     search
-        :class:`~stream_nb.SuperParents` (default ``SuperParents()``): its ``m``, the frequency limit
-        (an attribute value is a parent only when seen in at least ``m`` events; the textbook suggests
-        30, 1 is Weka's default), and ``select``, the level of selective AODE's test (None: every attribute
-        a super-parent; ``drop``: the others are no child either).
+        :class:`~stream_nb.SuperParents` (default): ``m``, the frequency limit of a parent value; ``select``,
+        the level of selective AODE's G-test (None: every attribute a super-parent); ``drop``, leave the
+        others out altogether.
     numeric
-        How numeric features are cut into bins: :class:`~stream_nb.MDL` (default),
-        :class:`~stream_nb.EqualFrequency` or :class:`~stream_nb.Edges` (fixed edges for some
-        features, needed to merge models that discretise them).
+        How numeric features are binned: :class:`~stream_nb.MDL` (default),
+        :class:`~stream_nb.EqualFrequency` or :class:`~stream_nb.Edges`.
     types
         ``{feature: "categorical" | "numeric" | "time"}`` overriding type inference (``"time"``: the
         event's time, not a feature).
     loss
-        Optional loss matrix ``{truth: {prediction: cost}}`` for Bayes decision.
+        Loss matrix ``{truth: {prediction: cost}}`` for a Bayes decision.
     missing
-        :class:`~stream_nb.EM` (default) or :class:`~stream_nb.Ignore`: what is learned from events
-        with missing attributes, and from unlabeled ones (see :class:`~stream_nb.NaiveBayes`).
+        :class:`~stream_nb.EM` (default) or :class:`~stream_nb.Ignore` (see :class:`~stream_nb.NaiveBayes`).
     forgetting, drift_detector
-        :class:`~stream_nb.Window`, :class:`~stream_nb.Decay` or None, and a river drift detector
-        (see :class:`~stream_nb.NaiveBayes`).
+        :class:`~stream_nb.Window`, :class:`~stream_nb.Decay` or None; a river drift detector.
     memory_budget
-        Bytes the counts may take (default 256 MiB; None: no bound): tables that
-        would pass it are kept sparse (see :mod:`stream_nb.stats.budget._budget`).
+        Bytes the counts may take (default 256 MiB; None: no bound); tables beyond it turn sparse.
 
     Examples
     --------
@@ -107,6 +65,16 @@ class AODE(OneDependenceKernel, VectorisedRuns, StructuredClassifier):
     ...     model.learn_one(x, y)
     >>> model.predict_proba_one({"colour": "green", "root": "curled", "sound": "dull"})
     {'good': 0.7525, 'bad': 0.2475}
+
+    Notes
+    -----
+    The docs' *The models* page gives the estimates, *Options* selective AODE, and *Numeric features*
+    the discretiser.
+
+    References
+    ----------
+    Webb, G. I., Boughton, J. R., Wang, Z. (2005). Not so naive Bayes: aggregating one-dependence
+    estimators. Machine Learning, 58, 5-24.
 
     """
 

@@ -29,110 +29,37 @@ _UNLABELED = np.full(1, -1, dtype=np.int64)
 class KDB(KDBKernel, VectorisedRuns, StructuredClassifier):
     """Sahami's k-dependence Bayesian classifier, its structure rebuilt from running counts.
 
-    Attributes are ordered by their mutual information with the class; each
-    takes as parents the class and the (up to) ``k`` earlier attributes with
-    the highest conditional mutual information I(x_i; x_j | y) with it (ties
-    by name). Then
-
-    .. math::
-
-        P(c \\mid x) \\propto \\hat P(c) \\prod_i \\hat P(x_i \\mid c, x_{pa(i)}), \\qquad
-        \\hat P(x_i \\mid c, x_{pa(i)}) = \\frac{|D_{c, x_{pa(i)}, x_i}| + \\alpha}{|D_{c, x_{pa(i)}}| + \\alpha N_i}
-
-    ``k=0`` is naive Bayes; ``k=1`` gives a tree like TAN's.
-
-    **Counts kept.** The structure needs only the pair counts every model
-    shares. The parameters need, for k ≥ 2, the class-conditional counts of
-    every (k+1)-tuple of values (lower-order counts are its diagonals): it is
-    kept whole, so a rebuild can pick any parents and still has all the data.
-    Dense it takes C·V^(k+1) cells for V values in all (10 classes and 50
-    values: 1.25 million cells for k=2, 62.5 million for k=3); while that fits
-    ``memory_budget`` it is a dense array, beyond it a sparse table of the
-    tuples that occur (an event adds at most F^(k+1) of them), with the same
-    counts.
-
-    **Past the budget: candidate parents** (selective KDB, see
-    :mod:`stream_nb.stats.selection._tuple_candidates`). When the sparse table would
-    pass half the budget (the pair tables take the other half, keeping the
-    attribute pairs of highest CMI as TAN's do), it keeps only the tuples
-    whose parents are *candidates* of their attribute: each attribute's
-    2·k others of highest I(x_i; x_j | y), read off the pair counts, and the
-    structure then chooses each attribute's parents among its candidates. As
-    the table fills, the lowest-ranked candidates are dropped (a selection
-    only narrows; none is added later), so every tuple kept holds exactly
-    the counts of every event learned since the table started. With a
-    structure already built the candidates keep all their counts; on wide
-    data one event's tuples do not fit before there is any structure, and
-    the choice waits for the first rebuild: until then the table keeps
-    nothing (the model is naive Bayes before its first rebuild anyway), and
-    from then on the parameters P(x_i | c, x_pa(i)) come from the events
-    since (``memory_used()["tuples_selected"]["counted_from_event"]``).
-    Under candidates, events with missing values are counted as
-    ``missing="ignore"`` counts them, a batch of ``learn_many`` goes on row
-    by row and two models do not merge (a MergeError naming both
-    selections); with forgetting or ``discretiser="mdl"`` no candidates are
-    chosen (the sparse table is unbounded, as before). A model whose budget
-    holds its tables never selects, and counts and predicts as before.
-
-    No event is refused for room unless ``max_table_cells`` is given:
-    then learning an event that would take the table past that many cells
-    raises :class:`~stream_nb.exceptions.CapacityError` and changes nothing
-    (the daemon dead-letters the event with reason ``table_full``).
-
-    **Missing values** are summed out exactly by enumerating the joint values
-    of the missing attributes that have observed descendants (the others sum
-    to one); EM's E-step enumerates the completions of all missing
-    attributes, weighting each by its posterior under this KDB (current
-    structure; naive Bayes before the first build) with parameters from the
-    observed-only counts, which ``missing="em"`` keeps beside the counts from
-    the first incomplete event on (a second (k+1)-way table: twice the
-    memory). Both stop at
-    ``max_completions`` joint values: beyond it a prediction reads each
-    observed attribute given its observed parents only, and learning counts
-    the observed values only (``n_em_skipped`` says how often).
-
-    **The structure** is chosen from the observed-only counts (with
-    ``missing="ignore"``, the counts): the E-step imputes under the current
-    structure, so counts that hold its imputations would lean toward it at
-    the next rebuild.
+    Attributes are ordered by their mutual information with the class, and each takes as parents the
+    class and the (up to) ``k`` earlier attributes of highest I(x_i; x_j | y). The class-conditional
+    counts of every (k+1)-tuple of values are kept, dense while they fit ``memory_budget``, sparse
+    beyond. Missing attributes are summed out by enumeration.
 
     Parameters
     ----------
     k
-        Most attribute parents per attribute.
+        Most attribute parents per attribute (0: naive Bayes).
     alpha
         Lidstone smoothing, > 0.
     search
-        A :class:`~stream_nb.Parents`: ``rebuild_every``, the learned events between two rebuilds
-        of the structure (early ones come after ``warmup`` events and each time the count doubles
-        below it, as TAN's; 0: only on :meth:`rebuild`), and ``select``: None (default), every
-        attribute, each with its ``k`` parents; a significance level in (0, 1), selective KDB, each
-        rebuild keeping only the attributes that tell more of the class than the earlier attribute
-        they depend on most, and the parents dependent on their attribute given the class, by G-tests
-        on the counts (see :mod:`stream_nb.learners._selection`); the attributes left out are
-        :attr:`dropped`. Before the first rebuild the model is naive Bayes over every attribute, as
-        without a selection.
+        :class:`~stream_nb.Parents` (default): ``rebuild_every``, learned events between rebuilds (0: only
+        on :meth:`rebuild`); ``select``, the level of selective KDB's G-tests (None: every attribute).
     max_table_cells
-        Optional hard bound on the cells of the (k+1)-way count table (None: none, the
-        budget decides how it is kept).
+        Hard bound on the cells of the (k+1)-way table: past it learning raises
+        :class:`~stream_nb.exceptions.CapacityError` (None: the budget decides).
     max_completions
         Most joint values of missing attributes enumerated per event.
     numeric
-        How numeric features are cut into bins: :class:`~stream_nb.EqualFrequency` (KDB's
-        default), :class:`~stream_nb.MDL` (the default of AODE, TAN and SPODE) or
-        :class:`~stream_nb.Edges`. With MDL KDB keeps the fine layer's (k+1)-way table too, over
-        ``fine_bins`` values per numeric feature instead of ``bins``: on river's ImageSegments (19
-        numeric features) learning took several times longer, so it is asked for by name. Its
+        How numeric features are binned: :class:`~stream_nb.EqualFrequency` (default),
+        :class:`~stream_nb.MDL` (slower: a fine (k+1)-way table too) or :class:`~stream_nb.Edges`; its
         ``warmup`` is also the events learned before the first rebuild.
     types
         ``{feature: "categorical" | "numeric" | "time"}`` overriding type inference.
     loss
-        Optional loss matrix ``{truth: {prediction: cost}}`` for Bayes decision.
+        Loss matrix ``{truth: {prediction: cost}}`` for a Bayes decision.
     missing, forgetting, drift_detector
-        EM for missing values and unlabeled events, and forgetting (see :class:`~stream_nb.NaiveBayes`).
+        As for :class:`~stream_nb.NaiveBayes`.
     memory_budget
-        Bytes the counts may take (default 256 MiB; None: no bound): tables that
-        would pass it are kept sparse (see :mod:`stream_nb.stats.budget._budget`).
+        Bytes the counts may take (default 256 MiB; None: no bound); tables beyond it turn sparse.
 
     Examples
     --------
@@ -150,6 +77,18 @@ class KDB(KDBKernel, VectorisedRuns, StructuredClassifier):
     {'c': [], 'a': ['c'], 'b': ['a', 'c']}
     >>> model.predict_proba_one({"a": "x", "b": "x", "c": "x"})
     {'same': 0.7297, 'mixed': 0.2703}
+
+    Notes
+    -----
+    The docs' *The models* page gives the estimates and the counts kept, *Numeric features* (Memory
+    budget) the candidate parents past the budget, *Missing values and EM* the E-step, and *Options*
+    selective KDB.
+
+    References
+    ----------
+    Sahami, M. (1996). Learning limited dependence Bayesian classifiers. KDD-96, 335-338.
+    Martinez, A. M., Webb, G. I., Chen, S., Zaidi, N. A. (2016). Scalable learning of Bayesian network
+    classifiers. JMLR, 17(44), 1-35 (selective KDB).
 
     """
 

@@ -22,63 +22,31 @@ _NONE = np.zeros(0)
 class NaiveBayes(VectorisedRuns, BayesClassifier):
     """Incremental naive Bayes over categorical and numeric features.
 
-    Categorical features (``str``, ``bool``, ``int`` values) use Laplace's
-    correction generalised to Lidstone's ``alpha``:
-
-    .. math::
-
-        \\hat P(c) = \\frac{|D_c| + \\alpha}{|D| + \\alpha N}, \\qquad
-        \\hat P(x_i \\mid c) = \\frac{|D_{c,x_i}| + \\alpha}{|D_c| + \\alpha N_i}
-
-    where N is the number of classes and N_i the number of values of feature
-    i seen so far (a value never seen counts as one more). Numeric (``float``)
-    features are Gaussian per class, from running moments; the variance of
-    feature i in class c is the maximum-likelihood variance, floored at
-    ``var_smoothing`` times the smallest positive variance of feature i
-    within one class (where no class has one yet: the smallest squared
-    distance between two class means; see
-    :func:`~stream_nb.stats.variance_floor`). scikit-learn floors at the
-    variance over all classes, which one far value inflates by its square
-    until it swamps every class; a minimum it cannot raise. A class that has
-    not seen a numeric feature uses the all-class Gaussian for it. A numeric
-    value beyond ±1e100 is refused (``FeatureTypeError``), so the moments
-    never overflow.
-
-    Missing values (``None``, NaN or an absent key) are not counted, and are
-    marginalised out at prediction: their factor drops. |D_c| above is then
-    the number of class-c events in which feature i was observed.
+    Categorical values are counted with Lidstone smoothing; numeric ones are one Gaussian per class, its
+    variance floored so that one far value cannot swamp it (or, with a discretiser, counted in bins).
+    Missing values (``None``, NaN, an absent key) drop out of the product.
 
     Parameters
     ----------
     alpha
         Lidstone smoothing, > 0 (1.0 is Laplace's correction).
     types
-        ``{feature: "categorical" | "numeric"}`` to override the type inferred
-        from a feature's first value.
+        ``{feature: "categorical" | "numeric"}`` overriding the type inferred from the first value.
     loss
-        Optional loss matrix ``{truth: {prediction: cost}}``; ``predict_one``
-        then returns the class of least conditional risk. Pairs left out cost
-        0 on the diagonal and 1 elsewhere.
+        Loss matrix ``{truth: {prediction: cost}}``: predict the class of least expected cost (pairs
+        left out cost 0 on the diagonal, 1 elsewhere).
     numeric
-        :class:`~stream_nb.Gaussian` (default): a numeric feature is one Gaussian per class, its
-        variance floored at ``var_smoothing`` as above; or a discretiser (:class:`~stream_nb.MDL`,
-        :class:`~stream_nb.EqualFrequency`, :class:`~stream_nb.Edges`): it is counted in bins like a
-        categorical one. The README's *Numeric features* section measures when each wins.
+        :class:`~stream_nb.Gaussian` (default) or a discretiser: :class:`~stream_nb.MDL`,
+        :class:`~stream_nb.EqualFrequency`, :class:`~stream_nb.Edges`.
     missing
-        :class:`~stream_nb.EM` (default): learn from events with missing attributes by online EM,
-        adding the expected counts of the missing values, whose posterior is read off the
-        observed-only counts (kept beside the counts from the first incomplete event on); and with
-        ``EM(unlabeled=True)`` from unlabeled events (``learn_one(x, None)``) too, by EM over the class
-        (semi-supervised, Nigam et al. 2000). :class:`~stream_nb.Ignore`: skip what is missing.
+        :class:`~stream_nb.EM` (default): learn from events with missing values by online EM (and from
+        unlabeled ones with ``EM(unlabeled=True)``); :class:`~stream_nb.Ignore`: skip what is missing.
     forgetting
-        :class:`~stream_nb.Window` or :class:`~stream_nb.Decay` (see
-        :mod:`stream_nb.learners._forgetting`); default None: no forgetting.
+        :class:`~stream_nb.Window`, :class:`~stream_nb.Decay`, or None (forget nothing).
     drift_detector
-        A river drift detector (or its name, e.g. ``"ddm"``) watching the prequential error: on a
-        drift the model switches to fresh counts.
+        A river drift detector, or its name (``"ddm"``): on a drift, switch to fresh counts.
     memory_budget
-        Bytes the counts may take (default 256 MiB; None: no bound): tables that
-        would pass it are kept sparse (see :mod:`stream_nb.stats.budget._budget`).
+        Bytes the counts may take (default 256 MiB; None: no bound); tables beyond it turn sparse.
 
     Examples
     --------
@@ -105,6 +73,16 @@ class NaiveBayes(VectorisedRuns, BayesClassifier):
     ...     cautious.learn_one(x, y)
     >>> cautious.predict_one({"outlook": "sunny", "windy": False})
     'yes'
+
+    Notes
+    -----
+    The docs' *The models*, *Numeric features* and *Missing values and EM* pages give the estimates,
+    the variance floor and online EM.
+
+    References
+    ----------
+    Nigam, K., McCallum, A., Thrun, S., Mitchell, T. (2000). Text classification from labeled and unlabeled
+    documents using EM. Machine Learning, 39, 103-134.
 
     """
 

@@ -24,49 +24,33 @@ _NO_COLUMNS = np.zeros(0, dtype=np.int64)
 class SPODE(OneDependenceKernel, VectorisedRuns, StructuredClassifier):
     """Super-parent one-dependence estimator: every attribute depends on the class and one super-parent.
 
-    .. math::
-
-        P(c \\mid x) \\propto \\hat P(c, x_p) \\prod_{j \\ne p} \\hat P(x_j \\mid c, x_p)
-
-    with the estimates of :class:`~stream_nb.AODE` (the seeds' SPODE). A
-    missing super-parent is summed out exactly, Σ_t P̂(c, t) Π_j P̂(x_j | c, t).
-
-    With ``parent=None`` the model chooses the super-parent itself, as the
-    seeds' model selection: before learning each labeled event it scores, for
-    every attribute, the SPODE rooted at it (prequential log loss of the true
-    class), and at every rebuild (every ``rebuild_every`` learned events, early
-    ones before that as TAN's, and on :meth:`rebuild`) the attribute with the lowest running mean log loss
-    becomes the super-parent. Before the first rebuild it predicts as naive
-    Bayes over the same counts. All pair counts are kept, so switching parent
-    loses nothing. Numeric features are discretised as in AODE.
+    The estimates are :class:`~stream_nb.AODE`'s for one parent; a missing super-parent is summed out.
+    With ``SuperParent(parent=None)`` the model scores every attribute's SPODE on each labeled event
+    before learning it, and at each rebuild the one of lowest running mean log loss becomes the
+    super-parent (naive Bayes before the first).
 
     Parameters
     ----------
     search
-        A :class:`~stream_nb.SuperParent`: ``parent``, the name of the super-parent attribute, or None
-        (default) to choose it from the stream; and ``rebuild_every``, the learned events between two
-        choices of it (early ones come after ``warmup`` events and each time the count doubles below
-        it, as TAN's; 0: only on :meth:`rebuild`).
+        :class:`~stream_nb.SuperParent` (default): ``parent``, the super-parent's name (None: chosen from
+        the stream); ``rebuild_every``, learned events between choices (0: only on :meth:`rebuild`).
     alpha
         Lidstone smoothing, > 0.
     numeric
-        How numeric features are cut into bins: :class:`~stream_nb.MDL` (default),
-        :class:`~stream_nb.EqualFrequency` or :class:`~stream_nb.Edges` (fixed edges for some
-        features, needed to merge models that discretise them). Its ``warmup`` is also the events learned before the first choice.
+        How numeric features are binned: :class:`~stream_nb.MDL` (default),
+        :class:`~stream_nb.EqualFrequency` or :class:`~stream_nb.Edges`; its ``warmup`` is also the
+        events learned before the first choice.
     types
         ``{feature: "categorical" | "numeric" | "time"}`` overriding type inference (``"time"``: the
         event's time, not a feature).
     loss
-        Optional loss matrix ``{truth: {prediction: cost}}`` for Bayes decision.
+        Loss matrix ``{truth: {prediction: cost}}`` for a Bayes decision.
     missing
-        :class:`~stream_nb.EM` (default) or :class:`~stream_nb.Ignore`: what is learned from events
-        with missing attributes, and from unlabeled ones (see :class:`~stream_nb.NaiveBayes`).
+        :class:`~stream_nb.EM` (default) or :class:`~stream_nb.Ignore` (see :class:`~stream_nb.NaiveBayes`).
     forgetting, drift_detector
-        :class:`~stream_nb.Window`, :class:`~stream_nb.Decay` or None, and a river drift detector
-        (see :class:`~stream_nb.NaiveBayes`).
+        :class:`~stream_nb.Window`, :class:`~stream_nb.Decay` or None; a river drift detector.
     memory_budget
-        Bytes the counts may take (default 256 MiB; None: no bound): tables that
-        would pass it are kept sparse (see :mod:`stream_nb.stats.budget._budget`).
+        Bytes the counts may take (default 256 MiB; None: no bound); tables beyond it turn sparse.
 
     Examples
     --------
@@ -87,6 +71,15 @@ class SPODE(OneDependenceKernel, VectorisedRuns, StructuredClassifier):
 
     By hand: P̂(beach, summer) = (4 + 1)/(8 + 2), P̂(sun | beach, summer) = (4 + 1)/(4 + 2),
     P̂(museum, summer) = (2 + 1)/(8 + 2), P̂(sun | museum, summer) = (0 + 1)/(2 + 2).
+
+    Notes
+    -----
+    The docs' *The models* page gives the estimates and the schedule of choices.
+
+    References
+    ----------
+    Keogh, E., Pazzani, M. (1999). Learning augmented Bayesian classifiers: a comparison of
+    distribution-based and classification-based approaches. AISTATS, 225-230.
 
     """
 

@@ -31,87 +31,34 @@ TREE_SCORES = Tree.PARAMS[0].choices
 class TAN(VectorisedRuns, StructuredClassifier):
     """Tree-augmented naive Bayes whose tree is rebuilt from running counts.
 
-    Every attribute has the class and at most one other attribute as parents.
-    The tree is the maximum weighted spanning tree of the edge weights,
-    computed from the class-conditional pair counts, rooted at the attribute
-    with the highest mutual information with the class, and directed away
-    from the root. By default (``tree_score="bayes"``) an edge weighs the gain
-    in the Bayesian network score, as Weka's ``BayesNet`` TAN search weighs
-    it (see :mod:`stream_nb.learners._tree_score`); with ``tree_score="cmi"``
-    the conditional mutual information I(x_i; x_j | y) (Friedman, Geiger and
-    Goldszmidt, 1997). Ties (in the root and in the tree) go by feature name, so
-    the structure never depends on the order in which features arrived. Then
-
-    .. math::
-
-        P(c \\mid x) \\propto \\hat P(c) \\prod_i \\hat P(x_i \\mid c, x_{pa(i)}), \\qquad
-        \\hat P(x_i \\mid c, x_{pa(i)}) = \\frac{|D_{c,x_{pa(i)},x_i}| + \\alpha}{|D_{c,x_{pa(i)}}| + \\alpha N_i}
-
-    and for the root (and attributes seen after the last build)
-    P(x_i | c) as in naive Bayes. Parameters are always read from the current
-    counts; only the tree's shape waits for a rebuild. All pair counts are
-    kept, so a rebuild loses nothing. The tree is rebuilt every
-    ``rebuild_every`` learned events and on :meth:`rebuild`, and early, after
-    ``warmup`` events and each time the count doubles below ``rebuild_every``
-    (100, 200, 400, 800 with the defaults), when the counts show a dependence
-    worth a tree (:func:`dependence_shown`; see
-    :class:`~stream_nb.learners.StructuredClassifier`). Before the first build
-    the model predicts as naive Bayes over the same counts.
-
-    Missing attributes are summed out exactly along the tree (upward message
-    passing), not dropped: a missing parent is marginalised, its observed
-    children still count. Numeric features are discretised as in
-    :class:`~stream_nb.AODE`.
-
-    EM (``missing="em"``) fills the pair counts as AODE does
-    (:func:`~stream_nb.learners._em.one_dependence_estep`): every pair table is a
-    candidate conditional P̂(x_j | c, x_p) for the next tree, and each is
-    filled under the one-dependence model that owns it, with parameters from
-    the observed-only counts; so the imputed counts do not depend on the
-    current tree and cannot favour it at the next rebuild, which reads the
-    counts with EM's expected counts in them. The rows of x_p are read as
-    the conditionals given x_p.
+    Every attribute has the class and at most one other attribute as parents: the maximum spanning tree
+    of edge weights read off the pair counts, rooted at the attribute most informative about the class.
+    The estimates always come from the current counts; only the tree waits for a rebuild (naive Bayes
+    before the first). Missing attributes are summed out along the tree.
 
     Parameters
     ----------
     alpha
         Lidstone smoothing, > 0.
     search
-        A :class:`~stream_nb.Tree`: ``rebuild_every``, the learned events between two rebuilds of
-        the tree (early ones come after ``warmup`` events and each time the count doubles below it;
-        0: only on :meth:`rebuild`), ``backoff`` and ``backoff_to`` (None: the estimates above;
-        m > 0: each child's estimate backs off toward P̂(x_i | x_pa(i)) or P̂(x_i | c) where its
-        parent value's counts are thin, see :mod:`stream_nb.learners._backoff`), and ``score``, how a rebuild weighs a candidate edge between
-        x_i and x_j: ``"bayes"`` (default), the larger gain in the local
-        Bayesian-Dirichlet score (prior ``alpha`` per cell) from either
-        attribute as the other's second parent, Weka's ``BayesNet`` TAN
-        weight, which charges an edge for the cells it adds (see
-        :mod:`stream_nb.learners._tree_score`); ``"cmi"``, the conditional
-        mutual information I(x_i; x_j | y) (Friedman et al.), which charges
-        nothing and, where events per cell are few, hangs attributes on
-        sparse many-valued tables (prequential accuracy on river's
-        ImageSegments 0.7714 with ``"cmi"``, 0.8693 with ``"bayes"``;
-        ``bench/discretise.py --part tree_score``). The tree is the maximum
-        spanning tree of the weights either way; ``tree`` still shows
-        each edge's CMI.
+        :class:`~stream_nb.Tree` (default): ``rebuild_every``, learned events between rebuilds (0: only on
+        :meth:`rebuild`); ``score``, an edge's weight: ``"bayes"`` (Weka's Bayesian score gain) or
+        ``"cmi"`` (conditional mutual information); ``backoff`` and ``backoff_to``, back-off estimates.
     numeric
-        How numeric features are cut into bins: :class:`~stream_nb.MDL` (default),
-        :class:`~stream_nb.EqualFrequency` or :class:`~stream_nb.Edges` (fixed edges for some
-        features, needed to merge models that discretise them). Its ``warmup`` is also the events learned before the first rebuild.
+        How numeric features are binned: :class:`~stream_nb.MDL` (default),
+        :class:`~stream_nb.EqualFrequency` or :class:`~stream_nb.Edges`; its ``warmup`` is also the
+        events learned before the first rebuild.
     types
         ``{feature: "categorical" | "numeric" | "time"}`` overriding type inference (``"time"``: the
         event's time, not a feature).
     loss
-        Optional loss matrix ``{truth: {prediction: cost}}`` for Bayes decision.
+        Loss matrix ``{truth: {prediction: cost}}`` for a Bayes decision.
     missing
-        :class:`~stream_nb.EM` (default) or :class:`~stream_nb.Ignore`: what is learned from events
-        with missing attributes, and from unlabeled ones (see :class:`~stream_nb.NaiveBayes`).
+        :class:`~stream_nb.EM` (default) or :class:`~stream_nb.Ignore` (see :class:`~stream_nb.NaiveBayes`).
     forgetting, drift_detector
-        :class:`~stream_nb.Window`, :class:`~stream_nb.Decay` or None, and a river drift detector
-        (see :class:`~stream_nb.NaiveBayes`).
+        :class:`~stream_nb.Window`, :class:`~stream_nb.Decay` or None; a river drift detector.
     memory_budget
-        Bytes the counts may take (default 256 MiB; None: no bound): tables that
-        would pass it are kept sparse (see :mod:`stream_nb.stats.budget._budget`).
+        Bytes the counts may take (default 256 MiB; None: no bound); tables beyond it turn sparse.
 
     Examples
     --------
@@ -129,6 +76,16 @@ class TAN(VectorisedRuns, StructuredClassifier):
     ('a', [('a', 'b'), ('a', 'c')])
     >>> model.predict_proba_one({"a": "x", "b": "x"})
     {True: 0.6, False: 0.4}
+
+    Notes
+    -----
+    The docs' *The models* page gives the estimates, the edge weights, the back-off and the schedule of
+    rebuilds; *Missing values and EM* how EM fills the pair counts.
+
+    References
+    ----------
+    Friedman, N., Geiger, D., Goldszmidt, M. (1997). Bayesian network classifiers. Machine Learning, 29,
+    131-163.
 
     """
 
