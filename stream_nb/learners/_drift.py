@@ -5,12 +5,12 @@ stands before it learns a labeled event, once per event, whichever way the
 event is learned (river's own drift-aware models do so: its ARF predicts inside
 ``learn_one``):
 
-- ``learn_one``, ``learn_one_receipt`` and the rows of ``learn_many`` make the
-  prediction themselves, only when a detector is set (:meth:`DriftWatch._watch`);
+- ``learn_one`` and ``learn_one_receipt`` make the prediction themselves, only
+  when a detector is set (:meth:`DriftWatch._watch`);
 - ``prequential_one`` (the engine's one-event path, ``stream-nb evaluate``)
   hands its own prediction over: it is not made twice;
-- ``prequential_many``, ``prequential_blocks`` and ``learn_events`` (the
-  engine's polls, the labels ``--feedback`` joins) feed a compiled twin of the
+- ``prequential_many``, ``prequential_blocks``, ``learn_events`` (the
+  engine's polls, the labels ``--feedback`` joins) and ``learn_many`` feed a compiled twin of the
   detector in the model's kernel, and the other events (and a detector without a
   twin) through the one-event paths above.
 
