@@ -73,7 +73,10 @@ the thread's CPU clock), keep numpy's BLAS on one thread, as ``stream-nb run`` d
 
 Forgetting (``--part forgetting``, not in ``all``): TAN, AODE, SPODE and KDB (k=2) with
 ``forgetting=Decay(half_life=1000)``, and SPODE and KDB (k=2) with ``drift_detector="ddm"``,
-through ``prequential_many`` on polls of 500 LED events given as lists of dicts; timed as
+through ``prequential_many`` on polls of 500 LED events given as lists of dicts; then
+NaiveBayes, AODE, TAN, SPODE and KDB (k=2), each with ``Decay(half_life=1000)`` and with
+``drift_detector="ddm"``, through ``learn_many`` on DataFrames of 500 LED events (the frame
+built before timing; the table gives the drifts each model found); both timed as
 the peers (process CPU, the environment a user has, one untimed warm-up run, then the
 median of ``--repeats`` interleaved runs).
 
@@ -142,9 +145,18 @@ FORGETTING = {
 }
 
 
+#: ``--part forgetting``, ``learn_many``: every model with decay and with a drift detector.
+FORGETTING_MANY = {f"{name}, {how}": (lambda make=make, kw=kw: make(**kw))
+                   for name, make in (("NaiveBayes", NaiveBayes), ("AODE", AODE), ("TAN", TAN), ("SPODE", SPODE),
+                                      ("KDB (k=2)", lambda **kw: KDB(k=2, **kw)))
+                   for how, kw in (("Decay(half_life=1000)", {"forgetting": Decay(half_life=1000)}),
+                                   ('drift_detector="ddm"', {"drift_detector": "ddm"}))}
+
+
 def run_forgetting(args) -> None:
-    """``--part forgetting``: each model of :data:`FORGETTING` through ``prequential_many`` (polls of 500 dicts)
-    on LED, by process CPU (see the module notes)."""
+    """``--part forgetting``: each model of :data:`FORGETTING` through ``prequential_many`` (polls of 500 dicts),
+    then each of :data:`FORGETTING_MANY` through ``learn_many`` (DataFrames of 500 rows), on LED, by process CPU
+    (see the module notes)."""
     events = list(STREAMS["LED"]().take(args.events))
     xs, ys = [x for x, _ in events], [y for _, y in events]
     runs = {name: (make, dicts_loop(xs, ys)) for name, make in FORGETTING.items()}
@@ -155,6 +167,21 @@ def run_forgetting(args) -> None:
     for name, t in timings.items():
         each = ", ".join(f"{args.events / s:,.0f}" for s in t.seconds)
         print(f"| {name} | {t.median_rate(args.events):,.0f} | {each} | {t.result / args.events:.4f} |")
+    frame, labels = pd.DataFrame(xs), pd.Series(ys)
+
+    def learn_many(model):
+        for X, y in protocol.frame_batches(frame, labels, POLL):
+            model.learn_many(X, y)
+        return len(model.drifts)
+
+    timings = protocol.measure({name: (make, learn_many) for name, make in FORGETTING_MANY.items()},
+                               repeats=args.repeats, warmup=WARMUP)
+    print(f"\n| LED, {args.events:,} events, learn_many (DataFrames of {POLL} rows) | events/s (median) | "
+          "events/s (each run) | drifts |")
+    print("|---|---:|---|---:|")
+    for name, t in timings.items():
+        each = ", ".join(f"{args.events / s:,.0f}" for s in t.seconds)
+        print(f"| {name} | {t.median_rate(args.events):,.0f} | {each} | {t.result} |")
     print()
 
 

@@ -133,6 +133,72 @@ def test_learn_many_with_a_window_equals_learn_one(name):
     assert a.keys() == b.keys() and all(np.allclose(a[k], b[k], rtol=1e-12, atol=1e-9) for k in a)
 
 
+def OWN():
+    """A river detector with no compiled twin (a drift at its 300th error), as a user may give one."""
+    return drift.DummyDriftDetector(t_0=300, seed=1)
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+@pytest.mark.parametrize("kw", [dict(half_life=3.0), dict(drift_detector="ddm"),
+                                dict(half_life=8.0, drift_detector="ddm"), dict(drift_detector=OWN)],
+                         ids=["decay", "ddm", "decay-ddm", "own-detector"])
+def test_learn_many_with_decay_or_a_detector_equals_learn_one_in_the_kernel(name, kw):
+    """``learn_many`` with decay or a detector learns as ``prequential_many`` does (the kernel predicts each row,
+    feeds its error to the detector's twin, then counts it with its decayed weight), and ends as the loop of
+    ``learn_one``: the same counts, drifts (one inside a batch), and decay's inflation after its renormalisations
+    (every 48 events with half_life=3, every 128 with 8: inside batches of 70)."""
+    pd = pytest.importorskip("pandas")
+    data = stream(400, seed=2, flip_at=200, numeric=name == "nb")
+    one, many = (MODELS[name](**{k: v() if callable(v) else v for k, v in kw.items()}) for _ in range(2))
+    for x, y in data:
+        one.learn_one(x, y)
+    frame, labels = pd.DataFrame([x for x, _ in data]), pd.Series([y for _, y in data])
+    single = []  # the rows learned one at a time (learn_one)
+    many.learn_one = lambda x, y, w=1.0: single.append(x) or type(many).learn_one(many, x, y, w)
+    for lo in range(0, len(data), 70):
+        many.learn_many(frame.iloc[lo: lo + 70], labels.iloc[lo: lo + 70])
+    a, b = one.state(), many.state()
+    assert a[0].keys() == b[0].keys() and all(np.allclose(a[0][k], b[0][k], rtol=1e-12, atol=1e-12) for k in a[0])
+    assert a[1] == b[1]  # the decay's inflation and halvings, the detector's state, the drifts
+    if "half_life" not in kw:  # (with decay the model keeps up with the change: no drift)
+        assert one.drifts and all(d % 70 for d in one.drifts), one.drifts  # inside a batch
+    if kw.get("drift_detector") is OWN:
+        assert len(single) == len(data)  # a detector with no twin: fed in Python, every row learned one at a time
+    else:
+        assert len(single) < len(data) / 4, len(single)  # the kernel took the runs
+
+
+@pytest.mark.parametrize("kw,bad", [(kw, bad) for kw in (dict(half_life=3.0), dict(drift_detector="ddm"),
+                                                         dict(half_life=3.0, time_field="ts"))
+                                     for bad in ("value", "missing label", "label type")]
+                         + [(dict(half_life=3.0, time_field="ts"), "time")],
+                         ids=lambda v: "-".join(v) if isinstance(v, dict) else v)
+def test_a_bad_row_of_learn_many_with_decay_or_a_detector_leaves_no_trace(kw, bad):
+    pd = pytest.importorskip("pandas")
+    from stream_nb.exceptions import InvalidEventError
+
+    data = stream(120, seed=4, flip_at=60, numeric=False)
+    rows = [{**x, "ts": float(i)} if "time_field" in kw else x for i, (x, _) in enumerate(data)]
+    ys = [y for _, y in data]
+    model = MODELS["tan"](**kw)
+    model.learn_many(pd.DataFrame(rows[:50]), pd.Series(ys[:50]))
+    before = model.state()
+    rows, ys = rows[50:], ys[50:]
+    if bad == "value":
+        rows[40] = {**rows[40], "b": 5}  # feature b holds strings
+    elif bad == "missing label":
+        ys[40] = None
+    elif bad == "label type":
+        ys[40] = 7
+    else:
+        rows[40] = {**rows[40], "ts": "noon"}
+    with pytest.raises(InvalidEventError):
+        model.learn_many(pd.DataFrame(rows), pd.Series(ys, dtype=object))
+    after = model.state()
+    assert before[1] == after[1] and all(np.array_equal(before[0][k], after[0][k]) for k in before[0])
+
+
+
 # ---------------------------------------------------------------------- decay
 
 

@@ -3,8 +3,12 @@
 A batch gives the same model and predictions as the rows one at a time
 (``learn_one``, ``predict_proba_one``), encoded column by column
 (:meth:`Stats.encode_frame <stream_nb.stats.Stats.encode_frame>`) and counted
-in one vectorised pass; a batch that needs the rows in order (EM with a missing
-value, unlabeled rows to learn, a feature turning numeric) is learned row by row.
+in one vectorised pass. A batch that needs its rows in order (decay, a drift
+detector, EM with a missing value, unlabeled rows to learn, a feature turning
+numeric) is learned as ``prequential_many`` learns it
+(:meth:`~stream_nb.learners._runs.VectorisedRuns.learn_events`): runs of rows
+through the model's compiled kernel, each row predicted, fed to the detector
+and counted in turn, and the other rows one at a time.
 """
 
 from __future__ import annotations
@@ -13,7 +17,6 @@ import numpy as np
 
 from .._pandas import pd
 from ..exceptions import EventTypeError, InvalidEventError
-from ..stats import is_missing_label
 from ._decision import normalise
 
 __all__ = ["MiniBatches"]
@@ -27,6 +30,8 @@ class MiniBatches:
 
         A new feature takes its type from the column's dtype (an integer column with missing values is
         float in pandas: declare it in ``types``). The docs' *Learners in Python* page says more.
+        Decay, a drift detector or EM with a missing value need the rows in order: such a batch is learned
+        as ``prequential_many`` learns it, in the model's kernel.
 
         >>> import pandas as pd
         >>> from stream_nb import NaiveBayes
@@ -42,18 +47,19 @@ class MiniBatches:
         # before anything changes; one per value unless pandas holds them in one dtype (it factorises True and 1 as one)
         uniform = isinstance(y, pd.Series) and y.dtype != object and not isinstance(y.dtype, pd.CategoricalDtype)
         self._stats.check_labels(pd.unique(y).tolist() if uniform else list(y))
-        if self._needs_rows(X, y):
-            # EM's E-step for a row depends on the counts left by the rows before it;
-            # the whole batch is checked first so that a bad row leaves no trace
-            self._stats.validate_frame(X)
-            for row, label in zip(X.to_dict("records"), list(y)):
-                self.learn_one(row, None if is_missing_label(label) else label)
-            return
         codes, uniques = pd.factorize(pd.Series(list(y)) if not isinstance(y, pd.Series) else y, use_na_sentinel=True)
-        if (codes < 0).any():
+        if (codes < 0).any() and not self.learn_unlabeled:
             raise InvalidEventError(
                 f"the label is missing (None or NaN) at row {int(np.argmax(codes < 0))} of the batch", reason="bad_label"
             )
+        if self._needs_rows(X, y):
+            # in order, as prequential_many learns (runs through the kernel, the other rows one at a time);
+            # the whole batch is checked first so that a bad row leaves no trace
+            self._stats.validate_frame(X)
+            refused = self.learn_events(X, y)
+            if refused:  # a row the checks let through: the one learn_one would have refused there
+                raise refused[0][1]
+            return
         labels = uniques.tolist()
         for v in labels:
             self._stats.check_label(v)
@@ -68,7 +74,7 @@ class MiniBatches:
             start = stop
 
     def _needs_rows(self, X: pd.DataFrame, y) -> bool:
-        """Hook: True when a batch must be learned row by row to equal ``learn_one``. Default:
+        """Hook: True when a batch must be learned in order (``learn_events``) to equal ``learn_one``. Default:
         with EM and a missing value anywhere, unlabeled rows to learn from, or a feature turning numeric."""
         if self.learn_unlabeled and pd.isna(pd.Series(list(y), dtype=object)).any():
             return True

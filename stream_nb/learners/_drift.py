@@ -1,9 +1,10 @@
 """Drift detection: the detector is fed the error of every labeled event learned, and the counts reset on a drift.
 
 The error is fed once per event, whichever way it is learned: ``learn_one`` predicts first
-(:meth:`DriftWatch._watch`), ``prequential_one`` hands its prediction over, and runs feed a compiled twin
-in the kernel. :meth:`DriftWatch.drift_paused` learns without feeding it, :meth:`DriftWatch.observe_error`
-feeds an error scored before. The docs' *Forgetting* page gives the rules.
+(:meth:`DriftWatch._watch`), ``prequential_one`` hands its prediction over, and runs
+(``prequential_many``, ``learn_events``, ``learn_many``) feed a compiled twin in the kernel.
+:meth:`DriftWatch.drift_paused` learns without feeding it, :meth:`DriftWatch.observe_error` feeds an error
+scored before. The docs' *Forgetting* page gives the rules.
 """
 
 from __future__ import annotations
