@@ -6,10 +6,10 @@ column becomes JSON in one or two C calls: the probabilities of the whole run
 in one ``orjson.dumps`` of its flat list, cut at the commas (floats hold none);
 the positions in one ``orjson.dumps`` of the run's list, cut at ``},{`` (checked
 as :func:`~stream_nb.engine.contract._records.outputs_bytes` checks its cut); integer ids
-in one call too, other ids one ``orjson.dumps`` each; each class's JSON once. One ``bytes.__mod__`` per event
-then joins them in the order of :func:`~stream_nb.engine.contract._records.output_record`'s
-keys. orjson writes every value, so the bytes are those of ``orjson.dumps`` of
-the output's dict (``tests/test_poll_paths.py`` compares them on every run).
+in one call too, other ids one ``orjson.dumps`` each; each class's JSON once; the ``learned`` flag in the
+format when the run's events share it. One ``bytes.__mod__`` per event then joins them in the order of
+:func:`~stream_nb.engine.contract._records.output_record`'s keys. orjson writes every value, so the bytes are
+those of ``orjson.dumps`` of the output's dict (``tests/test_poll_paths.py`` compares them on every run).
 """
 
 from __future__ import annotations
@@ -54,12 +54,15 @@ def run_bytes(ids: list, classes: list, decided: np.ndarray, proba: np.ndarray, 
     except TypeError:  # orjson.JSONEncodeError
         return None
     proba_fmt = b",".join(key.replace(b"%", b"%%") + b":%s" for key in key_json)
+    # a run whose events were all learned (or none was) writes the flag in the format, not once per event
+    same = bool(n) and learned.count(learned[0]) == n
     fmt = (b'{"id":%s,"prediction":%s,"proba":{' + proba_fmt + b'},"model":' + model_json.replace(b"%", b"%%")
-           + b',"learned":%s,"n_learned":%d,"source":' + wrap + b"}")
+           + b',"learned":' + (_BOOLEANS[learned[0]] if same else b"%s") + b',"n_learned":%d,"source":' + wrap
+           + b"}")
     columns = [flat[k::c] for k in range(c)]
     predictions = list(map(class_json.__getitem__, decided.tolist()))
-    return list(map(fmt.__mod__, zip(id_json, predictions, *columns, map(_BOOLEANS.__getitem__, learned),
-                                     n_learned, source)))
+    flags = [] if same else [map(_BOOLEANS.__getitem__, learned)]
+    return list(map(fmt.__mod__, zip(id_json, predictions, *columns, *flags, n_learned, source)))
 
 
 def _positions_json(positions: list) -> tuple[list[bytes], bytes]:
