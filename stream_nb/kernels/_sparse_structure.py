@@ -40,54 +40,60 @@ def sparse_cmi(keys, vals, shape, C, V, vf, F):
     rows and x_j's columns of n log(n n(c, i, j) / (n(c, v, j) n(c, i, w))), and the block's count: one
     orientation of each pair, before the two are pooled."""
     P1, P2 = shape[1], shape[2]
+    S = keys.shape[0]
+    pair = np.empty(S, dtype=np.int64)  # each slot's pair, -1: a cell that does not count
     start = np.zeros(F * F + 1, dtype=np.int64)
-    for s in range(keys.shape[0]):
+    for s in range(S):
         b = _block(keys[s], vals[s], P1, P2, C, V, vf, F)
+        pair[s] = b
         if b >= 0:
             start[b + 1] += 1
+    most = 0
     for b in range(F * F):
+        most = max(most, start[b + 1])
         start[b + 1] += start[b]
     at = start[:-1].copy()
     ck = np.empty(start[F * F], dtype=np.int64)  # the cells' keys and counts, grouped by pair
-    cv = np.empty(start[F * F])
-    for s in range(keys.shape[0]):
-        b = _block(keys[s], vals[s], P1, P2, C, V, vf, F)
+    cx = np.empty(start[F * F])
+    for s in range(S):
+        b = pair[s]
         if b >= 0:
             ck[at[b]] = keys[s]
-            cv[at[b]] = vals[s]
+            cx[at[b]] = vals[s]
             at[b] += 1
     row = np.zeros(C * V)  # n(c, v, j) by c * V + v, within the pair at hand
     col = np.zeros(C * V)  # n(c, i, w) by c * V + w
     blk = np.zeros(C)  # n(c, i, j)
+    rv = np.empty(most, dtype=np.int64)  # the pair's cells in key order: c * V + v, c * V + w, c, count
+    cw = np.empty(most, dtype=np.int64)
+    cc = np.empty(most, dtype=np.int64)
+    x = np.empty(most)
     mi = np.zeros((F, F))
     n = np.zeros((F, F))
     for b in range(F * F):
         lo, hi = start[b], start[b + 1]
         if lo == hi:
             continue
-        order = np.argsort(ck[lo:hi]) + lo  # key order: numpy's sums add the cells in that order
-        for t in order:
-            key, x = ck[t], cv[t]
-            c, v, w = key // (P1 * P2), (key // P2) % P1, key % P2
-            row[c * V + v] += x
-            col[c * V + w] += x
-            blk[c] += x
-        fi, fj = b // F, b % F
+        order = np.argsort(ck[lo:hi])  # key order: numpy's sums add the cells in that order
+        m = hi - lo
+        for t in range(m):
+            key = ck[lo + order[t]]
+            c = key // (P1 * P2)
+            cc[t], rv[t], cw[t], x[t] = c, c * V + (key // P2) % P1, c * V + key % P2, cx[lo + order[t]]
+            row[rv[t]] += x[t]
+            col[cw[t]] += x[t]
+            blk[c] += x[t]
         acc = 0.0
         tot = 0.0
-        for t in order:
-            key, x = ck[t], cv[t]
-            c, v, w = key // (P1 * P2), (key // P2) % P1, key % P2
-            acc += x * math.log(x * blk[c] / (row[c * V + v] * col[c * V + w]))
-            tot += x
-        mi[fi, fj] = acc
-        n[fi, fj] = tot
-        for t in order:
-            key = ck[t]
-            c, v, w = key // (P1 * P2), (key // P2) % P1, key % P2
-            row[c * V + v] = 0.0
-            col[c * V + w] = 0.0
-            blk[c] = 0.0
+        for t in range(m):
+            acc += x[t] * math.log(x[t] * blk[cc[t]] / (row[rv[t]] * col[cw[t]]))
+            tot += x[t]
+        mi[b // F, b % F] = acc
+        n[b // F, b % F] = tot
+        for t in range(m):
+            row[rv[t]] = 0.0
+            col[cw[t]] = 0.0
+            blk[cc[t]] = 0.0
     return mi, n
 
 
