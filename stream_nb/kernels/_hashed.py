@@ -92,7 +92,9 @@ def kept_cells(keys, vals, shape, dims, vf, allowed, edges, by_feature, new_keys
         key = keys[s]
         if key == -1 or vals[s] == 0.0:
             continue
-        c, u, v = key // (P1 * P2), (key // P2) % P1, key % P2
+        q = key // P2
+        c = q // P1
+        u, v = q - c * P1, key - q * P2
         if c >= dims[0] or u >= dims[1] or v >= dims[2]:
             continue
         fa = vf[u] if u < nvf else -1

@@ -24,9 +24,10 @@ def _block(key, val, P1, P2, C, V, vf, F):
     """The pair ``fi * F + fj`` of a held cell, or -1 for a cell that does not count."""
     if key < 0 or not val > 0.0:
         return -1
-    c = key // (P1 * P2)
-    v = (key // P2) % P1
-    w = key % P2
+    q = key // P2
+    w = key - q * P2
+    c = q // P1
+    v = q - c * P1
     if c >= C or v >= V or w >= V or v == 0 or w == 0 or v >= vf.shape[0] or w >= vf.shape[0]:
         return -1
     fi, fj = vf[v], vf[w]
@@ -78,8 +79,9 @@ def sparse_cmi(keys, vals, shape, C, V, vf, F):
         m = hi - lo
         for t in range(m):
             key = ck[lo + order[t]]
-            c = key // (P1 * P2)
-            cc[t], rv[t], cw[t], x[t] = c, c * V + (key // P2) % P1, c * V + key % P2, cx[lo + order[t]]
+            q = key // P2
+            c = q // P1
+            cc[t], rv[t], cw[t], x[t] = c, c * V + q - c * P1, c * V + key - q * P2, cx[lo + order[t]]
             row[rv[t]] += x[t]
             col[cw[t]] += x[t]
             blk[c] += x[t]
