@@ -160,3 +160,21 @@ def test_tan_with_revised_pairs_learns_and_predicts_as_with_numpys_scores(small_
         np.testing.assert_array_equal(a, b)
     np.testing.assert_allclose(p, p2, rtol=1e-12, atol=0)
     assert _revision.REVISE_EVERY < len(X)
+
+
+def test_a_revision_due_now_leaves_a_batch_the_events_up_to_the_next_one(small_floor):
+    """The revision due when a part of a batch starts is made before its first event is counted, so the part
+    runs to the next revision (before, a one-event part came first, and every column was encoded twice), and
+    learn_many keeps the selections and counts of the same events learned one at a time."""
+    X, y = _stream(1000, seed=6)
+    model, by_one = TAN(memory_budget=400_000), TAN(memory_budget=400_000)
+    model.learn_many(X[:400], y[:400])
+    s = model._stats
+    assert s.pairs_selected and _revision.events_learned(s) >= _revision._next_revision(s)  # due now
+    assert _revision.revision_due(s) == _revision.REVISE_EVERY
+    model.learn_many(X[400:], y[400:])
+    for x, c in zip(X.to_dict("records"), y.tolist()):
+        by_one.learn_one(x, c)
+    assert s.selection_summary() == by_one._stats.selection_summary() and s.pair_revised == 900.0
+    assert s.pair_cursor == by_one._stats.pair_cursor
+    assert _candidates.cmi_from_cells(s).tolist() == _candidates.cmi_from_cells(by_one._stats).tolist()
