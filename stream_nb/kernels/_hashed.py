@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["hashed_add", "hashed_get", "hashed_shift", "pair_kept", "pair_rows", "rehash", "warm"]
+__all__ = ["hashed_add", "hashed_get", "hashed_shift", "kept_cells", "pair_kept", "pair_rows", "rehash", "warm"]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
@@ -76,6 +76,35 @@ def pair_kept(allowed, edges, fa, fb):
     if fa == fb or allowed[fa]:
         return True
     return 0 <= fb < F and edges[fa, fb]
+
+
+def kept_cells(keys, vals, shape, dims, vf, allowed, edges, by_feature, new_keys, new_vals):
+    """The cells of ``keys``/``vals`` (capacity ``shape``) within ``dims``, with a count, that a selection
+    keeps (the row's feature ``vf[u]``, the column's ``vf[v]``, or the feature itself when ``by_feature``:
+    :func:`pair_kept`): their number, and, when ``new_keys`` has slots, each added to the empty
+    ``new_keys``/``new_vals`` (room for them all), in slot order, as ``apply_selection`` copies them."""
+    P1, P2 = shape[1], shape[2]
+    nvf = vf.shape[0]
+    fill = new_keys.shape[0] > 0
+    shift = hashed_shift(new_keys) if fill else np.uint64(0)
+    n = 0
+    for s in range(keys.shape[0]):
+        key = keys[s]
+        if key == -1 or vals[s] == 0.0:
+            continue
+        q = key // P2
+        c = q // P1
+        u, v = q - c * P1, key - q * P2
+        if c >= dims[0] or u >= dims[1] or v >= dims[2]:
+            continue
+        fa = vf[u] if u < nvf else -1
+        fb = v if by_feature else (vf[v] if v < nvf else -1)
+        if not pair_kept(allowed, edges, fa, fb):
+            continue
+        n += 1
+        if fill:
+            hashed_add(new_keys, new_vals, key, vals[s], shift)
+    return n
 
 
 def _partners(edges, F):
@@ -172,3 +201,6 @@ def warm(k) -> None:
         k.pair_rows(D, feats, np.array([1], dtype=np.int64), np.ones(1), vf, selected, np.zeros(2, dtype=bool),
                     np.zeros((2, 2), dtype=bool), shape, shape, keys, vals, keys.copy(), vals.copy(),
                     np.zeros(2, dtype=np.int64), 4)
+    for by_feature in (False, True):
+        k.kept_cells(keys, vals, shape, shape, vf, np.zeros(2, dtype=bool), np.zeros((2, 2), dtype=bool), by_feature,
+                     keys.copy(), vals.copy())

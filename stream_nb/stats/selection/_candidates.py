@@ -60,6 +60,7 @@ import math
 import numpy as np
 
 from ...exceptions import UnlearnError
+from ...kernels import compiled
 from ..discretiser import ALPHA
 from ._significance import chi2_logsf
 from ..tables import FilteredTable, SparseTable, cells_of, chunks_of
@@ -244,17 +245,36 @@ def apply_selection(s, allowed: np.ndarray, edges: np.ndarray) -> None:
                 fb = idx[2] if by_feature else s.value_feature[idx[2]]
                 return pair_kept(s.pair_allowed, s.pair_edges, s.value_feature[idx[1]], fb)
 
-            # a slice of the old table at a time: twice over (count, then copy) rather than every cell at once
-            n_kept = sum(int(kept(idx).sum()) for idx, _ in chunks_of(old, dims))
-            new = SelectedTable(old.shape, slots=2 * max(n_kept, 1))
+            if isinstance(old, SparseTable):  # in the compiled loop: count the kept cells, then copy them
+                n_kept = _kept_cells(old, dims, s, by_feature, None)
+                new = SelectedTable(old.shape, slots=2 * max(n_kept, 1))
+                new._n = _kept_cells(old, dims, s, by_feature, new)
+            else:  # a slice of the old table at a time: twice over (count, then copy) rather than every cell at once
+                n_kept = sum(int(kept(idx).sum()) for idx, _ in chunks_of(old, dims))
+                new = SelectedTable(old.shape, slots=2 * max(n_kept, 1))
+                new.allowed, new.edges, new.vf, new.by_feature = s.pair_allowed, s.pair_edges, s.value_feature, by_feature
+                for idx, vals in chunks_of(old, dims):
+                    ok = kept(idx)
+                    if ok.any():
+                        SparseTable.add(new, tuple(a[ok] for a in idx), vals[ok])
             new.allowed, new.edges, new.vf, new.by_feature = s.pair_allowed, s.pair_edges, s.value_feature, by_feature
-            for idx, vals in chunks_of(old, dims):
-                ok = kept(idx)
-                if ok.any():
-                    SparseTable.add(new, tuple(a[ok] for a in idx), vals[ok])
             del old
             setattr(s, p + name, new)
     s.epoch += 1
+
+
+def _kept_cells(old: SparseTable, dims: tuple, s, by_feature: bool, new: SparseTable | None) -> int:
+    """The cells of sparse ``old`` within ``dims`` that the selection of ``s`` keeps (:func:`pair_kept`), each
+    copied into the empty ``new`` (None: counted only), in the compiled loop
+    (:func:`~stream_nb.kernels._hashed.kept_cells`)."""
+    keys, vals = old.arrays()
+    new_keys, new_vals = new.arrays() if new is not None else (_NO_KEYS, _NO_VALS)
+    return int(compiled().kept_cells(keys, vals, np.array(old.shape, dtype=np.int64), np.array(dims, dtype=np.int64),
+                                     np.ascontiguousarray(s.value_feature, dtype=np.int64), s.pair_allowed,
+                                     np.ascontiguousarray(s.pair_edges), by_feature, new_keys, new_vals))
+
+
+_NO_KEYS, _NO_VALS = np.zeros(0, dtype=np.int64), np.zeros(0)
 
 
 def _clear_selection(s) -> None:
@@ -440,7 +460,16 @@ def _cmi_sums(stats) -> tuple[np.ndarray, np.ndarray]:
     pair's cells of n log(n n(c, i, j) / (n(c, v, j) n(c, i, w))), and the counts of both blocks, read off
     the pair tables (dense or sparse) cell by cell."""
     C, V, F = stats.n_classes, len(stats.value_keys), len(stats.features)
-    (c, v, w), n = cells_of(stats.pair_count, stats.pair_count.shape)  # dense pairs too (KDB's candidate parents)
+    table = stats.pair_count
+    if isinstance(table, SparseTable):  # in the compiled loop, over the hash table's slots
+        keys, vals = table.arrays()
+        mi, n_pair = compiled().sparse_cmi(keys, vals, np.array(table.shape, dtype=np.int64), C, V,
+                                           np.ascontiguousarray(stats.value_feature[:V], dtype=np.int64), F)
+        mi, n_pair = mi + mi.T, n_pair + n_pair.T  # both blocks of each pair
+        np.fill_diagonal(mi, 0.0)
+        np.fill_diagonal(n_pair, 0.0)
+        return mi, n_pair
+    (c, v, w), n = cells_of(table, table.shape)  # dense pairs (KDB's candidate parents)
     fv = stats.value_feature
     ok = (c < C) & (v < V) & (w < V) & (n > 0)
     c, v, w, n = c[ok], v[ok], w[ok], n[ok]

@@ -81,7 +81,10 @@ def revision_due(s) -> int:
     """Events ``s`` may learn before its next revision (no limit without one to make)."""
     if not _revises(s):
         return 1 << 62
-    return max(1, int(math.ceil(_next_revision(s) - events_learned(s))))
+    learned, due = events_learned(s), _next_revision(s)
+    if learned >= due:  # due now: made before the next event is counted (the store's room check), so the
+        due = (math.floor(learned / REVISE_EVERY) + 1) * REVISE_EVERY  # one after it ends the batch
+    return max(1, int(math.ceil(due - learned)))
 
 
 def _next_revision(s) -> float:

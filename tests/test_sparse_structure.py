@@ -1,0 +1,180 @@
+"""The structure scores and the selection's copy of sparse pair tables, in compiled code
+(``kernels/_sparse_structure.py``, ``kernels/_hashed.py: kept_cells``), against numpy.
+
+The reference is numpy's formula over the cells in key order (:func:`_numpy_cmi_sums`, what
+``stats/selection/_candidates.py`` computed before the kernels): on random sparse tables with empty
+cells, fractional weights, cells of column 0 and of no feature, and classes and values past those
+seen; then TAN with revised pairs learns the same selections, counts and predictions either way.
+"""
+
+from __future__ import annotations
+
+import types
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from stream_nb import TAN
+from stream_nb.stats.budget import _budget
+from stream_nb.stats.selection import _candidates, _revision
+from stream_nb.stats.tables import SparseTable, cells_of
+
+
+def _sums(keys, n):
+    uniq, inv = np.unique(keys, return_inverse=True)
+    return np.bincount(inv.ravel(), weights=n, minlength=len(uniq))[inv.ravel()]
+
+
+def _numpy_cmi_sums(stats):
+    """The sums of n log(n n(c, i, j) / (n(c, v, j) n(c, i, w))) per pair and the pair's counts, in numpy."""
+    C, V, F = stats.n_classes, len(stats.value_keys), len(stats.features)
+    (c, v, w), n = cells_of(stats.pair_count, stats.pair_count.shape)
+    fv = stats.value_feature
+    ok = (c < C) & (v < V) & (w < V) & (n > 0)
+    c, v, w, n = c[ok], v[ok], w[ok], n[ok]
+    live = (fv[v] >= 0) & (fv[w] >= 0) & (v > 0) & (w > 0)
+    c, v, w, n = c[live], v[live], w[live], n[live]
+    fi, fj = fv[v], fv[w]
+    row = _sums((c * V + v) * F + fj, n)
+    col = _sums((c * F + fi) * V + w, n)
+    blk = _sums((c * F + fi) * F + fj, n)
+    term = n * np.log(n * blk / (row * col))
+    mi = np.bincount(fi * F + fj, weights=term, minlength=F * F).reshape(F, F)
+    n_pair = np.bincount(fi * F + fj, weights=n, minlength=F * F).reshape(F, F)
+    mi, n_pair = mi + mi.T, n_pair + n_pair.T
+    np.fill_diagonal(mi, 0.0)
+    np.fill_diagonal(n_pair, 0.0)
+    return mi, n_pair
+
+
+def _random_store(seed):
+    """A store-like object over a random sparse pair table: F features of 2 to 5 value columns each (column 0
+    and a detached column of no feature among them), cells of classes and columns past those seen, counts
+    whole and fractional, and held cells whose count went back to zero."""
+    rng = np.random.default_rng(seed)
+    F = int(rng.integers(2, 9))
+    sizes = rng.integers(2, 6, size=F)
+    vf = np.concatenate([[-1], np.repeat(np.arange(F), sizes)])
+    rng.shuffle(vf[1:])  # a feature's columns are not contiguous
+    vf[rng.integers(1, len(vf))] = -1  # a column a promotion detached
+    V, C = len(vf), int(rng.integers(1, 5))
+    table = SparseTable((C + 1, V + 2, V + 2), slots=16)  # room past the classes and values seen
+    m = int(rng.integers(1, 400))
+    idx = (rng.integers(0, C + 1, m), rng.integers(0, V + 2, m), rng.integers(0, V + 2, m))
+    w = np.where(rng.random(m) < 0.5, rng.integers(1, 4, m).astype(float), rng.random(m) * 3)
+    table.add(idx, w)
+    held, _ = table.cells()
+    gone = rng.random(len(held[0])) < 0.1
+    table.add(tuple(a[gone] for a in held), -table[(held[0][gone][:, None], held[1][gone], held[2][gone])].diagonal()
+              if gone.any() else np.zeros(0))
+    vfull = np.concatenate([vf, [-1, -1]])  # the store's map has room past its columns too
+    return types.SimpleNamespace(n_classes=C, value_keys=[None] * V, features=[f"f{i}" for i in range(F)],
+                                 pair_count=table, value_feature=vfull)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_compiled_cmi_sums_equal_numpy_on_random_sparse_tables(seed):
+    s = _random_store(seed)
+    mi, n = _candidates._cmi_sums(s)
+    want_mi, want_n = _numpy_cmi_sums(s)
+    np.testing.assert_array_equal(n, want_n)  # sums of the same counts in the same order
+    np.testing.assert_allclose(mi, want_mi, rtol=1e-12, atol=1e-12)
+    assert (np.diag(mi) == 0).all() and (mi == mi.T).all()
+
+
+def test_held_cells_without_a_count_and_cells_past_the_seen_ones_add_nothing():
+    s = _random_store(3)
+    t = s.pair_count
+    (c, v, w), x = t.cells()
+    V = len(s.value_keys)
+    mi, n = _candidates._cmi_sums(s)
+    keep = (c < s.n_classes) & (v < V) & (w < V) & (x > 0) & (v > 0) & (w > 0)
+    keep &= (s.value_feature[v] >= 0) & (s.value_feature[w] >= 0)
+    off = s.value_feature[v] != s.value_feature[w]
+    assert n.sum() == pytest.approx(2 * x[keep & off].sum(), rel=1e-12)
+
+
+@pytest.fixture
+def small_floor(monkeypatch):
+    monkeypatch.setattr(_budget, "SPARSE_FLOOR", 0)
+
+
+def _stream(n, seed=0, features=24, values=4):
+    rng = np.random.default_rng(seed)
+    X = rng.integers(values, size=(n, features))
+    y = rng.integers(3, size=n)
+    X[:, 0] = (y + rng.integers(2, size=n)) % values
+    for a, b in ((1, 2), (5, 6), (9, 3)):
+        copy_ = rng.random(n) < 0.8
+        X[copy_, b] = X[copy_, a]
+    return pd.DataFrame(X, columns=[f"f{i}" for i in range(features)]), pd.Series(y)
+
+
+def test_a_selection_copies_the_cells_numpy_keeps(small_floor):
+    X, y = _stream(400)
+    model = TAN(memory_budget=None)  # every pair, sparse: then a random selection of them
+    model._stats.memory_budget = 300_000
+    model.learn_many(X, y)
+    s = model._stats
+    assert s.pairs_sparse
+    before = {name: cells_of(getattr(s, name), getattr(s, name).shape) for name in ("pair_count", "pair_feat")}
+    rng = np.random.default_rng(0)
+    F = len(s.features)
+    allowed = rng.random(F) < 0.2
+    edges = rng.random((F, F)) < 0.3
+    edges |= edges.T
+    _candidates.apply_selection(s, allowed, edges)
+    for name, by_feature in (("pair_count", False), ("pair_feat", True)):
+        (c, u, v), x = before[name]
+        fa = s.value_feature[u]
+        fb = v if by_feature else s.value_feature[v]
+        ok = _candidates.pair_kept(s.pair_allowed, s.pair_edges, fa, fb)
+        want = {(int(a), int(b), int(d)): w for a, b, d, w in zip(c[ok], u[ok], v[ok], x[ok])}
+        table = getattr(s, name)
+        assert isinstance(table, _candidates.SelectedTable) and len(table) == len(want)
+        (c2, u2, v2), x2 = table.cells()
+        assert {(int(a), int(b), int(d)): w for a, b, d, w in zip(c2, u2, v2, x2)} == want
+        assert table.by_feature is by_feature and table.allowed is s.pair_allowed
+
+
+def test_tan_with_revised_pairs_learns_and_predicts_as_with_numpys_scores(small_floor, monkeypatch):
+    X, y = _stream(1500, seed=4)
+    runs = []
+    for reference in (False, True):
+        if reference:
+            monkeypatch.setattr(_candidates, "_cmi_sums", _numpy_cmi_sums)
+        model = TAN(memory_budget=400_000)
+        probas = []
+        for lo in range(0, len(X), 150):
+            if lo:  # the holdout of each batch, under the counts and tree learned before it
+                probas.append(model.predict_proba_many(X[lo : lo + 150]).to_numpy())
+            model.learn_many(X[lo : lo + 150], y[lo : lo + 150])
+        s = model._stats
+        assert s.pairs_selected and s.pair_revised >= 1000.0  # revised ten times or more
+        runs.append((s.selection_summary(), s.pair_cursor, model._parents().tolist(),
+                     cells_of(s.pair_count, s.pair_count.shape), np.concatenate(probas)))
+    (sel, cur, par, cells, p), (sel2, cur2, par2, cells2, p2) = runs
+    assert (sel, cur, par) == (sel2, cur2, par2)
+    for a, b in zip(cells[0] + (cells[1],), cells2[0] + (cells2[1],)):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_allclose(p, p2, rtol=1e-12, atol=0)
+    assert _revision.REVISE_EVERY < len(X)
+
+
+def test_a_revision_due_now_leaves_a_batch_the_events_up_to_the_next_one(small_floor):
+    """The revision due when a part of a batch starts is made before its first event is counted, so the part
+    runs to the next revision (before, a one-event part came first, and every column was encoded twice), and
+    learn_many keeps the selections and counts of the same events learned one at a time."""
+    X, y = _stream(1000, seed=6)
+    model, by_one = TAN(memory_budget=400_000), TAN(memory_budget=400_000)
+    model.learn_many(X[:400], y[:400])
+    s = model._stats
+    assert s.pairs_selected and _revision.events_learned(s) >= _revision._next_revision(s)  # due now
+    assert _revision.revision_due(s) == _revision.REVISE_EVERY
+    model.learn_many(X[400:], y[400:])
+    for x, c in zip(X.to_dict("records"), y.tolist()):
+        by_one.learn_one(x, c)
+    assert s.selection_summary() == by_one._stats.selection_summary() and s.pair_revised == 900.0
+    assert s.pair_cursor == by_one._stats.pair_cursor
+    assert _candidates.cmi_from_cells(s).tolist() == _candidates.cmi_from_cells(by_one._stats).tolist()
