@@ -304,19 +304,18 @@ def run(*args, input: bytes, cwd=None):
     return [orjson.loads(line) for line in proc.stdout.splitlines()]
 
 
-@pytest.mark.parametrize("second", [b'"1"', b"true", b"1.0"])
-def test_run_dead_letters_a_label_of_another_type(second, tmp_path):
+def test_run_dead_letters_a_label_of_another_type(tmp_path):
+    """After an integer label: a string and a boolean label are dead-lettered (a dead letter leaves the model
+    as it was, so each meets the integer classes alone), a whole float is that integer: the same class."""
     dead = tmp_path / "dead.jsonl"
-    events = b'{"a":"x","label":1}\n{"a":"x","label":%s}\n{"a":"x"}\n' % second
+    events = b'{"a":"x","label":1}\n{"a":"x","label":"1"}\n{"a":"x","label":true}\n{"a":"x","label":1.0}\n{"a":"x"}\n'
     out = run("--dead-letter", str(dead), input=events)
     letters = [orjson.loads(line) for line in dead.read_bytes().splitlines()]
-    if second == b"1.0":  # a whole float is that integer: the same class
-        assert letters == [] and out[-1]["proba"] == {"1": 1.0}
-        return
-    assert [o["source"]["line"] for o in out] == [1, 3] and out[-1]["proba"] == {"1": 1.0}
-    (letter,) = letters
-    assert (letter["reason"], letter["field"], letter["source"]["line"]) == ("label_type_conflict", "label", 2)
-    assert "expected a number" in letter["error"] and ("a string" in letter["error"] or "a boolean" in letter["error"])
+    assert [o["source"]["line"] for o in out] == [1, 4, 5] and out[-1]["proba"] == {"1": 1.0}
+    assert [(d["reason"], d["field"], d["source"]["line"]) for d in letters] == [
+        ("label_type_conflict", "label", 2), ("label_type_conflict", "label", 3)]
+    assert "expected a number" in letters[0]["error"] and "a string" in letters[0]["error"]
+    assert "expected a number" in letters[1]["error"] and "a boolean" in letters[1]["error"]
 
 
 def test_run_names_the_label_field_and_rejects_features_of_another_type(tmp_path):
