@@ -10,7 +10,7 @@ import numpy as np
 from ..stats import DEFAULT_MEMORY_BUDGET
 from .._checks import is_integer
 
-from ..stats import TwoLayerStats, choose_tuples, set_pair_rule
+from ..stats import TwoLayerStats, choose_tuples, revise_tuples, set_pair_rule
 from ..options import EM, EqualFrequency, Option, Parents
 from ._keywords import check_options, takes_options
 from ._decision import logsumexp
@@ -58,9 +58,14 @@ class KDB(KDBKernel, VectorisedRuns, StructuredClassifier):
     whose parents are *candidates* of their attribute: each attribute's
     2·k others of highest I(x_i; x_j | y), read off the pair counts, and the
     structure then chooses each attribute's parents among its candidates. As
-    the table fills, the lowest-ranked candidates are dropped (a selection
-    only narrows; none is added later), so every tuple kept holds exactly
-    the counts of every event learned since the table started. With a
+    the table fills, the lowest-ranked candidates are dropped. At each
+    rebuild the candidates are revised by the rebuild's CMI: an attribute's
+    non-candidate that now ranks among its better half replaces its
+    lowest-ranked candidate, from no counts (the events before are gone;
+    unlearning is refused from then on, ``UnlearnError`` with reason
+    ``"partial_pairs"``), and becomes a possible parent at the next
+    rebuild. Without such a revision every tuple kept holds exactly the
+    counts of every event learned since the table started. With a
     structure already built the candidates keep all their counts; on wide
     data one event's tuples do not fit before there is any structure, and
     the choice waits for the first rebuild: until then the table keeps
@@ -69,8 +74,8 @@ class KDB(KDBKernel, VectorisedRuns, StructuredClassifier):
     since (``memory_used()["tuples_selected"]["counted_from_event"]``).
     Under candidates, events with missing values are counted as
     ``missing="ignore"`` counts them, a batch of ``learn_many`` goes on row
-    by row and two models do not merge (a MergeError naming both
-    selections); with forgetting or ``discretiser="mdl"`` no candidates are
+    by row and two models merge to every candidate either keeps, each
+    count the sum of both; with forgetting or ``discretiser="mdl"`` no candidates are
     chosen (the sparse table is unbounded, as before). A model whose budget
     holds its tables never selects, and counts and predicts as before.
 
@@ -233,6 +238,7 @@ class KDB(KDBKernel, VectorisedRuns, StructuredClassifier):
         cmi = conditional_mutual_information(s) if self.k else None
         if self._stats.tuple_rule and not self._stats.tuples_selected:
             self._stats.tuple_score = cmi  # what candidate parents would be ranked by, if the budget needs them
+        revise = self._stats.tuples_selected and not self._stats.tuple_pending
         if self._stats.tuple_pending:  # the t-way tables wait for their candidate parents: chosen now
             choose_tuples(self._stats, self.k, cmi)
         allowed = self._allowed_parents()
@@ -253,6 +259,8 @@ class KDB(KDBKernel, VectorisedRuns, StructuredClassifier):
                 earlier = sorted(earlier, key=lambda g: (-cmi[f, g], str(names[g]))) if self.k else []
                 parents[f] = tuple(earlier[: self.k])
             self._parents, self._order = parents, order_idx
+        if revise:  # candidates that rank better now start counting: possible parents from the next rebuild
+            revise_tuples(self._stats, cmi)
         self._stats.tuple_ready = True  # candidate parents, when the budget needs them, can be ranked now
         self._rebuilt()
 
