@@ -10,8 +10,10 @@ passes a small budget.
 from __future__ import annotations
 
 import copy
+import itertools
 import subprocess
 import sys
+import types
 
 import numpy as np
 import pandas as pd
@@ -21,7 +23,8 @@ import stream_nb
 from stream_nb import KDB, EqualFrequency, Parents
 from stream_nb.exceptions import UnlearnError
 from stream_nb.stats.budget import _budget
-from stream_nb.stats.tables import cells_of
+from stream_nb.stats.selection import TupleCandidates, add_selected_tuples
+from stream_nb.stats.tables import SparseTable, cells_of
 
 from test_candidates import _chain
 
@@ -336,3 +339,35 @@ def test_kdb_with_one_parent_keeps_the_pairs_of_its_candidate_edges_and_both_pat
     kept = s.edge_ok()
     assert any(one._parents.values())
     assert all(kept[f, p] for f, pa in one._parents.items() for p in pa)
+
+
+@pytest.mark.parametrize("t", [3, 4])
+def test_the_compiled_count_of_kept_tuples_equals_the_brute_force_count(t):
+    """Rows with missing values, some features without candidates, candidates outside the rows' features."""
+    rng = np.random.default_rng(t)
+    F, V, C, R = 7, 4, 3, 40
+    cand = rng.random((F, F)) < 0.4
+    np.fill_diagonal(cand, False)
+    cand[2] = False
+    dfeats = np.array([0, 1, 2, 3, 5, 6], dtype=np.int64)  # feature 4 is none of the rows'
+    cols = dfeats[None, :] * V + 1 + rng.integers(V, size=(R, len(dfeats)))  # feature f's values: columns f V + 1..
+    D = np.where(rng.random(cols.shape) < 0.2, -1, cols)
+    yc, w = rng.integers(C, size=R), rng.choice([1.0, 0.5, 2.0], size=R)
+    store = types.SimpleNamespace(tuples=t, features=list(range(F)), tuple_cand=cand)
+    store.tuple_lists = types.MethodType(TupleCandidates.tuple_lists, store)
+    V1 = F * V + 1
+    store.tuple_count = SparseTable((C,) + (V1,) * t, slots=16)
+    store.tuple_feat = SparseTable((C,) + (V1,) * (t - 1) + (F,), slots=16)
+    add_selected_tuples(store, "", D[:25], dfeats, yc[:25], w[:25])  # two calls: the tables grow in between
+    add_selected_tuples(store, "", D[25:], dfeats, yc[25:], w[25:])
+    tc, tf = {}, {}
+    for r in range(R):
+        seen = {int(dfeats[j]): int(D[r, j]) for j in range(len(dfeats)) if D[r, j] >= 0}
+        for f, vf in seen.items():
+            for parents in itertools.product(np.flatnonzero(cand[f]).tolist(), repeat=t - 1):
+                if all(g in seen for g in parents):
+                    us = tuple(seen[g] for g in parents)
+                    tc[(int(yc[r]), vf) + us] = tc.get((int(yc[r]), vf) + us, 0.0) + w[r]
+                    tf[(int(yc[r]),) + us + (f,)] = tf.get((int(yc[r]),) + us + (f,), 0.0) + w[r]
+    assert _held(store.tuple_count) == tc and _held(store.tuple_feat) == tf
+    assert len(store.tuple_count) == len(tc) and len(store.tuple_feat) == len(tf)

@@ -79,11 +79,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...kernels import compiled
 from ._candidates import cmi_from_cells
 from ..tables import FilteredTable, SparseTable, cells_of
 
 __all__ = ["CANDIDATES_PER_K", "TupleCandidates", "TupleSelectedTable", "choose_tuples", "prune_tuples",
-           "restore_tuple_selection", "revise_tuples", "selected_tuple_cells", "widen_tuples_to_either"]
+           "restore_tuple_selection", "revise_tuples", "selected_tuple_cells", "add_selected_tuples",
+           "widen_tuples_to_either"]
 
 _TUPLES = ("tuple_count", "tuple_feat")
 
@@ -496,6 +498,33 @@ def selected_tuple_cells(s, D: np.ndarray, dfeats: np.ndarray, mask: np.ndarray)
     r, j = np.nonzero(obs)
     vals = [D[r, cpos[j]]] + [D[r, ppos_k[j, a]] for a in range(t - 1)]
     return r, tuple(vals), tuple(vals[1:]) + (dfeats[cpos[j]],)
+
+
+def add_selected_tuples(s, p: str, D: np.ndarray, dfeats: np.ndarray, yc: np.ndarray, w: np.ndarray) -> None:
+    """Add the kept t-tuples of rows ``D`` (columns of features ``dfeats``, -1 missing; class ``yc``, weight
+    ``w`` per row) to the selected t-way tables of count set ``p`` of ``s``, in row order, in the compiled
+    loop (:func:`~stream_nb.kernels._tuples.selected_tuple_rows`): the cells and sums of
+    :func:`selected_tuple_cells` added by the tables, without index arrays of every tuple. A table is grown
+    (doubled) whenever the next row could take it past half full."""
+    tc, tf = getattr(s, p + "tuple_count"), getattr(s, p + "tuple_feat")
+    lists = s.tuple_lists()
+    dfeats = np.asarray(dfeats, dtype=np.int64)
+    have = dfeats[(dfeats >= 0) & (dfeats < len(lists))]
+    room = int(((lists[have] >= 0).sum(1).astype(np.int64) ** (s.tuples - 1)).sum())  # most cells a row adds
+    if not room or not len(D):
+        return
+    D = np.ascontiguousarray(D, dtype=np.int64)
+    yc, w = np.asarray(yc, dtype=np.int64), np.asarray(w, dtype=float)
+    cshape, fshape = np.array(tc.shape, dtype=np.int64), np.array(tf.shape, dtype=np.int64)
+    held = np.array([len(tc), len(tf)], dtype=np.int64)
+    r = 0
+    while r < len(D):
+        tc._grow_for(room)
+        tf._grow_for(room)
+        (ck, cv), (fk, fv) = tc.arrays(), tf.arrays()
+        r += compiled().selected_tuple_rows(D[r:], dfeats, yc[r:], w[r:], lists, s.tuples, cshape, fshape, ck, cv, fk,
+                                            fv, held, room)
+        tc._n, tf._n = int(held[0]), int(held[1])
 
 
 def restore_tuple_selection(s, arrays: dict, meta: dict) -> None:
