@@ -14,6 +14,8 @@ kept when every parent value's feature is a candidate of the child's
 (:class:`TupleSelectedTable` filters every addition, removal included). An
 event then adds at most Σ_f m_f^(t-1) cells per table, m_f the candidates of
 f, and the structure chooses each attribute's parents among its candidates.
+They are added in a compiled loop over the hash tables
+(:func:`add_selected_tuples`, :mod:`stream_nb.kernels._tuples`).
 
 **How the candidates are chosen.** Each attribute's candidates are the
 attributes with the highest conditional mutual information I(X_f; X_g | C)
@@ -286,8 +288,9 @@ def _select_tables(s, cand: np.ndarray) -> None:
 
 def apply_tuple_selection(s, cand: np.ndarray, *, start: bool = False) -> None:
     """Keep only the t-tuples of candidate parents ``cand`` (F, F) in every t-way table of ``s``, from now on.
-    A selection only narrows (``cand`` is intersected with the one held), except ``start``: a pending
-    selection, whose tables hold nothing, takes its first candidates."""
+    The budget only narrows (``cand`` is intersected with the one held); with ``start`` ``cand`` replaces it:
+    a pending selection takes its first candidates, a revision or a merge admits others (from the cells
+    the tables hold: none of a candidate admitted)."""
     F = len(s.features)
     c = np.zeros((F, F), dtype=bool)
     c[: min(len(cand), F), : min(len(cand), F)] = cand[:F, :F]
