@@ -36,7 +36,10 @@ events (often a hundred), where an attribute's planted parent can rank below
 noise. At each later rebuild of its model (:func:`revise_tuples`) every
 attribute keeps as many candidates as it holds, and a non-candidate that now
 ranks among the better half of that many (by the rebuild's CMI, read off
-pair counts that keep growing) replaces the lowest-ranked one; a candidate
+pair counts that keep growing), and whose dependence on the attribute given
+the class the G-test finds significant (Bonferroni over the pairs; noise
+does not swap candidates, each time losing counts), replaces the
+lowest-ranked one; a candidate
 near the cut is not swapped, so that two of about the same score do not
 trade places, each time losing their counts. The structure of that rebuild
 is chosen among the candidates held before it (they have counts); a
@@ -79,10 +82,14 @@ at the next event).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ...kernels import compiled
+from ..discretiser import ALPHA
 from ._candidates import cmi_from_cells
+from ._significance import chi2_logsf
 from ..tables import FilteredTable, SparseTable, cells_of
 
 __all__ = ["CANDIDATES_PER_K", "TupleCandidates", "TupleSelectedTable", "choose_tuples", "prune_tuples",
@@ -346,10 +353,27 @@ def _ordered(score: np.ndarray, names: list) -> np.ndarray:
     return np.lexsort((np.broadcast_to(by_name, (F, F)), -score), axis=-1)
 
 
+def _significant(s, cmi: np.ndarray) -> np.ndarray:
+    """(F, F): the pairs whose CMI rejects independence given the class, by the G-test 2 n I(X_f; X_g | C)
+    against the chi-square with C (|X_f| - 1)(|X_g| - 1) degrees of freedom (n: the fewer events of the
+    two features), at level :data:`~stream_nb.stats.G_TEST_ALPHA` shared among the pairs (Bonferroni)."""
+    F, C = len(s.features), s.n_classes
+    n = np.asarray(s.feat_count[:C, :F], dtype=float).sum(0)
+    r = np.maximum(np.asarray(s.n_values[:F], dtype=float) - 1.0, 0.0)
+    df = np.maximum(float(np.count_nonzero(s.class_count[:C])) * r[:, None] * r[None, :], 1.0)
+    g = 2.0 * np.minimum(n[:, None], n[None, :]) * np.maximum(cmi, 0.0)
+    out = np.zeros((F, F), dtype=bool)
+    has = g > 0
+    if has.any():
+        out[has] = chi2_logsf(g[has], df[has]) <= math.log(ALPHA / max(F * (F - 1) // 2, 1))
+    return out
+
+
 def revise_tuples(s, cmi: np.ndarray) -> bool:
     """Revise the candidate parents of ``s`` at a rebuild of its model, by the rebuild's CMI ``cmi`` (F, F)
-    (see the module notes): each attribute keeps as many candidates as it holds; a non-candidate with a
-    positive CMI among its better half of that many replaces the lowest-ranked kept one (ties by name).
+    (see the module notes): each attribute keeps as many candidates as it holds; a non-candidate among its
+    better half of that many, whose CMI the G-test finds significant (:func:`_significant`), replaces the
+    lowest-ranked kept one (ties by name).
     True if a candidate was admitted (it starts from no counts, and unlearning is refused from then on)."""
     if not s.tuple_rule or s.tuple_cand is None or s.tuple_pending:
         return False
@@ -363,7 +387,7 @@ def revise_tuples(s, cmi: np.ndarray) -> bool:
     order = _ordered(score, [str(x) for x in s.features])
     rows = np.arange(F)[:, None]
     kept_o, score_o = kept[rows, order], score[rows, order]
-    able = (score_o > 0) & (order != rows)  # may be admitted
+    able = _significant(s, score)[rows, order] & (order != rows)  # may be admitted
     lead = able & ~kept_o & (np.cumsum(able, axis=1) <= (K[:, None] + 1) // 2)
     chosen = kept_o | lead
     chosen &= np.cumsum(chosen, axis=1) <= K[:, None]
