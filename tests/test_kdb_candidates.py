@@ -259,7 +259,7 @@ def test_models_with_candidate_parents_merge_to_the_sums_of_their_counts_in_any_
 def test_a_model_without_a_selection_merged_with_one_counts_every_tuple_again():
     free, selected = KDB(k=2, search=Parents(rebuild_every=20), memory_budget=None), _model(PENDING)
     for m, seed in ((free, 3), (selected, 0)):
-        for x, y in _chain(200, seed=seed, features=10, values=6):
+        for x, y in _chain(120, seed=seed, features=10, values=6):
             m.learn_one(x, y)
     want = _named(free._stats)  # dense tables, read by names as the sparse ones
     for k, v in _named(selected._stats).items():
