@@ -2,7 +2,7 @@
 
     python bench/wide.py [--events 100000] [--seconds 120] [--models NaiveBayes,AODE,...] [--seed 0]
                          [--memory-budget BYTES] [--peers river-GaussianNB,river-MultinomialNB]
-                         [--set KDB:select_level=0.01 ...]
+                         [--set KDB:select_level=0.01 ...] [--holdout 5000]
 
 Two streams with a planted dependence structure, generated here with numpy:
 
@@ -39,7 +39,13 @@ bytes of the counts (``memory_used()["bytes"]``) and whether the pair tables
 are sparse. An event the model refuses to learn (a ``CapacityError``: its counts
 would not fit the budget even sparsely) comes back as that error, with no
 prediction: the accuracy is over the events answered, and the note gives how
-many were refused, from which event, and the error.
+many were refused, from which event, and the error. With ``--holdout N`` the
+last N events of the stream are never learned: after learning stops, the
+model predicts them (one ``predict_one`` each, after the others are learned)
+and the table adds that holdout accuracy, the accuracy of the model as it
+stands, where the prequential one averages over every model on the way.
+Learning then also stops after 1.5 x ``--seconds`` of wall-clock time, between
+two batches (a loaded machine's model is still scored).
 """
 
 from __future__ import annotations
@@ -114,7 +120,8 @@ def _peer(name: str):
     raise SystemExit(f"unknown peer {name!r}")
 
 
-def run_model(stream: str, model_name: str, n: int, seed: int, seconds: float, budget, flat=None) -> dict:
+def run_model(stream: str, model_name: str, n: int, seed: int, seconds: float, budget, flat=None,
+              holdout: int = 0) -> dict:
     import stream_nb  # the child's own import: the parent never holds a model
 
     X, y, _ = planted(stream, n, seed)
@@ -135,9 +142,10 @@ def run_model(stream: str, model_name: str, n: int, seed: int, seconds: float, b
 
     signal.signal(signal.SIGALRM, overrun)
     signal.setitimer(signal.ITIMER_REAL, 1.5 * seconds + 30)
+    began = time.monotonic()
     try:
-        for lo in range(0, n, BATCH):
-            rows, ys = X[lo : lo + BATCH].tolist(), y[lo : lo + BATCH].tolist()
+        for lo in range(0, n - holdout, BATCH):
+            rows, ys = X[lo : min(lo + BATCH, n - holdout)].tolist(), y[lo : min(lo + BATCH, n - holdout)].tolist()
             if peer:
                 xs = [encode(names, row) for row in rows]
                 t0 = time.process_time()
@@ -158,14 +166,19 @@ def run_model(stream: str, model_name: str, n: int, seed: int, seconds: float, b
                     if first_refused is None:
                         first_refused, refusal = lo + i, str(o)
             done += len(ys)
-            if spent > seconds:
-                break
+            if spent > seconds or (holdout and time.monotonic() - began > 1.5 * seconds):
+                break  # (with a holdout, the wall clock too: a loaded machine's model still gets scored)
     except (MemoryError, TimeoutError) as exc:
         error = f"{type(exc).__name__}: {exc}"
     signal.setitimer(signal.ITIMER_REAL, 0)
+    held_out = None
+    if holdout and error is None:
+        rows, ys = X[n - holdout :].tolist(), y[n - holdout :].tolist()
+        xs = [encode(names, row) for row in rows] if peer else [dict(zip(names, row)) for row in rows]
+        held_out = sum(1 for x, truth in zip(xs, ys) if model.predict_one(x) == truth) / holdout
     used = model.memory_used() if not peer else {"bytes": None, "pairs_sparse": None, "budget": None}
     answered = done - refused
-    return {"events": done, "seconds": spent, "accuracy": correct / answered if answered else None,
+    return {"events": done, "seconds": spent, "accuracy": correct / answered if answered else None, "holdout": held_out,
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "error": error,
             "count_bytes": used["bytes"], "pairs_sparse": used.get("pairs_sparse") if used.get("pair_cells") else None,
             "refused": refused,
@@ -185,6 +198,8 @@ def main(argv=None) -> int:
     parser.add_argument("--address-limit", type=float, default=3.0, help="GB of address space per model process")
     parser.add_argument("--set", action="append", default=[], metavar="MODEL:NAME=VALUE",
                         help="a model's flat setting (JSON value), e.g. KDB:select_level=0.01; repeatable")
+    parser.add_argument("--holdout", type=int, default=0,
+                        help="the last N events of the stream: never learned, predicted at the end")
     parser.add_argument("--child", nargs=2, metavar=("STREAM", "MODEL"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     budget = {"default": "default", "none": None}.get(args.memory_budget.lower(), None)
@@ -195,7 +210,7 @@ def main(argv=None) -> int:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
         one_blas_thread()  # as stream-nb run does, and as river's peers run: one core's work in the wall time
         print(json.dumps(run_model(*args.child, args.events, args.seed, args.seconds, budget,
-                                   model_settings(args.set, args.child[1]))))
+                                   model_settings(args.set, args.child[1]), args.holdout)))
         return 0
     stated = "the models' default (256 MiB)" if budget == "default" else (
         "none" if budget is None else f"{budget:,} bytes ({budget / 2**20:,.0f} MiB)")
@@ -206,11 +221,11 @@ def main(argv=None) -> int:
         _, _, optimum = planted(stream, 10, args.seed)
         print(f"\n{stream}: Bayes-optimal accuracy {optimum:.4f} (exact, from the generating distribution)")
         print(f"{'model':<20} {'events':>8} {'events/s':>9} {'accuracy':>9} {'peak RSS MB':>12} {'counts MB':>10} "
-              f"{'pairs':>6}  note")
+              f"{'pairs':>6}  " + (f"{'holdout':>8}  " if args.holdout else "") + "note")
         for name in names:
             cmd = [sys.executable, __file__, "--child", stream, name, "--events", str(args.events),
                    "--seconds", str(args.seconds), "--seed", str(args.seed), "--address-limit", str(args.address_limit),
-                   "--memory-budget", args.memory_budget]
+                   "--memory-budget", args.memory_budget, "--holdout", str(args.holdout)]
             cmd += [a for s in args.set for a in ("--set", s)]
             proc = subprocess.run(cmd, capture_output=True, text=True)
             if proc.returncode != 0 or not proc.stdout.strip():
@@ -220,13 +235,14 @@ def main(argv=None) -> int:
             r = json.loads(proc.stdout.strip().splitlines()[-1])
             rate = r["events"] / r["seconds"] if r["seconds"] else float("nan")
             acc = f"{r['accuracy']:.4f}" if r["accuracy"] is not None else "-"
-            notes = [r["error"] or ("stopped at the time limit" if r["events"] < args.events else "")]
+            notes = [r["error"] or ("stopped at the time limit" if r["events"] < args.events - args.holdout else "")]
             if r["refused"]:
                 notes.append(f"{r['refused']:,} refused from event {r['first_refused']:,}: {r['refusal'][:160]}")
             mb = f"{r['count_bytes'] / 2**20:,.1f}" if r["count_bytes"] is not None else "-"
             sparse = {True: "sparse", False: "dense", None: "-"}[r["pairs_sparse"]]
+            held = (f"{r['holdout']:>8.4f}  " if r["holdout"] is not None else f"{'-':>8}  ") if args.holdout else ""
             print(f"{name:<20} {r['events']:>8,} {rate:>9,.0f} {acc:>9} {r['peak_rss_mb']:>12,.0f} {mb:>10} "
-                  f"{sparse:>6}  {'; '.join(n for n in notes if n)}")
+                  f"{sparse:>6}  {held}{'; '.join(n for n in notes if n)}")
     return 0
 
 

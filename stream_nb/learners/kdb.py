@@ -10,7 +10,7 @@ import numpy as np
 from ..stats import DEFAULT_MEMORY_BUDGET
 from .._checks import is_integer
 
-from ..stats import TwoLayerStats, choose_tuples, set_pair_rule
+from ..stats import TwoLayerStats, choose_tuples, revise_tuples, set_pair_rule
 from ..options import EM, EqualFrequency, Option, Parents
 from ._keywords import check_options, takes_options
 from ._decision import logsumexp
@@ -172,6 +172,7 @@ class KDB(KDBKernel, VectorisedRuns, StructuredClassifier):
         cmi = conditional_mutual_information(s) if self.k else None
         if self._stats.tuple_rule and not self._stats.tuples_selected:
             self._stats.tuple_score = cmi  # what candidate parents would be ranked by, if the budget needs them
+        revise = self._stats.tuples_selected and not self._stats.tuple_pending
         if self._stats.tuple_pending:  # the t-way tables wait for their candidate parents: chosen now
             choose_tuples(self._stats, self.k, cmi)
         allowed = self._allowed_parents()
@@ -192,6 +193,8 @@ class KDB(KDBKernel, VectorisedRuns, StructuredClassifier):
                 earlier = sorted(earlier, key=lambda g: (-cmi[f, g], str(names[g]))) if self.k else []
                 parents[f] = tuple(earlier[: self.k])
             self._parents, self._order = parents, order_idx
+        if revise:  # candidates that rank better now start counting: possible parents from the next rebuild
+            revise_tuples(self._stats, cmi)
         self._stats.tuple_ready = True  # candidate parents, when the budget needs them, can be ranked now
         self._rebuilt()
 

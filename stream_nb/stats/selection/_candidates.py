@@ -50,7 +50,7 @@ sum of both stores' cells, so a kept pair holds the events each store counted it
 do not depend on the order, so a group of stores merges to the same counts and selection whatever the
 order of the merges; the result differs from one store that learned every stream in which pairs are
 kept and since when each counts (a store without a selection, merged with one, counts every pair
-again). KDB's selections of candidate parents (``_tuple_candidates.py``) still do not merge.
+again). KDB's candidate parents (``_tuple_candidates.py``) merge the same way (``widen_tuples_to_either``).
 """
 
 from __future__ import annotations

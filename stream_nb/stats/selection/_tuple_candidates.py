@@ -14,6 +14,8 @@ kept when every parent value's feature is a candidate of the child's
 (:class:`TupleSelectedTable` filters every addition, removal included). An
 event then adds at most Σ_f m_f^(t-1) cells per table, m_f the candidates of
 f, and the structure chooses each attribute's parents among its candidates.
+They are added in a compiled loop over the hash tables
+(:func:`add_selected_tuples`, :mod:`stream_nb.kernels._tuples`).
 
 **How the candidates are chosen.** Each attribute's candidates are the
 attributes with the highest conditional mutual information I(X_f; X_g | C)
@@ -29,10 +31,29 @@ charged to the lowest-ranked of its units, so dropping a suffix of the
 ranking frees exactly the cells charged to it), at least one unit fewer than
 before.
 
-**What the counts are.** A selection only narrows: a candidate dropped is
-never counted again, and none is added later, so **every cell kept holds
-exactly the counts of every event learned since the tables existed** (none
-is partial). When the tables first pass the budget with events already
+**Revised at each rebuild.** The first choice rests on the CMI of a few
+events (often a hundred), where an attribute's planted parent can rank below
+noise. At each later rebuild of its model (:func:`revise_tuples`) every
+attribute keeps as many candidates as it holds, and a non-candidate that now
+ranks among the better half of that many (by the rebuild's CMI, read off
+pair counts that keep growing), and whose dependence on the attribute given
+the class the G-test finds significant (Bonferroni over the pairs; noise
+does not swap candidates, each time losing counts), replaces the
+lowest-ranked one; a candidate
+near the cut is not swapped, so that two of about the same score do not
+trade places, each time losing their counts. The structure of that rebuild
+is chosen among the candidates held before it (they have counts); a
+candidate admitted becomes a possible parent at the next rebuild.
+
+**What the counts are.** A candidate dropped loses its cells. Without a
+revision that admits one, **every cell kept holds exactly the counts of
+every event learned since the tables existed**. **A candidate admitted by a
+revision starts from no counts** (the events learned while it was not
+counted are gone): its cells hold the events since its admission, and from
+then on unlearning is refused (``UnlearnError``, reason
+``"partial_pairs"``: :attr:`~stream_nb.stats.selection.Candidates.pairs_partial`,
+kept in snapshots), since an event learned before could not be told from one
+learned since. When the tables first pass the budget with events already
 learned, the candidates are chosen from those events and their cells keep
 all their counts. When they pass it before anything can be ranked (a wide
 stream's first event: all of its t-tuples do not fit), the selection is
@@ -47,19 +68,33 @@ since then, the class and single-value counts from all of them.
 Limits, stated: as with candidate pairs, an event with missing values is
 counted as ``missing="ignore"`` counts it under a selection (or while it is
 pending), models with forgetting and two-layer stores (``discretiser="mdl"``)
-set no rule (their t-way tables are sparse and unbounded, as before), and
-two stores with a selection do not merge.
+set no rule (their t-way tables are sparse and unbounded, as before).
+
+**Merges** (:func:`widen_tuples_to_either`) keep every candidate either store
+keeps, each cell the sum of both stores' cells: a union and sums, so a group
+of stores merges to the same counts and candidates in any order. A candidate
+that only one of two stores kept (or a store whose selection was still
+pending, its tables empty) then holds the events of one of them:
+``pairs_partial`` is set, as for pairs. A store without a selection counts
+every tuple, so merged with one the selection ends (the budget chooses again
+at the next event).
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from ...kernels import compiled
+from ..discretiser import ALPHA
 from ._candidates import cmi_from_cells
+from ._significance import chi2_logsf
 from ..tables import FilteredTable, SparseTable, cells_of
 
 __all__ = ["CANDIDATES_PER_K", "TupleCandidates", "TupleSelectedTable", "choose_tuples", "prune_tuples",
-           "restore_tuple_selection", "selected_tuple_cells"]
+           "restore_tuple_selection", "revise_tuples", "selected_tuple_cells", "add_selected_tuples",
+           "widen_tuples_to_either"]
 
 _TUPLES = ("tuple_count", "tuple_feat")
 
@@ -260,8 +295,9 @@ def _select_tables(s, cand: np.ndarray) -> None:
 
 def apply_tuple_selection(s, cand: np.ndarray, *, start: bool = False) -> None:
     """Keep only the t-tuples of candidate parents ``cand`` (F, F) in every t-way table of ``s``, from now on.
-    A selection only narrows (``cand`` is intersected with the one held), except ``start``: a pending
-    selection, whose tables hold nothing, takes its first candidates."""
+    The budget only narrows (``cand`` is intersected with the one held); with ``start`` ``cand`` replaces it:
+    a pending selection takes its first candidates, a revision or a merge admits others (from the cells
+    the tables hold: none of a candidate admitted)."""
     F = len(s.features)
     c = np.zeros((F, F), dtype=bool)
     c[: min(len(cand), F), : min(len(cand), F)] = cand[:F, :F]
@@ -307,6 +343,108 @@ def choose_tuples(s, k: int, cmi: np.ndarray | None = None) -> None:
     if pending:
         s.tuple_from = float(s.class_count[: len(s.classes)].sum())
     apply_tuple_selection(s, cand, start=pending)
+
+
+def _ordered(score: np.ndarray, names: list) -> np.ndarray:
+    """(F, F): each row's features by decreasing ``score``, ties by name."""
+    F = len(names)
+    by_name = np.empty(F, dtype=np.int64)
+    by_name[sorted(range(F), key=lambda g: names[g])] = np.arange(F)
+    return np.lexsort((np.broadcast_to(by_name, (F, F)), -score), axis=-1)
+
+
+def _significant(s, cmi: np.ndarray) -> np.ndarray:
+    """(F, F): the pairs whose CMI rejects independence given the class, by the G-test 2 n I(X_f; X_g | C)
+    against the chi-square with C (|X_f| - 1)(|X_g| - 1) degrees of freedom (n: the fewer events of the
+    two features), at level :data:`~stream_nb.stats.G_TEST_ALPHA` shared among the pairs (Bonferroni)."""
+    F, C = len(s.features), s.n_classes
+    n = np.asarray(s.feat_count[:C, :F], dtype=float).sum(0)
+    r = np.maximum(np.asarray(s.n_values[:F], dtype=float) - 1.0, 0.0)
+    df = np.maximum(float(np.count_nonzero(s.class_count[:C])) * r[:, None] * r[None, :], 1.0)
+    g = 2.0 * np.minimum(n[:, None], n[None, :]) * np.maximum(cmi, 0.0)
+    out = np.zeros((F, F), dtype=bool)
+    has = g > 0
+    if has.any():
+        out[has] = chi2_logsf(g[has], df[has]) <= math.log(ALPHA / max(F * (F - 1) // 2, 1))
+    return out
+
+
+def revise_tuples(s, cmi: np.ndarray) -> bool:
+    """Revise the candidate parents of ``s`` at a rebuild of its model, by the rebuild's CMI ``cmi`` (F, F)
+    (see the module notes): each attribute keeps as many candidates as it holds; a non-candidate among its
+    better half of that many, whose CMI the G-test finds significant (:func:`_significant`), replaces the
+    lowest-ranked kept one (ties by name).
+    True if a candidate was admitted (it starts from no counts, and unlearning is refused from then on)."""
+    if not s.tuple_rule or s.tuple_cand is None or s.tuple_pending:
+        return False
+    F = len(s.features)
+    s.tuple_score = np.asarray(cmi, dtype=float)
+    score = _ranking(s)
+    kept = np.zeros((F, F), dtype=bool)
+    n = min(len(s.tuple_cand), F)
+    kept[:n, :n] = s.tuple_cand[:n, :n]
+    K = kept.sum(1)
+    order = _ordered(score, [str(x) for x in s.features])
+    rows = np.arange(F)[:, None]
+    kept_o, score_o = kept[rows, order], score[rows, order]
+    able = _significant(s, score)[rows, order] & (order != rows)  # may be admitted
+    lead = able & ~kept_o & (np.cumsum(able, axis=1) <= (K[:, None] + 1) // 2)
+    chosen = kept_o | lead
+    chosen &= np.cumsum(chosen, axis=1) <= K[:, None]
+    new = np.zeros((F, F), dtype=bool)
+    new[rows, order] = chosen
+    admitted = bool((new & ~kept).any())
+    if admitted:
+        s.pairs_partial = True  # the candidates admitted start from no counts
+    if (new != kept).any():
+        apply_tuple_selection(s, new, start=True)
+    return admitted
+
+
+def _units_of(cand: np.ndarray | None, F: int) -> np.ndarray:
+    """(F, F): the candidate parents a store counts the tuples of (every other feature without a selection)."""
+    if cand is None:
+        return ~np.eye(F, dtype=bool)
+    out = np.zeros((F, F), dtype=bool)
+    n = min(len(cand), F)
+    out[:n, :n] = cand[:n, :n]
+    return out
+
+
+def widen_tuples_to_either(s, other, fmap: np.ndarray) -> None:
+    """Before ``other``'s counts are added into ``s`` (a merge; ``fmap`` maps other's features to s's, which
+    holds them all): count in ``s`` the tuples of every candidate parent either store counts (see the module
+    notes). Nothing without a selection in either."""
+    if not (s.tuples_selected or other.tuples_selected):
+        return
+    F = len(s.features)
+    mine = _units_of(s.tuple_cand, F)
+    theirs = _units_of(other.tuple_cand, len(other.features))
+    shared = mine[np.ix_(fmap, fmap)]
+    s.pairs_partial = bool(s.pairs_partial or other.pairs_partial or (shared != theirs).any())
+    mine[np.ix_(fmap, fmap)] = shared | theirs
+    s.tuple_from = float(s.tuple_from) + float(other.tuple_from)  # the events the t-way tables of neither hold
+    score = np.zeros((F, F))
+    for st, where in ((s, np.arange(len(s.features))), (other, fmap)):
+        if st.tuple_score is not None:
+            n = min(len(st.tuple_score), len(where))
+            block = score[np.ix_(where[:n], where[:n])]
+            score[np.ix_(where[:n], where[:n])] = np.maximum(block, st.tuple_score[:n, :n])
+    s.tuple_score = score
+    s.tuple_ready = bool(s.tuple_ready or other.tuple_ready)
+    if (mine | np.eye(F, dtype=bool)).all():  # every tuple counted again
+        for p in s._sets():
+            for name in _TUPLES:
+                t = getattr(s, p + name)
+                if isinstance(t, TupleSelectedTable):
+                    plain = SparseTable(t.shape, slots=16)
+                    plain._keys, plain._vals, plain._n = t._keys, t._vals, t._n
+                    setattr(s, p + name, plain)
+        s.tuple_cand, s.tuple_pending = None, False
+        s.epoch += 1
+        return
+    s.tuple_pending = bool(s.tuple_pending and other.tuple_pending)  # (s has a selection, so sparse tables)
+    apply_tuple_selection(s, mine, start=True)
 
 
 def _unit_cells(s, rank: np.ndarray) -> np.ndarray:
@@ -387,6 +525,33 @@ def selected_tuple_cells(s, D: np.ndarray, dfeats: np.ndarray, mask: np.ndarray)
     r, j = np.nonzero(obs)
     vals = [D[r, cpos[j]]] + [D[r, ppos_k[j, a]] for a in range(t - 1)]
     return r, tuple(vals), tuple(vals[1:]) + (dfeats[cpos[j]],)
+
+
+def add_selected_tuples(s, p: str, D: np.ndarray, dfeats: np.ndarray, yc: np.ndarray, w: np.ndarray) -> None:
+    """Add the kept t-tuples of rows ``D`` (columns of features ``dfeats``, -1 missing; class ``yc``, weight
+    ``w`` per row) to the selected t-way tables of count set ``p`` of ``s``, in row order, in the compiled
+    loop (:func:`~stream_nb.kernels._tuples.selected_tuple_rows`): the cells and sums of
+    :func:`selected_tuple_cells` added by the tables, without index arrays of every tuple. A table is grown
+    (doubled) whenever the next row could take it past half full."""
+    tc, tf = getattr(s, p + "tuple_count"), getattr(s, p + "tuple_feat")
+    lists = s.tuple_lists()
+    dfeats = np.asarray(dfeats, dtype=np.int64)
+    have = dfeats[(dfeats >= 0) & (dfeats < len(lists))]
+    room = int(((lists[have] >= 0).sum(1).astype(np.int64) ** (s.tuples - 1)).sum())  # most cells a row adds
+    if not room or not len(D):
+        return
+    D = np.ascontiguousarray(D, dtype=np.int64)
+    yc, w = np.asarray(yc, dtype=np.int64), np.asarray(w, dtype=float)
+    cshape, fshape = np.array(tc.shape, dtype=np.int64), np.array(tf.shape, dtype=np.int64)
+    held = np.array([len(tc), len(tf)], dtype=np.int64)
+    r = 0
+    while r < len(D):
+        tc._grow_for(room)
+        tf._grow_for(room)
+        (ck, cv), (fk, fv) = tc.arrays(), tf.arrays()
+        r += compiled().selected_tuple_rows(D[r:], dfeats, yc[r:], w[r:], lists, s.tuples, cshape, fshape, ck, cv, fk,
+                                            fv, held, room)
+        tc._n, tf._n = int(held[0]), int(held[1])
 
 
 def restore_tuple_selection(s, arrays: dict, meta: dict) -> None:

@@ -12,7 +12,7 @@ import numpy as np
 from ...kernels import compiled
 from ..selection import selected_cells
 from ..tables import SparseTable, add_pair_rows
-from ..selection import selected_tuple_cells
+from ..selection import add_selected_tuples
 from ..values import Encoded
 from ..tables import row_chunks
 
@@ -131,14 +131,9 @@ class Adding:
             getattr(self, p + "tuple_feat").add((c, *grid[:-1], feats.reshape(grid[-1].shape)), w)
 
     def _count_selected_tuples(self, p: str, D, dfeats, yc, w, mask=None) -> None:
-        """The kept t-tuples of rows ``D`` (of features ``dfeats``) into the selected tables, in row order."""
-        for part in row_chunks(len(D), len(dfeats) * max(self.tuple_lists().shape[1], 1) ** (self.tuples - 1), most=64):
-            Dm = D[part]
-            r, cells, fcells = selected_tuple_cells(self, Dm, dfeats, Dm >= 0 if mask is None else mask[part])
-            if len(r):
-                ym, wm = yc[part][r], w[part][r]
-                getattr(self, p + "tuple_count").add_kept((ym, *cells), wm)
-                getattr(self, p + "tuple_feat").add_kept((ym, *fcells), wm)
+        """The kept t-tuples of rows ``D`` (of features ``dfeats``; ``mask``, where given, is ``D >= 0``) into
+        the selected tables, in row order, in compiled code."""
+        add_selected_tuples(self, p, D, dfeats, yc, w)
 
     def learn_one(self, x: dict, y, w: float = 1.0) -> None:
         """Count one labeled event's observed values."""

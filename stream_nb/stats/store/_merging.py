@@ -12,7 +12,7 @@ import typing
 import numpy as np
 
 from ...exceptions import MergeError
-from ..selection import widen_to_either
+from ..selection import widen_to_either, widen_tuples_to_either
 from ..budget import scatter_add
 from ..discretiser import Discretiser
 from ..tables import cells_of
@@ -38,12 +38,6 @@ class Merging:
             raise MergeError(
                 f"cannot merge statistics kept differently: pairs={self.pairs}, numeric={self.numeric!r} "
                 f"here, pairs={other.pairs}, numeric={other.numeric!r} in the other model"
-            )
-        if self.tuples_selected or other.tuples_selected:
-            raise MergeError(
-                f"cannot merge: the {self.tuples}-way tables keep only candidate parents for the memory budget "
-                f"({self.tuple_summary()} here, {other.tuple_summary()} in the other model), so neither holds the "
-                f"other's dropped tuples; merge models whose memory_budget holds all their tuples"
             )
         label_type = self.label_type or other.label_type
         odd = next((y for y in other.classes if json_type(y) != label_type), None)
@@ -123,6 +117,8 @@ class Merging:
             # every pair either store counts is counted, holding the sum of both stores' counts of it
             # (see _candidates.py: widen_to_either)
             widen_to_either(self, other, fmap)
+        # every candidate parent either store counts the tuples of, likewise (_tuple_candidates.py)
+        widen_tuples_to_either(self, other, fmap)
         C = len(other.classes)
         self.class_count[cmap] += other.class_count[:C]
         if other.keeps_observed and self.wants_observed:

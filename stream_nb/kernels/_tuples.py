@@ -1,0 +1,85 @@
+"""KDB's t-way tables of candidate parents in compiled code: each row's kept tuples added to the hash tables.
+
+A store whose t-way tables keep only candidate parents (``stats/selection/_tuple_candidates.py``) counts,
+for each observed child value ``x_f`` of a row, the t-tuples ``(c, x_f, x_a1, .., x_a(t-1))`` whose
+parents ``a1 .. a(t-1)`` are all candidates of ``f`` and observed in the row (``tuple_count``), and the
+same parents with the child's feature last, ``(c, x_a1, .., x_a(t-1), f)`` (``tuple_feat``). Here each
+row is added in order, one cell at a time, into the sparse tables' hash arrays
+(:mod:`._hashed`): the cells and sums of ``selected_tuple_cells`` added by ``SparseTable.add``, in the
+same order (rows, then children by position, then the parents' slots, the first slowest).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _hashed
+
+__all__ = ["selected_tuple_rows", "warm"]
+
+
+def selected_tuple_rows(D, dfeats, yc, w, lists, t, cshape, fshape, ckeys, cvals, fkeys, fvals, held, room):
+    """Add the kept t-tuples of each row of ``D`` (columns of distinct features ``dfeats``; -1 missing) of
+    class ``yc[r]`` with weight ``w[r]`` to ``tuple_count`` (shape ``cshape``) and ``tuple_feat``
+    (``fshape``); ``lists[f]``: the candidate parents of feature f, padded with -1. ``held``: the cells each
+    table holds, updated. Stops before a row when either table could then pass half its slots (``held +
+    room`` more cells): returns the rows done, for the caller to grow the tables and go on."""
+    R, k = D.shape
+    F, m = lists.shape[0], lists.shape[1]
+    cshift, fshift = _hashed.hashed_shift(ckeys), _hashed.hashed_shift(fkeys)
+    pos = np.full(max(F, 1), -1, dtype=np.int64)  # the column of D of each feature
+    for j in range(k):
+        if 0 <= dfeats[j] < F:
+            pos[dfeats[j]] = j
+    slots = np.zeros(max(t - 1, 1), dtype=np.int64)  # the parents' slots in lists[f], an odometer
+    par = np.zeros(max(t - 1, 1), dtype=np.int64)  # their columns of D
+    for r in range(R):
+        if 2 * (held[0] + room) > ckeys.shape[0] or 2 * (held[1] + room) > fkeys.shape[0]:
+            return r
+        c, wr = yc[r], w[r]
+        for j in range(k):
+            f = dfeats[j]
+            v = D[r, j]
+            if v < 0 or f < 0 or f >= F or m == 0:
+                continue
+            for a in range(t - 1):
+                slots[a] = 0
+            while True:
+                ok = True
+                for a in range(t - 1):
+                    g = lists[f, slots[a]]
+                    q = pos[g] if g >= 0 else -1
+                    if q < 0 or D[r, q] < 0:
+                        ok = False
+                        break
+                    par[a] = q
+                if ok:
+                    key = c * cshape[1] + v
+                    fkey = c
+                    for a in range(t - 1):
+                        u = D[r, par[a]]
+                        key = key * cshape[2 + a] + u
+                        fkey = fkey * fshape[1 + a] + u
+                    fkey = fkey * fshape[t] + f
+                    held[0] += _hashed.hashed_add(ckeys, cvals, key, wr, cshift)
+                    held[1] += _hashed.hashed_add(fkeys, fvals, fkey, wr, fshift)
+                a = t - 2
+                while a >= 0:
+                    slots[a] += 1
+                    if slots[a] < m:
+                        break
+                    slots[a] = 0
+                    a -= 1
+                if a < 0:
+                    break
+    return R
+
+
+def warm(k) -> None:
+    """Compile the kernels for the types the stores pass."""
+    D, feats = np.array([[1, 3]], dtype=np.int64), np.array([0, 1], dtype=np.int64)
+    lists = np.array([[1], [0]], dtype=np.int64)
+    cshape, fshape = np.array([2, 5, 5, 5], dtype=np.int64), np.array([2, 5, 5, 2], dtype=np.int64)
+    k.selected_tuple_rows(D, feats, np.array([1], dtype=np.int64), np.ones(1), lists, 3, cshape, fshape,
+                          np.full(16, -1, dtype=np.int64), np.zeros(16), np.full(16, -1, dtype=np.int64), np.zeros(16),
+                          np.zeros(2, dtype=np.int64), 4)
