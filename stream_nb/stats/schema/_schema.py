@@ -70,7 +70,7 @@ class Schema:
         if not self.pairs_sparse and not self._dense_fits(("pair_count", "pair_feat"), 2, cc, cv, cf):
             nc, nv, nf = need or (C, V, F)
             cc, cv, cf = min(cc, max(nc, 1)), min(cv, nv + 8 + nv // 16), min(cf, nf + 4 + nf // 16)
-        if self._sparse_pairs(cc, cv, cf):
+        if self._go_sparse(("pair_count", "pair_feat"), 2, cc, cv, cf):
             return
         for p in self._sets():
             pc, pf = np.zeros((cc, cv, cv)), np.zeros((cc, cv, cf))
@@ -94,7 +94,7 @@ class Schema:
         # for, which is at most one class, value and feature beyond those in use.
         if cc * cv**t > max(8 * max(C, 1) * max(V, 1) ** t, 1 << 16):
             cc, cv, cf = min(cc, C + 1), min(cv, V + 1), min(cf, F + 1)
-        if self._sparse_tuples(cc, cv, cf):  # past the memory budget: sparse (see _budget.py)
+        if self._go_sparse(("tuple_count", "tuple_feat"), t, cc, cv, cf):  # past the memory budget: sparse (see _budget.py)
             return
         for p in self._sets():
             tc = np.zeros((cc,) + (cv,) * t)
