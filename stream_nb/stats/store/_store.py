@@ -2,10 +2,11 @@
 
 It holds its parts -- the classes (:class:`~stream_nb.stats.values.Labels`), the Gaussian moments
 (:class:`~stream_nb.stats.tables.GaussianMoments`), a :class:`~stream_nb.stats.Discretiser` per binned
-feature, the memory budget (:class:`~stream_nb.stats.budget.Budget`, asked whether dense tables fit and
+feature, the type of each categorical feature's values (:class:`~stream_nb.stats.schema.ValueTypes`), the
+memory budget (:class:`~stream_nb.stats.budget.Budget`, asked whether dense tables fit and
 whether the next event does, given the store's arrays), its count tables (numpy arrays or
 :class:`~stream_nb.stats.SparseTable`) -- and gives each what it needs as arguments; the names learners
-and kernels read (``classes``, ``g_n``, ``memory_budget``, ``pairs_sparse``, ...) stay its own. The rest of
+and kernels read (``classes``, ``g_n``, ``vtypes``, ``memory_budget``, ``pairs_sparse``, ...) stay its own. The rest of
 its work is still inherited from one class per seam (its bases below).
 """
 
@@ -27,7 +28,7 @@ from ._merging import Merging
 from ..schema import Promotion
 from ..selection import revision_due
 from ._removing import Removing
-from ..schema import Schema
+from ..schema import Schema, ValueTypes
 from ._state import State
 from ..tables import SparseTable, cells_of, chunks_of
 from ..values import check_types
@@ -126,19 +127,13 @@ class Stats(Schema, Candidates, TupleCandidates, Promotion, Encoding, ArrayRuns,
         self.kinds: list[int] = []
         self.values: list[dict | None] = []  # per feature: value -> column (CAT, BINNED)
         self.gslot: list[int] = []  # per feature: Gaussian slot (GAUSS), else -1
-        # per feature: the type of a categorical feature's values (a key of VALUE_GROUPS), fixed by
-        # its first value; None for a numeric feature or one without a value yet
-        self.vtypes: list[str | None] = []
-        self._vt_ok: list[set] = []  # per feature: Python types checked to be of its vtype
+        self.value_types = ValueTypes()  # per feature: the type of a categorical feature's values
         self.disc: list[Discretiser | None] = []
         self.value_keys: list = [None]  # column -> value; column 0 is the unseen-value sentinel
         self.n_gauss = 0
         self.gauss_feature: list[int] = []
         # name -> (kind, feature, value dict, Gaussian slot, discretiser): one lookup per value on the hot path
         self._lookup: dict = {}
-        # Python type -> name -> value dict, categorical features only, each under the plain Python
-        # types of its values (PLAIN_TYPES): the fast path of encode(), which a value of another type misses
-        self._cat_values: dict = {}
         # categorical features inferred from an integer: a later fractional number turns them numeric
         # (and the features of self.few: a value beyond their few turns them numeric)
         self.from_int: set = set()
@@ -239,6 +234,11 @@ class Stats(Schema, Candidates, TupleCandidates, Promotion, Encoding, ArrayRuns,
     def frame_warms(self, X) -> bool:
         """Whether a batch must be learned row by row for the discretiser's warm-up; here, never."""
         return False
+
+    # the value types of categorical features are a part of their own (ValueTypes); its lists keep their names here
+    vtypes = property(lambda s: s.value_types.types, doc="Per feature: the type of its values, None if numeric or none yet.")
+    _vt_ok = property(lambda s: s.value_types.ok)
+    _cat_values = property(lambda s: s.value_types.by_python)
 
     # the memory budget is a part of its own (Budget): the store asks it, passing its arrays and table shapes
     memory_budget = property(lambda s: s.budget.limit, doc="Bytes the counts may take while dense (None: no bound).")
