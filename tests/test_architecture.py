@@ -321,6 +321,8 @@ STORE_PARTS = {
     "stream_nb.stats.discretiser._discretise": ("Discretiser",),
     "stream_nb.stats.tables._gaussian": ("GaussianMoments",),
     "stream_nb.stats.tables._sparse": ("SparseTable",),
+    "stream_nb.stats.budget._budget": ("Budget",),
+    "stream_nb.stats.schema._value_types": ("ValueTypes",),
     "stream_nb.stats.forgetting._journal": ("JournalWriter", "JournalReader"),
 }
 

@@ -1,6 +1,6 @@
 """The memory budget: dense tables while they fit, sparse beyond; pair tables shared between layers."""
 
-from ._budget import Budget, DEFAULT_MEMORY_BUDGET, scatter_add
+from ._budget import Budget, DEFAULT_MEMORY_BUDGET, PAIR_TABLES, TUPLE_TABLES, scatter_add
 from ._shared_pairs import SharedPairs
 
-__all__ = ["Budget", "DEFAULT_MEMORY_BUDGET", "scatter_add", "SharedPairs"]
+__all__ = ["Budget", "DEFAULT_MEMORY_BUDGET", "PAIR_TABLES", "TUPLE_TABLES", "scatter_add", "SharedPairs"]

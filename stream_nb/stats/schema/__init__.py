@@ -5,5 +5,6 @@ from ._promotion import Promotion
 from ._encoding import Encoding
 from ._frames import Frames
 from ._frame_runs import ArrayRuns, frame_events
+from ._value_types import ValueTypes
 
-__all__ = ["Schema", "Promotion", "Encoding", "Frames", "ArrayRuns", "frame_events"]
+__all__ = ["Schema", "Promotion", "Encoding", "Frames", "ArrayRuns", "frame_events", "ValueTypes"]

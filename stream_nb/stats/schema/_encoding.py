@@ -49,7 +49,7 @@ class Encoding:
             enc = shape.encode(x)
             if enc is not None:
                 return enc
-        cat = self._cat_values
+        cat = self.value_types.by_python
         cols = []
         try:
             for name, v in x.items():
@@ -62,7 +62,7 @@ class Encoding:
         return Encoded(EMPTY_INT, EMPTY_INT, EMPTY_INT, EMPTY_FLOAT, False, self.epoch)
 
     def _encode(self, x: dict) -> Encoded:
-        lookup = self._lookup
+        lookup, ok = self._lookup, self.value_types.ok
         cols, feats, gs, gx = [], [], [], []
         reusable = True  # learning x would need nothing new
         unseen = False
@@ -84,7 +84,7 @@ class Encoding:
                     if v is None:
                         continue
                     col, unseen = 0, True
-                if type(v) not in self._vt_ok[f]:
+                if type(v) not in ok[f]:
                     self._check_value(f, name, v)
                 cols.append(col)
                 feats.append(f)
@@ -133,7 +133,7 @@ class Encoding:
         values, numeric values to bin) so that a bad value anywhere in ``x``
         leaves the store untouched.
         """
-        lookup = self._lookup
+        lookup, ok = self._lookup, self.value_types.ok
         cols, feats, gs, gx = [], [], [], []
         todo = []  # (name, f or None, kind, value) still needing allocation or binning
         for name, v in x.items():
@@ -147,7 +147,7 @@ class Encoding:
                         categorical_value(name, v)
                         raise
                     if col is not None:
-                        if type(v) not in self._vt_ok[f]:
+                        if type(v) not in ok[f]:
                             self._check_value(f, name, v)
                         cols.append(col)
                         feats.append(f)
@@ -156,7 +156,7 @@ class Encoding:
                     if f in self.from_int:  # a number it may turn numeric with: within NUMERIC_LIMIT
                         _numeric_check(name, v)
                     if v is not None:
-                        if type(v) not in self._vt_ok[f]:
+                        if type(v) not in ok[f]:
                             self._check_value(f, name, v)
                         todo.append((name, f, PROMOTE if self._promotes(f, v) else CAT, v))
                     continue

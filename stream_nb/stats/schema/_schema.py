@@ -16,9 +16,8 @@ from ...exceptions import CapacityError, FeatureTypeError
 from ..discretiser import Discretiser
 from ..tables import GaussianMoments
 from ..values import validate_label
-from ..values import (
-    BINNED, CAT, EMPTY_INT, GAUSS, PLAIN_TYPES, TWINNED, VALUE_GROUPS, Encoded, a_noun, json_type, short_repr,
-)
+from ._value_types import ValueTypes
+from ..values import BINNED, CAT, EMPTY_INT, GAUSS, TWINNED, Encoded
 
 __all__ = ["ObservedView", "Schema"]
 
@@ -70,7 +69,7 @@ class Schema:
         if not self.pairs_sparse and not self._dense_fits(("pair_count", "pair_feat"), 2, cc, cv, cf):
             nc, nv, nf = need or (C, V, F)
             cc, cv, cf = min(cc, max(nc, 1)), min(cv, nv + 8 + nv // 16), min(cf, nf + 4 + nf // 16)
-        if self._sparse_pairs(cc, cv, cf):
+        if self._go_sparse(("pair_count", "pair_feat"), 2, cc, cv, cf):
             return
         for p in self._sets():
             pc, pf = np.zeros((cc, cv, cv)), np.zeros((cc, cv, cf))
@@ -94,7 +93,7 @@ class Schema:
         # for, which is at most one class, value and feature beyond those in use.
         if cc * cv**t > max(8 * max(C, 1) * max(V, 1) ** t, 1 << 16):
             cc, cv, cf = min(cc, C + 1), min(cv, V + 1), min(cf, F + 1)
-        if self._sparse_tuples(cc, cv, cf):  # past the memory budget: sparse (see _budget.py)
+        if self._go_sparse(("tuple_count", "tuple_feat"), t, cc, cv, cf):  # past the memory budget: sparse (see _budget.py)
             return
         for p in self._sets():
             tc = np.zeros((cc,) + (cv,) * t)
@@ -220,8 +219,7 @@ class Schema:
         self.feature_index[name] = f
         self.kinds.append(kind)
         self.values.append({} if kind != GAUSS else None)
-        self.vtypes.append(None)
-        self._vt_ok.append(set())
+        self.value_types.add_feature()
         if kind == GAUSS:
             self.gslot.append(self.n_gauss)
             self.gauss_feature.append(f)
@@ -259,48 +257,20 @@ class Schema:
 
     def _set_vtype(self, f: int, vt: str | None) -> None:
         """Fix the type of categorical feature ``f``'s values (None: none, e.g. it turned numeric)."""
-        name = self.features[f]
-        for table in self._cat_values.values():
-            table.pop(name, None)
-        self.vtypes[f] = vt
-        self._vt_ok[f] = set(PLAIN_TYPES[vt]) if vt is not None else set()
-        if vt is not None:
-            for t in PLAIN_TYPES[vt]:
-                self._cat_values.setdefault(t, {})[name] = self.values[f]
+        self.value_types.set(f, self.features[f], vt, self.values[f])
         self.epoch += 1
 
     def _vtype_of(self, name, v) -> str:
         """The value type a categorical feature takes from its first value ``v``."""
-        t = json_type(v)
-        if self.types.get(name) == "categorical" and t in ("string", "number"):
-            return "string or number"
-        return t
+        return ValueTypes.first(v, self.types.get(name))
 
     def _check_value(self, f: int, name, v) -> None:
         """Raise FeatureTypeError unless ``v`` (a categorical value, not missing) is of feature ``f``'s value type."""
-        vt = self.vtypes[f]
-        if vt is None:
-            return
-        if json_type(v) in VALUE_GROUPS[vt]:
-            self._vt_ok[f].add(type(v))
-            return
-        raise self._value_error(name, vt, v)
+        self.value_types.check(f, name, v, self.feature_index.get(name) in self.few, self.types.get(name))
 
     def _value_error(self, name, vt: str, v, where: str = "") -> FeatureTypeError:
         """The error for categorical value ``v`` of feature ``name``, whose values are of type ``vt``."""
-        t = json_type(v)
-        if self.feature_index.get(name) in self.few:  # a numeric feature counted by value for now
-            return FeatureTypeError(f"feature {name!r} is numeric: expected a number, got {type(v).__name__} "
-                                    f"{short_repr(v)}{where}", field=name)
-        origin = "declared categorical in types" if self.types.get(name) == "categorical" else "the type of its first value"
-        hint = ""
-        if vt in ("string", "number") and t in ("string", "number"):
-            hint = f"; declare it categorical (types={{{name!r}: 'categorical'}}, --types {name}=categorical) to take both"
-        return FeatureTypeError(
-            f"feature {name!r} is categorical with {vt} values ({origin}): expected {a_noun(vt)}, "
-            f"got {a_noun(t)} {short_repr(v)}{where}{hint}",
-            field=name,
-        )
+        return ValueTypes.error(name, vt, v, where, self.feature_index.get(name) in self.few, self.types.get(name))
 
     def _add_class(self, y) -> int:
         self._reserve(c=1)

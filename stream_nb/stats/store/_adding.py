@@ -215,3 +215,37 @@ class Adding:
         # dense tables: every ordered t-tuple of each row's observed values, in row order (as one at a time)
         compiled().add_tuple_rows(np.ascontiguousarray(D), dfeats, yc, w, t, tuple_count.shape[-1], tuple_feat.shape[-1],
                                   _flat(tuple_count), _flat(tuple_feat))
+
+    def _add_tuples_sparse(self, p: str, D: np.ndarray, dfeats: np.ndarray, yc: np.ndarray, w: np.ndarray,
+                           mask: np.ndarray) -> None:
+        """Add the t-tuples of a batch of encoded rows (see ``Adding.add_many``) to sparse tables.
+
+        The tuples of positions that hold one value in every row (EM's completions of one event
+        differ only where it was missing) are added once, with the rows' total weight; the
+        others row by row, in chunks.
+        """
+        t = self.tuples
+        if not len(D):
+            return
+        tables = (getattr(self, p + "tuple_count"), getattr(self, p + "tuple_feat"))
+        one_class = bool((yc == yc[0]).all())
+        const = one_class & (D == D[0]).all(0) & (D[0] >= 0)  # observed, and the same in every row
+        everywhere = one_class & mask.all(0)  # observed in every row (the feature axis needs no more)
+        k = D.shape[1]
+        for part in row_chunks(k, k ** (t - 1)):  # the tuples by their first position, within the working set
+            grid = np.indices((part.stop - part.start,) + (k,) * (t - 1)).reshape(t, -1)  # t-tuples of positions
+            grid[0] += part.start
+            done = []
+            for table, fixed in zip(tables, (const[grid].all(0), const[grid[:-1]].all(0) & everywhere[grid[-1]])):
+                g = grid[:, fixed]
+                if len(g[0]):
+                    last = D[0, g[-1]] if table is tables[0] else dfeats[g[-1]]
+                    table.add((yc[0], *(D[0, g[a]] for a in range(t - 1)), last), float(w.sum()))
+                done.append(fixed)
+            for table, fixed in zip(tables, done):
+                g = grid[:, ~fixed]
+                for rows in row_chunks(len(D), len(g[0]), most=64):
+                    Dm, ok = D[rows], np.logical_and.reduce([mask[rows][:, a] for a in g])
+                    r, j = np.nonzero(ok)
+                    last = Dm[r, g[-1][j]] if table is tables[0] else dfeats[g[-1][j]]
+                    table.add((yc[rows][r], *(Dm[r, g[a][j]] for a in range(t - 1)), last), w[rows][r])

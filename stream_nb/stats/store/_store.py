@@ -2,9 +2,12 @@
 
 It holds its parts -- the classes (:class:`~stream_nb.stats.values.Labels`), the Gaussian moments
 (:class:`~stream_nb.stats.tables.GaussianMoments`), a :class:`~stream_nb.stats.Discretiser` per binned
-feature, its count tables (numpy arrays or :class:`~stream_nb.stats.SparseTable`) -- and gives each what it
-needs as arguments; the names learners and kernels read (``classes``, ``g_n``, ...) stay its own. The
-rest of its work is still inherited from one class per seam (its bases below).
+feature, the type of each categorical feature's values (:class:`~stream_nb.stats.schema.ValueTypes`), the
+memory budget (:class:`~stream_nb.stats.budget.Budget`, asked whether dense tables fit and
+whether the next event does, given the store's arrays), its count tables (numpy arrays or
+:class:`~stream_nb.stats.SparseTable`) -- and gives each what it needs as arguments; the names learners
+and kernels read (``classes``, ``g_n``, ``vtypes``, ``memory_budget``, ``pairs_sparse``, ...) stay its own. The rest of
+its work is still inherited from one class per seam (its bases below).
 """
 
 from __future__ import annotations
@@ -13,8 +16,8 @@ import numpy as np
 
 from ..._checks import check_choice
 from ._adding import Adding
-from ..budget import DEFAULT_MEMORY_BUDGET, Budget
-from ..selection import Candidates
+from ..budget import DEFAULT_MEMORY_BUDGET, PAIR_TABLES, TUPLE_TABLES, Budget
+from ..selection import Candidates, prune_pairs, revise_pairs, selected_cells
 from ..selection import TupleCandidates
 from ..discretiser import Discretiser
 from ..schema import Encoding
@@ -25,14 +28,17 @@ from ._merging import Merging
 from ..schema import Promotion
 from ..selection import revision_due
 from ._removing import Removing
-from ..schema import Schema
+from ..schema import Schema, ValueTypes
 from ._state import State
+from ..tables import SparseTable, cells_of, chunks_of
 from ..values import check_types
 
 __all__ = ["Stats"]
 
+_PAIR_ATTRIBUTES = PAIR_TABLES + tuple("obs_" + name for name in PAIR_TABLES)  # the tables, and their observed-only twins
 
-class Stats(Schema, Budget, Candidates, TupleCandidates, Promotion, Encoding, ArrayRuns, Frames, Adding, Removing, Merging, State):
+
+class Stats(Schema, Candidates, TupleCandidates, Promotion, Encoding, ArrayRuns, Frames, Adding, Removing, Merging, State):
     """Additive sufficient statistics over a stream of (x, y) events.
 
     Parameters
@@ -104,7 +110,7 @@ class Stats(Schema, Budget, Candidates, TupleCandidates, Promotion, Encoding, Ar
         # tuples = t >= 3: also keep t-way class-conditional counts (KDB with k = t - 1 parents)
         self.tuples = int(tuples)
         self.max_table_cells = max_table_cells
-        self.memory_budget = memory_budget
+        self.budget = Budget(memory_budget)  # the memory budget (see _budget.py)
         # observed=True: an observed-only twin of every count EM adds to (the E-step's parameters),
         # allocated with the first expected counts (keeps_observed); until then the counts are observed only
         self.wants_observed = bool(observed)
@@ -121,19 +127,13 @@ class Stats(Schema, Budget, Candidates, TupleCandidates, Promotion, Encoding, Ar
         self.kinds: list[int] = []
         self.values: list[dict | None] = []  # per feature: value -> column (CAT, BINNED)
         self.gslot: list[int] = []  # per feature: Gaussian slot (GAUSS), else -1
-        # per feature: the type of a categorical feature's values (a key of VALUE_GROUPS), fixed by
-        # its first value; None for a numeric feature or one without a value yet
-        self.vtypes: list[str | None] = []
-        self._vt_ok: list[set] = []  # per feature: Python types checked to be of its vtype
+        self.value_types = ValueTypes()  # per feature: the type of a categorical feature's values
         self.disc: list[Discretiser | None] = []
         self.value_keys: list = [None]  # column -> value; column 0 is the unseen-value sentinel
         self.n_gauss = 0
         self.gauss_feature: list[int] = []
         # name -> (kind, feature, value dict, Gaussian slot, discretiser): one lookup per value on the hot path
         self._lookup: dict = {}
-        # Python type -> name -> value dict, categorical features only, each under the plain Python
-        # types of its values (PLAIN_TYPES): the fast path of encode(), which a value of another type misses
-        self._cat_values: dict = {}
         # categorical features inferred from an integer: a later fractional number turns them numeric
         # (and the features of self.few: a value beyond their few turns them numeric)
         self.from_int: set = set()
@@ -234,6 +234,138 @@ class Stats(Schema, Budget, Candidates, TupleCandidates, Promotion, Encoding, Ar
     def frame_warms(self, X) -> bool:
         """Whether a batch must be learned row by row for the discretiser's warm-up; here, never."""
         return False
+
+    # the value types of categorical features are a part of their own (ValueTypes); its lists keep their names here
+    vtypes = property(lambda s: s.value_types.types, doc="Per feature: the type of its values, None if numeric or none yet.")
+    _vt_ok = property(lambda s: s.value_types.ok)
+    _cat_values = property(lambda s: s.value_types.by_python)
+
+    # the memory budget is a part of its own (Budget): the store asks it, passing its arrays and table shapes
+    memory_budget = property(lambda s: s.budget.limit, doc="Bytes the counts may take while dense (None: no bound).")
+    tuples_sparse = property(lambda s: isinstance(getattr(s, "tuple_count", None), SparseTable),
+                             doc="Whether the t-way tables are kept sparse (they are once dense ones would pass the budget).")
+    pairs_sparse = property(lambda s: isinstance(getattr(s, "pair_count", None), SparseTable),
+                            doc="Whether the pair tables are kept sparse (they are once dense ones would pass the budget).")
+
+    def _arrays(self) -> dict:
+        """Every count array held, by name (the observed-only twin's too, and the Gaussian moments)."""
+        arrays = {k: v for k, v in vars(self).items() if isinstance(v, (np.ndarray, SparseTable))}
+        return arrays | {"g_n": self.g_n, "g_mean": self.g_mean, "g_m2": self.g_m2}
+
+    def memory_used(self) -> dict:
+        """What the counts take (:meth:`Budget.memory_used` of every array held), and what the selections of
+        pairs and of candidate parents keep (``pairs_selected``, ``tuples_selected``)."""
+        return self.budget.memory_used(self._arrays()) | {"pairs_selected": self.selection_summary(),
+                                                          "tuples_selected": self.tuple_summary()}
+
+    def sparse_limit(self) -> int:
+        """Bytes the sparse pair tables may take (:meth:`Budget.sparse_limit`)."""
+        return self.budget.sparse_limit()
+
+    def pair_limit(self) -> int:
+        """Bytes the sparse pair tables of this layer may take: :meth:`sparse_limit`, halved between the two
+        layers of a two-layer store that drops pairs, and again when the t-way tables of candidate parents
+        take the other half (_tuple_candidates.py)."""
+        return self.budget.pair_limit((self.pair_rule is not None and self.selection_peer is not None) + bool(self.tuple_rule))
+
+    def _dense_fits(self, family: tuple, t: int, cc: int, cv: int, cf: int) -> bool:
+        """Whether dense tables of ``family`` with room for ``cc`` classes, ``cv`` values and ``cf``
+        features (and their twin, if EM will want one) keep the store within its budget, beside its
+        other arrays (the t-way tables too, when ``family`` is the pairs')."""
+        skip = set(family) | (set(TUPLE_TABLES) if family == PAIR_TABLES else set())
+        held = Budget.held(self._arrays(), skip, self.wants_observed and not self.keeps_observed)
+        return self.budget.dense_fits(t, cc, cv, cf, held, 2 if self.wants_observed else 1)
+
+    def _go_sparse(self, family: tuple, t: int, cc: int, cv: int, cf: int) -> bool:
+        """One rule for both families of tables: the t-way table ``family[0]`` (C·V^t cells) and its
+        twin with a feature last ``family[1]`` (C·V^(t-1)·F) go sparse, both, when dense ones with room
+        for ``cc`` classes, ``cv`` values and ``cf`` features would take the store past its budget; from
+        then on for good, with the same counts. False, and nothing done, when they stay dense."""
+        if not isinstance(getattr(self, family[0], None), SparseTable) and self._dense_fits(family, t, cc, cv, cf):
+            return False
+        # capacity grows by doubling with the other arrays' and a sparse table's keys are renumbered
+        # (every cell rehashed) when it grows: it is given room for 16 times as many values and
+        # features, or 4, while its keys (62 bits) allow
+        cc, cv, cf = (max(a, b) for a, b in zip((cc, cv, cf), self._cap[:3]))
+        held = getattr(self, family[0], None)
+        if isinstance(held, SparseTable) and cc <= held.shape[0] and cv <= held.shape[1] and cf <= held.shape[-1]:
+            return True
+        for room in (16, 4, 1):
+            if (cc * room) * (cv * room) ** t < 1 << 62 and (cc * room) * (cv * room) ** (t - 1) * cf * room < 1 << 62:
+                cc, cv, cf = cc * room, cv * room, cf * room
+                break
+        C, V, F = len(self.classes), len(self.value_keys), len(self.features)
+        if family == PAIR_TABLES and held is not None and not isinstance(held, SparseTable) and self.pair_rule is not None:
+            # dense tables whose cells, sparse, would pass the budget: the pairs are chosen first (as the next
+            # event would choose them), so that only the kept cells move over
+            cells = sum(int(np.count_nonzero(getattr(self, p + k)[tuple(slice(0, d) for d in dims)]))
+                        for p in self._sets() for k, dims in ((PAIR_TABLES[0], (C, V, V)), (PAIR_TABLES[1], (C, V, F))))
+            if 32 * cells > self.pair_limit():
+                prune_pairs(self, self.pair_limit())
+        shapes = {family[0]: (cc,) + (cv,) * t, family[1]: (cc,) + (cv,) * (t - 1) + (cf,)}
+        used = {family[0]: (C,) + (V,) * t, family[1]: (C,) + (V,) * (t - 1) + (F,)}
+        for p in self._sets():
+            for k, shape in shapes.items():
+                old = getattr(self, p + k, None)
+                if isinstance(old, SparseTable):
+                    if old.shape != shape:
+                        setattr(self, p + k, old.reshaped(shape))
+                    continue
+                if old is not None and family == PAIR_TABLES:  # dense until now: its cells move over, a slice at a time
+                    region = old[tuple(slice(0, d) for d in used[k])]
+                    new = SparseTable(shape, slots=2 * max(int(np.count_nonzero(region)), 1))
+                    del region
+                    for idx, vals in chunks_of(old, used[k]):
+                        new.add(idx, vals)
+                    setattr(self, p + k, new)
+                    continue
+                new = SparseTable(shape)
+                if old is not None:  # dense until now: its cells move over
+                    idx, vals = cells_of(old, used[k])
+                    if len(vals) and not (family == TUPLE_TABLES and self.tuples_wait(len(vals))):
+                        new.add(idx, vals)
+                setattr(self, p + k, new)
+        if family == TUPLE_TABLES:
+            self.settle_tuples()
+        return True
+
+    def _check_sparse_room(self, k: int) -> None:
+        """Refuse to learn more (CapacityError, before anything changes) when one event of ``k``
+        observed values could take the sparse pair tables past ``memory_budget`` (or
+        :data:`~stream_nb.stats.budget.SPARSE_FLOOR`, if larger): if all its cells were new, or the tables
+        had to grow (double) to hold them. A vectorised run is checked as one event before it is added."""
+        self.refresh_selection()
+        if self.memory_budget is None:
+            return
+        while not self._sparse_room(k):  # a model with a pair rule drops pairs rather than refuse
+            pass
+        if revise_pairs(self, self.pair_limit()):  # and revises its choice as the events come (_revision.py)
+            while not self._sparse_room(k):
+                pass
+        self.refresh_tuple_selection()
+        while not self._tuple_room(k):  # KDB drops candidate parents rather than outgrow the budget
+            pass
+
+    def _sparse_room(self, k: int) -> bool:
+        """:meth:`_check_sparse_room` once: True when the next event fits, False when pairs were just
+        dropped to make room (see :mod:`stream_nb.stats.selection._candidates`); CapacityError when neither."""
+        # the pair tables only: KDB's sparse t-way tables are not bounded here (river's checks learn
+        # ImageSegments with KDB's defaults, whose 3-way cells alone pass 256 MiB). Dense ones (the usual
+        # store) have nothing to check: said without listing the arrays, as every event learned asks
+        for name in _PAIR_ATTRIBUTES:
+            if isinstance(getattr(self, name, None), SparseTable):
+                break
+        else:
+            return True
+        sparse = {name: a for name, a in self._arrays().items()
+                  if isinstance(a, SparseTable) and name.removeprefix("obs_") in PAIR_TABLES}
+        limit = self.pair_limit()
+        one = selected_cells(self, k)  # the distinct cells one event can add to each pair table
+        if self.budget.event_fits(sparse, one, k, limit):
+            return True
+        if prune_pairs(self, limit):
+            return False
+        raise self.budget.refusal(sparse, one, Budget.held(self._arrays(), (), self.wants_observed and not self.keeps_observed))
 
     def __getstate__(self):
         state = self.__dict__.copy()
