@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import random
 
 import numpy as np
 import pandas as pd
@@ -188,6 +189,27 @@ def test_kdb_predicts_when_a_missing_parent_has_no_value_yet():
     p = model.predict_proba_one({"colour": "red"})
     assert set(p) == {"a", "b"} and sum(p.values()) == pytest.approx(1.0)
     assert p["a"] > p["b"]
+
+
+def test_kdb_em_with_a_parent_waiting_for_its_bins_reads_sparse_and_dense_tables_alike():
+    # EM's enumeration scored completions whose parent had no code yet (an integer feature turned numeric,
+    # its values kept until its bin edges exist): the sparse table raised ValueError, the dense one read
+    # the last value's cell; the term is left out, as for a missing value
+    rng = random.Random(3)
+    stream = []
+    for i in range(320):
+        x = {f"c{j}": rng.choice("abcd"[: 2 + j % 3]) for j in range(4) if rng.random() > 0.1}
+        if rng.random() < 0.4:
+            x["ints"] = rng.randint(0, 4) if i < 160 else rng.random() * 4  # turns numeric halfway
+        stream.append((x, "p" if x.get("c0") == "a" and rng.random() < 0.7 else rng.choice("pqr")))
+    sparse = KDB(k=2, memory_budget=0, search=Parents(rebuild_every=50))
+    dense = KDB(k=2, search=Parents(rebuild_every=50))
+    for x, y in stream:
+        sparse.learn_one(x, y)
+        dense.learn_one(x, y)
+    assert sparse._stats.tuples_sparse and not dense._stats.tuples_sparse
+    for x, _ in stream[-30:]:
+        assert_proba_close(sparse.predict_proba_one(x), dense.predict_proba_one(x))
 
 
 @pytest.mark.parametrize("t", [3, 4])

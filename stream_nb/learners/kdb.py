@@ -257,7 +257,10 @@ class KDB(KDBKernel, VectorisedRuns, StructuredClassifier):
         # (a loop over the features made a round of numpy calls per feature and event)
         for fs, pas in self._parent_groups(D.shape[1], drop):
             V = D[:, fs]  # (rows, g)
-            obs = V >= 0
+            # a term needs its parents' values too: one not known here (a numeric value kept until its bin
+            # edges exist, during EM's enumeration) leaves the term out, as a missing value does
+            parents = [D[:, q] for q in pas] if pas is not None else []
+            obs = (V >= 0) & np.logical_and.reduce([u >= 0 for u in parents]) if parents else V >= 0
             if not obs.any():
                 continue
             v = np.where(obs, V, 0)
@@ -266,11 +269,11 @@ class KDB(KDBKernel, VectorisedRuns, StructuredClassifier):
                 num = s.value_count[:C][:, v]  # (C, rows, g)
                 den = np.broadcast_to(s.feat_count[:C, fs][:, None, :], num.shape)
             elif t == 0:  # k = 1: the pair counts, the parent's row
-                u = D[:, pas[0]]
+                u = np.where(obs, parents[0], 0)
                 num = s.pair_count[:C, u, v]
                 den = s.pair_feat[:C, u, np.broadcast_to(fs, v.shape)]
             else:
-                us = [D[:, q] for q in pas]
+                us = [np.where(obs, u, 0) for u in parents]
                 us += [us[-1]] * (t - 1 - len(us))  # fewer parents: a diagonal of the table
                 num = s.tuple_count[(slice(0, C), v, *us)]  # a dense array or a SparseTable
                 den = s.tuple_feat[(slice(0, C), *us, np.broadcast_to(fs, v.shape))]
