@@ -216,17 +216,17 @@ class Forgetting(DriftWatch):
         stamp = receipt.stamp if isinstance(receipt, Receipt) else None
         if f.half_life:
             if stamp is None:
-                raise UnlearnError(f"unlearn_one: with decay (half_life={f.half_life}) the event's weight depends on "
+                raise UnlearnError(f"unlearning: with decay (half_life={f.half_life}) the event's weight depends on "
                                    "when it was learned: unlearn it with the receipt learn_one_receipt returned",
                                    reason="needs_receipt")
             if receipt.extra is not None or any(e[0] not in ("count", "gauss") for e in receipt.entries):
-                raise UnlearnError("unlearn_one: with decay only an event learned by plain counting (every feature "
-                                   "observed, or missing='ignore') can be taken back", reason="forgets")
+                raise UnlearnError("unlearning: with decay only an event learned by plain counting (every feature "
+                                   "observed, or missing=Ignore()) can be taken back", reason="forgets")
             w = w * 2.0 ** -(f.halvings - stamp[1]) * f.inflation
             receipt = None
         if not f.window:
             if f.detector is not None:
-                raise UnlearnError(f"unlearn_one: this model forgets (drift_detector={type(f.detector).__name__}): "
+                raise UnlearnError(f"unlearning: this model forgets (drift_detector={type(f.detector).__name__}): "
                                    "the event's counts may have been dropped by a switch since it was learned, so "
                                    "they cannot be taken back exactly", reason="forgets")
             super().unlearn_one(x, y, w, receipt=receipt)

@@ -136,7 +136,7 @@ class Candidates:
         pair that came back would take it from counts that may never have held it."""
         if self.pairs_partial:
             raise UnlearnError(
-                "unlearn_one: some candidate pairs hold only the events learned since they came back (a "
+                "unlearning: some candidate pairs hold only the events learned since they came back (a "
                 "revision of the selection, or a merge with a store that kept other pairs), so an event "
                 "learned before cannot be taken back exactly; nothing was changed. A model that must unlearn "
                 "wide data keeps its pairs within memory_budget (no selection) or unlearns before the first "

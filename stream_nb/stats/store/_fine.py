@@ -525,7 +525,7 @@ class TwoLayerStats(FineRuns, WaitingEvents, SharedPairs, Stats):
         if kind == "gauss":
             return e
         raise UnlearnError(
-            "unlearn_one: with discretiser='mdl' an event learned with EM's expected counts is taken back "
+            "unlearning: with numeric=MDL() an event learned with EM's expected counts is taken back "
             "with the receipt learn_one_receipt returned; nothing was changed", reason="needs_receipt")
 
     def _unique_fine(self, cols: np.ndarray, feats: np.ndarray) -> np.ndarray:
@@ -540,7 +540,7 @@ class TwoLayerStats(FineRuns, WaitingEvents, SharedPairs, Stats):
                       if int(np.searchsorted(bounds, k, side="right")) == key]
             if len(inside) != 1:
                 raise UnlearnError(
-                    f"unlearn_one: feature {self.features[f]!r}: its coarse bin holds {len(inside)} fine bins of "
+                    f"unlearning: feature {self.features[f]!r}: its coarse bin holds {len(inside)} fine bins of "
                     "the MDL discretiser and only the receipt learn_one_receipt returned names the one this event "
                     "fell in; nothing was changed", reason="needs_receipt")
             out[i] = inside[0]
