@@ -114,7 +114,7 @@ def _stream(n, seed=0, features=24, values=4):
 def test_a_selection_copies_the_cells_numpy_keeps(small_floor):
     X, y = _stream(400)
     model = TAN(memory_budget=None)  # every pair, sparse: then a random selection of them
-    model._stats.memory_budget = 300_000
+    model._stats.budget = _budget.Budget(300_000)  # the store's alone: the model keeps no pair rule
     model.learn_many(X, y)
     s = model._stats
     assert s.pairs_sparse
