@@ -283,9 +283,7 @@ def _clear_selection(s) -> None:
         for name in _PAIR_TABLES:
             t = getattr(s, p + name)
             if isinstance(t, SelectedTable):
-                plain = SparseTable(t.shape, slots=16)
-                plain._keys, plain._vals, plain._n = t._keys, t._vals, t._n
-                setattr(s, p + name, plain)
+                setattr(s, p + name, t.unfiltered())
     s.pair_allowed = s.pair_edges = None
     s.epoch += 1
 

@@ -386,7 +386,7 @@ def revise_tuples(s, cmi: np.ndarray) -> bool:
     K = kept.sum(1)
     order = _ordered(score, [str(x) for x in s.features])
     rows = np.arange(F)[:, None]
-    kept_o, score_o = kept[rows, order], score[rows, order]
+    kept_o = kept[rows, order]
     able = _significant(s, score)[rows, order] & (order != rows)  # may be admitted
     lead = able & ~kept_o & (np.cumsum(able, axis=1) <= (K[:, None] + 1) // 2)
     chosen = kept_o | lead
@@ -437,9 +437,7 @@ def widen_tuples_to_either(s, other, fmap: np.ndarray) -> None:
             for name in _TUPLES:
                 t = getattr(s, p + name)
                 if isinstance(t, TupleSelectedTable):
-                    plain = SparseTable(t.shape, slots=16)
-                    plain._keys, plain._vals, plain._n = t._keys, t._vals, t._n
-                    setattr(s, p + name, plain)
+                    setattr(s, p + name, t.unfiltered())
         s.tuple_cand, s.tuple_pending = None, False
         s.epoch += 1
         return
@@ -449,7 +447,7 @@ def widen_tuples_to_either(s, other, fmap: np.ndarray) -> None:
 
 def _unit_cells(s, rank: np.ndarray) -> np.ndarray:
     """Cells held charged to each unit (f, g) as ``f * F + g``: a cell to the lowest-ranked of its units."""
-    C, V, F, t = len(s.classes), len(s.value_keys), len(s.features), s.tuples
+    F = len(s.features)
     per = np.zeros(F * F)
     for p in s._sets():
         for name, by_feature in zip(_TUPLES, (False, True)):

@@ -319,6 +319,12 @@ class FilteredTable(SparseTable):
         out._keys, out._vals, out._n = self._keys.copy(), self._vals.copy(), self._n
         return out
 
+    def unfiltered(self) -> SparseTable:
+        """A plain table of the same cells (shared, not copied): it counts every cell from now on."""
+        plain = SparseTable(self.shape, slots=16)
+        plain._keys, plain._vals, plain._n = self._keys, self._vals, self._n
+        return plain
+
     def reshaped(self, shape):
         out = self._like(shape, 2 * max(self._n, 1))
         for idx, vals in self.chunks(nonzero=False):
