@@ -12,7 +12,8 @@ import numpy as np
 
 from . import _detectors
 
-__all__ = ["add_gaussian", "decide_row", "gaussian_row", "log_prior_row", "normalise_row", "watch_row", "warm"]
+__all__ = ["add_gaussian", "decide_row", "gaussian_row", "log_prior_row", "next_digits", "normalise_row", "watch_row",
+           "warm"]
 
 
 _TINY = np.finfo(np.float64).tiny
@@ -149,6 +150,19 @@ def add_gaussian(gx, gslots, c, w, g_n, g_mean, g_m2):
         g_m2[c, g] += w * d * (x - new_mean)
         g_mean[c, g] = new_mean
         g_n[c, g] = n
+
+
+def next_digits(digits, n, m) -> bool:
+    """Count ``digits[:n]`` on by one, as an odometer of base ``m`` (the last digit fastest): False once
+    it wraps round to zeros (every combination was visited)."""
+    i = n - 1
+    while i >= 0:
+        digits[i] += 1
+        if digits[i] < m:
+            return True
+        digits[i] = 0
+        i -= 1
+    return False
 
 
 def decide_row(log_post, C, loss):

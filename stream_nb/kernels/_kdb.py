@@ -49,14 +49,7 @@ def add_tuples_row(D, r, dfeats, c, w, t, V, Ft, tc, tf, cols, fs, digits):
                 tc[bc + cols[j]] += w
             for j in range(m):
                 tf[bf + fs[j]] += w
-        i = t - 3
-        while i >= 0:
-            digits[i] += 1
-            if digits[i] < m:
-                break
-            digits[i] = 0
-            i -= 1
-        if i < 0:
+        if not _common.next_digits(digits, t - 2, m):
             return
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _hashed
+from . import _common, _hashed
 
 __all__ = ["selected_tuple_rows", "warm"]
 
@@ -63,14 +63,7 @@ def selected_tuple_rows(D, dfeats, yc, w, lists, t, cshape, fshape, ckeys, cvals
                     fkey = fkey * fshape[t] + f
                     held[0] += _hashed.hashed_add(ckeys, cvals, key, wr, cshift)
                     held[1] += _hashed.hashed_add(fkeys, fvals, fkey, wr, fshift)
-                a = t - 2
-                while a >= 0:
-                    slots[a] += 1
-                    if slots[a] < m:
-                        break
-                    slots[a] = 0
-                    a -= 1
-                if a < 0:
+                if not _common.next_digits(slots, t - 1, m):
                     break
     return R
 
