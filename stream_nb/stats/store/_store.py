@@ -337,14 +337,19 @@ class Stats(Schema, Candidates, TupleCandidates, Promotion, Encoding, ArrayRuns,
         self.refresh_selection()
         if self.memory_budget is None:
             return
-        while not self._sparse_room(k):  # a model with a pair rule drops pairs rather than refuse
-            pass
+        self._make_room(self._sparse_room, k)  # a model with a pair rule drops pairs rather than refuse
         if revise_pairs(self, self.pair_limit()):  # and revises its choice as the events come (_revision.py)
-            while not self._sparse_room(k):
-                pass
+            self._make_room(self._sparse_room, k)
         self.refresh_tuple_selection()
-        while not self._tuple_room(k):  # KDB drops candidate parents rather than outgrow the budget
-            pass
+        self._make_room(self._tuple_room, k)  # KDB drops candidate parents rather than outgrow the budget
+
+    @staticmethod
+    def _make_room(room, k: int) -> None:
+        """Ask ``room(k)`` again until the next event fits: each False answer dropped some of the kept
+        pairs or candidates (CapacityError when nothing is left to drop)."""
+        fits = room(k)
+        while not fits:
+            fits = room(k)
 
     def _sparse_room(self, k: int) -> bool:
         """:meth:`_check_sparse_room` once: True when the next event fits, False when pairs were just
