@@ -15,6 +15,7 @@ the engine, connectors and the command line all use the same rules and the same 
 
 from __future__ import annotations
 
+import contextlib
 import math
 import numbers
 import typing
@@ -199,8 +200,6 @@ def parse_int(value: typing.Any) -> int:
     if is_integer(value):
         return int(value)
     if isinstance(value, str):
-        try:
+        with contextlib.suppress(ValueError):  # not an integer's text: refused below
             return int(value.strip())
-        except ValueError:
-            pass
     raise ValueError(f"expected an integer, got {value!r}")

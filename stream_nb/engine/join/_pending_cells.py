@@ -10,6 +10,7 @@ value comes back exactly as it came, type included.
 
 from __future__ import annotations
 
+import contextlib
 from operator import itemgetter
 
 import numpy as np
@@ -99,11 +100,9 @@ class FeatureCells:
         feature's values all fit its column; value by value, in order, otherwise (the same cells either way)."""
         names, columns = tuple(xs[0]), None
         if len(set(map(len, xs))) == 1:  # as many features each: the same ones when each has the first's
-            try:
+            with contextlib.suppress(KeyError):  # another feature somewhere: columns stays None
                 columns = list(zip(*map(itemgetter(*names), xs))) if len(names) > 1 else \
                     [list(map(itemgetter(*names), xs))] if names else []
-            except KeyError:
-                pass
         if columns is None:  # not the same features: event by event
             for row, x in zip(rows.tolist(), xs):
                 self._put(row, x)
