@@ -1,0 +1,151 @@
+"""Pair counts held pair by pair (stats/tables/_pair_blocks.py): the counts equal a brute-force count of the
+events read as the dense ``pair_count`` and ``pair_feat`` are, through growth, merges and a round trip of
+the cells a snapshot writes; the bytes are each attribute pair's cells once."""
+
+import itertools
+import pickle
+
+import numpy as np
+import pytest
+
+from stream_nb.stats.tables import PairBlocks
+
+
+def _events(rng, n, F, values, classes, missing=0.2):
+    """``n`` events of ``F`` attributes (raw values 0..values-1, -1 missing) and their classes."""
+    X = rng.integers(0, values, size=(n, F))
+    X[rng.random((n, F)) < missing] = -1
+    return X, rng.integers(0, classes, size=n)
+
+
+class Columns:
+    """Value columns numbered in order of first appearance, as the store numbers them (column 0: none)."""
+
+    def __init__(self):
+        self.col, self.vf, self.F, self.C = {}, [-1], 0, 0
+
+    def encode(self, X, y, feats=None):
+        feats = np.arange(X.shape[1]) if feats is None else np.asarray(feats)
+        D = np.full(X.shape, -1, dtype=np.int64)
+        for r, row in enumerate(X):
+            for j, x in enumerate(row):
+                if x >= 0:
+                    key = (int(feats[j]), int(x))
+                    if key not in self.col:
+                        self.col[key] = len(self.vf)
+                        self.vf.append(int(feats[j]))
+                    D[r, j] = self.col[key]
+        self.F, self.C = max(self.F, int(feats.max()) + 1), max(self.C, int(y.max()) + 1)
+        return D, feats
+
+
+def brute(D, feats, y, V, F, C):
+    """The dense pair_count (C, V, V) and pair_feat (C, V, F) of the rows of ``D``, one cell at a time."""
+    pc, pf = np.zeros((C, V, V)), np.zeros((C, V, F))
+    for row, c in zip(D, y):
+        for j, u in enumerate(row):
+            for i, v in enumerate(row):
+                if u >= 0 and v >= 0:
+                    pc[c, u, v] += 1
+                    pf[c, u, feats[i]] += 1
+    return pc, pf
+
+
+def dense(t, V, F):
+    C = t.n_classes
+    cols = np.arange(V)
+    return t[:, cols[:, None], cols[None, :]], t.feat[:, cols[:, None], np.arange(F)[None, :]]
+
+
+def test_counts_equal_a_brute_force_count_and_the_compiled_rows_the_cell_by_cell_additions():
+    rng = np.random.default_rng(1)
+    X, y = _events(rng, 60, 5, 4, 3)
+    cols = Columns()
+    D, feats = cols.encode(X, y)
+    V = len(cols.vf)
+    t = PairBlocks(cols.vf, cols.F, cols.C)
+    t.add_rows(D, feats, y, np.ones(len(y)))
+    pc, pf = brute(D, feats, y, V, cols.F, cols.C)
+    got_pc, got_pf = dense(t, V, cols.F)
+    np.testing.assert_array_equal(got_pc, pc)
+    np.testing.assert_array_equal(got_pf, pf)
+    # the cells of a dense table added one by one, both orientations: the same counts
+    one = PairBlocks(cols.vf, cols.F, cols.C)
+    for row, c in zip(D, y):
+        obs = row[row >= 0]
+        u, v = np.meshgrid(obs, obs, indexing="ij")
+        one.add((np.full(u.size, c), u.ravel(), v.ravel()), 1.0)
+    np.testing.assert_array_equal(one.cells, t.cells)
+    np.testing.assert_array_equal(one.diag, t.diag)
+    # cells with a count: each pair of values of two attributes once, each value once
+    held = np.count_nonzero(pc[:, np.array(cols.vf)[:, None] < np.array(cols.vf)[None, :]]) + np.count_nonzero(np.diagonal(pc, axis1=1, axis2=2))
+    assert len(t) == held
+
+
+def test_bytes_are_each_attribute_pair_once_and_the_diagonal():
+    n = np.array([3, 1, 4, 2])
+    vf = np.concatenate(([-1], np.repeat(np.arange(4), n)))
+    t = PairBlocks(vf, 4, 5)
+    pairs = sum(int(n[f] * n[g]) for f, g in itertools.combinations(range(4), 2))
+    assert t.nbytes == PairBlocks.bytes_for(n, 5) == 8 * 5 * (pairs + n.sum() + 1)
+    # 600 attributes of 6 values, 4 classes: the blocks fit the default budget (256 MiB), the dense
+    # C·V² table (and its C·V·F twin) do not
+    assert PairBlocks.bytes_for([6] * 600, 4) == 207_129_632 < 256 * 1024 * 1024 < 8 * 4 * 3600 * 3600
+
+
+def test_values_features_and_classes_that_come_later_grow_the_blocks_between_additions():
+    rng = np.random.default_rng(2)
+    X1, y1 = _events(rng, 30, 3, 2, 2)
+    X2, y2 = _events(rng, 40, 5, 4, 4)  # more values, two more attributes, two more classes
+    cols = Columns()
+    D1, f1 = cols.encode(X1, y1)
+    t = PairBlocks(cols.vf, cols.F, cols.C)
+    t.add_rows(D1, f1, y1, np.ones(len(y1)))
+    D2, f2 = cols.encode(X2, y2)
+    t.grow(cols.vf, cols.F, cols.C)
+    t.add_rows(D2, f2, y2, np.ones(len(y2)))
+    V = len(cols.vf)
+    pc1, pf1 = brute(np.pad(D1, ((0, 0), (0, 2)), constant_values=-1), f2, y1, V, cols.F, cols.C)
+    pc2, pf2 = brute(D2, f2, y2, V, cols.F, cols.C)
+    got_pc, got_pf = dense(t, V, cols.F)
+    np.testing.assert_array_equal(got_pc, pc1 + pc2)
+    np.testing.assert_array_equal(got_pf, pf1 + pf2)
+    assert t.nbytes == PairBlocks.bytes_for(np.bincount(np.array(cols.vf[1:])), cols.C)
+    with pytest.raises(ValueError, match="keep their features"):
+        t.grow(cols.vf[:-1], cols.F, cols.C)
+
+
+def test_a_merge_by_sums_of_cells_and_a_snapshot_round_trip_keep_the_counts():
+    rng = np.random.default_rng(3)
+    X, y = _events(rng, 80, 4, 3, 3)
+    a, b = Columns(), Columns()
+    Da, fa = a.encode(X[:40], y[:40])
+    Db, fb = b.encode(X[40:][::-1], y[40:][::-1])  # another store: its values numbered in another order
+    ta, tb = PairBlocks(a.vf, a.F, a.C), PairBlocks(b.vf, b.F, b.C)
+    ta.add_rows(Da, fa, y[:40], np.ones(40))
+    tb.add_rows(Db, fb, y[40:][::-1], np.ones(40))
+    # the merge: b's columns numbered in a (new ones appended), a grown, b's cells added through the map
+    vmap = np.full(len(b.vf), -1, dtype=np.int64)
+    for key, col in b.col.items():
+        vmap[col] = a.col.setdefault(key, len(a.vf))
+        if vmap[col] == len(a.vf):
+            a.vf.append(key[0])
+    ta.grow(a.vf, max(a.F, b.F), max(a.C, b.C))
+    (c, u, v), vals = tb.cells_held()
+    ta.add((c, vmap[u], vmap[v]), vals)
+    all_cols = Columns()
+    all_cols.col, all_cols.vf = dict(a.col), list(a.vf)
+    D, feats = all_cols.encode(X, y)
+    V, F = len(a.vf), ta.n.size
+    pc, pf = brute(D, feats, y, V, F, ta.n_classes)
+    got_pc, got_pf = dense(ta, V, F)
+    np.testing.assert_array_equal(got_pc, pc)
+    np.testing.assert_array_equal(got_pf, pf)
+    # a snapshot writes the dense cells (cells_held); the table read back from them, and a pickled one, are equal
+    idx, vals = ta.cells_held()
+    back = PairBlocks(ta.vf, F, ta.n_classes)
+    back.add(idx, vals)
+    np.testing.assert_array_equal(back.cells, ta.cells)
+    np.testing.assert_array_equal(back.diag, ta.diag)
+    again = pickle.loads(pickle.dumps(ta.copy()))
+    np.testing.assert_array_equal(dense(again, V, F)[0], pc)
