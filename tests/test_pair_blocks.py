@@ -149,3 +149,52 @@ def test_a_merge_by_sums_of_cells_and_a_snapshot_round_trip_keep_the_counts():
     np.testing.assert_array_equal(back.diag, ta.diag)
     again = pickle.loads(pickle.dumps(ta.copy()))
     np.testing.assert_array_equal(dense(again, V, F)[0], pc)
+
+
+def _dense_tan(seed=4, n=150, F=5):
+    """A TAN with dense pair tables that learned ``n`` events (some values missing, counted as observed), and
+    its blocks made of the dense cells."""
+    from stream_nb import TAN, Ignore
+    from stream_nb.stats.tables import cells_of
+
+    rng = np.random.default_rng(seed)
+    X, y = _events(rng, n, F, 4, 3, missing=0.15)
+    X[:, 1] = np.where(X[:, 0] >= 0, (X[:, 0] + (rng.random(n) < 0.2)) % 4, X[:, 1])  # x1 follows x0
+    model = TAN(memory_budget=None, missing=Ignore())  # (EM's expected pairs are not symmetric: see the notes)
+    for row, c in zip(X, y):
+        model.learn_one({f"x{j}": int(v) for j, v in enumerate(row) if v >= 0}, int(c))
+    s = model._stats
+    C, V, Fs = s.n_classes, len(s.value_keys), len(s.features)
+    blocks = PairBlocks(s.value_feature[:V], Fs, C)
+    blocks.add(*cells_of(s.pair_count, (C, V, V)))
+    return model, s, blocks, X
+
+
+def test_blocks_made_of_a_dense_stores_cells_read_as_its_pair_tables_and_give_its_cmi():
+    from stream_nb.learners._structure import conditional_mutual_information
+
+    model, s, blocks, _ = _dense_tan()
+    C, V, F = s.n_classes, len(s.value_keys), len(s.features)
+    got_pc, got_pf = dense(blocks, V, F)
+    np.testing.assert_array_equal(got_pc, s.pair_count[:C, :V, :V])
+    np.testing.assert_array_equal(got_pf, s.pair_feat[:C, :V, :F])
+    np.testing.assert_allclose(blocks.cmi(), conditional_mutual_information(s), rtol=1e-12, atol=1e-15)
+    assert blocks.cmi()[0, 1] == blocks.cmi().max() > 0  # the planted dependence is the strongest
+
+
+def test_tree_scores_off_the_blocks_equal_the_textbook_scores_off_the_dense_tables():
+    from stream_nb.kernels import compiled
+
+    model, s, blocks, X = _dense_tan()
+    model.rebuild()
+    feats = np.arange(len(s.features), dtype=np.int64)
+    cols = np.array([[s.values[f].get(int(v), 0) if v >= 0 else -1 for f, v in zip(feats, row)] for row in X[:40]])
+    cols[::7, 2] = 0  # a value never seen
+    ppos = model._parent_columns(feats)
+    ok = ~((cols < 0) & np.isin(np.arange(len(feats)), ppos[ppos >= 0])[None, :]).any(1)  # every parent observed
+    D = np.ascontiguousarray(cols[ok], dtype=np.int64)
+    want = model._tree_jll(D, feats, ppos)  # numpy over the dense tables
+    out = np.empty((len(D), s.n_classes))
+    compiled().tree_blocks(D, feats, ppos, s.n_classes, float(model._alpha), s.class_count, s.value_count,
+                           s.feat_count, s.n_values, *blocks.arrays(), True, out)
+    np.testing.assert_allclose(out, want, rtol=1e-10)

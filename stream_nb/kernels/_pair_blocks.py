@@ -7,9 +7,16 @@ column u among its attribute's values.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-__all__ = ["add_block_rows", "warm"]
+from . import _common
+
+__all__ = ["add_block_rows", "block_cell", "block_cmi", "block_feat", "tree_blocks", "warm"]
+
+#: Ratios multiplied before one logarithm (as in ``_tree.py``).
+_BLOCK = 8
 
 
 def add_block_rows(D, dfeats, yc, w, loc, prefix, start, C, cells, diag):
@@ -35,8 +42,134 @@ def add_block_rows(D, dfeats, yc, w, loc, prefix, start, C, cells, diag):
                 cells[base + (prefix[g] + loc[v]) * C + c] += wr
 
 
+def block_cell(loc, prefix, start, C, cells, diag, c, u, f, v, g):
+    """The count of class ``c`` of column ``u`` (of feature ``f``) with column ``v`` (of feature ``g``): the
+    block cell, either orientation; a value's own count when ``u == v``; 0 for two values of one feature."""
+    if u == v:
+        return diag[c, u]
+    if f == g:
+        return 0.0
+    if f > g:
+        u, v, f, g = v, u, g, f
+    total = prefix[prefix.shape[0] - 1]
+    return cells[start[f] + (loc[u] * (total - prefix[f + 1]) + prefix[g] - prefix[f + 1] + loc[v]) * C + c]
+
+
+def block_feat(loc, prefix, start, C, cells, diag, c, u, f, g):
+    """``pair_feat[c, u, g]``: the events of class ``c`` with column ``u`` (of feature ``f``) and feature ``g``
+    observed, the sum of u's row in the block of f and g (u's own count when ``g == f``)."""
+    if g == f:
+        return diag[c, u]
+    total = prefix[prefix.shape[0] - 1]
+    n_g = prefix[g + 1] - prefix[g]
+    s = 0.0
+    if f < g:
+        at = start[f] + (loc[u] * (total - prefix[f + 1]) + prefix[g] - prefix[f + 1]) * C + c
+        for b in range(n_g):
+            s += cells[at + b * C]
+    else:
+        width = total - prefix[g + 1]
+        at = start[g] + (prefix[f] - prefix[g + 1] + loc[u]) * C + c
+        for b in range(n_g):
+            s += cells[at + b * width * C]
+    return s
+
+
+def tree_blocks(D, dfeats, ppos, C, a, class_count, value_count, feat_count, n_values, loc, prefix, start, cells,
+                diag, joint, out):
+    """TAN with Lidstone's estimates on pair blocks: log P̂(c) + Σ_i log P̂(x_i | c, x_pa(i)) into ``out[r]``
+    (``joint``: as is; else normalised), ``ppos[j]`` the column of ``D`` that holds the parent of feature
+    ``dfeats[j]`` (-1: a root, read as naive Bayes; every observed attribute's parent observed). The same
+    estimates as :func:`~stream_nb.kernels._sparse_scores.tree_sparse` reads off hash tables."""
+    R, k = D.shape
+    jll = np.empty(C)
+    prior = np.empty(C)
+    prod = np.empty(C)
+    for r in range(R):
+        _common.log_prior_row(class_count, C, a, prior)
+        for c in range(C):
+            jll[c] = prior[c]
+            prod[c] = 1.0
+        n = 0
+        for j in range(k):
+            v = D[r, j]
+            if v < 0:
+                continue
+            fj = dfeats[j]
+            an = a * max(n_values[fj] + (1 if v == 0 else 0), 1)
+            p = ppos[j]
+            if p < 0:
+                for c in range(C):
+                    prod[c] *= (value_count[c, v] + a) / (feat_count[c, fj] + an)
+            else:
+                w = D[r, p]
+                fp = dfeats[p]
+                for c in range(C):  # a value never seen (column 0) has no block cell: none counted
+                    num = a if v == 0 or w == 0 else block_cell(loc, prefix, start, C, cells, diag, c, w, fp, v, fj) + a
+                    den = an if w == 0 else block_feat(loc, prefix, start, C, cells, diag, c, w, fp, fj) + an
+                    prod[c] *= num / den
+            n += 1
+            if n % _BLOCK == 0:
+                for c in range(C):
+                    jll[c] += math.log(prod[c])
+                    prod[c] = 1.0
+        for c in range(C):
+            jll[c] += math.log(prod[c])
+        if joint:
+            for c in range(C):
+                out[r, c] = jll[c]
+        else:
+            _common.normalise_row(jll, prior, C, out[r])
+
+
+def block_cmi(prefix, start, C, cells, out):
+    """``out[f, g]`` (F, F): I(x_f; x_g | y) of every pair of features from its block, over the events in
+    which both were observed (0 for a pair without events, and on the diagonal), as
+    ``learners/_structure.py: conditional_mutual_information`` computes it from a dense table."""
+    F = prefix.shape[0] - 1
+    total = prefix[F]
+    most = 0
+    for f in range(F):
+        most = max(most, prefix[f + 1] - prefix[f])
+    col = np.empty(most)
+    for f in range(F):
+        out[f, f] = 0.0
+        n_f = prefix[f + 1] - prefix[f]
+        width = total - prefix[f + 1]
+        for g in range(f + 1, F):
+            n_g = prefix[g + 1] - prefix[g]
+            first = start[f] + (prefix[g] - prefix[f + 1]) * C  # cell (x, b, c): first + (x * width + b) * C + c
+            mi = 0.0
+            seen = 0.0
+            for c in range(C):
+                whole = 0.0
+                for b in range(n_g):
+                    col[b] = 0.0
+                    for x in range(n_f):
+                        col[b] += cells[first + (x * width + b) * C + c]
+                    whole += col[b]
+                if whole <= 0.0:
+                    continue
+                seen += whole
+                for x in range(n_f):
+                    row = 0.0
+                    for b in range(n_g):
+                        row += cells[first + (x * width + b) * C + c]
+                    for b in range(n_g):
+                        p = cells[first + (x * width + b) * C + c]
+                        if p > 0.0:
+                            mi += p * math.log(p * whole / (row * col[b]))
+            v = mi / seen if seen > 0.0 else 0.0
+            out[f, g] = out[g, f] = max(v, 0.0)
+
+
 def warm(k) -> None:
     """Compile :func:`add_block_rows` for the types the store passes."""
     D, feats = np.array([[1, 3], [2, -1]], dtype=np.int64), np.array([0, 1], dtype=np.int64)
     loc, prefix, start = np.array([-1, 0, 1, 0], dtype=np.int64), np.array([0, 2, 3], dtype=np.int64), np.array([0, 4, 4], dtype=np.int64)
-    k.add_block_rows(D, feats, np.array([0, 1], dtype=np.int64), np.ones(2), loc, prefix, start, 2, np.zeros(4), np.zeros((2, 4)))
+    cells, diag = np.zeros(4), np.zeros((2, 4))
+    k.add_block_rows(D, feats, np.array([0, 1], dtype=np.int64), np.ones(2), loc, prefix, start, 2, cells, diag)
+    cc, vc, fc, nv = np.ones(2), np.ones((2, 4)), np.ones((2, 2)), np.array([2, 1], dtype=np.int64)
+    k.tree_blocks(D, feats, np.array([-1, 0], dtype=np.int64), 2, 1.0, cc, vc, fc, nv, loc, prefix, start, cells, diag,
+                  True, np.empty((2, 2)))
+    k.block_cmi(prefix, start, 2, cells, np.empty((2, 2)))

@@ -205,6 +205,19 @@ class PairBlocks:
                                   np.asarray(yc, dtype=np.int64), np.asarray(w, dtype=float), self.loc, self.prefix,
                                   self.start, self.n_classes, self.cells, self.diag)
 
+    def arrays(self) -> tuple:
+        """``(loc, prefix, start, cells, diag)`` as the compiled kernels read them
+        (:mod:`stream_nb.kernels._pair_blocks`): valid until the table grows."""
+        return self.loc, self.prefix, self.start, self.cells, self.diag
+
+    def cmi(self) -> np.ndarray:
+        """(F, F): I(x_f; x_g | y) of every pair of features from its block, over the events in which both
+        were observed (:func:`~stream_nb.kernels._pair_blocks.block_cmi`), as TAN's structure reads it off a
+        dense table."""
+        out = np.zeros((len(self.n), len(self.n)))
+        compiled().block_cmi(self.prefix, self.start, self.n_classes, self.cells, out)
+        return out
+
     def cells_held(self) -> tuple[tuple, np.ndarray]:
         """``(index arrays, counts)`` of the nonzero cells of the dense table it stands for (both
         orientations of each block cell, and the diagonal), as ``cells_of`` gives a dense table's:
