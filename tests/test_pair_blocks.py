@@ -170,8 +170,9 @@ def _dense_tan(seed=4, n=150, F=5):
     return model, s, blocks, X
 
 
-def test_blocks_made_of_a_dense_stores_cells_read_as_its_pair_tables_and_give_its_cmi():
+def test_blocks_made_of_a_dense_stores_cells_read_as_its_pair_tables_and_give_its_cmi_and_bayes_gains():
     from stream_nb.learners._structure import conditional_mutual_information
+    from stream_nb.learners._tree_score import bayesian_edge_gains
 
     model, s, blocks, _ = _dense_tan()
     C, V, F = s.n_classes, len(s.value_keys), len(s.features)
@@ -180,6 +181,8 @@ def test_blocks_made_of_a_dense_stores_cells_read_as_its_pair_tables_and_give_it
     np.testing.assert_array_equal(got_pf, s.pair_feat[:C, :V, :F])
     np.testing.assert_allclose(blocks.cmi(), conditional_mutual_information(s), rtol=1e-12, atol=1e-15)
     assert blocks.cmi()[0, 1] == blocks.cmi().max() > 0  # the planted dependence is the strongest
+    alpha = float(model._alpha)
+    np.testing.assert_allclose(blocks.bayes_gains(alpha, s.n_values), bayesian_edge_gains(s, alpha), rtol=1e-9, atol=1e-9)
 
 
 def test_tree_scores_off_the_blocks_equal_the_textbook_scores_off_the_dense_tables():

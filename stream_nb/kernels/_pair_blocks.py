@@ -11,9 +11,9 @@ import math
 
 import numpy as np
 
-from . import _common
+from . import _common, _dense_scores
 
-__all__ = ["add_block_rows", "block_cell", "block_cmi", "block_feat", "tree_blocks", "warm"]
+__all__ = ["add_block_rows", "block_bayes_gains", "block_cell", "block_cmi", "block_feat", "tree_blocks", "warm"]
 
 #: Ratios multiplied before one logarithm (as in ``_tree.py``).
 _BLOCK = 8
@@ -163,6 +163,64 @@ def block_cmi(prefix, start, C, cells, out):
             out[f, g] = out[g, f] = max(v, 0.0)
 
 
+def _gain_terms(lg_cells, rows, cols, whole, va_head, alpha, table, n_rows, n_cols, by_row):
+    """One class's part of a gain (see :func:`block_bayes_gains`): ``by_row``, the head's values are the
+    columns (its parent's the rows); else the other way."""
+    g = lg_cells
+    parents, heads = (rows, cols) if by_row else (cols, rows)
+    n_p, n_h = (n_rows, n_cols) if by_row else (n_cols, n_rows)
+    for x in range(n_p):
+        if parents[x] != 0.0:
+            g -= math.lgamma(va_head + parents[x]) - math.lgamma(va_head)
+    for b in range(n_h):
+        if heads[b] != 0.0:
+            g -= _dense_scores._lg(heads[b], alpha, table)
+    g += math.lgamma(va_head + whole) - math.lgamma(va_head)
+    return g
+
+
+def block_bayes_gains(prefix, start, C, cells, alpha, va, table, out):
+    """``out[J, I]`` (F, F): the gain in attribute I's local Bayesian-Dirichlet score from x_J as its second
+    parent, summed over the classes, each count over the events that observed both (as
+    :func:`~stream_nb.kernels._dense_scores.dense_bayes_gains` reads a dense table); ``va`` (F,): V_I alpha of
+    each feature, ``table[n]``: lgamma(alpha + n) - lgamma(alpha)."""
+    F = prefix.shape[0] - 1
+    total = prefix[F]
+    most = 0
+    for f in range(F):
+        most = max(most, prefix[f + 1] - prefix[f])
+    rows, cols = np.empty(most), np.empty(most)
+    for f in range(F):
+        out[f, f] = 0.0
+        n_f = prefix[f + 1] - prefix[f]
+        width = total - prefix[f + 1]
+        for g in range(f + 1, F):
+            n_g = prefix[g + 1] - prefix[g]
+            first = start[f] + (prefix[g] - prefix[f + 1]) * C
+            to_g = 0.0  # the gain of g from f as its parent
+            to_f = 0.0
+            for c in range(C):
+                lg_cells = 0.0
+                whole = 0.0
+                for b in range(n_g):
+                    cols[b] = 0.0
+                for x in range(n_f):
+                    rows[x] = 0.0
+                    for b in range(n_g):
+                        p = cells[first + (x * width + b) * C + c]
+                        if p != 0.0:
+                            rows[x] += p
+                            cols[b] += p
+                            lg_cells += _dense_scores._lg(p, alpha, table)
+                    whole += rows[x]
+                if whole == 0.0:
+                    continue
+                to_g += _gain_terms(lg_cells, rows, cols, whole, va[g], alpha, table, n_f, n_g, True)
+                to_f += _gain_terms(lg_cells, rows, cols, whole, va[f], alpha, table, n_f, n_g, False)
+            out[f, g] = to_g
+            out[g, f] = to_f
+
+
 def warm(k) -> None:
     """Compile :func:`add_block_rows` for the types the store passes."""
     D, feats = np.array([[1, 3], [2, -1]], dtype=np.int64), np.array([0, 1], dtype=np.int64)
@@ -173,3 +231,4 @@ def warm(k) -> None:
     k.tree_blocks(D, feats, np.array([-1, 0], dtype=np.int64), 2, 1.0, cc, vc, fc, nv, loc, prefix, start, cells, diag,
                   True, np.empty((2, 2)))
     k.block_cmi(prefix, start, 2, cells, np.empty((2, 2)))
+    k.block_bayes_gains(prefix, start, 2, cells, 1.0, np.ones(2), np.zeros(4), np.empty((2, 2)))

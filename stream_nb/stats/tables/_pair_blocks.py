@@ -30,6 +30,8 @@ symmetric dense table and of the blocks are the same function of the events.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ...kernels import compiled
@@ -216,6 +218,19 @@ class PairBlocks:
         dense table."""
         out = np.zeros((len(self.n), len(self.n)))
         compiled().block_cmi(self.prefix, self.start, self.n_classes, self.cells, out)
+        return out
+
+    def bayes_gains(self, alpha: float, n_values) -> np.ndarray:
+        """(F, F): ``g[j, i]``, the gain in attribute i's local Bayesian-Dirichlet score from x_j as its second
+        parent, with a prior of ``alpha`` per cell and ``n_values`` (F,) values of each attribute
+        (:func:`~stream_nb.kernels._pair_blocks.block_bayes_gains`), as TAN's ``Tree(score="bayes")`` reads
+        it off a dense table."""
+        F = len(self.n)
+        top = int(min(self.diag.sum(), 1 << 16)) + 2  # lgamma(alpha + n) - lgamma(alpha) for whole counts up to it
+        table = np.array([math.lgamma(alpha + n) for n in range(top)]) - math.lgamma(alpha)
+        va = np.ascontiguousarray(np.asarray(n_values, dtype=float)[:F] * alpha)
+        out = np.zeros((F, F))
+        compiled().block_bayes_gains(self.prefix, self.start, self.n_classes, self.cells, float(alpha), va, table, out)
         return out
 
     def cells_held(self) -> tuple[tuple, np.ndarray]:
