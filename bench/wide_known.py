@@ -1,7 +1,7 @@
 """Wide networks of known optimum: every model's holdout accuracy beside the Bayes optimum, at several widths.
 
     python bench/wide_known.py [--widths 50,200,600,2000] [--structures tree,k2] [--checkpoints 20000,100000]
-                               [--holdout 5000] [--models NaiveBayes,TAN,AODE,KDB,river-MultinomialNB]
+                               [--holdout 5000] [--models NaiveBayes,TAN,AODE,KDB,river-MultinomialNB,TAN-blocks]
                                [--seconds 600] [--seed 0] [--set TAN:alpha=1.0 ...] [--backoff 1,5]
     python bench/wide_known.py --asymptote [--widths 50,300,600] [--structures tree,star] [--top 1,5,20,50,100]
 
@@ -33,7 +33,8 @@ the training events in order, ``learn_many`` on DataFrames of 1,000 events, and
 at each checkpoint predicts the ``--holdout`` events (``predict_many``, no
 learning) for its holdout accuracy. river's ``MultinomialNB`` learns and
 predicts one event at a time (``learn_one``, ``predict_one``) on the one-hot
-``name=value`` tokens. Learning stops at the first checkpoint after
+``name=value`` tokens. ``TAN-blocks`` (not among the defaults) is TAN's estimates and tree on exact
+counts of every attribute pair held in pair blocks, apart from the model (:func:`run_blocks`). Learning stops at the first checkpoint after
 ``--seconds`` of CPU time (``time.process_time``, compile time included: the
 kernels are compiled at the first batch); the holdout is then scored at the
 events learned. The table gives, per model: the holdout accuracy at each
