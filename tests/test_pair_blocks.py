@@ -194,6 +194,7 @@ def test_tree_scores_off_the_blocks_equal_the_textbook_scores_off_the_dense_tabl
     cols = np.array([[s.values[f].get(int(v), 0) if v >= 0 else -1 for f, v in zip(feats, row)] for row in X[:40]])
     cols[::7, 2] = 0  # a value never seen
     ppos = model._parent_columns(feats)
+    assert (ppos >= 0).sum() == len(feats) - 1
     ok = ~((cols < 0) & np.isin(np.arange(len(feats)), ppos[ppos >= 0])[None, :]).any(1)  # every parent observed
     D = np.ascontiguousarray(cols[ok], dtype=np.int64)
     want = model._tree_jll(D, feats, ppos)  # numpy over the dense tables
@@ -201,3 +202,42 @@ def test_tree_scores_off_the_blocks_equal_the_textbook_scores_off_the_dense_tabl
     compiled().tree_blocks(D, feats, ppos, s.n_classes, float(model._alpha), s.class_count, s.value_count,
                            s.feat_count, s.n_values, *blocks.arrays(), True, out)
     np.testing.assert_allclose(out, want, rtol=1e-10)
+
+
+@pytest.mark.parametrize("backoff,to_parent", [(0.0, False), (5.0, False), (5.0, True)])
+def test_the_learning_kernel_on_blocks_scores_and_counts_as_the_dense_tree_kernel(backoff, to_parent):
+    from stream_nb.kernels import NO_DETECTOR, compiled
+
+    model, s, blocks, X = _dense_tan(seed=5, n=120)
+    model.rebuild()
+    C, V, F = s.n_classes, len(s.value_keys), len(s.features)
+    feats = np.arange(F, dtype=np.int64)
+    rng = np.random.default_rng(6)
+    rows = rng.integers(0, 4, size=(60, F))
+    D = np.array([[s.values[f].get(int(v), 0) for f, v in zip(feats, row)] for row in rows], dtype=np.int64)
+    yc = rng.integers(0, C, size=60).astype(np.int64)
+    yc[::9] = -1  # unlabelled rows: scored, not counted
+    D[yc < 0, 3] = 0  # with a value never seen
+    ppos = model._parent_columns(feats)
+    assert (ppos >= 0).sum() == F - 1  # a tree: every attribute but the root scored given its parent
+    dense_arrays = [a.copy() for a in (s.class_count, s.value_count, s.feat_count, s.pair_count, s.pair_feat)]
+    block_arrays = [a.copy() for a in (s.class_count, s.value_count, s.feat_count)]
+    g = [a.copy() for a in (s.g_n, s.g_mean, s.g_m2)]
+    G, gslots, none, more = np.zeros((60, 0)), np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros((0, 0), dtype=np.int64)
+    want, got = np.empty((60, C)), np.empty((60, C))
+    a = float(model._alpha)
+    cc, vc, fc, pc, pf = dense_arrays
+    compiled().tree_block(D, feats, ppos, more, G, gslots, yc, none, none, True, C, a, backoff, to_parent, 1e-9,
+                          cc, vc, fc, pc, pf, s.n_values, False, vc, fc, pc, pf, *g, want, False, np.zeros((0, 0)),
+                          *NO_DETECTOR)
+    g = [a.copy() for a in (s.g_n, s.g_mean, s.g_m2)]
+    done = compiled().tree_block_pairs(D, feats, ppos, more, G, gslots, yc, none, none, True, C, a, backoff, to_parent,
+                                       1e-9, *block_arrays, s.n_values, *blocks.arrays(), *g, got, False,
+                                       np.zeros((0, 0)), *NO_DETECTOR)
+    assert done == 60
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+    for x, y in zip(block_arrays, dense_arrays[:3]):
+        np.testing.assert_array_equal(x, y)
+    got_pc, got_pf = dense(blocks, V, F)
+    np.testing.assert_array_equal(got_pc, pc[:C, :V, :V])
+    np.testing.assert_array_equal(got_pf, pf[:C, :V, :F])

@@ -12,8 +12,10 @@ import math
 import numpy as np
 
 from . import _common, _dense_scores
+from ._addresses import NO_DETECTOR
 
-__all__ = ["add_block_rows", "block_bayes_gains", "block_cell", "block_cmi", "block_feat", "tree_blocks", "warm"]
+__all__ = ["add_block_rows", "block_bayes_gains", "block_cell", "block_cmi", "block_feat", "tree_block_pairs", "tree_blocks",
+           "warm"]
 
 #: Ratios multiplied before one logarithm (as in ``_tree.py``).
 _BLOCK = 8
@@ -23,23 +25,27 @@ def add_block_rows(D, dfeats, yc, w, loc, prefix, start, C, cells, diag):
     """Add each row of ``D`` (value columns of features ``dfeats``; -1 missing), in row order, with class
     ``yc[r]`` and weight ``w[r]``: every pair of its observed values of two attributes to their block
     cell once, and each observed value to its own count (``diag``)."""
+    for r in range(D.shape[0]):
+        _add_row(D, r, dfeats, yc[r], w[r], loc, prefix, start, C, cells, diag)
+
+
+def _add_row(D, r, dfeats, c, w, loc, prefix, start, C, cells, diag):
+    """Add row ``r`` of ``D`` with class ``c`` and weight ``w`` (see :func:`add_block_rows`)."""
     k = D.shape[1]
     total = prefix[prefix.shape[0] - 1]
-    for r in range(D.shape[0]):
-        c, wr = yc[r], w[r]
-        for j in range(k):
-            u = D[r, j]
-            if u < 0:
+    for j in range(k):
+        u = D[r, j]
+        if u < 0:
+            continue
+        diag[c, u] += w
+        f = dfeats[j]
+        base = start[f] + loc[u] * (total - prefix[f + 1]) * C - prefix[f + 1] * C
+        for i in range(k):
+            v = D[r, i]
+            g = dfeats[i]
+            if v < 0 or g <= f:
                 continue
-            diag[c, u] += wr
-            f = dfeats[j]
-            base = start[f] + loc[u] * (total - prefix[f + 1]) * C - prefix[f + 1] * C
-            for i in range(k):
-                v = D[r, i]
-                g = dfeats[i]
-                if v < 0 or g <= f:
-                    continue
-                cells[base + (prefix[g] + loc[v]) * C + c] += wr
+            cells[base + (prefix[g] + loc[v]) * C + c] += w
 
 
 def block_cell(loc, prefix, start, C, cells, diag, c, u, f, v, g):
@@ -120,6 +126,108 @@ def tree_blocks(D, dfeats, ppos, C, a, class_count, value_count, feat_count, n_v
                 out[r, c] = jll[c]
         else:
             _common.normalise_row(jll, prior, C, out[r])
+
+
+def tree_block_pairs(D, dfeats, ppos, more, G, gslots, yc, weights, infl, learn, C, a, backoff, to_parent,
+                     var_smoothing, class_count, value_count, feat_count, n_values, loc, prefix, start, cells, diag,
+                     g_n, g_mean, g_m2, out, joint, loss, watch, det_kind, det_params, det_state, det_fbuf, det_ibuf,
+                     warning):
+    """:func:`~stream_nb.kernels._tree.tree_block` on pair blocks: each row of the block scored along the tree,
+    then (``learn``, a labelled row) counted, in order; the rows done returned. The arguments are
+    ``tree_block``'s, the pair tables replaced by the blocks (``loc`` to ``diag``, which must hold every column
+    of ``D``: grown before the call) and no observed-only twin (EM's expected pairs are not held in blocks).
+    Counting a row adds its class, its values and features, and every pair of its observed values once."""
+    R, k = D.shape
+    jll = np.empty(C)
+    prior = np.empty(C)
+    prod = np.empty(C)
+    q = np.empty(C)
+    grown = more.shape[0] > 0
+    decayed = infl.shape[0] > 0
+    a0, m0 = a, backoff
+    for r in range(R):
+        if decayed:
+            a, backoff = a0 * infl[r], m0 * infl[r]
+        _common.log_prior_row(class_count, C, a, prior)
+        for c in range(C):
+            jll[c] = prior[c]
+            prod[c] = 1.0
+        n = 0
+        for j in range(k):
+            v = D[r, j]
+            if v < 0:
+                continue
+            f = dfeats[j]
+            an = a * (n_values[f] + (more[r, f] if grown else 0) + (1 if v == 0 else 0))
+            p = ppos[j]
+            if p < 0:
+                for c in range(C):
+                    prod[c] *= (value_count[c, v] + a) / (feat_count[c, f] + an)
+            else:
+                u = D[r, p]
+                fp = dfeats[p]
+                if backoff > 0.0 and to_parent:
+                    hits = 0.0
+                    seen = 0.0
+                    for c in range(C):
+                        hits += _pair(loc, prefix, start, C, cells, diag, c, u, fp, v, f)
+                        seen += _feat(loc, prefix, start, C, cells, diag, c, u, fp, f)
+                    base = backoff * (hits + a) / (seen + an)
+                    for c in range(C):
+                        prod[c] *= ((_pair(loc, prefix, start, C, cells, diag, c, u, fp, v, f) + base)
+                                    / (_feat(loc, prefix, start, C, cells, diag, c, u, fp, f) + backoff))
+                elif backoff > 0.0:
+                    for c in range(C):
+                        base = (value_count[c, v] + a) / (feat_count[c, f] + an)
+                        prod[c] *= ((_pair(loc, prefix, start, C, cells, diag, c, u, fp, v, f) + backoff * base)
+                                    / (_feat(loc, prefix, start, C, cells, diag, c, u, fp, f) + backoff))
+                else:
+                    for c in range(C):
+                        prod[c] *= ((_pair(loc, prefix, start, C, cells, diag, c, u, fp, v, f) + a)
+                                    / (_feat(loc, prefix, start, C, cells, diag, c, u, fp, f) + an))
+            n += 1
+            if n % _BLOCK == 0:
+                for c in range(C):
+                    jll[c] += math.log(prod[c])
+                    prod[c] = 1.0
+        for c in range(C):
+            jll[c] += math.log(prod[c])
+        _common.gaussian_row(G[r], gslots, g_n, g_mean, g_m2, C, var_smoothing, q, jll)
+        if joint:
+            for c in range(C):
+                out[r, c] = jll[c]
+        else:
+            _common.normalise_row(jll, prior, C, out[r])
+        c = yc[r]
+        if watch and c >= 0 and _common.watch_row(out[r], C, loss, c, det_kind, det_params, det_state, det_fbuf,
+                                                  det_ibuf, warning):
+            return r
+        if not learn or c < 0:
+            continue
+        w = weights[r] if decayed else 1.0
+        class_count[c] += w
+        for j in range(k):
+            v = D[r, j]
+            if v >= 0:
+                value_count[c, v] += w
+                feat_count[c, dfeats[j]] += w
+        _add_row(D, r, dfeats, c, w, loc, prefix, start, C, cells, diag)
+        _common.add_gaussian(G[r], gslots, c, w, g_n, g_mean, g_m2)
+    return R
+
+
+def _pair(loc, prefix, start, C, cells, diag, c, u, fu, v, fv):
+    """``pair_count[c, u, v]`` off the blocks, a column never seen (0) holding none."""
+    if u == 0 or v == 0:
+        return 0.0
+    return block_cell(loc, prefix, start, C, cells, diag, c, u, fu, v, fv)
+
+
+def _feat(loc, prefix, start, C, cells, diag, c, u, fu, g):
+    """``pair_feat[c, u, g]`` off the blocks, a column never seen (0) holding none."""
+    if u == 0:
+        return 0.0
+    return block_feat(loc, prefix, start, C, cells, diag, c, u, fu, g)
 
 
 def block_cmi(prefix, start, C, cells, out):
@@ -232,3 +340,10 @@ def warm(k) -> None:
                   True, np.empty((2, 2)))
     k.block_cmi(prefix, start, 2, cells, np.empty((2, 2)))
     k.block_bayes_gains(prefix, start, 2, cells, 1.0, np.ones(2), np.zeros(4), np.empty((2, 2)))
+    gn, G = np.zeros((2, 1)), np.array([[0.5], [1.5]])
+    for more in (np.zeros((0, 0), dtype=np.int64), np.zeros((2, 2), dtype=np.int64)):
+        for decay in (np.zeros(0), np.ones(2)):
+            k.tree_block_pairs(D, feats, np.array([-1, 0], dtype=np.int64), more, G, np.array([0], dtype=np.int64),
+                               np.array([0, 1], dtype=np.int64), decay, decay, True, 2, 1.0, 0.0, False, 1e-9, cc, vc,
+                               fc, nv, loc, prefix, start, cells, diag, gn, gn.copy(), gn.copy(), np.empty((2, 2)),
+                               False, np.zeros((0, 0)), *NO_DETECTOR)
