@@ -338,15 +338,25 @@ def run_blocks(args, F: int, structure: str) -> dict:
     X, y = sample(parents, tables, checkpoints[-1], [args.seed, 1])
     Xh, yh = sample(parents, tables, args.holdout, [args.seed, 2])
     feats = np.arange(F, dtype=np.int64)
-    vf = np.concatenate(([-1], np.repeat(feats, V)))  # column 1 + f·V + x: value x of attribute f
-    blocks = PairBlocks(vf, F, C)
-    class_count, value_count, feat_count = np.zeros(C), np.zeros((C, len(vf))), np.zeros((C, F))
+    column = np.zeros((F, V), dtype=np.int64)  # value x of attribute f: its column, numbered as values first come
+    vf = [-1]
+    blocks = PairBlocks(np.array(vf), F, C)
+    class_count, value_count, feat_count = np.zeros(C), np.zeros((C, 1)), np.zeros((C, F))
     done, spent, scores = 0, 0.0, []
     for stop in checkpoints:
         while done < stop:
             hi = min(done + CHUNK, stop)
             t0 = time.process_time()
-            D = np.ascontiguousarray(1 + feats * V + X[done:hi], dtype=np.int64)
+            part = X[done:hi].astype(np.int64)
+            seen = np.zeros((F, V), dtype=bool)
+            seen[feats[None, :], part] = True
+            new = np.argwhere(seen & (column == 0))  # (f, x) in the order of f, then x
+            if len(new):  # the blocks grow between additions, to hold the values this part brings
+                column[new[:, 0], new[:, 1]] = len(vf) + np.arange(len(new))
+                vf += new[:, 0].tolist()
+                blocks.grow(np.array(vf), F, C)
+                value_count = np.pad(value_count, ((0, 0), (0, len(new))))
+            D = np.ascontiguousarray(column[feats[None, :], part])
             yc = y[done:hi].astype(np.int64)
             blocks.add_rows(D, feats, yc, np.ones(len(yc)))
             class_count += np.bincount(yc, minlength=C)
@@ -358,12 +368,13 @@ def run_blocks(args, F: int, structure: str) -> dict:
                 break
         t0 = time.process_time()
         n = class_count.sum()
-        joint = value_count[:, 1:].reshape(C, F, V) / n
+        by_value = np.where(column > 0, value_count[:, column], 0.0)  # (C, F, V)
+        joint = by_value / n
         px, pc = joint.sum(0), class_count / n
         with np.errstate(divide="ignore", invalid="ignore"):
             mi = np.nansum(joint * np.log(joint / (pc[:, None, None] * px[None])), axis=(0, 2))
         root = int(np.argmax(mi))
-        n_values = np.count_nonzero(value_count[:, 1:].reshape(C, F, V).sum(0), axis=1).astype(np.int64)
+        n_values = np.count_nonzero(column, axis=1).astype(np.int64)
         gains = blocks.bayes_gains(1.0, n_values)
         tree = maximum_spanning_tree(np.maximum(gains, gains.T), range(F), root)
         parent = np.full(F, -1, dtype=np.int64)
@@ -371,7 +382,7 @@ def run_blocks(args, F: int, structure: str) -> dict:
             parent[child] = par
         spent += time.process_time() - t0
         pos = np.where(parent >= 0, parent, -1)  # D holds every attribute in order: a parent's position is itself
-        Dh = np.ascontiguousarray(1 + feats * V + Xh, dtype=np.int64)
+        Dh = np.ascontiguousarray(column[feats[None, :], Xh.astype(np.int64)])  # 0: a value never learned
         out = np.empty((len(Dh), C))
         compiled().tree_blocks(Dh, feats, pos, C, 1.0, class_count, value_count, feat_count, n_values,
                                *blocks.arrays(), True, out)

@@ -17,7 +17,8 @@ Layout: the row of attribute f is an array (n_f, S_f, C) with S_f = Σ_{g>f} n_g
 value a of f and value b of g at column P[g] - P[f+1] + b (P: the prefix sums of
 the n), the class last (contiguous, as the kernels loop over the classes
 innermost). Values that appear later grow the layout between additions
-(:meth:`PairBlocks.grow`, every block moved to its new place, a row at a time);
+(:meth:`PairBlocks.grow`, every block moved to its new place, a row at a time: the old
+and the new layouts are held together while it moves, twice the table for a moment);
 the blocks hold exactly the values seen, no spare room, since spare room in
 every block would multiply the whole (two spare values of six: 1.8 times).
 
