@@ -328,8 +328,9 @@ def run_blocks(args, F: int, structure: str) -> dict:
     (:class:`stream_nb.stats.tables.PairBlocks`), outside the model: the events counted into the blocks
     (compiled, 1,000 at a time), the tree built once at each checkpoint as TAN's default ``Tree(score="bayes")``
     builds it (the maximum spanning tree of the Bayesian edge gains read off the blocks, rooted at the attribute
-    of highest I(X; C)), the holdout scored off the blocks."""
-    from stream_nb.kernels import compiled
+    of highest I(X; C)), the holdout scored off the blocks; with ``--backoff``, also with ``Tree(backoff=m)``
+    (toward P(x_i | x_pa), the default) on the same counts and tree."""
+    from stream_nb.kernels import NO_DETECTOR, compiled
     from stream_nb.learners import maximum_spanning_tree
     from stream_nb.stats.tables import PairBlocks
 
@@ -387,6 +388,14 @@ def run_blocks(args, F: int, structure: str) -> dict:
         compiled().tree_blocks(Dh, feats, pos, C, 1.0, class_count, value_count, feat_count, n_values,
                                *blocks.arrays(), True, out)
         scores.append({"events": done, "accuracy": float((out.argmax(1) == yh).mean())})
+        for m in (float(v) for v in args.backoff.split(",") if v):  # Tree(backoff=m) toward P(x_i | x_pa), same counts
+            rows = len(Dh)
+            compiled().tree_block_pairs(Dh, feats, pos, np.zeros((0, 0), dtype=np.int64), np.zeros((rows, 0)),
+                                        np.zeros(0, dtype=np.int64), np.full(rows, -1, dtype=np.int64), np.zeros(0),
+                                        np.zeros(0), False, C, 1.0, m, True, 1e-9, class_count, value_count, feat_count,
+                                        n_values, *blocks.arrays(), np.zeros((C, 0)), np.zeros((C, 0)),
+                                        np.zeros((C, 0)), out, True, np.zeros((0, 0)), *NO_DETECTOR)
+            scores[-1][f"backoff={m:g}"] = float((out.argmax(1) == yh).mean())
         if done < stop:
             break
     return {"scores": scores, "rate": done / spent if spent else None,
@@ -552,7 +561,7 @@ def main(argv=None) -> int:
                         at = "" if sc["events"] == int(c) else f" (at {sc['events']:,}, time limit)"
                         cells.append(f"{sc['accuracy']:.4f} = {sc['accuracy'] / best:.3f}{at}")
                 rate = f"{r['rate']:,.0f}" if r["rate"] else "-"
-                for m in (v for v in args.backoff.split(",") if v and name == "TAN"):
+                for m in (v for v in args.backoff.split(",") if v and name in ("TAN", "TAN-blocks")):
                     key = f"backoff={float(m):g}"
                     cells = [f"{c}; {key}: {sc[key]:.4f} = {sc[key] / best:.3f}" if sc is not None and key in sc else c
                              for c, sc in zip(cells, r["scores"] + [None] * len(cells))]
