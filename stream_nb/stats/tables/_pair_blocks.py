@@ -7,8 +7,9 @@ attribute, which no event counts. On 600 attributes of 6 values and 4 classes
 that is 415 MB, and its twin ``pair_feat[c, u, g]`` (C·V·F: the events with
 value u and feature g observed) 69 MB more. :class:`PairBlocks` holds each
 unordered pair of attributes f < g once, a block of n_f × n_g × C cells (n_f:
-the values of f), and each value's own count (the diagonal) beside:
-C·(Σ_{f<g} n_f n_g + V) cells, 207 MB there (:meth:`PairBlocks.bytes_for`).
+the values of f), and each column's own count (the diagonal) beside:
+C·(Σ_{f<g} n_f n_g + V + 1) cells with the store's column 0, 207 MB there
+(:meth:`PairBlocks.bytes_for`).
 ``pair_feat`` is no table of its own: the cell (c, u, g) is the sum of the n_g
 cells of u's row in the block {f, g}, exact with missing values too
 (:meth:`PairBlocks.feat`).
@@ -27,6 +28,9 @@ orientations, 0 for two values of one attribute) and takes the cells a dense
 one holds (:meth:`PairBlocks.add`, both orientations given as a dense table is
 given them: the block cell takes one of the two), so that the counts of a
 symmetric dense table and of the blocks are the same function of the events.
+EM's expected pair counts, which fill the two orientations of a pair
+differently (each attribute's rows under its own one-dependence model), have
+no place in it: one number stands for both.
 """
 
 from __future__ import annotations
