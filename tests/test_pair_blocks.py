@@ -52,7 +52,7 @@ def brute(D, feats, y, V, F, C):
 
 
 def dense(t, V, F):
-    C = t.n_classes
+    """The dense pair_count (C, V, V) and pair_feat (C, V, F) the blocks ``t`` read as."""
     cols = np.arange(V)
     return t[:, cols[:, None], cols[None, :]], t.feat[:, cols[:, None], np.arange(F)[None, :]]
 
@@ -78,7 +78,8 @@ def test_counts_equal_a_brute_force_count_and_the_compiled_rows_the_cell_by_cell
     np.testing.assert_array_equal(one.cells, t.cells)
     np.testing.assert_array_equal(one.diag, t.diag)
     # cells with a count: each pair of values of two attributes once, each value once
-    held = np.count_nonzero(pc[:, np.array(cols.vf)[:, None] < np.array(cols.vf)[None, :]]) + np.count_nonzero(np.diagonal(pc, axis1=1, axis2=2))
+    vf = np.array(cols.vf)
+    held = np.count_nonzero(pc[:, vf[:, None] < vf[None, :]]) + np.count_nonzero(np.diagonal(pc, axis1=1, axis2=2))
     assert len(t) == held
 
 
@@ -182,7 +183,8 @@ def test_blocks_made_of_a_dense_stores_cells_read_as_its_pair_tables_and_give_it
     np.testing.assert_allclose(blocks.cmi(), conditional_mutual_information(s), rtol=1e-12, atol=1e-15)
     assert blocks.cmi()[0, 1] == blocks.cmi().max() > 0  # the planted dependence is the strongest
     alpha = float(model._alpha)
-    np.testing.assert_allclose(blocks.bayes_gains(alpha, s.n_values), bayesian_edge_gains(s, alpha), rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(blocks.bayes_gains(alpha, s.n_values), bayesian_edge_gains(s, alpha), rtol=1e-9,
+                               atol=1e-9)
 
 
 def test_tree_scores_off_the_blocks_equal_the_textbook_scores_off_the_dense_tables():
@@ -223,7 +225,8 @@ def test_the_learning_kernel_on_blocks_scores_and_counts_as_the_dense_tree_kerne
     dense_arrays = [a.copy() for a in (s.class_count, s.value_count, s.feat_count, s.pair_count, s.pair_feat)]
     block_arrays = [a.copy() for a in (s.class_count, s.value_count, s.feat_count)]
     g = [a.copy() for a in (s.g_n, s.g_mean, s.g_m2)]
-    G, gslots, none, more = np.zeros((60, 0)), np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros((0, 0), dtype=np.int64)
+    G, gslots = np.zeros((60, 0)), np.zeros(0, dtype=np.int64)
+    none, more = np.zeros(0), np.zeros((0, 0), dtype=np.int64)
     want, got = np.empty((60, C)), np.empty((60, C))
     a = float(model._alpha)
     cc, vc, fc, pc, pf = dense_arrays

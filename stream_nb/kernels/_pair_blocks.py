@@ -14,8 +14,8 @@ import numpy as np
 from . import _common, _dense_scores
 from ._addresses import NO_DETECTOR
 
-__all__ = ["add_block_rows", "block_bayes_gains", "block_cell", "block_cmi", "block_feat", "tree_block_pairs", "tree_blocks",
-           "warm"]
+__all__ = ["add_block_rows", "block_bayes_gains", "block_cell", "block_cmi", "block_feat", "tree_block_pairs",
+           "tree_blocks", "warm"]
 
 #: Ratios multiplied before one logarithm (as in ``_tree.py``).
 _BLOCK = 8
@@ -332,7 +332,8 @@ def block_bayes_gains(prefix, start, C, cells, alpha, va, table, out):
 def warm(k) -> None:
     """Compile :func:`add_block_rows` for the types the store passes."""
     D, feats = np.array([[1, 3], [2, -1]], dtype=np.int64), np.array([0, 1], dtype=np.int64)
-    loc, prefix, start = np.array([-1, 0, 1, 0], dtype=np.int64), np.array([0, 2, 3], dtype=np.int64), np.array([0, 4, 4], dtype=np.int64)
+    loc, prefix = np.array([-1, 0, 1, 0], dtype=np.int64), np.array([0, 2, 3], dtype=np.int64)
+    start = np.array([0, 4, 4], dtype=np.int64)
     cells, diag = np.zeros(4), np.zeros((2, 4))
     k.add_block_rows(D, feats, np.array([0, 1], dtype=np.int64), np.ones(2), loc, prefix, start, 2, cells, diag)
     cc, vc, fc, nv = np.ones(2), np.ones((2, 4)), np.ones((2, 2)), np.array([2, 1], dtype=np.int64)

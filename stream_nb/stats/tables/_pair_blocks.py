@@ -91,7 +91,8 @@ class PairBlocks:
 
     def __init__(self, value_feature, n_features: int, n_classes: int):
         self.n_classes = 0
-        self.vf, self.loc, self.n = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        none = np.zeros(0, dtype=np.int64)
+        self.vf, self.loc, self.n = none, none.copy(), none.copy()
         self.prefix, self.start = _layout(self.n, 0)
         self.cells, self.diag = np.zeros(0), np.zeros((0, 0))
         self.grow(value_feature, n_features, n_classes)
