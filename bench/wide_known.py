@@ -1,7 +1,7 @@
 """Wide networks of known optimum: every model's holdout accuracy beside the Bayes optimum, at several widths.
 
     python bench/wide_known.py [--widths 50,200,600,2000] [--structures tree,k2] [--checkpoints 20000,100000]
-                               [--holdout 5000] [--models NaiveBayes,TAN,AODE,KDB,river-MultinomialNB]
+                               [--holdout 5000] [--models NaiveBayes,TAN,AODE,KDB,river-MultinomialNB,TAN-blocks]
                                [--seconds 600] [--seed 0] [--set TAN:alpha=1.0 ...] [--backoff 1,5]
     python bench/wide_known.py --asymptote [--widths 50,300,600] [--structures tree,star] [--top 1,5,20,50,100]
 
@@ -33,7 +33,8 @@ the training events in order, ``learn_many`` on DataFrames of 1,000 events, and
 at each checkpoint predicts the ``--holdout`` events (``predict_many``, no
 learning) for its holdout accuracy. river's ``MultinomialNB`` learns and
 predicts one event at a time (``learn_one``, ``predict_one``) on the one-hot
-``name=value`` tokens. Learning stops at the first checkpoint after
+``name=value`` tokens. ``TAN-blocks`` (not among the defaults) is TAN's estimates and tree on exact
+counts of every attribute pair held in pair blocks, apart from the model (:func:`run_blocks`). Learning stops at the first checkpoint after
 ``--seconds`` of CPU time (``time.process_time``, compile time included: the
 kernels are compiled at the first batch); the holdout is then scored at the
 events learned. The table gives, per model: the holdout accuracy at each
@@ -322,7 +323,88 @@ def _tree_check(model, parents: list, X: np.ndarray, y: np.ndarray, Xh: np.ndarr
     return {"edges": f"{found}/{len(undirected)}", "exact counts": accuracy(learned), "planted tree": accuracy(planted)}
 
 
+def run_blocks(args, F: int, structure: str) -> dict:
+    """``TAN-blocks``: TAN's Laplace estimates and tree on exact counts of every pair held in pair blocks
+    (:class:`stream_nb.stats.tables.PairBlocks`), outside the model: the events counted into the blocks
+    (compiled, 1,000 at a time), the tree built once at each checkpoint as TAN's default ``Tree(score="bayes")``
+    builds it (the maximum spanning tree of the Bayesian edge gains read off the blocks, rooted at the attribute
+    of highest I(X; C)), the holdout scored off the blocks; with ``--backoff``, also with ``Tree(backoff=m)``
+    (toward P(x_i | x_pa), the default) on the same counts and tree."""
+    from stream_nb.kernels import NO_DETECTOR, compiled
+    from stream_nb.learners import maximum_spanning_tree
+    from stream_nb.stats.tables import PairBlocks
+
+    parents, tables = network(F, structure, args.seed)
+    checkpoints = sorted(int(c) for c in args.checkpoints.split(","))
+    X, y = sample(parents, tables, checkpoints[-1], [args.seed, 1])
+    Xh, yh = sample(parents, tables, args.holdout, [args.seed, 2])
+    feats = np.arange(F, dtype=np.int64)
+    column = np.zeros((F, V), dtype=np.int64)  # value x of attribute f: its column, numbered as values first come
+    vf = [-1]
+    blocks = PairBlocks(np.array(vf), F, C)
+    class_count, value_count, feat_count = np.zeros(C), np.zeros((C, 1)), np.zeros((C, F))
+    done, spent, scores = 0, 0.0, []
+    for stop in checkpoints:
+        while done < stop:
+            hi = min(done + CHUNK, stop)
+            t0 = time.process_time()
+            part = X[done:hi].astype(np.int64)
+            seen = np.zeros((F, V), dtype=bool)
+            seen[feats[None, :], part] = True
+            new = np.argwhere(seen & (column == 0))  # (f, x) in the order of f, then x
+            if len(new):  # the blocks grow between additions, to hold the values this part brings
+                column[new[:, 0], new[:, 1]] = len(vf) + np.arange(len(new))
+                vf += new[:, 0].tolist()
+                blocks.grow(np.array(vf), F, C)
+                value_count = np.pad(value_count, ((0, 0), (0, len(new))))
+            D = np.ascontiguousarray(column[feats[None, :], part])
+            yc = y[done:hi].astype(np.int64)
+            blocks.add_rows(D, feats, yc, np.ones(len(yc)))
+            class_count += np.bincount(yc, minlength=C)
+            np.add.at(value_count, (yc[:, None], D), 1.0)
+            feat_count += np.bincount(yc, minlength=C)[:, None]
+            spent += time.process_time() - t0
+            done = hi
+            if spent > args.seconds:
+                break
+        t0 = time.process_time()
+        n = class_count.sum()
+        by_value = np.where(column > 0, value_count[:, column], 0.0)  # (C, F, V)
+        joint = by_value / n
+        px, pc = joint.sum(0), class_count / n
+        with np.errstate(divide="ignore", invalid="ignore"):
+            mi = np.nansum(joint * np.log(joint / (pc[:, None, None] * px[None])), axis=(0, 2))
+        root = int(np.argmax(mi))
+        n_values = np.count_nonzero(column, axis=1).astype(np.int64)
+        gains = blocks.bayes_gains(1.0, n_values)
+        tree = maximum_spanning_tree(np.maximum(gains, gains.T), range(F), root)
+        parent = np.full(F, -1, dtype=np.int64)
+        for child, par in tree.items():
+            parent[child] = par
+        spent += time.process_time() - t0
+        pos = np.where(parent >= 0, parent, -1)  # D holds every attribute in order: a parent's position is itself
+        Dh = np.ascontiguousarray(column[feats[None, :], Xh.astype(np.int64)])  # 0: a value never learned
+        out = np.empty((len(Dh), C))
+        compiled().tree_blocks(Dh, feats, pos, C, 1.0, class_count, value_count, feat_count, n_values,
+                               *blocks.arrays(), True, out)
+        scores.append({"events": done, "accuracy": float((out.argmax(1) == yh).mean())})
+        for m in (float(v) for v in args.backoff.split(",") if v):  # Tree(backoff=m) toward P(x_i | x_pa), same counts
+            rows = len(Dh)
+            compiled().tree_block_pairs(Dh, feats, pos, np.zeros((0, 0), dtype=np.int64), np.zeros((rows, 0)),
+                                        np.zeros(0, dtype=np.int64), np.full(rows, -1, dtype=np.int64), np.zeros(0),
+                                        np.zeros(0), False, C, 1.0, m, True, 1e-9, class_count, value_count, feat_count,
+                                        n_values, *blocks.arrays(), np.zeros((C, 0)), np.zeros((C, 0)),
+                                        np.zeros((C, 0)), out, True, np.zeros((0, 0)), *NO_DETECTOR)
+            scores[-1][f"backoff={m:g}"] = float((out.argmax(1) == yh).mean())
+        if done < stop:
+            break
+    return {"scores": scores, "rate": done / spent if spent else None,
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "count_bytes": blocks.nbytes}
+
+
 def run_model(args, F: int, structure: str, name: str) -> dict:
+    if name == "TAN-blocks":
+        return run_blocks(args, F, structure)
     import pandas as pd
 
     parents, tables = network(F, structure, args.seed)
@@ -479,7 +561,7 @@ def main(argv=None) -> int:
                         at = "" if sc["events"] == int(c) else f" (at {sc['events']:,}, time limit)"
                         cells.append(f"{sc['accuracy']:.4f} = {sc['accuracy'] / best:.3f}{at}")
                 rate = f"{r['rate']:,.0f}" if r["rate"] else "-"
-                for m in (v for v in args.backoff.split(",") if v and name == "TAN"):
+                for m in (v for v in args.backoff.split(",") if v and name in ("TAN", "TAN-blocks")):
                     key = f"backoff={float(m):g}"
                     cells = [f"{c}; {key}: {sc[key]:.4f} = {sc[key] / best:.3f}" if sc is not None and key in sc else c
                              for c, sc in zip(cells, r["scores"] + [None] * len(cells))]

@@ -1,0 +1,350 @@
+"""Pair counts held pair by pair (:class:`~stream_nb.stats.tables.PairBlocks`), added in compiled loops.
+
+The row of attribute f is an array (n_f, S_f, C), S_f the values of the attributes after f: value a of f
+and value b of g > f at column ``prefix[g] - prefix[f + 1] + b``, the class last. ``loc[u]``: the place of
+column u among its attribute's values.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import _common, _dense_scores
+from ._addresses import NO_DETECTOR
+
+__all__ = ["add_block_rows", "block_bayes_gains", "block_cell", "block_cmi", "block_feat", "tree_block_pairs",
+           "tree_blocks", "warm"]
+
+#: Ratios multiplied before one logarithm (as in ``_tree.py``).
+_BLOCK = 8
+
+
+def add_block_rows(D, dfeats, yc, w, loc, prefix, start, C, cells, diag):
+    """Add each row of ``D`` (value columns of features ``dfeats``; -1 missing), in row order, with class
+    ``yc[r]`` and weight ``w[r]``: every pair of its observed values of two attributes to their block
+    cell once, and each observed value to its own count (``diag``)."""
+    for r in range(D.shape[0]):
+        _add_row(D, r, dfeats, yc[r], w[r], loc, prefix, start, C, cells, diag)
+
+
+def _add_row(D, r, dfeats, c, w, loc, prefix, start, C, cells, diag):
+    """Add row ``r`` of ``D`` with class ``c`` and weight ``w`` (see :func:`add_block_rows`)."""
+    k = D.shape[1]
+    total = prefix[prefix.shape[0] - 1]
+    for j in range(k):
+        u = D[r, j]
+        if u < 0:
+            continue
+        diag[c, u] += w
+        f = dfeats[j]
+        base = start[f] + loc[u] * (total - prefix[f + 1]) * C - prefix[f + 1] * C
+        for i in range(k):
+            v = D[r, i]
+            g = dfeats[i]
+            if v < 0 or g <= f:
+                continue
+            cells[base + (prefix[g] + loc[v]) * C + c] += w
+
+
+def block_cell(loc, prefix, start, C, cells, diag, c, u, f, v, g):
+    """The count of class ``c`` of column ``u`` (of feature ``f``) with column ``v`` (of feature ``g``): the
+    block cell, either orientation; a value's own count when ``u == v``; 0 for two values of one feature."""
+    if u == v:
+        return diag[c, u]
+    if f == g:
+        return 0.0
+    if f > g:
+        u, v, f, g = v, u, g, f
+    total = prefix[prefix.shape[0] - 1]
+    return cells[start[f] + (loc[u] * (total - prefix[f + 1]) + prefix[g] - prefix[f + 1] + loc[v]) * C + c]
+
+
+def block_feat(loc, prefix, start, C, cells, diag, c, u, f, g):
+    """``pair_feat[c, u, g]``: the events of class ``c`` with column ``u`` (of feature ``f``) and feature ``g``
+    observed, the sum of u's row in the block of f and g (u's own count when ``g == f``)."""
+    if g == f:
+        return diag[c, u]
+    total = prefix[prefix.shape[0] - 1]
+    n_g = prefix[g + 1] - prefix[g]
+    s = 0.0
+    if f < g:
+        at = start[f] + (loc[u] * (total - prefix[f + 1]) + prefix[g] - prefix[f + 1]) * C + c
+        for b in range(n_g):
+            s += cells[at + b * C]
+    else:
+        width = total - prefix[g + 1]
+        at = start[g] + (prefix[f] - prefix[g + 1] + loc[u]) * C + c
+        for b in range(n_g):
+            s += cells[at + b * width * C]
+    return s
+
+
+def tree_blocks(D, dfeats, ppos, C, a, class_count, value_count, feat_count, n_values, loc, prefix, start, cells,
+                diag, joint, out):
+    """TAN with Lidstone's estimates on pair blocks: log P̂(c) + Σ_i log P̂(x_i | c, x_pa(i)) into ``out[r]``
+    (``joint``: as is; else normalised), ``ppos[j]`` the column of ``D`` that holds the parent of feature
+    ``dfeats[j]`` (-1: a root, read as naive Bayes; every observed attribute's parent observed). The same
+    estimates as :func:`~stream_nb.kernels._sparse_scores.tree_sparse` reads off hash tables."""
+    R, k = D.shape
+    jll = np.empty(C)
+    prior = np.empty(C)
+    prod = np.empty(C)
+    for r in range(R):
+        _common.log_prior_row(class_count, C, a, prior)
+        for c in range(C):
+            jll[c] = prior[c]
+            prod[c] = 1.0
+        n = 0
+        for j in range(k):
+            v = D[r, j]
+            if v < 0:
+                continue
+            fj = dfeats[j]
+            an = a * max(n_values[fj] + (1 if v == 0 else 0), 1)
+            p = ppos[j]
+            if p < 0:
+                for c in range(C):
+                    prod[c] *= (value_count[c, v] + a) / (feat_count[c, fj] + an)
+            else:
+                w = D[r, p]
+                fp = dfeats[p]
+                for c in range(C):  # a value never seen (column 0) has no block cell: none counted
+                    num = a if v == 0 or w == 0 else block_cell(loc, prefix, start, C, cells, diag, c, w, fp, v, fj) + a
+                    den = an if w == 0 else block_feat(loc, prefix, start, C, cells, diag, c, w, fp, fj) + an
+                    prod[c] *= num / den
+            n += 1
+            if n % _BLOCK == 0:
+                for c in range(C):
+                    jll[c] += math.log(prod[c])
+                    prod[c] = 1.0
+        for c in range(C):
+            jll[c] += math.log(prod[c])
+        if joint:
+            for c in range(C):
+                out[r, c] = jll[c]
+        else:
+            _common.normalise_row(jll, prior, C, out[r])
+
+
+def tree_block_pairs(D, dfeats, ppos, more, G, gslots, yc, weights, infl, learn, C, a, backoff, to_parent,
+                     var_smoothing, class_count, value_count, feat_count, n_values, loc, prefix, start, cells, diag,
+                     g_n, g_mean, g_m2, out, joint, loss, watch, det_kind, det_params, det_state, det_fbuf, det_ibuf,
+                     warning):
+    """:func:`~stream_nb.kernels._tree.tree_block` on pair blocks: each row of the block scored along the tree,
+    then (``learn``, a labelled row) counted, in order; the rows done returned. The arguments are
+    ``tree_block``'s, the pair tables replaced by the blocks (``loc`` to ``diag``, which must hold every column
+    of ``D``: grown before the call) and no observed-only twin (EM's expected pairs are not held in blocks).
+    Counting a row adds its class, its values and features, and every pair of its observed values once."""
+    R, k = D.shape
+    jll = np.empty(C)
+    prior = np.empty(C)
+    prod = np.empty(C)
+    q = np.empty(C)
+    grown = more.shape[0] > 0
+    decayed = infl.shape[0] > 0
+    a0, m0 = a, backoff
+    for r in range(R):
+        if decayed:
+            a, backoff = a0 * infl[r], m0 * infl[r]
+        _common.log_prior_row(class_count, C, a, prior)
+        for c in range(C):
+            jll[c] = prior[c]
+            prod[c] = 1.0
+        n = 0
+        for j in range(k):
+            v = D[r, j]
+            if v < 0:
+                continue
+            f = dfeats[j]
+            an = a * (n_values[f] + (more[r, f] if grown else 0) + (1 if v == 0 else 0))
+            p = ppos[j]
+            if p < 0:
+                for c in range(C):
+                    prod[c] *= (value_count[c, v] + a) / (feat_count[c, f] + an)
+            else:
+                u = D[r, p]
+                fp = dfeats[p]
+                if backoff > 0.0 and to_parent:
+                    hits = 0.0
+                    seen = 0.0
+                    for c in range(C):
+                        hits += _pair(loc, prefix, start, C, cells, diag, c, u, fp, v, f)
+                        seen += _feat(loc, prefix, start, C, cells, diag, c, u, fp, f)
+                    base = backoff * (hits + a) / (seen + an)
+                    for c in range(C):
+                        prod[c] *= ((_pair(loc, prefix, start, C, cells, diag, c, u, fp, v, f) + base)
+                                    / (_feat(loc, prefix, start, C, cells, diag, c, u, fp, f) + backoff))
+                elif backoff > 0.0:
+                    for c in range(C):
+                        base = (value_count[c, v] + a) / (feat_count[c, f] + an)
+                        prod[c] *= ((_pair(loc, prefix, start, C, cells, diag, c, u, fp, v, f) + backoff * base)
+                                    / (_feat(loc, prefix, start, C, cells, diag, c, u, fp, f) + backoff))
+                else:
+                    for c in range(C):
+                        prod[c] *= ((_pair(loc, prefix, start, C, cells, diag, c, u, fp, v, f) + a)
+                                    / (_feat(loc, prefix, start, C, cells, diag, c, u, fp, f) + an))
+            n += 1
+            if n % _BLOCK == 0:
+                for c in range(C):
+                    jll[c] += math.log(prod[c])
+                    prod[c] = 1.0
+        for c in range(C):
+            jll[c] += math.log(prod[c])
+        _common.gaussian_row(G[r], gslots, g_n, g_mean, g_m2, C, var_smoothing, q, jll)
+        if joint:
+            for c in range(C):
+                out[r, c] = jll[c]
+        else:
+            _common.normalise_row(jll, prior, C, out[r])
+        c = yc[r]
+        if watch and c >= 0 and _common.watch_row(out[r], C, loss, c, det_kind, det_params, det_state, det_fbuf,
+                                                  det_ibuf, warning):
+            return r
+        if not learn or c < 0:
+            continue
+        w = weights[r] if decayed else 1.0
+        class_count[c] += w
+        for j in range(k):
+            v = D[r, j]
+            if v >= 0:
+                value_count[c, v] += w
+                feat_count[c, dfeats[j]] += w
+        _add_row(D, r, dfeats, c, w, loc, prefix, start, C, cells, diag)
+        _common.add_gaussian(G[r], gslots, c, w, g_n, g_mean, g_m2)
+    return R
+
+
+def _pair(loc, prefix, start, C, cells, diag, c, u, fu, v, fv):
+    """``pair_count[c, u, v]`` off the blocks, a column never seen (0) holding none."""
+    if u == 0 or v == 0:
+        return 0.0
+    return block_cell(loc, prefix, start, C, cells, diag, c, u, fu, v, fv)
+
+
+def _feat(loc, prefix, start, C, cells, diag, c, u, fu, g):
+    """``pair_feat[c, u, g]`` off the blocks, a column never seen (0) holding none."""
+    if u == 0:
+        return 0.0
+    return block_feat(loc, prefix, start, C, cells, diag, c, u, fu, g)
+
+
+def block_cmi(prefix, start, C, cells, out):
+    """``out[f, g]`` (F, F): I(x_f; x_g | y) of every pair of features from its block, over the events in
+    which both were observed (0 for a pair without events, and on the diagonal), as
+    ``learners/_structure.py: conditional_mutual_information`` computes it from a dense table."""
+    F = prefix.shape[0] - 1
+    total = prefix[F]
+    most = 0
+    for f in range(F):
+        most = max(most, prefix[f + 1] - prefix[f])
+    col = np.empty(most)
+    for f in range(F):
+        out[f, f] = 0.0
+        n_f = prefix[f + 1] - prefix[f]
+        width = total - prefix[f + 1]
+        for g in range(f + 1, F):
+            n_g = prefix[g + 1] - prefix[g]
+            first = start[f] + (prefix[g] - prefix[f + 1]) * C  # cell (x, b, c): first + (x * width + b) * C + c
+            mi = 0.0
+            seen = 0.0
+            for c in range(C):
+                whole = 0.0
+                for b in range(n_g):
+                    col[b] = 0.0
+                    for x in range(n_f):
+                        col[b] += cells[first + (x * width + b) * C + c]
+                    whole += col[b]
+                if whole <= 0.0:
+                    continue
+                seen += whole
+                for x in range(n_f):
+                    row = 0.0
+                    for b in range(n_g):
+                        row += cells[first + (x * width + b) * C + c]
+                    for b in range(n_g):
+                        p = cells[first + (x * width + b) * C + c]
+                        if p > 0.0:
+                            mi += p * math.log(p * whole / (row * col[b]))
+            v = mi / seen if seen > 0.0 else 0.0
+            out[f, g] = out[g, f] = max(v, 0.0)
+
+
+def _gain_terms(lg_cells, rows, cols, whole, va_head, alpha, table, n_rows, n_cols, by_row):
+    """One class's part of a gain (see :func:`block_bayes_gains`): ``by_row``, the head's values are the
+    columns (its parent's the rows); else the other way."""
+    g = lg_cells
+    parents, heads = (rows, cols) if by_row else (cols, rows)
+    n_p, n_h = (n_rows, n_cols) if by_row else (n_cols, n_rows)
+    for x in range(n_p):
+        if parents[x] != 0.0:
+            g -= math.lgamma(va_head + parents[x]) - math.lgamma(va_head)
+    for b in range(n_h):
+        if heads[b] != 0.0:
+            g -= _dense_scores._lg(heads[b], alpha, table)
+    g += math.lgamma(va_head + whole) - math.lgamma(va_head)
+    return g
+
+
+def block_bayes_gains(prefix, start, C, cells, alpha, va, table, out):
+    """``out[J, I]`` (F, F): the gain in attribute I's local Bayesian-Dirichlet score from x_J as its second
+    parent, summed over the classes, each count over the events that observed both (as
+    :func:`~stream_nb.kernels._dense_scores.dense_bayes_gains` reads a dense table); ``va`` (F,): V_I alpha of
+    each feature, ``table[n]``: lgamma(alpha + n) - lgamma(alpha)."""
+    F = prefix.shape[0] - 1
+    total = prefix[F]
+    most = 0
+    for f in range(F):
+        most = max(most, prefix[f + 1] - prefix[f])
+    rows, cols = np.empty(most), np.empty(most)
+    for f in range(F):
+        out[f, f] = 0.0
+        n_f = prefix[f + 1] - prefix[f]
+        width = total - prefix[f + 1]
+        for g in range(f + 1, F):
+            n_g = prefix[g + 1] - prefix[g]
+            first = start[f] + (prefix[g] - prefix[f + 1]) * C
+            to_g = 0.0  # the gain of g from f as its parent
+            to_f = 0.0
+            for c in range(C):
+                lg_cells = 0.0
+                whole = 0.0
+                for b in range(n_g):
+                    cols[b] = 0.0
+                for x in range(n_f):
+                    rows[x] = 0.0
+                    for b in range(n_g):
+                        p = cells[first + (x * width + b) * C + c]
+                        if p != 0.0:
+                            rows[x] += p
+                            cols[b] += p
+                            lg_cells += _dense_scores._lg(p, alpha, table)
+                    whole += rows[x]
+                if whole == 0.0:
+                    continue
+                to_g += _gain_terms(lg_cells, rows, cols, whole, va[g], alpha, table, n_f, n_g, True)
+                to_f += _gain_terms(lg_cells, rows, cols, whole, va[f], alpha, table, n_f, n_g, False)
+            out[f, g] = to_g
+            out[g, f] = to_f
+
+
+def warm(k) -> None:
+    """Compile :func:`add_block_rows` for the types the store passes."""
+    D, feats = np.array([[1, 3], [2, -1]], dtype=np.int64), np.array([0, 1], dtype=np.int64)
+    loc, prefix = np.array([-1, 0, 1, 0], dtype=np.int64), np.array([0, 2, 3], dtype=np.int64)
+    start = np.array([0, 4, 4], dtype=np.int64)
+    cells, diag = np.zeros(4), np.zeros((2, 4))
+    k.add_block_rows(D, feats, np.array([0, 1], dtype=np.int64), np.ones(2), loc, prefix, start, 2, cells, diag)
+    cc, vc, fc, nv = np.ones(2), np.ones((2, 4)), np.ones((2, 2)), np.array([2, 1], dtype=np.int64)
+    k.tree_blocks(D, feats, np.array([-1, 0], dtype=np.int64), 2, 1.0, cc, vc, fc, nv, loc, prefix, start, cells, diag,
+                  True, np.empty((2, 2)))
+    k.block_cmi(prefix, start, 2, cells, np.empty((2, 2)))
+    k.block_bayes_gains(prefix, start, 2, cells, 1.0, np.ones(2), np.zeros(4), np.empty((2, 2)))
+    gn, G = np.zeros((2, 1)), np.array([[0.5], [1.5]])
+    for more in (np.zeros((0, 0), dtype=np.int64), np.zeros((2, 2), dtype=np.int64)):
+        for decay in (np.zeros(0), np.ones(2)):
+            k.tree_block_pairs(D, feats, np.array([-1, 0], dtype=np.int64), more, G, np.array([0], dtype=np.int64),
+                               np.array([0, 1], dtype=np.int64), decay, decay, True, 2, 1.0, 0.0, False, 1e-9, cc, vc,
+                               fc, nv, loc, prefix, start, cells, diag, gn, gn.copy(), gn.copy(), np.empty((2, 2)),
+                               False, np.zeros((0, 0)), *NO_DETECTOR)

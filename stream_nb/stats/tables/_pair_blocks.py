@@ -1,0 +1,298 @@
+"""Pair counts held pair by pair: each attribute pair's own cells, not the value axis squared.
+
+The dense pair table ``pair_count[c, u, v]`` numbers the value columns of all
+features together (V of them) on both value axes: C·V² cells, each pair of
+attributes twice (both orientations) and the cells of two values of one
+attribute, which no event counts. On 600 attributes of 6 values and 4 classes
+that is 415 MB, and its twin ``pair_feat[c, u, g]`` (C·V·F: the events with
+value u and feature g observed) 69 MB more. :class:`PairBlocks` holds each
+unordered pair of attributes f < g once, a block of n_f × n_g × C cells (n_f:
+the values of f), and each column's own count (the diagonal) beside:
+C·(Σ_{f<g} n_f n_g + V + 1) cells with the store's column 0, 207 MB there
+(:meth:`PairBlocks.bytes_for`).
+``pair_feat`` is no table of its own: the cell (c, u, g) is the sum of the n_g
+cells of u's row in the block {f, g}, exact with missing values too
+(:meth:`PairBlocks.feat`).
+
+Layout: the row of attribute f is an array (n_f, S_f, C) with S_f = Σ_{g>f} n_g,
+value a of f and value b of g at column P[g] - P[f+1] + b (P: the prefix sums of
+the n), the class last (contiguous, as the kernels loop over the classes
+innermost). Values that appear later grow the layout between additions
+(:meth:`PairBlocks.grow`, every block moved to its new place, a row at a time: the old
+and the new layouts are held together while it moves, twice the table for a moment);
+the blocks hold exactly the values seen, no spare room, since spare room in
+every block would multiply the whole (two spare values of six: 1.8 times).
+
+The table reads like a dense ``pair_count`` (``table[c, u, v]``, both
+orientations, 0 for two values of one attribute) and takes the cells a dense
+one holds (:meth:`PairBlocks.add`, both orientations given as a dense table is
+given them: the block cell takes one of the two), so that the counts of a
+symmetric dense table and of the blocks are the same function of the events.
+EM's expected pair counts, which fill the two orientations of a pair
+differently (each attribute's rows under its own one-dependence model), have
+no place in it: one number stands for both.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...kernels import compiled
+
+__all__ = ["PairBlocks"]
+
+
+def _columns(value_feature: np.ndarray, F: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each column's place among its feature's values (in column order; -1 for a column of no feature),
+    and the values of each of ``F`` features."""
+    vf = np.asarray(value_feature, dtype=np.int64)
+    loc = np.full(len(vf), -1, dtype=np.int64)
+    held = np.flatnonzero(vf >= 0)
+    order = held[np.argsort(vf[held], kind="stable")]
+    n = np.bincount(vf[held], minlength=F).astype(np.int64)
+    first = np.concatenate(([0], np.cumsum(n)[:-1])) if F else np.zeros(0, dtype=np.int64)
+    loc[order] = np.arange(len(order)) - np.repeat(first, n)
+    return loc, n
+
+
+def _layout(n: np.ndarray, C: int) -> tuple[np.ndarray, np.ndarray]:
+    """The prefix sums P of the values ``n`` (F + 1) and each row's first cell (F + 1, the last the total)."""
+    prefix = np.concatenate(([0], np.cumsum(n))).astype(np.int64)
+    after = prefix[-1] - prefix[1:]
+    start = np.concatenate(([0], np.cumsum(n * after * C))).astype(np.int64)
+    return prefix, start
+
+
+class PairBlocks:
+    """Class-conditional counts of every pair of values of distinct attributes, each attribute pair's block once.
+
+    Parameters
+    ----------
+    value_feature
+        The feature of each value column (-1: a column of no feature, as the store's column 0).
+    n_features
+        Features numbered (at least one more than the largest in ``value_feature``).
+    n_classes
+        Classes numbered.
+
+    Examples
+    --------
+    >>> t = PairBlocks(np.array([-1, 0, 0, 1, 1, 1]), 2, 2)  # a: columns 1, 2; b: columns 3, 4, 5
+    >>> t.add((np.array([1, 1]), np.array([2, 4]), np.array([4, 2])), 1.0)  # class 1, a=2 with b=4, both ways
+    >>> float(t[1, 2, 4]), float(t[1, 4, 2]), float(t[1, 1, 2]), t.nbytes  # per class: 2·3 block cells, 6 own counts
+    (1.0, 1.0, 0.0, 192)
+    >>> t.feat[1, np.array([2, 4]), 1], float(t.feat[1, 4, 0])  # events with the value and feature b observed, or a
+    (array([1., 0.]), 1.0)
+    """
+
+    __slots__ = ("n_classes", "vf", "loc", "n", "prefix", "start", "cells", "diag")
+
+    def __init__(self, value_feature, n_features: int, n_classes: int):
+        self.n_classes = 0
+        none = np.zeros(0, dtype=np.int64)
+        self.vf, self.loc, self.n = none, none.copy(), none.copy()
+        self.prefix, self.start = _layout(self.n, 0)
+        self.cells, self.diag = np.zeros(0), np.zeros((0, 0))
+        self.grow(value_feature, n_features, n_classes)
+
+    @staticmethod
+    def bytes_for(n_values, n_classes: int) -> int:
+        """Bytes of the blocks and the diagonal (the store's column 0, of no feature, included) for features of
+        ``n_values`` values each and ``n_classes`` classes."""
+        n = np.asarray(n_values, dtype=np.int64)
+        pairs = (int(n.sum()) ** 2 - int((n * n).sum())) // 2
+        return 8 * n_classes * (pairs + int(n.sum()) + 1)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the counts (the blocks and the diagonal)."""
+        return self.cells.nbytes + self.diag.nbytes
+
+    @property
+    def shape(self) -> tuple:
+        """The shape of the dense table it stands for: (classes, columns, columns)."""
+        return (self.n_classes, len(self.vf), len(self.vf))
+
+    def __len__(self) -> int:
+        """Cells with a count."""
+        return int(np.count_nonzero(self.cells) + np.count_nonzero(self.diag))
+
+    def copy(self) -> PairBlocks:
+        out = PairBlocks.__new__(PairBlocks)
+        for name in self.__slots__:
+            v = getattr(self, name)
+            setattr(out, name, v.copy() if isinstance(v, np.ndarray) else v)
+        return out
+
+    # ------------------------------------------------------------------ growth
+
+    def grow(self, value_feature, n_features: int, n_classes: int) -> None:
+        """Take the columns, features and classes of the store as they are now (each at least as many as
+        before, the columns held keeping their features): every block moves to its place in the larger
+        layout, a row of blocks at a time."""
+        vf = np.asarray(value_feature, dtype=np.int64)
+        old_vf = self.vf
+        if len(vf) < len(old_vf) or not np.array_equal(vf[: len(old_vf)], old_vf):
+            raise ValueError(f"pair blocks: the value columns must keep their features as they grow; had "
+                             f"{len(old_vf)} columns, received {len(vf)} whose first ones differ")
+        F, C = max(int(n_features), len(self.n)), max(int(n_classes), self.n_classes)
+        if len(vf) and vf.max(initial=-1) >= F:
+            raise ValueError(f"pair blocks: a value column of feature {int(vf.max())}, but {F} features")
+        loc, n = _columns(vf, F)
+        if len(vf) == len(old_vf) and F == len(self.n) and C == self.n_classes:
+            return
+        prefix, start = _layout(n, C)
+        cells = np.zeros(int(start[-1]))
+        diag = np.zeros((C, len(vf)))
+        oldC, oldF, old_n, old_prefix = self.n_classes, len(self.n), self.n, self.prefix
+        diag[:oldC, : len(old_vf)] = self.diag
+        if len(self.cells):
+            # the old order of the values (by feature, then place) -> the new one
+            g = np.repeat(np.arange(oldF), old_n)
+            moved = prefix[g] + (np.arange(old_prefix[-1]) - old_prefix[g])
+            for f in range(oldF):
+                lo, hi = self.start[f], self.start[f + 1]
+                if hi == lo:
+                    continue
+                row = self.cells[lo:hi].reshape(old_n[f], old_prefix[-1] - old_prefix[f + 1], oldC)
+                new = cells[start[f] : start[f + 1]].reshape(n[f], prefix[-1] - prefix[f + 1], C)
+                new[: old_n[f], moved[old_prefix[f + 1] :] - prefix[f + 1], :oldC] = row
+        self.vf, self.loc, self.n, self.prefix, self.start = vf.copy(), loc, n, prefix, start
+        self.cells, self.diag, self.n_classes = cells, diag, C
+
+    # ------------------------------------------------------------------ cells
+
+    def _where(self, u: np.ndarray, v: np.ndarray):
+        """For columns ``u``, ``v`` (broadcast): the flat place of their block cell of class 0 (-1 where
+        none), and whether the cell is a diagonal one."""
+        V = len(self.vf)
+        ok = (u >= 0) & (u < V) & (v >= 0) & (v < V)
+        uu, vv = np.where(ok, u, 0), np.where(ok, v, 0)
+        fu, fv = np.where(ok, self.vf[uu], -1), np.where(ok, self.vf[vv], -1)
+        diag = ok & (uu == vv) & (fu >= 0)
+        pair = ok & (fu >= 0) & (fv >= 0) & (fu != fv)
+        lo_col, hi_col = np.where(fu < fv, uu, vv), np.where(fu < fv, vv, uu)
+        f, g = np.where(pair, np.minimum(fu, fv), 0), np.where(pair, np.maximum(fu, fv), 0)
+        P = self.prefix
+        width = P[-1] - P[f + 1]
+        at = self.start[f] + (self.loc[lo_col] * width + P[g] - P[f + 1] + self.loc[hi_col]) * self.n_classes
+        return np.where(pair, at, -1), diag, uu, lo_col, hi_col
+
+    def __getitem__(self, idx):
+        """Cells as a dense ``pair_count`` gives them: ``idx`` is (classes, columns, columns), the first a
+        class index or a slice of classes, the others integers or integer arrays (broadcast together); the
+        result is shaped (classes, *broadcast shape), as numpy's advanced indexing of a dense table."""
+        lead, u, v = idx[0], *np.broadcast_arrays(*(np.asarray(i, dtype=np.int64) for i in idx[1:]))
+        classes = np.arange(self.n_classes)[lead] if isinstance(lead, slice) else np.asarray(lead, dtype=np.int64)
+        cls = np.reshape(classes, (-1,) + (1,) * u.ndim)
+        at, diag, uu, _, _ = self._where(u, v)
+        out = np.where(at >= 0, self.cells[np.maximum(at, 0) + cls] if len(self.cells) else 0.0, 0.0)
+        out = np.where(diag, self.diag[cls, uu] if self.diag.size else 0.0, out)
+        out = out if isinstance(lead, slice) or np.ndim(lead) else out[0]
+        return out[()] if out.ndim == 0 else out
+
+    def add(self, idx, w) -> None:
+        """Add ``w`` to the cells ``idx`` (class, column, column) of the dense table it stands for, in order
+        (like ``np.add.at``): a block cell takes the additions given in the order of its attributes
+        (the other orientation, which a symmetric dense table is given as well, is the same cell), a
+        diagonal cell its own; the cells of two values of one attribute, never counted, are none."""
+        c, u, v, w = np.broadcast_arrays(*(np.asarray(i, dtype=np.int64) for i in idx), np.asarray(w, dtype=float))
+        at, diag, uu, lo_col, _ = self._where(u, v)
+        first = (at >= 0) & (lo_col == u)
+        np.add.at(self.cells, at[first] + c[first], w[first])
+        np.add.at(self.diag, (c[diag], uu[diag]), w[diag])
+
+    def add_rows(self, D: np.ndarray, dfeats: np.ndarray, yc: np.ndarray, w: np.ndarray) -> None:
+        """Add every pair of observed values of each row of ``D`` (value columns of features ``dfeats``; -1
+        missing) with class ``yc[r]`` and weight ``w[r]``, and each value's own count, in compiled code
+        (:func:`~stream_nb.kernels._pair_blocks.add_block_rows`): what :meth:`add` of every ordered pair of
+        each row adds, in the same order."""
+        compiled().add_block_rows(np.ascontiguousarray(D, dtype=np.int64), np.asarray(dfeats, dtype=np.int64),
+                                  np.asarray(yc, dtype=np.int64), np.asarray(w, dtype=float), self.loc, self.prefix,
+                                  self.start, self.n_classes, self.cells, self.diag)
+
+    def arrays(self) -> tuple:
+        """``(loc, prefix, start, cells, diag)`` as the compiled kernels read them
+        (:mod:`stream_nb.kernels._pair_blocks`): valid until the table grows."""
+        return self.loc, self.prefix, self.start, self.cells, self.diag
+
+    def cmi(self) -> np.ndarray:
+        """(F, F): I(x_f; x_g | y) of every pair of features from its block, over the events in which both
+        were observed (:func:`~stream_nb.kernels._pair_blocks.block_cmi`), as TAN's structure reads it off a
+        dense table."""
+        out = np.zeros((len(self.n), len(self.n)))
+        compiled().block_cmi(self.prefix, self.start, self.n_classes, self.cells, out)
+        return out
+
+    def bayes_gains(self, alpha: float, n_values) -> np.ndarray:
+        """(F, F): ``g[j, i]``, the gain in attribute i's local Bayesian-Dirichlet score from x_j as its second
+        parent, with a prior of ``alpha`` per cell and ``n_values`` (F,) values of each attribute
+        (:func:`~stream_nb.kernels._pair_blocks.block_bayes_gains`), as TAN's ``Tree(score="bayes")`` reads
+        it off a dense table."""
+        F = len(self.n)
+        top = int(min(self.diag.sum(), 1 << 16)) + 2  # lgamma(alpha + n) - lgamma(alpha) for whole counts up to it
+        table = np.array([math.lgamma(alpha + n) for n in range(top)]) - math.lgamma(alpha)
+        va = np.ascontiguousarray(np.asarray(n_values, dtype=float)[:F] * alpha)
+        out = np.zeros((F, F))
+        compiled().block_bayes_gains(self.prefix, self.start, self.n_classes, self.cells, float(alpha), va, table, out)
+        return out
+
+    def cells_held(self) -> tuple[tuple, np.ndarray]:
+        """``(index arrays, counts)`` of the nonzero cells of the dense table it stands for (both
+        orientations of each block cell, and the diagonal), as ``cells_of`` gives a dense table's:
+        what a snapshot writes and a merge adds."""
+        C = self.n_classes
+        at = np.flatnonzero(self.cells)
+        f = np.searchsorted(self.start, at, side="right") - 1
+        rel = at - self.start[f]
+        c = rel % C
+        width = self.prefix[-1] - self.prefix[f + 1]
+        a, col = np.divmod(rel // C, width)
+        q = col + self.prefix[f + 1]  # the place of the other value in the order by feature
+        g = np.searchsorted(self.prefix, q, side="right") - 1
+        cols = _columns_by_order(self)
+        u, v = cols[self.prefix[f] + a], cols[self.prefix[g] + (q - self.prefix[g])]
+        dc, du = np.nonzero(self.diag)
+        vals = self.cells[at]
+        idx = (np.concatenate((c, c, dc)), np.concatenate((u, v, du)), np.concatenate((v, u, du)))
+        return idx, np.concatenate((vals, vals, self.diag[dc, du]))
+
+    @property
+    def feat(self) -> _PairFeat:
+        """The ``pair_feat`` of these counts: cell (c, u, g) the events of class c with value u and feature
+        g observed (the sum of u's row in the block of its feature and g), read like the dense one."""
+        return _PairFeat(self)
+
+
+class _PairFeat:
+    """``pair_feat`` read off :class:`PairBlocks` (see :attr:`PairBlocks.feat`)."""
+
+    __slots__ = ("blocks",)
+
+    def __init__(self, blocks: PairBlocks):
+        self.blocks = blocks
+
+    def __getitem__(self, idx):
+        t = self.blocks
+        lead, u, g = idx[0], *np.broadcast_arrays(*(np.asarray(i, dtype=np.int64) for i in idx[1:]))
+        F = len(t.n)
+        ok = (g >= 0) & (g < F) & (u >= 0) & (u < len(t.vf))
+        gg = np.where(ok, g, 0)
+        fu = np.where(ok, t.vf[np.where(ok, u, 0)], -1)
+        first, cols = t.prefix[gg], _columns_by_order(t)
+        sums = 0.0
+        for b in range(int(t.n.max(initial=0))):  # the values of g, each a column of the order by feature
+            held = ok & (b < t.n[gg])
+            col = np.where(held, cols[np.minimum(first + b, len(t.vf) - 1)], 0)
+            sums = sums + np.where(held, t[lead, u, col], 0.0)
+        own = t[lead, u, u]  # a value with its own feature: its own count
+        out = np.where(ok & (fu == gg), own, sums)
+        return out[()] if out.ndim == 0 else out
+
+
+def _columns_by_order(t: PairBlocks) -> np.ndarray:
+    """The column of each place in the order of the values by feature (then the columns of no feature)."""
+    key = np.where(t.vf >= 0, t.prefix[np.maximum(t.vf, 0)] + t.loc, t.prefix[-1] + np.arange(len(t.vf)))
+    return np.argsort(key, kind="stable")
