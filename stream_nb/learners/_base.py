@@ -18,7 +18,7 @@ as an attribute (the shared options of :mod:`stream_nb.options` and its own), th
 ====================================  ================================================================
 
 Optional hooks, each with a documented default: ``_added(c)``, ``_learned(n)``, ``_merged()``,
-``_batch_limit()``, ``_needs_rows(X, y)``, ``_extra_state()``, ``_load_extra_state()``,
+``_batch_limit()``, ``_extra_state()``, ``_load_extra_state()``,
 ``_prequential_run`` (:class:`~stream_nb.learners._runs.VectorisedRuns`). :meth:`_naive_jll` and
 :meth:`_naive_jll_many` read the counts as naive Bayes does, every model's fallback before its structure.
 ``prequential_one`` (and river's ``predict_one`` then ``learn_one`` of the same dict) encodes an event

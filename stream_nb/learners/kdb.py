@@ -380,12 +380,6 @@ class KDB(KDBKernel, VectorisedRuns, StructuredClassifier):
             out[slow] = np.stack([self._marginal_jll(row) for row in full])
         return out
 
-    def _needs_rows(self, X, y) -> bool:
-        # under the budget's candidate parents (or near them) a batch is learned row by row, so that the
-        # candidates are chosen and narrowed at the events learn_one chooses them at
-        s = self._stats
-        return not s.tuple_run_fits(len(X), X.shape[1]) or super()._needs_rows(X, y)
-
     def _batch_limit(self) -> int:
         # a batch that reaches a selection (made at a rebuild, where a batch stops) goes on one row at a time
         return 1 if self._stats.tuples_selected else super()._batch_limit()

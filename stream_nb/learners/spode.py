@@ -205,10 +205,6 @@ class SPODE(OneDependenceKernel, VectorisedRuns, StructuredClassifier):
                 self._chosen = names[best[1]]
         self._rebuilt()
 
-    def _needs_rows(self, X, y) -> bool:
-        # the running scores need each event scored by the model as it was just before it
-        return self.parent is None or super()._needs_rows(X, y)
-
     # ------------------------------------------------------------------ inference
 
     def _parent_index(self):
