@@ -120,3 +120,23 @@ def test_learn_many_with_gaussian_numbers_and_no_missing_values_is_the_river_loo
     for x, _ in data[:20]:
         p, q = one.predict_proba_one(x), many.predict_proba_one(x)
         assert p.keys() == q.keys() and all(abs(p[k] - q[k]) <= 1e-12 * max(1.0, abs(p[k])) for k in p)
+
+
+@pytest.mark.parametrize("new", ["value", "class"])
+def test_a_batch_past_the_t_way_tables_room_is_refused_whole(new):
+    """KDB's ``max_table_cells``: a batch whose new value (or class), late in it, would take the 3-way table past
+    its cells raises ``CapacityError`` before any of its rows is learned, as a whole batch is checked first."""
+    from stream_nb.exceptions import CapacityError
+
+    model = KDB(k=2, max_table_cells=2 * 10**3)  # 2 classes x (9 values and column 0)^3
+    model.learn_many(pd.DataFrame({f: [f + str(i % 3) for i in range(30)] for f in "abc"}), pd.Series([0, 1] * 15))
+    before = model.state()
+    rows = pd.DataFrame({f: [f + "0"] * 30 for f in "abc"})
+    ys = pd.Series([0] * 30)
+    if new == "value":
+        rows.loc[25, "a"] = "a9"
+    else:
+        ys[25] = 2
+    with pytest.raises(CapacityError):
+        model.learn_many(rows, ys)
+    assert_same_state(model, before)

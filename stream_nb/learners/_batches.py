@@ -16,6 +16,7 @@ import numpy as np
 
 from .._pandas import pd
 from ..exceptions import EventTypeError, InvalidEventError
+from ..stats import is_missing_label
 from ._decision import normalise
 
 __all__ = ["MiniBatches"]
@@ -44,7 +45,8 @@ class MiniBatches:
         # every label of the batch is of the model's label type (a fresh model: of the first one's), checked
         # before anything changes; one per value unless pandas holds them in one dtype (it factorises True and 1 as one)
         uniform = isinstance(y, pd.Series) and y.dtype != object and not isinstance(y.dtype, pd.CategoricalDtype)
-        self._stats.check_labels(pd.unique(y).tolist() if uniform else list(y))
+        labels = pd.unique(y).tolist() if uniform else list(y)
+        self._stats.check_labels(labels)
         missing = pd.isna(y if isinstance(y, pd.Series) else pd.Series(list(y), dtype=object)).to_numpy()
         if missing.any() and not self.learn_unlabeled:
             raise InvalidEventError(
@@ -53,7 +55,7 @@ class MiniBatches:
         # the whole batch is checked first, so that a bad row leaves no trace; then it is learned in order,
         # as prequential_many learns (runs through the kernel, the other rows one at a time)
         self._check_times(X)
-        self._stats.validate_frame(X)
+        self._stats.validate_frame(X, [v for v in labels if not is_missing_label(v)])
         refused = self.learn_events(X, y)
         if refused:  # a row the checks let through: the one learn_one would have refused there
             raise refused[0][1]

@@ -359,9 +359,20 @@ class Frames:
         first = s.first_valid_index()
         return first is not None and self.counts_by_value(name, _kind_value(s, first))
 
-    def validate_frame(self, X: pd.DataFrame) -> None:
-        """Raise ``FeatureTypeError`` for any value of ``X`` that learning would refuse; change nothing."""
-        self._prepare_frame(X, learn=True, check=True)
+    def validate_frame(self, X: pd.DataFrame, labels: list = ()) -> None:
+        """Raise ``FeatureTypeError`` for any value of ``X`` that learning would refuse, and ``CapacityError``
+        when its new categorical values and new classes (of ``labels``) would take the t-way table past
+        ``max_table_cells``; change nothing."""
+        prepared = self._prepare_frame(X, learn=True, check=True)
+        if not self.tuples or self.max_table_cells is None:
+            return
+        new = 0
+        for _, name, f, kind, payload in prepared:
+            if kind == CAT:
+                known = self.values[f] if f is not None else {}
+                uniques = payload[1] if payload is not None else pd.unique(X[name]).tolist()
+                new += sum(1 for u in uniques if u is not None and u not in known)
+        self._check_room(new, sum(1 for y in set(labels) if y not in self.class_index))
 
     def _prepare_frame(self, X: pd.DataFrame, learn: bool, check: bool = False) -> list:
         prepared = []  # (position, name, f, kind, payload)
@@ -369,7 +380,8 @@ class Frames:
             f = self.feature_index.get(name)
             if check and f is not None and self.kinds[f] == CAT and f not in self.few and (
                     _dtype_type(dtype) in self._vt_ok[f]):
-                continue  # integers (or booleans) of a feature that takes them as they are: nothing to refuse
+                prepared.append((pos, name, f, CAT, None))  # integers (or booleans) it takes as they are: nothing
+                continue  # to refuse
             s = X[name]
             if f is not None:
                 kind = self.kinds[f]

@@ -23,7 +23,7 @@ the one the models read, encode with and learn into) that also keeps a second,
 
 The cut points are chosen again every ``max(warmup, n / 8)`` learned events
 (and after a merge), always before the event that follows, whichever path
-learns the events (one at a time, vectorised runs, batches): the model is
+learns the events (one at a time, or in runs through the kernels): the model is
 then the same function of the stream on every path.
 
 Nothing learned during a feature's warm-up is lost: an event whose numeric
