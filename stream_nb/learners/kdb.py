@@ -17,7 +17,6 @@ from ._decision import logsumexp
 from ._em import naive_bayes_blocks
 from ._kdb_kernel import KDBKernel
 from ._selection import selective_structure
-from ._runs import VectorisedRuns
 from ._structure import conditional_mutual_information, mutual_information_with_class
 from ._structured import StructuredClassifier
 
@@ -26,7 +25,7 @@ __all__ = ["KDB"]
 _UNLABELED = np.full(1, -1, dtype=np.int64)
 
 
-class KDB(KDBKernel, VectorisedRuns, StructuredClassifier):
+class KDB(KDBKernel, StructuredClassifier):
     """Sahami's k-dependence Bayesian classifier, its structure rebuilt from running counts.
 
     Attributes are ordered by their mutual information with the class, and each takes as parents the
