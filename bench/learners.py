@@ -66,7 +66,9 @@ Prequential (``--part prequential``, also in ``all``): each model runs the one-e
 over the same events, and every stream_nb model also ``prequential_many`` on polls of 500
 events, as the daemon runs it; the best wall-clock time of ``--repeats`` runs counts (runs
 of the different models are interleaved). Ratios are against river's GaussianNB in the same
-run. ``--part learn_many``: ``NaiveBayes.learn_many`` timed beside scikit-learn's
+run. ``--part learn_many``: NaiveBayes, AODE, TAN, SPODE and KDB (k=2) through ``learn_many`` on
+DataFrames of 1,000 LED events, timed as the peers (process CPU, median after one untimed warm-up
+run); then ``NaiveBayes.learn_many`` timed beside scikit-learn's
 ``CategoricalNB.partial_fit`` in batches of 1000 on the same categorical data
 (scikit-learn gets it already as an integer array). These parts, and ``--profile`` (timed by
 the thread's CPU clock), keep numpy's BLAS on one thread, as ``stream-nb run`` does.
@@ -238,6 +240,35 @@ def bench_learn_many(events, repeats, batch=1000):
     return len(X) / ours, len(X) / sk, same
 
 
+#: ``--part learn_many``: the five models through ``learn_many`` on DataFrames (KDB with k=2).
+LEARN_MANY = {"NaiveBayes": NaiveBayes, "AODE": AODE, "TAN": TAN, "SPODE": SPODE, "KDB (k=2)": lambda: KDB(k=2)}
+#: Rows per ``learn_many`` call of ``--part learn_many``.
+LEARN_BATCH = 1000
+
+
+def run_learn_many_models(args) -> None:
+    """``--part learn_many``: each model of :data:`LEARN_MANY` through ``learn_many`` on DataFrames of
+    :data:`LEARN_BATCH` LED events (built before timing), by process CPU, the median of ``--repeats`` runs after
+    one untimed warm-up run, the models' runs interleaved (``bench/peers/protocol.py``)."""
+    events = list(STREAMS["LED"]().take(args.events))
+    frame, labels = pd.DataFrame([x for x, _ in events]), pd.Series([y for _, y in events])
+    parts = list(protocol.frame_batches(frame, labels, LEARN_BATCH))
+
+    def learn_many(model):
+        for X, y in parts:
+            model.learn_many(X, y)
+        return model.n_learned
+
+    timings = protocol.measure({name: (make, learn_many) for name, make in LEARN_MANY.items()},
+                               repeats=args.repeats, warmup=WARMUP)
+    print(f"\n| LED, {args.events:,} events, learn_many (DataFrames of {LEARN_BATCH:,} rows) | events/s (median) | "
+          "events/s (each run) |")
+    print("|---|---:|---|")
+    for name, t in timings.items():
+        each = ", ".join(f"{args.events / s:,.0f}" for s in t.seconds)
+        print(f"| {name} | {t.median_rate(args.events):,.0f} | {each} |")
+
+
 def profile(model_name: str, sname: str, n: int, given: str = "dicts", top: int = 15, one: bool = False) -> None:
     """``--profile``: where ``prequential_many`` of one model spends its time on one stream (with ``one``, the
     one-event loop: ``predict_one`` then ``learn_one``), by cProfile, whose per-call overhead inflates the
@@ -343,6 +374,7 @@ def main(argv=None):
              led_res["stream_nb KDB (k=2), prequential_many"][0] / base >= 3),
         ]
     if args.part in ("all", "learn_many"):
+        run_learn_many_models(args)
         print("\n| learn_many, batches of 1000 | events/s |")
         print("|---|---:|")
         led = list(STREAMS["LED"]().take(max(args.events, 50000)))

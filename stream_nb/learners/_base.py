@@ -15,11 +15,12 @@ as an attribute (the shared options of :mod:`stream_nb.options` and its own), th
 ``_jll_many(D, dfeats, G, gslots)``   the same for a batch (rows, C)
 ``_add_expected(enc, c, w, miss)``    EM for one incomplete event of class ``c``: E-step and M-step
 ``_missing_posterior(enc, c, miss)``  P(x_m | x_o, c) of the missing attributes, as the model predicts
+``_run_ready()``, ``_kernel_block``   whether runs may go through the compiled kernel now, and that kernel
+                                      (:class:`~stream_nb.learners._runs.VectorisedRuns`)
 ====================================  ================================================================
 
 Optional hooks, each with a documented default: ``_added(c)``, ``_learned(n)``, ``_merged()``,
-``_batch_limit()``, ``_needs_rows(X, y)``, ``_extra_state()``, ``_load_extra_state()``,
-``_prequential_run`` (:class:`~stream_nb.learners._runs.VectorisedRuns`). :meth:`_naive_jll` and
+``_batch_limit()``, ``_extra_state()``, ``_load_extra_state()``. :meth:`_naive_jll` and
 :meth:`_naive_jll_many` read the counts as naive Bayes does, every model's fallback before its structure.
 ``prequential_one`` (and river's ``predict_one`` then ``learn_one`` of the same dict) encodes an event
 once, scores it, then learns it from that encoding; a complete event is scored and counted in the model's
@@ -45,6 +46,7 @@ from ._detectors import detector_spec
 from ._forgetting import Forgetting
 from ._impute import Imputation
 from ._keywords import check_options, defaults_of, model_defaults
+from ._runs import VectorisedRuns
 from ._unlearn import Unlearning
 
 __all__ = ["BayesClassifier", "Step"]
@@ -70,7 +72,7 @@ class Step(typing.NamedTuple):
     imputed: dict | None = None  # with impute=True: the filled-in value of each missing attribute
 
 
-class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.MiniBatchClassifier):
+class BayesClassifier(VectorisedRuns, Forgetting, Imputation, MiniBatches, Unlearning, base.MiniBatchClassifier):
     """Base class of stream_nb's classifiers, a river classifier over one count store (not used directly).
 
     The module notes list what a subclass provides.
@@ -80,7 +82,7 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
     >>> from stream_nb import NaiveBayes
     >>> from stream_nb.learners import BayesClassifier
     >>> issubclass(NaiveBayes, BayesClassifier), sorted(BayesClassifier.__abstractmethods__)
-    (True, ['_add_expected', '_jll', '_jll_many', '_missing_posterior'])
+    (True, ['_add_expected', '_jll', '_jll_many', '_missing_posterior', '_run_ready'])
     """
 
     #: The option classes each family parameter takes, where a model takes fewer than all
@@ -358,11 +360,6 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
         """ValueError unless the model :meth:`from_state` built is consistent; default: nothing to check
         (models with a structure check it against their store)."""
 
-    def _prequential_run(self, xs: list, ys: list, start: int, out: list | None) -> int:
-        """Score (unless ``out`` is None) and learn a run of events from ``start`` at once; return where it stopped.
-        Default: no vectorised path (``start``: every event goes one at a time)."""
-        return start
-
     # ------------------------------------------------------------------ learning
 
     def learn_one(self, x: dict, y, w: float = 1.0) -> None:
@@ -400,10 +397,6 @@ class BayesClassifier(Forgetting, Imputation, MiniBatches, Unlearning, base.Mini
         """The names of the kernel modules this model calls (its own, and the drift detectors' when it
         watches a compiled twin): what ``stream-nb run`` loads before its first poll."""
         return self._kernel_modules + (("_detectors",) if self._kernel_detector()[0] else ())
-
-    def _count(self, enc: Encoded, c: int, w: float) -> None:
-        """Add one encoded event of class ``c`` (weight ``w``) to the counts; a model's kernel may count it."""
-        self._stats.add(enc, c, w)
 
     def _learn_unlabeled(self, x: dict, w: float, known: Encoded | None) -> None:
         """Semi-supervised EM (Nigam et al., 2000): spread the event over the classes by posterior."""

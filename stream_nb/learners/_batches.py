@@ -1,14 +1,13 @@
 """Mini-batches: ``learn_many``, ``predict_proba_many`` and ``predict_many`` over a DataFrame.
 
 A batch gives the same model and predictions as the rows one at a time
-(``learn_one``, ``predict_proba_one``), encoded column by column
-(:meth:`Stats.encode_frame <stream_nb.stats.Stats.encode_frame>`) and counted
-in one vectorised pass. A batch that needs its rows in order (decay, a drift
-detector, EM with a missing value, unlabeled rows to learn, a feature turning
-numeric) is learned as ``prequential_many`` learns it
+(``learn_one``, ``predict_proba_one``). ``learn_many`` checks the whole batch,
+then learns it as ``prequential_many`` does
 (:meth:`~stream_nb.learners._runs.VectorisedRuns.learn_events`): runs of rows
-through the model's compiled kernel, each row predicted, fed to the detector
-and counted in turn, and the other rows one at a time.
+through the model's compiled kernel, each row counted in turn, and the other
+rows one at a time. The predictions are encoded column by column
+(:meth:`Stats.encode_frame <stream_nb.stats.Stats.encode_frame>`) and scored
+in one vectorised pass.
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ import numpy as np
 
 from .._pandas import pd
 from ..exceptions import EventTypeError, InvalidEventError
+from ..stats import is_missing_label
 from ._decision import normalise
 
 __all__ = ["MiniBatches"]
@@ -30,8 +30,7 @@ class MiniBatches:
 
         A new feature takes its type from the column's dtype (an integer column with missing values is
         float in pandas: declare it in ``types``). The docs' *Learners in Python* page says more.
-        Decay, a drift detector or EM with a missing value need the rows in order: such a batch is learned
-        as ``prequential_many`` learns it, in the model's kernel.
+        The rows are learned in order, as ``prequential_many`` learns them, in the model's kernel.
 
         >>> import pandas as pd
         >>> from stream_nb import NaiveBayes
@@ -46,57 +45,24 @@ class MiniBatches:
         # every label of the batch is of the model's label type (a fresh model: of the first one's), checked
         # before anything changes; one per value unless pandas holds them in one dtype (it factorises True and 1 as one)
         uniform = isinstance(y, pd.Series) and y.dtype != object and not isinstance(y.dtype, pd.CategoricalDtype)
-        self._stats.check_labels(pd.unique(y).tolist() if uniform else list(y))
-        codes, uniques = pd.factorize(pd.Series(list(y)) if not isinstance(y, pd.Series) else y, use_na_sentinel=True)
-        if (codes < 0).any() and not self.learn_unlabeled:
+        labels = pd.unique(y).tolist() if uniform else list(y)
+        self._stats.check_labels(labels)
+        missing = pd.isna(y if isinstance(y, pd.Series) else pd.Series(list(y), dtype=object)).to_numpy()
+        if missing.any() and not self.learn_unlabeled:
             raise InvalidEventError(
-                f"the label is missing (None or NaN) at row {int(np.argmax(codes < 0))} of the batch", reason="bad_label"
+                f"the label is missing (None or NaN) at row {int(np.argmax(missing))} of the batch", reason="bad_label"
             )
-        if self._needs_rows(X, y):
-            # in order, as prequential_many learns (runs through the kernel, the other rows one at a time);
-            # the whole batch is checked first so that a bad row leaves no trace
-            self._stats.validate_frame(X)
-            refused = self.learn_events(X, y)
-            if refused:  # a row the checks let through: the one learn_one would have refused there
-                raise refused[0][1]
-            return
-        labels = uniques.tolist()
-        for v in labels:
-            self._stats.check_label(v)
-        if min(self._batch_limit(), self._stats.learn_limit()) < len(codes):
-            self._stats.validate_frame(X)  # learned in parts: a bad value in a later part must leave no trace
-        start = 0
-        while start < len(codes):
-            stop = min(len(codes), start + min(self._batch_limit(), self._stats.learn_limit()))
-            self._learn_batch(X.iloc[start:stop], codes[start:stop], labels)
-            self._settle_store()
-            self._learned(stop - start)
-            start = stop
-
-    def _needs_rows(self, X: pd.DataFrame, y) -> bool:
-        """Hook: True when a batch must be learned in order (``learn_events``) to equal ``learn_one``. Default:
-        with EM and a missing value anywhere, unlabeled rows to learn from, or a feature turning numeric."""
-        if self.learn_unlabeled and pd.isna(pd.Series(list(y), dtype=object)).any():
-            return True
-        if self._stats.frame_warms(X):
-            return True  # numeric values before their bin edges exist: kept to be counted later
-        if self._stats.frame_promotes(X):
-            return True  # a feature turns numeric at one row: the rows before it count as categories
-        if not self.missing.attributes:
-            return False
-        s = self._stats
-        if any(s.features[f] not in X.columns for f in s.discrete_features().tolist()):
-            return True
-        return bool(X.isna().to_numpy().any())
-
-    def _learn_batch(self, X, codes, labels):
-        s = self._stats
-        D, dfeats, G, gslots = s.encode_frame(X, learn=True)
-        s.add_many(D, dfeats, G, gslots, s.classes_from_codes(codes, labels))
+        # the whole batch is checked first, so that a bad row leaves no trace; then it is learned in order,
+        # as prequential_many learns (runs through the kernel, the other rows one at a time)
+        self._check_times(X)
+        self._stats.validate_frame(X, [v for v in labels if not is_missing_label(v)])
+        refused = self.learn_events(X, y)
+        if refused:  # a row the checks let through: the one learn_one would have refused there
+            raise refused[0][1]
 
     def _log_posterior_many(self, X: pd.DataFrame) -> np.ndarray:
         _check_frame(X)
-        D, dfeats, G, gslots = self._stats.encode_frame(X, learn=False)
+        D, dfeats, G, gslots = self._stats.encode_frame(X)
         return normalise(self._jll_many(D, dfeats, G, gslots), self._log_prior())
 
     def predict_proba_many(self, X: pd.DataFrame) -> pd.DataFrame:

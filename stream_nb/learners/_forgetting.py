@@ -157,14 +157,13 @@ class Forgetting(DriftWatch):
             return 1 << 62
         return max(1, f.pane_size - f.pane_n)
 
-    def _needs_rows(self, X, y) -> bool:
-        """Decay (each row's weight) and a detector (each row's error before it is learned) need the rows in
-        order; with a ``time_field`` column every time is checked first, so that a bad one leaves no trace."""
-        f, name = self._forget, getattr(self, "time_field", None)
+    def _check_times(self, X) -> None:
+        """Check every time of a batch's ``time_field`` column (if any) before anything is learned, so that
+        a bad one leaves no trace."""
+        name = getattr(self, "time_field", None)
         if name is not None and name in X.columns:
             for t in X[name].tolist():
                 self._forget_time({name: t})
-        return bool(f is not None and (f.half_life or f.detector is not None)) or super()._needs_rows(X, y)
 
     @property
     def forgetting_nbytes(self) -> int:

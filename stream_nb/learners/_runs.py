@@ -63,8 +63,8 @@ class _Timed(list):
 
 
 class VectorisedRuns(abc.ABC):
-    """A model whose compiled kernel scores and learns runs of plain events (NaiveBayes, TAN, AODE, SPODE,
-    KDB); list it before its base class.
+    """The runs of a :class:`~stream_nb.learners.BayesClassifier` (a part of it, not used alone): its compiled
+    kernel scores and learns runs of plain events (NaiveBayes, TAN, AODE, SPODE, KDB).
 
     A subclass provides:
 

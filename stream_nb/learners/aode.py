@@ -10,7 +10,6 @@ from ..kernels import NO_DETECTOR, Addresses, compiled
 from ..stats import Encoded, set_pair_rule
 from ._keywords import takes_options
 from ._em import add_estep, mixture_posterior, one_dependence_estep
-from ._runs import VectorisedRuns
 from ._selection import informative_parents
 from ._spode_kernel import NO_LOSS, NO_MORE, NO_TABLE, NO_WEIGHTS, OneDependenceKernel
 from ._structured import StructuredClassifier
@@ -20,7 +19,7 @@ __all__ = ["AODE", "spode_terms"]
 _EVERY = np.zeros(0, dtype=np.int8)  # no selection: every feature a super-parent and a child
 
 
-class AODE(OneDependenceKernel, VectorisedRuns, StructuredClassifier):
+class AODE(OneDependenceKernel, StructuredClassifier):
     """Averaged one-dependence estimators, learned incrementally.
 
     Every attribute value seen in at least ``m`` events becomes in turn the super-parent of all the

@@ -17,7 +17,6 @@ from ._decision import logsumexp
 from ._em import naive_bayes_blocks
 from ._kdb_kernel import KDBKernel
 from ._selection import selective_structure
-from ._runs import VectorisedRuns
 from ._structure import conditional_mutual_information, mutual_information_with_class
 from ._structured import StructuredClassifier
 
@@ -26,7 +25,7 @@ __all__ = ["KDB"]
 _UNLABELED = np.full(1, -1, dtype=np.int64)
 
 
-class KDB(KDBKernel, VectorisedRuns, StructuredClassifier):
+class KDB(KDBKernel, StructuredClassifier):
     """Sahami's k-dependence Bayesian classifier, its structure rebuilt from running counts.
 
     Attributes are ordered by their mutual information with the class, and each takes as parents the
@@ -379,12 +378,6 @@ class KDB(KDBKernel, VectorisedRuns, StructuredClassifier):
             full[:, dfeats] = D[slow]
             out[slow] = np.stack([self._marginal_jll(row) for row in full])
         return out
-
-    def _needs_rows(self, X, y) -> bool:
-        # under the budget's candidate parents (or near them) a batch is learned row by row, so that the
-        # candidates are chosen and narrowed at the events learn_one chooses them at
-        s = self._stats
-        return not s.tuple_run_fits(len(X), X.shape[1]) or super()._needs_rows(X, y)
 
     def _batch_limit(self) -> int:
         # a batch that reaches a selection (made at a rebuild, where a batch stops) goes on one row at a time

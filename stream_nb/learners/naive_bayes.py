@@ -10,7 +10,6 @@ from ..options import BINNED, EM, Gaussian, Option
 from ._base import BayesClassifier
 from ._keywords import takes_options
 from ._em import add_estep, assemble, naive_bayes_blocks
-from ._runs import VectorisedRuns
 
 __all__ = ["NaiveBayes"]
 
@@ -19,7 +18,7 @@ _NO_LOSS = np.zeros((0, 0))
 _NONE = np.zeros(0)
 
 
-class NaiveBayes(VectorisedRuns, BayesClassifier):
+class NaiveBayes(BayesClassifier):
     """Incremental naive Bayes over categorical and numeric features.
 
     Categorical values are counted with Lidstone smoothing; numeric ones are one Gaussian per class, its

@@ -11,7 +11,6 @@ from ..options import BINNED, EM, MDL, EqualFrequency, Option, SuperParent
 from ._keywords import takes_options
 from ._decision import logsumexp
 from ._em import add_estep, mixture_posterior, naive_bayes_blocks, one_dependence_estep
-from ._runs import VectorisedRuns
 from ._spode_kernel import NO_LOSS, NO_MORE, NO_WEIGHTS, UNLABELED, OneDependenceKernel
 from ._structured import StructuredClassifier
 from .aode import spode_terms
@@ -21,7 +20,7 @@ __all__ = ["SPODE"]
 _NO_COLUMNS = np.zeros(0, dtype=np.int64)
 
 
-class SPODE(OneDependenceKernel, VectorisedRuns, StructuredClassifier):
+class SPODE(OneDependenceKernel, StructuredClassifier):
     """Super-parent one-dependence estimator: every attribute depends on the class and one super-parent.
 
     The estimates are :class:`~stream_nb.AODE`'s for one parent; a missing super-parent is summed out.
@@ -204,10 +203,6 @@ class SPODE(OneDependenceKernel, VectorisedRuns, StructuredClassifier):
                 best = min(zip(mean.tolist(), seen.tolist()), key=lambda t: (t[0], str(names[t[1]])))
                 self._chosen = names[best[1]]
         self._rebuilt()
-
-    def _needs_rows(self, X, y) -> bool:
-        # the running scores need each event scored by the model as it was just before it
-        return self.parent is None or super()._needs_rows(X, y)
 
     # ------------------------------------------------------------------ inference
 

@@ -11,7 +11,6 @@ from ..stats import DEFAULT_MEMORY_BUDGET, GAUSS, set_pair_rule
 from ._keywords import takes_options
 from ._decision import logsumexp
 from ._em import add_estep, naive_bayes_blocks, one_dependence_estep
-from ._runs import VectorisedRuns
 from ._structure import conditional_mutual_information, maximum_spanning_tree, mutual_information_with_class
 from ._structured import StructuredClassifier
 from ._backoff import log_child, target
@@ -28,7 +27,7 @@ _NONE = np.zeros(0)  # no decay: every row weighs 1, scored with the model's smo
 TREE_SCORES = Tree.PARAMS[0].choices
 
 
-class TAN(VectorisedRuns, StructuredClassifier):
+class TAN(StructuredClassifier):
     """Tree-augmented naive Bayes whose tree is rebuilt from running counts.
 
     Every attribute has the class and at most one other attribute as parents: the maximum spanning tree

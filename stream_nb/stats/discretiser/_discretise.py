@@ -80,16 +80,6 @@ class Discretiser:
             self._choose()
         return None
 
-    def buffer_many(self, xs: np.ndarray) -> int:
-        """Batch learning path: buffer the warm-up prefix of ``xs``; return how many were taken."""
-        if self.edges is not None:
-            return 0
-        take = min(len(xs), self.warmup - len(self.buffer))
-        self.buffer.extend(float(v) for v in xs[:take])
-        if len(self.buffer) >= self.warmup:
-            self._choose()
-        return take
-
     def _choose(self) -> None:
         values = np.asarray(self.buffer, dtype=float)
         qs = np.linspace(0.0, 1.0, self.bins + 1)[1:-1]

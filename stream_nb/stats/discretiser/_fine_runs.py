@@ -61,7 +61,7 @@ class FineRuns:
         self._pending_rows = (fD[:m], fdfeats, fG[:m], fgslots)
 
     def add_fine_run(self, yc: np.ndarray, w=None, rows: tuple | None = None) -> None:
-        """Count in the fine layer the rows set aside for it (by :meth:`encode_run` or ``encode_frame``),
+        """Count in the fine layer the rows set aside for it (by :meth:`encode_run`),
         of classes ``yc`` and weights ``w``: :meth:`add_many`'s second half, and all that is left to do
         once a compiled kernel counted a run in this layer."""
         if rows is not None:  # one event's fine columns and features (Stats.counted_one), no Gaussian

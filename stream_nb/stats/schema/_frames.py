@@ -1,7 +1,7 @@
-"""Many events at once: runs of plain events (prequential_many) and DataFrames (learn_many).
+"""Many events at once: runs of plain events (prequential_many, learn_many) and DataFrames to predict.
 
-Both register new features and values in the order a row-by-row loop would,
-so the batch paths build the same store as ``learn_one`` over the rows.
+A run registers new values in the order a row-by-row loop would, so the runs
+build the same store as ``learn_one`` over the rows.
 """
 
 from __future__ import annotations
@@ -13,11 +13,9 @@ from operator import itemgetter, methodcaller
 
 import numpy as np
 
-from ..._checks import is_integer
 from ..._pandas import pd
 from ...exceptions import FeatureTypeError
 from ..values import Columns
-from ..values import validate_label
 from ..values import (
     BINNED, CAT, GAUSS, NONE_TYPE, NUMERIC_LIMIT, PLAIN_TYPES, VALUE_GROUPS, categorical_value, hashable, is_nan,
     json_type, number_column, numeric_value, short_repr,
@@ -346,51 +344,14 @@ class Frames:
         sub = sub[:stop]
         return (lambda f, name: list(map(methodcaller("get", name), sub))), stop
 
-    def encode_frame(self, X: pd.DataFrame, learn: bool):
-        """Encode a DataFrame column by column.
+    def encode_frame(self, X: pd.DataFrame):
+        """Encode a DataFrame column by column, to predict (nothing is registered).
 
         Returns ``(D, dfeats, G, gslots)``: ``D`` (rows, k) value columns of the
         discrete features ``dfeats`` (-1 missing, 0 unseen), ``G`` (rows, g) the
         numeric values of Gaussian ``gslots`` (NaN missing).
-
-        When ``learn`` is true, new features and values are registered in the
-        order a row-by-row ``learn_one`` loop would register them, so both paths
-        build identical stores.
         """
-        n = len(X)
-        prepared = self._prepare_frame(X, learn)
-        if learn:
-            self._register_frame(prepared, n)
-        return self._encode_prepared(prepared, n, learn)
-
-    def frame_promotes(self, X: pd.DataFrame) -> bool:
-        """True when learning ``X`` would turn a categorical feature numeric (see :meth:`promote`):
-        a feature inferred from integers (known, or new with an integer first) meets a fraction, or a numeric
-        feature counted by value (:attr:`few`; known, or new with a float first) meets more values than
-        ``few_max``."""
-        for name in X.columns:
-            f = self.feature_index.get(name)
-            if f is not None and f not in self.from_int:
-                continue
-            s = X[name]
-            if f in self.few or (f is None and self._frame_by_value(name, s)):
-                known = set(self.values[f]) if f is not None else set()
-                if len(known.union(pd.unique(s.dropna()).tolist())) > self.few_max:
-                    return True
-                continue
-            if s.dtype.kind in "iub":  # integer and boolean columns hold no fraction
-                continue
-            if f is None:
-                if name in self.types or s.dtype.kind == "f":
-                    continue
-                first = s.first_valid_index()
-                if first is None or not is_integer(s.loc[first]):
-                    continue
-            col = pd.to_numeric(s, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-            col = col[~np.isnan(col)]
-            if len(col) and not np.all(col == np.round(col)):
-                return True
-        return False
+        return self._encode_prepared(self._prepare_frame(X, learn=False), len(X))
 
     def _frame_by_value(self, name, s: pd.Series) -> bool:
         """Whether column ``s`` of a feature ``name`` the store does not know yet is counted by value
@@ -398,15 +359,30 @@ class Frames:
         first = s.first_valid_index()
         return first is not None and self.counts_by_value(name, _kind_value(s, first))
 
-    def validate_frame(self, X: pd.DataFrame) -> None:
-        """Raise ``FeatureTypeError`` for any value of ``X`` that learning would refuse; change nothing."""
-        self._prepare_frame(X, learn=True)
+    def validate_frame(self, X: pd.DataFrame, labels: list = ()) -> None:
+        """Raise ``FeatureTypeError`` for any value of ``X`` that learning would refuse, and ``CapacityError``
+        when its new categorical values and new classes (of ``labels``) would take the t-way table past
+        ``max_table_cells``; change nothing."""
+        prepared = self._prepare_frame(X, learn=True, check=True)
+        if not self.tuples or self.max_table_cells is None:
+            return
+        new = 0
+        for _, name, f, kind, payload in prepared:
+            if kind == CAT:
+                known = self.values[f] if f is not None else {}
+                uniques = payload[1] if payload is not None else pd.unique(X[name]).tolist()
+                new += sum(1 for u in uniques if u is not None and u not in known)
+        self._check_room(new, sum(1 for y in set(labels) if y not in self.class_index))
 
-    def _prepare_frame(self, X: pd.DataFrame, learn: bool) -> list:
+    def _prepare_frame(self, X: pd.DataFrame, learn: bool, check: bool = False) -> list:
         prepared = []  # (position, name, f, kind, payload)
-        for pos, name in enumerate(X.columns):
-            s = X[name]
+        for pos, (name, dtype) in enumerate(X.dtypes.items()):
             f = self.feature_index.get(name)
+            if check and f is not None and self.kinds[f] == CAT and f not in self.few and (
+                    _dtype_type(dtype) in self._vt_ok[f]):
+                prepared.append((pos, name, f, CAT, None))  # integers (or booleans) it takes as they are: nothing
+                continue  # to refuse
+            s = X[name]
             if f is not None:
                 kind = self.kinds[f]
             else:
@@ -421,9 +397,15 @@ class Frames:
                 # or use the nullable "Int64" dtype to keep such a column categorical.)
                 kind = self._kind_for(name, _kind_value(s, first))
             if kind == CAT:
-                codes, uniques = pd.factorize(s, use_na_sentinel=True)
                 by_value = f in self.few if f is not None else self._frame_by_value(name, s)
-                uniques = [numeric_value(name, u) if by_value else categorical_value(name, u) for u in uniques.tolist()]
+                value = numeric_value if by_value else categorical_value
+                try:
+                    codes, uniques = pd.factorize(s, use_na_sentinel=True)
+                except TypeError:  # an unhashable value (a list, a dict): refused as learn_one refuses it
+                    for v in s.tolist():
+                        value(name, v)
+                    raise
+                uniques = [value(name, u) for u in uniques.tolist()]
                 self._check_column(name, f, s, uniques)
                 prepared.append((pos, name, f, kind, (codes, uniques)))
             else:
@@ -453,7 +435,7 @@ class Frames:
             if not (v is None or is_nan(v) or v is pd.NA or v is pd.NaT or json_type(v) in VALUE_GROUPS[vt]):
                 raise self._value_error(name, vt, v, f" (row {i} of the batch)" if mixed else "")
 
-    def _encode_prepared(self, prepared, n, learn):
+    def _encode_prepared(self, prepared, n):
         dcols, dfeats, gcols, gslots = [], [], [], []
         for pos, name, f, kind, payload in prepared:
             f = self.feature_index.get(name)
@@ -469,7 +451,7 @@ class Frames:
                 gcols.append(payload)
                 gslots.append(self.gslot[f])
             else:
-                dcols.append(self._bin_column(f, payload, learn))
+                dcols.append(self._bin_column(f, payload))
                 dfeats.append(f)
         D = np.stack(dcols, axis=1) if dcols else np.empty((n, 0), dtype=np.int64)
         G = np.stack(gcols, axis=1) if gcols else np.empty((n, 0))
@@ -492,73 +474,23 @@ class Frames:
             numeric_value(name, float(a[big.argmax()]))  # raises, naming the value
         return a
 
-    def _register_frame(self, prepared, n):
-        """Register new features and categorical values in row-major order of first appearance."""
-        self._check_sparse_room(len(prepared))  # a store past its memory budget takes nothing new
-        events = []  # (row, position, 0 feature / 1 value, name, kind, value)
-        for pos, name, f, kind, payload in prepared:
-            if kind == CAT:
-                codes, uniques = payload
-                valid = codes >= 0
-                if not valid.any():
-                    continue
-                if f is None:
-                    first_row = int(np.argmax(valid))
-                    events.append((first_row, pos, 0, name, kind, uniques[codes[first_row]]))
-                known = self.values[f] if f is not None else {}
-                new = [i for i, u in enumerate(uniques) if u is not None and u not in known]
-                if new:
-                    first = np.full(len(uniques), n, dtype=np.int64)
-                    rows = np.flatnonzero(valid)
-                    np.minimum.at(first, codes[rows], rows)
-                    for i in new:
-                        events.append((int(first[i]), pos, 1, name, kind, uniques[i]))
-            elif f is None:
-                valid = ~np.isnan(payload)
-                if valid.any():
-                    events.append((int(np.argmax(valid)), pos, 0, name, kind, None))
-        events.sort(key=lambda e: (e[0], e[1], e[2]))
-        if self.tuples:  # binned values may add a few more: they are checked as they come
-            self._check_room(sum(1 for e in events if e[2] == 1), 0)
-        for _, _, what, name, kind, v in events:
-            if what == 0:
-                self._add_feature(name, kind, from_int=kind == CAT and name not in self.types and is_integer(v),
-                                  few=kind == CAT and self.counts_by_value(name, v))
-            else:
-                self._add_value(self.feature_index[name], v)
-
-    def _bin_column(self, f, xs: np.ndarray, learn: bool) -> np.ndarray:
+    def _bin_column(self, f, xs: np.ndarray) -> np.ndarray:
         d = self.disc[f]
         out = np.full(len(xs), -1, dtype=np.int64)
         valid = np.flatnonzero(~np.isnan(xs))
-        if learn and d.edges is None:
-            taken = d.buffer_many(xs[valid])
-            valid = valid[taken:]
         if d.edges is None or not len(valid):
             return out
-        b = d.bin_many(xs[valid])
-        vals = self.values[f]
-        if learn:
-            for i in np.unique(b, return_index=True)[1][np.argsort(np.unique(b, return_index=True)[1])]:
-                key = int(b[i])
-                if key not in vals:
-                    self._add_value(f, key)
         lut = np.zeros(len(d.edges) + 1, dtype=np.int64)
-        for key, col in vals.items():
+        for key, col in self.values[f].items():
             lut[key] = col
-        out[valid] = lut[b]
+        out[valid] = lut[d.bin_many(xs[valid])]
         return out
 
-    def classes_from_codes(self, codes: np.ndarray, labels: list) -> np.ndarray:
-        """Class indices of factorised labels, registering new classes in order of first appearance."""
-        present, first = np.unique(codes, return_index=True)
-        if self.tuples:
-            self._check_room(0, sum(1 for code in present if labels[code] not in self.class_index))
-        for code in present[np.argsort(first)]:
-            if labels[code] not in self.class_index:
-                self._add_class(validate_label(labels[code]))  # checked: the class it stands for (2.0: 2)
-        lut = np.array([self.class_index.get(v, -1) for v in labels], dtype=np.int64)
-        return lut[codes]
+
+def _dtype_type(dtype) -> type | None:
+    """The Python type of every value of a column of numpy ``dtype``: int or bool (None: another dtype)."""
+    kind = dtype.kind if isinstance(dtype, np.dtype) else None
+    return int if kind in ("i", "u") else bool if kind == "b" else None
 
 
 def _kind_value(s: pd.Series, first) -> object:

@@ -216,13 +216,6 @@ class TupleCandidates:
                 "most_per_feature": int(per.max()) if len(per) else 0,
                 "features_with_candidates": int((per > 0).sum()), "counted_from_event": float(self.tuple_from)}
 
-    def tuple_run_fits(self, rows: int, k: int) -> bool:
-        """Whether a vectorised run of ``rows`` events of ``k`` values each can be added to the t-way tables
-        without a selection being made or narrowed on the way (so that it counts as the events one at a time)."""
-        if not self.tuple_rule or self.memory_budget is None or not self.tuples_sparse:
-            return True
-        return not self.tuples_selected and self._tuple_after(rows * k**self.tuples) <= self.tuple_limit()
-
     def _tuple_after(self, one: int) -> int:
         """Bytes the sparse t-way tables could take once ``one`` more cells are in each (a hash table
         doubles when half full)."""

@@ -172,7 +172,7 @@ class Adding:
             add_pairs_expected(self.pair_count, self.pair_feat, c, u, fs, w * J, w * np.add.reduceat(J, starts, axis=1))
 
     def add_many(self, D, dfeats, G, gslots, yc, w=None, observed: bool = True) -> None:
-        """Add a batch of encoded events (see :meth:`encode_frame`).
+        """Add a batch of encoded events (rows of ``D``, ``G`` as :meth:`encode_run` gives them).
 
         ``observed=False``: the rows are completions of one incomplete event
         (KDB's M-step), so they go to the counts and not to the observed-only

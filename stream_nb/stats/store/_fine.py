@@ -23,7 +23,7 @@ the one the models read, encode with and learn into) that also keeps a second,
 
 The cut points are chosen again every ``max(warmup, n / 8)`` learned events
 (and after a merge), always before the event that follows, whichever path
-learns the events (one at a time, vectorised runs, batches): the model is
+learns the events (one at a time, or in runs through the kernels): the model is
 then the same function of the stream on every path.
 
 Nothing learned during a feature's warm-up is lost: an event whose numeric
@@ -86,9 +86,6 @@ class CoarseDiscretiser(Discretiser):
     def bin_or_buffer(self, x: float) -> int | None:
         return None if self.edges is None else self.bin(x)
 
-    def buffer_many(self, xs: np.ndarray) -> int:
-        return 0
-
 
 class TwoLayerStats(FineRuns, WaitingEvents, SharedPairs, Stats):
     """A count store whose numeric features are cut by MDL over a fine layer it also keeps.
@@ -142,7 +139,7 @@ class TwoLayerStats(FineRuns, WaitingEvents, SharedPairs, Stats):
         self.next_choice = 0  # choose the cut points again before the event that reaches this count
         self.stale = False  # the coarse layer must be derived again (new fine edges, a merge)
         self._pending = None  # (fine encoding, values not binned yet) of the event being learned
-        self._pending_rows = None  # (fine add_many arguments, rows) of the run or batch being learned
+        self._pending_rows = None  # (fine add_many arguments, rows) of the run being learned or unlearned
         self._pending_labeled = None  # of a run: the labeled rows up to each of its rows (cut_run)
         self._fine_warm = True  # some fine feature may still be in warm-up
         self.share_pairs()  # no feature binned yet: the fine pair counts are the coarse ones (_shared_pairs.py)
@@ -249,34 +246,10 @@ class TwoLayerStats(FineRuns, WaitingEvents, SharedPairs, Stats):
         self.backlog = [(*e[:4], e[4] * factor, *e[5:]) for e in self.backlog]
         self.candidates = [(*e[:4], e[4] * factor, *e[5:]) for e in self.candidates]
 
-    def encode_frame(self, X, learn: bool):
-        out = super().encode_frame(X, learn)
-        if learn:
-            self._pending_rows = self.fine.encode_frame(X, learn=True)
-            self._fine_changed()
-        return out
-
     def learn_limit(self) -> int:
         if self.fine.from_int - self.grown:
             return 1  # events holding a young feature of integers are logged one by one (candidates)
         return min(max(1, self.next_choice - self.n_events), super().learn_limit())
-
-    def frame_warms(self, X) -> bool:
-        """True when a batch holds numeric values the fine layer cannot bin yet: learned row by row,
-        they go to the backlog and count once the edges exist."""
-        fine = self.fine
-        if fine.from_int - self.grown:
-            return True
-        for name in X.columns:
-            e = fine._lookup.get(name)
-            if (e is None and X[name].dtype.kind in "fiu") or (e is not None and e[0] == BINNED and e[4].edges is None):
-                return True
-        return False
-
-    def classes_from_codes(self, codes, labels):
-        out = super().classes_from_codes(codes, labels)
-        self.fine.classes_from_codes(codes, labels)
-        return out
 
     # ------------------------------------------------------------------ adding, mirrored to the fine layer
 

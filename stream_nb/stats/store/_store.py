@@ -231,10 +231,6 @@ class Stats(Schema, Candidates, TupleCandidates, Promotion, Encoding, ArrayRuns,
     def settle(self) -> None:
         """Called when a learning step is over (a two-layer store may choose its cut points); here, nothing."""
 
-    def frame_warms(self, X) -> bool:
-        """Whether a batch must be learned row by row for the discretiser's warm-up; here, never."""
-        return False
-
     # the value types of categorical features are a part of their own (ValueTypes); its lists keep their names here
     vtypes = property(lambda s: s.value_types.types, doc="Per feature: the type of its values, None if numeric or none yet.")
     _vt_ok = property(lambda s: s.value_types.ok)
