@@ -43,7 +43,8 @@ import math
 import numpy as np
 
 from ..discretiser import ALPHA
-from ._candidates import apply_selection, cmi_from_cells, edge_costs, mirror_selection, padded, parent_scores, prune_units
+from ._candidates import (apply_selection, cmi_from_cells, edge_costs, mirror_selection, padded, parent_scores,
+                          prune_units)
 
 __all__ = ["INFORMATIVE", "informative_pairs", "prune_informative", "prune_pairs", "revise_informative"]
 
