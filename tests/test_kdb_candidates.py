@@ -333,7 +333,7 @@ def test_kdb_with_one_parent_keeps_the_pairs_of_its_candidate_edges_and_both_pat
         xs, ys = zip(*stream[lo : lo + 50])
         outs_many += many.prequential_many(list(xs), list(ys))
     s = one._stats
-    assert s.pairs_selected and s.pair_rule == "edges"  # pairs dropped, not refused
+    assert s.pairs_selected and s.pair_rule == "informative"  # pairs dropped, not refused
     assert outs_many == outs_one and many.structure == one.structure
     # every parent's pair with its child is still counted
     kept = s.edge_ok()

@@ -144,7 +144,7 @@ class KDB(KDBKernel, StructuredClassifier):
         # k >= 2 keeps the class-conditional counts of every (k+1)-tuple of values; k = 1 reads the pairs
         self._setup(pairs=True, tuples=k + 1 if k >= 2 else 0, max_table_cells=max_table_cells)
         if forgetting is None and drift_detector is None:
-            set_pair_rule(self._stats, "edges")  # past the budget: keep the pairs of the highest CMI
+            set_pair_rule(self._stats, "informative")  # past the budget: the pairs among class-informative attributes
             # past the budget: keep the (k+1)-tuples of each attribute's candidate parents (selective KDB)
             self._stats.tuple_rule = k >= 2 and not isinstance(self._stats, TwoLayerStats)
         self._parents: dict[int, tuple[int, ...]] = {}

@@ -1,7 +1,8 @@
 """Which pair and tuple cells are kept: candidate selection by G-tests on the counts."""
 
-from ._candidates import (Candidates, cmi_from_cells, mutual_information_with_class, prune_pairs,
+from ._candidates import (Candidates, cmi_from_cells, mutual_information_with_class,
     restore_selection, selected_cells, set_pair_rule, widen_to_either)
+from ._informative import prune_pairs
 from ._tuple_candidates import (TupleCandidates, add_selected_tuples, choose_tuples, restore_tuple_selection, revise_tuples,
     selected_tuple_cells, widen_tuples_to_either)
 from ._revision import revise_pairs, revision_due

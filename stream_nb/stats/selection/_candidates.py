@@ -21,7 +21,9 @@ kept (:class:`SelectedTable` filters every addition, removal included):
   counts (:func:`pair_evidence`, :func:`edge_scores`), each charged the cells
   it holds once full (:func:`edge_costs`), and the tree is the maximum
   spanning forest over the kept pairs whose test rejects independence
-  (:func:`edge_supported`).
+  (:func:`edge_supported`);
+- ``"informative"`` (KDB): the units are the pairs among the attributes that
+  say most about the class (:mod:`stream_nb.stats.selection._informative`).
 
 The pairs of an attribute with itself (the diagonal, a value's own count) are
 always kept. Pruning keeps the best-ranked units whose cells fit in a quarter
@@ -67,7 +69,7 @@ from ..tables import FilteredTable, SparseTable, cells_of, chunks_of
 
 __all__ = ["Candidates", "SelectedTable", "apply_selection", "cmi_from_cells", "edge_costs", "edge_scores",
            "edge_supported", "mirror_selection", "mutual_information_with_class", "padded", "pair_evidence",
-           "parent_scores", "prune_pairs", "restore_selection", "selected_cells", "set_pair_rule", "widen_to_either"]
+           "parent_scores", "prune_units", "restore_selection", "selected_cells", "set_pair_rule", "widen_to_either"]
 
 _PAIR_TABLES = ("pair_count", "pair_feat")
 
@@ -115,7 +117,8 @@ class SelectedTable(FilteredTable):
 class Candidates:
     """The pair selection of a :class:`~stream_nb.stats.Stats` (a part of it, not used alone)."""
 
-    #: None: all pairs (refused at the budget, as before); "parents" (AODE, SPODE) or "edges" (TAN)
+    #: None: all pairs (refused at the budget, as before); "parents" (AODE, SPODE), "edges" (TAN) or
+    #: "informative" (KDB)
     pair_rule: str | None = None
     #: once pairs were dropped: the features whose rows are kept (F,) and the pairs kept both ways (F, F)
     pair_allowed: np.ndarray | None = None
@@ -385,8 +388,9 @@ def parent_scores(s) -> np.ndarray:
     return out
 
 
-def prune_pairs(s, limit: int) -> bool:
-    """Drop the lowest-ranked units of ``s.pair_rule`` (see the module notes) so that the pair cells
+def prune_units(s, limit: int) -> bool:
+    """Drop the lowest-ranked units of ``s.pair_rule``, ``"parents"`` or ``"edges"`` (see the module notes;
+    the store's entry is :func:`~stream_nb.stats.selection._informative.prune_pairs`) so that the pair cells
     held fit in a quarter of ``limit`` bytes' worth; False (nothing done) without a rule or when
     nothing is left to drop."""
     rule = s.pair_rule
@@ -535,8 +539,8 @@ def restore_selection(s, arrays: dict, meta: dict) -> None:
     the candidate pairs it kept, the rotation's place and its last revision (a state without them: 0,
     as written before revisions); ValueError naming what does not fit."""
     rule = meta.get("pair_rule")
-    if rule not in (None, "parents", "edges"):
-        raise ValueError(f"stats.pair_rule: expected 'parents', 'edges' or null, got {rule!r:.60}")
+    if rule not in (None, "parents", "edges", "informative"):
+        raise ValueError(f"stats.pair_rule: expected 'parents', 'edges', 'informative' or null, got {rule!r:.60}")
     s.pair_rule = rule
     cursor, revised = meta.get("pair_cursor", 0), meta.get("pair_revised", 0.0)
     if isinstance(cursor, bool) or not isinstance(cursor, int) or not 0 <= cursor < 1 << 64:

@@ -36,6 +36,9 @@ stops there), not only when the tables fill:
   in place of the worst-ranked kept one; one near the cut does not, so that
   two parents of about the same score are not swapped back and forth, each
   time losing their counts.
+- ``"informative"`` (KDB): the pairs among the attributes ranked best by the
+  G-test of I(X; C), revised on the ranking of now
+  (:mod:`stream_nb.stats.selection._informative`).
 
 Ties go by name, and the rotation's order by names, so the choice is
 deterministic and does not depend on the order in which features arrived.
@@ -50,6 +53,7 @@ import zlib
 import numpy as np
 
 from ._candidates import apply_selection, edge_costs, edge_scores, mirror_selection, padded, pair_evidence, parent_scores
+from ._informative import INFORMATIVE, revise_informative
 
 __all__ = ["REVISE_EVERY", "SCREEN", "TRIAL_EVENTS", "events_learned", "revise_pairs", "revision_due"]
 
@@ -169,6 +173,8 @@ def revise_pairs(s, limit: int) -> bool:
         return False
     if s.pair_rule == "edges":
         _revise_edges(s, limit)
+    elif s.pair_rule == INFORMATIVE:
+        revise_informative(s, limit)
     else:
         _revise_parents(s)
     s.pair_revised = events_learned(s)

@@ -41,7 +41,12 @@ the class the G-test finds significant (Bonferroni over the pairs; noise
 does not swap candidates, each time losing counts), replaces the
 lowest-ranked one; a candidate
 near the cut is not swapped, so that two of about the same score do not
-trade places, each time losing their counts. The structure of that rebuild
+trade places, each time losing their counts. An attribute that holds fewer
+candidates than the first choice gives (one whose pairs were not counted
+then, so ranked with no CMI) takes its best significant non-candidates up to
+that number, while the tables hold less than half of what a narrowing
+leaves (so that candidates the budget dropped are not taken back, each time
+losing their counts). The structure of that rebuild
 is chosen among the candidates held before it (they have counts); a
 candidate admitted becomes a possible parent at the next rebuild.
 
@@ -362,11 +367,18 @@ def _significant(s, cmi: np.ndarray) -> np.ndarray:
     return out
 
 
+def _held_cells(s) -> int:
+    """The cells the t-way tables of ``s`` hold, every count set."""
+    return sum(len(getattr(s, p + name)) for p in s._sets() for name in _TUPLES)
+
+
 def revise_tuples(s, cmi: np.ndarray) -> bool:
     """Revise the candidate parents of ``s`` at a rebuild of its model, by the rebuild's CMI ``cmi`` (F, F)
     (see the module notes): each attribute keeps as many candidates as it holds; a non-candidate among its
     better half of that many, whose CMI the G-test finds significant (:func:`_significant`), replaces the
-    lowest-ranked kept one (ties by name).
+    lowest-ranked kept one (ties by name); while the tables hold less than half of what a narrowing leaves
+    (:func:`prune_tuples`), an attribute holding fewer than the first choice gives (``CANDIDATES_PER_K * k``)
+    takes its best significant non-candidates up to that number.
     True if a candidate was admitted (it starts from no counts, and unlearning is refused from then on)."""
     if not s.tuple_rule or s.tuple_cand is None or s.tuple_pending:
         return False
@@ -384,6 +396,10 @@ def revise_tuples(s, cmi: np.ndarray) -> bool:
     lead = able & ~kept_o & (np.cumsum(able, axis=1) <= (K[:, None] + 1) // 2)
     chosen = kept_o | lead
     chosen &= np.cumsum(chosen, axis=1) <= K[:, None]
+    if _held_cells(s) < s.tuple_limit() // (16 * 2 * 4) // 2:  # well within what a narrowing leaves
+        room = np.maximum(CANDIDATES_PER_K * max(s.tuples - 1, 1) - K, 0)  # below the first choice's number
+        rest = able & ~chosen
+        chosen |= rest & (np.cumsum(rest, axis=1) <= room[:, None])
     new = np.zeros((F, F), dtype=bool)
     new[rows, order] = chosen
     admitted = bool((new & ~kept).any())
