@@ -16,7 +16,7 @@ import numpy as np
 from . import _common, _tree
 from ._addresses import NO_DETECTOR
 
-__all__ = ["add_pairs_packed", "add_triples_row", "add_tuple_rows", "add_tuples_row", "flush_pairs", "gather_triples", "kdb_block",
+__all__ = ["add_pairs_packed", "add_triples_row", "add_tuple_rows", "add_tuples_row", "flush_pairs", "fold_pairs", "gather_triples", "kdb_block",
            "scatter_triples", "triangle_offsets", "warm"]
 
 _BLOCK = 8
@@ -89,13 +89,16 @@ def add_triples_row(cols, rk, m, c, w, V, Ft, fs, off, P, T3, L3, tf, pended):
     """Add a row's t = 3 cells (its values ``cols[:m]`` ascending, their ranks among the block's values
     ``rk[:m]``): each non-decreasing triple once, to the packed ``L3`` (:func:`scatter_triples` copies it to
     the cells and their permutations at the end of the block), and unless its pairs were ``pended``
-    (:func:`add_pairs_packed`), each pair with each of its features ``fs[:m]`` to both orders of ``tf``."""
+    (:func:`add_pairs_packed`), each pair with each of its features ``fs[:m]`` to both orders of ``tf``;
+    if they were, only the triples of three distinct values: a cell (a, a, b) or (a, b, b) counts the pair
+    (a, b), and :func:`fold_pairs` adds the pended pairs to them at the end of the block."""
+    e = 1 if pended else 0  # pended: the cells of a repeated value come from P2 (fold_pairs)
     for i in range(m):
         ri = rk[i]
-        for j in range(i, m):
+        for j in range(i + e, m):
             rj = rk[j]
             base = c * T3 + off[ri] + P[rj] - rj
-            for l in range(j, m):
+            for l in range(j + e, m):
                 L3[base + rk[l]] += w
             if pended:
                 continue
@@ -115,6 +118,20 @@ def add_pairs_packed(rk, m, c, w, P, T2, P2):
     for i in range(m):
         for j in range(i, m):
             P2[c * T2 + P[rk[i]] + rk[j] - rk[i]] += w
+
+
+def fold_pairs(nU, learned, off, P, T3, T2, L3, P2):
+    """Add the pended pairs ``P2`` of the classes ``learned`` to the packed cells of a repeated value: the
+    pair (i, j) to (i, i, j) and (i, j, j), and the pair (i, i) to (i, i, i) (see :func:`add_triples_row`)."""
+    for c in range(learned.shape[0]):
+        if not learned[c]:
+            continue
+        for i in range(nU):
+            for j in range(i, nU):
+                x = P2[c * T2 + P[i] + j - i]
+                L3[c * T3 + off[i] + P[i] + j - i] += x
+                if i != j:
+                    L3[c * T3 + off[i] + P[j]] += x
 
 
 def scatter_triples(U, nU, learned, V, off, P, T3, L3, tc):
@@ -317,9 +334,16 @@ def kdb_block(D, dfeats, par, npar, more, G, gslots, yc, weights, alphas, learn,
                 ip = P[rank[lo]] + rank[hi] - rank[lo] if pending and rank[lo] >= 0 and rank[hi] >= 0 else -1
                 if r0 >= 0 and r1 >= 0 and r2 >= 0:
                     i3 = off[r0] + P[r1] + r2 - r1
+                    # a repeated value's cell: the pended pairs (a, b) of (a, a, b) or (a, b, b) beside it
+                    dg = -1
+                    if pending and r0 == r1:
+                        dg = P[r1] + r2 - r1
+                    elif pending and r1 == r2:
+                        dg = P[r0] + r1 - r0
                     for c in range(C):
                         den = tf[(c * span + dh) * Ft + f] + (P2[c * T2 + ip] if ip >= 0 else 0.0)
-                        prod[c] *= (L3[c * T3 + i3] + a) / (den + an)
+                        num = L3[c * T3 + i3] + (P2[c * T2 + dg] if dg >= 0 else 0.0)
+                        prod[c] *= (num + a) / (den + an)
                 else:
                     for c in range(C):
                         den = tf[(c * span + dh) * Ft + f] + (P2[c * T2 + ip] if ip >= 0 else 0.0)
@@ -376,6 +400,10 @@ def kdb_block(D, dfeats, par, npar, more, G, gslots, yc, weights, alphas, learn,
                 add_tuples_row(D, r, dfeats, c, w, t, V, Ft, obs_tc, obs_tf, cols, fs, digits)
         _common.add_gaussian(G[r], gslots, c, w, g_n, g_mean, g_m2)
     if half:  # (the rows counted before a detector's stop)
+        if pending:
+            fold_pairs(nU, learned, off, P, T3, T2, L3, P2)
+            if twin:
+                fold_pairs(nU, learned, off, P, T3, T2, oL3, P2)
         scatter_triples(U, nU, learned, V, off, P, T3, L3, tc)
         flush_pairs(U, nU, learned, dfeats, P, T2, P2, V, Ft, tf, pair_count, pair_feat)
         if twin:
