@@ -235,8 +235,8 @@ def _brute_joint_scale(past, x, parents, classes, m, to) -> float:
 _COUNTS = ("class_count", "value_count", "feat_count", "pair_count", "pair_feat", "tuple_count", "tuple_feat")
 
 
-@pytest.mark.parametrize("options", [{}, {"forgetting": Decay(half_life=40)}, {"drift_detector": "ddm"}, {"missing": EM()}],
-                         ids=["plain", "decay", "ddm", "em-twin"])
+@pytest.mark.parametrize("options", [{}, {"forgetting": Decay(half_life=40)}, {"drift_detector": "ddm"},
+                                     {"missing": EM()}], ids=["plain", "decay", "ddm", "em-twin"])
 def test_kdb_long_runs_count_and_score_as_one_event_at_a_time(options, monkeypatch):
     """A run long enough to be counted in packed cells and written to the symmetric tables at its end
     (``prequential_many``) leaves every table as the one-event loop leaves it, and scores each event as it does.

@@ -16,8 +16,8 @@ import numpy as np
 from . import _common, _tree
 from ._addresses import NO_DETECTOR
 
-__all__ = ["add_pairs_packed", "add_triples_row", "add_tuple_rows", "add_tuples_row", "flush_pairs", "fold_pairs", "gather_triples", "kdb_block",
-           "scatter_triples", "triangle_offsets", "warm"]
+__all__ = ["add_pairs_packed", "add_triples_row", "add_tuple_rows", "add_tuples_row", "flush_pairs", "fold_pairs",
+           "gather_triples", "kdb_block", "mirror_pairs", "scatter_triples", "triangle_offsets", "warm"]
 
 _BLOCK = 8
 
@@ -89,7 +89,8 @@ def add_triples_row(cols, rk, m, c, w, V, Ft, fs, off, P, T3, L3, tf, pended):
     """Add a row's t = 3 cells (its values ``cols[:m]`` ascending, their ranks among the block's values
     ``rk[:m]``): each non-decreasing triple once, to the packed ``L3`` (:func:`scatter_triples` copies it to
     the cells and their permutations at the end of the block), and unless its pairs were ``pended``
-    (:func:`add_pairs_packed`), each pair with each of its features ``fs[:m]`` to both orders of ``tf``;
+    (:func:`add_pairs_packed`), each pair with each of its features ``fs[:m]`` to ``tf``, in ascending
+    order (:func:`mirror_pairs` copies them to the other at the end of the block);
     if they were, only the triples of three distinct values: a cell (a, a, b) or (a, b, b) counts the pair
     (a, b), and :func:`fold_pairs` adds the pended pairs to them at the end of the block."""
     e = 1 if pended else 0  # pended: the cells of a repeated value come from P2 (fold_pairs)
@@ -103,12 +104,8 @@ def add_triples_row(cols, rk, m, c, w, V, Ft, fs, off, P, T3, L3, tf, pended):
             if pended:
                 continue
             ab = ((c * V + cols[i]) * V + cols[j]) * Ft
-            ba = ((c * V + cols[j]) * V + cols[i]) * Ft
             for l in range(m):
                 tf[ab + fs[l]] += w
-            if ri != rj:
-                for l in range(m):
-                    tf[ba + fs[l]] += w
 
 
 def add_pairs_packed(rk, m, c, w, P, T2, P2):
@@ -158,6 +155,19 @@ def scatter_triples(U, nU, learned, V, off, P, T3, L3, tc):
                     mir = ((c * V + U[j]) * V + U[i]) * V
                     for l in range(nU):
                         tc[mir + U[l]] = tc[dst + U[l]]
+
+
+def mirror_pairs(U, nU, learned, V, Ft, tf):
+    """Copy the cells ``tf[c, a, b, :]`` of the values a < b of ``U[:nU]`` to ``tf[c, b, a, :]``, for the
+    classes ``learned``: the table is symmetric in its value axes (see :func:`add_triples_row`)."""
+    for c in range(learned.shape[0]):
+        if not learned[c]:
+            continue
+        for i in range(nU):
+            for j in range(i + 1, nU):
+                ab, ba = ((c * V + U[i]) * V + U[j]) * Ft, ((c * V + U[j]) * V + U[i]) * Ft
+                for f in range(Ft):
+                    tf[ba + f] = tf[ab + f]
 
 
 def _add_values_row(D, r, dfeats, c, w, value_count, feat_count):
@@ -243,8 +253,8 @@ def _halves(D, yc, k, C, V, Ft, mark, learned):
 def kdb_block(D, dfeats, par, npar, more, G, gslots, yc, weights, alphas, learn, C, a, var_smoothing, t, V, Ft,
               class_count, value_count, feat_count, pair_count, pair_feat, tc, tf, n_values,
               twin, obs_value_count, obs_feat_count, obs_pair_count, obs_pair_feat, obs_tc, obs_tf,
-              g_n, g_mean, g_m2, out, joint, scratch, need, loss, watch, det_kind, det_params, det_state, det_fbuf, det_ibuf,
-              warning):
+              g_n, g_mean, g_m2, out, joint, scratch, need, loss, watch, det_kind, det_params, det_state, det_fbuf,
+              det_ibuf, warning):
     """Score each row of a block, then (``learn``, a labelled row) count it, in order; return the rows done.
 
     ``D``, ``dfeats``, ``more``, ``G``, ``gslots``, ``yc``, ``weights``, ``alphas`` (decay), ``twin``, ``out``
@@ -295,6 +305,7 @@ def kdb_block(D, dfeats, par, npar, more, G, gslots, yc, weights, alphas, learn,
     P2 = room[size - (C * T2 if pending else 0) : size]
     P2[:] = 0.0
     rk = np.empty(k, dtype=np.int64)
+    direct = False  # whether a row of a long block added its pairs to tf itself (not pended)
     span = V ** (t - 1) if t else 0
     done = R
     for r in range(R):
@@ -380,6 +391,7 @@ def kdb_block(D, dfeats, par, npar, more, G, gslots, yc, weights, alphas, learn,
             for i in range(m):
                 rk[i] = rank[cols[i]]
             pended = pending and m == k
+            direct = direct or not pended
         if pended:  # its pairs once each to P2: the tables' pairs too, at the end of the block (flush_pairs)
             add_pairs_packed(rk, m, c, w, P, T2, P2)
             _add_values_row(D, r, dfeats, c, w, value_count, feat_count)
@@ -400,6 +412,10 @@ def kdb_block(D, dfeats, par, npar, more, G, gslots, yc, weights, alphas, learn,
                 add_tuples_row(D, r, dfeats, c, w, t, V, Ft, obs_tc, obs_tf, cols, fs, digits)
         _common.add_gaussian(G[r], gslots, c, w, g_n, g_mean, g_m2)
     if half:  # (the rows counted before a detector's stop)
+        if direct:  # a row's pairs added to tf itself, in ascending order
+            mirror_pairs(U, nU, learned, V, Ft, tf)
+            if twin:
+                mirror_pairs(U, nU, learned, V, Ft, obs_tf)
         if pending:
             fold_pairs(nU, learned, off, P, T3, T2, L3, P2)
             if twin:
