@@ -253,8 +253,7 @@ def _halves(D, yc, k, C, V, Ft, mark, learned):
 def kdb_block(D, dfeats, par, npar, more, G, gslots, yc, weights, alphas, learn, C, a, var_smoothing, t, V, Ft,
               class_count, value_count, feat_count, pair_count, pair_feat, tc, tf, n_values,
               twin, obs_value_count, obs_feat_count, obs_pair_count, obs_pair_feat, obs_tc, obs_tf,
-              g_n, g_mean, g_m2, out, joint, scratch, need, loss, watch, det_kind, det_params, det_state, det_fbuf,
-              det_ibuf, warning):
+              g_n, g_mean, g_m2, out, joint, loss, watch, det_kind, det_params, det_state, det_fbuf, det_ibuf, warning):
     """Score each row of a block, then (``learn``, a labelled row) count it, in order; return the rows done.
 
     ``D``, ``dfeats``, ``more``, ``G``, ``gslots``, ``yc``, ``weights``, ``alphas`` (decay), ``twin``, ``out``
@@ -262,8 +261,7 @@ def kdb_block(D, dfeats, par, npar, more, G, gslots, yc, weights, alphas, learn,
     scored and not counted, and its index returned) as in :func:`~stream_nb.kernels._tree.tree_block`;
     ``par[j, :npar[j]]``: the columns of ``D`` holding the parents of feature ``dfeats[j]`` (each observed
     wherever the feature is; ``npar[j] < 0``: the feature is counted but not scored); ``t``: the tables' order
-    (0: the pair tables, k = 1); ``tc``, ``tf`` (and their twins): the flat t-way tables; ``scratch``: room
-    for a long block's packed counts (:func:`add_triples_row`), ``need[0]`` set to the room it took.
+    (0: the pair tables, k = 1); ``tc``, ``tf`` (and their twins): the flat t-way tables.
     """
     R, k = D.shape
     jll = np.empty(C)
@@ -288,13 +286,8 @@ def kdb_block(D, dfeats, par, npar, more, G, gslots, yc, weights, alphas, learn,
     off, P = np.empty(nU, dtype=np.int64), np.empty(nU, dtype=np.int64)
     triangle_offsets(nU, off, P)
     T3, T2 = nU * (nU + 1) * (nU + 2) // 6, nU * (nU + 1) // 2
-    # the packed tables in ``scratch`` when it holds them (a fresh allocation of their size faults its pages
-    # in on every block), else in their own arrays; ``need[0]``: the size they took, for the caller to keep
-    size = C * T3 * (2 if twin else 1) + (C * T2 if half and not decayed else 0) if half else 0
-    need[0] = size
-    room = scratch if scratch.shape[0] >= size else np.empty(size)
-    L3 = room[: C * T3 if half else 0]
-    oL3 = room[C * T3 : C * T3 * 2 if half and twin else C * T3]
+    L3 = np.empty(C * T3)
+    oL3 = np.empty(C * T3 if twin else 0)
     if half:
         gather_triples(U, nU, C, V, off, P, T3, tc, L3)
         if twin:
@@ -302,8 +295,7 @@ def kdb_block(D, dfeats, par, npar, more, G, gslots, yc, weights, alphas, learn,
     # the pairs of complete rows, for tf; decayed rows add to tf one by one, so that each cell sums their
     # weights in the order one event at a time does
     pending = half and not decayed
-    P2 = room[size - (C * T2 if pending else 0) : size]
-    P2[:] = 0.0
+    P2 = np.zeros(C * T2 if pending else 0)
     rk = np.empty(k, dtype=np.int64)
     direct = False  # whether a row of a long block added its pairs to tf itself (not pended)
     span = V ** (t - 1) if t else 0
@@ -445,5 +437,5 @@ def warm(k) -> None:
                 k.kdb_block(D, feats, par, npar, more, G, np.array([0], dtype=np.int64),
                             np.array([0, 1], dtype=np.int64), decay, decay, True, C, 1.0, 1e-9, t, V, F, cc, vc, fc,
                             pc, pf, tc, tf, nv, False, vc, fc, pc, pf, tc, tf, gn, gm, g2, np.empty((2, C)), False,
-                            np.zeros(0), np.zeros(1, dtype=np.int64), np.zeros((0, 0)), *NO_DETECTOR)
+                            np.zeros((0, 0)), *NO_DETECTOR)
     k.add_tuple_rows(D, feats, np.array([0, 1], dtype=np.int64), np.ones(2), 3, V, F, tc, tf)

@@ -61,18 +61,12 @@ class KDBKernel:
             tc, tf = s.tuple_count.reshape(-1), s.tuple_feat.reshape(-1)
             otc, otf = getattr(s, o + "tuple_count").reshape(-1), getattr(s, o + "tuple_feat").reshape(-1)
             V, Ft = s.tuple_count.shape[1], s.tuple_feat.shape[-1]
-        room = getattr(self, "_kdb_room", None)
-        if room is None:  # the packed tables' room for a long block of t = 3, and the size it took
-            room = self._kdb_room = [_NO_TABLE, np.zeros(1, dtype=np.int64)]
-        scratch, need = room
         done = compiled().kdb_block(
             D, dfeats, par, npar, _NO_MORE if more is None else more, G, gslots, yc, weights, alphas, learn,
             s.n_classes, float(self._alpha), float(self._var_smoothing), t, V, Ft, s.class_count, s.value_count,
             s.feat_count, s.pair_count, s.pair_feat, tc, tf, s.n_values, twin, getattr(s, o + "value_count"), getattr(s, o + "feat_count"),
             getattr(s, o + "pair_count"), getattr(s, o + "pair_feat"), otc, otf, s.g_n, s.g_mean, s.g_m2, out, joint,
-            scratch, need, loss, *watch)
-        if need[0] > len(scratch):  # the room a long block took: kept for the next ones
-            room[0] = np.empty(int(need[0]))
+            loss, *watch)
         if learn and (yc[:done] >= 0).any():
             s.mark_counted(len(yc) > 1)  # counts changed in place, as Stats.add or add_many marks them
         return done
