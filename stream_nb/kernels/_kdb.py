@@ -16,8 +16,8 @@ import numpy as np
 from . import _common, _tree
 from ._addresses import NO_DETECTOR
 
-__all__ = ["add_sorted_triples_row", "add_tuple_rows", "add_tuples_row", "flush_pairs", "kdb_block", "mirror_triples",
-           "warm"]
+__all__ = ["add_pairs_packed", "add_triples_row", "add_tuple_rows", "add_tuples_row", "flush_pairs", "fold_pairs",
+           "gather_triples", "kdb_block", "mirror_pairs", "scatter_triples", "triangle_offsets", "warm"]
 
 _BLOCK = 8
 
@@ -63,71 +63,150 @@ def add_tuple_rows(D, dfeats, yc, w, t, V, Ft, tc, tf):
         add_tuples_row(D, r, dfeats, yc[r], w[r], t, V, Ft, tc, tf, cols, fs, digits)
 
 
-def add_sorted_triples_row(cols, m, c, w, V, Ft, fs, tc, tf, pend):
-    """Add a row's t = 3 cells with non-decreasing values only (``cols[:m]`` ascending): each cell of the
-    symmetric tables once, the others filled in by :func:`mirror_triples` at the end of the block.
+def triangle_offsets(n, off, P):
+    """Offsets of the packed non-decreasing index triples over ``n`` ranks: with ``P[i]`` the pairs (i', j)
+    of i' < i, a pair i <= j is ``P[i] + j - i`` and a triple i <= j <= l is ``off[i] + P[j] + l - j``."""
+    below = 0
+    for i in range(n):
+        P[i] = i * n - i * (i - 1) // 2
+        off[i] = below - P[i]
+        below += (n - i) * (n - i + 1) // 2
 
-    ``pend`` (C V V; empty: none): a row that observes every feature of its block adds its pairs there, once
-    each, in place of one ``tf`` cell per feature: :func:`flush_pairs` adds them to ``tf`` at the end of the
-    block, and until then ``tf[c, a, b, f]`` is ``tf[c, a, b, f] + pend[c, a, b]`` for the block's features."""
+
+def gather_triples(U, nU, C, V, off, P, T3, tc, L3):
+    """Copy the non-decreasing cells over the values ``U[:nU]`` (ascending) of every class from ``tc`` into
+    the packed ``L3`` (``C`` blocks of ``T3``), where a block counts its rows."""
+    for c in range(C):
+        for i in range(nU):
+            for j in range(i, nU):
+                src = ((c * V + U[i]) * V + U[j]) * V
+                dst = c * T3 + off[i] + P[j] - j
+                for l in range(j, nU):
+                    L3[dst + l] = tc[src + U[l]]
+
+
+def add_triples_row(cols, rk, m, c, w, V, Ft, fs, off, P, T3, L3, tf, pended):
+    """Add a row's t = 3 cells (its values ``cols[:m]`` ascending, their ranks among the block's values
+    ``rk[:m]``): each non-decreasing triple once, to the packed ``L3`` (:func:`scatter_triples` copies it to
+    the cells and their permutations at the end of the block), and unless its pairs were ``pended``
+    (:func:`add_pairs_packed`), each pair with each of its features ``fs[:m]`` to ``tf``, in ascending
+    order (:func:`mirror_pairs` copies them to the other at the end of the block);
+    if they were, only the triples of three distinct values: a cell (a, a, b) or (a, b, b) counts the pair
+    (a, b), and :func:`fold_pairs` adds the pended pairs to them at the end of the block."""
+    e = 1 if pended else 0  # pended: the cells of a repeated value come from P2 (fold_pairs)
+    for i in range(m):
+        ri = rk[i]
+        for j in range(i + e, m):
+            rj = rk[j]
+            base = c * T3 + off[ri] + P[rj] - rj
+            for l in range(j + e, m):
+                L3[base + rk[l]] += w
+            if pended:
+                continue
+            ab = ((c * V + cols[i]) * V + cols[j]) * Ft
+            for l in range(m):
+                tf[ab + fs[l]] += w
+
+
+def add_pairs_packed(rk, m, c, w, P, T2, P2):
+    """Add the non-decreasing pairs of a row that observes every feature of its block (ranks ``rk[:m]``,
+    ascending) to the packed ``P2``, once each: :func:`scatter_triples` adds them to ``tf`` for every
+    feature of the block, in place of one ``tf`` cell per feature and row."""
     for i in range(m):
         for j in range(i, m):
-            row = (c * V + cols[i]) * V + cols[j]
-            bc = row * V
-            for l in range(j, m):
-                tc[bc + cols[l]] += w
-            if pend.shape[0]:
-                pend[row] += w
-                continue
-            bf = row * Ft
-            for l in range(m):
-                tf[bf + fs[l]] += w
+            P2[c * T2 + P[rk[i]] + rk[j] - rk[i]] += w
 
 
-def flush_pairs(U, nU, learned, V, Ft, dfeats, pend, tf):
-    """Add the non-decreasing pair cells ``pend`` over the values ``U[:nU]`` (ascending) of the classes
-    ``learned`` to ``tf`` for every feature of ``dfeats`` (see :func:`add_sorted_triples_row`)."""
+def fold_pairs(nU, learned, off, P, T3, T2, L3, P2):
+    """Add the pended pairs ``P2`` of the classes ``learned`` to the packed cells of a repeated value: the
+    pair (i, j) to (i, i, j) and (i, j, j), and the pair (i, i) to (i, i, i) (see :func:`add_triples_row`)."""
     for c in range(learned.shape[0]):
         if not learned[c]:
             continue
         for i in range(nU):
             for j in range(i, nU):
-                row = (c * V + U[i]) * V + U[j]
-                w = pend[row]
-                if w == 0.0:
-                    continue
-                bf = row * Ft
-                for l in range(dfeats.shape[0]):
-                    tf[bf + dfeats[l]] += w
+                x = P2[c * T2 + P[i] + j - i]
+                L3[c * T3 + off[i] + P[i] + j - i] += x
+                if i != j:
+                    L3[c * T3 + off[i] + P[j]] += x
 
 
-def mirror_triples(U, nU, learned, V, Ft, tc, tf):
-    """Copy each non-decreasing cell over the values ``U[:nU]`` (ascending) of the classes ``learned`` to
-    its permutations: the tables are symmetric in their value axes, and only those cells changed."""
+def scatter_triples(U, nU, learned, V, off, P, T3, L3, tc):
+    """Write the packed cells ``L3`` of the classes ``learned`` to every cell of ``tc`` over the values
+    ``U[:nU]`` (the tables are symmetric in their value axes: each cell is its non-decreasing permutation).
+
+    Row (a, b, .) is row (b, a, .): the rows of a = U[i] are written for b = U[j], j >= i ascending, each
+    also as its mirror; the cell (a, b, U[l]) of l < j is then (a, U[l], b), of a row of ``a`` written
+    already (by an earlier i as a mirror, or this i), and of l >= j the packed (i, j, l)."""
     for c in range(learned.shape[0]):
         if not learned[c]:
             continue
+        b3 = c * T3
         for i in range(nU):
-            a = U[i]
+            slab = (c * V + U[i]) * V
             for j in range(i, nU):
-                b = U[j]
-                ab = (c * V + a) * V + b
-                ba = (c * V + b) * V + a
-                if a != b:
-                    for f in range(Ft):
-                        tf[ba * Ft + f] = tf[ab * Ft + f]
+                dst = (slab + U[j]) * V
+                for l in range(j):
+                    tc[dst + U[l]] = tc[(slab + U[l]) * V + U[j]]
+                base = b3 + off[i] + P[j] - j
                 for l in range(j, nU):
-                    d = U[l]
-                    x = tc[ab * V + d]
-                    ad = (c * V + a) * V + d
-                    bd = (c * V + b) * V + d
-                    da = (c * V + d) * V + a
-                    db = (c * V + d) * V + b
-                    tc[ad * V + b] = x
-                    tc[ba * V + d] = x
-                    tc[bd * V + a] = x
-                    tc[da * V + b] = x
-                    tc[db * V + a] = x
+                    tc[dst + U[l]] = L3[base + l]
+                if i != j:
+                    mir = ((c * V + U[j]) * V + U[i]) * V
+                    for l in range(nU):
+                        tc[mir + U[l]] = tc[dst + U[l]]
+
+
+def mirror_pairs(U, nU, learned, V, Ft, tf):
+    """Copy the cells ``tf[c, a, b, :]`` of the values a < b of ``U[:nU]`` to ``tf[c, b, a, :]``, for the
+    classes ``learned``: the table is symmetric in its value axes (see :func:`add_triples_row`)."""
+    for c in range(learned.shape[0]):
+        if not learned[c]:
+            continue
+        for i in range(nU):
+            for j in range(i + 1, nU):
+                ab, ba = ((c * V + U[i]) * V + U[j]) * Ft, ((c * V + U[j]) * V + U[i]) * Ft
+                for f in range(Ft):
+                    tf[ba + f] = tf[ab + f]
+
+
+def _add_values_row(D, r, dfeats, c, w, value_count, feat_count):
+    """Add row ``r``'s observed values and features to class ``c``'s counts with weight ``w``."""
+    for j in range(D.shape[1]):
+        u = D[r, j]
+        if u >= 0:
+            value_count[c, u] += w
+            feat_count[c, dfeats[j]] += w
+
+
+def flush_pairs(U, nU, learned, dfeats, P, T2, P2, V, Ft, tf, pair_count, pair_feat):
+    """Add the packed pairs ``P2`` (empty: none) of the classes ``learned`` over the values ``U[:nU]`` to
+    ``pair_count`` and, for every feature of ``dfeats``, to ``tf``, in both orders, and each value's (its pair
+    with itself: once a row) to ``pair_feat`` for every feature: what :func:`~._tree.add_pairs_row` and
+    :func:`add_tuples_row` add for the rows that pended them (:func:`add_pairs_packed`)."""
+    if P2.shape[0] == 0:
+        return
+    F = dfeats.shape[0]
+    for c in range(learned.shape[0]):
+        if not learned[c]:
+            continue
+        for i in range(nU):
+            for j in range(i, nU):
+                x = P2[c * T2 + P[i] + j - i]
+                if x == 0.0:
+                    continue
+                a, b = U[i], U[j]
+                pair_count[c, a, b] += x
+                ab, ba = ((c * V + a) * V + b) * Ft, ((c * V + b) * V + a) * Ft
+                for f in range(F):
+                    tf[ab + dfeats[f]] += x
+                if i != j:
+                    pair_count[c, b, a] += x
+                    for f in range(F):
+                        tf[ba + dfeats[f]] += x
+                else:
+                    for f in range(F):
+                        pair_feat[c, a, dfeats[f]] += x
 
 
 def _sorted_columns(D, r, dfeats, cols, fs):
@@ -149,8 +228,9 @@ def _sorted_columns(D, r, dfeats, cols, fs):
 
 
 def _halves(D, yc, k, C, V, Ft, mark, learned):
-    """Whether a block of t = 3 is cheaper counted in the non-decreasing cells and mirrored at its end
-    (``mark``: the values its labelled rows hold; ``learned``: their classes), and how many values."""
+    """Whether a block of t = 3 is cheaper counted in packed non-decreasing cells, written to the tables at
+    its end (:func:`add_triples_row`), than cell by cell (``mark``: the values its labelled rows hold;
+    ``learned``: their classes), and how many values."""
     L = 0
     nU = 0
     for r in range(D.shape[0]):
@@ -196,10 +276,28 @@ def kdb_block(D, dfeats, par, npar, more, G, gslots, yc, weights, alphas, learn,
     learned = np.zeros(C, dtype=np.bool_)
     half, nU = _halves(D, yc, k, C, V, Ft, mark, learned) if learn and t == 3 else (False, 0)
     decayed = alphas.shape[0] > 0
-    # the pairs of complete rows, for tf (add_sorted_triples_row); decayed rows add to tf one by one, so that
-    # each cell sums their weights in the order one event at a time does
+    # a long block counts its rows' t = 3 cells packed (add_triples_row), over the ranks of its values:
+    # rank[v] the position of value v among them (-1: none of its rows' values)
+    if not half:
+        nU = 0
+    U = np.flatnonzero(mark) if half else np.zeros(0, dtype=np.int64)
+    rank = np.full(V if half else 0, -1, dtype=np.int64)
+    rank[U] = np.arange(nU)
+    off, P = np.empty(nU, dtype=np.int64), np.empty(nU, dtype=np.int64)
+    triangle_offsets(nU, off, P)
+    T3, T2 = nU * (nU + 1) * (nU + 2) // 6, nU * (nU + 1) // 2
+    L3 = np.empty(C * T3)
+    oL3 = np.empty(C * T3 if twin else 0)
+    if half:
+        gather_triples(U, nU, C, V, off, P, T3, tc, L3)
+        if twin:
+            gather_triples(U, nU, C, V, off, P, T3, obs_tc, oL3)
+    # the pairs of complete rows, for tf; decayed rows add to tf one by one, so that each cell sums their
+    # weights in the order one event at a time does
     pending = half and not decayed
-    pend = np.zeros(C * V * V if pending else 0)
+    P2 = np.zeros(C * T2 if pending else 0)
+    rk = np.empty(k, dtype=np.int64)
+    direct = False  # whether a row of a long block added its pairs to tf itself (not pended)
     span = V ** (t - 1) if t else 0
     done = R
     for r in range(R):
@@ -231,11 +329,28 @@ def kdb_block(D, dfeats, par, npar, more, G, gslots, yc, weights, alphas, learn,
                 u2 = D[r, par[j, min(1, npa - 1)]]  # one parent: the diagonal
                 lo, hi = min(u1, u2), max(u1, u2)
                 s0, s2 = min(v, lo), max(v, hi)
-                nh = (s0 * V + v + lo + hi - s0 - s2) * V + s2  # the middle value of the three
+                s1 = v + lo + hi - s0 - s2  # the middle value of the three
+                nh = (s0 * V + s1) * V + s2
                 dh = lo * V + hi
-                for c in range(C):
-                    den = tf[(c * span + dh) * Ft + f] + (pend[c * span + dh] if pending else 0.0)
-                    prod[c] *= (tc[c * V * span + nh] + a) / (den + an)
+                # what the block counted so far is in its packed tables
+                r0, r1, r2 = (rank[s0], rank[s1], rank[s2]) if half else (-1, -1, -1)
+                ip = P[rank[lo]] + rank[hi] - rank[lo] if pending and rank[lo] >= 0 and rank[hi] >= 0 else -1
+                if r0 >= 0 and r1 >= 0 and r2 >= 0:
+                    i3 = off[r0] + P[r1] + r2 - r1
+                    # a repeated value's cell: the pended pairs (a, b) of (a, a, b) or (a, b, b) beside it
+                    dg = -1
+                    if pending and r0 == r1:
+                        dg = P[r1] + r2 - r1
+                    elif pending and r1 == r2:
+                        dg = P[r0] + r1 - r0
+                    for c in range(C):
+                        den = tf[(c * span + dh) * Ft + f] + (P2[c * T2 + ip] if ip >= 0 else 0.0)
+                        num = L3[c * T3 + i3] + (P2[c * T2 + dg] if dg >= 0 else 0.0)
+                        prod[c] *= (num + a) / (den + an)
+                else:
+                    for c in range(C):
+                        den = tf[(c * span + dh) * Ft + f] + (P2[c * T2 + ip] if ip >= 0 else 0.0)
+                        prod[c] *= (tc[c * V * span + nh] + a) / (den + an)
             else:
                 head = 0  # the parents' values, the last one repeated: (u_1, .., u_(t-1)) in base V
                 for i in range(t - 1):
@@ -262,26 +377,46 @@ def kdb_block(D, dfeats, par, npar, more, G, gslots, yc, weights, alphas, learn,
             continue
         w = weights[r] if decayed else 1.0
         class_count[c] += w
-        _tree.add_pairs_row(D, r, dfeats, c, w, value_count, feat_count, pair_count, pair_feat)
+        pended = False
         if half:
             m = _sorted_columns(D, r, dfeats, cols, fs)
-            add_sorted_triples_row(cols, m, c, w, V, Ft, fs, tc, tf, pend if m == k else pend[:0])
+            for i in range(m):
+                rk[i] = rank[cols[i]]
+            pended = pending and m == k
+            direct = direct or not pended
+        if pended:  # its pairs once each to P2: the tables' pairs too, at the end of the block (flush_pairs)
+            add_pairs_packed(rk, m, c, w, P, T2, P2)
+            _add_values_row(D, r, dfeats, c, w, value_count, feat_count)
+        else:
+            _tree.add_pairs_row(D, r, dfeats, c, w, value_count, feat_count, pair_count, pair_feat)
+        if half:
+            add_triples_row(cols, rk, m, c, w, V, Ft, fs, off, P, T3, L3, tf, pended)
         elif t:
             add_tuples_row(D, r, dfeats, c, w, t, V, Ft, tc, tf, cols, fs, digits)
         if twin:
-            _tree.add_pairs_row(D, r, dfeats, c, w, obs_value_count, obs_feat_count, obs_pair_count, obs_pair_feat)
+            if pended:
+                _add_values_row(D, r, dfeats, c, w, obs_value_count, obs_feat_count)
+            else:
+                _tree.add_pairs_row(D, r, dfeats, c, w, obs_value_count, obs_feat_count, obs_pair_count, obs_pair_feat)
             if half:
-                add_sorted_triples_row(cols, m, c, w, V, Ft, fs, obs_tc, obs_tf, pend[:0])
+                add_triples_row(cols, rk, m, c, w, V, Ft, fs, off, P, T3, oL3, obs_tf, pended)
             elif t:
                 add_tuples_row(D, r, dfeats, c, w, t, V, Ft, obs_tc, obs_tf, cols, fs, digits)
         _common.add_gaussian(G[r], gslots, c, w, g_n, g_mean, g_m2)
-    if half:  # (the rows counted before a detector's stop: mirroring the others' values copies equal cells)
-        U = np.flatnonzero(mark)
+    if half:  # (the rows counted before a detector's stop)
+        if direct:  # a row's pairs added to tf itself, in ascending order
+            mirror_pairs(U, nU, learned, V, Ft, tf)
+            if twin:
+                mirror_pairs(U, nU, learned, V, Ft, obs_tf)
         if pending:
-            flush_pairs(U, nU, learned, V, Ft, dfeats, pend, tf)
-        mirror_triples(U, nU, learned, V, Ft, tc, tf)
+            fold_pairs(nU, learned, off, P, T3, T2, L3, P2)
+            if twin:
+                fold_pairs(nU, learned, off, P, T3, T2, oL3, P2)
+        scatter_triples(U, nU, learned, V, off, P, T3, L3, tc)
+        flush_pairs(U, nU, learned, dfeats, P, T2, P2, V, Ft, tf, pair_count, pair_feat)
         if twin:
-            mirror_triples(U, nU, learned, V, Ft, obs_tc, obs_tf)
+            scatter_triples(U, nU, learned, V, off, P, T3, oL3, obs_tc)
+            flush_pairs(U, nU, learned, dfeats, P, T2, P2, V, Ft, obs_tf, obs_pair_count, obs_pair_feat)
     return done
 
 
