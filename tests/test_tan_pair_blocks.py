@@ -162,3 +162,36 @@ def test_em_turns_the_blocks_into_sparse_tables_before_its_expected_counts():
     after = s.pair_count[: s.n_classes, u[:, None], u[None, :]]
     assert after.sum() > before.sum() and (after >= before).all()  # the counts moved over, and the event added
     assert sum(model.predict_proba_one(data[101][0]).values()) == pytest.approx(1.0)
+
+
+def test_default_tan_two_layer_store_holds_blocks_while_its_layers_share_the_pairs():
+    """TAN's defaults (MDL's two layers, EM) on categorical data: the fine layer shares the coarse pair counts,
+    so the blocks are held once; a merge gives the fine layer tables of its own, sparse ones, explicitly."""
+    data = _events(300, 11, late=150)
+    xs, ys = [x for x, _ in data], [y for _, y in data]
+    dense, blocks = TAN(search=Tree(rebuild_every=40), memory_budget=None), TAN(search=Tree(rebuild_every=40),
+                                                                                memory_budget=BUDGET)
+    for x, y in data[:100]:
+        dense.learn_one(x, y)
+        blocks.learn_one(x, y)
+    dense.learn_many(pd.DataFrame(xs[100:180]), pd.Series(ys[100:180]))
+    blocks.learn_many(pd.DataFrame(xs[100:180]), pd.Series(ys[100:180]))
+    for (pa, qa), (pb, qb) in zip(dense.prequential_many(xs[180:260], ys[180:260]),
+                                  blocks.prequential_many(xs[180:260], ys[180:260])):
+        assert pa == pb and all(abs(qa[k] - qb[k]) <= 1e-9 * max(qa[k], 1e-300) for k in qa)
+    assert blocks._stats.shared_pairs and blocks._stats.memory_used()["bytes"] <= BUDGET
+    _same(dense, blocks, xs[260:])
+    back = TAN.from_state(*blocks.state())
+    assert back._stats.pairs_blocks
+    np.testing.assert_allclose(back.predict_proba_many(pd.DataFrame(xs[260:])).values,
+                               blocks.predict_proba_many(pd.DataFrame(xs[260:])).values, rtol=1e-12)
+    other = TAN(search=Tree(rebuild_every=40), memory_budget=BUDGET)
+    for x, y in data[:50]:
+        other.learn_one(x, y)
+        dense.learn_one(x, y)
+    blocks.merge(other)
+    assert blocks._stats.pairs_sparse  # a fine layer of its own: no second copy of the blocks
+    blocks.rebuild()
+    dense.rebuild()
+    got, want = blocks.predict_proba_many(pd.DataFrame(xs[260:])), dense.predict_proba_many(pd.DataFrame(xs[260:]))
+    np.testing.assert_allclose(got[want.columns].values, want.values, rtol=1e-9)

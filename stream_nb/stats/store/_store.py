@@ -253,10 +253,11 @@ class Stats(Schema, Candidates, TupleCandidates, Promotion, Encoding, ArrayRuns,
         """Whether this store may hold pair blocks: a model that reads them asked for them, pairs and no t-way
         tables, no observed-only twin (EM's expected pairs fill the two orientations of a pair differently,
         :mod:`~stream_nb.stats.tables._pair_blocks`: the first expected counts turn blocks sparse,
-        :meth:`blocks_to_sparse`), and one layer (a two-layer store's fine layer would copy the coarse pairs,
-        :mod:`~stream_nb.stats.budget._shared_pairs`). Otherwise sparse tables."""
+        :meth:`blocks_to_sparse`), and one layer of pair counts (a two-layer store's while its fine layer shares
+        them: a fine layer of its own turns them sparse first, :mod:`~stream_nb.stats.budget._shared_pairs`).
+        Otherwise sparse tables."""
         return (self.pair_blocks_ok and self.pairs and not self.tuples and not self.keeps_observed
-                and getattr(self, "fine", None) is None)
+                and (getattr(self, "fine", None) is None or getattr(self, "shared_pairs", False)))
 
     def _blocks_fit(self, n_values, n_classes: int) -> bool:
         """Whether pair blocks of features of ``n_values`` values and ``n_classes`` classes keep the store
