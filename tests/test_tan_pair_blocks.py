@@ -195,3 +195,28 @@ def test_default_tan_two_layer_store_holds_blocks_while_its_layers_share_the_pai
     dense.rebuild()
     got, want = blocks.predict_proba_many(pd.DataFrame(xs[260:])), dense.predict_proba_many(pd.DataFrame(xs[260:]))
     np.testing.assert_allclose(got[want.columns].values, want.values, rtol=1e-9)
+
+
+@pytest.mark.parametrize("make", [_tan, lambda budget: TAN(search=Tree(rebuild_every=40), memory_budget=budget)],
+                         ids=["one layer", "two layers"])
+def test_blocks_that_outgrow_the_budget_turn_sparse_and_tan_goes_on_as_on_dense_tables(make):
+    rng = np.random.default_rng(12)
+    xs, ys = [], []
+    for i in range(400):  # three values per attribute, then eight
+        y = int(rng.integers(0, 3))
+        xs.append({f"a{j}": f"v{(y + int(rng.integers(0, 2 if i < 150 else 6))) % 8}" for j in range(F)})
+        ys.append(f"c{y}")
+    dense, blocks = make(None), make(BUDGET)
+    for x, y in zip(xs[:150], ys[:150]):
+        dense.learn_one(x, y)
+        blocks.learn_one(x, y)
+    assert blocks._stats.pairs_blocks
+    got_d, got_b = dense.prequential_many(xs[150:300], ys[150:300]), blocks.prequential_many(xs[150:300], ys[150:300])
+    for (pa, qa), (pb, qb) in zip(got_d, got_b):
+        assert pa == pb and all(abs(qa[k] - qb[k]) <= 1e-9 * max(qa[k], 1e-300) for k in qa)
+    assert blocks._stats.pairs_sparse
+    for x, y in zip(xs[300:350], ys[300:350]):
+        dense.learn_one(x, y)
+        blocks.learn_one(x, y)
+    got, want = blocks.predict_proba_many(pd.DataFrame(xs[350:])), dense.predict_proba_many(pd.DataFrame(xs[350:]))
+    np.testing.assert_allclose(got[want.columns].values, want.values, rtol=1e-9)

@@ -258,7 +258,7 @@ class TAN(StructuredClassifier):
         :meth:`_parent_columns` of its features."""
         s = self._stats
         ppos = self._parent_columns(enc.feats) if ppos is None else ppos
-        s.sync_pairs()
+        s.sync_pairs(within_budget=False)  # (the caller chose this path for the layout as it stands)
         if s.pairs_blocks:  # a block of one on the pair blocks (one layer: no twin to count in)
             self._kernel_block(enc.cols[None, :], enc.feats, enc.gx[None, :], enc.gslots, np.array([c], dtype=np.int64),
                                None, out, c >= 0, ppos, joint)
@@ -284,7 +284,7 @@ class TAN(StructuredClassifier):
         watch = self._kernel_detector() if learn else NO_DETECTOR  # fed the error of each row before its count
         loss = _NO_LOSS if self._decision is None or not watch[0] else np.ascontiguousarray(
             self._decision.matrix(s.classes))
-        s.sync_pairs()  # pair blocks grown to hold every column of D before the kernel reads them
+        s.sync_pairs(within_budget=False)  # pair blocks grown to hold every column of D before the kernel reads them
         if s.pairs_blocks:
             C, backoff, to_parent, smoothing = (s.n_classes, float(self.backoff or 0.0),
                                                 self.search.backoff_to == "parent", float(self._var_smoothing))
@@ -307,8 +307,20 @@ class TAN(StructuredClassifier):
             s.mark_counted(len(yc) > 1)  # counts changed in place, as Stats.add or add_many marks them
         return done
 
+    def _kernel_ready(self) -> bool:
+        """The kernel's condition (:meth:`~stream_nb.learners._runs.VectorisedRuns._kernel_ready`), asked of
+        the pair layout as it stands: pair blocks past the budget turn sparse here, before a run, never
+        while a kernel reads them."""
+        self._stats.sync_pairs()
+        return super()._kernel_ready()
+
+    def _count(self, enc, c: int, w: float) -> None:
+        self._stats.sync_pairs()  # (as _kernel_ready: the layout settled before the path is chosen)
+        super()._count(enc, c, w)
+
     def _jll(self, enc):
         s = self._stats
+        s.sync_pairs()  # (as _kernel_ready: the layout settled before the path is chosen)
         if not len(enc.cols) or not s.n_classes:
             return self._naive_jll(enc)
         ppos = self._parent_columns(enc.feats)
@@ -408,6 +420,7 @@ class TAN(StructuredClassifier):
 
     def _jll_many(self, D, dfeats, G, gslots):
         s = self._stats
+        s.sync_pairs()  # (as _kernel_ready: the layout settled before the path is chosen)
         if not D.shape[1] or not s.n_classes:
             return self._naive_jll_many(D, dfeats, G, gslots)
         ppos = self._parent_columns(dfeats)

@@ -154,7 +154,9 @@ class State:
             tuples=meta.get("tuples", 0), max_table_cells=meta.get("max_table_cells"),
             observed=meta.get("observed", False), memory_budget=meta.get("memory_budget", DEFAULT_MEMORY_BUDGET),
         )
-        s.pair_blocks_ok = meta.get("pair_blocks") is True
+        # pair blocks where its model reads them, unless the pairs were written selected (their selection is
+        # restored on sparse tables; the model's choice is restored after them)
+        s.pair_blocks_ok = meta.get("pair_blocks") is True and "pair_allowed" not in arrays
         kinds = {"categorical": CAT, "gaussian": GAUSS, "binned": BINNED}
         # room for everything at once (the capacities adding one at a time reaches), not a growth per doubling
         s._reserve(c=len(meta["classes"]), v=len(meta["columns"]), f=len(meta["features"]),
@@ -216,6 +218,7 @@ class State:
                 ]
         restore_selection(s, arrays, meta)
         restore_tuple_selection(s, arrays, meta)
+        s.pair_blocks_ok = meta.get("pair_blocks") is True
         return s
 
 

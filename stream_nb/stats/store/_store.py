@@ -287,10 +287,12 @@ class Stats(Schema, Candidates, TupleCandidates, Promotion, Encoding, ArrayRuns,
         self.pair_count, self.pair_feat = blocks, blocks.feat
         return True
 
-    def sync_pairs(self) -> None:
+    def sync_pairs(self, within_budget: bool = True) -> None:
         """Grow pair blocks to the columns, features and classes the store has now (before any kernel reads
-        or adds to them); pair tables sparse instead when the blocks would pass the budget. Nothing for
-        other layouts."""
+        or adds to them); pair tables sparse instead when the blocks would pass the budget, unless
+        ``within_budget`` is False (a kernel about to read a run whose values are registered already: the
+        blocks grow, and turn sparse at the next call that may change the layout). Nothing for other
+        layouts."""
         blocks = self.__dict__.get("pair_count")
         if not isinstance(blocks, PairBlocks):
             return
@@ -299,7 +301,7 @@ class Stats(Schema, Candidates, TupleCandidates, Promotion, Encoding, ArrayRuns,
             return
         vf = self.value_feature[:V]
         self.epoch += 1
-        if not self._blocks_fit(np.bincount(vf[vf >= 0], minlength=F), C):
+        if within_budget and not self._blocks_fit(np.bincount(vf[vf >= 0], minlength=F), C):
             self._go_sparse(PAIR_TABLES, 2, *self._cap[:3])
             return
         blocks.grow(vf, F, C)
