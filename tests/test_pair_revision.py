@@ -27,6 +27,14 @@ BUDGET = 400_000
 STEP = _revision.REVISE_EVERY  # batches aligned with the revisions: one selection per batch
 
 
+@pytest.fixture(autouse=True)
+def _selected_sparse_pairs(monkeypatch):
+    """These tests check the selections of sparse pairs: TAN keeps them, not the pair blocks that would fit."""
+    from stream_nb.stats import Stats
+
+    monkeypatch.setattr(Stats, "_blocks_allowed", lambda self: False)
+
+
 @pytest.fixture
 def small_floor(monkeypatch):
     monkeypatch.setattr(_budget, "SPARSE_FLOOR", 0)  # the floor that spares small examples, off

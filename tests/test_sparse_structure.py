@@ -115,6 +115,7 @@ def test_a_selection_copies_the_cells_numpy_keeps(small_floor):
     X, y = _stream(400)
     model = TAN(memory_budget=None)  # every pair, sparse: then a random selection of them
     model._stats.budget = _budget.Budget(300_000)  # the store's alone: the model keeps no pair rule
+    model._stats.pair_blocks_ok = False  # sparse tables, not the pair blocks that would fit
     model.learn_many(X, y)
     s = model._stats
     assert s.pairs_sparse
@@ -145,6 +146,7 @@ def test_tan_with_revised_pairs_learns_and_predicts_as_with_numpys_scores(small_
         if reference:
             monkeypatch.setattr(_candidates, "_cmi_sums", _numpy_cmi_sums)
         model = TAN(memory_budget=400_000)
+        model._stats.pair_blocks_ok = False  # a selection of sparse pairs, not the pair blocks that would fit
         probas = []
         for lo in range(0, len(X), 150):
             if lo:  # the holdout of each batch, under the counts and tree learned before it
@@ -168,6 +170,7 @@ def test_a_revision_due_now_leaves_a_batch_the_events_up_to_the_next_one(small_f
     learn_many keeps the selections and counts of the same events learned one at a time."""
     X, y = _stream(1000, seed=6)
     model, by_one = TAN(memory_budget=400_000), TAN(memory_budget=400_000)
+    model._stats.pair_blocks_ok = by_one._stats.pair_blocks_ok = False  # selected sparse pairs, not pair blocks
     model.learn_many(X[:400], y[:400])
     s = model._stats
     assert s.pairs_selected and _revision.events_learned(s) >= _revision._next_revision(s)  # due now

@@ -30,8 +30,13 @@ def conditional_mutual_information(stats) -> np.ndarray:
     live = np.flatnonzero(stats.value_feature[1:V] >= 0) + 1  # columns a promotion detached hold nothing
     if not len(live):
         return out
+    stats.sync_pairs()
     if stats.pairs_sparse:
         return cmi_from_cells(stats)
+    if stats.pairs_blocks:  # each pair's own block (stats/tables/_pair_blocks.py)
+        mi = np.maximum(stats.pair_count.cmi(), 0.0)
+        np.fill_diagonal(mi, 0.0)
+        return mi
     cols, block, present = value_blocks(stats, live)
     # one compiled pass over the cells (numpy's built several (V, V) temporaries per class)
     mi, n_pair = compiled().dense_cmi(np.asarray(stats.pair_count), C, cols, block, len(present))

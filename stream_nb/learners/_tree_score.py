@@ -39,8 +39,11 @@ def bayesian_edge_gains(stats, alpha: float) -> np.ndarray:
     if not len(live):
         return out
     nv = np.asarray(stats.n_values, dtype=float)
+    stats.sync_pairs()
     if stats.pairs_sparse:
         return _gains_from_cells(stats, C, V, F, alpha, nv)
+    if stats.pairs_blocks:  # each pair's own block (stats/tables/_pair_blocks.py)
+        return stats.pair_count.bayes_gains(alpha, nv)
     cols, block, present = value_blocks(stats, live)
     va = nv[present] * alpha  # V_i alpha of each head
     top = int(min(stats.n_seen, 1 << 22)) + 2  # lgamma(alpha + n) - lgamma(alpha) of the whole counts up to n_seen

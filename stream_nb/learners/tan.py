@@ -140,6 +140,7 @@ class TAN(StructuredClassifier):
         self._setup_rebuilds()
         if forgetting is None and drift_detector is None:
             set_pair_rule(self._stats, "edges")  # past the budget: keep the candidate edges' pairs
+            self._stats.pair_blocks_ok = True  # where they fit and dense tables do not: every pair, in pair blocks
         self._parent = np.full(0, -1, dtype=np.int64)
         self._cmi = np.zeros((0, 0))
         self._root = -1
@@ -256,8 +257,13 @@ class TAN(StructuredClassifier):
         :meth:`~stream_nb.stats.Stats.counted_twin` if it has one (returned: whether it did). ``ppos``:
         :meth:`_parent_columns` of its features."""
         s = self._stats
-        _, (C, backoff, to_parent, smoothing, twin), _, table = self._tree_arguments()
         ppos = self._parent_columns(enc.feats) if ppos is None else ppos
+        s.sync_pairs(within_budget=False)  # (the caller chose this path for the layout as it stands)
+        if s.pairs_blocks:  # a block of one on the pair blocks (one layer: no twin to count in)
+            self._kernel_block(enc.cols[None, :], enc.feats, enc.gx[None, :], enc.gslots, np.array([c], dtype=np.int64),
+                               None, out, c >= 0, ppos, joint)
+            return False
+        _, (C, backoff, to_parent, smoothing, twin), _, table = self._tree_arguments()
         fine = s.counted_twin(enc) if c >= 0 else None
         compiled().tree_one(table, enc.cols, enc.feats, ppos, enc.gx, enc.gslots, c, C, float(self._alpha),
                             backoff * self._inflation, to_parent, smoothing, twin, joint, out,
@@ -278,19 +284,43 @@ class TAN(StructuredClassifier):
         watch = self._kernel_detector() if learn else NO_DETECTOR  # fed the error of each row before its count
         loss = _NO_LOSS if self._decision is None or not watch[0] else np.ascontiguousarray(
             self._decision.matrix(s.classes))
-        _, (C, backoff, to_parent, smoothing, twin), arrays, _ = self._tree_arguments()
+        s.sync_pairs(within_budget=False)  # pair blocks grown to hold every column of D before the kernel reads them
+        if s.pairs_blocks:
+            C, backoff, to_parent, smoothing = (s.n_classes, float(self.backoff or 0.0),
+                                                self.search.backoff_to == "parent", float(self._var_smoothing))
+        else:
+            _, (C, backoff, to_parent, smoothing, twin), arrays, _ = self._tree_arguments()
         # under decay each row's smoothing and back-off: the given ones times its inflation
         weights, infl, a, m = (_NONE, _NONE, self._alpha, backoff * self._inflation) if decay is None else (
             decay.weight, decay.inflation, self._alpha_given, backoff)
-        done = compiled().tree_block(D, dfeats, ppos, _NO_MORE if more is None else more, G, gslots, yc, weights,
-                                     infl, learn, C, float(a), m, to_parent, smoothing, *arrays[:6], twin,
-                                     *arrays[6:], out, joint, loss, *watch)
+        if s.pairs_blocks:  # (kernels/_pair_blocks.py: the same scores and counts on each pair's block)
+            done = compiled().tree_block_pairs(D, dfeats, ppos, _NO_MORE if more is None else more, G, gslots, yc,
+                                               weights, infl, learn, C, float(a), m, to_parent, smoothing,
+                                               s.class_count, s.value_count, s.feat_count, s.n_values,
+                                               *s.pair_count.arrays(), s.g_n, s.g_mean, s.g_m2, out, joint, loss,
+                                               *watch)
+        else:
+            done = compiled().tree_block(D, dfeats, ppos, _NO_MORE if more is None else more, G, gslots, yc, weights,
+                                         infl, learn, C, float(a), m, to_parent, smoothing, *arrays[:6], twin,
+                                         *arrays[6:], out, joint, loss, *watch)
         if learn and (yc[0] >= 0 if done == 1 else (yc[:done] >= 0).any()):
             s.mark_counted(len(yc) > 1)  # counts changed in place, as Stats.add or add_many marks them
         return done
 
+    def _kernel_ready(self) -> bool:
+        """The kernel's condition (:meth:`~stream_nb.learners._runs.VectorisedRuns._kernel_ready`), asked of
+        the pair layout as it stands: pair blocks past the budget turn sparse here, before a run, never
+        while a kernel reads them."""
+        self._stats.sync_pairs()
+        return super()._kernel_ready()
+
+    def _count(self, enc, c: int, w: float) -> None:
+        self._stats.sync_pairs()  # (as _kernel_ready: the layout settled before the path is chosen)
+        super()._count(enc, c, w)
+
     def _jll(self, enc):
         s = self._stats
+        s.sync_pairs()  # (as _kernel_ready: the layout settled before the path is chosen)
         if not len(enc.cols) or not s.n_classes:
             return self._naive_jll(enc)
         ppos = self._parent_columns(enc.feats)
@@ -390,6 +420,7 @@ class TAN(StructuredClassifier):
 
     def _jll_many(self, D, dfeats, G, gslots):
         s = self._stats
+        s.sync_pairs()  # (as _kernel_ready: the layout settled before the path is chosen)
         if not D.shape[1] or not s.n_classes:
             return self._naive_jll_many(D, dfeats, G, gslots)
         ppos = self._parent_columns(dfeats)

@@ -137,7 +137,8 @@ def _text(info: dict[str, typing.Any]) -> str:
         budget = "none" if u["budget"] is None else f"{u['budget']:,} bytes"
         table = (f"; t-way tables {'sparse' if u['sparse'] else 'dense'}, {u['table_cells']:,} cells, "
                  f"{u['table_bytes']:,} bytes" if u["table_cells"] else "")
-        pairs = (f"; pair tables {'sparse' if u['pairs_sparse'] else 'dense'}, {u['pair_cells']:,} cells, "
+        layout = "sparse" if u["pairs_sparse"] else "in blocks" if u.get("pairs_blocks") else "dense"
+        pairs = (f"; pair tables {layout}, {u['pair_cells']:,} cells, "
                  f"{u['pair_bytes']:,} bytes" if u.get("pair_cells") else "")
         lines.append(f"counts     {u['cells']:,} cells, {u['bytes']:,} bytes{table}{pairs} (memory budget {budget})")
         chosen = u.get("pairs_selected")

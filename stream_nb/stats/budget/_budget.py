@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...exceptions import CapacityError
-from ..tables import SparseTable
+from ..tables import PairBlocks, PairFeat, SparseTable
 
 __all__ = ["Budget", "DEFAULT_MEMORY_BUDGET", "PAIR_TABLES", "SPARSE_FLOOR", "TUPLE_TABLES", "scatter_add"]
 
@@ -42,9 +42,12 @@ PAIR_TABLES = ("pair_count", "pair_feat")
 
 
 def scatter_add(table, idx: tuple, w) -> None:
-    """``np.add.at(table, idx, w)`` for a dense table or a :class:`SparseTable`."""
-    if isinstance(table, SparseTable):
+    """``np.add.at(table, idx, w)`` for a dense table, a :class:`SparseTable` or pair blocks (whose
+    ``pair_feat``, :class:`~stream_nb.stats.tables.PairFeat`, is read off them: nothing to add)."""
+    if isinstance(table, (SparseTable, PairBlocks)):
         table.add(idx, w)
+    elif isinstance(table, PairFeat):
+        return
     else:
         np.add.at(table, idx, w)
 
@@ -141,12 +144,13 @@ class Budget:
         """What the ``arrays`` (by name) take: ``cells`` and ``bytes`` of them all (dense cells count
         whole, with their spare room; a sparse table counts the cells it holds), ``table_cells`` and
         ``table_bytes`` of the t-way tables alone, ``sparse`` (whether they are sparse),
-        ``pair_cells``, ``pair_bytes`` and ``pairs_sparse`` the same of the pair tables, and
+        ``pair_cells``, ``pair_bytes`` and ``pairs_sparse`` the same of the pair tables (pair blocks count
+        every cell they hold, ``pairs_blocks`` says they are blocks), and
         ``budget`` (the limit)."""
         cells = nbytes = 0
         part = {TUPLE_TABLES: [0, 0], PAIR_TABLES: [0, 0]}
         for k, v in arrays.items():
-            n = len(v) if isinstance(v, SparseTable) else v.size
+            n = len(v) if isinstance(v, SparseTable) else v.cells.size + v.diag.size if isinstance(v, PairBlocks) else v.size
             cells, nbytes = cells + n, nbytes + v.nbytes
             for family, sums in part.items():
                 if k.removeprefix("obs_") in family:
@@ -155,6 +159,7 @@ class Budget:
         return {"cells": int(cells), "bytes": int(nbytes), "table_cells": int(t_cells), "table_bytes": int(t_bytes),
                 "sparse": isinstance(arrays.get(TUPLE_TABLES[0]), SparseTable), "pair_cells": int(p_cells),
                 "pair_bytes": int(p_bytes), "pairs_sparse": isinstance(arrays.get(PAIR_TABLES[0]), SparseTable),
+                "pairs_blocks": isinstance(arrays.get(PAIR_TABLES[0]), PairBlocks),
                 "budget": self.limit}
 
 

@@ -65,6 +65,7 @@ class SharedPairs:
         """Give the fine layer its own copy of the pair tables it shares (nothing if it has its own)."""
         if not self.shared_pairs:
             return
+        self.blocks_to_sparse()  # pair blocks are held once, by one layer: both layers' tables sparse from here
         fine = self.fine
         for p in self._sets():
             for name in _TABLES:

@@ -54,6 +54,7 @@ class Promotion:
         (weighted by their counts) and add every value's counts, pairs and
         tuples into its bin. The old value columns stay, empty and detached.
         """
+        self.blocks_to_sparse()  # pair blocks keep each column's feature: its counts move in sparse tables
         name = self.features[f]
         old = self.columns_of(f)
         keys = np.array([float(self.value_keys[c]) for c in old.tolist()])

@@ -63,13 +63,14 @@ class Schema:
 
     def _alloc_pairs(self, cc, cv, cf, need=None):
         """The pair tables, with the base arrays' spare room: dense while they fit the memory budget,
-        sparse beyond (see ``_budget.py``). Dense tables that fit only without the spare room get
+        pair blocks beyond where a model reads them and they fit (:meth:`_take_blocks`), else sparse (see
+        ``_budget.py``). Dense tables that fit only without the spare room get
         the classes of ``need`` and a sixteenth more values and features, and grow in ``_reserve``."""
         C, V, F = len(self.classes), len(self.value_keys), len(self.features)
         if not self.pairs_sparse and not self._dense_fits(("pair_count", "pair_feat"), 2, cc, cv, cf):
             nc, nv, nf = need or (C, V, F)
             cc, cv, cf = min(cc, max(nc, 1)), min(cv, nv + 8 + nv // 16), min(cf, nf + 4 + nf // 16)
-        if self._go_sparse(("pair_count", "pair_feat"), 2, cc, cv, cf):
+        if self._take_blocks(cc, cv, cf) or self._go_sparse(("pair_count", "pair_feat"), 2, cc, cv, cf):
             return
         for p in self._sets():
             pc, pf = np.zeros((cc, cv, cv)), np.zeros((cc, cv, cf))
@@ -132,6 +133,7 @@ class Schema:
         self.wants_observed = True
         if self.keeps_observed:
             return
+        self.blocks_to_sparse()  # EM's expected pairs have no place in pair blocks
         self.keeps_observed = True
         for k in TWINNED:
             if hasattr(self, k):
@@ -161,7 +163,7 @@ class Schema:
         cc, cv, cf, cg = self._cap
         need = (len(self.classes) + c, len(self.value_keys) + v, len(self.features) + f, self.n_gauss + g)
         if need[0] <= cc and need[1] <= cv and need[2] <= cf and need[3] <= cg:
-            if self.pairs and not self.pairs_sparse and (  # dense pair tables without spare room: grown here
+            if self.pairs and not self.pairs_sparse and not self.pairs_blocks and (  # dense pair tables without spare room: grown here
                     need[0] > self.pair_count.shape[0] or need[1] > self.pair_count.shape[1]
                     or need[2] > self.pair_feat.shape[2]):
                 self._alloc_pairs(cc, cv, cf, need[:3])

@@ -11,7 +11,7 @@ import numpy as np
 
 from ...kernels import compiled
 from ..selection import selected_cells
-from ..tables import SparseTable, add_pair_rows
+from ..tables import PairBlocks, SparseTable, add_pair_rows
 from ..selection import add_selected_tuples
 from ..values import Encoded
 from ..tables import row_chunks
@@ -30,9 +30,12 @@ def _flat(table: np.ndarray) -> np.ndarray:
 def _add_pairs_many(pc, pf, D, dfeats, yc, w, room: int) -> None:
     """Add the observed pairs of the rows of ``D`` to ``pair_count`` and ``pair_feat`` in compiled loops, row
     by row: dense tables (:func:`~stream_nb.kernels._tree.add_pair_rows`) or sparse ones
-    (:func:`~stream_nb.stats.tables._sparse.add_pair_rows`; ``room``, the most cells a row adds to one)."""
+    (:func:`~stream_nb.stats.tables._sparse.add_pair_rows`; ``room``, the most cells a row adds to one) or pair
+    blocks (:meth:`~stream_nb.stats.tables.PairBlocks.add_rows`, grown to the store's columns beforehand)."""
     if isinstance(pc, SparseTable):
         add_pair_rows(pc, pf, D, dfeats, yc, w, room)
+    elif isinstance(pc, PairBlocks):  # (its pair_feat is read off the blocks)
+        pc.add_rows(D, dfeats, yc, w)
     else:
         compiled().add_pair_rows(np.ascontiguousarray(D), dfeats, yc, w, pc, pf)
 
@@ -105,7 +108,11 @@ class Adding:
         """Add weight ``w`` to the values ``cols`` (of features ``feats``) of class ``c`` in count set ``p``."""
         getattr(self, p + "value_count")[c, cols] += w
         getattr(self, p + "feat_count")[c, feats] += w
-        if self.pairs and self.pairs_sparse:  # (a selection's tables add the candidate pairs alone: _candidates.py)
+        self.sync_pairs()  # (pair blocks grown to the event's columns, or sparse past the budget)
+        if self.pairs and self.pairs_blocks:
+            _add_pairs_many(getattr(self, p + "pair_count"), None, cols[None, :], feats, np.array([c]),
+                            np.array([float(w)]), 0)
+        elif self.pairs and self.pairs_sparse:  # (a selection's tables add the candidate pairs alone: _candidates.py)
             add_pair_rows(getattr(self, p + "pair_count"), getattr(self, p + "pair_feat"), cols[None, :], feats,
                           np.array([c]), np.array([float(w)]), selected_cells(self, len(cols)))
         elif self.pairs:
@@ -158,6 +165,7 @@ class Adding:
         :meth:`add_observed`.
         """
         self._check_sparse_room(len(u))
+        self.blocks_to_sparse()  # expected pairs have no place in pair blocks
         if self.wants_observed:
             self.keep_observed()
         if self.journal is not None:
@@ -182,6 +190,7 @@ class Adding:
             self._check_sparse_room(D.shape[1])
         if not observed and self.wants_observed:
             self.keep_observed()
+        self.sync_pairs()
         if self.journal is not None:
             self.journal.append(("many", D, dfeats, G, gslots, yc, w, observed))
         n = len(yc)

@@ -150,7 +150,9 @@ class Merging:
         C, V, F = len(other.classes), len(other.value_keys), len(other.features)
         getattr(self, p + "value_count")[np.ix_(cmap, vmap[1:])] += getattr(other, q + "value_count")[:C, 1:V]
         getattr(self, p + "feat_count")[np.ix_(cmap, fmap)] += getattr(other, q + "feat_count")[:C, :F]
-        if self.pairs and (self.pairs_sparse or other.pairs_sparse):  # the cells held, mapped (as the t-way ones)
+        if self.pairs and (self.pairs_sparse or other.pairs_sparse or self.pairs_blocks or other.pairs_blocks):
+            # the cells held, mapped (as the t-way ones; into blocks, grown first, the pair counts alone)
+            self.sync_pairs()
             for k, maps, dims in (("pair_count", (cmap, vmap, vmap), (C, V, V)), ("pair_feat", (cmap, vmap, fmap), (C, V, F))):
                 idx, vals = cells_of(getattr(other, q + k), dims)
                 scatter_add(getattr(self, p + k), tuple(m[i] for m, i in zip(maps, idx)), vals)

@@ -63,7 +63,7 @@ class State:
                 arrays[p + "value_count"] = getattr(self, p + "value_count")[:C, :V].copy()
                 arrays[p + "feat_count"] = getattr(self, p + "feat_count")[:C, :F].copy()
             sparse = []  # the sparse tables: the cells held, (cells, axes) indices and their counts
-            if self.pairs and self.pairs_sparse:
+            if self.pairs and (self.pairs_sparse or self.pairs_blocks):  # (blocks: their cells, as a sparse table's)
                 sparse += [("pair_count", (C, V, V)), ("pair_feat", (C, V, F))]
             elif self.pairs:
                 arrays[p + "pair_count"] = getattr(self, p + "pair_count")[:C, :V, :V].copy()
@@ -121,6 +121,8 @@ class State:
             meta["promoted"] = [[f, rule] for f, rule in sorted(self.promoted.items())]
         if self.pair_rule is not None:  # the candidate pairs (stats/selection/_candidates.py)
             meta["pair_rule"] = self.pair_rule
+        if self.pair_blocks_ok:  # its model reads pair blocks (they hold its pairs past the budget)
+            meta["pair_blocks"] = True
         if self.pair_allowed is not None:
             arrays["pair_allowed"], arrays["pair_edges"] = self.pair_allowed[:F].copy(), self.pair_edges[:F, :F].copy()
         if self.pair_cursor or self.pair_revised:  # the revisions of the selection (stats/selection/_revision.py)
@@ -152,6 +154,9 @@ class State:
             tuples=meta.get("tuples", 0), max_table_cells=meta.get("max_table_cells"),
             observed=meta.get("observed", False), memory_budget=meta.get("memory_budget", DEFAULT_MEMORY_BUDGET),
         )
+        # pair blocks where its model reads them, unless the pairs were written selected (their selection is
+        # restored on sparse tables; the model's choice is restored after them)
+        s.pair_blocks_ok = meta.get("pair_blocks") is True and "pair_allowed" not in arrays
         kinds = {"categorical": CAT, "gaussian": GAUSS, "binned": BINNED}
         # room for everything at once (the capacities adding one at a time reaches), not a growth per doubling
         s._reserve(c=len(meta["classes"]), v=len(meta["columns"]), f=len(meta["features"]),
@@ -195,7 +200,8 @@ class State:
         for p in s._sets():
             getattr(s, p + "value_count")[:C, :V] = arrays[p + "value_count"]
             getattr(s, p + "feat_count")[:C, :F] = arrays[p + "feat_count"]
-            if s.pairs and p + "pair_count_cells" in arrays:  # written sparse: dense or sparse here, by the budget
+            if s.pairs and p + "pair_count_cells" in arrays:  # written sparse: dense, blocks or sparse here, by the budget
+                s.sync_pairs()
                 for k in ("pair_count", "pair_feat"):
                     scatter_add(getattr(s, p + k), tuple(arrays[p + k + "_cells"].T), arrays[p + k + "_counts"])
             elif s.pairs:
@@ -212,6 +218,7 @@ class State:
                 ]
         restore_selection(s, arrays, meta)
         restore_tuple_selection(s, arrays, meta)
+        s.pair_blocks_ok = meta.get("pair_blocks") is True
         return s
 
 

@@ -30,7 +30,7 @@ from ..selection import revision_due
 from ._removing import Removing
 from ..schema import Schema, ValueTypes
 from ._state import State
-from ..tables import SparseTable, cells_of, chunks_of
+from ..tables import PairBlocks, PairFeat, SparseTable, cells_of, chunks_of
 from ..values import check_types
 
 __all__ = ["Stats"]
@@ -242,10 +242,80 @@ class Stats(Schema, Candidates, TupleCandidates, Promotion, Encoding, ArrayRuns,
                              doc="Whether the t-way tables are kept sparse (they are once dense ones would pass the budget).")
     pairs_sparse = property(lambda s: isinstance(getattr(s, "pair_count", None), SparseTable),
                             doc="Whether the pair tables are kept sparse (they are once dense ones would pass the budget).")
+    pairs_blocks = property(lambda s: isinstance(getattr(s, "pair_count", None), PairBlocks),
+                            doc="Whether the pair counts are held in pair blocks (:meth:`_take_blocks`).")
+
+    #: Whether the pair counts may be held in pair blocks (:class:`~stream_nb.stats.tables.PairBlocks`) when
+    #: dense tables would pass the budget and the blocks do not: set by a model that reads them (TAN).
+    pair_blocks_ok = False
+
+    def _blocks_allowed(self) -> bool:
+        """Whether this store may hold pair blocks: a model that reads them asked for them, pairs and no t-way
+        tables, no observed-only twin (EM's expected pairs fill the two orientations of a pair differently,
+        :mod:`~stream_nb.stats.tables._pair_blocks`: the first expected counts turn blocks sparse,
+        :meth:`blocks_to_sparse`), and one layer of pair counts (a two-layer store's while its fine layer shares
+        them: a fine layer of its own turns them sparse first, :mod:`~stream_nb.stats.budget._shared_pairs`).
+        Otherwise sparse tables."""
+        return (self.pair_blocks_ok and self.pairs and not self.tuples and not self.keeps_observed
+                and (getattr(self, "fine", None) is None or getattr(self, "shared_pairs", False)))
+
+    def _blocks_fit(self, n_values, n_classes: int) -> bool:
+        """Whether pair blocks of features of ``n_values`` values and ``n_classes`` classes keep the store
+        within its budget, beside its other arrays."""
+        held = Budget.held(self._arrays(), PAIR_TABLES + TUPLE_TABLES)
+        return self.memory_budget is None or PairBlocks.bytes_for(n_values, n_classes) <= self.memory_budget - held
+
+    def _take_blocks(self, cc: int, cv: int, cf: int) -> bool:
+        """Hold the pair counts in pair blocks when dense tables with room for ``cc`` classes, ``cv`` values
+        and ``cf`` features would pass the budget and blocks of about as many fit (the values spread evenly
+        over the features; :meth:`sync_pairs` checks them exactly as they grow), the dense counts moved over;
+        True when the pair counts are blocks, or were and are now sparse (past the budget). False: dense
+        or sparse tables as before."""
+        held = getattr(self, "pair_count", None)
+        if isinstance(held, PairBlocks):
+            self.sync_pairs()
+            return True
+        if not self._blocks_allowed() or isinstance(held, SparseTable) or self._dense_fits(PAIR_TABLES, 2, cc, cv, cf):
+            return False
+        per = np.full(max(cf, 1), max(cv - 1, 0) // max(cf, 1))
+        if not self._blocks_fit(per, cc):
+            return False
+        C, V, F = len(self.classes), len(self.value_keys), len(self.features)
+        blocks = PairBlocks(self.value_feature[:V], F, C)
+        if held is not None:  # dense until now: its cells move over
+            blocks.add(*cells_of(held, (C, V, V)))
+        self.pair_count, self.pair_feat = blocks, blocks.feat
+        return True
+
+    def sync_pairs(self, within_budget: bool = True) -> None:
+        """Grow pair blocks to the columns, features and classes the store has now (before any kernel reads
+        or adds to them); pair tables sparse instead when the blocks would pass the budget, unless
+        ``within_budget`` is False (a kernel about to read a run whose values are registered already: the
+        blocks grow, and turn sparse at the next call that may change the layout). Nothing for other
+        layouts."""
+        blocks = self.__dict__.get("pair_count")
+        if not isinstance(blocks, PairBlocks):
+            return
+        C, V, F = len(self.classes), len(self.value_keys), len(self.features)
+        if len(blocks.vf) == V and len(blocks.n) == F and blocks.n_classes == C:
+            return
+        vf = self.value_feature[:V]
+        self.epoch += 1
+        if within_budget and not self._blocks_fit(np.bincount(vf[vf >= 0], minlength=F), C):
+            self._go_sparse(PAIR_TABLES, 2, *self._cap[:3])
+            return
+        blocks.grow(vf, F, C)
+
+    def blocks_to_sparse(self) -> None:
+        """Pair blocks to sparse tables, the same counts (before anything blocks cannot hold: EM's expected
+        pairs, a promotion's moved columns). Nothing for other layouts."""
+        if self.pairs_blocks:
+            self.epoch += 1
+            self._go_sparse(PAIR_TABLES, 2, *self._cap[:3])
 
     def _arrays(self) -> dict:
         """Every count array held, by name (the observed-only twin's too, and the Gaussian moments)."""
-        arrays = {k: v for k, v in vars(self).items() if isinstance(v, (np.ndarray, SparseTable))}
+        arrays = {k: v for k, v in vars(self).items() if isinstance(v, (np.ndarray, SparseTable, PairBlocks))}
         return arrays | {"g_n": self.g_n, "g_mean": self.g_mean, "g_m2": self.g_m2}
 
     def memory_used(self) -> dict:
@@ -277,7 +347,8 @@ class Stats(Schema, Candidates, TupleCandidates, Promotion, Encoding, ArrayRuns,
         twin with a feature last ``family[1]`` (C·V^(t-1)·F) go sparse, both, when dense ones with room
         for ``cc`` classes, ``cv`` values and ``cf`` features would take the store past its budget; from
         then on for good, with the same counts. False, and nothing done, when they stay dense."""
-        if not isinstance(getattr(self, family[0], None), SparseTable) and self._dense_fits(family, t, cc, cv, cf):
+        if not isinstance(getattr(self, family[0], None), (SparseTable, PairBlocks)) and self._dense_fits(
+                family, t, cc, cv, cf):
             return False
         # capacity grows by doubling with the other arrays' and a sparse table's keys are renumbered
         # (every cell rehashed) when it grows: it is given room for 16 times as many values and
@@ -291,7 +362,8 @@ class Stats(Schema, Candidates, TupleCandidates, Promotion, Encoding, ArrayRuns,
                 cc, cv, cf = cc * room, cv * room, cf * room
                 break
         C, V, F = len(self.classes), len(self.value_keys), len(self.features)
-        if family == PAIR_TABLES and held is not None and not isinstance(held, SparseTable) and self.pair_rule is not None:
+        if (family == PAIR_TABLES and held is not None and not isinstance(held, (SparseTable, PairBlocks))
+                and self.pair_rule is not None):
             # dense tables whose cells, sparse, would pass the budget: the pairs are chosen first (as the next
             # event would choose them), so that only the kept cells move over
             cells = sum(int(np.count_nonzero(getattr(self, p + k)[tuple(slice(0, d) for d in dims)]))
@@ -306,6 +378,11 @@ class Stats(Schema, Candidates, TupleCandidates, Promotion, Encoding, ArrayRuns,
                 if isinstance(old, SparseTable):
                     if old.shape != shape:
                         setattr(self, p + k, old.reshaped(shape))
+                    continue
+                if isinstance(old, (PairBlocks, PairFeat)):  # pair blocks until now: their cells move over
+                    new = SparseTable(shape)
+                    new.add(*cells_of(old, used[k]))
+                    setattr(self, p + k, new)
                     continue
                 if old is not None and family == PAIR_TABLES:  # dense until now: its cells move over, a slice at a time
                     region = old[tuple(slice(0, d) for d in used[k])]

@@ -1,9 +1,9 @@
 """The count tables' building blocks: sparse tables, pair blocks, Gaussian moments, work in bounded chunks."""
 
-from ._pair_blocks import PairBlocks
+from ._pair_blocks import PairBlocks, PairFeat
 from ._sparse import FilteredTable, SparseTable, add_pair_rows, cells_of, chunks_of
 from ._working import row_chunks
 from ._gaussian import GaussianMoments, gaussian_loglik, variance_floor
 
-__all__ = ["FilteredTable", "PairBlocks", "SparseTable", "add_pair_rows", "cells_of", "chunks_of", "row_chunks",
+__all__ = ["FilteredTable", "PairBlocks", "PairFeat", "SparseTable", "add_pair_rows", "cells_of", "chunks_of", "row_chunks",
     "GaussianMoments", "gaussian_loglik", "variance_floor"]

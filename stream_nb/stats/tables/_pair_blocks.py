@@ -41,7 +41,7 @@ import numpy as np
 
 from ...kernels import compiled
 
-__all__ = ["PairBlocks"]
+__all__ = ["PairBlocks", "PairFeat"]
 
 
 def _columns(value_feature: np.ndarray, F: int) -> tuple[np.ndarray, np.ndarray]:
@@ -259,14 +259,32 @@ class PairBlocks:
         idx = (np.concatenate((c, c, dc)), np.concatenate((u, v, du)), np.concatenate((v, u, du)))
         return idx, np.concatenate((vals, vals, self.diag[dc, du]))
 
+    def feat_cells(self) -> tuple[tuple, np.ndarray]:
+        """``(index arrays, counts)`` of the nonzero cells of the ``pair_feat`` these counts stand for (cell
+        (c, u, g): the events of class c with value u and feature g observed), as ``cells_of`` gives a dense
+        table's: each block cell summed into the row of either of its values, a diagonal cell into its own
+        feature's."""
+        (c, u, v), vals = self.cells_held()
+        if not len(vals):
+            return (c, u, v), vals
+        g = self.vf[v]
+        F = max(len(self.n), 1)
+        key = (c * len(self.vf) + u) * F + g
+        keys, at = np.unique(key, return_inverse=True)
+        sums = np.bincount(at, weights=vals, minlength=len(keys))
+        cu, gg = np.divmod(keys, F)
+        cc, uu = np.divmod(cu, len(self.vf))
+        ok = sums != 0
+        return (cc[ok], uu[ok], gg[ok]), sums[ok]
+
     @property
-    def feat(self) -> _PairFeat:
+    def feat(self) -> PairFeat:
         """The ``pair_feat`` of these counts: cell (c, u, g) the events of class c with value u and feature
         g observed (the sum of u's row in the block of its feature and g), read like the dense one."""
-        return _PairFeat(self)
+        return PairFeat(self)
 
 
-class _PairFeat:
+class PairFeat:
     """``pair_feat`` read off :class:`PairBlocks` (see :attr:`PairBlocks.feat`)."""
 
     __slots__ = ("blocks",)

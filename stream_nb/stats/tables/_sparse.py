@@ -20,6 +20,7 @@ import numpy as np
 
 from ...exceptions import CapacityError
 from ...kernels import compiled
+from ._pair_blocks import PairBlocks, PairFeat
 
 __all__ = ["FilteredTable", "SparseTable", "add_pair_rows", "cells_of", "chunks_of"]
 
@@ -290,8 +291,9 @@ def chunks_of(table, dims, size: int = 1 << 18):
 
 def cells_of(table, dims) -> tuple[tuple, np.ndarray]:
     """``(index arrays, counts)`` of the nonzero cells of ``table`` (dense or sparse) within ``dims``."""
-    if isinstance(table, SparseTable):
-        idx, vals = table.cells()
+    if isinstance(table, (SparseTable, PairBlocks, PairFeat)):
+        idx, vals = table.cells() if isinstance(table, SparseTable) else (
+            table.cells_held() if isinstance(table, PairBlocks) else table.blocks.feat_cells())
         ok = np.logical_and.reduce([a < d for a, d in zip(idx, dims)]) & (vals != 0)
         return tuple(a[ok] for a in idx), vals[ok]
     part = table[tuple(slice(0, d) for d in dims)]
