@@ -265,8 +265,10 @@ class Stats(Schema, Candidates, TupleCandidates, Promotion, Encoding, ArrayRuns,
         held = Budget.held(self._arrays(), PAIR_TABLES + TUPLE_TABLES)
         return self.memory_budget is None or PairBlocks.bytes_for(n_values, n_classes) <= self.memory_budget - held
 
-    #: The room pair blocks keep to grow, as a share of their cells (:meth:`_blocks_spare`).
-    BLOCK_SPARE = 0.125
+    #: The room pair blocks keep to grow, as a share of their cells (:meth:`_blocks_spare`): room for the
+    #: values of the first events, which bring most of them (the blocks start after a few events, when dense
+    #: tables pass the budget). Room never written takes no memory (zeroed pages the system maps as touched).
+    BLOCK_SPARE = 2.0
 
     def _blocks_spare(self, n_values, n_classes: int) -> int:
         """Cells of room the pair blocks of features of ``n_values`` values and ``n_classes`` classes may keep
@@ -298,8 +300,9 @@ class Stats(Schema, Candidates, TupleCandidates, Promotion, Encoding, ArrayRuns,
         C, V, F = len(self.classes), len(self.value_keys), len(self.features)
         vf = self.value_feature[:V]
         blocks = PairBlocks(vf, F, C, self._blocks_spare(np.bincount(vf[vf >= 0], minlength=F), C))
-        if held is not None:  # dense until now: its cells move over
-            blocks.add(*cells_of(held, (C, V, V)))
+        if held is not None:  # dense until now: its cells move over, a slice of rows at a time
+            for idx, vals in chunks_of(held, (C, V, V)):
+                blocks.add(idx, vals)
         self.pair_count, self.pair_feat = blocks, blocks.feat
         return True
 
