@@ -116,6 +116,43 @@ def test_values_features_and_classes_that_come_later_grow_the_blocks_between_add
         t.grow(cols.vf[:-1], cols.F, cols.C)
 
 
+def test_blocks_with_room_grow_in_place_value_by_value_and_count_as_a_brute_force_recount():
+    rng = np.random.default_rng(7)
+    X, y = _events(rng, 120, 6, 5, 4)
+    X[:, 4:][np.arange(120) < 60] = -1  # two attributes first seen half way
+    cols, roomy, tight = Columns(), None, None
+    seen_D, seen_y, in_place, copied = [], [], 0, 0
+    for r in range(len(y)):  # one event at a time: each new value, feature or class grows the layout
+        D, feats = cols.encode(X[r : r + 1], y[: r + 1])
+        if roomy is None:
+            roomy, tight = PairBlocks(cols.vf, cols.F, cols.C, spare=400), PairBlocks(cols.vf, cols.F, cols.C)
+        else:
+            buf = roomy.buf
+            roomy.grow(cols.vf, cols.F, cols.C, spare=400)
+            tight.grow(cols.vf, cols.F, cols.C)
+            in_place += roomy.buf is buf and roomy.cells.size > 0
+            copied += roomy.buf is not buf
+        roomy.add_rows(D, feats, y[r : r + 1], np.ones(1))
+        tight.add_rows(D, feats, y[r : r + 1], np.ones(1))
+        seen_D.append(np.pad(D[0], (0, 6 - D.shape[1]), constant_values=-1))
+        seen_y.append(y[r])
+        # room beyond the layout: the buffer's bytes, zero past the cells
+        assert roomy.nbytes == roomy.buf.nbytes + roomy.diag.nbytes >= PairBlocks.bytes_for(
+            np.bincount(np.array(cols.vf[1:]), minlength=cols.F), cols.C)
+        assert not roomy.buf[roomy.cells.size :].any()
+    assert in_place > 10 and copied >= 1  # most growths moved the cells within the buffer
+    V = len(cols.vf)
+    pc, pf = brute(np.array(seen_D), np.arange(6), np.array(seen_y), V, cols.F, cols.C)
+    for t in (roomy, tight):
+        got_pc, got_pf = dense(t, V, cols.F)
+        np.testing.assert_array_equal(got_pc, pc)
+        np.testing.assert_array_equal(got_pf, pf)
+    np.testing.assert_array_equal(roomy.cells, tight.cells)
+    assert tight.nbytes == PairBlocks.bytes_for(np.bincount(np.array(cols.vf[1:])), cols.C)
+    with pytest.raises(ValueError, match="spare"):
+        tight.grow(cols.vf + [0], cols.F, cols.C, spare=-1)
+
+
 def test_a_merge_by_sums_of_cells_and_a_snapshot_round_trip_keep_the_counts():
     rng = np.random.default_rng(3)
     X, y = _events(rng, 80, 4, 3, 3)

@@ -72,6 +72,24 @@ def test_the_store_holds_the_pairs_in_blocks_with_the_dense_counts_within_the_bu
     assert used["pair_bytes"] == blocks.pair_count.nbytes < dense.memory_used()["pair_bytes"]
 
 
+def test_the_room_blocks_keep_to_grow_stays_within_the_budget_and_the_counts_exact():
+    data = _events(300, 4, late=100)
+    room = 40_000  # the blocks and a share of room fit; below it, only the room the budget leaves
+    for budget in (room, BUDGET):
+        dense, blocks = Stats(pairs=True, numeric="bins", memory_budget=None), Stats(
+            pairs=True, numeric="bins", memory_budget=budget)
+        blocks.pair_blocks_ok = True
+        for x, y in data:
+            dense.learn_one(x, y)
+            blocks.learn_one(x, y)
+            assert blocks.memory_used()["bytes"] <= budget
+        t = blocks.pair_count
+        assert blocks.pairs_blocks and t.buf.size > t.cells.size  # room kept beyond the layout
+        C, V = dense.n_classes, len(dense.value_keys)
+        u = np.arange(V)
+        np.testing.assert_array_equal(t[:C, u[:, None], u[None, :]], dense.pair_count[:C, :V, :V])
+
+
 def test_a_store_no_model_asked_blocks_of_stays_with_sparse_tables():
     s = Stats(pairs=True, numeric="bins", memory_budget=BUDGET)
     for x, y in _events(50, 1):

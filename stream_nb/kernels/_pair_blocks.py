@@ -14,8 +14,8 @@ import numpy as np
 from . import _common, _dense_scores
 from ._addresses import NO_DETECTOR
 
-__all__ = ["add_block_rows", "block_bayes_gains", "block_cell", "block_cmi", "block_feat", "tree_block_pairs",
-           "tree_blocks", "warm"]
+__all__ = ["add_block_rows", "block_bayes_gains", "block_cell", "block_cmi", "block_feat", "move_blocks",
+           "tree_block_pairs", "tree_blocks", "warm"]
 
 #: Ratios multiplied before one logarithm (as in ``_tree.py``).
 _BLOCK = 8
@@ -46,6 +46,29 @@ def _add_row(D, r, dfeats, c, w, loc, prefix, start, C, cells, diag):
             if v < 0 or g <= f:
                 continue
             cells[base + (prefix[g] + loc[v]) * C + c] += w
+
+
+def move_blocks(old, old_n, old_prefix, old_start, old_C, new, prefix, start, C):
+    """Move every cell of the layout (``old_n``, ``old_prefix``, ``old_start``, ``old_C`` classes) in ``old`` to its
+    place in the larger layout (``prefix``, ``start``, ``C`` classes) in ``new``: the values of each feature keep
+    their places among its values, new ones after them. ``new`` may be ``old`` itself (the layout grown in
+    place): a cell's new place is never before its old one, so the cells move from the last to the first,
+    each old place zeroed as it is left; ``new`` must be zero beyond the old layout."""
+    old_total = old_prefix[old_prefix.shape[0] - 1]
+    total = prefix[prefix.shape[0] - 1]
+    F = old_n.shape[0]
+    for f in range(F - 1, -1, -1):
+        old_width = old_total - old_prefix[f + 1]
+        width = total - prefix[f + 1]
+        for a in range(old_n[f] - 1, -1, -1):
+            for g in range(F - 1, f, -1):  # the block of f and g in the row of f's value a: one run
+                at = old_start[f] + (a * old_width + old_prefix[g] - old_prefix[f + 1]) * old_C
+                to = start[f] + (a * width + prefix[g] - prefix[f + 1]) * C
+                for b in range(old_n[g] - 1, -1, -1):
+                    for c in range(old_C - 1, -1, -1):
+                        x = old[at + b * old_C + c]
+                        old[at + b * old_C + c] = 0.0
+                        new[to + b * C + c] = x
 
 
 def block_cell(loc, prefix, start, C, cells, diag, c, u, f, v, g):
@@ -340,6 +363,7 @@ def warm(k) -> None:
     k.tree_blocks(D, feats, np.array([-1, 0], dtype=np.int64), 2, 1.0, cc, vc, fc, nv, loc, prefix, start, cells, diag,
                   True, np.empty((2, 2)))
     k.block_cmi(prefix, start, 2, cells, np.empty((2, 2)))
+    k.move_blocks(cells, np.array([2, 1], dtype=np.int64), prefix, start, 2, cells, prefix, start, 2)
     k.block_bayes_gains(prefix, start, 2, cells, 1.0, np.ones(2), np.zeros(4), np.empty((2, 2)))
     gn, G = np.zeros((2, 1)), np.array([[0.5], [1.5]])
     for more in (np.zeros((0, 0), dtype=np.int64), np.zeros((2, 2), dtype=np.int64)):

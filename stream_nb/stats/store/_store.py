@@ -265,6 +265,23 @@ class Stats(Schema, Candidates, TupleCandidates, Promotion, Encoding, ArrayRuns,
         held = Budget.held(self._arrays(), PAIR_TABLES + TUPLE_TABLES)
         return self.memory_budget is None or PairBlocks.bytes_for(n_values, n_classes) <= self.memory_budget - held
 
+    #: The room pair blocks keep to grow, as a share of their cells (:meth:`_blocks_spare`): room for the
+    #: values of the first events, which bring most of them (the blocks start after a few events, when dense
+    #: tables pass the budget). Room never written takes no memory (zeroed pages the system maps as touched).
+    BLOCK_SPARE = 2.0
+
+    def _blocks_spare(self, n_values, n_classes: int) -> int:
+        """Cells of room the pair blocks of features of ``n_values`` values and ``n_classes`` classes may keep
+        beyond their layout when they take a new buffer (:meth:`PairBlocks.grow`): a share
+        (:attr:`BLOCK_SPARE`) of their cells, within what the budget leaves beside the store's other arrays,
+        so that the values that come later move the cells within the buffer."""
+        need = PairBlocks.bytes_for(n_values, n_classes)
+        want = int(need * self.BLOCK_SPARE) // 8
+        if self.memory_budget is None:
+            return want
+        held = Budget.held(self._arrays(), PAIR_TABLES + TUPLE_TABLES)
+        return max(0, min(want, (self.memory_budget - held - need) // 8))
+
     def _take_blocks(self, cc: int, cv: int, cf: int) -> bool:
         """Hold the pair counts in pair blocks when dense tables with room for ``cc`` classes, ``cv`` values
         and ``cf`` features would pass the budget and blocks of about as many fit (the values spread evenly
@@ -281,9 +298,11 @@ class Stats(Schema, Candidates, TupleCandidates, Promotion, Encoding, ArrayRuns,
         if not self._blocks_fit(per, cc):
             return False
         C, V, F = len(self.classes), len(self.value_keys), len(self.features)
-        blocks = PairBlocks(self.value_feature[:V], F, C)
-        if held is not None:  # dense until now: its cells move over
-            blocks.add(*cells_of(held, (C, V, V)))
+        vf = self.value_feature[:V]
+        blocks = PairBlocks(vf, F, C, self._blocks_spare(np.bincount(vf[vf >= 0], minlength=F), C))
+        if held is not None:  # dense until now: its cells move over, a slice of rows at a time
+            for idx, vals in chunks_of(held, (C, V, V)):
+                blocks.add(idx, vals)
         self.pair_count, self.pair_feat = blocks, blocks.feat
         return True
 
@@ -301,10 +320,11 @@ class Stats(Schema, Candidates, TupleCandidates, Promotion, Encoding, ArrayRuns,
             return
         vf = self.value_feature[:V]
         self.epoch += 1
-        if within_budget and not self._blocks_fit(np.bincount(vf[vf >= 0], minlength=F), C):
+        n = np.bincount(vf[vf >= 0], minlength=F)
+        if within_budget and not self._blocks_fit(n, C):
             self._go_sparse(PAIR_TABLES, 2, *self._cap[:3])
             return
-        blocks.grow(vf, F, C)
+        blocks.grow(vf, F, C, self._blocks_spare(n, C))
 
     def blocks_to_sparse(self) -> None:
         """Pair blocks to sparse tables, the same counts (before anything blocks cannot hold: EM's expected

@@ -18,10 +18,15 @@ Layout: the row of attribute f is an array (n_f, S_f, C) with S_f = Σ_{g>f} n_g
 value a of f and value b of g at column P[g] - P[f+1] + b (P: the prefix sums of
 the n), the class last (contiguous, as the kernels loop over the classes
 innermost). Values that appear later grow the layout between additions
-(:meth:`PairBlocks.grow`, every block moved to its new place, a row at a time: the old
-and the new layouts are held together while it moves, twice the table for a moment);
-the blocks hold exactly the values seen, no spare room, since spare room in
-every block would multiply the whole (two spare values of six: 1.8 times).
+(:meth:`PairBlocks.grow`, every cell moved to its new place in compiled code,
+:func:`~stream_nb.kernels._pair_blocks.move_blocks`). The blocks hold exactly the
+values seen (spare room in every block would multiply the whole: two spare values
+of six, 1.8 times); the room to grow is kept at the end of the one buffer that
+holds them, as a dynamic array keeps it (``spare`` cells, which the store bounds
+by its budget), so that a new value moves the cells within that buffer, never
+before their old places, from the last to the first: no second copy of the table.
+Only a layout past the buffer takes a new one (the old and the new held together
+for that moment).
 
 The table reads like a dense ``pair_count`` (``table[c, u, v]``, both
 orientations, 0 for two values of one attribute) and takes the cells a dense
@@ -76,6 +81,8 @@ class PairBlocks:
         Features numbered (at least one more than the largest in ``value_feature``).
     n_classes
         Classes numbered.
+    spare
+        Cells of room the buffer keeps beyond the layout, for values that come later (:meth:`grow`).
 
     Examples
     --------
@@ -87,15 +94,20 @@ class PairBlocks:
     (array([1., 0.]), 1.0)
     """
 
-    __slots__ = ("n_classes", "vf", "loc", "n", "prefix", "start", "cells", "diag")
+    __slots__ = ("n_classes", "vf", "loc", "n", "prefix", "start", "buf", "diag")
 
-    def __init__(self, value_feature, n_features: int, n_classes: int):
+    def __init__(self, value_feature, n_features: int, n_classes: int, spare: int = 0):
         self.n_classes = 0
         none = np.zeros(0, dtype=np.int64)
         self.vf, self.loc, self.n = none, none.copy(), none.copy()
         self.prefix, self.start = _layout(self.n, 0)
-        self.cells, self.diag = np.zeros(0), np.zeros((0, 0))
-        self.grow(value_feature, n_features, n_classes)
+        self.buf, self.diag = np.zeros(0), np.zeros((0, 0))
+        self.grow(value_feature, n_features, n_classes, spare)
+
+    @property
+    def cells(self) -> np.ndarray:
+        """The block cells of the layout (a view of the start of the buffer, which may hold room beyond)."""
+        return self.buf[: self.start[-1]]
 
     @staticmethod
     def bytes_for(n_values, n_classes: int) -> int:
@@ -107,8 +119,8 @@ class PairBlocks:
 
     @property
     def nbytes(self) -> int:
-        """Bytes of the counts (the blocks and the diagonal)."""
-        return self.cells.nbytes + self.diag.nbytes
+        """Bytes of the counts (the blocks, with the room kept to grow, and the diagonal)."""
+        return self.buf.nbytes + self.diag.nbytes
 
     @property
     def shape(self) -> tuple:
@@ -128,10 +140,11 @@ class PairBlocks:
 
     # ------------------------------------------------------------------ growth
 
-    def grow(self, value_feature, n_features: int, n_classes: int) -> None:
+    def grow(self, value_feature, n_features: int, n_classes: int, spare: int = 0) -> None:
         """Take the columns, features and classes of the store as they are now (each at least as many as
         before, the columns held keeping their features): every block moves to its place in the larger
-        layout, a row of blocks at a time."""
+        layout, within the buffer when it has room; else into a new buffer with room for ``spare`` cells
+        more than the layout."""
         vf = np.asarray(value_feature, dtype=np.int64)
         old_vf = self.vf
         if len(vf) < len(old_vf) or not np.array_equal(vf[: len(old_vf)], old_vf):
@@ -140,27 +153,21 @@ class PairBlocks:
         F, C = max(int(n_features), len(self.n)), max(int(n_classes), self.n_classes)
         if len(vf) and vf.max(initial=-1) >= F:
             raise ValueError(f"pair blocks: a value column of feature {int(vf.max())}, but {F} features")
+        if int(spare) < 0:
+            raise ValueError(f"pair blocks: spare must be a count of cells (0 or more); received {spare}")
         loc, n = _columns(vf, F)
         if len(vf) == len(old_vf) and F == len(self.n) and C == self.n_classes:
             return
         prefix, start = _layout(n, C)
-        cells = np.zeros(int(start[-1]))
+        size = int(start[-1])
+        buf = self.buf if size <= len(self.buf) else np.zeros(size + int(spare))
         diag = np.zeros((C, len(vf)))
-        oldC, oldF, old_n, old_prefix = self.n_classes, len(self.n), self.n, self.prefix
+        oldC, old_n, old_prefix = self.n_classes, self.n, self.prefix
         diag[:oldC, : len(old_vf)] = self.diag
-        if len(self.cells):
-            # the old order of the values (by feature, then place) -> the new one
-            g = np.repeat(np.arange(oldF), old_n)
-            moved = prefix[g] + (np.arange(old_prefix[-1]) - old_prefix[g])
-            for f in range(oldF):
-                lo, hi = self.start[f], self.start[f + 1]
-                if hi == lo:
-                    continue
-                row = self.cells[lo:hi].reshape(old_n[f], old_prefix[-1] - old_prefix[f + 1], oldC)
-                new = cells[start[f] : start[f + 1]].reshape(n[f], prefix[-1] - prefix[f + 1], C)
-                new[: old_n[f], moved[old_prefix[f + 1] :] - prefix[f + 1], :oldC] = row
+        if self.start[-1]:
+            compiled().move_blocks(self.buf, old_n, old_prefix, self.start, oldC, buf, prefix, start, C)
         self.vf, self.loc, self.n, self.prefix, self.start = vf.copy(), loc, n, prefix, start
-        self.cells, self.diag, self.n_classes = cells, diag, C
+        self.buf, self.diag, self.n_classes = buf, diag, C
 
     # ------------------------------------------------------------------ cells
 
