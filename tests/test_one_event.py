@@ -153,3 +153,23 @@ def test_the_one_event_loop_goes_through_the_kernels(name, monkeypatch):
     before = model.n_learned
     _river_loop(model, complete[50:60])
     assert model.n_learned == before + 10
+
+
+@pytest.mark.parametrize("name", ["AODE", "TAN"])
+def test_the_fine_layer_is_counted_in_the_same_kernel_call(name, monkeypatch):
+    """With no feature binned the fine layer shares the pair tables of the first; learn_one counts its
+    classes, values and features in the kernel call that counts the event, not with the fine layer's add."""
+    model = MODELS[name][0](**MODELS[name][2])
+    complete = [(x, y) for x, y in _stream(n=200) if len(x) == 6 and None not in x.values()]
+    _river_loop(model, complete[:50])
+    fine = model._stats.fine
+    assert model._stats.shared_pairs
+    before = fine.class_count.copy(), fine.value_count.copy()
+
+    def refused(*args, **kwargs):
+        raise AssertionError("a complete event was counted in the fine layer by its numpy add")
+
+    monkeypatch.setattr(type(fine), "add", refused)
+    _river_loop(model, complete[50:60])
+    assert fine.class_count.sum() == before[0].sum() + 10
+    assert fine.value_count.sum() == before[1].sum() + 10 * 6

@@ -273,11 +273,12 @@ class TwoLayerStats(FineRuns, WaitingEvents, SharedPairs, Stats):
             self._journal_fine(fine.add, fenc, c, w)
         self._wait(c, w, None)
 
-    def _counted_in_kernel(self, fenc: Encoded, w: float) -> bool:
+    def _counted_in_kernel(self, fenc: Encoded, w: float, shared: bool = False) -> bool:
         """Whether the fine layer may count event ``fenc`` (weight ``w``) with a compiled row count: pair
-        tables kept dense, nothing else (t-way tables, the observed-only twin, Gaussians, a journal)."""
+        tables kept dense (``shared``: or its coarse layer's, which the kernel counts once), nothing else
+        (t-way tables, the observed-only twin, Gaussians, a journal)."""
         fine = self.fine
-        return w == 1.0 and fine.pairs and not (fine.pairs_sparse or fine.tuples or fine.keeps_observed
+        return w == 1.0 and (fine.pairs or (shared and self.shared_pairs)) and not (fine.pairs_sparse or fine.tuples or fine.keeps_observed
                                                 or len(fenc.gslots) or self.journal is not None)
 
     def counted_twin(self, enc: Encoded):
@@ -292,7 +293,7 @@ class TwoLayerStats(FineRuns, WaitingEvents, SharedPairs, Stats):
             arrays = (fine.class_count, fine.value_count, fine.feat_count) + pairs
             held = self._cache["twin"] = (fine, fine.epoch, Addresses(None, tuple(
                 x.reshape(-1, x.shape[-1]) if x.ndim == 3 else x for x in arrays)).table, arrays)
-        return held[2] if self._counted_in_kernel(enc, 1.0) else None
+        return held[2] if self._counted_in_kernel(enc, 1.0, shared=True) else None
 
     def add_observed(self, enc: Encoded, c: int, w: float = 1.0) -> None:
         super().add_observed(enc, c, w)
