@@ -41,7 +41,8 @@ def small_floor(monkeypatch):
 
 
 def _model(case, **kw):
-    return KDB(k=2, rebuild_every=20, warmup=10, memory_budget=case["budget"], **kw)
+    return KDB(k=2, numeric=EqualFrequency(warmup=10), search=Parents(rebuild_every=20),
+               memory_budget=case["budget"], **kw)
 
 
 def _stream(case, n=400, **kw):
@@ -314,7 +315,8 @@ def test_a_revision_replaces_a_candidate_when_the_evidence_moves_and_unlearning_
 def test_within_the_budget_nothing_is_selected_and_kdb_is_unchanged():
     stream = _stream(PENDING)
     # the default budget holds this stream's tables dense
-    bounded, free = KDB(k=2, rebuild_every=20, warmup=10), KDB(k=2, rebuild_every=20, warmup=10, memory_budget=None)
+    kw = {"numeric": EqualFrequency(warmup=10), "search": Parents(rebuild_every=20)}
+    bounded, free = KDB(k=2, **kw), KDB(k=2, memory_budget=None, **kw)
     for m in (bounded, free):
         for x, y in stream:
             m.learn_one(x, y)
