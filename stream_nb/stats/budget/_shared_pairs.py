@@ -100,6 +100,10 @@ class SharedPairs:
         """Whether learning event ``x`` may bin a feature in the fine layer (a float value, a value of a numeric
         feature counted by value, which may promote it, or a new feature of a declared type or with
         ``bin_edges``): its pair tables must then be its own first."""
+        if any(issubclass(t, float) for t in set(map(type, x.values()))):  # each type once: one pass in C
+            return True
         index, few = self.fine.feature_index, self.fine.few
-        return any(isinstance(v, float) or (k not in index and (k in self.types or k in self.bin_edges))
-                   or (few and index.get(k, -1) in few) for k, v in x.items())
+        if few and any(index.get(k, -1) in few for k in x):
+            return True
+        declared = self.types or self.bin_edges
+        return bool(declared) and any(k not in index and (k in self.types or k in self.bin_edges) for k in x)
