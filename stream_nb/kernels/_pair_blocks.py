@@ -159,14 +159,25 @@ def tree_block_pairs(D, dfeats, ppos, more, G, gslots, yc, weights, infl, learn,
     then (``learn``, a labelled row) counted, in order; the rows done returned. The arguments are
     ``tree_block``'s, the pair tables replaced by the blocks (``loc`` to ``diag``, which must hold every column
     of ``D``: grown before the call) and no observed-only twin (EM's expected pairs are not held in blocks).
-    Counting a row adds its class, its values and features, and every pair of its observed values once."""
+    Counting a row adds its class, its values and features, and every pair of its observed values once.
+
+    Scoring a row reads the pairs of the tree's edges only (each attribute with its parent, in the blocks of
+    those attribute pairs) and the values' own counts: those cells are counted as each row is, the rest of
+    the rows' pairs at the end of the call (and before an early return), attribute by attribute
+    (:func:`_add_off_tree`), so that the part of the blocks one attribute's pairs fill stays in the cache while
+    every row's pairs of it are added. Each cell still takes its rows' additions in row order: the scores and
+    the counts are those of counting every row whole before the next is scored.
+    """
     R, k = D.shape
     jll = np.empty(C)
     prior = np.empty(C)
     prod = np.empty(C)
     q = np.empty(C)
+    hit = np.empty(C)
+    seen = np.empty(C)
     grown = more.shape[0] > 0
     decayed = infl.shape[0] > 0
+    total = prefix[prefix.shape[0] - 1]
     a0, m0 = a, backoff
     for r in range(R):
         if decayed:
@@ -187,27 +198,23 @@ def tree_block_pairs(D, dfeats, ppos, more, G, gslots, yc, weights, infl, learn,
                 for c in range(C):
                     prod[c] *= (value_count[c, v] + a) / (feat_count[c, f] + an)
             else:
-                u = D[r, p]
-                fp = dfeats[p]
+                _edge_cells(D[r, p], dfeats[p], v, f, loc, prefix, start, C, cells, hit, seen)
                 if backoff > 0.0 and to_parent:
                     hits = 0.0
-                    seen = 0.0
+                    seen_all = 0.0
                     for c in range(C):
-                        hits += _pair(loc, prefix, start, C, cells, diag, c, u, fp, v, f)
-                        seen += _feat(loc, prefix, start, C, cells, diag, c, u, fp, f)
-                    base = backoff * (hits + a) / (seen + an)
+                        hits += hit[c]
+                        seen_all += seen[c]
+                    base = backoff * (hits + a) / (seen_all + an)
                     for c in range(C):
-                        prod[c] *= ((_pair(loc, prefix, start, C, cells, diag, c, u, fp, v, f) + base)
-                                    / (_feat(loc, prefix, start, C, cells, diag, c, u, fp, f) + backoff))
+                        prod[c] *= (hit[c] + base) / (seen[c] + backoff)
                 elif backoff > 0.0:
                     for c in range(C):
                         base = (value_count[c, v] + a) / (feat_count[c, f] + an)
-                        prod[c] *= ((_pair(loc, prefix, start, C, cells, diag, c, u, fp, v, f) + backoff * base)
-                                    / (_feat(loc, prefix, start, C, cells, diag, c, u, fp, f) + backoff))
+                        prod[c] *= (hit[c] + backoff * base) / (seen[c] + backoff)
                 else:
                     for c in range(C):
-                        prod[c] *= ((_pair(loc, prefix, start, C, cells, diag, c, u, fp, v, f) + a)
-                                    / (_feat(loc, prefix, start, C, cells, diag, c, u, fp, f) + an))
+                        prod[c] *= (hit[c] + a) / (seen[c] + an)
             n += 1
             if n % _BLOCK == 0:
                 for c in range(C):
@@ -224,6 +231,8 @@ def tree_block_pairs(D, dfeats, ppos, more, G, gslots, yc, weights, infl, learn,
         c = yc[r]
         if watch and c >= 0 and _common.watch_row(out[r], C, loss, c, det_kind, det_params, det_state, det_fbuf,
                                                   det_ibuf, warning):
+            if learn:
+                _add_off_tree(D, 0, r, dfeats, ppos, yc, weights, decayed, loc, prefix, start, C, cells)
             return r
         if not learn or c < 0:
             continue
@@ -231,12 +240,108 @@ def tree_block_pairs(D, dfeats, ppos, more, G, gslots, yc, weights, infl, learn,
         class_count[c] += w
         for j in range(k):
             v = D[r, j]
-            if v >= 0:
-                value_count[c, v] += w
-                feat_count[c, dfeats[j]] += w
-        _add_row(D, r, dfeats, c, w, loc, prefix, start, C, cells, diag)
+            if v < 0:
+                continue
+            value_count[c, v] += w
+            feat_count[c, dfeats[j]] += w
+            diag[c, v] += w
+            p = ppos[j]
+            if p < 0:
+                continue
+            u = D[r, p]
+            if u < 0:
+                continue
+            f, fp = dfeats[j], dfeats[p]
+            if fp < f:  # the edge's block cell: row u of the parent's attribute, or row v of the child's
+                cells[start[fp] + (loc[u] * (total - prefix[fp + 1]) + prefix[f] - prefix[fp + 1] + loc[v]) * C
+                      + c] += w
+            else:
+                cells[start[f] + (loc[v] * (total - prefix[f + 1]) + prefix[fp] - prefix[f + 1] + loc[u]) * C
+                      + c] += w
         _common.add_gaussian(G[r], gslots, c, w, g_n, g_mean, g_m2)
+    if learn:
+        _add_off_tree(D, 0, R, dfeats, ppos, yc, weights, decayed, loc, prefix, start, C, cells)
     return R
+
+
+def _edge_cells(u, fu, v, fv, loc, prefix, start, C, cells, hit, seen):
+    """``hit[c]``: ``pair_count[c, u, v]``, and ``seen[c]``: ``pair_feat[c, u, fv]`` off the blocks (``u`` a
+    column of feature ``fu``, ``v`` of ``fv`` != ``fu``), a column never seen (0) holding none: the cells
+    :func:`block_cell` and :func:`block_feat` read, summed in the same order, their place found once."""
+    if u == 0:
+        for c in range(C):
+            hit[c] = 0.0
+            seen[c] = 0.0
+        return
+    total = prefix[prefix.shape[0] - 1]
+    if fu < fv:  # u's row in the block of fu and fv: v's values one after the other
+        at = start[fu] + (loc[u] * (total - prefix[fu + 1]) + prefix[fv] - prefix[fu + 1]) * C
+        step = C
+    else:  # u's column in the block of fv and fu: each of v's values in its own row
+        at = start[fv] + (prefix[fu] - prefix[fv + 1] + loc[u]) * C
+        step = (total - prefix[fv + 1]) * C
+    for c in range(C):
+        seen[c] = 0.0
+        hit[c] = 0.0 if v == 0 else cells[at + loc[v] * step + c]
+    for b in range(prefix[fv + 1] - prefix[fv]):
+        for c in range(C):
+            seen[c] += cells[at + b * step + c]
+
+
+def _add_off_tree(D, lo, hi, dfeats, ppos, yc, weights, decayed, loc, prefix, start, C, cells):
+    """Add the pairs of rows ``lo`` to ``hi`` - 1 (each labelled one, class ``yc[r]``, weight ``weights[r]``
+    when ``decayed``, else 1) but those of the tree's edges (``ppos``: see :func:`tree_block_pairs`): attribute
+    by attribute in the order of the features, for each its pairs with the attributes after it, row by row."""
+    k = D.shape[1]
+    order = np.argsort(dfeats)
+    at = np.empty(k, dtype=np.int64)  # each column's place in that order
+    for ja in range(k):
+        at[order[ja]] = ja
+    # each row's values in that order, as the offset of their cells in a row of an earlier attribute (-1: missing)
+    Q = np.empty((hi - lo, k), dtype=np.int64)
+    for r in range(lo, hi):
+        for ja in range(k):
+            v = D[r, order[ja]]
+            Q[r - lo, ja] = (prefix[dfeats[order[ja]]] + loc[v]) * C if v >= 0 else -1
+    # the tree's edges by the place of their earlier end: the places of their later ends, in order
+    ends = np.zeros(k + 1, dtype=np.int64)
+    for j in range(k):
+        p = ppos[j]
+        if p >= 0:
+            ends[min(at[j], at[p]) + 1] += 1
+    for ja in range(k):
+        ends[ja + 1] += ends[ja]
+    later = np.empty(ends[k], dtype=np.int64)
+    fill = ends[:k].copy()
+    for j in range(k):
+        p = ppos[j]
+        if p >= 0:
+            e = min(at[j], at[p])
+            later[fill[e]] = max(at[j], at[p])
+            fill[e] += 1
+    for ja in range(k):
+        later[ends[ja]:ends[ja + 1]].sort()
+    total = prefix[prefix.shape[0] - 1]
+    for ja in range(k):
+        f = dfeats[order[ja]]
+        width = (total - prefix[f + 1]) * C
+        first = start[f] - prefix[f + 1] * C
+        for r in range(lo, hi):
+            c = yc[r]
+            u = D[r, order[ja]]
+            if c < 0 or u < 0:
+                continue
+            w = weights[r] if decayed else 1.0
+            row = first + loc[u] * width + c
+            qr = Q[r - lo]
+            ib = ja + 1
+            for e in range(ends[ja], ends[ja + 1] + 1):  # the runs of attributes between two edges
+                stop = later[e] if e < ends[ja + 1] else k
+                for i in range(ib, stop):
+                    v = qr[i]
+                    if v >= 0:
+                        cells[row + v] += w
+                ib = stop + 1
 
 
 def _pair(loc, prefix, start, C, cells, diag, c, u, fu, v, fv):
