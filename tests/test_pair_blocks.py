@@ -219,6 +219,14 @@ def test_blocks_made_of_a_dense_stores_cells_read_as_its_pair_tables_and_give_it
     np.testing.assert_array_equal(got_pf, s.pair_feat[:C, :V, :F])
     np.testing.assert_allclose(blocks.cmi(), conditional_mutual_information(s), rtol=1e-12, atol=1e-15)
     assert blocks.cmi()[0, 1] == blocks.cmi().max() > 0  # the planted dependence is the strongest
+    fs, gs = np.array([1, 3, 4]), np.array([0, 2, 1])  # some pairs, either order: their cells, the others 0
+    some, every = blocks.cmi((fs, gs)), blocks.cmi()
+    held = np.zeros_like(every, dtype=bool)
+    held[fs, gs] = held[gs, fs] = True
+    np.testing.assert_array_equal(some[held], every[held])
+    assert not some[~held].any()
+    with pytest.raises(ValueError, match="two distinct ones each"):
+        blocks.cmi((np.array([1]), np.array([1])))
     alpha = float(model._alpha)
     np.testing.assert_allclose(blocks.bayes_gains(alpha, s.n_values), bayesian_edge_gains(s, alpha), rtol=1e-9,
                                atol=1e-9)

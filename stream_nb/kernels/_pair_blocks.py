@@ -14,8 +14,8 @@ import numpy as np
 from . import _common, _dense_scores
 from ._addresses import NO_DETECTOR
 
-__all__ = ["add_block_rows", "block_bayes_gains", "block_cell", "block_cmi", "block_feat", "move_blocks",
-           "tree_block_pairs", "tree_blocks", "warm"]
+__all__ = ["add_block_rows", "block_bayes_gains", "block_cell", "block_cmi", "block_cmi_pairs", "block_feat",
+           "move_blocks", "tree_block_pairs", "tree_blocks", "warm"]
 
 #: Ratios multiplied before one logarithm (as in ``_tree.py``).
 _BLOCK = 8
@@ -363,55 +363,75 @@ def block_cmi(prefix, start, C, cells, out):
     which both were observed (0 for a pair without events, and on the diagonal), as
     ``learners/_structure.py: conditional_mutual_information`` computes it from a dense table."""
     F = prefix.shape[0] - 1
-    total = prefix[F]
-    most = 0
-    for f in range(F):
-        most = max(most, prefix[f + 1] - prefix[f])
-    col = np.empty(most)
+    col = np.empty(_most_values(prefix))
     for f in range(F):
         out[f, f] = 0.0
-        n_f = prefix[f + 1] - prefix[f]
-        width = total - prefix[f + 1]
         for g in range(f + 1, F):
-            n_g = prefix[g + 1] - prefix[g]
-            first = start[f] + (prefix[g] - prefix[f + 1]) * C  # cell (x, b, c): first + (x * width + b) * C + c
-            mi = 0.0
-            seen = 0.0
-            for c in range(C):
-                whole = 0.0
-                for b in range(n_g):
-                    col[b] = 0.0
-                    for x in range(n_f):
-                        col[b] += cells[first + (x * width + b) * C + c]
-                    whole += col[b]
-                if whole <= 0.0:
-                    continue
-                seen += whole
-                for x in range(n_f):
-                    row = 0.0
-                    for b in range(n_g):
-                        row += cells[first + (x * width + b) * C + c]
-                    for b in range(n_g):
-                        p = cells[first + (x * width + b) * C + c]
-                        if p > 0.0:
-                            mi += p * math.log(p * whole / (row * col[b]))
-            v = mi / seen if seen > 0.0 else 0.0
-            out[f, g] = out[g, f] = max(v, 0.0)
+            out[f, g] = out[g, f] = _pair_cmi(prefix, start, C, cells, f, g, col)
 
 
-def _gain_terms(lg_cells, rows, cols, whole, va_head, alpha, table, n_rows, n_cols, by_row):
+def block_cmi_pairs(prefix, start, C, cells, fs, gs, out):
+    """``out[f, g]`` and ``out[g, f]``, for each pair of features ``f = fs[i]`` and ``g = gs[i]`` (f != g):
+    their I(x_f; x_g | y), as :func:`block_cmi` gives it; the other cells of ``out`` as they are."""
+    col = np.empty(_most_values(prefix))
+    for i in range(fs.shape[0]):
+        f, g = min(fs[i], gs[i]), max(fs[i], gs[i])
+        out[f, g] = out[g, f] = _pair_cmi(prefix, start, C, cells, f, g, col)
+
+
+def _most_values(prefix):
+    """The most values a feature has."""
+    most = 0
+    for f in range(prefix.shape[0] - 1):
+        most = max(most, prefix[f + 1] - prefix[f])
+    return most
+
+
+def _pair_cmi(prefix, start, C, cells, f, g, col):
+    """I(x_f; x_g | y) from the block of features f < g (0 without events); ``col``: room for g's values."""
+    total = prefix[prefix.shape[0] - 1]
+    n_f = prefix[f + 1] - prefix[f]
+    width = total - prefix[f + 1]
+    n_g = prefix[g + 1] - prefix[g]
+    first = start[f] + (prefix[g] - prefix[f + 1]) * C  # cell (x, b, c): first + (x * width + b) * C + c
+    mi = 0.0
+    seen = 0.0
+    for c in range(C):
+        whole = 0.0
+        for b in range(n_g):
+            col[b] = 0.0
+            for x in range(n_f):
+                col[b] += cells[first + (x * width + b) * C + c]
+            whole += col[b]
+        if whole <= 0.0:
+            continue
+        seen += whole
+        for x in range(n_f):
+            row = 0.0
+            for b in range(n_g):
+                row += cells[first + (x * width + b) * C + c]
+            for b in range(n_g):
+                p = cells[first + (x * width + b) * C + c]
+                if p > 0.0:
+                    mi += p * math.log(p * whole / (row * col[b]))
+    v = mi / seen if seen > 0.0 else 0.0
+    return max(v, 0.0)
+
+
+def _gain_terms(lg_cells, rows, cols, whole, va_head, head_table, alpha, table, n_rows, n_cols, by_row):
     """One class's part of a gain (see :func:`block_bayes_gains`): ``by_row``, the head's values are the
-    columns (its parent's the rows); else the other way."""
+    columns (its parent's the rows); else the other way. ``head_table[n]``: lgamma(va_head + n) -
+    lgamma(va_head)."""
     g = lg_cells
     parents, heads = (rows, cols) if by_row else (cols, rows)
     n_p, n_h = (n_rows, n_cols) if by_row else (n_cols, n_rows)
     for x in range(n_p):
         if parents[x] != 0.0:
-            g -= math.lgamma(va_head + parents[x]) - math.lgamma(va_head)
+            g -= _dense_scores._lg(parents[x], va_head, head_table)
     for b in range(n_h):
         if heads[b] != 0.0:
             g -= _dense_scores._lg(heads[b], alpha, table)
-    g += math.lgamma(va_head + whole) - math.lgamma(va_head)
+    g += _dense_scores._lg(whole, va_head, head_table)
     return g
 
 
@@ -422,10 +442,15 @@ def block_bayes_gains(prefix, start, C, cells, alpha, va, table, out):
     each feature, ``table[n]``: lgamma(alpha + n) - lgamma(alpha)."""
     F = prefix.shape[0] - 1
     total = prefix[F]
-    most = 0
-    for f in range(F):
-        most = max(most, prefix[f + 1] - prefix[f])
+    most = _most_values(prefix)
     rows, cols = np.empty(most), np.empty(most)
+    # lgamma(V_I alpha + n) - lgamma(V_I alpha) of the whole counts, for each distinct V_I alpha
+    heads = np.unique(va)
+    head = np.searchsorted(heads, va)
+    head_tables = np.empty((heads.shape[0], table.shape[0]))
+    for h in range(heads.shape[0]):
+        for n in range(table.shape[0]):
+            head_tables[h, n] = math.lgamma(heads[h] + n) - math.lgamma(heads[h])
     for f in range(F):
         out[f, f] = 0.0
         n_f = prefix[f + 1] - prefix[f]
@@ -451,8 +476,10 @@ def block_bayes_gains(prefix, start, C, cells, alpha, va, table, out):
                     whole += rows[x]
                 if whole == 0.0:
                     continue
-                to_g += _gain_terms(lg_cells, rows, cols, whole, va[g], alpha, table, n_f, n_g, True)
-                to_f += _gain_terms(lg_cells, rows, cols, whole, va[f], alpha, table, n_f, n_g, False)
+                to_g += _gain_terms(lg_cells, rows, cols, whole, va[g], head_tables[head[g]], alpha, table, n_f, n_g,
+                                    True)
+                to_f += _gain_terms(lg_cells, rows, cols, whole, va[f], head_tables[head[f]], alpha, table, n_f, n_g,
+                                    False)
             out[f, g] = to_g
             out[g, f] = to_f
 
@@ -468,6 +495,8 @@ def warm(k) -> None:
     k.tree_blocks(D, feats, np.array([-1, 0], dtype=np.int64), 2, 1.0, cc, vc, fc, nv, loc, prefix, start, cells, diag,
                   True, np.empty((2, 2)))
     k.block_cmi(prefix, start, 2, cells, np.empty((2, 2)))
+    k.block_cmi_pairs(prefix, start, 2, cells, np.array([1], dtype=np.int64), np.array([0], dtype=np.int64),
+                      np.zeros((2, 2)))
     k.move_blocks(cells, np.array([2, 1], dtype=np.int64), prefix, start, 2, cells, prefix, start, 2)
     k.block_bayes_gains(prefix, start, 2, cells, 1.0, np.ones(2), np.zeros(4), np.empty((2, 2)))
     gn, G = np.zeros((2, 1)), np.array([[0.5], [1.5]])

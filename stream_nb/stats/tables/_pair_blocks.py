@@ -225,12 +225,19 @@ class PairBlocks:
         (:mod:`stream_nb.kernels._pair_blocks`): valid until the table grows."""
         return self.loc, self.prefix, self.start, self.cells, self.diag
 
-    def cmi(self) -> np.ndarray:
+    def cmi(self, pairs=None) -> np.ndarray:
         """(F, F): I(x_f; x_g | y) of every pair of features from its block, over the events in which both
         were observed (:func:`~stream_nb.kernels._pair_blocks.block_cmi`), as TAN's structure reads it off a
-        dense table."""
+        dense table; with ``pairs`` (two arrays of features), of those pairs only, the other cells 0."""
         out = np.zeros((len(self.n), len(self.n)))
-        compiled().block_cmi(self.prefix, self.start, self.n_classes, self.cells, out)
+        if pairs is None:
+            compiled().block_cmi(self.prefix, self.start, self.n_classes, self.cells, out)
+        else:
+            fs, gs = (np.ascontiguousarray(x, dtype=np.int64) for x in pairs)
+            if len(fs) != len(gs) or ((fs < 0) | (fs >= len(self.n)) | (gs < 0) | (gs >= len(self.n)) | (fs == gs)).any():
+                raise ValueError(f"pair blocks: pairs must be two arrays of as many features of 0 to {len(self.n) - 1}, "
+                                 f"two distinct ones each; received {len(fs)} and {len(gs)}")
+            compiled().block_cmi_pairs(self.prefix, self.start, self.n_classes, self.cells, fs, gs, out)
         return out
 
     def bayes_gains(self, alpha: float, n_values) -> np.ndarray:
