@@ -233,7 +233,7 @@ def test_blocks_made_of_a_dense_stores_cells_read_as_its_pair_tables_and_give_it
 
 
 def test_tree_scores_off_the_blocks_equal_the_textbook_scores_off_the_dense_tables():
-    from stream_nb.kernels import compiled
+    from stream_nb.kernels import NO_DETECTOR, compiled
 
     model, s, blocks, X = _dense_tan()
     model.rebuild()
@@ -246,8 +246,13 @@ def test_tree_scores_off_the_blocks_equal_the_textbook_scores_off_the_dense_tabl
     D = np.ascontiguousarray(cols[ok], dtype=np.int64)
     want = model._tree_jll(D, feats, ppos)  # numpy over the dense tables
     out = np.empty((len(D), s.n_classes))
-    compiled().tree_blocks(D, feats, ppos, s.n_classes, float(model._alpha), s.class_count, s.value_count,
-                           s.feat_count, s.n_values, *blocks.arrays(), True, out)
+    rows, C = len(D), s.n_classes
+    g = [np.zeros((C, 0)) for _ in range(3)]
+    compiled().tree_block_pairs(D, feats, ppos, np.zeros((0, 0), dtype=np.int64), np.zeros((rows, 0)),
+                                np.zeros(0, dtype=np.int64), np.full(rows, -1, dtype=np.int64), np.zeros(0), np.zeros(0),
+                                False, C, float(model._alpha), 0.0, False, 1e-9, s.class_count, s.value_count,
+                                s.feat_count, s.n_values, *blocks.arrays(), *g, out, True, np.zeros((0, 0)),
+                                *NO_DETECTOR)
     np.testing.assert_allclose(out, want, rtol=1e-10)
 
 

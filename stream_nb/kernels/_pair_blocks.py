@@ -14,11 +14,11 @@ import numpy as np
 from . import _common, _dense_scores
 from ._addresses import NO_DETECTOR
 
-__all__ = ["add_block_rows", "block_bayes_gains", "block_cell", "block_cmi", "block_cmi_pairs", "block_feat",
-           "move_blocks", "tree_block_pairs", "tree_blocks", "warm"]
-
 #: Ratios multiplied before one logarithm (as in ``_tree.py``).
 _BLOCK = 8
+
+__all__ = ["add_block_rows", "block_bayes_gains", "block_cmi", "block_cmi_pairs", "move_blocks", "tree_block_pairs",
+           "warm"]
 
 
 def add_block_rows(D, dfeats, yc, w, loc, prefix, start, C, cells, diag):
@@ -69,86 +69,6 @@ def move_blocks(old, old_n, old_prefix, old_start, old_C, new, prefix, start, C)
                         x = old[at + b * old_C + c]
                         old[at + b * old_C + c] = 0.0
                         new[to + b * C + c] = x
-
-
-def block_cell(loc, prefix, start, C, cells, diag, c, u, f, v, g):
-    """The count of class ``c`` of column ``u`` (of feature ``f``) with column ``v`` (of feature ``g``): the
-    block cell, either orientation; a value's own count when ``u == v``; 0 for two values of one feature."""
-    if u == v:
-        return diag[c, u]
-    if f == g:
-        return 0.0
-    if f > g:
-        u, v, f, g = v, u, g, f
-    total = prefix[prefix.shape[0] - 1]
-    return cells[start[f] + (loc[u] * (total - prefix[f + 1]) + prefix[g] - prefix[f + 1] + loc[v]) * C + c]
-
-
-def block_feat(loc, prefix, start, C, cells, diag, c, u, f, g):
-    """``pair_feat[c, u, g]``: the events of class ``c`` with column ``u`` (of feature ``f``) and feature ``g``
-    observed, the sum of u's row in the block of f and g (u's own count when ``g == f``)."""
-    if g == f:
-        return diag[c, u]
-    total = prefix[prefix.shape[0] - 1]
-    n_g = prefix[g + 1] - prefix[g]
-    s = 0.0
-    if f < g:
-        at = start[f] + (loc[u] * (total - prefix[f + 1]) + prefix[g] - prefix[f + 1]) * C + c
-        for b in range(n_g):
-            s += cells[at + b * C]
-    else:
-        width = total - prefix[g + 1]
-        at = start[g] + (prefix[f] - prefix[g + 1] + loc[u]) * C + c
-        for b in range(n_g):
-            s += cells[at + b * width * C]
-    return s
-
-
-def tree_blocks(D, dfeats, ppos, C, a, class_count, value_count, feat_count, n_values, loc, prefix, start, cells,
-                diag, joint, out):
-    """TAN with Lidstone's estimates on pair blocks: log P̂(c) + Σ_i log P̂(x_i | c, x_pa(i)) into ``out[r]``
-    (``joint``: as is; else normalised), ``ppos[j]`` the column of ``D`` that holds the parent of feature
-    ``dfeats[j]`` (-1: a root, read as naive Bayes; every observed attribute's parent observed). The same
-    estimates as :func:`~stream_nb.kernels._sparse_scores.tree_sparse` reads off hash tables."""
-    R, k = D.shape
-    jll = np.empty(C)
-    prior = np.empty(C)
-    prod = np.empty(C)
-    for r in range(R):
-        _common.log_prior_row(class_count, C, a, prior)
-        for c in range(C):
-            jll[c] = prior[c]
-            prod[c] = 1.0
-        n = 0
-        for j in range(k):
-            v = D[r, j]
-            if v < 0:
-                continue
-            fj = dfeats[j]
-            an = a * max(n_values[fj] + (1 if v == 0 else 0), 1)
-            p = ppos[j]
-            if p < 0:
-                for c in range(C):
-                    prod[c] *= (value_count[c, v] + a) / (feat_count[c, fj] + an)
-            else:
-                w = D[r, p]
-                fp = dfeats[p]
-                for c in range(C):  # a value never seen (column 0) has no block cell: none counted
-                    num = a if v == 0 or w == 0 else block_cell(loc, prefix, start, C, cells, diag, c, w, fp, v, fj) + a
-                    den = an if w == 0 else block_feat(loc, prefix, start, C, cells, diag, c, w, fp, fj) + an
-                    prod[c] *= num / den
-            n += 1
-            if n % _BLOCK == 0:
-                for c in range(C):
-                    jll[c] += math.log(prod[c])
-                    prod[c] = 1.0
-        for c in range(C):
-            jll[c] += math.log(prod[c])
-        if joint:
-            for c in range(C):
-                out[r, c] = jll[c]
-        else:
-            _common.normalise_row(jll, prior, C, out[r])
 
 
 def tree_block_pairs(D, dfeats, ppos, more, G, gslots, yc, weights, infl, learn, C, a, backoff, to_parent,
@@ -265,9 +185,9 @@ def tree_block_pairs(D, dfeats, ppos, more, G, gslots, yc, weights, infl, learn,
 
 
 def _edge_cells(u, fu, v, fv, loc, prefix, start, C, cells, hit, seen):
-    """``hit[c]``: ``pair_count[c, u, v]``, and ``seen[c]``: ``pair_feat[c, u, fv]`` off the blocks (``u`` a
-    column of feature ``fu``, ``v`` of ``fv`` != ``fu``), a column never seen (0) holding none: the cells
-    :func:`block_cell` and :func:`block_feat` read, summed in the same order, their place found once."""
+    """``hit[c]``: ``pair_count[c, u, v]``, and ``seen[c]``: ``pair_feat[c, u, fv]`` (the sum of u's row in the
+    block, over fv's values in order) off the blocks (``u`` a column of feature ``fu``, ``v`` of ``fv`` != ``fu``),
+    a column never seen (0) holding none."""
     if u == 0:
         for c in range(C):
             hit[c] = 0.0
@@ -342,20 +262,6 @@ def _add_off_tree(D, lo, hi, dfeats, ppos, yc, weights, decayed, loc, prefix, st
                     if v >= 0:
                         cells[row + v] += w
                 ib = stop + 1
-
-
-def _pair(loc, prefix, start, C, cells, diag, c, u, fu, v, fv):
-    """``pair_count[c, u, v]`` off the blocks, a column never seen (0) holding none."""
-    if u == 0 or v == 0:
-        return 0.0
-    return block_cell(loc, prefix, start, C, cells, diag, c, u, fu, v, fv)
-
-
-def _feat(loc, prefix, start, C, cells, diag, c, u, fu, g):
-    """``pair_feat[c, u, g]`` off the blocks, a column never seen (0) holding none."""
-    if u == 0:
-        return 0.0
-    return block_feat(loc, prefix, start, C, cells, diag, c, u, fu, g)
 
 
 def block_cmi(prefix, start, C, cells, out):
@@ -492,8 +398,6 @@ def warm(k) -> None:
     cells, diag = np.zeros(4), np.zeros((2, 4))
     k.add_block_rows(D, feats, np.array([0, 1], dtype=np.int64), np.ones(2), loc, prefix, start, 2, cells, diag)
     cc, vc, fc, nv = np.ones(2), np.ones((2, 4)), np.ones((2, 2)), np.array([2, 1], dtype=np.int64)
-    k.tree_blocks(D, feats, np.array([-1, 0], dtype=np.int64), 2, 1.0, cc, vc, fc, nv, loc, prefix, start, cells, diag,
-                  True, np.empty((2, 2)))
     k.block_cmi(prefix, start, 2, cells, np.empty((2, 2)))
     k.block_cmi_pairs(prefix, start, 2, cells, np.array([1], dtype=np.int64), np.array([0], dtype=np.int64),
                       np.zeros((2, 2)))
