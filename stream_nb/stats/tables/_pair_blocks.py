@@ -40,6 +40,7 @@ no place in it: one number stands for both.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -246,8 +247,7 @@ class PairBlocks:
         (:func:`~stream_nb.kernels._pair_blocks.block_bayes_gains`), as TAN's ``Tree(score="bayes")`` reads
         it off a dense table."""
         F = len(self.n)
-        top = int(min(self.diag.sum(), 1 << 16)) + 2  # lgamma(alpha + n) - lgamma(alpha) for whole counts up to it
-        table = np.array([math.lgamma(alpha + n) for n in range(top)]) - math.lgamma(alpha)
+        table = _lgamma_table(float(alpha), int(min(self.diag.sum(), 1 << 16)) + 2)
         va = np.ascontiguousarray(np.asarray(n_values, dtype=float)[:F] * alpha)
         out = np.zeros((F, F))
         compiled().block_bayes_gains(self.prefix, self.start, self.n_classes, self.cells, float(alpha), va, table, out)
@@ -322,6 +322,13 @@ class PairFeat:
         own = t[lead, u, u]  # a value with its own feature: its own count
         out = np.where(ok & (fu == gg), own, sums)
         return out[()] if out.ndim == 0 else out
+
+
+@functools.lru_cache(maxsize=4)
+def _lgamma_table(alpha: float, top: int) -> np.ndarray:
+    """lgamma(alpha + n) - lgamma(alpha) for the whole counts n below ``top`` (kept: every rebuild past a few
+    hundred events asks for the same one)."""
+    return np.array([math.lgamma(alpha + n) for n in range(top)]) - math.lgamma(alpha)
 
 
 def _columns_by_order(t: PairBlocks) -> np.ndarray:
