@@ -385,17 +385,18 @@ def run_blocks(args, F: int, structure: str) -> dict:
         pos = np.where(parent >= 0, parent, -1)  # D holds every attribute in order: a parent's position is itself
         Dh = np.ascontiguousarray(column[feats[None, :], Xh.astype(np.int64)])  # 0: a value never learned
         out = np.empty((len(Dh), C))
-        compiled().tree_blocks(Dh, feats, pos, C, 1.0, class_count, value_count, feat_count, n_values,
-                               *blocks.arrays(), True, out)
-        scores.append({"events": done, "accuracy": float((out.argmax(1) == yh).mean())})
-        for m in (float(v) for v in args.backoff.split(",") if v):  # Tree(backoff=m) toward P(x_i | x_pa), same counts
-            rows = len(Dh)
+        for m in [0.0] + [float(v) for v in args.backoff.split(",") if v]:  # Laplace, then Tree(backoff=m)
+            rows = len(Dh)  # toward P(x_i | x_pa), on the same counts and tree
             compiled().tree_block_pairs(Dh, feats, pos, np.zeros((0, 0), dtype=np.int64), np.zeros((rows, 0)),
                                         np.zeros(0, dtype=np.int64), np.full(rows, -1, dtype=np.int64), np.zeros(0),
                                         np.zeros(0), False, C, 1.0, m, True, 1e-9, class_count, value_count, feat_count,
                                         n_values, *blocks.arrays(), np.zeros((C, 0)), np.zeros((C, 0)),
                                         np.zeros((C, 0)), out, True, np.zeros((0, 0)), *NO_DETECTOR)
-            scores[-1][f"backoff={m:g}"] = float((out.argmax(1) == yh).mean())
+            accuracy = float((out.argmax(1) == yh).mean())
+            if m:
+                scores[-1][f"backoff={m:g}"] = accuracy
+            else:
+                scores.append({"events": done, "accuracy": accuracy})
         if done < stop:
             break
     return {"scores": scores, "rate": done / spent if spent else None,

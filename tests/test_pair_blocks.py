@@ -219,13 +219,21 @@ def test_blocks_made_of_a_dense_stores_cells_read_as_its_pair_tables_and_give_it
     np.testing.assert_array_equal(got_pf, s.pair_feat[:C, :V, :F])
     np.testing.assert_allclose(blocks.cmi(), conditional_mutual_information(s), rtol=1e-12, atol=1e-15)
     assert blocks.cmi()[0, 1] == blocks.cmi().max() > 0  # the planted dependence is the strongest
+    fs, gs = np.array([1, 3, 4]), np.array([0, 2, 1])  # some pairs, either order: their cells, the others 0
+    some, every = blocks.cmi((fs, gs)), blocks.cmi()
+    held = np.zeros_like(every, dtype=bool)
+    held[fs, gs] = held[gs, fs] = True
+    np.testing.assert_array_equal(some[held], every[held])
+    assert not some[~held].any()
+    with pytest.raises(ValueError, match="two distinct ones each"):
+        blocks.cmi((np.array([1]), np.array([1])))
     alpha = float(model._alpha)
     np.testing.assert_allclose(blocks.bayes_gains(alpha, s.n_values), bayesian_edge_gains(s, alpha), rtol=1e-9,
                                atol=1e-9)
 
 
 def test_tree_scores_off_the_blocks_equal_the_textbook_scores_off_the_dense_tables():
-    from stream_nb.kernels import compiled
+    from stream_nb.kernels import NO_DETECTOR, compiled
 
     model, s, blocks, X = _dense_tan()
     model.rebuild()
@@ -238,8 +246,13 @@ def test_tree_scores_off_the_blocks_equal_the_textbook_scores_off_the_dense_tabl
     D = np.ascontiguousarray(cols[ok], dtype=np.int64)
     want = model._tree_jll(D, feats, ppos)  # numpy over the dense tables
     out = np.empty((len(D), s.n_classes))
-    compiled().tree_blocks(D, feats, ppos, s.n_classes, float(model._alpha), s.class_count, s.value_count,
-                           s.feat_count, s.n_values, *blocks.arrays(), True, out)
+    rows, C = len(D), s.n_classes
+    g = [np.zeros((C, 0)) for _ in range(3)]
+    compiled().tree_block_pairs(D, feats, ppos, np.zeros((0, 0), dtype=np.int64), np.zeros((rows, 0)),
+                                np.zeros(0, dtype=np.int64), np.full(rows, -1, dtype=np.int64), np.zeros(0), np.zeros(0),
+                                False, C, float(model._alpha), 0.0, False, 1e-9, s.class_count, s.value_count,
+                                s.feat_count, s.n_values, *blocks.arrays(), *g, out, True, np.zeros((0, 0)),
+                                *NO_DETECTOR)
     np.testing.assert_allclose(out, want, rtol=1e-10)
 
 
@@ -281,3 +294,105 @@ def test_the_learning_kernel_on_blocks_scores_and_counts_as_the_dense_tree_kerne
     got_pc, got_pf = dense(blocks, V, F)
     np.testing.assert_array_equal(got_pc, pc[:C, :V, :V])
     np.testing.assert_array_equal(got_pf, pf[:C, :V, :F])
+
+
+def _tree_block(k, D, feats, ppos, more, yc, weights, infl, backoff, to_parent, arrays, blocks, out, watch=None):
+    """Run the learning kernel on pair blocks over the rows given (Laplace, or the back-off ``backoff``),
+    feeding ``watch`` (the detector's kernel arguments) when given; the rows done."""
+    from stream_nb.kernels import NO_DETECTOR
+
+    C = blocks.n_classes
+    g = [np.zeros((C, 0)) for _ in range(3)]
+    return k.tree_block_pairs(D, feats, ppos, more, np.zeros((len(D), 0)), np.zeros(0, dtype=np.int64), yc, weights,
+                              infl, True, C, 1.0, backoff, to_parent, 1e-9, *arrays, *blocks.arrays(), *g, out, False,
+                              np.zeros((0, 0)), *(NO_DETECTOR if watch is None else watch))
+
+
+@pytest.mark.parametrize("decayed", [False, True])
+@pytest.mark.parametrize("backoff,to_parent", [(0.0, False), (5.0, False), (5.0, True)])
+def test_a_block_scored_and_counted_in_one_call_is_the_block_row_by_row(backoff, to_parent, decayed):
+    """The kernel counts the tree's pairs as it goes and the other pairs at the end of the call: the scores
+    and the counts equal calls of one row each, on a block with values first seen in it, missing attributes
+    (each with its subtree), a class first seen mid-block, under decay weights too, and equal the brute-force
+    count; a detector that acts mid-block leaves the rows before it counted, its own row scored only."""
+    from stream_nb.kernels import compiled
+    from stream_nb.kernels._detectors import PAGE_HINKLEY, detector_new
+
+    k = compiled()
+    rng = np.random.default_rng(7)
+    F, C, R = 7, 3, 40
+    parent = np.array([-1, 0, 0, 1, 6, 3, 1])  # edges both ways in feature order: 6 -> 4, 1 -> 6
+    X0, y0 = _events(rng, 50, F, 3, 2, missing=0.0)  # counted before: values 0..2 and classes 0, 1
+    X = rng.integers(0, 5, size=(R, F))  # values 3 and 4 new in the block
+    y = rng.integers(0, 2, size=R)
+    y[R // 2:] = rng.integers(0, 3, size=R - R // 2)  # class 2 from mid-block
+    y[R // 2] = 2
+    y[::11] = -1  # unlabelled rows: scored only
+    for r in range(0, R, 3):  # an attribute missing with its subtree: every observed attribute's parent observed
+        gone = [int(rng.integers(0, F))]
+        while gone[-1:] and len(gone) < F:
+            kids = [f for f in range(F) if parent[f] in gone and f not in gone]
+            if not kids:
+                break
+            gone += kids
+        X[r, gone] = -1
+    cols = Columns()
+    D0, feats = cols.encode(X0, y0)
+    before = len(cols.vf)
+    D, _ = cols.encode(X, np.maximum(y, 0))
+    assert len(cols.vf) > before
+    V = len(cols.vf)
+    vf = np.array(cols.vf)
+    n_values = np.bincount(vf[1:before], minlength=F).astype(np.int64)
+    more = np.zeros((R, F), dtype=np.int64)  # values each feature gained within the block up to each row
+    for r in range(R):
+        firsts = np.unique(D[: r + 1][(D[: r + 1] >= before)])
+        more[r] = np.bincount(vf[firsts], minlength=F)
+    ppos = parent.astype(np.int64)  # D holds every feature in order: a parent's column is itself
+    weights, infl = (1.25 ** np.arange(R), 1.25 ** np.arange(R)) if decayed else (np.zeros(0), np.zeros(0))
+
+    def start():
+        blocks = PairBlocks(vf[:before], F, 2)
+        blocks.add_rows(D0, feats, y0, np.ones(len(y0)))
+        cc = np.bincount(y0, minlength=C).astype(float)
+        vc, fc = np.zeros((C, V)), np.zeros((C, F))
+        for row, c in zip(D0, y0):
+            vc[c, row] += 1
+            fc[c] += 1
+        blocks.grow(vf, F, C)  # grown to hold every column of the block before the kernel reads it
+        return blocks, [cc, vc, fc, n_values]
+
+    blocks, arrays = start()
+    out = np.empty((R, C))
+    assert _tree_block(k, D, feats, ppos, more, y, weights, infl, backoff, to_parent, arrays, blocks, out) == R
+    one, one_arrays = start()
+    want = np.empty((R, C))
+    for r in range(R):
+        s = slice(r, r + 1)
+        _tree_block(k, D[s], feats, ppos, more[s], y[s], weights[s], infl[s], backoff, to_parent, one_arrays, one,
+                    want[s])
+    np.testing.assert_array_equal(out, want)
+    np.testing.assert_array_equal(blocks.cells, one.cells)
+    np.testing.assert_array_equal(blocks.diag, one.diag)
+    for got, exp in zip(arrays, one_arrays):
+        np.testing.assert_array_equal(got, exp)
+    if not decayed:  # and the brute-force count of every event
+        ok = y >= 0
+        pc, pf = brute(np.vstack([D0, D[ok]]), feats, np.concatenate([y0, y[ok]]), V, F, C)
+        got_pc, got_pf = dense(blocks, V, F)
+        np.testing.assert_array_equal(got_pc, pc)
+        np.testing.assert_array_equal(got_pf, pf)
+    # a detector that acts on the 9th labelled row (PageHinkley: a drift once it has 9 values, threshold -1)
+    params = np.array([9.0, 0.0, -1.0, 1.0, 0.0])
+    watch = (True, PAGE_HINKLEY, params, *detector_new(PAGE_HINKLEY, params), False)
+    blocks, arrays = start()
+    done = _tree_block(k, D, feats, ppos, more, y, weights, infl, backoff, to_parent, arrays, blocks, out, watch)
+    assert done == np.flatnonzero(y >= 0)[8]
+    one, one_arrays = start()
+    for r in range(done):
+        s = slice(r, r + 1)
+        _tree_block(k, D[s], feats, ppos, more[s], y[s], weights[s], infl[s], backoff, to_parent, one_arrays, one,
+                    want[s])
+    np.testing.assert_array_equal(out[:done], want[:done])
+    np.testing.assert_array_equal(blocks.cells, one.cells)
+    np.testing.assert_array_equal(blocks.diag, one.diag)

@@ -47,6 +47,9 @@ def _same(dense, blocks, xs):
     """The two models agree on ``xs`` (probabilities to 1e-9) and on their tree; the blocks are in use."""
     assert blocks._stats.pairs_blocks and not dense._stats.pairs_blocks and not dense._stats.pairs_sparse
     assert list(dense._parent) == list(blocks._parent) and dense._root == blocks._root
+    # the tree as users read it, each edge with its CMI (the blocks compute the edges' only)
+    assert [e[:2] for e in dense.tree] == [e[:2] for e in blocks.tree]
+    assert [e[2] for e in blocks.tree] == pytest.approx([e[2] for e in dense.tree], rel=1e-12)
     pd_, pb = dense.predict_proba_many(pd.DataFrame(xs)), blocks.predict_proba_many(pd.DataFrame(xs))
     np.testing.assert_allclose(pb[pd_.columns].values, pd_.values, rtol=1e-9, atol=0)
     for x in xs[:20]:

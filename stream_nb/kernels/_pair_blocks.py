@@ -14,11 +14,11 @@ import numpy as np
 from . import _common, _dense_scores
 from ._addresses import NO_DETECTOR
 
-__all__ = ["add_block_rows", "block_bayes_gains", "block_cell", "block_cmi", "block_feat", "move_blocks",
-           "tree_block_pairs", "tree_blocks", "warm"]
-
 #: Ratios multiplied before one logarithm (as in ``_tree.py``).
 _BLOCK = 8
+
+__all__ = ["add_block_rows", "block_bayes_gains", "block_cmi", "block_cmi_pairs", "move_blocks", "tree_block_pairs",
+           "warm"]
 
 
 def add_block_rows(D, dfeats, yc, w, loc, prefix, start, C, cells, diag):
@@ -71,86 +71,6 @@ def move_blocks(old, old_n, old_prefix, old_start, old_C, new, prefix, start, C)
                         new[to + b * C + c] = x
 
 
-def block_cell(loc, prefix, start, C, cells, diag, c, u, f, v, g):
-    """The count of class ``c`` of column ``u`` (of feature ``f``) with column ``v`` (of feature ``g``): the
-    block cell, either orientation; a value's own count when ``u == v``; 0 for two values of one feature."""
-    if u == v:
-        return diag[c, u]
-    if f == g:
-        return 0.0
-    if f > g:
-        u, v, f, g = v, u, g, f
-    total = prefix[prefix.shape[0] - 1]
-    return cells[start[f] + (loc[u] * (total - prefix[f + 1]) + prefix[g] - prefix[f + 1] + loc[v]) * C + c]
-
-
-def block_feat(loc, prefix, start, C, cells, diag, c, u, f, g):
-    """``pair_feat[c, u, g]``: the events of class ``c`` with column ``u`` (of feature ``f``) and feature ``g``
-    observed, the sum of u's row in the block of f and g (u's own count when ``g == f``)."""
-    if g == f:
-        return diag[c, u]
-    total = prefix[prefix.shape[0] - 1]
-    n_g = prefix[g + 1] - prefix[g]
-    s = 0.0
-    if f < g:
-        at = start[f] + (loc[u] * (total - prefix[f + 1]) + prefix[g] - prefix[f + 1]) * C + c
-        for b in range(n_g):
-            s += cells[at + b * C]
-    else:
-        width = total - prefix[g + 1]
-        at = start[g] + (prefix[f] - prefix[g + 1] + loc[u]) * C + c
-        for b in range(n_g):
-            s += cells[at + b * width * C]
-    return s
-
-
-def tree_blocks(D, dfeats, ppos, C, a, class_count, value_count, feat_count, n_values, loc, prefix, start, cells,
-                diag, joint, out):
-    """TAN with Lidstone's estimates on pair blocks: log P̂(c) + Σ_i log P̂(x_i | c, x_pa(i)) into ``out[r]``
-    (``joint``: as is; else normalised), ``ppos[j]`` the column of ``D`` that holds the parent of feature
-    ``dfeats[j]`` (-1: a root, read as naive Bayes; every observed attribute's parent observed). The same
-    estimates as :func:`~stream_nb.kernels._sparse_scores.tree_sparse` reads off hash tables."""
-    R, k = D.shape
-    jll = np.empty(C)
-    prior = np.empty(C)
-    prod = np.empty(C)
-    for r in range(R):
-        _common.log_prior_row(class_count, C, a, prior)
-        for c in range(C):
-            jll[c] = prior[c]
-            prod[c] = 1.0
-        n = 0
-        for j in range(k):
-            v = D[r, j]
-            if v < 0:
-                continue
-            fj = dfeats[j]
-            an = a * max(n_values[fj] + (1 if v == 0 else 0), 1)
-            p = ppos[j]
-            if p < 0:
-                for c in range(C):
-                    prod[c] *= (value_count[c, v] + a) / (feat_count[c, fj] + an)
-            else:
-                w = D[r, p]
-                fp = dfeats[p]
-                for c in range(C):  # a value never seen (column 0) has no block cell: none counted
-                    num = a if v == 0 or w == 0 else block_cell(loc, prefix, start, C, cells, diag, c, w, fp, v, fj) + a
-                    den = an if w == 0 else block_feat(loc, prefix, start, C, cells, diag, c, w, fp, fj) + an
-                    prod[c] *= num / den
-            n += 1
-            if n % _BLOCK == 0:
-                for c in range(C):
-                    jll[c] += math.log(prod[c])
-                    prod[c] = 1.0
-        for c in range(C):
-            jll[c] += math.log(prod[c])
-        if joint:
-            for c in range(C):
-                out[r, c] = jll[c]
-        else:
-            _common.normalise_row(jll, prior, C, out[r])
-
-
 def tree_block_pairs(D, dfeats, ppos, more, G, gslots, yc, weights, infl, learn, C, a, backoff, to_parent,
                      var_smoothing, class_count, value_count, feat_count, n_values, loc, prefix, start, cells, diag,
                      g_n, g_mean, g_m2, out, joint, loss, watch, det_kind, det_params, det_state, det_fbuf, det_ibuf,
@@ -159,14 +79,25 @@ def tree_block_pairs(D, dfeats, ppos, more, G, gslots, yc, weights, infl, learn,
     then (``learn``, a labelled row) counted, in order; the rows done returned. The arguments are
     ``tree_block``'s, the pair tables replaced by the blocks (``loc`` to ``diag``, which must hold every column
     of ``D``: grown before the call) and no observed-only twin (EM's expected pairs are not held in blocks).
-    Counting a row adds its class, its values and features, and every pair of its observed values once."""
+    Counting a row adds its class, its values and features, and every pair of its observed values once.
+
+    Scoring a row reads the pairs of the tree's edges only (each attribute with its parent, in the blocks of
+    those attribute pairs) and the values' own counts: those cells are counted as each row is, the rest of
+    the rows' pairs at the end of the call (and before an early return), attribute by attribute
+    (:func:`_add_off_tree`), so that the part of the blocks one attribute's pairs fill stays in the cache while
+    every row's pairs of it are added. Each cell still takes its rows' additions in row order: the scores and
+    the counts are those of counting every row whole before the next is scored.
+    """
     R, k = D.shape
     jll = np.empty(C)
     prior = np.empty(C)
     prod = np.empty(C)
     q = np.empty(C)
+    hit = np.empty(C)
+    seen = np.empty(C)
     grown = more.shape[0] > 0
     decayed = infl.shape[0] > 0
+    total = prefix[prefix.shape[0] - 1]
     a0, m0 = a, backoff
     for r in range(R):
         if decayed:
@@ -187,27 +118,23 @@ def tree_block_pairs(D, dfeats, ppos, more, G, gslots, yc, weights, infl, learn,
                 for c in range(C):
                     prod[c] *= (value_count[c, v] + a) / (feat_count[c, f] + an)
             else:
-                u = D[r, p]
-                fp = dfeats[p]
+                _edge_cells(D[r, p], dfeats[p], v, f, loc, prefix, start, C, cells, hit, seen)
                 if backoff > 0.0 and to_parent:
                     hits = 0.0
-                    seen = 0.0
+                    seen_all = 0.0
                     for c in range(C):
-                        hits += _pair(loc, prefix, start, C, cells, diag, c, u, fp, v, f)
-                        seen += _feat(loc, prefix, start, C, cells, diag, c, u, fp, f)
-                    base = backoff * (hits + a) / (seen + an)
+                        hits += hit[c]
+                        seen_all += seen[c]
+                    base = backoff * (hits + a) / (seen_all + an)
                     for c in range(C):
-                        prod[c] *= ((_pair(loc, prefix, start, C, cells, diag, c, u, fp, v, f) + base)
-                                    / (_feat(loc, prefix, start, C, cells, diag, c, u, fp, f) + backoff))
+                        prod[c] *= (hit[c] + base) / (seen[c] + backoff)
                 elif backoff > 0.0:
                     for c in range(C):
                         base = (value_count[c, v] + a) / (feat_count[c, f] + an)
-                        prod[c] *= ((_pair(loc, prefix, start, C, cells, diag, c, u, fp, v, f) + backoff * base)
-                                    / (_feat(loc, prefix, start, C, cells, diag, c, u, fp, f) + backoff))
+                        prod[c] *= (hit[c] + backoff * base) / (seen[c] + backoff)
                 else:
                     for c in range(C):
-                        prod[c] *= ((_pair(loc, prefix, start, C, cells, diag, c, u, fp, v, f) + a)
-                                    / (_feat(loc, prefix, start, C, cells, diag, c, u, fp, f) + an))
+                        prod[c] *= (hit[c] + a) / (seen[c] + an)
             n += 1
             if n % _BLOCK == 0:
                 for c in range(C):
@@ -224,6 +151,8 @@ def tree_block_pairs(D, dfeats, ppos, more, G, gslots, yc, weights, infl, learn,
         c = yc[r]
         if watch and c >= 0 and _common.watch_row(out[r], C, loss, c, det_kind, det_params, det_state, det_fbuf,
                                                   det_ibuf, warning):
+            if learn:
+                _add_off_tree(D, 0, r, dfeats, ppos, yc, weights, decayed, loc, prefix, start, C, cells)
             return r
         if not learn or c < 0:
             continue
@@ -231,26 +160,108 @@ def tree_block_pairs(D, dfeats, ppos, more, G, gslots, yc, weights, infl, learn,
         class_count[c] += w
         for j in range(k):
             v = D[r, j]
-            if v >= 0:
-                value_count[c, v] += w
-                feat_count[c, dfeats[j]] += w
-        _add_row(D, r, dfeats, c, w, loc, prefix, start, C, cells, diag)
+            if v < 0:
+                continue
+            value_count[c, v] += w
+            feat_count[c, dfeats[j]] += w
+            diag[c, v] += w
+            p = ppos[j]
+            if p < 0:
+                continue
+            u = D[r, p]
+            if u < 0:
+                continue
+            f, fp = dfeats[j], dfeats[p]
+            if fp < f:  # the edge's block cell: row u of the parent's attribute, or row v of the child's
+                cells[start[fp] + (loc[u] * (total - prefix[fp + 1]) + prefix[f] - prefix[fp + 1] + loc[v]) * C
+                      + c] += w
+            else:
+                cells[start[f] + (loc[v] * (total - prefix[f + 1]) + prefix[fp] - prefix[f + 1] + loc[u]) * C
+                      + c] += w
         _common.add_gaussian(G[r], gslots, c, w, g_n, g_mean, g_m2)
+    if learn:
+        _add_off_tree(D, 0, R, dfeats, ppos, yc, weights, decayed, loc, prefix, start, C, cells)
     return R
 
 
-def _pair(loc, prefix, start, C, cells, diag, c, u, fu, v, fv):
-    """``pair_count[c, u, v]`` off the blocks, a column never seen (0) holding none."""
-    if u == 0 or v == 0:
-        return 0.0
-    return block_cell(loc, prefix, start, C, cells, diag, c, u, fu, v, fv)
-
-
-def _feat(loc, prefix, start, C, cells, diag, c, u, fu, g):
-    """``pair_feat[c, u, g]`` off the blocks, a column never seen (0) holding none."""
+def _edge_cells(u, fu, v, fv, loc, prefix, start, C, cells, hit, seen):
+    """``hit[c]``: ``pair_count[c, u, v]``, and ``seen[c]``: ``pair_feat[c, u, fv]`` (the sum of u's row in the
+    block, over fv's values in order) off the blocks (``u`` a column of feature ``fu``, ``v`` of ``fv`` != ``fu``),
+    a column never seen (0) holding none."""
     if u == 0:
-        return 0.0
-    return block_feat(loc, prefix, start, C, cells, diag, c, u, fu, g)
+        for c in range(C):
+            hit[c] = 0.0
+            seen[c] = 0.0
+        return
+    total = prefix[prefix.shape[0] - 1]
+    if fu < fv:  # u's row in the block of fu and fv: v's values one after the other
+        at = start[fu] + (loc[u] * (total - prefix[fu + 1]) + prefix[fv] - prefix[fu + 1]) * C
+        step = C
+    else:  # u's column in the block of fv and fu: each of v's values in its own row
+        at = start[fv] + (prefix[fu] - prefix[fv + 1] + loc[u]) * C
+        step = (total - prefix[fv + 1]) * C
+    for c in range(C):
+        seen[c] = 0.0
+        hit[c] = 0.0 if v == 0 else cells[at + loc[v] * step + c]
+    for b in range(prefix[fv + 1] - prefix[fv]):
+        for c in range(C):
+            seen[c] += cells[at + b * step + c]
+
+
+def _add_off_tree(D, lo, hi, dfeats, ppos, yc, weights, decayed, loc, prefix, start, C, cells):
+    """Add the pairs of rows ``lo`` to ``hi`` - 1 (each labelled one, class ``yc[r]``, weight ``weights[r]``
+    when ``decayed``, else 1) but those of the tree's edges (``ppos``: see :func:`tree_block_pairs`): attribute
+    by attribute in the order of the features, for each its pairs with the attributes after it, row by row."""
+    k = D.shape[1]
+    order = np.argsort(dfeats)
+    at = np.empty(k, dtype=np.int64)  # each column's place in that order
+    for ja in range(k):
+        at[order[ja]] = ja
+    # each row's values in that order, as the offset of their cells in a row of an earlier attribute (-1: missing)
+    Q = np.empty((hi - lo, k), dtype=np.int64)
+    for r in range(lo, hi):
+        for ja in range(k):
+            v = D[r, order[ja]]
+            Q[r - lo, ja] = (prefix[dfeats[order[ja]]] + loc[v]) * C if v >= 0 else -1
+    # the tree's edges by the place of their earlier end: the places of their later ends, in order
+    ends = np.zeros(k + 1, dtype=np.int64)
+    for j in range(k):
+        p = ppos[j]
+        if p >= 0:
+            ends[min(at[j], at[p]) + 1] += 1
+    for ja in range(k):
+        ends[ja + 1] += ends[ja]
+    later = np.empty(ends[k], dtype=np.int64)
+    fill = ends[:k].copy()
+    for j in range(k):
+        p = ppos[j]
+        if p >= 0:
+            e = min(at[j], at[p])
+            later[fill[e]] = max(at[j], at[p])
+            fill[e] += 1
+    for ja in range(k):
+        later[ends[ja]:ends[ja + 1]].sort()
+    total = prefix[prefix.shape[0] - 1]
+    for ja in range(k):
+        f = dfeats[order[ja]]
+        width = (total - prefix[f + 1]) * C
+        first = start[f] - prefix[f + 1] * C
+        for r in range(lo, hi):
+            c = yc[r]
+            u = D[r, order[ja]]
+            if c < 0 or u < 0:
+                continue
+            w = weights[r] if decayed else 1.0
+            row = first + loc[u] * width + c
+            qr = Q[r - lo]
+            ib = ja + 1
+            for e in range(ends[ja], ends[ja + 1] + 1):  # the runs of attributes between two edges
+                stop = later[e] if e < ends[ja + 1] else k
+                for i in range(ib, stop):
+                    v = qr[i]
+                    if v >= 0:
+                        cells[row + v] += w
+                ib = stop + 1
 
 
 def block_cmi(prefix, start, C, cells, out):
@@ -258,55 +269,75 @@ def block_cmi(prefix, start, C, cells, out):
     which both were observed (0 for a pair without events, and on the diagonal), as
     ``learners/_structure.py: conditional_mutual_information`` computes it from a dense table."""
     F = prefix.shape[0] - 1
-    total = prefix[F]
-    most = 0
-    for f in range(F):
-        most = max(most, prefix[f + 1] - prefix[f])
-    col = np.empty(most)
+    col = np.empty(_most_values(prefix))
     for f in range(F):
         out[f, f] = 0.0
-        n_f = prefix[f + 1] - prefix[f]
-        width = total - prefix[f + 1]
         for g in range(f + 1, F):
-            n_g = prefix[g + 1] - prefix[g]
-            first = start[f] + (prefix[g] - prefix[f + 1]) * C  # cell (x, b, c): first + (x * width + b) * C + c
-            mi = 0.0
-            seen = 0.0
-            for c in range(C):
-                whole = 0.0
-                for b in range(n_g):
-                    col[b] = 0.0
-                    for x in range(n_f):
-                        col[b] += cells[first + (x * width + b) * C + c]
-                    whole += col[b]
-                if whole <= 0.0:
-                    continue
-                seen += whole
-                for x in range(n_f):
-                    row = 0.0
-                    for b in range(n_g):
-                        row += cells[first + (x * width + b) * C + c]
-                    for b in range(n_g):
-                        p = cells[first + (x * width + b) * C + c]
-                        if p > 0.0:
-                            mi += p * math.log(p * whole / (row * col[b]))
-            v = mi / seen if seen > 0.0 else 0.0
-            out[f, g] = out[g, f] = max(v, 0.0)
+            out[f, g] = out[g, f] = _pair_cmi(prefix, start, C, cells, f, g, col)
 
 
-def _gain_terms(lg_cells, rows, cols, whole, va_head, alpha, table, n_rows, n_cols, by_row):
+def block_cmi_pairs(prefix, start, C, cells, fs, gs, out):
+    """``out[f, g]`` and ``out[g, f]``, for each pair of features ``f = fs[i]`` and ``g = gs[i]`` (f != g):
+    their I(x_f; x_g | y), as :func:`block_cmi` gives it; the other cells of ``out`` as they are."""
+    col = np.empty(_most_values(prefix))
+    for i in range(fs.shape[0]):
+        f, g = min(fs[i], gs[i]), max(fs[i], gs[i])
+        out[f, g] = out[g, f] = _pair_cmi(prefix, start, C, cells, f, g, col)
+
+
+def _most_values(prefix):
+    """The most values a feature has."""
+    most = 0
+    for f in range(prefix.shape[0] - 1):
+        most = max(most, prefix[f + 1] - prefix[f])
+    return most
+
+
+def _pair_cmi(prefix, start, C, cells, f, g, col):
+    """I(x_f; x_g | y) from the block of features f < g (0 without events); ``col``: room for g's values."""
+    total = prefix[prefix.shape[0] - 1]
+    n_f = prefix[f + 1] - prefix[f]
+    width = total - prefix[f + 1]
+    n_g = prefix[g + 1] - prefix[g]
+    first = start[f] + (prefix[g] - prefix[f + 1]) * C  # cell (x, b, c): first + (x * width + b) * C + c
+    mi = 0.0
+    seen = 0.0
+    for c in range(C):
+        whole = 0.0
+        for b in range(n_g):
+            col[b] = 0.0
+            for x in range(n_f):
+                col[b] += cells[first + (x * width + b) * C + c]
+            whole += col[b]
+        if whole <= 0.0:
+            continue
+        seen += whole
+        for x in range(n_f):
+            row = 0.0
+            for b in range(n_g):
+                row += cells[first + (x * width + b) * C + c]
+            for b in range(n_g):
+                p = cells[first + (x * width + b) * C + c]
+                if p > 0.0:
+                    mi += p * math.log(p * whole / (row * col[b]))
+    v = mi / seen if seen > 0.0 else 0.0
+    return max(v, 0.0)
+
+
+def _gain_terms(lg_cells, rows, cols, whole, va_head, head_table, alpha, table, n_rows, n_cols, by_row):
     """One class's part of a gain (see :func:`block_bayes_gains`): ``by_row``, the head's values are the
-    columns (its parent's the rows); else the other way."""
+    columns (its parent's the rows); else the other way. ``head_table[n]``: lgamma(va_head + n) -
+    lgamma(va_head)."""
     g = lg_cells
     parents, heads = (rows, cols) if by_row else (cols, rows)
     n_p, n_h = (n_rows, n_cols) if by_row else (n_cols, n_rows)
     for x in range(n_p):
         if parents[x] != 0.0:
-            g -= math.lgamma(va_head + parents[x]) - math.lgamma(va_head)
+            g -= _dense_scores._lg(parents[x], va_head, head_table)
     for b in range(n_h):
         if heads[b] != 0.0:
             g -= _dense_scores._lg(heads[b], alpha, table)
-    g += math.lgamma(va_head + whole) - math.lgamma(va_head)
+    g += _dense_scores._lg(whole, va_head, head_table)
     return g
 
 
@@ -317,10 +348,15 @@ def block_bayes_gains(prefix, start, C, cells, alpha, va, table, out):
     each feature, ``table[n]``: lgamma(alpha + n) - lgamma(alpha)."""
     F = prefix.shape[0] - 1
     total = prefix[F]
-    most = 0
-    for f in range(F):
-        most = max(most, prefix[f + 1] - prefix[f])
+    most = _most_values(prefix)
     rows, cols = np.empty(most), np.empty(most)
+    # lgamma(V_I alpha + n) - lgamma(V_I alpha) of the whole counts, for each distinct V_I alpha
+    heads = np.unique(va)
+    head = np.searchsorted(heads, va)
+    head_tables = np.empty((heads.shape[0], table.shape[0]))
+    for h in range(heads.shape[0]):
+        for n in range(table.shape[0]):
+            head_tables[h, n] = math.lgamma(heads[h] + n) - math.lgamma(heads[h])
     for f in range(F):
         out[f, f] = 0.0
         n_f = prefix[f + 1] - prefix[f]
@@ -346,8 +382,10 @@ def block_bayes_gains(prefix, start, C, cells, alpha, va, table, out):
                     whole += rows[x]
                 if whole == 0.0:
                     continue
-                to_g += _gain_terms(lg_cells, rows, cols, whole, va[g], alpha, table, n_f, n_g, True)
-                to_f += _gain_terms(lg_cells, rows, cols, whole, va[f], alpha, table, n_f, n_g, False)
+                to_g += _gain_terms(lg_cells, rows, cols, whole, va[g], head_tables[head[g]], alpha, table, n_f, n_g,
+                                    True)
+                to_f += _gain_terms(lg_cells, rows, cols, whole, va[f], head_tables[head[f]], alpha, table, n_f, n_g,
+                                    False)
             out[f, g] = to_g
             out[g, f] = to_f
 
@@ -360,9 +398,9 @@ def warm(k) -> None:
     cells, diag = np.zeros(4), np.zeros((2, 4))
     k.add_block_rows(D, feats, np.array([0, 1], dtype=np.int64), np.ones(2), loc, prefix, start, 2, cells, diag)
     cc, vc, fc, nv = np.ones(2), np.ones((2, 4)), np.ones((2, 2)), np.array([2, 1], dtype=np.int64)
-    k.tree_blocks(D, feats, np.array([-1, 0], dtype=np.int64), 2, 1.0, cc, vc, fc, nv, loc, prefix, start, cells, diag,
-                  True, np.empty((2, 2)))
     k.block_cmi(prefix, start, 2, cells, np.empty((2, 2)))
+    k.block_cmi_pairs(prefix, start, 2, cells, np.array([1], dtype=np.int64), np.array([0], dtype=np.int64),
+                      np.zeros((2, 2)))
     k.move_blocks(cells, np.array([2, 1], dtype=np.int64), prefix, start, 2, cells, prefix, start, 2)
     k.block_bayes_gains(prefix, start, 2, cells, 1.0, np.ones(2), np.zeros(4), np.empty((2, 2)))
     gn, G = np.zeros((2, 1)), np.array([[0.5], [1.5]])

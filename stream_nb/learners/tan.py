@@ -164,8 +164,11 @@ class TAN(StructuredClassifier):
         """Rebuild the tree now from the current pair counts."""
         s = self._stats
         F = len(s.features)
-        cmi = conditional_mutual_information(s)
-        weights = cmi if self.tree_score == "cmi" else bayesian_edge_weights(s, self._alpha)
+        if self.tree_score == "cmi":
+            cmi = weights = conditional_mutual_information(s)
+        else:  # on pair blocks (wide data) only the edges' CMI, which :attr:`tree` reports, is computed
+            weights = bayesian_edge_weights(s, self._alpha)
+            cmi = None if s.pairs_blocks else conditional_mutual_information(s)
         nodes = [f for f in range(F) if s.kinds[f] != GAUSS and s.n_values[f] > 0]
         parent = np.full(F, -1, dtype=np.int64)
         # Nothing may depend on the order in which features arrived: the root is the
@@ -179,6 +182,9 @@ class TAN(StructuredClassifier):
         for child, par in maximum_spanning_tree(weights, nodes, root, rank).items():
             if kept is None or kept[par, child]:
                 parent[child] = par
+        if cmi is None:
+            children = np.flatnonzero(parent >= 0)
+            cmi = s.pair_count.cmi((parent[children], children))
         self._parent, self._cmi, self._root = parent, cmi, root
         self._rebuilt()
 

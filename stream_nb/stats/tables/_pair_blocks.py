@@ -40,6 +40,7 @@ no place in it: one number stands for both.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -225,12 +226,19 @@ class PairBlocks:
         (:mod:`stream_nb.kernels._pair_blocks`): valid until the table grows."""
         return self.loc, self.prefix, self.start, self.cells, self.diag
 
-    def cmi(self) -> np.ndarray:
+    def cmi(self, pairs=None) -> np.ndarray:
         """(F, F): I(x_f; x_g | y) of every pair of features from its block, over the events in which both
         were observed (:func:`~stream_nb.kernels._pair_blocks.block_cmi`), as TAN's structure reads it off a
-        dense table."""
+        dense table; with ``pairs`` (two arrays of features), of those pairs only, the other cells 0."""
         out = np.zeros((len(self.n), len(self.n)))
-        compiled().block_cmi(self.prefix, self.start, self.n_classes, self.cells, out)
+        if pairs is None:
+            compiled().block_cmi(self.prefix, self.start, self.n_classes, self.cells, out)
+        else:
+            fs, gs = (np.ascontiguousarray(x, dtype=np.int64) for x in pairs)
+            if len(fs) != len(gs) or ((fs < 0) | (fs >= len(self.n)) | (gs < 0) | (gs >= len(self.n)) | (fs == gs)).any():
+                raise ValueError(f"pair blocks: pairs must be two arrays of as many features of 0 to {len(self.n) - 1}, "
+                                 f"two distinct ones each; received {len(fs)} and {len(gs)}")
+            compiled().block_cmi_pairs(self.prefix, self.start, self.n_classes, self.cells, fs, gs, out)
         return out
 
     def bayes_gains(self, alpha: float, n_values) -> np.ndarray:
@@ -239,8 +247,7 @@ class PairBlocks:
         (:func:`~stream_nb.kernels._pair_blocks.block_bayes_gains`), as TAN's ``Tree(score="bayes")`` reads
         it off a dense table."""
         F = len(self.n)
-        top = int(min(self.diag.sum(), 1 << 16)) + 2  # lgamma(alpha + n) - lgamma(alpha) for whole counts up to it
-        table = np.array([math.lgamma(alpha + n) for n in range(top)]) - math.lgamma(alpha)
+        table = _lgamma_table(float(alpha), int(min(self.diag.sum(), 1 << 16)) + 2)
         va = np.ascontiguousarray(np.asarray(n_values, dtype=float)[:F] * alpha)
         out = np.zeros((F, F))
         compiled().block_bayes_gains(self.prefix, self.start, self.n_classes, self.cells, float(alpha), va, table, out)
@@ -315,6 +322,13 @@ class PairFeat:
         own = t[lead, u, u]  # a value with its own feature: its own count
         out = np.where(ok & (fu == gg), own, sums)
         return out[()] if out.ndim == 0 else out
+
+
+@functools.lru_cache(maxsize=4)
+def _lgamma_table(alpha: float, top: int) -> np.ndarray:
+    """lgamma(alpha + n) - lgamma(alpha) for the whole counts n below ``top`` (kept: every rebuild past a few
+    hundred events asks for the same one)."""
+    return np.array([math.lgamma(alpha + n) for n in range(top)]) - math.lgamma(alpha)
 
 
 def _columns_by_order(t: PairBlocks) -> np.ndarray:
