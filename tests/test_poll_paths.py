@@ -184,7 +184,7 @@ def test_run_bytes_equal_the_json_of_the_run_outputs(classes, data, model_name, 
     takes the records' path."""
     c = len(classes)
     n = data.draw(st.integers(0, 6))
-    proba = np.array(data.draw(st.lists(st.lists(st.floats(0, 1) | st.sampled_from([1e-300, 5e-324, 1e16, 0.1]),
+    proba = np.array(data.draw(st.lists(st.lists(st.floats(0, 1) | st.sampled_from([1e-300, 5e-324, 1e-5, 1e16, 0.1, 0.30000000000000004, 1.0000000000000002, -0.0]),
                                                  min_size=c, max_size=c), min_size=n, max_size=n)),
                      dtype=float).reshape(n, c)
     block = RunBlock(0, n, classes, np.array(data.draw(st.lists(st.integers(0, c - 1), min_size=n, max_size=n)),
