@@ -14,6 +14,8 @@ those of ``orjson.dumps`` of the output's dict (``tests/test_poll_paths.py`` com
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import orjson
 
@@ -28,7 +30,7 @@ _NUMPY = orjson.OPT_SERIALIZE_NUMPY
 
 
 def run_bytes(ids: list, classes: list, decided: np.ndarray, proba: np.ndarray, model_name: str,
-              learned: list[bool], n_learned: list[int], positions: list) -> list[bytes] | None:
+              learned: list[bool], n_learned: list[int], positions: Sequence) -> list[bytes] | None:
     """The JSON bytes of each event's output in a run; None when orjson refuses a value (an integer beyond
     64 bits, a string with a lone surrogate): the caller then writes the outputs as it does one at a time.
 
@@ -68,7 +70,7 @@ def run_bytes(ids: list, classes: list, decided: np.ndarray, proba: np.ndarray, 
     return list(map(fmt.__mod__, zip(id_json, predictions, *columns, *flags, n_learned, source)))
 
 
-def _positions_json(positions: list) -> tuple[list[bytes], bytes]:
+def _positions_json(positions: Sequence) -> tuple[list[bytes], bytes]:
     """Each position's JSON, and the format that writes it: the insides of all-dict positions cut from one
     ``orjson.dumps`` of the list (``{%s}``), else each position's own dump (``%s``)."""
     if positions and _DICTS(map(type, positions)):
