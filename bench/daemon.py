@@ -8,6 +8,7 @@ Run it by hand (it is not a test)::
     python bench/daemon.py --profile nb         # also cProfile the daemon's drain
     python bench/daemon.py --contenders nb,nb-confluent,raw,raw-confluent --profile nb-confluent
     python bench/daemon.py --engine --events 60000   # no broker: the engine's CPU per event over a poll
+    python bench/daemon.py --engine --events 60000 --runs 12   # more runs: each poll's least, steadier under load
 
 Broker: ``KAFKA_BOOTSTRAP_SERVERS`` if set, else a local single-node broker
 started with ``deploy/kafka/kafka_local.py`` in a temporary directory (stopped
@@ -308,8 +309,9 @@ def cpu_cost(kind: str, kafka: Kafka, input_topic: str, n: int) -> dict:
 def engine_cpu(n: int, runs: int = 5, profile: bool = False) -> None:
     """Main-thread CPU per event of ``Engine.process_many`` alone (NaiveBayes, polls of 500), over the bench's
     events as records built as the Kafka source builds them, sent to a sink that keeps nothing: the daemon's
-    own work without the Kafka client's. The median of ``runs`` runs, each a fresh model; with ``profile``
-    also a cProfile of one run, timed by the main thread's CPU clock."""
+    own work without the Kafka client's. The median of ``runs`` runs, each a fresh model, and the sum of each
+    poll's least time over the runs (steadier on a loaded machine); with ``profile`` also a cProfile of one
+    run, timed by the main thread's CPU clock."""
     import cProfile
 
     import stream_nb
@@ -326,23 +328,29 @@ def engine_cpu(n: int, runs: int = 5, profile: bool = False) -> None:
                                   [{"topic": "in", "partition": p, "offset": o} for p, o in zip(parts, offsets)],
                                   [o + 1 for o in offsets]))
 
-    def run(profiler=None) -> float:
+    def run(profiler=None) -> list[float]:
+        """Each poll's main-thread CPU seconds, on a fresh model."""
         model = stream_nb.NaiveBayes()
         prepare_process(model)
         engine = Engine(model, Null(), Null(), Null(), config={"model_name": "nb"})
+        clock, spent = time.thread_time, []
         if profiler is not None:
             profiler.enable()
-        start = time.thread_time()
         for records in polls:
+            start = clock()
             engine.process_many(records, time.monotonic())
-        spent = time.thread_time() - start
+            spent.append(clock() - start)
         if profiler is not None:
             profiler.disable()
-        return spent / n * 1e6
+        return spent
 
-    times = [run() for _ in range(runs)]
+    polled = [run() for _ in range(runs)]
+    times = [sum(spent) / n * 1e6 for spent in polled]
+    # each poll at its least over the runs: the work of the poll with little of other jobs' interference
+    least = sum(map(min, zip(*polled))) / n * 1e6
     print(f"engine alone (process_many, NaiveBayes, {n:,} events in polls of 500): main-thread CPU "
-          f"{statistics.median(times):.2f} us/event, median of {runs} ({', '.join(f'{t:.2f}' for t in times)})")
+          f"{statistics.median(times):.2f} us/event, median of {runs} ({', '.join(f'{t:.2f}' for t in times)}); "
+          f"each poll at its least over the runs: {least:.2f}")
     if profile:
         profiler = cProfile.Profile(time.thread_time)  # main-thread CPU, as the runs are timed (not wall time)
         run(profiler)
@@ -568,6 +576,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--engine", action="store_true",
                         help="no broker: only the main-thread CPU per event of the engine's process_many over the "
                              "events (NaiveBayes; with --profile, its cProfile)")
+    parser.add_argument("--runs", type=int, default=5,
+                        help="with --engine: runs on fresh models (the median, and each poll's least over the runs, "
+                             "summed: the steadier figure under load)")
     parser.add_argument("--worker", nargs=5, metavar=("KIND", "BOOTSTRAP", "IN", "OUT", "GROUP"),
                         help=argparse.SUPPRESS)
     parser.add_argument("--cpu-worker", nargs=4, metavar=("KIND", "BOOTSTRAP", "IN", "N"), help=argparse.SUPPRESS)
@@ -576,7 +587,7 @@ def main(argv: list[str] | None = None) -> int:
         worker_cpu(*args.cpu_worker)
         return 0
     if args.engine:
-        engine_cpu(args.events, profile=args.profile is not None)
+        engine_cpu(args.events, args.runs, profile=args.profile is not None)
         return 0
     if args.worker:
         kind, *rest = args.worker

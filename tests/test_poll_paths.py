@@ -180,11 +180,12 @@ run_classes = st.one_of(st.lists(st.text(max_size=3), min_size=1, max_size=3, un
        learn_unlabeled=st.booleans(), learned_before=st.integers(0, 2**40))
 def test_run_bytes_equal_the_json_of_the_run_outputs(classes, data, model_name, learn_unlabeled, learned_before):
     """A run's outputs as bytes (no dict per event) are the JSON of its output records, whatever the ids,
-    classes, probabilities, model name and positions; a value orjson refuses (an integer beyond 64 bits)
-    takes the records' path."""
+    classes, probabilities, model name and positions (read from the records, or given as the column
+    ``process_many`` takes from its poll); a value orjson refuses (an integer beyond 64 bits) takes the
+    records' path."""
     c = len(classes)
     n = data.draw(st.integers(0, 6))
-    proba = np.array(data.draw(st.lists(st.lists(st.floats(0, 1) | st.sampled_from([1e-300, 5e-324, 1e16, 0.1]),
+    proba = np.array(data.draw(st.lists(st.lists(st.floats(0, 1) | st.sampled_from([1e-300, 5e-324, 1e-5, 1e16, 0.1, 0.30000000000000004, 1.0000000000000002, -0.0]),
                                                  min_size=c, max_size=c), min_size=n, max_size=n)),
                      dtype=float).reshape(n, c)
     block = RunBlock(0, n, classes, np.array(data.draw(st.lists(st.integers(0, c - 1), min_size=n, max_size=n)),
@@ -194,16 +195,16 @@ def test_run_bytes_equal_the_json_of_the_run_outputs(classes, data, model_name, 
     ids = data.draw(st.lists(json_scalars, min_size=n, max_size=n))
     valid = [Record(b"{}", None, "p", pos, 1) for pos in data.draw(st.lists(positions, min_size=n, max_size=n))]
     got = []
-    for as_bytes in (True, False):
+    for as_bytes, column in ((True, None), (False, None), (True, tuple(record.position for record in valid))):
         metrics = PrequentialMetrics()
         metrics.learned = learned_before
         outputs, sent, refused = poll_outputs([block], ids, [None] * n, valid, metrics, model_name, learn_unlabeled,
-                                              as_bytes=as_bytes)
+                                              as_bytes=as_bytes, positions=column)
         assert sent == valid and not refused
         got.append((outputs, metrics.state()))
-    (written, state), (records, state_of_records) = got
-    assert state == state_of_records
-    assert written == [_json(record) for record in records]
+    (written, state), (records, state_of_records), (given, state_given) = got
+    assert state == state_of_records == state_given
+    assert written == given == [_json(record) for record in records]
 
 
 def _json(record) -> bytes:

@@ -40,7 +40,7 @@ __all__ = ["DEFAULT_CONFIG", "Engine", "check_config"]
 
 log = logging.getLogger("stream_nb.engine")
 
-_VALUE, _KEY, _PARTITION, _NEXT_POSITION = (operator.itemgetter(i) for i in (0, 1, 2, 4))  # of a Record
+_KEY, _PARTITION, _NEXT_POSITION = (operator.itemgetter(i) for i in (1, 2, 4))  # of a Record
 
 DEFAULT_CONFIG: dict[str, typing.Any] = {
     **EVENT_DEFAULTS,
@@ -461,7 +461,9 @@ class Engine:
         if self._blocks is None or self._sharing is not None:
             return self._process_each(records, polled)
         # features as columns where the model alone reads them (the joiner holds dicts)
-        ids, xs, ys, bad = self.decoder.decode_columns(list(map(_VALUE, records)), columns=joiner is None)
+        # the records' fields, each for the whole poll, in one pass: value, key, partition, position, next position
+        fields = list(zip(*records)) or [()] * 5
+        ids, xs, ys, bad = self.decoder.decode_columns(list(fields[0]), columns=joiner is None)
         ys = ys if joiner is None else joiner.prepare_columns(ids, xs, ys)  # early labels in; times out
         if ys is None:  # an event time the join refuses: event by event, where that event gets its own error
             return self._process_each(records, polled)
@@ -472,13 +474,15 @@ class Engine:
             items.extend(self._blocks(xs, ys))  # keeps the results yielded before an error
         finally:
             outputs, sent, refused = poll_outputs(items, ids, ys, valid, self.metrics, self.model_name,
-                                                  self._learn_unlabeled, self._shown, as_bytes=joiner is None)
+                                                  self._learn_unlabeled, self._shown, as_bytes=joiner is None,
+                                                  positions=fields[3] if at is None else None)
             done = len(sent) + len(refused)  # valid events the model went through
             end = len(records) if done == len(valid) else done if at is None else at[done]
             rejected = {i: exc for i, exc in bad.items() if i < end}
             rejected.update((j if at is None else at[j], exc) for j, exc in refused.items())
             # the outputs come as bytes but where the joiner reads their predictions
-            values, keys, k = outputs if joiner is None else outputs_bytes(outputs), list(map(_KEY, sent)), 0
+            keys = list(fields[1]) if len(sent) == len(records) else list(map(_KEY, sent))  # (all sent: in order)
+            values, k = outputs if joiner is None else outputs_bytes(outputs), 0
             self._since_checkpoint += len(sent)
             if rejected:  # outputs and dead letters interleaved in input order, as one at a time
                 where = [i for i in (at or range(end))[:done] if i not in rejected]  # each output's record
@@ -488,8 +492,11 @@ class Engine:
                     self._reject(records[i], rejected[i])
                     k = n
             send_all(self.sink, values[k:], keys[k:])
-            processed = records[:end]
-            self.positions.update(zip(map(_PARTITION, processed), map(_NEXT_POSITION, processed)))
+            if end == len(records):
+                self.positions.update(zip(fields[2], fields[4]))
+            else:
+                processed = records[:end]
+                self.positions.update(zip(map(_PARTITION, processed), map(_NEXT_POSITION, processed)))
             self.observer.events_done(polled, end)
             if joiner is not None:  # the unlabeled events sent, held at once (before any checkpoint)
                 joiner.hold_sent(outputs, sent, xs, ys, refused)

@@ -20,9 +20,6 @@ says what each counter counts.
 
 from __future__ import annotations
 
-import functools
-import math
-import operator
 import typing
 
 import numpy as np
@@ -140,7 +137,8 @@ class PrequentialMetrics:
         self.log_loss_floored += int(np.count_nonzero(low))
         # rounding in the model's normalisation may pass 1
         p = np.where(low, floor, np.minimum(probabilities, 1.0, where=~low, out=np.ones(n)))
-        self.log_loss_sum = functools.reduce(operator.sub, map(math.log, p.tolist()), self.log_loss_sum)
+        # each log subtracted in event order (accumulate runs left to right), whatever the events' grouping
+        self.log_loss_sum = float(np.subtract.accumulate(np.concatenate(([self.log_loss_sum], np.log(p))))[-1])
 
     def count_learned(self, n: int) -> None:
         """Count ``n`` events learned after their output was sent: events held for their label, learned for

@@ -20,6 +20,7 @@ of the one-event path (``tests/test_poll_paths.py`` compares them).
 from __future__ import annotations
 
 import operator
+from collections.abc import Sequence
 from itertools import repeat
 
 import numpy as np
@@ -46,6 +47,7 @@ def poll_outputs(
     learn_unlabeled: bool,
     shown: ShownProba | None = None,
     as_bytes: bool = False,
+    positions: Sequence | None = None,
 ) -> tuple[list, list[Record], dict[int, InvalidEventError]]:
     """The outputs of ``items``, the model's results for the first valid events of a poll, in order.
 
@@ -59,6 +61,7 @@ def poll_outputs(
     to its error. ``shown`` (``--top-k``, ``--no-proba``) cuts each ``proba``. With ``as_bytes`` the
     outputs are their JSON bytes, :func:`~stream_nb.engine.contract._records.outputs_bytes` of the records (a run's
     written column by column, :func:`~stream_nb.engine.loop._run_bytes.run_bytes`, with no dict per event).
+    ``positions``, when the caller has them at hand, holds the ``position`` of each record of ``valid``.
     """
     outputs: list[OutputRecord] = []
     records: list[Record] = []
@@ -66,7 +69,8 @@ def poll_outputs(
     j = 0  # the next valid event
     for item in items:
         if type(item) is RunBlock:
-            j = _run_outputs(item, ids, valid, metrics, model_name, learn_unlabeled, outputs, shown, as_bytes)
+            j = _run_outputs(item, ids, valid, metrics, model_name, learn_unlabeled, outputs, shown, as_bytes,
+                             positions)
             records.extend(valid[item.start:item.stop])
         elif isinstance(item, InvalidEventError):
             refused[j] = item
@@ -87,7 +91,8 @@ def poll_outputs(
 
 
 def _run_outputs(block: RunBlock, ids: list, valid: list[Record], metrics: PrequentialMetrics, model_name: str,
-                 learn_unlabeled: bool, outputs: list, shown: ShownProba | None = None, as_bytes: bool = False) -> int:
+                 learn_unlabeled: bool, outputs: list, shown: ShownProba | None = None, as_bytes: bool = False,
+                 positions: Sequence | None = None) -> int:
     """Append the outputs of a run's events (their bytes with ``as_bytes``); count them in ``metrics``;
     return where the run stopped."""
     a, b = block.start, block.stop
@@ -102,7 +107,7 @@ def _run_outputs(block: RunBlock, ids: list, valid: list[Record], metrics: Prequ
                         hits)
     if as_bytes and shown is None:
         written = run_bytes(ids[a:b], classes, block.decided, proba, model_name, learned.tolist(), n_learned,
-                            list(map(_POSITION, valid[a:b])))
+                            list(map(_POSITION, valid[a:b])) if positions is None else positions[a:b])
         if written is not None:
             outputs.extend(written)
             return b

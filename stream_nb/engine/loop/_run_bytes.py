@@ -3,7 +3,7 @@
 :func:`~stream_nb.engine.loop._poll.poll_outputs` hands a run of events here when
 nothing but the sink needs its outputs (no joiner reads their predictions). Each
 column becomes JSON in one or two C calls: the probabilities of the whole run
-in one ``orjson.dumps`` of its flat list, cut at the commas (floats hold none);
+in one ``orjson.dumps`` of its array, cut at the commas (floats hold none);
 the positions in one ``orjson.dumps`` of the run's list, cut at ``},{`` (checked
 as :func:`~stream_nb.engine.contract._records.outputs_bytes` checks its cut); integer ids
 in one call too, other ids one ``orjson.dumps`` each; each class's JSON once; the ``learned`` flag in the
@@ -13,6 +13,8 @@ those of ``orjson.dumps`` of the output's dict (``tests/test_poll_paths.py`` com
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import numpy as np
 import orjson
@@ -24,10 +26,11 @@ __all__ = ["run_bytes"]
 _BOOLEANS = (b"false", b"true")
 _DICTS = frozenset({dict}).issuperset
 _INTEGERS = frozenset({int}).issuperset  # written in one orjson call, cut at the commas
+_NUMPY = orjson.OPT_SERIALIZE_NUMPY
 
 
 def run_bytes(ids: list, classes: list, decided: np.ndarray, proba: np.ndarray, model_name: str,
-              learned: list[bool], n_learned: list[int], positions: list) -> list[bytes] | None:
+              learned: list[bool], n_learned: list[int], positions: Sequence) -> list[bytes] | None:
     """The JSON bytes of each event's output in a run; None when orjson refuses a value (an integer beyond
     64 bits, a string with a lone surrogate): the caller then writes the outputs as it does one at a time.
 
@@ -49,7 +52,9 @@ def run_bytes(ids: list, classes: list, decided: np.ndarray, proba: np.ndarray, 
         class_json = [orjson.dumps(label) for label in classes]
         key_json = [orjson.dumps(label_key(label)) for label in classes]
         model_json = orjson.dumps(model_name)
-        flat = orjson.dumps(proba.ravel().tolist())[1:-1].split(b",") if n * c else []
+        # the array's floats written by orjson straight from its buffer: the text of their Python floats
+        flat = orjson.dumps(np.ravel(proba).astype(np.float64, copy=False), option=_NUMPY)[1:-1].split(b",") \
+            if n * c else []
         source, wrap = _positions_json(positions)
     except TypeError:  # orjson.JSONEncodeError
         return None
@@ -60,12 +65,12 @@ def run_bytes(ids: list, classes: list, decided: np.ndarray, proba: np.ndarray, 
            + b',"learned":' + (_BOOLEANS[learned[0]] if same else b"%s") + b',"n_learned":%d,"source":' + wrap
            + b"}")
     columns = [flat[k::c] for k in range(c)]
-    predictions = list(map(class_json.__getitem__, decided.tolist()))
+    predictions = np.array(class_json, dtype=object)[decided].tolist()
     flags = [] if same else [map(_BOOLEANS.__getitem__, learned)]
     return list(map(fmt.__mod__, zip(id_json, predictions, *columns, *flags, n_learned, source)))
 
 
-def _positions_json(positions: list) -> tuple[list[bytes], bytes]:
+def _positions_json(positions: Sequence) -> tuple[list[bytes], bytes]:
     """Each position's JSON, and the format that writes it: the insides of all-dict positions cut from one
     ``orjson.dumps`` of the list (``{%s}``), else each position's own dump (``%s``)."""
     if positions and _DICTS(map(type, positions)):
@@ -74,3 +79,4 @@ def _positions_json(positions: list) -> tuple[list[bytes], bytes]:
         if len(parts) == len(positions):
             return parts, b"{%s}"
     return list(map(orjson.dumps, positions)), b"%s"
+
