@@ -10,7 +10,8 @@
   promotion moved its counts (``promoted``);
 - the value axis: ``value_keys[v]`` and ``value_feature[v]`` of each column ``v`` (column 0 stands for a
   value never seen), ``n_values[f]`` of each feature;
-- its ``epoch``, bumped by every change of the above: an encoding made at one epoch holds while it lasts.
+- its ``epoch``, bumped by every change of the above (and by the store holding it, :meth:`advance`, for a
+  change of its tables' layout): an encoding made at one epoch holds while it lasts.
 
 It encodes one event (:meth:`encode`, :meth:`register`), runs of events given as dicts, lists or columns
 (:meth:`encode_run`, ``_frames.py`` and ``_frame_runs.py``) and DataFrames (:meth:`encode_frame`), checks
@@ -141,8 +142,8 @@ class Schema(Encoding, Promotion, Frames, ArrayRuns):
             self.n_values = nv
 
     def advance(self, past: int) -> None:
-        """Take an epoch beyond ``past`` (a schema that replaces one of that epoch: the encodings made by
-        the one it replaces must not pass for its own)."""
+        """Take an epoch beyond ``past``: the store's tables changed their layout at epoch ``past``, or this
+        schema replaces one of that epoch (the encodings made before must not pass for new ones)."""
         self.epoch = max(self.epoch, past) + 1
 
     def bin_with(self, binner: type) -> None:

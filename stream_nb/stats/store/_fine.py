@@ -433,7 +433,7 @@ class TwoLayerStats(FineRuns, WaitingEvents, SharedPairs, Stats):
         arrays, meta = coarse_state(self.fine, edges, self.bins, self.warmup, self.max_table_cells)
         new = Stats.from_state(arrays, meta)
         keep = {k: getattr(self, k) for k in _OWN}
-        epoch, version, schema_epoch, run_new = self.epoch, self.version, self.schema.epoch, self.run_new
+        epoch, version, run_new = self.epoch, self.version, self.run_new
         self.__dict__.clear()
         self.__dict__.update(new.__dict__)
         self.__dict__.update(keep)
@@ -444,8 +444,7 @@ class TwoLayerStats(FineRuns, WaitingEvents, SharedPairs, Stats):
         for f, d in enumerate(self.disc):
             if d is not None and self.features[f] not in self.bin_edges:
                 self._set_discretiser(f, CoarseDiscretiser(self.bins, self.warmup, d.edges))
-        # every cache keyed by the epoch must see a new one, and no encoding of the old schema pass for the new one's
-        self.schema.advance(schema_epoch)
+        # every cache keyed by the epoch must see a new one
         self.epoch = epoch + new.epoch + 1
         self.version = version + 1
         self._cache = {}

@@ -121,8 +121,6 @@ class Stats(Capacity, Candidates, TupleCandidates, Promoting, Adding, Removing, 
         # allocated with the first expected counts (keeps_observed); until then the counts are observed only
         self.wants_observed = bool(observed)
         self.keeps_observed = False
-        # the tables' changes of the epoch (see epoch): the schema counts its own
-        self._epoch = 0
         # bumped by every change of a count: (epoch, version) keys anything derived from the counts
         self.version = 0
         self._cache: dict = {}  # derived lookups, each tagged with the epoch it was computed at
@@ -130,10 +128,9 @@ class Stats(Capacity, Candidates, TupleCandidates, Promoting, Adding, Removing, 
         self._cap = (0, 0, 0, 0)
         self._alloc(4, 16, 8, 4)
 
-    def _set_epoch(self, value: int) -> None:
-        self._epoch = value - self.schema.epoch
-
-    epoch = property(lambda s: s.schema.epoch + s._epoch, _set_epoch,
+    # one clock for the schema and the tables: the schema's changes advance it, and so do the tables' (a
+    # reallocation, another layout) through this setter, so that an encoding holds while nothing changed
+    epoch = property(attrgetter("schema.epoch"), lambda s, value: s.schema.advance(value - 1),
                      doc="Bumped by every change other than :meth:`add` (of the schema, or of the tables' layout): "
                          "views tell by it when cached tables are stale.")
 
