@@ -172,7 +172,7 @@ class Encoding:
                 continue
             if v is None or is_nan(v):
                 continue
-            k = self._kind_for(name, v)
+            k = self.kind_for(name, v)
             v = categorical_value(name, v) if k == CAT and not self.counts_by_value(name, v) else numeric_value(name, v)
             if k == CAT and name not in self.types:  # inferred from a number: it may turn numeric
                 _numeric_check(name, v)

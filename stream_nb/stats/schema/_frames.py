@@ -384,7 +384,7 @@ class Frames:
                 # value while it has few values, in a discretising store: counts_by_value).
                 # (pandas stores an int column with missing values as float: declare ``types``
                 # or use the nullable "Int64" dtype to keep such a column categorical.)
-                kind = self._kind_for(name, _kind_value(s, first))
+                kind = self.kind_for(name, _kind_value(s, first))
             if kind == CAT:
                 by_value = f in self.few if f is not None else self._frame_by_value(name, s)
                 value = numeric_value if by_value else categorical_value
@@ -413,7 +413,7 @@ class Frames:
             first = next((u for u in uniques if u is not None), None)
             if first is None:
                 return
-            vt = self._vtype_of(name, first)
+            vt = self.vtype_of(name, first)
         allowed = self._vt_ok[f] if f is not None and self.vtypes[f] is not None else set(PLAIN_TYPES[vt])
         mixed = s.dtype == object
         values = s.tolist() if mixed else uniques

@@ -200,8 +200,6 @@ class Schema(Encoding, Promotion, Frames, ArrayRuns):
             return GAUSS if self.numeric == "gaussian" else BINNED
         return CAT
 
-    _kind_for = kind_for
-
     def counts_by_value(self, name, v) -> bool:
         """Whether a new feature ``name`` whose first value is ``v`` is counted by value while it has few
         values (:attr:`few`): a float, its type not declared, no ``bin_edges`` of its own, in a discretising
@@ -241,8 +239,6 @@ class Schema(Encoding, Promotion, Frames, ArrayRuns):
         self.epoch += 1
         return f
 
-    _add_feature = add_feature
-
     def set_discretiser(self, f: int, d: Discretiser) -> None:
         """Bin feature ``f`` with ``d``."""
         self.disc[f] = d
@@ -264,8 +260,6 @@ class Schema(Encoding, Promotion, Frames, ArrayRuns):
         self.epoch += 1
         return col
 
-    _add_value = add_value
-
     def add_column(self, v) -> int:
         """A column of no feature (one a promotion detached, in a written state): kept so that the later
         columns keep their place."""
@@ -281,13 +275,9 @@ class Schema(Encoding, Promotion, Frames, ArrayRuns):
         self.value_types.set(f, self.features[f], vt, self.values[f])
         self.epoch += 1
 
-    _set_vtype = set_vtype
-
     def vtype_of(self, name, v) -> str:
         """The value type a categorical feature takes from its first value ``v``."""
         return ValueTypes.first(v, self.types.get(name))
-
-    _vtype_of = vtype_of
 
     def _check_value(self, f: int, name, v) -> None:
         """Raise FeatureTypeError unless ``v`` (a categorical value, not missing) is of feature ``f``'s value type."""
