@@ -164,6 +164,7 @@ class Stats(Capacity, Candidates, TupleCandidates, Promoting, Adding, Removing, 
                           doc="JSON type of the labels, fixed by the first class; None before it.")
     vtypes = property(attrgetter("schema.value_types.types"),
                       doc="Per feature: the type of its values, None if numeric or none yet.")
+    n_classes = property(lambda s: len(s.schema.labels.classes), doc="How many classes.")
     run_new = property(attrgetter("schema.run_new"), lambda s, new: s.schema.set_run_values(new),
                        doc="The values the last run met first (:meth:`encode_run`).")
 
