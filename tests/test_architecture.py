@@ -323,6 +323,7 @@ STORE_PARTS = {
     "stream_nb.stats.tables._sparse": ("SparseTable",),
     "stream_nb.stats.budget._budget": ("Budget",),
     "stream_nb.stats.schema._value_types": ("ValueTypes",),
+    "stream_nb.stats.schema._schema": ("Schema",),
     "stream_nb.stats.forgetting._journal": ("JournalWriter", "JournalReader"),
 }
 

@@ -369,17 +369,17 @@ def test_dicts_of_integers_give_the_loop(name, warm, stream):
 def test_a_window_of_plain_integer_dicts_is_read_as_one_matrix(monkeypatch):
     """The usual stream of dicts of integers goes through the matrix; a window with a value never seen does
     not (it is met value by value, and learned in the run), and the results equal the loop's."""
-    from stream_nb.stats import Stats
+    from stream_nb.stats.schema import Schema  # (the store's encoder)
 
     taken = []
-    window = Stats._window_matrix
+    window = Schema._window_matrix
 
     def spy(self, xs, start, stop):
         D = window(self, xs, start, stop)
         taken.append(D is not None)
         return D
 
-    monkeypatch.setattr(Stats, "_window_matrix", spy)
+    monkeypatch.setattr(Schema, "_window_matrix", spy)
     rng = np.random.default_rng(3)
     xs = [dict(zip("abcd", row)) for row in rng.integers(0, 2, size=(400, 4)).tolist()]
     ys = rng.choice(["p", "q"], size=400).tolist()

@@ -55,24 +55,25 @@ class OneDependenceKernel:
         one learned), any other block, and a decayed one (whose smoothing changes every row), reads the
         counts alone."""
         s = self._stats
-        F = len(s.features)
+        schema = s.schema  # (its names read once: the one-event path comes here twice an event)
+        F = len(schema.features)
         cached = decay is None and D.shape[1] == F and self._in_order(dfeats, F)
         iden = _NO_DENS
         if cached:
-            key = (s.epoch, s.version, s.pair_feat.shape, F, self._alpha)
+            key = (schema.epoch, s.version, s.pair_feat.shape, F, self._alpha)
             held = self.__dict__.get("_kdens")
             if held is not None and held[0] == key:
                 iden = held[1]
             elif learn:
                 C, V = s.n_classes, s.pair_count.shape[1]
                 iden = np.ones((C, V))
-                compiled().den_table(s.pair_feat, s.value_feature, self._alpha * s.n_values[:F].astype(float), C, V,
-                                     iden)
+                compiled().den_table(s.pair_feat, schema.value_feature, self._alpha * schema.n_values[:F].astype(float),
+                                     C, V, iden)
                 self._kdens = [key, iden]
             else:
                 cached = False  # not worth making for a block only scored
-        return (s.class_count, s.value_count, s.feat_count, s.n_values, s.pair_count, s.pair_feat, s.value_feature,
-                iden, cached)
+        return (s.class_count, s.value_count, s.feat_count, schema.n_values, s.pair_count, s.pair_feat,
+                schema.value_feature, iden, cached)
 
     def _in_order(self, dfeats: np.ndarray, F: int) -> bool:
         """Whether ``dfeats`` is every feature in order: remembered for the last array asked about (the

@@ -66,12 +66,14 @@ folder             what it holds
 ``discretiser/``   online equal-frequency bins; Fayyad and Irani's MDL cut points; the G-tests of
                    joint cuts; the coarse layer as sums of fine cells; events waiting for their bins
 ``tables/``        sparse count tables, Gaussian moments, work in bounded chunks
-``schema/``        classes, features, values, capacity; promotions; one event, runs and frames as indices
+``schema/``        the schema and encoder (:class:`~stream_nb.stats.schema.Schema`, ``stats.schema``): classes,
+                   features, values; promotions; one event, runs and frames as indices
 ``selection/``     the pair and tuple cells kept by candidate selection
 ``budget/``        the memory budget: dense tables while they fit, sparse beyond; shared pair tables
 ``forgetting/``    captures of the counts, their differences, subtracting and scaling; journals of
                    what events added (kept by receipts), after promotions too
-``store/``         :class:`Stats` and :class:`TwoLayerStats`: adding, removing, merging, state
+``store/``         :class:`Stats` and :class:`TwoLayerStats`: the count tables' capacity, adding, removing,
+                   merging, state, the counts a promotion moves
 =================  ==================================================================
 """
 

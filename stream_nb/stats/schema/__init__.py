@@ -1,10 +1,9 @@
-"""Classes, features and values as indices: the schema, promotions, and the encoding of one event, runs and frames."""
+"""The schema and encoder of a count store (:class:`Schema`): classes, features and values as indices, one
+event, runs and frames encoded, promotions; the value types of categorical features (:class:`ValueTypes`)."""
 
 from ._schema import Schema
-from ._promotion import Promotion
-from ._encoding import Encoding
-from ._frames import Frames
+from ._promotion import Promoted
 from ._frame_runs import ArrayRuns, frame_events
 from ._value_types import ValueTypes
 
-__all__ = ["Schema", "Promotion", "Encoding", "Frames", "ArrayRuns", "frame_events", "ValueTypes"]
+__all__ = ["Schema", "Promoted", "ArrayRuns", "frame_events", "ValueTypes"]

@@ -1,6 +1,6 @@
 """One event as indices into the store: for prediction (never changes anything) and for learning.
 
-Learning validates the whole event first, then registers its new features and
+Learning (:meth:`Encoding.register`) validates the whole event first, then registers its new features and
 values and feeds the discretisers, so a bad value anywhere leaves the store
 untouched.
 """
@@ -19,14 +19,15 @@ __all__ = ["Encoding"]
 
 
 class Encoding:
-    """Event encoding of a :class:`~stream_nb.stats.Stats` (a part of it, not used alone)."""
+    """Event encoding of a :class:`~stream_nb.stats.schema.Schema` (one of its seams: the state it reads is
+    the schema's)."""
 
     def encode(self, x: dict) -> Encoded:
         """Indices of ``x`` for prediction; never changes the counts.
 
         Features never learned are ignored; a value never seen maps to column 0.
         When learning ``x`` would need nothing new, the encoding carries the
-        store's ``epoch``: :meth:`encode_learn` can then take it as is.
+        schema's ``epoch``: :meth:`register` need not read it again.
         """
         if type(x) is not dict:
             check_event(x)
@@ -115,7 +116,7 @@ class Encoding:
 
     def reusable(self, x: dict, known: Encoded | None = None) -> Encoded | None:
         """``x``'s encoding for prediction when learning ``x`` needs nothing new (its ``epoch`` is the
-        store's), else None: ``known`` when the caller has it, the one :meth:`encode` made when it was
+        schema's), else None: ``known`` when the caller has it, the one :meth:`encode` made when it was
         given this same dict, unchanged since (river's loop predicts ``x``, then learns it), or one read now."""
         if type(x) is not dict:
             check_event(x)
@@ -171,7 +172,7 @@ class Encoding:
                 continue
             if v is None or is_nan(v):
                 continue
-            k = self._kind_for(name, v)
+            k = self.kind_for(name, v)
             v = categorical_value(name, v) if k == CAT and not self.counts_by_value(name, v) else numeric_value(name, v)
             if k == CAT and name not in self.types:  # inferred from a number: it may turn numeric
                 _numeric_check(name, v)
@@ -179,36 +180,29 @@ class Encoding:
                 todo.append((name, None, k, v))
         return cols, feats, gs, gx, todo
 
-    def encode_learn(self, x: dict, y=None, known: Encoded | None = None) -> Encoded:
-        """Indices of ``x`` for learning: validates all of ``x`` first, then
-        registers new features and values and feeds the discretisers.
+    def register(self, x: dict, room=None, promote=None) -> Encoded:
+        """Indices of ``x`` for learning: validates all of ``x`` first, then registers its new features and
+        values and feeds the discretisers.
 
-        ``y``, when given, is the event's label: a t-way table checks it has
-        room for a new class as well before anything changes. ``known`` is
-        ``x``'s encoding for prediction (:meth:`encode`) when the caller has
-        it: when learning ``x`` needs nothing new (``known.epoch`` is the
-        store's epoch), it is the learning encoding too and ``x`` is not read again.
+        ``room(k, new)``, when given, is asked before anything changes, with ``k`` the values ``x``
+        observes and ``new`` those still to register: the tables refuse an event there (the memory
+        budget, a t-way table's bound). ``promote(f)`` turns feature ``f`` numeric where a value of ``x``
+        does (:meth:`promote` when not given: the tables move the counts and call it).
         """
-        known = self.reusable(x, known)
-        if known is not None:
-            if y is not None and self.tuples:
-                self._check_room(0, y not in self.class_index)
-            return known
         cols, feats, gs, gx, todo = self._plan(x)
-        self._check_sparse_room(len(cols) + len(todo))  # a store past its memory budget takes nothing new
-        if self.tuples:
-            self._check_room(len(todo), y is not None and y not in self.class_index)
+        if room is not None:
+            room(len(cols) + len(todo), len(todo))
         for name, f, k, v in todo:
             if k == PROMOTE:
-                self.promote(f)
+                (promote or self.promote)(f)
                 k = self.kinds[f]
                 if k == GAUSS:
                     gs.append(self.gslot[f])
                     gx.append(v)
                     continue
             if f is None:
-                f = self._add_feature(name, k, from_int=k == CAT and name not in self.types and is_integer(v),
-                                      few=k == CAT and self.counts_by_value(name, v))
+                f = self.add_feature(name, k, from_int=k == CAT and name not in self.types and is_integer(v),
+                                     few=k == CAT and self.counts_by_value(name, v))
                 if k == GAUSS:
                     gs.append(self.gslot[f])
                     gx.append(v)
@@ -219,7 +213,7 @@ class Encoding:
                     continue
             col = self.values[f].get(v)
             if col is None:
-                col = self._add_value(f, v)
+                col = self.add_value(f, v)
             cols.append(col)
             feats.append(f)
         return Encoded(
@@ -228,16 +222,6 @@ class Encoding:
             np.array(gs, dtype=np.int64) if gs else EMPTY_INT,
             np.array(gx, dtype=float) if gx else EMPTY_FLOAT,
         )
-
-    def encode_labeled(self, x: dict, y, known: Encoded | None = None) -> tuple[Encoded, int]:
-        """Check the label ``y`` (:meth:`check_label`), encode ``x`` for learning
-        (:meth:`encode_learn`, with ``known`` as there), then register the class if it is new.
-
-        Returns ``(encoding, class index)``; a bad label or value raises before anything changes.
-        """
-        self.check_label(y)
-        enc = self.encode_learn(x, y, known)
-        return enc, self.class_of(y)
 
 
 def _numeric_check(name, v) -> None:

@@ -74,7 +74,8 @@ class _State:
 
 
 class ArrayRuns:
-    """The array runs of a :class:`~stream_nb.stats.Stats` (a part of it, not used alone)."""
+    """The array runs of a :class:`~stream_nb.stats.schema.Schema` (one of its seams: the state it reads is
+    the schema's)."""
 
     def encode_array_run(self, xs: Columns, ys: list, start: int, complete: bool, limit: int, unseen: bool):
         """:meth:`encode_run` of :class:`Columns` of arrays (no values registered within a run): events
@@ -157,7 +158,7 @@ class ArrayRuns:
         state.epoch, state.flags = self.epoch, flags
 
     def _block_key(self) -> tuple:
-        """What the block's table depends on: the store's values (only ever appended to, by ``_add_value``,
+        """What the block's table depends on: the store's values (only ever appended to, by ``add_value``,
         until a two-layer store derives a new coarse layer) and its promotions (a feature turning numeric)."""
         return id(self.values), len(self.value_keys), len(self.promoted), len(self.features)
 

@@ -29,7 +29,8 @@ _INTS = {int}
 
 
 class Frames:
-    """Batch encoding of a :class:`~stream_nb.stats.Stats` (a part of it, not used alone)."""
+    """Batch encoding of a :class:`~stream_nb.stats.schema.Schema` (one of its seams: the state it reads is
+    the schema's)."""
 
     #: Fewest events encoded by the first window of a run; each next window is twice as long.
     _RUN_WINDOW = 32
@@ -45,7 +46,7 @@ class Frames:
     _NEW_CODE = -10
 
     def encode_run(self, xs: list, ys: list, start: int, complete: bool, limit: int, unseen: bool = False,
-                   new_values: bool = False):
+                   new_values: bool = False, room: int = 0):
         """Encode events ``xs[start:]`` while each is *plain*; stop at the first that is not.
 
         Whether an event is plain depends on the store alone, which encoding
@@ -68,8 +69,9 @@ class Frames:
         (a categorical value, or a bin of a discretised feature with edges): each
         is column 0, as :meth:`encode` gives it to predict, which reads no count
         there and one more value of its feature; nothing is learned from the event.
-        With ``new_values`` (a store :meth:`registers_in_runs`), a labeled event is
-        plain with a categorical value never seen too: the value gets the column
+        With ``new_values`` (a store that ``registers_in_runs``), a labeled event is
+        plain with a categorical value never seen too, for the first ``room`` such
+        values (as many as the tables hold without growing): the value gets the column
         learning it would give, later rows of the run find it there, and
         :attr:`run_new` says how many values each feature has gained by each row;
         :meth:`register_run_values` registers the values of the rows learned.
@@ -90,7 +92,7 @@ class Frames:
         at, size, parts = start, self._window, []
         self.run_new = None
         # (f, v) -> temporary code; (run row, f, v, code) of each; how many the arrays have room for
-        fresh = ({}, [], self._run_value_room()) if new_values else None
+        fresh = ({}, [], room) if new_values else None
         while True:
             width = min(size, end - at)
             stop, D, G, yc = self._encode_window(xs, ys, at, complete, width, unseen, fresh, at - start)
@@ -133,20 +135,6 @@ class Frames:
         self.run_new = (np.array([item[0] for item in news]), [item[1:3] for item in news], np.cumsum(more, axis=0))
         return D
 
-    def registers_in_runs(self) -> bool:
-        """Whether runs may take labeled events with new categorical values (``encode_run(new_values=True)``):
-        the store is the one it counts in (no second layer), keeps no t-way tables and its pair tables,
-        if any, are dense (sparse ones answer to the memory budget event by event)."""
-        return not self.tuples and not self.pairs_sparse and self.count_layer() is self
-
-    def _run_value_room(self) -> int:
-        """How many new values the arrays (and dense pair tables) hold without growing: a run registers no
-        more, so that no table is reallocated, or turned sparse, between a run's scores and its counts."""
-        room = self._cap[1] - len(self.value_keys)
-        if self.pairs:
-            room = min(room, self.pair_count.shape[1] - len(self.value_keys))
-        return room
-
     def run_more(self, n: int) -> np.ndarray | None:
         """(n, F): the values of each feature the last run registers by each of its first ``n`` rows (see
         :attr:`run_new`); None when it registers none."""
@@ -162,7 +150,7 @@ class Frames:
         for row, (f, v) in zip(rows.tolist(), values):
             if row >= n:
                 break
-            self._add_value(f, v)
+            self.add_value(f, v)
 
     def _encode_window(self, xs: list, ys: list, start: int, complete: bool, limit: int, unseen: bool = False,
                        fresh: tuple | None = None, base: int = 0):
@@ -359,20 +347,21 @@ class Frames:
         first = s.first_valid_index()
         return first is not None and self.counts_by_value(name, _kind_value(s, first))
 
-    def validate_frame(self, X: pd.DataFrame, labels: list = ()) -> None:
-        """Raise ``FeatureTypeError`` for any value of ``X`` that learning would refuse, and ``CapacityError``
-        when its new categorical values and new classes (of ``labels``) would take the t-way table past
-        ``max_table_cells``; change nothing."""
+    def validate_frame(self, X: pd.DataFrame, labels: list = (), count_new: bool = False) -> tuple[int, int]:
+        """Raise ``FeatureTypeError`` for any value of ``X`` that learning would refuse; change nothing.
+
+        Returns ``(values, classes)``: with ``count_new``, how many new categorical values ``X`` holds and
+        how many new classes ``labels`` (a t-way table checks its room for them); else ``(0, 0)``."""
         prepared = self._prepare_frame(X, learn=True, check=True)
-        if not self.tuples or self.max_table_cells is None:
-            return
+        if not count_new:
+            return 0, 0
         new = 0
         for _, name, f, kind, payload in prepared:
             if kind == CAT:
                 known = self.values[f] if f is not None else {}
                 uniques = payload[1] if payload is not None else pd.unique(X[name]).tolist()
                 new += sum(1 for u in uniques if u is not None and u not in known)
-        self._check_room(new, sum(1 for y in set(labels) if y not in self.class_index))
+        return new, sum(1 for y in set(labels) if y not in self.class_index)
 
     def _prepare_frame(self, X: pd.DataFrame, learn: bool, check: bool = False) -> list:
         prepared = []  # (position, name, f, kind, payload)
@@ -395,7 +384,7 @@ class Frames:
                 # value while it has few values, in a discretising store: counts_by_value).
                 # (pandas stores an int column with missing values as float: declare ``types``
                 # or use the nullable "Int64" dtype to keep such a column categorical.)
-                kind = self._kind_for(name, _kind_value(s, first))
+                kind = self.kind_for(name, _kind_value(s, first))
             if kind == CAT:
                 by_value = f in self.few if f is not None else self._frame_by_value(name, s)
                 value = numeric_value if by_value else categorical_value
@@ -424,7 +413,7 @@ class Frames:
             first = next((u for u in uniques if u is not None), None)
             if first is None:
                 return
-            vt = self._vtype_of(name, first)
+            vt = self.vtype_of(name, first)
         allowed = self._vt_ok[f] if f is not None and self.vtypes[f] is not None else set(PLAIN_TYPES[vt])
         mixed = s.dtype == object
         values = s.tolist() if mixed else uniques

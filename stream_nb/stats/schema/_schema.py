@@ -1,193 +1,196 @@
-"""The store's schema and capacity: classes, features, values and the arrays that hold their counts.
+"""The schema and encoder of a count store: classes, features and values as indices, and events as codes.
 
-Classes, features and values get indices in order of first appearance; the
-count arrays are allocated with spare capacity and grow by doubling (the
-t-way tables of KDB grow exactly, as they are V^t, and turn sparse when dense
-ones would pass the memory budget, see ``_budget.py``). A count table that would
-pass an explicit ``max_table_cells`` raises :class:`~stream_nb.exceptions.CapacityError`
-before anything changes.
+:class:`Schema` is a part of :class:`~stream_nb.stats.Stats` that can be built and used alone. It owns
+
+- the classes (:class:`~stream_nb.stats.values.Labels`), in order of first appearance;
+- the features: their names and indices, kinds (categorical, Gaussian, binned), the value type of each
+  categorical one (:class:`~stream_nb.stats.schema.ValueTypes`), the :class:`~stream_nb.stats.Discretiser`
+  of each binned one, the Gaussian slot of each Gaussian one, which features of integers a fraction may
+  still turn numeric (``from_int``), which numeric ones are counted by value for now (``few``), and how each
+  promotion moved its counts (``promoted``);
+- the value axis: ``value_keys[v]`` and ``value_feature[v]`` of each column ``v`` (column 0 stands for a
+  value never seen), ``n_values[f]`` of each feature;
+- its ``epoch``, bumped by every change of the above (and by the store holding it, :meth:`advance`, for a
+  change of its tables' layout): an encoding made at one epoch holds while it lasts.
+
+It encodes one event (:meth:`encode`, :meth:`register`), runs of events given as dicts, lists or columns
+(:meth:`encode_run`, ``_frames.py`` and ``_frame_runs.py``) and DataFrames (:meth:`encode_frame`), checks
+values against their feature's type, and turns a feature of integers numeric at its first fraction
+(:meth:`promote`, ``_promotion.py``). It holds no count.
+
+The count tables are the store's. The schema and the tables talk through three narrow calls:
+
+- ``grow(c, v, f, g)``, given to the schema (:meth:`attach`): called before the schema takes ``c`` more
+  classes, ``v`` columns, ``f`` features or ``g`` Gaussian slots, so that the tables make room first;
+- :meth:`make_room`, called by the tables when they reallocate: the per-column and per-feature arrays
+  of the schema (``value_feature``, ``n_values``) keep the tables' capacity, which compiled kernels rely on;
+- the arguments of :meth:`register`: ``room(k, new)``, where the tables refuse an event (over the memory
+  budget, a t-way table past ``max_table_cells``) before anything changes, and ``promote(f)``, where the
+  tables move a promoted feature's counts (they call back :meth:`promote` for the schema's side).
+
+Examples
+--------
+>>> s = Schema(numeric="gaussian")
+>>> enc = s.register({"outlook": "sunny", "temp": 30.0})
+>>> enc.cols.tolist(), enc.gslots.tolist(), enc.gx.tolist()
+([1], [0], [30.0])
+>>> s.features, s.value_keys, s.add_class("no")
+(['outlook', 'temp'], [None, 'sunny'], 0)
+>>> s.encode({"outlook": "rain", "temp": 20.0}).cols.tolist()  # a value never seen: column 0
+[0]
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ...exceptions import CapacityError, FeatureTypeError
+from ..._checks import check_choice
+from ...exceptions import FeatureTypeError
 from ..discretiser import Discretiser
-from ..tables import GaussianMoments
-from ..values import validate_label
+from ..values import BINNED, CAT, EMPTY_INT, GAUSS, Encoded, Labels, check_types
+from ._encoding import Encoding
+from ._frame_runs import ArrayRuns
+from ._frames import Frames
+from ._promotion import Promotion
 from ._value_types import ValueTypes
-from ..values import BINNED, CAT, EMPTY_INT, GAUSS, TWINNED, Encoded
 
-__all__ = ["ObservedView", "Schema"]
+__all__ = ["Schema"]
 
 
-class Schema:
-    """Schema and capacity of a :class:`~stream_nb.stats.Stats` (a part of it, not used alone)."""
+def _no_tables(c: int = 0, v: int = 0, f: int = 0, g: int = 0) -> None:
+    """The ``grow`` of a schema used alone: no tables to make room in."""
 
-    def _alloc(self, cc, cv, cf, cg, need=None):
-        old = getattr(self, "class_count", None)
-        C, V, F, G = (len(self.classes), len(self.value_keys), len(self.features), self.n_gauss)
-        new = {
-            "class_count": np.zeros(cc),
-            "value_feature": np.full(cv, -1, dtype=np.int64),
-            "n_values": np.zeros(cf, dtype=np.int64),
-            "value_count": np.zeros((cc, cv)),
-            "feat_count": np.zeros((cc, cf)),
-        }
-        used = {"value_count": (C, V), "feat_count": (C, F)}
-        for p in self._sets()[1:]:
-            for k in used:
-                if k in new:
-                    new[p + k] = np.zeros_like(new[k])
-        if old is not None:
-            new["class_count"][:C] = self.class_count[:C]
-            new["value_feature"][:V] = self.value_feature[:V]
-            new["n_values"][:F] = self.n_values[:F]
-            self.moments.resize(cc, cg, C, G)
-            for p in self._sets():
-                for k, dims in used.items():
-                    if p + k in new:
-                        part = tuple(slice(0, d) for d in dims)
-                        new[p + k][part] = getattr(self, p + k)[part]
-        else:
-            self.moments = GaussianMoments(cc, cg)
-        for k, v in new.items():
-            setattr(self, k, v)
-        self._cap = (cc, cv, cf, cg)
-        if self.pairs:
-            self._alloc_pairs(cc, cv, cf, need)
-        if self.tuples:
-            self._alloc_tuples(cc, cv, cf)
+
+class Schema(Encoding, Promotion, Frames, ArrayRuns):
+    """Classes, features and values of a stream, and its events as indices (see the module notes).
+
+    Parameters
+    ----------
+    numeric
+        ``"gaussian"``: a numeric feature keeps Gaussian moments (a slot). ``"bins"``: it is discretised and
+        its bins are columns.
+    types
+        Optional ``{feature: "categorical" | "numeric"}`` overriding the inference from the first value.
+    bins, warmup, bin_edges
+        Discretiser settings for ``numeric="bins"``.
+    grow
+        Called as ``grow(c, v, f, g)`` before ``c`` classes, ``v`` columns, ``f`` features and ``g`` Gaussian
+        slots are added (the store's tables make room); by default nothing.
+    """
+
+    def __init__(self, *, numeric: str, types=None, bins: int = 5, warmup: int = 100, bin_edges=None, grow=None):
+        check_choice("numeric", numeric, ("gaussian", "bins"))
+        self.numeric = numeric
+        self.types = check_types(types)
+        self.bins = bins
+        self.warmup = warmup
+        self.bin_edges = dict(bin_edges or {})
+        self._grow = grow or _no_tables
+        #: the discretiser of a new binned feature without edges of its own (a coarse layer's: edges from
+        #: its fine layer, see :meth:`bin_with`)
+        self._binner = Discretiser
+        self.labels = Labels()  # the classes
+        self.features: list = []
+        self.feature_index: dict = {}
+        self.kinds: list[int] = []
+        self.values: list[dict | None] = []  # per feature: value -> column (CAT, BINNED)
+        self.gslot: list[int] = []  # per feature: Gaussian slot (GAUSS), else -1
+        self.value_types = ValueTypes()  # per feature: the type of a categorical feature's values
+        self.disc: list[Discretiser | None] = []
+        self.value_keys: list = [None]  # column -> value; column 0 is the unseen-value sentinel
+        self.value_feature = np.full(16, -1, dtype=np.int64)  # column -> feature (-1: none, detached)
+        self.n_values = np.zeros(8, dtype=np.int64)  # feature -> its values (columns)
+        self.n_gauss = 0
+        self.gauss_feature: list[int] = []
+        # name -> (kind, feature, value dict, Gaussian slot, discretiser): one lookup per value on the hot path
+        self._lookup: dict = {}
+        # categorical features inferred from an integer: a later fractional number turns them numeric
+        # (and the features of self.few: a value beyond their few turns them numeric)
+        self.from_int: set = set()
+        # numeric features inferred from a float in a discretising schema, counted by value (each value its
+        # own bin) while they have at most few_max values; one more turns them binned, as a fraction turns a
+        # feature of integers numeric (see _promotion). Each is in from_int too
+        self.few: set = set()
+        self.few_max = bins
+        self.promoted: dict = {}  # feature -> how its promotion moved its counts (see _promoted.py)
+        self.epoch = 0  # bumped by every change of the schema
+        self._cache: dict = {}  # derived lookups, each tagged with the epoch it was computed at
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["_cache"] = {}
+        return state
+
+    # ------------------------------------------------------------------ the calls of the tables
+
+    def attach(self, grow) -> None:
+        """Make room through ``grow(c, v, f, g)`` from now on (the store that holds this schema)."""
+        self._grow = grow
+
+    def make_room(self, columns: int, features: int) -> None:
+        """Keep room for ``columns`` columns and ``features`` features in the per-column and per-feature
+        arrays (``value_feature``, ``n_values``): the tables' capacity, given when they reallocate."""
+        if len(self.value_feature) != columns:
+            vf = np.full(columns, -1, dtype=np.int64)
+            V = min(columns, len(self.value_keys))
+            vf[:V] = self.value_feature[:V]
+            self.value_feature = vf
+        if len(self.n_values) != features:
+            nv = np.zeros(features, dtype=np.int64)
+            F = min(features, len(self.features))
+            nv[:F] = self.n_values[:F]
+            self.n_values = nv
+
+    def advance(self, past: int) -> None:
+        """Take an epoch beyond ``past``: the store's tables changed their layout at epoch ``past``, or this
+        schema replaces one of that epoch (the encodings made before must not pass for new ones)."""
+        self.epoch = max(self.epoch, past) + 1
+
+    def bin_with(self, binner: type) -> None:
+        """Give each new binned feature without edges of its own a ``binner(bins, warmup)`` (a coarse layer's
+        discretiser)."""
+        self._binner = binner
+
+    def set_few_max(self, n: int) -> None:
+        """Count a float feature by value while it has at most ``n`` values (0: bin every float feature from
+        its first value, :meth:`counts_by_value`)."""
+        self.few_max = n
+
+    def set_run_values(self, new) -> None:
+        """Take ``new`` as the values the last run met first (:attr:`run_new`: a layer whose run another
+        layer encoded in the same columns), or None: none."""
+        self.run_new = new
+
+    def restore(self, from_int, few, few_max: int, promoted: dict) -> None:
+        """Set what a written state says of promotions (:meth:`~stream_nb.stats.Stats.from_state`): the
+        features a fraction may still turn numeric, those counted by value, their bound, and the promotions
+        made."""
+        self.from_int, self.few, self.few_max, self.promoted = set(from_int), set(few), few_max, dict(promoted)
         self.epoch += 1
 
-    def _alloc_pairs(self, cc, cv, cf, need=None):
-        """The pair tables, with the base arrays' spare room: dense while they fit the memory budget,
-        pair blocks beyond where a model reads them and they fit (:meth:`_take_blocks`), else sparse (see
-        ``_budget.py``). Dense tables that fit only without the spare room get
-        the classes of ``need`` and a sixteenth more values and features, and grow in ``_reserve``."""
-        C, V, F = len(self.classes), len(self.value_keys), len(self.features)
-        if not self.pairs_sparse and not self._dense_fits(("pair_count", "pair_feat"), 2, cc, cv, cf):
-            nc, nv, nf = need or (C, V, F)
-            cc, cv, cf = min(cc, max(nc, 1)), min(cv, nv + 8 + nv // 16), min(cf, nf + 4 + nf // 16)
-        if self._take_blocks(cc, cv, cf) or self._go_sparse(("pair_count", "pair_feat"), 2, cc, cv, cf):
-            return
-        for p in self._sets():
-            pc, pf = np.zeros((cc, cv, cv)), np.zeros((cc, cv, cf))
-            old = getattr(self, p + "pair_count", None)
-            if old is not None:
-                pc[:C, :V, :V] = old[:C, :V, :V]
-                pf[:C, :V, :F] = getattr(self, p + "pair_feat")[:C, :V, :F]
-            setattr(self, p + "pair_count", pc)
-            setattr(self, p + "pair_feat", pf)
+    # ------------------------------------------------------------------ classes
 
-    def _alloc_tuples(self, cc, cv, cf):
-        """The t-way tensors grow as V^t, so they get no spare capacity beyond the base arrays'."""
-        t = self.tuples
-        old = getattr(self, "tuple_count", None)
-        if old is not None and old.shape[0] >= cc and old.shape[1] >= cv and self.tuple_feat.shape[-1] >= cf:
-            return
-        C, V, F = len(self.classes), len(self.value_keys), len(self.features)
-        cc, cv, cf = min(cc, C + 2), min(cv, V + 8), min(cf, F + 4)
-        # Spare room only while it costs little: with many dimensions even 8 spare values multiply
-        # the table (KDB(k=8) would take 9 GB before its first event). Otherwise no more than asked
-        # for, which is at most one class, value and feature beyond those in use.
-        if cc * cv**t > max(8 * max(C, 1) * max(V, 1) ** t, 1 << 16):
-            cc, cv, cf = min(cc, C + 1), min(cv, V + 1), min(cf, F + 1)
-        if self._go_sparse(("tuple_count", "tuple_feat"), t, cc, cv, cf):  # past the memory budget: sparse (see _budget.py)
-            return
-        for p in self._sets():
-            tc = np.zeros((cc,) + (cv,) * t)
-            tf = np.zeros((cc,) + (cv,) * (t - 1) + (cf,))
-            if old is not None:
-                tc[(slice(0, C),) + (slice(0, V),) * t] = getattr(self, p + "tuple_count")[(slice(0, C),) + (slice(0, V),) * t]
-                tf[(slice(0, C),) + (slice(0, V),) * (t - 1) + (slice(0, F),)] = getattr(self, p + "tuple_feat")[
-                    (slice(0, C),) + (slice(0, V),) * (t - 1) + (slice(0, F),)
-                ]
-            setattr(self, p + "tuple_count", tc)
-            setattr(self, p + "tuple_feat", tf)
-
-    def _sets(self) -> tuple:
-        """Name prefixes of the count sets kept: the counts, and with ``observed`` their observed-only twin."""
-        return ("", "obs_") if self.keeps_observed else ("",)
-
-    def observed(self):
-        """The store as EM's E-step reads it: the observed-only counts under the usual names.
-
-        Returns a read-only view whose ``value_count``, ``feat_count``,
-        ``pair_count``, ``pair_feat``, ``tuple_count`` and ``tuple_feat`` are
-        the observed-only twins and whose every other attribute (classes,
-        values, class counts, ...) is this store's; without a twin, the
-        store itself.
-        """
-        return ObservedView(self) if self.keeps_observed else self
-
-    def keep_observed(self) -> None:
-        """Start keeping the observed-only twin, as a copy of the current counts.
-
-        Called with the first expected counts (see :meth:`add_expected`): the
-        counts are then all observed, so the copy is exact. (A store written
-        by a stream_nb that kept no twin and already holds expected counts
-        starts it the same way: the best start there is.)
-        """
-        self.wants_observed = True
-        if self.keeps_observed:
-            return
-        self.blocks_to_sparse()  # EM's expected pairs have no place in pair blocks
-        self.keeps_observed = True
-        for k in TWINNED:
-            if hasattr(self, k):
-                setattr(self, "obs_" + k, getattr(self, k).copy())
-        self.epoch += 1
-
-    def table_cells(self, extra_values: int = 0, extra_classes: int = 0) -> int:
-        """Cells of the t-way count table with that many more values and classes (0 without one)."""
-        if not self.tuples:
-            return 0
-        return (len(self.classes) + extra_classes) * (len(self.value_keys) + extra_values) ** self.tuples
-
-    def _check_room(self, extra_values: int, extra_classes: int) -> None:
-        if not self.tuples or self.max_table_cells is None:
-            return
-        cells = self.table_cells(extra_values, extra_classes)
-        if cells > self.max_table_cells:
-            raise CapacityError(
-                f"the {self.tuples}-way count table would need {cells:,} cells "
-                f"({len(self.classes) + extra_classes} classes x {len(self.value_keys) + extra_values} values^{self.tuples}), "
-                f"more than max_table_cells={self.max_table_cells:,}; lower k or the number of bins (fine_bins with discretiser=mdl), "
-                f"or raise max_table_cells"
-            )
-
-    def _reserve(self, c=0, v=0, f=0, g=0):
-        """Make room for ``c`` more classes, ``v`` columns, ``f`` features, ``g`` slots."""
-        cc, cv, cf, cg = self._cap
-        need = (len(self.classes) + c, len(self.value_keys) + v, len(self.features) + f, self.n_gauss + g)
-        if need[0] <= cc and need[1] <= cv and need[2] <= cf and need[3] <= cg:
-            if self.pairs and not self.pairs_sparse and not self.pairs_blocks and (  # dense pair tables without spare room: grown here
-                    need[0] > self.pair_count.shape[0] or need[1] > self.pair_count.shape[1]
-                    or need[2] > self.pair_feat.shape[2]):
-                self._alloc_pairs(cc, cv, cf, need[:3])
-            if self.tuples:
-                self._alloc_tuples(*need[:3])
-            return
-
-        def grow(cap, n):
-            while cap < n:
-                cap *= 2
-            return cap
-
-        self._alloc(grow(cc, need[0]), grow(cv, need[1]), grow(cf, need[2]), grow(cg, need[3]), need[:3])
+    classes = property(lambda s: s.labels.classes, doc="The classes, in order of first appearance.")
+    class_index = property(lambda s: s.labels.index, doc="``{class: index}``.")
+    label_type = property(lambda s: s.labels.type, doc="JSON type of the labels, fixed by the first class; None before it.")
+    vtypes = property(lambda s: s.value_types.types, doc="Per feature: the type of its values, None if numeric or none yet.")
+    _vt_ok = property(lambda s: s.value_types.ok)
 
     @property
     def n_classes(self) -> int:
-        return len(self.classes)
+        return len(self.labels.classes)
 
-    @property
-    def n_seen(self) -> float:
-        """Total weight learned (the number of events, with EM's fractions)."""
-        return float(self.class_count[: self.n_classes].sum())
+    def add_class(self, y) -> int:
+        """Register class ``y`` (checked and validated by the caller); its index."""
+        self._grow(c=1)
+        c = self.labels.add(y)
+        self.epoch += 1
+        return c
 
-    def _kind_for(self, name, v) -> int:
+    # ------------------------------------------------------------------ features and values
+
+    def kind_for(self, name, v) -> int:
+        """The kind a new feature ``name`` takes from its first value ``v`` (and ``types``)."""
         declared = self.types.get(name)
         if declared == "categorical":
             return CAT
@@ -200,23 +203,17 @@ class Schema:
     def counts_by_value(self, name, v) -> bool:
         """Whether a new feature ``name`` whose first value is ``v`` is counted by value while it has few
         values (:attr:`few`): a float, its type not declared, no ``bin_edges`` of its own, in a discretising
-        store. A numeric feature of a few values (0, 0.5 and 1) keeps each in a bin of its own from its first
+        schema. A numeric feature of a few values (0, 0.5 and 1) keeps each in a bin of its own from its first
         event; one more value than ``few_max`` turns it binned (:meth:`promote`)."""
         return (self.numeric == "bins" and self.few_max > 0 and isinstance(v, (float, np.floating))
                 and name not in self.types and name not in self.bin_edges)
 
-    def bin_floats_at_once(self) -> None:
-        """Count no float feature by value (:meth:`counts_by_value`): each is binned from its first value.
-        A model that forgets (a window, decay, a drift detector) asks it before it learns: its captures and
-        scaled counts would not follow a promotion's moves."""
-        self.few_max = 0
-        fine = getattr(self, "fine", None)
-        if fine is not None:
-            fine.few_max = 0
-
-    def _add_feature(self, name, kind, from_int: bool = False, few: bool = False) -> int:
-        self._reserve(f=1, g=1 if kind == GAUSS else 0)
+    def add_feature(self, name, kind, from_int: bool = False, few: bool = False) -> int:
+        """Register feature ``name`` of ``kind``; its index."""
+        self._grow(f=1, g=1 if kind == GAUSS else 0)
         f = len(self.features)
+        if f >= len(self.n_values):  # used alone: no tables keep the room
+            self.make_room(len(self.value_feature), 2 * len(self.n_values))
         self.features.append(name)
         self.feature_index[name] = f
         self.kinds.append(kind)
@@ -229,7 +226,9 @@ class Schema:
         else:
             self.gslot.append(-1)
         if kind == BINNED:
-            self.disc.append(Discretiser(self.bins, self.warmup, self.bin_edges.get(name)))
+            edges = self.bin_edges.get(name)
+            binner = Discretiser if edges is not None else self._binner
+            self.disc.append(binner(self.bins, self.warmup, edges))
         else:
             self.disc.append(None)
         self._lookup[name] = (kind, f, self.values[f], self.gslot[f], self.disc[f])
@@ -240,16 +239,20 @@ class Schema:
         self.epoch += 1
         return f
 
-    def _set_discretiser(self, f: int, d: Discretiser) -> None:
+    def set_discretiser(self, f: int, d: Discretiser) -> None:
+        """Bin feature ``f`` with ``d``."""
         self.disc[f] = d
         kind, _, vals, g, _ = self._lookup[self.features[f]]
         self._lookup[self.features[f]] = (kind, f, vals, g, d)
 
-    def _add_value(self, f, v) -> int:
-        if self.vtypes[f] is None and self.kinds[f] == CAT:
-            self._set_vtype(f, self._vtype_of(self.features[f], v))
-        self._reserve(v=1)
+    def add_value(self, f, v) -> int:
+        """Register value ``v`` of feature ``f`` (a category, or a bin); its column."""
+        if self.value_types.types[f] is None and self.kinds[f] == CAT:
+            self.set_vtype(f, self.vtype_of(self.features[f], v))
+        self._grow(v=1)
         col = len(self.value_keys)
+        if col >= len(self.value_feature):  # used alone: no tables keep the room
+            self.make_room(2 * len(self.value_feature), len(self.n_values))
         self.value_keys.append(v)
         self.values[f][v] = col
         self.value_feature[col] = f
@@ -257,12 +260,22 @@ class Schema:
         self.epoch += 1
         return col
 
-    def _set_vtype(self, f: int, vt: str | None) -> None:
+    def add_column(self, v) -> int:
+        """A column of no feature (one a promotion detached, in a written state): kept so that the later
+        columns keep their place."""
+        self._grow(v=1)
+        if len(self.value_keys) >= len(self.value_feature):  # used alone: no tables keep the room
+            self.make_room(2 * len(self.value_feature), len(self.n_values))
+        self.value_keys.append(v)
+        self.epoch += 1
+        return len(self.value_keys) - 1
+
+    def set_vtype(self, f: int, vt: str | None) -> None:
         """Fix the type of categorical feature ``f``'s values (None: none, e.g. it turned numeric)."""
         self.value_types.set(f, self.features[f], vt, self.values[f])
         self.epoch += 1
 
-    def _vtype_of(self, name, v) -> str:
+    def vtype_of(self, name, v) -> str:
         """The value type a categorical feature takes from its first value ``v``."""
         return ValueTypes.first(v, self.types.get(name))
 
@@ -274,19 +287,7 @@ class Schema:
         """The error for categorical value ``v`` of feature ``name``, whose values are of type ``vt``."""
         return ValueTypes.error(name, vt, v, where, self.feature_index.get(name) in self.few, self.types.get(name))
 
-    def _add_class(self, y) -> int:
-        self._reserve(c=1)
-        c = self.labels.add(y)
-        self.epoch += 1
-        return c
-
-    def class_of(self, y) -> int:
-        """The index of class ``y``, registering it if new (:meth:`check_label` first)."""
-        c = self.class_index.get(y)
-        if c is None:
-            self.check_label(y)
-            c = self._add_class(validate_label(y))  # the class the label stands for: 2.0 is the class 2
-        return c
+    # ------------------------------------------------------------------ what the views read
 
     def discrete_features(self) -> np.ndarray:
         """Features counted by value (categorical, or binned with edges) that have values, ascending."""
@@ -311,17 +312,3 @@ class Schema:
         if len(enc.feats) == len(known):
             return EMPTY_INT
         return np.setdiff1d(known, enc.feats, assume_unique=True)
-
-
-class ObservedView:
-    """A store seen through its observed-only twin (see :meth:`Stats.observed`); read-only by convention."""
-
-    __slots__ = ("_stats",)
-
-    def __init__(self, stats: Schema):
-        self._stats = stats
-
-    def __getattr__(self, name):
-        if name in TWINNED:
-            return getattr(self._stats, "obs_" + name)
-        return getattr(self._stats, name)

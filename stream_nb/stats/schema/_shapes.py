@@ -24,7 +24,7 @@ _FLOAT_TYPES = (float, int)
 
 
 class EventShape(typing.NamedTuple):
-    """How to read an event of one shape, valid while the store's ``epoch`` is the one it was made at."""
+    """How to read an event of one shape, valid while the schema's ``epoch`` is the one it was made at."""
 
     epoch: int
     n: int  # features: an event of this shape has exactly these keys
@@ -33,7 +33,7 @@ class EventShape(typing.NamedTuple):
     cat: list  # positions of the categorical features in that order
     cat_dicts: list  # value -> column of each of them, for its type
     gauss: list  # positions of the Gaussian features
-    feats: np.ndarray  # the categorical features' indices in the store
+    feats: np.ndarray  # the categorical features' indices in the schema
     gslots: np.ndarray  # the Gaussian features' slots
 
     def encode(self, x: dict) -> Encoded | None:
@@ -64,10 +64,10 @@ class EventShape(typing.NamedTuple):
         return Encoded(cols, self.feats, self.gslots, gx, False, self.epoch)
 
 
-def shape_of(store, x: dict) -> EventShape | None:
-    """The shape of ``x`` in ``store``, or None where the general encoder must read events like it: a feature
-    the store does not know, one counted by bins, a value of a type not yet checked for its feature."""
-    lookup, names, types, cat, cat_dicts, gauss, feats, gslots = store._lookup, [], [], [], [], [], [], []
+def shape_of(schema, x: dict) -> EventShape | None:
+    """The shape of ``x`` in ``schema`` (:class:`~stream_nb.stats.schema.Schema`), or None where the general encoder must read events like it: a feature
+    the schema does not know, one counted by bins, a value of a type not yet checked for its feature."""
+    lookup, names, types, cat, cat_dicts, gauss, feats, gslots = schema._lookup, [], [], [], [], [], [], []
     for name, v in x.items():
         entry = lookup.get(name)
         if entry is None:
@@ -75,8 +75,8 @@ def shape_of(store, x: dict) -> EventShape | None:
         kind, f, _, g, _ = entry
         t = type(v)
         if kind == CAT:
-            values = store._cat_values.get(t, {}).get(name)
-            if values is None or t not in store._vt_ok[f]:
+            values = schema.value_types.by_python.get(t, {}).get(name)
+            if values is None or t not in schema.value_types.ok[f]:
                 return None
             cat.append(len(names))
             cat_dicts.append(values)
@@ -90,5 +90,5 @@ def shape_of(store, x: dict) -> EventShape | None:
         types.append(t)
     if not names:
         return None
-    return EventShape(store.epoch, len(names), operator.itemgetter(*names), tuple(types), cat, cat_dicts, gauss,
+    return EventShape(schema.epoch, len(names), operator.itemgetter(*names), tuple(types), cat, cat_dicts, gauss,
                       np.array(feats, dtype=np.int64), np.array(gslots, dtype=np.int64))

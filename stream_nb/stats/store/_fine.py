@@ -73,7 +73,7 @@ __all__ = ["CoarseDiscretiser", "TwoLayerStats"]
 
 #: what a store keeps of its own when the coarse layer is derived again
 _OWN = ("fine", "fine_bins", "backlog", "candidates", "grown", "receipts", "counted", "n_events", "next_choice", "stale", "_pending",
-        "_pending_exp", "_pending_rows", "_pending_labeled", "_run_mirrored", "run_new", "journal", "pair_rule",
+        "_pending_exp", "_pending_rows", "_pending_labeled", "_run_mirrored", "journal", "pair_rule",
         "pair_allowed", "pair_edges", "selection_peer", "pair_cursor", "pair_revised", "shared_pairs", "forgets")
 
 
@@ -126,7 +126,8 @@ class TwoLayerStats(FineRuns, WaitingEvents, SharedPairs, Stats):
         # the fine layer's t-way table is the larger one: its bound is the one that binds (it learns
         # each event first, so an event it refuses changes neither layer)
         self.fine = Stats(**{**kwargs, "bins": self.fine_bins})
-        self.fine.few_max = self.bins  # both layers count a float feature by value while it has few values
+        self.fine.schema.set_few_max(self.bins)  # both layers count a float feature by value while it has few values
+        self.schema.bin_with(CoarseDiscretiser)  # its binned features take their edges from the fine layer
         self.backlog: list = []  # events with values to count once the fine edges exist (see _waiting)
         # events holding a value of a fine feature of integers that a fraction could still promote with
         # fewer than ``warmup`` values (then its values so far wait as warm-up values do): as backlog entries
@@ -145,12 +146,6 @@ class TwoLayerStats(FineRuns, WaitingEvents, SharedPairs, Stats):
         self.share_pairs()  # no feature binned yet: the fine pair counts are the coarse ones (_shared_pairs.py)
 
     # ------------------------------------------------------------------ schema mirrored
-
-    def _add_feature(self, name, kind, from_int: bool = False, few: bool = False) -> int:
-        f = super()._add_feature(name, kind, from_int, few)
-        if kind == BINNED and name not in self.bin_edges:
-            self._set_discretiser(f, CoarseDiscretiser(self.bins, self.warmup))
-        return f
 
     def _add_class(self, y) -> int:
         c = super()._add_class(y)
@@ -203,12 +198,12 @@ class TwoLayerStats(FineRuns, WaitingEvents, SharedPairs, Stats):
         fine, out = self.fine, []
         seen = set(fenc.feats.tolist())
         for name, v in x.items():
-            e = fine._lookup.get(name)
-            if e is None or e[0] != BINNED or e[1] in seen:
+            f = fine.feature_index.get(name)
+            if f is None or fine.kinds[f] != BINNED or f in seen:
                 continue
             fv = numeric_value(name, v)
             if fv is not None:
-                out.append((e[1], fv))
+                out.append((f, fv))
         return out
 
     def _fine_changed(self) -> None:
@@ -233,6 +228,7 @@ class TwoLayerStats(FineRuns, WaitingEvents, SharedPairs, Stats):
 
     def bin_floats_at_once(self) -> None:
         super().bin_floats_at_once()
+        self.fine.bin_floats_at_once()
         self.forgets = True  # its captures and scaled counts are the fine layer's: its own pair tables
         self.own_pairs()
 
@@ -437,10 +433,13 @@ class TwoLayerStats(FineRuns, WaitingEvents, SharedPairs, Stats):
         arrays, meta = coarse_state(self.fine, edges, self.bins, self.warmup, self.max_table_cells)
         new = Stats.from_state(arrays, meta)
         keep = {k: getattr(self, k) for k in _OWN}
-        epoch, version = self.epoch, self.version
+        epoch, version, run_new = self.epoch, self.version, self.run_new
         self.__dict__.clear()
         self.__dict__.update(new.__dict__)
         self.__dict__.update(keep)
+        self.schema.attach(self._reserve)  # the new schema's tables are this store's
+        self.schema.bin_with(CoarseDiscretiser)
+        self.schema.set_run_values(run_new)
         self.wants_observed = self.fine.wants_observed
         for f, d in enumerate(self.disc):
             if d is not None and self.features[f] not in self.bin_edges:
@@ -597,7 +596,7 @@ class TwoLayerStats(FineRuns, WaitingEvents, SharedPairs, Stats):
         tl = meta["two_layer"]
         s = super().from_state({k: v for k, v in arrays.items() if not k.startswith("fine.")}, meta)
         s.fine = Stats.from_state({k[5:]: v for k, v in arrays.items() if k.startswith("fine.")}, meta["fine"])
-        s.fine.few_max = s.few_max
+        s.fine.schema.set_few_max(s.few_max)
         if s.fine.features != s.features or s.fine.classes != s.classes:
             raise ValueError("stats.fine: its features and classes must be the coarse layer's, in the same order")
         for name in ("fine_bins", "n_events", "next_choice"):

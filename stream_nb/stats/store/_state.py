@@ -171,12 +171,9 @@ class State:
             if f >= 0:
                 s._add_value(f, v)
             else:  # a detached column: kept so that the later ones keep their place
-                s._reserve(v=1)
-                s.value_keys.append(v)
-        s.from_int = set(meta.get("from_int", []))
-        s.few = set(meta.get("few", []))
-        s.few_max = meta.get("few_max", meta["bins"])
-        s.promoted = {f: rule for f, rule in meta.get("promoted", [])}
+                s.schema.add_column(v)
+        s.schema.restore(meta.get("from_int", []), meta.get("few", []), meta.get("few_max", meta["bins"]),
+                         {f: rule for f, rule in meta.get("promoted", [])})
         # the types of the labels and of each categorical feature's values; a state written before
         # they were kept has them from its first class and each feature's first value (_add_class, _add_value)
         if meta.get("label_type") is not None:

@@ -1,44 +1,48 @@
 """The :class:`Stats` class: the count store (see :mod:`stream_nb.stats`).
 
-It holds its parts -- the classes (:class:`~stream_nb.stats.values.Labels`), the Gaussian moments
-(:class:`~stream_nb.stats.tables.GaussianMoments`), a :class:`~stream_nb.stats.Discretiser` per binned
-feature, the type of each categorical feature's values (:class:`~stream_nb.stats.schema.ValueTypes`), the
-memory budget (:class:`~stream_nb.stats.budget.Budget`, asked whether dense tables fit and
-whether the next event does, given the store's arrays), its count tables (numpy arrays or
-:class:`~stream_nb.stats.SparseTable`) -- and gives each what it needs as arguments; the names learners
-and kernels read (``classes``, ``g_n``, ``vtypes``, ``memory_budget``, ``pairs_sparse``, ...) stay its own. The rest of
-its work is still inherited from one class per seam (its bases below).
+It holds its parts -- the schema and encoder (:class:`~stream_nb.stats.schema.Schema`: the classes,
+features and values as indices, a :class:`~stream_nb.stats.Discretiser` per binned feature, the type of
+each categorical feature's values, events encoded to codes), the Gaussian moments
+(:class:`~stream_nb.stats.tables.GaussianMoments`), the memory budget
+(:class:`~stream_nb.stats.budget.Budget`, asked whether dense tables fit and whether the next event does,
+given the store's arrays), its count tables (numpy arrays or :class:`~stream_nb.stats.SparseTable`) --
+and gives each what it needs as arguments. The schema asks the tables for room before it grows
+(``grow``: ``Stats._reserve``), and the tables give it their capacity when they reallocate
+(:meth:`Schema.make_room <stream_nb.stats.schema.Schema.make_room>`); learning an event, the store lets
+the schema register it with two calls of its own (``room``: refuse before anything changes; ``promote``:
+move a promoted feature's counts). The names learners and kernels read (``classes``, ``features``,
+``value_feature``, ``g_n``, ``vtypes``, ``memory_budget``, ``pairs_sparse``, ...) stay the store's: the
+schema's are read-only properties here. The rest of its work is still inherited from one class per seam
+(its bases below).
 """
 
 from __future__ import annotations
 
+from functools import partial
+from operator import attrgetter
+
 import numpy as np
 
-from ..._checks import check_choice
 from ._adding import Adding
 from ..budget import DEFAULT_MEMORY_BUDGET, PAIR_TABLES, TUPLE_TABLES, Budget
 from ..selection import Candidates, prune_pairs, revise_pairs, selected_cells
 from ..selection import TupleCandidates
-from ..discretiser import Discretiser
-from ..schema import Encoding
-from ..schema import ArrayRuns
-from ..schema import Frames
-from ..values import Labels
+from ._capacity import Capacity
+from ..values import Encoded, validate_label
 from ._merging import Merging
-from ..schema import Promotion
+from ._promoting import Promoting
 from ..selection import revision_due
 from ._removing import Removing
-from ..schema import Schema, ValueTypes
+from ..schema import Schema
 from ._state import State
 from ..tables import PairBlocks, PairFeat, SparseTable, cells_of, chunks_of
-from ..values import check_types
 
 __all__ = ["Stats"]
 
 _PAIR_ATTRIBUTES = PAIR_TABLES + tuple("obs_" + name for name in PAIR_TABLES)  # the tables, and their observed-only twins
 
 
-class Stats(Schema, Candidates, TupleCandidates, Promotion, Encoding, ArrayRuns, Frames, Adding, Removing, Merging, State):
+class Stats(Capacity, Candidates, TupleCandidates, Promoting, Adding, Removing, Merging, State):
     """Additive sufficient statistics over a stream of (x, y) events.
 
     Parameters
@@ -105,7 +109,9 @@ class Stats(Schema, Candidates, TupleCandidates, Promotion, Encoding, ArrayRuns,
         observed: bool = False,
         memory_budget: int | None = DEFAULT_MEMORY_BUDGET,
     ):
-        check_choice("numeric", numeric, ("gaussian", "bins"))
+        # the schema and encoder: it asks the tables for room before it grows (_reserve)
+        self.schema = Schema(numeric=numeric, types=types, bins=bins, warmup=warmup, bin_edges=bin_edges,
+                             grow=self._reserve)
         self.pairs = bool(pairs)
         # tuples = t >= 3: also keep t-way class-conditional counts (KDB with k = t - 1 parents)
         self.tuples = int(tuples)
@@ -115,36 +121,6 @@ class Stats(Schema, Candidates, TupleCandidates, Promotion, Encoding, ArrayRuns,
         # allocated with the first expected counts (keeps_observed); until then the counts are observed only
         self.wants_observed = bool(observed)
         self.keeps_observed = False
-        self.numeric = numeric
-        self.types = check_types(types)
-        self.bins = bins
-        self.warmup = warmup
-        self.bin_edges = dict(bin_edges or {})
-        self.labels = Labels()  # the classes
-        # features
-        self.features: list = []
-        self.feature_index: dict = {}
-        self.kinds: list[int] = []
-        self.values: list[dict | None] = []  # per feature: value -> column (CAT, BINNED)
-        self.gslot: list[int] = []  # per feature: Gaussian slot (GAUSS), else -1
-        self.value_types = ValueTypes()  # per feature: the type of a categorical feature's values
-        self.disc: list[Discretiser | None] = []
-        self.value_keys: list = [None]  # column -> value; column 0 is the unseen-value sentinel
-        self.n_gauss = 0
-        self.gauss_feature: list[int] = []
-        # name -> (kind, feature, value dict, Gaussian slot, discretiser): one lookup per value on the hot path
-        self._lookup: dict = {}
-        # categorical features inferred from an integer: a later fractional number turns them numeric
-        # (and the features of self.few: a value beyond their few turns them numeric)
-        self.from_int: set = set()
-        # numeric features inferred from a float in a discretising store, counted by value (each value its
-        # own bin) while they have at most few_max values; one more turns them binned, as a fraction turns a
-        # feature of integers numeric (see _promotion). Each is in from_int too
-        self.few: set = set()
-        self.few_max = bins
-        self.promoted: dict = {}  # feature -> how its promotion moved its counts (see _promoted.py)
-        # bumped by every change other than Stats.add, so views can tell when cached tables are stale
-        self.epoch = 0
         # bumped by every change of a count: (epoch, version) keys anything derived from the counts
         self.version = 0
         self._cache: dict = {}  # derived lookups, each tagged with the epoch it was computed at
@@ -152,17 +128,188 @@ class Stats(Schema, Candidates, TupleCandidates, Promotion, Encoding, ArrayRuns,
         self._cap = (0, 0, 0, 0)
         self._alloc(4, 16, 8, 4)
 
-    classes = property(lambda s: s.labels.classes, doc="The classes, in order of first appearance.")
-    class_index = property(lambda s: s.labels.index, doc="``{class: index}``.")
-    label_type = property(lambda s: s.labels.type, doc="JSON type of the labels, fixed by the first class; None before it.")
+    # one clock for the schema and the tables: the schema's changes advance it, and so do the tables' (a
+    # reallocation, another layout) through this setter, so that an encoding holds while nothing changed
+    epoch = property(attrgetter("schema.epoch"), lambda s, value: s.schema.advance(value - 1),
+                     doc="Bumped by every change other than :meth:`add` (of the schema, or of the tables' layout): "
+                         "views tell by it when cached tables are stale.")
+
+    # ------------------------------------------------------------------ the schema's names, read-only
+
+    numeric = property(attrgetter("schema.numeric"), doc="How numeric features are counted: 'gaussian' or 'bins'.")
+    types = property(attrgetter("schema.types"), doc="``{feature: kind}`` declared.")
+    bins = property(attrgetter("schema.bins"), doc="Bins of each discretised feature.")
+    warmup = property(attrgetter("schema.warmup"), doc="Values a discretiser takes its edges from.")
+    bin_edges = property(attrgetter("schema.bin_edges"), doc="``{feature: edges}`` declared.")
+    labels = property(attrgetter("schema.labels"), doc="The classes (:class:`~stream_nb.stats.values.Labels`).")
+    features = property(attrgetter("schema.features"), doc="The features, in order of first appearance.")
+    feature_index = property(attrgetter("schema.feature_index"), doc="``{feature: index}``.")
+    kinds = property(attrgetter("schema.kinds"), doc="Per feature: CAT, GAUSS or BINNED.")
+    values = property(attrgetter("schema.values"), doc="Per feature: ``{value: column}`` (None: Gaussian).")
+    gslot = property(attrgetter("schema.gslot"), doc="Per feature: its Gaussian slot, else -1.")
+    value_types = property(attrgetter("schema.value_types"), doc="The value types of categorical features.")
+    disc = property(attrgetter("schema.disc"), doc="Per feature: its discretiser, else None.")
+    value_keys = property(attrgetter("schema.value_keys"), doc="Per column: its value (column 0: none).")
+    value_feature = property(attrgetter("schema.value_feature"), doc="Per column: its feature (-1: none).")
+    n_values = property(attrgetter("schema.n_values"), doc="Per feature: its values.")
+    n_gauss = property(attrgetter("schema.n_gauss"), doc="Gaussian slots.")
+    gauss_feature = property(attrgetter("schema.gauss_feature"), doc="Per Gaussian slot: its feature.")
+    from_int = property(attrgetter("schema.from_int"), doc="Features of integers a fraction may turn numeric.")
+    few = property(attrgetter("schema.few"), doc="Numeric features counted by value for now.")
+    few_max = property(attrgetter("schema.few_max"), doc="Values a feature of :attr:`few` may have.")
+    promoted = property(attrgetter("schema.promoted"), doc="``{feature: rule}`` of each promotion.")
+    classes = property(attrgetter("schema.labels.classes"), doc="The classes, in order of first appearance.")
+    class_index = property(attrgetter("schema.labels.index"), doc="``{class: index}``.")
+    label_type = property(attrgetter("schema.labels.type"),
+                          doc="JSON type of the labels, fixed by the first class; None before it.")
+    vtypes = property(attrgetter("schema.value_types.types"),
+                      doc="Per feature: the type of its values, None if numeric or none yet.")
+    n_classes = property(lambda s: len(s.schema.labels.classes), doc="How many classes.")
+    run_new = property(attrgetter("schema.run_new"), lambda s, new: s.schema.set_run_values(new),
+                       doc="The values the last run met first (:meth:`encode_run`).")
 
     def check_label(self, y, where: str | None = None) -> None:
         """Raise unless ``y`` can be learned as a label (:meth:`Labels.check`)."""
-        self.labels.check(y, where)
+        self.schema.labels.check(y, where)
 
     def check_labels(self, labels: list) -> None:
         """Raise for the first label of a batch that :meth:`check_label` would refuse (:meth:`Labels.check_many`)."""
-        self.labels.check_many(labels)
+        self.schema.labels.check_many(labels)
+
+    # ------------------------------------------------------------------ the schema's growth, through the store
+
+    def _add_class(self, y) -> int:
+        return self.schema.add_class(y)
+
+    def class_of(self, y) -> int:
+        """The index of class ``y``, registering it if new (:meth:`check_label` first)."""
+        c = self.schema.labels.index.get(y)
+        if c is None:
+            self.check_label(y)
+            c = self._add_class(validate_label(y))  # the class the label stands for: 2.0 is the class 2
+        return c
+
+    def _add_feature(self, name, kind, from_int: bool = False, few: bool = False) -> int:
+        return self.schema.add_feature(name, kind, from_int, few)
+
+    def _add_value(self, f: int, v) -> int:
+        return self.schema.add_value(f, v)
+
+    def _set_discretiser(self, f: int, d) -> None:
+        self.schema.set_discretiser(f, d)
+
+    def _set_vtype(self, f: int, vt) -> None:
+        self.schema.set_vtype(f, vt)
+
+    def bin_floats_at_once(self) -> None:
+        """Count no float feature by value (:meth:`counts_by_value`): each is binned from its first value.
+        A model that forgets (a window, decay, a drift detector) asks it before it learns: its captures and
+        scaled counts would not follow a promotion's moves."""
+        self.schema.set_few_max(0)
+
+    def counts_by_value(self, name, v) -> bool:
+        """:meth:`Schema.counts_by_value <stream_nb.stats.schema.Schema.counts_by_value>`."""
+        return self.schema.counts_by_value(name, v)
+
+    def discrete_features(self) -> np.ndarray:
+        """Features counted by value (categorical, or binned with edges) that have values, ascending."""
+        return self.schema.discrete_features()
+
+    def columns_of(self, f: int) -> np.ndarray:
+        """The value columns of feature ``f``, in order of first appearance."""
+        return self.schema.columns_of(f)
+
+    def missing_of(self, enc: Encoded) -> np.ndarray:
+        """Discrete features with values that ``enc`` does not observe."""
+        return self.schema.missing_of(enc)
+
+    # ------------------------------------------------------------------ encoding, through the store
+
+    def encode(self, x: dict) -> Encoded:
+        """Indices of ``x`` for prediction (:meth:`Schema.encode <stream_nb.stats.schema.Schema.encode>`);
+        never changes anything."""
+        return self.schema.encode(x)
+
+    def reusable(self, x: dict, known: Encoded | None = None) -> Encoded | None:
+        """:meth:`Schema.reusable <stream_nb.stats.schema.Schema.reusable>`."""
+        return self.schema.reusable(x, known)
+
+    def encode_learn(self, x: dict, y=None, known: Encoded | None = None) -> Encoded:
+        """Indices of ``x`` for learning: validates all of ``x`` first, then registers new features and
+        values and feeds the discretisers (:meth:`Schema.register <stream_nb.stats.schema.Schema.register>`).
+
+        ``y``, when given, is the event's label: a t-way table checks it has
+        room for a new class as well before anything changes. ``known`` is
+        ``x``'s encoding for prediction (:meth:`encode`) when the caller has
+        it: when learning ``x`` needs nothing new (``known.epoch`` is the
+        schema's epoch), it is the learning encoding too and ``x`` is not read again.
+        """
+        schema = self.schema
+        enc = schema.reusable(x, known)
+        if enc is not None:
+            if y is not None and self.tuples:
+                self._check_room(0, y not in schema.labels.index)
+            return enc
+        return schema.register(x, partial(self._learn_room, y), self.promote)
+
+    def _learn_room(self, y, k: int, new: int) -> None:
+        """Refuse an event of ``k`` observed values, ``new`` of them to register, and label ``y`` before
+        anything changes: a store past its memory budget takes nothing new; a t-way table checks its bound."""
+        self._check_sparse_room(k)
+        if self.tuples:
+            self._check_room(new, y is not None and y not in self.schema.labels.index)
+
+    def encode_labeled(self, x: dict, y, known: Encoded | None = None) -> tuple[Encoded, int]:
+        """Check the label ``y`` (:meth:`check_label`), encode ``x`` for learning
+        (:meth:`encode_learn`, with ``known`` as there), then register the class if it is new.
+
+        Returns ``(encoding, class index)``; a bad label or value raises before anything changes.
+        """
+        self.check_label(y)
+        enc = self.encode_learn(x, y, known)
+        return enc, self.class_of(y)
+
+    def encode_run(self, xs: list, ys: list, start: int, complete: bool, limit: int, unseen: bool = False,
+                   new_values: bool = False):
+        """:meth:`Schema.encode_run <stream_nb.stats.schema.Schema.encode_run>`, with room for as many new
+        values (``new_values``) as the tables hold without growing."""
+        return self.schema.encode_run(xs, ys, start, complete, limit, unseen, new_values,
+                                      self._run_value_room() if new_values else 0)
+
+    def registers_in_runs(self) -> bool:
+        """Whether runs may take labeled events with new categorical values (``encode_run(new_values=True)``):
+        the store is the one it counts in (no second layer), keeps no t-way tables and its pair tables,
+        if any, are dense (sparse ones answer to the memory budget event by event)."""
+        return not self.tuples and not self.pairs_sparse and self.count_layer() is self
+
+    def _run_value_room(self) -> int:
+        """How many new values the arrays (and dense pair tables) hold without growing: a run registers no
+        more, so that no table is reallocated, or turned sparse, between a run's scores and its counts."""
+        room = self._cap[1] - len(self.value_keys)
+        if self.pairs:
+            room = min(room, self.pair_count.shape[1] - len(self.value_keys))
+        return room
+
+    def run_more(self, n: int) -> np.ndarray | None:
+        """:meth:`Schema.run_more <stream_nb.stats.schema.Schema.run_more>`."""
+        return self.schema.run_more(n)
+
+    def register_run_values(self, n: int) -> None:
+        """:meth:`Schema.register_run_values <stream_nb.stats.schema.Schema.register_run_values>`."""
+        self.schema.register_run_values(n)
+
+    def encode_frame(self, X):
+        """:meth:`Schema.encode_frame <stream_nb.stats.schema.Schema.encode_frame>`: a DataFrame's codes, to predict."""
+        return self.schema.encode_frame(X)
+
+    def validate_frame(self, X, labels: list = ()) -> None:
+        """Raise ``FeatureTypeError`` for any value of ``X`` that learning would refuse, and ``CapacityError``
+        when its new categorical values and new classes (of ``labels``) would take the t-way table past
+        ``max_table_cells``; change nothing."""
+        bounded = bool(self.tuples) and self.max_table_cells is not None
+        new = self.schema.validate_frame(X, labels, count_new=bounded)
+        if bounded:
+            self._check_room(*new)
 
     # the Gaussian moments are a part of their own (GaussianMoments); their arrays keep their names here
     g_n = property(lambda s: s.moments.n, lambda s, a: setattr(s.moments, "n", a))
@@ -230,11 +377,6 @@ class Stats(Schema, Candidates, TupleCandidates, Promotion, Encoding, ArrayRuns,
 
     def settle(self) -> None:
         """Called when a learning step is over (a two-layer store may choose its cut points); here, nothing."""
-
-    # the value types of categorical features are a part of their own (ValueTypes); its lists keep their names here
-    vtypes = property(lambda s: s.value_types.types, doc="Per feature: the type of its values, None if numeric or none yet.")
-    _vt_ok = property(lambda s: s.value_types.ok)
-    _cat_values = property(lambda s: s.value_types.by_python)
 
     # the memory budget is a part of its own (Budget): the store asks it, passing its arrays and table shapes
     memory_budget = property(lambda s: s.budget.limit, doc="Bytes the counts may take while dense (None: no bound).")
@@ -336,7 +478,8 @@ class Stats(Schema, Candidates, TupleCandidates, Promotion, Encoding, ArrayRuns,
     def _arrays(self) -> dict:
         """Every count array held, by name (the observed-only twin's too, and the Gaussian moments)."""
         arrays = {k: v for k, v in vars(self).items() if isinstance(v, (np.ndarray, SparseTable, PairBlocks))}
-        return arrays | {"g_n": self.g_n, "g_mean": self.g_mean, "g_m2": self.g_m2}
+        return arrays | {"value_feature": self.value_feature, "n_values": self.n_values,  # (the schema's, as large)
+                         "g_n": self.g_n, "g_mean": self.g_mean, "g_m2": self.g_m2}
 
     def memory_used(self) -> dict:
         """What the counts take (:meth:`Budget.memory_used` of every array held), and what the selections of
