@@ -43,19 +43,22 @@ import math
 import numpy as np
 
 from ..discretiser import ALPHA
-from ._candidates import (apply_selection, cmi_from_cells, edge_costs, mirror_selection, padded, parent_scores,
-                          prune_units)
+from ._candidates import apply_selection, cmi_from_cells, edge_costs, mirror_selection, padded, parent_scores, prune_units
+from ._pair_tests import pair_tests
+from ._rotation import MASK64, SCREEN, TRIAL_EVENTS, rotation_positions
 
-__all__ = ["INFORMATIVE", "informative_pairs", "prune_informative", "prune_pairs", "revise_informative"]
+__all__ = ["INFORMATIVE", "JUDGE_EVERY", "informative_pairs", "partners_per_attribute", "prune_informative", "prune_pairs", "revise_informative"]
 
 #: the name of KDB's pair rule (``Stats.pair_rule``)
 INFORMATIVE = "informative"
+#: events learned between two revisions of KDB's pairs (a pair is judged on hundreds of its own events:
+#: the tests, read off every cell held, are not made at each revision of the other rules)
+JUDGE_EVERY = 1000
 
 
-def informative_pairs(s, limit: int, taken: np.ndarray | None = None) -> np.ndarray:
-    """(F, F), symmetric: the pairs KDB's rule keeps in ``s`` (see the module notes) within a quarter of
-    ``limit`` bytes' worth of cells. ``taken`` (F,): the attributes taken before (a revision), which keep
-    their place while significant; None: the ranking alone decides."""
+def _ranked(s, taken: np.ndarray | None) -> list[int]:
+    """The significant attributes of ``s`` best first (see the module notes); ``taken`` (F,): those taken
+    before (a revision), which keep their place while significant; None: the ranking alone decides."""
     F = len(s.features)
     names = [str(n) for n in s.features]
     discrete = np.asarray(s.n_values[:F]) > 0
@@ -67,26 +70,72 @@ def informative_pairs(s, limit: int, taken: np.ndarray | None = None) -> np.ndar
         lead = set(ranked[: (int(taken.sum()) + 1) // 2])  # clearly among the best: in place of a taken one
         first = {f for f in ranked if taken[f] or f in lead}
         ranked.sort(key=lambda f: f not in first)  # stable: each part in the order of the ranking
+    return ranked
+
+
+def partners_per_attribute(s) -> int:
+    """The supported partners each attribute keeps first: its model's attribute parents (k of a KDB whose
+    store keeps (k+1)-way tables; 1 otherwise)."""
+    return max(int(s.tuples) - 1, 1) if s.tuples else 1
+
+
+def informative_pairs(s, limit: int, taken: np.ndarray | None = None, admit: bool = True) -> np.ndarray:
+    """(F, F), symmetric: the pairs KDB's rule keeps in ``s`` (see the module notes) within a quarter of
+    ``limit`` bytes' worth of cells. ``taken`` (F,): the attributes taken before (a revision), which keep
+    their place while significant; None: the ranking alone decides. ``admit``: pairs not held may be
+    admitted on trial, in the rotation's order, and the rotation's place (``s.pair_cursor``) advances past
+    them (a pruning only narrows)."""
+    F = len(s.features)
+    names = [str(n) for n in s.features]
+    ranked = _ranked(s, taken)
+    place = {f: i for i, f in enumerate(ranked)}
+    held = np.triu(_kept_edges(s), 1)
+    joint, given, n = pair_tests(s)
+    evidence = np.minimum(joint, given)
+    r = np.maximum(np.asarray(s.n_values[:F], dtype=float) - 1.0, 0.0)
+    df_given = max(float(np.count_nonzero(s.class_count[: s.n_classes])), 1.0) * r[:, None] * r[None, :]
+    units = len(ranked) * (len(ranked) - 1) // 2
+    level = math.log(ALPHA / max(units, 1))
+    screen = math.log(SCREEN)
+    k = partners_per_attribute(s)
+    supported: dict[int, list[tuple[int, int]]] = {f: [] for f in ranked}
+    trial: dict[int, list[tuple[int, int]]] = {f: [] for f in ranked}
+    fresh: dict[int, list[tuple[int, int]]] = {f: [] for f in ranked}
+    pos = rotation_positions(s)
+    for f in ranked:  # each pair belongs to its later-ranked attribute: the earlier one may be its parent
+        for g in ranked[: place[f]]:
+            e = (min(f, g), max(f, g))
+            if not held[e]:
+                if admit:
+                    fresh[f].append(e)
+            elif evidence[e] <= level:
+                supported[f].append(e)
+            elif not (n[e] >= max(TRIAL_EVENTS, df_given[e]) and evidence[e] > screen):
+                trial[f].append(e)  # a judged pair whose counts show no dependence is dropped, and waits its turn
+        supported[f].sort(key=lambda e: (evidence[e], names[e[0]], names[e[1]]))
+        trial[f].sort(key=lambda e: (evidence[e], names[e[0]], names[e[1]]))
+        fresh[f].sort(key=lambda e: (int(pos[e]) - (int(s.pair_cursor) + 1)) & MASK64)  # the rotation's order
+    want = {f: max(k - len(supported[f]), 0) for f in ranked}  # partners still to find
+    on_trial = {f: trial[f][: want[f]] for f in ranked}
+    new = {f: fresh[f][: want[f] - len(on_trial[f])] for f in ranked}
+    groups = (
+        [supported[f][j] for j in range(k) for f in ranked if j < len(supported[f])],  # each one's best, in turns
+        [e for f in ranked for e in on_trial[f]],  # then the trials of those still short of k partners
+        [e for f in ranked for e in new[f]],  # new trials for them, as many as they are short
+        [e for f in ranked if want[f] for e in fresh[f][len(new[f]):]],  # more, in the rotation's order
+        [e for f in ranked for e in supported[f][k:] + trial[f][len(on_trial[f]):]],  # the others held, room left
+    )
     cost, fixed = edge_costs(s)
     room = limit // (16 * 2 * 4) - fixed
-    chosen: list[int] = []
-    used = 0.0
-    for f in ranked:
-        more = float(cost[f, chosen].sum())
-        if used + more > room:
-            break
-        chosen.append(f)
-        used += more
     edges = np.zeros((F, F), dtype=bool)
-    edges[np.ix_(chosen, chosen)] = True
-    np.fill_diagonal(edges, False)
-    if len(chosen) < len(ranked) and chosen:  # the next attribute's pairs with those taken, as room allows
-        nxt = ranked[len(chosen)]
-        cmi = cmi_from_cells(s)
-        for g in sorted(chosen, key=lambda g: (-cmi[nxt, g], names[g])):
-            if used + cost[nxt, g] <= room:
-                edges[nxt, g] = edges[g, nxt] = True
-                used += float(cost[nxt, g])
+    used = 0.0
+    for part, group in enumerate(groups):
+        for a, b in group:
+            if used + cost[a, b] <= room:
+                edges[a, b] = edges[b, a] = True
+                used += float(cost[a, b])
+                if part in (2, 3):
+                    s.pair_cursor = int(pos[a, b])
     return edges
 
 
@@ -113,7 +162,7 @@ def prune_informative(s, limit: int) -> bool:
     now = np.triu(_kept_edges(s), 1)
     if not now.any():
         return False
-    keep = np.triu(informative_pairs(s, limit), 1) & now
+    keep = np.triu(informative_pairs(s, limit, admit=False), 1) & now
     if keep.sum() >= now.sum():
         cmi = cmi_from_cells(s)
         i, j = np.nonzero(now)
@@ -128,8 +177,14 @@ def prune_informative(s, limit: int) -> bool:
 
 
 def revise_informative(s, limit: int) -> None:
-    """Revise the pairs of ``s`` under KDB's rule on the ranking of now (see the module notes)."""
+    """Revise the pairs of ``s`` under KDB's rule on the ranking and the tests of now, when the events
+    learned have reached a multiple of :data:`JUDGE_EVERY` since the last revision, or an attribute
+    significant now holds no pair (see the module notes)."""
+    learned = float(s.class_count[: len(s.classes)].sum())
     taken = _kept_edges(s).any(1)
+    if math.floor(learned / JUDGE_EVERY) <= math.floor(float(s.pair_revised) / JUDGE_EVERY) and (
+            len(_ranked(s, taken)) < 2 or all(taken[f] for f in _ranked(s, taken))):
+        return  # not due, and no significant attribute without pairs
     edges = informative_pairs(s, limit, taken)
     if (edges != padded(s.pair_edges, edges.shape)).any() or padded(s.pair_allowed, (len(edges),)).any():
         _select(s, edges)
