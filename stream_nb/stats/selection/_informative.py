@@ -90,10 +90,14 @@ def informative_pairs(s, limit: int, taken: np.ndarray | None = None, admit: boo
     ranked = _ranked(s, taken)
     place = {f: i for i, f in enumerate(ranked)}
     held = np.triu(_kept_edges(s), 1)
-    joint, given, n = pair_tests(s)
+    joint, given, n, excess = pair_tests(s)
+    # the test of X_i and X_j alone shows a dependence early; once a pair holds an event per degree of freedom
+    # of the test given the class (and TRIAL_EVENTS), that one judges it (a dependence through the class
+    # alone gives KDB no parent)
     evidence = np.minimum(joint, given)
     r = np.maximum(np.asarray(s.n_values[:F], dtype=float) - 1.0, 0.0)
     df_given = max(float(np.count_nonzero(s.class_count[: s.n_classes])), 1.0) * r[:, None] * r[None, :]
+    judged = n >= np.maximum(TRIAL_EVENTS, df_given)
     units = len(ranked) * (len(ranked) - 1) // 2
     level = math.log(ALPHA / max(units, 1))
     screen = math.log(SCREEN)
@@ -108,21 +112,27 @@ def informative_pairs(s, limit: int, taken: np.ndarray | None = None, admit: boo
             if not held[e]:
                 if admit:
                     fresh[f].append(e)
-            elif evidence[e] <= level:
+            elif (given[e] if judged[e] else evidence[e]) <= level:
                 supported[f].append(e)
-            elif not (n[e] >= max(TRIAL_EVENTS, df_given[e]) and evidence[e] > screen):
+            elif not (judged[e] and given[e] > screen):
                 trial[f].append(e)  # a judged pair whose counts show no dependence is dropped, and waits its turn
-        supported[f].sort(key=lambda e: (evidence[e], names[e[0]], names[e[1]]))
+        # the supported partners by the dependence they show, per event (those of a pair admitted late are
+        # not held back by its fewer events); the others by their evidence
+        supported[f].sort(key=lambda e: (-excess[e], evidence[e], names[e[0]], names[e[1]]))
         trial[f].sort(key=lambda e: (evidence[e], names[e[0]], names[e[1]]))
-        fresh[f].sort(key=lambda e: (int(pos[e]) - (int(s.pair_cursor) + 1)) & MASK64)  # the rotation's order
     want = {f: max(k - len(supported[f]), 0) for f in ranked}  # partners still to find
     on_trial = {f: trial[f][: want[f]] for f in ranked}
-    new = {f: fresh[f][: want[f] - len(on_trial[f])] for f in ranked}
+    # an attribute short of partners tries the best-ranked first (its parent, if it has one among them, says
+    # more of the class than it does); every one tries the others in the rotation's order, as room allows
+    new = {f: sorted(fresh[f], key=lambda e: place[e[0] + e[1] - f])[: want[f] - len(on_trial[f])] for f in ranked}
+    later = sorted((e for f in ranked for e in fresh[f] if e not in new[f]),
+                   key=lambda e: (int(pos[e]) - (int(s.pair_cursor) + 1)) & MASK64)
     groups = (
-        [supported[f][j] for j in range(k) for f in ranked if j < len(supported[f])],  # each one's best, in turns
-        [e for f in ranked for e in on_trial[f]],  # then the trials of those still short of k partners
+        [supported[f][0] for f in ranked if supported[f]],  # each one's best partner
+        [e for f in ranked for e in on_trial[f]],  # the trials of those still short of k partners
         [e for f in ranked for e in new[f]],  # new trials for them, as many as they are short
-        [e for f in ranked if want[f] for e in fresh[f][len(new[f]):]],  # more, in the rotation's order
+        [supported[f][j] for j in range(1, k) for f in ranked if j < len(supported[f])],  # the next partners, in turns
+        later,  # the others' trials, in the rotation's order
         [e for f in ranked for e in supported[f][k:] + trial[f][len(on_trial[f]):]],  # the others held, room left
     )
     cost, fixed = edge_costs(s)
@@ -134,7 +144,7 @@ def informative_pairs(s, limit: int, taken: np.ndarray | None = None, admit: boo
             if used + cost[a, b] <= room:
                 edges[a, b] = edges[b, a] = True
                 used += float(cost[a, b])
-                if part in (2, 3):
+                if part == 4:
                     s.pair_cursor = int(pos[a, b])
     return edges
 

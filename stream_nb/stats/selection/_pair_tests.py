@@ -45,15 +45,18 @@ def _g_and_df(v, w, b, n, V: int, F: int, B: int) -> tuple[np.ndarray, np.ndarra
     return np.maximum(g, 0.0), df
 
 
-def pair_tests(s) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(joint, given, n)``, each (F, F) and symmetric: per pair of discrete features of store ``s``, the log
-    p-value of the G-test of X_i against X_j (the class summed out), that of X_i against X_j given the class
-    (see the module notes), both from the pair's own counts in ``pair_count`` (dense or sparse), and n, the
-    events those counts hold. 0 (p = 1) and n = 0 for a pair without counts or without a degree of freedom."""
+def pair_tests(s) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(joint, given, n, excess)``, each (F, F) and symmetric: per pair of discrete features of store ``s``,
+    the log p-value of the G-test of X_i against X_j (the class summed out), that of X_i against X_j given
+    the class (see the module notes), both from the pair's own counts in ``pair_count`` (dense or sparse),
+    n, the events those counts hold, and the excess of the second's G over its degrees of freedom (what
+    independence would give on average) per event, (G - df) / n, at least 0: twice I(X_i; X_j | C) less the
+    plug-in estimate's bias, comparable between pairs that hold different numbers of events. 0 (p = 1) and
+    n = 0 for a pair without counts or without a degree of freedom."""
     C, V, F = s.n_classes, len(s.value_keys), len(s.features)
-    joint, given, events = np.zeros((F, F)), np.zeros((F, F)), np.zeros((F, F))
+    joint, given, events, excess = np.zeros((F, F)), np.zeros((F, F)), np.zeros((F, F)), np.zeros((F, F))
     if C == 0 or V <= 1 or F < 2:
-        return joint, given, events
+        return joint, given, events, excess
     (c, v, w), n = cells_of(s.pair_count, (C, V, V))
     vf = np.asarray(s.value_feature[:V], dtype=np.int64)
     ok = (v > 0) & (w > 0) & (n > 0)
@@ -80,4 +83,8 @@ def pair_tests(s) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         out += out.T
     events[:] = n_b.reshape(F, F)
     events += events.T
-    return joint, given, events
+    with np.errstate(divide="ignore", invalid="ignore"):
+        flat = np.where(n_b > 0, np.maximum(g_c - df_c, 0.0) / np.where(n_b > 0, n_b, 1.0), 0.0)
+    excess[:] = flat.reshape(F, F)
+    excess += excess.T
+    return joint, given, events, excess

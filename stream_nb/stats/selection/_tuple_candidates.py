@@ -316,7 +316,7 @@ def _scaled(s, cmi: np.ndarray) -> np.ndarray:
     pair has seen, against its degrees of freedom); 0 where the counts show nothing."""
     if not s.pairs_selected:
         return np.asarray(cmi, dtype=float)
-    _, given, _ = pair_tests(s.observed())
+    given = pair_tests(s.observed())[1]
     return np.maximum(-given, 0.0)
 
 
