@@ -7,33 +7,50 @@ those of the highest I(X_i; X_j | C): on wide data those are the strong
 links between attributes that say nothing of the class (on 200 attributes x
 30 values, about 56 of 19,900 pairs fit a quarter of 256 MiB), and an
 attribute whose pair with its parent is not kept is judged by I(X; C) alone.
-KDB's rule, ``"informative"``, keeps the pairs among the class-informative
-attributes instead:
+KDB's rule, ``"informative"``, keeps for each class-informative attribute the
+pairs with the partners its counts support:
 
 - the attributes are ranked by the G-test of I(X; C),
   :func:`~stream_nb.stats.selection._candidates.parent_scores` (exact over
   every event learned: the value counts are all kept), and those whose test
   rejects independence at level :data:`~stream_nb.stats.G_TEST_ALPHA` divided
-  by the attributes (Bonferroni) are the *significant* ones;
-- the best-ranked significant attributes are taken one by one while every
-  pair among them fits a quarter of the budget's cells, each pair charged the
-  cells it holds once full (:func:`~stream_nb.stats.selection._candidates.edge_costs`),
-  and every pair among them is kept;
-- the room left goes to the pairs of the next attribute with those taken, by
-  their I(X_i; X_j | C) (:func:`~stream_nb.stats.selection._candidates.cmi_from_cells`;
-  a pair without counts has none), ties by name.
+  by the attributes (Bonferroni) are the *significant* ones; a pair among them
+  belongs to its lower-ranked attribute (the other may be its parent: a child
+  says no more of the class than its parent);
+- a pair held is judged by the G-tests of its own counts
+  (:func:`~stream_nb.stats.selection._pair_tests.pair_tests`): *supported*
+  when the test of X_i and X_j alone (until the pair holds an event per degree
+  of freedom of the other, and :data:`TRIAL_EVENTS`) or the test given the
+  class (from then on) rejects independence at the level divided by the pairs
+  among the significant attributes; dropped once judged by the test given the
+  class with a p-value above :data:`SCREEN` (a dependence through the class
+  alone gives KDB no parent); on trial otherwise;
+- within a quarter of the budget's cells, each pair charged the cells it holds
+  once full (:func:`~stream_nb.stats.selection._candidates.edge_costs`), in
+  turn: each attribute's best supported partner (by the excess of the G of the
+  test given the class over its degrees of freedom, per event: a pair admitted
+  late competes with one counted from the start), the trials of the attributes
+  short of k partners (k: the model's attribute parents,
+  :func:`partners_per_attribute`), new trials for them (the best-ranked
+  partners first), each one's next supported partners up to k, new trials
+  for any attribute in the rotation's order
+  (:func:`~stream_nb.stats.selection._rotation.rotation_positions`, from the
+  store's ``pair_cursor``), and the other pairs held.
 
-The choice is revised with the others (:mod:`stream_nb.stats.selection._revision`,
-every :data:`~stream_nb.stats.selection._revision.REVISE_EVERY` events) on the
-ranking of that moment: an attribute taken stays while it is significant, and
-one not taken is taken in its place only once it ranks in the better half of
-as many attributes as are taken (so that two of about the same score are not
-swapped back and forth, each time losing their counts); room that no taken
-attribute needs goes to the next significant ones. The counts follow the
+The choice is revised with the others (:mod:`stream_nb.stats.selection._revision`)
+every :data:`JUDGE_EVERY` events, and at the next revision (every
+:data:`~stream_nb.stats.selection._revision.REVISE_EVERY` events) when an
+attribute significant now holds no pair, on the ranking of that moment: an
+attribute taken stays while it is significant, and one not taken is ranked
+before the others taken only once it ranks in the better half of as many
+attributes as are taken (so that two of about the same score are not
+swapped back and forth, each time losing their counts). The counts follow the
 rules of the other selections (:mod:`stream_nb.stats.selection._candidates`):
 a pair dropped loses its counts, **a pair admitted again starts from no
-counts** (``pairs_partial`` is then set and unlearning refused), and merges
-keep every pair either store keeps, each cell the sum of both stores' cells.
+counts** (``pairs_partial`` is then set and unlearning refused) and is scored
+by what those counts support (its tests' n are its own events), and merges
+keep every pair either store keeps, each cell the sum of both stores' cells;
+the rotation's place and the last revision merge as the later of the two.
 """
 
 from __future__ import annotations

@@ -24,12 +24,19 @@ rebuild, ``tuple_score``, kept with the selection in snapshots; without one,
 :func:`~stream_nb.stats.cmi_from_cells`; the pair counts hold exact counts of
 every event learned for the pairs kept; ties by name), at most
 :data:`CANDIDATES_PER_K` x k of them, and only those with a positive CMI.
-A unit is one candidate (f, g): when the tables would pass
-their share of the budget again, the units are ranked by that CMI and the
-best are kept whose cells fit in a quarter of the share (each cell is
-charged to the lowest-ranked of its units, so dropping a suffix of the
-ranking frees exactly the cells charged to it), at least one unit fewer than
-before.
+Under candidate pairs (``pairs_selected``), whose counts hold the events
+since each pair's admission, the ranking is the evidence of those counts
+instead, -log p of the G-test given the class of
+:func:`~stream_nb.stats.selection._pair_tests.pair_tests` (the plug-in CMI
+of an independent pair that holds a few hundred events over thousands of
+cells is larger than that of a planted one counted from the start). A unit
+is one candidate (f, g): when the tables would pass their share of the
+budget again, the units are ranked in turns, every attribute's best before
+any one's second (by that score; an attribute whose scores are all 0 comes
+last, see ``uses`` in :func:`revise_tuples`), and the best are kept whose
+cells fit in a quarter of the share (each cell is charged to the
+lowest-ranked of its units, so dropping a suffix of the ranking frees
+exactly the cells charged to it), at least one unit fewer than before.
 
 **Revised at each rebuild.** The first choice rests on the CMI of a few
 events (often a hundred), where an attribute's planted parent can rank below
@@ -391,7 +398,9 @@ def _held_cells(s) -> int:
 def revise_tuples(s, cmi: np.ndarray, uses: np.ndarray | None = None) -> bool:
     """Revise the candidate parents of ``s`` at a rebuild of its model, by the rebuild's CMI ``cmi`` (F, F)
     (see the module notes). ``uses`` (F,): the attributes the model keeps (selective KDB; None: all): the
-    others lose their candidates (and cells) first. Then each attribute keeps as many candidates as it holds; a non-candidate among its
+    others' scores are 0, so that a narrowing drops their candidates first, and they take none; the
+    attributes kept take candidates up to the first choice's number whatever the tables hold (a narrowing
+    then drops each one's last first). Then each attribute keeps as many candidates as it holds; a non-candidate among its
     better half of that many, whose CMI the G-test finds significant (:func:`_significant`), replaces the
     lowest-ranked kept one (ties by name); while the tables hold less than half of what a narrowing leaves
     (:func:`prune_tuples`), an attribute holding fewer than the first choice gives (``CANDIDATES_PER_K * k``)
