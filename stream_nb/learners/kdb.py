@@ -10,7 +10,7 @@ import numpy as np
 from ..stats import DEFAULT_MEMORY_BUDGET
 from .._checks import is_integer
 
-from ..stats import TwoLayerStats, choose_tuples, revise_tuples, set_pair_rule
+from ..stats import TwoLayerStats, choose_tuples, pair_tests, revise_tuples, set_pair_rule
 from ..options import EM, EqualFrequency, Option, Parents
 from ._keywords import check_options, takes_options
 from ._decision import logsumexp
@@ -169,6 +169,11 @@ class KDB(KDBKernel, StructuredClassifier):
         """
         s = self._stats.observed()  # not the imputed counts: they lean toward the current structure
         cmi = conditional_mutual_information(s) if self.k else None
+        if cmi is not None and s.pairs_selected:
+            # candidate pairs hold the events since each one's admission: the plug-in CMI of an independent pair
+            # that holds a few hundred events over thousands of cells passes that of a planted one counted from
+            # the start. Less its bias, (G - df) / 2n, the pairs compare
+            cmi = pair_tests(s)[3] / 2.0
         if self._stats.tuple_rule and not self._stats.tuples_selected:
             # what candidate parents would be ranked by, if the budget needs them (under candidate pairs, whose
             # counts hold different events, the pairs' evidence, read when they are chosen)

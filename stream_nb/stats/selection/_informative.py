@@ -31,9 +31,9 @@ pairs with the partners its counts support:
   test given the class over its degrees of freedom, per event: a pair admitted
   late competes with one counted from the start), the trials of the attributes
   short of k partners (k: the model's attribute parents,
-  :func:`partners_per_attribute`), new trials for them (the best-ranked
-  partners first), each one's next supported partners up to k, new trials
-  for any attribute in the rotation's order
+  :func:`partners_per_attribute`), new trials for them, each one's next
+  supported partners up to k, and new trials for any attribute, the new
+  trials in the rotation's order
   (:func:`~stream_nb.stats.selection._rotation.rotation_positions`, from the
   store's ``pair_cursor``), and the other pairs held.
 
@@ -139,18 +139,23 @@ def informative_pairs(s, limit: int, taken: np.ndarray | None = None, admit: boo
         trial[f].sort(key=lambda e: (evidence[e], names[e[0]], names[e[1]]))
     want = {f: max(k - len(supported[f]), 0) for f in ranked}  # partners still to find
     on_trial = {f: trial[f][: want[f]] for f in ranked}
-    # an attribute short of partners tries the best-ranked first (its parent, if it has one among them, says
-    # more of the class than it does); every one tries the others in the rotation's order, as room allows
+    # new trials in the rotation's order: first as many as each attribute short of partners lacks, then any
+    # attribute's, as room allows
+    def rotation(pairs):
+        return sorted(pairs, key=lambda e: (int(pos[e]) - (int(s.pair_cursor) + 1)) & MASK64)
+
+    # (an attribute short of partners tries the best-ranked first: its parent, if among them, says more of the
+    # class than it does)
     new = {f: sorted(fresh[f], key=lambda e: place[e[0] + e[1] - f])[: want[f] - len(on_trial[f])] for f in ranked}
-    later = sorted((e for f in ranked for e in fresh[f] if e not in new[f]),
-                   key=lambda e: (int(pos[e]) - (int(s.pair_cursor) + 1)) & MASK64)
+    later = rotation(e for f in ranked if want[f] for e in fresh[f] if e not in new[f])
     groups = (
         [supported[f][0] for f in ranked if supported[f]],  # each one's best partner
         [e for f in ranked for e in on_trial[f]],  # the trials of those still short of k partners
         [e for f in ranked for e in new[f]],  # new trials for them, as many as they are short
         [supported[f][j] for j in range(1, k) for f in ranked if j < len(supported[f])],  # the next partners, in turns
-        later,  # the others' trials, in the rotation's order
-        [e for f in ranked for e in supported[f][k:] + trial[f][len(on_trial[f]):]],  # the others held, room left
+        [e for f in ranked for e in trial[f][len(on_trial[f]):]],  # the other trials of those short of partners
+        later,  # more new trials for them, in the rotation's order
+        [e for f in ranked for e in supported[f][k:]],  # the other supported pairs, room left
     )
     cost, fixed = edge_costs(s)
     room = limit // (16 * 2 * 4) - fixed
@@ -161,7 +166,7 @@ def informative_pairs(s, limit: int, taken: np.ndarray | None = None, admit: boo
             if used + cost[a, b] <= room:
                 edges[a, b] = edges[b, a] = True
                 used += float(cost[a, b])
-                if part == 4:
+                if part in (2, 5):
                     s.pair_cursor = int(pos[a, b])
     return edges
 
