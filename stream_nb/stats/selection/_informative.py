@@ -31,11 +31,12 @@ pairs with the partners its counts support:
   test given the class over its degrees of freedom, per event: a pair admitted
   late competes with one counted from the start), the trials of the attributes
   short of k partners (k: the model's attribute parents,
-  :func:`partners_per_attribute`), new trials for them, each one's next
-  supported partners up to k, and new trials for any attribute, the new
-  trials in the rotation's order
+  :func:`partners_per_attribute`), new trials for them (the best-ranked
+  partners first: a parent says more of the class than its child), each
+  one's next supported partners up to k, their other trials, more new trials
+  for them in the rotation's order
   (:func:`~stream_nb.stats.selection._rotation.rotation_positions`, from the
-  store's ``pair_cursor``), and the other pairs held.
+  store's ``pair_cursor``), and the other supported pairs.
 
 The choice is revised with the others (:mod:`stream_nb.stats.selection._revision`)
 every :data:`JUDGE_EVERY` events, and at the next revision (every
