@@ -109,8 +109,10 @@ def test_an_attribute_that_comes_to_inform_the_class_gets_its_pairs_from_no_coun
     log = []
     _learn(kdb, stream, log)
     fresh = [i for i, kept in enumerate(log) if kept is not None and ("n05", "a0") in kept]
-    assert fresh and fresh[0] > 500 and fresh[-1] == len(stream) - 1
-    assert {"n05", "a0"} in _edges(kdb)
+    assert fresh and fresh[0] > 500 and len(fresh) >= 100
+    # n05 says the class on its own, independent of a0 given the class: the pair is kept while on trial, then
+    # its test given the class judges it (after 100 events of its own) and it is dropped, tried again later
+    assert {"n05", "a0"} not in _edges(kdb) and {"a1", "a0"} in _edges(kdb)
     assert _cells(kdb._stats) == _recount(stream, log)  # its pairs hold the events since they came in
     assert kdb._stats.pairs_partial
     with pytest.raises(UnlearnError, match="came back"):  # an event learned before could not be taken back

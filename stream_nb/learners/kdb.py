@@ -10,7 +10,7 @@ import numpy as np
 from ..stats import DEFAULT_MEMORY_BUDGET
 from .._checks import is_integer
 
-from ..stats import TwoLayerStats, choose_tuples, revise_tuples, set_pair_rule
+from ..stats import TwoLayerStats, choose_tuples, pair_tests, revise_tuples, set_pair_rule
 from ..options import EM, EqualFrequency, Option, Parents
 from ._keywords import check_options, takes_options
 from ._decision import logsumexp
@@ -169,8 +169,15 @@ class KDB(KDBKernel, StructuredClassifier):
         """
         s = self._stats.observed()  # not the imputed counts: they lean toward the current structure
         cmi = conditional_mutual_information(s) if self.k else None
+        if cmi is not None and s.pairs_selected:
+            # candidate pairs hold the events since each one's admission: the plug-in CMI of an independent pair
+            # that holds a few hundred events over thousands of cells passes that of a planted one counted from
+            # the start. Less its bias, (G - df) / 2n, the pairs compare
+            cmi = pair_tests(s)[3] / 2.0
         if self._stats.tuple_rule and not self._stats.tuples_selected:
-            self._stats.tuple_score = cmi  # what candidate parents would be ranked by, if the budget needs them
+            # what candidate parents would be ranked by, if the budget needs them (under candidate pairs, whose
+            # counts hold different events, the pairs' evidence, read when they are chosen)
+            self._stats.tuple_score = None if self._stats.pairs_selected else cmi
         revise = self._stats.tuples_selected and not self._stats.tuple_pending
         if self._stats.tuple_pending:  # the t-way tables wait for their candidate parents: chosen now
             choose_tuples(self._stats, self.k, cmi)
@@ -182,6 +189,7 @@ class KDB(KDBKernel, StructuredClassifier):
             order_idx = sorted(nodes, key=lambda f: (-mi[f], str(names[f])))
         else:
             order_idx = [s.feature_index[n] for n in order]
+        before = self._dropped  # the attributes the last rebuild left out
         if self.select is not None:  # the attributes and parents the G-tests keep
             parents, dropped = selective_structure(s, order_idx, self.k, self.select, cmi, allowed)
             self._parents, self._order, self._dropped = parents, order_idx, frozenset(dropped)
@@ -193,7 +201,11 @@ class KDB(KDBKernel, StructuredClassifier):
                 parents[f] = tuple(earlier[: self.k])
             self._parents, self._order = parents, order_idx
         if revise:  # candidates that rank better now start counting: possible parents from the next rebuild
-            revise_tuples(self._stats, cmi)
+            uses = None
+            if self.select is not None:  # the attributes selective KDB left out at two rebuilds running need
+                uses = np.ones(len(self._stats.features), dtype=bool)  # no tuples (one out once keeps them)
+                uses[list(self._dropped & before)] = False
+            revise_tuples(self._stats, cmi, uses)
         self._stats.tuple_ready = True  # candidate parents, when the budget needs them, can be ranked now
         self._rebuilt()
 

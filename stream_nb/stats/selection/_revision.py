@@ -48,24 +48,17 @@ Merges: :func:`~stream_nb.stats.selection._candidates.widen_to_either`.
 from __future__ import annotations
 
 import math
-import zlib
 
 import numpy as np
 
 from ._candidates import apply_selection, edge_costs, edge_scores, mirror_selection, padded, pair_evidence, parent_scores
 from ._informative import INFORMATIVE, revise_informative
+from ._rotation import MASK64, SCREEN, TRIAL_EVENTS, rotation_positions
 
 __all__ = ["REVISE_EVERY", "SCREEN", "TRIAL_EVENTS", "events_learned", "revise_pairs", "revision_due"]
 
 #: events learned between two revisions of a selection
 REVISE_EVERY = 100
-#: events a pair's own counts hold before it is judged (and one per degree of freedom of its test)
-TRIAL_EVENTS = 100
-#: the p-value above which a judged pair is dropped: lenient, since a dependent pair dropped waits a whole
-#: rotation for its next trial, while an independent one kept stays on trial (it enters no tree)
-SCREEN = 0.1
-
-_MASK = (1 << 64) - 1
 
 
 def events_learned(s) -> float:
@@ -97,21 +90,6 @@ def _next_revision(s) -> float:
     return (math.floor(s.pair_revised / REVISE_EVERY) + 1) * REVISE_EVERY
 
 
-def _mix(x: np.ndarray) -> np.ndarray:
-    """splitmix64's finaliser, elementwise over uint64."""
-    with np.errstate(over="ignore"):
-        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        return x ^ (x >> np.uint64(31))
-
-
-def rotation_positions(s) -> np.ndarray:
-    """(F, F) uint64: each pair's place in the rotation, a hash of its two features' names (symmetric)."""
-    h = np.array([zlib.crc32(repr(str(n)).encode()) for n in s.features], dtype=np.uint64)
-    lo, hi = np.minimum(h[:, None], h[None, :]), np.maximum(h[:, None], h[None, :])
-    return _mix((lo << np.uint64(32)) | hi)
-
-
 def _candidate_units(s) -> np.ndarray:
     """(F, F): the pairs i < j of discrete features with values (the units of the ``"edges"`` rule)."""
     F = len(s.features)
@@ -138,7 +116,7 @@ def _revise_edges(s, limit: int) -> None:
     free = room - float(cost[i, j].sum())
     a, b = np.nonzero(units & ~kept)  # the pairs dropped before (those dropped now wait for their next turn)
     pos = rotation_positions(s)[a, b]
-    ahead = np.argsort(pos - np.uint64((s.pair_cursor + 1) & _MASK), kind="stable")  # wrapping round
+    ahead = np.argsort(pos - np.uint64((s.pair_cursor + 1) & MASK64), kind="stable")  # wrapping round
     a, b = a[ahead], b[ahead]
     m = int(np.searchsorted(np.cumsum(cost[a, b]), free, side="right"))
     if m:

@@ -24,12 +24,19 @@ rebuild, ``tuple_score``, kept with the selection in snapshots; without one,
 :func:`~stream_nb.stats.cmi_from_cells`; the pair counts hold exact counts of
 every event learned for the pairs kept; ties by name), at most
 :data:`CANDIDATES_PER_K` x k of them, and only those with a positive CMI.
-A unit is one candidate (f, g): when the tables would pass
-their share of the budget again, the units are ranked by that CMI and the
-best are kept whose cells fit in a quarter of the share (each cell is
-charged to the lowest-ranked of its units, so dropping a suffix of the
-ranking frees exactly the cells charged to it), at least one unit fewer than
-before.
+Under candidate pairs (``pairs_selected``), whose counts hold the events
+since each pair's admission, the ranking is the evidence of those counts
+instead, -log p of the G-test given the class of
+:func:`~stream_nb.stats.selection._pair_tests.pair_tests` (the plug-in CMI
+of an independent pair that holds a few hundred events over thousands of
+cells is larger than that of a planted one counted from the start). A unit
+is one candidate (f, g): when the tables would pass their share of the
+budget again, the units are ranked in turns, every attribute's best before
+any one's second (by that score; an attribute whose scores are all 0 comes
+last, see ``uses`` in :func:`revise_tuples`), and the best are kept whose
+cells fit in a quarter of the share (each cell is charged to the
+lowest-ranked of its units, so dropping a suffix of the ranking frees
+exactly the cells charged to it), at least one unit fewer than before.
 
 **Revised at each rebuild.** The first choice rests on the CMI of a few
 events (often a hundred), where an attribute's planted parent can rank below
@@ -94,6 +101,7 @@ import numpy as np
 from ...kernels import compiled
 from ..discretiser import ALPHA
 from ._candidates import cmi_from_cells
+from ._pair_tests import pair_tests
 from ._significance import chi2_logsf
 from ..tables import FilteredTable, SparseTable, cells_of
 
@@ -306,6 +314,19 @@ def apply_tuple_selection(s, cand: np.ndarray, *, start: bool = False) -> None:
     _select_tables(s, c)
 
 
+def _scaled(s, cmi: np.ndarray) -> np.ndarray:
+    """What candidates are ranked by, given the model's I(X_f; X_g | C) ``cmi`` (F, F): ``cmi`` itself while
+    every pair's counts hold the same events; under candidate pairs (``pairs_selected``), whose counts hold
+    the events since each pair's admission (a few hundred for a pair on trial, where the plug-in CMI of an
+    independent pair is large), the evidence of those counts, -log p of the G-test of X_f and X_g given the
+    class of :func:`~stream_nb.stats.selection._pair_tests.pair_tests` (the CMI scaled by the events the
+    pair has seen, against its degrees of freedom); 0 where the counts show nothing."""
+    if not s.pairs_selected:
+        return np.asarray(cmi, dtype=float)
+    given = pair_tests(s.observed())[1]
+    return np.maximum(-given, 0.0)
+
+
 def _ranking(s) -> np.ndarray:
     """(F, F) I(X_f; X_g | C) the candidates are ranked by: the CMI they were chosen by (kept with the
     selection, so that a restored store narrows as the original), else the model's at its last rebuild,
@@ -313,7 +334,7 @@ def _ranking(s) -> np.ndarray:
     F = len(s.features)
     score = s.tuple_score
     if score is None:
-        return cmi_from_cells(s.observed())
+        return _scaled(s, cmi_from_cells(s.observed()))
     out = np.zeros((F, F))
     n = min(len(score), F)
     out[:n, :n] = score[:n, :n]
@@ -326,7 +347,7 @@ def choose_tuples(s, k: int, cmi: np.ndarray | None = None) -> None:
     :func:`_ranking`; ties by name)."""
     F = len(s.features)
     if cmi is not None:
-        s.tuple_score = np.asarray(cmi, dtype=float)
+        s.tuple_score = _scaled(s, cmi)
     cmi = _ranking(s)
     s.tuple_score = cmi
     names = [str(n) for n in s.features]
@@ -356,6 +377,8 @@ def _significant(s, cmi: np.ndarray) -> np.ndarray:
     against the chi-square with C (|X_f| - 1)(|X_g| - 1) degrees of freedom (n: the fewer events of the
     two features), at level :data:`~stream_nb.stats.G_TEST_ALPHA` shared among the pairs (Bonferroni)."""
     F, C = len(s.features), s.n_classes
+    if s.pairs_selected:  # ``cmi`` is already each pair's evidence, -log p (see _scaled)
+        return cmi >= -math.log(ALPHA / max(F * (F - 1) // 2, 1))
     n = np.asarray(s.feat_count[:C, :F], dtype=float).sum(0)
     r = np.maximum(np.asarray(s.n_values[:F], dtype=float) - 1.0, 0.0)
     df = np.maximum(float(np.count_nonzero(s.class_count[:C])) * r[:, None] * r[None, :], 1.0)
@@ -372,9 +395,12 @@ def _held_cells(s) -> int:
     return sum(len(getattr(s, p + name)) for p in s._sets() for name in _TUPLES)
 
 
-def revise_tuples(s, cmi: np.ndarray) -> bool:
+def revise_tuples(s, cmi: np.ndarray, uses: np.ndarray | None = None) -> bool:
     """Revise the candidate parents of ``s`` at a rebuild of its model, by the rebuild's CMI ``cmi`` (F, F)
-    (see the module notes): each attribute keeps as many candidates as it holds; a non-candidate among its
+    (see the module notes). ``uses`` (F,): the attributes the model keeps (selective KDB; None: all): the
+    others' scores are 0, so that a narrowing drops their candidates first, and they take none; the
+    attributes kept take candidates up to the first choice's number whatever the tables hold (a narrowing
+    then drops each one's last first). Then each attribute keeps as many candidates as it holds; a non-candidate among its
     better half of that many, whose CMI the G-test finds significant (:func:`_significant`), replaces the
     lowest-ranked kept one (ties by name); while the tables hold less than half of what a narrowing leaves
     (:func:`prune_tuples`), an attribute holding fewer than the first choice gives (``CANDIDATES_PER_K * k``)
@@ -383,7 +409,13 @@ def revise_tuples(s, cmi: np.ndarray) -> bool:
     if not s.tuple_rule or s.tuple_cand is None or s.tuple_pending:
         return False
     F = len(s.features)
-    s.tuple_score = np.asarray(cmi, dtype=float)
+    s.tuple_score = _scaled(s, cmi)
+    if uses is not None:
+        unused = np.ones(F, dtype=bool)  # (a feature the model has not seen yet: none of its candidates)
+        m = min(len(uses), F)
+        unused[:m] = ~np.asarray(uses, dtype=bool)[:m]
+        s.tuple_score = np.array(s.tuple_score, dtype=float)
+        s.tuple_score[unused[: len(s.tuple_score)]] = 0.0  # their tuples are never read: the first a narrowing drops
     score = _ranking(s)
     kept = np.zeros((F, F), dtype=bool)
     n = min(len(s.tuple_cand), F)
@@ -396,8 +428,11 @@ def revise_tuples(s, cmi: np.ndarray) -> bool:
     lead = able & ~kept_o & (np.cumsum(able, axis=1) <= (K[:, None] + 1) // 2)
     chosen = kept_o | lead
     chosen &= np.cumsum(chosen, axis=1) <= K[:, None]
-    if _held_cells(s) < s.tuple_limit() // (16 * 2 * 4) // 2:  # well within what a narrowing leaves
+    if uses is not None or _held_cells(s) < s.tuple_limit() // (16 * 2 * 4) // 2:  # well within what a narrowing leaves
+        # (or only the model's attributes hold candidates: a narrowing then drops each one's last first)
         room = np.maximum(CANDIDATES_PER_K * max(s.tuples - 1, 1) - K, 0)  # below the first choice's number
+        if uses is not None:
+            room[unused] = 0
         rest = able & ~chosen
         chosen |= rest & (np.cumsum(rest, axis=1) <= room[:, None])
     new = np.zeros((F, F), dtype=bool)
@@ -493,7 +528,16 @@ def prune_tuples(s, limit: int, k: int) -> bool:
     live = np.argwhere(s.tuple_cand[:F, :F])
     if not len(live):
         return s.tuple_pending  # pending: the tables hold nothing and take nothing until the first rebuild
-    order = sorted(range(len(live)), key=lambda i: (-cmi[live[i][0], live[i][1]], names[live[i][0]], names[live[i][1]]))
+    # each attribute's candidates by its own ranking, and the attributes in turns: every attribute's best
+    # candidate before any one's second (an attribute whose parents show a weaker dependence keeps them)
+    within = np.zeros(len(live), dtype=np.int64)
+    for f in np.unique(live[:, 0]).tolist():
+        mine = np.flatnonzero(live[:, 0] == f)
+        mine = sorted(mine.tolist(), key=lambda i: (-cmi[f, live[i][1]], names[live[i][1]]))
+        within[mine] = np.arange(len(mine))
+    unscored = ~(cmi[:F, :F] > 0).any(1)  # an attribute whose candidates have no score (one the model leaves out)
+    order = sorted(range(len(live)), key=lambda i: (bool(unscored[live[i][0]]), within[i], -cmi[live[i][0], live[i][1]],
+                                                    names[live[i][0]], names[live[i][1]]))
     rank = np.full(F * F, len(live))  # a unit not live ranks below every live one
     units = live[order, 0] * F + live[order, 1]
     rank[units] = np.arange(len(live))
