@@ -25,6 +25,7 @@ Stores with t-way tables (KDB) keep both layers' tables.
 from __future__ import annotations
 
 import contextlib
+from itertools import repeat
 
 from ..values import BINNED
 
@@ -100,10 +101,11 @@ class SharedPairs:
         """Whether learning event ``x`` may bin a feature in the fine layer (a float value, a value of a numeric
         feature counted by value, which may promote it, or a new feature of a declared type or with
         ``bin_edges``): its pair tables must then be its own first."""
-        if any(issubclass(t, float) for t in set(map(type, x.values()))):  # each type once: one pass in C
+        if any(map(isinstance, x.values(), repeat(float))):  # a loop in C: no Python frame per value
             return True
         index, few = self.fine.feature_index, self.fine.few
         if few and any(index.get(k, -1) in few for k in x):
             return True
-        declared = self.types or self.bin_edges
-        return bool(declared) and any(k not in index and (k in self.types or k in self.bin_edges) for k in x)
+        if not (self.types or self.bin_edges) or x.keys() <= index.keys():  # no feature new to the fine layer
+            return False
+        return any(k not in index and (k in self.types or k in self.bin_edges) for k in x)
