@@ -369,19 +369,23 @@ class BayesClassifier(VectorisedRuns, Forgetting, Imputation, MiniBatches, Unlea
         :class:`~stream_nb.exceptions.FeatureTypeError` and changes nothing. With a ``drift_detector``
         the event is predicted first and its error fed to it.
         """
-        self._learn(x, y, w, self._watch(x, y))
+        self._learn(x, y, w, None if self._forget is None else self._watch(x, y))  # (no detector: nothing to feed)
 
     def _learn(self, x: dict, y, w: float, known: Encoded | None) -> None:
         """Learn one event; ``known`` is ``x``'s encoding for prediction when the caller has it
         (the prequential step), which spares encoding ``x`` again."""
-        s = self._stats
-        if self.learn_unlabeled and is_missing_label(y):
+        s, missing, f = self._stats, self.missing, self._forget  # (each read once: river's loop comes here per event)
+        if missing.unlabeled and is_missing_label(y):
             self._learn_unlabeled(x, w * self.unlabeled_weight, known)
             return
-        x, t = self._forget_time(x)
+        if self._time_name is None and type(x) is dict:
+            t = None  # no time field to take out (what _forget_time checks first)
+        else:
+            x, t = self._forget_time(x)
         enc, c = s.encode_labeled(x, y, known)
-        w = self._forget_weight(w, t)
-        miss = s.missing_of(enc) if self.missing.attributes else _NONE
+        if f is not None:
+            w = self._forget_weight(w, t)
+        miss = s.missing_of(enc) if missing.attributes else _NONE
         if len(miss):
             self._add_expected(enc, c, w, miss)
         else:
@@ -495,7 +499,8 @@ class BayesClassifier(VectorisedRuns, Forgetting, Imputation, MiniBatches, Unlea
 
     def predict_one(self, x: dict):
         """The Bayes decision: the most probable class, or with ``loss`` the class of least risk."""
-        return self._decided(self._stats.encode(x)) if self._stats.n_classes else None
+        schema = self._stats.schema  # (read once: river's loop comes here per event)
+        return self._decided(schema.encode(x)) if schema.labels.classes else None
 
     def _decided(self, enc: Encoded):
         """:meth:`predict_one` of an encoded event (a class must be known)."""

@@ -203,12 +203,19 @@ class VectorisedRuns(abc.ABC):
         value missing, the store's own :meth:`Stats.add`."""
         s = self._stats
         if (not self._kernel_counts_one or w != 1.0 or s.journal is not None or s.pairs_sparse or s.tuples_sparse
-                or len(enc.cols) != len(s.discrete_features())):
+                or len(enc.cols) != len(s.schema.discrete_features())):
             s.add(enc, c, w)
             return
+        C = len(s.schema.labels.classes)
+        out = self.__dict__.get("_out_one")  # (kept: the score written here is not read)
+        if out is None or out.shape[1] != C:
+            out = self._out_one = np.empty((1, C))
         f = self._forget
-        with self.drift_paused() if f is not None and f.detector is not None else _NOTHING:  # fed already
-            twin = self._kernel_one(enc, c, np.empty((1, s.n_classes)))
+        if f is None or f.detector is None:
+            twin = self._kernel_one(enc, c, out)
+        else:
+            with self.drift_paused():  # fed already
+                twin = self._kernel_one(enc, c, out)
         s.counted_one(c, w, twin)
 
     def _kernel_one(self, enc, c: int, out: np.ndarray) -> bool:

@@ -83,6 +83,15 @@ class OneDependenceKernel:
             held = self._kfeats = (dfeats, F, len(dfeats) == F and np.array_equal(dfeats, np.arange(F)))
         return held[2]
 
+    def _one_class(self, c: int) -> np.ndarray:
+        """``[c]`` as the labels of a block of one learned event: one array kept for every event (the kernels
+        only read it)."""
+        held = self.__dict__.get("_yc_one")
+        if held is None:
+            held = self._yc_one = np.empty(1, dtype=np.int64)
+        held[0] = c
+        return held
+
     def _kernel_learned(self, D: np.ndarray, dfeats: np.ndarray, yc: np.ndarray, cached: bool, decay=None) -> None:
         """After a kernel counted a block's labelled rows (with ``decay``'s weights): count them in the
         observed-only twin too, and mark the counts changed (``Stats.add_many`` does both), the denominators

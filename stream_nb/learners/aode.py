@@ -181,14 +181,17 @@ class AODE(OneDependenceKernel, StructuredClassifier):
         prediction did: ``out`` is left as it was), and in the store's
         :meth:`~stream_nb.stats.Stats.counted_twin` if it has one (returned: whether it did)."""
         s = self._stats
-        arrays = self._kernel_arguments(enc.cols[None, :], enc.feats, c >= 0)
-        iden, cached = arrays[-2:]
         held = self.__dict__.get("_aone")
-        if held is None or held[0] is not iden or held[1] is not s or held[2] != s.epoch:  # (arrays: a new epoch)
-            held = self._aone = (iden, s, s.epoch, Addresses(None, tuple(
-                x.reshape(-1, x.shape[-1]) if x.ndim == 3 else x for x in arrays[:-1])).table, arrays)
+        if c < 0 and held is not None and held[1] is s and held[2] == s.schema.epoch:
+            cached = False  # scored only: the addresses hold within an epoch, and no denominator is read
+        else:
+            arrays = self._kernel_arguments(enc.cols[None, :], enc.feats, c >= 0)
+            iden, cached = arrays[-2:]
+            if held is None or held[0] is not iden or held[1] is not s or held[2] != s.epoch:  # (arrays: a new epoch)
+                held = self._aone = (iden, s, s.epoch, Addresses(None, tuple(
+                    x.reshape(-1, x.shape[-1]) if x.ndim == 3 else x for x in arrays[:-1])).table, arrays)
         a = self._alpha
-        if c < 0 or len(enc.cols) != len(s.features):
+        if c < 0 or len(enc.cols) != len(s.schema.features):
             # scored without the kept denominators: a model loaded from its state (which keeps none) must give
             # its twin's probabilities to the last digit, and products of inverses differ from quotients there
             compiled().aode_one(held[3], enc.cols, enc.feats, c, s.n_classes, a, float(self.m * self._inflation),
@@ -198,7 +201,7 @@ class AODE(OneDependenceKernel, StructuredClassifier):
             fine = s.counted_twin(enc)
             compiled().aode_count(held[3], enc.cols, enc.feats, c, a, cached, NO_TABLE if fine is None else fine)
         if c >= 0:
-            self._kernel_learned(enc.cols[None, :], enc.feats, np.full(1, c), cached)
+            self._kernel_learned(enc.cols[None, :], enc.feats, self._one_class(c), cached)
         return fine is not None
 
     def _aode_kernel(self, D, dfeats, yc, more, out, learn: bool, joint: bool, decay=None) -> int:

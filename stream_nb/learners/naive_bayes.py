@@ -160,9 +160,12 @@ class NaiveBayes(BayesClassifier):
             s.add(enc, c, w)  # decay's scale, receipts and a second layer: the store's own path
             return
         arrays = self._kernel_arrays()
-        compiled().naive_learn(arrays.table, enc.cols, enc.feats, enc.gx, enc.gslots, c, float(w), s.keeps_observed,
-                               self._alpha)
-        self._counted(arrays, False)
+        twin = s.keeps_observed
+        compiled().naive_learn(arrays.table, enc.cols, enc.feats, enc.gx, enc.gslots, c, float(w), twin,
+                               self._alpha_given if f is None else self._alpha)
+        s.mark_counted(False)  # (_counted, its key's other parts unchanged: one event moves the version alone)
+        key = arrays.key
+        arrays.key = (key[0], s.version, twin, key[3])
 
     def _jll(self, enc):
         f = self._forget
@@ -174,9 +177,10 @@ class NaiveBayes(BayesClassifier):
         f = self._forget
         if self._decision is not None or (f is not None and f.half_life):
             return super()._decided(enc)
-        s = self._stats  # the most probable class, decided in the kernel
-        return s.classes[compiled().naive_decide(self._kernel_arrays().table, enc.cols, enc.feats, enc.gx, enc.gslots,
-                                                 s.n_classes, self._alpha, self._var_smoothing)]
+        classes = self._stats.schema.labels.classes  # the most probable class, decided in the kernel
+        return classes[compiled().naive_decide(self._kernel_arrays().table, enc.cols, enc.feats, enc.gx, enc.gslots,
+                                               len(classes), self._alpha_given if f is None else self._alpha,
+                                               self._var_smoothing)]
 
     def _posterior(self, enc):
         f = self._forget

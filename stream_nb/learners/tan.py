@@ -264,15 +264,17 @@ class TAN(StructuredClassifier):
         :meth:`_parent_columns` of its features."""
         s = self._stats
         ppos = self._parent_columns(enc.feats) if ppos is None else ppos
-        s.sync_pairs(within_budget=False)  # (the caller chose this path for the layout as it stands)
         if s.pairs_blocks:  # a block of one on the pair blocks (one layer: no twin to count in)
+            s.sync_pairs(within_budget=False)  # (the caller chose this path for the layout as it stands)
             self._kernel_block(enc.cols[None, :], enc.feats, enc.gx[None, :], enc.gslots, np.array([c], dtype=np.int64),
                                None, out, c >= 0, ppos, joint)
             return False
         _, (C, backoff, to_parent, smoothing, twin), _, table = self._tree_arguments()
         fine = s.counted_twin(enc) if c >= 0 else None
-        compiled().tree_one(table, enc.cols, enc.feats, ppos, enc.gx, enc.gslots, c, C, float(self._alpha),
-                            backoff * self._inflation, to_parent, smoothing, twin, joint, out,
+        f = self._forget
+        compiled().tree_one(table, enc.cols, enc.feats, ppos, enc.gx, enc.gslots, c, C,
+                            float(self._alpha_given if f is None else self._alpha),
+                            backoff if f is None else backoff * self._inflation, to_parent, smoothing, twin, joint, out,
                             _NO_TABLE if fine is None else fine)
         if c >= 0:
             s.mark_counted(False)  # counts changed in place, as Stats.add marks them

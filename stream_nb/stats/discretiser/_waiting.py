@@ -248,6 +248,8 @@ class WaitingEvents:
         """Whether the event holds a value of a fine feature of integers that a promotion would now
         turn into warm-up values (fewer than ``warmup`` values, as :meth:`Stats.promote` counts them)."""
         fine, young = self.fine, False
+        if fine.from_int <= self.grown:
+            return False  # every feature of integers past that point (once a stream is warm, every event)
         for f in fenc.feats.tolist():
             if f not in fine.from_int or f in self.grown:
                 continue
