@@ -40,14 +40,18 @@ def test_a_model_without_its_hooks_cannot_be_built():
 
 
 class CountingDict(dict):
-    """An event that counts how often it is read: its items walked, or its feature "a" looked up (an
-    encoder reads every feature once a pass, by key or by walking the items)."""
+    """An event that counts how often it is read: its items or values walked, or its feature "a" looked up
+    (an encoder reads every feature once a pass, by key or by walking the items)."""
 
     reads = 0
 
     def items(self):
         CountingDict.reads += 1
         return super().items()
+
+    def values(self):
+        CountingDict.reads += 1
+        return super().values()
 
     def __getitem__(self, key):
         CountingDict.reads += key == "a"
@@ -69,8 +73,8 @@ def test_the_prequential_step_reads_a_known_event_once(make, discretiser):
     result = model.prequential_many([CountingDict(a="x", b="y")], ["p"])
     assert not isinstance(result[0], Exception) and result[0][0] == "p"
     assert model.n_learned == n + 1
-    # encoded for prediction, and that encoding learned; the two-layer store's fine layer reads the
-    # event once more when it is learned (its columns are its own)
+    # encoded for prediction, and that encoding learned; the two-layer store reads the event's values once
+    # more before it is learned, to know whether it may bin a feature (a float value)
     assert CountingDict.reads == (2 if two_layers else 1)
 
 
