@@ -358,3 +358,11 @@ def test_outputs_and_dead_letters_to_one_sink_keep_input_order():
     reasons = {i: orjson.loads(v).get("reason") for i, v in enumerate(sent[0])}
     assert {i: r for i, r in reasons.items() if r} == {10: "not_an_object", 30: "invalid_json", 31: "nested_value",
                                                        80: "bad_feature_type"}  # 80: the model's refusal
+
+
+def test_output_bytes_of_an_id_past_64_bits_is_its_json():
+    # orjson refuses an integer past 64 bits: the record is then written by the general path, as JSON reads it
+    source = {"topic": "events", "partition": 0, "offset": 5}
+    got = output_bytes(2**70, "a", {"a": 0.25, "b": 0.75}, "nb", True, 3, source)
+    assert json.loads(got) == {"id": 2**70, "prediction": "a", "proba": {"a": 0.25, "b": 0.75}, "model": "nb",
+                               "learned": True, "n_learned": 3, "source": source}

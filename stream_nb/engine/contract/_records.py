@@ -258,12 +258,9 @@ def output_bytes(
                                         shown))
     if imputed is None and _FLOATS(map(type, proba.values())) and (_STR_KEYS(map(type, proba))
                                                                   or _NUMBER_KEYS(map(type, proba))):
-        try:
-            return orjson.dumps({"id": event_id, "prediction": prediction, "proba": proba, "model": model_name,
-                                 "learned": learned, "n_learned": n_learned, "source": position},
-                                option=_NON_STR_KEYS)
-        except TypeError:  # an id or a prediction orjson does not take: the path below says how
-            pass
+        plain = _dumps_plain(event_id, prediction, proba, model_name, learned, n_learned, position)
+        if plain is not None:
+            return plain
     return _dumps(output_record(event_id, prediction, proba, model_name, learned, n_learned, position, imputed))
 
 
@@ -328,3 +325,13 @@ def dead_letter_record(record: Record, exc: InvalidEventError, max_value_bytes: 
     if len(kept) < size:
         letter["truncated"] = True
     return letter
+
+
+def _dumps_plain(event_id, prediction, proba, model_name, learned, n_learned, position) -> bytes | None:
+    """An output record in one orjson call, or None where its id or prediction is of a type orjson does not
+    take (the general path of :func:`output_bytes` then says how it is written)."""
+    try:
+        return orjson.dumps({"id": event_id, "prediction": prediction, "proba": proba, "model": model_name,
+                             "learned": learned, "n_learned": n_learned, "source": position}, option=_NON_STR_KEYS)
+    except TypeError:
+        return None
