@@ -179,23 +179,23 @@ class AODE(OneDependenceKernel, StructuredClassifier):
         block of one, its arrays by address (:func:`~stream_nb.kernels._one.aode_one`); or, ``c`` >= 0, the
         event counted in class ``c``: a complete one as the block counts it, without scoring it again (its
         prediction did: ``out`` is left as it was), and in the store's
-        :meth:`~stream_nb.stats.Stats.counted_twin` if it has one (returned: whether it did)."""
+        :meth:`~stream_nb.stats.Stats.counted_twin` if it has one (returned: whether it did). A complete event
+        is scored from the kept denominators while they hold, to the last digit as without them
+        (:func:`~stream_nb.kernels._spodes.rooted_kept`): a model restored from its state keeps none."""
         s = self._stats
         held = self.__dict__.get("_aone")
         if c < 0 and held is not None and held[1] is s and held[2] == s.schema.epoch:
-            cached = False  # scored only: the addresses hold within an epoch, and no denominator is read
+            cached = self._dens_hold(enc.feats) is held[0]  # the addresses hold within an epoch
         else:
             arrays = self._kernel_arguments(enc.cols[None, :], enc.feats, c >= 0)
-            iden, cached = arrays[-2:]
-            if held is None or held[0] is not iden or held[1] is not s or held[2] != s.epoch:  # (arrays: a new epoch)
-                held = self._aone = (iden, s, s.epoch, Addresses(None, tuple(
+            dens, cached = arrays[-2:]
+            if held is None or held[0] is not dens or held[1] is not s or held[2] != s.epoch:  # (arrays: a new epoch)
+                held = self._aone = (dens, s, s.epoch, Addresses(None, tuple(
                     x.reshape(-1, x.shape[-1]) if x.ndim == 3 else x for x in arrays[:-1])).table, arrays)
         a = self._alpha
         if c < 0 or len(enc.cols) != len(s.schema.features):
-            # scored without the kept denominators: a model loaded from its state (which keeps none) must give
-            # its twin's probabilities to the last digit, and products of inverses differ from quotients there
             compiled().aode_one(held[3], enc.cols, enc.feats, c, s.n_classes, a, float(self.m * self._inflation),
-                                self._keep, False, joint, out)
+                                self._keep, cached and c < 0, joint, out)
             fine = None
         else:  # complete: counted as the block counts a row it scored
             fine = s.counted_twin(enc)
@@ -207,7 +207,7 @@ class AODE(OneDependenceKernel, StructuredClassifier):
     def _aode_kernel(self, D, dfeats, yc, more, out, learn: bool, joint: bool, decay=None) -> int:
         """:meth:`_kernel_block`, writing each row's joint log-likelihood with ``joint``."""
         s = self._stats
-        *counts, iden, cached = self._kernel_arguments(D, dfeats, learn, decay)
+        *counts, dens, cached = self._kernel_arguments(D, dfeats, learn, decay)
         watch = self._kernel_detector() if learn else NO_DETECTOR
         loss = NO_LOSS if self._decision is None or not watch[0] else np.ascontiguousarray(
             self._decision.matrix(s.classes))
@@ -215,7 +215,7 @@ class AODE(OneDependenceKernel, StructuredClassifier):
         weights, infl, a, m = (NO_WEIGHTS, NO_WEIGHTS, self._alpha, self.m * self._inflation) if decay is None else (
             decay.weight, decay.inflation, self._alpha_given, self.m)
         done = compiled().aode_block(D, dfeats, NO_MORE if more is None else more, yc, weights, infl, learn,
-                                     s.n_classes, a, float(m), self._keep, *counts, iden, cached, joint, out, loss,
+                                     s.n_classes, a, float(m), self._keep, *counts, dens, cached, joint, out, loss,
                                      *watch)
         if learn:
             self._kernel_learned(D[:done], dfeats, yc[:done], cached, decay)
