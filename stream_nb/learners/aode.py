@@ -184,9 +184,13 @@ class AODE(OneDependenceKernel, StructuredClassifier):
         (:func:`~stream_nb.kernels._spodes.rooted_kept`): a model restored from its state keeps none."""
         s = self._stats
         held = self.__dict__.get("_aone")
-        if c < 0 and held is not None and held[1] is s and held[2] == s.schema.epoch:
-            cached = self._dens_hold(enc.feats) is held[0]  # the addresses hold within an epoch
+        if held is not None and held[1] is s and held[2] == s.schema.epoch:  # the addresses hold within an epoch
+            cached = self._dens_hold(enc.feats) is held[0]
         else:
+            cached = False
+        # a complete event learned with no kept denominators in the table: _kernel_arguments makes them
+        if not cached and (held is None or held[1] is not s or held[2] != s.schema.epoch
+                           or c >= 0 and len(enc.cols) == len(s.schema.features)):
             arrays = self._kernel_arguments(enc.cols[None, :], enc.feats, c >= 0)
             dens, cached = arrays[-2:]
             if held is None or held[0] is not dens or held[1] is not s or held[2] != s.epoch:  # (arrays: a new epoch)
