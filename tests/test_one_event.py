@@ -203,3 +203,20 @@ def test_aode_scores_from_its_kept_denominators_to_the_last_digit(numeric):
         model.predict_one(x)
         model.learn_one(x, y)
     assert read >= 3  # complete events scored from the kept denominators (EM counts the others in numpy)
+
+
+def test_an_event_of_the_usual_shape_with_a_float_still_gives_the_fine_layer_its_pair_tables():
+    """A two-layer store keeps its answer to whether an event may bin a feature for the usual event's shape
+    (its keys and its values' types): an event with the same keys and a float where an integer was is
+    another shape, read again, and the fine layer takes its own pair tables before it learns that event."""
+    model = AODE()
+    complete = [(dict(x, n=i % 3), y) for i, (x, y) in enumerate(_stream(n=200))
+                if len(x) == 6 and None not in x.values()]
+    _river_loop(model, complete[:50])
+    s = model._stats
+    assert s.shared_pairs and not s.may_bin(complete[50][0])
+    x = dict(complete[50][0], n=1.5)
+    assert s.may_bin(x)
+    model.predict_one(x)
+    model.learn_one(x, complete[50][1])
+    assert not s.shared_pairs
