@@ -194,7 +194,7 @@ def test_aode_scores_from_its_kept_denominators_to_the_last_digit(numeric):
     for i, (x, y) in enumerate(events):
         if i % 25 == 24:
             enc = model._stats.schema.encode(x)
-            kept = model.__dict__.get("_aone") is not None and model._dens_hold(enc.feats) is not None
+            kept = model.__dict__.get("_aone") is not None and model._dens_hold(enc.feats, model._alpha) is not None
             read += kept
             bare = AODE.from_state(*model.state())  # keeps no denominators
             assert bare.__dict__.get("_kdens") is None

@@ -75,14 +75,16 @@ class OneDependenceKernel:
         return (s.class_count, s.value_count, s.feat_count, schema.n_values, s.pair_count, s.pair_feat,
                 schema.value_feature, dens, cached)
 
-    def _dens_hold(self, dfeats: np.ndarray):
+    def _dens_hold(self, dfeats: np.ndarray, alpha: float):
         """The kept denominators if they hold for a block of columns ``dfeats`` only scored (as
-        :meth:`_kernel_arguments` finds them), else None."""
+        :meth:`_kernel_arguments` finds them), else None; ``alpha``: the model's ``_alpha``."""
+        held = self.__dict__.get("_kdens")
+        if held is None:
+            return None
         s = self._stats
         schema = s.schema
         F = len(schema.features)
-        held = self.__dict__.get("_kdens")
-        if held is None or held[0] != (schema.epoch, s.version, s.pair_feat.shape, F, self._alpha):
+        if held[0] != (schema.epoch, s.version, s.pair_feat.shape, F, alpha):
             return None
         return held[1] if len(dfeats) == F and self._in_order(dfeats, F) else None
 

@@ -149,10 +149,11 @@ class AODE(OneDependenceKernel, StructuredClassifier):
 
     def _jll(self, enc):
         s = self._stats
-        if len(enc.cols) == 0 or not s.n_classes:
+        C = len(s.schema.labels.classes)
+        if len(enc.cols) == 0 or not C:
             return self._naive_jll(enc)
-        if self._kernel_dense():
-            out = np.empty((1, s.n_classes))
+        if not s.pairs_sparse:  # (_kernel_dense)
+            out = np.empty((1, C))
             self._kernel_one(enc, -1, out, True)
             return out[0]
         return self._sparse_jll(enc.cols[None, :], enc.feats)[0]  # sparse (or selected) pair tables
@@ -182,24 +183,24 @@ class AODE(OneDependenceKernel, StructuredClassifier):
         :meth:`~stream_nb.stats.Stats.counted_twin` if it has one (returned: whether it did). A complete event
         is scored from the kept denominators while they hold, to the last digit as without them
         (:func:`~stream_nb.kernels._spodes.rooted_kept`): a model restored from its state keeps none."""
-        s = self._stats
+        s, f = self._stats, self._forget  # (each name read once: river's loop comes here twice an event)
+        schema = s.schema
+        F = len(schema.features)
+        a = self._alpha_given if f is None else self._alpha
         held = self.__dict__.get("_aone")
-        if held is not None and held[1] is s and held[2] == s.schema.epoch:  # the addresses hold within an epoch
-            cached = self._dens_hold(enc.feats) is held[0]
-        else:
-            cached = False
+        current = held is not None and held[1] is s and held[2] == schema.epoch  # addresses hold within an epoch
+        cached = current and self._dens_hold(enc.feats, a) is held[0]
         # a complete event learned with no kept denominators in the table: _kernel_arguments makes them
-        if not cached and (held is None or held[1] is not s or held[2] != s.schema.epoch
-                           or c >= 0 and len(enc.cols) == len(s.schema.features)):
+        if not cached and (not current or c >= 0 and len(enc.cols) == F):
             arrays = self._kernel_arguments(enc.cols[None, :], enc.feats, c >= 0)
             dens, cached = arrays[-2:]
             if held is None or held[0] is not dens or held[1] is not s or held[2] != s.epoch:  # (arrays: a new epoch)
                 held = self._aone = (dens, s, s.epoch, Addresses(None, tuple(
                     x.reshape(-1, x.shape[-1]) if x.ndim == 3 else x for x in arrays[:-1])).table, arrays)
-        a = self._alpha
-        if c < 0 or len(enc.cols) != len(s.schema.features):
-            compiled().aode_one(held[3], enc.cols, enc.feats, c, s.n_classes, a, float(self.m * self._inflation),
-                                self._keep, cached and c < 0, joint, out)
+        if c < 0 or len(enc.cols) != F:
+            m = float(self.search.m if f is None else self.search.m * f.inflation)  # (the m of _inflation)
+            compiled().aode_one(held[3], enc.cols, enc.feats, c, len(schema.labels.classes), a, m, self._keep,
+                                cached and c < 0, joint, out)
             fine = None
         else:  # complete: counted as the block counts a row it scored
             fine = s.counted_twin(enc)
