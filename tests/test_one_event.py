@@ -173,3 +173,50 @@ def test_the_fine_layer_is_counted_in_the_same_kernel_call(name, monkeypatch):
     _river_loop(model, complete[50:60])
     assert fine.class_count.sum() == before[0].sum() + 10
     assert fine.value_count.sum() == before[1].sum() + 10 * 6
+
+
+@pytest.mark.parametrize("numeric", [False, True], ids=["categorical", "numeric"])
+def test_aode_scores_from_its_kept_denominators_to_the_last_digit(numeric):
+    """AODE keeps the product of a complete event's denominators per class and value: a complete event
+    scored from it in the one-event loop gets the probabilities of the same model scoring it without them
+    (as one restored from its state does) to the last digit; on categorical events, prequential_many's runs
+    (which score from it too) give the loop's to the last digit (with a binned feature: to 1e-9, above)."""
+    events = _stream(numeric=numeric)
+    first = AODE()
+    first.prequential_many([x for x, _ in events], [y for _, y in events])
+    order = first._stats.features
+    # each dict's keys in the store's order: a run multiplies in that order, one event in its dict's
+    events = [({k: x[k] for k in order if k in x}, y) for x, y in events]
+    xs, ys = [x for x, _ in events], [y for _, y in events]
+    if not numeric:
+        assert _river_loop(AODE(), events) == [r[:2] for r in AODE().prequential_many(xs, ys)]
+    model, read = AODE(), 0
+    for i, (x, y) in enumerate(events):
+        if i % 25 == 24:
+            enc = model._stats.schema.encode(x)
+            kept = model.__dict__.get("_aone") is not None and model._dens_hold(enc.feats, model._alpha) is not None
+            read += kept
+            bare = AODE.from_state(*model.state())  # keeps no denominators
+            assert bare.__dict__.get("_kdens") is None
+            assert model.predict_proba_one(x) == bare.predict_proba_one(x), i
+            assert model.predict_one(x) == bare.predict_one(x)
+        model.predict_one(x)
+        model.learn_one(x, y)
+    assert read >= 3  # complete events scored from the kept denominators (EM counts the others in numpy)
+
+
+def test_an_event_of_the_usual_shape_with_a_float_still_gives_the_fine_layer_its_pair_tables():
+    """A two-layer store keeps its answer to whether an event may bin a feature for the usual event's shape
+    (its keys and its values' types): an event with the same keys and a float where an integer was is
+    another shape, read again, and the fine layer takes its own pair tables before it learns that event."""
+    model = AODE()
+    complete = [(dict(x, n=i % 3), y) for i, (x, y) in enumerate(_stream(n=200))
+                if len(x) == 6 and None not in x.values()]
+    _river_loop(model, complete[:50])
+    s = model._stats
+    assert s.shared_pairs and not s.may_bin(complete[50][0])
+    x = dict(complete[50][0], n=1.5)
+    assert s.may_bin(x)
+    model.predict_one(x)
+    model.learn_one(x, complete[50][1])
+    assert not s.shared_pairs

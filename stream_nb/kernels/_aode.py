@@ -6,9 +6,10 @@ missing; 0: a value never seen, which counts nothing and one more value of its f
 F), the values each feature gained within the block by each row, its own included, or (0, 0); ``yc``,
 class indices (-1: unlabelled); ``learn``: count each labelled row after scoring it; ``C`` classes and
 Lidstone's ``a``; the store's ``class_count``, ``value_count``, ``feat_count``, ``n_values``,
-``pair_count``, ``pair_feat`` and ``value_feature``; ``iden`` (C, V), when ``cached`` (a run, whose
-columns are every feature in order), the inverse denominators of the store's counts
-(:func:`~stream_nb.kernels._spodes.den_table`), kept up to date as the block is learned; ``out[r, :C]``
+``pair_count``, ``pair_feat`` and ``value_feature``; ``dens`` (C, V), when ``cached`` (a run, whose
+columns are every feature in order, or a complete event scored alone), the products of a complete row's
+denominators under the store's counts (:func:`~stream_nb.kernels._spodes.den_table`), kept up to date as the
+block is learned; ``out[r, :C]``
 gets log P(c | x_r), or with ``joint`` log P(c, x_r). :func:`aode_block` also feeds a drift detector as
 :func:`~stream_nb.kernels._naive.naive_block` does (``loss``, ``watch``, ``det_*``, ``warning``).
 """
@@ -26,7 +27,7 @@ __all__ = ["aode_block", "spode_block", "warm"]
 
 
 def aode_block(D, dfeats, more, yc, weights, infl, learn, C, a, m_limit, keep, class_count, value_count,
-               feat_count, n_values, pair_count, pair_feat, value_feature, iden, cached, joint, out, loss, watch,
+               feat_count, n_values, pair_count, pair_feat, value_feature, dens, cached, joint, out, loss, watch,
                det_kind, det_params, det_state, det_fbuf, det_ibuf, warning):
     """AODE: score each row of a block, then count it, in order (the arguments: the module notes); return
     the rows done (the row a drift detector acts on is scored and not counted, and its index returned).
@@ -50,7 +51,7 @@ def aode_block(D, dfeats, more, yc, weights, infl, learn, C, a, m_limit, keep, c
     an = np.empty(k + 1)
     idx = np.empty(k + 4, dtype=np.int64)
     dinv = np.empty(k + 1)
-    anf = np.empty(k if cached else 0)  # a N_f per feature, as iden was made
+    anf = np.empty(k if cached else 0)  # a N_f per feature, as dens was made
     for g in range(anf.shape[0]):
         anf[g] = a * n_values[g]
     vf = value_feature.copy() if cached else value_feature
@@ -75,7 +76,7 @@ def aode_block(D, dfeats, more, yc, weights, infl, learn, C, a, m_limit, keep, c
         fast = cached and n == k and k < B and not drops
         n = abs(n)
         if cached and grown and _spodes.refresh(anf, n_values, more, r, grown, a, u, f, n, vf):
-            _spodes.den_table(pair_feat, vf, anf, C, V, iden)
+            _spodes.den_table(pair_feat, vf, anf, C, V, dens)
         _spodes.prior_row(lcc, total, C, a, prior)
         sn = 0
         for i in range(n):
@@ -95,7 +96,7 @@ def aode_block(D, dfeats, more, yc, weights, infl, learn, C, a, m_limit, keep, c
             _spodes.naive_row(value_count, feat_count, su, sf, san, sn, C, a, B, prior, jll)
         else:
             _spodes.spodes(value_count, pair_flat, feat_flat, su, sf, san, sn, idx, m, C, a, V, FF, B, feat_count,
-                           fast, iden, uu, fu, dinv, val, lg)
+                           fast, dens, uu, fu, dinv, val, lg)
             if linear and not joint:  # the posterior is each class's share of the sum, one log a class
                 _spodes.shares(val, idx, m, C, jll, out[r])
             else:
@@ -114,7 +115,7 @@ def aode_block(D, dfeats, more, yc, weights, infl, learn, C, a, m_limit, keep, c
             lcc[y] = math.log(class_count[y] + a)
             total += w
             if cached:
-                _spodes.relearn(pair_feat, u, f, n, y, anf, iden)
+                _spodes.relearn(pair_feat, u, f, n, y, anf, dens)
     return R
 
 
@@ -127,7 +128,7 @@ def _decayed(a0, m0, inflation, class_count, C, lcc):
 
 
 def spode_block(D, dfeats, more, yc, weights, infl, learn, C, a, p, tcols, score, loss_sum, loss_n, class_count,
-                value_count, feat_count, n_values, pair_count, pair_feat, value_feature, iden, cached, joint, out,
+                value_count, feat_count, n_values, pair_count, pair_feat, value_feature, dens, cached, joint, out,
                 loss, watch, det_kind, det_params, det_state, det_fbuf, det_ibuf, warning):
     """SPODE: score each row of a block under the super-parent ``p`` (-1: none, naive Bayes), then count
     it, in order (the other arguments: the module notes); return the rows done. With ``score``, a labelled
@@ -150,7 +151,7 @@ def spode_block(D, dfeats, more, yc, weights, infl, learn, C, a, p, tcols, score
     an = np.empty(k + 1)
     idx = np.empty(k + 4, dtype=np.int64)
     dinv = np.empty(k + 1)
-    anf = np.empty(k if cached else 0)  # a N_f per feature, as iden was made
+    anf = np.empty(k if cached else 0)  # a N_f per feature, as dens was made
     for g in range(anf.shape[0]):
         anf[g] = a * n_values[g]
     vf = value_feature.copy() if cached else value_feature
@@ -171,7 +172,7 @@ def spode_block(D, dfeats, more, yc, weights, infl, learn, C, a, p, tcols, score
         fast = cached and n == k and k < B
         n = abs(n)
         if cached and grown and _spodes.refresh(anf, n_values, more, r, grown, a, u, f, n, vf):
-            _spodes.den_table(pair_feat, vf, anf, C, V, iden)
+            _spodes.den_table(pair_feat, vf, anf, C, V, dens)
         _spodes.prior_row(lcc, total, C, a, prior)
         y = yc[r]
         at = -1
@@ -183,14 +184,14 @@ def spode_block(D, dfeats, more, yc, weights, infl, learn, C, a, p, tcols, score
             for i in range(n):
                 idx[i] = i
             _spodes.spodes(value_count, pair_flat, feat_flat, u, f, an, n, idx, n, C, a, V, FF, B, feat_count, fast,
-                           iden, uu, fu, dinv, val, lg)
+                           dens, uu, fu, dinv, val, lg)
         if p < 0:
             _spodes.naive_row(value_count, feat_count, u, f, an, n, C, a, B, prior, jll)
         elif at >= 0:
             if not scored:
                 idx[0] = at
                 _spodes.spodes(value_count, pair_flat, feat_flat, u, f, an, n, idx, 1, C, a, V, FF, B, feat_count,
-                               fast, iden, uu, fu, dinv, val, lg)
+                               fast, dens, uu, fu, dinv, val, lg)
             for c in range(C):
                 jll[c] = _spodes.log_of(val, lg, c, at)
         else:  # the super-parent missing: summed out over its values, each a root after the row's values
@@ -200,7 +201,7 @@ def spode_block(D, dfeats, more, yc, weights, infl, learn, C, a, p, tcols, score
                 an[n] = a * n_values[p]
                 idx[0] = n
                 _spodes.spodes(value_count, pair_flat, feat_flat, u, f, an, n + 1, idx, 1, C, a, V, FF, B, feat_count,
-                               False, iden, uu, fu, dinv, val, lg)
+                               False, dens, uu, fu, dinv, val, lg)
                 for c in range(C):
                     tl[c, q] = _spodes.log_of(val, lg, c, n)
             for c in range(C):
@@ -227,7 +228,7 @@ def spode_block(D, dfeats, more, yc, weights, infl, learn, C, a, p, tcols, score
             lcc[y] = math.log(class_count[y] + a)
             total += w
             if cached:
-                _spodes.relearn(pair_feat, u, f, n, y, anf, iden)
+                _spodes.relearn(pair_feat, u, f, n, y, anf, dens)
     return R
 
 
@@ -239,14 +240,14 @@ def warm(k) -> None:
     nv, vf = np.array([2, 2], dtype=np.int64), np.array([-1, 0, 0, 1, 1], dtype=np.int64)
     D = np.array([[1, 3], [2, 4]], dtype=np.int64)
     feats, yc = np.array([0, 1], dtype=np.int64), np.array([0, 1], dtype=np.int64)
-    out, iden = np.empty((2, C)), np.ones((C, V))
-    k.den_table(pf, vf, np.ones(F), C, V, iden)
+    out, dens = np.empty((2, C)), np.ones((C, V))
+    k.den_table(pf, vf, np.ones(F), C, V, dens)
     for more in (np.zeros((0, 0), dtype=np.int64), np.zeros((2, F), dtype=np.int64)):
         for decay in (np.zeros(0), np.ones(2)):
             k.aode_block(D, feats, more, yc, decay, decay, True, C, 1.0, 1.0, np.zeros(0, dtype=np.int8), cc, vc, fc,
-                         nv, pc, pf, vf, iden, True, False, out, np.zeros((0, 0)), *NO_DETECTOR)
+                         nv, pc, pf, vf, dens, True, False, out, np.zeros((0, 0)), *NO_DETECTOR)
             k.spode_block(D, feats, more, yc, decay, decay, True, C, 1.0, 0, np.array([1, 2], dtype=np.int64), True,
-                          np.zeros(F), np.zeros(F), cc, vc, fc, nv, pc, pf, vf, iden, True, False, out,
+                          np.zeros(F), np.zeros(F), cc, vc, fc, nv, pc, pf, vf, dens, True, False, out,
                           np.zeros((0, 0)), *NO_DETECTOR)
     k.count_rows(D, feats, yc, False, cc, vc, fc, pc, pf)
     k.weigh_rows(D, feats, yc, np.ones(2), False, cc, vc, fc, pc, pf)

@@ -18,14 +18,14 @@ import numpy as np
 from . import _aode, _common, _naive, _spodes, _tree
 from ._addresses import Addresses
 
-__all__ = ["AODE_ARRAYS", "TREE_ARRAYS", "aode_count", "aode_one", "naive_decide", "tree_one", "warm"]
+__all__ = ["AODE_ARRAYS", "TREE_ARRAYS", "aode_count", "aode_one", "naive_decide", "tree_count", "tree_one", "warm"]
 
 #: The arrays of a TAN model's address table, in order (pair tables as (C V, V) and (C V, F) views).
 TREE_ARRAYS = ("class_count", "value_count", "feat_count", "pair_count", "pair_feat", "n_values",
                "obs_value_count", "obs_feat_count", "obs_pair_count", "obs_pair_feat", "g_n", "g_mean", "g_m2")
 #: The arrays of an AODE model's address table, in order.
 AODE_ARRAYS = ("class_count", "value_count", "feat_count", "n_values", "pair_count", "pair_feat", "value_feature",
-               "iden")
+               "dens")
 
 _address = None  # the views of arrays by address (kernels/_address.py, which imports numba): set by the loader
 
@@ -75,6 +75,22 @@ def tree_one(t, cols, feats, ppos, gx, gslots, y, C, a, backoff, to_parent, var_
         _count_twin(fine, cols, feats, y)
 
 
+def tree_count(t, cols, feats, gx, gslots, y, twin, fine):
+    """Count one complete event of TAN in class ``y`` as :func:`~stream_nb.kernels._tree.tree_block` counts a
+    row it has scored, the same additions in the same order (the one-event path scored it before:
+    ``predict_one``); ``twin`` and ``fine``: :func:`tree_one`'s."""
+    n = 13
+    v, ov = t[n + 7], t[n + 17]
+    D = cols.reshape((1, cols.shape[0]))
+    _f1(t, n, 0)[y] += 1.0
+    _tree.add_pairs_row(D, 0, feats, y, 1.0, _f2(t, n, 1), _f2(t, n, 2), _f3(t, n, 3, v), _f3(t, n, 4, v))
+    if twin:
+        _tree.add_pairs_row(D, 0, feats, y, 1.0, _f2(t, n, 6), _f2(t, n, 7), _f3(t, n, 8, ov), _f3(t, n, 9, ov))
+    _common.add_gaussian(gx, gslots, y, 1.0, _f2(t, n, 10), _f2(t, n, 11), _f2(t, n, 12))
+    if fine.shape[0]:
+        _count_twin(fine, cols, feats, y)
+
+
 def aode_one(t, cols, feats, y, C, a, m_limit, keep, cached, joint, out):
     """One event of AODE (see the module notes; the other arguments: :func:`~stream_nb.kernels._aode.aode_block`'s)."""
     n = 8
@@ -89,7 +105,7 @@ def aode_one(t, cols, feats, y, C, a, m_limit, keep, cached, joint, out):
 def aode_count(t, cols, feats, y, a, cached, twin):
     """Count one complete event of AODE in class ``y`` as :func:`~stream_nb.kernels._aode.aode_block` counts
     a row it has scored (the one-event path scored it before: ``predict_one``), and with ``cached`` refresh
-    the inverse denominators of its class and values as the block does; ``twin``: see the module notes."""
+    the kept denominators of its class and values as the block does; ``twin``: see the module notes."""
     n = 8
     v = t[n + 9]
     pc, pf = _f3(t, n, 4, v), _f3(t, n, 5, v)
@@ -142,6 +158,7 @@ def warm(k) -> None:
     fine = Addresses(None, (cc, vc, fc, pc, pf)).table
     k.tree_one(tree, cols, feats, np.array([-1, 0], dtype=np.int64), np.zeros(0), np.zeros(0, dtype=np.int64), 0, C,
                1.0, 0.0, False, 1e-9, False, False, out, fine)
+    k.tree_count(tree, cols, feats, np.zeros(0), np.zeros(0, dtype=np.int64), 1, False, fine)
     aode = Addresses(None, (cc, vc, fc, nv, pc, pf, np.array([-1, 0, 1, 1], dtype=np.int64), np.ones((C, V)))).table
     k.aode_one(aode, cols, feats, 1, C, 1.0, 1.0, np.zeros(0, dtype=np.int8), True, False, out)
     k.aode_count(aode, cols, feats, 1, 1.0, True, fine)

@@ -3,8 +3,11 @@
 The SPODE rooted at each observed value x_i of an event (``learners.aode.spode_terms``),
 (|D_c,xi| + a) / (|D_i| + a N_i) · Π_{j≠i} (|D_c,xi,xj| + a) / (|D_c,xi; j| + a N_j), straight from the
 store's arrays: numerators and denominators multiplied apart and logged after :func:`chunk` factors, four
-parents at a time. For a complete row the denominators depend on (c, x_i) alone: runs keep their inverse
-(:func:`den_table`), refreshed for the cells a learned row touched (:func:`relearn`).
+parents at a time. For a complete row the product of the children's denominators depends on (c, x_i)
+alone: AODE and SPODE keep it (:func:`den_table`), refreshed for the cells a learned row touched
+(:func:`relearn`), multiplied in the order :func:`rooted_direct` multiplies it, so that a row scored from it
+gets the same value to the last digit as one scored without it (a model restored from its state keeps
+none).
 """
 
 from __future__ import annotations
@@ -54,11 +57,12 @@ def row(D, r, dfeats, more, grown, n_values, a, u, f, an):
     return -n if zero else n
 
 
-def rooted_kept(value_count, pair_flat, u, n, idx, m, dinv, iden, C, a, V, val):
-    """:func:`rooted_direct` of a row that observes every feature of ``iden`` once, with no value never
-    seen, and fewer than :func:`chunk` of them: the denominators are ``dinv``
-    (1 / (|D_i| + a N_i), per position) and ``iden``; four parents at a time, so that their products
-    run side by side. ``u``: the row's columns, as unsigned offsets; ``idx`` with room for three more."""
+def rooted_kept(value_count, pair_flat, u, n, idx, m, dinv, dens, C, a, V, val):
+    """:func:`rooted_direct` of a row that observes every feature of ``dens`` once, with no value never
+    seen, and fewer than :func:`chunk` of them, to the last digit: the denominators are ``dinv``
+    (1 / (|D_i| + a N_i), per position) and the kept products ``dens``; four parents at a time, so that
+    their products run side by side. ``u``: the row's columns, as unsigned offsets; ``idx`` with room for
+    three more."""
     vv = np.uint64(V)
     for q in range(m, m + 3):
         idx[q] = idx[0]
@@ -87,13 +91,13 @@ def rooted_kept(value_count, pair_flat, u, n, idx, m, dinv, iden, C, a, V, val):
                 n1 *= x1
                 n2 *= x2
                 n3 *= x3
-            val[c, i0] = (n0 * iden[c, u0]) * ((value_count[c, u0] + a) * dinv[i0])
+            val[c, i0] = (n0 * (value_count[c, u0] + a)) / (dens[c, u0] / dinv[i0])  # as _put divides
             if q0 + 1 < m:
-                val[c, i1] = (n1 * iden[c, u1]) * ((value_count[c, u1] + a) * dinv[i1])
+                val[c, i1] = (n1 * (value_count[c, u1] + a)) / (dens[c, u1] / dinv[i1])  # as _put divides
             if q0 + 2 < m:
-                val[c, i2] = (n2 * iden[c, u2]) * ((value_count[c, u2] + a) * dinv[i2])
+                val[c, i2] = (n2 * (value_count[c, u2] + a)) / (dens[c, u2] / dinv[i2])  # as _put divides
             if q0 + 3 < m:
-                val[c, i3] = (n3 * iden[c, u3]) * ((value_count[c, u3] + a) * dinv[i3])
+                val[c, i3] = (n3 * (value_count[c, u3] + a)) / (dens[c, u3] / dinv[i3])  # as _put divides
 
 
 def rooted_direct(value_count, pair_flat, feat_flat, u, f, an, n, idx, m, dinv, C, a, V, F, B, val, lg):
@@ -167,38 +171,40 @@ def _put(val, lg, c, i, num, den, logs, logged):
         val[c, i] = num / den
 
 
-def spodes(value_count, pair_flat, feat_flat, u, f, an, n, idx, m, C, a, V, F, B, feat_count, fast, iden, uu, fu,
+def spodes(value_count, pair_flat, feat_flat, u, f, an, n, idx, m, C, a, V, F, B, feat_count, fast, dens, uu, fu,
            dinv, val, lg):
     """``val[:C, idx[:m]]`` (and ``lg``): the SPODEs rooted at the row's values ``idx[:m]``, from the kept
-    denominators ``iden`` when ``fast`` (a complete row of fewer than ``B`` values), else
+    denominators ``dens`` when ``fast`` (a complete row of fewer than ``B`` values), else
     :func:`rooted_direct`."""
     for i in range(n):
         uu[i] = u[i]
         fu[i] = f[i]
     inverse_dens(feat_count, f, an, n, C, dinv)
     if fast:
-        rooted_kept(value_count, pair_flat, uu, n, idx, m, dinv, iden, C, a, V, val)
+        rooted_kept(value_count, pair_flat, uu, n, idx, m, dinv, dens, C, a, V, val)
     else:
         rooted_direct(value_count, pair_flat, feat_flat, uu, fu, an, n, idx, m, dinv, C, a, V, F, B, val, lg)
 
 
 def den_cell(pair_feat, c, col, fu, anf):
-    """1 / Π_{f≠fu} (|D_c,col; f| + a N_f) over the features of ``anf`` (a N_f per feature)."""
+    """Π_{f≠fu} (|D_c,col; f| + a N_f) over the features of ``anf`` (a N_f per feature), in feature order
+    from 1.0, as :func:`rooted_direct` multiplies a complete row's denominators (its factor 1.0 at fu is
+    exact)."""
     p = 1.0
     for g in range(anf.shape[0]):
         if g != fu:
             p *= pair_feat[c, col, g] + anf[g]
-    return 1.0 / p
+    return p
 
 
-def den_table(pair_feat, value_feature, anf, C, V, iden):
-    """Fill ``iden[:C, :V]`` (see the module notes): for each class and value column, the inverse product
-    over every other feature f of ``anf`` (a N_f, the features 0 .. F-1) of |D_c,x; f| + a N_f."""
+def den_table(pair_feat, value_feature, anf, C, V, dens):
+    """Fill ``dens[:C, :V]`` (see the module notes): for each class and value column, the product over
+    every other feature f of ``anf`` (a N_f, the features 0 .. F-1) of |D_c,x; f| + a N_f."""
     for c in range(C):
         for col in range(1, V):
             fu = value_feature[col]
             if fu >= 0:
-                iden[c, col] = den_cell(pair_feat, c, col, fu, anf)
+                dens[c, col] = den_cell(pair_feat, c, col, fu, anf)
 
 
 def log_sum(val, lg, c, idx, m):
@@ -325,7 +331,7 @@ def refresh(anf, n_values, more, r, grown, a, u, f, n, vf):
     """Before row ``r`` of a cached block that registers values: a N_f of each feature at the row, and the
     feature of each of the row's columns in ``vf`` (a copy of the store's ``value_feature``: a value the
     block registers has none there yet); whether either changed, so that the denominators must be made
-    again. (A block that registers none meets only values the store holds, as ``iden`` was made.)"""
+    again. (A block that registers none meets only values the store holds, as ``dens`` was made.)"""
     changed = False
     for g in range(anf.shape[0]):
         v = a * (n_values[g] + (more[r, g] if grown else 0))
@@ -345,10 +351,10 @@ def inverse_dens(feat_count, f, an, n, C, dinv):
         dinv[i] = 1.0 / (observed(feat_count, f[i], C) + an[i])
 
 
-def relearn(pair_feat, u, f, n, y, anf, iden):
-    """The cells of ``iden`` of class ``y`` and the row's values, after the row was counted."""
+def relearn(pair_feat, u, f, n, y, anf, dens):
+    """The cells of ``dens`` of class ``y`` and the row's values, after the row was counted."""
     for i in range(n):
-        iden[y, u[i]] = den_cell(pair_feat, y, u[i], f[i], anf)
+        dens[y, u[i]] = den_cell(pair_feat, y, u[i], f[i], anf)
 
 
 def log_counts(class_count, C, a, lcc):

@@ -49,7 +49,7 @@ class OneDependenceKernel:
         return s.pairs_selected, (s.pair_allowed if s.pairs_selected else _ALL)
 
     def _kernel_arguments(self, D: np.ndarray, dfeats: np.ndarray, learn: bool, decay=None) -> tuple:
-        """The store's arrays the kernel reads, then the inverse denominators and whether they hold: a
+        """The store's arrays the kernel reads, then the kept denominators and whether they hold: a
         learned block whose columns are every feature in order keeps them (rebuilt when the counts changed
         outside a kernel), a block only scored reads them where they hold still (one event predicted after
         one learned), any other block, and a decayed one (whose smoothing changes every row), reads the
@@ -58,22 +58,35 @@ class OneDependenceKernel:
         schema = s.schema  # (its names read once: the one-event path comes here twice an event)
         F = len(schema.features)
         cached = decay is None and D.shape[1] == F and self._in_order(dfeats, F)
-        iden = _NO_DENS
+        dens = _NO_DENS
         if cached:
             key = (schema.epoch, s.version, s.pair_feat.shape, F, self._alpha)
             held = self.__dict__.get("_kdens")
             if held is not None and held[0] == key:
-                iden = held[1]
+                dens = held[1]
             elif learn:
                 C, V = s.n_classes, s.pair_count.shape[1]
-                iden = np.ones((C, V))
+                dens = np.ones((C, V))
                 compiled().den_table(s.pair_feat, schema.value_feature, self._alpha * schema.n_values[:F].astype(float),
-                                     C, V, iden)
-                self._kdens = [key, iden]
+                                     C, V, dens)
+                self._kdens = [key, dens]
             else:
                 cached = False  # not worth making for a block only scored
         return (s.class_count, s.value_count, s.feat_count, schema.n_values, s.pair_count, s.pair_feat,
-                schema.value_feature, iden, cached)
+                schema.value_feature, dens, cached)
+
+    def _dens_hold(self, dfeats: np.ndarray, alpha: float):
+        """The kept denominators if they hold for a block of columns ``dfeats`` only scored (as
+        :meth:`_kernel_arguments` finds them), else None; ``alpha``: the model's ``_alpha``."""
+        held = self.__dict__.get("_kdens")
+        if held is None:
+            return None
+        s = self._stats
+        schema = s.schema
+        F = len(schema.features)
+        if held[0] != (schema.epoch, s.version, s.pair_feat.shape, F, alpha):
+            return None
+        return held[1] if len(dfeats) == F and self._in_order(dfeats, F) else None
 
     def _in_order(self, dfeats: np.ndarray, F: int) -> bool:
         """Whether ``dfeats`` is every feature in order: remembered for the last array asked about (the

@@ -149,10 +149,11 @@ class AODE(OneDependenceKernel, StructuredClassifier):
 
     def _jll(self, enc):
         s = self._stats
-        if len(enc.cols) == 0 or not s.n_classes:
+        C = len(s.schema.labels.classes)
+        if len(enc.cols) == 0 or not C:
             return self._naive_jll(enc)
-        if self._kernel_dense():
-            out = np.empty((1, s.n_classes))
+        if not s.pairs_sparse:  # (_kernel_dense)
+            out = np.empty((1, C))
             self._kernel_one(enc, -1, out, True)
             return out[0]
         return self._sparse_jll(enc.cols[None, :], enc.feats)[0]  # sparse (or selected) pair tables
@@ -179,23 +180,27 @@ class AODE(OneDependenceKernel, StructuredClassifier):
         block of one, its arrays by address (:func:`~stream_nb.kernels._one.aode_one`); or, ``c`` >= 0, the
         event counted in class ``c``: a complete one as the block counts it, without scoring it again (its
         prediction did: ``out`` is left as it was), and in the store's
-        :meth:`~stream_nb.stats.Stats.counted_twin` if it has one (returned: whether it did)."""
-        s = self._stats
+        :meth:`~stream_nb.stats.Stats.counted_twin` if it has one (returned: whether it did). A complete event
+        is scored from the kept denominators while they hold, to the last digit as without them
+        (:func:`~stream_nb.kernels._spodes.rooted_kept`): a model restored from its state keeps none."""
+        s, f = self._stats, self._forget  # (each name read once: river's loop comes here twice an event)
+        schema = s.schema
+        F = len(schema.features)
+        a = self._alpha_given if f is None else self._alpha
         held = self.__dict__.get("_aone")
-        if c < 0 and held is not None and held[1] is s and held[2] == s.schema.epoch:
-            cached = False  # scored only: the addresses hold within an epoch, and no denominator is read
-        else:
+        current = held is not None and held[1] is s and held[2] == schema.epoch  # addresses hold within an epoch
+        cached = current and self._dens_hold(enc.feats, a) is held[0]
+        # a complete event learned with no kept denominators in the table: _kernel_arguments makes them
+        if not cached and (not current or c >= 0 and len(enc.cols) == F):
             arrays = self._kernel_arguments(enc.cols[None, :], enc.feats, c >= 0)
-            iden, cached = arrays[-2:]
-            if held is None or held[0] is not iden or held[1] is not s or held[2] != s.epoch:  # (arrays: a new epoch)
-                held = self._aone = (iden, s, s.epoch, Addresses(None, tuple(
+            dens, cached = arrays[-2:]
+            if held is None or held[0] is not dens or held[1] is not s or held[2] != s.epoch:  # (arrays: a new epoch)
+                held = self._aone = (dens, s, s.epoch, Addresses(None, tuple(
                     x.reshape(-1, x.shape[-1]) if x.ndim == 3 else x for x in arrays[:-1])).table, arrays)
-        a = self._alpha
-        if c < 0 or len(enc.cols) != len(s.schema.features):
-            # scored without the kept denominators: a model loaded from its state (which keeps none) must give
-            # its twin's probabilities to the last digit, and products of inverses differ from quotients there
-            compiled().aode_one(held[3], enc.cols, enc.feats, c, s.n_classes, a, float(self.m * self._inflation),
-                                self._keep, False, joint, out)
+        if c < 0 or len(enc.cols) != F:
+            m = float(self.search.m if f is None else self.search.m * f.inflation)  # (the m of _inflation)
+            compiled().aode_one(held[3], enc.cols, enc.feats, c, len(schema.labels.classes), a, m, self._keep,
+                                cached and c < 0, joint, out)
             fine = None
         else:  # complete: counted as the block counts a row it scored
             fine = s.counted_twin(enc)
@@ -207,7 +212,7 @@ class AODE(OneDependenceKernel, StructuredClassifier):
     def _aode_kernel(self, D, dfeats, yc, more, out, learn: bool, joint: bool, decay=None) -> int:
         """:meth:`_kernel_block`, writing each row's joint log-likelihood with ``joint``."""
         s = self._stats
-        *counts, iden, cached = self._kernel_arguments(D, dfeats, learn, decay)
+        *counts, dens, cached = self._kernel_arguments(D, dfeats, learn, decay)
         watch = self._kernel_detector() if learn else NO_DETECTOR
         loss = NO_LOSS if self._decision is None or not watch[0] else np.ascontiguousarray(
             self._decision.matrix(s.classes))
@@ -215,7 +220,7 @@ class AODE(OneDependenceKernel, StructuredClassifier):
         weights, infl, a, m = (NO_WEIGHTS, NO_WEIGHTS, self._alpha, self.m * self._inflation) if decay is None else (
             decay.weight, decay.inflation, self._alpha_given, self.m)
         done = compiled().aode_block(D, dfeats, NO_MORE if more is None else more, yc, weights, infl, learn,
-                                     s.n_classes, a, float(m), self._keep, *counts, iden, cached, joint, out, loss,
+                                     s.n_classes, a, float(m), self._keep, *counts, dens, cached, joint, out, loss,
                                      *watch)
         if learn:
             self._kernel_learned(D[:done], dfeats, yc[:done], cached, decay)

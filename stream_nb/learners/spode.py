@@ -270,7 +270,7 @@ class SPODE(OneDependenceKernel, StructuredClassifier):
         p = -1 if p is None or not s.n_values[p] else p
         if score:
             self._grow_scores()
-        *counts, iden, cached = self._kernel_arguments(D, dfeats, learn, decay)
+        *counts, dens, cached = self._kernel_arguments(D, dfeats, learn, decay)
         watch = self._kernel_detector() if learn else NO_DETECTOR  # fed the error of each row before its count
         loss = NO_LOSS if self._decision is None or not watch[0] else np.ascontiguousarray(
             self._decision.matrix(s.classes))
@@ -278,7 +278,7 @@ class SPODE(OneDependenceKernel, StructuredClassifier):
             decay.weight, decay.inflation, self._alpha_given)
         done = compiled().spode_block(D, dfeats, NO_MORE if more is None else more, yc, weights, infl, learn,
                                       s.n_classes, a, p, s.columns_of(p) if p >= 0 else _NO_COLUMNS, score,
-                                      self._loss_sum, self._loss_n, *counts, iden, cached, joint, out, loss, *watch)
+                                      self._loss_sum, self._loss_n, *counts, dens, cached, joint, out, loss, *watch)
         if learn:
             self._kernel_learned(D[:done], dfeats, yc[:done], cached, decay)
         return done

@@ -259,26 +259,31 @@ class TAN(StructuredClassifier):
     def _kernel_one(self, enc, c: int, out: np.ndarray, joint: bool = False, ppos=None) -> bool:
         """``out`` (1, C): log P(c | x) of one event (``joint``: log P(c, x)), every observed attribute's
         parent observed, by the block kernel on a block of one (:func:`~stream_nb.kernels._one.tree_one`);
-        then, ``c`` >= 0, the event counted in class ``c``, and in the store's
+        or, ``c`` >= 0, the complete event counted in class ``c`` without scoring it again (its prediction did:
+        :func:`~stream_nb.kernels._one.tree_count`), and in the store's
         :meth:`~stream_nb.stats.Stats.counted_twin` if it has one (returned: whether it did). ``ppos``:
         :meth:`_parent_columns` of its features."""
         s = self._stats
-        ppos = self._parent_columns(enc.feats) if ppos is None else ppos
+        if s.pairs_blocks or c < 0:
+            ppos = self._parent_columns(enc.feats) if ppos is None else ppos
         if s.pairs_blocks:  # a block of one on the pair blocks (one layer: no twin to count in)
             s.sync_pairs(within_budget=False)  # (the caller chose this path for the layout as it stands)
             self._kernel_block(enc.cols[None, :], enc.feats, enc.gx[None, :], enc.gslots, np.array([c], dtype=np.int64),
                                None, out, c >= 0, ppos, joint)
             return False
         _, (C, backoff, to_parent, smoothing, twin), _, table = self._tree_arguments()
-        fine = s.counted_twin(enc) if c >= 0 else None
+        if c >= 0:  # counted without scoring it again: its prediction did (``out`` is left as it was)
+            fine = s.counted_twin(enc)
+            compiled().tree_count(table, enc.cols, enc.feats, enc.gx, enc.gslots, c, twin,
+                                  _NO_TABLE if fine is None else fine)
+            s.mark_counted(False)  # counts changed in place, as Stats.add marks them
+            return fine is not None
         f = self._forget
         compiled().tree_one(table, enc.cols, enc.feats, ppos, enc.gx, enc.gslots, c, C,
                             float(self._alpha_given if f is None else self._alpha),
                             backoff if f is None else backoff * self._inflation, to_parent, smoothing, twin, joint, out,
-                            _NO_TABLE if fine is None else fine)
-        if c >= 0:
-            s.mark_counted(False)  # counts changed in place, as Stats.add marks them
-        return fine is not None
+                            _NO_TABLE)
+        return False
 
     def _kernel_block(self, D, dfeats, G, gslots, yc, more, out, learn: bool, ppos=None, joint: bool = False,
                       decay=None) -> int:
