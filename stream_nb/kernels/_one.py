@@ -3,8 +3,8 @@ and naive Bayes's decision.
 
 The functions view the table of addresses (:class:`~stream_nb.kernels.Addresses`, a pair table as its 2-D
 view of rows (class, value)) and call the block kernel on the event as a block of one, with no drift
-detector and no loss matrix. ``y`` >= 0: the event is counted in that class after it is scored; -1: scored
-only. ``out`` (1, C) gets log P(c | x), or with ``joint`` log P(c, x). ``twin``: the table of a second count
+detector and no loss matrix. AODE's ``y`` >= 0: the event is counted in that class after it is scored; -1: scored
+only (TAN scores with :func:`tree_one` and counts with :func:`tree_count`). ``out`` (1, C) gets log P(c | x), or with ``joint`` log P(c, x). ``twin``: the table of a second count
 set (a two-layer store's fine layer) that counts a complete event too, in the same columns; empty: none.
 :func:`naive_decide` returns the decided class, so that ``predict_one`` hands back no array.
 """
@@ -59,26 +59,25 @@ def _count_twin(f, cols, feats, y):
                         _address.f8_1d(f[4], f[n + 8] * w), v, w, cols, feats, cols.shape[0], y, 1.0, True)
 
 
-def tree_one(t, cols, feats, ppos, gx, gslots, y, C, a, backoff, to_parent, var_smoothing, twin, joint, out, fine):
-    """One event of TAN (see the module notes; ``fine``: the ``twin`` table there, as ``twin`` here is the
-    observed-only one; the other arguments: :func:`~stream_nb.kernels._tree.tree_block`'s)."""
+def tree_one(t, cols, feats, ppos, gx, gslots, C, a, backoff, to_parent, var_smoothing, joint, out):
+    """One event of TAN scored into ``out`` (see the module notes; the arguments: :func:`~stream_nb.kernels._tree.tree_block`'s);
+    :func:`tree_count` counts it."""
     n = 13
     v, ov = t[n + 7], t[n + 17]  # the pair tables' values: the width of pair_count and of its twin
     _tree.tree_block(cols.reshape((1, cols.shape[0])), feats, ppos, np.zeros((0, 0), dtype=np.int64),
-                     gx.reshape((1, gx.shape[0])), gslots, np.full(1, y, dtype=np.int64), np.zeros(0), np.zeros(0),
-                     y >= 0, C, a, backoff, to_parent, var_smoothing, _f1(t, n, 0), _f2(t, n, 1), _f2(t, n, 2),
-                     _f3(t, n, 3, v), _f3(t, n, 4, v), _i1(t, n, 5), twin, _f2(t, n, 6), _f2(t, n, 7),
+                     gx.reshape((1, gx.shape[0])), gslots, np.full(1, -1, dtype=np.int64), np.zeros(0), np.zeros(0),
+                     False, C, a, backoff, to_parent, var_smoothing, _f1(t, n, 0), _f2(t, n, 1), _f2(t, n, 2),
+                     _f3(t, n, 3, v), _f3(t, n, 4, v), _i1(t, n, 5), False, _f2(t, n, 6), _f2(t, n, 7),
                      _f3(t, n, 8, ov), _f3(t, n, 9, ov), _f2(t, n, 10), _f2(t, n, 11), _f2(t, n, 12), out, joint,
                      np.zeros((0, 0)), False, 0, np.zeros(1), np.zeros(2), np.zeros(1), np.zeros(1, dtype=np.int64),
                      False)
-    if y >= 0 and fine.shape[0]:
-        _count_twin(fine, cols, feats, y)
 
 
 def tree_count(t, cols, feats, gx, gslots, y, twin, fine):
     """Count one complete event of TAN in class ``y`` as :func:`~stream_nb.kernels._tree.tree_block` counts a
     row it has scored, the same additions in the same order (the one-event path scored it before:
-    ``predict_one``); ``twin`` and ``fine``: :func:`tree_one`'s."""
+    ``predict_one``); ``twin``: whether the table holds the observed-only twin of the counts (see the module
+    notes), ``fine``: the fine layer's table to count in as well (none: no rows)."""
     n = 13
     v, ov = t[n + 7], t[n + 17]
     D = cols.reshape((1, cols.shape[0]))
@@ -156,8 +155,8 @@ def warm(k) -> None:
     out = np.empty((1, C))
     tree = Addresses(None, (cc, vc, fc, pc, pf, nv, vc, fc, pc, pf, g, g, g)).table
     fine = Addresses(None, (cc, vc, fc, pc, pf)).table
-    k.tree_one(tree, cols, feats, np.array([-1, 0], dtype=np.int64), np.zeros(0), np.zeros(0, dtype=np.int64), 0, C,
-               1.0, 0.0, False, 1e-9, False, False, out, fine)
+    k.tree_one(tree, cols, feats, np.array([-1, 0], dtype=np.int64), np.zeros(0), np.zeros(0, dtype=np.int64), C,
+               1.0, 0.0, False, 1e-9, False, out)
     k.tree_count(tree, cols, feats, np.zeros(0), np.zeros(0, dtype=np.int64), 1, False, fine)
     aode = Addresses(None, (cc, vc, fc, nv, pc, pf, np.array([-1, 0, 1, 1], dtype=np.int64), np.ones((C, V)))).table
     k.aode_one(aode, cols, feats, 1, C, 1.0, 1.0, np.zeros(0, dtype=np.int8), True, False, out)

@@ -279,10 +279,9 @@ class TAN(StructuredClassifier):
             s.mark_counted(False)  # counts changed in place, as Stats.add marks them
             return fine is not None
         f = self._forget
-        compiled().tree_one(table, enc.cols, enc.feats, ppos, enc.gx, enc.gslots, c, C,
+        compiled().tree_one(table, enc.cols, enc.feats, ppos, enc.gx, enc.gslots, C,
                             float(self._alpha_given if f is None else self._alpha),
-                            backoff if f is None else backoff * self._inflation, to_parent, smoothing, twin, joint, out,
-                            _NO_TABLE)
+                            backoff if f is None else backoff * self._inflation, to_parent, smoothing, joint, out)
         return False
 
     def _kernel_block(self, D, dfeats, G, gslots, yc, more, out, learn: bool, ppos=None, joint: bool = False,

@@ -105,17 +105,12 @@ class SharedPairs:
         The answer depends on ``x``'s keys and the types of its values alone (and on the fine layer's schema,
         which bumps its epoch when it changes): kept for the usual event's shape (``schema/_shapes.py``),
         so that an event of that shape is not read value by value again."""
-        shape = self.schema._cache.get("shape")
-        if shape is not None and len(x) == shape.n:
-            try:
-                vals = shape.get(x)
-            except KeyError:
-                vals = None
-            if vals is not None and tuple(map(type, (vals,) if shape.n == 1 else vals)) == shape.types:
-                held = self._cache.get("may_bin")
-                if held is None or held[0] is not shape or held[1] != self.fine.epoch:
-                    held = self._cache["may_bin"] = (shape, self.fine.epoch, self._may_bin(x))
-                return held[2]
+        shape = self.schema.usual_shape
+        if shape is not None and shape.values_of(x) is not None:
+            held = self._cache.get("may_bin")
+            if held is None or held[0] is not shape or held[1] != self.fine.epoch:
+                held = self._cache["may_bin"] = (shape, self.fine.epoch, self._may_bin(x))
+            return held[2]
         return self._may_bin(x)
 
     def _may_bin(self, x: dict) -> bool:

@@ -39,6 +39,12 @@ class Encoding:
         self._cache["last"] = (x, dict(x), enc)
         return enc
 
+    @property
+    def usual_shape(self):
+        """The :class:`~._shapes.EventShape` of the last event :meth:`encode` read by shape (None: none yet); it
+        may be of an earlier epoch, which its keys and value types still describe."""
+        return self._cache.get("shape")
+
     def _encode_known(self, x: dict) -> Encoded | None:
         """The fast paths of :meth:`encode`: an event of the usual shape (:mod:`._shapes`), or every value
         categorical and already known, the features then read off the columns (an encoding learning can

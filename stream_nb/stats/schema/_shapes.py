@@ -36,8 +36,8 @@ class EventShape(typing.NamedTuple):
     feats: np.ndarray  # the categorical features' indices in the schema
     gslots: np.ndarray  # the Gaussian features' slots
 
-    def encode(self, x: dict) -> Encoded | None:
-        """``x``'s encoding for prediction (one learning takes as is), or None if ``x`` is of another shape."""
+    def values_of(self, x: dict) -> tuple | None:
+        """``x``'s values in this shape's order when ``x`` has its keys and their types, else None."""
         if len(x) != self.n:
             return None
         try:
@@ -46,7 +46,12 @@ class EventShape(typing.NamedTuple):
             return None
         if self.n == 1:
             vals = (vals,)
-        if tuple(map(type, vals)) != self.types:
+        return vals if tuple(map(type, vals)) == self.types else None
+
+    def encode(self, x: dict) -> Encoded | None:
+        """``x``'s encoding for prediction (one learning takes as is), or None if ``x`` is of another shape."""
+        vals = self.values_of(x)
+        if vals is None:
             return None
         try:
             cols = np.fromiter(map(operator.getitem, self.cat_dicts, vals if self.gauss == [] else
