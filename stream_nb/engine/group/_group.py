@@ -239,13 +239,9 @@ class GroupCheckpointer:
         model's schedule, which only its vectorised learning uses (the view's is rebuilt from the merged counts)."""
         return self.template.clone()
 
-    def _fresh_copy(self, partition: str) -> typing.Any:
-        """A model of its own for partition ``partition``'s known state (the cached one is shared with the view)."""
-        return self._fresh(partition)[0]
-
     def _fresh(self, partition: str, state: PartitionState | None = None) -> tuple[typing.Any, dict]:
-        """:meth:`_fresh_copy` (of ``state``, else the known one) and the state's payload info (``"join"``: the
-        join's part, see :meth:`_take`)."""
+        """A model of its own for partition ``partition``'s ``state``, else its known one (the cached one is shared
+        with the view), and the state's payload info (``"join"``: the join's part, see :meth:`_take`)."""
         model, info = decode_state((state or self.known[partition]).payload, f"state of {partition}")
         return model, info or {}
 
