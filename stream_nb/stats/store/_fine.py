@@ -332,6 +332,8 @@ class TwoLayerStats(FineRuns, SharedPairs, Stats):
         """The event being learned (of class ``c``, weight ``w``, EM part ``exp``) waits if a value of it
         must (:meth:`Waiting.wait`); a receipt journals the entry by its key."""
         fenc, unready, young = self._pending
+        if not (unready or young):
+            return  # nothing of it can wait (the usual event, once the stream is warm)
         e = self.waiting.wait(fenc, unready, young, c, w, exp, keyed=self.journal is not None)
         if e is not None:
             self.journal.append(("waiting", e))
