@@ -319,6 +319,7 @@ STORE_PARTS = {
     "stream_nb.stats.values._labels": ("Labels",),
     "stream_nb.stats.values._columns": ("Columns",),
     "stream_nb.stats.discretiser._discretise": ("Discretiser",),
+    "stream_nb.stats.discretiser._waiting": ("Waiting",),
     "stream_nb.stats.tables._gaussian": ("GaussianMoments",),
     "stream_nb.stats.tables._sparse": ("SparseTable",),
     "stream_nb.stats.budget._budget": ("Budget",),

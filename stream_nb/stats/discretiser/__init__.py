@@ -4,10 +4,9 @@ fine cells, events waiting for their bins."""
 from ._discretise import Discretiser
 from ._mdl import mdl_cuts
 from ._joint import ALPHA, chi2_quantile, g_statistic
-from ._coarse import check_backlog, coarse_edges, coarse_state, load_waiting, waiting_state
-from ._waiting import WaitingEvents, count_later, entry, entry_json, map_entry
+from ._coarse import coarse_edges, coarse_state
+from ._waiting import Waiting, check_backlog, entry_json
 from ._fine_runs import FineRuns
 
-__all__ = ["Discretiser", "mdl_cuts", "ALPHA", "chi2_quantile", "g_statistic", "check_backlog",
-    "coarse_edges", "coarse_state", "load_waiting", "waiting_state", "WaitingEvents", "count_later", "entry",
-    "entry_json", "map_entry", "FineRuns"]
+__all__ = ["Discretiser", "mdl_cuts", "ALPHA", "chi2_quantile", "g_statistic", "coarse_edges", "coarse_state",
+    "Waiting", "check_backlog", "entry_json", "FineRuns"]

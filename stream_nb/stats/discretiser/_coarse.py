@@ -10,17 +10,13 @@ Counts of whole events stay whole numbers, so the sums are exact.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from ..._checks import is_integer
 from ._joint import quantiles_inform
 from ._mdl import mdl_cuts
 from ..values import BINNED, TWINNED
-from ._waiting import check_exp, entry_json
 
-__all__ = ["check_backlog", "coarse_edges", "coarse_state", "load_waiting", "waiting_state"]
+__all__ = ["coarse_edges", "coarse_state"]
 
 
 def _bin_map(fine_edges: np.ndarray, coarse_edges: np.ndarray) -> np.ndarray:
@@ -147,69 +143,3 @@ def coarse_state(fine, edges: dict, bins: int, warmup: int, max_table_cells) -> 
     meta["features"] = feats
     meta["columns"] = columns
     return out, meta
-
-
-def check_backlog(backlog, fine, name: str = "backlog", prefix: str = "stats.two_layer.") -> list:
-    """The backlog (or the candidates) of a two-layer state as the store keeps it (entries of
-    :mod:`stream_nb.stats.discretiser._waiting`, each with the key a receipt knows it by, if any); ValueError naming
-    what does not fit (``prefix + name``)."""
-    if not isinstance(backlog, list):
-        raise ValueError(f"{prefix}{name}: expected a list, got {type(backlog).__name__}")
-    V, F, C = len(fine.value_keys), len(fine.features), fine.n_classes
-    out = []
-    for i, entry in enumerate(backlog):
-        where = f"{prefix}{name}[{i}]" if prefix else name
-        if not isinstance(entry, list) or len(entry) not in (5, 6, 7):
-            raise ValueError(f"{where}: expected [columns, features, values, class, weight, EM part, receipt key]")
-        cols, feats, vals, c, w = entry[:5]
-        if not (isinstance(cols, list) and isinstance(feats, list) and len(cols) == len(feats)
-                and all(is_integer(v) and 0 < v < V for v in cols) and all(is_integer(f) and 0 <= f < F for f in feats)):
-            raise ValueError(f"{where}: expected columns and features of the fine layer, one each")
-        if not isinstance(vals, list) or not all(
-                isinstance(e, list) and len(e) == 2 and is_integer(e[0]) and 0 <= e[0] < F and fine.kinds[e[0]] == BINNED
-                and isinstance(e[1], (int, float)) and not isinstance(e[1], bool) and math.isfinite(e[1]) for e in vals):
-            raise ValueError(f"{where}: expected [binned feature, finite number] pairs")
-        if not (is_integer(c) and 0 <= c < C) or not (isinstance(w, (int, float)) and math.isfinite(w) and w >= 0):
-            raise ValueError(f"{where}: expected a class index and a weight >= 0")
-        out.append((np.array(cols, dtype=np.int64), np.array(feats, dtype=np.int64),
-                    [(int(f), float(x)) for f, x in vals], int(c), float(w),
-                    check_exp(entry[5] if len(entry) >= 6 else None, fine, where + "[5]"), _key(entry, where)))
-    return out
-
-
-def _key(entry: list, where: str):
-    """The receipt key of a waiting entry read from a state: None, or an integer >= 1."""
-    key = entry[6] if len(entry) == 7 else None
-    if key is not None and not (is_integer(key) and key >= 1):
-        raise ValueError(f"{where}[6]: expected null or the key a receipt knows the event by (an integer >= 1)")
-    return None if key is None else int(key)
-
-
-def waiting_state(s) -> dict:
-    """The events two-layer store ``s`` keeps (backlog, candidates, the features past them) and what its
-    receipts know them by (the last key given, the receipted entries counted since), for its state."""
-    out = {"backlog": [entry_json(e) for e in s.backlog], "candidates": [entry_json(e) for e in s.candidates],
-           "grown": sorted(s.grown)}
-    if s.receipts:  # a store that gave no receipt writes the state it always wrote
-        out["receipts"] = s.receipts
-        out["counted"] = [entry_json(e) for e in s.counted.values()]
-    return out
-
-
-def load_waiting(s, tl: dict) -> None:
-    """Put :func:`waiting_state`'s ``tl`` into two-layer store ``s``; ValueError naming what does not fit."""
-    s.backlog = check_backlog(tl.get("backlog"), s.fine)
-    s.candidates = check_backlog(tl.get("candidates", []), s.fine, "candidates")
-    grown = tl.get("grown", [])
-    if not isinstance(grown, list) or not all(is_integer(f) and 0 <= f < len(s.features) for f in grown):
-        raise ValueError(f"stats.two_layer.grown: expected a list of feature indices, got {grown!r:.60}")
-    s.grown = set(grown)
-    receipts = tl.get("receipts", 0)
-    if not is_integer(receipts) or receipts < 0:
-        raise ValueError(f"stats.two_layer.receipts: expected an integer >= 0, got {receipts!r:.60}")
-    counted = check_backlog(tl.get("counted", []), s.fine, "counted")
-    keys = [e[6] for e in s.backlog + s.candidates + counted if e[6] is not None]
-    if any(k > receipts for k in keys) or len(set(keys)) != len(keys) or any(e[6] is None for e in counted):
-        raise ValueError(f"stats.two_layer: expected receipt keys of the waiting and counted events distinct, each "
-                         f"in 1..{receipts} (stats.two_layer.receipts), and one for every counted event")
-    s.receipts, s.counted = int(receipts), {e[6]: e for e in counted}

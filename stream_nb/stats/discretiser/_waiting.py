@@ -27,7 +27,7 @@ A promotion (a feature of integers that turns numeric) detaches the feature's
 value columns; :func:`follow_promotion` rewrites the entries that hold one:
 the value waits (``vals``) if the feature's fine edges do not exist yet, or
 its bin's column replaces the old one. An event logged while such a feature
-was young (see ``TwoLayerStats.candidates``) thereby becomes exactly the
+was young (see :attr:`Waiting.candidates`) thereby becomes exactly the
 backlog entry it would be had the feature been numeric from the start.
 """
 
@@ -40,7 +40,8 @@ import numpy as np
 from ..._checks import is_integer
 from ..values import BINNED, EMPTY_FLOAT, EMPTY_INT, Encoded
 
-__all__ = ["WaitingEvents", "check_exp", "count_later", "entry", "entry_json", "exp_json", "follow_promotion", "map_entry"]
+__all__ = ["Waiting", "check_backlog", "check_exp", "count_later", "entry", "entry_json", "exp_json", "follow_promotion",
+           "map_entry"]
 
 #: at most this many events per ``warmup`` wait in the backlog, and as many among the candidates
 BACKLOG_PER_WARMUP = 10
@@ -241,13 +242,93 @@ def check_exp(exp, fine, where: str):
                      "[\"many\", rows, features, weights] of the fine layer")
 
 
-class WaitingEvents:
-    """The waiting events of a :class:`~stream_nb.stats.TwoLayerStats` (a part of it, not used alone)."""
+def check_backlog(backlog, fine, name: str = "backlog", prefix: str = "stats.two_layer.") -> list:
+    """The backlog (or the candidates) of a two-layer state as :class:`Waiting` keeps it (entries, each with
+    the key a receipt knows it by, if any); ValueError naming what does not fit (``prefix + name``)."""
+    if not isinstance(backlog, list):
+        raise ValueError(f"{prefix}{name}: expected a list, got {type(backlog).__name__}")
+    V, F, C = len(fine.value_keys), len(fine.features), fine.n_classes
+    out = []
+    for i, entry in enumerate(backlog):
+        where = f"{prefix}{name}[{i}]" if prefix else name
+        if not isinstance(entry, list) or len(entry) not in (5, 6, 7):
+            raise ValueError(f"{where}: expected [columns, features, values, class, weight, EM part, receipt key]")
+        cols, feats, vals, c, w = entry[:5]
+        if not (isinstance(cols, list) and isinstance(feats, list) and len(cols) == len(feats)
+                and all(is_integer(v) and 0 < v < V for v in cols) and all(is_integer(f) and 0 <= f < F for f in feats)):
+            raise ValueError(f"{where}: expected columns and features of the fine layer, one each")
+        if not isinstance(vals, list) or not all(
+                isinstance(e, list) and len(e) == 2 and is_integer(e[0]) and 0 <= e[0] < F and fine.kinds[e[0]] == BINNED
+                and isinstance(e[1], (int, float)) and not isinstance(e[1], bool) and math.isfinite(e[1]) for e in vals):
+            raise ValueError(f"{where}: expected [binned feature, finite number] pairs")
+        if not (is_integer(c) and 0 <= c < C) or not (isinstance(w, (int, float)) and math.isfinite(w) and w >= 0):
+            raise ValueError(f"{where}: expected a class index and a weight >= 0")
+        out.append((np.array(cols, dtype=np.int64), np.array(feats, dtype=np.int64),
+                    [(int(f), float(x)) for f, x in vals], int(c), float(w),
+                    check_exp(entry[5] if len(entry) >= 6 else None, fine, where + "[5]"), _key(entry, where)))
+    return out
 
-    def _young(self, fenc: Encoded) -> bool:
-        """Whether the event holds a value of a fine feature of integers that a promotion would now
-        turn into warm-up values (fewer than ``warmup`` values, as :meth:`Stats.promote` counts them)."""
-        fine, young = self.fine, False
+
+def _key(entry: list, where: str):
+    """The receipt key of a waiting entry read from a state: None, or an integer >= 1."""
+    key = entry[6] if len(entry) == 7 else None
+    if key is not None and not (is_integer(key) and key >= 1):
+        raise ValueError(f"{where}[6]: expected null or the key a receipt knows the event by (an integer >= 1)")
+    return None if key is None else int(key)
+
+
+class Waiting:
+    """The events a two-layer store keeps until a value of theirs can be counted (see the module notes).
+
+    It keeps entries (:func:`entry`) and the keys receipts know them by; the fine layer the
+    entries are counted into is an argument of each call that reads or counts it:
+
+    - ``backlog``: entries with values waiting for their fine edges (at most ``10 * warmup``);
+    - ``candidates``: entries holding a value of a young fine feature of integers, one a
+      promotion could still make wait (as many);
+    - ``grown``: the fine features of integers past that point (a promotion keeps their counts);
+    - ``receipts``: the last key given to an entry a receipt knows; ``counted``: ``{key: entry}``,
+      the receipted entries whose values all count now (a receipt may yet take them back).
+
+    The store calls :meth:`young` and :meth:`wait` as it learns an event, :meth:`count_ready`
+    when fine edges may exist, :meth:`follow_promotion` after a promotion, :meth:`unwait` to
+    take an event back, :meth:`scale` when decay scales its counts, :meth:`absorb` to merge,
+    and :meth:`state` / :meth:`from_state` for its snapshots.
+
+    Examples
+    --------
+    An event whose value of ``t`` the fine layer could not bin yet (its warm-up) waits, counted
+    without it; once the edges exist its value is counted after all:
+
+    >>> from stream_nb.stats import Stats
+    >>> fine = Stats(pairs=False, numeric="bins", bins=4, warmup=3)
+    >>> fine.bin_floats_at_once()  # t is binned from its first value on
+    >>> waiting, t = Waiting(warmup=3), 0
+    >>> enc = fine.encode_learn({"t": 1.0, "c": "u"}, "a")  # t has no edges yet: c alone is encoded
+    >>> fine.add(enc, fine.class_of("a"))
+    >>> waiting.wait(enc, [(t, 1.0)], False, 0, 1.0) is None  # kept, with no key (no receipt)
+    True
+    >>> len(waiting.backlog), waiting.count_ready(fine)
+    (1, False)
+    >>> for v in (2.0, 3.0):  # the warm-up's other values: the edges exist now
+    ...     fine.add(fine.encode_learn({"t": v, "c": "u"}, "a"), 0)
+    >>> waiting.count_ready(fine), waiting.backlog, float(fine.feat_count[0, t])
+    (True, [], 1.0)
+    """
+
+    def __init__(self, warmup: int):
+        self.warmup = int(warmup)  # the fine layer's: a young feature has fewer values than this
+        self.backlog: list = []
+        self.candidates: list = []
+        self.grown: set = set()
+        self.receipts = 0
+        self.counted: dict = {}
+
+    def young(self, fine, fenc: Encoded) -> bool:
+        """Whether event ``fenc`` (in ``fine``'s columns) holds a value of a fine feature of integers that a
+        promotion would now turn into warm-up values (fewer than ``warmup`` values, as :meth:`Stats.promote`
+        counts them)."""
+        young = False
         if fine.from_int <= self.grown:
             return False  # every feature of integers past that point (once a stream is warm, every event)
         for f in fenc.feats.tolist():
@@ -259,41 +340,120 @@ class WaitingEvents:
                 self.grown.add(f)
         return young
 
-    def _follow_promotion(self) -> None:
-        """A fine feature of integers turned numeric: the waiting events follow (see :mod:`._waiting`)."""
-        counted, waiting = follow_promotion(self.backlog + self.candidates, self.fine)
-        self.backlog = waiting
-        self.candidates = counted if self.fine.from_int - self.grown else []
+    def has_young(self, fine) -> bool:
+        """Whether a fine feature of integers may still be young (its events are logged one at a time)."""
+        return bool(fine.from_int - self.grown)
 
-    def _wait(self, c: int, w: float, exp) -> None:
-        """Keep the event being learned (of class ``c``, weight ``w``, EM part ``exp``) if a value of it
-        waits for its fine edges (backlog) or a promotion could make one wait (candidates)."""
-        fenc, unready, young = self._pending
+    def wait(self, fenc: Encoded, unready, young: bool, c: int, w: float, exp=None, keyed: bool = False):
+        """Keep event ``fenc`` (of class ``c``, weight ``w``, EM part ``exp``) if a value of it waits for
+        its fine edges (``unready``, ``[(feature, value)]``: the backlog) or a promotion could make one
+        wait (``young``: the candidates). ``keyed``: a receipt will know the entry, which gets the next
+        key. Returns the entry kept with a key (for the receipt's journal), else None."""
         cap = BACKLOG_PER_WARMUP * self.warmup
         into = (self.backlog if unready and len(self.backlog) < cap
                 else self.candidates if young and not unready and len(self.candidates) < cap else None)
         if into is None:
-            return
+            return None
         key = None
-        if self.journal is not None:  # a receipt: it will know the entry by its key
+        if keyed:
             self.receipts += 1
             key = self.receipts
         e = entry(fenc.cols, fenc.feats, unready, c, w, exp, key)
         into.append(e)
-        if key is not None:
-            self.journal.append(("waiting", e))
+        return None if key is None else e
 
-    def _unwait(self, then: tuple) -> None:
-        """Unlearning the event a receipt logged as ``then``: it stops waiting, and what counting its
-        values added since is taken back (its first counts are in the receipt's journal)."""
+    def count_ready(self, fine) -> bool:
+        """Count in ``fine`` the backlog's values whose fine edges now exist (see the module notes);
+        returns whether it counted any."""
+        if not self.backlog:
+            return False
+        keep, changed = [], False
+        for e in self.backlog:
+            add_c, add_f, rest = [], [], []
+            for f, x in e[2]:
+                d = fine.disc[f] if fine.kinds[f] == BINNED else None
+                if d is None:
+                    continue  # the feature is no longer binned
+                if d.edges is None:
+                    rest.append((f, x))
+                    continue
+                key = d.bin(x)
+                col = fine.values[f].get(key)
+                add_c.append(col if col is not None else fine._add_value(f, key))
+                add_f.append(f)
+            if add_c:
+                e = count_later(fine, e, add_c, add_f)
+                changed = True
+            if rest:
+                keep.append(entry(e[0], e[1], rest, *e[3:]))
+            elif e[6] is not None:
+                self.counted[e[6]] = e  # a receipt may yet take it back
+        self.backlog = keep
+        return changed
+
+    def follow_promotion(self, fine) -> None:
+        """A fine feature of integers turned numeric: the waiting entries follow (:func:`follow_promotion`)."""
+        counted, waiting = follow_promotion(self.backlog + self.candidates, fine)
+        self.backlog = waiting
+        self.candidates = counted if self.has_young(fine) else []
+
+    def unwait(self, fine, then: tuple) -> None:
+        """Unlearning the event a receipt logged as entry ``then`` (in ``fine``'s columns of now): it stops
+        waiting, and what counting its values added to ``fine`` since is taken back (its first counts
+        are in the receipt's journal)."""
         key = then[6]
         for lst in (self.backlog, self.candidates):
             for i, e in enumerate(lst):
                 if e[6] == key:
                     del lst[i]
-                    uncount(self.fine, then, e)
+                    uncount(fine, then, e)
                     return
         now = self.counted.pop(key, None)
         if now is not None:
-            uncount(self.fine, then, now)
+            uncount(fine, then, now)
 
+    def scale(self, factor: float) -> None:
+        """Decay scaled the counts by ``factor``: the weights of the events still waiting are scaled alike."""
+        self.backlog = [(*e[:4], e[4] * factor, *e[5:]) for e in self.backlog]
+        self.candidates = [(*e[:4], e[4] * factor, *e[5:]) for e in self.candidates]
+
+    def absorb(self, other: "Waiting", fine, vmap: np.ndarray, fmap: np.ndarray, cmap: list) -> None:
+        """Merge: take ``other``'s waiting entries, mapped to ``fine``'s columns, features and classes
+        (:func:`map_entry`; its receipts are none here), and follow a promotion the merge made."""
+        self.backlog += [map_entry(e, vmap, fmap, cmap) for e in other.backlog]
+        self.candidates += [map_entry(e, vmap, fmap, cmap) for e in other.candidates]
+        self.grown |= {int(fmap[f]) for f in other.grown}
+        if self.candidates or self.backlog:
+            self.follow_promotion(fine)  # the merge may have promoted a feature of integers
+
+    def state(self) -> dict:
+        """The entries (backlog, candidates, the features past them) and what receipts know them by (the
+        last key given, the receipted entries counted since), as JSON for a store's state."""
+        out = {"backlog": [entry_json(e) for e in self.backlog],
+               "candidates": [entry_json(e) for e in self.candidates], "grown": sorted(self.grown)}
+        if self.receipts:  # a store that gave no receipt writes the state it always wrote
+            out["receipts"] = self.receipts
+            out["counted"] = [entry_json(e) for e in self.counted.values()]
+        return out
+
+    @classmethod
+    def from_state(cls, tl: dict, fine, warmup: int) -> "Waiting":
+        """The waiting events :meth:`state` wrote (``tl``), checked against ``fine``, the fine layer they
+        count into; ValueError naming what does not fit (as ``stats.two_layer.*``)."""
+        out = cls(warmup)
+        out.backlog = check_backlog(tl.get("backlog"), fine)
+        out.candidates = check_backlog(tl.get("candidates", []), fine, "candidates")
+        grown = tl.get("grown", [])
+        if not isinstance(grown, list) or not all(is_integer(f) and 0 <= f < len(fine.features) for f in grown):
+            raise ValueError(f"stats.two_layer.grown: expected a list of feature indices, got {grown!r:.60}")
+        out.grown = set(grown)
+        receipts = tl.get("receipts", 0)
+        if not is_integer(receipts) or receipts < 0:
+            raise ValueError(f"stats.two_layer.receipts: expected an integer >= 0, got {receipts!r:.60}")
+        counted = check_backlog(tl.get("counted", []), fine, "counted")
+        keys = [e[6] for e in out.backlog + out.candidates + counted if e[6] is not None]
+        if any(k > receipts for k in keys) or len(set(keys)) != len(keys) or any(e[6] is None for e in counted):
+            raise ValueError(f"stats.two_layer: expected receipt keys of the waiting and counted events distinct, each "
+                             f"in 1..{receipts} (stats.two_layer.receipts), and one for every counted event")
+        out.receipts, out.counted = int(receipts), {e[6]: e for e in counted}
+        return out

@@ -34,7 +34,9 @@ store holds what it would hold had the edges existed from the start. (The
 backlog keeps at most ``10 * warmup`` events.) An event EM learned with
 expected counts waits too: once counted, its value joins each completion with
 the completion's weight, and the observed-only twin takes it exactly as
-``missing="ignore"`` does (:mod:`stream_nb.stats.discretiser._waiting`).
+``missing="ignore"`` does. The store holds these events in a part of its own,
+``waiting`` (a :class:`~stream_nb.stats.discretiser.Waiting`, see
+:mod:`stream_nb.stats.discretiser._waiting`).
 
 A feature of integers that a fraction turns numeric (a promotion) enters the
 fine layer as it would have had it been numeric from the start: while it has
@@ -60,19 +62,18 @@ import numpy as np
 from ..._checks import is_integer
 from ...exceptions import ConfigError, MergeError, UnlearnError
 from ...kernels import Addresses
-from ..discretiser import coarse_edges, coarse_state, load_waiting, waiting_state
+from ..discretiser import Waiting, coarse_edges, coarse_state
 from ..discretiser import Discretiser
 from ..discretiser import FineRuns
 from ..forgetting import follow_promotions, follow_waiting
 from ..budget import SharedPairs
 from ._store import Stats
 from ..values import BINNED, Encoded, numeric_value
-from ..discretiser import WaitingEvents, count_later, entry, map_entry
 
 __all__ = ["CoarseDiscretiser", "TwoLayerStats"]
 
 #: what a store keeps of its own when the coarse layer is derived again
-_OWN = ("fine", "fine_bins", "backlog", "candidates", "grown", "receipts", "counted", "n_events", "next_choice", "stale", "_pending",
+_OWN = ("fine", "fine_bins", "waiting", "n_events", "next_choice", "stale", "_pending",
         "_pending_exp", "_pending_rows", "_pending_labeled", "_run_mirrored", "journal", "pair_rule",
         "pair_allowed", "pair_edges", "selection_peer", "pair_cursor", "pair_revised", "shared_pairs", "forgets")
 
@@ -87,7 +88,7 @@ class CoarseDiscretiser(Discretiser):
         return None if self.edges is None else self.bin(x)
 
 
-class TwoLayerStats(FineRuns, WaitingEvents, SharedPairs, Stats):
+class TwoLayerStats(FineRuns, SharedPairs, Stats):
     """A count store whose numeric features are cut by MDL over a fine layer it also keeps.
 
     Parameters are :class:`~stream_nb.stats.Stats`'s (``numeric="bins"``),
@@ -128,13 +129,8 @@ class TwoLayerStats(FineRuns, WaitingEvents, SharedPairs, Stats):
         self.fine = Stats(**{**kwargs, "bins": self.fine_bins})
         self.fine.schema.set_few_max(self.bins)  # both layers count a float feature by value while it has few values
         self.schema.bin_with(CoarseDiscretiser)  # its binned features take their edges from the fine layer
-        self.backlog: list = []  # events with values to count once the fine edges exist (see _waiting)
-        # events holding a value of a fine feature of integers that a fraction could still promote with
-        # fewer than ``warmup`` values (then its values so far wait as warm-up values do): as backlog entries
-        self.candidates: list = []
-        self.grown: set = set()  # fine features of integers past that point (a promotion keeps their counts)
-        self.receipts = 0  # waiting entries a receipt knows (their keys)
-        self.counted: dict = {}  # key -> entry: a receipted entry whose values all count now
+        # events with values to count once the fine edges exist, or that a promotion could make wait
+        self.waiting = Waiting(self.warmup)
         self._pending_exp = None  # what EM added to the fine layer for the event being learned
         self.n_events = 0  # events learned (the schedule of the cut points)
         self.next_choice = 0  # choose the cut points again before the event that reaches this count
@@ -144,6 +140,23 @@ class TwoLayerStats(FineRuns, WaitingEvents, SharedPairs, Stats):
         self._pending_labeled = None  # of a run: the labeled rows up to each of its rows (cut_run)
         self._fine_warm = True  # some fine feature may still be in warm-up
         self.share_pairs()  # no feature binned yet: the fine pair counts are the coarse ones (_shared_pairs.py)
+
+    # ------------------------------------------------------------------ the waiting events, read-only
+
+    @property
+    def backlog(self) -> list:
+        """The events whose values wait for their fine edges (:attr:`Waiting.backlog`)."""
+        return self.waiting.backlog
+
+    @property
+    def candidates(self) -> list:
+        """The events holding a value of a young fine feature of integers (:attr:`Waiting.candidates`)."""
+        return self.waiting.candidates
+
+    @property
+    def counted(self) -> dict:
+        """The receipted events whose values all count now, by key (:attr:`Waiting.counted`)."""
+        return self.waiting.counted
 
     # ------------------------------------------------------------------ schema mirrored
 
@@ -162,7 +175,7 @@ class TwoLayerStats(FineRuns, WaitingEvents, SharedPairs, Stats):
         enc = self.reusable(x, known) if self._mirrors() else None
         if enc is not None:  # nothing new in either layer, and the fine columns are the coarse ones
             self._pending = (enc, self._unbinned(x, enc) if self._fine_warm else (),
-                             bool(fine.from_int) and self._young(enc))
+                             bool(fine.from_int) and self.waiting.young(fine, enc))
             self._pending_exp = None
             self.n_events += 1
             return enc
@@ -177,9 +190,9 @@ class TwoLayerStats(FineRuns, WaitingEvents, SharedPairs, Stats):
             unready = self._unbinned(x, fenc)
         if fine.epoch != epoch:
             if ints - fine.from_int:
-                self._follow_promotion()
+                self.waiting.follow_promotion(fine)
             self._fine_changed()
-        self._pending = (fenc, unready, bool(fine.from_int) and self._young(fenc))
+        self._pending = (fenc, unready, bool(fine.from_int) and self.waiting.young(fine, fenc))
         self._pending_exp = None
         self.n_events += 1
         return enc
@@ -239,11 +252,10 @@ class TwoLayerStats(FineRuns, WaitingEvents, SharedPairs, Stats):
         self._derive(self._current_edges())
 
     def scale_waiting(self, factor: float) -> None:
-        self.backlog = [(*e[:4], e[4] * factor, *e[5:]) for e in self.backlog]
-        self.candidates = [(*e[:4], e[4] * factor, *e[5:]) for e in self.candidates]
+        self.waiting.scale(factor)
 
     def learn_limit(self) -> int:
-        if self.fine.from_int - self.grown:
+        if self.waiting.has_young(self.fine):
             return 1  # events holding a young feature of integers are logged one by one (candidates)
         return min(max(1, self.next_choice - self.n_events), super().learn_limit())
 
@@ -315,6 +327,16 @@ class TwoLayerStats(FineRuns, WaitingEvents, SharedPairs, Stats):
                                  np.ones(len(yc)) if w is None else np.asarray(w, dtype=float))
             return
         self.add_fine_run(yc, w)
+
+    def _wait(self, c: int, w: float, exp) -> None:
+        """The event being learned (of class ``c``, weight ``w``, EM part ``exp``) waits if a value of it
+        must (:meth:`Waiting.wait`); a receipt journals the entry by its key."""
+        fenc, unready, young = self._pending
+        if not (unready or young):
+            return  # nothing of it can wait (the usual event, once the stream is warm)
+        e = self.waiting.wait(fenc, unready, young, c, w, exp, keyed=self.journal is not None)
+        if e is not None:
+            self.journal.append(("waiting", e))
 
     def _fine_columns(self, u: np.ndarray, feats_u: np.ndarray) -> np.ndarray:
         """The fine columns standing for coarse columns ``u`` (of features ``feats_u``) of the event
@@ -401,31 +423,8 @@ class TwoLayerStats(FineRuns, WaitingEvents, SharedPairs, Stats):
 
     def _replay(self) -> None:
         """Count the backlog's values whose fine edges now exist (see the module notes)."""
-        if not self.backlog:
-            return
-        fine, keep = self.fine, []
-        for e in self.backlog:
-            vals = e[2]
-            add_c, add_f, rest = [], [], []
-            for f, x in vals:
-                d = fine.disc[f] if fine.kinds[f] == BINNED else None
-                if d is None:
-                    continue  # the feature is no longer binned
-                if d.edges is None:
-                    rest.append((f, x))
-                    continue
-                key = d.bin(x)
-                col = fine.values[f].get(key)
-                add_c.append(col if col is not None else fine._add_value(f, key))
-                add_f.append(f)
-            if add_c:
-                e = count_later(fine, e, add_c, add_f)
-                self.stale = True
-            if rest:
-                keep.append(entry(e[0], e[1], rest, *e[3:]))
-            elif e[6] is not None:
-                self.counted[e[6]] = e  # a receipt may yet take it back
-        self.backlog = keep
+        if self.waiting.count_ready(self.fine):
+            self.stale = True
 
     def _derive(self, edges: dict) -> None:
         """Make this store the coarse image of the fine one under ``edges`` ({feature: coarse edges})."""
@@ -474,7 +473,7 @@ class TwoLayerStats(FineRuns, WaitingEvents, SharedPairs, Stats):
             fine._check_entry(e)
         for e in entries:
             if e[0] == "waiting":  # the event waited for its fine edges (see _waiting)
-                self._unwait(follow_waiting(fine, e[1]))
+                self.waiting.unwait(fine, follow_waiting(fine, e[1]))
         fine.remove(fine_entries)
         self._derive(self._current_edges())
 
@@ -538,8 +537,8 @@ class TwoLayerStats(FineRuns, WaitingEvents, SharedPairs, Stats):
             for mine, theirs in over:
                 other.fine.promote(theirs)
                 self.fine.promote(mine)
-            other._follow_promotion()
-            self._follow_promotion()
+            other.waiting.follow_promotion(other.fine)
+            self.waiting.follow_promotion(self.fine)
         fine, theirs = self.fine, other.fine
         fine.merge(theirs)
         cmap = [fine.class_index[y] for y in theirs.classes]
@@ -547,11 +546,7 @@ class TwoLayerStats(FineRuns, WaitingEvents, SharedPairs, Stats):
         vmap = [0] + [fine.values[fmap[f]].get(v, 0) if f >= 0 else 0
                       for f, v in zip(theirs.value_feature[1:len(theirs.value_keys)].tolist(), theirs.value_keys[1:])]
         vmap, fmap = np.array(vmap, dtype=np.int64), np.array(fmap, dtype=np.int64)
-        self.backlog += [map_entry(e, vmap, fmap, cmap) for e in other.backlog]
-        self.candidates += [map_entry(e, vmap, fmap, cmap) for e in other.candidates]
-        self.grown |= {int(fmap[f]) for f in other.grown}
-        if self.candidates or self.backlog:
-            self._follow_promotion()  # the merge may have promoted a feature of integers
+        self.waiting.absorb(other.waiting, fine, vmap, fmap, cmap)
         self.n_events += other.n_events
         self._derive(self._current_edges())
 
@@ -583,7 +578,7 @@ class TwoLayerStats(FineRuns, WaitingEvents, SharedPairs, Stats):
             "n_events": self.n_events,
             "next_choice": self.next_choice,
             "stale": self.stale,
-            **waiting_state(self),
+            **self.waiting.state(),
         }
         return arrays, meta
 
@@ -605,7 +600,7 @@ class TwoLayerStats(FineRuns, WaitingEvents, SharedPairs, Stats):
         if not isinstance(tl.get("stale"), bool):
             raise ValueError(f"stats.two_layer.stale: expected true or false, got {tl.get('stale')!r:.60}")
         s.fine_bins, s.n_events, s.next_choice, s.stale = tl["fine_bins"], tl["n_events"], tl["next_choice"], tl["stale"]
-        load_waiting(s, tl)
+        s.waiting = Waiting.from_state(tl, s.fine, s.warmup)
         s._pending_exp = None
         for f, d in enumerate(s.disc):
             if d is not None and s.features[f] not in s.bin_edges:
