@@ -148,7 +148,7 @@ def _rebin(fine, f: int, col) -> tuple:
     d = fine.disc[f] if fine.kinds[f] == BINNED else None
     if d is not None and d.edges is not None:
         b = d.bin(x)
-        return fine.values[f].get(b) or fine._add_value(f, b), x, True
+        return fine.values[f].get(b) or fine.schema.add_value(f, b), x, True
     return None, x, d is not None
 
 
@@ -183,7 +183,7 @@ def _follow_exp(exp, fine):
         d = fine.disc[f] if fine.kinds[f] == BINNED else None
         if d is not None and d.edges is not None:
             D[:, j] = [fine.values[f].get(d.bin(float(fine.value_keys[col])))
-                       or fine._add_value(f, d.bin(float(fine.value_keys[col]))) for col in D[:, j].tolist()]
+                       or fine.schema.add_value(f, d.bin(float(fine.value_keys[col]))) for col in D[:, j].tolist()]
             keep[j] = True
     return ("many", D[:, keep], dfeats[keep], p)
 
@@ -379,7 +379,7 @@ class Waiting:
                     continue
                 key = d.bin(x)
                 col = fine.values[f].get(key)
-                add_c.append(col if col is not None else fine._add_value(f, key))
+                add_c.append(col if col is not None else fine.schema.add_value(f, key))
                 add_f.append(f)
             if add_c:
                 e = count_later(fine, e, add_c, add_f)

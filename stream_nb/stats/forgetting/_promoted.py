@@ -74,7 +74,7 @@ def _map(s, cols: np.ndarray, feats: np.ndarray) -> tuple[np.ndarray | None, lis
         x = float(s.value_keys[cols[i]])
         if rule == "bins":
             b = s.disc[f].bin(x)
-            new[i] = s.values[f].get(b) or s._add_value(f, b)
+            new[i] = s.values[f].get(b) or s.schema.add_value(f, b)
         else:
             new[i] = -1
             if rule == "gauss":

@@ -112,7 +112,7 @@ class Merging:
             f = fmap[other.value_feature[col]]
             v = other.value_keys[col]
             mine = self.values[f].get(v)
-            vmap[col] = mine if mine is not None else self._add_value(f, v)
+            vmap[col] = mine if mine is not None else self.schema.add_value(f, v)
         if self.pairs_selected or other.pairs_selected:
             # every pair either store counts is counted, holding the sum of both stores' counts of it
             # (see _candidates.py: widen_to_either)

@@ -169,13 +169,13 @@ class State:
                 s._set_discretiser(f, Discretiser.from_state(feat["discretiser"]))
         for f, v in meta["columns"]:
             if f >= 0:
-                s._add_value(f, v)
+                s.schema.add_value(f, v)
             else:  # a detached column: kept so that the later ones keep their place
                 s.schema.add_column(v)
         s.schema.restore(meta.get("from_int", []), meta.get("few", []), meta.get("few_max", meta["bins"]),
                          {f: rule for f, rule in meta.get("promoted", [])})
         # the types of the labels and of each categorical feature's values; a state written before
-        # they were kept has them from its first class and each feature's first value (_add_class, _add_value)
+        # they were kept has them from its first class and each feature's first value (_add_class, schema.add_value)
         if meta.get("label_type") is not None:
             if not isinstance(meta["label_type"], str):
                 raise ValueError(f"label_type: expected a JSON type name, got {meta['label_type']!r}")

@@ -192,9 +192,6 @@ class Stats(Capacity, Candidates, TupleCandidates, Promoting, Adding, Removing, 
     def _add_feature(self, name, kind, from_int: bool = False, few: bool = False) -> int:
         return self.schema.add_feature(name, kind, from_int, few)
 
-    def _add_value(self, f: int, v) -> int:
-        return self.schema.add_value(f, v)
-
     def _set_discretiser(self, f: int, d) -> None:
         self.schema.set_discretiser(f, d)
 
