@@ -79,9 +79,8 @@ def _draw(rng, probs):
     return np.minimum((np.cumsum(probs, axis=1) < u[:, None]).sum(1), probs.shape[1] - 1)
 
 
-def planted(name: str, n: int, seed: int):
-    """``(X, y, bayes_optimal_accuracy)`` of stream ``name``: X (n, F) integer codes, y (n,)."""
-    rng = np.random.default_rng(seed)
+def _network(name: str, rng):
+    """``(F, V, C, parents, tables, noise_parent, noise_tables)`` of stream ``name``, drawn from ``rng``."""
     if name == "cat200":
         F, V, C, conc = 200, 30, 10, 0.5
         parents = [(), (0,), (1,), (1, 2)]  # the informative attributes' attribute parents (k = 2)
@@ -92,6 +91,21 @@ def planted(name: str, n: int, seed: int):
     tables = [_dirichlet(rng, (C,) + (V,) * len(pa), V, conc) for pa in parents]  # P(a_i | y, a_pa(i))
     noise_parent = [int(rng.integers(0, j)) for j in range(k, F)]  # each noise attribute's one parent
     noise_tables = [_dirichlet(rng, (V,), V, conc) for _ in range(k, F)]  # P(x_j | x_parent)
+    return F, V, C, parents, tables, noise_parent, noise_tables
+
+
+def planted_parents(name: str, seed: int) -> list:
+    """Each attribute's attribute parents in stream ``name`` (those the class drives first, then each other
+    attribute's one parent): the network :func:`planted` draws its events from."""
+    _, _, _, parents, _, noise_parent, _ = _network(name, np.random.default_rng(seed))
+    return list(parents) + [(p,) for p in noise_parent]
+
+
+def planted(name: str, n: int, seed: int):
+    """``(X, y, bayes_optimal_accuracy)`` of stream ``name``: X (n, F) integer codes, y (n,)."""
+    rng = np.random.default_rng(seed)
+    F, V, C, parents, tables, noise_parent, noise_tables = _network(name, rng)
+    k = len(parents)
     y = rng.integers(0, C, size=n)
     X = np.empty((n, F), dtype=np.int16)
     for i, pa in enumerate(parents):

@@ -14,12 +14,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from scipy.stats import chi2_contingency
+from scipy.stats import chi2, chi2_contingency
 
 import stream_nb
 from stream_nb import KDB, Parents
 from stream_nb.exceptions import ConfigError
-from stream_nb.learners._selection import g_test
+from stream_nb.learners._selection import g_test, selective_structure
 from stream_nb.settings import BY_NAME, MODELS
 
 
@@ -75,6 +75,25 @@ def test_the_g_test_is_the_likelihood_ratio_statistic_of_a_contingency_table():
     assert g == pytest.approx(ref.statistic, rel=1e-12) and df == ref.dof
 
 
+def test_williams_correction_divides_each_strata_g_by_its_textbook_q():
+    # q = 1 + (n Σ_i 1/R_i - 1)(n Σ_j 1/C_j - 1) / (6 n (r - 1)(c - 1)) of each stratum's r x c table (the rows
+    # and columns that hold a count), from scipy's G of each stratum alone
+    rng = np.random.default_rng(5)
+    n = rng.integers(0, 6, size=(4, 5, 3)).astype(float)
+    n[2, :, 1] = 0.0  # a value of a absent from one stratum: not counted there
+    want = 0.0
+    for z in range(n.shape[2]):
+        t = n[:, :, z]
+        t = t[t.sum(1) > 0][:, t.sum(0) > 0]
+        g = chi2_contingency(t, correction=False, lambda_="log-likelihood").statistic
+        r, c, total = t.shape[0], t.shape[1], t.sum()
+        q = 1 + (total * (1 / t.sum(1)).sum() - 1) * (total * (1 / t.sum(0)).sum() - 1) / (6 * total * (r - 1) * (c - 1))
+        want += g / q
+    got, df = g_test(n, williams=True)
+    assert got == pytest.approx(want, rel=1e-12) and df == g_test(n)[1]
+    assert got < g_test(n)[0]  # the correction only lowers G
+
+
 def test_the_tests_the_selection_makes_are_those_of_brute_force_on_the_events():
     events = chain_stream(400, 1)
     model = KDB(k=1, search=Parents(0, select=0.01))
@@ -110,6 +129,32 @@ def test_the_selection_drops_what_tells_nothing_more_of_the_class_and_keeps_the_
     x = {"a": 1, "b": 2, "d": 1, "n0": 3}
     for b, n0 in [(0, 0), (1, 2), (None, None)]:
         assert model.predict_proba_one({**x, "b": b, "n0": n0}) == pytest.approx(model.predict_proba_one(x), rel=1e-12)
+
+
+def test_an_attribute_is_left_out_when_its_first_parent_carries_all_it_says_of_the_class():
+    # b copies a (the class drives a): given a, b says nothing of the class. The pair estimates, each from the
+    # events its pair holds, may rank another earlier attribute above a for b (here n0, left out itself):
+    # the class test given n0 then passes, and b is still left out, given a, its first parent. d says the
+    # class on its own: no parent, kept. Each decision against the brute-force tests of the events.
+    events = chain_stream(3000, 7)
+    model = KDB(k=1, search=Parents(0, select=0.01))
+    for x, y in events:
+        model.learn_one(x, y)
+    s = model._stats
+    order = [s.feature_index[f] for f in ("a", "n0", "b", "d")]
+    a, n0, b, d = order
+    cmi = np.zeros((len(s.features), len(s.features)))
+    for f, g, v in ((n0, a, 0.1), (b, n0, 1.0), (b, a, 0.5), (d, a, 0.2), (d, n0, 0.1), (d, b, 0.1)):
+        cmi[f, g] = cmi[g, f] = v
+    parents, dropped = selective_structure(s, order, 1, 0.01, cmi, None)
+
+    def passes(x, z, level=0.01 / 4):  # the class against x within each value of z, by a loop over the events
+        g, df = brute_g(events, lambda e: e[1], lambda e: e[0][x], lambda e: e[0][z] if z else 0)
+        return df > 0 and g > chi2.isf(level, df)
+
+    assert passes("b", "n0") and not passes("b", "a")  # kept by its test given n0; nothing more given a
+    assert passes("d", "a") and passes("a", None) and not passes("n0", "a")
+    assert dropped == {n0, b} and parents[a] == () and parents[d] == ()
 
 
 def test_the_attributes_left_out_lift_accuracy_on_a_chain_of_noise():

@@ -16,10 +16,14 @@ from ..stats import chi2_quantile
 __all__ = ["g_test", "informative_parents", "selective_structure"]
 
 
-def g_test(n: np.ndarray) -> tuple[float, int]:
+def g_test(n: np.ndarray, williams: bool = False) -> tuple[float, int]:
     """``(G, df)`` of the counts ``n[a, b, z]``: G = 2 Σ n log(n n_z / (n_az n_bz)), the likelihood-ratio
     statistic of a independent of b given z, and its degrees of freedom Σ_z (|a|_z - 1)(|b|_z - 1), counting
-    in each stratum z the values of a and of b that hold a count.
+    in each stratum z the values of a and of b that hold a count. ``williams``: each stratum's G divided by
+    Williams' correction q_z = 1 + (n_z Σ_a 1/n_az - 1)(n_z Σ_b 1/n_bz - 1) / (6 n_z df_z) (Williams 1976;
+    Sokal and Rohlf, *Biometry*): in a stratum whose values are rare (many cells of small expectation) G
+    runs above the chi-square its p-value is read from, and an attribute independent of the class given its
+    parent would pass as informative.
 
     >>> g, df = g_test(np.array([[[10.0], [0.0]], [[0.0], [10.0]]]))   # a = b: 2 * 20 * log 2, 1 df
     >>> round(g, 4), df
@@ -30,9 +34,18 @@ def g_test(n: np.ndarray) -> tuple[float, int]:
     pos = n > 0
     ratio = np.ones_like(n)
     ratio[pos] = (n * nz[None, None, :])[pos] / (naz[:, None, :] * nbz[None, :, :])[pos]
-    g = 2.0 * float(np.where(pos, n * np.log(ratio), 0.0).sum())
-    df = int((np.maximum((naz > 0).sum(0) - 1, 0) * np.maximum((nbz > 0).sum(0) - 1, 0)).sum())
-    return max(g, 0.0), df
+    dfz = np.maximum((naz > 0).sum(0) - 1, 0) * np.maximum((nbz > 0).sum(0) - 1, 0)
+    gz = 2.0 * np.where(pos, n * np.log(ratio), 0.0).sum((0, 1))
+    if williams:
+        # q_z = 1 + (n_z Σ_a 1/n_az - 1)(n_z Σ_b 1/n_bz - 1) / (6 n_z df_z), over the values held
+        with np.errstate(divide="ignore"):
+            inv_a = np.where(naz > 0, 1.0 / naz, 0.0).sum(0)
+            inv_b = np.where(nbz > 0, 1.0 / nbz, 0.0).sum(0)
+        has = dfz > 0
+        q = np.ones_like(nz)
+        q[has] = 1.0 + (nz[has] * inv_a[has] - 1.0) * (nz[has] * inv_b[has] - 1.0) / (6.0 * nz[has] * dfz[has])
+        gz = gz / q
+    return max(float(gz.sum()), 0.0), int(dfz.sum())
 
 
 def _passes(g: float, df: int, level: float) -> bool:
@@ -58,9 +71,9 @@ def selective_structure(s, order: list, k: int, level: float, cmi: np.ndarray | 
         # the earlier attribute f depends on most (kept or not): what f may tell nothing more than
         z = order[max(range(pos), key=lambda i: (cmi[f, order[i]], -i))] if k and pos else None
         if z is not None and cmi[f, z] > 0:  # n[c, x_f, u]: the class against x_f within each value u of z
-            shown = g_test(s.pair_count[:C, cf[:, None], s.columns_of(z)[None, :]])
+            shown = g_test(s.pair_count[:C, cf[:, None], s.columns_of(z)[None, :]], williams=True)
         else:
-            shown = g_test(np.asarray(s.value_count[:C, cf], dtype=float)[:, :, None])
+            shown = g_test(np.asarray(s.value_count[:C, cf], dtype=float)[:, :, None], williams=True)
         if not _passes(*shown, class_level):
             parents[f] = ()
             dropped.add(f)
@@ -72,6 +85,14 @@ def selective_structure(s, order: list, k: int, level: float, cmi: np.ndarray | 
             block = np.asarray(s.pair_count[:C, cf[:, None], s.columns_of(g)[None, :]], dtype=float)
             if _passes(*g_test(block.transpose(1, 2, 0)), pair_level):
                 chosen.append(g)
+        # f must also tell something of the class given its first parent (the kept attribute it depends on
+        # most): one that carries all f says of it (f's own parent in the network, or an ancestor through which
+        # f depends on the class) leaves f nothing but the noise of its estimates
+        if chosen and not _passes(*g_test(s.pair_count[:C, cf[:, None], s.columns_of(chosen[0])[None, :]],
+                                         williams=True), class_level):
+            parents[f] = ()
+            dropped.add(f)
+            continue
         parents[f] = tuple(chosen)
         kept.append(f)
     return parents, dropped
