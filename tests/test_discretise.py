@@ -217,7 +217,7 @@ def test_warmup_values_are_counted_once_the_edges_exist():
     events = numeric_events(400, seed=2, missing=0.05)
     model = learn(TAN(warmup=50, fine_bins=16, missing="ignore"), events)
     fine = model._stats.fine
-    assert not model._stats.backlog
+    assert not model._stats.waiting.backlog
     # the same stream into a store whose edges existed from the start: the same counts
     edges = {name: fine.disc[f].edges.tolist() for f, name in enumerate(fine.features) if fine.disc[f] is not None}
     ref = Stats(pairs=True, numeric="bins", bin_edges=edges)

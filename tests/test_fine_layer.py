@@ -98,11 +98,11 @@ def test_a_promoted_feature_enters_the_fine_layer_as_if_numeric_from_the_start(n
         if i in (3, 20, 60):  # before the promotion, waiting for the fine edges, counted
             s, r = model._stats, ref._stats
             if i > 5:
-                assert waiting(s.backlog, s) == waiting(r.backlog, r)
+                assert waiting(s.waiting.backlog, s) == waiting(r.waiting.backlog, r)
                 assert_counts_close(observed_counts(s.fine), observed_counts(r.fine))
     s, r = model._stats, ref._stats
     assert isinstance(s, TwoLayerStats) and s.fine.kinds[s.fine.feature_index["commission"]] == 2
-    assert not s.backlog and not r.backlog and not s.candidates
+    assert not s.waiting.backlog and not r.waiting.backlog and not s.waiting.candidates
     # what was observed is counted alike, so MDL (which reads the observed counts) cuts alike
     assert_counts_close(observed_counts(s.fine), observed_counts(r.fine))
     assert s.cut_points() == r.cut_points()
@@ -238,12 +238,12 @@ def test_a_snapshot_keeps_the_waiting_events_of_em_and_of_a_young_feature(name):
     make = MAKERS[name]
     events = int_then_float_events(300, missing=0.2, ints=30)
     model = learn(make(warmup=40, fine_bins=16), events[:25])  # integers: candidates logged
-    assert model._stats.candidates
+    assert model._stats.waiting.candidates
     arrays, meta = model.state()
     copy = type(model).from_state(arrays, json.loads(json.dumps(meta)))
     model = learn(model, events[25:39])  # promoted at 30; EM events wait for the fine edges
     copy = learn(copy, events[25:39])
-    assert any(e[5] is not None for e in model._stats.backlog)
+    assert any(e[5] is not None for e in model._stats.waiting.backlog)
     arrays, meta = copy.state()
     copy = type(copy).from_state(arrays, json.loads(json.dumps(meta)))
     for m in (model, copy):
@@ -260,14 +260,14 @@ def test_a_merge_carries_the_waiting_events(missing):
     s1, s2 = int_then_float_events(15, seed=2, ints=0, missing=0.3), int_then_float_events(15, seed=4, ints=0, missing=0.3)
     make = MAKERS["aode"]
     a, b = learn(make(warmup=40, fine_bins=16, missing=missing), s1), learn(make(warmup=40, fine_bins=16, missing=missing), s2)
-    assert b._stats.backlog and (missing == "ignore" or any(e[5] is not None for e in b._stats.backlog))
+    assert b._stats.waiting.backlog and (missing == "ignore" or any(e[5] is not None for e in b._stats.waiting.backlog))
     a.merge(b)
     one = learn(make(warmup=40, fine_bins=16, missing=missing), s1 + s2)
     rest = int_then_float_events(100, seed=6, ints=0, missing=0.3)
     for m in (a, one):
         learn(m, rest)
         m._stats.rediscretise()
-    assert not a._stats.backlog
+    assert not a._stats.waiting.backlog
     assert_counts_close(observed_counts(a._stats.fine), observed_counts(one._stats.fine))
     assert a._stats.cut_points() == one._stats.cut_points()
     if missing == "ignore":
@@ -304,9 +304,9 @@ def test_unlearning_an_event_that_waited_for_the_fine_edges(missing):
             receipts[i] = receipt
         if i == 30:
             key = next(e[1][6] for e in receipts[10].entries if e[0] == "waiting")  # the receipt knows it waits
-            assert any(e[6] == key for e in model._stats.backlog)
+            assert any(e[6] == key for e in model._stats.waiting.backlog)
             model.unlearn_one(*events[10], receipt=receipts[10])
-            assert not any(e[6] == key for e in model._stats.backlog)
+            assert not any(e[6] == key for e in model._stats.waiting.backlog)
     for i in (20, 90):
         model.unlearn_one(*events[i], receipt=receipts[i])
     fine = model._stats.fine

@@ -139,9 +139,9 @@ def test_a_promotion_keeps_the_receipt_keys_of_the_waiting_events():
     for x, y in events[1:]:
         receipted.learn_one(x, y)
     assert plain._stats.kinds[plain._stats.feature_index["commission"]] != 0  # promoted
-    assert plain._stats.counted == {}
-    assert {e[6] for e in plain._stats.backlog + plain._stats.candidates} <= {None}
-    assert set(receipted._stats.counted) | {e[6] for e in receipted._stats.backlog + receipted._stats.candidates} \
+    assert plain._stats.waiting.counted == {}
+    assert {e[6] for e in plain._stats.waiting.backlog + plain._stats.waiting.candidates} <= {None}
+    assert set(receipted._stats.waiting.counted) | {e[6] for e in receipted._stats.waiting.backlog + receipted._stats.waiting.candidates} \
         <= {1, None}
 
 

@@ -141,23 +141,6 @@ class TwoLayerStats(FineRuns, SharedPairs, Stats):
         self._fine_warm = True  # some fine feature may still be in warm-up
         self.share_pairs()  # no feature binned yet: the fine pair counts are the coarse ones (_shared_pairs.py)
 
-    # ------------------------------------------------------------------ the waiting events, read-only
-
-    @property
-    def backlog(self) -> list:
-        """The events whose values wait for their fine edges (:attr:`Waiting.backlog`)."""
-        return self.waiting.backlog
-
-    @property
-    def candidates(self) -> list:
-        """The events holding a value of a young fine feature of integers (:attr:`Waiting.candidates`)."""
-        return self.waiting.candidates
-
-    @property
-    def counted(self) -> dict:
-        """The receipted events whose values all count now, by key (:attr:`Waiting.counted`)."""
-        return self.waiting.counted
-
     # ------------------------------------------------------------------ schema mirrored
 
     def _add_class(self, y) -> int:
