@@ -180,13 +180,6 @@ class TupleCandidates:
         """Whether the t-way tables keep only the tuples of candidate parents (or nothing, while pending)."""
         return self.tuple_cand is not None
 
-    def tuple_candidates_of(self, f: int) -> np.ndarray:
-        """The candidate parents of feature ``f`` (every other feature without a selection)."""
-        F = len(self.features)
-        if self.tuple_cand is None:
-            return np.flatnonzero(np.arange(F) != f)
-        return np.flatnonzero(self.tuple_cand[f]) if f < len(self.tuple_cand) else np.empty(0, dtype=np.int64)
-
     def tuple_lists(self) -> np.ndarray:
         """(F, m): each feature's candidate parents, padded with -1 (cached for the current selection)."""
         cand = self.tuple_cand
