@@ -2,25 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from scripts import load_script
 
 
-def _load():
-    spec = importlib.util.spec_from_file_location("bench_bayesnet", ROOT / "bench" / "bayesnet.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-bn = _load()
+bn = load_script("bench/bayesnet.py", "bench_bayesnet")
 
 # A 2-attribute network small enough to work out by hand: class y in {0, 1},
 # a0 in {0, 1} (parent: y), a1 in {0, 1, 2} (parents: y and a0).

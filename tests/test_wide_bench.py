@@ -7,28 +7,14 @@ within each value of its parent does not reject independence), while the attribu
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 
 import numpy as np
 from scipy.stats import chi2
 
-ROOT = Path(__file__).resolve().parent.parent
+from scripts import load_script
 
 
-def _load():
-    sys.path.insert(0, str(ROOT / "bench"))  # the script imports its neighbour _settings
-    try:
-        spec = importlib.util.spec_from_file_location("bench_wide", ROOT / "bench" / "wide.py")
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-    finally:
-        sys.path.remove(str(ROOT / "bench"))
-    return mod
-
-
-wide = _load()
+wide = load_script("bench/wide.py", "bench_wide")
 
 
 def _mi(a, b):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import subprocess
 import sys
@@ -11,22 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from scripts import load_script
+
 ROOT = Path(__file__).resolve().parent.parent
 V, C = 6, 4
 
 
-def _load():
-    sys.path.insert(0, str(ROOT / "bench"))  # the script imports its neighbour _settings
-    try:
-        spec = importlib.util.spec_from_file_location("bench_wide_known", ROOT / "bench" / "wide_known.py")
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-    finally:
-        sys.path.remove(str(ROOT / "bench"))
-    return mod
-
-
-wk = _load()
+wk = load_script("bench/wide_known.py", "bench_wide_known")
 
 # a forest of two trees given the class: a0 -> a1 -> (a3, a4), and a2 alone
 PARENTS = [(), (0,), (), (1,), (1,)]
