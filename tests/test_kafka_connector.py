@@ -6,6 +6,7 @@ The configuration tests at the top need no broker.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import subprocess
 import sys
@@ -763,3 +764,57 @@ def test_a_transaction_whose_abort_outlives_the_broker_registers_again_instead_o
         dead.close()
         source.close()
 
+
+
+@pytest.mark.kafka
+def test_a_member_that_lost_the_group_unseen_cannot_commit_what_it_read_before(
+    kafka_client, kafka_bootstrap_servers, kafka_topic_factory
+):
+    """A member that stops polling past ``max_poll_interval_ms`` leaves the group on the client's own threads
+    (as one paused past its session does), which sets its live generation to none, while another member takes
+    its partition over. Its open transaction holds an output of the records it read before: the commit must
+    fail, the broker fencing the offsets by the generation the records were read under, and the output must
+    never be read committed. Offsets sent with no generation are not fenced: the output slipped through."""
+    inp, out = _topic(kafka_topic_factory, 1), _topic(kafka_topic_factory, 1)
+    _produce(kafka_bootstrap_servers, inp, [(0, b"k", f"v{i}".encode()) for i in range(5)])
+    group = _group()
+    source, sink, dead = transactional.make_connectors({
+        "input_topic": inp, "output_topic": out, "dead_letter_topic": out,
+        "bootstrap_servers": kafka_bootstrap_servers, "group_id": group,
+        "transactional_id": f"tx-{uuid.uuid4().hex[:8]}", "kafka_client": kafka_client,
+        "max_poll_interval_ms": 6000, "session_timeout_ms": 6000, "heartbeat_interval_ms": 500,
+    })
+    other = KafkaConsumer(bootstrap_servers=kafka_bootstrap_servers, group_id=group, enable_auto_commit=False,
+                          session_timeout_ms=6000, heartbeat_interval_ms=500)
+    try:
+        records = _drain(source, 5)
+        assert len(records) == 5
+        sink.send(b"zombie", b"k")
+        sink.flush()
+        # no poll from here on: the member leaves the group after max_poll_interval_ms, the other takes over
+        other.subscribe([inp])
+        deadline = time.monotonic() + 60
+        while not other.assignment() and time.monotonic() < deadline:
+            other.poll(timeout_ms=200)
+        assert other.assignment(), "the other member never got the partition"
+        with pytest.raises(Exception) as raised:  # noqa: PT011 - the client's fencing error, whichever client
+            sink.transaction.commit({records[-1].partition: records[-1].next_position})
+        assert not isinstance(raised.value, (AttributeError, TypeError)), raised.value
+        assert _group_offsets(kafka_bootstrap_servers, group, inp) == {}
+        reader = KafkaConsumer(out, bootstrap_servers=kafka_bootstrap_servers, group_id=None,
+                               auto_offset_reset="earliest", enable_auto_commit=False, isolation_level="read_committed")
+        got: list = []
+        try:
+            end = time.monotonic() + 5
+            while time.monotonic() < end:
+                for batch in reader.poll(timeout_ms=200).values():
+                    got.extend(r.value for r in batch)
+        finally:
+            reader.close()
+        assert got == []
+    finally:
+        other.close(autocommit=False)
+        for closing in (sink, dead, source):
+            # a fenced producer, or a member out of the group, may refuse to close cleanly
+            with contextlib.suppress(Exception):
+                closing.close()

@@ -138,6 +138,8 @@ class KafkaSource:
         self._keys: dict[TP, str] = {}
         self._paused: set[TP] = set()  # paused by pause(), for back-pressure
         self._closed = False
+        # the group membership the last records were read under (group_metadata), taken as their poll returned
+        self._membership = None
         strategy = cfg.get("partition_assignment_strategy", cfg.get("partition.assignment.strategy"))
         if self.feedback is not None and strategy is not None and str(strategy).strip() != "range":
             raise ConfigError(f"KafkaSource{client.label}: the partition assignment strategy must stay range with "
@@ -178,6 +180,8 @@ class KafkaSource:
         if self._to_settle:
             self._settle()
         polled = self._consumer.poll(max_records, timeout)
+        if polled is not None:
+            self._membership = self._consumer.group_metadata()
         unsettled = ()
         if self._to_settle:  # assigned during the poll, or reposition() on another thread: positioned now
             with self._lock:
@@ -303,8 +307,15 @@ class KafkaSource:
             self._consumer.pause(sorted(assigned))
 
     def group_metadata(self):
-        """This consumer's group membership, for the transaction's ``send_offsets_to_transaction``."""
-        return self._consumer.group_metadata()
+        """The group membership the records were read under, for the transaction's
+        ``send_offsets_to_transaction``: taken at the last assignment and as the last poll that returned
+        records returned. A rebalance goes through a poll (its revocation ends the transaction first), but
+        a membership lost on the client's own threads since (a heartbeat that finds the session expired,
+        after a pause of the process) resets the client's live generation to none, and offsets sent with
+        no generation are not fenced: a zombie would commit the outputs of partitions another member has
+        taken over. With the generation its records were read under, the broker refuses them and the
+        transaction is aborted."""
+        return self._membership if self._membership is not None else self._consumer.group_metadata()
 
     def transaction_offsets(self, positions: dict[str, int], metadata: str = "") -> dict[TP, int]:
         """``{(topic, partition): next offset}`` of the assigned partitions among ``positions``."""
@@ -393,6 +404,7 @@ class KafkaSource:
     def assigned(self, partitions: list[TP]) -> tuple[dict[TP, int], list[TP]]:
         """Where the new partitions start now (a pending seek; the resume policy if the client calls back on the
         polling thread), and which stay paused until :meth:`poll` positions them."""
+        self._membership = self._consumer.group_metadata()  # the new generation (see group_metadata)
         partitions = sorted(p for p in partitions if p[0] in self._topics)
         with self._lock:
             starts = {p: self._pending_seeks.pop(p) for p in partitions if p in self._pending_seeks}
