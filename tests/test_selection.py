@@ -67,6 +67,14 @@ def brute_g(events: list, a, b, z) -> tuple[float, int]:
     return g, df
 
 
+def selective_kdb1(events: list) -> KDB:
+    """``KDB(k=1, search=Parents(0, select=0.01))`` after learning ``events`` one at a time."""
+    model = KDB(k=1, search=Parents(0, select=0.01))
+    for x, y in events:
+        model.learn_one(x, y)
+    return model
+
+
 def test_the_g_test_is_the_likelihood_ratio_statistic_of_a_contingency_table():
     rng = np.random.default_rng(3)
     n = rng.integers(0, 9, size=(3, 4, 1)).astype(float)
@@ -96,10 +104,7 @@ def test_williams_correction_divides_each_strata_g_by_its_textbook_q():
 
 def test_the_tests_the_selection_makes_are_those_of_brute_force_on_the_events():
     events = chain_stream(400, 1)
-    model = KDB(k=1, search=Parents(0, select=0.01))
-    for x, y in events:
-        model.learn_one(x, y)
-    s = model._stats
+    s = selective_kdb1(events)._stats
     C = s.n_classes
 
     def cols(f):
@@ -137,10 +142,7 @@ def test_an_attribute_is_left_out_when_its_first_parent_carries_all_it_says_of_t
     # the class test given n0 then passes, and b is still left out, given a, its first parent. d says the
     # class on its own: no parent, kept. Each decision against the brute-force tests of the events.
     events = chain_stream(3000, 7)
-    model = KDB(k=1, search=Parents(0, select=0.01))
-    for x, y in events:
-        model.learn_one(x, y)
-    s = model._stats
+    s = selective_kdb1(events)._stats
     order = [s.feature_index[f] for f in ("a", "n0", "b", "d")]
     a, n0, b, d = order
     cmi = np.zeros((len(s.features), len(s.features)))
