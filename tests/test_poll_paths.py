@@ -306,13 +306,16 @@ class Consumes:
 
 
 class Replays:
-    """A stand-in adapter consumer: ``poll`` returns one poll's columns."""
+    """A stand-in adapter consumer: ``poll`` returns one poll's columns; it is in no group."""
 
     def __init__(self, polled):
         self.polled = polled
 
     def poll(self, max_records, timeout):
         return self.polled
+
+    def group_metadata(self):
+        return None
 
 
 def test_kafka_source_records_column_wise_equal_the_loop():
