@@ -1,6 +1,8 @@
 """Selective AODE (``search=SuperParents(select=0.01)``): the choice against scipy's G-test, the probabilities
 against the textbook's AODE over the super-parents kept (and plain AODE's when every attribute passes), the
-one-event loop against the compiled runs, merges, snapshots, the settings and the daemon."""
+one-event loop against the compiled runs, merges, snapshots, the settings and the daemon. Then each SPODE's
+children (``SuperParents(children=0.01)``) the same way: the choice against scipy's G-tests of each pair given
+the class, the probabilities against the textbook's AODE whose SPODEs read a child not chosen given the class."""
 
 from __future__ import annotations
 
@@ -66,9 +68,10 @@ def tally(events: list) -> tuple:
     return _TALLIES[id(events)][1]
 
 
-def textbook(events: list, parents: list, x: dict, a: float = 1.0) -> dict:
+def textbook(events: list, parents: list, x: dict, a: float = 1.0, children: dict | None = None) -> dict:
     """Zhou's eq. 7.23-7.25 from the complete events' counts, the sum over ``parents`` alone (none: naive
-    Bayes): P(c | x) ∝ Σ_i P̂(c, x_i) Π_{j≠i} P̂(x_j | c, x_i)."""
+    Bayes): P(c | x) ∝ Σ_i P̂(c, x_i) Π_{j≠i} P̂(x_j | c, x_i); with ``children`` ({i: [j, ...]}), an x_j
+    not among x_i's children read as P̂(x_j | c), as naive Bayes reads it."""
     n, cls, val_c, pair, values = tally(events)
 
     def n_values(i, v):
@@ -86,7 +89,9 @@ def textbook(events: list, parents: list, x: dict, a: float = 1.0) -> dict:
         for i in parents:
             p = (val_c[c, i, x[i]] + a) / (n + a * n_values(i, x[i]))
             for j, w in x.items():
-                if j != i:
+                if children is not None and j != i and j not in children[i]:
+                    p *= (val_c[c, j, w] + a) / (cls[c] + a * n_values(j, w))
+                elif j != i:
                     p *= (pair[c, i, x[i], j, w] + a) / (val_c[c, i, x[i]] + a * n_values(j, w))
             total += p
         joint[c] = total
@@ -259,3 +264,148 @@ def test_the_daemon_builds_a_selective_aode_from_its_flags(tmp_path):
     model = store.read(store.sequences()[-1]).model()
     assert model.search == SuperParents(2, 0.05, 200, drop=True) and model.n_rebuilds == 3
     assert "a" in model.super_parents and "n0" not in model.super_parents
+
+
+# ---------------------------------------------------------------------------------------------- each SPODE's children
+
+PAIRED = ("a", "b", "d", "e", "n0")
+
+
+def paired_stream(n: int, seed: int) -> list:
+    """a and d depend on the class; b on a and e on d, given the class; n0 is noise."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        c = rng.randrange(3)
+        a = c if rng.random() < 0.5 else rng.randrange(3)
+        d = (c + 1) % 3 if rng.random() < 0.4 else rng.randrange(3)
+        x = {"a": a, "b": a if rng.random() < 0.6 else rng.randrange(3), "d": d,
+             "e": (d + c) % 3 if rng.random() < 0.5 else rng.randrange(3), "n0": rng.randrange(3)}
+        out.append((x, c))
+    return out
+
+
+def scipy_children(events: list, level: float) -> dict:
+    """{i: [j, ...]}: the pairs whose G-test of independence given the class (the sum over the classes of
+    scipy's G of x_i against x_j) rejects at ``level`` shared among the pairs."""
+    frame = pd.DataFrame([x for x, _ in events])
+    ys = pd.Series([y for _, y in events])
+    names = list(frame.columns)
+    pairs = [(i, j) for k, i in enumerate(names) for j in names[k + 1:]]
+    out = {i: [] for i in names}
+    for i, j in pairs:
+        g = df = 0.0
+        for c in sorted(ys.unique()):
+            rows = frame[ys == c]
+            gc, _, dfc, _ = chi2_contingency(pd.crosstab(rows[i], rows[j]), correction=False, lambda_="log-likelihood")
+            g, df = g + gc, df + dfc
+        threshold = chi2.ppf(1 - level / len(pairs), df)
+        assert abs(g - threshold) > 0.05 * threshold  # clear of the quantile's approximation
+        if g > threshold:
+            out[i].append(j)
+            out[j].append(i)
+    return {i: sorted(js, key=names.index) for i, js in out.items()}
+
+
+def test_each_spodes_children_are_the_pairs_scipys_g_tests_show_dependent_given_the_class():
+    events = paired_stream(2000, 11)
+    model = learned(AODE(search=SuperParents(children=0.01, rebuild_every=0)), events)
+    assert model.children is None  # no choice made yet: every attribute a child of every super-parent
+    model.rebuild()
+    assert model.children == scipy_children(events, 0.01)
+    assert model.children["b"] == ["a"] and model.children["e"] == ["d"] and model.children["n0"] == []
+
+
+@pytest.mark.parametrize("budget", [None, 2000], ids=["dense", "sparse-pairs"])
+def test_the_probabilities_are_the_textbooks_aode_whose_spodes_read_the_others_given_the_class(budget):
+    events = paired_stream(900, 12)
+    model = learned(AODE(search=SuperParents(children=0.01, rebuild_every=300), memory_budget=budget), events)
+    assert model._stats.pairs_sparse == (budget is not None)  # the compiled sparse path reads the choice too
+    assert model.n_rebuilds == 3 and model.children["b"] == ["a"]
+    probes = [x for x, _ in paired_stream(40, 13)]
+    frame = model.predict_proba_many(pd.DataFrame(probes))
+    for x, (_, row) in zip(probes, frame.iterrows()):
+        want = textbook(events, list(PAIRED), x, children=model.children)
+        assert model.predict_proba_one(x) == pytest.approx(want, rel=1e-9)
+        assert row.to_dict() == pytest.approx(want, rel=1e-9)
+    assert model.predict_proba_one(probes[0]) != pytest.approx(textbook(events, list(PAIRED), probes[0]), rel=1e-6)
+    # the counts are AODE's own: without the choice, the same model is plain AODE
+    plain = learned(AODE(memory_budget=budget), events)
+    model._children = model._children[:0, :0]
+    assert model.predict_proba_one(probes[0]) == plain.predict_proba_one(probes[0])
+
+
+def test_a_missing_attribute_is_imputed_as_the_model_with_its_children_predicts():
+    events = paired_stream(900, 14)
+    model = learned(AODE(search=SuperParents(children=0.01, rebuild_every=300)), events)
+    for x, _ in paired_stream(20, 15):
+        given = {k: v for k, v in x.items() if k != "b"}
+        # Σ_c P(c | the rest) P(b = v | the rest, c), the latter ∝ the textbook's joint of each completion in c
+        post = textbook(events, [k for k in PAIRED if k != "b"], given, children=model.children)
+        joint = {v: _joint(events, {**given, "b": v}, model.children) for v in range(3)}
+        want = {v: sum(post[c] * joint[v][c] / sum(joint[w][c] for w in range(3)) for c in post) for v in range(3)}
+        assert model.impute_proba_one(given)["b"] == pytest.approx(want, rel=1e-9)
+
+
+def _joint(events: list, x: dict, children: dict, a: float = 1.0) -> dict:
+    """The textbook's unnormalised Σ_i P̂(c, x_i) Π_{j≠i} P̂(x_j | c, x_i) of ``x`` per class (as ``textbook``)."""
+    n, cls, val_c, pair, values = tally(events)
+    out = {}
+    for c in sorted(cls):
+        total = 0.0
+        for i in x:
+            p = (val_c[c, i, x[i]] + a) / (n + a * len(values[i]))
+            for j, w in x.items():
+                if j != i:
+                    p *= ((pair[c, i, x[i], j, w] + a) / (val_c[c, i, x[i]] + a * len(values[j])) if j in children[i]
+                          else (val_c[c, j, w] + a) / (cls[c] + a * len(values[j])))
+            total += p
+        out[c] = total
+    return out
+
+
+def test_the_compiled_runs_choose_children_and_predict_where_the_one_event_loop_does():
+    stream = paired_stream(1300, 16)
+    loop, run = (AODE(search=SuperParents(children=0.01, rebuild_every=250)) for _ in range(2))
+    seen = []
+    for x, y in stream:
+        seen.append(loop.predict_proba_one(x))
+        loop.learn_one(x, y)
+    out = run.prequential_many([x for x, _ in stream], [y for _, y in stream])
+    for want, (_, proba) in zip(seen, out):
+        assert proba == pytest.approx(want, rel=1e-9)
+    assert (run.children, run.n_rebuilds) == (loop.children, 5) and loop.children["e"] == ["d"]
+    batch = AODE(search=SuperParents(children=0.01, rebuild_every=250))
+    batch.learn_many(pd.DataFrame([x for x, _ in stream]), pd.Series([y for _, y in stream]))
+    assert batch.children == loop.children
+
+
+def test_merged_models_choose_the_children_of_one_model_of_all_their_events_and_snapshots_keep_them(tmp_path):
+    events = paired_stream(2000, 17)
+    one, a, b = (AODE(search=SuperParents(children=0.01, rebuild_every=400)) for _ in range(3))
+    learned(one, events)
+    learned(a, events[:700])
+    learned(b, events[700:])
+    a.merge(b)  # a merge chooses again from the merged counts
+    one.rebuild()
+    assert a.children == one.children and a.children["b"] == ["a"]
+    for x, _ in events[:40]:
+        assert a.predict_proba_one(x) == pytest.approx(one.predict_proba_one(x), rel=1e-12)
+    stream_nb.save(one, tmp_path / "m.snb")
+    back = stream_nb.load(tmp_path / "m.snb")
+    assert back.search == one.search and back.children == one.children and back.n_rebuilds == one.n_rebuilds
+    for x, _ in events[:30]:
+        assert back.predict_proba_one(x) == one.predict_proba_one(x)
+    arrays, meta = one.state()
+    meta["params"]["search"]["children"] = None  # a choice of children without the option is refused
+    with pytest.raises(ValueError, match="children: expected a symmetric"):
+        AODE.from_state(arrays, meta)
+
+
+def test_the_children_option_is_given_by_its_setting():
+    assert AODE.from_flat({"select_children": 0.05}).search == SuperParents(children=0.05)
+    assert "select_children" in MODELS["aode"][1] and "select_children" not in MODELS["kdb"][1]
+    assert AODE(search=SuperParents(children=0.05)).rebuild_every == 1000 and AODE().rebuild_every == 0
+    for bad in (0, 1.0, -0.1):
+        with pytest.raises(ConfigError, match=r"SuperParents\(children=...\): expected"):
+            SuperParents(children=bad)

@@ -26,7 +26,7 @@ from ._addresses import NO_DETECTOR
 __all__ = ["aode_block", "spode_block", "warm"]
 
 
-def aode_block(D, dfeats, more, yc, weights, infl, learn, C, a, m_limit, keep, class_count, value_count,
+def aode_block(D, dfeats, more, yc, weights, infl, learn, C, a, m_limit, keep, children, class_count, value_count,
                feat_count, n_values, pair_count, pair_feat, value_feature, dens, cached, joint, out, loss, watch,
                det_kind, det_params, det_state, det_fbuf, det_ibuf, warning):
     """AODE: score each row of a block, then count it, in order (the arguments: the module notes); return
@@ -36,6 +36,8 @@ def aode_block(D, dfeats, more, yc, weights, infl, learn, C, a, m_limit, keep, c
     with ``keep`` (per feature: 2 a super-parent and a child, 1 a child only, 0 neither; empty: every feature
     2; a feature past its end: 1) only of a feature it gives 2; with none, the row is scored by naive Bayes
     over the same counts. A feature ``keep`` gives 0 is left out of the row's score, and counted all the same.
+    ``children`` (K, K), or (0, 0) for every pair: the children each super-parent's SPODE conditions on it
+    (:func:`~stream_nb.kernels._spodes.rooted_chosen`; the kept denominators are then not read).
     """
     R, k = D.shape
     decayed = infl.shape[0] > 0
@@ -69,11 +71,12 @@ def aode_block(D, dfeats, more, yc, weights, infl, learn, C, a, m_limit, keep, c
     for g in range(K):
         drops = drops or keep[g] == 0
     su, sf, san = np.empty(k + 4, dtype=np.int64), np.empty(k + 1, dtype=np.int64), np.empty(k + 1)
+    chosen = children.shape[0]
     for r in range(R):
         if decayed:
             a, m_limit, total = _decayed(a0, m0, infl[r], class_count, C, lcc)
         n = _spodes.row(D, r, dfeats, more, grown, n_values, a, u, f, an)
-        fast = cached and n == k and k < B and not drops
+        fast = cached and n == k and k < B and not drops and chosen == 0
         n = abs(n)
         if cached and grown and _spodes.refresh(anf, n_values, more, r, grown, a, u, f, n, vf):
             _spodes.den_table(pair_feat, vf, anf, C, V, dens)
@@ -95,8 +98,13 @@ def aode_block(D, dfeats, more, yc, weights, infl, learn, C, a, m_limit, keep, c
         if m == 0:
             _spodes.naive_row(value_count, feat_count, su, sf, san, sn, C, a, B, prior, jll)
         else:
-            _spodes.spodes(value_count, pair_flat, feat_flat, su, sf, san, sn, idx, m, C, a, V, FF, B, feat_count,
-                           fast, dens, uu, fu, dinv, val, lg)
+            if chosen:
+                _spodes.inverse_dens(feat_count, sf, san, sn, C, dinv)
+                _spodes.rooted_chosen(value_count, pair_flat, feat_flat, feat_count, su, sf, san, sn, idx, m, dinv,
+                                      children, C, a, V, FF, B, val, lg)
+            else:
+                _spodes.spodes(value_count, pair_flat, feat_flat, su, sf, san, sn, idx, m, C, a, V, FF, B, feat_count,
+                               fast, dens, uu, fu, dinv, val, lg)
             if linear and not joint:  # the posterior is each class's share of the sum, one log a class
                 _spodes.shares(val, idx, m, C, jll, out[r])
             else:
@@ -244,8 +252,9 @@ def warm(k) -> None:
     k.den_table(pf, vf, np.ones(F), C, V, dens)
     for more in (np.zeros((0, 0), dtype=np.int64), np.zeros((2, F), dtype=np.int64)):
         for decay in (np.zeros(0), np.ones(2)):
-            k.aode_block(D, feats, more, yc, decay, decay, True, C, 1.0, 1.0, np.zeros(0, dtype=np.int8), cc, vc, fc,
-                         nv, pc, pf, vf, dens, True, False, out, np.zeros((0, 0)), *NO_DETECTOR)
+            for children in (np.zeros((0, 0), dtype=np.int8), np.ones((F, F), dtype=np.int8)):
+                k.aode_block(D, feats, more, yc, decay, decay, True, C, 1.0, 1.0, np.zeros(0, dtype=np.int8), children,
+                             cc, vc, fc, nv, pc, pf, vf, dens, True, False, out, np.zeros((0, 0)), *NO_DETECTOR)
             k.spode_block(D, feats, more, yc, decay, decay, True, C, 1.0, 0, np.array([1, 2], dtype=np.int64), True,
                           np.zeros(F), np.zeros(F), cc, vc, fc, nv, pc, pf, vf, dens, True, False, out,
                           np.zeros((0, 0)), *NO_DETECTOR)

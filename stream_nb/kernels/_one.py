@@ -90,12 +90,12 @@ def tree_count(t, cols, feats, gx, gslots, y, twin, fine):
         _count_twin(fine, cols, feats, y)
 
 
-def aode_one(t, cols, feats, y, C, a, m_limit, keep, cached, joint, out):
+def aode_one(t, cols, feats, y, C, a, m_limit, keep, children, cached, joint, out):
     """One event of AODE (see the module notes; the other arguments: :func:`~stream_nb.kernels._aode.aode_block`'s)."""
     n = 8
     v = t[n + 9]
     _aode.aode_block(cols.reshape((1, cols.shape[0])), feats, np.zeros((0, 0), dtype=np.int64),
-                     np.full(1, y, dtype=np.int64), np.zeros(0), np.zeros(0), y >= 0, C, a, m_limit, keep,
+                     np.full(1, y, dtype=np.int64), np.zeros(0), np.zeros(0), y >= 0, C, a, m_limit, keep, children,
                      _f1(t, n, 0), _f2(t, n, 1), _f2(t, n, 2), _i1(t, n, 3), _f3(t, n, 4, v), _f3(t, n, 5, v),
                      _i1(t, n, 6), _f2(t, n, 7), cached, joint, out, np.zeros((0, 0)), False, 0, np.zeros(1),
                      np.zeros(2), np.zeros(1), np.zeros(1, dtype=np.int64), False)
@@ -159,7 +159,8 @@ def warm(k) -> None:
                1.0, 0.0, False, 1e-9, False, out)
     k.tree_count(tree, cols, feats, np.zeros(0), np.zeros(0, dtype=np.int64), 1, False, fine)
     aode = Addresses(None, (cc, vc, fc, nv, pc, pf, np.array([-1, 0, 1, 1], dtype=np.int64), np.ones((C, V)))).table
-    k.aode_one(aode, cols, feats, 1, C, 1.0, 1.0, np.zeros(0, dtype=np.int8), True, False, out)
+    k.aode_one(aode, cols, feats, 1, C, 1.0, 1.0, np.zeros(0, dtype=np.int8), np.zeros((0, 0), dtype=np.int8), True,
+               False, out)
     k.aode_count(aode, cols, feats, 1, 1.0, True, fine)
     naive = Addresses(None, (cc, vc, fc, nv, vc, fc, g, g, g, np.zeros((V, C)), np.zeros((F, C)))).table  # logs class-contiguous
     k.naive_tables(naive, 1.0)

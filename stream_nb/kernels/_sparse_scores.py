@@ -36,11 +36,12 @@ def _row(D, r, dfeats, n_values, a, u, f, an):
     return n
 
 
-def aode_sparse(D, dfeats, C, a, m_limit, selected, allowed, class_count, value_count, feat_count, n_values,
+def aode_sparse(D, dfeats, C, a, m_limit, selected, allowed, children, class_count, value_count, feat_count, n_values,
                 pshape, fshape, pkeys, pvals, fkeys, fvals, joint, out):
     """AODE: log Σ_i P̂(c, x_i) Π_{j≠i} P̂(x_j | c, x_i) over the parents x_i seen at least ``m_limit`` times
     (with ``selected``, of the ``allowed`` features alone, the rows a selection keeps); naive Bayes over the
-    same counts when none is."""
+    same counts when none is. ``children`` (K, K), or (0, 0) for every pair: as
+    :func:`~stream_nb.kernels._spodes.rooted_chosen`, a child not chosen for its parent read given the class."""
     R, k = D.shape
     u = np.empty(k, dtype=np.int64)
     f = np.empty(k, dtype=np.int64)
@@ -50,6 +51,7 @@ def aode_sparse(D, dfeats, C, a, m_limit, selected, allowed, class_count, value_
     prior = np.empty(C)
     pshift, fshift = _hashed.hashed_shift(pkeys), _hashed.hashed_shift(fkeys)
     F = allowed.shape[0]
+    K = children.shape[0]
     for r in range(R):
         n = _row(D, r, dfeats, n_values, a, u, f, an)
         _common.log_prior_row(class_count, C, a, prior)
@@ -71,8 +73,12 @@ def aode_sparse(D, dfeats, C, a, m_limit, selected, allowed, class_count, value_
                 for j in range(n):
                     if j == i:
                         continue
-                    num = _hashed.hashed_get(pkeys, pvals, prow + u[j], pshift) + a
-                    den = _hashed.hashed_get(fkeys, fvals, frow + f[j], fshift) + an[j]
+                    if f[i] < K and f[j] < K and children[f[i], f[j]] == 0:
+                        num = value_count[c, u[j]] + a
+                        den = feat_count[c, f[j]] + an[j]
+                    else:
+                        num = _hashed.hashed_get(pkeys, pvals, prow + u[j], pshift) + a
+                        den = _hashed.hashed_get(fkeys, fvals, frow + f[j], fshift) + an[j]
                     prod *= num / den
                     cnt += 1
                     if cnt == _BLOCK:
@@ -159,7 +165,8 @@ def warm(k) -> None:
     D, feats = np.array([[1, 3]], dtype=np.int64), np.array([0, 1], dtype=np.int64)
     shape, out = np.array([C, V, V], dtype=np.int64), np.empty((1, C))
     for selected in (False, True):
-        k.aode_sparse(D, feats, C, 1.0, 1.0, selected, np.ones(F, dtype=bool), cc, vc, fc, nv, shape, shape, keys, vals,
-                      keys, vals, False, out)
+        for children in (np.zeros((0, 0), dtype=np.int8), np.ones((F, F), dtype=np.int8)):
+            k.aode_sparse(D, feats, C, 1.0, 1.0, selected, np.ones(F, dtype=bool), children, cc, vc, fc, nv, shape,
+                          shape, keys, vals, keys, vals, False, out)
     k.tree_sparse(D, feats, np.array([-1, 0], dtype=np.int64), C, 1.0, cc, vc, fc, nv, shape, shape, keys, vals, keys,
                   vals, True, out)

@@ -90,10 +90,11 @@ def one_dependence_estep(s, a, enc, c, miss):
     return np.concatenate([ocols, U]), m, np.concatenate([ofeats, Ufeat]), J
 
 
-def mixture_posterior(s, a, enc, c, miss, m_limit, allowed, naive_jll=None):
+def mixture_posterior(s, a, enc, c, miss, m_limit, allowed, naive_jll=None, children=None):
     """``(feature, columns, P(x_f = v | x_o, c))`` of each missing feature under AODE as it predicts, from
     store ``s`` (``allowed``: the possible super-parents, None for all; ``m_limit``: the frequency limit;
-    ``naive_jll``: naive Bayes' log P(c, x) of ``enc``, needed when ``allowed`` is None).
+    ``naive_jll``: naive Bayes' log P(c, x) of ``enc``, needed when ``allowed`` is None; ``children``: the
+    (K, K) choice of each super-parent's children, a child not chosen read given the class alone).
 
     The exact posterior: a mixture, weighted by marginal likelihood, of one component per qualifying
     observed parent, one per qualifying value of each missing attribute, and naive Bayes when none qualifies.
@@ -108,9 +109,21 @@ def mixture_posterior(s, a, enc, c, miss, m_limit, allowed, naive_jll=None):
     d_all = s.feat_count[:C].sum(0)  # |D| over the events where each feature was observed
     logw, rows = [], []
 
-    def cond(vcols):
+    K = 0 if children is None else children.shape[0]
+
+    def chosen(ratio, pfeats, ccols, cfeats):
+        """``ratio`` (parents, children) with each child not chosen for its parent read as P̂(x | c)."""
+        if not K:
+            return ratio
+        no = (pfeats[:, None] < K) & (cfeats[None, :] < K)
+        no &= children[np.minimum(pfeats, K - 1)[:, None], np.minimum(cfeats, K - 1)[None, :]] == 0
+        alone = (s.value_count[c, ccols] + a) / (s.feat_count[c, cfeats] + a * n_all[cfeats])
+        return np.where(no, alone[None, :], ratio)
+
+    def cond(vcols, vfeats):
         """P̂(u | c, v) for parent columns vcols (rows) and every missing column u: (len(vcols), |U|)."""
-        return (s.pair_count[c, vcols[:, None], U] + a) / (s.pair_feat[c, vcols[:, None], Ufeat] + a * n_all[Ufeat])
+        return chosen((s.pair_count[c, vcols[:, None], U] + a) / (s.pair_feat[c, vcols[:, None], Ufeat] + a * n_all[Ufeat]),
+                      vfeats, U, Ufeat)
 
     ok_o = np.ones(len(ocols), dtype=bool) if allowed is None else np.isin(ofeats, allowed)
     ok_m = [allowed is None or f in allowed for f in miss.tolist()]
@@ -120,9 +133,10 @@ def mixture_posterior(s, a, enc, c, miss, m_limit, allowed, naive_jll=None):
             pc = ocols[qual]
             joint = np.log(s.value_count[c, pc] + a) - np.log(d_all[ofeats[qual]] + a * n_all[ofeats[qual]])
             ratio = (s.pair_count[c, pc[:, None], ocols] + a) / (s.pair_feat[c, pc[:, None], ofeats] + a * n_all[ofeats])
+            ratio = chosen(ratio, ofeats[qual], ocols, ofeats)
             ratio[np.arange(len(pc)), np.flatnonzero(qual)] = 1.0
             logw.append(joint + np.log(ratio).sum(1))
-            rows.append(cond(pc))
+            rows.append(cond(pc, ofeats[qual]))
     lo = 0
     for f, cl, ok in zip(miss.tolist(), mcols, ok_m):
         hi = lo + len(cl)
@@ -132,8 +146,8 @@ def mixture_posterior(s, a, enc, c, miss, m_limit, allowed, naive_jll=None):
             joint = np.log(s.value_count[c, t] + a) - np.log(d_all[f] + a * n_all[f])
             if len(ocols):
                 ratio = (s.pair_count[c, t[:, None], ocols] + a) / (s.pair_feat[c, t[:, None], ofeats] + a * n_all[ofeats])
-                joint = joint + np.log(ratio).sum(1)
-            r = cond(t)
+                joint = joint + np.log(chosen(ratio, np.full(len(t), f), ocols, ofeats)).sum(1)
+            r = cond(t, np.full(len(t), f))
             r[:, lo:hi] = 0.0
             r[np.arange(len(t)), lo + np.flatnonzero(qual)] = 1.0
             logw.append(joint)

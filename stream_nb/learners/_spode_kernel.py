@@ -7,7 +7,7 @@ import numpy as np
 
 from ..kernels import compiled
 
-__all__ = ["NO_LOSS", "NO_MORE", "NO_TABLE", "NO_WEIGHTS", "UNLABELED", "OneDependenceKernel"]
+__all__ = ["EVERY_CHILD", "NO_LOSS", "NO_MORE", "NO_TABLE", "NO_WEIGHTS", "UNLABELED", "OneDependenceKernel"]
 
 #: ``more`` of a block that registers no value; the labels of a block of one event to predict; no loss matrix;
 #: no second count set (:mod:`stream_nb.kernels._one`).
@@ -18,12 +18,17 @@ NO_TABLE = np.zeros(0, dtype=np.int64)
 #: No decay: every row weighs 1, scored with the model's smoothing.
 NO_WEIGHTS = np.zeros(0)
 _NO_DENS = np.zeros((0, 0))
+#: Every attribute a child of every super-parent (AODE's ``SuperParents(children=...)`` before its first choice).
+EVERY_CHILD = np.zeros((0, 0), dtype=np.int8)
 _ALL = np.zeros(0, dtype=bool)
 
 
 class OneDependenceKernel:
     """A model whose ``_kernel_block`` calls an :mod:`~stream_nb.kernels._aode` kernel (list it before its
     base class); with ``_kernel_arguments`` and ``_kernel_learned``."""
+
+    #: (K, K) int8: the children each super-parent's SPODE conditions on it (AODE's choice; empty: every one).
+    _children = EVERY_CHILD
 
     def _kernel_dense(self) -> bool:
         """Whether the kernels can read the store's pair tables (dense ones; sparse ones take the numpy path)."""
@@ -37,7 +42,7 @@ class OneDependenceKernel:
         selected, allowed = self._sparse_parents()
         out = np.empty((len(D), s.n_classes))
         compiled().aode_sparse(np.ascontiguousarray(D, dtype=np.int64), np.asarray(dfeats, dtype=np.int64), s.n_classes,
-                               float(self._alpha), float(self.m * self._inflation), selected, allowed,
+                               float(self._alpha), float(self.m * self._inflation), selected, allowed, self._children,
                                s.class_count, s.value_count, s.feat_count, s.n_values, np.array(pc.shape),
                                np.array(pf.shape), *pc.arrays(), *pf.arrays(), True, out)
         return out

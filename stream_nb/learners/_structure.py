@@ -14,7 +14,7 @@ import numpy as np
 from ..kernels import compiled
 from ..stats import G_TEST_ALPHA, chi2_quantile, cmi_from_cells, mutual_information_with_class
 
-__all__ = ["conditional_mutual_information", "dependence_shown", "maximum_spanning_tree", "mutual_information_with_class",
+__all__ = ["conditional_mutual_information", "dependence_shown", "dependent_pairs", "maximum_spanning_tree", "mutual_information_with_class",
            "value_blocks"]
 
 
@@ -104,11 +104,40 @@ def dependence_shown(stats, rule: str = "bic") -> bool:
     n = s.n_seen
     if C == 0 or len(feats) < 2 or n <= 1:
         return False
+    if rule == "g":
+        return bool(dependent_pairs(s, G_TEST_ALPHA).any())
     gain = n * conditional_mutual_information(s)[np.ix_(feats, feats)]
     dof = np.maximum(s.n_values[feats] - 1, 1).astype(float)
     np.fill_diagonal(gain, 0.0)
-    if rule == "bic":
-        return bool((gain > 0.5 * C * np.outer(dof, dof) * math.log(n)).any())
+    return bool((gain > 0.5 * C * np.outer(dof, dof) * math.log(n)).any())
+
+
+def dependent_pairs(stats, level: float) -> np.ndarray:
+    """(F, F), symmetric: whether the G-test of 2n I(x_i; x_j | y) against the chi-square quantile with
+    |C| (|X_i| − 1)(|X_j| − 1) degrees of freedom rejects the independence of two discrete features given the
+    class, at ``level`` shared among the pairs (Bonferroni); n the events seen, I read off the observed counts.
+
+    >>> import random
+    >>> from stream_nb import AODE
+    >>> rng, model = random.Random(1), AODE()
+    >>> for i in range(300):   # b copies a; c is apart from both, given the class
+    ...     y, a = rng.random() < 0.4, rng.random() < 0.5
+    ...     model.learn_one({"a": a, "b": a, "c": rng.choice("pq" if y else "pqr")}, y)
+    >>> dependent_pairs(model._stats, 0.01).astype(int)
+    array([[0, 1, 0],
+           [1, 0, 0],
+           [0, 0, 0]])
+    """
+    s = stats.observed()
+    C, F = s.n_classes, len(s.features)
+    out = np.zeros((F, F), dtype=bool)
+    feats = s.discrete_features()
+    n = s.n_seen
+    if C == 0 or len(feats) < 2 or n <= 1:
+        return out
+    gain = 2.0 * n * conditional_mutual_information(s)[np.ix_(feats, feats)]
+    dof = np.maximum(s.n_values[feats] - 1, 1).astype(float)
     i, j = np.triu_indices(len(feats), 1)
-    level = 1.0 - G_TEST_ALPHA / len(i)
-    return bool((2.0 * gain[i, j] > chi2_quantile(level, C * dof[i] * dof[j])).any())
+    shown = gain[i, j] > chi2_quantile(1.0 - level / len(i), C * dof[i] * dof[j])
+    out[feats[i[shown]], feats[j[shown]]] = True
+    return out | out.T

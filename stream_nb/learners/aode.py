@@ -11,7 +11,8 @@ from ..stats import Encoded, set_pair_rule
 from ._keywords import takes_options
 from ._em import add_estep, mixture_posterior, one_dependence_estep
 from ._selection import informative_parents
-from ._spode_kernel import NO_LOSS, NO_MORE, NO_TABLE, NO_WEIGHTS, OneDependenceKernel
+from ._spode_kernel import EVERY_CHILD, NO_LOSS, NO_MORE, NO_TABLE, NO_WEIGHTS, OneDependenceKernel
+from ._structure import dependent_pairs
 from ._structured import StructuredClassifier
 
 __all__ = ["AODE", "spode_terms"]
@@ -33,7 +34,8 @@ class AODE(OneDependenceKernel, StructuredClassifier):
     search
         :class:`~stream_nb.SuperParents` (default): ``m``, the frequency limit of a parent value; ``select``,
         the level of selective AODE's G-test (None: every attribute a super-parent); ``drop``, leave the
-        others out altogether.
+        others out altogether; ``children``, the level of the pair tests that choose each SPODE's children
+        (None: every attribute).
     numeric
         How numeric features are binned: :class:`~stream_nb.MDL` (default),
         :class:`~stream_nb.EqualFrequency` or :class:`~stream_nb.Edges`.
@@ -110,12 +112,15 @@ class AODE(OneDependenceKernel, StructuredClassifier):
             set_pair_rule(self._stats, "parents")  # past the budget: keep the best super-parents' pairs
         # under a selection, after its first choice, per feature: 2 a super-parent, 1 a child only, 0 left out
         self._keep = _EVERY
+        # with SuperParents(children=...), after its first choice: [p, i] whether i is a child of p's SPODE
+        self._children = EVERY_CHILD
 
     @classmethod
     def _unit_test_params(cls):
         yield {}
         yield {"search": SuperParents(m=5), "numeric": EqualFrequency(bins=3, warmup=20)}  # both discretisers checked
         yield {"search": SuperParents(select=0.05, rebuild_every=50)}
+        yield {"search": SuperParents(children=0.05, rebuild_every=50)}
 
     @property
     def m(self) -> int:
@@ -124,19 +129,23 @@ class AODE(OneDependenceKernel, StructuredClassifier):
 
     @property
     def rebuild_every(self) -> int:
-        """Learned events between two choices of the super-parents: the :class:`~stream_nb.SuperParents`'
-        ``rebuild_every`` under a selection, else 0 (nothing to choose)."""
-        return self.search.rebuild_every if self.search.select is not None else 0
+        """Learned events between two choices of the super-parents (or their children): the
+        :class:`~stream_nb.SuperParents`' ``rebuild_every`` under a choice, else 0 (nothing to choose)."""
+        chooses = self.search.select is not None or self.search.children is not None
+        return self.search.rebuild_every if chooses else 0
 
     def _early_rebuilds(self) -> int:
         return 0  # the first choice after rebuild_every events: until then, every attribute
 
     def rebuild(self) -> None:
         """Choose the super-parents now from the current counts (with ``SuperParents(select=...)``; without,
-        every attribute is one and nothing changes)."""
+        every attribute is one and nothing changes), and with ``SuperParents(children=...)`` each one's
+        children (:func:`~stream_nb.learners._structure.dependent_pairs`)."""
         if self.search.select is not None:
             kept = informative_parents(self._stats.observed(), self.search.select)
             self._keep = np.where(kept, 2, 0 if self.search.drop else 1).astype(np.int8)
+        if self.search.children is not None:
+            self._children = dependent_pairs(self._stats, self.search.children).astype(np.int8)
         self._rebuilt()
 
     @property
@@ -146,6 +155,16 @@ class AODE(OneDependenceKernel, StructuredClassifier):
         if not len(self._keep):
             return None
         return [self._stats.features[f] for f in np.flatnonzero(self._keep == 2).tolist()]
+
+    @property
+    def children(self) -> dict | None:
+        """``{super-parent: [its children]}`` of the last choice of ``SuperParents(children=...)``, the features by
+        name in the store's order (None: every attribute a child of every super-parent, without the option or
+        before its first choice). A feature new since the choice is a child of every one."""
+        if not len(self._children):
+            return None
+        names = self._stats.features
+        return {names[p]: [names[i] for i in np.flatnonzero(row).tolist()] for p, row in enumerate(self._children)}
 
     def _jll(self, enc):
         s = self._stats
@@ -200,7 +219,7 @@ class AODE(OneDependenceKernel, StructuredClassifier):
         if c < 0 or len(enc.cols) != F:
             m = float(self.search.m if f is None else self.search.m * f.inflation)  # (the m of _inflation)
             compiled().aode_one(held[3], enc.cols, enc.feats, c, len(schema.labels.classes), a, m, self._keep,
-                                cached and c < 0, joint, out)
+                                self._children, cached and c < 0, joint, out)
             fine = None
         else:  # complete: counted as the block counts a row it scored
             fine = s.counted_twin(enc)
@@ -220,7 +239,8 @@ class AODE(OneDependenceKernel, StructuredClassifier):
         weights, infl, a, m = (NO_WEIGHTS, NO_WEIGHTS, self._alpha, self.m * self._inflation) if decay is None else (
             decay.weight, decay.inflation, self._alpha_given, self.m)
         done = compiled().aode_block(D, dfeats, NO_MORE if more is None else more, yc, weights, infl, learn,
-                                     s.n_classes, a, float(m), self._keep, *counts, dens, cached, joint, out, loss,
+                                     s.n_classes, a, float(m), self._keep, self._children, *counts, dens, cached,
+                                     joint, out, loss,
                                      *watch)
         if learn:
             self._kernel_learned(D[:done], dfeats, yc[:done], cached, decay)
@@ -273,7 +293,8 @@ class AODE(OneDependenceKernel, StructuredClassifier):
             enc = enc._replace(cols=enc.cols[scored], feats=enc.feats[scored], epoch=-1)
         selected, allowed = self._sparse_parents()
         allowed = np.flatnonzero(allowed).tolist() if selected else None
-        return mixture_posterior(s, self._alpha, enc, c, miss, self.m * self._inflation, allowed, self._naive_jll(enc))
+        return mixture_posterior(s, self._alpha, enc, c, miss, self.m * self._inflation, allowed, self._naive_jll(enc),
+                                 self._children)
 
     def _jll_many(self, D, dfeats, G, gslots):
         s = self._stats
@@ -288,14 +309,19 @@ class AODE(OneDependenceKernel, StructuredClassifier):
     # ------------------------------------------------------------------ state
 
     def _extra_state(self):
-        if self.search.select is None:  # a model without a selection keeps the layout it always had
+        if self.search.select is None and self.search.children is None:  # the layout it always had
             return super()._extra_state()
-        return {"super_parents": self._keep.copy()}, {"since_rebuild": self._since_rebuild,
-                                                      "n_rebuilds": self.n_rebuilds}
+        arrays = {"super_parents": self._keep.copy()} if self.search.select is not None else {}
+        if self.search.children is not None:
+            arrays["children"] = self._children.copy()
+        return arrays, {"since_rebuild": self._since_rebuild, "n_rebuilds": self.n_rebuilds}
 
     def _load_extra_state(self, arrays, meta):
         if "super_parents" in arrays:
             self._keep = np.asarray(arrays["super_parents"])
+        if "children" in arrays:
+            self._children = np.ascontiguousarray(arrays["children"])
+        if "super_parents" in arrays or "children" in arrays:
             self._since_rebuild, self.n_rebuilds = meta.get("since_rebuild"), meta.get("n_rebuilds")
 
     def _check_loaded(self):
@@ -308,6 +334,11 @@ class AODE(OneDependenceKernel, StructuredClassifier):
             raise ValueError(f"super_parents: expected per feature (at most {len(self._stats.features)}) 2 (kept) or "
                              f"{0 if self.search.drop else 1} (not), and only under a selection, got {keep!r:.80} with "
                              f"search={self.search!r}")
+        ch, F = self._children, len(self._stats.features)
+        if len(ch) and (ch.dtype != np.int8 or ch.ndim != 2 or ch.shape[0] != ch.shape[1] or ch.shape[0] > F
+                        or not np.isin(ch, (0, 1)).all() or (ch != ch.T).any() or self.search.children is None):
+            raise ValueError(f"children: expected a symmetric (K, K) int8 matrix of 0 and 1 with K at most {F}, and "
+                             f"only with SuperParents(children=...), got {ch!r:.80} with search={self.search!r}")
         super()._check_loaded()
 
 

@@ -77,7 +77,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "numeric": ("var_smoothing", "numeric", "discretiser", "bins", "fine_bins", "warmup", "bin_edges"),
     "missing": ("missing", "learn_unlabeled", "unlabeled_weight"),
     "search": ("tree_score", "parent", "m", "rebuild_every", "backoff", "backoff_to", "select_level", "select_parents",
-               "drop_unselected"),
+               "drop_unselected", "select_children"),
 }
 
 #: Every flat setting's declaration: the plain parameters, the family choices and the options' parameters.
