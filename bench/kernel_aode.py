@@ -27,6 +27,7 @@ from stream_nb import AODE, SPODE, EqualFrequency
 from stream_nb.kernels import NO_DETECTOR, compiled
 
 ALL = np.zeros(0, dtype=np.int8)  # every feature may be a super-parent
+EVERY_CHILD = np.zeros((0, 0), dtype=np.int8)  # every feature a child of every super-parent
 
 
 def led(n: int) -> list:
@@ -53,7 +54,7 @@ def kernel_alone(events: list, block: int = 500):
     start = time.process_time()
     for lo in range(0, len(yc), block):
         k.aode_block(D[lo : lo + block], dfeats, more, yc[lo : lo + block], np.zeros(0), np.zeros(0), True, C, 1.0,
-                     1.0, ALL, cc, vc, fc, s.n_values, pc, pf, vf, iden, True, False, out[lo : lo + block],
+                     1.0, ALL, EVERY_CHILD, cc, vc, fc, s.n_values, pc, pf, vf, iden, True, False, out[lo : lo + block],
                      np.zeros((0, 0)), *NO_DETECTOR)
     return time.process_time() - start, float((out.argmax(1) == yc).mean())
 

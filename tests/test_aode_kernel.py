@@ -197,18 +197,22 @@ def test_products_past_the_range_of_a_double_are_logged_on_the_way():
     n_values = np.full(F, 2)
     assert chunk(cc.sum(), 1.0, 3.0) < F  # the products must be logged on the way
     D = np.array([[1 + 2 * f + (f % 2) for f in range(F)]])
-    out = np.empty((1, C))
-    k.aode_block(D, np.arange(F), np.zeros((0, 0), dtype=np.int64), np.array([-1]), np.zeros(0), np.zeros(0), False,
-                 C, 1.0, 1.0, np.zeros(0, dtype=np.int8), cc, vc, fc, n_values, pc, pf, vf, np.zeros((0, 0)), False,
-                 True, out, np.zeros((0, 0)), *NO_DETECTOR)
     cols = D[0]
-    want = []
-    for c in range(C):
-        terms = []
-        for i, u in enumerate(cols):
-            t = math.log(vc[c, u] + 1.0) - math.log(fc[:, i].sum() + 2.0)
-            t += sum(math.log((pc[c, u, w] + 1.0) / (pf[c, u, j] + 2.0)) for j, w in enumerate(cols) if j != i)
-            terms.append(t)
-        top = max(terms)
-        want.append(top + math.log(sum(math.exp(t - top) for t in terms)))
-    np.testing.assert_allclose(out[0], want, rtol=1e-12)
+    chosen = np.triu(rng.random((F, F)) < 0.3, 1)
+    # every attribute a child of each super-parent, and each SPODE's children chosen (the others given the class)
+    for children in (np.zeros((0, 0), dtype=np.int8), (chosen | chosen.T).astype(np.int8)):
+        out = np.empty((1, C))
+        k.aode_block(D, np.arange(F), np.zeros((0, 0), dtype=np.int64), np.array([-1]), np.zeros(0), np.zeros(0),
+                     False, C, 1.0, 1.0, np.zeros(0, dtype=np.int8), children, cc, vc, fc, n_values, pc, pf, vf,
+                     np.zeros((0, 0)), False, True, out, np.zeros((0, 0)), *NO_DETECTOR)
+        want = []
+        for c in range(C):
+            terms = []
+            for i, u in enumerate(cols):
+                t = math.log(vc[c, u] + 1.0) - math.log(fc[:, i].sum() + 2.0)
+                t += sum(math.log((pc[c, u, w] + 1.0) / (pf[c, u, j] + 2.0)) if not len(children) or children[i, j]
+                         else math.log((vc[c, w] + 1.0) / (fc[c, j] + 2.0)) for j, w in enumerate(cols) if j != i)
+                terms.append(t)
+            top = max(terms)
+            want.append(top + math.log(sum(math.exp(t - top) for t in terms)))
+        np.testing.assert_allclose(out[0], want, rtol=1e-12)
