@@ -308,3 +308,29 @@ def expected_counts(events, x, c, features, row_joint, order=2):
                 key = (f, z[f]) + tuple(item for g in rest for item in (g, z[g]))
                 out[key] += wz / total
     return out
+
+
+def loop_and_run(make, stream: list, rel: float = 1e-9) -> tuple:
+    """Two models of ``make()``: one through river's loop (``predict_proba_one``, then ``learn_one``), one
+    through ``prequential_many``, checked to give the same probabilities at every event (to ``rel``)."""
+    loop, run = make(), make()
+    seen = []
+    for x, y in stream:
+        seen.append(loop.predict_proba_one(x))
+        loop.learn_one(x, y)
+    out = run.prequential_many([x for x, _ in stream], [y for _, y in stream])
+    for want, (_, proba) in zip(seen, out):
+        assert set(proba) == set(want) and all(math.isclose(proba[c], want[c], rel_tol=rel) for c in want)
+    return loop, run
+
+
+def merged_and_one(make, events: list, cut: int) -> tuple:
+    """``(merged, one)``: a model of ``make()`` that learned ``events[:cut]`` merged with one that learned the
+    rest, and one that learned them all, rebuilt from its counts (as a merge rebuilds)."""
+    one, a, b = make(), make(), make()
+    for model, part in ((one, events), (a, events[:cut]), (b, events[cut:])):
+        for x, y in part:
+            model.learn_one(x, y)
+    a.merge(b)
+    one.rebuild()
+    return a, one

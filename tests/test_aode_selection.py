@@ -20,6 +20,7 @@ import pytest
 from scipy.stats import chi2, chi2_contingency
 
 import stream_nb
+from reference import loop_and_run, merged_and_one
 from stream_nb import AODE, Decay, Parents, SuperParents
 from stream_nb.exceptions import ConfigError
 from stream_nb.settings import BY_NAME, MODELS
@@ -179,15 +180,8 @@ def test_when_every_attribute_passes_the_probabilities_are_plain_aodes():
                          ids=["parents", "drop", "drop-decay"])
 def test_the_compiled_runs_choose_and_predict_where_the_one_event_loop_does(drop, forgetting):
     stream = noisy_stream(1300, 7)
-    loop, run = (AODE(search=SuperParents(select=0.01, rebuild_every=250, drop=drop), forgetting=forgetting)
-                 for _ in range(2))
-    seen = []
-    for x, y in stream:
-        seen.append(loop.predict_proba_one(x))
-        loop.learn_one(x, y)
-    out = run.prequential_many([x for x, _ in stream], [y for _, y in stream])
-    for want, (_, proba) in zip(seen, out):
-        assert proba == pytest.approx(want, rel=1e-9)
+    loop, run = loop_and_run(lambda: AODE(search=SuperParents(select=0.01, rebuild_every=250, drop=drop),
+                                          forgetting=forgetting), stream)
     assert (run.super_parents, run.n_rebuilds) == (loop.super_parents, loop.n_rebuilds) == (loop.super_parents, 5)
     batch = AODE(search=SuperParents(select=0.01, rebuild_every=250, drop=drop), forgetting=forgetting)
     batch.learn_many(pd.DataFrame([x for x, _ in stream]), pd.Series([y for _, y in stream]))
@@ -196,12 +190,7 @@ def test_the_compiled_runs_choose_and_predict_where_the_one_event_loop_does(drop
 
 def test_two_models_merged_choose_what_one_model_of_all_their_events_chooses():
     events = noisy_stream(2000, 8)
-    one, a, b = (AODE(search=SuperParents(select=0.01, rebuild_every=400)) for _ in range(3))
-    learned(one, events)
-    learned(a, events[:700])
-    learned(b, events[700:])
-    a.merge(b)  # a merge chooses again from the merged counts
-    one.rebuild()
+    a, one = merged_and_one(lambda: AODE(search=SuperParents(select=0.01, rebuild_every=400)), events, 700)
     assert a.super_parents == one.super_parents and "n1" not in a.super_parents
     for x, _ in events[:40]:
         assert a.predict_proba_one(x) == pytest.approx(one.predict_proba_one(x), rel=1e-12)
@@ -274,15 +263,15 @@ PAIRED = ("a", "b", "d", "e", "n0")
 def paired_stream(n: int, seed: int) -> list:
     """a and d depend on the class; b on a and e on d, given the class; n0 is noise."""
     rng = random.Random(seed)
-    out = []
-    for _ in range(n):
+
+    def event():
         c = rng.randrange(3)
         a = c if rng.random() < 0.5 else rng.randrange(3)
         d = (c + 1) % 3 if rng.random() < 0.4 else rng.randrange(3)
-        x = {"a": a, "b": a if rng.random() < 0.6 else rng.randrange(3), "d": d,
-             "e": (d + c) % 3 if rng.random() < 0.5 else rng.randrange(3), "n0": rng.randrange(3)}
-        out.append((x, c))
-    return out
+        return {"a": a, "b": a if rng.random() < 0.6 else rng.randrange(3), "d": d,
+                "e": (d + c) % 3 if rng.random() < 0.5 else rng.randrange(3), "n0": rng.randrange(3)}, c
+
+    return [event() for _ in range(n)]
 
 
 def scipy_children(events: list, level: float) -> dict:
@@ -366,14 +355,7 @@ def _joint(events: list, x: dict, children: dict, a: float = 1.0) -> dict:
 
 def test_the_compiled_runs_choose_children_and_predict_where_the_one_event_loop_does():
     stream = paired_stream(1300, 16)
-    loop, run = (AODE(search=SuperParents(children=0.01, rebuild_every=250)) for _ in range(2))
-    seen = []
-    for x, y in stream:
-        seen.append(loop.predict_proba_one(x))
-        loop.learn_one(x, y)
-    out = run.prequential_many([x for x, _ in stream], [y for _, y in stream])
-    for want, (_, proba) in zip(seen, out):
-        assert proba == pytest.approx(want, rel=1e-9)
+    loop, run = loop_and_run(lambda: AODE(search=SuperParents(children=0.01, rebuild_every=250)), stream)
     assert (run.children, run.n_rebuilds) == (loop.children, 5) and loop.children["e"] == ["d"]
     batch = AODE(search=SuperParents(children=0.01, rebuild_every=250))
     batch.learn_many(pd.DataFrame([x for x, _ in stream]), pd.Series([y for _, y in stream]))
@@ -382,12 +364,7 @@ def test_the_compiled_runs_choose_children_and_predict_where_the_one_event_loop_
 
 def test_merged_models_choose_the_children_of_one_model_of_all_their_events_and_snapshots_keep_them(tmp_path):
     events = paired_stream(2000, 17)
-    one, a, b = (AODE(search=SuperParents(children=0.01, rebuild_every=400)) for _ in range(3))
-    learned(one, events)
-    learned(a, events[:700])
-    learned(b, events[700:])
-    a.merge(b)  # a merge chooses again from the merged counts
-    one.rebuild()
+    a, one = merged_and_one(lambda: AODE(search=SuperParents(children=0.01, rebuild_every=400)), events, 700)
     assert a.children == one.children and a.children["b"] == ["a"]
     for x, _ in events[:40]:
         assert a.predict_proba_one(x) == pytest.approx(one.predict_proba_one(x), rel=1e-12)

@@ -17,6 +17,7 @@ import pytest
 from scipy.stats import chi2, chi2_contingency
 
 import stream_nb
+from reference import loop_and_run
 from stream_nb import KDB, Parents
 from stream_nb.exceptions import ConfigError
 from stream_nb.learners._selection import g_test, selective_structure
@@ -244,15 +245,7 @@ def test_the_compiled_path_and_the_numpy_path_agree_under_a_selection():
     order = [s.class_index[c] for c in model.predict_proba_many(X).columns]
     assert np.allclose(kernel, post[:, order], rtol=1e-9, atol=0)
     # and prequential_many, the compiled run, predicts as the one-event loop does
-    loop, run = (KDB(k=2, search=Parents(500, select=0.01)) for _ in range(2))
-    stream = chain_stream(1200, 8)
-    seen = []
-    for x, y in stream:
-        seen.append(loop.predict_proba_one(x))
-        loop.learn_one(x, y)
-    out = run.prequential_many([x for x, _ in stream], [y for _, y in stream])
-    for want, (_, proba) in zip(seen, out):
-        assert proba == pytest.approx(want, rel=1e-7)
+    loop, run = loop_and_run(lambda: KDB(k=2, search=Parents(500, select=0.01)), chain_stream(1200, 8), rel=1e-7)
     assert run.dropped == loop.dropped and run.dropped
 
 
