@@ -296,9 +296,11 @@ def scipy_children(events: list, level: float) -> dict:
     return {i: sorted(js, key=names.index) for i, js in out.items()}
 
 
-def test_each_spodes_children_are_the_pairs_scipys_g_tests_show_dependent_given_the_class():
+@pytest.mark.parametrize("budget", [None, 2000], ids=["dense", "sparse-pairs"])
+def test_each_spodes_children_are_the_pairs_scipys_g_tests_show_dependent_given_the_class(budget):
     events = paired_stream(2000, 11)
-    model = learned(AODE(search=SuperParents(children=0.01, rebuild_every=0)), events)
+    model = learned(AODE(search=SuperParents(children=0.01, rebuild_every=0), memory_budget=budget), events)
+    assert model._stats.pairs_sparse == (budget is not None)  # G read off the sparse cells the same
     assert model.children is None  # no choice made yet: every attribute a child of every super-parent
     model.rebuild()
     assert model.children == scipy_children(events, 0.01)

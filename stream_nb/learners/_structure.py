@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from ..kernels import compiled
-from ..stats import G_TEST_ALPHA, chi2_quantile, cmi_from_cells, mutual_information_with_class
+from ..stats import G_TEST_ALPHA, chi2_quantile, cmi_from_cells, mutual_information_with_class, pair_evidence
 
 __all__ = ["conditional_mutual_information", "dependence_shown", "dependent_pairs", "maximum_spanning_tree", "mutual_information_with_class",
            "value_blocks"]
@@ -115,7 +115,9 @@ def dependence_shown(stats, rule: str = "bic") -> bool:
 def dependent_pairs(stats, level: float) -> np.ndarray:
     """(F, F), symmetric: whether the G-test of 2n I(x_i; x_j | y) against the chi-square quantile with
     |C| (|X_i| − 1)(|X_j| − 1) degrees of freedom rejects the independence of two discrete features given the
-    class, at ``level`` shared among the pairs (Bonferroni); n the events seen, I read off the observed counts.
+    class, at ``level`` shared among the pairs (Bonferroni), I read off the observed counts; n the events seen,
+    or in sparse pair tables those the pair's own counts hold (a pair admitted late has seen fewer), and 0 for a
+    pair they do not keep.
 
     >>> import random
     >>> from stream_nb import AODE
@@ -135,9 +137,12 @@ def dependent_pairs(stats, level: float) -> np.ndarray:
     n = s.n_seen
     if C == 0 or len(feats) < 2 or n <= 1:
         return out
-    gain = 2.0 * n * conditional_mutual_information(s)[np.ix_(feats, feats)]
+    s.sync_pairs()
+    # in sparse tables a pair kept since its last admission is tested on the events its own counts hold
+    g = pair_evidence(s)[0] if s.pairs_sparse else 2.0 * n * conditional_mutual_information(s)
+    g = g[np.ix_(feats, feats)]
     dof = np.maximum(s.n_values[feats] - 1, 1).astype(float)
     i, j = np.triu_indices(len(feats), 1)
-    shown = gain[i, j] > chi2_quantile(1.0 - level / len(i), C * dof[i] * dof[j])
+    shown = g[i, j] > chi2_quantile(1.0 - level / len(i), C * dof[i] * dof[j])
     out[feats[i[shown]], feats[j[shown]]] = True
     return out | out.T

@@ -79,7 +79,7 @@ folder             what it holds
 
 from .budget import DEFAULT_MEMORY_BUDGET
 from .values import Columns
-from .selection import cmi_from_cells, mutual_information_with_class, set_pair_rule
+from .selection import cmi_from_cells, mutual_information_with_class, pair_evidence, set_pair_rule
 from .discretiser import ALPHA as G_TEST_ALPHA, chi2_quantile
 from .selection import choose_tuples, pair_tests, revise_tuples
 from .discretiser import Discretiser
@@ -101,5 +101,5 @@ __all__ = [
     "check_event", "describe_type", "is_missing_label", "json_type", "validate_label",
     "capture", "capture_difference", "capture_nbytes", "count_difference", "replace_counts", "scale_counts",
     "subtract_counts", "G_TEST_ALPHA", "chi2_quantile", "cmi_from_cells", "mutual_information_with_class",
-    "set_pair_rule", "choose_tuples", "pair_tests", "revise_tuples", "frame_events",
+    "pair_evidence", "set_pair_rule", "choose_tuples", "pair_tests", "revise_tuples", "frame_events",
 ]
