@@ -245,13 +245,15 @@ def test_the_daemon_builds_a_selective_aode_from_its_flags(tmp_path):
     env["PYTHONPATH"] = str(root) + os.pathsep + env.get("PYTHONPATH", "")
     proc = subprocess.run([sys.executable, "-m", "stream_nb.cli", "run", "--input", str(events), "--output",
                            str(tmp_path / "out.jsonl"), "--snapshot-dir", str(tmp_path / "snaps"), "--model", "aode",
-                           "--select-parents", "0.05", "--rebuild-every", "200", "--m", "2", "--drop-unselected"],
+                           "--select-parents", "0.05", "--rebuild-every", "200", "--m", "2", "--drop-unselected",
+                           "--select-children", "0.05"],
                           env=env, capture_output=True, timeout=300)
     assert proc.returncode == 0, proc.stderr.decode()
     assert len((tmp_path / "out.jsonl").read_text().splitlines()) == 600
     store = stream_nb.snapshots.SnapshotStore(tmp_path / "snaps")
     model = store.read(store.sequences()[-1]).model()
-    assert model.search == SuperParents(2, 0.05, 200, drop=True) and model.n_rebuilds == 3
+    assert model.search == SuperParents(2, 0.05, 200, drop=True, children=0.05) and model.n_rebuilds == 3
+    assert model.children is not None and "a" in model.children
     assert "a" in model.super_parents and "n0" not in model.super_parents
 
 
@@ -355,11 +357,13 @@ def _joint(events: list, x: dict, children: dict, a: float = 1.0) -> dict:
     return out
 
 
-def test_the_compiled_runs_choose_children_and_predict_where_the_one_event_loop_does():
+@pytest.mark.parametrize("forgetting", [None, Decay(half_life=400.0)], ids=["counts", "decay"])
+def test_the_compiled_runs_choose_children_and_predict_where_the_one_event_loop_does(forgetting):
     stream = paired_stream(1300, 16)
-    loop, run = loop_and_run(lambda: AODE(search=SuperParents(children=0.01, rebuild_every=250)), stream)
+    loop, run = loop_and_run(lambda: AODE(search=SuperParents(children=0.01, rebuild_every=250),
+                                          forgetting=forgetting), stream)
     assert (run.children, run.n_rebuilds) == (loop.children, 5) and loop.children["e"] == ["d"]
-    batch = AODE(search=SuperParents(children=0.01, rebuild_every=250))
+    batch = AODE(search=SuperParents(children=0.01, rebuild_every=250), forgetting=forgetting)
     batch.learn_many(pd.DataFrame([x for x, _ in stream]), pd.Series([y for _, y in stream]))
     assert batch.children == loop.children
 
