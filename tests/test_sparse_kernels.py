@@ -1,6 +1,6 @@
 """The compiled path of sparse and selected pair tables, and the pair tables a two-layer store holds once.
 
-- AODE's and TAN's scores on selected tables (a budget passed on a small wide stream, with missing values
+- AODE's, TAN's and SPODE's candidate scores on selected tables (a budget passed on a small wide stream, with missing values
   and values new mid-stream) are checked, event by event, against the textbook formulas evaluated in numpy
   on the counts read back from the tables (the counts themselves are recounted by brute force in
   ``test_candidates.py``; sparse tables without a selection against dense ones in ``test_sparse_pairs.py``);
@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from stream_nb import AODE, TAN, Tree
+from stream_nb import AODE, SPODE, TAN, SuperParent, Tree
 from stream_nb.stats.budget import _budget
 
 
@@ -47,8 +47,9 @@ def _observed(s, x):
     return np.array([u for u, _ in pairs], dtype=np.int64), np.array([f for _, f in pairs], dtype=np.int64)
 
 
-def _aode_textbook(model, x) -> np.ndarray:
-    """log Σ over the kept parents of P̂(c, x_i) Π_{j≠i} P̂(x_j | c, x_i), the counts gathered from the tables."""
+def _spode_textbook(model, x) -> np.ndarray:
+    """(C, k): log P̂(c, x_i) + Σ_{j≠i} log P̂(x_j | c, x_i) rooted at each observed x_i, the counts gathered from
+    the tables."""
     s, a = model._stats, model.alpha
     C = s.n_classes
     cols, feats = _observed(s, x)
@@ -58,7 +59,15 @@ def _aode_textbook(model, x) -> np.ndarray:
     ratio = (pc + a) / (pf + a * nv[None, None, :])
     ratio[:, np.arange(len(cols)), np.arange(len(cols))] = 1.0
     joint = np.log(s.value_count[:C, cols] + a) - np.log(s.feat_count[:C, feats].sum(0) + a * nv)
-    terms = joint + np.log(ratio).sum(2)
+    return joint + np.log(ratio).sum(2)
+
+
+def _aode_textbook(model, x) -> np.ndarray:
+    """log Σ over the kept parents of P̂(c, x_i) Π_{j≠i} P̂(x_j | c, x_i), the counts gathered from the tables."""
+    s = model._stats
+    C = s.n_classes
+    cols, feats = _observed(s, x)
+    terms = _spode_textbook(model, x)
     parents = (s.value_count[:C, cols].sum(0) >= model.m) & s.parent_ok(feats)
     if not parents.any():
         return model._naive_jll(s.encode(x))
@@ -105,6 +114,25 @@ def test_scores_on_selected_tables_are_the_textbook_ones_event_by_event(small_fl
         model.learn_one(x, y)
     s = model._stats
     assert s.pairs_sparse and s.pairs_selected and complete > 150
+
+
+def test_spodes_candidate_scores_on_selected_tables_are_the_textbook_ones_event_by_event(small_floor):
+    """SPODE's running scores rank every candidate super-parent whose pairs the tables count, each event scored
+    in compiled code before it is learned: the terms equal the formula's over the counts the tables hold."""
+    model = SPODE(search=SuperParent(rebuild_every=40), memory_budget=800_000)
+    checked = partial = 0
+    for i, (x, y) in enumerate(_wide(300, new_from=200)):
+        s = model._stats
+        if i >= 10 and s.pairs_sparse:
+            cols, feats = _observed(s, x)
+            ok = s.parent_ok(feats)
+            got = model._sparse_terms(cols, feats)
+            np.testing.assert_allclose(got[:, ok], _spode_textbook(model, x)[:, ok], rtol=1e-12)
+            assert not got[:, ~ok].any()
+            checked += s.pairs_selected and ok.any()
+            partial += s.pairs_selected and 0 < ok.sum() < len(ok)
+        model.learn_one(x, y)
+    assert model._stats.pairs_selected and checked > 100 and partial > 10 and model.scores
 
 
 def _owning(model):

@@ -16,7 +16,7 @@ import numpy as np
 
 from . import _common, _hashed
 
-__all__ = ["aode_sparse", "tree_sparse", "warm"]
+__all__ = ["aode_sparse", "spode_terms_sparse", "tree_sparse", "warm"]
 
 #: Ratios multiplied before one logarithm (each in (0, 1] up to rounding, at least a / (count + a N)).
 _BLOCK = 8
@@ -34,6 +34,57 @@ def _row(D, r, dfeats, n_values, a, u, f, an):
         an[n] = a * (n_values[dfeats[j]] + (1 if v == 0 else 0))
         n += 1
     return n
+
+
+def _rooted(c, i, u, f, an, n, d, a, children, K, value_count, feat_count, pshape, fshape, pkeys, pvals, fkeys,
+            fvals, pshift, fshift):
+    """log P̂(c, x_i) + Σ_{j≠i} log P̂(x_j | c, x_i): the SPODE rooted at the row's value ``u[i]`` in class ``c``
+    (``d``: the events that observed x_i's feature), a child not among ``children`` read given the class."""
+    prow = (c * pshape[1] + u[i]) * pshape[2]
+    frow = (c * fshape[1] + u[i]) * fshape[2]
+    acc = math.log(value_count[c, u[i]] + a) - math.log(d + an[i])
+    prod = 1.0
+    cnt = 0
+    for j in range(n):
+        if j == i:
+            continue
+        if f[i] < K and f[j] < K and children[f[i], f[j]] == 0:
+            num = value_count[c, u[j]] + a
+            den = feat_count[c, f[j]] + an[j]
+        else:
+            num = _hashed.hashed_get(pkeys, pvals, prow + u[j], pshift) + a
+            den = _hashed.hashed_get(fkeys, fvals, frow + f[j], fshift) + an[j]
+        prod *= num / den
+        cnt += 1
+        if cnt == _BLOCK:
+            acc += math.log(prod)
+            prod = 1.0
+            cnt = 0
+    return acc + math.log(prod)
+
+
+def spode_terms_sparse(cols, feats, C, a, selected, allowed, value_count, feat_count, n_values, pshape, fshape, pkeys,
+                       pvals, fkeys, fvals, terms):
+    """``terms[:C, i]``: the SPODE rooted at each observed value ``cols[i]`` of one event (features ``feats``),
+    as :func:`aode_sparse` sums them, over sparse pair tables; with ``selected``, of the ``allowed`` features
+    alone (0 for the others): what ``learners.aode.spode_terms`` computes over the same tables."""
+    k = cols.shape[0]
+    u = np.empty(k, dtype=np.int64)
+    f = np.empty(k, dtype=np.int64)
+    an = np.empty(k)
+    n = _row(cols.reshape((1, k)), 0, feats, n_values, a, u, f, an)
+    pshift, fshift = _hashed.hashed_shift(pkeys), _hashed.hashed_shift(fkeys)
+    F = allowed.shape[0]
+    none = np.zeros((0, 0), dtype=np.int8)
+    for i in range(n):
+        d = 0.0
+        for c in range(C):
+            d += feat_count[c, f[i]]
+        for c in range(C):
+            terms[c, i] = 0.0
+            if not selected or (f[i] < F and allowed[f[i]]):
+                terms[c, i] = _rooted(c, i, u, f, an, n, d, a, none, 0, value_count, feat_count, pshape, fshape,
+                                      pkeys, pvals, fkeys, fvals, pshift, fshift)
 
 
 def aode_sparse(D, dfeats, C, a, m_limit, selected, allowed, children, class_count, value_count, feat_count, n_values,
@@ -65,27 +116,8 @@ def aode_sparse(D, dfeats, C, a, m_limit, selected, allowed, children, class_cou
             if seen < m_limit or (selected and not (f[i] < F and allowed[f[i]])):
                 continue
             for c in range(C):
-                prow = (c * pshape[1] + u[i]) * pshape[2]
-                frow = (c * fshape[1] + u[i]) * fshape[2]
-                acc = math.log(value_count[c, u[i]] + a) - math.log(d + an[i])
-                prod = 1.0
-                cnt = 0
-                for j in range(n):
-                    if j == i:
-                        continue
-                    if f[i] < K and f[j] < K and children[f[i], f[j]] == 0:
-                        num = value_count[c, u[j]] + a
-                        den = feat_count[c, f[j]] + an[j]
-                    else:
-                        num = _hashed.hashed_get(pkeys, pvals, prow + u[j], pshift) + a
-                        den = _hashed.hashed_get(fkeys, fvals, frow + f[j], fshift) + an[j]
-                    prod *= num / den
-                    cnt += 1
-                    if cnt == _BLOCK:
-                        acc += math.log(prod)
-                        prod = 1.0
-                        cnt = 0
-                terms[c, m] = acc + math.log(prod)
+                terms[c, m] = _rooted(c, i, u, f, an, n, d, a, children, K, value_count, feat_count, pshape, fshape,
+                                      pkeys, pvals, fkeys, fvals, pshift, fshift)
             m += 1
         if m == 0:  # naive Bayes over the same counts
             for c in range(C):
@@ -170,3 +202,6 @@ def warm(k) -> None:
                           shape, keys, vals, keys, vals, False, out)
     k.tree_sparse(D, feats, np.array([-1, 0], dtype=np.int64), C, 1.0, cc, vc, fc, nv, shape, shape, keys, vals, keys,
                   vals, True, out)
+    for selected in (False, True):
+        k.spode_terms_sparse(D[0], feats, C, 1.0, selected, np.ones(F, dtype=bool), vc, fc, nv, shape, shape, keys,
+                             vals, keys, vals, np.empty((C, 2)))

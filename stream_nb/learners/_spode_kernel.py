@@ -47,6 +47,20 @@ class OneDependenceKernel:
                                np.array(pf.shape), *pc.arrays(), *pf.arrays(), True, out)
         return out
 
+    def _sparse_terms(self, cols: np.ndarray, feats: np.ndarray) -> np.ndarray:
+        """(C, k): the SPODE rooted at each observed value of one event over sparse (or selected) pair tables,
+        0 for a feature whose pairs a selection does not count, read in compiled code
+        (:func:`~stream_nb.kernels._sparse_scores.spode_terms_sparse`; ``learners.aode.spode_terms`` in numpy)."""
+        s = self._stats
+        pc, pf = s.pair_count, s.pair_feat
+        terms = np.empty((s.n_classes, len(cols)))
+        compiled().spode_terms_sparse(np.ascontiguousarray(cols, dtype=np.int64), np.asarray(feats, dtype=np.int64),
+                                      s.n_classes, float(self._alpha), s.pairs_selected,
+                                      s.pair_allowed if s.pairs_selected else _ALL, s.value_count, s.feat_count,
+                                      s.n_values, np.array(pc.shape), np.array(pf.shape), *pc.arrays(), *pf.arrays(),
+                                      terms)
+        return terms
+
     def _sparse_parents(self) -> tuple[bool, np.ndarray]:
         """``(selected, allowed)``: whether only some features may be super-parents, and (with ``selected``)
         whether each may; here those whose pairs a pair selection counts (``Stats.pair_allowed``)."""

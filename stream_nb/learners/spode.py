@@ -13,7 +13,6 @@ from ._decision import logsumexp
 from ._em import add_estep, mixture_posterior, naive_bayes_blocks, one_dependence_estep
 from ._spode_kernel import NO_LOSS, NO_MORE, NO_WEIGHTS, UNLABELED, OneDependenceKernel
 from ._structured import StructuredClassifier
-from .aode import spode_terms
 
 __all__ = ["SPODE"]
 
@@ -176,7 +175,7 @@ class SPODE(OneDependenceKernel, StructuredClassifier):
             out = np.empty((1, s.n_classes))
             self._spode_kernel(enc.cols[None, :], enc.feats, np.full(1, c), None, out, False, True, True)
             return
-        terms, _ = spode_terms(s, self._alpha, enc.cols, enc.feats)
+        terms = self._sparse_terms(enc.cols, enc.feats)
         logp = terms - logsumexp(terms, axis=0)[None, :]
         feats, lp = enc.feats, logp[c]
         if s.pairs_selected:  # only the candidates whose pairs are counted are scored
