@@ -47,16 +47,18 @@ class OneDependenceKernel:
                                np.array(pf.shape), *pc.arrays(), *pf.arrays(), True, out)
         return out
 
-    def _sparse_terms(self, cols: np.ndarray, feats: np.ndarray) -> np.ndarray:
+    def _sparse_terms(self, cols: np.ndarray, feats: np.ndarray, only: np.ndarray | None = None) -> np.ndarray:
         """(C, k): the SPODE rooted at each observed value of one event over sparse (or selected) pair tables,
-        0 for a feature whose pairs a selection does not count, read in compiled code
-        (:func:`~stream_nb.kernels._sparse_scores.spode_terms_sparse`; ``learners.aode.spode_terms`` in numpy)."""
+        0 for a feature whose pairs a selection does not count (with ``only``, (F,) booleans: for any feature it
+        does not give), read in compiled code (:func:`~stream_nb.kernels._sparse_scores.spode_terms_sparse`;
+        ``learners.aode.spode_terms`` in numpy)."""
         s = self._stats
         pc, pf = s.pair_count, s.pair_feat
         terms = np.empty((s.n_classes, len(cols)))
+        selected = only is not None or s.pairs_selected
+        allowed = only if only is not None else s.pair_allowed if s.pairs_selected else _ALL
         compiled().spode_terms_sparse(np.ascontiguousarray(cols, dtype=np.int64), np.asarray(feats, dtype=np.int64),
-                                      s.n_classes, float(self._alpha), s.pairs_selected,
-                                      s.pair_allowed if s.pairs_selected else _ALL, s.value_count, s.feat_count,
+                                      s.n_classes, float(self._alpha), selected, allowed, s.value_count, s.feat_count,
                                       s.n_values, np.array(pc.shape), np.array(pf.shape), *pc.arrays(), *pf.arrays(),
                                       terms)
         return terms

@@ -220,8 +220,10 @@ class SPODE(OneDependenceKernel, StructuredClassifier):
             return self._naive_jll(enc)
         cols, feats = enc.cols, enc.feats
         hit = feats == p
-        if hit.any():
-            return self._rooted(cols[hit], p, cols[~hit], feats[~hit])[:, 0]
+        if hit.any():  # the super-parent observed: its SPODE's term, read in compiled code
+            only = np.zeros(p + 1, dtype=bool)
+            only[p] = True
+            return self._sparse_terms(cols, feats, only)[:, np.flatnonzero(hit)[0]]
         # the super-parent is missing: sum it out
         t = s.columns_of(p)
         return logsumexp(self._rooted(t, p, cols, feats), axis=1)
