@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from stream_nb import AODE, SPODE, TAN, SuperParent, Tree
+from stream_nb import AODE, SPODE, TAN, SuperParent, SuperParents, Tree
 from stream_nb.stats.budget import _budget
 
 
@@ -114,6 +114,38 @@ def test_scores_on_selected_tables_are_the_textbook_ones_event_by_event(small_fl
         model.learn_one(x, y)
     s = model._stats
     assert s.pairs_sparse and s.pairs_selected and complete > 150
+
+
+def test_aodes_chosen_children_on_selected_tables_are_the_textbook_ones_event_by_event(small_floor):
+    """With ``SuperParents(children=...)`` past a small budget the tables keep the candidate edges' pairs, every
+    attribute stays a super-parent, and each SPODE reads a child given it only where the pair is chosen and
+    counted, else given the class: every prediction on the way is that formula's over the counts held."""
+    model = AODE(search=SuperParents(children=0.01, rebuild_every=40), memory_budget=300_000)
+    checked = 0
+    for i, (x, y) in enumerate(_wide(300, new_from=200)):
+        s = model._stats
+        if i >= 10 and s.pairs_selected and model.children is not None:
+            C = s.n_classes
+            cols, feats = _observed(s, x)
+            names = [s.features[f] for f in feats.tolist()]
+            chosen = np.array([[b in model.children.get(a, []) or a not in model.children or b not in model.children
+                                for b in names] for a in names])
+            read = chosen & s.pair_mask(feats)  # a pair the tables do not count is read given the class
+            nv = s.n_values[feats] + (cols == 0)
+            alone = (s.value_count[:C, cols] + model.alpha) / (s.feat_count[:C, feats] + model.alpha * nv)
+            terms = np.log(s.value_count[:C, cols] + model.alpha) - np.log(s.feat_count[:C, feats].sum(0)
+                                                                            + model.alpha * nv)
+            pc = np.asarray(s.pair_count[(slice(0, C), cols[:, None], cols[None, :])])
+            pf = np.asarray(s.pair_feat[(slice(0, C), cols[:, None], feats[None, :])])
+            ratio = np.where(read[None], (pc + model.alpha) / (pf + model.alpha * nv[None, None, :]), alone[:, None, :])
+            ratio[:, np.arange(len(cols)), np.arange(len(cols))] = 1.0
+            t = (terms + np.log(ratio).sum(2))[:, s.value_count[:C, cols].sum(0) >= model.m]
+            want = _posterior(np.log(np.exp(t - t.max()).sum(1)))
+            got = model.predict_proba_one(x)
+            np.testing.assert_allclose([got[c] for c in s.classes], want, rtol=1e-9, atol=1e-15)
+            checked += 1
+        model.learn_one(x, y)
+    assert model._stats.pair_rule == "edges" and checked > 100
 
 
 def test_spodes_candidate_scores_on_selected_tables_are_the_textbook_ones_event_by_event(small_floor):

@@ -42,10 +42,15 @@ class OneDependenceKernel:
         selected, allowed = self._sparse_parents()
         out = np.empty((len(D), s.n_classes))
         compiled().aode_sparse(np.ascontiguousarray(D, dtype=np.int64), np.asarray(dfeats, dtype=np.int64), s.n_classes,
-                               float(self._alpha), float(self.m * self._inflation), selected, allowed, self._children,
+                               float(self._alpha), float(self.m * self._inflation), selected, allowed,
+                               self._children_in_use(),
                                s.class_count, s.value_count, s.feat_count, s.n_values, np.array(pc.shape),
                                np.array(pf.shape), *pc.arrays(), *pf.arrays(), True, out)
         return out
+
+    def _children_in_use(self) -> np.ndarray:
+        """(K, K) int8: the children each super-parent's SPODE reads given it, as the kernels take them."""
+        return self._children
 
     def _sparse_terms(self, cols: np.ndarray, feats: np.ndarray, only: np.ndarray | None = None) -> np.ndarray:
         """(C, k): the SPODE rooted at each observed value of one event over sparse (or selected) pair tables,

@@ -109,7 +109,9 @@ class AODE(OneDependenceKernel, StructuredClassifier):
         self._setup(pairs=True)
         self._setup_rebuilds()
         if forgetting is None and drift_detector is None:
-            set_pair_rule(self._stats, "parents")  # past the budget: keep the best super-parents' pairs
+            # past the budget: keep the best super-parents' pairs, or with chosen children the pairs of the
+            # strongest dependence (TAN's candidate edges), every attribute staying a super-parent
+            set_pair_rule(self._stats, "parents" if self.search.children is None else "edges")
         # under a selection, after its first choice, per feature: 2 a super-parent, 1 a child only, 0 left out
         self._keep = _EVERY
         # with SuperParents(children=...), after its first choice: [p, i] whether i is a child of p's SPODE
@@ -261,8 +263,29 @@ class AODE(OneDependenceKernel, StructuredClassifier):
             return
         add_estep(s, enc, c, w, one_dependence_estep(s.observed(), self._alpha, enc, c, miss))
 
+    def _children_in_use(self) -> np.ndarray:
+        """The chosen children (every attribute before the first choice), and under a pair selection only
+        those whose pairs the tables count: a pair dropped since the choice has no counts to read."""
+        s = self._stats
+        if not s.pairs_selected or self.search.children is None:
+            return self._children
+        held = self.__dict__.get("_in_use")
+        if held is not None and held[0] is self._children and held[1] is s.pair_allowed and held[2] is s.pair_edges:
+            return held[3]
+        F = len(s.features)
+        counted = s.pair_mask(np.arange(F))
+        K = min(len(self._children), F)
+        if len(self._children):
+            counted[:K, :K] &= self._children[:K, :K] > 0
+        in_use = np.ascontiguousarray(counted, dtype=np.int8)
+        self._in_use = (self._children, s.pair_allowed, s.pair_edges, in_use)
+        return in_use
+
     def _sparse_parents(self) -> tuple[bool, np.ndarray]:
-        selected, allowed = super()._sparse_parents()
+        if self.search.children is not None and self._stats.pair_rule == "edges":  # every attribute a super-parent
+            selected, allowed = False, np.zeros(0, dtype=bool)
+        else:
+            selected, allowed = super()._sparse_parents()
         if not len(self._keep):
             return selected, allowed
         keep = self._keep == 2
@@ -294,7 +317,7 @@ class AODE(OneDependenceKernel, StructuredClassifier):
         selected, allowed = self._sparse_parents()
         allowed = np.flatnonzero(allowed).tolist() if selected else None
         return mixture_posterior(s, self._alpha, enc, c, miss, self.m * self._inflation, allowed, self._naive_jll(enc),
-                                 self._children)
+                                 self._children_in_use())
 
     def _jll_many(self, D, dfeats, G, gslots):
         s = self._stats
