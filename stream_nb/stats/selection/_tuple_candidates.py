@@ -63,7 +63,7 @@ every event learned since the tables existed**. **A candidate admitted by a
 revision starts from no counts** (the events learned while it was not
 counted are gone): its cells hold the events since its admission, and from
 then on unlearning is refused (``UnlearnError``, reason
-``"partial_pairs"``: :attr:`~stream_nb.stats.selection.Candidates.pairs_partial`,
+``"partial_pairs"``: :attr:`~stream_nb.stats.selection.PairSelection.partial`,
 kept in snapshots), since an event learned before could not be told from one
 learned since. When the tables first pass the budget with events already
 learned, the candidates are chosen from those events and their cells keep
@@ -432,7 +432,7 @@ def revise_tuples(s, cmi: np.ndarray, uses: np.ndarray | None = None) -> bool:
     new[rows, order] = chosen
     admitted = bool((new & ~kept).any())
     if admitted:
-        s.pairs_partial = True  # the candidates admitted start from no counts
+        s.selection.mark_partial()  # the candidates admitted start from no counts
     if (new != kept).any():
         apply_tuple_selection(s, new, start=True)
     return admitted
@@ -458,7 +458,8 @@ def widen_tuples_to_either(s, other, fmap: np.ndarray) -> None:
     mine = _units_of(s.tuple_cand, F)
     theirs = _units_of(other.tuple_cand, len(other.features))
     shared = mine[np.ix_(fmap, fmap)]
-    s.pairs_partial = bool(s.pairs_partial or other.pairs_partial or (shared != theirs).any())
+    if other.selection.partial or (shared != theirs).any():
+        s.selection.mark_partial()
     mine[np.ix_(fmap, fmap)] = shared | theirs
     s.tuple_from = float(s.tuple_from) + float(other.tuple_from)  # the events the t-way tables of neither hold
     score = np.zeros((F, F))

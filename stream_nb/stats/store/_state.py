@@ -119,16 +119,14 @@ class State:
             meta["gauss_features"] = list(self.gauss_feature)  # the feature of each, as g_* are written
         if self.promoted:  # how each promotion moved its counts (_promoted.py)
             meta["promoted"] = [[f, rule] for f, rule in sorted(self.promoted.items())]
-        if self.pair_rule is not None:  # the candidate pairs (stats/selection/_candidates.py)
-            meta["pair_rule"] = self.pair_rule
+        # the candidate pairs (PairSelection.state), the rule first and pair_blocks after it, as always written
+        selection_arrays, selection_meta = self.selection.state(F)
+        if "pair_rule" in selection_meta:
+            meta["pair_rule"] = selection_meta.pop("pair_rule")
         if self.pair_blocks_ok:  # its model reads pair blocks (they hold its pairs past the budget)
             meta["pair_blocks"] = True
-        if self.pair_allowed is not None:
-            arrays["pair_allowed"], arrays["pair_edges"] = self.pair_allowed[:F].copy(), self.pair_edges[:F, :F].copy()
-        if self.pair_cursor or self.pair_revised:  # the revisions of the selection (stats/selection/_revision.py)
-            meta["pair_cursor"], meta["pair_revised"] = int(self.pair_cursor), float(self.pair_revised)
-        if self.pairs_partial:  # unlearning is refused (stats/selection/_candidates.py: check_pairs_whole)
-            meta["pairs_partial"] = True
+        arrays.update(selection_arrays)
+        meta.update(selection_meta)
         if self.tuple_rule:  # the candidate parents of the t-way tables (stats/selection/_tuple_candidates.py)
             meta["tuple_rule"] = True
         if self.tuple_cand is not None:

@@ -3,7 +3,8 @@
 It holds its parts -- the schema and encoder (:class:`~stream_nb.stats.schema.Schema`: the classes,
 features and values as indices, a :class:`~stream_nb.stats.Discretiser` per binned feature, the type of
 each categorical feature's values, events encoded to codes), the Gaussian moments
-(:class:`~stream_nb.stats.tables.GaussianMoments`), the memory budget
+(:class:`~stream_nb.stats.tables.GaussianMoments`), the pair selection
+(:class:`~stream_nb.stats.selection.PairSelection`: which attribute pairs the pair tables count), the memory budget
 (:class:`~stream_nb.stats.budget.Budget`, asked whether dense tables fit and whether the next event does,
 given the store's arrays), its count tables (numpy arrays or :class:`~stream_nb.stats.SparseTable`) --
 and gives each what it needs as arguments. The schema asks the tables for room before it grows
@@ -25,7 +26,7 @@ import numpy as np
 
 from ._adding import Adding
 from ..budget import DEFAULT_MEMORY_BUDGET, PAIR_TABLES, TUPLE_TABLES, Budget
-from ..selection import Candidates, prune_pairs, revise_pairs, selected_cells
+from ..selection import PairSelection, edge_supported, prune_pairs, refresh_selection, revise_pairs, selected_cells
 from ..selection import TupleCandidates
 from ._capacity import Capacity
 from ..values import Encoded, validate_label
@@ -42,7 +43,7 @@ __all__ = ["Stats"]
 _PAIR_ATTRIBUTES = PAIR_TABLES + tuple("obs_" + name for name in PAIR_TABLES)  # the tables, and their observed-only twins
 
 
-class Stats(Capacity, Candidates, TupleCandidates, Promoting, Adding, Removing, Merging, State):
+class Stats(Capacity, TupleCandidates, Promoting, Adding, Removing, Merging, State):
     """Additive sufficient statistics over a stream of (x, y) events.
 
     Parameters
@@ -117,6 +118,7 @@ class Stats(Capacity, Candidates, TupleCandidates, Promoting, Adding, Removing, 
         self.tuples = int(tuples)
         self.max_table_cells = max_table_cells
         self.budget = Budget(memory_budget)  # the memory budget (see _budget.py)
+        self.selection = PairSelection()  # the pairs counted: all, until a pair rule drops some for the budget
         # observed=True: an observed-only twin of every count EM adds to (the E-step's parameters),
         # allocated with the first expected counts (keeps_observed); until then the counts are observed only
         self.wants_observed = bool(observed)
@@ -375,6 +377,50 @@ class Stats(Capacity, Candidates, TupleCandidates, Promoting, Adding, Removing, 
     def settle(self) -> None:
         """Called when a learning step is over (a two-layer store may choose its cut points); here, nothing."""
 
+    # the pair selection is a part of its own (PairSelection); the names learners and kernels read stay the store's
+    pair_rule = property(attrgetter("selection.rule"), doc="The pair rule (:data:`~stream_nb.stats.selection.PAIR_RULES`).")
+    pair_allowed = property(attrgetter("selection.allowed"), doc="(F,): the super-parents whose rows are counted "
+                            "(None: every pair counted).")
+    pair_edges = property(attrgetter("selection.edges"), doc="(F, F): the pairs counted both ways (None: every pair).")
+    pair_cursor = property(attrgetter("selection.cursor"), doc="The rotation's place (stats/selection/_revision.py).")
+    pair_revised = property(attrgetter("selection.revised"), doc="The events learned at the last revision.")
+    pairs_partial = property(attrgetter("selection.partial"),
+                             doc="Whether some kept pair holds fewer events than the store (unlearning is refused).")
+    pairs_selected = property(attrgetter("selection.selected"),
+                              doc="Whether the pair tables keep only candidate pairs (some were dropped for the budget).")
+    #: the other layer of a two-layer store, which takes the same selection (:func:`~stream_nb.stats.set_pair_rule`)
+    selection_peer = None
+
+    def check_pairs_whole(self) -> None:
+        """:meth:`PairSelection.check_whole <stream_nb.stats.selection.PairSelection.check_whole>`."""
+        self.selection.check_whole()
+
+    def parent_ok(self, feats: np.ndarray) -> np.ndarray:
+        """Per feature of ``feats``, whether its pairs as a super-parent are counted (all, without a selection)."""
+        return self.selection.parent_ok(feats)
+
+    def pair_mask(self, feats: np.ndarray) -> np.ndarray:
+        """(k, k): whether the pair (feats[r], feats[q]) is counted, the first the row (under a selection)."""
+        return self.selection.pair_mask(feats)
+
+    def edge_ok(self) -> np.ndarray | None:
+        """(F, F): the attribute pairs whose counts are kept (None: all of them)."""
+        return self.selection.edge_ok(len(self.features))
+
+    def edge_supported(self) -> np.ndarray | None:
+        """(F, F): the kept pairs whose own counts support a dependence (None: no selection, every pair
+        counted); see :func:`~stream_nb.stats.selection._candidates.edge_supported`."""
+        return edge_supported(self)
+
+    def refresh_selection(self) -> None:
+        """Give the selected tables the current column -> feature map and feature count
+        (:func:`~stream_nb.stats.selection.refresh_selection`)."""
+        refresh_selection(self)
+
+    def selection_summary(self) -> dict | None:
+        """What :meth:`memory_used` shows of the selection: the rule, the parents and edges kept."""
+        return self.selection.summary(self.features)
+
     # the memory budget is a part of its own (Budget): the store asks it, passing its arrays and table shapes
     memory_budget = property(lambda s: s.budget.limit, doc="Bytes the counts may take while dense (None: no bound).")
     tuples_sparse = property(lambda s: isinstance(getattr(s, "tuple_count", None), SparseTable),
@@ -492,7 +538,8 @@ class Stats(Capacity, Candidates, TupleCandidates, Promoting, Adding, Removing, 
         """Bytes the sparse pair tables of this layer may take: :meth:`sparse_limit`, halved between the two
         layers of a two-layer store that drops pairs, and again when the t-way tables of candidate parents
         take the other half (_tuple_candidates.py)."""
-        return self.budget.pair_limit((self.pair_rule is not None and self.selection_peer is not None) + bool(self.tuple_rule))
+        return self.budget.pair_limit((self.selection.rule is not None and self.selection_peer is not None)
+                                      + bool(self.tuple_rule))
 
     def _dense_fits(self, family: tuple, t: int, cc: int, cv: int, cf: int) -> bool:
         """Whether dense tables of ``family`` with room for ``cc`` classes, ``cv`` values and ``cf``
@@ -523,7 +570,7 @@ class Stats(Capacity, Candidates, TupleCandidates, Promoting, Adding, Removing, 
                 break
         C, V, F = len(self.classes), len(self.value_keys), len(self.features)
         if (family == PAIR_TABLES and held is not None and not isinstance(held, (SparseTable, PairBlocks))
-                and self.pair_rule is not None):
+                and self.selection.rule is not None):
             # dense tables whose cells, sparse, would pass the budget: the pairs are chosen first (as the next
             # event would choose them), so that only the kept cells move over
             cells = sum(int(np.count_nonzero(getattr(self, p + k)[tuple(slice(0, d) for d in dims)]))
@@ -567,7 +614,7 @@ class Stats(Capacity, Candidates, TupleCandidates, Promoting, Adding, Removing, 
         observed values could take the sparse pair tables past ``memory_budget`` (or
         :data:`~stream_nb.stats.budget.SPARSE_FLOOR`, if larger): if all its cells were new, or the tables
         had to grow (double) to hold them. A vectorised run is checked as one event before it is added."""
-        self.refresh_selection()
+        refresh_selection(self)
         if self.memory_budget is None:
             return
         self._make_room(self._sparse_room, k)  # a model with a pair rule drops pairs rather than refuse
