@@ -231,3 +231,35 @@ def test_a_stores_selected_tables_hold_cells_of_the_pairs_its_selection_keeps_on
         assert len(np.unique(fa * F + fb)) > F  # and more than the diagonal
     summary = s.memory_used()["pairs_selected"]
     assert summary == sel.summary(s.features) and summary["rule"] == sel.rule
+    # the budget counts the choice's arrays as the store's own, as it did when they were the store's attributes
+    used, choice = s.memory_used(), sel.allowed.nbytes + sel.edges.nbytes
+    s.selection = PairSelection(sel.rule)  # (the same tables, the choice not held)
+    without = s.memory_used()
+    s.selection = sel
+    assert (used["bytes"] - without["bytes"], used["cells"] - without["cells"]) == (choice, sel.allowed.size + sel.edges.size)
+
+
+def test_a_stores_state_writes_the_selection_where_the_format_always_had_it(monkeypatch):
+    """The state's header is written in its keys' order (snapshots/_format.py), so the selection's keys keep
+    their place among the store's: the rule, then pair_blocks (a TAN's model reads pair blocks), then the
+    revisions and partial; the kept pairs' arrays after the counts. A loaded store writes the same."""
+    monkeypatch.setattr(_budget, "SPARSE_FLOOR", 0)
+    from stream_nb.stats import Stats
+
+    monkeypatch.setattr(Stats, "_blocks_allowed", lambda self: False)
+    m = TAN(memory_budget=300_000, search=Tree(rebuild_every=50))
+    for x, y in wide(700):
+        m.learn_one(x, y)
+    s = m._stats
+    assert s.pair_blocks_ok and s.selection.selected and s.selection.revised  # every key below is written
+    arrays, meta = s.state()
+    keys = [k for k in meta if k in ("pair_rule", "pair_blocks", "pair_cursor", "pair_revised", "pairs_partial")]
+    assert keys[:4] == ["pair_rule", "pair_blocks", "pair_cursor", "pair_revised"]
+    names = list(arrays)
+    at = names.index("pair_allowed")
+    assert names[at + 1] == "pair_edges" and at > names.index("value_count")
+    again = type(s).from_state(arrays, meta)
+    arrays2, meta2 = again.state()
+    assert list(meta2) == list(meta) and list(arrays2) == list(arrays)
+    assert meta2 == meta
+    np.testing.assert_array_equal(arrays2["pair_edges"], arrays["pair_edges"])

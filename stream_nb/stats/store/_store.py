@@ -521,6 +521,8 @@ class Stats(Capacity, TupleCandidates, Promoting, Adding, Removing, Merging, Sta
     def _arrays(self) -> dict:
         """Every count array held, by name (the observed-only twin's too, and the Gaussian moments)."""
         arrays = {k: v for k, v in vars(self).items() if isinstance(v, (np.ndarray, SparseTable, PairBlocks))}
+        if self.selection.selected:  # the pairs kept, (F,) and (F, F): what the budget has always counted of them
+            arrays |= {"pair_allowed": self.selection.allowed, "pair_edges": self.selection.edges}
         return arrays | {"value_feature": self.value_feature, "n_values": self.n_values,  # (the schema's, as large)
                          "g_n": self.g_n, "g_mean": self.g_mean, "g_m2": self.g_m2}
 
