@@ -321,6 +321,7 @@ STORE_PARTS = {
     "stream_nb.stats.discretiser._discretise": ("Discretiser",),
     "stream_nb.stats.discretiser._waiting": ("Waiting",),
     "stream_nb.stats.selection._pair_selection": ("PairSelection",),
+    "stream_nb.stats.selection._tuple_selection": ("TupleSelection",),
     "stream_nb.stats.tables._gaussian": ("GaussianMoments",),
     "stream_nb.stats.tables._sparse": ("SparseTable",),
     "stream_nb.stats.budget._budget": ("Budget",),
@@ -383,6 +384,7 @@ HELD_PARTS = {
     "moments": "stream_nb.stats.tables._gaussian",
     "waiting": "stream_nb.stats.discretiser._waiting",
     "selection": "stream_nb.stats.selection._pair_selection",
+    "tuple_selection": "stream_nb.stats.selection._tuple_selection",
 }
 
 

@@ -127,12 +127,9 @@ class State:
             meta["pair_blocks"] = True
         arrays.update(selection_arrays)
         meta.update(selection_meta)
-        if self.tuple_rule:  # the candidate parents of the t-way tables (stats/selection/_tuple_candidates.py)
-            meta["tuple_rule"] = True
-        if self.tuple_cand is not None:
-            arrays["tuple_cand"] = self.tuple_cand[:F, :F].copy()
-            arrays["tuple_score"] = np.zeros((F, F)) if self.tuple_score is None else _square(self.tuple_score, F)
-            meta["tuple_pending"], meta["tuple_from"] = bool(self.tuple_pending), float(self.tuple_from)
+        tuple_arrays, tuple_meta = self.tuple_selection.state(F)  # the candidate parents of the t-way tables
+        arrays.update(tuple_arrays)
+        meta.update(tuple_meta)
         return arrays, meta
 
     @classmethod
@@ -215,14 +212,6 @@ class State:
         restore_tuple_selection(s, arrays, meta)
         s.pair_blocks_ok = meta.get("pair_blocks") is True
         return s
-
-
-def _square(a: np.ndarray, F: int) -> np.ndarray:
-    """``a`` cut or padded with zeros to (F, F)."""
-    out = np.zeros((F, F))
-    n = min(len(a), F)
-    out[:n, :n] = a[:n, :n]
-    return out
 
 
 #: Largest count a state may hold: far beyond any stream's, and small enough that no sum, square or

@@ -4,7 +4,8 @@ It holds its parts -- the schema and encoder (:class:`~stream_nb.stats.schema.Sc
 features and values as indices, a :class:`~stream_nb.stats.Discretiser` per binned feature, the type of
 each categorical feature's values, events encoded to codes), the Gaussian moments
 (:class:`~stream_nb.stats.tables.GaussianMoments`), the pair selection
-(:class:`~stream_nb.stats.selection.PairSelection`: which attribute pairs the pair tables count), the memory budget
+(:class:`~stream_nb.stats.selection.PairSelection`: which attribute pairs the pair tables count) and the
+tuple selection (:class:`~stream_nb.stats.selection.TupleSelection`: KDB's candidate parents), the memory budget
 (:class:`~stream_nb.stats.budget.Budget`, asked whether dense tables fit and whether the next event does,
 given the store's arrays), its count tables (numpy arrays or :class:`~stream_nb.stats.SparseTable`) --
 and gives each what it needs as arguments. The schema asks the tables for room before it grows
@@ -27,7 +28,7 @@ import numpy as np
 from ._adding import Adding
 from ..budget import DEFAULT_MEMORY_BUDGET, PAIR_TABLES, TUPLE_TABLES, Budget
 from ..selection import PairSelection, edge_supported, prune_pairs, refresh_selection, revise_pairs, selected_cells
-from ..selection import TupleCandidates
+from ..selection import TupleSelection, refresh_tuple_selection, settle_tuples, tuple_room, tuples_wait
 from ._capacity import Capacity
 from ..values import Encoded, validate_label
 from ._merging import Merging
@@ -43,7 +44,7 @@ __all__ = ["Stats"]
 _PAIR_ATTRIBUTES = PAIR_TABLES + tuple("obs_" + name for name in PAIR_TABLES)  # the tables, and their observed-only twins
 
 
-class Stats(Capacity, TupleCandidates, Promoting, Adding, Removing, Merging, State):
+class Stats(Capacity, Promoting, Adding, Removing, Merging, State):
     """Additive sufficient statistics over a stream of (x, y) events.
 
     Parameters
@@ -119,6 +120,7 @@ class Stats(Capacity, TupleCandidates, Promoting, Adding, Removing, Merging, Sta
         self.max_table_cells = max_table_cells
         self.budget = Budget(memory_budget)  # the memory budget (see _budget.py)
         self.selection = PairSelection()  # the pairs counted: all, until a pair rule drops some for the budget
+        self.tuple_selection = TupleSelection()  # the t-tuples counted: all, until KDB's rule drops some
         # observed=True: an observed-only twin of every count EM adds to (the E-step's parameters),
         # allocated with the first expected counts (keeps_observed); until then the counts are observed only
         self.wants_observed = bool(observed)
@@ -421,6 +423,36 @@ class Stats(Capacity, TupleCandidates, Promoting, Adding, Removing, Merging, Sta
         """What :meth:`memory_used` shows of the selection: the rule, the parents and edges kept."""
         return self.selection.summary(self.features)
 
+    # the tuple selection is a part of its own (TupleSelection); the names learners and kernels read stay the store's
+    tuple_rule = property(attrgetter("tuple_selection.rule"), doc="Whether KDB's tuples are selected past the budget.")
+    tuple_cand = property(attrgetter("tuple_selection.cand"), doc="(F, F): ``[f, g]`` whether g is a candidate "
+                          "parent of f (None: every tuple counted).")
+    tuple_pending = property(attrgetter("tuple_selection.pending"), doc="The choice waits for the model's first rebuild.")
+    tuple_from = property(attrgetter("tuple_selection.start"),
+                          doc="Events learned before the t-way tables of the choice started counting.")
+    tuple_ready = property(attrgetter("tuple_selection.ready"), doc="The model has a structure to rank candidates by.")
+    tuple_score = property(attrgetter("tuple_selection.score"), doc="(F, F): what candidates are ranked by.")
+    tuples_selected = property(attrgetter("tuple_selection.selected"),
+                               doc="Whether the t-way tables keep only the tuples of candidate parents.")
+
+    def tuple_lists(self) -> np.ndarray:
+        """(F, m): each feature's candidate parents, padded with -1 (:meth:`TupleSelection.lists`)."""
+        return self.tuple_selection.lists()
+
+    def tuple_summary(self) -> dict | None:
+        """What :meth:`memory_used` shows of the candidate parents (:meth:`TupleSelection.summary`)."""
+        return self.tuple_selection.summary()
+
+    def _tuple_room(self, k: int) -> bool:
+        """:func:`~stream_nb.stats.selection.tuple_room` of this store (KDB drops candidate parents rather than
+        outgrow the budget)."""
+        return tuple_room(self, k)
+
+    def tuple_limit(self) -> int:
+        """Bytes the sparse t-way tables may take under a tuple rule: half of the sparse limit (the pair
+        tables take the other half)."""
+        return self.sparse_limit() // 2
+
     # the memory budget is a part of its own (Budget): the store asks it, passing its arrays and table shapes
     memory_budget = property(lambda s: s.budget.limit, doc="Bytes the counts may take while dense (None: no bound).")
     tuples_sparse = property(lambda s: isinstance(getattr(s, "tuple_count", None), SparseTable),
@@ -523,6 +555,9 @@ class Stats(Capacity, TupleCandidates, Promoting, Adding, Removing, Merging, Sta
         arrays = {k: v for k, v in vars(self).items() if isinstance(v, (np.ndarray, SparseTable, PairBlocks))}
         if self.selection.selected:  # the pairs kept, (F,) and (F, F): what the budget has always counted of them
             arrays |= {"pair_allowed": self.selection.allowed, "pair_edges": self.selection.edges}
+        for name, a in (("tuple_cand", self.tuple_selection.cand), ("tuple_score", self.tuple_selection.score)):
+            if a is not None:  # the candidate parents and their scores, likewise
+                arrays[name] = a
         return arrays | {"value_feature": self.value_feature, "n_values": self.n_values,  # (the schema's, as large)
                          "g_n": self.g_n, "g_mean": self.g_mean, "g_m2": self.g_m2}
 
@@ -604,11 +639,11 @@ class Stats(Capacity, TupleCandidates, Promoting, Adding, Removing, Merging, Sta
                 new = SparseTable(shape)
                 if old is not None:  # dense until now: its cells move over
                     idx, vals = cells_of(old, used[k])
-                    if len(vals) and not (family == TUPLE_TABLES and self.tuples_wait(len(vals))):
+                    if len(vals) and not (family == TUPLE_TABLES and tuples_wait(self, len(vals))):
                         new.add(idx, vals)
                 setattr(self, p + k, new)
         if family == TUPLE_TABLES:
-            self.settle_tuples()
+            settle_tuples(self)
         return True
 
     def _check_sparse_room(self, k: int) -> None:
@@ -622,7 +657,7 @@ class Stats(Capacity, TupleCandidates, Promoting, Adding, Removing, Merging, Sta
         self._make_room(self._sparse_room, k)  # a model with a pair rule drops pairs rather than refuse
         if revise_pairs(self, self.pair_limit()):  # and revises its choice as the events come (_revision.py)
             self._make_room(self._sparse_room, k)
-        self.refresh_tuple_selection()
+        refresh_tuple_selection(self)
         self._make_room(self._tuple_room, k)  # KDB drops candidate parents rather than outgrow the budget
 
     @staticmethod
