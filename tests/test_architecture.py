@@ -320,6 +320,8 @@ STORE_PARTS = {
     "stream_nb.stats.values._columns": ("Columns",),
     "stream_nb.stats.discretiser._discretise": ("Discretiser",),
     "stream_nb.stats.discretiser._waiting": ("Waiting",),
+    "stream_nb.stats.selection._pair_selection": ("PairSelection",),
+    "stream_nb.stats.selection._tuple_selection": ("TupleSelection",),
     "stream_nb.stats.tables._gaussian": ("GaussianMoments",),
     "stream_nb.stats.tables._sparse": ("SparseTable",),
     "stream_nb.stats.budget._budget": ("Budget",),
@@ -374,6 +376,45 @@ def foreign_attributes(modules: dict[str, pathlib.Path], parts: dict = STORE_PAR
     return out
 
 
+#: The parts a store holds, by the name it holds each by, and the module of each: only there are a part's
+#: attributes assigned; everywhere else it is changed by its methods.
+HELD_PARTS = {
+    "schema": "stream_nb.stats.schema._schema",
+    "budget": "stream_nb.stats.budget._budget",
+    "moments": "stream_nb.stats.tables._gaussian",
+    "waiting": "stream_nb.stats.discretiser._waiting",
+    "selection": "stream_nb.stats.selection._pair_selection",
+    "tuple_selection": "stream_nb.stats.selection._tuple_selection",
+}
+
+
+def part_writes(modules: dict[str, pathlib.Path], held: dict = HELD_PARTS) -> list[str]:
+    """Each assignment outside a part's module to an attribute of a part a store holds (``s.selection.edges =``,
+    ``s.waiting.backlog += ``, ``s.selection.allowed[f] =``, one of a tuple unpacked)."""
+    def assigned(target):  # the attributes an assignment writes (or writes into, by an index)
+        if isinstance(target, (ast.Tuple, ast.List)):
+            for elt in target.elts:
+                yield from assigned(elt)
+        elif isinstance(target, ast.Starred):
+            yield from assigned(target.value)
+        elif isinstance(target, ast.Subscript):
+            yield from assigned(target.value)
+        elif isinstance(target, ast.Attribute):
+            yield target
+
+    out = []
+    for module, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets = (node.targets if isinstance(node, ast.Assign)
+                       else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
+            for target in targets:
+                for a in assigned(target):
+                    part = a.value.attr if isinstance(a.value, ast.Attribute) else None
+                    if part in held and held[part] != module:
+                        out.append(f"{module} line {a.lineno}: {ast.unparse(a)} is assigned outside {held[part]}")
+    return out
+
+
 # ----------------------------------------------------------------------------- the checks on our code
 
 
@@ -416,6 +457,11 @@ def test_each_part_of_the_store_touches_only_its_own_attributes():
     assert not found, _report(found)
 
 
+def test_the_parts_a_store_holds_are_changed_by_their_methods_only():
+    found = part_writes(read_tree(ROOT)[0])
+    assert not found, _report(found)
+
+
 def test_connectors_learners_and_engine_keep_apart():
     found = forbidden_imports(*read_tree(ROOT))
     assert not found, _report(found)
@@ -430,7 +476,11 @@ FIXTURE = {
     "stream_nb/_checks.py": "",
     "stream_nb/exceptions.py": "",
     "stream_nb/stats/__init__.py": "from ._store import Stats\n",
-    "stream_nb/stats/_store.py": "from .._checks import is_integer\nclass Stats: pass\n",
+    "stream_nb/stats/_store.py": (
+        "from .._checks import is_integer\nclass Stats: pass\n"
+        "def choose(s, other):\n    s.selection.rule, n = 'edges', 0\n    s.selection.allowed[0] |= True\n"
+        "    s.selection.choose(other.selection.allowed)\n    s.other.rule = None\n"
+    ),
     "stream_nb/stats/tables/__init__.py": "from ..selection import pick\n",
     "stream_nb/stats/selection/__init__.py": "def pick(): pass\n",
     "stream_nb/stats/tables/_part.py": (
@@ -516,4 +566,8 @@ def test_each_rule_catches_its_violation(fixture_tree):
     assert foreign_attributes(modules, {"stream_nb.stats.tables._part": ("Part",)}) == [
         "stream_nb.stats.tables._part.Part.add line 7: self.classes is not its own",
         "stream_nb.stats.tables._part.Part.peek line 9: getattr(self, ...) reaches an attribute that is computed or not its own",
+    ]
+    assert part_writes(modules) == [
+        "stream_nb.stats._store line 4: s.selection.rule is assigned outside stream_nb.stats.selection._pair_selection",
+        "stream_nb.stats._store line 5: s.selection.allowed is assigned outside stream_nb.stats.selection._pair_selection",
     ]

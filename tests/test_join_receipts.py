@@ -258,7 +258,7 @@ def test_a_model_that_can_no_longer_unlearn_keeps_both_labels_and_says_so():
     model = type(engine.model).from_state(*engine.model.state())
     for layer in (model._stats, getattr(model._stats, "fine", None)):
         if layer is not None:
-            layer.pairs_partial = True  # as after a revision of a budget's pairs (tests/test_pair_revision.py)
+            layer.selection.mark_partial()  # as after a revision of a budget's pairs (tests/test_pair_revision.py)
     held = [k.decode().strip('"') for k in map(engine.joiner.store.id_of, engine.joiner.receipts)][:5]
     fresh = engine_with(model, [], [{"id": i, "label": 1} for i in held])
     load_join_state(fresh.joiner, arrays, meta)

@@ -23,7 +23,7 @@ import stream_nb
 from stream_nb import KDB, EqualFrequency, Parents
 from stream_nb.exceptions import UnlearnError
 from stream_nb.stats.budget import _budget
-from stream_nb.stats.selection import TupleCandidates, add_selected_tuples
+from stream_nb.stats.selection import TupleSelection, add_selected_tuples
 from stream_nb.stats.tables import SparseTable, cells_of
 
 from test_candidates import _chain
@@ -355,8 +355,9 @@ def test_the_compiled_count_of_kept_tuples_equals_the_brute_force_count(t):
     cols = dfeats[None, :] * V + 1 + rng.integers(V, size=(R, len(dfeats)))  # feature f's values: columns f V + 1..
     D = np.where(rng.random(cols.shape) < 0.2, -1, cols)
     yc, w = rng.integers(C, size=R), rng.choice([1.0, 0.5, 2.0], size=R)
-    store = types.SimpleNamespace(tuples=t, features=list(range(F)), tuple_cand=cand)
-    store.tuple_lists = types.MethodType(TupleCandidates.tuple_lists, store)
+    selection = TupleSelection(rule=True)
+    selection.choose(cand)
+    store = types.SimpleNamespace(tuples=t, features=list(range(F)), tuple_cand=cand, tuple_lists=selection.lists)
     V1 = F * V + 1
     store.tuple_count = SparseTable((C,) + (V1,) * t, slots=16)
     store.tuple_feat = SparseTable((C,) + (V1,) * (t - 1) + (F,), slots=16)

@@ -146,7 +146,7 @@ class KDB(KDBKernel, StructuredClassifier):
         if forgetting is None and drift_detector is None:
             set_pair_rule(self._stats, "informative")  # past the budget: the pairs among class-informative attributes
             # past the budget: keep the (k+1)-tuples of each attribute's candidate parents (selective KDB)
-            self._stats.tuple_rule = k >= 2 and not isinstance(self._stats, TwoLayerStats)
+            self._stats.tuple_selection.set_rule(k >= 2 and not isinstance(self._stats, TwoLayerStats))
         self._parents: dict[int, tuple[int, ...]] = {}
         self._order: list[int] = []
         self._dropped: frozenset[int] = frozenset()  # under a selection: the attributes left out of the product
@@ -177,7 +177,7 @@ class KDB(KDBKernel, StructuredClassifier):
         if self._stats.tuple_rule and not self._stats.tuples_selected:
             # what candidate parents would be ranked by, if the budget needs them (under candidate pairs, whose
             # counts hold different events, the pairs' evidence, read when they are chosen)
-            self._stats.tuple_score = None if self._stats.pairs_selected else cmi
+            self._stats.tuple_selection.set_score(None if self._stats.pairs_selected else cmi)
         revise = self._stats.tuples_selected and not self._stats.tuple_pending
         if self._stats.tuple_pending:  # the t-way tables wait for their candidate parents: chosen now
             choose_tuples(self._stats, self.k, cmi)
@@ -206,7 +206,7 @@ class KDB(KDBKernel, StructuredClassifier):
                 uses = np.ones(len(self._stats.features), dtype=bool)  # no tuples (one out once keeps them)
                 uses[list(self._dropped & before)] = False
             revise_tuples(self._stats, cmi, uses)
-        self._stats.tuple_ready = True  # candidate parents, when the budget needs them, can be ranked now
+        self._stats.tuple_selection.set_ready(True)  # candidate parents, when the budget needs them, can be ranked now
         self._rebuilt()
 
     def _allowed_parents(self) -> np.ndarray | None:
@@ -466,7 +466,7 @@ class KDB(KDBKernel, StructuredClassifier):
         self._parents = {f: tuple(int(p) for p in row if p >= 0) for f, row in zip(self._order, arrays["parents"])}
         # a state written before selections: nothing left out
         self._dropped = frozenset(int(f) for f in np.asarray(arrays.get("dropped", np.zeros(0)), dtype=np.int64))
-        self._stats.tuple_ready = bool(self._order)
+        self._stats.tuple_selection.set_ready(bool(self._order))
         self._since_rebuild = meta["since_rebuild"]
         self.n_rebuilds = meta["n_rebuilds"]
         self.n_em_skipped = meta["n_em_skipped"]

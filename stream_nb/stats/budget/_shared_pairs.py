@@ -71,8 +71,8 @@ class SharedPairs:
         for p in self._sets():
             for name in _TABLES:
                 setattr(fine, p + name, getattr(self, p + name).copy())
-        if self.pair_allowed is not None:
-            fine.pair_allowed, fine.pair_edges = self.pair_allowed.copy(), self.pair_edges.copy()
+        if self.selection.selected:
+            fine.selection.choose(self.selection.allowed.copy(), self.selection.edges.copy())
         fine.pairs = True
         fine.epoch += 1
         self.shared_pairs = False

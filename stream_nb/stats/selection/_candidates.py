@@ -44,7 +44,7 @@ no pair rule (their captured counts would bring dropped pairs back) and stay
 refused at the budget. Unlearning is exact while every kept pair holds every event learned; once a pair
 comes back from no counts (a revision), or a merge sums a pair that only one of the two stores kept, an
 event learned before could not be told from one learned since, and unlearning is refused for good
-(``UnlearnError``, reason ``"partial_pairs"``, nothing changed; :attr:`Candidates.pairs_partial`, kept in
+(``UnlearnError``, reason ``"partial_pairs"``, nothing changed; :attr:`PairSelection.partial`, kept in
 snapshots and merged by "either").
 
 Merges stay sums (:func:`widen_to_either`): two stores merge to every pair either counts, each cell the
@@ -61,33 +61,18 @@ import math
 
 import numpy as np
 
-from ...exceptions import UnlearnError
 from ...kernels import compiled
 from ..discretiser import ALPHA
+from ._pair_selection import PairSelection, padded, pair_kept
 from ._significance import chi2_logsf
 from ..tables import FilteredTable, SparseTable, cells_of, chunks_of
 
-__all__ = ["Candidates", "SelectedTable", "apply_selection", "cmi_from_cells", "edge_costs", "edge_scores",
+__all__ = ["SelectedTable", "apply_selection", "cmi_from_cells", "edge_costs", "edge_scores",
            "edge_supported", "mirror_selection", "mutual_information_with_class", "padded", "pair_evidence",
-           "parent_scores", "prune_units", "restore_selection", "selected_cells", "set_pair_rule", "widen_to_either"]
+           "parent_scores", "prune_units", "refresh_selection", "restore_selection", "selected_cells", "set_pair_rule",
+           "widen_to_either"]
 
 _PAIR_TABLES = ("pair_count", "pair_feat")
-
-
-def padded(a: np.ndarray | None, shape: tuple) -> np.ndarray:
-    out = np.zeros(shape, dtype=bool)
-    if a is not None:
-        out[tuple(slice(0, min(d, e)) for d, e in zip(a.shape, shape))] = a[tuple(slice(0, min(d, e)) for d, e in zip(a.shape, shape))]
-    return out
-
-
-def pair_kept(allowed: np.ndarray, edges: np.ndarray, fa: np.ndarray, fb: np.ndarray) -> np.ndarray:
-    """Whether the pair of features ``fa`` (the row) and ``fb`` is kept: the diagonal, a row of an
-    allowed parent, or a kept edge (features past the arrays, or -1, are not)."""
-    F = len(allowed)
-    ina, inb = (fa >= 0) & (fa < F), (fb >= 0) & (fb < F)
-    sa, sb = np.where(ina, fa, 0), np.where(inb, fb, 0)
-    return (fa == fb) & ina | ina & allowed[sa] | ina & inb & edges[sa, sb]
 
 
 class SelectedTable(FilteredTable):
@@ -114,119 +99,21 @@ class SelectedTable(FilteredTable):
         return pair_kept(self.allowed, self.edges, fa, fb)
 
 
-class Candidates:
-    """The pair selection of a :class:`~stream_nb.stats.Stats` (a part of it, not used alone)."""
-
-    #: None: all pairs (refused at the budget, as before); "parents" (AODE, SPODE), "edges" (TAN) or
-    #: "informative" (KDB)
-    pair_rule: str | None = None
-    #: once pairs were dropped: the features whose rows are kept (F,) and the pairs kept both ways (F, F)
-    pair_allowed: np.ndarray | None = None
-    pair_edges: np.ndarray | None = None
-    #: the other layer of a two-layer store, which takes the same selection (see set_pair_rule)
-    selection_peer = None
-    #: the rotation's place (the hash of the last pair admitted) and the events learned at the last revision
-    #: (stats/selection/_revision.py)
-    pair_cursor: int = 0
-    pair_revised: float = 0.0
-    #: whether some kept pair holds fewer of the learned events than the store: a pair that came back
-    #: (stats/selection/_revision.py), or one kept by only one of two merged stores. Set for good: an event learned
-    #: before cannot be told from one learned since, so unlearning is refused (see check_pairs_whole)
-    pairs_partial: bool = False
-
-    def check_pairs_whole(self) -> None:
-        """UnlearnError (reason ``"partial_pairs"``) when :attr:`pairs_partial`: taking an event back from a
-        pair that came back would take it from counts that may never have held it."""
-        if self.pairs_partial:
-            raise UnlearnError(
-                "unlearning: some candidate pairs hold only the events learned since they came back (a "
-                "revision of the selection, or a merge with a store that kept other pairs), so an event "
-                "learned before cannot be taken back exactly; nothing was changed. A model that must unlearn "
-                "wide data keeps its pairs within memory_budget (no selection) or unlearns before the first "
-                "revision", reason="partial_pairs")
-
-    @property
-    def pairs_selected(self) -> bool:
-        """Whether the pair tables keep only candidate pairs (some were dropped for the budget)."""
-        return self.pair_allowed is not None
-
-    def parent_ok(self, feats: np.ndarray) -> np.ndarray:
-        """Per feature of ``feats``, whether its pairs as a super-parent are counted (all, without a selection)."""
-        feats = np.asarray(feats)
-        if self.pair_allowed is None:
-            return np.ones(feats.shape, dtype=bool)
-        a = self.pair_allowed
-        return (feats < len(a)) & a[np.minimum(feats, max(len(a) - 1, 0))] if len(a) else np.zeros(feats.shape, bool)
-
-    def pair_mask(self, feats: np.ndarray) -> np.ndarray:
-        """(k, k): whether the pair (feats[r], feats[q]) is counted, the first the row."""
-        return pair_kept(self.pair_allowed, self.pair_edges, feats[:, None], feats[None, :])
-
-    def edge_ok(self) -> np.ndarray | None:
-        """(F, F): the attribute pairs whose counts are kept (None: all of them)."""
-        if self.pair_allowed is None:
-            return None
-        F = len(self.features)
-        allowed, edges = padded(self.pair_allowed, (F,)), padded(self.pair_edges, (F, F))
-        return allowed[:, None] | edges | np.eye(F, dtype=bool)
-
-    def edge_supported(self) -> np.ndarray | None:
-        """(F, F): the kept pairs whose own counts support a dependence (None: no selection, every pair
-        counted); see :func:`edge_supported`."""
-        return edge_supported(self)
-
-    def refresh_selection(self) -> None:
-        """Give the selected tables the current column -> feature map and feature count."""
-        fine = getattr(self, "fine", None)
-        if fine is not None and self.pair_rule is not None and fine.selection_peer is None:
-            set_pair_rule(self, self.pair_rule)  # a two-layer store just loaded: its layers choose together
-        if self.pair_allowed is None:
-            return
-        if not all(isinstance(getattr(self, p + name, None), SelectedTable) for p in self._sets() for name in _PAIR_TABLES):
-            apply_selection(self, self.pair_allowed, self.pair_edges)  # tables made again (a derived layer, EM's twin)
-        F = len(self.features)
-        if len(self.pair_allowed) < F:
-            self.pair_allowed = padded(self.pair_allowed, (F,))
-            self.pair_edges = padded(self.pair_edges, (F, F))
-        for p in self._sets():
-            for name in _PAIR_TABLES:
-                t = getattr(self, p + name, None)
-                if isinstance(t, SelectedTable):
-                    t.vf, t.allowed, t.edges = self.value_feature, self.pair_allowed, self.pair_edges
-
-    def selection_summary(self) -> dict | None:
-        """What :meth:`memory_used` shows of the selection: the rule, the parents and edges kept."""
-        if self.pair_allowed is None:
-            return None
-        names = self.features
-        parents = [names[f] for f in np.flatnonzero(self.pair_allowed)]
-        i, j = np.nonzero(np.triu(self.pair_edges, 1))
-        return {"rule": self.pair_rule, "parents": parents,
-                "edges": [[names[a], names[b]] for a, b in zip(i.tolist(), j.tolist())]}
-
-
 def set_pair_rule(s, rule: str | None) -> None:
     """Give store ``s`` (and the fine layer of a two-layer store, which then follows its choices) a pair rule."""
-    s.pair_rule = rule
+    s.selection.set_rule(rule)
     fine = getattr(s, "fine", None)
     if fine is not None:
-        fine.pair_rule = rule
+        fine.selection.set_rule(rule)
         fine.selection_peer, s.selection_peer = s, fine
 
 
 def mirror_selection(s, peer) -> None:
     """Apply the selection ``s`` made to ``peer`` (its other layer), matching the features by name, with
     the rotation's place and the last revision."""
-    allowed, edges = s.pair_allowed, s.pair_edges
     where = np.array([s.feature_index.get(name, -1) for name in peer.features], dtype=np.int64)
-    have = where >= 0
-    pa = np.zeros(len(where), dtype=bool)
-    pa[have] = allowed[where[have]]
-    pe = np.zeros((len(where), len(where)), dtype=bool)
-    pe[np.ix_(have, have)] = edges[np.ix_(where[have], where[have])]
-    apply_selection(peer, pa, pe)
-    peer.pair_cursor, peer.pair_revised = s.pair_cursor, s.pair_revised
-    peer.pairs_partial = s.pairs_partial
+    apply_selection(peer, *s.selection.mapped(where))
+    peer.selection.follow(s.selection)
 
 
 def apply_selection(s, allowed: np.ndarray, edges: np.ndarray) -> None:
@@ -235,8 +122,7 @@ def apply_selection(s, allowed: np.ndarray, edges: np.ndarray) -> None:
     A pair dropped loses its counts; a pair not kept until now starts from none (its cells were not
     added while it was dropped), so its counts hold the events learned from now on."""
     C, V, F = len(s.classes), len(s.value_keys), len(s.features)
-    allowed, edges = padded(allowed, (F,)), padded(edges, (F, F))
-    s.pair_allowed, s.pair_edges = allowed, edges
+    s.selection.choose(padded(allowed, (F,)), padded(edges, (F, F)))
     if not s.pairs:  # a fine layer whose pair tables are its coarse layer's (_shared_pairs.py): the choice alone
         return
     for p in s._sets():
@@ -246,7 +132,7 @@ def apply_selection(s, allowed: np.ndarray, edges: np.ndarray) -> None:
 
             def kept(idx):
                 fb = idx[2] if by_feature else s.value_feature[idx[2]]
-                return pair_kept(s.pair_allowed, s.pair_edges, s.value_feature[idx[1]], fb)
+                return pair_kept(s.selection.allowed, s.selection.edges, s.value_feature[idx[1]], fb)
 
             if isinstance(old, SparseTable):  # in the compiled loop: count the kept cells, then copy them
                 n_kept = _kept_cells(old, dims, s, by_feature, None)
@@ -255,12 +141,12 @@ def apply_selection(s, allowed: np.ndarray, edges: np.ndarray) -> None:
             else:  # a slice of the old table at a time: twice over (count, then copy) rather than every cell at once
                 n_kept = sum(int(kept(idx).sum()) for idx, _ in chunks_of(old, dims))
                 new = SelectedTable(old.shape, slots=2 * max(n_kept, 1))
-                new.allowed, new.edges, new.vf, new.by_feature = s.pair_allowed, s.pair_edges, s.value_feature, by_feature
+                new.allowed, new.edges, new.vf, new.by_feature = s.selection.allowed, s.selection.edges, s.value_feature, by_feature
                 for idx, vals in chunks_of(old, dims):
                     ok = kept(idx)
                     if ok.any():
                         SparseTable.add(new, tuple(a[ok] for a in idx), vals[ok])
-            new.allowed, new.edges, new.vf, new.by_feature = s.pair_allowed, s.pair_edges, s.value_feature, by_feature
+            new.allowed, new.edges, new.vf, new.by_feature = s.selection.allowed, s.selection.edges, s.value_feature, by_feature
             del old
             setattr(s, p + name, new)
     s.epoch += 1
@@ -273,8 +159,8 @@ def _kept_cells(old: SparseTable, dims: tuple, s, by_feature: bool, new: SparseT
     keys, vals = old.arrays()
     new_keys, new_vals = new.arrays() if new is not None else (_NO_KEYS, _NO_VALS)
     return int(compiled().kept_cells(keys, vals, np.array(old.shape, dtype=np.int64), np.array(dims, dtype=np.int64),
-                                     np.ascontiguousarray(s.value_feature, dtype=np.int64), s.pair_allowed,
-                                     np.ascontiguousarray(s.pair_edges), by_feature, new_keys, new_vals))
+                                     np.ascontiguousarray(s.value_feature, dtype=np.int64), s.selection.allowed,
+                                     np.ascontiguousarray(s.selection.edges), by_feature, new_keys, new_vals))
 
 
 _NO_KEYS, _NO_VALS = np.zeros(0, dtype=np.int64), np.zeros(0)
@@ -287,15 +173,8 @@ def _clear_selection(s) -> None:
             t = getattr(s, p + name)
             if isinstance(t, SelectedTable):
                 setattr(s, p + name, t.unfiltered())
-    s.pair_allowed = s.pair_edges = None
+    s.selection.clear()
     s.epoch += 1
-
-
-def _kept_pairs(allowed: np.ndarray | None, edges: np.ndarray | None, F: int) -> np.ndarray:
-    """(F, F): the pairs a store counts (all of them without a selection)."""
-    if allowed is None:
-        return np.ones((F, F), dtype=bool)
-    return padded(allowed, (F,))[:, None] | padded(edges, (F, F)) | np.eye(F, dtype=bool)
 
 
 def widen_to_either(s, other, fmap: np.ndarray) -> None:
@@ -307,14 +186,7 @@ def widen_to_either(s, other, fmap: np.ndarray) -> None:
     merged with one, no pair is dropped, and the selection ends (the budget chooses again at the next
     event). The rotation's place and the last revision (:mod:`stream_nb.stats.selection._revision`) are the later
     of the two."""
-    F = len(s.features)
-    kept = _kept_pairs(s.pair_allowed, s.pair_edges, F)
-    theirs = _kept_pairs(other.pair_allowed, other.pair_edges, len(other.features))
-    shared = kept[np.ix_(fmap, fmap)]
-    s.pairs_partial = bool(s.pairs_partial or other.pairs_partial or (shared != theirs).any())
-    kept[np.ix_(fmap, fmap)] = shared | theirs
-    s.pair_cursor = max(int(s.pair_cursor), int(other.pair_cursor))
-    s.pair_revised = max(float(s.pair_revised), float(other.pair_revised))
+    kept = s.selection.widen(other.selection, fmap, len(s.features))
     if kept.all():
         _clear_selection(s)
     else:
@@ -324,7 +196,7 @@ def widen_to_either(s, other, fmap: np.ndarray) -> None:
         apply_selection(s, allowed, edges)
     peer = getattr(s, "selection_peer", None)
     if peer is not None:
-        if s.pair_allowed is None:
+        if s.selection.allowed is None:
             _clear_selection(peer)
         else:
             mirror_selection(s, peer)
@@ -389,24 +261,24 @@ def parent_scores(s) -> np.ndarray:
 
 
 def prune_units(s, limit: int) -> bool:
-    """Drop the lowest-ranked units of ``s.pair_rule``, ``"parents"`` or ``"edges"`` (see the module notes;
+    """Drop the lowest-ranked units of ``s.selection.rule``, ``"parents"`` or ``"edges"`` (see the module notes;
     the store's entry is :func:`~stream_nb.stats.selection._informative.prune_pairs`) so that the pair cells
     held fit in a quarter of ``limit`` bytes' worth; False (nothing done) without a rule or when
     nothing is left to drop."""
-    rule = s.pair_rule
+    rule = s.selection.rule
     if rule is None:
         return False
     F = len(s.features)
     names = [str(n) for n in s.features]
     if rule == "parents":
         per, fixed = _unit_cells(s, rule)
-        live = np.ones(F, dtype=bool) if s.pair_allowed is None else padded(s.pair_allowed, (F,))
+        live = np.ones(F, dtype=bool) if s.selection.allowed is None else padded(s.selection.allowed, (F,))
         score = parent_scores(s)
         units = sorted(np.flatnonzero(live).tolist(), key=lambda f: (score[f], names[f]))
         cost = np.array([per[u] for u in units])
     else:  # an edge is charged the cells it holds once full: kept, it never outgrows the room it was given
         per, fixed = edge_costs(s)
-        live = np.triu(np.ones((F, F), dtype=bool), 1) if s.pair_edges is None else np.triu(padded(s.pair_edges, (F, F)), 1)
+        live = np.triu(np.ones((F, F), dtype=bool), 1) if s.selection.edges is None else np.triu(padded(s.selection.edges, (F, F)), 1)
         score = edge_scores(s)
         i, j = np.nonzero(live)
         units = sorted(zip(i.tolist(), j.tolist()), key=lambda e: (score[e], names[e[0]], names[e[1]]))
@@ -432,10 +304,10 @@ def prune_units(s, limit: int) -> bool:
 def edge_supported(s) -> np.ndarray | None:
     """(F, F): the kept pairs whose own counts reject independence given the class at level
     :data:`~stream_nb.stats.G_TEST_ALPHA` divided by the candidate pairs (None without a selection: every pair counts all)."""
-    if s.pair_allowed is None:
+    if s.selection.allowed is None:
         return None
     F = len(s.features)
-    kept = padded(s.pair_edges, (F, F)) | padded(s.pair_allowed, (F,))[:, None]
+    kept = padded(s.selection.edges, (F, F)) | padded(s.selection.allowed, (F,))[:, None]
     discrete = np.asarray(s.n_values[:F]) > 0
     units = max(int(discrete.sum()) * (int(discrete.sum()) - 1) // 2, 1)
     return kept & (edge_scores(s) <= math.log(ALPHA / units))
@@ -445,9 +317,9 @@ def selected_cells(s, k: int) -> int:
     """The most distinct cells one event of ``k`` observed values can add to each pair table of ``s``:
     k² without a selection; with one, only the kept pairs' (the diagonal, the rows of at most k kept
     parents, both orientations of the kept edges), as :class:`SelectedTable` adds nothing else."""
-    if s.pair_allowed is None:
+    if s.selection.allowed is None:
         return k * k
-    kept = min(k, int(np.count_nonzero(s.pair_allowed))) * max(k - 1, 0) + int(np.count_nonzero(s.pair_edges))
+    kept = min(k, int(np.count_nonzero(s.selection.allowed))) * max(k - 1, 0) + int(np.count_nonzero(s.selection.edges))
     return k + min(k * max(k - 1, 0), kept)
 
 
@@ -535,30 +407,28 @@ def mutual_information_with_class(stats) -> np.ndarray:
 
 
 def restore_selection(s, arrays: dict, meta: dict) -> None:
-    """Give a store read from ``(arrays, meta)`` (see :meth:`~stream_nb.stats.Stats.state`) its pair rule,
-    the candidate pairs it kept, the rotation's place and its last revision (a state without them: 0,
-    as written before revisions); ValueError naming what does not fit."""
-    rule = meta.get("pair_rule")
-    if rule not in (None, "parents", "edges", "informative"):
-        raise ValueError(f"stats.pair_rule: expected 'parents', 'edges', 'informative' or null, got {rule!r:.60}")
-    s.pair_rule = rule
-    cursor, revised = meta.get("pair_cursor", 0), meta.get("pair_revised", 0.0)
-    if isinstance(cursor, bool) or not isinstance(cursor, int) or not 0 <= cursor < 1 << 64:
-        raise ValueError(f"stats.pair_cursor: expected an integer from 0 to 2**64 - 1, got {cursor!r:.60}")
-    if isinstance(revised, bool) or not isinstance(revised, (int, float)) or not 0 <= revised < float("inf"):
-        raise ValueError(f"stats.pair_revised: expected a number >= 0 (events), got {revised!r:.60}")
-    s.pair_cursor, s.pair_revised = cursor, float(revised)
-    partial = meta.get("pairs_partial", False)
-    if not isinstance(partial, bool):
-        raise ValueError(f"stats.pairs_partial: expected true or false, got {partial!r:.60}")
-    s.pairs_partial = partial
-    if "pair_allowed" not in arrays and "pair_edges" not in arrays:
+    """Give a store read from ``(arrays, meta)`` (see :meth:`~stream_nb.stats.Stats.state`) its pair
+    selection (:meth:`PairSelection.from_state`: the rule, the candidate pairs it kept, the rotation's place
+    and its last revision), its pair tables reduced to the pairs kept; ValueError naming what does not fit."""
+    s.selection = PairSelection.from_state(arrays, meta, len(s.features), s.pairs)
+    if s.selection.selected:
+        apply_selection(s, s.selection.allowed, s.selection.edges)
+
+
+def refresh_selection(s) -> None:
+    """Give the selected tables of store ``s`` the current column -> feature map and its selection, grown
+    to the features it has now; tables made again without one (a derived layer, EM's twin) are reduced."""
+    fine = getattr(s, "fine", None)
+    if fine is not None and s.selection.rule is not None and fine.selection_peer is None:
+        set_pair_rule(s, s.selection.rule)  # a two-layer store just loaded: its layers choose together
+    sel = s.selection
+    if not sel.selected:
         return
-    F = len(s.features)
-    allowed, edges = np.asarray(arrays.get("pair_allowed")), np.asarray(arrays.get("pair_edges"))
-    if allowed.shape != (F,) or edges.shape != (F, F) or allowed.dtype != bool or edges.dtype != bool:
-        raise ValueError(f"stats.pair_allowed, pair_edges: expected booleans of shapes [{F}] and [{F}, {F}], got "
-                         f"{allowed.dtype} {list(allowed.shape)} and {edges.dtype} {list(edges.shape)}")
-    if not s.pairs:
-        raise ValueError("stats.pair_allowed: candidate pairs in a store that keeps no pairs")
-    apply_selection(s, allowed, edges)
+    if not all(isinstance(getattr(s, p + name, None), SelectedTable) for p in s._sets() for name in _PAIR_TABLES):
+        apply_selection(s, sel.allowed, sel.edges)
+    sel.grow(len(s.features))
+    for p in s._sets():
+        for name in _PAIR_TABLES:
+            t = getattr(s, p + name, None)
+            if isinstance(t, SelectedTable):
+                t.vf, t.allowed, t.edges = s.value_feature, sel.allowed, sel.edges

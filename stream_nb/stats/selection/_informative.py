@@ -69,7 +69,7 @@ from ._rotation import MASK64, SCREEN, TRIAL_EVENTS, rotation_positions
 
 __all__ = ["INFORMATIVE", "JUDGE_EVERY", "informative_pairs", "partners_per_attribute", "prune_informative", "prune_pairs", "revise_informative"]
 
-#: the name of KDB's pair rule (``Stats.pair_rule``)
+#: the name of KDB's pair rule (:attr:`PairSelection.rule <stream_nb.stats.selection._pair_selection.PairSelection.rule>`)
 INFORMATIVE = "informative"
 #: events learned between two revisions of KDB's pairs (a pair is judged on hundreds of its own events:
 #: the tests, read off every cell held, are not made at each revision of the other rules)
@@ -103,7 +103,7 @@ def informative_pairs(s, limit: int, taken: np.ndarray | None = None, admit: boo
     """(F, F), symmetric: the pairs KDB's rule keeps in ``s`` (see the module notes) within half of
     ``limit`` bytes' worth of cells. ``taken`` (F,): the attributes taken before (a revision), which keep
     their place while significant; None: the ranking alone decides. ``admit``: pairs not held may be
-    admitted on trial, in the rotation's order, and the rotation's place (``s.pair_cursor``) advances past
+    admitted on trial, in the rotation's order, and the rotation's place (``s.selection.cursor``) advances past
     them (a pruning only narrows)."""
     F = len(s.features)
     names = [str(n) for n in s.features]
@@ -145,7 +145,7 @@ def informative_pairs(s, limit: int, taken: np.ndarray | None = None, admit: boo
     # new trials in the rotation's order: first as many as each attribute short of partners lacks, then any
     # attribute's, as room allows
     def rotation(pairs):
-        return sorted(pairs, key=lambda e: (int(pos[e]) - (int(s.pair_cursor) + 1)) & MASK64)
+        return sorted(pairs, key=lambda e: (int(pos[e]) - (int(s.selection.cursor) + 1)) & MASK64)
 
     # (an attribute short of partners tries the best-ranked first: its parent, if among them, says more of the
     # class than it does)
@@ -170,21 +170,21 @@ def informative_pairs(s, limit: int, taken: np.ndarray | None = None, admit: boo
                 edges[a, b] = edges[b, a] = True
                 used += float(cost[a, b])
                 if part in (2, 5):
-                    s.pair_cursor = int(pos[a, b])
+                    s.selection.advance(pos[a, b])
     return edges
 
 
 def _kept_edges(s) -> np.ndarray:
     F = len(s.features)
-    if s.pair_edges is None:
+    if s.selection.edges is None:
         return ~np.eye(F, dtype=bool)
-    return padded(s.pair_edges, (F, F)) | padded(s.pair_allowed, (F,))[:, None]
+    return padded(s.selection.edges, (F, F)) | padded(s.selection.allowed, (F,))[:, None]
 
 
 def _select(s, edges: np.ndarray) -> None:
     F = len(s.features)
     if (edges & ~_kept_edges(s)).any():
-        s.pairs_partial = True  # the pairs admitted start from no counts
+        s.selection.mark_partial()  # the pairs admitted start from no counts
     apply_selection(s, np.zeros(F, dtype=bool), edges)
 
 
@@ -217,11 +217,11 @@ def revise_informative(s, limit: int) -> None:
     significant now holds no pair (see the module notes)."""
     learned = float(s.class_count[: len(s.classes)].sum())
     taken = _kept_edges(s).any(1)
-    if math.floor(learned / JUDGE_EVERY) <= math.floor(float(s.pair_revised) / JUDGE_EVERY) and (
+    if math.floor(learned / JUDGE_EVERY) <= math.floor(float(s.selection.revised) / JUDGE_EVERY) and (
             len(_ranked(s, taken)) < 2 or all(taken[f] for f in _ranked(s, taken))):
         return  # not due, and no significant attribute without pairs
     edges = informative_pairs(s, limit, taken)
-    if (edges != padded(s.pair_edges, edges.shape)).any() or padded(s.pair_allowed, (len(edges),)).any():
+    if (edges != padded(s.selection.edges, edges.shape)).any() or padded(s.selection.allowed, (len(edges),)).any():
         _select(s, edges)
 
 
@@ -229,6 +229,6 @@ def prune_pairs(s, limit: int) -> bool:
     """Make room in the pair tables of ``s`` under its pair rule: KDB's (:func:`prune_informative`) or
     the others' (:func:`~stream_nb.stats.selection._candidates.prune_units`); False (nothing done)
     without a rule or when nothing is left to drop."""
-    if s.pair_rule == INFORMATIVE:
+    if s.selection.rule == INFORMATIVE:
         return prune_informative(s, limit)
     return prune_units(s, limit)

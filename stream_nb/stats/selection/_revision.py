@@ -71,7 +71,7 @@ def _revises(s) -> bool:
     store, the first to learn an event revises, and gives its choice to the other before that one counts
     the event (both have learned the same events then, so the other's revision is no longer due); a fine
     layer that holds no pair tables of its own (stats/budget/_shared_pairs.py) leaves it to the coarse layer."""
-    return s.pair_rule is not None and s.pair_allowed is not None and s.pairs
+    return s.selection.rule is not None and s.selection.allowed is not None and s.pairs
 
 
 def revision_due(s) -> int:
@@ -87,7 +87,7 @@ def revision_due(s) -> int:
 def _next_revision(s) -> float:
     """The events learned at which the next revision is due: the next multiple of :data:`REVISE_EVERY`
     after the last revision (a schedule that does not depend on when the budget was first passed)."""
-    return (math.floor(s.pair_revised / REVISE_EVERY) + 1) * REVISE_EVERY
+    return (math.floor(s.selection.revised / REVISE_EVERY) + 1) * REVISE_EVERY
 
 
 def _candidate_units(s) -> np.ndarray:
@@ -101,7 +101,7 @@ def _revise_edges(s, limit: int) -> None:
     F = len(s.features)
     names = [str(n) for n in s.features]
     units = _candidate_units(s)
-    kept = np.triu(padded(s.pair_edges, (F, F)), 1) & units
+    kept = np.triu(padded(s.selection.edges, (F, F)), 1) & units
     evidence = pair_evidence(s)
     score, df, n = edge_scores(s, evidence), evidence[1], evidence[2]
     fail = kept & (n >= np.maximum(TRIAL_EVENTS, df)) & (score > math.log(SCREEN))
@@ -116,12 +116,12 @@ def _revise_edges(s, limit: int) -> None:
     free = room - float(cost[i, j].sum())
     a, b = np.nonzero(units & ~kept)  # the pairs dropped before (those dropped now wait for their next turn)
     pos = rotation_positions(s)[a, b]
-    ahead = np.argsort(pos - np.uint64((s.pair_cursor + 1) & MASK64), kind="stable")  # wrapping round
+    ahead = np.argsort(pos - np.uint64((s.selection.cursor + 1) & MASK64), kind="stable")  # wrapping round
     a, b = a[ahead], b[ahead]
     m = int(np.searchsorted(np.cumsum(cost[a, b]), free, side="right"))
     if m:
-        s.pair_cursor = int(pos[ahead][m - 1])
-        s.pairs_partial = True  # the pairs admitted start from no counts
+        s.selection.advance(pos[ahead][m - 1])
+        s.selection.mark_partial()  # the pairs admitted start from no counts
     edges = np.zeros((F, F), dtype=bool)
     edges[np.r_[i, a[:m]], np.r_[j, b[:m]]] = True
     apply_selection(s, np.zeros(F, dtype=bool), edges | edges.T)
@@ -130,7 +130,7 @@ def _revise_edges(s, limit: int) -> None:
 def _revise_parents(s) -> None:
     F = len(s.features)
     names = [str(n) for n in s.features]
-    kept = padded(s.pair_allowed, (F,))
+    kept = padded(s.selection.allowed, (F,))
     K = int(kept.sum())
     score = parent_scores(s)
     ranked = sorted(np.flatnonzero(np.asarray(s.n_values[:F]) > 0).tolist(), key=lambda f: (score[f], names[f]))
@@ -139,9 +139,9 @@ def _revise_parents(s) -> None:
     allowed = np.zeros(F, dtype=bool)
     allowed[chosen[:K]] = True
     if (allowed & ~kept).any():
-        s.pairs_partial = True  # the parents that came back start from no counts
+        s.selection.mark_partial()  # the parents that came back start from no counts
     if (allowed != kept).any():
-        apply_selection(s, allowed, padded(s.pair_edges, (F, F)))
+        apply_selection(s, allowed, padded(s.selection.edges, (F, F)))
 
 
 def revise_pairs(s, limit: int) -> bool:
@@ -149,13 +149,13 @@ def revise_pairs(s, limit: int) -> bool:
     since the last revision; ``limit``: the bytes its pair tables may take. True if it was revised."""
     if not _revises(s) or events_learned(s) < _next_revision(s):
         return False
-    if s.pair_rule == "edges":
+    if s.selection.rule == "edges":
         _revise_edges(s, limit)
-    elif s.pair_rule == INFORMATIVE:
+    elif s.selection.rule == INFORMATIVE:
         revise_informative(s, limit)
     else:
         _revise_parents(s)
-    s.pair_revised = events_learned(s)
+    s.selection.revised_at(events_learned(s))
     peer = s.selection_peer
     if peer is not None:
         mirror_selection(s, peer)

@@ -63,7 +63,7 @@ every event learned since the tables existed**. **A candidate admitted by a
 revision starts from no counts** (the events learned while it was not
 counted are gone): its cells hold the events since its admission, and from
 then on unlearning is refused (``UnlearnError``, reason
-``"partial_pairs"``: :attr:`~stream_nb.stats.selection.Candidates.pairs_partial`,
+``"partial_pairs"``: :attr:`~stream_nb.stats.selection.PairSelection.partial`,
 kept in snapshots), since an event learned before could not be told from one
 learned since. When the tables first pass the budget with events already
 learned, the candidates are chosen from those events and their cells keep
@@ -103,10 +103,11 @@ from ..discretiser import ALPHA
 from ._candidates import cmi_from_cells
 from ._pair_tests import pair_tests
 from ._significance import chi2_logsf
+from ._tuple_selection import TupleSelection
 from ..tables import FilteredTable, SparseTable, cells_of
 
-__all__ = ["CANDIDATES_PER_K", "TupleCandidates", "TupleSelectedTable", "choose_tuples", "prune_tuples",
-           "restore_tuple_selection", "revise_tuples", "selected_tuple_cells", "add_selected_tuples",
+__all__ = ["CANDIDATES_PER_K", "TupleSelectedTable", "choose_tuples", "prune_tuples", "refresh_tuple_selection",
+           "restore_tuple_selection", "settle_tuples", "tuple_room", "tuples_wait", "revise_tuples", "selected_tuple_cells", "add_selected_tuples",
            "widen_tuples_to_either"]
 
 _TUPLES = ("tuple_count", "tuple_feat")
@@ -159,118 +160,70 @@ class TupleSelectedTable(FilteredTable):
         SparseTable.add_flat(self, self.flat(b[:-1]), b[-1].ravel())
 
 
-class TupleCandidates:
-    """The candidate parents of a :class:`~stream_nb.stats.Stats`' t-way tables (a part of it, not used alone)."""
+def refresh_tuple_selection(s) -> None:
+    """Give the selected t-way tables of store ``s`` the current column -> feature map, and its selection the
+    features it has now; a table made again (EM's twin, a reload) is filtered as it comes."""
+    cand = s.tuple_selection.grow(len(s.features))
+    if cand is None:
+        return
+    for p in s._sets():
+        for name in _TUPLES:
+            t = getattr(s, p + name, None)
+            if not isinstance(t, TupleSelectedTable):
+                _select_tables(s, cand)
+                return
+            t.vf, t.cand = s.value_feature, cand
 
-    #: set by the model (KDB): past the budget, keep the candidate parents' t-tuples rather than refuse
-    tuple_rule: bool = False
-    #: once a selection is made: (F, F), [f, g] whether g is a candidate parent of f; None: every tuple
-    tuple_cand: np.ndarray | None = None
-    #: the selection is waiting for the model's first rebuild (the tables hold nothing meanwhile)
-    tuple_pending: bool = False
-    #: events learned before the t-way tables of the selection started counting (0.0: from the first)
-    tuple_from: float = 0.0
-    #: set by the model once it has a structure: the first selection may rank candidates now (else pending)
-    tuple_ready: bool = False
-    #: (F, F) the CMI candidates are ranked by (see _ranking); None: read off the pair counts
-    tuple_score: np.ndarray | None = None
 
-    @property
-    def tuples_selected(self) -> bool:
-        """Whether the t-way tables keep only the tuples of candidate parents (or nothing, while pending)."""
-        return self.tuple_cand is not None
+def _tuple_after(s, one: int) -> int:
+    """Bytes the sparse t-way tables of ``s`` could take once ``one`` more cells are in each (a hash table
+    doubles when half full)."""
+    after = 0
+    for p in s._sets():
+        for name in _TUPLES:
+            table = getattr(s, p + name)
+            size, need = table.nbytes // 16, len(table) + one
+            while 2 * need > size:
+                size *= 2
+            after += 16 * size
+    return after
 
-    def tuple_lists(self) -> np.ndarray:
-        """(F, m): each feature's candidate parents, padded with -1 (cached for the current selection)."""
-        cand = self.tuple_cand
-        cached = getattr(self, "_tuple_lists", None)
-        if cached is not None and cached[0] is cand:
-            return cached[1]
-        m = int(cand.sum(1).max()) if cand.size else 0
-        out = np.full((len(cand), m), -1, dtype=np.int64)
-        for f in range(len(cand)):
-            g = np.flatnonzero(cand[f])
-            out[f, : len(g)] = g
-        self._tuple_lists = (cand, out)
-        return out
 
-    def refresh_tuple_selection(self) -> None:
-        """Give the selected tables the current column -> feature map, and the selection its feature count."""
-        cand = self.tuple_cand
-        if cand is None:
-            return
-        F = len(self.features)
-        if len(cand) < F:
-            grown = np.zeros((F, F), dtype=bool)
-            grown[: len(cand), : len(cand)] = cand
-            self.tuple_cand = cand = grown
-        for p in self._sets():
-            for name in _TUPLES:
-                t = getattr(self, p + name, None)
-                if not isinstance(t, TupleSelectedTable):
-                    _select_tables(self, cand)  # a table made again (EM's twin, a reload): filtered as it comes
-                    return
-                t.vf, t.cand = self.value_feature, cand
-
-    def tuple_summary(self) -> dict | None:
-        """What :meth:`memory_used` shows of the selection: the candidate parents kept, and since when."""
-        cand = self.tuple_cand
-        if cand is None:
-            return None
-        per = cand.sum(1)
-        return {"pending": bool(self.tuple_pending), "candidates": int(cand.sum()),
-                "most_per_feature": int(per.max()) if len(per) else 0,
-                "features_with_candidates": int((per > 0).sum()), "counted_from_event": float(self.tuple_from)}
-
-    def _tuple_after(self, one: int) -> int:
-        """Bytes the sparse t-way tables could take once ``one`` more cells are in each (a hash table
-        doubles when half full)."""
-        after = 0
-        for p in self._sets():
-            for name in _TUPLES:
-                table = getattr(self, p + name)
-                size, need = table.nbytes // 16, len(table) + one
-                while 2 * need > size:
-                    size *= 2
-                after += 16 * size
-        return after
-
-    def _tuple_room(self, k: int) -> bool:
-        """Under a tuple rule, whether the next event of ``k`` values fits the sparse t-way tables' share of
-        the budget (:meth:`tuple_limit`): True; False when candidates were just chosen or dropped to make
-        room (the caller looks again). An event always fits once nothing is left to drop."""
-        if not self.tuple_rule or not self.tuples or self.memory_budget is None or not self.tuples_sparse:
-            return True
-        if self.tuple_pending:
-            return True  # the tables take nothing until the model chooses the candidates
-        t = self.tuples
-        cand = self.tuple_cand
-        one = k**t if cand is None else int((cand.sum(1).astype(np.int64) ** (t - 1))[cand.any(1)].sum())
-        if self._tuple_after(one) <= self.tuple_limit():
-            return True
-        return not prune_tuples(self, self.tuple_limit(), t - 1)
-
-    def tuples_wait(self, cells: int) -> bool:
-        """Dense t-way tables turning sparse with ``cells`` cells that do not fit their share of the budget,
-        before the model has a structure to rank candidates by: True, the selection is pending and the
-        cells are not moved (nothing is kept until the model's first rebuild; see the module notes)."""
-        if not self.tuple_rule or self.memory_budget is None or self.tuple_ready or self.tuples_selected:
-            return self.tuple_pending
-        if 64 * cells <= self.tuple_limit():
-            return False
-        self.tuple_pending = True
+def tuple_room(s, k: int) -> bool:
+    """Under a tuple rule, whether the next event of ``k`` values fits the sparse t-way tables' share of
+    the budget (:meth:`~stream_nb.stats.Stats.tuple_limit`): True; False when candidates were just chosen or
+    dropped to make room (the caller looks again). An event always fits once nothing is left to drop."""
+    sel = s.tuple_selection
+    if not sel.rule or not s.tuples or s.memory_budget is None or not s.tuples_sparse:
         return True
+    if sel.pending:
+        return True  # the tables take nothing until the model chooses the candidates
+    t = s.tuples
+    cand = sel.cand
+    one = k**t if cand is None else int((cand.sum(1).astype(np.int64) ** (t - 1))[cand.any(1)].sum())
+    if _tuple_after(s, one) <= s.tuple_limit():
+        return True
+    return not prune_tuples(s, s.tuple_limit(), t - 1)
 
-    def settle_tuples(self) -> None:
-        """After the t-way tables turned sparse: a pending selection takes effect (tables holding nothing)."""
-        if self.tuple_pending and self.tuple_cand is None:
-            F = len(self.features)
-            apply_tuple_selection(self, np.zeros((F, F), dtype=bool))
 
-    def tuple_limit(self) -> int:
-        """Bytes the sparse t-way tables may take under a tuple rule: half of the sparse limit (the pair
-        tables take the other half)."""
-        return self.sparse_limit() // 2
+def tuples_wait(s, cells: int) -> bool:
+    """Dense t-way tables of ``s`` turning sparse with ``cells`` cells that do not fit their share of the
+    budget, before the model has a structure to rank candidates by: True, the selection is pending and the
+    cells are not moved (nothing is kept until the model's first rebuild; see the module notes)."""
+    sel = s.tuple_selection
+    if not sel.rule or s.memory_budget is None or sel.ready or sel.selected:
+        return sel.pending
+    if 64 * cells <= s.tuple_limit():
+        return False
+    sel.wait()
+    return True
+
+
+def settle_tuples(s) -> None:
+    """After the t-way tables of ``s`` turned sparse: a pending selection takes effect (tables holding nothing)."""
+    if s.tuple_selection.pending and s.tuple_selection.cand is None:
+        F = len(s.features)
+        apply_tuple_selection(s, np.zeros((F, F), dtype=bool))
 
 
 def _select_tables(s, cand: np.ndarray) -> None:
@@ -301,9 +254,10 @@ def apply_tuple_selection(s, cand: np.ndarray, *, start: bool = False) -> None:
     c = np.zeros((F, F), dtype=bool)
     c[: min(len(cand), F), : min(len(cand), F)] = cand[:F, :F]
     np.fill_diagonal(c, False)
-    if s.tuple_cand is not None and not start:
-        c &= s.tuple_cand[:F, :F]
-    s.tuple_cand = c
+    held = s.tuple_selection.cand
+    if held is not None and not start:
+        c &= held[:F, :F]
+    s.tuple_selection.choose(c)
     _select_tables(s, c)
 
 
@@ -325,7 +279,7 @@ def _ranking(s) -> np.ndarray:
     selection, so that a restored store narrows as the original), else the model's at its last rebuild,
     else read off the pair counts (observed-only ones when kept); 0 where none."""
     F = len(s.features)
-    score = s.tuple_score
+    score = s.tuple_selection.score
     if score is None:
         return _scaled(s, cmi_from_cells(s.observed()))
     out = np.zeros((F, F))
@@ -340,9 +294,9 @@ def choose_tuples(s, k: int, cmi: np.ndarray | None = None) -> None:
     :func:`_ranking`; ties by name)."""
     F = len(s.features)
     if cmi is not None:
-        s.tuple_score = _scaled(s, cmi)
+        s.tuple_selection.set_score(_scaled(s, cmi))
     cmi = _ranking(s)
-    s.tuple_score = cmi
+    s.tuple_selection.set_score(cmi)
     names = [str(n) for n in s.features]
     m = CANDIDATES_PER_K * max(k, 1)
     cand = np.zeros((F, F), dtype=bool)
@@ -350,10 +304,7 @@ def choose_tuples(s, k: int, cmi: np.ndarray | None = None) -> None:
         others = [g for g in np.flatnonzero(cmi[f] > 0).tolist() if g != f]
         others.sort(key=lambda g: (-cmi[f, g], names[g]))
         cand[f, others[:m]] = True
-    pending = s.tuple_pending
-    s.tuple_pending = False
-    if pending:
-        s.tuple_from = float(s.class_count[: len(s.classes)].sum())
+    pending = s.tuple_selection.resolve(float(s.class_count[: len(s.classes)].sum()))
     apply_tuple_selection(s, cand, start=pending)
 
 
@@ -399,20 +350,20 @@ def revise_tuples(s, cmi: np.ndarray, uses: np.ndarray | None = None) -> bool:
     (:func:`prune_tuples`), an attribute holding fewer than the first choice gives (``CANDIDATES_PER_K * k``)
     takes its best significant non-candidates up to that number.
     True if a candidate was admitted (it starts from no counts, and unlearning is refused from then on)."""
-    if not s.tuple_rule or s.tuple_cand is None or s.tuple_pending:
+    sel = s.tuple_selection
+    if not sel.rule or sel.cand is None or sel.pending:
         return False
     F = len(s.features)
-    s.tuple_score = _scaled(s, cmi)
+    given = _scaled(s, cmi)
     if uses is not None:
         unused = np.ones(F, dtype=bool)  # (a feature the model has not seen yet: none of its candidates)
         m = min(len(uses), F)
         unused[:m] = ~np.asarray(uses, dtype=bool)[:m]
-        s.tuple_score = np.array(s.tuple_score, dtype=float)
-        s.tuple_score[unused[: len(s.tuple_score)]] = 0.0  # their tuples are never read: the first a narrowing drops
+        given = np.array(given, dtype=float)
+        given[unused[: len(given)]] = 0.0  # their tuples are never read: the first a narrowing drops
+    sel.set_score(given)
     score = _ranking(s)
-    kept = np.zeros((F, F), dtype=bool)
-    n = min(len(s.tuple_cand), F)
-    kept[:n, :n] = s.tuple_cand[:n, :n]
+    kept = sel.units(F)  # (a choice is held: its candidates, padded to the features)
     K = kept.sum(1)
     order = _ordered(score, [str(x) for x in s.features])
     rows = np.arange(F)[:, None]
@@ -432,54 +383,33 @@ def revise_tuples(s, cmi: np.ndarray, uses: np.ndarray | None = None) -> bool:
     new[rows, order] = chosen
     admitted = bool((new & ~kept).any())
     if admitted:
-        s.pairs_partial = True  # the candidates admitted start from no counts
+        s.selection.mark_partial()  # the candidates admitted start from no counts
     if (new != kept).any():
         apply_tuple_selection(s, new, start=True)
     return admitted
-
-
-def _units_of(cand: np.ndarray | None, F: int) -> np.ndarray:
-    """(F, F): the candidate parents a store counts the tuples of (every other feature without a selection)."""
-    if cand is None:
-        return ~np.eye(F, dtype=bool)
-    out = np.zeros((F, F), dtype=bool)
-    n = min(len(cand), F)
-    out[:n, :n] = cand[:n, :n]
-    return out
 
 
 def widen_tuples_to_either(s, other, fmap: np.ndarray) -> None:
     """Before ``other``'s counts are added into ``s`` (a merge; ``fmap`` maps other's features to s's, which
     holds them all): count in ``s`` the tuples of every candidate parent either store counts (see the module
     notes). Nothing without a selection in either."""
-    if not (s.tuples_selected or other.tuples_selected):
+    mine, theirs = s.tuple_selection, other.tuple_selection
+    if not (mine.selected or theirs.selected):
         return
     F = len(s.features)
-    mine = _units_of(s.tuple_cand, F)
-    theirs = _units_of(other.tuple_cand, len(other.features))
-    shared = mine[np.ix_(fmap, fmap)]
-    s.pairs_partial = bool(s.pairs_partial or other.pairs_partial or (shared != theirs).any())
-    mine[np.ix_(fmap, fmap)] = shared | theirs
-    s.tuple_from = float(s.tuple_from) + float(other.tuple_from)  # the events the t-way tables of neither hold
-    score = np.zeros((F, F))
-    for st, where in ((s, np.arange(len(s.features))), (other, fmap)):
-        if st.tuple_score is not None:
-            n = min(len(st.tuple_score), len(where))
-            block = score[np.ix_(where[:n], where[:n])]
-            score[np.ix_(where[:n], where[:n])] = np.maximum(block, st.tuple_score[:n, :n])
-    s.tuple_score = score
-    s.tuple_ready = bool(s.tuple_ready or other.tuple_ready)
-    if (mine | np.eye(F, dtype=bool)).all():  # every tuple counted again
+    if other.selection.partial or mine.differs(theirs, fmap, F):
+        s.selection.mark_partial()
+    units = mine.widen(theirs, fmap, F)
+    if (units | np.eye(F, dtype=bool)).all():  # every tuple counted again
         for p in s._sets():
             for name in _TUPLES:
                 t = getattr(s, p + name)
                 if isinstance(t, TupleSelectedTable):
                     setattr(s, p + name, t.unfiltered())
-        s.tuple_cand, s.tuple_pending = None, False
+        mine.clear()
         s.epoch += 1
         return
-    s.tuple_pending = bool(s.tuple_pending and other.tuple_pending)  # (s has a selection, so sparse tables)
-    apply_tuple_selection(s, mine, start=True)
+    apply_tuple_selection(s, units, start=True)
 
 
 def _unit_cells(s, rank: np.ndarray) -> np.ndarray:
@@ -506,21 +436,22 @@ def prune_tuples(s, limit: int, k: int) -> bool:
     choose the candidates (or leave the selection pending when no event was learned); then drop the
     lowest-ranked candidates so that the cells held fit in a quarter of ``limit`` bytes' worth. False
     (nothing done) without a rule or when nothing is left to drop."""
-    if not s.tuple_rule:
+    sel = s.tuple_selection
+    if not sel.rule:
         return False
     F = len(s.features)
-    if s.tuple_cand is None:
-        if not s.tuple_ready:  # no structure yet, nothing to rank by: wait for the model's first rebuild
-            s.tuple_pending = True
+    if sel.cand is None:
+        if not sel.ready:  # no structure yet, nothing to rank by: wait for the model's first rebuild
+            sel.wait()
             apply_tuple_selection(s, np.zeros((F, F), dtype=bool))
         else:
             choose_tuples(s, k)
         return True  # the caller looks again: narrowed further only if the candidates' cells do not fit
     cmi = _ranking(s)
     names = [str(n) for n in s.features]
-    live = np.argwhere(s.tuple_cand[:F, :F])
+    live = np.argwhere(sel.cand[:F, :F])
     if not len(live):
-        return s.tuple_pending  # pending: the tables hold nothing and take nothing until the first rebuild
+        return sel.pending  # pending: the tables hold nothing and take nothing until the first rebuild
     # each attribute's candidates by its own ranking, and the attributes in turns: every attribute's best
     # candidate before any one's second (an attribute whose parents show a weaker dependence keeps them)
     within = np.zeros(len(live), dtype=np.int64)
@@ -599,29 +530,8 @@ def add_selected_tuples(s, p: str, D: np.ndarray, dfeats: np.ndarray, yc: np.nda
 
 
 def restore_tuple_selection(s, arrays: dict, meta: dict) -> None:
-    """Give a store read from ``(arrays, meta)`` its tuple rule and the candidate parents it kept; ValueError
-    naming what does not fit."""
-    rule = meta.get("tuple_rule", False)
-    if not isinstance(rule, bool):
-        raise ValueError(f"stats.tuple_rule: expected a boolean, got {rule!r:.60}")
-    s.tuple_rule = rule
-    if "tuple_cand" not in arrays:
-        return
-    F = len(s.features)
-    cand = np.asarray(arrays["tuple_cand"])
-    if cand.shape != (F, F) or cand.dtype != bool:
-        raise ValueError(f"stats.tuple_cand: expected booleans of shape [{F}, {F}], got {cand.dtype} {list(cand.shape)}")
-    if not s.tuples:
-        raise ValueError("stats.tuple_cand: candidate parents in a store that keeps no t-way tables")
-    pending, since = meta.get("tuple_pending", False), meta.get("tuple_from", 0.0)
-    if not isinstance(pending, bool) or isinstance(since, bool) or not isinstance(since, (int, float)) or not since >= 0:
-        raise ValueError(f"stats.tuple_pending, tuple_from: expected a boolean and a number >= 0, got "
-                         f"{pending!r:.30} and {since!r:.30}")
-    if pending and cand.any():
-        raise ValueError("stats.tuple_pending: a pending selection has no candidate parents yet")
-    score = np.asarray(arrays.get("tuple_score", np.zeros((F, F))))
-    if score.shape != (F, F) or score.dtype.kind != "f" or not np.isfinite(score).all():
-        raise ValueError(f"stats.tuple_score: expected finite numbers of shape [{F}, {F}], got {score.dtype} "
-                         f"{list(score.shape)}")
-    s.tuple_pending, s.tuple_from, s.tuple_score = pending, float(since), score
-    apply_tuple_selection(s, cand, start=True)
+    """Give a store read from ``(arrays, meta)`` its tuple rule and the candidate parents it kept
+    (:meth:`TupleSelection.from_state`), its t-way tables reduced to them; ValueError naming what does not fit."""
+    s.tuple_selection = TupleSelection.from_state(arrays, meta, len(s.features), s.tuples)
+    if s.tuple_selection.selected:
+        apply_tuple_selection(s, s.tuple_selection.cand, start=True)

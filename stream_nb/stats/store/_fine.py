@@ -74,8 +74,8 @@ __all__ = ["CoarseDiscretiser", "TwoLayerStats"]
 
 #: what a store keeps of its own when the coarse layer is derived again
 _OWN = ("fine", "fine_bins", "waiting", "n_events", "next_choice", "stale", "_pending",
-        "_pending_exp", "_pending_rows", "_pending_labeled", "_run_mirrored", "journal", "pair_rule",
-        "pair_allowed", "pair_edges", "selection_peer", "pair_cursor", "pair_revised", "shared_pairs", "forgets")
+        "_pending_exp", "_pending_rows", "_pending_labeled", "_run_mirrored", "journal", "selection",
+        "selection_peer", "shared_pairs", "forgets")
 
 
 
@@ -419,6 +419,7 @@ class TwoLayerStats(FineRuns, SharedPairs, Stats):
         self.__dict__.clear()
         self.__dict__.update(new.__dict__)
         self.__dict__.update(keep)
+        self.selection.adopt_partial(new.selection)  # the derived counts hold what the fine layer's hold
         self.schema.attach(self._reserve)  # the new schema's tables are this store's
         self.schema.bin_with(CoarseDiscretiser)
         self.schema.set_run_values(run_new)

@@ -119,22 +119,17 @@ class State:
             meta["gauss_features"] = list(self.gauss_feature)  # the feature of each, as g_* are written
         if self.promoted:  # how each promotion moved its counts (_promoted.py)
             meta["promoted"] = [[f, rule] for f, rule in sorted(self.promoted.items())]
-        if self.pair_rule is not None:  # the candidate pairs (stats/selection/_candidates.py)
-            meta["pair_rule"] = self.pair_rule
+        # the candidate pairs (PairSelection.state), the rule first and pair_blocks after it, as always written
+        selection_arrays, selection_meta = self.selection.state(F)
+        if "pair_rule" in selection_meta:
+            meta["pair_rule"] = selection_meta.pop("pair_rule")
         if self.pair_blocks_ok:  # its model reads pair blocks (they hold its pairs past the budget)
             meta["pair_blocks"] = True
-        if self.pair_allowed is not None:
-            arrays["pair_allowed"], arrays["pair_edges"] = self.pair_allowed[:F].copy(), self.pair_edges[:F, :F].copy()
-        if self.pair_cursor or self.pair_revised:  # the revisions of the selection (stats/selection/_revision.py)
-            meta["pair_cursor"], meta["pair_revised"] = int(self.pair_cursor), float(self.pair_revised)
-        if self.pairs_partial:  # unlearning is refused (stats/selection/_candidates.py: check_pairs_whole)
-            meta["pairs_partial"] = True
-        if self.tuple_rule:  # the candidate parents of the t-way tables (stats/selection/_tuple_candidates.py)
-            meta["tuple_rule"] = True
-        if self.tuple_cand is not None:
-            arrays["tuple_cand"] = self.tuple_cand[:F, :F].copy()
-            arrays["tuple_score"] = np.zeros((F, F)) if self.tuple_score is None else _square(self.tuple_score, F)
-            meta["tuple_pending"], meta["tuple_from"] = bool(self.tuple_pending), float(self.tuple_from)
+        arrays.update(selection_arrays)
+        meta.update(selection_meta)
+        tuple_arrays, tuple_meta = self.tuple_selection.state(F)  # the candidate parents of the t-way tables
+        arrays.update(tuple_arrays)
+        meta.update(tuple_meta)
         return arrays, meta
 
     @classmethod
@@ -217,14 +212,6 @@ class State:
         restore_tuple_selection(s, arrays, meta)
         s.pair_blocks_ok = meta.get("pair_blocks") is True
         return s
-
-
-def _square(a: np.ndarray, F: int) -> np.ndarray:
-    """``a`` cut or padded with zeros to (F, F)."""
-    out = np.zeros((F, F))
-    n = min(len(a), F)
-    out[:n, :n] = a[:n, :n]
-    return out
 
 
 #: Largest count a state may hold: far beyond any stream's, and small enough that no sum, square or

@@ -3,7 +3,9 @@
 It holds its parts -- the schema and encoder (:class:`~stream_nb.stats.schema.Schema`: the classes,
 features and values as indices, a :class:`~stream_nb.stats.Discretiser` per binned feature, the type of
 each categorical feature's values, events encoded to codes), the Gaussian moments
-(:class:`~stream_nb.stats.tables.GaussianMoments`), the memory budget
+(:class:`~stream_nb.stats.tables.GaussianMoments`), the pair selection
+(:class:`~stream_nb.stats.selection.PairSelection`: which attribute pairs the pair tables count) and the
+tuple selection (:class:`~stream_nb.stats.selection.TupleSelection`: KDB's candidate parents), the memory budget
 (:class:`~stream_nb.stats.budget.Budget`, asked whether dense tables fit and whether the next event does,
 given the store's arrays), its count tables (numpy arrays or :class:`~stream_nb.stats.SparseTable`) --
 and gives each what it needs as arguments. The schema asks the tables for room before it grows
@@ -25,8 +27,8 @@ import numpy as np
 
 from ._adding import Adding
 from ..budget import DEFAULT_MEMORY_BUDGET, PAIR_TABLES, TUPLE_TABLES, Budget
-from ..selection import Candidates, prune_pairs, revise_pairs, selected_cells
-from ..selection import TupleCandidates
+from ..selection import PairSelection, edge_supported, prune_pairs, refresh_selection, revise_pairs, selected_cells
+from ..selection import TupleSelection, refresh_tuple_selection, settle_tuples, tuple_room, tuples_wait
 from ._capacity import Capacity
 from ..values import Encoded, validate_label
 from ._merging import Merging
@@ -42,7 +44,7 @@ __all__ = ["Stats"]
 _PAIR_ATTRIBUTES = PAIR_TABLES + tuple("obs_" + name for name in PAIR_TABLES)  # the tables, and their observed-only twins
 
 
-class Stats(Capacity, Candidates, TupleCandidates, Promoting, Adding, Removing, Merging, State):
+class Stats(Capacity, Promoting, Adding, Removing, Merging, State):
     """Additive sufficient statistics over a stream of (x, y) events.
 
     Parameters
@@ -117,6 +119,8 @@ class Stats(Capacity, Candidates, TupleCandidates, Promoting, Adding, Removing, 
         self.tuples = int(tuples)
         self.max_table_cells = max_table_cells
         self.budget = Budget(memory_budget)  # the memory budget (see _budget.py)
+        self.selection = PairSelection()  # the pairs counted: all, until a pair rule drops some for the budget
+        self.tuple_selection = TupleSelection()  # the t-tuples counted: all, until KDB's rule drops some
         # observed=True: an observed-only twin of every count EM adds to (the E-step's parameters),
         # allocated with the first expected counts (keeps_observed); until then the counts are observed only
         self.wants_observed = bool(observed)
@@ -375,6 +379,80 @@ class Stats(Capacity, Candidates, TupleCandidates, Promoting, Adding, Removing, 
     def settle(self) -> None:
         """Called when a learning step is over (a two-layer store may choose its cut points); here, nothing."""
 
+    # the pair selection is a part of its own (PairSelection); the names learners and kernels read stay the store's
+    pair_rule = property(attrgetter("selection.rule"), doc="The pair rule (:data:`~stream_nb.stats.selection.PAIR_RULES`).")
+    pair_allowed = property(attrgetter("selection.allowed"), doc="(F,): the super-parents whose rows are counted "
+                            "(None: every pair counted).")
+    pair_edges = property(attrgetter("selection.edges"), doc="(F, F): the pairs counted both ways (None: every pair).")
+    pair_cursor = property(attrgetter("selection.cursor"), doc="The rotation's place (stats/selection/_revision.py).")
+    pair_revised = property(attrgetter("selection.revised"), doc="The events learned at the last revision.")
+    pairs_partial = property(attrgetter("selection.partial"),
+                             doc="Whether some kept pair holds fewer events than the store (unlearning is refused).")
+    pairs_selected = property(attrgetter("selection.selected"),
+                              doc="Whether the pair tables keep only candidate pairs (some were dropped for the budget).")
+    #: the other layer of a two-layer store, which takes the same selection (:func:`~stream_nb.stats.set_pair_rule`)
+    selection_peer = None
+
+    def check_pairs_whole(self) -> None:
+        """:meth:`PairSelection.check_whole <stream_nb.stats.selection.PairSelection.check_whole>`."""
+        self.selection.check_whole()
+
+    def parent_ok(self, feats: np.ndarray) -> np.ndarray:
+        """Per feature of ``feats``, whether its pairs as a super-parent are counted (all, without a selection)."""
+        return self.selection.parent_ok(feats)
+
+    def pair_mask(self, feats: np.ndarray) -> np.ndarray:
+        """(k, k): whether the pair (feats[r], feats[q]) is counted, the first the row (under a selection)."""
+        return self.selection.pair_mask(feats)
+
+    def edge_ok(self) -> np.ndarray | None:
+        """(F, F): the attribute pairs whose counts are kept (None: all of them)."""
+        return self.selection.edge_ok(len(self.features))
+
+    def edge_supported(self) -> np.ndarray | None:
+        """(F, F): the kept pairs whose own counts support a dependence (None: no selection, every pair
+        counted); see :func:`~stream_nb.stats.selection._candidates.edge_supported`."""
+        return edge_supported(self)
+
+    def refresh_selection(self) -> None:
+        """Give the selected tables the current column -> feature map and feature count
+        (:func:`~stream_nb.stats.selection.refresh_selection`)."""
+        refresh_selection(self)
+
+    def selection_summary(self) -> dict | None:
+        """What :meth:`memory_used` shows of the selection: the rule, the parents and edges kept."""
+        return self.selection.summary(self.features)
+
+    # the tuple selection is a part of its own (TupleSelection); the names learners and kernels read stay the store's
+    tuple_rule = property(attrgetter("tuple_selection.rule"), doc="Whether KDB's tuples are selected past the budget.")
+    tuple_cand = property(attrgetter("tuple_selection.cand"), doc="(F, F): ``[f, g]`` whether g is a candidate "
+                          "parent of f (None: every tuple counted).")
+    tuple_pending = property(attrgetter("tuple_selection.pending"), doc="The choice waits for the model's first rebuild.")
+    tuple_from = property(attrgetter("tuple_selection.start"),
+                          doc="Events learned before the t-way tables of the choice started counting.")
+    tuple_ready = property(attrgetter("tuple_selection.ready"), doc="The model has a structure to rank candidates by.")
+    tuple_score = property(attrgetter("tuple_selection.score"), doc="(F, F): what candidates are ranked by.")
+    tuples_selected = property(attrgetter("tuple_selection.selected"),
+                               doc="Whether the t-way tables keep only the tuples of candidate parents.")
+
+    def tuple_lists(self) -> np.ndarray:
+        """(F, m): each feature's candidate parents, padded with -1 (:meth:`TupleSelection.lists`)."""
+        return self.tuple_selection.lists()
+
+    def tuple_summary(self) -> dict | None:
+        """What :meth:`memory_used` shows of the candidate parents (:meth:`TupleSelection.summary`)."""
+        return self.tuple_selection.summary()
+
+    def _tuple_room(self, k: int) -> bool:
+        """:func:`~stream_nb.stats.selection.tuple_room` of this store (KDB drops candidate parents rather than
+        outgrow the budget)."""
+        return tuple_room(self, k)
+
+    def tuple_limit(self) -> int:
+        """Bytes the sparse t-way tables may take under a tuple rule: half of the sparse limit (the pair
+        tables take the other half)."""
+        return self.sparse_limit() // 2
+
     # the memory budget is a part of its own (Budget): the store asks it, passing its arrays and table shapes
     memory_budget = property(lambda s: s.budget.limit, doc="Bytes the counts may take while dense (None: no bound).")
     tuples_sparse = property(lambda s: isinstance(getattr(s, "tuple_count", None), SparseTable),
@@ -475,6 +553,11 @@ class Stats(Capacity, Candidates, TupleCandidates, Promoting, Adding, Removing, 
     def _arrays(self) -> dict:
         """Every count array held, by name (the observed-only twin's too, and the Gaussian moments)."""
         arrays = {k: v for k, v in vars(self).items() if isinstance(v, (np.ndarray, SparseTable, PairBlocks))}
+        if self.selection.selected:  # the pairs kept, (F,) and (F, F): what the budget has always counted of them
+            arrays |= {"pair_allowed": self.selection.allowed, "pair_edges": self.selection.edges}
+        for name, a in (("tuple_cand", self.tuple_selection.cand), ("tuple_score", self.tuple_selection.score)):
+            if a is not None:  # the candidate parents and their scores, likewise
+                arrays[name] = a
         return arrays | {"value_feature": self.value_feature, "n_values": self.n_values,  # (the schema's, as large)
                          "g_n": self.g_n, "g_mean": self.g_mean, "g_m2": self.g_m2}
 
@@ -492,7 +575,8 @@ class Stats(Capacity, Candidates, TupleCandidates, Promoting, Adding, Removing, 
         """Bytes the sparse pair tables of this layer may take: :meth:`sparse_limit`, halved between the two
         layers of a two-layer store that drops pairs, and again when the t-way tables of candidate parents
         take the other half (_tuple_candidates.py)."""
-        return self.budget.pair_limit((self.pair_rule is not None and self.selection_peer is not None) + bool(self.tuple_rule))
+        return self.budget.pair_limit((self.selection.rule is not None and self.selection_peer is not None)
+                                      + bool(self.tuple_rule))
 
     def _dense_fits(self, family: tuple, t: int, cc: int, cv: int, cf: int) -> bool:
         """Whether dense tables of ``family`` with room for ``cc`` classes, ``cv`` values and ``cf``
@@ -523,7 +607,7 @@ class Stats(Capacity, Candidates, TupleCandidates, Promoting, Adding, Removing, 
                 break
         C, V, F = len(self.classes), len(self.value_keys), len(self.features)
         if (family == PAIR_TABLES and held is not None and not isinstance(held, (SparseTable, PairBlocks))
-                and self.pair_rule is not None):
+                and self.selection.rule is not None):
             # dense tables whose cells, sparse, would pass the budget: the pairs are chosen first (as the next
             # event would choose them), so that only the kept cells move over
             cells = sum(int(np.count_nonzero(getattr(self, p + k)[tuple(slice(0, d) for d in dims)]))
@@ -555,11 +639,11 @@ class Stats(Capacity, Candidates, TupleCandidates, Promoting, Adding, Removing, 
                 new = SparseTable(shape)
                 if old is not None:  # dense until now: its cells move over
                     idx, vals = cells_of(old, used[k])
-                    if len(vals) and not (family == TUPLE_TABLES and self.tuples_wait(len(vals))):
+                    if len(vals) and not (family == TUPLE_TABLES and tuples_wait(self, len(vals))):
                         new.add(idx, vals)
                 setattr(self, p + k, new)
         if family == TUPLE_TABLES:
-            self.settle_tuples()
+            settle_tuples(self)
         return True
 
     def _check_sparse_room(self, k: int) -> None:
@@ -567,13 +651,13 @@ class Stats(Capacity, Candidates, TupleCandidates, Promoting, Adding, Removing, 
         observed values could take the sparse pair tables past ``memory_budget`` (or
         :data:`~stream_nb.stats.budget.SPARSE_FLOOR`, if larger): if all its cells were new, or the tables
         had to grow (double) to hold them. A vectorised run is checked as one event before it is added."""
-        self.refresh_selection()
+        refresh_selection(self)
         if self.memory_budget is None:
             return
         self._make_room(self._sparse_room, k)  # a model with a pair rule drops pairs rather than refuse
         if revise_pairs(self, self.pair_limit()):  # and revises its choice as the events come (_revision.py)
             self._make_room(self._sparse_room, k)
-        self.refresh_tuple_selection()
+        refresh_tuple_selection(self)
         self._make_room(self._tuple_room, k)  # KDB drops candidate parents rather than outgrow the budget
 
     @staticmethod
