@@ -167,6 +167,36 @@ def test_spodes_candidate_scores_on_selected_tables_are_the_textbook_ones_event_
     assert model._stats.pairs_selected and checked > 100 and partial > 10 and model.scores
 
 
+def test_a_class_new_after_the_tables_turned_selected_gets_room_in_them(small_floor):
+    """Dense pair tables made without spare room, then selected (sparse) past the budget: a class (or value)
+    that comes later must grow them, in both layers, before its cells are counted; a float feature every
+    seventh event makes the fine layer hold its own tables, and its drops remap them."""
+    rng = np.random.default_rng(0)
+    model = AODE(memory_budget=300_000)
+    for i in range(700):
+        y = int(rng.integers(2 if i < 30 else 3))
+        x = {"f0": int((2 * y + rng.integers(2)) % 8), "f1": int(y if rng.random() < 0.7 else rng.integers(8))}
+        for f in range(2, 16):
+            x[f"f{f}"] = int(x[f"f{f - 1}"] if rng.random() < 0.8 else rng.integers(8))
+        if i % 7 == 3:
+            x["num"] = float(rng.normal() + y)
+        model.learn_one(x, y)
+    s = model._stats
+    assert s.pairs_selected and s.n_classes == 3
+    for layer in (s, s.fine):
+        for p in layer._sets():
+            for name in ("pair_count", "pair_feat"):
+                table = layer.__dict__.get(p + name)
+                if table is None:  # the fine layer's pairs are the coarse layer's
+                    continue
+                keys, vals = table.arrays()
+                held = keys[keys >= 0]
+                assert held.max() < np.prod(table.shape)  # every cell within the table's shape
+                assert table.cells()[1].sum() == vals[keys >= 0].sum() and (table.cells()[0][0] == 2).any()
+    proba = model.predict_proba_one({"f0": 4, "f1": 2})
+    assert set(proba) == {0, 1, 2} and abs(sum(proba.values()) - 1.0) < 1e-12
+
+
 def _owning(model):
     """The same model whose two layers each keep their own pair tables (as before they were shared)."""
     s = model._stats

@@ -162,6 +162,10 @@ class Capacity:
                     need[0] > self.pair_count.shape[0] or need[1] > self.pair_count.shape[1]
                     or need[2] > self.pair_feat.shape[2]):
                 self._alloc_pairs(cc, cv, cf, need[:3])
+            if self.pairs and self.pairs_sparse and (  # sparse tables made from dense ones without spare room
+                    need[0] > self.pair_count.shape[0] or need[1] > self.pair_count.shape[1]
+                    or need[2] > self.pair_feat.shape[-1]):
+                self._go_sparse(("pair_count", "pair_feat"), 2, *need[:3])
             if self.tuples:
                 self._alloc_tuples(*need[:3])
             return
