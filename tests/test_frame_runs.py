@@ -152,9 +152,9 @@ def run_lengths(monkeypatch) -> list:
     run = VectorisedRuns._prequential_run
 
     def spy(self, xs, ys, start, out):
-        stop = run(self, xs, ys, start, out)
+        stop, limited = run(self, xs, ys, start, out)
         lengths.append(stop - start)
-        return stop
+        return stop, limited
 
     monkeypatch.setattr(VectorisedRuns, "_prequential_run", spy)
     return lengths

@@ -603,11 +603,11 @@ class BayesClassifier(VectorisedRuns, Forgetting, Imputation, MiniBatches, Unlea
         xs, ys = frame_events(xs, ys)  # a DataFrame: numpy columns (stream_nb.stats.schema._frame_runs)
         i, n, runs = 0, len(xs), self._run_events(xs)  # the events as runs read them
         while i < n:
-            run = make_run()
+            run, limited = make_run(), False
             if runs is not None:
-                i = self._prequential_run(runs, ys, i, run)
+                i, limited = self._prequential_run(runs, ys, i, run)
             yield from run
-            if i < n:
+            if i < n and not limited:  # (a run that stopped at its length: the next event may start another)
                 try:
                     step = self.prequential_one(xs[i], ys[i])
                 except InvalidEventError as exc:
