@@ -162,6 +162,10 @@ class VectorisedRuns(abc.ABC):
         """
         return self._prequential_items(xs, ys, _Blocks, "prequential_blocks")
 
+    def _prequential_parts(self, xs: list, ys: list, name: str) -> list:
+        """:meth:`prequential_blocks`' items, all learned, as a list (``name``: the method named in an error)."""
+        return list(self._prequential_items(xs, ys, _Blocks, name))
+
     def _prequential_run(self, xs: list, ys: list, start: int, out: list | None) -> tuple[int, bool]:
         """Append the results of a run of events from ``start`` scored and learned by the model's compiled
         kernel (:meth:`_kernel_run`); return where it stopped (``start``: the next event goes the one-event way)
