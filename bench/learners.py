@@ -2,7 +2,7 @@
 
     python bench/learners.py [--events 20000] [--repeats 5] [--part all|prequential|learn_many|peers|holdout|forgetting]
                              [--jvm-repeats 15] [--jvm-warmup 5] [--no-jvm] [--streams LED,Agrawal]
-    python bench/learners.py --profile KDB [--profile-stream LED] [--profile-input dicts|frame] [--profile-one] [--events 20000]
+    python bench/learners.py --profile KDB [--profile-stream LED] [--profile-input dicts|frame|predictions] [--profile-one] [--events 20000]
 
 Every stream is materialised before timing.
 
@@ -277,7 +277,8 @@ def profile(model_name: str, sname: str, n: int, given: str = "dicts", top: int 
     functions called most (the shares of compiled calls and numpy's passes are what it measures best), by
     own time and by cumulative time, after one untimed run of a fresh model (compile or cache load). The
     model is declared as ``--part peers`` declares it (``types=``; KDB with k=2); ``given`` "frame": each
-    poll as a DataFrame's rows, as that part's rows do."""
+    poll as a DataFrame's rows, as that part's rows do ("predictions": its results read through
+    ``results.predictions``, :func:`frame_predictions_loop`)."""
     import cProfile
     import pstats
 
@@ -294,7 +295,9 @@ def profile(model_name: str, sname: str, n: int, given: str = "dicts", top: int 
         given = "one event at a time"
     else:
         xs, ys = [x for x, _ in events], [y for _, y in events]
-        loop = frame_loop(pd.DataFrame(xs), ys, True) if given == "frame" else dicts_loop(xs, ys)
+        loop = {"frame": lambda: frame_loop(pd.DataFrame(xs), ys, True),
+                "predictions": lambda: frame_predictions_loop(pd.DataFrame(xs), ys)}.get(
+                    given, lambda: dicts_loop(xs, ys))()
         given = f"prequential_many (polls of 500) given as {given}"
     loop(fresh())  # untimed: numba's import and cache load
     model = fresh()
@@ -330,8 +333,9 @@ def main(argv=None):
                         help="instead of the benchmark: profile MODEL's prequential_many (polls of 500) on "
                              "--profile-stream with cProfile and print where the time goes")
     parser.add_argument("--profile-stream", default="LED", choices=list(STREAMS), help="stream of --profile")
-    parser.add_argument("--profile-input", default="dicts", choices=("dicts", "frame"),
-                        help="events of --profile as lists of dicts (default) or a DataFrame's rows")
+    parser.add_argument("--profile-input", default="dicts", choices=("dicts", "frame", "predictions"),
+                        help="events of --profile as lists of dicts (default) or a DataFrame's rows (predictions: "
+                             "the results read through results.predictions)")
     parser.add_argument("--profile-one", action="store_true",
                         help="--profile the one-event loop (predict_one, then learn_one) instead")
     args = parser.parse_args(argv)
