@@ -2,7 +2,7 @@
 
     python bench/learners.py [--events 20000] [--repeats 5] [--part all|prequential|learn_many|peers|holdout|forgetting]
                              [--jvm-repeats 15] [--jvm-warmup 5] [--no-jvm] [--streams LED,Agrawal]
-    python bench/learners.py --profile KDB [--profile-stream LED] [--profile-input dicts|frame] [--profile-one] [--events 20000]
+    python bench/learners.py --profile KDB [--profile-stream LED] [--profile-input dicts|frame|predictions] [--profile-one] [--events 20000]
 
 Every stream is materialised before timing.
 
@@ -26,7 +26,9 @@ Each learner runs the prequential loop (predict each event, then learn it, in or
   events a call, given as a list of dicts, and given as a pandas DataFrame
   (``model.prequential_many(df.iloc[i:i + 500], ys[i:i + 500])``, the frame built before
   timing). Where ``prequential_many`` takes no DataFrame, each batch is handed to it as
-  ``batch.to_dict("records")``, timed, and the report says so;
+  ``batch.to_dict("records")``, timed, and the report says so. Each result's prediction is read
+  (``result[0]``) to score accuracy; NaiveBayes and AODE also read them as ``results.predictions``
+  (the rows "DataFrame, predictions read": a DataFrame's results build no dict of probabilities then);
 - CapyMOA's NaiveBayes (``bench/peers/capymoa_peer.py``, in a venv of its own since CapyMOA
   needs Python 3.11 or later and pins its pandas; made on first use, see
   ``bench/peers/capymoa_host.py``) on LED and Agrawal three ways: each instance built in the
@@ -275,7 +277,8 @@ def profile(model_name: str, sname: str, n: int, given: str = "dicts", top: int 
     functions called most (the shares of compiled calls and numpy's passes are what it measures best), by
     own time and by cumulative time, after one untimed run of a fresh model (compile or cache load). The
     model is declared as ``--part peers`` declares it (``types=``; KDB with k=2); ``given`` "frame": each
-    poll as a DataFrame's rows, as that part's rows do."""
+    poll as a DataFrame's rows, as that part's rows do ("predictions": its results read through
+    ``results.predictions``, :func:`frame_predictions_loop`)."""
     import cProfile
     import pstats
 
@@ -292,7 +295,9 @@ def profile(model_name: str, sname: str, n: int, given: str = "dicts", top: int 
         given = "one event at a time"
     else:
         xs, ys = [x for x, _ in events], [y for _, y in events]
-        loop = frame_loop(pd.DataFrame(xs), ys, True) if given == "frame" else dicts_loop(xs, ys)
+        loop = {"frame": lambda: frame_loop(pd.DataFrame(xs), ys, True),
+                "predictions": lambda: frame_predictions_loop(pd.DataFrame(xs), ys)}.get(
+                    given, lambda: dicts_loop(xs, ys))()
         given = f"prequential_many (polls of 500) given as {given}"
     loop(fresh())  # untimed: numba's import and cache load
     model = fresh()
@@ -328,8 +333,9 @@ def main(argv=None):
                         help="instead of the benchmark: profile MODEL's prequential_many (polls of 500) on "
                              "--profile-stream with cProfile and print where the time goes")
     parser.add_argument("--profile-stream", default="LED", choices=list(STREAMS), help="stream of --profile")
-    parser.add_argument("--profile-input", default="dicts", choices=("dicts", "frame"),
-                        help="events of --profile as lists of dicts (default) or a DataFrame's rows")
+    parser.add_argument("--profile-input", default="dicts", choices=("dicts", "frame", "predictions"),
+                        help="events of --profile as lists of dicts (default) or a DataFrame's rows (predictions: "
+                             "the results read through results.predictions)")
     parser.add_argument("--profile-one", action="store_true",
                         help="--profile the one-event loop (predict_one, then learn_one) instead")
     args = parser.parse_args(argv)
@@ -433,6 +439,8 @@ POLL, WARMUP = 500, 1
 #: The learners' names as the tables give them.
 CAPY = "CapyMOA NaiveBayes"
 ONE, DICTS, FRAME = "one event", "prequential_many, dicts", "prequential_many, DataFrame"
+#: The DataFrame's results read through their ``predictions`` (no dict of probabilities built).
+PREDICTIONS = "prequential_many, DataFrame, predictions read"
 
 
 def _predictions(model, events):
@@ -491,6 +499,18 @@ def frame_loop(frame, ys, takes_frames, poll=POLL):
     return loop
 
 
+def frame_predictions_loop(frame, ys, poll=POLL):
+    """:func:`frame_loop`, each call's predictions read from its results' ``predictions`` (the DataFrame's
+    results, :class:`~stream_nb.learners._results.PrequentialResults`, build no dict of probabilities then):
+    every prediction is still read and scored, as a user scoring accuracy reads them."""
+    def loop(model):
+        correct = 0
+        for X, y in protocol.frame_batches(frame, ys, poll):
+            correct += sum(p == t for p, t in zip(model.prequential_many(X, y).predictions, y))
+        return correct
+    return loop
+
+
 #: Per model: whether ``prequential_many`` takes a DataFrame, found by its first call in this process.
 TAKES_FRAMES: dict = {}
 #: The first calls, as ``(model, stream, input, protocol.FirstCall)`` rows, in the order they ran.
@@ -521,8 +541,8 @@ def our_runs(sname, events, types, aode_kw, aode_label):
     """stream_nb's (and river's) runs on one stream: ``{label: (make, loop)}`` for :func:`protocol.measure`."""
     xs, ys = [x for x, _ in events], [y for _, y in events]
     frame = pd.DataFrame(xs)
-    models = {"stream_nb NaiveBayes": (lambda: NaiveBayes(types=types), (ONE, DICTS, FRAME)),
-              aode_label: (lambda: AODE(types=types, **aode_kw), (ONE, DICTS, FRAME))}
+    models = {"stream_nb NaiveBayes": (lambda: NaiveBayes(types=types), (ONE, DICTS, FRAME, PREDICTIONS)),
+              aode_label: (lambda: AODE(types=types, **aode_kw), (ONE, DICTS, FRAME, PREDICTIONS))}
     if sname == "LED":
         models["stream_nb TAN"] = (lambda: TAN(types=types), (ONE, DICTS, FRAME))
         models["stream_nb KDB (k=2)"] = (lambda: KDB(k=2, types=types), (DICTS, FRAME))
@@ -537,6 +557,9 @@ def our_runs(sname, events, types, aode_kw, aode_label):
         loops = {ONE: one_event_loop(events), DICTS: dicts_loop(xs, ys)}
         if FRAME in paths:
             loops[FRAME] = frame_loop(frame, ys, takes)
+        if PREDICTIONS in paths and takes:
+            loops[PREDICTIONS] = frame_predictions_loop(frame, ys)
+        paths = [path for path in paths if path in loops]
         for path in paths:
             runs[f"{name}, {path}"] = (make, loops[path])
     return runs
@@ -629,6 +652,10 @@ SPEED_TARGETS = (
     ("NaiveBayes, DataFrame >= 1.5x MOA NaiveBayes (LED)", "LED",
      f"stream_nb NaiveBayes, {FRAME}", "MOA NaiveBayes", 1.5),
     ("AODE, DataFrame >= 1.5x Weka AODE (LED)", "LED", f"stream_nb AODE, {FRAME}", "Weka 3.6 AODE", 1.5),
+    ("NaiveBayes, DataFrame, predictions read >= 1.5x MOA NaiveBayes (LED)", "LED",
+     f"stream_nb NaiveBayes, {PREDICTIONS}", "MOA NaiveBayes", 1.5),
+    ("AODE, DataFrame, predictions read >= 1.5x Weka AODE (LED)", "LED", f"stream_nb AODE, {PREDICTIONS}",
+     "Weka 3.6 AODE", 1.5),
     ("TAN, DataFrame >= Weka AODE (LED)", "LED", f"stream_nb TAN, {FRAME}", "Weka 3.6 AODE", 1.0),
     ("KDB (k=2), DataFrame >= 0.5x Weka AODE (LED)", "LED", f"stream_nb KDB (k=2), {FRAME}", "Weka 3.6 AODE", 0.5),
     ("NaiveBayes, dicts >= 0.4x MOA NaiveBayes (LED)", "LED", f"stream_nb NaiveBayes, {DICTS}", "MOA NaiveBayes", 0.4),
@@ -708,6 +735,10 @@ def run_peers(args):
         for name in sorted({k.rsplit(", ", 2)[0] for k in res if k.endswith(FRAME)}):
             same = round(res[f"{name}, {FRAME}"][2] * args.events) == round(res[f"{name}, {DICTS}"][2] * args.events)
             targets.append((f"{name} prequential_many: a DataFrame predicts as dicts on {sname}", same))
+            if f"{name}, {PREDICTIONS}" in res:
+                same = res[f"{name}, {PREDICTIONS}"][2] == res[f"{name}, {FRAME}"][2]
+                targets.append((f"{name} prequential_many: a DataFrame's predictions are its results' on {sname}",
+                                same))
     # All-nominal streams: the same models, so predictions may differ only while the smoothing of a
     # cold start differs (MOA's unsmoothed class prior; Weka's Laplace over every declared value and class).
     for sname in ("LED", "STAGGER"):

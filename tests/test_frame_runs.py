@@ -152,9 +152,9 @@ def run_lengths(monkeypatch) -> list:
     run = VectorisedRuns._prequential_run
 
     def spy(self, xs, ys, start, out):
-        stop = run(self, xs, ys, start, out)
+        stop, limited = run(self, xs, ys, start, out)
         lengths.append(stop - start)
-        return stop
+        return stop, limited
 
     monkeypatch.setattr(VectorisedRuns, "_prequential_run", spy)
     return lengths
@@ -210,6 +210,41 @@ def test_a_bad_value_is_that_rows_error_and_the_rest_goes_on():
     assert out[3][0] == "play"
     assert_same(out, reference(looped, X, ys))
     assert_same_counts(model, looped)
+
+
+@pytest.mark.parametrize("name", ["nb", "nb-loss", "aode", "tan", "kdb"])
+def test_a_dataframes_results_are_the_list_the_same_events_as_dicts_give(name):
+    """prequential_many over a DataFrame returns a sequence built from the kernel's arrays: each element the
+    very ``(prediction, proba)`` pair (or error) the same events as dicts give, built once when first read;
+    it equals that list, and its ``predictions`` are the pairs' predictions (None for an error)."""
+    from stream_nb.learners._results import PrequentialResults
+
+    rng = np.random.default_rng(11)
+    n = 700
+    X = pd.DataFrame({f"f{j}": rng.choice(["p", "q", "r"], n) for j in range(5)})
+    X.loc[300, "f2"] = "new"  # a value never seen: that row goes the one-event way
+    X["temp"] = rng.normal(size=n)
+    X.loc[450, "temp"] = 1e300  # refused
+    ys = rng.choice(["a", "b", "c"], n).tolist()
+    ys[500] = "d"  # a class never seen
+    framed, listed = MODELS[name](), MODELS[name]()
+    results = framed.prequential_many(X, ys)
+    expected = listed.prequential_many(records(X), ys)
+    assert isinstance(results, PrequentialResults) and type(expected) is list and len(results) == n
+    assert results.predictions == [None if isinstance(r, InvalidEventError) else r[0] for r in expected]
+    assert isinstance(results[450], InvalidEventError) and str(results[450]) == str(expected[450])
+    expected[450] = results[450]  # (two errors are equal only if they are one object, in lists too)
+    assert results == expected and expected == results and not results != expected
+    for got, want in zip(results, expected):
+        if not isinstance(want, InvalidEventError):
+            assert type(got) is tuple and type(got[1]) is dict and got == want
+            assert all(type(p) is float for p in got[1].values())
+    assert results[10] is results[10] and results[-1] == expected[-1] and results[5:9] == expected[5:9]
+    assert repr(results) == repr(expected) and results.predictions == [r[0] for r in expected[:450]] + [None] + [
+        r[0] for r in expected[451:]]
+    assert list(results) + [] == results + [] == [] + results == expected
+    assert results != expected[:-1] and results != expected[:-1] + [(None, {})]
+    assert_same_counts(framed, listed)
 
 
 @pytest.mark.parametrize("as_frame", [False, True])

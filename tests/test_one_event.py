@@ -175,6 +175,28 @@ def test_the_fine_layer_is_counted_in_the_same_kernel_call(name, monkeypatch):
     assert fine.value_count.sum() == before[1].sum() + 10 * 6
 
 
+@pytest.mark.parametrize("name", ["AODE", "TAN"])
+def test_a_run_counts_the_fine_layer_it_shares_pairs_with_in_compiled_code(name, monkeypatch):
+    """With no feature binned a run's fine layer (pairs shared) counts its classes, values and features by the
+    compiled row count, not with the fine layer's numpy add_many, and holds what the one-event loop counts."""
+    model, loop = MODELS[name][0](**MODELS[name][2]), MODELS[name][0](**MODELS[name][2])
+    complete = [(x, y) for x, y in _stream(n=300) if len(x) == 6 and None not in x.values()]
+    _river_loop(model, complete[:50])
+    fine = model._stats.fine
+    assert model._stats.shared_pairs
+
+    def refused(*args, **kwargs):
+        raise AssertionError("a run was counted in the fine layer by its numpy add_many")
+
+    monkeypatch.setattr(type(fine), "add_many", refused)
+    model.prequential_many([x for x, _ in complete[50:]], [y for _, y in complete[50:]])
+    _river_loop(loop, complete)
+    assert model._stats.shared_pairs
+    for k in ("class_count", "value_count", "feat_count"):
+        np.testing.assert_array_equal(getattr(fine, k), getattr(loop._stats.fine, k), err_msg=k)
+        np.testing.assert_array_equal(getattr(fine, k), getattr(model._stats, k), err_msg=k)
+
+
 @pytest.mark.parametrize("numeric", [False, True], ids=["categorical", "numeric"])
 def test_aode_scores_from_its_kept_denominators_to_the_last_digit(numeric):
     """AODE keeps the product of a complete event's denominators per class and value: a complete event

@@ -250,9 +250,9 @@ def run_lengths(monkeypatch) -> list:
     run = VectorisedRuns._prequential_run
 
     def spy(self, xs, ys, start, out):
-        stop = run(self, xs, ys, start, out)
+        stop, limited = run(self, xs, ys, start, out)
         lengths.append(stop - start)
-        return stop
+        return stop, limited
 
     monkeypatch.setattr(VectorisedRuns, "_prequential_run", spy)
     return lengths
@@ -685,3 +685,28 @@ def test_labeled_events_with_new_categories_stay_in_runs(name, monkeypatch):
         assert taken[False] - taken[True] >= 40, taken  # of the 66 labeled events with a new value
         if name in ("nb", "nb-em", "nb-columns", "aode"):  # one layer: nothing else cuts these
             assert 5 * taken[True] <= taken[False], taken
+
+
+@pytest.mark.parametrize("name", ["aode", "tan", "spode", "kdb"])
+def test_a_run_that_stops_at_its_length_is_followed_by_another_run(name, monkeypatch):
+    """A run stops where the model must look at its counts (a rebuild, a two-layer store's choice of cut
+    points): the next event starts another run instead of going the one-event way, so a warm stream of known
+    values and classes takes no event one at a time, with the loop's results and counts."""
+    from stream_nb.learners._base import BayesClassifier
+
+    one_by_one = []
+    one = BayesClassifier.prequential_one
+    monkeypatch.setattr(BayesClassifier, "prequential_one", lambda self, x, y: one_by_one.append(y) or one(self, x, y))
+    rng = np.random.default_rng(5)
+    stream = [({"colour": ["red", "green", "blue"][int(rng.integers(0, 3))], "size": "sml"[int(rng.integers(0, 3))],
+                "flag": "yn"[i % 2]}, "ab"[int(rng.integers(0, 2))]) for i in range(300)]
+    batched, looped = MODELS[name](), MODELS[name]()
+    lengths = run_lengths(monkeypatch)
+    assert_same(batched.prequential_many([x for x, _ in stream[:40]], [y for _, y in stream[:40]]),
+                loop(looped, stream[:40]))
+    one_by_one.clear()
+    lengths.clear()
+    assert_same(batched.prequential_many([x for x, _ in stream[40:]], [y for _, y in stream[40:]]),
+                loop(looped, stream[40:]))
+    assert_same_counts(batched, looped)
+    assert one_by_one == [] and len(lengths) > 5 and sum(lengths) == 260, (one_by_one, lengths)

@@ -12,6 +12,7 @@ module                 what it holds
 ``_keywords.py``       the constructor's options checked in one place; earlier releases' keywords mapped
 ``_structured.py``     :class:`StructuredClassifier`: a structure rebuilt every ``rebuild_every`` events
 ``_runs.py``           :class:`~stream_nb.learners._runs.VectorisedRuns`: runs of events scored at once
+``_results.py``        :class:`PrequentialResults`: ``prequential_many``'s results of a DataFrame, over arrays
 ``_decision.py``       the log prior, logsumexp, the posterior, the loss-matrix decision
 ``_em.py``             EM's E-steps (naive Bayes, one-dependence) and AODE's imputation posterior
 ``_impute.py``         ``impute_proba_one`` and ``impute_one``
@@ -33,6 +34,7 @@ from ._base import BayesClassifier, Step
 from ._step import prequential_step
 from ._detectors import DETECTORS
 from ._keywords import flat_settings
+from ._results import PrequentialResults
 from ._runs import RunBlock
 from ._structure import conditional_mutual_information, maximum_spanning_tree, mutual_information_with_class
 from ._structured import StructuredClassifier
@@ -46,7 +48,8 @@ from .tan import TAN
 MODELS: dict[str, type[BayesClassifier]] = {cls.__name__: cls for cls in (NaiveBayes, AODE, TAN, SPODE, KDB)}
 
 __all__ = [
-    "AODE", "DETECTORS", "KDB", "MODELS", "SPODE", "TAN", "BayesClassifier", "NaiveBayes", "RunBlock", "Step",
+    "AODE", "DETECTORS", "KDB", "MODELS", "SPODE", "TAN", "BayesClassifier", "NaiveBayes", "PrequentialResults",
+    "RunBlock", "Step",
     "StructuredClassifier", "flat_settings",
     "conditional_mutual_information", "maximum_spanning_tree", "mutual_information_with_class",
     "prequential_step",

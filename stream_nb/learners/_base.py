@@ -32,6 +32,7 @@ from __future__ import annotations
 import abc
 import copy
 import math
+import sys
 import typing
 
 import numpy as np
@@ -46,6 +47,7 @@ from ._detectors import detector_spec
 from ._forgetting import Forgetting
 from ._impute import Imputation
 from ._keywords import check_options, defaults_of, model_defaults
+from ._results import PrequentialResults
 from ._runs import VectorisedRuns
 from ._unlearn import Unlearning
 
@@ -571,7 +573,7 @@ class BayesClassifier(VectorisedRuns, Forgetting, Imputation, MiniBatches, Unlea
                 self.learn_one(x, y)
         return Step(prediction, proba, learned, imputed)
 
-    def prequential_many(self, xs: list, ys: list) -> list:
+    def prequential_many(self, xs: list, ys: list) -> list | PrequentialResults:
         """Predict each event, then learn it, in order: :meth:`prequential_one` over a batch, runs of events
         that only change counts going through the compiled kernel.
 
@@ -588,7 +590,14 @@ class BayesClassifier(VectorisedRuns, Forgetting, Imputation, MiniBatches, Unlea
         feature 'sky': expected a categorical value (str, int or bool), got list ['?']
         ('play', {'play': 0.6667, 'stay': 0.3333})
         ('play', {'play': 0.7714, 'stay': 0.2286})
+
+        Given a DataFrame, the results come as a :class:`~stream_nb.learners.PrequentialResults`: the
+        same results, equal to that list, each built when first read, and its ``predictions`` read without
+        building the dicts of probabilities.
         """
+        pandas = sys.modules.get("pandas")  # (a DataFrame's caller has imported pandas)
+        if pandas is not None and isinstance(xs, pandas.DataFrame):
+            return PrequentialResults(self._prequential_parts(xs, ys, "prequential_many"))
         return list(self.prequential_iter(xs, ys))
 
     def prequential_iter(self, xs: list, ys: list):
@@ -603,11 +612,11 @@ class BayesClassifier(VectorisedRuns, Forgetting, Imputation, MiniBatches, Unlea
         xs, ys = frame_events(xs, ys)  # a DataFrame: numpy columns (stream_nb.stats.schema._frame_runs)
         i, n, runs = 0, len(xs), self._run_events(xs)  # the events as runs read them
         while i < n:
-            run = make_run()
+            run, limited = make_run(), False
             if runs is not None:
-                i = self._prequential_run(runs, ys, i, run)
+                i, limited = self._prequential_run(runs, ys, i, run)
             yield from run
-            if i < n:
+            if i < n and not limited:  # (a run that stopped at its length: the next event may start another)
                 try:
                     step = self.prequential_one(xs[i], ys[i])
                 except InvalidEventError as exc:

@@ -131,7 +131,9 @@ class VectorisedRuns(abc.ABC):
             runs = None
         while i < n:
             if runs is not None:
-                i = self._prequential_run(runs, ys, i, None)
+                i, limited = self._prequential_run(runs, ys, i, None)
+                if limited:  # stopped at its length, not at an event a run may not take: the next run goes on
+                    continue
             if i < n:
                 try:  # one event (its learning feeds a drift detector the error of its prediction)
                     if self.learn_unlabeled or not is_missing_label(ys[i]):
@@ -160,9 +162,15 @@ class VectorisedRuns(abc.ABC):
         """
         return self._prequential_items(xs, ys, _Blocks, "prequential_blocks")
 
-    def _prequential_run(self, xs: list, ys: list, start: int, out: list | None) -> int:
+    def _prequential_parts(self, xs: list, ys: list, name: str) -> list:
+        """:meth:`prequential_blocks`' items, all learned, as a list (``name``: the method named in an error)."""
+        return list(self._prequential_items(xs, ys, _Blocks, name))
+
+    def _prequential_run(self, xs: list, ys: list, start: int, out: list | None) -> tuple[int, bool]:
         """Append the results of a run of events from ``start`` scored and learned by the model's compiled
-        kernel (:meth:`_kernel_run`); return where it stopped (``start``: the next event goes the one-event way).
+        kernel (:meth:`_kernel_run`); return where it stopped (``start``: the next event goes the one-event way)
+        and whether it stopped only because it was as long as a run may be then (the model's batch limit, the
+        store's :meth:`~stream_nb.stats.Stats.learn_limit`, :attr:`_RUN`): the next event may start another.
 
         A run is what :meth:`Stats.encode_run` accepts: events that only change counts (complete ones under
         EM), while the kernel may take them (:meth:`_kernel_ready`). With ``out=None`` the run is learned
@@ -170,19 +178,24 @@ class VectorisedRuns(abc.ABC):
         """
         s = self._stats
         if not s.n_classes or not self._run_ready() or not self._kernel_ready():
-            return start
+            return start, False
         complete = self._run_complete or self.missing.attributes
-        stop, D, G, yc = s.encode_run(xs, ys, start, complete=complete, limit=min(self._RUN, self._batch_limit()),
-                                      unseen=True, new_values=s.registers_in_runs())
+        limit = min(self._RUN, self._batch_limit())
+        longest = min(limit, s.learn_limit())  # (a two-layer store's runs stop where it chooses cut points)
+        stop, D, G, yc = s.encode_run(xs, ys, start, complete=complete, limit=limit, unseen=True,
+                                      new_values=s.registers_in_runs())
         try:
             decay = self._decay_run(xs, start, yc)
             if decay is not None and decay.stop < len(yc):  # the decay acts on the cells after this row
                 s.cut_run(decay.stop)
                 D, G, yc, stop = D[: decay.stop], G[: decay.stop], yc[: decay.stop], start + decay.stop
-            # (a two-layer store takes a single event the one-event way: it registers new values in its order)
-            if stop - start >= 2 or (stop > start and s.count_layer() is s):
-                return self._kernel_run(xs, start, stop, D, G, yc, out, decay)
-            return start
+                longest = 0
+            # (a two-layer store takes a single event with a new value the one-event way: it registers new
+            # values in its order)
+            if stop - start >= 2 or (stop > start and (s.count_layer() is s or not s.registers_run_values())):
+                at = self._kernel_run(xs, start, stop, D, G, yc, out, decay)
+                return at, at == stop == start + longest and at < len(xs)
+            return start, False
         finally:
             s.run_new = None  # registered by _kernel_run for the rows learned; the others are met again
 

@@ -17,6 +17,9 @@ from ..values import BINNED
 
 __all__ = ["FineRuns"]
 
+#: Empty pair tables: a fine layer whose pair counts are its coarse layer's counts no pairs (count_rows).
+_NO_PAIRS = np.zeros((0, 0, 0))
+
 
 class FineRuns:
     """The runs of a :class:`~stream_nb.stats.TwoLayerStats` (a part of it, not used alone): it provides
@@ -70,12 +73,13 @@ class FineRuns:
             fD, fdfeats, fG, fgslots = self._pending_rows
             self._pending_rows = None
         fine = self.fine
-        if (w is None and self.journal is None and fine.pairs and not fine.tuples
+        shared = self.shared_pairs  # (its pair counts are this layer's, which the kernel counted: no pairs)
+        if (w is None and self.journal is None and (fine.pairs or shared) and not fine.tuples
                 and not fine.pairs_sparse and not fine.keeps_observed and not fG.shape[1]):
             # what fine.add_many adds, row by row in compiled code (whole weights: exact in any order), with
             # no matrix product for a BLAS thread to spin on
-            compiled().count_rows(fD, fdfeats, yc, True, fine.class_count, fine.value_count, fine.feat_count,
-                                  fine.pair_count, fine.pair_feat)
+            pairs = (_NO_PAIRS, _NO_PAIRS) if shared else (fine.pair_count, fine.pair_feat)
+            compiled().count_rows(fD, fdfeats, yc, True, fine.class_count, fine.value_count, fine.feat_count, *pairs)
             fine.epoch += rows is None  # (one event: as Stats.add, its version alone)
         else:
             self._journal_fine(fine.add_many, fD, fdfeats, fG, fgslots, yc, w)
@@ -88,6 +92,9 @@ class FineRuns:
 
     def _run_value_room(self) -> int:
         return min(super()._run_value_room(), self.fine._run_value_room())
+
+    def registers_run_values(self) -> bool:
+        return self.run_new is not None or self.fine.run_new is not None
 
     def register_run_values(self, n: int) -> None:
         """Register the new values of the run's first ``n`` rows in both layers, each in its order (a
