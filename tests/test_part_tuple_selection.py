@@ -11,6 +11,7 @@ import pytest
 from stream_nb import KDB, EqualFrequency, Parents
 from stream_nb.stats.budget import _budget
 from stream_nb.stats.selection import TupleSelection
+from test_part_selection import wide
 
 
 def random_cand(rng, F: int, p: float = 0.35) -> np.ndarray:
@@ -139,16 +140,9 @@ def test_a_state_that_does_not_fit_is_refused_naming_the_key(arrays, meta, tuple
         TupleSelection.from_state(arrays, meta, 4, tuples)
 
 
-def chain(n, seed=0, features=12, values=5):
-    rng = np.random.default_rng(seed)
-    out = []
-    for _ in range(n):
-        y = int(rng.integers(3))
-        x = {"f0": float((2 * y + rng.integers(2)) % values)}
-        for f in range(1, features):
-            x[f"f{f}"] = float(x[f"f{f - 1}"] if rng.random() < 0.8 else rng.integers(values))
-        out.append((x, y))
-    return out
+def chain(n, seed=0):
+    """The selection part's chain of copies (``wide``), its values numbers (binned by KDB's discretiser)."""
+    return [({k: float(v) for k, v in x.items()}, y) for x, y in wide(n, seed, features=12, values=5)]
 
 
 def test_a_stores_budget_counts_the_choices_arrays_and_its_tables_hold_candidates_only(monkeypatch):
