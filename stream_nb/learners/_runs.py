@@ -190,9 +190,9 @@ class VectorisedRuns(abc.ABC):
                 s.cut_run(decay.stop)
                 D, G, yc, stop = D[: decay.stop], G[: decay.stop], yc[: decay.stop], start + decay.stop
                 longest = 0
-            # (a two-layer store takes a single event with a new value the one-event way: it registers new
-            # values in its order)
-            if stop - start >= 2 or (stop > start and (s.count_layer() is s or not s.registers_run_values())):
+            # (a two-layer store takes a single event the one-event way: it registers new values in its order,
+            # and a single event's run there gave other results on streams whose features turn numeric)
+            if stop - start >= 2 or (stop > start and s.count_layer() is s):
                 at = self._kernel_run(xs, start, stop, D, G, yc, out, decay)
                 return at, at == stop == start + longest and at < len(xs)
             return start, False

@@ -93,9 +93,6 @@ class FineRuns:
     def _run_value_room(self) -> int:
         return min(super()._run_value_room(), self.fine._run_value_room())
 
-    def registers_run_values(self) -> bool:
-        return self.run_new is not None or self.fine.run_new is not None
-
     def register_run_values(self, n: int) -> None:
         """Register the new values of the run's first ``n`` rows in both layers, each in its order (a
         mirrored run's fine layer takes the coarse layer's values, in the same columns)."""

@@ -295,11 +295,6 @@ class Stats(Capacity, Promoting, Adding, Removing, Merging, State):
         """:meth:`Schema.run_more <stream_nb.stats.schema.Schema.run_more>`."""
         return self.schema.run_more(n)
 
-    def registers_run_values(self) -> bool:
-        """Whether the run :meth:`encode_run` gave last met values never seen, which :meth:`register_run_values`
-        registers once it is learned."""
-        return self.run_new is not None
-
     def register_run_values(self, n: int) -> None:
         """:meth:`Schema.register_run_values <stream_nb.stats.schema.Schema.register_run_values>`."""
         self.schema.register_run_values(n)
