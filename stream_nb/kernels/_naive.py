@@ -19,7 +19,7 @@ import numpy as np
 from . import _common
 from ._addresses import NO_DETECTOR, Addresses
 
-__all__ = ["ARRAYS", "naive_block", "naive_learn", "naive_score", "naive_tables", "warm"]
+__all__ = ["ARRAYS", "naive_block", "naive_decide", "naive_learn", "naive_score", "naive_tables", "warm"]
 
 #: The arrays of a naive Bayes model's address table, in order.
 ARRAYS = ("class_count", "value_count", "feat_count", "n_values", "obs_value_count", "obs_feat_count",
@@ -187,6 +187,29 @@ def naive_block(t, D, dfeats, more, G, gslots, yc, weights, alphas, out, learn, 
     return D.shape[0]
 
 
+def naive_decide(t, cols, feats, gx, gslots, C, a, var_smoothing):
+    """The class naive Bayes decides for one event without a loss matrix: the argmax of its joint
+    log-likelihood (:func:`~stream_nb.kernels._naive.naive_score`; the first of ties, or of NaNs, as numpy's),
+    or where every class is impossible the prior's."""
+    prior, jll, q, out = np.empty(C), np.empty(C), np.empty(C), np.empty(C)
+    v = _views(t)
+    _common.log_prior_row(v[0], C, a, prior)
+    _score(v, cols, feats, gx, gslots, cols[:0], C, a, var_smoothing, True, prior, jll, q, out)
+    best = _argmax(out, C)
+    return _argmax(prior, C) if out[best] == -math.inf else best
+
+
+def _argmax(v, n):
+    """numpy's argmax of ``v[:n]``: the first largest, or the first NaN."""
+    best = 0
+    for i in range(1, n):
+        if v[best] != v[best]:
+            break
+        if v[i] != v[i] or v[i] > v[best]:
+            best = i
+    return best
+
+
 def warm(k) -> None:
     """Compile the kernels for the types the models pass."""
     C, V, F = 2, 4, 2
@@ -204,3 +227,4 @@ def warm(k) -> None:
                               np.empty((2, C)), True, False, C, 1.0, 1e-9, loss, *NO_DETECTOR)
     k.naive_score(t, D[0], feats, G[0], gslots, np.empty(C), False, C, 1.0, 1e-9)
     k.naive_learn(t, D[0], feats, G[0], gslots, 1, 1.0, False, 1.0)
+    k.naive_decide(t, D[0], feats, G[0], gslots, C, 1.0, 1e-9)

@@ -1,24 +1,22 @@
-"""One event through a block kernel, its arrays by address: ``predict_one`` and ``learn_one`` of TAN and AODE,
-and naive Bayes's decision.
+"""One event through a block kernel, its arrays by address: ``predict_one`` and ``learn_one`` of TAN and AODE
+(naive Bayes's decision is :func:`~stream_nb.kernels._naive.naive_decide`, so that naive Bayes compiles no
+structured model's kernel).
 
 The functions view the table of addresses (:class:`~stream_nb.kernels.Addresses`, a pair table as its 2-D
 view of rows (class, value)) and call the block kernel on the event as a block of one, with no drift
 detector and no loss matrix. AODE's ``y`` >= 0: the event is counted in that class after it is scored; -1: scored
 only (TAN scores with :func:`tree_one` and counts with :func:`tree_count`). ``out`` (1, C) gets log P(c | x), or with ``joint`` log P(c, x). ``twin``: the table of a second count
 set (a two-layer store's fine layer) that counts a complete event too, in the same columns; empty: none.
-:func:`naive_decide` returns the decided class, so that ``predict_one`` hands back no array.
 """
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from . import _aode, _common, _naive, _spodes, _tree
+from . import _aode, _common, _spodes, _tree
 from ._addresses import Addresses
 
-__all__ = ["AODE_ARRAYS", "TREE_ARRAYS", "aode_count", "aode_one", "naive_decide", "tree_count", "tree_one", "warm"]
+__all__ = ["AODE_ARRAYS", "TREE_ARRAYS", "aode_count", "aode_one", "tree_count", "tree_one", "warm"]
 
 #: The arrays of a TAN model's address table, in order (pair tables as (C V, V) and (C V, F) views).
 TREE_ARRAYS = ("class_count", "value_count", "feat_count", "pair_count", "pair_feat", "n_values",
@@ -121,29 +119,6 @@ def aode_count(t, cols, feats, y, a, cached, twin):
         _count_twin(twin, cols, feats, y)
 
 
-def naive_decide(t, cols, feats, gx, gslots, C, a, var_smoothing):
-    """The class naive Bayes decides for one event without a loss matrix: the argmax of its joint
-    log-likelihood (:func:`~stream_nb.kernels._naive.naive_score`; the first of ties, or of NaNs, as numpy's),
-    or where every class is impossible the prior's."""
-    prior, jll, q, out = np.empty(C), np.empty(C), np.empty(C), np.empty(C)
-    v = _naive._views(t)
-    _common.log_prior_row(v[0], C, a, prior)
-    _naive._score(v, cols, feats, gx, gslots, cols[:0], C, a, var_smoothing, True, prior, jll, q, out)
-    best = _argmax(out, C)
-    return _argmax(prior, C) if out[best] == -math.inf else best
-
-
-def _argmax(v, n):
-    """numpy's argmax of ``v[:n]``: the first largest, or the first NaN."""
-    best = 0
-    for i in range(1, n):
-        if v[best] != v[best]:
-            break
-        if v[i] != v[i] or v[i] > v[best]:
-            best = i
-    return best
-
-
 def warm(k) -> None:
     """Compile the kernels for the types the models pass."""
     C, V, F = 2, 4, 2
@@ -162,6 +137,3 @@ def warm(k) -> None:
     k.aode_one(aode, cols, feats, 1, C, 1.0, 1.0, np.zeros(0, dtype=np.int8), np.zeros((0, 0), dtype=np.int8), True,
                False, out)
     k.aode_count(aode, cols, feats, 1, 1.0, True, fine)
-    naive = Addresses(None, (cc, vc, fc, nv, vc, fc, g, g, g, np.zeros((V, C)), np.zeros((F, C)))).table  # logs class-contiguous
-    k.naive_tables(naive, 1.0)
-    k.naive_decide(naive, cols, feats, np.zeros(1), np.zeros(1, dtype=np.int64), C, 1.0, 1e-9)

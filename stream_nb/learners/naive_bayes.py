@@ -133,7 +133,7 @@ class NaiveBayes(BayesClassifier):
 
     _accepts = {"numeric": (Gaussian, *BINNED)}
 
-    _kernel_modules = ("_naive", "_one")
+    _kernel_modules = ("_naive",)
 
     def _kernel_block(self, D, dfeats, G, gslots, yc, more, out, learn: bool, decay=None) -> int:
         """Score each row of an encoded block into ``out`` (log posteriors) and, with ``learn``, count each
