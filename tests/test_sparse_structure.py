@@ -26,8 +26,9 @@ def _sums(keys, n):
     return np.bincount(inv.ravel(), weights=n, minlength=len(uniq))[inv.ravel()]
 
 
-def _numpy_cmi_sums(stats):
-    """The sums of n log(n n(c, i, j) / (n(c, v, j) n(c, i, w))) per pair and the pair's counts, in numpy."""
+def _numpy_cmi_sums(stats, least=None):
+    """The sums of n log(n n(c, i, j) / (n(c, v, j) n(c, i, w))) per pair and the pair's counts, in numpy (every
+    pair scored, whatever ``least``)."""
     C, V, F = stats.n_classes, len(stats.value_keys), len(stats.features)
     (c, v, w), n = cells_of(stats.pair_count, stats.pair_count.shape)
     fv = stats.value_feature
@@ -45,10 +46,10 @@ def _numpy_cmi_sums(stats):
     mi, n_pair = mi + mi.T, n_pair + n_pair.T
     np.fill_diagonal(mi, 0.0)
     np.fill_diagonal(n_pair, 0.0)
-    return mi, n_pair
+    return mi, n_pair, None
 
 
-def _random_store(seed):
+def _random_store(seed, whole=False):
     """A store-like object over a random sparse pair table: F features of 2 to 5 value columns each (column 0
     and a detached column of no feature among them), cells of classes and columns past those seen, counts
     whole and fractional, and held cells whose count went back to zero."""
@@ -63,6 +64,8 @@ def _random_store(seed):
     m = int(rng.integers(1, 400))
     idx = (rng.integers(0, C + 1, m), rng.integers(0, V + 2, m), rng.integers(0, V + 2, m))
     w = np.where(rng.random(m) < 0.5, rng.integers(1, 4, m).astype(float), rng.random(m) * 3)
+    if whole:
+        w = rng.integers(1, 4, m).astype(float)
     table.add(idx, w)
     held, _ = table.cells()
     gone = rng.random(len(held[0])) < 0.1
@@ -70,17 +73,52 @@ def _random_store(seed):
               if gone.any() else np.zeros(0))
     vfull = np.concatenate([vf, [-1, -1]])  # the store's map has room past its columns too
     return types.SimpleNamespace(n_classes=C, value_keys=[None] * V, features=[f"f{i}" for i in range(F)],
-                                 pair_count=table, value_feature=vfull)
+                                 pair_count=table, value_feature=vfull, n_values=sizes, class_count=np.ones(C))
 
 
 @pytest.mark.parametrize("seed", range(40))
 def test_the_compiled_cmi_sums_equal_numpy_on_random_sparse_tables(seed):
     s = _random_store(seed)
-    mi, n = _candidates._cmi_sums(s)
-    want_mi, want_n = _numpy_cmi_sums(s)
+    mi, n, scored = _candidates._cmi_sums(s)
+    want_mi, want_n, _ = _numpy_cmi_sums(s)
+    assert scored is None  # every pair, without a least count
     np.testing.assert_array_equal(n, want_n)  # sums of the same counts in the same order
     np.testing.assert_allclose(mi, want_mi, rtol=1e-12, atol=1e-12)
     assert (np.diag(mi) == 0).all() and (mi == mi.T).all()
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_pairs_below_their_least_count_are_left_unscored_with_their_count_exact(seed):
+    """Whole counts: a pair whose pooled count (half both blocks' sum) is below ``least`` is not scored and keeps
+    its exact count, every other pair is scored as numpy scores it; a fractional count anywhere: every pair
+    is scored (its sums in slot order would not be exact)."""
+    rng = np.random.default_rng(seed)
+    for whole in (True, False):
+        s = _random_store(seed, whole)
+        want_mi, want_n, _ = _numpy_cmi_sums(s)
+        F = len(s.features)
+        least = rng.integers(0, 12, size=(F, F)).astype(float)
+        least = np.minimum(least, least.T)
+        mi, n, scored = _candidates._cmi_sums(s, least)
+        np.testing.assert_array_equal(n, want_n)  # scored or not, every pair's count
+        off = ~np.eye(F, dtype=bool)
+        below = (want_n / 2.0 < least) & off
+        (c, v, w), x = s.pair_count.cells()
+        V, fv = len(s.value_keys), s.value_feature
+        counted = (c < s.n_classes) & (v > 0) & (w > 0) & (v < V) & (w < V) & (x > 0)
+        counted[counted] &= (fv[v[counted]] >= 0) & (fv[w[counted]] >= 0)
+        if (x[counted] % 1 != 0).any() or not below.any():  # a fractional count: every pair scored
+            assert scored is None or scored[off].all()
+            np.testing.assert_allclose(mi, want_mi, rtol=1e-12, atol=1e-12)
+            continue
+        assert scored is not None and (scored[off] == ~below[off]).all()
+        assert (mi[below] == 0).all()
+        np.testing.assert_allclose(mi[~below], want_mi[~below], rtol=1e-12, atol=1e-12)
+        g, _, n_ev = _candidates.pair_evidence(s, least)
+        assert np.isnan(g[below]).all() and not np.isnan(g[~below & off]).any()
+        np.testing.assert_array_equal(n_ev, want_n / 2.0)
+        scores = _candidates.edge_scores(s, (g, np.ones_like(g), n_ev))
+        assert np.isnan(scores[below]).all() and not np.isnan(scores[~below & off]).any()
 
 
 def test_held_cells_without_a_count_and_cells_past_the_seen_ones_add_nothing():
@@ -88,7 +126,7 @@ def test_held_cells_without_a_count_and_cells_past_the_seen_ones_add_nothing():
     t = s.pair_count
     (c, v, w), x = t.cells()
     V = len(s.value_keys)
-    mi, n = _candidates._cmi_sums(s)
+    mi, n, _ = _candidates._cmi_sums(s)
     keep = (c < s.n_classes) & (v < V) & (w < V) & (x > 0) & (v > 0) & (w > 0)
     keep &= (s.value_feature[v] >= 0) & (s.value_feature[w] >= 0)
     off = s.value_feature[v] != s.value_feature[w]

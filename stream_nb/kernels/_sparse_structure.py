@@ -36,29 +36,48 @@ def _block(key, val, P1, P2, C, V, vf, F):
     return fi * F + fj
 
 
-def sparse_cmi(keys, vals, shape, C, V, vf, F):
-    """``(mi, n)``, each (F, F): per ordered pair (i, j), the sum over the cells (c, v, w) of the block of x_i's
-    rows and x_j's columns of n log(n n(c, i, j) / (n(c, v, j) n(c, i, w))), and the block's count: one
-    orientation of each pair, before the two are pooled."""
+def sparse_cmi(keys, vals, shape, C, V, vf, F, least):
+    """``(mi, n, scored)``, each (F, F): per ordered pair (i, j), the sum over the cells (c, v, w) of the block
+    of x_i's rows and x_j's columns of n log(n n(c, i, j) / (n(c, v, j) n(c, i, w))), and the block's count:
+    one orientation of each pair, before the two are pooled.
+
+    A feature's block with itself is not scored (``mi`` 0, ``n`` its count).
+
+    ``least`` (F, F), or (0, 0) for none: a pair whose count, both blocks pooled (half their sum), is below
+    ``least[i, j]`` is not scored (``scored`` False, ``mi`` 0; ``n`` is still its count). Its count is then
+    summed in slot order, not in key order, so this holds only when every count is a whole number (their
+    sums are then exact in any order): with a fractional count every pair is scored."""
     P1, P2 = shape[1], shape[2]
     S = keys.shape[0]
     pair = np.empty(S, dtype=np.int64)  # each slot's pair, -1: a cell that does not count
-    start = np.zeros(F * F + 1, dtype=np.int64)
+    held = np.zeros(F * F, dtype=np.int64)  # each block's cells
+    rough = np.zeros(F * F)  # each block's count, in slot order
+    whole = True
     for s in range(S):
         b = _block(keys[s], vals[s], P1, P2, C, V, vf, F)
         pair[s] = b
         if b >= 0:
-            start[b + 1] += 1
+            held[b] += 1
+            rough[b] += vals[s]
+            whole = whole and vals[s] == math.floor(vals[s])
+    scored = np.ones((F, F), dtype=np.bool_)
+    if least.shape[0] and whole:
+        for i in range(F):
+            for j in range(F):
+                scored[i, j] = i == j or (rough[i * F + j] + rough[j * F + i]) / 2.0 >= least[i, j]
+    start = np.zeros(F * F + 1, dtype=np.int64)  # the scored blocks' cells, grouped
     most = 0
     for b in range(F * F):
-        most = max(most, start[b + 1])
+        if scored[b // F, b % F] and b // F != b % F:  # (a feature's pair with itself: no score)
+            most = max(most, held[b])
+            start[b + 1] = held[b]
         start[b + 1] += start[b]
     at = start[:-1].copy()
     ck = np.empty(start[F * F], dtype=np.int64)  # the cells' keys and counts, grouped by pair
     cx = np.empty(start[F * F])
     for s in range(S):
         b = pair[s]
-        if b >= 0:
+        if b >= 0 and scored[b // F, b % F] and b // F != b % F:
             ck[at[b]] = keys[s]
             cx[at[b]] = vals[s]
             at[b] += 1
@@ -72,6 +91,9 @@ def sparse_cmi(keys, vals, shape, C, V, vf, F):
     mi = np.zeros((F, F))
     n = np.zeros((F, F))
     for b in range(F * F):
+        if not scored[b // F, b % F] or b // F == b % F:
+            n[b // F, b % F] = rough[b]
+            continue
         lo, hi = start[b], start[b + 1]
         if lo == hi:
             continue
@@ -96,11 +118,12 @@ def sparse_cmi(keys, vals, shape, C, V, vf, F):
             row[rv[t]] = 0.0
             col[cw[t]] = 0.0
             blk[cc[t]] = 0.0
-    return mi, n
+    return mi, n, scored
 
 
 def warm(k) -> None:
     """Compile the kernels for the types the stores pass."""
     keys, vals = np.full(16, -1, dtype=np.int64), np.zeros(16)
     keys[3], vals[3] = 1 * 25 + 1 * 5 + 3, 2.0
-    k.sparse_cmi(keys, vals, np.array([2, 5, 5], dtype=np.int64), 2, 5, np.array([-1, 0, 0, 1, 1], dtype=np.int64), 2)
+    k.sparse_cmi(keys, vals, np.array([2, 5, 5], dtype=np.int64), 2, 5, np.array([-1, 0, 0, 1, 1], dtype=np.int64), 2,
+                 np.zeros((0, 0)))

@@ -67,7 +67,7 @@ from ._pair_selection import PairSelection, padded, pair_kept
 from ._significance import chi2_logsf
 from ..tables import FilteredTable, SparseTable, cells_of, chunks_of
 
-__all__ = ["SelectedTable", "apply_selection", "cmi_from_cells", "edge_costs", "edge_scores",
+__all__ = ["SelectedTable", "apply_selection", "cmi_from_cells", "edge_costs", "edge_scores", "pair_degrees",
            "edge_supported", "mirror_selection", "mutual_information_with_class", "padded", "pair_evidence",
            "parent_scores", "prune_units", "refresh_selection", "restore_selection", "selected_cells", "set_pair_rule",
            "widen_to_either"]
@@ -234,13 +234,15 @@ def edge_costs(s) -> tuple[np.ndarray, int]:
 
 def edge_scores(s, evidence: tuple | None = None) -> np.ndarray:
     """(F, F): the log p-value of the G-test of each pair's own counts against independence given the
-    class (``evidence``: :func:`pair_evidence`, read here if not given; 0 for a pair without counts).
-    Lower is better supported: the order in which the pairs are kept."""
+    class (``evidence``: :func:`pair_evidence`, read here if not given; 0 for a pair without counts, NaN for
+    one the evidence left unscored). Lower is better supported: the order in which the pairs are kept."""
     g, df, n = pair_evidence(s) if evidence is None else evidence
     out = np.zeros(g.shape)
-    has = n > 0
+    unscored = np.isnan(g)
+    has = (n > 0) & ~unscored
     if has.any():
         out[has] = chi2_logsf(g[has], df[has])
+    out[unscored] = np.nan
     return out
 
 
@@ -329,20 +331,24 @@ def _sums(keys: np.ndarray, n: np.ndarray) -> np.ndarray:
     return np.bincount(inv.ravel(), weights=n, minlength=len(uniq))[inv.ravel()]
 
 
-def _cmi_sums(stats) -> tuple[np.ndarray, np.ndarray]:
-    """``(sums, n)``, (F, F) and symmetric: per pair of discrete features, the sum over both blocks of the
-    pair's cells of n log(n n(c, i, j) / (n(c, v, j) n(c, i, w))), and the counts of both blocks, read off
-    the pair tables (dense or sparse) cell by cell."""
+def _cmi_sums(stats, least: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """``(sums, n, scored)``, (F, F) and symmetric: per pair of discrete features, the sum over both blocks of
+    the pair's cells of n log(n n(c, i, j) / (n(c, v, j) n(c, i, w))), and the counts of both blocks, read off
+    the pair tables (dense or sparse) cell by cell. ``least`` (F, F): sparse tables may leave unscored (sum
+    0, ``scored`` False) a pair whose count is below it (``kernels/_sparse_structure.py``); ``scored`` None:
+    every pair scored."""
     C, V, F = stats.n_classes, len(stats.value_keys), len(stats.features)
     table = stats.pair_count
     if isinstance(table, SparseTable):  # in the compiled loop, over the hash table's slots
         keys, vals = table.arrays()
-        mi, n_pair = compiled().sparse_cmi(keys, vals, np.array(table.shape, dtype=np.int64), C, V,
-                                           np.ascontiguousarray(stats.value_feature[:V], dtype=np.int64), F)
+        least = _NO_LEAST if least is None else np.ascontiguousarray(least, dtype=float)
+        mi, n_pair, scored = compiled().sparse_cmi(keys, vals, np.array(table.shape, dtype=np.int64), C, V,
+                                                   np.ascontiguousarray(stats.value_feature[:V], dtype=np.int64), F,
+                                                   least)
         mi, n_pair = mi + mi.T, n_pair + n_pair.T  # both blocks of each pair
         np.fill_diagonal(mi, 0.0)
         np.fill_diagonal(n_pair, 0.0)
-        return mi, n_pair
+        return mi, n_pair, (None if scored.all() else scored)
     (c, v, w), n = cells_of(table, table.shape)  # dense pairs (KDB's candidate parents)
     fv = stats.value_feature
     ok = (c < C) & (v < V) & (w < V) & (n > 0)
@@ -359,7 +365,10 @@ def _cmi_sums(stats) -> tuple[np.ndarray, np.ndarray]:
     mi, n_pair = mi + mi.T, n_pair + n_pair.T  # both blocks of each pair
     np.fill_diagonal(mi, 0.0)
     np.fill_diagonal(n_pair, 0.0)
-    return mi, n_pair
+    return mi, n_pair, None
+
+
+_NO_LEAST = np.zeros((0, 0))
 
 
 def cmi_from_cells(stats) -> np.ndarray:
@@ -368,23 +377,33 @@ def cmi_from_cells(stats) -> np.ndarray:
     block per class would be as large as the table it replaces). Zero for pairs not kept; a pair
     kept since its last admission (:mod:`stream_nb.stats.selection._revision`) is read off the events its own
     counts hold."""
-    mi, n_pair = _cmi_sums(stats)
+    mi, n_pair, _ = _cmi_sums(stats)
     with np.errstate(divide="ignore", invalid="ignore"):
         mi = np.where(n_pair > 0, mi / np.where(n_pair > 0, n_pair, 1.0), 0.0)
     return np.maximum(mi, 0.0)
 
 
-def pair_evidence(stats) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(G, df, n)``, each (F, F): per pair of discrete features, the G statistic 2 n I(x_i; x_j | y) of the
-    pair's own counts (both blocks pooled, as :func:`cmi_from_cells`), its degrees of freedom
-    C (|X_i| - 1)(|X_j| - 1) (the classes and values seen; at least 1), and n, the events its counts hold
-    (those that observed both since the pair was last admitted). Zero G and n for pairs without counts."""
+def pair_degrees(stats) -> np.ndarray:
+    """(F, F): the degrees of freedom of each pair's G-test, C (|X_i| - 1)(|X_j| - 1) (the classes and values
+    seen; at least 1)."""
     F = len(stats.features)
-    mi, n_pair = _cmi_sums(stats)
     r = np.maximum(np.asarray(stats.n_values[:F], dtype=float) - 1.0, 0.0)
     C = float(np.count_nonzero(stats.class_count[: stats.n_classes]))
-    df = np.maximum(C * r[:, None] * r[None, :], 1.0)
-    return np.maximum(mi, 0.0), df, n_pair / 2.0
+    return np.maximum(C * r[:, None] * r[None, :], 1.0)
+
+
+def pair_evidence(stats, least: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(G, df, n)``, each (F, F): per pair of discrete features, the G statistic 2 n I(x_i; x_j | y) of the
+    pair's own counts (both blocks pooled, as :func:`cmi_from_cells`), its degrees of freedom
+    (:func:`pair_degrees`), and n, the events its counts hold (those that observed both since the pair was
+    last admitted). Zero G and n for pairs without counts. ``least`` (F, F): a pair of sparse tables whose n
+    is below it may be left unscored, its G NaN (a revision judges no such pair: the sums it skips are most
+    of a revision's work on many values, while no pair has the events to be judged)."""
+    mi, n_pair, scored = _cmi_sums(stats, least)
+    g = np.maximum(mi, 0.0)
+    if scored is not None:
+        g[~scored] = np.nan
+    return g, pair_degrees(stats), n_pair / 2.0
 
 
 def mutual_information_with_class(stats) -> np.ndarray:

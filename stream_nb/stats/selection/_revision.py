@@ -51,7 +51,8 @@ import math
 
 import numpy as np
 
-from ._candidates import apply_selection, edge_costs, edge_scores, mirror_selection, padded, pair_evidence, parent_scores
+from ._candidates import (apply_selection, edge_costs, edge_scores, mirror_selection, padded, pair_degrees,
+                          pair_evidence, parent_scores)
 from ._informative import INFORMATIVE, revise_informative
 from ._rotation import MASK64, SCREEN, TRIAL_EVENTS, rotation_positions
 
@@ -102,17 +103,20 @@ def _revise_edges(s, limit: int) -> None:
     names = [str(n) for n in s.features]
     units = _candidate_units(s)
     kept = np.triu(padded(s.selection.edges, (F, F)), 1) & units
-    evidence = pair_evidence(s)
-    score, df, n = edge_scores(s, evidence), evidence[1], evidence[2]
-    fail = kept & (n >= np.maximum(TRIAL_EVENTS, df)) & (score > math.log(SCREEN))
-    keep = kept & ~fail
     cost, fixed = edge_costs(s)
     room = limit // (16 * 2 * 4) - fixed
+    judged = np.maximum(TRIAL_EVENTS, pair_degrees(s))  # the events a pair's counts need to be judged
+    fit = float(cost[kept].sum()) <= room  # (whole numbers: exact sums) every kept pair fits: none is ranked
+    evidence = pair_evidence(s, judged if fit else None)  # so only those judged need their scores
+    score, n = edge_scores(s, evidence), evidence[2]
+    fail = kept & (n >= judged) & (score > math.log(SCREEN))
+    keep = kept & ~fail
     i, j = np.nonzero(keep)
-    order = sorted(range(len(i)), key=lambda u: (score[i[u], j[u]], names[i[u]], names[j[u]]))
-    i, j = i[order], j[order]
-    fits = int(np.searchsorted(np.cumsum(cost[i, j]), room, side="right"))
-    i, j = i[:fits], j[:fits]  # the best supported, if the kept ones no longer fit
+    if not fit:  # the best supported, if the kept ones no longer fit
+        order = sorted(range(len(i)), key=lambda u: (score[i[u], j[u]], names[i[u]], names[j[u]]))
+        i, j = i[order], j[order]
+        fits = int(np.searchsorted(np.cumsum(cost[i, j]), room, side="right"))
+        i, j = i[:fits], j[:fits]
     free = room - float(cost[i, j].sum())
     a, b = np.nonzero(units & ~kept)  # the pairs dropped before (those dropped now wait for their next turn)
     pos = rotation_positions(s)[a, b]
