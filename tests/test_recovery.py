@@ -200,8 +200,8 @@ def test_damaged_snapshots_fall_back_to_the_previous_good_one(tmp_path, stream, 
     daemon = run.start()
     wait_until(lambda: "restored snapshot" in daemon.log(), 60, "the restore", daemon)
     log = daemon.log()
-    assert f"unusable snapshot, trying the previous one: {newest}: truncated:" in log
-    assert f"restored snapshot {previous}" in log
+    assert f"unusable snapshot, trying the previous one: {newest}: truncated:" in log, log
+    assert f"restored snapshot {previous}" in log, (log, sorted(p.name for p in run.snaps.iterdir()))
     wait_until(lambda: count_lines(run.output) >= 900 and len(snapshots(run.snaps)) >= 3, 60, "progress", daemon)
     daemon.kill9()
     # a flipped bit in the newest
