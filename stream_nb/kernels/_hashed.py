@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["hashed_add", "hashed_get", "hashed_shift", "kept_cells", "pair_kept", "pair_rows", "rehash", "warm"]
+__all__ = ["copy_cells", "hashed_add", "hashed_get", "hashed_shift", "kept_cells", "pair_kept", "pair_rows", "rehash",
+           "warm"]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
@@ -78,15 +79,13 @@ def pair_kept(allowed, edges, fa, fb):
     return 0 <= fb < F and edges[fa, fb]
 
 
-def kept_cells(keys, vals, shape, dims, vf, allowed, edges, by_feature, new_keys, new_vals):
-    """The cells of ``keys``/``vals`` (capacity ``shape``) within ``dims``, with a count, that a selection
-    keeps (the row's feature ``vf[u]``, the column's ``vf[v]``, or the feature itself when ``by_feature``:
-    :func:`pair_kept`): their number, and, when ``new_keys`` has slots, each added to the empty
-    ``new_keys``/``new_vals`` (room for them all), in slot order, as ``apply_selection`` copies them."""
+def kept_cells(keys, vals, shape, dims, vf, allowed, edges, by_feature):
+    """The slots of ``keys``/``vals`` (capacity ``shape``) whose cells lie within ``dims``, hold a count, and
+    are kept by a selection (the row's feature ``vf[u]``, the column's ``vf[v]``, or the feature itself when
+    ``by_feature``: :func:`pair_kept`), in slot order: what :func:`copy_cells` copies."""
     P1, P2 = shape[1], shape[2]
     nvf = vf.shape[0]
-    fill = new_keys.shape[0] > 0
-    shift = hashed_shift(new_keys) if fill else np.uint64(0)
+    out = np.empty(keys.shape[0], dtype=np.int64)
     n = 0
     for s in range(keys.shape[0]):
         key = keys[s]
@@ -101,10 +100,17 @@ def kept_cells(keys, vals, shape, dims, vf, allowed, edges, by_feature, new_keys
         fb = v if by_feature else (vf[v] if v < nvf else -1)
         if not pair_kept(allowed, edges, fa, fb):
             continue
+        out[n] = s
         n += 1
-        if fill:
-            hashed_add(new_keys, new_vals, key, vals[s], shift)
-    return n
+    return out[:n].copy()
+
+
+def copy_cells(keys, vals, slots, new_keys, new_vals):
+    """Add the cells of ``slots`` of ``keys``/``vals``, in that order, to the empty ``new_keys``/``new_vals``
+    (room for them all)."""
+    shift = hashed_shift(new_keys)
+    for s in slots:
+        hashed_add(new_keys, new_vals, keys[s], vals[s], shift)
 
 
 def _partners(edges, F):
@@ -202,5 +208,6 @@ def warm(k) -> None:
                     np.zeros((2, 2), dtype=bool), shape, shape, keys, vals, keys.copy(), vals.copy(),
                     np.zeros(2, dtype=np.int64), 4)
     for by_feature in (False, True):
-        k.kept_cells(keys, vals, shape, shape, vf, np.zeros(2, dtype=bool), np.zeros((2, 2), dtype=bool), by_feature,
-                     keys.copy(), vals.copy())
+        slots = k.kept_cells(keys, vals, shape, shape, vf, np.zeros(2, dtype=bool), np.zeros((2, 2), dtype=bool),
+                             by_feature)
+    k.copy_cells(keys, vals, slots, np.full(16, -1, dtype=np.int64), np.zeros(16))

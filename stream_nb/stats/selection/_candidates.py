@@ -134,10 +134,11 @@ def apply_selection(s, allowed: np.ndarray, edges: np.ndarray) -> None:
                 fb = idx[2] if by_feature else s.value_feature[idx[2]]
                 return pair_kept(s.selection.allowed, s.selection.edges, s.value_feature[idx[1]], fb)
 
-            if isinstance(old, SparseTable):  # in the compiled loop: count the kept cells, then copy them
-                n_kept = _kept_cells(old, dims, s, by_feature, None)
-                new = SelectedTable(old.shape, slots=2 * max(n_kept, 1))
-                new._n = _kept_cells(old, dims, s, by_feature, new)
+            if isinstance(old, SparseTable):  # in the compiled loop: find the kept cells, then copy them
+                slots = _kept_cells(old, dims, s, by_feature)
+                new = SelectedTable(old.shape, slots=2 * max(len(slots), 1))
+                compiled().copy_cells(*old.arrays(), slots, *new.arrays())
+                new._n = len(slots)
             else:  # a slice of the old table at a time: twice over (count, then copy) rather than every cell at once
                 n_kept = sum(int(kept(idx).sum()) for idx, _ in chunks_of(old, dims))
                 new = SelectedTable(old.shape, slots=2 * max(n_kept, 1))
@@ -152,18 +153,13 @@ def apply_selection(s, allowed: np.ndarray, edges: np.ndarray) -> None:
     s.epoch += 1
 
 
-def _kept_cells(old: SparseTable, dims: tuple, s, by_feature: bool, new: SparseTable | None) -> int:
-    """The cells of sparse ``old`` within ``dims`` that the selection of ``s`` keeps (:func:`pair_kept`), each
-    copied into the empty ``new`` (None: counted only), in the compiled loop
-    (:func:`~stream_nb.kernels._hashed.kept_cells`)."""
+def _kept_cells(old: SparseTable, dims: tuple, s, by_feature: bool) -> np.ndarray:
+    """The slots of sparse ``old`` whose cells within ``dims`` the selection of ``s`` keeps (:func:`pair_kept`), in
+    slot order, found in the compiled loop (:func:`~stream_nb.kernels._hashed.kept_cells`)."""
     keys, vals = old.arrays()
-    new_keys, new_vals = new.arrays() if new is not None else (_NO_KEYS, _NO_VALS)
-    return int(compiled().kept_cells(keys, vals, np.array(old.shape, dtype=np.int64), np.array(dims, dtype=np.int64),
-                                     np.ascontiguousarray(s.value_feature, dtype=np.int64), s.selection.allowed,
-                                     np.ascontiguousarray(s.selection.edges), by_feature, new_keys, new_vals))
-
-
-_NO_KEYS, _NO_VALS = np.zeros(0, dtype=np.int64), np.zeros(0)
+    return compiled().kept_cells(keys, vals, np.array(old.shape, dtype=np.int64), np.array(dims, dtype=np.int64),
+                                 np.ascontiguousarray(s.value_feature, dtype=np.int64), s.selection.allowed,
+                                 np.ascontiguousarray(s.selection.edges), by_feature)
 
 
 def _clear_selection(s) -> None:
