@@ -244,3 +244,30 @@ def test_a_two_layer_store_on_categorical_events_holds_its_pairs_once_and_learns
     assert not shared._stats.shared_pairs and shared._stats.fine.pairs
     probe = [{**x, "temp": 0.5 * i} for i, x in enumerate(probe)]
     assert [shared.predict_proba_one(x) for x in probe] == [owning.predict_proba_one(x) for x in probe]
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_kdb_reads_its_sparse_tables_in_compiled_code_as_numpy_reads_them(k, monkeypatch):
+    """KDB's terms over sparse tables (a memory budget's), read in the compiled loop, against the same terms
+    read in numpy (``learners/kdb.py: _terms`` with the tables taken for dense ones): every feature with its
+    parents (pair tables for k = 1, t-way tables past), features missing or with a missing parent left out,
+    values never seen (column 0), the attributes a selection dropped with and without them."""
+    from stream_nb import KDB, Parents
+    from stream_nb.learners import kdb as kdb_module
+
+    stream = _wide(400, seed=k, features=10, values=5, new_from=300)
+    model = KDB(k=k, memory_budget=0, search=Parents(rebuild_every=60))
+    for x, y in stream[:300]:
+        model.learn_one(x, y)
+    s = model._stats
+    names = ("tuple_count", "tuple_feat") if s.tuples else ("pair_count", "pair_feat")
+    assert all(isinstance(getattr(s, n), kdb_module.SparseTable) for n in names)
+    assert any(len(p) == k for p in model._parents.values())  # parents as many as k, and fewer
+    D = np.stack([model._dense(s.encode(x)) for x, _ in stream[250:]])
+    assert (D == -1).any() and (D == 0).any()  # missing values, and values never seen
+    for drop in (True, False):
+        got = model._terms(D, drop=drop)
+        with monkeypatch.context() as m:
+            m.setattr(kdb_module, "SparseTable", type("NotThisTable", (), {}))  # numpy's gathers
+            want = model._terms(D, drop=drop)
+        np.testing.assert_allclose(got, want, rtol=1e-13, atol=0)

@@ -1,4 +1,4 @@
-"""AODE's and TAN's scores read from sparse pair tables (a memory budget's, :mod:`stream_nb.kernels._hashed`).
+"""AODE's, TAN's and KDB's scores read from sparse tables (a memory budget's, :mod:`stream_nb.kernels._hashed`).
 
 Each function scores the rows of a block under the counts as they stand, the one-dependence terms read cell
 by cell from the hash tables (``pkeys``/``pvals`` of ``pair_count``, shape ``pshape``; ``fkeys``/``fvals``
@@ -16,7 +16,7 @@ import numpy as np
 
 from . import _common, _hashed
 
-__all__ = ["aode_sparse", "spode_terms_sparse", "tree_sparse", "warm"]
+__all__ = ["aode_sparse", "kdb_sparse", "spode_terms_sparse", "tree_sparse", "warm"]
 
 #: Ratios multiplied before one logarithm (each in (0, 1] up to rounding, at least a / (count + a N)).
 _BLOCK = 8
@@ -188,6 +188,66 @@ def tree_sparse(D, dfeats, ppos, C, a, class_count, value_count, feat_count, n_v
             _common.normalise_row(jll, prior, C, out[r])
 
 
+
+def _flat(shape, idx, n):
+    """The flat key of cell ``idx[:n]`` of a C-ordered table of capacity ``shape``."""
+    key = 0
+    for d in range(n):
+        key = key * shape[d] + idx[d]
+    return key
+
+
+def kdb_sparse(D, feats, npar, par, prior, C, a, value_count, feat_count, n_values, pairs, tshape, fshape, tkeys,
+               tvals, fkeys, fvals, out):
+    """KDB's ``out[r, :C]`` = ``prior`` + Σ_f log P̂(x_f | c, x_pa(f)) of each row of ``D`` (columns by feature
+    index; -1 missing), read off sparse tables: the features ``feats`` in order, feature ``feats[i]`` with
+    parents ``par[i, :npar[i]]``; a term whose feature or a parent is missing is left out (and a value never
+    seen, column 0, is one more value of its feature). A root reads the value counts. With parents, the cell
+    of ``tuple_count`` (``tshape``: the class, the child's value, then one value per parent slot, a feature
+    with fewer parents than slots repeating its last) over the cell of ``tuple_feat`` (``fshape``: the class,
+    the parent slots, the feature); with ``pairs`` (k = 1) the cell of ``pair_count`` (the class, the parent's
+    value, the child's) over that of ``pair_feat`` (the class, the parent's value, the feature). What
+    ``learners/kdb.py: _terms`` computes in numpy, each term one logarithm, summed in feature order."""
+    R = D.shape[0]
+    slots = tshape.shape[0] - 2
+    tshift, fshift = _hashed.hashed_shift(tkeys), _hashed.hashed_shift(fkeys)
+    tidx = np.empty(tshape.shape[0], dtype=np.int64)
+    fidx = np.empty(fshape.shape[0], dtype=np.int64)
+    for r in range(R):
+        for c in range(C):
+            out[r, c] = prior[c]
+        for i in range(feats.shape[0]):
+            f = feats[i]
+            v = D[r, f]
+            if v < 0:
+                continue
+            seen = True
+            for j in range(npar[i]):
+                if D[r, par[i, j]] < 0:
+                    seen = False
+            if not seen:
+                continue
+            an = a * (n_values[f] + (1 if v == 0 else 0))
+            if npar[i] == 0:
+                for c in range(C):
+                    out[r, c] += math.log((value_count[c, v] + a) / (feat_count[c, f] + an))
+                continue
+            for j in range(slots):
+                u = D[r, par[i, min(j, npar[i] - 1)]]
+                tidx[2 + j] = u
+                fidx[1 + j] = u
+            tidx[1] = v
+            if pairs:
+                tidx[1], tidx[2] = tidx[2], v
+            fidx[slots + 1] = f
+            for c in range(C):
+                tidx[0] = c
+                fidx[0] = c
+                num = _hashed.hashed_get(tkeys, tvals, _flat(tshape, tidx, tshape.shape[0]), tshift) + a
+                den = _hashed.hashed_get(fkeys, fvals, _flat(fshape, fidx, fshape.shape[0]), fshift) + an
+                out[r, c] += math.log(num / den)
+
+
 def warm(k) -> None:
     """Compile the kernels for the types the models pass."""
     C, V, F = 2, 5, 2
@@ -205,3 +265,7 @@ def warm(k) -> None:
     for selected in (False, True):
         k.spode_terms_sparse(D[0], feats, C, 1.0, selected, np.ones(F, dtype=bool), vc, fc, nv, shape, shape, keys,
                              vals, keys, vals, np.empty((C, 2)))
+    tshape, fshape = np.array([C, V, V, V], dtype=np.int64), np.array([C, V, V, F], dtype=np.int64)
+    for pairs, (ts, fs) in ((False, (tshape, fshape)), (True, (shape, shape))):
+        k.kdb_sparse(D, feats, np.array([0, 2], dtype=np.int64), np.array([[0, 0], [0, 0]], dtype=np.int64),
+                     np.zeros(C), C, 1.0, vc, fc, nv, pairs, ts, fs, keys, vals, keys, vals, out)

@@ -7,7 +7,8 @@ import math
 
 import numpy as np
 
-from ..stats import DEFAULT_MEMORY_BUDGET
+from ..kernels import compiled
+from ..stats import DEFAULT_MEMORY_BUDGET, SparseTable
 from .._checks import is_integer
 
 from ..stats import TwoLayerStats, choose_tuples, pair_tests, revise_tuples, set_pair_rule
@@ -262,8 +263,11 @@ class KDB(KDBKernel, StructuredClassifier):
         left out (else with them, as roots)."""
         s, a = s if s is not None else self._stats, self._alpha
         C = s.n_classes
-        out = np.broadcast_to(self._log_prior(), (len(D), C)).copy()  # the class counts have no observed-only twin
         t = s.tuples
+        tables = tuple(getattr(s, name, None) for name in (("tuple_count", "tuple_feat") if t else ("pair_count", "pair_feat")))
+        if C and self.k and all(isinstance(table, SparseTable) for table in tables):  # a budget's: in compiled code
+            return self._sparse_terms(D, s, tables, drop)
+        out = np.broadcast_to(self._log_prior(), (len(D), C)).copy()  # the class counts have no observed-only twin
         # the features by how many parents they have, each group read with one gather per table
         # (a loop over the features made a round of numpy calls per feature and event)
         for fs, pas in self._parent_groups(D.shape[1], drop):
@@ -291,6 +295,40 @@ class KDB(KDBKernel, StructuredClassifier):
             terms = np.log((num + a) / (den + a * n_vals))
             out += np.where(obs, terms, 0.0).sum(2).T
         return out
+
+    def _sparse_terms(self, D: np.ndarray, s, tables: tuple, drop: bool) -> np.ndarray:
+        """:meth:`_terms` over sparse tables, read in the compiled loop (``kernels/_sparse_scores.py:
+        kdb_sparse``): the same terms, summed feature by feature."""
+        feats, npar, par = self._parent_lists(D.shape[1], drop)
+        (tk, tv), (fk, fv) = tables[0].arrays(), tables[1].arrays()
+        out = np.empty((len(D), s.n_classes))
+        compiled().kdb_sparse(np.ascontiguousarray(D, dtype=np.int64), feats, npar, par,
+                              np.ascontiguousarray(self._log_prior(), dtype=float), s.n_classes, float(self._alpha),
+                              s.value_count, s.feat_count, np.asarray(s.n_values, dtype=np.int64), not s.tuples,
+                              np.array(tables[0].shape, dtype=np.int64), np.array(tables[1].shape, dtype=np.int64),
+                              tk, tv, fk, fv, out)
+        return out
+
+    def _parent_lists(self, F: int, drop: bool) -> tuple:
+        """:meth:`_parent_groups` as the compiled loop reads them: the features in group order, each one's
+        number of parents and its parents (a row of ``max(k, 1)``)."""
+        groups = self._parent_groups(F, drop)
+        cached = getattr(self, "_lists", None)
+        if cached is not None and cached[0] is groups:
+            return cached[1]
+        width = max(self.k, 1)
+        feats, npar, par = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)], [np.zeros((0, width), dtype=np.int64)]
+        for fs, pas in groups:
+            block = np.zeros((len(fs), width), dtype=np.int64)
+            for j, p in enumerate(pas or ()):
+                block[:, j] = p
+            feats.append(fs)
+            npar.append(np.full(len(fs), len(pas or ()), dtype=np.int64))
+            par.append(block)
+        feats, npar, par = np.concatenate(feats), np.concatenate(npar), np.concatenate(par)
+        lists = (np.ascontiguousarray(feats, dtype=np.int64), npar, par)
+        self._lists = (groups, lists)
+        return lists
 
     def _parent_groups(self, F: int, drop: bool = True) -> list:
         """``[(features, parents)]``: the features below ``F`` grouped by their number of parents,
