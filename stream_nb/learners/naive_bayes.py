@@ -16,6 +16,9 @@ __all__ = ["NaiveBayes"]
 _NO_MORE = np.zeros((0, 0), dtype=np.int64)
 _NO_LOSS = np.zeros((0, 0))
 _NONE = np.zeros(0)
+#: The log table's length (:func:`~stream_nb.kernels._naive.naive_logs`): at first, and at most (4 MiB: a
+#: count past it is logged as it is refreshed).
+_LOG_TABLE = (1 << 10, 1 << 19)
 
 
 class NaiveBayes(BayesClassifier):
@@ -112,16 +115,25 @@ class NaiveBayes(BayesClassifier):
 
     def _kernel_arrays(self) -> Addresses:
         """The address table of the arrays the kernels work on (:data:`~stream_nb.kernels._naive.ARRAYS`):
-        the store's counts and the tables of their logs, rebuilt when the counts changed outside a kernel."""
+        the store's counts and the tables of their logs, rebuilt when the counts changed outside a kernel;
+        the log table made longer (up to ``_LOG_TABLE[1]``) once a kernel met a whole count past its end."""
         s = self._stats
         key = (s.epoch, s.version, s.keeps_observed, id(s.value_count))
         arrays = self.__dict__.get("_karrays")
+        logs, a = self.__dict__.get("_log_table"), self._alpha_given  # (decay's smoothing: logged, not read)
+        if logs is None or logs[0] != a or (logs[1] and len(logs) < _LOG_TABLE[1] + 2):
+            n = _LOG_TABLE[0] if logs is None or logs[0] != a else min(
+                _LOG_TABLE[1], max(2 * (len(logs) - 2), int(min(logs[1], _LOG_TABLE[1])) + 1))
+            logs = self._log_table = np.empty(n + 2)
+            compiled().naive_logs(logs, a)
+            arrays = None
         if arrays is None or arrays.key != key:
             twin = s.keeps_observed
             arrays = self._karrays = Addresses(key, (
                 s.class_count, s.value_count, s.feat_count, s.n_values,
                 s.obs_value_count if twin else s.value_count, s.obs_feat_count if twin else s.feat_count,
-                s.g_n, s.g_mean, s.g_m2, np.empty(s.value_count.shape[::-1]), np.empty(s.feat_count.shape[::-1])))
+                s.g_n, s.g_mean, s.g_m2, np.empty(s.value_count.shape[::-1]), np.empty(s.feat_count.shape[::-1]),
+                logs))
             compiled().naive_tables(arrays.table, self._alpha)
         return arrays
 
