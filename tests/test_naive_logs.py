@@ -75,7 +75,7 @@ def test_a_model_past_the_first_table_predicts_from_its_counts():
     model.prequential_many(xs, ys)
     for x, y in zip(xs[:200], ys[:200]):
         model.learn_one(x, y, 0.75 if x["b"] == 1 else 1.0)  # fractional counts: logged, not read
-    assert len(model._log_table) > _LOG_TABLE[0] + 2  # made longer once a count passed its end
+    assert len(model._log_table[1]) > _LOG_TABLE[0] + 2  # made longer once a count passed its end
     for x in xs[:20]:
         got, want = model.predict_proba_one(x), _direct_proba(model, x)
         assert got.keys() == want.keys()
