@@ -43,13 +43,14 @@ class Jit:
         if not self.cache:
             log.warning(NO_CACHE_WARNING)
 
-    def __call__(self, fn: typing.Callable) -> typing.Any:
-        """The compiled dispatcher of ``fn``."""
+    def __call__(self, fn: typing.Callable, **more: typing.Any) -> typing.Any:
+        """The compiled dispatcher of ``fn`` (``more``: further options of ``numba.njit`` for this one)."""
+        options = {**self.options, **more}
         if self.cache:
             config, given = self.numba.config, self.numba.config.CACHE_DIR
             config.CACHE_DIR = self.directory  # read when the dispatcher is made: the user's other code keeps its own
             try:
-                return self.numba.njit(cache=True, **self.options)(fn)
+                return self.numba.njit(cache=True, **options)(fn)
             except RuntimeError as error:
                 # numba.core.caching: "cannot cache function 'f': no locator available for file '...'"
                 if "cannot cache function" not in str(error):
@@ -58,7 +59,7 @@ class Jit:
                 log.warning(NO_CACHE_WARNING)
             finally:
                 config.CACHE_DIR = given
-        return self.numba.njit(cache=False, **self.options)(fn)
+        return self.numba.njit(cache=False, **options)(fn)
 
 
 def cache_directory(tag: str) -> str | None:

@@ -41,8 +41,9 @@ def compiled() -> types.SimpleNamespace:
             for name, fn in list(vars(module).items()):
                 if not inspect.isfunction(fn) or fn.__module__ != module.__name__ or name == "warm":
                     continue
-                # a kernel's callers in its module (and in later ones, through the module) find the compiled one
-                kernel = jit(fn)
+                # a kernel's callers in its module (and in later ones, through the module) find the compiled one;
+                # a helper its module names in INLINE is compiled into each caller (numba's inline="always")
+                kernel = jit(fn, inline="always") if name in getattr(module, "INLINE", ()) else jit(fn)
                 setattr(module, name, kernel)
                 if not name.startswith("_"):
                     if name in kernels:

@@ -4,7 +4,9 @@ The logs of the counts are kept in two tables beside them, so that scoring an
 event adds table entries and counting it refreshes only the cells it touched:
 ``lnum[v, c] = log(|D_c,v| + a)`` and ``lden[f, c] = log(|D_c,f| + a N_f)``,
 ``N_f`` the values feature ``f`` has (the classes contiguous, as the scoring loop reads them). The model rebuilds them
-(:func:`naive_tables`) whenever the counts changed outside a kernel.
+(:func:`naive_tables`) whenever the counts changed outside a kernel. A third, ``log_table``, holds log(n + a) of
+the whole counts n below its length (:func:`naive_logs`): a count's refresh reads it there, the same double
+``math.log`` gives, and logs only the counts it does not hold.
 
 The arrays come as one table of addresses (:class:`~stream_nb.kernels.Addresses`),
 in the order of :data:`ARRAYS`.
@@ -19,12 +21,17 @@ import numpy as np
 from . import _common
 from ._addresses import NO_DETECTOR, Addresses
 
-__all__ = ["ARRAYS", "naive_block", "naive_decide", "naive_learn", "naive_score", "naive_tables", "warm"]
+__all__ = ["ARRAYS", "INLINE", "naive_block", "naive_decide", "naive_learn", "naive_logs", "naive_score", "naive_tables",
+           "warm"]
 
 #: The arrays of a naive Bayes model's address table, in order.
 ARRAYS = ("class_count", "value_count", "feat_count", "n_values", "obs_value_count", "obs_feat_count",
-          "g_n", "g_mean", "g_m2", "lnum", "lden")
-_N = 11
+          "g_n", "g_mean", "g_m2", "lnum", "lden", "log_table")
+_N = 12
+
+#: The helpers compiled into each kernel that calls them (see :mod:`._loader`): a call that hands them the
+#: views of a dozen arrays and of a row costs more than their work on an event.
+INLINE = ("_score", "_count")
 
 _address = None  # the views of arrays by address (kernels/_address.py, which imports numba): set by the loader
 
@@ -42,16 +49,40 @@ def _views(t):
     g2 = _address.f8_2d(t[8], t[_N + 16], t[_N + 17])
     lnum = _address.f8_2d(t[9], t[_N + 18], t[_N + 19])
     lden = _address.f8_2d(t[10], t[_N + 20], t[_N + 21])
-    return cc, vc, fc, nv, ovc, ofc, gn, gm, g2, lnum, lden
+    lt = _address.f8_1d(t[11], t[_N + 22])
+    return cc, vc, fc, nv, ovc, ofc, gn, gm, g2, lnum, lden, lt
+
+
+def naive_logs(lt, a):
+    """Fill the log table ``lt``: ``lt[0]`` = ``a``, the smoothing it holds logs for; ``lt[1]``, the largest
+    whole count a kernel looked for past its end (0: none yet), so that the model knows to make it longer;
+    ``lt[2 + i]`` = log(i + a)."""
+    lt[0] = a
+    lt[1] = 0.0
+    for i in range(lt.shape[0] - 2):
+        lt[i + 2] = math.log(i + a)
+
+
+def _log_count(lt, n, a):
+    """log(n + a) of a count ``n``: from the log table ``lt`` (:func:`naive_logs`) where it holds that whole
+    count for that ``a`` (the same double), else logged (a whole count past its end noted in ``lt[1]``)."""
+    if lt[0] == a and n >= 0.0:
+        if n < lt.shape[0] - 2:
+            i = int(n)
+            if i == n:
+                return lt[i + 2]
+        elif n > lt[1] and n == math.floor(n):
+            lt[1] = n
+    return math.log(n + a)
 
 
 def naive_tables(t, a):
     """Fill ``lnum`` and ``lden`` from the counts, to their whole capacity (a block may give a value its
     column as it goes: its count is 0 there until the row that brings it is counted)."""
-    cc, vc, fc, nv, ovc, ofc, gn, gm, g2, lnum, lden = _views(t)
+    cc, vc, fc, nv, ovc, ofc, gn, gm, g2, lnum, lden, lt = _views(t)
     for c in range(vc.shape[0]):
         for v in range(vc.shape[1]):
-            lnum[v, c] = math.log(vc[c, v] + a)
+            lnum[v, c] = _log_count(lt, vc[c, v], a)
         for f in range(fc.shape[1]):
             lden[f, c] = math.log(fc[c, f] + a * nv[f])
 
@@ -61,7 +92,7 @@ def _score(v, cols, feats, gx, gslots, extra, C, a, var_smoothing, joint, prior,
     arrays (:func:`_views`); ``extra[f]``: the values feature ``f`` gained within the block before and with
     this event (empty: none). ``direct``: from the counts themselves, not the tables of their logs (decay
     changes the smoothing ``a`` of every cell each event)."""
-    cc, vc, fc, nv, ovc, ofc, gn, gm, g2, lnum, lden = v
+    cc, vc, fc, nv, ovc, ofc, gn, gm, g2, lnum, lden, lt = v
     for c in range(C):
         jll[c] = prior[c]
     for j in range(cols.shape[0]):
@@ -92,7 +123,7 @@ def _count(v, cols, feats, gx, gslots, extra, c, w, twin, a, refresh=True):
     """Add one event of class ``c`` with weight ``w``, and (``refresh``) the tables' cells it touched
     (features whose denominators are equal, as every complete event's are when they have as many values,
     share one logarithm)."""
-    cc, vc, fc, nv, ovc, ofc, gn, gm, g2, lnum, lden = v
+    cc, vc, fc, nv, ovc, ofc, gn, gm, g2, lnum, lden, lt = v
     cc[c] += w
     last, logged = math.nan, 0.0
     for j in range(cols.shape[0]):
@@ -106,7 +137,7 @@ def _count(v, cols, feats, gx, gslots, extra, c, w, twin, a, refresh=True):
             ovc[c, col] += w
             ofc[c, f] += w
         if refresh:
-            lnum[col, c] = math.log(vc[c, col] + a)
+            lnum[col, c] = _log_count(lt, vc[c, col], a)
             den = fc[c, f] + a * (nv[f] + (extra[f] if extra.shape[0] else 0))
             if den != last:
                 last, logged = den, math.log(den)
@@ -155,13 +186,13 @@ def naive_block(t, D, dfeats, more, G, gslots, yc, weights, alphas, out, learn, 
     returned (else the number of rows).
     """
     v = _views(t)
-    cc, vc, fc, nv, ovc, ofc, gn, gm, g2, lnum, lden = v
+    cc, vc, fc, nv, ovc, ofc, gn, gm, g2, lnum, lden, lt = v
     prior, jll, q, lcc = np.empty(C), np.empty(C), np.empty(C), np.empty(C)
     grown = more.shape[0] > 0
     none = D[0, :0]
     decayed = alphas.shape[0] > 0
     for c in range(C):  # log(|D_c| + a), refreshed for the class each row counts (decay: every row, in full)
-        lcc[c] = math.log(cc[c] + a)
+        lcc[c] = _log_count(lt, cc[c], a)
     for r in range(D.shape[0]):
         extra = more[r] if grown else none
         if grown:  # a feature gained a value at this row: its denominators change for every class
@@ -183,7 +214,7 @@ def naive_block(t, D, dfeats, more, G, gslots, yc, weights, alphas, out, learn, 
             return r
         if learn:
             _count(v, D[r], dfeats, G[r], gslots, extra, yc[r], weights[r] if decayed else 1.0, twin, a, not decayed)
-            lcc[yc[r]] = math.log(cc[yc[r]] + a)
+            lcc[yc[r]] = _log_count(lt, cc[yc[r]], a)
     return D.shape[0]
 
 
@@ -215,8 +246,9 @@ def warm(k) -> None:
     C, V, F = 2, 4, 2
     arrays = (np.zeros(C), np.zeros((C, V)), np.zeros((C, F)), np.array([1, 2], dtype=np.int64), np.zeros((C, V)),
               np.zeros((C, F)), np.zeros((C, 1)), np.zeros((C, 1)), np.zeros((C, 1)), np.zeros((V, C)),
-              np.zeros((F, C)))
+              np.zeros((F, C)), np.zeros(4))
     t = Addresses(None, arrays).table
+    k.naive_logs(arrays[-1], 1.0)
     k.naive_tables(t, 1.0)
     D = np.array([[1, 2], [1, 3]], dtype=np.int64)
     feats, G, gslots = np.array([0, 1], dtype=np.int64), np.array([[0.5], [1.5]]), np.array([0], dtype=np.int64)

@@ -73,24 +73,12 @@ def rooted_kept(value_count, pair_flat, u, n, idx, m, dinv, dens, C, a, V, val):
             u0, u1, u2, u3 = u[i0], u[i1], u[i2], u[i3]
             b0, b1, b2, b3 = base + u0 * vv, base + u1 * vv, base + u2 * vv, base + u3 * vv
             n0, n1, n2, n3 = 1.0, 1.0, 1.0, 1.0
-            for j in range(n):
+            for j in range(n):  # P(x_i | c, x_i) = 1, chosen without a branch (padding repeats i0: not read)
                 uj = u[j]
-                x0 = pair_flat[b0 + uj] + a
-                x1 = pair_flat[b1 + uj] + a
-                x2 = pair_flat[b2 + uj] + a
-                x3 = pair_flat[b3 + uj] + a
-                if j == i0:  # P(x_i | c, x_i) = 1 (padding repeats i0: its products are not read)
-                    x0 = 1.0
-                elif j == i1:
-                    x1 = 1.0
-                elif j == i2:
-                    x2 = 1.0
-                elif j == i3:
-                    x3 = 1.0
-                n0 *= x0
-                n1 *= x1
-                n2 *= x2
-                n3 *= x3
+                n0 *= 1.0 if j == i0 else pair_flat[b0 + uj] + a
+                n1 *= 1.0 if j == i1 else pair_flat[b1 + uj] + a
+                n2 *= 1.0 if j == i2 else pair_flat[b2 + uj] + a
+                n3 *= 1.0 if j == i3 else pair_flat[b3 + uj] + a
             val[c, i0] = (n0 * (value_count[c, u0] + a)) / (dens[c, u0] / dinv[i0])  # as _put divides
             if q0 + 1 < m:
                 val[c, i1] = (n1 * (value_count[c, u1] + a)) / (dens[c, u1] / dinv[i1])  # as _put divides

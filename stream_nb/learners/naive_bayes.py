@@ -16,6 +16,9 @@ __all__ = ["NaiveBayes"]
 _NO_MORE = np.zeros((0, 0), dtype=np.int64)
 _NO_LOSS = np.zeros((0, 0))
 _NONE = np.zeros(0)
+#: The log table's length (:func:`~stream_nb.kernels._naive.naive_logs`): at first, and at most (4 MiB: a
+#: count past it is logged as it is refreshed).
+_LOG_TABLE = (1 << 10, 1 << 19)
 
 
 class NaiveBayes(BayesClassifier):
@@ -110,18 +113,29 @@ class NaiveBayes(BayesClassifier):
         self.memory_budget = memory_budget
         self._setup(pairs=False)
 
-    def _kernel_arrays(self) -> Addresses:
+    def _kernel_arrays(self, grow: bool = False) -> Addresses:
         """The address table of the arrays the kernels work on (:data:`~stream_nb.kernels._naive.ARRAYS`):
-        the store's counts and the tables of their logs, rebuilt when the counts changed outside a kernel."""
+        the store's counts and the tables of their logs, rebuilt when the counts changed outside a kernel;
+        with ``grow`` (before counting), the log table made longer (up to ``_LOG_TABLE[1]``) once a kernel
+        met a whole count past its end."""
         s = self._stats
         key = (s.epoch, s.version, s.keeps_observed, id(s.value_count))
         arrays = self.__dict__.get("_karrays")
+        held, a = self.__dict__.get("_log_table"), self._alpha_given  # (decay's smoothing: logged, not read)
+        if held is None or held[0] != a or (grow and held[1][1] and len(held[1]) < _LOG_TABLE[1] + 2):
+            logs = None if held is None or held[0] != a else held[1]
+            n = _LOG_TABLE[0] if logs is None else min(
+                _LOG_TABLE[1], max(2 * (len(logs) - 2), int(min(logs[1], _LOG_TABLE[1])) + 1))
+            held = self._log_table = (a, np.empty(n + 2))  # (its smoothing, and the table)
+            compiled().naive_logs(held[1], a)
+            arrays = None
         if arrays is None or arrays.key != key:
             twin = s.keeps_observed
             arrays = self._karrays = Addresses(key, (
                 s.class_count, s.value_count, s.feat_count, s.n_values,
                 s.obs_value_count if twin else s.value_count, s.obs_feat_count if twin else s.feat_count,
-                s.g_n, s.g_mean, s.g_m2, np.empty(s.value_count.shape[::-1]), np.empty(s.feat_count.shape[::-1])))
+                s.g_n, s.g_mean, s.g_m2, np.empty(s.value_count.shape[::-1]), np.empty(s.feat_count.shape[::-1]),
+                held[1]))
             compiled().naive_tables(arrays.table, self._alpha)
         return arrays
 
@@ -141,7 +155,7 @@ class NaiveBayes(BayesClassifier):
         (:func:`~stream_nb.kernels._naive.naive_block`). ``decay``: the rows' weights and smoothing
         (:func:`~stream_nb.learners._decay_runs.decay_run`)."""
         s = self._stats
-        arrays = self._kernel_arrays()
+        arrays = self._kernel_arrays(learn)
         loss = _NO_LOSS if self._decision is None else np.ascontiguousarray(self._decision.matrix(s.classes))
         weights, alphas = (_NONE, _NONE) if decay is None else (decay.weight, self._alpha_given * decay.inflation)
         done = compiled().naive_block(
@@ -159,7 +173,7 @@ class NaiveBayes(BayesClassifier):
                 or not len(enc.cols) + len(enc.gslots)):
             s.add(enc, c, w)  # decay's scale, receipts and a second layer: the store's own path
             return
-        arrays = self._kernel_arrays()
+        arrays = self._kernel_arrays(True)
         twin = s.keeps_observed
         compiled().naive_learn(arrays.table, enc.cols, enc.feats, enc.gx, enc.gslots, c, float(w), twin,
                                self._alpha_given if f is None else self._alpha)
