@@ -1,0 +1,140 @@
+"""The count tables of a store, as one part: :class:`CountTables`.
+
+A store (:class:`~stream_nb.stats.Stats`) counts in up to seven tables, each a numpy array or, past the
+memory budget, a :class:`~stream_nb.stats.tables.SparseTable` (the pair counts may also be
+:class:`~stream_nb.stats.tables.PairBlocks`):
+
+- ``class_count`` (C,), ``value_count`` (C, V) and ``feat_count`` (C, F): the weight of each class, of each
+  (class, value column) and of each (class, feature observed);
+- ``pair_count`` (C, V, V) and ``pair_feat`` (C, V, F) with ``pairs``;
+- ``tuple_count`` (C, V^t) and ``tuple_feat`` (C, V^(t-1), F) with ``tuples`` = t.
+
+With an observed-only twin (:meth:`CountTables.keep_observed`, EM's E-step) every table but
+``class_count`` is kept twice, the twin under the name prefixed ``obs_``
+(:data:`~stream_nb.stats.values.TWINNED`).
+
+The part holds them under these names (``held``: an attribute only while the table is held, so that a
+store without pair tables has no ``pair_count``), grows the dense ones with spare room and keeps what was
+counted (:meth:`CountTables.grow` for the class, value and feature counts, :meth:`CountTables.grow_dense`
+for the pair or t-way family), replaces one table by another of the same counts in another layout
+(:meth:`CountTables.replace`: sparse, pair blocks, a selection's filtered table, a remapped one) and
+drops one (:meth:`CountTables.drop`: a layer that shares another's pair tables). Which layout a table
+takes (the memory budget, the pair and tuple selections) is decided by the store, which gives the part
+what it chose.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..values import TWINNED
+from ._pair_blocks import PairBlocks
+from ._sparse import SparseTable
+
+__all__ = ["BASE_TABLES", "COUNT_TABLES", "CountTables"]
+
+#: The tables every store keeps: the class, value and feature counts.
+BASE_TABLES = ("class_count", "value_count", "feat_count")
+#: Every name a table may be held by: the tables, then their observed-only twins.
+COUNT_TABLES = ("class_count",) + TWINNED + tuple("obs_" + name for name in TWINNED)
+
+
+class Held:
+    """The tables a :class:`CountTables` holds, each an attribute under its name while it is held (in the
+    order they were first made)."""
+
+
+class CountTables:
+    """The count tables of a store: held by name, grown with spare room, twinned for EM.
+
+    Examples
+    --------
+    >>> t = CountTables()
+    >>> t.grow(4, 8, 2, 1, (0, 0, 0))
+    >>> t.held.value_count.shape, t.capacity
+    ((4, 8), (4, 8, 2, 1))
+    >>> t.held.value_count[1, 3] = 2.0
+    >>> t.grow(8, 8, 2, 1, (2, 4, 1))  # more classes: the counts in use stay
+    >>> t.held.value_count.shape, float(t.held.value_count[1, 3])
+    ((8, 8), 2.0)
+    >>> t.keep_observed()
+    True
+    >>> t.sets(), float(t.held.obs_value_count[1, 3])
+    (('', 'obs_'), 2.0)
+    """
+
+    def __init__(self):
+        self.held = Held()
+        #: Whether every table but the class counts has its observed-only twin (``obs_``).
+        self.observed = False
+        #: The room of the dense class, value and feature counts: (classes, value columns, features,
+        #: Gaussian slots); the last is the Gaussian moments', which grow with them.
+        self.capacity = (0, 0, 0, 0)
+
+    def sets(self) -> tuple:
+        """Name prefixes of the count sets kept: the counts, and with :attr:`observed` their observed-only twin."""
+        return ("", "obs_") if self.observed else ("",)
+
+    def get(self, name: str, default=None):
+        """The table held under ``name`` (``default`` if none is)."""
+        return getattr(self.held, name, default)
+
+    def arrays(self) -> dict:
+        """Every table held, by name, in the order they were first made."""
+        return {k: v for k, v in vars(self.held).items() if isinstance(v, (np.ndarray, SparseTable, PairBlocks))}
+
+    def grow(self, cc: int, cv: int, cf: int, cg: int, used: tuple) -> None:
+        """Dense class, value and feature counts (and their twins) with room for ``cc`` classes, ``cv``
+        value columns and ``cf`` features (``cg`` Gaussian slots is kept as :attr:`capacity` only), the
+        counts of the ``used`` = (classes, columns, features) in use copied over."""
+        C, V, F = used
+        new = {"class_count": np.zeros(cc), "value_count": np.zeros((cc, cv)), "feat_count": np.zeros((cc, cf))}
+        dims = {"value_count": (C, V), "feat_count": (C, F)}
+        for p in self.sets()[1:]:
+            for k in dims:
+                new[p + k] = np.zeros_like(new[k])
+        old = self.get("class_count")
+        if old is not None:
+            new["class_count"][:C] = old[:C]
+            for p in self.sets():
+                for k, d in dims.items():
+                    part = tuple(slice(0, n) for n in d)
+                    new[p + k][part] = self.get(p + k)[part]
+        for k, v in new.items():
+            self.replace(k, v)
+        self.capacity = (cc, cv, cf, cg)
+
+    def grow_dense(self, family: tuple, shapes: tuple, used: tuple) -> None:
+        """Dense tables of ``family`` (the pair or the t-way names: the table, then its twin with a feature
+        last) of ``shapes``, in every count set, each with the cells of the region ``used`` (one shape
+        per name) of the dense table it replaces, if any."""
+        for p in self.sets():
+            for k, shape, dims in zip(family, shapes, used):
+                new = np.zeros(shape)
+                old = self.get(p + k)
+                if old is not None:
+                    part = tuple(slice(0, d) for d in dims)
+                    new[part] = old[part]
+                self.replace(p + k, new)
+
+    def replace(self, name: str, table) -> None:
+        """Hold ``table`` under ``name`` (one of :data:`COUNT_TABLES`), in place of the one held."""
+        if name not in COUNT_TABLES:
+            raise KeyError(f"no count table is named {name!r}")
+        setattr(self.held, name, table)
+
+    def drop(self, name: str) -> None:
+        """Hold no table under ``name`` (nothing if none is held)."""
+        vars(self.held).pop(name, None)
+
+    def keep_observed(self) -> bool:
+        """Start keeping the observed-only twin of every table held (:data:`~stream_nb.stats.values.TWINNED`), as a copy; False,
+        and nothing done, when it is kept already."""
+        if self.observed:
+            return False
+        self.observed = True
+        for k in TWINNED:
+            table = self.get(k)
+            if table is not None:
+                self.replace("obs_" + k, table.copy())
+        return True
