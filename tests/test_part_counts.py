@@ -162,3 +162,27 @@ def test_a_store_keeps_the_twin_in_its_part():
         np.testing.assert_array_equal(getattr(s, "obs_" + name), getattr(s, name))
         assert getattr(s, "obs_" + name) is s.tables.get("obs_" + name)
     assert s.observed().value_count is s.obs_value_count
+
+
+def test_the_layout_is_that_of_the_table_last_held():
+    t = CountTables()
+    t.grow(2, 4, 2, 0, (0, 0, 0))
+    assert not (t.pairs_sparse or t.pairs_blocks or t.tuples_sparse)
+    t.replace("pair_count", SparseTable((2, 4, 4)))
+    t.replace("tuple_feat", SparseTable((2, 4, 4, 2)))  # the t-way layout is the t-way count's
+    assert t.pairs_sparse and not t.pairs_blocks and not t.tuples_sparse
+    t.replace("tuple_count", SparseTable((2, 4, 4, 4)))
+    assert t.tuples_sparse
+    t.replace("pair_count", np.zeros((2, 4, 4)))
+    t.drop("tuple_count")
+    assert not (t.pairs_sparse or t.pairs_blocks or t.tuples_sparse)
+
+
+@pytest.mark.parametrize("budget", [None, 0])
+def test_a_stores_layout_is_its_tables(budget):
+    s = Stats(pairs=True, numeric="bins", tuples=3, memory_budget=budget)
+    for x, y in _events(40, 4):
+        s.learn_one(x, y)
+    assert s.pairs_sparse == isinstance(s.pair_count, SparseTable) == (budget == 0)
+    assert s.tuples_sparse == isinstance(s.tuple_count, SparseTable) == (budget == 0)
+    assert not s.pairs_blocks

@@ -473,11 +473,12 @@ class Stats(Capacity, Promoting, Adding, Removing, Merging, State):
 
     # the memory budget is a part of its own (Budget): the store asks it, passing its arrays and table shapes
     memory_budget = property(lambda s: s.budget.limit, doc="Bytes the counts may take while dense (None: no bound).")
-    tuples_sparse = property(lambda s: isinstance(getattr(s, "tuple_count", None), SparseTable),
+    # the layout of the tables, as the count tables record it when a table is replaced (read with every event)
+    tuples_sparse = property(attrgetter("tables.tuples_sparse"),
                              doc="Whether the t-way tables are kept sparse (they are once dense ones would pass the budget).")
-    pairs_sparse = property(lambda s: isinstance(getattr(s, "pair_count", None), SparseTable),
+    pairs_sparse = property(attrgetter("tables.pairs_sparse"),
                             doc="Whether the pair tables are kept sparse (they are once dense ones would pass the budget).")
-    pairs_blocks = property(lambda s: isinstance(getattr(s, "pair_count", None), PairBlocks),
+    pairs_blocks = property(attrgetter("tables.pairs_blocks"),
                             doc="Whether the pair counts are held in pair blocks (:meth:`_take_blocks`).")
 
     #: Whether the pair counts may be held in pair blocks (:class:`~stream_nb.stats.tables.PairBlocks`) when

@@ -70,6 +70,9 @@ class CountTables:
         #: The room of the dense class, value and feature counts: (classes, value columns, features,
         #: Gaussian slots); the last is the Gaussian moments', which grow with them.
         self.capacity = (0, 0, 0, 0)
+        #: The layout of the pair counts (sparse, or pair blocks) and of the t-way counts (sparse), as
+        #: :meth:`replace` last held them: a store reads it with every event.
+        self.pairs_sparse = self.pairs_blocks = self.tuples_sparse = False
 
     def sets(self) -> tuple:
         """Name prefixes of the count sets kept: the counts, and with :attr:`observed` their observed-only twin."""
@@ -122,10 +125,18 @@ class CountTables:
         if name not in COUNT_TABLES:
             raise KeyError(f"no count table is named {name!r}")
         setattr(self.held, name, table)
+        if name == "pair_count":
+            self.pairs_sparse, self.pairs_blocks = isinstance(table, SparseTable), isinstance(table, PairBlocks)
+        elif name == "tuple_count":
+            self.tuples_sparse = isinstance(table, SparseTable)
 
     def drop(self, name: str) -> None:
         """Hold no table under ``name`` (nothing if none is held)."""
         vars(self.held).pop(name, None)
+        if name == "pair_count":
+            self.pairs_sparse = self.pairs_blocks = False
+        elif name == "tuple_count":
+            self.tuples_sparse = False
 
     def keep_observed(self) -> bool:
         """Start keeping the observed-only twin of every table held (:data:`~stream_nb.stats.values.TWINNED`), as a copy; False,
