@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from stream_nb.stats import Stats
-from stream_nb.stats.tables import COUNT_TABLES, CountTables, SparseTable
+from stream_nb.stats.tables import COUNT_TABLES, CountTables, SparseTable, cells_of, scatter_add
 
 
 def _filled(rng, t: CountTables, used):
@@ -186,3 +186,63 @@ def test_a_stores_layout_is_its_tables(budget):
     assert s.pairs_sparse == isinstance(s.pair_count, SparseTable) == (budget == 0)
     assert s.tuples_sparse == isinstance(s.tuple_count, SparseTable) == (budget == 0)
     assert not s.pairs_blocks
+
+
+def _dense_of(table, dims):
+    """The region ``dims`` of ``table`` (dense or sparse) as a dense array."""
+    out = np.zeros(dims)
+    idx, vals = cells_of(table, dims)
+    np.add.at(out, idx, vals)
+    return out
+
+
+@pytest.mark.parametrize("observed", [False, True])
+@pytest.mark.parametrize("written, read", [("dense", "sparse"), ("sparse", "dense"), ("sparse", "sparse")])
+def test_the_state_reads_back_into_either_layout(observed, written, read):
+    rng = np.random.default_rng(8)
+    C, V, F, t = 3, 7, 4, 3
+    used = (C, V, F)
+    shapes = {"pair_count": (C, V, V), "pair_feat": (C, V, F), "tuple_count": (C,) + (V,) * t,
+              "tuple_feat": (C,) + (V,) * (t - 1) + (F,)}
+
+    def make(layout):
+        tables = CountTables()
+        tables.grow(4, 8, 5, 0, (0, 0, 0))
+        if observed:
+            tables.keep_observed()
+        for family in (("pair_count", "pair_feat"), ("tuple_count", "tuple_feat")):
+            room = tuple(tuple(n + 1 for n in shapes[k]) for k in family)
+            if layout == "dense":
+                tables.grow_dense(family, room, ((0, 0, 0), (0, 0, 0)))
+            else:
+                for p in tables.sets():
+                    for k, shape in zip(family, room):
+                        tables.replace(p + k, SparseTable(shape))
+        return tables
+
+    source = make(written)
+    for p in source.sets():
+        for k in ("value_count", "feat_count"):
+            region = (C, V) if k == "value_count" else (C, F)
+            source.get(p + k)[:C, :region[1]] = rng.integers(0, 5, region)
+        for k, dims in shapes.items():
+            idx = tuple(rng.integers(0, n, 30) for n in dims)
+            scatter_add(source.get(p + k), idx, rng.integers(1, 4, 30).astype(float))
+    source.held.class_count[:C] = [3.0, 1.0, 2.0]
+    arrays = source.state(used, pairs=True, tuples=t)
+    names = list(arrays)
+    assert names[:3] == ["class_count", "value_count", "feat_count"]
+    cells = [n for n in names if n.endswith(("_cells", "_counts"))]
+    assert bool(cells) == (written == "sparse")
+    target = make(read)
+    target.load(arrays, used, pairs=True, tuples=t)
+    np.testing.assert_array_equal(target.held.class_count[:C], [3.0, 1.0, 2.0])
+    assert target.held.class_count.sum() == 6.0
+    for p in source.sets():
+        np.testing.assert_array_equal(target.get(p + "value_count"), source.get(p + "value_count"))
+        np.testing.assert_array_equal(target.get(p + "feat_count"), source.get(p + "feat_count"))
+        for k, dims in shapes.items():
+            want = _dense_of(source.get(p + k), dims)
+            assert want.sum() > 0
+            np.testing.assert_array_equal(_dense_of(target.get(p + k), dims), want)
+            assert _dense_of(target.get(p + k), tuple(n + 1 for n in dims)).sum() == want.sum()  # nothing beyond

@@ -18,7 +18,8 @@ store without pair tables has no ``pair_count``), grows the dense ones with spar
 counted (:meth:`CountTables.grow` for the class, value and feature counts, :meth:`CountTables.grow_dense`
 for the pair or t-way family), replaces one table by another of the same counts in another layout
 (:meth:`CountTables.replace`: sparse, pair blocks, a selection's filtered table, a remapped one) and
-drops one (:meth:`CountTables.drop`: a layer that shares another's pair tables). Which layout a table
+drops one (:meth:`CountTables.drop`: a layer that shares another's pair tables), and writes the counts in
+use as a snapshot keeps them and reads them back (:meth:`CountTables.state`, :meth:`CountTables.load`). Which layout a table
 takes (the memory budget, the pair and tuple selections) is decided by the store, which gives the part
 what it chose.
 """
@@ -28,15 +29,26 @@ from __future__ import annotations
 import numpy as np
 
 from ..values import TWINNED
-from ._pair_blocks import PairBlocks
-from ._sparse import SparseTable
+from ._pair_blocks import PairBlocks, PairFeat
+from ._sparse import SparseTable, cells_of
 
-__all__ = ["BASE_TABLES", "COUNT_TABLES", "CountTables"]
+__all__ = ["BASE_TABLES", "COUNT_TABLES", "CountTables", "scatter_add"]
 
 #: The tables every store keeps: the class, value and feature counts.
 BASE_TABLES = ("class_count", "value_count", "feat_count")
 #: Every name a table may be held by: the tables, then their observed-only twins.
 COUNT_TABLES = ("class_count",) + TWINNED + tuple("obs_" + name for name in TWINNED)
+
+
+def scatter_add(table, idx: tuple, w) -> None:
+    """``np.add.at(table, idx, w)`` for a dense table, a :class:`SparseTable` or pair blocks (whose
+    ``pair_feat``, :class:`~stream_nb.stats.tables.PairFeat`, is read off them: nothing to add)."""
+    if isinstance(table, (SparseTable, PairBlocks)):
+        table.add(idx, w)
+    elif isinstance(table, PairFeat):
+        return
+    else:
+        np.add.at(table, idx, w)
 
 
 class Held:
@@ -149,3 +161,67 @@ class CountTables:
             if table is not None:
                 self.replace("obs_" + k, table.copy())
         return True
+
+    def state(self, used: tuple, pairs: bool, tuples: int) -> dict:
+        """The counts in use, ``used`` = (classes, value columns, features), as arrays by the names a snapshot
+        keeps them under, in its order: the class, value and feature counts, then per count set the twin's
+        value and feature counts, the pair tables (with ``pairs``) and the t-way tables (``tuples`` = t).
+        A dense table gives its region in use; a sparse one (or pair blocks) its cells, ``<name>_cells``
+        (cells, axes) and ``<name>_counts``, after the dense ones of its set."""
+        C, V, F = used
+        out = {"class_count": self.held.class_count[:C].copy(), "value_count": self.held.value_count[:C, :V].copy(),
+               "feat_count": self.held.feat_count[:C, :F].copy()}
+        for p in self.sets():
+            if p:
+                out[p + "value_count"] = self.get(p + "value_count")[:C, :V].copy()
+                out[p + "feat_count"] = self.get(p + "feat_count")[:C, :F].copy()
+            sparse = []  # the sparse tables: the cells held, (cells, axes) indices and their counts
+            if pairs and (self.pairs_sparse or self.pairs_blocks):  # (blocks: their cells, as a sparse table's)
+                sparse += [("pair_count", (C, V, V)), ("pair_feat", (C, V, F))]
+            elif pairs:
+                out[p + "pair_count"] = self.get(p + "pair_count")[:C, :V, :V].copy()
+                out[p + "pair_feat"] = self.get(p + "pair_feat")[:C, :V, :F].copy()
+            t = tuples
+            if t and self.tuples_sparse:
+                sparse += [("tuple_count", (C,) + (V,) * t), ("tuple_feat", (C,) + (V,) * (t - 1) + (F,))]
+            for k, dims in sparse:
+                idx, vals = cells_of(self.get(p + k), dims)
+                out[p + k + "_cells"] = np.stack(idx, axis=1).astype(np.int64).reshape(-1, len(dims))
+                out[p + k + "_counts"] = vals.astype(float)
+            if t and not self.tuples_sparse:
+                out[p + "tuple_count"] = self.get(p + "tuple_count")[(slice(0, C),) + (slice(0, V),) * t].copy()
+                out[p + "tuple_feat"] = self.get(p + "tuple_feat")[(slice(0, C),) + (slice(0, V),) * (t - 1)
+                                                                   + (slice(0, F),)].copy()
+        return out
+
+    def load(self, arrays: dict, used: tuple, pairs: bool, tuples: int) -> None:
+        """Add the counts of ``arrays`` (as :meth:`state` writes them, dense or as cells) to the empty tables
+        held, whatever their layout here, ``used`` = (classes, value columns, features) in use."""
+        C, V, F = used
+        self.held.class_count[:C] = arrays["class_count"]
+        t = tuples
+        for p in self.sets():
+            self.get(p + "value_count")[:C, :V] = arrays[p + "value_count"]
+            self.get(p + "feat_count")[:C, :F] = arrays[p + "feat_count"]
+            if pairs and p + "pair_count_cells" in arrays:  # written sparse: dense, blocks or sparse here
+                for k in ("pair_count", "pair_feat"):
+                    scatter_add(self.get(p + k), tuple(arrays[p + k + "_cells"].T), arrays[p + k + "_counts"])
+            elif pairs:
+                _put_region(self.get(p + "pair_count"), arrays[p + "pair_count"])
+                _put_region(self.get(p + "pair_feat"), arrays[p + "pair_feat"])
+            if t and p + "tuple_count_cells" in arrays:  # written sparse: dense or sparse here
+                for k in ("tuple_count", "tuple_feat"):
+                    scatter_add(self.get(p + k), tuple(arrays[p + k + "_cells"].T), arrays[p + k + "_counts"])
+            elif t:
+                _put_region(self.get(p + "tuple_count"), arrays[p + "tuple_count"])
+                _put_region(self.get(p + "tuple_feat"), arrays[p + "tuple_feat"])
+
+
+def _put_region(table, counts: np.ndarray) -> None:
+    """Dense ``counts`` into the empty region of ``table`` they cover: copied into a dense table, their cells
+    added to a sparse table or pair blocks (a state written dense read where the budget keeps them sparse)."""
+    if isinstance(table, np.ndarray):
+        table[tuple(slice(0, d) for d in counts.shape)] = counts
+    else:
+        idx = np.nonzero(counts)
+        scatter_add(table, idx, counts[idx])
