@@ -246,3 +246,57 @@ def test_the_state_reads_back_into_either_layout(observed, written, read):
             assert want.sum() > 0
             np.testing.assert_array_equal(_dense_of(target.get(p + k), dims), want)
             assert _dense_of(target.get(p + k), tuple(n + 1 for n in dims)).sum() == want.sum()  # nothing beyond
+
+
+@pytest.mark.parametrize("mine, theirs", [("dense", "dense"), ("dense", "sparse"), ("sparse", "dense"), ("sparse", "sparse")])
+@pytest.mark.parametrize("twins", [(False, False), (True, False), (False, True), (True, True)])
+def test_a_merge_adds_each_cell_where_the_maps_send_it(mine, theirs, twins):
+    rng = np.random.default_rng(13)
+    C, V, F, t = 2, 5, 3, 3  # the other's classes, value columns (column 0: none) and features
+    shapes = {"pair_count": (C, V, V), "pair_feat": (C, V, F), "tuple_count": (C,) + (V,) * t,
+              "tuple_feat": (C,) + (V,) * (t - 1) + (F,)}
+    Cm, Vm, Fm = 3, 8, 4  # this store's, in use after the alignment
+    room = {"pair_count": (4, 9, 9), "pair_feat": (4, 9, 5), "tuple_count": (4,) + (9,) * t,
+            "tuple_feat": (4,) + (9,) * (t - 1) + (5,)}
+
+    def make(layout, twin, dims):
+        tables = CountTables()
+        tables.grow(4, 9, 5, 0, (0, 0, 0))
+        if twin:
+            tables.keep_observed()
+        for p in tables.sets():
+            for k, shape in dims.items():
+                tables.replace(p + k, np.zeros(shape) if layout == "dense" else SparseTable(shape))
+        return tables
+
+    here, there = make(mine, twins[0], room), make(theirs, twins[1], room)
+    for tables in (here, there):
+        for p in tables.sets():
+            tables.get(p + "value_count")[:C, 1:V] = rng.integers(0, 5, (C, V - 1))
+            tables.get(p + "feat_count")[:C, :F] = rng.integers(0, 5, (C, F))
+            for k, dims in shapes.items():
+                lo = [0] + [1] * (len(dims) - 1) if k.endswith("count") else [0] + [1] * (len(dims) - 2) + [0]
+                idx = tuple(rng.integers(a, n, 25) for a, n in zip(lo, dims))
+                scatter_add(tables.get(p + k), idx, rng.integers(1, 4, 25).astype(float))
+    cmap = np.array([2, 0])
+    vmap = np.array([0, 7, 3, 1, 5])
+    fmap = np.array([3, 0, 2])
+    full = {"value_count": (Cm, Vm), "feat_count": (Cm, Fm), "pair_count": (Cm, Vm, Vm), "pair_feat": (Cm, Vm, Fm),
+            "tuple_count": (Cm,) + (Vm,) * t, "tuple_feat": (Cm,) + (Vm,) * (t - 1) + (Fm,)}
+    other_dims = {"value_count": (C, V), "feat_count": (C, F)} | shapes
+    want = {}
+    for p in here.sets():
+        q = "obs_" if there.observed and (p or not here.observed) else ""
+        for k, dims in full.items():
+            expect = _dense_of(here.get(p + k), dims)
+            src = _dense_of(there.get(q + k), other_dims[k])
+            for cell in zip(*np.nonzero(src)):
+                if k in ("value_count",) and cell[1] == 0:
+                    continue
+                axes = [cmap] + [vmap] * (len(cell) - 1) if not k.endswith("feat") and k != "feat_count" else (
+                    [cmap] + [vmap] * (len(cell) - 2) + [fmap])
+                expect[tuple(m[i] for m, i in zip(axes, cell))] += src[cell]
+            want[p + k] = expect
+    here.merge(there, (cmap, vmap, fmap), (C, V, F), pairs=True, tuples=t)
+    for name, expect in want.items():
+        np.testing.assert_array_equal(_dense_of(here.get(name), full[name.removeprefix("obs_")]), expect, err_msg=name)

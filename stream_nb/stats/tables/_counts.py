@@ -19,7 +19,8 @@ counted (:meth:`CountTables.grow` for the class, value and feature counts, :meth
 for the pair or t-way family), replaces one table by another of the same counts in another layout
 (:meth:`CountTables.replace`: sparse, pair blocks, a selection's filtered table, a remapped one) and
 drops one (:meth:`CountTables.drop`: a layer that shares another's pair tables), and writes the counts in
-use as a snapshot keeps them and reads them back (:meth:`CountTables.state`, :meth:`CountTables.load`). Which layout a table
+use as a snapshot keeps them and reads them back (:meth:`CountTables.state`, :meth:`CountTables.load`), and
+adds another store's counts, aligned by maps the store made by name (:meth:`CountTables.merge`). Which layout a table
 takes (the memory budget, the pair and tuple selections) is decided by the store, which gives the part
 what it chose.
 """
@@ -215,6 +216,40 @@ class CountTables:
             elif t:
                 _put_region(self.get(p + "tuple_count"), arrays[p + "tuple_count"])
                 _put_region(self.get(p + "tuple_feat"), arrays[p + "tuple_feat"])
+
+    def merge(self, other: CountTables, maps: tuple, used: tuple, pairs: bool, tuples: int) -> None:
+        """Add ``other``'s counts into these, its classes, value columns and features mapped by ``maps`` =
+        (cmap, vmap, fmap) to these tables' (column 0, no value, maps to none), ``used`` = (classes, value
+        columns, features) in use there. Each count set here takes the other's twin when it keeps one (and
+        here it is the twin, or there is none), else its counts: a store without a twin holds observed
+        values only. Cells are added from and to any layout; dense into dense by their regions."""
+        cmap, vmap, fmap = maps
+        C, V, F = used
+        for p in self.sets():
+            q = "obs_" if other.observed and (p or not self.observed) else ""
+            self.get(p + "value_count")[np.ix_(cmap, vmap[1:])] += other.get(q + "value_count")[:C, 1:V]
+            self.get(p + "feat_count")[np.ix_(cmap, fmap)] += other.get(q + "feat_count")[:C, :F]
+            if pairs and (self.pairs_sparse or other.pairs_sparse or self.pairs_blocks or other.pairs_blocks):
+                # the cells held, mapped (as the t-way ones; into blocks, the pair counts alone)
+                for k, kmaps, dims in (("pair_count", (cmap, vmap, vmap), (C, V, V)),
+                                       ("pair_feat", (cmap, vmap, fmap), (C, V, F))):
+                    idx, vals = cells_of(other.get(q + k), dims)
+                    scatter_add(self.get(p + k), tuple(m[i] for m, i in zip(kmaps, idx)), vals)
+            elif pairs:
+                self.get(p + "pair_count")[np.ix_(cmap, vmap[1:], vmap[1:])] += other.get(q + "pair_count")[:C, 1:V, 1:V]
+                self.get(p + "pair_feat")[np.ix_(cmap, vmap[1:], fmap)] += other.get(q + "pair_feat")[:C, 1:V, :F]
+            t = tuples
+            if t and (self.tuples_sparse or other.tuples_sparse):
+                for k, kmaps, dims in (("tuple_count", [cmap] + [vmap] * t, (C,) + (V,) * t),
+                                       ("tuple_feat", [cmap] + [vmap] * (t - 1) + [fmap], (C,) + (V,) * (t - 1) + (F,))):
+                    idx, vals = cells_of(other.get(q + k), dims)
+                    scatter_add(self.get(p + k), tuple(m[i] for m, i in zip(kmaps, idx)), vals)
+            elif t:
+                vv = vmap[1:]
+                self.get(p + "tuple_count")[np.ix_(cmap, *([vv] * t))] += other.get(q + "tuple_count")[
+                    (slice(0, C),) + (slice(1, V),) * t]
+                self.get(p + "tuple_feat")[np.ix_(cmap, *([vv] * (t - 1)), fmap)] += other.get(q + "tuple_feat")[
+                    (slice(0, C),) + (slice(1, V),) * (t - 1) + (slice(0, F),)]
 
 
 def _put_region(table, counts: np.ndarray) -> None:
