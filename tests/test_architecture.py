@@ -324,6 +324,7 @@ STORE_PARTS = {
     "stream_nb.stats.selection._tuple_selection": ("TupleSelection",),
     "stream_nb.stats.tables._gaussian": ("GaussianMoments",),
     "stream_nb.stats.tables._sparse": ("SparseTable",),
+    "stream_nb.stats.tables._counts": ("CountTables",),
     "stream_nb.stats.budget._budget": ("Budget",),
     "stream_nb.stats.schema._value_types": ("ValueTypes",),
     "stream_nb.stats.schema._schema": ("Schema",),
@@ -385,6 +386,7 @@ HELD_PARTS = {
     "waiting": "stream_nb.stats.discretiser._waiting",
     "selection": "stream_nb.stats.selection._pair_selection",
     "tuple_selection": "stream_nb.stats.selection._tuple_selection",
+    "tables": "stream_nb.stats.tables._counts",
 }
 
 

@@ -76,7 +76,8 @@ def test_a_store_reports_what_its_budget_measures_of_its_arrays(make):
     for _ in range(60):
         model.learn_one({f"a{j}": str(rng.integers(0, 4)) for j in range(5)}, str(rng.integers(0, 2)))
     s = model._stats
-    held = [a for a in vars(s).values() if isinstance(a, (np.ndarray, SparseTable))] + [s.g_n, s.g_mean, s.g_m2]
+    held = list(s.tables.arrays().values())  # the count tables (the part that holds them), and any other array
+    held += [a for a in vars(s).values() if isinstance(a, (np.ndarray, SparseTable))] + [s.g_n, s.g_mean, s.g_m2]
     held += [s.value_feature, s.n_values]  # the schema's arrays, as large as the tables' room
     used = model.memory_used()
     assert used["bytes"] == sum(a.nbytes for a in held)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...exceptions import CapacityError
-from ..tables import PairBlocks, PairFeat, SparseTable
+from ..tables import PairBlocks, PairFeat, SparseTable, scatter_add  # (scatter_add: read here as before)
 
 __all__ = ["Budget", "DEFAULT_MEMORY_BUDGET", "PAIR_TABLES", "SPARSE_FLOOR", "TUPLE_TABLES", "scatter_add"]
 
@@ -39,17 +39,6 @@ SPARSE_FLOOR = 64 * 1024 * 1024
 #: The two families of tables that turn sparse: each a table of C·V^t cells and its twin with a feature last.
 TUPLE_TABLES = ("tuple_count", "tuple_feat")
 PAIR_TABLES = ("pair_count", "pair_feat")
-
-
-def scatter_add(table, idx: tuple, w) -> None:
-    """``np.add.at(table, idx, w)`` for a dense table, a :class:`SparseTable` or pair blocks (whose
-    ``pair_feat``, :class:`~stream_nb.stats.tables.PairFeat`, is read off them: nothing to add)."""
-    if isinstance(table, (SparseTable, PairBlocks)):
-        table.add(idx, w)
-    elif isinstance(table, PairFeat):
-        return
-    else:
-        np.add.at(table, idx, w)
 
 
 class Budget:

@@ -57,7 +57,7 @@ class SharedPairs:
         fine = self.fine
         for p in fine._sets():
             for name in _TABLES:
-                fine.__dict__.pop(p + name, None)
+                fine.tables.drop(p + name)
         fine.pairs = False
         fine.epoch += 1
         self.shared_pairs = True
@@ -70,7 +70,7 @@ class SharedPairs:
         fine = self.fine
         for p in self._sets():
             for name in _TABLES:
-                setattr(fine, p + name, getattr(self, p + name).copy())
+                fine.tables.replace(p + name, self.tables.get(p + name).copy())
         if self.selection.selected:
             fine.selection.choose(self.selection.allowed.copy(), self.selection.edges.copy())
         fine.pairs = True
@@ -87,14 +87,14 @@ class SharedPairs:
         fine = self.fine
         for p in self._sets():
             for name in _TABLES:
-                setattr(fine, p + name, getattr(self, p + name))
+                fine.tables.replace(p + name, self.tables.get(p + name))
         fine.pairs = True
         try:
             yield
         finally:
             for p in self._sets():
                 for name in _TABLES:
-                    fine.__dict__.pop(p + name, None)
+                    fine.tables.drop(p + name)
             fine.pairs = False
 
     def may_bin(self, x: dict) -> bool:

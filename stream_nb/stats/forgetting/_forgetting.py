@@ -178,7 +178,7 @@ def subtract_counts(s, delta: dict) -> None:
             continue
         a = getattr(s, name)
         if isinstance(a, SparseTable):
-            setattr(s, name, _sparse_add(a, d, -1.0))
+            s.tables.replace(name, _sparse_add(a, d, -1.0))
         elif isinstance(d, SparseTable):
             idx, vals = d.cells()
             np.subtract.at(a, idx, vals)
@@ -200,7 +200,7 @@ def replace_counts(s, delta: dict | None) -> None:
         a = getattr(s, name)
         d = None if delta is None else _part(delta, name)
         if isinstance(a, SparseTable):
-            setattr(s, name, _sparse_add(SparseTable(a.shape), d, 1.0) if d is not None else SparseTable(a.shape))
+            s.tables.replace(name, _sparse_add(SparseTable(a.shape), d, 1.0) if d is not None else SparseTable(a.shape))
             continue
         a[...] = 0.0
         if isinstance(d, SparseTable):
@@ -220,7 +220,7 @@ def scale_counts(s, factor: float, captures=()) -> None:
     for name in count_names(s) + ["g_n", "g_m2"]:
         a = getattr(s, name)
         if isinstance(a, SparseTable):
-            setattr(s, name, _scaled(a, factor))
+            s.tables.replace(name, _scaled(a, factor))
         else:
             a[...] *= factor
     for cap in captures:

@@ -149,7 +149,7 @@ def apply_selection(s, allowed: np.ndarray, edges: np.ndarray) -> None:
                         SparseTable.add(new, tuple(a[ok] for a in idx), vals[ok])
             new.allowed, new.edges, new.vf, new.by_feature = s.selection.allowed, s.selection.edges, s.value_feature, by_feature
             del old
-            setattr(s, p + name, new)
+            s.tables.replace(p + name, new)
     s.epoch += 1
 
 
@@ -168,7 +168,7 @@ def _clear_selection(s) -> None:
         for name in _PAIR_TABLES:
             t = getattr(s, p + name)
             if isinstance(t, SelectedTable):
-                setattr(s, p + name, t.unfiltered())
+                s.tables.replace(p + name, t.unfiltered())
     s.selection.clear()
     s.epoch += 1
 

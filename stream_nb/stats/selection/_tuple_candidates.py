@@ -241,7 +241,7 @@ def _select_tables(s, cand: np.ndarray) -> None:
             new.cand, new.vf, new.by_feature = cand, s.value_feature, by_feature
             if ok.any():
                 new.add_kept(tuple(a[ok] for a in idx), vals[ok])
-            setattr(s, p + name, new)
+            s.tables.replace(p + name, new)
     s.epoch += 1
 
 
@@ -405,7 +405,7 @@ def widen_tuples_to_either(s, other, fmap: np.ndarray) -> None:
             for name in _TUPLES:
                 t = getattr(s, p + name)
                 if isinstance(t, TupleSelectedTable):
-                    setattr(s, p + name, t.unfiltered())
+                    s.tables.replace(p + name, t.unfiltered())
         mine.clear()
         s.epoch += 1
         return

@@ -1,6 +1,8 @@
 """The capacity of the count tables: allocated with spare room, grown by doubling, and the observed-only twin.
 
-The count arrays are allocated with spare capacity and grow by doubling as the
+The count tables are a part the store holds (:class:`~stream_nb.stats.tables.CountTables`); here the store
+decides their room and layout and hands them to it. The count arrays are allocated with spare capacity and
+grow by doubling as the
 schema (:class:`~stream_nb.stats.schema.Schema`) asks for room, through
 :meth:`Capacity._reserve`, before it takes a new class, value, feature or
 Gaussian slot (the t-way tables of KDB grow exactly, as they are V^t, and turn
@@ -10,8 +12,6 @@ count table that would pass an explicit ``max_table_cells`` raises
 """
 
 from __future__ import annotations
-
-import numpy as np
 
 from ...exceptions import CapacityError
 from ..tables import GaussianMoments
@@ -24,32 +24,13 @@ class Capacity:
     """Allocation of the count arrays of a :class:`~stream_nb.stats.Stats` (a part of it, not used alone)."""
 
     def _alloc(self, cc, cv, cf, cg, need=None):
-        old = getattr(self, "class_count", None)
         C, V, F, G = (len(self.classes), len(self.value_keys), len(self.features), self.n_gauss)
-        new = {
-            "class_count": np.zeros(cc),
-            "value_count": np.zeros((cc, cv)),
-            "feat_count": np.zeros((cc, cf)),
-        }
-        used = {"value_count": (C, V), "feat_count": (C, F)}
-        for p in self._sets()[1:]:
-            for k in used:
-                if k in new:
-                    new[p + k] = np.zeros_like(new[k])
-        if old is not None:
-            new["class_count"][:C] = self.class_count[:C]
+        if self.tables.get("class_count") is not None:
             self.moments.resize(cc, cg, C, G)
-            for p in self._sets():
-                for k, dims in used.items():
-                    if p + k in new:
-                        part = tuple(slice(0, d) for d in dims)
-                        new[p + k][part] = getattr(self, p + k)[part]
         else:
             self.moments = GaussianMoments(cc, cg)
-        for k, v in new.items():
-            setattr(self, k, v)
+        self.tables.grow(cc, cv, cf, cg, (C, V, F))
         self.schema.make_room(cv, cf)  # its value_feature and n_values keep the tables' room
-        self._cap = (cc, cv, cf, cg)
         if self.pairs:
             self._alloc_pairs(cc, cv, cf, need)
         if self.tuples:
@@ -67,19 +48,12 @@ class Capacity:
             cc, cv, cf = min(cc, max(nc, 1)), min(cv, nv + 8 + nv // 16), min(cf, nf + 4 + nf // 16)
         if self._take_blocks(cc, cv, cf) or self._go_sparse(("pair_count", "pair_feat"), 2, cc, cv, cf):
             return
-        for p in self._sets():
-            pc, pf = np.zeros((cc, cv, cv)), np.zeros((cc, cv, cf))
-            old = getattr(self, p + "pair_count", None)
-            if old is not None:
-                pc[:C, :V, :V] = old[:C, :V, :V]
-                pf[:C, :V, :F] = getattr(self, p + "pair_feat")[:C, :V, :F]
-            setattr(self, p + "pair_count", pc)
-            setattr(self, p + "pair_feat", pf)
+        self.tables.grow_dense(("pair_count", "pair_feat"), ((cc, cv, cv), (cc, cv, cf)), ((C, V, V), (C, V, F)))
 
     def _alloc_tuples(self, cc, cv, cf):
         """The t-way tensors grow as V^t, so they get no spare capacity beyond the base arrays'."""
         t = self.tuples
-        old = getattr(self, "tuple_count", None)
+        old = self.tables.get("tuple_count")
         if old is not None and old.shape[0] >= cc and old.shape[1] >= cv and self.tuple_feat.shape[-1] >= cf:
             return
         C, V, F = len(self.classes), len(self.value_keys), len(self.features)
@@ -91,20 +65,12 @@ class Capacity:
             cc, cv, cf = min(cc, C + 1), min(cv, V + 1), min(cf, F + 1)
         if self._go_sparse(("tuple_count", "tuple_feat"), t, cc, cv, cf):  # past the memory budget: sparse (see _budget.py)
             return
-        for p in self._sets():
-            tc = np.zeros((cc,) + (cv,) * t)
-            tf = np.zeros((cc,) + (cv,) * (t - 1) + (cf,))
-            if old is not None:
-                tc[(slice(0, C),) + (slice(0, V),) * t] = getattr(self, p + "tuple_count")[(slice(0, C),) + (slice(0, V),) * t]
-                tf[(slice(0, C),) + (slice(0, V),) * (t - 1) + (slice(0, F),)] = getattr(self, p + "tuple_feat")[
-                    (slice(0, C),) + (slice(0, V),) * (t - 1) + (slice(0, F),)
-                ]
-            setattr(self, p + "tuple_count", tc)
-            setattr(self, p + "tuple_feat", tf)
+        self.tables.grow_dense(("tuple_count", "tuple_feat"), ((cc,) + (cv,) * t, (cc,) + (cv,) * (t - 1) + (cf,)),
+                               ((C,) + (V,) * t, (C,) + (V,) * (t - 1) + (F,)))
 
     def _sets(self) -> tuple:
         """Name prefixes of the count sets kept: the counts, and with ``observed`` their observed-only twin."""
-        return ("", "obs_") if self.keeps_observed else ("",)
+        return self.tables.sets()
 
     def observed(self):
         """The store as EM's E-step reads it: the observed-only counts under the usual names.
@@ -129,10 +95,7 @@ class Capacity:
         if self.keeps_observed:
             return
         self.blocks_to_sparse()  # EM's expected pairs have no place in pair blocks
-        self.keeps_observed = True
-        for k in TWINNED:
-            if hasattr(self, k):
-                setattr(self, "obs_" + k, getattr(self, k).copy())
+        self.tables.keep_observed()
         self.epoch += 1
 
     def table_cells(self, extra_values: int = 0, extra_classes: int = 0) -> int:
@@ -155,7 +118,7 @@ class Capacity:
 
     def _reserve(self, c=0, v=0, f=0, g=0):
         """Make room for ``c`` more classes, ``v`` columns, ``f`` features, ``g`` slots."""
-        cc, cv, cf, cg = self._cap
+        cc, cv, cf, cg = self.tables.capacity
         need = (len(self.classes) + c, len(self.value_keys) + v, len(self.features) + f, self.n_gauss + g)
         if need[0] <= cc and need[1] <= cv and need[2] <= cf and need[3] <= cg:
             if self.pairs and not self.pairs_sparse and not self.pairs_blocks and (  # dense pair tables without spare room: grown here

@@ -13,9 +13,7 @@ import numpy as np
 
 from ...exceptions import MergeError
 from ..selection import widen_to_either, widen_tuples_to_either
-from ..budget import scatter_add
 from ..discretiser import Discretiser
-from ..tables import cells_of
 from ..values import BINNED, CAT, GAUSS, KIND_NAMES, VALUE_GROUPS, a_noun, json_type
 
 __all__ = ["Merging"]
@@ -123,10 +121,10 @@ class Merging:
         self.class_count[cmap] += other.class_count[:C]
         if other.keeps_observed and self.wants_observed:
             self.keep_observed()
-        for p in self._sets():
-            # without a twin, a store's counts are all observed
-            q = "obs_" if other.keeps_observed and (p or not self.keeps_observed) else ""
-            self._add_aligned(p, other, q, cmap, vmap, fmap)
+        if self.pairs and (self.pairs_sparse or other.pairs_sparse or self.pairs_blocks or other.pairs_blocks):
+            self.sync_pairs()  # pair blocks grown to the columns, features and classes aligned, before their cells
+        self.tables.merge(other.tables, (cmap, vmap, fmap), (C, len(other.value_keys), len(other.features)),
+                          self.pairs, self.tuples)
         for f_other, f in enumerate(fmap):
             if other.kinds[f_other] != GAUSS:
                 continue
@@ -143,33 +141,3 @@ class Merging:
         return [(mine, theirs) for name, theirs in other.feature_index.items()
                 if theirs in other.few and (mine := self.feature_index.get(name)) in self.few
                 and len(self.values[mine].keys() | other.values[theirs].keys()) > self.few_max]
-
-    def _add_aligned(self, p: str, other: typing.Self, q: str, cmap, vmap, fmap) -> None:
-        """Add count set ``q`` of ``other`` into this store's count set ``p`` (classes, values and
-        features mapped by ``cmap``, ``vmap``, ``fmap``)."""
-        C, V, F = len(other.classes), len(other.value_keys), len(other.features)
-        getattr(self, p + "value_count")[np.ix_(cmap, vmap[1:])] += getattr(other, q + "value_count")[:C, 1:V]
-        getattr(self, p + "feat_count")[np.ix_(cmap, fmap)] += getattr(other, q + "feat_count")[:C, :F]
-        if self.pairs and (self.pairs_sparse or other.pairs_sparse or self.pairs_blocks or other.pairs_blocks):
-            # the cells held, mapped (as the t-way ones; into blocks, grown first, the pair counts alone)
-            self.sync_pairs()
-            for k, maps, dims in (("pair_count", (cmap, vmap, vmap), (C, V, V)), ("pair_feat", (cmap, vmap, fmap), (C, V, F))):
-                idx, vals = cells_of(getattr(other, q + k), dims)
-                scatter_add(getattr(self, p + k), tuple(m[i] for m, i in zip(maps, idx)), vals)
-        elif self.pairs:
-            getattr(self, p + "pair_count")[np.ix_(cmap, vmap[1:], vmap[1:])] += getattr(other, q + "pair_count")[:C, 1:V, 1:V]
-            getattr(self, p + "pair_feat")[np.ix_(cmap, vmap[1:], fmap)] += getattr(other, q + "pair_feat")[:C, 1:V, :F]
-        if self.tuples and (self.tuples_sparse or other.tuples_sparse):
-            t = self.tuples
-            for k, maps, dims in (("tuple_count", [cmap] + [vmap] * t, (C,) + (V,) * t),
-                                  ("tuple_feat", [cmap] + [vmap] * (t - 1) + [fmap], (C,) + (V,) * (t - 1) + (F,))):
-                idx, vals = cells_of(getattr(other, q + k), dims)
-                scatter_add(getattr(self, p + k), tuple(m[i] for m, i in zip(maps, idx)), vals)
-        elif self.tuples:
-            t, vv = self.tuples, vmap[1:]
-            getattr(self, p + "tuple_count")[np.ix_(cmap, *([vv] * t))] += getattr(other, q + "tuple_count")[
-                (slice(0, C),) + (slice(1, V),) * t
-            ]
-            getattr(self, p + "tuple_feat")[np.ix_(cmap, *([vv] * (t - 1)), fmap)] += getattr(other, q + "tuple_feat")[
-                (slice(0, C),) + (slice(1, V),) * (t - 1) + (slice(0, F),)
-            ]

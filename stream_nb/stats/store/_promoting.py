@@ -107,7 +107,7 @@ class Promoting:
                 if drop_feature >= 0:
                     fmap[drop_feature] = -1
                 maps.append(fmap)
-            setattr(self, p + k, table.remap(maps))
+            self.tables.replace(p + k, table.remap(maps))
 
     def _merge_columns_of(self, p: str, old: np.ndarray, new: np.ndarray) -> None:
         if self.tuples and self.tuples_sparse:

@@ -13,11 +13,11 @@ import numpy as np
 
 from ..._checks import is_integer
 from ...exceptions import ConfigError
-from ..budget import DEFAULT_MEMORY_BUDGET, scatter_add
+from ..budget import DEFAULT_MEMORY_BUDGET
 from ..selection import restore_selection
 from ..selection import restore_tuple_selection
 from ..discretiser import Discretiser
-from ..tables import cells_of
+from ..tables import BASE_TABLES
 from ..values import BINNED, CAT, GAUSS, NUMERIC_LIMIT, VALUE_GROUPS, check_types, hashable, is_nan, json_type
 
 __all__ = ["State", "check_state", "MAX_COUNT"]
@@ -50,37 +50,10 @@ class State:
     def state(self) -> tuple[dict, dict]:
         """``(arrays, meta)``: numpy arrays and JSON-able metadata, the whole store."""
         C, V, F, G = len(self.classes), len(self.value_keys), len(self.features), self.n_gauss
-        arrays = {
-            "class_count": self.class_count[:C].copy(),
-            "value_count": self.value_count[:C, :V].copy(),
-            "feat_count": self.feat_count[:C, :F].copy(),
-            "g_n": self.g_n[:C, :G].copy(),
-            "g_mean": self.g_mean[:C, :G].copy(),
-            "g_m2": self.g_m2[:C, :G].copy(),
-        }
-        for p in self._sets():
-            if p:
-                arrays[p + "value_count"] = getattr(self, p + "value_count")[:C, :V].copy()
-                arrays[p + "feat_count"] = getattr(self, p + "feat_count")[:C, :F].copy()
-            sparse = []  # the sparse tables: the cells held, (cells, axes) indices and their counts
-            if self.pairs and (self.pairs_sparse or self.pairs_blocks):  # (blocks: their cells, as a sparse table's)
-                sparse += [("pair_count", (C, V, V)), ("pair_feat", (C, V, F))]
-            elif self.pairs:
-                arrays[p + "pair_count"] = getattr(self, p + "pair_count")[:C, :V, :V].copy()
-                arrays[p + "pair_feat"] = getattr(self, p + "pair_feat")[:C, :V, :F].copy()
-            if self.tuples and self.tuples_sparse:
-                t = self.tuples
-                sparse += [("tuple_count", (C,) + (V,) * t), ("tuple_feat", (C,) + (V,) * (t - 1) + (F,))]
-            for k, dims in sparse:
-                idx, vals = cells_of(getattr(self, p + k), dims)
-                arrays[p + k + "_cells"] = np.stack(idx, axis=1).astype(np.int64).reshape(-1, len(dims))
-                arrays[p + k + "_counts"] = vals.astype(float)
-            if self.tuples and not self.tuples_sparse:
-                t = self.tuples
-                arrays[p + "tuple_count"] = getattr(self, p + "tuple_count")[(slice(0, C),) + (slice(0, V),) * t].copy()
-                arrays[p + "tuple_feat"] = getattr(self, p + "tuple_feat")[
-                    (slice(0, C),) + (slice(0, V),) * (t - 1) + (slice(0, F),)
-                ].copy()
+        counts = self.tables.state((C, V, F), self.pairs, self.tuples)
+        arrays = {k: counts.pop(k) for k in BASE_TABLES}  # the class, value and feature counts first, as always
+        arrays |= {"g_n": self.g_n[:C, :G].copy(), "g_mean": self.g_mean[:C, :G].copy(), "g_m2": self.g_m2[:C, :G].copy()}
+        arrays |= counts
         meta = {
             "pairs": self.pairs,
             "observed": self.wants_observed,
@@ -182,32 +155,15 @@ class State:
                     raise ValueError(f"feature {feat['name']!r}: unknown value type {vt!r}")
                 s._set_vtype(f, vt)
         C, V, F, G = len(s.classes), len(s.value_keys), len(s.features), s.n_gauss
-        s.class_count[:C] = arrays["class_count"]
         if "obs_value_count" in arrays:
             s.keep_observed()
         # the slots are made again in feature order; the arrays are in the order they were made in
         slots = np.array([s.gslot[f] for f in meta["gauss_features"]]) if "gauss_features" in meta else slice(0, G)
         for k in ("g_n", "g_mean", "g_m2"):
             getattr(s, k)[:C, slots] = arrays[k]
-        for p in s._sets():
-            getattr(s, p + "value_count")[:C, :V] = arrays[p + "value_count"]
-            getattr(s, p + "feat_count")[:C, :F] = arrays[p + "feat_count"]
-            if s.pairs and p + "pair_count_cells" in arrays:  # written sparse: dense, blocks or sparse here, by the budget
-                s.sync_pairs()
-                for k in ("pair_count", "pair_feat"):
-                    scatter_add(getattr(s, p + k), tuple(arrays[p + k + "_cells"].T), arrays[p + k + "_counts"])
-            elif s.pairs:
-                getattr(s, p + "pair_count")[:C, :V, :V] = arrays[p + "pair_count"]
-                getattr(s, p + "pair_feat")[:C, :V, :F] = arrays[p + "pair_feat"]
-            if s.tuples and p + "tuple_count_cells" in arrays:  # written sparse: dense or sparse here, by the budget
-                for k in ("tuple_count", "tuple_feat"):
-                    scatter_add(getattr(s, p + k), tuple(arrays[p + k + "_cells"].T), arrays[p + k + "_counts"])
-            elif s.tuples:
-                t = s.tuples
-                getattr(s, p + "tuple_count")[(slice(0, C),) + (slice(0, V),) * t] = arrays[p + "tuple_count"]
-                getattr(s, p + "tuple_feat")[(slice(0, C),) + (slice(0, V),) * (t - 1) + (slice(0, F),)] = arrays[
-                    p + "tuple_feat"
-                ]
+        if s.pairs and any(p + "pair_count_cells" in arrays for p in s._sets()):
+            s.sync_pairs()  # pair blocks take the columns, features and classes of the state before its cells
+        s.tables.load(arrays, (C, V, F), s.pairs, s.tuples)
         restore_selection(s, arrays, meta)
         restore_tuple_selection(s, arrays, meta)
         s.pair_blocks_ok = meta.get("pair_blocks") is True

@@ -7,14 +7,15 @@ each categorical feature's values, events encoded to codes), the Gaussian moment
 (:class:`~stream_nb.stats.selection.PairSelection`: which attribute pairs the pair tables count) and the
 tuple selection (:class:`~stream_nb.stats.selection.TupleSelection`: KDB's candidate parents), the memory budget
 (:class:`~stream_nb.stats.budget.Budget`, asked whether dense tables fit and whether the next event does,
-given the store's arrays), its count tables (numpy arrays or :class:`~stream_nb.stats.SparseTable`) --
-and gives each what it needs as arguments. The schema asks the tables for room before it grows
+given the store's arrays), its count tables (:class:`~stream_nb.stats.tables.CountTables`: the numpy arrays or
+:class:`~stream_nb.stats.SparseTable` by name, their observed-only twins, their room) -- and gives each what it
+needs as arguments. The schema asks the tables for room before it grows
 (``grow``: ``Stats._reserve``), and the tables give it their capacity when they reallocate
 (:meth:`Schema.make_room <stream_nb.stats.schema.Schema.make_room>`); learning an event, the store lets
 the schema register it with two calls of its own (``room``: refuse before anything changes; ``promote``:
 move a promoted feature's counts). The names learners and kernels read (``classes``, ``features``,
-``value_feature``, ``g_n``, ``vtypes``, ``memory_budget``, ``pairs_sparse``, ...) stay the store's: the
-schema's are read-only properties here. The rest of its work is still inherited from one class per seam
+``value_feature``, ``g_n``, ``vtypes``, ``memory_budget``, ``pairs_sparse``, ``value_count``, ``pair_count``,
+...) stay the store's: the schema's and the count tables' are read-only properties here. The rest of its work is still inherited from one class per seam
 (its bases below).
 """
 
@@ -37,7 +38,7 @@ from ..selection import revision_due
 from ._removing import Removing
 from ..schema import Schema
 from ._state import State
-from ..tables import PairBlocks, PairFeat, SparseTable, cells_of, chunks_of
+from ..tables import CountTables, PairBlocks, PairFeat, SparseTable, cells_of, chunks_of
 
 __all__ = ["Stats"]
 
@@ -124,12 +125,11 @@ class Stats(Capacity, Promoting, Adding, Removing, Merging, State):
         # observed=True: an observed-only twin of every count EM adds to (the E-step's parameters),
         # allocated with the first expected counts (keeps_observed); until then the counts are observed only
         self.wants_observed = bool(observed)
-        self.keeps_observed = False
         # bumped by every change of a count: (epoch, version) keys anything derived from the counts
         self.version = 0
         self._cache: dict = {}  # derived lookups, each tagged with the epoch it was computed at
-        # arrays, allocated with spare capacity
-        self._cap = (0, 0, 0, 0)
+        # the count tables (a part of their own: CountTables), allocated with spare capacity
+        self.tables = CountTables()
         self._alloc(4, 16, 8, 4)
 
     # one clock for the schema and the tables: the schema's changes advance it, and so do the tables' (a
@@ -286,7 +286,7 @@ class Stats(Capacity, Promoting, Adding, Removing, Merging, State):
     def _run_value_room(self) -> int:
         """How many new values the arrays (and dense pair tables) hold without growing: a run registers no
         more, so that no table is reallocated, or turned sparse, between a run's scores and its counts."""
-        room = self._cap[1] - len(self.value_keys)
+        room = self.tables.capacity[1] - len(self.value_keys)
         if self.pairs:
             room = min(room, self.pair_count.shape[1] - len(self.value_keys))
         return room
@@ -311,6 +311,24 @@ class Stats(Capacity, Promoting, Adding, Removing, Merging, State):
         new = self.schema.validate_frame(X, labels, count_new=bounded)
         if bounded:
             self._check_room(*new)
+
+    # the count tables are a part of their own (CountTables); the names learners and kernels read stay the store's,
+    # read-only (an AttributeError while a table is not held, as before)
+    class_count = property(attrgetter("tables.held.class_count"), doc="(C,): the weight of each class.")
+    value_count = property(attrgetter("tables.held.value_count"), doc="(C, V): the weight of each class and value column.")
+    feat_count = property(attrgetter("tables.held.feat_count"), doc="(C, F): the weight of each class and feature observed.")
+    pair_count = property(attrgetter("tables.held.pair_count"), doc="(C, V, V): the pair counts (with ``pairs``).")
+    pair_feat = property(attrgetter("tables.held.pair_feat"), doc="(C, V, F): the pair counts by feature (with ``pairs``).")
+    tuple_count = property(attrgetter("tables.held.tuple_count"), doc="(C, V^t): the t-way counts (with ``tuples``).")
+    tuple_feat = property(attrgetter("tables.held.tuple_feat"), doc="(C, V^(t-1), F): the t-way counts by feature.")
+    obs_value_count = property(attrgetter("tables.held.obs_value_count"), doc="The observed-only twin of value_count.")
+    obs_feat_count = property(attrgetter("tables.held.obs_feat_count"), doc="The observed-only twin of feat_count.")
+    obs_pair_count = property(attrgetter("tables.held.obs_pair_count"), doc="The observed-only twin of pair_count.")
+    obs_pair_feat = property(attrgetter("tables.held.obs_pair_feat"), doc="The observed-only twin of pair_feat.")
+    obs_tuple_count = property(attrgetter("tables.held.obs_tuple_count"), doc="The observed-only twin of tuple_count.")
+    obs_tuple_feat = property(attrgetter("tables.held.obs_tuple_feat"), doc="The observed-only twin of tuple_feat.")
+    keeps_observed = property(attrgetter("tables.observed"),
+                              doc="Whether the observed-only twin of the counts is kept (:meth:`keep_observed`).")
 
     # the Gaussian moments are a part of their own (GaussianMoments); their arrays keep their names here
     g_n = property(lambda s: s.moments.n, lambda s, a: setattr(s.moments, "n", a))
@@ -455,11 +473,12 @@ class Stats(Capacity, Promoting, Adding, Removing, Merging, State):
 
     # the memory budget is a part of its own (Budget): the store asks it, passing its arrays and table shapes
     memory_budget = property(lambda s: s.budget.limit, doc="Bytes the counts may take while dense (None: no bound).")
-    tuples_sparse = property(lambda s: isinstance(getattr(s, "tuple_count", None), SparseTable),
+    # the layout of the tables, as the count tables record it when a table is replaced (read with every event)
+    tuples_sparse = property(attrgetter("tables.tuples_sparse"),
                              doc="Whether the t-way tables are kept sparse (they are once dense ones would pass the budget).")
-    pairs_sparse = property(lambda s: isinstance(getattr(s, "pair_count", None), SparseTable),
+    pairs_sparse = property(attrgetter("tables.pairs_sparse"),
                             doc="Whether the pair tables are kept sparse (they are once dense ones would pass the budget).")
-    pairs_blocks = property(lambda s: isinstance(getattr(s, "pair_count", None), PairBlocks),
+    pairs_blocks = property(attrgetter("tables.pairs_blocks"),
                             doc="Whether the pair counts are held in pair blocks (:meth:`_take_blocks`).")
 
     #: Whether the pair counts may be held in pair blocks (:class:`~stream_nb.stats.tables.PairBlocks`) when
@@ -520,7 +539,8 @@ class Stats(Capacity, Promoting, Adding, Removing, Merging, State):
         if held is not None:  # dense until now: its cells move over, a slice of rows at a time
             for idx, vals in chunks_of(held, (C, V, V)):
                 blocks.add(idx, vals)
-        self.pair_count, self.pair_feat = blocks, blocks.feat
+        self.tables.replace("pair_count", blocks)
+        self.tables.replace("pair_feat", blocks.feat)
         return True
 
     def sync_pairs(self, within_budget: bool = True) -> None:
@@ -529,7 +549,7 @@ class Stats(Capacity, Promoting, Adding, Removing, Merging, State):
         ``within_budget`` is False (a kernel about to read a run whose values are registered already: the
         blocks grow, and turn sparse at the next call that may change the layout). Nothing for other
         layouts."""
-        blocks = self.__dict__.get("pair_count")
+        blocks = self.tables.get("pair_count")
         if not isinstance(blocks, PairBlocks):
             return
         C, V, F = len(self.classes), len(self.value_keys), len(self.features)
@@ -539,7 +559,7 @@ class Stats(Capacity, Promoting, Adding, Removing, Merging, State):
         self.epoch += 1
         n = np.bincount(vf[vf >= 0], minlength=F)
         if within_budget and not self._blocks_fit(n, C):
-            self._go_sparse(PAIR_TABLES, 2, *self._cap[:3])
+            self._go_sparse(PAIR_TABLES, 2, *self.tables.capacity[:3])
             return
         blocks.grow(vf, F, C, self._blocks_spare(n, C))
 
@@ -548,11 +568,12 @@ class Stats(Capacity, Promoting, Adding, Removing, Merging, State):
         pairs, a promotion's moved columns). Nothing for other layouts."""
         if self.pairs_blocks:
             self.epoch += 1
-            self._go_sparse(PAIR_TABLES, 2, *self._cap[:3])
+            self._go_sparse(PAIR_TABLES, 2, *self.tables.capacity[:3])
 
     def _arrays(self) -> dict:
         """Every count array held, by name (the observed-only twin's too, and the Gaussian moments)."""
-        arrays = {k: v for k, v in vars(self).items() if isinstance(v, (np.ndarray, SparseTable, PairBlocks))}
+        arrays = self.tables.arrays()  # and any other array the store holds (a two-layer store's waiting rows), as always
+        arrays |= {k: v for k, v in vars(self).items() if isinstance(v, (np.ndarray, SparseTable, PairBlocks))}
         if self.selection.selected:  # the pairs kept, (F,) and (F, F): what the budget has always counted of them
             arrays |= {"pair_allowed": self.selection.allowed, "pair_edges": self.selection.edges}
         for name, a in (("tuple_cand", self.tuple_selection.cand), ("tuple_score", self.tuple_selection.score)):
@@ -597,7 +618,7 @@ class Stats(Capacity, Promoting, Adding, Removing, Merging, State):
         # capacity grows by doubling with the other arrays' and a sparse table's keys are renumbered
         # (every cell rehashed) when it grows: it is given room for 16 times as many values and
         # features, or 4, while its keys (62 bits) allow
-        cc, cv, cf = (max(a, b) for a, b in zip((cc, cv, cf), self._cap[:3]))
+        cc, cv, cf = (max(a, b) for a, b in zip((cc, cv, cf), self.tables.capacity[:3]))
         held = getattr(self, family[0], None)
         if isinstance(held, SparseTable) and cc <= held.shape[0] and cv <= held.shape[1] and cf <= held.shape[-1]:
             return True
@@ -621,12 +642,12 @@ class Stats(Capacity, Promoting, Adding, Removing, Merging, State):
                 old = getattr(self, p + k, None)
                 if isinstance(old, SparseTable):
                     if old.shape != shape:
-                        setattr(self, p + k, old.reshaped(shape))
+                        self.tables.replace(p + k, old.reshaped(shape))
                     continue
                 if isinstance(old, (PairBlocks, PairFeat)):  # pair blocks until now: their cells move over
                     new = SparseTable(shape)
                     new.add(*cells_of(old, used[k]))
-                    setattr(self, p + k, new)
+                    self.tables.replace(p + k, new)
                     continue
                 if old is not None and family == PAIR_TABLES:  # dense until now: its cells move over, a slice at a time
                     region = old[tuple(slice(0, d) for d in used[k])]
@@ -634,14 +655,14 @@ class Stats(Capacity, Promoting, Adding, Removing, Merging, State):
                     del region
                     for idx, vals in chunks_of(old, used[k]):
                         new.add(idx, vals)
-                    setattr(self, p + k, new)
+                    self.tables.replace(p + k, new)
                     continue
                 new = SparseTable(shape)
                 if old is not None:  # dense until now: its cells move over
                     idx, vals = cells_of(old, used[k])
                     if len(vals) and not (family == TUPLE_TABLES and tuples_wait(self, len(vals))):
                         new.add(idx, vals)
-                setattr(self, p + k, new)
+                self.tables.replace(p + k, new)
         if family == TUPLE_TABLES:
             settle_tuples(self)
         return True

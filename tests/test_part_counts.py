@@ -1,0 +1,302 @@
+"""The count tables (stats.tables.CountTables), alone: growth keeps the counts in use, the observed-only twin
+is an independent copy, tables are held by their names only; and a store's counts are the part's, under
+read-only names, against counts made by hand."""
+
+import collections
+import itertools
+from operator import attrgetter
+
+import numpy as np
+import pytest
+
+from stream_nb.stats import Stats
+from stream_nb.stats.tables import COUNT_TABLES, CountTables, SparseTable, cells_of, scatter_add
+
+
+def _filled(rng, t: CountTables, used):
+    """Random counts in the region ``used`` = (C, V, F) of the class, value and feature counts."""
+    C, V, F = used
+    t.held.class_count[:C] = rng.integers(1, 9, C)
+    t.held.value_count[:C, :V] = rng.integers(0, 9, (C, V))
+    t.held.feat_count[:C, :F] = rng.integers(0, 9, (C, F))
+    return t.held.class_count[:C].copy(), t.held.value_count[:C, :V].copy(), t.held.feat_count[:C, :F].copy()
+
+
+@pytest.mark.parametrize("observed", [False, True])
+def test_growing_keeps_the_counts_in_use_and_zeroes_the_room(observed):
+    rng = np.random.default_rng(3)
+    t = CountTables()
+    t.grow(4, 16, 8, 4, (0, 0, 0))
+    if observed:
+        assert t.keep_observed()
+    used = (3, 11, 5)
+    cc, vc, fc = _filled(rng, t, used)
+    if observed:
+        t.held.obs_value_count[:3, :11] = vc / 2
+        t.held.obs_feat_count[:3, :5] = fc / 2
+    t.grow(8, 32, 8, 4, used)
+    assert t.capacity == (8, 32, 8, 4)
+    assert t.held.class_count.shape == (8,) and t.held.value_count.shape == (8, 32) and t.held.feat_count.shape == (8, 8)
+    np.testing.assert_array_equal(t.held.class_count[:3], cc)
+    np.testing.assert_array_equal(t.held.value_count[:3, :11], vc)
+    np.testing.assert_array_equal(t.held.feat_count[:3, :5], fc)
+    total = cc.sum() + vc.sum() + fc.sum()
+    assert t.held.class_count.sum() + t.held.value_count.sum() + t.held.feat_count.sum() == total  # the room is zero
+    if observed:
+        np.testing.assert_array_equal(t.held.obs_value_count[:3, :11], vc / 2)
+        np.testing.assert_array_equal(t.held.obs_feat_count[:3, :5], fc / 2)
+        assert t.held.obs_value_count.sum() == vc.sum() / 2 and t.held.obs_value_count.shape == (8, 32)
+    else:
+        assert t.get("obs_value_count") is None
+
+
+def test_a_dense_family_grows_with_the_cells_of_the_region_in_use():
+    rng = np.random.default_rng(5)
+    t = CountTables()
+    t.grow(2, 6, 3, 0, (0, 0, 0))
+    t.keep_observed()
+    family = ("pair_count", "pair_feat")
+    t.grow_dense(family, ((2, 6, 6), (2, 6, 3)), ((0, 0, 0), (0, 0, 0)))
+    before = {}
+    for p, k in itertools.product(t.sets(), family):
+        a = t.get(p + k)
+        a[...] = rng.integers(0, 5, a.shape)
+        before[p + k] = a.copy()
+    t.grow_dense(family, ((4, 10, 10), (4, 10, 5)), ((2, 4, 4), (2, 4, 3)))
+    for p in t.sets():
+        pc, pf = t.get(p + "pair_count"), t.get(p + "pair_feat")
+        assert pc.shape == (4, 10, 10) and pf.shape == (4, 10, 5)
+        np.testing.assert_array_equal(pc[:2, :4, :4], before[p + "pair_count"][:2, :4, :4])
+        np.testing.assert_array_equal(pf[:2, :4, :3], before[p + "pair_feat"][:2, :4, :3])
+        assert pc.sum() == before[p + "pair_count"][:2, :4, :4].sum()  # only the region in use moves over
+        assert pf.sum() == before[p + "pair_feat"][:2, :4, :3].sum()
+
+
+def test_the_observed_twin_is_a_copy_of_every_table_held_made_once():
+    t = CountTables()
+    t.grow(2, 4, 2, 0, (0, 0, 0))
+    t.held.value_count[1, 2] = 3.0
+    sparse = SparseTable((2, 4, 4))
+    sparse.add((np.array([1]), np.array([2]), np.array([3])), 2.5)
+    t.replace("pair_count", sparse)
+    assert t.sets() == ("",)
+    assert t.keep_observed() and t.observed and t.sets() == ("", "obs_")
+    assert t.held.obs_value_count[1, 2] == 3.0 and t.held.obs_pair_count[1, 2, 3] == 2.5
+    assert t.get("obs_class_count") is None and t.get("obs_tuple_count") is None  # no twin of what is not held
+    t.held.value_count[1, 2] += 1.0
+    t.held.pair_count.add((np.array([1]), np.array([2]), np.array([3])), 1.0)
+    assert t.held.obs_value_count[1, 2] == 3.0 and t.held.obs_pair_count[1, 2, 3] == 2.5  # independent copies
+    t.held.obs_value_count[0, 0] = 7.0
+    assert not t.keep_observed()  # kept already: the twin stays as it is
+    assert t.held.obs_value_count[0, 0] == 7.0
+
+
+def test_tables_are_held_by_their_names_only():
+    t = CountTables()
+    t.grow(2, 4, 2, 0, (0, 0, 0))
+    with pytest.raises(KeyError, match="no count table is named 'g_n'"):
+        t.replace("g_n", np.zeros(2))
+    assert list(t.arrays()) == ["class_count", "value_count", "feat_count"]  # in the order they were made
+    t.replace("pair_feat", np.zeros((2, 4, 2)))
+    t.replace("pair_count", np.zeros((2, 4, 4)))
+    t.replace("value_count", np.ones((2, 4)))  # a table replaced keeps its place
+    assert list(t.arrays()) == ["class_count", "value_count", "feat_count", "pair_feat", "pair_count"]
+    assert set(t.arrays()) <= set(COUNT_TABLES)
+    t.drop("pair_count")
+    t.drop("pair_count")  # nothing held: nothing to do
+    assert t.get("pair_count", "none") == "none" and "pair_count" not in t.arrays()
+    with pytest.raises(AttributeError):  # how a store's read-only name reads a table not held
+        attrgetter("held.pair_count")(t)
+
+
+def _events(n: int, seed: int):
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        y = str(rng.integers(3))
+        x = {f"a{f}": str(rng.integers(4)) for f in range(4) if rng.random() < 0.8}
+        out.append((x, y))
+    return out
+
+
+@pytest.mark.parametrize("pairs", [False, True])
+def test_a_stores_counts_are_the_parts_under_read_only_names(pairs):
+    events = _events(300, 11)
+    s = Stats(pairs=pairs, numeric="bins")
+    for x, y in events:
+        s.learn_one(x, y)
+    for name in s.tables.arrays():
+        assert getattr(s, name) is s.tables.get(name)
+        with pytest.raises(AttributeError):
+            setattr(s, name, None)
+    assert hasattr(s, "pair_count") == pairs and not hasattr(s, "obs_value_count")
+    # the counts against counts made by hand, by name
+    classes = collections.Counter(y for _, y in events)
+    values = collections.Counter((y, f, v) for x, y in events for f, v in x.items())
+    C = len(s.classes)
+    assert {y: s.class_count[c] for y, c in s.class_index.items()} == classes
+    assert s.class_count[C:].sum() == 0
+    for f, name in enumerate(s.features):
+        for v, col in s.values[f].items():
+            for y, c in s.class_index.items():
+                assert s.value_count[c, col] == values[(y, name, v)]
+        for y, c in s.class_index.items():
+            assert s.feat_count[c, f] == sum(name in x for x, yy in events if yy == y)
+    if pairs:
+        pair = collections.Counter((y, (f, v), (g, u)) for x, y in events for f, v in x.items() for g, u in x.items()
+                                   if f != g)
+        held = s.pair_count
+        for (y, (f, v), (g, u)), n in itertools.islice(pair.items(), 200):
+            c, i, j = s.class_index[y], s.values[s.feature_index[f]][v], s.values[s.feature_index[g]][u]
+            assert held[c, i, j] == n
+
+
+def test_a_store_keeps_the_twin_in_its_part():
+    s = Stats(pairs=True, numeric="bins", observed=True)
+    for x, y in _events(50, 2):
+        s.learn_one(x, y)
+    assert not s.keeps_observed and s._sets() == ("",)
+    s.keep_observed()
+    assert s.keeps_observed and s.tables.observed and s._sets() == ("", "obs_")
+    for name in ("value_count", "feat_count", "pair_count", "pair_feat"):
+        np.testing.assert_array_equal(getattr(s, "obs_" + name), getattr(s, name))
+        assert getattr(s, "obs_" + name) is s.tables.get("obs_" + name)
+    assert s.observed().value_count is s.obs_value_count
+
+
+def test_the_layout_is_that_of_the_table_last_held():
+    t = CountTables()
+    t.grow(2, 4, 2, 0, (0, 0, 0))
+    assert not (t.pairs_sparse or t.pairs_blocks or t.tuples_sparse)
+    t.replace("pair_count", SparseTable((2, 4, 4)))
+    t.replace("tuple_feat", SparseTable((2, 4, 4, 2)))  # the t-way layout is the t-way count's
+    assert t.pairs_sparse and not t.pairs_blocks and not t.tuples_sparse
+    t.replace("tuple_count", SparseTable((2, 4, 4, 4)))
+    assert t.tuples_sparse
+    t.replace("pair_count", np.zeros((2, 4, 4)))
+    t.drop("tuple_count")
+    assert not (t.pairs_sparse or t.pairs_blocks or t.tuples_sparse)
+
+
+@pytest.mark.parametrize("budget", [None, 0])
+def test_a_stores_layout_is_its_tables(budget):
+    s = Stats(pairs=True, numeric="bins", tuples=3, memory_budget=budget)
+    for x, y in _events(40, 4):
+        s.learn_one(x, y)
+    assert s.pairs_sparse == isinstance(s.pair_count, SparseTable) == (budget == 0)
+    assert s.tuples_sparse == isinstance(s.tuple_count, SparseTable) == (budget == 0)
+    assert not s.pairs_blocks
+
+
+def _dense_of(table, dims):
+    """The region ``dims`` of ``table`` (dense or sparse) as a dense array."""
+    out = np.zeros(dims)
+    idx, vals = cells_of(table, dims)
+    np.add.at(out, idx, vals)
+    return out
+
+
+@pytest.mark.parametrize("observed", [False, True])
+@pytest.mark.parametrize("written, read", [("dense", "sparse"), ("sparse", "dense"), ("sparse", "sparse")])
+def test_the_state_reads_back_into_either_layout(observed, written, read):
+    rng = np.random.default_rng(8)
+    C, V, F, t = 3, 7, 4, 3
+    used = (C, V, F)
+    shapes = {"pair_count": (C, V, V), "pair_feat": (C, V, F), "tuple_count": (C,) + (V,) * t,
+              "tuple_feat": (C,) + (V,) * (t - 1) + (F,)}
+
+    def make(layout):
+        tables = CountTables()
+        tables.grow(4, 8, 5, 0, (0, 0, 0))
+        if observed:
+            tables.keep_observed()
+        for family in (("pair_count", "pair_feat"), ("tuple_count", "tuple_feat")):
+            room = tuple(tuple(n + 1 for n in shapes[k]) for k in family)
+            if layout == "dense":
+                tables.grow_dense(family, room, ((0, 0, 0), (0, 0, 0)))
+            else:
+                for p in tables.sets():
+                    for k, shape in zip(family, room):
+                        tables.replace(p + k, SparseTable(shape))
+        return tables
+
+    source = make(written)
+    for p in source.sets():
+        for k in ("value_count", "feat_count"):
+            region = (C, V) if k == "value_count" else (C, F)
+            source.get(p + k)[:C, :region[1]] = rng.integers(0, 5, region)
+        for k, dims in shapes.items():
+            idx = tuple(rng.integers(0, n, 30) for n in dims)
+            scatter_add(source.get(p + k), idx, rng.integers(1, 4, 30).astype(float))
+    source.held.class_count[:C] = [3.0, 1.0, 2.0]
+    arrays = source.state(used, pairs=True, tuples=t)
+    names = list(arrays)
+    assert names[:3] == ["class_count", "value_count", "feat_count"]
+    cells = [n for n in names if n.endswith(("_cells", "_counts"))]
+    assert bool(cells) == (written == "sparse")
+    target = make(read)
+    target.load(arrays, used, pairs=True, tuples=t)
+    np.testing.assert_array_equal(target.held.class_count[:C], [3.0, 1.0, 2.0])
+    assert target.held.class_count.sum() == 6.0
+    for p in source.sets():
+        np.testing.assert_array_equal(target.get(p + "value_count"), source.get(p + "value_count"))
+        np.testing.assert_array_equal(target.get(p + "feat_count"), source.get(p + "feat_count"))
+        for k, dims in shapes.items():
+            want = _dense_of(source.get(p + k), dims)
+            assert want.sum() > 0
+            np.testing.assert_array_equal(_dense_of(target.get(p + k), dims), want)
+            assert _dense_of(target.get(p + k), tuple(n + 1 for n in dims)).sum() == want.sum()  # nothing beyond
+
+
+@pytest.mark.parametrize("mine, theirs", [("dense", "dense"), ("dense", "sparse"), ("sparse", "dense"), ("sparse", "sparse")])
+@pytest.mark.parametrize("twins", [(False, False), (True, False), (False, True), (True, True)])
+def test_a_merge_adds_each_cell_where_the_maps_send_it(mine, theirs, twins):
+    rng = np.random.default_rng(13)
+    C, V, F, t = 2, 5, 3, 3  # the other's classes, value columns (column 0: none) and features
+    shapes = {"pair_count": (C, V, V), "pair_feat": (C, V, F), "tuple_count": (C,) + (V,) * t,
+              "tuple_feat": (C,) + (V,) * (t - 1) + (F,)}
+    Cm, Vm, Fm = 3, 8, 4  # this store's, in use after the alignment
+    room = {"pair_count": (4, 9, 9), "pair_feat": (4, 9, 5), "tuple_count": (4,) + (9,) * t,
+            "tuple_feat": (4,) + (9,) * (t - 1) + (5,)}
+
+    def make(layout, twin, dims):
+        tables = CountTables()
+        tables.grow(4, 9, 5, 0, (0, 0, 0))
+        if twin:
+            tables.keep_observed()
+        for p in tables.sets():
+            for k, shape in dims.items():
+                tables.replace(p + k, np.zeros(shape) if layout == "dense" else SparseTable(shape))
+        return tables
+
+    here, there = make(mine, twins[0], room), make(theirs, twins[1], room)
+    for tables in (here, there):
+        for p in tables.sets():
+            tables.get(p + "value_count")[:C, 1:V] = rng.integers(0, 5, (C, V - 1))
+            tables.get(p + "feat_count")[:C, :F] = rng.integers(0, 5, (C, F))
+            for k, dims in shapes.items():
+                lo = [0] + [1] * (len(dims) - 1) if k.endswith("count") else [0] + [1] * (len(dims) - 2) + [0]
+                idx = tuple(rng.integers(a, n, 25) for a, n in zip(lo, dims))
+                scatter_add(tables.get(p + k), idx, rng.integers(1, 4, 25).astype(float))
+    cmap = np.array([2, 0])
+    vmap = np.array([0, 7, 3, 1, 5])
+    fmap = np.array([3, 0, 2])
+    full = {"value_count": (Cm, Vm), "feat_count": (Cm, Fm), "pair_count": (Cm, Vm, Vm), "pair_feat": (Cm, Vm, Fm),
+            "tuple_count": (Cm,) + (Vm,) * t, "tuple_feat": (Cm,) + (Vm,) * (t - 1) + (Fm,)}
+    other_dims = {"value_count": (C, V), "feat_count": (C, F)} | shapes
+    want = {}
+    for p in here.sets():
+        q = "obs_" if there.observed and (p or not here.observed) else ""
+        for k, dims in full.items():
+            expect = _dense_of(here.get(p + k), dims)
+            src = _dense_of(there.get(q + k), other_dims[k])
+            for cell in zip(*np.nonzero(src)):
+                if k in ("value_count",) and cell[1] == 0:
+                    continue
+                axes = [cmap] + [vmap] * (len(cell) - 1) if not k.endswith("feat") and k != "feat_count" else (
+                    [cmap] + [vmap] * (len(cell) - 2) + [fmap])
+                expect[tuple(m[i] for m, i in zip(axes, cell))] += src[cell]
+            want[p + k] = expect
+    here.merge(there, (cmap, vmap, fmap), (C, V, F), pairs=True, tuples=t)
+    for name, expect in want.items():
+        np.testing.assert_array_equal(_dense_of(here.get(name), full[name.removeprefix("obs_")]), expect, err_msg=name)
