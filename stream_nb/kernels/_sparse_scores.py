@@ -197,55 +197,61 @@ def _flat(shape, idx, n):
     return key
 
 
-def kdb_sparse(D, feats, npar, par, prior, C, a, value_count, feat_count, n_values, pairs, tshape, fshape, tkeys,
-               tvals, fkeys, fvals, out):
-    """KDB's ``out[r, :C]`` = ``prior`` + Σ_f log P̂(x_f | c, x_pa(f)) of each row of ``D`` (columns by feature
-    index; -1 missing), read off sparse tables: the features ``feats`` in order, feature ``feats[i]`` with
-    parents ``par[i, :npar[i]]``; a term whose feature or a parent is missing is left out (and a value never
-    seen, column 0, is one more value of its feature). A root reads the value counts. With parents, the cell
-    of ``tuple_count`` (``tshape``: the class, the child's value, then one value per parent slot, a feature
-    with fewer parents than slots repeating its last) over the cell of ``tuple_feat`` (``fshape``: the class,
-    the parent slots, the feature); with ``pairs`` (k = 1) the cell of ``pair_count`` (the class, the parent's
-    value, the child's) over that of ``pair_feat`` (the class, the parent's value, the feature). What
-    ``learners/kdb.py: _terms`` computes in numpy, each term one logarithm, summed in feature order."""
+def kdb_sparse(D, feats, groups, npar, par, C, a, value_count, feat_count, n_values, pairs, tshape, fshape, tkeys,
+               tvals, fkeys, fvals, ratios):
+    """The ratios of KDB's terms log P̂(x_f | c, x_pa(f)) for each row of ``D`` (columns by feature index; -1
+    missing), read off sparse tables: the features ``feats`` in groups (``feats[groups[g]:groups[g + 1]]``),
+    feature ``feats[i]`` with parents ``par[i, :npar[i]]``. Group g's ratios fill its own block of ``ratios``,
+    (C, rows, g's size) in C order from ``C * rows * groups[g]``, as numpy lays out the terms it logs and
+    sums (``learners/kdb.py: _terms``, which takes their logarithms in numpy: numba's ``math.log`` and
+    numpy's differ in the last digit of some values). A term whose feature or a parent is missing is 1.0 (its
+    logarithm 0, left out); a value never seen (column 0) is one more value of its feature. A root's ratio
+    reads the value counts; with parents, the cell of ``tuple_count`` (``tshape``: the class, the child's
+    value, then one value per parent slot, a feature with fewer parents than slots repeating its last) over
+    the cell of ``tuple_feat`` (``fshape``: the class, the parent slots, the feature); with ``pairs`` (k = 1)
+    the cell of ``pair_count`` (the class, the parent's value, the child's) over that of ``pair_feat`` (the
+    class, the parent's value, the feature). Each ratio is (count + a) / (count + a N), as numpy computes it."""
     R = D.shape[0]
     slots = tshape.shape[0] - 2
     tshift, fshift = _hashed.hashed_shift(tkeys), _hashed.hashed_shift(fkeys)
     tidx = np.empty(tshape.shape[0], dtype=np.int64)
     fidx = np.empty(fshape.shape[0], dtype=np.int64)
-    for r in range(R):
-        for c in range(C):
-            out[r, c] = prior[c]
-        for i in range(feats.shape[0]):
-            f = feats[i]
-            v = D[r, f]
-            if v < 0:
-                continue
-            seen = True
-            for j in range(npar[i]):
-                if D[r, par[i, j]] < 0:
-                    seen = False
-            if not seen:
-                continue
-            an = a * (n_values[f] + (1 if v == 0 else 0))
-            if npar[i] == 0:
+    for g in range(groups.shape[0] - 1):
+        lo = groups[g]
+        n = groups[g + 1] - lo
+        base = C * R * lo
+        for r in range(R):
+            for q in range(n):
+                i = lo + q
+                f = feats[i]
+                v = D[r, f]
+                seen = v >= 0
+                for j in range(npar[i]):
+                    if D[r, par[i, j]] < 0:
+                        seen = False
+                if not seen:
+                    for c in range(C):
+                        ratios[base + (c * R + r) * n + q] = 1.0
+                    continue
+                an = a * (n_values[f] + (1 if v == 0 else 0))
+                if npar[i] == 0:
+                    for c in range(C):
+                        ratios[base + (c * R + r) * n + q] = (value_count[c, v] + a) / (feat_count[c, f] + an)
+                    continue
+                for j in range(slots):
+                    u = D[r, par[i, min(j, npar[i] - 1)]]
+                    tidx[2 + j] = u
+                    fidx[1 + j] = u
+                tidx[1] = v
+                if pairs:
+                    tidx[1], tidx[2] = tidx[2], v
+                fidx[slots + 1] = f
                 for c in range(C):
-                    out[r, c] += math.log((value_count[c, v] + a) / (feat_count[c, f] + an))
-                continue
-            for j in range(slots):
-                u = D[r, par[i, min(j, npar[i] - 1)]]
-                tidx[2 + j] = u
-                fidx[1 + j] = u
-            tidx[1] = v
-            if pairs:
-                tidx[1], tidx[2] = tidx[2], v
-            fidx[slots + 1] = f
-            for c in range(C):
-                tidx[0] = c
-                fidx[0] = c
-                num = _hashed.hashed_get(tkeys, tvals, _flat(tshape, tidx, tshape.shape[0]), tshift) + a
-                den = _hashed.hashed_get(fkeys, fvals, _flat(fshape, fidx, fshape.shape[0]), fshift) + an
-                out[r, c] += math.log(num / den)
+                    tidx[0] = c
+                    fidx[0] = c
+                    num = _hashed.hashed_get(tkeys, tvals, _flat(tshape, tidx, tshape.shape[0]), tshift)
+                    den = _hashed.hashed_get(fkeys, fvals, _flat(fshape, fidx, fshape.shape[0]), fshift)
+                    ratios[base + (c * R + r) * n + q] = (num + a) / (den + an)
 
 
 def warm(k) -> None:
@@ -267,5 +273,6 @@ def warm(k) -> None:
                              vals, keys, vals, np.empty((C, 2)))
     tshape, fshape = np.array([C, V, V, V], dtype=np.int64), np.array([C, V, V, F], dtype=np.int64)
     for pairs, (ts, fs) in ((False, (tshape, fshape)), (True, (shape, shape))):
-        k.kdb_sparse(D, feats, np.array([0, 2], dtype=np.int64), np.array([[0, 0], [0, 0]], dtype=np.int64),
-                     np.zeros(C), C, 1.0, vc, fc, nv, pairs, ts, fs, keys, vals, keys, vals, out)
+        k.kdb_sparse(D, feats, np.array([0, 1, 2], dtype=np.int64), np.array([0, 2], dtype=np.int64),
+                     np.array([[0, 0], [0, 0]], dtype=np.int64), C, 1.0, vc, fc, nv, pairs, ts, fs, keys, vals, keys,
+                     vals, np.empty(2 * C))

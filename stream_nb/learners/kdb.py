@@ -297,21 +297,25 @@ class KDB(KDBKernel, StructuredClassifier):
         return out
 
     def _sparse_terms(self, D: np.ndarray, s, tables: tuple, drop: bool) -> np.ndarray:
-        """:meth:`_terms` over sparse tables, read in the compiled loop (``kernels/_sparse_scores.py:
-        kdb_sparse``): the same terms, summed feature by feature."""
-        feats, npar, par = self._parent_lists(D.shape[1], drop)
+        """:meth:`_terms` over sparse tables: each term's ratio read off the hash tables in the compiled loop
+        (``kernels/_sparse_scores.py: kdb_sparse``), in place of numpy's gathers, then logged and summed in
+        numpy as :meth:`_terms` logs and sums them, group by group: the same numbers, to the last digit."""
+        feats, groups, npar, par = self._parent_lists(D.shape[1], drop)
         (tk, tv), (fk, fv) = tables[0].arrays(), tables[1].arrays()
-        out = np.empty((len(D), s.n_classes))
-        compiled().kdb_sparse(np.ascontiguousarray(D, dtype=np.int64), feats, npar, par,
-                              np.ascontiguousarray(self._log_prior(), dtype=float), s.n_classes, float(self._alpha),
-                              s.value_count, s.feat_count, np.asarray(s.n_values, dtype=np.int64), not s.tuples,
-                              np.array(tables[0].shape, dtype=np.int64), np.array(tables[1].shape, dtype=np.int64),
-                              tk, tv, fk, fv, out)
+        C, R = s.n_classes, len(D)
+        ratios = np.empty(C * R * len(feats))
+        compiled().kdb_sparse(np.ascontiguousarray(D, dtype=np.int64), feats, groups, npar, par, C,
+                              float(self._alpha), s.value_count, s.feat_count, np.asarray(s.n_values, dtype=np.int64),
+                              not s.tuples, np.array(tables[0].shape, dtype=np.int64),
+                              np.array(tables[1].shape, dtype=np.int64), tk, tv, fk, fv, ratios)
+        out = np.broadcast_to(self._log_prior(), (R, C)).copy()
+        for lo, hi in zip(groups[:-1].tolist(), groups[1:].tolist()):
+            out += np.log(ratios[C * R * lo : C * R * hi].reshape(C, R, hi - lo)).sum(2).T
         return out
 
     def _parent_lists(self, F: int, drop: bool) -> tuple:
-        """:meth:`_parent_groups` as the compiled loop reads them: the features in group order, each one's
-        number of parents and its parents (a row of ``max(k, 1)``)."""
+        """:meth:`_parent_groups` as the compiled loop reads them: the features in group order, where each
+        group starts (and the end), each feature's number of parents and its parents (a row of ``max(k, 1)``)."""
         groups = self._parent_groups(F, drop)
         cached = getattr(self, "_lists", None)
         if cached is not None and cached[0] is groups:
@@ -325,8 +329,9 @@ class KDB(KDBKernel, StructuredClassifier):
             feats.append(fs)
             npar.append(np.full(len(fs), len(pas or ()), dtype=np.int64))
             par.append(block)
+        starts = np.cumsum([0] + [len(fs) for fs, _ in groups]).astype(np.int64)
         feats, npar, par = np.concatenate(feats), np.concatenate(npar), np.concatenate(par)
-        lists = (np.ascontiguousarray(feats, dtype=np.int64), npar, par)
+        lists = (np.ascontiguousarray(feats, dtype=np.int64), starts, npar, par)
         self._lists = (groups, lists)
         return lists
 
