@@ -33,3 +33,29 @@ def test_counts_are_those_of_a_dense_array():
     cells, vals = table.cells()
     assert np.allclose(dense[cells], vals) and np.isclose(dense.sum(), vals.sum())
     assert len(table) == np.count_nonzero(dense)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_table_made_from_a_dense_one_holds_what_adding_its_nonzero_cells_holds(seed):
+    """``SparseTable.from_dense`` (a store's dense tables turning sparse), read in compiled code, against adding
+    the dense table's nonzero cells within the dims used (``cells_of``): the same cells, counts and slots; cells
+    past the dims used (room to grow), negative and fractional counts, 3 and 4 axes, more cells than the
+    first slots hold."""
+    from stream_nb.stats.tables import cells_of
+
+    rng = np.random.default_rng(seed)
+    dims = tuple(int(d) for d in rng.integers(2, 9, size=3 + seed % 2))
+    dense = np.where(rng.random(dims) < rng.uniform(0.05, 0.9), rng.normal(size=dims), 0.0)
+    dense[rng.random(dims) < 0.1] = rng.integers(1, 5)
+    used = tuple(int(rng.integers(1, d + 1)) for d in dims)
+    shape = tuple(4 * d for d in dims)
+    slots = int(rng.choice([16, 1024]))
+    want = SparseTable(shape, slots=slots)
+    idx, vals = cells_of(dense, used)
+    want.add(idx, vals)
+    got = SparseTable.from_dense(dense, used, shape, slots=slots)
+    assert len(got) == len(want) == len(vals) and got.nbytes == want.nbytes
+    (gi, gv), (wi, wv) = got.cells(), want.cells()
+    for a, b in zip(gi + (gv,), wi + (wv,)):
+        np.testing.assert_array_equal(a, b)
+    assert got[(slice(0, shape[0]), *(i[:5] for i in wi[1:]))].tolist() == want[(slice(0, shape[0]), *(i[:5] for i in wi[1:]))].tolist()

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["copy_cells", "hashed_add", "hashed_get", "hashed_shift", "kept_cells", "pair_kept", "pair_rows", "rehash",
+__all__ = ["copy_cells", "dense_cells", "hashed_add", "hashed_get", "hashed_shift", "kept_cells", "pair_kept", "pair_rows", "rehash",
            "warm"]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -111,6 +111,34 @@ def copy_cells(keys, vals, slots, new_keys, new_vals):
     shift = hashed_shift(new_keys)
     for s in slots:
         hashed_add(new_keys, new_vals, keys[s], vals[s], shift)
+
+
+def dense_cells(flat, dims, used, shape, keys, vals):
+    """Add each nonzero cell of a dense C-ordered table (``flat``, its cells in order; capacity ``dims``) that
+    lies within ``used`` to the empty ``keys``/``vals`` of a sparse table of capacity ``shape`` (room for
+    them all), in the table's order, as numpy's ``nonzero`` lists them; the cells added."""
+    D = dims.shape[0]
+    idx = np.empty(D, dtype=np.int64)
+    shift = hashed_shift(keys)
+    n = 0
+    for i in range(flat.shape[0]):
+        x = flat[i]
+        if x == 0.0:
+            continue
+        r = i
+        inside = True
+        for d in range(D - 1, -1, -1):
+            idx[d] = r % dims[d]
+            r //= dims[d]
+            if idx[d] >= used[d]:
+                inside = False
+        if not inside:
+            continue
+        key = 0
+        for d in range(D):
+            key = key * shape[d] + idx[d]
+        n += hashed_add(keys, vals, key, x, shift)
+    return n
 
 
 def _partners(edges, F):
@@ -211,3 +239,6 @@ def warm(k) -> None:
         slots = k.kept_cells(keys, vals, shape, shape, vf, np.zeros(2, dtype=bool), np.zeros((2, 2), dtype=bool),
                              by_feature)
     k.copy_cells(keys, vals, slots, np.full(16, -1, dtype=np.int64), np.zeros(16))
+    for dense in (np.ones((2, 3, 3)), np.ones((2, 3, 3, 3))):
+        dims = np.array(dense.shape, dtype=np.int64)
+        k.dense_cells(dense.ravel(), dims, dims, dims, np.full(128, -1, dtype=np.int64), np.zeros(128))

@@ -659,9 +659,9 @@ class Stats(Capacity, Promoting, Adding, Removing, Merging, State):
                     continue
                 new = SparseTable(shape)
                 if old is not None:  # dense until now: its cells move over
-                    idx, vals = cells_of(old, used[k])
-                    if len(vals) and not (family == TUPLE_TABLES and tuples_wait(self, len(vals))):
-                        new.add(idx, vals)
+                    held = int(np.count_nonzero(old[tuple(slice(0, d) for d in used[k])]))
+                    if held and not (family == TUPLE_TABLES and tuples_wait(self, held)):
+                        new = SparseTable.from_dense(old, used[k], shape)
                 self.tables.replace(p + k, new)
         if family == TUPLE_TABLES:
             settle_tuples(self)

@@ -62,6 +62,22 @@ class SparseTable:
         self._vals = np.zeros(size)
         self._n = 0
 
+    @classmethod
+    def from_dense(cls, table: np.ndarray, used, shape, slots: int = 1024) -> SparseTable:
+        """A sparse table of capacity ``shape`` holding the nonzero cells of dense ``table`` within ``used``
+        (what ``add(*cells_of(table, used))`` adds to an empty table of ``slots``, the same cells and
+        capacity), read in a compiled pass over the dense cells."""
+        region = table[tuple(slice(0, d) for d in used)]
+        n = int(np.count_nonzero(region))
+        out = cls(shape, slots=max(int(slots), 2 * n))
+        if not table.flags.c_contiguous:  # (the store's dense tables are): numpy's gather
+            out.add(*cells_of(table, used))
+            return out
+        out._n = compiled().dense_cells(table.reshape(-1), np.array(table.shape, dtype=np.int64),
+                                        np.array(used, dtype=np.int64), np.array(out.shape, dtype=np.int64),
+                                        out._keys, out._vals)
+        return out
+
     @staticmethod
     def _check_shape(shape) -> None:
         if math.prod(shape) >= _MAX_KEY:
