@@ -107,3 +107,28 @@ def test_the_command_prints_the_table_and_says_why_k2_is_not_computed():
     ]
     assert "chosen greedily on the holdout itself" in tree[5]
     assert any(line.startswith("| k2 F=8 | not computed") for line in lines)
+
+
+def test_the_expected_accuracy_and_its_paired_difference_are_the_sums_by_hand():
+    post = np.array([[0.7, 0.1, 0.1, 0.1], [0.2, 0.5, 0.2, 0.1], [0.25, 0.25, 0.4, 0.1]])
+    first = {}
+    text = wk.expected_cell(post, [0, 1, 2], first, "20000", "Bayes")
+    assert text == f"expected {(0.7 + 0.5 + 0.4) / 3:.4f}"
+    # against the first: each event's difference of exact probabilities, then their mean and its error
+    text = wk.expected_cell(post, [1, 1, 0], first, "20000", "other")
+    d = np.array([0.1 - 0.7, 0.0, 0.25 - 0.4])
+    assert text == (f"expected {(0.1 + 0.5 + 0.25) / 3:.4f}, {d.mean():+.4f} ± {d.std(ddof=1) / np.sqrt(3):.4f} "
+                    "against Bayes")
+    assert wk.expected_cell(post, [0, 1, 2], first, "100000", "third") == f"expected {1.6 / 3:.4f}"
+
+
+def test_the_models_table_gives_each_models_expected_accuracy_against_the_first():
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "wide_known.py"), "--widths", "8", "--structures", "tree",
+         "--checkpoints", "500", "--holdout", "300", "--optimum-events", "1000", "--models", "NaiveBayes,TAN"],
+        capture_output=True, text=True, timeout=300, cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr
+    rows = {line.split(" | ")[1]: line for line in proc.stdout.splitlines() if line.startswith("| tree F=8 |")}
+    assert "against" not in rows["NaiveBayes"] and "expected 0." in rows["NaiveBayes"]
+    assert " against NaiveBayes" in rows["TAN"]
