@@ -2,8 +2,7 @@
 
 Each function scores the rows of a block under the counts as they stand, the one-dependence terms read cell
 by cell from the hash tables (``pkeys``/``pvals`` of ``pair_count``, shape ``pshape``; ``fkeys``/``fvals``
-of ``pair_feat``, ``fshape``): what the numpy scores of ``learners/aode.py: spode_terms`` and
-``learners/tan.py`` compute over sparse tables, a block of ratios multiplied before one logarithm.
+of ``pair_feat``, ``fshape``), a block of ratios multiplied before one logarithm.
 ``D`` (rows, k): the value columns of features ``dfeats`` (-1: missing; 0: a value never seen, one more
 value of its feature); ``out[r, :C]``: the joint log-likelihood with ``joint``, else the log posterior.
 """
@@ -67,7 +66,7 @@ def spode_terms_sparse(cols, feats, C, a, selected, allowed, value_count, feat_c
                        pvals, fkeys, fvals, terms):
     """``terms[:C, i]``: the SPODE rooted at each observed value ``cols[i]`` of one event (features ``feats``),
     as :func:`aode_sparse` sums them, over sparse pair tables; with ``selected``, of the ``allowed`` features
-    alone (0 for the others): what ``learners.aode.spode_terms`` computes over the same tables."""
+    alone (0 for the others)."""
     k = cols.shape[0]
     u = np.empty(k, dtype=np.int64)
     f = np.empty(k, dtype=np.int64)
