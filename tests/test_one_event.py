@@ -2,7 +2,7 @@
 ``learn_one`` of the same dict) against ``prequential_many`` and against the same models kept in numpy.
 
 The numpy reference is each model with its kernels switched off: it scores one event with the numpy
-formulas (naive Bayes's ``_naive_jll``, AODE's :func:`spode_terms` below, TAN's ``_tree_jll`` and
+formulas (naive Bayes's ``_naive_jll``, AODE's and TAN's of ``tests/table_reference.py``, and TAN's
 ``_exact_jll``) and counts it with :meth:`Stats.add`. The stream brings new values and
 new classes mid-stream, and events with missing values (learned by EM in all three).
 """
@@ -18,6 +18,7 @@ import pytest
 from stream_nb import AODE, TAN, NaiveBayes, Tree
 from stream_nb.learners import BayesClassifier
 from stream_nb.learners._decision import logsumexp
+from table_reference import spode_terms, tree_jll
 
 
 def _stream(n=600, seed=3, numeric=False):
@@ -40,36 +41,6 @@ def _stream(n=600, seed=3, numeric=False):
             del x["f4"]
         out.append((x, y))
     return out
-
-
-def spode_terms(s, a, cols, feats, m_limit=0):
-    """(C, k) log P̂(c, x_i) Π_{j≠i} P̂(x_j | c, x_i) of the SPODE rooted at each observed x_i, and the mask of
-    the parents seen at least ``m_limit`` times: the textbook terms in numpy over the store's tables (the
-    kernels compute them in :mod:`stream_nb.kernels._spodes` and, over sparse tables,
-    :func:`~stream_nb.kernels._sparse_scores.spode_terms_sparse`)."""
-    C = s.n_classes
-    vc = s.value_count[:C, cols]  # |D_c,xi|  (C, k)
-    n_vals = s.n_values[feats] + (cols == 0)  # N_i (a never-seen value counts as one more)
-    parents = (vc.sum(0) >= m_limit) & s.parent_ok(feats)  # and counted as parents (stats/selection/_candidates.py)
-    d_i = s.feat_count[:C, feats].sum(0)  # |D| over the events where feature i was observed
-    joint = np.log(vc + a) - np.log(d_i + a * n_vals)
-    k = len(cols)
-    if s.pairs_selected:  # only the candidate parents' pairs are counted: the rows of those alone
-        rows = np.flatnonzero(s.parent_ok(feats))
-        terms = np.zeros((C, k))
-        if len(rows):
-            pc = s.pair_count[:C, cols[rows, None], cols[None, :]]
-            den = s.pair_feat[:C, cols[rows, None], feats[None, :]]
-            ratio = (pc + a) / (den + a * n_vals[None, None, :])
-            ratio[:, np.arange(len(rows)), rows] = 1.0
-            terms[:, rows] = joint[:, rows] + np.log(ratio).sum(2)
-        return terms, parents
-    pc = s.pair_count[:C, cols[:, None], cols[None, :]]  # (C, k, k)  |D_c,xi,xj|
-    den = s.pair_feat[:C, cols[:, None], feats[None, :]]  # |D_c,xi| where x_j observed
-    ratio = (pc + a) / (den + a * n_vals[None, None, :])
-    idx = np.arange(k)
-    ratio[:, idx, idx] = 1.0  # P(x_i | c, x_i) = 1
-    return joint + np.log(ratio).sum(2), parents
 
 
 class NumpyNaiveBayes(NaiveBayes):
@@ -115,7 +86,7 @@ class NumpyTAN(TAN):
             colmap = np.full(len(s.features), -1, dtype=np.int64)
             colmap[enc.feats] = enc.cols
             return self._exact_jll(colmap, self._parents())
-        return self._tree_jll(enc.cols[None, :], enc.feats, ppos)[0]
+        return tree_jll(self, enc.cols[None, :], enc.feats, ppos)[0]
 
     _posterior = BayesClassifier._posterior
 
