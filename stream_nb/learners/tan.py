@@ -340,8 +340,8 @@ class TAN(StructuredClassifier):
             colmap = np.full(len(s.features), -1, dtype=np.int64)
             colmap[enc.feats] = enc.cols
             return self._exact_jll(colmap, self._parents())
-        if s.pairs_sparse:  # sparse (or selected) pair tables
-            return self._naive_jll(enc) if self._root < 0 else self._tree_jll(enc.cols[None, :], enc.feats, ppos)[0]
+        if s.pairs_sparse:  # sparse (or selected) pair tables (before the first build, naive Bayes: every ppos is -1)
+            return self._tree_jll(enc.cols[None, :], enc.feats, ppos)[0]
         out = np.empty((1, s.n_classes))
         self._kernel_one(enc, -1, out, True, ppos)
         return out[0]
