@@ -2,8 +2,8 @@
 ``learn_one`` of the same dict) against ``prequential_many`` and against the same models kept in numpy.
 
 The numpy reference is each model with its kernels switched off: it scores one event with the numpy
-formulas of its sparse-table path (naive Bayes's ``_naive_jll``, AODE's ``spode_terms``, TAN's
-``_tree_jll`` and ``_exact_jll``) and counts it with :meth:`Stats.add`. The stream brings new values and
+formulas (naive Bayes's ``_naive_jll``, AODE's and TAN's of ``tests/table_reference.py``, and TAN's
+``_exact_jll``) and counts it with :meth:`Stats.add`. The stream brings new values and
 new classes mid-stream, and events with missing values (learned by EM in all three).
 """
 
@@ -18,7 +18,7 @@ import pytest
 from stream_nb import AODE, TAN, NaiveBayes, Tree
 from stream_nb.learners import BayesClassifier
 from stream_nb.learners._decision import logsumexp
-from stream_nb.learners.aode import spode_terms
+from table_reference import spode_terms, tree_jll
 
 
 def _stream(n=600, seed=3, numeric=False):
@@ -86,7 +86,7 @@ class NumpyTAN(TAN):
             colmap = np.full(len(s.features), -1, dtype=np.int64)
             colmap[enc.feats] = enc.cols
             return self._exact_jll(colmap, self._parents())
-        return self._tree_jll(enc.cols[None, :], enc.feats, ppos)[0]
+        return tree_jll(self, enc.cols[None, :], enc.feats, ppos)[0]
 
     _posterior = BayesClassifier._posterior
 

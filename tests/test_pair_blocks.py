@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from stream_nb.stats.tables import PairBlocks
+from table_reference import tree_jll
 
 
 def _events(rng, n, F, values, classes, missing=0.2):
@@ -244,7 +245,7 @@ def test_tree_scores_off_the_blocks_equal_the_textbook_scores_off_the_dense_tabl
     assert (ppos >= 0).sum() == len(feats) - 1
     ok = ~((cols < 0) & np.isin(np.arange(len(feats)), ppos[ppos >= 0])[None, :]).any(1)  # every parent observed
     D = np.ascontiguousarray(cols[ok], dtype=np.int64)
-    want = model._tree_jll(D, feats, ppos)  # numpy over the dense tables
+    want = tree_jll(model, D, feats, ppos)  # numpy over the dense tables
     out = np.empty((len(D), s.n_classes))
     rows, C = len(D), s.n_classes
     g = [np.zeros((C, 0)) for _ in range(3)]

@@ -168,8 +168,8 @@ def naive_learn(t, cols, feats, gx, gslots, c, w, twin, a):
     _count(_views(t), cols, feats, gx, gslots, cols[:0], c, w, twin, a)
 
 
-def naive_block(t, D, dfeats, more, G, gslots, yc, weights, alphas, out, learn, twin, C, a, var_smoothing, loss,
-                watch, det_kind, det_params, det_state, det_fbuf, det_ibuf, warning):
+def naive_block(t, D, dfeats, more, G, gslots, yc, weights, alphas, out, joint, learn, twin, C, a, var_smoothing,
+                loss, watch, det_kind, det_params, det_state, det_fbuf, det_ibuf, warning):
     """Score each row of a block, then (``learn``, a labelled row) count it, in order; return the rows done.
 
     ``D`` (rows, k): value columns of the discrete features ``dfeats`` (-1: missing; 0: a value never seen,
@@ -178,7 +178,7 @@ def naive_block(t, D, dfeats, more, G, gslots, yc, weights, alphas, out, learn, 
     column), or (0, 0); ``G`` (rows, g): the Gaussian slots ``gslots`` (NaN: missing); ``yc``: class index
     (-1: unlabelled), each counted with weight 1 and scored with smoothing ``a``; under decay (``alphas`` of
     one per row) row ``r`` is scored with ``alphas[r]`` from the counts and counted with ``weights[r]``, and
-    the tables are left stale. ``out[r, :C]`` gets log P(c | x_r).
+    the tables are left stale. ``out[r, :C]`` gets log P(c | x_r), or with ``joint`` log P(c, x_r).
 
     With ``watch``, a drift detector (``det_*``, see :mod:`._detectors`) is fed the error of each labelled
     row's decision (``loss``: :func:`~._common.decide_row`) before the row is counted: at the first row it
@@ -206,7 +206,7 @@ def naive_block(t, D, dfeats, more, G, gslots, yc, weights, alphas, out, learn, 
             _common.log_prior_row(cc, C, ar, prior)
         else:
             _prior(cc, lcc, C, a, prior)
-        _score(v, D[r], dfeats, G[r], gslots, extra, C, ar, var_smoothing, False, prior, jll, q, out[r], decayed)
+        _score(v, D[r], dfeats, G[r], gslots, extra, C, ar, var_smoothing, joint, prior, jll, q, out[r], decayed)
         if yc[r] < 0:
             continue
         if watch and _common.watch_row(out[r], C, loss, yc[r], det_kind, det_params, det_state, det_fbuf, det_ibuf,
@@ -256,7 +256,7 @@ def warm(k) -> None:
         for loss in (np.zeros((0, 0)), np.ones((C, C))):
             for decay in (np.zeros(0), np.ones(2)):
                 k.naive_block(t, D, feats, more, G, gslots, np.array([0, 1], dtype=np.int64), decay, decay,
-                              np.empty((2, C)), True, False, C, 1.0, 1e-9, loss, *NO_DETECTOR)
+                              np.empty((2, C)), False, True, False, C, 1.0, 1e-9, loss, *NO_DETECTOR)
     k.naive_score(t, D[0], feats, G[0], gslots, np.empty(C), False, C, 1.0, 1e-9)
     k.naive_learn(t, D[0], feats, G[0], gslots, 1, 1.0, False, 1.0)
     k.naive_decide(t, D[0], feats, G[0], gslots, C, 1.0, 1e-9)

@@ -2,8 +2,7 @@
 
 Each function scores the rows of a block under the counts as they stand, the one-dependence terms read cell
 by cell from the hash tables (``pkeys``/``pvals`` of ``pair_count``, shape ``pshape``; ``fkeys``/``fvals``
-of ``pair_feat``, ``fshape``): what the numpy scores of ``learners/aode.py: spode_terms`` and
-``learners/tan.py`` compute over sparse tables, a block of ratios multiplied before one logarithm.
+of ``pair_feat``, ``fshape``), a block of ratios multiplied before one logarithm.
 ``D`` (rows, k): the value columns of features ``dfeats`` (-1: missing; 0: a value never seen, one more
 value of its feature); ``out[r, :C]``: the joint log-likelihood with ``joint``, else the log posterior.
 """
@@ -67,7 +66,7 @@ def spode_terms_sparse(cols, feats, C, a, selected, allowed, value_count, feat_c
                        pvals, fkeys, fvals, terms):
     """``terms[:C, i]``: the SPODE rooted at each observed value ``cols[i]`` of one event (features ``feats``),
     as :func:`aode_sparse` sums them, over sparse pair tables; with ``selected``, of the ``allowed`` features
-    alone (0 for the others): what ``learners.aode.spode_terms`` computes over the same tables."""
+    alone (0 for the others)."""
     k = cols.shape[0]
     u = np.empty(k, dtype=np.int64)
     f = np.empty(k, dtype=np.int64)
@@ -142,11 +141,13 @@ def aode_sparse(D, dfeats, C, a, m_limit, selected, allowed, children, class_cou
             _common.normalise_row(jll, prior, C, out[r])
 
 
-def tree_sparse(D, dfeats, ppos, C, a, class_count, value_count, feat_count, n_values, pshape, fshape, pkeys, pvals,
-                fkeys, fvals, joint, out):
-    """TAN with Lidstone's estimates: log P̂(c) + Σ_i log P̂(x_i | c, x_pa(i)), ``ppos[j]`` the column of
-    ``D`` that holds the parent of feature ``dfeats[j]`` (-1: a root, read as naive Bayes; every observed
-    attribute's parent observed)."""
+def tree_sparse(D, dfeats, ppos, C, a, backoff, to_parent, class_count, value_count, feat_count, n_values, pshape,
+                fshape, pkeys, pvals, fkeys, fvals, joint, out):
+    """TAN: log P̂(c) + Σ_i log P̂(x_i | c, x_pa(i)), ``ppos[j]`` the column of ``D`` that holds the parent of
+    feature ``dfeats[j]`` (-1: a root, read as naive Bayes; every observed attribute's parent observed). A
+    child's estimate is Lidstone's, or with ``backoff`` m > 0 the m-estimate toward P̂(x_i | c) or, with
+    ``to_parent``, toward P̂(x_i | x_pa(i)) over every class, as :func:`~stream_nb.kernels._tree.tree_block`
+    reads them from dense tables."""
     R, k = D.shape
     jll = np.empty(C)
     prior = np.empty(C)
@@ -170,10 +171,24 @@ def tree_sparse(D, dfeats, ppos, C, a, class_count, value_count, feat_count, n_v
                     prod[c] *= (value_count[c, v] + a) / (feat_count[c, fj] + an)
             else:
                 w = D[r, p]
+                base = 0.0
+                if backoff > 0.0 and to_parent:
+                    hits = 0.0
+                    seen = 0.0
+                    for c in range(C):
+                        hits += _hashed.hashed_get(pkeys, pvals, (c * pshape[1] + w) * pshape[2] + v, pshift)
+                        seen += _hashed.hashed_get(fkeys, fvals, (c * fshape[1] + w) * fshape[2] + fj, fshift)
+                    base = backoff * (hits + a) / (seen + an)
                 for c in range(C):
-                    num = _hashed.hashed_get(pkeys, pvals, (c * pshape[1] + w) * pshape[2] + v, pshift) + a
-                    den = _hashed.hashed_get(fkeys, fvals, (c * fshape[1] + w) * fshape[2] + fj, fshift) + an
-                    prod[c] *= num / den
+                    num = _hashed.hashed_get(pkeys, pvals, (c * pshape[1] + w) * pshape[2] + v, pshift)
+                    den = _hashed.hashed_get(fkeys, fvals, (c * fshape[1] + w) * fshape[2] + fj, fshift)
+                    if backoff > 0.0 and to_parent:  # (the expressions of tree_block's)
+                        prod[c] *= (num + base) / (den + backoff)
+                    elif backoff > 0.0:
+                        base = (value_count[c, v] + a) / (feat_count[c, fj] + an)
+                        prod[c] *= (num + backoff * base) / (den + backoff)
+                    else:
+                        prod[c] *= (num + a) / (den + an)
             n += 1
             if n % _BLOCK == 0:
                 for c in range(C):
@@ -266,8 +281,8 @@ def warm(k) -> None:
         for children in (np.zeros((0, 0), dtype=np.int8), np.ones((F, F), dtype=np.int8)):
             k.aode_sparse(D, feats, C, 1.0, 1.0, selected, np.ones(F, dtype=bool), children, cc, vc, fc, nv, shape,
                           shape, keys, vals, keys, vals, False, out)
-    k.tree_sparse(D, feats, np.array([-1, 0], dtype=np.int64), C, 1.0, cc, vc, fc, nv, shape, shape, keys, vals, keys,
-                  vals, True, out)
+    k.tree_sparse(D, feats, np.array([-1, 0], dtype=np.int64), C, 1.0, 0.0, False, cc, vc, fc, nv, shape, shape, keys,
+                  vals, keys, vals, True, out)
     for selected in (False, True):
         k.spode_terms_sparse(D[0], feats, C, 1.0, selected, np.ones(F, dtype=bool), vc, fc, nv, shape, shape, keys,
                              vals, keys, vals, np.empty((C, 2)))

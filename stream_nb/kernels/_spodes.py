@@ -1,6 +1,6 @@
 """The SPODE values that AODE's and SPODE's kernels (:mod:`stream_nb.kernels._aode`) read, row by row.
 
-The SPODE rooted at each observed value x_i of an event (``learners.aode.spode_terms``),
+The SPODE rooted at each observed value x_i of an event,
 (|D_c,xi| + a) / (|D_i| + a N_i) · Π_{j≠i} (|D_c,xi,xj| + a) / (|D_c,xi; j| + a N_j), straight from the
 store's arrays: numerators and denominators multiplied apart and logged after :func:`chunk` factors, four
 parents at a time. For a complete row the product of the children's denominators depends on (c, x_i)

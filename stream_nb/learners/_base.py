@@ -24,7 +24,9 @@ Optional hooks, each with a documented default: ``_added(c)``, ``_learned(n)``, 
 :meth:`_naive_jll_many` read the counts as naive Bayes does, every model's fallback before its structure.
 ``prequential_one`` (and river's ``predict_one`` then ``learn_one`` of the same dict) encodes an event
 once, scores it, then learns it from that encoding; a complete event is scored and counted in the model's
-compiled kernel (a block of one), EM's E-steps and sparse tables in numpy.
+compiled kernel (a block of one), and sparse tables are read in compiled code too. numpy computes what no
+kernel covers: EM's E-steps, summing a missing parent out (TAN, SPODE, KDB), and naive Bayes's one-event scores
+under decay, whose smoothing changes every event (the kernel reads tables of logs).
 """
 
 from __future__ import annotations

@@ -31,7 +31,8 @@ class OneDependenceKernel:
     _children = EVERY_CHILD
 
     def _kernel_dense(self) -> bool:
-        """Whether the kernels can read the store's pair tables (dense ones; sparse ones take the numpy path)."""
+        """Whether the block kernels can read the store's pair tables (dense ones; sparse ones are read by
+        :meth:`_sparse_jll` and :meth:`_sparse_terms`)."""
         return not self._stats.pairs_sparse
 
     def _sparse_jll(self, D: np.ndarray, dfeats: np.ndarray) -> np.ndarray:
@@ -55,8 +56,7 @@ class OneDependenceKernel:
     def _sparse_terms(self, cols: np.ndarray, feats: np.ndarray, only: np.ndarray | None = None) -> np.ndarray:
         """(C, k): the SPODE rooted at each observed value of one event over sparse (or selected) pair tables,
         0 for a feature whose pairs a selection does not count (with ``only``, (F,) booleans: for any feature it
-        does not give), read in compiled code (:func:`~stream_nb.kernels._sparse_scores.spode_terms_sparse`;
-        ``learners.aode.spode_terms`` in numpy)."""
+        does not give), read in compiled code (:func:`~stream_nb.kernels._sparse_scores.spode_terms_sparse`)."""
         s = self._stats
         pc, pf = s.pair_count, s.pair_feat
         terms = np.empty((s.n_classes, len(cols)))

@@ -7,7 +7,7 @@ import numpy as np
 from ..stats import DEFAULT_MEMORY_BUDGET
 from ..options import BINNED, EM, MDL, EqualFrequency, Option, SuperParents
 from ..kernels import NO_DETECTOR, Addresses, compiled
-from ..stats import Encoded, set_pair_rule
+from ..stats import set_pair_rule
 from ._keywords import takes_options
 from ._em import add_estep, mixture_posterior, one_dependence_estep
 from ._selection import informative_parents
@@ -15,7 +15,7 @@ from ._spode_kernel import EVERY_CHILD, NO_LOSS, NO_MORE, NO_TABLE, NO_WEIGHTS, 
 from ._structure import dependent_pairs
 from ._structured import StructuredClassifier
 
-__all__ = ["AODE", "spode_terms"]
+__all__ = ["AODE"]
 
 _EVERY = np.zeros(0, dtype=np.int8)  # no selection: every feature a super-parent and a child
 
@@ -364,30 +364,3 @@ class AODE(OneDependenceKernel, StructuredClassifier):
                              f"only with SuperParents(children=...), got {ch!r:.80} with search={self.search!r}")
         super()._check_loaded()
 
-
-def spode_terms(s, a, cols, feats, m_limit=0):
-    """(C, k) log P̂(c, x_i) Π_{j≠i} P̂(x_j | c, x_i) of the SPODE rooted at each observed x_i,
-    and the mask of the parents seen at least ``m_limit`` times."""
-    C = s.n_classes
-    vc = s.value_count[:C, cols]  # |D_c,xi|  (C, k)
-    n_vals = s.n_values[feats] + (cols == 0)  # N_i (a never-seen value counts as one more)
-    parents = (vc.sum(0) >= m_limit) & s.parent_ok(feats)  # and counted as parents (stats/selection/_candidates.py)
-    d_i = s.feat_count[:C, feats].sum(0)  # |D| over the events where feature i was observed
-    joint = np.log(vc + a) - np.log(d_i + a * n_vals)
-    k = len(cols)
-    if s.pairs_selected:  # only the candidate parents' pairs are counted: the rows of those alone
-        rows = np.flatnonzero(s.parent_ok(feats))
-        terms = np.zeros((C, k))
-        if len(rows):
-            pc = s.pair_count[:C, cols[rows, None], cols[None, :]]
-            den = s.pair_feat[:C, cols[rows, None], feats[None, :]]
-            ratio = (pc + a) / (den + a * n_vals[None, None, :])
-            ratio[:, np.arange(len(rows)), rows] = 1.0
-            terms[:, rows] = joint[:, rows] + np.log(ratio).sum(2)
-        return terms, parents
-    pc = s.pair_count[:C, cols[:, None], cols[None, :]]  # (C, k, k)  |D_c,xi,xj|
-    den = s.pair_feat[:C, cols[:, None], feats[None, :]]  # |D_c,xi| where x_j observed
-    ratio = (pc + a) / (den + a * n_vals[None, None, :])
-    idx = np.arange(k)
-    ratio[:, idx, idx] = 1.0  # P(x_i | c, x_i) = 1
-    return joint + np.log(ratio).sum(2), parents

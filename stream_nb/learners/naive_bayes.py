@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..stats import DEFAULT_MEMORY_BUDGET
-from ..kernels import Addresses, compiled
+from ..kernels import NO_DETECTOR, Addresses, compiled
 from ..options import BINNED, EM, Gaussian, Option
 from ._base import BayesClassifier
 from ._keywords import takes_options
@@ -159,8 +159,8 @@ class NaiveBayes(BayesClassifier):
         loss = _NO_LOSS if self._decision is None else np.ascontiguousarray(self._decision.matrix(s.classes))
         weights, alphas = (_NONE, _NONE) if decay is None else (decay.weight, self._alpha_given * decay.inflation)
         done = compiled().naive_block(
-            arrays.table, D, dfeats, _NO_MORE if more is None else more, G, gslots, yc, weights, alphas, out, learn,
-            s.keeps_observed, s.n_classes, self._alpha, self._var_smoothing, loss, *self._kernel_detector())
+            arrays.table, D, dfeats, _NO_MORE if more is None else more, G, gslots, yc, weights, alphas, out, False,
+            learn, s.keeps_observed, s.n_classes, self._alpha, self._var_smoothing, loss, *self._kernel_detector())
         if learn and (yc[:done] >= 0).any():
             self._counted(arrays, True)
             if decay is not None:
@@ -211,7 +211,19 @@ class NaiveBayes(BayesClassifier):
         return out
 
     def _jll_many(self, D, dfeats, G, gslots):
-        return self._naive_jll_many(D, dfeats, G, gslots)
+        """(rows, C) log P(c, x) of a batch by the block kernel, scoring only (under decay from the counts
+        themselves, with the smoothing as it stands)."""
+        s, f = self._stats, self._forget
+        R = len(D)
+        alphas = np.full(R, float(self._alpha)) if f is not None and f.half_life else _NONE
+        out = np.empty((R, s.n_classes))
+        if not R:  # (the kernel reads the first row's width)
+            return out
+        compiled().naive_block(self._kernel_arrays().table, np.ascontiguousarray(D, dtype=np.int64), dfeats, _NO_MORE,
+                               np.ascontiguousarray(G, dtype=float), gslots, np.full(R, -1, dtype=np.int64), alphas,
+                               alphas, out, True, False, s.keeps_observed, s.n_classes, self._alpha,
+                               self._var_smoothing, _NO_LOSS, *NO_DETECTOR)
+        return out
 
     # ------------------------------------------------------------------ EM
 

@@ -220,13 +220,13 @@ class SPODE(OneDependenceKernel, StructuredClassifier):
             return self._naive_jll(enc)
         cols, feats = enc.cols, enc.feats
         hit = feats == p
+        only = np.zeros(p + 1, dtype=bool)
+        only[p] = True
         if hit.any():  # the super-parent observed: its SPODE's term, read in compiled code
-            only = np.zeros(p + 1, dtype=bool)
-            only[p] = True
             return self._sparse_terms(cols, feats, only)[:, np.flatnonzero(hit)[0]]
-        # the super-parent is missing: sum it out
-        t = s.columns_of(p)
-        return logsumexp(self._rooted(t, p, cols, feats), axis=1)
+        # the super-parent is missing: summed out, the SPODE rooted at each of its values read as when observed
+        rooted = [self._sparse_terms(np.r_[t, cols], np.r_[p, feats], only)[:, 0] for t in s.columns_of(p).tolist()]
+        return logsumexp(np.stack(rooted, axis=1), axis=1)
 
     def _posterior(self, enc):
         s = self._stats
@@ -235,22 +235,6 @@ class SPODE(OneDependenceKernel, StructuredClassifier):
         out = np.empty((1, s.n_classes))  # normalised as the kernel normalises a run's rows
         self._spode_kernel(enc.cols[None, :], enc.feats, UNLABELED, None, out, False, False, False)
         return out[0]
-
-    def _rooted(self, tcols, p, cols, feats) -> np.ndarray:
-        """(C, |tcols|): log P̂(c, x_p = t) + Σ_j log P̂(x_j | c, t) for each parent value t."""
-        s, a = self._stats, self._alpha
-        C = s.n_classes
-        tcols = np.atleast_1d(tcols)
-        n_p = s.n_values[p] + (tcols == 0)
-        d_p = s.feat_count[:C, p].sum()
-        out = np.log(s.value_count[:C][:, tcols] + a) - np.log(d_p + a * n_p)[None, :]
-        if len(cols):
-            n_vals = s.n_values[feats] + (cols == 0)
-            ratio = (s.pair_count[:C, tcols[:, None], cols[None, :]] + a) / (
-                s.pair_feat[:C, tcols[:, None], feats[None, :]] + a * n_vals[None, None, :]
-            )
-            out = out + np.log(ratio).sum(2)
-        return out
 
     _kernel_modules = ("_spodes", "_aode")
     _kernel_counts_one = False  # its learning scores the candidate parents first (_learn)

@@ -340,8 +340,8 @@ class TAN(StructuredClassifier):
             colmap = np.full(len(s.features), -1, dtype=np.int64)
             colmap[enc.feats] = enc.cols
             return self._exact_jll(colmap, self._parents())
-        if s.pairs_sparse:  # sparse (or selected) pair tables
-            return self._naive_jll(enc) if self._root < 0 else self._tree_jll(enc.cols[None, :], enc.feats, ppos)[0]
+        if s.pairs_sparse:  # sparse (or selected) pair tables (before the first build, naive Bayes: every ppos is -1)
+            return self._tree_jll(enc.cols[None, :], enc.feats, ppos)[0]
         out = np.empty((1, s.n_classes))
         self._kernel_one(enc, -1, out, True, ppos)
         return out[0]
@@ -349,29 +349,17 @@ class TAN(StructuredClassifier):
     def _tree_jll(self, D, feats, ppos) -> np.ndarray:
         """(rows, C) log P(c) Π P(x_i | c, x_pa) for sparse pair tables: ``D`` (rows, k) columns of the
         attributes ``feats`` (-1: missing, none of its children observed), ``ppos`` their parents' positions in
-        ``D`` (-1: none). Read in compiled code (:func:`~stream_nb.kernels._sparse_scores.tree_sparse`), or
-        in numpy with a back-off estimate or on dense tables (the textbook reference the kernels are tested on)."""
-        s, a = self._stats, self._alpha
-        C = s.n_classes
-        if not self.backoff and s.pairs_sparse:
-            out = np.empty((len(D), C))
-            pc, pf = s.pair_count, s.pair_feat
-            compiled().tree_sparse(np.ascontiguousarray(D, dtype=np.int64), np.asarray(feats, dtype=np.int64),
-                                   np.asarray(ppos, dtype=np.int64), C, float(a), s.class_count, s.value_count,
-                                   s.feat_count, s.n_values, np.array(pc.shape), np.array(pf.shape), *pc.arrays(),
-                                   *pf.arrays(), True, out)
-            return out
-        obs = D >= 0
-        Dc = np.where(obs, D, 0)
-        has_pa = np.broadcast_to(ppos[None, :] >= 0, D.shape)
-        Pc = np.where(has_pa, Dc[:, np.maximum(ppos, 0)], 0)
-        n_vals = np.maximum(s.n_values[feats][None, :] + (D == 0), 1)
-        vc, fc, an = s.value_count[:C][:, Dc], s.feat_count[:C, feats][:, None, :], a * n_vals[None]
-        pc, pf = s.pair_count[:C, Pc, Dc], s.pair_feat[:C, Pc, np.broadcast_to(feats, D.shape)]
-        m, to = self._backoff, self.search.backoff_to
-        child = log_child(pc, pf, a, an, m, m and target(to, pc, pf, vc, fc, a, an))
-        term = np.where(has_pa[None], child, np.log(vc + a) - np.log(fc + an))
-        return self._log_prior()[None, :] + np.where(obs[None], term, 0.0).sum(2).T
+        ``D`` (-1: none). Read in compiled code (:func:`~stream_nb.kernels._sparse_scores.tree_sparse`), with
+        the back-off estimate where the model has one."""
+        s = self._stats
+        out = np.empty((len(D), s.n_classes))
+        pc, pf = s.pair_count, s.pair_feat
+        compiled().tree_sparse(np.ascontiguousarray(D, dtype=np.int64), np.asarray(feats, dtype=np.int64),
+                               np.asarray(ppos, dtype=np.int64), s.n_classes, float(self._alpha),
+                               float(self._backoff or 0.0), self.search.backoff_to == "parent", s.class_count,
+                               s.value_count, s.feat_count, s.n_values, np.array(pc.shape), np.array(pf.shape),
+                               *pc.arrays(), *pf.arrays(), True, out)
+        return out
 
     # a run of events (prequential_many): complete events scored along the tree, whatever `missing` says
     _run_complete = True
