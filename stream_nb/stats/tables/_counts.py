@@ -41,7 +41,7 @@ import numpy as np
 from ...kernels import compiled
 from ..values import TWINNED
 from ._pair_blocks import PairBlocks, PairFeat
-from ._sparse import SparseTable, add_pair_rows, cells_of
+from ._sparse import SparseTable, add_pair_rows, cells_of, chunks_of
 from ._working import row_chunks
 
 __all__ = ["BASE_TABLES", "COUNT_TABLES", "CountTables", "scatter_add"]
@@ -181,6 +181,60 @@ class CountTables:
             if table is not None:
                 self.replace("obs_" + k, table.copy())
         return True
+
+    # ------------------------------------------------------------------ another layout (the store decides when)
+
+    def to_sparse(self, family: tuple, shapes: tuple, used: tuple, wait=None) -> None:
+        """Hold the tables of ``family`` (the pair or the t-way names: the table, then its twin with a feature
+        last) sparse in every count set, of ``shapes`` (one per name), with the same counts: a sparse table
+        reshaped (if its shape differs), the cells of pair blocks moved over, those of a dense table's region
+        ``used`` (one shape per name) moved over, the pairs' a slice of rows at a time. ``wait``, given the
+        cells a dense t-way table holds, says whether the new table starts empty instead (a t-way selection
+        that counts its candidates afresh); None: never."""
+        pairs = family[0] == "pair_count"
+        for p in self.sets():
+            for k, shape, dims in zip(family, shapes, used):
+                old = self.get(p + k)
+                if isinstance(old, SparseTable):
+                    if old.shape != shape:
+                        self.replace(p + k, old.reshaped(shape))
+                    continue
+                if isinstance(old, (PairBlocks, PairFeat)):  # pair blocks until now: their cells move over
+                    new = SparseTable(shape)
+                    new.add(*cells_of(old, dims))
+                    self.replace(p + k, new)
+                    continue
+                if old is not None and pairs:  # dense until now: its cells move over, a slice at a time
+                    region = old[tuple(slice(0, d) for d in dims)]
+                    new = SparseTable(shape, slots=2 * max(int(np.count_nonzero(region)), 1))
+                    del region
+                    for idx, vals in chunks_of(old, dims):
+                        new.add(idx, vals)
+                    self.replace(p + k, new)
+                    continue
+                new = SparseTable(shape)
+                if old is not None:  # dense until now: its cells move over
+                    held = int(np.count_nonzero(old[tuple(slice(0, d) for d in dims)]))
+                    if held and not (wait is not None and wait(held)):
+                        new = SparseTable.from_dense(old, dims, shape)
+                self.replace(p + k, new)
+
+    def to_blocks(self, vf: np.ndarray, n_features: int, n_classes: int, spare: int) -> None:
+        """Hold the pair counts in new :class:`~stream_nb.stats.tables.PairBlocks` of the columns' features
+        ``vf`` (one per column in use), ``n_features`` features and ``n_classes`` classes, with ``spare`` cells
+        of room; the dense counts held until now move over, a slice of rows at a time."""
+        held = self.get("pair_count")
+        blocks = PairBlocks(vf, n_features, n_classes, spare)
+        if held is not None:
+            for idx, vals in chunks_of(held, (n_classes, len(vf), len(vf))):
+                blocks.add(idx, vals)
+        self.replace("pair_count", blocks)
+        self.replace("pair_feat", blocks.feat)
+
+    def grow_blocks(self, vf: np.ndarray, n_features: int, n_classes: int, spare: int) -> None:
+        """Grow the pair blocks held to the columns' features ``vf``, ``n_features`` features and ``n_classes``
+        classes (:meth:`~stream_nb.stats.tables.PairBlocks.grow`, ``spare`` cells of room)."""
+        self.held.pair_count.grow(vf, n_features, n_classes, spare)
 
     # ------------------------------------------------------------------ counting (negative weights take back)
 
