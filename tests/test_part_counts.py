@@ -1,6 +1,7 @@
 """The count tables (stats.tables.CountTables), alone: growth keeps the counts in use, the observed-only twin
-is an independent copy, tables are held by their names only; and a store's counts are the part's, under
-read-only names, against counts made by hand."""
+is an independent copy, tables are held by their names only; a store's counts are the part's, under
+read-only names, against counts made by hand; and what the part counts, moves and rebuilds in another layout
+holds what counting each event's cells by hand holds."""
 
 import collections
 import itertools
@@ -444,3 +445,44 @@ def test_a_promotions_moves_leave_the_counts_of_the_events_as_promoted(layout, t
     # turned Gaussian: its feature counts emptied (of the classes in use)
     tables.clear_feature("", 1, C_)
     assert not tables.held.feat_count[:, 1].any() and tables.held.feat_count[:, 0].any()
+
+
+@pytest.mark.parametrize("t", [2, 3])
+def test_the_layouts_the_part_builds_hold_the_counts_it_held(t):
+    rng = np.random.default_rng(24)
+    D, yc, w = _rows(rng, 40)
+    want = _brute(D, yc, w, t)
+    tables = _counting_tables("dense", t, observed=True)
+    mask = D >= 0
+    rr, jj = np.nonzero(mask)
+    for p in tables.sets():
+        tables.add_value_rows(p, yc[rr], D[rr, jj], jj, w[rr])
+        tables.add_pair_rows(p, D, np.arange(F_), yc, w, F_ * F_)
+        tables.add_tuple_rows(p, t, D, np.arange(F_), yc, w, mask)
+    pairs, tuples = ("pair_count", "pair_feat"), ("tuple_count", "tuple_feat")
+    used = {k: want[k].shape for k in pairs + tuples}
+    room = {k: (C_ + 1,) + tuple(n + 2 for n in used[k][1:]) for k in used}
+    tables.to_sparse(tuples, (room["tuple_count"], room["tuple_feat"]), (used["tuple_count"], used["tuple_feat"]))
+    tables.to_sparse(pairs, (room["pair_count"], room["pair_feat"]), (used["pair_count"], used["pair_feat"]))
+    for p in tables.sets():
+        for k in pairs + tuples:
+            assert isinstance(tables.get(p + k), SparseTable) and tables.get(p + k).shape == room[k]
+        _assert_counts(tables, {k: want[k] for k in pairs + tuples}, p)
+    assert tables.pairs_sparse and tables.tuples_sparse
+    # a t-way selection that waits: its new tables start empty
+    fresh = _counting_tables("dense", t)
+    fresh.add_tuple_rows("", t, D, np.arange(F_), yc, w, mask)
+    fresh.to_sparse(tuples, (room["tuple_count"], room["tuple_feat"]), (used["tuple_count"], used["tuple_feat"]),
+                    wait=lambda held: held > 0)
+    assert not _dense_of(fresh.get("tuple_count"), room["tuple_count"]).any()
+    # pair blocks from dense pair tables: the same pair counts (the features' blocks), grown to a new column
+    blocks = _counting_tables("dense", t)
+    blocks.add_pair_rows("", D, np.arange(F_), yc, w, F_ * F_)
+    vf = np.r_[-1, np.repeat(np.arange(F_), PER), -1, -1]
+    blocks.to_blocks(vf, F_, C_, 0)
+    assert blocks.pairs_blocks and not blocks.pairs_sparse
+    np.testing.assert_array_equal(_dense_of(blocks.get("pair_count"), used["pair_count"]), want["pair_count"])
+    blocks.grow_blocks(np.r_[vf, 0], F_, C_, 0)  # a fourth value of feature 0
+    np.testing.assert_array_equal(_dense_of(blocks.get("pair_count"), used["pair_count"]), want["pair_count"])
+    blocks.add_pair_rows("", np.array([[V_, -1, -1, -1]]), np.arange(F_), np.array([0]), np.array([1.0]), 0)
+    assert _dense_of(blocks.get("pair_count"), (C_, V_ + 1, V_ + 1))[0, V_, V_] == 1.0
