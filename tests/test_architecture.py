@@ -20,6 +20,8 @@ edge of the import graph. The build fails on:
 - a part of the count store (:data:`STORE_PARTS`) whose methods touch an attribute of
   ``self`` that the class does not define, or reach ``self`` by a computed name
   (``getattr``, ``setattr``, ``vars``): each part works on its own state and its arguments.
+- a write into a count table through a store's name (``s.value_count[c, u] += w``, ``np.add.at(s.pair_count,
+  ...)``) outside :mod:`stream_nb.stats.tables`: the count tables part does every count's arithmetic.
 
 ``test_each_rule_catches_its_violation`` runs the same checks on a small tree
 written for the purpose, so a rule that stopped seeing anything would fail too.
@@ -417,6 +419,62 @@ def part_writes(modules: dict[str, pathlib.Path], held: dict = HELD_PARTS) -> li
     return out
 
 
+#: The names a store reads its count tables by (read-only: :class:`~stream_nb.stats.tables.CountTables` writes them).
+COUNT_NAMES = ("class_count", "value_count", "feat_count", "pair_count", "pair_feat", "tuple_count", "tuple_feat")
+COUNT_NAMES += tuple("obs_" + name for name in COUNT_NAMES[1:])
+#: The package whose modules write the count tables.
+COUNT_WRITER = "stream_nb.stats.tables"
+
+
+def count_writes(modules: dict[str, pathlib.Path], names: tuple = COUNT_NAMES, writer: str = COUNT_WRITER) -> list[str]:
+    """Each write, outside ``writer``, into a count table reached by a store's name: an assignment into it
+    (``s.value_count[c, u] += w``, ``getattr(s, p + "feat_count")[c, f] = 0``), or an add at indices
+    (``np.add.at(s.pair_count, ...)``, ``s.tuple_count.add(...)``, ``s.pair_count.add_rows(...)``)."""
+    def count_name(node) -> str | None:  # the count name a node reaches a table by, if any
+        if isinstance(node, ast.Attribute) and node.attr in names:
+            return node.attr
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"
+                and len(node.args) > 1):
+            for n in ast.walk(node.args[1]):
+                if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value in names:
+                    return n.value
+        return None
+
+    def written(target):  # the tables an assignment writes into, by an index
+        if isinstance(target, (ast.Tuple, ast.List)):
+            for elt in target.elts:
+                yield from written(elt)
+        elif isinstance(target, ast.Starred):
+            yield from written(target.value)
+        elif isinstance(target, ast.Subscript):
+            inner = target.value
+            while isinstance(inner, ast.Subscript):
+                inner = inner.value
+            if count_name(inner):
+                yield inner
+
+    out = []
+    for module, path in modules.items():
+        if _inside(module, writer):
+            continue
+        found = []  # (line, what), in the order of the lines
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets = (node.targets if isinstance(node, ast.Assign)
+                       else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
+            for target in targets:
+                for _ in written(target):
+                    found.append((node.lineno, f"{ast.unparse(target)} is written"))
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                f = node.func
+                at = (f.attr == "at" and isinstance(f.value, ast.Attribute) and f.value.attr == "add" and node.args
+                      and count_name(node.args[0]))
+                method = f.attr in ("add", "add_rows") and count_name(f.value)
+                if at or method:
+                    found.append((node.lineno, f"{ast.unparse(node.func)}(...) on a count table is written"))
+        out += [f"{module} line {line}: {what} outside {writer}" for line, what in sorted(found)]
+    return out
+
+
 # ----------------------------------------------------------------------------- the checks on our code
 
 
@@ -464,6 +522,11 @@ def test_the_parts_a_store_holds_are_changed_by_their_methods_only():
     assert not found, _report(found)
 
 
+def test_the_count_tables_are_written_by_their_part_only():
+    found = count_writes(read_tree(ROOT)[0])
+    assert not found, _report(found)
+
+
 def test_connectors_learners_and_engine_keep_apart():
     found = forbidden_imports(*read_tree(ROOT))
     assert not found, _report(found)
@@ -482,6 +545,9 @@ FIXTURE = {
         "from .._checks import is_integer\nclass Stats: pass\n"
         "def choose(s, other):\n    s.selection.rule, n = 'edges', 0\n    s.selection.allowed[0] |= True\n"
         "    s.selection.choose(other.selection.allowed)\n    s.other.rule = None\n"
+        "def count(s, p, c, w):\n    s.value_count[c, 1] += w\n    getattr(s, p + 'feat_count')[c][0] = 0.0\n"
+        "    np.add.at(s.pair_count, (c, 0, 1), w)\n    s.obs_tuple_count.add((c, 0), w)\n"
+        "    s.class_count[c], n = w, s.class_count[c]\n    total = s.value_count[c, 1] + w\n    s.counts[c] += w\n"
     ),
     "stream_nb/stats/tables/__init__.py": "from ..selection import pick\n",
     "stream_nb/stats/selection/__init__.py": "def pick(): pass\n",
@@ -490,6 +556,7 @@ FIXTURE = {
         "class Part(Base):\n    def __init__(self):\n        self.n = 0\n"
         "    def add(self, other):\n        self.n += other.n + self.size + len(self.classes)\n"
         "    def peek(self, name):\n        return getattr(self, name)\n"
+        "def fill(tables, c):\n    tables.held.value_count[c, 1] += 1.0\n"
     ),
     "stream_nb/learners/__init__.py": "from ._base import BayesClassifier, step\nfrom .nb import NB\n",
     "stream_nb/learners/_base.py": "class BayesClassifier: pass\ndef step(): pass\n",
@@ -568,6 +635,14 @@ def test_each_rule_catches_its_violation(fixture_tree):
     assert foreign_attributes(modules, {"stream_nb.stats.tables._part": ("Part",)}) == [
         "stream_nb.stats.tables._part.Part.add line 7: self.classes is not its own",
         "stream_nb.stats.tables._part.Part.peek line 9: getattr(self, ...) reaches an attribute that is computed or not its own",
+    ]
+    # the store's writes into its count tables (reads, other names and the tables' own writes are fine)
+    assert count_writes(modules) == [
+        "stream_nb.stats._store line 9: s.value_count[c, 1] is written outside stream_nb.stats.tables",
+        "stream_nb.stats._store line 10: getattr(s, p + 'feat_count')[c][0] is written outside stream_nb.stats.tables",
+        "stream_nb.stats._store line 11: np.add.at(...) on a count table is written outside stream_nb.stats.tables",
+        "stream_nb.stats._store line 12: s.obs_tuple_count.add(...) on a count table is written outside stream_nb.stats.tables",
+        "stream_nb.stats._store line 13: (s.class_count[c], n) is written outside stream_nb.stats.tables",
     ]
     assert part_writes(modules) == [
         "stream_nb.stats._store line 4: s.selection.rule is assigned outside stream_nb.stats.selection._pair_selection",

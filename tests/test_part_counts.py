@@ -1,6 +1,7 @@
 """The count tables (stats.tables.CountTables), alone: growth keeps the counts in use, the observed-only twin
-is an independent copy, tables are held by their names only; and a store's counts are the part's, under
-read-only names, against counts made by hand."""
+is an independent copy, tables are held by their names only; a store's counts are the part's, under
+read-only names, against counts made by hand; and what the part counts, moves and rebuilds in another layout
+holds what counting each event's cells by hand holds."""
 
 import collections
 import itertools
@@ -300,3 +301,188 @@ def test_a_merge_adds_each_cell_where_the_maps_send_it(mine, theirs, twins):
     here.merge(there, (cmap, vmap, fmap), (C, V, F), pairs=True, tuples=t)
     for name, expect in want.items():
         np.testing.assert_array_equal(_dense_of(here.get(name), full[name.removeprefix("obs_")]), expect, err_msg=name)
+
+
+# ----------------------------------------------------------------------------- counting, against a brute-force count
+
+C_, F_, PER = 3, 4, 3  # classes, features, values per feature (columns 1.., column 0: none)
+V_ = 1 + F_ * PER + 2  # and two columns no event takes: the bins of a promotion
+
+
+def _rows(rng, n: int, missing: float = 0.3):
+    """Rows of value columns by feature (-1 missing), their classes and integer weights."""
+    D = np.array([[1 + f * PER + rng.integers(PER) if rng.random() > missing else -1 for f in range(F_)]
+                  for _ in range(n)], dtype=np.int64)
+    return D, rng.integers(0, C_, n), rng.integers(1, 4, n).astype(float)
+
+
+def _brute(D, yc, w, t: int) -> dict:
+    """Every count the rows add, one cell at a time: each observed value, its feature, each ordered pair (and
+    t-tuple) of observed positions, repeats included, the last as a value or as its feature."""
+    out = {"class_count": np.zeros(C_), "value_count": np.zeros((C_, V_)), "feat_count": np.zeros((C_, F_)),
+           "pair_count": np.zeros((C_, V_, V_)), "pair_feat": np.zeros((C_, V_, F_)),
+           "tuple_count": np.zeros((C_,) + (V_,) * t), "tuple_feat": np.zeros((C_,) + (V_,) * (t - 1) + (F_,))}
+    for row, c, wr in zip(D, yc, w):
+        out["class_count"][c] += wr
+        seen = [j for j in range(F_) if row[j] >= 0]
+        for j in seen:
+            out["value_count"][c, row[j]] += wr
+            out["feat_count"][c, j] += wr
+        for a, b in itertools.product(seen, repeat=2):
+            out["pair_count"][c, row[a], row[b]] += wr
+            out["pair_feat"][c, row[a], b] += wr
+        for pos in itertools.product(seen, repeat=t):
+            out["tuple_count"][(c,) + tuple(row[list(pos)])] += wr
+            out["tuple_feat"][(c,) + tuple(row[list(pos[:-1])]) + (pos[-1],)] += wr
+    return out
+
+
+def _counting_tables(layout: str, t: int, observed: bool = False) -> CountTables:
+    tables = CountTables()
+    tables.grow(C_, V_, F_, 0, (0, 0, 0))
+    if observed:
+        tables.keep_observed()
+    shapes = {"pair_count": (C_, V_, V_), "pair_feat": (C_, V_, F_), "tuple_count": (C_,) + (V_,) * t,
+              "tuple_feat": (C_,) + (V_,) * (t - 1) + (F_,)}
+    for p in tables.sets():
+        for k, shape in shapes.items():
+            tables.replace(p + k, np.zeros(shape) if layout == "dense" else SparseTable(shape))
+    return tables
+
+
+def _assert_counts(tables: CountTables, want: dict, p: str = "") -> None:
+    for k, expect in want.items():
+        got = tables.get(k if k == "class_count" else p + k)
+        np.testing.assert_array_equal(_dense_of(got, expect.shape), expect, err_msg=p + k)
+
+
+@pytest.mark.parametrize("layout", ["dense", "sparse"])
+@pytest.mark.parametrize("t", [2, 3])
+def test_events_added_one_at_a_time_or_as_rows_count_each_cell_as_by_hand(layout, t):
+    rng = np.random.default_rng(21)
+    D, yc, w = _rows(rng, 40)
+    want = _brute(D, yc, w, t)
+    one, rows = _counting_tables(layout, t, observed=True), _counting_tables(layout, t)
+    for row, c, wr in zip(D, yc, w):  # one event: every count set, as the store adds one
+        cols, feats = row[row >= 0], np.flatnonzero(row >= 0)
+        one.add_class(c, wr)
+        for p in one.sets():
+            one.add_values(p, c, cols, wr, feats, wr)
+            one.add_pair_rows(p, cols[None, :], feats, np.array([c]), np.array([wr]), len(cols) ** 2)
+            one.add_event_tuples(p, t, cols, feats, c, wr)
+    rows.add_class(slice(0, C_), np.bincount(yc, weights=w, minlength=C_))  # the rows at once
+    mask = D >= 0
+    rr, jj = np.nonzero(mask)
+    rows.add_value_rows("", yc[rr], D[rr, jj], jj, w[rr])
+    rows.add_pair_rows("", D, np.arange(F_), yc, w, F_ * F_)
+    rows.add_tuple_rows("", t, D, np.arange(F_), yc, w, mask)
+    for tables, p in ((one, ""), (one, "obs_"), (rows, "")):
+        _assert_counts(tables, want, p)
+    # negated weights take every event back, exactly (integer weights)
+    rows.add_class(slice(0, C_), -np.bincount(yc, weights=w, minlength=C_))
+    rows.add_value_rows("", yc[rr], D[rr, jj], jj, -w[rr])
+    rows.add_pair_rows("", D, np.arange(F_), yc, -w, F_ * F_)
+    rows.add_tuple_rows("", t, D, np.arange(F_), yc, -w, mask)
+    _assert_counts(rows, {k: np.zeros_like(v) for k, v in want.items()})
+
+
+@pytest.mark.parametrize("layout", ["dense", "sparse"])
+def test_expected_pairs_and_cells_add_where_they_name(layout):
+    rng = np.random.default_rng(22)
+    tables = _counting_tables(layout, 2)
+    c, u, fs = 1, np.array([2, 3, 7, 11]), np.array([0, 2, 3])
+    J, Jf = rng.random((4, 4)), rng.random((4, 3))
+    tables.add_expected_pairs(c, u, fs, J, Jf)
+    want_pc, want_pf = np.zeros((C_, V_, V_)), np.zeros((C_, V_, F_))
+    for r, s in itertools.product(range(4), range(4)):
+        want_pc[c, u[r], u[s]] += J[r, s]
+    for r, g in itertools.product(range(4), range(3)):
+        want_pf[c, u[r], fs[g]] += Jf[r, g]
+    np.testing.assert_array_equal(_dense_of(tables.get("pair_count"), want_pc.shape), want_pc)
+    np.testing.assert_array_equal(_dense_of(tables.get("pair_feat"), want_pf.shape), want_pf)
+    tables.add_expected_pairs(c, u, fs, -J, -Jf)
+    assert not _dense_of(tables.get("pair_count"), want_pc.shape).any()
+    tables.add_cells("pair_count", (0, 5, np.array([1, 5, 5])), np.array([1.0, 2.0, 4.0]))  # a cell may recur
+    assert _dense_of(tables.get("pair_count"), want_pc.shape)[0, 5, 5] == 6.0
+    assert _dense_of(tables.get("pair_count"), want_pc.shape).sum() == 7.0
+
+
+@pytest.mark.parametrize("layout", ["dense", "sparse"])
+@pytest.mark.parametrize("t", [2, 3])
+def test_a_promotions_moves_leave_the_counts_of_the_events_as_promoted(layout, t):
+    rng = np.random.default_rng(23)
+    D, yc, w = _rows(rng, 40)
+    f = 2
+    old = 1 + f * PER + np.arange(PER)  # every column of feature f
+
+    def counted(rows):
+        tables = _counting_tables(layout, t)
+        want = _brute(rows, yc, w, t)
+        tables.add_class(slice(0, C_), want["class_count"])
+        mask = rows >= 0
+        rr, jj = np.nonzero(mask)
+        tables.add_value_rows("", yc[rr], rows[rr, jj], jj, w[rr])
+        tables.add_pair_rows("", rows, np.arange(F_), yc, w, F_ * F_)
+        tables.add_tuple_rows("", t, rows, np.arange(F_), yc, w, mask)
+        return tables
+
+    # into bins: values 0 and 1 of f into the bin at column V_ - 2, value 2 into V_ - 1 (new columns)
+    new = np.array([V_ - 2, V_ - 2, V_ - 1])
+    binned = D.copy()
+    binned[:, f] = np.where(D[:, f] >= 0, new[np.maximum(D[:, f] - old[0], 0)], -1)
+    tables = counted(D)
+    tables.move_columns("", old, new, pairs=True, tuples=t)
+    tables.clear_columns("", old)  # the old columns stay, empty and detached
+    want = _brute(binned, yc, w, t)
+    _assert_counts(tables, want)
+    # dropped: as if feature f had been missing in every event
+    tables = counted(D)
+    tables.drop_columns("", f, old, pairs=True, tuples=t)
+    tables.clear_columns("", old)
+    gone = D.copy()
+    gone[:, f] = -1
+    _assert_counts(tables, _brute(gone, yc, w, t))
+    # turned Gaussian: its feature counts emptied (of the classes in use)
+    tables.clear_feature("", 1, C_)
+    assert not tables.held.feat_count[:, 1].any() and tables.held.feat_count[:, 0].any()
+
+
+@pytest.mark.parametrize("t", [2, 3])
+def test_the_layouts_the_part_builds_hold_the_counts_it_held(t):
+    rng = np.random.default_rng(24)
+    D, yc, w = _rows(rng, 40)
+    want = _brute(D, yc, w, t)
+    tables = _counting_tables("dense", t, observed=True)
+    mask = D >= 0
+    rr, jj = np.nonzero(mask)
+    for p in tables.sets():
+        tables.add_value_rows(p, yc[rr], D[rr, jj], jj, w[rr])
+        tables.add_pair_rows(p, D, np.arange(F_), yc, w, F_ * F_)
+        tables.add_tuple_rows(p, t, D, np.arange(F_), yc, w, mask)
+    pairs, tuples = ("pair_count", "pair_feat"), ("tuple_count", "tuple_feat")
+    used = {k: want[k].shape for k in pairs + tuples}
+    room = {k: (C_ + 1,) + tuple(n + 2 for n in used[k][1:]) for k in used}
+    tables.to_sparse(tuples, (room["tuple_count"], room["tuple_feat"]), (used["tuple_count"], used["tuple_feat"]))
+    tables.to_sparse(pairs, (room["pair_count"], room["pair_feat"]), (used["pair_count"], used["pair_feat"]))
+    for p in tables.sets():
+        for k in pairs + tuples:
+            assert isinstance(tables.get(p + k), SparseTable) and tables.get(p + k).shape == room[k]
+        _assert_counts(tables, {k: want[k] for k in pairs + tuples}, p)
+    assert tables.pairs_sparse and tables.tuples_sparse
+    # a t-way selection that waits: its new tables start empty
+    fresh = _counting_tables("dense", t)
+    fresh.add_tuple_rows("", t, D, np.arange(F_), yc, w, mask)
+    fresh.to_sparse(tuples, (room["tuple_count"], room["tuple_feat"]), (used["tuple_count"], used["tuple_feat"]),
+                    wait=lambda held: held > 0)
+    assert not _dense_of(fresh.get("tuple_count"), room["tuple_count"]).any()
+    # pair blocks from dense pair tables: the same pair counts (the features' blocks), grown to a new column
+    blocks = _counting_tables("dense", t)
+    blocks.add_pair_rows("", D, np.arange(F_), yc, w, F_ * F_)
+    vf = np.r_[-1, np.repeat(np.arange(F_), PER), -1, -1]
+    blocks.to_blocks(vf, F_, C_, 0)
+    assert blocks.pairs_blocks and not blocks.pairs_sparse
+    np.testing.assert_array_equal(_dense_of(blocks.get("pair_count"), used["pair_count"]), want["pair_count"])
+    blocks.grow_blocks(np.r_[vf, 0], F_, C_, 0)  # a fourth value of feature 0
+    np.testing.assert_array_equal(_dense_of(blocks.get("pair_count"), used["pair_count"]), want["pair_count"])
+    blocks.add_pair_rows("", np.array([[V_, -1, -1, -1]]), np.arange(F_), np.array([0]), np.array([1.0]), 0)
+    assert _dense_of(blocks.get("pair_count"), (C_, V_ + 1, V_ + 1))[0, V_, V_] == 1.0

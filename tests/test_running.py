@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from stream_nb import AODE, KDB, SPODE, TAN, Decay, NaiveBayes, Parents, SuperParent, Tree
 from stream_nb.exceptions import InvalidEventError
 from stream_nb.stats import Columns, SparseTable
-from stream_nb.stats.store import _adding
+from stream_nb.stats.tables import _counts as _adding
 from stream_nb.stats.tables import _working
 
 MODELS = {

@@ -61,19 +61,14 @@ def _certain_into_expected(fine, c: int, w: float, u, m, feats_u, b: int, f: int
     """Add to ``fine``'s counts what value ``b`` (of feature ``f``) observed adds to an event whose
     other values are expected (``u``, ``m``): the difference between EM's expected counts with
     ``b`` and without it (see :meth:`Stats.add_expected`, ``b`` a block of its own, indicator 1)."""
-    np.add.at(fine.value_count[c], b, w)
-    fine.feat_count[c, f] += w
+    fine.tables.add_values("", c, b, w, f, w)
     if not fine.pairs:
         return
-    pc, pf = fine.pair_count, fine.pair_feat  # dense or sparse (past the memory budget): both add at indices
-    fs = np.unique(feats_u)
-    for table, idx, weights in ((pc, (c, b, u), w * m), (pc, (c, u, b), w * m), (pc, (c, b, b), w),
-                                (pf, (c, b, fs), w), (pf, (c, b, f), w), (pf, (c, u, f), w * m)):
-        if isinstance(table, np.ndarray):
-            idx = np.broadcast_arrays(*(np.asarray(i) for i in idx))
-            np.add.at(table, tuple(idx), np.broadcast_to(weights, idx[0].shape))
-        else:
-            table.add(idx, weights)
+    fs = np.unique(feats_u)  # the pair tables dense or sparse (past the memory budget): both add at indices
+    for name, idx, weights in (("pair_count", (c, b, u), w * m), ("pair_count", (c, u, b), w * m),
+                               ("pair_count", (c, b, b), w), ("pair_feat", (c, b, fs), w), ("pair_feat", (c, b, f), w),
+                               ("pair_feat", (c, u, f), w * m)):
+        fine.tables.add_cells(name, idx, weights)
 
 
 def count_later(fine, e: tuple, add_cols: list, add_feats: list) -> tuple:

@@ -118,7 +118,7 @@ class Merging:
         # every candidate parent either store counts the tuples of, likewise (_tuple_candidates.py)
         widen_tuples_to_either(self, other, fmap)
         C = len(other.classes)
-        self.class_count[cmap] += other.class_count[:C]
+        self.tables.add_class(cmap, other.class_count[:C])
         if other.keeps_observed and self.wants_observed:
             self.keep_observed()
         if self.pairs and (self.pairs_sparse or other.pairs_sparse or self.pairs_blocks or other.pairs_blocks):

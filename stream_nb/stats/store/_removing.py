@@ -26,7 +26,6 @@ from __future__ import annotations
 import numpy as np
 
 from ...exceptions import UnlearnError
-from ._adding import add_pairs_expected
 from ..forgetting import follow_promotions
 from ..selection import selected_tuple_cells
 
@@ -51,7 +50,7 @@ class Removing:
             kind = e[0]
             if kind == "count":
                 _, enc, c, w = e
-                self.class_count[c] -= w
+                self.tables.add_class(c, -w)
                 if len(enc.cols):
                     for p in self._sets():
                         self._count(p, enc.cols, enc.feats, c, -w)
@@ -135,13 +134,12 @@ class Removing:
 
     def _remove_expected(self, c, w, u, m, feats_u, J) -> None:
         """The reverse of :meth:`add_expected`."""
-        self.class_count[c] -= w
-        self.value_count[c, u] -= w * m
+        self.tables.add_class(c, -w)
         starts = np.flatnonzero(np.r_[True, feats_u[1:] != feats_u[:-1]])
         fs = feats_u[starts]
-        self.feat_count[c, fs] -= w
+        self.tables.add_values("", c, u, -(w * m), fs, -w)
         if self.pairs:
-            add_pairs_expected(self.pair_count, self.pair_feat, c, u, fs, -(w * J), -(w * np.add.reduceat(J, starts, axis=1)))
+            self.tables.add_expected_pairs(c, u, fs, -(w * J), -(w * np.add.reduceat(J, starts, axis=1)))
 
     def _remove_many(self, D, dfeats, G, gslots, yc, w, observed) -> None:
         """The reverse of :meth:`add_many`: the discrete counts with negated weights, the Gaussian

@@ -38,7 +38,7 @@ from ..selection import revision_due
 from ._removing import Removing
 from ..schema import Schema
 from ._state import State
-from ..tables import CountTables, PairBlocks, PairFeat, SparseTable, cells_of, chunks_of
+from ..tables import CountTables, PairBlocks, SparseTable
 
 __all__ = ["Stats"]
 
@@ -535,12 +535,7 @@ class Stats(Capacity, Promoting, Adding, Removing, Merging, State):
             return False
         C, V, F = len(self.classes), len(self.value_keys), len(self.features)
         vf = self.value_feature[:V]
-        blocks = PairBlocks(vf, F, C, self._blocks_spare(np.bincount(vf[vf >= 0], minlength=F), C))
-        if held is not None:  # dense until now: its cells move over, a slice of rows at a time
-            for idx, vals in chunks_of(held, (C, V, V)):
-                blocks.add(idx, vals)
-        self.tables.replace("pair_count", blocks)
-        self.tables.replace("pair_feat", blocks.feat)
+        self.tables.to_blocks(vf, F, C, self._blocks_spare(np.bincount(vf[vf >= 0], minlength=F), C))
         return True
 
     def sync_pairs(self, within_budget: bool = True) -> None:
@@ -561,7 +556,7 @@ class Stats(Capacity, Promoting, Adding, Removing, Merging, State):
         if within_budget and not self._blocks_fit(n, C):
             self._go_sparse(PAIR_TABLES, 2, *self.tables.capacity[:3])
             return
-        blocks.grow(vf, F, C, self._blocks_spare(n, C))
+        self.tables.grow_blocks(vf, F, C, self._blocks_spare(n, C))
 
     def blocks_to_sparse(self) -> None:
         """Pair blocks to sparse tables, the same counts (before anything blocks cannot hold: EM's expected
@@ -637,32 +632,8 @@ class Stats(Capacity, Promoting, Adding, Removing, Merging, State):
                 prune_pairs(self, self.pair_limit())
         shapes = {family[0]: (cc,) + (cv,) * t, family[1]: (cc,) + (cv,) * (t - 1) + (cf,)}
         used = {family[0]: (C,) + (V,) * t, family[1]: (C,) + (V,) * (t - 1) + (F,)}
-        for p in self._sets():
-            for k, shape in shapes.items():
-                old = getattr(self, p + k, None)
-                if isinstance(old, SparseTable):
-                    if old.shape != shape:
-                        self.tables.replace(p + k, old.reshaped(shape))
-                    continue
-                if isinstance(old, (PairBlocks, PairFeat)):  # pair blocks until now: their cells move over
-                    new = SparseTable(shape)
-                    new.add(*cells_of(old, used[k]))
-                    self.tables.replace(p + k, new)
-                    continue
-                if old is not None and family == PAIR_TABLES:  # dense until now: its cells move over, a slice at a time
-                    region = old[tuple(slice(0, d) for d in used[k])]
-                    new = SparseTable(shape, slots=2 * max(int(np.count_nonzero(region)), 1))
-                    del region
-                    for idx, vals in chunks_of(old, used[k]):
-                        new.add(idx, vals)
-                    self.tables.replace(p + k, new)
-                    continue
-                new = SparseTable(shape)
-                if old is not None:  # dense until now: its cells move over
-                    held = int(np.count_nonzero(old[tuple(slice(0, d) for d in used[k])]))
-                    if held and not (family == TUPLE_TABLES and tuples_wait(self, held)):
-                        new = SparseTable.from_dense(old, used[k], shape)
-                self.tables.replace(p + k, new)
+        self.tables.to_sparse(family, tuple(shapes.values()), tuple(used.values()),
+                              (lambda held: tuples_wait(self, held)) if family == TUPLE_TABLES else None)
         if family == TUPLE_TABLES:
             settle_tuples(self)
         return True

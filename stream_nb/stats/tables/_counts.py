@@ -23,17 +23,36 @@ use as a snapshot keeps them and reads them back (:meth:`CountTables.state`, :me
 adds another store's counts, aligned by maps the store made by name (:meth:`CountTables.merge`). Which layout a table
 takes (the memory budget, the pair and tuple selections) is decided by the store, which gives the part
 what it chose.
+
+Every count an event adds or takes back is written here too, in whatever layout the table has: the class
+counts (:meth:`CountTables.add_class`), one event's values and features (:meth:`CountTables.add_values`) or
+a batch's (:meth:`CountTables.add_value_rows`), their pairs (:meth:`CountTables.add_pair_rows`, EM's
+expected ones :meth:`CountTables.add_expected_pairs`) and t-tuples (:meth:`CountTables.add_event_tuples`,
+:meth:`CountTables.add_tuple_rows`); and a promotion's moves (:meth:`CountTables.clear_feature`,
+:meth:`CountTables.clear_columns`, :meth:`CountTables.drop_columns`, :meth:`CountTables.move_columns`). The store
+decides what to count, in which count set (``p``: ``""`` or ``"obs_"``) and with how much room (a
+selection's cells per event); the part does the arithmetic. Negative weights take counts back.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ...kernels import compiled
 from ..values import TWINNED
 from ._pair_blocks import PairBlocks, PairFeat
-from ._sparse import SparseTable, cells_of
+from ._sparse import SparseTable, add_pair_rows, cells_of, chunks_of
+from ._working import row_chunks
 
 __all__ = ["BASE_TABLES", "COUNT_TABLES", "CountTables", "scatter_add"]
+
+
+def _flat(table: np.ndarray) -> np.ndarray:
+    """A flat view of a (C-contiguous) count table, for adding at flat indices."""
+    flat = table.reshape(-1)
+    if not np.shares_memory(flat, table):
+        raise ValueError("a count table must be C-contiguous")
+    return flat
 
 #: The tables every store keeps: the class, value and feature counts.
 BASE_TABLES = ("class_count", "value_count", "feat_count")
@@ -163,6 +182,231 @@ class CountTables:
                 self.replace("obs_" + k, table.copy())
         return True
 
+    # ------------------------------------------------------------------ another layout (the store decides when)
+
+    def to_sparse(self, family: tuple, shapes: tuple, used: tuple, wait=None) -> None:
+        """Hold the tables of ``family`` (the pair or the t-way names: the table, then its twin with a feature
+        last) sparse in every count set, of ``shapes`` (one per name), with the same counts: a sparse table
+        reshaped (if its shape differs), the cells of pair blocks moved over, those of a dense table's region
+        ``used`` (one shape per name) moved over, the pairs' a slice of rows at a time. ``wait``, given the
+        cells a dense t-way table holds, says whether the new table starts empty instead (a t-way selection
+        that counts its candidates afresh); None: never."""
+        pairs = family[0] == "pair_count"
+        for p in self.sets():
+            for k, shape, dims in zip(family, shapes, used):
+                old = self.get(p + k)
+                if isinstance(old, SparseTable):
+                    if old.shape != shape:
+                        self.replace(p + k, old.reshaped(shape))
+                    continue
+                if isinstance(old, (PairBlocks, PairFeat)):  # pair blocks until now: their cells move over
+                    new = SparseTable(shape)
+                    new.add(*cells_of(old, dims))
+                    self.replace(p + k, new)
+                    continue
+                if old is not None and pairs:  # dense until now: its cells move over, a slice at a time
+                    region = old[tuple(slice(0, d) for d in dims)]
+                    new = SparseTable(shape, slots=2 * max(int(np.count_nonzero(region)), 1))
+                    del region
+                    for idx, vals in chunks_of(old, dims):
+                        new.add(idx, vals)
+                    self.replace(p + k, new)
+                    continue
+                new = SparseTable(shape)
+                if old is not None:  # dense until now: its cells move over
+                    held = int(np.count_nonzero(old[tuple(slice(0, d) for d in dims)]))
+                    if held and not (wait is not None and wait(held)):
+                        new = SparseTable.from_dense(old, dims, shape)
+                self.replace(p + k, new)
+
+    def to_blocks(self, vf: np.ndarray, n_features: int, n_classes: int, spare: int) -> None:
+        """Hold the pair counts in new :class:`~stream_nb.stats.tables.PairBlocks` of the columns' features
+        ``vf`` (one per column in use), ``n_features`` features and ``n_classes`` classes, with ``spare`` cells
+        of room; the dense counts held until now move over, a slice of rows at a time."""
+        held = self.get("pair_count")
+        blocks = PairBlocks(vf, n_features, n_classes, spare)
+        if held is not None:
+            for idx, vals in chunks_of(held, (n_classes, len(vf), len(vf))):
+                blocks.add(idx, vals)
+        self.replace("pair_count", blocks)
+        self.replace("pair_feat", blocks.feat)
+
+    def grow_blocks(self, vf: np.ndarray, n_features: int, n_classes: int, spare: int) -> None:
+        """Grow the pair blocks held to the columns' features ``vf``, ``n_features`` features and ``n_classes``
+        classes (:meth:`~stream_nb.stats.tables.PairBlocks.grow`, ``spare`` cells of room)."""
+        self.held.pair_count.grow(vf, n_features, n_classes, spare)
+
+    # ------------------------------------------------------------------ counting (negative weights take back)
+
+    def add_class(self, c, w) -> None:
+        """Add ``w`` to the class count of ``c``: one index, or distinct indices (a slice) with a weight each."""
+        self.held.class_count[c] += w
+
+    def add_values(self, p: str, c: int, cols: np.ndarray, wcols, feats: np.ndarray, wfeats) -> None:
+        """In count set ``p``, add ``wcols`` to class ``c``'s counts of the value columns ``cols`` and ``wfeats``
+        to its counts of the features ``feats`` (distinct indices each; a weight, or one per index)."""
+        getattr(self.held, p + "value_count")[c, cols] += wcols
+        getattr(self.held, p + "feat_count")[c, feats] += wfeats
+
+    def add_value_rows(self, p: str, cc: np.ndarray, cols: np.ndarray, feats: np.ndarray, w: np.ndarray) -> None:
+        """In count set ``p``, add ``w[i]`` to the (class ``cc[i]``, column ``cols[i]``) value count and to the
+        (``cc[i]``, ``feats[i]``) feature count, for every i (a batch's observed values: the same cell may recur)."""
+        np.add.at(getattr(self.held, p + "value_count"), (cc, cols), w)
+        np.add.at(getattr(self.held, p + "feat_count"), (cc, feats), w)
+
+    def add_pair_rows(self, p: str, D: np.ndarray, dfeats: np.ndarray, yc: np.ndarray, w: np.ndarray, room: int) -> None:
+        """In count set ``p``, add the observed pairs of the rows of ``D`` (value columns, -1 where missing, of
+        features ``dfeats``; classes ``yc``, weights ``w``) to the pair tables, row by row in compiled loops:
+        dense tables (:func:`~stream_nb.kernels._tree.add_pair_rows`), sparse ones
+        (:func:`~stream_nb.stats.tables._sparse.add_pair_rows`; ``room``, the most cells a row adds to one, as
+        the store's selection allows) or pair blocks (:meth:`~stream_nb.stats.tables.PairBlocks.add_rows`,
+        grown to the columns beforehand; their pair_feat is read off them)."""
+        pc = getattr(self.held, p + "pair_count")
+        if isinstance(pc, SparseTable):
+            add_pair_rows(pc, getattr(self.held, p + "pair_feat"), D, dfeats, yc, w, room)
+        elif isinstance(pc, PairBlocks):
+            pc.add_rows(D, dfeats, yc, w)
+        else:
+            compiled().add_pair_rows(np.ascontiguousarray(D), dfeats, yc, w, pc, getattr(self.held, p + "pair_feat"))
+
+    def add_expected_pairs(self, c: int, u: np.ndarray, fs: np.ndarray, J: np.ndarray, Jf: np.ndarray) -> None:
+        """Add ``J[r, s]`` to ``pair_count[c, u[r], u[s]]`` and ``Jf[r, g]`` to ``pair_feat[c, u[r], fs[g]]``
+        (dense or sparse tables; ``u`` and ``fs`` distinct, so each cell once): EM's expected pairs, or with
+        negated weights their removal. The counts only: the observed-only twin takes observed values."""
+        pair_count, pair_feat = self.held.pair_count, self.held.pair_feat
+        if isinstance(pair_count, SparseTable):  # the cells that change (not the pairs of one feature's values)
+            r, q = np.nonzero(J)
+            pair_count.add((c, u[r], u[q]), J[r, q])
+            r, q = np.nonzero(Jf)
+            pair_feat.add((c, u[r], fs[q]), Jf[r, q])
+        else:
+            pair_count[c][u[:, None], u] += J
+            pair_feat[c][u[:, None], fs] += Jf
+
+    def add_cells(self, name: str, idx: tuple, w) -> None:
+        """Add ``w`` at the cells ``idx`` (index arrays, broadcast together with ``w``; a cell may recur) of the
+        dense or sparse table held under ``name``."""
+        table = getattr(self.held, name)
+        if isinstance(table, np.ndarray):
+            idx = np.broadcast_arrays(*(np.asarray(i) for i in idx))
+            np.add.at(table, tuple(idx), np.broadcast_to(w, idx[0].shape))
+        else:
+            table.add(idx, w)
+
+    def add_event_tuples(self, p: str, t: int, cols: np.ndarray, feats: np.ndarray, c: int, w: float) -> None:
+        """In count set ``p``, add weight ``w`` to every ordered t-tuple of one event's value columns ``cols``
+        (of class ``c``) and of its values with a feature (of ``feats``) last, dense or sparse tables."""
+        tc, tf = getattr(self.held, p + "tuple_count"), getattr(self.held, p + "tuple_feat")
+        if isinstance(tc, SparseTable):
+            _count_sparse_tuples(tc, tf, t, cols, feats, c, w)
+            return
+        compiled().add_tuple_rows(cols[None, :], feats, np.array([c]), np.array([float(w)]), t,
+                                  tc.shape[-1], tf.shape[-1], _flat(tc), _flat(tf))
+
+    def add_tuple_rows(self, p: str, t: int, D: np.ndarray, dfeats: np.ndarray, yc: np.ndarray, w: np.ndarray,
+                       mask: np.ndarray) -> None:
+        """In count set ``p``, the t-tuples of the rows of ``D`` (``mask`` = ``D >= 0``; features ``dfeats``,
+        classes ``yc``, weights ``w``), in row order as one at a time: dense tables in compiled code, sparse
+        ones by blocks of tuples (see :func:`_add_tuples_sparse`)."""
+        tc, tf = getattr(self.held, p + "tuple_count"), getattr(self.held, p + "tuple_feat")
+        if isinstance(tc, SparseTable):
+            _add_tuples_sparse((tc, tf), t, D, dfeats, yc, w, mask)
+            return
+        compiled().add_tuple_rows(np.ascontiguousarray(D), dfeats, yc, w, t, tc.shape[-1], tf.shape[-1],
+                                  _flat(tc), _flat(tf))
+
+    # ------------------------------------------------------------------ a promotion's moves
+
+    def clear_feature(self, p: str, f: int, classes: int | None = None) -> None:
+        """In count set ``p``, zero the feature counts of feature ``f`` (of the first ``classes``; None: all)."""
+        getattr(self.held, p + "feat_count")[:classes, f] = 0.0
+
+    def clear_columns(self, p: str, cols: np.ndarray) -> None:
+        """In count set ``p``, zero the value counts of columns ``cols`` in every class."""
+        getattr(self.held, p + "value_count")[:, cols] = 0.0
+
+    def drop_columns(self, p: str, f: int, old: np.ndarray, pairs: bool, tuples: int) -> None:
+        """In count set ``p``, forget every count of feature ``f``'s value columns ``old``, as if its values had
+        been missing: its feature counts, and (with ``pairs``, ``tuples`` = t) every pair and t-tuple holding
+        one of them or ending in ``f``, in either layout."""
+        getattr(self.held, p + "feat_count")[:, f] = 0.0
+        gone = np.full(len(old), -1)
+        if pairs and self.pairs_sparse:
+            self._remap_sparse(p, ("pair_count", "pair_feat"), 2, old, gone, f)
+        elif pairs:
+            pair_count, pair_feat = getattr(self.held, p + "pair_count"), getattr(self.held, p + "pair_feat")
+            pair_feat[:, :, f] -= pair_count[:, :, old].sum(2)
+            pair_count[:, old, :] = 0.0
+            pair_count[:, :, old] = 0.0
+            pair_feat[:, old, :] = 0.0
+        t = tuples
+        if t and self.tuples_sparse:
+            self._remap_sparse(p, ("tuple_count", "tuple_feat"), t, old, gone, f)
+        elif t:
+            tuple_count, tuple_feat = getattr(self.held, p + "tuple_count"), getattr(self.held, p + "tuple_feat")
+            lead = (slice(None),) * t
+            tuple_feat[lead + (f,)] -= tuple_count[lead + (old,)].sum(-1)
+            for axis in range(1, t + 1):
+                idx = [slice(None)] * (t + 1)
+                idx[axis] = old
+                tuple_count[tuple(idx)] = 0.0
+            for axis in range(1, t):
+                idx = [slice(None)] * (t + 1)
+                idx[axis] = old
+                tuple_feat[tuple(idx)] = 0.0
+
+    def move_columns(self, p: str, old: np.ndarray, new: np.ndarray, pairs: bool, tuples: int) -> None:
+        """In count set ``p``, add the counts of value columns ``old`` into ``new`` (pairwise, ``old[i]`` into
+        ``new[i]``) along every value axis of the value, pair (with ``pairs``) and t-way (``tuples`` = t)
+        tables, in either layout; the pair and t-way cells of ``old`` are left empty (its value counts stay,
+        for the caller to clear: :meth:`clear_columns`)."""
+        t = tuples
+        if t and self.tuples_sparse:
+            self._remap_sparse(p, ("tuple_count", "tuple_feat"), t, old, new)
+        if pairs and self.pairs_sparse:
+            self._remap_sparse(p, ("pair_count", "pair_feat"), 2, old, new)
+        value_count = getattr(self.held, p + "value_count")
+        pair_count, pair_feat = getattr(self.held, p + "pair_count", None), getattr(self.held, p + "pair_feat", None)
+        tuple_count, tuple_feat = getattr(self.held, p + "tuple_count", None), getattr(self.held, p + "tuple_feat", None)
+        for o, n in zip(old.tolist(), new.tolist()):
+            value_count[:, n] += value_count[:, o]
+            if pairs and not self.pairs_sparse:
+                pair_count[:, n, :] += pair_count[:, o, :]
+                pair_count[:, o, :] = 0.0
+                pair_count[:, :, n] += pair_count[:, :, o]
+                pair_count[:, :, o] = 0.0
+                pair_feat[:, n, :] += pair_feat[:, o, :]
+                pair_feat[:, o, :] = 0.0
+            if t and not self.tuples_sparse:
+                for axis in range(1, t + 1):
+                    src = [slice(None)] * (t + 1)
+                    dst = list(src)
+                    src[axis], dst[axis] = o, n
+                    tuple_count[tuple(dst)] += tuple_count[tuple(src)]
+                    tuple_count[tuple(src)] = 0.0
+                for axis in range(1, t):
+                    src = [slice(None)] * (t + 1)
+                    dst = list(src)
+                    src[axis], dst[axis] = o, n
+                    tuple_feat[tuple(dst)] += tuple_feat[tuple(src)]
+                    tuple_feat[tuple(src)] = 0.0
+
+    def _remap_sparse(self, p: str, family: tuple, t: int, old: np.ndarray, new: np.ndarray, drop_feature: int = -1) -> None:
+        """Sparse t-way tables ``family`` (the pairs': t = 2) of count set ``p``: the counts of columns
+        ``old`` moved to ``new`` along every value axis (-1: dropped), and with ``drop_feature`` >= 0
+        that feature's cells dropped."""
+        for k, n_value_axes in zip(family, (t, t - 1)):
+            table = self.get(p + k)
+            cmap = np.arange(table.shape[1])
+            cmap[old] = new
+            maps = [None] + [cmap] * n_value_axes
+            if k == family[1]:
+                fmap = np.arange(table.shape[-1])
+                if drop_feature >= 0:
+                    fmap[drop_feature] = -1
+                maps.append(fmap)
+            self.replace(p + k, table.remap(maps))
+
     def state(self, used: tuple, pairs: bool, tuples: int) -> dict:
         """The counts in use, ``used`` = (classes, value columns, features), as arrays by the names a snapshot
         keeps them under, in its order: the class, value and feature counts, then per count set the twin's
@@ -260,3 +504,45 @@ def _put_region(table, counts: np.ndarray) -> None:
     else:
         idx = np.nonzero(counts)
         scatter_add(table, idx, counts[idx])
+
+
+def _count_sparse_tuples(tuple_count, tuple_feat, t: int, cols: np.ndarray, feats: np.ndarray, c: int, w: float) -> None:
+    """The t-tuples of one event's values (and of its values with a feature last) into sparse tables."""
+    for part in row_chunks(len(cols), len(cols) ** (t - 1)):  # by first value, within the working set
+        grid = np.ix_(cols[part], *([cols] * (t - 1)))
+        tuple_count.add((c, *grid), w)
+        tuple_feat.add((c, *grid[:-1], feats.reshape(grid[-1].shape)), w)
+
+
+def _add_tuples_sparse(tables: tuple, t: int, D: np.ndarray, dfeats: np.ndarray, yc: np.ndarray, w: np.ndarray,
+                       mask: np.ndarray) -> None:
+    """Add the t-tuples of a batch of encoded rows to sparse ``tables`` (the t-way counts and their twin
+    with a feature last).
+
+    The tuples of positions that hold one value in every row (EM's completions of one event
+    differ only where it was missing) are added once, with the rows' total weight; the
+    others row by row, in chunks.
+    """
+    if not len(D):
+        return
+    one_class = bool((yc == yc[0]).all())
+    const = one_class & (D == D[0]).all(0) & (D[0] >= 0)  # observed, and the same in every row
+    everywhere = one_class & mask.all(0)  # observed in every row (the feature axis needs no more)
+    k = D.shape[1]
+    for part in row_chunks(k, k ** (t - 1)):  # the tuples by their first position, within the working set
+        grid = np.indices((part.stop - part.start,) + (k,) * (t - 1)).reshape(t, -1)  # t-tuples of positions
+        grid[0] += part.start
+        done = []
+        for table, fixed in zip(tables, (const[grid].all(0), const[grid[:-1]].all(0) & everywhere[grid[-1]])):
+            g = grid[:, fixed]
+            if len(g[0]):
+                last = D[0, g[-1]] if table is tables[0] else dfeats[g[-1]]
+                table.add((yc[0], *(D[0, g[a]] for a in range(t - 1)), last), float(w.sum()))
+            done.append(fixed)
+        for table, fixed in zip(tables, done):
+            g = grid[:, ~fixed]
+            for rows in row_chunks(len(D), len(g[0]), most=64):
+                Dm, ok = D[rows], np.logical_and.reduce([mask[rows][:, a] for a in g])
+                r, j = np.nonzero(ok)
+                last = Dm[r, g[-1][j]] if table is tables[0] else dfeats[g[-1][j]]
+                table.add((yc[rows][r], *(Dm[r, g[a][j]] for a in range(t - 1)), last), w[rows][r])
