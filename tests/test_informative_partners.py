@@ -58,7 +58,9 @@ def _planted(n, seed=0, values=4):
 
 
 def _kdb():
-    return KDB(k=2, search=Parents(rebuild_every=200), memory_budget=BUDGET)
+    model = KDB(k=2, search=Parents(rebuild_every=200), memory_budget=BUDGET)
+    model._stats.pair_blocks_ok = False  # the rule over selected sparse pairs, not the pair blocks that would fit
+    return model
 
 
 def _learn(model, stream, log):

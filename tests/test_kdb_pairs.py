@@ -54,7 +54,9 @@ def _wide(n, seed=0, noise=30, values=4, late=None):
 
 
 def _kdb():
-    return KDB(k=2, search=Parents(rebuild_every=100), memory_budget=BUDGET)
+    model = KDB(k=2, search=Parents(rebuild_every=100), memory_budget=BUDGET)
+    model._stats.pair_blocks_ok = False  # the rule over selected sparse pairs, not the pair blocks that would fit
+    return model
 
 
 def _learn(model, stream, log=None):

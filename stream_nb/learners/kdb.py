@@ -148,6 +148,9 @@ class KDB(KDBKernel, StructuredClassifier):
             set_pair_rule(self._stats, "informative")  # past the budget: the pairs among class-informative attributes
             # past the budget: keep the (k+1)-tuples of each attribute's candidate parents (selective KDB)
             self._stats.tuple_selection.set_rule(k >= 2 and not isinstance(self._stats, TwoLayerStats))
+            # where they fit and dense pair tables do not, every pair in pair blocks: the parents are chosen on
+            # exact counts (k = 1 scores its pairs, which its kernels read dense or sparse only)
+            self._stats.pair_blocks_ok = k >= 2
         self._parents: dict[int, tuple[int, ...]] = {}
         self._order: list[int] = []
         self._dropped: frozenset[int] = frozenset()  # under a selection: the attributes left out of the product

@@ -482,17 +482,18 @@ class Stats(Capacity, Promoting, Adding, Removing, Merging, State):
                             doc="Whether the pair counts are held in pair blocks (:meth:`_take_blocks`).")
 
     #: Whether the pair counts may be held in pair blocks (:class:`~stream_nb.stats.tables.PairBlocks`) when
-    #: dense tables would pass the budget and the blocks do not: set by a model that reads them (TAN).
+    #: dense tables would pass the budget and the blocks do not: set by a model that reads them (TAN; KDB with
+    #: k >= 2, whose structure reads the pairs and whose scores read the (k+1)-way tables).
     pair_blocks_ok = False
 
     def _blocks_allowed(self) -> bool:
-        """Whether this store may hold pair blocks: a model that reads them asked for them, pairs and no t-way
-        tables, no observed-only twin (EM's expected pairs fill the two orientations of a pair differently,
+        """Whether this store may hold pair blocks: a model that reads them asked for them, pairs, no
+        observed-only twin (EM's expected pairs fill the two orientations of a pair differently,
         :mod:`~stream_nb.stats.tables._pair_blocks`: the first expected counts turn blocks sparse,
         :meth:`blocks_to_sparse`), and one layer of pair counts (a two-layer store's while its fine layer shares
         them: a fine layer of its own turns them sparse first, :mod:`~stream_nb.stats.budget._shared_pairs`).
         Otherwise sparse tables."""
-        return (self.pair_blocks_ok and self.pairs and not self.tuples and not self.keeps_observed
+        return (self.pair_blocks_ok and self.pairs and not self.keeps_observed
                 and (getattr(self, "fine", None) is None or getattr(self, "shared_pairs", False)))
 
     def _blocks_fit(self, n_values, n_classes: int) -> bool:
