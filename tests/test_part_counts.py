@@ -517,6 +517,28 @@ def test_setting_the_counts_replaces_every_cell(layout, given):
 
 
 @pytest.mark.parametrize("t", [2, 3])
+def test_the_selected_tuples_are_those_of_each_features_candidate_parents(t):
+    rng = np.random.default_rng(28)
+    D, yc, w = _rows(rng, 40)
+    lists = np.array([[1, 2], [0, -1], [-1, -1], [0, 1]])  # each feature's candidate parents, -1 padded
+    tables = _counting_tables("sparse", t, observed=True)
+    for p in tables.sets():  # two calls: the tables grow in between
+        tables.add_selected_tuples(p, t, lists, D[:15], np.arange(F_), yc[:15], w[:15])
+        tables.add_selected_tuples(p, t, lists, D[15:], np.arange(F_), yc[15:], w[15:])
+    want = {"tuple_count": np.zeros((C_,) + (V_,) * t), "tuple_feat": np.zeros((C_,) + (V_,) * (t - 1) + (F_,))}
+    for row, c, wr in zip(D, yc, w):
+        for f in range(F_):
+            parents = [g for g in lists[f] if g >= 0]
+            for ps in itertools.product(parents, repeat=t - 1):
+                if row[f] >= 0 and all(row[g] >= 0 for g in ps):
+                    want["tuple_count"][(c, row[f]) + tuple(row[list(ps)])] += wr
+                    want["tuple_feat"][(c,) + tuple(row[list(ps)]) + (f,)] += wr
+    assert want["tuple_count"].any()
+    for p in tables.sets():
+        _assert_counts(tables, want, p)
+
+
+@pytest.mark.parametrize("t", [2, 3])
 def test_the_layouts_the_part_builds_hold_the_counts_it_held(t):
     rng = np.random.default_rng(24)
     D, yc, w = _rows(rng, 40)

@@ -319,6 +319,32 @@ class CountTables:
         compiled().add_tuple_rows(np.ascontiguousarray(D), dfeats, yc, w, t, tc.shape[-1], tf.shape[-1],
                                   _flat(tc), _flat(tf))
 
+    def add_selected_tuples(self, p: str, t: int, lists: np.ndarray, D: np.ndarray, dfeats: np.ndarray, yc: np.ndarray,
+                            w: np.ndarray) -> None:
+        """In count set ``p``, add to the sparse t-way tables the t-tuples of rows ``D`` (columns of features
+        ``dfeats``, -1 missing; class ``yc``, weight ``w`` per row) that a selection keeps: each feature's value
+        with every (t-1)-tuple of the values of its candidate parents ``lists[f]`` (-1 padded), in row order,
+        in the compiled loop (:func:`~stream_nb.kernels._tuples.selected_tuple_rows`), without index arrays of
+        every tuple. A table is grown (doubled) whenever the next row could take it past half full."""
+        tc, tf = getattr(self.held, p + "tuple_count"), getattr(self.held, p + "tuple_feat")
+        dfeats = np.asarray(dfeats, dtype=np.int64)
+        have = dfeats[(dfeats >= 0) & (dfeats < len(lists))]
+        room = int(((lists[have] >= 0).sum(1).astype(np.int64) ** (t - 1)).sum())  # most cells a row adds
+        if not room or not len(D):
+            return
+        D = np.ascontiguousarray(D, dtype=np.int64)
+        yc, w = np.asarray(yc, dtype=np.int64), np.asarray(w, dtype=float)
+        cshape, fshape = np.array(tc.shape, dtype=np.int64), np.array(tf.shape, dtype=np.int64)
+        held = np.array([len(tc), len(tf)], dtype=np.int64)
+        r = 0
+        while r < len(D):
+            tc._grow_for(room)
+            tf._grow_for(room)
+            (ck, cv), (fk, fv) = tc.arrays(), tf.arrays()
+            r += compiled().selected_tuple_rows(D[r:], dfeats, yc[r:], w[r:], lists, t, cshape, fshape, ck, cv, fk,
+                                                fv, held, room)
+            tc._n, tf._n = int(held[0]), int(held[1])
+
     # ------------------------------------------------------------------ forgetting (the store decides what)
 
     def scale(self, factor: float, names) -> None:
