@@ -195,6 +195,11 @@ class GaussianMoments:
             if d is not None:
                 a[tuple(slice(0, k) for k in d.shape)] = d
 
+    def load(self, C: int, slots, n: np.ndarray, mean: np.ndarray, m2: np.ndarray) -> None:
+        """The moments ``(n, mean, m2)`` (C, slots) of a state read back, into the first ``C`` classes and
+        ``slots`` (indices, or a slice)."""
+        self.n[:C, slots], self.mean[:C, slots], self.m2[:C, slots] = n, mean, m2
+
     def set_from_counts(self, g: int, counts: np.ndarray, keys: np.ndarray) -> None:
         """Slot ``g``'s moments from weighted counts of values: ``counts`` (C, values) of the numbers ``keys``."""
         C = len(counts)
