@@ -20,8 +20,9 @@ edge of the import graph. The build fails on:
 - a part of the count store (:data:`STORE_PARTS`) whose methods touch an attribute of
   ``self`` that the class does not define, or reach ``self`` by a computed name
   (``getattr``, ``setattr``, ``vars``): each part works on its own state and its arguments.
-- a write into a count table through a store's name (``s.value_count[c, u] += w``, ``np.add.at(s.pair_count,
-  ...)``) outside :mod:`stream_nb.stats.tables`: the count tables part does every count's arithmetic.
+- a write into a count table or the Gaussian moments through a store's name (``s.value_count[c, u] += w``,
+  ``np.add.at(s.pair_count, ...)``), or through a local alias of one within a function (``a = getattr(s, name);
+  a[...] *= f``), outside :mod:`stream_nb.stats.tables`: the count tables part does every count's arithmetic.
 
 ``test_each_rule_catches_its_violation`` runs the same checks on a small tree
 written for the purpose, so a rule that stopped seeing anything would fail too.
@@ -419,17 +420,30 @@ def part_writes(modules: dict[str, pathlib.Path], held: dict = HELD_PARTS) -> li
     return out
 
 
-#: The names a store reads its count tables by (read-only: :class:`~stream_nb.stats.tables.CountTables` writes them).
+#: The names a store reads its count tables by (read-only: :class:`~stream_nb.stats.tables.CountTables` writes them),
+#: and its Gaussian moments by (:class:`~stream_nb.stats.tables.GaussianMoments` writes them).
 COUNT_NAMES = ("class_count", "value_count", "feat_count", "pair_count", "pair_feat", "tuple_count", "tuple_feat")
-COUNT_NAMES += tuple("obs_" + name for name in COUNT_NAMES[1:])
+COUNT_NAMES += tuple("obs_" + name for name in COUNT_NAMES[1:]) + ("g_n", "g_mean", "g_m2")
 #: The package whose modules write the count tables.
 COUNT_WRITER = "stream_nb.stats.tables"
 
 
 def count_writes(modules: dict[str, pathlib.Path], names: tuple = COUNT_NAMES, writer: str = COUNT_WRITER) -> list[str]:
     """Each write, outside ``writer``, into a count table reached by a store's name: an assignment into it
-    (``s.value_count[c, u] += w``, ``getattr(s, p + "feat_count")[c, f] = 0``), or an add at indices
-    (``np.add.at(s.pair_count, ...)``, ``s.tuple_count.add(...)``, ``s.pair_count.add_rows(...)``)."""
+    (``s.value_count[c, u] += w``, ``getattr(s, p + "feat_count")[c, f] = 0``, ``s.tuple_count._n = n``), or an
+    add at indices (``np.add.at(s.pair_count, ...)``, ``np.subtract.at(...)``, ``s.tuple_count.add(...)``,
+    ``s.pair_count.add_rows(...)``); and the same through a local alias of a table within one function
+    (``a = s.value_count`` or ``a = getattr(s, name)`` with a computed ``name``, a view of it ``a = s.g_n[r]``,
+    an alias of an alias, one of a tuple unpacked, a loop's name over tables): ``a[...] *= f``, ``a *= f``
+    (in place), ``a.add(...)``."""
+    def own(scope):  # the nodes of a module or function, not those of the functions defined in it
+        todo = list(ast.iter_child_nodes(scope))
+        while todo:
+            node = todo.pop()
+            yield node
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                todo += ast.iter_child_nodes(node)
+
     def count_name(node) -> str | None:  # the count name a node reaches a table by, if any
         if isinstance(node, ast.Attribute) and node.attr in names:
             return node.attr
@@ -440,37 +454,101 @@ def count_writes(modules: dict[str, pathlib.Path], names: tuple = COUNT_NAMES, w
                     return n.value
         return None
 
-    def written(target):  # the tables an assignment writes into, by an index
+    def computed(node, spelled) -> bool:  # getattr(x, name) by a name no string spells: it may be a count
+        # table's, unless every binding of the name in the function is a loop over strings (``spelled``) none of
+        # which is a count name
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"
+                and len(node.args) == 2 and not any(isinstance(n, ast.Constant) for n in ast.walk(node.args[1]))):
+            return False
+        key = node.args[1]
+        return not (isinstance(key, ast.Name) and key.id in spelled and not spelled[key.id] & set(names))
+
+    def table(node, aliases, spelled) -> bool:  # whether a node is (a view of) a count table, or an alias of one
+        while isinstance(node, ast.Subscript):
+            node = node.value
+        return bool(count_name(node)) or computed(node, spelled) or (isinstance(node, ast.Name) and node.id in aliases)
+
+    def bound(target, value):  # (name, value) pairs an assignment binds, a tuple unpacked element by element
+        if isinstance(target, ast.Name):
+            yield target.id, value
+        elif isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)) \
+                and len(target.elts) == len(value.elts):
+            for t, v in zip(target.elts, value.elts):
+                yield from bound(t, v)
+
+    def aliases_of(scope, spelled) -> set:  # the local names bound, anywhere in the scope, to a count table
+        pairs = []
+        for node in own(scope):
+            if isinstance(node, ast.Assign):
+                pairs += [p for t in node.targets for p in bound(t, node.value)]
+            elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+                pairs += list(bound(node.target, node.value))
+            elif isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.iter, (ast.Tuple, ast.List)):
+                pairs += [p for v in node.iter.elts for p in bound(node.target, v)]
+        aliases: set = set()
+        while True:  # an alias of an alias, to a fixed point
+            more = {name for name, value in pairs if table(value, aliases, spelled)} - aliases
+            if not more:
+                return aliases
+            aliases |= more
+
+    def written(target, aliases, spelled):  # the tables an assignment writes into (by an index or an attribute)
         if isinstance(target, (ast.Tuple, ast.List)):
             for elt in target.elts:
-                yield from written(elt)
+                yield from written(elt, aliases, spelled)
         elif isinstance(target, ast.Starred):
-            yield from written(target.value)
-        elif isinstance(target, ast.Subscript):
-            inner = target.value
-            while isinstance(inner, ast.Subscript):
-                inner = inner.value
-            if count_name(inner):
-                yield inner
+            yield from written(target.value, aliases, spelled)
+        elif isinstance(target, (ast.Subscript, ast.Attribute)) and table(target.value, aliases, spelled):
+            yield target
+
+    def writes(scope, aliases, spelled):  # (line, what) of each write into a table in the scope
+        for node in own(scope):
+            targets = (node.targets if isinstance(node, ast.Assign)
+                       else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
+            for target in targets:
+                for _ in written(target, aliases, spelled):
+                    yield node.lineno, f"{ast.unparse(target)} is written"
+            if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id in aliases:
+                yield node.lineno, f"{ast.unparse(node.target)} (an alias of a count table) is written in place"
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                f = node.func
+                at = f.attr == "at" and isinstance(f.value, ast.Attribute) and node.args and table(node.args[0], aliases, spelled)
+                method = f.attr in ("add", "add_rows", "add_flat", "_grow_for") and table(f.value, aliases, spelled)
+                if at or method:
+                    yield node.lineno, f"{ast.unparse(node.func)}(...) on a count table is written"
+
+    def strings(node, consts) -> set | None:  # the strings a tuple or list of them (or a constant naming one) holds
+        if isinstance(node, ast.Name):
+            return consts.get(node.id)
+        if isinstance(node, (ast.Tuple, ast.List)) and all(
+                isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts):
+            return {e.value for e in node.elts}
+        return None
+
+    def loop_names(scope, consts) -> dict:  # each name every binding of which in the scope is a loop over strings
+        spelled, loops = {}, set()
+        for node in own(scope):
+            if isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.target, ast.Name):
+                values = strings(node.iter, consts)
+                if values is not None:
+                    loops.add(node.target)
+                    spelled.setdefault(node.target.id, set()).update(values)
+        other = {node.id for node in own(scope) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
+                 and node not in loops}
+        other |= {a.arg for a in ast.walk(scope.args) if isinstance(a, ast.arg)} if hasattr(scope, "args") else set()
+        return {k: v for k, v in spelled.items() if k not in other}
 
     out = []
     for module, path in modules.items():
         if _inside(module, writer):
             continue
-        found = []  # (line, what), in the order of the lines
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            targets = (node.targets if isinstance(node, ast.Assign)
-                       else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
-            for target in targets:
-                for _ in written(target):
-                    found.append((node.lineno, f"{ast.unparse(target)} is written"))
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-                f = node.func
-                at = (f.attr == "at" and isinstance(f.value, ast.Attribute) and f.value.attr == "add" and node.args
-                      and count_name(node.args[0]))
-                method = f.attr in ("add", "add_rows") and count_name(f.value)
-                if at or method:
-                    found.append((node.lineno, f"{ast.unparse(node.func)}(...) on a count table is written"))
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        consts = {t.id: v for node in tree.body if isinstance(node, ast.Assign)
+                  for t in node.targets if isinstance(t, ast.Name) and (v := strings(node.value, {})) is not None}
+        found = set()
+        for scope in [tree] + [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))]:
+            spelled = loop_names(scope, consts)
+            found |= set(writes(scope, aliases_of(scope, spelled), spelled))
         out += [f"{module} line {line}: {what} outside {writer}" for line, what in sorted(found)]
     return out
 
@@ -548,6 +626,12 @@ FIXTURE = {
         "def count(s, p, c, w):\n    s.value_count[c, 1] += w\n    getattr(s, p + 'feat_count')[c][0] = 0.0\n"
         "    np.add.at(s.pair_count, (c, 0, 1), w)\n    s.obs_tuple_count.add((c, 0), w)\n"
         "    s.class_count[c], n = w, s.class_count[c]\n    total = s.value_count[c, 1] + w\n    s.counts[c] += w\n"
+        "def decay(s, f, names):\n    for name in names:\n        a = getattr(s, name)\n        a[...] *= f\n"
+        "    b, c = s.value_count, s.pair_count[0]\n    b *= f\n    np.subtract.at(c, (0, 1), f)\n    d = b\n"
+        "    d.add((0, 1), f)\n    n = s.g_n[:2]\n    n[...], m = 0.0, n.sum()\n"
+        "    for k in ('state', 'time'):\n        getattr(s, k)[0] = 0.0\n    for j in ('g_n', 'g_m2'):\n"
+        "        getattr(s, j)[0] = 0.0\n    for e in (s.obs_feat_count, s.g_m2):\n        e[0] = 0.0\n"
+        "    x = s.counts\n    x[0] = a.sum() + c.sum()\n"
     ),
     "stream_nb/stats/tables/__init__.py": "from ..selection import pick\n",
     "stream_nb/stats/selection/__init__.py": "def pick(): pass\n",
@@ -643,6 +727,15 @@ def test_each_rule_catches_its_violation(fixture_tree):
         "stream_nb.stats._store line 11: np.add.at(...) on a count table is written outside stream_nb.stats.tables",
         "stream_nb.stats._store line 12: s.obs_tuple_count.add(...) on a count table is written outside stream_nb.stats.tables",
         "stream_nb.stats._store line 13: (s.class_count[c], n) is written outside stream_nb.stats.tables",
+        # through local aliases: a computed getattr, a view, an alias of an alias, a loop over tables, in place;
+        # not a loop's name over other strings (line 28), an alias read (line 34) or another array (line 34)
+        "stream_nb.stats._store line 19: a[...] is written outside stream_nb.stats.tables",
+        "stream_nb.stats._store line 21: b (an alias of a count table) is written in place outside stream_nb.stats.tables",
+        "stream_nb.stats._store line 22: np.subtract.at(...) on a count table is written outside stream_nb.stats.tables",
+        "stream_nb.stats._store line 24: d.add(...) on a count table is written outside stream_nb.stats.tables",
+        "stream_nb.stats._store line 26: (n[...], m) is written outside stream_nb.stats.tables",
+        "stream_nb.stats._store line 30: getattr(s, j)[0] is written outside stream_nb.stats.tables",
+        "stream_nb.stats._store line 32: e[0] is written outside stream_nb.stats.tables",
     ]
     assert part_writes(modules) == [
         "stream_nb.stats._store line 4: s.selection.rule is assigned outside stream_nb.stats.selection._pair_selection",

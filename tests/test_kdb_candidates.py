@@ -24,7 +24,7 @@ from stream_nb import KDB, EqualFrequency, Parents
 from stream_nb.exceptions import UnlearnError
 from stream_nb.stats.budget import _budget
 from stream_nb.stats.selection import TupleSelection, add_selected_tuples
-from stream_nb.stats.tables import SparseTable, cells_of
+from stream_nb.stats.tables import CountTables, SparseTable, cells_of
 
 from test_candidates import _chain
 
@@ -357,10 +357,11 @@ def test_the_compiled_count_of_kept_tuples_equals_the_brute_force_count(t):
     yc, w = rng.integers(C, size=R), rng.choice([1.0, 0.5, 2.0], size=R)
     selection = TupleSelection(rule=True)
     selection.choose(cand)
-    store = types.SimpleNamespace(tuples=t, features=list(range(F)), tuple_cand=cand, tuple_lists=selection.lists)
+    store = types.SimpleNamespace(tuples=t, features=list(range(F)), tuple_cand=cand, tuple_lists=selection.lists,
+                                  tables=CountTables())
     V1 = F * V + 1
-    store.tuple_count = SparseTable((C,) + (V1,) * t, slots=16)
-    store.tuple_feat = SparseTable((C,) + (V1,) * (t - 1) + (F,), slots=16)
+    store.tables.replace("tuple_count", SparseTable((C,) + (V1,) * t, slots=16))
+    store.tables.replace("tuple_feat", SparseTable((C,) + (V1,) * (t - 1) + (F,), slots=16))
     add_selected_tuples(store, "", D[:25], dfeats, yc[:25], w[:25])  # two calls: the tables grow in between
     add_selected_tuples(store, "", D[25:], dfeats, yc[25:], w[25:])
     tc, tf = {}, {}
@@ -372,5 +373,6 @@ def test_the_compiled_count_of_kept_tuples_equals_the_brute_force_count(t):
                     us = tuple(seen[g] for g in parents)
                     tc[(int(yc[r]), vf) + us] = tc.get((int(yc[r]), vf) + us, 0.0) + w[r]
                     tf[(int(yc[r]),) + us + (f,)] = tf.get((int(yc[r]),) + us + (f,), 0.0) + w[r]
-    assert _held(store.tuple_count) == tc and _held(store.tuple_feat) == tf
-    assert len(store.tuple_count) == len(tc) and len(store.tuple_feat) == len(tf)
+    tuple_count, tuple_feat = store.tables.get("tuple_count"), store.tables.get("tuple_feat")
+    assert _held(tuple_count) == tc and _held(tuple_feat) == tf
+    assert len(tuple_count) == len(tc) and len(tuple_feat) == len(tf)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from stream_nb.stats import Stats
-from stream_nb.stats.tables import COUNT_TABLES, CountTables, SparseTable, cells_of, scatter_add
+from stream_nb.stats.tables import COUNT_TABLES, CountTables, SparseTable, cells_of, scatter_add, sparse_of
 
 
 def _filled(rng, t: CountTables, used):
@@ -445,6 +445,97 @@ def test_a_promotions_moves_leave_the_counts_of_the_events_as_promoted(layout, t
     # turned Gaussian: its feature counts emptied (of the classes in use)
     tables.clear_feature("", 1, C_)
     assert not tables.held.feat_count[:, 1].any() and tables.held.feat_count[:, 0].any()
+
+
+def _counted(layout: str, t: int, D, yc, w) -> CountTables:
+    """Tables of ``layout`` holding the counts of rows ``D`` (classes ``yc``, weights ``w``)."""
+    tables = _counting_tables(layout, t)
+    tables.add_class(slice(0, C_), np.bincount(yc, weights=w, minlength=C_))
+    mask = D >= 0
+    rr, jj = np.nonzero(mask)
+    tables.add_value_rows("", yc[rr], D[rr, jj], jj, w[rr])
+    tables.add_pair_rows("", D, np.arange(F_), yc, w, F_ * F_)
+    tables.add_tuple_rows("", t, D, np.arange(F_), yc, w, mask)
+    return tables
+
+
+@pytest.mark.parametrize("layout", ["dense", "sparse"])
+@pytest.mark.parametrize("t", [2, 3])
+def test_scaling_multiplies_every_count_as_counting_scaled_weights(layout, t):
+    rng = np.random.default_rng(25)
+    D, yc, w = _rows(rng, 40)
+    tables = _counted(layout, t, D, yc, w)
+    before = {k: tables.get(k) for k in _brute(D, yc, w, t)}
+    tables.scale(0.25, tuple(before))  # a power of two: every product exact
+    _assert_counts(tables, _brute(D, yc, w * 0.25, t))
+    for k, table in before.items():  # dense: in place; sparse: a new table, the old one as it was
+        assert (tables.get(k) is table) == isinstance(table, np.ndarray), k
+    if layout == "sparse":
+        np.testing.assert_array_equal(_dense_of(before["pair_count"], (C_, V_, V_)), _brute(D, yc, w, t)["pair_count"])
+    tables.scale(0.5, ("value_count",))  # the tables named only
+    want = _brute(D, yc, w * 0.25, t)
+    want["value_count"] = want["value_count"] * 0.5
+    _assert_counts(tables, want)
+
+
+@pytest.mark.parametrize("layout", ["dense", "sparse"])
+@pytest.mark.parametrize("given", ["dense", "sparse"])
+@pytest.mark.parametrize("t", [2, 3])
+def test_subtracting_a_part_leaves_the_counts_of_the_rest(layout, given, t):
+    rng = np.random.default_rng(26)
+    D, yc, w = _rows(rng, 50)
+    yc[30:] = np.minimum(yc[30:], C_ - 2)  # the part taken out: classes below C_ - 1 only
+    tables = _counted(layout, t, D, yc, w)
+    part = _brute(D[30:], yc[30:], w[30:], t)
+    # each delta over the classes it has (a capture taken while fewer were in use), dense or as a sparse table
+    deltas = {k: a[:C_ - 1] for k, a in part.items()}
+    deltas = {k: sparse_of(a) if given == "sparse" else a for k, a in deltas.items()}
+    tables.subtract(deltas)
+    _assert_counts(tables, _brute(D[:30], yc[:30], w[:30], t))
+    tables.subtract({"value_count": _brute(D[:30], yc[:30], w[:30], t)["value_count"]})  # the tables named only
+    want = _brute(D[:30], yc[:30], w[:30], t)
+    want["value_count"] = np.zeros_like(want["value_count"])
+    _assert_counts(tables, want)
+
+
+@pytest.mark.parametrize("layout", ["dense", "sparse"])
+@pytest.mark.parametrize("given", ["dense", "sparse"])
+def test_setting_the_counts_replaces_every_cell(layout, given):
+    rng = np.random.default_rng(27)
+    D, yc, w = _rows(rng, 50)
+    yc[30:] = np.minimum(yc[30:], C_ - 2)
+    tables = _counted(layout, 2, D, yc, w)
+    fresh = _brute(D[30:], yc[30:], w[30:], 2)
+    counts = {k: a[:C_ - 1] for k, a in fresh.items()}
+    counts = {k: sparse_of(a) if given == "sparse" else a for k, a in counts.items()}
+    tables.set_counts(counts)  # the counts since a warning become the counts
+    _assert_counts(tables, fresh)
+    tables.set_counts({k: None for k in ("class_count", "pair_count", "tuple_feat")})  # None: emptied
+    want = dict(fresh, class_count=np.zeros(C_), pair_count=np.zeros((C_, V_, V_)),
+                tuple_feat=np.zeros_like(fresh["tuple_feat"]))
+    _assert_counts(tables, want)
+
+
+@pytest.mark.parametrize("t", [2, 3])
+def test_the_selected_tuples_are_those_of_each_features_candidate_parents(t):
+    rng = np.random.default_rng(28)
+    D, yc, w = _rows(rng, 40)
+    lists = np.array([[1, 2], [0, -1], [-1, -1], [0, 1]])  # each feature's candidate parents, -1 padded
+    tables = _counting_tables("sparse", t, observed=True)
+    for p in tables.sets():  # two calls: the tables grow in between
+        tables.add_selected_tuples(p, t, lists, D[:15], np.arange(F_), yc[:15], w[:15])
+        tables.add_selected_tuples(p, t, lists, D[15:], np.arange(F_), yc[15:], w[15:])
+    want = {"tuple_count": np.zeros((C_,) + (V_,) * t), "tuple_feat": np.zeros((C_,) + (V_,) * (t - 1) + (F_,))}
+    for row, c, wr in zip(D, yc, w):
+        for f in range(F_):
+            parents = [g for g in lists[f] if g >= 0]
+            for ps in itertools.product(parents, repeat=t - 1):
+                if row[f] >= 0 and all(row[g] >= 0 for g in ps):
+                    want["tuple_count"][(c, row[f]) + tuple(row[list(ps)])] += wr
+                    want["tuple_feat"][(c,) + tuple(row[list(ps)]) + (f,)] += wr
+    assert want["tuple_count"].any()
+    for p in tables.sets():
+        _assert_counts(tables, want, p)
 
 
 @pytest.mark.parametrize("t", [2, 3])

@@ -93,3 +93,40 @@ def test_resize_keeps_the_moments_in_use():
     m.add(0, 2.0, np.array([0]), np.array([3.0]))
     m.resize(4, 3, 1, 1)
     assert m.n.shape == (4, 3) and (m.n[0, 0], m.mean[0, 0]) == (2.0, 3.0) and m.n.sum() == 2.0
+
+
+def test_scaling_weighs_every_value_by_the_factor_and_keeps_the_means():
+    yc, X, w = events(4)
+    m = GaussianMoments(3, 2)
+    m.add_rows(3, X, [0, 1], yc, w)
+    m.scale(0.3)
+    for key, value in per_class(yc, X, w * 0.3).items():
+        assert moments_of(m)[key] == pytest.approx(value, rel=1e-12)
+
+
+def test_subtracting_a_part_by_its_moments_leaves_the_moments_of_the_rest():
+    yc, X, w = events(5, rows=60)
+    yc[40:] = np.minimum(yc[40:], 1)  # the part: two classes, a part's moments over the first ones only
+    m, part = GaussianMoments(3, 2), GaussianMoments(3, 2)
+    m.add_rows(3, X, [0, 1], yc, w)
+    part.add_rows(3, X[40:], [0, 1], yc[40:], w[40:])
+    m.subtract(part.n[:2].copy(), part.mean[:2].copy(), part.m2[:2].copy())
+    for key, value in per_class(yc[:40], X[:40], w[:40]).items():
+        assert moments_of(m)[key] == pytest.approx(value, rel=1e-9)
+    whole = GaussianMoments(3, 2)  # taking out everything leaves exact zeros
+    whole.add_rows(3, X, [0, 1], yc, w)
+    whole.subtract(whole.n.copy(), whole.mean.copy(), whole.m2.copy())
+    assert not whole.n.any() and not whole.mean.any() and not whole.m2.any()
+
+
+def test_setting_the_moments_replaces_every_cell():
+    yc, X, w = events(6)
+    m = GaussianMoments(3, 2)
+    m.add_rows(3, X, [0, 1], yc, w)
+    n, mean, m2 = np.array([[2.0], [3.0]]), np.array([[1.5], [-1.0]]), np.array([[0.5], [4.0]])
+    m.set_to(n, mean, m2)
+    assert m.n.tolist() == [[2.0, 0.0], [3.0, 0.0], [0.0, 0.0]]
+    assert m.mean.tolist() == [[1.5, 0.0], [-1.0, 0.0], [0.0, 0.0]]
+    assert m.m2.tolist() == [[0.5, 0.0], [4.0, 0.0], [0.0, 0.0]]
+    m.set_to(None, None, None)
+    assert not m.n.any() and not m.mean.any() and not m.m2.any()

@@ -32,13 +32,19 @@ part ``(n_b, mean_b, M2_b)`` and a rest, the rest is
 empties a cell leaves exact zeros). :func:`scale_counts` multiplies every count and
 every Gaussian weight and M2 by one factor, the means unchanged: the
 renormalisation of exponential decay.
+
+This module decides what is taken out, set or scaled, and in which layer; the arithmetic on the store's
+tables is their parts': :meth:`~stream_nb.stats.tables.CountTables.subtract`,
+:meth:`~stream_nb.stats.tables.CountTables.set_counts` and :meth:`~stream_nb.stats.tables.CountTables.scale`,
+and :meth:`~stream_nb.stats.tables.GaussianMoments.subtract`, :meth:`~stream_nb.stats.tables.GaussianMoments.set_to`
+and :meth:`~stream_nb.stats.tables.GaussianMoments.scale` for the moments.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..tables import SparseTable
+from ..tables import SparseTable, moments_rest, sparse_add, sparse_of
 
 __all__ = ["capture", "capture_difference", "count_difference", "subtract_counts", "replace_counts", "scale_counts", "capture_nbytes",
            "count_names"]
@@ -92,20 +98,6 @@ def capture(s) -> dict:
     return out
 
 
-def _sparse_add(table: SparseTable, other, sign: float) -> SparseTable:
-    """``table + sign * other`` (``other`` sparse or dense), in ``table`` (grown to hold ``other``'s shape)."""
-    if isinstance(other, SparseTable):
-        idx, vals = other.cells()
-    else:
-        idx = np.nonzero(other)
-        vals = other[idx]
-    if any(d > D for d, D in zip(getattr(other, "shape", ()), table.shape)):
-        table = table.reshaped(tuple(max(d, D) for d, D in zip(other.shape, table.shape)))
-    if len(vals):
-        table.add(idx, sign * np.asarray(vals))
-    return table
-
-
 def capture_nbytes(cap: dict | None) -> int:
     """Bytes held by a capture (0 for None)."""
     return 0 if cap is None else sum(a.nbytes for a in cap.values())
@@ -124,19 +116,6 @@ def _region(a: np.ndarray) -> tuple:
     return tuple(slice(0, d) for d in a.shape)
 
 
-def _unchan(n, mean, m2, nb, mb, m2b):
-    """The rest ``(n_a, mean_a, M2_a)`` of moments ``(n, mean, M2)`` once part ``(nb, mb, M2_b)`` is taken out."""
-    na = n - nb
-    empty = na <= 1e-12 * np.maximum(n, 1.0)
-    safe = np.where(empty, 1.0, na)
-    ma = np.where(empty, 0.0, (n * mean - nb * mb) / safe)
-    d = mb - ma
-    with np.errstate(invalid="ignore", divide="ignore"):
-        m2a = m2 - m2b - d * (d * (na * nb / np.where(n > 0, n, 1.0)))
-    m2a = np.where(empty | np.isnan(m2a), 0.0, np.maximum(m2a, 0.0))
-    return np.where(empty, 0.0, na), ma, m2a
-
-
 def count_difference(s, base: dict | None) -> dict:
     """The counts ``s`` gained since capture ``base`` (None: since it was empty), as a capture."""
     now = capture(s)
@@ -152,19 +131,14 @@ def capture_difference(now: dict, base: dict) -> dict:
         if b is None:
             continue
         if isinstance(a, SparseTable) or isinstance(b, SparseTable):
-            now[name] = _sparse_add(a if isinstance(a, SparseTable) else _to_sparse(a), b, -1.0)
+            now[name] = sparse_add(a if isinstance(a, SparseTable) else sparse_of(a), b, -1.0)
         else:
             a[_region(b)] -= b
     if "g_n" in base:
         r = _region(base["g_n"])
         n, mean, m2 = now["g_n"][r], now["g_mean"][r], now["g_m2"][r]
-        n[...], mean[...], m2[...] = _unchan(n, mean, m2, base["g_n"], base["g_mean"], base["g_m2"])
+        n[...], mean[...], m2[...] = moments_rest(n, mean, m2, base["g_n"], base["g_mean"], base["g_m2"])
     return now
-
-
-def _to_sparse(a: np.ndarray) -> SparseTable:
-    out = SparseTable(a.shape, slots=2 * max(int(np.count_nonzero(a)), 1))
-    return _sparse_add(out, a, 1.0)
 
 
 def subtract_counts(s, delta: dict) -> None:
@@ -172,22 +146,10 @@ def subtract_counts(s, delta: dict) -> None:
     top, s = s, s.count_layer()
     s.epoch += 1
     s.version += 1
-    for name in count_names(s):
-        d = _part(delta, name)
-        if d is None:
-            continue
-        a = getattr(s, name)
-        if isinstance(a, SparseTable):
-            s.tables.replace(name, _sparse_add(a, d, -1.0))
-        elif isinstance(d, SparseTable):
-            idx, vals = d.cells()
-            np.subtract.at(a, idx, vals)
-        else:
-            a[_region(d)] -= d
+    parts = {name: _part(delta, name) for name in count_names(s)}
+    s.tables.subtract({name: d for name, d in parts.items() if d is not None})
     if "g_n" in delta and delta["g_n"].size:
-        r = _region(delta["g_n"])
-        n, mean, m2 = s.g_n[r], s.g_mean[r], s.g_m2[r]
-        n[...], mean[...], m2[...] = _unchan(n, mean, m2, delta["g_n"], delta["g_mean"], delta["g_m2"])
+        s.moments.subtract(delta["g_n"], delta["g_mean"], delta["g_m2"])
     top.counts_changed()
 
 
@@ -196,18 +158,8 @@ def replace_counts(s, delta: dict | None) -> None:
     top, s = s, s.count_layer()
     s.epoch += 1
     s.version += 1
-    for name in count_names(s) + list(_MOMENTS):
-        a = getattr(s, name)
-        d = None if delta is None else _part(delta, name)
-        if isinstance(a, SparseTable):
-            s.tables.replace(name, _sparse_add(SparseTable(a.shape), d, 1.0) if d is not None else SparseTable(a.shape))
-            continue
-        a[...] = 0.0
-        if isinstance(d, SparseTable):
-            idx, vals = d.cells()
-            np.add.at(a, idx, vals)
-        elif d is not None:
-            a[_region(d)] = d
+    s.tables.set_counts({name: None if delta is None else _part(delta, name) for name in count_names(s)})
+    s.moments.set_to(*(None if delta is None else delta.get(name) for name in _MOMENTS))
     top.counts_changed()
 
 
@@ -217,27 +169,15 @@ def scale_counts(s, factor: float, captures=()) -> None:
     top, s = s, s.count_layer()
     s.epoch += 1
     s.version += 1
-    for name in count_names(s) + ["g_n", "g_m2"]:
-        a = getattr(s, name)
-        if isinstance(a, SparseTable):
-            s.tables.replace(name, _scaled(a, factor))
-        else:
-            a[...] *= factor
+    s.tables.scale(factor, count_names(s))
+    s.moments.scale(factor)
     for cap in captures:
         if cap is None:
             continue
         for name, a in cap.items():
             if isinstance(a, SparseTable):
-                cap[name] = _scaled(a, factor)
+                cap[name] = a.scaled(factor)
             elif name != "g_mean":
                 a *= factor
     top.scale_waiting(factor)
     top.counts_changed()
-
-
-def _scaled(table: SparseTable, factor: float) -> SparseTable:
-    idx, vals = table.cells()
-    out = SparseTable(table.shape, slots=2 * max(len(vals), 1))
-    if len(vals):
-        out.add(idx, vals * factor)
-    return out

@@ -14,8 +14,8 @@ kept when every parent value's feature is a candidate of the child's
 (:class:`TupleSelectedTable` filters every addition, removal included). An
 event then adds at most Σ_f m_f^(t-1) cells per table, m_f the candidates of
 f, and the structure chooses each attribute's parents among its candidates.
-They are added in a compiled loop over the hash tables
-(:func:`add_selected_tuples`, :mod:`stream_nb.kernels._tuples`).
+The count tables add them in a compiled loop over the hash tables
+(:func:`add_selected_tuples`, :meth:`~stream_nb.stats.tables.CountTables.add_selected_tuples`).
 
 **How the candidates are chosen.** Each attribute's candidates are the
 attributes with the highest conditional mutual information I(X_f; X_g | C)
@@ -98,7 +98,6 @@ import math
 
 import numpy as np
 
-from ...kernels import compiled
 from ..discretiser import ALPHA
 from ._candidates import cmi_from_cells
 from ._pair_tests import pair_tests
@@ -504,29 +503,10 @@ def selected_tuple_cells(s, D: np.ndarray, dfeats: np.ndarray, mask: np.ndarray)
 
 def add_selected_tuples(s, p: str, D: np.ndarray, dfeats: np.ndarray, yc: np.ndarray, w: np.ndarray) -> None:
     """Add the kept t-tuples of rows ``D`` (columns of features ``dfeats``, -1 missing; class ``yc``, weight
-    ``w`` per row) to the selected t-way tables of count set ``p`` of ``s``, in row order, in the compiled
-    loop (:func:`~stream_nb.kernels._tuples.selected_tuple_rows`): the cells and sums of
-    :func:`selected_tuple_cells` added by the tables, without index arrays of every tuple. A table is grown
-    (doubled) whenever the next row could take it past half full."""
-    tc, tf = getattr(s, p + "tuple_count"), getattr(s, p + "tuple_feat")
-    lists = s.tuple_lists()
-    dfeats = np.asarray(dfeats, dtype=np.int64)
-    have = dfeats[(dfeats >= 0) & (dfeats < len(lists))]
-    room = int(((lists[have] >= 0).sum(1).astype(np.int64) ** (s.tuples - 1)).sum())  # most cells a row adds
-    if not room or not len(D):
-        return
-    D = np.ascontiguousarray(D, dtype=np.int64)
-    yc, w = np.asarray(yc, dtype=np.int64), np.asarray(w, dtype=float)
-    cshape, fshape = np.array(tc.shape, dtype=np.int64), np.array(tf.shape, dtype=np.int64)
-    held = np.array([len(tc), len(tf)], dtype=np.int64)
-    r = 0
-    while r < len(D):
-        tc._grow_for(room)
-        tf._grow_for(room)
-        (ck, cv), (fk, fv) = tc.arrays(), tf.arrays()
-        r += compiled().selected_tuple_rows(D[r:], dfeats, yc[r:], w[r:], lists, s.tuples, cshape, fshape, ck, cv, fk,
-                                            fv, held, room)
-        tc._n, tf._n = int(held[0]), int(held[1])
+    ``w`` per row) to the selected t-way tables of count set ``p`` of ``s``, in row order: the selection's
+    candidate parents (:meth:`TupleSelection.lists`) say which tuples, the count tables add them
+    (:meth:`~stream_nb.stats.tables.CountTables.add_selected_tuples`)."""
+    s.tables.add_selected_tuples(p, s.tuples, s.tuple_lists(), D, dfeats, yc, w)
 
 
 def restore_tuple_selection(s, arrays: dict, meta: dict) -> None:

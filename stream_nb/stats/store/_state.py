@@ -159,8 +159,7 @@ class State:
             s.keep_observed()
         # the slots are made again in feature order; the arrays are in the order they were made in
         slots = np.array([s.gslot[f] for f in meta["gauss_features"]]) if "gauss_features" in meta else slice(0, G)
-        for k in ("g_n", "g_mean", "g_m2"):
-            getattr(s, k)[:C, slots] = arrays[k]
+        s.moments.load(C, slots, arrays["g_n"], arrays["g_mean"], arrays["g_m2"])
         if s.pairs and any(p + "pair_count_cells" in arrays for p in s._sets()):
             s.sync_pairs()  # pair blocks take the columns, features and classes of the state before its cells
         s.tables.load(arrays, (C, V, F), s.pairs, s.tuples)

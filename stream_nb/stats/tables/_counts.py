@@ -32,6 +32,10 @@ expected ones :meth:`CountTables.add_expected_pairs`) and t-tuples (:meth:`Count
 :meth:`CountTables.clear_columns`, :meth:`CountTables.drop_columns`, :meth:`CountTables.move_columns`). The store
 decides what to count, in which count set (``p``: ``""`` or ``"obs_"``) and with how much room (a
 selection's cells per event); the part does the arithmetic. Negative weights take counts back.
+
+Forgetting (:mod:`stream_nb.stats.forgetting`) decides which counts go; the part takes them out
+(:meth:`CountTables.subtract`), makes them the counts (:meth:`CountTables.set_counts`) or scales every count
+(:meth:`CountTables.scale`, exponential decay).
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ import numpy as np
 from ...kernels import compiled
 from ..values import TWINNED
 from ._pair_blocks import PairBlocks, PairFeat
-from ._sparse import SparseTable, add_pair_rows, cells_of, chunks_of
+from ._sparse import SparseTable, add_pair_rows, cells_of, chunks_of, sparse_add
 from ._working import row_chunks
 
 __all__ = ["BASE_TABLES", "COUNT_TABLES", "CountTables", "scatter_add"]
@@ -314,6 +318,73 @@ class CountTables:
             return
         compiled().add_tuple_rows(np.ascontiguousarray(D), dfeats, yc, w, t, tc.shape[-1], tf.shape[-1],
                                   _flat(tc), _flat(tf))
+
+    def add_selected_tuples(self, p: str, t: int, lists: np.ndarray, D: np.ndarray, dfeats: np.ndarray, yc: np.ndarray,
+                            w: np.ndarray) -> None:
+        """In count set ``p``, add to the sparse t-way tables the t-tuples of rows ``D`` (columns of features
+        ``dfeats``, -1 missing; class ``yc``, weight ``w`` per row) that a selection keeps: each feature's value
+        with every (t-1)-tuple of the values of its candidate parents ``lists[f]`` (-1 padded), in row order,
+        in the compiled loop (:func:`~stream_nb.kernels._tuples.selected_tuple_rows`), without index arrays of
+        every tuple. A table is grown (doubled) whenever the next row could take it past half full."""
+        tc, tf = getattr(self.held, p + "tuple_count"), getattr(self.held, p + "tuple_feat")
+        dfeats = np.asarray(dfeats, dtype=np.int64)
+        have = dfeats[(dfeats >= 0) & (dfeats < len(lists))]
+        room = int(((lists[have] >= 0).sum(1).astype(np.int64) ** (t - 1)).sum())  # most cells a row adds
+        if not room or not len(D):
+            return
+        D = np.ascontiguousarray(D, dtype=np.int64)
+        yc, w = np.asarray(yc, dtype=np.int64), np.asarray(w, dtype=float)
+        cshape, fshape = np.array(tc.shape, dtype=np.int64), np.array(tf.shape, dtype=np.int64)
+        held = np.array([len(tc), len(tf)], dtype=np.int64)
+        r = 0
+        while r < len(D):
+            tc._grow_for(room)
+            tf._grow_for(room)
+            (ck, cv), (fk, fv) = tc.arrays(), tf.arrays()
+            r += compiled().selected_tuple_rows(D[r:], dfeats, yc[r:], w[r:], lists, t, cshape, fshape, ck, cv, fk,
+                                                fv, held, room)
+            tc._n, tf._n = int(held[0]), int(held[1])
+
+    # ------------------------------------------------------------------ forgetting (the store decides what)
+
+    def scale(self, factor: float, names) -> None:
+        """Multiply every count of the tables held under ``names`` by ``factor`` (exponential decay): a dense
+        table in place, a sparse one replaced by its :meth:`~stream_nb.stats.tables.SparseTable.scaled` copy."""
+        for name in names:
+            table = getattr(self.held, name)
+            if isinstance(table, SparseTable):
+                self.replace(name, table.scaled(factor))
+            else:
+                table[...] *= factor
+
+    def subtract(self, deltas: dict) -> None:
+        """Take counts out of the tables held: ``deltas`` maps a table's name to the counts to take out of it,
+        dense (from its first cells) or sparse, whatever the table's own layout."""
+        for name, d in deltas.items():
+            table = getattr(self.held, name)
+            if isinstance(table, SparseTable):
+                self.replace(name, sparse_add(table, d, -1.0))
+            elif isinstance(d, SparseTable):
+                idx, vals = d.cells()
+                np.subtract.at(table, idx, vals)
+            else:
+                table[tuple(slice(0, n) for n in d.shape)] -= d
+
+    def set_counts(self, counts: dict) -> None:
+        """Make ``counts`` (a table's name to its counts, dense from its first cells or sparse; None: none) the
+        counts of the tables held under those names, every other cell of them zero."""
+        for name, d in counts.items():
+            table = getattr(self.held, name)
+            if isinstance(table, SparseTable):
+                self.replace(name, sparse_add(SparseTable(table.shape), d, 1.0) if d is not None
+                             else SparseTable(table.shape))
+                continue
+            table[...] = 0.0
+            if isinstance(d, SparseTable):
+                idx, vals = d.cells()
+                np.add.at(table, idx, vals)
+            elif d is not None:
+                table[tuple(slice(0, n) for n in d.shape)] = d
 
     # ------------------------------------------------------------------ a promotion's moves
 

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-__all__ = ["GaussianMoments", "gaussian_loglik", "variance_floor"]
+__all__ = ["GaussianMoments", "gaussian_loglik", "moments_rest", "variance_floor"]
 
 # a class whose weight falls to this (relative) when rows are taken out holds none: its moments are zero
 _EMPTY = 1e-9
@@ -103,6 +103,28 @@ def _floor(within, seen, mean, var_smoothing: float) -> np.ndarray:
     return np.maximum(var_smoothing * spread, _TINY)
 
 
+def moments_rest(n, mean, m2, nb, mb, m2b) -> tuple:
+    """The rest ``(n_a, mean_a, M2_a)`` of moments ``(n, mean, M2)`` once a part ``(nb, mb, M2_b)`` is taken
+    out: Chan's pairwise formula run backwards, elementwise (a part that empties a cell, to 1e-12 of its
+    weight, leaves exact zeros)::
+
+        n_a = n - n_b,   mean_a = (n mean - n_b mean_b) / n_a,
+        M2_a = M2 - M2_b - (mean_b - mean_a)² n_a n_b / n
+
+    >>> moments_rest(np.array([3.0]), np.array([3.0]), np.array([14.0]), np.array([1.0]), np.array([6.0]), np.array([0.0]))
+    (array([2.]), array([1.5]), array([0.5]))
+    """
+    na = n - nb
+    empty = na <= 1e-12 * np.maximum(n, 1.0)
+    safe = np.where(empty, 1.0, na)
+    ma = np.where(empty, 0.0, (n * mean - nb * mb) / safe)
+    d = mb - ma
+    with np.errstate(invalid="ignore", divide="ignore"):
+        m2a = m2 - m2b - d * (d * (na * nb / np.where(n > 0, n, 1.0)))
+    m2a = np.where(empty | np.isnan(m2a), 0.0, np.maximum(m2a, 0.0))
+    return np.where(empty, 0.0, na), ma, m2a
+
+
 class GaussianMoments:
     """The per-class running moments of the Gaussian features: weight ``n``, ``mean`` and sum of
     squared deviations ``m2``, each (classes, slots) with spare room, and their arithmetic.
@@ -152,6 +174,31 @@ class GaussianMoments:
         self.n[c, gs] = np.where(empty, 0.0, n0)
         self.mean[c, gs] = np.where(empty, 0.0, mean0)
         self.m2[c, gs] = np.where(empty, 0.0, np.maximum(m2, 0.0))
+
+    def scale(self, factor: float) -> None:
+        """Multiply every weight and M2 by ``factor``, the means unchanged (exponential decay)."""
+        self.n[...] *= factor
+        self.m2[...] *= factor
+
+    def subtract(self, nb: np.ndarray, mb: np.ndarray, m2b: np.ndarray) -> None:
+        """Take the moments ``(nb, mb, m2b)`` of a part (classes, slots), from the first classes and slots,
+        out of these (:func:`moments_rest`)."""
+        r = tuple(slice(0, d) for d in nb.shape)
+        n, mean, m2 = self.n[r], self.mean[r], self.m2[r]
+        n[...], mean[...], m2[...] = moments_rest(n, mean, m2, nb, mb, m2b)
+
+    def set_to(self, n: np.ndarray | None, mean: np.ndarray | None, m2: np.ndarray | None) -> None:
+        """Make ``(n, mean, m2)`` (each (classes, slots) from the first; None: none) the moments, every other
+        cell zero."""
+        for a, d in ((self.n, n), (self.mean, mean), (self.m2, m2)):
+            a[...] = 0.0
+            if d is not None:
+                a[tuple(slice(0, k) for k in d.shape)] = d
+
+    def load(self, C: int, slots, n: np.ndarray, mean: np.ndarray, m2: np.ndarray) -> None:
+        """The moments ``(n, mean, m2)`` (C, slots) of a state read back, into the first ``C`` classes and
+        ``slots`` (indices, or a slice)."""
+        self.n[:C, slots], self.mean[:C, slots], self.m2[:C, slots] = n, mean, m2
 
     def set_from_counts(self, g: int, counts: np.ndarray, keys: np.ndarray) -> None:
         """Slot ``g``'s moments from weighted counts of values: ``counts`` (C, values) of the numbers ``keys``."""

@@ -22,7 +22,7 @@ from ...exceptions import CapacityError
 from ...kernels import compiled
 from ._pair_blocks import PairBlocks, PairFeat
 
-__all__ = ["FilteredTable", "SparseTable", "add_pair_rows", "cells_of", "chunks_of"]
+__all__ = ["FilteredTable", "SparseTable", "add_pair_rows", "cells_of", "chunks_of", "sparse_add", "sparse_of"]
 
 _EMPTY = -1
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: spreads consecutive keys over the slots
@@ -243,6 +243,14 @@ class SparseTable:
             SparseTable.add(out, idx, vals)
         return out
 
+    def scaled(self, factor: float) -> SparseTable:
+        """A new (plain) table of the same cells, each count multiplied by ``factor``."""
+        idx, vals = self.cells()
+        out = SparseTable(self.shape, slots=2 * max(len(vals), 1))
+        if len(vals):
+            out.add(idx, vals * factor)
+        return out
+
     def remap(self, maps, keep=None) -> SparseTable:
         """A new table whose cell (c, i1, i2, ...) is the sum of this one's cells mapped onto it by
         ``maps`` (one integer array per axis, or None for the identity; a -1 drops the cell), of the
@@ -315,6 +323,27 @@ def cells_of(table, dims) -> tuple[tuple, np.ndarray]:
     part = table[tuple(slice(0, d) for d in dims)]
     idx = np.nonzero(part)
     return idx, part[idx]
+
+
+def sparse_add(table: SparseTable, other, sign: float) -> SparseTable:
+    """``table + sign * other`` (``other`` sparse or dense), in ``table`` (first grown, as a new table, to hold
+    ``other``'s shape): the table that holds the sum."""
+    if isinstance(other, SparseTable):
+        idx, vals = other.cells()
+    else:
+        idx = np.nonzero(other)
+        vals = other[idx]
+    if any(d > D for d, D in zip(getattr(other, "shape", ()), table.shape)):
+        table = table.reshaped(tuple(max(d, D) for d, D in zip(other.shape, table.shape)))
+    if len(vals):
+        table.add(idx, sign * np.asarray(vals))
+    return table
+
+
+def sparse_of(a: np.ndarray) -> SparseTable:
+    """A sparse table of dense ``a``'s shape holding its nonzero cells."""
+    out = SparseTable(a.shape, slots=2 * max(int(np.count_nonzero(a)), 1))
+    return sparse_add(out, a, 1.0)
 
 
 class FilteredTable(SparseTable):
