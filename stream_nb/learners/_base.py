@@ -42,12 +42,12 @@ from river import base
 from ..exceptions import InvalidEventError, MergeError
 from ..kernels import NO_DETECTOR
 from ..options import BINNED, EM, MDL, Decay, Gaussian, Window, binned, decode_params, encode_params, options_from_flat
-from ..stats import Encoded, Stats, TwoLayerStats, frame_events, is_missing_label
+from ..stats import Encoded, Stats, TwoLayerStats, check_event, frame_events, is_missing_label
 from ._decision import LossMatrix, decide, log_prior, normalise
 from ._batches import MiniBatches
 from ._detectors import detector_spec, watched_detector
 from ._forgetting import UNSCORED, Forgetting, prepare_merge, split_time
-from ._impute import Imputation
+from ._impute import fill_in, missing_posterior
 from ._keywords import check_options, defaults_of, model_defaults
 from ._results import PrequentialResults
 from ._runs import VectorisedRuns
@@ -76,7 +76,7 @@ class Step(typing.NamedTuple):
     imputed: dict | None = None  # with impute=True: the filled-in value of each missing attribute
 
 
-class BayesClassifier(VectorisedRuns, Imputation, MiniBatches, Unlearning, base.MiniBatchClassifier):
+class BayesClassifier(VectorisedRuns, MiniBatches, Unlearning, base.MiniBatchClassifier):
     """Base class of stream_nb's classifiers, a river classifier over one count store (not used directly).
 
     The module notes list what a subclass provides.
@@ -672,6 +672,36 @@ class BayesClassifier(VectorisedRuns, Imputation, MiniBatches, Unlearning, base.
         p = np.exp(self._log_posterior(x))
         lam = self._decision.matrix(s.classes) if self._decision is not None else 1.0 - np.eye(s.n_classes)
         return dict(zip(s.classes, (p @ lam).tolist()))
+
+    # ------------------------------------------------------------------ imputation (learners/_impute.py)
+
+    def impute_proba_one(self, x: dict) -> dict:
+        """The posterior P(x_m | x_o) of every missing attribute, given the observed ones.
+
+        Missing: a known feature that is absent, ``None`` or NaN. The class is
+        summed out: Σ_c P(c | x_o) P(x_m | x_o, c). Categorical features give
+        ``{value: p}``; a discretised numeric feature ``{"[lo, hi)": p}`` over its
+        bins; a Gaussian feature ``{"mean": μ, "std": σ}`` of its mixture.
+        """
+        s = self._stats
+        if not s.n_classes:
+            return {}
+        return missing_posterior(s, s.encode(x), np.exp(self._log_posterior(x)), self._missing_posterior)
+
+    def impute_one(self, x: dict) -> dict:
+        """``x`` with every missing attribute filled in: its most probable value
+        (a discretised numeric feature: the middle of its most probable bin; a
+        Gaussian one: the posterior mean). Features never learned stay out.
+
+        >>> from stream_nb import NaiveBayes
+        >>> model = NaiveBayes()
+        >>> for x, y in [({"sky": "sunny", "wind": "weak"}, "play"), ({"sky": "rain", "wind": "strong"}, "stay")] * 3:
+        ...     model.learn_one(x, y)
+        >>> model.impute_one({"sky": "sunny"})
+        {'sky': 'sunny', 'wind': 'weak'}
+        """
+        check_event(x)
+        return fill_in(self._stats, x, self.impute_proba_one(x))
 
     # ------------------------------------------------------------------ the prequential step
 
