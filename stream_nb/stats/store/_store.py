@@ -484,10 +484,6 @@ class Stats(Capacity, Promoting, Adding, Removing, Merging, State):
     #: Whether the pair counts may be held in pair blocks (:class:`~stream_nb.stats.tables.PairBlocks`) when
     #: dense tables would pass the budget and the blocks do not: set by a model that reads them (TAN).
     pair_blocks_ok = False
-    #: A two-layer store's fine layer (:class:`~stream_nb.stats.TwoLayerStats`), and whether its pair counts are
-    #: this layer's (:mod:`~stream_nb.stats.budget._shared_pairs`): none in a store of one layer.
-    fine = None
-    shared_pairs = False
 
     def _blocks_allowed(self) -> bool:
         """Whether this store may hold pair blocks: a model that reads them asked for them, pairs and no t-way
@@ -497,7 +493,7 @@ class Stats(Capacity, Promoting, Adding, Removing, Merging, State):
         them: a fine layer of its own turns them sparse first, :mod:`~stream_nb.stats.budget._shared_pairs`).
         Otherwise sparse tables."""
         return (self.pair_blocks_ok and self.pairs and not self.tuples and not self.keeps_observed
-                and (self.fine is None or self.shared_pairs))
+                and (self.count_layer() is self or self.shared_pairs))
 
     def _blocks_fit(self, n_values, n_classes: int) -> bool:
         """Whether pair blocks of features of ``n_values`` values and ``n_classes`` classes keep the store
