@@ -17,12 +17,14 @@ edge of the import graph. The build fails on:
 - the learners importing the engine, or the engine importing a learner's class;
 - in the count store, a module outside its concept folders, or a folder importing
   a folder after it in :data:`STATS_FOLDERS` (the folders are imported in one direction);
-- a part of the count store (:data:`STORE_PARTS`) whose methods touch an attribute of
-  ``self`` that the class does not define, or reach ``self`` by a computed name
-  (``getattr``, ``setattr``, ``vars``): each part works on its own state and its arguments.
+- a part of the count store (:data:`STORE_PARTS`) or of a learner (:data:`LEARNER_PARTS`) whose methods
+  touch an attribute of ``self`` that the class does not define, or reach ``self`` by a computed name
+  (``getattr``, ``setattr``, ``vars``): each part works on its own state and its arguments;
 - a write into a count table or the Gaussian moments through a store's name (``s.value_count[c, u] += w``,
   ``np.add.at(s.pair_count, ...)``), or through a local alias of one within a function (``a = getattr(s, name);
-  a[...] *= f``), outside :mod:`stream_nb.stats.tables`: the count tables part does every count's arithmetic.
+  a[...] *= f``), outside :mod:`stream_nb.stats.tables`: the count tables part does every count's arithmetic;
+- ``getattr(self, "name", ...)`` anywhere: an attribute read by its name with a default stands for one
+  that may not exist; declare it (a class-level default, or set in ``__init__`` or ``_setup``).
 
 ``test_each_rule_catches_its_violation`` runs the same checks on a small tree
 written for the purpose, so a rule that stopped seeing anything would fail too.
@@ -335,6 +337,12 @@ STORE_PARTS = {
 }
 
 
+#: The parts a learner holds, by module: each works on what it is given, never on the learner's attributes.
+LEARNER_PARTS = {
+    "stream_nb.learners._forgetting": ("Forgetting",),
+}
+
+
 def foreign_attributes(modules: dict[str, pathlib.Path], parts: dict = STORE_PARTS) -> list[str]:
     """Each use in a part's methods of an attribute of ``self`` the part does not define (assigned on
     ``self``, or a name of its class body, its bases in the same module included), and each ``self``
@@ -553,6 +561,18 @@ def count_writes(modules: dict[str, pathlib.Path], names: tuple = COUNT_NAMES, w
     return out
 
 
+def named_self_lookups(modules: dict[str, pathlib.Path]) -> list[str]:
+    """Each ``getattr(self, "<name>", ...)``: an attribute of ``self`` looked up by a name written out."""
+    out = []
+    for module, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"
+                    and len(node.args) >= 2 and isinstance(node.args[0], ast.Name) and node.args[0].id == "self"
+                    and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)):
+                out.append(f"{module} line {node.lineno}: {ast.unparse(node)} (declare {node.args[1].value!r})")
+    return out
+
+
 # ----------------------------------------------------------------------------- the checks on our code
 
 
@@ -592,6 +612,16 @@ def test_the_stores_folders_import_in_one_direction():
 
 def test_each_part_of_the_store_touches_only_its_own_attributes():
     found = foreign_attributes(read_tree(ROOT)[0])
+    assert not found, _report(found)
+
+
+def test_each_part_of_a_learner_touches_only_its_own_attributes():
+    found = foreign_attributes(read_tree(ROOT)[0], LEARNER_PARTS)
+    assert not found, _report(found)
+
+
+def test_no_attribute_of_self_is_looked_up_by_a_name_written_out():
+    found = named_self_lookups(read_tree(ROOT)[0])
     assert not found, _report(found)
 
 
@@ -640,6 +670,7 @@ FIXTURE = {
         "class Part(Base):\n    def __init__(self):\n        self.n = 0\n"
         "    def add(self, other):\n        self.n += other.n + self.size + len(self.classes)\n"
         "    def peek(self, name):\n        return getattr(self, name)\n"
+        "    def size_of(self, other):\n        return getattr(self, 'n', 0) + getattr(other, 'n')\n"
         "def fill(tables, c):\n    tables.held.value_count[c, 1] += 1.0\n"
     ),
     "stream_nb/learners/__init__.py": "from ._base import BayesClassifier, step\nfrom .nb import NB\n",
@@ -663,7 +694,10 @@ FIXTURE = {
     "stream_nb/stray.py": "",
     "stream_nb/cli.py": "from . import __version__, daemon, tools\n" + "\n" * 1001,
     "connectors/__init__.py": "",
-    "connectors/jsonl.py": "from stream_nb.engine import Engine\nfrom stream_nb._checks import is_integer\n",
+    "connectors/jsonl.py": (
+        "from stream_nb.engine import Engine\nfrom stream_nb._checks import is_integer\n"
+        "class Sink:\n    def close(self):\n        getattr(self, 'handle')\n"
+    ),
     "connectors/kafka.py": "from stream_nb.engine._engine import Engine\nfrom .jsonl import _split\n",
 }
 
@@ -736,6 +770,11 @@ def test_each_rule_catches_its_violation(fixture_tree):
         "stream_nb.stats._store line 26: (n[...], m) is written outside stream_nb.stats.tables",
         "stream_nb.stats._store line 30: getattr(s, j)[0] is written outside stream_nb.stats.tables",
         "stream_nb.stats._store line 32: e[0] is written outside stream_nb.stats.tables",
+    ]
+    # only a name written out, of self: not a computed one, nor another object's
+    assert named_self_lookups(modules) == [
+        "stream_nb.stats.tables._part line 11: getattr(self, 'n', 0) (declare 'n')",
+        "connectors.jsonl line 5: getattr(self, 'handle') (declare 'handle')",
     ]
     assert part_writes(modules) == [
         "stream_nb.stats._store line 4: s.selection.rule is assigned outside stream_nb.stats.selection._pair_selection",

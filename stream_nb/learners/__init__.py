@@ -15,7 +15,7 @@ module                 what it holds
 ``_results.py``        :class:`PrequentialResults`: ``prequential_many``'s results of a DataFrame, over arrays
 ``_decision.py``       the log prior, logsumexp, the posterior, the loss-matrix decision
 ``_em.py``             EM's E-steps (naive Bayes, one-dependence) and AODE's imputation posterior
-``_impute.py``         ``impute_proba_one`` and ``impute_one``
+``_impute.py``         the posterior of missing attributes and their filling-in (``impute_one``)
 ``_batches.py``        ``learn_many``, ``predict_proba_many``, ``predict_many``
 ``_structure.py``      mutual information, conditional mutual information, maximum spanning tree
 ``naive_bayes.py``     :class:`NaiveBayes`

@@ -32,6 +32,7 @@ under decay, whose smoothing changes every event (the kernel reads tables of log
 from __future__ import annotations
 
 import abc
+import contextlib
 import copy
 import math
 import sys
@@ -41,13 +42,14 @@ import numpy as np
 from river import base
 
 from ..exceptions import InvalidEventError, MergeError
+from ..kernels import NO_DETECTOR
 from ..options import BINNED, EM, MDL, Decay, Gaussian, Window, binned, decode_params, encode_params, options_from_flat
-from ..stats import Encoded, Stats, TwoLayerStats, frame_events, is_missing_label
+from ..stats import Encoded, Stats, TwoLayerStats, check_event, frame_events, is_missing_label
 from ._decision import LossMatrix, decide, log_prior, normalise
 from ._batches import MiniBatches
-from ._detectors import detector_spec
-from ._forgetting import Forgetting
-from ._impute import Imputation
+from ._detectors import detector_spec, watched_detector
+from ._forgetting import UNSCORED, Forgetting, prepare_merge, split_time
+from ._impute import fill_in, missing_posterior
 from ._keywords import check_options, defaults_of, model_defaults
 from ._results import PrequentialResults
 from ._runs import VectorisedRuns
@@ -76,7 +78,7 @@ class Step(typing.NamedTuple):
     imputed: dict | None = None  # with impute=True: the filled-in value of each missing attribute
 
 
-class BayesClassifier(VectorisedRuns, Forgetting, Imputation, MiniBatches, Unlearning, base.MiniBatchClassifier):
+class BayesClassifier(VectorisedRuns, MiniBatches, Unlearning, base.MiniBatchClassifier):
     """Base class of stream_nb's classifiers, a river classifier over one count store (not used directly).
 
     The module notes list what a subclass provides.
@@ -98,6 +100,16 @@ class BayesClassifier(VectorisedRuns, Forgetting, Imputation, MiniBatches, Unlea
     _option_defaults: dict = {"numeric": MDL(), "missing": EM()}
     #: What cuts the features an :class:`~stream_nb.options.Edges` gives no edges when its ``rest`` is None.
     _default_cut = MDL()
+    #: The ``forgetting`` and ``drift_detector`` parameters of a model that takes none (every model here takes both).
+    forgetting = None
+    drift_detector = None
+    #: The part that forgets (:class:`~stream_nb.learners._forgetting.Forgetting`), None when nothing forgets;
+    #: and the field of the event's time, not a feature (None: none): both set by :meth:`_setup`.
+    _forget: Forgetting | None = None
+    _time_name: str | None = None
+    #: ``n_rebuilds`` when a structured model's rebuild schedule last started (0; after a switch to fresh counts,
+    #: see :class:`~stream_nb.learners.StructuredClassifier`): a snapshot keeps it with forgetting's state.
+    _rebuild_origin = 0
 
     def _setup(self, *, pairs: bool, tuples: int = 0, max_table_cells: int | None = None) -> None:
         """Check every parameter against its declaration and create the empty store (``__init__`` calls it
@@ -124,7 +136,14 @@ class BayesClassifier(VectorisedRuns, Forgetting, Imputation, MiniBatches, Unlea
             warmup=100 if cut is None else cut.warmup,
             bin_edges=edges,
         )
-        self._setup_forgetting()  # forgetting and drift_detector (learners/_forgetting.py)
+        # forgetting and drift_detector (their values are checked where they are declared, stream_nb.options)
+        self._time_name = self.time_field
+        detector = watched_detector(self.drift_detector)
+        if self.window is None and self.half_life is None and detector is None:
+            self._forget = None
+        else:
+            self._forget = Forgetting(self.window, self.panes, self.half_life, detector, self._time_name is not None)
+            self._stats.bin_floats_at_once()
 
     def _discretisation(self) -> tuple:
         """``(discretiser, edges)`` of the ``numeric`` option: the :class:`~stream_nb.options.MDL` or
@@ -142,25 +161,25 @@ class BayesClassifier(VectorisedRuns, Forgetting, Imputation, MiniBatches, Unlea
     @property
     def window(self) -> int | None:
         """The :class:`~stream_nb.options.Window`'s size (None: no window)."""
-        f = getattr(self, "forgetting", None)  # a subclass may take no forgetting
+        f = self.forgetting
         return f.size if isinstance(f, Window) else None
 
     @property
     def panes(self) -> int:
         """The :class:`~stream_nb.options.Window`'s panes (4 without a window)."""
-        f = getattr(self, "forgetting", None)
+        f = self.forgetting
         return f.panes if isinstance(f, Window) else 4
 
     @property
     def half_life(self) -> float | None:
         """The :class:`~stream_nb.options.Decay`'s half-life (None: no decay)."""
-        f = getattr(self, "forgetting", None)
+        f = self.forgetting
         return f.half_life if isinstance(f, Decay) else None
 
     @property
     def time_field(self) -> str | None:
         """The field of the event's time, not a feature: the decay's, or one declared ``"time"`` in ``types``."""
-        f = getattr(self, "forgetting", None)
+        f = self.forgetting
         if isinstance(f, Decay) and f.time_field is not None:
             return f.time_field
         return next((k for k, v in (self.types or {}).items() if v == "time"), None)
@@ -316,6 +335,122 @@ class BayesClassifier(VectorisedRuns, Forgetting, Imputation, MiniBatches, Unlea
                  "values": len(s.values[f]) if s.values[f] is not None else None}
                 for f, name in enumerate(s.features)]
 
+    # ------------------------------------------------------------------ forgetting (the part it holds: _forget)
+
+    @property
+    def _alpha(self) -> float:
+        """The smoothing as the stored counts need it: ``alpha`` times the decay's inflation."""
+        f = self._forget
+        return self._alpha_given if f is None or f.inflation == 1.0 else self._alpha_given * f.inflation
+
+    @_alpha.setter
+    def _alpha(self, value: float) -> None:
+        self._alpha_given = value
+
+    @property
+    def _inflation(self) -> float:
+        """The decay's inflation of the stored counts (1.0 without decay)."""
+        return 1.0 if self._forget is None else self._forget.inflation
+
+    def _forget_time(self, x: dict) -> tuple[dict, float | None]:
+        """``x`` without its ``time_field`` and that time (:func:`~stream_nb.learners._forgetting.split_time`)."""
+        return split_time(x, self._time_name)
+
+    def _check_times(self, X) -> None:
+        """Check every time of a batch's ``time_field`` column (if any) before anything is learned, so that
+        a bad one leaves no trace."""
+        name = self._time_name
+        if name is not None and name in X.columns:
+            for t in X[name].tolist():
+                split_time({name: t}, name)
+
+    def _settle(self) -> None:
+        """Renormalise decayed counts (inflation back to 1): the stored counts are then the true ones."""
+        if self._forget is not None:
+            self._forget.settle(self._stats)
+
+    @property
+    def forgetting_nbytes(self) -> int:
+        """Bytes of counts forgetting keeps beside the store (panes, captures)."""
+        return 0 if self._forget is None else self._forget.nbytes
+
+    @property
+    def expired_unlearns(self) -> int:
+        """Events ``unlearn_one`` found expired from the window (nothing taken back); 0 without forgetting."""
+        return 0 if self._forget is None else self._forget.expired_unlearns
+
+    @property
+    def drifts(self) -> list:
+        """Positions of the drifts the detector found: the number of labeled events predicted up to and
+        including the one whose error raised it (the switch comes before that event is learned); [] without one."""
+        return [] if self._forget is None else list(self._forget.drifts)
+
+    def _watch(self, x: dict, y, known: Encoded | None = None, prediction=UNSCORED) -> Encoded | None:
+        """Before labeled event ``(x, y)`` is learned: feed the drift detector the 0/1 error of ``prediction``,
+        or (:data:`~stream_nb.learners._forgetting.UNSCORED`) of the model's decision made now; act on a
+        warning or drift. The error is fed once per event, whichever way it is learned: ``learn_one`` predicts
+        here, ``prequential_one`` hands its prediction over, and runs feed a compiled twin in the kernel.
+
+        Returns the encoding of ``x`` for prediction (``known``, or the one made here) for learning to reuse.
+        Nothing is done without a detector, while it is paused, or for an unlabeled event; a label or time
+        that learning would refuse raises before the detector sees anything.
+        """
+        f = self._forget
+        if f is None or f.detector is None or f.paused or is_missing_label(y):
+            return known
+        s = self._stats
+        x, _ = self._forget_time(x)  # a time the model refuses: refused here, as learning would
+        s.check_label(y)
+        if prediction is UNSCORED:
+            prediction = None
+            if s.n_classes:
+                known = s.encode(x) if known is None else known
+                prediction = self._decided(known)
+        if f.observe(s, prediction, y):
+            self._switched()
+        return known
+
+    @contextlib.contextmanager
+    def drift_paused(self):
+        """Within the ``with`` block, learn without feeding the drift detector (nothing changes without one).
+
+        The daemon learns a provisional label so: it is no true label, and its error says nothing
+        of the concept; the true label, when it comes, is fed with :meth:`observe_error`.
+        """
+        if self._forget is None:
+            yield self
+            return
+        with self._forget.pause():
+            yield self
+
+    def observe_error(self, prediction, y) -> None:
+        """Feed the drift detector the 0/1 error of ``prediction`` for the true label ``y``, a prediction made
+        before the event was learned (``None``: none made), and act on a warning or drift as learning does.
+        Nothing without a detector or with ``y`` missing; the event itself is not learned."""
+        f = self._forget
+        if f is not None and f.detector is not None and not is_missing_label(y) and f.observe(self._stats, prediction, y):
+            self._switched()
+
+    def _forget_act(self) -> None:
+        """Act on what the drift detector says after its last update (a kernel fed it): a switch to fresh counts
+        lets the structure follow (:meth:`_switched`)."""
+        if self._forget.act(self._stats):
+            self._switched()
+
+    def _kernel_detector(self) -> tuple:
+        """The detector arguments of a kernel (:meth:`Forgetting.kernel_detector
+        <stream_nb.learners._forgetting.Forgetting.kernel_detector>`), :data:`~stream_nb.kernels.NO_DETECTOR`
+        without one."""
+        return NO_DETECTOR if self._forget is None else self._forget.kernel_detector()
+
+    def _kernel_watches(self) -> bool:
+        """Whether a kernel can run this model's prequential loop with its detector: none watched, or the
+        compiled twin of one (a river detector without a twin is fed in Python, one event at a time)."""
+        return self._forget is None or self._forget.kernel_watches()
+
+    def _switched(self) -> None:
+        """Hook run after a drift switched to fresh counts (structured models rebuild); default: nothing."""
+
     # ------------------------------------------------------------------ what a subclass defines
 
     @abc.abstractmethod
@@ -343,7 +478,8 @@ class BayesClassifier(VectorisedRuns, Forgetting, Imputation, MiniBatches, Unlea
     def _learned(self, n: int) -> None:
         """Hook run after ``n`` events were learned (structured models rebuild here, after calling this);
         default: forgetting's (the window's panes, the decay's renormalisation)."""
-        self._forget_learned(n)
+        if self._forget is not None:
+            self._forget.learned(self._stats, n)
 
     def _merged(self) -> None:
         """Hook run after a merge; default: nothing."""
@@ -351,7 +487,7 @@ class BayesClassifier(VectorisedRuns, Forgetting, Imputation, MiniBatches, Unlea
     def _batch_limit(self) -> int:
         """How many events may be learned before the model must look at its counts again; default: the end
         of the window's pane (no limit without a window)."""
-        return self._forget_limit()
+        return 1 << 62 if self._forget is None else self._forget.limit()
 
     def _extra_state(self) -> tuple[dict, dict]:
         """Model-specific state beyond the counts (TAN's tree, SPODE's scores, KDB's structure); default: none."""
@@ -388,7 +524,7 @@ class BayesClassifier(VectorisedRuns, Forgetting, Imputation, MiniBatches, Unlea
             x, t = self._forget_time(x)
         enc, c = s.encode_labeled(x, y, known)
         if f is not None:
-            w = self._forget_weight(w, t)
+            w = f.weight(s, w, t)
         miss = s.missing_of(enc) if missing.attributes else _NONE
         if len(miss):
             self._add_expected(enc, c, w, miss)
@@ -414,7 +550,8 @@ class BayesClassifier(VectorisedRuns, Forgetting, Imputation, MiniBatches, Unlea
         x, t = self._forget_time(x)
         enc = s.encode_learn(x, known=known)
         post = np.exp(normalise(self._jll(enc)[None, :], self._log_prior())[0])
-        w = self._forget_weight(w, t)
+        if self._forget is not None:
+            w = self._forget.weight(s, w, t)
         miss = s.missing_of(enc) if self.missing.attributes else _NONE
         for c, p in enumerate(post.tolist()):
             if w * p == 0.0:
@@ -538,6 +675,36 @@ class BayesClassifier(VectorisedRuns, Forgetting, Imputation, MiniBatches, Unlea
         lam = self._decision.matrix(s.classes) if self._decision is not None else 1.0 - np.eye(s.n_classes)
         return dict(zip(s.classes, (p @ lam).tolist()))
 
+    # ------------------------------------------------------------------ imputation (learners/_impute.py)
+
+    def impute_proba_one(self, x: dict) -> dict:
+        """The posterior P(x_m | x_o) of every missing attribute, given the observed ones.
+
+        Missing: a known feature that is absent, ``None`` or NaN. The class is
+        summed out: Σ_c P(c | x_o) P(x_m | x_o, c). Categorical features give
+        ``{value: p}``; a discretised numeric feature ``{"[lo, hi)": p}`` over its
+        bins; a Gaussian feature ``{"mean": μ, "std": σ}`` of its mixture.
+        """
+        s = self._stats
+        if not s.n_classes:
+            return {}
+        return missing_posterior(s, s.encode(x), np.exp(self._log_posterior(x)), self._missing_posterior)
+
+    def impute_one(self, x: dict) -> dict:
+        """``x`` with every missing attribute filled in: its most probable value
+        (a discretised numeric feature: the middle of its most probable bin; a
+        Gaussian one: the posterior mean). Features never learned stay out.
+
+        >>> from stream_nb import NaiveBayes
+        >>> model = NaiveBayes()
+        >>> for x, y in [({"sky": "sunny", "wind": "weak"}, "play"), ({"sky": "rain", "wind": "strong"}, "stay")] * 3:
+        ...     model.learn_one(x, y)
+        >>> model.impute_one({"sky": "sunny"})
+        {'sky': 'sunny', 'wind': 'weak'}
+        """
+        check_event(x)
+        return fill_in(self._stats, x, self.impute_proba_one(x))
+
     # ------------------------------------------------------------------ the prequential step
 
     def prequential_one(self, x: dict, y, *, impute: bool = False) -> Step:
@@ -642,7 +809,12 @@ class BayesClassifier(VectorisedRuns, Forgetting, Imputation, MiniBatches, Unlea
         """
         if type(other) is not type(self):
             raise MergeError(f"cannot merge a {type(other).__name__} into a {type(self).__name__}")
-        self._forget_merge(other)
+        for model, which in ((self, "this model"), (other, "the other model")):
+            if model.window is not None:
+                raise MergeError(f"cannot merge: {which} forgets by a window (window={model.window}); the panes of "
+                                 f"two models hold different events, so no merged window is exact. Merge models "
+                                 f"without window (decayed counts merge exactly)")
+        prepare_merge(self._forget, self._stats, other._forget, other._stats)
         self._stats.merge(other._stats)
         self._merged()
         return self
@@ -670,11 +842,10 @@ class BayesClassifier(VectorisedRuns, Forgetting, Imputation, MiniBatches, Unlea
         extra_arrays, extra_meta = self._extra_state()
         arrays.update({f"model.{k}": v for k, v in extra_arrays.items()})
         params = self.state_params()
-        forget_arrays, forget_meta = self._forget_state()
-        arrays.update({f"model.{k}": v for k, v in forget_arrays.items()})
         meta = {"model": type(self).__name__, "params": params, "stats": meta, "extra": extra_meta}
-        if forget_meta is not None:
-            meta["forget"] = forget_meta
+        if self._forget is not None:
+            forget_arrays, meta["forget"] = self._forget.state(self._rebuild_origin)
+            arrays.update({f"model.{k}": v for k, v in forget_arrays.items()})
         return arrays, meta
 
     @classmethod
@@ -698,7 +869,14 @@ class BayesClassifier(VectorisedRuns, Forgetting, Imputation, MiniBatches, Unlea
         model._stats.wants_observed = model.missing.attributes
         # a model's own arrays (SPODE's running scores, TAN's tree, ...) may be kept as they come: copy them
         extra = {k[6:]: np.array(v, copy=True) for k, v in arrays.items() if k.startswith("model.")}
-        model._forget_load({k: extra.pop(k) for k in list(extra) if k.startswith("forget.")}, meta.get("forget"))
+        forget_arrays, forget_meta = {k: extra.pop(k) for k in list(extra) if k.startswith("forget.")}, meta.get("forget")
+        if (model._forget is None) != (forget_meta is None):
+            raise ValueError("forget: the state's forgetting does not match the model's window, half_life "
+                             "and drift_detector")
+        if model._forget is not None:
+            origin = model._forget.load(forget_arrays, forget_meta)
+            if origin:
+                model._rebuild_origin = origin
         model._load_extra_state(extra, meta["extra"])
         model._check_loaded()
         return model

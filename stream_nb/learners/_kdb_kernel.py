@@ -18,11 +18,14 @@ class KDBKernel:
     """The compiled kernel of a :class:`~stream_nb.KDB` (a part of it, not used alone): it provides
     ``_parents``, ``_dropped``, ``k``, ``_sync_parents()`` and the store; list it before the model's base classes."""
 
+    #: :meth:`_parent_columns`' cache (the structure, the features, their parents' columns), None until first made.
+    _pcols: tuple | None = None
+
     def _parent_columns(self, dfeats: np.ndarray):
         """``(par, npar)``: for each feature of ``dfeats``, the positions in ``dfeats`` of its parents
         (``par[j, :npar[j]]``; -1 for a parent not among ``dfeats``; ``npar[j] = -1``: a feature the
         selection left out, not scored), cached for the structure and ``dfeats``."""
-        cached = getattr(self, "_pcols", None)
+        cached = self._pcols
         if cached is not None and cached[0] is self._parents and cached[1] == dfeats.tobytes():
             return cached[2]
         pos = {f: j for j, f in enumerate(dfeats.tolist())}

@@ -15,7 +15,6 @@ import numpy as np
 
 from ..exceptions import InvalidEventError
 from ..stats import Columns, frame_events, is_missing_label
-from ._decay_runs import decay_run
 from ._decision import outcomes
 
 __all__ = ["RunBlock", "VectorisedRuns"]
@@ -70,7 +69,7 @@ class VectorisedRuns(abc.ABC):
 
     - :meth:`_run_ready`: whether runs may be taken in the model's state now;
     - ``_kernel_block``: its compiled kernel over a block of encoded events (see :meth:`_kernel_run`),
-      which weighs each row under decay (``decay``: :func:`decay_run`) and feeds the compiled twin of the
+      which weighs each row under decay (``decay``: :func:`~stream_nb.learners._decay_runs.decay_run`) and feeds the compiled twin of the
       drift detector, returning the rows done;
     - ``_run_complete``: True when runs take complete events only (always), False when
       only under EM (whose missing values need E-steps one event at a time).
@@ -89,7 +88,7 @@ class VectorisedRuns(abc.ABC):
         """The events as runs read them. Events that carry the ``time_field`` (no feature) are read without it;
         an event whose time is refused keeps the field with a value no run takes (a feature the store does not
         know), so it goes the one-event way, refused there."""
-        name = getattr(self, "time_field", None)
+        name = self._time_name
         if name is None or (xs.columns.get(name) is None if isinstance(xs, Columns) else
                             not any(type(x) is dict and name in x for x in xs)):
             return xs
@@ -264,11 +263,8 @@ class VectorisedRuns(abc.ABC):
         learned = int(np.count_nonzero(labeled))
         if learned:
             s.add_fine_run(yc[:done][labeled], None if decay is None else decay.weight[:done][labeled])
-        if self._forget is not None and self._forget.detector is not None and not self._forget.paused:
-            self._forget.seen += learned + acted
-        if decay is not None and done:
-            f = self._forget
-            f.inflation, f.halvings, f.clock = decay.after[done - 1]  # the decay's state once those rows are in
+        if self._forget is not None:  # the detector's count of events, the decay's state once those rows are in
+            self._forget.ran(learned + acted, decay.after[done - 1] if decay is not None and done else None)
         if learned:
             self._settle_store()
             self._learned(learned)
@@ -279,10 +275,10 @@ class VectorisedRuns(abc.ABC):
         return start + n
 
     def _decay_run(self, xs, start: int, yc: np.ndarray):
-        """The rows' weights and smoothing under decay (:func:`decay_run`), or None without decay."""
-        f = getattr(self, "_forget", None)
-        if f is None or not f.half_life or not len(yc):
+        """The rows' weights and smoothing under decay (:func:`~stream_nb.learners._decay_runs.decay_run`), or
+        None without decay."""
+        f = self._forget
+        if f is None:
             return None
-        timed = getattr(self, "time_field", None) is not None
-        times = getattr(xs, "times", None)
-        return decay_run(f, yc, None if times is None else times[start : start + len(yc)], timed)
+        times = xs.times if isinstance(xs, _Timed) else None
+        return f.run_decay(yc, None if times is None else times[start : start + len(yc)])

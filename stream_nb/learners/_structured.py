@@ -40,8 +40,8 @@ class StructuredClassifier(BayesClassifier):
     _rebuild_after_merge = True
     #: the test an early rebuild waits for (:func:`~stream_nb.learners._structure.dependence_shown`)
     _early_rule = "g"
-    #: ``n_rebuilds`` when the schedule last started (0; after a switch to fresh counts, see ``_switched``).
-    _rebuild_origin = 0
+    #: ``(warmup, rebuild_every, early rebuilds)`` of :meth:`_early_rebuilds`, kept while the options are those.
+    _early_cache: tuple | None = None
 
     def _setup_rebuilds(self) -> None:
         """Start counting learned events toward the next rebuild (``rebuild_every`` is checked where it is declared)."""
@@ -60,7 +60,7 @@ class StructuredClassifier(BayesClassifier):
     def _early_rebuilds(self) -> int:
         """How many early rebuilds the schedule has: the doublings of ``warmup`` below ``rebuild_every``."""
         w, r = self.warmup, self.rebuild_every
-        cached = getattr(self, "_early_cache", None)
+        cached = self._early_cache
         if cached is None or cached[:2] != (w, r):
             k = 0
             while r and (w << k) < r:

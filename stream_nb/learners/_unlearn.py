@@ -44,7 +44,8 @@ class Unlearning:
         >>> model.predict_proba_one({"sky": "sun"}) == before
         True
         """
-        s = self._stats
+        s, f = self._stats, self._forget
+        pane = None if f is None else f.pane_no  # forgetting: the pane the event goes to
         known = self._watch(x, y)  # a drift detector is fed the event's error first, as learn_one does
         mark = self._unlearn_mark()
         s.journal = []
@@ -53,7 +54,8 @@ class Unlearning:
             entries = tuple(s.journal)
         finally:
             s.journal = None
-        return Receipt(y, entries, self._unlearn_delta(mark))
+        # forgetting: the stamp names the event's pane and the decay so far (its own step included)
+        return Receipt(y, entries, self._unlearn_delta(mark), None if f is None else (pane, f.halvings))
 
     def unlearn_one(self, x: dict, y, w: float = 1.0, *, receipt: Receipt | None = None) -> None:
         """Take back one learned event: the exact inverse of ``learn_one(x, y, w)``.
@@ -73,7 +75,20 @@ class Unlearning:
         Traceback (most recent call last):
         ...
         stream_nb.exceptions.UnlearnError: class 'stay': the counts hold 0, less than the weight to unlearn; this event was never learned (or was unlearned already); nothing was changed
+
+        Under forgetting (:meth:`Forgetting.unlearn <stream_nb.learners._forgetting.Forgetting.unlearn>`): with
+        a window the event leaves its pane (an expired one's is counted in :attr:`expired_unlearns`); with decay
+        its decayed weight is subtracted, which needs its receipt; a drift detector without a window refuses.
         """
+        f = self._forget
+        if f is None:
+            self._take_back(x, y, w, receipt)
+            return
+        x, _ = self._forget_time(x)
+        f.unlearn(self._stats, w, receipt, lambda w, receipt: self._take_back(x, y, w, receipt))
+
+    def _take_back(self, x: dict, y, w: float, receipt: Receipt | None) -> None:
+        """:meth:`unlearn_one` without forgetting: subtract what the event (or its receipt) says it added."""
         s = self._stats
         if type(x) is not dict:
             check_event(x)
@@ -147,7 +162,7 @@ class Unlearning:
         (True, False, False)
         """
         s = self._stats
-        if getattr(self, "_forget", None) is not None or self._learns_own_state or s.count_layer() is not s:
+        if self._forget is not None or self._learns_own_state or s.count_layer() is not s:
             return False
         if s.numeric == "gaussian":
             return True
@@ -160,7 +175,7 @@ class Unlearning:
 
     def _receipts_why(self) -> str:
         """Why :meth:`unlearns_plainly` is False, for an error."""
-        if getattr(self, "_forget", None) is not None:
+        if self._forget is not None:
             return "a forgetting model takes events back by their panes and decay"
         if self._learns_own_state:
             return "learning also changes the model's own running scores"

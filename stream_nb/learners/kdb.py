@@ -111,6 +111,11 @@ class KDB(KDBKernel, StructuredClassifier):
 
     #: The option each of these parameters is when it is None (river keeps a signature's defaults immutable).
     _option_defaults = {"search": Parents(), "numeric": EqualFrequency(), "missing": EM()}
+    #: Caches, None until first made: the store's state the parents were last checked against
+    #: (:meth:`_sync_parents`), and the parent groups and lists of :meth:`_parent_groups` and :meth:`_parent_lists`.
+    _synced: tuple | None = None
+    _groups: tuple | None = None
+    _lists: tuple | None = None
 
     @takes_options
     def __init__(
@@ -234,7 +239,7 @@ class KDB(KDBKernel, StructuredClassifier):
         (a narrowed selection between rebuilds): its cells would read as zeros."""
         s = self._stats
         key = (s.epoch, id(s.tuple_cand), id(s.pair_edges))
-        if getattr(self, "_synced", None) == key:
+        if self._synced == key:
             return
         self._synced = key
         allowed = self._allowed_parents() if self._parents else None
@@ -320,7 +325,7 @@ class KDB(KDBKernel, StructuredClassifier):
         """:meth:`_parent_groups` as the compiled loop reads them: the features in group order, where each
         group starts (and the end), each feature's number of parents and its parents (a row of ``max(k, 1)``)."""
         groups = self._parent_groups(F, drop)
-        cached = getattr(self, "_lists", None)
+        cached = self._lists
         if cached is not None and cached[0] is groups:
             return cached[1]
         width = max(self.k, 1)
@@ -342,7 +347,7 @@ class KDB(KDBKernel, StructuredClassifier):
         """``[(features, parents)]``: the features below ``F`` grouped by their number of parents,
         ``parents`` a list of arrays (the j-th parent of each feature; None for the roots), with
         ``drop`` those a selection left out omitted; cached for the current ``_parents`` dict."""
-        cached = getattr(self, "_groups", None)
+        cached = self._groups
         if cached is not None and cached[0] is self._parents and cached[1] == (F, drop):
             return cached[2]
         by_count: dict[int, list[int]] = {}

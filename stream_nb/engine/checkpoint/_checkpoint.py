@@ -129,6 +129,8 @@ class Checkpointer:
         #: Positions and number of the last good snapshot (written or restored).
         self.snapshot_positions: dict[str, int] | None = None
         self.snapshot_seq: int | None = None
+        #: The delayed-label join's progress at the last snapshot (None: none taken with a join).
+        self.join_progress = None
         self._events_at_snapshot = 0
         self._last_snapshot_t = time.monotonic()
         self.written = 0
@@ -290,7 +292,7 @@ class Checkpointer:
         engine = self.engine
         joined = engine.joiner.progress() if engine.joiner is not None else None
         staged = any(sink.staged for _, sink in self._two_phase_sinks())  # records that wait for a snapshot
-        if (engine.positions == (self.snapshot_positions or {}) and joined == getattr(self, "join_progress", None)
+        if (engine.positions == (self.snapshot_positions or {}) and joined == self.join_progress
                 and not staged):
             return False
         if final or not self.last_ok:

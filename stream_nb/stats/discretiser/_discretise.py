@@ -63,7 +63,7 @@ class Discretiser:
     def bin(self, x: float) -> int:
         """The bin of ``x``; edges must be chosen. (``bisect_right`` on a list of the edges: the
         bin ``np.searchsorted(edges, x, side="right")`` gives, without a numpy call per value.)"""
-        cut = getattr(self, "_cut", None)
+        cut = self._cut
         if cut is None or cut[0] is not self.edges:
             cut = self._cut = (self.edges, self.edges.tolist())
         return bisect_right(cut[1], x)

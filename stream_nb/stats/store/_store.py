@@ -494,7 +494,7 @@ class Stats(Capacity, Promoting, Adding, Removing, Merging, State):
         them: a fine layer of its own turns them sparse first, :mod:`~stream_nb.stats.budget._shared_pairs`).
         Otherwise sparse tables."""
         return (self.pair_blocks_ok and self.pairs and not self.keeps_observed
-                and (getattr(self, "fine", None) is None or getattr(self, "shared_pairs", False)))
+                and (self.count_layer() is self or self.shared_pairs))
 
     def _blocks_fit(self, n_values, n_classes: int) -> bool:
         """Whether pair blocks of features of ``n_values`` values and ``n_classes`` classes keep the store
@@ -525,7 +525,7 @@ class Stats(Capacity, Promoting, Adding, Removing, Merging, State):
         over the features; :meth:`sync_pairs` checks them exactly as they grow), the dense counts moved over;
         True when the pair counts are blocks, or were and are now sparse (past the budget). False: dense
         or sparse tables as before."""
-        held = getattr(self, "pair_count", None)
+        held = self.tables.get("pair_count")
         if isinstance(held, PairBlocks):
             self.sync_pairs()
             return True
