@@ -415,28 +415,17 @@ def test_a_promotions_moves_leave_the_counts_of_the_events_as_promoted(layout, t
     f = 2
     old = 1 + f * PER + np.arange(PER)  # every column of feature f
 
-    def counted(rows):
-        tables = _counting_tables(layout, t)
-        want = _brute(rows, yc, w, t)
-        tables.add_class(slice(0, C_), want["class_count"])
-        mask = rows >= 0
-        rr, jj = np.nonzero(mask)
-        tables.add_value_rows("", yc[rr], rows[rr, jj], jj, w[rr])
-        tables.add_pair_rows("", rows, np.arange(F_), yc, w, F_ * F_)
-        tables.add_tuple_rows("", t, rows, np.arange(F_), yc, w, mask)
-        return tables
-
     # into bins: values 0 and 1 of f into the bin at column V_ - 2, value 2 into V_ - 1 (new columns)
     new = np.array([V_ - 2, V_ - 2, V_ - 1])
     binned = D.copy()
     binned[:, f] = np.where(D[:, f] >= 0, new[np.maximum(D[:, f] - old[0], 0)], -1)
-    tables = counted(D)
+    tables = _counted(layout, t, D, yc, w)
     tables.move_columns("", old, new, pairs=True, tuples=t)
     tables.clear_columns("", old)  # the old columns stay, empty and detached
     want = _brute(binned, yc, w, t)
     _assert_counts(tables, want)
     # dropped: as if feature f had been missing in every event
-    tables = counted(D)
+    tables = _counted(layout, t, D, yc, w)
     tables.drop_columns("", f, old, pairs=True, tuples=t)
     tables.clear_columns("", old)
     gone = D.copy()

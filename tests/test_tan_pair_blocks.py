@@ -1,17 +1,21 @@
-"""TAN's store holds its pairs in pair blocks when dense tables would pass ``memory_budget`` and the blocks fit.
+"""TAN's store, and KDB's with k >= 2, hold their pairs in pair blocks when dense tables would pass
+``memory_budget`` and the blocks fit.
 
-The reference is the same model with no budget (dense pair tables): on the same events a TAN on blocks must
-hold the same counts, build the same tree and give the same probabilities, whichever path learns (river's
-``learn_one``, ``learn_many``, ``prequential_many``), through a snapshot, a merge and unlearning. The stream
-brings new values (and a new class) mid-stream, so the blocks grow between kernel calls.
+The reference is the same model with no budget (dense pair tables): on the same events a model on blocks must
+hold the same counts, choose the same structure (TAN's tree, KDB's parents, on the blocks' exact pair counts)
+and give the same probabilities, whichever path learns (river's ``learn_one``, ``learn_many``,
+``prequential_many``), through a snapshot, a merge and unlearning. The stream brings new values (and a new
+class) mid-stream, so the blocks grow between kernel calls. KDB's (k+1)-way tables are sparse then, within
+the floor sparse tables may always take, so that nothing is selected (``tests/test_kdb_pair_blocks.py``: its
+own cases).
 """
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from stream_nb.learners import TAN
-from stream_nb.options import EM, EqualFrequency, Ignore, Tree
+from stream_nb.learners import KDB, TAN
+from stream_nb.options import EM, EqualFrequency, Ignore, Parents, Tree
 from stream_nb.stats import Stats
 
 F = 8
@@ -43,13 +47,26 @@ def _tan(budget, **kw):
 BUDGET = 30_000  # dense pair tables (with their spare room) pass it; the blocks fit
 
 
+def _kdb(budget, k=2, **kw):
+    return KDB(k=k, numeric=EqualFrequency(bins=3), missing=Ignore(), search=Parents(rebuild_every=40),
+               memory_budget=budget, **kw)
+
+
+#: the models whose stores take pair blocks, as the model-level tests make them
+MODELS = {"TAN": _tan, "KDB": _kdb}
+
+
 def _same(dense, blocks, xs):
-    """The two models agree on ``xs`` (probabilities to 1e-9) and on their tree; the blocks are in use."""
+    """The two models agree on ``xs`` (probabilities to 1e-9) and on their structure; the blocks are in use."""
     assert blocks._stats.pairs_blocks and not dense._stats.pairs_blocks and not dense._stats.pairs_sparse
-    assert list(dense._parent) == list(blocks._parent) and dense._root == blocks._root
-    # the tree as users read it, each edge with its CMI (the blocks compute the edges' only)
-    assert [e[:2] for e in dense.tree] == [e[:2] for e in blocks.tree]
-    assert [e[2] for e in blocks.tree] == pytest.approx([e[2] for e in dense.tree], rel=1e-12)
+    if isinstance(dense, KDB):  # its parents, chosen on the pairs, with nothing selected
+        assert not blocks._stats.pairs_selected and not blocks._stats.tuple_selection.selected
+        assert dense.structure == blocks.structure and any(dense.structure.values())
+    else:
+        assert list(dense._parent) == list(blocks._parent) and dense._root == blocks._root
+        # the tree as users read it, each edge with its CMI (the blocks compute the edges' only)
+        assert [e[:2] for e in dense.tree] == [e[:2] for e in blocks.tree]
+        assert [e[2] for e in blocks.tree] == pytest.approx([e[2] for e in dense.tree], rel=1e-12)
     pd_, pb = dense.predict_proba_many(pd.DataFrame(xs)), blocks.predict_proba_many(pd.DataFrame(xs))
     np.testing.assert_allclose(pb[pd_.columns].values, pd_.values, rtol=1e-9, atol=0)
     for x in xs[:20]:
@@ -100,9 +117,11 @@ def test_a_store_no_model_asked_blocks_of_stays_with_sparse_tables():
     assert s.pairs_sparse and not s.pairs_blocks
 
 
-def test_tan_on_blocks_is_tan_on_dense_tables_through_learn_one_with_new_values_and_a_class_mid_stream():
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_on_blocks_is_on_dense_tables_through_learn_one_with_new_values_and_a_class_mid_stream(name):
+    make = MODELS[name]
     data = _events(300, 2, late=180)
-    dense, blocks = _tan(None), _tan(BUDGET)
+    dense, blocks = make(None), make(BUDGET)
     for x, y in data[:250]:
         assert dense.predict_proba_one(x).keys() == blocks.predict_proba_one(x).keys()
         dense.learn_one(x, y)
@@ -110,10 +129,12 @@ def test_tan_on_blocks_is_tan_on_dense_tables_through_learn_one_with_new_values_
     _same(dense, blocks, [x for x, _ in data[250:]])
 
 
-def test_tan_on_blocks_is_tan_on_dense_tables_through_learn_many_and_prequential_many():
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_on_blocks_is_on_dense_tables_through_learn_many_and_prequential_many(name):
+    make = MODELS[name]
     data = _events(400, 3, late=250)
     xs, ys = [x for x, _ in data], [y for _, y in data]
-    dense, blocks = _tan(None), _tan(BUDGET)
+    dense, blocks = make(None), make(BUDGET)
     dense.learn_many(pd.DataFrame(xs[:150]), pd.Series(ys[:150]))
     blocks.learn_many(pd.DataFrame(xs[:150]), pd.Series(ys[:150]))
     got_d, got_b = dense.prequential_many(xs[150:350], ys[150:350]), blocks.prequential_many(xs[150:350], ys[150:350])
@@ -122,12 +143,14 @@ def test_tan_on_blocks_is_tan_on_dense_tables_through_learn_many_and_prequential
     _same(dense, blocks, xs[350:])
 
 
-def test_a_snapshot_of_tan_on_blocks_loads_back_to_blocks_that_predict_the_same():
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_a_snapshot_on_blocks_loads_back_to_blocks_that_predict_the_same(name):
+    make = MODELS[name]
     data = _events(200, 4)
-    model = _tan(BUDGET)
+    model = make(BUDGET)
     for x, y in data[:150]:
         model.learn_one(x, y)
-    back = TAN.from_state(*model.state())
+    back = type(model).from_state(*model.state())
     assert back._stats.pairs_blocks
     xs = [x for x, _ in data[150:]]
     np.testing.assert_allclose(back.predict_proba_many(pd.DataFrame(xs)).values,
@@ -138,9 +161,11 @@ def test_a_snapshot_of_tan_on_blocks_loads_back_to_blocks_that_predict_the_same(
     np.testing.assert_array_equal(back._stats.pair_count.cells, model._stats.pair_count.cells)
 
 
-def test_merging_two_tan_on_blocks_is_tan_on_both_streams_on_dense_tables():
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_merging_two_on_blocks_is_one_on_both_streams_on_dense_tables(name):
+    make = MODELS[name]
     a_data, b_data = _events(150, 5), _events(150, 6, late=60)
-    a, b, whole = _tan(BUDGET), _tan(BUDGET), _tan(None)
+    a, b, whole = make(BUDGET), make(BUDGET), make(None)
     for x, y in a_data:
         a.learn_one(x, y)
         whole.learn_one(x, y)
@@ -153,9 +178,11 @@ def test_merging_two_tan_on_blocks_is_tan_on_both_streams_on_dense_tables():
     _same(whole, a, [x for x, _ in _events(40, 7)])
 
 
-def test_unlearning_from_tan_on_blocks_is_never_having_learned_the_events():
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_unlearning_on_blocks_is_never_having_learned_the_events(name):
+    make = MODELS[name]
     data = _events(200, 8)
-    model, kept = _tan(BUDGET), _tan(None)
+    model, kept = make(BUDGET), make(None)
     for x, y in data:
         model.learn_one(x, y)
     for x, y in data[:150]:
