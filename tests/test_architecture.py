@@ -521,7 +521,7 @@ def count_writes(modules: dict[str, pathlib.Path], names: tuple = COUNT_NAMES, w
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
                 f = node.func
                 at = f.attr == "at" and isinstance(f.value, ast.Attribute) and node.args and table(node.args[0], aliases, spelled)
-                method = f.attr in ("add", "add_rows", "add_flat", "_grow_for") and table(f.value, aliases, spelled)
+                method = f.attr in ("add", "add_rows", "add_flat", "reserve", "set_held") and table(f.value, aliases, spelled)
                 if at or method:
                     yield node.lineno, f"{ast.unparse(node.func)}(...) on a count table is written"
 

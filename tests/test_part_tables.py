@@ -59,3 +59,28 @@ def test_a_table_made_from_a_dense_one_holds_what_adding_its_nonzero_cells_holds
     for a, b in zip(gi + (gv,), wi + (wv,)):
         np.testing.assert_array_equal(a, b)
     assert got[(slice(0, shape[0]), *(i[:5] for i in wi[1:]))].tolist() == want[(slice(0, shape[0]), *(i[:5] for i in wi[1:]))].tolist()
+
+
+def test_room_reserved_holds_the_cells_and_a_compiled_fill_is_recorded_by_set_held():
+    """``reserve`` (the room a compiled loop is given) keeps every count and leaves the new cells at most half
+    the slots; ``set_held`` records the cells such a loop left, here a copy of every slot by ``copy_cells``."""
+    from stream_nb.kernels import compiled
+
+    rng = np.random.default_rng(3)
+    idx = (rng.integers(0, 2, 300), rng.integers(0, 40, 300), rng.integers(0, 40, 300))
+    table, dense = SparseTable((2, 40, 40)), np.zeros((2, 40, 40))
+    table.add(idx, 1.0)
+    np.add.at(dense, idx, 1.0)
+    slots = table.nbytes // 16
+    assert not table.reserve(0) and table.nbytes // 16 == slots  # room enough already: nothing moves
+    assert table.reserve(slots) and 2 * (len(table) + slots) <= table.nbytes // 16
+    cells, vals = table.cells()
+    assert np.array_equal(dense[cells], vals) and len(table) == np.count_nonzero(dense)
+    keys, _ = table.arrays()
+    held = np.flatnonzero(keys >= 0)
+    copy = SparseTable(table.shape, slots=2 * len(held))
+    compiled().copy_cells(*table.arrays(), held, *copy.arrays())
+    copy.set_held(len(held))
+    assert len(copy) == len(table) and copy.nbytes_after(0) == copy.nbytes
+    got, got_vals = copy.cells()
+    assert np.array_equal(dense[got], got_vals) and got_vals.sum() == dense.sum()

@@ -138,7 +138,7 @@ def apply_selection(s, allowed: np.ndarray, edges: np.ndarray) -> None:
                 slots = _kept_cells(old, dims, s, by_feature)
                 new = SelectedTable(old.shape, slots=2 * max(len(slots), 1))
                 compiled().copy_cells(*old.arrays(), slots, *new.arrays())
-                new._n = len(slots)
+                new.set_held(len(slots))
             else:  # a slice of the old table at a time: twice over (count, then copy) rather than every cell at once
                 n_kept = sum(int(kept(idx).sum()) for idx, _ in chunks_of(old, dims))
                 new = SelectedTable(old.shape, slots=2 * max(n_kept, 1))

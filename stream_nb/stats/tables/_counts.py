@@ -338,12 +338,13 @@ class CountTables:
         held = np.array([len(tc), len(tf)], dtype=np.int64)
         r = 0
         while r < len(D):
-            tc._grow_for(room)
-            tf._grow_for(room)
+            tc.reserve(room)
+            tf.reserve(room)
             (ck, cv), (fk, fv) = tc.arrays(), tf.arrays()
             r += compiled().selected_tuple_rows(D[r:], dfeats, yc[r:], w[r:], lists, t, cshape, fshape, ck, cv, fk,
                                                 fv, held, room)
-            tc._n, tf._n = int(held[0]), int(held[1])
+            tc.set_held(held[0])
+            tf.set_held(held[1])
 
     # ------------------------------------------------------------------ forgetting (the store decides what)
 

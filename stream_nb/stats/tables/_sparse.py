@@ -90,6 +90,10 @@ class SparseTable:
         """Cells held (counted at least once)."""
         return self._n
 
+    def set_held(self, n: int) -> None:
+        """Record that the table holds ``n`` cells, after a compiled loop filled its arrays in place."""
+        self._n = int(n)
+
     @property
     def nbytes(self) -> int:
         """Bytes of the hash table (keys and counts, empty slots included)."""
@@ -151,8 +155,10 @@ class SparseTable:
         """:attr:`nbytes` once ``extra`` more cells are in (at most: some may be there already)."""
         return 16 * self._slots_for(extra)
 
-    def _grow_for(self, extra: int) -> bool:
-        """Rehash into a larger table if ``extra`` more cells would pass half the slots (True if so)."""
+    def reserve(self, extra: int) -> bool:
+        """Make room for ``extra`` more cells: rehash into a larger table if they would pass half the slots
+        (True if so). Compiled loops that add cells in place (:mod:`~stream_nb.kernels._hashed`) are given
+        the room first, and report what they hold with :meth:`set_held`."""
         size = self._slots_for(extra)
         if size == len(self._keys):
             return False
@@ -176,7 +182,7 @@ class SparseTable:
         new = slots < 0
         if new.any():  # cells not held yet: each distinct one takes a slot
             uniq, inv = np.unique(keys[new], return_inverse=True)
-            if self._grow_for(len(uniq)):
+            if self.reserve(len(uniq)):
                 slots = self._find(keys, insert=False)  # rehashed: the held cells moved
             slots[new] = self._find(uniq, insert=True)[inv.ravel()]
         # one at a time in the given order, as np.add.at does on a dense table: the same sums to the bit
@@ -283,8 +289,8 @@ def add_pair_rows(pair_count: SparseTable, pair_feat: SparseTable, D: np.ndarray
     yc, w, dfeats = np.asarray(yc, dtype=np.int64), np.asarray(w, dtype=float), np.asarray(dfeats, dtype=np.int64)
     r = 0
     while r < len(D):
-        pair_count._grow_for(room)
-        pair_feat._grow_for(room)
+        pair_count.reserve(room)
+        pair_feat.reserve(room)
         r += compiled().pair_rows(D[r:], dfeats, yc[r:], w[r:], vf, sel is not None, allowed, edges, pshape, fshape,
                                   pair_count._keys, pair_count._vals, pair_feat._keys, pair_feat._vals, held, room)
         pair_count._n, pair_feat._n = int(held[0]), int(held[1])
