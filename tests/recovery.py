@@ -86,6 +86,11 @@ def snapshots(directory: Path) -> list[Path]:
     return sorted(Path(directory).glob("snapshot-*.snb"))
 
 
+def restored(log: str) -> list[str]:
+    """The snapshots a daemon's log says it restored, in order (its checkpoint's line, not a sink's mention)."""
+    return re.findall(r"restored snapshot (\S+\.snb) \(written ", log)
+
+
 def newest_model(directory: Path):
     return stream_nb.load(snapshots(directory)[-1])
 

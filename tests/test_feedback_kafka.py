@@ -18,7 +18,7 @@ import pytest
 from kafka import KafkaProducer
 from kafka.errors import KafkaError
 
-from recovery import Daemon, newest_model, snapshots, wait_until
+from recovery import Daemon, newest_model, restored, snapshots, wait_until
 from join_helpers import assert_same_counts
 from stream_nb import NaiveBayes
 from test_join import joined_pairs, reference, streams
@@ -178,7 +178,7 @@ def test_kafka_kill_9_with_labels_flowing_learns_every_joined_pair_once(mode, ka
         final = finish(setup, collector, len(events))
     finally:
         collector.close()
-    assert "restored snapshot" in final.log()
+    assert restored(final.log())
     assert_same_counts(newest_model(setup.snaps), reference(NaiveBayes, joined_pairs(events, labels)))
     outputs = collector.records[setup.output]
     assert collector.distinct(setup.output) == len(events)

@@ -29,7 +29,7 @@ import pytest
 
 from connectors._committed_file import StagedFile, aside_path
 from connectors.jsonl import make_sink
-from recovery import Daemon, clean_env, cli, count_lines, make_events, wait_until
+from recovery import Daemon, clean_env, cli, count_lines, make_events, restored, wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -340,7 +340,7 @@ def test_kill_9_at_random_points_then_a_restart_writes_each_output_and_dead_lett
     dead_reader.done.set()
     reader.join(10)
     dead_reader.join(10)
-    assert "restored snapshot" in final.log()
+    assert restored(final.log())
     outputs = run.check()
     # each output is the very record a run without faults writes for that event
     def anywhere(output: dict) -> dict:  # the clean run read its own copy of the input

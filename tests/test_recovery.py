@@ -29,6 +29,7 @@ from recovery import (
     named_counts,
     newest_model,
     reference,
+    restored,
     snapshots,
     wait_until,
 )
@@ -142,7 +143,7 @@ def test_kill_9_at_random_points_loses_nothing_and_counts_nothing_twice(tmp_path
         kills += 1
     assert kills >= 20
     final = run.finish()
-    assert "restored snapshot" in final.log()
+    assert restored(final.log())
     outputs = run.check(clean_outputs=clean)
     # the --output file commits its lines with the snapshots: the kills repeat none (they used to repeat some)
     assert len(outputs) == sum(e["obj"] is not None for e in stream)
@@ -198,10 +199,10 @@ def test_damaged_snapshots_fall_back_to_the_previous_good_one(tmp_path, stream, 
     newest.write_bytes(newest.read_bytes()[: newest.stat().st_size // 2])
     previous = snapshots(run.snaps)[-2]
     daemon = run.start()
-    wait_until(lambda: "restored snapshot" in daemon.log(), 60, "the restore", daemon)
+    wait_until(lambda: restored(daemon.log()), 60, "the restore", daemon)
     log = daemon.log()
     assert f"unusable snapshot, trying the previous one: {newest}: truncated:" in log, log
-    assert f"restored snapshot {previous}" in log, (log, sorted(p.name for p in run.snaps.iterdir()))
+    assert restored(log) == [str(previous)], (log, sorted(p.name for p in run.snaps.iterdir()))
     wait_until(lambda: count_lines(run.output) >= 900 and len(snapshots(run.snaps)) >= 3, 60, "progress", daemon)
     daemon.kill9()
     # a flipped bit in the newest
@@ -216,7 +217,7 @@ def test_damaged_snapshots_fall_back_to_the_previous_good_one(tmp_path, stream, 
     log = final.log()
     assert f"unusable snapshot, trying the previous one: {newest}: checksum mismatch" in log
     assert f"unusable snapshot, trying the previous one: {older}: unknown snapshot format version 9" in log
-    assert f"restored snapshot {oldest}" in log
+    assert restored(log)[-1] == str(oldest), log
     run.check(clean_outputs=clean)
     # damaged files were never counted as good ones: pruning deleted them, the newest three are valid
     for path in snapshots(run.snaps):

@@ -24,7 +24,7 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 
 import stream_nb
 from conftest import KAFKA_CLIENTS
-from recovery import Daemon, make_events, named_counts, newest_model, reference, snapshots, wait_until
+from recovery import Daemon, make_events, named_counts, newest_model, reference, restored, snapshots, wait_until
 from stream_nb import TAN
 
 PARTITIONS = 3
@@ -206,7 +206,7 @@ def test_kafka_kill_9_at_random_points_at_least_once(kafka_client, kafka_bootstr
         final = _finish(setup, collector, exactly_once=False)
     finally:
         collector.close()
-    assert "restored snapshot" in final.log()
+    assert restored(final.log())
     setup.check_model()
     setup.check_outputs(collector, exactly_once=False)
     assert final.final_metrics()["events"] == len(setup.events)  # metrics continue, each event once
