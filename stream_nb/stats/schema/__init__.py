@@ -5,5 +5,9 @@ from ._schema import Schema
 from ._promotion import Promoted
 from ._frame_runs import ArrayRuns, frame_events
 from ._value_types import ValueTypes
+from ._alignment import align, check_feature, check_labels, few_overflow, index_maps, new_entries, turned_numeric
 
-__all__ = ["Schema", "Promoted", "ArrayRuns", "frame_events", "ValueTypes"]
+__all__ = [
+    "Schema", "Promoted", "ArrayRuns", "frame_events", "ValueTypes",
+    "align", "check_feature", "check_labels", "few_overflow", "index_maps", "new_entries", "turned_numeric",
+]

@@ -67,6 +67,7 @@ from ..discretiser import Discretiser
 from ..discretiser import FineRuns
 from ..forgetting import follow_promotions, follow_waiting
 from ..budget import SharedPairs
+from ..schema import few_overflow, index_maps
 from ._store import Stats
 from ..values import BINNED, Encoded, numeric_value
 
@@ -515,7 +516,7 @@ class TwoLayerStats(FineRuns, SharedPairs, Stats):
             raise MergeError("cannot merge a store discretised by MDL (two layers) with one that is not")
         self.own_pairs()  # the fine layers merge, then the coarse layer is derived from them
         other.own_pairs()
-        over = self.fine.few_overflow(other.fine)
+        over = few_overflow(self.fine.schema, other.fine.schema)
         if over:  # too many values together: binned on both sides first, the waiting events following
             other = copy.deepcopy(other)
             for mine, theirs in over:
@@ -525,12 +526,8 @@ class TwoLayerStats(FineRuns, SharedPairs, Stats):
             self.waiting.follow_promotion(self.fine)
         fine, theirs = self.fine, other.fine
         fine.merge(theirs)
-        cmap = [fine.class_index[y] for y in theirs.classes]
-        fmap = [fine.feature_index[name] for name in theirs.features]
-        vmap = [0] + [fine.values[fmap[f]].get(v, 0) if f >= 0 else 0
-                      for f, v in zip(theirs.value_feature[1:len(theirs.value_keys)].tolist(), theirs.value_keys[1:])]
-        vmap, fmap = np.array(vmap, dtype=np.int64), np.array(fmap, dtype=np.int64)
-        self.waiting.absorb(other.waiting, fine, vmap, fmap, cmap)
+        cmap, fmap, vmap = index_maps(fine.schema, theirs.schema)
+        self.waiting.absorb(other.waiting, fine, vmap, fmap, cmap.tolist())
         self.n_events += other.n_events
         self._derive(self._current_edges())
 

@@ -24,19 +24,21 @@ from __future__ import annotations
 from functools import partial
 from operator import attrgetter
 
+import copy
+import typing
+
 import numpy as np
 
 from ._adding import Adding
 from ..budget import DEFAULT_MEMORY_BUDGET, PAIR_TABLES, TUPLE_TABLES, Budget
-from ..selection import PairSelection, edge_supported, prune_pairs, refresh_selection, revise_pairs, selected_cells
+from ..selection import PairSelection, edge_supported, widen_to_either, widen_tuples_to_either, prune_pairs, refresh_selection, revise_pairs, selected_cells
 from ..selection import TupleSelection, refresh_tuple_selection, settle_tuples, tuple_room, tuples_wait
 from ._capacity import Capacity
-from ..values import Encoded, validate_label
-from ._merging import Merging
-from ._promoting import Promoting
+from ...exceptions import MergeError
+from ..values import CAT, GAUSS, Encoded, validate_label
 from ..selection import revision_due
 from ._removing import Removing
-from ..schema import Schema
+from ..schema import Schema, align, check_feature, check_labels, few_overflow, new_entries, turned_numeric
 from ._state import State
 from ..tables import CountTables, PairBlocks, SparseTable
 
@@ -45,7 +47,7 @@ __all__ = ["Stats"]
 _PAIR_ATTRIBUTES = PAIR_TABLES + tuple("obs_" + name for name in PAIR_TABLES)  # the tables, and their observed-only twins
 
 
-class Stats(Capacity, Promoting, Adding, Removing, Merging, State):
+class Stats(Capacity, Adding, Removing, State):
     """Additive sufficient statistics over a stream of (x, y) events.
 
     Parameters
@@ -223,6 +225,111 @@ class Stats(Capacity, Promoting, Adding, Removing, Merging, State):
     def missing_of(self, enc: Encoded) -> np.ndarray:
         """Discrete features with values that ``enc`` does not observe."""
         return self.schema.missing_of(enc)
+
+    # ------------------------------------------------------------------ promotion: the counts' side
+
+    def promotion_drops(self, f: int) -> bool:
+        """Whether promoting feature ``f`` now would drop its counts (its values becoming warm-up values, see
+        :meth:`promote`): a discretising store, no edges of its own, fewer than ``warmup`` values seen."""
+        if self.numeric == "gaussian" or f not in self.from_int or self.features[f] in self.bin_edges:
+            return False
+        return int(self.times_seen(self.columns_of(f)).sum()) < self.warmup
+
+    def times_seen(self, cols: np.ndarray) -> np.ndarray:
+        """How many times each value of columns ``cols`` was seen, as warm-up values count them (at least
+        once each): from the observed-only counts when the store keeps them (EM's expected counts are no
+        values seen, and would make warm-up values of imputations)."""
+        counts = self.obs_value_count if self.keeps_observed else self.value_count
+        return np.maximum(np.rint(counts[: self.n_classes, cols].sum(0)), 1).astype(int)
+
+    def promote(self, f: int) -> None:
+        """Turn categorical feature ``f`` numeric, converting its counts exactly.
+
+        JSON has one number type: a feature whose first value was ``0`` and
+        whose next ones are ``1234.5`` is numeric. The schema turns it numeric
+        (:meth:`Schema.promote <stream_nb.stats.schema.Schema.promote>`) and says how its counts move; here
+        they move. Naive Bayes' Gaussian
+        moments per class are computed from the per-value counts; the
+        discretising models choose bin edges from the values seen so far
+        (weighted by their counts) and add every value's counts, pairs and
+        tuples into its bin, or drop them when its values so far become warm-up values of its
+        discretiser. The old value columns stay, empty and detached.
+        """
+        self.blocks_to_sparse()  # pair blocks keep each column's feature: its counts move in sparse tables
+        schema, C = self.schema, self.n_classes
+        old = schema.columns_of(f)
+        counts = self.value_count[:C, old]
+        moved = schema.promote(f, self.times_seen(old) if self.numeric == "bins" else None)
+        if moved.rule == "gauss":
+            self.moments.set_from_counts(int(moved.new[0]), counts, moved.keys)
+            for p in self._sets():
+                self.tables.clear_feature(p, f, C)
+        elif moved.rule == "drop":
+            for p in self._sets():  # every count of its columns forgotten, as if its values had been missing
+                self.tables.drop_columns(p, f, moved.old, self.pairs, self.tuples)
+        else:
+            for p in self._sets():  # every value's counts, pairs and tuples into its bin
+                self.tables.move_columns(p, moved.old, moved.new, self.pairs, self.tuples)
+        for p in self._sets():
+            self.tables.clear_columns(p, moved.old)
+        self.epoch += 1
+
+    # ------------------------------------------------------------------ merging
+
+    def merge(self, other: typing.Self) -> None:
+        """Add ``other``'s counts into this store (exactly: as if its stream came next).
+
+        The schemas are aligned by name (:mod:`stream_nb.stats.schema._alignment`: what a sequential run
+        would refuse raises :class:`~stream_nb.exceptions.MergeError`), then each part adds the other's:
+        the selections widen to every pair and tuple either counts, the count tables add, and Gaussian
+        moments merge by Chan's formula. The observed-only twins add too. A store without one holds
+        observed values only: its counts are what it adds to this store's twin. When this store keeps
+        no twin and the other does, this store starts one if it wants one (EM), and otherwise
+        (``missing=Ignore()``) takes the other's observed-only counts, so that it stays what ``Ignore()``
+        would have counted from both streams.
+        """
+        if (self.pairs, self.numeric, self.tuples) != (other.pairs, other.numeric, other.tuples):
+            raise MergeError(
+                f"cannot merge statistics kept differently: pairs={self.pairs}, numeric={self.numeric!r} "
+                f"here, pairs={other.pairs}, numeric={other.numeric!r} in the other model"
+            )
+        check_labels(self.schema, other.schema)
+        over = few_overflow(self.schema, other.schema)
+        stale = turned_numeric(self.schema, other.schema)
+        if stale or over:  # this model saw the feature turn numeric, or the two saw too many values: so
+            other = copy.deepcopy(other)  # would a sequential run
+            for f in stale + [theirs for _, theirs in over]:
+                other.promote(f)
+            for mine, _ in over:
+                self.promote(mine)
+        for name, f in other.feature_index.items():
+            mine = self.feature_index.get(name)
+            if mine is not None and mine in self.from_int and other.kinds[f] != CAT:
+                self.promote(mine)  # the other model saw it turn numeric: so would a sequential run
+            check_feature(self.schema, other.schema, name)
+        self.epoch += 1
+        if self.tuples:
+            self._check_room(*new_entries(self.schema, other.schema))
+        cmap, fmap, vmap = align(self.schema, other.schema, self.class_of)
+        if self.pairs_selected or other.pairs_selected:
+            widen_to_either(self, other, fmap)  # every pair either store counts, holding the sum of both's counts
+        widen_tuples_to_either(self, other, fmap)  # every candidate parent either store counts the tuples of
+        C = len(other.classes)
+        self.tables.add_class(cmap, other.class_count[:C])
+        if other.keeps_observed and self.wants_observed:
+            self.keep_observed()
+        if self.pairs and (self.pairs_sparse or other.pairs_sparse or self.pairs_blocks or other.pairs_blocks):
+            self.sync_pairs()  # pair blocks grown to the columns, features and classes aligned, before their cells
+        self.tables.merge(other.tables, (cmap, vmap, fmap), (C, len(other.value_keys), len(other.features)),
+                          self.pairs, self.tuples)
+        for f_other, f in enumerate(fmap):
+            if other.kinds[f_other] != GAUSS:
+                continue
+            go, g = other.gslot[f_other], self.gslot[f]
+            nb = other.g_n[:C, go]
+            present = nb > 0
+            if present.any():
+                self.moments.merge(cmap[present], g, nb[present], other.g_mean[:C, go][present], other.g_m2[:C, go][present])
 
     # ------------------------------------------------------------------ encoding, through the store
 
