@@ -280,6 +280,36 @@ def test_source_returns_raw_records_in_partition_order(kafka_client, kafka_boots
 
 
 @pytest.mark.kafka
+def test_the_group_membership_is_taken_once_a_transaction_and_only_for_one(kafka_client, kafka_bootstrap_servers,
+                                                                          kafka_topic_factory):
+    """The membership a transaction's offsets carry is the one their records were read under: taken as the
+    first poll with records after each transaction read it. A source no transaction reads (at-least-once)
+    does not ask the client for it at each poll (librdkafka answers on its own thread)."""
+    topic = _topic(kafka_topic_factory, 2)
+    _produce(kafka_bootstrap_servers, topic, _items(2, 200))
+    with kc.CLIENTS[kafka_client].source(topic=topic, bootstrap_servers=kafka_bootstrap_servers, group_id=_group()) as source:
+        consumer = source._consumer
+        asked = []
+        metadata = consumer.group_metadata
+        consumer.group_metadata = lambda: asked.append(1) or metadata()
+        polls = 0
+        while polls < 2:  # the assignment (which takes the membership once) comes within the first polls
+            polls += bool(source.poll(10, 0.5))
+        after_assignment = len(asked)
+        assert after_assignment <= 1
+        for _ in range(3):
+            assert source.poll(10, 5.0)
+        assert len(asked) == after_assignment  # no transaction: not asked again
+        source.track_membership()
+        for transaction in range(3):
+            for _ in range(3):
+                assert source.poll(10, 5.0)
+            assert len(asked) == after_assignment + transaction + 1  # once, as the first poll with records returned
+            membership = source.group_metadata()  # the transaction's commit reads it
+            assert membership is not None and len(asked) == after_assignment + transaction + 1
+
+
+@pytest.mark.kafka
 def test_nothing_is_committed_until_commit_and_a_restart_resumes_there(
     kafka_client, kafka_bootstrap_servers, kafka_topic_factory
 ):

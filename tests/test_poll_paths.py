@@ -333,6 +333,7 @@ def test_kafka_source_records_column_wise_equal_the_loop():
     def records(feedback):
         source = object.__new__(KafkaSource)  # the record builders only (no feedback: by columns; else a loop)
         source.topic, source._keys, source.feedback, source._to_settle = "in", {}, feedback, set()
+        source._membership_due = True  # as under a transaction: the poll takes the membership too
         source._consumer = Replays(polled)
         return source.poll(100, 0.0)
 

@@ -138,8 +138,10 @@ class KafkaSource:
         self._keys: dict[TP, str] = {}
         self._paused: set[TP] = set()  # paused by pause(), for back-pressure
         self._closed = False
-        # the group membership the last records were read under (group_metadata), taken as their poll returned
+        # the group membership the records were read under (group_metadata): taken at each assignment, and
+        # as the first poll that returns records after a transaction read it (track_membership)
         self._membership = None
+        self._membership_due = False
         strategy = cfg.get("partition_assignment_strategy", cfg.get("partition.assignment.strategy"))
         if self.feedback is not None and strategy is not None and str(strategy).strip() != "range":
             raise ConfigError(f"KafkaSource{client.label}: the partition assignment strategy must stay range with "
@@ -180,8 +182,9 @@ class KafkaSource:
         if self._to_settle:
             self._settle()
         polled = self._consumer.poll(max_records, timeout)
-        if polled is not None:
+        if polled is not None and self._membership_due:
             self._membership = self._consumer.group_metadata()
+            self._membership_due = False
         unsettled = ()
         if self._to_settle:  # assigned during the poll, or reposition() on another thread: positioned now
             with self._lock:
@@ -315,7 +318,18 @@ class KafkaSource:
         no generation are not fenced: a zombie would commit the outputs of partitions another member has
         taken over. With the generation its records were read under, the broker refuses them and the
         transaction is aborted."""
+        self._membership_due = True  # the next transaction's records: taken again as their first poll returns
         return self._membership if self._membership is not None else self._consumer.group_metadata()
+
+    def track_membership(self) -> None:
+        """Take the group membership as the next poll that returns records returns, for
+        :meth:`group_metadata`, which a transactional producer reads as it sends this source's offsets;
+        from then on, again after each such read. One take a transaction is enough: within one, the
+        generation changes only through a rebalance, whose revocation ends the transaction and whose
+        assignment takes the membership anew. Without a transaction nothing reads it; asking the
+        client for it at every poll cost the daemon on librdkafka half of its drain rate (the call waits
+        on the client's own thread)."""
+        self._membership_due = True
 
     def transaction_offsets(self, positions: dict[str, int], metadata: str = "") -> dict[TP, int]:
         """``{(topic, partition): next offset}`` of the assigned partitions among ``positions``."""

@@ -87,6 +87,7 @@ class Transaction:
                           {**KafkaSink.DEFAULT_CONFIG, **client.producer_defaults}, self.FIXED,
                           {**config, "topic": topics[0]}, role="producer")
         self.source = source
+        source.track_membership()  # the offsets it sends carry the generation their records were read under
         self.transactional_id = transactional_id
         self._close_timeout_s = cfg["close_timeout_ms"] / 1000
         if cfg["create_topic"]:
