@@ -23,7 +23,9 @@ Contenders, each a separate process reading the same events:
 
 * ``nb``, ``aode``, ``tan``: ``stream-nb run --model ...`` with default settings
   (kafka-python); ``nb-confluent``, ``aode-confluent``, ``tan-confluent``: the
-  same with ``--kafka-client confluent`` (confluent-kafka, librdkafka).
+  same with ``--kafka-client confluent`` (confluent-kafka, librdkafka);
+  ``nb-eo``, ``nb-confluent-eo``, ...: the same with ``--exactly-once`` (outputs,
+  dead letters and input offsets in one transaction per checkpoint; not with ``--cpu``).
 * ``handwritten``: what a user would write: a ``KafkaConsumer`` iterator,
   ``orjson``, river's ``GaussianNB`` (predict_proba_one, then learn_one), a
   default ``KafkaProducer``; auto-commit.
@@ -70,7 +72,9 @@ from _null import Null  # bench/ is the script's directory, first on sys.path
 REPO = Path(__file__).resolve().parent.parent
 PARTITIONS = 3
 MODELS = ("nb", "aode", "tan")
-STREAM_NB_MODELS = (*MODELS, *(f"{m}-confluent" for m in MODELS))
+_AT_LEAST_ONCE = (*MODELS, *(f"{m}-confluent" for m in MODELS))
+#: ``stream-nb run`` contenders; a ``-eo`` suffix runs it with ``--exactly-once`` (a snapshot directory of its own)
+STREAM_NB_MODELS = (*_AT_LEAST_ONCE, *(f"{m}-eo" for m in _AT_LEAST_ONCE))
 ALL_CONTENDERS = (*STREAM_NB_MODELS, "handwritten", "raw", "raw-confluent", "noop", "noop-confluent")
 WORKERS = ("handwritten", "raw", "raw-confluent", "noop", "noop-confluent")
 FLOAT_FEATURES = ("salary", "commission", "age", "hvalue", "hyears", "loan")
@@ -483,12 +487,14 @@ class Kafka:
 def contender_cmd(kind: str, bootstrap: str, input_topic: str, output_topic: str, group: str,
                   profile: Path | None = None) -> list[str]:
     if kind in STREAM_NB_MODELS:
-        model, _, client = kind.partition("-")
+        model, _, client = kind.removesuffix("-eo").partition("-")
         head = [sys.executable, "-m", "cProfile", "-o", str(profile), "-m", "stream_nb.cli"] if profile else \
             [sys.executable, "-m", "stream_nb.cli"]
+        once = ["--exactly-once", "--snapshot-dir", tempfile.mkdtemp(prefix="stream-nb-bench-snaps-")] \
+            if kind.endswith("-eo") else []
         return head + ["run", "--model", model, "--bootstrap-servers", bootstrap, "--input-topic", input_topic,
                        "--output-topic", output_topic, "--group-id", group, "--metrics-interval", "0",
-                       "--log-level", "WARNING", "--kafka-client", client or "kafka-python"]
+                       "--log-level", "WARNING", "--kafka-client", client or "kafka-python", *once]
     return [sys.executable, __file__, "--worker", kind, bootstrap, input_topic, output_topic, group]
 
 
@@ -624,7 +630,7 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"{kind}: latency p50 {p50:.1f} ms, p99 {p99:.1f} ms over {n} events",
                           file=sys.stderr)
             if args.cpu:
-                for kind in dict.fromkeys([k for k in contenders if k in STREAM_NB_MODELS or k.startswith("raw")]
+                for kind in dict.fromkeys([k for k in contenders if k in _AT_LEAST_ONCE or k.startswith("raw")]
                                           + ["raw", "raw-confluent"]):
                     cost = cpu_cost(kind, kafka, input_topic, len(events))
                     results.setdefault(kind, {}).update(cpu=cost)
@@ -673,6 +679,7 @@ def table(results: dict[str, dict], args, n: int) -> str:
               "raw-confluent": "(c) raw consume -> produce with confluent-kafka (its ceiling)",
               "noop": "diagnostic: stream_nb engine + connectors, constant model",
               "noop-confluent": "diagnostic: stream_nb engine + confluent connectors, constant model"}
+    labels.update({f"{kind}-eo": f"{labels[kind]}, --exactly-once" for kind in _AT_LEAST_ONCE})
     hand = results.get("handwritten", {}).get("throughput")
     lat = not args.no_latency
     head = "| contender | drain events/s | vs (a) | vs its client's raw ceiling |" + (
@@ -689,7 +696,7 @@ def table(results: dict[str, dict], args, n: int) -> str:
                         + f" {r['cpu']['main_us']:.1f} | {r['cpu']['process_us']:.1f} |")
             continue
         t = r["throughput"]
-        raw = results.get("raw-confluent" if kind.endswith("-confluent") else "raw", {}).get("throughput")
+        raw = results.get("raw-confluent" if "-confluent" in kind else "raw", {}).get("throughput")
         row = f"| {labels[kind]} | {t:,.0f} | {t / hand:.2f}x |" if hand else f"| {labels[kind]} | {t:,.0f} | - |"
         row += f" {t / raw:.0%} |" if raw else " - |"
         if lat:
