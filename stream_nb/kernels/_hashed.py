@@ -15,8 +15,12 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["copy_cells", "dense_cells", "hashed_add", "hashed_get", "hashed_shift", "kept_cells", "pair_kept", "pair_rows", "rehash",
-           "warm"]
+__all__ = ["copy_cells", "dense_cells", "hashed_add", "hashed_get", "hashed_shift", "kept_cells", "key_bits", "pair_kept",
+           "pair_rows", "rehash", "split_key", "unit_cells", "warm"]
+
+#: Helpers compiled into each caller (numba's inline="always"): the test of :func:`split_key` stays out of
+#: the loops that call it.
+INLINE = ("split_key",)
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
@@ -68,6 +72,29 @@ def rehash(keys, vals, new_keys, new_vals):
             new_vals[t] = vals[s]
 
 
+def key_bits(n):
+    """log2 of ``n`` when it is a power of two, else -1: a capacity whose keys :func:`split_key` splits with
+    shifts and masks."""
+    if n <= 0 or (n & (n - 1)) != 0:
+        return -1
+    bits = 0
+    while (1 << bits) < n:
+        bits += 1
+    return bits
+
+
+def split_key(key, P1, P2, b1, b2):
+    """``(c, u, v)``: the cell of a key (at least 0) of a table of capacity (·, ``P1``, ``P2``); ``b1``, ``b2``:
+    :func:`key_bits` of ``P1`` and ``P2``. Both powers of two (the capacities double as they grow): the same
+    numbers by shifts and masks, where the two 64-bit divisions took half of a pass over a table's slots."""
+    if b1 >= 0 and b2 >= 0:
+        q = key >> b2
+        return q >> b1, q & (P1 - 1), key & (P2 - 1)
+    q = key // P2
+    c = q // P1
+    return c, q - c * P1, key - q * P2
+
+
 def pair_kept(allowed, edges, fa, fb):
     """Whether a selection keeps the pair of features ``fa`` (the row) and ``fb``: the diagonal, a row of an
     allowed parent, or a kept edge; a feature past the arrays, or -1, is not (``_candidates.pair_kept``)."""
@@ -84,6 +111,7 @@ def kept_cells(keys, vals, shape, dims, vf, allowed, edges, by_feature):
     are kept by a selection (the row's feature ``vf[u]``, the column's ``vf[v]``, or the feature itself when
     ``by_feature``: :func:`pair_kept`), in slot order: what :func:`copy_cells` copies."""
     P1, P2 = shape[1], shape[2]
+    b1, b2 = key_bits(P1), key_bits(P2)
     nvf = vf.shape[0]
     out = np.empty(keys.shape[0], dtype=np.int64)
     n = 0
@@ -91,9 +119,7 @@ def kept_cells(keys, vals, shape, dims, vf, allowed, edges, by_feature):
         key = keys[s]
         if key == -1 or vals[s] == 0.0:
             continue
-        q = key // P2
-        c = q // P1
-        u, v = q - c * P1, key - q * P2
+        c, u, v = split_key(key, P1, P2, b1, b2)
         if c >= dims[0] or u >= dims[1] or v >= dims[2]:
             continue
         fa = vf[u] if u < nvf else -1
@@ -103,6 +129,35 @@ def kept_cells(keys, vals, shape, dims, vf, allowed, edges, by_feature):
         out[n] = s
         n += 1
     return out[:n].copy()
+
+
+def unit_cells(keys, vals, P1, P2, V, vf, F, by_feature, parents, per):
+    """Add to ``per`` the cells of ``keys``/``vals`` (capacity (·, ``P1``, ``P2``)) that hold a count, one to
+    the unit of a pair selection each belongs to: the feature of its row (``parents``), or the pair
+    ``min * F + max`` of its row's and column's features (the column's ``vf[v]``, or the feature ``v``
+    itself when ``by_feature``; a column past the ``V`` seen read as the last). Returns the cells of the
+    diagonal (row and column of one feature, or of none), which belong to no unit; a cell of a feature
+    and of none belongs to neither (``_candidates._unit_cells``, which summed numpy's index arrays of
+    every cell)."""
+    b1, b2 = key_bits(P1), key_bits(P2)
+    fixed = 0
+    for s in range(keys.shape[0]):
+        key = keys[s]
+        if key == -1 or vals[s] == 0.0:
+            continue
+        _, u, v = split_key(key, P1, P2, b1, b2)
+        fa = vf[min(u, V - 1)]
+        fb = v if by_feature else vf[min(v, V - 1)]
+        if fa == fb:
+            fixed += 1
+            continue
+        if fa < 0 or fb < 0:
+            continue
+        unit = fa if parents else min(fa, fb) * F + max(fa, fb)
+        if unit >= per.shape[0]:
+            raise ValueError("unit_cells: a cell of a feature past those of the selection")
+        per[unit] += 1.0
+    return fixed
 
 
 def copy_cells(keys, vals, slots, new_keys, new_vals):
@@ -239,6 +294,8 @@ def warm(k) -> None:
         slots = k.kept_cells(keys, vals, shape, shape, vf, np.zeros(2, dtype=bool), np.zeros((2, 2), dtype=bool),
                              by_feature)
     k.copy_cells(keys, vals, slots, np.full(16, -1, dtype=np.int64), np.zeros(16))
+    for by_feature in (False, True):
+        k.unit_cells(keys, vals, 5, 5, 5, vf, 5, by_feature, not by_feature, np.zeros(25))
     for dense in (np.ones((2, 3, 3)), np.ones((2, 3, 3, 3))):
         dims = np.array(dense.shape, dtype=np.int64)
         k.dense_cells(dense.ravel(), dims, dims, dims, np.full(128, -1, dtype=np.int64), np.zeros(128))
