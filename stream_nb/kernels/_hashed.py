@@ -25,8 +25,8 @@ __all__ = ["copy_cells", "dense_cells", "hashed_add", "hashed_get", "hashed_shif
            "pair_kept", "pair_rows", "rehash", "row_held", "split_key", "unit_cells", "warm"]
 
 #: Helpers compiled into each caller (numba's inline="always"): the test of :func:`split_key` stays out of
-#: the loops that call it.
-INLINE = ("split_key", "row_held")
+#: the loops that call it, and marking a row costs no call in the loops that add cells.
+INLINE = ("split_key", "row_held", "mark_row", "_add_cell")
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
