@@ -79,8 +79,13 @@ def test_room_reserved_holds_the_cells_and_a_compiled_fill_is_recorded_by_set_he
     keys, _ = table.arrays()
     held = np.flatnonzero(keys >= 0)
     copy = SparseTable(table.shape, slots=2 * len(held))
-    compiled().copy_cells(*table.arrays(), held, *copy.arrays())
+    rows = copy.index_rows()
+    compiled().copy_cells(*table.arrays(), held, *copy.arrays(), table.shape[2], rows)
     copy.set_held(len(held))
+    c, u = np.nonzero(dense.any(2))  # the rows holding a cell: their bits, and no other
+    want = np.zeros(len(rows) * 8, dtype=bool)
+    want[c * table.shape[1] + u] = True
+    assert np.array_equal(np.unpackbits(rows, bitorder="little").astype(bool), want)
     assert len(copy) == len(table) and copy.nbytes_after(0) == copy.nbytes
     got, got_vals = copy.cells()
     assert np.array_equal(dense[got], got_vals) and got_vals.sum() == dense.sum()

@@ -4,7 +4,10 @@
 The reference is numpy's formula over the cells in key order (:func:`_numpy_cmi_sums`, what
 ``stats/selection/_candidates.py`` computed before the kernels): on random sparse tables with empty
 cells, fractional weights, cells of column 0 and of no feature, and classes and values past those
-seen; then TAN with revised pairs learns the same selections, counts and predictions either way.
+seen, of capacities that are powers of two (whose keys the kernels split with shifts) and of others
+(with divisions); then TAN with revised pairs learns the same selections, counts and predictions
+either way. The cells a pruning charges each parent or edge (``kernels/_hashed.py: unit_cells``) and
+the slots a selection keeps are checked against numpy's index arrays of every cell the same way.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import pandas as pd
 import pytest
 
 from stream_nb import TAN
+from stream_nb.kernels import compiled
 from stream_nb.stats.budget import _budget
 from stream_nb.stats.selection import _candidates, _revision
 from stream_nb.stats.tables import SparseTable, cells_of
@@ -49,10 +53,11 @@ def _numpy_cmi_sums(stats, least=None):
     return mi, n_pair, None
 
 
-def _random_store(seed, whole=False):
+def _random_store(seed, whole=False, pow2=False):
     """A store-like object over a random sparse pair table: F features of 2 to 5 value columns each (column 0
     and a detached column of no feature among them), cells of classes and columns past those seen, counts
-    whole and fractional, and held cells whose count went back to zero."""
+    whole and fractional, and held cells whose count went back to zero; with ``pow2``, a capacity of powers of
+    two (as the store's, which double), else of the classes and columns seen and two more."""
     rng = np.random.default_rng(seed)
     F = int(rng.integers(2, 9))
     sizes = rng.integers(2, 6, size=F)
@@ -60,7 +65,11 @@ def _random_store(seed, whole=False):
     rng.shuffle(vf[1:])  # a feature's columns are not contiguous
     vf[rng.integers(1, len(vf))] = -1  # a column a promotion detached
     V, C = len(vf), int(rng.integers(1, 5))
-    table = SparseTable((C + 1, V + 2, V + 2), slots=16)  # room past the classes and values seen
+    room = V + 2 if pow2 or (V + 2) & (V + 1) else V + 3  # room past the classes and values seen
+    cap = (C + 1, room, room)
+    if pow2:
+        cap = tuple(1 << (d - 1).bit_length() for d in cap)
+    table = SparseTable(cap, slots=16)
     m = int(rng.integers(1, 400))
     idx = (rng.integers(0, C + 1, m), rng.integers(0, V + 2, m), rng.integers(0, V + 2, m))
     w = np.where(rng.random(m) < 0.5, rng.integers(1, 4, m).astype(float), rng.random(m) * 3)
@@ -76,9 +85,11 @@ def _random_store(seed, whole=False):
                                  pair_count=table, value_feature=vfull, n_values=sizes, class_count=np.ones(C))
 
 
+@pytest.mark.parametrize("pow2", [False, True])
 @pytest.mark.parametrize("seed", range(40))
-def test_the_compiled_cmi_sums_equal_numpy_on_random_sparse_tables(seed):
-    s = _random_store(seed)
+def test_the_compiled_cmi_sums_equal_numpy_on_random_sparse_tables(seed, pow2):
+    s = _random_store(seed, pow2=pow2)
+    assert all((d & (d - 1) == 0) == pow2 for d in s.pair_count.shape[1:])
     mi, n, scored = _candidates._cmi_sums(s)
     want_mi, want_n, _ = _numpy_cmi_sums(s)
     assert scored is None  # every pair, without a least count
@@ -93,8 +104,8 @@ def test_pairs_below_their_least_count_are_left_unscored_with_their_count_exact(
     its exact count, every other pair is scored as numpy scores it; a fractional count anywhere: every pair
     is scored (its sums in slot order would not be exact)."""
     rng = np.random.default_rng(seed)
-    for whole in (True, False):
-        s = _random_store(seed, whole)
+    for whole, pow2 in ((True, False), (False, False), (True, True), (False, True)):
+        s = _random_store(seed, whole, pow2)
         want_mi, want_n, _ = _numpy_cmi_sums(s)
         F = len(s.features)
         least = rng.integers(0, 12, size=(F, F)).astype(float)
@@ -131,6 +142,71 @@ def test_held_cells_without_a_count_and_cells_past_the_seen_ones_add_nothing():
     keep &= (s.value_feature[v] >= 0) & (s.value_feature[w] >= 0)
     off = s.value_feature[v] != s.value_feature[w]
     assert n.sum() == pytest.approx(2 * x[keep & off].sum(), rel=1e-12)
+
+
+def _numpy_unit_cells(s, rule):
+    """The cells per unit and of the diagonal, from numpy's index arrays of every cell held (what
+    ``_candidates._unit_cells`` summed before the kernel)."""
+    V, F = len(s.value_keys), len(s.features)
+    per = np.zeros(F if rule == "parents" else F * F)
+    fixed = 0
+    for name, by_feature in (("pair_count", False), ("pair_feat", True)):
+        (_, u, v), x = getattr(s, name).cells()
+        u, v = u[x != 0], v[x != 0]
+        fa = s.value_feature[np.minimum(u, V - 1)]
+        fb = v if by_feature else s.value_feature[np.minimum(v, V - 1)]
+        diag = fa == fb
+        fixed += int(diag.sum())
+        keep = ~diag & (fa >= 0) & (fb >= 0)
+        unit = fa[keep] if rule == "parents" else np.minimum(fa[keep], fb[keep]) * F + np.maximum(fa[keep], fb[keep])
+        per += np.bincount(unit, minlength=len(per))
+    return per, fixed
+
+
+def _with_feat_table(s, seed, pow2):
+    """``s`` with a random sparse ``pair_feat`` beside its pairs (cells (c, u, feature)) and one count set."""
+    rng = np.random.default_rng(seed + 1000)
+    C, V, F = s.pair_count.shape[0], len(s.value_keys), len(s.features)
+    cap = (C, s.pair_count.shape[1], 1 << (F - 1).bit_length() if pow2 else F + 1)
+    feat = SparseTable(cap, slots=16)
+    m = int(rng.integers(1, 300))
+    feat.add((rng.integers(0, C, m), rng.integers(0, cap[1], m), rng.integers(0, F, m)),
+             np.where(rng.random(m) < 0.1, 0.0, rng.random(m) * 4))  # some held cells without a count
+    s.pair_feat = feat
+    s._sets = lambda: ("",)
+    return s
+
+
+@pytest.mark.parametrize("pow2", [False, True])
+@pytest.mark.parametrize("seed", range(30))
+def test_the_cells_a_pruning_charges_each_unit_are_numpys(seed, pow2):
+    s = _with_feat_table(_random_store(seed, pow2=pow2), seed, pow2)
+    for rule in ("parents", "edges"):
+        per, fixed = _candidates._unit_cells(s, rule)
+        want_per, want_fixed = _numpy_unit_cells(s, rule)
+        np.testing.assert_array_equal(per, want_per)
+        assert fixed == want_fixed
+
+
+@pytest.mark.parametrize("pow2", [False, True])
+@pytest.mark.parametrize("seed", range(30))
+def test_the_slots_a_selection_keeps_are_the_kept_cells_of_numpys_index_arrays(seed, pow2):
+    s = _with_feat_table(_random_store(seed, pow2=pow2), seed, pow2)
+    rng = np.random.default_rng(seed)
+    F, V = len(s.features), len(s.value_keys)
+    allowed, edges = rng.random(F) < 0.3, rng.random((F, F)) < 0.3
+    vf = np.ascontiguousarray(s.value_feature, dtype=np.int64)
+    for table, by_feature in ((s.pair_count, False), (s.pair_feat, True)):
+        keys, vals = table.arrays()
+        dims = np.array([table.shape[0], V, table.shape[2] if by_feature else V], dtype=np.int64)
+        slots = compiled().kept_cells(keys, vals, np.array(table.shape, dtype=np.int64), dims, vf, allowed, edges,
+                                      by_feature)
+        held = np.flatnonzero((keys != -1) & (vals != 0))
+        c, u, v = np.unravel_index(keys[held], table.shape)
+        fa = np.where(u < len(vf), vf[np.minimum(u, len(vf) - 1)], -1)
+        fb = v if by_feature else np.where(v < len(vf), vf[np.minimum(v, len(vf) - 1)], -1)
+        inside = (c < dims[0]) & (u < dims[1]) & (v < dims[2])
+        np.testing.assert_array_equal(slots, held[inside & _candidates.pair_kept(allowed, edges, fa, fb)])
 
 
 @pytest.fixture

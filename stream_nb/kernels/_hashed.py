@@ -9,14 +9,24 @@ room first (at most half its slots held, see :func:`pair_rows`).
 
 A selected table (``stats/selection/_candidates.py``, a budget's candidate pairs) adds only the cells of kept
 attribute pairs: the diagonal, the row of an allowed parent, a kept edge (:func:`pair_kept`).
+
+A pair table may keep an index of its rows (``rows``: one bit per row (c, u) of its capacity, set once a
+cell of the row is held; see ``SparseTable.rows_held``): the loops that add cells set the bits of the rows
+they add to (:func:`copy_cells`, :func:`pair_rows`), and the scores read no cell of a row whose bit is clear,
+which holds none (:func:`row_held`). An empty ``rows`` is no index: every row may hold cells.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["copy_cells", "dense_cells", "hashed_add", "hashed_get", "hashed_shift", "kept_cells", "pair_kept", "pair_rows", "rehash",
-           "warm"]
+__all__ = ["copy_cells", "dense_cells", "hashed_add", "hashed_get", "hashed_shift", "held_rows", "kept_cells", "key_bits",
+           "mark_row",
+           "pair_kept", "pair_rows", "rehash", "row_held", "split_key", "unit_cells", "warm"]
+
+#: Helpers compiled into each caller (numba's inline="always"): the test of :func:`split_key` stays out of
+#: the loops that call it, and marking a row costs no call in the loops that add cells.
+INLINE = ("split_key", "row_held", "mark_row", "_add_cell")
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
@@ -58,6 +68,17 @@ def hashed_add(keys, vals, key, w, shift):
     return 1
 
 
+def mark_row(rows, row):
+    """Set the bit of ``row`` in the index ``rows`` (nothing without an index)."""
+    if rows.shape[0]:
+        rows[row >> 3] |= np.uint8(1 << (row & 7))
+
+
+def row_held(rows, row):
+    """Whether ``row`` may hold a cell: its bit in the index ``rows``, or True without an index."""
+    return rows.shape[0] == 0 or (np.int64(rows[row >> 3]) >> (row & 7)) & 1 == 1
+
+
 def rehash(keys, vals, new_keys, new_vals):
     """Move every cell of ``keys``/``vals`` into the empty, larger ``new_keys``/``new_vals`` (a table grown)."""
     shift = hashed_shift(new_keys)
@@ -66,6 +87,29 @@ def rehash(keys, vals, new_keys, new_vals):
             t = _slot(new_keys, keys[s], shift)
             new_keys[t] = keys[s]
             new_vals[t] = vals[s]
+
+
+def key_bits(n):
+    """log2 of ``n`` when it is a power of two, else -1: a capacity whose keys :func:`split_key` splits with
+    shifts and masks."""
+    if n <= 0 or (n & (n - 1)) != 0:
+        return -1
+    bits = 0
+    while (1 << bits) < n:
+        bits += 1
+    return bits
+
+
+def split_key(key, P1, P2, b1, b2):
+    """``(c, u, v)``: the cell of a key (at least 0) of a table of capacity (·, ``P1``, ``P2``); ``b1``, ``b2``:
+    :func:`key_bits` of ``P1`` and ``P2``. Both powers of two (the capacities double as they grow): the same
+    numbers by shifts and masks, where the two 64-bit divisions took half of a pass over a table's slots."""
+    if b1 >= 0 and b2 >= 0:
+        q = key >> b2
+        return q >> b1, q & (P1 - 1), key & (P2 - 1)
+    q = key // P2
+    c = q // P1
+    return c, q - c * P1, key - q * P2
 
 
 def pair_kept(allowed, edges, fa, fb):
@@ -84,6 +128,7 @@ def kept_cells(keys, vals, shape, dims, vf, allowed, edges, by_feature):
     are kept by a selection (the row's feature ``vf[u]``, the column's ``vf[v]``, or the feature itself when
     ``by_feature``: :func:`pair_kept`), in slot order: what :func:`copy_cells` copies."""
     P1, P2 = shape[1], shape[2]
+    b1, b2 = key_bits(P1), key_bits(P2)
     nvf = vf.shape[0]
     out = np.empty(keys.shape[0], dtype=np.int64)
     n = 0
@@ -91,9 +136,7 @@ def kept_cells(keys, vals, shape, dims, vf, allowed, edges, by_feature):
         key = keys[s]
         if key == -1 or vals[s] == 0.0:
             continue
-        q = key // P2
-        c = q // P1
-        u, v = q - c * P1, key - q * P2
+        c, u, v = split_key(key, P1, P2, b1, b2)
         if c >= dims[0] or u >= dims[1] or v >= dims[2]:
             continue
         fa = vf[u] if u < nvf else -1
@@ -105,12 +148,43 @@ def kept_cells(keys, vals, shape, dims, vf, allowed, edges, by_feature):
     return out[:n].copy()
 
 
-def copy_cells(keys, vals, slots, new_keys, new_vals):
+def unit_cells(keys, vals, P1, P2, V, vf, F, by_feature, parents, per):
+    """Add to ``per`` the cells of ``keys``/``vals`` (capacity (·, ``P1``, ``P2``)) that hold a count, one to
+    the unit of a pair selection each belongs to: the feature of its row (``parents``), or the pair
+    ``min * F + max`` of its row's and column's features (the column's ``vf[v]``, or the feature ``v``
+    itself when ``by_feature``; a column past the ``V`` seen read as the last). Returns the cells of the
+    diagonal (row and column of one feature, or of none), which belong to no unit; a cell of a feature
+    and of none belongs to neither (``_candidates._unit_cells``, which summed numpy's index arrays of
+    every cell)."""
+    b1, b2 = key_bits(P1), key_bits(P2)
+    fixed = 0
+    for s in range(keys.shape[0]):
+        key = keys[s]
+        if key == -1 or vals[s] == 0.0:
+            continue
+        _, u, v = split_key(key, P1, P2, b1, b2)
+        fa = vf[min(u, V - 1)]
+        fb = v if by_feature else vf[min(v, V - 1)]
+        if fa == fb:
+            fixed += 1
+            continue
+        if fa < 0 or fb < 0:
+            continue
+        unit = fa if parents else min(fa, fb) * F + max(fa, fb)
+        if unit >= per.shape[0]:
+            raise ValueError("unit_cells: a cell of a feature past those of the selection")
+        per[unit] += 1.0
+    return fixed
+
+
+def copy_cells(keys, vals, slots, new_keys, new_vals, P2, rows):
     """Add the cells of ``slots`` of ``keys``/``vals``, in that order, to the empty ``new_keys``/``new_vals``
-    (room for them all)."""
+    (room for them all), setting the bit of each one's row (its key over ``P2``, the last axis's capacity)
+    in the new table's index ``rows`` (empty: none)."""
     shift = hashed_shift(new_keys)
     for s in slots:
         hashed_add(new_keys, new_vals, keys[s], vals[s], shift)
+        mark_row(rows, keys[s] // P2)
 
 
 def dense_cells(flat, dims, used, shape, keys, vals):
@@ -141,6 +215,14 @@ def dense_cells(flat, dims, used, shape, keys, vals):
     return n
 
 
+def held_rows(keys, P2, rows):
+    """Set the bit of the row of every cell ``keys`` holds (its key over ``P2``, the last axis's capacity)
+    in the index ``rows``: the index of a table filled otherwise than by the loops that keep it."""
+    for s in range(keys.shape[0]):
+        if keys[s] >= 0:
+            mark_row(rows, keys[s] // P2)
+
+
 def _partners(edges, F):
     """The kept edges as lists: features ``idx[start[a]:start[a + 1]]`` pair with ``a`` (``a`` itself first)."""
     start = np.zeros(F + 1, dtype=np.int64)
@@ -161,14 +243,22 @@ def _partners(edges, F):
     return start, idx
 
 
+def _add_cell(keys, vals, key, w, shift, held, t, rows, row):
+    """:func:`hashed_add`, counting a new cell in ``held[t]`` and setting its row's bit in ``rows``."""
+    if hashed_add(keys, vals, key, w, shift):
+        held[t] += 1
+        mark_row(rows, row)
+
+
 def pair_rows(D, dfeats, yc, w, vf, selected, allowed, edges, pshape, fshape, pkeys, pvals, fkeys, fvals, held,
-              room):
+              room, prows, frows):
     """Add the observed pairs of each row of ``D`` (columns of distinct features ``dfeats``; -1 missing), in
     row order, to the sparse ``pair_count`` (shape ``pshape``, cell ``(c, u, v)``) and ``pair_feat``
     (``fshape``, cell ``(c, u, f)``) of class ``yc[r]`` with weight ``w[r]``: what ``SparseTable.add`` adds,
     one cell at a time. With ``selected``, only the kept pairs' cells (the row's feature ``vf[u]``, the
     column's ``vf[v]`` or ``f``: ``SelectedTable.kept``), found through the kept edges of each row's feature.
-    ``held``: the cells each table holds, updated.
+    ``held``: the cells each table holds, updated; ``prows``, ``frows``: the tables' indexes of their rows
+    (empty: none), the bit of each row a new cell takes set.
 
     Stops before a row when either table could then pass half its slots (``held + room`` more cells):
     returns the rows done, for the caller to grow the tables and go on.
@@ -198,28 +288,29 @@ def pair_rows(D, dfeats, yc, w, vf, selected, allowed, edges, pshape, fshape, pk
             fa = vf[u] if u < nvf else -1
             if selected and not 0 <= fa < F:
                 continue  # nothing of this row is kept
-            prow, frow = (c * pshape[1] + u) * pshape[2], (c * fshape[1] + u) * fshape[2]
+            pr, fr = c * pshape[1] + u, c * fshape[1] + u  # the rows (c, u) of both tables
+            prow, frow = pr * pshape[2], fr * fshape[2]
             if not selected or allowed[fa]:  # the whole row
                 for i in range(k):
                     v = D[r, i]
                     if v >= 0:
-                        held[0] += hashed_add(pkeys, pvals, prow + v, wr, pshift)
-                        held[1] += hashed_add(fkeys, fvals, frow + dfeats[i], wr, fshift)
+                        _add_cell(pkeys, pvals, prow + v, wr, pshift, held, 0, prows, pr)
+                        _add_cell(fkeys, fvals, frow + dfeats[i], wr, fshift, held, 1, frows, fr)
             elif plain:  # the row's feature and its kept edges
                 for e in range(start[fa], start[fa + 1]):
                     i = pos[idx[e]]
                     if i >= 0 and D[r, i] >= 0:
-                        held[0] += hashed_add(pkeys, pvals, prow + D[r, i], wr, pshift)
-                        held[1] += hashed_add(fkeys, fvals, frow + dfeats[i], wr, fshift)
+                        _add_cell(pkeys, pvals, prow + D[r, i], wr, pshift, held, 0, prows, pr)
+                        _add_cell(fkeys, fvals, frow + dfeats[i], wr, fshift, held, 1, frows, fr)
             else:
                 for i in range(k):
                     v = D[r, i]
                     if v < 0:
                         continue
                     if pair_kept(allowed, edges, fa, vf[v] if v < nvf else -1):
-                        held[0] += hashed_add(pkeys, pvals, prow + v, wr, pshift)
+                        _add_cell(pkeys, pvals, prow + v, wr, pshift, held, 0, prows, pr)
                     if pair_kept(allowed, edges, fa, dfeats[i]):
-                        held[1] += hashed_add(fkeys, fvals, frow + dfeats[i], wr, fshift)
+                        _add_cell(fkeys, fvals, frow + dfeats[i], wr, fshift, held, 1, frows, fr)
     return R
 
 
@@ -232,13 +323,18 @@ def warm(k) -> None:
     vf = np.array([-1, 0, 0, 1, 1], dtype=np.int64)
     shape = np.array([2, 5, 5], dtype=np.int64)
     for selected in (False, True):
-        k.pair_rows(D, feats, np.array([1], dtype=np.int64), np.ones(1), vf, selected, np.zeros(2, dtype=bool),
-                    np.zeros((2, 2), dtype=bool), shape, shape, keys, vals, keys.copy(), vals.copy(),
-                    np.zeros(2, dtype=np.int64), 4)
+        for rows in (np.zeros(0, dtype=np.uint8), np.zeros(2, dtype=np.uint8)):
+            k.pair_rows(D, feats, np.array([1], dtype=np.int64), np.ones(1), vf, selected, np.zeros(2, dtype=bool),
+                        np.zeros((2, 2), dtype=bool), shape, shape, keys, vals, keys.copy(), vals.copy(),
+                        np.zeros(2, dtype=np.int64), 4, rows, rows.copy())
     for by_feature in (False, True):
         slots = k.kept_cells(keys, vals, shape, shape, vf, np.zeros(2, dtype=bool), np.zeros((2, 2), dtype=bool),
                              by_feature)
-    k.copy_cells(keys, vals, slots, np.full(16, -1, dtype=np.int64), np.zeros(16))
+    for rows in (np.zeros(0, dtype=np.uint8), np.zeros(2, dtype=np.uint8)):
+        k.copy_cells(keys, vals, slots, np.full(16, -1, dtype=np.int64), np.zeros(16), 5, rows)
+    for by_feature in (False, True):
+        k.unit_cells(keys, vals, 5, 5, 5, vf, 5, by_feature, not by_feature, np.zeros(25))
     for dense in (np.ones((2, 3, 3)), np.ones((2, 3, 3, 3))):
         dims = np.array(dense.shape, dtype=np.int64)
         k.dense_cells(dense.ravel(), dims, dims, dims, np.full(128, -1, dtype=np.int64), np.zeros(128))
+    k.held_rows(keys, 5, np.zeros(2, dtype=np.uint8))

@@ -36,11 +36,14 @@ def _row(D, r, dfeats, n_values, a, u, f, an):
 
 
 def _rooted(c, i, u, f, an, n, d, a, children, K, value_count, feat_count, pshape, fshape, pkeys, pvals, fkeys,
-            fvals, pshift, fshift):
+            fvals, pshift, fshift, prows, frows):
     """log P̂(c, x_i) + Σ_{j≠i} log P̂(x_j | c, x_i): the SPODE rooted at the row's value ``u[i]`` in class ``c``
-    (``d``: the events that observed x_i's feature), a child not among ``children`` read given the class."""
-    prow = (c * pshape[1] + u[i]) * pshape[2]
-    frow = (c * fshape[1] + u[i]) * fshape[2]
+    (``d``: the events that observed x_i's feature), a child not among ``children`` read given the class. A
+    row (c, u[i]) that the tables' indexes ``prows``/``frows`` say holds no cell reads 0 without a lookup."""
+    pr, fr = c * pshape[1] + u[i], c * fshape[1] + u[i]
+    pheld, fheld = _hashed.row_held(prows, pr), _hashed.row_held(frows, fr)
+    prow = pr * pshape[2]
+    frow = fr * fshape[2]
     acc = math.log(value_count[c, u[i]] + a) - math.log(d + an[i])
     prod = 1.0
     cnt = 0
@@ -51,8 +54,8 @@ def _rooted(c, i, u, f, an, n, d, a, children, K, value_count, feat_count, pshap
             num = value_count[c, u[j]] + a
             den = feat_count[c, f[j]] + an[j]
         else:
-            num = _hashed.hashed_get(pkeys, pvals, prow + u[j], pshift) + a
-            den = _hashed.hashed_get(fkeys, fvals, frow + f[j], fshift) + an[j]
+            num = (_hashed.hashed_get(pkeys, pvals, prow + u[j], pshift) if pheld else 0.0) + a
+            den = (_hashed.hashed_get(fkeys, fvals, frow + f[j], fshift) if fheld else 0.0) + an[j]
         prod *= num / den
         cnt += 1
         if cnt == _BLOCK:
@@ -63,10 +66,10 @@ def _rooted(c, i, u, f, an, n, d, a, children, K, value_count, feat_count, pshap
 
 
 def spode_terms_sparse(cols, feats, C, a, selected, allowed, value_count, feat_count, n_values, pshape, fshape, pkeys,
-                       pvals, fkeys, fvals, terms):
+                       pvals, fkeys, fvals, prows, frows, terms):
     """``terms[:C, i]``: the SPODE rooted at each observed value ``cols[i]`` of one event (features ``feats``),
-    as :func:`aode_sparse` sums them, over sparse pair tables; with ``selected``, of the ``allowed`` features
-    alone (0 for the others)."""
+    as :func:`aode_sparse` sums them, over sparse pair tables (``prows``, ``frows``: their indexes of the rows
+    they hold, or empty); with ``selected``, of the ``allowed`` features alone (0 for the others)."""
     k = cols.shape[0]
     u = np.empty(k, dtype=np.int64)
     f = np.empty(k, dtype=np.int64)
@@ -83,15 +86,16 @@ def spode_terms_sparse(cols, feats, C, a, selected, allowed, value_count, feat_c
             terms[c, i] = 0.0
             if not selected or (f[i] < F and allowed[f[i]]):
                 terms[c, i] = _rooted(c, i, u, f, an, n, d, a, none, 0, value_count, feat_count, pshape, fshape,
-                                      pkeys, pvals, fkeys, fvals, pshift, fshift)
+                                      pkeys, pvals, fkeys, fvals, pshift, fshift, prows, frows)
 
 
 def aode_sparse(D, dfeats, C, a, m_limit, selected, allowed, children, class_count, value_count, feat_count, n_values,
-                pshape, fshape, pkeys, pvals, fkeys, fvals, joint, out):
+                pshape, fshape, pkeys, pvals, fkeys, fvals, prows, frows, joint, out):
     """AODE: log Σ_i P̂(c, x_i) Π_{j≠i} P̂(x_j | c, x_i) over the parents x_i seen at least ``m_limit`` times
     (with ``selected``, of the ``allowed`` features alone, the rows a selection keeps); naive Bayes over the
     same counts when none is. ``children`` (K, K), or (0, 0) for every pair: as
-    :func:`~stream_nb.kernels._spodes.rooted_chosen`, a child not chosen for its parent read given the class."""
+    :func:`~stream_nb.kernels._spodes.rooted_chosen`, a child not chosen for its parent read given the class.
+    ``prows``, ``frows``: the tables' indexes of the rows they hold (empty: none), whose empty rows are not read."""
     R, k = D.shape
     u = np.empty(k, dtype=np.int64)
     f = np.empty(k, dtype=np.int64)
@@ -116,7 +120,7 @@ def aode_sparse(D, dfeats, C, a, m_limit, selected, allowed, children, class_cou
                 continue
             for c in range(C):
                 terms[c, m] = _rooted(c, i, u, f, an, n, d, a, children, K, value_count, feat_count, pshape, fshape,
-                                      pkeys, pvals, fkeys, fvals, pshift, fshift)
+                                      pkeys, pvals, fkeys, fvals, pshift, fshift, prows, frows)
             m += 1
         if m == 0:  # naive Bayes over the same counts
             for c in range(C):
@@ -277,15 +281,16 @@ def warm(k) -> None:
     keys, vals = np.full(16, -1, dtype=np.int64), np.zeros(16)
     D, feats = np.array([[1, 3]], dtype=np.int64), np.array([0, 1], dtype=np.int64)
     shape, out = np.array([C, V, V], dtype=np.int64), np.empty((1, C))
+    rows = np.zeros(0, dtype=np.uint8)
     for selected in (False, True):
         for children in (np.zeros((0, 0), dtype=np.int8), np.ones((F, F), dtype=np.int8)):
             k.aode_sparse(D, feats, C, 1.0, 1.0, selected, np.ones(F, dtype=bool), children, cc, vc, fc, nv, shape,
-                          shape, keys, vals, keys, vals, False, out)
+                          shape, keys, vals, keys, vals, rows, rows, False, out)
     k.tree_sparse(D, feats, np.array([-1, 0], dtype=np.int64), C, 1.0, 0.0, False, cc, vc, fc, nv, shape, shape, keys,
                   vals, keys, vals, True, out)
     for selected in (False, True):
         k.spode_terms_sparse(D[0], feats, C, 1.0, selected, np.ones(F, dtype=bool), vc, fc, nv, shape, shape, keys,
-                             vals, keys, vals, np.empty((C, 2)))
+                             vals, keys, vals, rows, rows, np.empty((C, 2)))
     tshape, fshape = np.array([C, V, V, V], dtype=np.int64), np.array([C, V, V, F], dtype=np.int64)
     for pairs, (ts, fs) in ((False, (tshape, fshape)), (True, (shape, shape))):
         k.kdb_sparse(D, feats, np.array([0, 1, 2], dtype=np.int64), np.array([0, 2], dtype=np.int64),

@@ -17,17 +17,16 @@ import math
 
 import numpy as np
 
+from . import _hashed
+
 __all__ = ["sparse_cmi", "warm"]
 
 
-def _block(key, val, P1, P2, C, V, vf, F):
+def _block(key, val, P1, P2, b1, b2, C, V, vf, F):
     """The pair ``fi * F + fj`` of a held cell, or -1 for a cell that does not count."""
     if key < 0 or not val > 0.0:
         return -1
-    q = key // P2
-    w = key - q * P2
-    c = q // P1
-    v = q - c * P1
+    c, v, w = _hashed.split_key(key, P1, P2, b1, b2)
     if c >= C or v >= V or w >= V or v == 0 or w == 0 or v >= vf.shape[0] or w >= vf.shape[0]:
         return -1
     fi, fj = vf[v], vf[w]
@@ -48,13 +47,14 @@ def sparse_cmi(keys, vals, shape, C, V, vf, F, least):
     summed in slot order, not in key order, so this holds only when every count is a whole number (their
     sums are then exact in any order): with a fractional count every pair is scored."""
     P1, P2 = shape[1], shape[2]
+    b1, b2 = _hashed.key_bits(P1), _hashed.key_bits(P2)
     S = keys.shape[0]
     pair = np.empty(S, dtype=np.int64)  # each slot's pair, -1: a cell that does not count
     held = np.zeros(F * F, dtype=np.int64)  # each block's cells
     rough = np.zeros(F * F)  # each block's count, in slot order
     whole = True
     for s in range(S):
-        b = _block(keys[s], vals[s], P1, P2, C, V, vf, F)
+        b = _block(keys[s], vals[s], P1, P2, b1, b2, C, V, vf, F)
         pair[s] = b
         if b >= 0:
             held[b] += 1
@@ -100,10 +100,8 @@ def sparse_cmi(keys, vals, shape, C, V, vf, F, least):
         order = np.argsort(ck[lo:hi])  # key order: numpy's sums add the cells in that order
         m = hi - lo
         for t in range(m):
-            key = ck[lo + order[t]]
-            q = key // P2
-            c = q // P1
-            cc[t], rv[t], cw[t], x[t] = c, c * V + q - c * P1, c * V + key - q * P2, cx[lo + order[t]]
+            c, v, w = _hashed.split_key(ck[lo + order[t]], P1, P2, b1, b2)
+            cc[t], rv[t], cw[t], x[t] = c, c * V + v, c * V + w, cx[lo + order[t]]
             row[rv[t]] += x[t]
             col[cw[t]] += x[t]
             blk[c] += x[t]

@@ -46,7 +46,7 @@ class OneDependenceKernel:
                                float(self._alpha), float(self.m * self._inflation), selected, allowed,
                                self._children_in_use(),
                                s.class_count, s.value_count, s.feat_count, s.n_values, np.array(pc.shape),
-                               np.array(pf.shape), *pc.arrays(), *pf.arrays(), True, out)
+                               np.array(pf.shape), *pc.arrays(), *pf.arrays(), pc.rows_held(), pf.rows_held(), True, out)
         return out
 
     def _children_in_use(self) -> np.ndarray:
@@ -65,7 +65,7 @@ class OneDependenceKernel:
         compiled().spode_terms_sparse(np.ascontiguousarray(cols, dtype=np.int64), np.asarray(feats, dtype=np.int64),
                                       s.n_classes, float(self._alpha), selected, allowed, s.value_count, s.feat_count,
                                       s.n_values, np.array(pc.shape), np.array(pf.shape), *pc.arrays(), *pf.arrays(),
-                                      terms)
+                                      pc.rows_held(), pf.rows_held(), terms)
         return terms
 
     def _sparse_parents(self) -> tuple[bool, np.ndarray]:

@@ -137,7 +137,8 @@ def apply_selection(s, allowed: np.ndarray, edges: np.ndarray) -> None:
             if isinstance(old, SparseTable):  # in the compiled loop: find the kept cells, then copy them
                 slots = _kept_cells(old, dims, s, by_feature)
                 new = SelectedTable(old.shape, slots=2 * max(len(slots), 1))
-                compiled().copy_cells(*old.arrays(), slots, *new.arrays())
+                rows = new.index_rows()  # the rows it holds, set as the cells are copied (the scores skip the others)
+                compiled().copy_cells(*old.arrays(), slots, *new.arrays(), old.shape[2], rows)
                 new.set_held(len(slots))
             else:  # a slice of the old table at a time: twice over (count, then copy) rather than every cell at once
                 n_kept = sum(int(kept(idx).sum()) for idx, _ in chunks_of(old, dims))
@@ -199,13 +200,20 @@ def widen_to_either(s, other, fmap: np.ndarray) -> None:
 
 
 def _unit_cells(s, rule: str) -> tuple[np.ndarray, int]:
-    """Cells held per unit (a parent, or an edge ``i * F + j`` with i < j), and the cells of the diagonal."""
+    """Cells held per unit (a parent, or an edge ``i * F + j`` with i < j), and the cells of the diagonal; a
+    sparse table's counted in the compiled loop over its slots (:func:`~stream_nb.kernels._hashed.unit_cells`)."""
     V, F = len(s.value_keys), len(s.features)
     per = np.zeros(F if rule == "parents" else F * F)
     fixed = 0
+    vf = np.ascontiguousarray(s.value_feature, dtype=np.int64)
     for p in s._sets():
         for name, by_feature in zip(_PAIR_TABLES, (False, True)):
             table = getattr(s, p + name)
+            if isinstance(table, SparseTable):
+                keys, vals = table.arrays()
+                fixed += int(compiled().unit_cells(keys, vals, table.shape[1], table.shape[2], V, vf, F, by_feature,
+                                                   rule == "parents", per))
+                continue
             for idx, _ in chunks_of(table, table.shape):
                 fa = s.value_feature[np.minimum(idx[1], V - 1)]
                 fb = idx[2] if by_feature else s.value_feature[np.minimum(idx[2], V - 1)]

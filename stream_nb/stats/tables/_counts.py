@@ -201,12 +201,12 @@ class CountTables:
                 old = self.get(p + k)
                 if isinstance(old, SparseTable):
                     if old.shape != shape:
-                        self.replace(p + k, old.reshaped(shape))
+                        self.replace(p + k, _indexed(old.reshaped(shape), pairs))
                     continue
                 if isinstance(old, (PairBlocks, PairFeat)):  # pair blocks until now: their cells move over
                     new = SparseTable(shape)
                     new.add(*cells_of(old, dims))
-                    self.replace(p + k, new)
+                    self.replace(p + k, _indexed(new, pairs))
                     continue
                 if old is not None and pairs:  # dense until now: its cells move over, a slice at a time
                     region = old[tuple(slice(0, d) for d in dims)]
@@ -214,9 +214,9 @@ class CountTables:
                     del region
                     for idx, vals in chunks_of(old, dims):
                         new.add(idx, vals)
-                    self.replace(p + k, new)
+                    self.replace(p + k, _indexed(new, pairs))
                     continue
-                new = SparseTable(shape)
+                new = _indexed(SparseTable(shape), pairs)
                 if old is not None:  # dense until now: its cells move over
                     held = int(np.count_nonzero(old[tuple(slice(0, d) for d in dims)]))
                     if held and not (wait is not None and wait(held)):
@@ -566,6 +566,14 @@ class CountTables:
                     (slice(0, C),) + (slice(1, V),) * t]
                 self.get(p + "tuple_feat")[np.ix_(cmap, *([vv] * (t - 1)), fmap)] += other.get(q + "tuple_feat")[
                     (slice(0, C),) + (slice(1, V),) * (t - 1) + (slice(0, F),)]
+
+
+def _indexed(table: SparseTable, pairs: bool) -> SparseTable:
+    """``table``, with the index of its rows (:meth:`SparseTable.index_rows`) if it is a pair table (the loops
+    that add pairs keep it; those that add t-way cells do not)."""
+    if pairs:
+        table.index_rows()
+    return table
 
 
 def _put_region(table, counts: np.ndarray) -> None:

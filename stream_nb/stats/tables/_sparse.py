@@ -10,6 +10,16 @@ step at a time, so the Python loop runs as many times as the longest probe
 sequence (a handful at the load factor of at most one half), not once per cell.
 
 Reading a cell that was never counted gives 0.0, as the dense table would.
+
+A pair table made sparse (:meth:`~stream_nb.stats.tables.CountTables.to_sparse`) or by a selection
+(``stats/selection/_candidates.py``) holds an index of its rows beside (:meth:`SparseTable.index_rows`):
+one bit per row (c, u) of its capacity, set once the row holds a cell, which the compiled loops that add
+cells keep (:func:`add_pair_rows`); AODE's and SPODE's scores read no cell of a row whose bit is clear
+(``kernels/_sparse_scores.py``), and a row of a parent value not yet seen with a class (since its pairs
+were kept) is most of them in the first events, and while the selection keeps tens of parents.
+An addition here in numpy drops the index (it would not set the bits): the table is read as if every row
+may hold cells until a selection makes it again. The index is no count, and not in :attr:`nbytes`: at most
+:data:`ROWS_INDEXED` bits, 4 MiB.
 """
 
 from __future__ import annotations
@@ -22,12 +32,15 @@ from ...exceptions import CapacityError
 from ...kernels import compiled
 from ._pair_blocks import PairBlocks, PairFeat
 
-__all__ = ["FilteredTable", "SparseTable", "add_pair_rows", "cells_of", "chunks_of", "sparse_add", "sparse_of"]
+__all__ = ["ROWS_INDEXED", "FilteredTable", "SparseTable", "add_pair_rows", "cells_of", "chunks_of", "sparse_add", "sparse_of"]
 
 _EMPTY = -1
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: spreads consecutive keys over the slots
 _MAX_KEY = 1 << 62
 _ADD_BLOCK = 1 << 18  # cells added at a time: the working arrays of one addition stay a few MB
+#: The most rows (classes x columns of the capacity) a table indexes (:meth:`SparseTable.index_rows`).
+ROWS_INDEXED = 1 << 25
+_NO_ROWS = np.zeros(0, dtype=np.uint8)
 
 
 class SparseTable:
@@ -52,7 +65,7 @@ class SparseTable:
     2
     """
 
-    __slots__ = ("shape", "_keys", "_vals", "_n")
+    __slots__ = ("shape", "_keys", "_vals", "_n", "_rows")
 
     def __init__(self, shape, slots: int = 1024):
         self.shape = tuple(int(d) for d in shape)
@@ -61,6 +74,26 @@ class SparseTable:
         self._keys = np.full(size, _EMPTY, dtype=np.int64)
         self._vals = np.zeros(size)
         self._n = 0
+        self._rows = None
+
+    def index_rows(self) -> np.ndarray:
+        """Start the index of the rows held (see the module notes) for a table of three axes whose rows fit
+        :data:`ROWS_INDEXED` (else none), the bits of the rows of the cells it holds set in a compiled pass
+        over its slots (:func:`~stream_nb.kernels._hashed.held_rows`): the array the compiled loops that add
+        cells set their bits in (a pair table's alone: the t-way tables' loops keep none)."""
+        rows = self.shape[0] * self.shape[1] if len(self.shape) == 3 else ROWS_INDEXED + 1
+        if rows > ROWS_INDEXED:
+            self._rows = None
+            return _NO_ROWS
+        self._rows = np.zeros((rows + 7) // 8, dtype=np.uint8)
+        if self._n:
+            compiled().held_rows(self._keys, self.shape[2], self._rows)
+        return self._rows
+
+    def rows_held(self) -> np.ndarray:
+        """The index of the rows held (bit ``c * shape[1] + u`` set when row (c, u) may hold a cell), or an
+        empty array when the table keeps none (every row may), as the compiled kernels read it."""
+        return _NO_ROWS if self._rows is None else self._rows
 
     @classmethod
     def from_dense(cls, table: np.ndarray, used, shape, slots: int = 1024) -> SparseTable:
@@ -107,6 +140,7 @@ class SparseTable:
     def copy(self) -> SparseTable:
         out = SparseTable.__new__(SparseTable)
         out.shape, out._keys, out._vals, out._n = self.shape, self._keys.copy(), self._vals.copy(), self._n
+        out._rows = _copied_rows(self)
         return out
 
     # ------------------------------------------------------------------ hashing
@@ -180,7 +214,8 @@ class SparseTable:
             return
         slots = self._find(keys, insert=False)
         new = slots < 0
-        if new.any():  # cells not held yet: each distinct one takes a slot
+        if new.any():  # cells not held yet: each distinct one takes a slot (and the index of rows is dropped)
+            self._rows = None
             uniq, inv = np.unique(keys[new], return_inverse=True)
             if self.reserve(len(uniq)):
                 slots = self._find(keys, insert=False)  # rehashed: the held cells moved
@@ -284,6 +319,7 @@ def add_pair_rows(pair_count: SparseTable, pair_feat: SparseTable, D: np.ndarray
         allowed, edges, vf = sel, np.ascontiguousarray(pair_count.edges), pair_count.vf
     else:
         allowed, edges, vf = _NO_ALLOWED, _NO_EDGES, _NO_VF
+    prows, frows = pair_count.rows_held(), pair_feat.rows_held()  # (the bits of the rows new cells take)
     D, held = np.ascontiguousarray(D, dtype=np.int64), np.array([pair_count._n, pair_feat._n], dtype=np.int64)
     pshape, fshape = np.array(pair_count.shape, dtype=np.int64), np.array(pair_feat.shape, dtype=np.int64)
     yc, w, dfeats = np.asarray(yc, dtype=np.int64), np.asarray(w, dtype=float), np.asarray(dfeats, dtype=np.int64)
@@ -292,11 +328,17 @@ def add_pair_rows(pair_count: SparseTable, pair_feat: SparseTable, D: np.ndarray
         pair_count.reserve(room)
         pair_feat.reserve(room)
         r += compiled().pair_rows(D[r:], dfeats, yc[r:], w[r:], vf, sel is not None, allowed, edges, pshape, fshape,
-                                  pair_count._keys, pair_count._vals, pair_feat._keys, pair_feat._vals, held, room)
+                                  pair_count._keys, pair_count._vals, pair_feat._keys, pair_feat._vals, held, room,
+                                  prows, frows)
         pair_count._n, pair_feat._n = int(held[0]), int(held[1])
 
 
 _NO_ALLOWED, _NO_EDGES, _NO_VF = np.zeros(0, dtype=bool), np.zeros((0, 0), dtype=bool), np.zeros(0, dtype=np.int64)
+
+
+def _copied_rows(table: SparseTable):
+    """A copy of ``table``'s index of rows (None without one)."""
+    return None if table._rows is None else table._rows.copy()
 
 
 def chunks_of(table, dims, size: int = 1 << 18):
@@ -370,12 +412,14 @@ class FilteredTable(SparseTable):
     def copy(self):
         out = self._like(self.shape, 16)
         out._keys, out._vals, out._n = self._keys.copy(), self._vals.copy(), self._n
+        out._rows = _copied_rows(self)
         return out
 
     def unfiltered(self) -> SparseTable:
         """A plain table of the same cells (shared, not copied): it counts every cell from now on."""
         plain = SparseTable(self.shape, slots=16)
         plain._keys, plain._vals, plain._n = self._keys, self._vals, self._n
+        plain._rows = self._rows  # (the same cells: the same rows)
         return plain
 
     def reshaped(self, shape):
