@@ -2,6 +2,11 @@
 it, k = 1 keeps sparse pairs, and EM's expected counts turn them sparse with KDB going on as on dense tables.
 The cases KDB shares with TAN (every learning path, snapshots, merges, unlearning against the same model on
 dense tables) are ``tests/test_tan_pair_blocks.py``'s, parametrized over both.
+
+Past a budget that also selects its t-way tables' candidate parents, KDB learns runs in the compiled loop of
+``kernels/_kdb_sparse.py``: the same scores (to the last digit) and counts as one event at a time, through
+``learn_many``, ``prequential_many``, a snapshot and a merge; its class, value and pair counts those of KDB
+with no budget, its kept tuples a brute-force recount, its scores those of the enumeration's numpy scoring.
 """
 
 import numpy as np
