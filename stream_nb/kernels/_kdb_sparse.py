@@ -6,7 +6,7 @@ u_(t-1)]`` over ``tuple_feat[c, u_1, .., u_(t-1), i]`` (an attribute with fewer 
 one), as :func:`~stream_nb.kernels._sparse_scores.kdb_sparse` reads them, the ratios multiplied in blocks
 before one logarithm as ``kdb_block`` multiplies them. Counting a labelled row adds its class and values, its
 pairs (to dense pair tables, or to pair blocks: each value's own count at once, the block cells, which no score
-of KDB's reads, at the end of the call attribute by attribute, as
+of KDB's reads, at the end of the call attribute pair by attribute pair, as
 :func:`~stream_nb.kernels._pair_blocks.tree_block_pairs` adds the pairs off its tree) and the t-tuples of its
 candidate parents that a selection keeps (:func:`~stream_nb.kernels._tuples.selected_tuple_rows`' cells, in
 their order). The tables are never grown here: a row that could take a table past half its slots, or the first
