@@ -15,7 +15,7 @@ import numpy as np
 
 from . import _common, _hashed
 
-__all__ = ["selected_tuple_rows", "warm"]
+__all__ = ["selected_tuple_rows", "tuple_kept_cells", "warm"]
 
 
 def selected_tuple_rows(D, dfeats, yc, w, lists, t, cshape, fshape, ckeys, cvals, fkeys, fvals, held, room):
@@ -82,6 +82,49 @@ def _selected_row(D, r, dfeats, c, wr, lists, t, pos, slots, par, cshape, fshape
                 break
 
 
+def tuple_kept_cells(keys, vals, shape, dims, vf, cand, by_feature):
+    """The slots of a sparse t-way table's ``keys``/``vals`` (capacity ``shape``: the class, then the child's
+    value and the parents' values, or with ``by_feature`` the parents' values and the child's feature) whose
+    cells lie within ``dims``, hold a count, and whose parents are all candidates of their child
+    (``cand[child, parent]``; a value's feature ``vf[u]``, -1 past ``vf``), in slot order: the cells
+    ``stats/selection/_tuple_candidates.py: tuple_kept`` keeps, for :func:`~._hashed.copy_cells`."""
+    n_axes = shape.shape[0]
+    F = cand.shape[0]
+    nvf = vf.shape[0]
+    idx = np.empty(n_axes, dtype=np.int64)
+    out = np.empty(keys.shape[0], dtype=np.int64)
+    n = 0
+    for s in range(keys.shape[0]):
+        key = keys[s]
+        if key == -1 or vals[s] == 0.0:
+            continue
+        r = key
+        inside = True
+        for d in range(n_axes - 1, -1, -1):
+            idx[d] = r % shape[d]
+            r //= shape[d]
+            if idx[d] >= dims[d]:
+                inside = False
+        if not inside:
+            continue
+        if by_feature:
+            child, lo, hi = idx[n_axes - 1], 1, n_axes - 1
+        else:
+            child, lo, hi = (vf[idx[1]] if idx[1] < nvf else -1), 2, n_axes
+        if child < 0 or child >= F:
+            continue
+        kept = True
+        for d in range(lo, hi):
+            g = vf[idx[d]] if idx[d] < nvf else -1
+            if g < 0 or g >= F or not cand[child, g]:
+                kept = False
+                break
+        if kept:
+            out[n] = s
+            n += 1
+    return out[:n].copy()
+
+
 def warm(k) -> None:
     """Compile the kernels for the types the stores pass."""
     D, feats = np.array([[1, 3]], dtype=np.int64), np.array([0, 1], dtype=np.int64)
@@ -90,3 +133,6 @@ def warm(k) -> None:
     k.selected_tuple_rows(D, feats, np.array([1], dtype=np.int64), np.ones(1), lists, 3, cshape, fshape,
                           np.full(16, -1, dtype=np.int64), np.zeros(16), np.full(16, -1, dtype=np.int64), np.zeros(16),
                           np.zeros(2, dtype=np.int64), 4)
+    for by_feature in (False, True):
+        k.tuple_kept_cells(np.full(16, -1, dtype=np.int64), np.zeros(16), cshape, cshape,
+                           np.array([-1, 0, 0, 1, 1], dtype=np.int64), np.ones((2, 2), dtype=np.bool_), by_feature)
