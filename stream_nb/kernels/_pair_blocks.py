@@ -83,9 +83,9 @@ def tree_block_pairs(D, dfeats, ppos, more, G, gslots, yc, weights, infl, learn,
 
     Scoring a row reads the pairs of the tree's edges only (each attribute with its parent, in the blocks of
     those attribute pairs) and the values' own counts: those cells are counted as each row is, the rest of
-    the rows' pairs at the end of the call (and before an early return), attribute by attribute
-    (:func:`_add_off_tree`), so that the part of the blocks one attribute's pairs fill stays in the cache while
-    every row's pairs of it are added. Each cell still takes its rows' additions in row order: the scores and
+    the rows' pairs at the end of the call (and before an early return), attribute pair by attribute pair
+    (:func:`_add_off_tree`), so that the block of one pair stays in the cache while every row's pair of it is
+    added. Each cell still takes its rows' additions in row order: the scores and
     the counts are those of counting every row whole before the next is scored.
     """
     R, k = D.shape
@@ -211,18 +211,24 @@ def _edge_cells(u, fu, v, fv, loc, prefix, start, C, cells, hit, seen):
 def _add_off_tree(D, lo, hi, dfeats, ppos, yc, weights, decayed, loc, prefix, start, C, cells):
     """Add the pairs of rows ``lo`` to ``hi`` - 1 (each labelled one, class ``yc[r]``, weight ``weights[r]``
     when ``decayed``, else 1) but those of the tree's edges (``ppos``: see :func:`tree_block_pairs`): attribute
-    by attribute in the order of the features, for each its pairs with the attributes after it, row by row."""
+    pair by attribute pair, in the order of the features, for each every row in order, so that the block of
+    the pair (a few cache lines) takes all the rows' additions while it is in the cache."""
     k = D.shape[1]
+    n = hi - lo
     order = np.argsort(dfeats)
     at = np.empty(k, dtype=np.int64)  # each column's place in that order
     for ja in range(k):
         at[order[ja]] = ja
-    # each row's values in that order, as the offset of their cells in a row of an earlier attribute (-1: missing)
-    Q = np.empty((hi - lo, k), dtype=np.int64)
+    # each attribute's values (in that order) in each row, as the offset of their cells in a row of an earlier
+    # attribute (-1: missing), one attribute's rows together
+    Q = np.empty((k, n), dtype=np.int64)
     for r in range(lo, hi):
         for ja in range(k):
             v = D[r, order[ja]]
-            Q[r - lo, ja] = (prefix[dfeats[order[ja]]] + loc[v]) * C if v >= 0 else -1
+            Q[ja, r - lo] = (prefix[dfeats[order[ja]]] + loc[v]) * C if v >= 0 else -1
+    w = np.empty(n)
+    for r in range(lo, hi):
+        w[r - lo] = weights[r] if decayed else 1.0
     # the tree's edges by the place of their earlier end: the places of their later ends, in order
     ends = np.zeros(k + 1, dtype=np.int64)
     for j in range(k):
@@ -242,6 +248,8 @@ def _add_off_tree(D, lo, hi, dfeats, ppos, yc, weights, decayed, loc, prefix, st
     for ja in range(k):
         later[ends[ja]:ends[ja + 1]].sort()
     total = prefix[prefix.shape[0] - 1]
+    row = np.empty(n, dtype=np.int64)  # each row's cells in the row of the earlier attribute's value
+    has = np.empty(n, dtype=np.bool_)  # whether the row adds them (labelled, that attribute observed)
     for ja in range(k):
         f = dfeats[order[ja]]
         width = (total - prefix[f + 1]) * C
@@ -249,19 +257,17 @@ def _add_off_tree(D, lo, hi, dfeats, ppos, yc, weights, decayed, loc, prefix, st
         for r in range(lo, hi):
             c = yc[r]
             u = D[r, order[ja]]
-            if c < 0 or u < 0:
-                continue
-            w = weights[r] if decayed else 1.0
-            row = first + loc[u] * width + c
-            qr = Q[r - lo]
-            ib = ja + 1
-            for e in range(ends[ja], ends[ja + 1] + 1):  # the runs of attributes between two edges
-                stop = later[e] if e < ends[ja + 1] else k
-                for i in range(ib, stop):
-                    v = qr[i]
-                    if v >= 0:
-                        cells[row + v] += w
-                ib = stop + 1
+            has[r - lo] = c >= 0 and u >= 0
+            row[r - lo] = first + loc[u] * width + c
+        ib = ja + 1
+        for e in range(ends[ja], ends[ja + 1] + 1):  # the runs of attributes between two edges
+            stop = later[e] if e < ends[ja + 1] else k
+            for i in range(ib, stop):
+                for q in range(n):
+                    v = Q[i, q]
+                    if v >= 0 and has[q]:
+                        cells[row[q] + v] += w[q]
+            ib = stop + 1
 
 
 def block_cmi(prefix, start, C, cells, out):

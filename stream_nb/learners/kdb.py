@@ -442,10 +442,6 @@ class KDB(KDBKernel, StructuredClassifier):
             out[slow] = np.stack([self._marginal_jll(row) for row in full])
         return out
 
-    def _batch_limit(self) -> int:
-        # a batch that reaches a selection (made at a rebuild, where a batch stops) goes on one row at a time
-        return 1 if self._stats.tuples_selected else super()._batch_limit()
-
     # ------------------------------------------------------------------ runs
 
     _run_complete = True  # complete events: no attribute to sum out

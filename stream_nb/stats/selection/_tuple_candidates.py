@@ -98,6 +98,7 @@ import math
 
 import numpy as np
 
+from ...kernels import compiled
 from ..discretiser import ALPHA
 from ._candidates import cmi_from_cells
 from ._pair_tests import pair_tests
@@ -226,20 +227,36 @@ def settle_tuples(s) -> None:
 
 
 def _select_tables(s, cand: np.ndarray) -> None:
-    """Make every t-way table of ``s`` a :class:`TupleSelectedTable` holding its kept cells under ``cand``."""
+    """Make every t-way table of ``s`` a :class:`TupleSelectedTable` holding its kept cells under ``cand``: a
+    sparse table's found in one compiled pass over its slots and copied slot by slot
+    (:func:`~stream_nb.kernels._tuples.tuple_kept_cells`, :func:`~stream_nb.kernels._hashed.copy_cells`), a
+    dense one's read cell by cell."""
     C, V, F, t = len(s.classes), len(s.value_keys), len(s.features), s.tuples
     for p in s._sets():
         for name, by_feature in zip(_TUPLES, (False, True)):
             old = getattr(s, p + name)
-            idx, vals = cells_of(old, (C,) + (V,) * (t if not by_feature else t - 1) + ((F,) if by_feature else ()))
-            if by_feature:
-                ok = tuple_kept(cand, idx[-1], [_feature_of(s.value_feature, a) for a in idx[1:-1]])
+            dims = (C,) + (V,) * (t if not by_feature else t - 1) + ((F,) if by_feature else ())
+            if isinstance(old, SparseTable):
+                keys, vals = old.arrays()
+                slots = compiled().tuple_kept_cells(
+                    keys, vals, np.array(old.shape, dtype=np.int64), np.array(dims, dtype=np.int64),
+                    np.ascontiguousarray(s.value_feature, dtype=np.int64), np.ascontiguousarray(cand, dtype=bool),
+                    by_feature)
+                new = TupleSelectedTable(old.shape, slots=2 * max(len(slots), 1))
+                compiled().copy_cells(keys, vals, slots, *new.arrays())
+                new.set_held(len(slots))
             else:
-                ok = tuple_kept(cand, _feature_of(s.value_feature, idx[1]), [_feature_of(s.value_feature, a) for a in idx[2:]])
-            new = TupleSelectedTable(old.shape, slots=2 * max(int(ok.sum()), 1))
+                idx, vals = cells_of(old, dims)
+                if by_feature:
+                    ok = tuple_kept(cand, idx[-1], [_feature_of(s.value_feature, a) for a in idx[1:-1]])
+                else:
+                    ok = tuple_kept(cand, _feature_of(s.value_feature, idx[1]),
+                                    [_feature_of(s.value_feature, a) for a in idx[2:]])
+                new = TupleSelectedTable(old.shape, slots=2 * max(int(ok.sum()), 1))
+                new.cand, new.vf, new.by_feature = cand, s.value_feature, by_feature
+                if ok.any():
+                    new.add_kept(tuple(a[ok] for a in idx), vals[ok])
             new.cand, new.vf, new.by_feature = cand, s.value_feature, by_feature
-            if ok.any():
-                new.add_kept(tuple(a[ok] for a in idx), vals[ok])
             s.tables.replace(p + name, new)
     s.epoch += 1
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..selection import add_selected_tuples, selected_cells
+from ..tables import selected_room
 from ..values import Encoded
 
 __all__ = ["Adding"]
@@ -82,6 +83,23 @@ class Adding:
         """The kept t-tuples of rows ``D`` (of features ``dfeats``; ``mask``, where given, is ``D >= 0``) into
         the selected tables, in row order, in compiled code."""
         add_selected_tuples(self, p, D, dfeats, yc, w)
+
+    def tuple_run_room(self, k: int, dfeats: np.ndarray) -> tuple:
+        """Before a compiled run counts its next event (``k`` values, of features ``dfeats``) into selected t-way
+        tables: the room check :meth:`add` makes before an event (which may narrow the candidates), then each
+        table given room for one event's kept tuples (:meth:`CountTables.reserve_tuples`). Returns ``(lists,
+        room, tuple_count, tuple_feat, held)``: the candidate parents (:meth:`tuple_lists`), the most cells an
+        event adds to a table, the tables, and the cells they hold, which the run updates and gives back to
+        :meth:`tuple_run_held`."""
+        self._check_sparse_room(k)
+        lists = self.tuple_lists()
+        room = selected_room(self.tuples, lists, np.asarray(dfeats, dtype=np.int64))
+        return (lists, room, *self.tables.reserve_tuples(room))
+
+    def tuple_run_held(self, held: np.ndarray) -> None:
+        """A compiled run has added cells to the selected t-way tables' hash arrays in place: record the cells
+        they hold (``held`` of :meth:`tuple_run_room`)."""
+        self.tables.tuples_held(held)
 
     def learn_one(self, x: dict, y, w: float = 1.0) -> None:
         """Count one labeled event's observed values."""

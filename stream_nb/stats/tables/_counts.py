@@ -48,7 +48,7 @@ from ._pair_blocks import PairBlocks, PairFeat
 from ._sparse import SparseTable, add_pair_rows, cells_of, chunks_of, sparse_add
 from ._working import row_chunks
 
-__all__ = ["BASE_TABLES", "COUNT_TABLES", "CountTables", "scatter_add"]
+__all__ = ["BASE_TABLES", "COUNT_TABLES", "CountTables", "scatter_add", "selected_room"]
 
 
 def _flat(table: np.ndarray) -> np.ndarray:
@@ -328,8 +328,7 @@ class CountTables:
         every tuple. A table is grown (doubled) whenever the next row could take it past half full."""
         tc, tf = getattr(self.held, p + "tuple_count"), getattr(self.held, p + "tuple_feat")
         dfeats = np.asarray(dfeats, dtype=np.int64)
-        have = dfeats[(dfeats >= 0) & (dfeats < len(lists))]
-        room = int(((lists[have] >= 0).sum(1).astype(np.int64) ** (t - 1)).sum())  # most cells a row adds
+        room = selected_room(t, lists, dfeats)
         if not room or not len(D):
             return
         D = np.ascontiguousarray(D, dtype=np.int64)
@@ -345,6 +344,20 @@ class CountTables:
                                                 fv, held, room)
             tc.set_held(held[0])
             tf.set_held(held[1])
+
+    def reserve_tuples(self, room: int) -> tuple:
+        """Room in the sparse t-way tables for ``room`` more cells each (:meth:`SparseTable.reserve`), for a
+        compiled loop that adds cells to their hash arrays in place; returns ``(tuple_count, tuple_feat, held)``,
+        ``held`` the cells each holds (an array the loop updates, given back to :meth:`tuples_held`)."""
+        tc, tf = self.held.tuple_count, self.held.tuple_feat
+        tc.reserve(room)
+        tf.reserve(room)
+        return tc, tf, np.array([len(tc), len(tf)], dtype=np.int64)
+
+    def tuples_held(self, held: np.ndarray) -> None:
+        """Record the cells a compiled loop left in the sparse t-way tables (``held`` of :meth:`reserve_tuples`)."""
+        self.held.tuple_count.set_held(held[0])
+        self.held.tuple_feat.set_held(held[1])
 
     # ------------------------------------------------------------------ forgetting (the store decides what)
 
@@ -574,6 +587,13 @@ def _indexed(table: SparseTable, pairs: bool) -> SparseTable:
     if pairs:
         table.index_rows()
     return table
+
+
+def selected_room(t: int, lists: np.ndarray, dfeats: np.ndarray) -> int:
+    """The most cells one event of features ``dfeats`` adds to a selected t-way table: Σ m_f^(t-1) over its
+    features, m_f the candidate parents of f (``lists[f]``, -1 padded)."""
+    have = dfeats[(dfeats >= 0) & (dfeats < len(lists))]
+    return int(((lists[have] >= 0).sum(1).astype(np.int64) ** (t - 1)).sum())
 
 
 def _put_region(table, counts: np.ndarray) -> None:
