@@ -243,7 +243,7 @@ def _select_tables(s, cand: np.ndarray) -> None:
                     np.ascontiguousarray(s.value_feature, dtype=np.int64), np.ascontiguousarray(cand, dtype=bool),
                     by_feature)
                 new = TupleSelectedTable(old.shape, slots=2 * max(len(slots), 1))
-                compiled().copy_cells(keys, vals, slots, *new.arrays())
+                compiled().copy_cells(keys, vals, slots, *new.arrays(), old.shape[-1], new.rows_held())  # (no index)
                 new.set_held(len(slots))
             else:
                 idx, vals = cells_of(old, dims)
