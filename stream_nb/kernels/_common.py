@@ -60,6 +60,18 @@ def normalise_row(jll, prior, C, out):
         out[c] = jll[c] - lse
 
 
+def finish_row(jll, gx, gslots, g_n, g_mean, g_m2, C, var_smoothing, q, joint, prior, out):
+    """The end of a row's score, once its discrete factors are in ``jll[:C]``: the Gaussian log-densities of
+    ``gx`` added (:func:`gaussian_row`), then ``out[:C]`` the joint log-likelihoods (``joint``) or the log
+    posterior (:func:`normalise_row`)."""
+    gaussian_row(gx, gslots, g_n, g_mean, g_m2, C, var_smoothing, q, jll)
+    if joint:
+        for c in range(C):
+            out[c] = jll[c]
+    else:
+        normalise_row(jll, prior, C, out)
+
+
 def gaussian_row(gx, gslots, g_n, g_mean, g_m2, C, var_smoothing, q, jll):
     """Add to ``jll[:C]`` the Gaussian log-densities of the values ``gx`` (NaN: missing) of the slots
     ``gslots`` (``stats.gaussian_loglik``: the maximum-likelihood variance floored at ``var_smoothing``

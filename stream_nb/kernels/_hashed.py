@@ -26,7 +26,7 @@ __all__ = ["copy_cells", "dense_cells", "hashed_add", "hashed_get", "hashed_shif
 
 #: Helpers compiled into each caller (numba's inline="always"): the test of :func:`split_key` stays out of
 #: the loops that call it, and marking a row costs no call in the loops that add cells.
-INLINE = ("split_key", "row_held", "mark_row", "_add_cell")
+INLINE = ("split_key", "row_held", "mark_row", "_add_cell", "unravel_within")
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
@@ -177,6 +177,18 @@ def unit_cells(keys, vals, P1, P2, V, vf, F, by_feature, parents, per):
     return fixed
 
 
+def unravel_within(r, cap, bound, idx):
+    """Write into ``idx`` the axes of ``r``, a flat C-order index into capacity ``cap``; whether each axis
+    lies below ``bound``."""
+    inside = True
+    for d in range(cap.shape[0] - 1, -1, -1):
+        idx[d] = r % cap[d]
+        r //= cap[d]
+        if idx[d] >= bound[d]:
+            inside = False
+    return inside
+
+
 def copy_cells(keys, vals, slots, new_keys, new_vals, P2, rows):
     """Add the cells of ``slots`` of ``keys``/``vals``, in that order, to the empty ``new_keys``/``new_vals``
     (room for them all), setting the bit of each one's row (its key over ``P2``, the last axis's capacity)
@@ -199,14 +211,7 @@ def dense_cells(flat, dims, used, shape, keys, vals):
         x = flat[i]
         if x == 0.0:
             continue
-        r = i
-        inside = True
-        for d in range(D - 1, -1, -1):
-            idx[d] = r % dims[d]
-            r //= dims[d]
-            if idx[d] >= used[d]:
-                inside = False
-        if not inside:
+        if not unravel_within(i, dims, used, idx):
             continue
         key = 0
         for d in range(D):

@@ -98,12 +98,7 @@ def kdb_block_sparse(D, dfeats, par, npar, G, gslots, yc, first, checked, learn,
                 n += 1
                 _tree.blocked_log(prod, jll, C, n % _BLOCK == 0)
             _tree.blocked_log(prod, jll, C, True)
-            _common.gaussian_row(G[r], gslots, g_n, g_mean, g_m2, C, var_smoothing, q, jll)
-            if joint:
-                for c in range(C):
-                    out[r, c] = jll[c]
-            else:
-                _common.normalise_row(jll, prior, C, out[r])
+            _common.finish_row(jll, G[r], gslots, g_n, g_mean, g_m2, C, var_smoothing, q, joint, prior, out[r])
         c = yc[r]
         if not learn or c < 0:
             continue

@@ -142,12 +142,7 @@ def tree_block_pairs(D, dfeats, ppos, more, G, gslots, yc, weights, infl, learn,
                     prod[c] = 1.0
         for c in range(C):
             jll[c] += math.log(prod[c])
-        _common.gaussian_row(G[r], gslots, g_n, g_mean, g_m2, C, var_smoothing, q, jll)
-        if joint:
-            for c in range(C):
-                out[r, c] = jll[c]
-        else:
-            _common.normalise_row(jll, prior, C, out[r])
+        _common.finish_row(jll, G[r], gslots, g_n, g_mean, g_m2, C, var_smoothing, q, joint, prior, out[r])
         c = yc[r]
         if watch and c >= 0 and _common.watch_row(out[r], C, loss, c, det_kind, det_params, det_state, det_fbuf,
                                                   det_ibuf, warning):

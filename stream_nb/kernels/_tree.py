@@ -137,12 +137,7 @@ def tree_block(D, dfeats, ppos, more, G, gslots, yc, weights, infl, learn, C, a,
             n += 1
             blocked_log(prod, jll, C, n % _BLOCK == 0)
         blocked_log(prod, jll, C, True)
-        _common.gaussian_row(G[r], gslots, g_n, g_mean, g_m2, C, var_smoothing, q, jll)
-        if joint:
-            for c in range(C):
-                out[r, c] = jll[c]
-        else:
-            _common.normalise_row(jll, prior, C, out[r])
+        _common.finish_row(jll, G[r], gslots, g_n, g_mean, g_m2, C, var_smoothing, q, joint, prior, out[r])
         c = yc[r]
         if watch and c >= 0 and _common.watch_row(out[r], C, loss, c, det_kind, det_params, det_state, det_fbuf,
                                                   det_ibuf, warning):

@@ -98,14 +98,7 @@ def tuple_kept_cells(keys, vals, shape, dims, vf, cand, by_feature):
         key = keys[s]
         if key == -1 or vals[s] == 0.0:
             continue
-        r = key
-        inside = True
-        for d in range(n_axes - 1, -1, -1):
-            idx[d] = r % shape[d]
-            r //= shape[d]
-            if idx[d] >= dims[d]:
-                inside = False
-        if not inside:
+        if not _hashed.unravel_within(key, shape, dims, idx):
             continue
         if by_feature:
             child, lo, hi = idx[n_axes - 1], 1, n_axes - 1
