@@ -200,8 +200,7 @@ def test_a_class_new_after_the_tables_turned_selected_gets_room_in_them(small_fl
 def _owning(model):
     """The same model whose two layers each keep their own pair tables (as before they were shared)."""
     s = model._stats
-    s.own_pairs()
-    s.forgets = True  # (never shared again)
+    s.own_pairs(for_good=True)  # (never shared again)
     return model
 
 

@@ -1,4 +1,5 @@
-"""The memory budget: dense tables while they fit, sparse beyond; pair tables shared between layers."""
+"""The memory budget: dense tables while they fit, sparse beyond; the part that holds a two-layer store's
+pair tables once while its layers are one (:class:`SharedPairs`)."""
 
 from ._budget import Budget, DEFAULT_MEMORY_BUDGET, PAIR_TABLES, TUPLE_TABLES, scatter_add
 from ._shared_pairs import SharedPairs

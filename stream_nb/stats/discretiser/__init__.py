@@ -6,7 +6,6 @@ from ._mdl import mdl_cuts
 from ._joint import ALPHA, chi2_quantile, g_statistic
 from ._coarse import coarse_edges, coarse_state
 from ._waiting import Waiting, check_backlog, entry_json
-from ._fine_runs import FineRuns
 
 __all__ = ["Discretiser", "mdl_cuts", "ALPHA", "chi2_quantile", "g_statistic", "coarse_edges", "coarse_state",
-    "Waiting", "check_backlog", "entry_json", "FineRuns"]
+    "Waiting", "check_backlog", "entry_json"]

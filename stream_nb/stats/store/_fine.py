@@ -51,20 +51,28 @@ to one fine bin of that coarse bin (the most frequent): the coarse sums stay
 exact, only the place inside the coarse bin is a choice.
 
 Features with ``bin_edges`` keep exactly those edges in both layers.
+
+A run of events (the vectorised path) is encoded in both layers, each in its own
+columns (:meth:`TwoLayerStats.encode_run`); the fine rows wait until the run is
+learned (:meth:`TwoLayerStats.add_fine_run`). While no feature is binned the
+layers are one and the fine layer keeps no pair tables of its own: the store
+holds a part, ``sharing`` (a :class:`~stream_nb.stats.budget.SharedPairs`), that
+gives it a copy when it may need one (:meth:`TwoLayerStats.own_pairs`).
 """
 
 from __future__ import annotations
 
 import copy
+from itertools import repeat
+from operator import attrgetter
 
 import numpy as np
 
 from ..._checks import is_integer
 from ...exceptions import ConfigError, MergeError, UnlearnError
-from ...kernels import Addresses
+from ...kernels import Addresses, compiled
 from ..discretiser import Waiting, coarse_edges, coarse_state
 from ..discretiser import Discretiser
-from ..discretiser import FineRuns
 from ..forgetting import follow_promotions, follow_waiting
 from ..budget import SharedPairs
 from ..schema import few_overflow, index_maps
@@ -76,7 +84,10 @@ __all__ = ["CoarseDiscretiser", "TwoLayerStats"]
 #: what a store keeps of its own when the coarse layer is derived again
 _OWN = ("fine", "fine_bins", "waiting", "n_events", "next_choice", "stale", "_pending",
         "_pending_exp", "_pending_rows", "_pending_labeled", "_run_mirrored", "journal", "selection",
-        "selection_peer", "shared_pairs", "forgets")
+        "selection_peer", "sharing")
+
+#: Empty pair tables: a fine layer whose pair counts are its coarse layer's counts no pairs (count_rows).
+_NO_PAIRS = np.zeros((0, 0, 0))
 
 
 
@@ -89,7 +100,7 @@ class CoarseDiscretiser(Discretiser):
         return None if self.edges is None else self.bin(x)
 
 
-class TwoLayerStats(FineRuns, SharedPairs, Stats):
+class TwoLayerStats(Stats):
     """A count store whose numeric features are cut by MDL over a fine layer it also keeps.
 
     Parameters are :class:`~stream_nb.stats.Stats`'s (``numeric="bins"``),
@@ -140,7 +151,53 @@ class TwoLayerStats(FineRuns, SharedPairs, Stats):
         self._pending_rows = None  # (fine add_many arguments, rows) of the run being learned or unlearned
         self._pending_labeled = None  # of a run: the labeled rows up to each of its rows (cut_run)
         self._fine_warm = True  # some fine feature may still be in warm-up
-        self.share_pairs()  # no feature binned yet: the fine pair counts are the coarse ones (_shared_pairs.py)
+        self.sharing = SharedPairs()  # whether the fine layer holds pair tables of its own (a part, _shared_pairs.py)
+        self.share_pairs()  # no feature binned yet: the fine pair counts are the coarse ones
+
+    # ------------------------------------------------------------------ the pair tables, held once while the layers are one
+
+    shared_pairs = property(attrgetter("sharing.shared"),
+                            doc="Whether the fine layer holds no pair tables: its pair counts are this layer's.")
+
+    def share_pairs(self) -> None:
+        """Drop the fine layer's pair tables if the layers are one (:meth:`SharedPairs.share`)."""
+        self.sharing.share(self, self.fine)
+
+    def own_pairs(self, for_good: bool = False) -> None:
+        """Give the fine layer its own copy of the pair tables it shares (:meth:`SharedPairs.own`);
+        ``for_good``: never share them again (a store that forgets)."""
+        self.sharing.own(self, self.fine, for_good)
+
+    def lent_pairs(self):
+        """The fine layer reads this layer's pair tables as its own for a while (:meth:`SharedPairs.lent`)."""
+        return self.sharing.lent(self, self.fine)
+
+    def may_bin(self, x: dict) -> bool:
+        """Whether learning event ``x`` may bin a feature in the fine layer (a float value, a value of a numeric
+        feature counted by value, which may promote it, or a new feature of a declared type or with
+        ``bin_edges``): its pair tables must then be its own first.
+
+        The answer depends on ``x``'s keys and the types of its values alone (and on the fine layer's schema,
+        which bumps its epoch when it changes): kept for the usual event's shape (``schema/_shapes.py``),
+        so that an event of that shape is not read value by value again."""
+        shape = self.schema.usual_shape
+        if shape is not None and shape.values_of(x) is not None:
+            held = self._cache.get("may_bin")
+            if held is None or held[0] is not shape or held[1] != self.fine.epoch:
+                held = self._cache["may_bin"] = (shape, self.fine.epoch, self._may_bin(x))
+            return held[2]
+        return self._may_bin(x)
+
+    def _may_bin(self, x: dict) -> bool:
+        """:meth:`may_bin`, reading ``x``."""
+        if any(map(isinstance, x.values(), repeat(float))):  # a loop in C: no Python frame per value
+            return True
+        index, few = self.fine.feature_index, self.fine.few
+        if few and any(index.get(k, -1) in few for k in x):
+            return True
+        if not (self.types or self.bin_edges) or x.keys() <= index.keys():  # no feature new to the fine layer
+            return False
+        return any(k not in index and (k in self.types or k in self.bin_edges) for k in x)
 
     # ------------------------------------------------------------------ schema mirrored
 
@@ -226,8 +283,7 @@ class TwoLayerStats(FineRuns, SharedPairs, Stats):
     def bin_floats_at_once(self) -> None:
         super().bin_floats_at_once()
         self.fine.bin_floats_at_once()
-        self.forgets = True  # its captures and scaled counts are the fine layer's: its own pair tables
-        self.own_pairs()
+        self.own_pairs(for_good=True)  # its captures and scaled counts are the fine layer's: its own pair tables
 
     def count_layer(self) -> Stats:
         return self.fine  # the coarse counts are sums of its cells, derived again after a change
@@ -242,6 +298,92 @@ class TwoLayerStats(FineRuns, SharedPairs, Stats):
         if self.waiting.has_young(self.fine):
             return 1  # events holding a young feature of integers are logged one by one (candidates)
         return min(max(1, self.next_choice - self.n_events), super().learn_limit())
+
+    # ------------------------------------------------------------------ runs, encoded in both layers
+    # The models score a run on this layer's columns; the fine layer, whose cells this layer's counts are
+    # sums of, learns the same rows in its own columns. A labeled event with a categorical value never seen
+    # stays in its run when both layers hold the value without growing a table: each layer registers it, in
+    # the order one event at a time would, once the run is learned (:meth:`register_run_values`).
+
+    #: Whether the last run's fine rows are its coarse rows (:meth:`_mirrored` when it was encoded).
+    _run_mirrored = False
+
+    def encode_run(self, xs: list, ys: list, start: int, complete: bool, limit: int, unseen: bool = False,
+                   new_values: bool = False):
+        limit = min(limit, self.learn_limit())
+        self.fine.run_new = None
+        stop, D, G, yc = super().encode_run(xs, ys, start, complete, limit, unseen, new_values)
+        self._pending_rows = None
+        self._run_mirrored = False
+        if stop > start:  # (a run of one: a compiled kernel takes it)
+            if self._mirrored():  # the fine layer would encode the run as this one did
+                fD, fG, fyc = D, G, yc
+                self._run_mirrored = True
+            else:
+                fstop, fD, fG, fyc = self.fine.encode_run(xs, ys, start, complete, stop - start, unseen, new_values)
+                if fstop < stop:  # a fine bin never seen yet (or no room for a new value): the run stops there
+                    stop, D, G, yc = fstop, D[: fstop - start], G[: fstop - start], yc[: fstop - start]
+            keep = fyc >= 0
+            self._pending_rows = (fD[keep], np.arange(fD.shape[1]), fG[keep], np.arange(fG.shape[1]))
+            self._pending_labeled = np.cumsum(keep)  # labeled rows up to each row of the run
+        return stop, D, G, yc
+
+    def _mirrored(self) -> bool:
+        """Whether the two layers are one: no feature is binned (a categorical stream) and both number the
+        same features, values and classes alike, so an event's columns are the same in both."""
+        fine = self.fine
+        return (BINNED not in self.kinds and fine.features == self.features and fine.kinds == self.kinds
+                and fine.value_keys == self.value_keys and fine.classes == self.classes)
+
+    def cut_run(self, n: int) -> None:
+        if self._pending_rows is None:
+            return
+        m = int(self._pending_labeled[n - 1]) if n > 0 else 0
+        fD, fdfeats, fG, fgslots = self._pending_rows
+        self._pending_rows = (fD[:m], fdfeats, fG[:m], fgslots)
+
+    def add_fine_run(self, yc: np.ndarray, w=None, rows: tuple | None = None) -> None:
+        """Count in the fine layer the rows set aside for it (by :meth:`encode_run`),
+        of classes ``yc`` and weights ``w``: :meth:`add_many`'s second half, and all that is left to do
+        once a compiled kernel counted a run in this layer."""
+        if rows is not None:  # one event's fine columns and features (counted_one), no Gaussian
+            fD, fdfeats, fG, fgslots = rows[0], rows[1], np.empty((1, 0)), rows[1][:0]
+        else:
+            fD, fdfeats, fG, fgslots = self._pending_rows
+            self._pending_rows = None
+        fine = self.fine
+        shared = self.shared_pairs  # (its pair counts are this layer's, which the kernel counted: no pairs)
+        if (w is None and self.journal is None and (fine.pairs or shared) and not fine.tuples
+                and not fine.pairs_sparse and not fine.keeps_observed and not fG.shape[1]):
+            # what fine.add_many adds, row by row in compiled code (whole weights: exact in any order), with
+            # no matrix product for a BLAS thread to spin on
+            pairs = (_NO_PAIRS, _NO_PAIRS) if shared else (fine.pair_count, fine.pair_feat)
+            compiled().count_rows(fD, fdfeats, yc, True, fine.class_count, fine.value_count, fine.feat_count, *pairs)
+            fine.epoch += rows is None  # (one event: as Stats.add, its version alone)
+        else:
+            self._journal_fine(fine.add_many, fD, fdfeats, fG, fgslots, yc, w)
+        self.n_events += len(yc) if rows is None else 0
+
+    def registers_in_runs(self) -> bool:
+        # both layers hold the new values: neither keeps a t-way table or sparse pair tables
+        fine = self.fine
+        return not (self.tuples or fine.tuples or self.pairs_sparse or fine.pairs_sparse)
+
+    def _run_value_room(self) -> int:
+        return min(super()._run_value_room(), self.fine._run_value_room())
+
+    def register_run_values(self, n: int) -> None:
+        """Register the new values of the run's first ``n`` rows in both layers, each in its order (a
+        mirrored run's fine layer takes the coarse layer's values, in the same columns)."""
+        new = self.run_new
+        fine = self.fine
+        if self._run_mirrored:
+            fine.run_new = new
+        registered = fine.run_new is not None
+        fine.register_run_values(n)
+        super().register_run_values(n)
+        if registered:
+            self._fine_changed()
 
     # ------------------------------------------------------------------ adding, mirrored to the fine layer
 
@@ -587,8 +729,8 @@ class TwoLayerStats(FineRuns, SharedPairs, Stats):
             if d is not None and s.features[f] not in s.bin_edges:
                 s._set_discretiser(f, CoarseDiscretiser(s.bins, s.warmup, d.edges))
         s._fine_warm = True
-        s.shared_pairs = False  # the fine layer read holds its own tables (a new store's shared none)
-        s.forgets = s.fine.few_max == 0  # (bin_floats_at_once: a store that forgets)
+        # the fine layer read holds its own tables (a new store's shared none); few_max 0: a store that forgets
+        s.sharing = SharedPairs(forgets=s.fine.few_max == 0)  # (bin_floats_at_once)
         s.share_pairs()
         return s
 
