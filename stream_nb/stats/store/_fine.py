@@ -563,7 +563,7 @@ class TwoLayerStats(Stats):
         self.__dict__.update(new.__dict__)
         self.__dict__.update(keep)
         self.selection.adopt_partial(new.selection)  # the derived counts hold what the fine layer's hold
-        self.schema.attach(self._reserve)  # the new schema's tables are this store's
+        self.schema.attach(self.reserve)  # the new schema's tables are this store's
         self.schema.bin_with(CoarseDiscretiser)
         self.schema.set_run_values(run_new)
         self.wants_observed = self.fine.wants_observed

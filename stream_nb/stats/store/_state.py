@@ -1,13 +1,17 @@
 """The store as plain data: ``(arrays, meta)``, numpy arrays and JSON-able metadata; no pickle.
 
-:meth:`State.state` and :meth:`State.from_state` are exact inverses; the
-snapshot format (:mod:`stream_nb.snapshots`) writes and reads them.
+The codec of a :class:`~stream_nb.stats.Stats`: :func:`write_state` reads a store through its
+public names and its parts' methods (the count tables', the selections'); :func:`read_state` fills a
+new store, made with the keywords :func:`store_options` reads, through the methods of its schema and
+of its parts and the store's room (:meth:`Stats.reserve <stream_nb.stats.Stats.reserve>`).
+:func:`check_state` says, before anything is allocated, whether a state is one :func:`write_state`
+could have written. :meth:`Stats.state` and :meth:`Stats.from_state` delegate here and are exact
+inverses; the snapshot format (:mod:`stream_nb.snapshots`) writes and reads them.
 """
 
 from __future__ import annotations
 
 import math
-import typing
 
 import numpy as np
 
@@ -20,153 +24,150 @@ from ..discretiser import Discretiser
 from ..tables import BASE_TABLES
 from ..values import BINNED, CAT, GAUSS, NUMERIC_LIMIT, VALUE_GROUPS, check_types, hashable, is_nan, json_type
 
-__all__ = ["State", "check_state", "MAX_COUNT"]
+__all__ = ["counts_of", "write_state", "store_options", "read_state", "check_state", "MAX_COUNT"]
 
 
-class State:
-    """Plain-data state of a :class:`~stream_nb.stats.Stats` (a part of it, not used alone)."""
+def counts_of(s) -> dict:
+    """The counts of store ``s`` as nested dicts keyed by names (for people and tests)."""
+    out = {
+        "class_count": {y: float(s.class_count[c]) for c, y in enumerate(s.classes)},
+        "value_count": {},
+        "gaussian": {},
+    }
+    for f, name in enumerate(s.features):
+        if s.kinds[f] == GAUSS:
+            g = s.gslot[f]
+            out["gaussian"][name] = {
+                y: (float(s.g_n[c, g]), float(s.g_mean[c, g]), float(s.g_m2[c, g]))
+                for c, y in enumerate(s.classes)
+            }
+        else:
+            out["value_count"][name] = {
+                v: {y: float(s.value_count[c, col]) for c, y in enumerate(s.classes)}
+                for v, col in s.values[f].items()
+            }
+    return out
 
-    def counts(self) -> dict:
-        """The counts as nested dicts keyed by names (for people and tests)."""
-        out = {
-            "class_count": {y: float(self.class_count[c]) for c, y in enumerate(self.classes)},
-            "value_count": {},
-            "gaussian": {},
-        }
-        for f, name in enumerate(self.features):
-            if self.kinds[f] == GAUSS:
-                g = self.gslot[f]
-                out["gaussian"][name] = {
-                    y: (float(self.g_n[c, g]), float(self.g_mean[c, g]), float(self.g_m2[c, g]))
-                    for c, y in enumerate(self.classes)
-                }
-            else:
-                out["value_count"][name] = {
-                    v: {y: float(self.value_count[c, col]) for c, y in enumerate(self.classes)}
-                    for v, col in self.values[f].items()
-                }
-        return out
 
-    def state(self) -> tuple[dict, dict]:
-        """``(arrays, meta)``: numpy arrays and JSON-able metadata, the whole store."""
-        C, V, F, G = len(self.classes), len(self.value_keys), len(self.features), self.n_gauss
-        counts = self.tables.state((C, V, F), self.pairs, self.tuples)
-        arrays = {k: counts.pop(k) for k in BASE_TABLES}  # the class, value and feature counts first, as always
-        arrays |= {"g_n": self.g_n[:C, :G].copy(), "g_mean": self.g_mean[:C, :G].copy(), "g_m2": self.g_m2[:C, :G].copy()}
-        arrays |= counts
-        meta = {
-            "pairs": self.pairs,
-            "observed": self.wants_observed,
-            "tuples": self.tuples,
-            "max_table_cells": self.max_table_cells,
-            "memory_budget": self.memory_budget,
-            "numeric": self.numeric,
-            "types": dict(self.types),
-            "bins": self.bins,
-            "warmup": self.warmup,
-            "bin_edges": {k: list(map(float, v)) for k, v in self.bin_edges.items()},
-            "classes": list(self.classes),
-            "label_type": self.label_type,
-            "features": [
-                {
-                    "name": name,
-                    "kind": ["categorical", "gaussian", "binned"][self.kinds[f]],
-                    "value_type": self.vtypes[f],
-                    "values": list(self.values[f]) if self.values[f] is not None else None,
-                    "discretiser": self.disc[f].state() if self.disc[f] is not None else None,
-                }
-                for f, name in enumerate(self.features)
-            ],
-            # [feature, value] per column; [-1, its old value] for the columns a promotion detached (a receipt
-            # of before the promotion names them, see _promoted.py; [-1, null] in states of older versions)
-            "columns": [
-                [int(self.value_feature[col]), self.value_keys[col]] for col in range(1, V)
-            ],
-            "from_int": sorted(self.from_int),
-        }
-        if self.few:  # numeric features counted by value for now (a state without them: none)
-            meta["few"] = sorted(self.few)
-        if self.few_max != self.bins:  # a fine layer's: its model's bins; 0 when forgetting (none: the bins)
-            meta["few_max"] = self.few_max
-        if self.gauss_feature != sorted(self.gauss_feature):  # a promotion made a Gaussian slot after others:
-            meta["gauss_features"] = list(self.gauss_feature)  # the feature of each, as g_* are written
-        if self.promoted:  # how each promotion moved its counts (_promoted.py)
-            meta["promoted"] = [[f, rule] for f, rule in sorted(self.promoted.items())]
-        # the candidate pairs (PairSelection.state), the rule first and pair_blocks after it, as always written
-        selection_arrays, selection_meta = self.selection.state(F)
-        if "pair_rule" in selection_meta:
-            meta["pair_rule"] = selection_meta.pop("pair_rule")
-        if self.pair_blocks_ok:  # its model reads pair blocks (they hold its pairs past the budget)
-            meta["pair_blocks"] = True
-        arrays.update(selection_arrays)
-        meta.update(selection_meta)
-        tuple_arrays, tuple_meta = self.tuple_selection.state(F)  # the candidate parents of the t-way tables
-        arrays.update(tuple_arrays)
-        meta.update(tuple_meta)
-        return arrays, meta
+def write_state(s) -> tuple[dict, dict]:
+    """``(arrays, meta)`` of store ``s``: numpy arrays and JSON-able metadata, the whole store."""
+    C, V, F, G = len(s.classes), len(s.value_keys), len(s.features), s.n_gauss
+    counts = s.tables.state((C, V, F), s.pairs, s.tuples)
+    arrays = {k: counts.pop(k) for k in BASE_TABLES}  # the class, value and feature counts first, as always
+    arrays |= {"g_n": s.g_n[:C, :G].copy(), "g_mean": s.g_mean[:C, :G].copy(), "g_m2": s.g_m2[:C, :G].copy()}
+    arrays |= counts
+    meta = {
+        "pairs": s.pairs,
+        "observed": s.wants_observed,
+        "tuples": s.tuples,
+        "max_table_cells": s.max_table_cells,
+        "memory_budget": s.memory_budget,
+        "numeric": s.numeric,
+        "types": dict(s.types),
+        "bins": s.bins,
+        "warmup": s.warmup,
+        "bin_edges": {k: list(map(float, v)) for k, v in s.bin_edges.items()},
+        "classes": list(s.classes),
+        "label_type": s.label_type,
+        "features": [
+            {
+                "name": name,
+                "kind": ["categorical", "gaussian", "binned"][s.kinds[f]],
+                "value_type": s.vtypes[f],
+                "values": list(s.values[f]) if s.values[f] is not None else None,
+                "discretiser": s.disc[f].state() if s.disc[f] is not None else None,
+            }
+            for f, name in enumerate(s.features)
+        ],
+        # [feature, value] per column; [-1, its old value] for the columns a promotion detached (a receipt
+        # of before the promotion names them, see _promoted.py; [-1, null] in states of older versions)
+        "columns": [
+            [int(s.value_feature[col]), s.value_keys[col]] for col in range(1, V)
+        ],
+        "from_int": sorted(s.from_int),
+    }
+    if s.few:  # numeric features counted by value for now (a state without them: none)
+        meta["few"] = sorted(s.few)
+    if s.few_max != s.bins:  # a fine layer's: its model's bins; 0 when forgetting (none: the bins)
+        meta["few_max"] = s.few_max
+    if s.gauss_feature != sorted(s.gauss_feature):  # a promotion made a Gaussian slot after others:
+        meta["gauss_features"] = list(s.gauss_feature)  # the feature of each, as g_* are written
+    if s.promoted:  # how each promotion moved its counts (_promoted.py)
+        meta["promoted"] = [[f, rule] for f, rule in sorted(s.promoted.items())]
+    # the candidate pairs (PairSelection.state), the rule first and pair_blocks after it, as always written
+    selection_arrays, selection_meta = s.selection.state(F)
+    if "pair_rule" in selection_meta:
+        meta["pair_rule"] = selection_meta.pop("pair_rule")
+    if s.pair_blocks_ok:  # its model reads pair blocks (they hold its pairs past the budget)
+        meta["pair_blocks"] = True
+    arrays.update(selection_arrays)
+    meta.update(selection_meta)
+    tuple_arrays, tuple_meta = s.tuple_selection.state(F)  # the candidate parents of the t-way tables
+    arrays.update(tuple_arrays)
+    meta.update(tuple_meta)
+    return arrays, meta
 
-    @classmethod
-    def from_state(cls, arrays: dict, meta: dict) -> typing.Self:
-        """The store :meth:`state` describes; ValueError naming what does not fit.
 
-        Everything is checked before anything is allocated (see :func:`check_state`),
-        so a state that announces more than its arrays hold costs nothing.
-        """
-        check_state(arrays, meta)
-        # counts (and M2) a rounding left just below zero read as zero: the logs of a prediction stay finite
-        arrays = {k: np.maximum(a, 0) if k != "g_mean" and not k.endswith("_cells") and a.size and a.min() < 0
-                  else a for k, a in arrays.items()}
-        s = cls(
-            pairs=meta["pairs"], numeric=meta["numeric"], types=meta["types"],
-            bins=meta["bins"], warmup=meta["warmup"], bin_edges=meta["bin_edges"],
-            tuples=meta.get("tuples", 0), max_table_cells=meta.get("max_table_cells"),
-            observed=meta.get("observed", False), memory_budget=meta.get("memory_budget", DEFAULT_MEMORY_BUDGET),
-        )
-        # pair blocks where its model reads them, unless the pairs were written selected (their selection is
-        # restored on sparse tables; the model's choice is restored after them)
-        s.pair_blocks_ok = meta.get("pair_blocks") is True and "pair_allowed" not in arrays
-        kinds = {"categorical": CAT, "gaussian": GAUSS, "binned": BINNED}
-        # room for everything at once (the capacities adding one at a time reaches), not a growth per doubling
-        s._reserve(c=len(meta["classes"]), v=len(meta["columns"]), f=len(meta["features"]),
-                   g=sum(feat["kind"] == "gaussian" for feat in meta["features"]))
-        for y in meta["classes"]:
-            s._add_class(y)
-        for feat in meta["features"]:
-            f = s._add_feature(feat["name"], kinds[feat["kind"]])
-            if feat["discretiser"] is not None:
-                s._set_discretiser(f, Discretiser.from_state(feat["discretiser"]))
-        for f, v in meta["columns"]:
-            if f >= 0:
-                s.schema.add_value(f, v)
-            else:  # a detached column: kept so that the later ones keep their place
-                s.schema.add_column(v)
-        s.schema.restore(meta.get("from_int", []), meta.get("few", []), meta.get("few_max", meta["bins"]),
-                         {f: rule for f, rule in meta.get("promoted", [])})
-        # the types of the labels and of each categorical feature's values; a state written before
-        # they were kept has them from its first class and each feature's first value (_add_class, schema.add_value)
-        if meta.get("label_type") is not None:
-            if not isinstance(meta["label_type"], str):
-                raise ValueError(f"label_type: expected a JSON type name, got {meta['label_type']!r}")
-            s.labels.set_type(meta["label_type"])
-        for f, feat in enumerate(meta["features"]):
-            vt = feat.get("value_type")
-            if vt is not None and s.kinds[f] == CAT:
-                if vt not in VALUE_GROUPS:
-                    raise ValueError(f"feature {feat['name']!r}: unknown value type {vt!r}")
-                s._set_vtype(f, vt)
-        C, V, F, G = len(s.classes), len(s.value_keys), len(s.features), s.n_gauss
-        if "obs_value_count" in arrays:
-            s.keep_observed()
-        # the slots are made again in feature order; the arrays are in the order they were made in
-        slots = np.array([s.gslot[f] for f in meta["gauss_features"]]) if "gauss_features" in meta else slice(0, G)
-        s.moments.load(C, slots, arrays["g_n"], arrays["g_mean"], arrays["g_m2"])
-        if s.pairs and any(p + "pair_count_cells" in arrays for p in s._sets()):
-            s.sync_pairs()  # pair blocks take the columns, features and classes of the state before its cells
-        s.tables.load(arrays, (C, V, F), s.pairs, s.tuples)
-        restore_selection(s, arrays, meta)
-        restore_tuple_selection(s, arrays, meta)
-        s.pair_blocks_ok = meta.get("pair_blocks") is True
-        return s
+def store_options(meta: dict) -> dict:
+    """The keywords of the store the metadata ``meta`` (checked: :func:`check_state`) describes."""
+    return dict(pairs=meta["pairs"], numeric=meta["numeric"], types=meta["types"],
+                bins=meta["bins"], warmup=meta["warmup"], bin_edges=meta["bin_edges"],
+                tuples=meta.get("tuples", 0), max_table_cells=meta.get("max_table_cells"),
+                observed=meta.get("observed", False), memory_budget=meta.get("memory_budget", DEFAULT_MEMORY_BUDGET))
+
+
+def read_state(s, arrays: dict, meta: dict) -> None:
+    """Fill ``s``, a new store made with :func:`store_options` of ``meta``, with the state ``(arrays, meta)``
+    (checked: :func:`check_state`): its schema, counts and selections, as :func:`write_state` read them."""
+    # counts (and M2) a rounding left just below zero read as zero: the logs of a prediction stay finite
+    arrays = {k: np.maximum(a, 0) if k != "g_mean" and not k.endswith("_cells") and a.size and a.min() < 0
+              else a for k, a in arrays.items()}
+    # pair blocks where its model reads them, unless the pairs were written selected (their selection is
+    # restored on sparse tables; the model's choice is restored after them)
+    s.pair_blocks_ok = meta.get("pair_blocks") is True and "pair_allowed" not in arrays
+    kinds = {"categorical": CAT, "gaussian": GAUSS, "binned": BINNED}
+    # room for everything at once (the capacities adding one at a time reaches), not a growth per doubling
+    s.reserve(c=len(meta["classes"]), v=len(meta["columns"]), f=len(meta["features"]),
+              g=sum(feat["kind"] == "gaussian" for feat in meta["features"]))
+    # the classes, features and values into its schema (a two-layer store reads its fine layer after, from a
+    # state of its own)
+    for y in meta["classes"]:
+        s.schema.add_class(y)
+    for feat in meta["features"]:
+        f = s.schema.add_feature(feat["name"], kinds[feat["kind"]])
+        if feat["discretiser"] is not None:
+            s.schema.set_discretiser(f, Discretiser.from_state(feat["discretiser"]))
+    for f, v in meta["columns"]:
+        if f >= 0:
+            s.schema.add_value(f, v)
+        else:  # a detached column: kept so that the later ones keep their place
+            s.schema.add_column(v)
+    s.schema.restore(meta.get("from_int", []), meta.get("few", []), meta.get("few_max", meta["bins"]),
+                     {f: rule for f, rule in meta.get("promoted", [])})
+    # the types of the labels and of each categorical feature's values; a state written before
+    # they were kept has them from its first class and each feature's first value (schema.add_class, add_value)
+    if meta.get("label_type") is not None:
+        if not isinstance(meta["label_type"], str):
+            raise ValueError(f"label_type: expected a JSON type name, got {meta['label_type']!r}")
+        s.labels.set_type(meta["label_type"])
+    for f, feat in enumerate(meta["features"]):
+        vt = feat.get("value_type")
+        if vt is not None and s.kinds[f] == CAT:
+            if vt not in VALUE_GROUPS:
+                raise ValueError(f"feature {feat['name']!r}: unknown value type {vt!r}")
+            s.schema.set_vtype(f, vt)
+    C, V, F, G = len(s.classes), len(s.value_keys), len(s.features), s.n_gauss
+    if "obs_value_count" in arrays:
+        s.keep_observed()
+    # the slots are made again in feature order; the arrays are in the order they were made in
+    slots = np.array([s.gslot[f] for f in meta["gauss_features"]]) if "gauss_features" in meta else slice(0, G)
+    s.moments.load(C, slots, arrays["g_n"], arrays["g_mean"], arrays["g_m2"])
+    if s.pairs and any(p + "pair_count_cells" in arrays for p in s.tables.sets()):
+        s.sync_pairs()  # pair blocks take the columns, features and classes of the state before its cells
+    s.tables.load(arrays, (C, V, F), s.pairs, s.tuples)
+    restore_selection(s, arrays, meta)
+    restore_tuple_selection(s, arrays, meta)
+    s.pair_blocks_ok = meta.get("pair_blocks") is True
 
 
 #: Largest count a state may hold: far beyond any stream's, and small enough that no sum, square or

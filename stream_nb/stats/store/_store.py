@@ -10,14 +10,17 @@ tuple selection (:class:`~stream_nb.stats.selection.TupleSelection`: KDB's candi
 given the store's arrays), its count tables (:class:`~stream_nb.stats.tables.CountTables`: the numpy arrays or
 :class:`~stream_nb.stats.SparseTable` by name, their observed-only twins, their room) -- and gives each what it
 needs as arguments. The schema asks the tables for room before it grows
-(``grow``: ``Stats._reserve``), and the tables give it their capacity when they reallocate
+(``grow``: :meth:`Stats.reserve`), and the tables give it their capacity when they reallocate
 (:meth:`Schema.make_room <stream_nb.stats.schema.Schema.make_room>`); learning an event, the store lets
 the schema register it with two calls of its own (``room``: refuse before anything changes; ``promote``:
 move a promoted feature's counts). The names learners and kernels read (``classes``, ``features``,
 ``value_feature``, ``g_n``, ``vtypes``, ``memory_budget``, ``pairs_sparse``, ``value_count``, ``pair_count``,
 ...) stay the store's: the schema's and the count tables' are read-only properties here. The store decides
 the tables' room and layout (dense, pair blocks or sparse, under the budget) itself; what one event adds
-and takes back, and the store's state, are its bases below, which change the parts through their methods.
+and takes back are its bases below, which change the parts through their methods. Its state as plain data
+(:meth:`Stats.state`, :meth:`Stats.from_state`) is written and read by a codec of its own
+(:mod:`stream_nb.stats.store._state`), which reads the store through its public names and fills a new one
+through its schema's and parts' methods.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from ..values import CAT, GAUSS, TWINNED, Encoded, validate_label
 from ..selection import revision_due
 from ._removing import Removing
 from ..schema import Schema, align, check_feature, check_labels, few_overflow, new_entries, turned_numeric
-from ._state import State
+from ._state import check_state, counts_of, read_state, store_options, write_state
 from ..tables import CountTables, GaussianMoments, PairBlocks, SparseTable
 
 __all__ = ["ObservedView", "Stats"]
@@ -47,7 +50,7 @@ __all__ = ["ObservedView", "Stats"]
 _PAIR_ATTRIBUTES = PAIR_TABLES + tuple("obs_" + name for name in PAIR_TABLES)  # the tables, and their observed-only twins
 
 
-class Stats(Adding, Removing, State):
+class Stats(Adding, Removing):
     """Additive sufficient statistics over a stream of (x, y) events.
 
     Parameters
@@ -114,9 +117,9 @@ class Stats(Adding, Removing, State):
         observed: bool = False,
         memory_budget: int | None = DEFAULT_MEMORY_BUDGET,
     ):
-        # the schema and encoder: it asks the tables for room before it grows (_reserve)
+        # the schema and encoder: it asks the tables for room before it grows (reserve)
         self.schema = Schema(numeric=numeric, types=types, bins=bins, warmup=warmup, bin_edges=bin_edges,
-                             grow=self._reserve)
+                             grow=self.reserve)
         self.pairs = bool(pairs)
         # tuples = t >= 3: also keep t-way class-conditional counts (KDB with k = t - 1 parents)
         self.tuples = int(tuples)
@@ -195,14 +198,8 @@ class Stats(Adding, Removing, State):
             c = self._add_class(validate_label(y))  # the class the label stands for: 2.0 is the class 2
         return c
 
-    def _add_feature(self, name, kind, from_int: bool = False, few: bool = False) -> int:
-        return self.schema.add_feature(name, kind, from_int, few)
-
     def _set_discretiser(self, f: int, d) -> None:
         self.schema.set_discretiser(f, d)
-
-    def _set_vtype(self, f: int, vt) -> None:
-        self.schema.set_vtype(f, vt)
 
     def bin_floats_at_once(self) -> None:
         """Count no float feature by value (:meth:`counts_by_value`): each is binned from its first value.
@@ -330,6 +327,28 @@ class Stats(Adding, Removing, State):
             present = nb > 0
             if present.any():
                 self.moments.merge(cmap[present], g, nb[present], other.g_mean[:C, go][present], other.g_m2[:C, go][present])
+
+    # ------------------------------------------------------------------ state: plain data, the codec of _state.py
+
+    def counts(self) -> dict:
+        """The counts as nested dicts keyed by names (for people and tests)."""
+        return counts_of(self)
+
+    def state(self) -> tuple[dict, dict]:
+        """``(arrays, meta)``: numpy arrays and JSON-able metadata, the whole store
+        (:func:`~stream_nb.stats.store._state.write_state`)."""
+        return write_state(self)
+
+    @classmethod
+    def from_state(cls, arrays: dict, meta: dict) -> typing.Self:
+        """The store :meth:`state` describes (:func:`~stream_nb.stats.store._state.read_state`); ValueError
+        naming what does not fit. Everything is checked before anything is allocated
+        (:func:`~stream_nb.stats.store._state.check_state`), so a state that announces more than its arrays
+        hold costs nothing."""
+        check_state(arrays, meta)
+        s = cls(**store_options(meta))
+        read_state(s, arrays, meta)
+        return s
 
     # ------------------------------------------------------------------ encoding, through the store
 
@@ -580,7 +599,7 @@ class Stats(Adding, Removing, State):
 
     # ------------------------------------------------------------------ the tables' room and layout
     # The count arrays are allocated with spare capacity and grow by doubling as the schema asks for room
-    # (:meth:`_reserve`, before it takes a new class, value, feature or Gaussian slot). The t-way tables of KDB
+    # (:meth:`reserve`, before it takes a new class, value, feature or Gaussian slot). The t-way tables of KDB
     # grow exactly, as they are V^t. Past the memory budget the pair tables are held in pair blocks where a
     # model reads them and they fit, else sparse, and the t-way tables sparse (``stats/budget/_budget.py``). A
     # t-way table that would pass an explicit ``max_table_cells`` raises
@@ -603,7 +622,7 @@ class Stats(Adding, Removing, State):
         """The pair tables, with the base arrays' spare room: dense while they fit the memory budget,
         pair blocks beyond where a model reads them and they fit (:meth:`_take_blocks`), else sparse (see
         ``_budget.py``). Dense tables that fit only without the spare room get
-        the classes of ``need`` and a sixteenth more values and features, and grow in ``_reserve``."""
+        the classes of ``need`` and a sixteenth more values and features, and grow in :meth:`reserve`."""
         C, V, F = len(self.classes), len(self.value_keys), len(self.features)
         if not self.pairs_sparse and not self._dense_fits(("pair_count", "pair_feat"), 2, cc, cv, cf):
             nc, nv, nf = need or (C, V, F)
@@ -678,8 +697,9 @@ class Stats(Adding, Removing, State):
                 f"or raise max_table_cells"
             )
 
-    def _reserve(self, c=0, v=0, f=0, g=0):
-        """Make room for ``c`` more classes, ``v`` columns, ``f`` features, ``g`` slots."""
+    def reserve(self, c=0, v=0, f=0, g=0):
+        """Make room for ``c`` more classes, ``v`` columns, ``f`` features, ``g`` slots (the schema asks before it
+        grows; a state read asks for all of them at once)."""
         cc, cv, cf, cg = self.tables.capacity
         need = (len(self.classes) + c, len(self.value_keys) + v, len(self.features) + f, self.n_gauss + g)
         if need[0] <= cc and need[1] <= cv and need[2] <= cf and need[3] <= cg:
