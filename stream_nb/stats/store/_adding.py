@@ -31,7 +31,7 @@ class Adding:
         self.tables.add_class(c, w)
         if len(enc.cols):
             for p in self._sets():
-                self._count(p, enc.cols, enc.feats, c, w)
+                self.count_values(p, enc.cols, enc.feats, c, w)
         self.add_gaussian(c, w, enc.gslots, enc.gx)
 
     def counted_one(self, c: int, w: float, twin: bool = False) -> None:
@@ -64,9 +64,9 @@ class Adding:
             if self.journal is not None:
                 self.journal.append(("observed", enc, c, w))
             self.version += 1
-            self._count("obs_", enc.cols, enc.feats, c, w)
+            self.count_values("obs_", enc.cols, enc.feats, c, w)
 
-    def _count(self, p: str, cols: np.ndarray, feats: np.ndarray, c: int, w: float) -> None:
+    def count_values(self, p: str, cols: np.ndarray, feats: np.ndarray, c: int, w: float) -> None:
         """Add weight ``w`` to the values ``cols`` (of features ``feats``) of class ``c`` in count set ``p``."""
         tables = self.tables
         tables.add_values(p, c, cols, w, feats, w)

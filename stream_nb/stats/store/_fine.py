@@ -597,7 +597,7 @@ class TwoLayerStats(Stats):
         fine = self.fine
         fine_entries = follow_promotions(fine, fine_entries)  # a receipt of before a promotion: see _promoted
         for e in fine_entries:
-            fine._check_entry(e)
+            fine.check_entry(e)
         for e in entries:
             if e[0] == "waiting":  # the event waited for its fine edges (see _waiting)
                 self.waiting.unwait(fine, follow_waiting(fine, e[1]))

@@ -17,7 +17,8 @@ move a promoted feature's counts). The names learners and kernels read (``classe
 ``value_feature``, ``g_n``, ``vtypes``, ``memory_budget``, ``pairs_sparse``, ``value_count``, ``pair_count``,
 ...) stay the store's: the schema's and the count tables' are read-only properties here. The store decides
 the tables' room and layout (dense, pair blocks or sparse, under the budget) itself; what one event adds
-and takes back are its bases below, which change the parts through their methods. Its state as plain data
+is its base below (:class:`~stream_nb.stats.store._adding.Adding`); what it takes back, the functions of
+:mod:`stream_nb.stats.store._removing`; both change the parts through their methods. Its state as plain data
 (:meth:`Stats.state`, :meth:`Stats.from_state`) is written and read by a codec of its own
 (:mod:`stream_nb.stats.store._state`), which reads the store through its public names and fills a new one
 through its schema's and parts' methods.
@@ -40,7 +41,7 @@ from ..selection import TupleSelection, refresh_tuple_selection, settle_tuples, 
 from ...exceptions import CapacityError, MergeError
 from ..values import CAT, GAUSS, TWINNED, Encoded, validate_label
 from ..selection import revision_due
-from ._removing import Removing
+from . import _removing
 from ..schema import Schema, align, check_feature, check_labels, few_overflow, new_entries, turned_numeric
 from ._state import check_state, counts_of, read_state, store_options, write_state
 from ..tables import CountTables, GaussianMoments, PairBlocks, SparseTable
@@ -50,7 +51,7 @@ __all__ = ["ObservedView", "Stats"]
 _PAIR_ATTRIBUTES = PAIR_TABLES + tuple("obs_" + name for name in PAIR_TABLES)  # the tables, and their observed-only twins
 
 
-class Stats(Adding, Removing):
+class Stats(Adding):
     """Additive sufficient statistics over a stream of (x, y) events.
 
     Parameters
@@ -327,6 +328,22 @@ class Stats(Adding, Removing):
             present = nb > 0
             if present.any():
                 self.moments.merge(cmap[present], g, nb[present], other.g_mean[:C, go][present], other.g_m2[:C, go][present])
+
+    # ------------------------------------------------------------------ taking back: the functions of _removing.py
+
+    def remove(self, entries) -> None:
+        """Take back ``entries`` (a journal: :mod:`stream_nb.stats.store._removing`), last first;
+        :class:`~stream_nb.exceptions.UnlearnError` and no change at all when some count would fall below zero."""
+        _removing.remove_entries(self, entries)
+
+    def check_entry(self, e) -> None:
+        """:class:`~stream_nb.exceptions.UnlearnError` unless the counts hold what journal entry ``e`` added."""
+        _removing.check_entry(self, e)
+
+    def remove_rows(self, D: np.ndarray, G: np.ndarray, yc: np.ndarray) -> None:
+        """Take back rows of events learned by plain counting, weight 1 each, as :meth:`encode_run` encodes them
+        (:func:`~stream_nb.stats.store._removing.remove_rows`: checked first, all at once)."""
+        _removing.remove_rows(self, D, G, yc)
 
     # ------------------------------------------------------------------ state: plain data, the codec of _state.py
 
