@@ -2,7 +2,7 @@
 
 A receipt (``learn_one_receipt``) journals the value columns of its time. A
 promotion (a feature of integers turned numeric by its first fraction, see
-:mod:`stream_nb.stats.schema._promotion`) detaches the feature's value columns and
+:meth:`stream_nb.stats.schema.Schema.promote`) detaches the feature's value columns and
 moves their counts, by one of three rules the store records per feature in
 :attr:`promoted`:
 

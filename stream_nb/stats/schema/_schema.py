@@ -16,7 +16,7 @@
 It encodes one event (:meth:`encode`, :meth:`register`), runs of events given as dicts, lists or columns
 (:meth:`encode_run`, ``_frames.py`` and ``_frame_runs.py``) and DataFrames (:meth:`encode_frame`), checks
 values against their feature's type, and turns a feature of integers numeric at its first fraction
-(:meth:`promote`, ``_promotion.py``). It holds no count.
+(:meth:`promote`). It holds no count.
 
 The count tables are the store's. The schema and the tables talk through three narrow calls:
 
@@ -42,26 +42,48 @@ Examples
 
 from __future__ import annotations
 
+import typing
+
 import numpy as np
 
-from ..._checks import check_choice
+from ..._checks import check_choice, is_integer
 from ...exceptions import FeatureTypeError
 from ..discretiser import Discretiser
-from ..values import BINNED, CAT, EMPTY_INT, GAUSS, Encoded, Labels, check_types
-from ._encoding import Encoding
+from ..values import (
+    BINNED, CAT, EMPTY_FLOAT, EMPTY_INT, GAUSS, PROMOTE, Encoded, Labels, categorical_value, check_event, check_types,
+    is_nan, numeric_value,
+)
 from ._frame_runs import ArrayRuns
 from ._frames import Frames
-from ._promotion import Promotion
+from ._shapes import shape_of
 from ._value_types import ValueTypes
 
-__all__ = ["Schema"]
+__all__ = ["Promoted", "Schema"]
 
 
 def _no_tables(c: int = 0, v: int = 0, f: int = 0, g: int = 0) -> None:
     """The ``grow`` of a schema used alone: no tables to make room in."""
 
 
-class Schema(Encoding, Promotion, Frames, ArrayRuns):
+def _numeric_check(name, v) -> None:
+    """Refuse a number beyond :data:`~stream_nb.stats.NUMERIC_LIMIT` as a category of a feature inferred from
+    integers: a fraction later turns that feature numeric, and its moments could not hold the value."""
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        numeric_value(name, v)
+
+
+class Promoted(typing.NamedTuple):
+    """How a promotion moves a feature's counts (:meth:`Schema.promote`)."""
+
+    #: ``"gauss"``: into Gaussian slot ``new[0]`` (naive Bayes); ``"drop"``: dropped, its values being
+    #: warm-up values of its new discretiser; ``"bins"``: the counts of each ``old`` column into bin column ``new``
+    rule: str
+    old: np.ndarray  # the feature's value columns until now, detached
+    new: np.ndarray
+    keys: np.ndarray  # the value of each old column, as a float
+
+
+class Schema(Frames, ArrayRuns):
     """Classes, features and values of a stream, and its events as indices (see the module notes).
 
     Parameters
@@ -109,7 +131,7 @@ class Schema(Encoding, Promotion, Frames, ArrayRuns):
         self.from_int: set = set()
         # numeric features inferred from a float in a discretising schema, counted by value (each value its
         # own bin) while they have at most few_max values; one more turns them binned, as a fraction turns a
-        # feature of integers numeric (see _promotion). Each is in from_int too
+        # feature of integers numeric (see :meth:`promote`). Each is in from_int too
         self.few: set = set()
         self.few_max = bins
         self.promoted: dict = {}  # feature -> how its promotion moved its counts (see _promoted.py)
@@ -312,3 +334,270 @@ class Schema(Encoding, Promotion, Frames, ArrayRuns):
         if len(enc.feats) == len(known):
             return EMPTY_INT
         return np.setdiff1d(known, enc.feats, assume_unique=True)
+
+    # ------------------------------------------------------------------ one event: to predict, and to learn
+
+    def encode(self, x: dict) -> Encoded:
+        """Indices of ``x`` for prediction; never changes the counts.
+
+        Features never learned are ignored; a value never seen maps to column 0.
+        When learning ``x`` would need nothing new, the encoding carries the
+        schema's ``epoch``: :meth:`register` need not read it again.
+        """
+        if type(x) is not dict:
+            check_event(x)
+        enc = self._encode_known(x)
+        if enc is None:
+            return self._encode(x)
+        # river's loop predicts x, then learns it: learning finds x's encoding here (the copy tells whether
+        # x changed in between)
+        self._cache["last"] = (x, dict(x), enc)
+        return enc
+
+    @property
+    def usual_shape(self):
+        """The :class:`~._shapes.EventShape` of the last event :meth:`encode` read by shape (None: none yet); it
+        may be of an earlier epoch, which its keys and value types still describe."""
+        return self._cache.get("shape")
+
+    def _encode_known(self, x: dict) -> Encoded | None:
+        """The fast paths of :meth:`encode`: an event of the usual shape (:mod:`._shapes`), or every value
+        categorical and already known, the features then read off the columns (an encoding learning can
+        take as is); None for anything else."""
+        shape = self._cache.get("shape")
+        if shape is None or shape.epoch != self.epoch:
+            shape = self._cache["shape"] = shape_of(self, x)
+        if shape is not None:
+            enc = shape.encode(x)
+            if enc is not None:
+                return enc
+        cat = self.value_types.by_python
+        cols = []
+        try:
+            for name, v in x.items():
+                cols.append(cat[type(v)][name][v])  # a value of another type than the feature's misses
+        except (KeyError, TypeError):
+            return None
+        if cols:
+            c = np.array(cols, dtype=np.int64)
+            return Encoded(c, self.value_feature[c], EMPTY_INT, EMPTY_FLOAT, False, self.epoch)
+        return Encoded(EMPTY_INT, EMPTY_INT, EMPTY_INT, EMPTY_FLOAT, False, self.epoch)
+
+    def _encode(self, x: dict) -> Encoded:
+        lookup, ok = self._lookup, self.value_types.ok
+        cols, feats, gs, gx = [], [], [], []
+        reusable = True  # learning x would need nothing new
+        unseen = False
+        for name, v in x.items():
+            e = lookup.get(name)
+            if e is None:
+                if v is not None and not is_nan(v):
+                    reusable = False
+                continue
+            kind, f, vals, g, d = e
+            if kind == CAT:
+                try:
+                    col = vals.get(v)
+                except TypeError:
+                    categorical_value(name, v)
+                    raise
+                if col is None:
+                    v = categorical_value(name, v)
+                    if v is None:
+                        continue
+                    col, unseen = 0, True
+                if type(v) not in ok[f]:
+                    self._check_value(f, name, v)
+                cols.append(col)
+                feats.append(f)
+                continue
+            fv = numeric_value(name, v)
+            if fv is None:
+                continue
+            if kind == GAUSS:
+                gs.append(g)
+                gx.append(fv)
+                continue
+            if d.edges is None:
+                reusable = False
+                continue
+            col = vals.get(d.bin(fv))
+            if col is None:
+                col, unseen = 0, True
+            cols.append(col)
+            feats.append(f)
+        return Encoded(
+            np.array(cols, dtype=np.int64) if cols else EMPTY_INT,
+            np.array(feats, dtype=np.int64) if feats else EMPTY_INT,
+            np.array(gs, dtype=np.int64) if gs else EMPTY_INT,
+            np.array(gx, dtype=float) if gx else EMPTY_FLOAT,
+            unseen,
+            self.epoch if reusable and not unseen else -1,
+        )
+
+    def reusable(self, x: dict, known: Encoded | None = None) -> Encoded | None:
+        """``x``'s encoding for prediction when learning ``x`` needs nothing new (its ``epoch`` is the
+        schema's), else None: ``known`` when the caller has it, the one :meth:`encode` made when it was
+        given this same dict, unchanged since (river's loop predicts ``x``, then learns it), or one read now."""
+        if type(x) is not dict:
+            check_event(x)
+        if known is None:
+            last = self._cache.get("last")
+            if last is not None and last[0] is x and last[2].epoch == self.epoch and x == last[1]:
+                return last[2]  # predicted just before, and unchanged since
+            known = self._encode_known(x)  # every value a known category: nothing to register
+        return known if known is not None and known.epoch == self.epoch else None
+
+    def _plan(self, x: dict):
+        """Validate ``x`` completely, without changing anything.
+
+        Returns the known columns and the work still to do (new features, new
+        values, numeric values to bin) so that a bad value anywhere in ``x``
+        leaves the store untouched.
+        """
+        lookup, ok = self._lookup, self.value_types.ok
+        cols, feats, gs, gx = [], [], [], []
+        todo = []  # (name, f or None, kind, value) still needing allocation or binning
+        for name, v in x.items():
+            e = lookup.get(name)
+            if e is not None:
+                kind, f, vals, g, d = e
+                if kind == CAT:
+                    try:
+                        col = vals.get(v)
+                    except TypeError:
+                        categorical_value(name, v)
+                        raise
+                    if col is not None:
+                        if type(v) not in ok[f]:
+                            self._check_value(f, name, v)
+                        cols.append(col)
+                        feats.append(f)
+                        continue
+                    v = numeric_value(name, v) if f in self.few else categorical_value(name, v)
+                    if f in self.from_int:  # a number it may turn numeric with: within NUMERIC_LIMIT
+                        _numeric_check(name, v)
+                    if v is not None:
+                        if type(v) not in ok[f]:
+                            self._check_value(f, name, v)
+                        todo.append((name, f, PROMOTE if self._promotes(f, v) else CAT, v))
+                    continue
+                fv = numeric_value(name, v)
+                if fv is None:
+                    continue
+                if kind == GAUSS:
+                    gs.append(g)
+                    gx.append(fv)
+                else:
+                    todo.append((name, f, BINNED, fv))
+                continue
+            if v is None or is_nan(v):
+                continue
+            k = self.kind_for(name, v)
+            v = categorical_value(name, v) if k == CAT and not self.counts_by_value(name, v) else numeric_value(name, v)
+            if k == CAT and name not in self.types:  # inferred from a number: it may turn numeric
+                _numeric_check(name, v)
+            if v is not None:
+                todo.append((name, None, k, v))
+        return cols, feats, gs, gx, todo
+
+    def register(self, x: dict, room=None, promote=None) -> Encoded:
+        """Indices of ``x`` for learning: validates all of ``x`` first, then registers its new features and
+        values and feeds the discretisers.
+
+        ``room(k, new)``, when given, is asked before anything changes, with ``k`` the values ``x``
+        observes and ``new`` those still to register: the tables refuse an event there (the memory
+        budget, a t-way table's bound). ``promote(f)`` turns feature ``f`` numeric where a value of ``x``
+        does (:meth:`promote` when not given: the tables move the counts and call it).
+        """
+        cols, feats, gs, gx, todo = self._plan(x)
+        if room is not None:
+            room(len(cols) + len(todo), len(todo))
+        for name, f, k, v in todo:
+            if k == PROMOTE:
+                (promote or self.promote)(f)
+                k = self.kinds[f]
+                if k == GAUSS:
+                    gs.append(self.gslot[f])
+                    gx.append(v)
+                    continue
+            if f is None:
+                f = self.add_feature(name, k, from_int=k == CAT and name not in self.types and is_integer(v),
+                                     few=k == CAT and self.counts_by_value(name, v))
+                if k == GAUSS:
+                    gs.append(self.gslot[f])
+                    gx.append(v)
+                    continue
+            if k == BINNED:
+                v = self.disc[f].bin_or_buffer(v)
+                if v is None:
+                    continue
+            col = self.values[f].get(v)
+            if col is None:
+                col = self.add_value(f, v)
+            cols.append(col)
+            feats.append(f)
+        return Encoded(
+            np.array(cols, dtype=np.int64) if cols else EMPTY_INT,
+            np.array(feats, dtype=np.int64) if feats else EMPTY_INT,
+            np.array(gs, dtype=np.int64) if gs else EMPTY_INT,
+            np.array(gx, dtype=float) if gx else EMPTY_FLOAT,
+        )
+
+
+    # ------------------------------------------------------------------ promotion: the schema's side
+
+    def _promotes(self, f: int, v) -> bool:
+        """True when value ``v`` turns categorical feature ``f`` numeric: ``f`` was inferred
+        (not declared) from an integer, every value so far is a number, and ``v`` is not a whole number;
+        or ``f`` is a numeric feature counted by value (:attr:`few`) and ``v`` is one value more than
+        ``few_max``."""
+        if f in self.few:
+            return v not in self.values[f] and len(self.values[f]) >= self.few_max
+        if f not in self.from_int or not isinstance(v, float) or v.is_integer():
+            return False
+        return all(isinstance(k, (int, float)) and not isinstance(k, bool) for k in self.values[f])
+
+    def promote(self, f: int, times: np.ndarray | None = None) -> Promoted:
+        """Turn categorical feature ``f`` numeric; how its counts move.
+
+        A Gaussian schema gives it a Gaussian slot. A discretising one gives it a discretiser whose
+        warm-up values are its values so far, each as many times as ``times`` says (in the order of
+        :meth:`columns_of`; once each by default): fewer than ``warmup`` of them, and no edges declared,
+        they teach the edges only, as if the feature had been numeric all along, and its counts are
+        dropped; otherwise the edges come from them and each value's counts go into its bin (a column,
+        registered here). The old value columns stay, detached.
+        """
+        name = self.features[f]
+        old = self.columns_of(f)
+        keys = np.array([float(self.value_keys[c]) for c in old.tolist()])
+        self.from_int.discard(f)
+        self.few.discard(f)
+        self.set_vtype(f, None)
+        if self.numeric == "gaussian":
+            self._grow(g=1)
+            g = self.n_gauss
+            self.n_gauss += 1
+            self.gauss_feature.append(f)
+            self.kinds[f], self.values[f], self.gslot[f] = GAUSS, None, g
+            self.n_values[f] = 0
+            moved = Promoted("gauss", old, np.array([g]), keys)
+        else:
+            d = Discretiser(self.bins, self.warmup, self.bin_edges.get(name))
+            seen = np.repeat(keys, 1 if times is None else times)
+            self.kinds[f], self.values[f], self.disc[f] = BINNED, {}, d
+            self.n_values[f] = 0
+            if d.edges is None and len(seen) < self.warmup:
+                d.buffer = seen.tolist()
+                moved = Promoted("drop", old, EMPTY_INT, keys)
+            else:
+                if d.edges is None:  # enough values: the edges come from all of them
+                    d.buffer = seen.tolist()
+                    d._choose()
+                new = np.array([self.values[f].get(b) or self.add_value(f, b) for b in d.bin_many(keys).tolist()])
+                moved = Promoted("bins", old, new, keys)
+        self.promoted[f] = moved.rule
+        self.value_feature[old] = -1
+        self._lookup[name] = (self.kinds[f], f, self.values[f], self.gslot[f], self.disc[f])
+        self.epoch += 1
+        return moved

@@ -4,7 +4,7 @@ River's loop hands a model one dict at a time, and most events of a stream look
 alike: the same features, each of the same type, every category one the store
 knows. :class:`EventShape` reads such an event in a few C-level passes (an
 ``itemgetter`` of the features, a ``map`` of the value dicts) where the general
-encoder (:mod:`._encoding`) walks it feature by feature in Python. An event of
+encoder (:meth:`Schema.encode <stream_nb.stats.schema.Schema.encode>`) walks it feature by feature in Python. An event of
 any other shape (a missing or new feature, a value of another type or never
 seen, a numeric value out of range) is not read here, and goes the general way.
 """
