@@ -1,6 +1,6 @@
 """prequential_many over a pandas DataFrame equals the event-by-event loop over its rows.
 
-A DataFrame's columns are encoded with numpy (stream_nb/stats/_frame_runs.py), runs of
+A DataFrame's columns are encoded with numpy (stream_nb/stats/schema/_runs.py), runs of
 plain rows are scored and learned as from dicts, and every other row (a new value,
 class or feature, a missing value under EM, a bad value) goes the one-event way with
 its row as a dict. The reference is the loop a user writes over ``X.to_dict("records")``
@@ -166,7 +166,7 @@ def test_a_new_value_or_class_mid_frame_ends_a_run_and_only_its_column_is_encode
     rows are scored and learned in the runs the same rows as dicts take (but for the two rows, which the
     dicts' runs may learn in place, and the row after each); after the new value only its column is encoded
     again."""
-    from stream_nb.stats.schema import ArrayRuns
+    from stream_nb.stats.schema import RunEncoder
 
     rng = np.random.default_rng(7)
     A = rng.integers(0, 2, size=(600, 24))
@@ -181,13 +181,13 @@ def test_a_new_value_or_class_mid_frame_ends_a_run_and_only_its_column_is_encode
     loop(looped, list(zip(records(X.iloc[:100]), ys[:100])))
     lengths = run_lengths(monkeypatch)
     encoded = []
-    column = ArrayRuns._encode_array
+    column = RunEncoder._encode_array
 
     def spy(self, name, f, values, start, state, complete):
         encoded.append((name, start))
         return column(self, name, f, values, start, state, complete)
 
-    monkeypatch.setattr(ArrayRuns, "_encode_array", spy)
+    monkeypatch.setattr(RunEncoder, "_encode_array", spy)
     X, ys = X.iloc[100:], ys[100:]
     assert_same(warm.prequential_many(X, ys), reference(looped, X, ys))
     assert_same_counts(warm, looped)
@@ -404,17 +404,17 @@ def test_dicts_of_integers_give_the_loop(name, warm, stream):
 def test_a_window_of_plain_integer_dicts_is_read_as_one_matrix(monkeypatch):
     """The usual stream of dicts of integers goes through the matrix; a window with a value never seen does
     not (it is met value by value, and learned in the run), and the results equal the loop's."""
-    from stream_nb.stats.schema import Schema  # (the store's encoder)
+    from stream_nb.stats.schema import RunEncoder  # (the schema's encoder of runs)
 
     taken = []
-    window = Schema._window_matrix
+    window = RunEncoder._window_matrix
 
     def spy(self, xs, start, stop):
         D = window(self, xs, start, stop)
         taken.append(D is not None)
         return D
 
-    monkeypatch.setattr(Schema, "_window_matrix", spy)
+    monkeypatch.setattr(RunEncoder, "_window_matrix", spy)
     rng = np.random.default_rng(3)
     xs = [dict(zip("abcd", row)) for row in rng.integers(0, 2, size=(400, 4)).tolist()]
     ys = rng.choice(["p", "q"], size=400).tolist()

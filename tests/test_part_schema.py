@@ -165,6 +165,6 @@ def test_the_store_holds_no_schema_state_of_its_own():
     s.learn_one({"a": "x", "t": 0.5}, "p")
     own = set(vars(s))
     assert not own & {"features", "feature_index", "kinds", "values", "value_keys", "value_feature", "n_values",
-                      "disc", "labels", "from_int", "few", "promoted", "_lookup"}
+                      "disc", "labels", "from_int", "few", "promoted", "lookup"}
     with pytest.raises(AttributeError):
         s.features = []  # read-only: the schema changes through its own calls

@@ -778,7 +778,7 @@ class BayesClassifier(VectorisedRuns, MiniBatches, Unlearning, base.MiniBatchCla
         """:meth:`prequential_iter`'s results, each run in a ``make_run()`` (``prequential_blocks``: whole)."""
         if len(xs) != len(ys):
             raise ValueError(f"{name}: {len(xs)} events but {len(ys)} labels")
-        xs, ys = frame_events(xs, ys)  # a DataFrame: numpy columns (stream_nb.stats.schema._frame_runs)
+        xs, ys = frame_events(xs, ys)  # a DataFrame: numpy columns (stream_nb.stats.schema._runs)
         i, n, runs = 0, len(xs), self._run_events(xs)  # the events as runs read them
         while i < n:
             run, limited = make_run(), False

@@ -13,8 +13,9 @@
 - its ``epoch``, bumped by every change of the above (and by the store holding it, :meth:`advance`, for a
   change of its tables' layout): an encoding made at one epoch holds while it lasts.
 
-It encodes one event (:meth:`encode`, :meth:`register`), runs of events given as dicts, lists or columns
-(:meth:`encode_run`, ``_frames.py`` and ``_frame_runs.py``) and DataFrames (:meth:`encode_frame`), checks
+It encodes one event (:meth:`encode`, :meth:`register`), and through the part it holds, ``runs`` (a
+:class:`~stream_nb.stats.schema.RunEncoder`, ``_runs.py``), runs of events given as dicts, lists or columns
+(:meth:`encode_run`) and DataFrames (:meth:`encode_frame`); it checks
 values against their feature's type, and turns a feature of integers numeric at its first fraction
 (:meth:`promote`). It holds no count.
 
@@ -53,8 +54,7 @@ from ..values import (
     BINNED, CAT, EMPTY_FLOAT, EMPTY_INT, GAUSS, PROMOTE, Encoded, Labels, categorical_value, check_event, check_types,
     is_nan, numeric_value,
 )
-from ._frame_runs import ArrayRuns
-from ._frames import Frames
+from ._runs import RunEncoder
 from ._shapes import shape_of
 from ._value_types import ValueTypes
 
@@ -83,7 +83,7 @@ class Promoted(typing.NamedTuple):
     keys: np.ndarray  # the value of each old column, as a float
 
 
-class Schema(Frames, ArrayRuns):
+class Schema:
     """Classes, features and values of a stream, and its events as indices (see the module notes).
 
     Parameters
@@ -125,7 +125,7 @@ class Schema(Frames, ArrayRuns):
         self.n_gauss = 0
         self.gauss_feature: list[int] = []
         # name -> (kind, feature, value dict, Gaussian slot, discretiser): one lookup per value on the hot path
-        self._lookup: dict = {}
+        self.lookup: dict = {}
         # categorical features inferred from an integer: a later fractional number turns them numeric
         # (and the features of self.few: a value beyond their few turns them numeric)
         self.from_int: set = set()
@@ -137,6 +137,8 @@ class Schema(Frames, ArrayRuns):
         self.promoted: dict = {}  # feature -> how its promotion moved its counts (see _promoted.py)
         self.epoch = 0  # bumped by every change of the schema
         self._cache: dict = {}  # derived lookups, each tagged with the epoch it was computed at
+        #: the encoder of many events at once (:class:`~stream_nb.stats.schema.RunEncoder`)
+        self.runs = RunEncoder(self)
 
     def __getstate__(self):
         state = self.__dict__.copy()
@@ -181,7 +183,7 @@ class Schema(Frames, ArrayRuns):
     def set_run_values(self, new) -> None:
         """Take ``new`` as the values the last run met first (:attr:`run_new`: a layer whose run another
         layer encoded in the same columns), or None: none."""
-        self.run_new = new
+        self.runs.set_run_values(new)
 
     def restore(self, from_int, few, few_max: int, promoted: dict) -> None:
         """Set what a written state says of promotions (:meth:`~stream_nb.stats.Stats.from_state`): the
@@ -196,7 +198,7 @@ class Schema(Frames, ArrayRuns):
     class_index = property(lambda s: s.labels.index, doc="``{class: index}``.")
     label_type = property(lambda s: s.labels.type, doc="JSON type of the labels, fixed by the first class; None before it.")
     vtypes = property(lambda s: s.value_types.types, doc="Per feature: the type of its values, None if numeric or none yet.")
-    _vt_ok = property(lambda s: s.value_types.ok)
+    vt_ok = property(lambda s: s.value_types.ok)
 
     @property
     def n_classes(self) -> int:
@@ -253,7 +255,7 @@ class Schema(Frames, ArrayRuns):
             self.disc.append(binner(self.bins, self.warmup, edges))
         else:
             self.disc.append(None)
-        self._lookup[name] = (kind, f, self.values[f], self.gslot[f], self.disc[f])
+        self.lookup[name] = (kind, f, self.values[f], self.gslot[f], self.disc[f])
         if kind == CAT and (from_int or few):
             self.from_int.add(f)
         if kind == CAT and few:
@@ -264,8 +266,8 @@ class Schema(Frames, ArrayRuns):
     def set_discretiser(self, f: int, d: Discretiser) -> None:
         """Bin feature ``f`` with ``d``."""
         self.disc[f] = d
-        kind, _, vals, g, _ = self._lookup[self.features[f]]
-        self._lookup[self.features[f]] = (kind, f, vals, g, d)
+        kind, _, vals, g, _ = self.lookup[self.features[f]]
+        self.lookup[self.features[f]] = (kind, f, vals, g, d)
 
     def add_value(self, f, v) -> int:
         """Register value ``v`` of feature ``f`` (a category, or a bin); its column."""
@@ -305,7 +307,7 @@ class Schema(Frames, ArrayRuns):
         """Raise FeatureTypeError unless ``v`` (a categorical value, not missing) is of feature ``f``'s value type."""
         self.value_types.check(f, name, v, self.feature_index.get(name) in self.few, self.types.get(name))
 
-    def _value_error(self, name, vt: str, v, where: str = "") -> FeatureTypeError:
+    def value_error(self, name, vt: str, v, where: str = "") -> FeatureTypeError:
         """The error for categorical value ``v`` of feature ``name``, whose values are of type ``vt``."""
         return ValueTypes.error(name, vt, v, where, self.feature_index.get(name) in self.few, self.types.get(name))
 
@@ -334,6 +336,31 @@ class Schema(Frames, ArrayRuns):
         if len(enc.feats) == len(known):
             return EMPTY_INT
         return np.setdiff1d(known, enc.feats, assume_unique=True)
+
+    # ------------------------------------------------------------------ many events: the encoder's calls
+
+    run_new = property(lambda s: s.runs.run_new, doc="The values the last run met first (see :class:`RunEncoder`).")
+
+    def encode_run(self, xs, ys: list, start: int, complete: bool, limit: int, unseen: bool = False,
+                   new_values: bool = False, room: int = 0):
+        """:meth:`RunEncoder.encode_run <stream_nb.stats.schema.RunEncoder.encode_run>`."""
+        return self.runs.encode_run(xs, ys, start, complete, limit, unseen, new_values, room)
+
+    def run_more(self, n: int) -> np.ndarray | None:
+        """:meth:`RunEncoder.run_more <stream_nb.stats.schema.RunEncoder.run_more>`."""
+        return self.runs.run_more(n)
+
+    def register_run_values(self, n: int) -> None:
+        """:meth:`RunEncoder.register_run_values <stream_nb.stats.schema.RunEncoder.register_run_values>`."""
+        self.runs.register_run_values(n)
+
+    def encode_frame(self, X):
+        """:meth:`RunEncoder.encode_frame <stream_nb.stats.schema.RunEncoder.encode_frame>`."""
+        return self.runs.encode_frame(X)
+
+    def validate_frame(self, X, labels: list = (), count_new: bool = False) -> tuple[int, int]:
+        """:meth:`RunEncoder.validate_frame <stream_nb.stats.schema.RunEncoder.validate_frame>`."""
+        return self.runs.validate_frame(X, labels, count_new)
 
     # ------------------------------------------------------------------ one event: to predict, and to learn
 
@@ -384,7 +411,7 @@ class Schema(Frames, ArrayRuns):
         return Encoded(EMPTY_INT, EMPTY_INT, EMPTY_INT, EMPTY_FLOAT, False, self.epoch)
 
     def _encode(self, x: dict) -> Encoded:
-        lookup, ok = self._lookup, self.value_types.ok
+        lookup, ok = self.lookup, self.value_types.ok
         cols, feats, gs, gx = [], [], [], []
         reusable = True  # learning x would need nothing new
         unseen = False
@@ -455,7 +482,7 @@ class Schema(Frames, ArrayRuns):
         values, numeric values to bin) so that a bad value anywhere in ``x``
         leaves the store untouched.
         """
-        lookup, ok = self._lookup, self.value_types.ok
+        lookup, ok = self.lookup, self.value_types.ok
         cols, feats, gs, gx = [], [], [], []
         todo = []  # (name, f or None, kind, value) still needing allocation or binning
         for name, v in x.items():
@@ -480,7 +507,7 @@ class Schema(Frames, ArrayRuns):
                     if v is not None:
                         if type(v) not in ok[f]:
                             self._check_value(f, name, v)
-                        todo.append((name, f, PROMOTE if self._promotes(f, v) else CAT, v))
+                        todo.append((name, f, PROMOTE if self.promotes(f, v) else CAT, v))
                     continue
                 fv = numeric_value(name, v)
                 if fv is None:
@@ -547,7 +574,7 @@ class Schema(Frames, ArrayRuns):
 
     # ------------------------------------------------------------------ promotion: the schema's side
 
-    def _promotes(self, f: int, v) -> bool:
+    def promotes(self, f: int, v) -> bool:
         """True when value ``v`` turns categorical feature ``f`` numeric: ``f`` was inferred
         (not declared) from an integer, every value so far is a number, and ``v`` is not a whole number;
         or ``f`` is a numeric feature counted by value (:attr:`few`) and ``v`` is one value more than
@@ -598,6 +625,6 @@ class Schema(Frames, ArrayRuns):
                 moved = Promoted("bins", old, new, keys)
         self.promoted[f] = moved.rule
         self.value_feature[old] = -1
-        self._lookup[name] = (self.kinds[f], f, self.values[f], self.gslot[f], self.disc[f])
+        self.lookup[name] = (self.kinds[f], f, self.values[f], self.gslot[f], self.disc[f])
         self.epoch += 1
         return moved

@@ -72,7 +72,7 @@ class EventShape(typing.NamedTuple):
 def shape_of(schema, x: dict) -> EventShape | None:
     """The shape of ``x`` in ``schema`` (:class:`~stream_nb.stats.schema.Schema`), or None where the general encoder must read events like it: a feature
     the schema does not know, one counted by bins, a value of a type not yet checked for its feature."""
-    lookup, names, types, cat, cat_dicts, gauss, feats, gslots = schema._lookup, [], [], [], [], [], [], []
+    lookup, names, types, cat, cat_dicts, gauss, feats, gslots = schema.lookup, [], [], [], [], [], [], []
     for name, v in x.items():
         entry = lookup.get(name)
         if entry is None:

@@ -2,13 +2,13 @@
 
 A holder of events that keeps them as columns (the join's pending store)
 passes them on as :class:`Columns`: the run encoding
-(:meth:`Frames.encode_run <stream_nb.stats.schema._frames.Frames.encode_run>`) reads
+(:meth:`RunEncoder.encode_run <stream_nb.stats.schema.RunEncoder.encode_run>`) reads
 each feature's values straight from its column, with no dict per event built
 and taken apart again; any step that takes one event at a time gets that
 event as a dict.
 
 A column may also be a numpy array (a DataFrame's columns, :meth:`Columns.from_frame`): the runs then
-encode it with numpy (:mod:`stream_nb.stats.schema._frame_runs`), and an event taken alone gets each value
+encode it with numpy (:mod:`stream_nb.stats.schema._runs`), and an event taken alone gets each value
 as the plain Python value of its column's type (an int of an integer column, never a float), missing
 values (NaN, None) left out.
 """
@@ -45,7 +45,7 @@ class Columns(Sequence):
         self._n = lengths.pop()
         #: every column is a numpy array (the runs encode them with numpy)
         self.arrays = bool(columns) and all(type(values) is np.ndarray for values in columns.values())
-        #: what each store has encoded of these events: ``{id(store): (store, state)}`` (see ``_frame_runs``)
+        #: what each run encoder has encoded of these events: ``{id(encoder): (encoder, state)}`` (see ``schema/_runs.py``)
         self.encodings: dict = {}
         #: (n, columns) array of one dtype whose columns are the columns' arrays, in order; or None
         self.matrix = None
