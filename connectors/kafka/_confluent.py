@@ -16,9 +16,9 @@ import uuid
 
 from stream_nb.exceptions import ConfigError
 
-from ._adapter import TP, Polled
+from ._adapter import TP, Failures, Polled
 from ._client import CONSUMER_ONLY, PRODUCER_ONLY, TO_LIBRDKAFKA, Fixed, servers, to_librdkafka
-from ._errors import ConnectorUnavailable, DeliveryError
+from ._errors import ConnectorUnavailable, DeliveryError, no_broker
 
 __all__ = ["Confluent", "INSTALL", "library"]
 
@@ -67,16 +67,24 @@ def wait_for_broker(client, cfg: dict, *, role: str, topic: str | None = None):
     try:
         return client.list_topics(topic, timeout=timeout_s) if topic else client.list_topics(timeout=timeout_s)
     except library().KafkaException as exc:
-        err, bootstrap = kafka_error(exc), servers(cfg["bootstrap_servers"])
-        raise ConnectorUnavailable(
-            f"Kafka {role}: no broker reachable at {bootstrap} within {cfg['bootstrap_timeout_ms']} ms "
-            f"({err.name() if err is not None else type(exc).__name__}); check that Kafka is running and "
-            f"that bootstrap_servers is right", bootstrap_servers=bootstrap) from None
+        err = kafka_error(exc)
+        raise no_broker(role, servers(cfg["bootstrap_servers"]), cfg["bootstrap_timeout_ms"],
+                        err.name() if err is not None else type(exc).__name__) from None
 
 
 def _text(error) -> str:
     err = kafka_error(error) if isinstance(error, BaseException) else error
     return err.str() if err is not None and hasattr(err, "str") else repr(error)
+
+
+def _take(consumer, n: int, timeout: float) -> list:
+    """Like kafka-python's poll: the messages there now (at most ``n``), else the first within ``timeout`` s and
+    those that came with it (``consume(n, timeout)`` alone would wait for ``n`` messages or the whole timeout)."""
+    messages = consumer.consume(n, 0)
+    if not messages and timeout > 0:
+        first = consumer.poll(timeout)
+        messages = [first, *(consumer.consume(n - 1, 0) if n > 1 else ())] if first is not None else []
+    return messages
 
 
 def _count(metadata, topic: str | None) -> int | None:
@@ -159,15 +167,9 @@ class _Consumer:
         return False
 
     def poll(self, max_records, timeout):
-        # Like kafka-python's poll: return as soon as any record is there, with what is there.
-        # (consume(n, timeout) alone would wait for n records or the whole timeout.)
-        consume, n = self._c.consume, max(1, max_records)
-        messages = consume(n, 0)
+        messages = _take(self._c, max(1, max_records), timeout)
         if not messages:
-            first = self._c.poll(max(0.0, timeout)) if timeout > 0 else None
-            if first is None:
-                return None
-            messages = [first, *consume(n - 1, 0)] if n > 1 else [first]
+            return None
         self._down = False
         message = self._ck.Message
         if any(map(message.error, messages)):
@@ -206,7 +208,7 @@ class _Consumer:
         self._held -= set(partitions)
         self._c.resume(self._tps(partitions))
 
-    def lag(self, partitions, timeout):
+    def positions(self, partitions, timeout):
         """The high watermark of a partition being fetched comes with every fetch (cached: no request); a
         paused partition's, or any after the brokers were reported down, is asked for."""
         positions = {(tp.topic, tp.partition): tp.offset for tp in self._c.position(self._tps(partitions))}
@@ -218,9 +220,7 @@ class _Consumer:
             if high is None or high < 0:
                 high = watermarks(tp, timeout=max(0.001, timeout), cached=False)[1]
                 self._down = False  # answered
-            position = positions.get(partition, _INVALID)
-            if position is not None and position >= 0 and high is not None and high >= 0:
-                out[partition] = max(0, high - position)
+            out[partition] = positions.get(partition), high
         return out
 
     def partition_count(self, topic):
@@ -233,11 +233,11 @@ class _Consumer:
         self._c.close()
 
 
-class _Producer:
+class _Producer(Failures):
     """A ``confluent_kafka.Producer`` as the :class:`~._adapter.Producer`, counting failed delivery reports."""
 
     def __init__(self, ck, conf: dict, cfg: dict, *, role: str, what: str):
-        self._ck, self.errors, self.what, self.failed, self.first_error = ck, (ck.KafkaException,), what, 0, None
+        self._ck, self.errors, self.what = ck, (ck.KafkaException,), what
         self._block_s = cfg["max_block_ms"] / 1000
         # a keyed record goes where the Java client and kafka-python put it (murmur2), not where librdkafka's
         # own default (CRC32) would: outputs keyed like their events land in the same partitions on either client
@@ -253,10 +253,7 @@ class _Producer:
 
     def _on_delivery(self, err, msg) -> None:  # served by poll()/flush() on the caller's thread; only failures
         if err is not None:
-            if self.first_error is None:
-                self.first_error = err
-                log.error("%s: a record to topic %r failed: %s", self.what, msg.topic(), err.str())
-            self.failed += 1
+            self.count(err, err.str(), f" to topic {msg.topic()!r}")
 
     @property
     def in_flight(self):
@@ -300,9 +297,6 @@ class _Producer:
         if not timeout:
             self._p.purge()
         self._p.flush(timeout)
-
-    def forget(self):
-        self.failed, self.first_error = 0, None
 
     def init_transactions(self):
         self._p.init_transactions(self._block_s)
@@ -351,12 +345,8 @@ class _Reader:
         if not self._assigned:  # at the first poll: a reader asked only for end offsets fetches nothing
             self._c.assign([self._tp])
             self._assigned = True
-        messages = self._c.consume(10_000, 0)
-        if not messages and timeout > 0:
-            first = self._c.poll(timeout)
-            messages = [first, *self._c.consume(9_999, 0)] if first is not None else []
         out = []
-        for m in messages:
+        for m in _take(self._c, 10_000, timeout):
             err = m.error()
             if err is None:
                 out.append((m.key(), m.value()))
@@ -369,14 +359,8 @@ class _Reader:
                 log.warning("Kafka model topic %r: %s", self.topic, err.str())
         return out
 
-    def end(self):
-        return self._c.get_watermark_offsets(self._tp, timeout=self._timeout_s, cached=False)[1]
-
-    def reached(self, end):
-        return self._next >= end or self._eof >= end
-
     def offset(self):
-        return max(self._next, self._eof)
+        return max(self._next, self._eof)  # at the end: read_committed ends with markers, never returned
 
     def end_offsets(self, partitions):
         return {p: self._c.get_watermark_offsets(self._ck.TopicPartition(*p), timeout=self._timeout_s,
@@ -403,20 +387,7 @@ class _Admin:
 
     def create_topic(self, topic, partitions, replication, configs, timeout):
         spec = self._new(topic, num_partitions=partitions, replication_factor=replication, config=configs)
-        try:
-            self._a.create_topics([spec], request_timeout=timeout)[topic].result(timeout=timeout)
-        except self._ck.KafkaException as exc:
-            code, err = self._ck.KafkaError, kafka_error(exc)
-            if err is None:
-                raise
-            if err.code() in (code.TOPIC_AUTHORIZATION_FAILED, code.CLUSTER_AUTHORIZATION_FAILED):
-                raise PermissionError(err.str()) from None
-            if err.code() == code.INVALID_REPLICATION_FACTOR:
-                raise ValueError(err.str()) from None
-            if err.code() != code.TOPIC_ALREADY_EXISTS:
-                raise
-            return False
-        return True
+        self._a.create_topics([spec], request_timeout=timeout)[topic].result(timeout=timeout)
 
     def close(self):
         """Nothing: librdkafka's admin client closes when it goes."""
@@ -446,6 +417,10 @@ class Confluent:
     def describe(self, error) -> str:
         return _text(error)
 
+    def code(self, error):
+        err = kafka_error(error)
+        return err.code() if err is not None else None
+
     def consumer(self, cfg, *, role, range_assignor):
         conf = {**client_config(cfg), "enable.auto.commit": False, "enable.auto.offset.store": False}
         if range_assignor:
@@ -459,11 +434,10 @@ class Confluent:
             conf["delivery.timeout.ms"] = min(int(conf.get("delivery.timeout.ms", txn_timeout)), txn_timeout)
         return _Producer(self._ck, conf, cfg, role=role, what=what)
 
-    def reader(self, topic, cfg, *, read_committed):
+    def reader(self, topic, cfg):
         conf = client_config(cfg)
         conf.update({"group.id": f"stream-nb-model-reader-{os.getpid()}-{uuid.uuid4().hex[:8]}",
-                     "enable.auto.offset.store": False, "enable.partition.eof": True,
-                     "isolation.level": "read_committed" if read_committed else "read_uncommitted"})
+                     "enable.auto.offset.store": False, "enable.partition.eof": True})
         return _Reader(self._ck, conf, cfg, topic)
 
     def admin(self, cfg, *, role):

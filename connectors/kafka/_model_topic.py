@@ -95,7 +95,7 @@ class ModelTopic:
                           {**source_cfg, "topic": topic}, role="consumer")
         self._reader_cfg = cfg
         if writer:
-            partitions = ensure_topic(client.admin(cfg, role=f"admin client (model topic {topic!r})"), topic, cfg,
+            partitions = ensure_topic(client, topic, cfg, role=f"admin client (model topic {topic!r})",
                                       compacted=True)
             if partitions != 1:
                 raise ConfigError(f"Kafka: model topic {topic!r} has {partitions} partitions; it needs exactly one "
@@ -106,7 +106,7 @@ class ModelTopic:
             producer["max_request_size"] = max(max_record_bytes + 65_536, 1_048_576)
             self._sink = self.SINK(topic=topic, create_topic=False, **producer)
         try:
-            self._reader = client.reader(topic, cfg, read_committed=self.committed_only)
+            self._reader = self._open(self.committed_only)
         except BaseException:
             self.close()
             raise
@@ -136,9 +136,9 @@ class ModelTopic:
         """Every record up to the end offset the broker gives now (``read_committed``: once the transactions open
         now ended, the last stable offset; see the module docstring)."""
         out: list = []
-        end = self._settled(out) if self.committed_only else self._ask(self._reader.end, time.monotonic() + timeout)
+        end = self._settled(out) if self.committed_only else self._ask(self._end, time.monotonic() + timeout)
         deadline = time.monotonic() + timeout
-        while not self._reader.reached(end):
+        while self._reader.offset() < end:
             if time.monotonic() > deadline:
                 log.warning("Kafka model topic %r: not read to its end (%d) within %.0f s; going on from offset %d",
                             self.topic, end, timeout, self._reader.offset())
@@ -151,7 +151,7 @@ class ModelTopic:
         ``out``), or when the transaction holding it outlived the transaction timeout and the broker's abort check."""
         limit = time.monotonic() + self.transaction_timeout + ABORT_CHECK_S
         high = self._ask(self._high_watermark, limit)
-        end = self._ask(self._reader.end, limit)
+        end = self._ask(self._end, limit)
         if end < high:
             log.info("Kafka model topic %r: an open transaction holds its last stable offset at %d (%d record(s) "
                      "after it); waiting until every transaction open now ends, at most %.0f s (the transaction "
@@ -163,15 +163,26 @@ class ModelTopic:
                             self.transaction_timeout + ABORT_CHECK_S)
                 break
             out.extend(self.poll(0.2))
-            end = self._ask(self._reader.end, limit)
+            end = self._ask(self._end, limit)
         return end
+
+    def _open(self, read_committed: bool):
+        """A reader of the topic (see :meth:`~._adapter.Adapter.reader`)."""
+        cfg = {k: v for k, v in self._reader_cfg.items() if k != "isolation.level"}  # set here, by either name
+        cfg["isolation_level"] = "read_committed" if read_committed else "read_uncommitted"
+        return self.client.reader(self.topic, cfg)
+
+    def _end(self, reader=None) -> int:
+        """The topic's end offset now, as ``reader`` (the reader) sees it: the last stable offset when
+        ``read_committed``."""
+        return (reader or self._reader).end_offsets([(self.topic, 0)])[(self.topic, 0)]
 
     def _high_watermark(self) -> int:
         """The end offset counting the records of open transactions: asked of a second, ``read_uncommitted``
         reader (made at the first call; it never fetches)."""
         if self._uncommitted is None:
-            self._uncommitted = self.client.reader(self.topic, self._reader_cfg, read_committed=False)
-        return self._uncommitted.end()
+            self._uncommitted = self._open(False)
+        return self._end(self._uncommitted)
 
     def _ask(self, offset, deadline: float) -> int:
         """``offset()`` (an end offset), asked again until ``deadline`` (a client resumed after a pause, or a
