@@ -10,7 +10,8 @@ its library's type. Every call may raise one of the adapter's ``errors`` (the
 library's own exceptions), except where a docstring names another.
 
 * :class:`Adapter` -- one client library: its settings, and the
-  :class:`Consumer`, :class:`Producer`, :class:`Reader` and :class:`Admin` it makes;
+  :class:`Consumer` (a group member, or a reader in no group), :class:`Producer`
+  and :class:`Admin` it makes;
 * :class:`Listener` -- what a consumer calls on a rebalance (the source).
 """
 
@@ -20,7 +21,7 @@ import logging
 import typing
 
 __all__ = ["BEGINNING", "END", "TP", "Adapter", "Admin", "Consumer", "Failures", "Listener", "Polled", "Producer",
-           "Reader", "Revocation"]
+           "Revocation"]
 
 log = logging.getLogger("connectors.kafka")
 
@@ -119,6 +120,16 @@ class Consumer(typing.Protocol):
         """``(position, end offset)`` of each partition (None or negative: not known); the source's lag is the
         difference."""
 
+    def assign(self, partitions: list[TP]) -> None:
+        """A reader's: read ``partitions`` from their beginning (in no group)."""
+
+    def offset(self, partition: TP) -> int:
+        """A reader's: the offset read up to in an assigned partition (every record before it was read; 0 at first)."""
+
+    def end_offsets(self, partitions: list[TP], timeout: float | None) -> dict[TP, int]:
+        """The end offset of each partition now (any topic; the last stable offset when ``read_committed``), within
+        ``timeout`` s (None: the client's own bound)."""
+
     def partition_count(self, topic: str) -> int | None:
         """The partitions of ``topic`` (None when it does not exist); reaching no broker is ``ConnectorUnavailable``."""
 
@@ -179,24 +190,6 @@ class Producer(typing.Protocol):
         """Whether ``error`` says another producer holds the transactional id (the daemon must stop)."""
 
 
-class Reader(typing.Protocol):
-    """A consumer outside any group, assigned one partition from its beginning (the model topic's reader)."""
-
-    errors: tuple[type[BaseException], ...]
-
-    def poll(self, timeout: float) -> list[tuple[bytes | None, bytes | None]]:
-        """``(key, value)`` of the records there now, else of those that come within ``timeout`` s."""
-
-    def offset(self) -> int:
-        """The offset read up to: every record before it was read (the model topic compares it with its end)."""
-
-    def end_offsets(self, partitions: list[TP]) -> dict[TP, int]:
-        """The end offset of each partition now (any topic; the last stable offset when ``read_committed``)."""
-
-    def close(self) -> None:
-        """Close."""
-
-
 class Admin(typing.Protocol):
     """An admin client: what creating a topic needs (see :func:`connectors.kafka._topics.ensure_topic`)."""
 
@@ -243,10 +236,9 @@ class Adapter(typing.Protocol):
     def producer(self, cfg: dict, *, role: str, what: str) -> Producer:
         """A producer (transactional with ``cfg["transactional_id"]``) of the sink's settings ``cfg``."""
 
-    def reader(self, topic: str, cfg: dict) -> Reader:
-        """A :class:`Reader` of ``topic`` partition 0 with the source's settings ``cfg`` (no group keys, an
-        ``isolation_level``); it fetches nothing before its first poll (one asked only for end offsets costs no
-        fetch)."""
+    def reader(self, topic: str, cfg: dict) -> Consumer:
+        """A :class:`Consumer` in no group, to read ``topic`` (the model topic's reader), with the source's settings
+        ``cfg`` (no group keys, an ``isolation_level``); it fetches nothing before :meth:`Consumer.assign`."""
 
     def admin(self, cfg: dict, *, role: str) -> Admin:
         """An admin client of the settings ``cfg``; reaching no broker is ``ConnectorUnavailable``."""

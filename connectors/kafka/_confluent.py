@@ -77,34 +77,27 @@ def _text(error) -> str:
     return err.str() if err is not None and hasattr(err, "str") else repr(error)
 
 
-def _take(consumer, n: int, timeout: float) -> list:
-    """Like kafka-python's poll: the messages there now (at most ``n``), else the first within ``timeout`` s and
-    those that came with it (``consume(n, timeout)`` alone would wait for ``n`` messages or the whole timeout)."""
-    messages = consumer.consume(n, 0)
-    if not messages and timeout > 0:
-        first = consumer.poll(timeout)
-        messages = [first, *(consumer.consume(n - 1, 0) if n > 1 else ())] if first is not None else []
-    return messages
-
-
 def _count(metadata, topic: str | None) -> int | None:
     found = metadata.topics.get(topic) if topic else None
     return len(found.partitions) if found is not None and found.error is None and found.partitions else None
 
 
 class _Consumer:
-    """A ``confluent_kafka.Consumer`` as the source's :class:`~._adapter.Consumer`; it keeps the assignment."""
+    """A ``confluent_kafka.Consumer`` as the :class:`~._adapter.Consumer`; it keeps the assignment."""
 
     calls_back_on_poll = True
 
-    def __init__(self, ck, conf: dict, cfg: dict, role: str):
+    def __init__(self, ck, conf: dict, cfg: dict, role: str, reader: str | None = None):
         self._ck, self._cfg, self._role, self.errors = ck, cfg, role, (ck.KafkaException,)
+        self._what = "Kafka source" if reader is None else f"Kafka model topic {reader!r}"
         strategy = str(conf.get("partition.assignment.strategy", ""))
         self._incremental = "cooperative" in strategy or str(conf.get("group.protocol", "")).lower() == "consumer"
         self._owned: set[TP] = set()
         self._held: set[TP] = set()  # paused
+        self._eof: dict[TP, int] = {}  # a reader's end of each partition, at its last end event
         self._down = False  # librdkafka said all brokers are down; cleared once one answers
-        conf["error_cb"] = self._on_client_error
+        if reader is None:  # a reader (of one topic, in no group) leaves librdkafka's errors to its log
+            conf["error_cb"] = self._on_client_error
         self._c = create(ck.Consumer, conf, role=role)
         self._listener = None
 
@@ -154,22 +147,30 @@ class _Consumer:
         (log.error if error.fatal() else log.debug)("Kafka source: client error: %s", error.str())
 
     def _keep(self, message) -> bool:
-        """Whether a message is a record; an error one is reported (a fatal one raised)."""
+        """Whether a message is a record; an error one is reported (a fatal one raised), an end one noted."""
         error = message.error()
         if error is None:
             return True
-        if error.code() == self._ck.KafkaError.UNKNOWN_TOPIC_OR_PART:
-            log.warning("Kafka source: topic %r does not exist (yet); waiting for it", message.topic())
+        if error.code() == self._ck.KafkaError._PARTITION_EOF:  # a reader's (enable.partition.eof)
+            self._eof[(message.topic(), message.partition())] = message.offset()
+        elif error.code() == self._ck.KafkaError.UNKNOWN_TOPIC_OR_PART:
+            log.warning("%s: topic %r does not exist (yet); waiting for it", self._what, message.topic())
         elif error.fatal():
-            raise ConnectorUnavailable(f"Kafka source: fatal consumer error: {error.str()}")
-        elif error.code() != self._ck.KafkaError._PARTITION_EOF:
-            log.warning("Kafka source: %s", error.str())
+            raise ConnectorUnavailable(f"{self._what}: fatal consumer error: {error.str()}")
+        else:
+            log.warning("%s: %s", self._what, error.str())
         return False
 
     def poll(self, max_records, timeout):
-        messages = _take(self._c, max(1, max_records), timeout)
+        # Like kafka-python's poll: return as soon as any record is there, with what is there.
+        # (consume(n, timeout) alone would wait for n records or the whole timeout.)
+        consume, n = self._c.consume, max(1, max_records)
+        messages = consume(n, 0)
         if not messages:
-            return None
+            first = self._c.poll(max(0.0, timeout)) if timeout > 0 else None
+            if first is None:
+                return None
+            messages = [first, *consume(n - 1, 0)] if n > 1 else [first]
         self._down = False
         message = self._ck.Message
         if any(map(message.error, messages)):
@@ -196,6 +197,18 @@ class _Consumer:
             offset = tp.offset if tp.offset >= 0 else None
             out[(tp.topic, tp.partition)] = (offset, tp.metadata if offset is not None else None)
         return out
+
+    def assign(self, partitions):
+        self._c.assign([self._ck.TopicPartition(*p, self._ck.OFFSET_BEGINNING) for p in partitions])
+
+    def offset(self, partition):
+        # read_committed ends with transaction markers, never returned: the end event says they were read
+        return max(0, self._c.position(self._tps([partition]))[0].offset, self._eof.get(partition, -1))
+
+    def end_offsets(self, partitions, timeout):
+        timeout = self._cfg["bootstrap_timeout_ms"] / 1000 if timeout is None else max(0.001, timeout)
+        return {p: self._c.get_watermark_offsets(self._ck.TopicPartition(*p), timeout=timeout, cached=False)[1]
+                for p in partitions}
 
     def seek(self, partition, offset):
         self._c.seek(self._ck.TopicPartition(*partition, offset))
@@ -325,51 +338,6 @@ class _Producer(Failures):
                                                   code.INVALID_PRODUCER_EPOCH)
 
 
-class _Reader:
-    """A consumer in no group (the group id is librdkafka's requirement; nothing is committed under it)."""
-
-    def __init__(self, ck, conf: dict, cfg: dict, topic: str):
-        self._ck, self.errors, self.topic = ck, (ck.KafkaException,), topic
-        role = f"reader of model topic {topic!r}"
-        self._c = create(ck.Consumer, conf, role=role)
-        try:
-            self.exists = _count(wait_for_broker(self._c, cfg, role=role, topic=topic), topic) is not None
-        except BaseException:
-            self._c.close()
-            raise
-        self._timeout_s = cfg["bootstrap_timeout_ms"] / 1000
-        self._tp, self._assigned = ck.TopicPartition(topic, 0, ck.OFFSET_BEGINNING), False
-        self._next, self._eof = 0, -1  # after the last record; the end at the last EOF event (-1: none since)
-
-    def poll(self, timeout):
-        if not self._assigned:  # at the first poll: a reader asked only for end offsets fetches nothing
-            self._c.assign([self._tp])
-            self._assigned = True
-        out = []
-        for m in _take(self._c, 10_000, timeout):
-            err = m.error()
-            if err is None:
-                out.append((m.key(), m.value()))
-                self._next, self._eof = m.offset() + 1, -1
-            elif err.code() == self._ck.KafkaError._PARTITION_EOF:
-                self._eof = m.offset()
-            elif err.fatal():
-                raise ConnectorUnavailable(f"Kafka model topic {self.topic!r}: {err.str()}")
-            else:
-                log.warning("Kafka model topic %r: %s", self.topic, err.str())
-        return out
-
-    def offset(self):
-        return max(self._next, self._eof)  # at the end: read_committed ends with markers, never returned
-
-    def end_offsets(self, partitions):
-        return {p: self._c.get_watermark_offsets(self._ck.TopicPartition(*p), timeout=self._timeout_s,
-                                                 cached=False)[1] for p in partitions}
-
-    def close(self):
-        self._c.close()
-
-
 class _Admin:
     """An ``AdminClient`` as the :class:`~._adapter.Admin` (topic counts from cluster metadata)."""
 
@@ -435,10 +403,11 @@ class Confluent:
         return _Producer(self._ck, conf, cfg, role=role, what=what)
 
     def reader(self, topic, cfg):
+        """A consumer in no group (the group id is librdkafka's requirement; nothing is committed under it)."""
         conf = client_config(cfg)
         conf.update({"group.id": f"stream-nb-model-reader-{os.getpid()}-{uuid.uuid4().hex[:8]}",
                      "enable.auto.offset.store": False, "enable.partition.eof": True})
-        return _Reader(self._ck, conf, cfg, topic)
+        return _Consumer(self._ck, conf, cfg, f"reader of model topic {topic!r}", reader=topic)
 
     def admin(self, cfg, *, role):
         return _Admin(self._ck, cfg, role)

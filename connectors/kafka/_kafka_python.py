@@ -170,16 +170,25 @@ class _Consumer:
         self._c.resume(*map(_tp, partitions))
 
     def positions(self, partitions, timeout):
-        timeout_ms = max(1, int(timeout * 1000))
-        tps = list(map(_tp, partitions))
-        ends = self._c.end_offsets(tps, timeout_ms=timeout_ms)
-        out = {}
-        for tp in tps:
+        ends, out, timeout_ms = self.end_offsets(partitions, timeout), {}, max(1, int(timeout * 1000))
+        for partition in partitions:
             try:
-                out[(tp.topic, tp.partition)] = self._c.position(tp, timeout_ms=timeout_ms), ends.get(tp)
+                out[partition] = self._c.position(_tp(partition), timeout_ms=timeout_ms), ends.get(partition)
             except Errors.IllegalStateError:  # revoked meanwhile
                 continue
         return out
+
+    def assign(self, partitions):
+        self._c.assign(list(map(_tp, partitions)))
+        self._c.seek_to_beginning(*map(_tp, partitions))
+
+    def offset(self, partition):
+        return self._c.position(_tp(partition))
+
+    def end_offsets(self, partitions, timeout):
+        timeout_ms = None if timeout is None else max(1, int(timeout * 1000))
+        ends = self._c.end_offsets(list(map(_tp, partitions)), timeout_ms=timeout_ms) if partitions else {}
+        return {(tp.topic, tp.partition): offset for tp, offset in ends.items()}
 
     def partition_count(self, topic):
         found = self._c.partitions_for_topic(topic)
@@ -289,33 +298,6 @@ class _Producer(Failures):
             sender.wakeup()
 
 
-class _Reader:
-    """A ``KafkaConsumer`` in no group, assigned partition 0 of one topic from its start."""
-
-    errors = (Errors.KafkaError,)
-
-    def __init__(self, consumer: KafkaConsumer, topic: str):
-        self._c, self._tp = consumer, TopicPartition(topic, 0)
-        self.exists = bool(consumer.partitions_for_topic(topic))
-        if self.exists:
-            consumer.assign([self._tp])
-            consumer.seek_to_beginning(self._tp)
-
-    def poll(self, timeout):
-        batches = self._c.poll(timeout_ms=max(0, int(timeout * 1000)), max_records=10_000)
-        return [(m.key, m.value) for messages in batches.values() for m in messages]
-
-    def offset(self):
-        return self._c.position(self._tp)
-
-    def end_offsets(self, partitions):
-        ends = self._c.end_offsets(list(map(_tp, partitions))) if partitions else {}
-        return {(tp.topic, tp.partition): offset for tp, offset in ends.items()}
-
-    def close(self):
-        self._c.close(autocommit=False)
-
-
 class _Admin:
     """A ``KafkaAdminClient`` as the :class:`~._adapter.Admin`."""
 
@@ -370,8 +352,7 @@ class KafkaPython:
         return _Producer(cfg, role=role, what=what)
 
     def reader(self, topic, cfg):
-        return _Reader(connect(KafkaConsumer, {**cfg, "group_id": None}, role=f"reader of model topic {topic!r}"),
-                       topic)
+        return _Consumer(connect(KafkaConsumer, {**cfg, "group_id": None}, role=f"reader of model topic {topic!r}"))
 
     def admin(self, cfg, *, role):
         return _Admin(connect(KafkaAdminClient, cfg, role=role))

@@ -3,8 +3,8 @@
 One compacted topic of one partition (created when missing; one with more
 partitions is refused), written through a :class:`~connectors.kafka.KafkaSink`
 of the same client, or in the daemon's transaction with ``--exactly-once``, and
-read from its start by the adapter's :class:`~._adapter.Reader`, outside any
-group. A ``read_committed`` catch-up first waits, at most the transaction
+read from its start by a :class:`~._adapter.Consumer` of the adapter's in no
+group (:meth:`~._adapter.Adapter.reader`). A ``read_committed`` catch-up first waits, at most the transaction
 timeout plus :data:`ABORT_CHECK_S`, until every transaction open when it starts
 has ended: an open transaction holds the last stable offset. The docs' *Groups*
 page has more.
@@ -80,6 +80,7 @@ class ModelTopic:
         self.max_record_bytes = max_record_bytes
         self.transaction = transaction
         self._sink = self._reader = self._uncommitted = None
+        self._assigned = False
         self.committed_only = not writer or transaction is not None
         timeout_ms = config.get("transaction_timeout_ms", config.get("transaction.timeout.ms", 60_000))
         self.transaction_timeout = transaction.timeout_s if transaction is not None else int(timeout_ms) / 1000
@@ -106,11 +107,11 @@ class ModelTopic:
             producer["max_request_size"] = max(max_record_bytes + 65_536, 1_048_576)
             self._sink = self.SINK(topic=topic, create_topic=False, **producer)
         try:
-            self._reader = self._open(self.committed_only)
+            self._reader, exists = self._open(self.committed_only)
         except BaseException:
             self.close()
             raise
-        if not self._reader.exists:
+        if not exists:
             self.close()
             raise ConfigError(f"Kafka: model topic {topic!r} does not exist")
         log.info("Kafka model topic %r%s, bootstrap %s%s", topic, client.label, servers(cfg["bootstrap_servers"]),
@@ -129,8 +130,9 @@ class ModelTopic:
             self._sink.flush()
 
     def poll(self, timeout: float) -> list[tuple[str, bytes | None]]:
-        return [(key.decode("utf-8", "replace") if key is not None else "", value)
-                for key, value in self._reader.poll(timeout)]
+        polled = self._read().poll(10_000, timeout)
+        return [] if polled is None else [(key.decode("utf-8", "replace") if key is not None else "", value)
+                                          for key, value in zip(polled.keys, polled.values)]
 
     def catch_up(self, timeout: float) -> list[tuple[str, bytes | None]]:
         """Every record up to the end offset the broker gives now (``read_committed``: once the transactions open
@@ -138,10 +140,10 @@ class ModelTopic:
         out: list = []
         end = self._settled(out) if self.committed_only else self._ask(self._end, time.monotonic() + timeout)
         deadline = time.monotonic() + timeout
-        while self._reader.offset() < end:
+        while self._read().offset((self.topic, 0)) < end:
             if time.monotonic() > deadline:
                 log.warning("Kafka model topic %r: not read to its end (%d) within %.0f s; going on from offset %d",
-                            self.topic, end, timeout, self._reader.offset())
+                            self.topic, end, timeout, self._read().offset((self.topic, 0)))
                 break
             out.extend(self.poll(0.2))
         return out
@@ -167,21 +169,34 @@ class ModelTopic:
         return end
 
     def _open(self, read_committed: bool):
-        """A reader of the topic (see :meth:`~._adapter.Adapter.reader`)."""
+        """A reader of the topic (see :meth:`~._adapter.Adapter.reader`), and whether the topic exists."""
         cfg = {k: v for k, v in self._reader_cfg.items() if k != "isolation.level"}  # set here, by either name
         cfg["isolation_level"] = "read_committed" if read_committed else "read_uncommitted"
-        return self.client.reader(self.topic, cfg)
+        reader = self.client.reader(self.topic, cfg)
+        try:
+            return reader, reader.partition_count(self.topic) is not None
+        except BaseException:
+            reader.close(cfg["close_timeout_ms"] / 1000)
+            raise
+
+    def _read(self):
+        """The reader, reading the topic from its start since the first call (one asked only for end offsets, as
+        at the start of a catch-up, fetches nothing)."""
+        if not self._assigned:
+            self._reader.assign([(self.topic, 0)])
+            self._assigned = True
+        return self._reader
 
     def _end(self, reader=None) -> int:
         """The topic's end offset now, as ``reader`` (the reader) sees it: the last stable offset when
         ``read_committed``."""
-        return (reader or self._reader).end_offsets([(self.topic, 0)])[(self.topic, 0)]
+        return (reader or self._reader).end_offsets([(self.topic, 0)], None)[(self.topic, 0)]
 
     def _high_watermark(self) -> int:
         """The end offset counting the records of open transactions: asked of a second, ``read_uncommitted``
         reader (made at the first call; it never fetches)."""
         if self._uncommitted is None:
-            self._uncommitted = self._open(False)
+            self._uncommitted = self._open(False)[0]
         return self._end(self._uncommitted)
 
     def _ask(self, offset, deadline: float) -> int:
@@ -210,7 +225,7 @@ class ModelTopic:
             if number.isdigit():
                 named[(topic, int(number))] = name
         try:
-            ends = self._reader.end_offsets(list(named))
+            ends = self._reader.end_offsets(list(named), None)
         except self._reader.errors as exc:  # how far behind each state is stays unknown
             log.warning("Kafka model topic %r: end offsets of the input unknown: %s", self.topic,
                         self.client.describe(exc))
@@ -224,7 +239,7 @@ class ModelTopic:
         finally:
             for reader in (self._reader, self._uncommitted):
                 if reader is not None:
-                    reader.close()
+                    reader.close(self._reader_cfg["close_timeout_ms"] / 1000)
             self._reader = self._uncommitted = None
 
 

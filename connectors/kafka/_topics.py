@@ -25,7 +25,8 @@ __all__ = ["ensure_topic"]
 log = logging.getLogger("connectors.kafka")
 
 # The Kafka protocol's error codes of a refused topic creation (the same in every client: Adapter.code).
-TOPIC_AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED, TOPIC_ALREADY_EXISTS, INVALID_REPLICATION_FACTOR = 29, 31, 36, 38
+TOPIC_AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED = 29, 31
+TOPIC_ALREADY_EXISTS, INVALID_REPLICATION_FACTOR = 36, 38
 
 
 def ensure_topic(client: Adapter, topic: str, cfg: dict, *, role: str, compacted: bool = False) -> int | None:
