@@ -3,11 +3,12 @@
 One compacted topic of one partition (created when missing; one with more
 partitions is refused), written through a :class:`~connectors.kafka.KafkaSink`
 of the same client, or in the daemon's transaction with ``--exactly-once``, and
-read from its start by a :class:`~._adapter.Consumer` of the adapter's in no
-group (:meth:`~._adapter.Adapter.reader`). A ``read_committed`` catch-up first waits, at most the transaction
-timeout plus :data:`ABORT_CHECK_S`, until every transaction open when it starts
-has ended: an open transaction holds the last stable offset. The docs' *Groups*
-page has more.
+read from its start by the adapter's :class:`~._adapter.Consumer` in no group
+(:meth:`~._adapter.Adapter.reader`): read to the end once its offset reaches
+the end offset. A ``read_committed`` catch-up first waits, at most the
+transaction timeout plus :data:`ABORT_CHECK_S`, until every transaction open
+when it starts has ended: an open transaction holds the last stable offset.
+The docs' *Groups* page has more.
 """
 
 from __future__ import annotations
