@@ -10,15 +10,20 @@ its library's type. Every call may raise one of the adapter's ``errors`` (the
 library's own exceptions), except where a docstring names another.
 
 * :class:`Adapter` -- one client library: its settings, and the
-  :class:`Consumer`, :class:`Producer`, :class:`Reader` and :class:`Admin` it makes;
+  :class:`Consumer` (a group member, or a reader in no group), :class:`Producer`
+  and :class:`Admin` it makes;
 * :class:`Listener` -- what a consumer calls on a rebalance (the source).
 """
 
 from __future__ import annotations
 
+import logging
 import typing
 
-__all__ = ["BEGINNING", "END", "TP", "Adapter", "Admin", "Consumer", "Listener", "Polled", "Producer", "Reader", "Revocation"]
+__all__ = ["BEGINNING", "END", "TP", "Adapter", "Admin", "Consumer", "Failures", "Listener", "Polled", "Producer",
+           "Revocation"]
+
+log = logging.getLogger("connectors.kafka")
 
 #: A partition: ``(topic, number)``.
 TP = tuple[str, int]
@@ -42,6 +47,25 @@ class Revocation(typing.NamedTuple):
     offsets: dict[TP, int]
     metadata: str
     finish: typing.Callable[[BaseException | None], None]
+
+
+class Failures:
+    """The delivery failures a :class:`Producer` counts (since the last :meth:`forget`), the first one logged;
+    each adapter's producer counts through :meth:`count` from its library's failure report."""
+
+    what = ""  # the component, for the log
+    failed = 0
+    first_error: object = None
+
+    def count(self, error: object, text: str, where: str = "") -> None:
+        """One record failed with ``error`` (``text``: how the library says it; ``where``: the topic, if known)."""
+        if self.first_error is None:
+            self.first_error = error
+            log.error("%s: a record%s failed: %s", self.what, where, text)
+        self.failed += 1
+
+    def forget(self) -> None:
+        self.failed, self.first_error = 0, None
 
 
 class Listener(typing.Protocol):
@@ -92,8 +116,19 @@ class Consumer(typing.Protocol):
     def resume(self, partitions: list[TP]) -> None:
         """Fetch these partitions again."""
 
-    def lag(self, partitions: list[TP], timeout: float) -> dict[TP, int]:
-        """Records after the position of each partition (end offset - position); positionless ones left out."""
+    def positions(self, partitions: list[TP], timeout: float) -> dict[TP, tuple[int | None, int | None]]:
+        """``(position, end offset)`` of each partition (None or negative: not known); the source's lag is the
+        difference."""
+
+    def assign(self, partitions: list[TP]) -> None:
+        """A reader's: read ``partitions`` from their beginning (in no group)."""
+
+    def offset(self, partition: TP) -> int:
+        """A reader's: the offset read up to in an assigned partition (every record before it was read; 0 at first)."""
+
+    def end_offsets(self, partitions: list[TP], timeout: float | None) -> dict[TP, int]:
+        """The end offset of each partition now (any topic; the last stable offset when ``read_committed``), within
+        ``timeout`` s (None: the client's own bound)."""
 
     def partition_count(self, topic: str) -> int | None:
         """The partitions of ``topic`` (None when it does not exist); reaching no broker is ``ConnectorUnavailable``."""
@@ -155,39 +190,15 @@ class Producer(typing.Protocol):
         """Whether ``error`` says another producer holds the transactional id (the daemon must stop)."""
 
 
-class Reader(typing.Protocol):
-    """A consumer outside any group, assigned one partition from its beginning (the model topic's reader)."""
-
-    errors: tuple[type[BaseException], ...]
-
-    def poll(self, timeout: float) -> list[tuple[bytes | None, bytes | None]]:
-        """``(key, value)`` of the records there now, else of those that come within ``timeout`` s."""
-
-    def end(self) -> int:
-        """The partition's end offset now (the last stable offset when ``read_committed``)."""
-
-    def reached(self, end: int) -> bool:
-        """Whether every record before ``end`` was read."""
-
-    def offset(self) -> int:
-        """The offset read up to."""
-
-    def end_offsets(self, partitions: list[TP]) -> dict[TP, int]:
-        """The end offset of each partition (any topic)."""
-
-    def close(self) -> None:
-        """Close."""
-
-
 class Admin(typing.Protocol):
     """An admin client: what creating a topic needs (see :func:`connectors.kafka._topics.ensure_topic`)."""
 
     def partition_counts(self, topics: list[str]) -> dict[str, int | None]:
         """The partition count of each topic (None: it does not exist)."""
 
-    def create_topic(self, topic: str, partitions: int, replication: int, configs: dict, timeout: float) -> bool:
-        """Create a topic (-1: the broker's default); False if it exists; not allowed: ``PermissionError``; a bad
-        replication factor: ``ValueError``."""
+    def create_topic(self, topic: str, partitions: int, replication: int, configs: dict, timeout: float) -> None:
+        """Create a topic (-1: the broker's default); the broker's refusal is the library's error (see
+        :meth:`Adapter.code`)."""
 
     def close(self) -> None:
         """Close."""
@@ -215,6 +226,9 @@ class Adapter(typing.Protocol):
     def describe(self, error: object) -> str:
         """A short text of a library error (an exception or a delivery report)."""
 
+    def code(self, error: BaseException) -> int | None:
+        """The Kafka protocol's error code of a library error (the same number in every client), else None."""
+
     def consumer(self, cfg: dict, *, role: str, range_assignor: bool) -> Consumer:
         """A group consumer of the source's settings ``cfg`` (with ``range_assignor``, the range assignor);
         bad settings: ``ConfigError``."""
@@ -222,9 +236,9 @@ class Adapter(typing.Protocol):
     def producer(self, cfg: dict, *, role: str, what: str) -> Producer:
         """A producer (transactional with ``cfg["transactional_id"]``) of the sink's settings ``cfg``."""
 
-    def reader(self, topic: str, cfg: dict, *, read_committed: bool) -> Reader:
-        """A :class:`Reader` of ``topic`` partition 0 with the source's settings ``cfg`` (no group keys); it
-        fetches nothing before its first poll (one asked only for end offsets costs no fetch)."""
+    def reader(self, topic: str, cfg: dict) -> Consumer:
+        """A :class:`Consumer` in no group, to read ``topic`` (the model topic's reader), with the source's settings
+        ``cfg`` (no group keys, an ``isolation_level``); it fetches nothing before :meth:`Consumer.assign`."""
 
     def admin(self, cfg: dict, *, role: str) -> Admin:
         """An admin client of the settings ``cfg``; reaching no broker is ``ConnectorUnavailable``."""

@@ -16,9 +16,9 @@ import uuid
 
 from stream_nb.exceptions import ConfigError
 
-from ._adapter import TP, Polled
+from ._adapter import TP, Failures, Polled
 from ._client import CONSUMER_ONLY, PRODUCER_ONLY, TO_LIBRDKAFKA, Fixed, servers, to_librdkafka
-from ._errors import ConnectorUnavailable, DeliveryError
+from ._errors import ConnectorUnavailable, DeliveryError, no_broker
 
 __all__ = ["Confluent", "INSTALL", "library"]
 
@@ -67,11 +67,9 @@ def wait_for_broker(client, cfg: dict, *, role: str, topic: str | None = None):
     try:
         return client.list_topics(topic, timeout=timeout_s) if topic else client.list_topics(timeout=timeout_s)
     except library().KafkaException as exc:
-        err, bootstrap = kafka_error(exc), servers(cfg["bootstrap_servers"])
-        raise ConnectorUnavailable(
-            f"Kafka {role}: no broker reachable at {bootstrap} within {cfg['bootstrap_timeout_ms']} ms "
-            f"({err.name() if err is not None else type(exc).__name__}); check that Kafka is running and "
-            f"that bootstrap_servers is right", bootstrap_servers=bootstrap) from None
+        err = kafka_error(exc)
+        raise no_broker(role, servers(cfg["bootstrap_servers"]), cfg["bootstrap_timeout_ms"],
+                        err.name() if err is not None else type(exc).__name__) from None
 
 
 def _text(error) -> str:
@@ -85,18 +83,21 @@ def _count(metadata, topic: str | None) -> int | None:
 
 
 class _Consumer:
-    """A ``confluent_kafka.Consumer`` as the source's :class:`~._adapter.Consumer`; it keeps the assignment."""
+    """A ``confluent_kafka.Consumer`` as the :class:`~._adapter.Consumer`; it keeps the assignment."""
 
     calls_back_on_poll = True
 
-    def __init__(self, ck, conf: dict, cfg: dict, role: str):
+    def __init__(self, ck, conf: dict, cfg: dict, role: str, reader: str | None = None):
         self._ck, self._cfg, self._role, self.errors = ck, cfg, role, (ck.KafkaException,)
+        self._what = "Kafka source" if reader is None else f"Kafka model topic {reader!r}"
         strategy = str(conf.get("partition.assignment.strategy", ""))
         self._incremental = "cooperative" in strategy or str(conf.get("group.protocol", "")).lower() == "consumer"
         self._owned: set[TP] = set()
         self._held: set[TP] = set()  # paused
+        self._eof: dict[TP, int] = {}  # a reader's end of each partition, at its last end event
         self._down = False  # librdkafka said all brokers are down; cleared once one answers
-        conf["error_cb"] = self._on_client_error
+        if reader is None:  # a reader (of one topic, in no group) leaves librdkafka's errors to its log
+            conf["error_cb"] = self._on_client_error
         self._c = create(ck.Consumer, conf, role=role)
         self._listener = None
 
@@ -146,16 +147,18 @@ class _Consumer:
         (log.error if error.fatal() else log.debug)("Kafka source: client error: %s", error.str())
 
     def _keep(self, message) -> bool:
-        """Whether a message is a record; an error one is reported (a fatal one raised)."""
+        """Whether a message is a record; an error one is reported (a fatal one raised), an end one noted."""
         error = message.error()
         if error is None:
             return True
-        if error.code() == self._ck.KafkaError.UNKNOWN_TOPIC_OR_PART:
-            log.warning("Kafka source: topic %r does not exist (yet); waiting for it", message.topic())
+        if error.code() == self._ck.KafkaError._PARTITION_EOF:  # a reader's (enable.partition.eof)
+            self._eof[(message.topic(), message.partition())] = message.offset()
+        elif error.code() == self._ck.KafkaError.UNKNOWN_TOPIC_OR_PART:
+            log.warning("%s: topic %r does not exist (yet); waiting for it", self._what, message.topic())
         elif error.fatal():
-            raise ConnectorUnavailable(f"Kafka source: fatal consumer error: {error.str()}")
-        elif error.code() != self._ck.KafkaError._PARTITION_EOF:
-            log.warning("Kafka source: %s", error.str())
+            raise ConnectorUnavailable(f"{self._what}: fatal consumer error: {error.str()}")
+        else:
+            log.warning("%s: %s", self._what, error.str())
         return False
 
     def poll(self, max_records, timeout):
@@ -195,6 +198,18 @@ class _Consumer:
             out[(tp.topic, tp.partition)] = (offset, tp.metadata if offset is not None else None)
         return out
 
+    def assign(self, partitions):
+        self._c.assign([self._ck.TopicPartition(*p, self._ck.OFFSET_BEGINNING) for p in partitions])
+
+    def offset(self, partition):
+        # read_committed ends with transaction markers, never returned: the end event says they were read
+        return max(0, self._c.position(self._tps([partition]))[0].offset, self._eof.get(partition, -1))
+
+    def end_offsets(self, partitions, timeout):
+        timeout = self._cfg["bootstrap_timeout_ms"] / 1000 if timeout is None else max(0.001, timeout)
+        return {p: self._c.get_watermark_offsets(self._ck.TopicPartition(*p), timeout=timeout, cached=False)[1]
+                for p in partitions}
+
     def seek(self, partition, offset):
         self._c.seek(self._ck.TopicPartition(*partition, offset))
 
@@ -206,7 +221,7 @@ class _Consumer:
         self._held -= set(partitions)
         self._c.resume(self._tps(partitions))
 
-    def lag(self, partitions, timeout):
+    def positions(self, partitions, timeout):
         """The high watermark of a partition being fetched comes with every fetch (cached: no request); a
         paused partition's, or any after the brokers were reported down, is asked for."""
         positions = {(tp.topic, tp.partition): tp.offset for tp in self._c.position(self._tps(partitions))}
@@ -218,9 +233,7 @@ class _Consumer:
             if high is None or high < 0:
                 high = watermarks(tp, timeout=max(0.001, timeout), cached=False)[1]
                 self._down = False  # answered
-            position = positions.get(partition, _INVALID)
-            if position is not None and position >= 0 and high is not None and high >= 0:
-                out[partition] = max(0, high - position)
+            out[partition] = positions.get(partition), high
         return out
 
     def partition_count(self, topic):
@@ -233,11 +246,11 @@ class _Consumer:
         self._c.close()
 
 
-class _Producer:
+class _Producer(Failures):
     """A ``confluent_kafka.Producer`` as the :class:`~._adapter.Producer`, counting failed delivery reports."""
 
     def __init__(self, ck, conf: dict, cfg: dict, *, role: str, what: str):
-        self._ck, self.errors, self.what, self.failed, self.first_error = ck, (ck.KafkaException,), what, 0, None
+        self._ck, self.errors, self.what = ck, (ck.KafkaException,), what
         self._block_s = cfg["max_block_ms"] / 1000
         # a keyed record goes where the Java client and kafka-python put it (murmur2), not where librdkafka's
         # own default (CRC32) would: outputs keyed like their events land in the same partitions on either client
@@ -253,10 +266,7 @@ class _Producer:
 
     def _on_delivery(self, err, msg) -> None:  # served by poll()/flush() on the caller's thread; only failures
         if err is not None:
-            if self.first_error is None:
-                self.first_error = err
-                log.error("%s: a record to topic %r failed: %s", self.what, msg.topic(), err.str())
-            self.failed += 1
+            self.count(err, err.str(), f" to topic {msg.topic()!r}")
 
     @property
     def in_flight(self):
@@ -301,9 +311,6 @@ class _Producer:
             self._p.purge()
         self._p.flush(timeout)
 
-    def forget(self):
-        self.failed, self.first_error = 0, None
-
     def init_transactions(self):
         self._p.init_transactions(self._block_s)
 
@@ -331,61 +338,6 @@ class _Producer:
                                                   code.INVALID_PRODUCER_EPOCH)
 
 
-class _Reader:
-    """A consumer in no group (the group id is librdkafka's requirement; nothing is committed under it)."""
-
-    def __init__(self, ck, conf: dict, cfg: dict, topic: str):
-        self._ck, self.errors, self.topic = ck, (ck.KafkaException,), topic
-        role = f"reader of model topic {topic!r}"
-        self._c = create(ck.Consumer, conf, role=role)
-        try:
-            self.exists = _count(wait_for_broker(self._c, cfg, role=role, topic=topic), topic) is not None
-        except BaseException:
-            self._c.close()
-            raise
-        self._timeout_s = cfg["bootstrap_timeout_ms"] / 1000
-        self._tp, self._assigned = ck.TopicPartition(topic, 0, ck.OFFSET_BEGINNING), False
-        self._next, self._eof = 0, -1  # after the last record; the end at the last EOF event (-1: none since)
-
-    def poll(self, timeout):
-        if not self._assigned:  # at the first poll: a reader asked only for end offsets fetches nothing
-            self._c.assign([self._tp])
-            self._assigned = True
-        messages = self._c.consume(10_000, 0)
-        if not messages and timeout > 0:
-            first = self._c.poll(timeout)
-            messages = [first, *self._c.consume(9_999, 0)] if first is not None else []
-        out = []
-        for m in messages:
-            err = m.error()
-            if err is None:
-                out.append((m.key(), m.value()))
-                self._next, self._eof = m.offset() + 1, -1
-            elif err.code() == self._ck.KafkaError._PARTITION_EOF:
-                self._eof = m.offset()
-            elif err.fatal():
-                raise ConnectorUnavailable(f"Kafka model topic {self.topic!r}: {err.str()}")
-            else:
-                log.warning("Kafka model topic %r: %s", self.topic, err.str())
-        return out
-
-    def end(self):
-        return self._c.get_watermark_offsets(self._tp, timeout=self._timeout_s, cached=False)[1]
-
-    def reached(self, end):
-        return self._next >= end or self._eof >= end
-
-    def offset(self):
-        return max(self._next, self._eof)
-
-    def end_offsets(self, partitions):
-        return {p: self._c.get_watermark_offsets(self._ck.TopicPartition(*p), timeout=self._timeout_s,
-                                                 cached=False)[1] for p in partitions}
-
-    def close(self):
-        self._c.close()
-
-
 class _Admin:
     """An ``AdminClient`` as the :class:`~._adapter.Admin` (topic counts from cluster metadata)."""
 
@@ -403,20 +355,7 @@ class _Admin:
 
     def create_topic(self, topic, partitions, replication, configs, timeout):
         spec = self._new(topic, num_partitions=partitions, replication_factor=replication, config=configs)
-        try:
-            self._a.create_topics([spec], request_timeout=timeout)[topic].result(timeout=timeout)
-        except self._ck.KafkaException as exc:
-            code, err = self._ck.KafkaError, kafka_error(exc)
-            if err is None:
-                raise
-            if err.code() in (code.TOPIC_AUTHORIZATION_FAILED, code.CLUSTER_AUTHORIZATION_FAILED):
-                raise PermissionError(err.str()) from None
-            if err.code() == code.INVALID_REPLICATION_FACTOR:
-                raise ValueError(err.str()) from None
-            if err.code() != code.TOPIC_ALREADY_EXISTS:
-                raise
-            return False
-        return True
+        self._a.create_topics([spec], request_timeout=timeout)[topic].result(timeout=timeout)
 
     def close(self):
         """Nothing: librdkafka's admin client closes when it goes."""
@@ -446,6 +385,10 @@ class Confluent:
     def describe(self, error) -> str:
         return _text(error)
 
+    def code(self, error):
+        err = kafka_error(error)
+        return err.code() if err is not None else None
+
     def consumer(self, cfg, *, role, range_assignor):
         conf = {**client_config(cfg), "enable.auto.commit": False, "enable.auto.offset.store": False}
         if range_assignor:
@@ -459,12 +402,12 @@ class Confluent:
             conf["delivery.timeout.ms"] = min(int(conf.get("delivery.timeout.ms", txn_timeout)), txn_timeout)
         return _Producer(self._ck, conf, cfg, role=role, what=what)
 
-    def reader(self, topic, cfg, *, read_committed):
+    def reader(self, topic, cfg):
+        """A consumer in no group (the group id is librdkafka's requirement; nothing is committed under it)."""
         conf = client_config(cfg)
         conf.update({"group.id": f"stream-nb-model-reader-{os.getpid()}-{uuid.uuid4().hex[:8]}",
-                     "enable.auto.offset.store": False, "enable.partition.eof": True,
-                     "isolation.level": "read_committed" if read_committed else "read_uncommitted"})
-        return _Reader(self._ck, conf, cfg, topic)
+                     "enable.auto.offset.store": False, "enable.partition.eof": True})
+        return _Consumer(self._ck, conf, cfg, f"reader of model topic {topic!r}", reader=topic)
 
     def admin(self, cfg, *, role):
         return _Admin(self._ck, cfg, role)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from stream_nb.exceptions import StreamNBError
 
-__all__ = ["ConnectorError", "ConnectorUnavailable", "DeliveryError"]
+__all__ = ["ConnectorError", "ConnectorUnavailable", "DeliveryError", "no_broker"]
 
 
 class ConnectorError(StreamNBError):
@@ -40,3 +40,11 @@ class DeliveryError(ConnectorError, RuntimeError):
         super().__init__(message)
         self.topic = topic
         self.failed = failed
+
+
+def no_broker(role: str, bootstrap: str, waited_ms, why: str) -> ConnectorUnavailable:
+    """The :class:`ConnectorUnavailable` of a client that reached no broker at ``bootstrap`` within ``waited_ms``
+    (``why``: the client's error), as either adapter raises it at start-up."""
+    return ConnectorUnavailable(f"Kafka {role}: no broker reachable at {bootstrap} within {waited_ms} ms ({why}); "
+                                f"check that Kafka is running and that bootstrap_servers is right",
+                                bootstrap_servers=bootstrap)

@@ -20,9 +20,9 @@ from kafka.structs import OffsetAndMetadata
 
 from stream_nb.exceptions import ConfigError
 
-from ._adapter import BEGINNING, END, TP, Listener, Polled
+from ._adapter import BEGINNING, END, TP, Failures, Listener, Polled
 from ._client import Fixed, servers
-from ._errors import ConnectorUnavailable
+from ._errors import no_broker
 from ._partitions import partitions_of
 
 __all__ = ["KafkaPython"]
@@ -37,14 +37,15 @@ _UNAVAILABLE = (Errors.KafkaTimeoutError, Errors.KafkaConnectionError) + _NO_BRO
 _COLUMNS = operator.attrgetter("offset"), operator.attrgetter("key"), operator.attrgetter("value")
 
 
-def connect(factory, config: dict, *, role: str):
-    """A kafka-python client; "no broker" is :class:`ConnectorUnavailable`, a bad setting ``ConfigError``.
+def connect(factory, cfg: dict, *, role: str):
+    """A kafka-python client of the keys of ``cfg`` it takes; "no broker" is :class:`ConnectorUnavailable`, a
+    bad setting ``ConfigError``.
 
     kafka-python starts an IO thread before bootstrapping and leaves it running
     when bootstrap fails; the ``kafka_client`` hook closes it, so that a caller
     retrying in a loop does not leak one thread per attempt.
     """
-    created = []
+    config, created = {k: v for k, v in cfg.items() if k in factory.DEFAULT_CONFIG}, []
 
     def kafka_client(**kwargs):
         created.append(_NET_CLIENT(**kwargs))
@@ -61,10 +62,7 @@ def connect(factory, config: dict, *, role: str):
         bootstrap = servers(config.get("bootstrap_servers"))
         if isinstance(exc, _UNAVAILABLE):
             waited = config.get("bootstrap_timeout_ms", factory.DEFAULT_CONFIG.get("bootstrap_timeout_ms"))
-            raise ConnectorUnavailable(
-                f"Kafka {role}: no broker reachable at {bootstrap} within {waited} ms ({type(exc).__name__}); "
-                f"check that Kafka is running and that bootstrap_servers is right", bootstrap_servers=bootstrap,
-            ) from exc
+            raise no_broker(role, bootstrap, waited, type(exc).__name__) from exc
         if isinstance(exc, (Errors.KafkaConfigurationError, ValueError, TypeError)):
             raise ConfigError(f"Kafka {role}: invalid configuration: {exc}") from exc
         raise
@@ -171,19 +169,26 @@ class _Consumer:
     def resume(self, partitions):
         self._c.resume(*map(_tp, partitions))
 
-    def lag(self, partitions, timeout):
-        timeout_ms = max(1, int(timeout * 1000))
-        tps = list(map(_tp, partitions))
-        ends = self._c.end_offsets(tps, timeout_ms=timeout_ms)
-        out = {}
-        for tp in tps:
+    def positions(self, partitions, timeout):
+        ends, out, timeout_ms = self.end_offsets(partitions, timeout), {}, max(1, int(timeout * 1000))
+        for partition in partitions:
             try:
-                position = self._c.position(tp, timeout_ms=timeout_ms)
+                out[partition] = self._c.position(_tp(partition), timeout_ms=timeout_ms), ends.get(partition)
             except Errors.IllegalStateError:  # revoked meanwhile
                 continue
-            if position is not None and ends.get(tp) is not None:
-                out[(tp.topic, tp.partition)] = max(0, ends[tp] - position)
         return out
+
+    def assign(self, partitions):
+        self._c.assign(list(map(_tp, partitions)))
+        self._c.seek_to_beginning(*map(_tp, partitions))
+
+    def offset(self, partition):
+        return self._c.position(_tp(partition))
+
+    def end_offsets(self, partitions, timeout):
+        timeout_ms = None if timeout is None else max(1, int(timeout * 1000))
+        ends = self._c.end_offsets(list(map(_tp, partitions)), timeout_ms=timeout_ms) if partitions else {}
+        return {(tp.topic, tp.partition): offset for tp, offset in ends.items()}
 
     def partition_count(self, topic):
         found = self._c.partitions_for_topic(topic)
@@ -196,14 +201,13 @@ class _Consumer:
         self._c.close(autocommit=False, timeout_ms=int(timeout * 1000))
 
 
-class _Producer:
+class _Producer(Failures):
     """A ``KafkaProducer`` as the :class:`~._adapter.Producer`: futures count acknowledgements and failures."""
 
     errors = (Errors.KafkaError,)
 
     def __init__(self, cfg: dict, *, role: str, what: str):
-        self.what, self.failed, self.first_error = what, 0, None
-        self._sent = self._acked = 0
+        self.what, self._sent, self._acked = what, 0, 0
         self._block_s = cfg.get("max_block_ms", KafkaProducer.DEFAULT_CONFIG["max_block_ms"]) / 1000
         self._p = connect(KafkaProducer, cfg, role=role)
         self._send = self._p.send
@@ -242,10 +246,7 @@ class _Producer:
         self._acked += 1
 
     def _on_error(self, exc: BaseException) -> None:  # on the sender thread
-        if self.first_error is None:
-            self.first_error = exc
-            log.error("%s: a record failed: %r", self.what, exc)
-        self.failed += 1
+        self.count(exc, repr(exc))
 
     def flush(self, timeout=None):
         self._p.flush(timeout=timeout)
@@ -254,8 +255,8 @@ class _Producer:
         self._p.close(timeout=timeout)
 
     def forget(self):
-        self.failed = self._sent = self._acked = 0
-        self.first_error = None
+        super().forget()
+        self._sent = self._acked = 0
 
     def init_transactions(self):
         self._p.init_transactions()
@@ -297,39 +298,6 @@ class _Producer:
             sender.wakeup()
 
 
-class _Reader:
-    """A ``KafkaConsumer`` in no group, assigned partition 0 of one topic from its start."""
-
-    errors = (Errors.KafkaError,)
-
-    def __init__(self, consumer: KafkaConsumer, topic: str):
-        self._c, self._tp = consumer, TopicPartition(topic, 0)
-        self.exists = bool(consumer.partitions_for_topic(topic))
-        if self.exists:
-            consumer.assign([self._tp])
-            consumer.seek_to_beginning(self._tp)
-
-    def poll(self, timeout):
-        batches = self._c.poll(timeout_ms=max(0, int(timeout * 1000)), max_records=10_000)
-        return [(m.key, m.value) for messages in batches.values() for m in messages]
-
-    def end(self):
-        return self._c.end_offsets([self._tp])[self._tp]
-
-    def reached(self, end):
-        return self.offset() >= end
-
-    def offset(self):
-        return self._c.position(self._tp)
-
-    def end_offsets(self, partitions):
-        ends = self._c.end_offsets(list(map(_tp, partitions))) if partitions else {}
-        return {(tp.topic, tp.partition): offset for tp, offset in ends.items()}
-
-    def close(self):
-        self._c.close(autocommit=False)
-
-
 class _Admin:
     """A ``KafkaAdminClient`` as the :class:`~._adapter.Admin`."""
 
@@ -341,16 +309,8 @@ class _Admin:
                 for t in self._a.describe_topics(topics)}
 
     def create_topic(self, topic, partitions, replication, configs, timeout):
-        try:
-            self._a.create_topics([NewTopic(topic, partitions, replication, topic_configs=configs)],
-                                  timeout_ms=int(timeout * 1000))
-        except Errors.TopicAlreadyExistsError:
-            return False
-        except (Errors.TopicAuthorizationFailedError, Errors.ClusterAuthorizationFailedError) as exc:
-            raise PermissionError(repr(exc)) from exc
-        except Errors.InvalidReplicationFactorError as exc:
-            raise ValueError(str(exc)) from exc
-        return True
+        self._a.create_topics([NewTopic(topic, partitions, replication, topic_configs=configs)],
+                              timeout_ms=int(timeout * 1000))
 
     def close(self):
         self._a.close()
@@ -373,9 +333,11 @@ class KafkaPython:
     def describe(self, error) -> str:
         return repr(error)
 
+    def code(self, error):
+        return getattr(error, "errno", None)
+
     def consumer(self, cfg, *, role, range_assignor):
-        cfg = {k: v for k, v in cfg.items() if k in KafkaConsumer.DEFAULT_CONFIG}
-        cfg["enable_auto_commit"] = False
+        cfg = {**cfg, "enable_auto_commit": False}
         if range_assignor:
             cfg["partition_assignment_strategy"] = (RangePartitionAssignor,)
         consumer = connect(KafkaConsumer, cfg, role=role)
@@ -387,13 +349,10 @@ class KafkaPython:
         return _Consumer(consumer)
 
     def producer(self, cfg, *, role, what):
-        return _Producer({k: v for k, v in cfg.items() if k in KafkaProducer.DEFAULT_CONFIG}, role=role, what=what)
+        return _Producer(cfg, role=role, what=what)
 
-    def reader(self, topic, cfg, *, read_committed):
-        cfg = {k: v for k, v in cfg.items() if k in KafkaConsumer.DEFAULT_CONFIG}
-        cfg.update(group_id=None, isolation_level="read_committed" if read_committed else "read_uncommitted")
-        return _Reader(connect(KafkaConsumer, cfg, role=f"reader of model topic {topic!r}"), topic)
+    def reader(self, topic, cfg):
+        return _Consumer(connect(KafkaConsumer, {**cfg, "group_id": None}, role=f"reader of model topic {topic!r}"))
 
     def admin(self, cfg, *, role):
-        return _Admin(connect(KafkaAdminClient, {k: v for k, v in cfg.items() if k in KafkaAdminClient.DEFAULT_CONFIG},
-                              role=role))
+        return _Admin(connect(KafkaAdminClient, cfg, role=role))

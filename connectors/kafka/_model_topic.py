@@ -3,11 +3,12 @@
 One compacted topic of one partition (created when missing; one with more
 partitions is refused), written through a :class:`~connectors.kafka.KafkaSink`
 of the same client, or in the daemon's transaction with ``--exactly-once``, and
-read from its start by the adapter's :class:`~._adapter.Reader`, outside any
-group. A ``read_committed`` catch-up first waits, at most the transaction
-timeout plus :data:`ABORT_CHECK_S`, until every transaction open when it starts
-has ended: an open transaction holds the last stable offset. The docs' *Groups*
-page has more.
+read from its start by the adapter's :class:`~._adapter.Consumer` in no group
+(:meth:`~._adapter.Adapter.reader`): read to the end once its offset reaches
+the end offset. A ``read_committed`` catch-up first waits, at most the
+transaction timeout plus :data:`ABORT_CHECK_S`, until every transaction open
+when it starts has ended: an open transaction holds the last stable offset.
+The docs' *Groups* page has more.
 """
 
 from __future__ import annotations
@@ -80,6 +81,7 @@ class ModelTopic:
         self.max_record_bytes = max_record_bytes
         self.transaction = transaction
         self._sink = self._reader = self._uncommitted = None
+        self._assigned = False
         self.committed_only = not writer or transaction is not None
         timeout_ms = config.get("transaction_timeout_ms", config.get("transaction.timeout.ms", 60_000))
         self.transaction_timeout = transaction.timeout_s if transaction is not None else int(timeout_ms) / 1000
@@ -95,7 +97,7 @@ class ModelTopic:
                           {**source_cfg, "topic": topic}, role="consumer")
         self._reader_cfg = cfg
         if writer:
-            partitions = ensure_topic(client.admin(cfg, role=f"admin client (model topic {topic!r})"), topic, cfg,
+            partitions = ensure_topic(client, topic, cfg, role=f"admin client (model topic {topic!r})",
                                       compacted=True)
             if partitions != 1:
                 raise ConfigError(f"Kafka: model topic {topic!r} has {partitions} partitions; it needs exactly one "
@@ -106,11 +108,11 @@ class ModelTopic:
             producer["max_request_size"] = max(max_record_bytes + 65_536, 1_048_576)
             self._sink = self.SINK(topic=topic, create_topic=False, **producer)
         try:
-            self._reader = client.reader(topic, cfg, read_committed=self.committed_only)
+            self._reader, exists = self._open(self.committed_only)
         except BaseException:
             self.close()
             raise
-        if not self._reader.exists:
+        if not exists:
             self.close()
             raise ConfigError(f"Kafka: model topic {topic!r} does not exist")
         log.info("Kafka model topic %r%s, bootstrap %s%s", topic, client.label, servers(cfg["bootstrap_servers"]),
@@ -129,19 +131,20 @@ class ModelTopic:
             self._sink.flush()
 
     def poll(self, timeout: float) -> list[tuple[str, bytes | None]]:
-        return [(key.decode("utf-8", "replace") if key is not None else "", value)
-                for key, value in self._reader.poll(timeout)]
+        polled = self._read().poll(10_000, timeout)
+        return [] if polled is None else [(key.decode("utf-8", "replace") if key is not None else "", value)
+                                          for key, value in zip(polled.keys, polled.values)]
 
     def catch_up(self, timeout: float) -> list[tuple[str, bytes | None]]:
         """Every record up to the end offset the broker gives now (``read_committed``: once the transactions open
         now ended, the last stable offset; see the module docstring)."""
         out: list = []
-        end = self._settled(out) if self.committed_only else self._ask(self._reader.end, time.monotonic() + timeout)
+        end = self._settled(out) if self.committed_only else self._ask(self._end, time.monotonic() + timeout)
         deadline = time.monotonic() + timeout
-        while not self._reader.reached(end):
+        while self._read().offset((self.topic, 0)) < end:
             if time.monotonic() > deadline:
                 log.warning("Kafka model topic %r: not read to its end (%d) within %.0f s; going on from offset %d",
-                            self.topic, end, timeout, self._reader.offset())
+                            self.topic, end, timeout, self._read().offset((self.topic, 0)))
                 break
             out.extend(self.poll(0.2))
         return out
@@ -151,7 +154,7 @@ class ModelTopic:
         ``out``), or when the transaction holding it outlived the transaction timeout and the broker's abort check."""
         limit = time.monotonic() + self.transaction_timeout + ABORT_CHECK_S
         high = self._ask(self._high_watermark, limit)
-        end = self._ask(self._reader.end, limit)
+        end = self._ask(self._end, limit)
         if end < high:
             log.info("Kafka model topic %r: an open transaction holds its last stable offset at %d (%d record(s) "
                      "after it); waiting until every transaction open now ends, at most %.0f s (the transaction "
@@ -163,15 +166,39 @@ class ModelTopic:
                             self.transaction_timeout + ABORT_CHECK_S)
                 break
             out.extend(self.poll(0.2))
-            end = self._ask(self._reader.end, limit)
+            end = self._ask(self._end, limit)
         return end
+
+    def _open(self, read_committed: bool):
+        """A reader of the topic (see :meth:`~._adapter.Adapter.reader`), and whether the topic exists."""
+        cfg = {k: v for k, v in self._reader_cfg.items() if k != "isolation.level"}  # set here, by either name
+        cfg["isolation_level"] = "read_committed" if read_committed else "read_uncommitted"
+        reader = self.client.reader(self.topic, cfg)
+        try:
+            return reader, reader.partition_count(self.topic) is not None
+        except BaseException:
+            reader.close(cfg["close_timeout_ms"] / 1000)
+            raise
+
+    def _read(self):
+        """The reader, reading the topic from its start since the first call (one asked only for end offsets, as
+        at the start of a catch-up, fetches nothing)."""
+        if not self._assigned:
+            self._reader.assign([(self.topic, 0)])
+            self._assigned = True
+        return self._reader
+
+    def _end(self, reader=None) -> int:
+        """The topic's end offset now, as ``reader`` (the reader) sees it: the last stable offset when
+        ``read_committed``."""
+        return (reader or self._reader).end_offsets([(self.topic, 0)], None)[(self.topic, 0)]
 
     def _high_watermark(self) -> int:
         """The end offset counting the records of open transactions: asked of a second, ``read_uncommitted``
         reader (made at the first call; it never fetches)."""
         if self._uncommitted is None:
-            self._uncommitted = self.client.reader(self.topic, self._reader_cfg, read_committed=False)
-        return self._uncommitted.end()
+            self._uncommitted = self._open(False)[0]
+        return self._end(self._uncommitted)
 
     def _ask(self, offset, deadline: float) -> int:
         """``offset()`` (an end offset), asked again until ``deadline`` (a client resumed after a pause, or a
@@ -199,7 +226,7 @@ class ModelTopic:
             if number.isdigit():
                 named[(topic, int(number))] = name
         try:
-            ends = self._reader.end_offsets(list(named))
+            ends = self._reader.end_offsets(list(named), None)
         except self._reader.errors as exc:  # how far behind each state is stays unknown
             log.warning("Kafka model topic %r: end offsets of the input unknown: %s", self.topic,
                         self.client.describe(exc))
@@ -213,7 +240,7 @@ class ModelTopic:
         finally:
             for reader in (self._reader, self._uncommitted):
                 if reader is not None:
-                    reader.close()
+                    reader.close(self._reader_cfg["close_timeout_ms"] / 1000)
             self._reader = self._uncommitted = None
 
 

@@ -118,7 +118,7 @@ class KafkaSink:
         self._close_timeout_s = cfg["close_timeout_ms"] / 1000
         self._closed = False
         if cfg["create_topic"]:
-            ensure_topic(client.admin(cfg, role=f"admin client (topic {self.topic!r})"), self.topic, cfg)
+            ensure_topic(client, self.topic, cfg, role=f"admin client (topic {self.topic!r})")
         self._out = client.producer({k: v for k, v in cfg.items() if k not in self.OWN_KEYS},
                                     role=f"producer to topic {self.topic!r}", what="Kafka sink")
         log.info("Kafka sink%s: topic %r, bootstrap %s", client.label, self.topic, servers(cfg["bootstrap_servers"]))

@@ -387,14 +387,15 @@ class KafkaSource:
         if not todo:
             return {}
         try:
-            found = self._consumer.lag(todo, timeout)
+            found = self._consumer.positions(todo, timeout)
         except self._errors as exc:  # a timeout, a lost connection, no leader: the broker is not there
             bootstrap = servers(self.config["bootstrap_servers"])
             raise ConnectorUnavailable(
                 f"Kafka source: no end offsets of {self.topic!r} from {bootstrap} within {timeout * 1000:.0f} ms "
                 f"({self.client.describe(exc)})", bootstrap_servers=bootstrap,
             ) from exc
-        return {self._key(p): lag for p, lag in found.items()}
+        return {self._key(p): max(0, end - position) for p, (position, end) in found.items()
+                if position is not None and position >= 0 and end is not None and end >= 0}
 
     def committed(self, partitions: typing.Iterable[str] | None = None) -> dict[str, int | None]:
         """The group's committed offsets (``None`` where nothing is committed).

@@ -92,7 +92,7 @@ class Transaction:
         self._close_timeout_s = cfg["close_timeout_ms"] / 1000
         if cfg["create_topic"]:
             for topic in dict.fromkeys(topics):
-                ensure_topic(client.admin(cfg, role=f"admin client (topic {topic!r})"), topic, cfg)
+                ensure_topic(client, topic, cfg, role=f"admin client (topic {topic!r})")
         self._client_cfg = {k: v for k, v in cfg.items() if k not in KafkaSink.OWN_KEYS}
         self._what = f"Kafka transactional producer {transactional_id!r}"
         self._block_s = cfg.get("max_block_ms", 60_000) / 1000
