@@ -24,7 +24,7 @@ class Adding:
 
     def add(self, enc: Encoded, c: int, w: float = 1.0) -> None:
         """Add one (encoded) event of class index ``c`` with weight ``w`` (its observed values, to every count set)."""
-        self._check_sparse_room(len(enc.cols))
+        self.layout.check_event(self, len(enc.cols))
         if self.journal is not None:
             self.journal.append(("count", enc, c, w))
         self.version += 1
@@ -60,7 +60,7 @@ class Adding:
         ``missing="ignore"`` would have counted.
         """
         if self.keeps_observed and len(enc.cols):
-            self._check_sparse_room(len(enc.cols))
+            self.layout.check_event(self, len(enc.cols))
             if self.journal is not None:
                 self.journal.append(("observed", enc, c, w))
             self.version += 1
@@ -91,7 +91,7 @@ class Adding:
         room, tuple_count, tuple_feat, held)``: the candidate parents (:meth:`tuple_lists`), the most cells an
         event adds to a table, the tables, and the cells they hold, which the run updates and gives back to
         :meth:`tuple_run_held`."""
-        self._check_sparse_room(k)
+        self.layout.check_event(self, k)
         lists = self.tuple_lists()
         room = selected_room(self.tuples, lists, np.asarray(dfeats, dtype=np.int64))
         return (lists, room, *self.tables.reserve_tuples(room))
@@ -123,7 +123,7 @@ class Adding:
         wanted and not yet kept) takes the event's observed values through
         :meth:`add_observed`.
         """
-        self._check_sparse_room(len(u))
+        self.layout.check_event(self, len(u))
         self.blocks_to_sparse()  # expected pairs have no place in pair blocks
         if self.wants_observed:
             self.keep_observed()
@@ -145,7 +145,7 @@ class Adding:
         twin (started here, if wanted and not yet kept, as in :meth:`add_expected`).
         """
         if w is None or np.all(np.asarray(w) >= 0):  # removing (negative weights) needs no room
-            self._check_sparse_room(D.shape[1])
+            self.layout.check_event(self, D.shape[1])
         if not observed and self.wants_observed:
             self.keep_observed()
         self.sync_pairs()
