@@ -332,6 +332,7 @@ STORE_PARTS = {
     "stream_nb.stats.tables._counts": ("CountTables",),
     "stream_nb.stats.budget._budget": ("Budget",),
     "stream_nb.stats.budget._shared_pairs": ("SharedPairs",),
+    "stream_nb.stats.budget._layout": ("Layout",),
     "stream_nb.stats.schema._value_types": ("ValueTypes",),
     "stream_nb.stats.schema._schema": ("Schema",),
     "stream_nb.stats.schema._runs": ("RunEncoder",),
@@ -402,6 +403,7 @@ HELD_PARTS = {
     "tables": "stream_nb.stats.tables._counts",
     "sharing": "stream_nb.stats.budget._shared_pairs",
     "runs": "stream_nb.stats.schema._runs",
+    "layout": "stream_nb.stats.budget._layout",
 }
 
 

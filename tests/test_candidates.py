@@ -29,9 +29,9 @@ MODELS = {
 @pytest.fixture(autouse=True)
 def _selected_sparse_pairs(monkeypatch):
     """These tests check the selections of sparse pairs: TAN keeps them, not the pair blocks that would fit."""
-    from stream_nb.stats import Stats
+    from stream_nb.stats.budget import Layout
 
-    monkeypatch.setattr(Stats, "_blocks_allowed", lambda self: False)
+    monkeypatch.setattr(Layout, "blocks_allowed", lambda self, s: False)
 
 
 @pytest.fixture

@@ -30,9 +30,9 @@ STEP = _revision.REVISE_EVERY  # batches aligned with the revisions: one selecti
 @pytest.fixture(autouse=True)
 def _selected_sparse_pairs(monkeypatch):
     """These tests check the selections of sparse pairs: TAN keeps them, not the pair blocks that would fit."""
-    from stream_nb.stats import Stats
+    from stream_nb.stats.budget import Layout
 
-    monkeypatch.setattr(Stats, "_blocks_allowed", lambda self: False)
+    monkeypatch.setattr(Layout, "blocks_allowed", lambda self, s: False)
 
 
 @pytest.fixture

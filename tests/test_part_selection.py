@@ -210,9 +210,9 @@ def wide(n, seed=0, features=14, values=6):
 @pytest.mark.parametrize("model", [lambda: AODE(memory_budget=300_000), lambda: TAN(memory_budget=300_000, search=Tree(rebuild_every=50))])
 def test_a_stores_selected_tables_hold_cells_of_the_pairs_its_selection_keeps_only(model, monkeypatch):
     monkeypatch.setattr(_budget, "SPARSE_FLOOR", 0)
-    from stream_nb.stats import Stats
+    from stream_nb.stats.budget import Layout
 
-    monkeypatch.setattr(Stats, "_blocks_allowed", lambda self: False)  # sparse selected tables, not pair blocks
+    monkeypatch.setattr(Layout, "blocks_allowed", lambda self, s: False)  # sparse selected tables, not pair blocks
     m = model()
     for x, y in wide(400):
         m.learn_one(x, y)
@@ -244,9 +244,9 @@ def test_a_stores_state_writes_the_selection_where_the_format_always_had_it(monk
     their place among the store's: the rule, then pair_blocks (a TAN's model reads pair blocks), then the
     revisions and partial; the kept pairs' arrays after the counts. A loaded store writes the same."""
     monkeypatch.setattr(_budget, "SPARSE_FLOOR", 0)
-    from stream_nb.stats import Stats
+    from stream_nb.stats.budget import Layout
 
-    monkeypatch.setattr(Stats, "_blocks_allowed", lambda self: False)
+    monkeypatch.setattr(Layout, "blocks_allowed", lambda self, s: False)
     m = TAN(memory_budget=300_000, search=Tree(rebuild_every=50))
     for x, y in wide(700):
         m.learn_one(x, y)

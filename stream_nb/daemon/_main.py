@@ -46,7 +46,7 @@ def one_blas_thread() -> None:
     """Keep numpy's BLAS on one thread for the rest of the process.
 
     The engine runs one poll at a time on one thread; the models' matrix products (KDB's and TAN's runs
-    of counts, see ``stats/store/_adding.py``) are small, and OpenBLAS's worker threads spin between them, so
+    of counts, see ``Stats.add_many``) are small, and OpenBLAS's worker threads spin between them, so
     a second thread took a second core's CPU for no shorter wall time.
     """
     from threadpoolctl import threadpool_limits

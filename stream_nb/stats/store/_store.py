@@ -7,7 +7,7 @@ each categorical feature's values, events encoded to codes), the Gaussian moment
 (:class:`~stream_nb.stats.selection.PairSelection`: which attribute pairs the pair tables count) and the
 tuple selection (:class:`~stream_nb.stats.selection.TupleSelection`: KDB's candidate parents), the memory budget
 (:class:`~stream_nb.stats.budget.Budget`, asked whether dense tables fit and whether the next event does,
-given the store's arrays), its count tables (:class:`~stream_nb.stats.tables.CountTables`: the numpy arrays or
+given the store's arrays), the tables' room and layout (:class:`~stream_nb.stats.budget.Layout`), its count tables (:class:`~stream_nb.stats.tables.CountTables`: the numpy arrays or
 :class:`~stream_nb.stats.SparseTable` by name, their observed-only twins, their room) -- and gives each what it
 needs as arguments. The schema asks the tables for room before it grows
 (``grow``: :meth:`Stats.reserve`), and the tables give it their capacity when they reallocate
@@ -15,9 +15,10 @@ needs as arguments. The schema asks the tables for room before it grows
 the schema register it with two calls of its own (``room``: refuse before anything changes; ``promote``:
 move a promoted feature's counts). The names learners and kernels read (``classes``, ``features``,
 ``value_feature``, ``g_n``, ``vtypes``, ``memory_budget``, ``pairs_sparse``, ``value_count``, ``pair_count``,
-...) stay the store's: the schema's and the count tables' are read-only properties here. The store decides
-the tables' room and layout (dense, pair blocks or sparse, under the budget) itself; what one event adds
-is its base below (:class:`~stream_nb.stats.store._adding.Adding`); what it takes back, the functions of
+...) stay the store's: the schema's and the count tables' are read-only properties here. The tables' room and
+layout (dense, pair blocks or sparse, under the budget) is decided by a part of its own
+(:class:`~stream_nb.stats.budget.Layout`, ``layout``), which the store hands itself to; what one event adds
+is its own methods (:meth:`Stats.add`, :meth:`Stats.add_many`, ...); what it takes back, the functions of
 :mod:`stream_nb.stats.store._removing`; both change the parts through their methods. Its state as plain data
 (:meth:`Stats.state`, :meth:`Stats.from_state`) is written and read by a codec of its own
 (:mod:`stream_nb.stats.store._state`), which reads the store through its public names and fills a new one
@@ -34,24 +35,21 @@ import typing
 
 import numpy as np
 
-from ._adding import Adding
-from ..budget import DEFAULT_MEMORY_BUDGET, PAIR_TABLES, TUPLE_TABLES, Budget
-from ..selection import PairSelection, edge_supported, widen_to_either, widen_tuples_to_either, prune_pairs, refresh_selection, revise_pairs, selected_cells
-from ..selection import TupleSelection, refresh_tuple_selection, settle_tuples, tuple_room, tuples_wait
-from ...exceptions import CapacityError, MergeError
+from ..budget import DEFAULT_MEMORY_BUDGET, Budget, Layout
+from ..selection import PairSelection, edge_supported, widen_to_either, widen_tuples_to_either, refresh_selection
+from ..selection import TupleSelection, add_selected_tuples, selected_cells
+from ...exceptions import MergeError
 from ..values import CAT, GAUSS, TWINNED, Encoded, validate_label
 from ..selection import revision_due
 from . import _removing
 from ..schema import Schema, align, check_feature, check_labels, few_overflow, new_entries, turned_numeric
 from ._state import check_state, counts_of, read_state, store_options, write_state
-from ..tables import CountTables, GaussianMoments, PairBlocks, SparseTable
+from ..tables import CountTables, GaussianMoments, PairBlocks, SparseTable, selected_room
 
 __all__ = ["ObservedView", "Stats"]
 
-_PAIR_ATTRIBUTES = PAIR_TABLES + tuple("obs_" + name for name in PAIR_TABLES)  # the tables, and their observed-only twins
 
-
-class Stats(Adding):
+class Stats:
     """Additive sufficient statistics over a stream of (x, y) events.
 
     Parameters
@@ -136,7 +134,10 @@ class Stats(Adding):
         self._cache: dict = {}  # derived lookups, each tagged with the epoch it was computed at
         # the count tables (a part of their own: CountTables), allocated with spare capacity
         self.tables = CountTables()
-        self._alloc(4, 16, 8, 4)
+        self.moments = GaussianMoments(4, 4)  # the Gaussian moments (a part of their own), given room as the tables are
+        # the tables' room and layout (a part of its own: Layout), which allocates them with spare capacity
+        self.layout = Layout()
+        self.layout.alloc(self, 4, 16, 8, 4)
 
     # one clock for the schema and the tables: the schema's changes advance it, and so do the tables' (a
     # reallocation, another layout) through this setter, so that an encoding holds while nothing changed
@@ -272,6 +273,162 @@ class Stats(Adding):
             self.tables.clear_columns(p, moved.old)
         self.epoch += 1
 
+    # ------------------------------------------------------------------ adding: one event, EM's expected counts, batches
+    # Every count is additive. An event adds its weight to its class, to each observed value, feature, pair and
+    # t-tuple of values, in every count set kept (the counts and, from the first expected counts on, their
+    # observed-only twin). A two-layer store extends each of these methods (it counts in its fine layer too).
+
+    #: a list while a learner records what one event adds (its receipt, see :mod:`stream_nb.stats.store._removing`)
+    journal: list | None = None
+
+    def add(self, enc: Encoded, c: int, w: float = 1.0) -> None:
+        """Add one (encoded) event of class index ``c`` with weight ``w`` (its observed values, to every count set)."""
+        self.layout.check_event(self, len(enc.cols))
+        if self.journal is not None:
+            self.journal.append(("count", enc, c, w))
+        self.version += 1
+        self.tables.add_class(c, w)
+        if len(enc.cols):
+            for p in self._sets():
+                self.count_values(p, enc.cols, enc.feats, c, w)
+        self.add_gaussian(c, w, enc.gslots, enc.gx)
+
+    def counted_one(self, c: int, w: float, twin: bool = False) -> None:
+        """A kernel has counted the event just encoded for learning (class ``c``, weight ``w``) into these
+        arrays (``twin``: and into :meth:`counted_twin`'s): a second layer counts it in its own (here, there
+        is none)."""
+
+    def counted_twin(self, enc: Encoded):
+        """The address table (:class:`~stream_nb.kernels.Addresses`) of a second layer's class, value,
+        feature and pair counts, when a kernel counting the event just encoded for learning (``enc``, of
+        weight 1) may count it there too, in the same columns; else None (here, there is none)."""
+        return None
+
+    def mark_counted(self, many: bool) -> None:
+        """A compiled kernel has added events to the counts in place: mark them changed, as :meth:`add` does
+        (``many``: as :meth:`add_many` does, which also tells the views to derive their tables again)."""
+        self.version += 1
+        if many:
+            self.epoch += 1
+
+    def add_observed(self, enc: Encoded, c: int, w: float = 1.0) -> None:
+        """Count the observed values of ``enc`` in the observed-only twin alone (nothing without one).
+
+        EM's M-step adds an incomplete event to the counts with
+        :meth:`add_expected` and to the twin with this: the twin then holds what
+        ``missing="ignore"`` would have counted.
+        """
+        if self.keeps_observed and len(enc.cols):
+            self.layout.check_event(self, len(enc.cols))
+            if self.journal is not None:
+                self.journal.append(("observed", enc, c, w))
+            self.version += 1
+            self.count_values("obs_", enc.cols, enc.feats, c, w)
+
+    def count_values(self, p: str, cols: np.ndarray, feats: np.ndarray, c: int, w: float) -> None:
+        """Add weight ``w`` to the values ``cols`` (of features ``feats``) of class ``c`` in count set ``p``."""
+        tables = self.tables
+        tables.add_values(p, c, cols, w, feats, w)
+        self.sync_pairs()  # (pair blocks grown to the event's columns, or sparse past the budget)
+        if self.pairs:  # (a selection's sparse tables add the candidate pairs alone: _candidates.py)
+            tables.add_pair_rows(p, cols[None, :], feats, np.array([c]), np.array([float(w)]),
+                                 selected_cells(self, len(cols)) if self.pairs_sparse else 0)
+        if self.tuples and self.tuples_selected:  # the candidate parents' tuples alone (_tuple_candidates.py)
+            self._count_selected_tuples(p, cols[None, :], feats, np.array([c]), np.array([float(w)]))
+        elif self.tuples:
+            tables.add_event_tuples(p, self.tuples, cols, feats, c, w)
+
+    def _count_selected_tuples(self, p: str, D, dfeats, yc, w, mask=None) -> None:
+        """The kept t-tuples of rows ``D`` (of features ``dfeats``; ``mask``, where given, is ``D >= 0``) into
+        the selected tables, in row order, in compiled code."""
+        add_selected_tuples(self, p, D, dfeats, yc, w)
+
+    def tuple_run_room(self, k: int, dfeats: np.ndarray) -> tuple:
+        """Before a compiled run counts its next event (``k`` values, of features ``dfeats``) into selected t-way
+        tables: the room check :meth:`add` makes before an event (which may narrow the candidates), then each
+        table given room for one event's kept tuples (:meth:`CountTables.reserve_tuples`). Returns ``(lists,
+        room, tuple_count, tuple_feat, held)``: the candidate parents (:meth:`tuple_lists`), the most cells an
+        event adds to a table, the tables, and the cells they hold, which the run updates and gives back to
+        :meth:`tuple_run_held`."""
+        self.layout.check_event(self, k)
+        lists = self.tuple_lists()
+        room = selected_room(self.tuples, lists, np.asarray(dfeats, dtype=np.int64))
+        return (lists, room, *self.tables.reserve_tuples(room))
+
+    def tuple_run_held(self, held: np.ndarray) -> None:
+        """A compiled run has added cells to the selected t-way tables' hash arrays in place: record the cells
+        they hold (``held`` of :meth:`tuple_run_room`)."""
+        self.tables.tuples_held(held)
+
+    def learn_one(self, x: dict, y, w: float = 1.0) -> None:
+        """Count one labeled event's observed values."""
+        enc, c = self.encode_labeled(x, y)
+        self.add(enc, c, w)
+
+    def add_expected(self, c: int, w: float, u: np.ndarray, m: np.ndarray, feats_u: np.ndarray, J=None) -> None:
+        """Add one event of class ``c`` whose values are known only in expectation (EM's M-step).
+
+        ``u`` are the columns the event may take (an observed feature: its one
+        column; a missing one: all its values), grouped by feature in
+        contiguous blocks (``feats_u``); ``m`` is the expected indicator of
+        each column and ``J`` the expected pair indicators over ``u`` (needed
+        when pair counts are kept): ``J[r, s]`` is added to
+        ``pair_count[c, u[r], u[s]]``, the row being the value conditioned on.
+        ``J`` need not be symmetric (EM fills the rows of each feature under
+        its own one-dependence model), but each row block of a feature must
+        sum to ``m`` over every other feature's columns. Each feature's block
+        of ``m`` sums to 1, so the event adds exactly weight ``w`` everywhere.
+        Only the counts receive it; the observed-only twin (started here, if
+        wanted and not yet kept) takes the event's observed values through
+        :meth:`add_observed`.
+        """
+        self.layout.check_event(self, len(u))
+        self.blocks_to_sparse()  # expected pairs have no place in pair blocks
+        if self.wants_observed:
+            self.keep_observed()
+        if self.journal is not None:
+            self.journal.append(("expected", c, w, u, m, feats_u, J))
+        self.version += 1
+        self.tables.add_class(c, w)
+        starts = np.flatnonzero(np.r_[True, feats_u[1:] != feats_u[:-1]])
+        fs = feats_u[starts]
+        self.tables.add_values("", c, u, w * m, fs, w)
+        if self.pairs:
+            self.tables.add_expected_pairs(c, u, fs, w * J, w * np.add.reduceat(J, starts, axis=1))
+
+    def add_many(self, D, dfeats, G, gslots, yc, w=None, observed: bool = True) -> None:
+        """Add a batch of encoded events (rows of ``D``, ``G`` as :meth:`encode_run` gives them).
+
+        ``observed=False``: the rows are completions of one incomplete event
+        (KDB's M-step), so they go to the counts and not to the observed-only
+        twin (started here, if wanted and not yet kept, as in :meth:`add_expected`).
+        """
+        if w is None or np.all(np.asarray(w) >= 0):  # removing (negative weights) needs no room
+            self.layout.check_event(self, D.shape[1])
+        if not observed and self.wants_observed:
+            self.keep_observed()
+        self.sync_pairs()
+        if self.journal is not None:
+            self.journal.append(("many", D, dfeats, G, gslots, yc, w, observed))
+        n = len(yc)
+        self.epoch += 1
+        w = np.ones(n) if w is None else np.asarray(w, dtype=float)
+        C = len(self.classes)
+        self.tables.add_class(slice(0, C), np.bincount(yc, weights=w, minlength=C))
+        if D.shape[1]:
+            mask = D >= 0
+            rr, jj = np.nonzero(mask)
+            cc = yc[rr]
+            for p in self._sets() if observed else ("",):
+                self.tables.add_value_rows(p, cc, D[rr, jj], dfeats[jj], w[rr])
+                if self.pairs:
+                    self.tables.add_pair_rows(p, D, dfeats, yc, w, selected_cells(self, D.shape[1]))
+                if self.tuples and self.tuples_selected:
+                    self._count_selected_tuples(p, D, dfeats, yc, w, mask)
+                elif self.tuples:
+                    self.tables.add_tuple_rows(p, self.tuples, D, dfeats, yc, w, mask)
+        self.add_gaussian_rows(G, gslots, yc, w)
+
     # ------------------------------------------------------------------ merging
 
     def merge(self, other: typing.Self) -> None:
@@ -307,7 +464,7 @@ class Stats(Adding):
             check_feature(self.schema, other.schema, name)
         self.epoch += 1
         if self.tuples:
-            self._check_room(*new_entries(self.schema, other.schema))
+            self.layout.check_cells(self, *new_entries(self.schema, other.schema))
         cmap, fmap, vmap = align(self.schema, other.schema, self.class_of)
         if self.pairs_selected or other.pairs_selected:
             widen_to_either(self, other, fmap)  # every pair either store counts, holding the sum of both's counts
@@ -392,16 +549,16 @@ class Stats(Adding):
         enc = schema.reusable(x, known)
         if enc is not None:
             if y is not None and self.tuples:
-                self._check_room(0, y not in schema.labels.index)
+                self.layout.check_cells(self, 0, y not in schema.labels.index)
             return enc
         return schema.register(x, partial(self._learn_room, y), self.promote)
 
     def _learn_room(self, y, k: int, new: int) -> None:
         """Refuse an event of ``k`` observed values, ``new`` of them to register, and label ``y`` before
         anything changes: a store past its memory budget takes nothing new; a t-way table checks its bound."""
-        self._check_sparse_room(k)
+        self.layout.check_event(self, k)
         if self.tuples:
-            self._check_room(new, y is not None and y not in self.schema.labels.index)
+            self.layout.check_cells(self, new, y is not None and y not in self.schema.labels.index)
 
     def encode_labeled(self, x: dict, y, known: Encoded | None = None) -> tuple[Encoded, int]:
         """Check the label ``y`` (:meth:`check_label`), encode ``x`` for learning
@@ -453,7 +610,7 @@ class Stats(Adding):
         bounded = bool(self.tuples) and self.max_table_cells is not None
         new = self.schema.validate_frame(X, labels, count_new=bounded)
         if bounded:
-            self._check_room(*new)
+            self.layout.check_cells(self, *new)
 
     # the count tables are a part of their own (CountTables); the names learners and kernels read stay the store's,
     # read-only (an AttributeError while a table is not held, as before)
@@ -604,67 +761,38 @@ class Stats(Adding):
         """What :meth:`memory_used` shows of the candidate parents (:meth:`TupleSelection.summary`)."""
         return self.tuple_selection.summary()
 
-    def _tuple_room(self, k: int) -> bool:
-        """:func:`~stream_nb.stats.selection.tuple_room` of this store (KDB drops candidate parents rather than
-        outgrow the budget)."""
-        return tuple_room(self, k)
-
     def tuple_limit(self) -> int:
         """Bytes the sparse t-way tables may take under a tuple rule: half of the sparse limit (the pair
         tables take the other half)."""
         return self.sparse_limit() // 2
 
-    # ------------------------------------------------------------------ the tables' room and layout
-    # The count arrays are allocated with spare capacity and grow by doubling as the schema asks for room
-    # (:meth:`reserve`, before it takes a new class, value, feature or Gaussian slot). The t-way tables of KDB
-    # grow exactly, as they are V^t. Past the memory budget the pair tables are held in pair blocks where a
-    # model reads them and they fit, else sparse, and the t-way tables sparse (``stats/budget/_budget.py``). A
-    # t-way table that would pass an explicit ``max_table_cells`` raises
-    # :class:`~stream_nb.exceptions.CapacityError` before anything changes.
-    def _alloc(self, cc, cv, cf, cg, need=None):
-        C, V, F, G = (len(self.classes), len(self.value_keys), len(self.features), self.n_gauss)
-        if self.tables.get("class_count") is not None:
-            self.moments.resize(cc, cg, C, G)
-        else:
-            self.moments = GaussianMoments(cc, cg)
-        self.tables.grow(cc, cv, cf, cg, (C, V, F))
-        self.schema.make_room(cv, cf)  # its value_feature and n_values keep the tables' room
-        if self.pairs:
-            self._alloc_pairs(cc, cv, cf, need)
-        if self.tuples:
-            self._alloc_tuples(cc, cv, cf)
-        self.epoch += 1
+    # ------------------------------------------------------------------ the tables' room and layout: the Layout part
+    # The store holds its layout (:class:`~stream_nb.stats.budget.Layout`, ``layout``): the count arrays' room,
+    # and whether the pair and t-way tables are dense, pair blocks or sparse under the budget
+    # (``stats/budget/_layout.py``). It hands itself to the layout's methods; these are the store's names for them.
 
-    def _alloc_pairs(self, cc, cv, cf, need=None):
-        """The pair tables, with the base arrays' spare room: dense while they fit the memory budget,
-        pair blocks beyond where a model reads them and they fit (:meth:`_take_blocks`), else sparse (see
-        ``_budget.py``). Dense tables that fit only without the spare room get
-        the classes of ``need`` and a sixteenth more values and features, and grow in :meth:`reserve`."""
-        C, V, F = len(self.classes), len(self.value_keys), len(self.features)
-        if not self.pairs_sparse and not self._dense_fits(("pair_count", "pair_feat"), 2, cc, cv, cf):
-            nc, nv, nf = need or (C, V, F)
-            cc, cv, cf = min(cc, max(nc, 1)), min(cv, nv + 8 + nv // 16), min(cf, nf + 4 + nf // 16)
-        if self._take_blocks(cc, cv, cf) or self._go_sparse(("pair_count", "pair_feat"), 2, cc, cv, cf):
-            return
-        self.tables.grow_dense(("pair_count", "pair_feat"), ((cc, cv, cv), (cc, cv, cf)), ((C, V, V), (C, V, F)))
+    def reserve(self, c=0, v=0, f=0, g=0):
+        """Make room for ``c`` more classes, ``v`` columns, ``f`` features, ``g`` slots (the schema asks before it
+        grows; a state read asks for all of them at once): :meth:`Layout.reserve`."""
+        self.layout.reserve(self, c, v, f, g)
 
-    def _alloc_tuples(self, cc, cv, cf):
-        """The t-way tensors grow as V^t, so they get no spare capacity beyond the base arrays'."""
-        t = self.tuples
-        old = self.tables.get("tuple_count")
-        if old is not None and old.shape[0] >= cc and old.shape[1] >= cv and self.tuple_feat.shape[-1] >= cf:
-            return
-        C, V, F = len(self.classes), len(self.value_keys), len(self.features)
-        cc, cv, cf = min(cc, C + 2), min(cv, V + 8), min(cf, F + 4)
-        # Spare room only while it costs little: with many dimensions even 8 spare values multiply
-        # the table (KDB(k=8) would take 9 GB before its first event). Otherwise no more than asked
-        # for, which is at most one class, value and feature beyond those in use.
-        if cc * cv**t > max(8 * max(C, 1) * max(V, 1) ** t, 1 << 16):
-            cc, cv, cf = min(cc, C + 1), min(cv, V + 1), min(cf, F + 1)
-        if self._go_sparse(("tuple_count", "tuple_feat"), t, cc, cv, cf):  # past the memory budget: sparse (see _budget.py)
-            return
-        self.tables.grow_dense(("tuple_count", "tuple_feat"), ((cc,) + (cv,) * t, (cc,) + (cv,) * (t - 1) + (cf,)),
-                               ((C,) + (V,) * t, (C,) + (V,) * (t - 1) + (F,)))
+    def table_cells(self, extra_values: int = 0, extra_classes: int = 0) -> int:
+        """Cells of the t-way count table with that many more values and classes (0 without one)."""
+        return self.layout.table_cells(self, extra_values, extra_classes)
+
+    def sync_pairs(self, within_budget: bool = True) -> None:
+        """Grow pair blocks to the columns, features and classes the store has now, or turn them sparse past
+        the budget (:meth:`Layout.sync_pairs`). Nothing for other layouts."""
+        self.layout.sync_pairs(self, within_budget)
+
+    def blocks_to_sparse(self) -> None:
+        """Pair blocks to sparse tables, the same counts (before anything blocks cannot hold: EM's expected
+        pairs, a promotion's moved columns). Nothing for other layouts."""
+        self.layout.blocks_to_sparse(self)
+
+    pair_blocks_ok = property(attrgetter("layout.blocks_ok"), lambda s, ok: s.layout.allow_blocks(ok),
+                              doc="Whether the pair counts may be held in pair blocks past the budget (set by a "
+                                  "model that reads them: TAN; KDB with k >= 2).")
 
     def _sets(self) -> tuple:
         """Name prefixes of the count sets kept: the counts, and with ``observed`` their observed-only twin."""
@@ -696,49 +824,6 @@ class Stats(Adding):
         self.tables.keep_observed()
         self.epoch += 1
 
-    def table_cells(self, extra_values: int = 0, extra_classes: int = 0) -> int:
-        """Cells of the t-way count table with that many more values and classes (0 without one)."""
-        if not self.tuples:
-            return 0
-        return (len(self.classes) + extra_classes) * (len(self.value_keys) + extra_values) ** self.tuples
-
-    def _check_room(self, extra_values: int, extra_classes: int) -> None:
-        if not self.tuples or self.max_table_cells is None:
-            return
-        cells = self.table_cells(extra_values, extra_classes)
-        if cells > self.max_table_cells:
-            raise CapacityError(
-                f"the {self.tuples}-way count table would need {cells:,} cells "
-                f"({len(self.classes) + extra_classes} classes x {len(self.value_keys) + extra_values} values^{self.tuples}), "
-                f"more than max_table_cells={self.max_table_cells:,}; lower k or the number of bins (fine_bins with discretiser=mdl), "
-                f"or raise max_table_cells"
-            )
-
-    def reserve(self, c=0, v=0, f=0, g=0):
-        """Make room for ``c`` more classes, ``v`` columns, ``f`` features, ``g`` slots (the schema asks before it
-        grows; a state read asks for all of them at once)."""
-        cc, cv, cf, cg = self.tables.capacity
-        need = (len(self.classes) + c, len(self.value_keys) + v, len(self.features) + f, self.n_gauss + g)
-        if need[0] <= cc and need[1] <= cv and need[2] <= cf and need[3] <= cg:
-            if self.pairs and not self.pairs_sparse and not self.pairs_blocks and (  # dense pair tables without spare room: grown here
-                    need[0] > self.pair_count.shape[0] or need[1] > self.pair_count.shape[1]
-                    or need[2] > self.pair_feat.shape[2]):
-                self._alloc_pairs(cc, cv, cf, need[:3])
-            if self.pairs and self.pairs_sparse and (  # sparse tables made from dense ones without spare room
-                    need[0] > self.pair_count.shape[0] or need[1] > self.pair_count.shape[1]
-                    or need[2] > self.pair_feat.shape[-1]):
-                self._go_sparse(("pair_count", "pair_feat"), 2, *need[:3])
-            if self.tuples:
-                self._alloc_tuples(*need[:3])
-            return
-
-        def grow(cap, n):
-            while cap < n:
-                cap *= 2
-            return cap
-
-        self._alloc(grow(cc, need[0]), grow(cv, need[1]), grow(cf, need[2]), grow(cg, need[3]), need[:3])
-
     @property
     def n_seen(self) -> float:
         """Total weight learned (the number of events, with EM's fractions)."""
@@ -752,95 +837,11 @@ class Stats(Adding):
     pairs_sparse = property(attrgetter("tables.pairs_sparse"),
                             doc="Whether the pair tables are kept sparse (they are once dense ones would pass the budget).")
     pairs_blocks = property(attrgetter("tables.pairs_blocks"),
-                            doc="Whether the pair counts are held in pair blocks (:meth:`_take_blocks`).")
+                            doc="Whether the pair counts are held in pair blocks (:meth:`Layout.take_blocks`).")
 
-    #: Whether the pair counts may be held in pair blocks (:class:`~stream_nb.stats.tables.PairBlocks`) when
-    #: dense tables would pass the budget and the blocks do not: set by a model that reads them (TAN; KDB with
-    #: k >= 2, whose structure reads the pairs and whose scores read the (k+1)-way tables).
-    pair_blocks_ok = False
-
-    def _blocks_allowed(self) -> bool:
-        """Whether this store may hold pair blocks: a model that reads them asked for them, pairs, no
-        observed-only twin (EM's expected pairs fill the two orientations of a pair differently,
-        :mod:`~stream_nb.stats.tables._pair_blocks`: the first expected counts turn blocks sparse,
-        :meth:`blocks_to_sparse`), and one layer of pair counts (a two-layer store's while its fine layer shares
-        them: a fine layer of its own turns them sparse first, :mod:`~stream_nb.stats.budget._shared_pairs`).
-        Otherwise sparse tables."""
-        return (self.pair_blocks_ok and self.pairs and not self.keeps_observed
-                and (self.count_layer() is self or self.shared_pairs))
-
-    def _blocks_fit(self, n_values, n_classes: int) -> bool:
-        """Whether pair blocks of features of ``n_values`` values and ``n_classes`` classes keep the store
-        within its budget, beside its other arrays."""
-        held = Budget.held(self._arrays(), PAIR_TABLES + TUPLE_TABLES)
-        return self.memory_budget is None or PairBlocks.bytes_for(n_values, n_classes) <= self.memory_budget - held
-
-    #: The room pair blocks keep to grow, as a share of their cells (:meth:`_blocks_spare`): room for the
-    #: values of the first events, which bring most of them (the blocks start after a few events, when dense
-    #: tables pass the budget). Room never written takes no memory (zeroed pages the system maps as touched).
-    BLOCK_SPARE = 2.0
-
-    def _blocks_spare(self, n_values, n_classes: int) -> int:
-        """Cells of room the pair blocks of features of ``n_values`` values and ``n_classes`` classes may keep
-        beyond their layout when they take a new buffer (:meth:`PairBlocks.grow`): a share
-        (:attr:`BLOCK_SPARE`) of their cells, within what the budget leaves beside the store's other arrays,
-        so that the values that come later move the cells within the buffer."""
-        need = PairBlocks.bytes_for(n_values, n_classes)
-        want = int(need * self.BLOCK_SPARE) // 8
-        if self.memory_budget is None:
-            return want
-        held = Budget.held(self._arrays(), PAIR_TABLES + TUPLE_TABLES)
-        return max(0, min(want, (self.memory_budget - held - need) // 8))
-
-    def _take_blocks(self, cc: int, cv: int, cf: int) -> bool:
-        """Hold the pair counts in pair blocks when dense tables with room for ``cc`` classes, ``cv`` values
-        and ``cf`` features would pass the budget and blocks of about as many fit (the values spread evenly
-        over the features; :meth:`sync_pairs` checks them exactly as they grow), the dense counts moved over;
-        True when the pair counts are blocks, or were and are now sparse (past the budget). False: dense
-        or sparse tables as before."""
-        held = self.tables.get("pair_count")
-        if isinstance(held, PairBlocks):
-            self.sync_pairs()
-            return True
-        if not self._blocks_allowed() or isinstance(held, SparseTable) or self._dense_fits(PAIR_TABLES, 2, cc, cv, cf):
-            return False
-        per = np.full(max(cf, 1), max(cv - 1, 0) // max(cf, 1))
-        if not self._blocks_fit(per, cc):
-            return False
-        C, V, F = len(self.classes), len(self.value_keys), len(self.features)
-        vf = self.value_feature[:V]
-        self.tables.to_blocks(vf, F, C, self._blocks_spare(np.bincount(vf[vf >= 0], minlength=F), C))
-        return True
-
-    def sync_pairs(self, within_budget: bool = True) -> None:
-        """Grow pair blocks to the columns, features and classes the store has now (before any kernel reads
-        or adds to them); pair tables sparse instead when the blocks would pass the budget, unless
-        ``within_budget`` is False (a kernel about to read a run whose values are registered already: the
-        blocks grow, and turn sparse at the next call that may change the layout). Nothing for other
-        layouts."""
-        blocks = self.tables.get("pair_count")
-        if not isinstance(blocks, PairBlocks):
-            return
-        C, V, F = len(self.classes), len(self.value_keys), len(self.features)
-        if len(blocks.vf) == V and len(blocks.n) == F and blocks.n_classes == C:
-            return
-        vf = self.value_feature[:V]
-        self.epoch += 1
-        n = np.bincount(vf[vf >= 0], minlength=F)
-        if within_budget and not self._blocks_fit(n, C):
-            self._go_sparse(PAIR_TABLES, 2, *self.tables.capacity[:3])
-            return
-        self.tables.grow_blocks(vf, F, C, self._blocks_spare(n, C))
-
-    def blocks_to_sparse(self) -> None:
-        """Pair blocks to sparse tables, the same counts (before anything blocks cannot hold: EM's expected
-        pairs, a promotion's moved columns). Nothing for other layouts."""
-        if self.pairs_blocks:
-            self.epoch += 1
-            self._go_sparse(PAIR_TABLES, 2, *self.tables.capacity[:3])
-
-    def _arrays(self) -> dict:
-        """Every count array held, by name (the observed-only twin's too, and the Gaussian moments)."""
+    def count_arrays(self) -> dict:
+        """Every count array held, by name (the observed-only twin's too, and the Gaussian moments): what the
+        budget weighs."""
         arrays = self.tables.arrays()  # and any other array the store holds (a two-layer store's waiting rows), as always
         arrays |= {k: v for k, v in vars(self).items() if isinstance(v, (np.ndarray, SparseTable, PairBlocks))}
         if self.selection.selected:  # the pairs kept, (F,) and (F, F): what the budget has always counted of them
@@ -854,106 +855,16 @@ class Stats(Adding):
     def memory_used(self) -> dict:
         """What the counts take (:meth:`Budget.memory_used` of every array held), and what the selections of
         pairs and of candidate parents keep (``pairs_selected``, ``tuples_selected``)."""
-        return self.budget.memory_used(self._arrays()) | {"pairs_selected": self.selection_summary(),
-                                                          "tuples_selected": self.tuple_summary()}
+        return self.budget.memory_used(self.count_arrays()) | {"pairs_selected": self.selection_summary(),
+                                                               "tuples_selected": self.tuple_summary()}
 
     def sparse_limit(self) -> int:
         """Bytes the sparse pair tables may take (:meth:`Budget.sparse_limit`)."""
         return self.budget.sparse_limit()
 
     def pair_limit(self) -> int:
-        """Bytes the sparse pair tables of this layer may take: :meth:`sparse_limit`, halved between the two
-        layers of a two-layer store that drops pairs, and again when the t-way tables of candidate parents
-        take the other half (_tuple_candidates.py)."""
-        return self.budget.pair_limit((self.selection.rule is not None and self.selection_peer is not None)
-                                      + bool(self.tuple_rule))
-
-    def _dense_fits(self, family: tuple, t: int, cc: int, cv: int, cf: int) -> bool:
-        """Whether dense tables of ``family`` with room for ``cc`` classes, ``cv`` values and ``cf``
-        features (and their twin, if EM will want one) keep the store within its budget, beside its
-        other arrays (the t-way tables too, when ``family`` is the pairs')."""
-        skip = set(family) | (set(TUPLE_TABLES) if family == PAIR_TABLES else set())
-        held = Budget.held(self._arrays(), skip, self.wants_observed and not self.keeps_observed)
-        return self.budget.dense_fits(t, cc, cv, cf, held, 2 if self.wants_observed else 1)
-
-    def _go_sparse(self, family: tuple, t: int, cc: int, cv: int, cf: int) -> bool:
-        """One rule for both families of tables: the t-way table ``family[0]`` (C·V^t cells) and its
-        twin with a feature last ``family[1]`` (C·V^(t-1)·F) go sparse, both, when dense ones with room
-        for ``cc`` classes, ``cv`` values and ``cf`` features would take the store past its budget; from
-        then on for good, with the same counts. False, and nothing done, when they stay dense."""
-        if not isinstance(getattr(self, family[0], None), (SparseTable, PairBlocks)) and self._dense_fits(
-                family, t, cc, cv, cf):
-            return False
-        # capacity grows by doubling with the other arrays' and a sparse table's keys are renumbered
-        # (every cell rehashed) when it grows: it is given room for 16 times as many values and
-        # features, or 4, while its keys (62 bits) allow
-        cc, cv, cf = (max(a, b) for a, b in zip((cc, cv, cf), self.tables.capacity[:3]))
-        held = getattr(self, family[0], None)
-        if isinstance(held, SparseTable) and cc <= held.shape[0] and cv <= held.shape[1] and cf <= held.shape[-1]:
-            return True
-        for room in (16, 4, 1):
-            if (cc * room) * (cv * room) ** t < 1 << 62 and (cc * room) * (cv * room) ** (t - 1) * cf * room < 1 << 62:
-                cc, cv, cf = cc * room, cv * room, cf * room
-                break
-        C, V, F = len(self.classes), len(self.value_keys), len(self.features)
-        if (family == PAIR_TABLES and held is not None and not isinstance(held, (SparseTable, PairBlocks))
-                and self.selection.rule is not None):
-            # dense tables whose cells, sparse, would pass the budget: the pairs are chosen first (as the next
-            # event would choose them), so that only the kept cells move over
-            cells = sum(int(np.count_nonzero(getattr(self, p + k)[tuple(slice(0, d) for d in dims)]))
-                        for p in self._sets() for k, dims in ((PAIR_TABLES[0], (C, V, V)), (PAIR_TABLES[1], (C, V, F))))
-            if 32 * cells > self.pair_limit():
-                prune_pairs(self, self.pair_limit())
-        shapes = {family[0]: (cc,) + (cv,) * t, family[1]: (cc,) + (cv,) * (t - 1) + (cf,)}
-        used = {family[0]: (C,) + (V,) * t, family[1]: (C,) + (V,) * (t - 1) + (F,)}
-        self.tables.to_sparse(family, tuple(shapes.values()), tuple(used.values()),
-                              (lambda held: tuples_wait(self, held)) if family == TUPLE_TABLES else None)
-        if family == TUPLE_TABLES:
-            settle_tuples(self)
-        return True
-
-    def _check_sparse_room(self, k: int) -> None:
-        """Refuse to learn more (CapacityError, before anything changes) when one event of ``k``
-        observed values could take the sparse pair tables past ``memory_budget`` (or
-        :data:`~stream_nb.stats.budget.SPARSE_FLOOR`, if larger): if all its cells were new, or the tables
-        had to grow (double) to hold them. A vectorised run is checked as one event before it is added."""
-        refresh_selection(self)
-        if self.memory_budget is None:
-            return
-        self._make_room(self._sparse_room, k)  # a model with a pair rule drops pairs rather than refuse
-        if revise_pairs(self, self.pair_limit()):  # and revises its choice as the events come (_revision.py)
-            self._make_room(self._sparse_room, k)
-        refresh_tuple_selection(self)
-        self._make_room(self._tuple_room, k)  # KDB drops candidate parents rather than outgrow the budget
-
-    @staticmethod
-    def _make_room(room, k: int) -> None:
-        """Ask ``room(k)`` again until the next event fits: each False answer dropped some of the kept
-        pairs or candidates (CapacityError when nothing is left to drop)."""
-        fits = room(k)
-        while not fits:
-            fits = room(k)
-
-    def _sparse_room(self, k: int) -> bool:
-        """:meth:`_check_sparse_room` once: True when the next event fits, False when pairs were just
-        dropped to make room (see :mod:`stream_nb.stats.selection._candidates`); CapacityError when neither."""
-        # the pair tables only: KDB's sparse t-way tables are not bounded here (river's checks learn
-        # ImageSegments with KDB's defaults, whose 3-way cells alone pass 256 MiB). Dense ones (the usual
-        # store) have nothing to check: said without listing the arrays, as every event learned asks
-        for name in _PAIR_ATTRIBUTES:
-            if isinstance(getattr(self, name, None), SparseTable):
-                break
-        else:
-            return True
-        sparse = {name: a for name, a in self._arrays().items()
-                  if isinstance(a, SparseTable) and name.removeprefix("obs_") in PAIR_TABLES}
-        limit = self.pair_limit()
-        one = selected_cells(self, k)  # the distinct cells one event can add to each pair table
-        if self.budget.event_fits(sparse, one, k, limit):
-            return True
-        if prune_pairs(self, limit):
-            return False
-        raise self.budget.refusal(sparse, one, Budget.held(self._arrays(), (), self.wants_observed and not self.keeps_observed))
+        """Bytes the sparse pair tables of this layer may take (:meth:`Layout.pair_limit`)."""
+        return self.layout.pair_limit(self)
 
     def __getstate__(self):
         state = self.__dict__.copy()
