@@ -10,21 +10,17 @@ import collections
 import itertools
 import logging
 import operator
-import os
 import time
-import uuid
 
 from stream_nb.exceptions import ConfigError
 
 from ._adapter import TP, Failures, Polled
-from ._client import CONSUMER_ONLY, PRODUCER_ONLY, TO_LIBRDKAFKA, Fixed, servers, to_librdkafka
+from ._client import CONSUMER_ONLY, LIBRDKAFKA_FIXED, PRODUCER_ONLY, TO_LIBRDKAFKA, librdkafka_config, servers
 from ._errors import ConnectorUnavailable, DeliveryError, no_broker
 
 __all__ = ["Confluent", "INSTALL", "library"]
 
 log = logging.getLogger("connectors.kafka")
-#: librdkafka's log lines: under kafka-python's "kafka" logger, so --log-level treats both clients' logs alike.
-LIBRDKAFKA_LOG = logging.getLogger("kafka.librdkafka")
 #: The command that makes ``--kafka-client confluent`` available.
 INSTALL = "pip install 'stream-nb[confluent]'"
 _INVALID = -1001  # librdkafka's OFFSET_INVALID: no position yet
@@ -43,11 +39,6 @@ def kafka_error(exc: BaseException):
     """The ``KafkaError`` inside a confluent-kafka exception, or ``None``."""
     args = getattr(exc, "args", ())
     return args[0] if args and hasattr(args[0], "code") else None
-
-
-def client_config(cfg: dict, *, drop: frozenset = frozenset()) -> dict:
-    """:func:`~._client.to_librdkafka` of ``cfg``, logging through Python's logging."""
-    return {"logger": LIBRDKAFKA_LOG, **to_librdkafka(cfg, drop=drop)}
 
 
 def create(factory, conf: dict, *, role: str):
@@ -252,11 +243,7 @@ class _Producer(Failures):
     def __init__(self, ck, conf: dict, cfg: dict, *, role: str, what: str):
         self._ck, self.errors, self.what = ck, (ck.KafkaException,), what
         self._block_s = cfg["max_block_ms"] / 1000
-        # a keyed record goes where the Java client and kafka-python put it (murmur2), not where librdkafka's
-        # own default (CRC32) would: outputs keyed like their events land in the same partitions on either client
-        conf = {**conf, "partitioner": conf.get("partitioner", "murmur2_random"), "on_delivery": self._on_delivery,
-                "delivery.report.only.error": True}
-        self._p = create(ck.Producer, conf, role=role)
+        self._p = create(ck.Producer, {**conf, "on_delivery": self._on_delivery}, role=role)
         try:
             wait_for_broker(self._p, cfg, role=role)
         except BaseException:
@@ -345,7 +332,7 @@ class _Admin:
         from confluent_kafka.admin import AdminClient, NewTopic  # optional library, loaded with library()
 
         self._ck, self._new = ck, NewTopic
-        self._a = create(AdminClient, client_config(cfg, drop=CONSUMER_ONLY | PRODUCER_ONLY), role=role)
+        self._a = create(AdminClient, librdkafka_config(cfg, "admin"), role=role)
         self._timeout_s = cfg["bootstrap_timeout_ms"] / 1000
         wait_for_broker(self._a, cfg, role=role)
 
@@ -367,13 +354,7 @@ class Confluent:
     name, label, dotted = "confluent", " (confluent)", True
     consumer_keys = dict.fromkeys(TO_LIBRDKAFKA.keys() - PRODUCER_ONLY)
     producer_keys = dict.fromkeys(TO_LIBRDKAFKA.keys() - CONSUMER_ONLY)
-    consumer_fixed = {"enable.auto.offset.store": Fixed(None, "the source commits explicit offsets"),
-                      "on_commit": Fixed(None, "the source commits synchronously"),
-                      "logger": Fixed(None, "the connector routes librdkafka's logs to Python logging"),
-                      "error_cb": Fixed(None, "the source watches the brokers' state itself")}
-    producer_fixed = {"on_delivery": Fixed(None, "the sink counts delivery failures itself"),
-                      "delivery.report.only.error": Fixed(None, "the sink counts delivery failures itself"),
-                      "logger": consumer_fixed["logger"], "transactional.id": Fixed(None, "give transactional_id")}
+    consumer_fixed, producer_fixed = LIBRDKAFKA_FIXED["consumer"], LIBRDKAFKA_FIXED["producer"]
     #: ``max_block_ms`` (kafka-python's name): how long a send waits for room in librdkafka's queue, and the
     #: bound of the transactional calls.
     producer_defaults = {"max_block_ms": 60_000}
@@ -390,23 +371,14 @@ class Confluent:
         return err.code() if err is not None else None
 
     def consumer(self, cfg, *, role, range_assignor):
-        conf = {**client_config(cfg), "enable.auto.commit": False, "enable.auto.offset.store": False}
-        if range_assignor:
-            conf["partition.assignment.strategy"] = "range"
-        return _Consumer(self._ck, conf, cfg, role)
+        return _Consumer(self._ck, librdkafka_config(cfg, "consumer", range_assignor=range_assignor), cfg, role)
 
     def producer(self, cfg, *, role, what):
-        conf = client_config(cfg)
-        if "transactional.id" in conf:  # librdkafka insists that a record's delivery timeout fits in the transaction's
-            txn_timeout = int(conf.get("transaction.timeout.ms", 60_000))
-            conf["delivery.timeout.ms"] = min(int(conf.get("delivery.timeout.ms", txn_timeout)), txn_timeout)
-        return _Producer(self._ck, conf, cfg, role=role, what=what)
+        return _Producer(self._ck, librdkafka_config(cfg, "producer"), cfg, role=role, what=what)
 
     def reader(self, topic, cfg):
-        """A consumer in no group (the group id is librdkafka's requirement; nothing is committed under it)."""
-        conf = client_config(cfg)
-        conf.update({"group.id": f"stream-nb-model-reader-{os.getpid()}-{uuid.uuid4().hex[:8]}",
-                     "enable.auto.offset.store": False, "enable.partition.eof": True})
+        """A consumer in no group."""
+        conf = librdkafka_config(cfg, "reader")
         return _Consumer(self._ck, conf, cfg, f"reader of model topic {topic!r}", reader=topic)
 
     def admin(self, cfg, *, role):

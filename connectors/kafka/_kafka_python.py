@@ -21,7 +21,7 @@ from kafka.structs import OffsetAndMetadata
 from stream_nb.exceptions import ConfigError
 
 from ._adapter import BEGINNING, END, TP, Failures, Listener, Polled
-from ._client import Fixed, servers
+from ._client import KAFKA_PYTHON_FIXED, servers
 from ._errors import no_broker
 from ._partitions import partitions_of
 
@@ -321,12 +321,7 @@ class KafkaPython:
 
     name, label, dotted = "kafka-python", "", False
     consumer_keys, producer_keys = KafkaConsumer.DEFAULT_CONFIG, KafkaProducer.DEFAULT_CONFIG
-    consumer_fixed = {"key_deserializer": Fixed(None, "records carry raw bytes; the engine decodes them"),
-                      "value_deserializer": Fixed(None, "records carry raw bytes; the engine decodes them"),
-                      "kafka_client": Fixed(None, "the connector sets it")}
-    producer_fixed = {"key_serializer": Fixed(None, "the engine sends bytes"),
-                      "value_serializer": Fixed(None, "the engine sends bytes"),
-                      "kafka_client": Fixed(None, "the connector sets it")}
+    consumer_fixed, producer_fixed = KAFKA_PYTHON_FIXED["consumer"], KAFKA_PYTHON_FIXED["producer"]
     producer_defaults: dict = {}
     errors = (Errors.KafkaError,)
 
