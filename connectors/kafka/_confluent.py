@@ -14,7 +14,7 @@ import time
 
 from stream_nb.exceptions import ConfigError
 
-from ._adapter import TP, Failures, Polled
+from ._adapter import TP, Assignment, Failures, Polled
 from ._client import CONSUMER_ONLY, LIBRDKAFKA_FIXED, PRODUCER_ONLY, TO_LIBRDKAFKA, librdkafka_config, servers
 from ._errors import ConnectorUnavailable, DeliveryError, no_broker
 
@@ -82,9 +82,8 @@ class _Consumer:
         self._ck, self._cfg, self._role, self.errors = ck, cfg, role, (ck.KafkaException,)
         self._what = "Kafka source" if reader is None else f"Kafka model topic {reader!r}"
         strategy = str(conf.get("partition.assignment.strategy", ""))
-        self._incremental = "cooperative" in strategy or str(conf.get("group.protocol", "")).lower() == "consumer"
-        self._owned: set[TP] = set()
-        self._held: set[TP] = set()  # paused
+        incremental = "cooperative" in strategy or str(conf.get("group.protocol", "")).lower() == "consumer"
+        self._assignment = Assignment(incremental)
         self._eof: dict[TP, int] = {}  # a reader's end of each partition, at its last end event
         self._down = False  # librdkafka said all brokers are down; cleared once one answers
         if reader is None:  # a reader (of one topic, in no group) leaves librdkafka's errors to its log
@@ -102,24 +101,16 @@ class _Consumer:
 
     def _on_assign(self, consumer, tps):
         partitions = [(tp.topic, tp.partition) for tp in tps]
-        self._owned = (self._owned | set(partitions)) if self._incremental else set(partitions)
-        self._held &= self._owned
-        starts, held = self._listener.assigned(partitions)
-        (consumer.incremental_assign if self._incremental else consumer.assign)(self._tps(partitions, starts))
+        starts, held = self._assignment.assigned(partitions, self._listener)
+        assign = consumer.incremental_assign if self._assignment.incremental else consumer.assign
+        assign(self._tps(partitions, starts))
         if held:
             self.pause(held)
 
     def _gone(self, consumer, tps) -> list[TP]:
         partitions = sorted((tp.topic, tp.partition) for tp in tps)
-        paused = self._held & set(partitions)
-        if paused:  # librdkafka keeps a partition's pause through its revocation: assigned again, it would stay paused
-            try:
-                consumer.resume(self._tps(paused))
-            except self._ck.KafkaException as exc:
-                log.warning("Kafka source: resuming %s before they went failed: %s", sorted(paused), exc)
-        self._owned -= set(partitions)
-        self._held -= set(partitions)
-        if self._incremental:
+        self._assignment.gone(partitions, self)  # librdkafka keeps a partition's pause through its revocation
+        if self._assignment.incremental:
             consumer.incremental_unassign(tps)
         else:
             consumer.unassign()
@@ -171,7 +162,7 @@ class _Consumer:
                       list(map(message.key, messages)), list(map(message.value, messages)))
 
     def assignment(self):
-        return set(self._owned)
+        return set(self._assignment.owned)
 
     def commit(self, offsets, metadata, timeout):
         if offsets:
@@ -205,11 +196,11 @@ class _Consumer:
         self._c.seek(self._ck.TopicPartition(*partition, offset))
 
     def pause(self, partitions):
-        self._held |= set(partitions)
+        self._assignment.held |= set(partitions)
         self._c.pause(self._tps(partitions))
 
     def resume(self, partitions):
-        self._held -= set(partitions)
+        self._assignment.held -= set(partitions)
         self._c.resume(self._tps(partitions))
 
     def positions(self, partitions, timeout):
@@ -219,7 +210,7 @@ class _Consumer:
         watermarks, out = self._c.get_watermark_offsets, {}
         for partition in partitions:
             tp, high = self._ck.TopicPartition(*partition), _INVALID
-            if not (self._down or partition in self._held):
+            if not (self._down or partition in self._assignment.held):
                 high = watermarks(tp, cached=True)[1]
             if high is None or high < 0:
                 high = watermarks(tp, timeout=max(0.001, timeout), cached=False)[1]
