@@ -14,7 +14,9 @@ library's own exceptions), except where a docstring names another.
   and :class:`Admin` it makes;
 * :class:`Listener` -- what a consumer calls on a rebalance (the source);
 * :class:`Assignment` -- the owned and paused partitions, kept for a client
-  that does not keep them itself.
+  that does not keep them itself;
+* :class:`Failures`, :class:`Acknowledged` -- the counts a producer keeps of
+  its library's delivery reports.
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ from __future__ import annotations
 import logging
 import typing
 
-__all__ = ["BEGINNING", "END", "TP", "Adapter", "Admin", "Assignment", "Consumer", "Failures", "Listener", "Polled",
-           "Producer", "Revocation"]
+__all__ = ["BEGINNING", "END", "TP", "Acknowledged", "Adapter", "Admin", "Assignment", "Consumer", "Failures",
+           "Listener", "Polled", "Producer", "Revocation"]
 
 log = logging.getLogger("connectors.kafka")
 
@@ -100,6 +102,21 @@ class Assignment:
                 log.warning("Kafka source: resuming %s before they went failed: %s", sorted(paused), exc)
         self.owned -= set(partitions)
         self.held -= set(partitions)
+
+
+class Acknowledged(Failures):
+    """:class:`Failures` with the records sent and acknowledged counted too, for a producer whose library reports
+    each record but counts none in flight (kafka-python's futures): it adds to :attr:`sent` and :attr:`acked`."""
+
+    sent = acked = 0
+
+    @property
+    def in_flight(self) -> int:
+        return max(0, self.sent - self.acked - self.failed)
+
+    def forget(self) -> None:
+        super().forget()
+        self.sent = self.acked = 0
 
 
 class Listener(typing.Protocol):
