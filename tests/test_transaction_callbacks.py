@@ -37,7 +37,7 @@ class StandInProducer:
 def an_adapter_producer(producer: StandInProducer):
     """The kafka-python adapter's producer around a stand-in (its counting state, without a broker)."""
     out = object.__new__(_kafka_python._Producer)
-    out.what, out.failed, out.first_error, out._sent, out._acked = "Kafka transactional producer 'tx'", 0, None, 0, 0
+    out.what, out.failed, out.first_error, out.sent, out.acked = "Kafka transactional producer 'tx'", 0, None, 0, 0
     out._p, out._send, out._murmur = producer, producer.send, False
     return out
 

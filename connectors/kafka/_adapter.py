@@ -12,7 +12,11 @@ library's own exceptions), except where a docstring names another.
 * :class:`Adapter` -- one client library: its settings, and the
   :class:`Consumer` (a group member, or a reader in no group), :class:`Producer`
   and :class:`Admin` it makes;
-* :class:`Listener` -- what a consumer calls on a rebalance (the source).
+* :class:`Listener` -- what a consumer calls on a rebalance (the source);
+* :class:`Assignment` -- the owned and paused partitions, kept for a client
+  that does not keep them itself;
+* :class:`Failures`, :class:`Acknowledged` -- the counts a producer keeps of
+  its library's delivery reports.
 """
 
 from __future__ import annotations
@@ -20,8 +24,8 @@ from __future__ import annotations
 import logging
 import typing
 
-__all__ = ["BEGINNING", "END", "TP", "Adapter", "Admin", "Consumer", "Failures", "Listener", "Polled", "Producer",
-           "Revocation"]
+__all__ = ["BEGINNING", "END", "TP", "Acknowledged", "Adapter", "Admin", "Assignment", "Consumer", "Failures",
+           "Listener", "Polled", "Producer", "Revocation"]
 
 log = logging.getLogger("connectors.kafka")
 
@@ -66,6 +70,53 @@ class Failures:
 
     def forget(self) -> None:
         self.failed, self.first_error = 0, None
+
+
+class Assignment:
+    """The partitions a consumer owns and those it holds paused, for a client that keeps neither as the source asks
+    (librdkafka): the adapter's rebalance callbacks and its ``pause`` / ``resume`` feed it.
+
+    An incremental (cooperative) assignment adds to what is owned, an eager one replaces it. A partition that
+    goes while paused is resumed first, through the consumer: a client keeping a pause through revocation would
+    else have it paused when it is assigned again.
+    """
+
+    def __init__(self, incremental: bool):
+        self.incremental = incremental
+        self.owned: set[TP] = set()
+        self.held: set[TP] = set()  # paused
+
+    def assigned(self, partitions: list[TP], listener: Listener) -> tuple[dict[TP, int], list[TP]]:
+        """``partitions`` came: the listener's ``(starts, held)`` of them (the consumer pauses the held ones)."""
+        self.owned = (self.owned | set(partitions)) if self.incremental else set(partitions)
+        self.held &= self.owned
+        return listener.assigned(partitions)
+
+    def gone(self, partitions: list[TP], consumer: Consumer) -> None:
+        """``partitions`` went (revoked or lost): those paused are resumed through ``consumer`` first."""
+        paused = self.held & set(partitions)
+        if paused:
+            try:
+                consumer.resume(sorted(paused))
+            except consumer.errors as exc:
+                log.warning("Kafka source: resuming %s before they went failed: %s", sorted(paused), exc)
+        self.owned -= set(partitions)
+        self.held -= set(partitions)
+
+
+class Acknowledged(Failures):
+    """:class:`Failures` with the records sent and acknowledged counted too, for a producer whose library reports
+    each record but counts none in flight (kafka-python's futures): it adds to :attr:`sent` and :attr:`acked`."""
+
+    sent = acked = 0
+
+    @property
+    def in_flight(self) -> int:
+        return max(0, self.sent - self.acked - self.failed)
+
+    def forget(self) -> None:
+        super().forget()
+        self.sent = self.acked = 0
 
 
 class Listener(typing.Protocol):

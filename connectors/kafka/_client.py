@@ -12,21 +12,29 @@ Shared by the source, the sink, the transaction and the model topic of
   gets them as given, held to the same rules;
 * :data:`TO_LIBRDKAFKA` -- the settings both clients have, by kafka-python's
   name and librdkafka's, and which only a consumer or a producer takes;
+  :data:`KAFKA_PYTHON_FIXED`, :data:`LIBRDKAFKA_FIXED` -- the keys each
+  client's adapter sets itself; :func:`librdkafka_config` -- the properties
+  of each librdkafka client the connector makes;
 * :func:`servers`, :func:`partition_key` -- addresses and partition names.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import typing
+import uuid
 
 from stream_nb._checks import configure, parse_bool, parse_int
 from stream_nb.exceptions import ConfigError
 
-__all__ = ["CONSUMER_ONLY", "KAFKA_PYTHON_NAMES", "PRODUCER_ONLY", "TO_LIBRDKAFKA", "Fixed", "coerce",
+__all__ = ["CONSUMER_ONLY", "KAFKA_PYTHON_FIXED", "KAFKA_PYTHON_NAMES", "LIBRDKAFKA_FIXED", "PRODUCER_ONLY",
+           "TO_LIBRDKAFKA", "Fixed", "coerce", "librdkafka_config",
            "parse_partition", "partition_key", "resolve", "resolve_for", "servers", "to_librdkafka"]
 
 log = logging.getLogger("connectors.kafka")
+#: librdkafka's log lines: under kafka-python's "kafka" logger, so --log-level treats both clients' logs alike.
+LIBRDKAFKA_LOG = logging.getLogger("kafka.librdkafka")
 
 #: kafka-python names of the settings both clients have, and librdkafka's name of each.
 TO_LIBRDKAFKA: dict[str, str] = {
@@ -150,6 +158,27 @@ class Fixed(typing.NamedTuple):
     why: str
 
 
+#: Keys each client's consumer / producer may not be given, because its adapter sets them, with why
+#: (an adapter's ``consumer_fixed`` / ``producer_fixed``).
+KAFKA_PYTHON_FIXED = {
+    "consumer": {"key_deserializer": Fixed(None, "records carry raw bytes; the engine decodes them"),
+                 "value_deserializer": Fixed(None, "records carry raw bytes; the engine decodes them"),
+                 "kafka_client": Fixed(None, "the connector sets it")},
+    "producer": {"key_serializer": Fixed(None, "the engine sends bytes"),
+                 "value_serializer": Fixed(None, "the engine sends bytes"),
+                 "kafka_client": Fixed(None, "the connector sets it")},
+}
+_ROUTED = Fixed(None, "the connector routes librdkafka's logs to Python logging")
+LIBRDKAFKA_FIXED = {
+    "consumer": {"enable.auto.offset.store": Fixed(None, "the source commits explicit offsets"),
+                 "on_commit": Fixed(None, "the source commits synchronously"), "logger": _ROUTED,
+                 "error_cb": Fixed(None, "the source watches the brokers' state itself")},
+    "producer": {"on_delivery": Fixed(None, "the sink counts delivery failures itself"),
+                 "delivery.report.only.error": Fixed(None, "the sink counts delivery failures itself"),
+                 "logger": _ROUTED, "transactional.id": Fixed(None, "give transactional_id")},
+}
+
+
 def resolve(component: str, own: dict, fixed: dict[str, Fixed], config: dict, *, native: typing.Collection[str],
             defaults: dict | None = None, dotted: bool = False) -> dict:
     """Validate ``config`` against ``own`` keys (the component's ``DEFAULT_CONFIG``) and the client's ``native`` keys.
@@ -220,6 +249,28 @@ def to_librdkafka(cfg: dict, *, drop: typing.Collection[str] = ()) -> dict:
             value = -1
         out[TO_LIBRDKAFKA.get(key, key)] = value
     return out
+
+
+def librdkafka_config(cfg: dict, role: str, *, range_assignor: bool = False) -> dict:
+    """librdkafka's properties of a ``role`` (``consumer``, ``reader``, ``producer`` or ``admin``) of settings ``cfg``:
+    :func:`to_librdkafka`, logging through Python's logging, with what the connector sets for that role."""
+    conf = {"logger": LIBRDKAFKA_LOG,
+            **to_librdkafka(cfg, drop=CONSUMER_ONLY | PRODUCER_ONLY if role == "admin" else ())}
+    if role == "consumer":
+        conf.update({"enable.auto.commit": False, "enable.auto.offset.store": False})
+        if range_assignor:
+            conf["partition.assignment.strategy"] = "range"
+    elif role == "reader":  # in no group: the group id is librdkafka's requirement; nothing is committed under it
+        conf.update({"group.id": f"stream-nb-model-reader-{os.getpid()}-{uuid.uuid4().hex[:8]}",
+                     "enable.auto.offset.store": False, "enable.partition.eof": True})
+    elif role == "producer":
+        if "transactional.id" in conf:  # librdkafka insists that a record's delivery timeout fits in the transaction's
+            txn_timeout = int(conf.get("transaction.timeout.ms", 60_000))
+            conf["delivery.timeout.ms"] = min(int(conf.get("delivery.timeout.ms", txn_timeout)), txn_timeout)
+        # a keyed record goes where the Java client and kafka-python put it (murmur2), not where librdkafka's
+        # own default (CRC32) would: outputs keyed like their events land in the same partitions on either client
+        conf.update({"partitioner": conf.get("partitioner", "murmur2_random"), "delivery.report.only.error": True})
+    return conf
 
 
 def servers(bootstrap) -> str:

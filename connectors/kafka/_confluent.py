@@ -10,21 +10,17 @@ import collections
 import itertools
 import logging
 import operator
-import os
 import time
-import uuid
 
 from stream_nb.exceptions import ConfigError
 
-from ._adapter import TP, Failures, Polled
-from ._client import CONSUMER_ONLY, PRODUCER_ONLY, TO_LIBRDKAFKA, Fixed, servers, to_librdkafka
+from ._adapter import TP, Assignment, Failures, Polled
+from ._client import CONSUMER_ONLY, LIBRDKAFKA_FIXED, PRODUCER_ONLY, TO_LIBRDKAFKA, librdkafka_config, servers
 from ._errors import ConnectorUnavailable, DeliveryError, no_broker
 
 __all__ = ["Confluent", "INSTALL", "library"]
 
 log = logging.getLogger("connectors.kafka")
-#: librdkafka's log lines: under kafka-python's "kafka" logger, so --log-level treats both clients' logs alike.
-LIBRDKAFKA_LOG = logging.getLogger("kafka.librdkafka")
 #: The command that makes ``--kafka-client confluent`` available.
 INSTALL = "pip install 'stream-nb[confluent]'"
 _INVALID = -1001  # librdkafka's OFFSET_INVALID: no position yet
@@ -43,11 +39,6 @@ def kafka_error(exc: BaseException):
     """The ``KafkaError`` inside a confluent-kafka exception, or ``None``."""
     args = getattr(exc, "args", ())
     return args[0] if args and hasattr(args[0], "code") else None
-
-
-def client_config(cfg: dict, *, drop: frozenset = frozenset()) -> dict:
-    """:func:`~._client.to_librdkafka` of ``cfg``, logging through Python's logging."""
-    return {"logger": LIBRDKAFKA_LOG, **to_librdkafka(cfg, drop=drop)}
 
 
 def create(factory, conf: dict, *, role: str):
@@ -91,9 +82,8 @@ class _Consumer:
         self._ck, self._cfg, self._role, self.errors = ck, cfg, role, (ck.KafkaException,)
         self._what = "Kafka source" if reader is None else f"Kafka model topic {reader!r}"
         strategy = str(conf.get("partition.assignment.strategy", ""))
-        self._incremental = "cooperative" in strategy or str(conf.get("group.protocol", "")).lower() == "consumer"
-        self._owned: set[TP] = set()
-        self._held: set[TP] = set()  # paused
+        incremental = "cooperative" in strategy or str(conf.get("group.protocol", "")).lower() == "consumer"
+        self._assignment = Assignment(incremental)
         self._eof: dict[TP, int] = {}  # a reader's end of each partition, at its last end event
         self._down = False  # librdkafka said all brokers are down; cleared once one answers
         if reader is None:  # a reader (of one topic, in no group) leaves librdkafka's errors to its log
@@ -111,24 +101,16 @@ class _Consumer:
 
     def _on_assign(self, consumer, tps):
         partitions = [(tp.topic, tp.partition) for tp in tps]
-        self._owned = (self._owned | set(partitions)) if self._incremental else set(partitions)
-        self._held &= self._owned
-        starts, held = self._listener.assigned(partitions)
-        (consumer.incremental_assign if self._incremental else consumer.assign)(self._tps(partitions, starts))
+        starts, held = self._assignment.assigned(partitions, self._listener)
+        assign = consumer.incremental_assign if self._assignment.incremental else consumer.assign
+        assign(self._tps(partitions, starts))
         if held:
             self.pause(held)
 
     def _gone(self, consumer, tps) -> list[TP]:
         partitions = sorted((tp.topic, tp.partition) for tp in tps)
-        paused = self._held & set(partitions)
-        if paused:  # librdkafka keeps a partition's pause through its revocation: assigned again, it would stay paused
-            try:
-                consumer.resume(self._tps(paused))
-            except self._ck.KafkaException as exc:
-                log.warning("Kafka source: resuming %s before they went failed: %s", sorted(paused), exc)
-        self._owned -= set(partitions)
-        self._held -= set(partitions)
-        if self._incremental:
+        self._assignment.gone(partitions, self)  # librdkafka keeps a partition's pause through its revocation
+        if self._assignment.incremental:
             consumer.incremental_unassign(tps)
         else:
             consumer.unassign()
@@ -180,7 +162,7 @@ class _Consumer:
                       list(map(message.key, messages)), list(map(message.value, messages)))
 
     def assignment(self):
-        return set(self._owned)
+        return set(self._assignment.owned)
 
     def commit(self, offsets, metadata, timeout):
         if offsets:
@@ -214,11 +196,11 @@ class _Consumer:
         self._c.seek(self._ck.TopicPartition(*partition, offset))
 
     def pause(self, partitions):
-        self._held |= set(partitions)
+        self._assignment.held |= set(partitions)
         self._c.pause(self._tps(partitions))
 
     def resume(self, partitions):
-        self._held -= set(partitions)
+        self._assignment.held -= set(partitions)
         self._c.resume(self._tps(partitions))
 
     def positions(self, partitions, timeout):
@@ -228,7 +210,7 @@ class _Consumer:
         watermarks, out = self._c.get_watermark_offsets, {}
         for partition in partitions:
             tp, high = self._ck.TopicPartition(*partition), _INVALID
-            if not (self._down or partition in self._held):
+            if not (self._down or partition in self._assignment.held):
                 high = watermarks(tp, cached=True)[1]
             if high is None or high < 0:
                 high = watermarks(tp, timeout=max(0.001, timeout), cached=False)[1]
@@ -252,11 +234,7 @@ class _Producer(Failures):
     def __init__(self, ck, conf: dict, cfg: dict, *, role: str, what: str):
         self._ck, self.errors, self.what = ck, (ck.KafkaException,), what
         self._block_s = cfg["max_block_ms"] / 1000
-        # a keyed record goes where the Java client and kafka-python put it (murmur2), not where librdkafka's
-        # own default (CRC32) would: outputs keyed like their events land in the same partitions on either client
-        conf = {**conf, "partitioner": conf.get("partitioner", "murmur2_random"), "on_delivery": self._on_delivery,
-                "delivery.report.only.error": True}
-        self._p = create(ck.Producer, conf, role=role)
+        self._p = create(ck.Producer, {**conf, "on_delivery": self._on_delivery}, role=role)
         try:
             wait_for_broker(self._p, cfg, role=role)
         except BaseException:
@@ -345,7 +323,7 @@ class _Admin:
         from confluent_kafka.admin import AdminClient, NewTopic  # optional library, loaded with library()
 
         self._ck, self._new = ck, NewTopic
-        self._a = create(AdminClient, client_config(cfg, drop=CONSUMER_ONLY | PRODUCER_ONLY), role=role)
+        self._a = create(AdminClient, librdkafka_config(cfg, "admin"), role=role)
         self._timeout_s = cfg["bootstrap_timeout_ms"] / 1000
         wait_for_broker(self._a, cfg, role=role)
 
@@ -367,13 +345,7 @@ class Confluent:
     name, label, dotted = "confluent", " (confluent)", True
     consumer_keys = dict.fromkeys(TO_LIBRDKAFKA.keys() - PRODUCER_ONLY)
     producer_keys = dict.fromkeys(TO_LIBRDKAFKA.keys() - CONSUMER_ONLY)
-    consumer_fixed = {"enable.auto.offset.store": Fixed(None, "the source commits explicit offsets"),
-                      "on_commit": Fixed(None, "the source commits synchronously"),
-                      "logger": Fixed(None, "the connector routes librdkafka's logs to Python logging"),
-                      "error_cb": Fixed(None, "the source watches the brokers' state itself")}
-    producer_fixed = {"on_delivery": Fixed(None, "the sink counts delivery failures itself"),
-                      "delivery.report.only.error": Fixed(None, "the sink counts delivery failures itself"),
-                      "logger": consumer_fixed["logger"], "transactional.id": Fixed(None, "give transactional_id")}
+    consumer_fixed, producer_fixed = LIBRDKAFKA_FIXED["consumer"], LIBRDKAFKA_FIXED["producer"]
     #: ``max_block_ms`` (kafka-python's name): how long a send waits for room in librdkafka's queue, and the
     #: bound of the transactional calls.
     producer_defaults = {"max_block_ms": 60_000}
@@ -390,23 +362,14 @@ class Confluent:
         return err.code() if err is not None else None
 
     def consumer(self, cfg, *, role, range_assignor):
-        conf = {**client_config(cfg), "enable.auto.commit": False, "enable.auto.offset.store": False}
-        if range_assignor:
-            conf["partition.assignment.strategy"] = "range"
-        return _Consumer(self._ck, conf, cfg, role)
+        return _Consumer(self._ck, librdkafka_config(cfg, "consumer", range_assignor=range_assignor), cfg, role)
 
     def producer(self, cfg, *, role, what):
-        conf = client_config(cfg)
-        if "transactional.id" in conf:  # librdkafka insists that a record's delivery timeout fits in the transaction's
-            txn_timeout = int(conf.get("transaction.timeout.ms", 60_000))
-            conf["delivery.timeout.ms"] = min(int(conf.get("delivery.timeout.ms", txn_timeout)), txn_timeout)
-        return _Producer(self._ck, conf, cfg, role=role, what=what)
+        return _Producer(self._ck, librdkafka_config(cfg, "producer"), cfg, role=role, what=what)
 
     def reader(self, topic, cfg):
-        """A consumer in no group (the group id is librdkafka's requirement; nothing is committed under it)."""
-        conf = client_config(cfg)
-        conf.update({"group.id": f"stream-nb-model-reader-{os.getpid()}-{uuid.uuid4().hex[:8]}",
-                     "enable.auto.offset.store": False, "enable.partition.eof": True})
+        """A consumer in no group."""
+        conf = librdkafka_config(cfg, "reader")
         return _Consumer(self._ck, conf, cfg, f"reader of model topic {topic!r}", reader=topic)
 
     def admin(self, cfg, *, role):

@@ -20,8 +20,8 @@ from kafka.structs import OffsetAndMetadata
 
 from stream_nb.exceptions import ConfigError
 
-from ._adapter import BEGINNING, END, TP, Failures, Listener, Polled
-from ._client import Fixed, servers
+from ._adapter import BEGINNING, END, TP, Acknowledged, Listener, Polled
+from ._client import KAFKA_PYTHON_FIXED, servers
 from ._errors import no_broker
 from ._partitions import partitions_of
 
@@ -201,22 +201,18 @@ class _Consumer:
         self._c.close(autocommit=False, timeout_ms=int(timeout * 1000))
 
 
-class _Producer(Failures):
+class _Producer(Acknowledged):
     """A ``KafkaProducer`` as the :class:`~._adapter.Producer`: futures count acknowledgements and failures."""
 
     errors = (Errors.KafkaError,)
 
     def __init__(self, cfg: dict, *, role: str, what: str):
-        self.what, self._sent, self._acked = what, 0, 0
+        self.what = what
         self._block_s = cfg.get("max_block_ms", KafkaProducer.DEFAULT_CONFIG["max_block_ms"]) / 1000
         self._p = connect(KafkaProducer, cfg, role=role)
         self._send = self._p.send
         # with kafka-python's own partitioner, send_many finds a poll's partitions at once (the same ones)
         self._murmur = type(self._p.config["partitioner"]) is DefaultPartitioner
-
-    @property
-    def in_flight(self):
-        return max(0, self._sent - self._acked - self.failed)
 
     def send(self, topic, value, key, partition=None):
         try:
@@ -224,7 +220,7 @@ class _Producer(Failures):
         except Errors.KafkaError as exc:
             self._on_error(exc)
             return
-        self._sent += 1
+        self.sent += 1
         future.add_callback(self._on_ack)
         future.add_errback(self._on_error)
 
@@ -243,7 +239,7 @@ class _Producer(Failures):
             self.send(topic, value, key, partition)
 
     def _on_ack(self, metadata) -> None:  # on the producer's sender thread, once per acknowledged record
-        self._acked += 1
+        self.acked += 1
 
     def _on_error(self, exc: BaseException) -> None:  # on the sender thread
         self.count(exc, repr(exc))
@@ -253,10 +249,6 @@ class _Producer(Failures):
 
     def close(self, timeout):
         self._p.close(timeout=timeout)
-
-    def forget(self):
-        super().forget()
-        self._sent = self._acked = 0
 
     def init_transactions(self):
         self._p.init_transactions()
@@ -321,12 +313,7 @@ class KafkaPython:
 
     name, label, dotted = "kafka-python", "", False
     consumer_keys, producer_keys = KafkaConsumer.DEFAULT_CONFIG, KafkaProducer.DEFAULT_CONFIG
-    consumer_fixed = {"key_deserializer": Fixed(None, "records carry raw bytes; the engine decodes them"),
-                      "value_deserializer": Fixed(None, "records carry raw bytes; the engine decodes them"),
-                      "kafka_client": Fixed(None, "the connector sets it")}
-    producer_fixed = {"key_serializer": Fixed(None, "the engine sends bytes"),
-                      "value_serializer": Fixed(None, "the engine sends bytes"),
-                      "kafka_client": Fixed(None, "the connector sets it")}
+    consumer_fixed, producer_fixed = KAFKA_PYTHON_FIXED["consumer"], KAFKA_PYTHON_FIXED["producer"]
     producer_defaults: dict = {}
     errors = (Errors.KafkaError,)
 
