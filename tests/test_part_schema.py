@@ -138,13 +138,13 @@ def test_a_dataframe_and_a_run_of_dicts_encode_as_one_event_at_a_time():
         s.register({**x, "temp": 1.0})
     later = [{**x, "temp": float(i)} for i, x in enumerate(events[40:])]
     one = [s.encode(x) for x in later]
-    D, dfeats, G, gslots = s.encode_frame(pd.DataFrame(later))
+    D, dfeats, G, gslots = s.runs.encode_frame(pd.DataFrame(later))
     for row, enc in zip(D, one):
         got = {int(f): int(c) for f, c in zip(dfeats, row) if c >= 0}
         assert got == dict(zip(enc.feats.tolist(), enc.cols.tolist()))
     assert G[:, 0].tolist() == [float(i) for i in range(len(later))]
     # a run of unlabeled dicts: every value known or predicted as column 0, in one run
-    stop, D, G, yc = s.encode_run(later, [None] * len(later), 0, False, len(later), unseen=True)
+    stop, D, G, yc = s.runs.encode_run(later, [None] * len(later), 0, False, len(later), unseen=True)
     assert stop == len(later) and yc.tolist() == [-1] * len(later)
     for row, enc in zip(D, one):
         assert sorted(c for c in row.tolist() if c >= 0) == sorted(enc.cols.tolist())
@@ -155,8 +155,8 @@ def test_a_dataframe_with_a_value_of_another_type_is_refused_and_new_values_and_
     s.register({"colour": "red"})
     s.add_class("a")
     with pytest.raises(FeatureTypeError, match="feature 'colour' is categorical with string values"):
-        s.validate_frame(pd.DataFrame({"colour": ["blue", 3]}))
-    new = s.validate_frame(pd.DataFrame({"colour": ["red", "blue", "green"]}), ["a", "b"], count_new=True)
+        s.runs.validate_frame(pd.DataFrame({"colour": ["blue", 3]}))
+    new = s.runs.validate_frame(pd.DataFrame({"colour": ["red", "blue", "green"]}), ["a", "b"], count_new=True)
     assert new == (2, 1) and s.value_keys == [None, "red"]
 
 

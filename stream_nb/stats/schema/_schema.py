@@ -13,9 +13,9 @@
 - its ``epoch``, bumped by every change of the above (and by the store holding it, :meth:`advance`, for a
   change of its tables' layout): an encoding made at one epoch holds while it lasts.
 
-It encodes one event (:meth:`encode`, :meth:`register`), and through the part it holds, ``runs`` (a
-:class:`~stream_nb.stats.schema.RunEncoder`, ``_runs.py``), runs of events given as dicts, lists or columns
-(:meth:`encode_run`) and DataFrames (:meth:`encode_frame`); it checks
+It encodes one event (:meth:`encode`, :meth:`register`); the part it holds, ``runs`` (a
+:class:`~stream_nb.stats.schema.RunEncoder`, ``_runs.py``), encodes runs of events given as dicts, lists or
+columns (``runs.encode_run``) and DataFrames (``runs.encode_frame``). The schema checks
 values against their feature's type, and turns a feature of integers numeric at its first fraction
 (:meth:`promote`). It holds no count.
 
@@ -180,11 +180,6 @@ class Schema:
         its first value, :meth:`counts_by_value`)."""
         self.few_max = n
 
-    def set_run_values(self, new) -> None:
-        """Take ``new`` as the values the last run met first (:attr:`run_new`: a layer whose run another
-        layer encoded in the same columns), or None: none."""
-        self.runs.set_run_values(new)
-
     def restore(self, from_int, few, few_max: int, promoted: dict) -> None:
         """Set what a written state says of promotions (:meth:`~stream_nb.stats.Stats.from_state`): the
         features a fraction may still turn numeric, those counted by value, their bound, and the promotions
@@ -336,31 +331,6 @@ class Schema:
         if len(enc.feats) == len(known):
             return EMPTY_INT
         return np.setdiff1d(known, enc.feats, assume_unique=True)
-
-    # ------------------------------------------------------------------ many events: the encoder's calls
-
-    run_new = property(lambda s: s.runs.run_new, doc="The values the last run met first (see :class:`RunEncoder`).")
-
-    def encode_run(self, xs, ys: list, start: int, complete: bool, limit: int, unseen: bool = False,
-                   new_values: bool = False, room: int = 0):
-        """:meth:`RunEncoder.encode_run <stream_nb.stats.schema.RunEncoder.encode_run>`."""
-        return self.runs.encode_run(xs, ys, start, complete, limit, unseen, new_values, room)
-
-    def run_more(self, n: int) -> np.ndarray | None:
-        """:meth:`RunEncoder.run_more <stream_nb.stats.schema.RunEncoder.run_more>`."""
-        return self.runs.run_more(n)
-
-    def register_run_values(self, n: int) -> None:
-        """:meth:`RunEncoder.register_run_values <stream_nb.stats.schema.RunEncoder.register_run_values>`."""
-        self.runs.register_run_values(n)
-
-    def encode_frame(self, X):
-        """:meth:`RunEncoder.encode_frame <stream_nb.stats.schema.RunEncoder.encode_frame>`."""
-        return self.runs.encode_frame(X)
-
-    def validate_frame(self, X, labels: list = (), count_new: bool = False) -> tuple[int, int]:
-        """:meth:`RunEncoder.validate_frame <stream_nb.stats.schema.RunEncoder.validate_frame>`."""
-        return self.runs.validate_frame(X, labels, count_new)
 
     # ------------------------------------------------------------------ one event: to predict, and to learn
 

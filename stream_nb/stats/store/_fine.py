@@ -565,7 +565,7 @@ class TwoLayerStats(Stats):
         self.selection.adopt_partial(new.selection)  # the derived counts hold what the fine layer's hold
         self.schema.attach(self.reserve)  # the new schema's tables are this store's
         self.schema.bin_with(CoarseDiscretiser)
-        self.schema.set_run_values(run_new)
+        self.schema.runs.set_run_values(run_new)
         self.wants_observed = self.fine.wants_observed
         for f, d in enumerate(self.disc):
             if d is not None and self.features[f] not in self.bin_edges:

@@ -176,7 +176,7 @@ class Stats:
     vtypes = property(attrgetter("schema.value_types.types"),
                       doc="Per feature: the type of its values, None if numeric or none yet.")
     n_classes = property(lambda s: len(s.schema.labels.classes), doc="How many classes.")
-    run_new = property(attrgetter("schema.run_new"), lambda s, new: s.schema.set_run_values(new),
+    run_new = property(attrgetter("schema.runs.run_new"), lambda s, new: s.schema.runs.set_run_values(new),
                        doc="The values the last run met first (:meth:`encode_run`).")
 
     def check_label(self, y, where: str | None = None) -> None:
@@ -572,9 +572,9 @@ class Stats:
 
     def encode_run(self, xs: list, ys: list, start: int, complete: bool, limit: int, unseen: bool = False,
                    new_values: bool = False):
-        """:meth:`Schema.encode_run <stream_nb.stats.schema.Schema.encode_run>`, with room for as many new
+        """:meth:`RunEncoder.encode_run <stream_nb.stats.schema.RunEncoder.encode_run>`, with room for as many new
         values (``new_values``) as the tables hold without growing."""
-        return self.schema.encode_run(xs, ys, start, complete, limit, unseen, new_values,
+        return self.schema.runs.encode_run(xs, ys, start, complete, limit, unseen, new_values,
                                       self._run_value_room() if new_values else 0)
 
     def registers_in_runs(self) -> bool:
@@ -592,23 +592,23 @@ class Stats:
         return room
 
     def run_more(self, n: int) -> np.ndarray | None:
-        """:meth:`Schema.run_more <stream_nb.stats.schema.Schema.run_more>`."""
-        return self.schema.run_more(n)
+        """:meth:`RunEncoder.run_more <stream_nb.stats.schema.RunEncoder.run_more>`."""
+        return self.schema.runs.run_more(n)
 
     def register_run_values(self, n: int) -> None:
-        """:meth:`Schema.register_run_values <stream_nb.stats.schema.Schema.register_run_values>`."""
-        self.schema.register_run_values(n)
+        """:meth:`RunEncoder.register_run_values <stream_nb.stats.schema.RunEncoder.register_run_values>`."""
+        self.schema.runs.register_run_values(n)
 
     def encode_frame(self, X):
-        """:meth:`Schema.encode_frame <stream_nb.stats.schema.Schema.encode_frame>`: a DataFrame's codes, to predict."""
-        return self.schema.encode_frame(X)
+        """:meth:`RunEncoder.encode_frame <stream_nb.stats.schema.RunEncoder.encode_frame>`: a DataFrame's codes, to predict."""
+        return self.schema.runs.encode_frame(X)
 
     def validate_frame(self, X, labels: list = ()) -> None:
         """Raise ``FeatureTypeError`` for any value of ``X`` that learning would refuse, and ``CapacityError``
         when its new categorical values and new classes (of ``labels``) would take the t-way table past
         ``max_table_cells``; change nothing."""
         bounded = bool(self.tuples) and self.max_table_cells is not None
-        new = self.schema.validate_frame(X, labels, count_new=bounded)
+        new = self.schema.runs.validate_frame(X, labels, count_new=bounded)
         if bounded:
             self.layout.check_cells(self, *new)
 
