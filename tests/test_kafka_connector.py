@@ -797,6 +797,61 @@ def test_a_transaction_whose_abort_outlives_the_broker_registers_again_instead_o
 
 
 @pytest.mark.kafka
+def test_a_transaction_is_not_committed_without_the_offsets_of_a_partition_that_went(
+    kafka_client, kafka_bootstrap_servers, kafka_topic_factory
+):
+    """A partition can leave a member without a revocation that commits it first: lost with the group
+    membership (a heartbeat that finds the session expired), noticed on the client's own thread. The
+    records read from it before may not have their outputs committed without their offsets: the new owner
+    reads them again from the last committed offset, so those outputs would be written twice. The commit
+    refuses, naming the partition; nothing of the transaction is read committed, and no offset is committed."""
+    inp, out = _topic(kafka_topic_factory, 2), _topic(kafka_topic_factory, 1)
+    _produce(kafka_bootstrap_servers, inp, _items(2, 3))
+    group = _group()
+    source, sink, dead = transactional.make_connectors({
+        "input_topic": inp, "output_topic": out, "dead_letter_topic": out,
+        "bootstrap_servers": kafka_bootstrap_servers, "group_id": group,
+        "transactional_id": f"tx-{uuid.uuid4().hex[:8]}", "kafka_client": kafka_client,
+        "session_timeout_ms": 6000, "heartbeat_interval_ms": 500,
+    })
+    other = KafkaConsumer(bootstrap_servers=kafka_bootstrap_servers, group_id=group, enable_auto_commit=False,
+                          session_timeout_ms=6000, heartbeat_interval_ms=500)
+    try:
+        records = _drain(source, 6)
+        assert len(records) == 6
+        positions = {r.partition: r.next_position for r in records}
+        assert sorted(positions) == [f"{inp}-0", f"{inp}-1"]
+        sink.send(b"orphan", b"k")
+        sink.flush()
+        other.subscribe([inp])  # the group splits the partitions: one of them leaves this member
+        deadline = time.monotonic() + 60
+        while (len(source.assignment) != 1 or not other.assignment()) and time.monotonic() < deadline:
+            source.poll(100, 0.1)
+            other.poll(timeout_ms=100)
+        assert len(source.assignment) == 1, source.assignment
+        (gone,) = set(positions) - source.assignment
+        with pytest.raises(CommitError, match=f"{gone} no longer assigned to this consumer"):
+            sink.transaction.commit(positions)
+        sink.transaction.abort()
+        assert _group_offsets(kafka_bootstrap_servers, group, inp) == {}
+        reader = KafkaConsumer(out, bootstrap_servers=kafka_bootstrap_servers, group_id=None,
+                               auto_offset_reset="earliest", enable_auto_commit=False, isolation_level="read_committed")
+        got: list = []
+        try:
+            end = time.monotonic() + 3
+            while time.monotonic() < end:
+                for batch in reader.poll(timeout_ms=200).values():
+                    got.extend(r.value for r in batch)
+        finally:
+            reader.close()
+        assert got == []
+    finally:
+        other.close(autocommit=False)
+        for closing in (sink, dead, source):
+            closing.close()
+
+
+@pytest.mark.kafka
 def test_a_member_that_lost_the_group_unseen_cannot_commit_what_it_read_before(
     kafka_client, kafka_bootstrap_servers, kafka_topic_factory
 ):

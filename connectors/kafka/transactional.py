@@ -19,7 +19,7 @@ import logging
 import threading
 import time
 
-from stream_nb.exceptions import ConfigError
+from stream_nb.exceptions import CommitError, ConfigError
 
 from ._client import resolve_for, servers
 from ._errors import ConnectorUnavailable, DeliveryError
@@ -182,10 +182,21 @@ class Transaction:
                 raise self._error(topic)
 
     def commit(self, positions: dict[str, int], metadata: str = "") -> None:
-        """Add the offsets of ``positions`` (assigned partitions) to the transaction and commit it."""
+        """Add the offsets of ``positions`` to the transaction and commit it.
+
+        Every partition of ``positions`` must still be assigned to the source: the outputs of a partition
+        whose offset cannot join them (its membership was lost to the group since its records were read)
+        are not committed without it. :class:`~stream_nb.exceptions.CommitError` then, and the caller
+        aborts; the partition's next owner reads those records again from the last committed offset.
+        """
         self._begin()
         out = self._out
         offsets = self.source.transaction_offsets(positions, metadata)
+        if len(offsets) < len(positions):
+            gone = sorted(set(positions) - self.source.assignment) or sorted(positions)
+            raise CommitError(f"{self._what}: {', '.join(gone)} no longer assigned to this consumer (its group "
+                              f"membership was lost): their offsets cannot be committed with the outputs of "
+                              f"their records, so the transaction is not committed")
         if offsets:
             self._call(lambda: self._send_offsets(out, offsets, metadata), "adding the offsets to the transaction")
         self._call(out.commit_transaction, "committing the transaction")

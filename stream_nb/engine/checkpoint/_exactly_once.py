@@ -132,13 +132,17 @@ class ExactlyOnceCheckpointer(Checkpointer):
             self._abort_and_rewind(f"flushing the outputs failed: {exc}")
             return False
         previous = (self.snapshot_positions, self.snapshot_seq)
+        committed = engine.committed
         if not self.snapshot():
             self._abort_and_rewind(f"the snapshot could not be written: {self.last_error}")
             return False
         seq = self.snapshot_seq
+        moved = {k: v for k, v in self.snapshot_positions.items() if committed.get(k) != v}
         self.faults.before_transaction_commit(seq)
         try:
-            self.transaction.commit(dict(self.snapshot_positions), snapshot_metadata(self.store_id, seq))
+            # the partitions that moved since the last commit: each must still be this consumer's (a partition
+            # lost to the group without a revocation makes the transaction refuse, and the rewind redoes it)
+            self.transaction.commit(moved, snapshot_metadata(self.store_id, seq))
         except Exception as exc:  # noqa: BLE001 - any failure: abort (fatal ones re-raise from abort)
             self.store.delete(seq)
             self.snapshot_positions, self.snapshot_seq = previous
