@@ -16,7 +16,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from stream_nb import AODE, SPODE
+from stream_nb import AODE, SPODE, EqualFrequency, Ignore, SuperParent, SuperParents
 from stream_nb.kernels import NO_DETECTOR, compiled
 from stream_nb.kernels._spodes import chunk
 
@@ -123,10 +123,10 @@ def check(got: dict, want: dict) -> None:
 
 
 MODELS = [
-    ("aode", lambda: AODE(alpha=0.5, missing="ignore"), lambda k, x: aode_proba(k, 0.5, 1, x)),
-    ("aode-m", lambda: AODE(m=12, missing="ignore", discretiser="equal_frequency"),
+    ("aode", lambda: AODE(alpha=0.5, missing=Ignore()), lambda k, x: aode_proba(k, 0.5, 1, x)),
+    ("aode-m", lambda: AODE(numeric=EqualFrequency(), missing=Ignore(), search=SuperParents(m=12)),
      lambda k, x: aode_proba(k, 1.0, 12, x)),
-    ("spode", lambda: SPODE(parent="d", alpha=2.0, missing="ignore"), lambda k, x: spode_proba(k, 2.0, "d", x)),
+    ("spode", lambda: SPODE(alpha=2.0, missing=Ignore(), search=SuperParent(parent="d")), lambda k, x: spode_proba(k, 2.0, "d", x)),
 ]
 
 
@@ -155,7 +155,7 @@ def test_the_running_scores_of_spode_are_the_log_loss_of_each_candidate():
     """SPODE(parent=None): each candidate super-parent's running score is its mean log loss on the true
     class of each labelled event before learning it, computed here from the textbook SPODE."""
     events = [(x, y) for x, y in stream(300, seed=3) if y is not None and len(x) == 6]
-    model, counts = SPODE(rebuild_every=0, missing="ignore"), Counts()
+    model, counts = SPODE(missing=Ignore(), search=SuperParent(rebuild_every=0)), Counts()
     loss, seen = Counter(), Counter()
     xs, ys = [x for x, _ in events], [y for _, y in events]
     for lo in range(0, len(events), 40):

@@ -25,6 +25,7 @@ import stream_nb
 from stream_nb.engine import Engine, EventDecoder, Record, output_bytes, output_record
 from stream_nb.exceptions import InvalidEventError
 from test_fuzz_events import ListSink, fuzz_settings, json_scalars, streams
+from stream_nb import Tree
 
 
 def one_at_a_time(decoder: EventDecoder, raw: bytes):
@@ -101,7 +102,7 @@ class Polls:
         pass
 
 
-@pytest.mark.parametrize("make", [stream_nb.NaiveBayes, lambda: stream_nb.TAN(rebuild_every=50),
+@pytest.mark.parametrize("make", [stream_nb.NaiveBayes, lambda: stream_nb.TAN(search=Tree(rebuild_every=50)),
                                   stream_nb.AODE], ids=["nb", "tan", "aode"])
 def test_process_many_sends_the_outputs_of_the_one_event_functions(make):
     from recovery import make_events

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 import stream_nb
-from stream_nb import KDB, Parents
+from stream_nb import KDB, EqualFrequency, Ignore, Parents
 from stream_nb.stats import SparseTable
 
 # ---------------------------------------------------------------- the sparse table against numpy
@@ -133,9 +133,9 @@ def test_sparse_kdb_predicts_and_counts_as_the_dense_one(k, missing):
 
 def test_dense_tables_turn_sparse_when_the_budget_is_passed_and_keep_their_counts():
     stream = _stream(300, values=12, holes=False)
-    dense = KDB(k=2, rebuild_every=50, missing="ignore", memory_budget=None)
+    dense = KDB(k=2, memory_budget=None, missing=Ignore(), search=Parents(rebuild_every=50))
     # room for the first few values only: the table turns sparse midway through the stream
-    budget = KDB(k=2, rebuild_every=50, missing="ignore", memory_budget=400_000)
+    budget = KDB(k=2, memory_budget=400_000, missing=Ignore(), search=Parents(rebuild_every=50))
     flipped_at = None
     for i, (x, y) in enumerate(stream):
         assert _same_proba(budget.predict_proba_one(x), dense.predict_proba_one(x))
@@ -162,8 +162,8 @@ def test_batches_on_sparse_tables_equal_the_dense_path():
 @pytest.mark.parametrize("budgets", [(0, 0), (None, 0), (0, None)])
 def test_merging_sparse_and_dense_stores_equals_one_dense_run(budgets):
     stream = _stream(240)  # missing="ignore": EM's imputations in b would have seen a's counts in one run
-    a, b = (KDB(k=2, rebuild_every=0, missing="ignore", memory_budget=m) for m in budgets)
-    whole = KDB(k=2, rebuild_every=0, missing="ignore", memory_budget=None)
+    a, b = (KDB(k=2, memory_budget=m, missing=Ignore(), search=Parents(rebuild_every=0)) for m in budgets)
+    whole = KDB(k=2, memory_budget=None, missing=Ignore(), search=Parents(rebuild_every=0))
     for i, (x, y) in enumerate(stream):
         (a if i < 120 else b).learn_one(x, y)
         whole.learn_one(x, y)
@@ -215,8 +215,8 @@ def test_a_state_with_sparse_cells_out_of_bounds_is_refused():
 
 def test_a_feature_turning_numeric_converts_sparse_tables_like_dense_ones():
     stream = _stream(300, floats=True, holes=False)
-    dense = KDB(k=2, rebuild_every=50, warmup=20, missing="ignore", memory_budget=None)
-    sparse = KDB(k=2, rebuild_every=50, warmup=20, missing="ignore", memory_budget=0)
+    dense = KDB(k=2, memory_budget=None, numeric=EqualFrequency(warmup=20), missing=Ignore(), search=Parents(rebuild_every=50))
+    sparse = KDB(k=2, memory_budget=0, numeric=EqualFrequency(warmup=20), missing=Ignore(), search=Parents(rebuild_every=50))
     for x, y in stream:
         assert _same_proba(sparse.predict_proba_one(x), dense.predict_proba_one(x))
         dense.learn_one(x, y)
@@ -261,8 +261,8 @@ def test_snapshot_inspect_shows_cells_and_bytes(tmp_path):
 
 def test_unlearning_from_sparse_tables_equals_unlearning_from_dense_ones():
     stream = _stream(120, holes=False)
-    model = KDB(k=2, rebuild_every=0, missing="ignore", memory_budget=0)
-    reference = KDB(k=2, rebuild_every=0, missing="ignore", memory_budget=None)
+    model = KDB(k=2, memory_budget=0, missing=Ignore(), search=Parents(rebuild_every=0))
+    reference = KDB(k=2, memory_budget=None, missing=Ignore(), search=Parents(rebuild_every=0))
     for x, y in stream:
         model.learn_one(x, y)
         reference.learn_one(x, y)

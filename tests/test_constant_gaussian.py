@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from stream_nb import NaiveBayes
+from stream_nb import Decay, Ignore, NaiveBayes
 from stream_nb.stats import gaussian_loglik
 
 sys.path.insert(0, "tests")
@@ -60,7 +60,7 @@ def test_equal_values_under_decay_leave_the_prior(detector):
     expected = decayed_prior(ages_a=range(2, 14), ages_b=[1], half_life=5.0)
     assert expected == pytest.approx(0.763337980916, abs=1e-12)
     for label, proba in both_paths(
-        lambda: NaiveBayes(half_life=5.0, missing="ignore", drift_detector=detector), warm, stream
+        lambda: NaiveBayes(drift_detector=detector, forgetting=Decay(half_life=5.0), missing=Ignore()), warm, stream
     ):
         assert label == "a"
         assert proba["a"] == pytest.approx(expected, rel=1e-12)

@@ -24,11 +24,7 @@ import pytest
 from river.datasets import synth
 
 import stream_nb
-from stream_nb import AODE as _AODE
-from stream_nb import KDB as _KDB
-from stream_nb import SPODE as _SPODE
-from stream_nb import TAN as _TAN
-from stream_nb import NaiveBayes as _NaiveBayes
+from stream_nb import AODE, EM, KDB, MDL, SPODE, TAN, Edges, EqualFrequency, Ignore, NaiveBayes
 from stream_nb.exceptions import ConfigError, UnlearnError
 from stream_nb.stats import Stats, TwoLayerStats, mdl_cuts
 from stream_nb.tools.evaluate import format_cut_points
@@ -36,10 +32,6 @@ from stream_nb.tools.inspect_snapshot import describe, run_inspect
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# the two-layer discretiser (discretiser="mdl", the default of every discretising model): every
-# model here asks for it by name unless a test names another
-AODE, KDB, SPODE, TAN, NaiveBayes = (functools.partial(cls, discretiser="mdl")
-                                     for cls in (_AODE, _KDB, _SPODE, _TAN, _NaiveBayes))
 
 
 # ---------------------------------------------------------------- the MDL splitter
@@ -198,9 +190,9 @@ def brute_coarse(s: TwoLayerStats):
     return vc, pc
 
 
-@pytest.mark.parametrize("missing", ["ignore", "em"])
+@pytest.mark.parametrize("missing", [Ignore(), EM()], ids=["ignore", "em"])
 def test_coarse_counts_are_the_sums_of_fine_cells(missing):
-    model = learn(AODE(warmup=30, fine_bins=16, missing=missing), numeric_events(600, seed=1, missing=0.1))
+    model = learn(AODE(numeric=MDL(fine_bins=16, warmup=30), missing=missing), numeric_events(600, seed=1, missing=0.1))
     s = model._stats
     assert isinstance(s, TwoLayerStats) and set(s.cut_points()) == {"a", "b"}
     vc, pc = brute_coarse(s)
@@ -215,7 +207,7 @@ def test_coarse_counts_are_the_sums_of_fine_cells(missing):
 
 def test_warmup_values_are_counted_once_the_edges_exist():
     events = numeric_events(400, seed=2, missing=0.05)
-    model = learn(TAN(warmup=50, fine_bins=16, missing="ignore"), events)
+    model = learn(TAN(numeric=MDL(fine_bins=16, warmup=50), missing=Ignore()), events)
     fine = model._stats.fine
     assert not model._stats.waiting.backlog
     # the same stream into a store whose edges existed from the start: the same counts
@@ -226,18 +218,18 @@ def test_warmup_values_are_counted_once_the_edges_exist():
     assert fine.counts() == ref.counts()
     assert fine.n_seen == ref.n_seen == 400
     # and the old discretiser loses them
-    old = learn(TAN(warmup=50, discretiser="equal_frequency", missing="ignore"), events)
+    old = learn(TAN(numeric=EqualFrequency(warmup=50), missing=Ignore()), events)
     observed = sum(1 for x, _ in events if x["a"] is not None)
     assert sum(sum(v.values()) for v in old._stats.counts()["value_count"]["a"].values()) == observed - 50
     assert sum(sum(v.values()) for v in model._stats.counts()["value_count"]["a"].values()) == observed
 
 
-@pytest.mark.parametrize("cls", [AODE, TAN, SPODE, KDB, lambda **kw: NaiveBayes(numeric="bins", **kw)])
+@pytest.mark.parametrize("cls", [AODE, TAN, SPODE, KDB, NaiveBayes])
 def test_merge_equals_one_pass_over_both_streams(cls):
     base, s1, s2 = numeric_events(120, seed=3), numeric_events(200, seed=4, missing=0.1), numeric_events(150, seed=5)
-    a = learn(cls(warmup=40, fine_bins=16), base + s1)
-    b = learn(cls(warmup=40, fine_bins=16), base + s2)
-    one = learn(cls(warmup=40, fine_bins=16), base + s1 + base + s2)
+    a = learn(cls(numeric=MDL(fine_bins=16, warmup=40)), base + s1)
+    b = learn(cls(numeric=MDL(fine_bins=16, warmup=40)), base + s2)
+    one = learn(cls(numeric=MDL(fine_bins=16, warmup=40)), base + s1 + base + s2)
     a.merge(b)
     for m in (a, one):
         m._stats.rediscretise()
@@ -258,7 +250,7 @@ def test_merge_equals_one_pass_over_both_streams(cls):
 @pytest.mark.parametrize("cls", [AODE, TAN, KDB])
 def test_snapshot_round_trip_then_learning_goes_on_alike(cls):
     events = numeric_events(300, seed=7, missing=0.1)
-    model = learn(cls(warmup=40, fine_bins=16), events[:130])  # 130: some warm-up values may still wait
+    model = learn(cls(numeric=MDL(fine_bins=16, warmup=40)), events[:130])  # 130: some warm-up values may still wait
     copy = type(model).from_state(*model.state())
     assert copy.state()[1] == model.state()[1]
     for x, y in events[130:]:
@@ -269,23 +261,23 @@ def test_snapshot_round_trip_then_learning_goes_on_alike(cls):
 
 
 def test_a_state_with_a_bad_backlog_is_refused():
-    model = learn(AODE(warmup=500), numeric_events(50, seed=8))
+    model = learn(AODE(numeric=MDL(warmup=500)), numeric_events(50, seed=8))
     arrays, meta = model.state()
     assert meta["stats"]["two_layer"]["backlog"]
     meta["stats"]["two_layer"]["backlog"][0][3] = 99
     with pytest.raises(ValueError, match="backlog\\[0\\]: expected a class index"):
-        _AODE.from_state(arrays, meta)
+        AODE.from_state(arrays, meta)
     del meta["stats"]["two_layer"]
     with pytest.raises(ValueError, match="fine layer"):
-        _AODE.from_state(arrays, meta)
+        AODE.from_state(arrays, meta)
 
 
-@pytest.mark.parametrize("cls,missing", [(TAN, "em"), (TAN, "ignore"), (AODE, "em"),
-                                         (lambda **kw: NaiveBayes(numeric="bins", **kw), "em")])
+@pytest.mark.parametrize("cls,missing", [(TAN, EM()), (TAN, Ignore()), (AODE, EM()), (NaiveBayes, EM())],
+                         ids=["tan-em", "tan-ignore", "aode-em", "nb-em"])
 def test_vectorised_runs_equal_one_event_at_a_time(cls, missing):
     events = numeric_events(900, seed=9, missing=0.02)
     xs, ys = [x for x, _ in events], [y for _, y in events]
-    one, many = cls(warmup=40, fine_bins=16, missing=missing), cls(warmup=40, fine_bins=16, missing=missing)
+    one, many = cls(numeric=MDL(fine_bins=16, warmup=40), missing=missing), cls(numeric=MDL(fine_bins=16, warmup=40), missing=missing)
     want = [one.prequential_one(x, y) for x, y in events]
     got = many.prequential_many(xs, ys)
     for w, g in zip(want, got):
@@ -297,8 +289,8 @@ def test_vectorised_runs_equal_one_event_at_a_time(cls, missing):
 
 def test_learn_many_equals_learn_one_rows():
     events = numeric_events(500, seed=10)
-    rows = learn(TAN(warmup=40, fine_bins=16, missing="ignore"), events)
-    batch = TAN(warmup=40, fine_bins=16, missing="ignore")
+    rows = learn(TAN(numeric=MDL(fine_bins=16, warmup=40), missing=Ignore()), events)
+    batch = TAN(numeric=MDL(fine_bins=16, warmup=40), missing=Ignore())
     X = pd.DataFrame([x for x, _ in events])
     y = pd.Series([y for _, y in events])
     for lo in range(0, 500, 100):
@@ -310,30 +302,34 @@ def test_learn_many_equals_learn_one_rows():
 
 
 def test_discretiser_settings_are_checked_and_equal_frequency_stays():
+    # the keywords of the earlier release are checked as well (before they are mapped), for the release they
+    # still work in
     with pytest.raises(ConfigError, match="discretiser: expected one of 'mdl', 'equal_frequency'"):
         TAN(discretiser="quantile")
     with pytest.raises(ConfigError, match="fine_bins"):
         AODE(fine_bins=1)
     with pytest.raises(ConfigError, match="numeric: expected one of 'gaussian', 'bins'"):
         NaiveBayes(numeric="histogram")
-    assert type(TAN(discretiser="equal_frequency")._stats) is Stats
+    with pytest.raises(ConfigError, match="fine_bins"):
+        MDL(fine_bins=1)
+    assert type(TAN(numeric=EqualFrequency())._stats) is Stats
     assert type(NaiveBayes()._stats) is Stats
-    assert type(NaiveBayes(numeric="bins")._stats) is TwoLayerStats
-    for cls in (_AODE, _TAN, _SPODE, functools.partial(_NaiveBayes, numeric="bins")):  # the default
+    assert type(NaiveBayes(numeric=MDL())._stats) is TwoLayerStats
+    for cls in (AODE, TAN, SPODE, functools.partial(NaiveBayes, numeric=MDL())):  # the default
         assert type(cls()._stats) is TwoLayerStats and cls().discretiser == "mdl"
     # KDB's default stays equal-frequency (its fine layer's (k+1)-way table is slow), mdl by name
-    assert type(_KDB()._stats) is Stats and _KDB().discretiser == "equal_frequency"
-    assert type(_KDB(discretiser="mdl")._stats) is TwoLayerStats
+    assert type(KDB()._stats) is Stats and KDB().discretiser == "equal_frequency"
+    assert type(KDB(numeric=MDL())._stats) is TwoLayerStats
     # bin_edges still fix the edges, in both layers
-    model = learn(AODE(bin_edges={"a": [0.0, 1.0]}, warmup=20), numeric_events(200, seed=11))
+    model = learn(AODE(numeric=Edges(edges={"a": [0.0, 1.0]}, rest=MDL(warmup=20))), numeric_events(200, seed=11))
     assert model._stats.cut_points()["a"] == [0.0, 1.0]
 
 
 def test_unlearn_with_receipts_equals_the_model_that_never_saw_the_events():
-    missing = "ignore"  # under EM the later events' expected counts depend on the dropped ones
+    missing = Ignore()  # under EM the later events' expected counts depend on the dropped ones
     events = numeric_events(400, seed=12, missing=0.1)
     drop = set(range(150, 400, 7))  # after the warm-up, so both models place the same fine edges
-    a, b = TAN(warmup=40, fine_bins=16, missing=missing), TAN(warmup=40, fine_bins=16, missing=missing)
+    a, b = TAN(numeric=MDL(fine_bins=16, warmup=40), missing=missing), TAN(numeric=MDL(fine_bins=16, warmup=40), missing=missing)
     receipts = {}
     for i, (x, y) in enumerate(events):
         receipts[i] = a.learn_one_receipt(x, y)
@@ -354,11 +350,11 @@ def test_unlearn_with_receipts_equals_the_model_that_never_saw_the_events():
 
 def test_unlearn_without_a_receipt_takes_back_what_the_journal_names_or_refuses():
     events = [({"c": c, "x": x}, y) for c, x, y in [("p", 0.5, "u"), ("q", 3.5, "v")] * 60]
-    model = learn(AODE(warmup=20, fine_bins=4, bins=1, missing="ignore"), events)
-    ref = learn(AODE(warmup=20, fine_bins=4, bins=1, missing="ignore"), events[:-1])
+    model = learn(AODE(numeric=MDL(bins=1, fine_bins=4, warmup=20), missing=Ignore()), events)
+    ref = learn(AODE(numeric=MDL(bins=1, fine_bins=4, warmup=20), missing=Ignore()), events[:-1])
     model.unlearn_one(*events[-1])  # two values, one fine bin in each coarse bin: exact
     assert model._stats.fine.counts() == ref._stats.fine.counts()
-    wide = learn(AODE(warmup=20, fine_bins=8, bins=1, missing="ignore"),
+    wide = learn(AODE(numeric=MDL(bins=1, fine_bins=8, warmup=20), missing=Ignore()),
                  [({"x": float(i % 40)}, "u" if i % 40 < 20 else "v") for i in range(200)])
     before = wide.state()
     with pytest.raises(UnlearnError, match="'x'.*fine bins.*receipt"):
@@ -368,7 +364,7 @@ def test_unlearn_without_a_receipt_takes_back_what_the_journal_names_or_refuses(
 
 def test_unlearn_with_a_receipt_takes_back_em_expected_counts_exactly():
     events = numeric_events(300, seed=13, missing=0.2)
-    model = learn(AODE(warmup=40, fine_bins=16), events[:250])
+    model = learn(AODE(numeric=MDL(fine_bins=16, warmup=40)), events[:250])
     before = model._stats.fine.state()[0]
     x, y = {"a": None, "b": 0.7, "c": None}, "k1"
     receipt = model.learn_one_receipt(x, y)
@@ -380,7 +376,7 @@ def test_unlearn_with_a_receipt_takes_back_em_expected_counts_exactly():
 
 
 def test_snapshot_inspect_and_the_tools_show_the_cut_points(tmp_path, capsys):
-    model = learn(TAN(warmup=40, fine_bins=16), numeric_events(300, seed=14))
+    model = learn(TAN(numeric=MDL(fine_bins=16, warmup=40)), numeric_events(300, seed=14))
     cuts = model.cut_points()
     assert set(cuts) == {"a", "b"} and all(cuts.values())
     path = tmp_path / "m.snb"

@@ -22,7 +22,7 @@ import pytest
 from river import datasets, drift, evaluate, metrics
 
 from join_helpers import ListSink, ListSource, assert_same_counts
-from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes, load
+from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes, Window, load
 from stream_nb.engine import Engine, Joiner
 from stream_nb.learners._detectors import CompiledDetector, compiled_detector, encode_object
 from stream_nb.snapshots import SnapshotStore
@@ -239,7 +239,7 @@ def test_a_provisional_label_feeds_nothing_and_the_true_label_its_prediction_on_
     detector is fed nothing then (nor when it is taken back); the true label, when it comes, feeds it the
     error of the prediction the event got when it arrived, once."""
     events = EVENTS[:N] + EVENTS[2 * N: 3 * N]  # concept 0, then 2: one change, at N
-    model = NaiveBayes(drift_detector=drift.binary.DDM(), window=400)
+    model = NaiveBayes(drift_detector=drift.binary.DDM(), forgetting=Window(size=400))
     out = ListSink()
     engine = Engine(model, ListSource([{"id": str(i), **x} for i, (x, _) in enumerate(events)]), out,
                     ListSink(), config={"poll_max_records": 97})

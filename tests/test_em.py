@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import reference as ref
-from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes, Parents
+from stream_nb import AODE, EM, KDB, MDL, SPODE, TAN, NaiveBayes, Parents, SuperParent, SuperParents, Tree
 from stream_nb.learners import conditional_mutual_information
 from test_learners import learn, random_events
 
@@ -67,11 +67,11 @@ def row_joint(kind, alpha=1.0, parents=None):
 EM_MODELS = [
     ("nb", lambda: NaiveBayes(), "nb"),
     ("aode", lambda: AODE(), "one"),
-    ("aode-m", lambda: AODE(m=60), "one"),  # the E-step does not depend on the frequency limit
-    ("spode", lambda: SPODE(parent="f1"), "one"),
-    ("spode-unchosen", lambda: SPODE(rebuild_every=0), "one"),
-    ("tan", lambda: TAN(rebuild_every=100), "one"),  # nor on the tree
-    ("tan-unbuilt", lambda: TAN(rebuild_every=0), "one"),
+    ("aode-m", lambda: AODE(search=SuperParents(m=60)), "one"),  # the E-step does not depend on the frequency limit
+    ("spode", lambda: SPODE(search=SuperParent(parent="f1")), "one"),
+    ("spode-unchosen", lambda: SPODE(search=SuperParent(rebuild_every=0)), "one"),
+    ("tan", lambda: TAN(search=Tree(rebuild_every=100)), "one"),  # nor on the tree
+    ("tan-unbuilt", lambda: TAN(search=Tree(rebuild_every=0)), "one"),
     ("kdb-unbuilt", lambda: KDB(k=2, search=Parents(0)), "nb"),
     ("kdb1", lambda: KDB(k=1, search=Parents(0)), "kdb"),
     ("kdb2", lambda: KDB(k=2, search=Parents(0)), "kdb"),
@@ -113,10 +113,10 @@ def test_em_adds_the_expected_counts_of_brute_force_enumeration_under_the_observ
 IMPUTE_MODELS = [
     ("nb", lambda: NaiveBayes()),
     ("aode", lambda: AODE()),
-    ("aode-m", lambda: AODE(m=60)),  # some values below the frequency limit: the naive Bayes component appears
-    ("spode", lambda: SPODE(parent="f1")),
-    ("tan", lambda: TAN(rebuild_every=100)),
-    ("tan-unbuilt", lambda: TAN(rebuild_every=0)),
+    ("aode-m", lambda: AODE(search=SuperParents(m=60))),  # some values below the frequency limit: the naive Bayes component appears
+    ("spode", lambda: SPODE(search=SuperParent(parent="f1"))),
+    ("tan", lambda: TAN(search=Tree(rebuild_every=100))),
+    ("tan-unbuilt", lambda: TAN(search=Tree(rebuild_every=0))),
     ("kdb", lambda: KDB(k=2, search=Parents(100))),
 ]
 
@@ -139,7 +139,7 @@ def test_the_posterior_imputation_reports_equals_enumeration_under_the_model(mak
 
 
 def test_the_aode_naive_bayes_component_is_exercised():
-    model = learn(AODE(m=60), random_events(300, n_feats=5, n_vals=3, missing=0.1, seed=31))
+    model = learn(AODE(search=SuperParents(m=60)), random_events(300, n_feats=5, n_vals=3, missing=0.1, seed=31))
     count = model._stats.value_count[: model._stats.n_classes].sum(0)
     assert (count[1:len(model._stats.value_keys)] < 60).any() and (count[1:len(model._stats.value_keys)] >= 60).any()
 
@@ -188,7 +188,7 @@ def test_without_missing_values_em_changes_nothing(cls):
 
 
 def test_tan_rebuilds_from_the_fractional_pair_counts():
-    model = learn(TAN(rebuild_every=0), random_events(400, n_feats=4, missing=0.3, seed=35))
+    model = learn(TAN(search=Tree(rebuild_every=0)), random_events(400, n_feats=4, missing=0.3, seed=35))
     s = model._stats
     assert not np.allclose(s.pair_count, np.round(s.pair_count))  # EM left fractions
     # ... and each pair's two blocks differ: x_i's rows are filled under SPODE i, x_j's under SPODE j
@@ -244,7 +244,7 @@ def naive_bayes_stream(n, seed, C=3, F=8, V=4):
 def test_semi_supervised_em_helps_when_labels_are_not_too_rare():
     """Nigam et al.'s setting: 1 event in 20 labeled, the rest learned through EM over the class."""
     stream, test = naive_bayes_stream(5000, seed=1), naive_bayes_stream(2000, seed=2)
-    sup, semi = NaiveBayes(), NaiveBayes(learn_unlabeled=True, unlabeled_weight=0.5)
+    sup, semi = NaiveBayes(), NaiveBayes(missing=EM(unlabeled=True, unlabeled_weight=0.5))
     for i, (x, y) in enumerate(stream):
         label = y if i % 20 == 0 else None
         if label is not None:
@@ -281,7 +281,7 @@ def test_impute_proba_is_the_class_mixture_of_the_estep():
 
 def test_tan_imputation_equals_brute_force():
     events = random_events(300, n_feats=4, n_vals=3, seed=40)
-    model = learn(TAN(rebuild_every=100), events)
+    model = learn(TAN(search=Tree(rebuild_every=100)), events)
     s = model._stats
     x = {"f0": "v2", "f3": "v1"}
     got = model.impute_proba_one(x)
@@ -303,7 +303,7 @@ def test_numeric_features_impute_their_posterior_mean_or_bin():
     got = nb.impute_proba_one({"k": "k1"})["a"]
     assert got["mean"] == pytest.approx(3.0, abs=0.3) and got["std"] > 0
     assert nb.impute_one({"k": "k0"})["a"] == pytest.approx(0.0, abs=0.3)
-    tan = learn(TAN(rebuild_every=100, warmup=50), events)
+    tan = learn(TAN(numeric=MDL(warmup=50), search=Tree(rebuild_every=100)), events)
     bins = tan.impute_proba_one({"k": "k1"})["a"]
     assert all(k.startswith("[") for k in bins) and sum(bins.values()) == pytest.approx(1.0)
     assert tan.impute_one({"k": "k1"})["a"] > tan.impute_one({"k": "k0"})["a"]

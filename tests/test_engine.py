@@ -12,7 +12,7 @@ import pathlib
 import orjson
 import pytest
 
-from stream_nb import AODE, TAN, NaiveBayes
+from stream_nb import AODE, TAN, NaiveBayes, Tree
 from stream_nb.engine import DEFAULT_CONFIG, Engine, PrequentialMetrics, Record, label_key
 from stream_nb.exceptions import CommitError, ConfigError
 
@@ -246,7 +246,7 @@ def test_dead_letter_record_format_text_base64_and_truncation():
 # ----------------------------------------------------------------------- prequential metrics
 
 
-@pytest.mark.parametrize("make_model", [NaiveBayes, AODE, lambda: TAN(rebuild_every=50)], ids=["nb", "aode", "tan"])
+@pytest.mark.parametrize("make_model", [NaiveBayes, AODE, lambda: TAN(search=Tree(rebuild_every=50))], ids=["nb", "aode", "tan"])
 def test_metrics_and_outputs_equal_an_independent_predict_then_learn_loop(make_model):
     lines = example_lines()
     values = [raw for raw, _ in lines if raw]

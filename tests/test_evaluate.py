@@ -15,7 +15,7 @@ import numpy as np
 import orjson
 import pytest
 
-from stream_nb import AODE, TAN, NaiveBayes
+from stream_nb import AODE, EM, MDL, TAN, Gaussian, NaiveBayes, Tree
 from stream_nb.tools.evaluate import (
     BadRow,
     evaluate,
@@ -70,7 +70,7 @@ CSV_EVENTS = [
     ({"outlook": "rain", "windy": "yes", "visits": 2}, "no"),
 ]
 
-MAKERS = {"nb": NaiveBayes, "aode": lambda: AODE(warmup=5), "tan": lambda: TAN(rebuild_every=4, warmup=5)}
+MAKERS = {"nb": NaiveBayes, "aode": lambda: AODE(numeric=MDL(warmup=5)), "tan": lambda: TAN(numeric=MDL(warmup=5), search=Tree(rebuild_every=4))}
 
 
 def reference(events, make):
@@ -285,7 +285,7 @@ def test_evaluate_runs_each_models_own_prequential_step(tmp_path):
             taken.append((x, y))
             return super().prequential_one(x, y, **kwargs)
 
-    semi = lambda: NaiveBayes(learn_unlabeled=True, unlabeled_weight=0.5)  # noqa: E731
+    semi = lambda: NaiveBayes(missing=EM(unlabeled=True, unlabeled_weight=0.5))  # noqa: E731
     result = evaluate(open_events(str(write_csv(tmp_path))), {"watched": Watched(), "semi": semi()})
     hot = ({"outlook": "overcast", "temperature": "hot", "windy": "no", "visits": 1}, "yes")
     # every valid event once, in order; the one the model rejects ("hot") too, and it stays a bad row
@@ -344,14 +344,14 @@ def test_cli_on_our_csv_prints_the_loop_numbers_and_reports_bad_rows(tmp_path):
     rows = table_rows(stdout)
     assert list(rows) == ["nb", "aode", "tan:rebuild_every=4"]
     # --warmup reaches NaiveBayes too (it places the bins of numeric="bins")
-    for name, make in [("nb", lambda: NaiveBayes(warmup=5)), ("aode", lambda: AODE(warmup=5)),
-                       ("tan:rebuild_every=4", lambda: TAN(rebuild_every=4, warmup=5))]:
+    for name, make in [("nb", lambda: NaiveBayes(numeric=Gaussian())), ("aode", lambda: AODE(numeric=MDL(warmup=5))),
+                       ("tan:rebuild_every=4", lambda: TAN(numeric=MDL(warmup=5), search=Tree(rebuild_every=4)))]:
         ref = reference(CSV_EVENTS, make)
         assert rows[name]["accuracy"] == round(ref["accuracy"], 4)
         assert rows[name]["log_loss"] == round(ref["log_loss"], 4)
         assert rows[name]["state_bytes"] == ref["state_bytes"]
         assert rows[name]["events_per_s"] > 0
-    tree = reference(CSV_EVENTS, lambda: TAN(rebuild_every=4, warmup=5))["model"].tree
+    tree = reference(CSV_EVENTS, lambda: TAN(numeric=MDL(warmup=5), search=Tree(rebuild_every=4)))["model"].tree
     assert f"TAN tree of tan:rebuild_every=4: root {tree[0][0]}; {len(tree)} edges" in stdout
     for p, c, cmi in tree:
         assert re.search(rf"^  {re.escape(f'{p} -> {c}')} +{cmi:.4g}$", stdout, re.M)
@@ -377,7 +377,7 @@ def test_cli_on_river_led_with_report(tmp_path):
               for x, y in synth.LED(seed=1, noise_percentage=0.1, irrelevant_features=True).take(1500)]
     rows = table_rows(stdout)
     refs = {"nb": reference(events, NaiveBayes), "aode": reference(events, AODE),
-            "tan:rebuild_every=500": reference(events, lambda: TAN(rebuild_every=500))}
+            "tan:rebuild_every=500": reference(events, lambda: TAN(search=Tree(rebuild_every=500)))}
     for name, ref in refs.items():
         assert rows[name]["accuracy"] == round(ref["accuracy"], 4)
         assert rows[name]["log_loss"] == round(ref["log_loss"], 4)
@@ -401,7 +401,7 @@ def test_report_with_two_tans_draws_two_trees(tmp_path):
     from stream_nb.tools.report import write_report
 
     events = [(x, y) for x, y, _ in open_events("river:Agrawal", events=600)]
-    result = evaluate(events, {"tan:rebuild_every=100": TAN(rebuild_every=100), "tan": TAN(rebuild_every=0)})
+    result = evaluate(events, {"tan:rebuild_every=100": TAN(search=Tree(rebuild_every=100)), "tan": TAN(search=Tree(rebuild_every=0))})
     paths = write_report(result, str(tmp_path), window=100)
     assert set(paths) == {"report", "learning_curves", "tree:tan:rebuild_every=100", "tree:tan"}
     check_png(pathlib.Path(paths["tree:tan:rebuild_every=100"]))

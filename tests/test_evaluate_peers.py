@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from river import evaluate as river_evaluate, metrics, naive_bayes, tree
 
-from stream_nb import NaiveBayes
+from stream_nb import MDL, Decay, NaiveBayes
 from stream_nb.exceptions import ConfigError
 from stream_nb.tools.evaluate import (
     RESULT_COLUMNS,
@@ -371,7 +371,7 @@ def test_no_tool_reads_a_private_name_of_another_object():
 def test_the_public_views_give_what_the_tools_read():
     from stream_nb import TAN
 
-    model = TAN(bins=3, warmup=4)
+    model = TAN(numeric=MDL(bins=3, warmup=4))
     for i in range(12):
         model.learn_one({"a": "xy"[i % 2], "t": float(i), "k": i % 3}, "pq"[i % 3 == 0])
     assert [f["name"] for f in model.feature_summary()] == ["a", "t", "k"]
@@ -380,7 +380,7 @@ def test_the_public_views_give_what_the_tools_read():
     proba = model.predict_proba_one({"a": "x", "t": 3.0})
     assert [math.exp(v) for v in model.log_posterior_one({"a": "x", "t": 3.0})] == pytest.approx(
         [proba[c] for c in model.classes], rel=1e-12)
-    decayed = NaiveBayes(half_life=2.0, time_field="ts")
+    decayed = NaiveBayes(forgetting=Decay(half_life=2.0, time_field="ts"))
     for ts in range(6):
         decayed.learn_one({"a": "x", "ts": float(ts)}, "p")
     assert decayed.class_counts()["p"] == pytest.approx(decayed.n_learned, rel=1e-12)  # the decayed weight

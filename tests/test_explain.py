@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import stream_nb
-from stream_nb import AODE, TAN, NaiveBayes
+from stream_nb import AODE, MDL, TAN, NaiveBayes, Tree
 from stream_nb.tools.explain import explain_one, log_odds
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -49,8 +49,8 @@ def trained(make, stream=STREAM):
 
 MAKERS = {
     "nb": NaiveBayes,
-    "aode": lambda: AODE(warmup=50),
-    "tan": lambda: TAN(rebuild_every=0, warmup=50),
+    "aode": lambda: AODE(numeric=MDL(warmup=50)),
+    "tan": lambda: TAN(numeric=MDL(warmup=50), search=Tree(rebuild_every=0)),
 }
 
 EVENTS = [
@@ -191,7 +191,7 @@ def test_more_than_twelve_attributes_are_sampled_by_default():
 
     events = [({str(k): v for k, v in x.items()}, y)
               for x, y in synth.LED(seed=1, noise_percentage=0.1, irrelevant_features=True).take(800)]
-    for make in (NaiveBayes, lambda: TAN(rebuild_every=400)):
+    for make in (NaiveBayes, lambda: TAN(search=Tree(rebuild_every=400))):
         model = trained(make, events)
         x = events[-1][0]
         e = explain_one(model, x, permutations=30)
@@ -314,7 +314,7 @@ def test_cli_tan_on_river_led_samples_permutations(tmp_path):
 
     events = [({str(k): v for k, v in x.items()}, y)
               for x, y in synth.LED(seed=1, noise_percentage=0.1, irrelevant_features=True).take(1200)]
-    model = TAN(rebuild_every=600)
+    model = TAN(search=Tree(rebuild_every=600))
     for x, y in events:
         model.learn_one(x, y)
     import json

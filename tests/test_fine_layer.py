@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes
+from stream_nb import AODE, KDB, MDL, SPODE, TAN, EqualFrequency, Ignore, NaiveBayes
 from stream_nb.stats import TwoLayerStats
 from test_discretise import brute_coarse, learn
 
@@ -121,8 +121,8 @@ def test_without_the_log_the_promoted_warmup_values_would_be_lost():
     """The old way (the equal-frequency store) counts the first integers as missing for good; the
     two-layer store counts them once the fine edges exist."""
     events = int_then_float_events(200, ints=8)
-    mdl = learn(TAN(warmup=40, fine_bins=16, discretiser="mdl", missing="ignore"), events)
-    old = learn(TAN(warmup=40, discretiser="equal_frequency", missing="ignore"), events)
+    mdl = learn(TAN(numeric=MDL(fine_bins=16, warmup=40), missing=Ignore()), events)
+    old = learn(TAN(numeric=EqualFrequency(warmup=40), missing=Ignore()), events)
     n = len(events)
     assert sum(sum(v.values()) for v in mdl._stats.fine.counts()["value_count"]["commission"].values()) == n
     assert sum(sum(v.values()) for v in old._stats.counts()["value_count"]["commission"].values()) == n - 40

@@ -20,7 +20,7 @@ import pytest
 from river import drift
 
 import stream_nb
-from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes
+from stream_nb import AODE, KDB, SPODE, TAN, Decay, NaiveBayes, Window
 from stream_nb.exceptions import ConfigError, MergeError
 
 MODELS = {
@@ -237,7 +237,7 @@ def test_decay_equals_multiplying_every_count_per_event(name):
 
 def test_decay_keeps_alpha_meaning():
     """After the counts decay to almost nothing, the estimate is alpha's, not the inflated counts'."""
-    model = NaiveBayes(half_life=1.0, alpha=1.0)
+    model = NaiveBayes(alpha=1.0, forgetting=Decay(half_life=1.0))
     model.learn_one({"a": "u"}, "p")
     model.learn_one({"a": "v"}, "q")
     for _ in range(40):
@@ -247,7 +247,7 @@ def test_decay_keeps_alpha_meaning():
 
 
 def test_merge_of_decayed_models_adds_the_decayed_counts():
-    a, b = NaiveBayes(half_life=20.0), NaiveBayes(half_life=20.0)
+    a, b = NaiveBayes(forgetting=Decay(half_life=20.0)), NaiveBayes(forgetting=Decay(half_life=20.0))
     ra, rb = NaiveBayes(), NaiveBayes()
     for (x, y), (x2, y2) in zip(stream(120, seed=5), stream(120, seed=6)):
         for m, r, xx, yy in ((a, ra, x, y), (b, rb, x2, y2)):
@@ -262,7 +262,7 @@ def test_merge_of_decayed_models_adds_the_decayed_counts():
 
 
 def test_windows_refuse_to_merge():
-    a, b = NaiveBayes(window=10), NaiveBayes()
+    a, b = NaiveBayes(forgetting=Window(size=10)), NaiveBayes()
     a.learn_one({"a": "u"}, "p")
     with pytest.raises(MergeError, match="window=10"):
         a.merge(b)
@@ -356,7 +356,7 @@ def test_snapshot_restores_bit_for_bit(tmp_path, name, kw):
 
 
 def test_forgetting_memory_is_bounded_by_panes_plus_one():
-    model = TAN(window=100, panes=4)
+    model = TAN(forgetting=Window(size=100))
     for x, y in stream(1000, seed=10, numeric=False):
         model.learn_one(x, y)
     counts = sum(a.nbytes for k, a in model._stats.state()[0].items())
@@ -403,7 +403,7 @@ def test_em_respects_the_window():
     exactly those of the events in the window, and every expected count stays within them."""
     rng = random.Random(12)
     data = [({k: v for k, v in x.items() if rng.random() > 0.3}, y) for x, y in stream(200, seed=12, numeric=False)]
-    model, everything = NaiveBayes(window=40), NaiveBayes()
+    model, everything = NaiveBayes(forgetting=Window(size=40)), NaiveBayes()
     for x, y in data:
         model.learn_one(x, y)
         everything.learn_one(x, y)

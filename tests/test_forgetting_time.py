@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import stream_nb
-from stream_nb import NaiveBayes
+from stream_nb import Decay, NaiveBayes
 from stream_nb.exceptions import ConfigError, InvalidEventError
 from test_forgetting import MODELS, brute_force_decay, stream
 
@@ -76,7 +76,7 @@ def test_decay_in_event_time_equals_multiplying_every_count_by_the_elapsed_half_
 
 
 def test_a_late_event_is_learned_at_the_clock_and_inflates_nothing():
-    model = NaiveBayes(half_life=10.0, time_field="ts")
+    model = NaiveBayes(forgetting=Decay(half_life=10.0, time_field="ts"))
     model.learn_one({"a": "x", "ts": 0.0}, "p")
     model.learn_one({"a": "y", "ts": 20.0}, "q")
     model.learn_one({"a": "x", "ts": 5.0}, "p")  # late: full weight at the clock (20), older counts unchanged
@@ -91,7 +91,7 @@ def test_a_late_event_is_learned_at_the_clock_and_inflates_nothing():
 
 @pytest.mark.parametrize("bad", ["noon", None, True, float("nan"), float("inf"), [1]])
 def test_a_bad_time_is_refused_naming_the_field_and_changes_nothing(bad):
-    model = NaiveBayes(half_life=10.0, time_field="ts")
+    model = NaiveBayes(forgetting=Decay(half_life=10.0, time_field="ts"))
     for x, y in timed(20, seed=1):
         model.learn_one(x, y)
     before = model.state()
@@ -110,7 +110,7 @@ def test_prequential_many_and_learn_many_equal_the_one_event_path():
     import pandas as pd
 
     data = timed(150, seed=2)
-    one, many, frame = (NaiveBayes(half_life=5.0, time_field="ts") for _ in range(3))
+    one, many, frame = (NaiveBayes(forgetting=Decay(half_life=5.0, time_field="ts")) for _ in range(3))
     expected = [tuple(one.prequential_one(x, y)[:2]) for x, y in data]
     got = many.prequential_many([x for x, _ in data], [y for _, y in data])  # in runs, each row weighed
     assert [p for p, _ in got] == [p for p, _ in expected]
@@ -171,7 +171,7 @@ def test_the_daemon_decays_in_event_time_and_dead_letters_bad_times(tmp_path):
 
     store = SnapshotStore(str(tmp_path / "snap"))
     restored = stream_nb.load(store.path(max(store.sequences())))
-    ref = NaiveBayes(half_life=6.0, time_field="ts")
+    ref = NaiveBayes(forgetting=Decay(half_life=6.0, time_field="ts"))
     ref2 = brute_force(NaiveBayes, data[:50] + data[51:], 6.0)
     for x, y in data[:50] + data[51:]:
         ref.learn_one(x, y)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import stream_nb
-from stream_nb import NaiveBayes
+from stream_nb import NaiveBayes, Window
 from stream_nb.exceptions import UnlearnError
 from test_forgetting import MODELS, brute_force_decay, stream
 from test_forgetting_time import brute_force, timed
@@ -72,7 +72,7 @@ def test_window_unlearn_takes_the_event_out_of_its_pane(name):
 
 def test_window_unlearn_without_receipt_is_of_the_pane_in_progress_and_snapshots_keep_the_panes(tmp_path):
     data = stream(70, seed=13)
-    model = NaiveBayes(window=20, panes=2)
+    model = NaiveBayes(forgetting=Window(size=20, panes=2))
     receipts = [model.learn_one_receipt(x, y) for x, y in data[:45]]
     stream_nb.save(model, tmp_path / "m.snb")
     restored = stream_nb.load(tmp_path / "m.snb")

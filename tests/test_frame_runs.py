@@ -18,23 +18,38 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes
+from stream_nb import (
+    AODE,
+    EM,
+    KDB,
+    MDL,
+    SPODE,
+    TAN,
+    Decay,
+    EqualFrequency,
+    Ignore,
+    NaiveBayes,
+    Parents,
+    SuperParent,
+    SuperParents,
+    Tree,
+)
 from stream_nb.exceptions import InvalidEventError
 from stream_nb.stats import Columns
 from test_running import assert_same, assert_same_counts, loop  # noqa: E402  (the reference loop and checks)
 
 MODELS = {
     "nb": lambda: NaiveBayes(),
-    "nb-ignore": lambda: NaiveBayes(missing="ignore", alpha=0.5),
+    "nb-ignore": lambda: NaiveBayes(alpha=0.5, missing=Ignore()),
     "nb-loss": lambda: NaiveBayes(loss={"b": {"a": 4.0}, "a": {"c": 3.0}}),
-    "nb-unlabeled": lambda: NaiveBayes(learn_unlabeled=True, unlabeled_weight=0.5),
-    "nb-bins": lambda: NaiveBayes(numeric="bins", warmup=5, bins=3),
-    "nb-decay": lambda: NaiveBayes(half_life=3.0),
-    "aode": lambda: AODE(warmup=5, bins=3),
-    "aode-ignore": lambda: AODE(m=4, warmup=5, bins=3, missing="ignore"),
-    "tan": lambda: TAN(rebuild_every=7, warmup=5, bins=3),
-    "spode": lambda: SPODE(rebuild_every=9, warmup=5, bins=3),
-    "kdb": lambda: KDB(k=2, rebuild_every=9, warmup=5, bins=3),
+    "nb-unlabeled": lambda: NaiveBayes(missing=EM(unlabeled=True, unlabeled_weight=0.5)),
+    "nb-bins": lambda: NaiveBayes(numeric=MDL(bins=3, warmup=5)),
+    "nb-decay": lambda: NaiveBayes(forgetting=Decay(half_life=3.0)),
+    "aode": lambda: AODE(numeric=MDL(bins=3, warmup=5)),
+    "aode-ignore": lambda: AODE(numeric=MDL(bins=3, warmup=5), missing=Ignore(), search=SuperParents(m=4)),
+    "tan": lambda: TAN(numeric=MDL(bins=3, warmup=5), search=Tree(rebuild_every=7)),
+    "spode": lambda: SPODE(numeric=MDL(bins=3, warmup=5), search=SuperParent(rebuild_every=9)),
+    "kdb": lambda: KDB(k=2, numeric=EqualFrequency(bins=3, warmup=5), search=Parents(rebuild_every=9)),
 }
 
 # Rows as users hand them to pd.DataFrame: pandas chooses each column's dtype (strings, ints turned floats

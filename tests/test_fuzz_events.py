@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 
 import stream_nb
 from connectors.jsonl import make_dead_letter_sink, make_sink, make_source
-from stream_nb import cli
+from stream_nb import EM, MDL, EqualFrequency, Ignore, Parents, SuperParent, Tree, cli
 from stream_nb.settings import MODELS as DAEMON_MODELS
 from stream_nb.engine import Engine, Record, label_key
 from stream_nb.engine.contract._events import EventDecoder
@@ -147,17 +147,16 @@ def raw_records(draw) -> bytes:
 
 MODELS = {
     "nb": lambda: stream_nb.NaiveBayes(),
-    "nb-ignore-unlabeled": lambda: stream_nb.NaiveBayes(missing="ignore", learn_unlabeled=True),
+    "nb-ignore-unlabeled": lambda: stream_nb.NaiveBayes(missing=EM(attributes=False, unlabeled=True)),
     "nb-loss": lambda: stream_nb.NaiveBayes(loss={"x": {"y": 5.0}, 1: {True: 0.5}}),
-    "aode": lambda: stream_nb.AODE(bins=2, warmup=3),
-    "tan": lambda: stream_nb.TAN(rebuild_every=3, bins=2, warmup=3),
-    "tan-unlabeled": lambda: stream_nb.TAN(rebuild_every=4, bins=2, warmup=2, learn_unlabeled=True),
-    "spode": lambda: stream_nb.SPODE(rebuild_every=3, bins=2, warmup=3),
-    "spode-parent": lambda: stream_nb.SPODE(parent="a", rebuild_every=3, bins=2, warmup=3),
-    "kdb1": lambda: stream_nb.KDB(k=1, rebuild_every=3, bins=2, warmup=3),
+    "aode": lambda: stream_nb.AODE(numeric=MDL(bins=2, warmup=3)),
+    "tan": lambda: stream_nb.TAN(numeric=MDL(bins=2, warmup=3), search=Tree(rebuild_every=3)),
+    "tan-unlabeled": lambda: stream_nb.TAN(numeric=MDL(bins=2, warmup=2), missing=EM(unlabeled=True), search=Tree(rebuild_every=4)),
+    "spode": lambda: stream_nb.SPODE(numeric=MDL(bins=2, warmup=3), search=SuperParent(rebuild_every=3)),
+    "spode-parent": lambda: stream_nb.SPODE(numeric=MDL(bins=2, warmup=3), search=SuperParent(parent="a", rebuild_every=3)),
+    "kdb1": lambda: stream_nb.KDB(k=1, numeric=EqualFrequency(bins=2, warmup=3), search=Parents(rebuild_every=3)),
     "kdb2": lambda: stream_nb.KDB(k=2, rebuild_every=3, bins=2, warmup=3, max_table_cells=4000),
-    "kdb3-ignore": lambda: stream_nb.KDB(k=3, rebuild_every=2, bins=2, warmup=2, max_table_cells=20000,
-                                         missing="ignore"),
+    "kdb3-ignore": lambda: stream_nb.KDB(k=3, max_table_cells=20000, numeric=EqualFrequency(bins=2, warmup=2), missing=Ignore(), search=Parents(rebuild_every=2)),
 }
 
 
@@ -338,7 +337,7 @@ def test_json_lines_source_and_sinks_count_blank_lines_and_answer_the_rest(tmp_p
     source = make_source({"path": str(directory / "in.jsonl"), "read_size": read_size})
     sink = make_sink({"path": str(directory / "out.jsonl")})
     dead = make_dead_letter_sink({"path": str(directory / "dead.jsonl")})
-    engine = Engine(stream_nb.TAN(rebuild_every=2, bins=2, warmup=2), source, sink, dead,
+    engine = Engine(stream_nb.TAN(numeric=MDL(bins=2, warmup=2), search=Tree(rebuild_every=2)), source, sink, dead,
                     config={"poll_max_records": batch, "log_metrics_interval_s": 0})
     engine.run()
     for closing in (source, sink, dead):
@@ -362,7 +361,7 @@ def test_tan_predicts_an_event_whose_tree_parent_lost_its_values_when_it_turned_
               b'{"a": 2.5, "b": "x", "label": "y"}', b'{"b": "x"}']
     for batch in (1, 5):  # one event at a time, and a whole poll through prequential_many
         source, out, dlq = ListSource(values, batch), ListSink(), ListSink()
-        model = stream_nb.TAN(rebuild_every=2, bins=2, warmup=3, discretiser="equal_frequency")
+        model = stream_nb.TAN(numeric=EqualFrequency(bins=2, warmup=3), search=Tree(rebuild_every=2))
         engine = Engine(model, source, out, dlq,
                         config={"poll_max_records": batch, "log_metrics_interval_s": 0})
         engine.run()

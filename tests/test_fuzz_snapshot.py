@@ -49,7 +49,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import stream_nb
-from stream_nb import cli
+from stream_nb import MDL, Edges, EqualFrequency, Ignore, Parents, SuperParent, Tree, cli
 from stream_nb.engine.loop._metrics import PrequentialMetrics
 from stream_nb.exceptions import InvalidEventError, SnapshotError
 from stream_nb.snapshots import _format as _snapshot
@@ -93,15 +93,15 @@ def stream(n: int, seed: int, int_labels: bool = False) -> list[tuple[dict, obje
 MODELS = {
     "nb": lambda: stream_nb.NaiveBayes(loss={"yes": {"no": 3.0}, "maybe": {"yes": 2.0}}),
     "nb-int": lambda: stream_nb.NaiveBayes(loss={1: {0: 2.0}}),  # integer keys: the $dict encoding
-    "nb-ignore": lambda: stream_nb.NaiveBayes(missing="ignore", types={"size": "numeric"}),
-    "aode": lambda: stream_nb.AODE(bins=3, warmup=20),
-    "tan": lambda: stream_nb.TAN(rebuild_every=30, bins=3, warmup=20),
-    "tan-edges": lambda: stream_nb.TAN(rebuild_every=0, bin_edges={"weight": [3.0, 6.0]}),
-    "spode": lambda: stream_nb.SPODE(rebuild_every=25, bins=3, warmup=20),
-    "spode-parent": lambda: stream_nb.SPODE(parent="color", bins=3, warmup=20),
-    "kdb1": lambda: stream_nb.KDB(k=1, rebuild_every=30, bins=3, warmup=20),
-    "kdb2": lambda: stream_nb.KDB(k=2, rebuild_every=30, bins=2, warmup=20),
-    "kdb3": lambda: stream_nb.KDB(k=3, rebuild_every=30, bins=2, warmup=20, missing="ignore"),
+    "nb-ignore": lambda: stream_nb.NaiveBayes(types={"size": "numeric"}, missing=Ignore()),
+    "aode": lambda: stream_nb.AODE(numeric=MDL(bins=3, warmup=20)),
+    "tan": lambda: stream_nb.TAN(numeric=MDL(bins=3, warmup=20), search=Tree(rebuild_every=30)),
+    "tan-edges": lambda: stream_nb.TAN(numeric=Edges(edges={"weight": [3.0, 6.0]}, rest=MDL()), search=Tree(rebuild_every=0)),
+    "spode": lambda: stream_nb.SPODE(numeric=MDL(bins=3, warmup=20), search=SuperParent(rebuild_every=25)),
+    "spode-parent": lambda: stream_nb.SPODE(numeric=MDL(bins=3, warmup=20), search=SuperParent(parent="color")),
+    "kdb1": lambda: stream_nb.KDB(k=1, numeric=EqualFrequency(bins=3, warmup=20), search=Parents(rebuild_every=30)),
+    "kdb2": lambda: stream_nb.KDB(k=2, numeric=EqualFrequency(bins=2, warmup=20), search=Parents(rebuild_every=30)),
+    "kdb3": lambda: stream_nb.KDB(k=3, numeric=EqualFrequency(bins=2, warmup=20), missing=Ignore(), search=Parents(rebuild_every=30)),
 }
 #: The configurations that learn integer labels (the others learn strings).
 INT_LABELS = ("nb-int", "kdb1")

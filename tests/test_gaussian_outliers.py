@@ -150,7 +150,7 @@ def trained(make=NaiveBayes):
 
 
 @pytest.mark.parametrize("value", BEYOND)
-@pytest.mark.parametrize("make", [NaiveBayes, lambda: AODE(warmup=10)])
+@pytest.mark.parametrize("make", [NaiveBayes, lambda: AODE(numeric=MDL(warmup=10))])
 def test_a_value_beyond_the_limit_is_refused_on_every_path_and_changes_nothing(make, value):
     model = trained(make)
     before = state_of(model)

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from join_helpers import ListSink, ListSource, assert_same_counts
-from stream_nb import AODE, TAN, NaiveBayes, load
+from stream_nb import AODE, TAN, NaiveBayes, Tree, load
 from stream_nb.engine import Engine, Joiner
 from stream_nb.snapshots import SnapshotStore
 
@@ -436,7 +436,7 @@ def test_an_expired_event_leaves_no_receipt_behind(pending_max):
     from stream_nb.engine.join._pending import PENDING
 
     events, labels = timed(*streams(n=900, seed=23), seed=23)
-    engine, _, _ = run_engine(TAN(rebuild_every=100), events, labels, time_field="ts", label_ttl=60.0,
+    engine, _, _ = run_engine(TAN(search=Tree(rebuild_every=100)), events, labels, time_field="ts", label_ttl=60.0,
                               on_expire="label:0", provisional_label=0, pending_max=pending_max)
     joiner, store = engine.joiner, engine.joiner.store
     assert joiner.status()["labels_expired"] > 300 and (joiner.receipts or pending_max < 10**6)

@@ -21,15 +21,15 @@ import numpy as np
 import pytest
 
 from join_helpers import ListSink, ListSource, assert_same_counts
-from stream_nb import SPODE, NaiveBayes
+from stream_nb import EM, SPODE, NaiveBayes, SuperParent, Window
 from stream_nb.engine import Engine, Joiner, join_state, load_join_state
 from stream_nb.engine.join._join_state import rewind_join
 from stream_nb.snapshots import SnapshotStore
 
 MAKERS = {
-    "nb-em": lambda: NaiveBayes(missing="em"),
-    "spode-em": lambda: SPODE(parent="a", missing="em"),  # its receipts hold its running scores' increments
-    "nb-window": lambda: NaiveBayes(window=100_000),  # a forgetting model's receipt names the event's pane
+    "nb-em": lambda: NaiveBayes(missing=EM()),
+    "spode-em": lambda: SPODE(missing=EM(), search=SuperParent(parent="a")),  # its receipts hold its running scores' increments
+    "nb-window": lambda: NaiveBayes(forgetting=Window(size=100000)),  # a forgetting model's receipt names the event's pane
 }
 
 
@@ -117,14 +117,14 @@ def test_a_provisional_label_learned_before_a_promotion_is_retracted_exactly_aft
     Gaussian moments now), and the model ends as the single pass over the joined pairs."""
     events, labels = em_streams(promote=150)
     cut = sum(int(r["id"][1:]) < 80 for r in labels)  # the labels of events 80 on come after the restart
-    engine = engine_with(NaiveBayes(missing="em"), events[:170], labels[:cut])
+    engine = engine_with(NaiveBayes(missing=EM()), events[:170], labels[:cut])
     engine.run()
     assert engine.model._stats.promoted and len(engine.joiner.receipts) > 10  # EM ones: issued before it
     restored = snapshot_and_restore(engine, tmp_path / "snap", labels[cut:])
     restored.source = ListSource(events[170:])
     restored.run()
     assert restored.joiner.counts["retractions"] > 50
-    assert_same_counts(restored.model, reference(lambda: NaiveBayes(missing="em"), joined_pairs(events, labels)))
+    assert_same_counts(restored.model, reference(lambda: NaiveBayes(missing=EM()), joined_pairs(events, labels)))
 
 
 def test_an_exactly_once_rewind_restores_the_receipts():
@@ -143,14 +143,14 @@ def test_an_exactly_once_rewind_restores_the_receipts():
         assert m_got == m_want and all(np.array_equal(a_got[k], a_want[k]) for k in a_want)
     engine.joiner.feedback = ListSource(labels, "labels")
     engine.run()
-    assert_same_counts(engine.model, reference(lambda: NaiveBayes(missing="em"), joined_pairs(events, labels)))
+    assert_same_counts(engine.model, reference(lambda: NaiveBayes(missing=EM()), joined_pairs(events, labels)))
 
 
 def held_with_receipts(n: int = 120, seed: int = 2):
     """An engine that holds EM events with provisional labels (no label read yet), its join's state as a
     snapshot has it (arrays copied, meta through JSON), and the stream."""
     events, labels = em_streams(n=n, seed=seed)
-    engine = engine_with(NaiveBayes(missing="em"), events, [])
+    engine = engine_with(NaiveBayes(missing=EM()), events, [])
     engine.run()
     arrays, meta = join_state(engine.joiner)
     assert meta["receipts"]

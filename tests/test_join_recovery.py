@@ -13,7 +13,7 @@ import time
 import pytest
 
 from join_helpers import assert_same_counts
-from stream_nb import NaiveBayes, load
+from stream_nb import EM, NaiveBayes, load
 from stream_nb.snapshots import SnapshotStore
 from test_join import joined_pairs, reference, streams
 
@@ -83,4 +83,4 @@ def test_kill_9_with_em_provisional_labels_retracts_each_exactly_after_the_resta
     assert kills >= 1
     store = SnapshotStore(str(tmp_path / "snap"))
     restored = load(store.path(max(store.sequences())))
-    assert_same_counts(restored, reference(lambda: NaiveBayes(missing="em"), em_pairs(events, labels)))
+    assert_same_counts(restored, reference(lambda: NaiveBayes(missing=EM()), em_pairs(events, labels)))

@@ -15,7 +15,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from stream_nb import AODE, TAN
+from stream_nb import AODE, MDL, TAN
 from stream_nb.stats.discretiser import chi2_quantile, g_statistic
 
 
@@ -99,7 +99,7 @@ def test_without_a_partner_quantile_cuts_go_where_the_feature_alone_tells_nothin
     """A store without pair counts (naive Bayes with numeric="bins") tests each feature alone."""
     from stream_nb import NaiveBayes
 
-    model = NaiveBayes(numeric="bins")
+    model = NaiveBayes(numeric=MDL())
     for x, y in _xor_with_noise(4000, 3):
         model.learn_one(x, y)
     assert model.cut_points() == {"a": [], "b": [], "noise": []}

@@ -95,8 +95,8 @@ def _kdb_parents(model) -> dict:
 
 
 CASES = {
-    "tan": (lambda: TAN(alpha=ALPHA, rebuild_every=0, discretiser="equal_frequency"), _tan_parents, _stream),
-    "tan-binary": (lambda: TAN(alpha=ALPHA, rebuild_every=0), _tan_parents, _binary_stream),  # two layers
+    "tan": (lambda: TAN(alpha=ALPHA, numeric=EqualFrequency(), search=Tree(rebuild_every=0)), _tan_parents, _stream),
+    "tan-binary": (lambda: TAN(alpha=ALPHA, search=Tree(rebuild_every=0)), _tan_parents, _binary_stream),  # two layers
     "kdb1": (lambda: KDB(k=1, alpha=ALPHA, search=Parents(0)), _kdb_parents, _stream),
     "kdb2": (lambda: KDB(k=2, alpha=ALPHA, search=Parents(0)), _kdb_parents, _stream),
     "kdb2-binary": (lambda: KDB(k=2, alpha=ALPHA, search=Parents(0)), _kdb_parents, _binary_stream),

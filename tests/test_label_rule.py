@@ -18,16 +18,16 @@ import pandas as pd
 import pytest
 
 import stream_nb
-from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes, Parents
+from stream_nb import AODE, KDB, SPODE, TAN, Decay, NaiveBayes, Parents, Tree, Window
 from stream_nb.exceptions import EventTypeError, InvalidEventError
 
 MODELS = {
     "nb": NaiveBayes,
-    "nb-decay": lambda: NaiveBayes(half_life=5.0),
-    "nb-time": lambda: NaiveBayes(half_life=5.0, time_field="t"),
-    "nb-window": lambda: NaiveBayes(window=10),
+    "nb-decay": lambda: NaiveBayes(forgetting=Decay(half_life=5.0)),
+    "nb-time": lambda: NaiveBayes(forgetting=Decay(half_life=5.0, time_field="t")),
+    "nb-window": lambda: NaiveBayes(forgetting=Window(size=10)),
     "aode": AODE,
-    "tan": lambda: TAN(rebuild_every=5),
+    "tan": lambda: TAN(search=Tree(rebuild_every=5)),
     "spode": SPODE,
     "kdb": lambda: KDB(k=2, search=Parents(5)),
 }

@@ -13,7 +13,7 @@ import pytest
 from river import checks
 
 import reference as ref
-from stream_nb import AODE, KDB, TAN, NaiveBayes
+from stream_nb import AODE, KDB, MDL, TAN, Gaussian, Ignore, NaiveBayes, SuperParents, Tree
 from stream_nb.exceptions import ConfigError, FeatureTypeError, InvalidEventError, MergeError
 from stream_nb.learners import conditional_mutual_information, maximum_spanning_tree
 
@@ -89,7 +89,7 @@ def test_naive_bayes_watermelon_laplace_by_hand():
 @pytest.mark.parametrize("alpha", [1.0, 0.5, 2.0])
 def test_naive_bayes_equals_brute_force(alpha):
     events = random_events(200, missing=0.2, seed=1)
-    model = learn(NaiveBayes(alpha=alpha, missing="ignore"), events)
+    model = learn(NaiveBayes(alpha=alpha, missing=Ignore()), events)
     for x, _ in random_events(30, missing=0.3, seed=2) + [({"f0": "new"}, None), ({}, None)]:
         assert_proba_close(model.predict_proba_one(x), ref.naive_bayes_posterior(events, x, alpha))
 
@@ -97,7 +97,7 @@ def test_naive_bayes_equals_brute_force(alpha):
 def test_gaussian_naive_bayes_matches_the_formula():
     rng = np.random.default_rng(3)
     events = [({"a": float(rng.normal(y, 1 + y)), "b": float(rng.normal(-y, 2))}, y) for y in rng.integers(0, 3, 300)]
-    model = learn(NaiveBayes(var_smoothing=0.0), events)
+    model = learn(NaiveBayes(numeric=Gaussian(var_smoothing=0.0)), events)
     x = {"a": 0.7, "b": -1.2}
     score = {}
     for c in (0, 1, 2):
@@ -131,7 +131,7 @@ def test_aode_watermelon_textbook_example():
 
 def test_aode_without_any_qualifying_parent_is_naive_bayes():
     events = random_events(60, seed=6)
-    aode, nb = learn(AODE(m=10_000), events), learn(NaiveBayes(), events)
+    aode, nb = learn(AODE(search=SuperParents(m=10000)), events), learn(NaiveBayes(), events)
     x = events[0][0]
     assert_proba_close(aode.predict_proba_one(x), nb.predict_proba_one(x))
 
@@ -141,7 +141,7 @@ def test_aode_without_any_qualifying_parent_is_naive_bayes():
 
 def test_cmi_equals_brute_force_with_missing_values():
     events = random_events(300, n_feats=5, missing=0.2, seed=7)
-    model = learn(TAN(rebuild_every=0, missing="ignore"), events)
+    model = learn(TAN(missing=Ignore(), search=Tree(rebuild_every=0)), events)
     got = conditional_mutual_information(model._stats)
     names = model._stats.features
     for i, a in enumerate(names):
@@ -198,7 +198,7 @@ def test_tan_tree_recovers_a_chain_and_predicts_by_the_formula():
         c = b if rng.random() < 0.9 else 1 - b  # c depends on b
         d = rng.randrange(2)
         events.append(({"a": f"a{a}", "b": f"b{b}", "c": f"c{c}", "d": f"d{d}"}, y))
-    model = learn(TAN(rebuild_every=500), events)
+    model = learn(TAN(search=Tree(rebuild_every=500)), events)
     edges = {frozenset((p, c)) for p, c, _ in model.tree}
     assert frozenset(("a", "b")) in edges and frozenset(("b", "c")) in edges
     assert model.root == "a"  # the attribute with the most information about the class
@@ -209,7 +209,7 @@ def test_tan_tree_recovers_a_chain_and_predicts_by_the_formula():
 
 def test_tan_sums_missing_values_out_exactly():
     events = random_events(250, n_feats=4, n_vals=3, missing=0.1, seed=10)
-    model = learn(TAN(rebuild_every=0, missing="ignore"), events)
+    model = learn(TAN(missing=Ignore(), search=Tree(rebuild_every=0)), events)
     model.rebuild()
     tree = {c: p for p, c, _ in model.tree}
     feats = model._stats.features
@@ -231,7 +231,7 @@ def test_tan_sums_missing_values_out_exactly():
 
 def test_tan_before_the_first_build_is_naive_bayes_and_rebuild_keeps_counts():
     events = random_events(100, seed=11)
-    tan, nb = learn(TAN(rebuild_every=0), events), learn(NaiveBayes(), events)
+    tan, nb = learn(TAN(search=Tree(rebuild_every=0)), events), learn(NaiveBayes(), events)
     assert tan.tree == [] and tan.root is None
     assert_proba_close(tan.predict_proba_one(events[0][0]), nb.predict_proba_one(events[0][0]))
     before = tan._stats.counts()
@@ -241,7 +241,7 @@ def test_tan_before_the_first_build_is_naive_bayes_and_rebuild_keeps_counts():
 
 
 def test_tan_rebuilds_every_n_events():
-    model = learn(TAN(rebuild_every=40), random_events(130, seed=12))
+    model = learn(TAN(search=Tree(rebuild_every=40)), random_events(130, seed=12))
     assert model.n_rebuilds == 3
 
 
@@ -389,14 +389,14 @@ def test_merge_of_gaussian_moments_is_exact():
 def test_merge_refuses_what_cannot_be_exact():
     with pytest.raises(MergeError, match="NaiveBayes into a TAN"):
         TAN().merge(NaiveBayes())
-    a = learn(AODE(warmup=10), mixed_events(50, seed=22))
-    b = learn(AODE(warmup=10), mixed_events(50, seed=23))
+    a = learn(AODE(numeric=MDL(warmup=10)), mixed_events(50, seed=22))
+    b = learn(AODE(numeric=MDL(warmup=10)), mixed_events(50, seed=23))
     with pytest.raises(MergeError, match="'num'.*bin edges"):
         a.merge(b)
     # both still choosing their edges, with room for both buffers: exact
-    a = learn(AODE(warmup=100, missing="ignore"), mixed_events(30, seed=22))
-    b = learn(AODE(warmup=100, missing="ignore"), mixed_events(30, seed=23))
-    seq = learn(AODE(warmup=100, missing="ignore"), mixed_events(30, seed=22) + mixed_events(30, seed=23))
+    a = learn(AODE(numeric=MDL(), missing=Ignore()), mixed_events(30, seed=22))
+    b = learn(AODE(numeric=MDL(), missing=Ignore()), mixed_events(30, seed=23))
+    seq = learn(AODE(numeric=MDL(), missing=Ignore()), mixed_events(30, seed=22) + mixed_events(30, seed=23))
 
     def live(meta):  # the columns a promotion detached (num's values, counted by value until its sixth) aside:
         return {**meta, "columns": [c for c in meta["columns"] if c[0] >= 0]}  # a merge derives the layer anew

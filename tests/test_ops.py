@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from stream_nb import TAN, NaiveBayes
+from stream_nb import TAN, NaiveBayes, Tree
 from stream_nb.engine import Engine, FlowControl, Record
 from stream_nb.ops import METRICS, Operations
 
@@ -110,7 +110,7 @@ BAD = [b"{nope", b"[1]", b'{"color": {"r": 1}}', b"\xff\xfe", b"{also nope"]
 
 def test_metrics_equal_what_the_engine_counted():
     values = events(30, 12, BAD)
-    engine = Engine(TAN(rebuild_every=5), ListSource(values), ListSink(), ListSink(),
+    engine = Engine(TAN(search=Tree(rebuild_every=5)), ListSource(values), ListSink(), ListSink(),
                     config={"model_name": "tan-demo", "poll_max_records": 7})
     ops = Operations(model_name="tan-demo", mode="jsonl", host="127.0.0.1", port=0, summary_interval=0)
     try:
@@ -154,7 +154,7 @@ def test_metrics_equal_what_the_engine_counted():
 
 
 def test_every_exposed_family_is_documented_in_the_metric_table():
-    engine = Engine(TAN(rebuild_every=2), ListSource(events(6, 0, [b"x"])), ListSink(), ListSink())
+    engine = Engine(TAN(search=Tree(rebuild_every=2)), ListSource(events(6, 0, [b"x"])), ListSink(), ListSink())
     ops = Operations(model_name="tan", mode="kafka", host="127.0.0.1", port=0)
     try:
         ops.attach(engine)

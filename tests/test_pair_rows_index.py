@@ -16,14 +16,14 @@ import pandas as pd
 import pytest
 
 import stream_nb
-from stream_nb import AODE, SPODE
+from stream_nb import AODE, SPODE, SuperParent
 from stream_nb.stats.budget import _budget
 from stream_nb.stats.tables import SparseTable
 from stream_nb.stats.tables import _sparse
 
 _FLOOR = _budget.SPARSE_FLOOR
 MODELS = {"aode": lambda budget: AODE(memory_budget=budget),
-          "spode": lambda budget: SPODE(rebuild_every=40, memory_budget=budget)}
+          "spode": lambda budget: SPODE(memory_budget=budget, search=SuperParent(rebuild_every=40))}
 BUDGET = 300_000
 
 

@@ -33,6 +33,7 @@ from stream_nb.learners import RunBlock
 from stream_nb.ops import DaemonObserver
 from test_batch_paths import Polls, described, one_at_a_time
 from test_fuzz_events import ListSink, fuzz_settings, json_scalars
+from stream_nb import MDL, Tree, Window
 
 flat_values = st.one_of(st.sampled_from(["x", "y", "z"]), st.integers(0, 3), st.floats(-5, 5), st.booleans())
 common_events = st.fixed_dictionaries(
@@ -72,9 +73,9 @@ def test_decode_columns_takes_a_poll_of_common_events_whole():
 
 
 MODELS = {
-    "nb": stream_nb.NaiveBayes, "nb-bins": lambda: stream_nb.NaiveBayes(numeric="bins", warmup=20),
-    "tan": lambda: stream_nb.TAN(rebuild_every=40), "aode": stream_nb.AODE, "spode": stream_nb.SPODE,
-    "kdb": lambda: stream_nb.KDB(k=1), "nb-window": lambda: stream_nb.NaiveBayes(window=60),
+    "nb": stream_nb.NaiveBayes, "nb-bins": lambda: stream_nb.NaiveBayes(numeric=MDL(warmup=20)),
+    "tan": lambda: stream_nb.TAN(search=Tree(rebuild_every=40)), "aode": stream_nb.AODE, "spode": stream_nb.SPODE,
+    "kdb": lambda: stream_nb.KDB(k=1), "nb-window": lambda: stream_nb.NaiveBayes(forgetting=Window(size=60)),
     "nb-loss": lambda: stream_nb.NaiveBayes(loss={"yes": {"no": 5.0}}),
 }
 

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes
+from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes, Tree
 from test_learners import assert_proba_close, learn
 
 
@@ -132,7 +132,7 @@ def test_a_promotion_keeps_the_receipt_keys_of_the_waiting_events():
     key with the moved value (0.0, 33046.0, ...), so events learned without a receipt were kept for ever as if
     one could take them back, and two with the same value took one key."""
     events = commission_stream()
-    plain, receipted = TAN(rebuild_every=100), TAN(rebuild_every=100)
+    plain, receipted = TAN(search=Tree(rebuild_every=100)), TAN(search=Tree(rebuild_every=100))
     receipted.learn_one_receipt(*events[0])
     for x, y in events[1:]:
         plain.learn_one(x, y)

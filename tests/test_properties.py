@@ -10,13 +10,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stream_nb import AODE, TAN, NaiveBayes
+from stream_nb import AODE, MDL, TAN, NaiveBayes, SuperParents, Tree
 
 MODELS = [
     lambda: NaiveBayes(),
     lambda: NaiveBayes(alpha=0.3, loss={"b": {"a": 5.0}}),
-    lambda: AODE(m=2, warmup=5, bins=3),
-    lambda: TAN(rebuild_every=7, warmup=5, bins=3),
+    lambda: AODE(numeric=MDL(bins=3, warmup=5), search=SuperParents(m=2)),
+    lambda: TAN(numeric=MDL(bins=3, warmup=5), search=Tree(rebuild_every=7)),
 ]
 
 values = {

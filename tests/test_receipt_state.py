@@ -9,15 +9,15 @@ import numpy as np
 import orjson
 import pytest
 
-from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes
+from stream_nb import AODE, EM, KDB, MDL, SPODE, TAN, EqualFrequency, NaiveBayes, Parents, SuperParent, Tree, Window
 from test_fine_layer import int_then_float_events
 
 MAKERS = {
-    "aode-mdl": lambda: AODE(discretiser="mdl", warmup=40, fine_bins=16, missing="em"),
-    "tan-mdl": lambda: TAN(rebuild_every=50, discretiser="mdl", warmup=40, fine_bins=16, missing="em"),
-    "spode-mdl": lambda: SPODE(parent="k", discretiser="mdl", warmup=40, fine_bins=16, missing="em"),
-    "kdb": lambda: KDB(k=2, rebuild_every=50, warmup=40, missing="em"),
-    "nb-window": lambda: NaiveBayes(window=60, missing="em"),
+    "aode-mdl": lambda: AODE(numeric=MDL(fine_bins=16, warmup=40), missing=EM()),
+    "tan-mdl": lambda: TAN(numeric=MDL(fine_bins=16, warmup=40), missing=EM(), search=Tree(rebuild_every=50)),
+    "spode-mdl": lambda: SPODE(numeric=MDL(fine_bins=16, warmup=40), missing=EM(), search=SuperParent(parent="k")),
+    "kdb": lambda: KDB(k=2, numeric=EqualFrequency(warmup=40), missing=EM(), search=Parents(rebuild_every=50)),
+    "nb-window": lambda: NaiveBayes(forgetting=Window(size=60), missing=EM()),
 }
 
 

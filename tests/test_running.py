@@ -19,7 +19,22 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from stream_nb import AODE, KDB, SPODE, TAN, Decay, NaiveBayes, Parents, SuperParent, Tree
+from stream_nb import (
+    AODE,
+    EM,
+    KDB,
+    MDL,
+    SPODE,
+    TAN,
+    Decay,
+    EqualFrequency,
+    Ignore,
+    NaiveBayes,
+    Parents,
+    SuperParent,
+    SuperParents,
+    Tree,
+)
 from stream_nb.exceptions import InvalidEventError
 from stream_nb.stats import Columns, SparseTable
 from stream_nb.stats.tables import _counts as _adding
@@ -27,27 +42,27 @@ from stream_nb.stats.tables import _working
 
 MODELS = {
     "nb": lambda: NaiveBayes(),
-    "nb-ignore": lambda: NaiveBayes(missing="ignore", alpha=0.5),
+    "nb-ignore": lambda: NaiveBayes(alpha=0.5, missing=Ignore()),
     "nb-loss": lambda: NaiveBayes(loss={"b": {"a": 4.0}, "a": {"c": 3.0}}),
-    "nb-unlabeled": lambda: NaiveBayes(learn_unlabeled=True, unlabeled_weight=0.5),
+    "nb-unlabeled": lambda: NaiveBayes(missing=EM(unlabeled=True, unlabeled_weight=0.5)),
     # decay in runs: each row weighed as its event; the store renormalised every 16 half-lives (48 events)
-    "nb-decay": lambda: NaiveBayes(half_life=3.0),
-    "nb-decay-ddm": lambda: NaiveBayes(half_life=5.0, missing="ignore", drift_detector="ddm"),
-    "aode": lambda: AODE(warmup=5, bins=3),
-    "aode-ddm": lambda: AODE(warmup=5, bins=3, drift_detector="ddm"),
-    "aode-decay": lambda: AODE(half_life=4.0, m=2, warmup=5, bins=3),
-    "aode-m": lambda: AODE(m=4, warmup=5, bins=3, missing="ignore"),
-    "tan": lambda: TAN(rebuild_every=7, warmup=5, bins=3),
-    "tan-ddm": lambda: TAN(rebuild_every=7, warmup=5, bins=3, drift_detector="ddm"),
-    "tan-decay": lambda: TAN(half_life=4.0, rebuild_every=7, warmup=5, bins=3),
-    "spode": lambda: SPODE(rebuild_every=9, warmup=5, bins=3),
-    "spode-parent": lambda: SPODE(parent="size", rebuild_every=9, warmup=5, bins=3),
-    "spode-decay": lambda: SPODE(half_life=4.0, rebuild_every=9, warmup=5, bins=3),
+    "nb-decay": lambda: NaiveBayes(forgetting=Decay(half_life=3.0)),
+    "nb-decay-ddm": lambda: NaiveBayes(drift_detector="ddm", forgetting=Decay(half_life=5.0), missing=Ignore()),
+    "aode": lambda: AODE(numeric=MDL(bins=3, warmup=5)),
+    "aode-ddm": lambda: AODE(drift_detector="ddm", numeric=MDL(bins=3, warmup=5)),
+    "aode-decay": lambda: AODE(forgetting=Decay(half_life=4.0), numeric=MDL(bins=3, warmup=5), search=SuperParents(m=2)),
+    "aode-m": lambda: AODE(numeric=MDL(bins=3, warmup=5), missing=Ignore(), search=SuperParents(m=4)),
+    "tan": lambda: TAN(numeric=MDL(bins=3, warmup=5), search=Tree(rebuild_every=7)),
+    "tan-ddm": lambda: TAN(drift_detector="ddm", numeric=MDL(bins=3, warmup=5), search=Tree(rebuild_every=7)),
+    "tan-decay": lambda: TAN(forgetting=Decay(half_life=4.0), numeric=MDL(bins=3, warmup=5), search=Tree(rebuild_every=7)),
+    "spode": lambda: SPODE(numeric=MDL(bins=3, warmup=5), search=SuperParent(rebuild_every=9)),
+    "spode-parent": lambda: SPODE(numeric=MDL(bins=3, warmup=5), search=SuperParent(parent="size", rebuild_every=9)),
+    "spode-decay": lambda: SPODE(forgetting=Decay(half_life=4.0), numeric=MDL(bins=3, warmup=5), search=SuperParent(rebuild_every=9)),
     "spode-parent-decay": lambda: SPODE(parent="size", half_life=4.0, rebuild_every=9, warmup=5, bins=3),
-    "kdb": lambda: KDB(k=2, rebuild_every=9, warmup=5, bins=3),
+    "kdb": lambda: KDB(k=2, numeric=EqualFrequency(bins=3, warmup=5), search=Parents(rebuild_every=9)),
     "kdb-decay": lambda: KDB(k=2, half_life=4.0, rebuild_every=9, warmup=5, bins=3),
-    "kdb1": lambda: KDB(k=1, rebuild_every=9, warmup=5, bins=3),
-    "kdb3": lambda: KDB(k=3, rebuild_every=9, warmup=5, bins=3),
+    "kdb1": lambda: KDB(k=1, numeric=EqualFrequency(bins=3, warmup=5), search=Parents(rebuild_every=9)),
+    "kdb3": lambda: KDB(k=3, numeric=EqualFrequency(bins=3, warmup=5), search=Parents(rebuild_every=9)),
 }
 
 values = {
@@ -195,13 +210,13 @@ timed_events = st.lists(
 )
 
 
-TIMED = {"nb": lambda: NaiveBayes(time_field="ts"),
+TIMED = {"nb": lambda: NaiveBayes(types={"ts": "time"}),
          # decay in event time: times up to 10^6 are 33 half-lives, so some jumps scale the cells themselves
-         "nb-decay": lambda: NaiveBayes(time_field="ts", half_life=3e4),
-         "nb-unlabeled": lambda: NaiveBayes(time_field="ts", learn_unlabeled=True, unlabeled_weight=0.5),
-         "aode": lambda: AODE(time_field="ts", warmup=5, bins=3),
-         "tan": lambda: TAN(time_field="ts", rebuild_every=7, warmup=5, bins=3),
-         "kdb": lambda: KDB(time_field="ts", k=2, rebuild_every=9, warmup=5, bins=3)}
+         "nb-decay": lambda: NaiveBayes(forgetting=Decay(half_life=30000.0, time_field="ts")),
+         "nb-unlabeled": lambda: NaiveBayes(types={"ts": "time"}, missing=EM(unlabeled=True, unlabeled_weight=0.5)),
+         "aode": lambda: AODE(types={"ts": "time"}, numeric=MDL(bins=3, warmup=5)),
+         "tan": lambda: TAN(types={"ts": "time"}, numeric=MDL(bins=3, warmup=5), search=Tree(rebuild_every=7)),
+         "kdb": lambda: KDB(k=2, types={"ts": "time"}, numeric=EqualFrequency(bins=3, warmup=5), search=Parents(rebuild_every=9))}
 
 
 def learn_loop(model, stream):
@@ -411,12 +426,12 @@ class Spy:
 
 
 LONG = {
-    "tan": lambda: TAN(rebuild_every=200),
-    "tan-ignore": lambda: TAN(rebuild_every=300, missing="ignore"),
+    "tan": lambda: TAN(search=Tree(rebuild_every=200)),
+    "tan-ignore": lambda: TAN(missing=Ignore(), search=Tree(rebuild_every=300)),
     "aode": lambda: AODE(),
-    "aode-m": lambda: AODE(m=40, missing="ignore"),  # rare values are no parent: some rows fall back
-    "spode": lambda: SPODE(rebuild_every=250),
-    "spode-parent": lambda: SPODE(parent="car", rebuild_every=250),
+    "aode-m": lambda: AODE(missing=Ignore(), search=SuperParents(m=40)),  # rare values are no parent: some rows fall back
+    "spode": lambda: SPODE(search=SuperParent(rebuild_every=250)),
+    "spode-parent": lambda: SPODE(search=SuperParent(parent="car", rebuild_every=250)),
     "kdb1": lambda: KDB(k=1, search=Parents(250)),
     "kdb2": lambda: KDB(k=2, search=Parents(250)),
     "kdb3": lambda: KDB(k=3, search=Parents(250)),
@@ -550,15 +565,15 @@ def test_batches_beyond_the_working_set_limit_are_added_in_pieces(name, monkeypa
 
 UNSEEN_MODELS = {
     "nb": lambda: NaiveBayes(),
-    "nb-bins": lambda: NaiveBayes(numeric="bins", warmup=20),
-    "nb-decay": lambda: NaiveBayes(half_life=50.0),
-    "tan": lambda: TAN(rebuild_every=25, warmup=20, bins=4, discretiser="equal_frequency"),
-    "tan-mdl": lambda: TAN(rebuild_every=25, warmup=20),
-    "aode": lambda: AODE(warmup=20, bins=4, discretiser="equal_frequency"),
-    "aode-mdl": lambda: AODE(warmup=20),
-    "spode": lambda: SPODE(rebuild_every=25, warmup=20, bins=4, discretiser="equal_frequency"),
-    "spode-parent": lambda: SPODE(parent="colour", rebuild_every=25, warmup=20, bins=4),
-    "kdb": lambda: KDB(k=2, rebuild_every=25, warmup=20, bins=4),
+    "nb-bins": lambda: NaiveBayes(numeric=MDL(warmup=20)),
+    "nb-decay": lambda: NaiveBayes(forgetting=Decay(half_life=50.0)),
+    "tan": lambda: TAN(numeric=EqualFrequency(bins=4, warmup=20), search=Tree(rebuild_every=25)),
+    "tan-mdl": lambda: TAN(numeric=MDL(warmup=20), search=Tree(rebuild_every=25)),
+    "aode": lambda: AODE(numeric=EqualFrequency(bins=4, warmup=20)),
+    "aode-mdl": lambda: AODE(numeric=MDL(warmup=20)),
+    "spode": lambda: SPODE(numeric=EqualFrequency(bins=4, warmup=20), search=SuperParent(rebuild_every=25)),
+    "spode-parent": lambda: SPODE(numeric=MDL(bins=4, warmup=20), search=SuperParent(parent="colour", rebuild_every=25)),
+    "kdb": lambda: KDB(k=2, numeric=EqualFrequency(bins=4, warmup=20), search=Parents(rebuild_every=25)),
 }
 
 
@@ -610,19 +625,19 @@ def encode_run_with(monkeypatch, store: type, **fixed) -> None:
 
 
 NEW_VALUE_MODELS = {
-    "nb": NaiveBayes, "nb-em": lambda: NaiveBayes(missing="em"), "nb-decay": lambda: NaiveBayes(half_life=40.0),
+    "nb": NaiveBayes, "nb-em": lambda: NaiveBayes(missing=EM()), "nb-decay": lambda: NaiveBayes(forgetting=Decay(half_life=40.0)),
     "nb-ddm": lambda: NaiveBayes(drift_detector="ddm"), "nb-columns": NaiveBayes,
-    "tan": lambda: TAN(rebuild_every=50, warmup=20, discretiser="equal_frequency"),
-    "aode": lambda: AODE(warmup=20, discretiser="equal_frequency"),
-    "aode-em": lambda: AODE(missing="em", warmup=20, discretiser="equal_frequency"),
-    "spode": lambda: SPODE(rebuild_every=50, warmup=20, discretiser="equal_frequency"),
-    "spode-parent": lambda: SPODE(parent="country", warmup=20, discretiser="equal_frequency"),
-    "kdb1": lambda: KDB(k=1, rebuild_every=50, warmup=20, discretiser="equal_frequency"),
-    "kdb2": lambda: KDB(k=2, rebuild_every=50, warmup=20, discretiser="equal_frequency"),  # t-way tables: the run ends
-    "tan-mdl": lambda: TAN(rebuild_every=50, warmup=20),  # two layers, each registering the values
-    "aode-mdl": lambda: AODE(warmup=20),
-    "aode-mdl-categorical": lambda: AODE(warmup=20),  # no numeric feature: the layers mirror each other
-    "nb-bins": lambda: NaiveBayes(numeric="bins", warmup=20),
+    "tan": lambda: TAN(numeric=EqualFrequency(warmup=20), search=Tree(rebuild_every=50)),
+    "aode": lambda: AODE(numeric=EqualFrequency(warmup=20)),
+    "aode-em": lambda: AODE(numeric=EqualFrequency(warmup=20), missing=EM()),
+    "spode": lambda: SPODE(numeric=EqualFrequency(warmup=20), search=SuperParent(rebuild_every=50)),
+    "spode-parent": lambda: SPODE(numeric=EqualFrequency(warmup=20), search=SuperParent(parent="country")),
+    "kdb1": lambda: KDB(k=1, numeric=EqualFrequency(warmup=20), search=Parents(rebuild_every=50)),
+    "kdb2": lambda: KDB(k=2, numeric=EqualFrequency(warmup=20), search=Parents(rebuild_every=50)),  # t-way tables: the run ends
+    "tan-mdl": lambda: TAN(numeric=MDL(warmup=20), search=Tree(rebuild_every=50)),  # two layers, each registering the values
+    "aode-mdl": lambda: AODE(numeric=MDL(warmup=20)),
+    "aode-mdl-categorical": lambda: AODE(numeric=MDL(warmup=20)),  # no numeric feature: the layers mirror each other
+    "nb-bins": lambda: NaiveBayes(numeric=MDL(warmup=20)),
 }
 
 

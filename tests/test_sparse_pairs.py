@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 import stream_nb
-from stream_nb import AODE, KDB, SPODE, TAN, Parents
+from stream_nb import AODE, KDB, SPODE, TAN, Ignore, Parents, Tree, Window
 from stream_nb.exceptions import CapacityError
 from stream_nb.learners import conditional_mutual_information
 from stream_nb.stats.budget import _budget
@@ -118,7 +118,7 @@ def test_vectorised_runs_on_sparse_pairs_equal_the_dense_path_and_the_loop(name)
 
 def test_cmi_from_sparse_cells_equals_the_dense_one():
     stream = _stream(200)  # EM: fractional, asymmetric pair counts
-    dense, sparse = TAN(rebuild_every=0, memory_budget=None), TAN(rebuild_every=0, memory_budget=0)
+    dense, sparse = TAN(memory_budget=None, search=Tree(rebuild_every=0)), TAN(memory_budget=0, search=Tree(rebuild_every=0))
     for x, y in stream:
         dense.learn_one(x, y)
         sparse.learn_one(x, y)
@@ -166,8 +166,8 @@ def test_a_sparse_state_with_pair_cells_out_of_bounds_is_refused():
 @pytest.mark.parametrize("budgets", [(0, 0), (None, 0), (0, None)])
 def test_merging_sparse_and_dense_pairs_equals_one_dense_run(budgets):
     stream = _stream(200)
-    a, b = (AODE(missing="ignore", memory_budget=m) for m in budgets)
-    whole = AODE(missing="ignore", memory_budget=None)
+    a, b = (AODE(memory_budget=m, missing=Ignore()) for m in budgets)
+    whole = AODE(memory_budget=None, missing=Ignore())
     for i, (x, y) in enumerate(stream):
         (a if i < 100 else b).learn_one(x, y)
         whole.learn_one(x, y)
@@ -230,7 +230,7 @@ def test_a_budget_not_met_even_sparsely_is_refused_with_what_to_set(monkeypatch)
     rng = np.random.default_rng(4)
     # a model without a pair rule: with forgetting (AODE, SPODE, TAN and KDB without it drop pairs
     # instead: tests/test_candidates.py, tests/test_kdb_candidates.py)
-    model = KDB(k=1, memory_budget=200_000, window=100_000)
+    model = KDB(k=1, memory_budget=200_000, forgetting=Window(size=100000))
     with pytest.raises(CapacityError, match=r"memory_budget=200,000 bytes.*pair_count.*set memory_budget higher"):
         for _ in range(200):
             row = rng.integers(0, 40, size=12)
@@ -270,7 +270,7 @@ def test_snapshot_inspect_shows_the_sparse_pair_tables(tmp_path):
 def test_a_window_across_the_switch_to_sparse_pairs_forgets_as_the_dense_one():
     stream = _stream(240, values=12)
     xs, ys = [x for x, _ in stream], [y for _, y in stream]
-    dense, budget = AODE(memory_budget=None, window=60), AODE(memory_budget=120_000, window=60)
+    dense, budget = AODE(memory_budget=None, forgetting=Window(size=60)), AODE(memory_budget=120_000, forgetting=Window(size=60))
     cuts = [0, 3] + list(range(30, 241, 30))
     for lo, hi in zip(cuts, cuts[1:]):
         assert _same_results(budget.prequential_many(xs[lo:hi], ys[lo:hi]), dense.prequential_many(xs[lo:hi], ys[lo:hi]))
@@ -282,7 +282,7 @@ def test_a_window_across_the_switch_to_sparse_pairs_forgets_as_the_dense_one():
 def test_dense_pairs_without_spare_room_while_only_that_fits_grow_with_new_values_and_classes():
     stream = _stream(200, values=26, holes=False)
     stream += [({**x, "f4": 100 + i}, 3) for i, (x, _) in enumerate(stream[:10])]  # a new class, new values
-    dense, tight = AODE(missing="ignore", memory_budget=None), AODE(missing="ignore", memory_budget=1_000_000)
+    dense, tight = AODE(memory_budget=None, missing=Ignore()), AODE(memory_budget=1_000_000, missing=Ignore())
     for x, y in stream:
         assert tight.predict_proba_one(x) == dense.predict_proba_one(x)
         dense.learn_one(x, y)

@@ -12,7 +12,7 @@ import pytest
 from river import checks
 
 import reference as ref
-from stream_nb import SPODE
+from stream_nb import SPODE, EqualFrequency, Ignore, SuperParent, Tree
 from stream_nb.kernels import compiled
 from test_learners import assert_proba_close, learn, random_events
 
@@ -27,7 +27,7 @@ def test_spode_equals_the_seeds_formula_with_its_parent_observed_or_missing(pare
 
 def test_spode_chooses_the_parent_with_the_lowest_prequential_log_loss():
     events = random_events(300, n_feats=4, seed=53)
-    model = SPODE(rebuild_every=0)
+    model = SPODE(search=SuperParent(rebuild_every=0))
     # the running scores, recomputed independently: each event scored by each candidate before learning it
     want = {f: [] for f in ("f0", "f1", "f2", "f3")}
     for i, (x, y) in enumerate(events):
@@ -49,8 +49,8 @@ def test_spode_chooses_the_parent_with_the_lowest_prequential_log_loss():
 
 def test_spode_learn_many_equals_learn_one():
     events = random_events(240, n_feats=4, missing=0.1, seed=54)
-    one = learn(SPODE(rebuild_every=50), events)
-    many = SPODE(rebuild_every=50)
+    one = learn(SPODE(search=SuperParent(rebuild_every=50)), events)
+    many = SPODE(search=SuperParent(rebuild_every=50))
     for lo in range(0, len(events), 70):
         chunk = events[lo : lo + 70]
         many.learn_many(pd.DataFrame([x for x, _ in chunk]), pd.Series([y for _, y in chunk]))
@@ -67,7 +67,7 @@ def test_spode_learn_many_equals_learn_one():
 def test_spode_state_round_trips():
     import json
 
-    model = learn(SPODE(rebuild_every=40), random_events(120, seed=57))
+    model = learn(SPODE(search=SuperParent(rebuild_every=40)), random_events(120, seed=57))
     arrays, meta = model.state()
     back = SPODE.from_state(arrays, json.loads(json.dumps(meta)))
     assert back.super_parent == model.super_parent and back.scores == model.scores
@@ -102,7 +102,7 @@ def test_kdb_structure_follows_sahamis_rule_by_brute_force(k, missing):
 @pytest.mark.parametrize("k", [0, 1, 2])
 def test_kdb_posterior_equals_brute_force_complete_and_with_missing_values(k):
     events = random_events(250, n_feats=4, n_vals=3, seed=62)
-    model = learn(KDB(k=k, rebuild_every=0, missing="ignore"), events)
+    model = learn(KDB(k=k, missing=Ignore(), search=Parents(rebuild_every=0)), events)
     model.rebuild()
     feats = [f"f{i}" for i in range(4)]
     parents = model.structure
@@ -112,7 +112,7 @@ def test_kdb_posterior_equals_brute_force_complete_and_with_missing_values(k):
 
 def test_kdb_with_k1_builds_tans_tree_when_the_orders_agree():
     events = random_events(400, n_feats=6, n_vals=3, seed=65)
-    tan = learn(TAN(rebuild_every=0), events)
+    tan = learn(TAN(search=Tree(rebuild_every=0)), events)
     tan.rebuild()
     kdb = learn(KDB(k=1, search=Parents(0)), events)
     kdb.rebuild(order=[tan.root] + [child for _, child, _ in tan.tree])  # the tree's top-down order
@@ -153,8 +153,8 @@ def test_kdb_learn_many_equals_learn_one(k):
 
 def test_kdb_merge_equals_training_on_both_streams():
     a_ev, b_ev = random_events(150, seed=70), random_events(100, n_vals=4, seed=71)
-    a, b = learn(KDB(rebuild_every=0, missing="ignore"), a_ev), learn(KDB(rebuild_every=0, missing="ignore"), b_ev)
-    seq = learn(KDB(rebuild_every=0, missing="ignore"), a_ev + b_ev)
+    a, b = learn(KDB(missing=Ignore(), search=Parents(rebuild_every=0)), a_ev), learn(KDB(missing=Ignore(), search=Parents(rebuild_every=0)), b_ev)
+    seq = learn(KDB(missing=Ignore(), search=Parents(rebuild_every=0)), a_ev + b_ev)
     a.merge(b)
     for key, arr in seq._stats.state()[0].items():
         np.testing.assert_array_equal(a._stats.state()[0][key], arr, err_msg=key)
@@ -179,7 +179,7 @@ def test_kdb_river_check_estimator(model):
 def test_kdb_predicts_when_a_missing_parent_has_no_value_yet():
     # found by tests/test_running.py: "weight" (numeric, still warming up its bins) became a
     # parent while it had no value, and summing it out over its (empty) values raised ValueError
-    model = KDB(k=2, rebuild_every=9, warmup=5, bins=3)
+    model = KDB(k=2, numeric=EqualFrequency(bins=3, warmup=5), search=Parents(rebuild_every=9))
     stream = [({}, "a")] * 6 + [
         ({"weight": 1}, "a"), ({"colour": "red", "height": 0.0}, "a"), ({"weight": 0.0}, "b"),
         ({"colour": None, "weight": 0.01}, "a"),

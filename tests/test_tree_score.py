@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import stream_nb
-from stream_nb import TAN
+from stream_nb import TAN, Ignore, Tree
 from stream_nb.exceptions import ConfigError
 from stream_nb.learners._tree_score import bayesian_edge_gains, bayesian_edge_weights
 
@@ -189,7 +189,7 @@ def test_tree_score_is_checked_and_survives_a_snapshot(tmp_path):
     with pytest.raises(ConfigError, match="tree_score"):
         TAN(tree_score="bic")
     events = events_of(120, seed=7)
-    model = TAN(rebuild_every=50, tree_score="bayes")
+    model = TAN(search=Tree(rebuild_every=50))
     for x, y in events:
         model.learn_one(x, y)
     path = tmp_path / "tan.snb"
@@ -216,18 +216,18 @@ def test_the_command_line_setting_reaches_the_model():
 
 def test_the_vectorised_path_and_a_merge_give_the_one_event_tree():
     events = events_of(400, seed=9)
-    one = TAN(rebuild_every=50, tree_score="bayes", missing="ignore")
+    one = TAN(missing=Ignore(), search=Tree(rebuild_every=50))
     outcomes = [one.prequential_one(x, y) for x, y in events]
-    many = TAN(rebuild_every=50, tree_score="bayes", missing="ignore")
+    many = TAN(missing=Ignore(), search=Tree(rebuild_every=50))
     runs = many.prequential_many([x for x, _ in events], [y for _, y in events])
     assert [r[0] for r in runs] == [o[0] for o in outcomes]
     assert many.tree == one.tree and many.n_rebuilds == one.n_rebuilds
-    left, right = (TAN(rebuild_every=50, tree_score="bayes", missing="ignore") for _ in range(2))
+    left, right = (TAN(missing=Ignore(), search=Tree(rebuild_every=50)) for _ in range(2))
     for x, y in events[:200]:
         left.learn_one(x, y)
     for x, y in events[200:]:
         right.learn_one(x, y)
-    whole = TAN(rebuild_every=0, tree_score="bayes", missing="ignore")
+    whole = TAN(missing=Ignore(), search=Tree(rebuild_every=0))
     for x, y in events:
         whole.learn_one(x, y)
     whole.rebuild()

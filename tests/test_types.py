@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import stream_nb
-from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes, Parents
+from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes, Parents, Tree
 from stream_nb.daemon import load_loss
 from stream_nb.engine import Engine, label_key, validate_label
 from stream_nb.exceptions import FeatureTypeError, InvalidEventError, LabelTypeError, MergeError
@@ -34,7 +34,7 @@ from test_engine import ListSink, ListSource
 MODELS = {
     "nb": NaiveBayes,
     "aode": AODE,
-    "tan": lambda: TAN(rebuild_every=5),
+    "tan": lambda: TAN(search=Tree(rebuild_every=5)),
     "spode": SPODE,
     "kdb": lambda: KDB(k=2, search=Parents(5)),
 }
@@ -392,7 +392,7 @@ def test_no_two_classes_share_a_key_and_every_class_has_its_probability(stream, 
     per class the model knew before the event, the classes' keys are distinct, and each record gives
     exactly one output or one dead letter."""
     raw = [orjson.dumps({**x, "label": y}) for x, y in stream]
-    built = {"nb": NaiveBayes, "aode": AODE, "tan": lambda: TAN(rebuild_every=3)}[model]()
+    built = {"nb": NaiveBayes, "aode": AODE, "tan": lambda: TAN(search=Tree(rebuild_every=3))}[model]()
     source, out, dlq = ListSource(raw, batch=7), ListSink(), ListSink()
     engine = Engine(built, source, out, dlq)
     engine.run()
@@ -404,7 +404,7 @@ def test_no_two_classes_share_a_key_and_every_class_has_its_probability(stream, 
         kinds = {stream_nb.stats.json_type(v) for v in built._stats.values[f] or ()}
         assert vt is None and not kinds or kinds <= set(stream_nb.stats.VALUE_GROUPS.get(vt, ()))
     # the model as it stood before each event: replay the accepted ones one at a time
-    replay = {"nb": NaiveBayes, "aode": AODE, "tan": lambda: TAN(rebuild_every=3)}[model]()
+    replay = {"nb": NaiveBayes, "aode": AODE, "tan": lambda: TAN(search=Tree(rebuild_every=3))}[model]()
     outputs = iter(orjson.loads(v) for v, _ in out.sent)
     letters = iter(orjson.loads(v) for v, _ in dlq.sent)
     for x, y in stream:

@@ -7,7 +7,7 @@ import random
 import numpy as np
 import pytest
 
-from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes, Parents
+from stream_nb import AODE, EM, KDB, SPODE, TAN, Ignore, NaiveBayes, Parents, SuperParent
 from stream_nb.exceptions import UnlearnError
 from test_learners import random_events
 
@@ -147,7 +147,7 @@ def test_a_receipt_is_the_receipt_of_its_label():
 
 def test_unlabeled_events_spread_by_posterior_come_back_with_their_receipt():
     events = random_events(80, n_feats=3, seed=2)
-    a, b = NaiveBayes(learn_unlabeled=True), NaiveBayes(learn_unlabeled=True)
+    a, b = NaiveBayes(missing=EM(unlabeled=True)), NaiveBayes(missing=EM(unlabeled=True))
     for x, y in events[:60]:
         a.learn_one(x, y), b.learn_one(x, y)
     receipt = a.learn_one_receipt(events[60][0], None)
@@ -162,7 +162,7 @@ def test_unlabeled_events_spread_by_posterior_come_back_with_their_receipt():
 
 def test_spode_running_scores_come_back_with_the_receipt():
     events = random_events(120, n_feats=4, seed=4)
-    model = SPODE(rebuild_every=1000)
+    model = SPODE(search=SuperParent())
     for x, y in events[:100]:
         model.learn_one(x, y)
     scores = model.scores
@@ -223,7 +223,7 @@ def test_unlearn_events_is_all_or_nothing():
     """A batch with one event the model cannot have learned (a value it never saw, a class drained by the
     batch itself, no label) changes nothing and says which."""
     events = with_numbers(random_events(200, n_feats=3, seed=8), seed=8)
-    model = NaiveBayes(missing="ignore")
+    model = NaiveBayes(missing=Ignore())
     model.learn_events([x for x, _ in events], [y for _, y in events])
     before = store_arrays(model)[0]
     xs, ys = [x for x, _ in events[:50]], [y for _, y in events[:50]]
@@ -248,7 +248,7 @@ def test_learn_events_keeps_the_receipts_taking_back_will_need():
     for x, _ in events[100:]:
         if rng.random() < 0.2:
             x.pop(f"f{rng.randrange(4)}")
-    model = NaiveBayes(missing="em")
+    model = NaiveBayes(missing=EM())
     model.learn_events([x for x, _ in events[:100]], [y for _, y in events[:100]])
     before = NaiveBayes.from_state(*model.state())
     later = events[100:]

@@ -21,7 +21,7 @@ import orjson
 import pytest
 
 import stream_nb
-from stream_nb import KDB, SPODE, TAN, NaiveBayes
+from stream_nb import KDB, MDL, SPODE, TAN, NaiveBayes, Tree
 from stream_nb.engine import Engine, PrequentialMetrics, Record
 from stream_nb.exceptions import ConfigError
 from stream_nb.ops import Operations
@@ -61,7 +61,7 @@ def test_the_command_starts_without_the_libraries_only_some_options_need():
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert proc.returncode == 0, proc.stderr.decode()
     assert proc.stdout.decode().split() == []
-    model = TAN(tree_score="bayes")  # and the option that needs scipy still has it
+    model = TAN(search=Tree())  # and the option that needs scipy still has it
     for i in range(60):
         model.learn_one({"a": i % 3, "b": (i // 3) % 2}, i % 2)
     model.rebuild()
@@ -198,13 +198,13 @@ def test_the_shipped_example_gets_a_structure_with_the_defaults(make):
 def test_tan_beats_naive_bayes_over_bins_on_the_shipped_example():
     """Before its first tree TAN is naive Bayes over the same binned counts; with it, it does better."""
     src = open_events(str(EXAMPLE))
-    result = evaluate(src, {"tan": TAN(), "flat": TAN(rebuild_every=0)})
+    result = evaluate(src, {"tan": TAN(), "flat": TAN(search=Tree(rebuild_every=0))})
     tan, flat = result.models
     assert tan.accuracy > flat.accuracy and tan.log_loss < flat.log_loss
 
 
 def test_the_rebuilds_come_after_warmup_and_each_doubling_then_every_rebuild_every():
-    model = TAN(warmup=100, rebuild_every=1000)
+    model = TAN(numeric=MDL(), search=Tree())
     when = []
     for i in range(1, 4001):
         model.learn_one({"a": i % 3, "b": i % 3 == 0, "c": i % 5}, i % 2)  # b depends on a given the class
@@ -212,11 +212,11 @@ def test_the_rebuilds_come_after_warmup_and_each_doubling_then_every_rebuild_eve
             when.append(i)
             assert model.tree  # every rebuild built one
     assert when == [100, 200, 400, 800, 1000, 2000, 3000, 4000]
-    short = TAN(warmup=100, rebuild_every=40)  # a rebuild_every below warmup: every 40 from the start
+    short = TAN(numeric=MDL(), search=Tree(rebuild_every=40))  # a rebuild_every below warmup: every 40 from the start
     for i in range(1, 201):
         short.learn_one({"a": i % 3}, i % 2)
     assert short.n_rebuilds == 5
-    never = TAN(rebuild_every=0)
+    never = TAN(search=Tree(rebuild_every=0))
     for i in range(1, 401):
         never.learn_one({"a": i % 3}, i % 2)
     assert never.n_rebuilds == 0
@@ -275,7 +275,7 @@ def test_dependence_is_shown_only_beyond_its_parameter_cost():
     from stream_nb.learners._structure import dependence_shown
 
     events = led(800)
-    model = TAN(rebuild_every=0)
+    model = TAN(search=Tree(rebuild_every=0))
     for x, y in events:
         model.learn_one(x, y)
     assert not dependence_shown(model._stats)
@@ -305,7 +305,7 @@ def test_the_g_rule_is_the_textbook_test_and_the_bic_the_textbook_trade():
     verdicts = set()
     for seed in range(40):
         rng = random.Random(seed)
-        model = TAN(rebuild_every=0)
+        model = TAN(search=Tree(rebuild_every=0))
         events = []
         for _ in range(200):
             y = rng.random() < 0.5
@@ -334,7 +334,7 @@ def test_an_early_rebuild_waits_for_the_test_its_structure_asks():
         b = a if rng.random() < 0.112 else rng.random() < 0.5
         events.append(({"a": a, "b": b}, y))
     assert 10.3 < _g_by_hand(events) < 2 * math.log(200) and _g_by_hand(events[:100]) < 2 * math.log(100)
-    tan, cmi, spode, kdb = TAN(), TAN(tree_score="cmi"), SPODE(), KDB(k=1)
+    tan, cmi, spode, kdb = TAN(), TAN(search=Tree(score="cmi")), SPODE(), KDB(k=1)
     for x, y in events:
         for model in (tan, cmi, spode, kdb):
             model.learn_one(x, y)
