@@ -105,15 +105,17 @@ class _Consumer:
         if held:
             self.pause(held)
 
-    def _on_revoke(self, consumer, tps, event="revoked"):
-        getattr(self._listener, event)(sorted((tp.topic, tp.partition) for tp in tps))  # commits on this thread
+    def _on_revoke(self, consumer, tps, lost=False):
+        partitions = sorted((tp.topic, tp.partition) for tp in tps)
+        # the source commits on this thread, and resumes the partitions it holds paused while they are assigned
+        (self._listener.lost if lost else self._listener.revoked)(partitions)
         if self._incremental:
             consumer.incremental_unassign(tps)
         else:
             consumer.unassign()
 
     def _on_lost(self, consumer, tps):
-        self._on_revoke(consumer, tps, "lost")
+        self._on_revoke(consumer, tps, lost=True)
 
     def _on_client_error(self, error) -> None:  # served inside consume(), on the polling thread
         if error.code() in (self._ck.KafkaError._ALL_BROKERS_DOWN, self._ck.KafkaError._TRANSPORT):
