@@ -623,8 +623,9 @@ class RunEncoder:
             state.keys[name], state.refs[name], changed = key, refs, True
             state.bad[name], state.unknown[name] = self._encode_array(name, f, values, start, state, complete)
         if state.names != tuple(self.schema.features) or changed:  # features the events lack: missing in every event
-            lacking = complete and any(self.schema.kinds[f] != GAUSS for f, name in enumerate(self.schema.features)
-                                       if name not in columns)
+            features = self.schema.features
+            lacking = complete and not all(map(columns.__contains__, features)) and any(
+                self.schema.kinds[f] != GAUSS for f, name in enumerate(features) if name not in columns)
             state.bad[_ABSENT] = np.ones(n, dtype=bool) if lacking else None
             state.names = tuple(self.schema.features)
         label_key = (len(self.schema.classes), len(self.schema.labels.checked))
@@ -656,7 +657,7 @@ class RunEncoder:
         if len(A) <= start:
             return False
         names = tuple(xs.columns)
-        fs = [self.schema.feature_index.get(name) for name in names]
+        fs = list(map(self.schema.feature_index.get, names))
         held = self._matrix_codes(A[start:], names, fs)
         if held is None:
             return False
@@ -683,7 +684,8 @@ class RunEncoder:
         if A.dtype.kind not in "iub" or A.dtype == np.uint64:  # (uint64 + int64: floats)
             return None
         t = bool if A.dtype.kind == "b" else int
-        if None in fs or not all(self.schema.kinds[f] == CAT and t in self.schema.vt_ok[f] for f in fs):
+        kinds, ok = self.schema.kinds, self.schema.vt_ok  # (vt_ok: a property, read once)
+        if None in fs or not all(kinds[f] == CAT and t in ok[f] for f in fs):
             return None
         sub = A.view(np.uint8) if t is bool else A
         lo, hi = sub.min(axis=0), sub.max(axis=0)
