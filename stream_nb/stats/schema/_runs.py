@@ -568,6 +568,12 @@ class RunEncoder:
         ``xs[start:]`` while each is plain, at most ``limit``; the same ``(stop, D, G, yc)``."""
         self.run_new = None
         n = len(xs)
+        y = ys[start] if start < n else None
+        if y is not None and not (hashable(y) and y in self.schema.class_index):
+            # a class not known yet (its code would be -2): no run starts here, and the columns are not encoded
+            # again for it (a stream's first events each bring a class, after each of which the schema changed)
+            return (start, np.empty((0, len(self.schema.features)), dtype=np.int64), np.empty((0, self.schema.n_gauss)),
+                    np.empty(0, dtype=np.int64))
         end = min(n, start + limit)
         state = self._array_state(xs)
         if state.epoch != self.schema.epoch or state.flags != (complete, unseen):
