@@ -311,13 +311,17 @@ class TwoLayerStats(Stats):
         return (self.sharing.shared and not self.stale and not self.waiting.backlog and not self.waiting.candidates
                 and all(d is None for d in self.fine.disc))
 
+    def _choice_after(self, n: int) -> int:
+        """When the cut points are chosen next after a choice at ``n`` events: ever more rarely."""
+        return n + max(self.warmup, n // 8)
+
     def _pass_idle_choices(self, before: int) -> None:
         """The choices a run learned from ``before`` events on passed (:meth:`learn_limit`), made as
         :meth:`rediscretise` makes each at the event that reaches ``next_choice``: their schedule is all they
         change, so the store is the one that runs cut at each choice leave."""
         if before < self.next_choice <= self.n_events and self._choice_idle():
             while self.next_choice <= self.n_events:
-                self.next_choice += max(self.warmup, self.next_choice // 8)
+                self.next_choice = self._choice_after(self.next_choice)
 
     # ------------------------------------------------------------------ runs, encoded in both layers
     # The models score a run on this layer's columns; the fine layer, whose cells this layer's counts are
@@ -558,7 +562,7 @@ class TwoLayerStats(Stats):
             edges[f] = e
             mine = self.disc[f].edges if f < len(self.disc) and self.disc[f] is not None else None
             changed |= mine is None or mine.shape != e.shape or bool(np.any(mine != e))
-        self.next_choice = self.n_events + max(self.warmup, self.n_events // 8)
+        self.next_choice = self._choice_after(self.n_events)
         self.stale = False
         if changed or force:
             self._derive(edges)
