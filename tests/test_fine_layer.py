@@ -233,6 +233,49 @@ def test_batches_and_runs_through_a_promotion_equal_one_event_at_a_time(name):
     assert frames._stats.cut_points() == one._stats.cut_points()
 
 
+@pytest.mark.parametrize("name", ["tan", "aode"])
+def test_a_run_passes_the_idle_choices_of_cut_points_and_keeps_their_schedule(name, monkeypatch):
+    """While the fine layer bins no feature, choosing the cut points changes nothing but the next choice's
+    count, and a run passes it rather than stopping there; the schedule after each call is the one runs cut
+    at each choice, and one event at a time, keep, and once a numeric feature comes the results, counts and
+    cut points equal both."""
+    rng = np.random.default_rng(7)
+    events = []
+    for i in range(900):
+        y = int(rng.integers(2))
+        x = {"k": f"k{int(rng.integers(3)) + y}", "j": f"j{int(rng.integers(2))}"}
+        if i >= 600:  # a numeric feature from here on: the choices have edges to choose from
+            x["b"] = float(np.round(rng.normal(y, 1.0), 3))
+        events.append((x, y))
+    make = MAKERS[name]
+    one, passing, cut = (make(warmup=40, fine_bins=16) for _ in range(3))
+    want, schedule = [], {}
+    for i, (x, y) in enumerate(events, 1):
+        want.append(one.prequential_one(x, y))
+        schedule[i] = (one._stats.n_events, one._stats.next_choice)
+    got, limits = {}, {}
+    for model in (passing, cut):
+        with monkeypatch.context() as patch:
+            if model is cut:  # runs stop at every choice, as before a run could pass one
+                patch.setattr(TwoLayerStats, "_choice_idle", lambda self: False)
+            got[model], limits[model] = [], []
+            for lo in range(0, len(events), 150):
+                part = events[lo : lo + 150]
+                limits[model].append(model._stats.learn_limit())
+                got[model].extend(model.prequential_many([x for x, _ in part], [y for _, y in part]))
+                assert (model._stats.n_events, model._stats.next_choice) == schedule[lo + len(part)]
+    assert got[passing] == got[cut]  # to the last digit
+    for w, g in zip(want, got[passing]):
+        assert g[0] == w.prediction and g[1] == pytest.approx(w.proba, abs=1e-9)
+    for model in (passing, cut):
+        assert model._stats.cut_points() == one._stats.cut_points()
+        assert_counts_close(model._stats.fine.counts(), one._stats.fine.counts())
+    assert one._stats.cut_points()["b"]  # (chosen on the numeric feature's fine edges)
+    # no stop while the stream is categorical, up to its first numeric value (the first call learns the first
+    # events one at a time)
+    assert min(limits[passing][1:5]) > 10**9 and max(limits[cut] + limits[passing][5:]) < 10**9, limits
+
+
 @pytest.mark.parametrize("name", ["tan", "kdb"])
 def test_a_snapshot_keeps_the_waiting_events_of_em_and_of_a_young_feature(name):
     make = MAKERS[name]

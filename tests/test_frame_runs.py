@@ -175,6 +175,32 @@ def run_lengths(monkeypatch) -> list:
     return lengths
 
 
+@pytest.mark.parametrize("name", ["nb", "aode"])
+def test_a_row_of_a_new_class_starts_no_run_and_no_encoding(name, monkeypatch):
+    """A stream's first rows each bring a class (LED's ten): a run tried at such a row stops there before the
+    frame's columns are encoded again for it (the schema changed with the class before), with the loop's
+    results."""
+    from stream_nb.stats.schema import RunEncoder
+
+    rng = np.random.default_rng(3)
+    X = pd.DataFrame(rng.integers(0, 2, size=(200, 6)), columns=[f"f{j}" for j in range(6)])
+    ys = [f"c{i}" for i in range(8)] + rng.choice([f"c{i}" for i in range(8)], size=192).tolist()
+    ys[5], ys[120] = ys[4], "late"  # (a run may start at row 5; row 120's class comes mid-frame)
+    refreshed = []
+    refresh = RunEncoder._refresh
+
+    def spy(self, xs, ys, state, start, complete, unseen):
+        refreshed.append(start)
+        return refresh(self, xs, ys, state, start, complete, unseen)
+
+    monkeypatch.setattr(RunEncoder, "_refresh", spy)
+    model, looped = MODELS[name](), MODELS[name]()
+    assert_same(model.prequential_many(X, ys), reference(looped, X, ys))
+    assert_same_counts(model, looped)
+    new = {i for i, y in enumerate(ys) if y not in ys[:i]}
+    assert refreshed and not new & set(refreshed), (sorted(new), refreshed)
+
+
 @pytest.mark.parametrize("name", ["nb", "aode", "kdb"])
 def test_a_new_value_or_class_mid_frame_ends_a_run_and_only_its_column_is_encoded_again(name, monkeypatch):
     """A frame of 24 binary columns (LED's shape) with a new value at row 300 and a new class at row 400: the

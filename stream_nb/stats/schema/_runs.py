@@ -40,6 +40,7 @@ import numpy as np
 
 from ..._pandas import pd
 from ...exceptions import FeatureTypeError
+from ...kernels import compiled
 from ..values import (
     BINNED, CAT, GAUSS, NONE_TYPE, NUMERIC_LIMIT, PLAIN_TYPES, VALUE_GROUPS, Columns, categorical_value, hashable,
     is_nan, json_type, number_column, numeric_value, short_repr,
@@ -568,6 +569,12 @@ class RunEncoder:
         ``xs[start:]`` while each is plain, at most ``limit``; the same ``(stop, D, G, yc)``."""
         self.run_new = None
         n = len(xs)
+        y = ys[start] if start < n else None
+        if y is not None and not (hashable(y) and y in self.schema.class_index):
+            # a class not known yet (its code would be -2): no run starts here, and the columns are not encoded
+            # again for it (a stream's first events each bring a class, after each of which the schema changed)
+            return (start, np.empty((0, len(self.schema.features)), dtype=np.int64), np.empty((0, self.schema.n_gauss)),
+                    np.empty(0, dtype=np.int64))
         end = min(n, start + limit)
         state = self._array_state(xs)
         if state.epoch != self.schema.epoch or state.flags != (complete, unseen):
@@ -623,8 +630,9 @@ class RunEncoder:
             state.keys[name], state.refs[name], changed = key, refs, True
             state.bad[name], state.unknown[name] = self._encode_array(name, f, values, start, state, complete)
         if state.names != tuple(self.schema.features) or changed:  # features the events lack: missing in every event
-            lacking = complete and any(self.schema.kinds[f] != GAUSS for f, name in enumerate(self.schema.features)
-                                       if name not in columns)
+            features = self.schema.features
+            lacking = complete and not all(map(columns.__contains__, features)) and any(
+                self.schema.kinds[f] != GAUSS for f, name in enumerate(features) if name not in columns)
             state.bad[_ABSENT] = np.ones(n, dtype=bool) if lacking else None
             state.names = tuple(self.schema.features)
         label_key = (len(self.schema.classes), len(self.schema.labels.checked))
@@ -656,8 +664,9 @@ class RunEncoder:
         if len(A) <= start:
             return False
         names = tuple(xs.columns)
-        fs = [self.schema.feature_index.get(name) for name in names]
-        held = self._matrix_codes(A[start:], names, fs)
+        fs = list(map(self.schema.feature_index.get, names))
+        into = state.D[start:] if fs == list(range(state.D.shape[1])) else None  # (gathered there, compiled)
+        held = self._matrix_codes(A[start:], names, fs, into)
         if held is None:
             return False
         codes, unseen = held
@@ -667,26 +676,32 @@ class RunEncoder:
             codes[unknown] = 0  # a value never seen: column 0, as encode() gives it
             state.block_unknown = np.zeros(len(A), dtype=bool)
             state.block_unknown[start:] = unknown.any(axis=1)
-        if fs == list(range(state.D.shape[1])):
-            state.D[start:] = codes
-        else:
+        if codes is not into:
             state.D[start:, fs] = codes
         state.block = dict.fromkeys(names)
         state.block_key, state.refs[_BLOCK] = self._block_key(), self.schema.values  # (kept: its id stays its own)
         return True
 
-    def _matrix_codes(self, A: np.ndarray, names: tuple, fs: list):
+    def _matrix_codes(self, A: np.ndarray, names: tuple, fs: list, out: np.ndarray | None = None):
         """``(codes, unseen)``: the value columns of integer (or boolean) matrix ``A`` (rows, features ``fs``
         named ``names``), :data:`_UNKNOWN` where a value was never seen (``unseen``: one was), through one table
-        (columns, range) and one gather; None unless each feature is categorical and takes the values as they
-        are, and they span few values."""
+        (columns, range) and one gather (of int64 values compiled, :mod:`stream_nb.kernels._codes`, into ``out``
+        if given); None unless each feature is categorical and takes the values as they are, and they span few
+        values."""
         if A.dtype.kind not in "iub" or A.dtype == np.uint64:  # (uint64 + int64: floats)
             return None
         t = bool if A.dtype.kind == "b" else int
-        if None in fs or not all(self.schema.kinds[f] == CAT and t in self.schema.vt_ok[f] for f in fs):
+        kinds, ok = self.schema.kinds, self.schema.vt_ok  # (vt_ok: a property, read once)
+        if None in fs or not all(kinds[f] == CAT and t in ok[f] for f in fs):
             return None
         sub = A.view(np.uint8) if t is bool else A
-        lo, hi = sub.min(axis=0), sub.max(axis=0)
+        if sub.dtype == np.int64 and len(sub):
+            k = compiled()
+            lo, hi = np.empty(sub.shape[1], dtype=np.int64), np.empty(sub.shape[1], dtype=np.int64)
+            k.column_ranges(sub, lo, hi)
+        else:
+            k = None
+            lo, hi = sub.min(axis=0), sub.max(axis=0)
         key = (self._block_key(), names, lo.tobytes(), hi.tobytes())
         held = self._cache.get("block_table")
         if held is None or held[0] != key:  # the table of the last frame serves the next one of the same values
@@ -701,7 +716,11 @@ class RunEncoder:
             held = self._cache["block_table"] = (key, table.ravel(), np.arange(len(fs)) * width - lo, unseen,
                                                  self.schema.values)
         _, flat, offset, unseen, _ = held
-        return flat[sub + offset], unseen  # each value's entry in its column's row of the table
+        if k is None:
+            return flat[sub + offset], unseen  # each value's entry in its column's row of the table
+        codes = np.empty(sub.shape, dtype=np.int64) if out is None else out
+        k.gather_codes(sub, flat, offset, codes)
+        return codes, unseen
 
     def _label_codes(self, ys: list, state: _State) -> np.ndarray:
         """Each label's class index: -1 unlabeled (None), -2 a label no run takes (a class not known yet,

@@ -297,7 +297,31 @@ class TwoLayerStats(Stats):
     def learn_limit(self) -> int:
         if self.waiting.has_young(self.fine):
             return 1  # events holding a young feature of integers are logged one by one (candidates)
+        if self.next_choice > self.n_events and self._choice_idle():
+            return super().learn_limit()  # a run passes the choices, made on their schedule (add_fine_run)
         return min(max(1, self.next_choice - self.n_events), super().learn_limit())
+
+    def _choice_idle(self) -> bool:
+        """Whether choosing the cut points would only move the schedule on while a run of plain events is
+        learned: the fine layer bins no feature (no edges to choose from), nothing waits for its edges, the
+        coarse layer is not stale, and the layers share their pair tables already (the choice's
+        :meth:`share_pairs` does nothing). A plain event changes none of these (a run stops at a new feature
+        or a value to bin), nor does a store that forgets share its tables, so the model's own settling
+        (:meth:`~stream_nb.learners.BayesClassifier._settle`) does nothing there either."""
+        return (self.sharing.shared and not self.stale and not self.waiting.backlog and not self.waiting.candidates
+                and all(d is None for d in self.fine.disc))
+
+    def _choice_after(self, n: int) -> int:
+        """When the cut points are chosen next after a choice at ``n`` events: ever more rarely."""
+        return n + max(self.warmup, n // 8)
+
+    def _pass_idle_choices(self, before: int) -> None:
+        """The choices a run learned from ``before`` events on passed (:meth:`learn_limit`), made as
+        :meth:`rediscretise` makes each at the event that reaches ``next_choice``: their schedule is all they
+        change, so the store is the one that runs cut at each choice leave."""
+        if before < self.next_choice <= self.n_events and self._choice_idle():
+            while self.next_choice <= self.n_events:
+                self.next_choice = self._choice_after(self.next_choice)
 
     # ------------------------------------------------------------------ runs, encoded in both layers
     # The models score a run on this layer's columns; the fine layer, whose cells this layer's counts are
@@ -362,7 +386,9 @@ class TwoLayerStats(Stats):
             fine.epoch += rows is None  # (one event: as Stats.add, its version alone)
         else:
             self._journal_fine(fine.add_many, fD, fdfeats, fG, fgslots, yc, w)
-        self.n_events += len(yc) if rows is None else 0
+        if rows is None:
+            before, self.n_events = self.n_events, self.n_events + len(yc)
+            self._pass_idle_choices(before)
 
     def registers_in_runs(self) -> bool:
         # both layers hold the new values: neither keeps a t-way table or sparse pair tables
@@ -536,7 +562,7 @@ class TwoLayerStats(Stats):
             edges[f] = e
             mine = self.disc[f].edges if f < len(self.disc) and self.disc[f] is not None else None
             changed |= mine is None or mine.shape != e.shape or bool(np.any(mine != e))
-        self.next_choice = self.n_events + max(self.warmup, self.n_events // 8)
+        self.next_choice = self._choice_after(self.n_events)
         self.stale = False
         if changed or force:
             self._derive(edges)
