@@ -12,8 +12,9 @@ library's own exceptions), except where a docstring names another.
 * :class:`Adapter` -- one client library: its settings, and the
   :class:`Consumer` (a group member, or a reader in no group), :class:`Producer`
   and :class:`Admin` it makes;
-* :class:`Listener` -- what a consumer calls on a rebalance (the source, which
-  keeps the owned and paused partitions for either client);
+* :class:`Listener` -- what a consumer calls on a rebalance (the source);
+* :class:`Assignment` -- the owned and paused partitions, kept for a client
+  that does not keep them itself;
 * :class:`Failures`, :class:`Acknowledged` -- the counts a producer keeps of
   its library's delivery reports.
 """
@@ -23,7 +24,7 @@ from __future__ import annotations
 import logging
 import typing
 
-__all__ = ["BEGINNING", "END", "TP", "Acknowledged", "Adapter", "Admin", "Consumer", "Failures",
+__all__ = ["BEGINNING", "END", "TP", "Acknowledged", "Adapter", "Admin", "Assignment", "Consumer", "Failures",
            "Listener", "Polled", "Producer", "Revocation"]
 
 log = logging.getLogger("connectors.kafka")
@@ -71,6 +72,38 @@ class Failures:
         self.failed, self.first_error = 0, None
 
 
+class Assignment:
+    """The partitions a consumer owns and those it holds paused, for a client that keeps neither as the source asks
+    (librdkafka): the adapter's rebalance callbacks and its ``pause`` / ``resume`` feed it.
+
+    An incremental (cooperative) assignment adds to what is owned, an eager one replaces it. A partition that
+    goes while paused is resumed first, through the consumer: a client keeping a pause through revocation would
+    else have it paused when it is assigned again.
+    """
+
+    def __init__(self, incremental: bool):
+        self.incremental = incremental
+        self.owned: set[TP] = set()
+        self.held: set[TP] = set()  # paused
+
+    def assigned(self, partitions: list[TP], listener: Listener) -> tuple[dict[TP, int], list[TP]]:
+        """``partitions`` came: the listener's ``(starts, held)`` of them (the consumer pauses the held ones)."""
+        self.owned = (self.owned | set(partitions)) if self.incremental else set(partitions)
+        self.held &= self.owned
+        return listener.assigned(partitions)
+
+    def gone(self, partitions: list[TP], consumer: Consumer) -> None:
+        """``partitions`` went (revoked or lost): those paused are resumed through ``consumer`` first."""
+        paused = self.held & set(partitions)
+        if paused:
+            try:
+                consumer.resume(sorted(paused))
+            except consumer.errors as exc:
+                log.warning("Kafka source: resuming %s before they went failed: %s", sorted(paused), exc)
+        self.owned -= set(partitions)
+        self.held -= set(partitions)
+
+
 class Acknowledged(Failures):
     """:class:`Failures` with the records sent and acknowledged counted too, for a producer whose library reports
     each record but counts none in flight (kafka-python's futures): it adds to :attr:`sent` and :attr:`acked`."""
@@ -87,24 +120,19 @@ class Acknowledged(Failures):
 
 
 class Listener(typing.Protocol):
-    """The consumer's rebalance events, as the source takes them (see :meth:`Consumer.subscribe`): the adapter
-    reports each as its library calls back, and the source keeps which partitions are owned and paused."""
+    """The consumer's rebalance callbacks, as the source gives them (see :meth:`Consumer.subscribe`)."""
 
     def assigned(self, partitions: list[TP]) -> tuple[dict[TP, int], list[TP]]:
-        """Partitions came (an eager assignment: all of them, after the revocation of all): ``(starts, held)``,
-        where some start now (the adapter seeks them), and which the adapter pauses until the source positions
-        them."""
+        """Partitions came: ``(starts, held)``, where some start now, and which stay paused until positioned."""
 
     def revoked(self, partitions: list[TP]) -> Revocation | None:
         """Partitions go: the offsets to commit first (the adapter commits them, then calls ``finish``).
 
         On a client that calls back on the polling thread the source commits them itself, and returns None.
-        The partitions the source holds paused are resumed before it returns: call it while they are assigned.
         """
 
     def lost(self, partitions: list[TP]) -> None:
-        """Partitions went without a revocation (the member was dropped from the group); as :meth:`revoked`,
-        call it while they are assigned."""
+        """Partitions went without a revocation (the member was dropped from the group)."""
 
 
 class Consumer(typing.Protocol):
@@ -121,6 +149,9 @@ class Consumer(typing.Protocol):
     def poll(self, max_records: int, timeout: float) -> Polled | None:
         """Up to ``max_records`` records, waiting at most ``timeout`` s for the first; None when none came."""
 
+    def assignment(self) -> set[TP]:
+        """The partitions owned now."""
+
     def commit(self, offsets: dict[TP, int], metadata: str, timeout: float) -> None:
         """Commit these next offsets synchronously (waiting at most ``timeout`` s where the client can tell)."""
 
@@ -131,15 +162,14 @@ class Consumer(typing.Protocol):
         """Read ``partition`` from ``offset`` (or :data:`BEGINNING` / :data:`END`) on."""
 
     def pause(self, partitions: list[TP]) -> None:
-        """Stop fetching these partitions (the library may keep the pause through a revocation)."""
+        """Stop fetching these partitions (a partition revoked and assigned again starts unpaused)."""
 
     def resume(self, partitions: list[TP]) -> None:
-        """Fetch these partitions again (one not paused, or no longer assigned, is left as it is)."""
+        """Fetch these partitions again."""
 
-    def positions(self, partitions: list[TP], timeout: float,
-                  paused: set[TP]) -> dict[TP, tuple[int | None, int | None]]:
-        """``(position, end offset)`` of each partition (None or negative: not known), ``paused`` being the ones
-        held paused; the source's lag is the difference."""
+    def positions(self, partitions: list[TP], timeout: float) -> dict[TP, tuple[int | None, int | None]]:
+        """``(position, end offset)`` of each partition (None or negative: not known); the source's lag is the
+        difference."""
 
     def assign(self, partitions: list[TP]) -> None:
         """A reader's: read ``partitions`` from their beginning (in no group)."""

@@ -14,7 +14,7 @@ import time
 
 from stream_nb.exceptions import ConfigError
 
-from ._adapter import TP, Failures, Polled
+from ._adapter import TP, Assignment, Failures, Polled
 from ._client import CONSUMER_ONLY, LIBRDKAFKA_FIXED, PRODUCER_ONLY, TO_LIBRDKAFKA, librdkafka_config, servers
 from ._errors import ConnectorUnavailable, DeliveryError, no_broker
 
@@ -74,7 +74,7 @@ def _count(metadata, topic: str | None) -> int | None:
 
 
 class _Consumer:
-    """A ``confluent_kafka.Consumer`` as the :class:`~._adapter.Consumer`."""
+    """A ``confluent_kafka.Consumer`` as the :class:`~._adapter.Consumer`; it keeps the assignment."""
 
     calls_back_on_poll = True
 
@@ -82,7 +82,8 @@ class _Consumer:
         self._ck, self._cfg, self._role, self.errors = ck, cfg, role, (ck.KafkaException,)
         self._what = "Kafka source" if reader is None else f"Kafka model topic {reader!r}"
         strategy = str(conf.get("partition.assignment.strategy", ""))
-        self._incremental = "cooperative" in strategy or str(conf.get("group.protocol", "")).lower() == "consumer"
+        incremental = "cooperative" in strategy or str(conf.get("group.protocol", "")).lower() == "consumer"
+        self._assignment = Assignment(incremental)
         self._eof: dict[TP, int] = {}  # a reader's end of each partition, at its last end event
         self._down = False  # librdkafka said all brokers are down; cleared once one answers
         if reader is None:  # a reader (of one topic, in no group) leaves librdkafka's errors to its log
@@ -100,22 +101,27 @@ class _Consumer:
 
     def _on_assign(self, consumer, tps):
         partitions = [(tp.topic, tp.partition) for tp in tps]
-        starts, held = self._listener.assigned(partitions)
-        (consumer.incremental_assign if self._incremental else consumer.assign)(self._tps(partitions, starts))
+        starts, held = self._assignment.assigned(partitions, self._listener)
+        assign = consumer.incremental_assign if self._assignment.incremental else consumer.assign
+        assign(self._tps(partitions, starts))
         if held:
             self.pause(held)
 
-    def _on_revoke(self, consumer, tps, lost=False):
+    def _gone(self, consumer, tps) -> list[TP]:
         partitions = sorted((tp.topic, tp.partition) for tp in tps)
-        # the source commits on this thread, and resumes the partitions it holds paused while they are assigned
-        (self._listener.lost if lost else self._listener.revoked)(partitions)
-        if self._incremental:
+        self._assignment.gone(partitions, self)  # librdkafka keeps a partition's pause through its revocation
+        if self._assignment.incremental:
             consumer.incremental_unassign(tps)
         else:
             consumer.unassign()
+        return partitions
+
+    def _on_revoke(self, consumer, tps):
+        self._listener.revoked(sorted((tp.topic, tp.partition) for tp in tps))  # on this thread: it commits itself
+        self._gone(consumer, tps)
 
     def _on_lost(self, consumer, tps):
-        self._on_revoke(consumer, tps, lost=True)
+        self._listener.lost(self._gone(consumer, tps))
 
     def _on_client_error(self, error) -> None:  # served inside consume(), on the polling thread
         if error.code() in (self._ck.KafkaError._ALL_BROKERS_DOWN, self._ck.KafkaError._TRANSPORT):
@@ -155,6 +161,9 @@ class _Consumer:
         return Polled(list(map(message.topic, messages)), list(map(message.partition, messages)), offsets,
                       list(map(message.key, messages)), list(map(message.value, messages)))
 
+    def assignment(self):
+        return set(self._assignment.owned)
+
     def commit(self, offsets, metadata, timeout):
         if offsets:
             tps = [self._ck.TopicPartition(*p, o, metadata) for p, o in sorted(offsets.items())]
@@ -187,19 +196,21 @@ class _Consumer:
         self._c.seek(self._ck.TopicPartition(*partition, offset))
 
     def pause(self, partitions):
+        self._assignment.held |= set(partitions)
         self._c.pause(self._tps(partitions))
 
     def resume(self, partitions):
+        self._assignment.held -= set(partitions)
         self._c.resume(self._tps(partitions))
 
-    def positions(self, partitions, timeout, paused):
+    def positions(self, partitions, timeout):
         """The high watermark of a partition being fetched comes with every fetch (cached: no request); a
         paused partition's, or any after the brokers were reported down, is asked for."""
         positions = {(tp.topic, tp.partition): tp.offset for tp in self._c.position(self._tps(partitions))}
         watermarks, out = self._c.get_watermark_offsets, {}
         for partition in partitions:
             tp, high = self._ck.TopicPartition(*partition), _INVALID
-            if not (self._down or partition in paused):
+            if not (self._down or partition in self._assignment.held):
                 high = watermarks(tp, cached=True)[1]
             if high is None or high < 0:
                 high = watermarks(tp, timeout=max(0.001, timeout), cached=False)[1]

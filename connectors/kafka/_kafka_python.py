@@ -31,7 +31,9 @@ log = logging.getLogger("connectors.kafka")
 
 # kafka-python's own client factory (KafkaNetClient); wrapped by connect().
 _NET_CLIENT = KafkaConsumer.DEFAULT_CONFIG["kafka_client"]
-_UNAVAILABLE = (Errors.KafkaTimeoutError, Errors.KafkaConnectionError)  # no bootstrap server answered
+# Raised by older kafka-python releases when no bootstrap server answers.
+_NO_BROKERS = tuple(e for e in (getattr(Errors, "NoBrokersAvailable", None),) if e is not None)
+_UNAVAILABLE = (Errors.KafkaTimeoutError, Errors.KafkaConnectionError) + _NO_BROKERS
 _COLUMNS = operator.attrgetter("offset"), operator.attrgetter("key"), operator.attrgetter("value")
 
 
@@ -103,6 +105,8 @@ class _Rebalance(AsyncConsumerRebalanceListener):
 
     async def on_partitions_assigned(self, assigned):
         starts, held = self._listener.assigned(sorted(assigned))
+        # one paused before a revocation and assigned again keeps its pause here: it starts unpaused
+        self._consumer.resume(*(tp for tp in assigned if tp not in held))
         for partition, offset in starts.items():
             self._consumer.seek(_tp(partition), offset)
         if held:  # no record of theirs until the polling thread positioned them
@@ -136,6 +140,9 @@ class _Consumer:
                 column.extend(map(field, messages))
         return polled
 
+    def assignment(self):
+        return {(tp.topic, tp.partition) for tp in self._c.assignment() or ()}
+
     def commit(self, offsets, metadata, timeout):
         self._c.commit({_tp(p): OffsetAndMetadata(o, metadata, -1) for p, o in offsets.items()},
                        timeout_ms=int(timeout * 1000))
@@ -159,10 +166,10 @@ class _Consumer:
     def pause(self, partitions):
         self._c.pause(*map(_tp, partitions))
 
-    def resume(self, partitions):  # a cooperative revocation drops a partition (and its pause) before its callback
-        self._c.resume(*(set(map(_tp, partitions)) & self._c.paused()))
+    def resume(self, partitions):
+        self._c.resume(*map(_tp, partitions))
 
-    def positions(self, partitions, timeout, paused):
+    def positions(self, partitions, timeout):
         ends, out, timeout_ms = self.end_offsets(partitions, timeout), {}, max(1, int(timeout * 1000))
         for partition in partitions:
             try:

@@ -6,14 +6,6 @@ confluent-kafka. See :mod:`connectors.kafka` for the delivery guarantee and
 the configuration rules, and :class:`KafkaSource` for its settings and
 optional capabilities.
 
-The source keeps its own account of the partitions: those it owns, those it
-holds paused by back-pressure (:meth:`~KafkaSource.pause`), and those paused
-until positioned. Each adapter reports assignments, revocations and losses as
-plain events (:class:`._adapter.Listener`) and makes the library calls; the
-source decides what is paused, sought and resumed. A partition that goes
-while held paused is resumed as it goes, since both libraries keep a pause
-through a revocation: assigned again, it starts unpaused.
-
 Where a partition resumes: a :meth:`~KafkaSource.seek` (pending until the
 partition is assigned), else the resume policy, else the committed offset.
 A client that calls back on the polling thread (confluent-kafka) starts a
@@ -141,14 +133,10 @@ class KafkaSource:
         self._pending_seeks: dict[TP, int] = {}
         self._resume_policy: ResumePolicy | None = None
         self._revocation_handler: RevocationHandler | None = None
-        # the partitions: owned (as the rebalance events said), and of those, paused until positioned by the
-        # policy or a seek, and paused by pause() for back-pressure; changed under the lock on the client's
-        # thread of rebalances, read on the polling thread
-        self._owned: frozenset[TP] = frozenset()
-        self._to_settle: set[TP] = set()
-        self._paused: set[TP] = set()
+        self._to_settle: set[TP] = set()  # assigned, paused until positioned by the policy
         self._callbacks: list[RebalanceCallback] = []
         self._keys: dict[TP, str] = {}
+        self._paused: set[TP] = set()  # paused by pause(), for back-pressure
         self._closed = False
         # the group membership the records were read under (group_metadata): taken at each assignment, and
         # as the first poll that returns records after a transaction read it (track_membership)
@@ -258,7 +246,7 @@ class KafkaSource:
         member) are remembered and sought when they are assigned; assigned ones
         at the next :meth:`poll`.
         """
-        assigned = self._owned
+        assigned = self._consumer.assignment()
         with self._lock:
             for key, offset in positions.items():
                 partition = self._partition(key)
@@ -281,7 +269,7 @@ class KafkaSource:
     @property
     def assignment(self) -> frozenset[str]:
         """The partitions (``"<topic>-<partition>"``) currently assigned to this consumer."""
-        return frozenset(map(self._key, self._owned))
+        return frozenset(map(self._key, self._consumer.assignment()))
 
     def add_rebalance_callback(self, callback: RebalanceCallback) -> None:
         """Call ``callback(event, partitions)`` on every rebalance (see the class docstring)."""
@@ -313,8 +301,8 @@ class KafkaSource:
 
         For a rewind (an aborted transaction): safe on any thread, takes effect at the next :meth:`poll`.
         """
+        assigned = self._consumer.assignment()
         with self._lock:
-            assigned = self._owned
             self._to_settle |= assigned
         if self.feedback is not None:
             self.feedback.drop()  # read again from where the partitions are positioned
@@ -345,7 +333,7 @@ class KafkaSource:
 
     def transaction_offsets(self, positions: dict[str, int], metadata: str = "") -> dict[TP, int]:
         """``{(topic, partition): next offset}`` of the assigned partitions among ``positions``."""
-        assigned = self._owned
+        assigned = self._consumer.assignment()
         offsets = {}
         for key, next_offset in positions.items():
             partition = self._partition(key)
@@ -360,12 +348,11 @@ class KafkaSource:
         later start unpaused, so the engine calls this again before each poll
         while it holds the input.
         """
-        with self._lock:
-            assigned = self._owned
-            todo = assigned - self._paused
-            self._paused = set(assigned)
+        assigned = self._consumer.assignment()
+        todo = assigned - self._paused
         if todo:
             self._consumer.pause(sorted(todo))
+        self._paused = assigned
 
     def resume(self) -> None:
         """Fetch again the partitions :meth:`pause` paused (and are still assigned).
@@ -373,9 +360,11 @@ class KafkaSource:
         A partition still waiting to be positioned (just assigned) stays paused:
         positioning resumes it.
         """
+        assigned = self._consumer.assignment()
         with self._lock:
-            todo = sorted((self._paused & self._owned) - self._to_settle)
-            self._paused = set()
+            unsettled = set(self._to_settle)
+        todo = sorted((self._paused & assigned) - unsettled)
+        self._paused = set()
         if todo:
             self._consumer.resume(todo)
 
@@ -393,12 +382,12 @@ class KafkaSource:
         assigned) is left out.
         """
         with self._lock:
-            todo = sorted(self._owned - self._to_settle)
-            paused = self._paused & self._owned
+            unsettled = set(self._to_settle)
+        todo = sorted(self._consumer.assignment() - unsettled)
         if not todo:
             return {}
         try:
-            found = self._consumer.positions(todo, timeout, paused)
+            found = self._consumer.positions(todo, timeout)
         except self._errors as exc:  # a timeout, a lost connection, no leader: the broker is not there
             bootstrap = servers(self.config["bootstrap_servers"])
             raise ConnectorUnavailable(
@@ -432,8 +421,7 @@ class KafkaSource:
         polling thread), and which stay paused until :meth:`poll` positions them."""
         self._membership = self._consumer.group_metadata()  # the new generation (see group_metadata)
         partitions = sorted(p for p in partitions if p[0] in self._topics)
-        with self._lock:  # an eager assignment comes after the revocation of everything owned: adding is right
-            self._owned = self._owned | set(partitions)
+        with self._lock:
             starts = {p: self._pending_seeks.pop(p) for p in partitions if p in self._pending_seeks}
         rest = [p for p in partitions if p not in starts]
         held: list[TP] = []
@@ -455,42 +443,14 @@ class KafkaSource:
         return {p: offset for p, offset in starts.items() if offset is not None}, held
 
     def revoked(self, partitions: list[TP]) -> Revocation | None:
-        """Tell the callbacks, let the revocation handler snapshot, hand the client what to commit first (or commit
-        it, on the polling thread), and let the partitions go."""
+        """Tell the callbacks, let the revocation handler snapshot, and hand the client what to commit first."""
         partitions = sorted(p for p in partitions if p[0] in self._topics)
         if not partitions:
             return None
-        try:
-            return self._revoke(partitions)
-        finally:
-            self._release(partitions)
-
-    def lost(self, partitions: list[TP]) -> None:
-        """Partitions went without a revocation: let them go, and tell the callbacks."""
-        partitions = sorted(p for p in partitions if p[0] in self._topics)
-        if partitions:
-            self._release(partitions)
-            self._notify("lost", partitions)
-
-    # -- internals ----------------------------------------------------------
-
-    def _release(self, partitions: list[TP]) -> None:
-        """``partitions`` went: no longer owned; those held paused are resumed first (a client keeps a pause
-        through a revocation, and the partition assigned again would stay paused)."""
-        gone = set(partitions)
-        with self._lock:
-            held = sorted(gone & self._owned & (self._paused | self._to_settle))
-            self._owned = self._owned - gone
-            self._to_settle -= gone
-            self._paused = self._paused - gone
-        if held:
-            try:
-                self._consumer.resume(held)
-            except self._errors as exc:
-                log.warning("Kafka source: resuming %s before they went failed: %s", held, exc)
-
-    def _revoke(self, partitions: list[TP]) -> Revocation | None:
         self._notify("revoked", partitions)
+        with self._lock:
+            self._to_settle -= set(partitions)
+        self._paused -= set(partitions)
         handler = self._revocation_handler
         if handler is None:
             return None
@@ -515,7 +475,7 @@ class KafkaSource:
         offsets = {self._partition(k): int(v) for k, v in positions.items()}
         if not self._consumer.calls_back_on_poll:  # the client's IO thread commits them, heartbeats going on
             return Revocation(offsets, metadata, finish)
-        assigned = self._owned  # the polling thread, inside the client's callback: commit here
+        assigned = self._consumer.assignment()  # the polling thread, inside the client's callback: commit here
         try:
             self._consumer.commit({p: o for p, o in offsets.items() if p in assigned}, metadata,
                                   self._commit_timeout_s)
@@ -524,6 +484,17 @@ class KafkaSource:
         else:
             finish(None)
         return None
+
+    def lost(self, partitions: list[TP]) -> None:
+        """Partitions went without a revocation: tell the callbacks."""
+        partitions = sorted(p for p in partitions if p[0] in self._topics)
+        if partitions:
+            with self._lock:
+                self._to_settle -= set(partitions)
+            self._paused -= set(partitions)
+            self._notify("lost", partitions)
+
+    # -- internals ----------------------------------------------------------
 
     def _key(self, partition: TP) -> str:
         key = self._keys.get(partition)
@@ -563,8 +534,9 @@ class KafkaSource:
 
     def _settle(self) -> None:
         """Seek the partitions a :meth:`seek`, :meth:`reposition` or an assignment marked, then resume them."""
+        assigned = self._consumer.assignment()
         with self._lock:
-            self._to_settle &= self._owned
+            self._to_settle &= assigned
             todo = sorted(self._to_settle)
         if not todo:
             return
@@ -590,8 +562,7 @@ class KafkaSource:
                 continue
             with self._lock:
                 self._to_settle.discard(p)
-                held = p in self._paused  # by back-pressure
-            if not held:
+            if p not in self._paused:  # not held by back-pressure
                 self._consumer.resume([p])
             log.info("Kafka source: %s resumes at %s", self._key(p), where)
 
