@@ -22,10 +22,10 @@ from hypothesis import strategies as st
 import pytest
 
 import stream_nb
+from stream_nb import Tree
 from stream_nb.engine import Engine, EventDecoder, Record, output_bytes, output_record
 from stream_nb.exceptions import InvalidEventError
 from test_fuzz_events import ListSink, fuzz_settings, json_scalars, streams
-from stream_nb import Tree
 
 
 def one_at_a_time(decoder: EventDecoder, raw: bytes):

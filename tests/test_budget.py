@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 import stream_nb
-from stream_nb import KDB, EqualFrequency, Ignore, Parents
+from stream_nb import EM, KDB, EqualFrequency, Ignore, Parents
 from stream_nb.stats import SparseTable
 
 # ---------------------------------------------------------------- the sparse table against numpy
@@ -112,7 +112,7 @@ def _assert_same_counts(a, b, exact):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("missing", ["ignore", "em"])
+@pytest.mark.parametrize("missing", [Ignore(), EM()], ids=["ignore", "em"])
 @pytest.mark.parametrize("k", [2, 3])
 def test_sparse_kdb_predicts_and_counts_as_the_dense_one(k, missing):
     stream = _stream(250 if k == 2 else 120)
@@ -128,7 +128,7 @@ def test_sparse_kdb_predicts_and_counts_as_the_dense_one(k, missing):
         sparse.learn_one(x, y)
     assert sparse.memory_used()["sparse"] and not dense.memory_used()["sparse"]
     assert sparse.structure == dense.structure
-    _assert_same_counts(dense, sparse, exact=missing == "ignore")
+    _assert_same_counts(dense, sparse, exact=missing == Ignore())
 
 
 def test_dense_tables_turn_sparse_when_the_budget_is_passed_and_keep_their_counts():

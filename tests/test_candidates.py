@@ -15,14 +15,14 @@ import numpy as np
 import pytest
 
 import stream_nb
-from stream_nb import AODE, SPODE, TAN
+from stream_nb import AODE, SPODE, TAN, Ignore, SuperParent, Tree
 from stream_nb.stats.budget import _budget
 
 BUDGET = 300_000
 MODELS = {
     "aode": lambda **kw: AODE(**kw),
-    "spode": lambda **kw: SPODE(rebuild_every=50, **kw),
-    "tan": lambda **kw: TAN(rebuild_every=50, **kw),
+    "spode": lambda **kw: SPODE(search=SuperParent(rebuild_every=50), **kw),
+    "tan": lambda **kw: TAN(search=Tree(rebuild_every=50), **kw),
 }
 
 
@@ -108,7 +108,7 @@ def _check_kept_counts(model, stream):
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_kept_pairs_hold_the_brute_force_counts_of_every_event_learned(name, small_floor):
     stream = _chain(500, holes=True)
-    model = MODELS[name](memory_budget=BUDGET, missing="ignore")
+    model = MODELS[name](memory_budget=BUDGET, missing=Ignore())
     _learn(model, stream)  # no CapacityError: pairs are dropped instead
     assert model.n_learned == len(stream)
     _check_kept_counts(model, stream)
@@ -120,7 +120,7 @@ def test_kept_pairs_hold_the_brute_force_counts_of_every_event_learned(name, sma
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_under_selection_an_event_with_missing_values_is_counted_as_ignore_counts_it(name, small_floor):
     stream = _chain(400)
-    em = MODELS[name](memory_budget=BUDGET)  # missing="em", the default
+    em = MODELS[name](memory_budget=BUDGET)  # missing=EM(), the default
     _learn(em, stream)
     holes = [({k: v for k, v in x.items() if k != "f5"}, y) for x, y in _chain(40, seed=3)]
     for x, y in holes:

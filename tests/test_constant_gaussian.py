@@ -74,7 +74,8 @@ def test_a_repeated_value_in_one_class_leaves_the_prior(half_life, value, repeat
     warm = [({}, "a")]
     stream = [({"weight": value}, "a")] * repeats + [({}, "b"), ({"weight": 0.0}, "a")]
     expected = decayed_prior(ages_a=range(2, repeats + 3), ages_b=[1], half_life=half_life)
-    for label, proba in both_paths(lambda: NaiveBayes(half_life=half_life, missing="ignore"), warm, stream):
+    forgetting = None if half_life is None else Decay(half_life=half_life)
+    for label, proba in both_paths(lambda: NaiveBayes(forgetting=forgetting, missing=Ignore()), warm, stream):
         assert label == "a"
         assert proba["a"] == pytest.approx(expected, rel=1e-12)
 
@@ -83,7 +84,8 @@ def test_a_repeated_value_in_one_class_leaves_the_prior(half_life, value, repeat
 def test_learn_many_keeps_a_repeated_value_exact(half_life, value, repeats):
     """A batch of equal values: mean exactly the value and M2 exactly 0, as learned one at a time."""
     xs = [{"weight": value}] * repeats
-    batch, single = NaiveBayes(half_life=half_life), NaiveBayes(half_life=half_life)
+    forgetting = None if half_life is None else Decay(half_life=half_life)
+    batch, single = NaiveBayes(forgetting=forgetting), NaiveBayes(forgetting=forgetting)
     batch.learn_many(pd.DataFrame(xs), pd.Series(["a"] * repeats))
     for x in xs:
         single.learn_one(x, "a")

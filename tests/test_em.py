@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import reference as ref
-from stream_nb import AODE, EM, KDB, MDL, SPODE, TAN, NaiveBayes, Parents, SuperParent, SuperParents, Tree
+from stream_nb import AODE, EM, KDB, MDL, SPODE, TAN, Ignore, NaiveBayes, Parents, SuperParent, SuperParents, Tree
 from stream_nb.learners import conditional_mutual_information
 from test_learners import learn, random_events
 
@@ -146,7 +146,8 @@ def test_the_aode_naive_bayes_component_is_exercised():
 
 @pytest.mark.parametrize("cls", [NaiveBayes, AODE, SPODE, TAN, KDB])
 def test_an_incomplete_event_adds_exactly_one_event(cls):
-    model = learn(cls(**({"rebuild_every": 50} if cls in (SPODE, TAN, KDB) else {})), random_events(120, n_feats=5, seed=33))
+    search = {SPODE: SuperParent(rebuild_every=50), TAN: Tree(rebuild_every=50), KDB: Parents(rebuild_every=50)}
+    model = learn(cls(**({"search": search[cls]} if cls in search else {})), random_events(120, n_feats=5, seed=33))
     s = model._stats
     before = {k: v.copy() for k, v in s.state()[0].items()}
     model.learn_one({"f0": "v1", "f3": "v2"}, "c1")  # f1, f2, f4 missing
@@ -178,7 +179,7 @@ def test_an_incomplete_event_adds_exactly_one_event(cls):
 @pytest.mark.parametrize("cls", [NaiveBayes, AODE, SPODE, TAN, KDB])
 def test_without_missing_values_em_changes_nothing(cls):
     events = random_events(300, n_feats=5, seed=34)
-    a, b = learn(cls(missing="em"), events), learn(cls(missing="ignore"), events)
+    a, b = learn(cls(missing=EM()), events), learn(cls(missing=Ignore()), events)
     em, ignore = a._stats.state()[0], b._stats.state()[0]
     assert em.keys() == ignore.keys()  # not even a second copy of the counts: it starts with the first expected counts
     for k, v in ignore.items():
@@ -218,7 +219,7 @@ def test_tan_rebuilds_from_the_fractional_pair_counts():
 @pytest.mark.parametrize("cls", [NaiveBayes, AODE, TAN])
 def test_unlabeled_events_spread_over_the_classes_by_posterior(cls):
     events = random_events(150, n_feats=4, seed=36)
-    model = learn(cls(learn_unlabeled=True, unlabeled_weight=0.5), events)
+    model = learn(cls(missing=EM(unlabeled=True, unlabeled_weight=0.5)), events)
     x = {"f0": "v0", "f1": "v2", "f2": "v1", "f3": "v0"}
     post = model.predict_proba_one(x)
     before = model._stats.class_count[: model._stats.n_classes].copy()
@@ -337,7 +338,7 @@ def test_the_daemon_learns_incomplete_events_by_em_and_emits_imputations(model, 
     ).stdout.splitlines()
     assert len(out) == len(events)
     ref = {"nb": stream_nb.NaiveBayes, "aode": stream_nb.AODE, "tan": stream_nb.TAN}[model](
-        **({"rebuild_every": 50} if model == "tan" else {})
+        **({"search": Tree(rebuild_every=50)} if model == "tan" else {})
     )
     for line, raw in zip(out, lines):
         rec, e = json.loads(line), json.loads(raw)

@@ -16,19 +16,19 @@ import pandas as pd
 import pytest
 
 import stream_nb
-from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes, Parents
+from stream_nb import AODE, EM, KDB, MDL, SPODE, TAN, Decay, EqualFrequency, Ignore, NaiveBayes, Parents, SuperParent, Tree, Window
 from stream_nb.exceptions import FeatureTypeError
 from stream_nb.tools.inspect_snapshot import describe
 from test_fine_layer import assert_counts_close, observed_counts
 from test_learners import assert_proba_close, learn
 
 MODELS = {
-    "tan": lambda **kw: TAN(rebuild_every=50, **kw),
+    "tan": lambda **kw: TAN(search=Tree(rebuild_every=50), **kw),
     "aode": lambda **kw: AODE(**kw),
-    "spode": lambda **kw: SPODE(rebuild_every=50, **kw),
+    "spode": lambda **kw: SPODE(search=SuperParent(rebuild_every=50), **kw),
     "kdb": lambda **kw: KDB(k=2, search=Parents(50), **kw),
-    "tan-ef": lambda **kw: TAN(rebuild_every=50, discretiser="equal_frequency", **kw),
-    "nb-bins": lambda **kw: NaiveBayes(numeric="bins", **kw),
+    "tan-ef": lambda **kw: TAN(numeric=EqualFrequency(), search=Tree(rebuild_every=50), **kw),
+    "nb-bins": lambda **kw: NaiveBayes(numeric=MDL(), **kw),
 }
 
 
@@ -68,7 +68,7 @@ def test_a_feature_of_few_float_values_predicts_as_the_same_feature_declared_cat
         assert_proba_close(model.predict_proba_one(x), declared.predict_proba_one(x), 1e-12)
 
 
-@pytest.mark.parametrize("missing", ["ignore", "em"])
+@pytest.mark.parametrize("missing", [Ignore(), EM()], ids=["ignore", "em"])
 @pytest.mark.parametrize("name", ["tan", "kdb", "tan-ef", "nb-bins"])
 def test_one_value_more_than_bins_turns_it_binned_as_if_numeric_from_the_start(name, missing):
     """Five values and then a sixth: the counts after the promotion are those of the same stream with the
@@ -85,13 +85,13 @@ def test_one_value_more_than_bins_turns_it_binned_as_if_numeric_from_the_start(n
     ref_layer = getattr(ref._stats, "fine", ref._stats)
     assert layer.promoted[f] == "drop"
     assert_counts_close(observed_counts(layer), observed_counts(ref_layer))
-    if missing == "ignore":
+    if missing == Ignore():
         assert_counts_close(layer.counts(), ref_layer.counts())
         for x, _ in then_many(40, seed=9):
             assert_proba_close(model.predict_proba_one(x), ref.predict_proba_one(x), 1e-9)
 
 
-@pytest.mark.parametrize("missing", ["ignore", "em"])
+@pytest.mark.parametrize("missing", [Ignore(), EM()], ids=["ignore", "em"])
 def test_a_promotion_of_integers_under_em_counts_the_values_seen_not_the_expected_ones(missing):
     """EM's expected counts of a missing value are no values seen: a feature of integers promoted by a
     fraction takes its warm-up values from the observed counts, and ends with the observed counts of the
@@ -106,7 +106,7 @@ def test_a_promotion_of_integers_under_em_counts_the_values_seen_not_the_expecte
             if rng.random() < 0.3:
                 x[key] = None
         events.append((x, y))
-    make = lambda **kw: AODE(warmup=40, fine_bins=16, missing=missing, **kw)  # noqa: E731
+    make = lambda **kw: AODE(numeric=MDL(fine_bins=16, warmup=40), missing=missing, **kw)  # noqa: E731
     model = learn(make(types={"b": "numeric"}), events)
     ref = learn(make(types={"b": "numeric", "commission": "numeric"}), events)
     for m in (model, ref):
@@ -124,11 +124,11 @@ def test_naive_bayes_with_gaussians_keeps_a_float_feature_gaussian_from_its_firs
 @pytest.mark.parametrize("name", ["tan", "aode", "kdb", "nb-bins"])
 def test_runs_and_batches_learn_what_one_event_at_a_time_learns(name):
     events = few_stream(60, levels=(0.0, 0.5, 1.0)) + then_many(140)
-    one = learn(MODELS[name](missing="ignore"), events)
-    runs = MODELS[name](missing="ignore")
+    one = learn(MODELS[name](missing=Ignore()), events)
+    runs = MODELS[name](missing=Ignore())
     for lo in range(0, len(events), 25):
         runs.prequential_many([x for x, _ in events[lo:lo + 25]], [y for _, y in events[lo:lo + 25]])
-    batches = MODELS[name](missing="ignore")
+    batches = MODELS[name](missing=Ignore())
     for lo in range(0, len(events), 25):
         part = events[lo:lo + 25]
         batches.learn_many(pd.DataFrame([x for x, _ in part]), pd.Series([y for _, y in part]))
@@ -144,9 +144,9 @@ def test_two_models_whose_values_together_are_too_many_merge_into_a_binned_featu
     sequential run did at its sixth value, with the same counts."""
     a_events = few_stream(20, seed=3, levels=(0.0, 0.5, 1.0))
     b_events = few_stream(20, seed=4, levels=(2.0, 2.5, 3.0))
-    a, b = learn(MODELS[name](missing="ignore"), a_events), learn(MODELS[name](missing="ignore"), b_events)
+    a, b = learn(MODELS[name](missing=Ignore()), a_events), learn(MODELS[name](missing=Ignore()), b_events)
     assert a._stats.feature_index["form"] in a._stats.few and b._stats.feature_index["form"] in b._stats.few
-    seq = learn(MODELS[name](missing="ignore"), a_events + b_events)
+    seq = learn(MODELS[name](missing=Ignore()), a_events + b_events)
     a.merge(b)
     s = a._stats
     assert s.kinds[s.feature_index["form"]] == 2 and not s.few
@@ -160,7 +160,7 @@ def test_two_models_whose_values_together_are_too_many_merge_into_a_binned_featu
 @pytest.mark.parametrize("name", ["tan", "kdb"])
 def test_a_snapshot_keeps_a_feature_counted_by_value_and_its_promotion_to_come(name):
     events = few_stream(30)
-    model = learn(MODELS[name](missing="ignore"), events)
+    model = learn(MODELS[name](missing=Ignore()), events)
     arrays, meta = model.state()
     copy = type(model).from_state(arrays, json.loads(json.dumps(meta)))
     assert copy._stats.few == model._stats.few == {model._stats.feature_index["form"]}
@@ -184,7 +184,7 @@ def test_a_value_that_is_no_number_is_refused_as_for_a_numeric_feature():
     assert model._stats.counts() == before
 
 
-@pytest.mark.parametrize("forgetting", [{"window": 100}, {"half_life": 50.0}, {"drift_detector": "ddm"}])
+@pytest.mark.parametrize("forgetting", [{"forgetting": Window(100)}, {"forgetting": Decay(half_life=50.0)}, {"drift_detector": "ddm"}])
 def test_a_model_that_forgets_bins_a_float_feature_from_its_first_value(forgetting):
     """A window's panes, decay's scaled counts and a detector's captures would not follow a promotion's
     moves: a forgetting model counts no float feature by value, as before, through a snapshot too."""

@@ -4,9 +4,9 @@ Each test compares against something independent of the path under test:
 
 - a promoted feature against the same events with the feature declared numeric from the start
   (the fine counts, the waiting events, the cut points, the predictions);
-- EM's observed-only twin of the fine layer against the fine layer of ``missing="ignore"``;
+- EM's observed-only twin of the fine layer against the fine layer of ``missing=Ignore()``;
 - EM's counts, where the E-step has one answer (a missing feature with one value), against
-  ``missing="ignore"`` on the events completed by hand;
+  ``missing=Ignore()`` on the events completed by hand;
 - the count identities every additive store keeps (block sums, the pair diagonal), by brute force;
 - the coarse layer against the sums of the fine cells;
 - batches and vectorised runs against one event at a time; a snapshot or a merge against the
@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from stream_nb import AODE, KDB, MDL, SPODE, TAN, EqualFrequency, Ignore, NaiveBayes
+from stream_nb import AODE, EM, KDB, MDL, SPODE, TAN, Decay, Edges, EqualFrequency, Ignore, NaiveBayes, Parents, SuperParent, Tree
 from stream_nb.stats import TwoLayerStats
 from test_discretise import brute_coarse, learn
 
@@ -73,25 +73,27 @@ def waiting(entries, s):
                    tuple((fine.features[f], x) for f, x in e[2]), e[3], e[4]) for e in entries)
 
 
+#: The models that count in bins; each test gives the numeric option, FINE (16 fine bins placed from 40 values) or Edges with rest=FINE.
 MAKERS = {
-    "aode": lambda **kw: AODE(discretiser="mdl", **kw),
-    "tan": lambda **kw: TAN(rebuild_every=50, discretiser="mdl", **kw),
-    "spode": lambda **kw: SPODE(parent="k", discretiser="mdl", **kw),
-    "kdb": lambda **kw: KDB(k=2, rebuild_every=50, discretiser="mdl", **kw),
-    "nb-bins": lambda **kw: NaiveBayes(numeric="bins", discretiser="mdl", **kw),
+    "aode": lambda **kw: AODE(**kw),
+    "tan": lambda **kw: TAN(search=Tree(rebuild_every=50), **kw),
+    "spode": lambda **kw: SPODE(search=SuperParent(parent="k"), **kw),
+    "kdb": lambda **kw: KDB(k=2, search=Parents(rebuild_every=50), **kw),
+    "nb-bins": lambda **kw: NaiveBayes(**kw),
 }
+FINE = MDL(fine_bins=16, warmup=40)
 
 
 # ---------------------------------------------------------------- promotion
 
 
 @pytest.mark.parametrize("name", list(MAKERS))
-@pytest.mark.parametrize("missing", ["ignore", "em"])
+@pytest.mark.parametrize("missing", [Ignore(), EM()], ids=["ignore", "em"])
 def test_a_promoted_feature_enters_the_fine_layer_as_if_numeric_from_the_start(name, missing):
     make = MAKERS[name]
     events = int_then_float_events(300, missing=0.1)
-    model = make(warmup=40, fine_bins=16, missing=missing)
-    ref = make(warmup=40, fine_bins=16, missing=missing, types={"commission": "numeric"})
+    model = make(numeric=FINE, missing=missing)
+    ref = make(numeric=FINE, missing=missing, types={"commission": "numeric"})
     for i, (x, y) in enumerate(events):
         model.learn_one(x, y)
         ref.learn_one(x, y)
@@ -106,7 +108,7 @@ def test_a_promoted_feature_enters_the_fine_layer_as_if_numeric_from_the_start(n
     # what was observed is counted alike, so MDL (which reads the observed counts) cuts alike
     assert_counts_close(observed_counts(s.fine), observed_counts(r.fine))
     assert s.cut_points() == r.cut_points()
-    if missing == "em":
+    if missing == EM():
         # EM's expected counts differ: while commission was a category its values informed the
         # E-step, where a numeric feature in warm-up informs nothing
         assert_identities(s.fine)
@@ -132,11 +134,11 @@ def test_a_late_promotion_moves_every_fine_count_into_its_bin():
     """With ``warmup`` integers or more before the first fraction, the fine edges come from all of them
     and every count moves into its bin: the fine layer equals a store given those edges up front."""
     events = int_then_float_events(300, ints=60, missing=0.1)
-    model = learn(MAKERS["aode"](warmup=40, fine_bins=16, missing="ignore"), events)
+    model = learn(MAKERS["aode"](numeric=FINE, missing=Ignore()), events)
     fine = model._stats.fine
     f = fine.feature_index["commission"]
     edges = {"commission": fine.disc[f].edges.tolist(), "b": fine.disc[fine.feature_index["b"]].edges.tolist()}
-    ref = learn(MAKERS["aode"](warmup=40, fine_bins=16, missing="ignore", bin_edges=edges), events)
+    ref = learn(MAKERS["aode"](numeric=Edges(edges, rest=FINE), missing=Ignore()), events)
     assert_counts_close(model._stats.fine.counts(), ref._stats.fine.counts())
     vc, pc = brute_coarse(model._stats)
     s = model._stats
@@ -171,7 +173,7 @@ def assert_identities(store):
 def test_em_observed_twin_of_the_fine_layer_is_what_ignore_counts(name):
     make = MAKERS[name]
     events = int_then_float_events(250, missing=0.15)  # warm-up values, a promotion, missing values
-    em, ignore = learn(make(warmup=40, fine_bins=16), events), learn(make(warmup=40, fine_bins=16, missing="ignore"), events)
+    em, ignore = learn(make(numeric=FINE), events), learn(make(numeric=FINE, missing=Ignore()), events)
     got, want = em._stats.fine.state()[0], ignore._stats.fine.state()[0]
     assert "obs_value_count" in got
     for k in [k for k in want if f"obs_{k}" in got]:
@@ -192,14 +194,14 @@ def test_em_counts_equal_ignore_on_the_completed_events_when_the_estep_is_certai
     events = [({"k": "k0" if i == 0 or rng.random() < 0.7 else None, "b": float(rng.normal(y, 1)),
                 "a": float(rng.normal(-y, 1))}, y) for i, y in enumerate(rng.integers(0, 2, 200).tolist())]
     filled = [({**x, "k": "k0"}, y) for x, y in events]
-    em, ref = learn(make(warmup=40, fine_bins=16), events), learn(make(warmup=40, fine_bins=16, missing="ignore"), filled)
+    em, ref = learn(make(numeric=FINE), events), learn(make(numeric=FINE, missing=Ignore()), filled)
     assert sum(1 for x, _ in events[:40] if x["k"] is None) > 5  # EM events waited for the fine edges
     assert_counts_close(em._stats.fine.counts(), ref._stats.fine.counts())
 
 
 def test_em_fractional_counts_keep_the_identities_through_the_replay():
     events = int_then_float_events(250, missing=0.3)
-    model = MAKERS["tan"](warmup=60, fine_bins=16)
+    model = MAKERS["tan"](numeric=MDL(fine_bins=16, warmup=60))
     for i, (x, y) in enumerate(events):
         model.learn_one(x, y)
         if i in (30, 59, 61, 249):
@@ -216,7 +218,7 @@ def test_batches_and_runs_through_a_promotion_equal_one_event_at_a_time(name):
     make = MAKERS[name]
     events = int_then_float_events(300, missing=0.05)
     xs, ys = [x for x, _ in events], [y for _, y in events]
-    one, many = make(warmup=40, fine_bins=16), make(warmup=40, fine_bins=16)
+    one, many = make(numeric=FINE), make(numeric=FINE)
     want = [one.prequential_one(x, y) for x, y in events]
     got = many.prequential_many(xs, ys)
     for w, g in zip(want, got):
@@ -224,9 +226,9 @@ def test_batches_and_runs_through_a_promotion_equal_one_event_at_a_time(name):
     assert_counts_close(many._stats.fine.counts(), one._stats.fine.counts())
     assert many._stats.cut_points() == one._stats.cut_points()
     # a data frame column holding floats is numeric from its first row (pandas makes the integers
-    # floats): the promoted feature must count as it does there (under "ignore": EM's E-step saw the
+    # floats): the promoted feature must count as it does there (under Ignore(): EM's E-step saw the
     # integers as categories, see test_a_promoted_feature_enters_the_fine_layer_as_if_numeric_from_the_start)
-    one, frames = learn(make(warmup=40, fine_bins=16, missing="ignore"), events), make(warmup=40, fine_bins=16, missing="ignore")
+    one, frames = learn(make(numeric=FINE, missing=Ignore()), events), make(numeric=FINE, missing=Ignore())
     for lo in range(0, len(events), 70):
         frames.learn_many(pd.DataFrame(xs[lo : lo + 70]), pd.Series(ys[lo : lo + 70]))
     assert_counts_close(frames._stats.fine.counts(), one._stats.fine.counts())
@@ -248,7 +250,7 @@ def test_a_run_passes_the_idle_choices_of_cut_points_and_keeps_their_schedule(na
             x["b"] = float(np.round(rng.normal(y, 1.0), 3))
         events.append((x, y))
     make = MAKERS[name]
-    one, passing, cut = (make(warmup=40, fine_bins=16) for _ in range(3))
+    one, passing, cut = (make(numeric=FINE) for _ in range(3))
     want, schedule = [], {}
     for i, (x, y) in enumerate(events, 1):
         want.append(one.prequential_one(x, y))
@@ -280,7 +282,7 @@ def test_a_run_passes_the_idle_choices_of_cut_points_and_keeps_their_schedule(na
 def test_a_snapshot_keeps_the_waiting_events_of_em_and_of_a_young_feature(name):
     make = MAKERS[name]
     events = int_then_float_events(300, missing=0.2, ints=30)
-    model = learn(make(warmup=40, fine_bins=16), events[:25])  # integers: candidates logged
+    model = learn(make(numeric=FINE), events[:25])  # integers: candidates logged
     assert model._stats.waiting.candidates
     arrays, meta = model.state()
     copy = type(model).from_state(arrays, json.loads(json.dumps(meta)))
@@ -295,17 +297,17 @@ def test_a_snapshot_keeps_the_waiting_events_of_em_and_of_a_young_feature(name):
     assert copy._stats.cut_points() == model._stats.cut_points()
 
 
-@pytest.mark.parametrize("missing", ["ignore", "em"])
+@pytest.mark.parametrize("missing", [Ignore(), EM()], ids=["ignore", "em"])
 def test_a_merge_carries_the_waiting_events(missing):
     """Two models still in warm-up merge into the one that learned both streams, the events waiting
     for the fine edges included (counted once the edges exist). Under EM the observed counts are
     exact (the expected ones differ as any merge's do: each side's E-step read its own counts)."""
     s1, s2 = int_then_float_events(15, seed=2, ints=0, missing=0.3), int_then_float_events(15, seed=4, ints=0, missing=0.3)
     make = MAKERS["aode"]
-    a, b = learn(make(warmup=40, fine_bins=16, missing=missing), s1), learn(make(warmup=40, fine_bins=16, missing=missing), s2)
-    assert b._stats.waiting.backlog and (missing == "ignore" or any(e[5] is not None for e in b._stats.waiting.backlog))
+    a, b = learn(make(numeric=FINE, missing=missing), s1), learn(make(numeric=FINE, missing=missing), s2)
+    assert b._stats.waiting.backlog and (missing == Ignore() or any(e[5] is not None for e in b._stats.waiting.backlog))
     a.merge(b)
-    one = learn(make(warmup=40, fine_bins=16, missing=missing), s1 + s2)
+    one = learn(make(numeric=FINE, missing=missing), s1 + s2)
     rest = int_then_float_events(100, seed=6, ints=0, missing=0.3)
     for m in (a, one):
         learn(m, rest)
@@ -313,14 +315,14 @@ def test_a_merge_carries_the_waiting_events(missing):
     assert not a._stats.waiting.backlog
     assert_counts_close(observed_counts(a._stats.fine), observed_counts(one._stats.fine))
     assert a._stats.cut_points() == one._stats.cut_points()
-    if missing == "ignore":
+    if missing == Ignore():
         assert_counts_close(a._stats.fine.counts(), one._stats.fine.counts())
     assert_identities(a._stats.fine)
 
 
 def test_decay_scales_the_waiting_em_events_as_it_scales_the_counts():
     events = int_then_float_events(200, missing=0.2)
-    model = learn(MAKERS["tan"](warmup=40, fine_bins=16, half_life=50), events)
+    model = learn(MAKERS["tan"](numeric=FINE, forgetting=Decay(half_life=50)), events)
     assert_identities(model._stats.fine)
     vc, _ = brute_coarse(model._stats)
     s = model._stats
@@ -331,7 +333,7 @@ def test_decay_scales_the_waiting_em_events_as_it_scales_the_counts():
 # ---------------------------------------------------------------- unlearning
 
 
-@pytest.mark.parametrize("missing", ["ignore", "em"])
+@pytest.mark.parametrize("missing", [Ignore(), EM()], ids=["ignore", "em"])
 def test_unlearning_an_event_that_waited_for_the_fine_edges(missing):
     """An event learned during the warm-up waits in the backlog; unlearned with its receipt while it
     waits (10) or after its values were counted (20, 90), it leaves no count behind: the fine layer
@@ -339,7 +341,7 @@ def test_unlearning_an_event_that_waited_for_the_fine_edges(missing):
     from stream_nb.stats import Stats
 
     events = int_then_float_events(200, ints=0, missing=0.2)
-    model = MAKERS["tan"](warmup=40, fine_bins=16, missing=missing)
+    model = MAKERS["tan"](numeric=FINE, missing=missing)
     drop, receipts = {10, 20, 90}, {}
     for i, (x, y) in enumerate(events):
         receipt = model.learn_one_receipt(x, y)
@@ -359,6 +361,6 @@ def test_unlearning_an_event_that_waited_for_the_fine_edges(missing):
         if i not in drop:
             ref.learn_one(x, y)
     assert_counts_close(observed_counts(fine), observed_counts(ref))
-    if missing == "ignore":
+    if missing == Ignore():
         assert_counts_close(fine.counts(), ref.counts())
     assert_identities(fine)

@@ -20,15 +20,15 @@ import pytest
 from river import drift
 
 import stream_nb
-from stream_nb import AODE, KDB, SPODE, TAN, Decay, NaiveBayes, Window
+from stream_nb import AODE, KDB, MDL, SPODE, TAN, Decay, EqualFrequency, NaiveBayes, Parents, SuperParent, SuperParents, Tree, Window
 from stream_nb.exceptions import ConfigError, MergeError
 
 MODELS = {
     "nb": lambda **kw: NaiveBayes(**kw),
-    "aode": lambda **kw: AODE(warmup=20, bins=3, **kw),
-    "tan": lambda **kw: TAN(rebuild_every=40, warmup=20, bins=3, **kw),
-    "spode": lambda **kw: SPODE(rebuild_every=40, warmup=20, bins=3, **kw),
-    "kdb": lambda **kw: KDB(k=2, rebuild_every=40, warmup=20, bins=3, **kw),
+    "aode": lambda numeric=MDL(bins=3, warmup=20), **kw: AODE(numeric=numeric, **kw),
+    "tan": lambda numeric=MDL(bins=3, warmup=20), **kw: TAN(numeric=numeric, search=Tree(rebuild_every=40), **kw),
+    "spode": lambda numeric=MDL(bins=3, warmup=20), **kw: SPODE(numeric=numeric, search=SuperParent(rebuild_every=40), **kw),
+    "kdb": lambda numeric=EqualFrequency(bins=3, warmup=20), **kw: KDB(k=2, numeric=numeric, search=Parents(rebuild_every=40), **kw),
 }
 
 
@@ -66,7 +66,7 @@ def window_size(n, window, panes):
 @pytest.mark.parametrize("window,panes", [(40, 4), (30, 3), (12, 1)])
 def test_window_counts_are_those_of_the_recent_events(name, window, panes):
     data = stream(150, seed=1, numeric=name == "nb")
-    model = MODELS[name](window=window, panes=panes)
+    model = MODELS[name](forgetting=Window(window, panes=panes))
     everything = MODELS[name]()
     for n, (x, y) in enumerate(data, 1):
         model.learn_one(x, y)
@@ -98,8 +98,8 @@ def test_window_counts_are_those_of_the_recent_events(name, window, panes):
 
 
 @pytest.mark.parametrize("name", list(MODELS))
-@pytest.mark.parametrize("kw", [dict(window=50), dict(window=45, panes=3), dict(half_life=25.0),
-                                dict(drift_detector="ddm"), dict(window=60, drift_detector="adwin")])
+@pytest.mark.parametrize("kw", [dict(forgetting=Window(50)), dict(forgetting=Window(45, panes=3)), dict(forgetting=Decay(half_life=25.0)),
+                                dict(drift_detector="ddm"), dict(forgetting=Window(60), drift_detector="adwin")])
 def test_prequential_many_equals_the_one_event_path(name, kw):
     data = stream(400, seed=2, flip_at=200, numeric=name == "nb")
     xs, ys = [x for x, _ in data], [y for _, y in data]
@@ -123,7 +123,7 @@ def test_prequential_many_equals_the_one_event_path(name, kw):
 def test_learn_many_with_a_window_equals_learn_one(name):
     pd = pytest.importorskip("pandas")
     data = stream(230, seed=3, numeric=name == "nb")
-    one, many = MODELS[name](window=64), MODELS[name](window=64)
+    one, many = MODELS[name](forgetting=Window(64)), MODELS[name](forgetting=Window(64))
     for x, y in data:
         one.learn_one(x, y)
     frame = pd.DataFrame([x for x, _ in data])
@@ -139,8 +139,8 @@ def OWN():
 
 
 @pytest.mark.parametrize("name", list(MODELS))
-@pytest.mark.parametrize("kw", [dict(half_life=3.0), dict(drift_detector="ddm"),
-                                dict(half_life=8.0, drift_detector="ddm"), dict(drift_detector=OWN)],
+@pytest.mark.parametrize("kw", [dict(forgetting=Decay(half_life=3.0)), dict(drift_detector="ddm"),
+                                dict(forgetting=Decay(half_life=8.0), drift_detector="ddm"), dict(drift_detector=OWN)],
                          ids=["decay", "ddm", "decay-ddm", "own-detector"])
 def test_learn_many_with_decay_or_a_detector_equals_learn_one_in_the_kernel(name, kw):
     """``learn_many`` with decay or a detector learns as ``prequential_many`` does (the kernel predicts each row,
@@ -160,7 +160,7 @@ def test_learn_many_with_decay_or_a_detector_equals_learn_one_in_the_kernel(name
     a, b = one.state(), many.state()
     assert a[0].keys() == b[0].keys() and all(np.allclose(a[0][k], b[0][k], rtol=1e-12, atol=1e-12) for k in a[0])
     assert a[1] == b[1]  # the decay's inflation and halvings, the detector's state, the drifts
-    if "half_life" not in kw:  # (with decay the model keeps up with the change: no drift)
+    if "forgetting" not in kw:  # (with decay the model keeps up with the change: no drift)
         assert one.drifts and all(d % 70 for d in one.drifts), one.drifts  # inside a batch
     if kw.get("drift_detector") is OWN:
         assert len(single) == len(data)  # a detector with no twin: fed in Python, every row learned one at a time
@@ -168,17 +168,20 @@ def test_learn_many_with_decay_or_a_detector_equals_learn_one_in_the_kernel(name
         assert len(single) < len(data) / 4, len(single)  # the kernel took the runs
 
 
-@pytest.mark.parametrize("kw,bad", [(kw, bad) for kw in (dict(half_life=3.0), dict(drift_detector="ddm"),
-                                                         dict(half_life=3.0, time_field="ts"))
-                                     for bad in ("value", "missing label", "label type")]
-                         + [(dict(half_life=3.0, time_field="ts"), "time")],
-                         ids=lambda v: "-".join(v) if isinstance(v, dict) else v)
+DECAY_OR_DETECTOR = {"half_life": dict(forgetting=Decay(half_life=3.0)), "drift_detector": dict(drift_detector="ddm"),
+                     "half_life-time_field": dict(forgetting=Decay(half_life=3.0, time_field="ts"))}
+
+
+@pytest.mark.parametrize("kw,bad", [pytest.param(kw, bad, id=f"{name}-{bad}") for name, kw in DECAY_OR_DETECTOR.items()
+                                    for bad in ("value", "missing label", "label type")]
+                         + [pytest.param(DECAY_OR_DETECTOR["half_life-time_field"], "time", id="half_life-time_field-time")])
 def test_a_bad_row_of_learn_many_with_decay_or_a_detector_leaves_no_trace(kw, bad):
     pd = pytest.importorskip("pandas")
     from stream_nb.exceptions import InvalidEventError
 
     data = stream(120, seed=4, flip_at=60, numeric=False)
-    rows = [{**x, "ts": float(i)} if "time_field" in kw else x for i, (x, _) in enumerate(data)]
+    timed = getattr(kw.get("forgetting"), "time_field", None) is not None
+    rows = [{**x, "ts": float(i)} if timed else x for i, (x, _) in enumerate(data)]
     ys = [y for _, y in data]
     model = MODELS["tan"](**kw)
     model.learn_many(pd.DataFrame(rows[:50]), pd.Series(ys[:50]))
@@ -218,7 +221,7 @@ def test_decay_equals_multiplying_every_count_per_event(name):
     H = 3.0  # short: the stored counts are renormalised several times (every 16 half-lives)
     d = 2.0 ** (-1.0 / H)
     data = stream(160, seed=4, flip_at=80, numeric=name == "nb")
-    model = MODELS[name](half_life=H)
+    model = MODELS[name](forgetting=Decay(half_life=H))
     ref = MODELS[name]()
     for x, y in data:
         if ref._stats.n_classes:
@@ -334,9 +337,9 @@ def test_structures_rebuild_after_a_switch(name):
 
 @pytest.mark.parametrize("name,kw", [
     (name, kw) for name in ("nb", "tan", "kdb")
-    for kw in (dict(window=50, panes=5), dict(half_life=4.0), dict(drift_detector="ddm"),
+    for kw in (dict(forgetting=Window(50, panes=5)), dict(forgetting=Decay(half_life=4.0)), dict(drift_detector="ddm"),
                dict(drift_detector=drift.ADWIN()), dict(drift_detector=drift.PageHinkley()),
-               dict(window=40, drift_detector="hddm_w"))
+               dict(forgetting=Window(40), drift_detector="hddm_w"))
 ] + [("nb", dict(drift_detector=drift.KSWIN(seed=1)))])  # KSWIN is slow: one model
 def test_snapshot_restores_bit_for_bit(tmp_path, name, kw):
     data = stream(700, seed=9, flip_at=300, numeric=name == "nb")
@@ -452,8 +455,8 @@ def test_metrics_and_logs_show_the_drifts(caplog):
 def test_windows_with_sparse_tables_equal_dense_ones(tmp_path):
     """A KDB whose t-way tables are sparse (a tiny memory budget) forgets exactly as a dense one, and restores."""
     data = stream(160, seed=13, flip_at=80, numeric=False)
-    dense = KDB(k=2, rebuild_every=40, warmup=20, window=40, drift_detector="ddm", memory_budget=None)
-    sparse = KDB(k=2, rebuild_every=40, warmup=20, window=40, drift_detector="ddm", memory_budget=1)
+    dense = KDB(k=2, forgetting=Window(40), numeric=EqualFrequency(warmup=20), search=Parents(rebuild_every=40), drift_detector="ddm", memory_budget=None)
+    sparse = KDB(k=2, forgetting=Window(40), numeric=EqualFrequency(warmup=20), search=Parents(rebuild_every=40), drift_detector="ddm", memory_budget=1)
     def same(a, b):  # the dense tables are read by the compiled kernel, the sparse ones by numpy: to 1e-12
         return (a._replace(proba=None) == b._replace(proba=None) and a.proba.keys() == b.proba.keys()
                 and all(b.proba[c] == pytest.approx(p, rel=1e-12) for c, p in a.proba.items()))
@@ -477,7 +480,8 @@ def test_window_over_supervised_bins_counts_the_window_by_brute_force(name, path
     model shows (a changed cut point used to break the pane arithmetic: shapes no longer matched)."""
     window, panes = 120, 4
     data = stream(1500, seed=5, flip_at=700)
-    model = MODELS[name](window=window, panes=panes, discretiser="mdl")
+    mdl = MDL(bins=3, fine_bins=16, warmup=20) if name == "kdb" else MDL(bins=3, warmup=20)  # KDB's fine bins: 16
+    model = MODELS[name](forgetting=Window(window, panes=panes), numeric=mdl)
     if path == "one":
         for x, y in data:
             model.learn_one(x, y)
@@ -502,7 +506,7 @@ def test_window_over_supervised_bins_counts_the_window_by_brute_force(name, path
 @pytest.mark.parametrize("make", [
     lambda **kw: TAN(search=stream_nb.Tree(rebuild_every=40, backoff=2.0), **kw),
     lambda **kw: TAN(search=stream_nb.Tree(rebuild_every=40, backoff=2.0, backoff_to="parent"), **kw),
-    lambda **kw: AODE(m=3, **kw),
+    lambda **kw: AODE(search=SuperParents(m=3), **kw),
 ])
 def test_decay_with_a_back_off_does_not_depend_on_when_counts_are_renormalised(make):
     """TAN's back-off m weighs the prior estimate against the stored counts, which decay keeps inflated: m is
@@ -528,7 +532,7 @@ def test_decay_over_supervised_bins_does_not_depend_on_when_counts_are_renormali
     renormalises: the cut points are chosen from renormalised counts, so a model renormalised after
     every event predicts like one left to renormalise on its own (120 of 220 predictions differed)."""
     data = stream(600, seed=7, flip_at=300)
-    lazy, eager = (MODELS[name](half_life=40.0, discretiser="mdl") for _ in range(2))
+    lazy, eager = (MODELS[name](forgetting=Decay(half_life=40.0), numeric=MDL(bins=3, warmup=20)) for _ in range(2))
     for x, y in data:
         p, q = lazy.predict_proba_one(x), eager.predict_proba_one(x)
         assert p.keys() == q.keys()

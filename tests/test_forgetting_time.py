@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import stream_nb
-from stream_nb import Decay, NaiveBayes
+from stream_nb import Decay, EqualFrequency, NaiveBayes
 from stream_nb.exceptions import ConfigError, InvalidEventError
 from test_forgetting import MODELS, brute_force_decay, stream
 
@@ -60,8 +60,8 @@ def test_decay_in_event_time_equals_multiplying_every_count_by_the_elapsed_half_
     H = 6.0  # 40-second gaps pass the renormalisation point at once: both ways of decaying are exercised
     data = timed(220, seed=3)
     # equal-frequency bins: MDL's criterion depends on the absolute counts, which decay keeps inflated (open question)
-    make = MODELS[name] if name == "nb" else lambda **kw: MODELS[name](discretiser="equal_frequency", **kw)
-    model = make(half_life=H, time_field="ts")
+    make = MODELS[name] if name == "nb" else lambda **kw: MODELS[name](numeric=EqualFrequency(bins=3, warmup=20), **kw)
+    model = make(forgetting=Decay(half_life=H, time_field="ts"))
     for i, (x, y) in enumerate(data):
         model.learn_one(x, y)
         if i % 37 == 36:
@@ -125,7 +125,7 @@ def test_prequential_many_and_learn_many_equal_the_one_event_path():
 def test_merge_decays_the_earlier_counts_to_the_later_clock():
     H = 8.0
     da, db = timed(90, seed=4), [({**x, "ts": x["ts"] + 500.0}, y) for x, y in timed(90, seed=5)]
-    a, b = NaiveBayes(half_life=H, time_field="ts"), NaiveBayes(half_life=H, time_field="ts")
+    a, b = NaiveBayes(forgetting=Decay(half_life=H, time_field="ts")), NaiveBayes(forgetting=Decay(half_life=H, time_field="ts"))
     for x, y in da:
         a.learn_one(x, y)
     for x, y in db:
@@ -143,7 +143,7 @@ def test_merge_decays_the_earlier_counts_to_the_later_clock():
 @pytest.mark.parametrize("name", ["nb", "kdb"])
 def test_snapshot_restores_the_clock_bit_for_bit(tmp_path, name):
     data = timed(300, seed=6)
-    model = MODELS[name](half_life=7.0, time_field="ts", drift_detector="ddm")
+    model = MODELS[name](forgetting=Decay(half_life=7.0, time_field="ts"), drift_detector="ddm")
     for x, y in data[:170]:
         model.prequential_one(x, y)
     stream_nb.save(model, tmp_path / "m.snb")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import stream_nb
-from stream_nb import NaiveBayes, Window
+from stream_nb import Decay, NaiveBayes, Window
 from stream_nb.exceptions import UnlearnError
 from test_forgetting import MODELS, brute_force_decay, stream
 from test_forgetting_time import brute_force, timed
@@ -49,7 +49,7 @@ def same_counts(model, ref):
 def test_window_unlearn_takes_the_event_out_of_its_pane(name):
     window, panes, size = 40, 4, 10
     data = stream(130, seed=12, numeric=name == "nb")
-    model = MODELS[name](window=window, panes=panes)
+    model = MODELS[name](forgetting=Window(window, panes=panes))
     receipts, gone = [], set()
     plan = {57: 55, 66: 48, 75: 30, 88: 87, 101: 99}  # at event i unlearn event j: kept panes, in progress, expired
     for i, (x, y) in enumerate(data):
@@ -92,7 +92,7 @@ def test_window_unlearn_without_receipt_is_of_the_pane_in_progress_and_snapshots
 def test_decay_unlearn_subtracts_the_decayed_weight_in_event_time():
     H = 5.0  # 40-second gaps decay the cells themselves: the stamp spans renormalisations
     data = timed(160, seed=14, late=0.0)
-    model = NaiveBayes(half_life=H, time_field="ts")
+    model = NaiveBayes(forgetting=Decay(half_life=H, time_field="ts"))
     receipts = [model.learn_one_receipt(x, y) for x, y in data[:120]]
     for j in (3, 60, 119):
         model.unlearn_one(*data[j], receipt=receipts[j])
@@ -108,7 +108,7 @@ def test_decay_unlearn_subtracts_the_decayed_weight_in_event_time():
 def test_decay_unlearn_in_events_and_what_is_refused():
     H = 4.0
     data = stream(90, seed=15)
-    model, ref = NaiveBayes(half_life=H), NaiveBayes()
+    model, ref = NaiveBayes(forgetting=Decay(half_life=H)), NaiveBayes()
     receipts = []
     for j, (x, y) in enumerate(data):
         receipts.append(model.learn_one_receipt(x, y))
@@ -120,7 +120,7 @@ def test_decay_unlearn_in_events_and_what_is_refused():
     with pytest.raises(UnlearnError) as info:
         model.unlearn_one(*data[30])  # no receipt: its weight is unknown
     assert info.value.reason == "needs_receipt"
-    em = NaiveBayes(half_life=H)
+    em = NaiveBayes(forgetting=Decay(half_life=H))
     em.learn_one({"a": "u", "b": "r"}, "p")
     receipt = em.learn_one_receipt({"a": "u"}, "p")  # b missing: EM's fractions
     with pytest.raises(UnlearnError, match="plain counting") as info:

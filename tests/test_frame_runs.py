@@ -339,7 +339,9 @@ def test_a_time_column_is_each_rows_time(half_life):
     X = pd.DataFrame({"a": rng.choice(["x", "y", "z"], n), "v": rng.normal(size=n), "ts": np.arange(n) * 3.0})
     X.loc[100, "ts"] = np.inf  # refused: bad_time
     ys = rng.choice(["p", "q"], n).tolist()
-    framed, looped = (NaiveBayes(time_field="ts", half_life=half_life) for _ in range(2))
+    # without decay the time field is the event's time all the same: a column of type time
+    kw = dict(types={"ts": "time"}) if half_life is None else dict(forgetting=Decay(half_life=half_life, time_field="ts"))
+    framed, looped = (NaiveBayes(**kw) for _ in range(2))
     results = framed.prequential_many(X, ys)
     assert isinstance(results[100], InvalidEventError) and results[100].reason == "bad_time"
     assert_same(results, reference(looped, X, ys))
@@ -347,7 +349,7 @@ def test_a_time_column_is_each_rows_time(half_life):
     X.loc[7, "ts"] = np.nan
     rows = records(X)
     del rows[7]["ts"]
-    framed, looped = (NaiveBayes(time_field="ts", half_life=half_life) for _ in range(2))
+    framed, looped = (NaiveBayes(**kw) for _ in range(2))
     assert_same(framed.prequential_many(X, ys), loop(looped, list(zip(rows, ys))))
 
 

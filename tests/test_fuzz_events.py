@@ -155,7 +155,7 @@ MODELS = {
     "spode": lambda: stream_nb.SPODE(numeric=MDL(bins=2, warmup=3), search=SuperParent(rebuild_every=3)),
     "spode-parent": lambda: stream_nb.SPODE(numeric=MDL(bins=2, warmup=3), search=SuperParent(parent="a", rebuild_every=3)),
     "kdb1": lambda: stream_nb.KDB(k=1, numeric=EqualFrequency(bins=2, warmup=3), search=Parents(rebuild_every=3)),
-    "kdb2": lambda: stream_nb.KDB(k=2, rebuild_every=3, bins=2, warmup=3, max_table_cells=4000),
+    "kdb2": lambda: stream_nb.KDB(k=2, max_table_cells=4000, numeric=EqualFrequency(bins=2, warmup=3), search=Parents(rebuild_every=3)),
     "kdb3-ignore": lambda: stream_nb.KDB(k=3, max_table_cells=20000, numeric=EqualFrequency(bins=2, warmup=2), missing=Ignore(), search=Parents(rebuild_every=2)),
 }
 

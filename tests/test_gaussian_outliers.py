@@ -104,7 +104,7 @@ def test_the_floor_is_the_textbook_gaussian_with_the_smallest_class_variance_sca
     events = [({"x": float(rng.normal(0, 1))}, "p") for _ in range(40)]
     events += [({"x": float(rng.normal(3, 4))}, "q") for _ in range(40)] + [({"x": 1e6}, "lone")]
     vs = 1e-3
-    model = NaiveBayes(var_smoothing=vs)
+    model = NaiveBayes(numeric=Gaussian(var_smoothing=vs))
     for x, y in events:
         model.learn_one(x, y)
     by_class = {c: np.array([x["x"] for x, y in events if y == c]) for c in ("p", "q", "lone")}

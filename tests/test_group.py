@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from recovery import features, make_events, named_counts
-from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes
+from stream_nb import AODE, EM, KDB, SPODE, TAN, Decay, NaiveBayes, Tree
 from stream_nb.engine import GroupCheckpointer, StateLog, merge_states, state_records
 from stream_nb.exceptions import ConfigError, SnapshotError
 from stream_nb.snapshots import decode_state, encode_state
@@ -163,9 +163,9 @@ def _stream(n: int, seed: int) -> tuple[list, list]:
     return xs, ys
 
 
-@pytest.mark.parametrize("cls, params", [(NaiveBayes, {}), (NaiveBayes, {"learn_unlabeled": True}), (AODE, {}),
-                                         (TAN, {"rebuild_every": 40}), (SPODE, {}), (KDB, {"k": 2}),
-                                         (NaiveBayes, {"drift_detector": "ddm"}), (TAN, {"half_life": 150})])
+@pytest.mark.parametrize("cls, params", [(NaiveBayes, {}), (NaiveBayes, {"missing": EM(unlabeled=True)}), (AODE, {}),
+                                         (TAN, {"search": Tree(rebuild_every=40)}), (SPODE, {}), (KDB, {"k": 2}),
+                                         (NaiveBayes, {"drift_detector": "ddm"}), (TAN, {"forgetting": Decay(half_life=150)})])
 def test_partition_states_learn_as_the_prequential_loop_does(cls, params):
     """A partition state learns without scoring (``learn_events``) and ends with the very arrays the
     daemon's prequential loop leaves, in polls of any size."""

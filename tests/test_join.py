@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from join_helpers import ListSink, ListSource, assert_same_counts
-from stream_nb import AODE, TAN, NaiveBayes, Tree, load
+from stream_nb import AODE, MDL, TAN, Edges, EqualFrequency, NaiveBayes, Tree, load
 from stream_nb.engine import Engine, Joiner
 from stream_nb.snapshots import SnapshotStore
 
@@ -74,10 +74,10 @@ EDGES = {"t": [-0.5, 0.5, 1.5]}  # fixed bins: edges chosen from the first value
 
 
 def aode():
-    return AODE(bin_edges=EDGES)
+    return AODE(numeric=Edges(EDGES, rest=MDL()))
 
 
-@pytest.mark.parametrize("make", [NaiveBayes, aode, lambda: TAN(rebuild_every=100, bin_edges=EDGES)])
+@pytest.mark.parametrize("make", [NaiveBayes, aode, lambda: TAN(numeric=Edges(EDGES, rest=MDL()), search=Tree(rebuild_every=100))])
 def test_the_model_equals_a_single_pass_over_the_joined_pairs(make):
     events, labels = streams()
     engine, out, dlq = run_engine(make(), events, labels)
@@ -92,7 +92,7 @@ def test_the_model_equals_a_single_pass_over_the_joined_pairs(make):
 
 
 def one_layer_aode():
-    return AODE(bin_edges=EDGES, discretiser="equal_frequency")  # no fine layer: provisional labels go together
+    return AODE(numeric=Edges(EDGES, rest=EqualFrequency()))  # no fine layer: provisional labels go together
 
 
 @pytest.mark.parametrize("make", [NaiveBayes, aode, one_layer_aode])
@@ -361,7 +361,7 @@ def timed(events, labels, seed):
     return events, labels
 
 
-@pytest.mark.parametrize("make", [NaiveBayes, lambda: TAN(rebuild_every=100, bin_edges=EDGES)])
+@pytest.mark.parametrize("make", [NaiveBayes, lambda: TAN(numeric=Edges(EDGES, rest=MDL()), search=Tree(rebuild_every=100))])
 @pytest.mark.parametrize("provisional", [None, 0])
 @pytest.mark.parametrize("time_field", [None, "ts"])
 def test_a_poll_taken_as_columns_joins_as_events_one_by_one(make, provisional, time_field, monkeypatch):
@@ -468,7 +468,7 @@ def test_events_expired_with_the_default_label_are_learned_together_as_one_by_on
     for together in (True, False):
         if not together:
             monkeypatch.setattr(Joiner, "_expire_rows", one_by_one)
-        engine, out, dlq = run_engine(TAN(rebuild_every=100, bin_edges=EDGES), events, labels, **config)
+        engine, out, dlq = run_engine(TAN(numeric=Edges(EDGES, rest=MDL()), search=Tree(rebuild_every=100)), events, labels, **config)
         runs.append((engine, out.values, dlq.values))
     (a, out_a, dlq_a), (b, out_b, dlq_b) = runs
     assert out_a == out_b and dlq_a == dlq_b

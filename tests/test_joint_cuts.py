@@ -87,7 +87,7 @@ def test_cuts_that_inform_only_jointly_are_kept_and_those_of_noise_dropped(make)
     assert cuts["noise"] == []
     # and they are what the model learns the class from: with MDL's cuts alone (bins=1) it cannot
     test = list(_xor_with_noise(2000, 2))
-    alone = make(bins=1)
+    alone = make(numeric=MDL(bins=1))
     for x, y in _xor_with_noise(4000, 1):
         alone.learn_one(x, y)
     assert alone.cut_points() == {"a": [], "b": [], "noise": []}

@@ -13,7 +13,7 @@ import pytest
 from river import checks
 
 import reference as ref
-from stream_nb import AODE, KDB, MDL, TAN, Gaussian, Ignore, NaiveBayes, SuperParents, Tree
+from stream_nb import AODE, EM, KDB, MDL, TAN, Edges, Gaussian, Ignore, NaiveBayes, Parents, SuperParents, Tree
 from stream_nb.exceptions import ConfigError, FeatureTypeError, InvalidEventError, MergeError
 from stream_nb.learners import conditional_mutual_information, maximum_spanning_tree
 
@@ -115,7 +115,7 @@ def test_gaussian_naive_bayes_matches_the_formula():
 @pytest.mark.parametrize("m", [1, 3, 30])
 def test_aode_equals_the_seeds_formula(m):
     events = random_events(150, n_feats=4, missing=0.15, seed=4)
-    model = learn(AODE(m=m, missing="ignore"), events)
+    model = learn(AODE(missing=Ignore(), search=SuperParents(m=m)), events)
     for x, _ in random_events(25, n_feats=4, missing=0.3, seed=5) + [({"f0": "zzz", "f1": "v1"}, None)]:
         assert_proba_close(model.predict_proba_one(x), ref.aode_posterior(events, x, 1.0, m))
 
@@ -306,7 +306,7 @@ def by_name(model, key):
 @pytest.mark.parametrize("cls", MODELS)
 def test_learn_many_equals_learn_one(cls):
     events = mixed_events(700, seed=15)
-    params = {"rebuild_every": 100, "warmup": 50} if cls is TAN else ({"warmup": 50} if cls is AODE else {})
+    params = {TAN: {"numeric": MDL(warmup=50), "search": Tree(rebuild_every=100)}, AODE: {"numeric": MDL(warmup=50)}}.get(cls, {})
     one = learn(cls(**params), events)
     many = cls(**params)
     for lo in range(0, len(events), 64):
@@ -331,8 +331,8 @@ def test_learn_many_equals_learn_one(cls):
 def test_merge_equals_training_on_both_streams(cls):
     a, b = random_events(300, missing=0.1, seed=17), random_events(200, n_classes=4, n_vals=4, missing=0.1, seed=18)
     # EM's expected counts depend on the model that learned each event, so exact merging is
-    # a property of counted (observed) values: missing="ignore"
-    params = {"missing": "ignore", **({"rebuild_every": 0} if cls is TAN else {})}
+    # a property of counted (observed) values: missing=Ignore()
+    params = {"missing": Ignore(), **({"search": Tree(rebuild_every=0)} if cls is TAN else {})}
     merged = learn(cls(**params), a).merge(learn(cls(**params), b))
     sequential = learn(cls(**params), a + b)
     sa, ma = sequential._stats.state()[0], merged._stats.state()[0]
@@ -351,9 +351,9 @@ def test_merged_em_models_keep_exactly_the_observed_counts_of_both_streams(cls):
     """EM's counts depend on the model that learned each event; its observed-only counts do not,
     so they merge exactly, whatever the other model's missing setting."""
     a, b = random_events(300, missing=0.2, seed=17), random_events(200, n_classes=4, n_vals=4, missing=0.2, seed=18)
-    params = {"rebuild_every": 0} if cls in (TAN, KDB) else {}
-    observed_both = learn(cls(missing="ignore", **params), a + b)._stats.state()[0]
-    for b_missing in ("em", "ignore"):
+    params = {TAN: {"search": Tree(rebuild_every=0)}, KDB: {"search": Parents(rebuild_every=0)}}.get(cls, {})
+    observed_both = learn(cls(missing=Ignore(), **params), a + b)._stats.state()[0]
+    for b_missing in (EM(), Ignore()):
         em_a, other = learn(cls(**params), a), learn(cls(missing=b_missing, **params), b)
         counts_a, counts_b = em_a._stats.counts(), other._stats.counts()
         merged = em_a.merge(other)._stats.state()[0]
@@ -367,8 +367,8 @@ def test_merged_em_models_keep_exactly_the_observed_counts_of_both_streams(cls):
                     want = counts_a["value_count"].get(f, {}).get(v, {}).get(y, 0.0)
                     want += counts_b["value_count"].get(f, {}).get(v, {}).get(y, 0.0)
                     assert n == pytest.approx(want, abs=1e-9)
-    # an "ignore" model takes an EM model's observed counts: still what "ignore" counts from both
-    ignore = learn(cls(missing="ignore", **params), a).merge(learn(cls(**params), b))._stats.state()[0]
+    # an Ignore() model takes an EM model's observed counts: still what Ignore() counts from both
+    ignore = learn(cls(missing=Ignore(), **params), a).merge(learn(cls(**params), b))._stats.state()[0]
     assert not any(k.startswith("obs_") for k in ignore)
     for k, v in observed_both.items():
         np.testing.assert_array_equal(ignore[k], v, err_msg=k)
@@ -404,9 +404,9 @@ def test_merge_refuses_what_cannot_be_exact():
     assert live(a.merge(b)._stats.state()[1]) == live(seq._stats.state()[1])
     assert a._stats.counts() == seq._stats.counts()
     edges = {"num": [0.0, 1.0, 2.0, 3.0]}
-    a = learn(AODE(bin_edges=edges, missing="ignore"), mixed_events(50, seed=22))
-    b = learn(AODE(bin_edges=edges, missing="ignore"), mixed_events(50, seed=23))
-    seq = learn(AODE(bin_edges=edges, missing="ignore"), mixed_events(50, seed=22) + mixed_events(50, seed=23))
+    a = learn(AODE(numeric=Edges(edges, rest=MDL()), missing=Ignore()), mixed_events(50, seed=22))
+    b = learn(AODE(numeric=Edges(edges, rest=MDL()), missing=Ignore()), mixed_events(50, seed=23))
+    seq = learn(AODE(numeric=Edges(edges, rest=MDL()), missing=Ignore()), mixed_events(50, seed=22) + mixed_events(50, seed=23))
     assert a.merge(b)._stats.counts() == seq._stats.counts()
 
 
@@ -436,7 +436,7 @@ def test_counts_do_not_depend_on_event_order(cls):
     events = random_events(200, missing=0.2, seed=25)
     shuffled = events[:]
     random.Random(0).shuffle(shuffled)
-    a, b = learn(cls(missing="ignore"), events), learn(cls(missing="ignore"), shuffled)
+    a, b = learn(cls(missing=Ignore()), events), learn(cls(missing=Ignore()), shuffled)
     assert a._stats.counts() == b._stats.counts()
     if cls is TAN:
         a.rebuild(), b.rebuild()
@@ -489,7 +489,7 @@ def test_declared_types_override_inference():
 def test_state_is_plain_data_and_round_trips(cls):
     import json
 
-    model = learn(cls(**({"rebuild_every": 50} if cls is TAN else {})), mixed_events(200, seed=27))
+    model = learn(cls(**({"search": Tree(rebuild_every=50)} if cls is TAN else {})), mixed_events(200, seed=27))
     arrays, meta = model.state()
     assert all(isinstance(v, np.ndarray) for v in arrays.values())
     restored = cls.from_state(arrays, json.loads(json.dumps(meta)))
@@ -505,7 +505,7 @@ def test_state_is_plain_data_and_round_trips(cls):
 def test_em_state_carries_the_observed_counts_and_ignore_keeps_none(cls):
     import json
 
-    params = {"rebuild_every": 50} if cls in (TAN, KDB) else {}
+    params = {TAN: {"search": Tree(rebuild_every=50)}, KDB: {"search": Parents(rebuild_every=50)}}.get(cls, {})
     events = random_events(200, missing=0.3, seed=30)
     em = learn(cls(**params), events)
     arrays, meta = em.state()
@@ -519,8 +519,8 @@ def test_em_state_carries_the_observed_counts_and_ignore_keeps_none(cls):
     learn(em, more), learn(back, more)  # the restored model keeps learning exactly like the original
     for k, v in back.state()[0].items():
         np.testing.assert_array_equal(v, em.state()[0][k], err_msg=k)
-    # missing="ignore" keeps no second copy, in memory or in its state
-    ignore = learn(cls(missing="ignore", **params), events)
+    # missing=Ignore() keeps no second copy, in memory or in its state
+    ignore = learn(cls(missing=Ignore(), **params), events)
     assert not any(k.startswith("obs_") for k in ignore.state()[0]) and not hasattr(ignore._stats, "obs_value_count")
     # a state written before the observed counts existed: they start from the counts at the next incomplete event
     legacy_meta = json.loads(json.dumps(meta))

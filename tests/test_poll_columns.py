@@ -21,13 +21,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import stream_nb
+from stream_nb import MDL, Tree, Window
 from stream_nb.engine import Engine, EventDecoder, Record
 from stream_nb.engine.contract import dead_letter_record
 from stream_nb.exceptions import InvalidEventError, LabelTypeError
 from stream_nb.stats import Columns
 from test_batch_paths import Polls, described, one_at_a_time, reference_bytes
 from test_fuzz_events import ListSink, fuzz_settings
-from stream_nb import MDL
 
 cells = st.one_of(st.none(), st.sampled_from(["x", "y", "z", ""]), st.integers(-2, 2), st.floats(-3, 3),
                   st.booleans(), st.just(1e300), st.just(2**64 - 1), st.just([1]), st.just({"k": 1}))
@@ -71,7 +71,7 @@ def test_columns_are_taken_only_for_events_with_the_same_fields_in_the_same_orde
 
 MODELS = {
     "nb": stream_nb.NaiveBayes, "nb-bins": lambda: stream_nb.NaiveBayes(numeric=MDL(warmup=20)),
-    "tan": lambda: stream_nb.TAN(rebuild_every=40), "aode": stream_nb.AODE, "nb-window": lambda: stream_nb.NaiveBayes(window=60),
+    "tan": lambda: stream_nb.TAN(search=Tree(rebuild_every=40)), "aode": stream_nb.AODE, "nb-window": lambda: stream_nb.NaiveBayes(forgetting=Window(60)),
 }
 
 

@@ -25,6 +25,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import stream_nb
+from stream_nb import MDL, Tree, Window
 from stream_nb.engine.loop._poll import poll_outputs
 from stream_nb.engine import (Engine, EventDecoder, Observer, PrequentialMetrics, Record, make_records,
                               output_bytes, output_record, outputs_bytes)
@@ -33,7 +34,6 @@ from stream_nb.learners import RunBlock
 from stream_nb.ops import DaemonObserver
 from test_batch_paths import Polls, described, one_at_a_time
 from test_fuzz_events import ListSink, fuzz_settings, json_scalars
-from stream_nb import MDL, Tree, Window
 
 flat_values = st.one_of(st.sampled_from(["x", "y", "z"]), st.integers(0, 3), st.floats(-5, 5), st.booleans())
 common_events = st.fixed_dictionaries(

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes, Tree
+from stream_nb import AODE, KDB, MDL, SPODE, TAN, Decay, EqualFrequency, Ignore, NaiveBayes, Parents, SuperParent, Tree
 from test_learners import assert_proba_close, learn
 
 
@@ -43,17 +43,17 @@ def test_naive_bayes_converts_its_counts_to_the_same_gaussian_moments():
 @pytest.mark.parametrize("cls", [AODE, TAN, SPODE, KDB])
 def test_discretising_models_move_every_count_into_its_bin(cls):
     events = commission_stream()
-    params = {"rebuild_every": 100} if cls in (TAN, SPODE, KDB) else {}
-    if cls is SPODE:
-        params["parent"] = "k"  # chosen from the stream, the scores would differ while commission was a category
-    model = learn(cls(**params, missing="ignore"), events)
+    # SPODE's parent is "k": chosen from the stream, the scores would differ while commission was a category
+    search = {TAN: Tree(rebuild_every=100), SPODE: SuperParent(parent="k", rebuild_every=100), KDB: Parents(rebuild_every=100)}
+    params = {"search": search[cls]} if cls in search else {}
+    model = learn(cls(**params, missing=Ignore()), events)
     s = model._stats
     f = s.feature_index["commission"]
     edges = s.disc[f].edges
     assert s.kinds[f] == 2 and edges is not None and len(s.values[f]) >= 2
     # the same events with the feature declared numeric from the start give the same counts: its
     # first integers were warm-up values there too, and the same first values chose the same edges
-    ref = learn(cls(**params, missing="ignore", types={"commission": "numeric"}), events)
+    ref = learn(cls(**params, missing=Ignore(), types={"commission": "numeric"}), events)
     assert ref._stats.disc[ref._stats.feature_index["commission"]].edges.tolist() == edges.tolist()
     got, want = s.counts(), ref._stats.counts()
     assert got["class_count"] == want["class_count"]
@@ -76,7 +76,7 @@ def test_discretising_models_move_every_count_into_its_bin(cls):
 @pytest.mark.parametrize("cls", [NaiveBayes, TAN, KDB])
 def test_promoted_models_round_trip_merge_and_batch(cls):
     events = commission_stream(300)
-    params = {"rebuild_every": 0} if cls in (TAN, KDB) else {}
+    params = {TAN: {"search": Tree(rebuild_every=0)}, KDB: {"search": Parents(rebuild_every=0)}}.get(cls, {})
     model = learn(cls(**params), events)
     back = cls.from_state(model.state()[0], json.loads(json.dumps(model.state()[1])))
     for x, _ in events[:10]:
@@ -89,14 +89,14 @@ def test_promoted_models_round_trip_merge_and_batch(cls):
         assert_proba_close(many.predict_proba_one(x), model.predict_proba_one(x), 1e-9)
     # a model that never saw a fraction merges into one that did: it is promoted first
     ints = [({"commission": 0, "k": x["k"]}, y) for x, y in events[:50]]
-    a = learn(cls(**params, missing="ignore"), ints)
-    b = learn(cls(**params, missing="ignore"), events[50:100])
+    a = learn(cls(**params, missing=Ignore()), ints)
+    b = learn(cls(**params, missing=Ignore()), events[50:100])
     if cls is NaiveBayes:
         before = a._stats.counts()
         b.merge(a)
         assert "commission" in b._stats.counts()["gaussian"]
         assert a._stats.counts() == before  # the merged-in model is left as it was
-        ref = learn(cls(**params, missing="ignore"), events[50:100] + ints)
+        ref = learn(cls(**params, missing=Ignore()), events[50:100] + ints)
         for y in (0, 1):
             assert b._stats.counts()["gaussian"]["commission"][y] == pytest.approx(
                 ref._stats.counts()["gaussian"]["commission"][y], rel=1e-10)
@@ -114,11 +114,11 @@ def test_strings_or_declared_types_never_promote():
 
 @pytest.mark.parametrize("cls", [NaiveBayes, AODE, TAN, KDB])
 def test_a_promotion_converts_ems_observed_counts_like_ignores_counts(cls):
-    """EM's observed-only counts go through a promotion as the counts do: they stay what "ignore" counts."""
+    """EM's observed-only counts go through a promotion as the counts do: they stay what missing=Ignore() counts."""
     rng = np.random.default_rng(4)
     events = [({k: (None if rng.random() < 0.2 else v) for k, v in x.items()}, y) for x, y in commission_stream()]
-    params = {"rebuild_every": 100} if cls in (TAN, KDB) else {}
-    em, ignore = learn(cls(**params), events), learn(cls(**params, missing="ignore"), events)
+    params = {TAN: {"search": Tree(rebuild_every=100)}, KDB: {"search": Parents(rebuild_every=100)}}.get(cls, {})
+    em, ignore = learn(cls(**params), events), learn(cls(**params, missing=Ignore()), events)
     assert em._stats.kinds[em._stats.feature_index["commission"]] != 0  # promoted
     got, want = em._stats.state()[0], ignore._stats.state()[0]
     twinned = [k for k in want if f"obs_{k}" in got]
@@ -174,7 +174,8 @@ def test_a_promotion_while_the_counts_decay_keeps_learning(cls):
     H = 4.0
     stream = [({"weight": 1}, 0), ({}, 0), ({}, 1), ({"weight": 0}, 0), ({"weight": 0.01}, 1)]
     stream += commission_stream(n=60, seed=4)
-    model = cls(half_life=H, warmup=5, bins=3)
+    numeric = EqualFrequency(bins=3, warmup=5) if cls is KDB else MDL(bins=3, warmup=5)  # the model's default discretiser
+    model = cls(forgetting=Decay(half_life=H), numeric=numeric)
     for x, y in stream:
         model.learn_one(x, y)
     assert model.n_learned == pytest.approx(sum(2.0 ** (-age / H) for age in range(len(stream))), rel=1e-12)

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stream_nb import AODE, MDL, TAN, NaiveBayes, SuperParents, Tree
+from stream_nb import AODE, EM, MDL, TAN, Ignore, NaiveBayes, SuperParents, Tree
 
 MODELS = [
     lambda: NaiveBayes(),
@@ -58,7 +58,7 @@ def test_categorical_counts_do_not_depend_on_order(make, stream, seed):
     # numeric bins are chosen from the first values, so order matters there by design
     stream = [({k: v for k, v in x.items() if k != "weight"}, y) for x, y in stream]
     # EM's expected counts depend on what was learned before, so this is a property of "ignore"
-    a, b = make().clone({"missing": "ignore"}), make().clone({"missing": "ignore"})
+    a, b = make().clone({"missing": Ignore()}), make().clone({"missing": Ignore()})
     for x, y in stream:
         a.learn_one(x, y)
     for i in np.random.default_rng(seed).permutation(len(stream)):
@@ -95,7 +95,7 @@ def test_learn_many_in_any_batches_equals_learn_one(make, stream, cut):
 def test_em_keeps_beside_its_counts_exactly_what_ignore_counts(make, stream):
     """The observed-only counts EM's E-step reads are, whatever the stream, the counts of the same
     model with missing="ignore"; with nothing missing, they are EM's counts too."""
-    em, ignore = make().clone({"missing": "em"}), make().clone({"missing": "ignore"})
+    em, ignore = make().clone({"missing": EM()}), make().clone({"missing": Ignore()})
     for x, y in stream:
         em.learn_one(x, y)
         ignore.learn_one(x, y)

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from join_helpers import assert_same_counts
-from stream_nb import AODE, KDB, TAN, NaiveBayes
+from stream_nb import AODE, EM, KDB, MDL, TAN, Edges, EqualFrequency, Ignore, NaiveBayes, Parents, Tree, Window
 from stream_nb.stats import Stats
 from test_fine_layer import assert_counts_close
 
@@ -54,15 +54,15 @@ def learn_and_take_back(model, events, restore=False):
 
 
 TWO_LAYER = {
-    "tan": lambda m: TAN(rebuild_every=50, discretiser="mdl", warmup=40, fine_bins=16, missing=m),
-    "aode": lambda m: AODE(discretiser="mdl", warmup=40, fine_bins=16, missing=m),
-    "kdb": lambda m: KDB(k=2, rebuild_every=50, discretiser="mdl", warmup=40, fine_bins=16, missing=m),
+    "tan": lambda m: TAN(numeric=MDL(fine_bins=16, warmup=40), missing=m, search=Tree(rebuild_every=50)),
+    "aode": lambda m: AODE(numeric=MDL(fine_bins=16, warmup=40), missing=m),
+    "kdb": lambda m: KDB(k=2, numeric=MDL(fine_bins=16, warmup=40), missing=m, search=Parents(rebuild_every=50)),
 }
 
 
 @pytest.mark.parametrize("restore", [False, True])
 @pytest.mark.parametrize("ints", [5, 60], ids=["young-drop", "grown-bins"])
-@pytest.mark.parametrize("missing", ["em", "ignore"])
+@pytest.mark.parametrize("missing", [EM(), Ignore()], ids=["em", "ignore"])
 @pytest.mark.parametrize("name", TWO_LAYER)
 def test_two_layer_receipts_follow_a_promotion(name, missing, ints, restore):
     """Young (fewer than ``warmup`` integers: the values wait, counted once the fine edges exist) or grown
@@ -85,14 +85,14 @@ def test_two_layer_receipts_follow_a_promotion(name, missing, ints, restore):
 
 PLAIN = {
     "nb-gauss": lambda m: NaiveBayes(missing=m),
-    "nb-window": lambda m: NaiveBayes(missing=m, window=1000),  # a forgetting model: its receipts name a pane
-    "tan-bins": lambda m: TAN(rebuild_every=50, discretiser="equal_frequency", bin_edges={"commission": [8.0, 12.0, 16.0], "b": [0.0, 1.0]}, missing=m),
-    "kdb-bins": lambda m: KDB(k=2, rebuild_every=50, discretiser="equal_frequency", bin_edges={"commission": [8.0, 12.0, 16.0], "b": [0.0, 1.0]}, missing=m),
+    "nb-window": lambda m: NaiveBayes(missing=m, forgetting=Window(1000)),  # a forgetting model: its receipts name a pane
+    "tan-bins": lambda m: TAN(numeric=Edges({"commission": [8.0, 12.0, 16.0], "b": [0.0, 1.0]}, rest=EqualFrequency()), missing=m, search=Tree(rebuild_every=50)),
+    "kdb-bins": lambda m: KDB(k=2, numeric=Edges({"commission": [8.0, 12.0, 16.0], "b": [0.0, 1.0]}, rest=EqualFrequency()), missing=m, search=Parents(rebuild_every=50)),
 }
 
 
 @pytest.mark.parametrize("restore", [False, True])
-@pytest.mark.parametrize("missing", ["em", "ignore"])
+@pytest.mark.parametrize("missing", [EM(), Ignore()], ids=["em", "ignore"])
 @pytest.mark.parametrize("name", PLAIN)
 def test_receipts_follow_a_promotion_to_gaussian_moments_or_to_fixed_bins(name, missing, restore):
     """One store: naive Bayes' Gaussian moments (from the per-value counts), or bins of fixed edges: the model
@@ -148,7 +148,7 @@ def test_a_state_whose_promotions_do_not_fit_is_refused_naming_what_was_expected
 
 
 @pytest.mark.parametrize("restore", [False, True])
-@pytest.mark.parametrize("missing", ["em", "ignore"])
+@pytest.mark.parametrize("missing", [EM(), Ignore()], ids=["em", "ignore"])
 def test_a_receipt_follows_a_promotion_that_drops_the_values_into_the_warmup(missing, restore):
     """One store, learned edges: fewer than ``warmup`` integers when the first fraction comes, so they become
     warm-up values (never counted), with the first fractions until ``warmup`` values are seen. The store ends
@@ -156,7 +156,7 @@ def test_a_receipt_follows_a_promotion_that_drops_the_values_into_the_warmup(mis
     value counted as missing."""
     ints, warmup = 12, 30
     events = stream(ints=ints)
-    model = learn_and_take_back(TAN(rebuild_every=50, discretiser="equal_frequency", warmup=warmup, missing=missing),
+    model = learn_and_take_back(TAN(numeric=EqualFrequency(warmup=warmup), missing=missing, search=Tree(rebuild_every=50)),
                                 events, restore)
     s = model._stats
     f = s.feature_index["commission"]
@@ -189,7 +189,7 @@ def test_the_join_keeps_the_receipt_of_a_plain_event_whose_integers_a_promotion_
 
     warmup = 30
     events = stream(ints=12)
-    model = TAN(rebuild_every=50, discretiser="equal_frequency", warmup=warmup, missing="ignore")
+    model = TAN(numeric=EqualFrequency(warmup=warmup), missing=Ignore(), search=Tree(rebuild_every=50))
     engine = Engine(model, ListSource([{"id": i, **x} for i, (x, _) in enumerate(events)]), ListSink(), ListSink())
     engine.joiner = Joiner(engine, ListSource([], "labels"), {"provisional_label": 0})
     engine.run()

@@ -24,7 +24,7 @@ import pandas as pd
 import pytest
 
 import stream_nb
-from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes, Parents
+from stream_nb import AODE, EM, KDB, MDL, SPODE, TAN, Edges, EqualFrequency, Ignore, NaiveBayes, Parents, SuperParent, SuperParents, Tree
 from stream_nb.cli import main
 from stream_nb.settings import MODELS
 
@@ -80,26 +80,26 @@ EDGES = {"w": [2.5, 4.0, 5.5]}
 CONFIGS = {
     "nb": (NaiveBayes, {}, {}),
     "nb-loss": (NaiveBayes, {"loss": LOSS}, {}),
-    "nb-em-missing": (NaiveBayes, {"missing": "em"}, {"missing": 0.2}),
-    "nb-ignore-missing": (NaiveBayes, {"missing": "ignore"}, {"missing": 0.2}),
+    "nb-em-missing": (NaiveBayes, {"missing": EM()}, {"missing": 0.2}),
+    "nb-ignore-missing": (NaiveBayes, {"missing": Ignore()}, {"missing": 0.2}),
     "nb-gaussian": (NaiveBayes, {}, {"numeric": True}),
-    "nb-unlabeled": (NaiveBayes, {"learn_unlabeled": True}, {"unlabeled": 0.2, "missing": 0.1}),
-    "aode-bins": (AODE, {"bins": 3, "warmup": 20}, {"numeric": True}),
-    "aode-bin-edges": (AODE, {"bin_edges": EDGES, "loss": LOSS}, {"numeric": True}),
-    "aode-em-missing": (AODE, {"missing": "em", "m": 2}, {"missing": 0.2}),
-    "tan-bins": (TAN, {"rebuild_every": 25, "bins": 3, "warmup": 20}, {"numeric": True}),
-    "tan-bin-edges": (TAN, {"rebuild_every": 25, "bin_edges": EDGES}, {"numeric": True}),
-    "tan-em-missing": (TAN, {"rebuild_every": 25, "missing": "em"}, {"missing": 0.2}),
-    "tan-unlabeled": (TAN, {"rebuild_every": 25, "learn_unlabeled": True}, {"unlabeled": 0.2}),
-    "spode-chosen": (SPODE, {"rebuild_every": 25}, {}),
-    "spode-chosen-em-bins": (SPODE, {"rebuild_every": 25, "bins": 3, "warmup": 20}, {"numeric": True, "missing": 0.15}),
-    "spode-fixed": (SPODE, {"parent": "a", "rebuild_every": 25, "loss": LOSS}, {}),
-    "spode-fixed-em": (SPODE, {"parent": "c", "rebuild_every": 25}, {"missing": 0.2}),
+    "nb-unlabeled": (NaiveBayes, {"missing": EM(unlabeled=True)}, {"unlabeled": 0.2, "missing": 0.1}),
+    "aode-bins": (AODE, {"numeric": MDL(bins=3, warmup=20)}, {"numeric": True}),
+    "aode-bin-edges": (AODE, {"numeric": Edges(EDGES, rest=MDL()), "loss": LOSS}, {"numeric": True}),
+    "aode-em-missing": (AODE, {"missing": EM(), "search": SuperParents(m=2)}, {"missing": 0.2}),
+    "tan-bins": (TAN, {"numeric": MDL(bins=3, warmup=20), "search": Tree(rebuild_every=25)}, {"numeric": True}),
+    "tan-bin-edges": (TAN, {"numeric": Edges(EDGES, rest=MDL()), "search": Tree(rebuild_every=25)}, {"numeric": True}),
+    "tan-em-missing": (TAN, {"missing": EM(), "search": Tree(rebuild_every=25)}, {"missing": 0.2}),
+    "tan-unlabeled": (TAN, {"missing": EM(unlabeled=True), "search": Tree(rebuild_every=25)}, {"unlabeled": 0.2}),
+    "spode-chosen": (SPODE, {"search": SuperParent(rebuild_every=25)}, {}),
+    "spode-chosen-em-bins": (SPODE, {"numeric": MDL(bins=3, warmup=20), "search": SuperParent(rebuild_every=25)}, {"numeric": True, "missing": 0.15}),
+    "spode-fixed": (SPODE, {"search": SuperParent(parent="a", rebuild_every=25), "loss": LOSS}, {}),
+    "spode-fixed-em": (SPODE, {"search": SuperParent(parent="c", rebuild_every=25)}, {"missing": 0.2}),
     "kdb1": (KDB, {"k": 1, "search": Parents(25)}, {}),
-    "kdb2": (KDB, {"k": 2, "rebuild_every": 25, "bins": 3, "warmup": 20}, {"numeric": True}),
+    "kdb2": (KDB, {"k": 2, "numeric": EqualFrequency(bins=3, warmup=20), "search": Parents(rebuild_every=25)}, {"numeric": True}),
     "kdb3": (KDB, {"k": 3, "search": Parents(25)}, {}),
-    "kdb2-em-missing": (KDB, {"k": 2, "rebuild_every": 25, "missing": "em"}, {"missing": 0.15}),
-    "kdb3-em-missing": (KDB, {"k": 3, "rebuild_every": 25, "missing": "em"}, {"missing": 0.1}),
+    "kdb2-em-missing": (KDB, {"k": 2, "missing": EM(), "search": Parents(rebuild_every=25)}, {"missing": 0.15}),
+    "kdb3-em-missing": (KDB, {"k": 3, "missing": EM(), "search": Parents(rebuild_every=25)}, {"missing": 0.1}),
 }
 
 PREFIX, REST, PROBE = 60, 40, 15
@@ -269,7 +269,7 @@ def test_a_restored_model_goes_on_as_its_twin(name, operation, route, tmp_path):
     twin = train(cls, params, prefix)
     if "em" in name:
         assert "obs_value_count" in original.state()[0]  # the observed-only counts are part of the copy
-    if cls in (TAN, KDB) or (cls is SPODE and params.get("parent") is None):
+    if cls in (TAN, KDB) or (cls is SPODE and params["search"].parent is None):
         assert original.n_rebuilds  # a structure (super-parent) was built before the copy
     before = original.state()
 

@@ -59,9 +59,9 @@ MODELS = {
     "spode": lambda: SPODE(numeric=MDL(bins=3, warmup=5), search=SuperParent(rebuild_every=9)),
     "spode-parent": lambda: SPODE(numeric=MDL(bins=3, warmup=5), search=SuperParent(parent="size", rebuild_every=9)),
     "spode-decay": lambda: SPODE(forgetting=Decay(half_life=4.0), numeric=MDL(bins=3, warmup=5), search=SuperParent(rebuild_every=9)),
-    "spode-parent-decay": lambda: SPODE(parent="size", half_life=4.0, rebuild_every=9, warmup=5, bins=3),
+    "spode-parent-decay": lambda: SPODE(forgetting=Decay(half_life=4.0), numeric=MDL(bins=3, warmup=5), search=SuperParent(parent="size", rebuild_every=9)),
     "kdb": lambda: KDB(k=2, numeric=EqualFrequency(bins=3, warmup=5), search=Parents(rebuild_every=9)),
-    "kdb-decay": lambda: KDB(k=2, half_life=4.0, rebuild_every=9, warmup=5, bins=3),
+    "kdb-decay": lambda: KDB(k=2, forgetting=Decay(half_life=4.0), numeric=EqualFrequency(bins=3, warmup=5), search=Parents(rebuild_every=9)),
     "kdb1": lambda: KDB(k=1, numeric=EqualFrequency(bins=3, warmup=5), search=Parents(rebuild_every=9)),
     "kdb3": lambda: KDB(k=3, numeric=EqualFrequency(bins=3, warmup=5), search=Parents(rebuild_every=9)),
 }
@@ -285,7 +285,7 @@ def test_decayed_counts_go_through_runs(time_field, monkeypatch):
     stream = [({"colour": ["red", "blue"][i % 2], "weight": float(rng.normal(i % 3)),
                 "ts": 10.0 * i + (i > 300) * 4e3 + (i > 450) * 1e5}, "ab"[i % 3 == 0] if i % 7 else None)
               for i in range(600)]
-    batched, looped = (NaiveBayes(half_life=20.0, time_field=time_field) for _ in range(2))  # 2**16: 320 events
+    batched, looped = (NaiveBayes(forgetting=Decay(half_life=20.0, time_field=time_field)) for _ in range(2))  # 2**16: 320 events
     xs, ys = [x if time_field else {k: v for k, v in x.items() if k != "ts"} for x, _ in stream], [y for _, y in stream]
     assert_same(batched.prequential_many(xs, ys), loop(looped, list(zip(xs, ys))))
     assert_same_counts(batched, looped)
@@ -296,7 +296,7 @@ def test_decayed_counts_go_through_runs(time_field, monkeypatch):
 DECAYED = {
     "tan": lambda **kw: TAN(**kw),
     "tan-backoff": lambda **kw: TAN(search=Tree(backoff=2.0), **kw),
-    "aode": lambda **kw: AODE(m=3, **kw),
+    "aode": lambda **kw: AODE(search=SuperParents(m=3), **kw),
     "spode": lambda **kw: SPODE(**kw),
     "spode-parent": lambda **kw: SPODE(search=SuperParent(parent="car"), **kw),
     "kdb1": lambda **kw: KDB(k=1, **kw),

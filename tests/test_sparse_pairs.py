@@ -18,15 +18,15 @@ import pandas as pd
 import pytest
 
 import stream_nb
-from stream_nb import AODE, KDB, SPODE, TAN, Ignore, Parents, Tree, Window
+from stream_nb import AODE, EM, KDB, SPODE, TAN, Decay, Ignore, Parents, SuperParent, Tree, Window
 from stream_nb.exceptions import CapacityError
 from stream_nb.learners import conditional_mutual_information
 from stream_nb.stats.budget import _budget
 
 MODELS = {
     "aode": lambda **kw: AODE(**kw),
-    "spode": lambda **kw: SPODE(rebuild_every=40, **kw),
-    "tan": lambda **kw: TAN(rebuild_every=40, **kw),
+    "spode": lambda **kw: SPODE(search=SuperParent(rebuild_every=40), **kw),
+    "tan": lambda **kw: TAN(search=Tree(rebuild_every=40), **kw),
     "kdb1": lambda **kw: KDB(k=1, search=Parents(40), **kw),
 }
 
@@ -77,7 +77,7 @@ def _assert_same(dense, sparse):
 
 
 @pytest.mark.parametrize("name", list(MODELS))
-@pytest.mark.parametrize("missing", ["em", "ignore"])
+@pytest.mark.parametrize("missing", [EM(), Ignore()], ids=["em", "ignore"])
 def test_sparse_pairs_learn_and_predict_as_the_dense_ones(name, missing):
     stream = _stream(160)
     dense, sparse = MODELS[name](missing=missing, memory_budget=None), MODELS[name](missing=missing, memory_budget=0)
@@ -178,10 +178,10 @@ def test_merging_sparse_and_dense_pairs_equals_one_dense_run(budgets):
         assert _same_proba(a.predict_proba_one(x), whole.predict_proba_one(x))
 
 
-@pytest.mark.parametrize("missing", ["em", "ignore"])
+@pytest.mark.parametrize("missing", [EM(), Ignore()], ids=["em", "ignore"])
 def test_unlearning_from_sparse_pairs_equals_unlearning_from_dense_ones(missing):
     stream = _stream(120)
-    dense, sparse = TAN(rebuild_every=0, missing=missing, memory_budget=None), TAN(rebuild_every=0, missing=missing, memory_budget=0)
+    dense, sparse = TAN(search=Tree(rebuild_every=0), missing=missing, memory_budget=None), TAN(search=Tree(rebuild_every=0), missing=missing, memory_budget=0)
     receipts = []
     for x, y in stream:
         receipts.append((dense.learn_one_receipt(x, y), sparse.learn_one_receipt(x, y)))
@@ -193,17 +193,17 @@ def test_unlearning_from_sparse_pairs_equals_unlearning_from_dense_ones(missing)
         sparse.unlearn_one({"f0": 99, "f1": 98}, 0)
 
 
-@pytest.mark.parametrize("forget", [{"window": 50}, {"half_life": 30.0}, {"window": 60, "drift_detector": "ddm"}])
+@pytest.mark.parametrize("forget", [{"forgetting": Window(50)}, {"forgetting": Decay(half_life=30.0)}, {"forgetting": Window(60), "drift_detector": "ddm"}])
 def test_forgetting_on_sparse_pairs_equals_the_dense_path(forget):
     """The same predictions and counts; under decay the runs' scores within rounding (a run weighs its rows
     by decayed weights, which the dense tables add row by row and the sparse ones as running sums)."""
     stream = _stream(200, holes=False)
-    dense, sparse = (SPODE(rebuild_every=40, memory_budget=m, **forget) for m in (None, 0))
+    dense, sparse = (SPODE(search=SuperParent(rebuild_every=40), memory_budget=m, **forget) for m in (None, 0))
     xs, ys = [x for x, _ in stream], [y for _, y in stream]
     for lo in range(0, 200, 50):
         got = sparse.prequential_many(xs[lo : lo + 50], ys[lo : lo + 50])
         want = dense.prequential_many(xs[lo : lo + 50], ys[lo : lo + 50])
-        if "half_life" not in forget:
+        if not isinstance(forget["forgetting"], Decay):
             assert _same_results(got, want)
             continue
         assert [p for p, _ in got] == [p for p, _ in want]

@@ -20,7 +20,7 @@ from test_learners import assert_proba_close, learn, random_events
 @pytest.mark.parametrize("parent", ["f0", "f2"])
 def test_spode_equals_the_seeds_formula_with_its_parent_observed_or_missing(parent):
     events = random_events(200, n_feats=4, missing=0.15, seed=51)
-    model = learn(SPODE(parent=parent, missing="ignore"), events)
+    model = learn(SPODE(missing=Ignore(), search=SuperParent(parent=parent)), events)
     for x, _ in random_events(40, n_feats=4, missing=0.3, seed=52) + [({"f1": "new"}, None)]:
         assert_proba_close(model.predict_proba_one(x), ref.spode_posterior(events, x, parent, 1.0))
 

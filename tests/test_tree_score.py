@@ -68,8 +68,8 @@ def events_of(n, seed):
     return out
 
 
-def learned(events, **kwargs):
-    model = TAN(rebuild_every=0, **kwargs)
+def learned(events, score="bayes", **kwargs):
+    model = TAN(search=Tree(score=score, rebuild_every=0), **kwargs)
     for x, y in events:
         model.learn_one(x, y)
     return model
@@ -156,7 +156,7 @@ def test_the_tree_is_wekas_tan_search(seed):
             prev = x[f"f{rng.randrange(k)}"]
             x[f"f{k}"] = prev if rng.random() < 0.5 else rng.choice("abcd")
         events.append((x, y))
-    model = learned(events, tree_score="bayes")
+    model = learned(events, score="bayes")
     model.rebuild()
     s = model._stats
     g = bayesian_edge_gains(s, model._alpha)
@@ -178,7 +178,7 @@ def test_a_sparse_table_of_many_values_loses_to_a_real_dependence():
                        rng.random() < 0.5))
     edges = {}
     for score in ("cmi", "bayes"):
-        model = learned(events, tree_score=score)
+        model = learned(events, score=score)
         model.rebuild()
         edges[score] = {frozenset(e[:2]) for e in model.tree}
     assert frozenset(("a", "b")) not in edges["cmi"]

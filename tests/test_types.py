@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import stream_nb
-from stream_nb import AODE, KDB, SPODE, TAN, NaiveBayes, Parents, Tree
+from stream_nb import AODE, EM, KDB, SPODE, TAN, Ignore, NaiveBayes, Parents, Tree
 from stream_nb.daemon import load_loss
 from stream_nb.engine import Engine, label_key, validate_label
 from stream_nb.exceptions import FeatureTypeError, InvalidEventError, LabelTypeError, MergeError
@@ -135,7 +135,7 @@ def test_prequential_many_rejects_each_conflicting_label_as_the_loop_does(name):
     assert batch.n_learned == sum(not isinstance(y, (bool, str)) for y in ys)
 
 
-@pytest.mark.parametrize("missing", ["ignore", "em"])
+@pytest.mark.parametrize("missing", [Ignore(), EM()], ids=["ignore", "em"])
 def test_a_missing_value_nan_in_a_vectorised_run_is_no_value_of_another_type(missing):
     xs = [{"a": "x" if i % 2 else "y", "b": float("nan") if i % 3 == 0 else "u", "n": None if i % 5 else i % 2}
           for i in range(60)]

@@ -7,16 +7,16 @@ import random
 import numpy as np
 import pytest
 
-from stream_nb import AODE, EM, KDB, SPODE, TAN, Ignore, NaiveBayes, Parents, SuperParent
+from stream_nb import AODE, EM, KDB, SPODE, TAN, EqualFrequency, Ignore, NaiveBayes, Parents, SuperParent, Tree
 from stream_nb.exceptions import UnlearnError
 from test_learners import random_events
 
 MODELS = {
     "nb": lambda **kw: NaiveBayes(**kw),
     "aode": lambda **kw: AODE(**kw),
-    "tan": lambda **kw: TAN(rebuild_every=50, **kw),
-    "spode": lambda **kw: SPODE(parent="f1", **kw),
-    "spode-chosen": lambda **kw: SPODE(rebuild_every=50, **kw),
+    "tan": lambda **kw: TAN(search=Tree(rebuild_every=50), **kw),
+    "spode": lambda **kw: SPODE(search=SuperParent(parent="f1"), **kw),
+    "spode-chosen": lambda **kw: SPODE(search=SuperParent(rebuild_every=50), **kw),
     "kdb": lambda **kw: KDB(k=2, search=Parents(50), **kw),
 }
 
@@ -86,7 +86,7 @@ def test_gaussian_moments_come_back_to_the_model_that_never_saw_the_event():
 
 @pytest.mark.parametrize("name", ["nb", "aode", "kdb"])
 def test_unlearning_what_was_never_learned_raises_and_changes_nothing(name):
-    model = MODELS[name](missing="ignore")
+    model = MODELS[name](missing=Ignore())
     for x, y in [({"a": "p", "b": "q"}, "yes"), ({"a": "r", "b": "s"}, "no"), ({"a": "p", "b": "q"}, "yes"),
                  ({"a": "r", "b": "s"}, "yes")]:
         model.learn_one(x, y)
@@ -181,8 +181,8 @@ def with_numbers(events, seed):
     return [({**x, "t": rng.gauss(int(y[1]), 1.0), "u": rng.uniform(-5, 5) * 1e3}, y) for x, y in events]
 
 
-# one layer of counts (equal-frequency bins; the default "mdl" keeps a fine layer, whose cells receipts name)
-ONE_LAYER = {**MODELS, **{f"{name}-one-layer": (lambda make: lambda **kw: make(discretiser="equal_frequency", **kw))(
+# one layer of counts (equal-frequency bins; the default MDL() keeps a fine layer, whose cells receipts name)
+ONE_LAYER = {**MODELS, **{f"{name}-one-layer": (lambda make: lambda **kw: make(numeric=EqualFrequency(), **kw))(
     MODELS[name]) for name in ("aode", "tan", "spode", "kdb")}}
 NEEDS_RECEIPTS = {"aode", "tan", "spode", "spode-chosen", "spode-one-layer"}
 
