@@ -242,6 +242,21 @@ def _group_offsets(bootstrap: str, group: str, topic: str) -> dict[int, int]:
     return {tp.partition: om.offset for tp, om in offsets.items() if tp.topic == topic and om.offset >= 0}
 
 
+def _read_committed(bootstrap: str, topic: str, seconds: float) -> list[bytes]:
+    """Every value a ``read_committed`` consumer reads of ``topic`` within ``seconds``."""
+    reader = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=None, auto_offset_reset="earliest",
+                           enable_auto_commit=False, isolation_level="read_committed")
+    got: list = []
+    try:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            for batch in reader.poll(timeout_ms=200).values():
+                got.extend(r.value for r in batch)
+    finally:
+        reader.close()
+    return got
+
+
 def _items(partitions: int, per_partition: int):
     return [
         (p, f"k{p}-{i}".encode(), f"v{p}-{i}".encode())
@@ -834,17 +849,7 @@ def test_a_transaction_is_not_committed_without_the_offsets_of_a_partition_that_
             sink.transaction.commit(positions)
         sink.transaction.abort()
         assert _group_offsets(kafka_bootstrap_servers, group, inp) == {}
-        reader = KafkaConsumer(out, bootstrap_servers=kafka_bootstrap_servers, group_id=None,
-                               auto_offset_reset="earliest", enable_auto_commit=False, isolation_level="read_committed")
-        got: list = []
-        try:
-            end = time.monotonic() + 3
-            while time.monotonic() < end:
-                for batch in reader.poll(timeout_ms=200).values():
-                    got.extend(r.value for r in batch)
-        finally:
-            reader.close()
-        assert got == []
+        assert _read_committed(kafka_bootstrap_servers, out, seconds=3) == []
     finally:
         other.close(autocommit=False)
         for closing in (sink, dead, source):
@@ -886,17 +891,7 @@ def test_a_member_that_lost_the_group_unseen_cannot_commit_what_it_read_before(
             sink.transaction.commit({records[-1].partition: records[-1].next_position})
         assert not isinstance(raised.value, (AttributeError, TypeError)), raised.value
         assert _group_offsets(kafka_bootstrap_servers, group, inp) == {}
-        reader = KafkaConsumer(out, bootstrap_servers=kafka_bootstrap_servers, group_id=None,
-                               auto_offset_reset="earliest", enable_auto_commit=False, isolation_level="read_committed")
-        got: list = []
-        try:
-            end = time.monotonic() + 5
-            while time.monotonic() < end:
-                for batch in reader.poll(timeout_ms=200).values():
-                    got.extend(r.value for r in batch)
-        finally:
-            reader.close()
-        assert got == []
+        assert _read_committed(kafka_bootstrap_servers, out, seconds=5) == []
     finally:
         other.close(autocommit=False)
         for closing in (sink, dead, source):
