@@ -14,6 +14,7 @@ import kafka.errors as Errors
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
 from kafka.consumer.subscription_state import AsyncConsumerRebalanceListener
+from kafka.coordinator.base import MemberState
 from kafka.coordinator.assignors.range import RangePartitionAssignor
 from kafka.partitioner.default import DefaultPartitioner
 from kafka.structs import OffsetAndMetadata
@@ -131,6 +132,7 @@ class _Consumer:
     def poll(self, max_records, timeout):
         batches = self._c.poll(timeout_ms=max(0, int(timeout * 1000)), max_records=max_records)
         if not batches:
+            self._rejoin_if_the_join_was_dropped()
             return None
         polled = Polled([], [], [], [], [])
         for (topic, partition), messages in batches.items():
@@ -139,6 +141,18 @@ class _Consumer:
             for column, field in zip(polled[2:], _COLUMNS):
                 column.extend(map(field, messages))
         return polled
+
+    def _rejoin_if_the_join_was_dropped(self):
+        """kafka-python finishes a join (the new assignment, the listener, heartbeats) in the poll awaiting it; if
+        that poll's time ran out as the SyncGroup answer came, and the join was asked for by a change of the
+        leader's metadata (a restarted broker, a partition added), no later poll takes it up: the member
+        would fetch nothing and send no heartbeat, for good. Such a join is asked for again."""
+        coordinator = getattr(self._c, "_coordinator", None)
+        task = getattr(coordinator, "_join_task", None)
+        if (task is not None and task.is_done and coordinator.state is not MemberState.STABLE
+                and not coordinator.need_rejoin()):
+            log.warning("Kafka source: the group join completed after the poll waiting for it gave up; joining again")
+            coordinator.request_rejoin()
 
     def assignment(self):
         return {(tp.topic, tp.partition) for tp in self._c.assignment() or ()}
