@@ -273,3 +273,55 @@ def test_kdb_long_runs_count_and_score_as_one_event_at_a_time(options, monkeypat
         # EM's expected counts are fractions: a complete event's pairs, added once a run, may round differently
         np.testing.assert_allclose(getattr(a, name), getattr(b, name), rtol=1e-12 if "missing" in options else 0,
                                    err_msg=name)
+
+
+def test_the_end_of_a_packed_run_writes_every_cell_as_its_sorted_packed_cell_over_the_values_met():
+    """The end of a long run, against the tables by hand: every cell (a, b, l) over the run's values (not
+    consecutive columns) of a class it learned takes its non-decreasing packed cell, and each of its pairs
+    (a, b) its packed pair, added once to the pair table and, for each of the block's features (not
+    consecutive either), to the t-way table of features; cells outside those values and classes stay."""
+    from stream_nb.kernels import compiled
+
+    k = compiled()
+    rng = np.random.default_rng(5)
+    C, V, Ft = 3, 9, 7
+    U = np.array([1, 2, 4, 5, 8], dtype=np.int64)
+    nU = len(U)
+    learned = np.array([True, False, True])
+    dfeats = np.array([0, 2, 3, 6], dtype=np.int64)
+    off, P = np.empty(nU, dtype=np.int64), np.empty(nU, dtype=np.int64)
+    k.triangle_offsets(nU, off, P)
+    T3, T2 = nU * (nU + 1) * (nU + 2) // 6, nU * (nU + 1) // 2
+    L3 = rng.integers(0, 50, C * T3).astype(float)
+    P2 = rng.integers(0, 3, C * T2).astype(float)
+    tc = rng.integers(0, 50, C * V**3).astype(float)
+    tf = rng.integers(0, 50, C * V * V * Ft).astype(float)
+    pc, pf = rng.integers(0, 50, (C, V, V)).astype(float), rng.integers(0, 50, (C, V, Ft)).astype(float)
+    tc0, tf0, pc0, pf0 = tc.copy(), tf.copy(), pc.copy(), pf.copy()
+    packed3, packed2 = {}, {}  # the packed cells by their value ranks (i <= j <= l), counted as the kernel lays them
+    for c in range(C):
+        n3 = n2 = 0
+        for i in range(nU):
+            for j in range(i, nU):
+                packed2[c, i, j] = P2[c * T2 + n2]
+                n2 += 1
+                for l in range(j, nU):
+                    packed3[c, i, j, l] = L3[c * T3 + n3]
+                    n3 += 1
+    k.scatter_triples(U, nU, learned, V, off, P, T3, L3, tc)
+    k.flush_pairs(U, nU, learned, dfeats, P, T2, P2, V, Ft, tf, pc, pf)
+    want_tc, want_tf, want_pc, want_pf = (tc0.reshape(C, V, V, V).copy(), tf0.reshape(C, V, V, Ft).copy(),
+                                          pc0.copy(), pf0.copy())
+    for c in np.flatnonzero(learned):
+        for i, j in itertools.product(range(nU), repeat=2):
+            x = packed2[(c, *sorted((i, j)))]
+            want_pc[c, U[i], U[j]] += x
+            want_tf[c, U[i], U[j], dfeats] += x
+            if i == j:
+                want_pf[c, U[i], dfeats] += x
+            for l in range(nU):
+                want_tc[c, U[i], U[j], U[l]] = packed3[(c, *sorted((i, j, l)))]
+    np.testing.assert_array_equal(tc.reshape(C, V, V, V), want_tc)
+    np.testing.assert_array_equal(tf.reshape(C, V, V, Ft), want_tf)
+    np.testing.assert_array_equal(pc, want_pc)
+    np.testing.assert_array_equal(pf, want_pf)

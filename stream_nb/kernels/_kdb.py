@@ -135,26 +135,28 @@ def scatter_triples(U, nU, learned, V, off, P, T3, L3, tc):
     """Write the packed cells ``L3`` of the classes ``learned`` to every cell of ``tc`` over the values
     ``U[:nU]`` (the tables are symmetric in their value axes: each cell is its non-decreasing permutation).
 
-    Row (a, b, .) is row (b, a, .): the rows of a = U[i] are written for b = U[j], j >= i ascending, each
-    also as its mirror; the cell (a, b, U[l]) of l < j is then (a, U[l], b), of a row of ``a`` written
-    already (by an earlier i as a mirror, or this i), and of l >= j the packed (i, j, l)."""
+    The rows are written in the table's order, so that the writes go through memory in one pass. Row (a, b, .)
+    of a = U[i], b = U[j] is row (b, a, .): for j < i it is a copy of row (U[j], U[i], .), written before; for
+    j >= i its cell (a, b, U[l]) of l < j is (a, U[l], b), of a row of ``a`` written before it, and of l >= j
+    the packed (i, j, l)."""
     for c in range(learned.shape[0]):
         if not learned[c]:
             continue
         b3 = c * T3
         for i in range(nU):
             slab = (c * V + U[i]) * V
-            for j in range(i, nU):
+            for j in range(nU):
                 dst = (slab + U[j]) * V
+                if j < i:
+                    mir = ((c * V + U[j]) * V + U[i]) * V
+                    for l in range(nU):
+                        tc[dst + U[l]] = tc[mir + U[l]]
+                    continue
                 for l in range(j):
                     tc[dst + U[l]] = tc[(slab + U[l]) * V + U[j]]
                 base = b3 + off[i] + P[j] - j
                 for l in range(j, nU):
                     tc[dst + U[l]] = L3[base + l]
-                if i != j:
-                    mir = ((c * V + U[j]) * V + U[i]) * V
-                    for l in range(nU):
-                        tc[mir + U[l]] = tc[dst + U[l]]
 
 
 def mirror_pairs(U, nU, learned, V, Ft, tf):
@@ -183,7 +185,8 @@ def flush_pairs(U, nU, learned, dfeats, P, T2, P2, V, Ft, tf, pair_count, pair_f
     """Add the packed pairs ``P2`` (empty: none) of the classes ``learned`` over the values ``U[:nU]`` to
     ``pair_count`` and, for every feature of ``dfeats``, to ``tf``, in both orders, and each value's (its pair
     with itself: once a row) to ``pair_feat`` for every feature: what :func:`~._tree.add_pairs_row` and
-    :func:`add_tuples_row` add for the rows that pended them (:func:`add_pairs_packed`)."""
+    :func:`add_tuples_row` add for the rows that pended them (:func:`add_pairs_packed`). The cells are taken in
+    the tables' order ((a, b) and (b, a) each where it lies), one pass through ``tf``; each gets one addition."""
     if P2.shape[0] == 0:
         return
     F = dfeats.shape[0]
@@ -191,20 +194,17 @@ def flush_pairs(U, nU, learned, dfeats, P, T2, P2, V, Ft, tf, pair_count, pair_f
         if not learned[c]:
             continue
         for i in range(nU):
-            for j in range(i, nU):
-                x = P2[c * T2 + P[i] + j - i]
+            a = U[i]
+            for j in range(nU):
+                x = P2[c * T2 + P[i] + j - i] if i <= j else P2[c * T2 + P[j] + i - j]
                 if x == 0.0:
                     continue
-                a, b = U[i], U[j]
+                b = U[j]
                 pair_count[c, a, b] += x
-                ab, ba = ((c * V + a) * V + b) * Ft, ((c * V + b) * V + a) * Ft
+                ab = ((c * V + a) * V + b) * Ft
                 for f in range(F):
                     tf[ab + dfeats[f]] += x
-                if i != j:
-                    pair_count[c, b, a] += x
-                    for f in range(F):
-                        tf[ba + dfeats[f]] += x
-                else:
+                if i == j:
                     for f in range(F):
                         pair_feat[c, a, dfeats[f]] += x
 
