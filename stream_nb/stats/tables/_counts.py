@@ -196,6 +196,8 @@ class CountTables:
         cells a dense t-way table holds, says whether the new table starts empty instead (a t-way selection
         that counts its candidates afresh); None: never."""
         pairs = family[0] == "pair_count"
+        blocks = self.get("pair_count") if pairs else None
+        moved = blocks.sparse_cells(used[0], shapes[0], used[1], shapes[1]) if isinstance(blocks, PairBlocks) else None
         for p in self.sets():
             for k, shape, dims in zip(family, shapes, used):
                 old = self.get(p + k)
@@ -204,8 +206,11 @@ class CountTables:
                         self.replace(p + k, _indexed(old.reshaped(shape), pairs))
                     continue
                 if isinstance(old, (PairBlocks, PairFeat)):  # pair blocks until now: their cells move over
-                    new = SparseTable(shape)
-                    new.add(*cells_of(old, dims))
+                    if moved is not None:  # read in one compiled pass (both tables' cells)
+                        new = SparseTable.from_cells(*moved[family.index(k)], shape)
+                    else:
+                        new = SparseTable(shape)
+                        new.add(*cells_of(old, dims))
                     self.replace(p + k, _indexed(new, pairs))
                     continue
                 if old is not None and pairs:  # dense until now: its cells move over, a slice at a time
@@ -229,7 +234,9 @@ class CountTables:
         of room; the dense counts held until now move over, a slice of rows at a time."""
         held = self.get("pair_count")
         blocks = PairBlocks(vf, n_features, n_classes, spare)
-        if held is not None:
+        if isinstance(held, np.ndarray) and held.ndim == 3:  # dense: in one compiled pass
+            blocks.add_dense(held)
+        elif held is not None:
             for idx, vals in chunks_of(held, (n_classes, len(vf), len(vf))):
                 blocks.add(idx, vals)
         self.replace("pair_count", blocks)

@@ -212,6 +212,16 @@ class PairBlocks:
         np.add.at(self.cells, at[first] + c[first], w[first])
         np.add.at(self.diag, (c[diag], uu[diag]), w[diag])
 
+    def add_dense(self, table: np.ndarray) -> None:
+        """Add the nonzero cells of the region (classes, columns, columns) of the layout of a dense pair table
+        (of that capacity or more), as :meth:`add` adds them, in one compiled pass
+        (:func:`~stream_nb.kernels._pair_blocks.dense_blocks`): each block cell takes its row's first
+        attribute's orientation, each column of a feature its own cell."""
+        V, C = len(self.vf), self.n_classes
+        if table.shape[0] < C or table.shape[1] < V or table.shape[2] < V:
+            raise ValueError(f"pair blocks: a dense table of shape {table.shape} does not cover {C} classes and {V} columns")
+        compiled().dense_blocks(table, V, self.vf, self.loc, self.prefix, self.start, C, self.cells, self.diag)
+
     def add_rows(self, D: np.ndarray, dfeats: np.ndarray, yc: np.ndarray, w: np.ndarray) -> None:
         """Add every pair of observed values of each row of ``D`` (value columns of features ``dfeats``; -1
         missing) with class ``yc[r]`` and weight ``w[r]``, and each value's own count, in compiled code
@@ -272,6 +282,27 @@ class PairBlocks:
         vals = self.cells[at]
         idx = (np.concatenate((c, c, dc)), np.concatenate((u, v, du)), np.concatenate((v, u, du)))
         return idx, np.concatenate((vals, vals, self.diag[dc, du]))
+
+    def sparse_cells(self, pdims, pshape, fdims, fshape):
+        """``((keys, counts), (keys, counts))``: the flat keys, in tables of capacity ``pshape`` and ``fshape``,
+        of the nonzero cells within ``pdims`` and ``fdims`` of the ``pair_count`` and the ``pair_feat`` these
+        counts stand for, with their counts, as :meth:`cells_held` and :meth:`feat_cells` give them (each
+        ``pair_feat`` cell the same sum, in the same order), read in one compiled pass over the blocks
+        (:func:`~stream_nb.kernels._pair_blocks.block_cells`): what a store's pair tables turning sparse
+        move over. None when a column of no feature holds a count of its own (``feat_cells`` files its
+        ``pair_feat`` cell under no feature): numpy's reading then."""
+        no_feature = self.vf < 0
+        if no_feature.any() and self.diag[:, no_feature].any():
+            return None
+        held = int(np.count_nonzero(self.cells))
+        room = 2 * held + int(np.count_nonzero(self.diag))
+        pkeys, fkeys = np.empty(room, dtype=np.int64), np.empty(room, dtype=np.int64)
+        pvals, fvals = np.empty(room), np.empty(room)
+        n_pair, n_feat = compiled().block_cells(self.prefix, self.start, self.n_classes, self.cells, self.diag,
+                                                np.ascontiguousarray(_columns_by_order(self), dtype=np.int64), self.vf,
+                                                *(np.array(d, dtype=np.int64) for d in (pdims, pshape, fdims, fshape)),
+                                                pkeys, pvals, fkeys, fvals)
+        return (pkeys[:n_pair], pvals[:n_pair]), (fkeys[:n_feat], fvals[:n_feat])
 
     def feat_cells(self) -> tuple[tuple, np.ndarray]:
         """``(index arrays, counts)`` of the nonzero cells of the ``pair_feat`` these counts stand for (cell
