@@ -64,6 +64,26 @@ def _same_table(a: SparseTable, b: SparseTable) -> None:
     assert len(a) == len(b) and a.nbytes == b.nbytes and a.shape == b.shape
 
 
+def test_dense_pair_tables_grown_keep_the_counts_of_their_region_and_nothing_beyond():
+    D, vf, y, w = _rows(4)
+    C, V, F = 3, len(vf), 6
+    pc, pf = _brute(D, vf, y, w, C, V, F)
+    tables = CountTables()
+    tables.grow_dense(("pair_count", "pair_feat"), ((C + 1, V + 2, V + 2), (C + 1, V + 2, F + 1)),
+                      ((0, 0, 0), (0, 0, 0)))
+    tables.get("pair_count")[:C, :V, :V] = pc
+    tables.get("pair_feat")[:C, :V, :F] = pf
+    tables.get("pair_count")[C, V + 1, 2] = tables.get("pair_feat")[0, V, F] = 5.0  # outside the region in use
+    old = {k: tables.get(k).copy() for k in ("pair_count", "pair_feat")}
+    tables.grow_dense(("pair_count", "pair_feat"), ((C + 3, 2 * V, 2 * V), (C + 3, 2 * V, 2 * F)), ((C, V, V), (C, V, F)))
+    for k, dims, shape in (("pair_count", (C, V, V), (C + 3, 2 * V, 2 * V)), ("pair_feat", (C, V, F), (C + 3, 2 * V, 2 * F))):
+        want = np.zeros(shape)  # numpy's copy of the region
+        part = tuple(slice(0, d) for d in dims)
+        want[part] = old[k][part]
+        assert tables.get(k).shape == shape and tables.get(k).tobytes() == want.tobytes()
+    np.testing.assert_array_equal(tables.get("pair_count")[:C, :V, :V], pc)
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_dense_cells_moved_into_blocks_in_one_pass_are_numpys_additions_and_a_recount(seed):
     D, vf, y, w = _rows(seed)

@@ -17,8 +17,8 @@ from ._addresses import NO_DETECTOR
 #: Ratios multiplied before one logarithm (as in ``_tree.py``).
 _BLOCK = 8
 
-__all__ = ["add_block_rows", "block_bayes_gains", "block_cells", "block_cmi", "block_cmi_pairs", "dense_blocks", "move_blocks",
-           "tree_block_pairs", "warm"]
+__all__ = ["add_block_rows", "block_bayes_gains", "block_cells", "block_cmi", "block_cmi_pairs", "copy_counts", "dense_blocks",
+           "move_blocks", "tree_block_pairs", "warm"]
 
 
 def add_block_rows(D, dfeats, yc, w, loc, prefix, start, C, cells, diag):
@@ -73,6 +73,19 @@ def move_blocks(old, old_n, old_prefix, old_start, old_C, new, prefix, start, C)
                         if x != 0.0:
                             old[at + b * old_C + c] = 0.0
                             new[to + b * C + c] = x
+
+
+def copy_counts(old, new, C, V, W):
+    """Copy the nonzero cells of the region (``C``, ``V``, ``W``) of the dense table ``old`` into the zeroed
+    ``new`` (at least as large): a dense pair table grown. Only the cells that hold a count are written (a
+    few rows of each class while the first events bring new values), so the pages of ``new`` the others
+    would take stay untouched until a count comes to them."""
+    for c in range(C):
+        for u in range(V):
+            for v in range(W):
+                x = old[c, u, v]
+                if x != 0.0:
+                    new[c, u, v] = x
 
 
 def dense_blocks(table, V, vf, loc, prefix, start, C, cells, diag):
@@ -505,6 +518,7 @@ def warm(k) -> None:
     k.block_cmi_pairs(prefix, start, 2, cells, np.array([1], dtype=np.int64), np.array([0], dtype=np.int64),
                       np.zeros((2, 2)))
     k.move_blocks(cells, np.array([2, 1], dtype=np.int64), prefix, start, 2, cells, prefix, start, 2)
+    k.copy_counts(np.zeros((2, 4, 4)), np.zeros((3, 5, 5)), 2, 4, 4)
     k.dense_blocks(np.zeros((2, 4, 4)), 4, np.array([-1, 0, 0, 1], dtype=np.int64), loc, prefix, start, 2, cells, diag)
     dims, keys = np.array([2, 4, 4], dtype=np.int64), np.zeros(16, dtype=np.int64)
     k.block_cells(prefix, start, 2, cells, diag, np.array([1, 2, 3, 0], dtype=np.int64),

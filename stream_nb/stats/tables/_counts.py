@@ -151,7 +151,10 @@ class CountTables:
             for k, shape, dims in zip(family, shapes, used):
                 new = np.zeros(shape)
                 old = self.get(p + k)
-                if old is not None:
+                if (isinstance(old, np.ndarray) and old.ndim == 3 and old.dtype == new.dtype
+                        and all(d <= min(a, b) for d, a, b in zip(dims, old.shape, shape))):
+                    compiled().copy_counts(old, new, *dims)  # (the pair tables: their nonzero cells alone)
+                elif old is not None:
                     part = tuple(slice(0, d) for d in dims)
                     new[part] = old[part]
                 self.replace(p + k, new)
