@@ -84,6 +84,40 @@ def test_dense_pair_tables_grown_keep_the_counts_of_their_region_and_nothing_bey
     np.testing.assert_array_equal(tables.get("pair_count")[:C, :V, :V], pc)
 
 
+def test_dense_pair_tables_grown_in_their_room_move_their_counts_in_place_as_a_copy_would():
+    import copy
+    import pickle
+
+    D, vf, y, w = _rows(6)
+    C, V, F = 3, len(vf), 6
+    pc, pf = _brute(D, vf, y, w, C, V, F)
+    family = ("pair_count", "pair_feat")
+    roomy, plain = CountTables(), CountTables()
+    for t, room in ((roomy, 10_000_000), (plain, 0)):
+        t.grow_dense(family, ((C, V, V), (C, V, F)), ((0, 0, 0), (0, 0, 0)), room)
+        t.get("pair_count")[:] = pc
+        t.get("pair_feat")[:] = pf
+    buf = roomy.room["pair_count"]
+    assert roomy.get("pair_count").base is buf and "pair_count" not in plain.room
+    roomy.get("pair_count")[C - 1, V - 1, 0] = 0.0  # (a cell the region below leaves out: zeroed, not moved)
+    plain.get("pair_count")[C - 1, V - 1, 0] = 0.0
+    steps = [((C + 1, V + 3, V + 3), (C + 1, V + 3, F + 2), (C, V, V), (C, V, F)),  # grown: in place
+             ((C + 1, V + 3, V + 3), (C + 2, V + 9, F + 2), (C, V - 1, V), (C, V - 1, F)),  # a region cut short
+             ((C + 2, V + 2, V + 2), (C + 2, V + 9, F + 2), (C, V - 1, V), (C, V - 1, F))]  # an axis shorter: a copy
+    for ps, fs, pu, fu in steps:
+        for t in (roomy, plain):
+            t.grow_dense(family, (ps, fs), (pu, fu), 10_000_000 if t is roomy else 0)
+        for k in family:
+            assert roomy.get(k).shape == plain.get(k).shape and roomy.get(k).tobytes() == plain.get(k).tobytes()
+            assert roomy.get(k).flags.c_contiguous
+    assert roomy.room["pair_count"] is not buf  # the last step took a new buffer (a shorter axis moves cells back)
+    assert not roomy.room["pair_count"][roomy.get("pair_count").size:].any()  # the room past the table is zero
+    for twin in (copy.deepcopy(roomy), pickle.loads(pickle.dumps(roomy))):  # a copy: its own arrays, no room
+        assert twin.room == {} and twin.get("pair_count").tobytes() == roomy.get("pair_count").tobytes()
+    roomy.replace("pair_count", SparseTable((8, 64, 64)))  # another layout: the buffer goes
+    assert "pair_count" not in roomy.room and "pair_feat" in roomy.room
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_dense_cells_moved_into_blocks_in_one_pass_are_numpys_additions_and_a_recount(seed):
     D, vf, y, w = _rows(seed)

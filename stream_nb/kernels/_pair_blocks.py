@@ -18,7 +18,7 @@ from ._addresses import NO_DETECTOR
 _BLOCK = 8
 
 __all__ = ["add_block_rows", "block_bayes_gains", "block_cells", "block_cmi", "block_cmi_pairs", "copy_counts", "dense_blocks",
-           "move_blocks", "tree_block_pairs", "warm"]
+           "move_blocks", "move_counts", "tree_block_pairs", "warm"]
 
 
 def add_block_rows(D, dfeats, yc, w, loc, prefix, start, C, cells, diag):
@@ -86,6 +86,26 @@ def copy_counts(old, new, C, V, W):
                 x = old[c, u, v]
                 if x != 0.0:
                     new[c, u, v] = x
+
+
+def move_counts(flat, old_shape, used, shape):
+    """Move the cells of a dense table of three axes held at the start of ``flat`` (of ``old_shape``) to their
+    places in a table of ``shape`` (each axis at least as long) held there: those of the region ``used`` move,
+    the others are zeroed. A cell's new place is never before its old one, so the cells move from the last to
+    the first, each old place zeroed as it is left (``flat`` must be zero beyond the old table); a cell without
+    a count is read, not written."""
+    C0, V0, W0 = old_shape[0], old_shape[1], old_shape[2]
+    V1, W1 = shape[1], shape[2]
+    for c in range(C0 - 1, -1, -1):
+        for u in range(V0 - 1, -1, -1):
+            for v in range(W0 - 1, -1, -1):
+                at = (c * V0 + u) * W0 + v
+                x = flat[at]
+                if x == 0.0:
+                    continue
+                flat[at] = 0.0
+                if c < used[0] and u < used[1] and v < used[2]:
+                    flat[(c * V1 + u) * W1 + v] = x
 
 
 def dense_blocks(table, V, vf, loc, prefix, start, C, cells, diag):
@@ -519,6 +539,8 @@ def warm(k) -> None:
                       np.zeros((2, 2)))
     k.move_blocks(cells, np.array([2, 1], dtype=np.int64), prefix, start, 2, cells, prefix, start, 2)
     k.copy_counts(np.zeros((2, 4, 4)), np.zeros((3, 5, 5)), 2, 4, 4)
+    shape3 = np.array([2, 4, 4], dtype=np.int64)
+    k.move_counts(np.zeros(64), shape3, shape3, np.array([2, 5, 5], dtype=np.int64))
     k.dense_blocks(np.zeros((2, 4, 4)), 4, np.array([-1, 0, 0, 1], dtype=np.int64), loc, prefix, start, 2, cells, diag)
     dims, keys = np.array([2, 4, 4], dtype=np.int64), np.zeros(16, dtype=np.int64)
     k.block_cells(prefix, start, 2, cells, diag, np.array([1, 2, 3, 0], dtype=np.int64),

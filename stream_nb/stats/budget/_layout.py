@@ -89,7 +89,9 @@ class Layout:
             cc, cv, cf = min(cc, max(nc, 1)), min(cv, nv + 8 + nv // 16), min(cf, nf + 4 + nf // 16)
         if self.take_blocks(s, cc, cv, cf) or self.go_sparse(s, PAIR_TABLES, 2, cc, cv, cf):
             return
-        s.tables.grow_dense(PAIR_TABLES, ((cc, cv, cv), (cc, cv, cf)), ((C, V, V), (C, V, F)))
+        # (room for the most cells a dense pair table takes within the budget: it grows in place)
+        room = 0 if s.memory_budget is None else int(s.memory_budget) // 8
+        s.tables.grow_dense(PAIR_TABLES, ((cc, cv, cv), (cc, cv, cf)), ((C, V, V), (C, V, F)), room)
 
     def alloc_tuples(self, s, cc: int, cv: int, cf: int) -> None:
         """The t-way tensors grow as V^t, so they get no spare capacity beyond the base arrays'."""

@@ -40,6 +40,8 @@ Forgetting (:mod:`stream_nb.stats.forgetting`) decides which counts go; the part
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ...kernels import compiled
@@ -109,6 +111,18 @@ class CountTables:
         #: The layout of the pair counts (sparse, or pair blocks) and of the t-way counts (sparse), as
         #: :meth:`replace` last held them: a store reads it with every event.
         self.pairs_sparse = self.pairs_blocks = self.tuples_sparse = False
+        #: Per dense pair table grown with room (:meth:`grow_dense`), the zeroed buffer whose start holds it.
+        self.room: dict = {}
+
+    def __getstate__(self) -> dict:
+        """Pickled and copied without the buffers of :attr:`room` (a copy's tables are its own arrays, which grow
+        into new ones): a copy never shares a buffer with the original, nor writes its unused room."""
+        state = self.__dict__.copy()
+        state["room"] = {}
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update({"room": {}, **state})  # (one pickled before the room was kept has none)
 
     def sets(self) -> tuple:
         """Name prefixes of the count sets kept: the counts, and with :attr:`observed` their observed-only twin."""
@@ -143,14 +157,37 @@ class CountTables:
             self.replace(k, v)
         self.capacity = (cc, cv, cf, cg)
 
-    def grow_dense(self, family: tuple, shapes: tuple, used: tuple) -> None:
+    def grow_dense(self, family: tuple, shapes: tuple, used: tuple, room: int = 0) -> None:
         """Dense tables of ``family`` (the pair or the t-way names: the table, then its twin with a feature
         last) of ``shapes``, in every count set, each with the cells of the region ``used`` (one shape
-        per name) of the dense table it replaces, if any."""
+        per name) of the dense table it replaces, if any.
+
+        ``room``: cells of a buffer each table of three axes (the pairs') may take, its start holding the table
+        (0: none). A table grown within its buffer moves its cells in place
+        (:func:`~stream_nb.kernels._pair_blocks.move_counts`), where a new table would fault in every page it
+        writes (the cells of the first events of a wide stream are spread over all of them, and dense pair
+        tables grow several times an event then); the buffer's pages that no cell reaches take no memory.
+        The tables hold the same counts either way."""
         for p in self.sets():
             for k, shape, dims in zip(family, shapes, used):
-                new = np.zeros(shape)
                 old = self.get(p + k)
+                buf = self.room.pop(p + k, None)
+                size = math.prod(shape)
+                if (buf is not None and isinstance(old, np.ndarray) and old.base is buf and len(shape) == 3
+                        and old.ctypes.data == buf.ctypes.data and size <= len(buf)
+                        and all(a <= b for a, b in zip(old.shape, shape))
+                        and all(d <= a for d, a in zip(dims, old.shape))):
+                    compiled().move_counts(buf, np.array(old.shape, dtype=np.int64), np.array(dims, dtype=np.int64),
+                                           np.array(shape, dtype=np.int64))
+                    self.room[p + k] = buf
+                    self.replace(p + k, buf[:size].reshape(shape))
+                    continue
+                if len(shape) == 3 and room > size:
+                    buf = np.zeros(room)
+                    self.room[p + k] = buf
+                    new = buf[:size].reshape(shape)
+                else:
+                    new = np.zeros(shape)
                 if (isinstance(old, np.ndarray) and old.ndim == 3 and old.dtype == new.dtype
                         and all(d <= min(a, b) for d, a, b in zip(dims, old.shape, shape))):
                     compiled().copy_counts(old, new, *dims)  # (the pair tables: their nonzero cells alone)
@@ -163,6 +200,9 @@ class CountTables:
         """Hold ``table`` under ``name`` (one of :data:`COUNT_TABLES`), in place of the one held."""
         if name not in COUNT_TABLES:
             raise KeyError(f"no count table is named {name!r}")
+        buf = self.room.get(name)
+        if buf is not None and not (isinstance(table, np.ndarray) and table.base is buf):
+            del self.room[name]  # (its buffer goes with the table it held)
         setattr(self.held, name, table)
         if name == "pair_count":
             self.pairs_sparse, self.pairs_blocks = isinstance(table, SparseTable), isinstance(table, PairBlocks)
@@ -172,6 +212,7 @@ class CountTables:
     def drop(self, name: str) -> None:
         """Hold no table under ``name`` (nothing if none is held)."""
         vars(self.held).pop(name, None)
+        self.room.pop(name, None)
         if name == "pair_count":
             self.pairs_sparse = self.pairs_blocks = False
         elif name == "tuple_count":
