@@ -118,6 +118,39 @@ def test_dense_pair_tables_grown_in_their_room_move_their_counts_in_place_as_a_c
     assert "pair_count" not in roomy.room and "pair_feat" in roomy.room
 
 
+def test_blocks_grown_in_their_room_hold_the_counts_bytes_and_layout_of_blocks_grown_into_new_buffers():
+    import pickle
+
+    rng = np.random.default_rng(7)
+    D, vf, y, w = _rows(7, n=150, F=6, values=5)
+    C, V, F = 3, len(vf), 6
+    cuts = [30, 60, 100, 150]  # the rows seen so far: their columns (and classes) only
+    roomy = plain = None
+    lo = 0
+    for hi in cuts:
+        seen = np.unique(D[:hi][D[:hi] >= 0])
+        V_now = int(seen.max()) + 1
+        cols_vf = vf[:V_now].copy()
+        C_now = int(y[:hi].max()) + 1
+        spare = int(rng.integers(0, 50))
+        if roomy is None:
+            roomy, plain = PairBlocks(cols_vf, F, C_now, spare, room=1 << 16), PairBlocks(cols_vf, F, C_now, spare)
+        else:
+            roomy.grow(cols_vf, F, C_now, spare, room=1 << 16)
+            plain.grow(cols_vf, F, C_now, spare)
+        rows = D[lo:hi].copy()
+        for t in (roomy, plain):
+            t.add_rows(rows, np.arange(F), y[lo:hi], w[lo:hi])
+        lo = hi
+        assert roomy.buf.tobytes() == plain.buf.tobytes() and roomy.diag.tobytes() == plain.diag.tobytes()
+        assert roomy.nbytes == plain.nbytes and roomy.buf.base is roomy.room
+    pc, _ = _brute(D, vf, y, w, C, V, F)
+    cols = np.arange(V)
+    np.testing.assert_array_equal(roomy[:, cols[:, None], cols[None, :]], pc)
+    for twin in (roomy.copy(), pickle.loads(pickle.dumps(roomy))):  # a copy: its own buffer, no room
+        assert twin.room is None and twin.buf.tobytes() == roomy.buf.tobytes() and twin.nbytes == roomy.nbytes
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_dense_cells_moved_into_blocks_in_one_pass_are_numpys_additions_and_a_recount(seed):
     D, vf, y, w = _rows(seed)

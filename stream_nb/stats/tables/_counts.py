@@ -272,12 +272,12 @@ class CountTables:
                         new = SparseTable.from_dense(old, dims, shape)
                 self.replace(p + k, new)
 
-    def to_blocks(self, vf: np.ndarray, n_features: int, n_classes: int, spare: int) -> None:
+    def to_blocks(self, vf: np.ndarray, n_features: int, n_classes: int, spare: int, room: int = 0) -> None:
         """Hold the pair counts in new :class:`~stream_nb.stats.tables.PairBlocks` of the columns' features
         ``vf`` (one per column in use), ``n_features`` features and ``n_classes`` classes, with ``spare`` cells
         of room; the dense counts held until now move over, a slice of rows at a time."""
         held = self.get("pair_count")
-        blocks = PairBlocks(vf, n_features, n_classes, spare)
+        blocks = PairBlocks(vf, n_features, n_classes, spare, room)
         if isinstance(held, np.ndarray) and held.ndim == 3:  # dense: in one compiled pass
             blocks.add_dense(held)
         elif held is not None:
@@ -286,10 +286,11 @@ class CountTables:
         self.replace("pair_count", blocks)
         self.replace("pair_feat", blocks.feat)
 
-    def grow_blocks(self, vf: np.ndarray, n_features: int, n_classes: int, spare: int) -> None:
+    def grow_blocks(self, vf: np.ndarray, n_features: int, n_classes: int, spare: int, room: int = 0) -> None:
         """Grow the pair blocks held to the columns' features ``vf``, ``n_features`` features and ``n_classes``
-        classes (:meth:`~stream_nb.stats.tables.PairBlocks.grow`, ``spare`` cells of room)."""
-        self.held.pair_count.grow(vf, n_features, n_classes, spare)
+        classes (:meth:`~stream_nb.stats.tables.PairBlocks.grow`, ``spare`` cells of room, a buffer of ``room``
+        cells to grow in)."""
+        self.held.pair_count.grow(vf, n_features, n_classes, spare, room)
 
     # ------------------------------------------------------------------ counting (negative weights take back)
 

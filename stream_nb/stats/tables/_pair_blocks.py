@@ -95,15 +95,15 @@ class PairBlocks:
     (array([1., 0.]), 1.0)
     """
 
-    __slots__ = ("n_classes", "vf", "loc", "n", "prefix", "start", "buf", "diag")
+    __slots__ = ("n_classes", "vf", "loc", "n", "prefix", "start", "buf", "diag", "room")
 
-    def __init__(self, value_feature, n_features: int, n_classes: int, spare: int = 0):
+    def __init__(self, value_feature, n_features: int, n_classes: int, spare: int = 0, room: int = 0):
         self.n_classes = 0
         none = np.zeros(0, dtype=np.int64)
         self.vf, self.loc, self.n = none, none.copy(), none.copy()
         self.prefix, self.start = _layout(self.n, 0)
-        self.buf, self.diag = np.zeros(0), np.zeros((0, 0))
-        self.grow(value_feature, n_features, n_classes, spare)
+        self.buf, self.diag, self.room = np.zeros(0), np.zeros((0, 0)), None
+        self.grow(value_feature, n_features, n_classes, spare, room)
 
     @property
     def cells(self) -> np.ndarray:
@@ -134,18 +134,31 @@ class PairBlocks:
 
     def copy(self) -> PairBlocks:
         out = PairBlocks.__new__(PairBlocks)
-        for name in self.__slots__:
-            v = getattr(self, name)
-            setattr(out, name, v.copy() if isinstance(v, np.ndarray) else v)
+        out.__setstate__(self.__getstate__())
         return out
+
+    def __getstate__(self) -> dict:
+        """The blocks' arrays, copied, without the buffer of :attr:`room` (a copy's buffer is its own, and
+        takes a new one to grow past it)."""
+        state = {name: getattr(self, name) for name in self.__slots__ if name != "room"}
+        return {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in state.items()}
+
+    def __setstate__(self, state: dict) -> None:
+        for name in self.__slots__:
+            setattr(self, name, state.get(name))
 
     # ------------------------------------------------------------------ growth
 
-    def grow(self, value_feature, n_features: int, n_classes: int, spare: int = 0) -> None:
+    def grow(self, value_feature, n_features: int, n_classes: int, spare: int = 0, room: int = 0) -> None:
         """Take the columns, features and classes of the store as they are now (each at least as many as
         before, the columns held keeping their features): every block moves to its place in the larger
         layout, within the buffer when it has room; else into a new buffer with room for ``spare`` cells
-        more than the layout."""
+        more than the layout.
+
+        ``room``: cells of a zeroed buffer (:attr:`room`) the buffers may take, each new one its start
+        (0: none): a buffer grown within it is its start again, longer, the cells moved in place as within one
+        buffer, where a new buffer would fault in every page the cells are written to. Its pages that no cell
+        reaches take no memory; :attr:`nbytes` counts the buffer the blocks hold, as without it."""
         vf = np.asarray(value_feature, dtype=np.int64)
         old_vf = self.vf
         if len(vf) < len(old_vf) or not np.array_equal(vf[: len(old_vf)], old_vf):
@@ -161,7 +174,17 @@ class PairBlocks:
             return
         prefix, start = _layout(n, C)
         size = int(start[-1])
-        buf = self.buf if size <= len(self.buf) else np.zeros(size + int(spare))
+        want = size + int(spare)
+        if size <= len(self.buf):
+            buf = self.buf
+        elif (self.room is not None and want <= len(self.room) and self.buf.base is self.room
+              and self.buf.ctypes.data == self.room.ctypes.data):
+            buf = self.room[:want]  # (the same start: zero past the old buffer, the cells move in place)
+        elif int(room) > want:
+            self.room = np.zeros(int(room))
+            buf = self.room[:want]
+        else:
+            self.room, buf = None, np.zeros(want)
         diag = np.zeros((C, len(vf)))
         oldC, old_n, old_prefix = self.n_classes, self.n, self.prefix
         diag[:oldC, : len(old_vf)] = self.diag
