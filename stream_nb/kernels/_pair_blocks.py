@@ -67,6 +67,13 @@ def move_blocks(old, old_n, old_prefix, old_start, old_C, new, prefix, start, C)
             for g in range(F - 1, f, -1):  # the block of f and g in the row of f's value a: one run
                 at = old_start[f] + (a * old_width + old_prefix[g] - old_prefix[f + 1]) * old_C
                 to = start[f] + (a * width + prefix[g] - prefix[f + 1]) * C
+                if C == old_C:  # the same classes: the run moves whole, one stretch of cells
+                    for i in range(old_n[g] * C - 1, -1, -1):
+                        x = old[at + i]
+                        if x != 0.0:
+                            old[at + i] = 0.0
+                            new[to + i] = x
+                    continue
                 for b in range(old_n[g] - 1, -1, -1):
                     for c in range(old_C - 1, -1, -1):
                         x = old[at + b * old_C + c]
