@@ -334,3 +334,26 @@ def test_a_selection_that_keeps_every_cell_keeps_the_table_and_a_narrower_one_co
     once.learn_many(X[400:450], y[400:450])
     for x in X[450:].to_dict("records"):
         assert model.predict_proba_one(x) == once.predict_proba_one(x)
+
+
+@pytest.mark.parametrize("weights", ["whole", "fractional"])
+def test_tans_bayes_gains_off_a_sparse_table_are_numpys_to_the_bit_and_the_dense_tables(weights):
+    from stream_nb.learners._tree_score import _gains_from_cells, bayesian_edge_gains, gains_of_cells
+
+    D, vf, y, w = _rows(8, n=250, F=5, values=3)
+    if weights == "whole":
+        w = np.ones(len(y))
+    C, V, F = 3, len(vf), 5
+    pc, _ = _brute(D, vf, y, w, C, V, F)
+    table = SparseTable((4, 32, 32))
+    table.add(*cells_of(pc, (C, V, V)))
+    table.add((np.array([0, 3]), np.array([0, 2]), np.array([2, 1])), np.array([5.0, 1.0]))  # column 0, class 3: not read
+    nv = np.bincount(vf[vf >= 0], minlength=F).astype(float)
+    s = types.SimpleNamespace(pair_count=table, value_feature=vf)
+    got = _gains_from_cells(s, C, V, F, 0.5, nv)
+    assert got.tobytes() == gains_of_cells(s, C, V, F, 0.5, nv).tobytes()
+    dense = types.SimpleNamespace(n_classes=C, value_keys=[None] * V, features=list(range(F)), value_feature=vf,
+                                  n_values=nv, n_seen=int(w.sum()) + 1, pairs_sparse=False, pairs_blocks=False,
+                                  pair_count=pc, sync_pairs=lambda: None)
+    np.testing.assert_allclose(got, bayesian_edge_gains(dense, 0.5), rtol=1e-9, atol=1e-9)  # the dense tables' gains
+    assert (got != 0).sum() == F * (F - 1)

@@ -19,7 +19,7 @@ import numpy as np
 
 from . import _hashed
 
-__all__ = ["pair_test_terms", "sparse_cmi", "warm"]
+__all__ = ["bayes_gain_terms", "pair_test_terms", "sparse_cmi", "warm"]
 
 
 def _block(key, val, P1, P2, b1, b2, C, V, vf, F):
@@ -246,6 +246,105 @@ def pair_test_terms(keys, vals, shape, C, V, vf, F):
     return gb, gn, gr, df_c, jb[:nj].copy(), jm[:nj].copy(), jr[:nj].copy(), df_j, n_b
 
 
+def bayes_gain_terms(keys, vals, shape, C, V, vf, F):
+    """The four sums of TAN's Bayesian edge gains (``learners/_tree_score.py``) read off a sparse pair table
+    (the hash table ``keys``/``vals`` of capacity ``shape``): its cells (c, v, w) that count (as
+    :func:`sparse_cmi` counts them) of two distinct features, grouped by pair (row's feature * F + column's),
+    in key order within a pair. Returns ``(b1, x1, b2, h2, x2, b3, x3, b4, h4, x4)``: per cell, its pair and
+    count; per (c, v, column's feature), its pair, that feature and the sum of its cells; per (c, row's
+    feature, w), its pair and sum; per (c, pair), its pair, the column's feature and sum. Each sum adds its
+    cells in key order, and each pair's entries come in the order of numpy's sorted group keys, so that
+    numpy's ``bincount`` of the gammaln terms (left to scipy) adds them as ``_gains_from_cells`` does."""
+    P1, P2 = shape[1], shape[2]
+    b1_, b2_ = _hashed.key_bits(P1), _hashed.key_bits(P2)
+    S = keys.shape[0]
+    FF = F * F
+    start = np.zeros(FF + 1, dtype=np.int64)
+    for s in range(S):
+        b = _block(keys[s], vals[s], P1, P2, b1_, b2_, C, V, vf, F)
+        if b >= 0 and b // F != b % F:
+            start[b + 1] += 1
+    for b in range(FF):
+        start[b + 1] += start[b]
+    M = start[FF]
+    at = start[:-1].copy()
+    ck = np.empty(M, dtype=np.int64)
+    cx = np.empty(M)
+    for s in range(S):
+        b = _block(keys[s], vals[s], P1, P2, b1_, b2_, C, V, vf, F)
+        if b >= 0 and b // F != b % F:
+            ck[at[b]] = keys[s]
+            cx[at[b]] = vals[s]
+            at[b] += 1
+    b1 = np.empty(M, dtype=np.int64)
+    x1 = np.empty(M)
+    b2 = np.empty(M, dtype=np.int64)
+    h2 = np.empty(M, dtype=np.int64)
+    x2 = np.empty(M)
+    b3 = np.empty(M, dtype=np.int64)
+    x3 = np.empty(M)
+    b4 = np.empty(M, dtype=np.int64)
+    h4 = np.empty(M, dtype=np.int64)
+    x4 = np.empty(M)
+    n2 = 0
+    n3 = 0
+    n4 = 0
+    for b in range(FF):
+        lo, hi = start[b], start[b + 1]
+        if lo == hi:
+            continue
+        m = hi - lo
+        fi = b % F  # the column's feature
+        order = np.argsort(ck[lo:hi])
+        cc = np.empty(m, dtype=np.int64)
+        vv = np.empty(m, dtype=np.int64)
+        ww = np.empty(m, dtype=np.int64)
+        x = np.empty(m)
+        for t in range(m):
+            c, v, w = _hashed.split_key(ck[lo + order[t]], P1, P2, b1_, b2_)
+            cc[t], vv[t], ww[t], x[t] = c, v, w, cx[lo + order[t]]
+            b1[lo + t] = b
+            x1[lo + t] = x[t]
+        t = 0
+        while t < m:  # (c, v): consecutive in key order, summed over w ascending
+            c, v = cc[t], vv[t]
+            tot = 0.0
+            while t < m and cc[t] == c and vv[t] == v:
+                tot += x[t]
+                t += 1
+            b2[n2] = b
+            h2[n2] = fi
+            x2[n2] = tot
+            n2 += 1
+        t = 0
+        while t < m:  # c: consecutive in key order, summed in it
+            c = cc[t]
+            tot = 0.0
+            while t < m and cc[t] == c:
+                tot += x[t]
+                t += 1
+            b4[n4] = b
+            h4[n4] = fi
+            x4[n4] = tot
+            n4 += 1
+        cw = np.empty(m, dtype=np.int64)
+        for t in range(m):
+            cw[t] = cc[t] * V + ww[t]
+        by = np.argsort(cw, kind="mergesort")  # (c, w), v ascending within each: stable from key order
+        t = 0
+        while t < m:
+            key = cw[by[t]]
+            tot = 0.0
+            while t < m and cw[by[t]] == key:
+                tot += x[by[t]]
+                t += 1
+            b3[n3] = b
+            x3[n3] = tot
+            n3 += 1
+    return (b1, x1, b2[:n2].copy(), h2[:n2].copy(), x2[:n2].copy(), b3[:n3].copy(), x3[:n3].copy(), b4[:n4].copy(),
+            h4[:n4].copy(), x4[:n4].copy())
+
+
 def warm(k) -> None:
     """Compile the kernels for the types the stores pass."""
     keys, vals = np.full(16, -1, dtype=np.int64), np.zeros(16)
@@ -253,3 +352,4 @@ def warm(k) -> None:
     k.sparse_cmi(keys, vals, np.array([2, 5, 5], dtype=np.int64), 2, 5, np.array([-1, 0, 0, 1, 1], dtype=np.int64), 2,
                  np.zeros((0, 0)))
     k.pair_test_terms(keys, vals, np.array([2, 5, 5], dtype=np.int64), 2, 5, np.array([-1, 0, 0, 1, 1], dtype=np.int64), 2)
+    k.bayes_gain_terms(keys, vals, np.array([2, 5, 5], dtype=np.int64), 2, 5, np.array([-1, 0, 0, 1, 1], dtype=np.int64), 2)
