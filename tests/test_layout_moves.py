@@ -151,6 +151,32 @@ def test_blocks_grown_in_their_room_hold_the_counts_bytes_and_layout_of_blocks_g
         assert twin.room is None and twin.buf.tobytes() == roomy.buf.tobytes() and twin.nbytes == roomy.nbytes
 
 
+def test_a_room_refused_or_capped_makes_the_tables_without_it_and_the_same_counts(monkeypatch):
+    from stream_nb.stats.tables import _counts, _pair_blocks
+
+    D, vf, y, w = _rows(9)
+    C, V, F = 3, len(vf), 6
+    pc, _ = _brute(D, vf, y, w, C, V, F)
+    monkeypatch.setattr(_pair_blocks, "ROOM_MOST", 100)  # less than any table here: every buffer too small
+    assert len(_pair_blocks.room_buffer(10_000)) == 100
+    for refuse in (False, True):
+        if refuse:  # the system refuses the address space
+            monkeypatch.setattr(_counts, "room_buffer", lambda cells: None)
+            monkeypatch.setattr(_pair_blocks, "room_buffer", lambda cells: None)
+        tables = CountTables()
+        tables.grow_dense(("pair_count", "pair_feat"), ((C, V, V), (C, V, F)), ((0, 0, 0), (0, 0, 0)), 10_000)
+        tables.get("pair_count")[:] = pc
+        tables.grow_dense(("pair_count", "pair_feat"), ((C, V + 2, V + 2), (C, V + 2, F)), ((C, V, V), (C, V, F)),
+                          10_000)
+        assert tables.room == {} and tables.get("pair_count").base is None
+        np.testing.assert_array_equal(tables.get("pair_count")[:, :V, :V], pc)
+        blocks = PairBlocks(vf, F, C, 0, room=10_000)
+        blocks.add_rows(D, np.arange(F), y, w)
+        assert blocks.room is None and blocks.buf.base is None
+        cols = np.arange(V)
+        np.testing.assert_array_equal(blocks[:, cols[:, None], cols[None, :]], pc)
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_dense_cells_moved_into_blocks_in_one_pass_are_numpys_additions_and_a_recount(seed):
     D, vf, y, w = _rows(seed)

@@ -46,7 +46,7 @@ import numpy as np
 
 from ...kernels import compiled
 from ..values import TWINNED
-from ._pair_blocks import PairBlocks, PairFeat
+from ._pair_blocks import PairBlocks, PairFeat, room_buffer
 from ._sparse import SparseTable, add_pair_rows, cells_of, chunks_of, sparse_add
 from ._working import row_chunks
 
@@ -182,8 +182,8 @@ class CountTables:
                     self.room[p + k] = buf
                     self.replace(p + k, buf[:size].reshape(shape))
                     continue
-                if len(shape) == 3 and room > size:
-                    buf = np.zeros(room)
+                buf = room_buffer(room) if len(shape) == 3 and room > size else None
+                if buf is not None and len(buf) > size:
                     self.room[p + k] = buf
                     new = buf[:size].reshape(shape)
                 else:

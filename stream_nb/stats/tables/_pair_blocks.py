@@ -50,6 +50,20 @@ from ...kernels import compiled
 __all__ = ["PairBlocks", "PairFeat"]
 
 
+#: The most cells a buffer of room (``PairBlocks.room``, ``CountTables.room``) takes, 2 GiB of address space
+#: (the default budget's is 256 MiB): a large budget never reserves more for one table.
+ROOM_MOST = 1 << 28
+
+
+def room_buffer(cells: int):
+    """A zeroed buffer of at most :data:`ROOM_MOST` of ``cells`` (its pages taken as cells are written), or None
+    when the system refuses the address space: the table is then made without room, as before."""
+    try:
+        return np.zeros(min(int(cells), ROOM_MOST))
+    except MemoryError:
+        return None
+
+
 def _columns(value_feature: np.ndarray, F: int) -> tuple[np.ndarray, np.ndarray]:
     """Each column's place among its feature's values (in column order; -1 for a column of no feature),
     and the values of each of ``F`` features."""
@@ -180,8 +194,8 @@ class PairBlocks:
         elif (self.room is not None and want <= len(self.room) and self.buf.base is self.room
               and self.buf.ctypes.data == self.room.ctypes.data):
             buf = self.room[:want]  # (the same start: zero past the old buffer, the cells move in place)
-        elif int(room) > want:
-            self.room = np.zeros(int(room))
+        elif int(room) > want and (held := room_buffer(room)) is not None and len(held) > want:
+            self.room = held
             buf = self.room[:want]
         else:
             self.room, buf = None, np.zeros(want)
