@@ -253,7 +253,8 @@ def _halves(D, yc, k, C, V, Ft, mark, learned):
 def kdb_block(D, dfeats, par, npar, more, G, gslots, yc, weights, alphas, learn, C, a, var_smoothing, t, V, Ft,
               class_count, value_count, feat_count, pair_count, pair_feat, tc, tf, n_values,
               twin, obs_value_count, obs_feat_count, obs_pair_count, obs_pair_feat, obs_tc, obs_tf,
-              g_n, g_mean, g_m2, out, joint, loss, watch, det_kind, det_params, det_state, det_fbuf, det_ibuf, warning):
+              g_n, g_mean, g_m2, out, joint, loss, watch, det_kind, det_params, det_state, det_fbuf, det_ibuf, warning,
+              keptU, kept):
     """Score each row of a block, then (``learn``, a labelled row) count it, in order; return the rows done.
 
     ``D``, ``dfeats``, ``more``, ``G``, ``gslots``, ``yc``, ``weights``, ``alphas`` (decay), ``twin``, ``out``
@@ -262,6 +263,13 @@ def kdb_block(D, dfeats, par, npar, more, G, gslots, yc, weights, alphas, learn,
     ``par[j, :npar[j]]``: the columns of ``D`` holding the parents of feature ``dfeats[j]`` (each observed
     wherever the feature is; ``npar[j] < 0``: the feature is counted but not scored); ``t``: the tables' order
     (0: the pair tables, k = 1); ``tc``, ``tf`` (and their twins): the flat t-way tables.
+
+    ``keptU`` (V + 1 entries, or none: nothing kept) and ``kept``: the packed cells of an earlier block of t = 3
+    counted packed, no twin, over the values ``keptU[1:keptU[0] + 1]`` (``keptU[0] < 0``: none), which the
+    caller vouches that ``tc`` holds still (nothing written to it since). A block over the same values takes
+    them as they are in place of copying them from ``tc`` again (the same cells: the block wrote them to
+    ``tc`` at its end). On return ``keptU`` names the values of the packed cells returned, or -1.
+    Returns the rows done and the block's packed cells (none if it counted none).
     """
     R, k = D.shape
     jll = np.empty(C)
@@ -286,9 +294,16 @@ def kdb_block(D, dfeats, par, npar, more, G, gslots, yc, weights, alphas, learn,
     off, P = np.empty(nU, dtype=np.int64), np.empty(nU, dtype=np.int64)
     triangle_offsets(nU, off, P)
     T3, T2 = nU * (nU + 1) * (nU + 2) // 6, nU * (nU + 1) // 2
-    L3 = np.empty(C * T3)
+    keeps = keptU.shape[0] == V + 1 and half and not twin
+    same = keeps and keptU[0] == nU and kept.shape[0] == C * T3
+    if same:
+        for i in range(nU):
+            if keptU[1 + i] != U[i]:
+                same = False
+                break
+    L3 = kept if same else np.empty(C * T3)
     oL3 = np.empty(C * T3 if twin else 0)
-    if half:
+    if half and not same:
         gather_triples(U, nU, C, V, off, P, T3, tc, L3)
         if twin:
             gather_triples(U, nU, C, V, off, P, T3, obs_tc, oL3)
@@ -412,7 +427,13 @@ def kdb_block(D, dfeats, par, npar, more, G, gslots, yc, weights, alphas, learn,
         if twin:
             scatter_triples(U, nU, learned, V, off, P, T3, oL3, obs_tc)
             flush_pairs(U, nU, learned, dfeats, P, T2, P2, V, Ft, obs_tf, obs_pair_count, obs_pair_feat)
-    return done
+    if keeps:  # every class's packed cells, as tc now holds them (those of classes not learned as gathered)
+        keptU[0] = nU
+        keptU[1:nU + 1] = U
+        return done, L3
+    if keptU.shape[0] > 0 and learn:
+        keptU[0] = -1
+    return done, np.empty(0)
 
 
 def warm(k) -> None:
@@ -432,5 +453,5 @@ def warm(k) -> None:
                 k.kdb_block(D, feats, par, npar, more, G, np.array([0], dtype=np.int64),
                             np.array([0, 1], dtype=np.int64), decay, decay, True, C, 1.0, 1e-9, t, V, F, cc, vc, fc,
                             pc, pf, tc, tf, nv, False, vc, fc, pc, pf, tc, tf, gn, gm, g2, np.empty((2, C)), False,
-                            np.zeros((0, 0)), *NO_DETECTOR)
+                            np.zeros((0, 0)), *NO_DETECTOR, np.full(V + 1, -1, dtype=np.int64), np.zeros(0))
     k.add_tuple_rows(D, feats, np.array([0, 1], dtype=np.int64), np.ones(2), 3, V, F, tc, tf)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from ..kernels import NO_DETECTOR, compiled
@@ -21,6 +23,11 @@ _NO_PAIRS = np.zeros((0, 0, 0))
 _NO_INDEX = np.zeros(0, dtype=np.int64)
 _NO_BLOCKS = (_NO_INDEX, _NO_INDEX, _NO_INDEX, _NO_TABLE, np.zeros((0, 0)))
 _NO_PRIORS = np.zeros((0, 0))
+_NO_KEPT = np.zeros(0, dtype=np.int64)
+# the packed t = 3 cells a store's last block left (kdb_block's keptU, kept), with what vouches that its
+# t-way table still holds them: the store's (epoch, version) after the block and the table itself. Beside
+# the store, not in it: never copied, pickled or merged, and gone with the store.
+_KEPT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 class KDBKernel:
@@ -75,14 +82,29 @@ class KDBKernel:
             tc, tf = s.tuple_count.reshape(-1), s.tuple_feat.reshape(-1)
             otc, otf = getattr(s, o + "tuple_count").reshape(-1), getattr(s, o + "tuple_feat").reshape(-1)
             V, Ft = s.tuple_count.shape[1], s.tuple_feat.shape[-1]
-        done = compiled().kdb_block(
+        keptU, kept = _NO_KEPT, _NO_TABLE
+        if t == 3 and learn and not twin and len(D) > 1 and s.count_layer() is s:  # (not for one event a call)
+            # the packed cells of the store's last block, if nothing has written to its table since: every
+            # writer of the counts moves the store's version or epoch, and a table replaced is another object
+            # (one layer of counts: a two-layer store derives its table from the fine layer's)
+            held = _KEPT.get(s)
+            if held is not None and held[0] == (s.epoch, s.version) and held[1]() is s.tuple_count:
+                keptU, kept = held[2], held[3]
+            else:
+                keptU = np.full(V + 1, -1, dtype=np.int64)
+        done, cells = compiled().kdb_block(
             D, dfeats, par, npar, _NO_MORE if more is None else more, G, gslots, yc, weights, alphas, learn,
             s.n_classes, float(self._alpha), float(self._var_smoothing), t, V, Ft, s.class_count, s.value_count,
             s.feat_count, s.pair_count, s.pair_feat, tc, tf, s.n_values, twin, getattr(s, o + "value_count"), getattr(s, o + "feat_count"),
             getattr(s, o + "pair_count"), getattr(s, o + "pair_feat"), otc, otf, s.g_n, s.g_mean, s.g_m2, out, joint,
-            loss, *watch)
+            loss, *watch, keptU, kept)
         if learn and (yc[:done] >= 0).any():
             s.mark_counted(len(yc) > 1)  # counts changed in place, as Stats.add or add_many marks them
+        if len(keptU):
+            if keptU[0] >= 0:
+                _KEPT[s] = ((s.epoch, s.version), weakref.ref(s.tuple_count), keptU, cells)
+            else:
+                _KEPT.pop(s, None)
         return done
 
     def _sparse_block(self, D, dfeats, G, gslots, yc, out, learn: bool, joint: bool) -> int:
