@@ -774,7 +774,7 @@ def test_a_join_whose_poll_gave_up_as_it_completed_is_taken_up_by_a_later_poll(
     """kafka-python finishes a rebalance's join in the poll that awaits it. When that poll's time runs out just as
     the SyncGroup answer comes, and the join was asked for by a change of the leader's metadata (here a partition
     added; a restarted broker does it too), no later poll took the join up: the member fetched nothing and sent
-    no heartbeat, for good (seen once in 30 broker restarts). The race is forced here: the poll awaiting the join
+    no heartbeat, for good (seen after a broker restart). The race is forced here: the poll awaiting the join
     sees it complete, then its time out."""
     if kafka_client != "kafka-python":
         pytest.skip("confluent-kafka: librdkafka's own thread completes a join, whoever polls")
