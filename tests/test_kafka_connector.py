@@ -809,6 +809,29 @@ def test_a_join_whose_poll_gave_up_as_it_completed_is_taken_up_by_a_later_poll(
 
 
 @pytest.mark.kafka
+def test_an_error_in_the_assignment_reaches_the_poll_as_itself(kafka_client, kafka_bootstrap_servers,
+                                                              kafka_topic_factory):
+    """A step of the assignment that fails (here the group's metadata, with an error raised from C code, as a
+    builtin's is) stops the source at its next poll with that error. Passed back into confluent-kafka from the
+    rebalance callback, it came out on Python 3.11 as ``SystemError: _PyErr_SetObject: exception <class 'str'> is
+    not a BaseException subclass`` (seen once from ``close()`` in a full run), the error itself lost."""
+    topic = _topic(kafka_topic_factory, 1)
+    source = kc.CLIENTS[kafka_client].source(topic=topic, bootstrap_servers=kafka_bootstrap_servers,
+                                             group_id=_group())
+    source._consumer.group_metadata = lambda: int("no generation")  # a ValueError set by C code
+    try:
+        with pytest.raises(Exception) as raised:  # noqa: PT011 - each client raises it its own way
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                source.poll(100, 0.3)
+        assert not isinstance(raised.value, SystemError)
+        assert "no generation" in str(raised.value) + str(raised.value.__cause__)
+    finally:
+        with contextlib.suppress(Exception):  # noqa: BLE001 - a revocation may meet the same failure
+            source.close()
+
+
+@pytest.mark.kafka
 def test_a_transaction_whose_abort_outlives_the_broker_registers_again_instead_of_crashing(
     kafka_client, kafka_bootstrap_servers, kafka_topic_factory, kafka_broker
 ):

@@ -90,6 +90,7 @@ class _Consumer:
             conf["error_cb"] = self._on_client_error
         self._c = create(ck.Consumer, conf, role=role)
         self._listener = None
+        self._failed: Exception | None = None  # a rebalance callback's error, raised by the next poll or close
 
     def _tps(self, partitions, offsets=None) -> list:
         return [self._ck.TopicPartition(*p, *(() if offsets is None or p not in offsets else (offsets[p],)))
@@ -97,7 +98,24 @@ class _Consumer:
 
     def subscribe(self, topics, listener):
         self._listener = listener
-        self._c.subscribe(topics, on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost)
+        self._c.subscribe(topics, on_assign=self._kept(self._on_assign), on_revoke=self._kept(self._on_revoke),
+                          on_lost=self._kept(self._on_lost))
+
+    def _kept(self, callback):
+        """``callback`` for librdkafka, its error kept for :meth:`_raise_kept`: an exception must not pass back into
+        confluent-kafka, which (on Python 3.11) raises one set by C code, such as a builtin's, as ``SystemError:
+        _PyErr_SetObject: exception <class 'str'> is not a BaseException subclass``, losing it."""
+        def called_back(consumer, tps):
+            try:
+                callback(consumer, tps)
+            except Exception as exc:  # noqa: BLE001 - raised by the next poll or close, on this thread
+                self._failed = self._failed or exc
+        return called_back
+
+    def _raise_kept(self):
+        if self._failed is not None:
+            exc, self._failed = self._failed, None
+            raise exc
 
     def _on_assign(self, consumer, tps):
         partitions = [(tp.topic, tp.partition) for tp in tps]
@@ -150,9 +168,11 @@ class _Consumer:
         messages = consume(n, 0)
         if not messages:
             first = self._c.poll(max(0.0, timeout)) if timeout > 0 else None
+            self._raise_kept()
             if first is None:
                 return None
             messages = [first, *consume(n - 1, 0)] if n > 1 else [first]
+        self._raise_kept()
         self._down = False
         message = self._ck.Message
         if any(map(message.error, messages)):
@@ -226,6 +246,7 @@ class _Consumer:
 
     def close(self, timeout):
         self._c.close()
+        self._raise_kept()
 
 
 class _Producer(Failures):
