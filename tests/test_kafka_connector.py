@@ -809,6 +809,31 @@ def test_a_join_whose_poll_gave_up_as_it_completed_is_taken_up_by_a_later_poll(
 
 
 @pytest.mark.kafka
+def test_an_assignment_while_the_group_membership_is_unavailable_still_positions_its_partitions(
+    kafka_client, kafka_bootstrap_servers, kafka_topic_factory
+):
+    """confluent-kafka has no group membership to give while the consumer closes (``RuntimeError: Consumer group
+    metadata not available``), and a join can complete then. The assignment goes on without it; a transaction asks
+    for it when it needs it."""
+    topic = _topic(kafka_topic_factory, 1)
+    _produce(kafka_bootstrap_servers, topic, [(0, b"k", b"first")])
+    source = kc.CLIENTS[kafka_client].source(topic=topic, bootstrap_servers=kafka_bootstrap_servers,
+                                             group_id=_group())
+    membership = source._consumer.group_metadata
+
+    def closing():
+        raise RuntimeError("Consumer group metadata not available")
+
+    source._consumer.group_metadata = closing
+    try:
+        assert [r.value for r in _drain(source, 1)] == [b"first"]
+        source._consumer.group_metadata = membership
+        assert source.group_metadata() is not None
+    finally:
+        source.close()
+
+
+@pytest.mark.kafka
 def test_an_error_in_the_assignment_reaches_the_poll_as_itself(kafka_client, kafka_bootstrap_servers,
                                                               kafka_topic_factory):
     """A step of the assignment that fails (here the group's metadata, with an error raised from C code, as a

@@ -419,7 +419,11 @@ class KafkaSource:
     def assigned(self, partitions: list[TP]) -> tuple[dict[TP, int], list[TP]]:
         """Where the new partitions start now (a pending seek; the resume policy if the client calls back on the
         polling thread), and which stay paused until :meth:`poll` positions them."""
-        self._membership = self._consumer.group_metadata()  # the new generation (see group_metadata)
+        try:
+            self._membership = self._consumer.group_metadata()  # the new generation (see group_metadata)
+        except (RuntimeError, *self._errors) as exc:  # confluent-kafka while closing: "not available"
+            log.debug("Kafka source: no group membership at this assignment (%s); asked for when needed", exc)
+            self._membership = None
         partitions = sorted(p for p in partitions if p[0] in self._topics)
         with self._lock:
             starts = {p: self._pending_seeks.pop(p) for p in partitions if p in self._pending_seeks}
