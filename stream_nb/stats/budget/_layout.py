@@ -89,7 +89,7 @@ class Layout:
             cc, cv, cf = min(cc, max(nc, 1)), min(cv, nv + 8 + nv // 16), min(cf, nf + 4 + nf // 16)
         if self.take_blocks(s, cc, cv, cf) or self.go_sparse(s, PAIR_TABLES, 2, cc, cv, cf):
             return
-        s.tables.grow_dense(PAIR_TABLES, ((cc, cv, cv), (cc, cv, cf)), ((C, V, V), (C, V, F)))
+        s.tables.grow_dense(PAIR_TABLES, ((cc, cv, cv), (cc, cv, cf)), ((C, V, V), (C, V, F)), self.room(s))
 
     def alloc_tuples(self, s, cc: int, cv: int, cf: int) -> None:
         """The t-way tensors grow as V^t, so they get no spare capacity beyond the base arrays'."""
@@ -173,6 +173,12 @@ class Layout:
         held = Budget.held(s.count_arrays(), PAIR_TABLES + TUPLE_TABLES)
         return s.memory_budget is None or PairBlocks.bytes_for(n_values, n_classes) <= s.memory_budget - held
 
+    @staticmethod
+    def room(s) -> int:
+        """Cells of the buffer a dense pair table, or the pair blocks, may grow in (in place: a new table would
+        fault in every page it writes): the most either takes within the memory budget (0 without one)."""
+        return 0 if s.memory_budget is None else int(s.memory_budget) // 8
+
     def blocks_spare(self, s, n_values, n_classes: int) -> int:
         """Cells of room the pair blocks of features of ``n_values`` values and ``n_classes`` classes may keep
         beyond their layout when they take a new buffer (:meth:`PairBlocks.grow`): a share
@@ -202,7 +208,7 @@ class Layout:
             return False
         C, V, F = len(s.classes), len(s.value_keys), len(s.features)
         vf = s.value_feature[:V]
-        s.tables.to_blocks(vf, F, C, self.blocks_spare(s, np.bincount(vf[vf >= 0], minlength=F), C))
+        s.tables.to_blocks(vf, F, C, self.blocks_spare(s, np.bincount(vf[vf >= 0], minlength=F), C), self.room(s))
         return True
 
     def sync_pairs(self, s, within_budget: bool = True) -> None:
@@ -223,7 +229,7 @@ class Layout:
         if within_budget and not self.blocks_fit(s, n, C):
             self.go_sparse(s, PAIR_TABLES, 2, *s.tables.capacity[:3])
             return
-        s.tables.grow_blocks(vf, F, C, self.blocks_spare(s, n, C))
+        s.tables.grow_blocks(vf, F, C, self.blocks_spare(s, n, C), self.room(s))
 
     def blocks_to_sparse(self, s) -> None:
         """Pair blocks to sparse tables, the same counts (before anything blocks cannot hold: EM's expected
