@@ -5,7 +5,9 @@ that keeps every cell of a sparse table (``apply_selection`` keeps the table).
 
 Each is checked against numpy's reading of the same counts, which it must equal to the bit (the cells,
 their counts, the hash table's capacity, the test statistics), on fractional weights whose sums depend on
-the order they are added in; and the counts against a brute-force recount of the events.
+the order they are added in; and the counts against a brute-force recount of the events. A store read from
+a snapshot's state, or unpickled, holds exactly its cells (no buffer of room) and runs none of these passes
+until it learns; it then learns as the store never saved, to the bit.
 """
 
 from __future__ import annotations
@@ -383,3 +385,81 @@ def test_tans_bayes_gains_off_a_sparse_table_are_numpys_to_the_bit_and_the_dense
                                   pair_count=pc, sync_pairs=lambda: None)
     np.testing.assert_allclose(got, bayesian_edge_gains(dense, 0.5), rtol=1e-9, atol=1e-9)  # the dense tables' gains
     assert (got != 0).sum() == F * (F - 1)
+
+
+def _wide_events(n: int, seed: int, late: int) -> list:
+    """``n`` events of eight categorical attributes in a chain below the class; from event ``late`` on, each
+    attribute takes values unseen before (six more each) and a fourth class comes: the tables grow then."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        y = int(rng.integers(0, 3 if i < late else 4))
+        prev, x = y, {}
+        for j in range(8):
+            v = int((prev + rng.integers(0, 2)) % (3 + j % 2))
+            if i >= late and rng.random() < 0.5:
+                v = 10 + int(rng.integers(0, 6))
+            x[f"a{j}"] = f"v{v}"
+            prev = v
+        out.append((x, f"c{y}"))
+    return out
+
+
+#: memory budgets, and the pair tables' layout with them at the snapshot and after the events that follow it
+LAYOUTS = {400_000: (np.ndarray, np.ndarray), 120_000: (np.ndarray, PairBlocks), 30_000: (PairBlocks, SparseTable)}
+
+
+@pytest.mark.parametrize("budget", sorted(LAYOUTS))
+@pytest.mark.parametrize("name", ["TAN", "KDB"])
+def test_a_restored_store_takes_no_room_and_no_compiled_move_until_it_learns_then_learns_as_one_never_saved(
+        name, budget, monkeypatch):
+    import pickle
+
+    from stream_nb import KDB
+    from stream_nb.options import EqualFrequency, Ignore, Parents, Tree
+    from stream_nb.stats.tables import _counts, _pair_blocks
+
+    def make():
+        if name == "TAN":
+            return TAN(numeric=EqualFrequency(bins=3), missing=Ignore(), search=Tree(rebuild_every=40),
+                       memory_budget=budget)
+        return KDB(k=2, numeric=EqualFrequency(bins=3), missing=Ignore(), search=Parents(rebuild_every=40),
+                   memory_budget=budget)
+
+    def has_room(model) -> bool:
+        tables = model._stats.tables
+        return bool(tables.room) or getattr(tables.get("pair_count"), "room", None) is not None
+
+    data = _wide_events(400, 11, late=200)
+    assert not has_room(make())  # a store made takes no room before its first event
+    model = make()
+    for x, y in data[:200]:
+        model.learn_one(x, y)
+    at_snapshot, after = LAYOUTS[budget]
+    assert type(model._stats.tables.get("pair_count")) is at_snapshot
+    assert has_room(model)  # learning: the tables grew in their room
+
+    def refused(*args, **kwargs):
+        raise AssertionError("a state read took a buffer of room or ran a compiled layout move")
+
+    for module in (_counts, _pair_blocks):  # the layout moves' compiled passes, and the buffers of room
+        monkeypatch.setattr(module, "compiled", refused)
+        monkeypatch.setattr(module, "room_buffer", refused)
+    back = type(model).from_state(*model.state())
+    unpickled = pickle.loads(pickle.dumps(model))
+    monkeypatch.undo()
+    for twin in (back, unpickled):  # exactly their cells: no buffer beyond them
+        assert not has_room(twin) and type(twin._stats.tables.get("pair_count")) is at_snapshot
+    for x, y in data[200:]:  # new values and a class: the tables grow, the restored ones into room taken now
+        for m in (model, back, unpickled):
+            m.learn_one(x, y)
+    for m in (model, back, unpickled):  # (sparse tables take none)
+        assert type(m._stats.tables.get("pair_count")) is after and has_room(m) == (after is not SparseTable)
+    s = model._stats
+    used = (len(s.classes), len(s.value_keys), len(s.value_keys))
+    (idx, n) = cells_of(s.pair_count, used)
+    for twin in (back, unpickled):  # the same counts to the bit, and the same probabilities
+        (tidx, tn) = cells_of(twin._stats.pair_count, used)
+        assert all(np.array_equal(a, b) for a, b in zip(idx, tidx)) and tn.tobytes() == n.tobytes()
+        X = pd.DataFrame([x for x, _ in data[300:]])
+        assert twin.predict_proba_many(X).values.tobytes() == model.predict_proba_many(X).values.tobytes()

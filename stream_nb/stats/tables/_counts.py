@@ -157,7 +157,7 @@ class CountTables:
             self.replace(k, v)
         self.capacity = (cc, cv, cf, cg)
 
-    def grow_dense(self, family: tuple, shapes: tuple, used: tuple, room: int = 0) -> None:
+    def grow_dense(self, family: tuple, shapes: tuple, used: tuple, room: int = 0, compiled_move: bool = True) -> None:
         """Dense tables of ``family`` (the pair or the t-way names: the table, then its twin with a feature
         last) of ``shapes``, in every count set, each with the cells of the region ``used`` (one shape
         per name) of the dense table it replaces, if any.
@@ -167,7 +167,9 @@ class CountTables:
         (:func:`~stream_nb.kernels._pair_blocks.move_counts`), where a new table would fault in every page it
         writes (the cells of the first events of a wide stream are spread over all of them, and dense pair
         tables grow several times an event then); the buffer's pages that no cell reaches take no memory.
-        The tables hold the same counts either way."""
+        The tables hold the same counts either way. ``compiled_move``: a pair table's nonzero cells are copied
+        into a new one in a compiled pass (:func:`~stream_nb.kernels._pair_blocks.copy_counts`); False, by
+        numpy's copy of the region (a store not learning yet: a state read imports no compiled code)."""
         for p in self.sets():
             for k, shape, dims in zip(family, shapes, used):
                 old = self.get(p + k)
@@ -188,7 +190,7 @@ class CountTables:
                     new = buf[:size].reshape(shape)
                 else:
                     new = np.zeros(shape)
-                if (isinstance(old, np.ndarray) and old.ndim == 3 and old.dtype == new.dtype
+                if (compiled_move and isinstance(old, np.ndarray) and old.ndim == 3 and old.dtype == new.dtype
                         and all(d <= min(a, b) for d, a, b in zip(dims, old.shape, shape))):
                     compiled().copy_counts(old, new, *dims)  # (the pair tables: their nonzero cells alone)
                 elif old is not None:
@@ -232,15 +234,17 @@ class CountTables:
 
     # ------------------------------------------------------------------ another layout (the store decides when)
 
-    def to_sparse(self, family: tuple, shapes: tuple, used: tuple, wait=None) -> None:
+    def to_sparse(self, family: tuple, shapes: tuple, used: tuple, wait=None, compiled_move: bool = True) -> None:
         """Hold the tables of ``family`` (the pair or the t-way names: the table, then its twin with a feature
         last) sparse in every count set, of ``shapes`` (one per name), with the same counts: a sparse table
         reshaped (if its shape differs), the cells of pair blocks moved over, those of a dense table's region
         ``used`` (one shape per name) moved over, the pairs' a slice of rows at a time. ``wait``, given the
         cells a dense t-way table holds, says whether the new table starts empty instead (a t-way selection
-        that counts its candidates afresh); None: never."""
+        that counts its candidates afresh); None: never. ``compiled_move``: the cells of pair blocks are read in
+        one compiled pass (:meth:`~stream_nb.stats.tables.PairBlocks.sparse_cells`); False, in numpy (the same
+        tables: a store not learning yet)."""
         pairs = family[0] == "pair_count"
-        blocks = self.get("pair_count") if pairs else None
+        blocks = self.get("pair_count") if pairs and compiled_move else None
         moved = blocks.sparse_cells(used[0], shapes[0], used[1], shapes[1]) if isinstance(blocks, PairBlocks) else None
         for p in self.sets():
             for k, shape, dims in zip(family, shapes, used):
@@ -272,13 +276,16 @@ class CountTables:
                         new = SparseTable.from_dense(old, dims, shape)
                 self.replace(p + k, new)
 
-    def to_blocks(self, vf: np.ndarray, n_features: int, n_classes: int, spare: int, room: int = 0) -> None:
+    def to_blocks(self, vf: np.ndarray, n_features: int, n_classes: int, spare: int, room: int = 0,
+                  compiled_move: bool = True) -> None:
         """Hold the pair counts in new :class:`~stream_nb.stats.tables.PairBlocks` of the columns' features
         ``vf`` (one per column in use), ``n_features`` features and ``n_classes`` classes, with ``spare`` cells
-        of room; the dense counts held until now move over, a slice of rows at a time."""
+        of room (and a buffer of ``room`` cells to grow in); the dense counts held until now move over in one
+        compiled pass, or with ``compiled_move`` False (a store not learning yet) a slice of rows at a time in
+        numpy, the same blocks."""
         held = self.get("pair_count")
         blocks = PairBlocks(vf, n_features, n_classes, spare, room)
-        if isinstance(held, np.ndarray) and held.ndim == 3:  # dense: in one compiled pass
+        if compiled_move and isinstance(held, np.ndarray) and held.ndim == 3:  # dense: in one compiled pass
             blocks.add_dense(held)
         elif held is not None:
             for idx, vals in chunks_of(held, (n_classes, len(vf), len(vf))):
