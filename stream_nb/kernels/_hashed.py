@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["copy_cells", "dense_cells", "hashed_add", "hashed_get", "hashed_shift", "held_rows", "kept_cells", "key_bits",
+__all__ = ["copy_cells", "dense_cells", "fill_cells", "hashed_add", "hashed_get", "hashed_shift", "held_rows", "kept_cells", "key_bits",
            "mark_row",
            "pair_kept", "pair_rows", "rehash", "row_held", "split_key", "unit_cells", "warm"]
 
@@ -220,6 +220,16 @@ def dense_cells(flat, dims, used, shape, keys, vals):
     return n
 
 
+def fill_cells(cell_keys, cell_vals, n, keys, vals):
+    """Add the first ``n`` cells of ``cell_keys``/``cell_vals`` (distinct keys), in order, to the empty
+    ``keys``/``vals`` of a sparse table (room for them all); the cells added."""
+    shift = hashed_shift(keys)
+    held = 0
+    for i in range(n):
+        held += hashed_add(keys, vals, cell_keys[i], cell_vals[i], shift)
+    return held
+
+
 def held_rows(keys, P2, rows):
     """Set the bit of the row of every cell ``keys`` holds (its key over ``P2``, the last axis's capacity)
     in the index ``rows``: the index of a table filled otherwise than by the loops that keep it."""
@@ -343,3 +353,4 @@ def warm(k) -> None:
         dims = np.array(dense.shape, dtype=np.int64)
         k.dense_cells(dense.ravel(), dims, dims, dims, np.full(128, -1, dtype=np.int64), np.zeros(128))
     k.held_rows(keys, 5, np.zeros(2, dtype=np.uint8))
+    k.fill_cells(np.array([3], dtype=np.int64), np.ones(1), 1, np.full(16, -1, dtype=np.int64), np.zeros(16))

@@ -17,8 +17,8 @@ from ._addresses import NO_DETECTOR
 #: Ratios multiplied before one logarithm (as in ``_tree.py``).
 _BLOCK = 8
 
-__all__ = ["add_block_rows", "block_bayes_gains", "block_cmi", "block_cmi_pairs", "move_blocks", "tree_block_pairs",
-           "warm"]
+__all__ = ["add_block_rows", "block_bayes_gains", "block_cells", "block_cmi", "block_cmi_pairs", "copy_counts", "dense_blocks",
+           "move_blocks", "move_counts", "tree_block_pairs", "warm"]
 
 
 def add_block_rows(D, dfeats, yc, w, loc, prefix, start, C, cells, diag):
@@ -53,7 +53,10 @@ def move_blocks(old, old_n, old_prefix, old_start, old_C, new, prefix, start, C)
     place in the larger layout (``prefix``, ``start``, ``C`` classes) in ``new``: the values of each feature keep
     their places among its values, new ones after them. ``new`` may be ``old`` itself (the layout grown in
     place): a cell's new place is never before its old one, so the cells move from the last to the first,
-    each old place zeroed as it is left; ``new`` must be zero beyond the old layout."""
+    each old place zeroed as it is left; ``new`` must be zero beyond the old layout. A cell without a count
+    (most of them while the first events bring new values) is read, not written: its new place is zero
+    already (past the old layout, in a new buffer, or an old place left), and the pages of a new buffer
+    that only such cells would take are never touched."""
     old_total = old_prefix[old_prefix.shape[0] - 1]
     total = prefix[prefix.shape[0] - 1]
     F = old_n.shape[0]
@@ -64,11 +67,150 @@ def move_blocks(old, old_n, old_prefix, old_start, old_C, new, prefix, start, C)
             for g in range(F - 1, f, -1):  # the block of f and g in the row of f's value a: one run
                 at = old_start[f] + (a * old_width + old_prefix[g] - old_prefix[f + 1]) * old_C
                 to = start[f] + (a * width + prefix[g] - prefix[f + 1]) * C
+                if C == old_C:  # the same classes: the run moves whole, one stretch of cells
+                    for i in range(old_n[g] * C - 1, -1, -1):
+                        x = old[at + i]
+                        if x != 0.0:
+                            old[at + i] = 0.0
+                            new[to + i] = x
+                    continue
                 for b in range(old_n[g] - 1, -1, -1):
                     for c in range(old_C - 1, -1, -1):
                         x = old[at + b * old_C + c]
-                        old[at + b * old_C + c] = 0.0
-                        new[to + b * C + c] = x
+                        if x != 0.0:
+                            old[at + b * old_C + c] = 0.0
+                            new[to + b * C + c] = x
+
+
+def copy_counts(old, new, C, V, W):
+    """Copy the nonzero cells of the region (``C``, ``V``, ``W``) of the dense table ``old`` into the zeroed
+    ``new`` (at least as large): a dense pair table grown. Only the cells that hold a count are written (a
+    few rows of each class while the first events bring new values), so the pages of ``new`` the others
+    would take stay untouched until a count comes to them."""
+    for c in range(C):
+        for u in range(V):
+            for v in range(W):
+                x = old[c, u, v]
+                if x != 0.0:
+                    new[c, u, v] = x
+
+
+def move_counts(flat, old_shape, used, shape):
+    """Move the cells of a dense table of three axes held at the start of ``flat`` (of ``old_shape``) to their
+    places in a table of ``shape`` (each axis at least as long) held there: those of the region ``used`` move,
+    the others are zeroed. A cell's new place is never before its old one, so the cells move from the last to
+    the first, each old place zeroed as it is left (``flat`` must be zero beyond the old table); a cell without
+    a count is read, not written."""
+    C0, V0, W0 = old_shape[0], old_shape[1], old_shape[2]
+    V1, W1 = shape[1], shape[2]
+    for c in range(C0 - 1, -1, -1):
+        for u in range(V0 - 1, -1, -1):
+            for v in range(W0 - 1, -1, -1):
+                at = (c * V0 + u) * W0 + v
+                x = flat[at]
+                if x == 0.0:
+                    continue
+                flat[at] = 0.0
+                if c < used[0] and u < used[1] and v < used[2]:
+                    flat[(c * V1 + u) * W1 + v] = x
+
+
+def dense_blocks(table, V, vf, loc, prefix, start, C, cells, diag):
+    """Add the nonzero cells of the region (``C`` classes, ``V`` columns, ``V`` columns) of a dense pair table
+    (C', V', V') to empty blocks: a cell of two attributes f < g (the row's first) to its block cell, a
+    column's own cell (one of a feature) to ``diag``; the others (two values of one attribute, a column of no
+    feature) none. What ``PairBlocks.add`` of the region's nonzero cells adds: each cell once."""
+    total = prefix[prefix.shape[0] - 1]
+    for c in range(C):
+        for u in range(V):
+            fu = vf[u]
+            if fu < 0:
+                continue
+            base = start[fu] + loc[u] * (total - prefix[fu + 1]) * C - prefix[fu + 1] * C + c
+            for v in range(V):
+                x = table[c, u, v]
+                if x == 0.0:
+                    continue
+                fv = vf[v]
+                if v == u:
+                    diag[c, u] += x
+                elif fv > fu:
+                    cells[base + (prefix[fv] + loc[v]) * C] += x
+
+
+def block_cells(prefix, start, C, cells, diag, cols, vf, pdims, pshape, fdims, fshape, pkeys, pvals, fkeys, fvals):
+    """The cells of ``pair_count`` and ``pair_feat`` that blocks stand for, as flat keys of tables of capacity
+    ``pshape`` and ``fshape`` (within ``pdims`` and ``fdims``), with their counts, written to ``pkeys``/``pvals``
+    and ``fkeys``/``fvals`` (room for them all); returns how many of each. ``cols``: the column of each place
+    in the order of the values by feature.
+
+    ``pair_count``: each nonzero block cell in both orientations, and each nonzero ``diag`` cell. ``pair_feat``
+    (c, u, g): the sum of u's row in the block of its feature and g (its cells in the blocks' order, the
+    values of g or of u's feature ascending, as numpy's ``bincount`` sums them in ``PairBlocks.feat_cells``), a
+    ``diag`` cell its own feature's; a cell whose sum is 0 none. ``diag`` must hold no count of a column of no
+    feature (whose ``pair_feat`` cell ``feat_cells`` files under no feature: the caller's numpy path)."""
+    F = prefix.shape[0] - 1
+    total = prefix[F]
+    np_ = 0
+    nf = 0
+    row = np.zeros(C)  # u's row in the block at hand, by class
+    acc = np.zeros(total * C)  # per place after f's values and class: the sum over f's values
+    for f in range(F):
+        width = total - prefix[f + 1]
+        for a in range(prefix[f + 1] - prefix[f]):
+            u = cols[prefix[f] + a]
+            for g in range(f + 1, F):
+                for c in range(C):
+                    row[c] = 0.0
+                first = start[f] + (a * width + prefix[g] - prefix[f + 1]) * C
+                for b in range(prefix[g + 1] - prefix[g]):
+                    v = cols[prefix[g] + b]
+                    at = (prefix[g] - prefix[f + 1] + b) * C
+                    for c in range(C):
+                        x = cells[first + b * C + c]
+                        if x == 0.0:
+                            continue
+                        row[c] += x
+                        acc[at + c] += x
+                        if c < pdims[0] and u < pdims[1] and v < pdims[2]:
+                            pkeys[np_] = (c * pshape[1] + u) * pshape[2] + v
+                            pvals[np_] = x
+                            np_ += 1
+                        if c < pdims[0] and v < pdims[1] and u < pdims[2]:
+                            pkeys[np_] = (c * pshape[1] + v) * pshape[2] + u
+                            pvals[np_] = x
+                            np_ += 1
+                for c in range(C):
+                    if row[c] != 0.0 and c < fdims[0] and u < fdims[1] and g < fdims[2]:
+                        fkeys[nf] = (c * fshape[1] + u) * fshape[2] + g
+                        fvals[nf] = row[c]
+                        nf += 1
+        for q in range(width):  # the rows of the later features' values, each summed over f's values
+            v = cols[prefix[f + 1] + q]
+            for c in range(C):
+                x = acc[q * C + c]
+                if x == 0.0:
+                    continue
+                acc[q * C + c] = 0.0
+                if c < fdims[0] and v < fdims[1] and f < fdims[2]:
+                    fkeys[nf] = (c * fshape[1] + v) * fshape[2] + f
+                    fvals[nf] = x
+                    nf += 1
+    for c in range(diag.shape[0]):
+        for u in range(diag.shape[1]):
+            x = diag[c, u]
+            if x == 0.0:
+                continue
+            if c < pdims[0] and u < pdims[1] and u < pdims[2]:
+                pkeys[np_] = (c * pshape[1] + u) * pshape[2] + u
+                pvals[np_] = x
+                np_ += 1
+            g = vf[u]
+            if c < fdims[0] and u < fdims[1] and g < fdims[2]:
+                fkeys[nf] = (c * fshape[1] + u) * fshape[2] + g
+                fvals[nf] = x
+                nf += 1
+    return np_, nf
 
 
 def tree_block_pairs(D, dfeats, ppos, more, G, gslots, yc, weights, infl, learn, C, a, backoff, to_parent,
@@ -403,6 +545,14 @@ def warm(k) -> None:
     k.block_cmi_pairs(prefix, start, 2, cells, np.array([1], dtype=np.int64), np.array([0], dtype=np.int64),
                       np.zeros((2, 2)))
     k.move_blocks(cells, np.array([2, 1], dtype=np.int64), prefix, start, 2, cells, prefix, start, 2)
+    k.copy_counts(np.zeros((2, 4, 4)), np.zeros((3, 5, 5)), 2, 4, 4)
+    shape3 = np.array([2, 4, 4], dtype=np.int64)
+    k.move_counts(np.zeros(64), shape3, shape3, np.array([2, 5, 5], dtype=np.int64))
+    k.dense_blocks(np.zeros((2, 4, 4)), 4, np.array([-1, 0, 0, 1], dtype=np.int64), loc, prefix, start, 2, cells, diag)
+    dims, keys = np.array([2, 4, 4], dtype=np.int64), np.zeros(16, dtype=np.int64)
+    k.block_cells(prefix, start, 2, cells, diag, np.array([1, 2, 3, 0], dtype=np.int64),
+                  np.array([-1, 0, 0, 1], dtype=np.int64), dims, dims, dims, dims, keys, np.zeros(16), keys.copy(),
+                  np.zeros(16))
     k.block_bayes_gains(prefix, start, 2, cells, 1.0, np.ones(2), np.zeros(4), np.empty((2, 2)))
     gn, G = np.zeros((2, 1)), np.array([[0.5], [1.5]])
     for more in (np.zeros((0, 0), dtype=np.int64), np.zeros((2, 2), dtype=np.int64)):

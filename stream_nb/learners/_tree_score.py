@@ -13,7 +13,7 @@ import numpy as np
 from ..kernels import compiled
 from ._structure import value_blocks
 
-__all__ = ["bayesian_edge_gains", "bayesian_edge_weights"]
+__all__ = ["bayesian_edge_gains", "bayesian_edge_weights", "gains_of_cells"]
 
 
 def gammaln(x):
@@ -62,7 +62,28 @@ def _group_sums(keys: np.ndarray, n: np.ndarray):
 
 
 def _gains_from_cells(stats, C: int, V: int, F: int, alpha: float, nv: np.ndarray) -> np.ndarray:
-    """:func:`bayesian_edge_gains` read off sparse pair tables (an empty cell adds nothing to a score)."""
+    """:func:`bayesian_edge_gains` read off sparse pair tables (an empty cell adds nothing to a score): the
+    sums of the cells in the compiled loop over the hash table's slots
+    (:func:`~stream_nb.kernels._sparse_structure.bayes_gain_terms`, where numpy sorted every cell held four
+    times), their gammaln terms and the sums of those in numpy as :func:`gains_of_cells` takes them (the
+    same numbers to the bit)."""
+    keys, vals = stats.pair_count.arrays()
+    b1, x1, b2, h2, x2, b3, x3, b4, h4, x4 = compiled().bayes_gain_terms(
+        keys, vals, np.array(stats.pair_count.shape, dtype=np.int64), C, V,
+        np.ascontiguousarray(stats.value_feature[:V], dtype=np.int64), F)
+    lga = gammaln(alpha)
+    g = np.bincount(b1, weights=gammaln(alpha + x1) - lga, minlength=F * F)
+    g -= np.bincount(b2, weights=gammaln(nv[h2] * alpha + x2) - gammaln(nv[h2] * alpha), minlength=F * F)
+    g -= np.bincount(b3, weights=gammaln(alpha + x3) - lga, minlength=F * F)
+    g += np.bincount(b4, weights=gammaln(nv[h4] * alpha + x4) - gammaln(nv[h4] * alpha), minlength=F * F)
+    g = g.reshape(F, F)
+    np.fill_diagonal(g, 0.0)
+    return g
+
+
+def gains_of_cells(stats, C: int, V: int, F: int, alpha: float, nv: np.ndarray) -> np.ndarray:
+    """:func:`_gains_from_cells` in numpy, over the cells of the sparse pair table sorted by key (the reference
+    the tests compare with)."""
     (c, v, w), n = stats.pair_count.cells()
     fv = stats.value_feature
     ok = (c < C) & (v < V) & (w < V) & (n > 0)

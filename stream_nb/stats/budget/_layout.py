@@ -51,6 +51,15 @@ class Layout:
     #: tables pass the budget). Room never written takes no memory (zeroed pages the system maps as touched).
     BLOCK_SPARE = 2.0
 
+    #: Whether the store has begun to learn (set by :meth:`check_event`, which every event and run learned
+    #: asks before anything registers or grows). Until then (a store made, or read from a state) its pair
+    #: tables hold exactly their cells: they take no buffer of room (:meth:`room`) and move between layouts
+    #: in numpy, not in the compiled passes, so restoring a snapshot reserves no memory beyond its tables and
+    #: imports no compiled code. The moves give the same cells either way; a restored store takes its room
+    #: with the first table that grows while it learns. (A class default: a store pickled before it was kept
+    #: reads False.)
+    learning = False
+
     def __init__(self, blocks_ok: bool = False):
         #: Whether the pair counts may be held in pair blocks (:class:`~stream_nb.stats.tables.PairBlocks`) when
         #: dense tables would pass the budget and the blocks do not: set by a model that reads them (TAN; KDB with
@@ -89,7 +98,8 @@ class Layout:
             cc, cv, cf = min(cc, max(nc, 1)), min(cv, nv + 8 + nv // 16), min(cf, nf + 4 + nf // 16)
         if self.take_blocks(s, cc, cv, cf) or self.go_sparse(s, PAIR_TABLES, 2, cc, cv, cf):
             return
-        s.tables.grow_dense(PAIR_TABLES, ((cc, cv, cv), (cc, cv, cf)), ((C, V, V), (C, V, F)))
+        s.tables.grow_dense(PAIR_TABLES, ((cc, cv, cv), (cc, cv, cf)), ((C, V, V), (C, V, F)), self.room(s),
+                            self.learning)
 
     def alloc_tuples(self, s, cc: int, cv: int, cf: int) -> None:
         """The t-way tensors grow as V^t, so they get no spare capacity beyond the base arrays'."""
@@ -173,6 +183,12 @@ class Layout:
         held = Budget.held(s.count_arrays(), PAIR_TABLES + TUPLE_TABLES)
         return s.memory_budget is None or PairBlocks.bytes_for(n_values, n_classes) <= s.memory_budget - held
 
+    def room(self, s) -> int:
+        """Cells of the buffer a dense pair table, or the pair blocks, may grow in (in place: a new table would
+        fault in every page it writes): the most either takes within the memory budget (0 without one, and
+        before the store learns: :attr:`learning`)."""
+        return 0 if s.memory_budget is None or not self.learning else int(s.memory_budget) // 8
+
     def blocks_spare(self, s, n_values, n_classes: int) -> int:
         """Cells of room the pair blocks of features of ``n_values`` values and ``n_classes`` classes may keep
         beyond their layout when they take a new buffer (:meth:`PairBlocks.grow`): a share
@@ -202,7 +218,8 @@ class Layout:
             return False
         C, V, F = len(s.classes), len(s.value_keys), len(s.features)
         vf = s.value_feature[:V]
-        s.tables.to_blocks(vf, F, C, self.blocks_spare(s, np.bincount(vf[vf >= 0], minlength=F), C))
+        s.tables.to_blocks(vf, F, C, self.blocks_spare(s, np.bincount(vf[vf >= 0], minlength=F), C), self.room(s),
+                           self.learning)
         return True
 
     def sync_pairs(self, s, within_budget: bool = True) -> None:
@@ -223,7 +240,7 @@ class Layout:
         if within_budget and not self.blocks_fit(s, n, C):
             self.go_sparse(s, PAIR_TABLES, 2, *s.tables.capacity[:3])
             return
-        s.tables.grow_blocks(vf, F, C, self.blocks_spare(s, n, C))
+        s.tables.grow_blocks(vf, F, C, self.blocks_spare(s, n, C), self.room(s))
 
     def blocks_to_sparse(self, s) -> None:
         """Pair blocks to sparse tables, the same counts (before anything blocks cannot hold: EM's expected
@@ -281,7 +298,7 @@ class Layout:
         shapes = {family[0]: (cc,) + (cv,) * t, family[1]: (cc,) + (cv,) * (t - 1) + (cf,)}
         used = {family[0]: (C,) + (V,) * t, family[1]: (C,) + (V,) * (t - 1) + (F,)}
         s.tables.to_sparse(family, tuple(shapes.values()), tuple(used.values()),
-                           partial(tuples_wait, s) if family == TUPLE_TABLES else None)
+                           partial(tuples_wait, s) if family == TUPLE_TABLES else None, self.learning)
         if family == TUPLE_TABLES:
             settle_tuples(s)
         return True
@@ -292,7 +309,9 @@ class Layout:
         """Refuse to learn more (CapacityError, before anything changes) when one event of ``k``
         observed values could take the sparse pair tables past ``memory_budget`` (or
         :data:`~stream_nb.stats.budget.SPARSE_FLOOR`, if larger): if all its cells were new, or the tables
-        had to grow (double) to hold them. A vectorised run is checked as one event before it is added."""
+        had to grow (double) to hold them. A vectorised run is checked as one event before it is added. The
+        store learns from here on (:attr:`learning`)."""
+        self.learning = True
         refresh_selection(s)
         if s.memory_budget is None:
             return

@@ -58,6 +58,7 @@ again). KDB's candidate parents (``_tuple_candidates.py``) merge the same way (`
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import numpy as np
 
@@ -136,10 +137,7 @@ def apply_selection(s, allowed: np.ndarray, edges: np.ndarray) -> None:
 
             if isinstance(old, SparseTable):  # in the compiled loop: find the kept cells, then copy them
                 slots = _kept_cells(old, dims, s, by_feature)
-                new = SelectedTable(old.shape, slots=2 * max(len(slots), 1))
-                rows = new.index_rows()  # the rows it holds, set as the cells are copied (the scores skip the others)
-                compiled().copy_cells(*old.arrays(), slots, *new.arrays(), old.shape[2], rows)
-                new.set_held(len(slots))
+                new = old.keep_cells(slots, isinstance(old, SelectedTable), partial(SelectedTable, old.shape))
             else:  # a slice of the old table at a time: twice over (count, then copy) rather than every cell at once
                 n_kept = sum(int(kept(idx).sum()) for idx, _ in chunks_of(old, dims))
                 new = SelectedTable(old.shape, slots=2 * max(n_kept, 1))

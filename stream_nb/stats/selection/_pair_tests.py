@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...kernels import compiled
 from ._significance import chi2_logsf
-from ..tables import cells_of
+from ..tables import SparseTable, cells_of
 
-__all__ = ["pair_tests"]
+__all__ = ["pair_tests", "pair_tests_of_cells"]
 
 
 def _group(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -52,13 +53,32 @@ def pair_tests(s) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     n, the events those counts hold, and the excess of the second's G over its degrees of freedom (what
     independence would give on average) per event, (G - df) / n, at least 0: twice I(X_i; X_j | C) less the
     plug-in estimate's bias, comparable between pairs that hold different numbers of events. 0 (p = 1) and
-    n = 0 for a pair without counts or without a degree of freedom."""
+    n = 0 for a pair without counts or without a degree of freedom.
+
+    A sparse table's sums and ratios are read in the compiled loop over its slots
+    (:func:`~stream_nb.kernels._sparse_structure.pair_test_terms`, each pair's cells in key order, numpy's
+    order), where numpy sorted every cell held five times (a second at KDB's first pruning on cat200); the
+    logarithms and the sums of the terms stay numpy's, so the results are the same to the bit
+    (:func:`pair_tests_of_cells` is the numpy reading, of any table)."""
     C, V, F = s.n_classes, len(s.value_keys), len(s.features)
-    joint, given, events, excess = np.zeros((F, F)), np.zeros((F, F)), np.zeros((F, F)), np.zeros((F, F))
     if C == 0 or V <= 1 or F < 2:
-        return joint, given, events, excess
-    (c, v, w), n = cells_of(s.pair_count, (C, V, V))
+        return tuple(np.zeros((F, F)) for _ in range(4))
     vf = np.asarray(s.value_feature[:V], dtype=np.int64)
+    table = s.pair_count
+    if not isinstance(table, SparseTable):
+        return pair_tests_of_cells(*cells_of(table, (C, V, V)), vf, C, V, F)
+    keys, vals = table.arrays()
+    gb, gn, gr, df_c, jb, jm, jr, df_j, n_b = compiled().pair_test_terms(
+        keys, vals, np.array(table.shape, dtype=np.int64), C, V, np.ascontiguousarray(vf), F)
+    g_c = np.maximum(2.0 * np.bincount(gb, weights=gn * np.log(gr), minlength=C * F * F), 0.0)
+    g_j = np.maximum(2.0 * np.bincount(jb, weights=jm * np.log(jr), minlength=F * F), 0.0)
+    return _tests(g_c.reshape(C, F * F).sum(0), df_c.reshape(C, F * F).sum(0), g_j, df_j, n_b, F)
+
+
+def pair_tests_of_cells(idx: tuple, n: np.ndarray, vf: np.ndarray, C: int, V: int, F: int) -> tuple:
+    """:func:`pair_tests` of the cells ``idx`` = (c, v, w) with counts ``n`` of a pair table (in key order,
+    as ``cells_of`` lists them) of ``C`` classes, ``V`` columns of features ``vf`` and ``F`` features, in numpy."""
+    c, v, w = idx
     ok = (v > 0) & (w > 0) & (n > 0)
     c, v, w, n = c[ok], v[ok], w[ok], n[ok].astype(float)
     fi, fj = vf[v], vf[w]
@@ -74,6 +94,13 @@ def pair_tests(s) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     uv, uw = np.divmod(vw, V)
     g_j, df_j = _g_and_df(uv, uw, vf[uv] * F + vf[uw], m, V, F, F * F)
     n_b = np.bincount(b, weights=n, minlength=F * F)
+    return _tests(g_c, df_c, g_j, df_j, n_b, F)
+
+
+def _tests(g_c, df_c, g_j, df_j, n_b, F: int) -> tuple:
+    """:func:`pair_tests`' four (F, F) arrays from the G statistics and degrees of freedom of each pair (F F),
+    given the class (``g_c``, ``df_c``) and not (``g_j``, ``df_j``), and its count ``n_b``."""
+    joint, given, events, excess = np.zeros((F, F)), np.zeros((F, F)), np.zeros((F, F)), np.zeros((F, F))
     for out, g, df in ((joint, g_j, df_j), (given, g_c, df_c)):
         has = df > 0
         flat = np.zeros(F * F)

@@ -40,11 +40,13 @@ Forgetting (:mod:`stream_nb.stats.forgetting`) decides which counts go; the part
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ...kernels import compiled
 from ..values import TWINNED
-from ._pair_blocks import PairBlocks, PairFeat
+from ._pair_blocks import PairBlocks, PairFeat, room_buffer
 from ._sparse import SparseTable, add_pair_rows, cells_of, chunks_of, sparse_add
 from ._working import row_chunks
 
@@ -109,6 +111,18 @@ class CountTables:
         #: The layout of the pair counts (sparse, or pair blocks) and of the t-way counts (sparse), as
         #: :meth:`replace` last held them: a store reads it with every event.
         self.pairs_sparse = self.pairs_blocks = self.tuples_sparse = False
+        #: Per dense pair table grown with room (:meth:`grow_dense`), the zeroed buffer whose start holds it.
+        self.room: dict = {}
+
+    def __getstate__(self) -> dict:
+        """Pickled and copied without the buffers of :attr:`room` (a copy's tables are its own arrays, which grow
+        into new ones): a copy never shares a buffer with the original, nor writes its unused room."""
+        state = self.__dict__.copy()
+        state["room"] = {}
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update({"room": {}, **state})  # (one pickled before the room was kept has none)
 
     def sets(self) -> tuple:
         """Name prefixes of the count sets kept: the counts, and with :attr:`observed` their observed-only twin."""
@@ -143,15 +157,43 @@ class CountTables:
             self.replace(k, v)
         self.capacity = (cc, cv, cf, cg)
 
-    def grow_dense(self, family: tuple, shapes: tuple, used: tuple) -> None:
+    def grow_dense(self, family: tuple, shapes: tuple, used: tuple, room: int = 0, compiled_move: bool = True) -> None:
         """Dense tables of ``family`` (the pair or the t-way names: the table, then its twin with a feature
         last) of ``shapes``, in every count set, each with the cells of the region ``used`` (one shape
-        per name) of the dense table it replaces, if any."""
+        per name) of the dense table it replaces, if any.
+
+        ``room``: cells of a buffer each table of three axes (the pairs') may take, its start holding the table
+        (0: none). A table grown within its buffer moves its cells in place
+        (:func:`~stream_nb.kernels._pair_blocks.move_counts`), where a new table would fault in every page it
+        writes (the cells of the first events of a wide stream are spread over all of them, and dense pair
+        tables grow several times an event then); the buffer's pages that no cell reaches take no memory.
+        The tables hold the same counts either way. ``compiled_move``: a pair table's nonzero cells are copied
+        into a new one in a compiled pass (:func:`~stream_nb.kernels._pair_blocks.copy_counts`); False, by
+        numpy's copy of the region (a store not learning yet: a state read imports no compiled code)."""
         for p in self.sets():
             for k, shape, dims in zip(family, shapes, used):
-                new = np.zeros(shape)
                 old = self.get(p + k)
-                if old is not None:
+                buf = self.room.pop(p + k, None)
+                size = math.prod(shape)
+                if (buf is not None and isinstance(old, np.ndarray) and old.base is buf and len(shape) == 3
+                        and old.ctypes.data == buf.ctypes.data and size <= len(buf)
+                        and all(a <= b for a, b in zip(old.shape, shape))
+                        and all(d <= a for d, a in zip(dims, old.shape))):
+                    compiled().move_counts(buf, np.array(old.shape, dtype=np.int64), np.array(dims, dtype=np.int64),
+                                           np.array(shape, dtype=np.int64))
+                    self.room[p + k] = buf
+                    self.replace(p + k, buf[:size].reshape(shape))
+                    continue
+                buf = room_buffer(room) if len(shape) == 3 and room > size else None
+                if buf is not None and len(buf) > size:
+                    self.room[p + k] = buf
+                    new = buf[:size].reshape(shape)
+                else:
+                    new = np.zeros(shape)
+                if (compiled_move and isinstance(old, np.ndarray) and old.ndim == 3 and old.dtype == new.dtype
+                        and all(d <= min(a, b) for d, a, b in zip(dims, old.shape, shape))):
+                    compiled().copy_counts(old, new, *dims)  # (the pair tables: their nonzero cells alone)
+                elif old is not None:
                     part = tuple(slice(0, d) for d in dims)
                     new[part] = old[part]
                 self.replace(p + k, new)
@@ -160,6 +202,9 @@ class CountTables:
         """Hold ``table`` under ``name`` (one of :data:`COUNT_TABLES`), in place of the one held."""
         if name not in COUNT_TABLES:
             raise KeyError(f"no count table is named {name!r}")
+        buf = self.room.get(name)
+        if buf is not None and not (isinstance(table, np.ndarray) and table.base is buf):
+            del self.room[name]  # (its buffer goes with the table it held)
         setattr(self.held, name, table)
         if name == "pair_count":
             self.pairs_sparse, self.pairs_blocks = isinstance(table, SparseTable), isinstance(table, PairBlocks)
@@ -169,6 +214,7 @@ class CountTables:
     def drop(self, name: str) -> None:
         """Hold no table under ``name`` (nothing if none is held)."""
         vars(self.held).pop(name, None)
+        self.room.pop(name, None)
         if name == "pair_count":
             self.pairs_sparse = self.pairs_blocks = False
         elif name == "tuple_count":
@@ -188,14 +234,18 @@ class CountTables:
 
     # ------------------------------------------------------------------ another layout (the store decides when)
 
-    def to_sparse(self, family: tuple, shapes: tuple, used: tuple, wait=None) -> None:
+    def to_sparse(self, family: tuple, shapes: tuple, used: tuple, wait=None, compiled_move: bool = True) -> None:
         """Hold the tables of ``family`` (the pair or the t-way names: the table, then its twin with a feature
         last) sparse in every count set, of ``shapes`` (one per name), with the same counts: a sparse table
         reshaped (if its shape differs), the cells of pair blocks moved over, those of a dense table's region
         ``used`` (one shape per name) moved over, the pairs' a slice of rows at a time. ``wait``, given the
         cells a dense t-way table holds, says whether the new table starts empty instead (a t-way selection
-        that counts its candidates afresh); None: never."""
+        that counts its candidates afresh); None: never. ``compiled_move``: the cells of pair blocks are read in
+        one compiled pass (:meth:`~stream_nb.stats.tables.PairBlocks.sparse_cells`); False, in numpy (the same
+        tables: a store not learning yet)."""
         pairs = family[0] == "pair_count"
+        blocks = self.get("pair_count") if pairs and compiled_move else None
+        moved = blocks.sparse_cells(used[0], shapes[0], used[1], shapes[1]) if isinstance(blocks, PairBlocks) else None
         for p in self.sets():
             for k, shape, dims in zip(family, shapes, used):
                 old = self.get(p + k)
@@ -204,8 +254,11 @@ class CountTables:
                         self.replace(p + k, _indexed(old.reshaped(shape), pairs))
                     continue
                 if isinstance(old, (PairBlocks, PairFeat)):  # pair blocks until now: their cells move over
-                    new = SparseTable(shape)
-                    new.add(*cells_of(old, dims))
+                    if moved is not None:  # read in one compiled pass (both tables' cells)
+                        new = SparseTable.from_cells(*moved[family.index(k)], shape)
+                    else:
+                        new = SparseTable(shape)
+                        new.add(*cells_of(old, dims))
                     self.replace(p + k, _indexed(new, pairs))
                     continue
                 if old is not None and pairs:  # dense until now: its cells move over, a slice at a time
@@ -223,22 +276,28 @@ class CountTables:
                         new = SparseTable.from_dense(old, dims, shape)
                 self.replace(p + k, new)
 
-    def to_blocks(self, vf: np.ndarray, n_features: int, n_classes: int, spare: int) -> None:
+    def to_blocks(self, vf: np.ndarray, n_features: int, n_classes: int, spare: int, room: int = 0,
+                  compiled_move: bool = True) -> None:
         """Hold the pair counts in new :class:`~stream_nb.stats.tables.PairBlocks` of the columns' features
         ``vf`` (one per column in use), ``n_features`` features and ``n_classes`` classes, with ``spare`` cells
-        of room; the dense counts held until now move over, a slice of rows at a time."""
+        of room (and a buffer of ``room`` cells to grow in); the dense counts held until now move over in one
+        compiled pass, or with ``compiled_move`` False (a store not learning yet) a slice of rows at a time in
+        numpy, the same blocks."""
         held = self.get("pair_count")
-        blocks = PairBlocks(vf, n_features, n_classes, spare)
-        if held is not None:
+        blocks = PairBlocks(vf, n_features, n_classes, spare, room)
+        if compiled_move and isinstance(held, np.ndarray) and held.ndim == 3:  # dense: in one compiled pass
+            blocks.add_dense(held)
+        elif held is not None:
             for idx, vals in chunks_of(held, (n_classes, len(vf), len(vf))):
                 blocks.add(idx, vals)
         self.replace("pair_count", blocks)
         self.replace("pair_feat", blocks.feat)
 
-    def grow_blocks(self, vf: np.ndarray, n_features: int, n_classes: int, spare: int) -> None:
+    def grow_blocks(self, vf: np.ndarray, n_features: int, n_classes: int, spare: int, room: int = 0) -> None:
         """Grow the pair blocks held to the columns' features ``vf``, ``n_features`` features and ``n_classes``
-        classes (:meth:`~stream_nb.stats.tables.PairBlocks.grow`, ``spare`` cells of room)."""
-        self.held.pair_count.grow(vf, n_features, n_classes, spare)
+        classes (:meth:`~stream_nb.stats.tables.PairBlocks.grow`, ``spare`` cells of room, a buffer of ``room``
+        cells to grow in)."""
+        self.held.pair_count.grow(vf, n_features, n_classes, spare, room)
 
     # ------------------------------------------------------------------ counting (negative weights take back)
 

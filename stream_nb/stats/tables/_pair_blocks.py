@@ -50,6 +50,20 @@ from ...kernels import compiled
 __all__ = ["PairBlocks", "PairFeat"]
 
 
+#: The most cells a buffer of room (``PairBlocks.room``, ``CountTables.room``) takes, 2 GiB of address space
+#: (the default budget's is 256 MiB): a large budget never reserves more for one table.
+ROOM_MOST = 1 << 28
+
+
+def room_buffer(cells: int):
+    """A zeroed buffer of at most :data:`ROOM_MOST` of ``cells`` (its pages taken as cells are written), or None
+    when the system refuses the address space: the table is then made without room, as before."""
+    try:
+        return np.zeros(min(int(cells), ROOM_MOST))
+    except MemoryError:
+        return None
+
+
 def _columns(value_feature: np.ndarray, F: int) -> tuple[np.ndarray, np.ndarray]:
     """Each column's place among its feature's values (in column order; -1 for a column of no feature),
     and the values of each of ``F`` features."""
@@ -95,15 +109,15 @@ class PairBlocks:
     (array([1., 0.]), 1.0)
     """
 
-    __slots__ = ("n_classes", "vf", "loc", "n", "prefix", "start", "buf", "diag")
+    __slots__ = ("n_classes", "vf", "loc", "n", "prefix", "start", "buf", "diag", "room")
 
-    def __init__(self, value_feature, n_features: int, n_classes: int, spare: int = 0):
+    def __init__(self, value_feature, n_features: int, n_classes: int, spare: int = 0, room: int = 0):
         self.n_classes = 0
         none = np.zeros(0, dtype=np.int64)
         self.vf, self.loc, self.n = none, none.copy(), none.copy()
         self.prefix, self.start = _layout(self.n, 0)
-        self.buf, self.diag = np.zeros(0), np.zeros((0, 0))
-        self.grow(value_feature, n_features, n_classes, spare)
+        self.buf, self.diag, self.room = np.zeros(0), np.zeros((0, 0)), None
+        self.grow(value_feature, n_features, n_classes, spare, room)
 
     @property
     def cells(self) -> np.ndarray:
@@ -134,18 +148,31 @@ class PairBlocks:
 
     def copy(self) -> PairBlocks:
         out = PairBlocks.__new__(PairBlocks)
-        for name in self.__slots__:
-            v = getattr(self, name)
-            setattr(out, name, v.copy() if isinstance(v, np.ndarray) else v)
+        out.__setstate__(self.__getstate__())
         return out
+
+    def __getstate__(self) -> dict:
+        """The blocks' arrays, copied, without the buffer of :attr:`room` (a copy's buffer is its own, and
+        takes a new one to grow past it)."""
+        state = {name: getattr(self, name) for name in self.__slots__ if name != "room"}
+        return {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in state.items()}
+
+    def __setstate__(self, state: dict) -> None:
+        for name in self.__slots__:
+            setattr(self, name, state.get(name))
 
     # ------------------------------------------------------------------ growth
 
-    def grow(self, value_feature, n_features: int, n_classes: int, spare: int = 0) -> None:
+    def grow(self, value_feature, n_features: int, n_classes: int, spare: int = 0, room: int = 0) -> None:
         """Take the columns, features and classes of the store as they are now (each at least as many as
         before, the columns held keeping their features): every block moves to its place in the larger
         layout, within the buffer when it has room; else into a new buffer with room for ``spare`` cells
-        more than the layout."""
+        more than the layout.
+
+        ``room``: cells of a zeroed buffer (:attr:`room`) the buffers may take, each new one its start
+        (0: none): a buffer grown within it is its start again, longer, the cells moved in place as within one
+        buffer, where a new buffer would fault in every page the cells are written to. Its pages that no cell
+        reaches take no memory; :attr:`nbytes` counts the buffer the blocks hold, as without it."""
         vf = np.asarray(value_feature, dtype=np.int64)
         old_vf = self.vf
         if len(vf) < len(old_vf) or not np.array_equal(vf[: len(old_vf)], old_vf):
@@ -161,7 +188,17 @@ class PairBlocks:
             return
         prefix, start = _layout(n, C)
         size = int(start[-1])
-        buf = self.buf if size <= len(self.buf) else np.zeros(size + int(spare))
+        want = size + int(spare)
+        if size <= len(self.buf):
+            buf = self.buf
+        elif (self.room is not None and want <= len(self.room) and self.buf.base is self.room
+              and self.buf.ctypes.data == self.room.ctypes.data):
+            buf = self.room[:want]  # (the same start: zero past the old buffer, the cells move in place)
+        elif int(room) > want and (held := room_buffer(room)) is not None and len(held) > want:
+            self.room = held
+            buf = self.room[:want]
+        else:
+            self.room, buf = None, np.zeros(want)
         diag = np.zeros((C, len(vf)))
         oldC, old_n, old_prefix = self.n_classes, self.n, self.prefix
         diag[:oldC, : len(old_vf)] = self.diag
@@ -211,6 +248,16 @@ class PairBlocks:
         first = (at >= 0) & (lo_col == u)
         np.add.at(self.cells, at[first] + c[first], w[first])
         np.add.at(self.diag, (c[diag], uu[diag]), w[diag])
+
+    def add_dense(self, table: np.ndarray) -> None:
+        """Add the nonzero cells of the region (classes, columns, columns) of the layout of a dense pair table
+        (of that capacity or more), as :meth:`add` adds them, in one compiled pass
+        (:func:`~stream_nb.kernels._pair_blocks.dense_blocks`): each block cell takes its row's first
+        attribute's orientation, each column of a feature its own cell."""
+        V, C = len(self.vf), self.n_classes
+        if table.shape[0] < C or table.shape[1] < V or table.shape[2] < V:
+            raise ValueError(f"pair blocks: a dense table of shape {table.shape} does not cover {C} classes and {V} columns")
+        compiled().dense_blocks(table, V, self.vf, self.loc, self.prefix, self.start, C, self.cells, self.diag)
 
     def add_rows(self, D: np.ndarray, dfeats: np.ndarray, yc: np.ndarray, w: np.ndarray) -> None:
         """Add every pair of observed values of each row of ``D`` (value columns of features ``dfeats``; -1
@@ -272,6 +319,27 @@ class PairBlocks:
         vals = self.cells[at]
         idx = (np.concatenate((c, c, dc)), np.concatenate((u, v, du)), np.concatenate((v, u, du)))
         return idx, np.concatenate((vals, vals, self.diag[dc, du]))
+
+    def sparse_cells(self, pdims, pshape, fdims, fshape):
+        """``((keys, counts), (keys, counts))``: the flat keys, in tables of capacity ``pshape`` and ``fshape``,
+        of the nonzero cells within ``pdims`` and ``fdims`` of the ``pair_count`` and the ``pair_feat`` these
+        counts stand for, with their counts, as :meth:`cells_held` and :meth:`feat_cells` give them (each
+        ``pair_feat`` cell the same sum, in the same order), read in one compiled pass over the blocks
+        (:func:`~stream_nb.kernels._pair_blocks.block_cells`): what a store's pair tables turning sparse
+        move over. None when a column of no feature holds a count of its own (``feat_cells`` files its
+        ``pair_feat`` cell under no feature): numpy's reading then."""
+        no_feature = self.vf < 0
+        if no_feature.any() and self.diag[:, no_feature].any():
+            return None
+        held = int(np.count_nonzero(self.cells))
+        room = 2 * held + int(np.count_nonzero(self.diag))
+        pkeys, fkeys = np.empty(room, dtype=np.int64), np.empty(room, dtype=np.int64)
+        pvals, fvals = np.empty(room), np.empty(room)
+        n_pair, n_feat = compiled().block_cells(self.prefix, self.start, self.n_classes, self.cells, self.diag,
+                                                np.ascontiguousarray(_columns_by_order(self), dtype=np.int64), self.vf,
+                                                *(np.array(d, dtype=np.int64) for d in (pdims, pshape, fdims, fshape)),
+                                                pkeys, pvals, fkeys, fvals)
+        return (pkeys[:n_pair], pvals[:n_pair]), (fkeys[:n_feat], fvals[:n_feat])
 
     def feat_cells(self) -> tuple[tuple, np.ndarray]:
         """``(index arrays, counts)`` of the nonzero cells of the ``pair_feat`` these counts stand for (cell

@@ -70,11 +70,16 @@ class SparseTable:
     def __init__(self, shape, slots: int = 1024):
         self.shape = tuple(int(d) for d in shape)
         self._check_shape(self.shape)
-        size = 1 << max(4, (int(slots) - 1).bit_length())
+        size = self.slots_of(slots)
         self._keys = np.full(size, _EMPTY, dtype=np.int64)
         self._vals = np.zeros(size)
         self._n = 0
         self._rows = None
+
+    @staticmethod
+    def slots_of(slots: int) -> int:
+        """The hash slots of a table made with ``slots``: rounded up to a power of two, at least 16."""
+        return 1 << max(4, (int(slots) - 1).bit_length())
 
     def index_rows(self) -> np.ndarray:
         """Start the index of the rows held (see the module notes) for a table of three axes whose rows fit
@@ -111,6 +116,17 @@ class SparseTable:
                                         out._keys, out._vals)
         return out
 
+    @classmethod
+    def from_cells(cls, keys: np.ndarray, vals: np.ndarray, shape) -> SparseTable:
+        """A sparse table of capacity ``shape`` holding the cells of flat ``keys`` (distinct) with counts ``vals``:
+        what ``add_flat(keys, vals)`` adds to an empty table (the same cells and capacity), in a compiled loop
+        (:func:`~stream_nb.kernels._hashed.fill_cells`)."""
+        out = cls(shape)
+        out.reserve(len(keys))
+        out._n = int(compiled().fill_cells(np.ascontiguousarray(keys, dtype=np.int64),
+                                           np.ascontiguousarray(vals, dtype=float), len(keys), out._keys, out._vals))
+        return out
+
     @staticmethod
     def _check_shape(shape) -> None:
         if math.prod(shape) >= _MAX_KEY:
@@ -142,6 +158,24 @@ class SparseTable:
         out.shape, out._keys, out._vals, out._n = self.shape, self._keys.copy(), self._vals.copy(), self._n
         out._rows = _copied_rows(self)
         return out
+
+    def keep_cells(self, slots: np.ndarray, reuse: bool, make) -> SparseTable:
+        """A table of the cells of ``slots`` (this table's, in slot order: a selection's kept cells) with the
+        index of their rows: ``make(n)``, an empty table made with ``n`` slots (twice the cells), filled with
+        them in the compiled loop (:func:`~stream_nb.kernels._hashed.copy_cells`); or, with ``reuse`` (this
+        table is of the kind ``make`` makes), this table itself when they are all its cells and it has the
+        capacity that copy would take (a revision that drops no pair, most of them): the cells, counts,
+        capacity and index a copy would hold, not copied."""
+        n = len(slots)
+        if reuse and n == self._n and len(self._keys) == self.slots_of(2 * max(n, 1)):
+            if self._rows is None:
+                self.index_rows()  # (an index numpy's additions dropped: made again, as a copy makes one)
+            return self
+        new = make(2 * max(n, 1))
+        rows = new.index_rows()  # the rows it holds, set as the cells are copied (the scores skip the others)
+        compiled().copy_cells(self._keys, self._vals, slots, new._keys, new._vals, self.shape[2], rows)
+        new.set_held(n)
+        return new
 
     # ------------------------------------------------------------------ hashing
 
