@@ -77,6 +77,7 @@ class _Consumer:
     """A ``confluent_kafka.Consumer`` as the :class:`~._adapter.Consumer`; it keeps the assignment."""
 
     calls_back_on_poll = True
+    _failed: Exception | None = None  # a rebalance callback's error, raised by the next poll or close
 
     def __init__(self, ck, conf: dict, cfg: dict, role: str, reader: str | None = None):
         self._ck, self._cfg, self._role, self.errors = ck, cfg, role, (ck.KafkaException,)
@@ -90,7 +91,6 @@ class _Consumer:
             conf["error_cb"] = self._on_client_error
         self._c = create(ck.Consumer, conf, role=role)
         self._listener = None
-        self._failed: Exception | None = None  # a rebalance callback's error, raised by the next poll or close
 
     def _tps(self, partitions, offsets=None) -> list:
         return [self._ck.TopicPartition(*p, *(() if offsets is None or p not in offsets else (offsets[p],)))
