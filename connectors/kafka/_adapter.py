@@ -44,6 +44,12 @@ class Polled(typing.NamedTuple):
     keys: list
     values: list
 
+    @classmethod
+    def of(cls, records: list, fields) -> Polled:
+        """The columns of ``records``: ``fields`` reads a record's topic, partition, offset, key and value (five
+        callables, in that order, of the library's record type)."""
+        return cls(*(list(map(field, records)) for field in fields))
+
 
 class Revocation(typing.NamedTuple):
     """What to commit before revoked partitions go: ``offsets`` with ``metadata``, then ``finish(error or None)``."""

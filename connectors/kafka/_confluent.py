@@ -157,9 +157,7 @@ class _Consumer:
         message = self._ck.Message
         if any(map(message.error, messages)):
             messages = list(filter(self._keep, messages))
-        offsets = list(map(message.offset, messages))
-        return Polled(list(map(message.topic, messages)), list(map(message.partition, messages)), offsets,
-                      list(map(message.key, messages)), list(map(message.value, messages)))
+        return Polled.of(messages, (message.topic, message.partition, message.offset, message.key, message.value))
 
     def assignment(self):
         return set(self._assignment.owned)

@@ -6,6 +6,7 @@ kafka-python calls back on its IO thread, which also heartbeats; see the docs'
 
 from __future__ import annotations
 
+import itertools
 import logging
 import operator
 import time
@@ -35,7 +36,7 @@ _NET_CLIENT = KafkaConsumer.DEFAULT_CONFIG["kafka_client"]
 # Raised by older kafka-python releases when no bootstrap server answers.
 _NO_BROKERS = tuple(e for e in (getattr(Errors, "NoBrokersAvailable", None),) if e is not None)
 _UNAVAILABLE = (Errors.KafkaTimeoutError, Errors.KafkaConnectionError) + _NO_BROKERS
-_COLUMNS = operator.attrgetter("offset"), operator.attrgetter("key"), operator.attrgetter("value")
+_FIELDS = tuple(map(operator.attrgetter, ("topic", "partition", "offset", "key", "value")))  # of a ConsumerRecord
 
 
 def connect(factory, cfg: dict, *, role: str):
@@ -134,13 +135,7 @@ class _Consumer:
         if not batches:
             self._rejoin_if_the_join_was_dropped()
             return None
-        polled = Polled([], [], [], [], [])
-        for (topic, partition), messages in batches.items():
-            polled.topics.extend([topic] * len(messages))
-            polled.partitions.extend([partition] * len(messages))
-            for column, field in zip(polled[2:], _COLUMNS):
-                column.extend(map(field, messages))
-        return polled
+        return Polled.of(list(itertools.chain.from_iterable(batches.values())), _FIELDS)
 
     def _rejoin_if_the_join_was_dropped(self):
         """kafka-python finishes a join (the new assignment, the listener, heartbeats) in the poll awaiting it; if
