@@ -162,7 +162,8 @@ class Consumer(typing.Protocol):
         """Commit these next offsets synchronously (waiting at most ``timeout`` s where the client can tell)."""
 
     def committed(self, partitions: list[TP], timeout: float) -> dict[TP, tuple[int | None, str | None]]:
-        """The group's committed ``(offset, metadata)`` of each partition (None, None where nothing is)."""
+        """The group's committed ``(offset, metadata)`` of each partition, as the library gives them (the source
+        reads an offset of None, or below 0, as nothing committed)."""
 
     def seek(self, partition: TP, offset: int) -> None:
         """Read ``partition`` from ``offset`` (or :data:`BEGINNING` / :data:`END`) on."""

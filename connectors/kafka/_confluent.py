@@ -174,8 +174,7 @@ class _Consumer:
         for tp in self._c.committed(self._tps(partitions), timeout=timeout):
             if tp.error is not None:
                 raise self._ck.KafkaException(tp.error)
-            offset = tp.offset if tp.offset >= 0 else None
-            out[(tp.topic, tp.partition)] = (offset, tp.metadata if offset is not None else None)
+            out[(tp.topic, tp.partition)] = (tp.offset, tp.metadata)
         return out
 
     def assign(self, partitions):

@@ -160,8 +160,7 @@ class _Consumer:
         out = {}
         for partition in partitions:
             found = self._c.committed(_tp(partition), metadata=True, timeout_ms=int(timeout * 1000))
-            offset = found.offset if found is not None and found.offset >= 0 else None
-            out[partition] = (offset, found.metadata if found is not None else None)
+            out[partition] = (found.offset, found.metadata) if found is not None else (None, None)
         return out
 
     def seek(self, partition, offset):
