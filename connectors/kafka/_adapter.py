@@ -244,9 +244,6 @@ class Producer(typing.Protocol):
     def abort_transaction(self) -> None:
         """Abort the transaction, bounded by ``max_block_ms``."""
 
-    def fenced(self, error: BaseException) -> bool:
-        """Whether ``error`` says another producer holds the transactional id (the daemon must stop)."""
-
 
 class Admin(typing.Protocol):
     """An admin client: what creating a topic needs (see :func:`connectors.kafka._topics.ensure_topic`)."""
@@ -285,7 +282,8 @@ class Adapter(typing.Protocol):
         """A short text of a library error (an exception or a delivery report)."""
 
     def code(self, error: BaseException) -> int | None:
-        """The Kafka protocol's error code of a library error (the same number in every client), else None."""
+        """The Kafka protocol's error code of a library error (the same number in every client), else None; the
+        roles read a refused topic creation and a fenced producer (:data:`._errors.FENCED`) from it."""
 
     def consumer(self, cfg: dict, *, role: str, range_assignor: bool) -> Consumer:
         """A group consumer of the source's settings ``cfg`` (with ``range_assignor``, the range assignor);

@@ -16,7 +16,7 @@ from stream_nb.exceptions import ConfigError
 
 from ._adapter import TP, Assignment, Failures, Polled
 from ._client import CONSUMER_ONLY, LIBRDKAFKA_FIXED, PRODUCER_ONLY, TO_LIBRDKAFKA, librdkafka_config, servers
-from ._errors import ConnectorUnavailable, DeliveryError, no_broker
+from ._errors import PRODUCER_FENCED, ConnectorUnavailable, DeliveryError, no_broker
 
 __all__ = ["Confluent", "INSTALL", "library"]
 
@@ -306,12 +306,6 @@ class _Producer(Failures):
     def abort_transaction(self):
         self._p.abort_transaction(self._block_s)
 
-    def fenced(self, error):
-        err, code = kafka_error(error), self._ck.KafkaError
-        return err is not None and err.code() in (code._FENCED, code.PRODUCER_FENCED,
-                                                  code.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-                                                  code.INVALID_PRODUCER_EPOCH)
-
 
 class _Admin:
     """An ``AdminClient`` as the :class:`~._adapter.Admin` (topic counts from cluster metadata)."""
@@ -356,7 +350,10 @@ class Confluent:
 
     def code(self, error):
         err = kafka_error(error)
-        return err.code() if err is not None else None
+        if err is None:
+            return None
+        # a producer fenced by the broker fails its later calls with librdkafka's own (local) _FENCED
+        return PRODUCER_FENCED if err.code() == self._ck.KafkaError._FENCED else err.code()
 
     def consumer(self, cfg, *, role, range_assignor):
         return _Consumer(self._ck, librdkafka_config(cfg, "consumer", range_assignor=range_assignor), cfg, role)

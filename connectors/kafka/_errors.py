@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from stream_nb.exceptions import StreamNBError
 
-__all__ = ["ConnectorError", "ConnectorUnavailable", "DeliveryError", "no_broker"]
+__all__ = ["FENCED", "PRODUCER_FENCED", "ConnectorError", "ConnectorUnavailable", "DeliveryError", "no_broker"]
+
+#: The Kafka protocol's error codes (each adapter's ``code``) by which a transactional call says that another
+#: producer holds the transactional id, or that it may not be used: INVALID_PRODUCER_EPOCH,
+#: TRANSACTIONAL_ID_AUTHORIZATION_FAILED, PRODUCER_FENCED (on a transactional request kafka-python and librdkafka
+#: both take the first for the last).
+INVALID_PRODUCER_EPOCH, TRANSACTIONAL_ID_AUTHORIZATION_FAILED, PRODUCER_FENCED = 47, 53, 90
+FENCED = frozenset({INVALID_PRODUCER_EPOCH, TRANSACTIONAL_ID_AUTHORIZATION_FAILED, PRODUCER_FENCED})
 
 
 class ConnectorError(StreamNBError):

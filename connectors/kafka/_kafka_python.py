@@ -277,9 +277,6 @@ class _Producer(Acknowledged):
     def abort_transaction(self):
         self._complete("aborting the transaction", "begin_abort")
 
-    def fenced(self, error):
-        return isinstance(error, (Errors.ProducerFencedError, Errors.TransactionalIdAuthorizationFailedError))
-
     def _complete(self, what: str, start: str, *args) -> None:
         """Start a transactional request on the transaction manager; wait for it at most ``max_block_ms``."""
         manager = getattr(self._p, "_transaction_manager", None)
