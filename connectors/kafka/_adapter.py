@@ -112,13 +112,27 @@ class Assignment:
 
 class Acknowledged(Failures):
     """:class:`Failures` with the records sent and acknowledged counted too, for a producer whose library reports
-    each record but counts none in flight (kafka-python's futures): it adds to :attr:`sent` and :attr:`acked`."""
+    each record through a future but counts none in flight (kafka-python's): :meth:`track` takes each future."""
 
     sent = acked = 0
 
     @property
     def in_flight(self) -> int:
         return max(0, self.sent - self.acked - self.failed)
+
+    def track(self, future) -> None:
+        """One record sent: its future's success counts it acknowledged, its failure (an exception) failed; the
+        library calls either on its sender thread."""
+        self.sent += 1
+        future.add_callback(self._acked)
+        future.add_errback(self.failure)
+
+    def _acked(self, _metadata) -> None:
+        self.acked += 1
+
+    def failure(self, exc: BaseException) -> None:
+        """A record failed with ``exc`` (its future's, or the library's refusal to take it)."""
+        self.count(exc, repr(exc))
 
     def forget(self) -> None:
         super().forget()

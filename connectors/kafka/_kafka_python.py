@@ -226,11 +226,9 @@ class _Producer(Acknowledged):
         try:
             future = self._send(topic, value=value, key=key, partition=partition)
         except Errors.KafkaError as exc:
-            self._on_error(exc)
+            self.failure(exc)
             return
-        self.sent += 1
-        future.add_callback(self._on_ack)
-        future.add_errback(self._on_error)
+        self.track(future)
 
     def send_many(self, topic, values, keys):
         parts = [None] * len(values)
@@ -238,19 +236,13 @@ class _Producer(Acknowledged):
             try:
                 known = self._p.partitions_for(topic)
             except Errors.KafkaError as exc:
-                self._on_error(exc)
+                self.failure(exc)
                 return
             parts = partitions_of(keys, known) if known else parts
         for value, key, partition in zip(values, keys, parts):
             if self.failed:
                 return
             self.send(topic, value, key, partition)
-
-    def _on_ack(self, metadata) -> None:  # on the producer's sender thread, once per acknowledged record
-        self.acked += 1
-
-    def _on_error(self, exc: BaseException) -> None:  # on the sender thread
-        self.count(exc, repr(exc))
 
     def flush(self, timeout=None):
         self._p.flush(timeout=timeout)
