@@ -33,9 +33,7 @@ log = logging.getLogger("connectors.kafka")
 
 # kafka-python's own client factory (KafkaNetClient); wrapped by connect().
 _NET_CLIENT = KafkaConsumer.DEFAULT_CONFIG["kafka_client"]
-# Raised by older kafka-python releases when no bootstrap server answers.
-_NO_BROKERS = tuple(e for e in (getattr(Errors, "NoBrokersAvailable", None),) if e is not None)
-_UNAVAILABLE = (Errors.KafkaTimeoutError, Errors.KafkaConnectionError) + _NO_BROKERS
+_UNAVAILABLE = (Errors.KafkaTimeoutError, Errors.KafkaConnectionError)  # no bootstrap server answered
 _FIELDS = tuple(map(operator.attrgetter, ("topic", "partition", "offset", "key", "value")))  # of a ConsumerRecord
 
 
