@@ -15,7 +15,7 @@ import time
 from stream_nb.exceptions import ConfigError
 
 from ._adapter import TP, Assignment, Failures, Polled
-from ._client import CONSUMER_ONLY, LIBRDKAFKA_FIXED, PRODUCER_ONLY, TO_LIBRDKAFKA, librdkafka_config, servers
+from ._client import CONSUMER_ONLY, LIBRDKAFKA_FIXED, PRODUCER_ONLY, TO_LIBRDKAFKA, librdkafka_config
 from ._errors import PRODUCER_FENCED, ConnectorUnavailable, DeliveryError, no_broker
 
 __all__ = ["Confluent", "INSTALL", "library"]
@@ -59,7 +59,7 @@ def wait_for_broker(client, cfg: dict, *, role: str, topic: str | None = None):
         return client.list_topics(topic, timeout=timeout_s) if topic else client.list_topics(timeout=timeout_s)
     except library().KafkaException as exc:
         err = kafka_error(exc)
-        raise no_broker(role, servers(cfg["bootstrap_servers"]), cfg["bootstrap_timeout_ms"],
+        raise no_broker(role, cfg["bootstrap_servers"], cfg["bootstrap_timeout_ms"],
                         err.name() if err is not None else type(exc).__name__) from None
 
 

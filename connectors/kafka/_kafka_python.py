@@ -23,7 +23,7 @@ from kafka.structs import OffsetAndMetadata
 from stream_nb.exceptions import ConfigError
 
 from ._adapter import BEGINNING, END, TP, Acknowledged, Listener, Polled
-from ._client import KAFKA_PYTHON_FIXED, servers
+from ._client import KAFKA_PYTHON_FIXED
 from ._errors import no_broker
 from ._partitions import partitions_of
 
@@ -59,10 +59,9 @@ def connect(factory, cfg: dict, *, role: str):
                 client.close()
             except Exception:  # noqa: BLE001 - best effort cleanup of a half-built client
                 log.debug("closing a half-built Kafka client failed", exc_info=True)
-        bootstrap = servers(config.get("bootstrap_servers"))
         if isinstance(exc, _UNAVAILABLE):
             waited = config.get("bootstrap_timeout_ms", factory.DEFAULT_CONFIG.get("bootstrap_timeout_ms"))
-            raise no_broker(role, bootstrap, waited, type(exc).__name__) from exc
+            raise no_broker(role, config.get("bootstrap_servers"), waited, type(exc).__name__) from exc
         if isinstance(exc, (Errors.KafkaConfigurationError, ValueError, TypeError)):
             raise ConfigError(f"Kafka {role}: invalid configuration: {exc}") from exc
         raise
