@@ -13,6 +13,7 @@ library's own exceptions), except where a docstring names another.
   :class:`Consumer` (a group member, or a reader in no group), :class:`Producer`
   and :class:`Admin` it makes;
 * :class:`Listener` -- what a consumer calls on a rebalance (the source);
+* :class:`Polled` -- a poll as columns, built by :meth:`Polled.of` from the library's records;
 * :class:`Assignment` -- the owned and paused partitions, kept for a client
   that does not keep them itself;
 * :class:`Failures`, :class:`Acknowledged` -- the counts a producer keeps of
