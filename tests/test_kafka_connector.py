@@ -903,6 +903,36 @@ def test_a_transaction_whose_abort_outlives_the_broker_registers_again_instead_o
 
 
 @pytest.mark.kafka
+def test_a_producer_whose_transactional_id_another_registered_is_fenced_on_either_client(
+    kafka_client, kafka_bootstrap_servers, kafka_topic_factory
+):
+    """A second daemon registering the same transactional id fences the first: the first's commit fails as
+    TransactionFenced (the daemon stops), not as an error it would abort and retry, and what it held is never
+    read committed. The fencing is read from the Kafka protocol's error code the same way for both clients;
+    librdkafka reports it by its own local code, which its adapter gives as PRODUCER_FENCED."""
+    inp, out = _topic(kafka_topic_factory, 1), _topic(kafka_topic_factory, 1)
+    config = {"input_topic": inp, "output_topic": out, "dead_letter_topic": out,
+              "bootstrap_servers": kafka_bootstrap_servers, "transactional_id": f"tx-{uuid.uuid4().hex[:8]}",
+              "kafka_client": kafka_client}
+    first = transactional.make_connectors({**config, "group_id": _group()})
+    second = None
+    try:
+        first[1].send(b"held by the fenced producer", b"k")
+        first[1].flush()
+        second = transactional.make_connectors({**config, "group_id": _group()})  # registers: fences the first
+        with pytest.raises(transactional.TransactionFenced, match="another instance uses this transactional id"):
+            first[1].transaction.commit({})
+        second[1].send(b"kept", b"k")
+        second[1].flush()
+        second[1].transaction.commit({})
+        assert _read_committed(kafka_bootstrap_servers, out, seconds=5) == [b"kept"]
+    finally:
+        for closing in (*first[1:], first[0], *(second[1:] + second[:1] if second else ())):
+            with contextlib.suppress(Exception):  # the fenced producer may refuse to close cleanly
+                closing.close()
+
+
+@pytest.mark.kafka
 def test_a_transaction_is_not_committed_without_the_offsets_of_a_partition_that_went(
     kafka_client, kafka_bootstrap_servers, kafka_topic_factory
 ):

@@ -90,9 +90,6 @@ class Hanging:
     def close(self, timeout):
         self.calls.append(f"close({timeout})")
 
-    def fenced(self, error):
-        return False
-
     def forget(self):
         self.calls.append("forget")
 

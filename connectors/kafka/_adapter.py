@@ -13,6 +13,7 @@ library's own exceptions), except where a docstring names another.
   :class:`Consumer` (a group member, or a reader in no group), :class:`Producer`
   and :class:`Admin` it makes;
 * :class:`Listener` -- what a consumer calls on a rebalance (the source);
+* :class:`Polled` -- a poll as columns, built by :meth:`Polled.of` from the library's records;
 * :class:`Assignment` -- the owned and paused partitions, kept for a client
   that does not keep them itself;
 * :class:`Failures`, :class:`Acknowledged` -- the counts a producer keeps of
@@ -43,6 +44,12 @@ class Polled(typing.NamedTuple):
     offsets: list[int]
     keys: list
     values: list
+
+    @classmethod
+    def of(cls, records: list, fields) -> Polled:
+        """The columns of ``records``: ``fields`` reads a record's topic, partition, offset, key and value (five
+        callables, in that order, of the library's record type)."""
+        return cls(*(list(map(field, records)) for field in fields))
 
 
 class Revocation(typing.NamedTuple):
@@ -106,13 +113,27 @@ class Assignment:
 
 class Acknowledged(Failures):
     """:class:`Failures` with the records sent and acknowledged counted too, for a producer whose library reports
-    each record but counts none in flight (kafka-python's futures): it adds to :attr:`sent` and :attr:`acked`."""
+    each record through a future but counts none in flight (kafka-python's): :meth:`track` takes each future."""
 
     sent = acked = 0
 
     @property
     def in_flight(self) -> int:
         return max(0, self.sent - self.acked - self.failed)
+
+    def track(self, future) -> None:
+        """One record sent: its future's success counts it acknowledged, its failure (an exception) failed; the
+        library calls either on its sender thread."""
+        self.sent += 1
+        future.add_callback(self._acked)
+        future.add_errback(self.failure)
+
+    def _acked(self, _metadata) -> None:
+        self.acked += 1
+
+    def failure(self, exc: BaseException) -> None:
+        """A record failed with ``exc`` (its future's, or the library's refusal to take it)."""
+        self.count(exc, repr(exc))
 
     def forget(self) -> None:
         super().forget()
@@ -156,7 +177,8 @@ class Consumer(typing.Protocol):
         """Commit these next offsets synchronously (waiting at most ``timeout`` s where the client can tell)."""
 
     def committed(self, partitions: list[TP], timeout: float) -> dict[TP, tuple[int | None, str | None]]:
-        """The group's committed ``(offset, metadata)`` of each partition (None, None where nothing is)."""
+        """The group's committed ``(offset, metadata)`` of each partition, as the library gives them (the source
+        reads an offset of None, or below 0, as nothing committed)."""
 
     def seek(self, partition: TP, offset: int) -> None:
         """Read ``partition`` from ``offset`` (or :data:`BEGINNING` / :data:`END`) on."""
@@ -237,9 +259,6 @@ class Producer(typing.Protocol):
     def abort_transaction(self) -> None:
         """Abort the transaction, bounded by ``max_block_ms``."""
 
-    def fenced(self, error: BaseException) -> bool:
-        """Whether ``error`` says another producer holds the transactional id (the daemon must stop)."""
-
 
 class Admin(typing.Protocol):
     """An admin client: what creating a topic needs (see :func:`connectors.kafka._topics.ensure_topic`)."""
@@ -278,7 +297,8 @@ class Adapter(typing.Protocol):
         """A short text of a library error (an exception or a delivery report)."""
 
     def code(self, error: BaseException) -> int | None:
-        """The Kafka protocol's error code of a library error (the same number in every client), else None."""
+        """The Kafka protocol's error code of a library error (the same number in every client), else None; the
+        roles read a refused topic creation and a fenced producer (:data:`._errors.FENCED`) from it."""
 
     def consumer(self, cfg: dict, *, role: str, range_assignor: bool) -> Consumer:
         """A group consumer of the source's settings ``cfg`` (with ``range_assignor``, the range assignor);

@@ -15,8 +15,8 @@ import time
 from stream_nb.exceptions import ConfigError
 
 from ._adapter import TP, Assignment, Failures, Polled
-from ._client import CONSUMER_ONLY, LIBRDKAFKA_FIXED, PRODUCER_ONLY, TO_LIBRDKAFKA, librdkafka_config, servers
-from ._errors import ConnectorUnavailable, DeliveryError, no_broker
+from ._client import CONSUMER_ONLY, LIBRDKAFKA_FIXED, PRODUCER_ONLY, TO_LIBRDKAFKA, librdkafka_config
+from ._errors import PRODUCER_FENCED, ConnectorUnavailable, DeliveryError, no_broker
 
 __all__ = ["Confluent", "INSTALL", "library"]
 
@@ -59,7 +59,7 @@ def wait_for_broker(client, cfg: dict, *, role: str, topic: str | None = None):
         return client.list_topics(topic, timeout=timeout_s) if topic else client.list_topics(timeout=timeout_s)
     except library().KafkaException as exc:
         err = kafka_error(exc)
-        raise no_broker(role, servers(cfg["bootstrap_servers"]), cfg["bootstrap_timeout_ms"],
+        raise no_broker(role, cfg["bootstrap_servers"], cfg["bootstrap_timeout_ms"],
                         err.name() if err is not None else type(exc).__name__) from None
 
 
@@ -177,9 +177,7 @@ class _Consumer:
         message = self._ck.Message
         if any(map(message.error, messages)):
             messages = list(filter(self._keep, messages))
-        offsets = list(map(message.offset, messages))
-        return Polled(list(map(message.topic, messages)), list(map(message.partition, messages)), offsets,
-                      list(map(message.key, messages)), list(map(message.value, messages)))
+        return Polled.of(messages, (message.topic, message.partition, message.offset, message.key, message.value))
 
     def assignment(self):
         return set(self._assignment.owned)
@@ -196,8 +194,7 @@ class _Consumer:
         for tp in self._c.committed(self._tps(partitions), timeout=timeout):
             if tp.error is not None:
                 raise self._ck.KafkaException(tp.error)
-            offset = tp.offset if tp.offset >= 0 else None
-            out[(tp.topic, tp.partition)] = (offset, tp.metadata if offset is not None else None)
+            out[(tp.topic, tp.partition)] = (tp.offset, tp.metadata)
         return out
 
     def assign(self, partitions):
@@ -330,12 +327,6 @@ class _Producer(Failures):
     def abort_transaction(self):
         self._p.abort_transaction(self._block_s)
 
-    def fenced(self, error):
-        err, code = kafka_error(error), self._ck.KafkaError
-        return err is not None and err.code() in (code._FENCED, code.PRODUCER_FENCED,
-                                                  code.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-                                                  code.INVALID_PRODUCER_EPOCH)
-
 
 class _Admin:
     """An ``AdminClient`` as the :class:`~._adapter.Admin` (topic counts from cluster metadata)."""
@@ -380,7 +371,10 @@ class Confluent:
 
     def code(self, error):
         err = kafka_error(error)
-        return err.code() if err is not None else None
+        if err is None:
+            return None
+        # a producer fenced by the broker fails its later calls with librdkafka's own (local) _FENCED
+        return PRODUCER_FENCED if err.code() == self._ck.KafkaError._FENCED else err.code()
 
     def consumer(self, cfg, *, role, range_assignor):
         return _Consumer(self._ck, librdkafka_config(cfg, "consumer", range_assignor=range_assignor), cfg, role)

@@ -6,6 +6,7 @@ kafka-python calls back on its IO thread, which also heartbeats; see the docs'
 
 from __future__ import annotations
 
+import itertools
 import logging
 import operator
 import time
@@ -22,7 +23,7 @@ from kafka.structs import OffsetAndMetadata
 from stream_nb.exceptions import ConfigError
 
 from ._adapter import BEGINNING, END, TP, Acknowledged, Listener, Polled
-from ._client import KAFKA_PYTHON_FIXED, servers
+from ._client import KAFKA_PYTHON_FIXED
 from ._errors import no_broker
 from ._partitions import partitions_of
 
@@ -32,10 +33,8 @@ log = logging.getLogger("connectors.kafka")
 
 # kafka-python's own client factory (KafkaNetClient); wrapped by connect().
 _NET_CLIENT = KafkaConsumer.DEFAULT_CONFIG["kafka_client"]
-# Raised by older kafka-python releases when no bootstrap server answers.
-_NO_BROKERS = tuple(e for e in (getattr(Errors, "NoBrokersAvailable", None),) if e is not None)
-_UNAVAILABLE = (Errors.KafkaTimeoutError, Errors.KafkaConnectionError) + _NO_BROKERS
-_COLUMNS = operator.attrgetter("offset"), operator.attrgetter("key"), operator.attrgetter("value")
+_UNAVAILABLE = (Errors.KafkaTimeoutError, Errors.KafkaConnectionError)  # no bootstrap server answered
+_FIELDS = tuple(map(operator.attrgetter, ("topic", "partition", "offset", "key", "value")))  # of a ConsumerRecord
 
 
 def connect(factory, cfg: dict, *, role: str):
@@ -60,10 +59,9 @@ def connect(factory, cfg: dict, *, role: str):
                 client.close()
             except Exception:  # noqa: BLE001 - best effort cleanup of a half-built client
                 log.debug("closing a half-built Kafka client failed", exc_info=True)
-        bootstrap = servers(config.get("bootstrap_servers"))
         if isinstance(exc, _UNAVAILABLE):
             waited = config.get("bootstrap_timeout_ms", factory.DEFAULT_CONFIG.get("bootstrap_timeout_ms"))
-            raise no_broker(role, bootstrap, waited, type(exc).__name__) from exc
+            raise no_broker(role, config.get("bootstrap_servers"), waited, type(exc).__name__) from exc
         if isinstance(exc, (Errors.KafkaConfigurationError, ValueError, TypeError)):
             raise ConfigError(f"Kafka {role}: invalid configuration: {exc}") from exc
         raise
@@ -134,13 +132,7 @@ class _Consumer:
         if not batches:
             self._rejoin_if_the_join_was_dropped()
             return None
-        polled = Polled([], [], [], [], [])
-        for (topic, partition), messages in batches.items():
-            polled.topics.extend([topic] * len(messages))
-            polled.partitions.extend([partition] * len(messages))
-            for column, field in zip(polled[2:], _COLUMNS):
-                column.extend(map(field, messages))
-        return polled
+        return Polled.of(list(itertools.chain.from_iterable(batches.values())), _FIELDS)
 
     def _rejoin_if_the_join_was_dropped(self):
         """kafka-python finishes a join (the new assignment, the listener, heartbeats) in the poll awaiting it; if
@@ -165,8 +157,7 @@ class _Consumer:
         out = {}
         for partition in partitions:
             found = self._c.committed(_tp(partition), metadata=True, timeout_ms=int(timeout * 1000))
-            offset = found.offset if found is not None and found.offset >= 0 else None
-            out[partition] = (offset, found.metadata if found is not None else None)
+            out[partition] = (found.offset, found.metadata) if found is not None else (None, None)
         return out
 
     def seek(self, partition, offset):
@@ -232,11 +223,9 @@ class _Producer(Acknowledged):
         try:
             future = self._send(topic, value=value, key=key, partition=partition)
         except Errors.KafkaError as exc:
-            self._on_error(exc)
+            self.failure(exc)
             return
-        self.sent += 1
-        future.add_callback(self._on_ack)
-        future.add_errback(self._on_error)
+        self.track(future)
 
     def send_many(self, topic, values, keys):
         parts = [None] * len(values)
@@ -244,19 +233,13 @@ class _Producer(Acknowledged):
             try:
                 known = self._p.partitions_for(topic)
             except Errors.KafkaError as exc:
-                self._on_error(exc)
+                self.failure(exc)
                 return
             parts = partitions_of(keys, known) if known else parts
         for value, key, partition in zip(values, keys, parts):
             if self.failed:
                 return
             self.send(topic, value, key, partition)
-
-    def _on_ack(self, metadata) -> None:  # on the producer's sender thread, once per acknowledged record
-        self.acked += 1
-
-    def _on_error(self, exc: BaseException) -> None:  # on the sender thread
-        self.count(exc, repr(exc))
 
     def flush(self, timeout=None):
         self._p.flush(timeout=timeout)
@@ -282,9 +265,6 @@ class _Producer(Acknowledged):
 
     def abort_transaction(self):
         self._complete("aborting the transaction", "begin_abort")
-
-    def fenced(self, error):
-        return isinstance(error, (Errors.ProducerFencedError, Errors.TransactionalIdAuthorizationFailedError))
 
     def _complete(self, what: str, start: str, *args) -> None:
         """Start a transactional request on the transaction manager; wait for it at most ``max_block_ms``."""

@@ -405,8 +405,15 @@ class KafkaSource:
         keys = sorted(self.assignment) if partitions is None else list(partitions)
         if not keys:
             return {}
-        found = self._consumer.committed([self._partition(k) for k in keys], self._commit_timeout_s)
+        found = self._committed([self._partition(k) for k in keys], self._commit_timeout_s)
         return {key: found[self._partition(key)][0] for key in keys}
+
+    def _committed(self, partitions: list[TP], timeout: float) -> dict[TP, tuple[int | None, str | None]]:
+        """The group's committed ``(offset, metadata)`` of each partition; ``(None, None)`` where nothing is (a
+        client says so with no offset, or one below 0: librdkafka's -1001, kafka-python's -1)."""
+        found = self._consumer.committed(partitions, timeout)
+        return {p: (offset, metadata) if offset is not None and offset >= 0 else (None, None)
+                for p, (offset, metadata) in found.items()}
 
     def __enter__(self) -> KafkaSource:
         return self
@@ -524,7 +531,7 @@ class KafkaSource:
         with self._lock:
             seeks = {p: self._pending_seeks[p] for p in partitions if p in self._pending_seeks}
         rest = [p for p in partitions if p not in seeks]
-        committed = self._consumer.committed(rest, self._settle_timeout_s) if rest else {}
+        committed = self._committed(rest, self._settle_timeout_s) if rest else {}
         targets: dict[TP, int | None] = dict(seeks)
         with self._lock:
             for p in seeks:

@@ -22,7 +22,7 @@ import time
 from stream_nb.exceptions import CommitError, ConfigError
 
 from ._client import resolve_for, servers
-from ._errors import ConnectorUnavailable, DeliveryError
+from ._errors import FENCED, ConnectorUnavailable, DeliveryError
 from ._factories import client_of, split
 from ._sink import KafkaSink
 from ._source import KafkaSource
@@ -149,12 +149,12 @@ class Transaction:
         return self._out
 
     def _call(self, call, what: str, out=None):
-        """``call()``; a fencing error raised as :class:`TransactionFenced`."""
+        """``call()``; a fencing error (a code of :data:`._errors.FENCED`) raised as :class:`TransactionFenced`."""
         out = out if out is not None else self._out
         try:
             return call()
         except out.errors as exc:
-            if out.fenced(exc):
+            if self.client.code(exc) in FENCED:
                 raise TransactionFenced(f"{self._what}: {what} failed: {self.client.describe(exc)}; another "
                                         f"instance uses this transactional id", topic="outputs", failed=0) from exc
             raise
