@@ -266,15 +266,16 @@ def _partners(edges, F):
     """The kept edges as lists: features ``idx[start[a]:start[a + 1]]`` pair with ``a`` (``a`` itself first)."""
     start = np.zeros(F + 1, dtype=np.int64)
     for a in range(F):
-        n = 1
-        for b in range(F):
-            if b != a and edges[a, b]:
-                n += 1
-        start[a + 1] = start[a] + n
+        n = 0
+        for b in range(F):  # (a count with no branch: pair_rows makes the lists every call, F^2 cells)
+            n += edges[a, b]
+        start[a + 1] = start[a] + 1 + n - (1 if edges[a, a] else 0)
     idx = np.empty(start[F], dtype=np.int64)
     for a in range(F):
         at = start[a]
         idx[at] = a
+        if start[a + 1] - at == 1:
+            continue  # no edge of a: its row is not read
         for b in range(F):
             if b != a and edges[a, b]:
                 at += 1
