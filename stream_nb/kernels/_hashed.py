@@ -218,9 +218,12 @@ def copy_cells(keys, vals, slots, new_keys, new_vals, P2, rows):
     (room for them all), setting the bit of each one's row (its key over ``P2``, the last axis's capacity)
     in the new table's index ``rows`` (empty: none)."""
     shift = hashed_shift(new_keys)
+    b2 = key_bits(P2)  # (the row by a shift where P2 is a power of two, as split_key: no 64-bit division a cell)
     for s in slots:
-        hashed_add(new_keys, new_vals, keys[s], vals[s], shift)
-        mark_row(rows, keys[s] // P2)
+        key = keys[s]
+        hashed_add(new_keys, new_vals, key, vals[s], shift)
+        if rows.shape[0]:
+            mark_row(rows, key >> b2 if b2 >= 0 else key // P2)
 
 
 def dense_cells(flat, dims, used, shape, keys, vals):
