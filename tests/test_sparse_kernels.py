@@ -303,3 +303,21 @@ def test_a_row_of_cells_gathered_reads_what_one_lookup_at_a_time_reads():
         assert 0 < sum(v > 0 for v in want) < n  # cells found and cells absent
         read_moved += sum(base + c in moved for c in cols[:n].tolist())
     assert read_moved  # some cells read past their first slot: the probe went on
+
+
+def test_the_kept_edges_listed_for_adding_pairs_are_each_features_partners_in_order():
+    """``_hashed._partners`` (the lists ``pair_rows`` walks for a feature not kept whole) against a brute-force
+    listing: each feature first, then the features it has an edge to, in order, its own diagonal left out;
+    rows with no edge, rows with their diagonal set, and an empty matrix."""
+    from stream_nb.kernels import _hashed, compiled
+
+    compiled()  # (the module's functions replaced by their compiled versions)
+    rng = np.random.default_rng(5)
+    for F, density in ((0, 0.0), (1, 1.0), (7, 0.3), (40, 0.05)):
+        edges = rng.random((F, F)) < density
+        edges[: F // 2, : F // 2] |= np.eye(F // 2, dtype=bool)  # some diagonals set
+        edges[F // 3 :: 4] = False  # some rows with no edge
+        start, idx = _hashed._partners(edges, F)
+        want = [[a] + [b for b in range(F) if b != a and edges[a, b]] for a in range(F)]
+        assert start.tolist() == np.cumsum([0] + [len(w) for w in want]).tolist()
+        assert [idx[start[a] : start[a + 1]].tolist() for a in range(F)] == want

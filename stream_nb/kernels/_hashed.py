@@ -271,7 +271,7 @@ def _partners(edges, F):
     for a in range(F):
         n = 0
         for b in range(F):  # (a count with no branch: pair_rows makes the lists every call, F^2 cells)
-            n += edges[a, b]
+            n += 1 if edges[a, b] else 0
         start[a + 1] = start[a] + 1 + n - (1 if edges[a, a] else 0)
     idx = np.empty(start[F], dtype=np.int64)
     for a in range(F):
