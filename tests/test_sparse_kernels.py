@@ -270,3 +270,54 @@ def test_kdb_reads_its_sparse_tables_in_compiled_code_as_numpy_reads_them(k, mon
             m.setattr(kdb_module, "SparseTable", type("NotThisTable", (), {}))  # numpy's gathers
             want = model._terms(D, drop=drop)
         np.testing.assert_array_equal(got, want)  # the same sums, to the last digit
+
+
+def test_a_row_of_cells_gathered_reads_what_one_lookup_at_a_time_reads():
+    """:func:`~stream_nb.kernels._hashed.hashed_gather` (the cells of a row read together, AODE's and SPODE's
+    sparse scores) against a dict of the counts added: cells found at their probe's first slot, further on
+    (collisions, a table half full), and never counted; and against ``hashed_get`` one cell at a time."""
+    from stream_nb.kernels import compiled
+
+    k = compiled()
+    rng = np.random.default_rng(3)
+    keys, vals = np.full(256, -1, dtype=np.int64), np.zeros(256)
+    shift = k.hashed_shift(keys)
+    counted = {}
+    for key in rng.choice(4096, size=128, replace=False).tolist():  # half the slots
+        w = float(rng.integers(1, 9))
+        k.hashed_add(keys, vals, key, w, shift)
+        counted[key] = counted.get(key, 0.0) + w
+    held = np.flatnonzero(keys != -1)
+    moved = {int(keys[s]) for s in held.tolist() if k.hashed_start(keys[s], shift) != s}
+    read_moved = 0
+    for base in (0, 1024, 2048):
+        cols = rng.permutation(2048)[:200].astype(np.int64)
+        n = 150
+        got = np.full(200, np.nan)
+        k.hashed_gather(keys, vals, base, cols, n, shift, np.empty(200, dtype=np.int64), np.empty(200, dtype=np.int64),
+                        got)
+        want = [counted.get(base + c, 0.0) for c in cols[:n].tolist()]
+        assert got[:n].tolist() == want
+        assert got[:n].tolist() == [k.hashed_get(keys, vals, base + c, shift) for c in cols[:n].tolist()]
+        assert np.isnan(got[n:]).all()  # only the first n
+        assert 0 < sum(v > 0 for v in want) < n  # cells found and cells absent
+        read_moved += sum(base + c in moved for c in cols[:n].tolist())
+    assert read_moved  # some cells read past their first slot: the probe went on
+
+
+def test_the_kept_edges_listed_for_adding_pairs_are_each_features_partners_in_order():
+    """``_hashed._partners`` (the lists ``pair_rows`` walks for a feature not kept whole) against a brute-force
+    listing: each feature first, then the features it has an edge to, in order, its own diagonal left out;
+    rows with no edge, rows with their diagonal set, and an empty matrix."""
+    from stream_nb.kernels import _hashed, compiled
+
+    compiled()  # (the module's functions replaced by their compiled versions)
+    rng = np.random.default_rng(5)
+    for F, density in ((0, 0.0), (1, 1.0), (7, 0.3), (40, 0.05)):
+        edges = rng.random((F, F)) < density
+        edges[: F // 2, : F // 2] |= np.eye(F // 2, dtype=bool)  # some diagonals set
+        edges[F // 3 :: 4] = False  # some rows with no edge
+        start, idx = _hashed._partners(edges, F)
+        want = [[a] + [b for b in range(F) if b != a and edges[a, b]] for a in range(F)]
+        assert start.tolist() == np.cumsum([0] + [len(w) for w in want]).tolist()
+        assert [idx[start[a] : start[a + 1]].tolist() for a in range(F)] == want

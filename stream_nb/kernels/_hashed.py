@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["copy_cells", "dense_cells", "fill_cells", "hashed_add", "hashed_get", "hashed_shift", "held_rows", "kept_cells", "key_bits",
+__all__ = ["copy_cells", "dense_cells", "fill_cells", "hashed_add", "hashed_gather", "hashed_get", "hashed_shift",
+           "hashed_start", "held_rows", "kept_cells", "key_bits",
            "mark_row",
            "pair_kept", "pair_rows", "rehash", "row_held", "split_key", "unit_cells", "warm"]
 
 #: Helpers compiled into each caller (numba's inline="always"): the test of :func:`split_key` stays out of
 #: the loops that call it, and marking a row costs no call in the loops that add cells.
-INLINE = ("split_key", "row_held", "mark_row", "_add_cell", "unravel_within")
+INLINE = ("split_key", "row_held", "mark_row", "_add_cell", "unravel_within", "hashed_start")
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
@@ -41,10 +42,15 @@ def hashed_shift(keys):
     return np.uint64(64 - bits)
 
 
+def hashed_start(key, shift):
+    """The slot where the probe of ``key`` starts: the top bits of its Fibonacci hash."""
+    return np.int64((np.uint64(key) * _GOLDEN) >> shift)
+
+
 def _slot(keys, key, shift):
     """The slot holding ``key``, or the empty one where its probe ends."""
     mask = keys.shape[0] - 1
-    s = np.int64((np.uint64(key) * _GOLDEN) >> shift)
+    s = hashed_start(key, shift)
     while True:
         held = keys[s]
         if held == key or held == -1:
@@ -56,6 +62,24 @@ def hashed_get(keys, vals, key, shift):
     """The count of cell ``key`` (0.0 if never counted)."""
     s = _slot(keys, key, shift)
     return vals[s] if keys[s] == key else 0.0
+
+
+def hashed_gather(keys, vals, base, cols, n, shift, slot, at, got):
+    """``got[j]``: the count of cell ``base + cols[j]`` for each j < n, as :func:`hashed_get` reads it, but the
+    key at the first slot of every probe read before any is tested: loads independent of one another, which
+    the processor overlaps, where lookups one after another each wait for their cache miss (a table far larger
+    than the caches; most cells are found, or found absent, at their first slot, the others probed on), then
+    the counts of the cells found there. ``slot``, ``at``: room for n slots and the keys they hold."""
+    for j in range(n):
+        s = hashed_start(base + cols[j], shift)
+        slot[j] = s
+        at[j] = keys[s]
+    for j in range(n):
+        key = base + cols[j]
+        if at[j] == key:
+            got[j] = vals[slot[j]]
+        else:
+            got[j] = 0.0 if at[j] == -1 else hashed_get(keys, vals, key, shift)
 
 
 def hashed_add(keys, vals, key, w, shift):
@@ -194,9 +218,12 @@ def copy_cells(keys, vals, slots, new_keys, new_vals, P2, rows):
     (room for them all), setting the bit of each one's row (its key over ``P2``, the last axis's capacity)
     in the new table's index ``rows`` (empty: none)."""
     shift = hashed_shift(new_keys)
+    b2 = key_bits(P2)  # (the row by a shift where P2 is a power of two, as split_key: no 64-bit division a cell)
     for s in slots:
-        hashed_add(new_keys, new_vals, keys[s], vals[s], shift)
-        mark_row(rows, keys[s] // P2)
+        key = keys[s]
+        hashed_add(new_keys, new_vals, key, vals[s], shift)
+        if rows.shape[0]:
+            mark_row(rows, key >> b2 if b2 >= 0 else key // P2)
 
 
 def dense_cells(flat, dims, used, shape, keys, vals):
@@ -242,15 +269,16 @@ def _partners(edges, F):
     """The kept edges as lists: features ``idx[start[a]:start[a + 1]]`` pair with ``a`` (``a`` itself first)."""
     start = np.zeros(F + 1, dtype=np.int64)
     for a in range(F):
-        n = 1
-        for b in range(F):
-            if b != a and edges[a, b]:
-                n += 1
-        start[a + 1] = start[a] + n
+        n = 0
+        for b in range(F):  # (a count with no branch: pair_rows makes the lists every call, F^2 cells)
+            n += 1 if edges[a, b] else 0
+        start[a + 1] = start[a] + 1 + n - (1 if edges[a, a] else 0)
     idx = np.empty(start[F], dtype=np.int64)
     for a in range(F):
         at = start[a]
         idx[at] = a
+        if start[a + 1] - at == 1:
+            continue  # no edge of a: its row is not read
         for b in range(F):
             if b != a and edges[a, b]:
                 at += 1
@@ -333,6 +361,8 @@ def warm(k) -> None:
     """Compile the kernels for the types the stores pass."""
     keys, vals = np.full(16, -1, dtype=np.int64), np.zeros(16)
     k.hashed_get(keys, vals, 3, k.hashed_shift(keys))
+    k.hashed_gather(keys, vals, 3, np.arange(2), 2, k.hashed_shift(keys), np.empty(2, dtype=np.int64),
+                    np.empty(2, dtype=np.int64), np.empty(2))
     k.rehash(keys, vals, np.full(32, -1, dtype=np.int64), np.zeros(32))
     D, feats = np.array([[1, 3]], dtype=np.int64), np.array([0, 1], dtype=np.int64)
     vf = np.array([-1, 0, 0, 1, 1], dtype=np.int64)

@@ -36,14 +36,20 @@ def _row(D, r, dfeats, n_values, a, u, f, an):
 
 
 def _rooted(c, i, u, f, an, n, d, a, children, K, value_count, feat_count, pshape, fshape, pkeys, pvals, fkeys,
-            fvals, pshift, fshift, prows, frows):
+            fvals, pshift, fshift, prows, frows, slot, at, pgot, fgot):
     """log P̂(c, x_i) + Σ_{j≠i} log P̂(x_j | c, x_i): the SPODE rooted at the row's value ``u[i]`` in class ``c``
     (``d``: the events that observed x_i's feature), a child not among ``children`` read given the class. A
-    row (c, u[i]) that the tables' indexes ``prows``/``frows`` say holds no cell reads 0 without a lookup."""
+    row (c, u[i]) that the tables' indexes ``prows``/``frows`` say holds no cell reads 0 without a lookup; a
+    row held has every child's cell read first (:func:`~stream_nb.kernels._hashed.hashed_gather`, into
+    ``pgot``/``fgot``, length k, with ``slot`` and ``at``), the products then taken in child order as before."""
     pr, fr = c * pshape[1] + u[i], c * fshape[1] + u[i]
     pheld, fheld = _hashed.row_held(prows, pr), _hashed.row_held(frows, fr)
     prow = pr * pshape[2]
     frow = fr * fshape[2]
+    if pheld:
+        _hashed.hashed_gather(pkeys, pvals, prow, u, n, pshift, slot, at, pgot)
+    if fheld:
+        _hashed.hashed_gather(fkeys, fvals, frow, f, n, fshift, slot, at, fgot)
     acc = math.log(value_count[c, u[i]] + a) - math.log(d + an[i])
     prod = 1.0
     cnt = 0
@@ -54,8 +60,8 @@ def _rooted(c, i, u, f, an, n, d, a, children, K, value_count, feat_count, pshap
             num = value_count[c, u[j]] + a
             den = feat_count[c, f[j]] + an[j]
         else:
-            num = (_hashed.hashed_get(pkeys, pvals, prow + u[j], pshift) if pheld else 0.0) + a
-            den = (_hashed.hashed_get(fkeys, fvals, frow + f[j], fshift) if fheld else 0.0) + an[j]
+            num = (pgot[j] if pheld else 0.0) + a
+            den = (fgot[j] if fheld else 0.0) + an[j]
         prod *= num / den
         cnt += 1
         if cnt == _BLOCK:
@@ -75,6 +81,7 @@ def spode_terms_sparse(cols, feats, C, a, selected, allowed, value_count, feat_c
     f = np.empty(k, dtype=np.int64)
     an = np.empty(k)
     n = _row(cols.reshape((1, k)), 0, feats, n_values, a, u, f, an)
+    slot, at, pgot, fgot = np.empty(k, dtype=np.int64), np.empty(k, dtype=np.int64), np.empty(k), np.empty(k)
     pshift, fshift = _hashed.hashed_shift(pkeys), _hashed.hashed_shift(fkeys)
     F = allowed.shape[0]
     none = np.zeros((0, 0), dtype=np.int8)
@@ -86,7 +93,7 @@ def spode_terms_sparse(cols, feats, C, a, selected, allowed, value_count, feat_c
             terms[c, i] = 0.0
             if not selected or (f[i] < F and allowed[f[i]]):
                 terms[c, i] = _rooted(c, i, u, f, an, n, d, a, none, 0, value_count, feat_count, pshape, fshape,
-                                      pkeys, pvals, fkeys, fvals, pshift, fshift, prows, frows)
+                                      pkeys, pvals, fkeys, fvals, pshift, fshift, prows, frows, slot, at, pgot, fgot)
 
 
 def aode_sparse(D, dfeats, C, a, m_limit, selected, allowed, children, class_count, value_count, feat_count, n_values,
@@ -101,6 +108,7 @@ def aode_sparse(D, dfeats, C, a, m_limit, selected, allowed, children, class_cou
     f = np.empty(k, dtype=np.int64)
     an = np.empty(k)
     terms = np.empty((C, k))
+    slot, at, pgot, fgot = np.empty(k, dtype=np.int64), np.empty(k, dtype=np.int64), np.empty(k), np.empty(k)
     jll = np.empty(C)
     prior = np.empty(C)
     pshift, fshift = _hashed.hashed_shift(pkeys), _hashed.hashed_shift(fkeys)
@@ -120,7 +128,7 @@ def aode_sparse(D, dfeats, C, a, m_limit, selected, allowed, children, class_cou
                 continue
             for c in range(C):
                 terms[c, m] = _rooted(c, i, u, f, an, n, d, a, children, K, value_count, feat_count, pshape, fshape,
-                                      pkeys, pvals, fkeys, fvals, pshift, fshift, prows, frows)
+                                      pkeys, pvals, fkeys, fvals, pshift, fshift, prows, frows, slot, at, pgot, fgot)
             m += 1
         if m == 0:  # naive Bayes over the same counts
             for c in range(C):
