@@ -2,7 +2,7 @@
 
     python bench/wide.py [--events 100000] [--seconds 120] [--models NaiveBayes,AODE,...] [--seed 0]
                          [--memory-budget BYTES] [--peers river-GaussianNB,river-MultinomialNB]
-                         [--set KDB:select_level=0.01 ...] [--holdout 5000]
+                         [--set KDB:select_level=0.01 ...] [--holdout 5000] [--outputs DIR]
 
 Two streams with a planted dependence structure, generated here with numpy:
 
@@ -47,7 +47,10 @@ many were refused, from which event, and the error. With ``--holdout N`` the
 last N events of the stream are never learned: after learning stops, the
 model predicts them (one ``predict_one`` each, after the others are learned)
 and the table adds that holdout accuracy, the accuracy of the model as it
-stands, where the prequential one averages over every model on the way.
+stands, where the prequential one averages over every model on the way. With ``--outputs DIR`` each model
+writes its results (prediction and probabilities, or the error), one JSON line an event, to
+``DIR/STREAM-MODEL.jsonl``: two versions' files compared with ``cmp`` show whether a change kept every
+result to the last digit.
 Learning then also stops after 1.5 x ``--seconds`` of wall-clock time, between
 two batches (a loaded machine's model is still scored).
 """
@@ -139,7 +142,7 @@ def _peer(name: str):
 
 
 def run_model(stream: str, model_name: str, n: int, seed: int, seconds: float, budget, flat=None,
-              holdout: int = 0) -> dict:
+              holdout: int = 0, outputs: str | None = None) -> dict:
     import stream_nb  # the child's own import: the parent never holds a model
 
     X, y, _ = planted(stream, n, seed)
@@ -182,6 +185,9 @@ def run_model(stream: str, model_name: str, n: int, seed: int, seconds: float, b
                 t0 = time.process_time()
                 out = model.prequential_many(xs, ys)
             spent += time.process_time() - t0
+            if outputs:  # each event's result as JSON (floats written exactly), one line an event
+                with open(outputs, "a") as file:
+                    file.writelines(json.dumps(list(o) if isinstance(o, tuple) else repr(o)) + "\n" for o in out)
             # an event refused (an InvalidEventError in its place) has no prediction: accuracy is over the others
             correct += sum(1 for o, truth in zip(out, ys) if isinstance(o, tuple) and o[0] == truth)
             for i, o in enumerate(out):
@@ -224,6 +230,9 @@ def main(argv=None) -> int:
                         help="a model's flat setting (JSON value), e.g. KDB:select_level=0.01; repeatable")
     parser.add_argument("--holdout", type=int, default=0,
                         help="the last N events of the stream: never learned, predicted at the end")
+    parser.add_argument("--outputs", metavar="DIR",
+                        help="write each model's results, one JSON line an event, to DIR/STREAM-MODEL.jsonl "
+                             "(to compare two versions' with cmp)")
     parser.add_argument("--child", nargs=2, metavar=("STREAM", "MODEL"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     budget = {"default": "default", "none": None}.get(args.memory_budget.lower(), None)
@@ -233,8 +242,12 @@ def main(argv=None) -> int:
         limit = int(args.address_limit * 2**30)
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
         one_blas_thread()  # as stream-nb run does, and as river's peers run: one core's work in the wall time
+        outputs = None
+        if args.outputs:
+            outputs = f"{args.outputs}/{'-'.join(args.child)}.jsonl"
+            open(outputs, "w").close()
         print(json.dumps(run_model(*args.child, args.events, args.seed, args.seconds, budget,
-                                   model_settings(args.set, args.child[1]), args.holdout)))
+                                   model_settings(args.set, args.child[1]), args.holdout, outputs)))
         return 0
     stated = "the models' default (256 MiB)" if budget == "default" else (
         "none" if budget is None else f"{budget:,} bytes ({budget / 2**20:,.0f} MiB)")
@@ -250,6 +263,7 @@ def main(argv=None) -> int:
             cmd = [sys.executable, __file__, "--child", stream, name, "--events", str(args.events),
                    "--seconds", str(args.seconds), "--seed", str(args.seed), "--address-limit", str(args.address_limit),
                    "--memory-budget", args.memory_budget, "--holdout", str(args.holdout)]
+            cmd += ["--outputs", args.outputs] if args.outputs else []
             cmd += [a for s in args.set for a in ("--set", s)]
             proc = subprocess.run(cmd, capture_output=True, text=True)
             if proc.returncode != 0 or not proc.stdout.strip():
