@@ -272,15 +272,23 @@ def _g_by_pair(pc, vf, i, j, C):
     return out
 
 
-@pytest.mark.parametrize("weights", ["whole", "fractional"])
-def test_pair_tests_off_a_sparse_table_are_numpys_to_the_bit_and_the_textbook_g_tests(weights):
-    D, vf, y, w = _rows(5, n=300, F=5, values=3)
+def _sparse_counts(seed: int, n: int, weights: str):
+    """``n`` rows of five attributes of three values in three classes (weights whole or fractional): the value
+    columns' features, the weights, the dense pair counts by brute force, and a sparse table of them."""
+    D, vf, y, w = _rows(seed, n=n, F=5, values=3)
     if weights == "whole":
         w = np.ones(len(y))
-    C, V, F = 3, len(vf), 5
-    pc, _ = _brute(D, vf, y, w, C, V, F)
+    C, V = 3, len(vf)
+    pc, _ = _brute(D, vf, y, w, C, V, 5)
     table = SparseTable((4, 32, 32))
     table.add(*cells_of(pc, (C, V, V)))
+    return vf, w, pc, table
+
+
+@pytest.mark.parametrize("weights", ["whole", "fractional"])
+def test_pair_tests_off_a_sparse_table_are_numpys_to_the_bit_and_the_textbook_g_tests(weights):
+    vf, w, pc, table = _sparse_counts(5, 300, weights)
+    C, V, F = 3, len(vf), 5
     table.add((np.array([0, 1]), np.array([0, 2]), np.array([2, 0])), np.array([5.0, 1.0]))  # column 0: not read
     s = _store(table, vf, C, F)
     got = pair_tests(s)
@@ -368,13 +376,8 @@ def test_a_selection_that_keeps_every_cell_keeps_the_table_and_a_narrower_one_co
 def test_tans_bayes_gains_off_a_sparse_table_are_numpys_to_the_bit_and_the_dense_tables(weights):
     from stream_nb.learners._tree_score import _gains_from_cells, bayesian_edge_gains, gains_of_cells
 
-    D, vf, y, w = _rows(8, n=250, F=5, values=3)
-    if weights == "whole":
-        w = np.ones(len(y))
+    vf, w, pc, table = _sparse_counts(8, 250, weights)
     C, V, F = 3, len(vf), 5
-    pc, _ = _brute(D, vf, y, w, C, V, F)
-    table = SparseTable((4, 32, 32))
-    table.add(*cells_of(pc, (C, V, V)))
     table.add((np.array([0, 3]), np.array([0, 2]), np.array([2, 1])), np.array([5.0, 1.0]))  # column 0, class 3: not read
     nv = np.bincount(vf[vf >= 0], minlength=F).astype(float)
     s = types.SimpleNamespace(pair_count=table, value_feature=vf)

@@ -119,6 +119,46 @@ def sparse_cmi(keys, vals, shape, C, V, vf, F, least):
     return mi, n, scored
 
 
+def _by_block(keys, vals, P1, P2, b1, b2, C, V, vf, F, upper):
+    """The cells of the table grouped by their pair block ``b = i * F + j``, in slot order within each:
+    ``(start, ck, cx)``, the block ``b``'s keys ``ck[start[b]:start[b + 1]]`` and counts ``cx[...]``; the
+    blocks of pairs ``i < j`` alone with ``upper``, else of every pair ``i != j``."""
+    S = keys.shape[0]
+    FF = F * F
+    start = np.zeros(FF + 1, dtype=np.int64)
+    for s in range(S):
+        b = _block(keys[s], vals[s], P1, P2, b1, b2, C, V, vf, F)
+        if b >= 0 and (b // F < b % F if upper else b // F != b % F):
+            start[b + 1] += 1
+    for b in range(FF):
+        start[b + 1] += start[b]
+    at = start[:-1].copy()
+    ck = np.empty(start[FF], dtype=np.int64)
+    cx = np.empty(start[FF])
+    for s in range(S):
+        b = _block(keys[s], vals[s], P1, P2, b1, b2, C, V, vf, F)
+        if b >= 0 and (b // F < b % F if upper else b // F != b % F):
+            ck[at[b]] = keys[s]
+            cx[at[b]] = vals[s]
+            at[b] += 1
+    return start, ck, cx
+
+
+def _block_cells(ck, cx, lo, hi, P1, P2, b1, b2):
+    """The cells ``ck[lo:hi]`` (keys), ``cx[lo:hi]`` (counts) of one pair block in key order, split into their
+    classes, row values and column values: ``(cc, vv, ww, x)``."""
+    m = hi - lo
+    order = np.argsort(ck[lo:hi])
+    cc = np.empty(m, dtype=np.int64)
+    vv = np.empty(m, dtype=np.int64)
+    ww = np.empty(m, dtype=np.int64)
+    x = np.empty(m)
+    for t in range(m):
+        c, v, w = _hashed.split_key(ck[lo + order[t]], P1, P2, b1, b2)
+        cc[t], vv[t], ww[t], x[t] = c, v, w, cx[lo + order[t]]
+    return cc, vv, ww, x
+
+
 def pair_test_terms(keys, vals, shape, C, V, vf, F):
     """The parts of the two G-tests of each attribute pair (``stats/selection/_pair_tests.py``) read off a
     sparse pair table (the hash table ``keys``/``vals`` of capacity ``shape``): its cells (c, v, w) that count
@@ -135,25 +175,9 @@ def pair_test_terms(keys, vals, shape, C, V, vf, F):
     in the last digit of some values): the sums and ratios are numpy's ``bincount``'s in the same order."""
     P1, P2 = shape[1], shape[2]
     b1, b2 = _hashed.key_bits(P1), _hashed.key_bits(P2)
-    S = keys.shape[0]
     FF = F * F
-    start = np.zeros(FF + 1, dtype=np.int64)
-    for s in range(S):
-        b = _block(keys[s], vals[s], P1, P2, b1, b2, C, V, vf, F)
-        if b >= 0 and b // F < b % F:
-            start[b + 1] += 1
-    for b in range(FF):
-        start[b + 1] += start[b]
+    start, ck, cx = _by_block(keys, vals, P1, P2, b1, b2, C, V, vf, F, True)
     M = start[FF]
-    at = start[:-1].copy()
-    ck = np.empty(M, dtype=np.int64)
-    cx = np.empty(M)
-    for s in range(S):
-        b = _block(keys[s], vals[s], P1, P2, b1, b2, C, V, vf, F)
-        if b >= 0 and b // F < b % F:
-            ck[at[b]] = keys[s]
-            cx[at[b]] = vals[s]
-            at[b] += 1
     gb = np.empty(M, dtype=np.int64)
     gn = np.empty(M)
     gr = np.empty(M)
@@ -178,14 +202,9 @@ def pair_test_terms(keys, vals, shape, C, V, vf, F):
         if lo == hi:
             continue
         m = hi - lo
-        order = np.argsort(ck[lo:hi])
-        cc = np.empty(m, dtype=np.int64)
-        vv = np.empty(m, dtype=np.int64)
-        ww = np.empty(m, dtype=np.int64)
-        x = np.empty(m)
+        cc, vv, ww, x = _block_cells(ck, cx, lo, hi, P1, P2, b1, b2)
         for t in range(m):
-            c, v, w = _hashed.split_key(ck[lo + order[t]], P1, P2, b1, b2)
-            cc[t], vv[t], ww[t], x[t] = c, v, w, cx[lo + order[t]]
+            c, v, w = cc[t], vv[t], ww[t]
             if row[c * V + v] == 0.0:
                 rows_c[c] += 1
             if col[c * V + w] == 0.0:
@@ -257,25 +276,9 @@ def bayes_gain_terms(keys, vals, shape, C, V, vf, F):
     numpy's ``bincount`` of the gammaln terms (left to scipy) adds them as ``_gains_from_cells`` does."""
     P1, P2 = shape[1], shape[2]
     b1_, b2_ = _hashed.key_bits(P1), _hashed.key_bits(P2)
-    S = keys.shape[0]
     FF = F * F
-    start = np.zeros(FF + 1, dtype=np.int64)
-    for s in range(S):
-        b = _block(keys[s], vals[s], P1, P2, b1_, b2_, C, V, vf, F)
-        if b >= 0 and b // F != b % F:
-            start[b + 1] += 1
-    for b in range(FF):
-        start[b + 1] += start[b]
+    start, ck, cx = _by_block(keys, vals, P1, P2, b1_, b2_, C, V, vf, F, False)
     M = start[FF]
-    at = start[:-1].copy()
-    ck = np.empty(M, dtype=np.int64)
-    cx = np.empty(M)
-    for s in range(S):
-        b = _block(keys[s], vals[s], P1, P2, b1_, b2_, C, V, vf, F)
-        if b >= 0 and b // F != b % F:
-            ck[at[b]] = keys[s]
-            cx[at[b]] = vals[s]
-            at[b] += 1
     b1 = np.empty(M, dtype=np.int64)
     x1 = np.empty(M)
     b2 = np.empty(M, dtype=np.int64)
@@ -295,14 +298,8 @@ def bayes_gain_terms(keys, vals, shape, C, V, vf, F):
             continue
         m = hi - lo
         fi = b % F  # the column's feature
-        order = np.argsort(ck[lo:hi])
-        cc = np.empty(m, dtype=np.int64)
-        vv = np.empty(m, dtype=np.int64)
-        ww = np.empty(m, dtype=np.int64)
-        x = np.empty(m)
+        cc, vv, ww, x = _block_cells(ck, cx, lo, hi, P1, P2, b1_, b2_)
         for t in range(m):
-            c, v, w = _hashed.split_key(ck[lo + order[t]], P1, P2, b1_, b2_)
-            cc[t], vv[t], ww[t], x[t] = c, v, w, cx[lo + order[t]]
             b1[lo + t] = b
             x1[lo + t] = x[t]
         t = 0
