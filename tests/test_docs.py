@@ -95,3 +95,17 @@ def test_the_benchmark_plots_are_drawn_from_the_pages_tables(tmp_path, monkeypat
         assert (DOCS / "img" / name).is_file(), f"docs/img/{name}: run python docs/plots.py and commit it"
     rows = plots.table(plots.tables(page), "mean delay D")
     assert [plots.number(r[0]) for r in rows] == [20, 200, 2000]  # the parser reads the page's own numbers
+
+
+def test_every_module_the_pages_name_exists():
+    """A module path in backticks (``stats/schema/_runs.py``, or a bare ``_confluent.py`` named beside its
+    folder) names a file of the repository: a module moved or merged takes its mentions with it."""
+    files = {p.relative_to(ROOT).as_posix() for p in ROOT.rglob("*.py") if ".git" not in p.parts}
+    stale = []
+    for page in [ROOT / "ARCHITECTURE.md", ROOT / "CONTRIBUTING.md", *pages()]:
+        if not page.is_file():
+            continue
+        for name in set(re.findall(r"`([\w/.]+\.py)\b", page.read_text(encoding="utf-8"))):
+            if not any(f == name or f.endswith("/" + name) for f in files):
+                stale.append(f"{page.relative_to(ROOT)}: {name}")
+    assert not stale, stale
