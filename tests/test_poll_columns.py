@@ -145,6 +145,68 @@ def test_the_compiled_pass_takes_a_poll_whose_keys_are_the_same_bytes_and_refuse
         assert [described(r) for r in got] == [described(e) for e in expected]
 
 
+def trained(make):
+    """A model taught a few events of two float features, two integer ones and a string one."""
+    rng = np.random.default_rng(3)
+    model = make()
+    for i in range(60):
+        model.learn_one({"g": float(rng.normal()), "h": float(rng.normal()), "c": int(rng.integers(3)),
+                         "d": int(rng.integers(2)), "s": ["u", "v"][i % 2]}, ["p", "q"][i % 2])
+    return model
+
+
+floats = st.sampled_from([0.5, -1.25, 3.0, None, 1e300, -1e101, float("inf"), float("nan")])
+ints = st.sampled_from([0, 1, 2, 1, 0, 7])
+
+
+@fuzz_settings(120)
+@given(rows=st.lists(st.tuples(floats, floats, ints, ints, st.sampled_from(["u", "v", "w"]),
+                               st.sampled_from(["p", "q", None, "r"])), min_size=1, max_size=40),
+       name=st.sampled_from(["nb", "nb", "nb-bins", "tan", "aode"]), room=st.integers(0, 3))
+def test_a_window_of_columns_read_together_is_encoded_as_the_same_events_as_dicts(rows, name, room):
+    """The run encoding of a window of columns whose value types are known reads its float columns in one
+    array and its integer columns through one table; the same events as dicts are read one column at a
+    time, value by value: the same run (where it stops), value columns, Gaussian values, classes, and new
+    values met in it."""
+    import copy
+
+    model = trained(MODELS[name])
+    names = ["g", "h", "c", "d", "s"]
+    table = {k: [row[j] for row in rows] for j, k in enumerate(names)}
+    xs = Columns(table, len(rows), {k: frozenset(map(type, v)) for k, v in table.items()})
+    dicts = [{k: v for k, v in zip(names, row) if v is not None} for row in rows]
+    ys = [row[-1] for row in rows]
+    got, expected = copy.deepcopy(model), copy.deepcopy(model)
+    a = got._stats.schema.runs.encode_run(xs, ys, 0, False, 1024, True, True, room)
+    b = expected._stats.schema.runs.encode_run(dicts, ys, 0, False, 1024, True, True, room)
+    assert a[0] == b[0]
+    for x, y in zip(a[1:], b[1:]):
+        assert x.dtype == y.dtype and np.array_equal(x, y, equal_nan=True)
+    new_a, new_b = got._stats.schema.runs.run_new, expected._stats.schema.runs.run_new
+    assert (new_a is None) == (new_b is None)
+    if new_a is not None:
+        assert np.array_equal(new_a[0], new_b[0]) and new_a[1] == new_b[1] and np.array_equal(new_a[2], new_b[2])
+
+
+def test_a_window_of_known_floats_and_integers_is_read_together():
+    """The window the bench's events make (floats, and integers every one of which has a column) is read in
+    one float array and one integer table, and a too large number stops the run where it stands."""
+    model = trained(MODELS["nb"])
+    rows = [(0.5, 1.0, 1, 0), (1e300, 2.0, 2, 1), (0.25, 3.0, 0, 1)]
+    table = {k: [row[j] for row in rows] for j, k in enumerate(["g", "h", "c", "d"])}
+    xs = Columns(table, 3, {k: frozenset(map(type, v)) for k, v in table.items()})
+    s = model._stats
+    runs = s.schema.runs
+    window = xs.window(0, 3)
+    floats, M, first_bad, codes = runs._bulk_columns(lambda f, name: window[name], xs.types, 3)
+    features = list(runs.schema.features)
+    assert sorted(floats) == sorted(features.index(k) for k in ("g", "h"))
+    assert sorted(codes) == sorted(features.index(k) for k in ("c", "d"))
+    assert first_bad[floats[features.index("g")]] == 1 and first_bad[floats[features.index("h")]] == 3
+    stop, D, G, yc = s.encode_run(xs, ["p", "q", "p"], 0, complete=False, limit=1024, unseen=True)
+    assert stop == 1 and np.array_equal(G[0, [runs.schema.gslot[features.index(k)] for k in ("g", "h")]], [0.5, 1.0])
+
+
 MODELS = {
     "nb": stream_nb.NaiveBayes, "nb-bins": lambda: stream_nb.NaiveBayes(numeric=MDL(warmup=20)),
     "tan": lambda: stream_nb.TAN(search=Tree(rebuild_every=40)), "aode": stream_nb.AODE, "nb-window": lambda: stream_nb.NaiveBayes(forgetting=Window(60)),
