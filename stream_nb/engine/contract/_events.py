@@ -393,9 +393,8 @@ class EventDecoder:
         except orjson.JSONDecodeError:
             return None
         masks = dict(zip(fields, kinds.tolist()))
-        plain = [None] * n
-        labels = table.pop(self._label_field, None) or plain
-        ids = plain if self._id_field is None else table.pop(self._id_field, None) or plain
+        labels = table.pop(self._label_field, None) or [None] * n
+        ids = [None] * n if self._id_field is None else table.pop(self._id_field, None) or [None] * n
         for name, column in ((self._label_field, labels), (self._id_field, ids)):
             if masks.get(name, 0) & ~_PLAIN_KINDS and not _PLAIN_FIELD(map(type, column)):
                 return None
