@@ -69,6 +69,144 @@ def test_columns_are_taken_only_for_events_with_the_same_fields_in_the_same_orde
     assert type(decoder.decode_columns(same)[1]) is list  # without columns=True: dicts, as the joiner takes them
 
 
+# value texts as written by hand: spaces, escapes, exponents, wide integers, and texts orjson refuses
+good_texts = st.sampled_from([
+    b'1', b'-0', b'12.5', b'-1.25e3', b'1E+2', b'3e-400', b'1e400', b'9223372036854775807', b'18446744073709551616',
+    b'123456789012345678', b'-123456789012345678', b'-1234567890123456789', b'0.30000000000000004', b'"x"', b'""',
+    b'"a\\"b"', b'"\\u00e9t\\u00e9"', b'"\xc3\xa9"', b'true', b'false', b'null'])
+odd_texts = st.sampled_from([b'01', b'1.', b'-', b'1.5.5', b'+1', b'"\\ud800"', b'"\xff"', b'"tab\there"', b'nul',
+                             b'truex', b'NaN', b'Infinity', b'[1]', b'{}', b'{"k": 1}'])
+value_texts = st.integers(0, 29).flatmap(lambda i: odd_texts if i == 0 else good_texts)  # an odd one in 30
+key_texts = st.sampled_from([b'"a"', b'"b"', b'"id"', b'"label"', b'"\xc3\xa9"'])
+other_keys = st.sampled_from([b'"a"', b'"c"', b'"\\u0061"', b'"a" '])
+spaces = st.sampled_from([b"", b" ", b"\n", b" \t\r"])
+
+
+@st.composite
+def object_texts(draw, keys):
+    """One object's raw text over ``keys``, the same keys in the same order as the poll's others but now and
+    then one changed, dropped or added, the spaces and value texts drawn."""
+    keys = list(keys)
+    change = draw(st.integers(0, 39))
+    if change == 0 and keys:
+        keys[draw(st.integers(0, len(keys) - 1))] = draw(other_keys)
+    elif change == 1 and keys:
+        keys.pop()
+    elif change == 2:
+        keys.append(draw(other_keys))
+    parts = [draw(spaces) + k + draw(spaces) + b":" + draw(spaces) + draw(value_texts) + draw(spaces) for k in keys]
+    head = draw(st.sampled_from([b""] * 12 + [b" ", b"\xef\xbb\xbf"]))
+    return head + b"{" + b",".join(parts) + b"}" + draw(st.sampled_from([b""] * 12 + [b"\n", b"x", b"}"]))
+
+
+@fuzz_settings(150)
+@given(keys=st.lists(key_texts, min_size=1, max_size=4, unique=True), data=st.data(),
+       config=st.sampled_from([{}, {"id_field": None}, {"label_field": "a"}]))
+def test_a_poll_of_raw_texts_as_columns_holds_the_events_decode_gives(keys, data, config):
+    """Raw texts, as a hand or another JSON writer makes them (spaces, escapes, exponents, wide integers,
+    odd or refused values, a changed key, a byte order mark, trailing bytes): the columns the compiled pass
+    and one ``orjson.loads`` give stand for the events ``decode`` gives one at a time, and each column's
+    value types are the types of its values."""
+    values = data.draw(st.lists(object_texts(keys), min_size=1, max_size=6))
+    decoder = EventDecoder(config)
+    ids, xs, ys, bad = decoder.decode_columns(values, columns=True)
+    expected = [one_at_a_time(decoder, v) for v in values]
+    valid = iter(zip(ids, xs, ys))
+    got = [bad[i] if i in bad else stream_nb.engine.Event(*next(valid)) for i in range(len(values))]
+    assert next(valid, None) is None
+    assert [described(r) for r in got] == [described(e) for e in expected]
+    if isinstance(xs, Columns):
+        assert xs.types == {name: set(map(type, column)) for name, column in xs.columns.items()}
+
+
+def test_the_compiled_pass_takes_a_poll_whose_keys_are_the_same_bytes_and_refuses_what_it_cannot_read():
+    """The pass (``_scanned``) takes flat objects whose keys are the same bytes in the same order, spaces
+    anywhere JSON allows them, the values parsed as orjson parses them in the objects; it leaves the
+    others to the parse object by object (which gives the same events, or each event its error)."""
+    decoder = EventDecoder()
+    values = [b'{"id": 1, "a": "x\\"y", "t": 1e2, "n": 18446744073709551616, "label": "yes"}',
+              b' { "id" :"2","a":"\\u00e9" , "t":-0.5,"n":3,"label":null}\n']
+    ids, xs, ys, bad = decoder._scanned(values)
+    assert (ids, ys, bad) == ([1, "2"], ["yes", None], {})
+    assert xs.columns == {"a": ['x"y', "\u00e9"], "t": [100.0, -0.5], "n": [18446744073709551616.0, 3]}
+    assert xs.types == {"a": {str}, "t": {float}, "n": {float, int}}
+    for other in (b'{"id": 3, "a": "y", "t": 1, "label": "no", "n": 1}',  # the keys in another order
+                  b'{"id": 3, "a": "y", "t": 1, "n": 1, "label": "no", "z": 1}',  # one more key
+                  b'{"id": 3, "a": "y", "t": 1, "n": 1, "lab\\u0065l": "no"}',  # the same key, written otherwise
+                  b'{"id": 3, "a": "y", "t": NaN, "n": 1, "label": "no"}', b'{"id": 3, "a": "y", "t": 01, "n": 1}',
+                  b'{"id": 3, "a": ["y"], "t": 1, "n": 1, "label": "no"}', b'{"id": 3, "a": "y", "t": 1, "n": 1} 1',
+                  b'\xef\xbb\xbf{"id": 3, "a": "y", "t": 1, "n": 1, "label": "no"}',
+                  b'{"id": 3.5, "a": "y", "t": 1, "n": 1, "label": "no"}'):
+        assert decoder._scanned(values + [other]) is None
+        ids, xs, ys, bad = decoder.decode_columns(values + [other], columns=True)
+        expected = [one_at_a_time(decoder, v) for v in values + [other]]
+        valid = iter(zip(ids, xs, ys))
+        got = [bad[i] if i in bad else stream_nb.engine.Event(*next(valid)) for i in range(3)]
+        assert [described(r) for r in got] == [described(e) for e in expected]
+
+
+def trained(make):
+    """A model taught a few events of two float features, two integer ones and a string one."""
+    rng = np.random.default_rng(3)
+    model = make()
+    for i in range(60):
+        model.learn_one({"g": float(rng.normal()), "h": float(rng.normal()), "c": int(rng.integers(3)),
+                         "d": int(rng.integers(2)), "s": ["u", "v"][i % 2]}, ["p", "q"][i % 2])
+    return model
+
+
+floats = st.sampled_from([0.5, -1.25, 3.0, None, 1e300, -1e101, float("inf"), float("nan")])
+ints = st.sampled_from([0, 1, 2, 1, 0, 7])
+
+
+@fuzz_settings(120)
+@given(rows=st.lists(st.tuples(floats, floats, ints, ints, st.sampled_from(["u", "v", "w"]),
+                               st.sampled_from(["p", "q", None, "r"])), min_size=1, max_size=40),
+       name=st.sampled_from(["nb", "nb", "nb-bins", "tan", "aode"]), room=st.integers(0, 3))
+def test_a_window_of_columns_read_together_is_encoded_as_the_same_events_as_dicts(rows, name, room):
+    """The run encoding of a window of columns whose value types are known reads its float columns in one
+    array and its integer columns through one table; the same events as dicts are read one column at a
+    time, value by value: the same run (where it stops), value columns, Gaussian values, classes, and new
+    values met in it."""
+    import copy
+
+    model = trained(MODELS[name])
+    names = ["g", "h", "c", "d", "s"]
+    table = {k: [row[j] for row in rows] for j, k in enumerate(names)}
+    xs = Columns(table, len(rows), {k: frozenset(map(type, v)) for k, v in table.items()})
+    dicts = [{k: v for k, v in zip(names, row) if v is not None} for row in rows]
+    ys = [row[-1] for row in rows]
+    got, expected = copy.deepcopy(model), copy.deepcopy(model)
+    a = got._stats.schema.runs.encode_run(xs, ys, 0, False, 1024, True, True, room)
+    b = expected._stats.schema.runs.encode_run(dicts, ys, 0, False, 1024, True, True, room)
+    assert a[0] == b[0]
+    for x, y in zip(a[1:], b[1:]):
+        assert x.dtype == y.dtype and np.array_equal(x, y, equal_nan=True)
+    new_a, new_b = got._stats.schema.runs.run_new, expected._stats.schema.runs.run_new
+    assert (new_a is None) == (new_b is None)
+    if new_a is not None:
+        assert np.array_equal(new_a[0], new_b[0]) and new_a[1] == new_b[1] and np.array_equal(new_a[2], new_b[2])
+
+
+def test_a_window_of_known_floats_and_integers_is_read_together():
+    """The window the bench's events make (floats, and integers every one of which has a column) is read in
+    one float array and one integer table, and a too large number stops the run where it stands."""
+    model = trained(MODELS["nb"])
+    rows = [(0.5, 1.0, 1, 0), (1e300, 2.0, 2, 1), (0.25, 3.0, 0, 1)]
+    table = {k: [row[j] for row in rows] for j, k in enumerate(["g", "h", "c", "d"])}
+    xs = Columns(table, 3, {k: frozenset(map(type, v)) for k, v in table.items()})
+    s = model._stats
+    runs = s.schema.runs
+    window = xs.window(0, 3)
+    floats, M, first_bad, codes = runs._bulk_columns(lambda f, name: window[name], xs.types, 3)
+    features = list(runs.schema.features)
+    assert sorted(floats) == sorted(features.index(k) for k in ("g", "h"))
+    assert sorted(codes) == sorted(features.index(k) for k in ("c", "d"))
+    assert first_bad[floats[features.index("g")]] == 1 and first_bad[floats[features.index("h")]] == 3
+    stop, D, G, yc = s.encode_run(xs, ["p", "q", "p"], 0, complete=False, limit=1024, unseen=True)
+    assert stop == 1 and np.array_equal(G[0, [runs.schema.gslot[features.index(k)] for k in ("g", "h")]], [0.5, 1.0])
+
+
 MODELS = {
     "nb": stream_nb.NaiveBayes, "nb-bins": lambda: stream_nb.NaiveBayes(numeric=MDL(warmup=20)),
     "tan": lambda: stream_nb.TAN(search=Tree(rebuild_every=40)), "aode": stream_nb.AODE, "nb-window": lambda: stream_nb.NaiveBayes(forgetting=Window(60)),

@@ -60,10 +60,11 @@ def load_kernels(model: typing.Any) -> None:
     A model loads them on its first learning call, which would put half a second or more (the import of
     numba and the kernels' machine code) inside the first poll: its outputs late, and that poll's CPU spent
     on the engine's main thread while events wait. The daemon takes that cost before its first poll
-    instead. Any other model is left alone.
+    instead, with the decoder's pass over a poll's JSON (``_json``), which the engine uses for a stream_nb
+    model's polls. Any other model is left alone.
     """
     if isinstance(model, BayesClassifier):
-        compile_all(model.kernel_modules())
+        compile_all(model.kernel_modules() + ("_json",))
 
 
 def prepare_process(model: typing.Any) -> None:

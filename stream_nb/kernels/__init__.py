@@ -8,6 +8,8 @@ docs' *Architecture* page (The compiled kernels) says more.
 
 from ._addresses import NO_DETECTOR, Addresses
 from ._detectors import DETECTOR_KINDS
+from ._json import KIND_TYPES as JSON_KIND_TYPES
+from ._json import LONG as JSON_LONG
 from ._loader import compile_all, compiled
 
-__all__ = ["Addresses", "DETECTOR_KINDS", "NO_DETECTOR", "compile_all", "compiled"]
+__all__ = ["Addresses", "DETECTOR_KINDS", "JSON_KIND_TYPES", "JSON_LONG", "NO_DETECTOR", "compile_all", "compiled"]

@@ -7,8 +7,8 @@ import inspect
 import pathlib
 import types
 
-from . import (_aode, _codes, _common, _dense_scores, _detectors, _hashed, _kdb, _kdb_sparse, _naive, _one, _pair_blocks,
-               _sparse_scores, _sparse_structure, _spodes, _tree, _tuples)
+from . import (_aode, _codes, _common, _dense_scores, _detectors, _hashed, _json, _kdb, _kdb_sparse, _naive, _one,
+               _pair_blocks, _sparse_scores, _sparse_structure, _spodes, _tree, _tuples)
 from ._cache import Jit
 
 __all__ = ["compile_all", "compiled"]
@@ -16,7 +16,7 @@ __all__ = ["compile_all", "compiled"]
 #: The kernel modules: every function of each is compiled, but its ``warm()``, which calls each kernel once
 #: on small inputs of the types the models pass.
 MODULES = (_common, _hashed, _tuples, _sparse_scores, _sparse_structure, _dense_scores, _naive, _detectors, _spodes,
-           _aode, _tree, _kdb, _one, _pair_blocks, _kdb_sparse, _codes)
+           _aode, _tree, _kdb, _one, _pair_blocks, _kdb_sparse, _codes, _json)
 
 _compiled: types.SimpleNamespace | None = None
 

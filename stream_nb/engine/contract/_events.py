@@ -27,10 +27,12 @@ import typing
 from itertools import chain, repeat
 from operator import countOf
 
+import numpy as np
 import orjson
 
 from ..._checks import configure, is_integer
 from ...exceptions import ConfigError, FeatureTypeError, InvalidEventError
+from ...kernels import JSON_KIND_TYPES, JSON_LONG, compiled
 from ...stats import Columns, describe_type, validate_label
 
 __all__ = ["BOM", "DEFAULT_CONFIG", "Event", "EventDecoder", "json_objects", "oversize_error"]
@@ -72,6 +74,11 @@ _NESTED_SET = frozenset(_NESTED)
 _DICT_ONLY = frozenset({dict}).issuperset
 _PLAIN_FIELD = frozenset({str, int, type(None)}).issuperset
 _FLAT = frozenset({dict, list, type(None)})
+#: The kinds of value text (stream_nb.kernels' JSON_KIND_TYPES) of a string, an integer of 64 bits or null
+_PLAIN_KINDS = sum(bit for bit, kind in JSON_KIND_TYPES if kind in (str, int, type(None)))
+#: The value types of each combination of kinds of value text met in a column (JSON_LONG's looked at)
+_KIND_TYPES = {mask: frozenset(kind for bit, kind in JSON_KIND_TYPES if mask & bit)
+               for mask in range(1 << len(JSON_KIND_TYPES))}
 
 
 def json_objects(values: list) -> list[dict] | None:
@@ -333,6 +340,10 @@ class EventDecoder:
         """:meth:`decode_columns` of a poll of common events only, with no loop in Python; None otherwise."""
         if max(map(len, values)) > self._max_bytes:
             return None
+        if columns:
+            taken = self._scanned(values)
+            if taken is not None:
+                return taken
         objs = json_objects(values)
         if objs is None:
             return None
@@ -352,6 +363,44 @@ class EventDecoder:
                 and (_flat_text(values) or _FLAT.isdisjoint(map(type, chain.from_iterable(map(dict.values, objs)))))):
             return ids, objs, labels, {}
         return None  # the parsed objects lost their id and label: the loop parses again
+
+    def _scanned(self, values: list) -> tuple[list, Columns, list, dict] | None:
+        """:meth:`decode_columns` with ``columns`` of a poll of flat objects whose keys are the same bytes in
+        the same order, with no object parsed but the first: a compiled pass over the poll's bytes
+        (``stream_nb.kernels``' ``flat_columns``) writes its values as one JSON array per key, and one
+        ``orjson.loads`` reads them, each value as orjson reads it in its object. None (nothing taken) when the
+        pass refuses the poll or orjson a value, or a label or id is no string, integer or null."""
+        try:
+            first = orjson.loads(values[0])
+            text = b"".join(values)
+        except (orjson.JSONDecodeError, TypeError):
+            return None
+        if type(first) is not dict or not first:
+            return None
+        fields, n = list(first), len(values)
+        starts = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, values), dtype=np.int64, count=n), out=starts[1:])
+        if starts[-1] != len(text):  # a value whose length is not its bytes' (a view of wider items)
+            return None
+        F = len(fields)
+        spans, kinds = np.empty((2, F, n), dtype=np.int64), np.zeros(F, dtype=np.int64)
+        out = np.empty(len(text) + F * n + 2 * F + 2, dtype=np.uint8)
+        size = compiled().flat_columns(np.frombuffer(text, dtype=np.uint8), starts, spans, kinds, out)
+        if size < 0:
+            return None
+        try:
+            table = dict(zip(fields, orjson.loads(memoryview(out)[:size])))
+        except orjson.JSONDecodeError:
+            return None
+        masks = dict(zip(fields, kinds.tolist()))
+        labels = table.pop(self._label_field, None) or [None] * n
+        ids = [None] * n if self._id_field is None else table.pop(self._id_field, None) or [None] * n
+        for name, column in ((self._label_field, labels), (self._id_field, ids)):
+            if masks.get(name, 0) & ~_PLAIN_KINDS and not _PLAIN_FIELD(map(type, column)):
+                return None
+        types = {name: _value_types(column) if masks[name] & JSON_LONG else _KIND_TYPES[masks[name]]
+                 for name, column in table.items()}
+        return ids, Columns(table, n, types), labels, {}
 
     def _transposed(self, objs: list[dict], fields: list, n: int) -> tuple[list, Columns, list, dict] | None:
         """:meth:`decode_columns` with ``columns`` of parsed objects that all hold ``fields``, in that order;

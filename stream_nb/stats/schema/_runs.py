@@ -51,6 +51,7 @@ __all__ = ["RunEncoder", "frame_events"]
 _DICTS = frozenset({dict}).issuperset
 #: The value types of events of integers alone (no missing value).
 _INTS = {int}
+_FLOATS_OR_NONE = frozenset({float, NONE_TYPE}).issuperset
 
 
 #: A value column's stand-ins while a column is encoded: a value not seen yet, and one no run takes.
@@ -268,9 +269,18 @@ class RunEncoder:
         known = xs.types if isinstance(xs, Columns) else {}  # each column's value types, when its maker knows them
         D = np.full((stop, F), -1, dtype=np.int64)
         G = np.full((stop, self.schema.n_gauss), np.nan)
+        floats, M, first_bad, codes = self._bulk_columns(column_of, known, stop) if known else ({}, None, None, {})
         for f, name in enumerate(self.schema.features):
             if not stop:
                 break
+            if f in floats:  # read with the others already: the run stops where this one's values would stop it
+                if first_bad[floats[f]] < stop:
+                    stop = int(first_bad[floats[f]])
+                    D, G = D[:stop], G[:stop]
+                continue
+            if f in codes:
+                D[:, f] = codes[f][:stop]
+                continue
             kind = self.schema.kinds[f]
             vals = column_of(f, name)[:stop]
             if kind == CAT:
@@ -348,7 +358,48 @@ class RunEncoder:
                     G[:, self.schema.gslot[f]] = col[:stop]
                 elif stop and self.schema.disc[f].edges is not None:
                     D[:, f] = cols[:stop]
+        if floats and stop:
+            G[:, [self.schema.gslot[f] for f in floats]] = M[:, :stop].T
         return start + stop, D, G, np.array(yc[:stop], dtype=np.int64)
+
+    def _bulk_columns(self, column_of, known: dict, n: int) -> tuple:
+        """The columns of a window of :class:`Columns` that :meth:`_encode_window` reads together rather than
+        one by one, where their maker knows their value types: the Gaussian features of floats (None:
+        missing) in one array, as :func:`number_column` reads each; the categorical features of integers in one
+        integer matrix through one table (:meth:`_matrix_codes`), when each value has a column.
+
+        Returns ``(floats, M, first_bad, codes)``: ``floats`` maps each Gaussian feature read to its row of
+        ``M`` (features, n), the floats as :func:`number_column` gives them, and ``first_bad[row]`` is where
+        that feature's values would stop the run (its first infinite or too large number; ``n``: none);
+        ``codes`` maps each categorical feature read to its value columns."""
+        schema = self.schema
+        kinds, ok = schema.kinds, schema.vt_ok  # (vt_ok: a property, read once)
+        gauss, ints = [], []
+        for f, name in enumerate(schema.features):
+            types = known.get(name)
+            if types is None:
+                continue
+            if kinds[f] == GAUSS and _FLOATS_OR_NONE(types):
+                gauss.append(f)
+            elif kinds[f] == CAT and types == _INTS and int in ok[f]:
+                ints.append(f)
+        names = schema.features
+        floats, M, first_bad, codes = {}, None, None, {}
+        if len(gauss) > 1 and n:
+            M = np.array([column_of(f, names[f])[:n] for f in gauss], dtype=float)  # None: NaN (missing)
+            M = np.where(np.abs(M) > NUMERIC_LIMIT, np.inf, M)
+            bad = np.isinf(M)
+            first_bad = np.where(bad.any(axis=1), bad.argmax(axis=1), n)
+            floats = {f: i for i, f in enumerate(gauss)}
+        if len(ints) > 1 and n:
+            try:
+                A = np.array([column_of(f, names[f])[:n] for f in ints], dtype=np.int64).T
+            except OverflowError:  # an int beyond 64 bits
+                A = None
+            held = None if A is None else self._matrix_codes(A, tuple(names[f] for f in ints), ints)
+            if held is not None and (not held[1] or held[0].min() >= 1):  # every value has a column
+                codes = {f: held[0][:, j] for j, f in enumerate(ints)}
+        return floats, M, first_bad, codes
 
     def _window_matrix(self, xs, start: int, stop: int) -> np.ndarray | None:
         """The value columns (stop, F) of events ``xs[start:start + stop]`` when each is a dict of exactly the
