@@ -224,3 +224,42 @@ def test_the_state_carries_the_entries_and_their_keys_and_refuses_keys_that_do_n
     tl["backlog"][2][6] = 9
     with pytest.raises(ValueError, match=r"each in 1\.\.4"):
         Waiting.from_state(tl, fine, WARMUP)
+
+
+def _young_one_at_a_time(fine, grown: set, warmup: int, enc) -> bool:
+    """:meth:`Waiting.young` feature by feature, as it was written first: each feature of integers not grown yet
+    read alone, grown once its values were seen ``warmup`` times."""
+    young = False
+    for f in enc.feats.tolist():
+        if f not in fine.from_int or f in grown:
+            continue
+        if fine.times_seen(fine.columns_of(f)).sum() < warmup:
+            young = True
+        else:
+            grown.add(f)
+    return young
+
+
+def test_young_reads_every_feature_at_once_as_one_at_a_time():
+    """Whether an event holds a young value, and the features grown after it, event after event over a stream
+    of integer features with few and many values (some grown within a few events, some never), events that
+    miss features, and a feature first seen late: the same as reading each feature alone."""
+    rng = np.random.default_rng(3)
+    fine, waiting = fine_layer(), Waiting(WARMUP)
+    grown, answers = set(), []
+    for i in range(120):
+        x = {f"a{j}": int(rng.integers(1 + 9 * j)) for j in range(6) if rng.random() < 0.8}
+        if i >= 60:
+            x["late"] = int(rng.integers(3))
+        if rng.random() < 0.05:
+            x["rare"] = int(rng.integers(4))
+        y = int(rng.integers(2))
+        enc = fine.encode_learn(x, y)
+        if not fine.from_int:
+            continue
+        want = _young_one_at_a_time(fine, grown, WARMUP, enc)
+        assert waiting.young(fine, enc) == want
+        assert waiting.grown == grown
+        answers.append(want)
+        fine.add(enc, fine.class_of(y))
+    assert True in answers and False in answers and grown and fine.from_int - grown

@@ -306,7 +306,7 @@ def test_a_row_of_cells_gathered_reads_what_one_lookup_at_a_time_reads():
 
 
 def test_the_kept_edges_listed_for_adding_pairs_are_each_features_partners_in_order():
-    """``_hashed._partners`` (the lists ``pair_rows`` walks for a feature not kept whole) against a brute-force
+    """``_hashed.pair_partners`` (the lists ``pair_rows`` walks for a feature not kept whole) against a brute-force
     listing: each feature first, then the features it has an edge to, in order, its own diagonal left out;
     rows with no edge, rows with their diagonal set, and an empty matrix."""
     from stream_nb.kernels import _hashed, compiled
@@ -317,7 +317,30 @@ def test_the_kept_edges_listed_for_adding_pairs_are_each_features_partners_in_or
         edges = rng.random((F, F)) < density
         edges[: F // 2, : F // 2] |= np.eye(F // 2, dtype=bool)  # some diagonals set
         edges[F // 3 :: 4] = False  # some rows with no edge
-        start, idx = _hashed._partners(edges, F)
+        start, idx = _hashed.pair_partners(edges, F)
         want = [[a] + [b for b in range(F) if b != a and edges[a, b]] for a in range(F)]
         assert start.tolist() == np.cumsum([0] + [len(w) for w in want]).tolist()
         assert [idx[start[a] : start[a + 1]].tolist() for a in range(F)] == want
+
+
+def test_the_kept_edges_lists_are_made_again_whenever_the_edges_change():
+    """``_sparse._partners`` keeps the last lists made: it must give :func:`pair_partners`' lists of the edges as
+    they are now, after the same matrix is changed in place, for another matrix equal to it, and for another
+    count of features."""
+    from stream_nb.kernels import compiled
+    from stream_nb.stats.tables import _sparse
+
+    rng = np.random.default_rng(11)
+    edges = rng.random((12, 12)) < 0.2
+    seen = []
+    for step in range(6):
+        F = 12 if step != 4 else 7
+        start, idx = _sparse._partners(edges, F)
+        want = compiled().pair_partners(edges, F)
+        assert start.tolist() == want[0].tolist() and idx.tolist() == want[1].tolist()
+        seen.append(idx.tolist())
+        if step == 2:
+            edges = edges.copy()  # an equal matrix, another object
+        else:
+            edges[rng.integers(12), rng.integers(12)] ^= True  # changed in place
+    assert len({tuple(s) for s in seen}) > 2  # the lists did change with the edges

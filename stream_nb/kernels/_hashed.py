@@ -23,7 +23,7 @@ import numpy as np
 __all__ = ["copy_cells", "dense_cells", "fill_cells", "hashed_add", "hashed_gather", "hashed_get", "hashed_shift",
            "hashed_start", "held_rows", "kept_cells", "key_bits",
            "mark_row",
-           "pair_kept", "pair_rows", "rehash", "row_held", "split_key", "unit_cells", "warm"]
+           "pair_kept", "pair_partners", "pair_rows", "rehash", "row_held", "split_key", "unit_cells", "warm"]
 
 #: Helpers compiled into each caller (numba's inline="always"): the test of :func:`split_key` stays out of
 #: the loops that call it, and marking a row costs no call in the loops that add cells.
@@ -150,10 +150,15 @@ def pair_kept(allowed, edges, fa, fb):
 def kept_cells(keys, vals, shape, dims, vf, allowed, edges, by_feature):
     """The slots of ``keys``/``vals`` (capacity ``shape``) whose cells lie within ``dims``, hold a count, and
     are kept by a selection (the row's feature ``vf[u]``, the column's ``vf[v]``, or the feature itself when
-    ``by_feature``: :func:`pair_kept`), in slot order: what :func:`copy_cells` copies."""
+    ``by_feature``: :func:`pair_kept`), in slot order: what :func:`copy_cells` copies.
+
+    A row of an allowed parent is kept whole without reading its column's feature. The slots come back as
+    the first part of an array as long as the table, not copied out of it: its pages past them are never
+    touched (an array of the held slots alone, counted first, took as long, and freed, it moved the C
+    allocator's threshold for blocks mapped on their own: about 30 MB more stayed resident on the wide bench)."""
     P1, P2 = shape[1], shape[2]
     b1, b2 = key_bits(P1), key_bits(P2)
-    nvf = vf.shape[0]
+    nvf, F = vf.shape[0], allowed.shape[0]
     out = np.empty(keys.shape[0], dtype=np.int64)
     n = 0
     for s in range(keys.shape[0]):
@@ -164,12 +169,15 @@ def kept_cells(keys, vals, shape, dims, vf, allowed, edges, by_feature):
         if c >= dims[0] or u >= dims[1] or v >= dims[2]:
             continue
         fa = vf[u] if u < nvf else -1
-        fb = v if by_feature else (vf[v] if v < nvf else -1)
-        if not pair_kept(allowed, edges, fa, fb):
-            continue
+        if fa < 0 or fa >= F:
+            continue  # pair_kept: a row of no feature keeps nothing
+        if not allowed[fa]:  # pair_kept's other cases: the diagonal, a kept edge
+            fb = v if by_feature else (vf[v] if v < nvf else -1)
+            if fa != fb and not (0 <= fb < F and edges[fa, fb]):
+                continue
         out[n] = s
         n += 1
-    return out[:n].copy()
+    return out[:n]
 
 
 def unit_cells(keys, vals, P1, P2, V, vf, F, by_feature, parents, per):
@@ -265,12 +273,13 @@ def held_rows(keys, P2, rows):
             mark_row(rows, keys[s] // P2)
 
 
-def _partners(edges, F):
-    """The kept edges as lists: features ``idx[start[a]:start[a + 1]]`` pair with ``a`` (``a`` itself first)."""
+def pair_partners(edges, F):
+    """The kept edges as lists: features ``idx[start[a]:start[a + 1]]`` pair with ``a`` (``a`` itself first),
+    as :func:`pair_rows` walks them (made again only when the edges change: ``stats/tables/_sparse.py``)."""
     start = np.zeros(F + 1, dtype=np.int64)
     for a in range(F):
         n = 0
-        for b in range(F):  # (a count with no branch: pair_rows makes the lists every call, F^2 cells)
+        for b in range(F):  # (a count with no branch: F^2 cells)
             n += 1 if edges[a, b] else 0
         start[a + 1] = start[a] + 1 + n - (1 if edges[a, a] else 0)
     idx = np.empty(start[F], dtype=np.int64)
@@ -293,13 +302,14 @@ def _add_cell(keys, vals, key, w, shift, held, t, rows, row):
         mark_row(rows, row)
 
 
-def pair_rows(D, dfeats, yc, w, vf, selected, allowed, edges, pshape, fshape, pkeys, pvals, fkeys, fvals, held,
-              room, prows, frows):
+def pair_rows(D, dfeats, yc, w, vf, selected, allowed, edges, start, idx, pshape, fshape, pkeys, pvals, fkeys, fvals,
+              held, room, prows, frows):
     """Add the observed pairs of each row of ``D`` (columns of distinct features ``dfeats``; -1 missing), in
     row order, to the sparse ``pair_count`` (shape ``pshape``, cell ``(c, u, v)``) and ``pair_feat``
     (``fshape``, cell ``(c, u, f)``) of class ``yc[r]`` with weight ``w[r]``: what ``SparseTable.add`` adds,
     one cell at a time. With ``selected``, only the kept pairs' cells (the row's feature ``vf[u]``, the
-    column's ``vf[v]`` or ``f``: ``SelectedTable.kept``), found through the kept edges of each row's feature.
+    column's ``vf[v]`` or ``f``: ``SelectedTable.kept``), found through the kept edges of each row's feature
+(``start``, ``idx``: :func:`pair_partners` of ``edges``; read only with ``selected``).
     ``held``: the cells each table holds, updated; ``prows``, ``frows``: the tables' indexes of their rows
     (empty: none), the bit of each row a new cell takes set.
 
@@ -309,7 +319,6 @@ def pair_rows(D, dfeats, yc, w, vf, selected, allowed, edges, pshape, fshape, pk
     R, k = D.shape
     pshift, fshift = hashed_shift(pkeys), hashed_shift(fkeys)
     nvf, F = vf.shape[0], allowed.shape[0]
-    start, idx = _partners(edges, F) if selected else (np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64))
     pos = np.full(F, -1, dtype=np.int64)  # the column of D of each feature
     for j in range(k):
         if 0 <= dfeats[j] < F:
@@ -367,10 +376,11 @@ def warm(k) -> None:
     D, feats = np.array([[1, 3]], dtype=np.int64), np.array([0, 1], dtype=np.int64)
     vf = np.array([-1, 0, 0, 1, 1], dtype=np.int64)
     shape = np.array([2, 5, 5], dtype=np.int64)
+    edges = np.zeros((2, 2), dtype=bool)
     for selected in (False, True):
         for rows in (np.zeros(0, dtype=np.uint8), np.zeros(2, dtype=np.uint8)):
             k.pair_rows(D, feats, np.array([1], dtype=np.int64), np.ones(1), vf, selected, np.zeros(2, dtype=bool),
-                        np.zeros((2, 2), dtype=bool), shape, shape, keys, vals, keys.copy(), vals.copy(),
+                        edges, *k.pair_partners(edges, 2), shape, shape, keys, vals, keys.copy(), vals.copy(),
                         np.zeros(2, dtype=np.int64), 4, rows, rows.copy())
     for by_feature in (False, True):
         slots = k.kept_cells(keys, vals, shape, shape, vf, np.zeros(2, dtype=bool), np.zeros((2, 2), dtype=bool),

@@ -323,17 +323,19 @@ class Waiting:
         """Whether event ``fenc`` (in ``fine``'s columns) holds a value of a fine feature of integers that a
         promotion would now turn into warm-up values (fewer than ``warmup`` values, as :meth:`Stats.promote`
         counts them)."""
-        young = False
         if fine.from_int <= self.grown:
             return False  # every feature of integers past that point (once a stream is warm, every event)
-        for f in fenc.feats.tolist():
-            if f not in fine.from_int or f in self.grown:
-                continue
-            if fine.times_seen(fine.columns_of(f)).sum() < self.warmup:
-                young = True
-            else:
-                self.grown.add(f)
-        return young
+        fs = [f for f in fenc.feats.tolist() if f in fine.from_int and f not in self.grown]
+        if not fs:
+            return False
+        # each feature's values seen, summed: one read of the counts for every feature still young (a wide
+        # stream's first events have hundreds), the sums of integers exact in any order
+        cols = [fine.columns_of(f) for f in fs]
+        lens = np.array([len(c) for c in cols], dtype=np.int64)
+        seen = np.concatenate(([0], np.cumsum(fine.times_seen(np.concatenate(cols)))))
+        sums = seen[np.cumsum(lens)] - seen[np.cumsum(lens) - lens]
+        self.grown.update(f for f, n in zip(fs, sums.tolist()) if n >= self.warmup)
+        return bool((sums < self.warmup).any())
 
     def has_young(self, fine) -> bool:
         """Whether a fine feature of integers may still be young (its events are logged one at a time)."""

@@ -351,8 +351,10 @@ def add_pair_rows(pair_count: SparseTable, pair_feat: SparseTable, D: np.ndarray
     sel = getattr(pair_count, "allowed", None)
     if sel is not None:
         allowed, edges, vf = sel, np.ascontiguousarray(pair_count.edges), pair_count.vf
+        start, idx = _partners(edges, len(allowed))
     else:
         allowed, edges, vf = _NO_ALLOWED, _NO_EDGES, _NO_VF
+        start, idx = _NO_START, _NO_VF
     prows, frows = pair_count.rows_held(), pair_feat.rows_held()  # (the bits of the rows new cells take)
     D, held = np.ascontiguousarray(D, dtype=np.int64), np.array([pair_count._n, pair_feat._n], dtype=np.int64)
     pshape, fshape = np.array(pair_count.shape, dtype=np.int64), np.array(pair_feat.shape, dtype=np.int64)
@@ -361,13 +363,27 @@ def add_pair_rows(pair_count: SparseTable, pair_feat: SparseTable, D: np.ndarray
     while r < len(D):
         pair_count.reserve(room)
         pair_feat.reserve(room)
-        r += compiled().pair_rows(D[r:], dfeats, yc[r:], w[r:], vf, sel is not None, allowed, edges, pshape, fshape,
-                                  pair_count._keys, pair_count._vals, pair_feat._keys, pair_feat._vals, held, room,
+        r += compiled().pair_rows(D[r:], dfeats, yc[r:], w[r:], vf, sel is not None, allowed, edges, start, idx,
+                                  pshape, fshape, pair_count._keys, pair_count._vals, pair_feat._keys, pair_feat._vals, held, room,
                                   prows, frows)
         pair_count._n, pair_feat._n = int(held[0]), int(held[1])
 
 
 _NO_ALLOWED, _NO_EDGES, _NO_VF = np.zeros(0, dtype=bool), np.zeros((0, 0), dtype=bool), np.zeros(0, dtype=np.int64)
+_NO_START = np.zeros(1, dtype=np.int64)
+#: The last lists of kept edges made (:func:`_partners`): ``(F, a copy of the edges, start, idx)``.
+_partners_made: list = [None]
+
+
+def _partners(edges: np.ndarray, F: int) -> tuple[np.ndarray, np.ndarray]:
+    """The kept edges of the first ``F`` features as the lists :func:`~stream_nb.kernels._hashed.pair_rows`
+    walks (:func:`~stream_nb.kernels._hashed.pair_partners`), made again only when the edges differ from
+    those of the last lists made (compared cell by cell, a few microseconds, where making them reads F^2
+    cells in compiled code: every event learned one at a time asked for them while the selection stands)."""
+    made = _partners_made[0]  # (one tuple read and written whole: a thread never sees a mismatched one)
+    if made is None or made[0] != F or made[1].shape != edges.shape or not np.array_equal(made[1], edges):
+        made = _partners_made[0] = (F, edges.copy(), *compiled().pair_partners(edges, F))
+    return made[2], made[3]
 
 
 def _copied_rows(table: SparseTable):
