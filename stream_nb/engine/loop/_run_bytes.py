@@ -5,7 +5,8 @@ nothing but the sink needs its outputs (no joiner reads their predictions). Each
 column becomes JSON in one or two C calls: the probabilities of the whole run
 in one ``orjson.dumps`` of its array, cut at the commas (floats hold none);
 the positions in one ``orjson.dumps`` of the run's list, cut at ``},{`` (checked
-as :func:`~stream_nb.engine.contract._records.outputs_bytes` checks its cut); integer ids
+as :func:`~stream_nb.engine.contract._records.outputs_bytes` checks its cut), or, held as
+:class:`~stream_nb.engine.contract._records.PositionColumns`, written by the format from their columns; integer ids
 in one call too, other ids one ``orjson.dumps`` each; each class's JSON once; the ``learned`` flag in the
 format when the run's events share it. One ``bytes.__mod__`` per event then joins them in the order of
 :func:`~stream_nb.engine.contract._records.output_record`'s keys. orjson writes every value, so the bytes are
@@ -19,7 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 import orjson
 
-from ..contract import label_key
+from ..contract import PositionColumns, label_key
 
 __all__ = ["run_bytes"]
 
@@ -67,16 +68,20 @@ def run_bytes(ids: list, classes: list, decided: np.ndarray, proba: np.ndarray, 
     columns = [flat[k::c] for k in range(c)]
     predictions = np.array(class_json, dtype=object)[decided].tolist()
     flags = [] if same else [map(_BOOLEANS.__getitem__, learned)]
-    return list(map(fmt.__mod__, zip(id_json, predictions, *columns, *flags, n_learned, source)))
+    return list(map(fmt.__mod__, zip(id_json, predictions, *columns, *flags, n_learned, *source)))
 
 
-def _positions_json(positions: Sequence) -> tuple[list[bytes], bytes]:
-    """Each position's JSON, and the format that writes it: the insides of all-dict positions cut from one
-    ``orjson.dumps`` of the list (``{%s}``), else each position's own dump (``%s``)."""
+def _positions_json(positions: Sequence) -> tuple[list[list[bytes]], bytes]:
+    """The columns of the positions' JSON, and the format that writes them: a
+    :class:`~stream_nb.engine.contract._records.PositionColumns`' own (its columns' JSON, no dict per position);
+    the insides of all-dict positions cut from one ``orjson.dumps`` of the list (``{%s}``); else each position's
+    own dump (``%s``)."""
+    if type(positions) is PositionColumns:
+        fmt, columns = positions.json_columns()
+        return columns, fmt
     if positions and _DICTS(map(type, positions)):
         # dicts only: the n - 1 cuts between them are "},{", so n parts means "},{" is nowhere else
         parts = orjson.dumps(positions)[2:-2].split(b"},{")
         if len(parts) == len(positions):
-            return parts, b"{%s}"
-    return list(map(orjson.dumps, positions)), b"%s"
-
+            return [parts], b"{%s}"
+    return [list(map(orjson.dumps, positions))], b"%s"
