@@ -243,6 +243,21 @@ def test_run_bytes_of_position_columns_equal_the_json_of_their_dicts(data, class
     assert got[0] == got[1] == [_json(record) for record in got[2]]
 
 
+def test_run_bytes_of_values_holding_commas_equal_their_json():
+    """Ids and position values whose JSON holds commas (cut from one dump, they would come out as too many
+    parts) are written value by value: the same bytes as the records' JSON."""
+    ids = ["a,b", 1, [1, 2]]
+    columns = PositionColumns({"topic": "t,u"}, {"partition": [0, "1,2", 2], "offset": [{"x": 1, "y": 2}, 5, 6]})
+    poll = RecordColumns([b"{}"] * 3, [None] * 3, ["p"] * 3, columns, [1] * 3)
+    block = RunBlock(0, 3, ["x", "y"], np.array([0, 1, 0]), np.array([[0.5, 0.5], [0.25, 0.75], [1.0, 0.0]]),
+                     np.array([0, -1, 1]))
+    written, sent, _ = poll_outputs([block], ids, ["x", None, "y"], poll, PrequentialMetrics(), "nb", False,
+                                    as_bytes=True, positions=columns)
+    records, _, _ = poll_outputs([block], ids, ["x", None, "y"], list(poll), PrequentialMetrics(), "nb", False)
+    assert sent is poll and written == list(map(orjson.dumps, records))
+    assert orjson.loads(written[1])["source"] == {"topic": "t,u", "partition": "1,2", "offset": 5}
+
+
 def _json(record) -> bytes:
     """The JSON of one output record, as a sink receives it from the one-event path."""
     try:
@@ -395,6 +410,13 @@ def test_kafka_source_records_column_wise_equal_the_loop():
     consumer._ck, consumer._c, consumer._down = ck, Consumes(messages), False
     polled = consumer.poll(100, 0.0)
     assert polled.offsets == list(range(10, 17)) and polled.topics == ["in"] * 7
+    one = object.__new__(_confluent._Consumer)  # subscribed to the one topic: its name, not each record's
+    one._ck, one._c, one._down, one._listener = ck, Consumes(messages), False, None
+    one._c.subscribe = lambda topics, **callbacks: None
+    one.subscribe(["in"], None)
+    assert one._one_topic == "in" and one.poll(100, 0.0) == polled
+    one.subscribe(["in", "labels"], None)
+    assert one._one_topic is None
 
     def records(feedback):
         source = object.__new__(KafkaSource)  # the record builders only (no feedback: by columns; else a loop)

@@ -46,7 +46,6 @@ _FLOATS = frozenset({float}).issuperset
 _STR_KEYS = frozenset({str}).issuperset
 _NUMBER_KEYS = frozenset({int, bool}).issuperset
 _NON_STR_KEYS = orjson.OPT_NON_STR_KEYS
-_INTEGERS = frozenset({int}).issuperset  # a column written in one orjson call, cut at the commas
 
 
 class Record(typing.NamedTuple):
@@ -138,17 +137,17 @@ class PositionColumns(Sequence):
 
     def json_columns(self) -> tuple[bytes, list[list[bytes]]]:
         """The format (``%s`` for each column) and the columns' JSON that write each position as
-        ``orjson.dumps`` does: a column of Python ints in one ``orjson.dumps`` cut at the commas, any other one
-        value by value. Raises ``TypeError`` where orjson refuses a value (an integer beyond 64 bits)."""
+        ``orjson.dumps`` does: a column in one ``orjson.dumps`` cut at the commas (numbers, say), one whose values
+        hold commas value by value. Raises ``TypeError`` where orjson refuses a value (an integer beyond 64 bits)."""
         parts = [(orjson.dumps(key) + b":" + orjson.dumps(value)).replace(b"%", b"%%")
                  for key, value in self.constants.items()]
         json = []
         for key, column in self.columns.items():
             parts.append(orjson.dumps(key).replace(b"%", b"%%") + b":%s")
-            if column and _INTEGERS(map(type, column)):
-                json.append(orjson.dumps(column)[1:-1].split(b","))
-            else:
-                json.append(list(map(orjson.dumps, column)))
+            # the column's dump cut at the commas: n parts means no value's JSON holds a comma, so each part is
+            # one value's (a check of the whole dump, no look at each value's type)
+            parts_of = orjson.dumps(column)[1:-1].split(b",")
+            json.append(parts_of if len(parts_of) == len(column) else list(map(orjson.dumps, column)))
         return b"{" + b",".join(parts) + b"}", json
 
 

@@ -6,8 +6,8 @@ column becomes JSON in one or two C calls: the probabilities of the whole run
 in one ``orjson.dumps`` of its array, cut at the commas (floats hold none);
 the positions in one ``orjson.dumps`` of the run's list, cut at ``},{`` (checked
 as :func:`~stream_nb.engine.contract._records.outputs_bytes` checks its cut), or, held as
-:class:`~stream_nb.engine.contract._records.PositionColumns`, written by the format from their columns; integer ids
-in one call too, other ids one ``orjson.dumps`` each; each class's JSON once; the ``learned`` flag in the
+:class:`~stream_nb.engine.contract._records.PositionColumns`, written by the format from their columns; the ids
+in one call too, cut at the commas (checked: n parts, else one ``orjson.dumps`` each); each class's JSON once; the ``learned`` flag in the
 format when the run's events share it. One ``bytes.__mod__`` per event then joins them in the order of
 :func:`~stream_nb.engine.contract._records.output_record`'s keys. orjson writes every value, so the bytes are
 those of ``orjson.dumps`` of the output's dict (``tests/test_poll_paths.py`` compares them on every run).
@@ -26,7 +26,6 @@ __all__ = ["run_bytes"]
 
 _BOOLEANS = (b"false", b"true")
 _DICTS = frozenset({dict}).issuperset
-_INTEGERS = frozenset({int}).issuperset  # written in one orjson call, cut at the commas
 _NUMPY = orjson.OPT_SERIALIZE_NUMPY
 
 
@@ -46,9 +45,9 @@ def run_bytes(ids: list, classes: list, decided: np.ndarray, proba: np.ndarray, 
     if n and type(n_learned[0]) is not int:  # one type for the run (a numpy array's tolist()); %d writes ints
         return None
     try:
-        if n and _INTEGERS(map(type, ids)):
-            id_json = orjson.dumps(ids)[1:-1].split(b",")
-        else:
+        # the ids' dump cut at the commas: n parts means no id's JSON holds a comma, so each part is one id's
+        id_json = orjson.dumps(ids)[1:-1].split(b",")
+        if len(id_json) != n:
             id_json = list(map(orjson.dumps, ids))
         class_json = [orjson.dumps(label) for label in classes]
         key_json = [orjson.dumps(label_key(label)) for label in classes]
