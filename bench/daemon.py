@@ -320,17 +320,17 @@ def engine_cpu(n: int, runs: int = 5, profile: bool = False) -> None:
 
     import stream_nb
     from stream_nb.daemon import prepare_process
-    from stream_nb.engine import Engine, make_records
+    from stream_nb.engine import Engine, PositionColumns, RecordColumns
 
     events = make_events(n)
     polls = []
     for start in range(0, n, 500):
-        offsets = range(start // PARTITIONS, start // PARTITIONS + len(events[start:start + 500]))
+        offsets = list(range(start // PARTITIONS, start // PARTITIONS + len(events[start:start + 500])))
         parts = [i % PARTITIONS for i in range(len(offsets))]
-        polls.append(make_records([v for _, v in events[start:start + 500]], [k for k, _ in events[start:start + 500]],
-                                  [f"in-{p}" for p in parts],
-                                  [{"topic": "in", "partition": p, "offset": o} for p, o in zip(parts, offsets)],
-                                  [o + 1 for o in offsets]))
+        polls.append(RecordColumns([v for _, v in events[start:start + 500]], [k for k, _ in events[start:start + 500]],
+                                   [f"in-{p}" for p in parts],
+                                   PositionColumns({"topic": "in"}, {"partition": parts, "offset": offsets}),
+                                   [o + 1 for o in offsets]))
 
     def run(profiler=None) -> list[float]:
         """Each poll's main-thread CPU seconds, on a fresh model."""

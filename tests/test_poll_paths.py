@@ -27,8 +27,8 @@ from hypothesis import strategies as st
 import stream_nb
 from stream_nb import MDL, Tree, Window
 from stream_nb.engine.loop._poll import poll_outputs
-from stream_nb.engine import (Engine, EventDecoder, Observer, PrequentialMetrics, Record, make_records,
-                              output_bytes, output_record, outputs_bytes)
+from stream_nb.engine import (Engine, EventDecoder, Observer, PositionColumns, PrequentialMetrics, Record,
+                              RecordColumns, make_records, output_bytes, output_record, outputs_bytes)
 from stream_nb.exceptions import InvalidEventError
 from stream_nb.learners import RunBlock
 from stream_nb.ops import DaemonObserver
@@ -208,6 +208,56 @@ def test_run_bytes_equal_the_json_of_the_run_outputs(classes, data, model_name, 
     assert written == given == [_json(record) for record in records]
 
 
+@fuzz_settings(100)
+@given(data=st.data(), classes=run_classes, topic=st.text(max_size=4) | st.sampled_from(["%s", "%d%%", '"},{"']),
+       n=st.integers(0, 6), constant_second=st.booleans())
+def test_run_bytes_of_position_columns_equal_the_json_of_their_dicts(data, classes, topic, n, constant_second):
+    """A poll held as RecordColumns, its positions as PositionColumns: the run's bytes, written from the
+    columns (no dict per position), are the JSON of the output records of its records one by one, whatever
+    the constants and the columns' values (integers past 64 bits, which orjson refuses, take the records' path;
+    a column of other values is written value by value); every valid event sent leaves the poll as columns."""
+    c = len(classes)
+    proba = np.array(data.draw(st.lists(st.lists(st.floats(0, 1), min_size=c, max_size=c), min_size=n, max_size=n)),
+                     dtype=float).reshape(n, c)
+    block = RunBlock(0, n, classes, np.array(data.draw(st.lists(st.integers(0, c - 1), min_size=n, max_size=n)),
+                                             dtype=np.int64).reshape(n),
+                     proba, np.array(data.draw(st.lists(st.integers(-1, c - 1), min_size=n, max_size=n)),
+                                     dtype=np.int64).reshape(n))
+    ids = data.draw(st.lists(json_scalars, min_size=n, max_size=n))
+    partitions = data.draw(st.lists(st.integers(0, 3) | st.integers(), min_size=n, max_size=n))
+    offsets = data.draw(st.lists(st.integers(0, 2**40) | json_scalars, min_size=n, max_size=n))
+    constants = {"topic": topic, **({"%s": [1, "x"]} if constant_second else {})}
+    columns = PositionColumns(constants, {"partition": partitions, "offset": offsets})
+    poll = RecordColumns([b"{}"] * n, [None] * n, ["p"] * n, columns, [1] * n)
+    records = list(poll)
+    assert [r.position for r in records] == [{**constants, "partition": p, "offset": o}
+                                             for p, o in zip(partitions, offsets)] == list(columns)
+    got = []
+    for valid, as_bytes, column in ((poll, True, columns), (poll, True, None), (records, False, None)):
+        outputs, sent, refused = poll_outputs([block], ids, [None] * n, valid, PrequentialMetrics(), "nb", False,
+                                              as_bytes=as_bytes, positions=column)
+        assert sent == records and not refused
+        if valid is poll and n:
+            assert sent is poll
+        got.append(outputs)
+    assert got[0] == got[1] == [_json(record) for record in got[2]]
+
+
+def test_run_bytes_of_values_holding_commas_equal_their_json():
+    """Ids and position values whose JSON holds commas (cut from one dump, they would come out as too many
+    parts) are written value by value: the same bytes as the records' JSON."""
+    ids = ["a,b", 1, [1, 2]]
+    columns = PositionColumns({"topic": "t,u"}, {"partition": [0, "1,2", 2], "offset": [{"x": 1, "y": 2}, 5, 6]})
+    poll = RecordColumns([b"{}"] * 3, [None] * 3, ["p"] * 3, columns, [1] * 3)
+    block = RunBlock(0, 3, ["x", "y"], np.array([0, 1, 0]), np.array([[0.5, 0.5], [0.25, 0.75], [1.0, 0.0]]),
+                     np.array([0, -1, 1]))
+    written, sent, _ = poll_outputs([block], ids, ["x", None, "y"], poll, PrequentialMetrics(), "nb", False,
+                                    as_bytes=True, positions=columns)
+    records, _, _ = poll_outputs([block], ids, ["x", None, "y"], list(poll), PrequentialMetrics(), "nb", False)
+    assert sent is poll and written == list(map(orjson.dumps, records))
+    assert orjson.loads(written[1])["source"] == {"topic": "t,u", "partition": "1,2", "offset": 5}
+
+
 def _json(record) -> bytes:
     """The JSON of one output record, as a sink receives it from the one-event path."""
     try:
@@ -253,6 +303,36 @@ def test_process_many_whole_poll_equals_event_by_event(name):
     assert whole.observer.events == each.observer.events == len(records)
     probe = {"color": "green", "size": 1, "w": 1.0}
     assert whole.model.predict_proba_one(probe) == each.model.predict_proba_one(probe)
+
+
+class ColumnPolls(Polls):
+    """The same polls as :class:`Polls`, each handed out as RecordColumns, its positions as PositionColumns."""
+
+    def poll(self, max_records, timeout):
+        out = super().poll(max_records, timeout)
+        values, keys, partitions, positions, next_positions, _ = zip(*out) if out else [()] * 6
+        return RecordColumns(list(values), list(keys), list(partitions),
+                             PositionColumns({"topic": "in"}, {"partition": [p["partition"] for p in positions],
+                                                               "offset": [p["offset"] for p in positions]}),
+                             list(next_positions))
+
+
+@pytest.mark.parametrize("name", ["nb", "tan"])
+def test_process_many_of_record_columns_equals_a_list_of_records(name):
+    """A source's polls as columns (RecordColumns, PositionColumns) give the same output bytes, dead letters,
+    metrics and positions as the same polls as lists of records, bad events among them."""
+    xs, ys = stream(300, seed=4)
+    raw = [orjson.dumps({"id": i, **x, "label": y}) for i, (x, y) in enumerate(zip(xs, ys))]
+    raw[70:70] = [b'{"id": 1, "color": [1]}', b"not json", b'{"color": "red", "label": true}']
+    records = [Record(v, f"k{i}".encode(), f"in-{i % 3}", {"topic": "in", "partition": i % 3, "offset": i // 3},
+                      i // 3 + 1) for i, v in enumerate(raw)]
+    got = []
+    for source in (Polls(records, 64), ColumnPolls(records, 64)):
+        out, dead = ListSink(), ListSink()
+        engine = Engine(MODELS[name](), source, out, dead, config={"model_name": "m"})
+        engine.run()
+        got.append((out.sent, dead.sent, engine.metrics.state(), engine.positions))
+    assert got[0] == got[1] and len(got[0][0]) > 250 and len(got[0][1]) == 4
 
 
 def test_a_model_failing_part_way_sends_what_it_learned():
@@ -330,6 +410,13 @@ def test_kafka_source_records_column_wise_equal_the_loop():
     consumer._ck, consumer._c, consumer._down = ck, Consumes(messages), False
     polled = consumer.poll(100, 0.0)
     assert polled.offsets == list(range(10, 17)) and polled.topics == ["in"] * 7
+    one = object.__new__(_confluent._Consumer)  # subscribed to the one topic: its name, not each record's
+    one._ck, one._c, one._down, one._listener = ck, Consumes(messages), False, None
+    one._c.subscribe = lambda topics, **callbacks: None
+    one.subscribe(["in"], None)
+    assert one._one_topic == "in" and one.poll(100, 0.0) == polled
+    one.subscribe(["in", "labels"], None)
+    assert one._one_topic is None
 
     def records(feedback):
         source = object.__new__(KafkaSource)  # the record builders only (no feedback: by columns; else a loop)

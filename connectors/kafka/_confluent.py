@@ -78,6 +78,7 @@ class _Consumer:
 
     calls_back_on_poll = True
     _failed: Exception | None = None  # a rebalance callback's error, raised by the next poll or close
+    _one_topic: str | None = None  # subscribed to this one topic (not a pattern): every record is of it
 
     def __init__(self, ck, conf: dict, cfg: dict, role: str, reader: str | None = None):
         self._ck, self._cfg, self._role, self.errors = ck, cfg, role, (ck.KafkaException,)
@@ -98,6 +99,7 @@ class _Consumer:
 
     def subscribe(self, topics, listener):
         self._listener = listener
+        self._one_topic = topics[0] if len(topics) == 1 and not topics[0].startswith("^") else None
         self._c.subscribe(topics, on_assign=self._kept(self._on_assign), on_revoke=self._kept(self._on_revoke),
                           on_lost=self._kept(self._on_lost))
 
@@ -177,6 +179,10 @@ class _Consumer:
         message = self._ck.Message
         if any(map(message.error, messages)):
             messages = list(filter(self._keep, messages))
+        if self._one_topic is not None:  # no topic read from each record
+            return Polled([self._one_topic] * len(messages),
+                          *(list(map(field, messages)) for field in (message.partition, message.offset, message.key,
+                                                                       message.value)))
         return Polled.of(messages, (message.topic, message.partition, message.offset, message.key, message.value))
 
     def assignment(self):

@@ -20,7 +20,8 @@ import logging
 import threading
 import typing
 
-from stream_nb.engine import RebalanceCallback, Record, ResumePolicy, RevocationHandler, make_records
+from stream_nb.engine import (PositionColumns, RebalanceCallback, Record, RecordColumns, ResumePolicy,
+                              RevocationHandler)
 from stream_nb.exceptions import CommitError, ConfigError
 
 from ._adapter import BEGINNING, END, TP, Revocation
@@ -173,7 +174,7 @@ class KafkaSource:
         """Always False: a Kafka topic has no end."""
         return False
 
-    def poll(self, max_records: int, timeout: float) -> list[Record]:
+    def poll(self, max_records: int, timeout: float) -> typing.Sequence[Record]:
         """Return up to ``max_records`` records, waiting at most ``timeout`` seconds for the first.
 
         Records of one partition keep their order; partitions follow each other
@@ -195,10 +196,11 @@ class KafkaSource:
         topic = self.topic
         partitions = polled.partitions
         if self.feedback is None:  # the usual poll: one topic, built column by column
+            # as columns, no Record nor position dict per record: the engine writes the outputs from the columns
             named = {p: self._key((topic, p)) for p in set(partitions)}
-            out = make_records(polled.values, polled.keys, list(map(named.__getitem__, partitions)),
-                               [{"topic": topic, "partition": p, "offset": o} for p, o in zip(partitions, polled.offsets)],
-                               [o + 1 for o in polled.offsets])
+            out = RecordColumns(polled.values, polled.keys, list(map(named.__getitem__, partitions)),
+                                PositionColumns({"topic": topic}, {"partition": partitions, "offset": polled.offsets}),
+                                [o + 1 for o in polled.offsets])
             aside = []
         else:
             out, aside = [], []  # the feedback topic's records go aside

@@ -44,7 +44,8 @@ from ._protocols import (
     TwoPhaseSink,
 )
 from ._reasons import DEAD_LETTER_REASONS, describe_reasons
-from ._records import (OUTPUT_DEFAULTS, DeadLetterRecord, OutputRecord, Record, ShownProba, dead_letter_record,
+from ._records import (OUTPUT_DEFAULTS, DeadLetterRecord, OutputRecord, PositionColumns, Record, RecordColumns,
+                       ShownProba, dead_letter_record,
                        label_key, make_records, output_bytes, output_record, outputs_bytes, shown_proba)
 
 __all__ = [
@@ -65,9 +66,11 @@ __all__ = [
     "NamedInput",
     "OutputRecord",
     "Pausable",
+    "PositionColumns",
     "RebalanceCallback",
     "Rebalancing",
     "Record",
+    "RecordColumns",
     "Repositionable",
     "ReportsCommitted",
     "ReportsLag",

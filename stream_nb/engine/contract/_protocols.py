@@ -57,11 +57,12 @@ RevocationHandler = typing.Callable[[list], typing.Any]
 class Source(typing.Protocol):
     """Where events come from; the optional capabilities are the protocols below."""
 
-    def poll(self, max_records: int, timeout: float) -> list[Record]:
+    def poll(self, max_records: int, timeout: float) -> typing.Sequence[Record]:
         """Return up to ``max_records`` records, waiting at most ``timeout`` seconds.
 
         An empty list means nothing arrived in time. A finite source that is
-        exhausted sets :attr:`exhausted` and then returns ``[]``.
+        exhausted sets :attr:`exhausted` and then returns ``[]``. A source that reads a poll at once may
+        return its records as a :class:`~stream_nb.engine.contract._records.RecordColumns` instead of a list.
         """
 
     @property

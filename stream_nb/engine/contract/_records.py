@@ -20,6 +20,7 @@ import heapq
 import json
 import operator
 import typing
+from collections.abc import Sequence
 from itertools import repeat
 
 import orjson
@@ -27,7 +28,8 @@ import orjson
 from ..._checks import is_integer
 from ...exceptions import ConfigError, InvalidEventError
 
-__all__ = ["DeadLetterRecord", "OUTPUT_DEFAULTS", "OutputRecord", "Record", "ShownProba", "dead_letter_record",
+__all__ = ["DeadLetterRecord", "OUTPUT_DEFAULTS", "OutputRecord", "PositionColumns", "Record", "RecordColumns",
+           "ShownProba", "dead_letter_record",
            "label_key", "output_bytes", "make_records", "output_record", "outputs_bytes", "shown_proba"]
 
 #: The engine's settings of what an output shows (see :func:`shown_proba`).
@@ -91,6 +93,99 @@ def make_records(values: list, keys: list, partitions: list, positions: list, ne
     """
     return list(map(tuple.__new__, repeat(Record),
                     zip(values, keys, partitions, positions, next_positions, repeat(None))))
+
+
+class PositionColumns(Sequence):
+    """Records' positions held as columns, each position a dict built only when asked for.
+
+    Position ``i`` is ``{**constants, key: column[i] for each column}``, the constants' keys first. The engine
+    writes a poll's ``source`` fields from the columns (:meth:`json_columns`), with no dict per record.
+
+    >>> positions = PositionColumns({"topic": "t"}, {"partition": [0, 2], "offset": [7, 9]})
+    >>> len(positions), positions[1], list(positions[:1])
+    (2, {'topic': 't', 'partition': 2, 'offset': 9}, [{'topic': 't', 'partition': 0, 'offset': 7}])
+    >>> positions.json_columns()
+    (b'{"topic":"t","partition":%s,"offset":%s}', [[b'0', b'2'], [b'7', b'9']])
+    """
+
+    __slots__ = ("constants", "columns", "_n")
+
+    def __init__(self, constants: dict, columns: dict[str, list]):
+        if not columns:
+            raise ValueError("PositionColumns needs at least one column (the constants alone have no length)")
+        self.constants = constants
+        self.columns = columns
+        self._n = len(next(iter(columns.values())))
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return PositionColumns(self.constants, {key: column[i] for key, column in self.columns.items()})
+        position = dict(self.constants)
+        for key, column in self.columns.items():
+            position[key] = column[i]
+        return position
+
+    def __iter__(self):
+        keys, constants = list(self.columns), self.constants
+        for values in zip(*self.columns.values()):
+            position = dict(constants)
+            position.update(zip(keys, values))
+            yield position
+
+    def json_columns(self) -> tuple[bytes, list[list[bytes]]]:
+        """The format (``%s`` for each column) and the columns' JSON that write each position as
+        ``orjson.dumps`` does: a column in one ``orjson.dumps`` cut at the commas (numbers, say), one whose values
+        hold commas value by value. Raises ``TypeError`` where orjson refuses a value (an integer beyond 64 bits)."""
+        parts = [(orjson.dumps(key) + b":" + orjson.dumps(value)).replace(b"%", b"%%")
+                 for key, value in self.constants.items()]
+        json = []
+        for key, column in self.columns.items():
+            parts.append(orjson.dumps(key).replace(b"%", b"%%") + b":%s")
+            # the column's dump cut at the commas: n parts means no value's JSON holds a comma, so each part is
+            # one value's (a check of the whole dump, no look at each value's type)
+            parts_of = orjson.dumps(column)[1:-1].split(b",")
+            json.append(parts_of if len(parts_of) == len(column) else list(map(orjson.dumps, column)))
+        return b"{" + b",".join(parts) + b"}", json
+
+
+class RecordColumns(Sequence):
+    """A poll's :class:`Record`\\ s held as columns (``size`` None), each record built only when asked for: what a
+    source that reads a poll at once may hand the engine instead of a list, which then reads the columns.
+
+    >>> poll = RecordColumns([b"{}", b"[]"], [None, b"k"], ["t-0", "t-0"], [{"offset": 4}, {"offset": 5}], [5, 6])
+    >>> len(poll), poll[1], poll[1:] == [poll[1]], list(poll) == make_records(*poll.columns)
+    (2, Record(value=b'[]', key=b'k', partition='t-0', position={'offset': 5}, next_position=6, size=None), True, True)
+    """
+
+    __slots__ = ("values", "keys", "partitions", "positions", "next_positions")
+
+    def __init__(self, values: list, keys: list, partitions: list, positions: Sequence, next_positions: list):
+        self.values, self.keys, self.partitions = values, keys, partitions
+        self.positions, self.next_positions = positions, next_positions
+
+    @property
+    def columns(self) -> tuple:
+        """``(values, keys, partitions, positions, next_positions)``: the fields of :class:`Record` but ``size``."""
+        return self.values, self.keys, self.partitions, self.positions, self.next_positions
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return RecordColumns(*(column[i] for column in self.columns))
+        return Record(self.values[i], self.keys[i], self.partitions[i], self.positions[i], self.next_positions[i])
+
+    def __iter__(self):
+        return iter(make_records(*self.columns))
+
+    def __eq__(self, other):
+        return isinstance(other, Sequence) and len(self) == len(other) and all(map(operator.eq, self, other))
+
+    __hash__ = None
 
 
 class OutputRecord(typing.TypedDict, total=False):

@@ -34,7 +34,7 @@ from ._metrics import DEFAULT_LOG_LOSS_FLOOR, PrequentialMetrics
 from ._observer import Observer
 from ..contract import Checkpointing, SharesLearning, Sink, Source
 from ._poll import poll_outputs, send_all
-from ..contract import OUTPUT_DEFAULTS, Record, dead_letter_record, output_bytes, outputs_bytes, shown_proba
+from ..contract import OUTPUT_DEFAULTS, Record, RecordColumns, dead_letter_record, output_bytes, outputs_bytes, shown_proba
 
 __all__ = ["DEFAULT_CONFIG", "Engine", "check_config"]
 
@@ -461,8 +461,9 @@ class Engine:
         if self._blocks is None or self._sharing is not None:
             return self._process_each(records, polled)
         # features as columns where the model alone reads them (the joiner holds dicts)
-        # the records' fields, each for the whole poll, in one pass: value, key, partition, position, next position
-        fields = list(zip(*records)) or [()] * 5
+        # the records' fields, each for the whole poll: value, key, partition, position, next position (a source's
+        # RecordColumns hands them as they are, else one pass over the records)
+        fields = records.columns if type(records) is RecordColumns else list(zip(*records)) or [()] * 5
         ids, xs, ys, bad = self.decoder.decode_columns(list(fields[0]), columns=joiner is None)
         ys = ys if joiner is None else joiner.prepare_columns(ids, xs, ys)  # early labels in; times out
         if ys is None:  # an event time the join refuses: event by event, where that event gets its own error

@@ -71,6 +71,8 @@ def poll_outputs(
         if type(item) is RunBlock:
             j = _run_outputs(item, ids, valid, metrics, model_name, learn_unlabeled, outputs, shown, as_bytes,
                              positions)
+            if j == len(valid) and item.start == len(records) and not refused:  # every valid event sent
+                return outputs, valid, refused  # (a poll's RecordColumns left as columns)
             records.extend(valid[item.start:item.stop])
         elif isinstance(item, InvalidEventError):
             refused[j] = item

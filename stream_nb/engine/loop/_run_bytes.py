@@ -5,8 +5,9 @@ nothing but the sink needs its outputs (no joiner reads their predictions). Each
 column becomes JSON in one or two C calls: the probabilities of the whole run
 in one ``orjson.dumps`` of its array, cut at the commas (floats hold none);
 the positions in one ``orjson.dumps`` of the run's list, cut at ``},{`` (checked
-as :func:`~stream_nb.engine.contract._records.outputs_bytes` checks its cut); integer ids
-in one call too, other ids one ``orjson.dumps`` each; each class's JSON once; the ``learned`` flag in the
+as :func:`~stream_nb.engine.contract._records.outputs_bytes` checks its cut), or, held as
+:class:`~stream_nb.engine.contract._records.PositionColumns`, written by the format from their columns; the ids
+in one call too, cut at the commas (checked: n parts, else one ``orjson.dumps`` each); each class's JSON once; the ``learned`` flag in the
 format when the run's events share it. One ``bytes.__mod__`` per event then joins them in the order of
 :func:`~stream_nb.engine.contract._records.output_record`'s keys. orjson writes every value, so the bytes are
 those of ``orjson.dumps`` of the output's dict (``tests/test_poll_paths.py`` compares them on every run).
@@ -19,13 +20,12 @@ from collections.abc import Sequence
 import numpy as np
 import orjson
 
-from ..contract import label_key
+from ..contract import PositionColumns, label_key
 
 __all__ = ["run_bytes"]
 
 _BOOLEANS = (b"false", b"true")
 _DICTS = frozenset({dict}).issuperset
-_INTEGERS = frozenset({int}).issuperset  # written in one orjson call, cut at the commas
 _NUMPY = orjson.OPT_SERIALIZE_NUMPY
 
 
@@ -45,9 +45,9 @@ def run_bytes(ids: list, classes: list, decided: np.ndarray, proba: np.ndarray, 
     if n and type(n_learned[0]) is not int:  # one type for the run (a numpy array's tolist()); %d writes ints
         return None
     try:
-        if n and _INTEGERS(map(type, ids)):
-            id_json = orjson.dumps(ids)[1:-1].split(b",")
-        else:
+        # the ids' dump cut at the commas: n parts means no id's JSON holds a comma, so each part is one id's
+        id_json = orjson.dumps(ids)[1:-1].split(b",")
+        if len(id_json) != n:
             id_json = list(map(orjson.dumps, ids))
         class_json = [orjson.dumps(label) for label in classes]
         key_json = [orjson.dumps(label_key(label)) for label in classes]
@@ -67,16 +67,20 @@ def run_bytes(ids: list, classes: list, decided: np.ndarray, proba: np.ndarray, 
     columns = [flat[k::c] for k in range(c)]
     predictions = np.array(class_json, dtype=object)[decided].tolist()
     flags = [] if same else [map(_BOOLEANS.__getitem__, learned)]
-    return list(map(fmt.__mod__, zip(id_json, predictions, *columns, *flags, n_learned, source)))
+    return list(map(fmt.__mod__, zip(id_json, predictions, *columns, *flags, n_learned, *source)))
 
 
-def _positions_json(positions: Sequence) -> tuple[list[bytes], bytes]:
-    """Each position's JSON, and the format that writes it: the insides of all-dict positions cut from one
-    ``orjson.dumps`` of the list (``{%s}``), else each position's own dump (``%s``)."""
+def _positions_json(positions: Sequence) -> tuple[list[list[bytes]], bytes]:
+    """The columns of the positions' JSON, and the format that writes them: a
+    :class:`~stream_nb.engine.contract._records.PositionColumns`' own (its columns' JSON, no dict per position);
+    the insides of all-dict positions cut from one ``orjson.dumps`` of the list (``{%s}``); else each position's
+    own dump (``%s``)."""
+    if type(positions) is PositionColumns:
+        fmt, columns = positions.json_columns()
+        return columns, fmt
     if positions and _DICTS(map(type, positions)):
         # dicts only: the n - 1 cuts between them are "},{", so n parts means "},{" is nowhere else
         parts = orjson.dumps(positions)[2:-2].split(b"},{")
         if len(parts) == len(positions):
-            return parts, b"{%s}"
-    return list(map(orjson.dumps, positions)), b"%s"
-
+            return [parts], b"{%s}"
+    return [list(map(orjson.dumps, positions))], b"%s"
