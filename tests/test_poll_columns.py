@@ -34,6 +34,18 @@ cells = st.one_of(st.none(), st.sampled_from(["x", "y", "z", ""]), st.integers(-
 plain = st.one_of(st.none(), st.sampled_from(["yes", "no"]), st.integers(0, 2), st.just(1.0), st.just(True))
 
 
+def decoded_as_one_at_a_time(decoder: EventDecoder, values: list) -> tuple:
+    """``decoder.decode_columns(values, columns=True)``, checked to stand for the events (or errors) ``decode``
+    gives one record at a time, in order."""
+    ids, xs, ys, bad = decoder.decode_columns(values, columns=True)
+    expected = [one_at_a_time(decoder, v) for v in values]
+    valid = iter(zip(ids, xs, ys))
+    got = [bad[i] if i in bad else stream_nb.engine.Event(*next(valid)) for i in range(len(values))]
+    assert next(valid, None) is None
+    assert [described(r) for r in got] == [described(e) for e in expected]
+    return ids, xs, ys, bad
+
+
 @fuzz_settings(80)
 @given(fields=st.lists(st.sampled_from(["a", "b", "id", "label", "c"]), min_size=1, max_size=4, unique=True),
        data=st.data(), config=st.sampled_from([{}, {"id_field": None}, {"label_field": "a"}]))
@@ -44,12 +56,7 @@ def test_a_poll_as_columns_holds_the_events_decode_gives(fields, data, config):
                               min_size=1, max_size=8))
     values = [orjson.dumps(dict(zip(fields, row))) for row in rows]
     decoder = EventDecoder(config)
-    ids, xs, ys, bad = decoder.decode_columns(values, columns=True)
-    expected = [one_at_a_time(decoder, v) for v in values]
-    valid = iter(zip(ids, xs, ys))
-    got = [bad[i] if i in bad else stream_nb.engine.Event(*next(valid)) for i in range(len(values))]
-    assert next(valid, None) is None
-    assert [described(r) for r in got] == [described(e) for e in expected]
+    ids, xs, ys, bad = decoded_as_one_at_a_time(decoder, values)
     reserved = {config.get("label_field", "label"), config.get("id_field", "id")}
     common = all(type(v) in (str, int, type(None)) for row in rows for name, v in zip(fields, row) if name in reserved)
     if not bad and common:  # the poll was taken as columns
@@ -109,12 +116,7 @@ def test_a_poll_of_raw_texts_as_columns_holds_the_events_decode_gives(keys, data
     value types are the types of its values."""
     values = data.draw(st.lists(object_texts(keys), min_size=1, max_size=6))
     decoder = EventDecoder(config)
-    ids, xs, ys, bad = decoder.decode_columns(values, columns=True)
-    expected = [one_at_a_time(decoder, v) for v in values]
-    valid = iter(zip(ids, xs, ys))
-    got = [bad[i] if i in bad else stream_nb.engine.Event(*next(valid)) for i in range(len(values))]
-    assert next(valid, None) is None
-    assert [described(r) for r in got] == [described(e) for e in expected]
+    ids, xs, ys, bad = decoded_as_one_at_a_time(decoder, values)
     if isinstance(xs, Columns):
         assert xs.types == {name: set(map(type, column)) for name, column in xs.columns.items()}
 
@@ -138,11 +140,7 @@ def test_the_compiled_pass_takes_a_poll_whose_keys_are_the_same_bytes_and_refuse
                   b'\xef\xbb\xbf{"id": 3, "a": "y", "t": 1, "n": 1, "label": "no"}',
                   b'{"id": 3.5, "a": "y", "t": 1, "n": 1, "label": "no"}'):
         assert decoder._scanned(values + [other]) is None
-        ids, xs, ys, bad = decoder.decode_columns(values + [other], columns=True)
-        expected = [one_at_a_time(decoder, v) for v in values + [other]]
-        valid = iter(zip(ids, xs, ys))
-        got = [bad[i] if i in bad else stream_nb.engine.Event(*next(valid)) for i in range(3)]
-        assert [described(r) for r in got] == [described(e) for e in expected]
+        decoded_as_one_at_a_time(decoder, values + [other])
 
 
 def trained(make):

@@ -176,6 +176,17 @@ run_classes = st.one_of(st.lists(st.text(max_size=3), min_size=1, max_size=3, un
                         st.just([False, True]), st.just(["%s", "%d%%", "é\\"]))
 
 
+def drawn_block(data, classes: list, n: int, probabilities) -> RunBlock:
+    """A run of ``n`` events over ``classes`` as the kernel gives it: the decided class, the probabilities
+    (each drawn from ``probabilities``) and the label's class index (-1: none) of each event, drawn."""
+    c = len(classes)
+    proba = np.array(data.draw(st.lists(st.lists(probabilities, min_size=c, max_size=c), min_size=n, max_size=n)),
+                     dtype=float).reshape(n, c)
+    decided, labels = (np.array(data.draw(st.lists(st.integers(low, c - 1), min_size=n, max_size=n)),
+                                dtype=np.int64).reshape(n) for low in (0, -1))
+    return RunBlock(0, n, classes, decided, proba, labels)
+
+
 @fuzz_settings(100)
 @given(classes=run_classes, data=st.data(), model_name=st.sampled_from(["nb", "%s%%", "é\"\n"]),
        learn_unlabeled=st.booleans(), learned_before=st.integers(0, 2**40))
@@ -184,15 +195,9 @@ def test_run_bytes_equal_the_json_of_the_run_outputs(classes, data, model_name, 
     classes, probabilities, model name and positions (read from the records, or given as the column
     ``process_many`` takes from its poll); a value orjson refuses (an integer beyond 64 bits) takes the
     records' path."""
-    c = len(classes)
     n = data.draw(st.integers(0, 6))
-    proba = np.array(data.draw(st.lists(st.lists(st.floats(0, 1) | st.sampled_from([1e-300, 5e-324, 1e-5, 1e16, 0.1, 0.30000000000000004, 1.0000000000000002, -0.0]),
-                                                 min_size=c, max_size=c), min_size=n, max_size=n)),
-                     dtype=float).reshape(n, c)
-    block = RunBlock(0, n, classes, np.array(data.draw(st.lists(st.integers(0, c - 1), min_size=n, max_size=n)),
-                                             dtype=np.int64).reshape(n),
-                     proba, np.array(data.draw(st.lists(st.integers(-1, c - 1), min_size=n, max_size=n)),
-                                     dtype=np.int64).reshape(n))
+    block = drawn_block(data, classes, n, st.floats(0, 1) | st.sampled_from(
+        [1e-300, 5e-324, 1e-5, 1e16, 0.1, 0.30000000000000004, 1.0000000000000002, -0.0]))
     ids = data.draw(st.lists(json_scalars, min_size=n, max_size=n))
     valid = [Record(b"{}", None, "p", pos, 1) for pos in data.draw(st.lists(positions, min_size=n, max_size=n))]
     got = []
@@ -216,13 +221,7 @@ def test_run_bytes_of_position_columns_equal_the_json_of_their_dicts(data, class
     columns (no dict per position), are the JSON of the output records of its records one by one, whatever
     the constants and the columns' values (integers past 64 bits, which orjson refuses, take the records' path;
     a column of other values is written value by value); every valid event sent leaves the poll as columns."""
-    c = len(classes)
-    proba = np.array(data.draw(st.lists(st.lists(st.floats(0, 1), min_size=c, max_size=c), min_size=n, max_size=n)),
-                     dtype=float).reshape(n, c)
-    block = RunBlock(0, n, classes, np.array(data.draw(st.lists(st.integers(0, c - 1), min_size=n, max_size=n)),
-                                             dtype=np.int64).reshape(n),
-                     proba, np.array(data.draw(st.lists(st.integers(-1, c - 1), min_size=n, max_size=n)),
-                                     dtype=np.int64).reshape(n))
+    block = drawn_block(data, classes, n, st.floats(0, 1))
     ids = data.draw(st.lists(json_scalars, min_size=n, max_size=n))
     partitions = data.draw(st.lists(st.integers(0, 3) | st.integers(), min_size=n, max_size=n))
     offsets = data.draw(st.lists(st.integers(0, 2**40) | json_scalars, min_size=n, max_size=n))
