@@ -34,8 +34,10 @@ Contenders, each a separate process reading the same events:
 * ``raw-confluent``: the same ceiling with confluent-kafka (``consume()``
   batches re-sent by a producer configured like stream_nb's confluent sink).
 * ``noop``, ``noop-confluent`` (diagnostic): stream_nb's engine and Kafka
-  connectors in-process around a constant model, i.e. everything of the daemon
-  but the learner.
+  connectors in-process around a constant river model (``predict_proba_one``,
+  ``learn_one``): what a model that is not stream_nb's pays in the daemon, whose
+  engine then takes each event on its own (``Engine.process``), where a stream_nb
+  model takes a poll's runs through its kernel.
 
 kafka-python validates and computes CRC32C of every record batch, in pure Python
 unless the ``crc32c`` package is importable; the table says which one ran.
@@ -192,7 +194,8 @@ def worker_raw_confluent(bootstrap: str, input_topic: str, output_topic: str, gr
 
 def worker_engine_noop(bootstrap: str, input_topic: str, output_topic: str, group: str,
                        client: str = "kafka-python") -> None:
-    """stream_nb's engine and Kafka connectors around a constant model: their overhead alone."""
+    """stream_nb's engine and Kafka connectors around a constant river model, which the engine takes an event
+    at a time (``Engine.process``): the daemon's cost for a model that is not stream_nb's."""
     from connectors import kafka as connector
     from stream_nb.engine import Engine
 
@@ -677,8 +680,8 @@ def table(results: dict[str, dict], args, n: int) -> str:
               "handwritten": "(a) hand-written kafka-python + orjson + river GaussianNB",
               "raw": "(b) raw consume -> produce, no model (ceiling)",
               "raw-confluent": "(c) raw consume -> produce with confluent-kafka (its ceiling)",
-              "noop": "diagnostic: stream_nb engine + connectors, constant model",
-              "noop-confluent": "diagnostic: stream_nb engine + confluent connectors, constant model"}
+              "noop": "diagnostic: stream_nb engine + connectors, constant river model, event by event",
+              "noop-confluent": "diagnostic: stream_nb engine + confluent connectors, constant river model, event by event"}
     labels.update({f"{kind}-eo": f"{labels[kind]}, --exactly-once" for kind in _AT_LEAST_ONCE})
     hand = results.get("handwritten", {}).get("throughput")
     lat = not args.no_latency
