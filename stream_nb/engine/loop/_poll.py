@@ -64,16 +64,12 @@ def poll_outputs(
     ``positions``, when the caller has them at hand, holds the ``position`` of each record of ``valid``.
     """
     outputs: list[OutputRecord] = []
-    records: list[Record] = []
     refused: dict[int, InvalidEventError] = {}
     j = 0  # the next valid event
     for item in items:
         if type(item) is RunBlock:
             j = _run_outputs(item, ids, valid, metrics, model_name, learn_unlabeled, outputs, shown, as_bytes,
                              positions)
-            if j == len(valid) and item.start == len(records) and not refused:  # every valid event sent
-                return outputs, valid, refused  # (a poll's RecordColumns left as columns)
-            records.extend(valid[item.start:item.stop])
         elif isinstance(item, InvalidEventError):
             refused[j] = item
             j += 1
@@ -87,9 +83,10 @@ def poll_outputs(
             write = output_bytes if as_bytes else output_record
             outputs.append(write(ids[j], prediction, proba, model_name, learned, metrics.learned, record.position,
                                  None, shown))
-            records.append(record)
             j += 1
-    return outputs, records, refused
+    if refused:
+        return outputs, [valid[i] for i in range(j) if i not in refused], refused
+    return outputs, valid if j == len(valid) else valid[:j], refused  # (a poll's RecordColumns left as columns)
 
 
 def _run_outputs(block: RunBlock, ids: list, valid: list[Record], metrics: PrequentialMetrics, model_name: str,
