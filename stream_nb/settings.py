@@ -229,8 +229,11 @@ SETTINGS: tuple[Setting, ...] = (
             "this long, in seconds", _OPS, "SECONDS"),
     Setting("lag_interval", "float", 10.0, "read the input's lag (Kafka: end offsets) every this many seconds",
             _OPS, "SECONDS"),
-    Setting("max_in_flight", "int", ENGINE_DEFAULTS["max_in_flight"], "back-pressure: pause the input while "
-            "more than N outputs await the broker's acknowledgement, resume at N/2 (0: never pause)", _ENGINE, "N"),
+    Setting("max_in_flight", "int", ENGINE_DEFAULTS["max_in_flight"], "back-pressure: hold the input while "
+            "more than N outputs await the broker's acknowledgement, until N/2 do (0: never hold)", _ENGINE, "N"),
+    Setting("max_in_flight_wait", "float", ENGINE_DEFAULTS["max_in_flight_wait_s"], "back-pressure: wait this "
+            "long for the acknowledgements before pausing the input partitions, in seconds (a paused "
+            "confluent-kafka consumer drops what it fetched ahead; 0: pause at once)", _ENGINE, "SECONDS"),
     Setting("feedback", "str", None, "JSON-lines file of labels that come later, {<id-field>: ..., <label-field>: "
             "...}, followed while --input runs: an unlabeled event with an id waits for its label", _JOIN, "PATH"),
     Setting("feedback_topic", "str", None, "Kafka topic of labels that come later, {<id-field>: ..., "

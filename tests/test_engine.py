@@ -594,6 +594,7 @@ def test_unknown_engine_settings_are_rejected_with_the_accepted_keys():
     [
         ({"poll_max_records": 0}, "poll_max_records must be a positive integer"),
         ({"poll_timeout": -1}, "poll_timeout must be a non-negative number"),
+        ({"max_in_flight_wait_s": "1"}, "max_in_flight_wait_s must be a non-negative number"),
         ({"commit_every_records": 1.5}, "commit_every_records must be a positive integer"),
         ({"model_name": 3}, "model_name must be a string"),
         ({"label_field": "id"}, "must differ"),

@@ -301,15 +301,64 @@ def test_back_pressure_bounds_the_unacknowledged_outputs():
     source = PausableSource(values, sink)
     engine = Engine(NaiveBayes(), source, sink, ListSink(),
                     config={"max_in_flight": 1000, "poll_max_records": 400, "commit_every_records": 10**9,
-                            "commit_interval_s": 3600.0, "poll_timeout": 0.0})
+                            "commit_interval_s": 3600.0, "poll_timeout": 0.0, "max_in_flight_wait_s": 0.0})
     checkpoints = []
     engine.observer.flush_done = lambda seconds, error: checkpoints.append(len(sink.values))
     engine.run()
     assert len(sink.values) == len(values)  # nothing lost
     assert sink.peak <= 1000 + 400  # at most the limit plus one poll
     assert engine.flow.pauses > 0 and source.polls_while_paused > 0
+    assert engine.flow.source_pauses == engine.flow.pauses  # no wait: every hold paused the source
     assert not engine.flow.paused and not source.paused
     assert checkpoints == [len(values)]  # no checkpoint (a blocking flush) while the input was held
+
+
+class AckingSink(SlowOutputSink):
+    """The broker acknowledges ``per_look`` records each time the engine looks at what is in flight (as
+    librdkafka's acknowledgements arrive while the engine waits, whether or not it polls its consumer)."""
+
+    def __init__(self, per_look: int):
+        super().__init__()
+        self.per_look = per_look
+
+    @property
+    def in_flight(self) -> int:
+        self.ack(self.per_look)
+        return len(self.values) - self.acked
+
+    def send(self, value, key=None):
+        ListSink.send(self, value, key)
+        self.peak = max(self.peak, len(self.values) - self.acked)  # (a look that acknowledges nothing)
+
+
+def test_a_backlog_that_clears_within_the_wait_holds_the_input_without_pausing_the_source():
+    # (a paused librdkafka consumer drops what it fetched ahead: a short backlog must not pause it)
+    sink = AckingSink(per_look=50)
+    values = events(5000, 0, [])
+    source = PausableSource(values, sink)
+    engine = Engine(NaiveBayes(), source, sink, ListSink(),
+                    config={"max_in_flight": 1000, "poll_max_records": 400, "commit_every_records": 10**9,
+                            "commit_interval_s": 3600.0, "poll_timeout": 0.0, "max_in_flight_wait_s": 60.0})
+    engine.run()
+    assert len(sink.values) == len(values)  # nothing lost
+    assert sink.peak <= 1000 + 400  # the same bound: nothing is read while the input is held
+    assert engine.flow.pauses > 0  # the input was held ...
+    assert engine.flow.source_pauses == 0 and source.pause_calls == 0  # ... and the source never paused
+    assert not engine.flow.paused
+
+
+def test_a_stop_ends_the_wait_for_acknowledgements():
+    sink = SlowOutputSink()  # nothing is ever acknowledged
+    source = PausableSource(events(2000, 0, []), sink)
+    engine = Engine(NaiveBayes(), source, sink, ListSink(),
+                    config={"max_in_flight": 100, "poll_max_records": 400, "poll_timeout": 0.0,
+                            "max_in_flight_wait_s": 3600.0})
+    sink.ack = lambda n: None  # the source's polls acknowledge nothing either
+    threading.Timer(0.5, engine.stop).start()
+    started = time.monotonic()
+    engine.run()
+    assert time.monotonic() - started < 60  # not the hour's wait
+    assert engine.flow.pauses == 1 and sink.peak == 400
 
 
 def test_without_back_pressure_the_outputs_pile_up():
@@ -406,6 +455,7 @@ for name in ("kafka.net.transport", "stream_nb.daemon"):
     (["--metrics-port", "0", "--liveness-timeout", "0"], "--liveness-timeout must be > 0, got 0.0"),
     (["--metrics-port", "0", "--lag-interval", "-1"], "--lag-interval must be > 0, got -1.0"),
     (["--max-in-flight", "-1"], "--max-in-flight must be a non-negative integer, got -1"),
+    (["--max-in-flight-wait", "-1"], "--max-in-flight-wait must be a non-negative number, got -1.0"),
     (["--log-format", "xml"], "invalid choice: 'xml'"),
 ])
 def test_bad_operations_settings_exit_2(args, message):

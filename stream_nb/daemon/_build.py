@@ -111,6 +111,7 @@ _ENGINE_KEYS = {
     "top_k": "top_k",
     "no_proba": "no_proba",
     "max_in_flight": "max_in_flight",
+    "max_in_flight_wait_s": "max_in_flight_wait",
 }
 
 

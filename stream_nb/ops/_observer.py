@@ -147,6 +147,7 @@ class DaemonObserver(Observer):
         self._window_rebuilds: list[float] = []
         self._pauses_seen = 0
         self._paused_seen = 0.0
+        self._source_pauses_seen = 0
 
     # -- wiring ---------------------------------------------------------------
 
@@ -394,14 +395,16 @@ class DaemonObserver(Observer):
                             "mean_seconds": sum(rebuilds) / len(rebuilds), "max_seconds": max(rebuilds),
                             "n_rebuilds": self._rebuilds_seen, "root": getattr(self._model, "root", None)})
         flow = engine.flow
-        pauses, paused = flow.pauses, flow.paused_seconds
+        pauses, paused, source_pauses = flow.pauses, flow.paused_seconds, flow.source_pauses
         if pauses != self._pauses_seen:
-            log.info("back-pressure paused the input %d times for %.1f s in the last %.0f s",
+            log.info("back-pressure held the input %d times for %.1f s in the last %.0f s (%d paused the source)",
                      pauses - self._pauses_seen, paused - self._paused_seen, window,
+                     source_pauses - self._source_pauses_seen,
                      extra={"event": "backpressure", "window_seconds": round(window, 3),
                             "pauses": pauses - self._pauses_seen,
-                            "paused_seconds": round(paused - self._paused_seen, 3), "limit": flow.limit})
-        self._pauses_seen, self._paused_seen = pauses, paused
+                            "paused_seconds": round(paused - self._paused_seen, 3),
+                            "source_pauses": source_pauses - self._source_pauses_seen, "limit": flow.limit})
+        self._pauses_seen, self._paused_seen, self._source_pauses_seen = pauses, paused, source_pauses
 
 
 def _feedback_dead_letters(engine: typing.Any) -> dict[str, int]:

@@ -56,8 +56,10 @@ METRICS: tuple[tuple[str, str, str, str], ...] = (
     ("stream_nb_partitions_assigned", "gauge", "", "Kafka: input partitions assigned to this process"),
     ("stream_nb_output_in_flight", "gauge", "", "outputs + dead letters sent and not yet acknowledged"),
     ("stream_nb_input_paused", "gauge", "", "1 while back-pressure holds the input"),
-    ("stream_nb_backpressure_pauses_total", "counter", "", "times back-pressure paused the input"),
-    ("stream_nb_backpressure_paused_seconds_total", "counter", "", "time spent paused by back-pressure"),
+    ("stream_nb_backpressure_pauses_total", "counter", "", "times back-pressure held the input"),
+    ("stream_nb_backpressure_paused_seconds_total", "counter", "", "time the input was held by back-pressure"),
+    ("stream_nb_backpressure_source_pauses_total", "counter", "",
+     "holds that outlasted --max-in-flight's wait and paused the source"),
     ("stream_nb_output_flushes_total", "counter", "result", "checkpoint flushes of both sinks, ok or failed"),
     ("stream_nb_output_flush_seconds", "summary", "", "time spent in checkpoint flushes (_sum, _count)"),
     ("stream_nb_snapshots_total", "counter", "result", "snapshots written (ok) or failed"),
@@ -175,6 +177,9 @@ class _Collector:
         yield CounterMetricFamily("stream_nb_backpressure_paused_seconds",
                                   _doc("stream_nb_backpressure_paused_seconds"),
                                   value=flow.paused_seconds if flow is not None else 0.0)
+        yield CounterMetricFamily("stream_nb_backpressure_source_pauses",
+                                  _doc("stream_nb_backpressure_source_pauses"),
+                                  value=flow.source_pauses if flow is not None else 0)
 
         flushes = CounterMetricFamily("stream_nb_output_flushes", _doc("stream_nb_output_flushes"),
                                       labels=["result"])

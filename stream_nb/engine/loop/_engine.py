@@ -64,9 +64,12 @@ DEFAULT_CONFIG: dict[str, typing.Any] = {
     # Add "imputed": {feature: most probable value} of the event's missing attributes
     # to each output (the model must have impute_one, as stream_nb's models do).
     "emit_imputed": False,
-    # Back-pressure: pause the source while the sinks hold more than this many unacknowledged
-    # outputs, resume at half; 0: never (see stream_nb.engine.loop._flow).
+    # Back-pressure: hold the input while the sinks hold more than this many unacknowledged
+    # outputs, until they are down to half; 0: never (see stream_nb.engine.loop._flow).
     "max_in_flight": 5000,
+    # Back-pressure: seconds to wait for the acknowledgements before pausing the source
+    # (a paused Kafka consumer drops the records it fetched ahead); 0: pause at once.
+    "max_in_flight_wait_s": 1.0,
 }
 
 
@@ -99,6 +102,7 @@ def check_config(config: dict[str, typing.Any]) -> dict[str, typing.Any]:
     _number(config, "dead_letter_max_value_bytes", int, allow_zero=True)
     _number(config, "log_metrics_interval_s", float, allow_zero=True)
     _number(config, "max_in_flight", int, allow_zero=True)
+    _number(config, "max_in_flight_wait_s", float, allow_zero=True)
     if not isinstance(config["emit_imputed"], bool):
         raise ConfigError(f"emit_imputed must be True or False, got {config['emit_imputed']!r}")
     name = config["model_name"]
@@ -206,7 +210,8 @@ class Engine:
         #: Labels that come later (see stream_nb.engine.join._join): a Joiner the daemon sets with --feedback.
         self.joiner = None
         #: Back-pressure between the sinks' unacknowledged outputs and the source.
-        self.flow = FlowControl(source, (sink, dead_letters), self.config["max_in_flight"])
+        self.flow = FlowControl(source, (sink, dead_letters), self.config["max_in_flight"],
+                                self.config["max_in_flight_wait_s"], lambda: self._stop_requested)
         if checkpointer is not None and not isinstance(checkpointer, Checkpointing):
             raise ConfigError(
                 f"checkpointer must have attach(engine), checkpoint(final) and status(); "
