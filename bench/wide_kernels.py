@@ -10,14 +10,22 @@ process CPU time (``time.process_time``) of its calls: the table gives each kern
 kernels' total, and the rest (Python, numpy, allocation), overall and up to each event of ``--marks``, so that
 the phases of a stream (a pair selection keeping tens of super-parents early, a few later) show apart.
 The wrappers cost about a microsecond a call: the total runs a little above ``bench/wide.py``'s CPU seconds.
+
+Then, for each pair table the model holds as a hash table, its cells at the end: one a (class, parent value,
+child value) counted, against the (parent value, child value) pairs they fall in, and what the same pairs
+would take held as one slot of every class's counts (a key and C counts) rather than a slot a cell (a key and
+a count).
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import math
 import sys
 import time
+
+import numpy as np
 
 from stream_nb.daemon import one_blas_thread
 from wide import BATCH, planted  # bench/ is the script's directory, first on sys.path
@@ -76,7 +84,25 @@ def main(argv=None) -> int:
     print(f"\n{'kernel':<28} {'seconds':>8} {'calls':>8}")
     for name, s in spent.most_common(args.top):
         print(f"{name:<28} {s:>8.3f} {calls[name]:>8,}")
+    print_cells(model, len(set(y.tolist())))
     return 0
+
+
+def print_cells(model, C: int) -> None:
+    """The cells of each pair table ``model`` holds as a hash table, against the pairs they fall in."""
+    from stream_nb.stats.tables import SparseTable
+
+    tables = next(v for v in vars(model).values() if hasattr(v, "tables")).tables
+    for name in ("pair_count", "pair_feat"):
+        table = tables.get(name)
+        if not isinstance(table, SparseTable):
+            continue
+        keys, _ = table.arrays()
+        held = keys[keys >= 0]
+        pairs = len(np.unique(held % math.prod(table.shape[1:])))  # a key is (class, parent value, child)
+        print(f"\n{name}: {len(held):,} cells in {pairs:,} pairs, {len(held) / max(pairs, 1):.2f} classes a pair "
+              f"of {C}; a slot a cell {len(held) * 16 / 1e6:.1f} MB, a slot of {C} counts a pair "
+              f"{pairs * 8 * (1 + C) / 1e6:.1f} MB")
 
 
 if __name__ == "__main__":
